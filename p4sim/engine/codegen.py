@@ -1,0 +1,347 @@
+"""Building blocks of the code generator: scopes and symbols, typed expression results,
+an indenting writer for the generated Python, and the generated classes of P4 structs,
+headers and unions.
+
+Example::
+
+    >>> w = Writer()
+    >>> w.line("x = 1")
+    >>> w.text()
+    'x = 1\\n'
+"""
+from __future__ import annotations
+
+import keyword
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from p4sim.frontend.types import (
+    BitT, BoolT, EnumT, ErrorT, HeaderT, P4Type, StackT, StructLikeT, UnionT, VarbitT, strip_new,
+)
+
+
+def pyname(name: str) -> str:
+    """A P4 field name as a Python attribute name (keywords and our own slots escaped)."""
+    if keyword.iskeyword(name) or name in ("_valid", "h", "nextIndex", "size") or name.startswith("__"):
+        return name + "_"
+    return name
+
+
+@dataclass
+class FnCtx:
+    """A Python function being generated (for ``nonlocal`` bookkeeping and returns)."""
+
+    name: str
+    kind: str  # control, parser, state, action, function, table
+    nonlocals: set[str] = field(default_factory=set)
+    outs: list[str] = field(default_factory=list)  # python names of scalar out/inout params
+    return_type: Optional[P4Type] = None
+    parent: Optional["FnCtx"] = None
+
+
+@dataclass
+class Sym:
+    """What a name denotes in a scope."""
+
+    kind: str  # var, const, type, action, function, extern_func, table, instance, packet,
+    #            parser_decl, control_decl, extern_decl, package_decl, valueset, state
+    type: Optional[P4Type] = None
+    code: str = ""          # Python expression that reads it
+    value: Any = None       # compile-time value (const) or declaration/instance info
+    fn: Optional[FnCtx] = None  # owning Python function of a variable
+    writable: bool = True
+    decl: Any = None
+
+
+@dataclass
+class Ex:
+    """A compiled expression: Python source, its P4 type, and its value when constant."""
+
+    code: str
+    ty: P4Type
+    const: bool = False
+    value: Any = None
+
+
+class Writer:
+    """Collects generated Python lines with indentation."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.depth = 0
+
+    def line(self, text: str) -> None:
+        self.lines.append("    " * self.depth + text)
+
+    def indent(self) -> None:
+        self.depth += 1
+
+    def dedent(self) -> None:
+        self.depth -= 1
+
+    def extend(self, other: "Writer") -> None:
+        for ln in other.lines:
+            self.lines.append("    " * self.depth + ln)
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+def zero_value_code(t: P4Type) -> str:
+    """Python source of the initial (all-zero / invalid) value of a type."""
+    t = strip_new(t)
+    if isinstance(t, BitT):
+        return "0"
+    if isinstance(t, BoolT):
+        return "False"
+    if isinstance(t, ErrorT):
+        return "0"
+    if isinstance(t, EnumT):
+        return "0" if t.underlying is not None else repr(t.members[0] if t.members else "")
+    if isinstance(t, VarbitT):
+        return "(0, 0)"
+    if isinstance(t, StructLikeT):
+        return f"{t.pyclass}()"
+    if isinstance(t, StackT):
+        return f"_HeaderStack({t.elem.pyclass}, {t.size})"  # type: ignore[attr-defined]
+    return "None"
+
+
+def gen_struct_class(t: StructLikeT) -> str:
+    """Python source of the class that holds values of a struct, header or union type."""
+    w = Writer()
+    names = [pyname(n) for n, _ in t.fields]
+    slots = (["_valid"] if isinstance(t, HeaderT) else []) + names
+    cls = t.pyclass
+    w.line(f"class {cls}:")
+    w.indent()
+    w.line(f"__slots__ = {tuple(slots)!r}")
+    w.line(f"_p4name = {t.name!r}")
+    w.line(f"_p4fields = {tuple(n for n, _ in t.fields)!r}")
+    # __init__
+    w.line("def __init__(self):")
+    w.indent()
+    if isinstance(t, HeaderT):
+        w.line("self._valid = False")
+    for (n, ft), pn in zip(t.fields, names):
+        w.line(f"self.{pn} = {zero_value_code(ft)}")
+    if not slots:
+        w.line("pass")
+    w.dedent()
+    composite = {pn for (n, ft), pn in zip(t.fields, names) if strip_new(ft).is_composite()}
+    # _copy
+    w.line("def _copy(self):")
+    w.indent()
+    w.line(f"n = {cls}.__new__({cls})")
+    for s in slots:
+        w.line(f"n.{s} = self.{s}._copy()" if s in composite else f"n.{s} = self.{s}")
+    w.line("return n")
+    w.dedent()
+    # _set
+    w.line("def _set(self, o):")
+    w.indent()
+    for s in slots:
+        w.line(f"self.{s}._set(o.{s})" if s in composite else f"self.{s} = o.{s}")
+    if not slots:
+        w.line("pass")
+    w.dedent()
+    # _reset: out parameters and header invalidation
+    w.line("def _reset(self):")
+    w.indent()
+    if isinstance(t, HeaderT):
+        w.line("self._valid = False")
+    else:
+        for (n, ft), pn in zip(t.fields, names):
+            if pn in composite:
+                w.line(f"self.{pn}._reset()")
+            else:
+                w.line(f"self.{pn} = {zero_value_code(ft)}")
+    w.line("return self")
+    w.dedent()
+    # _eq
+    w.line("def _eq(self, o):")
+    w.indent()
+    if isinstance(t, HeaderT):
+        w.line("if self._valid != o._valid: return False")
+        w.line("if not self._valid: return True")
+    conds = [f"self.{pn}._eq(o.{pn})" if pn in composite else f"self.{pn} == o.{pn}" for pn in names]
+    w.line("return " + (" and ".join(conds) if conds else "True"))
+    w.dedent()
+    # _from: build from a tuple of field values
+    w.line("@staticmethod")
+    w.line("def _from(vals):")
+    w.indent()
+    w.line(f"n = {cls}()")
+    if isinstance(t, HeaderT):
+        w.line("n._valid = True")
+    for i, pn in enumerate(names):
+        w.line(f"n.{pn}._set(vals[{i}])" if pn in composite else f"n.{pn} = vals[{i}]")
+    w.line("return n")
+    w.dedent()
+    if isinstance(t, HeaderT):
+        _gen_header_io(w, t, names)
+    if isinstance(t, UnionT):
+        w.line("def _emit(self, ctx):")
+        w.indent()
+        for pn in names:
+            w.line(f"self.{pn}._emit(ctx)")
+        if not names:
+            w.line("pass")
+        w.dedent()
+        w.line("@property")
+        w.line("def _valid(self):")
+        w.indent()
+        w.line("return " + (" or ".join(f"self.{pn}._valid" for pn in names) or "False"))
+        w.dedent()
+        w.line("def _only(self, keep):")
+        w.indent()
+        for pn in names:
+            w.line(f"if self.{pn} is not keep: self.{pn}._valid = False")
+        w.line("pass")
+        w.dedent()
+    if isinstance(t, StructLikeT) and not isinstance(t, (HeaderT, UnionT)):
+        w.line("def _emit(self, ctx):")
+        w.indent()
+        emitted = False
+        for (n, ft), pn in zip(t.fields, names):
+            if isinstance(strip_new(ft), (HeaderT, UnionT, StackT)) or (
+                    isinstance(strip_new(ft), StructLikeT)):
+                w.line(f"self.{pn}._emit(ctx)")
+                emitted = True
+        if not emitted:
+            w.line("pass")
+        w.dedent()
+    w.dedent()
+    return w.text()
+
+
+def _fw(t: P4Type) -> int:
+    """Width of a header field's type (bit/int, bool, serializable enum)."""
+    if isinstance(t, EnumT) and t.underlying is not None:
+        return t.underlying.width
+    return t.width if isinstance(t, BitT) else 1
+
+
+def _gen_header_io(w: Writer, t: HeaderT, names: list[str]) -> None:
+    """extract/emit/flatten methods of a header class."""
+    fields = list(zip(t.fields, names))
+    nbytes_hdr = (t.width_bits + 7) >> 3
+    # setValid()/setInvalid() as BMv2's add_header/remove_header: a header that becomes
+    # valid is zeroed, and the packet length register moves by the header's size.
+    w.line("def _setvalid(self, ctx):")
+    w.indent()
+    w.line("if not self._valid:")
+    for (n, ft), pn in fields:
+        ft2 = strip_new(ft)
+        w.line(f"    self.{pn} = {zero_value_code(ft2)}")
+    w.line("    self._valid = True")
+    w.line(f"    ctx.packet_length_delta += {nbytes_hdr}")
+    w.dedent()
+    w.line("def _setinvalid(self, ctx):")
+    w.indent()
+    w.line("if self._valid:")
+    w.line("    self._valid = False")
+    w.line(f"    ctx.packet_length_delta -= {nbytes_hdr}")
+    w.dedent()
+    if not t.has_varbit:
+        width = t.width_bits
+        nbytes = (width + 7) >> 3
+        # _extract_int: set fields from an integer holding the header's bits
+        w.line("def _load(self, v):")
+        w.indent()
+        shift = width
+        for (n, ft), pn in fields:
+            ft2 = strip_new(ft)
+            fw = _fw(ft2)
+            shift -= fw
+            val = f"(v >> {shift}) & {(1 << fw) - 1:#x}" if shift else f"v & {(1 << fw) - 1:#x}"
+            if isinstance(ft2, BitT) and ft2.signed:
+                val = f"_to_signed({val}, {fw})"
+            elif isinstance(ft2, BoolT):
+                val = f"bool({val})"
+            w.line(f"self.{pn} = {val}")
+        w.line("self._valid = True")
+        w.dedent()
+        w.line("def _bits(self):")
+        w.indent()
+        parts = []
+        shift = width
+        for (n, ft), pn in fields:
+            ft2 = strip_new(ft)
+            fw = _fw(ft2)
+            shift -= fw
+            v = f"(self.{pn} & {(1 << fw) - 1:#x})" if (isinstance(ft2, BitT) and ft2.signed) else (
+                f"int(self.{pn})" if isinstance(ft2, BoolT) else f"self.{pn}")
+            parts.append(f"({v} << {shift})" if shift else v)
+        w.line("return " + (" | ".join(parts) if parts else "0"))
+        w.dedent()
+        w.line("def _emit(self, ctx):")
+        w.indent()
+        w.line("if self._valid:")
+        w.line(f"    ctx.emitted += self._bits().to_bytes({nbytes}, 'big')")
+        w.dedent()
+        w.line("def _extract(self, ctx, varbit_len=None):")
+        w.indent()
+        w.line("o = ctx.offset_bits")
+        w.line(f"if o + {width} > len(ctx.data) * 8: raise _ParserErrorSignal(_ERR_PacketTooShort)")
+        w.line("if o & 7 == 0:")
+        w.line(f"    self._load(int.from_bytes(ctx.data[o >> 3:(o >> 3) + {nbytes}], 'big'))")
+        w.line("else:")
+        w.line(f"    self._load(_read_bits(ctx.data, o, {width}))")
+        w.line(f"ctx.offset_bits = o + {width}")
+        w.dedent()
+        w.line("def _flat(self):")
+        w.indent()
+        items = []
+        for (n, ft), pn in fields:
+            ft2 = strip_new(ft)
+            fw = _fw(ft2)
+            items.append(f"(self.{pn}, {fw})")
+        w.line("return [" + ", ".join(items) + "]")
+        w.dedent()
+        w.line(f"_width = {width}")
+    else:
+        w.line("def _extract(self, ctx, varbit_len=None):")
+        w.indent()
+        w.line("o = ctx.offset_bits")
+        w.line("n = len(ctx.data) * 8")
+        for (n, ft), pn in fields:
+            ft2 = strip_new(ft)
+            if isinstance(ft2, VarbitT):
+                w.line("vl = int(varbit_len or 0)")
+                w.line(f"if vl > {ft2.max_width}: raise _ParserErrorSignal(_ERR_HeaderTooShort)")
+                w.line("if vl & 7: raise _ParserErrorSignal(_ERR_ParserInvalidArgument)")
+                w.line("if o + vl > n: raise _ParserErrorSignal(_ERR_PacketTooShort)")
+                w.line(f"self.{pn} = (vl, _read_bits(ctx.data, o, vl) if vl else 0)")
+                w.line("o += vl")
+            else:
+                fw = _fw(ft2)
+                w.line(f"if o + {fw} > n: raise _ParserErrorSignal(_ERR_PacketTooShort)")
+                val = f"_read_bits(ctx.data, o, {fw})"
+                if isinstance(ft2, BitT) and ft2.signed:
+                    val = f"_to_signed({val}, {fw})"
+                elif isinstance(ft2, BoolT):
+                    val = f"bool({val})"
+                w.line(f"self.{pn} = {val}")
+                w.line(f"o += {fw}")
+        w.line("self._valid = True")
+        w.line("ctx.offset_bits = o")
+        w.dedent()
+        w.line("def _flat(self):")
+        w.indent()
+        items = []
+        for (n, ft), pn in fields:
+            ft2 = strip_new(ft)
+            if isinstance(ft2, VarbitT):
+                items.append(f"(self.{pn}[1], self.{pn}[0])")
+            else:
+                fw = _fw(ft2)
+                items.append(f"(self.{pn}, {fw})")
+        w.line("return [" + ", ".join(items) + "]")
+        w.dedent()
+        w.line("def _emit(self, ctx):")
+        w.indent()
+        w.line("if self._valid:")
+        w.line("    ctx.emitted += _pack_fields(self._flat())")
+        w.dedent()
+        w.line("_width = None")

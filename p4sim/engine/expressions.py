@@ -1,0 +1,591 @@
+"""Expression checking and code generation (a mixin of :class:`p4sim.engine.compiler.Compiler`).
+
+Every expression becomes an :class:`Ex`: the Python source that computes it, its P4 type
+and, when it is a compile-time constant, its value (folded at compile time). Values of
+``bit<W>`` are Python ints in ``[0, 2**W)``, ``int<W>`` ints in ``[-2**(W-1), 2**(W-1))``,
+so every operation masks or sign-wraps its result.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from p4sim.engine.codegen import Ex, Sym, pyname
+from p4sim.engine.rt import to_signed
+from p4sim.errors import P4Error
+from p4sim.frontend import ast as A
+from p4sim.frontend.types import (
+    ActionEnumT, ApplyResultT, BitT, BlockT, BoolT, DontCareT, EnumT, ErrorT, ExternT, HeaderT,
+    IntT, MatchKindT, NewT, P4Type, SetT, StackT, StringT, StructLikeT, TableT, TupleT, UnionT,
+    VarbitT, VoidT, same_type, strip_new,
+)
+
+
+class TypeEx(Ex):
+    """A type used where an expression is expected (``E.A``, ``error.X``, ``T.apply``)."""
+
+    def __init__(self, t: P4Type) -> None:
+        super().__init__("", t)
+        self.type_value = t
+
+
+class RefEx(Ex):
+    """A reference to a non-value (table, instance, action, function, packet, method)."""
+
+    def __init__(self, sym: Sym, code: str = "", member: Optional[str] = None, base: Any = None) -> None:
+        super().__init__(code, sym.type if sym.type is not None else VoidT())
+        self.sym = sym
+        self.member = member
+        self.base = base
+
+
+ARITH_OPS = {"+", "-", "*", "/", "%", "|+|", "|-|", "&", "|", "^"}
+CMP_OPS = {"==", "!=", "<", ">", "<=", ">="}
+
+
+def wrap(code: str, t: P4Type) -> str:
+    """Source that brings a raw Python int result into the range of type t."""
+    t = strip_new(t)
+    if isinstance(t, BitT):
+        return f"(({code}) & {t.mask:#x})"
+    if isinstance(t, IntT):
+        return f"({code})"
+    return code
+
+
+def const_wrap(value: int, t: P4Type) -> int:
+    t = strip_new(t)
+    if isinstance(t, BitT):
+        return to_signed(value, t.width) if t.signed else value & t.mask
+    return value
+
+
+def lit(value: Any) -> str:
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, int):
+        return str(value) if -1024 < value < 1024 else hex(value)
+    return repr(value)
+
+
+class ExprMixin:
+    """Compiles expressions; relies on the lookup/scope methods of the Compiler."""
+
+    # ------------------------------------------------------------------ conversions
+    def coerce(self, ex: Ex, target: Optional[P4Type], node: A.Node, what: str = "expression") -> Ex:
+        """Implicit conversion of ``ex`` to ``target`` where P4_16 allows it."""
+        if target is None or isinstance(target, (DontCareT,)) or isinstance(ex.ty, DontCareT):
+            return ex
+        src = ex.ty
+        if same_type(src, target):
+            return ex
+        ts, tt = strip_new(src), strip_new(target)
+        if isinstance(ts, IntT):
+            if isinstance(tt, BitT) and ex.const:
+                v = const_wrap(ex.value, tt)
+                return Ex(lit(v), target, True, v)
+            if isinstance(tt, BitT):
+                return Ex(f"_to_signed({ex.code}, {tt.width})" if tt.signed else wrap(ex.code, tt), target)
+            if isinstance(tt, IntT):
+                return ex
+        if isinstance(tt, IntT) and isinstance(ts, BitT):
+            return Ex(ex.code, src, ex.const, ex.value)
+        if isinstance(src, NewT) or isinstance(target, NewT):
+            if same_type(ts, tt):
+                return Ex(ex.code, target, ex.const, ex.value)
+        if isinstance(ts, TupleT) and isinstance(tt, (StructLikeT, TupleT)):
+            return ex  # handled by the list-expression compiler with the expected type
+        if isinstance(ts, SetT):
+            return ex
+        if isinstance(ts, EnumT) and isinstance(tt, EnumT) and ts.name == tt.name:
+            return ex
+        raise P4Error(f"{what}: cannot convert type {src} to {target}", node.loc)
+
+    # ------------------------------------------------------------------ entry point
+    def expr(self, e: A.Expr, expected: Optional[P4Type] = None) -> Ex:
+        method = getattr(self, "_x_" + type(e).__name__, None)
+        if method is None:
+            raise P4Error(f"unexpected expression {type(e).__name__}", e.loc)
+        ex = method(e, expected)
+        if expected is not None and not isinstance(ex, (TypeEx, RefEx)):
+            ex = self.coerce(ex, expected, e)
+        return ex
+
+    def value_expr(self, e: A.Expr, expected: Optional[P4Type] = None) -> Ex:
+        ex = self.expr(e, expected)
+        if isinstance(ex, TypeEx) or (isinstance(ex, RefEx) and ex.sym.kind not in ("var",)):
+            raise P4Error(f"{A_text(e)} is not a value", e.loc)
+        return ex
+
+    def const_value(self, e: A.Expr, expected: Optional[P4Type] = None) -> Any:
+        ex = self.value_expr(e, expected)
+        if not ex.const:
+            raise P4Error(f"{A_text(e)}: expected a compile-time constant", e.loc)
+        return ex.value
+
+    # ------------------------------------------------------------------ leaves
+    def _x_IntLit(self, e: A.IntLit, expected: Optional[P4Type]) -> Ex:
+        if e.width is None:
+            return Ex(lit(e.value), IntT(), True, e.value)
+        if e.width <= 0:
+            raise P4Error(f"{e.text}: width must be positive", e.loc)
+        t = BitT(e.width, bool(e.signed))
+        v = e.value
+        if not e.signed and (v < 0 or v > t.mask):
+            raise P4Error(f"{e.text or v}: value does not fit in {t}", e.loc)
+        if e.signed and not (-(1 << (e.width - 1)) <= v < (1 << e.width)):
+            raise P4Error(f"{e.text or v}: value does not fit in {t}", e.loc)
+        v = const_wrap(v, t)
+        return Ex(lit(v), t, True, v)
+
+    def _x_BoolLit(self, e: A.BoolLit, expected: Optional[P4Type]) -> Ex:
+        return Ex(lit(e.value), BoolT(), True, e.value)
+
+    def _x_StringLit(self, e: A.StringLit, expected: Optional[P4Type]) -> Ex:
+        return Ex(repr(e.value), StringT(), True, e.value)
+
+    def _x_DontCare(self, e: A.DontCare, expected: Optional[P4Type]) -> Ex:
+        return Ex("None", DontCareT(), True, None)
+
+    def _x_DefaultExpr(self, e: A.DefaultExpr, expected: Optional[P4Type]) -> Ex:
+        return Ex("None", SetT(expected or DontCareT()), True, None)
+
+    def _x_NameRef(self, e: A.NameRef, expected: Optional[P4Type]) -> Ex:
+        if e.name == "error" and not e.is_global:
+            return TypeEx(ErrorT())
+        sym = self.lookup(e.name, e, e.is_global)
+        if sym.kind == "var":
+            self.note_use(sym)
+            return Ex(sym.code, sym.type)
+        if sym.kind == "const":
+            if sym.value is None and sym.code:
+                return Ex(sym.code, sym.type)
+            return Ex(lit(sym.value) if not isinstance(sym.value, (tuple, list)) else sym.code or repr(sym.value),
+                      sym.type, True, sym.value)
+        if sym.kind == "type":
+            return TypeEx(sym.type)
+        if sym.kind == "packet":
+            return RefEx(sym, "ctx")
+        return RefEx(sym, sym.code)
+
+    def _x_TypeNameExpr(self, e: A.TypeNameExpr, expected: Optional[P4Type]) -> Ex:
+        return TypeEx(self.resolve_type(e.type))
+
+    # ------------------------------------------------------------------ members
+    def _x_Member(self, e: A.Member, expected: Optional[P4Type]) -> Ex:
+        base = self.expr(e.expr)
+        name = e.name
+        if isinstance(base, TypeEx):
+            t = base.type_value
+            if isinstance(t, ErrorT):
+                if name not in self.error_codes:
+                    raise P4Error(f"error.{name}: no such error", e.loc)
+                code = self.error_codes[name]
+                return Ex(lit(code), ErrorT(), True, code)
+            st = t
+            if isinstance(st, EnumT):
+                if name not in st.members:
+                    raise P4Error(f"{st.name}.{name}: no such enum member", e.loc)
+                if st.underlying is not None:
+                    v = st.values[name]
+                    return Ex(lit(v), st, True, v)
+                return Ex(repr(name), st, True, name)
+            if isinstance(st, StructLikeT) or isinstance(st, BlockT):
+                return RefEx(Sym("typemethod", st, decl=st), "", name, base)
+            raise P4Error(f"{t}.{name}: not a member", e.loc)
+        if isinstance(base, RefEx):
+            return RefEx(base.sym, base.code, name, base)
+        t = strip_new(base.ty)
+        if isinstance(t, StructLikeT):
+            ft = t.field_type(name)
+            if ft is None:
+                if name in ("isValid", "setValid", "setInvalid", "minSizeInBits", "minSizeInBytes",
+                            "maxSizeInBits", "maxSizeInBytes"):
+                    return RefEx(Sym("hdrmethod", t), base.code, name, base)
+                raise P4Error(f"{A_text(e)}: type {t.name} has no field '{name}'", e.loc)
+            fx = Ex(f"{base.code}.{pyname(name)}", ft)
+            if isinstance(t, UnionT):
+                fx.union_parent = base.code  # type: ignore[attr-defined]
+            return fx
+        if isinstance(t, StackT):
+            if name == "size":
+                return Ex(str(t.size), BitT(32), True, t.size)
+            if name == "lastIndex":
+                return Ex(f"(({base.code}.nextIndex - 1) & 0xffffffff)", BitT(32))
+            if name == "next":
+                if not self.in_parser():
+                    raise P4Error(f"{A_text(e)}: 'next' can only be used in a parser", e.loc)
+                return Ex(f"_stack_next({base.code})", t.elem)
+            if name == "last":
+                if not self.in_parser():
+                    raise P4Error(f"{A_text(e)}: 'last' can only be used in a parser", e.loc)
+                return Ex(f"_stack_last({base.code})", t.elem)
+            if name in ("push_front", "pop_front"):
+                return RefEx(Sym("stackmethod", t), base.code, name, base)
+            raise P4Error(f"{A_text(e)}: header stack has no member '{name}'", e.loc)
+        if isinstance(t, ApplyResultT):
+            if name == "hit":
+                return Ex(f"{base.code}[0]", BoolT())
+            if name == "miss":
+                return Ex(f"(not {base.code}[0])", BoolT())
+            if name == "action_run":
+                return Ex(f"{base.code}[1]", ActionEnumT(t.table))
+            raise P4Error(f"{A_text(e)}: apply result has no member '{name}'", e.loc)
+        if isinstance(t, TupleT):
+            raise P4Error(f"{A_text(e)}: tuples have no fields", e.loc)
+        raise P4Error(f"{A_text(e)}: type {base.ty} has no member '{name}'", e.loc)
+
+    def _x_Index(self, e: A.Index, expected: Optional[P4Type]) -> Ex:
+        base = self.value_expr(e.expr)
+        t = strip_new(base.ty)
+        idx = self.value_expr(e.index)
+        if isinstance(t, StackT):
+            if idx.const:
+                i = int(idx.value)
+                if not 0 <= i < t.size:
+                    raise P4Error(f"{A_text(e)}: index {i} out of bounds for {t}", e.loc)
+                return Ex(f"{base.code}.h[{i}]", t.elem)
+            return Ex(f"_stack_at({base.code}, {idx.code})", t.elem)
+        if isinstance(t, TupleT):
+            if not idx.const:
+                raise P4Error(f"{A_text(e)}: tuple index must be a constant", e.loc)
+            i = int(idx.value)
+            if not 0 <= i < len(t.elems):
+                raise P4Error(f"{A_text(e)}: index {i} out of bounds", e.loc)
+            return Ex(f"{base.code}[{i}]", t.elems[i])
+        raise P4Error(f"{A_text(e)}: cannot index a value of type {base.ty}", e.loc)
+
+    def _x_Slice(self, e: A.Slice, expected: Optional[P4Type]) -> Ex:
+        base = self.value_expr(e.expr)
+        t = strip_new(base.ty)
+        hi = self.const_value(e.hi)
+        lo = self.const_value(e.lo)
+        if isinstance(t, IntT) and base.const:
+            width = hi - lo + 1
+            v = (base.value >> lo) & ((1 << width) - 1)
+            return Ex(lit(v), BitT(width), True, v)
+        if not isinstance(t, BitT):
+            raise P4Error(f"{A_text(e)}: cannot slice a value of type {base.ty}", e.loc)
+        if not (0 <= lo <= hi < t.width):
+            raise P4Error(f"{A_text(e)}: slice [{hi}:{lo}] out of range for {t}", e.loc)
+        width = hi - lo + 1
+        rt = BitT(width)
+        if base.const:
+            v = (base.value >> lo) & rt.mask
+            return Ex(lit(v), rt, True, v)
+        return Ex(f"(({base.code} >> {lo}) & {rt.mask:#x})" if lo else f"({base.code} & {rt.mask:#x})", rt)
+
+    # ------------------------------------------------------------------ operators
+    def _x_Unary(self, e: A.Unary, expected: Optional[P4Type]) -> Ex:
+        x = self.value_expr(e.expr, expected if e.op in ("-", "+", "~") else None)
+        t = strip_new(x.ty)
+        if e.op == "!":
+            if not isinstance(t, BoolT):
+                raise P4Error(f"!: operand must be bool, not {x.ty}", e.loc)
+            return Ex(lit(not x.value), BoolT(), True, not x.value) if x.const else Ex(f"(not {x.code})", BoolT())
+        if e.op == "+":
+            return x
+        if not isinstance(t, (BitT, IntT)):
+            raise P4Error(f"{e.op}: operand must be numeric, not {x.ty}", e.loc)
+        if e.op == "-":
+            if x.const:
+                v = const_wrap(-x.value, t)
+                return Ex(lit(v), x.ty, True, v)
+            if isinstance(t, BitT) and t.signed:
+                return Ex(f"_to_signed(-{x.code}, {t.width})", x.ty)
+            return Ex(wrap(f"-{x.code}", t), x.ty)
+        if e.op == "~":
+            if isinstance(t, IntT):
+                if x.const:
+                    return Ex(lit(~x.value), t, True, ~x.value)
+                raise P4Error("~: operand of type int must be a constant", e.loc)
+            if x.const:
+                v = const_wrap(~x.value, t)
+                return Ex(lit(v), x.ty, True, v)
+            if t.signed:
+                return Ex(f"(~{x.code})", x.ty)
+            return Ex(f"({x.code} ^ {t.mask:#x})", x.ty)
+        raise P4Error(f"unknown operator {e.op}", e.loc)
+
+    def _unify(self, e: A.Binary, l: Ex, r: Ex) -> tuple[Ex, Ex, P4Type]:
+        lt, rt = strip_new(l.ty), strip_new(r.ty)
+        if isinstance(lt, IntT) and not isinstance(rt, IntT):
+            l = self.coerce(l, r.ty, e.left)
+            return l, r, r.ty
+        if isinstance(rt, IntT) and not isinstance(lt, IntT):
+            r = self.coerce(r, l.ty, e.right)
+            return l, r, l.ty
+        if not same_type(l.ty, r.ty):
+            if same_type(lt, rt) and (isinstance(l.ty, NewT) or isinstance(r.ty, NewT)):
+                return l, r, l.ty
+            raise P4Error(f"{e.op}: cannot operate on values of different types {l.ty} and {r.ty}", e.loc)
+        return l, r, l.ty
+
+    def _x_Binary(self, e: A.Binary, expected: Optional[P4Type]) -> Ex:
+        op = e.op
+        if op in ("&&", "||"):
+            l = self.value_expr(e.left, BoolT())
+            r = self.value_expr(e.right, BoolT())
+            if l.const and r.const:
+                v = (l.value and r.value) if op == "&&" else (l.value or r.value)
+                return Ex(lit(bool(v)), BoolT(), True, bool(v))
+            return Ex(f"({l.code} {'and' if op == '&&' else 'or'} {r.code})", BoolT())
+        if op in ("&&&", ".."):
+            l = self.value_expr(e.left, expected)
+            r = self.value_expr(e.right, expected if expected is not None else l.ty)
+            l, r, t = self._unify(e, l, r)
+            return Ex(f"({l.code}, {r.code})", SetT(t), l.const and r.const,
+                      (op, l.value, r.value) if l.const and r.const else None)
+        if op == "++":
+            l = self.value_expr(e.left)
+            r = self.value_expr(e.right)
+            lt, rt = strip_new(l.ty), strip_new(r.ty)
+            if not isinstance(lt, BitT) or not isinstance(rt, BitT):
+                raise P4Error(f"++: operands must be bit<W> or int<W>, not {l.ty} and {r.ty}", e.loc)
+            t = BitT(lt.width + rt.width, lt.signed)
+            if l.const and r.const:
+                v = const_wrap(((l.value & lt.mask) << rt.width) | (r.value & rt.mask), t)
+                return Ex(lit(v), t, True, v)
+            code = f"((({l.code} & {lt.mask:#x}) << {rt.width}) | ({r.code} & {rt.mask:#x}))"
+            if t.signed:
+                code = f"_to_signed({code}, {t.width})"
+            return Ex(code, t)
+        if op in ("<<", ">>"):
+            l = self.value_expr(e.left, expected if expected is not None and not isinstance(strip_new(expected), BoolT) else None)
+            r = self.value_expr(e.right)
+            lt, rt = strip_new(l.ty), strip_new(r.ty)
+            if not isinstance(lt, (BitT, IntT)):
+                raise P4Error(f"{op}: left operand must be numeric, not {l.ty}", e.loc)
+            if isinstance(rt, BitT) and rt.signed:
+                raise P4Error(f"{op}: shift amount must be unsigned", e.loc)
+            if not isinstance(rt, (BitT, IntT)):
+                raise P4Error(f"{op}: shift amount must be numeric, not {r.ty}", e.loc)
+            if isinstance(rt, IntT) and r.const and r.value < 0:
+                raise P4Error(f"{op}: negative shift amount", e.loc)
+            if isinstance(lt, IntT):
+                if not (l.const and r.const):
+                    raise P4Error(f"{op}: shifting an int requires constant operands", e.loc)
+                v = l.value << r.value if op == "<<" else l.value >> r.value
+                return Ex(lit(v), IntT(), True, v)
+            if l.const and r.const:
+                if op == "<<":
+                    v = 0 if r.value >= lt.width else const_wrap(l.value << r.value, lt)
+                else:
+                    v = (-1 if l.value < 0 else 0) if r.value >= lt.width else l.value >> r.value
+                return Ex(lit(v), l.ty, True, v)
+            if r.const:
+                if r.value >= lt.width:
+                    return Ex(lit(0) if op == "<<" or not lt.signed else f"(-1 if {l.code} < 0 else 0)", l.ty)
+                if op == "<<":
+                    code = f"_to_signed({l.code} << {r.value}, {lt.width})" if lt.signed else wrap(f"{l.code} << {r.value}", lt)
+                else:
+                    code = f"({l.code} >> {r.value})"
+                return Ex(code, l.ty)
+            if op == "<<":
+                return Ex(f"_shl{'_signed' if lt.signed else ''}({l.code}, {r.code}, {lt.width})", l.ty)
+            return Ex(f"_shr({l.code}, {r.code}, {lt.width})", l.ty)
+        if op in CMP_OPS:
+            l = self.value_expr(e.left)
+            r = self.value_expr(e.right, l.ty if not isinstance(strip_new(l.ty), IntT) else None)
+            if isinstance(strip_new(l.ty), IntT) and not isinstance(strip_new(r.ty), IntT):
+                l = self.coerce(l, r.ty, e.left)
+            lt, rt = strip_new(l.ty), strip_new(r.ty)
+            if op in ("==", "!="):
+                if isinstance(lt, TupleT) and isinstance(rt, (StructLikeT, TupleT)):
+                    l = self.value_expr(e.left, r.ty)
+                    lt = strip_new(l.ty)
+                if isinstance(rt, TupleT) and isinstance(lt, StructLikeT):
+                    r = self.value_expr(e.right, l.ty)
+                    rt = strip_new(r.ty)
+                if isinstance(lt, (StructLikeT, StackT)):
+                    if not same_type(lt, rt):
+                        raise P4Error(f"{op}: cannot compare {l.ty} and {r.ty}", e.loc)
+                    code = f"{l.code}._eq({r.code})"
+                    return Ex(code if op == "==" else f"(not {code})", BoolT())
+                if not (same_type(lt, rt) or (isinstance(lt, BoolT) and isinstance(rt, BoolT))):
+                    if not ((isinstance(lt, ActionEnumT) or isinstance(rt, ActionEnumT))):
+                        l, r, _ = self._unify(e, l, r)
+            else:
+                l, r, t = self._unify(e, l, r)
+                if not isinstance(strip_new(t), (BitT, IntT)):
+                    raise P4Error(f"{op}: operands must be numeric, not {t}", e.loc)
+            pyop = op
+            if l.const and r.const:
+                v = eval(f"{l.value!r} {pyop} {r.value!r}")  # noqa: S307 - two literals
+                return Ex(lit(v), BoolT(), True, v)
+            return Ex(f"({l.code} {pyop} {r.code})", BoolT())
+        if op in ARITH_OPS:
+            l = self.value_expr(e.left, expected if expected is not None and isinstance(strip_new(expected), (BitT,)) and False else None)
+            r = self.value_expr(e.right)
+            l, r, t = self._unify(e, l, r)
+            st = strip_new(t)
+            if not isinstance(st, (BitT, IntT)):
+                if isinstance(st, BoolT) and op in ("&", "|", "^"):
+                    raise P4Error(f"{op}: operands must be numeric, not bool", e.loc)
+                raise P4Error(f"{op}: operands must be numeric, not {t}", e.loc)
+            if op in ("/", "%"):
+                if isinstance(st, BitT) and st.signed:
+                    raise P4Error(f"{op}: division is not defined on signed values", e.loc)
+                if r.const and r.value == 0:
+                    raise P4Error(f"{op}: division by zero", e.loc)
+                if isinstance(st, IntT) and l.const and r.const and (l.value < 0 or r.value < 0):
+                    raise P4Error(f"{op}: division of negative values is not defined", e.loc)
+            if l.const and r.const:
+                v = _fold(op, l.value, r.value, st)
+                return Ex(lit(v), t, True, v)
+            return Ex(_arith_code(op, l.code, r.code, st), t)
+        raise P4Error(f"unknown operator {op}", e.loc)
+
+    def _x_Ternary(self, e: A.Ternary, expected: Optional[P4Type]) -> Ex:
+        c = self.value_expr(e.cond, BoolT())
+        a = self.value_expr(e.then, expected)
+        b = self.value_expr(e.other, expected if expected is not None else (a.ty if not isinstance(strip_new(a.ty), IntT) else None))
+        if isinstance(strip_new(a.ty), IntT) and not isinstance(strip_new(b.ty), IntT):
+            a = self.coerce(a, b.ty, e.then)
+        if isinstance(strip_new(a.ty), IntT) and isinstance(strip_new(b.ty), IntT) and not c.const:
+            raise P4Error("?: the type of the result cannot be inferred (both branches are untyped integers)", e.loc)
+        if not same_type(strip_new(a.ty), strip_new(b.ty)):
+            raise P4Error(f"?: branches have different types {a.ty} and {b.ty}", e.loc)
+        if c.const:
+            return a if c.value else b
+        return Ex(f"({a.code} if {c.code} else {b.code})", a.ty)
+
+    def _x_Cast(self, e: A.Cast, expected: Optional[P4Type]) -> Ex:
+        t = self.resolve_type(e.type)
+        st = strip_new(t)
+        if isinstance(e.expr, (A.ListExpr, A.StructExpr)):
+            return self.value_expr(e.expr, t)
+        x = self.value_expr(e.expr, None)
+        xs = strip_new(x.ty)
+        if isinstance(st, BitT):
+            if isinstance(xs, BoolT):
+                if st.width != 1:
+                    raise P4Error(f"cast: cannot cast bool to {t} (only bit<1>)", e.loc)
+                return Ex(lit(int(x.value)), t, True, int(x.value)) if x.const else Ex(f"int({x.code})", t)
+            if isinstance(xs, EnumT):
+                if xs.underlying is None:
+                    raise P4Error(f"cast: cannot cast enum {xs.name} to {t}", e.loc)
+                xs = xs.underlying
+            if isinstance(xs, (BitT, IntT)):
+                if isinstance(xs, BitT) and xs.signed != st.signed and xs.width != st.width:
+                    raise P4Error(f"cast: cannot cast {x.ty} to {t} directly (change sign and width in two steps)", e.loc)
+                if x.const:
+                    v = const_wrap(x.value, st)
+                    return Ex(lit(v), t, True, v)
+                code = f"_to_signed({x.code}, {st.width})" if st.signed else wrap(x.code, st)
+                if isinstance(xs, BitT) and not xs.signed and not st.signed and xs.width <= st.width:
+                    code = x.code
+                return Ex(code, t)
+            raise P4Error(f"cast: cannot cast {x.ty} to {t}", e.loc)
+        if isinstance(st, BoolT):
+            if isinstance(xs, BoolT):
+                return Ex(x.code, t, x.const, x.value)
+            if isinstance(xs, BitT) and xs.width == 1 or isinstance(xs, IntT):
+                return Ex(lit(bool(x.value)), t, True, bool(x.value)) if x.const else Ex(f"({x.code} != 0)", t)
+            raise P4Error(f"cast: cannot cast {x.ty} to bool", e.loc)
+        if isinstance(st, IntT):
+            return Ex(x.code, t, x.const, x.value)
+        if isinstance(st, EnumT) and st.underlying is not None:
+            if isinstance(xs, (BitT, IntT)) or (isinstance(xs, EnumT) and xs.name == st.name):
+                if x.const:
+                    v = const_wrap(x.value, st.underlying)
+                    return Ex(lit(v), t, True, v)
+                return Ex(wrap(x.code, st.underlying), t)
+        if same_type(st, xs):
+            return Ex(x.code, t, x.const, x.value)
+        raise P4Error(f"cast: cannot cast {x.ty} to {t}", e.loc)
+
+    # ------------------------------------------------------------------ aggregates
+    def _x_ListExpr(self, e: A.ListExpr, expected: Optional[P4Type]) -> Ex:
+        st = strip_new(expected) if expected is not None else None
+        if isinstance(st, StructLikeT) and not isinstance(st, UnionT):
+            if len(e.elems) != len(st.fields):
+                raise P4Error(f"initializer has {len(e.elems)} elements but {st.name} has {len(st.fields)} fields", e.loc)
+            xs = [self.value_expr(x, ft) for x, (_, ft) in zip(e.elems, st.fields)]
+            return Ex(f"{st.pyclass}._from(({''.join(x.code + ', ' for x in xs)}))", expected)
+        if isinstance(st, TupleT):
+            if len(e.elems) != len(st.elems):
+                raise P4Error(f"initializer has {len(e.elems)} elements but the tuple has {len(st.elems)}", e.loc)
+            xs = [self.value_expr(x, ft) for x, ft in zip(e.elems, st.elems)]
+            return Ex("(" + "".join(x.code + ", " for x in xs) + ")", expected)
+        if isinstance(st, SetT):
+            xs = [self.value_expr(x) for x in e.elems]
+            return Ex("(" + "".join(x.code + ", " for x in xs) + ")", TupleT([x.ty for x in xs]))
+        xs = [self.value_expr(x) for x in e.elems]
+        code = "(" + "".join(x.code + ", " for x in xs) + ")"
+        ex = Ex(code, TupleT([x.ty for x in xs]))
+        ex.elems = xs  # type: ignore[attr-defined]
+        ex.nodes = list(e.elems)  # type: ignore[attr-defined]
+        return ex
+
+    def _x_StructExpr(self, e: A.StructExpr, expected: Optional[P4Type]) -> Ex:
+        st = strip_new(expected) if expected is not None else None
+        if not isinstance(st, StructLikeT):
+            raise P4Error("a structure initializer needs a struct or header type here (use a cast: (T){...})", e.loc)
+        given = dict(e.fields)
+        for n in given:
+            if st.field_type(n) is None:
+                raise P4Error(f"{st.name} has no field '{n}'", e.loc)
+        if set(given) != {n for n, _ in st.fields}:
+            missing = [n for n, _ in st.fields if n not in given]
+            raise P4Error(f"initializer for {st.name} is missing field(s) {', '.join(missing)}", e.loc)
+        xs = [self.value_expr(given[n], ft) for n, ft in st.fields]
+        return Ex(f"{st.pyclass}._from(({''.join(x.code + ', ' for x in xs)}))", expected)
+
+    def _x_Call(self, e: A.Call, expected: Optional[P4Type]) -> Ex:
+        return self.call(e, expected, as_statement=False)
+
+
+def A_text(e: A.Expr) -> str:
+    from p4sim.engine.compiler import expr_text
+    return expr_text(e)
+
+
+def _fold(op: str, a: int, b: int, t: P4Type) -> int:
+    if op == "+":
+        v = a + b
+    elif op == "-":
+        v = a - b
+    elif op == "*":
+        v = a * b
+    elif op == "/":
+        v = a // b
+    elif op == "%":
+        v = a % b
+    elif op == "&":
+        v = a & b
+    elif op == "|":
+        v = a | b
+    elif op == "^":
+        v = a ^ b
+    elif op == "|+|":
+        if isinstance(t, BitT):
+            lo, hi = ((-(1 << (t.width - 1)), (1 << (t.width - 1)) - 1) if t.signed else (0, t.mask))
+            return max(min(a + b, hi), lo)
+        v = a + b
+    elif op == "|-|":
+        if isinstance(t, BitT):
+            lo, hi = ((-(1 << (t.width - 1)), (1 << (t.width - 1)) - 1) if t.signed else (0, t.mask))
+            return max(min(a - b, hi), lo)
+        v = a - b
+    else:
+        raise ValueError(op)
+    return const_wrap(v, t)
+
+
+def _arith_code(op: str, a: str, b: str, t: P4Type) -> str:
+    if isinstance(t, IntT):
+        return f"({a} {op} {b})"
+    assert isinstance(t, BitT)
+    if op == "|+|":
+        return f"_sat_add{'_s' if t.signed else '_u'}({a}, {b}, {t.width})"
+    if op == "|-|":
+        return f"_sat_sub{'_s' if t.signed else '_u'}({a}, {b}, {t.width})"
+    if op == "/":
+        return f"_div_u({a}, {b})"
+    if op == "%":
+        return f"_mod_u({a}, {b})"
+    if op in ("&", "|", "^") and not t.signed:
+        return f"({a} {op} {b})"
+    if t.signed:
+        return f"_to_signed({a} {op} {b}, {t.width})"
+    return f"(({a} {op} {b}) & {t.mask:#x})"

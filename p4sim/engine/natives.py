@@ -1,0 +1,327 @@
+"""v1model and core externs: how each extern function call, extern object instantiation
+and method call is executed (a mixin of the Compiler).
+
+The declarations come from ``p4include/v1model.p4``; argument checking uses them, and the
+behaviour here follows BMv2 simple_switch (see ``../shared/docs/reference-facts.md``).
+Anything declared there but not implemented here is reported as ``unsupported``.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from p4sim.engine.codegen import Ex, Sym
+from p4sim.engine.expressions import A_text, RefEx, TypeEx, lit
+from p4sim.errors import P4Error, P4Unsupported
+from p4sim.frontend import ast as A
+from p4sim.frontend.types import (
+    BitT, BoolT, EnumT, ErrorT, ExternT, HeaderT, IntT, P4Type, StackT, StringT, StructLikeT,
+    TupleT, TypeVarT, UnionT, VoidT, bit_width, same_type, strip_new,
+)
+from p4sim.runtime.action_profile import ActionProfile, ActionSelector
+from p4sim.runtime.counters import CounterArray, DirectCounter
+from p4sim.runtime.meters import DirectMeter, MeterArray
+from p4sim.runtime.registers import RegisterArray
+
+COUNTER_UNITS = {"packets": "packets", "bytes": "bytes", "packets_and_bytes": "packets_and_bytes"}
+
+
+class NativeMixin:
+    # ------------------------------------------------------------------ helpers
+    def args_for(self, e: A.Call, decl: Any, what: str) -> list[Optional[A.Expr]]:
+        return self.bind_args(decl.params, e.args, e, what)
+
+    def flat_fields(self, node: A.Expr, what: str) -> str:
+        """Source of a list of (value, width) pairs for hash/checksum/digest data, with the
+        fields of invalid headers skipped (BMv2)."""
+        if isinstance(node, A.ListExpr):
+            parts = [self.flat_fields(x, what) for x in node.elems]
+            return "(" + " + ".join(parts) + ")" if parts else "[]"
+        x = self.value_expr(node)
+        t = strip_new(x.ty)
+        if isinstance(t, HeaderT):
+            return f"({x.code}._flat() if {x.code}._valid else [])"
+        if isinstance(t, StructLikeT) and not isinstance(t, UnionT):
+            parts = [self.flat_fields(A.Member(node, n, loc=node.loc), what) for n, _ in t.fields]
+            return "(" + " + ".join(parts) + ")" if parts else "[]"
+        if isinstance(t, StackT):
+            return f"[f for _h in {x.code}.h if _h._valid for f in _h._flat()]"
+        if isinstance(t, TupleT):
+            return f"[f for _v, _w in zip({x.code}, {[bit_width(et) or 0 for et in t.elems]!r}) for f in [(_v, _w)]]"
+        if isinstance(t, IntT):
+            raise P4Error(f"{what}: {A_text(node)} has no width (use a typed constant such as 8w0)", node.loc)
+        w = bit_width(t)
+        if w is None:
+            raise P4Error(f"{what}: {A_text(node)} of type {x.ty} cannot be part of a field list", node.loc)
+        code = x.code
+        if isinstance(t, BoolT):
+            code = f"int({code})"
+        elif isinstance(t, BitT) and t.signed:
+            code = f"({code} & {t.mask:#x})"
+        # a field of a header: skipped when the header is invalid
+        if isinstance(node, A.Member):
+            base = self.value_expr(node.expr)
+            if isinstance(strip_new(base.ty), HeaderT):
+                return f"([({code}, {w})] if {base.code}._valid else [])"
+        return f"[({code}, {w})]"
+
+    def enum_member(self, e: A.Expr, enum: str) -> str:
+        x = self.value_expr(e)
+        t = strip_new(x.ty)
+        if not isinstance(t, EnumT) or t.name != enum or not x.const:
+            raise P4Error(f"{A_text(e)}: expected a constant of enum {enum}", e.loc)
+        return x.value
+
+    def std_code(self) -> str:
+        return "ctx.std"
+
+    # ------------------------------------------------------------------ extern functions
+    def native_function(self, e: A.Call, sym: Sym, expected: Optional[P4Type], as_statement: bool) -> Optional[Ex]:
+        overloads = sym.value
+        name = overloads[0].name
+        decl = next((d for d in overloads if self._arity_ok(d, e)), None)
+        if decl is None:
+            raise P4Error(f"{name}: no overload takes {len(e.args)} arguments", e.loc)
+        args = self.args_for(e, decl, name)
+        w = self.w
+        impl = getattr(self, "_fn_" + name, None)
+        if impl is None:
+            raise P4Unsupported(f"unsupported: extern function {name}", e.loc)
+        return impl(e, decl, args)
+
+    @staticmethod
+    def _arity_ok(d: Any, e: A.Call) -> bool:
+        required = sum(1 for p in d.params if p.default is None and not any(a.name == "optional" for a in p.annotations))
+        return required <= len(e.args) <= len(d.params)
+
+    def _out_assign(self, target: Optional[A.Expr], value_code: str, what: str) -> None:
+        if target is None or isinstance(target, A.DontCare):
+            return
+        t = self.lvalue_type(target)
+        st = strip_new(t)
+        if isinstance(st, BitT):
+            code = f"_to_signed({value_code}, {st.width})" if st.signed else f"(({value_code}) & {st.mask:#x})"
+        elif isinstance(st, EnumT) and st.underlying is not None:
+            code = f"(({value_code}) & {st.underlying.mask:#x})"
+        elif isinstance(st, BoolT):
+            code = f"bool({value_code})"
+        else:
+            raise P4Error(f"{what}: output must be a bit<W> or int<W> value, not {t}", target.loc)
+        self.assign(target, Ex(code, t), target)
+
+    def _fn_verify(self, e: A.Call, d: Any, args: list) -> None:
+        c = self.value_expr(args[0], BoolT())
+        err = self.value_expr(args[1])
+        if not isinstance(strip_new(err.ty), ErrorT):
+            raise P4Error("verify: second argument must be an error", args[1].loc)
+        self.w.line(f"if not {c.code}: raise _ParserErrorSignal({err.code})")
+
+    def _fn_mark_to_drop(self, e: A.Call, d: Any, args: list) -> None:
+        if not args:
+            raise P4Unsupported("unsupported: mark_to_drop() without arguments (use mark_to_drop(standard_metadata))", e.loc)
+        std = self.value_expr(args[0])
+        self.w.line(f"{std.code}.egress_spec = 511")
+        self.w.line(f"{std.code}.mcast_grp = 0")
+
+    def _fn_hash(self, e: A.Call, d: Any, args: list) -> None:
+        algo = self.enum_member(args[1], "HashAlgorithm")
+        if algo == "random":
+            raise P4Unsupported("unsupported: HashAlgorithm.random (BMv2 refuses to load it)", args[1].loc)
+        base = self.value_expr(args[2])
+        mx = self.value_expr(args[4])
+        data = self.flat_fields(args[3], "hash")
+        h = self.global_ref(self.hash_fn(algo), "H_" + algo)
+        self._out_assign(args[0], f"_compute_hash({h}, {data}, {base.code}, {mx.code})", "hash")
+
+    def _fn_random(self, e: A.Call, d: Any, args: list) -> None:
+        t = self.lvalue_type(args[0])
+        lo = self.value_expr(args[1], t)
+        hi = self.value_expr(args[2], t)
+        self._out_assign(args[0], f"_random({lo.code}, {hi.code})", "random")
+
+    def _fn_digest(self, e: A.Call, d: Any, args: list) -> None:
+        recv = self.value_expr(args[0], BitT(32))
+        dt = self.resolve_type(e.type_args[0]) if e.type_args else None
+        data = self.value_expr(args[1], dt)
+        t = strip_new(data.ty)
+        name = t.name if isinstance(t, StructLikeT) else "digest"
+        if isinstance(t, StructLikeT):
+            self.digest_types.setdefault(name, t)
+        self.w.line(f"ctx.digests.append(({name!r}, {recv.code}, _digest_values({data.code})))")
+
+    def _clone(self, kind_expr: A.Expr, session: A.Expr, field_list: Optional[str]) -> None:
+        kind = self.enum_member(kind_expr, "CloneType")
+        s = self.value_expr(session, BitT(32))
+        self.w.line(f"ctx.clone = _CloneRequest({kind!r}, {s.code}, {field_list or 'None'})")
+
+    def _fn_clone(self, e: A.Call, d: Any, args: list) -> None:
+        self._clone(args[0], args[1], None)
+
+    def _fn_clone3(self, e: A.Call, d: Any, args: list) -> None:
+        raise P4Unsupported("unsupported: clone3 (deprecated; use clone_preserving_field_list)", e.loc)
+
+    def _fn_clone_preserving_field_list(self, e: A.Call, d: Any, args: list) -> None:
+        idx = self.const_value(args[2])
+        self._clone(args[0], args[1], str(int(idx)))
+
+    def _fn_resubmit(self, e: A.Call, d: Any, args: list) -> None:
+        raise P4Unsupported("unsupported: resubmit(data) (deprecated; use resubmit_preserving_field_list)", e.loc)
+
+    def _fn_recirculate(self, e: A.Call, d: Any, args: list) -> None:
+        raise P4Unsupported("unsupported: recirculate(data) (deprecated; use recirculate_preserving_field_list)", e.loc)
+
+    def _fn_resubmit_preserving_field_list(self, e: A.Call, d: Any, args: list) -> None:
+        self.w.line(f"ctx.resubmit = {int(self.const_value(args[0]))}")
+
+    def _fn_recirculate_preserving_field_list(self, e: A.Call, d: Any, args: list) -> None:
+        self.w.line(f"ctx.recirculate = {int(self.const_value(args[0]))}")
+
+    def _fn_truncate(self, e: A.Call, d: Any, args: list) -> None:
+        n = self.value_expr(args[0], BitT(32))
+        self.w.line(f"ctx.truncate_bytes = {n.code}")
+
+    def _fn_assert(self, e: A.Call, d: Any, args: list) -> None:
+        c = self.value_expr(args[0], BoolT())
+        self.w.line(f"if not {c.code}: raise _AssertionFailed({str(e.loc)!r})")
+
+    _fn_assume = _fn_assert
+
+    def _fn_log_msg(self, e: A.Call, d: Any, args: list) -> None:
+        msg = self.value_expr(args[0], StringT())
+        if len(args) > 1 and args[1] is not None:
+            data = self.value_expr(args[1])
+            vals = data.code if isinstance(strip_new(data.ty), TupleT) else f"({data.code},)"
+            self.w.line(f"if ctx.log: ctx.log(_format_log({msg.code}, {vals}))")
+        else:
+            self.w.line(f"if ctx.log: ctx.log({msg.code})")
+
+    def _checksum(self, e: A.Call, args: list, verify: bool, payload: bool) -> None:
+        cond = self.value_expr(args[0], BoolT())
+        algo = self.enum_member(args[3], "HashAlgorithm")
+        data = self.flat_fields(args[1], "checksum")
+        h = self.global_ref(self.hash_fn(algo), "H_" + algo)
+        ct = self.value_expr(args[2]) if verify else None
+        target_t = self.lvalue_type(args[2]) if not verify else ct.ty
+        width = bit_width(target_t)
+        if width is None:
+            raise P4Error("checksum: the checksum field must be bit<W>", args[2].loc)
+        computed = f"(_hash_bytes({h}, {data}, {'ctx.payload()' if payload else 'None'}) & {(1 << width) - 1:#x})"
+        if verify:
+            self.w.line(f"if {cond.code} and {computed} != {ct.code}: ctx.std.checksum_error = 1")
+        else:
+            self.w.line(f"if {cond.code}:")
+            self.w.indent()
+            self.assign(args[2], Ex(computed, target_t), e)
+            self.w.dedent()
+
+    def _fn_verify_checksum(self, e: A.Call, d: Any, args: list) -> None:
+        self._checksum(e, args, True, False)
+
+    def _fn_update_checksum(self, e: A.Call, d: Any, args: list) -> None:
+        self._checksum(e, args, False, False)
+
+    def _fn_verify_checksum_with_payload(self, e: A.Call, d: Any, args: list) -> None:
+        self._checksum(e, args, True, True)
+
+    def _fn_update_checksum_with_payload(self, e: A.Call, d: Any, args: list) -> None:
+        self._checksum(e, args, False, True)
+
+    def _fn_static_assert(self, e: A.Call, d: Any, args: list) -> Ex:
+        v = self.const_value(args[0], BoolT())
+        if not v:
+            msg = self.const_value(args[1]) if len(args) > 1 and args[1] is not None else "static_assert failed"
+            raise P4Error(str(msg), e.loc)
+        return Ex("True", BoolT(), True, True)
+
+    # ------------------------------------------------------------------ extern objects
+    def instantiate_extern(self, decl: A.ExternDecl, type_args: list[P4Type], args: list[A.Argument],
+                           fq: str, node: A.Node) -> Any:
+        name = decl.name
+        ctors = [m for m in decl.methods if m.name == name and m.return_type is None]
+        ctor = next((c for c in ctors if self._arity_ok(c, A.Call(A.NameRef(name), args))), None)
+        if ctor is None:
+            raise P4Error(f"{name}: no constructor takes {len(args)} arguments", node.loc)
+        bindings = dict(zip(decl.type_params, type_args))
+        self.type_bindings.append(bindings)
+        try:
+            vals = []
+            for p, a in zip(ctor.params, self.bind_args(ctor.params, args, node, name)):
+                pt = self.resolve_type(p.type)
+                vals.append(self.const_value(a, pt if not isinstance(pt, TypeVarT) else None))
+        finally:
+            self.type_bindings.pop()
+        if name == "counter":
+            obj = CounterArray(fq, int(vals[0]), vals[1])
+            self.state.counters[fq] = obj
+        elif name == "direct_counter":
+            obj = DirectCounter(fq, vals[0])
+            self.state.direct_counters[fq] = obj
+        elif name == "meter":
+            obj = MeterArray(fq, int(vals[0]), vals[1])
+            self.state.meters[fq] = obj
+        elif name == "direct_meter":
+            obj = DirectMeter(fq, vals[0])
+            self.state.direct_meters[fq] = obj
+        elif name == "register":
+            w = bit_width(type_args[0]) if type_args else None
+            if w is None:
+                raise P4Unsupported(f"unsupported: register of {type_args[0] if type_args else '?'}", node.loc)
+            obj = RegisterArray(fq, int(vals[0]), w)
+            self.state.registers[fq] = obj
+        elif name == "action_profile":
+            obj = ActionProfile(fq, int(vals[0]))
+            self.state.action_profiles[fq] = obj
+        elif name == "action_selector":
+            algo = vals[0]
+            obj = ActionSelector(fq, int(vals[1]), algorithm=algo, output_width=int(vals[2]))
+            self.state.action_profiles[fq] = obj
+        else:
+            raise P4Unsupported(f"unsupported: extern {name} (p4sim implements the v1model externs)", node.loc)
+        return obj
+
+    def native_method(self, e: A.Call, inst: Any, name: str, expected: Optional[P4Type], as_statement: bool) -> Optional[Ex]:
+        decl = inst.decl
+        methods = [m for m in decl.methods if m.name == name and m.return_type is not None]
+        m = next((x for x in methods if self._arity_ok(x, e)), None)
+        if m is None:
+            raise P4Error(f"{decl.name} has no method {name} taking {len(e.args)} arguments", e.loc)
+        args = self.bind_args(m.params, e.args, e, f"{inst.name}.{name}")
+        ref = self.global_ref(inst.obj, "X_" + inst.name)
+        key = (decl.name, name)
+        w = self.w
+        targs = inst.type.type_args if isinstance(inst.type, ExternT) else {}
+        if key == ("counter", "count"):
+            i = self.value_expr(args[0])
+            w.line(f"{ref}.count({i.code}, ctx.std.packet_length)")
+        elif key == ("direct_counter", "count"):
+            pass  # BMv2 counts direct counters on every table hit
+        elif key == ("meter", "execute_meter"):
+            i = self.value_expr(args[0])
+            self._out_assign(args[1], f"{ref}.execute({i.code}, ctx.std.packet_length, ctx.now_us)", name)
+        elif key == ("direct_meter", "read"):
+            table = self.direct_meter_table(inst.obj, e)
+            self._out_assign(args[0], f"(ctx.dmeter.get({table!r}) or 0)", name)
+        elif key == ("register", "read"):
+            i = self.value_expr(args[1])
+            self._out_assign(args[0], f"{ref}.read({i.code})", name)
+        elif key == ("register", "write"):
+            i = self.value_expr(args[0])
+            t = targs.get("T")
+            v = self.value_expr(args[1], t)
+            code = v.code
+            st = strip_new(v.ty)
+            if isinstance(st, BoolT):
+                code = f"int({code})"
+            elif isinstance(st, BitT) and st.signed:
+                code = f"({code} & {st.mask:#x})"
+            w.line(f"{ref}.write({i.code}, {code})")
+        else:
+            raise P4Unsupported(f"unsupported: {decl.name}.{name}", e.loc)
+        return None
+
+    def direct_meter_table(self, meter: Any, node: A.Node) -> str:
+        for fq, info in self.tables_info.items():
+            if info.runtime is not None and info.runtime.direct_meter is meter:
+                return fq
+        # the table may be declared after the action: look at declarations in this block
+        self.pending_dmeter.append(meter)
+        return "?" + meter.name

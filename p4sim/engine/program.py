@@ -1,0 +1,296 @@
+"""Loading a P4 program: parse, check, generate Python once, and expose the six v1model
+blocks plus the runtime state (tables, externs, replication engine, digests).
+
+Example::
+
+    >>> prog = load_program("tests/p4sim/stf/lang/arith_wrap.p4")      # doctest: +SKIP
+    >>> pv = prog.new_packet(); ctx = PacketContext(b"...")             # doctest: +SKIP
+    >>> prog.parser(ctx, pv); prog.ingress(ctx, pv)                     # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import random as _random_mod
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+from p4sim.engine import rt
+from p4sim.engine.codegen import pyname
+from p4sim.engine.compiler import Compiler, InstanceInfo
+from p4sim.engine.context import CloneRequest, PacketContext
+from p4sim.errors import P4Error
+from p4sim.frontend.parser import parse_file, parse_text
+from p4sim.frontend.types import ExternT, StructLikeT, strip_new
+from p4sim.runtime import hashes
+from p4sim.runtime.digest import DigestQueue
+from p4sim.runtime.pre import PacketReplicationEngine
+
+V1SWITCH_BLOCKS = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
+
+
+@dataclass
+class ProgramState:
+    """Every runtime object of a loaded program, by fully qualified name."""
+
+    tables: dict[str, Any] = field(default_factory=dict)
+    action_profiles: dict[str, Any] = field(default_factory=dict)
+    counters: dict[str, Any] = field(default_factory=dict)
+    direct_counters: dict[str, Any] = field(default_factory=dict)
+    meters: dict[str, Any] = field(default_factory=dict)
+    direct_meters: dict[str, Any] = field(default_factory=dict)
+    registers: dict[str, Any] = field(default_factory=dict)
+    value_sets: dict[str, Any] = field(default_factory=dict)
+    pre: PacketReplicationEngine = field(default_factory=PacketReplicationEngine)
+    digests: DigestQueue = field(default_factory=DigestQueue)
+
+
+class _Reject:
+    """Sentinel returned by a parser state that transitions to ``reject``."""
+
+
+_REJECT = _Reject()
+
+
+def _stack_next(stack: rt.HeaderStack) -> Any:
+    if stack.nextIndex >= stack.size:
+        raise rt.ParserErrorSignal(_ERR["StackOutOfBounds"])
+    return stack.h[stack.nextIndex]
+
+
+def _stack_last(stack: rt.HeaderStack) -> Any:
+    if stack.nextIndex == 0 or stack.nextIndex > stack.size:
+        raise rt.ParserErrorSignal(_ERR["StackOutOfBounds"])
+    return stack.h[stack.nextIndex - 1]
+
+
+def _stack_at(stack: rt.HeaderStack, index: int) -> Any:
+    if 0 <= index < stack.size:
+        return stack.h[index]
+    # BMv2 raises an error for an out-of-range index: give a detached element so that
+    # the packet keeps going without touching the stack.
+    return stack._factory()
+
+
+_ERR: dict[str, int] = {}
+
+
+def _lookahead(ctx: PacketContext, width: int) -> int:
+    if ctx.offset_bits + width > len(ctx.data) * 8:
+        raise rt.ParserErrorSignal(_ERR["PacketTooShort"])
+    return rt.read_bits(ctx.data, ctx.offset_bits, width)
+
+
+def _lookahead_header(ctx: PacketContext, cls: Any) -> Any:
+    h = cls()
+    h._load(_lookahead(ctx, cls._width))
+    return h
+
+
+def _advance(ctx: PacketContext, nbits: int) -> None:
+    if ctx.offset_bits + nbits > len(ctx.data) * 8:
+        raise rt.ParserErrorSignal(_ERR["PacketTooShort"])
+    ctx.offset_bits += nbits
+
+
+def _pack(fields: Sequence[tuple[int, int]]) -> bytes:
+    return hashes.pack_fields([(v & ((1 << w) - 1), w) for v, w in fields])
+
+
+def _compute_hash(fn: Any, fields: Sequence[tuple[int, int]], base: int, max_value: int) -> int:
+    return hashes.compute_hash(fn, [(v & ((1 << w) - 1), w) for v, w in fields], base, max_value)
+
+
+def _hash_bytes(fn: Any, fields: Sequence[tuple[int, int]], payload: Optional[bytes]) -> int:
+    data = _pack(fields)
+    if payload:
+        data += payload
+    return fn(data)
+
+
+def _digest_values(value: Any) -> tuple:
+    if isinstance(value, tuple):
+        return value
+    names = getattr(value, "__slots__", ())
+    out = []
+    for n in names:
+        if n == "_valid":
+            continue
+        v = getattr(value, n)
+        out.append(_digest_values(v) if hasattr(v, "__slots__") else v)
+    return tuple(out)
+
+
+def _format_log(msg: str, values: tuple) -> str:
+    parts = msg.split("{}")
+    out = parts[0]
+    for i, p in enumerate(parts[1:]):
+        out += (str(values[i]) if i < len(values) else "{}") + p
+    return out
+
+
+class CompiledProgram:
+    """A loaded v1model program (see the module docstring)."""
+
+    def __init__(self, source_path: str, module_source: str, compiler: Compiler, state: ProgramState,
+                 seed: Optional[int] = None) -> None:
+        self.path = source_path
+        self.source = module_source
+        self.state = state
+        self.error_codes = dict(compiler.error_codes)
+        self.tables_info = compiler.tables_info
+        self.actions = compiler.actions_by_fq
+        self.digest_types = compiler.digest_types
+        self.struct_types = {t.name: t for t in compiler.struct_types}
+        self.rng = _random_mod.Random(seed)
+        env: dict[str, Any] = dict(compiler.env)
+        env.update({
+            "_to_signed": rt.to_signed, "_read_bits": rt.read_bits, "_shl": rt.shl,
+            "_shl_signed": rt.shl_signed, "_shr": rt.shr, "_sat_add_u": rt.sat_add_unsigned,
+            "_sat_add_s": rt.sat_add_signed, "_sat_sub_u": rt.sat_sub_unsigned,
+            "_sat_sub_s": rt.sat_sub_signed, "_div_u": rt.div_unsigned, "_mod_u": rt.mod_unsigned,
+            "_HeaderStack": rt.HeaderStack, "_ParserErrorSignal": rt.ParserErrorSignal,
+            "_ExitSignal": rt.ExitSignal, "_AssertionFailed": rt.AssertionFailed, "_REJECT": _REJECT,
+            "_stack_next": _stack_next, "_stack_last": _stack_last, "_stack_at": _stack_at,
+            "_lookahead": _lookahead, "_lookahead_header": _lookahead_header, "_advance": _advance,
+            "_compute_hash": _compute_hash, "_hash_bytes": _hash_bytes, "_pack_fields": _pack,
+            "_random": self._random, "_digest_values": _digest_values, "_CloneRequest": CloneRequest,
+            "_format_log": _format_log,
+        })
+        for name, code in self.error_codes.items():
+            env["_ERR_" + name] = code
+            _ERR.setdefault(name, code)
+        code = compile(module_source, f"<p4sim:{source_path}>", "exec")
+        exec(code, env)  # noqa: S102 - our own generated code
+        self.env = env
+        pkg = compiler.package
+        assert pkg is not None
+        if pkg.decl.name != "V1Switch":
+            raise P4Error(f"package {pkg.decl.name} is not supported: p4sim runs v1model programs (V1Switch)", None)
+        if len(pkg.args) != 6:
+            raise P4Error("V1Switch expects 6 blocks", None)
+        self.blocks: dict[str, InstanceInfo] = dict(zip(V1SWITCH_BLOCKS, pkg.args))
+        parser = self.blocks["parser"]
+        ptypes = [t for t in parser.ptypes if not (isinstance(t, ExternT) and t.name.startswith("packet_"))]
+        if len(ptypes) != 3:
+            raise P4Error("the v1model parser must have the parameters (packet_in, out H, inout M, inout standard_metadata_t)", None)
+        self.headers_type, self.metadata_type, self.std_type = (strip_new(t) for t in ptypes)
+        self._hdr_cls = env[self.headers_type.pyclass]
+        self._meta_cls = env[self.metadata_type.pyclass]
+        self._std_cls = env[self.std_type.pyclass]
+        self._calls = {name: self._make_call(inst) for name, inst in self.blocks.items()}
+        self._field_lists = self._collect_field_lists()
+
+    # ------------------------------------------------------------------ packets
+    def new_packet(self) -> rt.PacketVars:
+        return rt.PacketVars(self._hdr_cls(), self._meta_cls(), self._std_cls())
+
+    def copy_packet(self, pv: rt.PacketVars) -> rt.PacketVars:
+        return rt.PacketVars(pv.hdr._copy(), pv.meta._copy(), pv.std._copy())
+
+    def error_code(self, name: str) -> int:
+        return self.error_codes[name]
+
+    def _random(self, lo: int, hi: int) -> int:
+        return lo if hi <= lo else self.rng.randint(lo, hi)
+
+    def _make_call(self, inst: InstanceInfo) -> Any:
+        fn = self.env[inst.pyfunc]
+        picks = []
+        for t in inst.ptypes:
+            st = strip_new(t)
+            if isinstance(st, ExternT):
+                continue
+            if st is self.headers_type or (isinstance(st, StructLikeT) and st.name == self.headers_type.name):
+                picks.append("hdr")
+            elif isinstance(st, StructLikeT) and st.name == self.metadata_type.name:
+                picks.append("meta")
+            elif isinstance(st, StructLikeT) and st.name == self.std_type.name:
+                picks.append("std")
+            else:
+                raise P4Error(f"block {inst.fqname}: parameter of type {t} does not match the V1Switch signature", None)
+        getters = tuple(picks)
+
+        def call(ctx: PacketContext, pv: rt.PacketVars) -> None:
+            ctx.std = pv.std  # type: ignore[attr-defined]
+            if not hasattr(ctx, "dmeter"):
+                ctx.dmeter = {}  # type: ignore[attr-defined]
+            args = [getattr(pv, g) for g in getters]
+            try:
+                fn(ctx, *args)
+            except rt.ExitSignal:
+                pass
+        return call
+
+    def parser(self, ctx: PacketContext, pv: rt.PacketVars) -> None:
+        try:
+            self._calls["parser"](ctx, pv)
+        except rt.ParserErrorSignal as e:
+            pv.std.parser_error = e.code
+            if ctx.log:
+                ctx.log(f"Parser error: {self._error_name(e.code)}")
+
+    def _error_name(self, code: int) -> str:
+        for n, c in self.error_codes.items():
+            if c == code:
+                return n
+        return str(code)
+
+    def verify_checksum(self, ctx: PacketContext, pv: rt.PacketVars) -> None:
+        self._calls["verify_checksum"](ctx, pv)
+
+    def ingress(self, ctx: PacketContext, pv: rt.PacketVars) -> None:
+        self._calls["ingress"](ctx, pv)
+
+    def egress(self, ctx: PacketContext, pv: rt.PacketVars) -> None:
+        self._calls["egress"](ctx, pv)
+
+    def compute_checksum(self, ctx: PacketContext, pv: rt.PacketVars) -> None:
+        self._calls["compute_checksum"](ctx, pv)
+
+    def deparser(self, ctx: PacketContext, pv: rt.PacketVars) -> None:
+        self._calls["deparser"](ctx, pv)
+
+    # ------------------------------------------------------------------ field lists
+    def _collect_field_lists(self) -> dict[int, list[str]]:
+        out: dict[int, list[str]] = {}
+        for fname, anns in self.metadata_type.annotations.items():
+            for a in anns:
+                if a.name != "field_list":
+                    continue
+                idxs = []
+                for x in a.exprs or []:
+                    v = getattr(x, "value", None)
+                    if isinstance(v, int):
+                        idxs.append(v)
+                if not idxs and a.raw.strip():
+                    idxs = [int(p, 0) for p in a.raw.replace(" ", "").split(",") if p]
+                for i in idxs:
+                    out.setdefault(i, []).append(pyname(fname))
+        return out
+
+    def preserve_field_list(self, index: int, src: rt.PacketVars, dst: rt.PacketVars) -> None:
+        for attr in self._field_lists.get(index, []):
+            v = getattr(src.meta, attr)
+            if hasattr(v, "_copy"):
+                getattr(dst.meta, attr)._set(v)
+            else:
+                setattr(dst.meta, attr, v)
+
+
+def load_program(path: str, include_dirs: Sequence[str] = (), seed: Optional[int] = None,
+                 trace: bool = True) -> CompiledProgram:
+    """Parse, check and compile ``path``; raises :class:`p4sim.errors.P4Error`."""
+    program = parse_file(path, list(include_dirs))
+    return compile_program(program, path, seed=seed, trace=trace)
+
+
+def load_program_text(text: str, filename: str = "<input>", include_dirs: Sequence[str] = (),
+                      seed: Optional[int] = None) -> CompiledProgram:
+    program = parse_text(text, filename, list(include_dirs))
+    return compile_program(program, filename, seed=seed)
+
+
+def compile_program(program: Any, path: str, seed: Optional[int] = None, trace: bool = True) -> CompiledProgram:
+    state = ProgramState()
+    comp = Compiler(program, state, trace=trace)
+    comp.compile()
+    return CompiledProgram(path, comp.mod.text(), comp, state, seed)

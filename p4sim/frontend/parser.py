@@ -1,0 +1,1192 @@
+"""Recursive-descent parser for P4_16 (spec 1.2.x) producing :mod:`p4sim.frontend.ast`.
+
+``parse_file``/``parse_text`` run the preprocessor, the lexer and this parser. Like p4c,
+the parser tracks the names of declared types (and generic functions) as it goes, so that
+``name<`` is read as type arguments only where a type can follow, and ``(T) x`` as a cast
+only when ``T`` is a type. Ambiguous constructs (declarations vs. expression statements,
+casts, type arguments, tuple keysets) are resolved by bounded backtracking.
+
+Syntax errors raise :class:`P4Error` at the offending token
+(``syntax error, unexpected '}'; expected ';'``); valid constructs that p4sim does not
+implement raise :class:`P4Unsupported`.
+
+Example::
+
+    >>> prog = parse_text("header h_t { bit<8> f; }", "h.p4")
+    >>> prog.decls[0].kind, prog.decls[0].fields[0].name
+    ('header', 'f')
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable, Optional, TypeVar
+
+from p4sim.errors import P4Error, P4Unsupported
+from p4sim.frontend import ast as A
+from p4sim.frontend.lexer import Token, tokenize
+from p4sim.frontend.preprocess import preprocess, preprocess_text
+
+T = TypeVar("T")
+
+_BASE_TYPES = {"bool", "string", "void", "error", "match_kind"}
+_TYPE_START_KW = {"bit", "int", "varbit", "bool", "string", "void", "error", "match_kind", "tuple", "list"}
+_DIRECTIONS = {"in", "out", "inout"}
+# Binary operators by precedence level, lowest first (p4c's table).
+_BINARY_LEVELS: list[tuple[str, ...]] = [
+    ("||",), ("&&",), ("==", "!="), ("<", ">", "<=", ">="), ("|",), ("^",), ("&",),
+    ("<<", ">>"), ("++", "+", "-", "|+|", "|-|"), ("*", "/", "%"),
+]
+_EXPR_START_OPS = {"(", "{", "!", "~", "-", "+", ".", "_"}
+
+
+class _Backtrack(Exception):
+    """Internal: a speculative parse did not fit."""
+
+
+def parse_text(text: str, filename: str = "<input>", include_dirs: Iterable[str] = (),
+               defines: Optional[dict[str, str]] = None) -> A.Program:
+    """Parse in-memory P4 source (preprocessed first).
+
+    Example::
+
+        >>> parse_text("const bit<8> X = 8w5;").decls[0].value.width
+        8
+    """
+    pp = preprocess_text(text, filename, list(include_dirs), defines)
+    return Parser(tokenize(pp, filename)).parse_program()
+
+
+def parse_file(path: str, include_dirs: Iterable[str] = (),
+               defines: Optional[dict[str, str]] = None) -> A.Program:
+    """Preprocess, lex and parse the P4 file at ``path``.
+
+    Example::
+
+        >>> prog = parse_file("prog.p4", ["include"])  # doctest: +SKIP
+    """
+    pp = preprocess(path, list(include_dirs), defines)
+    return Parser(tokenize(pp, path)).parse_program()
+
+
+class Parser:
+    """The parser proper: ``Parser(tokens).parse_program()``.
+
+    Example::
+
+        >>> from p4sim.frontend.lexer import tokenize
+        >>> Parser(tokenize("typedef bit<8> B;")).parse_program().decls[0].name
+        'B'
+    """
+
+    def __init__(self, tokens: list[Token], type_names: Optional[set[str]] = None) -> None:
+        self.toks = tokens
+        self.pos = 0
+        self.type_names: set[str] = set(type_names or ())
+        self.generic_names: set[str] = set()   # functions/externs declared with <T>
+        self.speculating = 0
+
+    # ------------------------------------------------------------------ token helpers
+    @property
+    def tok(self) -> Token:
+        return self.toks[self.pos]
+
+    def peek(self, k: int = 1) -> Token:
+        return self.toks[min(self.pos + k, len(self.toks) - 1)]
+
+    def at(self, *values: str) -> bool:
+        t = self.tok
+        return t.kind in ("op", "kw") and t.value in values
+
+    def at_ident(self, value: Optional[str] = None) -> bool:
+        t = self.tok
+        return t.kind == "ident" and (value is None or t.value == value)
+
+    def advance(self) -> Token:
+        t = self.toks[self.pos]
+        if t.kind != "eof":
+            self.pos += 1
+        return t
+
+    def error(self, expected: Optional[str] = None, tok: Optional[Token] = None) -> P4Error:
+        if self.speculating:
+            return _Backtrack()  # type: ignore[return-value]
+        t = tok or self.tok
+        msg = f"syntax error, unexpected {t.describe()}"
+        if expected:
+            msg += f"; expected {expected}"
+        return P4Error(msg, t.loc)
+
+    def expect(self, value: str) -> Token:
+        if self.at(value):
+            return self.advance()
+        raise self.error(f"'{value}'")
+
+    def accept(self, value: str) -> bool:
+        if self.at(value):
+            self.advance()
+            return True
+        return False
+
+    def name(self, what: str = "a name") -> str:
+        """An identifier (soft keywords such as ``key`` or ``apply`` are identifiers)."""
+        if self.tok.kind == "ident":
+            return str(self.advance().value)
+        raise self.error(what)
+
+    def unsupported(self, what: str, tok: Optional[Token] = None) -> P4Unsupported:
+        t = tok or self.tok
+        return P4Unsupported(what, t.loc)
+
+    def speculate(self, fn: Callable[[], T]) -> Optional[T]:
+        """Run ``fn``; on a syntax mismatch rewind and return None."""
+        start = self.pos
+        self.speculating += 1
+        try:
+            return fn()
+        except _Backtrack:
+            self.pos = start
+            return None
+        except P4Unsupported:
+            self.pos = start
+            return None
+        finally:
+            self.speculating -= 1
+
+    def shift_right_here(self) -> bool:
+        """Two adjacent ``>`` tokens spell the ``>>`` operator."""
+        a, b = self.tok, self.peek()
+        return (a.kind == "op" and a.value == ">" and b.kind == "op" and b.value == ">"
+                and a.loc.file == b.loc.file and a.loc.line == b.loc.line and b.loc.col == a.loc.col + 1)
+
+    def is_type_name(self, tok: Token) -> bool:
+        return tok.kind == "ident" and tok.value in self.type_names
+
+    # ------------------------------------------------------------------ program
+    def parse_program(self) -> A.Program:
+        start = self.tok.loc
+        decls: list[A.Decl] = []
+        while self.tok.kind != "eof":
+            if self.accept(";"):
+                continue
+            decls.append(self.declaration())
+        return A.Program(decls, loc=start)
+
+    def declaration(self) -> A.Decl:
+        annots = self.annotations()
+        t = self.tok
+        if t.kind == "kw":
+            v = t.value
+            if v == "const":
+                return self.const_decl(annots)
+            if v in ("header", "header_union", "struct"):
+                return self.struct_like(annots)
+            if v == "enum":
+                return self.enum_decl(annots)
+            if v == "typedef":
+                return self.typedef_decl(annots, newtype=False)
+            if v == "error":
+                return self.error_decl(annots)
+            if v == "match_kind":
+                return self.match_kind_decl(annots)
+            if v == "extern":
+                return self.extern_decl(annots)
+            if v == "parser":
+                return self.parser_decl(annots)
+            if v == "control":
+                return self.control_decl(annots)
+            if v == "package":
+                return self.package_decl(annots)
+            if v == "action":
+                return self.action_decl(annots)
+            if v == "value_set":
+                return self.value_set_decl(annots)
+        if t.kind == "ident" and t.value == "type" and self.peek().kind in ("ident", "kw"):
+            return self.typedef_decl(annots, newtype=True)
+        if t.kind in ("ident", "kw") or self.at("."):
+            return self.function_or_instantiation(annots)
+        raise self.error("a declaration")
+
+    # ------------------------------------------------------------------ annotations
+    def annotations(self) -> list[A.Annotation]:
+        out: list[A.Annotation] = []
+        while self.at("@"):
+            out.append(self.annotation())
+        return out
+
+    def annotation(self) -> A.Annotation:
+        at = self.expect("@")
+        t = self.tok
+        if t.kind not in ("ident", "kw"):
+            raise self.error("an annotation name")
+        self.advance()
+        name = str(t.value)
+        if name == "pragma":
+            return self.pragma_annotation(at)
+        if self.at("("):
+            body = self.balanced("(", ")")
+            ann = A.Annotation(name, raw=_join(body), loc=at.loc)
+            ann.exprs = self.try_sub_exprs(body)
+            return ann
+        if self.at("["):
+            body = self.balanced("[", "]")
+            ann = A.Annotation(name, raw=_join(body), structured=True, loc=at.loc)
+            kv = self.try_sub(body, self.kv_list)
+            if kv is not None and body:
+                ann.kv = kv
+            else:
+                exprs = self.try_sub_exprs(body)
+                if exprs is None:
+                    raise P4Error("syntax error in structured annotation", at.loc)
+                ann.exprs = exprs
+            return ann
+        return A.Annotation(name, loc=at.loc)
+
+    def pragma_annotation(self, at: Token) -> A.Annotation:
+        toks: list[Token] = []
+        line = at.loc
+        while self.tok.kind != "eof" and self.tok.loc.line == line.line and self.tok.loc.file == line.file:
+            toks.append(self.advance())
+        if not toks:
+            raise self.error("a pragma name")
+        ann = A.Annotation(str(toks[0].value), raw=_join(toks[1:]), loc=at.loc)
+        ann.exprs = self.try_sub_exprs(toks[1:])
+        return ann
+
+    def balanced(self, open_: str, close: str) -> list[Token]:
+        """Consume ``open_ ... close`` (nested), returning the tokens in between."""
+        self.expect(open_)
+        body: list[Token] = []
+        pairs = {"(": ")", "[": "]", "{": "}"}
+        stack: list[str] = []
+        while True:
+            t = self.tok
+            if t.kind == "eof":
+                raise self.error(f"'{close}'")
+            if t.kind == "op" and t.value in pairs:
+                stack.append(pairs[str(t.value)])
+            elif t.kind == "op" and t.value in (")", "]", "}"):
+                if not stack:
+                    if t.value != close:
+                        raise self.error(f"'{close}'")
+                    self.advance()
+                    return body
+                if stack[-1] != t.value:
+                    raise self.error(f"'{stack[-1]}'")
+                stack.pop()
+            body.append(self.advance())
+
+    def try_sub(self, body: list[Token], fn: Callable[["Parser"], T]) -> Optional[T]:
+        if not body:
+            return None
+        eof = Token("eof", "", body[-1].loc, "")
+        sub = Parser(body + [eof], self.type_names)
+        sub.speculating = 1
+        try:
+            result = fn(sub)
+        except (_Backtrack, P4Error):
+            return None
+        return result if sub.tok.kind == "eof" else None
+
+    def try_sub_exprs(self, body: list[Token]) -> Optional[list[A.Expr]]:
+        if not body:
+            return []
+        return self.try_sub(body, lambda p: p.comma_list(p.expression_or_dontcare, end=None))
+
+    @staticmethod
+    def kv_list(p: "Parser") -> dict[str, A.Expr]:
+        out: dict[str, A.Expr] = {}
+        while True:
+            k = p.tok
+            if k.kind not in ("ident", "kw"):
+                raise _Backtrack()
+            p.advance()
+            p.expect("=")
+            out[str(k.value)] = p.expression()
+            if not p.accept(","):
+                return out
+            if p.tok.kind == "eof":
+                return out
+
+    # ------------------------------------------------------------------ types
+    def type_params(self) -> list[str]:
+        """Optional ``<A, B>`` on a declaration; the names become type names."""
+        if not self.at("<"):
+            return []
+        self.advance()
+        names = [self.name("a type parameter")]
+        while self.accept(","):
+            names.append(self.name("a type parameter"))
+        self.expect(">")
+        self.type_names.update(names)
+        return names
+
+    def type_ref(self) -> A.TypeRef:
+        t = self.tok
+        base: A.TypeRef
+        if t.kind == "kw":
+            v = t.value
+            if v in ("bit", "int"):
+                self.advance()
+                if self.at("<"):
+                    self.advance()
+                    width = self.type_width()
+                    self.expect(">")
+                    base = A.BitType(width, signed=(v == "int"), loc=t.loc)
+                elif v == "bit":
+                    base = A.BitType(A.IntLit(1, loc=t.loc), loc=t.loc)
+                else:
+                    base = A.BaseType("int", loc=t.loc)
+            elif v == "varbit":
+                self.advance()
+                self.expect("<")
+                width = self.type_width()
+                self.expect(">")
+                base = A.VarbitType(width, loc=t.loc)
+            elif v in _BASE_TYPES:
+                self.advance()
+                base = A.BaseType(str(v), loc=t.loc)
+            elif v == "tuple":
+                self.advance()
+                base = A.TupleType(self.type_args(), loc=t.loc)
+            elif v == "list":
+                raise self.unsupported("list types")
+            else:
+                raise self.error("a type")
+        elif t.kind == "ident" or (self.at(".") and self.peek().kind == "ident"):
+            is_global = self.accept(".")
+            nt = self.advance()
+            args = self.type_args() if self.at("<") else []
+            base = A.NamedType(str(nt.value), args, is_global, loc=nt.loc)
+        elif self.at("_"):
+            self.advance()
+            return A.DontCareType(loc=t.loc)
+        else:
+            raise self.error("a type")
+        while self.at("["):
+            self.advance()
+            size = self.expression()
+            self.expect("]")
+            base = A.StackType(base, size, loc=base.loc)
+        return base
+
+    def type_width(self) -> A.Expr:
+        t = self.tok
+        if t.kind == "int":
+            self.advance()
+            return A.IntLit(int(t.value), t.width, t.signed, text=t.text, loc=t.loc)  # type: ignore[arg-type]
+        if self.at("("):
+            self.advance()
+            e = self.expression()
+            self.expect(")")
+            return e
+        if t.kind == "ident":
+            self.advance()
+            return A.NameRef(str(t.value), loc=t.loc)
+        raise self.error("an integer width")
+
+    def type_args(self) -> list[A.TypeRef]:
+        self.expect("<")
+        args: list[A.TypeRef] = []
+        if not self.at(">"):
+            args.append(self.type_arg())
+            while self.accept(","):
+                args.append(self.type_arg())
+        self.expect(">")
+        return args
+
+    def type_arg(self) -> A.TypeRef:
+        if self.tok.kind == "int":
+            raise self.error("a type")
+        return self.type_ref()
+
+    def starts_type(self) -> bool:
+        t = self.tok
+        if t.kind == "kw":
+            return t.value in _TYPE_START_KW
+        return t.kind == "ident" or (self.at(".") and self.peek().kind == "ident")
+
+    # ------------------------------------------------------------------ simple declarations
+    def const_decl(self, annots: list[A.Annotation]) -> A.ConstDecl:
+        start = self.expect("const")
+        ty = self.type_ref()
+        name = self.name()
+        self.expect("=")
+        value = self.initializer()
+        self.expect(";")
+        return A.ConstDecl(name, ty, value, annotations=annots, loc=start.loc)
+
+    def initializer(self) -> A.Expr:
+        return self.expression()
+
+    def typedef_decl(self, annots: list[A.Annotation], newtype: bool) -> A.TypedefDecl:
+        start = self.advance()
+        if self.at("header", "header_union", "struct", "enum"):
+            raise self.unsupported("type declarations inside typedef")
+        ty = self.type_ref()
+        name = self.name()
+        self.expect(";")
+        self.type_names.add(name)
+        return A.TypedefDecl(name, ty, newtype, annotations=annots, loc=start.loc)
+
+    def struct_like(self, annots: list[A.Annotation]) -> A.StructLikeDecl:
+        start = self.advance()
+        name = self.name()
+        self.type_names.add(name)
+        tparams = self.type_params()
+        self.expect("{")
+        fields: list[A.StructField] = []
+        while not self.at("}"):
+            fa = self.annotations()
+            ft = self.tok
+            ty = self.type_ref()
+            fname = self.name("a field name")
+            self.expect(";")
+            fields.append(A.StructField(ty, fname, fa, loc=ft.loc))
+        self.expect("}")
+        return A.StructLikeDecl(name, str(start.value), fields, tparams, annotations=annots, loc=start.loc)
+
+    def enum_decl(self, annots: list[A.Annotation]) -> A.EnumDecl:
+        start = self.expect("enum")
+        underlying: Optional[A.TypeRef] = None
+        if not (self.tok.kind == "ident" and self.peek().kind == "op" and self.peek().value == "{"):
+            underlying = self.type_ref()
+        name = self.name()
+        self.type_names.add(name)
+        self.expect("{")
+        members: list[str] = []
+        values: list[A.Expr] = []
+        while True:
+            self.annotations()
+            members.append(self.name("an enum member"))
+            if underlying is not None:
+                self.expect("=")
+                values.append(self.expression())
+            if not self.accept(","):
+                break
+            if self.at("}"):
+                break
+        self.expect("}")
+        return A.EnumDecl(name, members, underlying, values if underlying is not None else None,
+                          annotations=annots, loc=start.loc)
+
+    def ident_list_block(self) -> list[str]:
+        self.expect("{")
+        members = [self.name()]
+        while self.accept(","):
+            if self.at("}"):
+                break
+            members.append(self.name())
+        self.expect("}")
+        return members
+
+    def error_decl(self, annots: list[A.Annotation]) -> A.ErrorDecl:
+        start = self.expect("error")
+        return A.ErrorDecl("error", self.ident_list_block(), annotations=annots, loc=start.loc)
+
+    def match_kind_decl(self, annots: list[A.Annotation]) -> A.MatchKindDecl:
+        start = self.expect("match_kind")
+        return A.MatchKindDecl("match_kind", self.ident_list_block(), annotations=annots, loc=start.loc)
+
+    # ------------------------------------------------------------------ parameters
+    def params(self) -> list[A.Param]:
+        self.expect("(")
+        out: list[A.Param] = []
+        if not self.at(")"):
+            out.append(self.param())
+            while self.accept(","):
+                out.append(self.param())
+        self.expect(")")
+        return out
+
+    def param(self) -> A.Param:
+        annots = self.annotations()
+        start = self.tok
+        direction = ""
+        if self.at(*_DIRECTIONS):
+            direction = str(self.advance().value)
+        ty = self.type_ref()
+        name = self.name("a parameter name")
+        default = None
+        if self.accept("="):
+            default = self.expression()
+        return A.Param(direction, ty, name, default, annots, loc=start.loc)
+
+    # ------------------------------------------------------------------ externs
+    def extern_decl(self, annots: list[A.Annotation]) -> A.Decl:
+        start = self.expect("extern")
+        if self.tok.kind == "ident":
+            nxt = self.peek()
+            is_object = nxt.kind == "op" and nxt.value == "{"
+            if not is_object and nxt.kind == "op" and nxt.value == "<":
+                save = self.pos
+                self.advance()
+                is_object = self.speculate(lambda: (self.type_params(), self.expect("{"))) is not None
+                self.pos = save
+            if is_object:
+                name = self.name()
+                self.type_names.add(name)
+                tparams = self.type_params()
+                self.expect("{")
+                methods: list[A.MethodDecl] = []
+                while not self.at("}"):
+                    methods.append(self.method_decl(name))
+                self.expect("}")
+                return A.ExternDecl(name, tparams, methods, annotations=annots, loc=start.loc)
+        ret = self.type_ref()
+        name = self.name("a function name")
+        tparams = self.type_params()
+        if tparams:
+            self.generic_names.add(name)
+        params = self.params()
+        self.expect(";")
+        return A.FunctionProto(name, ret, tparams, params, annotations=annots, loc=start.loc)
+
+    def method_decl(self, extern_name: str) -> A.MethodDecl:
+        annots = self.annotations()
+        start = self.tok
+        is_abstract = self.accept("abstract")
+        if self.at_ident(extern_name) and self.peek().kind == "op" and self.peek().value in ("(", "<"):
+            name = self.name()
+            tparams = self.type_params()
+            params = self.params()
+            self.expect(";")
+            return A.MethodDecl(name, None, tparams, params, is_abstract, annotations=annots, loc=start.loc)
+        ret = self.type_ref()
+        name = self.name("a method name")
+        tparams = self.type_params()
+        if tparams:
+            self.generic_names.add(name)
+        params = self.params()
+        self.expect(";")
+        return A.MethodDecl(name, ret, tparams, params, is_abstract, annotations=annots, loc=start.loc)
+
+    # ------------------------------------------------------------------ functions, instantiations
+    def function_or_instantiation(self, annots: list[A.Annotation]) -> A.Decl:
+        start = self.tok
+        if not self.starts_type():
+            raise self.error("a declaration")
+        ty = self.type_ref()
+        if self.at("("):
+            return self.instantiation_rest(annots, ty, start)
+        name = self.name("a name")
+        tparams = self.type_params()
+        if tparams:
+            self.generic_names.add(name)
+        params = self.params()
+        body = self.block()
+        return A.FunctionDecl(name, ty, tparams, params, body, annotations=annots, loc=start.loc)
+
+    def instantiation_rest(self, annots: list[A.Annotation], ty: A.TypeRef, start: Token) -> A.Instantiation:
+        args = self.arguments()
+        name = self.name("an instance name")
+        init: Optional[list[A.Decl]] = None
+        if self.accept("="):
+            self.expect("{")
+            init = []
+            while not self.at("}"):
+                a = self.annotations()
+                init.append(self.function_or_instantiation(a))
+            self.expect("}")
+        self.expect(";")
+        return A.Instantiation(name, ty, args, init, annotations=annots, loc=start.loc)
+
+    def value_set_decl(self, annots: list[A.Annotation]) -> A.ValueSetDecl:
+        start = self.expect("value_set")
+        self.expect("<")
+        ty = self.type_arg()
+        self.expect(">")
+        self.expect("(")
+        size = self.expression()
+        self.expect(")")
+        name = self.name()
+        self.expect(";")
+        return A.ValueSetDecl(name, ty, size, annotations=annots, loc=start.loc)
+
+    # ------------------------------------------------------------------ parser / control / package
+    def parser_decl(self, annots: list[A.Annotation]) -> A.Decl:
+        start = self.expect("parser")
+        name = self.name()
+        self.type_names.add(name)
+        tparams = self.type_params()
+        params = self.params()
+        if self.accept(";"):
+            return A.ParserTypeDecl(name, tparams, params, annotations=annots, loc=start.loc)
+        ctor = self.params() if self.at("(") else []
+        self.expect("{")
+        locals_: list[A.Decl] = []
+        states: list[A.ParserState] = []
+        while not self.at("}"):
+            a = self.annotations()
+            if self.at_ident("state") and self.peek().kind == "ident":
+                states.append(self.parser_state(a))
+            else:
+                locals_.append(self.local_decl(a, allow_value_set=True))
+        self.expect("}")
+        return A.ParserDecl(name, tparams, params, ctor, locals_, states, annotations=annots, loc=start.loc)
+
+    def parser_state(self, annots: list[A.Annotation]) -> A.ParserState:
+        start = self.advance()
+        name = self.name("a state name")
+        self.expect("{")
+        stmts: list = []
+        transition: Optional[A.Transition] = None
+        while not self.at("}"):
+            if self.at("transition"):
+                transition = self.transition()
+                break
+            stmts.append(self.statement())
+        self.expect("}")
+        return A.ParserState(name, stmts, transition, annotations=annots, loc=start.loc)
+
+    def transition(self) -> A.Transition:
+        start = self.expect("transition")
+        if self.at("select"):
+            self.advance()
+            self.expect("(")
+            keys = self.comma_list(self.expression, end=")")
+            self.expect(")")
+            self.expect("{")
+            cases: list[A.SelectCase] = []
+            while not self.at("}"):
+                self.annotations()
+                ct = self.tok
+                ks = self.keyset()
+                self.expect(":")
+                st = self.name("a state name")
+                self.expect(";")
+                cases.append(A.SelectCase(ks, st, loc=ct.loc))
+            self.expect("}")
+            return A.Transition(None, keys, cases, loc=start.loc)
+        state = self.name("a state name")
+        self.expect(";")
+        return A.Transition(state, loc=start.loc)
+
+    def keyset(self) -> A.Expr:
+        """A select/entry keyset: simple, or a parenthesised tuple ``(k1, k2)``."""
+        if self.at("("):
+            start = self.tok
+
+            def tuple_form() -> A.Expr:
+                self.advance()
+                elems = self.comma_list(self.simple_keyset, end=")")
+                self.expect(")")
+                if not self.at(":"):
+                    raise _Backtrack()
+                return elems[0] if len(elems) == 1 else A.ListExpr(elems, loc=start.loc)
+
+            r = self.speculate(tuple_form)
+            if r is not None:
+                return r
+        return self.simple_keyset()
+
+    def simple_keyset(self) -> A.Expr:
+        t = self.tok
+        if self.at("default"):
+            self.advance()
+            return A.DefaultExpr(loc=t.loc)
+        if self.at("_"):
+            self.advance()
+            return A.DontCare(loc=t.loc)
+        e = self.expression()
+        if self.at("&&&", ".."):
+            op = str(self.advance().value)
+            return A.Binary(op, e, self.expression(), loc=e.loc)
+        return e
+
+    def control_decl(self, annots: list[A.Annotation]) -> A.Decl:
+        start = self.expect("control")
+        name = self.name()
+        self.type_names.add(name)
+        tparams = self.type_params()
+        params = self.params()
+        if self.accept(";"):
+            return A.ControlTypeDecl(name, tparams, params, annotations=annots, loc=start.loc)
+        ctor = self.params() if self.at("(") else []
+        self.expect("{")
+        locals_: list[A.Decl] = []
+        while not self.at_ident("apply"):
+            if self.at("}"):
+                raise self.error("'apply'")
+            a = self.annotations()
+            if self.at("action"):
+                locals_.append(self.action_decl(a))
+            elif self.at("table"):
+                locals_.append(self.table_decl(a))
+            else:
+                locals_.append(self.local_decl(a, allow_value_set=False))
+        self.advance()
+        body = self.block()
+        self.expect("}")
+        return A.ControlDecl(name, tparams, params, ctor, locals_, body, annotations=annots, loc=start.loc)
+
+    def package_decl(self, annots: list[A.Annotation]) -> A.PackageTypeDecl:
+        start = self.expect("package")
+        name = self.name()
+        self.type_names.add(name)
+        tparams = self.type_params()
+        params = self.params()
+        self.expect(";")
+        return A.PackageTypeDecl(name, tparams, params, annotations=annots, loc=start.loc)
+
+    def local_decl(self, annots: list[A.Annotation], allow_value_set: bool) -> A.Decl:
+        """const, variable or instantiation inside a parser/control (value_set in parsers)."""
+        if self.at("const"):
+            return self.const_decl(annots)
+        if self.at("value_set") and allow_value_set:
+            return self.value_set_decl(annots)
+        if self.at("action") and allow_value_set:
+            return self.action_decl(annots)
+        d = self.var_or_instance(annots)
+        if d is None:
+            raise self.error("a declaration")
+        return d
+
+    def var_or_instance(self, annots: list[A.Annotation]) -> Optional[A.Decl]:
+        """``T x;``, ``T x = e;``, ``T(args) x;`` — or None (position unchanged)."""
+        start = self.tok
+        begin = self.pos
+        if not self.starts_type():
+            return None
+
+        def head() -> tuple[A.TypeRef, str]:
+            ty = self.type_ref()
+            if self.at("("):
+                return ty, "("
+            if self.tok.kind != "ident":
+                raise _Backtrack()
+            nxt = self.peek()
+            if not (nxt.kind == "op" and nxt.value in (";", "=")):
+                raise _Backtrack()
+            return ty, "var"
+
+        r = self.speculate(head)
+        if r is None:
+            return None
+        ty, kind = r
+        if kind == "(":
+            inst = self.speculate(lambda: self.instantiation_rest(annots, ty, start))
+            if inst is None:
+                self.pos = begin
+                return None
+            return inst
+        name = self.name()
+        init = None
+        if self.accept("="):
+            init = self.initializer()
+        self.expect(";")
+        return A.VarDecl(name, ty, init, annotations=annots, loc=start.loc)
+
+    # ------------------------------------------------------------------ actions and tables
+    def action_decl(self, annots: list[A.Annotation]) -> A.ActionDecl:
+        start = self.expect("action")
+        name = self.name("an action name")
+        params = self.params()
+        body = self.block()
+        return A.ActionDecl(name, params, body, annotations=annots, loc=start.loc)
+
+    def table_decl(self, annots: list[A.Annotation]) -> A.TableDecl:
+        start = self.expect("table")
+        name = self.name("a table name")
+        self.expect("{")
+        props: list[A.TableProperty] = []
+        while not self.at("}"):
+            props.append(self.table_property())
+        self.expect("}")
+        return A.TableDecl(name, props, annotations=annots, loc=start.loc)
+
+    def table_property(self) -> A.TableProperty:
+        annots = self.annotations()
+        start = self.tok
+        is_const = self.accept("const")
+        pname = self.name("a table property")
+        if pname == "key":
+            self.expect("=")
+            self.expect("{")
+            elems: list[A.KeyElement] = []
+            while not self.at("}"):
+                kt = self.tok
+                e = self.expression()
+                self.expect(":")
+                mk = self.name("a match kind")
+                ka = self.annotations()
+                self.expect(";")
+                elems.append(A.KeyElement(e, mk, ka, loc=kt.loc))
+            self.expect("}")
+            return A.TableProperty("key", elems, is_const, annots, loc=start.loc)
+        if pname == "actions":
+            self.expect("=")
+            self.expect("{")
+            refs: list[A.ActionRef] = []
+            while not self.at("}"):
+                aa = self.annotations()
+                ref = self.action_ref()
+                ref.annotations = aa
+                self.expect(";")
+                refs.append(ref)
+            self.expect("}")
+            return A.TableProperty("actions", refs, is_const, annots, loc=start.loc)
+        if pname == "entries":
+            self.expect("=")
+            self.expect("{")
+            entries: list[A.TableEntry] = []
+            while not self.at("}"):
+                entries.append(self.table_entry(is_const))
+            self.expect("}")
+            return A.TableProperty("entries", entries, is_const, annots, loc=start.loc)
+        if pname == "default_action":
+            self.expect("=")
+            ref = self.action_ref()
+            self.expect(";")
+            return A.TableProperty("default_action", ref, is_const, annots, loc=start.loc)
+        self.expect("=")
+        value = self.expression()
+        self.expect(";")
+        return A.TableProperty(pname, value, is_const, annots, loc=start.loc)
+
+    def action_ref(self) -> A.ActionRef:
+        t = self.tok
+        is_global = self.accept(".")
+        n = self.tok
+        expr: A.Expr = A.NameRef(self.name("an action name"), is_global, loc=n.loc)
+        while self.at(".") and self.peek().kind == "ident":
+            self.advance()
+            m = self.advance()
+            expr = A.Member(expr, str(m.value), loc=expr.loc)
+        args: list[A.Argument] = []
+        has_parens = False
+        if self.at("("):
+            has_parens = True
+            args = self.arguments()
+        return A.ActionRef(expr, args, [], has_parens, loc=t.loc)
+
+    def table_entry(self, table_const: bool) -> A.TableEntry:
+        annots = self.annotations()
+        start = self.tok
+        is_const = self.accept("const") or table_const
+        priority = None
+        if self.at_ident("priority") and self.peek().kind == "op" and self.peek().value == "=":
+            self.advance()
+            self.advance()
+            priority = self.expression()
+            self.expect(":")
+        ks = self.keyset()
+        keys = ks.elems if isinstance(ks, A.ListExpr) and self.tok_is_tuple_keyset(ks) else [ks]
+        self.expect(":")
+        ref = self.action_ref()
+        ref.annotations = self.annotations()
+        self.expect(";")
+        return A.TableEntry(keys, ref, priority, is_const, annots, loc=start.loc)
+
+    @staticmethod
+    def tok_is_tuple_keyset(ks: A.ListExpr) -> bool:
+        return not getattr(ks, "braced", False)
+
+    # ------------------------------------------------------------------ statements
+    def block(self) -> A.BlockStmt:
+        start = self.expect("{")
+        stmts: list = []
+        while not self.at("}"):
+            if self.tok.kind == "eof":
+                raise self.error("'}'")
+            stmts.append(self.statement())
+        self.expect("}")
+        return A.BlockStmt(stmts, loc=start.loc)
+
+    def statement(self) -> A.Node:
+        annots = self.annotations()
+        t = self.tok
+        if self.at("{"):
+            b = self.block()
+            b.annotations = annots
+            return b
+        if t.kind == "kw":
+            v = t.value
+            if v == "if":
+                self.advance()
+                self.expect("(")
+                cond = self.expression()
+                self.expect(")")
+                then = self.statement()
+                other = self.statement() if self.accept("else") else None
+                return A.IfStmt(cond, then, other, loc=t.loc)  # type: ignore[arg-type]
+            if v == "switch":
+                return self.switch_stmt()
+            if v == "exit":
+                self.advance()
+                self.expect(";")
+                return A.ExitStmt(loc=t.loc)
+            if v == "return":
+                self.advance()
+                value = None if self.at(";") else self.expression()
+                self.expect(";")
+                return A.ReturnStmt(value, loc=t.loc)
+            if v == "const":
+                return self.const_decl(annots)
+            if v in ("for", "break", "continue"):
+                raise self.unsupported(f"'{v}' statements")
+            if v in ("action", "table"):
+                raise self.error("a statement")
+        if self.accept(";"):
+            return A.EmptyStmt(loc=t.loc)
+        d = self.var_or_instance(annots)
+        if d is not None:
+            return d
+        lhs = self.expression()
+        if self.accept("="):
+            rhs = self.expression()
+            self.expect(";")
+            return A.AssignStmt(lhs, rhs, loc=t.loc)
+        if isinstance(lhs, A.Call):
+            self.expect(";")
+            return A.CallStmt(lhs, loc=t.loc)
+        raise self.error("'='" if not self.at(";") else "a statement")
+
+    def switch_stmt(self) -> A.SwitchStmt:
+        start = self.expect("switch")
+        self.expect("(")
+        e = self.expression()
+        self.expect(")")
+        self.expect("{")
+        cases: list[A.SwitchCase] = []
+        while not self.at("}"):
+            ct = self.tok
+            if self.accept("default"):
+                label: A.Expr = A.DefaultExpr(loc=ct.loc)
+            else:
+                label = self.expression()
+            self.expect(":")
+            body = self.block() if self.at("{") else None
+            cases.append(A.SwitchCase(label, body, loc=ct.loc))
+        self.expect("}")
+        return A.SwitchStmt(e, cases, loc=start.loc)
+
+    # ------------------------------------------------------------------ expressions
+    def comma_list(self, item: Callable[[], T], end: Optional[str]) -> list[T]:
+        out: list[T] = []
+        if end is not None and self.at(end):
+            return out
+        out.append(item())
+        while self.accept(","):
+            out.append(item())
+        return out
+
+    def expression_or_dontcare(self) -> A.Expr:
+        if self.at("_"):
+            t = self.advance()
+            return A.DontCare(loc=t.loc)
+        return self.expression()
+
+    def arguments(self) -> list[A.Argument]:
+        self.expect("(")
+        args = self.comma_list(self.argument, end=")")
+        self.expect(")")
+        return args
+
+    def argument(self) -> A.Argument:
+        t = self.tok
+        if t.kind == "ident" and self.peek().kind == "op" and self.peek().value == "=":
+            self.advance()
+            self.advance()
+            return A.Argument(self.expression_or_dontcare(), str(t.value), loc=t.loc)
+        return A.Argument(self.expression_or_dontcare(), loc=t.loc)
+
+    def expression(self) -> A.Expr:
+        cond = self.binary(0)
+        if self.at("?"):
+            self.advance()
+            then = self.expression()
+            self.expect(":")
+            other = self.expression()
+            return A.Ternary(cond, then, other, loc=cond.loc)
+        return cond
+
+    def binary_op_here(self, ops: tuple[str, ...]) -> Optional[str]:
+        t = self.tok
+        if t.kind != "op":
+            return None
+        if ">>" in ops and self.shift_right_here():
+            return ">>"
+        if t.value in ops:
+            if t.value == ">" and self.shift_right_here():
+                return None
+            return str(t.value)
+        return None
+
+    def binary(self, level: int) -> A.Expr:
+        if level == len(_BINARY_LEVELS):
+            return self.unary()
+        ops = _BINARY_LEVELS[level]
+        left = self.binary(level + 1)
+        while True:
+            op = self.binary_op_here(ops)
+            if op is None:
+                return left
+            self.advance()
+            if op == ">>":
+                self.advance()
+            right = self.binary(level + 1)
+            left = A.Binary(op, left, right, loc=left.loc)
+
+    def unary(self) -> A.Expr:
+        t = self.tok
+        if t.kind == "op" and t.value in ("!", "~", "-", "+"):
+            self.advance()
+            return A.Unary(str(t.value), self.unary(), loc=t.loc)
+        if self.at("("):
+            cast = self.speculate(self.cast)
+            if cast is not None:
+                return cast
+        return self.postfix(self.primary())
+
+    def cast(self) -> A.Expr:
+        start = self.expect("(")
+        t = self.tok
+        if not (t.kind == "kw" and t.value in _TYPE_START_KW or self.is_type_name(t)
+                or (self.at(".") and self.is_type_name(self.peek()))):
+            raise _Backtrack()
+        ty = self.type_ref()
+        self.expect(")")
+        nt = self.tok
+        if nt.kind in ("op",) and nt.value not in _EXPR_START_OPS:
+            raise _Backtrack()
+        if nt.kind == "eof":
+            raise _Backtrack()
+        return A.Cast(ty, self.unary(), loc=start.loc)
+
+    def primary(self) -> A.Expr:
+        t = self.tok
+        if t.kind == "int":
+            self.advance()
+            return A.IntLit(int(t.value), t.width, t.signed, text=t.text, loc=t.loc)  # type: ignore[arg-type]
+        if t.kind == "string":
+            self.advance()
+            return A.StringLit(str(t.value), loc=t.loc)
+        if t.kind == "ident":
+            self.advance()
+            return A.NameRef(str(t.value), loc=t.loc)
+        if t.kind == "kw":
+            v = t.value
+            if v in ("true", "false"):
+                self.advance()
+                return A.BoolLit(v == "true", loc=t.loc)
+            if v == "error":
+                self.advance()
+                return A.NameRef("error", loc=t.loc)
+            if v == "this":
+                raise self.unsupported("'this'")
+            if v in ("bit", "int", "varbit", "tuple", "bool", "string"):
+                ty = self.type_ref()
+                return A.TypeNameExpr(ty, loc=t.loc)
+            if v == "default":
+                self.advance()
+                return A.DefaultExpr(loc=t.loc)
+        if t.kind == "op":
+            v = t.value
+            if v == "." and self.peek().kind == "ident":
+                self.advance()
+                n = self.advance()
+                return A.NameRef(str(n.value), True, loc=t.loc)
+            if v == "(":
+                self.advance()
+                e = self.expression()
+                self.expect(")")
+                return e
+            if v == "{":
+                return self.brace_expr()
+            if v == "_":
+                self.advance()
+                return A.DontCare(loc=t.loc)
+            if v == "...":
+                self.advance()
+                return A.DefaultExpr(loc=t.loc)
+        raise self.error("an expression")
+
+    def brace_expr(self) -> A.Expr:
+        start = self.expect("{")
+        if self.at("}"):
+            self.advance()
+            return A.ListExpr([], loc=start.loc)
+        if self.tok.kind == "ident" and self.peek().kind == "op" and self.peek().value == "=":
+            fields: list[tuple[str, A.Expr]] = []
+            while True:
+                if self.at("..."):
+                    raise self.unsupported("'...' in struct initializers")
+                n = self.name("a field name")
+                self.expect("=")
+                fields.append((n, self.expression()))
+                if not self.accept(","):
+                    break
+                if self.at("}"):
+                    break
+            self.expect("}")
+            return A.StructExpr(fields, loc=start.loc)
+        elems: list[A.Expr] = [self.expression_or_dontcare()]
+        while self.accept(","):
+            if self.at("}"):
+                break
+            elems.append(self.expression_or_dontcare())
+        self.expect("}")
+        le = A.ListExpr(elems, loc=start.loc)
+        le.braced = True  # type: ignore[attr-defined]
+        return le
+
+    def postfix(self, e: A.Expr) -> A.Expr:
+        while True:
+            if self.at("."):
+                self.advance()
+                m = self.tok
+                if m.kind not in ("ident", "kw"):
+                    raise self.error("a member name")
+                self.advance()
+                e = A.Member(e, str(m.value), loc=e.loc)
+            elif self.at("["):
+                self.advance()
+                idx = self.expression()
+                if self.accept(":"):
+                    lo = self.expression()
+                    self.expect("]")
+                    e = A.Slice(e, idx, lo, loc=e.loc)
+                else:
+                    self.expect("]")
+                    e = A.Index(e, idx, loc=e.loc)
+            elif self.at("("):
+                args = self.arguments()
+                e = A.Call(e, args, loc=e.loc)
+            elif self.at("<") and self.may_take_type_args(e):
+                r = self.speculate(self.type_args_then_call)
+                if r is None:
+                    return e
+                targs, args = r
+                e = A.Call(e, args, targs, loc=e.loc)
+            else:
+                return e
+
+    def may_take_type_args(self, e: A.Expr) -> bool:
+        if isinstance(e, A.NameRef):
+            return e.name in self.type_names or e.name in self.generic_names or self.type_can_follow()
+        if isinstance(e, A.Member):
+            return True
+        return False
+
+    def type_can_follow(self) -> bool:
+        nxt = self.peek()
+        if nxt.kind == "kw":
+            return nxt.value in _TYPE_START_KW
+        return self.is_type_name(nxt) or (nxt.kind == "op" and nxt.value == "_")
+
+    def type_args_then_call(self) -> tuple[list[A.TypeRef], list[A.Argument]]:
+        targs = self.type_args()
+        if not self.at("("):
+            raise _Backtrack()
+        return targs, self.arguments()
+
+
+def _join(toks: list[Token]) -> str:
+    """Source text of a token run, with one space where the source had a gap."""
+    out: list[str] = []
+    prev: Optional[Token] = None
+    for t in toks:
+        if prev is not None and not (t.loc.line == prev.loc.line and t.loc.col == prev.end_col):
+            out.append(" ")
+        out.append(t.text)
+        prev = t
+    return "".join(out)

@@ -1,0 +1,294 @@
+"""C preprocessor for P4 sources (``#include``, ``#define``, ``#if``…, ``#error``, ``#line``).
+
+Built on :mod:`pcpp`. The output is plain P4 text interleaved with ``#line N "file"``
+markers; every token is placed at its ORIGINAL column, so the lexer
+(:mod:`p4sim.frontend.lexer`) reports locations in the files the user wrote (a mistake in
+an included ``v1model.p4`` names ``v1model.p4``). Tokens produced by macro expansion are
+placed at the macro's use site.
+
+``#include <x>`` searches the ``-I`` directories, then ``p4sim/p4include`` (which holds
+p4sim's own ``core.p4`` and ``v1model.p4``); ``#include "x"`` first searches the including
+file's directory. Every file read is registered with :func:`p4sim.errors.remember_source`
+so that diagnostics can quote it.
+
+Example::
+
+    >>> text = preprocess_text('#define W 8\\nconst bit<W> X = 1;\\n', "x.p4")
+    >>> text.splitlines()[:2]
+    ['#line 2 "x.p4"', 'const bit<8> X = 1;']
+"""
+from __future__ import annotations
+
+import io
+import os
+from typing import Iterable, Iterator, Optional
+
+from pcpp import Preprocessor
+from pcpp.parser import OutputDirective
+
+from p4sim.errors import P4Error, remember_source
+from p4sim.frontend.ast import Loc
+
+P4INCLUDE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "p4include")
+
+# Gaps of more blank lines than this are bridged with a ``#line`` marker instead.
+_MAX_BLANK_LINES = 8
+
+
+class _P4Preprocessor(Preprocessor):
+    """pcpp with P4-friendly hooks: errors raise :class:`P4Error`, file texts are kept."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rewrite_paths = []      # keep file names as opened (absolute for includes)
+        self.texts: dict[str, str] = {}
+        self.line_starts: dict[str, list[int]] = {}
+
+    def register_text(self, name: str, text: str) -> None:
+        self.texts[name] = text
+        starts = [0]
+        for i, ch in enumerate(text):
+            if ch == "\n":
+                starts.append(i + 1)
+        self.line_starts[name] = starts
+        remember_source(name, text)
+        _check_comments(name, text)
+
+    def column_of(self, source: str, lineno: int, lexpos: int) -> int:
+        starts = self.line_starts.get(source)
+        if not starts or not 1 <= lineno <= len(starts):
+            return 1
+        return max(lexpos - starts[lineno - 1] + 1, 1)
+
+    # ---------------------------------------------------------------- pcpp hooks
+    def on_file_open(self, is_system_include: bool, includepath: str):  # type: ignore[override]
+        with open(includepath, encoding="utf-8") as f:
+            text = f.read()
+        if text.startswith("\ufeff"):
+            text = text[1:]
+        self.register_text(includepath, text)
+        return io.StringIO(text)
+
+    def on_error(self, file: str, line: int, msg: str) -> None:  # type: ignore[override]
+        raise P4Error(msg, Loc(file or "<input>", line, 1))
+
+    def on_include_not_found(self, is_malformed, is_system_include, curdir, includepath):  # type: ignore[override]
+        d = self.lastdirective
+        loc = Loc(d.source, d.lineno, 1) if d is not None else None
+        if is_malformed:
+            raise P4Error(f"malformed #include {includepath}", loc)
+        raise P4Error(f"#include file '{includepath}' not found", loc)
+
+    def on_directive_unknown(self, directive, toks, ifpassthru, precedingtoks):  # type: ignore[override]
+        if directive.value == "error":
+            text = "".join(t.value for t in toks).strip()
+            hash_tok = precedingtoks[0] if precedingtoks else directive
+            col = self.column_of(directive.source, directive.lineno, hash_tok.lexpos)
+            raise P4Error(f"#error {text}".rstrip(), Loc(directive.source, directive.lineno, col))
+        if directive.value == "warning":
+            return True
+        return None  # #line, #pragma: passed through, handled by the writer
+
+    def on_comment(self, tok):  # type: ignore[override]
+        return None
+
+
+def _check_comments(name: str, text: str) -> None:
+    """Raise for a ``/*`` comment that is never closed (pcpp would pass it through)."""
+    i, n, line, col = 0, len(text), 1, 1
+    in_str = False
+    while i < n:
+        ch = text[i]
+        if in_str:
+            if ch == "\\":
+                i += 2
+                col += 2
+                continue
+            if ch == '"' or ch == "\n":
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            if j < 0:
+                return
+            col += j - i
+            i = j
+            continue
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            if j < 0:
+                raise P4Error("unterminated comment", Loc(name, line, col))
+            chunk = text[i:j + 2]
+            nl = chunk.count("\n")
+            if nl:
+                line += nl
+                col = len(chunk) - chunk.rfind("\n")
+            else:
+                col += len(chunk)
+            i = j + 2
+            continue
+        if ch == "\n":
+            line += 1
+            col = 1
+        else:
+            col += 1
+        i += 1
+
+
+class _Writer:
+    """Lays pcpp's token stream out at original positions, with ``#line`` markers."""
+
+    def __init__(self, pp: _P4Preprocessor) -> None:
+        self.pp = pp
+        self.out: list[str] = []
+        self.file: Optional[str] = None
+        self.line = 0
+        self.col = 1
+        self.remap: dict[str, tuple[int, int, str]] = {}  # source -> (phys line, new line, file)
+
+    def mapped(self, source: str, lineno: int) -> tuple[str, int]:
+        r = self.remap.get(source)
+        if r is not None and lineno > r[0]:
+            return r[2], r[1] + (lineno - r[0] - 1)
+        return source, lineno
+
+    def goto(self, file: str, line: int) -> None:
+        if file != self.file or line < self.line or line > self.line + _MAX_BLANK_LINES:
+            if self.out:
+                self.out.append("\n")
+            self.out.append(f'#line {line} "{file}"\n')
+            self.file, self.line, self.col = file, line, 1
+        elif line > self.line:
+            self.out.append("\n" * (line - self.line))
+            self.line, self.col = line, 1
+
+    def emit(self, text: str) -> None:
+        self.out.append(text)
+        self.col += len(text)
+
+    def run(self, tokens: Iterator) -> str:
+        pp = self.pp
+        ws = set(pp.t_WS)
+        pending: list = []     # tokens of a pass-through directive line
+        in_directive = False
+        at_line_start = True
+        saw_ws = False
+        for tok in tokens:
+            if in_directive:
+                if tok.type in ws and "\n" in tok.value:
+                    self.directive(pending)
+                    pending = []
+                    in_directive = False
+                    at_line_start = True
+                else:
+                    pending.append(tok)
+                continue
+            expanded = bool(getattr(tok, "expanded_from", None))
+            if tok.type in ws:
+                if "\n" in tok.value and not expanded:
+                    at_line_start = True
+                saw_ws = True
+                continue
+            if tok.value == "#" and at_line_start and not expanded:
+                in_directive = True
+                pending = [tok]
+                continue
+            at_line_start = False
+            source = tok.source or "<input>"
+            file, line = self.mapped(source, tok.lineno)
+            if expanded:
+                if self.file is None:
+                    self.goto(file, line)
+                if saw_ws and self.out and not self.out[-1].endswith((" ", "\n")):
+                    self.emit(" ")
+                saw_ws = False
+                self.emit(tok.value)
+                continue
+            saw_ws = False
+            self.goto(file, line)
+            col = pp.column_of(source, tok.lineno, tok.lexpos)
+            if col > self.col:
+                self.emit(" " * (col - self.col))
+            elif col < self.col and self.col > 1:
+                text = pp.texts.get(source, "")
+                if tok.lexpos == 0 or tok.lexpos > len(text) or text[tok.lexpos - 1].isspace():
+                    self.emit(" ")
+            self.emit(tok.value)
+        if pending:
+            self.directive(pending)
+        self.out.append("\n")
+        return "".join(self.out)
+
+    def directive(self, toks: list) -> None:
+        words = [t for t in toks[1:] if t.type not in set(self.pp.t_WS)]
+        if not words:
+            return
+        name = words[0].value
+        if name == "pragma":
+            return
+        source = toks[0].source or "<input>"
+        col = self.pp.column_of(source, toks[0].lineno, toks[0].lexpos)
+        loc = Loc(*self.mapped(source, toks[0].lineno), col)
+        if name == "line" and len(words) >= 2 and words[1].value.isdigit():
+            new_file = self.mapped(source, toks[0].lineno)[0]
+            if len(words) >= 3 and words[2].value.startswith('"'):
+                new_file = words[2].value[1:-1]
+            self.remap[source] = (toks[0].lineno, int(words[1].value), new_file)
+            return
+        raise P4Error(f"invalid preprocessing directive #{name}", loc)
+
+
+def _make(include_dirs: Iterable[str], defines: Optional[dict[str, str]]) -> _P4Preprocessor:
+    pp = _P4Preprocessor()
+    for d in include_dirs:
+        pp.add_path(os.path.abspath(d))
+    pp.add_path(P4INCLUDE_DIR)
+    pp.rewrite_paths = []  # name included files by the path they were opened with
+    for k, v in (defines or {}).items():
+        pp.define(f"{k} {v}")
+    return pp
+
+
+def _tokens(pp: _P4Preprocessor) -> Iterator:
+    while True:
+        tok = pp.token()
+        if tok is None:
+            return
+        yield tok
+
+
+def preprocess_text(text: str, filename: str = "<input>", include_dirs: Iterable[str] = (),
+                    defines: Optional[dict[str, str]] = None) -> str:
+    """Preprocess in-memory P4 source ``text`` that is reported as ``filename``.
+
+    Example::
+
+        >>> preprocess_text("#if 0\\nbad\\n#endif\\nx;\\n", "t.p4").split()
+        ['#line', '4', '"t.p4"', 'x;']
+    """
+    pp = _make(include_dirs, defines)
+    pp.register_text(filename, text)
+    pp.ignore = {}
+    pp.parser = pp.parsegen(text, filename, None)
+    base = os.path.dirname(filename) if not filename.startswith("<") else ""
+    pp.temp_path.insert(0, os.path.abspath(base))
+    return _Writer(pp).run(_tokens(pp))
+
+
+def preprocess(path: str, include_dirs: Iterable[str] = (),
+               defines: Optional[dict[str, str]] = None) -> str:
+    """Preprocess the P4 file at ``path``; see :func:`preprocess_text`.
+
+    Example::
+
+        >>> out = preprocess("prog.p4", ["include"])  # doctest: +SKIP
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise P4Error(f"cannot read {path}: {e.strerror}") from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return preprocess_text(text, path, include_dirs, defines)
