@@ -20,6 +20,15 @@ from p4sim.frontend.types import (
 from p4sim.runtime import tables as RT
 
 
+def key_name(e: A.Expr) -> str:
+    """The control-plane name p4c gives a table key: its source text, with ``h.isValid()``
+    spelled ``h.$valid$``."""
+    if (isinstance(e, A.Call) and isinstance(e.func, A.Member) and e.func.name == "isValid"
+            and not e.args):
+        return A_text(e.func.expr) + ".$valid$"
+    return A_text(e)
+
+
 class ActionInfo:
     """A compiled action (per block instance)."""
 
@@ -170,7 +179,7 @@ class BlockMixin:
                     code, width = x.code, self.error_width
                 else:
                     raise P4Error(f"table {d.name}: key {A_text(ke.expr)} of type {x.ty} cannot be matched", ke.loc)
-                name = self.annotation_name(ke) or A_text(ke.expr)
+                name = self.annotation_name(ke) or key_name(ke.expr)
                 if ke.match_kind in ("range",) and False:
                     pass
                 if ke.match_kind not in RT.MATCH_KINDS:

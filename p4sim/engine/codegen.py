@@ -305,13 +305,17 @@ def _gen_header_io(w: Writer, t: HeaderT, names: list[str]) -> None:
         w.indent()
         w.line("o = ctx.offset_bits")
         w.line("n = len(ctx.data) * 8")
+        fixed = sum(_fw(strip_new(ft)) for (_, ft), _ in fields if not isinstance(strip_new(ft), VarbitT))
+        max_vb = next(strip_new(ft).max_width for (_, ft), _ in fields if isinstance(strip_new(ft), VarbitT))
+        # BMv2's order of checks: a size that is not a whole number of bytes, then the
+        # whole header against the packet, then the size against the varbit's maximum
+        w.line("vl = int(varbit_len or 0)")
+        w.line("if vl & 7: raise _ParserErrorSignal(_ERR_ParserInvalidArgument)")
+        w.line(f"if o + {fixed} + vl > n: raise _ParserErrorSignal(_ERR_PacketTooShort)")
+        w.line(f"if vl > {max_vb}: raise _ParserErrorSignal(_ERR_HeaderTooShort)")
         for (n, ft), pn in fields:
             ft2 = strip_new(ft)
             if isinstance(ft2, VarbitT):
-                w.line("vl = int(varbit_len or 0)")
-                w.line(f"if vl > {ft2.max_width}: raise _ParserErrorSignal(_ERR_HeaderTooShort)")
-                w.line("if vl & 7: raise _ParserErrorSignal(_ERR_ParserInvalidArgument)")
-                w.line("if o + vl > n: raise _ParserErrorSignal(_ERR_PacketTooShort)")
                 w.line(f"self.{pn} = (vl, _read_bits(ctx.data, o, vl) if vl else 0)")
                 w.line("o += vl")
             else:

@@ -177,7 +177,8 @@ class NativeMixin:
 
     def _fn_truncate(self, e: A.Call, d: Any, args: list) -> None:
         n = self.value_expr(args[0], BitT(32))
-        self.w.line(f"ctx.truncate_bytes = {n.code}")
+        # BMv2 keeps the smallest length of all truncate() calls on a packet
+        self.w.line(f"ctx.truncate_bytes = {n.code} if ctx.truncate_bytes is None else min(ctx.truncate_bytes, {n.code})")
 
     def _fn_assert(self, e: A.Call, d: Any, args: list) -> None:
         c = self.value_expr(args[0], BoolT())
