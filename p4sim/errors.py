@@ -45,6 +45,11 @@ class P4Unsupported(P4Error):
 
     kind = "unsupported"
 
+    def __init__(self, message: str, loc: Optional[Loc] = None) -> None:
+        if message.startswith("unsupported: "):
+            message = message[len("unsupported: "):]
+        super().__init__(message, loc)
+
 
 class P4RuntimeError(Exception):
     """A problem while executing a packet that the target cannot recover from

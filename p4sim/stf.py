@@ -258,9 +258,8 @@ def parse_stf(text: str, file: str = "<stf>") -> list[StfCommand]:
                 raise StfError(f"'{name}' needs a port number", file, lineno)
             port = int(words[0])
             if name == "packet":
+                # p4c's STF runner accepts an empty packet ("packet 0" alone)
                 data = "".join(words[1:])
-                if not data:
-                    raise StfError("'packet' needs packet data", file, lineno)
                 try:
                     payload = bytes.fromhex(data)
                 except ValueError:

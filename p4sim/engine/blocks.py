@@ -231,6 +231,7 @@ class BlockMixin:
             if noaction is not None and noaction not in info.actions:
                 specs.append(RT.ActionSpec(noaction.fqname, [], "default_only"))
                 info.actions.append(noaction)
+                bound[noaction.fqname] = []
         size = 1024
         sp = d.prop("size")
         if sp is not None:

@@ -129,12 +129,8 @@ class ExprMixin:
         if e.width <= 0:
             raise P4Error(f"{e.text}: width must be positive", e.loc)
         t = BitT(e.width, bool(e.signed))
-        v = e.value
-        if not e.signed and (v < 0 or v > t.mask):
-            raise P4Error(f"{e.text or v}: value does not fit in {t}", e.loc)
-        if e.signed and not (-(1 << (e.width - 1)) <= v < (1 << e.width)):
-            raise P4Error(f"{e.text or v}: value does not fit in {t}", e.loc)
-        v = const_wrap(v, t)
+        # p4c only warns when a typed literal does not fit (8w256) and truncates it
+        v = const_wrap(e.value, t)
         return Ex(lit(v), t, True, v)
 
     def _x_BoolLit(self, e: A.BoolLit, expected: Optional[P4Type]) -> Ex:

@@ -140,6 +140,7 @@ class CompiledProgram:
         self.actions = compiler.actions_by_fq
         self.digest_types = compiler.digest_types
         self.struct_types = {t.name: t for t in compiler.struct_types}
+        self.ast = compiler.program  # the parsed program (annotations for P4Info)
         self.rng = _random_mod.Random(seed)
         env: dict[str, Any] = dict(compiler.env)
         env.update({

@@ -1,0 +1,70 @@
+"""The project's benchmark harness (``make bench`` / ``python -m bench [GROUP ...]``).
+
+Every benchmark is a :class:`bench.results.Benchmark` (name, group, ``run(config)``)
+registered in :func:`all_benchmarks`; :func:`run_benchmarks` runs the selected groups and
+merges their figures into ``build/bench.json``.
+
+Example::
+
+    >>> from bench import run_benchmarks
+    >>> from bench.results import BenchConfig
+    >>> figs = run_benchmarks(["p4sim"], BenchConfig(duration_s=0.05, runs=1),
+    ...                       output="/tmp/bench.json")            # doctest: +SKIP
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Optional, Sequence, Union
+
+from bench.results import DEFAULT_OUTPUT, BenchConfig, Benchmark, Figure, merge_results
+
+
+def all_benchmarks() -> tuple[Benchmark, ...]:
+    """Every registered benchmark, in run order (add new groups here)."""
+    from bench import p4sim_bench
+
+    return tuple(p4sim_bench.BENCHMARKS)
+
+
+def groups() -> list[str]:
+    """The benchmark groups, in run order: ``groups() == ["p4sim"]``."""
+    out: list[str] = []
+    for b in all_benchmarks():
+        if b.group not in out:
+            out.append(b.group)
+    return out
+
+
+def select(names: Sequence[str] = ()) -> list[Benchmark]:
+    """The benchmarks of the given groups (or ``group.name``); all when ``names`` is empty.
+
+    Raises ``KeyError`` for a name that selects nothing.
+    """
+    benches = list(all_benchmarks())
+    if not names:
+        return benches
+    picked: list[Benchmark] = []
+    for name in names:
+        hits = [b for b in benches if name in (b.group, f"{b.group}.{b.name}")]
+        if not hits:
+            raise KeyError(name)
+        picked += [b for b in hits if b not in picked]
+    return picked
+
+
+def run_benchmarks(names: Sequence[str] = (), config: BenchConfig = BenchConfig(),
+                   output: Optional[Union[str, Path]] = DEFAULT_OUTPUT,
+                   progress: Optional[Callable[[str], None]] = None) -> dict[str, Figure]:
+    """Run the selected benchmarks; merge their figures into ``output`` (None: no file)."""
+    figures: dict[str, Figure] = {}
+    for b in select(names):
+        if progress is not None:
+            progress(f"running {b.group}.{b.name} ...")
+        figures.update(b.run(config))
+    if output is not None:
+        merge_results(Path(output), figures)
+    return figures
+
+
+__all__ = ["BenchConfig", "Benchmark", "Figure", "all_benchmarks", "groups", "run_benchmarks",
+           "select"]

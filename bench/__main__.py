@@ -1,0 +1,69 @@
+"""Command line of the benchmark harness: ``python -m bench [GROUP|GROUP.NAME ...]``.
+
+Runs the selected benchmarks (all by default), prints a plain table of the figures and
+merges them into ``build/bench.json`` (figures not re-measured are kept).
+
+Example::
+
+    $ .venv/bin/python -m bench                 # everything (what `make bench` runs)
+    $ .venv/bin/python -m bench p4sim           # only the p4sim group
+    $ .venv/bin/python -m bench p4sim.ecmp_ecn --duration 1 --runs 1
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+from bench import groups, run_benchmarks, select
+from bench.results import DEFAULT_OUTPUT, BenchCheckError, BenchConfig, format_table
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (kept separate so tests can inspect the defaults)."""
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    p.add_argument("names", nargs="*", metavar="GROUP",
+                   help="groups or GROUP.NAME to run (default: all)")
+    p.add_argument("--duration", type=float, default=3.0,
+                   help="seconds of one timed run (default 3)")
+    p.add_argument("--runs", type=int, default=3,
+                   help="timed runs per figure; the median is reported (default 3)")
+    p.add_argument("--warmup", type=float, default=0.5,
+                   help="untimed seconds before the runs (default 0.5)")
+    p.add_argument("--output", type=Path, default=DEFAULT_OUTPUT,
+                   help=f"JSON file to merge the figures into (default {DEFAULT_OUTPUT})")
+    p.add_argument("--list", action="store_true", help="list the benchmarks and exit")
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the CLI; returns the exit status (2 for a bad name, 1 for a failed check)."""
+    args = build_parser().parse_args(argv)
+    if args.list:
+        for b in select():
+            print(f"{b.group}.{b.name}")
+        return 0
+    try:
+        select(args.names)
+    except KeyError as exc:
+        print(f"bench: unknown benchmark {exc.args[0]!r} (groups: {', '.join(groups())})",
+              file=sys.stderr)
+        return 2
+    if args.duration <= 0 or args.runs < 1:
+        print("bench: --duration must be > 0 and --runs >= 1", file=sys.stderr)
+        return 2
+    config = BenchConfig(duration_s=args.duration, runs=args.runs, warmup_s=max(0.0, args.warmup))
+    try:
+        figures = run_benchmarks(args.names, config, args.output,
+                                 progress=lambda m: print(m, file=sys.stderr, flush=True))
+    except BenchCheckError as exc:
+        print(f"bench: correctness check failed, nothing timed: {exc}", file=sys.stderr)
+        return 1
+    print(format_table(figures))
+    print(f"\nwrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,432 @@
+"""P4Info generation: the P4Runtime description of a loaded v1model program, as
+``p4c-bm2-ss --p4runtime-files`` emits it.
+
+IDs follow p4c: the top byte is the P4Runtime resource prefix (``P4Ids.Prefix``:
+actions 0x01, tables 0x02, controller headers 0x04, action profiles 0x11, counters 0x12,
+direct counters 0x13, meters 0x14, direct meters 0x15, registers 0x16, digests 0x17);
+the low 24 bits are the Jenkins one-at-a-time hash of the fully qualified name. ``@id``
+values are honoured first (the prefix is added when missing); the other names of a
+type are hashed in sorted order and collisions are resolved by linear probing of the
+hash. Aliases are the shortest unique dot-separated suffix over all P4Runtime symbols.
+
+Example::
+
+    >>> from p4sim.engine import load_program                       # doctest: +SKIP
+    >>> info = build_p4info(load_program("prog.p4"))                 # doctest: +SKIP
+    >>> write_p4info(info, "prog.p4info.txtpb", "prog.p4info.bin")   # doctest: +SKIP
+    >>> symbol_id(PREFIX_ACTION, "NoAction")
+    21257015
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional, Sequence
+
+from google.protobuf import text_format
+from p4.config.v1 import p4info_pb2 as P
+
+from p4sim.frontend import ast as A
+from p4sim.frontend.types import BitT, BoolT, StructLikeT, bit_width, strip_new
+
+PREFIX_ACTION = P.P4Ids.ACTION
+PREFIX_TABLE = P.P4Ids.TABLE
+PREFIX_CONTROLLER_HEADER = P.P4Ids.CONTROLLER_HEADER
+PREFIX_ACTION_PROFILE = P.P4Ids.ACTION_PROFILE
+PREFIX_COUNTER = P.P4Ids.COUNTER
+PREFIX_DIRECT_COUNTER = P.P4Ids.DIRECT_COUNTER
+PREFIX_METER = P.P4Ids.METER
+PREFIX_DIRECT_METER = P.P4Ids.DIRECT_METER
+PREFIX_REGISTER = P.P4Ids.REGISTER
+PREFIX_DIGEST = P.P4Ids.DIGEST
+
+_MATCH_TYPES = {"exact": P.MatchField.EXACT, "lpm": P.MatchField.LPM, "ternary": P.MatchField.TERNARY,
+                "range": P.MatchField.RANGE, "optional": P.MatchField.OPTIONAL}
+_COUNTER_UNITS = {"packets": P.CounterSpec.PACKETS, "bytes": P.CounterSpec.BYTES,
+                  "packets_and_bytes": P.CounterSpec.BOTH}
+_METER_UNITS = {"packets": P.MeterSpec.PACKETS, "bytes": P.MeterSpec.BYTES}
+_SCOPES = {"table_and_default": P.ActionRef.TABLE_AND_DEFAULT, "table_only": P.ActionRef.TABLE_ONLY,
+           "default_only": P.ActionRef.DEFAULT_ONLY}
+# annotations that P4Info carries elsewhere (preamble name/id, documentation)
+_SKIPPED_ANNOTATIONS = {"name", "id", "brief", "description"}
+
+
+# --------------------------------------------------------------------------- ids and aliases
+def jenkins_hash(name: str) -> int:
+    """Jenkins one-at-a-time hash (32 bits) of ``name``'s bytes, as p4c computes it.
+
+    >>> hex(jenkins_hash("NoAction") & 0xFFFFFF)
+    '445237'
+    """
+    h = 0
+    for b in name.encode():
+        h = (h + b) & 0xFFFFFFFF
+        h = (h + (h << 10)) & 0xFFFFFFFF
+        h ^= h >> 6
+    h = (h + (h << 3)) & 0xFFFFFFFF
+    h ^= h >> 11
+    h = (h + (h << 15)) & 0xFFFFFFFF
+    return h
+
+
+def symbol_id(prefix: int, name: str) -> int:
+    """The id p4c gives ``name`` when nothing collides: ``prefix << 24 | hash & 0xFFFFFF``."""
+    return (prefix << 24) | (jenkins_hash(name) & 0xFFFFFF)
+
+
+class SymbolTable:
+    """P4Runtime symbols by type, with p4c's id assignment and aliases.
+
+    >>> st = SymbolTable(); st.add(PREFIX_TABLE, "c.t"); st.add(PREFIX_ACTION, "NoAction")
+    >>> st.assign_ids(); st.alias("c.t"), hex(st.id(PREFIX_TABLE, "c.t"))[:4]
+    ('t', '0x2c')
+    """
+
+    def __init__(self) -> None:
+        self._tables: dict[int, dict[str, Optional[int]]] = {}
+        self._assigned: set[int] = set()
+        self._symbols: set[str] = set()
+        self._suffix_counts: dict[tuple[str, ...], int] = {}
+
+    def add(self, prefix: int, name: str, explicit_id: Optional[int] = None) -> None:
+        """Add a symbol (a duplicate name of the same type is ignored, as in p4c)."""
+        table = self._tables.setdefault(prefix, {})
+        if name in table:
+            return
+        ident: Optional[int] = None
+        if explicit_id is not None:
+            top = explicit_id & 0xFF000000
+            if top not in (0, prefix << 24):
+                raise ValueError(f"{name}: @id {explicit_id:#x} has the wrong 8-bit prefix")
+            ident = explicit_id | (prefix << 24)
+            if ident in self._assigned:
+                raise ValueError(f"@id {ident:#x} is assigned to multiple declarations")
+            self._assigned.add(ident)
+        table[name] = ident
+        if name not in self._symbols:
+            self._symbols.add(name)
+            parts = tuple(name.split("."))
+            for n in range(1, len(parts) + 1):
+                suf = parts[-n:]
+                self._suffix_counts[suf] = self._suffix_counts.get(suf, 0) + 1
+
+    def assign_ids(self) -> None:
+        """Give every symbol without an ``@id`` its hashed id (sorted names, linear probing)."""
+        for prefix in sorted(self._tables):
+            table = self._tables[prefix]
+            for name in sorted(n for n, i in table.items() if i is None):
+                start = jenkins_hash(name)
+                value = start
+                while ((prefix << 24) | (value & 0xFFFFFF)) in self._assigned:
+                    value = (value + 1) & 0xFFFFFFFF
+                    if value == start:
+                        raise ValueError(f"no available id to represent {name} in P4Runtime")
+                ident = (prefix << 24) | (value & 0xFFFFFF)
+                self._assigned.add(ident)
+                table[name] = ident
+
+    def id(self, prefix: int, name: str) -> int:
+        ident = self._tables[prefix][name]
+        assert ident is not None, "assign_ids() first"
+        return ident
+
+    def alias(self, name: str) -> str:
+        """Shortest unique suffix of dot-separated components."""
+        parts = tuple(name.split("."))
+        for n in range(1, len(parts) + 1):
+            if self._suffix_counts.get(parts[-n:], 0) < 2:
+                return ".".join(parts[-n:])
+        return name
+
+
+# --------------------------------------------------------------------------- annotations
+def _ann(anns: Iterable[A.Annotation], name: str) -> Optional[A.Annotation]:
+    return next((a for a in anns if a.name == name), None)
+
+
+def _ann_string(a: Optional[A.Annotation]) -> Optional[str]:
+    if a is None:
+        return None
+    if a.exprs and isinstance(a.exprs[0], A.StringLit):
+        return a.exprs[0].value
+    raw = a.raw.strip()
+    return raw[1:-1] if len(raw) >= 2 and raw[0] == raw[-1] == '"' else (raw or None)
+
+
+def _ann_int(a: Optional[A.Annotation]) -> Optional[int]:
+    if a is None:
+        return None
+    if a.exprs and isinstance(getattr(a.exprs[0], "value", None), int):
+        return int(a.exprs[0].value)
+    return int(a.raw.strip(), 0)
+
+
+def annotation_text(a: A.Annotation) -> str:
+    """``@name`` or ``@name(body)`` as written in the program."""
+    return f"@{a.name}({a.raw})" if a.raw.strip() or a.exprs else f"@{a.name}"
+
+
+def _add_annotations(msg: Any, anns: Iterable[A.Annotation]) -> None:
+    for a in anns:
+        if a.name in _SKIPPED_ANNOTATIONS or a.structured:
+            continue
+        msg.annotations.append(annotation_text(a))
+
+
+def _add_doc(msg: Any, anns: Sequence[A.Annotation]) -> None:
+    brief, desc = _ann_string(_ann(anns, "brief")), _ann_string(_ann(anns, "description"))
+    if brief:
+        msg.doc.brief = brief
+    if desc:
+        msg.doc.description = desc
+
+
+def _preamble(msg: Any, st: SymbolTable, prefix: int, name: str, anns: Sequence[A.Annotation],
+              alias: Optional[str] = None, symbol: Optional[str] = None) -> None:
+    pre = msg.preamble
+    pre.id = st.id(prefix, symbol or name)
+    pre.name = name
+    pre.alias = alias if alias is not None else st.alias(name)
+    _add_annotations(pre, anns)
+    _add_doc(pre, anns)
+
+
+def _field_ids(items: Sequence[Sequence[A.Annotation]]) -> list[int]:
+    """1-based ids in order, ``@id`` first (p4c's FieldIdAllocator)."""
+    fixed = [_ann_int(_ann(anns, "id")) for anns in items]
+    used = {i for i in fixed if i is not None}
+    out, nxt = [], 1
+    for f in fixed:
+        if f is not None:
+            out.append(f)
+            continue
+        while nxt in used:
+            nxt += 1
+        out.append(nxt)
+        used.add(nxt)
+    return out
+
+
+# --------------------------------------------------------------------------- program walk
+def _instantiations(prog: Any) -> list[A.Instantiation]:
+    out: list[A.Instantiation] = []
+    ast = getattr(prog, "ast", None)
+    for d in getattr(ast, "decls", []) or []:
+        if isinstance(d, A.Instantiation):
+            out.append(d)
+        for loc in getattr(d, "locals", None) or []:
+            if isinstance(loc, A.Instantiation):
+                out.append(loc)
+    return out
+
+
+def _extern_annotations(prog: Any, fq: str) -> list[A.Annotation]:
+    """Annotations of the declaration that created the runtime object ``fq``."""
+    for d in _instantiations(prog):
+        local = _ann_string(_ann(d.annotations, "name")) or d.name
+        if local.startswith("."):
+            if fq == local[1:]:
+                return d.annotations
+        elif fq == local or fq.endswith("." + local):
+            return d.annotations
+    return []
+
+
+def _header_decls(prog: Any) -> list[A.StructLikeDecl]:
+    ast = getattr(prog, "ast", None)
+    return [d for d in getattr(ast, "decls", []) or []
+            if isinstance(d, A.StructLikeDecl) and d.kind == "header" and _ann(d.annotations, "controller_header")]
+
+
+def _type_spec(spec: Any, t: Any, info: P.P4Info) -> None:
+    st = strip_new(t)
+    if isinstance(st, BoolT):
+        spec.bool.SetInParent()
+    elif isinstance(st, BitT) and st.signed:
+        spec.bitstring.int.bitwidth = st.width
+    elif isinstance(st, StructLikeT) and st.kind == "struct":
+        spec.struct.name = st.name
+        _add_struct(st, info)
+    elif isinstance(st, StructLikeT) and st.kind == "header":
+        spec.header.name = st.name
+        if st.name not in info.type_info.headers:
+            hdr = info.type_info.headers[st.name]
+            for fname, ft in st.fields:
+                m = hdr.members.add()
+                m.name = fname
+                m.type_spec.bit.bitwidth = bit_width(ft) or 0
+    else:
+        spec.bitstring.bit.bitwidth = bit_width(st) or 0
+
+
+def _add_struct(t: StructLikeT, info: P.P4Info) -> None:
+    if t.name in info.type_info.structs:
+        return
+    s = info.type_info.structs[t.name]
+    for fname, ft in t.fields:
+        m = s.members.add()
+        m.name = fname
+        _type_spec(m.type_spec, ft, info)
+
+
+# --------------------------------------------------------------------------- builder
+def build_p4info(prog: Any) -> P.P4Info:
+    """The P4Info of a loaded program (:class:`p4sim.engine.program.CompiledProgram`)."""
+    state = prog.state
+    tables = [ti for ti in prog.tables_info.values() if ti.runtime is not None
+              and not _ann(ti.decl.annotations, "hidden")]
+    # actions: those declared in controls, plus top-level ones a table refers to
+    referenced = {ai.fqname for ti in tables for ai in ti.actions}
+    actions = [ai for fq, ai in prog.actions.items()
+               if ("." in fq or fq in referenced) and not _ann(ai.annotations, "hidden")]
+    actions.sort(key=lambda ai: "." in ai.fqname)  # top-level (NoAction) first, as p4c lists them
+    headers = _header_decls(prog)
+
+    st = SymbolTable()
+    for ai in actions:
+        st.add(PREFIX_ACTION, ai.fqname, _ann_int(_ann(ai.annotations, "id")))
+    for ti in tables:
+        st.add(PREFIX_TABLE, ti.fqname, _ann_int(_ann(ti.decl.annotations, "id")))
+    kinds = ((PREFIX_ACTION_PROFILE, state.action_profiles), (PREFIX_COUNTER, state.counters),
+             (PREFIX_DIRECT_COUNTER, state.direct_counters), (PREFIX_METER, state.meters),
+             (PREFIX_DIRECT_METER, state.direct_meters), (PREFIX_REGISTER, state.registers))
+    for prefix, objs in kinds:
+        for fq in objs:
+            st.add(prefix, fq, _ann_int(_ann(_extern_annotations(prog, fq), "id")))
+    for h in headers:
+        st.add(PREFIX_CONTROLLER_HEADER, h.name, _ann_int(_ann(h.annotations, "id")))
+    for name in prog.digest_types:
+        st.add(PREFIX_DIGEST, name)
+    st.assign_ids()
+
+    info = P.P4Info()
+    info.pkg_info.arch = "v1model"
+    for ti in tables:
+        _table(info, st, ti, state)
+    for ai in actions:
+        a = info.actions.add()
+        _preamble(a, st, PREFIX_ACTION, ai.fqname, ai.annotations)
+        dirless = [p for p in ai.decl.params if p.direction == ""]
+        ids = _field_ids([getattr(p, "annotations", []) for p in dirless])
+        for p, pid, (_, width) in zip(dirless, ids, ai.cp_params):
+            prm = a.params.add()
+            prm.id = pid
+            prm.name = p.name
+            _add_annotations(prm, getattr(p, "annotations", []))
+            _add_doc(prm, getattr(p, "annotations", []))
+            prm.bitwidth = width
+    for fq, ap in state.action_profiles.items():
+        m = info.action_profiles.add()
+        anns = _extern_annotations(prog, fq)
+        _preamble(m, st, PREFIX_ACTION_PROFILE, fq, anns)
+        m.table_ids.extend(st.id(PREFIX_TABLE, ti.fqname) for ti in tables if ti.runtime.implementation is ap)
+        m.with_selector = hasattr(ap, "algorithm")
+        m.size = ap.size
+        mgs = _ann_int(_ann(anns, "max_group_size"))
+        if mgs:
+            m.max_group_size = mgs
+    for fq, c in state.counters.items():
+        m = info.counters.add()
+        _preamble(m, st, PREFIX_COUNTER, fq, _extern_annotations(prog, fq))
+        m.spec.unit = _COUNTER_UNITS[c.unit]
+        m.size = c.size
+    for fq, c in state.direct_counters.items():
+        m = info.direct_counters.add()
+        _preamble(m, st, PREFIX_DIRECT_COUNTER, fq, _extern_annotations(prog, fq))
+        m.spec.unit = _COUNTER_UNITS[c.unit]
+        owner = next((ti for ti in tables if ti.runtime.direct_counter is c), None)
+        if owner is not None:
+            m.direct_table_id = st.id(PREFIX_TABLE, owner.fqname)
+    for fq, mt in state.meters.items():
+        m = info.meters.add()
+        _preamble(m, st, PREFIX_METER, fq, _extern_annotations(prog, fq))
+        m.spec.unit = _METER_UNITS[mt.unit]
+        m.size = mt.size
+    for fq, mt in state.direct_meters.items():
+        m = info.direct_meters.add()
+        _preamble(m, st, PREFIX_DIRECT_METER, fq, _extern_annotations(prog, fq))
+        m.spec.unit = _METER_UNITS[mt.unit]
+        owner = next((ti for ti in tables if ti.runtime.direct_meter is mt), None)
+        if owner is not None:
+            m.direct_table_id = st.id(PREFIX_TABLE, owner.fqname)
+    for h in headers:
+        _controller_header(info, st, h, prog)
+    for fq, r in state.registers.items():
+        m = info.registers.add()
+        _preamble(m, st, PREFIX_REGISTER, fq, _extern_annotations(prog, fq))
+        m.type_spec.bitstring.bit.bitwidth = r.width
+        m.size = r.size
+    for name, t in prog.digest_types.items():
+        m = info.digests.add()
+        _preamble(m, st, PREFIX_DIGEST, name, [])
+        _type_spec(m.type_spec, t, info)
+    return info
+
+
+def _table(info: P.P4Info, st: SymbolTable, ti: Any, state: Any) -> None:
+    rt = ti.runtime
+    t = info.tables.add()
+    _preamble(t, st, PREFIX_TABLE, ti.fqname, ti.decl.annotations)
+    kp = ti.decl.prop("key")
+    elems = list(kp.value) if kp is not None else []
+    ids = _field_ids([ke.annotations for ke in elems]) if elems else list(range(1, len(rt.keys) + 1))
+    for k, fid, ke in zip(rt.keys, ids, elems or [None] * len(rt.keys)):
+        if k.match_kind not in _MATCH_TYPES:
+            continue  # selector keys are not control-plane match fields
+        mf = t.match_fields.add()
+        mf.id = fid
+        mf.name = k.name
+        anns = ke.annotations if ke is not None else []
+        _add_annotations(mf, anns)
+        _add_doc(mf, anns)
+        mf.bitwidth = k.width
+        mf.match_type = _MATCH_TYPES[k.match_kind]
+    ap = ti.decl.prop("actions")
+    refs = list(ap.value) if ap is not None else []
+    for i, ai in enumerate(ti.actions):
+        ar = t.action_refs.add()
+        ar.id = st.id(PREFIX_ACTION, ai.fqname)
+        spec = rt.actions.get(ai.fqname)
+        scope = spec.scope if spec is not None else "table_and_default"
+        if i < len(refs):
+            _add_annotations(ar, refs[i].annotations)
+        elif scope == "default_only":
+            ar.annotations.append("@defaultonly")  # the implicit NoAction default, as p4c adds it
+        ar.scope = _SCOPES[scope]
+    if rt.default_is_const and rt.initial_default_action is not None:
+        t.const_default_action_id = st.id(PREFIX_ACTION, rt.initial_default_action.name)
+    if rt.implementation is not None:
+        t.implementation_id = st.id(PREFIX_ACTION_PROFILE, rt.implementation.name)
+    if rt.direct_counter is not None:
+        t.direct_resource_ids.append(st.id(PREFIX_DIRECT_COUNTER, rt.direct_counter.name))
+    if rt.direct_meter is not None:
+        t.direct_resource_ids.append(st.id(PREFIX_DIRECT_METER, rt.direct_meter.name))
+    t.size = rt.size
+    if rt.support_timeout:
+        t.idle_timeout_behavior = P.Table.NOTIFY_CONTROL
+    if rt.is_const:
+        t.is_const_table = True
+    if ti.decl.prop("entries") is not None:
+        t.has_initial_entries = True
+
+
+def _controller_header(info: P.P4Info, st: SymbolTable, h: A.StructLikeDecl, prog: Any) -> None:
+    cname = _ann_string(_ann(h.annotations, "controller_header")) or h.name
+    m = info.controller_packet_metadata.add()
+    _preamble(m, st, PREFIX_CONTROLLER_HEADER, cname, h.annotations, alias=cname, symbol=h.name)
+    htype = prog.struct_types.get(h.name)
+    widths = {n: bit_width(t) or 0 for n, t in htype.fields} if htype is not None else {}
+    fields = [f for f in h.fields if not _ann(f.annotations, "hidden")]
+    for f, fid in zip(fields, _field_ids([f.annotations for f in fields])):
+        md = m.metadata.add()
+        md.id = fid
+        md.name = f.name
+        _add_annotations(md, f.annotations)
+        md.bitwidth = widths.get(f.name, 0)
+
+
+def write_p4info(p4info: P.P4Info, txt_path: str, bin_path: Optional[str] = None) -> None:
+    """Write ``p4info`` in protobuf text format (and binary when ``bin_path`` is given)."""
+    with open(txt_path, "w", encoding="utf-8") as f:
+        f.write(text_format.MessageToString(p4info))
+    if bin_path:
+        with open(bin_path, "wb") as fb:
+            fb.write(p4info.SerializeToString())
