@@ -5,6 +5,8 @@ when every expectation matched, 1 on a mismatch or an STF problem (expected vs r
 printed with the differing nibbles marked), 2 when the program does not compile.
 ``python -m p4sim check PROGRAM.p4 [-I DIR]``: front end only; exit 2 with the message on
 an error.
+``python -m p4sim compile PROGRAM.p4 [-I DIR] --p4info OUT.txtpb [--p4info-bin OUT.bin]
+--config OUT.json``: write the program's P4Info and p4sim's device config (exit 2 on an error).
 
 Example::
 
@@ -36,6 +38,13 @@ def _parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="parse and type-check a program")
     check.add_argument("program")
     check.add_argument("-I", dest="include", action="append", default=[], metavar="DIR")
+    comp = sub.add_parser("compile", help="write the P4Info and the p4sim device config")
+    comp.add_argument("program")
+    comp.add_argument("-I", dest="include", action="append", default=[], metavar="DIR")
+    comp.add_argument("--p4info", required=True, help="P4Info output, protobuf text format")
+    comp.add_argument("--p4info-bin", default=None, help="P4Info output, binary protobuf")
+    comp.add_argument("--config", default=None,
+                      help="device config output: JSON {\"program\": path, \"include_dirs\": [...]}")
     return ap
 
 
@@ -89,11 +98,38 @@ def _stf(program: str, stf: str, include: list[str], verbose: bool) -> int:
     return EXIT_OK if result.passed else EXIT_FAIL
 
 
+def _compile(args: argparse.Namespace) -> int:
+    import json
+    import os
+
+    from p4sim import engine
+    from p4sim.p4info import build_p4info, write_p4info
+
+    try:
+        prog = engine.load_program(args.program, args.include)
+        write_p4info(build_p4info(prog), args.p4info, args.p4info_bin)
+        if args.config:
+            conf = {"program": os.path.abspath(args.program),
+                    "include_dirs": [os.path.abspath(d) for d in args.include]}
+            with open(args.config, "w", encoding="utf-8") as f:
+                json.dump(conf, f, indent=2)
+                f.write("\n")
+    except P4Error as err:
+        print(err.render(), file=sys.stderr)
+        return EXIT_COMPILE
+    except (OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_COMPILE
+    return EXIT_OK
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point; returns the exit code."""
     args = _parser().parse_args(argv)
     if args.command == "check":
         return _check(args.program, args.include)
+    if args.command == "compile":
+        return _compile(args)
     return _stf(args.program, args.stf, args.include, args.verbose)
 
 

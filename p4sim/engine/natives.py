@@ -15,7 +15,7 @@ from p4sim.errors import P4Error, P4Unsupported
 from p4sim.frontend import ast as A
 from p4sim.frontend.types import (
     BitT, BoolT, EnumT, ErrorT, ExternT, HeaderT, IntT, P4Type, StackT, StringT, StructLikeT,
-    TupleT, TypeVarT, UnionT, VoidT, bit_width, same_type, strip_new,
+    TupleT, TypeVarT, UnionT, VarbitT, VoidT, bit_width, same_type, strip_new,
 )
 from p4sim.runtime.action_profile import ActionProfile, ActionSelector
 from p4sim.runtime.counters import CounterArray, DirectCounter
@@ -49,6 +49,14 @@ class NativeMixin:
             return f"[f for _v, _w in zip({x.code}, {[bit_width(et) or 0 for et in t.elems]!r}) for f in [(_v, _w)]]"
         if isinstance(t, IntT):
             raise P4Error(f"{what}: {A_text(node)} has no width (use a typed constant such as 8w0)", node.loc)
+        if isinstance(t, VarbitT):
+            # a varbit value is (length_bits, value): it contributes its current length
+            item = f"[({x.code}[1], {x.code}[0])]"
+            if isinstance(node, A.Member):
+                base = self.value_expr(node.expr)
+                if isinstance(strip_new(base.ty), HeaderT):
+                    return f"({item} if {base.code}._valid else [])"
+            return item
         w = bit_width(t)
         if w is None:
             raise P4Error(f"{what}: {A_text(node)} of type {x.ty} cannot be part of a field list", node.loc)

@@ -9,6 +9,7 @@ Example::
 """
 from __future__ import annotations
 
+import operator
 import random as _random_mod
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
@@ -210,13 +211,17 @@ class CompiledProgram:
                 raise P4Error(f"block {inst.fqname}: parameter of type {t} does not match the V1Switch signature", None)
         getters = tuple(picks)
 
+        get_args = operator.attrgetter(*getters) if getters else (lambda pv: ())
+        single = len(getters) == 1
+
         def call(ctx: PacketContext, pv: rt.PacketVars) -> None:
-            ctx.std = pv.std  # type: ignore[attr-defined]
-            if not hasattr(ctx, "dmeter"):
-                ctx.dmeter = {}  # type: ignore[attr-defined]
-            args = [getattr(pv, g) for g in getters]
+            ctx.std = pv.std
+            args = get_args(pv)
             try:
-                fn(ctx, *args)
+                if single:
+                    fn(ctx, args)
+                else:
+                    fn(ctx, *args)
             except rt.ExitSignal:
                 pass
         return call

@@ -92,7 +92,9 @@ def test_tables() -> None:
     acts = {a.preamble.id: a.preamble.name for a in info.actions}
     refs = [(acts[r.id], r.scope, list(r.annotations)) for r in t.action_refs]
     assert refs == [("I.fwd", p4info_pb2.ActionRef.TABLE_AND_DEFAULT, []),
-                    ("I.drop", p4info_pb2.ActionRef.DEFAULT_ONLY, ["@defaultonly"])]
+                    ("I.drop", p4info_pb2.ActionRef.DEFAULT_ONLY, ["@defaultonly"]),
+                    # no default_action: the implicit NoAction default, as p4c adds it
+                    ("NoAction", p4info_pb2.ActionRef.DEFAULT_ONLY, ["@defaultonly"])]
     assert t.size == 64 and t.idle_timeout_behavior == p4info_pb2.Table.NOTIFY_CONTROL
     dc = info.direct_counters[0]
     assert list(t.direct_resource_ids) == [dc.preamble.id] and dc.direct_table_id == t.preamble.id
@@ -108,7 +110,9 @@ def test_tables() -> None:
 def test_actions_and_externs() -> None:
     info = _info()
     acts = {a.preamble.name: a for a in info.actions}
-    assert set(acts) == {"I.fwd", "I.drop", "I.learn_it"}  # NoAction is never referenced
+    assert set(acts) == {"NoAction", "I.fwd", "I.drop", "I.learn_it"}
+    assert acts["NoAction"].preamble.id == 21257015
+    assert list(acts["NoAction"].preamble.annotations) == ['@noWarn("unused")']
     fwd = acts["I.fwd"]
     assert [(p.id, p.name, p.bitwidth) for p in fwd.params] == [(1, "port", 9), (7, "mac", 48)]
     assert fwd.preamble.doc.brief == "forward it"
