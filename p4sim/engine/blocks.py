@@ -273,13 +273,9 @@ class BlockMixin:
         for ai in info.actions:
             nb = bound[ai.fqname]
             dargs = [p for p in ai.decl.params if p.direction != ""]
-            bound_codes = []
             params = ai.decl.params
-            for i, a in enumerate(nb):
-                pt = ai.ptypes[i]
-                bound_codes.append(self.value_expr(a.value, pt).code)
             ncp = len(params) - len(nb)
-            arg_codes = list(bound_codes)
+            arg_codes: list[str] = []
             for j in range(ncp):
                 pt = ai.ptypes[len(nb) + j]
                 if isinstance(strip_new(pt), BoolT):
@@ -290,9 +286,16 @@ class BlockMixin:
                     arg_codes.append(f"_r[3][{j}]")
             if dargs and len(nb) < len(dargs):
                 raise P4Error(f"table {d.name}: action {ai.local_name} has directed parameters that must be bound in the actions list", d.loc)
-            call = f"{ai.pyname}({', '.join(arg_codes)})"
             body.line(f"{'if' if first else 'elif'} _an == {ai.fqname!r}:")
-            body.line(f"    {call}")
+            body.indent()
+            # bound arguments (written in the actions list) with copy-in/copy-out, then
+            # the action data from the control plane
+            n0 = len(body.lines)
+            self.invoke(ai.pyname, params[:len(nb)], ai.ptypes[:len(nb)], [a.value for a in nb],
+                        f"action {ai.local_name}", d, False, tail_args=arg_codes)
+            if len(body.lines) == n0:
+                body.line("pass")
+            body.dedent()
             first = False
         body.line("return (_r[0], _an)")
         self.w, self.fn = saved_w, saved_fn
@@ -328,6 +331,13 @@ class BlockMixin:
 
     def const_action_args(self, ai: ActionInfo, ar: A.ActionRef) -> tuple[int, ...]:
         params = [(p, t) for p, t in zip(ai.decl.params, ai.ptypes) if p.direction == ""]
+        ndirected = len(ai.decl.params) - len(params)
+        args = ar.args
+        if ndirected and len(args) == len(ai.decl.params):
+            # ``default_action = a(hdr.f, 5)``: the directed arguments repeat the binding
+            # of the actions list; only the directionless ones are action data
+            args = args[ndirected:]
+        ar = A.ActionRef(ar.name, args, annotations=ar.annotations, has_parens=ar.has_parens, loc=ar.loc)
         if ar.args and len(ar.args) != len(params):
             raise P4Error(f"action {ai.local_name}: expected {len(params)} arguments, got {len(ar.args)}", ar.loc)
         if not ar.args and params and ar.has_parens:
@@ -349,6 +359,18 @@ class BlockMixin:
                            keys: list[RT.KeyField], key_types: list[P4Type]) -> None:
         n = len(entries)
         needs_prio = table.needs_priority
+        # legacy ``@priority(N)`` annotations (no ``priority =``): BMv2 priorities where
+        # the smallest value wins; unannotated entries take their 1-based position
+        legacy: Optional[list[int]] = None
+        def prio_ann(en: A.TableEntry) -> Optional[A.Annotation]:
+            return next((a for a in en.annotations + en.action.annotations if a.name == "priority"), None)
+
+        if needs_prio and all(en.priority is None for en in entries) and any(
+                prio_ann(en) is not None for en in entries):
+            legacy = []
+            for i, en in enumerate(entries):
+                an = prio_ann(en)
+                legacy.append(int(self.const_value(an.exprs[0])) if an is not None and an.exprs else i + 1)
         for i, en in enumerate(entries):
             if len(en.keys) == 1 and len(keys) > 1 and isinstance(en.keys[0], A.ListExpr):
                 kexprs = en.keys[0].elems
@@ -367,6 +389,8 @@ class BlockMixin:
             args = self.const_action_args(ai, en.action) if en.action.args or ai.cp_params else ()
             if en.priority is not None:
                 prio = int(self.const_value(en.priority))
+            elif legacy is not None:
+                prio = max(legacy) + 1 - legacy[i]
             elif needs_prio:
                 prio = n - i  # earlier entries win
             else:

@@ -165,17 +165,39 @@ class NativeMixin:
         self._clone(args[0], args[1], None)
 
     def _fn_clone3(self, e: A.Call, d: Any, args: list) -> None:
-        raise P4Unsupported("unsupported: clone3 (deprecated; use clone_preserving_field_list)", e.loc)
+        self._clone(args[0], args[1], str(self._data_field_list(args[2], "clone3")))
+
+    def _data_field_list(self, data: Optional[A.Expr], what: str) -> int:
+        """The deprecated ``resubmit(data)``/``recirculate(data)``/``clone3(.., data)``
+        forms: the user metadata fields named in ``data`` become an anonymous field list
+        (a negative index); other fields are not preserved, as with p4c's BMv2 back end."""
+        fields: list[tuple[str, Optional[str]]] = []
+        elems = data.elems if isinstance(data, A.ListExpr) else ([] if data is None else [data])
+        for x in elems:
+            t = strip_new(self.value_expr(x).ty)
+            if isinstance(x, A.Member) and not isinstance(t, (HeaderT, StackT)):
+                bt = strip_new(self.value_expr(x.expr).ty)
+                if isinstance(bt, StructLikeT) and not isinstance(bt, (HeaderT, UnionT)):
+                    fields.append((bt.name, x.name))
+                    continue
+            if isinstance(t, StructLikeT) and not isinstance(t, (HeaderT, UnionT)):
+                fields.append((t.name, None))
+                continue
+            raise P4Unsupported(f"unsupported: {what}: preserving {A_text(x)} (only user metadata fields)", x.loc)
+        lists = self.__dict__.setdefault("data_field_lists", {})
+        idx = -1 - len(lists)
+        lists[idx] = fields
+        return idx
 
     def _fn_clone_preserving_field_list(self, e: A.Call, d: Any, args: list) -> None:
         idx = self.const_value(args[2])
         self._clone(args[0], args[1], str(int(idx)))
 
     def _fn_resubmit(self, e: A.Call, d: Any, args: list) -> None:
-        raise P4Unsupported("unsupported: resubmit(data) (deprecated; use resubmit_preserving_field_list)", e.loc)
+        self.w.line(f"ctx.resubmit = {self._data_field_list(args[0], 'resubmit')}")
 
     def _fn_recirculate(self, e: A.Call, d: Any, args: list) -> None:
-        raise P4Unsupported("unsupported: recirculate(data) (deprecated; use recirculate_preserving_field_list)", e.loc)
+        self.w.line(f"ctx.recirculate = {self._data_field_list(args[0], 'recirculate')}")
 
     def _fn_resubmit_preserving_field_list(self, e: A.Call, d: Any, args: list) -> None:
         self.w.line(f"ctx.resubmit = {int(self.const_value(args[0]))}")

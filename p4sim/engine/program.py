@@ -179,7 +179,7 @@ class CompiledProgram:
         self._meta_cls = env[self.metadata_type.pyclass]
         self._std_cls = env[self.std_type.pyclass]
         self._calls = {name: self._make_call(inst) for name, inst in self.blocks.items()}
-        self._field_lists = self._collect_field_lists()
+        self._field_lists = self._collect_field_lists(compiler)
 
     # ------------------------------------------------------------------ packets
     def new_packet(self) -> rt.PacketVars:
@@ -256,7 +256,7 @@ class CompiledProgram:
         self._calls["deparser"](ctx, pv)
 
     # ------------------------------------------------------------------ field lists
-    def _collect_field_lists(self) -> dict[int, list[str]]:
+    def _collect_field_lists(self, compiler: Any) -> dict[int, list[str]]:
         out: dict[int, list[str]] = {}
         for fname, anns in self.metadata_type.annotations.items():
             for a in anns:
@@ -271,6 +271,16 @@ class CompiledProgram:
                     idxs = [int(p, 0) for p in a.raw.replace(" ", "").split(",") if p]
                 for i in idxs:
                     out.setdefault(i, []).append(pyname(fname))
+        # anonymous lists of the deprecated resubmit(data)/recirculate(data)/clone3 forms
+        meta_fields = [n for n, _ in self.metadata_type.fields]
+        for i, fields in getattr(compiler, "data_field_lists", {}).items():
+            names = out.setdefault(i, [])
+            for struct_name, fname in fields:
+                if struct_name != self.metadata_type.name:
+                    continue
+                for n in (meta_fields if fname is None else [fname]):
+                    if pyname(n) not in names:
+                        names.append(pyname(n))
         return out
 
     def preserve_field_list(self, index: int, src: rt.PacketVars, dst: rt.PacketVars) -> None:

@@ -30,8 +30,9 @@ class StmtMixin:
                 self.value_expr(s.rhs)
                 return
             lt = self.lvalue_type(s.lhs)
+            lhs = self.freeze_indices(s.lhs) if _has_call(s.rhs) else s.lhs
             rhs = self.value_expr(s.rhs, lt)
-            self.assign(s.lhs, rhs, s)
+            self.assign(lhs, rhs, s)
         elif isinstance(s, A.CallStmt):
             ex = self.call(s.call, None, as_statement=True)
             if ex is not None and ex.code and not isinstance(ex, (RefEx, TypeEx)):
@@ -63,6 +64,14 @@ class StmtMixin:
             self.return_stmt(s)
         elif isinstance(s, A.EmptyStmt):
             w.line("pass")
+        elif isinstance(s, A.ForStmt):
+            self.for_stmt(s)
+        elif isinstance(s, A.ForInStmt):
+            self.for_in_stmt(s)
+        elif isinstance(s, (A.BreakStmt, A.ContinueStmt)):
+            if not getattr(self, "loop_depth", 0):
+                raise P4Error(f"{'break' if isinstance(s, A.BreakStmt) else 'continue'} outside a loop", s.loc)
+            w.line("break" if isinstance(s, A.BreakStmt) else "continue")
         elif isinstance(s, A.VarDecl):
             self.local_var(s)
         elif isinstance(s, A.ConstDecl):
@@ -73,6 +82,27 @@ class StmtMixin:
             raise P4Unsupported(f"unsupported: declaration of {type(s).__name__} here", s.loc)
         else:
             raise P4Error(f"unexpected statement {type(s).__name__}", s.loc)
+
+    def freeze_indices(self, e: A.Expr) -> A.Expr:
+        """The lvalue ``e`` with its run-time stack indices evaluated now into temporaries
+        (p4c evaluates the left side of an assignment before the right side, which
+        matters when the right side calls something that changes an index)."""
+        if isinstance(e, A.Member):
+            inner = self.freeze_indices(e.expr)
+            return e if inner is e.expr else A.Member(inner, e.name, loc=e.loc)
+        if isinstance(e, A.Slice):
+            inner = self.freeze_indices(e.expr)
+            return e if inner is e.expr else A.Slice(inner, e.hi, e.lo, loc=e.loc)
+        if isinstance(e, A.Index):
+            inner = self.freeze_indices(e.expr)
+            ix = self.value_expr(e.index)
+            if ix.const:
+                return e if inner is e.expr else A.Index(inner, e.index, loc=e.loc)
+            name = "$" + self.tmp("ix")
+            pn = self.new_var(name, ix.ty, e, writable=False)
+            self.w.line(f"{pn} = {ix.code}")
+            return A.Index(inner, A.NameRef(name, loc=e.index.loc), loc=e.loc)
+        return e
 
     def block_body(self, s: Any) -> None:
         n0 = len(self.w.lines)
@@ -142,6 +172,72 @@ class StmtMixin:
             w.dedent()
         if pending and not first:
             pass
+
+    def loop_body(self, body: Any) -> None:
+        self.loop_depth = getattr(self, "loop_depth", 0) + 1
+        try:
+            self.block_body(body)
+        finally:
+            self.loop_depth -= 1
+
+    def for_stmt(self, s: A.ForStmt) -> None:
+        """``for (init; cond; update) body`` as ``while True`` with the update run at the
+        top of every iteration but the first (so that ``continue`` still updates)."""
+        w = self.w
+        self.push_scope()
+        for x in s.init:
+            self.stmt(x)
+        first = self.tmp("first")
+        w.line(f"{first} = True")
+        w.line("while True:")
+        w.indent()
+        w.line(f"if not {first}:")
+        w.indent()
+        n0 = len(w.lines)
+        for x in s.update:
+            self.stmt(x)
+        if len(w.lines) == n0:
+            w.line("pass")
+        w.dedent()
+        w.line(f"{first} = False")
+        if s.cond is not None:
+            c = self.value_expr(s.cond, BoolT())
+            w.line(f"if not ({c.code}): break")
+        self.loop_body(s.body)
+        w.dedent()
+        self.pop_scope()
+
+    def for_in_stmt(self, s: A.ForInStmt) -> None:
+        """``for (T x in lo .. hi)`` (inclusive), over a list expression or a header stack."""
+        w = self.w
+        self.push_scope()
+        coll = s.collection
+        declared = self.resolve_type(s.typeref) if s.typeref is not None else None
+        if isinstance(coll, A.Binary) and coll.op == "..":
+            lo = self.value_expr(coll.left, declared)
+            t = declared or lo.ty
+            hi = self.value_expr(coll.right, t)
+            if isinstance(strip_new(t), IntT) or not isinstance(strip_new(t), BitT):
+                raise P4Error("for: the range needs a bit<W> or int<W> type", coll.loc)
+            items = f"range({lo.code}, {hi.code} + 1)"
+        elif isinstance(coll, A.ListExpr):
+            if declared is None:
+                raise P4Error("for: iterating over a list needs a declared element type", s.loc)
+            t = declared
+            items = "(" + "".join(self.value_expr(x, t).code + ", " for x in coll.elems) + ")"
+        else:
+            x = self.value_expr(coll)
+            st = strip_new(x.ty)
+            if not isinstance(st, StackT):
+                raise P4Error(f"for: cannot iterate over a value of type {x.ty}", coll.loc)
+            t = declared or st.elem
+            items = f"{x.code}.h"
+        var = self.new_var(s.name, t, s, writable=False)
+        w.line(f"for {var} in {items}:")
+        w.indent()
+        self.loop_body(s.body)
+        w.dedent()
+        self.pop_scope()
 
     def switch_action_label(self, t: ActionEnumT, label: A.Expr) -> str:
         info = t.table
@@ -348,9 +444,11 @@ class StmtMixin:
         return self.value_expr(arg)
 
     def invoke(self, fname: str, params: list[A.Param], ptypes: list[P4Type], args: list[Optional[A.Expr]],
-               what: str, node: A.Node, has_return: bool, extra_args: Optional[list[str]] = None) -> Optional[str]:
+               what: str, node: A.Node, has_return: bool, extra_args: Optional[list[str]] = None,
+               tail_args: Optional[list[str]] = None) -> Optional[str]:
         """Emit a call with copy-in/copy-out and return the expression of its result
-        (a temporary) when ``has_return``."""
+        (a temporary) when ``has_return``. ``extra_args``/``tail_args`` are argument
+        codes put before/after those of ``args`` (e.g. action data from a table)."""
         codes: list[str] = list(extra_args or [])
         outs: list[tuple[A.Expr, P4Type]] = []
         for p, pt, a in zip(params, ptypes, args):
@@ -375,6 +473,7 @@ class StmtMixin:
             else:
                 v = self.value_expr(a, pt) if a is not None else Ex("None", pt)
                 codes.append(v.code)
+        codes.extend(tail_args or [])
         call = f"{fname}({', '.join(codes)})"
         if not outs:
             if has_return:
@@ -430,3 +529,18 @@ class StmtMixin:
         args = self.bind_args(d.params, e.args, e, d.name)
         self.invoke(ai.pyname, d.params, ai.ptypes, args, d.name, e, False)
         return None
+
+
+def _has_call(e: Any) -> bool:
+    """Whether expression ``e`` contains a call (which may have side effects)."""
+    if isinstance(e, A.Call):
+        return True
+    if isinstance(e, A.Node):
+        for v in vars(e).values():
+            if isinstance(v, A.Node) and _has_call(v):
+                return True
+            if isinstance(v, list) and any(isinstance(x, A.Node) and _has_call(x) for x in v):
+                return True
+            if isinstance(v, A.Argument) and _has_call(v.value):
+                return True
+    return False

@@ -308,6 +308,38 @@ class EmptyStmt(Stmt):
     pass
 
 
+@dataclass(eq=False)
+class ForStmt(Stmt):
+    """``for (init; cond; update) body`` — init holds VarDecl/AssignStmt/CallStmt nodes,
+    update AssignStmt/CallStmt nodes; cond None means "forever"."""
+
+    init: list[Node]
+    cond: Optional[Expr]
+    update: list[Stmt]
+    body: Stmt
+
+
+@dataclass(eq=False)
+class ForInStmt(Stmt):
+    """``for (T x in collection) body`` (``typeref`` None for ``for (x in ...)``);
+    the collection is a Range (``lo .. hi``), a list expression or a header stack."""
+
+    typeref: Optional["TypeRef"]
+    name: str
+    collection: Expr
+    body: Stmt
+
+
+@dataclass(eq=False)
+class BreakStmt(Stmt):
+    pass
+
+
+@dataclass(eq=False)
+class ContinueStmt(Stmt):
+    pass
+
+
 # --------------------------------------------------------------------------- declarations
 @dataclass(eq=False)
 class Decl(Node):

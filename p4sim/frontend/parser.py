@@ -786,6 +786,9 @@ class Parser:
     def table_decl(self, annots: list[A.Annotation]) -> A.TableDecl:
         start = self.expect("table")
         name = self.name("a table name")
+        if self.at("(") and self.peek().kind == "op" and self.peek().value == ")":
+            self.advance()  # ``table t() {`` — an empty parameter list (older P4_16 programs)
+            self.advance()
         self.expect("{")
         props: list[A.TableProperty] = []
         while not self.at("}"):
@@ -921,8 +924,12 @@ class Parser:
                 return A.ReturnStmt(value, loc=t.loc)
             if v == "const":
                 return self.const_decl(annots)
-            if v in ("for", "break", "continue"):
-                raise self.unsupported(f"'{v}' statements")
+            if v == "for":
+                return self.for_stmt()
+            if v in ("break", "continue"):
+                self.advance()
+                self.expect(";")
+                return A.BreakStmt(loc=t.loc) if v == "break" else A.ContinueStmt(loc=t.loc)
             if v in ("action", "table"):
                 raise self.error("a statement")
         if self.accept(";"):
@@ -939,6 +946,61 @@ class Parser:
             self.expect(";")
             return A.CallStmt(lhs, loc=t.loc)
         raise self.error("'='" if not self.at(";") else "a statement")
+
+    def for_stmt(self) -> A.Stmt:
+        """``for (init; cond; update) stmt`` or ``for ([T] x in collection) stmt``."""
+        start = self.expect("for")
+        self.expect("(")
+        forin = self.speculate(self.for_in_head)
+        if forin is not None:
+            ty, name = forin
+            coll = self.expression()
+            if self.at(".."):
+                self.advance()
+                coll = A.Binary("..", coll, self.expression(), loc=coll.loc)
+            self.expect(")")
+            body = self.statement()
+            return A.ForInStmt(ty, name, coll, body, loc=start.loc)  # type: ignore[arg-type]
+        init = [] if self.at(";") else self.comma_list(self.for_simple_stmt, end=None)
+        self.expect(";")
+        cond = None if self.at(";") else self.expression()
+        self.expect(";")
+        update = [] if self.at(")") else self.comma_list(self.for_simple_stmt, end=None)
+        self.expect(")")
+        body = self.statement()
+        return A.ForStmt(init, cond, update, body, loc=start.loc)  # type: ignore[arg-type]
+
+    def for_in_head(self) -> tuple[Optional[A.TypeRef], str]:
+        if self.tok.kind == "ident" and self.peek().kind == "kw" and self.peek().value == "in":
+            name = self.name()
+            self.advance()
+            return None, name
+        ty = self.type_ref()
+        if self.tok.kind != "ident" or not (self.peek().kind == "kw" and self.peek().value == "in"):
+            raise _Backtrack()
+        name = self.name()
+        self.advance()
+        return ty, name
+
+    def for_simple_stmt(self) -> A.Node:
+        """One element of a for loop's init or update list (no trailing ';')."""
+        t = self.tok
+        if self.starts_type():
+            def decl() -> tuple[A.TypeRef, str]:
+                ty = self.type_ref()
+                if self.tok.kind != "ident" or not (self.peek().kind == "op" and self.peek().value == "="):
+                    raise _Backtrack()
+                return ty, self.name()
+            r = self.speculate(decl)
+            if r is not None:
+                self.expect("=")
+                return A.VarDecl(r[1], r[0], self.initializer(), loc=t.loc)
+        lhs = self.expression()
+        if self.accept("="):
+            return A.AssignStmt(lhs, self.expression(), loc=t.loc)
+        if isinstance(lhs, A.Call):
+            return A.CallStmt(lhs, loc=t.loc)
+        raise self.error("'='")
 
     def switch_stmt(self) -> A.SwitchStmt:
         start = self.expect("switch")

@@ -181,3 +181,17 @@ def test_compile_cli(tmp_path: Path) -> None:
     assert {t.preamble.name for t in info.tables} == {"I.t_exact", "I.t_sel"}
     conf = json.loads(cfg.read_text())
     assert conf["program"] == str(src.resolve()) and conf["include_dirs"] == []
+
+
+def test_collision_probes_linearly_and_aliases() -> None:
+    from p4sim.p4info import PREFIX_TABLE, SymbolTable
+
+    st = SymbolTable()
+    taken = symbol_id(PREFIX_TABLE, "a.t") & 0xFFFFFF
+    st.add(PREFIX_TABLE, "b.t")
+    st.add(PREFIX_TABLE, "a.t")
+    st.add(PREFIX_TABLE, "x.u", explicit_id=taken)  # an @id without prefix takes a.t's hashed id
+    st.assign_ids()
+    assert st.id(PREFIX_TABLE, "x.u") == (PREFIX_TABLE << 24) | taken
+    assert st.id(PREFIX_TABLE, "a.t") == (PREFIX_TABLE << 24) | ((taken + 1) & 0xFFFFFF)
+    assert (st.alias("a.t"), st.alias("b.t"), st.alias("x.u")) == ("a.t", "b.t", "u")

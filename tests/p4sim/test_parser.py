@@ -319,8 +319,8 @@ BAD = [
     ("#define F 1\n#if F\n#error F is set\n#endif\n", P4Error, "t.p4:3:1: error: #error F is set"),
     ('#include "nope.p4"\n', P4Error, "t.p4:1:1: error: #include file 'nope.p4' not found"),
     ("control c() { apply { this.x = 1; } }", P4Unsupported, "t.p4:1:23: unsupported: 'this'"),
-    ("control c() { apply { for (;;) {} } }", P4Unsupported,
-     "t.p4:1:23: unsupported: 'for' statements"),
+    ("control c() { apply { for (;;) } }", P4Error,
+     "t.p4:1:32: error: syntax error, unexpected '}'; expected an expression"),
 ]
 
 
@@ -330,6 +330,18 @@ def test_bad_inputs(text, kind, message):
         parse_text(text, "t.p4")
     assert type(info.value) is kind
     assert str(info.value) == message
+
+
+def test_for_statements_parse():
+    prog = parse_text("control c() { apply { for (bit<8> i = 0, j = 1; i < 4; i = i + 1) { break; }"
+                      " for (x in 1 .. 3) { continue; } for (;;) {} } }", "t.p4")
+    body = prog.decls[0].body.stmts
+    assert isinstance(body[0], A.ForStmt) and len(body[0].init) == 2
+    assert isinstance(body[0].init[0], A.VarDecl) and isinstance(body[0].init[1], A.AssignStmt)
+    assert isinstance(body[0].body.stmts[0], A.BreakStmt)
+    assert isinstance(body[1], A.ForInStmt) and body[1].typeref is None
+    assert isinstance(body[1].collection, A.Binary) and body[1].collection.op == ".."
+    assert isinstance(body[2], A.ForStmt) and body[2].cond is None
 
 
 def test_error_render_has_caret():

@@ -1,0 +1,55 @@
+// for loops: C-style with break/continue and several updates, for-in over a range
+// and over a header stack.
+#include <core.p4>
+#include <v1model.p4>
+
+header cnt_t {
+    bit<8>  n;
+    bit<16> total;
+    bit<8>  odd;
+    bit<8>  pairs;
+}
+header item_t { bit<8> x; }
+struct hdrs_t { cnt_t c; item_t[3] items; }
+struct meta_t {}
+
+parser Prs(packet_in pkt, out hdrs_t h, inout meta_t m, inout standard_metadata_t sm) {
+    state start {
+        pkt.extract(h.c);
+        pkt.extract(h.items.next);
+        pkt.extract(h.items.next);
+        pkt.extract(h.items.next);
+        transition accept;
+    }
+}
+control Vrf(inout hdrs_t h, inout meta_t m) { apply {} }
+control Ing(inout hdrs_t h, inout meta_t m, inout standard_metadata_t sm) {
+    action count_odd() {
+        h.c.odd = 0;
+        for (bit<8> i = 0; i < h.c.n; i = i + 1) {
+            if (i[0:0] == 0) { continue; }
+            if (i > 9) { break; }
+            h.c.odd = h.c.odd + 1;
+        }
+    }
+    apply {
+        sm.egress_spec = 1;
+        h.c.total = 0;
+        for (bit<8> k in 1 .. 4) {
+            h.c.total = h.c.total + (bit<16>)k;
+        }
+        for (item_t it in h.items) {
+            h.c.total = h.c.total + (bit<16>)it.x;
+        }
+        h.c.pairs = 0;
+        bit<8> j;
+        for (bit<8> i = 0, j = 10; i < j; i = i + 1, j = j - 1) {
+            h.c.pairs = h.c.pairs + 1;
+        }
+        count_odd();
+    }
+}
+control Egr(inout hdrs_t h, inout meta_t m, inout standard_metadata_t sm) { apply {} }
+control Upd(inout hdrs_t h, inout meta_t m) { apply {} }
+control Dep(packet_out pkt, in hdrs_t h) { apply { pkt.emit(h); } }
+V1Switch(Prs(), Vrf(), Ing(), Egr(), Upd(), Dep()) main;
