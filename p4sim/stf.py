@@ -260,10 +260,13 @@ def parse_stf(text: str, file: str = "<stf>") -> list[StfCommand]:
             if name == "packet":
                 # p4c's STF runner accepts an empty packet ("packet 0" alone)
                 data = "".join(words[1:])
+                if len(data) % 2 and all(c in "0123456789abcdefABCDEF" for c in data):
+                    # as p4c's runner: a trailing lone nibble N is the byte 0N
+                    data = data[:-1] + "0" + data[-1]
                 try:
                     payload = bytes.fromhex(data)
                 except ValueError:
-                    raise StfError(f"invalid packet data {data!r} (hex digits, even count)",
+                    raise StfError(f"invalid packet data {data!r} (hex digits)",
                                    file, lineno) from None
                 args = {"port": port, "data": payload}
             else:

@@ -149,7 +149,7 @@ remove all
     ("frobnicate 1", "x.stf:1: error: unsupported STF command 'frobnicate'"),
     ("packet x 00", "x.stf:1: error: 'packet' needs a port number"),
     ("packet 1 0g", "x.stf:1: error: invalid packet data '0g'"),
-    ("packet 1 abc", "invalid packet data 'abc'"),
+    ("packet 1 xyz", "invalid packet data 'xyz'"),
     ("expect 1 0x", "invalid character(s) 'X'"),
     ("\nadd t k:1", "x.stf:2: error: expected an action call"),
     ("add t k:1 a(p)", "action argument 'p' must be NAME:VALUE"),
@@ -370,3 +370,9 @@ def test_cli_check_reports_syntax_errors(tmp_path: Any, capsys: pytest.CaptureFi
     assert main(["check", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "bad.p4:1:23: error:" in err and "^" in err
+
+
+def test_packet_with_odd_nibble_count_pads_last_nibble() -> None:
+    """p4c's runner reads a trailing lone nibble N as the byte 0N."""
+    cmds = parse_stf("packet 0 0a0b 2\n", "odd.stf")
+    assert cmds[0].args["data"] == bytes.fromhex("0a0b02")
