@@ -265,7 +265,7 @@ class BlockMixin:
         # generate the apply function
         body.line(f"_r = {tref}.apply(({''.join(c + ', ' for c in key_codes)}), ctx.std.packet_length, ctx.now_us)")
         if dmeter is not None:
-            body.line(f"ctx.dmeter[{fq!r}] = {tref}.last_meter_color")
+            body.line(f"ctx.dmeter[{dmeter.name!r}] = {tref}.last_meter_color")
         body.line("_an = _r[2]")
         if ctx_log := True:
             body.line(f"if ctx.log: ctx.log('Applying table ' + {fq!r} + (' hit, action ' if _r[0] else ' miss, default action ') + str(_an) + ' ' + str(_r[3]))")

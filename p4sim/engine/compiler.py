@@ -139,7 +139,6 @@ class Compiler(ExprMixin, StmtMixin, BlockMixin, ParserMixin, NativeMixin):
         self.actions_by_fq: dict[str, Any] = {}
         self.generic_functions: dict[str, Any] = {}
         self.digest_types: dict[str, StructLikeT] = {}
-        self.pending_dmeter: list[Any] = []
         self.struct_types: list[StructLikeT] = []
         self.package: Optional[InstanceInfo] = None
         self.blocks: dict[str, InstanceInfo] = {}

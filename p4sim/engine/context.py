@@ -43,7 +43,7 @@ class PacketContext:
     packet_length_delta: int = 0           # bytes added by setValid() minus removed by setInvalid()
     log: Optional[Callable[[str], None]] = None  # per-packet trace sink (None = no trace)
     std: Any = None                        # standard_metadata of the block being run
-    dmeter: dict[str, Optional[int]] = field(default_factory=dict)  # direct meter colour per table
+    dmeter: dict[str, Optional[int]] = field(default_factory=dict)  # colour of the last hit, per direct meter
 
     def remaining_bytes(self) -> int:
         return len(self.data) - (self.offset_bits >> 3)

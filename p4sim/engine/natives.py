@@ -329,8 +329,8 @@ class NativeMixin:
             i = self.value_expr(args[0])
             self._out_assign(args[1], f"{ref}.execute({i.code}, ctx.std.packet_length, ctx.now_us)", name)
         elif key == ("direct_meter", "read"):
-            table = self.direct_meter_table(inst.obj, e)
-            self._out_assign(args[0], f"(ctx.dmeter.get({table!r}) or 0)", name)
+            # the table that owns the meter leaves the colour of its hit under the meter's name
+            self._out_assign(args[0], f"(ctx.dmeter.get({inst.obj.name!r}) or 0)", name)
         elif key == ("register", "read"):
             i = self.value_expr(args[1])
             self._out_assign(args[0], f"{ref}.read({i.code})", name)
@@ -348,11 +348,3 @@ class NativeMixin:
         else:
             raise P4Unsupported(f"unsupported: {decl.name}.{name}", e.loc)
         return None
-
-    def direct_meter_table(self, meter: Any, node: A.Node) -> str:
-        for fq, info in self.tables_info.items():
-            if info.runtime is not None and info.runtime.direct_meter is meter:
-                return fq
-        # the table may be declared after the action: look at declarations in this block
-        self.pending_dmeter.append(meter)
-        return "?" + meter.name
