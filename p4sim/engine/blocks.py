@@ -108,16 +108,13 @@ class BlockMixin:
         for s in d.body.stmts:
             self.stmt(s)
         if fn.outs:
-            body.line(f"return ({'None, ' if True else ''}{', '.join(fn.outs)},)")
+            body.line(f"return (None, {', '.join(fn.outs)},)")
         elif not body.lines:
             body.line("pass")
         self.pop_scope()
         self.w, self.fn = saved_w, saved_fn
         out = self.mod if module_level else self.w
-        out.line(f"def {info.pyname}({', '.join(pnames)}):")
-        if fn.nonlocals:
-            out.line(f"    nonlocal {', '.join(sorted(fn.nonlocals))}")
-        out.extend(body) if False else [out.lines.append("    " * out.depth + ln) for ln in body.lines]
+        out.function(f"{info.pyname}({', '.join(pnames)})", fn, body)
 
     # ------------------------------------------------------------------ actions
     def action_decl(self, d: A.ActionDecl, module_level: bool) -> ActionInfo:
@@ -126,9 +123,6 @@ class BlockMixin:
         pyn = self.uid("act_" + d.name)
         info = ActionInfo(d, local, fq, pyn, [])
         self.define(local, Sym("action", None, pyn, value=info, decl=d), d)
-        for p in d.params:
-            if p.direction == "" and False:
-                pass
         self.emit_callable(d, info, "action", VoidT(), module_level)
         # directionless params come after directed ones (P4_16 rule)
         seen_dirless = False
@@ -145,13 +139,7 @@ class BlockMixin:
         fq = self.fq_name(d, d.name)
         info = TableInfo(d.name, fq, d)
         pyn = self.uid("tbl_" + d.name)
-        known = {"key", "actions", "entries", "default_action", "size", "implementation", "counters",
-                 "meters", "support_timeout", "psa_direct_counter", "psa_direct_meter",
-                 "psa_implementation", "psa_idle_timeout", "idle_timeout_with_auto_delete",
-                 "max_group_size", "selector_size_semantics", "max_member_weight"}
-        for p in d.properties:
-            if p.name not in known and not p.name.startswith("@"):
-                pass  # custom properties are allowed and ignored (as BMv2 does)
+        # properties other than the ones read below are allowed and ignored, as BMv2 does
         # keys
         key_codes: list[str] = []
         keys: list[RT.KeyField] = []
@@ -180,8 +168,6 @@ class BlockMixin:
                 else:
                     raise P4Error(f"table {d.name}: key {A_text(ke.expr)} of type {x.ty} cannot be matched", ke.loc)
                 name = self.annotation_name(ke) or key_name(ke.expr)
-                if ke.match_kind in ("range",) and False:
-                    pass
                 if ke.match_kind not in RT.MATCH_KINDS:
                     raise P4Unsupported(f"unsupported: match kind {ke.match_kind}", ke.loc)
                 keys.append(RT.KeyField(name, ke.match_kind, width))
@@ -200,8 +186,6 @@ class BlockMixin:
         specs = []
         for ai in info.actions:
             scope = "table_and_default"
-            for an in ai.annotations:
-                pass
             names = {an.name for an in ai.annotations}
             ref = next(ar for ar in ap.value if self.resolve_action_ref(ar) is ai)
             names |= {an.name for an in ref.annotations}
@@ -247,9 +231,6 @@ class BlockMixin:
         st = d.prop("support_timeout")
         timeout = bool(self.const_value(st.value)) if st is not None else False
         ep = d.prop("entries")
-        is_const = ep is not None and (ep.is_const or all(en.is_const for en in ep.value) and False)
-        if ep is not None:
-            is_const = ep.is_const
         from p4sim.runtime.action_profile import ActionSelector
         table = RT.Table(fq, keys, specs, default_action=default, default_is_const=default_const, size=size,
                          is_const=False, selector=impl if isinstance(impl, ActionSelector) else None,
@@ -258,7 +239,7 @@ class BlockMixin:
         info.runtime = table
         if ep is not None:
             self.load_const_entries(table, info, ep.value, keys, key_types)
-            table.is_const = is_const
+            table.is_const = ep.is_const
         self.state.tables[fq] = table
         self.tables_info[fq] = info
         tref = self.global_ref(table, "T_" + d.name)
@@ -267,7 +248,7 @@ class BlockMixin:
         if dmeter is not None:
             body.line(f"ctx.dmeter[{dmeter.name!r}] = {tref}.last_meter_color")
         body.line("_an = _r[2]")
-        if ctx_log := True:
+        if self.trace:
             body.line(f"if ctx.log: ctx.log('Applying table ' + {fq!r} + (' hit, action ' if _r[0] else ' miss, default action ') + str(_an) + ' ' + str(_r[3]))")
         first = True
         for ai in info.actions:
@@ -299,11 +280,7 @@ class BlockMixin:
             first = False
         body.line("return (_r[0], _an)")
         self.w, self.fn = saved_w, saved_fn
-        self.w.line(f"def {pyn}():")
-        if fn.nonlocals:
-            self.w.line(f"    nonlocal {', '.join(sorted(fn.nonlocals))}")
-        for ln in body.lines:
-            self.w.lines.append("    " * self.w.depth + ln)
+        self.w.function(f"{pyn}()", fn, body)
         from p4sim.frontend.types import TableT
         self.define(d.name, Sym("table", TableT(fq), pyn, value=info, decl=d), d)
 

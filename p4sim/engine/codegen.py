@@ -83,6 +83,14 @@ class Writer:
         for ln in other.lines:
             self.lines.append("    " * self.depth + ln)
 
+    def function(self, header: str, fn: "FnCtx", body: "Writer") -> None:
+        """Write ``def header:``, the ``nonlocal`` line ``fn`` collected, and ``body``
+        (generated at depth 1)."""
+        self.line(f"def {header}:")
+        if fn.nonlocals:
+            self.line(f"    nonlocal {', '.join(sorted(fn.nonlocals))}")
+        self.extend(body)
+
     def text(self) -> str:
         return "\n".join(self.lines) + "\n"
 

@@ -229,9 +229,6 @@ class Compiler(ExprMixin, StmtMixin, BlockMixin, ParserMixin, NativeMixin):
             raise P4Error(f"'{name}' is not declared", getattr(node, "loc", None))
         return sym
 
-    def note_use(self, sym: Sym) -> None:
-        pass
-
     def note_assign(self, sym: Sym) -> None:
         if sym.fn is not None and self.fn is not None and sym.fn is not self.fn:
             fn = self.fn
@@ -327,9 +324,6 @@ class Compiler(ExprMixin, StmtMixin, BlockMixin, ParserMixin, NativeMixin):
         elif isinstance(d, A.MatchKindDecl):
             self.match_kinds.update(d.members)
         elif isinstance(d, A.ExternDecl):
-            for m in d.methods:
-                if m.is_abstract:
-                    pass
             self.define(d.name, Sym("extern_decl", None, decl=d), d)
         elif isinstance(d, A.FunctionProto):
             self.define(d.name, Sym("extern_func", None, value=[d], decl=d), d)
@@ -436,7 +430,6 @@ class Compiler(ExprMixin, StmtMixin, BlockMixin, ParserMixin, NativeMixin):
             tname = func.name if isinstance(func, A.NameRef) else None
             if tname is None:
                 raise P4Error("package arguments must be instances or constructor calls", a.loc)
-            ann = None
             return self.make_instance(A.NamedType(tname, list(a.type_args), loc=a.loc), a.args, tname, tname, a)
         x = self.expr(a)
         if isinstance(x, RefEx) and x.sym.kind == "instance":

@@ -150,7 +150,6 @@ class ExprMixin:
             return TypeEx(ErrorT())
         sym = self.lookup(e.name, e, e.is_global)
         if sym.kind == "var":
-            self.note_use(sym)
             return Ex(sym.code, sym.type)
         if sym.kind == "const":
             if sym.value is None and sym.code:
@@ -410,7 +409,7 @@ class ExprMixin:
                 return Ex(lit(v), BoolT(), True, v)
             return Ex(f"({l.code} {pyop} {r.code})", BoolT())
         if op in ARITH_OPS:
-            l = self.value_expr(e.left, expected if expected is not None and isinstance(strip_new(expected), (BitT,)) and False else None)
+            l = self.value_expr(e.left)
             r = self.value_expr(e.right)
             l, r, t = self._unify(e, l, r)
             st = strip_new(t)

@@ -90,7 +90,6 @@ class NativeMixin:
         if decl is None:
             raise P4Error(f"{name}: no overload takes {len(e.args)} arguments", e.loc)
         args = self.args_for(e, decl, name)
-        w = self.w
         impl = getattr(self, "_fn_" + name, None)
         if impl is None:
             raise P4Unsupported(f"unsupported: extern function {name}", e.loc)

@@ -59,11 +59,7 @@ class ParserMixin:
             self.select(tr, state_fn)
         self.pop_scope()
         self.w, self.fn = saved_w, saved_fn
-        self.w.line(f"def {state_fn[s.name]}():")
-        if fn.nonlocals:
-            self.w.line(f"    nonlocal {', '.join(sorted(fn.nonlocals))}")
-        for ln in body.lines:
-            self.w.lines.append("    " * self.w.depth + ln)
+        self.w.function(f"{state_fn[s.name]}()", fn, body)
 
     def state_target(self, name: str, state_fn: dict[str, str], node: A.Node) -> str:
         if name == "accept":

@@ -170,8 +170,6 @@ class StmtMixin:
             w.indent()
             self.block_body(case.body)
             w.dedent()
-        if pending and not first:
-            pass
 
     def loop_body(self, body: Any) -> None:
         self.loop_depth = getattr(self, "loop_depth", 0) + 1
@@ -514,11 +512,7 @@ class StmtMixin:
         r = self.invoke(fi.pyname, d.params, fi.ptypes, args, d.name, e, True)
         inner.line(f"return {r}")
         self.w, self.fn = saved_w, saved_fn
-        self.w.line(f"def {name}():")
-        if fn.nonlocals:
-            self.w.line(f"    nonlocal {', '.join(sorted(fn.nonlocals))}")
-        for ln in inner.lines:
-            self.w.lines.append("    " * self.w.depth + ln)
+        self.w.function(f"{name}()", fn, inner)
         return Ex(f"{name}()", rt)
 
     def direct_action_call(self, e: A.Call, sym: Sym, as_statement: bool) -> None:
