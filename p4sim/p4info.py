@@ -323,30 +323,24 @@ def build_p4info(prog: Any) -> P.P4Info:
         mgs = _ann_int(_ann(anns, "max_group_size"))
         if mgs:
             m.max_group_size = mgs
-    for fq, c in state.counters.items():
-        m = info.counters.add()
-        _preamble(m, st, PREFIX_COUNTER, fq, _extern_annotations(prog, fq))
-        m.spec.unit = _COUNTER_UNITS[c.unit]
-        m.size = c.size
-    for fq, c in state.direct_counters.items():
-        m = info.direct_counters.add()
-        _preamble(m, st, PREFIX_DIRECT_COUNTER, fq, _extern_annotations(prog, fq))
-        m.spec.unit = _COUNTER_UNITS[c.unit]
-        owner = next((ti for ti in tables if ti.runtime.direct_counter is c), None)
-        if owner is not None:
-            m.direct_table_id = st.id(PREFIX_TABLE, owner.fqname)
-    for fq, mt in state.meters.items():
-        m = info.meters.add()
-        _preamble(m, st, PREFIX_METER, fq, _extern_annotations(prog, fq))
-        m.spec.unit = _METER_UNITS[mt.unit]
-        m.size = mt.size
-    for fq, mt in state.direct_meters.items():
-        m = info.direct_meters.add()
-        _preamble(m, st, PREFIX_DIRECT_METER, fq, _extern_annotations(prog, fq))
-        m.spec.unit = _METER_UNITS[mt.unit]
-        owner = next((ti for ti in tables if ti.runtime.direct_meter is mt), None)
-        if owner is not None:
-            m.direct_table_id = st.id(PREFIX_TABLE, owner.fqname)
+    # indexed and direct counters and meters: (objects, P4Info list, id prefix, units, owning table)
+    resources = (
+        (state.counters, info.counters, PREFIX_COUNTER, _COUNTER_UNITS, None),
+        (state.direct_counters, info.direct_counters, PREFIX_DIRECT_COUNTER, _COUNTER_UNITS, "direct_counter"),
+        (state.meters, info.meters, PREFIX_METER, _METER_UNITS, None),
+        (state.direct_meters, info.direct_meters, PREFIX_DIRECT_METER, _METER_UNITS, "direct_meter"),
+    )
+    for objects, out, prefix, units, table_attr in resources:
+        for fq, obj in objects.items():
+            m = out.add()
+            _preamble(m, st, prefix, fq, _extern_annotations(prog, fq))
+            m.spec.unit = units[obj.unit]
+            if table_attr is None:
+                m.size = obj.size
+                continue
+            owner = next((ti for ti in tables if getattr(ti.runtime, table_attr) is obj), None)
+            if owner is not None:
+                m.direct_table_id = st.id(PREFIX_TABLE, owner.fqname)
     for h in headers:
         _controller_header(info, st, h, prog)
     for fq, r in state.registers.items():

@@ -39,11 +39,7 @@ class StmtMixin:
                 w.line(ex.code)
         elif isinstance(s, A.BlockStmt):
             self.push_scope()
-            n0 = len(w.lines)
-            for x in s.stmts:
-                self.stmt(x)
-            if len(w.lines) == n0:
-                w.line("pass")
+            self.stmts_or_pass(s.stmts)
             self.pop_scope()
         elif isinstance(s, A.IfStmt):
             c = self.value_expr(s.cond, BoolT())
@@ -103,6 +99,14 @@ class StmtMixin:
             self.w.line(f"{pn} = {ix.code}")
             return A.Index(inner, A.NameRef(name, loc=e.index.loc), loc=e.loc)
         return e
+
+    def stmts_or_pass(self, stmts: list[Any]) -> None:
+        """Compile statements; write ``pass`` when they generate no Python line."""
+        n0 = len(self.w.lines)
+        for x in stmts:
+            self.stmt(x)
+        if len(self.w.lines) == n0:
+            self.w.line("pass")
 
     def block_body(self, s: Any) -> None:
         n0 = len(self.w.lines)
@@ -191,11 +195,7 @@ class StmtMixin:
         w.indent()
         w.line(f"if not {first}:")
         w.indent()
-        n0 = len(w.lines)
-        for x in s.update:
-            self.stmt(x)
-        if len(w.lines) == n0:
-            w.line("pass")
+        self.stmts_or_pass(s.update)
         w.dedent()
         w.line(f"{first} = False")
         if s.cond is not None:
