@@ -171,6 +171,11 @@ class BlockMixin:
                 if ke.match_kind not in RT.MATCH_KINDS:
                     raise P4Unsupported(f"unsupported: match kind {ke.match_kind}", ke.loc)
                 keys.append(RT.KeyField(name, ke.match_kind, width))
+                if ke.match_kind == "selector" and isinstance(ke.expr, A.Member):
+                    base = self.value_expr(ke.expr.expr)
+                    if isinstance(strip_new(base.ty), HeaderT):
+                        # a field of an invalid header is left out of the selector hash (BMv2)
+                        code = f"({code} if {base.code}._valid else None)"
                 key_codes.append(code)
                 key_types.append(x.ty)
                 info.key_names.append(name)
