@@ -20,6 +20,20 @@ from p4sim.frontend.types import (
 from p4sim.runtime import tables as RT
 
 
+def always_returns(s: Any) -> bool:
+    """Whether every path through statement ``s`` ends in ``return`` or ``exit``."""
+    if isinstance(s, (A.ReturnStmt, A.ExitStmt)):
+        return True
+    if isinstance(s, A.BlockStmt):
+        return any(always_returns(x) for x in s.stmts)
+    if isinstance(s, A.IfStmt):
+        return s.other is not None and always_returns(s.then) and always_returns(s.other)
+    if isinstance(s, A.SwitchStmt):
+        has_default = any(isinstance(c.label, A.DefaultExpr) for c in s.cases)
+        return has_default and all(c.body is None or always_returns(c.body) for c in s.cases)
+    return False
+
+
 def key_name(e: A.Expr) -> str:
     """The control-plane name p4c gives a table key: its source text, with ``h.isValid()``
     spelled ``h.$valid$``."""
@@ -107,6 +121,8 @@ class BlockMixin:
         info.outs = fn.outs
         for s in d.body.stmts:
             self.stmt(s)
+        if kind == "function" and rt is not None and not isinstance(rt, VoidT) and not always_returns(d.body):
+            raise P4Error(f"function {d.name} does not return a value on all paths", d.loc)
         if fn.outs:
             body.line(f"return (None, {', '.join(fn.outs)},)")
         elif not body.lines:
@@ -186,6 +202,8 @@ class BlockMixin:
         bound: dict[str, list[A.Argument]] = {}
         for ar in ap.value:
             ai = self.resolve_action_ref(ar)
+            if len(ar.args) > len(ai.decl.params):
+                raise P4Error(f"action {ai.local_name}: expected {len(ai.decl.params)} arguments, got {len(ar.args)}", ar.loc)
             info.actions.append(ai)
             bound[ai.fqname] = ar.args
         specs = []

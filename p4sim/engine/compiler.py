@@ -188,13 +188,17 @@ class Compiler(ExprMixin, StmtMixin, BlockMixin, ParserMixin, NativeMixin):
     def annotation_name(self, node: Any) -> Optional[str]:
         return annotation_string(node, "name")
 
-    def in_parser(self) -> bool:
+    def in_kind(self, *kinds: str) -> bool:
+        """Whether the code being generated is inside a function of one of these kinds."""
         fn = self.fn
         while fn is not None:
-            if fn.kind in ("parser", "state"):
+            if fn.kind in kinds:
                 return True
             fn = fn.parent
         return False
+
+    def in_parser(self) -> bool:
+        return self.in_kind("parser", "state")
 
     # ------------------------------------------------------------------ scopes
     def push_scope(self) -> None:

@@ -83,6 +83,33 @@ class NativeMixin:
         return "ctx.std"
 
     # ------------------------------------------------------------------ extern functions
+    def check_extern_args(self, params: list[A.Param], args: list[Optional[A.Expr]],
+                          bindings: dict[str, P4Type], type_params: list[str], what: str) -> None:
+        """Check arguments against an extern's declared parameter types, as for any call:
+        ``out``/``inout`` arguments must be lvalues of exactly the parameter's type, ``in``
+        and directionless ones must convert to it. Parameters whose type is a still-unbound
+        type variable (``hash``'s ``D``, ``digest``'s ``T``...) are checked by the extern's
+        own implementation."""
+        scope = {tp: TypeVarT(tp) for tp in type_params}
+        scope.update(bindings)
+        self.type_bindings.append(scope)
+        try:
+            for p, a in zip(params, args):
+                if a is None or isinstance(a, A.DontCare):
+                    continue
+                pt = self.resolve_type(p.type)
+                if _has_typevar(pt):
+                    continue
+                if p.direction in ("out", "inout"):
+                    lt = self.lvalue_type(a)
+                    if not same_type(strip_new(lt), strip_new(pt)):
+                        raise P4Error(f"{what}: argument for {p.direction} parameter '{p.name}' has type {lt}, "
+                                      f"expected {pt}", a.loc)
+                else:
+                    self.value_expr(a, pt)
+        finally:
+            self.type_bindings.pop()
+
     def native_function(self, e: A.Call, sym: Sym, expected: Optional[P4Type], as_statement: bool) -> Optional[Ex]:
         overloads = sym.value
         name = overloads[0].name
@@ -90,6 +117,7 @@ class NativeMixin:
         if decl is None:
             raise P4Error(f"{name}: no overload takes {len(e.args)} arguments", e.loc)
         args = self.args_for(e, decl, name)
+        self.check_extern_args(decl.params, args, {}, decl.type_params, name)
         impl = getattr(self, "_fn_" + name, None)
         if impl is None:
             raise P4Unsupported(f"unsupported: extern function {name}", e.loc)
@@ -315,6 +343,8 @@ class NativeMixin:
         if m is None:
             raise P4Error(f"{decl.name} has no method {name} taking {len(e.args)} arguments", e.loc)
         args = self.bind_args(m.params, e.args, e, f"{inst.name}.{name}")
+        bindings = inst.type.type_args if isinstance(inst.type, ExternT) else {}
+        self.check_extern_args(m.params, args, bindings, m.type_params, name)
         ref = self.global_ref(inst.obj, "X_" + inst.name)
         key = (decl.name, name)
         w = self.w
@@ -347,3 +377,12 @@ class NativeMixin:
         else:
             raise P4Unsupported(f"unsupported: {decl.name}.{name}", e.loc)
         return None
+
+
+def _has_typevar(t: P4Type) -> bool:
+    t = strip_new(t)
+    if isinstance(t, TypeVarT):
+        return True
+    if isinstance(t, TupleT):
+        return any(_has_typevar(x) for x in t.elems)
+    return False

@@ -55,6 +55,8 @@ class StmtMixin:
         elif isinstance(s, A.SwitchStmt):
             self.switch_stmt(s)
         elif isinstance(s, A.ExitStmt):
+            if self.in_parser():
+                raise P4Error("exit is not allowed in a parser", s.loc)
             w.line("raise _ExitSignal()")
         elif isinstance(s, A.ReturnStmt):
             self.return_stmt(s)
@@ -142,6 +144,8 @@ class StmtMixin:
             self.w.line("return " + (parts[0] if parts else ""))
 
     def switch_stmt(self, s: A.SwitchStmt) -> None:
+        if self.in_parser():
+            raise P4Error("switch statements are not allowed in a parser", s.loc)
         sel = self.value_expr(s.expr)
         w = self.w
         tmp = self.tmp("sw")
@@ -248,6 +252,8 @@ class StmtMixin:
     # ------------------------------------------------------------------ variables
     def local_var(self, d: A.VarDecl) -> None:
         t = self.resolve_type(d.type)
+        if isinstance(t, IntT):
+            raise P4Error(f"variable {d.name} cannot have type int", d.loc)
         pn = self.new_var(d.name, t, d)
         if d.init is not None:
             v = self.value_expr(d.init, t)
@@ -413,6 +419,10 @@ class StmtMixin:
             self.w.line(f"{callee.code}.{name}({n})")
             return None
         if sym.kind == "table":
+            if self.in_kind("action"):
+                raise P4Error("tables cannot be applied from an action", e.loc)
+            if self.in_parser():
+                raise P4Error("tables cannot be applied in a parser", e.loc)
             if name != "apply":
                 raise P4Error(f"table {sym.value.name} has no method '{name}'", e.loc)
             if e.args:
@@ -518,6 +528,8 @@ class StmtMixin:
     def direct_action_call(self, e: A.Call, sym: Sym, as_statement: bool) -> None:
         if not as_statement:
             raise P4Error(f"action {sym.value.local_name} does not return a value", e.loc)
+        if self.in_parser():
+            raise P4Error("actions cannot be called from a parser", e.loc)
         ai = sym.value
         d = ai.decl
         args = self.bind_args(d.params, e.args, e, d.name)
