@@ -44,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     comp.add_argument("--p4info", required=True, help="P4Info output, protobuf text format")
     comp.add_argument("--p4info-bin", default=None, help="P4Info output, binary protobuf")
     comp.add_argument("--config", default=None,
-                      help="device config output: JSON {\"program\": path, \"include_dirs\": [...]}")
+                      help="p4sim device config (p4_device_config): JSON with the preprocessed source, see p4sim/device.py")
     return ap
 
 
@@ -99,7 +99,6 @@ def _stf(program: str, stf: str, include: list[str], verbose: bool) -> int:
 
 
 def _compile(args: argparse.Namespace) -> int:
-    import json
     import os
 
     from p4sim import engine
@@ -109,11 +108,11 @@ def _compile(args: argparse.Namespace) -> int:
         prog = engine.load_program(args.program, args.include)
         write_p4info(build_p4info(prog), args.p4info, args.p4info_bin)
         if args.config:
-            conf = {"program": os.path.abspath(args.program),
-                    "include_dirs": [os.path.abspath(d) for d in args.include]}
+            from p4sim.device import DeviceConfig
+            from p4sim.frontend.preprocess import preprocess
+            conf = DeviceConfig(os.path.basename(args.program), preprocess(args.program, args.include))
             with open(args.config, "w", encoding="utf-8") as f:
-                json.dump(conf, f, indent=2)
-                f.write("\n")
+                f.write(conf.to_json() + "\n")
     except P4Error as err:
         print(err.render(), file=sys.stderr)
         return EXIT_COMPILE

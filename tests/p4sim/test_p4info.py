@@ -171,6 +171,9 @@ def test_p4runtime_shell_accepts_it() -> None:
 
 
 def test_compile_cli(tmp_path: Path) -> None:
+    from p4sim.device import DeviceConfig
+    from p4sim.engine import load_program_text
+
     src = tmp_path / "prog.p4"
     src.write_text(PROGRAM)
     out_txt, out_bin, cfg = tmp_path / "p.txtpb", tmp_path / "p.bin", tmp_path / "cfg.json"
@@ -179,8 +182,10 @@ def test_compile_cli(tmp_path: Path) -> None:
     assert rc == 0
     info = text_format.Parse(out_txt.read_text(), p4info_pb2.P4Info())
     assert {t.preamble.name for t in info.tables} == {"I.t_exact", "I.t_sel"}
-    conf = json.loads(cfg.read_text())
-    assert conf["program"] == str(src.resolve()) and conf["include_dirs"] == []
+    conf = DeviceConfig.from_json(cfg.read_text())
+    assert conf.name == "prog.p4"
+    reloaded = load_program_text(conf.source, conf.name)   # self-contained: no include paths needed
+    assert set(reloaded.state.tables) == {"I.t_exact", "I.t_sel"}
 
 
 def test_collision_probes_linearly_and_aliases() -> None:
