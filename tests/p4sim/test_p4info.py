@@ -1,7 +1,6 @@
 """P4Info generation (p4sim.p4info) and ``python -m p4sim compile``."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from google.protobuf import text_format
