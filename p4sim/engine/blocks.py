@@ -261,7 +261,7 @@ class BlockMixin:
                          direct_counter=dcounter, direct_meter=dmeter, support_timeout=timeout)
         info.runtime = table
         if ep is not None:
-            self.load_const_entries(table, info, ep.value, keys, key_types)
+            self.load_const_entries(table, info, ep.value, keys, key_types, ep.is_const)
             table.is_const = ep.is_const
         self.state.tables[fq] = table
         self.tables_info[fq] = info
@@ -356,7 +356,7 @@ class BlockMixin:
         return tuple(vals)
 
     def load_const_entries(self, table: RT.Table, info: TableInfo, entries: list[A.TableEntry],
-                           keys: list[RT.KeyField], key_types: list[P4Type]) -> None:
+                           keys: list[RT.KeyField], key_types: list[P4Type], is_const: bool = True) -> None:
         n = len(entries)
         needs_prio = table.needs_priority
         # legacy ``@priority(N)`` annotations (no ``priority =``): BMv2 priorities where
@@ -396,7 +396,8 @@ class BlockMixin:
             else:
                 prio = 0
             try:
-                table.add_entry(matches, RT.ActionCall(ai.fqname, args), prio, **({"const": True} if self._add_entry_has_const else {}))
+                # initial entries of a non-const `entries` property stay writable by the control plane
+                table.add_entry(matches, RT.ActionCall(ai.fqname, args), prio, const=is_const)
             except Exception as exc:  # duplicate keys etc.
                 raise P4Error(f"table {info.name}: invalid entry: {exc}", en.loc) from None
 

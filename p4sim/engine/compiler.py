@@ -119,8 +119,6 @@ from p4sim.runtime import hashes as HASHES  # noqa: E402
 class Compiler(ExprMixin, StmtMixin, BlockMixin, ParserMixin, NativeMixin):
     """Checks a parsed program and generates the Python module that executes it."""
 
-    _add_entry_has_const = True
-
     def __init__(self, program: A.Program, state: Any, trace: bool = True) -> None:
         self.program = program
         self.state = state
