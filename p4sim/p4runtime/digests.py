@@ -1,0 +1,229 @@
+"""Digest streaming: ``digest()`` values from the data plane → P4Runtime ``DigestList``.
+
+A thread waits on ``device.digest_event``, drains ``program.state.digests`` under
+``device.lock`` and batches the values of each *configured* digest (a ``DigestEntry``
+was written; values of unconfigured digests are dropped, as BMv2 does) following its
+``DigestEntry.Config``:
+
+* a list is sent when it holds ``max_list_size`` values (0 = no limit), or when
+  ``max_timeout_ns`` has passed since its first value (0 = at once);
+* a value equal to one already waiting in the list is dropped, and a value already sent
+  is dropped until its list is acknowledged (``DigestListAck``) or ``ack_timeout_ns``
+  has passed since it was sent (0 = no such suppression) — BMv2's learning filter;
+* ``list_id`` counts up from 1 per server; ``data`` is one ``P4Data`` per value
+  (struct members as canonical bitstrings); ``timestamp`` is ns since the epoch.
+
+Lists go to ``sink`` (the server sends them to the primary controllers).
+
+Example::
+
+    >>> streamer = DigestStreamer(device, sink=print)        # doctest: +SKIP
+    >>> streamer.set_pipeline(program, p4info); streamer.start()   # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from p4.config.v1 import p4info_pb2, p4types_pb2
+from p4.v1 import p4runtime_pb2
+
+from p4sim.device import Device
+from p4sim.p4runtime.codec import encode_p4data
+from p4sim.runtime.errors import RuntimeStateError
+
+log = logging.getLogger(__name__)
+
+SinkFn = Callable[[p4runtime_pb2.StreamMessageResponse], bool]
+"""Sends a message to the controllers; returns whether anyone received it."""
+
+_IDLE_WAIT_S = 0.5
+
+
+@dataclass
+class _Pending:
+    values: list[tuple[Any, ...]] = field(default_factory=list)
+    first_ns: int = 0
+
+
+@dataclass
+class _Sent:
+    name: str
+    values: list[tuple[Any, ...]]
+    expires_ns: Optional[int]
+
+
+class DigestStreamer:
+    """Batches, sends and de-duplicates digest lists for one device (module docstring)."""
+
+    def __init__(self, device: Device, sink: SinkFn,
+                 clock_ns: Callable[[], int] = time.monotonic_ns) -> None:
+        self.device = device
+        self.sink = sink
+        self.clock_ns = clock_ns
+        self._lock = threading.Lock()
+        self._program: Any = None
+        self._digests: dict[str, p4info_pb2.Digest] = {}
+        self._type_info = p4types_pb2.P4TypeInfo()
+        self._pending: dict[str, _Pending] = {}
+        self._sent: dict[int, _Sent] = {}
+        self._filter: dict[str, set[tuple[Any, ...]]] = {}
+        self._next_list_id = 1
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def set_pipeline(self, program: Any, p4info: Optional[p4info_pb2.P4Info]) -> None:
+        """A new program: forget everything pending, sent or filtered."""
+        with self._lock:
+            self._program = program
+            self._digests = {d.preamble.name: d for d in p4info.digests} if p4info is not None else {}
+            self._type_info = p4info.type_info if p4info is not None else p4types_pb2.P4TypeInfo()
+            self._pending.clear()
+            self._sent.clear()
+            self._filter.clear()
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="p4rt-digests", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.device.digest_event.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            wait_s = self._next_deadline_s()
+            self.device.digest_event.wait(wait_s)
+            self.device.digest_event.clear()
+            if self._stop.is_set():
+                return
+            try:
+                self.poll()
+            except Exception:  # noqa: BLE001 - the thread must survive a bad digest
+                log.exception("digest streaming failed")
+
+    def _next_deadline_s(self) -> float:
+        now = self.clock_ns()
+        deadlines = []
+        with self._lock:
+            for name, p in self._pending.items():
+                cfg = self._config(name)
+                if p.values and cfg is not None:
+                    deadlines.append(p.first_ns + cfg.max_timeout_ns)
+            deadlines.extend(s.expires_ns for s in self._sent.values() if s.expires_ns is not None)
+        if not deadlines:
+            return _IDLE_WAIT_S
+        return min(_IDLE_WAIT_S, max(0.0, (min(deadlines) - now) / 1e9))
+
+    # ------------------------------------------------------------------ work
+    def _config(self, name: str) -> Any:
+        prog = self._program
+        return prog.state.digests.get_config(name) if prog is not None else None
+
+    def poll(self) -> None:
+        """Drain the device's digest queue and send every list that is due."""
+        prog = self._program
+        if prog is None:
+            return
+        with self.device.lock:
+            drained = prog.state.digests.drain()
+        now = self.clock_ns()
+        with self._lock:
+            if prog is not self._program:
+                return
+            self._expire(now)
+            for dl in drained:
+                cfg = self._config(dl.digest_name)
+                if cfg is None or dl.digest_name not in self._digests:
+                    continue  # not configured: BMv2 sends nothing
+                pend = self._pending.setdefault(dl.digest_name, _Pending())
+                seen = self._filter.get(dl.digest_name, set())
+                for values in dl.values:
+                    if values in seen or values in pend.values:
+                        continue
+                    if not pend.values:
+                        pend.first_ns = now
+                    pend.values.append(values)
+            out = self._due_lists(now)
+        for msg in out:
+            self.sink(msg)
+
+    def _due_lists(self, now: int) -> list[p4runtime_pb2.StreamMessageResponse]:
+        out: list[p4runtime_pb2.StreamMessageResponse] = []
+        for name, pend in self._pending.items():
+            cfg = self._config(name)
+            if cfg is None or not pend.values:
+                continue
+            size = cfg.max_list_size
+            chunks: list[list[tuple[Any, ...]]] = []
+            while size > 0 and len(pend.values) >= size:
+                chunks.append(pend.values[:size])
+                pend.values = pend.values[size:]
+            if pend.values and now - pend.first_ns >= cfg.max_timeout_ns:
+                chunks.append(pend.values)
+                pend.values = []
+            if chunks and pend.values:
+                pend.first_ns = now  # the rest starts a new list
+            for chunk in chunks:
+                msg = self._message(name, chunk)
+                if msg is None:
+                    continue
+                list_id = msg.digest.list_id
+                if cfg.ack_timeout_ns > 0:
+                    self._sent[list_id] = _Sent(name, chunk, now + cfg.ack_timeout_ns)
+                    self._filter.setdefault(name, set()).update(chunk)
+                out.append(msg)
+        return out
+
+    def _message(self, name: str, values: list[tuple[Any, ...]]) -> Optional[p4runtime_pb2.StreamMessageResponse]:
+        d = self._digests[name]
+        msg = p4runtime_pb2.StreamMessageResponse()
+        dl = msg.digest
+        dl.digest_id = d.preamble.id
+        kind = d.type_spec.WhichOneof("type_spec")
+        try:
+            for v in values:
+                if kind == "bitstring" and isinstance(v, tuple) and len(v) == 1:
+                    v = v[0]
+                encode_p4data(v, d.type_spec, self._type_info, dl.data.add())
+        except (RuntimeStateError, TypeError, ValueError) as e:
+            log.error("digest %s: cannot encode %r: %s", name, values, e)
+            return None
+        dl.list_id = self._next_list_id
+        self._next_list_id += 1
+        dl.timestamp = time.time_ns()
+        return msg
+
+    def _expire(self, now: int) -> None:
+        for list_id in [i for i, s in self._sent.items() if s.expires_ns is not None and s.expires_ns <= now]:
+            self._release(list_id)
+
+    def _release(self, list_id: int) -> bool:
+        sent = self._sent.pop(list_id, None)
+        if sent is None:
+            return False
+        filt = self._filter.get(sent.name)
+        if filt is not None:
+            filt.difference_update(sent.values)
+        return True
+
+    def ack(self, ack: p4runtime_pb2.DigestListAck) -> None:
+        """A ``DigestListAck``: its values may be reported again. Unknown ids raise
+        ``RuntimeStateError("NOT_FOUND")`` (the server reports a StreamError)."""
+        with self._lock:
+            d = next((d for d in self._digests.values() if d.preamble.id == ack.digest_id), None)
+            if d is None:
+                raise RuntimeStateError("NOT_FOUND", f"no digest with id {ack.digest_id}")
+            sent = self._sent.get(ack.list_id)
+            if sent is None or sent.name != d.preamble.name:
+                # already expired, or never sent with an ack timeout: nothing to release
+                return
+            self._release(ack.list_id)

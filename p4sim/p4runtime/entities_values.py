@@ -1,0 +1,71 @@
+"""Value helpers of the entity modules (:mod:`p4sim.p4runtime.entities`): unsigned
+bytestrings and ``P4Data`` bitstrings on top of :mod:`p4sim.p4runtime.codec`, plus the
+``fail`` shorthand for :class:`RuntimeStateError`.
+
+Bytestrings follow the P4Runtime spec ("Bytestrings"): any length is accepted on input
+as long as the value fits the P4Info bitwidth (``OUT_OF_RANGE`` otherwise, and for an
+empty string); output uses the canonical shortest form (``0`` is one zero byte).
+
+Example::
+
+    >>> decode_bits(b"\\x00\\x00\\x63", 12, "x"), encode_bits(0x63), encode_bits(0)
+    (99, b'c', b'\\x00')
+"""
+from __future__ import annotations
+
+from typing import NoReturn
+
+from p4.v1 import p4data_pb2
+
+from p4sim.p4runtime.codec import decode_bytes, encode_bytes
+from p4sim.runtime.errors import RuntimeStateError
+
+
+def fail(code: str, message: str) -> NoReturn:
+    """Raise :class:`RuntimeStateError` (a shorthand used by every entity module).
+
+    >>> try:
+    ...     fail("NOT_FOUND", "no table 7")
+    ... except RuntimeStateError as e:
+    ...     e.code
+    'NOT_FOUND'
+    """
+    raise RuntimeStateError(code, message)
+
+
+def decode_bits(data: bytes, width: int, what: str) -> int:
+    """The unsigned value of a bytestring that must fit in ``width`` bits.
+
+    >>> decode_bits(b"\\x01\\xff", 9, "port")
+    511
+    """
+    return decode_bytes(data, width, what)
+
+
+def encode_bits(value: int) -> bytes:
+    """Canonical (shortest) bytestring of a non-negative integer.
+
+    >>> encode_bits(0x1234), encode_bits(0)
+    (b'\\x124', b'\\x00')
+    """
+    return encode_bytes(value, 0)
+
+
+def decode_p4data_bits(data: p4data_pb2.P4Data, width: int, what: str) -> int:
+    """A ``P4Data`` that must be a ``bitstring`` of at most ``width`` bits.
+
+    >>> decode_p4data_bits(p4data_pb2.P4Data(bitstring=b"\\x07"), 8, "r")
+    7
+    """
+    if data.WhichOneof("data") != "bitstring":
+        fail("INVALID_ARGUMENT", f"{what}: expected a bitstring P4Data, got {data.WhichOneof('data')}")
+    return decode_bits(data.bitstring, width, what)
+
+
+def encode_p4data_bits(value: int) -> p4data_pb2.P4Data:
+    """``P4Data`` bitstring in canonical form.
+
+    >>> encode_p4data_bits(5).bitstring
+    b'\\x05'
+    """
+    return p4data_pb2.P4Data(bitstring=encode_bits(value))

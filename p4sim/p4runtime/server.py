@@ -1,0 +1,564 @@
+"""The P4Runtime gRPC service of a p4sim switch (``p4.v1.P4Runtime``, spec v1.x).
+
+``P4RuntimeServer(device, address, request_log)`` serves one
+:class:`p4sim.device.Device`:
+
+* ``SetForwardingPipelineConfig``: ``p4_device_config`` is p4sim's
+  :class:`p4sim.device.DeviceConfig` JSON (also accepted: ``{"program": PATH,
+  "include_dirs": [...]}``); the program is compiled and its P4Info (ids and names of
+  tables and actions) must match the one given (``INVALID_ARGUMENT`` otherwise).
+  VERIFY checks only; VERIFY_AND_SAVE makes the config the one Read/Write address while
+  the old program keeps forwarding, COMMIT then starts it (``NOT_FOUND`` without a saved
+  config); VERIFY_AND_COMMIT starts it with empty state. RECONCILE_AND_COMMIT keeps the
+  state when the device config and P4Info are the running ones (only the cookie changes)
+  and otherwise behaves as VERIFY_AND_COMMIT (state reset).
+* ``Write``: device id (``NOT_FOUND``), primary for (role, election id)
+  (``PERMISSION_DENIED``), a pipeline (``FAILED_PRECONDITION``); atomicity
+  CONTINUE_ON_ERROR, ROLLBACK_ON_ERROR (undo on the first error; the other updates are
+  reported ``ABORTED``) and DATAPLANE_ATOMIC (the same, holding ``device.lock`` for the
+  whole batch). A failed update makes the RPC fail with ``UNKNOWN`` and one
+  ``p4.v1.Error`` per update in ``grpc-status-details-bin`` (the spec's format, which
+  p4runtime-shell decodes).
+* ``Read``: entities streamed in ``ReadResponse`` messages; per-entity errors end the
+  stream with ``UNKNOWN`` and details, as for Write.
+* ``StreamChannel``: arbitration (:mod:`.arbitration`), PacketOut/PacketIn
+  (:mod:`.packetio`, PacketIn to the primary of every role), DigestList / DigestListAck
+  (:mod:`.digests`); errors about a PacketOut or an ack come back as ``StreamError``.
+* ``Capabilities``: ``p4runtime_api_version`` "1.4.1".
+
+Example::
+
+    >>> srv = P4RuntimeServer(device, "127.0.0.1:0", "logs/s1-p4runtime-requests.txt")  # doctest: +SKIP
+    >>> port = srv.start()                                                               # doctest: +SKIP
+    >>> srv.stop()                                                                       # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import queue
+import threading
+from concurrent import futures
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, NamedTuple, Optional
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import code_pb2, status_pb2
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+from p4sim.device import Device, DeviceConfig
+from p4sim.errors import P4Error
+from p4sim.p4runtime.arbitration import ArbitrationError, Arbiter, Session, election_id_value
+from p4sim.p4runtime.digests import DigestStreamer
+from p4sim.p4runtime.packetio import PacketIO
+from p4sim.p4runtime.reqlog import RequestLog
+from p4sim.runtime.errors import RuntimeStateError
+
+log = logging.getLogger(__name__)
+
+P4RUNTIME_API_VERSION = "1.4.1"
+_READ_CHUNK = 256
+
+StoreFactory = Callable[[Any, p4info_pb2.P4Info], Any]
+"""Builds the entity store of a program: ``EntityStore(program, p4info)``."""
+
+_Req = p4runtime_pb2.SetForwardingPipelineConfigRequest
+_Get = p4runtime_pb2.GetForwardingPipelineConfigRequest
+
+
+class RpcError(Exception):
+    """Ends an RPC with a canonical code (name) and message."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+class _RichStatus(NamedTuple):
+    """A ``grpc.Status`` with binary details (what the grpcio-status package builds)."""
+
+    code: grpc.StatusCode
+    details: str
+    trailing_metadata: tuple[tuple[str, bytes], ...]
+
+
+class _Status(_RichStatus, grpc.Status):
+    pass
+
+
+def _grpc_code(name: str) -> grpc.StatusCode:
+    return grpc.StatusCode[name]
+
+
+def batch_status(message: str, errors: list[p4runtime_pb2.Error]) -> grpc.Status:
+    """The ``UNKNOWN`` status of a batch with one ``p4.v1.Error`` per update.
+
+    Example::
+
+        >>> st = batch_status("1 of 1 failed", [p4runtime_pb2.Error(canonical_code=5)])
+        >>> st.code, st.trailing_metadata[0][0]
+        (<StatusCode.UNKNOWN: (2, 'unknown')>, 'grpc-status-details-bin')
+    """
+    status = status_pb2.Status(code=code_pb2.UNKNOWN, message=message)
+    for err in errors:
+        packed = any_pb2.Any()
+        packed.Pack(err)
+        status.details.append(packed)
+    return _Status(grpc.StatusCode.UNKNOWN, message,
+                   (("grpc-status-details-bin", status.SerializeToString()),))
+
+
+def _p4_error(code: str, message: str = "") -> p4runtime_pb2.Error:
+    return p4runtime_pb2.Error(canonical_code=code_pb2.Code.Value(code), message=message)
+
+
+@dataclass
+class Pipeline:
+    """A verified forwarding pipeline: the program, its P4Info and entity store."""
+
+    program: Any
+    p4info: p4info_pb2.P4Info
+    device_config: bytes
+    cookie: Optional[int]
+    store: Any
+    packetio: PacketIO
+    name: str = ""
+
+
+def _default_store_factory(program: Any, p4info: p4info_pb2.P4Info) -> Any:
+    from p4sim.p4runtime.entities import EntityStore  # written alongside this module
+    return EntityStore(program, p4info)
+
+
+def load_device_config(data: bytes) -> tuple[Any, str]:
+    """Compile the program a ``p4_device_config`` names; returns (program, name).
+
+    Raises :class:`RpcError` ``INVALID_ARGUMENT`` for a bad config or program.
+    """
+    from p4sim.engine.program import load_program, load_program_text
+    try:
+        try:
+            dc = DeviceConfig.from_json(data)
+            return load_program_text(dc.source, dc.name), dc.name
+        except ValueError as first:
+            try:
+                d = json.loads(data)
+            except (ValueError, UnicodeDecodeError):
+                raise first from None
+            if not isinstance(d, dict) or not isinstance(d.get("program"), str):
+                raise first from None
+            dirs = d.get("include_dirs", [])
+            if not isinstance(dirs, list) or not all(isinstance(x, str) for x in dirs):
+                raise ValueError("p4_device_config: 'include_dirs' must be a list of strings") from None
+            return load_program(d["program"], dirs), d["program"]
+    except (ValueError, OSError) as e:
+        raise RpcError("INVALID_ARGUMENT", str(e)) from None
+    except P4Error as e:
+        raise RpcError("INVALID_ARGUMENT", f"the program does not compile: {e}") from None
+
+
+def check_p4info(given: p4info_pb2.P4Info, built: p4info_pb2.P4Info) -> None:
+    """Tables and actions of ``given`` must have the ids and names of ``built``.
+
+    Example::
+
+        >>> a = p4info_pb2.P4Info(); t = a.tables.add(); t.preamble.id, t.preamble.name = 1, "t"
+        >>> check_p4info(a, a)
+    """
+    for kind in ("tables", "actions"):
+        want = {o.preamble.id: o.preamble.name for o in getattr(built, kind)}
+        got = {o.preamble.id: o.preamble.name for o in getattr(given, kind)}
+        if want != got:
+            diff = sorted(set(want.items()) ^ set(got.items()))
+            oid, name = diff[0]
+            side = "the program has" if (oid, name) in want.items() else "the P4Info has"
+            raise RpcError("INVALID_ARGUMENT",
+                           f"P4Info does not match the program: {side} {kind[:-1]} {name!r} (id {oid}) "
+                           f"that the other lacks")
+
+
+class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
+    """P4Runtime service for one device (see the module docstring)."""
+
+    def __init__(self, device: Device, address: str, request_log: Optional[str] = None,
+                 store_factory: Optional[StoreFactory] = None, max_workers: int = 16) -> None:
+        self.device = device
+        self.address = address
+        self.arbiter = Arbiter(device.device_id)
+        self.reqlog = RequestLog(request_log) if request_log else None
+        self.store_factory = store_factory or _default_store_factory
+        self.max_workers = max_workers
+        self.pipeline: Optional[Pipeline] = None
+        self.saved: Optional[Pipeline] = None
+        self.port: Optional[int] = None
+        self._state_lock = threading.RLock()
+        self._sessions: dict[int, tuple[Session, "queue.Queue[Any]"]] = {}
+        self._sessions_lock = threading.Lock()
+        self._stream_ids = itertools.count(1)
+        self._server: Optional[grpc.Server] = None
+        self.digests = DigestStreamer(device, self._send_to_primaries)
+        device.on_packet_in = self._on_packet_in
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> int:
+        """Bind and serve; returns the TCP port (useful with ``HOST:0``)."""
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=self.max_workers,
+                                                        thread_name_prefix="p4rt"))
+        p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self, server)
+        port = server.add_insecure_port(self.address)
+        if port == 0:
+            raise OSError(f"cannot listen on {self.address}")
+        server.start()
+        self._server = server
+        self.port = port
+        self.digests.start()
+        return port
+
+    def stop(self, grace: Optional[float] = 0.5) -> None:
+        """End every stream and RPC, stop the digest thread, close the request log."""
+        with self._sessions_lock:
+            queues = [q for _, q in self._sessions.values()]
+        for q in queues:
+            q.put(None)
+        if self._server is not None:
+            self._server.stop(grace).wait(5)
+            self._server = None
+        self.digests.stop()
+        if self.device.on_packet_in == self._on_packet_in:
+            self.device.on_packet_in = None
+        if self.reqlog is not None:
+            self.reqlog.close()
+
+    def wait_for_termination(self, timeout: Optional[float] = None) -> bool:
+        return self._server.wait_for_termination(timeout) if self._server is not None else True
+
+    # ------------------------------------------------------------------ helpers
+    def _check_device(self, device_id: int) -> None:
+        if device_id != self.device.device_id:
+            raise RpcError("NOT_FOUND", f"no device with id {device_id}")
+
+    def _check_primary(self, role: str, request: Any) -> None:
+        eid = election_id_value(request.election_id) if request.HasField("election_id") else None
+        if not self.arbiter.is_primary(role, eid):
+            raise RpcError("PERMISSION_DENIED",
+                           f"election id {eid} is not the primary's for role {role or '<default>'}")
+
+    def _target(self) -> Pipeline:
+        """The pipeline Read/Write address: a saved config first, else the running one."""
+        pipe = self.saved or self.pipeline
+        if pipe is None:
+            raise RpcError("FAILED_PRECONDITION", "no forwarding pipeline config has been set")
+        return pipe
+
+    @staticmethod
+    def _abort(context: grpc.ServicerContext, err: RpcError) -> None:
+        context.abort(_grpc_code(err.code), err.message)
+
+    # ------------------------------------------------------------------ pipeline config
+    def SetForwardingPipelineConfig(self, request: _Req, context: grpc.ServicerContext) -> Any:
+        try:
+            self._check_device(request.device_id)
+            self._check_primary(request.role, request)
+            self._set_pipeline(request)
+        except RpcError as e:
+            self._abort(context, e)
+        return p4runtime_pb2.SetForwardingPipelineConfigResponse()
+
+    def _set_pipeline(self, request: _Req) -> None:
+        action = request.action
+        if action == _Req.UNSPECIFIED or action not in _Req.Action.values():
+            raise RpcError("INVALID_ARGUMENT", "SetForwardingPipelineConfig: action is not set")
+        if action == _Req.COMMIT:
+            if request.config.p4_device_config or request.config.HasField("p4info"):
+                raise RpcError("INVALID_ARGUMENT", "COMMIT takes no config")
+            with self._state_lock:
+                if self.saved is None:
+                    raise RpcError("NOT_FOUND", "COMMIT: no saved config (VERIFY_AND_SAVE first)")
+                if self.reqlog is not None:
+                    self.reqlog.pipeline_config(request, self.saved.name)
+                self._commit(self.saved)
+            return
+        if not request.HasField("config") or not request.config.p4_device_config:
+            raise RpcError("INVALID_ARGUMENT", "SetForwardingPipelineConfig: config is not provided")
+        config = request.config
+        if action == _Req.RECONCILE_AND_COMMIT:
+            with self._state_lock:
+                run = self.pipeline
+                if (run is not None and self.saved is None and run.device_config == config.p4_device_config
+                        and run.p4info == config.p4info):
+                    run.cookie = config.cookie.cookie if config.HasField("cookie") else None
+                    if self.reqlog is not None:
+                        self.reqlog.pipeline_config(request, run.name)
+                    return
+        pipe = self._verify(config)
+        if self.reqlog is not None:
+            self.reqlog.pipeline_config(request, pipe.name)
+        if action == _Req.VERIFY:
+            return
+        with self._state_lock:
+            if action == _Req.VERIFY_AND_SAVE:
+                self.saved = pipe
+            else:
+                self._commit(pipe)
+
+    def _verify(self, config: p4runtime_pb2.ForwardingPipelineConfig) -> Pipeline:
+        from p4sim.p4info import build_p4info
+        program, name = load_device_config(config.p4_device_config)
+        try:
+            built = build_p4info(program)
+        except Exception as e:  # noqa: BLE001 - report any generator failure to the client
+            raise RpcError("INVALID_ARGUMENT", f"cannot build P4Info for the program: {e}") from None
+        check_p4info(config.p4info, built)
+        p4info = p4info_pb2.P4Info()
+        p4info.CopyFrom(config.p4info)
+        try:
+            store = self.store_factory(program, p4info)
+        except RuntimeStateError as e:
+            raise RpcError(e.code, e.message) from None
+        cookie = config.cookie.cookie if config.HasField("cookie") else None
+        return Pipeline(program, p4info, bytes(config.p4_device_config), cookie, store, PacketIO(p4info), name)
+
+    def _commit(self, pipe: Pipeline) -> None:
+        with self.device.lock:
+            self.device.set_program(pipe.program)
+            self.pipeline = pipe
+            self.saved = None
+        self.digests.set_pipeline(pipe.program, pipe.p4info)
+
+    def GetForwardingPipelineConfig(self, request: _Get, context: grpc.ServicerContext) -> Any:
+        try:
+            self._check_device(request.device_id)
+        except RpcError as e:
+            self._abort(context, e)
+        resp = p4runtime_pb2.GetForwardingPipelineConfigResponse()
+        pipe = self.pipeline
+        if pipe is None:
+            return resp  # the spec: config left unset when none is known
+        cfg = resp.config
+        if pipe.cookie is not None:
+            cfg.cookie.cookie = pipe.cookie
+        rt = request.response_type
+        if rt in (_Get.ALL, _Get.P4INFO_AND_COOKIE):
+            cfg.p4info.CopyFrom(pipe.p4info)
+        if rt in (_Get.ALL, _Get.DEVICE_CONFIG_AND_COOKIE):
+            cfg.p4_device_config = pipe.device_config
+        cfg.SetInParent()
+        return resp
+
+    def Capabilities(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version=P4RUNTIME_API_VERSION)
+
+    # ------------------------------------------------------------------ Write
+    def Write(self, request: p4runtime_pb2.WriteRequest, context: grpc.ServicerContext) -> Any:
+        try:
+            self._check_device(request.device_id)
+            self._check_primary(request.role, request)
+            if request.atomicity not in p4runtime_pb2.WriteRequest.Atomicity.values():
+                raise RpcError("INVALID_ARGUMENT", f"unknown atomicity {request.atomicity}")
+            if self.reqlog is not None:
+                self.reqlog.write_request(request)
+            with self._state_lock:
+                errors = self._apply(self._target(), request)
+        except RpcError as e:
+            self._abort(context, e)
+            return p4runtime_pb2.WriteResponse()  # not reached: abort raises
+        failed = sum(1 for e in errors if e.canonical_code != code_pb2.OK)
+        if failed:
+            context.abort_with_status(batch_status(f"{failed} of {len(errors)} updates failed", errors))
+        return p4runtime_pb2.WriteResponse()
+
+    def _apply(self, pipe: Pipeline, request: p4runtime_pb2.WriteRequest) -> list[p4runtime_pb2.Error]:
+        """Apply the batch; one ``p4.v1.Error`` per update (OK when it succeeded)."""
+        W = p4runtime_pb2.WriteRequest
+        updates = list(request.updates)
+        errors = [_p4_error("OK") for _ in updates]
+        lock = self.device.lock
+        if request.atomicity == W.CONTINUE_ON_ERROR:
+            for i, upd in enumerate(updates):
+                with lock:
+                    err = self._write_one(pipe, upd)
+                if err is not None:
+                    errors[i] = err
+            return errors
+        atomic = request.atomicity == W.DATAPLANE_ATOMIC
+        undos: list[Callable[[], None]] = []
+        if atomic:
+            lock.acquire()
+        try:
+            for i, upd in enumerate(updates):
+                undo_box: list[Callable[[], None]] = []
+                if atomic:
+                    err = self._write_one(pipe, upd, undo_box)
+                else:
+                    with lock:
+                        err = self._write_one(pipe, upd, undo_box)
+                if err is None:
+                    undos.extend(undo_box)
+                    continue
+                for undo in reversed(undos):
+                    if atomic:
+                        undo()
+                    else:
+                        with lock:
+                            undo()
+                for j in range(len(updates)):
+                    if j != i:
+                        errors[j] = _p4_error("ABORTED", f"batch rolled back: update {i} failed")
+                errors[i] = err
+                break
+        finally:
+            if atomic:
+                lock.release()
+        return errors
+
+    @staticmethod
+    def _write_one(pipe: Pipeline, upd: p4runtime_pb2.Update,
+                   undo_box: Optional[list[Callable[[], None]]] = None) -> Optional[p4runtime_pb2.Error]:
+        try:
+            undo = pipe.store.write(upd)
+        except RuntimeStateError as e:
+            return _p4_error(e.code, e.message)
+        except Exception as e:  # noqa: BLE001 - one bad update must not kill the batch
+            log.exception("Write: update failed unexpectedly")
+            return _p4_error("INTERNAL", f"{type(e).__name__}: {e}")
+        if undo_box is not None and undo is not None:
+            undo_box.append(undo)
+        return None
+
+    # ------------------------------------------------------------------ Read
+    def Read(self, request: p4runtime_pb2.ReadRequest, context: grpc.ServicerContext) -> Iterator[Any]:
+        try:
+            self._check_device(request.device_id)
+            with self._state_lock:
+                pipe = self._target()
+                results, errors = self._read_all(pipe, request)
+        except RpcError as e:
+            self._abort(context, e)
+            return
+        for i in range(0, len(results), _READ_CHUNK):
+            yield p4runtime_pb2.ReadResponse(entities=results[i:i + _READ_CHUNK])
+        failed = sum(1 for e in errors if e.canonical_code != code_pb2.OK)
+        if failed:
+            context.abort_with_status(batch_status(f"{failed} of {len(errors)} reads failed", errors))
+
+    def _read_all(self, pipe: Pipeline, request: p4runtime_pb2.ReadRequest
+                  ) -> tuple[list[p4runtime_pb2.Entity], list[p4runtime_pb2.Error]]:
+        results: list[p4runtime_pb2.Entity] = []
+        errors: list[p4runtime_pb2.Error] = []
+        with self.device.lock:
+            for ent in request.entities:
+                if ent.WhichOneof("entity") is None:
+                    errors.append(_p4_error("INVALID_ARGUMENT", "Entity: no entity set"))
+                    continue
+                try:
+                    results.extend(pipe.store.read(ent))
+                    errors.append(_p4_error("OK"))
+                except RuntimeStateError as e:
+                    errors.append(_p4_error(e.code, e.message))
+                except Exception as e:  # noqa: BLE001
+                    log.exception("Read failed unexpectedly")
+                    errors.append(_p4_error("INTERNAL", f"{type(e).__name__}: {e}"))
+        return results, errors
+
+    # ------------------------------------------------------------------ StreamChannel
+    def StreamChannel(self, request_iterator: Iterator[p4runtime_pb2.StreamMessageRequest],
+                      context: grpc.ServicerContext) -> Iterator[p4runtime_pb2.StreamMessageResponse]:
+        outq: "queue.Queue[Any]" = queue.Queue()
+        session = Session(next(self._stream_ids), outq.put)
+        with self._sessions_lock:
+            self._sessions[session.stream_id] = (session, outq)
+        context.add_callback(lambda: outq.put(None))
+        reader = threading.Thread(target=self._read_stream, args=(session, request_iterator, outq),
+                                  name=f"p4rt-stream-{session.stream_id}", daemon=True)
+        reader.start()
+        try:
+            while True:
+                item = outq.get()
+                if item is None:
+                    return
+                if isinstance(item, RpcError):
+                    context.abort(_grpc_code(item.code), item.message)
+                yield item
+        finally:
+            with self._sessions_lock:
+                self._sessions.pop(session.stream_id, None)
+            self.arbiter.remove(session)
+
+    def _read_stream(self, session: Session, requests: Iterator[p4runtime_pb2.StreamMessageRequest],
+                     outq: "queue.Queue[Any]") -> None:
+        try:
+            for req in requests:
+                kind = req.WhichOneof("update")
+                try:
+                    if kind == "arbitration":
+                        self.arbiter.update(session, req.arbitration)
+                    elif kind == "packet":
+                        self._packet_out(session, req.packet)
+                    elif kind == "digest_ack":
+                        self._digest_ack(session, req.digest_ack)
+                    else:
+                        outq.put(self._stream_error("UNIMPLEMENTED", f"stream message {kind} is not supported"))
+                except ArbitrationError as e:
+                    outq.put(RpcError(e.code, e.message))
+                    return
+        except grpc.RpcError:
+            pass  # the client went away
+        except Exception:  # noqa: BLE001
+            log.exception("StreamChannel reader failed")
+        finally:
+            outq.put(None)
+
+    @staticmethod
+    def _stream_error(code: str, message: str) -> p4runtime_pb2.StreamMessageResponse:
+        resp = p4runtime_pb2.StreamMessageResponse()
+        resp.error.canonical_code = code_pb2.Code.Value(code)
+        resp.error.message = message
+        return resp
+
+    def _packet_out(self, session: Session, msg: p4runtime_pb2.PacketOut) -> None:
+        err: Optional[RpcError] = None
+        pipe = self.pipeline
+        if session.role is None or not self.arbiter.is_primary(session.role, session.election_id):
+            err = RpcError("PERMISSION_DENIED", "PacketOut from a controller that is not primary")
+        elif pipe is None:
+            err = RpcError("FAILED_PRECONDITION", "no forwarding pipeline config has been set")
+        else:
+            try:
+                frame = pipe.packetio.packet_out_frame(msg)
+            except RuntimeStateError as e:
+                err = RpcError(e.code, e.message)
+            else:
+                self.device.inject_cpu(frame)
+                return
+        resp = self._stream_error(err.code, err.message)
+        resp.error.packet_out.packet_out.CopyFrom(msg)
+        session.send(resp)
+
+    def _digest_ack(self, session: Session, ack: p4runtime_pb2.DigestListAck) -> None:
+        try:
+            if session.role is None or not self.arbiter.is_primary(session.role, session.election_id):
+                raise RuntimeStateError("PERMISSION_DENIED", "DigestListAck from a controller that is not primary")
+            self.digests.ack(ack)
+        except RuntimeStateError as e:
+            resp = self._stream_error(e.code, e.message)
+            resp.error.digest_list_ack.digest_list_ack.CopyFrom(ack)
+            session.send(resp)
+
+    # ------------------------------------------------------------------ device → controllers
+    def _send_to_primaries(self, msg: p4runtime_pb2.StreamMessageResponse) -> bool:
+        targets = self.arbiter.primaries()
+        for s in targets:
+            s.send(msg)
+        return bool(targets)
+
+    def _on_packet_in(self, frame: bytes) -> None:
+        pipe = self.pipeline
+        if pipe is None:
+            return
+        resp = p4runtime_pb2.StreamMessageResponse()
+        resp.packet.CopyFrom(pipe.packetio.packet_in_message(frame))
+        self._send_to_primaries(resp)

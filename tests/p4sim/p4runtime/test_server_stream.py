@@ -1,0 +1,213 @@
+"""StreamChannel of the P4Runtime server over a real gRPC channel: arbitration between
+controllers, PacketOut/PacketIn through @controller_header headers, digests with ack."""
+from __future__ import annotations
+
+from typing import Iterator
+
+import grpc
+import pytest
+from google.rpc import code_pb2
+from p4.v1 import p4runtime_pb2
+
+from p4sim.engine.program import load_program_text
+from p4sim.p4info import build_p4info
+from p4sim.p4runtime.server import P4RuntimeServer
+from test_server_support import PROGRAM, Client, FakeDevice, FakeStore, device_config
+
+Req = p4runtime_pb2.SetForwardingPipelineConfigRequest
+ETH = bytes.fromhex("000000000002" "0000000000aa" "0800") + b"payload"
+
+
+@pytest.fixture(scope="module")
+def p4info():
+    return build_p4info(load_program_text(PROGRAM, "server_test.p4"))
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[P4RuntimeServer, FakeDevice]]:
+    dev = FakeDevice()
+    srv = P4RuntimeServer(dev, "127.0.0.1:0", None, store_factory=FakeStore)
+    srv.start()
+    yield srv, dev
+    srv.stop()
+
+
+@pytest.fixture
+def clients(server) -> Iterator[list[Client]]:
+    made: list[Client] = []
+
+    def make() -> Client:
+        c = Client(server[0].port)
+        made.append(c)
+        return c
+    yield make  # type: ignore[misc]
+    for c in made:
+        c.close()
+
+
+def status(msg) -> tuple[int, int]:
+    return msg.arbitration.status.code, msg.arbitration.election_id.low
+
+
+def primary_with_pipeline(make, p4info, election_id=1) -> Client:
+    c = make()
+    c.arbitrate(election_id)
+    assert status(c.next("arbitration"))[0] == code_pb2.OK
+    req = Req(device_id=1, action=Req.VERIFY_AND_COMMIT)
+    req.election_id.low = election_id
+    req.config.p4info.CopyFrom(p4info)
+    req.config.p4_device_config = device_config()
+    c.stub.SetForwardingPipelineConfig(req)
+    return c
+
+
+def test_two_controllers(server, clients, p4info):
+    a = primary_with_pipeline(clients, p4info, election_id=1)
+    b = clients()
+    b.arbitrate(2)
+    assert status(b.next("arbitration")) == (code_pb2.OK, 2)
+    assert status(a.next("arbitration")) == (code_pb2.ALREADY_EXISTS, 2)
+    req = p4runtime_pb2.WriteRequest(device_id=1, election_id=p4runtime_pb2.Uint128(low=1))
+    with pytest.raises(grpc.RpcError) as ei:
+        a.stub.Write(req)
+    assert ei.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    req.election_id.low = 2
+    b.stub.Write(req)  # an empty batch from the primary is fine
+    # a backup reads
+    assert list(a.stub.Read(p4runtime_pb2.ReadRequest(device_id=1, entities=[
+        p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry())]))) == []
+    # an unset election id makes a backup that never becomes primary
+    c = clients()
+    c.arbitrate(None)
+    assert status(c.next("arbitration")) == (code_pb2.ALREADY_EXISTS, 2)
+    # the primary leaves: the highest remaining one takes over, everybody is told
+    b.close()
+    assert status(a.next("arbitration")) == (code_pb2.OK, 1)
+    assert status(c.next("arbitration")) == (code_pb2.ALREADY_EXISTS, 1)
+    req.election_id.low = 1
+    a.stub.Write(req)
+    # the primary downgrades itself below nobody: no primary left
+    a.arbitrate(None)
+    assert status(a.next("arbitration"))[0] == code_pb2.NOT_FOUND
+    assert status(c.next("arbitration"))[0] == code_pb2.NOT_FOUND
+
+
+@pytest.mark.parametrize("case", ["duplicate", "device", "role_change"])
+def test_arbitration_errors(clients, case):
+    a = clients()
+    a.arbitrate(5)
+    assert status(a.next("arbitration"))[0] == code_pb2.OK
+    b = clients()
+    if case == "duplicate":
+        b.arbitrate(5)
+        expected = grpc.StatusCode.INVALID_ARGUMENT
+    elif case == "device":
+        b.arbitrate(6, device_id=2)
+        expected = grpc.StatusCode.NOT_FOUND
+    else:
+        b.arbitrate(4)
+        b.next("arbitration")
+        b.arbitrate(4, role="other")
+        expected = grpc.StatusCode.FAILED_PRECONDITION
+    assert b.next("arbitration") is None
+    assert b.stream_error is not None and b.stream_error.code() == expected
+
+
+def test_named_role_is_its_own_domain(clients):
+    a, b = clients(), clients()
+    a.arbitrate(5)
+    b.arbitrate(1, role="acl")
+    assert status(a.next("arbitration"))[0] == code_pb2.OK
+    msg = b.next("arbitration")
+    assert msg.arbitration.role.name == "acl" and status(msg) == (code_pb2.OK, 1)
+
+
+def packet_out(port: int, payload: bytes, with_pad: bool = True) -> p4runtime_pb2.StreamMessageRequest:
+    req = p4runtime_pb2.StreamMessageRequest()
+    req.packet.payload = payload
+    req.packet.metadata.add(metadata_id=1, value=port.to_bytes(2, "big"))
+    if with_pad:
+        req.packet.metadata.add(metadata_id=2, value=b"\x00")
+    return req
+
+
+def test_packet_out_and_in(server, clients, p4info):
+    srv, dev = server
+    a = primary_with_pipeline(clients, p4info)
+    a.send(packet_out(3, ETH))
+    a.send(packet_out(255, ETH))  # to the CPU port: comes back as a PacketIn
+    msg = a.next("packet")
+    assert msg.packet.payload == ETH
+    assert {m.metadata_id: m.value for m in msg.packet.metadata} == {1: b"\xff", 2: b"\x00"}
+    assert dev.injected[0] == bytes([0x01, 0x80]) + ETH  # 9-bit port 3, then 7 pad bits, MSB first
+    assert dev.sent == [(3, ETH)]
+    # a PacketOut that lacks a metadata field is dropped with a StreamError
+    a.send(packet_out(3, ETH, with_pad=False))
+    err = a.next("error").error
+    assert err.canonical_code == code_pb2.INVALID_ARGUMENT and err.packet_out.packet_out.payload == ETH
+    assert len(dev.injected) == 2
+    # a backup may not send packets
+    b = clients()
+    b.arbitrate(0)
+    b.next("arbitration")
+    b.send(packet_out(3, ETH))
+    assert b.next("error").error.canonical_code == code_pb2.PERMISSION_DENIED
+
+
+def digest_config(p4info, max_list_size: int, max_timeout_ns: int, ack_timeout_ns: int):
+    req = p4runtime_pb2.WriteRequest(device_id=1, election_id=p4runtime_pb2.Uint128(low=1))
+    upd = req.updates.add(type=p4runtime_pb2.Update.INSERT)
+    d = upd.entity.digest_entry
+    d.digest_id = p4info.digests[0].preamble.id
+    d.config.max_list_size = max_list_size
+    d.config.max_timeout_ns = max_timeout_ns
+    d.config.ack_timeout_ns = ack_timeout_ns
+    return req
+
+
+def frame_from(src: int) -> bytes:
+    return bytes.fromhex("000000000002") + src.to_bytes(6, "big") + b"\x08\x00"
+
+
+def members(msg) -> list[tuple[bytes, ...]]:
+    return [tuple(m.bitstring for m in d.struct.members) for d in msg.digest.data]
+
+
+def test_digests_with_ack(server, clients, p4info):
+    srv, dev = server
+    a = primary_with_pipeline(clients, p4info)
+    dev.receive(1, frame_from(0xAA))  # not configured yet: dropped
+    a.stub.Write(digest_config(p4info, 1, 0, 10 ** 10))
+    dev.receive(1, frame_from(0xBB))
+    msg = a.next("digest")
+    assert msg.digest.digest_id == p4info.digests[0].preamble.id and msg.digest.list_id == 1
+    assert members(msg) == [(b"\xbb", b"\x01")] and msg.digest.timestamp > 0
+    dev.receive(2, frame_from(0xBB))  # same data again (port 2 differs): a new value
+    dev.receive(1, frame_from(0xBB))  # same data, not acknowledged: suppressed
+    dev.receive(1, frame_from(0xCC))
+    got = [members(a.next("digest")), members(a.next("digest"))]
+    assert got == [[(b"\xbb", b"\x02")], [(b"\xcc", b"\x01")]]
+    ack = p4runtime_pb2.StreamMessageRequest()
+    ack.digest_ack.digest_id = p4info.digests[0].preamble.id
+    ack.digest_ack.list_id = 1
+    a.send(ack)
+    # an ack of an unknown digest id is reported on the stream
+    bad = p4runtime_pb2.StreamMessageRequest()
+    bad.digest_ack.digest_id = 7
+    a.send(bad)
+    assert a.next("error").error.canonical_code == code_pb2.NOT_FOUND
+    dev.receive(1, frame_from(0xBB))  # acknowledged: reported again
+    msg = a.next("digest")
+    assert members(msg) == [(b"\xbb", b"\x01")] and msg.digest.list_id == 4
+
+
+def test_digest_lists_batch_up_to_max_list_size(server, clients, p4info):
+    srv, dev = server
+    a = primary_with_pipeline(clients, p4info)
+    a.stub.Write(digest_config(p4info, 3, 50_000_000, 0))
+    for src in (1, 2, 2, 3, 4):
+        dev.receive(1, frame_from(src))
+    full = a.next("digest")
+    assert [m[0] for m in members(full)] == [b"\x01", b"\x02", b"\x03"]
+    rest = a.next("digest")  # sent when max_timeout_ns (50 ms) has passed
+    assert [m[0] for m in members(rest)] == [b"\x04"] and rest.digest.list_id == full.digest.list_id + 1
