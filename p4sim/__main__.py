@@ -7,6 +7,10 @@ printed with the differing nibbles marked), 2 when the program does not compile.
 an error.
 ``python -m p4sim compile PROGRAM.p4 [-I DIR] --p4info OUT.txtpb [--p4info-bin OUT.bin]
 --config OUT.json``: write the program's P4Info and p4sim's device config (exit 2 on an error).
+``python -m p4sim switch [PROGRAM.p4 | --no-p4] -i PORT@IFACE ... [options]``: the switch
+process, a simple_switch_grpc drop-in (see :mod:`p4sim.switchd.main`).
+``python -m p4sim ctl ADDR COMMAND [ARGS...]``: the switch's control API, e.g.
+``set_queue_rate RATE_PPS [PORT [PRIORITY]]`` (see :mod:`p4sim.switchd.control`).
 
 Example::
 
@@ -45,6 +49,9 @@ def _parser() -> argparse.ArgumentParser:
     comp.add_argument("--p4info-bin", default=None, help="P4Info output, binary protobuf")
     comp.add_argument("--config", default=None,
                       help="p4sim device config (p4_device_config): JSON with the preprocessed source, see p4sim/device.py")
+    sub.add_parser("switch", help="run the switch process (python -m p4sim switch -h)",
+                   add_help=False)
+    sub.add_parser("ctl", help="switch control API: ctl ADDR COMMAND [ARGS...]", add_help=False)
     return ap
 
 
@@ -124,6 +131,18 @@ def _compile(args: argparse.Namespace) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "switch":
+        from p4sim.switchd.main import main as switch_main
+
+        return switch_main(argv[1:])
+    if argv and argv[0] == "ctl":
+        from p4sim.switchd.control import ctl_main
+
+        if len(argv) < 3:
+            print("usage: python -m p4sim ctl ADDR COMMAND [ARGS...]", file=sys.stderr)
+            return EXIT_COMPILE
+        return ctl_main(argv[1], argv[2], argv[3:])
     args = _parser().parse_args(argv)
     if args.command == "check":
         return _check(args.program, args.include)

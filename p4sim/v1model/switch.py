@@ -15,10 +15,22 @@ egress; ``ingress_global_timestamp`` is written only for frames arriving from a 
 Multicast copies keep all metadata and get ``egress_rid``. ``truncate`` applies to the
 packet instance that called it (a multicast copy or a clone is a new instance).
 
+The pipeline can also run in two halves for a switch with real queues
+(:mod:`p4sim.switchd`): :meth:`V1ModelSwitch.run_ingress` takes a received frame through
+parser, ingress and the after-ingress decisions and returns the :class:`EgressWork` items
+to put in the egress queues (unicast, multicast copies, I2E clones); the traffic manager
+later hands each item to :meth:`V1ModelSwitch.run_egress` with the :class:`QueueMeta` it
+measured, which returns the frames to transmit and any new work (E2E clones, packets
+produced by recirculation). ``process_packet`` is exactly these two halves with a
+zero-delay FIFO in between.
+
 Example::
 
     >>> sw = V1ModelSwitch(program)                       # doctest: +SKIP
     >>> sw.process_packet(1, bytes.fromhex("ffffffffffff..."))  # doctest: +SKIP
+    [(2, b'...')]
+    >>> work = sw.run_ingress(1, frame)                   # doctest: +SKIP
+    >>> sw.run_egress(work[0], QueueMeta(enq_timestamp=5, enq_qdepth=3, deq_qdepth=2)).frames  # doctest: +SKIP
     [(2, b'...')]
 """
 from __future__ import annotations
@@ -63,9 +75,31 @@ class _IngressItem:
     repasses: int = 0
 
 
+@dataclass(frozen=True)
+class QueueMeta:
+    """What the traffic manager measured for one packet (BMv2 queueing metadata):
+    ``enq_timestamp`` in microseconds of the switch clock, ``enq_qdepth`` the depth of the
+    egress port's queues before the push, ``deq_qdepth`` their depth after the pop
+    (packets).
+
+    Example::
+
+        >>> QueueMeta(enq_timestamp=10, enq_qdepth=0, deq_qdepth=0).enq_qdepth
+        0
+    """
+
+    enq_timestamp: int
+    enq_qdepth: int
+    deq_qdepth: int
+
+
 @dataclass
-class _EgressItem:
-    """A packet in an egress queue: parsed headers + the bytes after them."""
+class EgressWork:
+    """A packet waiting in an egress queue: parsed headers + the bytes after them.
+
+    ``port`` is the egress port and ``priority`` the queue (``standard_metadata.priority``
+    at enqueue); the rest is opaque to the traffic manager.
+    """
 
     pv: Any
     payload: bytes
@@ -77,6 +111,26 @@ class _EgressItem:
     in_port: int = 0     # the port the original frame arrived on
     truncate: Optional[int] = None
     recirculate: Optional[int] = None  # flag set in ingress survives into egress
+    priority: int = 0
+    qmeta: Optional[QueueMeta] = None  # set by run_egress; None in run-to-completion mode
+
+    @property
+    def length(self) -> int:
+        """Bytes the packet occupies (headers as the length register counts them)."""
+        return self.length_reg
+
+
+_EgressItem = EgressWork
+
+
+@dataclass
+class EgressResult:
+    """What one egress pass produced: ``frames`` to transmit as ``(port, bytes)`` and
+    ``work``, new packets for the egress queues (E2E clones; packets that a recirculation
+    took through ingress again)."""
+
+    frames: list[tuple[int, bytes]] = field(default_factory=list)
+    work: list[EgressWork] = field(default_factory=list)
 
 
 @dataclass
@@ -94,7 +148,9 @@ class V1ModelSwitch:
 
     ``clock`` returns microseconds since the switch started (tests inject a fake one);
     ``priority_queues`` is simple_switch's ``--priority-queues`` (a packet whose
-    ``standard_metadata.priority`` is not below it is dropped at enqueue, as in BMv2).
+    ``standard_metadata.priority`` is not below it is dropped at enqueue, as in BMv2);
+    ``on_digest`` is called (no arguments) after a digest was pushed to the program's
+    digest queue.
 
     Example::
 
@@ -104,8 +160,10 @@ class V1ModelSwitch:
 
     def __init__(self, program: Any, cpu_port: Optional[int] = None,
                  log: Optional[LogFn] = None, *, clock: Optional[Callable[[], int]] = None,
-                 priority_queues: int = 1, max_repasses: int = MAX_REPASSES) -> None:
+                 priority_queues: int = 1, max_repasses: int = MAX_REPASSES,
+                 on_digest: Optional[Callable[[], None]] = None) -> None:
         self.program = program
+        self.on_digest = on_digest
         self.cpu_port = cpu_port
         self.log = log
         self.priority_queues = priority_queues
@@ -118,7 +176,7 @@ class V1ModelSwitch:
         self._next_packet_id = 0
         self._copy_ids: dict[int, int] = {}
         self._ingress: deque[_IngressItem] = deque()
-        self._egress: deque[_EgressItem] = deque()
+        self._egress: deque[EgressWork] = deque()
         self._out: list[tuple[int, bytes]] = []
         self._lock = threading.Lock()   # one frame at a time (callers may be threads)
 
@@ -130,12 +188,41 @@ class V1ModelSwitch:
         with self._lock:
             return self._process(ingress_port, data)
 
-    def _process(self, ingress_port: int, data: bytes) -> list[tuple[int, bytes]]:
+    def run_ingress(self, ingress_port: int, data: bytes) -> list[EgressWork]:
+        """First half: parser, ingress and the after-ingress decisions for one received
+        frame (resubmitted passes included). Returns the packets to put in the egress
+        queues, in order. Never raises for a frame."""
+        with self._lock:
+            packet_id = self._start(ingress_port, data)
+            if packet_id is not None:
+                self._drain(packet_id, with_egress=False)
+                self._copy_ids.pop(packet_id, None)
+            work = list(self._egress)
+            self._egress.clear()
+            return work
+
+    def run_egress(self, item: EgressWork, qmeta: Optional[QueueMeta] = None) -> EgressResult:
+        """Second half for one dequeued packet: egress, E2E clone, deparser, recirculation
+        (whose ingress pass runs here too). ``qmeta`` fills the queueing metadata; without
+        it the packet looks as if it never waited."""
+        with self._lock:
+            item.qmeta = qmeta
+            self._out = []
+            self._copy_ids.setdefault(item.packet_id, item.copy_id)
+            self._guarded(item.packet_id, item.copy_id, self._run_egress, item)
+            self._drain(item.packet_id, with_egress=False)
+            self._copy_ids.pop(item.packet_id, None)
+            result = EgressResult(self._out, list(self._egress))
+            self._out = []
+            self._egress.clear()
+            return result
+
+    def _start(self, ingress_port: int, data: bytes) -> Optional[int]:
+        """Queue a received frame for ingress; returns its packet id (None on failure)."""
         packet_id = self._next_packet_id
         self._next_packet_id += 1
         self._copy_ids[packet_id] = 0
         self.stats.received += 1
-        self._out = []
         try:
             pv = self.program.new_packet()
             std = pv.std
@@ -145,11 +232,16 @@ class V1ModelSwitch:
             std.ingress_global_timestamp = self.clock()
         except Exception as exc:  # a broken program object: report, do not raise
             self._error(packet_id, 0, exc)
-            return []
+            self._copy_ids.pop(packet_id, None)
+            return None
         self._ingress.append(_IngressItem(pv, bytes(data), ingress_port & PORT_MASK,
                                           packet_id, 0))
+        return packet_id
+
+    def _drain(self, packet_id: int, with_egress: bool) -> None:
+        """Run pending ingress passes (and egress passes when ``with_egress``)."""
         work = 0
-        while self._ingress or self._egress:
+        while self._ingress or (with_egress and self._egress):
             work += 1
             if work > MAX_WORK_ITEMS:
                 self._trace(packet_id, 0, f"Too many packets spawned (> {MAX_WORK_ITEMS}),"
@@ -164,6 +256,13 @@ class V1ModelSwitch:
             else:
                 eitem = self._egress.popleft()
                 self._guarded(eitem.packet_id, eitem.copy_id, self._run_egress, eitem)
+
+    def _process(self, ingress_port: int, data: bytes) -> list[tuple[int, bytes]]:
+        self._out = []
+        packet_id = self._start(ingress_port, data)
+        if packet_id is None:
+            return []
+        self._drain(packet_id, with_egress=True)
         self._copy_ids.pop(packet_id, None)
         out, self._out = self._out, []
         return out
@@ -219,8 +318,9 @@ class V1ModelSwitch:
             return
         std.enq_timestamp = self.clock()
         std.enq_qdepth = 0
-        self._egress.append(_EgressItem(pv, payload, port & PORT_MASK, length_reg, packet_id,
-                                        copy_id, repasses, in_port, truncate, recirculate))
+        self._egress.append(EgressWork(pv, payload, port & PORT_MASK, length_reg, packet_id,
+                                       copy_id, repasses, in_port, truncate, recirculate,
+                                       priority))
 
     def _clone(self, where: str, session: int, field_list: Optional[int], src_pv: Any,
                clone_pv: Any, payload: bytes, length_reg: int, packet_id: int,
@@ -345,17 +445,24 @@ class V1ModelSwitch:
         name, _receiver, values = digest
         self.program.state.digests.push(name, tuple(values), now_ns=self.clock() * 1000)
         self._trace(pid, cid, f"Generating digest '{name}'")
+        if self.on_digest is not None:
+            self.on_digest()
 
     # ------------------------------------------------------------------ egress
-    def _run_egress(self, item: _EgressItem) -> None:
+    def _run_egress(self, item: EgressWork) -> None:
         prog = self.program
         pid, cid = item.packet_id, item.copy_id
         pv = item.pv
         std = pv.std
         now = self.clock()
         std.egress_global_timestamp = now
+        deq_qdepth = 0
+        if item.qmeta is not None:
+            std.enq_timestamp = item.qmeta.enq_timestamp
+            std.enq_qdepth = item.qmeta.enq_qdepth
+            deq_qdepth = item.qmeta.deq_qdepth
         std.deq_timedelta = max(0, now - int(std.enq_timestamp))
-        std.deq_qdepth = 0
+        std.deq_qdepth = deq_qdepth
         std.egress_port = item.port
         std.egress_spec = EGRESS_SPEC_AT_EGRESS_START
         std.packet_length = item.length_reg

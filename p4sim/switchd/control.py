@@ -1,0 +1,276 @@
+"""The switch's control API: BMv2's ``set_queue_depth`` / ``set_queue_rate`` and p4sim's
+additions (line rate, PFC on/off, port counters, queue stats), as JSON lines over TCP on
+127.0.0.1.
+
+Default port: the gRPC port + 1000 (50051 → 51051), ``--control-port N`` to choose
+(0 = any free port); the switch prints ``p4sim switch control: 127.0.0.1:PORT`` before its
+ready line.
+
+Protocol: one JSON object per line each way. Request ``{"cmd": NAME, "args": {...}}``;
+reply ``{"ok": true, "result": ...}`` or ``{"ok": false, "error": MESSAGE}``. Commands
+(``port``/``priority`` omitted = all ports / all priorities; with neither, the value is
+also the default for ports created later):
+
+=====================  =====================================================
+``ping``               ``{"device_id", "ports": [numbers]}``
+``set_queue_depth``    ``depth_pkts``, ``port``, ``priority``
+``set_queue_rate``     ``rate_pps`` (0 = unlimited), ``port``, ``priority``
+``set_line_rate``      ``gbps``, ``port`` (PFC quanta → time)
+``set_pfc``            ``enabled`` (bool), ``port``
+``set_pfc_passthrough````enabled``: PFC frames also go to the P4 parser
+``port_counters``      ``port``: ``{port: {"iface", "up", rx/tx counters, queues}}``
+``queue_stats``        ``port``: ``{port: {"depth", "queues": [per priority]}}``
+``switch_stats``       drops without program / port / queue room, PFC frames, …
+=====================  =====================================================
+
+Command line (argument order as BMv2's runtime_CLI)::
+
+    python -m p4sim ctl 127.0.0.1:51051 set_queue_rate RATE_PPS [PORT [PRIORITY]]
+    python -m p4sim ctl 127.0.0.1:51051 set_queue_depth DEPTH_PKTS [PORT [PRIORITY]]
+    python -m p4sim ctl 127.0.0.1:51051 set_line_rate GBPS [PORT]
+    python -m p4sim ctl 127.0.0.1:51051 set_pfc on|off [PORT]
+    python -m p4sim ctl 127.0.0.1:51051 queue_stats [PORT]
+
+Example::
+
+    >>> c = ControlClient("127.0.0.1:51051")            # doctest: +SKIP
+    >>> c.set_queue_rate(100, port=2); c.queue_stats(2)[2]["queues"][0]["rate_pps"]  # doctest: +SKIP
+    100.0
+"""
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import socketserver
+import threading
+from typing import Any, Callable, Optional, Sequence
+
+log = logging.getLogger("p4sim.switchd.control")
+CONTROL_PORT_OFFSET = 1000
+
+
+class ControlError(RuntimeError):
+    """The switch refused a control command (the message says why)."""
+
+
+def _int_keys(d: dict[str, Any]) -> dict[int, Any]:
+    return {int(k): v for k, v in d.items()}
+
+
+class ControlService:
+    """Executes control commands against a :class:`~p4sim.switchd.device.SwitchDevice`."""
+
+    def __init__(self, device: Any) -> None:
+        self.device = device
+        self._commands: dict[str, Callable[..., Any]] = {
+            "ping": self.ping,
+            "set_queue_depth": lambda depth_pkts, port=None, priority=None:
+                device.tm.set_queue_depth(int(depth_pkts), _opt_int(port), _opt_int(priority)),
+            "set_queue_rate": lambda rate_pps, port=None, priority=None:
+                device.tm.set_queue_rate(float(rate_pps), _opt_int(port), _opt_int(priority)),
+            "set_line_rate": lambda gbps, port=None:
+                device.tm.set_line_rate(float(gbps), _opt_int(port)),
+            "set_pfc": lambda enabled, port=None: device.tm.set_pfc(bool(enabled), _opt_int(port)),
+            "set_pfc_passthrough": self.set_pfc_passthrough,
+            "port_counters": self.port_counters,
+            "queue_stats": lambda port=None: device.tm.queue_stats(_opt_int(port)),
+            "switch_stats": lambda: dict(device.stats),
+        }
+
+    def ping(self) -> dict[str, Any]:
+        return {"device_id": self.device.device_id, "ports": sorted(self.device.ports)}
+
+    def set_pfc_passthrough(self, enabled: bool) -> None:
+        self.device.pfc_passthrough = bool(enabled)
+
+    def port_counters(self, port: Optional[int] = None) -> dict[int, Any]:
+        status = self.device.port_status()
+        if port is None:
+            return status
+        if int(port) not in status:
+            raise ValueError(f"no port {port}")
+        return {int(port): status[int(port)]}
+
+    def handle(self, line: bytes) -> dict[str, Any]:
+        """One request line → the reply object (never raises)."""
+        try:
+            req = json.loads(line)
+            if not isinstance(req, dict) or not isinstance(req.get("cmd"), str):
+                raise ValueError('a request is {"cmd": NAME, "args": {...}}')
+            fn = self._commands.get(req["cmd"])
+            if fn is None:
+                raise ValueError(f"unknown command {req['cmd']!r}; known: {sorted(self._commands)}")
+            args = req.get("args") or {}
+            if not isinstance(args, dict):
+                raise ValueError("args must be an object")
+            return {"ok": True, "result": fn(**args)}
+        except (ValueError, TypeError, KeyError) as exc:
+            return {"ok": False, "error": str(exc)}
+        except Exception as exc:  # a bug must not kill the control thread
+            log.exception("control command failed")
+            return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+
+
+def _opt_int(v: Any) -> Optional[int]:
+    return None if v is None else int(v)
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        service: ControlService = self.server.service  # type: ignore[attr-defined]
+        for line in self.rfile:
+            if not line.strip():
+                continue
+            reply = service.handle(line)
+            self.wfile.write(json.dumps(reply).encode() + b"\n")
+            self.wfile.flush()
+
+
+class _TCPServer(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class ControlServer:
+    """The TCP listener (127.0.0.1 by default). ``port`` 0 picks a free port; the bound
+    one is ``bound_port`` after :meth:`start`."""
+
+    def __init__(self, device: Any, port: int, host: str = "127.0.0.1") -> None:
+        self._server = _TCPServer((host, port), _Handler, bind_and_activate=True)
+        self._server.service = ControlService(device)  # type: ignore[attr-defined]
+        self.host = host
+        self.bound_port: int = self._server.server_address[1]
+        self._thread: Optional[threading.Thread] = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._server.serve_forever, name="control",
+                                        kwargs={"poll_interval": 0.2}, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join(2.0)
+        self._server.server_close()
+
+
+def _split_addr(addr: str | tuple[str, int]) -> tuple[str, int]:
+    if isinstance(addr, tuple):
+        return addr
+    host, _, port = addr.rpartition(":")
+    return (host or "127.0.0.1").strip("[]"), int(port)
+
+
+class ControlClient:
+    """Client of the control API (one connection, thread safe).
+
+    Example::
+
+        >>> with ControlClient("127.0.0.1:51051") as c:       # doctest: +SKIP
+        ...     c.set_queue_depth(16, port=1)
+        ...     c.set_pfc(False)
+    """
+
+    def __init__(self, addr: str | tuple[str, int], timeout_s: float = 5.0) -> None:
+        self.addr = _split_addr(addr)
+        self._sock = socket.create_connection(self.addr, timeout=timeout_s)
+        self._file = self._sock.makefile("rb")
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> "ControlClient":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._file.close()
+        self._sock.close()
+
+    def call(self, cmd: str, **args: Any) -> Any:
+        """Send one command; returns its result or raises :class:`ControlError`."""
+        args = {k: v for k, v in args.items() if v is not None}
+        with self._lock:
+            self._sock.sendall(json.dumps({"cmd": cmd, "args": args}).encode() + b"\n")
+            line = self._file.readline()
+        if not line:
+            raise ControlError("connection closed by the switch")
+        reply = json.loads(line)
+        if not reply.get("ok"):
+            raise ControlError(reply.get("error", "unknown error"))
+        return reply.get("result")
+
+    def ping(self) -> dict[str, Any]:
+        return self.call("ping")
+
+    def set_queue_depth(self, depth_pkts: int, port: Optional[int] = None,
+                        priority: Optional[int] = None) -> None:
+        self.call("set_queue_depth", depth_pkts=depth_pkts, port=port, priority=priority)
+
+    def set_queue_rate(self, rate_pps: float, port: Optional[int] = None,
+                       priority: Optional[int] = None) -> None:
+        self.call("set_queue_rate", rate_pps=rate_pps, port=port, priority=priority)
+
+    def set_line_rate(self, gbps: float, port: Optional[int] = None) -> None:
+        self.call("set_line_rate", gbps=gbps, port=port)
+
+    def set_pfc(self, enabled: bool, port: Optional[int] = None) -> None:
+        self.call("set_pfc", enabled=enabled, port=port)
+
+    def set_pfc_passthrough(self, enabled: bool) -> None:
+        self.call("set_pfc_passthrough", enabled=enabled)
+
+    def port_counters(self, port: Optional[int] = None) -> dict[int, Any]:
+        return _int_keys(self.call("port_counters", port=port))
+
+    def queue_stats(self, port: Optional[int] = None) -> dict[int, Any]:
+        return _int_keys(self.call("queue_stats", port=port))
+
+    def switch_stats(self) -> dict[str, int]:
+        return self.call("switch_stats")
+
+
+_CLI_ARGS: dict[str, tuple[tuple[str, Callable[[str], Any]], ...]] = {
+    "ping": (),
+    "set_queue_depth": (("depth_pkts", int), ("port", int), ("priority", int)),
+    "set_queue_rate": (("rate_pps", float), ("port", int), ("priority", int)),
+    "set_line_rate": (("gbps", float), ("port", int)),
+    "set_pfc": (("enabled", lambda s: s.lower() in ("on", "1", "true", "yes")), ("port", int)),
+    "set_pfc_passthrough": (("enabled", lambda s: s.lower() in ("on", "1", "true", "yes")),),
+    "port_counters": (("port", int),),
+    "queue_stats": (("port", int),),
+    "switch_stats": (),
+}
+
+
+def ctl_main(addr: str, command: str, words: Sequence[str]) -> int:
+    """``python -m p4sim ctl ADDR COMMAND [ARGS…]``: prints the result as JSON; exit 0 on
+    success, 1 when the switch refused, 2 on a usage or connection error."""
+    import sys
+
+    spec = _CLI_ARGS.get(command)
+    if spec is None:
+        print(f"unknown command {command!r}; known: {', '.join(_CLI_ARGS)}", file=sys.stderr)
+        return 2
+    needed = 1 if spec and command not in ("port_counters", "queue_stats") else 0
+    if not needed <= len(words) <= len(spec):
+        usage = " ".join(f"[{n}]" if i >= needed else n.upper() for i, (n, _) in enumerate(spec))
+        print(f"usage: {command} {usage}", file=sys.stderr)
+        return 2
+    try:
+        args = {name: conv(w) for (name, conv), w in zip(spec, words)}
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        with ControlClient(addr) as client:
+            result = client.call(command, **args)
+    except ControlError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except (OSError, ValueError) as exc:
+        print(f"error: cannot reach {addr}: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(result, indent=1, sort_keys=True))
+    return 0

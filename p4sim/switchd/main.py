@@ -1,0 +1,265 @@
+"""``python -m p4sim switch``: the switch process, a drop-in for ``simple_switch_grpc``.
+
+::
+
+    python -m p4sim switch [PROGRAM.p4 | CONFIG.json | --no-p4] [-I DIR] -i PORT@IFACE ...
+        [--device-id N] [--grpc-server-addr HOST:PORT] [--cpu-port N] [--priority-queues N]
+        [--log-console] [--log-level trace|debug|info|warn|error|off] [--log-file FILE]
+        [--pcap [DIR]] [--thrift-port N (ignored)] [--queue-depth PKTS] [--queue-rate PPS]
+        [--line-rate-gbps G] [--no-pfc] [--pfc-passthrough] [--control-port N]
+        [--request-log FILE] [--no-grpc] [-- --grpc-server-addr HOST:PORT --cpu-port N ...]
+
+simple_switch_grpc's flags keep their meaning; its target options after ``--``
+(``--grpc-server-addr``, ``--cpu-port``, others accepted and ignored) are accepted too.
+``PROGRAM`` is a P4_16 v1model source, or a JSON device config (p4sim's
+``{"format": "p4sim-1", ...}`` or ``{"program": PATH, "include_dirs": [...]}``); with
+``--no-p4`` the switch drops every frame until a controller pushes a pipeline.
+
+p4sim additions: ``--queue-depth`` / ``--queue-rate`` (every egress queue, as BMv2's
+runtime ``set_queue_depth`` / ``set_queue_rate``), ``--line-rate-gbps`` (PFC quanta to
+time, default 10), ``--no-pfc`` (ignore PFC frames), ``--pfc-passthrough`` (PFC frames also
+reach the P4 parser; by default the MAC consumes them), ``--control-port`` (the control
+API of :mod:`p4sim.switchd.control`; default gRPC port + 1000), ``--request-log`` (every
+P4Runtime request, as the tutorials' ``logs/<switch>-p4runtime-requests.txt``).
+
+Output: ``p4sim switch control: 127.0.0.1:PORT`` then, once the gRPC port listens,
+``p4sim switch ready: grpc HOST:PORT device N`` on stdout. SIGTERM/SIGINT stop it cleanly
+(threads stopped, sockets closed, pcaps flushed). The per-packet trace (parser, tables,
+externs, queues, drops) goes to the console (stderr) with ``--log-console`` and/or to
+``--log-file``, at ``--log-level`` debug or trace.
+
+Example::
+
+    $ python -m p4sim switch fwd.p4 -i 1@veth1 -i 2@veth3 --pcap pcaps --log-console \\
+          -- --grpc-server-addr 127.0.0.1:50051
+    p4sim switch control: 127.0.0.1:51051
+    p4sim switch ready: grpc 127.0.0.1:50051 device 0
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from typing import Any, Optional, Sequence
+
+from p4sim.errors import P4Error
+from p4sim.switchd.control import CONTROL_PORT_OFFSET, ControlServer
+from p4sim.switchd.device import SwitchDevice
+from p4sim.switchd.pcap import PortCapture
+from p4sim.switchd.ports import RawSocketPort
+
+DEFAULT_GRPC_ADDR = "0.0.0.0:9559"
+LOG_LEVELS = {"trace": 5, "debug": logging.DEBUG, "info": logging.INFO,
+              "warn": logging.WARNING, "warning": logging.WARNING, "error": logging.ERROR,
+              "critical": logging.CRITICAL, "off": logging.CRITICAL + 10}
+_LEVEL_CHAR = {5: "T", logging.DEBUG: "D", logging.INFO: "I", logging.WARNING: "W",
+               logging.ERROR: "E", logging.CRITICAL: "C"}
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m p4sim switch",
+                                 description="p4sim switch: a simple_switch_grpc drop-in")
+    ap.add_argument("program", nargs="?", help="P4 program or JSON device config")
+    ap.add_argument("--no-p4", action="store_true", help="start without a program")
+    ap.add_argument("-I", dest="include", action="append", default=[], metavar="DIR")
+    ap.add_argument("-i", "--interface", action="append", default=[], metavar="PORT@IFACE")
+    ap.add_argument("--device-id", type=int, default=0)
+    ap.add_argument("--grpc-server-addr", default=None, metavar="HOST:PORT")
+    ap.add_argument("--cpu-port", type=int, default=None)
+    ap.add_argument("--priority-queues", type=int, default=1)
+    ap.add_argument("--log-console", action="store_true")
+    ap.add_argument("--log-level", default="trace", choices=sorted(LOG_LEVELS))
+    ap.add_argument("--log-file", default=None)
+    ap.add_argument("--pcap", nargs="?", const=".", default=None, metavar="DIR")
+    ap.add_argument("--thrift-port", type=int, default=None, help="accepted, ignored")
+    ap.add_argument("--nanolog", default=None, help="accepted, ignored")
+    ap.add_argument("--queue-depth", type=int, default=64, metavar="PKTS")
+    ap.add_argument("--queue-rate", type=float, default=0.0, metavar="PPS")
+    ap.add_argument("--line-rate-gbps", type=float, default=10.0)
+    ap.add_argument("--no-pfc", action="store_true", help="ignore received PFC frames")
+    ap.add_argument("--pfc-passthrough", action="store_true",
+                    help="PFC frames also go to the P4 parser (default: the MAC consumes them)")
+    ap.add_argument("--control-port", type=int, default=None)
+    ap.add_argument("--request-log", default=None, metavar="FILE")
+    ap.add_argument("--no-grpc", action="store_true", help="run without the P4Runtime server")
+    return ap
+
+
+def _target_parser() -> argparse.ArgumentParser:
+    """simple_switch_grpc's target options (after ``--``)."""
+    tp = argparse.ArgumentParser(prog="python -m p4sim switch ... --", add_help=False)
+    tp.add_argument("--grpc-server-addr", default=None)
+    tp.add_argument("--cpu-port", type=int, default=None)
+    return tp
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """Both halves of the command line (before and after ``--``)."""
+    argv = list(argv)
+    extra: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, extra = argv[:cut], argv[cut + 1:]
+    args = _parser().parse_args(argv)
+    targ, unknown = _target_parser().parse_known_args(extra)
+    if unknown:
+        logging.getLogger("p4sim.switchd").warning("ignoring target options %s", unknown)
+    args.grpc_server_addr = targ.grpc_server_addr or args.grpc_server_addr or DEFAULT_GRPC_ADDR
+    if targ.cpu_port is not None:
+        args.cpu_port = targ.cpu_port
+    if not args.no_p4 and args.program is None:
+        raise SystemExit("python -m p4sim switch: give a PROGRAM or --no-p4")
+    args.ports = []
+    for spec in args.interface:
+        num, sep, iface = spec.partition("@")
+        if not sep or not num.isdigit() or not iface:
+            raise SystemExit(f"-i {spec}: expected PORT@IFACE")
+        args.ports.append((int(num), iface))
+    return args
+
+
+class _BmLikeFormatter(logging.Formatter):
+    """``[HH:MM:SS.mmm] [p4sim] [D] [thread N] message`` (BMv2's console layout)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        t = self.formatTime(record, "%H:%M:%S")
+        ch = _LEVEL_CHAR.get(record.levelno, "D")
+        text = f"[{t}.{int(record.msecs):03d}] [p4sim] [{ch}] [thread {record.thread}] " \
+               f"{record.getMessage()}"
+        if record.exc_info:
+            text += "\n" + self.formatException(record.exc_info)
+        return text
+
+
+def setup_logging(console: bool, log_file: Optional[str], level: str) -> Optional[Any]:
+    """Configure the ``p4sim`` loggers; returns the per-packet trace function or None."""
+    root = logging.getLogger("p4sim")
+    root.handlers.clear()
+    root.propagate = False
+    lvl = LOG_LEVELS[level]
+    handlers: list[logging.Handler] = []
+    if console:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    if log_file:
+        os.makedirs(os.path.dirname(os.path.abspath(log_file)), exist_ok=True)
+        handlers.append(logging.FileHandler(log_file, mode="w", encoding="utf-8"))
+    if not handlers:
+        h = logging.StreamHandler(sys.stderr)
+        h.setLevel(logging.WARNING)
+        handlers.append(h)
+        lvl = max(lvl, logging.WARNING)
+    for h in handlers:
+        h.setFormatter(_BmLikeFormatter())
+        root.addHandler(h)
+    root.setLevel(lvl)
+    trace_log = logging.getLogger("p4sim.trace")
+    if lvl > logging.DEBUG:
+        return None
+    return lambda line: trace_log.debug(line)
+
+
+def load_any(path: str, include: list[str], trace: bool) -> Any:
+    """A compiled program from a .p4 file or a JSON device config."""
+    from p4sim.engine.program import load_program, load_program_text
+
+    if path.endswith(".json"):
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        conf = json.loads(text)
+        if isinstance(conf, dict) and conf.get("format"):
+            from p4sim.device import DeviceConfig
+
+            dc = DeviceConfig.from_json(text)
+            return load_program_text(dc.source, dc.name)
+        if isinstance(conf, dict) and isinstance(conf.get("program"), str):
+            return load_program(conf["program"], list(conf.get("include_dirs", [])) + include,
+                                trace=trace)
+        raise ValueError(f"{path}: not a p4sim device config (BMv2 JSON is not supported; "
+                         "give the P4 source)")
+    return load_program(path, include, trace=trace)
+
+
+def _control_port(args: argparse.Namespace) -> tuple[int, bool]:
+    """(port, explicit)."""
+    if args.control_port is not None:
+        return args.control_port, True
+    grpc_port = int(args.grpc_server_addr.rpartition(":")[2] or 0)
+    return (grpc_port + CONTROL_PORT_OFFSET if 0 < grpc_port <= 65535 - CONTROL_PORT_OFFSET
+            else 0), False
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run the switch until SIGTERM/SIGINT; returns the exit code (2: bad start)."""
+    args = parse_args(argv)
+    trace = setup_logging(args.log_console, args.log_file, args.log_level)
+    log = logging.getLogger("p4sim.switchd")
+    program = None
+    if not args.no_p4:
+        try:
+            program = load_any(args.program, args.include, trace is not None)
+        except P4Error as err:
+            print(err.render(), file=sys.stderr)
+            return 2
+        except (OSError, ValueError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+    device = SwitchDevice(device_id=args.device_id, cpu_port=args.cpu_port,
+                          priority_queues=args.priority_queues,
+                          queue_depth_pkts=args.queue_depth, queue_rate_pps=args.queue_rate,
+                          line_rate_gbps=args.line_rate_gbps, pfc_enabled=not args.no_pfc,
+                          pfc_passthrough=args.pfc_passthrough, trace=trace)
+    device.set_program(program)
+    for num, iface in args.ports:
+        port = RawSocketPort(num, iface)
+        try:
+            port.open()
+        except OSError as exc:
+            log.warning("port %d (%s): %s; will retry", num, iface, exc)
+        if args.pcap is not None:
+            port.capture = PortCapture(args.pcap, iface)
+        device.add_port(port)
+        log.info("Adding interface %s as port %d", iface, num)
+
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    device.start()
+    control = grpc = None
+    try:
+        cport, explicit = _control_port(args)
+        try:
+            control = ControlServer(device, cport)
+        except OSError as exc:
+            if explicit:
+                raise
+            log.warning("control port %d busy (%s); using a free port", cport, exc)
+            control = ControlServer(device, 0)
+        control.start()
+        print(f"p4sim switch control: 127.0.0.1:{control.bound_port}", flush=True)
+        grpc_desc = "off"
+        if not args.no_grpc:
+            from p4sim.p4runtime.server import P4RuntimeServer
+
+            grpc = P4RuntimeServer(device, args.grpc_server_addr, args.request_log)
+            bound = grpc.start()
+            host = args.grpc_server_addr.rpartition(":")[0]
+            grpc_desc = f"{host}:{bound}"
+        print(f"p4sim switch ready: grpc {grpc_desc} device {args.device_id}", flush=True)
+        while not stop.wait(0.5):
+            pass
+        log.info("stopping")
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if grpc is not None:
+            grpc.stop()
+        if control is not None:
+            control.stop()
+        device.stop()
+        logging.shutdown()
+    return 0

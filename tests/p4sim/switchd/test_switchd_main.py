@@ -1,0 +1,58 @@
+"""The command line of ``python -m p4sim switch`` (:mod:`p4sim.switchd.main`): option
+parsing as simple_switch_grpc (target options after ``--``), exit 2 on a bad program, and
+a process without ports that reports ready and stops on SIGTERM (no root needed)."""
+from __future__ import annotations
+
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from p4sim.switchd.main import main, parse_args
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_parse_args_like_simple_switch_grpc() -> None:
+    a = parse_args(["prog.p4", "-i", "1@s1-eth1", "-i", "2@s1-eth2", "--device-id", "3",
+                    "--thrift-port", "9090", "--log-console", "--pcap", "pcaps", "--",
+                    "--grpc-server-addr", "0.0.0.0:50052", "--cpu-port", "255"])
+    assert a.ports == [(1, "s1-eth1"), (2, "s1-eth2")]
+    assert (a.device_id, a.grpc_server_addr, a.cpu_port, a.pcap) == (3, "0.0.0.0:50052", 255, "pcaps")
+    b = parse_args(["--no-p4", "--grpc-server-addr", "127.0.0.1:1"])
+    assert b.program is None and b.grpc_server_addr == "127.0.0.1:1" and b.cpu_port is None
+    with pytest.raises(SystemExit):
+        parse_args(["prog.p4", "-i", "eth0"])
+    with pytest.raises(SystemExit):
+        parse_args([])
+
+
+def test_bad_program_exits_2(tmp_path, capsys) -> None:
+    bad = tmp_path / "bad.p4"
+    bad.write_text("#include <v1model.p4>\nbit<8> x = ;\n")
+    assert main([str(bad), "--no-grpc"]) == 2
+    assert "bad.p4:2:" in capsys.readouterr().err
+    assert main([str(tmp_path / "missing.p4"), "--no-grpc"]) == 2
+
+
+def test_process_reports_ready_and_stops_on_sigterm() -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "p4sim", "switch", "--no-p4",
+                             "--grpc-server-addr", "127.0.0.1:0", "--control-port", "0"],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        lines: list[str] = []
+        deadline = time.monotonic() + 60
+        while len(lines) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            if select.select([proc.stdout], [], [], 0.2)[0]:
+                lines.append(proc.stdout.readline().decode().strip())  # type: ignore[union-attr]
+        assert lines[-1].startswith("p4sim switch ready: grpc 127.0.0.1:"), lines
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
