@@ -3,18 +3,12 @@ parsing as simple_switch_grpc (target options after ``--``), exit 2 on a bad pro
 a process without ports that reports ready and stops on SIGTERM (no root needed)."""
 from __future__ import annotations
 
-import select
 import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 
 from p4sim.switchd.main import main, parse_args
-
-REPO = Path(__file__).resolve().parents[3]
+from procs import SwitchProcess
 
 
 def test_parse_args_like_simple_switch_grpc() -> None:
@@ -40,19 +34,10 @@ def test_bad_program_exits_2(tmp_path, capsys) -> None:
 
 
 def test_process_reports_ready_and_stops_on_sigterm() -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "p4sim", "switch", "--no-p4",
-                             "--grpc-server-addr", "127.0.0.1:0", "--control-port", "0"],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    sw = SwitchProcess(["--no-p4", "--grpc-server-addr", "127.0.0.1:0", "--control-port", "0"])
     try:
-        lines: list[str] = []
-        deadline = time.monotonic() + 60
-        while len(lines) < 2 and time.monotonic() < deadline and proc.poll() is None:
-            if select.select([proc.stdout], [], [], 0.2)[0]:
-                lines.append(proc.stdout.readline().decode().strip())  # type: ignore[union-attr]
-        assert lines[-1].startswith("p4sim switch ready: grpc 127.0.0.1:"), lines
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(10) == 0
+        assert sw.ready_line.startswith("p4sim switch ready: grpc 127.0.0.1:"), sw.ready_line
+        sw.proc.send_signal(signal.SIGTERM)
+        assert sw.proc.wait(10) == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(5)
+        sw.stop()

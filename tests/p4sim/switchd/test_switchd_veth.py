@@ -10,9 +10,7 @@ import select
 import shutil
 import socket
 import subprocess
-import sys
 import time
-from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -21,9 +19,7 @@ from conftest import QFWD, qm_fields, qm_frame
 from p4sim.switchd.control import ControlClient
 from p4sim.switchd.pcap import read_pcap
 from p4sim.switchd.ports import PACKET_AUXDATA, PACKET_OUTGOING, SOL_PACKET, restore_vlan
-
-REPO = Path(__file__).resolve().parents[3]
-READY_TIMEOUT_S = 60.0
+from procs import SwitchProcess
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("ip") is None,
@@ -57,20 +53,6 @@ def veths() -> Iterator[tuple[str, str, str, str]]:
             subprocess.run(["ip", "link", "del", a], capture_output=True, timeout=10)
 
 
-def _read_line(proc: subprocess.Popen, deadline: float) -> str:
-    assert proc.stdout is not None
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stdout], [], [], 0.2)
-        if ready:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            return line.decode().strip()
-        if proc.poll() is not None:
-            break
-    raise AssertionError("the switch did not report ready")
-
-
 def _open(iface: str) -> socket.socket:
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
     s.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
@@ -98,17 +80,14 @@ def _receive(sock: socket.socket, n: int, timeout_s: float = 5.0) -> list[bytes]
 def test_switch_process_forwards_on_veths(veths, tmp_path) -> None:
     sw1, sw2, host1, host2 = veths
     pcaps = tmp_path / "pcaps"
-    cmd = [sys.executable, "-m", "p4sim", "switch", str(QFWD), "-i", f"1@{sw1}", "-i",
-           f"2@{sw2}", "--pcap", str(pcaps), "--thrift-port", "9090", "--control-port", "0",
-           "--log-file", str(tmp_path / "s1.log"), "--log-level", "debug",
-           "--", "--grpc-server-addr", "127.0.0.1:0"]
+    args = [str(QFWD), "-i", f"1@{sw1}", "-i", f"2@{sw2}", "--pcap", str(pcaps),
+            "--thrift-port", "9090", "--control-port", "0",
+            "--log-file", str(tmp_path / "s1.log"), "--log-level", "debug",
+            "--", "--grpc-server-addr", "127.0.0.1:0"]
     with open(tmp_path / "stderr.txt", "wb") as err:
-        proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=err)
+        sw = SwitchProcess(args, stderr=err)
     try:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        control_line = _read_line(proc, deadline)
-        assert control_line.startswith("p4sim switch control: 127.0.0.1:")
-        ready = _read_line(proc, deadline)
+        ready = sw.ready_line
         assert ready.startswith("p4sim switch ready: grpc 127.0.0.1:") and ready.endswith("device 0")
         tx, rx = _open(host1), _open(host2)
         with tx, rx:
@@ -127,18 +106,12 @@ def test_switch_process_forwards_on_veths(veths, tmp_path) -> None:
                 if got := _receive(rx, 1, 0.2):
                     break
             assert got and qm_fields(got[0])["seq"] >= 1000
-        addr = control_line.rpartition(" ")[2]
-        with ControlClient(addr) as c:
+        with ControlClient(sw.control_addr) as c:
             counters = c.port_counters()
             assert counters[1]["rx_frames"] >= 22 and counters[2]["tx_frames"] >= 22
-        assert proc.poll() is None
+        assert sw.alive()
     finally:
-        proc.terminate()
-        try:
-            rc = proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            rc = proc.wait(5)
+        rc = sw.stop()
     assert rc == 0, (tmp_path / "stderr.txt").read_text()
     assert len(read_pcap(str(pcaps / f"{sw1}_in.pcap"))) >= 22
     assert len(read_pcap(str(pcaps / f"{sw2}_out.pcap"))) >= 22
