@@ -21,13 +21,13 @@ from bench.results import DEFAULT_OUTPUT, BenchConfig, Benchmark, Figure, merge_
 
 def all_benchmarks() -> tuple[Benchmark, ...]:
     """Every registered benchmark, in run order (add new groups here)."""
-    from bench import p4sim_bench
+    from bench import p4sim_bench, switch_bench
 
-    return tuple(p4sim_bench.BENCHMARKS)
+    return tuple(p4sim_bench.BENCHMARKS) + tuple(switch_bench.BENCHMARKS)
 
 
 def groups() -> list[str]:
-    """The benchmark groups, in run order: ``groups() == ["p4sim"]``."""
+    """The benchmark groups, in run order: ``groups() == ["p4sim", "switch"]``."""
     out: list[str] = []
     for b in all_benchmarks():
         if b.group not in out:

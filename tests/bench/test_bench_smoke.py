@@ -53,7 +53,7 @@ def test_every_benchmark_runs_and_merges_json(tmp_path: Path) -> None:
 
 
 def test_registry_and_selection() -> None:
-    names = [f"{b.group}.{b.name}" for b in all_benchmarks()]
+    names = [f"{b.group}.{b.name}" for b in all_benchmarks() if b.group == "p4sim"]
     assert names == ["p4sim.ipv4_lpm", "p4sim.ecmp_ecn", "p4sim.load_ecmp_ecn"]
     assert [b.name for b in select(["p4sim.ecmp_ecn"])] == ["ecmp_ecn"]
     with pytest.raises(KeyError):

@@ -1,0 +1,458 @@
+"""The ``switch`` benchmark group: figures of a REAL ``python -m p4sim switch`` process.
+
+Every benchmark starts its own switch process (``bench/programs/port_fwd.p4``, gRPC on a
+free port of 127.0.0.1), records its PID, and stops it by that PID (SIGTERM, then SIGKILL
+after 10 s). Figures:
+
+* ``p4sim.ready_s``: process start (``Popen``) to the ``p4sim switch ready:`` line,
+  median of ``config.runs`` starts; ``p4sim.rss_mb``: VmRSS of the last one at that point
+  (program loaded, no table entries).
+* ``p4sim.p4rt_writes_per_s.batched`` / ``.single``: table entry INSERTs per second through
+  P4Runtime (a plain gRPC client: arbitration, SetForwardingPipelineConfig, then Write
+  requests of 100 updates or of 1), exact-match table ``FwdIngress.dmac``, up to
+  :data:`MAX_ENTRIES` entries per run (read back and checked, then deleted, untimed).
+* ``p4sim.pps.veth``: frames per second forwarded between two veth ports (root only; the
+  figure is not written otherwise). The veth pairs are named after this process and only
+  they are deleted.
+
+Example::
+
+    $ .venv/bin/python -m bench switch                  # all three (as root for pps.veth)
+    $ .venv/bin/python -m bench switch.p4rt_writes --duration 1 --runs 1
+"""
+from __future__ import annotations
+
+import os
+import queue
+import select
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Optional, Sequence
+
+import grpc
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure, median
+
+REPO = Path(__file__).resolve().parents[1]
+PROGRAM = Path(__file__).resolve().parent / "programs" / "port_fwd.p4"
+READY_TIMEOUT_S = 60.0
+RPC_TIMEOUT_S = 30.0
+MAX_ENTRIES = 4000
+BATCH = 100
+DEVICE_ID = 0
+BENCH_ETHERTYPE = 0x88B5
+WINDOW = 32
+"""Frames in flight in the veth benchmark (below the switch's default queue depth of 64)."""
+
+Update = p4runtime_pb2.Update
+
+
+# ---------------------------------------------------------------------- the process
+class SwitchProcess:
+    """A ``python -m p4sim switch`` child process, stopped only by its own PID.
+
+    ``ready_s`` is the time from ``Popen`` to the ready line, ``grpc_addr`` the address
+    it announced.
+
+    Example::
+
+        >>> with SwitchProcess.run(PROGRAM) as sw:                 # doctest: +SKIP
+        ...     print(sw.pid, sw.grpc_addr, round(sw.ready_s, 2))
+        12345 127.0.0.1:40123 1.2
+    """
+
+    def __init__(self, program: Path, ports: Sequence[tuple[int, str]] = ()) -> None:
+        self.program = program
+        self.ports = list(ports)
+        self.proc: Optional[subprocess.Popen[bytes]] = None
+        self.ready_s = 0.0
+        self.grpc_addr = ""
+        self._stderr = tempfile.TemporaryFile()
+
+    @classmethod
+    @contextmanager
+    def run(cls, program: Path = PROGRAM,
+            ports: Sequence[tuple[int, str]] = ()) -> Iterator["SwitchProcess"]:
+        """Start the switch, wait for its ready line, stop it on exit."""
+        sw = cls(program, ports)
+        try:
+            sw.start()
+            yield sw
+        finally:
+            sw.stop()
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def start(self) -> None:
+        """Start the process and wait (bounded) for ``p4sim switch ready: grpc HOST:PORT``."""
+        cmd = [sys.executable, "-m", "p4sim", "switch", str(self.program), "--control-port", "0"]
+        for num, iface in self.ports:
+            cmd += ["-i", f"{num}@{iface}"]
+        cmd += ["--", "--grpc-server-addr", "127.0.0.1:0"]
+        t0 = time.perf_counter()
+        self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=self._stderr)
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while True:
+            line = self._read_line(deadline)
+            if line.startswith("p4sim switch ready: grpc "):
+                self.ready_s = time.perf_counter() - t0
+                self.grpc_addr = line.split()[4]
+                return
+
+    def _read_line(self, deadline: float) -> str:
+        assert self.proc is not None and self.proc.stdout is not None
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.proc.stdout], [], [], 0.2)
+            if ready:
+                line = self.proc.stdout.readline()
+                if line:
+                    return line.decode(errors="replace").strip()
+                break
+            if self.proc.poll() is not None:
+                break
+        raise RuntimeError(f"p4sim switch did not report ready: {self.stderr_text()}")
+
+    def stderr_text(self) -> str:
+        """What the process wrote on stderr so far (its last 2000 characters)."""
+        self._stderr.seek(0)
+        return self._stderr.read().decode(errors="replace")[-2000:]
+
+    def rss_mb(self) -> float:
+        """Resident memory (VmRSS of /proc/PID/status) in MiB."""
+        with open(f"/proc/{self.pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+        raise RuntimeError(f"no VmRSS for PID {self.pid}")
+
+    def stop(self) -> None:
+        """SIGTERM this PID (SIGKILL after 10 s); idempotent."""
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(5)
+            if proc.stdout is not None:
+                proc.stdout.close()
+        self._stderr.close()
+
+
+# ---------------------------------------------------------------------- P4Runtime client
+def _canonical(value: int) -> bytes:
+    """P4Runtime's shortest bytestring: ``_canonical(0) == b"\\x00"``."""
+    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
+
+
+class P4RuntimeClient:
+    """A minimal primary controller over raw gRPC stubs (election id 1, role default).
+
+    Example::
+
+        >>> with P4RuntimeClient.connect("127.0.0.1:50051") as c:  # doctest: +SKIP
+        ...     c.push_pipeline(PROGRAM)
+        ...     c.write([c.exact_update("FwdIngress.port_fwd", 1, "FwdIngress.forward", 2)])
+    """
+
+    def __init__(self, address: str, device_id: int = DEVICE_ID) -> None:
+        self.device_id = device_id
+        self.channel = grpc.insecure_channel(address)
+        grpc.channel_ready_future(self.channel).result(timeout=RPC_TIMEOUT_S)
+        self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
+        self.p4info = p4info_pb2.P4Info()
+        self._requests: "queue.Queue[Optional[p4runtime_pb2.StreamMessageRequest]]" = queue.Queue()
+        self._responses: "queue.Queue[object]" = queue.Queue()
+        self._stream = self.stub.StreamChannel(iter(self._requests.get, None))
+        self._reader = threading.Thread(target=self._read_stream, daemon=True)
+        self._reader.start()
+
+    @classmethod
+    @contextmanager
+    def connect(cls, address: str) -> Iterator["P4RuntimeClient"]:
+        """Connect and become primary; close the stream and channel on exit."""
+        client = cls(address)
+        try:
+            client.arbitrate()
+            yield client
+        finally:
+            client.close()
+
+    def _read_stream(self) -> None:
+        try:
+            for resp in self._stream:
+                self._responses.put(resp)
+        except grpc.RpcError as exc:
+            self._responses.put(exc)
+
+    def arbitrate(self) -> None:
+        """Send MasterArbitrationUpdate (election id 1) and check we are primary."""
+        req = p4runtime_pb2.StreamMessageRequest()
+        req.arbitration.device_id = self.device_id
+        req.arbitration.election_id.low = 1
+        self._requests.put(req)
+        resp = self._responses.get(timeout=RPC_TIMEOUT_S)
+        if not isinstance(resp, p4runtime_pb2.StreamMessageResponse) or \
+                not resp.HasField("arbitration") or resp.arbitration.status.code != 0:
+            raise RuntimeError(f"arbitration failed: {resp}")
+
+    def push_pipeline(self, program: Path) -> None:
+        """SetForwardingPipelineConfig(VERIFY_AND_COMMIT) with p4sim's device config."""
+        from p4sim.device import DeviceConfig
+        from p4sim.engine.program import load_program
+        from p4sim.frontend.preprocess import preprocess
+        from p4sim.p4info import build_p4info
+
+        self.p4info = build_p4info(load_program(str(program)))
+        req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
+            device_id=self.device_id,
+            action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
+        req.election_id.low = 1
+        req.config.p4info.CopyFrom(self.p4info)
+        req.config.p4_device_config = DeviceConfig(program.name,
+                                                   preprocess(str(program))).to_json().encode()
+        self.stub.SetForwardingPipelineConfig(req, timeout=RPC_TIMEOUT_S)
+
+    def _id(self, kind: str, name: str) -> int:
+        for obj in getattr(self.p4info, kind):
+            if obj.preamble.name == name:
+                return int(obj.preamble.id)
+        raise KeyError(name)
+
+    def exact_update(self, table: str, key: int, action: str, *params: int,
+                     utype: "Update.Type.ValueType" = Update.INSERT) -> p4runtime_pb2.Update:
+        """An Update of a one-field exact table whose action takes only integer params."""
+        upd = Update(type=utype)
+        te = upd.entity.table_entry
+        te.table_id = self._id("tables", table)
+        te.match.add(field_id=1).exact.value = _canonical(key)
+        if utype != Update.DELETE:
+            te.action.action.action_id = self._id("actions", action)
+            for i, value in enumerate(params, 1):
+                te.action.action.params.add(param_id=i, value=_canonical(value))
+        return upd
+
+    def write_request(self, updates: Sequence[p4runtime_pb2.Update]) -> p4runtime_pb2.WriteRequest:
+        req = p4runtime_pb2.WriteRequest(device_id=self.device_id)
+        req.election_id.low = 1
+        req.updates.extend(updates)
+        return req
+
+    def write(self, updates: Sequence[p4runtime_pb2.Update]) -> None:
+        self.stub.Write(self.write_request(updates), timeout=RPC_TIMEOUT_S)
+
+    def count_entries(self, table: str) -> int:
+        """Number of entries of ``table`` returned by a Read."""
+        req = p4runtime_pb2.ReadRequest(device_id=self.device_id)
+        req.entities.add().table_entry.table_id = self._id("tables", table)
+        return sum(len(r.entities) for r in self.stub.Read(req, timeout=RPC_TIMEOUT_S))
+
+    def close(self) -> None:
+        self._requests.put(None)
+        self.channel.close()
+        self._reader.join(5)
+
+
+# ---------------------------------------------------------------------- startup, memory
+def run_startup(config: BenchConfig) -> dict[str, Figure]:
+    """``p4sim.ready_s`` (median of ``config.runs`` starts) and ``p4sim.rss_mb``."""
+    times: list[float] = []
+    rss = 0.0
+    for _ in range(config.runs):
+        with SwitchProcess.run(PROGRAM) as sw:
+            times.append(sw.ready_s)
+            rss = sw.rss_mb()
+    return {"p4sim.ready_s": Figure(round(median(times), 3), "s"),
+            "p4sim.rss_mb": Figure(round(rss, 1), "MB")}
+
+
+# ---------------------------------------------------------------------- P4Runtime writes
+DMAC = "FwdIngress.dmac"
+FORWARD = "FwdIngress.forward"
+
+
+def insert_rate(client: P4RuntimeClient, batch: int, duration_s: float,
+                max_entries: int = MAX_ENTRIES, base_mac: int = 0x0A0000000000) -> float:
+    """INSERTs/s of up to ``max_entries`` dmac entries in requests of ``batch`` updates,
+    for at most ``duration_s``; the entries are read back (BenchCheckError on a wrong
+    count) and deleted afterwards, untimed."""
+    requests = [client.write_request([client.exact_update(DMAC, base_mac + i, FORWARD, 1 + i % 8)
+                                      for i in range(start, min(start + batch, max_entries))])
+                for start in range(0, max_entries, batch)]
+    n = 0
+    t0 = time.perf_counter()
+    for req in requests:
+        client.stub.Write(req, timeout=RPC_TIMEOUT_S)
+        n += len(req.updates)
+        if time.perf_counter() - t0 >= duration_s:
+            break
+    elapsed = time.perf_counter() - t0
+    got = client.count_entries(DMAC)
+    if got != n:
+        raise BenchCheckError(f"{DMAC}: {n} entries inserted, {got} read back")
+    for start in range(0, n, BATCH):
+        client.write([client.exact_update(DMAC, base_mac + i, "", utype=Update.DELETE)
+                      for i in range(start, min(start + BATCH, n))])
+    return n / elapsed
+
+
+def run_p4rt_writes(config: BenchConfig) -> dict[str, Figure]:
+    """``p4sim.p4rt_writes_per_s.batched`` (100 updates/request) and ``.single``."""
+    figures: dict[str, Figure] = {}
+    with SwitchProcess.run(PROGRAM) as sw, P4RuntimeClient.connect(sw.grpc_addr) as client:
+        client.push_pipeline(PROGRAM)
+        if config.warmup_s > 0:
+            insert_rate(client, BATCH, config.warmup_s, max_entries=1000)
+        for label, batch in (("batched", BATCH), ("single", 1)):
+            rates = [insert_rate(client, batch, config.duration_s) for _ in range(config.runs)]
+            figures[f"p4sim.p4rt_writes_per_s.{label}"] = Figure(round(median(rates), 1),
+                                                                 "entries/s")
+    return figures
+
+
+# ---------------------------------------------------------------------- veth packet rate
+def veth_available() -> Optional[str]:
+    """None when the veth benchmark can run, else why not."""
+    if os.geteuid() != 0:
+        return "needs root (creates veth pairs)"
+    if shutil.which("ip") is None:
+        return "needs iproute2 (`ip`)"
+    return None
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=10)
+
+
+@contextmanager
+def veth_pairs(count: int = 2) -> Iterator[list[tuple[str, str]]]:
+    """``count`` veth pairs (switch side, host side) named after this PID, IPv6 off, up;
+    deletes exactly the ones it created."""
+    tag = f"p4b{os.getpid() % 100000}"
+    made: list[str] = []
+    try:
+        pairs = []
+        for i in range(count):
+            a, b = f"{tag}a{i}", f"{tag}b{i}"
+            _ip("link", "add", a, "type", "veth", "peer", "name", b)
+            made.append(a)
+            for ifc in (a, b):
+                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{ifc}.disable_ipv6=1"],
+                               capture_output=True, timeout=10)
+                _ip("link", "set", ifc, "up")
+            pairs.append((a, b))
+        yield pairs
+    finally:
+        for a in made:
+            subprocess.run(["ip", "link", "del", a], capture_output=True, timeout=10)
+
+
+def make_frames(count: int = 256, size: int = 64) -> list[bytes]:
+    """Pre-built test frames (EtherType 0x88B5, a 4-byte sequence number, padded)."""
+    head = bytes.fromhex("020000000002" "020000000001") + BENCH_ETHERTYPE.to_bytes(2, "big")
+    return [(head + i.to_bytes(4, "big")).ljust(size, b"\x00") for i in range(count)]
+
+
+def _drain(rx: socket.socket) -> int:
+    n = 0
+    while True:
+        try:
+            rx.recv(4096)
+        except BlockingIOError:
+            return n
+        n += 1
+
+
+def forward_rate(tx: socket.socket, rx: socket.socket, frames: Sequence[bytes],
+                 duration_s: float, window: int = WINDOW) -> float:
+    """Frames/s received on ``rx`` while at most ``window`` frames are in flight (a frame
+    not back within 50 ms counts as lost and frees its slot), for ``duration_s``."""
+    sent = outstanding = received = 0
+    t0 = time.perf_counter()
+    end = t0 + duration_s
+    while time.perf_counter() < end:
+        while outstanding < window:
+            tx.send(frames[sent % len(frames)])
+            sent += 1
+            outstanding += 1
+        ready, _, _ = select.select([rx], [], [], 0.05)
+        if not ready:
+            outstanding = 0
+            continue
+        got = _drain(rx)
+        received += got
+        outstanding = max(0, outstanding - got)
+    elapsed = time.perf_counter() - t0
+    _drain(rx)
+    return received / elapsed
+
+
+def _check_forwarding(tx: socket.socket, rx: socket.socket, frames: Sequence[bytes]) -> None:
+    """Frames sent on port 1 come out of port 2 unchanged and in order, else BenchCheckError."""
+    _drain(rx)
+    probe = list(frames[:10])
+    got: list[bytes] = []
+    for f in probe:
+        tx.send(f)
+    deadline = time.monotonic() + 5.0
+    while len(got) < len(probe) and (left := deadline - time.monotonic()) > 0:
+        if select.select([rx], [], [], left)[0]:
+            try:
+                got.append(rx.recv(4096)[:len(probe[0])])
+            except BlockingIOError:
+                pass
+    if got != probe:
+        raise BenchCheckError(f"veth forwarding: sent {len(probe)} frames on port 1, "
+                              f"got {len(got)} back on port 2 "
+                              f"({'unchanged' if got == probe[:len(got)] else 'modified'})")
+
+
+def run_pps_veth(config: BenchConfig) -> dict[str, Figure]:
+    """``p4sim.pps.veth``; returns no figure (and says why) when not root."""
+    why = veth_available()
+    if why is not None:
+        print(f"switch.pps_veth: skipped, {why}; p4sim.pps.veth not written",
+              file=sys.stderr, flush=True)
+        return {}
+    frames = make_frames()
+    with veth_pairs(2) as pairs:
+        (sw1, host1), (sw2, host2) = pairs
+        with SwitchProcess.run(PROGRAM, [(1, sw1), (2, sw2)]) as sw, \
+                P4RuntimeClient.connect(sw.grpc_addr) as client:
+            client.push_pipeline(PROGRAM)
+            client.write([client.exact_update("FwdIngress.port_fwd", 1, FORWARD, 2),
+                          client.exact_update("FwdIngress.port_fwd", 2, FORWARD, 1)])
+            tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+            rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(BENCH_ETHERTYPE))
+            with tx, rx:
+                tx.bind((host1, 0))
+                rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+                rx.bind((host2, BENCH_ETHERTYPE))
+                rx.setblocking(False)
+                _check_forwarding(tx, rx, frames)
+                if config.warmup_s > 0:
+                    forward_rate(tx, rx, frames, config.warmup_s)
+                rates = [forward_rate(tx, rx, frames, config.duration_s)
+                         for _ in range(config.runs)]
+    return {"p4sim.pps.veth": Figure(round(median(rates), 1), "pps")}
+
+
+BENCHMARKS = (
+    Benchmark("startup", "switch", run_startup),
+    Benchmark("p4rt_writes", "switch", run_p4rt_writes),
+    Benchmark("pps_veth", "switch", run_pps_veth),
+)

@@ -1,0 +1,82 @@
+"""Smoke tests of the ``switch`` benchmark group (:mod:`bench.switch_bench`): each figure
+is measured with tiny durations against a real ``python -m p4sim switch`` process, merged
+into the JSON file with its unit, and the veth benchmark cleans up after itself (it is
+skipped when not root, without writing its figure)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bench import run_benchmarks, select
+from bench.results import BenchConfig
+from bench.switch_bench import (
+    PROGRAM,
+    P4RuntimeClient,
+    SwitchProcess,
+    _canonical,
+    insert_rate,
+    make_frames,
+    run_pps_veth,
+    veth_available,
+)
+
+TINY = BenchConfig(duration_s=0.05, runs=1, warmup_s=0.0)
+
+
+def test_registered_as_the_switch_group() -> None:
+    assert [b.name for b in select(["switch"])] == ["startup", "p4rt_writes", "pps_veth"]
+
+
+def test_startup_and_write_figures(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    out.write_text(json.dumps({"other.kept": {"value": 7, "unit": "ms"}}))
+    figures = run_benchmarks(["switch.startup", "switch.p4rt_writes"], TINY, out)
+    assert {n: f.unit for n, f in figures.items()} == {
+        "p4sim.ready_s": "s", "p4sim.rss_mb": "MB",
+        "p4sim.p4rt_writes_per_s.batched": "entries/s",
+        "p4sim.p4rt_writes_per_s.single": "entries/s"}
+    assert all(f.value > 0 for f in figures.values())
+    assert 0 < figures["p4sim.ready_s"].value < 60
+    assert 10 < figures["p4sim.rss_mb"].value < 2000
+    data = json.loads(out.read_text())
+    assert data["other.kept"] == {"value": 7, "unit": "ms"}
+    assert data["p4sim.rss_mb"]["unit"] == "MB"
+
+
+def test_insert_rate_reads_back_and_deletes() -> None:
+    with SwitchProcess.run(PROGRAM) as sw, P4RuntimeClient.connect(sw.grpc_addr) as client:
+        client.push_pipeline(PROGRAM)
+        assert insert_rate(client, 100, 10.0, max_entries=250) > 0
+        assert client.count_entries("FwdIngress.dmac") == 0
+        pid = sw.pid
+    assert sw.proc is None and not Path(f"/proc/{pid}").exists()   # stopped and reaped
+
+
+def test_helpers() -> None:
+    assert _canonical(0) == b"\x00" and _canonical(0x1FF) == b"\x01\xff"
+    frames = make_frames(4)
+    assert len({f for f in frames}) == 4 and all(len(f) == 64 for f in frames)
+    assert frames[1][12:14] == b"\x88\xb5"
+
+
+def test_pps_veth_skips_without_root(monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    import bench.switch_bench as sb
+
+    monkeypatch.setattr(sb, "veth_available", lambda: "needs root (creates veth pairs)")
+    assert run_pps_veth(TINY) == {}
+    assert "skipped, needs root" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(veth_available() is not None, reason=f"veth benchmark: {veth_available()}")
+def test_pps_veth_forwards_and_cleans_up() -> None:
+    figures = run_pps_veth(TINY)
+    assert figures["p4sim.pps.veth"].unit == "pps" and figures["p4sim.pps.veth"].value > 0
+    tag = f"p4b{os.getpid() % 100000}"
+    links = subprocess.run(["ip", "-br", "link"], capture_output=True, text=True,
+                           timeout=10).stdout
+    assert tag not in links
