@@ -262,13 +262,10 @@ class CompiledProgram:
             for a in anns:
                 if a.name != "field_list":
                     continue
-                idxs = []
-                for x in a.exprs or []:
-                    v = getattr(x, "value", None)
-                    if isinstance(v, int):
-                        idxs.append(v)
-                if not idxs and a.raw.strip():
-                    idxs = [int(p, 0) for p in a.raw.replace(" ", "").split(",") if p]
+                if a.exprs is None and a.raw.strip():
+                    raise P4Error(f"@field_list({a.raw}): expected constant list indices", a.loc)
+                # indices are compile-time constants: literals or named constants
+                idxs = [int(compiler.const_value(x)) for x in a.exprs or []]
                 for i in idxs:
                     out.setdefault(i, []).append(pyname(fname))
         # anonymous lists of the deprecated resubmit(data)/recirculate(data)/clone3 forms
