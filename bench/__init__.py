@@ -21,13 +21,14 @@ from bench.results import DEFAULT_OUTPUT, BenchConfig, Benchmark, Figure, merge_
 
 def all_benchmarks() -> tuple[Benchmark, ...]:
     """Every registered benchmark, in run order (add new groups here)."""
-    from bench import p4sim_bench, switch_bench
+    from bench import fabric_bench, p4sim_bench, switch_bench
 
-    return tuple(p4sim_bench.BENCHMARKS) + tuple(switch_bench.BENCHMARKS)
+    return (tuple(p4sim_bench.BENCHMARKS) + tuple(switch_bench.BENCHMARKS)
+            + tuple(fabric_bench.BENCHMARKS))
 
 
 def groups() -> list[str]:
-    """The benchmark groups, in run order: ``groups() == ["p4sim", "switch"]``."""
+    """The benchmark groups, in run order: ``groups() == ["p4sim", "switch", "fabric"]``."""
     out: list[str] = []
     for b in all_benchmarks():
         if b.group not in out:

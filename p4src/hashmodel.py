@@ -1,0 +1,544 @@
+"""The published ECMP hash model of the fabric: which member a 5-tuple takes at each hop.
+
+The controller (GOR) publishes one :class:`FabricHashModel` as JSON; hosts (TCCL) load it
+and predict offline, bit for bit, the ECMP member every flow takes on every switch. This
+module is the single owner of that contract: both sides import it, nothing here imports
+p4sim or the controller.
+
+What the data plane computes (``FabricIngress.ecmp.groups`` in ``p4src/fabric.p4``)::
+
+    hash(meta.ecmp_member, HashAlgorithm.crc16, base,
+         {meta.ecmp_seed, hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
+          hdr.udp.src_port, hdr.udp.dst_port}, (bit<32>) size)
+
+and the model reproduces it exactly as BMv2 (and p4sim) do:
+
+1. **Packing**: the field values, in list order, are packed MSB-first and
+   bit-contiguously (no padding between fields); only the end of the whole list is
+   zero-padded to a byte. The default list is 32+32+32+8+16+16 = 136 bits = 17 bytes.
+2. **Invalid headers are skipped**, not zero-filled: the fabric parser extracts UDP
+   when the IPv4 protocol is 17 and the fragment offset is 0, so for any other protocol
+   the ``udp.*`` fields are left out and the message is 13 bytes. The model assumes
+   unfragmented packets (RoCEv2 never fragments): a non-first UDP fragment hashes as a
+   non-UDP packet on the switch, which ``Flow`` cannot express.
+3. **Algorithm**: ``crc16`` is CRC-16/ARC (poly 0x8005 reflected, init 0, xorout 0;
+   ``crc16(b"123456789") == 0xBB3D``). ``crc32`` (zlib's CRC-32) is also accepted.
+4. **Selection**: ``member = (H % size + base) mod 2**member_width_bits`` where
+   ``size = len(members)`` (a size of 0 would behave as 1; the model forbids empty
+   groups) and ``member_width_bits`` is the width of ``meta.ecmp_member`` (16). The
+   member index then selects ``members[H % size]`` through ``FabricIngress.ecmp.members``.
+
+JSON schema (``version`` 1; every key below is required unless marked optional, unknown
+keys are rejected, and a bad file raises ``ValueError`` naming the JSON path and why)::
+
+    {
+      "version": 1,
+      "packing": "msb-first-contiguous",                         (optional, fixed)
+      "formula": "member = H(fields) % len(members) + base",     (optional, fixed)
+      "switches": [
+        {
+          "switch": "leaf-b0-r0",                # unique name, non-empty
+          "algorithm": "crc16",                  # "crc16" | "crc32"
+          "fields": [                            # hash input, in order (unique names from
+            {"name": "ecmp_seed", "width_bits": 32},       # FIELD_NAMES, width 1..64)
+            {"name": "ipv4.src_addr", "width_bits": 32},
+            {"name": "ipv4.dst_addr", "width_bits": 32},
+            {"name": "ipv4.protocol", "width_bits": 8},
+            {"name": "udp.src_port", "width_bits": 16},
+            {"name": "udp.dst_port", "width_bits": 16}
+          ],
+          "seed": 305419896,                     # fits the ecmp_seed field's width
+          "member_width_bits": 16,               (optional, default 16)
+          "groups": [                            # unique group_id (0..65535)
+            {"group_id": 1, "base": 0, "members": ["spine0", "spine1", "spine2", "spine3"]}
+          ]
+        }
+      ]
+    }
+
+Groups may share member indexes (two groups over the same uplinks with the same base)
+only when they name the same member at every shared index.
+
+Sweeping source ports fast: with every other field fixed, CRC is affine over GF(2) in its
+input bits — for equal-length messages ``crc(x ^ d) == crc(x) ^ crc(d) ^ crc(0)``. So
+``H(sport) = H(sport=0) ^ L(sport)`` where ``L`` is linear: ``L(sport)`` is the XOR of
+``crc(e_b) ^ crc(0)`` over the set bits ``b`` of ``sport`` (``e_b`` = the all-zero
+message with only that bit of the source-port field set). 16 CRCs give the basis and the
+65,536 values follow by doubling the table (``t[i | 1 << b] = t[i] ^ basis[b]``), about
+10 ms in pure Python instead of ~0.5 s for 65,536 CRCs. For CRC-16 the map ``sport -> H``
+is a bijection, so every member of a group of 2**k members gets exactly 65536 / 2**k
+ports. See :func:`port_to_member_table` and :func:`ports_for_member`.
+
+Example::
+
+    >>> sw = SwitchHashModel("leaf0", seed=7, groups={1: GroupModel(0, ["s0", "s1", "s2", "s3"])})
+    >>> fabric = FabricHashModel({"leaf0": sw})
+    >>> FabricHashModel.from_json(fabric.to_json()) == fabric
+    True
+    >>> i = member_index(sw, 1, "10.0.0.1", "10.1.0.1", 17, 49152, 4791)
+    >>> 0 <= i < 4 and predict_member(sw, 1, "10.0.0.1", "10.1.0.1", 17, 49152, 4791) == f"s{i}"
+    True
+    >>> port_to_member_table(sw, 1, "10.0.0.1", "10.1.0.1", 17, 4791)[49152] == i
+    True
+"""
+from __future__ import annotations
+
+import ipaddress
+import json
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence, Union
+
+SCHEMA_VERSION = 1
+PACKING = "msb-first-contiguous"
+FORMULA = "member = H(fields) % len(members) + base"
+PROTO_UDP = 17
+DEFAULT_MEMBER_WIDTH_BITS = 16
+
+Address = Union[int, str, ipaddress.IPv4Address]
+
+
+# --------------------------------------------------------------------------- algorithms
+def _arc_table() -> list[int]:
+    table = []
+    for i in range(256):
+        crc = i
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
+        table.append(crc)
+    return table
+
+
+_ARC_TABLE = _arc_table()
+
+
+def crc16_arc(data: bytes) -> int:
+    """CRC-16/ARC, BMv2's ``crc16``: ``crc16_arc(b"123456789") == 0xBB3D``."""
+    crc = 0
+    table = _ARC_TABLE
+    for b in data:
+        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc
+
+
+def crc32(data: bytes) -> int:
+    """CRC-32/IEEE, BMv2's ``crc32``: ``crc32(b"123456789") == 0xCBF43926``."""
+    return zlib.crc32(data) & 0xFFFFFFFF
+
+
+ALGORITHMS: dict[str, Callable[[bytes], int]] = {"crc16": crc16_arc, "crc32": crc32}
+
+
+def pack_fields(fields: Sequence[tuple[int, int]]) -> bytes:
+    """Pack ``(value, width_bits)`` MSB-first, bit-contiguously, zero-padding only the end.
+
+    Example::
+
+        >>> pack_fields([(0b101, 3), (0b1, 1), (0xAB, 8)]).hex()   # 1011 1010 1011 + 0000
+        'bab0'
+    """
+    acc = 0
+    nbits = 0
+    for value, width in fields:
+        acc = (acc << width) | (value & ((1 << width) - 1))
+        nbits += width
+    if nbits == 0:
+        return b""
+    pad = (-nbits) % 8
+    return (acc << pad).to_bytes((nbits + pad) // 8, "big")
+
+
+# --------------------------------------------------------------------------- the model
+@dataclass(frozen=True, slots=True)
+class HashField:
+    """One field of the hash input: ``HashField("udp.src_port", 16)``."""
+
+    name: str
+    width_bits: int
+
+
+DEFAULT_FIELDS: tuple[HashField, ...] = (
+    HashField("ecmp_seed", 32),
+    HashField("ipv4.src_addr", 32),
+    HashField("ipv4.dst_addr", 32),
+    HashField("ipv4.protocol", 8),
+    HashField("udp.src_port", 16),
+    HashField("udp.dst_port", 16),
+)
+FIELD_NAMES = tuple(f.name for f in DEFAULT_FIELDS)
+UDP_FIELDS = frozenset({"udp.src_port", "udp.dst_port"})
+
+
+@dataclass(frozen=True, slots=True)
+class GroupModel:
+    """An ECMP group: member indexes ``base .. base+len(members)-1``, in member order.
+
+    Example::
+
+        >>> GroupModel(4, ["spine0", "spine1"]).size
+        2
+    """
+
+    base: int
+    members: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "members", tuple(self.members))
+
+    @property
+    def size(self) -> int:
+        """The number of members (``size`` of ``select_member``)."""
+        return len(self.members)
+
+
+@dataclass(slots=True)
+class SwitchHashModel:
+    """The hash of one switch: algorithm, field list, seed and its ECMP groups by id.
+
+    Example::
+
+        >>> m = SwitchHashModel("spine0", seed=0xBEEF, groups={2: GroupModel(0, ["l0", "l1"])})
+        >>> m.algorithm, [f.width_bits for f in m.fields]
+        ('crc16', [32, 32, 32, 8, 16, 16])
+    """
+
+    switch: str
+    algorithm: str = "crc16"
+    fields: tuple[HashField, ...] = DEFAULT_FIELDS
+    seed: int = 0
+    groups: dict[int, GroupModel] = field(default_factory=dict)
+    member_width_bits: int = DEFAULT_MEMBER_WIDTH_BITS
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of this switch (validated)."""
+        out: dict[str, Any] = {
+            "switch": self.switch,
+            "algorithm": self.algorithm,
+            "fields": [{"name": f.name, "width_bits": f.width_bits} for f in self.fields],
+            "seed": self.seed,
+            "member_width_bits": self.member_width_bits,
+            "groups": [{"group_id": gid, "base": g.base, "members": list(g.members)}
+                       for gid, g in sorted(self.groups.items())],
+        }
+        _parse_switch(out, "$")
+        return out
+
+    def group(self, group_id: int) -> GroupModel:
+        """The group ``group_id``; ``KeyError`` naming the switch when it has none."""
+        try:
+            return self.groups[group_id]
+        except KeyError:
+            raise KeyError(f"switch {self.switch!r} has no ECMP group {group_id}") from None
+
+
+@dataclass(slots=True)
+class FabricHashModel:
+    """Every switch's hash model, by switch name; the published JSON document.
+
+    Example::
+
+        >>> fm = FabricHashModel({"leaf0": SwitchHashModel("leaf0", seed=1)})
+        >>> FabricHashModel.from_json(fm.to_json()).switches["leaf0"].seed
+        1
+    """
+
+    switches: dict[str, SwitchHashModel] = field(default_factory=dict)
+    version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object (validated; raises ``ValueError`` for an inconsistent model)."""
+        for name, sw in self.switches.items():
+            if name != sw.switch:
+                raise ValueError(f"hash model: switches[{name!r}] holds switch {sw.switch!r}")
+        return {"version": self.version, "packing": PACKING, "formula": FORMULA,
+                "switches": [sw.to_dict() for sw in self.switches.values()]}
+
+    def to_json(self, indent: Optional[int] = 2) -> str:
+        """The published JSON text."""
+        return json.dumps(self.to_dict(), indent=indent)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "FabricHashModel":
+        """Validate and load a parsed JSON object; ``ValueError`` names the bad path."""
+        return _parse_fabric(data)
+
+    @classmethod
+    def from_json(cls, text: Union[str, bytes]) -> "FabricHashModel":
+        """Validate and load the JSON text; ``ValueError`` names the bad path and why."""
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"hash model: not valid JSON: {exc}") from None
+        return _parse_fabric(data)
+
+    def switch(self, name: str) -> SwitchHashModel:
+        """The model of switch ``name``; ``KeyError`` when the fabric has none."""
+        try:
+            return self.switches[name]
+        except KeyError:
+            raise KeyError(f"hash model has no switch {name!r}") from None
+
+
+# --------------------------------------------------------------------------- validation
+def _fail(path: str, why: str) -> ValueError:
+    return ValueError(f"hash model {path}: {why}")
+
+
+def _obj(data: Any, path: str, required: Sequence[str], optional: Sequence[str] = ()
+         ) -> Mapping[str, Any]:
+    if not isinstance(data, dict):
+        raise _fail(path, f"must be an object, got {type(data).__name__}")
+    for key in required:
+        if key not in data:
+            raise _fail(f"{path}.{key}", "missing")
+    for key in data:
+        if key not in required and key not in optional:
+            raise _fail(f"{path}.{key}", "unknown key")
+    return data
+
+
+def _int(value: Any, path: str, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _fail(path, f"must be an integer, got {json.dumps(value)}")
+    if not lo <= value <= hi:
+        raise _fail(path, f"must be in {lo}..{hi}, got {value}")
+    return value
+
+
+def _str(value: Any, path: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise _fail(path, f"must be a non-empty string, got {json.dumps(value)}")
+    return value
+
+
+def _list(value: Any, path: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise _fail(path, f"must be a list, got {type(value).__name__}")
+    return value
+
+
+def _parse_fabric(data: Any) -> FabricHashModel:
+    obj = _obj(data, "$", ("version", "switches"), ("packing", "formula"))
+    version = obj["version"]
+    if isinstance(version, bool) or version != SCHEMA_VERSION:
+        raise _fail("$.version", f"unsupported version {json.dumps(version)} "
+                                 f"(this reader knows {SCHEMA_VERSION})")
+    for key, want in (("packing", PACKING), ("formula", FORMULA)):
+        if key in obj and obj[key] != want:
+            raise _fail(f"$.{key}", f"must be {json.dumps(want)}, got {json.dumps(obj[key])}")
+    switches: dict[str, SwitchHashModel] = {}
+    for i, raw in enumerate(_list(obj["switches"], "$.switches")):
+        sw = _parse_switch(raw, f"$.switches[{i}]")
+        if sw.switch in switches:
+            raise _fail(f"$.switches[{i}].switch", f"duplicate switch {sw.switch!r}")
+        switches[sw.switch] = sw
+    return FabricHashModel(switches, version)
+
+
+def _parse_switch(data: Any, path: str) -> SwitchHashModel:
+    obj = _obj(data, path, ("switch", "algorithm", "fields", "seed", "groups"),
+               ("member_width_bits",))
+    name = _str(obj["switch"], f"{path}.switch")
+    algorithm = obj["algorithm"]
+    if algorithm not in ALGORITHMS:
+        raise _fail(f"{path}.algorithm", f"unknown algorithm {json.dumps(algorithm)} "
+                                         f"(known: {', '.join(ALGORITHMS)})")
+    fields: list[HashField] = []
+    for i, raw in enumerate(_list(obj["fields"], f"{path}.fields")):
+        fpath = f"{path}.fields[{i}]"
+        fobj = _obj(raw, fpath, ("name", "width_bits"))
+        fname = _str(fobj["name"], f"{fpath}.name")
+        if fname not in FIELD_NAMES:
+            raise _fail(f"{fpath}.name", f"unknown field {fname!r} (known: {', '.join(FIELD_NAMES)})")
+        if any(f.name == fname for f in fields):
+            raise _fail(f"{fpath}.name", f"duplicate field {fname!r}")
+        fields.append(HashField(fname, _int(fobj["width_bits"], f"{fpath}.width_bits", 1, 64)))
+    seed_width = next((f.width_bits for f in fields if f.name == "ecmp_seed"), 32)
+    seed = _int(obj["seed"], f"{path}.seed", 0, (1 << seed_width) - 1)
+    mwidth = _int(obj.get("member_width_bits", DEFAULT_MEMBER_WIDTH_BITS),
+                  f"{path}.member_width_bits", 1, 32)
+    groups: dict[int, GroupModel] = {}
+    owner: dict[int, tuple[int, str]] = {}          # member index -> (group id, member name)
+    for i, raw in enumerate(_list(obj["groups"], f"{path}.groups")):
+        gpath = f"{path}.groups[{i}]"
+        gobj = _obj(raw, gpath, ("group_id", "base", "members"))
+        gid = _int(gobj["group_id"], f"{gpath}.group_id", 0, 0xFFFF)
+        if gid in groups:
+            raise _fail(f"{gpath}.group_id", f"duplicate group {gid}")
+        members = [_str(m, f"{gpath}.members[{j}]")
+                   for j, m in enumerate(_list(gobj["members"], f"{gpath}.members"))]
+        if not members:
+            raise _fail(f"{gpath}.members", "a group needs at least one member")
+        base = _int(gobj["base"], f"{gpath}.base", 0, (1 << mwidth) - len(members))
+        for j, member in enumerate(members):
+            prev = owner.setdefault(base + j, (gid, member))
+            if prev[1] != member:
+                raise _fail(f"{gpath}.members[{j}]",
+                            f"member index {base + j} is {member!r} here but {prev[1]!r} "
+                            f"in group {prev[0]}")
+        groups[gid] = GroupModel(base, tuple(members))
+    return SwitchHashModel(name, algorithm, tuple(fields), seed, groups, mwidth)
+
+
+# --------------------------------------------------------------------------- prediction
+class Flow(NamedTuple):
+    """A 5-tuple: ``Flow.of("10.0.0.1", "10.1.0.1", 17, 49152, 4791)``.
+
+    Addresses are 32-bit integers; the ports only count when ``proto == 17`` (UDP).
+    """
+
+    src: int
+    dst: int
+    proto: int
+    sport: int = 0
+    dport: int = 0
+
+    @classmethod
+    def of(cls, src: Address, dst: Address, proto: int, sport: int = 0, dport: int = 0) -> "Flow":
+        """Build a flow from dotted-quad strings or integers."""
+        return cls(_addr(src), _addr(dst), proto, sport, dport)
+
+
+def _addr(a: Address) -> int:
+    return a if isinstance(a, int) else int(ipaddress.IPv4Address(a))
+
+
+def _field_values(model: SwitchHashModel, flow: Flow) -> list[tuple[int, int]]:
+    """The ``(value, width)`` list the switch hashes for ``flow`` (UDP fields skipped
+    unless the flow is UDP)."""
+    values = {"ecmp_seed": model.seed, "ipv4.src_addr": flow.src, "ipv4.dst_addr": flow.dst,
+              "ipv4.protocol": flow.proto, "udp.src_port": flow.sport, "udp.dst_port": flow.dport}
+    is_udp = flow.proto == PROTO_UDP
+    return [(values[f.name], f.width_bits) for f in model.fields
+            if is_udp or f.name not in UDP_FIELDS]
+
+
+def flow_hash(model: SwitchHashModel, flow: Flow) -> int:
+    """``H``: the switch's hash of ``flow`` before ``% size + base``.
+
+    Example::
+
+        >>> flow_hash(SwitchHashModel("s"), Flow(0, 0, 0))    # 13 zero bytes: CRC-16/ARC 0
+        0
+    """
+    return ALGORITHMS[model.algorithm](pack_fields(_field_values(model, flow)))
+
+
+def member_index(model: SwitchHashModel, group_id: int, src: Address, dst: Address, proto: int,
+                 sport: int = 0, dport: int = 0) -> int:
+    """The member index (``meta.ecmp_member``) switch ``model`` picks in ``group_id``:
+    ``(H % size + base) mod 2**member_width_bits``.
+
+    Example::
+
+        >>> sw = SwitchHashModel("l", seed=1, groups={3: GroupModel(8, ["a", "b"])})
+        >>> member_index(sw, 3, "10.0.0.1", "10.0.1.1", 17, 1000, 4791) in (8, 9)
+        True
+    """
+    group = model.group(group_id)
+    h = flow_hash(model, Flow.of(src, dst, proto, sport, dport))
+    return (h % group.size + group.base) & ((1 << model.member_width_bits) - 1)
+
+
+def predict_member(model: SwitchHashModel, group_id: int, src: Address, dst: Address, proto: int,
+                   sport: int = 0, dport: int = 0) -> str:
+    """The name of the member (next hop / link) the flow takes in ``group_id``."""
+    group = model.group(group_id)
+    h = flow_hash(model, Flow.of(src, dst, proto, sport, dport))
+    return group.members[h % group.size]
+
+
+def predict_path(fabric: FabricHashModel, flow: Flow, hops: Sequence[tuple[str, int]]) -> list[str]:
+    """The member taken at each ECMP hop: ``hops`` is ``[(switch name, group id), ...]``.
+
+    Example::
+
+        >>> fm = FabricHashModel({"leaf0": SwitchHashModel("leaf0", seed=3,
+        ...                       groups={1: GroupModel(0, ["spine0", "spine1"])})})
+        >>> predict_path(fm, Flow.of("10.0.0.1", "10.1.0.1", 6), [("leaf0", 1)])[0] in ("spine0", "spine1")
+        True
+    """
+    out = []
+    for switch, group_id in hops:
+        sw = fabric.switch(switch)
+        out.append(predict_member(sw, group_id, flow.src, flow.dst, flow.proto, flow.sport, flow.dport))
+    return out
+
+
+# --------------------------------------------------------------------------- source-port sweep
+def source_port_hashes(model: SwitchHashModel, src: Address, dst: Address, proto: int,
+                       dport: int) -> list[int]:
+    """``H`` for every source port ``0 .. 2**w - 1`` (``w`` = the ``udp.src_port`` width),
+    computed with the affine property (module docstring): ``result[p] == flow_hash(model,
+    Flow(src, dst, proto, p, dport))``. A non-UDP flow, or a field list without
+    ``udp.src_port``, hashes the same for every port.
+
+    Example::
+
+        >>> hs = source_port_hashes(SwitchHashModel("s", seed=9), "10.0.0.1", "10.0.1.1", 17, 4791)
+        >>> len(hs), len(set(hs))     # crc16: a bijection over the 65,536 ports
+        (65536, 65536)
+    """
+    width = next((f.width_bits for f in model.fields if f.name == "udp.src_port"), 16)
+    flow0 = Flow.of(src, dst, proto, 0, dport)
+    h0 = flow_hash(model, flow0)
+    if proto != PROTO_UDP or all(f.name != "udp.src_port" for f in model.fields):
+        return [h0] * (1 << width)
+    algo = ALGORITHMS[model.algorithm]
+    zero_fields = [(0, w) for _, w in _field_values(model, flow0)]
+    pos = [f.name for f in model.fields].index("udp.src_port")  # UDP: no field skipped
+    crc_zero = algo(pack_fields(zero_fields))
+    table = [0]
+    for b in range(width):
+        unit = list(zero_fields)
+        unit[pos] = (1 << b, width)
+        basis = algo(pack_fields(unit)) ^ crc_zero
+        table += [x ^ basis for x in table]
+    return [h0 ^ x for x in table]
+
+
+def port_to_member_table(model: SwitchHashModel, group_id: int, src: Address, dst: Address,
+                         proto: int, dport: int) -> list[int]:
+    """The member index for every source port: ``table[sport] == member_index(model,
+    group_id, src, dst, proto, sport, dport)`` (65,536 entries for the default fields).
+
+    Example::
+
+        >>> sw = SwitchHashModel("l", seed=5, groups={1: GroupModel(0, ["a", "b", "c", "d"])})
+        >>> t = port_to_member_table(sw, 1, "10.0.0.1", "10.0.1.1", 17, 4791)
+        >>> [t.count(i) for i in range(4)]
+        [16384, 16384, 16384, 16384]
+    """
+    group = model.group(group_id)
+    n, base = group.size, group.base
+    mask = (1 << model.member_width_bits) - 1
+    return [(h % n + base) & mask for h in source_port_hashes(model, src, dst, proto, dport)]
+
+
+def ports_for_member(model: SwitchHashModel, group_id: int, src: Address, dst: Address,
+                     proto: int, dport: int, member: str) -> list[int]:
+    """Every source port (ascending) that sends the flow to ``member`` of ``group_id``:
+    how a host pins a new connection to a chosen uplink.
+
+    Example::
+
+        >>> sw = SwitchHashModel("l", seed=5, groups={1: GroupModel(0, ["a", "b"])})
+        >>> ports = ports_for_member(sw, 1, "10.0.0.1", "10.0.1.1", 17, 4791, "b")
+        >>> len(ports), predict_member(sw, 1, "10.0.0.1", "10.0.1.1", 17, ports[0], 4791)
+        (32768, 'b')
+    """
+    group = model.group(group_id)
+    if member not in group.members:
+        raise KeyError(f"group {group_id} of switch {model.switch!r} has no member {member!r}")
+    n = group.size
+    wanted = {i for i, m in enumerate(group.members) if m == member}
+    hashes = source_port_hashes(model, src, dst, proto, dport)
+    return [p for p, h in enumerate(hashes) if h % n in wanted]
+
+
+__all__ = [
+    "ALGORITHMS", "DEFAULT_FIELDS", "FIELD_NAMES", "FORMULA", "PACKING", "SCHEMA_VERSION",
+    "FabricHashModel", "Flow", "GroupModel", "HashField", "SwitchHashModel", "crc16_arc",
+    "crc32", "flow_hash", "member_index", "pack_fields", "port_to_member_table",
+    "ports_for_member", "predict_member", "predict_path", "source_port_hashes",
+]
