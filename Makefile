@@ -9,12 +9,13 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum requirements.txt | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: venv test test-p4sim bench clean help
+.PHONY: venv test test-p4sim bench ptf clean help
 
 help:
 	@echo "make venv   - create .venv with the pinned requirements (idempotent)"
 	@echo "make test   - run every test (what CI runs)"
 	@echo "make bench  - run the benchmarks, write build/bench.json"
+	@echo "make ptf    - PTF suite of the fabric (root): TARGET=p4sim|bmv2 P4C=... SIMPLE_SWITCH_GRPC=..."
 
 venv: $(STAMP)
 
@@ -29,6 +30,15 @@ test: venv
 
 test-p4sim: venv
 	$(PY) -m pytest -q $(PYTEST_ARGS) tests/p4sim
+
+# PTF suite of p4src/fabric.p4 (needs root: veth pairs). `make test` runs it too, through
+# tests/ptf/test_ptf_suite.py (skipped without root).
+TARGET ?= p4sim
+P4C ?= p4c-bm2-ss
+SIMPLE_SWITCH_GRPC ?= simple_switch_grpc
+
+ptf: venv
+	$(PY) tests/ptf/run_ptf.py --target $(TARGET) --p4c $(P4C) --simple-switch-grpc $(SIMPLE_SWITCH_GRPC)
 
 bench: venv
 	@mkdir -p build

@@ -5,7 +5,7 @@ The process is started with its stdout piped; :class:`SwitchProcess` reads the
 with a bounded timeout (no sleeping for readiness) and remembers both addresses. It
 stops only the process it started, by PID: SIGTERM first, SIGKILL if that times out.
 
-Importable as ``procs`` from every test under ``tests/p4sim`` (see its ``conftest.py``).
+Importable as ``procs`` from every test (``pythonpath = tests`` in ``pytest.ini``).
 
 Example::
 
@@ -26,7 +26,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Optional, Sequence
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 READY_TIMEOUT_S = 60.0
 CONTROL_PREFIX = "p4sim switch control: "
 READY_PREFIX = "p4sim switch ready: grpc "
@@ -78,6 +78,12 @@ class SwitchProcess:
         except BaseException:
             self.stop()
             raise
+
+    @classmethod
+    def no_p4(cls, device_id: int = 0, extra: Sequence[str] = ()) -> "SwitchProcess":
+        """A switch with no program, CPU port 255, gRPC and control ports chosen free."""
+        return cls(["--no-p4", "--device-id", str(device_id), "--cpu-port", "255",
+                    "--grpc-server-addr", "127.0.0.1:0", "--control-port", "0", *extra])
 
     def alive(self) -> bool:
         """True while the process runs."""

@@ -1,0 +1,254 @@
+"""Run the fabric PTF suite (``tests/ptf/fabric``) against p4sim or BMv2 — what ``make ptf``
+and ``tests/ptf/test_ptf_suite.py`` call. Needs root (veth pairs, raw sockets).
+
+Steps, each undone on the way out (also on failure or Ctrl-C):
+
+1. compile ``p4src/fabric.p4`` into ``build/``: p4sim → ``build/fabric.p4info.txtpb`` +
+   ``build/fabric.json`` (``python -m p4sim compile``); bmv2 → ``build/bmv2/fabric.json``
+   + ``build/bmv2/fabric.p4info.txtpb`` (``$P4C --p4runtime-files``);
+2. create veth pairs ``pt<pid>s<N>`` (switch side) / ``pt<pid>h<N>`` (PTF side) for ports
+   1..8, IPv6 off, offloads off; the names are recorded in ``build/ptf/veths.txt``;
+3. start the switch with ``--no-p4 -i N@pt<pid>sN … --cpu-port 255 --priority-queues 8``
+   (the fabric maps DSCP to 8 priorities; p4sim also with
+   ``--pfc-passthrough`` so that received PFC frames reach the P4 parser as on BMv2, and
+   ``--control-port 0`` for the queue control API); readiness: p4sim's ready line, BMv2's
+   gRPC port accepting connections;
+4. run ``ptf --test-dir tests/ptf/fabric --interface N@pt<pid>hN …`` with test params
+   ``grpc_addr``, ``device_id``, ``p4info``, ``config``, ``target``, ``control_addr``;
+5. stop the switch by its PID and delete the veths this run created (by recorded name).
+
+Usage::
+
+    python tests/ptf/run_ptf.py [--target p4sim|bmv2] [--p4c P4C]
+        [--simple-switch-grpc BIN] [--build-dir build] [--keep-logs] [TEST ...]
+
+Exit status: PTF's (0 = every test passed or skipped), 2 when the set-up failed.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Optional, Sequence
+
+REPO = Path(__file__).resolve().parents[2]
+PROGRAM = REPO / "p4src" / "fabric.p4"
+TEST_DIR = Path(__file__).resolve().parent / "fabric"
+PORTS = tuple(range(1, 9))
+CPU_PORT = 255
+DEVICE_ID = 0
+READY_TIMEOUT_S = 120.0
+# One queue per 802.1p priority: a packet whose priority has no queue is dropped (BMv2:
+# "Priority out of range"), and the fabric sets priorities from DSCP.
+PRIORITY_QUEUES = 8
+
+
+class SetupError(RuntimeError):
+    """The harness could not prepare the run (the message says which step)."""
+
+
+def _run(cmd: Sequence[str], timeout_s: float = 30.0, check: bool = True
+         ) -> subprocess.CompletedProcess:
+    return subprocess.run(list(cmd), capture_output=True, timeout=timeout_s, check=check)
+
+
+# ------------------------------------------------------------------------------ compile
+def compile_program(target: str, build: Path, p4c: str) -> tuple[Path, Path]:
+    """(P4Info text file, device config) of the fabric for ``target`` under ``build``."""
+    if target == "p4sim":
+        p4info, config = build / "fabric.p4info.txtpb", build / "fabric.json"
+        cmd = [sys.executable, "-m", "p4sim", "compile", str(PROGRAM), "-I",
+               str(PROGRAM.parent / "include"), "--p4info", str(p4info), "--config", str(config)]
+    else:
+        out = build / "bmv2"
+        out.mkdir(parents=True, exist_ok=True)
+        p4info, config = out / "fabric.p4info.txtpb", out / "fabric.json"
+        cmd = [p4c, "-I", str(PROGRAM.parent / "include"),
+               "--p4runtime-files", str(p4info), "-o", str(config), str(PROGRAM)]
+    res = subprocess.run(cmd, cwd=REPO, capture_output=True, timeout=300)
+    if res.returncode != 0:
+        raise SetupError(f"compile failed ({' '.join(cmd)}):\n{res.stderr.decode()}"
+                         f"{res.stdout.decode()}")
+    return p4info, config
+
+
+# ------------------------------------------------------------------------------- veths
+class Veths:
+    """veth pairs created by this run; :meth:`delete` removes exactly those."""
+
+    def __init__(self, record: Path) -> None:
+        self.tag = f"pt{os.getpid() % 100000}"
+        self.record = record
+        self.made: list[str] = []
+
+    def switch_side(self, port: int) -> str:
+        return f"{self.tag}s{port}"
+
+    def host_side(self, port: int) -> str:
+        return f"{self.tag}h{port}"
+
+    def create(self, ports: Sequence[int]) -> None:
+        for port in ports:
+            a, b = self.switch_side(port), self.host_side(port)
+            try:
+                _run(["ip", "link", "add", a, "type", "veth", "peer", "name", b])
+            except subprocess.CalledProcessError as exc:
+                raise SetupError(f"cannot create veth {a}: {exc.stderr.decode().strip()}") \
+                    from None
+            self.made.append(a)
+            self.record.write_text("\n".join(self.made) + "\n")
+            for ifc in (a, b):
+                _run(["sysctl", "-qw", f"net.ipv6.conf.{ifc}.disable_ipv6=1"], check=False)
+                if shutil.which("ethtool"):
+                    _run(["ethtool", "-K", ifc, "tx", "off", "rx", "off", "sg", "off"],
+                         check=False)
+                _run(["ip", "link", "set", ifc, "mtu", "9000"], check=False)
+                _run(["ip", "link", "set", ifc, "up"])
+
+    def delete(self) -> None:
+        for a in self.made:
+            _run(["ip", "link", "del", a], check=False)
+        self.made.clear()
+        self.record.unlink(missing_ok=True)
+
+
+# ------------------------------------------------------------------------------ switch
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_tcp(addr: str, proc: subprocess.Popen, deadline: float) -> None:
+    host, port = addr.rsplit(":", 1)
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SetupError(f"the switch exited with status {proc.returncode}")
+        try:
+            with socket.create_connection((host, int(port)), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise SetupError(f"the switch's gRPC port {addr} did not open")
+
+
+class Switch:
+    """The switch process of this run (stdout/stderr in ``logdir``)."""
+
+    def __init__(self, target: str, veths: Veths, logdir: Path, ssg: str) -> None:
+        self.target = target
+        self.proc: Optional[subprocess.Popen] = None
+        self.grpc_addr = ""
+        self.control_addr = ""
+        ifaces = [a for p in PORTS for a in ("-i", f"{p}@{veths.switch_side(p)}")]
+        self.out_path = logdir / "switch.out"
+        if target == "p4sim":
+            cmd = [sys.executable, "-m", "p4sim", "switch", "--no-p4", *ifaces,
+                   "--device-id", str(DEVICE_ID), "--cpu-port", str(CPU_PORT),
+                   "--priority-queues", str(PRIORITY_QUEUES), "--pfc-passthrough", "--control-port", "0",
+                   "--grpc-server-addr", "127.0.0.1:0"]
+        else:
+            self.grpc_addr = f"127.0.0.1:{_free_port()}"
+            cmd = [ssg, "--no-p4", *ifaces, "--device-id", str(DEVICE_ID),
+                   "--cpu-port", str(CPU_PORT), "--priority-queues", str(PRIORITY_QUEUES),
+                   "--log-file", str(logdir / "switch"),
+                   "--thrift-port", str(_free_port()),
+                   "--", "--grpc-server-addr", self.grpc_addr]
+        self.cmd = cmd
+        with open(self.out_path, "wb") as out:
+            self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+
+    def wait_ready(self) -> None:
+        assert self.proc is not None
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        if self.target != "p4sim":
+            _wait_tcp(self.grpc_addr, self.proc, deadline)
+            return
+        while time.monotonic() < deadline:
+            for line in self.out_path.read_text(errors="replace").splitlines():
+                if line.startswith("p4sim switch control: "):
+                    self.control_addr = line.split(": ", 1)[1].strip()
+                if line.startswith("p4sim switch ready: grpc "):
+                    self.grpc_addr = line.split()[4]
+                    return
+            if self.proc.poll() is not None:
+                raise SetupError(f"the switch exited ({self.proc.returncode}): "
+                                 f"{self.out_path.read_text(errors='replace')[-2000:]}")
+            time.sleep(0.1)
+        raise SetupError("the switch did not print its ready line")
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
+# --------------------------------------------------------------------------------- run
+def ptf_command(veths: Veths, params: dict[str, str], logdir: Path,
+                tests: Sequence[str]) -> list[str]:
+    """The ptf command line for this run."""
+    ptf = Path(sys.executable).with_name("ptf")
+    ifaces = [a for p in PORTS for a in ("--interface", f"{p}@{veths.host_side(p)}")]
+    tp = ";".join(f"{k}='{v}'" for k, v in params.items())
+    return [sys.executable, str(ptf), "--test-dir", str(TEST_DIR), *ifaces,
+            "--test-params", tp, "--log-file", str(logdir / "ptf.log"),
+            "--pypath", str(REPO), *tests]
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--target", choices=("p4sim", "bmv2"), default="p4sim")
+    ap.add_argument("--p4c", default=os.environ.get("P4C", "p4c-bm2-ss"))
+    ap.add_argument("--simple-switch-grpc",
+                    default=os.environ.get("SIMPLE_SWITCH_GRPC", "simple_switch_grpc"))
+    ap.add_argument("--build-dir", type=Path, default=REPO / "build")
+    ap.add_argument("tests", nargs="*", help="PTF test names (default: all)")
+    args = ap.parse_args(argv)
+    if os.geteuid() != 0:
+        print("run_ptf: needs root (veth pairs, raw sockets)", file=sys.stderr)
+        return 2
+    build: Path = args.build_dir.resolve()
+    logdir = build / "ptf"
+    logdir.mkdir(parents=True, exist_ok=True)
+    veths = Veths(logdir / "veths.txt")
+    switch: Optional[Switch] = None
+    try:
+        if args.target == "bmv2":
+            for tool in (args.p4c, args.simple_switch_grpc):
+                if shutil.which(tool) is None:
+                    raise SetupError(f"{tool} not found (set P4C=… SIMPLE_SWITCH_GRPC=…)")
+        p4info, config = compile_program(args.target, build, args.p4c)
+        veths.create(PORTS)
+        switch = Switch(args.target, veths, logdir, args.simple_switch_grpc)
+        switch.wait_ready()
+        params = {"grpc_addr": switch.grpc_addr, "device_id": str(DEVICE_ID),
+                  "p4info": str(p4info), "config": str(config), "target": args.target,
+                  "control_addr": switch.control_addr, "cpu_port": str(CPU_PORT)}
+        cmd = ptf_command(veths, params, logdir, args.tests)
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [str(REPO), str(TEST_DIR), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+        print(f"run_ptf: {args.target} switch at {switch.grpc_addr}; logs in {logdir}",
+              flush=True)
+        return subprocess.run(cmd, cwd=REPO, env=env, timeout=900).returncode
+    except SetupError as exc:
+        print(f"run_ptf: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if switch is not None:
+            switch.stop()
+        veths.delete()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
