@@ -1,0 +1,93 @@
+"""Command line of GOR, the fabric controller.
+
+``python -m controller setup`` connects to every switch of a fabric file (written by
+``topo``), pushes the pipeline and installs every entry the fabric needs
+(:mod:`controller.fabric_setup`); ``--hash-model FILE`` also writes the published ECMP
+hash model (what TCCL loads). Exit status 0 on success, 1 when a switch cannot be
+reached or refuses a write (the message names the switch), 2 on bad arguments.
+
+Example::
+
+    python -m controller setup --fabric build/fabric.json \\
+        --p4info build/fabric.p4info.txtpb --config build/fabric.p4sim.json \\
+        --hash-model build/hashmodel.json
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Optional, Sequence
+
+
+from controller.fabric_setup import EcnConfig, FabricProgrammer, PfcConfig
+from controller.p4rt import P4RuntimeClientError
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m controller",
+                                 description="GOR, the fabric controller.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("setup",
+                       help="connect to every switch, push the pipeline, install the fabric")
+    s.add_argument("--fabric", required=True, type=Path, help="fabric JSON written by topo")
+    s.add_argument("--p4info", required=True, type=Path, help="P4Info (text or binary)")
+    s.add_argument("--config", required=True, type=Path,
+                   help="device config (BMv2 JSON or p4sim device config)")
+    s.add_argument("--hash-model", type=Path, help="write the published ECMP hash model here")
+    s.add_argument("--no-push", action="store_true",
+                   help="do not push the pipeline (the switches already run it, tables empty)")
+    s.add_argument("--ecn-kmin", type=int, default=EcnConfig().kmin_pkts)
+    s.add_argument("--ecn-kmax", type=int, default=EcnConfig().kmax_pkts,
+                   help="0: plain threshold at kmin")
+    s.add_argument("--ecn-pmax", type=int, default=EcnConfig().pmax_per_255)
+    s.add_argument("--pfc-xoff", type=int, default=PfcConfig().xoff_pkts, help="0: no PFC")
+    s.add_argument("--pfc-xon", type=int, default=PfcConfig().xon_pkts)
+    s.add_argument("--pfc-quanta", type=int, default=PfcConfig().pause_quanta)
+    s.add_argument("--timeout", type=float, default=30.0, help="per-RPC timeout in seconds")
+    return ap
+
+
+def setup(args: argparse.Namespace) -> int:
+    """The ``setup`` command; returns the exit status."""
+    from topo.model import load_fabric   # the topology owner; imported only when used
+    for path in (args.fabric, args.p4info, args.config):
+        if not path.is_file():
+            print(f"controller setup: {path}: no such file", file=sys.stderr)
+            return 2
+    try:
+        fabric = load_fabric(args.fabric)
+    except ValueError as exc:                 # topo.spec.SpecError names the field and why
+        print(f"controller setup: {exc}", file=sys.stderr)
+        return 2
+    ecn = EcnConfig(args.ecn_kmin, args.ecn_kmax or None, args.ecn_pmax)
+    pfc = PfcConfig(args.pfc_xoff, args.pfc_xon, args.pfc_quanta) if args.pfc_xoff else None
+    start = time.monotonic()
+    try:
+        with FabricProgrammer(fabric, args.p4info, args.config, ecn=ecn, pfc=pfc,
+                              timeout_s=args.timeout) as fp:
+            written = fp.setup(push=not args.no_push)
+            if args.hash_model is not None:
+                args.hash_model.parent.mkdir(parents=True, exist_ok=True)
+                args.hash_model.write_text(fp.hash_model().to_json() + "\n")
+    except (P4RuntimeClientError, OSError) as exc:
+        print(f"controller setup: {exc}", file=sys.stderr)
+        return 1
+    for name in sorted(written):
+        print(f"{name}: {written[name]} updates")
+    print(f"controller setup: {len(written)} switches programmed in "
+          f"{time.monotonic() - start:.2f} s")
+    return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point: ``python -m controller COMMAND ...``."""
+    args = _parser().parse_args(argv)
+    if args.command == "setup":
+        return setup(args)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,369 @@
+"""The fabric *spec*: the handful of numbers that describe a multi-rail two-tier fabric,
+and their validation (from a YAML/JSON file, a dict or CLI flags).
+
+A wrong spec raises :class:`SpecError` naming the field and why; an impossible topology
+(a leaf or spine with more links than ports, an address plan that does not fit) is
+refused with the reason and the fix. ``topo.model.build_fabric`` turns a valid spec
+into the fabric.
+
+Example::
+
+    >>> spec = spec_from_dict({"blocks": 2, "rails": 4})
+    >>> (spec.blocks, spec.rails, spec.servers_per_block, spec.spines)
+    (2, 4, 2, 2)
+    >>> spec_from_dict({"rails": 0})
+    Traceback (most recent call last):
+    ...
+    topo.spec.SpecError: spec: rails: must be at least 1, got 0
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Mapping, Optional, Union
+
+HASH_ALGORITHMS = ("crc16", "crc32")
+CPU_PORT = 255            # v1model CPU port (switch flag --cpu-port 255): never a link port
+DROP_PORT = 511           # v1model drop port: never a link port
+RESERVED_PORTS = frozenset({CPU_PORT, DROP_PORT})
+MAX_BLOCKS = 256          # 10.<b>.r.s: one byte for the block
+MAX_RAILS = 256           # 10.b.<r>.s: one byte for the rail
+MAX_SERVERS = 253         # 10.b.r.<s+1>: .254 is the gateway, .255 the broadcast address
+MAX_SWITCH_ID = 0xFFFF    # port MACs carry the switch id in 16 bits
+SPINE_ID_BASE = 200       # spine k has switch id 200 + k (p4src/README.md address plan)
+
+
+class SpecError(ValueError):
+    """A fabric spec that is malformed or describes an impossible fabric.
+
+    ``str(err)`` is ``"<source>: <field>: <reason>"``; ``field`` and ``reason`` are kept.
+
+        >>> str(SpecError("rails", "must be at least 1, got 0", source="f.yaml"))
+        'f.yaml: rails: must be at least 1, got 0'
+    """
+
+    def __init__(self, field_name: str, reason: str, source: str = "spec") -> None:
+        self.field = field_name
+        self.reason = reason
+        self.source = source
+        super().__init__(f"{source}: {field_name}: {reason}")
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchOverride:
+    """Per-switch settings a spec file may force: ``SwitchOverride(grpc_addr="10.0.0.5:9559")``.
+
+    Unset fields (None) keep the computed defaults.
+    """
+
+    grpc_addr: Optional[str] = None
+    device_id: Optional[int] = None
+    ecmp_seed: Optional[int] = None
+    hash_algorithm: Optional[str] = None
+
+
+@dataclass(frozen=True, slots=True)
+class FabricSpec:
+    """The shape of a fabric: ``FabricSpec(blocks=2, servers_per_block=2, rails=2, spines=2)``.
+
+    * ``blocks`` × ``servers_per_block`` servers, each with ``rails`` NICs; NIC r of every
+      server of a block goes to one of the ``leaves_per_rail`` rail-r leaves of that block
+      (servers split into contiguous runs, server order).
+    * ``spines`` spines; every leaf has ``uplinks_per_spine`` links to every spine.
+    * ``link_gbps``: host links; ``uplink_gbps``: leaf–spine links (default ``link_gbps``),
+      or derive it from ``oversubscription`` = leaf host capacity / leaf uplink capacity.
+    * ``leaf_ports`` / ``spine_ports``: switch radix (ports 255 and 511 are reserved by
+      v1model and never used for links, so they do not count).
+    * ``grpc_host`` / ``grpc_base_port``: switch i (leaves first, then spines) listens on
+      ``grpc_host:grpc_base_port + i``; ``switches`` overrides per switch name.
+    * ``ecmp_seed``: salt of the per-switch ECMP seeds; ``leaf_hash``/``spine_hash``:
+      crc16 on leaves and crc32 on spines avoid polarisation (p4src/README.md).
+    """
+
+    blocks: int = 2
+    servers_per_block: int = 2
+    rails: int = 2
+    spines: int = 2
+    leaves_per_rail: int = 1
+    uplinks_per_spine: int = 1
+    link_gbps: float = 100.0
+    uplink_gbps: Optional[float] = None
+    oversubscription: Optional[float] = None
+    leaf_ports: int = 64
+    spine_ports: int = 64
+    grpc_host: str = "127.0.0.1"
+    grpc_base_port: int = 50051
+    election_id: int = 1
+    ecmp_seed: int = 0
+    leaf_hash: str = "crc16"
+    spine_hash: str = "crc32"
+    switches: Mapping[str, SwitchOverride] = field(default_factory=dict)
+
+    # ---------------------------------------------------------------- derived numbers
+    @property
+    def num_leaves(self) -> int:
+        """Leaves in the fabric: ``FabricSpec().num_leaves == 4``."""
+        return self.blocks * self.rails * self.leaves_per_rail
+
+    @property
+    def num_servers(self) -> int:
+        """Servers in the fabric: ``FabricSpec().num_servers == 4``."""
+        return self.blocks * self.servers_per_block
+
+    @property
+    def num_gpus(self) -> int:
+        """GPUs (one per NIC/rail): ``FabricSpec().num_gpus == 8``."""
+        return self.num_servers * self.rails
+
+    @property
+    def servers_per_leaf(self) -> int:
+        """Most servers on one leaf (runs of ``ceil(servers / leaves_per_rail)``)."""
+        return math.ceil(self.servers_per_block / self.leaves_per_rail)
+
+    @property
+    def leaf_uplinks(self) -> int:
+        """Uplinks of every leaf: ``spines * uplinks_per_spine``."""
+        return self.spines * self.uplinks_per_spine
+
+    @property
+    def spine_downlinks(self) -> int:
+        """Downlinks of every spine: one per leaf and parallel link."""
+        return self.num_leaves * self.uplinks_per_spine
+
+    @property
+    def effective_uplink_gbps(self) -> float:
+        """Speed of a leaf–spine link after ``uplink_gbps`` / ``oversubscription``."""
+        if self.uplink_gbps is not None:
+            return float(self.uplink_gbps)
+        if self.oversubscription is not None:
+            return self.servers_per_leaf * self.link_gbps / (self.leaf_uplinks * self.oversubscription)
+        return float(self.link_gbps)
+
+    @property
+    def spine_id_base(self) -> int:
+        """Switch id of spine 0: 200 (README plan) unless the leaves reach it, then the
+        next multiple of 1000 above the last leaf id."""
+        if self.num_leaves < SPINE_ID_BASE:
+            return SPINE_ID_BASE
+        return 1000 * (self.num_leaves // 1000 + 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec as plain data (what a spec file holds); ``spec_from_dict`` inverts it."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "switches":
+                value = {name: {k: v for k, v in
+                                (("grpc_addr", o.grpc_addr), ("device_id", o.device_id),
+                                 ("ecmp_seed", o.ecmp_seed), ("hash_algorithm", o.hash_algorithm))
+                                if v is not None}
+                         for name, o in value.items()}
+            out[f.name] = value
+        return out
+
+
+# ------------------------------------------------------------------------- validation
+_INT_FIELDS_MIN = {
+    "blocks": 1, "servers_per_block": 1, "rails": 1, "spines": 1, "leaves_per_rail": 1,
+    "uplinks_per_spine": 1, "leaf_ports": 1, "spine_ports": 1, "grpc_base_port": 1,
+    "election_id": 1, "ecmp_seed": 0,
+}
+_FLOAT_FIELDS = ("link_gbps", "uplink_gbps", "oversubscription")
+_KNOWN = tuple(f.name for f in fields(FabricSpec))
+
+
+def _check_int(source: str, name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(name, f"must be an integer, got {value!r}", source)
+    if value < minimum:
+        raise SpecError(name, f"must be at least {minimum}, got {value}", source)
+    return value
+
+
+def _check_positive(source: str, name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SpecError(name, f"must be a number, got {value!r}", source)
+    if not value > 0 or not math.isfinite(value):
+        raise SpecError(name, f"must be a positive number, got {value!r}", source)
+    return float(value)
+
+
+def check_grpc_addr(value: Any, name: str = "grpc_addr", source: str = "spec") -> str:
+    """``"host:port"`` with a port in 1..65535, else :class:`SpecError`.
+
+        >>> check_grpc_addr("10.0.0.5:9559")
+        '10.0.0.5:9559'
+    """
+    if not isinstance(value, str) or ":" not in value:
+        raise SpecError(name, f"must be 'host:port', got {value!r}", source)
+    host, _, port = value.rpartition(":")
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise SpecError(name, f"must be 'host:port' with a port in 1..65535, got {value!r}", source)
+    return value
+
+
+def _override(source: str, name: str, raw: Any) -> SwitchOverride:
+    where = f"switches.{name}"
+    if not isinstance(raw, Mapping):
+        raise SpecError(where, f"must be a mapping of grpc_addr/device_id/ecmp_seed/hash_algorithm, "
+                               f"got {raw!r}", source)
+    allowed = ("grpc_addr", "device_id", "ecmp_seed", "hash_algorithm")
+    for key in raw:
+        if key not in allowed:
+            raise SpecError(f"{where}.{key}", f"unknown field (known: {', '.join(allowed)})", source)
+    addr = raw.get("grpc_addr")
+    if addr is not None:
+        check_grpc_addr(addr, f"{where}.grpc_addr", source)
+    dev = raw.get("device_id")
+    if dev is not None:
+        _check_int(source, f"{where}.device_id", dev, 1)
+    seed = raw.get("ecmp_seed")
+    if seed is not None:
+        _check_int(source, f"{where}.ecmp_seed", seed, 0)
+        if seed > 0xFFFFFFFF:
+            raise SpecError(f"{where}.ecmp_seed", f"must fit in 32 bits, got {seed}", source)
+    algo = raw.get("hash_algorithm")
+    if algo is not None and algo not in HASH_ALGORITHMS:
+        raise SpecError(f"{where}.hash_algorithm", f"must be one of crc16, crc32, got {algo!r}", source)
+    return SwitchOverride(addr, dev, seed, algo)
+
+
+def spec_from_dict(data: Any, source: str = "spec") -> FabricSpec:
+    """Validate plain data (a parsed spec file) into a :class:`FabricSpec`.
+
+    Missing fields take the defaults; unknown fields, wrong types and impossible shapes
+    raise :class:`SpecError`.
+
+        >>> spec_from_dict({"spines": 4}).spines
+        4
+    """
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise SpecError("(top level)", f"must be a mapping of field: value, got {type(data).__name__}",
+                        source)
+    for key in data:
+        if key not in _KNOWN:
+            raise SpecError(str(key), f"unknown field (known: {', '.join(_KNOWN)})", source)
+    kwargs: dict[str, Any] = {}
+    for name, minimum in _INT_FIELDS_MIN.items():
+        if name in data:
+            kwargs[name] = _check_int(source, name, data[name], minimum)
+    for name in _FLOAT_FIELDS:
+        if name in data and data[name] is not None:
+            kwargs[name] = _check_positive(source, name, data[name])
+    if "grpc_host" in data:
+        host = data["grpc_host"]
+        if not isinstance(host, str) or not host or ":" in host and not host.startswith("["):
+            raise SpecError("grpc_host", f"must be a host name or address without a port, got {host!r}",
+                            source)
+        kwargs["grpc_host"] = host
+    for name in ("leaf_hash", "spine_hash"):
+        if name in data:
+            if data[name] not in HASH_ALGORITHMS:
+                raise SpecError(name, f"must be one of crc16, crc32, got {data[name]!r}", source)
+            kwargs[name] = data[name]
+    overrides_raw = data.get("switches") or {}
+    if not isinstance(overrides_raw, Mapping):
+        raise SpecError("switches", f"must be a mapping of switch name to settings, got "
+                                    f"{type(overrides_raw).__name__}", source)
+    kwargs["switches"] = {str(n): _override(source, str(n), v) for n, v in overrides_raw.items()}
+    spec = FabricSpec(**kwargs)
+    check_spec(spec, source)
+    return spec
+
+
+def check_spec(spec: FabricSpec, source: str = "spec") -> None:
+    """Refuse a spec whose fabric cannot exist, with the reason and the fix.
+
+        >>> check_spec(FabricSpec(servers_per_block=100, leaf_ports=64))
+        Traceback (most recent call last):
+        ...
+        topo.spec.SpecError: spec: leaf_ports: impossible topology: a leaf needs 102 ports (100 servers + 2 spines x 1 uplinks) but leaf_ports is 64; raise leaf_ports or add leaves_per_rail
+    """
+    if spec.blocks > MAX_BLOCKS:
+        raise SpecError("blocks", f"at most {MAX_BLOCKS} (address plan 10.<block>.<rail>.<server+1>), "
+                                  f"got {spec.blocks}", source)
+    if spec.rails > MAX_RAILS:
+        raise SpecError("rails", f"at most {MAX_RAILS} (address plan 10.<block>.<rail>.<server+1>), "
+                                 f"got {spec.rails}", source)
+    if spec.servers_per_block > MAX_SERVERS:
+        raise SpecError("servers_per_block",
+                        f"at most {MAX_SERVERS} (10.b.r.<server+1>/24: .254 is the gateway, .255 "
+                        f"broadcast), got {spec.servers_per_block}; use more blocks", source)
+    if spec.leaves_per_rail > spec.servers_per_block:
+        raise SpecError("leaves_per_rail",
+                        f"impossible topology: {spec.leaves_per_rail} leaves per rail but only "
+                        f"{spec.servers_per_block} servers per block (every leaf needs a server)", source)
+    if spec.uplink_gbps is not None and spec.oversubscription is not None:
+        raise SpecError("oversubscription", "give uplink_gbps or oversubscription, not both", source)
+    leaf_need = spec.servers_per_leaf + spec.leaf_uplinks
+    if leaf_need > spec.leaf_ports:
+        raise SpecError("leaf_ports",
+                        f"impossible topology: a leaf needs {leaf_need} ports ({spec.servers_per_leaf} "
+                        f"servers + {spec.spines} spines x {spec.uplinks_per_spine} uplinks) but "
+                        f"leaf_ports is {spec.leaf_ports}; raise leaf_ports or add leaves_per_rail", source)
+    if spec.spine_downlinks > spec.spine_ports:
+        raise SpecError("spine_ports",
+                        f"impossible topology: a spine needs {spec.spine_downlinks} ports ({spec.num_leaves} "
+                        f"leaves = {spec.blocks} blocks x {spec.rails} rails x {spec.leaves_per_rail} "
+                        f"leaves per rail, x {spec.uplinks_per_spine} links) but spine_ports is "
+                        f"{spec.spine_ports}; raise spine_ports or use fewer blocks/rails", source)
+    n_switches = spec.num_leaves + spec.spines
+    last_id = spec.spine_id_base + spec.spines - 1
+    if last_id > MAX_SWITCH_ID:
+        raise SpecError("spines", f"too many switches for the MAC plan: switch ids reach {last_id} "
+                                  f"(at most {MAX_SWITCH_ID})", source)
+    if spec.grpc_base_port + n_switches - 1 > 65535:
+        raise SpecError("grpc_base_port",
+                        f"{n_switches} switches from port {spec.grpc_base_port} run past 65535; "
+                        f"lower grpc_base_port", source)
+    if spec.ecmp_seed > 0xFFFFFFFF:
+        raise SpecError("ecmp_seed", f"must fit in 32 bits, got {spec.ecmp_seed}", source)
+
+
+def load_spec(path: Union[str, Path], overrides: Optional[Mapping[str, Any]] = None) -> FabricSpec:
+    """Read and validate a YAML (``.yaml``/``.yml``) or JSON spec file.
+
+    ``overrides`` (e.g. CLI flags) replace the file's values before validation. Errors
+    name the file: ``SpecError("fab.yaml: spines: must be an integer, got 'two'")``.
+    """
+    p = Path(path)
+    source = str(p)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise SpecError("(file)", f"cannot read: {exc.strerror or exc}", source) from None
+    data = parse_spec_text(text, source, yaml_syntax=p.suffix.lower() in (".yaml", ".yml"))
+    if overrides:
+        if data is None:
+            data = {}
+        if isinstance(data, Mapping):
+            data = {**data, **overrides}
+    return spec_from_dict(data, source)
+
+
+def parse_spec_text(text: str, source: str = "spec", yaml_syntax: bool = True) -> Any:
+    """Parse spec text (YAML, a superset of JSON, or strict JSON) to plain data."""
+    if not yaml_syntax:
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SpecError("(syntax)", f"not valid JSON: {exc.msg} at line {exc.lineno} column "
+                                        f"{exc.colno}", source) from None
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise SpecError("(syntax)", f"not valid YAML: {problem}{where}", source) from None
+
+
+__all__ = ["CPU_PORT", "DROP_PORT", "HASH_ALGORITHMS", "RESERVED_PORTS", "FabricSpec", "SpecError",
+           "SwitchOverride", "check_grpc_addr", "check_spec", "load_spec", "parse_spec_text",
+           "spec_from_dict"]
