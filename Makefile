@@ -9,10 +9,12 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum requirements.txt | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: venv test test-p4sim bench ptf clean help
+.PHONY: venv test test-p4sim bench ptf clean help run stop
 
 help:
 	@echo "make venv   - create .venv with the pinned requirements (idempotent)"
+	@echo "make run    - the testbed (root): fabric up in Mininet, programmed, ping story; CLI=0 TARGET=p4sim|bmv2"
+	@echo "make stop   - tear down only what the testbed recorded (build/testbed-state.json)"
 	@echo "make test   - run every test (what CI runs)"
 	@echo "make bench  - run the benchmarks, write build/bench.json"
 	@echo "make ptf    - PTF suite of the fabric (root): TARGET=p4sim|bmv2 P4C=... SIMPLE_SWITCH_GRPC=..."
@@ -39,6 +41,18 @@ SIMPLE_SWITCH_GRPC ?= simple_switch_grpc
 
 ptf: venv
 	$(PY) tests/ptf/run_ptf.py --target $(TARGET) --p4c $(P4C) --simple-switch-grpc $(SIMPLE_SWITCH_GRPC)
+
+# The testbed (topo/testbed.py, needs root). TARGET given on the command line or in the
+# environment wins; otherwise BMv2 when simple_switch_grpc is on PATH, else p4sim.
+RUN_TARGET = $(if $(filter command line environment,$(origin TARGET)),$(TARGET),auto)
+CLI ?= 1
+
+run: venv
+	@$(PY) -m topo.testbed deps
+	$(PY) -m topo.testbed up --target $(RUN_TARGET) $(if $(filter 0,$(CLI)),--cli no,)
+
+stop:
+	@if [ -x $(PY) ]; then $(PY) -m topo.testbed down; else $(PYTHON_SYS) -m topo.testbed down; fi
 
 bench: venv
 	@mkdir -p build

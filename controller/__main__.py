@@ -8,7 +8,7 @@ reached or refuses a write (the message names the switch), 2 on bad arguments.
 
 Example::
 
-    python -m controller setup --fabric build/fabric.json \\
+    python -m controller setup --fabric build/topology.json \\
         --p4info build/fabric.p4info.txtpb --config build/fabric.p4sim.json \\
         --hash-model build/hashmodel.json
 """

@@ -46,7 +46,7 @@ peer. :meth:`FabricProgrammer.member_ports` maps them back to egress ports.
 Example::
 
     >>> from topo.model import load_fabric                            # doctest: +SKIP
-    >>> fp = FabricProgrammer(load_fabric("build/fabric.json"),
+    >>> fp = FabricProgrammer(load_fabric("build/topology.json"),
     ...                       "build/fabric.p4info.txtpb", "build/fabric.json")  # doctest: +SKIP
     >>> fp.connect_all(); fp.push_pipelines(); fp.install_all()      # doctest: +SKIP
     >>> fp.hash_model().switch("b0r0l0").groups[1].members           # doctest: +SKIP

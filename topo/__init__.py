@@ -1,5 +1,5 @@
 """topo — the fabric description: a multi-rail two-tier topology (blocks, servers, rails,
-leaves, spines) as typed records, a networkx graph and the ``build/fabric.json`` file that
+leaves, spines) as typed records, a networkx graph and the ``build/topology.json`` file that
 the controller, hosts and testbed read. Pure Python: no Mininet needed.
 
 Modules: ``spec`` (FabricSpec, spec file validation), ``model`` (records, graph, build,

@@ -2,8 +2,8 @@
 
 ```
 python -m topo build [--spec FILE] [--blocks N --servers N --rails N --spines N ...] \
-                     --out build/fabric.json [--png build/fabric.png]
-python -m topo show build/fabric.json          # one line per switch
+                     --out build/topology.json [--png build/fabric.png]
+python -m topo show build/topology.json          # one line per switch
 ```
 
 Flags override the spec file's values; both go through the same validation, so a bad
@@ -11,9 +11,9 @@ value says which field and why. Exit status 0 on success, 2 on a bad spec or arg
 
 Example::
 
-    $ python -m topo build --blocks 2 --rails 4 --out build/fabric.json --png build/fabric.png
+    $ python -m topo build --blocks 2 --rails 4 --out build/topology.json --png build/fabric.png
     fabric: 2 blocks x 2 servers x 4 rails = 16 GPUs; 8 leaves, 2 spines, 24 links
-    wrote build/fabric.json
+    wrote build/topology.json
     wrote build/fabric.png
 """
 from __future__ import annotations
@@ -60,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--spec", type=Path, help="YAML or JSON spec file (flags override its values)")
     for flag, dest, typ, text in _FLAGS:
         b.add_argument(flag, dest=dest, type=typ, default=None, help=text)
-    b.add_argument("--out", type=Path, default=Path("build/fabric.json"), help="fabric file to write")
+    b.add_argument("--out", type=Path, default=Path("build/topology.json"), help="topology file to write")
     b.add_argument("--png", type=Path, default=None, help="also draw the fabric to this PNG")
     s = sub.add_parser("show", help="print the switches of a fabric file")
     s.add_argument("fabric", type=Path)

@@ -1,6 +1,6 @@
 """The fabric model: typed records of every switch, port, server and NIC of a multi-rail
 two-tier fabric, a networkx graph of it, and the JSON file the controller, hosts and
-testbed read (``build/fabric.json``).
+testbed read (``build/topology.json``).
 
 Conventions (p4src/README.md address plan):
 
@@ -469,7 +469,7 @@ def load_fabric_text(text: str, source: str = "fabric") -> Fabric:
 
 
 def load_fabric(path: Union[str, Path]) -> Fabric:
-    """Read ``build/fabric.json`` (written by ``python -m topo build`` / :meth:`Fabric.save`)."""
+    """Read ``build/topology.json`` (written by ``python -m topo build`` / :meth:`Fabric.save`)."""
     p = Path(path)
     try:
         text = p.read_text()

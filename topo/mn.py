@@ -1,0 +1,642 @@
+"""Mininet pieces of the testbed: switch processes, host namespaces, links, teardown.
+
+The fabric (``topo.model.Fabric``) becomes a Mininet network with ``controller=None``:
+
+* every switch is a Mininet ``Switch`` in the root namespace whose data plane is a real
+  process — ``python -m p4sim switch`` (target ``p4sim``) or ``simple_switch_grpc``
+  (target ``bmv2``) — started with the same command-line shape (:func:`switch_command`):
+  ``-i N@<sw>-eth<N>``, ``--device-id``, ``--grpc-server-addr``, ``--cpu-port 255``,
+  ``--priority-queues 8``, ``--log-file logs/<sw>.log``, ``--pcap=pcaps``, and for p4sim
+  ``--request-log logs/<sw>-p4runtime-requests.txt``. Readiness is probed on the gRPC port
+  (bounded); stop is by PID (SIGTERM, then SIGKILL).
+* every server is a Mininet host (its own network namespace) with one interface per
+  rail, ``<host>-eth<rail>``, IPv6 off and checksum offloads off (:func:`configure_host`).
+* **Routing on a host** (one rule, per rail): NIC r gets ``10.b.r.(s+1)/24`` *without* the
+  connected-subnet route (``noprefixroute``), a link route to its gateway
+  ``10.b.r.254``, and one route ``10.B.r.0/24 via 10.b.r.254 dev <host>-eth<r>`` for
+  every rail-r subnet of the fabric, its own block's included. So traffic to a rail-r
+  address always leaves on the rail-r NIC and every packet, even to a neighbour on the
+  same leaf, is routed by the leaf (the fabric is pure L3; hosts only ever ARP for their
+  gateway, which the leaf answers in the data plane). There is no default route.
+
+Everything created is recorded in :class:`TestbedState` (``build/testbed-state.json``):
+switch PIDs with their command lines, the PIDs and network-namespace inodes of the host
+and switch shells, and the root-namespace interfaces. :func:`teardown` removes exactly
+those — never ``mn -c``, never a kill by process name.
+
+Example::
+
+    >>> cmd = switch_command("p4sim", name="b0r0l0", device_id=1,            # doctest: +SKIP
+    ...                      grpc_addr="127.0.0.1:50001", ports=[1, 2, 3])
+    >>> state = TestbedState.load(Path("build/testbed-state.json"))          # doctest: +SKIP
+    >>> teardown(state)                                                       # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import importlib.util
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Iterable, Optional, Sequence
+
+REPO = Path(__file__).resolve().parents[1]
+CPU_PORT = 255
+PRIORITY_QUEUES = 8
+READY_TIMEOUT_S = 90.0
+STOP_TIMEOUT_S = 10.0
+DEBIAN_DIST_PACKAGES = Path("/usr/lib/python3/dist-packages")
+APT_PACKAGES = ("mininet", "iputils-ping", "bridge-utils", "ethtool", "tcpdump")
+APT_COMMAND = "apt-get update -q && apt-get install -y " + " ".join(APT_PACKAGES)
+P4SIM_READY_PREFIX = "p4sim switch ready: grpc "
+P4SIM_CONTROL_PREFIX = "p4sim switch control: "
+
+
+class TestbedError(RuntimeError):
+    """A testbed step failed; the message says what and how to fix it."""
+
+    __test__ = False  # not a pytest class
+
+
+# ---------------------------------------------------------------------------- mininet
+def load_mininet() -> ModuleType:
+    """The ``mininet`` package, from the venv or else from Debian's dist-packages.
+
+    Debian installs Mininet for /usr/bin/python3 only; a venv does not see it. Only the
+    ``mininet`` package itself is loaded from there (nothing else of dist-packages).
+    Raises :class:`TestbedError` with the install command when it is missing.
+
+    >>> load_mininet().__name__                                             # doctest: +SKIP
+    'mininet'
+    """
+    if "mininet" in sys.modules:
+        return sys.modules["mininet"]
+    if importlib.util.find_spec("mininet") is None:
+        init = DEBIAN_DIST_PACKAGES / "mininet" / "__init__.py"
+        if not init.exists():
+            raise TestbedError(f"Mininet is not installed; as root run: {APT_COMMAND}")
+        spec = importlib.util.spec_from_file_location(
+            "mininet", init, submodule_search_locations=[str(init.parent)])
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["mininet"] = module
+        spec.loader.exec_module(module)
+    import mininet  # noqa: PLC0415 (found now either way)
+    return mininet
+
+
+def missing_tools() -> list[str]:
+    """Debian packages the testbed needs that are not installed (by their commands)."""
+    probes = {"mininet": "mnexec", "iputils-ping": "ping", "ethtool": "ethtool",
+              "tcpdump": "tcpdump", "bridge-utils": "brctl"}
+    return [pkg for pkg, tool in probes.items()
+            if shutil.which(tool) is None and not Path("/usr/sbin", tool).exists()]
+
+
+# ------------------------------------------------------------------- switch processes
+def switch_command(target: str, *, name: str, device_id: int, grpc_addr: str,
+                   ports: Iterable[int], log_dir: Path = REPO / "logs",
+                   pcap_dir: Optional[Path] = REPO / "pcaps", log_level: str = "info",
+                   binary: Optional[str] = None, thrift_port: Optional[int] = None,
+                   extra: Sequence[str] = ()) -> list[str]:
+    """The command line of switch ``name`` for ``target`` ``"p4sim"`` or ``"bmv2"``.
+
+    Both have the same shape; p4sim adds ``--request-log`` and its own ``--log-level``
+    names, BMv2 gets a ``--thrift-port`` (default 9090 + device id) and its gRPC address
+    after ``--``.
+
+    >>> switch_command("p4sim", name="s0", device_id=201, grpc_addr="127.0.0.1:50201",
+    ...                ports=[1], log_dir=Path("logs"), pcap_dir=Path("pcaps"))[4:10]
+    ['--no-p4', '-i', '1@s0-eth1', '--device-id', '201', '--cpu-port']
+    """
+    ifaces = [a for p in sorted(ports) for a in ("-i", f"{p}@{name}-eth{p}")]
+    common = ["--no-p4", *ifaces, "--device-id", str(device_id), "--cpu-port", str(CPU_PORT),
+              "--priority-queues", str(PRIORITY_QUEUES),
+              "--log-file", str(log_dir / f"{name}.log"), "--log-level", log_level]
+    if pcap_dir is not None:
+        common.append(f"--pcap={pcap_dir}")
+    if target == "p4sim":
+        return [binary or sys.executable, "-m", "p4sim", "switch", *common,
+                "--request-log", str(log_dir / f"{name}-p4runtime-requests.txt"),
+                *extra, "--grpc-server-addr", grpc_addr]
+    if target == "bmv2":
+        tport = thrift_port if thrift_port is not None else 9090 + device_id
+        return [binary or "simple_switch_grpc", *common, "--thrift-port", str(tport),
+                *extra, "--", "--grpc-server-addr", grpc_addr]
+    raise TestbedError(f"unknown target {target!r} (p4sim or bmv2)")
+
+
+def wait_tcp(addr: str, deadline: float, alive: Any = None) -> bool:
+    """True once ``HOST:PORT`` accepts a TCP connection before ``deadline`` (monotonic).
+
+    ``alive`` is an optional callable; when it returns False the wait ends early (False).
+    """
+    host, port = addr.rsplit(":", 1)
+    host = "127.0.0.1" if host in ("0.0.0.0", "", "[::]") else host
+    while time.monotonic() < deadline:
+        if alive is not None and not alive():
+            return False
+        try:
+            with socket.create_connection((host, int(port)), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+def tail(path: Path, lines: int = 20) -> str:
+    """The last ``lines`` lines of a text file ('' when it does not exist)."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+class SwitchDaemon:
+    """One switch process: started in the root namespace, probed, stopped by its PID.
+
+    stdout and stderr go to ``logs/<name>.out``; the packet trace to ``logs/<name>.log``.
+
+    >>> d = SwitchDaemon("s0", ["python", "-m", "p4sim", "switch", "..."],   # doctest: +SKIP
+    ...                  "127.0.0.1:50201", Path("logs"))
+    >>> d.start(); d.wait_ready(time.monotonic() + 60); d.stop()           # doctest: +SKIP
+    """
+
+    def __init__(self, name: str, cmd: list[str], grpc_addr: str, log_dir: Path) -> None:
+        self.name = name
+        self.cmd = cmd
+        self.grpc_addr = grpc_addr
+        self.out_path = log_dir / f"{name}.out"
+        self.log_path = log_dir / f"{name}.log"
+        self.proc: Optional[subprocess.Popen[bytes]] = None
+        self.control_addr = ""
+
+    @property
+    def pid(self) -> Optional[int]:
+        """PID of the running process (None before :meth:`start`)."""
+        return self.proc.pid if self.proc is not None else None
+
+    def start(self) -> None:
+        """Spawn the process (returns at once; see :meth:`wait_ready`)."""
+        self.out_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.out_path, "wb") as out:
+            self.proc = subprocess.Popen(self.cmd, cwd=REPO, stdout=out,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
+
+    def alive(self) -> bool:
+        """True while the process runs."""
+        return self.proc is not None and self.proc.poll() is None
+
+    def crash_report(self) -> str:
+        """Why the switch is not usable: exit status and the tail of its logs."""
+        status = "running" if self.alive() else f"exit status {self.proc and self.proc.returncode}"
+        return (f"switch {self.name} ({status}); {self.out_path}:\n{tail(self.out_path)}\n"
+                f"{self.log_path} (tail):\n{tail(self.log_path, 10)}")
+
+    def wait_ready(self, deadline: float) -> None:
+        """Return once the gRPC port accepts connections; TestbedError otherwise."""
+        if not wait_tcp(self.grpc_addr, deadline, self.alive):
+            raise TestbedError("switch not ready: " + self.crash_report())
+        for line in tail(self.out_path, 50).splitlines():
+            if line.startswith(P4SIM_CONTROL_PREFIX):
+                self.control_addr = line[len(P4SIM_CONTROL_PREFIX):].strip()
+
+    def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> Optional[int]:
+        """SIGTERM, wait at most ``timeout_s``, then SIGKILL; the exit status."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        return self.proc.returncode
+
+
+def make_switch_class(mininet: ModuleType) -> type:
+    """The Mininet ``Switch`` subclass that runs a :class:`SwitchDaemon` (root namespace).
+
+    Built at run time because Mininet is imported lazily (see :func:`load_mininet`).
+    Construct with ``net.addSwitch(name, cls=cls, daemon=SwitchDaemon(...))``.
+    """
+    from mininet.node import Switch  # noqa: PLC0415
+
+    class P4Switch(Switch):  # type: ignore[misc, valid-type]
+        """A P4 switch (p4sim or BMv2) whose process is owned by its :class:`SwitchDaemon`."""
+
+        def __init__(self, name: str, daemon: SwitchDaemon, **params: Any) -> None:
+            params.setdefault("inNamespace", False)
+            super().__init__(name, **params)
+            self.daemon = daemon
+
+        def start(self, controllers: Any) -> None:  # noqa: ARG002 (controller=None)
+            self.daemon.start()
+
+        def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 (Mininet's name)
+            self.daemon.stop()
+            super().stop(deleteIntfs)
+
+    del mininet
+    return P4Switch
+
+
+# ------------------------------------------------------------------------------ hosts
+def host_commands(nics: Sequence[Any], rail_subnets: dict[int, list[str]]) -> list[str]:
+    """Shell commands (run inside the host's namespace) that configure its rail NICs.
+
+    ``nics`` are ``topo.model.NicInfo`` records; ``rail_subnets[r]`` lists every rail-r
+    subnet of the fabric (``"10.1.0.0/24"``). See the module docstring for the rule.
+
+    >>> from types import SimpleNamespace as N
+    >>> nic = N(rail=0, ip="10.0.0.1", prefix_len=24, gateway_ip="10.0.0.254",
+    ...         intf="b0s0-eth0", mac="00:00:0a:00:00:01")
+    >>> host_commands([nic], {0: ["10.0.0.0/24", "10.1.0.0/24"]})[-1]
+    'ip route replace 10.1.0.0/24 via 10.0.0.254 dev b0s0-eth0'
+    """
+    cmds = ["sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1",
+            "ip link set lo up"]
+    for nic in nics:
+        dev = nic.intf
+        cmds += [f"sysctl -qw net.ipv6.conf.{dev}.disable_ipv6=1",
+                 f"ethtool -K {dev} tx off rx off sg off >/dev/null 2>&1 || true",
+                 f"ip addr flush dev {dev}",
+                 f"ip addr add {nic.ip}/{nic.prefix_len} dev {dev} noprefixroute",
+                 f"ip link set {dev} up",
+                 f"ip route replace {nic.gateway_ip}/32 dev {dev} scope link"]
+        cmds += [f"ip route replace {net} via {nic.gateway_ip} dev {dev}"
+                 for net in rail_subnets.get(nic.rail, [])]
+    return cmds
+
+
+def rail_subnets(fabric: Any) -> dict[int, list[str]]:
+    """rail → sorted list of the subnets of that rail's NICs, over the whole fabric."""
+    out: dict[int, set[str]] = {}
+    for host in fabric.hosts:
+        for nic in host.nics:
+            net = ipaddress.ip_interface(f"{nic.ip}/{nic.prefix_len}").network
+            out.setdefault(nic.rail, set()).add(str(net))
+    return {r: sorted(nets, key=lambda n: ipaddress.ip_network(n)) for r, nets in out.items()}
+
+
+def configure_host(host: Any, nics: Sequence[Any], subnets: dict[int, list[str]]) -> None:
+    """Apply :func:`host_commands` in a Mininet host; TestbedError if one fails."""
+    for cmd in host_commands(nics, subnets):
+        out = host.cmd(f"{cmd}; echo rc=$?").strip()
+        if not out.endswith("rc=0"):
+            raise TestbedError(f"{host.name}: '{cmd}' failed: {out}")
+
+
+def configure_root_intf(name: str) -> None:
+    """IPv6 and offloads off on a switch-side interface (root namespace)."""
+    subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{name}.disable_ipv6=1"],
+                   capture_output=True, check=False)
+    if shutil.which("ethtool"):
+        subprocess.run(["ethtool", "-K", name, "tx", "off", "rx", "off", "sg", "off"],
+                       capture_output=True, check=False)
+
+
+# ------------------------------------------------------------------------------ state
+@dataclass(slots=True)
+class ProcRecord:
+    """A process the testbed started: name, PID, the start of its command line.
+
+    >>> ProcRecord("s0", 1234, "python -m p4sim switch", "switch").kind
+    'switch'
+    """
+    name: str
+    pid: int
+    cmdline: str
+    kind: str  # "switch" | "host-shell" | "switch-shell"
+    netns: int = 0  # inode of /proc/PID/ns/net when it has its own namespace, else 0
+
+
+@dataclass(slots=True)
+class TestbedState:
+    """What one ``testbed up`` created, saved as JSON so that ``make stop`` can undo it.
+
+    >>> s = TestbedState(target="p4sim"); s.interfaces.append("s0-eth1")
+    >>> TestbedState.from_json(s.to_json()).interfaces
+    ['s0-eth1']
+    """
+    __test__ = False
+
+    target: str = "p4sim"
+    owner_pid: int = 0
+    started_at: float = 0.0
+    procs: list[ProcRecord] = field(default_factory=list)
+    interfaces: list[str] = field(default_factory=list)  # root-namespace names
+    host_interfaces: list[str] = field(default_factory=list)  # inside host namespaces
+    switches: dict[str, dict[str, Any]] = field(default_factory=dict)  # name → grpc, logs…
+
+    def to_json(self) -> str:
+        """The state as indented JSON."""
+        return json.dumps(asdict(self), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "TestbedState":
+        """Parse :meth:`to_json` output."""
+        raw = json.loads(text)
+        raw["procs"] = [ProcRecord(**p) for p in raw.get("procs", [])]
+        return cls(**raw)
+
+    def save(self, path: Path) -> None:
+        """Write atomically to ``path``."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(self.to_json())
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> Optional["TestbedState"]:
+        """The saved state, or None when there is no file."""
+        try:
+            return cls.from_json(path.read_text())
+        except FileNotFoundError:
+            return None
+
+
+def proc_cmdline(pid: int) -> Optional[str]:
+    """``/proc/PID/cmdline`` as one space-separated string (None if no such process)."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    return raw.replace(b"\0", b" ").decode(errors="replace").strip()
+
+
+def netns_inode(pid: int) -> int:
+    """Inode of the network namespace of ``pid`` (0 if unknown)."""
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino
+    except OSError:
+        return 0
+
+
+def record_matches(rec: ProcRecord) -> bool:
+    """True when ``rec.pid`` is still the process we started (same command line)."""
+    cmd = proc_cmdline(rec.pid)
+    return cmd is not None and cmd.startswith(rec.cmdline[:200]) and bool(cmd)
+
+
+def pids_in_netns(inode: int) -> list[int]:
+    """Every PID whose network namespace is ``inode`` (never the root namespace's)."""
+    if inode == 0 or inode == netns_inode(1):
+        return []
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and netns_inode(int(entry.name)) == inode:
+            found.append(int(entry.name))
+    return found
+
+
+def link_exists(name: str) -> bool:
+    """True when a root-namespace interface ``name`` exists."""
+    return Path("/sys/class/net", name).exists()
+
+
+def leftovers(state: TestbedState) -> dict[str, list[str]]:
+    """What of ``state`` still exists: live processes, namespaces, interfaces.
+
+    >>> leftovers(TestbedState())
+    {'processes': [], 'namespaces': [], 'interfaces': []}
+    """
+    procs = [f"{r.name}:{r.pid}" for r in state.procs if record_matches(r)]
+    nss = [f"{r.name}:{r.netns}" for r in state.procs if r.netns and pids_in_netns(r.netns)]
+    intfs = [i for i in state.interfaces if link_exists(i)]
+    return {"processes": procs, "namespaces": nss, "interfaces": intfs}
+
+
+def _kill(pid: int, sig: int, group: bool) -> None:
+    try:
+        if group:
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _wait_gone(pids: Iterable[int], timeout_s: float) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    left = list(pids)
+    while left and time.monotonic() < deadline:
+        left = [p for p in left if Path(f"/proc/{p}").exists() and not _zombie(p)]
+        if left:
+            time.sleep(0.05)
+    return left
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def teardown(state: TestbedState, timeout_s: float = STOP_TIMEOUT_S) -> list[str]:
+    """Remove what ``state`` recorded; returns one line per action taken.
+
+    Switch processes get SIGTERM then SIGKILL (only when their command line still
+    matches), every process inside a recorded host namespace is killed (by the namespace's
+    inode, never by name), the shells go, then the recorded interfaces are deleted.
+    """
+    done: list[str] = []
+    live = [r for r in state.procs if r.kind == "switch" and record_matches(r)]
+    for rec in live:
+        _kill(rec.pid, signal.SIGTERM, group=False)
+    for pid in _wait_gone([r.pid for r in live], timeout_s):
+        _kill(pid, signal.SIGKILL, group=False)
+    done += [f"stopped switch {r.name} (pid {r.pid})" for r in live]
+    for rec in state.procs:
+        if rec.kind == "switch":
+            continue
+        victims = pids_in_netns(rec.netns) if rec.netns else []
+        if record_matches(rec):
+            victims.append(rec.pid)
+        for pid in set(victims):
+            _kill(pid, signal.SIGKILL, group=False)
+        if victims:
+            _wait_gone(victims, 5)
+            done.append(f"stopped {rec.kind} {rec.name} ({len(set(victims))} process(es))")
+    for name in state.interfaces:
+        if link_exists(name):
+            subprocess.run(["ip", "link", "del", name], capture_output=True, check=False)
+            done.append(f"deleted interface {name}")
+    return done
+
+
+# ---------------------------------------------------------------------------- network
+@dataclass(slots=True)
+class NetOptions:
+    """How :class:`FabricNet` runs the fabric.
+
+    ``target`` p4sim|bmv2; ``binary`` the simple_switch_grpc path (bmv2); ``tc_links``
+    shapes every link to its ``gbps`` with TCLink (no netem here: bandwidth only);
+    ``log_level`` of the switches' packet trace (``trace`` for the full per-packet log).
+    """
+    target: str = "p4sim"
+    binary: Optional[str] = None
+    log_dir: Path = REPO / "logs"
+    pcap_dir: Optional[Path] = REPO / "pcaps"
+    log_level: str = "info"
+    tc_links: bool = False
+    state_path: Path = REPO / "build" / "testbed-state.json"
+    ready_timeout_s: float = READY_TIMEOUT_S
+    switch_extra: tuple[str, ...] = ()
+
+
+class FabricNet:
+    """A ``topo.model.Fabric`` as a running Mininet network, recorded as it is built.
+
+    >>> fnet = FabricNet(fabric, NetOptions(target="p4sim"))               # doctest: +SKIP
+    >>> fnet.start()   # hosts, links, switches, all gRPC ports ready      # doctest: +SKIP
+    >>> fnet.host("b0s1").cmd("ping -c1 10.1.0.2")                         # doctest: +SKIP
+    >>> fnet.stop()    # everything it made, by PID and recorded name      # doctest: +SKIP
+    """
+
+    def __init__(self, fabric: Any, options: NetOptions) -> None:
+        self.fabric = fabric
+        self.opts = options
+        self.mininet = load_mininet()
+        self.net: Any = None
+        self.daemons: dict[str, SwitchDaemon] = {}
+        self.state = TestbedState(target=options.target, owner_pid=os.getpid(),
+                                  started_at=time.time())
+
+    def _save(self) -> None:
+        self.state.save(self.opts.state_path)
+
+    def _record_node(self, node: Any, kind: str) -> None:
+        own_ns = kind == "host-shell"
+        self.state.procs.append(ProcRecord(
+            node.name, int(node.pid), proc_cmdline(node.pid) or "", kind,
+            netns_inode(node.pid) if own_ns else 0))
+
+    def build(self) -> None:
+        """Create hosts, switches (not yet started) and links; record each as it appears."""
+        from mininet.link import Link, TCLink  # noqa: PLC0415
+        from mininet.net import Mininet  # noqa: PLC0415
+        from mininet.node import Host  # noqa: PLC0415
+
+        taken = [f"{sw.name}-eth{p}" for sw in self.fabric.switches for p in sw.ports
+                 if link_exists(f"{sw.name}-eth{p}")]
+        if taken:
+            raise TestbedError(f"interfaces {', '.join(taken[:4])} already exist (another "
+                               "testbed still up? `make stop`)")
+        switch_cls = make_switch_class(self.mininet)
+        self.net = net = Mininet(topo=None, controller=None, host=Host, link=Link,
+                                 build=False, autoSetMacs=False, waitConnected=False)
+        self._save()
+        for info in self.fabric.hosts:
+            host = net.addHost(info.name, ip=None)
+            self._record_node(host, "host-shell")
+            host.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 "
+                     "net.ipv6.conf.default.disable_ipv6=1")
+        for sw in self.fabric.switches:
+            cmd = switch_command(self.opts.target, name=sw.name, device_id=sw.device_id,
+                                 grpc_addr=sw.grpc_addr, ports=sw.ports.keys(),
+                                 log_dir=self.opts.log_dir, pcap_dir=self.opts.pcap_dir,
+                                 log_level=self.opts.log_level, binary=self.opts.binary,
+                                 extra=self.opts.switch_extra)
+            daemon = SwitchDaemon(sw.name, cmd, sw.grpc_addr, self.opts.log_dir)
+            self.daemons[sw.name] = daemon
+            node = net.addSwitch(sw.name, cls=switch_cls, daemon=daemon,
+                                 dpid=f"{sw.device_id:x}")
+            self._record_node(node, "switch-shell")
+            self.state.switches[sw.name] = {
+                "grpc_addr": sw.grpc_addr, "device_id": sw.device_id, "role": sw.role,
+                "log": str(self.opts.log_dir / f"{sw.name}.log"),
+                "out": str(daemon.out_path)}
+        self._save()
+        nics = {(nic.leaf, nic.leaf_port): (h, nic) for h in self.fabric.hosts for nic in h.nics}
+        for sw in self.fabric.switches:
+            for port, pinfo in sorted(sw.ports.items()):
+                if pinfo.kind == "host":
+                    hinfo, nic = nics[(sw.name, port)]
+                    self._add_link(hinfo.name, nic.rail, nic.intf, nic.mac,
+                                   sw.name, port, pinfo.gbps, TCLink)
+                elif pinfo.kind == "uplink":
+                    self._add_link(pinfo.peer_node, pinfo.peer_port,
+                                   f"{pinfo.peer_node}-eth{pinfo.peer_port}", None,
+                                   sw.name, port, pinfo.gbps, TCLink)
+        subnets = rail_subnets(self.fabric)
+        for info in self.fabric.hosts:
+            configure_host(net[info.name], info.nics, subnets)
+        for name in self.state.interfaces:
+            configure_root_intf(name)
+        net.build()
+
+    def _add_link(self, node1: str, port1: int, intf1: str, mac1: Optional[str],
+                  sw: str, port2: int, gbps: float, tclink: type) -> None:
+        intf2 = f"{sw}-eth{port2}"
+        params: dict[str, Any] = {"port1": port1, "port2": port2,
+                                  "intfName1": intf1, "intfName2": intf2}
+        if mac1:
+            params["addr1"] = mac1
+        if self.opts.tc_links and gbps:
+            params.update(cls=tclink, bw=float(gbps) * 1000.0)
+        self.net.addLink(node1, sw, **params)
+        for name, node in ((intf1, node1), (intf2, sw)):
+            if self.net[node] not in self.net.hosts:
+                self.state.interfaces.append(name)
+            else:
+                self.state.host_interfaces.append(name)
+        self._save()
+
+    def start(self) -> None:
+        """Build if needed, start every switch process, wait until all gRPC ports listen."""
+        if self.net is None:
+            self.build()
+        self.opts.log_dir.mkdir(parents=True, exist_ok=True)
+        if self.opts.pcap_dir is not None:
+            self.opts.pcap_dir.mkdir(parents=True, exist_ok=True)
+        self.net.start()
+        for name, daemon in self.daemons.items():
+            assert daemon.pid is not None
+            self.state.procs.append(ProcRecord(name, daemon.pid, " ".join(daemon.cmd),
+                                               "switch"))
+        self._save()
+        deadline = time.monotonic() + self.opts.ready_timeout_s
+        for daemon in self.daemons.values():
+            daemon.wait_ready(deadline)
+            if daemon.control_addr:
+                self.state.switches[daemon.name]["control_addr"] = daemon.control_addr
+        self._save()
+
+    def host(self, name: str) -> Any:
+        """The Mininet host ``name``."""
+        return self.net[name]
+
+    def crashed(self) -> list[str]:
+        """Crash reports of switch processes that are no longer running."""
+        return [d.crash_report() for d in self.daemons.values() if d.pid and not d.alive()]
+
+    def stop(self) -> list[str]:
+        """Stop switches and Mininet, then remove anything recorded that is still left."""
+        if self.net is not None:
+            from mininet.log import setLogLevel  # noqa: PLC0415
+            setLogLevel("warning")
+            try:
+                self.net.stop()
+            except Exception as exc:  # noqa: BLE001 — teardown below still runs
+                print(f"testbed: mininet stop: {exc}", file=sys.stderr)
+        for daemon in self.daemons.values():
+            daemon.stop()
+        done = teardown(self.state)
+        left = leftovers(self.state)
+        if any(left.values()):
+            done.append(f"could not remove {left}; state kept in {self.opts.state_path}")
+        else:
+            self.opts.state_path.unlink(missing_ok=True)
+        return done
