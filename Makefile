@@ -9,11 +9,12 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum requirements.txt | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: venv test test-p4sim bench ptf clean help run stop
+.PHONY: venv test test-p4sim bench ptf clean help run stop shell
 
 help:
 	@echo "make venv   - create .venv with the pinned requirements (idempotent)"
 	@echo "make run    - the testbed (root): fabric up in Mininet, programmed, ping story; CLI=0 TARGET=p4sim|bmv2"
+	@echo "make shell SW=b0r0l0 - p4runtime-shell on one switch of the running testbed"
 	@echo "make stop   - tear down only what the testbed recorded (build/testbed-state.json)"
 	@echo "make test   - run every test (what CI runs)"
 	@echo "make bench  - run the benchmarks, write build/bench.json"
@@ -50,6 +51,10 @@ CLI ?= 1
 run: venv
 	@$(PY) -m topo.testbed deps
 	$(PY) -m topo.testbed up --target $(RUN_TARGET) $(if $(filter 0,$(CLI)),--cli no,)
+
+SW ?=
+shell: venv
+	@$(PY) -m topo.shell $(SW)
 
 stop:
 	@if [ -x $(PY) ]; then $(PY) -m topo.testbed down; else $(PYTHON_SYS) -m topo.testbed down; fi
