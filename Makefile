@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 
 help:
 	@echo "make venv   - create .venv with the pinned requirements (idempotent)"
-	@echo "make run    - the testbed (root): fabric up in Mininet, programmed, ping story; CLI=0 TARGET=p4sim|bmv2"
+	@echo "make run    - the testbed (root): fabric up in Mininet, programmed, ping story, scenario; CLI=0 TARGET=p4sim|bmv2 SCENARIO=default|link-failure|alltoall"
 	@echo "make shell SW=b0r0l0 - p4runtime-shell on one switch of the running testbed"
 	@echo "make stop   - tear down only what the testbed recorded (build/testbed-state.json)"
 	@echo "make test   - run every test (what CI runs)"
@@ -47,10 +47,12 @@ ptf: venv
 # environment wins; otherwise BMv2 when simple_switch_grpc is on PATH, else p4sim.
 RUN_TARGET = $(if $(filter command line environment,$(origin TARGET)),$(TARGET),auto)
 CLI ?= 1
+# default | link-failure | alltoall (topo/scenario.py); reports in runs/<timestamp>/
+SCENARIO ?= default
 
 run: venv
 	@$(PY) -m topo.testbed deps
-	$(PY) -m topo.testbed up --target $(RUN_TARGET) $(if $(filter 0,$(CLI)),--cli no,)
+	$(PY) -m topo.testbed up --target $(RUN_TARGET) --scenario $(SCENARIO) $(if $(filter 0,$(CLI)),--cli no,)
 
 SW ?=
 shell: venv

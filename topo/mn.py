@@ -514,7 +514,8 @@ class FabricNet:
         self.state = TestbedState(target=options.target, owner_pid=os.getpid(),
                                   started_at=time.time())
 
-    def _save(self) -> None:
+    def save_state(self) -> None:
+        """Write the record of everything this testbed created (build/testbed-state.json)."""
         self.state.save(self.opts.state_path)
 
     def _record_node(self, node: Any, kind: str) -> None:
@@ -537,7 +538,7 @@ class FabricNet:
         switch_cls = make_switch_class(self.mininet)
         self.net = net = Mininet(topo=None, controller=None, host=Host, link=Link,
                                  build=False, autoSetMacs=False, waitConnected=False)
-        self._save()
+        self.save_state()
         for info in self.fabric.hosts:
             host = net.addHost(info.name, ip=None)
             self._record_node(host, "host-shell")
@@ -558,7 +559,7 @@ class FabricNet:
                 "grpc_addr": sw.grpc_addr, "device_id": sw.device_id, "role": sw.role,
                 "log": str(self.opts.log_dir / f"{sw.name}.log"),
                 "out": str(daemon.out_path)}
-        self._save()
+        self.save_state()
         nics = {(nic.leaf, nic.leaf_port): (h, nic) for h in self.fabric.hosts for nic in h.nics}
         for sw in self.fabric.switches:
             for port, pinfo in sorted(sw.ports.items()):
@@ -592,7 +593,7 @@ class FabricNet:
                 self.state.interfaces.append(name)
             else:
                 self.state.host_interfaces.append(name)
-        self._save()
+        self.save_state()
 
     def start(self) -> None:
         """Build if needed, start every switch process, wait until all gRPC ports listen."""
@@ -606,13 +607,13 @@ class FabricNet:
             assert daemon.pid is not None
             self.state.procs.append(ProcRecord(name, daemon.pid, " ".join(daemon.cmd),
                                                "switch"))
-        self._save()
+        self.save_state()
         deadline = time.monotonic() + self.opts.ready_timeout_s
         for daemon in self.daemons.values():
             daemon.wait_ready(deadline)
             if daemon.control_addr:
                 self.state.switches[daemon.name]["control_addr"] = daemon.control_addr
-        self._save()
+        self.save_state()
 
     def host(self, name: str) -> Any:
         """The Mininet host ``name``."""

@@ -4,6 +4,7 @@
 
     python -m topo.testbed up   [--target auto|p4sim|bmv2] [--fabric FILE | --spec FILE] [--cli auto|yes|no]
                                 [--hold] [--tc-links] [--log-level L] [--p4c P4C]
+                                [--scenario default|link-failure|alltoall] [--scenario-seed N]
     python -m topo.testbed down         # what `make stop` runs: only what `up` recorded
     python -m topo.testbed ping         # all-pairs ping per rail on a running testbed
     python -m topo.testbed status       # what of the recorded testbed still exists
@@ -15,7 +16,8 @@
 → ``build/bmv2/`` for BMv2); start Mininet with one host per server (a NIC per rail) and
 one switch process per leaf/spine (:mod:`topo.mn`); program every switch with
 ``controller.fabric_setup.FabricProgrammer``; ping every pair of NICs on the same rail
-(same leaf and across the spines) and print the result; then open the Mininet CLI when
+(same leaf and across the spines) and print the result; run ``--scenario`` if asked (:mod:`topo.scenario`: elephants,
+telemetry, a report in ``runs/<timestamp>/``); then open the Mininet CLI when
 stdin is a terminal (``--cli auto``), or wait for Ctrl-C with ``--hold``, and tear
 everything down on the way out (also on errors and SIGTERM). A crashed switch is reported
 with the tail of its log.
@@ -55,7 +57,7 @@ TOPOLOGY_PATH = BUILD / "topology.json"
 STILL_MISSING = (
     "GOR controller loop (telemetry polling, alarms, re-route) — not wired into `make run` yet",
     "TCCL host agents (elephant flows, source-port choice) — not wired into `make run` yet",
-    "scenario report and plots in runs/<time>/ — come with the scenarios",
+    "scenarios beyond v0 (`--scenario default`: collisions measured, no re-route yet)",
 )
 
 
@@ -268,6 +270,8 @@ def cmd_up(args: argparse.Namespace) -> int:
             status = status or 1
             for report in fnet.crashed():
                 print(f"testbed: {report}", flush=True)
+        if args.scenario and status == 0:
+            status = _run_scenario(args, fabric, programmer, fnet)
         print(banner(target), flush=True)
         if _want_cli(args.cli):
             from mininet.cli import CLI  # noqa: PLC0415
@@ -291,6 +295,16 @@ def cmd_up(args: argparse.Namespace) -> int:
         print(f"testbed: torn down{': ' + extra[0] if extra else ''}", flush=True)
         status = status or (2 if extra else 0)
     return status
+
+
+def _run_scenario(args: argparse.Namespace, fabric: Any, programmer: Any,
+                  fnet: FabricNet) -> int:
+    """Run ``--scenario`` (``topo.scenario``) on the live fabric; its exit status."""
+    from topo.scenario import ScenarioOptions, run_scenario  # noqa: PLC0415
+    opts = ScenarioOptions(seed=args.scenario_seed, duration_s=args.scenario_duration_s,
+                           runs_root=args.runs.resolve())
+    return run_scenario(args.scenario, fabric, programmer, fnet.state, fnet.save_state,
+                        opts).status
 
 
 def banner(target: str) -> str:
@@ -385,6 +399,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     up.add_argument("--logs", type=Path, default=REPO / "logs", help="switch logs (logs/)")
     up.add_argument("--pcaps", type=Path, default=REPO / "pcaps", help="pcap directory")
     up.add_argument("--no-pcap", action="store_true", help="write no pcaps")
+    up.add_argument("--scenario", default=os.environ.get("SCENARIO") or None,
+                    help="after the ping check run a scenario: default | link-failure | alltoall")
+    up.add_argument("--scenario-seed", type=int, default=None,
+                    help="seed of the elephants' random source ports (default: random, printed)")
+    up.add_argument("--scenario-duration-s", type=float, default=10.0)
+    up.add_argument("--runs", type=Path, default=REPO / "runs", help="scenario reports (runs/)")
     down = sub.add_parser("down", help="tear down what build/testbed-state.json records")
     ping = sub.add_parser("ping", help="all-pairs ping per rail on a running testbed")
     ping.add_argument("--fabric", type=Path, default=None)
