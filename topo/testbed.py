@@ -204,7 +204,9 @@ def ping_report(results: Sequence[PingResult]) -> str:
 
 
 # --------------------------------------------------------------------------- commands
-def _preflight(state_path: Path) -> None:
+def preflight(state_path: Path) -> None:
+    """Refuse to start without root, the Debian tools, or while a recorded testbed is up
+    (TestbedError with the fix); forget the state file of a testbed that is gone."""
     if os.geteuid() != 0:
         raise TestbedError("the testbed needs root (network namespaces, veths): "
                            "run it with sudo, e.g. `sudo make run`")
@@ -224,13 +226,14 @@ def _alive(pid: int) -> bool:
     return Path(f"/proc/{pid}").exists()
 
 
-def _on_signal(signum: int, frame: Optional[FrameType]) -> None:  # noqa: ARG001
+def on_signal(signum: int, frame: Optional[FrameType]) -> None:  # noqa: ARG001
+    """SIGTERM/SIGHUP handler: unwind like Ctrl-C so teardown in `finally` runs."""
     raise KeyboardInterrupt(f"signal {signum}")
 
 
 def cmd_up(args: argparse.Namespace) -> int:
     """Bring the fabric up, program it, ping, CLI or hold, tear down."""
-    _preflight(args.state)
+    preflight(args.state)
     target = choose_target(args.target)
     t0 = time.monotonic()
     fabric = load_topology(args.fabric, args.spec)
@@ -247,8 +250,8 @@ def cmd_up(args: argparse.Namespace) -> int:
                       log_dir=args.logs.resolve(),
                       pcap_dir=None if args.no_pcap else args.pcaps.resolve())
     fnet = FabricNet(fabric, opts)
-    signal.signal(signal.SIGTERM, _on_signal)
-    signal.signal(signal.SIGHUP, _on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
     status = 0
     try:
         fnet.start()

@@ -1,0 +1,120 @@
+"""Command line of the NIC emulator: ``python -m host.nic send|recv ...`` (run inside a host).
+
+``send`` runs one RDMA WRITE QP per source port towards one destination; ``recv`` answers
+every flow arriving at an interface (ACKs, CNPs). Both need CAP_NET_RAW (root in a
+Mininet host), run for ``--duration-s`` or until SIGTERM/SIGINT, and then print (or write
+with ``--json``) one JSON report: port counters, PFC pauses per priority and one entry
+per flow (sent, received, CNPs, pauses, goodput).
+
+::
+
+    python -m host.nic recv --iface b1s0-eth0 --duration-s 20 --json runs/x/recv.json
+    python -m host.nic send --iface b0s0-eth0 --dst-mac 02:00:00:00:01:01 \\
+        --src-ip 10.0.0.1 --dst-ip 10.1.0.1 --sport 49152,49153 --qpn 7 \\
+        --line-rate-pps 2000 --line-rate-mbps 100 --duration-s 10
+
+>>> build_parser().parse_args(["recv", "--iface", "eth0"]).cnp_interval_ms
+5.0
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Optional, Sequence
+
+from host.nic.dcqcn import DcqcnParams
+from host.nic.frames import DSCP_DATA, FlowSpec
+from host.nic.io import NicPort, PacketSocket
+from host.nic.qp import Receiver, SenderQP
+
+
+def iface_mac(iface: str) -> str:
+    """The MAC address of ``iface`` from sysfs."""
+    return Path(f"/sys/class/net/{iface}/address").read_text().strip()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``send`` / ``recv`` argument parser."""
+    ap = argparse.ArgumentParser(prog="python -m host.nic", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name in ("send", "recv"):
+        p = sub.add_parser(name)
+        p.add_argument("--iface", required=True)
+        p.add_argument("--duration-s", type=float, default=10.0)
+        p.add_argument("--json", type=Path, help="write the report here (default: stdout)")
+        p.add_argument("--line-rate-mbps", type=float, default=100.0,
+                       help="link rate for PAUSE quanta (512 bit times each)")
+        p.add_argument("--cnp-interval-ms", type=float, default=5.0)
+    s = sub.choices["send"]
+    s.add_argument("--dst-mac", required=True, help="next hop MAC (the leaf's port MAC)")
+    s.add_argument("--src-mac", help="default: the interface's MAC")
+    s.add_argument("--src-ip", required=True)
+    s.add_argument("--dst-ip", required=True)
+    s.add_argument("--sport", required=True,
+                   help="UDP source port(s), comma separated: one QP per port")
+    s.add_argument("--qpn", type=int, default=7, help="destination QPN of the first QP")
+    s.add_argument("--message-bytes", type=int, default=65536)
+    s.add_argument("--mtu", type=int, default=1024, help="payload bytes per packet")
+    s.add_argument("--messages", type=int, default=0, help="per QP; 0 = until the end")
+    s.add_argument("--line-rate-pps", type=float, default=5000.0, help="per QP, DCQCN max")
+    s.add_argument("--no-dcqcn", action="store_true", help="fixed rate, ignore CNPs")
+    s.add_argument("--dscp", type=int, default=DSCP_DATA)
+    s.add_argument("--priority", type=int, default=3, help="PFC priority the QPs obey")
+    r = sub.choices["recv"]
+    r.add_argument("--ip", action="append", default=[], help="accept only these dst IPs")
+    r.add_argument("--no-icrc-check", action="store_true")
+    return ap
+
+
+def make_port(args: argparse.Namespace, io: object) -> NicPort:
+    """The :class:`NicPort` described by parsed arguments over ``io``."""
+    cnp_s = args.cnp_interval_ms / 1000
+    if args.cmd == "recv":
+        rx = Receiver(cnp_interval_s=cnp_s, verify=not args.no_icrc_check,
+                      local_ips=frozenset(socket.inet_aton(ip) for ip in args.ip))
+        return NicPort(io, line_rate_bps=args.line_rate_mbps * 1e6,  # type: ignore[arg-type]
+                       receiver=rx)
+    port = NicPort(io, line_rate_bps=args.line_rate_mbps * 1e6)  # type: ignore[arg-type]
+    params = DcqcnParams.scaled(args.line_rate_pps, cnp_interval_s=cnp_s)
+    src_mac = args.src_mac or iface_mac(args.iface)
+    for i, sport in enumerate(int(p) for p in args.sport.split(",")):
+        flow = FlowSpec(src_mac, args.dst_mac, args.src_ip, args.dst_ip, sport,
+                        args.qpn + i, dscp=args.dscp)
+        qp = SenderQP(flow, message_bytes=args.message_bytes, mtu=args.mtu,
+                      priority=args.priority, messages=args.messages or None, dcqcn=params,
+                      react_to_cnp=not args.no_dcqcn)
+        port.add_sender(qp)
+    return port
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    stopping = False
+
+    def on_signal(_sig: int, _frame: Optional[FrameType]) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    io = PacketSocket(args.iface)
+    try:
+        port = make_port(args, io)
+        elapsed = port.run(args.duration_s, stop=lambda: stopping, linger_s=0.5)
+        report = port.report(time.monotonic())
+    finally:
+        io.close()
+    report.update(cmd=args.cmd, iface=args.iface, elapsed_s=elapsed)
+    text = json.dumps(report, indent=1, sort_keys=True)
+    if args.json:
+        args.json.write_text(text + "\n")
+    else:
+        sys.stdout.write(text + "\n")
+    return 0

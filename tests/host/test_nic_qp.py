@@ -1,0 +1,219 @@
+"""Sender and receiver QPs over in-process socket pairs: goodput, ACKs, CNPs, loss, ports."""
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from typing import Callable, Optional
+
+import pytest
+
+from host.nic.dcqcn import DcqcnParams
+from host.nic.frames import FlowSpec, parse_roce, set_ce
+from host.nic.io import DatagramIO, NicPort
+from host.nic.pfc import build_pause
+from host.nic.qp import Receiver, SenderQP
+
+FLOW = FlowSpec("02:00:00:00:00:01", "02:00:00:00:01:01", "10.0.0.1", "10.1.0.1", 49152, 7)
+
+
+class Fabric:
+    """Sender port ⇄ test 'switch' ⇄ receiver port, over two socket pairs, fake clock."""
+
+    def __init__(self, qp: SenderQP, rx: Receiver,
+                 forward: Optional[Callable[[bytes], Optional[bytes]]] = None) -> None:
+        a_nic, self.a_sw = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        b_nic, self.b_sw = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.tx = NicPort(DatagramIO(a_nic), line_rate_bps=1e6)
+        self.tx.add_sender(qp)
+        self.rx = NicPort(DatagramIO(b_nic), line_rate_bps=1e6, receiver=rx)
+        self.forward = forward or (lambda f: f)
+        self.a_sw.setblocking(False)
+        self.b_sw.setblocking(False)
+
+    def relay(self) -> None:
+        for src, dst, fwd in ((self.a_sw, self.b_sw, self.forward), (self.b_sw, self.a_sw, None)):
+            while True:
+                try:
+                    frame = src.recv(65535)
+                except BlockingIOError:
+                    break
+                out = fwd(frame) if fwd else frame
+                if out is not None:
+                    dst.send(out)
+
+    def run(self, until_s: float, dt: float = 0.001) -> None:
+        t = 0.0
+        while t < until_s:
+            self.tx.step(t)
+            self.relay()
+            self.rx.step(t)
+            self.relay()
+            t += dt
+        self.tx.step(t)
+
+
+def test_clean_transfer_counts_and_acks() -> None:
+    qp = SenderQP(FLOW, message_bytes=3000, mtu=1024, messages=4,
+                  dcqcn=DcqcnParams(line_rate_pps=1000))
+    rx = Receiver()
+    fab = Fabric(qp, rx)
+    fab.run(0.05)
+    assert qp.done and qp.counters.sent_pkts == 12 and qp.psn == 12
+    assert qp.counters.acked_messages == 4 and qp.counters.acked_payload_bytes == 12000
+    (flow,) = rx.report()
+    assert flow["recv_pkts"] == 12 and flow["recv_payload_bytes"] == 12000
+    assert flow["messages_received"] == 4 and flow["lost_pkts"] == 0 and flow["bad_icrc"] == 0
+    assert flow["acks_sent"] == 4 and flow["cnps_sent"] == 0
+    assert flow["goodput_pps"] == pytest.approx(12 / 0.011, rel=0.01)   # 1000 pps pacing
+    report = fab.tx.report(0.05)
+    json.dumps(report)
+    assert report["flows"][0]["role"] == "sender" and report["tx_frames"] == 12
+
+
+def test_ce_marks_bring_cnps_and_rate_cuts() -> None:
+    qp = SenderQP(FLOW, message_bytes=1024, mtu=1024,
+                  dcqcn=DcqcnParams(line_rate_pps=1000, cnp_interval_s=0.005))
+    rx = Receiver(cnp_interval_s=0.005)
+    fab = Fabric(qp, rx, forward=set_ce)
+    fab.run(0.1)
+    (flow,) = rx.report()
+    assert flow["ce_pkts"] == flow["recv_pkts"] > 0
+    # at most one CNP per 5 ms interval over 100 ms
+    assert 2 <= flow["cnps_sent"] <= 21
+    assert qp.counters.cnps_received == flow["cnps_sent"]
+    assert qp.rp.rate_pps < 500 and qp.rp.decreases == flow["cnps_sent"]
+    unmarked = SenderQP(FLOW, message_bytes=1024, mtu=1024, dcqcn=DcqcnParams(line_rate_pps=1000))
+    Fabric(unmarked, Receiver()).run(0.1)
+    assert qp.counters.sent_pkts < unmarked.counters.sent_pkts * 0.7
+
+
+def test_cnp_on_the_wire() -> None:
+    qp = SenderQP(FLOW, messages=1, message_bytes=64, rate_limit=False)
+    replies = Receiver().on_frame(set_ce(qp.poll(0.0)), 0.0)
+    cnp = parse_roce(replies[0])
+    ack = parse_roce(replies[1])
+    assert cnp is not None and ack is not None
+    assert (cnp.opcode, cnp.becn, cnp.dqpn, cnp.dscp, cnp.sport) == (0x81, True, 7, 48, 49152)
+    assert cnp.src_ip == bytes([10, 1, 0, 1]) and cnp.dst_mac == bytes.fromhex("020000000001")
+    assert ack.opcode == 0x11 and ack.ext == bytes([0, 0, 0, 1])
+
+
+def test_psn_gap_counts_loss() -> None:
+    dropped = {3, 4, 9}
+
+    def lossy(frame: bytes) -> Optional[bytes]:
+        info = parse_roce(frame)
+        return None if info is not None and info.psn in dropped else frame
+
+    qp = SenderQP(FLOW, message_bytes=4096, mtu=1024, messages=3, rate_limit=False)
+    rx = Receiver()
+    Fabric(qp, rx, forward=lossy).run(0.01)
+    (flow,) = rx.report()
+    assert flow["recv_pkts"] == 9 and flow["lost_pkts"] == 3
+    assert flow["expected_psn"] == 12
+    assert flow["messages_received"] == 2 and qp.counters.acked_messages == 2   # PSN 3 ended msg 0
+
+
+def test_duplicate_and_psn_wrap() -> None:
+    qp = SenderQP(FLOW, message_bytes=1024, mtu=1024, start_psn=0xFFFFFE, rate_limit=False)
+    frames = [qp.poll(0.0) for _ in range(4)]
+    rx = Receiver()
+    for f in frames + [frames[1]]:
+        rx.on_frame(f, 0.0)
+    (flow,) = rx.report()
+    assert flow["lost_pkts"] == 0 and flow["duplicate_pkts"] == 1 and flow["expected_psn"] == 2
+
+
+def test_change_sport_between_messages_keeps_one_flow() -> None:
+    qp = SenderQP(FLOW, message_bytes=2048, mtu=1024, rate_limit=False)
+    rx = Receiver()
+    sports = []
+    for i in range(6):
+        if i == 1:
+            qp.change_sport(50000)                   # mid-message: applies at the boundary
+        frame = qp.poll(0.0)
+        info = parse_roce(frame)
+        sports.append(info.sport)
+        rx.on_frame(frame, 0.0)
+    assert sports == [49152, 49152, 50000, 50000, 50000, 50000]
+    (flow,) = rx.report()
+    assert flow["recv_pkts"] == 6 and flow["lost_pkts"] == 0 and "50000" in str(flow["flow"])
+    with pytest.raises(ValueError):
+        qp.change_sport(0)
+
+
+def test_bad_icrc_dropped_and_foreign_ip_ignored() -> None:
+    qp = SenderQP(FLOW, message_bytes=64, rate_limit=False)
+    bad = bytearray(qp.poll(0.0))
+    bad[-1] ^= 0xFF
+    rx = Receiver(local_ips=frozenset({bytes([10, 9, 9, 9])}))
+    assert rx.on_frame(qp.poll(0.0), 0.0) == [] and rx.flows == {}
+    rx2 = Receiver()
+    assert rx2.on_frame(bytes(bad), 0.0) == []
+    assert rx2.report()[0]["bad_icrc"] == 1
+
+
+def test_pause_frame_through_port_stops_sender() -> None:
+    qp = SenderQP(FLOW, message_bytes=1024, rate_limit=False, priority=3)
+    fab = Fabric(qp, Receiver())
+    fab.b_sw.setblocking(True)
+    fab.tx.step(0.0)
+    assert qp.counters.sent_pkts == fab.tx.tx_burst
+    fab.a_sw.send(build_pause("02:00:00:00:01:01", {3: 100}))   # 51.2 ms at 1 Mb/s
+    fab.tx.step(0.001)
+    assert fab.tx.rx_pfc == 1 and qp.counters.sent_pkts == fab.tx.tx_burst
+    fab.tx.step(0.06)
+    assert qp.counters.sent_pkts == 2 * fab.tx.tx_burst
+    assert fab.tx.report(0.06)["flows"][0]["pauses"] == 1
+
+
+def test_real_time_run_over_socketpair() -> None:
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    for s in (a, b):
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+    tx = NicPort(DatagramIO(a), line_rate_bps=1e8)
+    qp = tx.add_sender(SenderQP(FLOW, message_bytes=8192, mtu=1024, messages=60,
+                                dcqcn=DcqcnParams(line_rate_pps=2000)))
+    rx = NicPort(DatagramIO(b), line_rate_bps=1e8, receiver=Receiver())
+    stop = threading.Event()
+    th = threading.Thread(target=rx.run, args=(10.0,), kwargs={"stop": stop.is_set})
+    th.start()
+    try:
+        elapsed = tx.run(5.0, linger_s=0.05)
+        deadline = time.monotonic() + 3.0
+        while qp.counters.acked_messages < 60 and time.monotonic() < deadline:
+            tx.step(time.monotonic())
+            time.sleep(0.005)
+    finally:
+        stop.set()
+        th.join()
+    assert qp.counters.sent_pkts == 480
+    assert elapsed >= 479 / 2000                     # paced at 2,000 pps at most
+    (flow,) = rx.receiver.report()
+    assert flow["recv_pkts"] == 480 and flow["lost_pkts"] == 0
+    assert qp.counters.acked_messages == 60
+
+
+@pytest.mark.skipif(not hasattr(socket, "AF_PACKET"), reason="needs AF_PACKET")
+def test_packet_socket_on_loopback_skips_own_transmissions() -> None:
+    from host.nic.io import PacketSocket
+    try:
+        sock = PacketSocket("lo")
+    except PermissionError:
+        pytest.skip("needs CAP_NET_RAW")
+    try:
+        qp = SenderQP(FLOW, message_bytes=64, rate_limit=False, start_psn=0xABCDE)
+        frame = qp.poll(0.0)
+        assert sock.send(frame)
+        seen = []
+        for _ in range(2000):
+            got = sock.recv()
+            if got is None and seen:
+                break
+            if got == frame:
+                seen.append(got)
+        assert len(seen) == 1          # lo delivers an outgoing and an incoming copy
+    finally:
+        sock.close()
