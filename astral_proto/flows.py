@@ -1,0 +1,68 @@
+"""The flow record of the agent protocol, shared by hosts and GOR: :class:`HostFlow`, flow ids.
+
+A flow is identified fabric-wide by :func:`flow_id` — sender IP, destination IP and
+destination QP number, the same key the NIC receiver uses, so it survives source-port moves.
+
+>>> f = HostFlow(flow_id("10.0.0.1", "10.1.0.1", 7), "10.0.0.1", "10.1.0.1", 49152, 7, 1 << 20)
+>>> f.flow_id, f.to_proto().tuple.dst_port
+('10.0.0.1>10.1.0.1/qp7', 4791)
+>>> HostFlow.from_proto(f.to_proto()) == f
+True
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from astral_proto import agent_pb2
+
+ROCE_UDP_PORT = 4791
+IPPROTO_UDP = 17
+
+
+def flow_id(src_ip: str, dst_ip: str, qpn: int) -> str:
+    """The default fabric-wide id of a flow.
+
+    >>> flow_id("10.0.0.1", "10.1.0.1", 7)
+    '10.0.0.1>10.1.0.1/qp7'
+    """
+    return f"{src_ip}>{dst_ip}/qp{qpn}"
+
+
+@dataclass(frozen=True, slots=True)
+class HostFlow:
+    """One flow a host sends: ``HostFlow("f1", "10.0.0.1", "10.1.0.1", 49152, 7)``.
+
+    ``sport`` is the UDP source port in use; ``bytes`` 0 means open-ended.
+    """
+
+    flow_id: str
+    src_ip: str
+    dst_ip: str
+    sport: int
+    qpn: int
+    bytes: int = 0
+    priority: int = 3
+    dst_port: int = ROCE_UDP_PORT
+
+    def with_sport(self, sport: int) -> "HostFlow":
+        """The same flow on another source port.
+
+        >>> HostFlow("f", "1.1.1.1", "2.2.2.2", 1, 7).with_sport(2).sport
+        2
+        """
+        return replace(self, sport=sport)
+
+    def to_proto(self) -> agent_pb2.Flow:
+        """The wire form."""
+        return agent_pb2.Flow(
+            flow_id=self.flow_id,
+            tuple=agent_pb2.FiveTuple(src_ip=self.src_ip, dst_ip=self.dst_ip, src_port=self.sport,
+                                      dst_port=self.dst_port, protocol=IPPROTO_UDP),
+            qpn=self.qpn, bytes=self.bytes, priority=self.priority)
+
+    @classmethod
+    def from_proto(cls, m: agent_pb2.Flow) -> "HostFlow":
+        """Parse the wire form."""
+        t = m.tuple
+        return cls(m.flow_id, t.src_ip, t.dst_ip, t.src_port, m.qpn, m.bytes, m.priority,
+                   t.dst_port)

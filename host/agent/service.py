@@ -1,0 +1,236 @@
+"""The TCCL agent: the per-host gRPC ``AgentService`` GOR sends move orders to.
+
+An :class:`Agent` serves ``AgentService`` on the host's management address, registers the
+host's flows with GOR's ``FlowRegistry`` when it starts (a new *incarnation* each start, so
+the registry can tell a restart), applies ``MoveFlow`` orders through a
+:class:`~host.agent.mover.FlowMover`, and reports each order back with ``ReportMove`` once
+the flow's packets carry the new port (a watcher thread polls the mover).
+
+Status codes a caller sees: ``UNAUTHENTICATED`` without this host's order token,
+``NOT_FOUND`` for a flow this host does not send; a bad port or order id is a reply with
+``accepted=False`` and a reason.
+
+>>> from astral_proto.auth import HostCredentials
+>>> from astral_proto.flows import HostFlow
+>>> class Fake:
+...     def current_sport(self, fid): return 49152
+...     def move(self, fid, sport): pass
+>>> agent = Agent(HostCredentials.derive(b"s", "b0s0"), Fake(),
+...               [HostFlow("f1", "10.0.0.1", "10.1.0.1", 49152, 7)], registry=None)
+>>> agent.order("f1", 0, "o1").reason
+'new_sport must be 1..65535'
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from concurrent import futures
+from dataclasses import dataclass
+from typing import Callable, Iterable, Optional
+
+import grpc
+
+from astral_proto import agent_pb2, agent_pb2_grpc
+from astral_proto.auth import HostCredentials, identity, token_ok
+from astral_proto.flows import HostFlow
+from host.agent.mover import FlowMover
+from host.agent.registry_client import RegistryClient
+
+log = logging.getLogger(__name__)
+
+
+class UnknownFlow(KeyError):
+    """A move order names a flow this host does not send."""
+
+
+@dataclass(slots=True)
+class PendingMove:
+    """A move order waiting for its port to be in use: ``PendingMove("o1", "f1", 50000, t)``."""
+
+    order_id: str
+    flow_id: str
+    sport: int
+    deadline: float
+
+
+class Agent:
+    """One host's agent (see the module docstring).
+
+    ``registry=None`` runs without a controller (orders are applied, nothing is reported).
+    ``bind`` is the listening address (``127.0.0.1:0`` picks a free port; :meth:`start`
+    returns the real one).
+    """
+
+    def __init__(self, creds: HostCredentials, mover: FlowMover, flows: Iterable[HostFlow], *,
+                 registry: Optional[RegistryClient], bind: str = "127.0.0.1:0",
+                 poll_s: float = 0.002, move_timeout_s: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.creds = creds
+        self.mover = mover
+        self.registry = registry
+        self.bind = bind
+        self.poll_s = poll_s
+        self.move_timeout_s = move_timeout_s
+        self.clock = clock
+        self.incarnation = uuid.uuid4().hex
+        self.address = ""
+        self.reports_failed = 0
+        self._flows: dict[str, HostFlow] = {f.flow_id: f for f in flows}
+        self._pending: dict[str, PendingMove] = {}   # by flow id
+        self._cond = threading.Condition()
+        self._stopped = threading.Event()
+        self._server: Optional[grpc.Server] = None
+        self._watcher: Optional[threading.Thread] = None
+
+    # ------------------------------------------------------------- lifecycle
+    def start(self) -> str:
+        """Serve, register the flows with the registry, start the watcher; returns host:port."""
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        agent_pb2_grpc.add_AgentServiceServicer_to_server(AgentServicer(self), server)
+        port = server.add_insecure_port(self.bind)
+        if port == 0:
+            raise OSError(f"agent cannot listen on {self.bind}")
+        server.start()
+        self._server = server
+        self.address = f"{self.bind.rsplit(':', 1)[0]}:{port}"
+        self._watcher = threading.Thread(target=self._watch, name=f"agent-{self.creds.host}",
+                                         daemon=True)
+        self._watcher.start()
+        self.register()
+        return self.address
+
+    def register(self) -> int:
+        """(Re-)register the current flow set; returns the registry's count (0 without one)."""
+        if self.registry is None:
+            return 0
+        return self.registry.register(self.flows(), agent_address=self.address,
+                                      incarnation=self.incarnation)
+
+    def stop(self, grace_s: float = 0.5) -> None:
+        """Stop serving and watching (pending orders are dropped unreported)."""
+        self._stopped.set()
+        with self._cond:
+            self._cond.notify_all()
+        if self._server is not None:
+            self._server.stop(grace_s).wait()
+        if self._watcher is not None:
+            self._watcher.join(timeout=2.0)
+
+    def __enter__(self) -> "Agent":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------- state
+    def flows(self) -> list[HostFlow]:
+        """The host's flows with the source port in use now."""
+        with self._cond:
+            recs = list(self._flows.values())
+        return [r.with_sport(self.mover.current_sport(r.flow_id)) for r in recs]
+
+    def status(self) -> agent_pb2.StatusReply:
+        """The ``Status`` reply: every flow, its port in use and any move in progress."""
+        with self._cond:
+            pending = dict(self._pending)
+        states = []
+        for f in self.flows():
+            p = pending.get(f.flow_id)
+            states.append(agent_pb2.FlowState(flow=f.to_proto(),
+                                              pending_order_id=p.order_id if p else "",
+                                              pending_sport=p.sport if p else 0))
+        return agent_pb2.StatusReply(host=self.creds.host, incarnation=self.incarnation,
+                                     flows=states)
+
+    def order(self, fid: str, sport: int, order_id: str) -> agent_pb2.MoveReply:
+        """Apply one move order (what ``MoveFlow`` does after authentication).
+
+        Raises :class:`UnknownFlow` for a flow this host does not send.
+        """
+        with self._cond:
+            if fid not in self._flows:
+                raise UnknownFlow(fid)
+        current = self.mover.current_sport(fid)
+        if not order_id:
+            return agent_pb2.MoveReply(accepted=False, reason="order_id is empty",
+                                       current_sport=current)
+        if not 0 < sport < 65536:
+            return agent_pb2.MoveReply(accepted=False, reason="new_sport must be 1..65535",
+                                       current_sport=current)
+        superseded: Optional[PendingMove] = None
+        with self._cond:
+            old = self._pending.get(fid)
+            if old is not None and old.order_id == order_id and old.sport == sport:
+                return agent_pb2.MoveReply(accepted=True, current_sport=current)  # a retry
+            superseded = old
+            self.mover.move(fid, sport)
+            self._pending[fid] = PendingMove(order_id, fid, sport, self.clock() + self.move_timeout_s)
+            self._cond.notify_all()
+        if superseded is not None:
+            self._report(superseded, done=False, sport=current,
+                         error=f"superseded by order {order_id}")
+        return agent_pb2.MoveReply(accepted=True, current_sport=current)
+
+    # ------------------------------------------------------------- watcher
+    def _watch(self) -> None:
+        while not self._stopped.is_set():
+            with self._cond:
+                if not self._pending:
+                    self._cond.wait(timeout=0.1)
+                pending = list(self._pending.values())
+            for p in pending:
+                in_use = self.mover.current_sport(p.flow_id)
+                if in_use == p.sport:
+                    self._finish(p, done=True, sport=in_use)
+                elif self.clock() >= p.deadline:
+                    self._finish(p, done=False, sport=in_use, error="timeout")
+            if pending:
+                self._stopped.wait(self.poll_s)
+
+    def _finish(self, p: PendingMove, *, done: bool, sport: int, error: str = "") -> None:
+        with self._cond:
+            if self._pending.get(p.flow_id) is not p:
+                return          # superseded meanwhile
+            del self._pending[p.flow_id]
+        self._report(p, done=done, sport=sport, error=error)
+
+    def _report(self, p: PendingMove, *, done: bool, sport: int, error: str = "") -> None:
+        if self.registry is None:
+            return
+        try:
+            self.registry.report_move(p.order_id, p.flow_id, done=done, sport=sport, error=error)
+        except grpc.RpcError as exc:
+            self.reports_failed += 1
+            log.warning("report of order %s failed: %s", p.order_id, exc)
+
+
+class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
+    """gRPC face of an :class:`Agent`: checks GOR's order token, then delegates."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+
+    def _authenticate(self, context: grpc.ServicerContext) -> None:
+        host, token = identity(context.invocation_metadata())
+        creds = self.agent.creds
+        if host != creds.host or not token_ok(creds.order_token, token):
+            context.abort(grpc.StatusCode.UNAUTHENTICATED,
+                          f"a valid order token for host {creds.host} is required")
+
+    def MoveFlow(self, request: agent_pb2.MoveOrder,
+                 context: grpc.ServicerContext) -> agent_pb2.MoveReply:
+        self._authenticate(context)
+        try:
+            return self.agent.order(request.flow_id, request.new_sport, request.order_id)
+        except UnknownFlow:
+            context.abort(grpc.StatusCode.NOT_FOUND,
+                          f"host {self.agent.creds.host} sends no flow {request.flow_id!r}")
+            raise  # unreachable: abort raises
+
+    def Status(self, request: agent_pb2.StatusRequest,
+               context: grpc.ServicerContext) -> agent_pb2.StatusReply:
+        self._authenticate(context)
+        return self.agent.status()
