@@ -43,9 +43,10 @@ class QPMover:
     """A :class:`FlowMover` over :class:`~host.nic.qp.SenderQP` objects.
 
     ``change_sport`` is called under :attr:`lock`. When the NIC loop runs in another
-    thread than the agent's gRPC workers, it holds :attr:`lock` around each
-    ``NicPort.step`` (or ``SenderQP.poll``), so a move never lands half-way through
-    building a frame and the switch happens exactly at a message boundary.
+    thread than the agent's gRPC workers, give it the same lock
+    (``NicPort(..., step_lock=mover.lock)``): ``NicPort.run`` holds it around each step,
+    so a move never lands half-way through building a frame and the switch happens
+    exactly at a message boundary.
     """
 
     def __init__(self) -> None:

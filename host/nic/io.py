@@ -29,7 +29,8 @@ import math
 import select
 import socket
 import time
-from typing import Callable, Optional, Protocol
+from contextlib import nullcontext
+from typing import Callable, ContextManager, Optional, Protocol
 
 from host.nic.frames import OP_CNP, OP_RC_ACK, parse_roce
 from host.nic.pfc import PfcState
@@ -137,11 +138,16 @@ class NicPort:
 
     ``line_rate_bps`` converts PAUSE quanta to time. The senders share this port's PFC
     state (pass ``port.pfc`` to :class:`SenderQP` or use :meth:`add_sender`).
+    ``step_lock`` is held around every :meth:`step` of :meth:`run`: code in other
+    threads that changes a sender (the TCCL agent's ``QPMover.lock``) takes the same lock,
+    so a change never lands half-way through a step.
     """
 
     def __init__(self, io: FrameIO, *, line_rate_bps: float, receiver: Optional[Receiver] = None,
-                 rx_burst: int = 64, tx_burst: int = 32) -> None:
+                 rx_burst: int = 64, tx_burst: int = 32,
+                 step_lock: Optional[ContextManager[object]] = None) -> None:
         self.io = io
+        self.step_lock: ContextManager[object] = step_lock if step_lock is not None else nullcontext()
         self.pfc = PfcState(line_rate_bps)
         self.receiver = receiver
         self.senders: list[SenderQP] = []
@@ -225,7 +231,8 @@ class NicPort:
             now = clock()
             if now >= end:
                 break
-            self.step(now)
+            with self.step_lock:
+                self.step(now)
             if self.senders_done:
                 done_at = now if done_at is None else done_at
                 if now - done_at >= linger_s:
