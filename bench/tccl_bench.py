@@ -11,7 +11,7 @@ Figures:
   NVLink/RoCE split over the better single channel, 1 MiB message, default estimates
   (``host/tccl/dualchannel.py``).
 
-``tccl.max_over_mean.*`` (switch counters on the Mininet testbed) are not in this group.
+``tccl.max_over_mean.*`` (switch counters on the Mininet testbed) are measured by the ``host`` group (bench/host_bench.py).
 
 Example::
 
