@@ -3,10 +3,11 @@ real ``python -m p4sim switch`` processes (one per switch, started by PID throug
 ``tests/procs.py``), checked by reading every table back; the published hash model is
 checked against the ECMP entries read from the switches.
 
-The fabric is built with ``topo.model`` when that package exists, else with a hand-built
-stub of the topology contract (:func:`stub_fabric`): 1 block × 2 rails × 2 servers and 2
-spines, optionally with a second link from spine 1 to leaf b0r0l0 (so a spine has an
-ECMP group and a leaf group has two links to one peer).
+The plan tests use a hand-built fabric, 1 block × 2 rails × 2 servers and 2 spines
+(:func:`stub_fabric`), optionally with an asymmetric second link from spine 1 to leaf
+b0r0l0 that topo does not build (so a spine has an ECMP group and a leaf group has two
+links to one peer); their expected entries were worked out by hand. The tests on real
+switches use a fabric built by ``topo.model`` (two uplinks per spine).
 """
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ import ipaddress
 import json
 import subprocess
 import sys
-import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional
@@ -37,13 +37,10 @@ REPO = Path(__file__).resolve().parents[2]
 PROGRAM = REPO / "p4src" / "fabric.p4"
 TABLES = (T_ARP, T_QOS, T_ROUTES, T_NEXTHOPS, T_GROUPS, T_MEMBERS, T_PORT_MACS, T_ECN, T_PFC)
 
-try:
-    from topo import model as topo_model       # the topology owner, when it has landed
-except ImportError:                              # pragma: no cover - depends on the tree
-    topo_model = None
+from topo import model as topo_model
 
 
-# --------------------------------------------------------------------------- stub of the contract
+# ------------------------------------------------------------- hand-built fabric (expected values checked by hand)
 @dataclass
 class PortInfo:
     port: int
@@ -129,9 +126,7 @@ def stub_fabric(double_link: bool = False) -> StubFabric:
 
 
 def small_fabric() -> Any:
-    """The small fabric: from topo.model when available, else the stub."""
-    if topo_model is None:
-        return stub_fabric()
+    """The small fabric of the tests on real switches, built by topo.model."""
     spec = topo_model.FabricSpec(blocks=1, servers_per_block=2, rails=2, spines=2,
                                  leaves_per_rail=1, uplinks_per_spine=2)
     return topo_model.build_fabric(spec)
@@ -183,10 +178,9 @@ def test_plan_with_parallel_links_and_options() -> None:
     assert model.switch("s1").algorithm == "crc32" and model.switch("s1").groups[1].size == 2
 
 
-@pytest.mark.skipif(topo_model is None, reason="topo.model has not landed")
 def test_plan_of_a_topo_fabric_with_split_rails() -> None:
     """Two leaves per rail: a spine routes each host /32 to its own leaf."""
-    fab = topo_model.build_fabric(topo_model.FabricSpec(   # type: ignore[union-attr]
+    fab = topo_model.build_fabric(topo_model.FabricSpec(
         blocks=2, servers_per_block=4, rails=2, spines=2, leaves_per_rail=2))
     plans = plan_fabric(fab)
     spine = plans["s0"]
@@ -367,19 +361,11 @@ def test_an_unreachable_switch_is_named(compiled: tuple[Path, Path]) -> None:
 
 
 def test_cli_setup(fabric: Any, compiled: tuple[Path, Path], programmed: FabricProgrammer,
-                   tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                   tmp_path: Path,
                    capsys: pytest.CaptureFixture[str]) -> None:
-    """``python -m controller setup`` (in process, so that a stub fabric can stand in
-    for ``topo.model.load_fabric``); it re-pushes the pipeline, so it runs last."""
-    fabric_file = tmp_path / "fabric.json"
-    if topo_model is not None and hasattr(fabric, "to_json"):
-        fabric_file.write_text(fabric.to_json())
-    else:
-        fabric_file.write_text("{}")
-        fake = types.ModuleType("topo.model")
-        fake.load_fabric = lambda path: fabric               # type: ignore[attr-defined]
-        monkeypatch.setitem(sys.modules, "topo", types.ModuleType("topo"))
-        monkeypatch.setitem(sys.modules, "topo.model", fake)
+    """``python -m controller setup`` in process; it re-pushes the pipeline, so it runs last."""
+    fabric_file = tmp_path / "topology.json"
+    fabric_file.write_text(fabric.to_json())
     programmed.close()                                       # one primary per election id
     out_model = tmp_path / "hashmodel.json"
     rc = cli.main(["setup", "--fabric", str(fabric_file), "--p4info", str(compiled[0]),
