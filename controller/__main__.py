@@ -6,11 +6,15 @@
 hash model (what TCCL loads). Exit status 0 on success, 1 when a switch cannot be
 reached or refuses a write (the message names the switch), 2 on bad arguments.
 
+``python -m controller status [--metrics URL | --log logs/gor.jsonl] [--once]`` shows a
+live table of links, alarms and moves (:mod:`controller.gor.status`).
+
 Example::
 
     python -m controller setup --fabric build/topology.json \\
         --p4info build/fabric.p4info.txtpb --config build/fabric.p4sim.json \\
         --hash-model build/hashmodel.json
+    python -m controller status --metrics http://127.0.0.1:9464/metrics --once
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ from typing import Optional, Sequence
 
 
 from controller.fabric_setup import EcnConfig, FabricProgrammer, PfcConfig
+from controller.gor import status as gor_status
 from controller.p4rt import P4RuntimeClientError
 
 
@@ -46,6 +51,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--pfc-xon", type=int, default=PfcConfig().xon_pkts)
     s.add_argument("--pfc-quanta", type=int, default=PfcConfig().pause_quanta)
     s.add_argument("--timeout", type=float, default=30.0, help="per-RPC timeout in seconds")
+    st = sub.add_parser("status", help="live table of links, alarms and moves")
+    gor_status.add_arguments(st)
     return ap
 
 
@@ -86,6 +93,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "setup":
         return setup(args)
+    if args.command == "status":
+        return gor_status.run(args)
     return 2
 
 

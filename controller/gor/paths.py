@@ -1,0 +1,456 @@
+"""GOR's path engine: where to move each elephant, safely, and how (source port or override).
+
+For every elephant (a :class:`ElephantFlow`: 5-tuple, measured rate, demand, leaves,
+whether its owner runs a TCCL agent), in order of rate:
+
+1. **Candidates**: every live leaf → spine → leaf path between its two leaves, read from
+   the networkx graph of ``topo.model.Fabric`` (fabric edges only; a link in
+   :attr:`LinkState.down` removes every path through it). Parallel links give one path
+   per (uplink, downlink) pair.
+2. **Predicted load** of each link of each candidate with the flow moved there: current
+   telemetry load (:attr:`LinkState.load_bps`) plus the flows already moved this round
+   (their measured rate leaves the old path and lands on the new one).
+3. **Safety rule**: a candidate with any link above ``safety`` × capacity (default 75 %)
+   is rejected; the best remaining one has the lowest maximum utilisation (then lowest
+   sum, then graph order).
+4. **Simulation check**: the move, together with every move already accepted this round,
+   is run through :func:`controller.gor.simulate.max_min_fair` with every elephant at its
+   *demand* (the rate it grows to once its bottleneck is gone) over the background load
+   (telemetry minus the elephants' measured rates). The move is refused when a link not
+   hot before the round ends above the threshold, or a hot link gets hotter; the next
+   candidate is then tried. Each accepted move changes the state the next check starts
+   from (recursive re-check).
+5. **Action**: the chosen path becomes a new UDP source port solved through the hash
+   model for both ECMP hops (the leaf's uplink group, then the spine's group towards the
+   destination leaf when it has parallel links) → :class:`MoveOrder`; an owner without
+   an agent gets ``FabricIngress.override.flows`` entries instead → :class:`OverrideOrder`.
+
+Member names of the published hash model are the peer node, with ``"#<port>"`` when a
+group has several links to that peer (``controller.fabric_setup``); next-hop ids are port
+numbers.
+
+Example::
+
+    >>> from topo.model import build_fabric
+    >>> from controller.fabric_setup import plan_fabric
+    >>> from p4src.hashmodel import FabricHashModel
+    >>> fab = build_fabric()
+    >>> hm = FabricHashModel({n: p.hash_model() for n, p in plan_fabric(fab).items()})
+    >>> eng = PathEngine(fab, hm, LinkState.from_fabric(fab))
+    >>> [p.spine for p in eng.candidate_paths("b0r0l0", "b1r0l0")]
+    ['s0', 's1']
+"""
+from __future__ import annotations
+
+import ipaddress
+import time
+from dataclasses import dataclass, field
+from typing import Mapping, Optional, Sequence
+
+from controller.gor.decisions import (FlowKey, LinkKey, MoveOrder, Order, OverrideEntry,
+                                      OverrideOrder, PathChoice, Rejection, RoundDecision)
+from controller.gor.simulate import link_loads, max_min_fair, utilisation
+from p4src.hashmodel import (ALGORITHMS, FabricHashModel, Flow, HashField, SwitchHashModel, flow_hash,
+                             member_index, pack_fields, port_to_member_table)
+from topo.model import Fabric
+
+LEAF_UPLINK_GROUP = 1
+DEFAULT_SAFETY = 0.75
+DEFAULT_PORT_RANGE = (49152, 65535)
+PROTO_UDP = 17
+_EPS = 1e-6
+
+
+# ----------------------------------------------------------------------------- link state
+@dataclass(slots=True)
+class LinkState:
+    """Live state of every fabric link direction: capacity, telemetry load, down links.
+
+    >>> from topo.model import build_fabric
+    >>> ls = LinkState.from_fabric(build_fabric())
+    >>> ls.capacity_bps[("b0r0l0", 3)], ls.peer[("b0r0l0", 3)]
+    (100000000000.0, ('s0', 1))
+    >>> ls.link_down("s0", 1); ls.is_up(("b0r0l0", 3))
+    False
+    """
+
+    capacity_bps: dict[LinkKey, float]
+    peer: dict[LinkKey, LinkKey]
+    load_bps: dict[LinkKey, float] = field(default_factory=dict)
+    down: set[LinkKey] = field(default_factory=set)
+
+    @classmethod
+    def from_fabric(cls, fabric: Fabric) -> "LinkState":
+        """Both directions of every leaf–spine link, capacity from the topology's gbps."""
+        cap: dict[LinkKey, float] = {}
+        peer: dict[LinkKey, LinkKey] = {}
+        for sw in fabric.switches:
+            for p, info in sw.ports.items():
+                if info.kind in ("uplink", "downlink"):
+                    cap[(sw.name, p)] = info.gbps * 1e9
+                    peer[(sw.name, p)] = (info.peer_node, info.peer_port)
+        return cls(cap, peer)
+
+    def is_up(self, link: LinkKey) -> bool:
+        """``False`` when the link (either end) is down."""
+        return link not in self.down
+
+    def link_down(self, switch: str, port: int) -> None:
+        """Mark the cable at ``switch:port`` down (both directions)."""
+        self.down.add((switch, port))
+        other = self.peer.get((switch, port))
+        if other is not None:
+            self.down.add(other)
+
+    def link_up(self, switch: str, port: int) -> None:
+        """Mark the cable at ``switch:port`` up again (both directions)."""
+        self.down.discard((switch, port))
+        other = self.peer.get((switch, port))
+        if other is not None:
+            self.down.discard(other)
+
+    def set_util(self, link: LinkKey, util: float) -> None:
+        """Telemetry: ``link`` runs at ``util`` (0..1) of its capacity."""
+        self.load_bps[link] = util * self.capacity_bps[link]
+
+    def util(self, link: LinkKey, extra_bps: float = 0.0) -> float:
+        """Utilisation of ``link`` with ``extra_bps`` more traffic."""
+        return (self.load_bps.get(link, 0.0) + extra_bps) / self.capacity_bps[link]
+
+
+# ----------------------------------------------------------------------------- flows
+@dataclass(frozen=True, slots=True)
+class ElephantFlow:
+    """An elephant to place: ``ElephantFlow(flow, 30e9, "b0r0l0", "b1r0l0", demand_bps=100e9)``.
+
+    ``rate_bps`` is the measured rate (what leaves the old path); ``demand_bps`` the rate
+    it would reach unconstrained (default: the measured rate); ``current`` its path now
+    (predicted from the hash model when None); ``has_agent``: the source host runs TCCL.
+    """
+
+    flow: FlowKey
+    rate_bps: float
+    src_leaf: str
+    dst_leaf: str
+    demand_bps: Optional[float] = None
+    current: Optional[PathChoice] = None
+    has_agent: bool = True
+
+    @property
+    def demand(self) -> float:
+        """``demand_bps`` or, without one, the measured rate."""
+        return self.rate_bps if self.demand_bps is None else self.demand_bps
+
+
+def nic_leaves(fabric: Fabric) -> dict[str, str]:
+    """NIC address → its leaf: ``nic_leaves(build_fabric())["10.1.0.1"] == "b1r0l0"``."""
+    return {n.ip: n.leaf for h in fabric.hosts for n in h.nics}
+
+
+# ----------------------------------------------------------------------------- engine
+class PathEngine:
+    """Candidate paths, safety rule, simulation check and orders over one fabric.
+
+    ``links`` is shared with the telemetry loop (loads and down links are read live);
+    ``hash_model`` is the published model of the switches as programmed.
+    """
+
+    def __init__(self, fabric: Fabric, hash_model: FabricHashModel, links: LinkState,
+                 safety: float = DEFAULT_SAFETY,
+                 port_range: tuple[int, int] = DEFAULT_PORT_RANGE,
+                 leaf_group: int = LEAF_UPLINK_GROUP) -> None:
+        if not 0 < safety <= 1:
+            raise ValueError(f"safety threshold {safety}: must be in (0, 1]")
+        self.fabric, self.hash_model, self.links = fabric, hash_model, links
+        self.safety, self.port_range, self.leaf_group = safety, port_range, leaf_group
+        self._spine_groups: dict[tuple[str, str], Optional[int]] = {}
+        self._peer_port: dict[tuple[str, str], int] = {}
+
+    # ---------------------------------------------------------------- paths
+    def candidate_paths(self, src_leaf: str, dst_leaf: str) -> list[PathChoice]:
+        """Every live leaf → spine → leaf path, in graph order."""
+        g = self.fabric.graph
+        out: list[PathChoice] = []
+        for spine, edges in g[src_leaf].items():
+            if g.nodes[spine].get("role") != "spine" or dst_leaf not in g[spine]:
+                continue
+            ups = [d["ports"][src_leaf] for d in edges.values() if d.get("kind") == "fabric"]
+            downs = [d["ports"][spine] for d in g[spine][dst_leaf].values() if d.get("kind") == "fabric"]
+            for up in (sorted(ups) if len(ups) > 1 else ups):
+                if not self.links.is_up((src_leaf, up)):
+                    continue
+                for down in (sorted(downs) if len(downs) > 1 else downs):
+                    if self.links.is_up((spine, down)):
+                        out.append(PathChoice(spine, ((src_leaf, up), (spine, down))))
+        return out
+
+    def _member_port(self, switch: str, member: str) -> int:
+        name, sep, port = member.partition("#")
+        if sep:
+            return int(port)
+        key = (switch, name)
+        if key not in self._peer_port:
+            sw = self.fabric.switch(switch)
+            self._peer_port[key] = next(p for p, info in sorted(sw.ports.items()) if info.peer_node == name)
+        return self._peer_port[key]
+
+    def _member_of_port(self, model: SwitchHashModel, group_id: int, port: int) -> int:
+        """Index in the group of the member whose link is ``port``."""
+        g = model.group(group_id)
+        for i, m in enumerate(g.members):
+            if self._member_port(model.switch, m) == port:
+                return i
+        raise KeyError(f"{model.switch}: port {port} is not in ECMP group {group_id}")
+
+    def spine_group(self, spine: str, dst_leaf: str) -> Optional[int]:
+        """The spine's ECMP group towards ``dst_leaf`` (None: a single link, no group)."""
+        key = (spine, dst_leaf)
+        if key not in self._spine_groups:
+            sw = self.hash_model.switches.get(spine)
+            hits = [gid for gid, g in sorted(sw.groups.items())
+                    if all(m.partition("#")[0] == dst_leaf for m in g.members)] if sw else []
+            self._spine_groups[key] = hits[0] if hits else None
+        return self._spine_groups[key]
+
+    def current_path(self, flow: FlowKey, src_leaf: str, dst_leaf: str) -> Optional[PathChoice]:
+        """Where the hash model says ``flow`` goes now (None when a hop is unknown)."""
+        try:
+            leaf = self.hash_model.switch(src_leaf)
+            g = leaf.group(self.leaf_group)
+            src, dst = int(ipaddress.IPv4Address(flow.src)), int(ipaddress.IPv4Address(flow.dst))
+            i = member_index(leaf, self.leaf_group, src, dst, flow.proto, flow.sport, flow.dport) - g.base
+            member = g.members[i]
+            spine = member.partition("#")[0]
+            up = self._member_port(src_leaf, member)
+            sg = self.spine_group(spine, dst_leaf)
+            if sg is None:
+                down = self._member_port(spine, dst_leaf)
+            else:
+                smodel = self.hash_model.switch(spine)
+                sgrp = smodel.group(sg)
+                j = member_index(smodel, sg, src, dst, flow.proto, flow.sport, flow.dport) - sgrp.base
+                down = self._member_port(spine, sgrp.members[j])
+        except (KeyError, StopIteration, IndexError):
+            return None
+        return PathChoice(spine, ((src_leaf, up), (spine, down)))
+
+    # ---------------------------------------------------------------- actions
+    def solve_sport(self, flow: FlowKey, path: PathChoice) -> Optional[int]:
+        """A UDP source port that sends ``flow`` along ``path`` on both ECMP hops (the
+        first in ``port_range``, else any; never the current one); None if none does."""
+        if flow.proto != PROTO_UDP:
+            return None
+        (leaf_name, up), (spine, down) = path.links
+        leaf = self.hash_model.switch(leaf_name)
+        want_leaf = leaf.group(self.leaf_group).base + self._member_of_port(leaf, self.leaf_group, up)
+        sg = self.spine_group(spine, self._dst_of(path))
+        smodel = self.hash_model.switch(spine) if sg is not None else None
+        want_spine = (smodel.group(sg).base + self._member_of_port(smodel, sg, down)
+                      if smodel is not None and sg is not None else None)
+        src, dst = int(ipaddress.IPv4Address(flow.src)), int(ipaddress.IPv4Address(flow.dst))
+        lo, hi = self.port_range
+        ports = ports_reaching(leaf, self.leaf_group, src, dst, flow.dport, want_leaf)
+        for port in sorted(ports, key=lambda p: (not lo <= p <= hi, p)):
+            if port == flow.sport or port == 0:
+                continue
+            if smodel is not None and sg is not None and member_index(
+                    smodel, sg, src, dst, PROTO_UDP, port, flow.dport) != want_spine:
+                continue
+            return port
+        return None
+
+    def _dst_of(self, path: PathChoice) -> str:
+        return self.links.peer[path.links[1]][0]
+
+    def override_entries(self, path: PathChoice) -> tuple[OverrideEntry, ...]:
+        """Override entries pinning a flow to ``path``: the source leaf, and the spine
+        when it has parallel links to the destination leaf."""
+        (leaf, up), (spine, down) = path.links
+        entries = [OverrideEntry(leaf, up)]
+        if self.spine_group(spine, self._dst_of(path)) is not None:
+            entries.append(OverrideEntry(spine, down))
+        return tuple(entries)
+
+    # ---------------------------------------------------------------- the round
+    def decide(self, elephants: Sequence[ElephantFlow], t_s: float = 0.0,
+               trigger: Optional[LinkKey] = None) -> RoundDecision:
+        """Plan one round of moves for ``elephants`` (fastest first); pure: the link state
+        is not changed. Only the links the elephants use or may use are simulated (the
+        others cannot change)."""
+        t0 = time.perf_counter()
+        dec = RoundDecision(t_s, trigger)
+        links = self.links
+        order = sorted(range(len(elephants)), key=lambda i: (-elephants[i].rate_bps, elephants[i].flow))
+        cur: dict[int, Optional[PathChoice]] = {}
+        for i, e in enumerate(elephants):
+            cur[i] = e.current if e.current is not None else self.current_path(e.flow, e.src_leaf, e.dst_leaf)
+        cands_of = {i: [p for p in self.candidate_paths(e.src_leaf, e.dst_leaf) if p != cur[i]]
+                    for i, e in enumerate(elephants)}
+        # only links some elephant uses or may use can change: simulate those
+        rel = {l for i in cur for p in [cur[i], *cands_of[i]] if p is not None for l in p.links}
+        cap = {l: (0.0 if l in links.down else links.capacity_bps[l]) for l in rel}
+        background = {l: links.load_bps.get(l, 0.0) for l in rel}
+        for i, e in enumerate(elephants):
+            for l in (cur[i].links if cur[i] else ()):
+                background[l] = max(background.get(l, 0.0) - e.rate_bps, 0.0)
+        placed: dict[int, Optional[PathChoice]] = dict(cur)
+
+        def simulate(paths: Mapping[int, Optional[PathChoice]]) -> dict[LinkKey, float]:
+            flows = {i: (p.links if p else (), elephants[i].demand) for i, p in paths.items()}
+            rates = max_min_fair(flows, cap, background)
+            used = {l: background.get(l, 0.0) for fl, _ in flows.values() for l in fl}
+            return utilisation(link_loads(flows, rates, used), links.capacity_bps)
+
+        base_util = simulate(placed)
+        hot0 = {l for l, u in base_util.items() if u > self.safety + _EPS}
+        hot0 |= {l for l in rel if links.load_bps.get(l, 0.0) > self.safety * links.capacity_bps[l]}
+        dec.baseline_max_util = max(base_util.values(), default=0.0)
+        last_util = base_util
+        work = dict(links.load_bps)
+        for i in order:
+            e = elephants[i]
+            old = cur[i]
+            old_links = set(old.links) if old else set()
+            cands = cands_of[i]
+            if not cands:
+                dec.rejected.append(Rejection(e.flow, "no-path", None, f"{e.src_leaf} -> {e.dst_leaf}"))
+                continue
+            scored = []
+            unsafe: Optional[Rejection] = None
+            unsafe_worst = float("inf")
+            for p in cands:
+                pred = {l: (work.get(l, 0.0) + (0.0 if l in old_links else e.rate_bps)) / links.capacity_bps[l]
+                        for l in p.links}
+                worst = max(pred.values())
+                if worst > self.safety + _EPS:
+                    if worst < unsafe_worst:
+                        unsafe_worst = worst
+                        unsafe = Rejection(e.flow, "safety", p, f"{worst:.3f} > {self.safety}")
+                    continue
+                scored.append((worst, sum(pred.values()), len(scored), p, pred))
+            scored.sort(key=lambda x: x[:3])
+            old_up = old is not None and all(links.is_up(l) for l in old.links)
+            if old_up and old is not None and scored:
+                stay = max(work.get(l, 0.0) / links.capacity_bps[l] for l in old.links)
+                if scored[0][0] >= stay - _EPS:
+                    dec.rejected.append(Rejection(e.flow, "no-gain", scored[0][3],
+                                                  f"best {scored[0][0]:.3f} >= now {stay:.3f}"))
+                    continue
+            reason: Optional[Rejection] = None
+            for worst, _, _, p, pred in scored:
+                order_: Optional[Order]
+                if e.has_agent:
+                    sport = self.solve_sport(e.flow, p)
+                    if sport is None:
+                        reason = reason or Rejection(e.flow, "no-port", p, "no source port reaches it")
+                        continue
+                    order_ = MoveOrder(e.flow, sport, p, pred, old, e.rate_bps)
+                else:
+                    order_ = OverrideOrder(e.flow, self.override_entries(p), p, pred, old, e.rate_bps)
+                trial = dict(placed)
+                trial[i] = p
+                util = simulate(trial)
+                bad = min((l for l, u in util.items()
+                           if (u > self.safety + _EPS and l not in hot0)
+                           or (l in hot0 and u > base_util.get(l, links.util(l)) + _EPS)), default=None)
+                if bad is not None:
+                    reason = Rejection(e.flow, "hotspot", p,
+                                       f"{bad[0]}:{bad[1]} at {util[bad]:.3f} in simulation")
+                    continue
+                placed, last_util = trial, util
+                for l in old_links:
+                    work[l] = work.get(l, 0.0) - e.rate_bps
+                for l in p.links:
+                    work[l] = work.get(l, 0.0) + e.rate_bps
+                dec.orders.append(order_)
+                reason = None
+                break
+            else:
+                reason = reason or unsafe or Rejection(e.flow, "safety", None, "every path over the threshold")
+            if reason is not None:
+                dec.rejected.append(reason)
+        dec.predicted_max_util = max(last_util.values(), default=0.0)
+        dec.elapsed_s = time.perf_counter() - t0
+        return dec
+
+
+def _sport_basis(model: SwitchHashModel) -> tuple[int, ...]:
+    """``basis[b] = crc(e_b) ^ crc(0)``: the hash change of flipping source-port bit ``b``
+    (CRC is affine in its input bits, see ``p4src.hashmodel``); depends only on the
+    algorithm and field layout."""
+    key = (model.algorithm, model.fields)
+    if key not in _BASIS:
+        widths = [f.width_bits for f in model.fields]
+        names = [f.name for f in model.fields]
+        pos = names.index("udp.src_port")
+        algo = ALGORITHMS[model.algorithm]
+        zero = algo(pack_fields([(0, w) for w in widths]))
+        basis = []
+        for b in range(widths[pos]):
+            vals = [(0, w) for w in widths]
+            vals[pos] = (1 << b, widths[pos])
+            basis.append(algo(pack_fields(vals)) ^ zero)
+        _BASIS[key] = tuple(basis)
+    return _BASIS[key]
+
+
+_BASIS: dict[tuple[str, tuple[HashField, ...]], tuple[int, ...]] = {}
+
+
+def ports_reaching(model: SwitchHashModel, group_id: int, src: int, dst: int, dport: int,
+                   want_index: int) -> list[int]:
+    """Every UDP source port whose member index in ``group_id`` is ``want_index``.
+
+    With a power-of-two group the condition ``H % size == i`` fixes the low bits of the
+    hash, a linear system over GF(2) in the port bits (``H(p) = H(0) ^ L(p)``): it is
+    solved by elimination and its solutions enumerated (512 ports of 65,536 for a group
+    of 128), no sweep. Other sizes sweep the affine table
+    (:func:`p4src.hashmodel.port_to_member_table`).
+
+    >>> from p4src.hashmodel import GroupModel
+    >>> sw = SwitchHashModel("l", seed=5, groups={1: GroupModel(0, ["a", "b", "c", "d"])})
+    >>> ps = ports_reaching(sw, 1, 1, 2, 4791, 3)
+    >>> len(ps), {member_index(sw, 1, 1, 2, 17, p, 4791) for p in ps}
+    (16384, {3})
+    """
+    group = model.group(group_id)
+    size = group.size
+    mask_m = (1 << model.member_width_bits) - 1
+    if size & (size - 1) or "udp.src_port" not in [f.name for f in model.fields] or group.base:
+        table = port_to_member_table(model, group_id, src, dst, PROTO_UDP, dport)
+        return [p for p, m in enumerate(table) if m == want_index]
+    basis = _sport_basis(model)
+    k = size.bit_length() - 1
+    target = ((want_index - group.base) & mask_m) ^ flow_hash(model, Flow(src, dst, PROTO_UDP, 0, dport))
+    # rows: for each low hash bit j, the port bits that flip it, and the bit wanted
+    rows = [(sum(1 << b for b, v in enumerate(basis) if v >> j & 1), target >> j & 1) for j in range(k)]
+    pivots: list[tuple[int, int, int]] = []           # (pivot bit, row mask, rhs)
+    for mask, rhs in rows:
+        for pb, pm, pr in pivots:
+            if mask >> pb & 1:
+                mask ^= pm
+                rhs ^= pr
+        if mask == 0:
+            if rhs:
+                return []
+            continue
+        pb = mask.bit_length() - 1
+        pivots = [(b, m ^ mask, r ^ rhs) if m >> pb & 1 else (b, m, r) for b, m, r in pivots]
+        pivots.append((pb, mask, rhs))
+    pivot_bits = {pb for pb, _, _ in pivots}
+    free = [b for b in range(len(basis)) if b not in pivot_bits]
+    out = []
+    for combo in range(1 << len(free)):
+        port = 0
+        for i, b in enumerate(free):
+            if combo >> i & 1:
+                port |= 1 << b
+        for pb, pm, pr in pivots:
+            if pr ^ (bin(pm & port & ~(1 << pb)).count("1") & 1):
+                port |= 1 << pb
+        out.append(port)
+    return sorted(out)
+
+
+__all__ = ["DEFAULT_PORT_RANGE", "DEFAULT_SAFETY", "ElephantFlow", "LEAF_UPLINK_GROUP", "LinkState",
+           "PathEngine", "nic_leaves", "ports_reaching"]

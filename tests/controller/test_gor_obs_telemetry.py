@@ -1,0 +1,233 @@
+"""Unit tests of GOR's telemetry loop with fake readers (no switch): utilisation per
+direction from counter deltas, counter resets, stale switches, the P4Runtime reader over
+a fake connection, and that topo's telemetry is the controller's."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pytest
+
+from controller.gor import telemetry as gt
+from controller.gor.telemetry import (LinkId, PolledLink, PortReading, TelemetryPoller,
+                                      counter_reset, delta, fabric_links, p4rt_reader,
+                                      utilisation)
+from topo import FabricSpec, build_fabric
+
+UP = LinkId("b0r0l0", 3, "s0", "uplink")
+DOWN = LinkId("s0", 1, "b0r0l0", "downlink")
+
+
+class FakeClock:
+    """A monotonic clock the test advances by hand."""
+
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class Script:
+    """A reader returning scripted cumulative readings per call (an exception is raised)."""
+
+    def __init__(self, *steps: Any) -> None:
+        self.steps, self.calls = list(steps), 0
+
+    def __call__(self, ports: Any) -> dict[int, PortReading]:
+        step = self.steps[min(self.calls, len(self.steps) - 1)]
+        self.calls += 1
+        if isinstance(step, BaseException):
+            raise step
+        return step
+
+
+# ------------------------------------------------------------------ maths
+def test_utilisation_per_direction_from_bytes_and_link_speed() -> None:
+    d = PortReading(tx_pkts=1000, tx_bytes=125_000_000, marks=0, max_qdepth=0,
+                    rx_pkts=10, rx_bytes=31_250_000)
+    assert utilisation(d, 0.1, None, 100.0) == pytest.approx(0.1)          # 10 Gb/s of 100
+    assert utilisation(d, 0.1, None, 100.0, rx=True) == pytest.approx(0.025)
+    assert utilisation(d, 0.1, 20_000.0, 100.0) == pytest.approx(0.5)      # queue rate wins
+    assert utilisation(d, 0.0, None, 100.0) == 0.0
+
+
+def test_delta_and_reset_detection_cover_every_counter() -> None:
+    prev = PortReading(100, 1000, 10, 5, 50, 500, 3, 2, 1)
+    cur = PortReading(150, 1600, 12, 9, 80, 800, 4, 2, 5)
+    assert delta(prev, cur) == PortReading(50, 600, 2, 9, 30, 300, 1, 0, 4)
+    assert not counter_reset(prev, cur)
+    restarted = PortReading(7, 70, 0, 1, 3, 30, 0, 0, 0)
+    assert counter_reset(prev, restarted)
+    assert delta(prev, restarted) == restarted  # counts from 0 after a reset
+
+
+def test_sample_mark_rate() -> None:
+    assert gt.LinkSample(1, 1, 0, 0, 0, 0, 0).mark_rate == 0.0
+    assert gt.LinkSample(1, 1, 400, 0, 100, 0, 0).mark_rate == 0.25
+
+
+# ------------------------------------------------------------------ the poller
+def test_poller_computes_util_per_direction_over_each_interval() -> None:
+    clock = FakeClock()
+    leaf = Script({3: PortReading(0, 0, 0, 0)},
+                  {3: PortReading(1000, 62_500_000, 40, 12, 500, 12_500_000, 1, 0, 0)})
+    spine = Script({1: PortReading(0, 0, 0, 0)}, {1: PortReading(500, 12_500_000, 0, 2)})
+    links = [PolledLink(UP, gbps=10.0), PolledLink(DOWN, gbps=10.0)]
+    poller = TelemetryPoller({"b0r0l0": leaf, "s0": spine}, links, period_s=0.05, clock=clock)
+    assert poller.poll_once() == {}
+    clock.t += 0.05
+    got = poller.poll_once()
+    up, down = got[UP], got[DOWN]
+    assert up.dt_s == pytest.approx(0.05) and up.t_s == pytest.approx(0.05)
+    assert up.util == pytest.approx(1.0)              # 62.5 MB in 50 ms = 10 Gb/s
+    assert down.util == pytest.approx(0.2)            # 12.5 MB in 50 ms = 2 Gb/s
+    assert up.rx_util == pytest.approx(down.util)     # the reverse direction seen at the leaf
+    assert (up.marks, up.max_qdepth, up.drops, up.mark_rate) == (40, 12, 1, 0.04)
+    assert poller.polls == 2 and poller.loop_s == 0.0
+
+
+def test_poller_survives_a_counter_reset() -> None:
+    clock = FakeClock()
+    reader = Script({3: PortReading(5000, 5_000_000, 50, 0)},
+                    {3: PortReading(6000, 6_000_000, 60, 3)},
+                    {3: PortReading(200, 200_000, 1, 4)})      # switch restarted
+    poller = TelemetryPoller({"b0r0l0": reader}, [PolledLink(UP, None, 10_000.0)], clock=clock)
+    poller.poll_once()
+    clock.t += 0.1
+    first = poller.poll_once()[UP]
+    clock.t += 0.1
+    after = poller.poll_once()[UP]
+    assert (first.tx_pkts, first.reset) == (1000, False)
+    assert first.util == pytest.approx(1.0)
+    assert (after.tx_pkts, after.marks, after.reset) == (200, 1, True)
+    assert after.util == pytest.approx(0.2)
+    assert all(s.tx_pkts >= 0 for s in poller.series.samples[UP])
+
+
+def test_a_stale_switch_is_marked_logged_and_the_loop_goes_on(
+        caplog: pytest.LogCaptureFixture) -> None:
+    clock = FakeClock()
+    gone = ConnectionError("switch gone")
+    spine = Script({1: PortReading(0, 0, 0, 0)}, gone, gone,
+                   {1: PortReading(300, 300_000, 0, 0)})
+    leaf = Script(*[{3: PortReading(100 * n, 100_000 * n, 0, 0)} for n in range(5)])
+    links = [PolledLink(UP, None, 1000.0), PolledLink(DOWN, None, 1000.0)]
+    poller = TelemetryPoller({"b0r0l0": leaf, "s0": spine}, links, clock=clock)
+    caplog.set_level(logging.WARNING, logger="controller.gor.telemetry")
+    poller.poll_once()
+    clock.t += 0.1
+    got = poller.poll_once()
+    assert set(got) == {UP} and poller.stale_switches() == ["s0"]
+    assert poller.health["s0"].stale_since_s == pytest.approx(100.1)
+    assert "s0" in caplog.text and "stale" in caplog.text
+    clock.t += 0.1
+    assert set(poller.poll_once()) == {UP}
+    assert poller.health["s0"].failures == 2 and len(poller.errors) == 2
+    clock.t += 0.1
+    back = poller.poll_once()
+    assert poller.stale_switches() == [] and "answers again" in caplog.text
+    # the first interval after the outage spans it all (0.3 s since the last good read)
+    assert back[DOWN].dt_s == pytest.approx(0.3) and back[DOWN].tx_pkts == 300
+    assert back[DOWN].util == pytest.approx(1.0)
+    assert back[UP].dt_s == pytest.approx(0.1)
+
+
+def test_on_tick_errors_do_not_stop_the_thread() -> None:
+    ticks: list[int] = []
+
+    def tick(t_s: float, samples: dict[LinkId, Any]) -> None:
+        ticks.append(len(samples))
+        raise RuntimeError("consumer bug")
+
+    n = {"i": 0}
+
+    def reader(ports: Any) -> dict[int, PortReading]:
+        n["i"] += 1
+        return {3: PortReading(n["i"], n["i"], 0, 0)}
+
+    import time
+    with TelemetryPoller({"b0r0l0": reader}, [PolledLink(UP, 1.0)], period_s=0.005,
+                         on_tick=tick) as poller:
+        deadline = time.monotonic() + 2.0
+        while len(ticks) < 3 and time.monotonic() < deadline:
+            time.sleep(0.005)
+    assert len(ticks) >= 3 and poller.series.samples[UP]
+
+
+def test_series_can_be_bounded() -> None:
+    s = gt.TelemetrySeries(max_samples=2)
+    for i in range(5):
+        s.add(UP, gt.LinkSample(i, 1, i, 0, 0, 0, 0))
+    assert [x.tx_pkts for x in s.samples[UP]] == [3, 4] and s.latest()[UP].tx_pkts == 4
+
+
+def test_fabric_links_take_capacity_from_the_topology() -> None:
+    fab = build_fabric(FabricSpec())
+    links = fabric_links(fab)
+    uplink_gbps = {pl.gbps for pl in links if pl.link.kind == "uplink"}
+    port_gbps = {p.gbps for sw in fab.switches for p in sw.ports.values() if p.kind == "uplink"}
+    assert uplink_gbps == port_gbps and all(pl.rate_pps is None for pl in links)
+
+
+# ------------------------------------------------------------------ P4Runtime reader
+@dataclass
+class Cell:
+    packets: int
+    bytes: int = 0
+
+
+class FakeInfo:
+    def __init__(self, counters: set[str]) -> None:
+        self.counters = counters
+
+    def has(self, kind: str, name: str) -> bool:
+        return kind == "counter" and name in self.counters
+
+
+class FakeConn:
+    """Stands in for SwitchConnection: counters by name, one register, records writes."""
+
+    def __init__(self, counters: dict[str, dict[int, Cell]], qdepth: dict[int, int]) -> None:
+        self.counters, self.qdepth = counters, qdepth
+        self.p4info: Optional[FakeInfo] = FakeInfo(set(counters))
+        self.writes: list[Any] = []
+
+    def read_counter(self, name: str) -> dict[int, Cell]:
+        return self.counters[name]
+
+    def read_register(self, name: str) -> dict[int, int]:
+        assert name == gt.QDEPTH_REGISTER
+        return self.qdepth
+
+    def write(self, updates: list[Any]) -> None:
+        self.writes.append(updates)
+
+
+def test_p4rt_reader_reads_every_counter_and_clears_qdepth(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gt, "register_entry", lambda info, name, idx, val: (name, idx, val))
+    monkeypatch.setattr(gt, "update", lambda msg, kind: (kind, msg))
+    conn = FakeConn({
+        gt.TX_COUNTER: {3: Cell(10, 640), 4: Cell(5, 320)},
+        gt.ECN_COUNTER: {3: Cell(2)},
+        gt.RX_COUNTER: {3: Cell(7, 448)},
+        gt.DROPS_COUNTER: {3: Cell(1)},
+        gt.PFC_TX_COUNTER: {4: Cell(6)},
+        gt.PFC_RX_COUNTER: {3 * 8 + 3: Cell(4), 3 * 8 + 5: Cell(1), 4 * 8: Cell(9)},
+    }, {3: 17, 4: 0})
+    got = p4rt_reader(conn)([3, 4])
+    assert got[3] == PortReading(10, 640, 2, 17, 7, 448, 1, 0, 5)
+    assert got[4] == PortReading(5, 320, 0, 0, 0, 0, 0, 6, 9)
+    assert conn.writes == [[("MODIFY", (gt.QDEPTH_REGISTER, 3, 0))]]  # only non-zero cells
+
+
+def test_p4rt_reader_tolerates_a_pipeline_without_pfc_counters() -> None:
+    conn = FakeConn({gt.TX_COUNTER: {3: Cell(1, 64)}, gt.ECN_COUNTER: {}}, {})
+    assert p4rt_reader(conn)([3])[3] == PortReading(1, 64, 0, 0)
+
+
+def test_topo_telemetry_is_the_controllers() -> None:
+    import topo.telemetry as tt
+    assert tt.TelemetryPoller is TelemetryPoller and tt.delta is delta
+    assert tt.LinkId is LinkId and tt.p4rt_reader is p4rt_reader
