@@ -9,6 +9,12 @@ reached or refuses a write (the message names the switch), 2 on bad arguments.
 ``python -m controller status [--metrics URL | --log logs/gor.jsonl] [--once]`` shows a
 live table of links, alarms and moves (:mod:`controller.gor.status`).
 
+``python -m controller run --fabric F --p4info P --config C [--no-push | --attach]
+[--metrics-port N] [--registry-bind ADDR] [--secret-file FILE]`` programs the fabric (or
+attaches to it), enables the ``flow_sample_t`` digest, starts the flow registry, the
+telemetry poller, one digest reader thread per switch and GOR's loop
+(:mod:`controller.gor.loop`) until SIGINT/SIGTERM.
+
 Example::
 
     python -m controller setup --fabric build/topology.json \\
@@ -53,6 +59,25 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--timeout", type=float, default=30.0, help="per-RPC timeout in seconds")
     st = sub.add_parser("status", help="live table of links, alarms and moves")
     gor_status.add_arguments(st)
+    r = sub.add_parser("run", help="program the fabric and run GOR's loop until SIGINT/SIGTERM")
+    r.add_argument("--fabric", required=True, type=Path, help="fabric JSON written by topo")
+    r.add_argument("--p4info", required=True, type=Path, help="P4Info (text or binary)")
+    r.add_argument("--config", required=True, type=Path, help="device config")
+    mode = r.add_mutually_exclusive_group()
+    mode.add_argument("--no-push", action="store_true",
+                      help="do not push the pipeline, install the entries (tables empty)")
+    mode.add_argument("--attach", action="store_true",
+                      help="attach to a fabric already programmed: no pipeline, no entries")
+    r.add_argument("--metrics-port", type=int, default=None, help="serve /metrics here (0: any)")
+    r.add_argument("--registry-bind", default="127.0.0.1:50100", help="flow registry address")
+    r.add_argument("--secret-file", type=Path,
+                   help="fabric secret of the agent protocol (default $ASTRAL_FABRIC_SECRET)")
+    r.add_argument("--log", type=Path, default=Path("logs/gor.jsonl"), help="decision log")
+    r.add_argument("--period", type=float, default=0.05, help="telemetry period in seconds")
+    r.add_argument("--safety", type=float, default=0.75, help="max predicted link utilisation")
+    r.add_argument("--top-n", type=int, default=4, help="elephants considered per hot link")
+    r.add_argument("--one-in-n", type=int, default=100, help="sampling ratio on alarmed ports")
+    r.add_argument("--timeout", type=float, default=30.0, help="per-RPC timeout in seconds")
     return ap
 
 
@@ -95,6 +120,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return setup(args)
     if args.command == "status":
         return gor_status.run(args)
+    if args.command == "run":
+        from controller.gor.loop import run_gor   # servers and threads: imported only when used
+        return run_gor(args)
     return 2
 
 
