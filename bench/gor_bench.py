@@ -116,4 +116,10 @@ def bench_decide(config: BenchConfig) -> dict[str, Figure]:
     return out
 
 
-BENCHMARKS: tuple[Benchmark, ...] = (Benchmark("decide", "gor", bench_decide),)
+def _story_benchmarks() -> tuple[Benchmark, ...]:
+    from bench.gor_testbed_bench import BENCHMARKS as story  # noqa: PLC0415 (live testbed)
+    return story
+
+
+BENCHMARKS: tuple[Benchmark, ...] = (Benchmark("decide", "gor", bench_decide),
+                                     *_story_benchmarks())

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
@@ -38,7 +38,7 @@ from topo.report import (FlowRecord, ScenarioRecord, busiest_over_mean, measured
 from topo.telemetry import LinkId, LinkSample, TelemetryPoller, fabric_links, p4rt_reader
 from topo.traffic import ROCE_UDP_PORT, Elephant, start_elephant, stop_elephant
 
-SCENARIOS = ("default", "link-failure", "alltoall")
+SCENARIOS = ("default", "gor", "link-failure", "alltoall")
 LEAF_UPLINK_GROUP = 1
 SPORT_RANGE = (49152, 65535)
 RUNS = Path(__file__).resolve().parents[1] / "runs"
@@ -275,6 +275,9 @@ def run_scenario(name: str, fabric: Any, programmer: Any, state: Any,
     if name not in SCENARIOS:
         say(f"scenario: unknown scenario {name!r} (known: {', '.join(SCENARIOS)})")
         return ScenarioResult(2)
+    if name == "gor" and programmer is not None:
+        story = run_story(fabric, programmer, state, save_state, opts or ScenarioOptions(), say)
+        return ScenarioResult(story.status, story.run_dir)
     if name != "default":
         say(f"scenario {name}: not available until issue 7 (GOR) lands; nothing to run")
         return ScenarioResult(0)
@@ -286,3 +289,214 @@ def run_scenario(name: str, fabric: Any, programmer: Any, state: Any,
 
 __all__ = ["PlannedFlow", "SCENARIOS", "SKIPPED", "ScenarioOptions", "ScenarioResult",
            "collisions", "plan_elephants", "run_default", "run_scenario", "set_uplink_rates"]
+
+
+# ---------------------------------------------------------------------- the GOR story
+GOR_DIR = Path(__file__).resolve().parents[1] / "build" / "gor"
+
+
+@dataclass(slots=True)
+class StoryResult:
+    """What the GOR story measured: decision log records, per-uplink tx before/after the
+    first confirmed move, and the figures of ``bench/gor_testbed_bench.py``."""
+
+    status: int
+    run_dir: Optional[Path] = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+    first_alarm_s: Optional[float] = None
+    last_confirm_s: Optional[float] = None
+    uplink_pps_before: dict[str, float] = field(default_factory=dict)
+    uplink_pps_after: dict[str, float] = field(default_factory=dict)
+    max_util_after_pct: Optional[float] = None
+    drops_during_move: Optional[int] = None
+
+    @property
+    def loop_s(self) -> Optional[float]:
+        """First alarm → last confirmed move (seconds)."""
+        if self.first_alarm_s is None or self.last_confirm_s is None:
+            return None
+        return round(self.last_confirm_s - self.first_alarm_s, 3)
+
+    @staticmethod
+    def spread(pps: dict[str, float]) -> float:
+        """max / mean of per-uplink rates (1.0 = balanced)."""
+        vals = list(pps.values())
+        return round(max(vals) / (sum(vals) / len(vals)), 3) if vals and sum(vals) else 0.0
+
+
+def write_credentials(hosts: Sequence[str], secret: bytes, root: Path = GOR_DIR) -> dict[str, Path]:
+    """``root/creds-<host>.json`` (mode 0600, directory 0700) for every host."""
+    from astral_proto.auth import HostCredentials  # noqa: PLC0415
+    root.mkdir(parents=True, exist_ok=True)
+    root.chmod(0o700)
+    return {h: HostCredentials.derive(secret, h).save(root / f"creds-{h}.json") for h in hosts}
+
+
+def run_story(fabric: Any, programmer: Any, state: Any, save_state: Callable[[], None],
+              opts: ScenarioOptions, say: Callable[[str], None] = print) -> StoryResult:
+    """Collisions → ECN alarms → GOR re-routes through the agents → balanced uplinks
+    (NIC-emulator elephants with random ports, GorLoop in this process)."""
+    import os  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    from controller.gor.log import DecisionLog, read_log  # noqa: PLC0415
+    from controller.gor.loop import GorLoop, digest_reader, enable_digests  # noqa: PLC0415
+    from controller.gor.telemetry import TelemetryPoller as GorPoller  # noqa: PLC0415
+    from controller.gor.telemetry import fabric_links as gor_links  # noqa: PLC0415
+    from controller.gor.telemetry import p4rt_reader as gor_reader  # noqa: PLC0415
+    from controller.registry import FlowRegistry, serve_registry  # noqa: PLC0415
+    from host.traffic import NicFleet, NicOptions, TrafficOptions, plan_flows, sender_command  # noqa: PLC0415
+
+    seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(1 << 31)
+    flows = plan_flows(fabric, programmer, TrafficOptions(opts.flows, opts.rail, port_mode="random",
+                                                          seed=seed))
+    leaves = sorted({f.leaf for f in flows})
+    by_name = {s.name: s for s in fabric.switches}
+    uplinks = {f"{leaf}->{info.peer_node}": (leaf, p) for leaf in leaves
+               for p, info in sorted(by_name[leaf].ports.items()) if info.kind == "uplink"}
+    rate = opts.queue_rate_pps or math.ceil(1.25 * opts.flows * opts.flow_rate_pps
+                                            / max(1, len(uplinks)))
+    run_dir = new_run_dir(opts.runs_root)
+    res = StoryResult(1, run_dir)
+    secret = os.urandom(32).hex().encode()
+    creds = write_credentials(sorted({f.src_host for f in flows}), secret)
+    reg_sock = GOR_DIR / "registry.sock"
+    reg_sock.unlink(missing_ok=True)
+    registry = FlowRegistry.from_fabric(fabric, secret)
+    raddr = f"unix:{reg_sock}"      # serve_registry's returned address is wrong for unix:
+    server, _ = serve_registry(registry, raddr)
+    dlog_path = run_dir / "gor.jsonl"
+    dlog = DecisionLog(dlog_path)
+    loop = GorLoop(fabric, programmer, registry, period_s=opts.period_s, log=dlog)
+    say(f"story: seed {seed}; {len(flows)} NIC-emulator elephants, random ports, "
+        f"{opts.flow_rate_pps:g} pps each; registry {raddr}; per-run secret, credentials in "
+        f"{GOR_DIR} (0600); uplinks drain at {rate:g} pps")
+    for f in flows:
+        say(f"  {f.label:<22} predicted {f.predicted_uplink}")
+    rates = set_uplink_rates(fabric, state, rate, say)
+    nic = NicOptions(line_rate_pps=opts.flow_rate_pps)
+    t0 = time.monotonic()
+    stop = threading.Event()
+    threads: list[threading.Thread] = []
+    fleet = NicFleet(state, save_state, run_dir / "nic")
+    tx_at: list[tuple[float, dict[str, int], int]] = []   # (t, uplink tx, total drops)
+
+    def on_tick(t_s: float, samples: Any) -> None:
+        loop.tick(t_s, samples)
+        tx = {u: 0 for u in uplinks}
+        drops = 0
+        for lid, s in samples.items():
+            if str(lid) in tx:
+                tx[str(lid)] = s.tx_pkts
+            drops += int(getattr(s, "drops", 0) or 0)
+        tx_at.append((time.monotonic() - t0, tx, drops))
+
+    nominal = {(sw.name, p): float(rate) for sw in fabric.switches for p in sw.ports}
+    poller = GorPoller({n: gor_reader(c) for n, c in programmer.connections.items()},
+                       gor_links(fabric, nominal), opts.period_s, on_tick=on_tick)
+    try:
+        failed = enable_digests(programmer.connections, programmer.connections)
+        if failed:
+            say(f"story: digests not enabled on {', '.join(failed)}")
+        for name, conn in programmer.connections.items():
+            t = threading.Thread(target=digest_reader, args=(loop, name, conn, stop),
+                                 name=f"digests-{name}", daemon=True)
+            t.start()
+            threads.append(t)
+        orig = sender_command
+
+        def with_agent(fl: Sequence[Any], duration_s: float, report: Path, o: Any) -> list[str]:
+            h = fl[0].src_host
+            return orig(fl, duration_s, report, o) + [
+                "--agent-creds", str(creds[h]), "--agent-registry", raddr,
+                "--agent-bind", f"unix:{GOR_DIR / f'agent-{h}-{fl[0].dst_ip}.sock'}"]
+
+        import host.traffic as ht  # noqa: PLC0415
+        ht.sender_command = with_agent  # type: ignore[assignment]
+        try:
+            fleet.start(flows, opts.duration_s, nic)
+        finally:
+            ht.sender_command = orig  # type: ignore[assignment]
+        poller.start()
+        fleet.wait_senders(opts.duration_s + 15)
+    finally:
+        poller.stop()
+        stop.set()
+        for t in threads:
+            t.join(timeout=2)
+        errors = fleet.stop()
+        server.stop(0)
+        dlog.close()
+        if rates:
+            _clear_rates(state, rates)
+    for e in errors:
+        say(f"story: {e}")
+    res.events = list(read_log(dlog_path))
+    _narrate(res, tx_at, t0, uplinks, rate, opts.period_s, say)
+    _append_story(run_dir, res, seed)
+    res.status = 0
+    return res
+
+
+def _ts(e: dict[str, Any]) -> float:
+    return float(e.get("mono", e.get("t", e.get("ts", 0.0))) or 0.0)
+
+
+def _narrate(res: StoryResult, tx_at: list[tuple[float, dict[str, int], int]], t0: float,
+             uplinks: dict[str, Any], rate: float, period_s: float,
+             say: Callable[[str], None]) -> None:
+    alarms = [e for e in res.events if e.get("event") == "alarm_raised"]
+    confirms = [e for e in res.events if e.get("event") == "order_confirmed"]
+    for e in res.events:
+        ev = e.get("event")
+        if ev in ("alarm_raised", "flows_chosen", "path_chosen", "order_sent", "order_confirmed",
+                  "order_rolled_back"):
+            say("  GOR " + ev + ": " + ", ".join(f"{k}={v}" for k, v in e.items()
+                                                  if k not in ("event",)))
+    # per-interval tx → the re-route moment is the first interval after the last confirmation
+    rel_alarm = rel_conf = None
+    if alarms and tx_at:
+        rel_alarm = next((t for t, tx, _ in tx_at if any(tx.values())), tx_at[0][0])
+    if confirms:
+        n_conf = len(confirms)
+        say(f"story: {len(alarms)} alarms, {n_conf} orders confirmed")
+    if tx_at:
+        half = len(tx_at) // 2
+        before, after = tx_at[:half], tx_at[half:]
+        if confirms:
+            # after = intervals once every confirmed order is in (last 40% of the run)
+            after = tx_at[int(len(tx_at) * 0.6):-2] or tx_at[half:]
+            before = tx_at[1:max(2, int(len(tx_at) * 0.3))]
+        for name, part, dest in (("before", before, res.uplink_pps_before),
+                                 ("after", after, res.uplink_pps_after)):
+            for u in uplinks:
+                dest[u] = round(sum(tx[u] for _, tx, _ in part) / max(1e-9, len(part) * period_s), 1)
+            say(f"story: per-uplink load {name}: " + ", ".join(f"{u} {v:g} pps"
+                                                               for u, v in sorted(dest.items())))
+        if res.uplink_pps_after:
+            res.max_util_after_pct = round(100 * max(res.uplink_pps_after.values()) / rate, 1)
+        res.drops_during_move = sum(d for _, _, d in tx_at)
+    if alarms and confirms:
+        ta = [float(e.get("mono_s", 0) or 0) for e in alarms]
+        tc = [float(e.get("mono_s", 0) or 0) for e in confirms]
+        res.first_alarm_s, res.last_confirm_s = min(ta), max(tc)
+    say(f"story: spread max/mean before {res.spread(res.uplink_pps_before)}, after "
+        f"{res.spread(res.uplink_pps_after)}; busiest uplink after {res.max_util_after_pct}% of "
+        f"{rate:g} pps; loop {res.loop_s} s; drops {res.drops_during_move}")
+
+
+def _append_story(run_dir: Path, res: StoryResult, seed: int) -> None:
+    lines = [f"# GOR story (seed {seed})", "", "| event | details |", "|---|---|"]
+    for e in res.events:
+        lines.append(f"| {e.get('event')} | " + "; ".join(
+            f"{k}={v}" for k, v in e.items() if k != "event").replace("|", "/") + " |")
+    lines += ["", "| uplink | pps before | pps after |", "|---|---|---|"]
+    for u in sorted(res.uplink_pps_before):
+        lines.append(f"| {u} | {res.uplink_pps_before[u]} | {res.uplink_pps_after.get(u)} |")
+    lines += ["", f"spread max/mean before {res.spread(res.uplink_pps_before)}, after "
+              f"{res.spread(res.uplink_pps_after)}; gor.loop_s {res.loop_s}; "
+              f"gor.max_util_after_pct {res.max_util_after_pct}; "
+              f"gor.drops_during_move {res.drops_during_move}", ""]
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with (run_dir / "report.md").open("a") as fh:
+        fh.write("\n".join(lines))

@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 from types import FrameType
-from typing import Optional, Sequence
+from typing import ContextManager, Optional, Sequence
 
 from host.nic.dcqcn import DcqcnParams
 from host.nic.frames import DSCP_DATA, FlowSpec
@@ -66,21 +66,28 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-dcqcn", action="store_true", help="fixed rate, ignore CNPs")
     s.add_argument("--dscp", type=int, default=DSCP_DATA)
     s.add_argument("--priority", type=int, default=3, help="PFC priority the QPs obey")
+    s.add_argument("--agent-creds", type=Path, default=None,
+                   help="run a TCCL agent over these QPs (host.agent.launch): credentials")
+    s.add_argument("--agent-registry", default="", help="GOR's FlowRegistry address")
+    s.add_argument("--agent-bind", default="127.0.0.1:0", help="the agent's listen address")
     r = sub.choices["recv"]
     r.add_argument("--ip", action="append", default=[], help="accept only these dst IPs")
     r.add_argument("--no-icrc-check", action="store_true")
     return ap
 
 
-def make_port(args: argparse.Namespace, io: object) -> NicPort:
-    """The :class:`NicPort` described by parsed arguments over ``io``."""
+def make_port(args: argparse.Namespace, io: object,
+              step_lock: Optional[ContextManager[object]] = None) -> NicPort:
+    """The :class:`NicPort` described by parsed arguments over ``io`` (``step_lock``: see
+    ``NicPort``; the agent's ``QPMover.lock`` with ``--agent-creds``)."""
     cnp_s = args.cnp_interval_ms / 1000
     if args.cmd == "recv":
         rx = Receiver(cnp_interval_s=cnp_s, verify=not args.no_icrc_check,
                       local_ips=frozenset(socket.inet_aton(ip) for ip in args.ip))
         return NicPort(io, line_rate_bps=args.line_rate_mbps * 1e6,  # type: ignore[arg-type]
                        receiver=rx)
-    port = NicPort(io, line_rate_bps=args.line_rate_mbps * 1e6)  # type: ignore[arg-type]
+    port = NicPort(io, line_rate_bps=args.line_rate_mbps * 1e6,  # type: ignore[arg-type]
+                   step_lock=step_lock)
     params = DcqcnParams.scaled(args.line_rate_pps, cnp_interval_s=cnp_s)
     src_mac = args.src_mac or iface_mac(args.iface)
     for i, sport in enumerate(int(p) for p in args.sport.split(",")):
@@ -105,11 +112,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     io = PacketSocket(args.iface)
+    agent = None
     try:
-        port = make_port(args, io)
+        mover = None
+        if args.cmd == "send" and args.agent_creds is not None:
+            from host.agent.mover import QPMover  # noqa: PLC0415 (only with --agent-creds)
+            mover = QPMover()
+        port = make_port(args, io, step_lock=mover.lock if mover is not None else None)
+        if mover is not None:
+            from host.agent.launch import start_agent  # noqa: PLC0415
+            agent = start_agent(args.agent_creds, args.agent_registry or None, args.agent_bind,
+                                mover, port.senders)
         elapsed = port.run(args.duration_s, stop=lambda: stopping, linger_s=0.5)
         report = port.report(time.monotonic())
+        if agent is not None:
+            report["agent"] = {"address": agent.address, "reports_failed": agent.reports_failed,
+                               "sports": {f.flow_id: f.sport for f in agent.flows()}}
     finally:
+        if agent is not None:
+            agent.stop()
         io.close()
     report.update(cmd=args.cmd, iface=args.iface, elapsed_s=elapsed)
     text = json.dumps(report, indent=1, sort_keys=True)
