@@ -3,8 +3,10 @@
 Asserts the load spread over the source leaf's uplinks after the re-route: max/mean
 <= 1.25 (at emulation rates the 75% threshold is relative to the uplink queue rate set by
 the scenario, 1.25 × an even share, so an even spread sits at ~80% by construction and
-the spread is the meaningful check). Opt-in (``ASTRAL_STORY_TEST=1``) until it has been
-seen green on the live testbed: it brings up its own fabric for ~40 s.
+the spread is the meaningful check). Known to FAIL today: the loop re-routes but
+flip-flops between rounds and leaves the spread worse (1.23 → 1.60 in the first live
+run), so it is opt-in (``ASTRAL_STORY_TEST=1``) until that is fixed; it brings up its
+own fabric for ~40 s.
 """
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ import pytest
 
 def test_story_balances_the_uplinks(tmp_path: Path) -> None:
     if os.environ.get("ASTRAL_STORY_TEST") != "1":
-        pytest.skip("opt-in: ASTRAL_STORY_TEST=1 (live testbed, ~40 s)")
+        pytest.skip("GOR does not balance the uplinks yet (flip-flops between rounds); "
+                    "opt-in with ASTRAL_STORY_TEST=1 (live testbed, ~40 s)")
     from host.traffic import testbed_unavailable, testbed_up
     from topo.scenario import ScenarioOptions, run_story
     why = testbed_unavailable()
