@@ -34,6 +34,7 @@ import grpc
 from astral_proto import agent_pb2, agent_pb2_grpc
 from astral_proto.auth import call_metadata, host_token, identity, order_token, token_ok
 from astral_proto.flows import HostFlow
+from astral_proto.net import bound_address
 
 
 class RegistryError(Exception):
@@ -269,4 +270,4 @@ def serve_registry(registry: FlowRegistry, bind: str = "127.0.0.1:0") -> tuple[g
     if port == 0:
         raise OSError(f"registry cannot listen on {bind}")
     server.start()
-    return server, f"{bind.rsplit(':', 1)[0]}:{port}"
+    return server, bound_address(bind, port)

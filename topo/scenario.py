@@ -363,8 +363,7 @@ def run_story(fabric: Any, programmer: Any, state: Any, save_state: Callable[[],
     reg_sock = GOR_DIR / "registry.sock"
     reg_sock.unlink(missing_ok=True)
     registry = FlowRegistry.from_fabric(fabric, secret)
-    raddr = f"unix:{reg_sock}"      # serve_registry's returned address is wrong for unix:
-    server, _ = serve_registry(registry, raddr)
+    server, raddr = serve_registry(registry, f"unix:{reg_sock}")
     dlog_path = run_dir / "gor.jsonl"
     dlog = DecisionLog(dlog_path)
     loop = GorLoop(fabric, programmer, registry, period_s=opts.period_s, log=dlog)

@@ -21,11 +21,6 @@ per-run fabric secret) to ``build/gor/creds-<host>.json`` with mode 0600.
 
 is the same as ``python -m host.nic send ... --agent-creds ... --agent-registry ...
 --agent-bind ...``.
-
->>> advertised_address("unix:/tmp/a.sock", 1)
-'unix:/tmp/a.sock'
->>> advertised_address("10.0.0.1:0", 4242)
-'10.0.0.1:4242'
 """
 from __future__ import annotations
 
@@ -38,13 +33,6 @@ from host.agent.mover import QPMover
 from host.agent.registry_client import RegistryClient
 from host.agent.service import Agent
 from host.nic.qp import SenderQP
-
-
-def advertised_address(bind: str, port: int) -> str:
-    """The address others dial for an agent listening on ``bind`` (real ``port``)."""
-    if bind.startswith("unix:"):
-        return bind
-    return f"{bind.rsplit(':', 1)[0]}:{port}"
 
 
 def _unlink_stale(bind: str) -> None:
@@ -63,8 +51,7 @@ def start_agent(creds_path: Path, registry: Optional[str], bind: str, mover: QPM
     flows = [mover.add(qp, bytes_total=bytes_total) for qp in senders]
     _unlink_stale(bind)
     agent = Agent(creds, mover, flows, registry=None, bind=bind)
-    tail = agent.start().rsplit(":", 1)[-1]
-    agent.address = advertised_address(bind, int(tail) if tail.isdigit() else 0)
+    agent.start()
     if registry:
         agent.registry = RegistryClient(registry, creds)
         agent.register()
@@ -106,4 +93,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return nic_main(send_argv(argv))
 
 
-__all__ = ["advertised_address", "build_parser", "main", "send_argv", "start_agent"]
+__all__ = ["build_parser", "main", "send_argv", "start_agent"]

@@ -35,6 +35,7 @@ import grpc
 from astral_proto import agent_pb2, agent_pb2_grpc
 from astral_proto.auth import HostCredentials, identity, token_ok
 from astral_proto.flows import HostFlow
+from astral_proto.net import bound_address
 from host.agent.mover import FlowMover
 from host.agent.registry_client import RegistryClient
 
@@ -94,7 +95,7 @@ class Agent:
             raise OSError(f"agent cannot listen on {self.bind}")
         server.start()
         self._server = server
-        self.address = f"{self.bind.rsplit(':', 1)[0]}:{port}"
+        self.address = bound_address(self.bind, port)
         self._watcher = threading.Thread(target=self._watch, name=f"agent-{self.creds.host}",
                                          daemon=True)
         self._watcher.start()
