@@ -45,9 +45,13 @@ class _P4Preprocessor(Preprocessor):
         self.line_starts: dict[str, list[int]] = {}
 
     def register_text(self, name: str, text: str) -> None:
-        self.texts[name] = text
+        # pcpp lexes each file with trailing whitespace stripped from every line and line
+        # ends normalised to "\n" (pcpp's group_lines): token positions (lexpos) index that
+        # text, so columns and the "was there a space before" test must use it too; the
+        # original text is what diagnostics quote.
+        self.texts[name] = _as_pcpp_lexes(text)
         starts = [0]
-        for i, ch in enumerate(text):
+        for i, ch in enumerate(self.texts[name]):
             if ch == "\n":
                 starts.append(i + 1)
         self.line_starts[name] = starts
@@ -91,6 +95,17 @@ class _P4Preprocessor(Preprocessor):
 
     def on_comment(self, tok):  # type: ignore[override]
         return None
+
+
+def _as_pcpp_lexes(text: str) -> str:
+    """``text`` as pcpp's lexer sees it: lines split, trailing whitespace removed.
+
+    Example::
+
+        >>> _as_pcpp_lexes("a;   \\r\\n  \\nb;")
+        'a;\\n\\nb;'
+    """
+    return "\n".join(line.rstrip() for line in text.splitlines())
 
 
 def _check_comments(name: str, text: str) -> None:

@@ -371,6 +371,19 @@ def test_locations_survive_includes_macros_and_comments(tmp_path):
     assert d["h_t"].loc == A.Loc(str(main), 6, 7)
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_trailing_whitespace_and_crlf_keep_tokens_apart(newline):
+    # pcpp strips trailing whitespace and \r before lexing; columns must follow its text,
+    # or tokens after a whitespace-only line are glued ("inouthsh").
+    lines = ["control C(inout bit<8> x) {   ", "    apply {", "        x = 1;",
+             "            ", "    }\t", "}", "control D(inout bit<8> y, in bit<8> z) { apply { } }"]
+    prog = parse_text(newline.join(lines) + newline, "t.p4")
+    d = {x.name: x for x in prog.decls}
+    assert [p.name for p in d["D"].params] == ["y", "z"]
+    assert d["D"].loc == A.Loc("t.p4", 7, 1)
+    assert d["D"].params[1].loc.col == 27
+
+
 def test_error_inside_included_file_names_it(tmp_path):
     (tmp_path / "bad.p4").write_text("header h {\n  bit<8> f\n}\n")
     main = tmp_path / "main.p4"
