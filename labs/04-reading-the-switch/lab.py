@@ -1,0 +1,220 @@
+"""Lab 04 plugin, reading the switch: the student's ``readings.py`` reads port counters,
+the max-queue-depth register and sampled-flow digests of a real leaf (``p4src/fabric.p4``
+on p4sim or BMv2, programmed by ``controller.fabric_setup``); the checker sends traffic
+whose effect it knows and compares the student's readings with the truth.
+
+Example::
+
+    $ make -C labs/04-reading-the-switch check
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable, NamedTuple
+
+from controller.fabric_setup import SwitchPlan
+from labs.labkit import LabSwitch, Report
+from labs.labkit.fabric import FABRIC_PROGRAM, program_leaf
+from labs.labkit.packets import udp_frame
+from labs.labkit.student import describe_exception, load_student_module
+from topo.model import Fabric, build_fabric
+from topo.spec import FabricSpec
+
+TITLE = "Reading the switch: counters, registers and digests over P4Runtime"
+FILES = ("readings.py",)
+
+PROGRAM = FABRIC_PROGRAM
+LAB = "04-reading-the-switch"
+LEAF = "b0r0l0"
+IN_PORT, OUT_PORT, UPLINK = 1, 2, 3
+QUIET_S = 0.5
+SETTLE_S = 3.0
+SLOW_QUEUE_PPS = 50
+BURST = 20
+MARKER = 42                      # a value the checker writes into the register of UPLINK
+SAMPLE_SPORTS = tuple(range(40000, 40005))
+
+
+class Traffic(NamedTuple):
+    """What the checker sends from port 1: frames (count, bytes each) per fate."""
+
+    to_neighbour: tuple[int, int] = (7, 150)     # 10.0.0.2, leaves on port 2
+    to_nowhere: tuple[int, int] = (3, 120)       # 192.168.0.1: no route, dropped
+    to_fabric: tuple[int, int] = (5, 200)        # 10.1.0.1: over an uplink
+
+
+def fabric() -> Fabric:
+    """Two blocks, one rail, two spines: leaf b0r0l0 has servers on ports 1, 2 and
+    uplinks on 3, 4."""
+    return build_fabric(FabricSpec(blocks=2, servers_per_block=2, rails=1, spines=2))
+
+
+def _frames(fab: Fabric, traffic: Traffic) -> list[bytes]:
+    nic = fab.switch(LEAF).ports[IN_PORT]
+    src_mac = next(n.mac for h in fab.hosts for n in h.nics if n.leaf == LEAF
+                   and n.leaf_port == IN_PORT)
+    out: list[bytes] = []
+    for dst, (n, size) in (("192.168.0.1", traffic.to_nowhere), ("10.0.0.2", traffic.to_neighbour),
+                           ("10.1.0.1", traffic.to_fabric)):
+        out += [udp_frame("10.0.0.1", dst, 49152 + i, eth_src=src_mac, eth_dst=nic.mac,
+                          length=size) for i in range(n)]
+    return out
+
+
+def wait_until(probe: Callable[[], bool], timeout_s: float = SETTLE_S) -> bool:
+    """Poll ``probe`` until it holds or ``timeout_s`` passes (a bounded readiness probe)."""
+    deadline = time.monotonic() + timeout_s
+    while not probe():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def truth(traffic: Traffic) -> dict[tuple[int, str], int]:
+    """The counter values the traffic must leave, by (port, key)."""
+    everything = (traffic.to_neighbour, traffic.to_nowhere, traffic.to_fabric)
+    return {(IN_PORT, "rx_packets"): sum(n for n, _ in everything),
+            (IN_PORT, "rx_bytes"): sum(n * b for n, b in everything),
+            (IN_PORT, "drop_packets"): traffic.to_nowhere[0],
+            (IN_PORT, "drop_bytes"): traffic.to_nowhere[0] * traffic.to_nowhere[1],
+            (OUT_PORT, "tx_packets"): traffic.to_neighbour[0],
+            (OUT_PORT, "tx_bytes"): traffic.to_neighbour[0] * traffic.to_neighbour[1]}
+
+
+def check_counters(r: Report, sw: LabSwitch, fab: Fabric, mod: ModuleType) -> None:
+    """Step 1: known traffic, then the student's port_counters() against the truth."""
+    traffic = Traffic()
+    for frame in _frames(fab, traffic):
+        sw.send(IN_PORT, frame)
+    sw.receive_all(QUIET_S)
+    want = truth(traffic)
+    conn = sw.connection
+    wait_until(lambda: conn.read_counter("FabricIngress.telemetry.rx", IN_PORT)[IN_PORT].packets
+               >= want[(IN_PORT, "rx_packets")])
+    got = {p: mod.port_counters(conn, p) for p in (IN_PORT, OUT_PORT)}
+    wrong = [(p, k, v, got[p].get(k) if isinstance(got[p], dict) else None)
+             for (p, k), v in want.items()
+             if not isinstance(got[p], dict) or got[p].get(k) != v]
+    if wrong:
+        p, k, v, g = wrong[0]
+        r.fail("port_counters() reads what the traffic did",
+               f"port {p} {k}: you read {g}, the switch counted {v} ({len(wrong)} value(s) "
+               "wrong). rx and drops are FabricIngress counters, tx is FabricEgress; each "
+               "cell has .packets and .bytes.")
+    else:
+        r.ok(f"port_counters(): port {IN_PORT} received {want[(IN_PORT, 'rx_packets')]} and "
+             f"dropped {want[(IN_PORT, 'drop_packets')]}, port {OUT_PORT} sent "
+             f"{want[(OUT_PORT, 'tx_packets')]} - packets and bytes right")
+
+
+def check_queue(r: Report, sw: LabSwitch, fab: Fabric, mod: ModuleType) -> None:
+    """Step 2: a known register value, a real queue built by a burst (p4sim), clear."""
+    conn = sw.connection
+    reg = "FabricEgress.telemetry.max_qdepth"
+    conn.write_register(reg, UPLINK, MARKER)
+    got = mod.max_queue_depth(conn, UPLINK)
+    r.expect(got == MARKER, f"max_queue_depth() reads the register cell of port {UPLINK}",
+             f"the cell holds {MARKER} (written by the checker), you read {got!r}: use "
+             f"read_register('{reg}', port) and take the value of that port")
+    if sw.control_addr:
+        from p4sim.switchd.control import ControlClient   # lab side only: p4sim's queue API
+        with ControlClient(sw.control_addr) as ctl:
+            ctl.set_queue_rate(SLOW_QUEUE_PPS, port=OUT_PORT)
+            for frame in _frames(fab, Traffic((BURST, 150), (0, 0), (0, 0))):
+                sw.send(IN_PORT, frame)
+            sw.receive_all(QUIET_S)
+            ctl.set_queue_rate(0, port=OUT_PORT)
+        real = conn.read_register(reg, OUT_PORT)[OUT_PORT]
+        r.note(f"a burst of {BURST} packets into a {SLOW_QUEUE_PPS} pkt/s queue on port "
+               f"{OUT_PORT}: max queue depth {real} packets")
+    else:
+        real = conn.read_register(reg, OUT_PORT)[OUT_PORT]
+    got = mod.max_queue_depth(conn, OUT_PORT, clear=True)
+    after = conn.read_register(reg, OUT_PORT)[OUT_PORT]
+    ok = got == real and after == 0
+    r.expect(ok, f"max_queue_depth(clear=True) returns the depth ({real}) and clears it",
+             f"you returned {got!r} and the cell is now {after} (should be {real}, then 0): "
+             "read first, then write_register(..., port, 0) when clear is True")
+
+
+def check_digests(r: Report, sw: LabSwitch, fab: Fabric, plan: SwitchPlan,
+                  mod: ModuleType) -> None:
+    """Step 3: sampling 1-in-1 on port 2; every sent flow comes back as a digest."""
+    conn = sw.connection
+    mod.start_sampling(conn, OUT_PORT, 1)
+    entries = conn.read_table("FabricIngress.sampling.config")
+    if not r.expect(len(entries) == 1, "start_sampling() writes one sampling.config entry",
+                    f"the table has {len(entries)} entries: insert one entry matching "
+                    "standard_metadata.egress_spec = port with action sample(one_in_n)"):
+        return
+    src_mac = next(n.mac for h in fab.hosts for n in h.nics if n.leaf_port == IN_PORT
+                   and n.leaf == LEAF)
+    for sport in SAMPLE_SPORTS:
+        sw.send(IN_PORT, udp_frame("10.0.0.1", "10.0.0.2", sport, eth_src=src_mac,
+                                   eth_dst=fab.switch(LEAF).ports[IN_PORT].mac, length=300))
+    sw.receive_all(QUIET_S)
+    samples: Any = mod.collect_samples(conn, 1.0)
+    if not isinstance(samples, list) or not all(isinstance(s, dict) for s in samples):
+        r.fail("collect_samples() returns a list of dicts", f"got {samples!r}")
+        return
+    sports = sorted(s.get("src_port", -1) for s in samples)
+    fields_ok = all(s.get("switch_id") == plan.switch_id and s.get("egress_port") == OUT_PORT
+                    and s.get("ingress_port") == IN_PORT and s.get("packet_length") == 300
+                    for s in samples)
+    r.expect(sports == list(SAMPLE_SPORTS) and fields_ok,
+             f"collect_samples(): {len(SAMPLE_SPORTS)} digests, one per packet, with the "
+             "right 5-tuple, ports, switch id and length",
+             f"expected source ports {list(SAMPLE_SPORTS)}, got {sports}: keep calling "
+             "get_digest(idle_s) until it returns None and add every dict of .data")
+
+
+def check(files_dir: Path, target: str) -> Report:
+    """Counters, register, digests: the student's readings against the truth."""
+    r = Report(TITLE)
+    mod = load_student_module(files_dir / FILES[0])
+    fab = fabric()
+    with LabSwitch(PROGRAM, lab=LAB, ports=sorted(fab.switch(LEAF).ports), target=target) as sw:
+        r.note(sw.banner())
+        plan = program_leaf(sw, fab, LEAF)
+        for step in (check_counters, check_queue):
+            try:
+                step(r, sw, fab, mod)
+            except Exception as exc:     # the student's code may raise anything
+                r.fail(f"{step.__name__[6:]}: your function ran",
+                       describe_exception(files_dir / FILES[0], exc))
+        try:
+            check_digests(r, sw, fab, plan, mod)
+        except Exception as exc:
+            r.fail("digests: your functions ran", describe_exception(files_dir / FILES[0], exc))
+    return r
+
+
+def run(files_dir: Path, target: str) -> int:
+    """Send the known traffic, print the student's readings, offer p4runtime-shell."""
+    mod = load_student_module(files_dir / FILES[0])
+    fab = fabric()
+    with LabSwitch(PROGRAM, lab=LAB, ports=sorted(fab.switch(LEAF).ports), target=target) as sw:
+        print(sw.banner())
+        program_leaf(sw, fab, LEAF)
+        traffic = Traffic()
+        for frame in _frames(fab, traffic):
+            sw.send(IN_PORT, frame)
+        sw.receive_all(QUIET_S)
+        print(f"sent from port {IN_PORT}: {traffic.to_neighbour[0]} to 10.0.0.2, "
+              f"{traffic.to_nowhere[0]} to 192.168.0.1 (no route), "
+              f"{traffic.to_fabric[0]} to 10.1.0.1 (uplinks)")
+        for port in sorted(fab.switch(LEAF).ports):
+            print(f"  port {port}: {mod.port_counters(sw.connection, port)}")
+        print(f"  max queue depth port {OUT_PORT}: {mod.max_queue_depth(sw.connection, OUT_PORT)}")
+        print("\nthe same with p4runtime-shell (another terminal, while this switch runs):\n"
+              f"  .venv/bin/python -m p4runtime_sh --grpc-addr {sw.grpc_addr} --device-id 0 "
+              "--election-id 0,2\n"
+              "  P4Runtime sh >>> ce = CounterEntry('FabricIngress.telemetry.rx'); ce.index = 1\n"
+              "  P4Runtime sh >>> for c in ce.read(): print(c.data.packet_count)")
+        if sys.stdin.isatty():
+            input("\npress Enter to stop the switch ")
+    return 0

@@ -1,0 +1,93 @@
+"""Command line of the labs (what each lab's ``make`` targets call).
+
+    python -m labs.labkit list
+    python -m labs.labkit run   LAB [--solution] [--target p4sim|bmv2]
+    python -m labs.labkit check LAB [--solution] [--target p4sim|bmv2]
+
+``LAB`` is a lab folder or its name/number (``01``). ``--solution`` uses ``LAB/solution``.
+Exit status: ``check`` 0 when every check passed, 1 otherwise (a P4 compile error in the
+student's file is a failed check, shown as ``file:line:col: error: …``, and so is a
+student's Python file that does not load, shown as ``file:line: SyntaxError: …``); 2 when
+the lab could not be set up (not root, a tool missing). ``run`` exits 1 on either.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+from labs.labkit.build import LabCompileError, LabError
+from labs.labkit.plugin import find_labs, load_lab, resolve_lab
+from labs.labkit.report import Report
+from labs.labkit.student import LOAD_HINT, StudentCodeError
+
+COMPILE_HINT = ("your P4 program does not compile: the compiler names the file, line and "
+                "column above. Look at the TODO near that line, fix it, then run "
+                "`make check` again.")
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m labs.labkit", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="list the labs")
+    for name in ("run", "check"):
+        p = sub.add_parser(name, help=f"{name} a lab")
+        p.add_argument("lab", help="lab folder or number (01)")
+        p.add_argument("--solution", action="store_true", help="use the lab's solution/")
+        p.add_argument("--target", choices=("p4sim", "bmv2"), default="p4sim")
+    return ap
+
+
+def compile_failure_report(title: str, exc: LabCompileError) -> Report:
+    """The report of a check whose P4 program did not compile."""
+    r = Report(title)
+    r.fail(f"{exc.program.name} compiles", f"{exc.diagnostics}\n{COMPILE_HINT}")
+    return r
+
+
+def load_failure_report(title: str, exc: StudentCodeError) -> Report:
+    """The report of a check whose student Python file did not load."""
+    r = Report(title)
+    r.fail(f"{exc.path.name} loads", f"{exc.message}\n{LOAD_HINT}")
+    return r
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "list":
+            for lab_dir in find_labs():
+                print(f"{lab_dir.name:28s} {load_lab(lab_dir).TITLE}")
+            return 0
+        lab_dir = resolve_lab(args.lab)
+        plugin = load_lab(lab_dir)
+        files_dir = lab_dir / "solution" if args.solution else lab_dir
+        which = "solution" if args.solution else "your files"
+        print(f"lab {lab_dir.name}: {plugin.TITLE} ({which}: "
+              f"{', '.join(str(Path(files_dir.name) / f) for f in plugin.FILES)}; "
+              f"target {args.target})", flush=True)
+        if args.command == "run":
+            try:
+                return int(plugin.run(files_dir, args.target))
+            except LabCompileError as exc:
+                print(f"{exc.diagnostics}\n{COMPILE_HINT}", file=sys.stderr)
+                return 1
+            except StudentCodeError as exc:
+                print(f"{exc.message}\n{LOAD_HINT}", file=sys.stderr)
+                return 1
+        try:
+            report = plugin.check(files_dir, args.target)
+        except LabCompileError as exc:
+            report = compile_failure_report(plugin.TITLE, exc)
+        except StudentCodeError as exc:
+            report = load_failure_report(plugin.TITLE, exc)
+        report.print()
+        return report.exit_code
+    except LabError as exc:
+        print(f"labkit: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,181 @@
+"""``LabSwitch``: one switch running a lab's P4 program, with veth ports the lab sends
+packets into and reads packets from — p4sim by default, BMv2 ``simple_switch_grpc`` with
+``target="bmv2"`` (same flags, built by :func:`topo.mn.switch_command`).
+
+On enter it compiles the program, creates the veth pairs (names ``lb<pid>…``, recorded in
+``build/labs/<lab>/veths.txt``), starts the switch, waits (bounded) until its gRPC port
+accepts connections, connects as primary controller (``controller.p4rt``) and pushes the
+pipeline. On exit it stops the switch by its PID and deletes exactly the veths it made.
+Logs go under ``build/labs/<lab>/``: ``<switch>.log`` (packet trace, also linked as
+``switch.log``), ``<switch>-p4runtime-requests.txt`` (p4sim), ``<switch>.out`` and
+``pcaps/``.
+
+Example::
+
+    >>> with LabSwitch(Path("labs/01-ecmp-hashing/ecmp.p4"), lab="01-ecmp-hashing",
+    ...                ports=[1, 2, 3, 4, 5]) as sw:                       # doctest: +SKIP
+    ...     sw.connection.insert(sw.connection.table_entry(...))
+    ...     sw.send(1, frame)
+    ...     port_and_frames = sw.receive_all(timeout_s=0.5)
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import socket
+import time
+from pathlib import Path
+from typing import Optional, Sequence
+
+from controller.p4rt import P4InfoHelper, SwitchConnection
+from labs.labkit.build import REPO, LabError, compile_program
+from labs.labkit.netdev import VethSet
+from topo.mn import SwitchDaemon, switch_command
+
+READY_TIMEOUT_S = 90.0
+DEVICE_ID = 0
+BUILD_LABS = REPO / "build" / "labs"
+_instances = itertools.count()
+
+
+def _free_tcp_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def simple_switch_grpc_binary() -> str:
+    """BMv2's switch: ``$SIMPLE_SWITCH_GRPC`` or ``simple_switch_grpc``."""
+    return os.environ.get("SIMPLE_SWITCH_GRPC", "simple_switch_grpc")
+
+
+class LabSwitch:
+    """A lab's switch (context manager). ``ports`` are the switch ports to create.
+
+    ``p4sim_args`` are extra flags for p4sim only (e.g. ``["--pfc-passthrough"]``); the
+    p4sim control API (queue rates, PFC, stats) is :attr:`control_addr`, ``""`` on BMv2.
+    """
+
+    def __init__(self, program: Path, *, lab: str, ports: Sequence[int], target: str = "p4sim",
+                 include_dirs: Sequence[Path] = (), p4sim_args: Sequence[str] = (),
+                 log_level: str = "info", pcap: bool = True) -> None:
+        if target not in ("p4sim", "bmv2"):
+            raise LabError(f"unknown target {target!r} (p4sim or bmv2)")
+        self.program, self.lab, self.target = Path(program), lab, target
+        self.ports = tuple(ports)
+        self.include_dirs = tuple(include_dirs)
+        self.p4sim_args, self.log_level, self.pcap = tuple(p4sim_args), log_level, pcap
+        n = next(_instances)
+        self.name = f"lb{os.getpid() % 100000}" + (chr(ord("a") + n % 26) if n else "")
+        self.out_dir = BUILD_LABS / lab
+        self.veths = VethSet(self.name, self.ports, self.out_dir / "veths.txt")
+        self.daemon: Optional[SwitchDaemon] = None
+        self._connection: Optional[SwitchConnection] = None
+        self.grpc_addr = ""
+
+    # ---------------------------------------------------------------- properties
+    @property
+    def connection(self) -> SwitchConnection:
+        """The primary P4Runtime connection (pipeline already pushed)."""
+        if self._connection is None:
+            raise LabError("the switch is not running (use LabSwitch as a context manager)")
+        return self._connection
+
+    @property
+    def p4info(self) -> P4InfoHelper:
+        """The P4Info of the lab's program."""
+        info = self.connection.p4info
+        assert info is not None
+        return info
+
+    @property
+    def log_path(self) -> Path:
+        """The switch's packet trace (BMv2-style log)."""
+        return self.out_dir / f"{self.name}.log"
+
+    @property
+    def control_addr(self) -> str:
+        """``HOST:PORT`` of p4sim's control API (queue rates, PFC); ``""`` on BMv2."""
+        return self.daemon.control_addr if self.daemon is not None else ""
+
+    # ---------------------------------------------------------------- lifecycle
+    def start(self) -> None:
+        """Compile (errors first, even without root), create ports, start the switch,
+        connect, push the pipeline."""
+        compiled = compile_program(self.program, self.out_dir, self.target, self.include_dirs)
+        if os.geteuid() != 0:
+            raise LabError("labs need root to create veth ports and raw sockets: "
+                           "run `sudo make check` (or as root)")
+        if self.target == "bmv2" and shutil.which(simple_switch_grpc_binary()) is None:
+            raise LabError(f"{simple_switch_grpc_binary()} not found: install BMv2 or set "
+                           "SIMPLE_SWITCH_GRPC=… (or use the default TARGET=p4sim)")
+        self.veths.create()
+        self.grpc_addr = f"127.0.0.1:{_free_tcp_port()}"
+        extra = [*self.p4sim_args, "--control-port", "0"] if self.target == "p4sim" else []
+        cmd = switch_command(self.target, name=self.name, device_id=DEVICE_ID,
+                             grpc_addr=self.grpc_addr, ports=self.ports, log_dir=self.out_dir,
+                             pcap_dir=self.out_dir / "pcaps" if self.pcap else None,
+                             log_level=self.log_level, binary=simple_switch_grpc_binary()
+                             if self.target == "bmv2" else None,
+                             thrift_port=_free_tcp_port() if self.target == "bmv2" else None,
+                             extra=extra)
+        if self.pcap:
+            (self.out_dir / "pcaps").mkdir(parents=True, exist_ok=True)
+        self.daemon = SwitchDaemon(self.name, cmd, self.grpc_addr, self.out_dir)
+        self.daemon.start()
+        link = self.out_dir / "switch.log"
+        link.unlink(missing_ok=True)
+        link.symlink_to(self.log_path.name)
+        try:
+            self.daemon.wait_ready(time.monotonic() + READY_TIMEOUT_S)
+        except Exception as exc:
+            raise LabError(str(exc)) from None
+        self._connection = SwitchConnection(self.grpc_addr, device_id=DEVICE_ID,
+                                            election_id=(0, 1))
+        self._connection.push_pipeline(compiled.p4info, compiled.config)
+
+    def stop(self) -> None:
+        """Close the connection, stop the switch by its PID, delete the veths."""
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+        if self.daemon is not None:
+            self.daemon.stop()
+        self.veths.delete()
+
+    def __enter__(self) -> "LabSwitch":
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---------------------------------------------------------------- packets
+    def send(self, port: int, frame: bytes) -> None:
+        """Send one Ethernet frame into switch port ``port``."""
+        self.veths.send(port, frame)
+
+    def receive(self, port: int, timeout_s: float) -> Optional[bytes]:
+        """The next frame the switch sends out of ``port`` within ``timeout_s``, or None."""
+        return self.veths.receive(port, timeout_s)
+
+    def send_paced(self, port: int, frames: Sequence[bytes], window: int = 32,
+                   timeout_s: float = 0.5) -> list[tuple[int, bytes]]:
+        """Send many frames into ``port`` without overrunning the switch (at most ``window``
+        in flight); ``(port, frame)`` of everything that came out, until ``timeout_s`` of
+        quiet. Use it instead of a loop of :meth:`send` for more than ~100 frames."""
+        return self.veths.send_paced(port, frames, window, timeout_s)
+
+    def receive_all(self, timeout_s: float) -> list[tuple[int, bytes]]:
+        """``(port, frame)`` for everything the switch sends until ``timeout_s`` of quiet."""
+        return self.veths.receive_all(timeout_s)
+
+    def banner(self) -> str:
+        """Where things are, for the student."""
+        return (f"switch {self.name} ({self.target}) up: grpc {self.grpc_addr}, ports "
+                f"{', '.join(map(str, self.ports))}; logs in {self.out_dir.relative_to(REPO)}/")

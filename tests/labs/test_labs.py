@@ -1,0 +1,107 @@
+"""Every lab (``labs/NN-name/``, LB's included, found automatically): the checker passes on
+``solution/`` and fails on the skeleton, run as the student runs it
+(``python -m labs.labkit check``). Needs root (veth ports); skipped with the reason
+otherwise. Also the framework pieces that need no switch: Report, plugin loading, the
+compile-error report."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from labs.labkit import LABS_DIR, Report, find_labs, load_lab
+from labs.labkit.__main__ import main as labkit_main
+
+REPO = Path(__file__).resolve().parents[2]
+CHECK_TIMEOUT_S = 240
+LABS = find_labs()
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="labs need root (veth ports)")
+
+
+def run_check(lab: Path, solution: bool) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "labs.labkit", "check", str(lab), "--target", "p4sim"]
+    if solution:
+        cmd.append("--solution")
+    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True,
+                          timeout=CHECK_TIMEOUT_S)
+
+
+def test_labs_are_found() -> None:
+    assert [p.name for p in LABS][:3] == ["01-ecmp-hashing", "02-ecn-dcqcn", "03-pfc"]
+
+
+@pytest.mark.parametrize("lab", LABS, ids=[p.name for p in LABS])
+def test_lab_shape(lab: Path) -> None:
+    plugin = load_lab(lab)
+    assert isinstance(plugin.TITLE, str) and plugin.TITLE
+    for name in plugin.FILES:
+        assert (lab / name).is_file(), f"skeleton {name} missing"
+        assert (lab / "solution" / name).is_file(), f"solution/{name} missing"
+        assert (lab / name).read_bytes() != (lab / "solution" / name).read_bytes() or \
+            name.endswith(".md"), f"{name}: skeleton identical to the solution"
+    assert (lab / "README.md").is_file()
+    assert "include ../common.mk" in (lab / "Makefile").read_text()
+
+
+@needs_root
+@pytest.mark.parametrize("lab", LABS, ids=[p.name for p in LABS])
+def test_solution_passes(lab: Path) -> None:
+    res = run_check(lab, solution=True)
+    assert res.returncode == 0, f"{lab.name} solution:\n{res.stdout}\n{res.stderr}"
+    assert "RESULT: all" in res.stdout
+
+
+@needs_root
+@pytest.mark.parametrize("lab", LABS, ids=[p.name for p in LABS])
+def test_skeleton_fails(lab: Path) -> None:
+    res = run_check(lab, solution=False)
+    assert res.returncode == 1, f"{lab.name} skeleton (want exit 1):\n{res.stdout}\n{res.stderr}"
+    assert "\u2718" in res.stdout
+
+
+def test_report_verdicts() -> None:
+    r = Report("t")
+    assert not r.passed and r.exit_code == 1          # nothing checked is not a pass
+    r.ok("a")
+    assert r.passed and r.exit_code == 0
+    r.fail("b", "look at line 3")
+    assert not r.passed and [c.what for c in r.failures] == ["b"]
+    text = r.render()
+    assert "\u2714 a" in text and "\u2718 b" in text and "hint: look at line 3" in text
+
+
+def test_compile_error_is_a_failed_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                         ) -> None:
+    """A lab whose P4 file does not compile: exit 1, the compiler's file:line:col shown."""
+    lab = tmp_path / "99-broken"
+    lab.mkdir()
+    source = (LABS_DIR / "01-ecmp-hashing" / "ecmp.p4").read_text()
+    good = "meta.ecmp_member = meta.member_base;"
+    assert good in source
+    line = source[:source.index(good)].count("\n") + 1
+    (lab / "broken.p4").write_text(source.replace(good, "meta.ecmp_member = meta.no_such;"))
+    (lab / "lab.py").write_text(
+        "from pathlib import Path\n"
+        "from labs.labkit import LabSwitch\n"
+        "TITLE = 'broken'\nFILES = ('broken.p4',)\n"
+        "def run(files_dir, target):\n    return 0\n"
+        "def check(files_dir, target):\n"
+        "    with LabSwitch(files_dir / 'broken.p4', lab='99-broken', ports=[1], target=target):\n"
+        "        raise AssertionError('must not start')\n")
+    assert labkit_main(["check", str(lab)]) == 1
+    out = capsys.readouterr().out
+    assert f"broken.p4:{line}:" in out and "error" in out and "TODO" in out
+
+
+def test_unknown_lab_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert labkit_main(["check", "no-such-lab"]) == 2
+    assert "no lab" in capsys.readouterr().err
+
+
+def test_list(capsys: pytest.CaptureFixture[str]) -> None:
+    assert labkit_main(["list"]) == 0
+    assert "01-ecmp-hashing" in capsys.readouterr().out
+    assert LABS_DIR.is_dir()
