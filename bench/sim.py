@@ -1,0 +1,89 @@
+"""The ``sim`` benchmark group: the pod-scale flow-level simulator (``sim/``, issue 9).
+
+Figures:
+
+* ``sim.allreduce_64k_s`` — wall seconds to simulate one ring AllReduce step of a job on
+  every GPU of the 65,536-GPU pod (``topo/specs/pod64k.yaml``: 64 blocks x 128 servers x
+  8 rails, 128 spines), rank order over 8 channels: 524,288 flows (65,536 over the
+  fabric, the rest on NVLink), TCCL ports solved, routed through the hash model, max-min
+  rates re-solved at every completion. The fabric, the job and the planner's phases are
+  built before the clock starts; median of ``config.runs`` runs. Goal: seconds.
+* ``sim.slowdown.random_ecmp`` / ``sim.slowdown.tccl`` — collective time over the ideal
+  bound on the 8K-GPU pod of the default study (``sim.study``: half-pod job placed at
+  random, ring AllReduce of 16 GiB in rank order, 8 channels, background traffic).
+* ``sim.prediction_error_pct`` — mean absolute error of the calibrated prediction against
+  the testbed measurements in ``sim/calibration/default-fabric.json``; only when that
+  recorded file exists (the test fixture is never used here).
+
+Before a figure is reported the run is checked (every job flow delivered and finished,
+flow counts as planned): ``BenchCheckError`` otherwise.
+
+Example::
+
+    $ .venv/bin/python -m bench sim
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure, median
+from sim.calibrate import calibrate_file
+from sim.policies import run_phase
+from sim.runner import run_scenario
+from sim.study import study_scenario
+from sim.topology import SimFabric
+from sim.workloads import collective_phases, place_job
+from topo.model import build_fabric
+from topo.spec import load_spec
+
+REPO = Path(__file__).resolve().parent.parent
+POD64K = REPO / "topo" / "specs" / "pod64k.yaml"
+RECORDED = REPO / "sim" / "calibration" / "default-fabric.json"
+
+
+def bench_allreduce_64k(config: BenchConfig) -> dict[str, Figure]:
+    """``sim.allreduce_64k_s``: one ring step of a 65,536-rank job, TCCL ports."""
+    sf = SimFabric.build(build_fabric(load_spec(POD64K)))
+    job = place_job(sf, 65536)
+    phase = collective_phases(sf, job, "allreduce", 16 << 30, order="rank", channels=8)[0]
+    times = []
+    for _ in range(max(config.runs, 1)):
+        t0 = time.perf_counter()
+        res = run_phase(sf, phase, "tccl")
+        times.append(time.perf_counter() - t0)
+        if len(res.fct_s) != 8 * 65536 or res.undeliverable or not np.isfinite(res.fct_s).all():
+            raise BenchCheckError(f"sim 64K step: {len(res.fct_s)} flows, {res.undeliverable} undeliverable")
+    return {"sim.allreduce_64k_s": Figure(round(median(times), 2), "s")}
+
+
+def bench_slowdown_8k(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001
+    """``sim.slowdown.{random_ecmp,tccl}`` at 8K GPUs (the default study's scenario)."""
+    sc = study_scenario(8, ["random_ecmp", "tccl", "ideal"])
+    res = run_scenario(sc)
+    for r in res.results:
+        if r.undeliverable or not np.isfinite(r.collective_s):
+            raise BenchCheckError(f"sim 8K study: {r.policy} did not complete")
+    return {"sim.slowdown.random_ecmp": Figure(round(res.slowdown("random_ecmp"), 3), "x"),
+            "sim.slowdown.tccl": Figure(round(res.slowdown("tccl"), 3), "x")}
+
+
+def bench_prediction_error(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001
+    """``sim.prediction_error_pct`` from the recorded testbed file (nothing without it)."""
+    if not RECORDED.exists():
+        print(f"bench sim: {RECORDED.relative_to(REPO)} not recorded yet: "
+              "sim.prediction_error_pct not measured (python -m sim measure on a running testbed)")
+        return {}
+    rep = calibrate_file(RECORDED)
+    if rep.source != "testbed":
+        raise BenchCheckError(f"{RECORDED}: source is {rep.source!r}, not a testbed recording")
+    return {"sim.prediction_error_pct": Figure(round(rep.error_after_pct, 2), "%")}
+
+
+BENCHMARKS: tuple[Benchmark, ...] = (
+    Benchmark("allreduce_64k", "sim", bench_allreduce_64k),
+    Benchmark("slowdown_8k", "sim", bench_slowdown_8k),
+    Benchmark("prediction_error", "sim", bench_prediction_error),
+)

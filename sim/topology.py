@@ -1,0 +1,302 @@
+"""The simulator's view of a fabric: numbered directed links with capacities, NIC tables,
+the published ECMP hash model of the fabric as programmed, and failed links or spines.
+
+A *directed link* is named by its sending end, the same key GOR's telemetry uses
+(``controller.gor.paths.LinkState``): ``(switch, egress port)`` for switch ports and
+``(host, rail)`` for a server NIC's transmit direction. Tiers (:data:`TIERS`):
+
+* ``nic_up`` (server NIC → leaf), ``leaf_down`` (leaf → server NIC),
+* ``leaf_up`` (leaf → spine), ``spine_down`` (spine → leaf),
+* ``nvlink`` (one per GPU: its NVSwitch port, for same-server transfers),
+* ``bundle_up`` / ``bundle_down``: every live uplink of a leaf (every live spine link into
+  a leaf) pooled into one link, used only by the ideal bound.
+
+The hash model (:func:`hash_model_of`) is built exactly as ``controller.fabric_setup``
+programs the switches (leaf group 1 over the live uplinks in port order; on a spine one
+group per leaf reached over several live links, numbered from 1 in leaf-name order, bases
+consecutive; member names ``peer`` or ``peer#port``), without building every table entry
+(``plan_fabric`` scans every NIC per leaf, too slow at 64K GPUs); ``tests/sim`` checks
+that both agree.
+
+Example::
+
+    >>> from topo.model import build_fabric
+    >>> sf = SimFabric.build(build_fabric())
+    >>> sf.tier_name(sf.link_index[("b0r0l0", 3)]), float(sf.capacity_Bps[sf.link_index[("b0s0", 0)]])
+    ('leaf_up', 12500000000.0)
+    >>> sf.hash_model.switch("b0r0l0").groups[1].members
+    ('s0', 's1')
+"""
+from __future__ import annotations
+
+import ipaddress
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable, Optional
+
+import numpy as np
+
+from p4src.hashmodel import FabricHashModel, GroupModel, SwitchHashModel
+from topo.model import Fabric
+
+TIERS = ("nic_up", "leaf_down", "leaf_up", "spine_down", "nvlink", "bundle_up", "bundle_down")
+TIER = {name: i for i, name in enumerate(TIERS)}
+LEAF_UPLINK_GROUP = 1
+NVLINK_BYTES_PER_S = 200e9          # host.tccl.planner DEFAULT_TIERS: 200 GB/s per GPU
+
+LinkKey = tuple[str, int]
+
+
+class SimInputError(ValueError):
+    """Bad simulator input (unknown field, impossible placement, unknown failed link ...);
+    the message names the field or object and why."""
+
+
+@dataclass(slots=True)
+class SimFabric:
+    """A fabric numbered for vectorised simulation (build with :meth:`build`).
+
+    ``nic_*`` arrays are indexed by NIC id ``host_index * rails + rail``; ``leaf_up``
+    is ``(leaves, max uplinks)`` link ids of each leaf's live uplink group members in
+    member order (``-1`` padding, count in ``leaf_up_n``); ``spine_down`` is ``(spines,
+    leaves, max parallel)`` live link ids in the spine group's member order.
+    """
+
+    fabric: Fabric
+    hash_model: FabricHashModel
+    link_keys: list[LinkKey]
+    link_index: dict[LinkKey, int]
+    capacity_Bps: np.ndarray
+    tier: np.ndarray
+    down: frozenset[LinkKey]
+    leaf_names: list[str]
+    spine_names: list[str]
+    rails: int
+    nic_ip: np.ndarray            # uint32
+    nic_leaf: np.ndarray          # leaf number
+    nic_up: np.ndarray            # link id NIC -> leaf
+    nic_down: np.ndarray          # link id leaf -> NIC
+    nic_nvlink: np.ndarray        # link id of the GPU's NVLink port
+    leaf_up: np.ndarray
+    leaf_up_n: np.ndarray
+    leaf_seed: np.ndarray         # uint32
+    leaf_crc32: np.ndarray        # bool: leaf hashes with crc32
+    spine_down: np.ndarray
+    spine_down_n: np.ndarray
+    spine_seed: np.ndarray
+    spine_crc32: np.ndarray
+    link_spine: np.ndarray        # leaf_up link -> spine number (-1 otherwise)
+    leaf_bundle_up: np.ndarray    # leaf -> its bundle_up link id
+    leaf_bundle_down: np.ndarray  # leaf -> its bundle_down link id
+    host_index: dict[str, int] = field(default_factory=dict)
+
+    # ---------------------------------------------------------------- building
+    @classmethod
+    def build(cls, fabric: Fabric, failed: Iterable[str] = ()) -> "SimFabric":
+        """Number ``fabric``; ``failed`` names cables or spines that are down:
+        ``"s3"`` (a whole spine) or ``"b0r0l0:129"`` (the cable at that switch port).
+
+        ``SimInputError`` for an unknown switch, port or a port that is not a fabric link.
+        """
+        down = _failed_links(fabric, failed)
+        keys: list[LinkKey] = []
+        cap: list[float] = []
+        tier: list[int] = []
+
+        def add(key: LinkKey, gbps_or_Bps: float, t: str) -> int:
+            keys.append(key)
+            cap.append(gbps_or_Bps)
+            tier.append(TIER[t])
+            return len(keys) - 1
+
+        R = fabric.spec.rails
+        leaves = fabric.leaves
+        spines = fabric.spines
+        leaf_no = {s.name: i for i, s in enumerate(leaves)}
+        spine_no = {s.name: i for i, s in enumerate(spines)}
+        n_nics = len(fabric.hosts) * R
+        nic_ip = np.zeros(n_nics, np.uint32)
+        nic_leaf = np.full(n_nics, -1, np.int64)
+        nic_up = np.full(n_nics, -1, np.int64)
+        nic_down = np.full(n_nics, -1, np.int64)
+        nic_nv = np.full(n_nics, -1, np.int64)
+        host_index: dict[str, int] = {}
+        for hi, h in enumerate(fabric.hosts):
+            host_index[h.name] = hi
+            for nic in h.nics:
+                i = hi * R + nic.rail
+                nic_ip[i] = int(ipaddress.IPv4Address(nic.ip))
+                nic_leaf[i] = leaf_no[nic.leaf]
+                nic_up[i] = add((h.name, nic.rail), nic.gbps * 1e9 / 8, "nic_up")
+                nic_nv[i] = add((h.name, -1 - nic.rail), NVLINK_BYTES_PER_S, "nvlink")
+        port_link: dict[LinkKey, int] = {}
+        for sw in fabric.switches:
+            for p, info in sorted(sw.ports.items()):
+                t = {"host": "leaf_down", "uplink": "leaf_up", "downlink": "spine_down"}[info.kind]
+                port_link[(sw.name, p)] = add((sw.name, p), info.gbps * 1e9 / 8, t)
+                if info.kind == "host":
+                    hi = host_index[info.peer_node]
+                    nic_down[hi * R + info.peer_port] = port_link[(sw.name, p)]
+        capacity = np.asarray(cap, dtype=np.float64)
+        for key in down:
+            capacity[port_link[key]] = 0.0
+        model = hash_model_of(fabric, down)
+
+        link_spine = np.full(len(keys) + 2 * len(leaves), -1, np.int64)
+        max_up = max((m.groups[LEAF_UPLINK_GROUP].size for n, m in model.switches.items()
+                      if n in leaf_no and LEAF_UPLINK_GROUP in m.groups), default=1)
+        leaf_up = np.full((len(leaves), max_up), -1, np.int64)
+        leaf_up_n = np.zeros(len(leaves), np.int64)
+        leaf_seed = np.zeros(len(leaves), np.uint32)
+        leaf_crc32 = np.zeros(len(leaves), bool)
+        bundle_up = np.zeros(len(leaves), np.int64)
+        bundle_down = np.zeros(len(leaves), np.int64)
+        for li, sw in enumerate(leaves):
+            m = model.switch(sw.name)
+            leaf_seed[li], leaf_crc32[li] = m.seed, m.algorithm == "crc32"
+            g = m.groups.get(LEAF_UPLINK_GROUP)
+            live_up = 0.0
+            if g is not None:
+                leaf_up_n[li] = g.size
+                for j, member in enumerate(g.members):
+                    lid = port_link[(sw.name, member_port(sw, member))]
+                    leaf_up[li, j] = lid
+                    link_spine[lid] = spine_no[member.partition("#")[0]]
+                    live_up += capacity[lid]
+            bundle_up[li] = add((sw.name, -1), live_up, "bundle_up")
+        spine_links: dict[tuple[int, int], list[int]] = {}
+        for si, sw in enumerate(spines):
+            for p, info in sorted(sw.ports.items()):
+                if info.kind == "downlink" and (sw.name, p) not in down:
+                    spine_links.setdefault((si, leaf_no[info.peer_node]), []).append(port_link[(sw.name, p)])
+        into_leaf = np.zeros(len(leaves))
+        for (si, li), lids in spine_links.items():
+            into_leaf[li] += sum(capacity[l] for l in lids)
+        for li, sw in enumerate(leaves):
+            bundle_down[li] = add((sw.name, -2), float(into_leaf[li]), "bundle_down")
+        max_par = max((len(v) for v in spine_links.values()), default=1)
+        spine_down = np.full((len(spines), len(leaves), max_par), -1, np.int64)
+        spine_down_n = np.zeros((len(spines), len(leaves)), np.int64)
+        spine_seed = np.zeros(len(spines), np.uint32)
+        spine_crc32 = np.zeros(len(spines), bool)
+        for si, sw in enumerate(spines):
+            m = model.switch(sw.name)
+            spine_seed[si], spine_crc32[si] = m.seed, m.algorithm == "crc32"
+        for (si, li), lids in spine_links.items():
+            # group member order = port order (fabric_setup._spine), lids are in port order
+            spine_down[si, li, :len(lids)] = lids
+            spine_down_n[si, li] = len(lids)
+        capacity = np.asarray(cap, dtype=np.float64)
+        for key in down:
+            capacity[port_link[key]] = 0.0
+        return cls(fabric, model, keys, {k: i for i, k in enumerate(keys)}, capacity,
+                   np.asarray(tier, np.int8), frozenset(down), [s.name for s in leaves],
+                   [s.name for s in spines], R, nic_ip, nic_leaf, nic_up, nic_down, nic_nv,
+                   leaf_up, leaf_up_n, leaf_seed, leaf_crc32, spine_down, spine_down_n,
+                   spine_seed, spine_crc32, link_spine[:len(keys)], bundle_up, bundle_down,
+                   host_index)
+
+    # ---------------------------------------------------------------- lookups
+    @property
+    def num_links(self) -> int:
+        """Number of directed links (every tier)."""
+        return len(self.link_keys)
+
+    def tier_name(self, link_id: int) -> str:
+        """The tier of one link: ``"leaf_up"``, ``"nvlink"`` ..."""
+        return TIERS[int(self.tier[link_id])]
+
+    def set_link_rate(self, link_Bps: float) -> None:
+        """Every live NIC, leaf and spine link at ``link_Bps`` (the testbed's effective
+        rate), pooled bundles recomputed; NVLink unchanged."""
+        phys = np.isin(self.tier, [TIER[t] for t in ("nic_up", "leaf_down", "leaf_up", "spine_down")])
+        self.capacity_Bps[phys & (self.capacity_Bps > 0)] = link_Bps
+        for li in range(len(self.leaf_names)):
+            ups = self.leaf_up[li, :self.leaf_up_n[li]]
+            self.capacity_Bps[self.leaf_bundle_up[li]] = self.capacity_Bps[ups].sum()
+            downs = self.spine_down[:, li, :]
+            self.capacity_Bps[self.leaf_bundle_down[li]] = self.capacity_Bps[downs[downs >= 0]].sum()
+
+    def nic_id(self, host: str, rail: int) -> int:
+        """NIC id of ``host``'s NIC on ``rail``; ``SimInputError`` for an unknown one."""
+        if host not in self.host_index or not 0 <= rail < self.rails:
+            raise SimInputError(f"no NIC {host}:{rail} in this fabric")
+        return self.host_index[host] * self.rails + rail
+
+
+def member_port(sw: object, member: str) -> int:
+    """The egress port of a hash-model member name on switch ``sw`` (``"s0"`` or ``"s0#5"``)."""
+    name, sep, port = member.partition("#")
+    if sep:
+        return int(port)
+    return next(p for p, info in sorted(sw.ports.items()) if info.peer_node == name)  # type: ignore[attr-defined]
+
+
+def _failed_links(fabric: Fabric, failed: Iterable[str]) -> set[LinkKey]:
+    """Both directions of every failed cable (a spine: all of its cables)."""
+    down: set[LinkKey] = set()
+    names = {s.name: s for s in fabric.switches}
+    for item in failed:
+        if not isinstance(item, str):
+            raise SimInputError(f"failed: {item!r} is not a spine name or 'switch:port'")
+        name, sep, port_text = item.partition(":")
+        sw = names.get(name)
+        if sw is None:
+            raise SimInputError(f"failed: unknown switch {name!r}")
+        if not sep:
+            if sw.role != "spine":
+                raise SimInputError(f"failed: {name} is a leaf; fail one of its cables as '{name}:PORT'")
+            ports = [p for p, i in sw.ports.items() if i.kind == "downlink"]
+        else:
+            try:
+                ports = [int(port_text)]
+            except ValueError:
+                raise SimInputError(f"failed: {item!r}: port must be a number") from None
+            info = sw.ports.get(ports[0])
+            if info is None or info.kind not in ("uplink", "downlink"):
+                raise SimInputError(f"failed: {item!r} is not a leaf-spine cable of {name}")
+        for p in ports:
+            info = sw.ports[p]
+            down.add((sw.name, p))
+            down.add((info.peer_node, info.peer_port))
+    return down
+
+
+def hash_model_of(fabric: Fabric, down: Optional[Iterable[LinkKey]] = None) -> FabricHashModel:
+    """The published ECMP hash model of ``fabric`` as ``controller.fabric_setup`` programs
+    it, over the live links only (``down``: directed link keys that are down).
+
+        >>> from topo.model import build_fabric
+        >>> hash_model_of(build_fabric()).switch("s0").groups
+        {}
+    """
+    dead = set(down or ())
+    out: dict[str, SwitchHashModel] = {}
+    for sw in fabric.switches:
+        groups: dict[int, GroupModel] = {}
+        if sw.role == "leaf":
+            ups = [p for p in sorted(sw.ports) if sw.ports[p].kind == "uplink" and (sw.name, p) not in dead]
+            if ups:
+                groups[LEAF_UPLINK_GROUP] = GroupModel(0, _member_names(sw, ups))
+        else:
+            links: dict[str, list[int]] = {}
+            for p in sorted(sw.ports):
+                if sw.ports[p].kind == "downlink" and (sw.name, p) not in dead:
+                    links.setdefault(sw.ports[p].peer_node, []).append(p)
+            base = 0
+            for leaf in sorted(links):
+                if len(links[leaf]) > 1:
+                    groups[len(groups) + 1] = GroupModel(base, _member_names(sw, links[leaf]))
+                    base += len(links[leaf])
+        out[sw.name] = SwitchHashModel(sw.name, sw.hash_algorithm, seed=sw.ecmp_seed, groups=groups)
+    return FabricHashModel(out)
+
+
+def _member_names(sw: object, ports: list[int]) -> tuple[str, ...]:
+    peers = [sw.ports[p].peer_node for p in ports]  # type: ignore[attr-defined]
+    count = Counter(peers)
+    return tuple(peer if count[peer] == 1 else f"{peer}#{p}" for peer, p in zip(peers, ports))
+
+
+__all__ = ["LEAF_UPLINK_GROUP", "LinkKey", "NVLINK_BYTES_PER_S", "SimFabric", "SimInputError",
+           "TIER", "TIERS", "hash_model_of", "member_port"]

@@ -1,0 +1,77 @@
+"""The command line: a scenario run end to end, and bad input reported clearly (unknown
+field, more ranks than GPUs, undeliverable flows after a failure, no testbed)."""
+from __future__ import annotations
+
+import doctest
+import importlib
+from pathlib import Path
+
+import pytest
+
+from sim import measure
+from sim.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+MODULES = ["sim", "sim.topology", "sim.routing", "sim.engine", "sim.ports", "sim.workloads",
+           "sim.policies", "sim.scenario", "sim.model", "sim.runner", "sim.report", "sim.study",
+           "sim.calibrate", "sim.measure", "sim.cli"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name: str) -> None:
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "s.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_run_writes_table_report_and_plots(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = _write(tmp_path, "fabric: {spec_file: topo/specs/default.yaml}\njob: {gpus: 8}\n"
+                         "workload: {order: rank, size_bytes: 1048576}\n")
+    assert main(["run", str(p), "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "random_ecmp" in out and "ideal" in out
+    for f in ("report.md", "fct_cdf.png", "tier_util.png", "job_time_vs_scale.png"):
+        assert (tmp_path / "out" / f).stat().st_size > 0
+
+
+@pytest.mark.parametrize("text,message", [
+    ("job: {gpus: 8}\nworkload: {colective: allreduce}\n", "workload.colective: unknown field"),
+    ("job: {gpus: 8}\nfabrik: {}\n", "fabrik: unknown field"),
+    ("job: {gpus: 8}\nfabric: {spec_file: topo/specs/default.yaml, spine: 3}\n", "fabric.spine: unknown field"),
+    ("fabric: {spec_file: topo/specs/default.yaml}\njob: {gpus: 16}\n",
+     "16 ranks asked but the fabric has 8 GPUs"),
+    ("job: {gpus: 8}\npolicies: [ecmp]\n", "unknown policy 'ecmp'"),
+    ("job: {gpus: 8}\nworkload: {size_bytes: big}\n", "workload.size_bytes: must be int"),
+    ("job: {gpus: 8}\nmodel: {link_Bps: fast}\n", "model.link_Bps: must be a number"),
+    ("job: {ranks: b0s0}\n", "job.ranks: must be a list"),
+    ("job: {gpus: 8}\ngor: {safety: 1.5}\n", "gor.safety: must be in (0, 1]"),
+    ("fabric: {spec_file: topo/specs/default.yaml}\njob: {gpus: 8}\nworkload: {collective: allscatter}\n",
+     "unknown collective 'allscatter'"),
+    ("fabric: {spec_file: topo/specs/default.yaml}\njob: {ranks: [b0s0:0, b9s0:0]}\n", "unknown server 'b9s0'"),
+    ("fabric: {spec_file: topo/specs/default.yaml, rails: 0}\njob: {gpus: 8}\n", "fabric.rails"),
+    ("fabric: {spec_file: topo/specs/default.yaml}\njob: {gpus: 8}\nfailures: [s7]\n", "unknown switch 's7'"),
+])
+def test_bad_input_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str) -> None:
+    assert main(["run", str(_write(tmp_path, text))]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_undeliverable_after_a_failure_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    scenario = REPO / "sim" / "scenarios" / "failed-link-default.yaml"
+    assert main(["run", str(scenario), "--out", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "UNDELIVERABLE" in err and "blackholed" in err
+
+
+def test_measure_refuses_without_root(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(measure.os, "geteuid", lambda: 1000)
+    assert main(["measure", "--out", str(tmp_path / "m.json")]) == 1
+    assert "needs root" in capsys.readouterr().err
+    assert not (tmp_path / "m.json").exists()

@@ -1,0 +1,95 @@
+"""Simulated paths are the hash model's: vectorised CRC and member choice against
+``p4src.hashmodel`` and GOR's ``PathEngine.current_path``; the fabric's hash model as
+``controller.fabric_setup`` programs it."""
+from __future__ import annotations
+
+import ipaddress
+import random
+
+import numpy as np
+import pytest
+
+from controller.fabric_setup import plan_fabric
+from controller.gor.decisions import FlowKey
+from controller.gor.paths import LinkState, PathEngine
+from p4src.hashmodel import FabricHashModel, Flow, crc16_arc, crc32, predict_path
+from sim.routing import crc_rows, route_flows
+from sim.topology import SimFabric, SimInputError, hash_model_of, member_port
+from topo.model import build_fabric
+from topo.spec import FabricSpec
+
+SPECS = [FabricSpec(),
+         FabricSpec(blocks=3, servers_per_block=4, rails=2, spines=3, uplinks_per_spine=2, leaf_ports=64),
+         FabricSpec(blocks=2, servers_per_block=4, rails=2, spines=4, leaves_per_rail=2, ecmp_seed=9)]
+
+
+def test_vectorised_crc_matches_the_hash_model() -> None:
+    rng = np.random.default_rng(1)
+    msg = rng.integers(0, 256, (50, 17), dtype=np.uint8)
+    c16 = crc_rows(msg, np.zeros(50, bool))
+    c32 = crc_rows(msg, np.ones(50, bool))
+    for i in range(50):
+        assert c16[i] == crc16_arc(bytes(msg[i])) and c32[i] == crc32(bytes(msg[i]))
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=["default", "parallel-links", "two-leaves-per-rail"])
+def test_hash_model_is_the_programmed_one(spec: FabricSpec) -> None:
+    fab = build_fabric(spec)
+    programmed = FabricHashModel({n: p.hash_model() for n, p in plan_fabric(fab).items()})
+    assert hash_model_of(fab) == programmed
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=["default", "parallel-links", "two-leaves-per-rail"])
+def test_simulated_path_is_the_hash_model_prediction(spec: FabricSpec) -> None:
+    fab = build_fabric(spec)
+    sf = SimFabric.build(fab)
+    eng = PathEngine(fab, sf.hash_model, LinkState.from_fabric(fab))
+    rng = random.Random(4)
+    nics = [(h, n) for h in fab.hosts for n in h.nics]
+    src, dst, sport = [], [], []
+    while len(src) < 300:
+        (hs, a), (hd, b) = rng.sample(nics, 2)
+        if a.leaf != b.leaf and hs.name != hd.name:
+            src.append(sf.nic_id(hs.name, a.rail))
+            dst.append(sf.nic_id(hd.name, b.rail))
+            sport.append(rng.randrange(1, 65536))
+    r = route_flows(sf, np.array(src), np.array(dst), np.array(sport))
+    for i in range(len(src)):
+        s_ip = str(ipaddress.IPv4Address(int(sf.nic_ip[src[i]])))
+        d_ip = str(ipaddress.IPv4Address(int(sf.nic_ip[dst[i]])))
+        sl, dl = sf.leaf_names[sf.nic_leaf[src[i]]], sf.leaf_names[sf.nic_leaf[dst[i]]]
+        flow = Flow.of(s_ip, d_ip, 17, sport[i], 4791)
+        up_member = predict_path(sf.hash_model, flow, [(sl, 1)])[0]
+        up_key = (sl, member_port(fab.switch(sl), up_member))
+        assert sf.link_keys[r.links[i, 1]] == up_key
+        spine = up_member.partition("#")[0]
+        gid = eng.spine_group(spine, dl)
+        if gid is None:
+            down_key = (spine, member_port(fab.switch(spine), dl))
+        else:
+            down_member = predict_path(sf.hash_model, flow, [(spine, gid)])[0]
+            down_key = (spine, member_port(fab.switch(spine), down_member))
+        assert sf.link_keys[r.links[i, 2]] == down_key
+        cur = eng.current_path(FlowKey(s_ip, d_ip, 17, sport[i], 4791), sl, dl)
+        assert cur is not None and cur.links == (up_key, down_key)
+
+
+def test_failed_spine_leaves_the_groups_and_a_failed_cable_blackholes() -> None:
+    fab = build_fabric()
+    sf = SimFabric.build(fab, ["s0"])
+    assert sf.hash_model.switch("b0r0l0").groups[1].members == ("s1",)
+    r = route_flows(sf, np.array([0] * 20), np.array([4] * 20), np.arange(49152, 49172))
+    assert not r.failed.any() and set(r.spine.tolist()) == {1}
+    sf2 = SimFabric.build(fab, ["b1r0l0:3"])                  # b1r0l0 <-> s0
+    r2 = route_flows(sf2, np.array([0] * 40), np.array([4] * 40), np.arange(49152, 49192))
+    assert r2.blackholed.any() and not r2.unreachable.any()
+    with pytest.raises(SimInputError, match="unknown switch 'x9'"):
+        SimFabric.build(fab, ["x9"])
+    with pytest.raises(SimInputError, match="is a leaf"):
+        SimFabric.build(fab, ["b0r0l0"])
+
+
+def test_no_live_uplink_is_unreachable() -> None:
+    sf = SimFabric.build(build_fabric(), ["s0", "s1"])
+    r = route_flows(sf, np.array([0]), np.array([4]), np.array([50000]))
+    assert r.unreachable.tolist() == [True]
