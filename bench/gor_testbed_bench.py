@@ -1,8 +1,14 @@
 """The GOR story on a live p4sim testbed as figures (root + Mininet; skipped otherwise).
 
-``gor.loop_s`` (first alarm → last confirmed move, decision log), ``gor.max_util_after_pct``
-(busiest of the source leaf's uplinks after the re-route, % of the uplink queue rate) and
-``gor.drops_during_move`` (sum of the switches' ingress drop counters over the run).
+One run of :func:`topo.story.run_story` (the ``make run`` default scenario, seed 7) on a
+fabric brought up for it:
+
+* ``gor.loop_s`` — first ECN alarm → the last re-routed elephant seen on its new uplink
+  (a ``flow_sample_t`` digest of its new 5-tuple there), from the decision log;
+* ``gor.max_util_after_pct`` — the busiest of the source leaf's uplinks after the last
+  move settled, mean packets/s in % of the uplink queue rate (GOR's basis; goal < 75);
+* ``gor.drops_during_move`` — the switches' drop counters summed over every fabric
+  link from the first order to the last move settled (goal 0).
 
 >>> [b.name for b in BENCHMARKS]
 ['story']
@@ -19,9 +25,10 @@ FIGURES = ("gor.loop_s", "gor.max_util_after_pct", "gor.drops_during_move")
 
 
 def bench_story(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — one live run
-    """One run of ``topo.scenario.run_story`` on a fabric brought up for it."""
+    """One run of ``topo.story.run_story`` on a fabric brought up for it."""
     from host.traffic import testbed_unavailable, testbed_up  # noqa: PLC0415
-    from topo.scenario import ScenarioOptions, run_story  # noqa: PLC0415
+    from topo.scenario import ScenarioOptions  # noqa: PLC0415
+    from topo.story import run_story  # noqa: PLC0415
     why = testbed_unavailable()
     if why:
         print(f"gor.story: skipped, {why}; {FIGURES} not written", file=sys.stderr)
@@ -29,7 +36,7 @@ def bench_story(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — o
     tmp = Path(tempfile.mkdtemp(prefix="gor-story-"))
     with testbed_up(log_dir=tmp / "logs", state_path=tmp / "state.json") as tb:
         res = run_story(tb.fabric, tb.programmer, tb.state, tb.save_state,
-                        ScenarioOptions(seed=7, duration_s=12.0, runs_root=tmp / "runs"))
+                        ScenarioOptions(seed=7, runs_root=tmp / "runs"))
     out: dict[str, Figure] = {}
     if res.loop_s is not None:
         out["gor.loop_s"] = Figure(res.loop_s, "s")

@@ -121,7 +121,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.command == "status":
         return gor_status.run(args)
     if args.command == "run":
-        from controller.gor.loop import run_gor   # servers and threads: imported only when used
+        from controller.gor.service import run_gor   # servers and threads: imported only when used
         return run_gor(args)
     return 2
 

@@ -11,8 +11,10 @@ The controller half of the agent protocol (``astral_proto/agent.proto``):
 * :meth:`FlowRegistry.move` — GOR's side of a re-route: send ``MoveFlow`` to the owning
   host's agent with that host's order token; :meth:`FlowRegistry.wait` for the report.
 
-A re-registration with a new incarnation (the agent restarted) replaces the host's flow
-set and fails its open orders with ``"agent restarted"``.
+A host may run several agents (one per sender process): each registration replaces only
+the flows that agent (its address) registered before, and orders go to the agent that
+registered the flow. A re-registration with a new incarnation (the agent restarted)
+replaces that agent's flows and fails their open orders with ``"agent restarted"``.
 
 >>> reg = FlowRegistry(b"secret", {"b0s0": ["10.0.0.1"]})
 >>> reg.register("b0s0", "127.0.0.1:1", "i1",
@@ -79,6 +81,7 @@ class FlowRegistry:
         self._hosts: dict[str, _HostState] = {}
         self._flows: dict[str, HostFlow] = {}
         self._owner: dict[str, str] = {}
+        self._agent_of: dict[str, tuple[str, str]] = {}   # flow id → (agent address, incarnation)
         self._orders: dict[str, MoveOrderState] = {}
         self._seq = itertools.count(1)
         self._lock = threading.Lock()
@@ -99,10 +102,15 @@ class FlowRegistry:
     # ------------------------------------------------------------- agents' calls
     def register(self, host: str, agent_address: str, incarnation: str,
                  flows: Iterable[HostFlow]) -> int:
-        """Replace ``host``'s flow set; returns how many flows it now has.
+        """Replace the flows ``host``'s agent at ``agent_address`` registered before;
+        returns how many flows the host now has (over all its agents).
 
-        PERMISSION_DENIED for a flow whose source IP is not one of ``host``'s NICs or whose
-        id another host owns; the whole request is refused then.
+        A host may run several agents (one per sender process on the testbed), each known
+        by its address; orders for a flow go to the agent that registered it. An agent
+        whose flows are registered again by another incarnation (the same address, or a
+        new one taking over its flows) has restarted: its open orders fail with ``"agent
+        restarted"``. PERMISSION_DENIED for a flow whose source IP is not one of
+        ``host``'s NICs or whose id another host owns; the whole request is refused then.
         """
         flows = list(flows)
         ips = self._host_ips.get(host)
@@ -120,17 +128,30 @@ class FlowRegistry:
             if len({f.flow_id for f in flows}) != len(flows):
                 raise RegistryError(grpc.StatusCode.INVALID_ARGUMENT, "duplicate flow ids")
             state = self._hosts.setdefault(host, _HostState())
-            restarted = bool(state.incarnation) and state.incarnation != incarnation
             state.agent_address, state.incarnation = agent_address, incarnation
-            for fid in [fid for fid, h in self._owner.items() if h == host]:
-                del self._owner[fid], self._flows[fid]
+            new_ids = {f.flow_id for f in flows}
+            replaced = {ag for fid, ag in self._agent_of.items() if self._owner.get(fid) == host
+                        and ag[1] != incarnation and (ag[0] == agent_address or fid in new_ids)}
+            dropped: dict[str, str] = {}
+            for fid, ag in list(self._agent_of.items()):
+                if self._owner.get(fid) != host:
+                    continue
+                if ag in replaced:
+                    dropped[fid] = "agent restarted"
+                elif ag == (agent_address, incarnation) and fid not in new_ids:
+                    dropped[fid] = "flow unregistered"
+                else:
+                    continue
+                del self._owner[fid], self._flows[fid], self._agent_of[fid]
             for f in flows:
                 self._owner[f.flow_id] = host
                 self._flows[f.flow_id] = f
-            kept = set(self._owner)
+                self._agent_of[f.flow_id] = (agent_address, incarnation)
             for o in self._orders.values():
-                if o.host == host and o.state == "sent" and (restarted or o.flow_id not in kept):
-                    self._close(o, "failed", "agent restarted" if restarted else "flow unregistered")
+                if o.host == host and o.state == "sent" and o.flow_id in dropped:
+                    why = dropped[o.flow_id]
+                    self._close(o, "failed", "agent restarted" if o.flow_id in new_ids or
+                                why == "agent restarted" else why)
             return sum(1 for h in self._owner.values() if h == host)
 
     def report(self, host: str, order_id: str, fid: str, *, done: bool, sport: int,
@@ -172,7 +193,8 @@ class FlowRegistry:
             return self._owner[fid]
 
     def agent_address(self, host: str) -> str:
-        """Where ``host``'s agent listens (``KeyError`` before it registered)."""
+        """Where ``host``'s most recently registered agent listens (``KeyError`` before
+        any registered)."""
         with self._lock:
             return self._hosts[host].agent_address
 
@@ -196,7 +218,9 @@ class FlowRegistry:
         reports (:meth:`wait`). gRPC errors of the agent call propagate (``grpc.RpcError``).
         """
         o = self.new_order(fid, sport)
-        with grpc.insecure_channel(self.agent_address(o.host)) as channel:
+        with self._lock:
+            address = self._agent_of[fid][0]
+        with grpc.insecure_channel(address) as channel:
             stub = agent_pb2_grpc.AgentServiceStub(channel)
             try:
                 reply = stub.MoveFlow(agent_pb2.MoveOrder(flow_id=fid, new_sport=sport, order_id=o.order_id),

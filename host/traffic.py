@@ -102,7 +102,7 @@ def elephant_pairs(fabric: Any, rail: int = 0, count: int = 8,
                    ) -> list[tuple[str, str]]:
     """``count`` (src IP, dst IP) pairs from ``src_block``'s servers (default: the first
     block) to ``dst_block``'s (default: the next) on ``rail``, round robin over sources
-    then destinations (the order of ``topo.scenario.plan_elephants``)."""
+    then destinations."""
     blocks = sorted({h.block for h in fabric.hosts})
     if len(blocks) < 2:
         raise ValueError("elephants between blocks need at least two blocks")
@@ -339,8 +339,10 @@ class NicFleet:
         return np_
 
     def start(self, flows: Sequence[NicFlow], duration_s: float, opts: NicOptions,
-              settle_s: float = 0.5) -> None:
-        """Receivers first (they run until stopped), then one sender per NIC pair."""
+              settle_s: float = 0.5,
+              sender_args: Optional[Callable[[Sequence[NicFlow]], list[str]]] = None) -> None:
+        """Receivers first (they run until stopped), then one sender per NIC pair;
+        ``sender_args(flows)`` adds options to a sender's command line (its agent's)."""
         self.report_dir.mkdir(parents=True, exist_ok=True)
         by_dst: dict[tuple[str, str], list[NicFlow]] = {}
         by_pair: dict[tuple[str, str], list[NicFlow]] = {}
@@ -364,8 +366,9 @@ class NicFleet:
             for (src, dst), fl in by_pair.items():
                 fl = sorted(fl, key=lambda f: f.qpn)
                 path = self.report_dir / f"send-{src}-{dst}.json"
+                extra = sender_args(fl) if sender_args is not None else []
                 self._spawn("send", fl[0].src_host, fl[0].src_intf,
-                            sender_command(fl, duration_s, path, opts), path, fl)
+                            sender_command(fl, duration_s, path, opts) + extra, path, fl)
         finally:
             self.save_state()
 

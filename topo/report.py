@@ -4,7 +4,7 @@ Files written by :func:`write_report` into the run directory:
 
 * ``report.md`` — the scenario, the flows (source ports and predicted uplinks), the
   timeline, predicted vs measured load per uplink, busiest-uplink load ÷ mean, ECN marks,
-  peak queue depth, and what was skipped;
+  peak queue depth, and notes;
 * ``utilisation.png`` — per-link utilisation over time (heat map, one row per link
   direction);
 * ``ecn_marks.png`` — ECN marks per interval, per link;
@@ -155,8 +155,7 @@ def render_markdown(record: ScenarioRecord, series: TelemetrySeries) -> str:
         "Utilisation = tx packets/s ÷ the port's queue rate (pps) when a rate is set, else "
         "tx bits/s ÷ link speed (links without a rate of their own, e.g. spine downlinks, are "
         "measured against the uplinks' rate); read from the switches' `FabricEgress.telemetry.tx` "
-        "counters. The small return traffic toward block 0 is the receivers' ICMP "
-        "port-unreachable (nothing listens on 4791).",
+        "counters. The return traffic toward block 0 is the receivers' RoCEv2 ACKs and CNPs.",
         "",
         "## Flows",
         "",

@@ -4,7 +4,7 @@
 
     python -m topo.testbed up   [--target auto|p4sim|bmv2] [--fabric FILE | --spec FILE] [--cli auto|yes|no]
                                 [--hold] [--tc-links] [--log-level L] [--p4c P4C]
-                                [--scenario default|link-failure|alltoall] [--scenario-seed N]
+                                [--scenario default|gor|link-failure|alltoall] [--scenario-seed N]
     python -m topo.testbed down         # what `make stop` runs: only what `up` recorded
     python -m topo.testbed ping         # all-pairs ping per rail on a running testbed
     python -m topo.testbed status       # what of the recorded testbed still exists
@@ -16,8 +16,10 @@
 → ``build/bmv2/`` for BMv2); start Mininet with one host per server (a NIC per rail) and
 one switch process per leaf/spine (:mod:`topo.mn`); program every switch with
 ``controller.fabric_setup.FabricProgrammer``; ping every pair of NICs on the same rail
-(same leaf and across the spines) and print the result; run ``--scenario`` if asked (:mod:`topo.scenario`: elephants,
-telemetry, a report in ``runs/<timestamp>/``); then open the Mininet CLI when
+(same leaf and across the spines) and print the result; run ``--scenario`` if asked
+(:mod:`topo.scenario`; ``default`` is the story of :mod:`topo.story`: colliding elephants,
+ECN alarms, GOR's re-route through the TCCL agents, a report in ``runs/<timestamp>/``);
+then open the Mininet CLI when
 stdin is a terminal (``--cli auto``), or wait for Ctrl-C with ``--hold``, and tear
 everything down on the way out (also on errors and SIGTERM). A crashed switch is reported
 with the tail of its log.
@@ -55,9 +57,7 @@ BUILD = REPO / "build"
 STATE_PATH = BUILD / "testbed-state.json"
 TOPOLOGY_PATH = BUILD / "topology.json"
 STILL_MISSING = (
-    "GOR controller loop (telemetry polling, alarms, re-route) — not wired into `make run` yet",
-    "TCCL host agents (elephant flows, source-port choice) — not wired into `make run` yet",
-    "scenarios beyond v0 (`--scenario default`: collisions measured, no re-route yet)",
+    "scenario `alltoall` (`default` is the full story, `link-failure` an uplink going down)",
 )
 
 
@@ -403,10 +403,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     up.add_argument("--pcaps", type=Path, default=REPO / "pcaps", help="pcap directory")
     up.add_argument("--no-pcap", action="store_true", help="write no pcaps")
     up.add_argument("--scenario", default=os.environ.get("SCENARIO") or None,
-                    help="after the ping check run a scenario: default | link-failure | alltoall")
+                    help="after the ping check run a scenario: default (the GOR story; gor is "
+                         "another name) | link-failure | alltoall")
     up.add_argument("--scenario-seed", type=int, default=None,
                     help="seed of the elephants' random source ports (default: random, printed)")
-    up.add_argument("--scenario-duration-s", type=float, default=10.0)
+    up.add_argument("--scenario-duration-s", type=float, default=12.0)
     up.add_argument("--runs", type=Path, default=REPO / "runs", help="scenario reports (runs/)")
     down = sub.add_parser("down", help="tear down what build/testbed-state.json records")
     ping = sub.add_parser("ping", help="all-pairs ping per rail on a running testbed")

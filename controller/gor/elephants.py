@@ -191,6 +191,28 @@ class FlowTable:
         out.sort(key=lambda e: (-e.rate_bps, e.flow))
         return out[:max(n, 0)]
 
+    def samples_on(self, link: LinkKey, t_s: float) -> dict[FlowKey, int]:
+        """Samples per flow on ``link`` in the window ending at ``t_s`` (each flow's share
+        of the link's packets is its count over the total).
+
+        >>> t = FlowTable({1: "l"}); _ = t.add([1, 1, 2, 17, 5, 6, 1, 3, 0, 100], 0.0)
+        >>> list(t.samples_on(("l", 3), 0.5).values())
+        [1]
+        """
+        out: dict[FlowKey, int] = {}
+        for flow, links in self.flows.items():
+            fl = links.get(link)
+            if fl is not None:
+                n = self._rate(link, fl, t_s)[1]
+                if n:
+                    out[flow] = n
+        return out
+
+    def seen_since(self, flow: FlowKey, link: LinkKey, t_s: float) -> bool:
+        """True when ``flow`` was sampled on ``link`` at or after ``t_s``."""
+        fl = self.flows.get(flow, {}).get(link)
+        return fl is not None and fl.last_seen_s >= t_s
+
     def __len__(self) -> int:
         return len(self.flows)
 

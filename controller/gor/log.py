@@ -38,7 +38,7 @@ DEFAULT_LOG_PATH = Path("logs/gor.jsonl")
 EVENTS = (
     "alarm_raised", "alarm_cleared", "flows_chosen", "path_chosen", "order_sent",
     "order_confirmed", "order_rolled_back", "order_retried", "link_down", "link_up",
-    "switch_stale", "switch_back",
+    "switch_stale", "switch_back", "round", "agent_done",
 )
 
 _log = logging.getLogger("controller.gor.log")
@@ -169,7 +169,7 @@ class DecisionLog:
 
     # ------------------------------------------------------------------ faults
     def link_down(self, link: Any, reason: str) -> None:
-        """A link left the ECMP groups."""
+        """A link left the ECMP groups (the loop's record also lists the groups rewritten)."""
         self.record("link_down", link=link, reason=reason)
 
     def link_up(self, link: Any, reason: str) -> None:

@@ -5,49 +5,64 @@
 ``FabricProgrammer``'s connections), the agents (a ``FlowRegistry``), the decision log and
 the metrics. One call of :meth:`GorLoop.tick` is one step; the telemetry poller calls it
 with each interval's samples (``TelemetryPoller(on_tick=loop.tick)``), digest reader
-threads hand digests in with :meth:`GorLoop.submit_digests`.
+threads hand digests in with :meth:`GorLoop.submit_digests`. ``python -m controller run``
+is in :mod:`controller.gor.service`.
+
+**One basis for every load.** The engine works in link-speed bits per second, but every
+load it sees is the *utilisation the poller reports* times the link speed: utilisation is
+relative to the link's effective capacity, its queue rate when one shapes the port
+(packets/s ÷ ``rate_pps``: the queue drains packets, so every packet counts, ACKs
+included) and its speed otherwise (bits/s ÷ gbps). An elephant's rate is put in the same
+basis: its share of the packets sampled on the link in the last ``window_s`` times the
+link's measured utilisation (mean over the same window). Sampled shares need no
+knowledge of the sampling ratio and always add up to what the counters measured.
 
 One tick, in order:
 
-1. **Telemetry**: every ``LinkSample`` sets the link's load in :class:`LinkState`
-   (``util × capacity``) and feeds the :class:`AlarmMonitor` (marks, packets).
-2. **Alarms**: a link rising to NOTICE or above gets sampling on its egress port:
-   ``FabricIngress.sampling.config`` entry ``egress_spec = port →
-   sampling.sample(one_in_n)`` on that switch (logged in the ``alarm_raised`` record as
-   ``sampling``); a link back to CLEAR has its entry deleted. A failed write is retried on
-   the next tick.
-3. **Digests** queued since the last tick go into the :class:`FlowTable` (a malformed one
-   is counted in ``FlowTable.malformed`` and skipped).
-4. **Pending orders** are checked (see *Confirmation* below).
-5. **Decisions**: for every link at WARNING or above (worst first), at most once per
-   ``decide_every_s``: the Top-N elephants sampled on it (minus flows with an open order or
-   moved within ``cooldown_s``) become :class:`ElephantFlow` s (``has_agent`` when the
-   registry knows the 5-tuple) and :meth:`PathEngine.decide` plans the round.
+1. **Telemetry**: every ``LinkSample``'s utilisation goes into a per-link window; the
+   window's mean sets the link's load in :class:`LinkState`; marks and packets feed the
+   :class:`AlarmMonitor`.
+2. **Alarms**: a link rising to NOTICE or above gets sampling on its egress port
+   (``FabricIngress.sampling.config``: ``egress_spec = port → sampling.sample(one_in_n)``);
+   back to CLEAR, the entry is deleted (unless a move still needs it for confirmation).
+   A failed write is retried on the next tick.
+3. **Digests** queued since the last tick go into the :class:`FlowTable`.
+4. **Moves in flight** are checked (*Confirmation* below).
+5. **Decisions**, one round at a time: only when no move is in flight, for every link at
+   ``decide_level`` (default WARNING) or above, worst first (then every link an earlier
+   round worked on that still measures above the safety threshold), at most once per
+   ``decide_every_s``, once the link's window holds at least ``min_samples`` samples
+   (shares need no full window: they are unbiased from the first samples): the Top-N
+   elephants on it (minus flows moved within
+   ``cooldown_s``, by their old and their new 5-tuple: GOR never moves a flow back and
+   forth) become :class:`ElephantFlow` s and :meth:`PathEngine.decide` plans the round
+   on the loads with every move still in flight applied
+   (:func:`~controller.gor.moves.apply_in_flight`).
 6. **Orders**: a :class:`MoveOrder` goes to the owning host's agent
-   (``FlowRegistry.move``); an :class:`OverrideOrder` is written as
-   ``FabricIngress.override.flows`` entries (5-tuple → ``override.set_nexthop``) on each
-   switch of the order.
+   (``FlowRegistry.move``) through a small thread pool, so the loop never blocks on an
+   agent; an :class:`OverrideOrder` is written as ``FabricIngress.override.flows``
+   entries on each switch of the order. Either way sampling is turned on at the new
+   path's first link so the counters can confirm the move.
 
-**Confirmation, retry, rollback** (what is implemented):
+**Confirmation, retry, rollback.** A move is confirmed (``order_confirmed``, with
+``seen_s``) when a digest of its new 5-tuple arrives from the new path's first link;
+the agent's own ``ReportMove`` is logged (``agent_done``) but is not the proof. An agent
+that refuses or reports a failure gets the order once more per ``max_retries``
+(``order_retried``), then the order is ``order_rolled_back``. A move not seen on its new
+link within ``confirm_timeout_s`` is rolled back: an agent that said it moved is told
+to go back to the old port, override entries are deleted. A confirmed move stays in
+flight ``settle_s`` more (default ``window_s`` plus two periods) so that the windowed
+loads of the next round contain nothing from before the move.
 
-* *Move*: the agent's ``ReportMove`` closes the order in the registry. ``done`` →
-  ``order_confirmed`` (with the measured util of the new path's links); ``failed`` (the
-  agent refused or reported an error) → sent again once per ``max_retries``
-  (``order_retried``), then ``order_rolled_back``; no report within
-  ``confirm_timeout_s`` → ``order_rolled_back`` (the agent is assumed not to have moved;
-  there is nothing to undo in the network). An order the agent refuses at once, or whose
-  agent call fails, is rolled back at once.
-* *Override*: a successful P4Runtime Write is the confirmation (``order_confirmed`` at
-  once). When a later entry of a multi-switch order fails, the entries already written
-  are deleted (``order_rolled_back``).
-* **Not implemented**: confirmation from counters (checking that the new path's tx
-  counters grew by the flow's rate) and rolling back a confirmed move that made a new
-  hotspot; removing override entries when the flow ends (they stay until the fabric is
-  re-programmed).
+**Link failures** (:mod:`controller.gor.faults`): :meth:`GorLoop.link_down` takes a
+cable out of the ECMP groups at both ends and out of the engine's hash model, and makes
+the links of both switches follow-up links; :meth:`GorLoop.link_up` puts it back.
+
+Link names in the decision log and metrics are the telemetry's (``b0r0l0->s0``, with
+``:port`` when two links join the same pair): :meth:`GorLoop.link_name`.
 
 A switch that does not answer a write or a digest read is logged and skipped; the loop
-goes on. Blocking: ``FlowRegistry.move`` is a gRPC call of at most ``order_timeout_s``
-made inside the tick.
+goes on.
 
 Example (fakes for the switches and the registry, see ``tests/controller/test_gor_loop.py``)::
 
@@ -62,60 +77,30 @@ import itertools
 import logging
 import queue
 import time
-from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Iterable, Mapping, Optional
 
 from controller.fabric_setup import switch_id_of
 from controller.gor.alarms import AlarmMonitor, AlarmThresholds
-from controller.gor.decisions import (AlarmLevel, FlowKey, LinkKey, MoveOrder, OverrideOrder,
-                                      PathChoice, RoundDecision)
+from controller.gor.decisions import AlarmLevel, FlowKey, LinkKey, PathChoice, RoundDecision
 from controller.gor.elephants import FlowTable
+from controller.gor.faults import LinkFaults
 from controller.gor.log import DecisionLog
 from controller.gor.metrics import GorMetrics
+from controller.gor.moves import MoveInFlight, apply_in_flight
+from controller.gor.orders import OVERRIDE_ACTION, OVERRIDE_TABLE, MoveOrders, override_match
 from controller.gor.paths import ElephantFlow, LinkState, PathEngine, nic_leaves
 
 SAMPLING_TABLE = "FabricIngress.sampling.config"
 SAMPLING_ACTION = "FabricIngress.sampling.sample"
 SAMPLING_KEY = "standard_metadata.egress_spec"
-OVERRIDE_TABLE = "FabricIngress.override.flows"
-OVERRIDE_ACTION = "FabricIngress.override.set_nexthop"
 DIGEST_NAME = "flow_sample_t"
 
 log = logging.getLogger("controller.gor.loop")
 
-
-@dataclass(slots=True)
-class PendingMove:
-    """A move order waiting for its agent's report."""
-
-    order_id: str
-    flow_id: str
-    order: MoveOrder
-    round_id: int
-    deadline_s: float
-    retries_left: int
-
-
-def override_match(flow: FlowKey) -> dict[str, Any]:
-    """The ``FabricIngress.override.flows`` key of a 5-tuple.
-
-    >>> override_match(FlowKey("10.0.0.1", "10.1.0.1", 17, 49152, 4791))["hdr.udp.src_port"]
-    49152
-    """
-    return {"hdr.ipv4.src_addr": flow.src, "hdr.ipv4.dst_addr": flow.dst,
-            "hdr.ipv4.protocol": flow.proto, "hdr.udp.src_port": flow.sport,
-            "hdr.udp.dst_port": flow.dport}
-
-
-def _path_nodes(path: Optional[PathChoice], links: LinkState) -> list[str]:
-    """``["b0r0l0", "s1", "b1r0l0"]`` for a leaf → spine → leaf path."""
-    if path is None:
-        return []
-    nodes = [path.links[0][0], path.spine]
-    peer = links.peer.get(path.links[-1])
-    if peer is not None:
-        nodes.append(peer[0])
-    return nodes
+PendingMove = MoveInFlight
+"""The former name of :class:`~controller.gor.moves.MoveInFlight`."""
 
 
 def _is_already_exists(exc: BaseException) -> bool:
@@ -126,50 +111,81 @@ def _is_already_exists(exc: BaseException) -> bool:
         return False
 
 
-class GorLoop:
+class GorLoop(MoveOrders, LinkFaults):
     """GOR's control loop over one fabric (see the module docstring for one tick).
 
     ``fabric`` is a ``topo.model.Fabric``; ``programmer`` gives ``connections`` (switch
     name → ``SwitchConnection``-like: ``table_entry``, ``insert``, ``modify``, ``delete``)
     and ``hash_model()``; ``registry`` is a ``FlowRegistry``-like object (``flows``,
-    ``move``, ``order``) or None (every flow then gets override entries).
+    ``move``, ``order``, ``owner``) or None (every flow then gets override entries).
+    Call :meth:`close` at the end (it stops the order thread pool).
     """
 
     def __init__(self, fabric: Any, programmer: Any, registry: Any, *, period_s: float = 0.05,
                  safety: float = 0.75, top_n: int = 4, log: Optional[DecisionLog] = None,
                  metrics: Optional[GorMetrics] = None, one_in_n: int = 100,
                  thresholds: Optional[AlarmThresholds] = None, window_s: float = 1.0,
-                 decide_every_s: float = 1.0, cooldown_s: float = 5.0,
+                 decide_every_s: float = 1.0, cooldown_s: float = 10.0,
                  confirm_timeout_s: float = 3.0, order_timeout_s: float = 2.0,
-                 max_retries: int = 1) -> None:
-        if top_n < 1 or one_in_n < 1:
-            raise ValueError("top_n and one_in_n must be at least 1")
+                 max_retries: int = 1, decide_level: AlarmLevel = AlarmLevel.WARNING,
+                 settle_s: Optional[float] = None, min_samples: int = 20,
+                 order_workers: int = 4) -> None:
+        if top_n < 1 or one_in_n < 1 or order_workers < 1:
+            raise ValueError("top_n, one_in_n and order_workers must be at least 1")
         self.fabric, self.programmer, self.registry = fabric, programmer, registry
         self.period_s, self.top_n, self.one_in_n = period_s, top_n, one_in_n
         self.decision_log, self.metrics = log, metrics
         self.decide_every_s, self.cooldown_s = decide_every_s, cooldown_s
         self.confirm_timeout_s, self.order_timeout_s = confirm_timeout_s, order_timeout_s
-        self.max_retries = max_retries
+        self.max_retries, self.decide_level = max_retries, decide_level
+        self.window_s, self.min_samples = window_s, min_samples
+        self.settle_s = window_s + 2 * period_s if settle_s is None else settle_s
+        self.safety = safety
+        self.follow_up: set[LinkKey] = set()          # links of past rounds, still over safety
         self.alarms = AlarmMonitor(thresholds)
         self.links = LinkState.from_fabric(fabric)
         self.engine = PathEngine(fabric, programmer.hash_model(), self.links, safety=safety)
+        self.programmed_groups = {n: dict(m.groups) for n, m in programmer.hash_model().switches.items()}
+        self.link_events: "queue.Queue[tuple[str, int, bool, str]]" = queue.Queue()
         self.flows = FlowTable({switch_id_of(sw, fabric): sw.name for sw in fabric.switches},
                                one_in_n=one_in_n, window_s=window_s)
         self.leaf_of = nic_leaves(fabric)
         self.digests: "queue.Queue[tuple[str, Any]]" = queue.Queue()
         self.sampling: dict[LinkKey, int] = {}        # link → one_in_n programmed
-        self.pending: dict[str, PendingMove] = {}     # order id → move waiting for its report
+        self.sampling_since: dict[LinkKey, float] = {}
+        self.pending: dict[str, MoveInFlight] = {}    # order id → move not yet seen/settled
         self.overrides: dict[FlowKey, PathChoice] = {}
-        self.moved: dict[FlowKey, float] = {}         # flow → until when it is left alone
+        self.moved: dict[FlowKey, float] = {}         # flow (old and new key) → left alone until
+        self.flow_ids: dict[FlowKey, str] = {}        # new 5-tuple → registry flow id
         self.last_decision: dict[LinkKey, float] = {}
+        self.util_window: dict[LinkKey, deque[tuple[float, float]]] = {}
         self.link_ids: dict[LinkKey, Any] = {}
         self.decisions: list[RoundDecision] = []
         self.errors: list[str] = []
         self.ticks = 0
         self.digest_errors = 0
         self._rounds = itertools.count(1)
-        self._override_ids = itertools.count(1)
+        self._order_ids = itertools.count(1)
         self._stale: dict[str, bool] = {}
+        self._pool = ThreadPoolExecutor(max_workers=order_workers, thread_name_prefix="gor-order")
+
+    def close(self) -> None:
+        """Stop the order thread pool (agent calls still running finish on their own)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # ------------------------------------------------------------------ names
+    def link_name(self, link: LinkKey) -> str:
+        """``"b0r0l0->s0"`` (the telemetry's name), ``"b0r0l0:3->s0"`` with parallel links."""
+        sw, port = link
+        peer = self.links.peer.get(link)
+        if peer is None:
+            return f"{sw}:{port}"
+        twins = [k for k, v in self.links.peer.items() if k[0] == sw and v[0] == peer[0]]
+        return f"{sw}->{peer[0]}" if len(twins) < 2 else f"{sw}:{port}->{peer[0]}"
+
+    def _utils(self, links: Iterable[LinkKey], state: Optional[LinkState] = None) -> dict[str, float]:
+        st = state or self.links
+        return {self.link_name(l): round(100 * st.util(l), 2) for l in links}
 
     # ------------------------------------------------------------------ inputs
     def submit_digests(self, switch: str, digest: Any) -> None:
@@ -199,6 +215,7 @@ class GorLoop:
         fault (they are logged in :attr:`errors`)."""
         start = time.perf_counter()
         self.ticks += 1
+        self._drain_link_events()
         self._telemetry(t_s, samples)
         self._drain_digests(t_s)
         self._check_pending(t_s)
@@ -206,6 +223,7 @@ class GorLoop:
         self.flows.age(t_s)
         for f in [f for f, until in self.moved.items() if until < t_s]:
             del self.moved[f]
+            self.flow_ids.pop(f, None)
         if self.metrics is not None:
             self.metrics.observe_loop(time.perf_counter() - start)
         return rounds
@@ -223,29 +241,39 @@ class GorLoop:
             key: LinkKey = (lid.switch, lid.port)
             self.link_ids[key] = lid
             if key in self.links.capacity_bps:
-                self.links.set_util(key, max(0.0, float(s.util)))
+                win = self.util_window.setdefault(key, deque())
+                win.append((t_s, max(0.0, float(s.util))))
+                while len(win) > 1 and win[0][0] <= t_s - self.window_s:
+                    win.popleft()
+                self.links.set_util(key, sum(u for _, u in win) / len(win))
             ev = self.alarms.observe(key, t_s, s.marks, s.tx_pkts)
             if ev is None:
                 continue
+            name = self.link_name(key)
             if self.metrics is not None:
-                self.metrics.set_alarm(str(lid), int(ev.new))
+                self.metrics.set_alarm(name, int(ev.new))
             if ev.raised:
-                ok = self._enable_sampling(key) if key not in self.sampling else True
+                ok = self._enable_sampling(key, t_s) if key not in self.sampling else True
                 if self.decision_log is not None:
                     self.decision_log.record(
-                        "alarm_raised", link=str(lid), level=int(ev.new), mark_rate=ev.mark_rate,
+                        "alarm_raised", link=name, level=int(ev.new), mark_rate=ev.mark_rate,
                         util_pct=round(100 * s.util, 2),
                         sampling=self.sampling.get(key) if ok else None)
             else:
-                if ev.new == AlarmLevel.CLEAR:
+                if ev.new == AlarmLevel.CLEAR and not self._confirming(key):
                     self._disable_sampling(key)
                 if self.decision_log is not None:
-                    self.decision_log.alarm_cleared(str(lid), int(ev.old), ev.mark_rate,
+                    self.decision_log.alarm_cleared(name, int(ev.old), ev.mark_rate,
                                                     round(100 * s.util, 2))
         # retry sampling writes that failed on an earlier tick
         for key in self.alarms.active(AlarmLevel.NOTICE):
             if key not in self.sampling:
-                self._enable_sampling(key)
+                self._enable_sampling(key, t_s)
+
+    def _confirming(self, link: LinkKey) -> bool:
+        """Sampling on ``link`` is still needed: a move must be seen there, or a follow-up
+        round may run on it."""
+        return link in self.follow_up or any(m.new_link == link for m in self.pending.values())
 
     def _conn(self, switch: str) -> Any:
         conn = self.programmer.connections.get(switch)
@@ -265,7 +293,7 @@ class GorLoop:
                 raise
             conn.modify(te)
 
-    def _enable_sampling(self, key: LinkKey) -> bool:
+    def _enable_sampling(self, key: LinkKey, t_s: float = 0.0) -> bool:
         sw, port = key
         try:
             self._write(sw, SAMPLING_TABLE, {SAMPLING_KEY: port}, SAMPLING_ACTION,
@@ -274,12 +302,14 @@ class GorLoop:
             self._error(f"{sw}: sampling on port {port} not enabled: {type(exc).__name__}: {exc}")
             return False
         self.sampling[key] = self.one_in_n
+        self.sampling_since[key] = t_s
         self.flows.set_sampling(key, self.one_in_n)
         return True
 
     def _disable_sampling(self, key: LinkKey) -> None:
         if self.sampling.pop(key, None) is None:
             return
+        self.sampling_since.pop(key, None)
         sw, port = key
         try:
             conn = self._conn(sw)
@@ -302,191 +332,113 @@ class GorLoop:
                 self.digest_errors += 1
                 self._error(f"{switch}: bad digest: {type(exc).__name__}: {exc}")
 
-    # ------------------------------------------------------------------ 4 confirmation
-    def _check_pending(self, t_s: float) -> None:
-        for oid, pm in list(self.pending.items()):
-            try:
-                st = self.registry.order(oid)
-            except Exception as exc:  # noqa: BLE001
-                self._close_move(pm, "rolled_back", f"order lost: {exc}")
-                continue
-            if st.state == "done":
-                del self.pending[oid]
-                measured = {f"{s}:{p}": round(100 * self.links.util((s, p)), 2)
-                            for s, p in pm.order.path.links}
-                if self.decision_log is not None:
-                    self.decision_log.order_confirmed(oid, pm.order.flow, measured, pm.round_id)
-                if self.metrics is not None:
-                    self.metrics.count_move("confirmed")
-                self.moved[pm.order.flow.with_sport(pm.order.new_sport)] = t_s + self.cooldown_s
-            elif st.state == "failed":
-                if pm.retries_left > 0:
-                    del self.pending[oid]
-                    if self.decision_log is not None:
-                        self.decision_log.order_retried(oid, pm.order.flow, st.error or "failed",
-                                                        pm.round_id)
-                    if self.metrics is not None:
-                        self.metrics.count_move("retried")
-                    self._send_move(pm.order, pm.flow_id, pm.round_id, t_s, pm.retries_left - 1)
-                else:
-                    self._close_move(pm, "rolled_back", st.error or "failed")
-            elif t_s >= pm.deadline_s:
-                self._close_move(pm, "rolled_back",
-                                 f"no report within {self.confirm_timeout_s:g} s")
-
-    def _close_move(self, pm: PendingMove, outcome: str, reason: str) -> None:
-        self.pending.pop(pm.order_id, None)
-        if self.decision_log is not None:
-            self.decision_log.order_rolled_back(pm.order_id, pm.order.flow, reason, pm.round_id)
-        if self.metrics is not None:
-            self.metrics.count_move(outcome)
-
     # ------------------------------------------------------------------ 5 decisions
     def _agent_flows(self) -> dict[tuple[str, str, int, int], str]:
-        """(src, dst, sport, dport) → registered flow id."""
+        """(src, dst, sport, dport) → registered flow id (the registry's view, plus the
+        new 5-tuples of moves sent before their agent reported)."""
+        out = {(f.src, f.dst, f.sport, f.dport): fid for f, fid in self.flow_ids.items()}
         if self.registry is None:
-            return {}
+            return out
         try:
-            return {(f.src_ip, f.dst_ip, f.sport, f.dst_port): f.flow_id for f in self.registry.flows()}
+            out.update({(f.src_ip, f.dst_ip, f.sport, f.dst_port): f.flow_id
+                        for f in self.registry.flows()})
         except Exception as exc:  # noqa: BLE001
             self._error(f"registry: {type(exc).__name__}: {exc}")
-            return {}
+        return out
 
-    def _busy(self, flow: FlowKey) -> bool:
-        return flow in self.moved or any(pm.order.flow == flow for pm in self.pending.values())
+    def _elephants(self, link: LinkKey, t_s: float,
+                   agents: Mapping[tuple[str, str, int, int], str]) -> list[ElephantFlow]:
+        """The Top-N flows on ``link``, rates in the loop's basis (sampled share × the
+        link's measured load)."""
+        counts = self.flows.samples_on(link, t_s)
+        total = sum(counts.values())
+        if total < self.min_samples:
+            return []
+        load = self._offered_bps(link)
+        out = []
+        for flow, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:self.top_n]:
+            src, dst = self.leaf_of.get(flow.src), self.leaf_of.get(flow.dst)
+            if src is None or dst is None or src == dst or flow in self.moved:
+                continue
+            has_agent = (flow.src, flow.dst, flow.sport, flow.dport) in agents
+            out.append(ElephantFlow(flow, load * n / total, src, dst,
+                                    current=self.overrides.get(flow), has_agent=has_agent))
+        return out
+
+    def _in_use(self, agents: Mapping[tuple[str, str, int, int], str]) -> set[FlowKey]:
+        """5-tuples of live flows (registered, sampled, or the target of a move)."""
+        out = {FlowKey(s, d, 17, sp, dp) for s, d, sp, dp in agents}
+        out.update(self.flows.flows)
+        out.update(m.new_flow for m in self.pending.values())
+        return out
+
+    def _offered_bps(self, link: LinkKey) -> float:
+        """A trigger link that marks queues: whatever the counters could drain, its
+        offered load is at least its capacity, and its elephants split that. A follow-up
+        link (no alarm any more) is taken at its measured load."""
+        load = self.links.load_bps.get(link, 0.0)
+        if self.alarms.level(link) >= self.decide_level:
+            return max(load, self.links.capacity_bps[link])
+        return load
+
+    def _hot_links(self) -> list[LinkKey]:
+        """Links at ``decide_level`` or above, then links an earlier round worked on that
+        still measure above the safety threshold (their alarm may have cleared once the
+        queue drained; the threshold is the goal)."""
+        hot = self.alarms.active(self.decide_level)
+        for link in sorted(self.follow_up):
+            if self.links.util(link) <= self.safety + 1e-9:
+                self.follow_up.discard(link)
+                self._release_sampling(link)
+            elif link not in hot:
+                hot.append(link)
+        return hot
 
     def _decide(self, t_s: float) -> list[RoundDecision]:
         rounds: list[RoundDecision] = []
-        hot = self.alarms.active(AlarmLevel.WARNING)
+        if self.pending:
+            return rounds                            # one round at a time
+        hot = self._hot_links()
         if not hot:
             return rounds
         agents = self._agent_flows()
         for link in hot:
             if t_s - self.last_decision.get(link, -float("inf")) < self.decide_every_s:
                 continue
-            elephants = []
-            for e in self.flows.top(self.top_n, link, t_s):
-                f = e.flow
-                src, dst = self.leaf_of.get(f.src), self.leaf_of.get(f.dst)
-                if src is None or dst is None or src == dst or self._busy(f):
-                    continue
-                has_agent = (f.src, f.dst, f.sport, f.dport) in agents
-                elephants.append(ElephantFlow(f, e.rate_bps, src, dst, current=self.overrides.get(f),
-                                              has_agent=has_agent))
+            if link not in self.sampling:
+                continue                              # no samples to rank elephants yet
+            elephants = self._elephants(link, t_s, agents)
             if not elephants:
                 continue
             self.last_decision[link] = t_s
+            self.follow_up.add(link)
             rid = next(self._rounds)
-            lid = str(self.link_ids.get(link, f"{link[0]}:{link[1]}"))
+            name = self.link_name(link)
             if self.decision_log is not None:
                 self.decision_log.flows_chosen(
-                    lid, [{"flow": str(e.flow), "rate_bps": round(e.rate_bps), "agent": e.has_agent}
-                          for e in elephants], rid)
+                    name, [{"flow": str(e.flow), "util_pct": round(100 * e.rate_bps
+                                                                  / self.links.capacity_bps[link], 2),
+                            "agent": e.has_agent} for e in elephants], rid)
+            planned = apply_in_flight(self.links, self.pending.values())
+            planned.load_bps[link] = self._offered_bps(link)
             try:
-                dec = self.engine.decide(elephants, t_s, trigger=link)
+                dec = self.engine.decide(elephants, t_s, trigger=link, links=planned,
+                                         in_use=self._in_use(agents))
             except Exception as exc:  # noqa: BLE001 — a model gap must not stop the loop
-                self._error(f"decision on {lid} failed: {type(exc).__name__}: {exc}")
+                self._error(f"decision on {name} failed: {type(exc).__name__}: {exc}")
                 continue
             self.decisions.append(dec)
             del self.decisions[:-100]
             rounds.append(dec)
-            for order in dec.orders:
-                self._act(order, rid, t_s, agents)
-        return rounds
-
-    # ------------------------------------------------------------------ 6 orders
-    def _act(self, order: Any, rid: int, t_s: float,
-             agents: Mapping[tuple[str, str, int, int], str]) -> None:
-        f = order.flow
-        if self.decision_log is not None:
-            self.decision_log.path_chosen(
-                f, _path_nodes(order.old_path, self.links), _path_nodes(order.path, self.links),
-                {f"{s}:{p}": round(100 * u, 2) for (s, p), u in order.predicted_util.items()},
-                {f"{s}:{p}": round(100 * self.links.util((s, p)), 2) for s, p in order.path.links},
-                rid)
-        if isinstance(order, MoveOrder):
-            fid = agents.get((f.src, f.dst, f.sport, f.dport))
-            if fid is None:
-                self._error(f"{f}: no registered flow for a move order")
-                return
-            self._send_move(order, fid, rid, t_s, self.max_retries)
-        elif isinstance(order, OverrideOrder):
-            self._send_override(order, rid, t_s)
-
-    def _send_move(self, order: MoveOrder, fid: str, rid: int, t_s: float, retries: int) -> None:
-        f = order.flow
-        host: Optional[str] = None
-        try:
-            host = self.registry.owner(fid)
-        except Exception:  # noqa: BLE001
-            pass
-        try:
-            state, reply = self.registry.move(fid, order.new_sport, timeout_s=self.order_timeout_s)
-        except Exception as exc:  # noqa: BLE001 — an agent that does not answer
-            oid = f"move-{fid}-unsent"
             if self.decision_log is not None:
-                self.decision_log.order_rolled_back(oid, f, f"agent call failed: {type(exc).__name__}", rid)
-            if self.metrics is not None:
-                self.metrics.count_move("rolled_back")
-            self._error(f"{f}: move order not delivered: {type(exc).__name__}: {exc}")
-            return
-        if self.decision_log is not None:
-            self.decision_log.order_sent(state.order_id, f, host=host or getattr(state, "host", None),
-                                         sport=order.new_sport,
-                                         new_path=_path_nodes(order.path, self.links), round_id=rid)
-        if self.metrics is not None:
-            self.metrics.count_move("sent")
-        self.moved[f] = t_s + self.cooldown_s
-        pm = PendingMove(state.order_id, fid, order, rid, t_s + self.confirm_timeout_s, retries)
-        if not getattr(reply, "accepted", True):
-            self._close_move(pm, "rolled_back", f"refused: {getattr(reply, 'reason', '')}")
-            return
-        self.pending[state.order_id] = pm
-        self._check_one(pm, t_s)
-
-    def _check_one(self, pm: PendingMove, t_s: float) -> None:
-        """An agent may report before ``move`` returns: look once at once."""
-        try:
-            st = self.registry.order(pm.order_id)
-        except Exception:  # noqa: BLE001
-            return
-        if st.state != "sent":
-            self._check_pending(t_s)
-
-    def _send_override(self, order: OverrideOrder, rid: int, t_s: float) -> None:
-        oid = f"override-{next(self._override_ids)}"
-        f = order.flow
-        if self.decision_log is not None:
-            self.decision_log.order_sent(oid, f, override=True,
-                                         new_path=_path_nodes(order.path, self.links), round_id=rid)
-        if self.metrics is not None:
-            self.metrics.count_move("sent")
-        written: list[str] = []
-        for e in order.entries:
-            try:
-                self._write(e.switch, OVERRIDE_TABLE, override_match(f), OVERRIDE_ACTION,
-                            {"nexthop_id": e.nexthop_id})
-            except Exception as exc:  # noqa: BLE001 — undo what was written, go on
-                self._error(f"{e.switch}: override of {f} failed: {type(exc).__name__}: {exc}")
-                for sw in written:
-                    try:
-                        conn = self._conn(sw)
-                        conn.delete(conn.table_entry(OVERRIDE_TABLE, override_match(f)))
-                    except Exception as exc2:  # noqa: BLE001
-                        self._error(f"{sw}: override rollback of {f} failed: {exc2}")
-                if self.decision_log is not None:
-                    self.decision_log.order_rolled_back(oid, f, f"{e.switch}: {type(exc).__name__}", rid)
-                if self.metrics is not None:
-                    self.metrics.count_move("rolled_back")
-                return
-            written.append(e.switch)
-        self.overrides[f] = order.path
-        self.moved[f] = t_s + self.cooldown_s
-        if self.decision_log is not None:
-            self.decision_log.order_confirmed(oid, f, None, rid)
-        if self.metrics is not None:
-            self.metrics.count_move("confirmed")
-
+                self.decision_log.record("round", round=rid, link=name, **{
+                    k: v for k, v in dec.to_dict().items() if k in ("rejected", "baseline_max_util",
+                                                                    "predicted_max_util", "elapsed_s")})
+            for order in dec.orders:
+                self._act(order, rid, t_s, agents, planned)
+            if self.pending:
+                break                                 # one round at a time
+        return rounds
 
 # ---------------------------------------------------------------------- digest readers
 def digest_reader(loop: GorLoop, switch: str, conn: Any, stop: Any, poll_s: float = 0.2) -> None:
@@ -518,106 +470,5 @@ def enable_digests(connections: Mapping[str, Any], switches: Iterable[str],
     return failed
 
 
-
-# ---------------------------------------------------------------------- python -m controller run
-def _secret(path: Optional[Any]) -> bytes:
-    import os
-    if path is not None:
-        return path.read_bytes().strip()
-    env = os.environ.get("ASTRAL_FABRIC_SECRET", "")
-    if env:
-        return env.encode()
-    log.warning("no fabric secret (--secret-file or $ASTRAL_FABRIC_SECRET): a random one is "
-                "used, no agent will authenticate")
-    return os.urandom(32).hex().encode()
-
-
-def run_gor(args: Any) -> int:
-    """``python -m controller run``: program (or attach to) the fabric, start the registry,
-    the metrics server, the telemetry poller driving :meth:`GorLoop.tick`, one digest
-    reader per switch; run until SIGINT/SIGTERM. Exit status 0, 1 when a switch cannot be
-    reached at start, 2 on bad arguments."""
-    import signal
-    import sys
-    import threading
-
-    from controller.fabric_setup import FabricProgrammer
-    from controller.gor.metrics import MetricsServer
-    from controller.gor.telemetry import TelemetryPoller, fabric_links, p4rt_reader
-    from controller.p4rt import P4RuntimeClientError
-    from controller.registry import FlowRegistry, serve_registry
-    from topo.model import load_fabric
-
-    for path in (args.fabric, args.p4info, args.config):
-        if not path.is_file():
-            print(f"controller run: {path}: no such file", file=sys.stderr)
-            return 2
-    try:
-        fabric = load_fabric(args.fabric)
-    except ValueError as exc:
-        print(f"controller run: {exc}", file=sys.stderr)
-        return 2
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    prog = FabricProgrammer(fabric, args.p4info, args.config, timeout_s=args.timeout)
-    server = srv = poller = None
-    threads: list[threading.Thread] = []
-    dlog = DecisionLog(args.log)
-    try:
-        try:
-            if args.attach:
-                prog.connect_all()
-                for conn in prog.connections.values():
-                    conn.fetch_pipeline()
-            else:
-                prog.setup(push=not args.no_push)
-        except (P4RuntimeClientError, OSError) as exc:
-            print(f"controller run: {exc}", file=sys.stderr)
-            return 1
-        failed = enable_digests(prog.connections, prog.connections)
-        if failed:
-            print(f"controller run: digest not enabled on {', '.join(failed)}", file=sys.stderr)
-        registry = FlowRegistry.from_fabric(fabric, _secret(args.secret_file))
-        server, address = serve_registry(registry, args.registry_bind)
-        metrics = GorMetrics()
-        if args.metrics_port is not None:
-            srv = MetricsServer(metrics, port=args.metrics_port)
-            srv.start()
-            print(f"controller run: metrics on {srv.url}")
-        loop = GorLoop(fabric, prog, registry, period_s=args.period, safety=args.safety,
-                       top_n=args.top_n, log=dlog, metrics=metrics, one_in_n=args.one_in_n)
-        for name, conn in prog.connections.items():
-            t = threading.Thread(target=digest_reader, args=(loop, name, conn, stop),
-                                 name=f"digests-{name}", daemon=True)
-            t.start()
-            threads.append(t)
-        readers = {name: p4rt_reader(conn) for name, conn in prog.connections.items()}
-
-        def on_tick(t_s: float, samples: Mapping[Any, Any]) -> None:
-            loop.observe_health(poller.health if poller is not None else {})
-            loop.tick(t_s, samples)
-
-        poller = TelemetryPoller(readers, fabric_links(fabric), period_s=args.period, on_tick=on_tick)
-        poller.start()
-        print(f"controller run: {len(prog.connections)} switches, registry on {address}, "
-              f"decision log {args.log}; Ctrl-C stops", flush=True)
-        stop.wait()
-        return 0
-    finally:
-        stop.set()
-        if poller is not None:
-            poller.stop()
-        for t in threads:
-            t.join(timeout=2)
-        if server is not None:
-            server.stop(0)
-        if srv is not None:
-            srv.stop()
-        prog.close()
-        dlog.close()
-
-
-__all__ = ["DIGEST_NAME", "GorLoop", "OVERRIDE_ACTION", "OVERRIDE_TABLE", "PendingMove",
-           "SAMPLING_ACTION", "SAMPLING_TABLE", "digest_reader", "enable_digests", "override_match",
-           "run_gor"]
+__all__ = ["DIGEST_NAME", "GorLoop", "MoveInFlight", "OVERRIDE_ACTION", "OVERRIDE_TABLE", "PendingMove",
+           "SAMPLING_ACTION", "SAMPLING_TABLE", "digest_reader", "enable_digests", "override_match"]

@@ -45,7 +45,7 @@ from __future__ import annotations
 import ipaddress
 import time
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Sequence
+from typing import Collection, Mapping, Optional, Sequence
 
 from controller.gor.decisions import (FlowKey, LinkKey, MoveOrder, Order, OverrideEntry,
                                       OverrideOrder, PathChoice, Rejection, RoundDecision)
@@ -184,6 +184,10 @@ class PathEngine:
                         out.append(PathChoice(spine, ((src_leaf, up), (spine, down))))
         return out
 
+    def member_port(self, switch: str, member: str) -> int:
+        """The egress port of group member ``member`` (``"s0"`` or ``"s0#3"``) on ``switch``."""
+        return self._member_port(switch, member)
+
     def _member_port(self, switch: str, member: str) -> int:
         name, sep, port = member.partition("#")
         if sep:
@@ -235,9 +239,11 @@ class PathEngine:
         return PathChoice(spine, ((src_leaf, up), (spine, down)))
 
     # ---------------------------------------------------------------- actions
-    def solve_sport(self, flow: FlowKey, path: PathChoice) -> Optional[int]:
+    def solve_sport(self, flow: FlowKey, path: PathChoice,
+                    avoid: Collection[int] = ()) -> Optional[int]:
         """A UDP source port that sends ``flow`` along ``path`` on both ECMP hops (the
-        first in ``port_range``, else any; never the current one); None if none does."""
+        first in ``port_range``, else any; never the current one nor one of ``avoid``,
+        the ports other flows between the same two NICs use); None if none does."""
         if flow.proto != PROTO_UDP:
             return None
         (leaf_name, up), (spine, down) = path.links
@@ -251,7 +257,7 @@ class PathEngine:
         lo, hi = self.port_range
         ports = ports_reaching(leaf, self.leaf_group, src, dst, flow.dport, want_leaf)
         for port in sorted(ports, key=lambda p: (not lo <= p <= hi, p)):
-            if port == flow.sport or port == 0:
+            if port == flow.sport or port == 0 or port in avoid:
                 continue
             if smodel is not None and sg is not None and member_index(
                     smodel, sg, src, dst, PROTO_UDP, port, flow.dport) != want_spine:
@@ -273,13 +279,18 @@ class PathEngine:
 
     # ---------------------------------------------------------------- the round
     def decide(self, elephants: Sequence[ElephantFlow], t_s: float = 0.0,
-               trigger: Optional[LinkKey] = None) -> RoundDecision:
+               trigger: Optional[LinkKey] = None,
+               links: Optional[LinkState] = None,
+               in_use: Collection[FlowKey] = ()) -> RoundDecision:
         """Plan one round of moves for ``elephants`` (fastest first); pure: the link state
         is not changed. Only the links the elephants use or may use are simulated (the
-        others cannot change)."""
+        others cannot change). ``links`` replaces the shared state for this round (the
+        loop passes loads with the moves still in flight applied); ``in_use``: 5-tuples
+        of other live flows, whose source ports a move must not take (two QPs between
+        the same NICs on one port would become one flow)."""
         t0 = time.perf_counter()
         dec = RoundDecision(t_s, trigger)
-        links = self.links
+        links = self.links if links is None else links
         order = sorted(range(len(elephants)), key=lambda i: (-elephants[i].rate_bps, elephants[i].flow))
         cur: dict[int, Optional[PathChoice]] = {}
         for i, e in enumerate(elephants):
@@ -294,6 +305,7 @@ class PathEngine:
             for l in (cur[i].links if cur[i] else ()):
                 background[l] = max(background.get(l, 0.0) - e.rate_bps, 0.0)
         placed: dict[int, Optional[PathChoice]] = dict(cur)
+        taken = {(k.src, k.dst, k.dport, k.sport) for k in [*in_use, *(e.flow for e in elephants)]}
 
         def simulate(paths: Mapping[int, Optional[PathChoice]]) -> dict[LinkKey, float]:
             flows = {i: (p.links if p else (), elephants[i].demand) for i, p in paths.items()}
@@ -340,7 +352,8 @@ class PathEngine:
             for worst, _, _, p, pred in scored:
                 order_: Optional[Order]
                 if e.has_agent:
-                    sport = self.solve_sport(e.flow, p)
+                    f = e.flow
+                    sport = self.solve_sport(f, p, {t[3] for t in taken if t[:3] == (f.src, f.dst, f.dport)})
                     if sport is None:
                         reason = reason or Rejection(e.flow, "no-port", p, "no source port reaches it")
                         continue
@@ -363,6 +376,8 @@ class PathEngine:
                 for l in p.links:
                     work[l] = work.get(l, 0.0) + e.rate_bps
                 dec.orders.append(order_)
+                if isinstance(order_, MoveOrder):
+                    taken.add((e.flow.src, e.flow.dst, e.flow.dport, order_.new_sport))
                 reason = None
                 break
             else:

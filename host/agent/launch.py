@@ -43,14 +43,16 @@ def _unlink_stale(bind: str) -> None:
 
 
 def start_agent(creds_path: Path, registry: Optional[str], bind: str, mover: QPMover,
-                senders: Iterable[SenderQP], *, bytes_total: int = 0) -> Agent:
+                senders: Iterable[SenderQP], *, bytes_total: int = 0,
+                register_every_s: Optional[float] = 1.0) -> Agent:
     """Register ``senders`` with ``mover``, serve the agent on ``bind`` and register the
-    flows with the registry at ``registry`` (None: no controller); returns the agent
-    (call :meth:`Agent.stop` at the end)."""
+    flows with the registry at ``registry`` (None: no controller), again every
+    ``register_every_s`` (a restarted controller re-learns them); returns the agent (call
+    :meth:`Agent.stop` at the end)."""
     creds = HostCredentials.load(creds_path)
     flows = [mover.add(qp, bytes_total=bytes_total) for qp in senders]
     _unlink_stale(bind)
-    agent = Agent(creds, mover, flows, registry=None, bind=bind)
+    agent = Agent(creds, mover, flows, registry=None, bind=bind, register_every_s=register_every_s)
     agent.start()
     if registry:
         agent.registry = RegistryClient(registry, creds)

@@ -2,7 +2,8 @@
 
 An :class:`Agent` serves ``AgentService`` on the host's management address, registers the
 host's flows with GOR's ``FlowRegistry`` when it starts (a new *incarnation* each start, so
-the registry can tell a restart), applies ``MoveFlow`` orders through a
+the registry can tell a restart) and, with ``register_every_s``, again every period (so a
+restarted controller gets every flow back, with the port in use now), applies ``MoveFlow`` orders through a
 :class:`~host.agent.mover.FlowMover`, and reports each order back with ``ReportMove`` once
 the flow's packets carry the new port (a watcher thread polls the mover).
 
@@ -67,6 +68,7 @@ class Agent:
     def __init__(self, creds: HostCredentials, mover: FlowMover, flows: Iterable[HostFlow], *,
                  registry: Optional[RegistryClient], bind: str = "127.0.0.1:0",
                  poll_s: float = 0.002, move_timeout_s: float = 10.0,
+                 register_every_s: Optional[float] = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.creds = creds
         self.mover = mover
@@ -74,6 +76,8 @@ class Agent:
         self.bind = bind
         self.poll_s = poll_s
         self.move_timeout_s = move_timeout_s
+        self.register_every_s = register_every_s
+        self.registrations = 0
         self.clock = clock
         self.incarnation = uuid.uuid4().hex
         self.address = ""
@@ -84,6 +88,7 @@ class Agent:
         self._stopped = threading.Event()
         self._server: Optional[grpc.Server] = None
         self._watcher: Optional[threading.Thread] = None
+        self._keepalive: Optional[threading.Thread] = None
 
     # ------------------------------------------------------------- lifecycle
     def start(self) -> str:
@@ -100,14 +105,31 @@ class Agent:
                                          daemon=True)
         self._watcher.start()
         self.register()
+        if self.register_every_s is not None:
+            self._keepalive = threading.Thread(target=self._re_register,
+                                               name=f"agent-register-{self.creds.host}", daemon=True)
+            self._keepalive.start()
         return self.address
 
     def register(self) -> int:
         """(Re-)register the current flow set; returns the registry's count (0 without one)."""
         if self.registry is None:
             return 0
-        return self.registry.register(self.flows(), agent_address=self.address,
-                                      incarnation=self.incarnation)
+        n = self.registry.register(self.flows(), agent_address=self.address,
+                                   incarnation=self.incarnation)
+        self.registrations += 1
+        return n
+
+    def _re_register(self) -> None:
+        """Register again every ``register_every_s`` (same incarnation, ports in use now),
+        so a restarted controller has every flow back within one period; a registry that
+        does not answer is retried on the next period."""
+        assert self.register_every_s is not None
+        while not self._stopped.wait(self.register_every_s):
+            try:
+                self.register()
+            except grpc.RpcError as exc:
+                log.info("re-registration failed (registry down?): %s", exc.code())
 
     def stop(self, grace_s: float = 0.5) -> None:
         """Stop serving and watching (pending orders are dropped unreported)."""
@@ -118,6 +140,8 @@ class Agent:
             self._server.stop(grace_s).wait()
         if self._watcher is not None:
             self._watcher.join(timeout=2.0)
+        if self._keepalive is not None:
+            self._keepalive.join(timeout=2.0)
 
     def __enter__(self) -> "Agent":
         self.start()

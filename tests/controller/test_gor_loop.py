@@ -1,5 +1,7 @@
 """GOR main loop with fake switches and a registry whose agent is simulated: alarm →
-sampling → digests → decision → order → confirmation, and the loop surviving bad input."""
+sampling → digests → decision → order (in a thread pool) → confirmation from the counters
+(digests on the new link), moves in flight in the next round's loads, no flip-flop, and
+the loop surviving bad input."""
 from __future__ import annotations
 
 import io
@@ -14,6 +16,7 @@ from controller.gor.log import DecisionLog
 from controller.gor.loop import (OVERRIDE_ACTION, OVERRIDE_TABLE, SAMPLING_ACTION, SAMPLING_TABLE,
                                  GorLoop)
 from controller.gor.metrics import GorMetrics, parse_metrics
+from controller.gor.moves import apply_in_flight
 from controller.gor.telemetry import LinkId, LinkSample
 from controller.registry import FlowRegistry
 from p4src.hashmodel import FabricHashModel
@@ -90,7 +93,8 @@ def make(agent: bool = True) -> tuple[Fabric, GorLoop, FakeProgrammer, AgentRegi
     reg = AgentRegistry.from_fabric(fab, b"secret")
     buf, metrics = io.StringIO(), GorMetrics()
     loop = GorLoop(fab, prog, reg, period_s=0.05, safety=0.75, top_n=4,
-                   log=DecisionLog(buf), metrics=metrics, one_in_n=100_000)
+                   log=DecisionLog(buf), metrics=metrics, one_in_n=100_000, window_s=0.05,
+                   decide_every_s=0.05)
     return fab, loop, prog, reg, buf, metrics
 
 
@@ -112,24 +116,40 @@ def samples(fab: Fabric, hot_spine: str = "s0", marks: int = 100) -> dict[LinkId
     return out
 
 
-def flow_through(loop: GorLoop, spine: str) -> FlowKey:
+def flows_through(loop: GorLoop, spine: str, n: int = 1, src: str = SRC) -> list[FlowKey]:
+    out = []
     for sport in range(49152, 65536):
-        f = FlowKey(SRC, DST, 17, sport, 4791)
+        f = FlowKey(src, DST, 17, sport, 4791)
         p = loop.engine.current_path(f, L0, L1)
         if p is not None and p.spine == spine:
-            return f
+            out.append(f)
+            if len(out) == n:
+                return out
     raise AssertionError("no flow through " + spine)
 
 
-def digest_rows(fab: Fabric, f: FlowKey, port: int, n: int = 40) -> list[dict[str, int]]:
-    """``n`` samples of 1000 bytes at 1 in 100,000: 0.8 Gb/s each → 32 Gb/s."""
+def flow_through(loop: GorLoop, spine: str) -> FlowKey:
+    return flows_through(loop, spine)[0]
+
+
+def digest_rows(fab: Fabric, f: FlowKey, port: int, n: int = 40, switch: str = L0) -> list[dict[str, int]]:
+    """``n`` samples of ``f`` leaving ``switch`` on ``port``."""
     import ipaddress
-    sid = switch_id_of(fab.switch(L0), fab)
+    sid = switch_id_of(fab.switch(switch), fab)
     row = {"switch_id": sid, "src_addr": int(ipaddress.IPv4Address(f.src)),
            "dst_addr": int(ipaddress.IPv4Address(f.dst)), "protocol": 17, "src_port": f.sport,
            "dst_port": f.dport, "ingress_port": 1, "egress_port": port, "qdepth": 20,
            "packet_length": 1000}
     return [dict(row) for _ in range(n)]
+
+
+def hot_mix(fab: Fabric, loop: GorLoop, up: int) -> tuple[FlowKey, FlowKey]:
+    """Digests of two flows on the hot uplink: ``f`` 30 % of its samples, ``g`` 70 % (too
+    big to fit anywhere under 75 %): one round moves ``f`` only."""
+    f, g = flows_through(loop, "s0", 2)
+    loop.submit_digests(L0, SimpleNamespace(name="flow_sample_t", data=digest_rows(fab, f, up, 30)))
+    loop.submit_digests(L0, digest_rows(fab, g, up, 70))
+    return f, g
 
 
 def events(buf: io.StringIO) -> list[dict[str, Any]]:
@@ -141,35 +161,51 @@ def moves(metrics: GorMetrics) -> dict[str, float]:
             if s.name == "gor_moves_total"}
 
 
-def test_alarm_sampling_digests_decision_move_confirmed() -> None:
+def register(fab: Fabric, reg: FlowRegistry, f: FlowKey, fid: str = "f1") -> str:
+    host = next(h.name for h in fab.hosts if any(n.ip == f.src for n in h.nics))
+    reg.register(host, "127.0.0.1:1", "i1", [HostFlow(fid, f.src, f.dst, f.sport, 7)])
+    return host
+
+
+def test_alarm_sampling_digests_decision_move_confirmed_by_counters() -> None:
     fab, loop, prog, reg, buf, metrics = make()
-    f = flow_through(loop, "s0")
-    host = next(h.name for h in fab.hosts if any(n.ip == SRC for n in h.nics))
-    reg.register(host, "127.0.0.1:1", "i1", [HostFlow("f1", SRC, DST, f.sport, 7)])
     up = port_to(fab, L0, "s0")
     assert loop.tick(1.0, samples(fab)) == []                       # alarm: sampling only
     assert prog.connections[L0].table(SAMPLING_TABLE) == {
         (("standard_metadata.egress_spec", up),): (SAMPLING_ACTION, {"one_in_n": 100_000})}
     raised = [e for e in events(buf) if e["event"] == "alarm_raised"]
     assert {e["link"] for e in raised} >= {f"{L0}->s0"} and raised[0]["sampling"] == 100_000
-    loop.submit_digests(L0, SimpleNamespace(name="flow_sample_t", data=digest_rows(fab, f, up)))
+    f, g = hot_mix(fab, loop, up)
+    host = register(fab, reg, f)
     rounds = loop.tick(1.05, samples(fab))
-    assert len(rounds) >= 1 and rounds[0].trigger == (L0, up)
-    order = rounds[0].orders[0]
+    assert len(rounds) == 1 and rounds[0].trigger == (L0, up)
+    (order,) = rounds[0].orders                                     # g fits nowhere under 75 %
     assert order.flow == f and order.path.spine in ("s1", "s2")
+    assert {r.flow: r.reason for r in rounds[0].rejected}[g] == "safety"
     assert loop.engine.current_path(f.with_sport(order.new_sport), L0, L1) == order.path
-    (oid, pm), = loop.pending.items()
-    assert reg.order(oid).sport == order.new_sport and reg.order(oid).state == "sent"
-    reg.report(host, oid, "f1", done=True, sport=order.new_sport)   # the agent moved it
+    new_up = order.path.links[0][1]
+    assert (L0, new_up) in loop.sampling                            # to confirm from counters
+    assert loop.drain_orders(5.0)
+    (oid, m), = loop.pending.items()
     loop.tick(1.10, samples(fab))
-    assert loop.pending == {}
+    reg.report(host, m.registry_order_id, "f1", done=True, sport=order.new_sport)
+    loop.tick(1.15, samples(fab))                                   # the agent says done …
     ev = [e["event"] for e in events(buf)]
-    for name in ("flows_chosen", "path_chosen", "order_sent", "order_confirmed"):
-        assert name in ev
+    assert "agent_done" in ev and "order_confirmed" not in ev and oid in loop.pending
+    loop.submit_digests(L0, digest_rows(fab, f.with_sport(order.new_sport), new_up, 5))
+    loop.tick(1.20, samples(fab))                                   # … the counters confirm
+    ev = [e["event"] for e in events(buf)]
+    conf = [e for e in events(buf) if e["event"] == "order_confirmed"]
+    assert len(conf) == 1 and conf[0]["link"] == f"{L0}->{order.path.spine}"
+    assert conf[0]["new_flow"] == str(f.with_sport(order.new_sport))
     assert ev.index("order_sent") < ev.index("order_confirmed")
+    loop.tick(1.40, samples(fab))                                   # settled
+    assert loop.pending == {}
     assert moves(metrics)["sent"] == 1 and moves(metrics)["confirmed"] == 1
     assert reg.flow("f1").sport == order.new_sport
-    loop.tick(2.5, samples(fab))                                    # not re-moved in cooldown
+    loop.submit_digests(L0, digest_rows(fab, f.with_sport(order.new_sport), up, 30))
+    loop.submit_digests(L0, digest_rows(fab, g, up, 70))
+    loop.tick(2.5, samples(fab))                                    # not moved again in cooldown
     assert moves(metrics)["sent"] == 1
 
 
@@ -186,30 +222,44 @@ def test_no_decision_under_the_alarm_threshold() -> None:
 
 def test_host_without_agent_gets_override_entry() -> None:
     fab, loop, prog, reg, buf, metrics = make()
-    f = flow_through(loop, "s0")
     up = port_to(fab, L0, "s0")
     loop.tick(1.0, samples(fab))
-    loop.submit_digests(L0, digest_rows(fab, f, up))
+    f, g = hot_mix(fab, loop, up)
     rounds = loop.tick(1.05, samples(fab))
-    order = rounds[0].orders[0]
-    assert type(order).__name__ == "OverrideOrder"
+    (order,) = rounds[0].orders
+    assert type(order).__name__ == "OverrideOrder" and order.flow == f
     ov = prog.connections[L0].table(OVERRIDE_TABLE)
     (key, (action, params)), = ov.items()
     assert action == OVERRIDE_ACTION and params == {"nexthop_id": order.path.links[0][1]}
     assert dict(key)["hdr.udp.src_port"] == f.sport and params["nexthop_id"] != up
-    ev = [e["event"] for e in events(buf)]
-    assert "order_sent" in ev and "order_confirmed" in ev and loop.pending == {}
+    assert "order_confirmed" not in {e["event"] for e in events(buf)}     # written ≠ moved
+    loop.submit_digests(L0, digest_rows(fab, f, order.path.links[0][1], 3))
+    loop.tick(1.10, samples(fab))
+    assert "order_confirmed" in {e["event"] for e in events(buf)}
+    loop.tick(1.30, samples(fab))
+    assert loop.pending == {}
+
+
+def test_override_not_seen_on_its_new_link_is_deleted() -> None:
+    fab, loop, prog, reg, buf, metrics = make()
+    up = port_to(fab, L0, "s0")
+    loop.tick(1.0, samples(fab))
+    hot_mix(fab, loop, up)
+    loop.tick(1.05, samples(fab))
+    assert prog.connections[L0].table(OVERRIDE_TABLE)
+    loop.tick(1.05 + loop.confirm_timeout_s, samples(fab))
+    assert prog.connections[L0].table(OVERRIDE_TABLE) == {} and loop.pending == {}
+    assert moves(metrics)["rolled_back"] == 1
 
 
 def test_malformed_digest_does_not_stop_the_loop() -> None:
     fab, loop, prog, reg, buf, metrics = make()
-    f = flow_through(loop, "s0")
     up = port_to(fab, L0, "s0")
     loop.tick(1.0, samples(fab))
     loop.submit_digests(L0, [[1, 2, 3]])                            # wrong field count
     loop.submit_digests(L0, [{"switch_id": 999}])                   # missing fields
     loop.submit_digests(L0, 42)                                     # not a digest at all
-    loop.submit_digests(L0, digest_rows(fab, f, up))
+    hot_mix(fab, loop, up)
     rounds = loop.tick(1.05, samples(fab))
     assert loop.flows.malformed == 2 and loop.digest_errors == 1
     assert rounds and rounds[0].orders                               # the good digests count
@@ -217,43 +267,120 @@ def test_malformed_digest_does_not_stop_the_loop() -> None:
 
 def test_switch_that_does_not_answer_does_not_stop_the_loop() -> None:
     fab, loop, prog, reg, buf, metrics = make()
-    f = flow_through(loop, "s0")
     up = port_to(fab, L0, "s0")
     prog.connections[L0].fail = TimeoutError("deadline exceeded")
     prog.connections["s0"].fail = TimeoutError("deadline exceeded")
     loop.tick(1.0, samples(fab))                                    # writes fail, loop goes on
     assert loop.sampling.get((L0, up)) is None and loop.errors
-    loop.submit_digests(L0, digest_rows(fab, f, up))
-    rounds = loop.tick(1.05, samples(fab))                          # override write fails too
+    prog.connections[L0].fail = None                                # it answers again
+    loop.tick(1.05, samples(fab))
+    assert (L0, up) in loop.sampling and prog.connections[L0].table(SAMPLING_TABLE)
+    prog.connections[L0].fail = TimeoutError("deadline exceeded")
+    hot_mix(fab, loop, up)
+    rounds = loop.tick(1.10, samples(fab))                          # override write fails
     assert rounds and rounds[0].orders
     assert "order_rolled_back" in {e["event"] for e in events(buf)}
-    assert moves(metrics)["rolled_back"] == 1
-    prog.connections[L0].fail = None                                # it answers again
-    loop.tick(1.10, samples(fab))
-    assert (L0, up) in loop.sampling
-    assert prog.connections[L0].table(SAMPLING_TABLE)
+    assert moves(metrics)["rolled_back"] == 1 and loop.pending == {}
 
 
 def test_agent_refusal_retries_then_rolls_back_and_unreachable_agent() -> None:
     fab, loop, prog, reg, buf, metrics = make()
-    f = flow_through(loop, "s0")
-    host = next(h.name for h in fab.hosts if any(n.ip == SRC for n in h.nics))
-    reg.register(host, "127.0.0.1:1", "i1", [HostFlow("f1", SRC, DST, f.sport, 7)])
     up = port_to(fab, L0, "s0")
     loop.tick(1.0, samples(fab))
-    loop.submit_digests(L0, digest_rows(fab, f, up))
+    f, g = hot_mix(fab, loop, up)
+    host = register(fab, reg, f)
     loop.tick(1.05, samples(fab))
-    (oid, pm), = loop.pending.items()
-    reg.report(host, oid, "f1", done=False, sport=f.sport, error="qp busy")
+    assert loop.drain_orders(5.0)
+    (oid, m), = loop.pending.items()
+    loop.tick(1.06, samples(fab))
+    reg.report(host, m.registry_order_id, "f1", done=False, sport=f.sport, error="qp busy")
     loop.tick(1.10, samples(fab))                                   # retried once
     assert moves(metrics)["retried"] == 1 and len(loop.pending) == 1
-    loop.tick(1.10 + loop.confirm_timeout_s, samples(fab))          # no report: rolled back
+    assert loop.drain_orders(5.0)
+    loop.tick(1.10 + loop.confirm_timeout_s, samples(fab))          # never seen: rolled back
     assert loop.pending == {} and moves(metrics)["rolled_back"] == 1
     reg.answer = "raise"
     loop.moved.clear()
-    loop.submit_digests(L0, digest_rows(fab, f, up))
-    loop.tick(6.0, samples(fab))                                    # agent call fails
+    loop.last_decision.clear()
+    f2, g2 = hot_mix(fab, loop, up)
+    loop.tick(6.0, samples(fab))
+    assert loop.drain_orders(5.0)
+    loop.tick(6.05, samples(fab))                                   # agent call failed
     assert moves(metrics)["rolled_back"] == 2 and loop.pending == {}
+
+
+def test_unconfirmed_move_goes_back_to_its_old_port() -> None:
+    fab, loop, prog, reg, buf, metrics = make()
+    up = port_to(fab, L0, "s0")
+    loop.tick(1.0, samples(fab))
+    f, g = hot_mix(fab, loop, up)
+    host = register(fab, reg, f)
+    loop.tick(1.05, samples(fab))
+    assert loop.drain_orders(5.0)
+    loop.tick(1.06, samples(fab))
+    (oid, m), = loop.pending.items()
+    reg.report(host, m.registry_order_id, "f1", done=True, sport=m.order.new_sport)
+    loop.tick(1.10, samples(fab))                                   # the agent says done
+    loop.tick(1.05 + loop.confirm_timeout_s, samples(fab))          # the counters never saw it
+    assert loop.pending == {}
+    rb = [e for e in events(buf) if e["event"] == "order_rolled_back"]
+    assert len(rb) == 1 and "not seen on" in rb[0]["reason"]
+    loop._pool.shutdown(wait=True)                                  # the move back was sent
+    back = [o for o in reg._orders.values() if o.sport == f.sport]
+    assert len(back) == 1
+
+
+def test_next_round_plans_on_moves_in_flight_and_never_moves_a_flow_back() -> None:
+    fab, loop, prog, reg, buf, metrics = make()
+    up = port_to(fab, L0, "s0")
+    loop.tick(1.0, samples(fab))
+    f, g = hot_mix(fab, loop, up)
+    (order,) = loop.tick(1.05, samples(fab))[0].orders
+    new_spine = order.path.spine
+    # one round at a time: while the move is in flight no other round starts
+    loop.submit_digests(L0, digest_rows(fab, g, up, 70))
+    assert loop.tick(1.10, samples(fab)) == []
+    planned = apply_in_flight(loop.links, loop.pending.values())
+    assert planned.util(order.path.links[0]) > loop.links.util(order.path.links[0])
+    # confirmed and settled; now the NEW link is hot, carrying f: f is not moved back
+    loop.submit_digests(L0, digest_rows(fab, order.flow, order.path.links[0][1], 5))
+    loop.tick(1.15, samples(fab))
+    loop.tick(1.40, samples(fab))
+    assert loop.pending == {}
+    new_up = order.path.links[0][1]
+    loop.tick(1.45, samples(fab, hot_spine=new_spine))
+    loop.submit_digests(L0, digest_rows(fab, order.flow, new_up, 30))
+    loop.tick(1.55, samples(fab, hot_spine=new_spine))
+    sent = [e["flow"] for e in events(buf) if e["event"] == "order_sent"]
+    assert sent == [str(f)]
+
+
+def test_the_loop_does_not_wait_for_an_agent() -> None:
+    import threading
+    fab, loop, prog, reg, buf, metrics = make()
+    release = threading.Event()
+    entered = threading.Event()
+    slow = AgentRegistry.move
+
+    def blocking_move(self: AgentRegistry, fid: str, sport: int, *, timeout_s: float = 5.0) -> Any:
+        entered.set()
+        release.wait(10)
+        return slow(self, fid, sport, timeout_s=timeout_s)
+
+    reg.move = blocking_move.__get__(reg)                          # type: ignore[method-assign]
+    up = port_to(fab, L0, "s0")
+    loop.tick(1.0, samples(fab))
+    f, g = hot_mix(fab, loop, up)
+    register(fab, reg, f)
+    assert loop.tick(1.05, samples(fab))[0].orders                  # returns with the call open
+    assert entered.wait(5) and not release.is_set()
+    loop.tick(1.10, samples(fab))                                   # still not blocked
+    assert len(loop.pending) == 1
+    release.set()
+    assert loop.drain_orders(5.0)
+    loop.tick(1.15, samples(fab))
+    (m,) = loop.pending.values()
+    assert m.registry_order_id and reg.order(m.registry_order_id).state == "sent"
 
 
 def test_digest_reader_survives_a_failing_switch() -> None:
@@ -283,3 +410,35 @@ def test_digest_reader_survives_a_failing_switch() -> None:
 def test_run_command_rejects_missing_files() -> None:
     from controller.__main__ import main
     assert main(["run", "--fabric", "/nonexistent.json", "--p4info", "x", "--config", "y"]) == 2
+
+
+def test_link_down_leaves_the_ecmp_groups_and_the_hash_model() -> None:
+    fab, loop, prog, reg, buf, metrics = make()
+    up0 = port_to(fab, L0, "s0")
+    done = loop.link_down(L0, up0, reason="test")
+    assert done == [f"{L0}/1: s1,s2"]
+    members = prog.connections[L0].table("FabricIngress.ecmp.members")
+    groups = prog.connections[L0].table("FabricIngress.ecmp.groups")
+    assert {dict(k)["meta.ecmp_member"]: v[1]["nexthop_id"] for k, v in members.items()} == \
+        {0: port_to(fab, L0, "s1"), 1: port_to(fab, L0, "s2")}
+    (gk, (gaction, gparams)), = groups.items()
+    assert dict(gk)["meta.ecmp_group_id"] == 1 and gparams == {"base": 0, "size": 2}
+    assert loop.engine.hash_model.switch(L0).group(1).members == ("s1", "s2")
+    assert all(p.spine != "s0" for p in loop.engine.candidate_paths(L0, L1))
+    for f in flows_through(loop, "s1", 5) + [flow_through(loop, "s2")]:
+        assert loop.engine.current_path(f, L0, L1).spine in ("s1", "s2")
+    assert {(L0, port_to(fab, L0, "s1")), (L0, port_to(fab, L0, "s2"))} <= loop.follow_up
+    rec = [e for e in events(buf) if e["event"] == "link_down"]
+    assert rec and rec[0]["link"] == f"{L0}->s0" and rec[0]["groups"] == done
+    # a round re-plans on the new groups: every order's port follows them
+    loop.tick(1.0, samples(fab, hot_spine="s1"))
+    f, g = flows_through(loop, "s1", 2)
+    register(fab, reg, f)
+    loop.submit_digests(L0, digest_rows(fab, f, port_to(fab, L0, "s1"), 30))
+    loop.submit_digests(L0, digest_rows(fab, g, port_to(fab, L0, "s1"), 70))
+    (order,) = loop.tick(1.05, samples(fab, hot_spine="s1"))[0].orders
+    assert order.path.spine == "s2"
+    assert loop.engine.current_path(f.with_sport(order.new_sport), L0, L1).spine == "s2"
+    assert loop.link_up(L0, up0) == [f"{L0}/1: s0,s1,s2"]
+    assert loop.engine.hash_model.switch(L0).group(1).members == ("s0", "s1", "s2")
+    assert loop.link_up(L0, up0) == []                              # already up: nothing to do

@@ -222,3 +222,44 @@ def test_agent_restart(fabric, registry) -> None:
         agent_pb2_grpc.AgentServiceStub(grpc.insecure_channel(old.address)).Status(
             agent_pb2.StatusRequest(), timeout=1.0)
     assert err.value.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
+def test_a_restarted_controller_gets_every_flow_back(tmp_path) -> None:
+    """Controller restart: the registry process goes away and a new one (empty) listens on
+    the same address; the agents' periodic re-registration re-synchronises it, with the
+    ports in use now, and the new controller's orders reach the agents (no flow lost)."""
+    sock = f"unix:{tmp_path / 'registry.sock'}"
+    old = FlowRegistry(SECRET, HOST_IPS)
+    server, address = serve_registry(old, sock)
+    nic = Nic()
+    nic.add("10.0.0.1", "10.1.0.1", 49152, 7)
+    nic.add("10.0.1.1", "10.1.1.1", 49153, 8)
+    nic.run()
+    creds = HostCredentials.derive(SECRET, "b0s0")
+    agent = Agent(creds, nic.mover, nic.mover.flows(), registry=RegistryClient(address, creds),
+                  register_every_s=0.05)
+    agent.start()
+    try:
+        order, reply = old.move("10.0.0.1>10.1.0.1/qp7", 50001)
+        assert reply.accepted and old.wait(order.order_id, 5.0).state == "done"
+        server.stop(0).wait()                                   # the controller goes away
+        (tmp_path / "registry.sock").unlink(missing_ok=True)
+        new = FlowRegistry(SECRET, HOST_IPS)
+        server, _ = serve_registry(new, sock)                   # and comes back, knowing nothing
+        got = threading.Event()
+        for _ in range(200):                                    # bounded probe: ≤ 10 s
+            if len(new.flows("b0s0")) == 2:
+                got.set()
+                break
+            got.wait(0.05)
+        assert got.is_set(), "the agent did not re-register with the new registry"
+        assert {f.flow_id: f.sport for f in new.flows("b0s0")} == {
+            "10.0.0.1>10.1.0.1/qp7": 50001, "10.0.1.1>10.1.1.1/qp8": 49153}
+        assert new.agent_address("b0s0") == agent.address
+        order, reply = new.move("10.0.1.1>10.1.1.1/qp8", 50002)
+        assert reply.accepted and new.wait(order.order_id, 5.0).state == "done"
+        assert new.flow("10.0.1.1>10.1.1.1/qp8").sport == 50002
+    finally:
+        agent.stop()
+        nic.halt()
+        server.stop(0).wait()

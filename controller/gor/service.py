@@ -1,0 +1,120 @@
+"""``python -m controller run``: GOR as a long-running service over a live fabric.
+
+Programs (or attaches to) the switches, starts the flow registry the agents call, the
+metrics server, one digest reader per switch and the telemetry poller whose every
+interval drives :meth:`controller.gor.loop.GorLoop.tick`; runs until SIGINT/SIGTERM.
+
+    python -m controller run --fabric build/topology.json --p4info build/fabric.p4info.txtpb \
+        --config build/fabric.json --attach --metrics-port 9100
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Mapping, Optional
+
+from controller.gor.log import DecisionLog
+from controller.gor.loop import GorLoop, digest_reader, enable_digests
+from controller.gor.metrics import GorMetrics
+
+log = logging.getLogger("controller.gor.service")
+
+
+def _secret(path: Optional[Any]) -> bytes:
+    import os
+    if path is not None:
+        return path.read_bytes().strip()
+    env = os.environ.get("ASTRAL_FABRIC_SECRET", "")
+    if env:
+        return env.encode()
+    log.warning("no fabric secret (--secret-file or $ASTRAL_FABRIC_SECRET): a random one is "
+                "used, no agent will authenticate")
+    return os.urandom(32).hex().encode()
+
+
+def run_gor(args: Any) -> int:
+    """``python -m controller run``: program (or attach to) the fabric, start the registry,
+    the metrics server, the telemetry poller driving :meth:`GorLoop.tick`, one digest
+    reader per switch; run until SIGINT/SIGTERM. Exit status 0, 1 when a switch cannot be
+    reached at start, 2 on bad arguments."""
+    import signal
+    import sys
+    import threading
+
+    from controller.fabric_setup import FabricProgrammer
+    from controller.gor.metrics import MetricsServer
+    from controller.gor.telemetry import TelemetryPoller, fabric_links, p4rt_reader
+    from controller.p4rt import P4RuntimeClientError
+    from controller.registry import FlowRegistry, serve_registry
+    from topo.model import load_fabric
+
+    for path in (args.fabric, args.p4info, args.config):
+        if not path.is_file():
+            print(f"controller run: {path}: no such file", file=sys.stderr)
+            return 2
+    try:
+        fabric = load_fabric(args.fabric)
+    except ValueError as exc:
+        print(f"controller run: {exc}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    prog = FabricProgrammer(fabric, args.p4info, args.config, timeout_s=args.timeout)
+    server = srv = poller = None
+    threads: list[threading.Thread] = []
+    dlog = DecisionLog(args.log)
+    try:
+        try:
+            if args.attach:
+                prog.connect_all()
+                for conn in prog.connections.values():
+                    conn.fetch_pipeline()
+            else:
+                prog.setup(push=not args.no_push)
+        except (P4RuntimeClientError, OSError) as exc:
+            print(f"controller run: {exc}", file=sys.stderr)
+            return 1
+        failed = enable_digests(prog.connections, prog.connections)
+        if failed:
+            print(f"controller run: digest not enabled on {', '.join(failed)}", file=sys.stderr)
+        registry = FlowRegistry.from_fabric(fabric, _secret(args.secret_file))
+        server, address = serve_registry(registry, args.registry_bind)
+        metrics = GorMetrics()
+        if args.metrics_port is not None:
+            srv = MetricsServer(metrics, port=args.metrics_port)
+            srv.start()
+            print(f"controller run: metrics on {srv.url}")
+        loop = GorLoop(fabric, prog, registry, period_s=args.period, safety=args.safety,
+                       top_n=args.top_n, log=dlog, metrics=metrics, one_in_n=args.one_in_n)
+        for name, conn in prog.connections.items():
+            t = threading.Thread(target=digest_reader, args=(loop, name, conn, stop),
+                                 name=f"digests-{name}", daemon=True)
+            t.start()
+            threads.append(t)
+        readers = {name: p4rt_reader(conn) for name, conn in prog.connections.items()}
+
+        def on_tick(t_s: float, samples: Mapping[Any, Any]) -> None:
+            loop.observe_health(poller.health if poller is not None else {})
+            loop.tick(t_s, samples)
+
+        poller = TelemetryPoller(readers, fabric_links(fabric), period_s=args.period, on_tick=on_tick)
+        poller.start()
+        print(f"controller run: {len(prog.connections)} switches, registry on {address}, "
+              f"decision log {args.log}; Ctrl-C stops", flush=True)
+        stop.wait()
+        return 0
+    finally:
+        stop.set()
+        if poller is not None:
+            poller.stop()
+        for t in threads:
+            t.join(timeout=2)
+        if server is not None:
+            server.stop(0)
+        if srv is not None:
+            srv.stop()
+        prog.close()
+        dlog.close()
+
+
+__all__ = ["run_gor"]

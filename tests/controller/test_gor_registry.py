@@ -1,0 +1,82 @@
+"""The flow registry with several agents on one host (one per sender process, as on the
+testbed): each registration replaces only that agent's flows, orders go to the agent that
+registered the flow, a restarted agent's open orders fail, and a done report makes the
+flow's 5-tuple follow its new source port."""
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+import pytest
+
+from astral_proto.flows import HostFlow
+from controller.registry import FlowRegistry, RegistryError
+
+HOST = {"b0s0": ["10.0.0.1", "10.0.1.1"], "b0s1": ["10.0.0.2"]}
+
+
+def f(fid: str, dst: str, sport: int, src: str = "10.0.0.1") -> HostFlow:
+    return HostFlow(fid, src, dst, sport, 7)
+
+
+def test_two_agents_of_one_host_keep_their_own_flows() -> None:
+    reg = FlowRegistry(b"s", HOST)
+    assert reg.register("b0s0", "unix:/a", "i1", [f("a1", "10.1.0.1", 50000), f("a2", "10.1.0.1", 50001)]) == 2
+    assert reg.register("b0s0", "unix:/b", "j1", [f("b1", "10.1.0.2", 50002)]) == 3
+    assert {x.flow_id for x in reg.flows("b0s0")} == {"a1", "a2", "b1"}
+    # agent a re-registers (same incarnation) with one flow less: only a2 goes
+    assert reg.register("b0s0", "unix:/a", "i1", [f("a1", "10.1.0.1", 50000)]) == 2
+    assert {x.flow_id for x in reg.flows("b0s0")} == {"a1", "b1"}
+
+
+def test_orders_go_to_the_agent_that_registered_the_flow(monkeypatch: pytest.MonkeyPatch) -> None:
+    reg = FlowRegistry(b"s", HOST)
+    reg.register("b0s0", "unix:/a", "i1", [f("a1", "10.1.0.1", 50000)])
+    reg.register("b0s0", "unix:/b", "j1", [f("b1", "10.1.0.2", 50002)])
+    dialled: list[str] = []
+
+    class Channel:
+        def __init__(self, address: str) -> None:
+            dialled.append(address)
+
+        def __enter__(self) -> "Channel":
+            return self
+
+        def __exit__(self, *exc: Any) -> None:
+            return None
+
+    class Stub:
+        def __init__(self, channel: Channel) -> None:
+            pass
+
+        def MoveFlow(self, order: Any, metadata: Any, timeout: float) -> Any:
+            from astral_proto import agent_pb2
+            return agent_pb2.MoveReply(accepted=True)
+
+    monkeypatch.setattr(grpc, "insecure_channel", Channel)
+    monkeypatch.setattr("controller.registry.agent_pb2_grpc.AgentServiceStub", Stub)
+    o, reply = reg.move("a1", 49153)
+    assert reply.accepted and dialled == ["unix:/a"]
+    reg.move("b1", 49154)
+    assert dialled == ["unix:/a", "unix:/b"]
+    reg.report("b0s0", o.order_id, "a1", done=True, sport=49153)
+    assert reg.flow("a1").sport == 49153                      # the key follows the new port
+
+
+def test_a_restarted_agent_fails_its_open_orders_only() -> None:
+    reg = FlowRegistry(b"s", HOST)
+    reg.register("b0s0", "unix:/a", "i1", [f("a1", "10.1.0.1", 50000)])
+    reg.register("b0s0", "unix:/b", "j1", [f("b1", "10.1.0.2", 50002)])
+    oa, ob = reg.new_order("a1", 49153), reg.new_order("b1", 49154)
+    reg.register("b0s0", "unix:/a2", "i2", [f("a1", "10.1.0.1", 50000)])   # a came back elsewhere
+    assert reg.order(oa.order_id).state == "failed" and reg.order(oa.order_id).error == "agent restarted"
+    assert reg.order(ob.order_id).state == "sent"
+    assert {x.flow_id for x in reg.flows("b0s0")} == {"a1", "b1"}
+
+
+def test_a_host_cannot_register_another_hosts_flow() -> None:
+    reg = FlowRegistry(b"s", HOST)
+    reg.register("b0s0", "unix:/a", "i1", [f("a1", "10.1.0.1", 50000)])
+    with pytest.raises(RegistryError) as err:
+        reg.register("b0s1", "unix:/c", "k1", [f("a1", "10.1.0.1", 50000, src="10.0.0.2")])
+    assert err.value.code == grpc.StatusCode.PERMISSION_DENIED
