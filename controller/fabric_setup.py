@@ -4,7 +4,10 @@ From a topology (``topo.model.Fabric``: ``fabric.switches`` and ``fabric.hosts``
 topology contract) this module computes, per switch, every entry ``p4src/fabric.p4``
 needs (a :class:`SwitchPlan`, pure data, no connection) and writes it through P4Runtime
 (:class:`FabricProgrammer`). It also publishes the ECMP hash model of the fabric *as
-programmed* (``hash_model()``), so TCCL predicts exactly what the switches do.
+programmed* (``hash_model()``), so TCCL predicts exactly what the switches do;
+:func:`fabric_hash_model` gives the same model from the groups alone (no table entry
+built: ~0.1 s for a 64K-GPU pod), for whoever needs only the model (the simulator,
+benchmarks). Both read the groups from one rule, :func:`ecmp_groups`.
 
 What is written on every switch (names of ``p4src/README.md``):
 
@@ -60,7 +63,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Sequence, TypeVar, Union
+from typing import Any, Callable, Collection, Iterable, Mapping, Optional, Protocol, Sequence, TypeVar, Union
 
 import grpc
 from p4.v1 import p4runtime_pb2
@@ -275,23 +278,118 @@ def switch_id_of(sw: SwitchLike, fabric: FabricLike) -> int:
     return 1 + (k * blocks + (sw.block or 0)) * rails + (sw.rail or 0)
 
 
+# --------------------------------------------------------------------------- ECMP groups (one rule)
+def _algorithm_of(sw: SwitchLike) -> str:
+    """The switch's ECMP algorithm: ``SwitchInfo.hash_algorithm``, else the role default."""
+    return getattr(sw, "hash_algorithm", None) or DEFAULT_ALGORITHMS[sw.role]
+
+
+def _spine_links(sw: SwitchLike, switch_names: Collection[str],
+                 down: Collection[tuple[str, int]]) -> dict[str, list[int]]:
+    """Leaf name → live downlink ports of spine ``sw`` to it, in port order."""
+    links: dict[str, list[int]] = {}
+    for p in sorted(sw.ports):
+        info = sw.ports[p]
+        if info.kind == "downlink" and info.peer_node in switch_names and (sw.name, p) not in down:
+            links.setdefault(info.peer_node, []).append(p)
+    return links
+
+
+def ecmp_groups(sw: SwitchLike, switch_names: Collection[str],
+                down: Collection[tuple[str, int]] = frozenset()) -> dict[int, EcmpGroup]:
+    """The ECMP groups programmed on ``sw`` — the one rule behind :func:`plan_fabric`
+    and :func:`fabric_hash_model`.
+
+    Leaf: group :data:`LEAF_UPLINK_GROUP` over its live uplinks in port order (none
+    without uplinks). Spine: one group per leaf reached over several live links, numbered
+    from 1 in leaf-name order, member indices allocated consecutively (a leaf reached
+    over one link gets a plain next hop, no group). ``switch_names``: the fabric's
+    switches (a spine port leading elsewhere is ignored); ``down``: ``(switch, port)``
+    ends that are out of service.
+
+    >>> from topo.model import build_fabric
+    >>> fab = build_fabric()
+    >>> names = {s.name for s in fab.switches}
+    >>> ecmp_groups(fab.switch("b0r0l0"), names)[1].members
+    ('s0', 's1')
+    >>> ecmp_groups(fab.switch("b0r0l0"), names, down={("b0r0l0", 3)})[1].members
+    ('s1',)
+    """
+    if sw.role == "leaf":
+        uplinks = [p for p in sorted(sw.ports)
+                   if sw.ports[p].kind == "uplink" and (sw.name, p) not in down]
+        return {LEAF_UPLINK_GROUP: _group(sw, LEAF_UPLINK_GROUP, 0, uplinks)} if uplinks else {}
+    groups: dict[int, EcmpGroup] = {}
+    base = 0
+    for ports in (v for _, v in sorted(_spine_links(sw, switch_names, down).items())):
+        if len(ports) > 1:
+            gid = len(groups) + 1
+            groups[gid] = _group(sw, gid, base, ports)
+            base += len(ports)
+    return groups
+
+
+def _switch_hash_model(sw: SwitchLike, groups: Mapping[int, EcmpGroup]) -> SwitchHashModel:
+    return SwitchHashModel(sw.name, algorithm=_algorithm_of(sw), seed=int(sw.ecmp_seed),
+                           groups={g.group_id: GroupModel(g.base, g.members) for g in groups.values()})
+
+
+def fabric_hash_model(fabric: FabricLike,
+                      down: Collection[tuple[str, int]] = frozenset()) -> FabricHashModel:
+    """The published ECMP hash model of ``fabric`` as :func:`plan_fabric` programs it
+    (equal to ``FabricHashModel({n: p.hash_model() for n, p in plan_fabric(f).items()})``),
+    from the groups alone: no table entry is built, so a 64K-GPU pod takes well under a
+    second. ``down``: ``(switch, port)`` ends out of service (the model of the fabric
+    re-planned without those links).
+
+    >>> from topo.model import build_fabric
+    >>> fabric_hash_model(build_fabric()).switch("b1r1l0").groups[1].members
+    ('s0', 's1')
+    """
+    names = {s.name for s in fabric.switches}
+    return FabricHashModel({sw.name: _switch_hash_model(sw, ecmp_groups(sw, names, down))
+                            for sw in fabric.switches})
+
+
+# --------------------------------------------------------------------------- table entries
 class _Planner:
-    """Builds the :class:`SwitchPlan` of every switch of one fabric."""
+    """Builds the :class:`SwitchPlan` of every switch of one fabric.
+
+    Every per-NIC fact is indexed once here (NIC by leaf port, subnets, the leaves of
+    each subnet): a plan per switch never scans the fabric's NICs (at 64K GPUs that scan,
+    parsing addresses, took ~1 s per switch).
+    """
 
     def __init__(self, fabric: FabricLike, ecn: Optional[EcnConfig],
                  pfc: Optional[PfcConfig]) -> None:
         self.fabric, self.ecn, self.pfc = fabric, ecn, pfc
         self.by_name = {s.name: s for s in fabric.switches}
         self.nics = [(h, n) for h in fabric.hosts for n in h.nics]
+        self.nic_at: dict[tuple[str, int], NicLike] = {}
+        self.leaf_nics: dict[str, list[NicLike]] = {}
+        self.subnet_ips: dict[ipaddress.IPv4Network, list[str]] = {}
+        self.subnet_leaves: dict[ipaddress.IPv4Network, set[str]] = {}
+        self.subnet_nics: dict[ipaddress.IPv4Network, list[NicLike]] = {}
+        self.nic_subnet: dict[int, ipaddress.IPv4Network] = {}
+        for _, nic in self.nics:
+            self.nic_at.setdefault((nic.leaf, nic.leaf_port), nic)
+            self.leaf_nics.setdefault(nic.leaf, []).append(nic)
+            net = _subnet(nic.ip, nic.prefix_len)
+            self.nic_subnet[id(nic)] = net
+            self.subnet_ips.setdefault(net, []).append(nic.ip)
+            self.subnet_leaves.setdefault(net, set()).add(nic.leaf)
+            self.subnet_nics.setdefault(net, []).append(nic)
+        for nics in self.subnet_nics.values():
+            nics.sort(key=lambda n: ipaddress.IPv4Address(n.ip))
 
     def peer_mac(self, sw: SwitchLike, port: int) -> str:
         p = sw.ports[port]
         peer = self.by_name.get(p.peer_node)
         if peer is not None:
             return peer.ports[p.peer_port].mac
-        for host, nic in self.nics:
-            if nic.leaf == sw.name and nic.leaf_port == port:
-                return nic.mac
+        nic = self.nic_at.get((sw.name, port))
+        if nic is not None:
+            return nic.mac
         raise ValueError(f"{sw.name} port {port}: no switch or host NIC {p.peer_node!r} "
                          f"is its peer")
 
@@ -299,7 +397,7 @@ class _Planner:
         role = sw.role
         if role not in ROLE_CODES:
             raise ValueError(f"{sw.name}: unknown role {role!r} (leaf or spine)")
-        algorithm = getattr(sw, "hash_algorithm", None) or DEFAULT_ALGORITHMS[role]
+        algorithm = _algorithm_of(sw)
         plan = SwitchPlan(sw.name, switch_id_of(sw, self.fabric), role, int(sw.ecmp_seed),
                           algorithm)
         add = plan.entries.append
@@ -339,48 +437,37 @@ class _Planner:
         return plan
 
     def _leaf(self, sw: SwitchLike, plan: SwitchPlan) -> None:
-        attached = [(h, n) for h, n in self.nics if n.leaf == sw.name]
-        for _, nic in sorted(attached, key=lambda hn: ipaddress.IPv4Address(hn[1].ip)):
+        attached = self.leaf_nics.get(sw.name, [])
+        for nic in sorted(attached, key=lambda n: ipaddress.IPv4Address(n.ip)):
             plan.entries.append(_route(f"{nic.ip}/32", nexthop=nic.leaf_port))
-        uplinks = [p for p in sorted(sw.ports) if sw.ports[p].kind == "uplink"]
-        if uplinks:
-            plan.groups[LEAF_UPLINK_GROUP] = _group(sw, LEAF_UPLINK_GROUP, 0, uplinks)
+        plan.groups.update(ecmp_groups(sw, self.by_name))
+        if LEAF_UPLINK_GROUP in plan.groups:
             plan.entries.append(_route(FABRIC_PREFIX, group=LEAF_UPLINK_GROUP))
-        subnets = {_subnet(n.ip, n.prefix_len) for _, n in attached}
-        answered = {n.gateway_ip for _, n in attached}
-        answered |= {n.ip for _, n in self.nics if _subnet(n.ip, n.prefix_len) in subnets}
+        subnets = {self.nic_subnet[id(n)] for n in attached}
+        answered = {n.gateway_ip for n in attached}
+        for net in subnets:
+            answered.update(self.subnet_ips[net])
         for ip in sorted(answered, key=ipaddress.IPv4Address):
             plan.entries.append(Entry(T_ARP, {"hdr.arp.target_proto_addr": ip},
                                       "FabricIngress.arp.arp_reply", {"mac": sw.router_mac}))
 
     def _spine(self, sw: SwitchLike, plan: SwitchPlan) -> None:
-        links: dict[str, list[int]] = {}
-        for p in sorted(sw.ports):
-            if sw.ports[p].kind == "downlink" and sw.ports[p].peer_node in self.by_name:
-                links.setdefault(sw.ports[p].peer_node, []).append(p)
-        subnet_leaves: dict[ipaddress.IPv4Network, set[str]] = {}
-        for _, nic in self.nics:
-            subnet_leaves.setdefault(_subnet(nic.ip, nic.prefix_len), set()).add(nic.leaf)
-        base = 0
+        plan.groups.update(ecmp_groups(sw, self.by_name))
         targets: dict[str, dict[str, int]] = {}      # leaf -> route action params
-        for leaf in sorted(links):
-            ports = links[leaf]
+        for leaf, ports in _spine_links(sw, self.by_name, frozenset()).items():
             if len(ports) == 1:
                 targets[leaf] = {"nexthop": ports[0]}
-            else:
-                gid = len(plan.groups) + 1
-                plan.groups[gid] = _group(sw, gid, base, ports)
-                base += len(ports)
-                targets[leaf] = {"group": gid}
-        for net in sorted(subnet_leaves):
-            leaves = subnet_leaves[net]
+        for g in plan.groups.values():
+            targets[g.members[0].partition("#")[0]] = {"group": g.group_id}
+        for net in sorted(self.subnet_leaves):
+            leaves = self.subnet_leaves[net]
             if len(leaves) == 1:
                 leaf = next(iter(leaves))
                 if leaf in targets:
                     plan.entries.append(_route(str(net), **targets[leaf]))
                 continue
-            for _, nic in sorted(self.nics, key=lambda hn: ipaddress.IPv4Address(hn[1].ip)):
-                if _subnet(nic.ip, nic.prefix_len) == net and nic.leaf in targets:
+            for nic in self.subnet_nics[net]:
+                if nic.leaf in targets:
                     plan.entries.append(_route(f"{nic.ip}/32", **targets[nic.leaf]))
 
 
@@ -578,5 +665,6 @@ def _election(value: Any) -> Union[int, tuple[int, int]]:
 __all__ = [
     "CPU_CLONE_SESSION", "DSCP_TO_PRIORITY", "EcmpGroup", "EcnConfig", "Entry", "FABRIC_PREFIX",
     "FabricProgrammer", "LEAF_UPLINK_GROUP", "PFC_CLONE_SESSION_BASE", "PfcConfig",
-    "SwitchPlan", "SwitchSetupError", "plan_fabric", "switch_id_of",
+    "SwitchPlan", "SwitchSetupError", "ecmp_groups", "fabric_hash_model", "plan_fabric",
+    "switch_id_of",
 ]

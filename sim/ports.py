@@ -5,15 +5,17 @@ TCCL's solver (``host.tccl.ports.PortPlanner``) is two steps: colour the flows (
 is a path ``(spine, j)``) with its Kempe-chain bipartite edge colouring so that every link
 of both tiers carries at most ``ceil(flows / links)``, then give each flow a source port
 that reaches its colour on both ECMP hops. Step 1 is reused as is (the planner's
-``_split_vertices`` and ``_kempe_colour_pref``, 65,536 flows in ~0.3 s). Step 2 builds
+``split_vertices`` and ``kempe_colouring``, 65,536 flows in ~0.3 s; a colour only through a
+spine with a live link to the destination leaf). Step 2 builds
 two 65,536-entry hash tables per flow in Python (~20 ms a flow: 20 minutes for a 64K-GPU
 step), so it is replaced here by a vectorised search with the same affine property the
 hash model documents: ``H(sport) = H(sport=0) ^ T[sport]`` where ``T`` depends only on
 the algorithm, so one CRC per flow and hop plus shared tables give every candidate port's
 member; ports are tried in the planner's order (its preferred range first, then the rest)
 and a (source, destination, port) triple is never used twice. A flow whose colour no port
-reaches (both tiers on the same CRC: polarised) takes the least-loaded colour it can reach.
-``tests/sim/test_ports.py`` checks the result against the planner's balance guarantee and
+reaches (both tiers on the same CRC: polarised) keeps its hashed path (the planner's
+polarisation remap is not reproduced: ``sim/README.md`` says why).
+``tests/sim/test_sim_ports.py`` checks the result against the planner's balance guarantee and
 the routes against the hash model.
 
 Example::
@@ -30,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from host.tccl.ports import DEFAULT_PORT_RANGE, _kempe_colour_pref, _split_vertices
+from host.tccl.ports import DEFAULT_PORT_RANGE, kempe_colouring, split_vertices
 from sim.routing import ROCE_DPORT, crc_rows, messages
 from sim.topology import SimFabric
 
@@ -68,31 +70,38 @@ def candidate_ports(port_range: tuple[int, int] = DEFAULT_PORT_RANGE) -> np.ndar
 
 
 def _colours(sf: SimFabric, src_leaf: np.ndarray, dst_leaf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """TCCL's colouring: (leaf member index, spine member index or -1) per flow."""
+    """TCCL's colouring: (leaf member index, spine member index or -1) per flow; -1, -1
+    for a flow no spine of its source leaf has a live route from (undeliverable).
+
+    A colour is a candidate only through a spine with a live link to the destination
+    leaf (``host.tccl.ports.spine_routes_to``: after a failed cable that spine has no
+    route there). Flows with the same source palette and the same candidates are
+    coloured together, as ``PortPlanner`` colours one palette."""
     lm = np.full(len(src_leaf), -1, np.int64)
     sm = np.full(len(src_leaf), -1, np.int64)
-    # flows whose source leaves reach the same spines, in the same member order, share
-    # a palette and are coloured together (as PortPlanner does for one palette)
-    by_palette: dict[tuple[int, ...], list[int]] = {}
-    palettes: dict[int, tuple[int, ...]] = {}
-    for i, leaf in enumerate(src_leaf.tolist()):
-        if leaf not in palettes:
-            palettes[leaf] = tuple(sf.link_spine[sf.leaf_up[leaf, :sf.leaf_up_n[leaf]]].tolist())
-        by_palette.setdefault(palettes[leaf], []).append(i)
-    for spine_list, idx in by_palette.items():
-        spines = list(spine_list)
-        seen: dict[int, int] = {}
-        palette = []
-        for s in spines:
-            palette.append((s, seen.get(s, 0)))
-            seen[s] = seen.get(s, 0) + 1
-        member_of = {c: m for m, c in enumerate(palette)}
+    by_palette: dict[tuple[tuple[int, int], ...], list[int]] = {}
+    palettes: dict[tuple[int, int], tuple[tuple[int, int], ...]] = {}     # (leaf, dst) -> colours
+    member_of: dict[int, dict[tuple[int, int], int]] = {}
+    for i, (leaf, dst) in enumerate(zip(src_leaf.tolist(), dst_leaf.tolist())):
+        if (leaf, dst) not in palettes:
+            if leaf not in member_of:
+                spines = sf.link_spine[sf.leaf_up[leaf, :sf.leaf_up_n[leaf]]].tolist()
+                seen: dict[int, int] = {}
+                member_of[leaf] = {}
+                for m, spine in enumerate(spines):
+                    member_of[leaf][(spine, seen.get(spine, 0))] = m
+                    seen[spine] = seen.get(spine, 0) + 1
+            palettes[(leaf, dst)] = tuple(c for c in member_of[leaf] if sf.spine_down_n[c[0], dst] > 0)
+        pal = palettes[(leaf, dst)]
+        if pal:
+            by_palette.setdefault(pal, []).append(i)
+    for palette, idx in by_palette.items():
         k = len(palette)
-        us = _split_vertices([("u", int(src_leaf[i])) for i in idx], k)
-        vs = _split_vertices([("v", int(dst_leaf[i])) for i in idx], k)
-        coloured = _kempe_colour_pref(list(zip(us, vs)), palette, [None] * len(idx))
+        us = split_vertices([("u", int(src_leaf[i])) for i in idx], k)
+        vs = split_vertices([("v", int(dst_leaf[i])) for i in idx], k)
+        coloured = kempe_colouring(list(zip(us, vs)), palette)
         for i, (spine, j) in zip(idx, coloured):
-            lm[i] = member_of[(spine, j)]
+            lm[i] = member_of[int(src_leaf[i])][(spine, j)]
             nd = sf.spine_down_n[spine, dst_leaf[i]]
             sm[i] = j % nd if nd > 1 else -1
     return lm, sm
@@ -163,8 +172,13 @@ def tccl_ports(sf: SimFabric, src_nic: np.ndarray, dst_nic: np.ndarray,
     cross = np.flatnonzero((sl != dl) & (sf.leaf_up_n[sl] > 0) & ((src_nic // sf.rails) != (dst_nic // sf.rails)))
     if not len(cross):
         return ports
+    want_l, want_s = _colours(sf, sl[cross], dl[cross])
+    # no spine routes to the destination leaf: undeliverable whatever the port (routing says so)
+    keep = want_l >= 0
+    cross, want_l, want_s = cross[keep], want_l[keep], want_s[keep]
+    if not len(cross):
+        return ports
     s, d, lf, dlf = src_nic[cross], dst_nic[cross], sl[cross], dl[cross]
-    want_l, want_s = _colours(sf, lf, dlf)
     # the spine each colour leads to, and its group size towards the destination leaf
     spine = sf.link_spine[sf.leaf_up[lf, want_l]]
     nd = sf.spine_down_n[spine, dlf]

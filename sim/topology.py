@@ -11,12 +11,9 @@ A *directed link* is named by its sending end, the same key GOR's telemetry uses
 * ``bundle_up`` / ``bundle_down``: every live uplink of a leaf (every live spine link into
   a leaf) pooled into one link, used only by the ideal bound.
 
-The hash model (:func:`hash_model_of`) is built exactly as ``controller.fabric_setup``
-programs the switches (leaf group 1 over the live uplinks in port order; on a spine one
-group per leaf reached over several live links, numbered from 1 in leaf-name order, bases
-consecutive; member names ``peer`` or ``peer#port``), without building every table entry
-(``plan_fabric`` scans every NIC per leaf, too slow at 64K GPUs); ``tests/sim`` checks
-that both agree.
+The hash model is ``controller.fabric_setup.fabric_hash_model`` over the live links: the
+one rule the controller programs the switches with (failed links simply leave the groups,
+as if the fabric were planned without them).
 
 Example::
 
@@ -30,13 +27,13 @@ Example::
 from __future__ import annotations
 
 import ipaddress
-from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Iterable
 
 import numpy as np
 
-from p4src.hashmodel import FabricHashModel, GroupModel, SwitchHashModel
+from controller.fabric_setup import fabric_hash_model
+from p4src.hashmodel import FabricHashModel
 from topo.model import Fabric
 
 TIERS = ("nic_up", "leaf_down", "leaf_up", "spine_down", "nvlink", "bundle_up", "bundle_down")
@@ -140,7 +137,7 @@ class SimFabric:
         capacity = np.asarray(cap, dtype=np.float64)
         for key in down:
             capacity[port_link[key]] = 0.0
-        model = hash_model_of(fabric, down)
+        model = fabric_hash_model(fabric, down)
 
         link_spine = np.full(len(keys) + 2 * len(leaves), -1, np.int64)
         max_up = max((m.groups[LEAF_UPLINK_GROUP].size for n, m in model.switches.items()
@@ -183,7 +180,7 @@ class SimFabric:
             m = model.switch(sw.name)
             spine_seed[si], spine_crc32[si] = m.seed, m.algorithm == "crc32"
         for (si, li), lids in spine_links.items():
-            # group member order = port order (fabric_setup._spine), lids are in port order
+            # group member order = port order (fabric_setup.ecmp_groups), lids are in port order
             spine_down[si, li, :len(lids)] = lids
             spine_down_n[si, li] = len(lids)
         capacity = np.asarray(cap, dtype=np.float64)
@@ -262,41 +259,5 @@ def _failed_links(fabric: Fabric, failed: Iterable[str]) -> set[LinkKey]:
     return down
 
 
-def hash_model_of(fabric: Fabric, down: Optional[Iterable[LinkKey]] = None) -> FabricHashModel:
-    """The published ECMP hash model of ``fabric`` as ``controller.fabric_setup`` programs
-    it, over the live links only (``down``: directed link keys that are down).
-
-        >>> from topo.model import build_fabric
-        >>> hash_model_of(build_fabric()).switch("s0").groups
-        {}
-    """
-    dead = set(down or ())
-    out: dict[str, SwitchHashModel] = {}
-    for sw in fabric.switches:
-        groups: dict[int, GroupModel] = {}
-        if sw.role == "leaf":
-            ups = [p for p in sorted(sw.ports) if sw.ports[p].kind == "uplink" and (sw.name, p) not in dead]
-            if ups:
-                groups[LEAF_UPLINK_GROUP] = GroupModel(0, _member_names(sw, ups))
-        else:
-            links: dict[str, list[int]] = {}
-            for p in sorted(sw.ports):
-                if sw.ports[p].kind == "downlink" and (sw.name, p) not in dead:
-                    links.setdefault(sw.ports[p].peer_node, []).append(p)
-            base = 0
-            for leaf in sorted(links):
-                if len(links[leaf]) > 1:
-                    groups[len(groups) + 1] = GroupModel(base, _member_names(sw, links[leaf]))
-                    base += len(links[leaf])
-        out[sw.name] = SwitchHashModel(sw.name, sw.hash_algorithm, seed=sw.ecmp_seed, groups=groups)
-    return FabricHashModel(out)
-
-
-def _member_names(sw: object, ports: list[int]) -> tuple[str, ...]:
-    peers = [sw.ports[p].peer_node for p in ports]  # type: ignore[attr-defined]
-    count = Counter(peers)
-    return tuple(peer if count[peer] == 1 else f"{peer}#{p}" for peer, p in zip(peers, ports))
-
-
 __all__ = ["LEAF_UPLINK_GROUP", "LinkKey", "NVLINK_BYTES_PER_S", "SimFabric", "SimInputError",
-           "TIER", "TIERS", "hash_model_of", "member_port"]
+           "TIER", "TIERS", "member_port"]

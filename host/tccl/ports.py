@@ -47,7 +47,7 @@ from __future__ import annotations
 import ipaddress
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Optional, Sequence
+from typing import Hashable, Iterable, Mapping, Optional, Sequence
 
 from p4src.hashmodel import (FabricHashModel, Flow, GroupModel, SwitchHashModel, member_index,
                              port_to_member_table, predict_path)
@@ -143,7 +143,8 @@ class _Hop:
 
     leaf: str
     group: int
-    colours: list[Colour]
+    colours: list[Colour]           # only paths through a spine routing to the destination
+    n_uplinks: int = 1
     leaf_member: dict[Colour, int] = field(default_factory=dict)          # colour -> index in group
     spine_hop: dict[Colour, Optional[tuple[str, int, int]]] = field(default_factory=dict)
     # colour -> (spine, group id, member index in group) or None (single downlink)
@@ -158,22 +159,55 @@ def _spine_group(model: FabricHashModel, spine: str, dst_leaf: str) -> Optional[
     return hits[0] if hits else None
 
 
+def spine_routes_to(model: FabricHashModel, spine: str, dst_leaf: str) -> bool:
+    """Whether ``spine`` has a live route to ``dst_leaf`` in the published model.
+
+    The model holds ECMP groups, not routes, so this is read from the groups: the spine
+    has a group towards ``dst_leaf`` (several live links), or the leaf's own uplink groups
+    have a member on ``spine`` (a cable carries both directions: when it fails, both ends
+    leave their groups, as ``controller.fabric_setup`` and GOR's link-failure handling
+    do). A spine that is in neither has no live link to the leaf, hence no route. A leaf
+    the model does not describe gives no evidence: every spine is taken to reach it.
+
+        >>> from p4src.hashmodel import FabricHashModel, GroupModel, SwitchHashModel
+        >>> m = FabricHashModel({"l1": SwitchHashModel("l1", groups={1: GroupModel(0, ["s1"])}),
+        ...                      "s0": SwitchHashModel("s0"), "s1": SwitchHashModel("s1")})
+        >>> spine_routes_to(m, "s0", "l1"), spine_routes_to(m, "s1", "l1"), spine_routes_to(m, "s0", "l9")
+        (False, True, True)
+    """
+    leaf = model.switches.get(dst_leaf)
+    if leaf is None:
+        return True
+    if any(_peer(m) == spine for g in leaf.groups.values() for m in g.members):
+        return True
+    return _spine_group(model, spine, dst_leaf) is not None
+
+
 def _hop_of(model: FabricHashModel, req: FlowRequest) -> _Hop:
     try:
         leaf = model.switch(req.leaf)
         group = leaf.group(req.leaf_group)
     except KeyError as exc:
         raise PortPlanError(f"flow {req.name}: {exc.args[0]}") from None
-    hop = _Hop(req.leaf, req.leaf_group, [])
+    hop = _Hop(req.leaf, req.leaf_group, [], group.size)
     seen: dict[str, int] = {}
     for i, member in enumerate(group.members):
         spine = _peer(member)
         j = seen.get(spine, 0)
         seen[spine] = j + 1
+        if not spine_routes_to(model, spine, req.dst_leaf):
+            continue        # a path through this spine would be blackholed: not a candidate
         colour = (spine, j)
         hop.colours.append(colour)
         hop.leaf_member[colour] = i
+    if not hop.colours:
+        raise PortPlanError(
+            f"flow {req.name}: no spine of {req.leaf}'s uplink group {req.leaf_group} "
+            f"({', '.join(seen)}) has a live route to {req.dst_leaf}: the destination is "
+            f"unreachable in this model")
     for spine, n_up in seen.items():
+        if not any(c[0] == spine for c in hop.colours):
+            continue
         sg = _spine_group(model, spine, req.dst_leaf)
         n_down = sg[1].size if sg else 1
         for j in range(n_up):
@@ -196,10 +230,21 @@ def _links_of(model: FabricHashModel, req: FlowRequest, hop: _Hop, colour: Colou
 
 
 # ----------------------------------------------------------------------------- colouring
-def _split_vertices(keys: Sequence[object], k: int) -> list[tuple[object, int]]:
-    """Vertex ``key`` of degree d → sub-vertices ``(key, i)`` of degree ≤ k, round-robin."""
-    count: dict[object, int] = {}
-    total: dict[object, int] = {}
+def split_vertices(keys: Sequence[Hashable], k: int) -> list[tuple[Hashable, int]]:
+    """Split every vertex of a multigraph so that no sub-vertex has degree above ``k``.
+
+    ``keys[e]`` is the vertex of edge ``e`` on one side; vertex ``key`` of degree d
+    becomes sub-vertices ``(key, 0) .. (key, ceil(d / k) - 1)``, its edges dealt
+    round-robin. Returns the sub-vertex of every edge (input order). With both sides
+    split, :func:`kempe_colouring` colours the edges with ``k`` colours.
+
+        >>> split_vertices(["a", "a", "a", "b"], 2)
+        [('a', 0), ('a', 1), ('a', 0), ('b', 0)]
+    """
+    if k < 1:
+        raise ValueError(f"k = {k}: at least one colour is needed")
+    count: dict[Hashable, int] = {}
+    total: dict[Hashable, int] = {}
     for key in keys:
         total[key] = total.get(key, 0) + 1
     out = []
@@ -270,13 +315,13 @@ class PortPlanner:
         if len(palettes) == 1:
             palette = list(next(iter(palettes)))
             k = len(palette)
-            us = _split_vertices([("u", h.leaf, h.group) for h in hops], k)
-            vs = _split_vertices([("v", f.dst_leaf) for f in flows], k)
+            us = split_vertices([("u", h.leaf, h.group) for h in hops], k)
+            vs = split_vertices([("v", f.dst_leaf) for f in flows], k)
             # flows with a previous port that is still valid go first, keeping their colour
             order = sorted(range(len(flows)), key=lambda i: flows[i].name not in previous)
             edges = [(us[i], vs[i]) for i in order]
             prev_col = [self._colour_of_port(flows[i], hops[i], previous.get(flows[i].name)) for i in order]
-            coloured = _kempe_colour_pref(edges, palette, prev_col)
+            coloured = kempe_colouring(edges, palette, prev_col)
             result: list[Colour] = [("", 0)] * len(flows)
             for pos, i in enumerate(order):
                 result[i] = coloured[pos]
@@ -407,13 +452,24 @@ class PortPlanner:
         return _loads(plans, flows, hops)
 
 
-def _kempe_colour_pref(edges: Sequence[tuple[object, object]], palette: Sequence[Colour],
-                       preferred: Sequence[Optional[Colour]]) -> list[Colour]:
-    """:func:`_kempe_colour`, but an edge takes its preferred colour when free at both ends
-    (so re-planning keeps flows where they are)."""
-    at: dict[object, set[Colour]] = {}
+def kempe_colouring(edges: Sequence[tuple[Hashable, Hashable]], palette: Sequence[Colour],
+                    preferred: Optional[Sequence[Optional[Colour]]] = None) -> list[Colour]:
+    """A proper edge colouring of a bipartite multigraph: no two edges at one vertex share
+    a colour. ``edges`` are ``(left vertex, right vertex)`` pairs (no vertex on both
+    sides: tag them, e.g. ``("u", leaf)``/``("v", leaf)``) whose degree is at most
+    ``len(palette)`` (König: that many colours suffice; split heavier vertices with
+    :func:`split_vertices`). Kempe-chain swaps, O(edges × chain length).
+
+    ``preferred[e]`` (optional) is kept when it is free at both ends of edge ``e``, so a
+    re-plan leaves flows where they are. Returns one colour per edge, input order.
+
+        >>> kempe_colouring([("u", "v"), ("u", "w"), ("x", "v")], [("s0", 0), ("s1", 0)])
+        [('s1', 0), ('s0', 0), ('s0', 0)]
+    """
+    prefs: Sequence[Optional[Colour]] = preferred if preferred is not None else [None] * len(edges)
+    at: dict[Hashable, set[Colour]] = {}
     fixed: dict[int, Colour] = {}
-    for e, ((x, y), pref) in enumerate(zip(edges, preferred)):
+    for e, ((x, y), pref) in enumerate(zip(edges, prefs)):
         if pref is not None and pref not in at.setdefault(x, set()) and pref not in at.setdefault(y, set()):
             fixed[e] = pref
             at[x].add(pref)
@@ -430,10 +486,10 @@ def _kempe_colour_pref(edges: Sequence[tuple[object, object]], palette: Sequence
     return out
 
 
-def _kempe_colour_seeded(edges: Sequence[tuple[object, object]], palette: Sequence[Colour],
+def _kempe_colour_seeded(edges: Sequence[tuple[Hashable, Hashable]], palette: Sequence[Colour],
                          seeds: Sequence[Optional[Colour]]) -> list[Colour]:
     """Kempe colouring where the leading edges with a seed colour take it directly."""
-    at: dict[object, dict[Colour, int]] = {}
+    at: dict[Hashable, dict[Colour, int]] = {}
     out: list[Optional[Colour]] = [None] * len(edges)
     for e, ((x, y), seed) in enumerate(zip(edges, seeds)):
         ax, ay = at.setdefault(x, {}), at.setdefault(y, {})
@@ -477,11 +533,15 @@ def _loads(plans: list[FlowPlan], flows: Sequence[FlowRequest], hops: Sequence[_
     for f, h in zip(flows, hops):
         up_n[(h.leaf, h.group)] = up_n.get((h.leaf, h.group), 0) + 1
         down_n[f.dst_leaf] = down_n.get(f.dst_leaf, 0) + 1
+    # k: a leaf hop's uplinks; into a leaf, the most paths any flow has to it (spines
+    # without a live route to the leaf are no path)
+    k_down: dict[str, int] = {}
+    for f, h in zip(flows, hops):
+        k_down[f.dst_leaf] = max(k_down.get(f.dst_leaf, 0), len(h.colours))
     caps: dict[tuple[str, str], int] = {}
     for f, h, p in zip(flows, hops, plans):
-        k = len(h.colours)
-        caps[p.links[0]] = math.ceil(up_n[(h.leaf, h.group)] / k)
-        caps[p.links[1]] = math.ceil(down_n[f.dst_leaf] / k)
+        caps[p.links[0]] = math.ceil(up_n[(h.leaf, h.group)] / h.n_uplinks)
+        caps[p.links[1]] = math.ceil(down_n[f.dst_leaf] / k_down[f.dst_leaf])
     balanced = all(loads[l] <= caps[l] for l in loads)
     return PortPlan(plans, loads, caps, balanced)
 
@@ -512,4 +572,5 @@ def flows_from_fabric(fabric: object, pairs: Iterable[tuple[str, str]],
 
 
 __all__ = ["DEFAULT_PORT_RANGE", "FlowPlan", "FlowRequest", "LEAF_UPLINK_GROUP", "PortPlan",
-           "PortPlanError", "PortPlanner", "ROCE_DPORT", "flows_from_fabric"]
+           "PortPlanError", "PortPlanner", "ROCE_DPORT", "flows_from_fabric", "kempe_colouring",
+           "spine_routes_to", "split_vertices"]

@@ -11,6 +11,7 @@ switches use a fabric built by ``topo.model`` (two uplinks per spine).
 """
 from __future__ import annotations
 
+import copy
 import ipaddress
 import json
 import subprocess
@@ -27,7 +28,7 @@ from controller.fabric_setup import (CPU_CLONE_SESSION, DSCP_TO_PRIORITY, FABRIC
                                      T_ALGORITHM, T_ARP, T_ECN, T_GROUPS, T_MEMBERS,
                                      T_NEXTHOPS, T_PFC, T_PORT_MACS, T_QOS, T_ROUTES, T_SWITCH,
                                      EcnConfig, FabricProgrammer, SwitchPlan, SwitchSetupError,
-                                     plan_fabric)
+                                     ecmp_groups, fabric_hash_model, plan_fabric)
 from controller.p4rt import SwitchConnection
 from controller.p4rt.codec import decode, ipv4_str, mac_str
 from p4src.hashmodel import FabricHashModel, member_index, predict_member
@@ -195,6 +196,46 @@ def test_plan_of_a_topo_fabric_with_split_rails() -> None:
         assert plan.switch_id == leaf.device_id
         assert plan.groups[1].members == ("s0", "s1")
         assert plan.count(T_ROUTES) == 1 + sum(1 for n in nics if n.leaf == leaf.name)
+
+
+def _planned_model(fab: Any) -> FabricHashModel:
+    return FabricHashModel({n: p.hash_model() for n, p in plan_fabric(fab).items()})
+
+
+SMALL_SPECS = [topo_model.FabricSpec(),
+               topo_model.FabricSpec(blocks=3, servers_per_block=4, rails=2, spines=3,
+                                     uplinks_per_spine=2, leaf_ports=64),
+               topo_model.FabricSpec(blocks=2, servers_per_block=4, rails=2, spines=4,
+                                     leaves_per_rail=2, ecmp_seed=9, leaf_hash="crc32")]
+
+
+@pytest.mark.parametrize("fab", [stub_fabric(), stub_fabric(double_link=True),
+                                 *map(topo_model.build_fabric, SMALL_SPECS)],
+                         ids=["stub", "stub-parallel", "default", "parallel-links", "two-leaves-per-rail"])
+def test_fast_hash_model_is_the_planned_one(fab: Any) -> None:
+    model = fabric_hash_model(fab)
+    assert model == _planned_model(fab)
+    assert any(m.groups for m in model.switches.values())
+
+
+def test_fast_hash_model_without_down_links_is_the_plan_without_them() -> None:
+    """Down links leave the groups as if the fabric had been planned without those cables
+    (a spine left with one link to a leaf has a plain next hop, no group)."""
+    fab = stub_fabric(double_link=True)
+    down = {("b0r0l0", 5), ("s1", 3), ("b0r1l0", 3), ("s0", 2)}        # two cables
+    cut = copy.deepcopy(fab)
+    for sw in cut.switches:
+        for name, port in down:
+            if sw.name == name:
+                del sw.ports[port]
+    model = fabric_hash_model(fab, down)
+    assert model == _planned_model(cut)
+    assert model.switch("b0r0l0").groups[1].members == ("s0", "s1")
+    assert model.switch("b0r1l0").groups[1].members == ("s1",)
+    assert model.switch("s1").groups == {}
+    names = {s.name for s in fab.switches}
+    leaf = next(s for s in fab.switches if s.name == "b0r1l0")
+    assert ecmp_groups(leaf, names, {("b0r1l0", 3), ("b0r1l0", 4)}) == {}
 
 
 # --------------------------------------------------------------------------- on real switches

@@ -9,8 +9,9 @@ from collections import Counter
 
 import pytest
 
-from controller.fabric_setup import plan_fabric
-from host.tccl.ports import FlowRequest, PortPlanError, PortPlanner, flows_from_fabric
+from controller.fabric_setup import fabric_hash_model, plan_fabric
+from host.tccl.ports import (FlowRequest, PortPlanError, PortPlanner, flows_from_fabric, kempe_colouring,
+                             spine_routes_to, split_vertices)
 from p4sim.runtime import hashes as p4sim_hashes
 from p4src.hashmodel import FabricHashModel, GroupModel, SwitchHashModel
 from topo.model import Fabric, build_fabric
@@ -141,3 +142,83 @@ def test_bad_input_is_refused_with_the_flow_named() -> None:
         flows_from_fabric(build_fabric(), [("10.9.9.9", "10.1.0.1")])
     with pytest.raises(PortPlanError, match="share leaf"):
         flows_from_fabric(build_fabric(), [("10.0.0.1", "10.0.0.2")])
+
+
+# ----------------------------------------------------------------- a failed cable (sim scenario failed-link-default)
+def _cut(fab: Fabric, leaf: str, spine: str) -> set[tuple[str, int]]:
+    """Both ends of the cable between ``leaf`` and ``spine``."""
+    p = next(p for p in fab.switch(leaf).ports.values() if p.peer_node == spine)
+    return {(leaf, p.port), (spine, p.peer_port)}
+
+
+def test_no_path_through_a_spine_without_a_route_to_the_destination_leaf() -> None:
+    """b0r0l0 <-> s0 is down: s0 has no route to b0r0l0 (one link per pair, so no group
+    anywhere), yet the other leaves still hash onto s0. Every flow into b0r0l0 must be
+    planned over s1, and the ports must really hash there (p4sim's hash)."""
+    fab = build_fabric()                                 # 2 spines, one link per leaf-spine pair
+    model = fabric_hash_model(fab, _cut(fab, "b0r0l0", "s0"))
+    into = [(h.nics[0].ip, g.nics[0].ip) for h in fab.hosts if h.block == 1
+            for g in fab.hosts if g.block == 0]          # b1r0l0 -> b0r0l0, 4 flows
+    away = [(g, h) for h, g in into]                     # b0r0l0 -> b1r0l0: its group is s1 only
+    plan = PortPlanner(model).plan(flows_from_fabric(fab, into + away))
+    assert all(f.path[0] == "s1" for f in plan.flows)
+    loads = independent_loads(model, fab, plan)
+    assert ("s0", "b0r0l0") not in loads and loads[("s1", "b0r0l0")] == 4
+    assert loads[("b1r0l0", "s1")] == 4 and not plan.balanced      # s0 unusable: above the even share
+
+
+def test_flows_to_other_leaves_still_use_the_spine() -> None:
+    fab = build_fabric()
+    model = fabric_hash_model(fab, _cut(fab, "b0r0l0", "s0"))
+    pairs = [(h.nics[1].ip, g.nics[1].ip) for h in fab.hosts if h.block == 1
+             for g in fab.hosts if g.block == 0]          # rail 1: b1r1l0 -> b0r1l0, untouched
+    plan = PortPlanner(model).plan(flows_from_fabric(fab, pairs))
+    assert plan.balanced and Counter(f.path[0] for f in plan.flows) == {"s0": 2, "s1": 2}
+
+
+def test_a_leaf_no_spine_reaches_is_named() -> None:
+    fab = build_fabric()
+    down = _cut(fab, "b0r0l0", "s0") | _cut(fab, "b0r0l0", "s1")
+    model = fabric_hash_model(fab, down)
+    pairs = [(fab.hosts[2].nics[0].ip, fab.hosts[0].nics[0].ip)]       # b1s0 -> b0s0, rail 0
+    with pytest.raises(PortPlanError, match=r"flow f0: no spine of b1r0l0's uplink group 1 "
+                                            r"\(s0, s1\) has a live route to b0r0l0"):
+        PortPlanner(model).plan(flows_from_fabric(fab, pairs))
+
+
+def test_spine_routes_from_the_groups() -> None:
+    fab = build_fabric(FabricSpec(blocks=2, servers_per_block=2, rails=1, spines=2, uplinks_per_spine=2))
+    model = fabric_hash_model(fab)
+    assert spine_routes_to(model, "s0", "b0r0l0") and spine_routes_to(model, "s1", "b1r0l0")
+    ports = [p for p in fab.switch("b0r0l0").ports.values() if p.peer_node == "s0"]
+    one = fabric_hash_model(fab, {("b0r0l0", ports[0].port), ("s0", ports[0].peer_port)})
+    assert spine_routes_to(one, "s0", "b0r0l0")                  # one of two parallel links left
+    both = fabric_hash_model(fab, {e for p in ports for e in (("b0r0l0", p.port), ("s0", p.peer_port))})
+    assert not spine_routes_to(both, "s0", "b0r0l0") and spine_routes_to(both, "s1", "b0r0l0")
+
+
+# ----------------------------------------------------------------- the public colouring helpers
+def test_split_and_kempe_colouring_keep_every_vertex_within_k() -> None:
+    import random
+    rng = random.Random(3)
+    palette = [(f"s{i}", 0) for i in range(4)]
+    left = [("u", rng.randrange(3)) for _ in range(40)]
+    right = [("v", rng.randrange(5)) for _ in range(40)]
+    us, vs = split_vertices(left, 4), split_vertices(right, 4)
+    assert max(Counter(us).values()) <= 4 and max(Counter(vs).values()) <= 4
+    colours = kempe_colouring(list(zip(us, vs)), palette)
+    for side in (us, vs):
+        assert len(set(zip(side, colours))) == len(colours)          # proper at every sub-vertex
+    for key, total in Counter(left).items():                          # so each colour ≤ ceil(d/k)
+        per = Counter(c for k, c in zip(left, colours) if k == key)
+        assert max(per.values()) <= math.ceil(total / 4)
+    kept = kempe_colouring([("a", "b"), ("a", "c")], palette, [("s3", 0), ("s3", 0)])
+    assert kept[0] == ("s3", 0) and kept[1] != ("s3", 0)
+    with pytest.raises(ValueError, match="at least one colour"):
+        split_vertices(["a"], 0)
+
+
+def test_docstring_examples() -> None:
+    import doctest
+    from host.tccl import ports
+    assert doctest.testmod(ports).failed == 0

@@ -1,6 +1,6 @@
 """Simulated paths are the hash model's: vectorised CRC and member choice against
-``p4src.hashmodel`` and GOR's ``PathEngine.current_path``; the fabric's hash model as
-``controller.fabric_setup`` programs it."""
+``p4src.hashmodel`` and GOR's ``PathEngine.current_path`` (the fabric's hash model is
+``controller.fabric_setup.fabric_hash_model``, tested in ``tests/controller``)."""
 from __future__ import annotations
 
 import ipaddress
@@ -9,12 +9,11 @@ import random
 import numpy as np
 import pytest
 
-from controller.fabric_setup import plan_fabric
 from controller.gor.decisions import FlowKey
 from controller.gor.paths import LinkState, PathEngine
-from p4src.hashmodel import FabricHashModel, Flow, crc16_arc, crc32, predict_path
+from p4src.hashmodel import Flow, crc16_arc, crc32, predict_path
 from sim.routing import crc_rows, route_flows
-from sim.topology import SimFabric, SimInputError, hash_model_of, member_port
+from sim.topology import SimFabric, SimInputError, member_port
 from topo.model import build_fabric
 from topo.spec import FabricSpec
 
@@ -30,13 +29,6 @@ def test_vectorised_crc_matches_the_hash_model() -> None:
     c32 = crc_rows(msg, np.ones(50, bool))
     for i in range(50):
         assert c16[i] == crc16_arc(bytes(msg[i])) and c32[i] == crc32(bytes(msg[i]))
-
-
-@pytest.mark.parametrize("spec", SPECS, ids=["default", "parallel-links", "two-leaves-per-rail"])
-def test_hash_model_is_the_programmed_one(spec: FabricSpec) -> None:
-    fab = build_fabric(spec)
-    programmed = FabricHashModel({n: p.hash_model() for n, p in plan_fabric(fab).items()})
-    assert hash_model_of(fab) == programmed
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=["default", "parallel-links", "two-leaves-per-rail"])
