@@ -32,7 +32,7 @@ from pathlib import Path
 from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure, median
 from controller.gor.decisions import FlowKey, MoveOrder
 from controller.gor.paths import ElephantFlow, LinkState, PathEngine
-from p4src.hashmodel import FabricHashModel, GroupModel, SwitchHashModel
+from controller.fabric_setup import fabric_hash_model
 from topo.model import Fabric, build_fabric
 from topo.spec import FabricSpec, load_spec
 
@@ -41,28 +41,13 @@ TOP_N = 100
 SEED = 7
 
 
-def hash_model_of(fab: Fabric) -> FabricHashModel:
-    """The published model of a fabric with one link per leaf–spine pair (as
-    ``controller.fabric_setup`` programs it: group 1 over the uplinks in port order)."""
-    out: dict[str, SwitchHashModel] = {}
-    for sw in fab.switches:
-        groups = {}
-        if sw.is_leaf:
-            peers = tuple(p.peer_node for p in sw.ports_of_kind("uplink"))
-            if len(set(peers)) != len(peers):
-                raise BenchCheckError("gor bench: parallel uplinks are not modelled here")
-            groups[1] = GroupModel(0, peers)
-        out[sw.name] = SwitchHashModel(sw.name, sw.hash_algorithm, seed=sw.ecmp_seed, groups=groups)
-    return FabricHashModel(out)
-
-
 def scenario(fab: Fabric) -> tuple[PathEngine, list[ElephantFlow]]:
     """The engine with synthetic telemetry and the Top-100 elephants of the hot uplink."""
     rng = random.Random(SEED)
     links = LinkState.from_fabric(fab)
     for l in links.capacity_bps:
         links.set_util(l, rng.uniform(0.2, 0.6))
-    eng = PathEngine(fab, hash_model_of(fab), links)
+    eng = PathEngine(fab, fabric_hash_model(fab), links)
     src_leaf = "b0r0l0"
     hot = next((src_leaf, p.port) for p in fab.switch(src_leaf).ports_of_kind("uplink") if p.peer_node == "s0")
     links.set_util(hot, 1.0)
