@@ -6,7 +6,8 @@
   figures in ``runs/<timestamp>/``. ``gor`` is kept as another name for it.
 * ``link-failure`` (:mod:`topo.link_failure`) — a leaf uplink goes down under traffic;
   GOR takes it out of the ECMP groups at both ends and re-plans.
-* ``alltoall`` — not written yet: it says so and returns 0.
+* ``alltoall`` (:mod:`topo.alltoall`) — an MoE all-to-all between two blocks on one rail,
+  random source ports (a colliding draw) then TCCL's: per-uplink max/mean and completion.
 
 Shared pieces: :class:`ScenarioOptions`, the uplink queue rates through p4sim's control
 API (:func:`set_uplink_rates`: congestion comes from switch queue rates on these
@@ -105,12 +106,13 @@ def run_scenario(name: str, fabric: Any, programmer: Any, state: Any,
     if name not in SCENARIOS:
         say(f"scenario: unknown scenario {name!r} (known: {', '.join(SCENARIOS)})")
         return ScenarioResult(2)
-    if name not in ("default", "gor", "link-failure"):
-        say(f"scenario {name}: not written yet (issue 5: all-to-all); nothing to run")
-        return ScenarioResult(0)
     if programmer is None:
         say("scenario: the switches are not programmed: the scenario cannot run")
         return ScenarioResult(2)
+    if name == "alltoall":
+        from topo.alltoall import run_alltoall  # noqa: PLC0415
+        a2a = run_alltoall(fabric, programmer, state, save_state, opts or ScenarioOptions(), say)
+        return ScenarioResult(a2a.status, a2a.run_dir)
     if name == "link-failure":
         from topo.link_failure import run_link_failure  # noqa: PLC0415
         failure = run_link_failure(fabric, programmer, state, save_state,

@@ -22,14 +22,32 @@ thread reports an event with :meth:`LinkFaults.submit_link_event`; the next tick
 
 A group left with no member keeps its last one (the switch has no other way out; its
 packets are lost either way) and the failure is logged.
+
+**From the counters** (:meth:`LinkFaults._watch_links`, every tick after the digests):
+each link direction's interval becomes evidence (:func:`~controller.gor.deadlinks.link_evidence`)
+for the :class:`~controller.gor.deadlinks.DeadLinkDetector`; a direction it declares dead
+gets :meth:`link_down` with the reason ``counters: …`` (``link_down`` in the decision log);
+one it declared dead that carries traffic again gets :meth:`link_up`. For the
+"forwarded but not sent" rule the loop probes: while a port sends nothing and another
+member of one of its switch's ECMP groups sends at least ``min_pkts``, sampling is on at
+that port (``probes``), so that packets forwarded to it show up as digests.
+
+**Pause storms** (:meth:`LinkFaults._watch_pause`): each sample's PFC frames received go
+to the :class:`~controller.gor.pause.PauseStormMonitor`; a storm raised or cleared is
+logged (``pause_storm_raised`` with the operator's advice, ``pause_storm_cleared``) and
+exported (``gor_pause_storm``). Nothing is re-routed for it.
 """
 from __future__ import annotations
 
 import queue
-from typing import Any, Mapping, Optional
+from collections import Counter
+from typing import TYPE_CHECKING, Any, Mapping, Optional
 
+from controller.gor.deadlinks import DeadLinkDetector, link_evidence
 from controller.gor.decisions import LinkKey
 from controller.gor.log import DecisionLog
+from controller.gor.metrics import GorMetrics
+from controller.gor.pause import PAUSE_STORM_ADVICE, PauseStormMonitor
 from controller.gor.paths import LinkState, PathEngine
 from p4src.hashmodel import GroupModel
 
@@ -45,14 +63,25 @@ class LinkFaults:
     links: LinkState
     engine: PathEngine
     decision_log: Optional[DecisionLog]
+    metrics: Optional[GorMetrics]
+    pause: PauseStormMonitor
+    dead_links: DeadLinkDetector
+    probes: dict[LinkKey, float]
+    forwarded: "Counter[LinkKey]"
+    rx_armed: set[LinkKey]
+    counter_down: set[LinkKey]
+    sampling: dict[LinkKey, int]
     follow_up: set[LinkKey]
     programmed_groups: dict[str, dict[int, GroupModel]]
     link_events: "queue.Queue[tuple[str, int, bool, str]]"
 
-    def link_name(self, link: LinkKey) -> str: ...
-    def _error(self, msg: str) -> None: ...
-    def _write(self, switch: str, table: str, match: Mapping[str, Any], action: str,
-               params: Mapping[str, Any]) -> None: ...
+    if TYPE_CHECKING:  # provided by the other parts of GorLoop (stubs here would shadow them)
+        def link_name(self, link: LinkKey) -> str: ...
+        def _error(self, msg: str) -> None: ...
+        def _write(self, switch: str, table: str, match: Mapping[str, Any], action: str,
+                   params: Mapping[str, Any]) -> None: ...
+        def _enable_sampling(self, key: LinkKey, t_s: float = 0.0) -> bool: ...
+        def _release_sampling(self, link: LinkKey) -> None: ...
 
     def submit_link_event(self, switch: str, port: int, up: bool,
                           reason: str = "administrative") -> None:
@@ -78,6 +107,10 @@ class LinkFaults:
         if self.links.is_up((switch, port)):
             return []
         self.links.link_up(switch, port)
+        for end in [(switch, port), self.links.peer.get((switch, port))]:
+            if end is not None:
+                self.dead_links.forget(end)
+                self.counter_down.discard(end)
         return self._regroup(switch, port, "link_up", reason)
 
     def _regroup(self, switch: str, port: int, event: str, reason: str) -> list[str]:
@@ -89,6 +122,9 @@ class LinkFaults:
         for sw, _ in ends:
             done += self._rewrite_groups(sw)
         self.engine._spine_groups.clear()
+        if self.metrics is not None:
+            for end in ends:
+                self.metrics.set_link_down(self.link_name(end), not self.links.is_up(end))
         for sw, _ in ends:
             self.follow_up.update(l for l in self.links.capacity_bps
                                   if l[0] == sw and self.links.is_up(l))
@@ -123,6 +159,77 @@ class LinkFaults:
             model.groups[gid] = GroupModel(programmed.base, tuple(m for m, _ in live))
             out.append(f"{switch}/{gid}: {','.join(m for m, _ in live)}")
         return out
+
+    # ------------------------------------------------------------------ from the counters
+    def _watch_pause(self, link: LinkKey, t_s: float, sample: Any) -> None:
+        """Feed one sample's PFC frames received to the pause-storm monitor."""
+        ev = self.pause.observe(link, t_s, int(getattr(sample, "pfc_rx", 0) or 0),
+                                float(getattr(sample, "dt_s", 0.0) or 0.0))
+        if ev is None:
+            return
+        name = self.link_name(link)
+        if self.metrics is not None:
+            self.metrics.set_pause_storm(name, ev.raised)
+        if self.decision_log is not None:
+            if ev.raised:
+                self.decision_log.record("pause_storm_raised", link=name,
+                                         frames_per_s=ev.frames_per_s, held_s=ev.held_s,
+                                         action=PAUSE_STORM_ADVICE)
+            else:
+                self.decision_log.record("pause_storm_cleared", link=name,
+                                         frames_per_s=ev.frames_per_s, held_s=ev.held_s)
+
+    def _watch_links(self, t_s: float, samples: Mapping[Any, Any]) -> None:
+        """Dead-link evidence of every sampled direction (see the module docstring)."""
+        by_key = {(lid.switch, lid.port): s for lid, s in samples.items()}
+        for key, s in by_key.items():
+            if getattr(s, "rx_pkts", 0) > 0:
+                self.rx_armed.add(key)
+        forwarded, self.forwarded = self.forwarded, Counter()
+        th = self.dead_links.thresholds
+        for key, s in sorted(by_key.items()):
+            peer = self.links.peer.get(key)
+            if peer is None:
+                continue
+            ev = self.dead_links.observe(key, t_s, link_evidence(
+                s, by_key.get(peer), rx_armed=peer in self.rx_armed,
+                forwarded=forwarded.get(key, 0), th=th))
+            if ev is None:
+                continue
+            if ev.dead and self.links.is_up(key):
+                self.counter_down.add(key)
+                self.link_down(key[0], key[1], ev.reason)
+            elif not ev.dead and key in self.counter_down and not self.links.is_up(key):
+                self.link_up(key[0], key[1], ev.reason)
+        self._probe(by_key, t_s)
+
+    def _siblings(self, link: LinkKey) -> set[LinkKey]:
+        """The other member ports of every ECMP group of ``link``'s switch that has it."""
+        sw, port = link
+        out: set[LinkKey] = set()
+        for group in self.programmed_groups.get(sw, {}).values():
+            ports = {self.engine.member_port(sw, m) for m in group.members}
+            if port in ports:
+                out.update((sw, p) for p in ports if p != port)
+        return out
+
+    def _probe(self, by_key: Mapping[LinkKey, Any], t_s: float) -> None:
+        """Sampling at every up port that sends nothing while a sibling sends ``min_pkts``;
+        off again once the port sends or goes down."""
+        min_pkts = self.dead_links.thresholds.min_pkts
+        for key, s in by_key.items():
+            if key not in self.links.peer or not self.links.is_up(key):
+                continue
+            if s.tx_pkts == 0 and any(getattr(by_key.get(k), "tx_pkts", 0) >= min_pkts
+                                      for k in self._siblings(key)):
+                self.probes.setdefault(key, t_s)
+        for key in list(self.probes):
+            s = by_key.get(key)
+            if not self.links.is_up(key) or (s is not None and s.tx_pkts >= min_pkts):
+                del self.probes[key]
+                self._release_sampling(key)
+            elif key not in self.sampling:
+                self._enable_sampling(key, t_s)
 
 
 __all__ = ["LinkFaults"]

@@ -15,7 +15,12 @@ keys (written as text) and link keys (``("b0r0l0", 3)`` → ``"b0r0l0:3"`` as a 
 * ``order_confirmed``: order_id, flow, measured (link → util_pct)
 * ``order_rolled_back``: order_id, flow, reason
 * ``order_retried``: order_id, flow, reason
-* ``link_down`` / ``link_up``: link, reason
+* ``link_down`` / ``link_up``: link, reason (``administrative``, or ``counters: …`` for a
+  dead link found by :mod:`controller.gor.deadlinks`), groups rewritten
+* ``pause_storm_raised``: link, frames_per_s, held_s, action (what the operator should do;
+  GOR does not re-route); ``pause_storm_cleared``: link, frames_per_s, held_s
+* ``reconciled``: adopted/deleted override and sampling entries of a predecessor
+  (:mod:`controller.gor.reconcile`)
 * ``switch_stale`` / ``switch_back``: switch, error
 
 >>> import io, json
@@ -38,7 +43,8 @@ DEFAULT_LOG_PATH = Path("logs/gor.jsonl")
 EVENTS = (
     "alarm_raised", "alarm_cleared", "flows_chosen", "path_chosen", "order_sent",
     "order_confirmed", "order_rolled_back", "order_retried", "link_down", "link_up",
-    "switch_stale", "switch_back", "round", "agent_done",
+    "switch_stale", "switch_back", "round", "agent_done", "pause_storm_raised",
+    "pause_storm_cleared", "reconciled",
 )
 
 _log = logging.getLogger("controller.gor.log")

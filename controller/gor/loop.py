@@ -54,9 +54,21 @@ to go back to the old port, override entries are deleted. A confirmed move stays
 flight ``settle_s`` more (default ``window_s`` plus two periods) so that the windowed
 loads of the next round contain nothing from before the move.
 
-**Link failures** (:mod:`controller.gor.faults`): :meth:`GorLoop.link_down` takes a
+**Faults** (:mod:`controller.gor.faults`): :meth:`GorLoop.link_down` takes a
 cable out of the ECMP groups at both ends and out of the engine's hash model, and makes
-the links of both switches follow-up links; :meth:`GorLoop.link_up` puts it back.
+the links of both switches follow-up links; :meth:`GorLoop.link_up` puts it back. The
+same happens, after each tick's digests, for a link the counters prove dead
+(:mod:`controller.gor.deadlinks`: traffic sent into it never arrives, or forwarded to it
+never leaves; an idle link is never declared dead). A pause storm (PFC frames received
+over a rate for a duration, :mod:`controller.gor.pause`) raises its own alarm, logged and
+exported, without a re-route. :meth:`GorLoop.reconcile` (:mod:`controller.gor.reconcile`)
+reads back the override and sampling entries a previous GOR left in the switches and
+adopts or deletes them.
+
+The loop is split by concern: :mod:`~controller.gor.tables` (entry writes, sampling),
+:mod:`~controller.gor.rounds` (decision rounds), :mod:`~controller.gor.orders` (orders),
+:mod:`~controller.gor.faults` (links), :mod:`~controller.gor.reconcile` (restart),
+:mod:`~controller.gor.digests` (digest reader threads).
 
 Link names in the decision log and metrics are the telemetry's (``b0r0l0->s0``, with
 ``:port`` when two links join the same pair): :meth:`GorLoop.link_name`.
@@ -77,25 +89,26 @@ import itertools
 import logging
 import queue
 import time
-from collections import deque
+from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable, Mapping, Optional
 
 from controller.fabric_setup import switch_id_of
 from controller.gor.alarms import AlarmMonitor, AlarmThresholds
+from controller.gor.deadlinks import DeadLinkDetector, DeadLinkThresholds
 from controller.gor.decisions import AlarmLevel, FlowKey, LinkKey, PathChoice, RoundDecision
+from controller.gor.digests import DIGEST_NAME, digest_reader, enable_digests
 from controller.gor.elephants import FlowTable
 from controller.gor.faults import LinkFaults
 from controller.gor.log import DecisionLog
 from controller.gor.metrics import GorMetrics
-from controller.gor.moves import MoveInFlight, apply_in_flight
+from controller.gor.moves import MoveInFlight
 from controller.gor.orders import OVERRIDE_ACTION, OVERRIDE_TABLE, MoveOrders, override_match
-from controller.gor.paths import ElephantFlow, LinkState, PathEngine, nic_leaves
-
-SAMPLING_TABLE = "FabricIngress.sampling.config"
-SAMPLING_ACTION = "FabricIngress.sampling.sample"
-SAMPLING_KEY = "standard_metadata.egress_spec"
-DIGEST_NAME = "flow_sample_t"
+from controller.gor.pause import PauseStormMonitor, PauseStormThresholds
+from controller.gor.paths import LinkState, PathEngine, nic_leaves
+from controller.gor.reconcile import Reconciliation
+from controller.gor.rounds import DecisionRounds
+from controller.gor.tables import SAMPLING_ACTION, SAMPLING_KEY, SAMPLING_TABLE, SwitchTables
 
 log = logging.getLogger("controller.gor.loop")
 
@@ -103,21 +116,15 @@ PendingMove = MoveInFlight
 """The former name of :class:`~controller.gor.moves.MoveInFlight`."""
 
 
-def _is_already_exists(exc: BaseException) -> bool:
-    codes = getattr(exc, "codes", None)
-    try:
-        return callable(codes) and "ALREADY_EXISTS" in codes()
-    except Exception:  # noqa: BLE001
-        return False
-
-
-class GorLoop(MoveOrders, LinkFaults):
+class GorLoop(DecisionRounds, MoveOrders, LinkFaults, Reconciliation, SwitchTables):
     """GOR's control loop over one fabric (see the module docstring for one tick).
 
     ``fabric`` is a ``topo.model.Fabric``; ``programmer`` gives ``connections`` (switch
-    name → ``SwitchConnection``-like: ``table_entry``, ``insert``, ``modify``, ``delete``)
-    and ``hash_model()``; ``registry`` is a ``FlowRegistry``-like object (``flows``,
-    ``move``, ``order``, ``owner``) or None (every flow then gets override entries).
+    name → ``SwitchConnection``-like: ``table_entry``, ``insert``, ``modify``, ``delete``,
+    and ``read_table`` for :meth:`reconcile`) and ``hash_model()``; ``registry`` is a
+    ``FlowRegistry``-like object (``flows``, ``move``, ``order``, ``owner``) or None (every
+    flow then gets override entries). ``pause_thresholds`` / ``dead_link_thresholds`` set
+    the fault detectors (``detect_dead_links=False`` turns the counter rule off).
     Call :meth:`close` at the end (it stops the order thread pool).
     """
 
@@ -129,7 +136,10 @@ class GorLoop(MoveOrders, LinkFaults):
                  confirm_timeout_s: float = 3.0, order_timeout_s: float = 2.0,
                  max_retries: int = 1, decide_level: AlarmLevel = AlarmLevel.WARNING,
                  settle_s: Optional[float] = None, min_samples: int = 20,
-                 order_workers: int = 4) -> None:
+                 order_workers: int = 4,
+                 pause_thresholds: Optional[PauseStormThresholds] = None,
+                 dead_link_thresholds: Optional[DeadLinkThresholds] = None,
+                 detect_dead_links: bool = True) -> None:
         if top_n < 1 or one_in_n < 1 or order_workers < 1:
             raise ValueError("top_n, one_in_n and order_workers must be at least 1")
         self.fabric, self.programmer, self.registry = fabric, programmer, registry
@@ -143,6 +153,9 @@ class GorLoop(MoveOrders, LinkFaults):
         self.safety = safety
         self.follow_up: set[LinkKey] = set()          # links of past rounds, still over safety
         self.alarms = AlarmMonitor(thresholds)
+        self.pause = PauseStormMonitor(pause_thresholds)
+        self.dead_links = DeadLinkDetector(dead_link_thresholds)
+        self.detect_dead_links = detect_dead_links
         self.links = LinkState.from_fabric(fabric)
         self.engine = PathEngine(fabric, programmer.hash_model(), self.links, safety=safety)
         self.programmed_groups = {n: dict(m.groups) for n, m in programmer.hash_model().switches.items()}
@@ -153,6 +166,11 @@ class GorLoop(MoveOrders, LinkFaults):
         self.digests: "queue.Queue[tuple[str, Any]]" = queue.Queue()
         self.sampling: dict[LinkKey, int] = {}        # link → one_in_n programmed
         self.sampling_since: dict[LinkKey, float] = {}
+        self.probes: dict[LinkKey, float] = {}        # dead-link probes: link → since
+        self.forwarded: Counter[LinkKey] = Counter()  # digests per egress link since the last tick
+        self.rx_armed: set[LinkKey] = set()           # ports whose rx counter has moved
+        self.counter_down: set[LinkKey] = set()       # links taken down by the counters
+        self.adopted_sampling: dict[LinkKey, float] = {}   # reconciled entries: link → until
         self.pending: dict[str, MoveInFlight] = {}    # order id → move not yet seen/settled
         self.overrides: dict[FlowKey, PathChoice] = {}
         self.moved: dict[FlowKey, float] = {}         # flow (old and new key) → left alone until
@@ -218,6 +236,9 @@ class GorLoop(MoveOrders, LinkFaults):
         self._drain_link_events()
         self._telemetry(t_s, samples)
         self._drain_digests(t_s)
+        if self.detect_dead_links:
+            self._watch_links(t_s, samples)
+        self._expire_adopted(t_s)
         self._check_pending(t_s)
         rounds = self._decide(t_s)
         self.flows.age(t_s)
@@ -246,6 +267,7 @@ class GorLoop(MoveOrders, LinkFaults):
                 while len(win) > 1 and win[0][0] <= t_s - self.window_s:
                     win.popleft()
                 self.links.set_util(key, sum(u for _, u in win) / len(win))
+            self._watch_pause(key, t_s, s)
             ev = self.alarms.observe(key, t_s, s.marks, s.tx_pkts)
             if ev is None:
                 continue
@@ -270,53 +292,6 @@ class GorLoop(MoveOrders, LinkFaults):
             if key not in self.sampling:
                 self._enable_sampling(key, t_s)
 
-    def _confirming(self, link: LinkKey) -> bool:
-        """Sampling on ``link`` is still needed: a move must be seen there, or a follow-up
-        round may run on it."""
-        return link in self.follow_up or any(m.new_link == link for m in self.pending.values())
-
-    def _conn(self, switch: str) -> Any:
-        conn = self.programmer.connections.get(switch)
-        if conn is None:
-            raise KeyError(f"{switch}: no connection")
-        return conn
-
-    def _write(self, switch: str, table: str, match: Mapping[str, Any], action: str,
-               params: Mapping[str, Any]) -> None:
-        """INSERT the entry, MODIFY when it exists already."""
-        conn = self._conn(switch)
-        te = conn.table_entry(table, match, action, params)
-        try:
-            conn.insert(te)
-        except Exception as exc:  # noqa: BLE001
-            if not _is_already_exists(exc):
-                raise
-            conn.modify(te)
-
-    def _enable_sampling(self, key: LinkKey, t_s: float = 0.0) -> bool:
-        sw, port = key
-        try:
-            self._write(sw, SAMPLING_TABLE, {SAMPLING_KEY: port}, SAMPLING_ACTION,
-                        {"one_in_n": self.one_in_n})
-        except Exception as exc:  # noqa: BLE001 — a dead switch must not stop the loop
-            self._error(f"{sw}: sampling on port {port} not enabled: {type(exc).__name__}: {exc}")
-            return False
-        self.sampling[key] = self.one_in_n
-        self.sampling_since[key] = t_s
-        self.flows.set_sampling(key, self.one_in_n)
-        return True
-
-    def _disable_sampling(self, key: LinkKey) -> None:
-        if self.sampling.pop(key, None) is None:
-            return
-        self.sampling_since.pop(key, None)
-        sw, port = key
-        try:
-            conn = self._conn(sw)
-            conn.delete(conn.table_entry(SAMPLING_TABLE, {SAMPLING_KEY: port}))
-        except Exception as exc:  # noqa: BLE001
-            self._error(f"{sw}: sampling on port {port} not disabled: {type(exc).__name__}: {exc}")
-
     # ------------------------------------------------------------------ 3 digests
     def _drain_digests(self, t_s: float) -> None:
         while True:
@@ -327,148 +302,15 @@ class GorLoop(MoveOrders, LinkFaults):
             rows = getattr(digest, "data", digest)
             try:
                 for row in rows:
-                    self.flows.add(row, t_s)
+                    got = self.flows.add(row, t_s)
+                    if got is not None:
+                        sw = self.flows.switch_names.get(got.switch_id)
+                        self.forwarded[(sw or switch, got.egress_port)] += 1
             except Exception as exc:  # noqa: BLE001 — a malformed digest must not stop the loop
                 self.digest_errors += 1
                 self._error(f"{switch}: bad digest: {type(exc).__name__}: {exc}")
 
-    # ------------------------------------------------------------------ 5 decisions
-    def _agent_flows(self) -> dict[tuple[str, str, int, int], str]:
-        """(src, dst, sport, dport) → registered flow id (the registry's view, plus the
-        new 5-tuples of moves sent before their agent reported)."""
-        out = {(f.src, f.dst, f.sport, f.dport): fid for f, fid in self.flow_ids.items()}
-        if self.registry is None:
-            return out
-        try:
-            out.update({(f.src_ip, f.dst_ip, f.sport, f.dst_port): f.flow_id
-                        for f in self.registry.flows()})
-        except Exception as exc:  # noqa: BLE001
-            self._error(f"registry: {type(exc).__name__}: {exc}")
-        return out
-
-    def _elephants(self, link: LinkKey, t_s: float,
-                   agents: Mapping[tuple[str, str, int, int], str]) -> list[ElephantFlow]:
-        """The Top-N flows on ``link``, rates in the loop's basis (sampled share × the
-        link's measured load)."""
-        counts = self.flows.samples_on(link, t_s)
-        total = sum(counts.values())
-        if total < self.min_samples:
-            return []
-        load = self._offered_bps(link)
-        out = []
-        for flow, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:self.top_n]:
-            src, dst = self.leaf_of.get(flow.src), self.leaf_of.get(flow.dst)
-            if src is None or dst is None or src == dst or flow in self.moved:
-                continue
-            has_agent = (flow.src, flow.dst, flow.sport, flow.dport) in agents
-            out.append(ElephantFlow(flow, load * n / total, src, dst,
-                                    current=self.overrides.get(flow), has_agent=has_agent))
-        return out
-
-    def _in_use(self, agents: Mapping[tuple[str, str, int, int], str]) -> set[FlowKey]:
-        """5-tuples of live flows (registered, sampled, or the target of a move)."""
-        out = {FlowKey(s, d, 17, sp, dp) for s, d, sp, dp in agents}
-        out.update(self.flows.flows)
-        out.update(m.new_flow for m in self.pending.values())
-        return out
-
-    def _offered_bps(self, link: LinkKey) -> float:
-        """A trigger link that marks queues: whatever the counters could drain, its
-        offered load is at least its capacity, and its elephants split that. A follow-up
-        link (no alarm any more) is taken at its measured load."""
-        load = self.links.load_bps.get(link, 0.0)
-        if self.alarms.level(link) >= self.decide_level:
-            return max(load, self.links.capacity_bps[link])
-        return load
-
-    def _hot_links(self) -> list[LinkKey]:
-        """Links at ``decide_level`` or above, then links an earlier round worked on that
-        still measure above the safety threshold (their alarm may have cleared once the
-        queue drained; the threshold is the goal)."""
-        hot = self.alarms.active(self.decide_level)
-        for link in sorted(self.follow_up):
-            if self.links.util(link) <= self.safety + 1e-9:
-                self.follow_up.discard(link)
-                self._release_sampling(link)
-            elif link not in hot:
-                hot.append(link)
-        return hot
-
-    def _decide(self, t_s: float) -> list[RoundDecision]:
-        rounds: list[RoundDecision] = []
-        if self.pending:
-            return rounds                            # one round at a time
-        hot = self._hot_links()
-        if not hot:
-            return rounds
-        agents = self._agent_flows()
-        for link in hot:
-            if t_s - self.last_decision.get(link, -float("inf")) < self.decide_every_s:
-                continue
-            if link not in self.sampling:
-                continue                              # no samples to rank elephants yet
-            elephants = self._elephants(link, t_s, agents)
-            if not elephants:
-                continue
-            self.last_decision[link] = t_s
-            self.follow_up.add(link)
-            rid = next(self._rounds)
-            name = self.link_name(link)
-            if self.decision_log is not None:
-                self.decision_log.flows_chosen(
-                    name, [{"flow": str(e.flow), "util_pct": round(100 * e.rate_bps
-                                                                  / self.links.capacity_bps[link], 2),
-                            "agent": e.has_agent} for e in elephants], rid)
-            planned = apply_in_flight(self.links, self.pending.values())
-            planned.load_bps[link] = self._offered_bps(link)
-            try:
-                dec = self.engine.decide(elephants, t_s, trigger=link, links=planned,
-                                         in_use=self._in_use(agents))
-            except Exception as exc:  # noqa: BLE001 — a model gap must not stop the loop
-                self._error(f"decision on {name} failed: {type(exc).__name__}: {exc}")
-                continue
-            self.decisions.append(dec)
-            del self.decisions[:-100]
-            rounds.append(dec)
-            if self.decision_log is not None:
-                self.decision_log.record("round", round=rid, link=name, **{
-                    k: v for k, v in dec.to_dict().items() if k in ("rejected", "baseline_max_util",
-                                                                    "predicted_max_util", "elapsed_s")})
-            for order in dec.orders:
-                self._act(order, rid, t_s, agents, planned)
-            if self.pending:
-                break                                 # one round at a time
-        return rounds
-
-# ---------------------------------------------------------------------- digest readers
-def digest_reader(loop: GorLoop, switch: str, conn: Any, stop: Any, poll_s: float = 0.2) -> None:
-    """Body of one digest reader thread: ``conn.get_digest`` until ``stop`` (an Event) is
-    set, handing ``flow_sample_t`` lists to ``loop``; errors are logged and the thread
-    backs off one second, it never dies on a bad switch."""
-    while not stop.is_set():
-        try:
-            dl = conn.get_digest(timeout_s=poll_s)
-        except Exception as exc:  # noqa: BLE001
-            log.warning("%s: digest read failed: %s", switch, exc)
-            stop.wait(1.0)
-            continue
-        if dl is not None and getattr(dl, "name", DIGEST_NAME) == DIGEST_NAME:
-            loop.submit_digests(switch, dl)
-
-
-def enable_digests(connections: Mapping[str, Any], switches: Iterable[str],
-                   max_list_size: int = 64, max_timeout_ns: int = 10_000_000) -> list[str]:
-    """Enable ``flow_sample_t`` on every switch that answers; returns those that failed."""
-    failed = []
-    for sw in switches:
-        try:
-            connections[sw].enable_digest(DIGEST_NAME, max_timeout_ns=max_timeout_ns,
-                                          max_list_size=max_list_size)
-        except Exception as exc:  # noqa: BLE001
-            log.warning("%s: digest %s not enabled: %s", sw, DIGEST_NAME, exc)
-            failed.append(sw)
-    return failed
-
 
 __all__ = ["DIGEST_NAME", "GorLoop", "MoveInFlight", "OVERRIDE_ACTION", "OVERRIDE_TABLE", "PendingMove",
-           "SAMPLING_ACTION", "SAMPLING_TABLE", "digest_reader", "enable_digests", "override_match"]
+           "SAMPLING_ACTION", "SAMPLING_KEY", "SAMPLING_TABLE", "digest_reader", "enable_digests",
+           "override_match"]

@@ -12,6 +12,10 @@ Metrics (``link`` is ``switch->peer``, one direction of a fabric link):
 * ``gor_link_pfc_rx_frames_total`` (counter) — PFC frames received on the port
 * ``gor_link_drops_total`` (counter) — packets dropped in ingress from the port
 * ``gor_alarm_level`` (gauge) — alarm level of the link (0 = none)
+* ``gor_pause_storm`` (gauge) — 1 while the link direction is in a pause storm
+  (:mod:`controller.gor.pause`; not re-routed)
+* ``gor_link_down`` (gauge) — 1 while the link direction is out of service (an
+  administrative event, or dead from the counters: :mod:`controller.gor.deadlinks`)
 * ``gor_switch_stale`` (gauge) — 1 while the switch does not answer polls
 * ``gor_moves_total`` (counter) — orders by ``outcome`` (sent, confirmed, rolled_back, retried)
 * ``gor_loop_seconds`` (summary) — duration of a telemetry poll (``_sum``, ``_count``)
@@ -104,6 +108,8 @@ class GorMetrics:
         self._links: dict[str, _LinkState] = {}
         self._alarms: dict[str, int] = {}
         self._stale: dict[str, int] = {}
+        self._pause: dict[str, int] = {}
+        self._down: dict[str, int] = {}
         self._moves: dict[str, int] = {o: 0 for o in MOVE_OUTCOMES}
         self._loop_sum = 0.0
         self._loop_count = 0
@@ -128,6 +134,16 @@ class GorMetrics:
         """The alarm level of ``link`` (0 clears it; the series stays at 0)."""
         with self._lock:
             self._alarms[str(link)] = int(level)
+
+    def set_pause_storm(self, link: Any, storm: bool) -> None:
+        """Whether ``link`` is in a pause storm (the series stays at 0 once cleared)."""
+        with self._lock:
+            self._pause[str(link)] = 1 if storm else 0
+
+    def set_link_down(self, link: Any, down: bool) -> None:
+        """Whether ``link`` is out of service."""
+        with self._lock:
+            self._down[str(link)] = 1 if down else 0
 
     def set_switch_stale(self, switch: str, stale: bool) -> None:
         """Whether ``switch`` answers its polls."""
@@ -167,6 +183,12 @@ class GorMetrics:
             family("gor_alarm_level", "gauge", "Alarm level of the link direction (0 = none).")
             for key, level in sorted(self._alarms.items()):
                 out.append(f"gor_alarm_level{_labels(link=key)} {level}")
+            family("gor_pause_storm", "gauge", "1 while the link direction is in a pause storm.")
+            for key, v in sorted(self._pause.items()):
+                out.append(f"gor_pause_storm{_labels(link=key)} {v}")
+            family("gor_link_down", "gauge", "1 while the link direction is out of service.")
+            for key, v in sorted(self._down.items()):
+                out.append(f"gor_link_down{_labels(link=key)} {v}")
             family("gor_switch_stale", "gauge", "1 while the switch does not answer polls.")
             for sw, v in sorted(self._stale.items()):
                 out.append(f"gor_switch_stale{_labels(switch=sw)} {v}")

@@ -3,6 +3,8 @@
 Programs (or attaches to) the switches, starts the flow registry the agents call, the
 metrics server, one digest reader per switch and the telemetry poller whose every
 interval drives :meth:`controller.gor.loop.GorLoop.tick`; runs until SIGINT/SIGTERM.
+Before the first tick it reconciles what a previous GOR left in the switches
+(:meth:`GorLoop.reconcile`: override and sampling entries adopted or deleted).
 
     python -m controller run --fabric build/topology.json --p4info build/fabric.p4info.txtpb \
         --config build/fabric.json --attach --metrics-port 9100
@@ -86,6 +88,10 @@ def run_gor(args: Any) -> int:
             print(f"controller run: metrics on {srv.url}")
         loop = GorLoop(fabric, prog, registry, period_s=args.period, safety=args.safety,
                        top_n=args.top_n, log=dlog, metrics=metrics, one_in_n=args.one_in_n)
+        rec = loop.reconcile(0.0)          # a predecessor's overrides and sampling entries
+        print(f"controller run: reconciled: {rec.adopted_overrides} override and "
+              f"{rec.adopted_sampling} sampling entries adopted, {rec.deleted_overrides} and "
+              f"{rec.deleted_sampling} deleted", flush=True)
         for name, conn in prog.connections.items():
             t = threading.Thread(target=digest_reader, args=(loop, name, conn, stop),
                                  name=f"digests-{name}", daemon=True)

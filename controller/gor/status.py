@@ -75,6 +75,8 @@ class StatusSnapshot:
     moves: list[MoveRow] = field(default_factory=list)
     move_counts: dict[str, int] = field(default_factory=dict)
     stale: list[str] = field(default_factory=list)
+    pause_storms: list[str] = field(default_factory=list)
+    down: list[str] = field(default_factory=list)
     loop_ms: Optional[float] = None
 
     def render(self) -> str:
@@ -97,6 +99,8 @@ class StatusSnapshot:
         active = {l: v for l, v in sorted(self.alarms.items()) if v}
         out.append("ALARMS: " + (", ".join(f"{l} L{v}" for l, v in active.items())
                                  if active else "none"))
+        out.append("PAUSE STORMS (not re-routed): " + (", ".join(self.pause_storms) or "none"))
+        out.append("LINKS DOWN: " + (", ".join(self.down) or "none"))
         out.append("")
         out.append(f"{'ORDER':<12} {'STATE':<12} {'FLOW':<40} NEW PATH / NOTE")
         for m in self.moves[-MAX_MOVES_SHOWN:]:
@@ -137,6 +141,10 @@ def snapshot_from_metrics(text: str, source: str = "metrics") -> StatusSnapshot:
             row(link).max_qdepth = int(s.value)
         elif s.name == "gor_alarm_level" and link:
             snap.alarms[link] = int(s.value)
+        elif s.name == "gor_pause_storm" and link and s.value:
+            snap.pause_storms.append(link)
+        elif s.name == "gor_link_down" and link and s.value:
+            snap.down.append(link)
         elif s.name == "gor_switch_stale" and s.value:
             snap.stale.append(s.labels.get("switch", "?"))
         elif s.name == "gor_moves_total":
@@ -156,6 +164,8 @@ def snapshot_from_metrics(text: str, source: str = "metrics") -> StatusSnapshot:
         if link in snap.links:
             snap.links[link].alarm = level
     snap.stale.sort()
+    snap.pause_storms.sort()
+    snap.down.sort()
     return snap
 
 
@@ -168,6 +178,8 @@ def snapshot_from_log(records: Iterable[dict[str, Any]], source: str = "log") ->
     snap = StatusSnapshot(source)
     orders: dict[str, MoveRow] = {}
     stale: set[str] = set()
+    storms: set[str] = set()
+    down: set[str] = set()
     for rec in records:
         ev = rec.get("event")
         if ev in ("alarm_raised", "alarm_cleared"):
@@ -192,12 +204,17 @@ def snapshot_from_log(records: Iterable[dict[str, Any]], source: str = "log") ->
                 m.new_path = "→".join(str(x) for x in rec["new_path"])
             m.note = str(rec.get("reason", "")) or (
                 f"sport {rec['sport']}" if rec.get("sport") is not None else m.note)
+        elif ev in ("pause_storm_raised", "pause_storm_cleared"):
+            (storms.add if ev == "pause_storm_raised" else storms.discard)(str(rec.get("link")))
+        elif ev in ("link_down", "link_up"):
+            (down.add if ev == "link_down" else down.discard)(str(rec.get("link")))
         elif ev == "switch_stale":
             stale.add(str(rec.get("switch")))
         elif ev == "switch_back":
             stale.discard(str(rec.get("switch")))
     snap.moves = sorted(orders.values(), key=lambda m: m.ts)
     snap.stale = sorted(stale)
+    snap.pause_storms, snap.down = sorted(storms), sorted(down)
     return snap
 
 

@@ -87,9 +87,9 @@ def test_fabric_links_are_the_switch_to_switch_ports() -> None:
 
 
 # ------------------------------------------------------------------ dispatch
-def test_other_scenarios_say_they_are_not_written(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run_scenario("alltoall", None, None, None, lambda: None).status == 0
-    assert "not written yet" in capsys.readouterr().out
+def test_scenarios_refuse_an_unprogrammed_fabric(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_scenario("alltoall", None, None, None, lambda: None).status == 2   # not programmed
+    assert "not programmed" in capsys.readouterr().out
     assert run_scenario("link-failure", None, None, None, lambda: None).status == 2  # not programmed
     assert run_scenario("nope", None, None, None, lambda: None).status == 2
     assert run_scenario("default", None, None, None, lambda: None).status == 2   # not programmed

@@ -8,7 +8,8 @@ and torn down after.
     the leaf's side of the veth) stops the priority-3 QP: the leaf port sees no data frame
     of it during the pause, and frames again after it.
 
-Takes ~25 s.
+Waits are bounded probes (the tap's frame counts), not sleeps. Lives under tests/topo/
+with the other Mininet tests (tests/host stays Mininet-free). Takes ~25 s.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ import pytest
 from host.nic.frames import parse_roce
 from host.nic.pfc import build_pause
 from host.traffic import (LiveTestbed, NicFleet, NicOptions, TrafficOptions, build_flows,
-                          elephant_pairs, run_traffic, testbed_unavailable)
+                          elephant_pairs, poll_until, run_traffic, testbed_unavailable)
 
 SKIP_REASON = testbed_unavailable() or ""
 pytestmark = pytest.mark.skipif(bool(SKIP_REASON), reason=SKIP_REASON or "-")
@@ -100,20 +101,24 @@ def test_pfc_pause_for_priority_3_stops_the_sender(testbed: LiveTestbed, tmp_pat
     quanta = round(PAUSE_S * SLOW_LINK_MBPS * 1e6 / 512)
     with _Tap(leaf_iface, flow.qpn) as tap:
         try:
-            fleet.start([flow], duration_s=4.0, opts=opts)
-            time.sleep(1.5)
+            fleet.start([flow], duration_s=6.0, opts=opts)
+            t_start = time.monotonic()
+            assert poll_until(lambda: tap.count(t_start + 0.2, time.monotonic()) > 100, 10.0), \
+                "the sender's frames never reached the leaf"
             inject = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
             inject.bind((leaf_iface, 0))
             t_pause = time.monotonic()
             inject.send(build_pause(nic.mac.replace("06:", "02:", 1), {3: quanta}))
             inject.close()
-            time.sleep(PAUSE_S + 1.0)
+            resumed = t_pause + PAUSE_S + 0.1
+            assert poll_until(lambda: tap.count(resumed, time.monotonic()) > 20, 10.0), \
+                (tap.count(t_pause, resumed), "no frames after the pause")
         finally:
             errors = fleet.stop()
     assert not errors, errors
     before = tap.count(t_pause - 0.5, t_pause)
     during = tap.count(t_pause + 0.05, t_pause + PAUSE_S - 0.05)
-    after = tap.count(t_pause + PAUSE_S + 0.1, t_pause + PAUSE_S + 0.9)
+    after = tap.count(t_pause + PAUSE_S + 0.1, time.monotonic())
     assert before > 20 and after > 20, (before, during, after)
     assert during == 0, (before, during, after)
     (sender,) = [p.report for p in fleet.procs if p.role == "send"]

@@ -1,0 +1,218 @@
+"""Restart reconciliation: a GOR that starts over a running fabric reads back the override
+and sampling entries its predecessor wrote, and adopts or deletes each, so that no stale
+entry stays in a switch forever.
+
+:meth:`Reconciliation.reconcile` (mixed into :class:`controller.gor.loop.GorLoop`; ``python
+-m controller run`` calls it once before the first tick) does, for every switch, a
+P4Runtime Read of ``FabricIngress.override.flows`` and ``FabricIngress.sampling.config``
+(wildcard reads, ``SwitchConnection.read_table``):
+
+* **Override entries**, grouped by 5-tuple over all switches. A flow's set is *adopted*
+  when its two NICs are known and it is exactly the set :meth:`PathEngine.override_entries`
+  writes for one live leaf → spine → leaf path between them (the path is recorded in
+  ``overrides``, as for an override this GOR wrote, and the flow is left alone for
+  ``cooldown_s`` like a fresh move). Otherwise every entry of the flow is *deleted* (an
+  unknown host, a path through a link that is down, a partial set, another action): the
+  flow goes back to ECMP and is re-planned if its link is hot.
+* **Sampling entries** ``egress_spec = port → sample(one_in_n)`` on a fabric link that is
+  up are *adopted* for a grace period of ``max(window_s, 1 s)``: after it, the entry is
+  removed unless the link has an alarm, a follow-up round, a move or a probe that needs
+  it (the same rule as for sampling this GOR turned on). Any other entry (a port that is
+  not a fabric link, a link that is down, ``sample_to_cpu``, ``one_in_n = 0``) is deleted.
+
+A switch that does not answer is logged and skipped. The decision log gets one
+``reconciled`` record per switch with what was adopted and deleted.
+
+Example::
+
+    >>> report = loop.reconcile(t_s=0.0)                      # doctest: +SKIP
+    >>> report.adopted_overrides, report.deleted_sampling     # doctest: +SKIP
+    (1, 2)
+"""
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping, Optional
+
+from controller.gor.alarms import AlarmMonitor
+from controller.gor.decisions import FlowKey, LinkKey, OverrideEntry, PathChoice
+from controller.gor.elephants import FlowTable
+from controller.gor.log import DecisionLog
+from controller.gor.orders import OVERRIDE_ACTION, OVERRIDE_TABLE
+from controller.gor.paths import LinkState, PathEngine
+from controller.gor.tables import SAMPLING_ACTION, SAMPLING_KEY, SAMPLING_TABLE
+from controller.p4rt.codec import decode
+
+
+@dataclass(frozen=True, slots=True)
+class ReadEntry:
+    """One table entry read back: its table, match fields and action as names and integers,
+    and the entry itself (to delete it as read).
+
+    >>> ReadEntry("b0r0l0", "t", {"k": 1}, "a", {"p": 2}, None).params["p"]
+    2
+    """
+
+    switch: str
+    table: str
+    match: dict[str, int]
+    action: str
+    params: dict[str, int]
+    entry: Any
+
+
+@dataclass(slots=True)
+class ReconcileReport:
+    """What :meth:`Reconciliation.reconcile` did, over all switches.
+
+    >>> ReconcileReport().adopted_overrides
+    0
+    """
+
+    adopted_overrides: int = 0
+    deleted_overrides: int = 0
+    adopted_sampling: int = 0
+    deleted_sampling: int = 0
+    failed_switches: list[str] = field(default_factory=list)
+
+
+def decode_entry(switch: str, info: Any, te: Any) -> ReadEntry:
+    """A P4Runtime ``TableEntry`` as a :class:`ReadEntry` (exact match fields only, which
+    is all the two tables have), with the switch's ``P4InfoHelper`` ``info``."""
+    table = info.get_name("table", te.table_id)
+    match = {info.match_field(table, m.field_id).name: decode(m.exact.value) for m in te.match}
+    act = te.action.action
+    action = info.get_name("action", act.action_id) if act.action_id else ""
+    params = {info.action_param(act.action_id, p.param_id).name: decode(p.value)
+              for p in act.params} if act.action_id else {}
+    return ReadEntry(switch, table, match, action, params, te)
+
+
+def override_flow(match: Mapping[str, int]) -> FlowKey:
+    """The 5-tuple of an override entry's match (inverse of ``override_match``).
+
+    >>> override_flow({"hdr.ipv4.src_addr": 167772161, "hdr.ipv4.dst_addr": 167837697,
+    ...                "hdr.ipv4.protocol": 17, "hdr.udp.src_port": 49152, "hdr.udp.dst_port": 4791})
+    FlowKey(src='10.0.0.1', dst='10.1.0.1', proto=17, sport=49152, dport=4791)
+    """
+    return FlowKey(str(ipaddress.IPv4Address(match["hdr.ipv4.src_addr"])),
+                   str(ipaddress.IPv4Address(match["hdr.ipv4.dst_addr"])),
+                   match["hdr.ipv4.protocol"], match["hdr.udp.src_port"], match["hdr.udp.dst_port"])
+
+
+class Reconciliation:
+    """Read-back of a predecessor's entries, mixed into :class:`controller.gor.loop.GorLoop`."""
+
+    programmer: Any
+    decision_log: Optional[DecisionLog]
+    engine: PathEngine
+    links: LinkState
+    alarms: AlarmMonitor
+    flows: FlowTable
+    leaf_of: Mapping[str, str]
+    sampling: dict[LinkKey, int]
+    sampling_since: dict[LinkKey, float]
+    adopted_sampling: dict[LinkKey, float]
+    overrides: dict[FlowKey, PathChoice]
+    moved: dict[FlowKey, float]
+    cooldown_s: float
+    window_s: float
+
+    if TYPE_CHECKING:  # provided by the other parts of GorLoop (stubs here would shadow them)
+        def _error(self, msg: str) -> None: ...
+        def _release_sampling(self, link: LinkKey) -> None: ...
+
+    def reconcile(self, t_s: float = 0.0) -> ReconcileReport:
+        """Adopt or delete every override and sampling entry found in the switches (see
+        the module docstring); call once at start, before the first tick."""
+        report = ReconcileReport()
+        overrides: dict[FlowKey, list[ReadEntry]] = {}
+        for sw, conn in sorted(self.programmer.connections.items()):
+            try:
+                info = conn.p4info if conn.p4info is not None else conn.fetch_pipeline()
+                for te in conn.read_table(OVERRIDE_TABLE):
+                    e = decode_entry(sw, info, te)
+                    try:
+                        overrides.setdefault(override_flow(e.match), []).append(e)
+                    except (KeyError, ValueError):
+                        self._delete(e, report, "override")
+                sampling = [decode_entry(sw, info, te) for te in conn.read_table(SAMPLING_TABLE)]
+            except Exception as exc:  # noqa: BLE001 — a switch that does not answer
+                self._error(f"{sw}: reconciliation read failed: {type(exc).__name__}: {exc}")
+                report.failed_switches.append(sw)
+                continue
+            for e in sampling:
+                if self._adopt_sampling(e, t_s):
+                    report.adopted_sampling += 1
+                else:
+                    self._delete(e, report, "sampling")
+        records: list[dict[str, Any]] = []
+        for flow, entries in sorted(overrides.items(), key=lambda kv: str(kv[0])):
+            path = self._override_path(flow, entries)
+            if path is not None:
+                self.overrides[flow] = path
+                self.moved[flow] = t_s + self.cooldown_s
+                report.adopted_overrides += len(entries)
+            else:
+                for e in entries:
+                    self._delete(e, report, "override")
+            records.append({"flow": str(flow), "adopted": path is not None,
+                            "entries": [f"{e.switch}:{e.params.get('nexthop_id')}" for e in entries]})
+        if self.decision_log is not None:
+            self.decision_log.record(
+                "reconciled", adopted_overrides=report.adopted_overrides,
+                deleted_overrides=report.deleted_overrides,
+                adopted_sampling=report.adopted_sampling, deleted_sampling=report.deleted_sampling,
+                sampling=sorted(f"{s}:{p}" for s, p in self.adopted_sampling),
+                overrides=records, failed=report.failed_switches)
+        return report
+
+    def _override_path(self, flow: FlowKey, entries: list[ReadEntry]) -> Optional[PathChoice]:
+        """The live path whose override entries are exactly ``entries``, else None."""
+        if any(e.action != OVERRIDE_ACTION or "nexthop_id" not in e.params for e in entries):
+            return None
+        src, dst = self.leaf_of.get(flow.src), self.leaf_of.get(flow.dst)
+        if src is None or dst is None or src == dst:
+            return None
+        found = {OverrideEntry(e.switch, e.params["nexthop_id"]) for e in entries}
+        if len(found) != len(entries):
+            return None
+        for path in self.engine.candidate_paths(src, dst):
+            if set(self.engine.override_entries(path)) == found:
+                return path
+        return None
+
+    def _adopt_sampling(self, e: ReadEntry, t_s: float) -> bool:
+        port = e.match.get(SAMPLING_KEY)
+        one_in_n = e.params.get("one_in_n", 0)
+        link = (e.switch, port) if port is not None else None
+        if (link is None or e.action != SAMPLING_ACTION or one_in_n <= 0
+                or link not in self.links.capacity_bps or not self.links.is_up(link)):
+            return False
+        self.sampling[link] = one_in_n
+        self.sampling_since[link] = t_s
+        self.flows.set_sampling(link, one_in_n)
+        self.adopted_sampling[link] = t_s + max(self.window_s, 1.0)
+        return True
+
+    def _delete(self, e: ReadEntry, report: ReconcileReport, kind: str) -> None:
+        try:
+            self.programmer.connections[e.switch].delete(e.entry)
+        except Exception as exc:  # noqa: BLE001
+            self._error(f"{e.switch}: stale {kind} entry {e.match} not deleted: {exc}")
+            return
+        if kind == "override":
+            report.deleted_overrides += 1
+        else:
+            report.deleted_sampling += 1
+
+    def _expire_adopted(self, t_s: float) -> None:
+        """End the grace of adopted sampling entries (each tick)."""
+        for link, until in list(self.adopted_sampling.items()):
+            if t_s >= until:
+                del self.adopted_sampling[link]
+                self._release_sampling(link)
+
+
+__all__ = ["ReadEntry", "ReconcileReport", "Reconciliation", "decode_entry", "override_flow"]

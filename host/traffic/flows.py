@@ -1,0 +1,173 @@
+"""The flows of a testbed run: NIC pairs (elephants between blocks, a collective's
+transfers), their UDP source ports (seeded random or TCCL-planned on the programmed hash
+model), QPNs and the leaf uplink the hash model predicts for each.
+
+>>> from topo.model import build_fabric
+>>> fab = build_fabric()
+>>> elephant_pairs(fab, rail=0, count=3)
+[('10.0.0.1', '10.1.0.1'), ('10.0.0.2', '10.1.0.1'), ('10.0.0.1', '10.1.0.2')]
+>>> choose_ports(fab, elephant_pairs(fab, 0, 3), "random", seed=7) == \\
+...     choose_ports(fab, elephant_pairs(fab, 0, 3), "random", seed=7)
+True
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+from p4src.hashmodel import FabricHashModel, predict_member
+
+ROCE_DPORT = 4791
+LEAF_UPLINK_GROUP = 1
+SPORT_RANGE = (49152, 65535)
+PORT_MODES = ("random", "tccl")
+FIRST_QPN = 0x100
+QPNS_PER_PAIR = 64
+
+
+@dataclass(frozen=True, slots=True)
+class NicFlow:
+    """One RDMA WRITE flow between two NICs of the fabric, its port, QPN and predicted uplink.
+
+    >>> NicFlow("f0", "b0s0", "10.0.0.1", "b0s0-eth0", "b1s0", "10.1.0.1", "b1s0-eth0",
+    ...         "b0r0l0", "02:00:00:00:01:00", 49152, 256).label
+    'b0s0:49152->b1s0'
+    """
+
+    name: str
+    src_host: str
+    src_ip: str
+    src_intf: str
+    dst_host: str
+    dst_ip: str
+    dst_intf: str
+    leaf: str
+    gateway_mac: str
+    sport: int
+    qpn: int
+    predicted_uplink: Optional[str] = None
+
+    @property
+    def label(self) -> str:
+        """Short name for narratives: ``src_host:sport->dst_host``."""
+        return f"{self.src_host}:{self.sport}->{self.dst_host}"
+
+
+def _nics_by_ip(fabric: Any) -> dict[str, tuple[Any, Any]]:
+    return {n.ip: (h, n) for h in fabric.hosts for n in h.nics}
+
+
+def elephant_pairs(fabric: Any, rail: int = 0, count: int = 8,
+                   src_block: Optional[int] = None, dst_block: Optional[int] = None
+                   ) -> list[tuple[str, str]]:
+    """``count`` (src IP, dst IP) pairs from ``src_block``'s servers (default: the first
+    block) to ``dst_block``'s (default: the next) on ``rail``, round robin over sources
+    then destinations."""
+    blocks = sorted({h.block for h in fabric.hosts})
+    if len(blocks) < 2:
+        raise ValueError("elephants between blocks need at least two blocks")
+    sb = blocks[0] if src_block is None else src_block
+    db = blocks[(blocks.index(sb) + 1) % len(blocks)] if dst_block is None else dst_block
+    srcs = [n.ip for h in fabric.hosts if h.block == sb for n in h.nics if n.rail == rail]
+    dsts = [n.ip for h in fabric.hosts if h.block == db for n in h.nics if n.rail == rail]
+    if not srcs or not dsts:
+        raise ValueError(f"no NIC on rail {rail} in block {sb} or {db}")
+    return [(srcs[i % len(srcs)], dsts[(i // len(srcs)) % len(dsts)]) for i in range(count)]
+
+
+def collective_pairs(fabric: Any, collective: str = "allreduce", order: str = "tccl",
+                     algorithm: str = "ring") -> list[tuple[str, str]]:
+    """The distinct (src IP, dst IP) NIC pairs of a collective planned by
+    :class:`host.tccl.planner.Planner` over every GPU of ``fabric``: transfers between
+    servers on the same rail (NVLink transfers need no network flow; rails are separate
+    networks, so a cross-rail transfer has no path on the testbed and is left out).
+
+    >>> from topo.model import build_fabric
+    >>> len(collective_pairs(build_fabric())) > 0
+    True
+    """
+    from host.tccl.planner import Planner  # noqa: PLC0415
+    planner = Planner(fabric)
+    plan = planner.plan(collective, 1 << 20, algorithm=algorithm, order=order)
+    hosts = {h.name: h for h in fabric.hosts}
+    out: list[tuple[str, str]] = []
+    for a, b, _ in plan.edges:
+        ra, rb = planner.rank(a), planner.rank(b)
+        if ra.server == rb.server or ra.rail != rb.rail:
+            continue
+        pair = (hosts[ra.server].nics[ra.gpu].ip, hosts[rb.server].nics[rb.gpu].ip)
+        if pair not in out:
+            out.append(pair)
+    return out
+
+
+def choose_ports(fabric: Any, pairs: Sequence[tuple[str, str]], mode: str,
+                 seed: int = 0, model: Optional[FabricHashModel] = None) -> list[int]:
+    """One UDP source port per pair: ``random`` (distinct, 49152–65535, from ``seed``) or
+    ``tccl`` (:class:`host.tccl.ports.PortPlanner` on ``model``; pairs behind one leaf,
+    which cross no ECMP hop, keep a seeded random port)."""
+    rng = random.Random(seed)
+    ports = rng.sample(range(SPORT_RANGE[0], SPORT_RANGE[1] + 1), len(pairs))
+    if mode == "random":
+        return ports
+    if mode != "tccl":
+        raise ValueError(f"unknown port mode {mode!r} (known: {', '.join(PORT_MODES)})")
+    if model is None:
+        raise ValueError("tccl ports need the programmed hash model")
+    from host.tccl.ports import PortPlanner, flows_from_fabric  # noqa: PLC0415
+    nics = _nics_by_ip(fabric)
+    routed = [i for i, (s, d) in enumerate(pairs) if nics[s][1].leaf != nics[d][1].leaf]
+    plan = PortPlanner(model).plan(flows_from_fabric(fabric, [pairs[i] for i in routed]))
+    for i, fp in zip(routed, plan.flows):
+        ports[i] = fp.sport
+    return ports
+
+
+def predict_uplink(fabric: Any, model: FabricHashModel,
+                   member_ports: Callable[[str, int], Mapping[str, int]],
+                   src_ip: str, dst_ip: str, sport: int) -> Optional[str]:
+    """The leaf uplink (``"b0r0l0->s1"``) the hash model predicts for a flow; None when
+    source and destination share a leaf."""
+    nics = _nics_by_ip(fabric)
+    snic, dnic = nics[src_ip][1], nics[dst_ip][1]
+    if snic.leaf == dnic.leaf:
+        return None
+    member = predict_member(model.switch(snic.leaf), LEAF_UPLINK_GROUP, src_ip, dst_ip, 17,
+                            sport, ROCE_DPORT)
+    port = member_ports(snic.leaf, LEAF_UPLINK_GROUP)[member]
+    leaf = next(s for s in fabric.switches if s.name == snic.leaf)
+    return f"{snic.leaf}->{leaf.ports[port].peer_node}"
+
+
+def build_flows(fabric: Any, pairs: Sequence[tuple[str, str]], sports: Sequence[int],
+                model: Optional[FabricHashModel] = None,
+                member_ports: Optional[Callable[[str, int], Mapping[str, int]]] = None
+                ) -> list[NicFlow]:
+    """:class:`NicFlow` records with the predicted uplink when a model is given. QPNs are
+    unique: :data:`FIRST_QPN` + 64 × (index of the NIC pair) + (index within the pair), so
+    the flows of one sender process have consecutive QPNs.
+
+    >>> from topo.model import build_fabric
+    >>> f = build_flows(build_fabric(), [("10.0.0.1", "10.1.0.1")], [50000])[0]
+    >>> (f.src_intf, f.dst_intf, f.leaf, f.qpn)
+    ('b0s0-eth0', 'b1s0-eth0', 'b0r0l0', 256)
+    """
+    nics = _nics_by_ip(fabric)
+    routers = {s.name: s.router_mac for s in fabric.switches}
+    out = []
+    groups: dict[tuple[str, str], int] = {}
+    for i, ((src, dst), sport) in enumerate(zip(pairs, sports)):
+        (sh, sn), (dh, dn) = nics[src], nics[dst]
+        g = groups.setdefault((src, dst), len(groups))
+        qpn = FIRST_QPN + QPNS_PER_PAIR * g + sum(1 for f in out if (f.src_ip, f.dst_ip) == (src, dst))
+        up = (predict_uplink(fabric, model, member_ports, src, dst, sport)
+              if model is not None and member_ports is not None else None)
+        out.append(NicFlow(f"f{i}", sh.name, src, sn.intf, dh.name, dst, dn.intf, sn.leaf,
+                           routers[sn.leaf], sport, qpn, up))
+    return out
+
+
+__all__ = ["FIRST_QPN", "LEAF_UPLINK_GROUP", "NicFlow", "PORT_MODES", "QPNS_PER_PAIR", "ROCE_DPORT",
+           "SPORT_RANGE", "build_flows", "choose_ports", "collective_pairs", "elephant_pairs",
+           "predict_uplink"]
