@@ -79,7 +79,10 @@ def bench_prediction_error(config: BenchConfig) -> dict[str, Figure]:  # noqa: A
     rep = calibrate_file(RECORDED)
     if rep.source != "testbed":
         raise BenchCheckError(f"{RECORDED}: source is {rep.source!r}, not a testbed recording")
-    return {"sim.prediction_error_pct": Figure(round(rep.error_after_pct, 2), "%")}
+    out = {"sim.prediction_error_pct": Figure(round(rep.error_after_pct, 2), "%")}
+    if rep.error_heldout_pct is not None:     # collectives the fit never saw
+        out["sim.prediction_error_heldout_pct"] = Figure(round(rep.error_heldout_pct, 2), "%")
+    return out
 
 
 BENCHMARKS: tuple[Benchmark, ...] = (

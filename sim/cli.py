@@ -40,8 +40,6 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--write", type=Path, default=None, help="write the fitted parameters (JSON) here")
     m = sub.add_parser("measure", help="measure small collectives on the running testbed")
     m.add_argument("--out", type=Path, required=True)
-    m.add_argument("--messages", type=int, default=20, help="messages per flow and step (default 20)")
-    m.add_argument("--message-bytes", type=int, default=4096)
     m.add_argument("--repeats", type=int, default=3, help="runs of each collective (default 3)")
     return ap
 
@@ -66,7 +64,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(report.summary())
             return 0
         from sim.measure import measure  # noqa: PLC0415
-        return measure(args.out, args.messages, args.message_bytes, args.repeats)
+        return measure(args.out, repeats=args.repeats)
     except SimInputError as exc:
         print(f"sim: {exc}", file=sys.stderr)
         return 2

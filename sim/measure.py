@@ -1,29 +1,41 @@
-"""``python -m sim measure --out FILE.json``: time a few small collectives on the RUNNING
-testbed (it never starts one) and record them for ``python -m sim calibrate``.
+"""``python -m sim measure --out FILE.json``: time small collectives that DIFFER in what the
+prediction model must explain on the RUNNING testbed (it never starts one) and record them
+for ``python -m sim calibrate``.
 
 Preconditions: root, a testbed brought up by ``make run``/``python -m topo.testbed up
 --hold`` (``build/testbed-state.json`` with live processes), ``build/topology.json`` and
-the compiled ``build/fabric.p4info.txtpb`` / ``build/fabric.json``. For each collective of
-:func:`default_jobs` (ring steps of 2–4 ranks on one rail, under one leaf and across
-blocks) it takes the ring edges from TCCL's planner, chooses TCCL ports on the programmed
-hash model (``host.traffic.choose_ports``), starts one NIC-emulator receiver per
-destination and one sender per flow inside the Mininet hosts with ``host.traffic.NicFleet``
-(recorded in the testbed state, stopped by PID), each sender sending ``--messages``
-messages then lingering 0.5 s; the step's time is the slowest sender's ``elapsed_s``
-minus that linger. Each collective runs ``repeats`` times.
+the compiled ``build/fabric.p4info.txtpb`` / ``build/fabric.json``.
 
-Cross-rail transfers have no path on the testbed (rails are separate networks there):
-only same-rail rings are measured.
+What is measured (:func:`default_collectives`): ring steps on one rail
+
+* of 2 ranks under one leaf (1 switch) and across blocks (3 switches) at 20, 80 and 200
+  packets per flow — per-host overhead (the intercept), per-hop overhead (1 vs 3
+  switches) and bandwidth (the slope in size) separate;
+* of 4 ranks in interleaved order (two flows leave each leaf for the other block) with
+  TCCL's ports (one flow per uplink) and with *colliding* random ports
+  (:func:`colliding_ports`: drawn through the programmed hash model until two flows share
+  one leaf uplink) — max-min sharing of a leaf uplink whose queue drains
+  :data:`UPLINK_QUEUE_PPS` (set through p4sim's control API for the run, as
+  ``topo.story`` sizes them, then cleared) while every NIC QP sends
+  :data:`NIC_LINE_RATE_PPS`.
+
+A step's time is taken from the NIC emulators' own per-QP counters on the one monotonic
+clock of the machine (:func:`step_time_s`): last packet received by any receiver minus the
+first packet sent by any sender, so queueing at a shared uplink counts. Runs that lost a
+packet are refused (the ring step would not have completed). Some collectives are marked
+``heldout`` (:data:`HELDOUT`): ``sim calibrate`` fits on the others and reports its error
+on these separately.
 
 Example::
 
-    >>> [j["name"] for j in default_jobs()][:2]
-    ['ring2-rail0-one-leaf', 'ring2-rail0-cross-block']
+    >>> [c["name"] for c in default_collectives()][:2]
+    ['ring2-one-leaf-p20', 'ring2-one-leaf-p80']
 """
 from __future__ import annotations
 
 import json
 import os
+import random
 import sys
 import tempfile
 import time
@@ -33,27 +45,61 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 from sim.calibrate import SCHEMA
 
 REPO = Path(__file__).resolve().parent.parent
-LINGER_S = 0.5
-NIC_GOODPUT_BPS = 0.8e6          # reference: host/nic goodput per QP on the testbed
+NIC_LINE_RATE_PPS = 100.0        # host.traffic.NicOptions default: DCQCN's maximum per QP
+UPLINK_QUEUE_PPS = 150.0         # one flow alone at 67 %, two sharing at 133 % of the queue
+MTU_BYTES = 1024
+MESSAGE_BYTES = 4096             # 4 packets per message
+PACKETS = (20, 80, 200)
+MAX_DRAWS = 200
+HELDOUT = frozenset({"ring2-one-leaf-p80", "ring4-interleaved-collide-p20", "ring4-rail1-tccl-p80"})
+
+_RING2_ONE_LEAF = ["b0s0:0", "b0s1:0"]
+_RING2_CROSS = ["b0s0:0", "b1s0:0"]
+_RING4_INTERLEAVED = ["b0s0:0", "b1s0:0", "b0s1:0", "b1s1:0"]
+_RING4_RAIL1 = ["b0s0:1", "b0s1:1", "b1s0:1", "b1s1:1"]
 
 
-def default_jobs() -> list[dict[str, Any]]:
-    """The collectives measured: ranks (``SERVER:GPU``) of ring steps on the default fabric."""
-    return [
-        {"name": "ring2-rail0-one-leaf", "ranks": ["b0s0:0", "b0s1:0"]},
-        {"name": "ring2-rail0-cross-block", "ranks": ["b0s0:0", "b1s0:0"]},
-        {"name": "ring2-rail1-cross-block", "ranks": ["b0s1:1", "b1s1:1"]},
-        {"name": "ring4-rail0", "ranks": ["b0s0:0", "b0s1:0", "b1s0:0", "b1s1:0"]},
-        {"name": "ring4-rail1", "ranks": ["b0s0:1", "b0s1:1", "b1s0:1", "b1s1:1"]},
-    ]
+def default_collectives() -> list[dict[str, Any]]:
+    """The collectives measured: ``name``, ranks (``SERVER:GPU``), ring ``order``, port
+    mode (``tccl`` or ``collide``), packets per flow, ``heldout``."""
+    out = []
+
+    def add(stem: str, ranks: list[str], order: str, ports: str, packets: Sequence[int]) -> None:
+        for p in packets:
+            name = f"{stem}-p{p}"
+            out.append({"name": name, "ranks": ranks, "order": order, "ports": ports,
+                        "packets": p, "heldout": name in HELDOUT})
+
+    add("ring2-one-leaf", _RING2_ONE_LEAF, "tccl", "tccl", PACKETS)
+    add("ring2-cross-block", _RING2_CROSS, "tccl", "tccl", PACKETS)
+    add("ring4-interleaved-tccl", _RING4_INTERLEAVED, "rank", "tccl", (80,))
+    # 200 packets of two flows into one 150 pps queue would overflow its 64 packets
+    add("ring4-interleaved-collide", _RING4_INTERLEAVED, "rank", "collide", (20, 80))
+    add("ring4-rail1-tccl", _RING4_RAIL1, "tccl", "tccl", (80,))
+    return out
 
 
-def ring_step_flows(fabric: Any, rank_specs: Sequence[str], model: Any,
-                    member_ports: Callable[[str, int], Mapping[str, int]], messages: int,
-                    message_bytes: int) -> tuple[list[Any], int]:
-    """The NIC-emulator flows of one ring step of ``rank_specs`` (``SERVER:GPU``) with
-    TCCL ports on ``model``, and the per-rank buffer size whose ring step sends
-    ``messages × message_bytes`` per edge.
+def ring_pairs(fabric: Any, rank_specs: Sequence[str], order: str = "tccl") -> list[tuple[str, str]]:
+    """(source IP, destination IP) of the ring edges of TCCL's planner, in its edge order.
+
+        >>> from topo.model import build_fabric
+        >>> ring_pairs(build_fabric(), ["b0s0:0", "b1s0:0", "b0s1:0", "b1s1:0"], "rank")[:2]
+        [('10.0.0.1', '10.1.0.1'), ('10.1.0.1', '10.0.0.2')]
+    """
+    from host.tccl.planner import Planner, parse_ranks  # noqa: PLC0415
+    planner = Planner(fabric, parse_ranks(rank_specs, fabric))
+    plan = planner.plan("allreduce", len(rank_specs), "ring", order)
+    hosts = {h.name: h for h in fabric.hosts}
+    return [(hosts[planner.rank(a).server].nics[planner.rank(a).gpu].ip,
+             hosts[planner.rank(b).server].nics[planner.rank(b).gpu].ip) for a, b, _ in plan.edges]
+
+
+def colliding_ports(fabric: Any, pairs: Sequence[tuple[str, str]], model: Any,
+                    member_ports: Callable[[str, int], Mapping[str, int]], seed: int = 0
+                    ) -> tuple[list[int], str]:
+    """Random source ports (distinct, 49152–65535) drawn from ``seed`` on until the hash
+    model puts two flows on one leaf uplink; returns the ports and that uplink.
+    ``RuntimeError`` when no draw of :data:`MAX_DRAWS` collides (e.g. one flow per leaf).
 
         >>> from topo.model import build_fabric
         >>> from controller.fabric_setup import plan_fabric
@@ -61,21 +107,66 @@ def ring_step_flows(fabric: Any, rank_specs: Sequence[str], model: Any,
         >>> fab = build_fabric(); plans = plan_fabric(fab)
         >>> hm = FabricHashModel({n: p.hash_model() for n, p in plans.items()})
         >>> mp = lambda sw, g: dict(zip(plans[sw].groups[g].members, plans[sw].groups[g].ports))
-        >>> flows, size = ring_step_flows(fab, ["b0s0:0", "b1s0:0"], hm, mp, 20, 4096)
-        >>> [(f.src_ip, f.dst_ip) for f in flows], size
-        ([('10.0.0.1', '10.1.0.1'), ('10.1.0.1', '10.0.0.1')], 163840)
+        >>> ports, up = colliding_ports(fab, ring_pairs(fab, _RING4_INTERLEAVED, "rank"), hm, mp)
+        >>> up.startswith("b")
+        True
     """
-    from host.tccl.planner import Planner, parse_ranks  # noqa: PLC0415
+    from host.traffic import predict_uplink  # noqa: PLC0415
+    for k in range(MAX_DRAWS):
+        ports = random.Random(seed + k).sample(range(49152, 65536), len(pairs))
+        seen: dict[str, int] = {}
+        for (src, dst), sport in zip(pairs, ports):
+            up = predict_uplink(fabric, model, member_ports, src, dst, sport)
+            if up is None:
+                continue
+            if up in seen:
+                return ports, up
+            seen[up] = 1
+    raise RuntimeError(f"no draw of {MAX_DRAWS} seeds from {seed} puts two flows on one uplink")
+
+
+def step_time_s(sender_reports: Sequence[Mapping[str, Any]],
+                receiver_reports: Sequence[Mapping[str, Any]]) -> tuple[float, int]:
+    """(step time, packets lost) from the NIC emulators' JSON reports: the last packet
+    received (``last_s`` of every receiver QP) minus the first sent (``first_s`` of every
+    sender QP), both on the machine's monotonic clock; lost = sent − received.
+
+        >>> snd = [{"flows": [{"first_s": 10.0, "sent_pkts": 80}]}]
+        >>> rcv = [{"flows": [{"last_s": 10.81, "recv_pkts": 80}]}]
+        >>> [round(x, 3) for x in step_time_s(snd, rcv)]
+        [0.81, 0]
+    """
+    sent = [f for r in sender_reports for f in r.get("flows", []) if f.get("first_s") is not None]
+    recv = [f for r in receiver_reports for f in r.get("flows", []) if f.get("last_s") is not None]
+    if not sent or not recv:
+        raise ValueError("no per-QP timestamps in the NIC reports")
+    lost = sum(int(f.get("sent_pkts", 0)) for f in sent) - sum(int(f.get("recv_pkts", 0)) for f in recv)
+    return max(float(f["last_s"]) for f in recv) - min(float(f["first_s"]) for f in sent), lost
+
+
+def plan_collective(fabric: Any, coll: Mapping[str, Any], model: Any,
+                    member_ports: Callable[[str, int], Mapping[str, int]]) -> tuple[list[Any], dict[str, Any]]:
+    """The NIC flows of one collective of :func:`default_collectives` and its measurement
+    row (without ``measured_s``): ring edges, ports, ``size_bytes`` per rank."""
     from host.traffic import build_flows, choose_ports  # noqa: PLC0415
-    ranks = parse_ranks(rank_specs, fabric)
-    planner = Planner(fabric, ranks)
-    size_bytes = len(ranks) * messages * message_bytes
-    plan = planner.plan("allreduce", size_bytes, "ring", "tccl")
-    hosts = {h.name: h for h in fabric.hosts}
-    pairs = [(hosts[planner.rank(a).server].nics[planner.rank(a).gpu].ip,
-              hosts[planner.rank(b).server].nics[planner.rank(b).gpu].ip) for a, b, _ in plan.edges]
-    sports = choose_ports(fabric, pairs, "tccl", 0, model)
-    return build_flows(fabric, pairs, sports, model, member_ports), size_bytes
+    pairs = ring_pairs(fabric, coll["ranks"], coll["order"])
+    shared = None
+    if coll["ports"] == "collide":
+        sports, shared = colliding_ports(fabric, pairs, model, member_ports)
+    else:
+        sports = choose_ports(fabric, pairs, "tccl", 0, model)
+    flows = build_flows(fabric, pairs, sports, model, member_ports)
+    messages = int(coll["packets"]) * MTU_BYTES // MESSAGE_BYTES
+    row = {"name": coll["name"], "ranks": list(coll["ranks"]), "collective": "allreduce",
+           "algorithm": "ring", "order": coll["order"],
+           "ports": "random" if coll["ports"] == "collide" else "tccl",
+           "size_bytes": len(coll["ranks"]) * messages * MESSAGE_BYTES, "steps": 1,
+           "packets_per_flow": int(coll["packets"]), "heldout": bool(coll["heldout"]),
+           "flows": [{"src": f.src_ip, "dst": f.dst_ip, "sport": f.sport, "uplink": f.predicted_uplink}
+                     for f in flows]}
+    if shared:
+        row["shared_uplink"] = shared
+    return flows, row
 
 
 def _why_not() -> Optional[str]:
@@ -90,53 +181,72 @@ def _why_not() -> Optional[str]:
     return None
 
 
-def measure(out: Path, messages: int = 20, message_bytes: int = 4096, repeats: int = 3) -> int:
-    """Run the measurements and write ``out``; exit status (1: no testbed or a failure)."""
+def _run_once(state: Any, save: Callable[[], None], flows: list[Any], messages: int,
+              label: str) -> tuple[Optional[float], str]:
+    from host.traffic import NicFleet, NicOptions  # noqa: PLC0415
+    opts = NicOptions(line_rate_pps=NIC_LINE_RATE_PPS, mtu=MTU_BYTES, message_bytes=MESSAGE_BYTES)
+    fleet = NicFleet(state, save, Path(tempfile.mkdtemp(prefix=f"sim-measure-{label}-")))
+    budget_s = 60.0
+    try:
+        fleet.start(flows, budget_s, opts, sender_args=lambda fl: ["--messages", str(messages)])
+        fleet.wait_senders(budget_s + 15)
+    finally:
+        errors = fleet.stop()
+    senders = [p.report for p in fleet.procs if p.role == "send" and p.report]
+    receivers = [p.report for p in fleet.procs if p.role == "recv" and p.report]
+    if errors or len(senders) != len({(f.src_ip, f.dst_ip) for f in flows}):
+        return None, str(errors or "missing sender reports")
+    t, lost = step_time_s(senders, receivers)
+    if lost:
+        return None, f"{lost} packets lost (queue overflow): the step did not complete"
+    return t, ""
+
+
+def measure(out: Path, repeats: int = 3) -> int:
+    """Run the measurements (sizes :data:`PACKETS` per flow, :func:`default_collectives`)
+    and write ``out``; exit status (1: no testbed or a failure)."""
     why = _why_not()
     if why:
         print(f"sim measure: {why}", file=sys.stderr)
         return 1
     from controller.fabric_setup import FabricProgrammer  # noqa: PLC0415
-    from host.traffic import NicFleet, NicOptions  # noqa: PLC0415
     from topo.mn import TestbedState  # noqa: PLC0415
+    from topo.scenario import clear_rates, set_uplink_rates  # noqa: PLC0415
     from topo.testbed import STATE_PATH, TOPOLOGY_PATH, load_topology  # noqa: PLC0415
 
     fabric = load_topology(TOPOLOGY_PATH)
     state = TestbedState.load(STATE_PATH)
     programmer = FabricProgrammer(fabric, REPO / "build" / "fabric.p4info.txtpb", REPO / "build" / "fabric.json")
     model = programmer.hash_model()
-    opts = NicOptions(message_bytes=message_bytes)
-    rows = []
-    failed = 0
-    for job in default_jobs():
-        flows, size_bytes = ring_step_flows(fabric, job["ranks"], model, programmer.member_ports,
-                                            messages, message_bytes)
-        times = []
-        for rep in range(repeats):
-            fleet = NicFleet(state, lambda: state.save(STATE_PATH),
-                             Path(tempfile.mkdtemp(prefix=f"sim-measure-{job['name']}-{rep}-")))
-            budget_s = 60.0
-            try:
-                fleet.start(flows, budget_s, opts, sender_args=lambda fl: ["--messages", str(messages)])
-                fleet.wait_senders(budget_s + 15)
-            finally:
-                errors = fleet.stop()
-            senders = [p.report for p in fleet.procs if p.role == "send" and p.report]
-            if errors or len(senders) != len({(f.src_ip, f.dst_ip) for f in flows}):
-                print(f"sim measure: {job['name']} run {rep}: {errors or 'missing sender reports'}", file=sys.stderr)
-                failed += 1
-                continue
-            times.append(max(float(r["elapsed_s"]) for r in senders) - LINGER_S)
-        print(f"sim measure: {job['name']}: {[round(t, 4) for t in times]} s")
-        if times:
-            rows.append({"name": job["name"], "ranks": job["ranks"], "collective": "allreduce",
-                         "algorithm": "ring", "order": "tccl", "ports": "tccl",
-                         "size_bytes": size_bytes, "steps": 1, "measured_s": times})
+    rows, failed = [], 0
+    rates = set_uplink_rates(fabric, state, UPLINK_QUEUE_PPS, lambda m: print(m, file=sys.stderr))
+    try:
+        for coll in default_collectives():
+            flows, row = plan_collective(fabric, coll, model, programmer.member_ports)
+            messages = int(coll["packets"]) * MTU_BYTES // MESSAGE_BYTES
+            times = []
+            for rep in range(repeats):
+                t, err = _run_once(state, lambda: state.save(STATE_PATH), flows, messages, f"{coll['name']}-{rep}")
+                if t is None:
+                    print(f"sim measure: {coll['name']} run {rep}: {err}", file=sys.stderr)
+                    failed += 1
+                    continue
+                times.append(t)
+            print(f"sim measure: {coll['name']}: {[round(t, 4) for t in times]} s", flush=True)
+            if times:
+                rows.append({**row, "measured_s": times})
+    finally:
+        clear_rates(state, rates)
     data = {"schema": SCHEMA, "version": 1, "source": "testbed",
-            "note": f"one ring step per collective: {messages} messages of {message_bytes} B per flow, "
-                    f"NIC emulator senders (host/nic), times = slowest sender's elapsed_s - {LINGER_S} s linger",
+            "note": "one ring step per collective, NIC emulator QPs at "
+                    f"{NIC_LINE_RATE_PPS:g} pps, leaf uplink queues at {UPLINK_QUEUE_PPS:g} pps; time = last "
+                    "packet received - first packet sent (per-QP counters, one monotonic clock)",
             "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "fabric": {"topology": "build/topology.json"}, "link_Bps": NIC_GOODPUT_BPS / 8,
+            "fabric": {"topology": "build/topology.json"},
+            "link_Bps": NIC_LINE_RATE_PPS * MTU_BYTES,
+            "testbed": {"nic_line_rate_pps": NIC_LINE_RATE_PPS,
+                        "uplink_queue_pps": UPLINK_QUEUE_PPS if rates else None,
+                        "mtu_bytes": MTU_BYTES, "message_bytes": MESSAGE_BYTES},
             "measurements": rows}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(data, indent=1) + "\n")
@@ -144,4 +254,5 @@ def measure(out: Path, messages: int = 20, message_bytes: int = 4096, repeats: i
     return 1 if failed or not rows else 0
 
 
-__all__ = ["default_jobs", "measure"]
+__all__ = ["HELDOUT", "colliding_ports", "default_collectives", "measure", "plan_collective",
+           "ring_pairs", "step_time_s"]
