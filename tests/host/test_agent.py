@@ -6,6 +6,7 @@ sender QPs, driven by a background thread (the NIC loop) on a fake clock.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -38,7 +39,8 @@ class Nic:
         qp = SenderQP(FlowSpec("02:00:00:00:00:01", "02:00:00:00:00:02", src_ip, dst_ip, sport, qpn),
                       message_bytes=8 * 1024, mtu=1024, rate_limit=False)
         self.qps.append(qp)
-        return self.mover.add(qp, bytes_total=1 << 20)
+        # 16 MiB: the flow is still sending when a test moves it, however slow the machine
+        return self.mover.add(qp, bytes_total=1 << 24)
 
     def run(self) -> None:
         def loop() -> None:
@@ -53,6 +55,15 @@ class Nic:
                 self.stop.wait(0.0005)
         self.thread = threading.Thread(target=loop, daemon=True)
         self.thread.start()
+
+    def wait_sent(self, qpn: int, sport: int, timeout_s: float = 5.0) -> bool:
+        """Bounded wait until a frame of QP ``qpn`` has left from ``sport``."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if any(q == qpn and p == sport for q, p, _ in list(self.sent)):
+                return True
+            self.stop.wait(0.005)
+        return False
 
     def halt(self) -> None:
         self.stop.set()
@@ -113,6 +124,7 @@ def test_move_accepted_reported_and_lossless(fabric) -> None:
     assert (done.state, done.reported_sport, done.error) == ("done", 50001, "")
     assert reg.flow(fid).sport == 50001
     # the NIC sends from the new port once reported, and no PSN was skipped across the move
+    assert nics["b0s0"].wait_sent(7, 50001), "no frame left from the new port"
     nics["b0s0"].halt()
     seq = [(sport, psn) for qpn, sport, psn in nics["b0s0"].sent if qpn == 7]
     assert seq[-1][0] == 50001 and seq[0][0] == 49152
