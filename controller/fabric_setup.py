@@ -594,7 +594,9 @@ class FabricProgrammer:
 
     def push_pipelines(self) -> None:
         """SetForwardingPipelineConfig on every switch (fresh, empty tables)."""
-        p4info, config = load_p4info(self.p4info_path), self.device_config_path.read_bytes()
+        # bytes, parsed by each thread into its own message (see SwitchConnection.push_pipeline)
+        p4info = load_p4info(self.p4info_path).SerializeToString()
+        config = self.device_config_path.read_bytes()
         self._each(lambda sw: self.connection(sw).push_pipeline(p4info, config))
 
     def install(self, switch: Union[str, SwitchLike]) -> int:

@@ -247,8 +247,16 @@ class SwitchConnection:
 
     def push_pipeline(self, p4info: Union[str, Path, bytes, p4info_pb2.P4Info],
                       device_config: Union[str, Path, bytes]) -> None:
-        """SetForwardingPipelineConfig (VERIFY_AND_COMMIT) and keep the P4Info."""
+        """SetForwardingPipelineConfig (VERIFY_AND_COMMIT) and keep the P4Info.
+
+        A P4Info message is copied first: callers push one message to many switches from
+        many threads, and the pure-Python protobuf runtime mutates a message when an unset
+        sub-message is merely read (``dictionary changed size during iteration``)."""
         info = load_p4info(p4info)
+        if info is p4info:
+            own = p4info_pb2.P4Info()
+            own.MergeFromString(info.SerializeToString())
+            info = own
         req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
             device_id=self.device_id, election_id=self.election_id,
             action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)

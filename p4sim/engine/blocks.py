@@ -89,8 +89,9 @@ class BlockMixin:
     # ------------------------------------------------------------------ functions
     def function_decl(self, d: A.FunctionDecl) -> None:
         if d.type_params:
-            self.define(d.name, Sym("function", None, "", value=None, decl=d), d)
-            self.generic_functions[d.name] = d
+            g = self.generic_function_decl(d)
+            self.define(d.name, Sym("function", None, "", value=g, decl=d), d)
+            self.generic_functions[d.name] = g
             return
         rt = self.resolve_type(d.return_type)
         pyn = self.uid("fn_" + d.name)
@@ -440,17 +441,19 @@ class BlockMixin:
         raise P4Unsupported(f"unsupported: const entries for {mk} keys", e.loc)
 
     # ------------------------------------------------------------------ blocks
-    def compile_block(self, decl: Any, fqname: str, ctor_args: list[A.Argument], node: A.Node) -> Any:
-        """Generate the Python function of one parser/control instance."""
+    def compile_block(self, decl: Any, fqname: str, ctor_args: list[A.Argument], node: A.Node,
+                      type_args: Optional[list[P4Type]] = None) -> Any:
+        """Generate the Python function of one parser/control instance (a generic
+        declaration's type parameters bound to ``type_args``)."""
         from p4sim.engine.compiler import InstanceInfo
-        if decl.type_params:
-            raise P4Unsupported(f"unsupported: generic {'parser' if isinstance(decl, A.ParserDecl) else 'control'} {decl.name}", node.loc)
+        bindings = self.block_type_bindings(decl, list(type_args or []), node)
         kind = "parser" if isinstance(decl, A.ParserDecl) else "control"
         pyn = self.uid(("prs_" if kind == "parser" else "ctl_") + fqname.replace(".", "_"))
         inst = InstanceInfo(kind, fqname.rsplit(".", 1)[-1], fqname, decl, BlockT(kind, decl.name, decl), pyfunc=pyn)
         inst.params = decl.params
-        saved = (self.w, self.fn, self.path, self.scopes)
+        saved = (self.w, self.fn, self.path, self.scopes, self.type_bindings)
         self.scopes = [self.scopes[0]]
+        self.type_bindings = [bindings] if bindings else []
         self.path = fqname
         fn = FnCtx(pyn, kind)
         body = Writer()
@@ -497,7 +500,7 @@ class BlockMixin:
         if not body.lines:
             body.line("pass")
         self.pop_scope()
-        self.w, self.fn, self.path, self.scopes = saved
+        self.w, self.fn, self.path, self.scopes, self.type_bindings = saved
         self.mod.line(f"def {pyn}(ctx{''.join(', ' + p for p in pnames)}):")
         self.mod.lines.extend(body.lines)
         self.mod.line("")

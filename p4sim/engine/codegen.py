@@ -111,7 +111,8 @@ def zero_value_code(t: P4Type) -> str:
     if isinstance(t, StructLikeT):
         return f"{t.pyclass}()"
     if isinstance(t, StackT):
-        return f"_HeaderStack({t.elem.pyclass}, {t.size})"  # type: ignore[attr-defined]
+        # (a stack of a type parameter, T[n], only occurs in a generic body being checked)
+        return f"_HeaderStack({getattr(t.elem, 'pyclass', 'None')}, {t.size})"
     return "None"
 
 

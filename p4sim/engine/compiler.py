@@ -110,13 +110,14 @@ class InstanceInfo:
 
 from p4sim.engine.blocks import BlockMixin  # noqa: E402
 from p4sim.engine.expressions import ExprMixin, RefEx, TypeEx  # noqa: E402
+from p4sim.engine.generics import GenericMixin  # noqa: E402
 from p4sim.engine.natives import NativeMixin  # noqa: E402
 from p4sim.engine.parsers import ParserMixin  # noqa: E402
 from p4sim.engine.statements import StmtMixin  # noqa: E402
 from p4sim.runtime import hashes as HASHES  # noqa: E402
 
 
-class Compiler(ExprMixin, StmtMixin, BlockMixin, ParserMixin, NativeMixin):
+class Compiler(ExprMixin, StmtMixin, BlockMixin, ParserMixin, NativeMixin, GenericMixin):
     """Checks a parsed program and generates the Python module that executes it."""
 
     def __init__(self, program: A.Program, state: Any, trace: bool = True) -> None:
@@ -136,6 +137,7 @@ class Compiler(ExprMixin, StmtMixin, BlockMixin, ParserMixin, NativeMixin):
         self.tables_info: dict[str, Any] = {}
         self.actions_by_fq: dict[str, Any] = {}
         self.generic_functions: dict[str, Any] = {}
+        self.generic_check_depth = 0  # > 0 while a generic body is checked with abstract types
         self.digest_types: dict[str, StructLikeT] = {}
         self.struct_types: list[StructLikeT] = []
         self.package: Optional[InstanceInfo] = None
@@ -257,7 +259,7 @@ class Compiler(ExprMixin, StmtMixin, BlockMixin, ParserMixin, NativeMixin):
         if isinstance(t, A.StackType):
             elem = self.resolve_type(t.elem)
             size = self.const_value(t.size)
-            if not isinstance(strip_new(elem), (HeaderT, UnionT)):
+            if not isinstance(strip_new(elem), (HeaderT, UnionT, TypeVarT)):  # T[n]: checked per instance
                 raise P4Error(f"header stack elements must be headers or header unions, not {elem}", t.loc)
             if size <= 0:
                 raise P4Error("header stack size must be positive", t.loc)
@@ -406,9 +408,7 @@ class Compiler(ExprMixin, StmtMixin, BlockMixin, ParserMixin, NativeMixin):
                       annotations: Optional[list] = None) -> InstanceInfo:
         sym, targs = self.instance_type_args(t)
         if sym.kind in ("parser_decl", "control_decl"):
-            if targs:
-                raise P4Unsupported("unsupported: type arguments on a parser/control instantiation", node.loc)
-            return self.compile_block(sym.decl, fq, args, node)
+            return self.compile_block(sym.decl, fq, args, node, targs)
         if sym.kind == "extern_decl":
             d = sym.decl
             if d.type_params and not targs:

@@ -151,11 +151,11 @@ class NativeMixin:
         self.w.line(f"if not {c.code}: raise _ParserErrorSignal({err.code})")
 
     def _fn_mark_to_drop(self, e: A.Call, d: Any, args: list) -> None:
-        if not args:
-            raise P4Unsupported("unsupported: mark_to_drop() without arguments (use mark_to_drop(standard_metadata))", e.loc)
-        std = self.value_expr(args[0])
-        self.w.line(f"{std.code}.egress_spec = 511")
-        self.w.line(f"{std.code}.mcast_grp = 0")
+        # the deprecated no-argument form is BMv2's ``drop`` primitive: it marks the
+        # standard metadata of the packet being processed (that of the running block)
+        code = self.value_expr(args[0]).code if args else self.std_code()
+        self.w.line(f"{code}.egress_spec = 511")
+        self.w.line(f"{code}.mcast_grp = 0")
 
     def _fn_hash(self, e: A.Call, d: Any, args: list) -> None:
         algo = self.enum_member(args[1], "HashAlgorithm")

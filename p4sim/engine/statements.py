@@ -12,6 +12,7 @@ from typing import Any, Optional
 
 from p4sim.engine.codegen import Ex, Sym, pyname, zero_value_code
 from p4sim.engine.expressions import A_text, RefEx, TypeEx, lit
+from p4sim.engine.generics import GenericFunction
 from p4sim.errors import P4Error, P4Unsupported
 from p4sim.frontend import ast as A
 from p4sim.frontend.types import (
@@ -497,8 +498,10 @@ class StmtMixin:
 
     def function_call(self, e: A.Call, sym: Sym, expected: Optional[P4Type], as_statement: bool = False) -> Ex:
         fi = sym.value
-        if fi is None:
-            raise P4Unsupported(f"unsupported: generic function {A_text(e.func)}", e.loc)
+        if isinstance(fi, GenericFunction):
+            fi = self.generic_function_instance(e, fi)
+        elif e.type_args:
+            raise P4Error(f"{fi.decl.name} is not generic: it takes no type arguments", e.loc)
         d = fi.decl
         args = self.bind_args(d.params, e.args, e, d.name)
         rt = fi.return_type

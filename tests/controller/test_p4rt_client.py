@@ -19,7 +19,7 @@ import pytest
 
 from controller.p4rt import (NotPrimaryError, P4InfoHelper, P4InfoLookupError,
                              SwitchConnection, WriteError, clone_session, encode,
-                             multicast_group, update)
+                             load_p4info, multicast_group, update)
 from controller.p4rt.codec import decode
 from procs import SwitchProcess
 
@@ -182,5 +182,22 @@ def test_two_switches_in_one_process(compiled: tuple[Path, Path], conn: SwitchCo
                                      {"v": 42}))
             assert probe(c2, key8=1)["r_exact"] == 42
             assert conn.is_primary
+    finally:
+        other.stop()
+
+
+def test_push_pipeline_keeps_its_own_p4info(compiled: tuple[Path, Path], conn: SwitchConnection) -> None:
+    # One P4Info message pushed to many switches from many threads: each connection must
+    # keep its own copy (pure-Python protobuf mutates a message when an unset
+    # sub-message is read, which broke a concurrent CopyFrom: "dictionary changed size").
+    shared = load_p4info(compiled[0])
+    before = shared.SerializeToString()
+    other = SwitchProcess.no_p4(device_id=11)
+    try:
+        with SwitchConnection(other.grpc_addr, device_id=11) as c2:
+            c2.push_pipeline(shared, compiled[1])
+            assert c2.p4info is not None and c2.p4info.p4info is not shared
+            assert c2.p4info.p4info == shared
+            assert shared.SerializeToString() == before
     finally:
         other.stop()
