@@ -13,8 +13,9 @@ hash model documents: ``H(sport) = H(sport=0) ^ T[sport]`` where ``T`` depends o
 the algorithm, so one CRC per flow and hop plus shared tables give every candidate port's
 member; ports are tried in the planner's order (its preferred range first, then the rest)
 and a (source, destination, port) triple is never used twice. A flow whose colour no port
-reaches (both tiers on the same CRC: polarised) keeps its hashed path (the planner's
-polarisation remap is not reproduced: ``sim/README.md`` says why).
+reaches at all keeps its hashed path. Polarised fabrics (the same CRC on both tiers)
+follow the planner: :func:`polarisation_remap` (its probe of the first flow), then its
+greedy fallback (``sim.fallback``) when a colour is still unreachable.
 ``tests/sim/test_sim_ports.py`` checks the result against the planner's balance guarantee and
 the routes against the hash model.
 
@@ -30,9 +31,12 @@ Example::
 """
 from __future__ import annotations
 
+from typing import Mapping
+
 import numpy as np
 
-from host.tccl.ports import DEFAULT_PORT_RANGE, kempe_colouring, split_vertices
+from host.tccl.ports import DEFAULT_PORT_RANGE, kempe_colouring, polarised_downlinks, split_vertices
+from sim.fallback import greedy_colours
 from sim.routing import ROCE_DPORT, crc_rows, messages
 from sim.topology import SimFabric
 
@@ -69,9 +73,12 @@ def candidate_ports(port_range: tuple[int, int] = DEFAULT_PORT_RANGE) -> np.ndar
     return np.concatenate([np.arange(lo, hi + 1), rest])
 
 
-def _colours(sf: SimFabric, src_leaf: np.ndarray, dst_leaf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _colours(sf: SimFabric, src_leaf: np.ndarray, dst_leaf: np.ndarray,
+             remap: Mapping[tuple[int, int], int]) -> tuple[np.ndarray, np.ndarray]:
     """TCCL's colouring: (leaf member index, spine member index or -1) per flow; -1, -1
     for a flow no spine of its source leaf has a live route from (undeliverable).
+    Colour ``(spine, j)`` means spine member ``remap[(spine, j)]`` where the probe found
+    that spine polarised (:func:`polarisation_remap`), else ``j % downlinks``.
 
     A colour is a candidate only through a spine with a live link to the destination
     leaf (``host.tccl.ports.spine_routes_to``: after a failed cable that spine has no
@@ -103,21 +110,74 @@ def _colours(sf: SimFabric, src_leaf: np.ndarray, dst_leaf: np.ndarray) -> tuple
         for i, (spine, j) in zip(idx, coloured):
             lm[i] = member_of[int(src_leaf[i])][(spine, j)]
             nd = sf.spine_down_n[spine, dst_leaf[i]]
-            sm[i] = j % nd if nd > 1 else -1
+            sm[i] = remap.get((spine, j), j % nd) if nd > 1 else -1
     return lm, sm
 
 
-_KEYS: dict[tuple[bool, int, int], np.ndarray] = {}
+def polarisation_remap(sf: SimFabric, src_nic: int, dst_nic: int) -> dict[tuple[int, int], int]:
+    """``PortPlanner``'s polarisation probe on one flow (its first): for every spine of the
+    flow's palette with as many uplinks from the source leaf as links into the
+    destination leaf, the leaf member → spine member pairs that the 65,536 source ports
+    reach (two vectorised table look-ups, not two Python tables); where that relation is
+    a bijection (same CRC on both tiers), colour ``(spine, j)`` → its spine member
+    (:func:`host.tccl.ports.polarised_downlinks`, the planner's own rule). Keys are
+    ``(spine number, j)``; empty when nothing is polarised.
+
+        >>> from topo.model import build_fabric
+        >>> from topo.spec import FabricSpec
+        >>> polarisation_remap(SimFabric.build(build_fabric()), 0, 4)           # crc16 / crc32
+        {}
+        >>> sf = SimFabric.build(build_fabric(FabricSpec(uplinks_per_spine=2, leaf_ports=8,
+        ...                                              leaf_hash="crc16", spine_hash="crc16")))
+        >>> sorted(polarisation_remap(sf, 0, 4))
+        [(0, 0), (0, 1), (1, 0), (1, 1)]
+    """
+    leaf, dst = int(sf.nic_leaf[src_nic]), int(sf.nic_leaf[dst_nic])
+    n_up = int(sf.leaf_up_n[leaf])
+    spines = sf.link_spine[sf.leaf_up[leaf, :n_up]].tolist()
+    if not n_up:
+        return {}
+    ports = np.arange(65536)
+    sport0 = np.array([0], np.int64)
+    flow = (sf.nic_ip[[src_nic]], sf.nic_ip[[dst_nic]], sport0, np.array([ROCE_DPORT], np.int64))
+    l32 = bool(sf.leaf_crc32[leaf])
+    h0_l = crc_rows(messages(sf.leaf_seed[[leaf]], *flow), np.array([l32]))[0]
+    leaf_m = ((h0_l ^ sport_table(l32)[ports]) % np.uint32(n_up)).astype(np.int64)
+    remap: dict[tuple[int, int], int] = {}
+    for spine in sorted(set(spines)):
+        nd = int(sf.spine_down_n[spine, dst])
+        members = [m for m, sp in enumerate(spines) if sp == spine]
+        if nd <= 1 or len(members) != nd:
+            continue          # one link down (no spine hop), or not one colour per downlink
+        s32 = bool(sf.spine_crc32[spine])
+        h0_s = crc_rows(messages(sf.spine_seed[[spine]], *flow), np.array([s32]))[0]
+        spine_m = ((h0_s ^ sport_table(s32)[ports]) % np.uint32(nd)).astype(np.int64)
+        reach: dict[int, set[int]] = {}
+        for pair in np.unique(leaf_m * nd + spine_m).tolist():
+            reach.setdefault(pair // nd, set()).add(pair % nd)
+        down = polarised_downlinks(reach, members)
+        if down is not None:
+            remap.update({(spine, j): m for j, m in enumerate(down)})
+    return remap
 
 
-def _position_keys(use_crc32: bool, n: int, cands: np.ndarray) -> np.ndarray:
-    """Sorted ``value * len(cands) + position`` of every candidate port, ``value`` = the
-    low bits ``T[port] & (n - 1)``: the ports giving each member in preference order."""
-    key = (use_crc32, n, int(cands[0]))
+_KEYS: dict[tuple[bool, int, bool, int, int], np.ndarray] = {}
+
+
+def _position_keys(l32: bool, n_leaf: int, s32: bool, n_spine: int, cands: np.ndarray) -> np.ndarray:
+    """Sorted ``value * len(cands) + position`` of every candidate port for power-of-two
+    groups, ``value = (T_leaf[port] & (n_leaf - 1)) * n_spine + (T_spine[port] & (n_spine - 1))``
+    (``n_spine`` 1: no spine hop): the ports giving each pair of members in preference order."""
+    key = (l32, n_leaf, s32 and n_spine > 1, n_spine, int(cands[0]))
     if key not in _KEYS:
-        v = (sport_table(use_crc32)[cands] & np.uint32(n - 1)).astype(np.int64)
-        _KEYS[key] = np.sort(v * len(cands) + np.arange(len(cands)))
+        u = (sport_table(l32)[cands] & np.uint32(n_leaf - 1)).astype(np.int64)
+        v = (sport_table(s32)[cands] & np.uint32(n_spine - 1)).astype(np.int64)
+        _KEYS[key] = np.sort((u * n_spine + v) * len(cands) + np.arange(len(cands)))
     return _KEYS[key]
+
+
+def _pow2(n: np.ndarray) -> np.ndarray:
+    return (n > 0) & ((n & (n - 1)) == 0)
 
 
 def _search(h0_leaf: np.ndarray, crc32_leaf: np.ndarray, n_leaf: np.ndarray, want_leaf: np.ndarray,
@@ -127,20 +187,29 @@ def _search(h0_leaf: np.ndarray, crc32_leaf: np.ndarray, n_leaf: np.ndarray, wan
     members (``want_spine`` -1: no spine hop); -1 when none does."""
     t16, t32 = sport_table(False), sport_table(True)
     pos = np.full(len(h0_leaf), -1, np.int64)
-    # a power-of-two group and no spine hop: member = low bits of H0 ^ T[p], a table look-up
-    fast = (want_spine < 0) & (n_leaf > 0) & ((n_leaf & (n_leaf - 1)) == 0)
-    for use32 in (False, True):
-        for n in np.unique(n_leaf[fast & (crc32_leaf == use32)]).tolist():
-            sel = np.flatnonzero(fast & (crc32_leaf == use32) & (n_leaf == n))
-            keys = _position_keys(use32, int(n), cands)
-            v = h0_leaf[sel] & np.uint32(n - 1)
-            v = v.astype(np.int64) ^ want_leaf[sel]
+    # power-of-two groups: member = low bits of H0 ^ T[p], so the pair of members is a
+    # sorted-table look-up (two hops as one value); -1 at once when no port reaches it
+    ns = np.where(want_spine < 0, 1, n_spine)
+    never = want_spine >= n_spine             # a remapped member beyond this flow's group
+    fast = _pow2(n_leaf) & _pow2(ns) & ~never
+    idx = np.flatnonzero(fast)
+    if len(idx):
+        groups = np.stack([crc32_leaf[idx].astype(np.int64), n_leaf[idx],
+                           crc32_spine[idx].astype(np.int64) & (ns[idx] > 1), ns[idx]], axis=1)
+        uniq, which = np.unique(groups, axis=0, return_inverse=True)
+        which = which.ravel()
+        for g, (l32, nl, s32, nsp) in enumerate(uniq.tolist()):
+            sel = idx[which == g]
+            keys = _position_keys(bool(l32), int(nl), bool(s32), int(nsp), cands)
+            u = (h0_leaf[sel] & np.uint32(nl - 1)).astype(np.int64) ^ want_leaf[sel]
+            v = (h0_spine[sel] & np.uint32(nsp - 1)).astype(np.int64) ^ np.maximum(want_spine[sel], 0)
+            v = u * nsp + np.where(want_spine[sel] < 0, 0, v)
             at = np.searchsorted(keys, v * len(cands) + start[sel])
             ok = at < len(keys)
             hit = np.zeros(len(sel), bool)
             hit[ok] = keys[at[ok]] // len(cands) == v[ok]
             pos[sel[hit]] = keys[at[hit]] % len(cands)
-    todo = np.flatnonzero(~fast)
+    todo = np.flatnonzero(~fast & ~never)
     lo = int(start[todo].min()) if len(todo) else 0
     while len(todo) and lo < len(cands):
         block = np.arange(lo, min(lo + CHUNK_PORTS, len(cands)))
@@ -172,29 +241,39 @@ def tccl_ports(sf: SimFabric, src_nic: np.ndarray, dst_nic: np.ndarray,
     cross = np.flatnonzero((sl != dl) & (sf.leaf_up_n[sl] > 0) & ((src_nic // sf.rails) != (dst_nic // sf.rails)))
     if not len(cross):
         return ports
-    want_l, want_s = _colours(sf, sl[cross], dl[cross])
+    remap = polarisation_remap(sf, int(src_nic[cross[0]]), int(dst_nic[cross[0]]))
+    want_l, want_s = _colours(sf, sl[cross], dl[cross], remap)
     # no spine routes to the destination leaf: undeliverable whatever the port (routing says so)
     keep = want_l >= 0
     cross, want_l, want_s = cross[keep], want_l[keep], want_s[keep]
     if not len(cross):
         return ports
     s, d, lf, dlf = src_nic[cross], dst_nic[cross], sl[cross], dl[cross]
-    # the spine each colour leads to, and its group size towards the destination leaf
-    spine = sf.link_spine[sf.leaf_up[lf, want_l]]
-    nd = sf.spine_down_n[spine, dlf]
     dp = np.full(len(cross), dport, np.int64)
     z = np.zeros(len(cross), np.int64)
     h0_l = crc_rows(messages(sf.leaf_seed[lf], sf.nic_ip[s], sf.nic_ip[d], z, dp), sf.leaf_crc32[lf])
-    h0_s = crc_rows(messages(sf.spine_seed[spine], sf.nic_ip[s], sf.nic_ip[d], z, dp), sf.spine_crc32[spine])
     cands = candidate_ports(port_range)
     start = np.zeros(len(cross), np.int64)
-    pos = np.full(len(cross), -1, np.int64)
+    for attempt in range(2):
+        # the spine each colour leads to, and its group size towards the destination leaf
+        spine = sf.link_spine[sf.leaf_up[lf, np.maximum(want_l, 0)]]
+        nd = sf.spine_down_n[spine, dlf]
+        h0_s = crc_rows(messages(sf.spine_seed[spine], sf.nic_ip[s], sf.nic_ip[d], z, dp), sf.spine_crc32[spine])
+        pos = _search(h0_l, sf.leaf_crc32[lf], sf.leaf_up_n[lf], np.maximum(want_l, 0), h0_s,
+                      sf.spine_crc32[spine], nd, np.where(nd > 1, want_s, -1), cands, start)
+        pos[want_l < 0] = -1
+        if attempt or (pos >= 0).all():
+            break
+        # some colour is unreachable (polarised, the probe's remap does not fit every
+        # leaf): the planner then re-colours every flow greedily (sim.fallback)
+        want_l, want_s = greedy_colours(sf, s, d, remap, _search, cands)
     todo = np.arange(len(cross))
-    for _ in range(64):
-        got = _search(h0_l[todo], sf.leaf_crc32[lf[todo]], sf.leaf_up_n[lf[todo]], want_l[todo],
-                      h0_s[todo], sf.spine_crc32[spine[todo]], nd[todo],
-                      np.where(nd[todo] > 1, want_s[todo], -1), cands, start[todo])
-        pos[todo] = got
+    for k in range(64):
+        if k:
+            pos[todo] = _search(h0_l[todo], sf.leaf_crc32[lf[todo]], sf.leaf_up_n[lf[todo]], want_l[todo],
+                                h0_s[todo], sf.spine_crc32[spine[todo]], nd[todo],
+                                np.where(nd[todo] > 1, want_s[todo], -1), cands, start[todo])
+        got = pos[todo]
         miss = todo[got < 0]
         if len(miss):
             _recolour(sf, miss, want_l, want_s, lf, dlf, h0_l, h0_s, cands, pos, spine, nd)
@@ -227,4 +306,4 @@ def _recolour(sf: SimFabric, miss: np.ndarray, want_l: np.ndarray, want_s: np.nd
         pos[i] = 0
 
 
-__all__ = ["candidate_ports", "random_ports", "sport_table", "tccl_ports"]
+__all__ = ["candidate_ports", "polarisation_remap", "random_ports", "sport_table", "tccl_ports"]

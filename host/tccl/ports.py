@@ -47,7 +47,7 @@ from __future__ import annotations
 import ipaddress
 import math
 from dataclasses import dataclass, field
-from typing import Hashable, Iterable, Mapping, Optional, Sequence
+from typing import Collection, Hashable, Iterable, Mapping, Optional, Sequence
 
 from p4src.hashmodel import (FabricHashModel, Flow, GroupModel, SwitchHashModel, member_index,
                              port_to_member_table, predict_path)
@@ -255,6 +255,28 @@ def split_vertices(keys: Sequence[Hashable], k: int) -> list[tuple[Hashable, int
     return out
 
 
+def polarised_downlinks(reach: Mapping[int, Collection[int]],
+                        leaf_members: Sequence[int]) -> Optional[list[int]]:
+    """The polarisation remap rule of :class:`PortPlanner` for the colours through one spine.
+
+    ``reach[a]``: the spine members (indices in the spine's group towards the destination
+    leaf) that some source port reaches together with leaf member ``a`` (indices in the
+    leaf's group); ``leaf_members``: the leaf member of each colour ``(spine, j)``, j in
+    order. When every one of them reaches exactly one spine member, and no two the same
+    one (the function is a bijection on the spine's links), returns colour j's spine
+    member; ``None`` otherwise (not polarised there: colour j keeps downlink j).
+
+        >>> polarised_downlinks({0: {1}, 1: {0}}, [0, 1])
+        [1, 0]
+        >>> polarised_downlinks({0: {0, 1}, 1: {0, 1}}, [0, 1]) is None
+        True
+    """
+    image = [reach.get(a, set()) for a in leaf_members]
+    if all(len(x) == 1 for x in image) and len({min(x) for x in image}) == len(leaf_members):
+        return [min(x) for x in image]
+    return None
+
+
 # ----------------------------------------------------------------------------- the planner
 class PortPlanner:
     """Source-port solver over one published hash model; :meth:`replan` swaps the model.
@@ -350,10 +372,9 @@ class PortPlanner:
             reach: dict[int, set[int]] = {}
             for a, b in zip(lt, st):
                 reach.setdefault(a - base, set()).add(b - sbase)
-            image = [reach.get(hop.leaf_member[c], set()) for c in cols]
-            if all(len(x) == 1 for x in image) and len({min(x) for x in image}) == len(cols):
-                for c, x in zip(cols, image):
-                    remap[c] = min(x)
+            down = polarised_downlinks(reach, [hop.leaf_member[c] for c in cols])
+            if down is not None:
+                remap.update(zip(cols, down))
         if not remap:
             return
         for h in hops:
@@ -573,4 +594,4 @@ def flows_from_fabric(fabric: object, pairs: Iterable[tuple[str, str]],
 
 __all__ = ["DEFAULT_PORT_RANGE", "FlowPlan", "FlowRequest", "LEAF_UPLINK_GROUP", "PortPlan",
            "PortPlanError", "PortPlanner", "ROCE_DPORT", "flows_from_fabric", "kempe_colouring",
-           "spine_routes_to", "split_vertices"]
+           "polarised_downlinks", "spine_routes_to", "split_vertices"]

@@ -1,0 +1,139 @@
+"""TCCL's greedy fallback at scale: what ``host.tccl.ports.PortPlanner`` does when some
+flow cannot reach its colour (a polarised fabric whose probe remap does not fit every
+source leaf), without a Python loop per flow.
+
+The planner's rule (``PortPlanner._greedy``): every flow, fewest reachable colours first
+(stable), takes the reachable colour whose two links (leaf uplink, spine downlink) have
+the lowest (max load, summed load), the first such in palette order. A flow's choice
+only reads the loads of its source leaf's uplinks and of the downlinks into its
+destination leaf, so it depends only on the earlier flows sharing one of those two
+leaves. Here flows are taken in *rounds*: a round is every remaining flow that is the
+first remaining one of both its source leaf and its destination leaf (no two share a
+link, none waits on another), decided at once with numpy. Each flow sees exactly the
+loads it sees in the planner's sequence, so the colours are the planner's; rounds ≈ the
+longest chain of flows linked by shared leaves (about the flows per leaf), not flows.
+
+Example::
+
+    >>> from topo.model import build_fabric
+    >>> from sim.topology import SimFabric
+    >>> sf = SimFabric.build(build_fabric())
+    >>> src, dst = np.array([0, 2]), np.array([4, 6])          # b0s0 -> b1s0, b0s1 -> b1s1 (rail 0)
+    >>> want_l, want_s = greedy_colours(sf, src, dst, {})
+    >>> sorted(want_l.tolist()), want_s.tolist()                  # one flow per uplink
+    ([0, 1], [-1, -1])
+"""
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+import numpy as np
+
+from sim.routing import ROCE_DPORT, crc_rows, messages
+from sim.topology import SimFabric
+
+Search = Callable[..., np.ndarray]
+
+
+def member_j(sf: SimFabric) -> np.ndarray:
+    """``(leaves, max uplinks)``: each uplink member's index among the leaf's members on
+    the same spine (the ``j`` of colour ``(spine, j)``), -1 for padding."""
+    sp = np.where(sf.leaf_up >= 0, sf.link_spine[np.maximum(sf.leaf_up, 0)], -1)
+    same = sp[:, :, None] == sp[:, None, :]
+    earlier = np.tril(np.ones((sp.shape[1], sp.shape[1]), bool), -1)
+    return np.where(sp >= 0, (same & earlier[None]).sum(axis=2), -1)
+
+
+def spine_h0(sf: SimFabric, src_nic: np.ndarray, dst_nic: np.ndarray, dport: int = ROCE_DPORT) -> np.ndarray:
+    """``(flows, spines)``: every spine's hash of every flow at source port 0, from two CRCs
+    per flow (CRC is affine: ``H(seed, f) = H(0, f) ^ H(seed, 0) ^ H(0, 0)`` for one
+    algorithm and message length)."""
+    n, z = len(src_nic), np.zeros(len(src_nic), np.int64)
+    dp = np.full(n, dport, np.int64)
+    out = np.zeros((n, len(sf.spine_names)), np.uint32)
+    for use32 in (False, True):
+        cols = np.flatnonzero(sf.spine_crc32 == use32)
+        if not len(cols):
+            continue
+        ref = crc_rows(messages(z, sf.nic_ip[src_nic], sf.nic_ip[dst_nic], z, dp), np.full(n, use32))
+        zs = np.zeros(len(cols) + 1, np.int64)
+        seeds = np.concatenate([sf.spine_seed[cols].astype(np.int64), [0]])
+        k = crc_rows(messages(seeds, zs, zs, zs, zs), np.full(len(cols) + 1, use32))
+        out[:, cols] = ref[:, None] ^ (k[:-1] ^ k[-1])[None, :]
+    return out
+
+
+def greedy_colours(sf: SimFabric, src_nic: np.ndarray, dst_nic: np.ndarray,
+                   remap: Mapping[tuple[int, int], int], search: Search | None = None,
+                   cands: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The planner's greedy colours of flows crossing the spines: (leaf member, spine member
+    or -1) per flow; a flow no colour of its palette reaches gets leaf member -1 (the
+    planner raises ``PortPlanError`` for it). ``remap``: the probe's polarisation remap
+    (``sim.ports.polarisation_remap``); ``search``/``cands``: ``sim.ports``' port search
+    and candidate ports (defaults: those), used to test reachability."""
+    if search is None or cands is None:
+        from sim.ports import _search, candidate_ports
+        search, cands = _search, candidate_ports()
+    n = len(src_nic)
+    lf, dlf = sf.nic_leaf[src_nic], sf.nic_leaf[dst_nic]
+    width = sf.leaf_up.shape[1]
+    up = sf.leaf_up[lf]                                           # (n, width) link ids, -1 padding
+    valid = up >= 0
+    spine = np.where(valid, sf.link_spine[np.maximum(up, 0)], 0)
+    j = member_j(sf)[lf]
+    nd = np.where(valid, sf.spine_down_n[spine, dlf[:, None]], 0)
+    valid &= nd > 0                                               # spine_routes_to
+    remap_arr = np.full((len(sf.spine_names), max(width, 1)), -1, np.int64)
+    for (sp, jj), m in remap.items():
+        remap_arr[sp, jj] = m
+    mapped = remap_arr[spine, np.maximum(j, 0)]
+    sm = np.where(nd > 1, np.where(mapped >= 0, mapped, j % np.maximum(nd, 1)), -1)
+    down = np.where(valid, sf.spine_down[spine, dlf[:, None], np.maximum(sm, 0)], -1)
+    h0_l = crc_rows(messages(sf.leaf_seed[lf], sf.nic_ip[src_nic], sf.nic_ip[dst_nic], np.zeros(n, np.int64),
+                             np.full(n, ROCE_DPORT, np.int64)), sf.leaf_crc32[lf])
+    h0_s = spine_h0(sf, src_nic, dst_nic)
+    reach = np.zeros((n, width), bool)
+    zero = np.zeros(n, np.int64)
+    for c in range(width):
+        rows = np.flatnonzero(valid[:, c])
+        if not len(rows):
+            continue
+        got = search(h0_l[rows], sf.leaf_crc32[lf[rows]], sf.leaf_up_n[lf[rows]], np.full(len(rows), c),
+                     h0_s[rows, spine[rows, c]], sf.spine_crc32[spine[rows, c]], nd[rows, c],
+                     sm[rows, c], cands, zero[rows])
+        reach[rows, c] = got >= 0
+    chosen = _assign(reach, up, down, lf, dlf, len(sf.link_keys))
+    ok = chosen >= 0
+    want_s = np.full(n, -1, np.int64)
+    want_s[ok] = sm[np.flatnonzero(ok), chosen[ok]]
+    return chosen, want_s
+
+
+def _assign(reach: np.ndarray, up: np.ndarray, down: np.ndarray, lf: np.ndarray, dlf: np.ndarray,
+            n_links: int) -> np.ndarray:
+    """The greedy itself, in rounds of flows that share no leaf (module docstring)."""
+    n = len(lf)
+    load = np.zeros(n_links + 1, np.int64)                        # last slot: padding
+    up_i, down_i = np.where(up >= 0, up, n_links), np.where(down >= 0, down, n_links)
+    chosen = np.full(n, -1, np.int64)
+    rem = np.argsort(reach.sum(axis=1), kind="stable")
+    big = 4 * n + 4
+    while len(rem):
+        head_s, head_d = np.zeros(len(rem), bool), np.zeros(len(rem), bool)
+        head_s[np.unique(lf[rem], return_index=True)[1]] = True
+        head_d[np.unique(dlf[rem], return_index=True)[1]] = True
+        ready = head_s & head_d
+        r = rem[ready]
+        lu, ld = load[up_i[r]], load[down_i[r]]
+        key = np.where(reach[r], np.maximum(lu, ld) * big + lu + ld, np.iinfo(np.int64).max)
+        c = key.argmin(axis=1)
+        ok = reach[r, c]
+        rr, cc = r[ok], c[ok]
+        chosen[rr] = cc
+        load[up_i[rr, cc]] += 1                                   # no two share a link
+        load[down_i[rr, cc]] += 1
+        rem = rem[~ready]
+    return chosen
+
+
+__all__ = ["greedy_colours", "member_j", "spine_h0"]
