@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 
 help:
 	@echo "make venv   - create .venv with the pinned requirements (idempotent)"
-	@echo "make run    - the testbed (root): fabric up in Mininet, programmed, ping story, scenario; CLI=0 TARGET=p4sim|bmv2 SCENARIO=default(the GOR story)|link-failure|alltoall"
+	@echo "make run    - the testbed (root): fabric up in Mininet, programmed, ping story, scenario; CLI=0 TARGET=p4sim|bmv2 SCENARIO=default(the GOR story)|link-failure|dead-link|alltoall"
 	@echo "make shell SW=b0r0l0 - p4runtime-shell on one switch of the running testbed"
 	@echo "make stop   - tear down only what the testbed recorded (build/testbed-state.json)"
 	@echo "make test   - run every test (what CI runs)"
@@ -49,7 +49,7 @@ ptf: venv
 # environment wins; otherwise BMv2 when simple_switch_grpc is on PATH, else p4sim.
 RUN_TARGET = $(if $(filter command line environment,$(origin TARGET)),$(TARGET),auto)
 CLI ?= 1
-# default (the GOR story, topo/story.py; gor is another name) | link-failure | alltoall
+# default (the GOR story, topo/story.py; gor is another name) | link-failure | dead-link | alltoall
 # (topo/scenario.py); reports in runs/<timestamp>/
 SCENARIO ?= default
 

@@ -1,7 +1,7 @@
-"""The GOR story on a live p4sim testbed as figures (root + Mininet; skipped otherwise).
+"""GOR on a live p4sim testbed as figures (root + Mininet; skipped otherwise).
 
-One run of :func:`topo.story.run_story` (the ``make run`` default scenario, seed 7) on a
-fabric brought up for it:
+``gor.story`` — one run of :func:`topo.story.run_story` (the ``make run`` default
+scenario, seed 7) on a fabric brought up for it:
 
 * ``gor.loop_s`` — first ECN alarm → the last re-routed elephant seen on its new uplink
   (a ``flow_sample_t`` digest of its new 5-tuple there), from the decision log;
@@ -10,8 +10,17 @@ fabric brought up for it:
 * ``gor.drops_during_move`` — the switches' drop counters summed over every fabric
   link from the first order to the last move settled (goal 0).
 
+``gor.dead_link`` — one run of ``SCENARIO=dead-link`` (:func:`topo.link_failure.run_link_failure`
+with ``silent=True``, seed 7): a leaf uplink dies silently (only its spine end goes down,
+GOR is not told):
+
+* ``gor.dead_link_detect_s`` — the cable going down → GOR's ``link_down`` from the
+  counters, the ECMP groups rewritten;
+* ``gor.dead_link_lost_pkts`` — data packets sent and never received, over every flow
+  (those sent into the dead cable until the groups were rewritten).
+
 >>> [b.name for b in BENCHMARKS]
-['story']
+['story', 'dead_link']
 """
 from __future__ import annotations
 
@@ -22,6 +31,7 @@ from pathlib import Path
 from bench.results import BenchConfig, Benchmark, Figure
 
 FIGURES = ("gor.loop_s", "gor.max_util_after_pct", "gor.drops_during_move")
+DEAD_LINK_FIGURES = ("gor.dead_link_detect_s", "gor.dead_link_lost_pkts")
 
 
 def bench_story(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — one live run
@@ -47,4 +57,26 @@ def bench_story(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — o
     return out
 
 
-BENCHMARKS: tuple[Benchmark, ...] = (Benchmark("story", "gor", bench_story),)
+def bench_dead_link(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — one live run
+    """One run of ``SCENARIO=dead-link`` on a fabric brought up for it."""
+    from host.traffic import testbed_unavailable, testbed_up  # noqa: PLC0415
+    from topo.link_failure import run_link_failure  # noqa: PLC0415
+    from topo.scenario import ScenarioOptions  # noqa: PLC0415
+    why = testbed_unavailable()
+    if why:
+        print(f"gor.dead_link: skipped, {why}; {DEAD_LINK_FIGURES} not written", file=sys.stderr)
+        return {}
+    tmp = Path(tempfile.mkdtemp(prefix="gor-dead-link-"))
+    with testbed_up(log_dir=tmp / "logs", state_path=tmp / "state.json") as tb:
+        res = run_link_failure(tb.fabric, tb.programmer, tb.state, tb.save_state,
+                               ScenarioOptions(seed=7, runs_root=tmp / "runs"), silent=True)
+    if res.regroup_s is None or not res.detected_by.startswith("counters"):
+        print(f"gor.dead_link: GOR did not find the dead link ({res.detected_by or 'no link_down'})",
+              file=sys.stderr)
+        return {}
+    return {"gor.dead_link_detect_s": Figure(res.regroup_s, "s"),
+            "gor.dead_link_lost_pkts": Figure(float(res.lost_pkts), "packets")}
+
+
+BENCHMARKS: tuple[Benchmark, ...] = (Benchmark("story", "gor", bench_story),
+                                     Benchmark("dead_link", "gor", bench_dead_link))

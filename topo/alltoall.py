@@ -1,5 +1,6 @@
 """``make run SCENARIO=alltoall``: an MoE all-to-all between two blocks on the live fabric,
-first with random source ports (plain ECMP), then with TCCL's hash-orthogonal ports.
+first with random source ports (plain ECMP), then with TCCL's hash-orthogonal ports, then
+the random ports again with GOR re-routing.
 
 1. **Flows**: every NIC of block 0 on one rail sends to every NIC of block 1 on that rail
    and back (:func:`alltoall_pairs`; 2 × 2 × 2 = 8 flows on the default fabric, one
@@ -12,12 +13,18 @@ first with random source ports (plain ECMP), then with TCCL's hash-orthogonal po
    evenly is drawn again (printed), so the phase shows what a collision costs.
 4. **TCCL phase**: the same transfers with ports from ``host.tccl.ports.PortPlanner`` on
    the programmed hash model (``host.traffic.choose_ports(..., "tccl")``).
+5. **GOR phase**: the random phase's ports again, with GOR on (``topo.gor_session``: its
+   loop on the telemetry ticks, every sender with its TCCL agent): what re-routing after
+   the fact gives next to ports that never collide. GOR moves a flow only to a path that
+   stays under its 75 % threshold; with an even spread at 85 % no such path exists, and
+   the phase says so (``orders``, ``rejected``).
 
 Per phase (:class:`PhaseResult`): per-uplink tx packets from the switches' counters
 (settled), busiest ÷ mean over the source-leaf uplinks (measured and as predicted),
 completion (first data packet → last acknowledgement of any flow, from the NIC
-reports' monotonic times) and flows delivered (every message received). GOR stays off:
-the default scenario shows it re-routing; here the ports alone must balance the uplinks.
+reports' monotonic times) and flows delivered (every message received); for the GOR phase
+also its orders and the reasons its rounds rejected moves. GOR is off in the first two
+phases: there the ports alone must balance the uplinks.
 ``runs/<time>/report.md`` gets the plots and a per-phase section.
 
 >>> from topo.model import build_fabric
@@ -58,6 +65,9 @@ class PhaseResult:
     t_start_s: float = 0.0
     t_end_s: float = 0.0
     errors: list[str] = field(default_factory=list)
+    orders: int = 0
+    confirmed: int = 0
+    rejected: list[str] = field(default_factory=list)
 
     @property
     def all_delivered(self) -> bool:
@@ -148,8 +158,14 @@ def _sender_flows(procs: Sequence[Any]) -> dict[tuple[str, int], dict[str, Any]]
 def run_phase(fabric: Any, programmer: Any, state: Any, save_state: Callable[[], None],
               flows: Sequence[Any], ports: str, uplinks: dict[str, tuple[str, int]],
               flow_rate_pps: float, run_dir: Path, messages: int = MESSAGES,
-              say: Callable[[str], None] = print) -> PhaseResult:
-    """Run one phase's transfers to completion; its figures."""
+              say: Callable[[str], None] = print, gor: Any = None,
+              rate_pps: float = 0.0) -> PhaseResult:
+    """Run one phase's transfers to completion; its figures. ``gor``: the
+    ``ScenarioOptions`` to run GOR with (a :class:`topo.gor_session.GorSession` around
+    the phase, uplinks draining ``rate_pps``), None for none."""
+    if gor is not None:
+        return _run_gor_phase(fabric, programmer, state, save_state, flows, ports, uplinks,
+                              flow_rate_pps, run_dir, messages, say, gor, rate_pps)
     from host.traffic import (NicFleet, NicOptions, read_uplink_tx,  # noqa: PLC0415
                               settled_uplink_tx)
     conns = programmer.connections
@@ -169,10 +185,53 @@ def run_phase(fabric: Any, programmer: Any, state: Any, save_state: Callable[[],
         after = settled_uplink_tx(conns, uplinks)
     finally:
         res.errors = fleet.stop()
+    _figures(res, flows, uplinks, before, after, fleet.procs, messages, say)
+    return res
+
+
+def _run_gor_phase(fabric: Any, programmer: Any, state: Any, save_state: Callable[[], None],
+                   flows: Sequence[Any], ports: str, uplinks: dict[str, tuple[str, int]],
+                   flow_rate_pps: float, run_dir: Path, messages: int,
+                   say: Callable[[str], None], opts: Any, rate_pps: float) -> PhaseResult:
+    from host.traffic import NicOptions, read_uplink_tx, settled_uplink_tx  # noqa: PLC0415
+    from topo.gor_session import GorSession  # noqa: PLC0415
+    conns = programmer.connections
+    res = PhaseResult(ports, [FlowRecord(f.label, f.src_ip, f.dst_ip, f.sport,
+                                         str(f.predicted_uplink)) for f in flows])
+    res.predicted = predicted_load(flows, sorted(uplinks))
+    res.predicted_max_over_mean = spread({u: float(n) for u, n in res.predicted.items()})
+    budget_s = 120.0
+    (run_dir / "gor").mkdir(parents=True, exist_ok=True)
+    session = GorSession(fabric, programmer, state, save_state, flows, rate_pps, opts,
+                         run_dir / "gor", say=lambda _: None, live=False)
+    before = read_uplink_tx(conns, uplinks)
+    res.t_start_s = time.monotonic()
+    with session:
+        session.start_flows(budget_s, NicOptions(line_rate_pps=flow_rate_pps, message_bytes=MESSAGE_BYTES),
+                            sender_extra=["--messages", str(messages)])
+        session.fleet.wait_senders(budget_s + 15)
+        after = settled_uplink_tx(conns, uplinks)
+    res.errors = list(session.errors)
+    ev = session.events
+    res.orders = sum(1 for e in ev if e.get("event") == "order_sent")
+    res.confirmed = sum(1 for e in ev if e.get("event") == "order_confirmed")
+    res.rejected = sorted({f"{r.get('reason')}: {r.get('detail')}" for e in ev if e.get("event") == "round"
+                           for r in e.get("rejected", [])})
+    _figures(res, flows, uplinks, before, after, session.fleet.procs, messages, say)
+    say(f"alltoall: GOR: {res.orders} orders, {res.confirmed} confirmed; "
+        f"{sum(1 for e in ev if e.get('event') == 'round')} rounds; rejected moves: "
+        f"{', '.join(res.rejected) or 'none'}; decision log {session.dlog_path}")
+    return res
+
+
+def _figures(res: PhaseResult, flows: Sequence[Any], uplinks: dict[str, tuple[str, int]],
+             before: dict[str, int], after: dict[str, int], procs: Sequence[Any], messages: int,
+             say: Callable[[str], None]) -> None:
+    """Fill the phase's figures from the counters and the NIC reports."""
     res.t_end_s = time.monotonic()
     res.uplink_tx = {u: after[u] - before[u] for u in uplinks}
     res.max_over_mean = spread({u: float(n) for u, n in res.uplink_tx.items()})
-    reports = _sender_flows(fleet.procs)
+    reports = _sender_flows(procs)
     firsts, lasts = [], []
     for f, rec in zip(flows, res.flows):
         s = reports.get((f.src_ip + "/sender", f.qpn), {})
@@ -186,12 +245,11 @@ def run_phase(fabric: Any, programmer: Any, state: Any, save_state: Callable[[],
             lasts.append(float(s["last_s"]))
     if firsts and res.delivered == len(flows):
         res.completion_s = round(max(lasts) - min(firsts), 3)
-    say(f"alltoall: {ports} ports: uplink tx {res.uplink_tx}; max/mean {res.max_over_mean} "
+    say(f"alltoall: {res.ports} ports: uplink tx {res.uplink_tx}; max/mean {res.max_over_mean} "
         f"(predicted {res.predicted_max_over_mean}); {res.delivered}/{len(flows)} flows "
         f"delivered; completion {res.completion_s} s")
     for e in res.errors:
         say(f"alltoall: {e}")
-    return res
 
 
 def run_alltoall(fabric: Any, programmer: Any, state: Any, save_state: Callable[[], None],
@@ -221,14 +279,16 @@ def run_alltoall(fabric: Any, programmer: Any, state: Any, save_state: Callable[
     rates = set_uplink_rates(fabric, state, rate, say)
     try:
         with poll_fabric(fabric, programmer, rates, opts.period_s, sorted(uplinks)) as (poller, t0):
-            for ports, flows in (("random", rnd_flows), ("tccl", tccl_flows)):
-                say(f"alltoall: phase {ports} ports" + (f" (seed {seed})" if ports == "random" else
-                                                        " (PortPlanner on the programmed hash model)"))
+            for ports, flows in (("random", rnd_flows), ("tccl", tccl_flows), ("gor", rnd_flows)):
+                say(f"alltoall: phase {ports} ports" + {
+                    "random": f" (seed {seed})", "tccl": " (PortPlanner on the programmed hash model)",
+                    "gor": f" (the random ports of seed {seed}, GOR on)"}[ports])
                 for f in flows:
                     say(f"  {f.label:<22} {f.src_ip} -> {f.dst_ip}  predicted uplink {f.predicted_uplink}")
                 record.event(time.monotonic() - t0, f"{ports} ports: {len(flows)} flows start")
                 phase = run_phase(fabric, programmer, state, save_state, flows, ports, uplinks,
-                                  opts.flow_rate_pps, run_dir, say=say)
+                                  opts.flow_rate_pps, run_dir, say=say,
+                                  gor=opts if ports == "gor" else None, rate_pps=rate)
                 record.event(phase.t_end_s - t0, f"{ports} ports: done, completion "
                              f"{phase.completion_s} s, max/mean {phase.max_over_mean}")
                 res.phases[ports] = phase
@@ -245,11 +305,14 @@ def run_alltoall(fabric: Any, programmer: Any, state: Any, save_state: Callable[
                         "then TCCL ports); the per-phase figures are in the all-to-all section")
     write_report(run_dir, record, series)
     append_alltoall(run_dir, res)
-    r, t = res.phases.get("random"), res.phases.get("tccl")
+    r, t, g = res.phases.get("random"), res.phases.get("tccl"), res.phases.get("gor")
     if r and t:
         say(f"alltoall: uplink max/mean random {r.max_over_mean} -> TCCL {t.max_over_mean}; "
             f"completion {r.completion_s} s -> {t.completion_s} s; delivered "
             f"{r.delivered}/{len(r.flows)} and {t.delivered}/{len(t.flows)}")
+    if g:
+        say(f"alltoall: random + GOR: max/mean {g.max_over_mean}, completion {g.completion_s} s, "
+            f"delivered {g.delivered}/{len(g.flows)}; {g.orders} GOR orders")
     say(f"alltoall: report {run_dir / 'report.md'} (plots utilisation.png, ecn_marks.png, "
         f"queue_depth.png, alltoall_uplinks.png)")
     res.status = 0 if all(p.all_delivered for p in res.phases.values()) else 1

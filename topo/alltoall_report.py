@@ -1,5 +1,6 @@
 """Telemetry and report of the all-to-all scenario (:mod:`topo.alltoall`): the switches'
-counters polled during both phases with the live per-uplink line (no GOR on the ticks),
+counters polled during every phase with the live per-uplink line (GOR, in the GOR phase,
+runs on its own poller),
 and the per-phase section and bar plot appended to ``runs/<time>/report.md``.
 
 >>> with poll_fabric(fabric, programmer, rates, 0.25, uplinks) as (poller, t0):  # doctest: +SKIP
@@ -45,13 +46,14 @@ def poll_fabric(fabric: Any, programmer: Any, rates: Mapping[tuple[str, int], fl
 
 
 def render_section(res: Any) -> str:
-    """The markdown section of both phases (``res``: ``topo.alltoall.AllToAllResult``)."""
+    """The markdown section of every phase (``res``: ``topo.alltoall.AllToAllResult``)."""
     phases = list(res.phases.values())
     uplinks = sorted({u for p in phases for u in p.uplink_tx})
-    lines = ["", "## All-to-all: random vs TCCL source ports", "",
+    lines = ["", "## All-to-all: random vs TCCL source ports (vs random + GOR)", "",
              f"Uplink queue rate {res.queue_rate_pps:g} pps; random ports from seed {res.seed} "
              "(a draw the hash model predicts to collide); TCCL ports from `PortPlanner` on the "
-             "programmed hash model. GOR off.", "",
+             "programmed hash model; GOR off in both. The `gor` phase, when run, repeats the "
+             "random ports with GOR on (decision log `gor/gor.jsonl`).", "",
              "| uplink | " + " | ".join(f"{p.ports}: predicted flows | {p.ports}: tx packets"
                                        for p in phases) + " |",
              "|---|" + "---|---|" * len(phases)]
@@ -63,6 +65,10 @@ def render_section(res: Any) -> str:
     for p in phases:
         lines.append(f"| {p.ports} | {p.max_over_mean} | {p.predicted_max_over_mean} | "
                      f"{p.completion_s} | {p.delivered}/{len(p.flows)} | {p.lost_pkts} |")
+    for p in phases:
+        if p.ports == "gor":
+            lines += ["", f"GOR: {p.orders} orders, {p.confirmed} confirmed on the counters; moves "
+                      f"its 75 % rule refused: {', '.join(p.rejected) or 'none'}."]
     lines += ["", "Completion: first data packet → last acknowledgement over every flow of the "
               "phase (the NIC reports' monotonic clock); max/mean over the source leaves' "
               "uplinks, from the switches' tx counters (data, plus the ACKs and CNPs that the "

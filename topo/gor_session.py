@@ -10,6 +10,17 @@ Used by the story (:mod:`topo.story`) and the link-failure scenario
         s.fleet.wait_senders(opts.duration_s + 15)
     s.events, s.ticks, s.errors                     # after the run
 
+At start the new :class:`~controller.gor.loop.GorLoop` reconciles (``GorLoop.reconcile``:
+override and sampling entries a previous GOR left in the switches are adopted or
+deleted). The telemetry poller runs every ``opts.period_s``, every ``opts.fast_period_s``
+while ``GorLoop.busy()`` (an alarm, a move in flight).
+
+**Controller restart** (:meth:`GorSession.restart_gor`, the issue's restart test on the
+testbed): GOR stops — its loop, its registry server — and a new one starts on the same
+switches and agents: a new ``FlowRegistry`` at the same address, a new ``GorLoop`` that
+reconciles before its first tick; the agents re-register their flows (every second) with
+the ports in use. :class:`RestartRecord` says what came back and when.
+
 The registry and every agent listen on Unix sockets under ``build/gor/`` (a per-run
 secret; each host's credentials in ``build/gor/creds-<host>.json``, mode 0600), so the
 control plane never touches the data plane's counters.
@@ -19,12 +30,42 @@ from __future__ import annotations
 import os
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 GOR_DIR = Path(__file__).resolve().parents[1] / "build" / "gor"
+SAMPLE_ONE_IN_N = 1
+"""Sampling ratio on alarmed ports: every packet (the story's uplinks carry ~350 pps)."""
+MIN_SAMPLES = 100
+SAMPLES_PER_FLOW = 16
+"""Samples per flow on a link before its elephants are ranked (capped by ``MIN_SAMPLES``):
+each flow's share to about ±25 %."""
 Tick = tuple[float, dict[str, float], int]
 """(monotonic time, packets/s per source-leaf uplink, drops on every polled link)."""
+
+
+@dataclass(slots=True)
+class RestartRecord:
+    """One controller restart: when (seconds since the poller started), the flows the old
+    registry had (flow id → source port), what the new loop's reconciliation did, and how
+    long until the new registry had every one of them back (``reregistered_s``, None if
+    not within the wait) with the same ports (``flows_after`` at that moment).
+
+    >>> RestartRecord(1.0).complete
+    False
+    """
+
+    at_s: float
+    flows_before: dict[str, int] = field(default_factory=dict)
+    flows_after: dict[str, int] = field(default_factory=dict)
+    reconciled: dict[str, Any] = field(default_factory=dict)
+    reregistered_s: Optional[float] = None
+
+    @property
+    def complete(self) -> bool:
+        """Every flow is back, on the port it had before (a move GOR made is kept)."""
+        return bool(self.flows_before) and self.flows_after == self.flows_before
 
 
 def write_credentials(hosts: Sequence[str], secret: bytes, root: Path = GOR_DIR) -> dict[str, Path]:
@@ -43,14 +84,16 @@ def source_uplinks(fabric: Any, flows: Sequence[Any]) -> dict[str, tuple[str, in
 
 
 class GorSession:
-    """See the module docstring. ``opts`` is a ``topo.scenario.ScenarioOptions``."""
+    """See the module docstring. ``opts`` is a ``topo.scenario.ScenarioOptions``;
+    ``live=False`` prints no per-uplink line (a scenario that prints its own)."""
 
     def __init__(self, fabric: Any, programmer: Any, state: Any, save_state: Callable[[], None],
                  flows: Sequence[Any], rate_pps: float, opts: Any, run_dir: Path,
-                 say: Callable[[str], None] = print) -> None:
+                 say: Callable[[str], None] = print, live: bool = True) -> None:
         self.fabric, self.programmer, self.state, self.save_state = fabric, programmer, state, save_state
         self.flows, self.rate_pps, self.opts, self.run_dir, self.say = list(flows), rate_pps, opts, run_dir, say
         self.uplinks = source_uplinks(fabric, flows)
+        self.live = live
         self.ticks: list[Tick] = []
         self.events: list[dict[str, Any]] = []
         self.errors: list[str] = []
@@ -67,36 +110,38 @@ class GorSession:
         self._server: Any = None
         self._dlog: Any = None
         self._creds: dict[str, Path] = {}
+        self._secret = b""
+        self._tick = threading.Condition()
+        self._gor_down = False
+        self.registry: Any = None
+        self.restarts: list[RestartRecord] = []
 
     # ------------------------------------------------------------------ lifetime
     def __enter__(self) -> "GorSession":
         from controller.gor.log import DecisionLog  # noqa: PLC0415
-        from controller.gor.loop import GorLoop, digest_reader, enable_digests  # noqa: PLC0415
+        from controller.gor.loop import digest_reader, enable_digests  # noqa: PLC0415
         from controller.gor.telemetry import TelemetryPoller, fabric_links, p4rt_reader  # noqa: PLC0415
-        from controller.registry import FlowRegistry, serve_registry  # noqa: PLC0415
         from host.traffic import NicFleet  # noqa: PLC0415
         from topo.scenario import live_line, set_uplink_rates  # noqa: PLC0415
 
-        secret = os.urandom(32).hex().encode()
-        self._creds = write_credentials(sorted({f.src_host for f in self.flows}), secret)
-        reg_sock = GOR_DIR / "registry.sock"
-        reg_sock.unlink(missing_ok=True)
-        registry = FlowRegistry.from_fabric(self.fabric, secret)
-        self._server, self.registry_address = serve_registry(registry, f"unix:{reg_sock}")
+        self._secret = os.urandom(32).hex().encode()
+        self._creds = write_credentials(sorted({f.src_host for f in self.flows}), self._secret)
         self._dlog = DecisionLog(self.dlog_path)
+        self._start_gor(0.0)
         o = self.opts
-        self.loop = GorLoop(self.fabric, self.programmer, registry, period_s=o.period_s,
-                            log=self._dlog, one_in_n=2, window_s=2.0, min_samples=100,
-                            cooldown_s=o.duration_s + 10, confirm_timeout_s=3.0)
         self.rates = set_uplink_rates(self.fabric, self.state, self.rate_pps, self.say)
         live = live_line(list(self.uplinks))
 
         def on_tick(t_s: float, samples: Any) -> None:
-            self.loop.tick(t_s, samples)
+            with self._tick:
+                if not self._gor_down:
+                    self.loop.tick(t_s, samples)
+                    self.poller.period_s = o.fast_period_s if self.loop.busy() else o.period_s
+                self._tick.notify_all()
             pps = {str(l): s.pps for l, s in samples.items() if str(l) in self.uplinks}
             drops = sum(int(getattr(s, "drops", 0) or 0) for s in samples.values())
             self.ticks.append((time.monotonic(), pps, drops))
-            if t_s - self._shown >= 1.0 - 1e-6:
+            if self.live and t_s - self._shown >= 1.0 - 1e-6:
                 self._shown = t_s
                 live(t_s, samples)
 
@@ -109,7 +154,7 @@ class GorSession:
         if failed:
             self.say(f"gor: digests not enabled on {', '.join(failed)}")
         for name, conn in conns.items():
-            t = threading.Thread(target=digest_reader, args=(self.loop, name, conn, self._stop),
+            t = threading.Thread(target=digest_reader, args=(self, name, conn, self._stop),
                                  name=f"digests-{name}", daemon=True)
             t.start()
             self._threads.append(t)
@@ -117,16 +162,85 @@ class GorSession:
         self.poller.start()
         return self
 
-    def start_flows(self, duration_s: float) -> None:
-        """Start the NIC fleet, each sender with its TCCL agent."""
+    def _start_gor(self, t_s: float) -> Any:
+        """A registry served at ``build/gor/registry.sock`` and a reconciled loop on it;
+        returns the ``ReconcileReport``."""
+        from controller.gor.loop import GorLoop  # noqa: PLC0415
+        from controller.registry import FlowRegistry, serve_registry  # noqa: PLC0415
+        reg_sock = GOR_DIR / "registry.sock"
+        reg_sock.unlink(missing_ok=True)
+        self.registry = FlowRegistry.from_fabric(self.fabric, self._secret)
+        self._server, self.registry_address = serve_registry(self.registry, f"unix:{reg_sock}")
+        o = self.opts
+        self.loop = GorLoop(self.fabric, self.programmer, self.registry, period_s=o.period_s,
+                            log=self._dlog, one_in_n=SAMPLE_ONE_IN_N, window_s=2.0,
+                            min_samples=MIN_SAMPLES, samples_per_flow=SAMPLES_PER_FLOW,
+                            cooldown_s=o.duration_s + 10, confirm_timeout_s=3.0)
+        return self.loop.reconcile(t_s)
+
+    def submit_digests(self, switch: str, digest: Any) -> None:
+        """Hand a digest list to the running loop (the digest readers call this)."""
+        loop = self.loop
+        if loop is not None and not self._gor_down:
+            loop.submit_digests(switch, digest)
+
+    def wait_for(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
+        """Wait until ``predicate()`` holds after a telemetry tick (at most ``timeout_s``);
+        its last value.
+
+        >>> s.wait_for(lambda: s.loop.busy(), timeout_s=5.0)       # doctest: +SKIP
+        """
+        with self._tick:
+            return self._tick.wait_for(predicate, timeout=timeout_s)
+
+    def registered(self) -> dict[str, int]:
+        """Flow id → source port in use, as the running registry knows them."""
+        return {f.flow_id: f.sport for f in self.registry.flows()} if self.registry is not None else {}
+
+    def restart_gor(self, wait_s: float = 5.0) -> RestartRecord:
+        """Stop GOR (loop, registry server) and start a new one on the same switches and
+        agents; wait (at most ``wait_s``) until every flow the old registry had is
+        registered again. Moves in flight are abandoned with the old loop (their agents
+        keep the new port; the new registry learns it)."""
+        with self._tick:
+            self._gor_down = True
+            rec = RestartRecord(round(self.since_start(), 3), self.registered())
+            self.loop.close()
+            self._server.stop(0).wait()
+            t_restart = time.monotonic()
+            t_s = self.since_start(t_restart)
+            rep = self._start_gor(t_s)
+            rec.reconciled = {"adopted_overrides": rep.adopted_overrides,
+                              "deleted_overrides": rep.deleted_overrides,
+                              "adopted_sampling": rep.adopted_sampling,
+                              "deleted_sampling": rep.deleted_sampling,
+                              "failed_switches": list(rep.failed_switches)}
+            self._gor_down = False
+        back = self.wait_for(lambda: set(self.registered()) >= set(rec.flows_before), wait_s)
+        if back:
+            rec.reregistered_s = round(time.monotonic() - t_restart, 3)
+        rec.flows_after = {fid: sp for fid, sp in self.registered().items() if fid in rec.flows_before}
+        self.restarts.append(rec)
+        self.say(f"gor: restarted at t={rec.at_s:.1f}s: reconciled {rec.reconciled}; "
+                 f"{len(rec.flows_after)}/{len(rec.flows_before)} flows registered again "
+                 f"after {rec.reregistered_s} s, ports {'kept' if rec.complete else 'CHANGED'}")
+        return rec
+
+    def start_flows(self, duration_s: float, nic_options: Any = None,
+                    sender_extra: Sequence[str] = ()) -> None:
+        """Start the NIC fleet, each sender with its TCCL agent (``nic_options``: a
+        ``NicOptions``, default the scenario's line rate; ``sender_extra``: more sender
+        options, e.g. ``["--messages", "16"]`` for a fixed transfer)."""
         from host.traffic import NicOptions  # noqa: PLC0415
 
         def agent_args(fl: Sequence[Any]) -> list[str]:
             h = fl[0].src_host
-            return ["--agent-creds", str(self._creds[h]), "--agent-registry", self.registry_address,
+            return [*sender_extra, "--agent-creds", str(self._creds[h]),
+                    "--agent-registry", self.registry_address,
                     "--agent-bind", f"unix:{GOR_DIR / f'agent-{h}-{fl[0].dst_ip}.sock'}"]
 
-        self.fleet.start(self.flows, duration_s, NicOptions(line_rate_pps=self.opts.flow_rate_pps),
+        self.fleet.start(self.flows, duration_s,
+                         nic_options or NicOptions(line_rate_pps=self.opts.flow_rate_pps),
                          sender_args=agent_args)
 
     def __exit__(self, *exc: object) -> None:
@@ -154,4 +268,5 @@ class GorSession:
         return (time.monotonic() if t_mono is None else t_mono) - self.t0
 
 
-__all__ = ["GOR_DIR", "GorSession", "Tick", "source_uplinks", "write_credentials"]
+__all__ = ["GOR_DIR", "GorSession", "MIN_SAMPLES", "RestartRecord", "SAMPLES_PER_FLOW", "SAMPLE_ONE_IN_N",
+           "Tick", "source_uplinks", "write_credentials"]

@@ -14,6 +14,14 @@ takes it out of the ECMP groups, so the flows hashed onto it stop being black-ho
 Figures (:class:`FailureResult`): per-uplink packets/s before and after, the time from the
 link going down to the groups rewritten (``regroup_s``), the busiest surviving uplink in
 % of its queue rate, and the packets the receivers never got (lost before the re-route).
+
+**Silent** (``make run SCENARIO=dead-link``, ``run_link_failure(..., silent=True)``): only
+the spine's end of the cable is set down and GOR is told nothing. The leaf's port stays
+up, its switch goes on sending into the cable and the packets vanish; GOR must find the
+dead link from the counters alone (:mod:`controller.gor.deadlinks`: sent by the leaf,
+never received by the spine) and take it out of the groups like an administrative event.
+``regroup_s`` is then the time to detect (and rewrite), ``detected_by`` the reason GOR
+logged.
 """
 from __future__ import annotations
 
@@ -48,6 +56,8 @@ class FailureResult:
     uplink_pps_after: dict[str, float] = field(default_factory=dict)
     max_util_after_pct: Optional[float] = None
     lost_pkts: int = 0
+    silent: bool = False
+    detected_by: str = ""
     events: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -63,8 +73,11 @@ def _mean(part: list[tuple[float, dict[str, float], int]], uplinks: Any) -> dict
 
 
 def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Callable[[], None],
-                     opts: Any, say: Callable[[str], None] = print) -> FailureResult:
-    """Run the scenario on a running, programmed testbed (``opts``: ``ScenarioOptions``)."""
+                     opts: Any, say: Callable[[str], None] = print,
+                     silent: bool = False) -> FailureResult:
+    """Run the scenario on a running, programmed testbed (``opts``: ``ScenarioOptions``);
+    ``silent``: only the spine's end goes down and GOR is not told (see the module
+    docstring)."""
     from host.traffic import TrafficOptions, merge_reports, plan_flows  # noqa: PLC0415
 
     seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(1 << 30)
@@ -75,19 +88,20 @@ def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Calla
         count[str(f.predicted_uplink)] = count.get(str(f.predicted_uplink), 0) + 1
     victim = max(sorted(count), key=lambda u: count[u])
     run_dir = new_run_dir(opts.runs_root)
-    res = FailureResult(1, run_dir, seed, victim, rate)
+    res = FailureResult(1, run_dir, seed, victim, rate, silent=silent)
     session = GorSession(fabric, programmer, state, save_state, flows, rate, opts, run_dir, say)
     leaf, port = session.uplinks[victim]
     info = fabric.switch(leaf).ports[port]
     peer, peer_port = info.peer_node, info.peer_port
-    devs = [f"{leaf}-eth{port}", f"{peer}-eth{peer_port}"]
-    record = ScenarioRecord("link-failure", seed, state.target, opts.rail, opts.flow_rate_pps, rate,
+    devs = [f"{peer}-eth{peer_port}"] if silent else [f"{leaf}-eth{port}", f"{peer}-eth{peer_port}"]
+    record = ScenarioRecord("dead-link" if silent else "link-failure", seed, state.target, opts.rail, opts.flow_rate_pps, rate,
                             opts.duration_s, uplinks=sorted(session.uplinks))
     record.flows = [FlowRecord(f.label, f.src_ip, f.dst_ip, f.sport, str(f.predicted_uplink))
                     for f in flows]
     say(f"link-failure: seed {seed}; {FLOWS} elephants at {opts.flow_rate_pps:g} pps, uplinks "
         f"drain {rate:g} pps (all {FLOWS} fit one at {100 * FLOWS * opts.flow_rate_pps / rate:.0f}%); "
-        f"{victim} ({count[victim]} of them) goes down after {opts.duration_s / 3:.1f} s")
+        f"{victim} ({count[victim]} of them) goes down after {opts.duration_s / 3:.1f} s"
+        + (f", silently (only {devs[0]}; GOR is not told)" if silent else ""))
     t_down = None
     try:
         with session:
@@ -97,8 +111,9 @@ def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Calla
             for dev in devs:
                 set_link(dev, up=False)
             t_down = time.monotonic()
-            session.loop.submit_link_event(leaf, port, up=False,
-                                           reason=f"administrative: ip link set {' '.join(devs)} down")
+            if not silent:
+                session.loop.submit_link_event(leaf, port, up=False,
+                                               reason=f"administrative: ip link set {' '.join(devs)} down")
             record.event(session.since_start(t_down), f"{victim} down ({' and '.join(devs)})")
             say(f"link-failure: t={session.since_start(t_down):.1f}s {victim} is down")
             session.fleet.wait_senders(opts.duration_s + 15)
@@ -112,21 +127,26 @@ def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Calla
             session.loop.decision_log = None
             session.loop.link_up(leaf, port, reason="scenario end: link back up")
     res.errors, res.events = session.errors, session.events
-    down = next((e for e in res.events if e.get("event") == "link_down"), None)
+    down = next((e for e in res.events if e.get("event") == "link_down"
+                 and t_down is not None and float(e["mono_s"]) >= t_down), None)
     if down is not None and t_down is not None:
         res.regroup_s = round(float(down["mono_s"]) - t_down, 3)
         res.groups = list(down.get("groups", []))
+        res.detected_by = str(down.get("reason", ""))
     ticks = [x for x in session.ticks if sum(x[1].values()) > 0]
     if t_down is not None:
         res.uplink_pps_before = _mean([x for x in ticks if x[0] < t_down][1:], session.uplinks)
-        res.uplink_pps_after = _mean([x for x in ticks if x[0] >= t_down + 1.0][:-2], session.uplinks)
+        t_regroup = float(down["mono_s"]) if down is not None else t_down   # 1 s after it
+        res.uplink_pps_after = _mean([x for x in ticks if x[0] >= t_regroup + 1.0][:-2], session.uplinks)
     if res.uplink_pps_after:
         res.max_util_after_pct = round(100 * max(res.uplink_pps_after.values()) / rate, 1)
     results = merge_reports(flows, session.fleet.procs)
     res.lost_pkts = sum(max(0, r.sent_pkts - r.recv_pkts) for r in results)
     for fr, r in zip(record.flows, results):
         fr.sent = r.sent_pkts
-    line = (f"link-failure: {victim} down → groups rewritten {res.regroup_s} s later "
+    line = (f"{'dead-link' if silent else 'link-failure'}: {victim} down"
+            f"{' (silently)' if silent else ''} → groups rewritten {res.regroup_s} s later "
+            f"({res.detected_by}) "
             f"({'; '.join(res.groups) or 'none'}); per-uplink pps before {res.uplink_pps_before}, "
             f"after {res.uplink_pps_after}; busiest after {res.max_util_after_pct}% of {rate:g} pps; "
             f"packets lost {res.lost_pkts}")

@@ -6,8 +6,11 @@
   figures in ``runs/<timestamp>/``. ``gor`` is kept as another name for it.
 * ``link-failure`` (:mod:`topo.link_failure`) — a leaf uplink goes down under traffic;
   GOR takes it out of the ECMP groups at both ends and re-plans.
+* ``dead-link`` — the same cable dies silently (only the spine's end goes down, GOR is
+  not told): GOR finds it from the counters and takes it out the same way.
 * ``alltoall`` (:mod:`topo.alltoall`) — an MoE all-to-all between two blocks on one rail,
-  random source ports (a colliding draw) then TCCL's: per-uplink max/mean and completion.
+  random source ports (a colliding draw), TCCL's, then the random ones with GOR on:
+  per-uplink max/mean and completion.
 
 Shared pieces: :class:`ScenarioOptions`, the uplink queue rates through p4sim's control
 API (:func:`set_uplink_rates`: congestion comes from switch queue rates on these
@@ -24,15 +27,16 @@ from typing import Any, Callable, Optional, Sequence
 
 from topo.telemetry import LinkId, LinkSample
 
-SCENARIOS = ("default", "gor", "link-failure", "alltoall")
+SCENARIOS = ("default", "gor", "link-failure", "dead-link", "alltoall")
 RUNS = Path(__file__).resolve().parents[1] / "runs"
 
 
 @dataclass(slots=True)
 class ScenarioOptions:
     """Knobs of a scenario: ``flows`` elephants of ``flow_rate_pps`` on ``rail`` for
-    ``duration_s``, telemetry (and GOR) every ``period_s``; ``queue_rate_pps`` None sizes
-    the uplinks from the flows (:data:`topo.story.EVEN_UTIL`)."""
+    ``duration_s``, telemetry (and GOR) every ``period_s``, every ``fast_period_s`` while
+    GOR is busy (an alarm, a move in flight: ``GorLoop.busy``); ``queue_rate_pps`` None
+    sizes the uplinks from the flows (:data:`topo.story.EVEN_UTIL`)."""
 
     seed: Optional[int] = None
     rail: int = 0
@@ -40,6 +44,7 @@ class ScenarioOptions:
     flow_rate_pps: float = 60.0
     duration_s: float = 12.0
     period_s: float = 0.25
+    fast_period_s: float = 0.1
     queue_rate_pps: Optional[float] = None
     runs_root: Path = RUNS
 
@@ -113,10 +118,10 @@ def run_scenario(name: str, fabric: Any, programmer: Any, state: Any,
         from topo.alltoall import run_alltoall  # noqa: PLC0415
         a2a = run_alltoall(fabric, programmer, state, save_state, opts or ScenarioOptions(), say)
         return ScenarioResult(a2a.status, a2a.run_dir)
-    if name == "link-failure":
+    if name in ("link-failure", "dead-link"):
         from topo.link_failure import run_link_failure  # noqa: PLC0415
         failure = run_link_failure(fabric, programmer, state, save_state,
-                                   opts or ScenarioOptions(), say)
+                                   opts or ScenarioOptions(), say, silent=name == "dead-link")
         return ScenarioResult(failure.status, failure.run_dir)
     from topo.story import run_story  # noqa: PLC0415 (servers and threads: only when run)
     story = run_story(fabric, programmer, state, save_state, opts or ScenarioOptions(), say)

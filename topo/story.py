@@ -60,6 +60,14 @@ class StoryResult:
     drops_during_move: Optional[int] = None
     moves_per_flow: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    delivery: dict[str, tuple[int, int]] = field(default_factory=dict)
+    restarts: list[Any] = field(default_factory=list)
+
+    @property
+    def lost_pkts(self) -> int:
+        """Packets sent and never received, over every flow (``delivery``: label →
+        (sent, received), from the NIC emulators' reports)."""
+        return sum(max(0, s - r) for s, r in self.delivery.values())
 
     @staticmethod
     def spread(pps: dict[str, float]) -> float:
@@ -98,8 +106,11 @@ def draw_colliding(fabric: Any, programmer: Any, count: int, rail: int, seed: in
 
 
 def run_story(fabric: Any, programmer: Any, state: Any, save_state: Callable[[], None],
-              opts: Any, say: Callable[[str], None] = print) -> StoryResult:
-    """Run the story on a running, programmed testbed (``opts``: ``ScenarioOptions``)."""
+              opts: Any, say: Callable[[str], None] = print,
+              midway: Optional[Callable[[GorSession], None]] = None) -> StoryResult:
+    """Run the story on a running, programmed testbed (``opts``: ``ScenarioOptions``).
+    ``midway(session)``, if given, runs once the flows have started (the restart test
+    restarts GOR there: ``GorSession.restart_gor``)."""
     from host.traffic import merge_reports  # noqa: PLC0415
 
     seed0 = opts.seed if opts.seed is not None else random.SystemRandom().randrange(1 << 30)
@@ -125,9 +136,17 @@ def run_story(fabric: Any, programmer: Any, state: Any, save_state: Callable[[],
     with session:
         session.start_flows(opts.duration_s)
         record.event(session.since_start(), f"{len(flows)} elephants started")
+        if midway is not None:
+            midway(session)
         session.fleet.wait_senders(opts.duration_s + 15)
     res.errors = session.errors
-    sent = {r.label: r.sent_pkts for r in merge_reports(flows, session.fleet.procs)}
+    res.restarts = list(session.restarts)
+    for rs in res.restarts:
+        record.event(rs.at_s, f"GOR restarted: {len(rs.flows_after)}/{len(rs.flows_before)} flows "
+                              f"registered again after {rs.reregistered_s} s; reconciled {rs.reconciled}")
+    results = merge_reports(flows, session.fleet.procs)
+    res.delivery = {r.label: (r.sent_pkts, r.recv_pkts) for r in results}
+    sent = {r.label: r.sent_pkts for r in results}
     for fr in record.flows:
         fr.sent = sent.get(fr.label, 0)
     for e in res.errors:

@@ -4,7 +4,7 @@
 
     python -m topo.testbed up   [--target auto|p4sim|bmv2] [--fabric FILE | --spec FILE] [--cli auto|yes|no]
                                 [--hold] [--tc-links] [--log-level L] [--p4c P4C]
-                                [--scenario default|gor|link-failure|alltoall] [--scenario-seed N]
+                                [--scenario default|gor|link-failure|dead-link|alltoall] [--scenario-seed N]
     python -m topo.testbed down         # what `make stop` runs: only what `up` recorded
     python -m topo.testbed ping         # all-pairs ping per rail on a running testbed
     python -m topo.testbed status       # what of the recorded testbed still exists
@@ -402,7 +402,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     up.add_argument("--no-pcap", action="store_true", help="write no pcaps")
     up.add_argument("--scenario", default=os.environ.get("SCENARIO") or None,
                     help="after the ping check run a scenario: default (the GOR story; gor is "
-                         "another name) | link-failure | alltoall")
+                         "another name) | link-failure | dead-link | alltoall")
     up.add_argument("--scenario-seed", type=int, default=None,
                     help="seed of the elephants' random source ports (default: random, printed)")
     up.add_argument("--scenario-duration-s", type=float, default=12.0)

@@ -30,7 +30,12 @@ at least ``dead_after_s``; any other interval resets the run. A direction the de
 declared dead is alive again after an unbroken run of ``ALIVE`` of the same length.
 
 Defaults (:class:`DeadLinkThresholds`): ``min_pkts`` 20, ``probe_samples`` 1,
-``min_intervals`` 3, ``dead_after_s`` 0.3 s.
+``min_intervals`` 3, ``dead_after_s`` 0.3 s. ``min_pkts`` is for an interval of
+``ref_interval_s`` (0.25 s) or more; a shorter interval (a caller polling faster while
+busy) needs proportionally fewer packets, never fewer than ``min_pkts_floor`` (5)
+(:meth:`DeadLinkThresholds.pkts_needed`): the same traffic rate is evidence however
+fast the counters are read, and the run still has to last ``dead_after_s``.
+:meth:`DeadLinkDetector.suspects` lists the directions with dead evidence running.
 
 Example::
 
@@ -43,6 +48,7 @@ Example::
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -69,10 +75,24 @@ class DeadLinkThresholds:
     probe_samples: int = 1
     min_intervals: int = 3
     dead_after_s: float = 0.3
+    ref_interval_s: float = 0.25
+    min_pkts_floor: int = 5
 
     def __post_init__(self) -> None:
         if self.min_pkts < 1 or self.probe_samples < 1 or self.min_intervals < 1:
             raise ValueError("min_pkts, probe_samples and min_intervals must be at least 1")
+        if self.ref_interval_s <= 0 or not 1 <= self.min_pkts_floor <= self.min_pkts:
+            raise ValueError("ref_interval_s > 0 and 1 <= min_pkts_floor <= min_pkts are required")
+
+    def pkts_needed(self, dt_s: float) -> int:
+        """Packets an interval of ``dt_s`` must count to be evidence.
+
+        >>> th = DeadLinkThresholds()
+        >>> th.pkts_needed(0.25), th.pkts_needed(1.0), th.pkts_needed(0.1), th.pkts_needed(0.01)
+        (20, 20, 8, 5)
+        """
+        scaled = math.ceil(self.min_pkts * dt_s / self.ref_interval_s - 1e-9)
+        return max(self.min_pkts_floor, min(self.min_pkts, scaled))
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,11 +134,12 @@ def link_evidence(tx: Any, peer: Any, *, rx_armed: bool, forwarded: int,
     """
     if tx is None or peer is None or getattr(tx, "reset", False) or getattr(peer, "reset", False):
         return None
-    if peer.rx_pkts >= th.min_pkts:
+    need = th.pkts_needed(float(getattr(tx, "dt_s", th.ref_interval_s) or th.ref_interval_s))
+    if peer.rx_pkts >= need:
         return Evidence.ALIVE
     if peer.rx_pkts > 0:
         return None                                   # some traffic crosses: not dead
-    if tx.tx_pkts >= th.min_pkts and rx_armed:
+    if tx.tx_pkts >= need and rx_armed:
         return Evidence.LOST
     if tx.tx_pkts == 0 and forwarded >= th.probe_samples and not getattr(tx, "pfc_rx", 0):
         return Evidence.SILENT
@@ -163,6 +184,10 @@ class DeadLinkDetector:
             self.dead.discard(link)
         assert run.evidence is not None
         return DeadLinkEvent(link, t_s, kind, run.evidence, round(held, 3))
+
+    def suspects(self) -> list[LinkKey]:
+        """Directions with a run of dead evidence going on (not yet declared), sorted."""
+        return sorted(k for k, r in self.runs.items() if r.kind and k not in self.dead)
 
     def forget(self, link: LinkKey) -> None:
         """Forget ``link`` (it was brought back up by other means)."""

@@ -44,7 +44,7 @@ EVENTS = (
     "alarm_raised", "alarm_cleared", "flows_chosen", "path_chosen", "order_sent",
     "order_confirmed", "order_rolled_back", "order_retried", "link_down", "link_up",
     "switch_stale", "switch_back", "round", "agent_done", "pause_storm_raised",
-    "pause_storm_cleared", "reconciled",
+    "pause_storm_cleared", "reconciled", "override_expired",
 )
 
 _log = logging.getLogger("controller.gor.log")

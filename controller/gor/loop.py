@@ -29,10 +29,15 @@ One tick, in order:
 3. **Digests** queued since the last tick go into the :class:`FlowTable`.
 4. **Moves in flight** are checked (*Confirmation* below).
 5. **Decisions**, one round at a time: only when no move is in flight, for every link at
-   ``decide_level`` (default WARNING) or above, worst first (then every link an earlier
-   round worked on that still measures above the safety threshold), at most once per
-   ``decide_every_s``, once the link's window holds at least ``min_samples`` samples
-   (shares need no full window: they are unbiased from the first samples): the Top-N
+   ``decide_level`` (default WARNING) or above, worst first, then every link whose
+   overload is already proven at a lower alarm level (``early_decide``: it marks, NOTICE
+   or above, and its utilisation over the last ``proof_s`` is over the safety threshold
+   — the queue need not grow to the WARNING mark rate first), then every link an earlier
+   round worked on that still measures above the safety threshold; at most once per
+   ``decide_every_s``, once the link's window holds at least ``min_samples`` samples, or
+   with ``samples_per_flow`` set that many per flow sampled there (capped by
+   ``min_samples``: few flows need few samples; shares need no full window: they are
+   unbiased from the first samples): the Top-N
    elephants on it (minus flows moved within
    ``cooldown_s``, by their old and their new 5-tuple: GOR never moves a flow back and
    forth) become :class:`ElephantFlow` s and :meth:`PathEngine.decide` plans the round
@@ -53,6 +58,11 @@ link within ``confirm_timeout_s`` is rolled back: an agent that said it moved is
 to go back to the old port, override entries are deleted. A confirmed move stays in
 flight ``settle_s`` more (default ``window_s`` plus two periods) so that the windowed
 loads of the next round contain nothing from before the move.
+
+**Override expiry** (:mod:`controller.gor.expiry`): an override entry whose flow has not
+been sampled for ``override_idle_s`` gets a liveness probe (sampling at its pinned
+path's first link for ``override_probe_s``); not seen there, its entries are deleted
+(``override_expired``).
 
 **Faults** (:mod:`controller.gor.faults`): :meth:`GorLoop.link_down` takes a
 cable out of the ECMP groups at both ends and out of the engine's hash model, and makes
@@ -99,6 +109,7 @@ from controller.gor.deadlinks import DeadLinkDetector, DeadLinkThresholds
 from controller.gor.decisions import AlarmLevel, FlowKey, LinkKey, PathChoice, RoundDecision
 from controller.gor.digests import DIGEST_NAME, digest_reader, enable_digests
 from controller.gor.elephants import FlowTable
+from controller.gor.expiry import DEFAULT_OVERRIDE_IDLE_S, DEFAULT_OVERRIDE_PROBE_S, OverrideExpiry
 from controller.gor.faults import LinkFaults
 from controller.gor.log import DecisionLog
 from controller.gor.metrics import GorMetrics
@@ -116,7 +127,7 @@ PendingMove = MoveInFlight
 """The former name of :class:`~controller.gor.moves.MoveInFlight`."""
 
 
-class GorLoop(DecisionRounds, MoveOrders, LinkFaults, Reconciliation, SwitchTables):
+class GorLoop(DecisionRounds, MoveOrders, LinkFaults, Reconciliation, OverrideExpiry, SwitchTables):
     """GOR's control loop over one fabric (see the module docstring for one tick).
 
     ``fabric`` is a ``topo.model.Fabric``; ``programmer`` gives ``connections`` (switch
@@ -136,7 +147,10 @@ class GorLoop(DecisionRounds, MoveOrders, LinkFaults, Reconciliation, SwitchTabl
                  confirm_timeout_s: float = 3.0, order_timeout_s: float = 2.0,
                  max_retries: int = 1, decide_level: AlarmLevel = AlarmLevel.WARNING,
                  settle_s: Optional[float] = None, min_samples: int = 20,
-                 order_workers: int = 4,
+                 samples_per_flow: Optional[int] = None, early_decide: bool = True,
+                 proof_s: float = 0.5, order_workers: int = 4,
+                 override_idle_s: float = DEFAULT_OVERRIDE_IDLE_S,
+                 override_probe_s: float = DEFAULT_OVERRIDE_PROBE_S,
                  pause_thresholds: Optional[PauseStormThresholds] = None,
                  dead_link_thresholds: Optional[DeadLinkThresholds] = None,
                  detect_dead_links: bool = True) -> None:
@@ -149,6 +163,10 @@ class GorLoop(DecisionRounds, MoveOrders, LinkFaults, Reconciliation, SwitchTabl
         self.confirm_timeout_s, self.order_timeout_s = confirm_timeout_s, order_timeout_s
         self.max_retries, self.decide_level = max_retries, decide_level
         self.window_s, self.min_samples = window_s, min_samples
+        self.samples_per_flow, self.early_decide, self.proof_s = samples_per_flow, early_decide, proof_s
+        self.override_idle_s, self.override_probe_s = override_idle_s, override_probe_s
+        self.override_seen: dict[FlowKey, float] = {}
+        self.liveness: dict[FlowKey, tuple[LinkKey, float]] = {}
         self.settle_s = window_s + 2 * period_s if settle_s is None else settle_s
         self.safety = safety
         self.follow_up: set[LinkKey] = set()          # links of past rounds, still over safety
@@ -205,6 +223,17 @@ class GorLoop(DecisionRounds, MoveOrders, LinkFaults, Reconciliation, SwitchTabl
         st = state or self.links
         return {self.link_name(l): round(100 * st.util(l), 2) for l in links}
 
+    def busy(self) -> bool:
+        """True while something wants fast telemetry: an alarm (NOTICE or above), a move
+        in flight, a follow-up link, a dead-link probe or a link with dead evidence
+        running (``DeadLinkDetector.suspects``). A caller may poll faster then
+        (``topo.gor_session`` does: samples fill and moves are confirmed sooner).
+
+        >>> poller.period_s = 0.1 if loop.busy() else 0.25       # doctest: +SKIP
+        """
+        return bool(self.pending or self.follow_up or self.probes
+                    or self.alarms.active(AlarmLevel.NOTICE) or self.dead_links.suspects())
+
     # ------------------------------------------------------------------ inputs
     def submit_digests(self, switch: str, digest: Any) -> None:
         """Queue one DigestList (``.data`` rows) or a list of rows from ``switch``
@@ -240,6 +269,7 @@ class GorLoop(DecisionRounds, MoveOrders, LinkFaults, Reconciliation, SwitchTabl
             self._watch_links(t_s, samples)
         self._expire_adopted(t_s)
         self._check_pending(t_s)
+        self._expire_overrides(t_s)
         rounds = self._decide(t_s)
         self.flows.age(t_s)
         for f in [f for f, until in self.moved.items() if until < t_s]:

@@ -43,21 +43,26 @@ Example::
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import time
 from dataclasses import dataclass, field
-from typing import Collection, Mapping, Optional, Sequence
+from typing import Collection, Iterable, Mapping, Optional, Sequence
 
 from controller.gor.decisions import (FlowKey, LinkKey, MoveOrder, Order, OverrideEntry,
                                       OverrideOrder, PathChoice, Rejection, RoundDecision)
 from controller.gor.simulate import link_loads, max_min_fair, utilisation
-from p4src.hashmodel import (ALGORITHMS, FabricHashModel, Flow, HashField, SwitchHashModel, flow_hash,
-                             member_index, pack_fields, port_to_member_table)
+from controller.gor.sports import port_filter, ports_reaching
+from p4src.hashmodel import FabricHashModel, SwitchHashModel, member_index
 from topo.model import Fabric
 
 LEAF_UPLINK_GROUP = 1
 DEFAULT_SAFETY = 0.75
 DEFAULT_PORT_RANGE = (49152, 65535)
 PROTO_UDP = 17
+SCAN_BELOW_GROUP_SIZE = 16
+"""Leaf groups smaller than this are solved by scanning ports with a filter (a good port
+every few ports; listing all would be 65,536 / size of them), larger ones by listing
+the GF(2) solutions (65,536 / size ports)."""
 _EPS = 1e-6
 
 
@@ -255,9 +260,15 @@ class PathEngine:
                       if smodel is not None and sg is not None else None)
         src, dst = int(ipaddress.IPv4Address(flow.src)), int(ipaddress.IPv4Address(flow.dst))
         lo, hi = self.port_range
-        ports = ports_reaching(leaf, self.leaf_group, src, dst, flow.dport, want_leaf)
-        for port in sorted(ports, key=lambda p: (not lo <= p <= hi, p)):
-            if port == flow.sport or port == 0 or port in avoid:
+        if leaf.group(self.leaf_group).size >= SCAN_BELOW_GROUP_SIZE:   # few solutions: list them
+            ports: Iterable[int] = sorted(ports_reaching(leaf, self.leaf_group, src, dst, flow.dport,
+                                                         want_leaf), key=lambda p: (not lo <= p <= hi, p))
+        else:                                       # every few ports is one: scan, stop at the first
+            ok = port_filter(leaf, self.leaf_group, src, dst, flow.dport, want_leaf)
+            ports = (p for p in itertools.chain(range(lo, hi + 1), range(1, lo), range(hi + 1, 1 << 16))
+                     if ok(p))
+        for port in ports:
+            if port == 0 or port == flow.sport or port in avoid:
                 continue
             if smodel is not None and sg is not None and member_index(
                     smodel, sg, src, dst, PROTO_UDP, port, flow.dport) != want_spine:
@@ -387,84 +398,6 @@ class PathEngine:
         dec.predicted_max_util = max(last_util.values(), default=0.0)
         dec.elapsed_s = time.perf_counter() - t0
         return dec
-
-
-def _sport_basis(model: SwitchHashModel) -> tuple[int, ...]:
-    """``basis[b] = crc(e_b) ^ crc(0)``: the hash change of flipping source-port bit ``b``
-    (CRC is affine in its input bits, see ``p4src.hashmodel``); depends only on the
-    algorithm and field layout."""
-    key = (model.algorithm, model.fields)
-    if key not in _BASIS:
-        widths = [f.width_bits for f in model.fields]
-        names = [f.name for f in model.fields]
-        pos = names.index("udp.src_port")
-        algo = ALGORITHMS[model.algorithm]
-        zero = algo(pack_fields([(0, w) for w in widths]))
-        basis = []
-        for b in range(widths[pos]):
-            vals = [(0, w) for w in widths]
-            vals[pos] = (1 << b, widths[pos])
-            basis.append(algo(pack_fields(vals)) ^ zero)
-        _BASIS[key] = tuple(basis)
-    return _BASIS[key]
-
-
-_BASIS: dict[tuple[str, tuple[HashField, ...]], tuple[int, ...]] = {}
-
-
-def ports_reaching(model: SwitchHashModel, group_id: int, src: int, dst: int, dport: int,
-                   want_index: int) -> list[int]:
-    """Every UDP source port whose member index in ``group_id`` is ``want_index``.
-
-    With a power-of-two group the condition ``H % size == i`` fixes the low bits of the
-    hash, a linear system over GF(2) in the port bits (``H(p) = H(0) ^ L(p)``): it is
-    solved by elimination and its solutions enumerated (512 ports of 65,536 for a group
-    of 128), no sweep. Other sizes sweep the affine table
-    (:func:`p4src.hashmodel.port_to_member_table`).
-
-    >>> from p4src.hashmodel import GroupModel
-    >>> sw = SwitchHashModel("l", seed=5, groups={1: GroupModel(0, ["a", "b", "c", "d"])})
-    >>> ps = ports_reaching(sw, 1, 1, 2, 4791, 3)
-    >>> len(ps), {member_index(sw, 1, 1, 2, 17, p, 4791) for p in ps}
-    (16384, {3})
-    """
-    group = model.group(group_id)
-    size = group.size
-    mask_m = (1 << model.member_width_bits) - 1
-    if size & (size - 1) or "udp.src_port" not in [f.name for f in model.fields] or group.base:
-        table = port_to_member_table(model, group_id, src, dst, PROTO_UDP, dport)
-        return [p for p, m in enumerate(table) if m == want_index]
-    basis = _sport_basis(model)
-    k = size.bit_length() - 1
-    target = ((want_index - group.base) & mask_m) ^ flow_hash(model, Flow(src, dst, PROTO_UDP, 0, dport))
-    # rows: for each low hash bit j, the port bits that flip it, and the bit wanted
-    rows = [(sum(1 << b for b, v in enumerate(basis) if v >> j & 1), target >> j & 1) for j in range(k)]
-    pivots: list[tuple[int, int, int]] = []           # (pivot bit, row mask, rhs)
-    for mask, rhs in rows:
-        for pb, pm, pr in pivots:
-            if mask >> pb & 1:
-                mask ^= pm
-                rhs ^= pr
-        if mask == 0:
-            if rhs:
-                return []
-            continue
-        pb = mask.bit_length() - 1
-        pivots = [(b, m ^ mask, r ^ rhs) if m >> pb & 1 else (b, m, r) for b, m, r in pivots]
-        pivots.append((pb, mask, rhs))
-    pivot_bits = {pb for pb, _, _ in pivots}
-    free = [b for b in range(len(basis)) if b not in pivot_bits]
-    out = []
-    for combo in range(1 << len(free)):
-        port = 0
-        for i, b in enumerate(free):
-            if combo >> i & 1:
-                port |= 1 << b
-        for pb, pm, pr in pivots:
-            if pr ^ (bin(pm & port & ~(1 << pb)).count("1") & 1):
-                port |= 1 << pb
-        out.append(port)
-    return sorted(out)
 
 
 __all__ = ["DEFAULT_PORT_RANGE", "DEFAULT_SAFETY", "ElephantFlow", "LEAF_UPLINK_GROUP", "LinkState",

@@ -3,7 +3,8 @@ on them are elephants, and the round itself through :meth:`PathEngine.decide`.
 
 :class:`DecisionRounds` is mixed into :class:`controller.gor.loop.GorLoop` (the rules are
 in the loop's module docstring: one round at a time, ``decide_every_s`` per link,
-``min_samples`` before ranking, cooldown, follow-up links, loads with every move in
+``min_samples`` (or ``samples_per_flow``) before ranking, early rounds on a proven
+overload, cooldown, follow-up links, loads with every move in
 flight applied). Rates are in the loop's basis: an elephant's sampled share of its link
 times the link's measured load (at least its capacity on a link that marks).
 
@@ -50,6 +51,10 @@ class DecisionRounds:
     decide_level: AlarmLevel
     decide_every_s: float
     min_samples: int
+    samples_per_flow: Optional[int]
+    early_decide: bool
+    proof_s: float
+    util_window: dict[LinkKey, Any]
     top_n: int
     safety: float
     _rounds: "itertools.count[int]"
@@ -79,7 +84,7 @@ class DecisionRounds:
         link's measured load)."""
         counts = self.flows.samples_on(link, t_s)
         total = sum(counts.values())
-        if total < self.min_samples:
+        if total < self.samples_needed(len(counts)):
             return []
         load = self._offered_bps(link)
         out = []
@@ -99,20 +104,49 @@ class DecisionRounds:
         out.update(m.new_flow for m in self.pending.values())
         return out
 
+    def samples_needed(self, flows: int) -> int:
+        """Samples a link's window must hold before its elephants are ranked:
+        ``min_samples``, or with ``samples_per_flow`` set, that many per flow sampled on
+        the link (at least two flows' worth), capped by ``min_samples`` — each flow's
+        share is then known to about 1/√``samples_per_flow`` however few the flows."""
+        if self.samples_per_flow is None:
+            return self.min_samples
+        return min(self.min_samples, self.samples_per_flow * max(flows, 2))
+
+    def recent_util(self, link: LinkKey) -> float:
+        """Mean utilisation of ``link`` over its last ``proof_s`` of samples (0 if none)."""
+        win = self.util_window.get(link)
+        if not win:
+            return 0.0
+        last = win[-1][0]
+        recent = [u for t, u in win if t >= last - self.proof_s - 1e-9]
+        return sum(recent) / len(recent)
+
+    def overloaded(self, link: LinkKey) -> bool:
+        """The collision is proven on ``link``: it marks (NOTICE or above) and its
+        recent utilisation is over the safety threshold (``early_decide``)."""
+        return (self.early_decide and self.alarms.level(link) >= AlarmLevel.NOTICE
+                and self.recent_util(link) > self.safety + 1e-9)
+
+    def _trigger(self, link: LinkKey) -> bool:
+        return self.alarms.level(link) >= self.decide_level or self.overloaded(link)
+
     def _offered_bps(self, link: LinkKey) -> float:
         """A trigger link that marks queues: whatever the counters could drain, its
         offered load is at least its capacity, and its elephants split that. A follow-up
         link (no alarm any more) is taken at its measured load."""
         load = self.links.load_bps.get(link, 0.0)
-        if self.alarms.level(link) >= self.decide_level:
+        if self._trigger(link):
             return max(load, self.links.capacity_bps[link])
         return load
 
     def _hot_links(self) -> list[LinkKey]:
-        """Links at ``decide_level`` or above, then links an earlier round worked on that
-        still measure above the safety threshold (their alarm may have cleared once the
-        queue drained; the threshold is the goal)."""
+        """Links at ``decide_level`` or above, then links at a lower alarm level whose
+        overload is proven (:meth:`overloaded`), then links an earlier round worked on
+        that still measure above the safety threshold (their alarm may have cleared once
+        the queue drained; the threshold is the goal)."""
         hot = self.alarms.active(self.decide_level)
+        hot += [l for l in self.alarms.active(AlarmLevel.NOTICE) if l not in hot and self.overloaded(l)]
         for link in sorted(self.follow_up):
             if self.links.util(link) <= self.safety + 1e-9:
                 self.follow_up.discard(link)

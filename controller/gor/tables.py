@@ -51,15 +51,18 @@ class SwitchTables:
     follow_up: set[LinkKey]
     probes: dict[LinkKey, float]
     pending: dict[str, MoveInFlight]
+    liveness: dict[Any, tuple[LinkKey, float]]
 
     if TYPE_CHECKING:  # provided by the other parts of GorLoop (stubs here would shadow them)
         def _error(self, msg: str) -> None: ...
 
     def _confirming(self, link: LinkKey) -> bool:
         """Sampling on ``link`` is still needed: a move must be seen there, a follow-up
-        round may run on it, or it probes a link that may be dead."""
+        round may run on it, it probes a link that may be dead, or an override's flow
+        that may have ended (:mod:`controller.gor.expiry`)."""
         return (link in self.follow_up or link in self.probes
-                or any(m.new_link == link for m in self.pending.values()))
+                or any(m.new_link == link for m in self.pending.values())
+                or any(l == link for l, _ in self.liveness.values()))
 
     def _conn(self, switch: str) -> Any:
         conn = self.programmer.connections.get(switch)

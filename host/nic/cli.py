@@ -1,10 +1,15 @@
 """Command line of the NIC emulator: ``python -m host.nic send|recv ...`` (run inside a host).
 
-``send`` runs one RDMA WRITE QP per source port towards one destination; ``recv`` answers
-every flow arriving at an interface (ACKs, CNPs). Both need CAP_NET_RAW (root in a
-Mininet host), run for ``--duration-s`` or until SIGTERM/SIGINT, and then print (or write
-with ``--json``) one JSON report: port counters, PFC pauses per priority and one entry
-per flow (sent, received, CNPs, pauses, goodput).
+``send`` runs one RDMA WRITE QP per source port towards one destination (reliable: go-back-N
+on NAKs and retry timeouts, ``--retry-timeout-ms``/``--retry-count``); ``recv`` answers
+every flow arriving at an interface (coalesced ACKs, NAKs on PSN gaps, CNPs). Both need
+CAP_NET_RAW (root in a Mininet host), hold UDP ``--hold-port`` (4791) on the NIC's
+address for their lifetime so the kernel sends no ICMP port unreachable
+(:mod:`host.nic.udphold`), run for ``--duration-s`` (a sender with ``--messages`` stops
+earlier, once all are acknowledged or its QPs are in error) or until SIGTERM/SIGINT, and
+then print (or write with ``--json``) one JSON report: port counters, PFC pauses per
+priority, ``udp_hold``, ``qp_errors`` and one entry per flow (sent, received, CNPs,
+pauses, goodput, retransmitted packets, timeouts, NAKs, ``qp_state``).
 
 ::
 
@@ -29,9 +34,11 @@ from types import FrameType
 from typing import ContextManager, Optional, Sequence
 
 from host.nic.dcqcn import DcqcnParams
-from host.nic.frames import DSCP_DATA, FlowSpec
+from host.nic.frames import DSCP_DATA, ROCE_UDP_PORT, FlowSpec
 from host.nic.io import NicPort, PacketSocket
 from host.nic.qp import Receiver, SenderQP
+from host.nic.rc import RcParams
+from host.nic.udphold import UdpPortHold, iface_ipv4
 
 
 def iface_mac(iface: str) -> str:
@@ -51,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--line-rate-mbps", type=float, default=100.0,
                        help="link rate for PAUSE quanta (512 bit times each)")
         p.add_argument("--cnp-interval-ms", type=float, default=5.0)
+        p.add_argument("--hold-port", type=int, default=ROCE_UDP_PORT,
+                       help="UDP port held on the NIC's address(es) so the kernel sends no "
+                            "ICMP port unreachable (0: hold none)")
     s = sub.choices["send"]
     s.add_argument("--dst-mac", required=True, help="next hop MAC (the leaf's port MAC)")
     s.add_argument("--src-mac", help="default: the interface's MAC")
@@ -66,6 +76,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-dcqcn", action="store_true", help="fixed rate, ignore CNPs")
     s.add_argument("--dscp", type=int, default=DSCP_DATA)
     s.add_argument("--priority", type=int, default=3, help="PFC priority the QPs obey")
+    s.add_argument("--retry-timeout-ms", type=float, default=RcParams().retry_timeout_s * 1000,
+                   help="an ACK request unanswered this long sends again from the oldest "
+                        "unacknowledged packet")
+    s.add_argument("--retry-count", type=int, default=RcParams().retry_count,
+                   help="retries in a row without progress before the QP goes to error")
+    s.add_argument("--window-pkts", type=int, default=0,
+                   help="most unacknowledged packets per QP (0: no limit)")
     s.add_argument("--agent-creds", type=Path, default=None,
                    help="run a TCCL agent over these QPs (host.agent.launch): credentials")
     s.add_argument("--agent-registry", default="", help="GOR's FlowRegistry address")
@@ -73,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.choices["recv"]
     r.add_argument("--ip", action="append", default=[], help="accept only these dst IPs")
     r.add_argument("--no-icrc-check", action="store_true")
+    r.add_argument("--start-psn", type=int, default=0,
+                   help="PSN every connection starts at (the senders'); -1: the first seen")
     return ap
 
 
@@ -83,21 +102,39 @@ def make_port(args: argparse.Namespace, io: object,
     cnp_s = args.cnp_interval_ms / 1000
     if args.cmd == "recv":
         rx = Receiver(cnp_interval_s=cnp_s, verify=not args.no_icrc_check,
-                      local_ips=frozenset(socket.inet_aton(ip) for ip in args.ip))
+                      local_ips=frozenset(socket.inet_aton(ip) for ip in args.ip),
+                      start_psn=None if args.start_psn < 0 else args.start_psn)
         return NicPort(io, line_rate_bps=args.line_rate_mbps * 1e6,  # type: ignore[arg-type]
                        receiver=rx)
     port = NicPort(io, line_rate_bps=args.line_rate_mbps * 1e6,  # type: ignore[arg-type]
                    step_lock=step_lock)
     params = DcqcnParams.scaled(args.line_rate_pps, cnp_interval_s=cnp_s)
+    rc = RcParams(retry_timeout_s=args.retry_timeout_ms / 1000, retry_count=args.retry_count,
+                  window_pkts=args.window_pkts or None)
     src_mac = args.src_mac or iface_mac(args.iface)
     for i, sport in enumerate(int(p) for p in args.sport.split(",")):
         flow = FlowSpec(src_mac, args.dst_mac, args.src_ip, args.dst_ip, sport,
                         args.qpn + i, dscp=args.dscp)
         qp = SenderQP(flow, message_bytes=args.message_bytes, mtu=args.mtu,
                       priority=args.priority, messages=args.messages or None, dcqcn=params,
-                      react_to_cnp=not args.no_dcqcn)
+                      react_to_cnp=not args.no_dcqcn, rc=rc)
         port.add_sender(qp)
     return port
+
+
+def hold_ips(args: argparse.Namespace) -> list[str]:
+    """The NIC's addresses to hold the UDP port on: ``--src-ip`` (send), the ``--ip``
+    list or else the interface's IPv4 address (recv).
+
+    >>> hold_ips(build_parser().parse_args(["recv", "--iface", "lo", "--ip", "10.1.0.1"]))
+    ['10.1.0.1']
+    """
+    if args.cmd == "send":
+        return [args.src_ip]
+    if args.ip:
+        return list(args.ip)
+    ip = iface_ipv4(args.iface)
+    return [ip] if ip else []
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -111,7 +148,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    io = PacketSocket(args.iface)
+    hold = UdpPortHold(hold_ips(args) if args.hold_port else [], args.hold_port)
+    try:
+        io = PacketSocket(args.iface)
+    except BaseException:
+        hold.close()
+        raise
     agent = None
     try:
         mover = None
@@ -132,7 +174,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if agent is not None:
             agent.stop()
         io.close()
-    report.update(cmd=args.cmd, iface=args.iface, elapsed_s=elapsed)
+        hold.close()
+    report.update(cmd=args.cmd, iface=args.iface, elapsed_s=elapsed, udp_hold=hold.status)
     text = json.dumps(report, indent=1, sort_keys=True)
     if args.json:
         args.json.write_text(text + "\n")

@@ -6,8 +6,9 @@
 * :class:`DatagramIO` does the same over any datagram socket, e.g. one end of
   ``socket.socketpair(AF_UNIX, SOCK_DGRAM)`` — an in-process "cable" for tests.
 * :class:`NicPort` ties a port together: received frames go to PFC (PAUSE), to the
-  sender QPs (CNP, ACK) or to the :class:`~host.nic.qp.Receiver` (data, whose replies are
-  sent back); due frames of the sender QPs are transmitted. :meth:`NicPort.step` does
+  sender QPs (CNP, ACK, NAK) or to the :class:`~host.nic.qp.Receiver` (data, whose
+  CNPs and NAKs are sent back at once, its ACKs once per receive burst: coalesced); due
+  frames of the sender QPs (new or sent again) are transmitted. :meth:`NicPort.step` does
   one round at a given time (tests drive it with a fake clock); :meth:`NicPort.run`
   loops on the real monotonic clock, sleeping in ``select`` until the next frame is due
   or a frame arrives.
@@ -180,6 +181,9 @@ class NicPort:
                 break
             self.rx_frames += 1
             self._dispatch(frame, now)
+        if self.receiver is not None:
+            for ack in self.receiver.flush_acks():
+                self._send(ack)
         sent = 0
         for qp in self.senders:
             for _ in range(self.tx_burst):
@@ -214,7 +218,8 @@ class NicPort:
 
     @property
     def senders_done(self) -> bool:
-        """True when every sender has sent all its messages (and there is one)."""
+        """True when every sender has all its messages acknowledged or is in error (and
+        there is one)."""
         return bool(self.senders) and all(qp.done for qp in self.senders)
 
     def run(self, duration_s: float, *, clock: Callable[[], float] = time.monotonic,
@@ -251,6 +256,7 @@ class NicPort:
         return {
             "rx_frames": self.rx_frames, "rx_pfc": self.rx_pfc, "rx_other": self.rx_other,
             "tx_frames": self.tx_frames, "tx_refused": self.tx_refused,
+            "qp_errors": sum(1 for qp in self.senders if qp.errored),
             "pfc": {"pauses": list(self.pfc.pauses), "resumes": list(self.pfc.resumes),
                     "paused_s": [self.pfc.paused_seconds(p, now) for p in range(8)]},
             "flows": flows,

@@ -1,15 +1,19 @@
-"""Queue pairs of the emulated NIC: an RDMA WRITE sender and a receiver, with per-flow counters.
+"""Queue pairs of the emulated NIC: an RDMA WRITE sender and a receiver, reliable as RC.
 
-Pure logic over frames and an injected clock (the raw socket lives in :mod:`host.nic.io`):
+Pure logic over frames and an injected clock (the raw socket lives in :mod:`host.nic.io`,
+the transport rules in :mod:`host.nic.rc`):
 
 * :class:`SenderQP` splits messages of ``message_bytes`` into MTU-sized RDMA WRITE packets
   (FIRST with a RETH, MIDDLE, LAST; ONLY when one packet suffices), numbers them with
-  24-bit PSNs, requests an ACK on each message's last packet, paces them at the DCQCN
-  reaction point's rate and holds them while PFC pauses its priority.
-* :class:`Receiver` is the notification point for every flow arriving at a port: it
-  counts goodput, detects loss from PSN gaps (no retransmission: a gap is counted and
-  skipped), answers ACK requests with an RC ACKNOWLEDGE (AETH, MSN = messages done) and
-  CE-marked packets with a CNP (at most one per flow per interval).
+  24-bit PSNs, requests an ACK on each message's last packet and every 64 packets, paces
+  them at the DCQCN reaction point's rate and holds them while PFC pauses its priority.
+  Unacknowledged packets stay outstanding: a NAK or the retry timer sends them again from
+  the lost one on (go-back-N); too many retries put the QP in error (``qp_state``).
+* :class:`Receiver` is the responder and notification point of every flow arriving at a
+  port: it accepts packets in PSN order, NAKs the first packet past a gap, drops the rest
+  until the gap is filled, ACKs (coalesced: one cumulative ACK per flow per receive burst,
+  from :meth:`Receiver.flush_acks`; AETH MSN = messages completed) and answers CE-marked
+  packets with a CNP (at most one per flow per interval).
 
 Flows are keyed by (sender IP, destination QPN), so a flow that changes its UDP source
 port (TCCL re-routing) stays one flow. Replies go to QPN ``peer_qpns.get(qpn, qpn)``: by
@@ -17,112 +21,55 @@ default both ends of a connection use the same QP number.
 
 >>> from host.nic.frames import FlowSpec
 >>> f = FlowSpec("02:00:00:00:00:01", "02:00:00:00:00:02", "10.0.0.1", "10.1.0.1", 49152, 7)
->>> tx, rx = SenderQP(f, message_bytes=2048, mtu=1024), Receiver()
->>> replies = [r for t in (0.0, 0.001) for r in rx.on_frame(tx.poll(t), t)]
->>> [tx.on_frame(r, 0.002) for r in replies], tx.counters.acked_messages
-([True], 1)
+>>> tx, rx = SenderQP(f, message_bytes=2048, mtu=1024, messages=1), Receiver()
+>>> [rx.on_frame(tx.poll(t), t) for t in (0.0, 0.001)]          # no CNP, no NAK
+[[], []]
+>>> [tx.on_frame(a, 0.002) for a in rx.flush_acks()], tx.counters.acked_messages, tx.done
+([True], 1, True)
 """
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import Callable, Optional
 
+from host.nic.counters import FlowCounters
 from host.nic.dcqcn import DEFAULT_CNP_INTERVAL_S, DcqcnParams, NotificationPoint, ReactionPoint
 from host.nic.frames import (DSCP_CNP, ECN_CE, OP_CNP, OP_RC_ACK, OP_RC_WRITE_FIRST, OP_RC_WRITE_LAST,
-                             OP_RC_WRITE_MIDDLE, OP_RC_WRITE_ONLY, PSN_MASK, FlowSpec,
-                             FrameTemplate, RoceInfo, aeth_bytes, build_cnp, mac_str,
-                             parse_roce, reth_bytes, verify_icrc)
+                             OP_RC_WRITE_MIDDLE, OP_RC_WRITE_ONLY, FlowSpec, FrameTemplate,
+                             RoceInfo, aeth_bytes, build_cnp, mac_str, parse_roce, reth_bytes,
+                             verify_icrc)
 from host.nic.pfc import PfcState
+from host.nic.rc import (AETH_ACK, AETH_NAK_PSN_SEQ, AETH_TYPE_ACK, AETH_TYPE_NAK, PSN_HALF,
+                         PSN_MASK, QP_RTS, RcParams, Requester, Responder)
 
 DATA_OPCODES = frozenset({OP_RC_WRITE_FIRST, OP_RC_WRITE_MIDDLE, OP_RC_WRITE_LAST,
                           OP_RC_WRITE_ONLY})
-PSN_HALF = 1 << 23
+MESSAGE_ENDS = frozenset({OP_RC_WRITE_LAST, OP_RC_WRITE_ONLY})
 
-
-@dataclass(slots=True)
-class FlowCounters:
-    """Counters of one flow at one end; :meth:`to_dict` is the JSON form.
-
-    >>> FlowCounters("10.0.0.1:49152->10.1.0.1 qp 7").to_dict()["goodput_mbps"]
-    0.0
-    """
-
-    flow: str
-    sent_pkts: int = 0
-    sent_bytes: int = 0
-    sent_payload_bytes: int = 0
-    messages_sent: int = 0
-    acked_messages: int = 0
-    acked_payload_bytes: int = 0
-    recv_pkts: int = 0
-    recv_bytes: int = 0
-    recv_payload_bytes: int = 0
-    messages_received: int = 0
-    ce_pkts: int = 0
-    cnps_sent: int = 0
-    cnps_received: int = 0
-    acks_sent: int = 0
-    lost_pkts: int = 0
-    duplicate_pkts: int = 0
-    bad_icrc: int = 0
-    pauses: int = 0
-    paused_s: float = 0.0
-    pause_blocked_s: float = 0.0
-    rate_pps: float = 0.0
-    first_s: Optional[float] = None
-    last_s: Optional[float] = None
-
-    def seen(self, now: float) -> None:
-        """Record activity at ``now`` (goodput is measured between first and last)."""
-        if self.first_s is None:
-            self.first_s = now
-        self.last_s = now
-
-    def elapsed_s(self) -> float:
-        """Time between the first and the last activity."""
-        if self.first_s is None or self.last_s is None:
-            return 0.0
-        return self.last_s - self.first_s
-
-    def goodput_mbps(self) -> float:
-        """Payload Mb/s: acknowledged bytes at a sender, received bytes at a receiver."""
-        t = self.elapsed_s()
-        nbytes = self.recv_payload_bytes or self.acked_payload_bytes
-        return nbytes * 8 / t / 1e6 if t > 0 else 0.0
-
-    def goodput_pps(self) -> float:
-        """Received data packets per second (receiver) or sent packets (sender)."""
-        t = self.elapsed_s()
-        return (self.recv_pkts or self.sent_pkts) / t if t > 0 else 0.0
-
-    def to_dict(self) -> dict[str, object]:
-        """JSON-ready counters with derived goodput figures."""
-        d = asdict(self)
-        d["elapsed_s"] = self.elapsed_s()
-        d["goodput_mbps"] = self.goodput_mbps()
-        d["goodput_pps"] = self.goodput_pps()
-        return d
+__all__ = ["DATA_OPCODES", "FlowCounters", "Receiver", "SenderQP"]
 
 
 class SenderQP:
     """The sending side of one RC QP doing RDMA WRITEs (see the module docstring).
 
     ``messages=None`` sends forever; ``dcqcn=None`` uses :class:`DcqcnParams` defaults;
-    ``rate_limit=False`` disables pacing (for tests and benchmarks);
+    ``rc=None`` uses :class:`~host.nic.rc.RcParams` defaults (retry timeout, retry count,
+    window); ``rate_limit=False`` disables pacing (for tests and benchmarks);
     ``react_to_cnp=False`` counts CNPs but keeps the rate (DCQCN off).
 
     >>> f = FlowSpec("02:00:00:00:00:01", "02:00:00:00:00:02", "10.0.0.1", "10.1.0.1", 1, 7)
     >>> qp = SenderQP(f, message_bytes=3000, mtu=1024, messages=1, rate_limit=False)
-    >>> [parse_roce(qp.poll(0.0)).opcode for _ in range(3)], qp.poll(0.0)
-    ([6, 7, 8], None)
+    >>> [parse_roce(qp.poll(0.0)).opcode for _ in range(3)], qp.poll(0.0), qp.done
+    ([6, 7, 8], None, False)
     """
 
     def __init__(self, flow: FlowSpec, *, sqpn: Optional[int] = None, message_bytes: int = 65536,
                  mtu: int = 1024, priority: int = 3, messages: Optional[int] = None,
                  dcqcn: Optional[DcqcnParams] = None, pfc: Optional[PfcState] = None,
                  start_psn: int = 0, rkey: int = 0x1234, base_va: int = 0x10000000,
-                 rate_limit: bool = True, react_to_cnp: bool = True) -> None:
+                 rate_limit: bool = True, react_to_cnp: bool = True,
+                 rc: Optional[RcParams] = None) -> None:
         if message_bytes <= 0 or mtu <= 0:
             raise ValueError("message_bytes and mtu must be positive")
         if not 0 <= priority < 8:
@@ -134,8 +81,8 @@ class SenderQP:
         self.priority = priority
         self.messages = messages
         self.rp = ReactionPoint(dcqcn or DcqcnParams())
+        self.rc = Requester(rc or RcParams(), start_psn=start_psn & PSN_MASK)
         self.pfc = pfc
-        self.psn = start_psn & PSN_MASK
         self.rkey = rkey
         self.base_va = base_va
         self.rate_limit = rate_limit
@@ -143,10 +90,9 @@ class SenderQP:
         self.counters = FlowCounters(self._name())
         self.next_at = -math.inf
         self._pending_sport: Optional[int] = None
-        self._msg_index = 0
-        self._pkt_in_msg = 0
         self._pkts_per_msg = max(1, math.ceil(message_bytes / mtu))
         self._last_len = message_bytes - (self._pkts_per_msg - 1) * mtu
+        self._total_pkts = None if messages is None else messages * self._pkts_per_msg
         self._acked_msn = 0
         self._blocked_since: Optional[float] = None
         self._build_templates()
@@ -164,12 +110,20 @@ class SenderQP:
             self._middle = FrameTemplate.data(f, OP_RC_WRITE_MIDDLE, self.mtu)
             self._last = FrameTemplate.data(f, OP_RC_WRITE_LAST, self._last_len)
 
+    @property
+    def psn(self) -> int:
+        """The PSN of the next packet to transmit."""
+        return self.rc.psn(self.rc.next_seq)
+
     def change_sport(self, sport: int) -> None:
-        """Move the flow to UDP source ``sport`` from the next message on (no data lost)."""
+        """Move the flow to UDP source ``sport`` from the next message on (no data lost).
+
+        Packets sent again after the move (go-back-N) leave from the new port, as a
+        modified QP's would."""
         if not 0 < sport < 65536:
             raise ValueError("sport must be 1..65535")
         self._pending_sport = sport
-        if self._pkt_in_msg == 0:
+        if self.rc.next_seq % self._pkts_per_msg == 0:
             self._apply_sport()
 
     def _apply_sport(self) -> None:
@@ -183,20 +137,36 @@ class SenderQP:
         self._build_templates()
 
     @property
+    def errored(self) -> bool:
+        """True once the QP is in the error state (retries exhausted or fatal NAK)."""
+        return self.rc.state != QP_RTS
+
+    @property
     def done(self) -> bool:
-        """True once ``messages`` messages have been sent."""
-        return self.messages is not None and self._msg_index >= self.messages
+        """True once all ``messages`` are acknowledged, or the QP is in error."""
+        if self.errored:
+            return True
+        return self._total_pkts is not None and self.rc.acked_seq >= self._total_pkts
+
+    def _has_data(self) -> bool:
+        if self._total_pkts is not None and self.rc.next_seq >= self._total_pkts:
+            return False
+        return self.rc.window_open()
 
     def wait_s(self, now: float) -> float:
-        """Seconds until :meth:`poll` may return a frame (``inf`` when done)."""
+        """Seconds until :meth:`poll` may have something to do (a frame or the retry
+        timer; ``inf`` when done)."""
         if self.done:
             return math.inf
         pause = self.pfc.pause_remaining(self.priority, now) if self.pfc else 0.0
+        timer = max(pause, self.rc.deadline_s - now)
+        if not self._has_data():
+            return timer
         pace = max(0.0, self.next_at - now) if self.rate_limit else 0.0
-        return max(pause, pace)
+        return min(timer, max(pause, pace))
 
     def poll(self, now: float) -> Optional[bytes]:
-        """The next frame if one may leave at ``now``, else None."""
+        """The next frame (new or sent again) if one may leave at ``now``, else None."""
         if self.done:
             return None
         if self.pfc is not None and self.pfc.is_paused(self.priority, now):
@@ -206,6 +176,10 @@ class SenderQP:
         if self._blocked_since is not None:
             self.counters.pause_blocked_s += now - self._blocked_since
             self._blocked_since = None
+        if self.rc.check_timeout(now):
+            self.counters.timeouts = self.rc.timeouts
+        if not self._has_data():
+            return None
         self.rp.advance(now)
         if self.rate_limit:
             if self.next_at == -math.inf:
@@ -214,43 +188,44 @@ class SenderQP:
                 return None
             gap = self.rp.interval_s()
             self.next_at = max(self.next_at, now - gap) + gap
-        frame, payload = self._next_frame()
+        frame, payload = self._next_frame(now)
         c = self.counters
         c.seen(now)
         c.sent_pkts += 1
         c.sent_bytes += len(frame)
         c.sent_payload_bytes += payload
+        c.retransmitted_pkts = self.rc.retransmitted_pkts
         c.rate_pps = self.rp.rate_pps
         self.rp.on_sent(now)
         return frame
 
-    def _next_frame(self) -> tuple[bytes, int]:
-        i, n, psn = self._pkt_in_msg, self._pkts_per_msg, self.psn
+    def _next_frame(self, now: float) -> tuple[bytes, int]:
+        seq, n = self.rc.next_seq, self._pkts_per_msg
+        msg, i = divmod(seq, n)
         last = i == n - 1
+        psn = self.rc.psn(seq)
+        ackreq = self.rc.ackreq(seq, last)
         if i == 0:
-            va = self.base_va + self._msg_index * self.message_bytes
-            reth = reth_bytes(va, self.rkey, self.message_bytes)
+            reth = reth_bytes(self.base_va + msg * self.message_bytes, self.rkey,
+                              self.message_bytes)
             if n == 1:
-                frame = self._only.frame(psn, ackreq=True, ext=reth)
+                frame = self._only.frame(psn, ackreq=ackreq, ext=reth)
             else:
-                frame = self._first.frame(psn, ext=reth)
+                frame = self._first.frame(psn, ackreq=ackreq, ext=reth)
         elif last:
-            frame = self._last.frame(psn, ackreq=True)
+            frame = self._last.frame(psn, ackreq=ackreq)
         else:
-            frame = self._middle.frame(psn)
-        payload = self._last_len if last else self.mtu
-        self.psn = (psn + 1) & PSN_MASK
+            frame = self._middle.frame(psn, ackreq=ackreq)
+        new = seq >= self.rc.high_seq
+        self.rc.on_sent(seq, ackreq, now)
         if last:
-            self._msg_index += 1
-            self.counters.messages_sent += 1
-            self._pkt_in_msg = 0
+            if new:
+                self.counters.messages_sent += 1
             self._apply_sport()
-        else:
-            self._pkt_in_msg = i + 1
-        return frame, payload
+        return frame, self._last_len if last else self.mtu
 
     def on_frame(self, frame: bytes | RoceInfo, now: float) -> bool:
-        """Handle a CNP or ACK addressed to this QP; False when it is not for this QP."""
+        """Handle a CNP, ACK or NAK addressed to this QP; False when it is not for this QP."""
         info = parse_roce(frame) if isinstance(frame, (bytes, bytearray)) else frame
         if info is None or info.dqpn != self.sqpn:
             return False
@@ -261,14 +236,23 @@ class SenderQP:
             self.counters.rate_pps = self.rp.rate_pps
             return True
         if info.opcode == OP_RC_ACK and len(info.ext) == 4:
-            self._on_ack(int.from_bytes(info.ext[1:4], "big"))
+            syndrome = info.ext[0]
+            kind = syndrome >> 5
+            if kind == AETH_TYPE_ACK:
+                self.rc.on_ack(info.psn, now)
+            elif syndrome == AETH_NAK_PSN_SEQ:
+                self.counters.naks_received += 1
+                self.rc.on_nak(info.psn, now)
+                self.counters.retransmitted_pkts = self.rc.retransmitted_pkts
+            elif kind == AETH_TYPE_NAK:
+                self.rc.on_fatal_nak(syndrome)
+            self._on_msn(int.from_bytes(info.ext[1:4], "big"))
             self.counters.seen(now)
             return True
         return False
 
-    def _on_ack(self, msn: int) -> None:
-        # The AETH's MSN counts messages the receiver completed (cumulative, 24 bits); a
-        # message whose last packet was lost is never counted.
+    def _on_msn(self, msn: int) -> None:
+        # The AETH's MSN counts messages the responder completed in order (24 bits).
         delta = (msn - self._acked_msn) & PSN_MASK
         if 0 < delta < PSN_HALF:
             self._acked_msn = msn
@@ -276,22 +260,25 @@ class SenderQP:
             self.counters.acked_payload_bytes += delta * self.message_bytes
 
     def report(self, now: float) -> dict[str, object]:
-        """Counters as a dict, PFC figures of this QP's priority included."""
+        """Counters as a dict, PFC figures of this QP's priority and the QP state included."""
         c = self.counters
         c.rate_pps = self.rp.rate_pps
+        c.retransmitted_pkts, c.timeouts = self.rc.retransmitted_pkts, self.rc.timeouts
         if self.pfc is not None:
             c.pauses = self.pfc.pauses[self.priority]
             c.paused_s = self.pfc.paused_seconds(self.priority, now)
         d = c.to_dict()
         d.update(role="sender", psn=self.psn, alpha=self.rp.alpha,
-                 dcqcn_decreases=self.rp.decreases, priority=self.priority)
+                 dcqcn_decreases=self.rp.decreases, priority=self.priority,
+                 qp_state=self.rc.state, qp_error=self.rc.error,
+                 unacked_pkts=self.rc.outstanding)
         return d
 
 
 @dataclass(slots=True)
 class _RxFlow:
     counters: FlowCounters
-    expected_psn: Optional[int] = None
+    rc: Responder
     sport: int = -1
     reply_qpn: int = 0
     cnp: bytes = b""
@@ -302,7 +289,10 @@ class _RxFlow:
 class Receiver:
     """The receiving side of a port: every data flow arriving there (see the module docstring).
 
-    ``local_ips`` (4-byte IPs) limits it to packets addressed to this host; empty accepts all.
+    ``local_ips`` (4-byte IPs) limits it to packets addressed to this host; empty accepts
+    all. ``start_psn`` is the PSN every connection starts at (the senders' default, 0);
+    ``None`` takes each flow's first packet's PSN (a lost first packet then goes unseen).
+    ``on_deliver`` is called with every packet accepted in order (the data delivered).
 
     >>> Receiver(cnp_interval_s=0.01).np.cnp_interval_s
     0.01
@@ -312,6 +302,8 @@ class Receiver:
     verify: bool = True
     local_ips: frozenset[bytes] = frozenset()
     peer_qpns: dict[int, int] = field(default_factory=dict)
+    start_psn: Optional[int] = 0
+    on_deliver: Optional[Callable[[RoceInfo], None]] = None
     np: NotificationPoint = field(init=False)
     flows: dict[tuple[bytes, int], _RxFlow] = field(default_factory=dict)
 
@@ -319,7 +311,8 @@ class Receiver:
         self.np = NotificationPoint(self.cnp_interval_s)
 
     def on_frame(self, frame: bytes, now: float, info: Optional[RoceInfo] = None) -> list[bytes]:
-        """Consume one frame; returns the replies (ACK, CNP) to transmit."""
+        """Consume one frame; returns the replies to transmit now (CNP, NAK). ACKs wait
+        for :meth:`flush_acks`."""
         info = info or parse_roce(frame)
         if info is None or info.opcode not in DATA_OPCODES:
             return []
@@ -328,8 +321,8 @@ class Receiver:
         key = (info.src_ip, info.dqpn)
         st = self.flows.get(key)
         if st is None:
-            st = self.flows[key] = _RxFlow(FlowCounters(""), reply_qpn=self.peer_qpns.get(
-                info.dqpn, info.dqpn))
+            st = self.flows[key] = _RxFlow(FlowCounters(""), Responder(self.start_psn),
+                                           reply_qpn=self.peer_qpns.get(info.dqpn, info.dqpn))
         if info.sport != st.sport:
             self._new_path(st, info)
         c = st.counters
@@ -339,30 +332,43 @@ class Receiver:
         c.seen(now)
         c.recv_pkts += 1
         c.recv_bytes += len(frame)
-        c.recv_payload_bytes += info.payload_len
-        if info.opcode in (OP_RC_WRITE_LAST, OP_RC_WRITE_ONLY):
-            c.messages_received += 1
-        exp = st.expected_psn
-        if exp is None or info.psn == exp:
-            st.expected_psn = (info.psn + 1) & PSN_MASK
-        else:
-            ahead = (info.psn - exp) & PSN_MASK
-            if ahead < PSN_HALF:
-                c.lost_pkts += ahead
-                st.expected_psn = (info.psn + 1) & PSN_MASK
-            else:
-                c.duplicate_pkts += 1
+        expected = st.rc.expected_psn
+        verdict = st.rc.on_data(info.psn, info.opcode in MESSAGE_ENDS, info.ackreq)
         replies: list[bytes] = []
+        if verdict == "accept":
+            c.recv_payload_bytes += info.payload_len
+            if info.opcode in MESSAGE_ENDS:
+                c.messages_received += 1
+            if self.on_deliver is not None:
+                self.on_deliver(info)
+        elif verdict == "nak":
+            c.naks_sent += 1
+            c.lost_pkts += (info.psn - (expected or 0)) & PSN_MASK
+            if st.ack is not None:
+                replies.append(st.ack.frame(st.rc.expected_psn or 0,
+                                            ext=aeth_bytes(AETH_NAK_PSN_SEQ, st.rc.msn)))
+        elif verdict == "out_of_sequence":
+            c.out_of_sequence_pkts += 1
+        else:
+            c.duplicate_pkts += 1
         ce = info.ecn == ECN_CE
         if ce:
             c.ce_pkts += 1
         if self.np.on_packet(key, ce, now):
             c.cnps_sent += 1
             replies.append(st.cnp)
-        if info.ackreq and st.ack is not None:
-            c.acks_sent += 1
-            replies.append(st.ack.frame(info.psn, ext=aeth_bytes(0, c.messages_received)))
         return replies
+
+    def flush_acks(self) -> list[bytes]:
+        """One cumulative ACK for every flow with an ACK pending (coalescing: call once per
+        receive burst)."""
+        out = []
+        for st in self.flows.values():
+            psn = st.rc.take_ack()
+            if psn is not None and st.ack is not None:
+                st.counters.acks_sent += 1
+                out.append(st.ack.frame(psn, ext=aeth_bytes(AETH_ACK, st.rc.msn)))
+        return out
 
     def _new_path(self, st: _RxFlow, info: RoceInfo) -> None:
         back = FlowSpec(mac_str(info.dst_mac), mac_str(info.src_mac), _ip(info.dst_ip),
@@ -379,7 +385,7 @@ class Receiver:
         out = []
         for (_src, qpn), st in sorted(self.flows.items()):
             d = st.counters.to_dict()
-            d.update(role="receiver", qpn=qpn, expected_psn=st.expected_psn)
+            d.update(role="receiver", qpn=qpn, expected_psn=st.rc.expected_psn, msn=st.rc.msn)
             out.append(d)
         return out
 

@@ -107,6 +107,8 @@ def bind_roce_sink(netns_pid: int, ip: str) -> socket.socket:
                 os.close(fd)
             sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            # shared with the NIC process's own hold (host.nic.udphold), which starts later
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((ip, ROCE_DPORT))
             out["sock"] = sock
         except OSError as exc:

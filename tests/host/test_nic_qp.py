@@ -91,39 +91,46 @@ def test_ce_marks_bring_cnps_and_rate_cuts() -> None:
 
 def test_cnp_on_the_wire() -> None:
     qp = SenderQP(FLOW, messages=1, message_bytes=64, rate_limit=False)
-    replies = Receiver().on_frame(set_ce(qp.poll(0.0)), 0.0)
-    cnp = parse_roce(replies[0])
-    ack = parse_roce(replies[1])
+    rx = Receiver()
+    (cnp_frame,) = rx.on_frame(set_ce(qp.poll(0.0)), 0.0)
+    (ack_frame,) = rx.flush_acks()
+    cnp, ack = parse_roce(cnp_frame), parse_roce(ack_frame)
     assert cnp is not None and ack is not None
     assert (cnp.opcode, cnp.becn, cnp.dqpn, cnp.dscp, cnp.sport) == (0x81, True, 7, 48, 49152)
     assert cnp.src_ip == bytes([10, 1, 0, 1]) and cnp.dst_mac == bytes.fromhex("020000000001")
-    assert ack.opcode == 0x11 and ack.ext == bytes([0, 0, 0, 1])
+    # ACK of PSN 0, AETH syndrome 0x1F (ACK, no credits), MSN 1
+    assert ack.opcode == 0x11 and ack.psn == 0 and ack.ext == bytes([0x1F, 0, 0, 1])
+    assert rx.flush_acks() == []
 
 
-def test_psn_gap_counts_loss() -> None:
-    dropped = {3, 4, 9}
-
-    def lossy(frame: bytes) -> Optional[bytes]:
-        info = parse_roce(frame)
-        return None if info is not None and info.psn in dropped else frame
-
+def test_psn_gap_is_naked_once_and_rest_dropped() -> None:
     qp = SenderQP(FLOW, message_bytes=4096, mtu=1024, messages=3, rate_limit=False)
+    frames = [qp.poll(0.0) for _ in range(12)]
     rx = Receiver()
-    Fabric(qp, rx, forward=lossy).run(0.01)
+    replies = [r for i, f in enumerate(frames) if i not in (3, 4) for r in rx.on_frame(f, 0.0)]
+    (nak,) = [parse_roce(r) for r in replies]
+    assert nak is not None and nak.opcode == 0x11 and nak.psn == 3
+    assert nak.ext == bytes([0x60, 0, 0, 0])          # NAK PSN sequence error, MSN 0
     (flow,) = rx.report()
-    assert flow["recv_pkts"] == 9 and flow["lost_pkts"] == 3
-    assert flow["expected_psn"] == 12
-    assert flow["messages_received"] == 2 and qp.counters.acked_messages == 2   # PSN 3 ended msg 0
+    assert flow["recv_pkts"] == 10 and flow["lost_pkts"] == 2 and flow["naks_sent"] == 1
+    assert flow["out_of_sequence_pkts"] == 6 and flow["expected_psn"] == 3
+    assert flow["recv_payload_bytes"] == 3 * 1024 and flow["messages_received"] == 0
+    assert [parse_roce(a).ext for a in rx.flush_acks()] == []     # nothing asked for an ACK
 
 
 def test_duplicate_and_psn_wrap() -> None:
     qp = SenderQP(FLOW, message_bytes=1024, mtu=1024, start_psn=0xFFFFFE, rate_limit=False)
     frames = [qp.poll(0.0) for _ in range(4)]
-    rx = Receiver()
+    rx = Receiver(start_psn=0xFFFFFE)
     for f in frames + [frames[1]]:
         rx.on_frame(f, 0.0)
     (flow,) = rx.report()
     assert flow["lost_pkts"] == 0 and flow["duplicate_pkts"] == 1 and flow["expected_psn"] == 2
+    (ack,) = [parse_roce(a) for a in rx.flush_acks()]   # four ACK requests + a duplicate: one ACK
+    assert ack is not None and ack.psn == 1 and ack.ext == bytes([0x1F, 0, 0, 4])
+    learn = Receiver(start_psn=None)
+    learn.on_frame(frames[2], 0.0)
+    assert learn.report()[0]["expected_psn"] == 1 and learn.report()[0]["lost_pkts"] == 0
 
 
 def test_change_sport_between_messages_keeps_one_flow() -> None:
