@@ -1,10 +1,12 @@
 """TCCL's greedy fallback at scale: what ``host.tccl.ports.PortPlanner`` does when some
-flow cannot reach its colour (a polarised fabric whose probe remap does not fit every
-source leaf), without a Python loop per flow.
+flow cannot reach its colour (a polarised fabric where the per-leaf probe's bijection does
+not fit some flow), without a Python loop per flow.
 
 The planner's rule (``PortPlanner._greedy``): every flow, fewest reachable colours first
 (stable), takes the reachable colour whose two links (leaf uplink, spine downlink) have
-the lowest (max load, summed load), the first such in palette order. A flow's choice
+the lowest (max load, summed load), the first such in palette order; colour ``(spine,
+k)`` of a polarised spine is downlink k from the leaf's uplink the probe maps there
+(:func:`colour_members`). A flow's choice
 only reads the loads of its source leaf's uplinks and of the downlinks into its
 destination leaf, so it depends only on the earlier flows sharing one of those two
 leaves. Here flows are taken in *rounds*: a round is every remaining flow that is the
@@ -25,7 +27,7 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -42,6 +44,44 @@ def member_j(sf: SimFabric) -> np.ndarray:
     same = sp[:, :, None] == sp[:, None, :]
     earlier = np.tril(np.ones((sp.shape[1], sp.shape[1]), bool), -1)
     return np.where(sp >= 0, (same & earlier[None]).sum(axis=2), -1)
+
+
+def colour_members(sf: SimFabric, leaf: np.ndarray, spine: np.ndarray, k: np.ndarray,
+                   dst_leaf: np.ndarray, remaps: Mapping[tuple[int, int, int], Sequence[int]]
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """The links of colour ``(spine, k)`` for flows from ``leaf`` to ``dst_leaf``: (leaf
+    member index, spine member index or -1 when the spine has one link to the leaf), as
+    ``PortPlanner`` maps its colours. ``remaps[(leaf, spine, downlinks)]`` (from
+    ``sim.ports.polarisation_remaps``): the spine member ``down[j]`` the leaf's j-th link
+    to that spine fixes; there colour ``(spine, k)`` is downlink k from the uplink j with
+    ``down[j] == k``. Elsewhere it is the leaf's k-th link to the spine and downlink
+    ``k % downlinks``.
+
+        >>> from topo.model import build_fabric
+        >>> sf = SimFabric.build(build_fabric())
+        >>> one = np.array([0])
+        >>> [a.tolist() for a in colour_members(sf, one, np.array([1]), 0 * one, one + 1, {})]
+        [[1], [-1]]
+    """
+    nd = sf.spine_down_n[spine, dst_leaf]
+    k = np.asarray(k, np.int64)
+    j = k.copy()
+    if remaps:
+        width = int(sf.spine_down_n.max()) + 1
+        keys = sorted(remaps)
+        code_of = np.array([(lf * len(sf.spine_names) + sp) * width + n for lf, sp, n in keys], np.int64)
+        inverse = np.full((len(keys), width), -1, np.int64)
+        for row, key in enumerate(keys):
+            for jj, kk in enumerate(remaps[key]):
+                inverse[row, kk] = jj
+        code = (leaf * len(sf.spine_names) + spine) * width + nd
+        at = np.minimum(np.searchsorted(code_of, code), len(keys) - 1)
+        hit = code_of[at] == code
+        j[hit] = inverse[at[hit], k[hit]]
+    position = np.full((len(sf.leaf_up), len(sf.spine_names), max(sf.leaf_up.shape[1], 1)), -1, np.int64)
+    rows, cols = np.nonzero(sf.leaf_up >= 0)
+    position[rows, sf.link_spine[sf.leaf_up[rows, cols]], member_j(sf)[rows, cols]] = cols
+    return position[leaf, spine, j], np.where(nd > 1, k % np.maximum(nd, 1), -1)
 
 
 def spine_h0(sf: SimFabric, src_nic: np.ndarray, dst_nic: np.ndarray, dport: int = ROCE_DPORT) -> np.ndarray:
@@ -64,30 +104,32 @@ def spine_h0(sf: SimFabric, src_nic: np.ndarray, dst_nic: np.ndarray, dport: int
 
 
 def greedy_colours(sf: SimFabric, src_nic: np.ndarray, dst_nic: np.ndarray,
-                   remap: Mapping[tuple[int, int], int], search: Search | None = None,
+                   remaps: Mapping[tuple[int, int, int], Sequence[int]], search: Search | None = None,
                    cands: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The planner's greedy colours of flows crossing the spines: (leaf member, spine member
     or -1) per flow; a flow no colour of its palette reaches gets leaf member -1 (the
-    planner raises ``PortPlanError`` for it). ``remap``: the probe's polarisation remap
-    (``sim.ports.polarisation_remap``); ``search``/``cands``: ``sim.ports``' port search
-    and candidate ports (defaults: those), used to test reachability."""
+    planner raises ``PortPlanError`` for it). ``remaps``: the per-leaf polarisation probes
+    (``sim.ports.polarisation_remaps``, see :func:`colour_members`); ``search``/``cands``:
+    ``sim.ports``' port search and candidate ports (defaults: those), used to test
+    reachability."""
     if search is None or cands is None:
         from sim.ports import _search, candidate_ports
         search, cands = _search, candidate_ports()
     n = len(src_nic)
     lf, dlf = sf.nic_leaf[src_nic], sf.nic_leaf[dst_nic]
     width = sf.leaf_up.shape[1]
-    up = sf.leaf_up[lf]                                           # (n, width) link ids, -1 padding
-    valid = up >= 0
-    spine = np.where(valid, sf.link_spine[np.maximum(up, 0)], 0)
-    j = member_j(sf)[lf]
+    up0 = sf.leaf_up[lf]                                          # (n, width) link ids, -1 padding
+    valid = up0 >= 0
+    spine = np.where(valid, sf.link_spine[np.maximum(up0, 0)], 0)
     nd = np.where(valid, sf.spine_down_n[spine, dlf[:, None]], 0)
     valid &= nd > 0                                               # spine_routes_to
-    remap_arr = np.full((len(sf.spine_names), max(width, 1)), -1, np.int64)
-    for (sp, jj), m in remap.items():
-        remap_arr[sp, jj] = m
-    mapped = remap_arr[spine, np.maximum(j, 0)]
-    sm = np.where(nd > 1, np.where(mapped >= 0, mapped, j % np.maximum(nd, 1)), -1)
+    # column c is colour (spine of member c, j of member c): the planner's palette order
+    lm = np.full((n, width), -1, np.int64)
+    sm = np.full((n, width), -1, np.int64)
+    rows, cols = np.nonzero(valid)
+    lm[rows, cols], sm[rows, cols] = colour_members(sf, lf[rows], spine[rows, cols],
+                                                    member_j(sf)[lf[rows], cols], dlf[rows], remaps)
+    up = np.where(valid, sf.leaf_up[lf[:, None], np.maximum(lm, 0)], -1)
     down = np.where(valid, sf.spine_down[spine, dlf[:, None], np.maximum(sm, 0)], -1)
     h0_l = crc_rows(messages(sf.leaf_seed[lf], sf.nic_ip[src_nic], sf.nic_ip[dst_nic], np.zeros(n, np.int64),
                              np.full(n, ROCE_DPORT, np.int64)), sf.leaf_crc32[lf])
@@ -98,15 +140,16 @@ def greedy_colours(sf: SimFabric, src_nic: np.ndarray, dst_nic: np.ndarray,
         rows = np.flatnonzero(valid[:, c])
         if not len(rows):
             continue
-        got = search(h0_l[rows], sf.leaf_crc32[lf[rows]], sf.leaf_up_n[lf[rows]], np.full(len(rows), c),
+        got = search(h0_l[rows], sf.leaf_crc32[lf[rows]], sf.leaf_up_n[lf[rows]], lm[rows, c],
                      h0_s[rows, spine[rows, c]], sf.spine_crc32[spine[rows, c]], nd[rows, c],
                      sm[rows, c], cands, zero[rows])
         reach[rows, c] = got >= 0
     chosen = _assign(reach, up, down, lf, dlf, len(sf.link_keys))
-    ok = chosen >= 0
+    ok = np.flatnonzero(chosen >= 0)
+    want_l = np.full(n, -1, np.int64)
     want_s = np.full(n, -1, np.int64)
-    want_s[ok] = sm[np.flatnonzero(ok), chosen[ok]]
-    return chosen, want_s
+    want_l[ok], want_s[ok] = lm[ok, chosen[ok]], sm[ok, chosen[ok]]
+    return want_l, want_s
 
 
 def _assign(reach: np.ndarray, up: np.ndarray, down: np.ndarray, lf: np.ndarray, dlf: np.ndarray,
@@ -136,4 +179,4 @@ def _assign(reach: np.ndarray, up: np.ndarray, down: np.ndarray, lf: np.ndarray,
     return chosen
 
 
-__all__ = ["greedy_colours", "member_j", "spine_h0"]
+__all__ = ["colour_members", "greedy_colours", "member_j", "spine_h0"]

@@ -14,8 +14,9 @@ the algorithm, so one CRC per flow and hop plus shared tables give every candida
 member; ports are tried in the planner's order (its preferred range first, then the rest)
 and a (source, destination, port) triple is never used twice. A flow whose colour no port
 reaches at all keeps its hashed path. Polarised fabrics (the same CRC on both tiers)
-follow the planner: :func:`polarisation_remap` (its probe of the first flow), then its
-greedy fallback (``sim.fallback``) when a colour is still unreachable.
+follow the planner: :func:`polarisation_remaps` (its probe per source leaf and spine:
+colour ``(spine, k)`` is downlink k, from the uplink that leaf's bijection maps there),
+then its greedy fallback (``sim.fallback``) when a colour is still unreachable.
 ``tests/sim/test_sim_ports.py`` checks the result against the planner's balance guarantee and
 the routes against the hash model.
 
@@ -31,12 +32,12 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
 from host.tccl.ports import DEFAULT_PORT_RANGE, kempe_colouring, polarised_downlinks, split_vertices
-from sim.fallback import greedy_colours
+from sim.fallback import colour_members, greedy_colours
 from sim.routing import ROCE_DPORT, crc_rows, messages
 from sim.topology import SimFabric
 
@@ -74,11 +75,12 @@ def candidate_ports(port_range: tuple[int, int] = DEFAULT_PORT_RANGE) -> np.ndar
 
 
 def _colours(sf: SimFabric, src_leaf: np.ndarray, dst_leaf: np.ndarray,
-             remap: Mapping[tuple[int, int], int]) -> tuple[np.ndarray, np.ndarray]:
+             remaps: Mapping[tuple[int, int, int], Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
     """TCCL's colouring: (leaf member index, spine member index or -1) per flow; -1, -1
     for a flow no spine of its source leaf has a live route from (undeliverable).
-    Colour ``(spine, j)`` means spine member ``remap[(spine, j)]`` where the probe found
-    that spine polarised (:func:`polarisation_remap`), else ``j % downlinks``.
+    Colour ``(spine, k)`` is mapped to links as the planner maps it
+    (:func:`sim.fallback.colour_members`: downlink k from the uplink the leaf's probe
+    maps there on a polarised spine, see :func:`polarisation_remaps`).
 
     A colour is a candidate only through a spine with a live link to the destination
     leaf (``host.tccl.ports.spine_routes_to``: after a failed cable that spine has no
@@ -88,17 +90,17 @@ def _colours(sf: SimFabric, src_leaf: np.ndarray, dst_leaf: np.ndarray,
     sm = np.full(len(src_leaf), -1, np.int64)
     by_palette: dict[tuple[tuple[int, int], ...], list[int]] = {}
     palettes: dict[tuple[int, int], tuple[tuple[int, int], ...]] = {}     # (leaf, dst) -> colours
-    member_of: dict[int, dict[tuple[int, int], int]] = {}
+    colours_of: dict[int, list[tuple[int, int]]] = {}
     for i, (leaf, dst) in enumerate(zip(src_leaf.tolist(), dst_leaf.tolist())):
         if (leaf, dst) not in palettes:
-            if leaf not in member_of:
+            if leaf not in colours_of:
                 spines = sf.link_spine[sf.leaf_up[leaf, :sf.leaf_up_n[leaf]]].tolist()
                 seen: dict[int, int] = {}
-                member_of[leaf] = {}
-                for m, spine in enumerate(spines):
-                    member_of[leaf][(spine, seen.get(spine, 0))] = m
+                colours_of[leaf] = []
+                for spine in spines:
+                    colours_of[leaf].append((spine, seen.get(spine, 0)))
                     seen[spine] = seen.get(spine, 0) + 1
-            palettes[(leaf, dst)] = tuple(c for c in member_of[leaf] if sf.spine_down_n[c[0], dst] > 0)
+            palettes[(leaf, dst)] = tuple(c for c in colours_of[leaf] if sf.spine_down_n[c[0], dst] > 0)
         pal = palettes[(leaf, dst)]
         if pal:
             by_palette.setdefault(pal, []).append(i)
@@ -106,22 +108,48 @@ def _colours(sf: SimFabric, src_leaf: np.ndarray, dst_leaf: np.ndarray,
         k = len(palette)
         us = split_vertices([("u", int(src_leaf[i])) for i in idx], k)
         vs = split_vertices([("v", int(dst_leaf[i])) for i in idx], k)
-        coloured = kempe_colouring(list(zip(us, vs)), palette)
-        for i, (spine, j) in zip(idx, coloured):
-            lm[i] = member_of[int(src_leaf[i])][(spine, j)]
-            nd = sf.spine_down_n[spine, dst_leaf[i]]
-            sm[i] = remap.get((spine, j), j % nd) if nd > 1 else -1
+        coloured = np.array(kempe_colouring(list(zip(us, vs)), palette), np.int64).reshape(-1, 2)
+        rows = np.array(idx, np.int64)
+        lm[rows], sm[rows] = colour_members(sf, src_leaf[rows], coloured[:, 0], coloured[:, 1],
+                                            dst_leaf[rows], remaps)
     return lm, sm
 
 
+def _probe(sf: SimFabric, src_nic: int, dst_nic: int, spine: int, leaf_m: np.ndarray) -> Optional[list[int]]:
+    """``PortPlanner``'s probe of one flow and one spine: the leaf member → spine member
+    pairs its 65,536 ports reach (``leaf_m``: the leaf member of every port), then the
+    planner's own rule (:func:`host.tccl.ports.polarised_downlinks`); ``None`` when the
+    spine is not one link per colour there, or not polarised."""
+    leaf, dst = int(sf.nic_leaf[src_nic]), int(sf.nic_leaf[dst_nic])
+    spines = sf.link_spine[sf.leaf_up[leaf, :sf.leaf_up_n[leaf]]].tolist()
+    nd = int(sf.spine_down_n[spine, dst])
+    members = [m for m, sp in enumerate(spines) if sp == spine]
+    if nd <= 1 or len(members) != nd:
+        return None           # one link down (no spine hop), or not one colour per downlink
+    s32 = bool(sf.spine_crc32[spine])
+    flow = (sf.nic_ip[[src_nic]], sf.nic_ip[[dst_nic]], np.zeros(1, np.int64), np.array([ROCE_DPORT], np.int64))
+    h0_s = crc_rows(messages(sf.spine_seed[[spine]], *flow), np.array([s32]))[0]
+    spine_m = ((h0_s ^ sport_table(s32)) % np.uint32(nd)).astype(np.int64)
+    reach: dict[int, set[int]] = {}
+    for pair in np.unique(leaf_m * nd + spine_m).tolist():
+        reach.setdefault(pair // nd, set()).add(pair % nd)
+    return polarised_downlinks(reach, members)
+
+
+def _leaf_members(sf: SimFabric, src_nic: int, dst_nic: int) -> np.ndarray:
+    """The source leaf's member index for every one of the 65,536 source ports."""
+    leaf = int(sf.nic_leaf[src_nic])
+    l32 = bool(sf.leaf_crc32[leaf])
+    flow = (sf.nic_ip[[src_nic]], sf.nic_ip[[dst_nic]], np.zeros(1, np.int64), np.array([ROCE_DPORT], np.int64))
+    h0_l = crc_rows(messages(sf.leaf_seed[[leaf]], *flow), np.array([l32]))[0]
+    return ((h0_l ^ sport_table(l32)) % np.uint32(max(int(sf.leaf_up_n[leaf]), 1))).astype(np.int64)
+
+
 def polarisation_remap(sf: SimFabric, src_nic: int, dst_nic: int) -> dict[tuple[int, int], int]:
-    """``PortPlanner``'s polarisation probe on one flow (its first): for every spine of the
-    flow's palette with as many uplinks from the source leaf as links into the
-    destination leaf, the leaf member → spine member pairs that the 65,536 source ports
-    reach (two vectorised table look-ups, not two Python tables); where that relation is
-    a bijection (same CRC on both tiers), colour ``(spine, j)`` → its spine member
-    (:func:`host.tccl.ports.polarised_downlinks`, the planner's own rule). Keys are
-    ``(spine number, j)``; empty when nothing is polarised.
+    """The polarisation probe of one flow (:func:`_probe`) on every spine of its palette:
+    ``(spine number, j)`` → the spine member the leaf's j-th link to that spine fixes;
+    empty when nothing is polarised at this flow's leaf (same CRC on both tiers makes it
+    a bijection; its constant comes from the (leaf, spine) seeds, so leaves differ).
 
         >>> from topo.model import build_fabric
         >>> from topo.spec import FabricSpec
@@ -132,33 +160,58 @@ def polarisation_remap(sf: SimFabric, src_nic: int, dst_nic: int) -> dict[tuple[
         >>> sorted(polarisation_remap(sf, 0, 4))
         [(0, 0), (0, 1), (1, 0), (1, 1)]
     """
-    leaf, dst = int(sf.nic_leaf[src_nic]), int(sf.nic_leaf[dst_nic])
-    n_up = int(sf.leaf_up_n[leaf])
-    spines = sf.link_spine[sf.leaf_up[leaf, :n_up]].tolist()
-    if not n_up:
+    leaf = int(sf.nic_leaf[src_nic])
+    if not sf.leaf_up_n[leaf]:
         return {}
-    ports = np.arange(65536)
-    sport0 = np.array([0], np.int64)
-    flow = (sf.nic_ip[[src_nic]], sf.nic_ip[[dst_nic]], sport0, np.array([ROCE_DPORT], np.int64))
-    l32 = bool(sf.leaf_crc32[leaf])
-    h0_l = crc_rows(messages(sf.leaf_seed[[leaf]], *flow), np.array([l32]))[0]
-    leaf_m = ((h0_l ^ sport_table(l32)[ports]) % np.uint32(n_up)).astype(np.int64)
+    leaf_m = _leaf_members(sf, src_nic, dst_nic)
     remap: dict[tuple[int, int], int] = {}
-    for spine in sorted(set(spines)):
-        nd = int(sf.spine_down_n[spine, dst])
-        members = [m for m, sp in enumerate(spines) if sp == spine]
-        if nd <= 1 or len(members) != nd:
-            continue          # one link down (no spine hop), or not one colour per downlink
-        s32 = bool(sf.spine_crc32[spine])
-        h0_s = crc_rows(messages(sf.spine_seed[[spine]], *flow), np.array([s32]))[0]
-        spine_m = ((h0_s ^ sport_table(s32)[ports]) % np.uint32(nd)).astype(np.int64)
-        reach: dict[int, set[int]] = {}
-        for pair in np.unique(leaf_m * nd + spine_m).tolist():
-            reach.setdefault(pair // nd, set()).add(pair % nd)
-        down = polarised_downlinks(reach, members)
+    for spine in sorted(set(sf.link_spine[sf.leaf_up[leaf, :sf.leaf_up_n[leaf]]].tolist())):
+        down = _probe(sf, src_nic, dst_nic, spine, leaf_m)
         if down is not None:
             remap.update({(spine, j): m for j, m in enumerate(down)})
     return remap
+
+
+def polarisation_remaps(sf: SimFabric, src_nic: np.ndarray, dst_nic: np.ndarray
+                        ) -> dict[tuple[int, int, int], list[int]]:
+    """``PortPlanner``'s probes for a flow set: one per (source leaf, spine, downlinks into
+    the destination leaf) where the leaf has as many links to the spine as the spine has
+    into that leaf (more than one), on the first flow with that key, as the planner
+    probes; ``{(leaf, spine, downlinks): down}`` (``down[j]``: the spine member the
+    leaf's j-th link to the spine fixes) where the probe found a bijection. Nothing is
+    probed without parallel links (the shipped pods).
+
+        >>> from topo.model import build_fabric
+        >>> from topo.spec import FabricSpec
+        >>> sf = SimFabric.build(build_fabric(FabricSpec(uplinks_per_spine=2, leaf_ports=8,
+        ...                                              leaf_hash="crc16", spine_hash="crc16")))
+        >>> sorted(polarisation_remaps(sf, np.array([0, 4]), np.array([4, 0])))
+        [(0, 0, 2), (0, 1, 2), (2, 0, 2), (2, 1, 2)]
+    """
+    src_nic, dst_nic = np.asarray(src_nic, np.int64), np.asarray(dst_nic, np.int64)
+    n_spines = len(sf.spine_names)
+    parallel = np.zeros((len(sf.leaf_up), n_spines), np.int64)     # links of each leaf to each spine
+    rows, cols = np.nonzero(sf.leaf_up >= 0)
+    np.add.at(parallel, (rows, sf.link_spine[sf.leaf_up[rows, cols]]), 1)
+    out: dict[tuple[int, int, int], list[int]] = {}
+    if not len(src_nic) or parallel.max() <= 1:
+        return out
+    lf, dlf = sf.nic_leaf[src_nic], sf.nic_leaf[dst_nic]
+    width = int(sf.spine_down_n.max()) + 1
+    leaf_m: dict[int, np.ndarray] = {}
+    for spine in range(n_spines):
+        nd = sf.spine_down_n[spine, dlf]
+        hit = np.flatnonzero((nd > 1) & (parallel[lf, spine] == nd))
+        if not len(hit):
+            continue
+        _, first = np.unique(lf[hit] * width + nd[hit], return_index=True)
+        for i in hit[first].tolist():
+            if i not in leaf_m:
+                leaf_m[i] = _leaf_members(sf, int(src_nic[i]), int(dst_nic[i]))
+            down = _probe(sf, int(src_nic[i]), int(dst_nic[i]), spine, leaf_m[i])
+            if down is not None:
+                out[(int(lf[i]), spine, int(nd[i]))] = down
+    return out
 
 
 _KEYS: dict[tuple[bool, int, bool, int, int], np.ndarray] = {}
@@ -241,8 +294,8 @@ def tccl_ports(sf: SimFabric, src_nic: np.ndarray, dst_nic: np.ndarray,
     cross = np.flatnonzero((sl != dl) & (sf.leaf_up_n[sl] > 0) & ((src_nic // sf.rails) != (dst_nic // sf.rails)))
     if not len(cross):
         return ports
-    remap = polarisation_remap(sf, int(src_nic[cross[0]]), int(dst_nic[cross[0]]))
-    want_l, want_s = _colours(sf, sl[cross], dl[cross], remap)
+    remaps = polarisation_remaps(sf, src_nic[cross], dst_nic[cross])
+    want_l, want_s = _colours(sf, sl[cross], dl[cross], remaps)
     # no spine routes to the destination leaf: undeliverable whatever the port (routing says so)
     keep = want_l >= 0
     cross, want_l, want_s = cross[keep], want_l[keep], want_s[keep]
@@ -264,9 +317,9 @@ def tccl_ports(sf: SimFabric, src_nic: np.ndarray, dst_nic: np.ndarray,
         pos[want_l < 0] = -1
         if attempt or (pos >= 0).all():
             break
-        # some colour is unreachable (polarised, the probe's remap does not fit every
-        # leaf): the planner then re-colours every flow greedily (sim.fallback)
-        want_l, want_s = greedy_colours(sf, s, d, remap, _search, cands)
+        # some colour is unreachable (a probe's bijection does not fit some flow): the
+        # planner then re-colours every flow greedily (sim.fallback)
+        want_l, want_s = greedy_colours(sf, s, d, remaps, _search, cands)
     todo = np.arange(len(cross))
     for k in range(64):
         if k:
@@ -306,4 +359,5 @@ def _recolour(sf: SimFabric, miss: np.ndarray, want_l: np.ndarray, want_s: np.nd
         pos[i] = 0
 
 
-__all__ = ["candidate_ports", "polarisation_remap", "random_ports", "sport_table", "tccl_ports"]
+__all__ = ["candidate_ports", "polarisation_remap", "polarisation_remaps", "random_ports", "sport_table",
+           "tccl_ports"]

@@ -24,9 +24,16 @@ How ports are solved (no random search):
    when that still lands on the planned path (re-planning moves as few flows as possible).
    With crc16 an aligned run of 2,048 ports reaches only 2 of 4/8 members, so ports are
    always taken from the full table, never from a small window.
-3. When some flow cannot reach a colour (same CRC and seeds on both tiers, a polarised
-   model), the solver falls back to a greedy assignment over the colours each flow can
-   reach and reports ``balanced=False`` if a cap is exceeded.
+3. **Polarised models** (the same CRC on both tiers, parallel spine links): a seed only
+   XORs a constant into H, so the spine member is a fixed function of the leaf member,
+   and the constant comes from the seeds of each (source leaf, spine) pair: it differs
+   from leaf to leaf. The solver probes that function once per (source leaf, spine) on
+   one flow; where it is a bijection f on the spine's links, colour ``(spine, k)`` means
+   downlink k, reached from each flow's own leaf by uplink ``f⁻¹(k)``, so both tiers stay
+   properly coloured and the caps of step 1 hold. When some flow still cannot reach its
+   colour (a function that is no bijection), the solver falls back to a greedy
+   assignment over the colours each flow can reach and reports ``balanced=False`` if a
+   cap is exceeded.
 
 Every seed and algorithm comes from the model per switch; :meth:`PortPlanner.replan`
 re-solves against a new model (a re-seeded or re-programmed fabric).
@@ -263,8 +270,10 @@ def polarised_downlinks(reach: Mapping[int, Collection[int]],
     leaf) that some source port reaches together with leaf member ``a`` (indices in the
     leaf's group); ``leaf_members``: the leaf member of each colour ``(spine, j)``, j in
     order. When every one of them reaches exactly one spine member, and no two the same
-    one (the function is a bijection on the spine's links), returns colour j's spine
-    member; ``None`` otherwise (not polarised there: colour j keeps downlink j).
+    one (the function is a bijection on the spine's links), returns the spine member the
+    leaf's j-th link fixes (the planner then routes colour ``(spine, k)`` over the link j
+    whose member is k, per source leaf); ``None`` otherwise (not polarised there: colour
+    j keeps uplink j and downlink j).
 
         >>> polarised_downlinks({0: {1}, 1: {0}}, [0, 1])
         [1, 0]
@@ -353,35 +362,56 @@ class PortPlanner:
 
     def _follow_polarisation(self, flows: Sequence[FlowRequest], hops: Sequence[_Hop]) -> None:
         """Same CRC on both tiers: the spine member is then a fixed function of the leaf
-        member (the seeds only XOR a constant into H, whatever the flow). Probe the first
-        flow; where that function is a bijection on a spine's links, colour (spine, j)
-        means downlink f(j) instead of j, for every flow (checked later per flow)."""
-        req, hop = flows[0], hops[0]
+        member (the seeds only XOR a constant into H, whatever the flow), but that
+        constant comes from the seeds of each (source leaf, spine) pair, so the function
+        differs from leaf to leaf. It is probed once per (source leaf, uplink group, spine,
+        downlinks), on the first flow with that key; where it is a bijection f on the
+        spine's links, colour ``(spine, k)`` means *downlink k*, reached from the flow's
+        own leaf by uplink ``f⁻¹(k)``. A colour then names the same downlink from every
+        leaf (the destination tier stays properly coloured) and distinct colours distinct
+        uplinks at each leaf (so does the source tier). Every flow is still checked
+        afterwards (greedy fallback when a colour is unreachable)."""
+        probed: dict[tuple[str, int, str, int], Optional[list[int]]] = {}
+        leaf_tables: dict[str, list[int]] = {}          # flow name -> its leaf table
+        for req, hop in zip(flows, hops):
+            for spine in dict.fromkeys(c[0] for c in hop.colours):
+                cols = [c for c in hop.colours if c[0] == spine]        # (spine, j), j in order
+                sh = hop.spine_hop[cols[0]]
+                if sh is None:
+                    continue
+                n_down = self.model.switch(spine).group(sh[1]).size
+                if len(cols) != n_down:
+                    continue        # not one colour per downlink: colours share them round-robin
+                key = (hop.leaf, hop.group, spine, n_down)
+                if key not in probed:
+                    if req.name not in leaf_tables:
+                        leaf_tables[req.name] = self._leaf_table(req, hop)
+                    probed[key] = self._probe_spine(req, hop, sh[1], cols, leaf_tables[req.name])
+                down = probed[key]
+                if down is None:
+                    continue
+                uplink = [hop.leaf_member[c] for c in cols]
+                for j, k in enumerate(down):
+                    hop.leaf_member[(spine, k)] = uplink[j]
+                    hop.spine_hop[(spine, k)] = (spine, sh[1], k)
+
+    def _leaf_table(self, req: FlowRequest, hop: _Hop) -> list[int]:
+        """Leaf member index (in the group) of every source port of ``req``."""
         leaf = self.model.switch(hop.leaf)
-        lt = port_to_member_table(leaf, hop.group, req.src, req.dst, PROTO_UDP, req.dport)
         base = leaf.group(hop.group).base
-        remap: dict[Colour, int] = {}
-        for spine in {c[0] for c in hop.colours}:
-            cols = [c for c in hop.colours if c[0] == spine]
-            sh = hop.spine_hop[cols[0]]
-            if sh is None or len(cols) != self.model.switch(spine).group(sh[1]).size:
-                continue
-            sw = self.model.switch(spine)
-            st = port_to_member_table(sw, sh[1], req.src, req.dst, PROTO_UDP, req.dport)
-            sbase = sw.group(sh[1]).base
-            reach: dict[int, set[int]] = {}
-            for a, b in zip(lt, st):
-                reach.setdefault(a - base, set()).add(b - sbase)
-            down = polarised_downlinks(reach, [hop.leaf_member[c] for c in cols])
-            if down is not None:
-                remap.update(zip(cols, down))
-        if not remap:
-            return
-        for h in hops:
-            for c, m in remap.items():
-                sh = h.spine_hop.get(c)
-                if sh is not None and c[0] == sh[0]:
-                    h.spine_hop[c] = (sh[0], sh[1], m)
+        return [m - base for m in port_to_member_table(leaf, hop.group, req.src, req.dst, PROTO_UDP, req.dport)]
+
+    def _probe_spine(self, req: FlowRequest, hop: _Hop, group_id: int, cols: Sequence[Colour],
+                     leaf_table: Sequence[int]) -> Optional[list[int]]:
+        """:func:`polarised_downlinks` of the colours ``cols`` through one spine, probed
+        on ``req``'s 65,536 ports (its leaf table given)."""
+        sw = self.model.switch(cols[0][0])
+        sbase = sw.group(group_id).base
+        st = port_to_member_table(sw, group_id, req.src, req.dst, PROTO_UDP, req.dport)
+        reach: dict[int, set[int]] = {}
+        for a, b in zip(leaf_table, st):
+            reach.setdefault(a, set()).add(b - sbase)
+        return polarised_downlinks(reach, [hop.leaf_member[c] for c in cols])
 
     def _colour_of_port(self, req: FlowRequest, hop: _Hop, sport: Optional[int]) -> Optional[Colour]:
         if sport is None:
