@@ -57,6 +57,10 @@ class DigestQueue:
         """Configure a digest (P4Runtime INSERT/MODIFY of a ``DigestEntry``)."""
         if min(max_timeout_ns, max_list_size, ack_timeout_ns) < 0:
             raise RuntimeStateError("INVALID_ARGUMENT", f"digest {name}: negative configuration value")
+        if name not in self._configs:
+            # values generated while the digest was not configured are never sent (BMv2):
+            # drop them now, whether or not a reader drained them before this write
+            self._pending = deque(p for p in self._pending if p[0] != name)
         self._configs[name] = DigestConfig(max_timeout_ns, max_list_size, ack_timeout_ns)
 
     def get_config(self, name: str) -> Optional[DigestConfig]:

@@ -36,6 +36,20 @@ def test_drain_one_name_keeps_others() -> None:
     assert lists[0].list_id == 1
 
 
+def test_values_from_before_the_config_are_never_sent() -> None:
+    # A digest() before its DigestEntry exists is dropped, even when nobody drained the
+    # queue before the config write (p4sim's P4Runtime streamer drains on its own thread).
+    q = DigestQueue()
+    q.push("a", (0xAA,))
+    q.push("b", (1,))
+    q.set_config("a", max_list_size=1)
+    q.push("a", (0xBB,))
+    assert [(d.digest_name, d.values) for d in q.drain()] == [("b", [(1,)]), ("a", [(0xBB,)])]
+    q.push("a", (0xCC,))
+    q.set_config("a", max_list_size=2)     # MODIFY of a configured digest keeps its values
+    assert [d.values for d in q.drain()] == [[(0xCC,)]]
+
+
 def test_config_errors() -> None:
     q = DigestQueue()
     with pytest.raises(RuntimeStateError) as info:
