@@ -29,6 +29,11 @@ Member names of the published hash model are the peer node, with ``"#<port>"`` w
 group has several links to that peer (``controller.fabric_setup``); next-hop ids are port
 numbers.
 
+This module holds :class:`ElephantFlow` and :class:`PathEngine`; the engine's parts live
+beside it and stay importable from here: :mod:`controller.gor.linkstate`
+(:class:`LinkState`), :mod:`controller.gor.candidates` (candidate paths, members and ports,
+the current path; ``nic_leaves``) and :mod:`controller.gor.sports` (``ports_reaching``).
+
 Example::
 
     >>> from topo.model import build_fabric
@@ -45,17 +50,18 @@ from __future__ import annotations
 import ipaddress
 import itertools
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Collection, Iterable, Mapping, Optional, Sequence
 
+from controller.gor.candidates import LEAF_UPLINK_GROUP, FabricPaths, nic_leaves
 from controller.gor.decisions import (FlowKey, LinkKey, MoveOrder, Order, OverrideEntry,
                                       OverrideOrder, PathChoice, Rejection, RoundDecision)
+from controller.gor.linkstate import LinkState
 from controller.gor.simulate import link_loads, max_min_fair, utilisation
 from controller.gor.sports import port_filter, ports_reaching
-from p4src.hashmodel import FabricHashModel, SwitchHashModel, member_index
+from p4src.hashmodel import FabricHashModel, member_index
 from topo.model import Fabric
 
-LEAF_UPLINK_GROUP = 1
 DEFAULT_SAFETY = 0.75
 DEFAULT_PORT_RANGE = (49152, 65535)
 PROTO_UDP = 17
@@ -64,63 +70,6 @@ SCAN_BELOW_GROUP_SIZE = 16
 every few ports; listing all would be 65,536 / size of them), larger ones by listing
 the GF(2) solutions (65,536 / size ports)."""
 _EPS = 1e-6
-
-
-# ----------------------------------------------------------------------------- link state
-@dataclass(slots=True)
-class LinkState:
-    """Live state of every fabric link direction: capacity, telemetry load, down links.
-
-    >>> from topo.model import build_fabric
-    >>> ls = LinkState.from_fabric(build_fabric())
-    >>> ls.capacity_bps[("b0r0l0", 3)], ls.peer[("b0r0l0", 3)]
-    (100000000000.0, ('s0', 1))
-    >>> ls.link_down("s0", 1); ls.is_up(("b0r0l0", 3))
-    False
-    """
-
-    capacity_bps: dict[LinkKey, float]
-    peer: dict[LinkKey, LinkKey]
-    load_bps: dict[LinkKey, float] = field(default_factory=dict)
-    down: set[LinkKey] = field(default_factory=set)
-
-    @classmethod
-    def from_fabric(cls, fabric: Fabric) -> "LinkState":
-        """Both directions of every leaf–spine link, capacity from the topology's gbps."""
-        cap: dict[LinkKey, float] = {}
-        peer: dict[LinkKey, LinkKey] = {}
-        for sw in fabric.switches:
-            for p, info in sw.ports.items():
-                if info.kind in ("uplink", "downlink"):
-                    cap[(sw.name, p)] = info.gbps * 1e9
-                    peer[(sw.name, p)] = (info.peer_node, info.peer_port)
-        return cls(cap, peer)
-
-    def is_up(self, link: LinkKey) -> bool:
-        """``False`` when the link (either end) is down."""
-        return link not in self.down
-
-    def link_down(self, switch: str, port: int) -> None:
-        """Mark the cable at ``switch:port`` down (both directions)."""
-        self.down.add((switch, port))
-        other = self.peer.get((switch, port))
-        if other is not None:
-            self.down.add(other)
-
-    def link_up(self, switch: str, port: int) -> None:
-        """Mark the cable at ``switch:port`` up again (both directions)."""
-        self.down.discard((switch, port))
-        other = self.peer.get((switch, port))
-        if other is not None:
-            self.down.discard(other)
-
-    def set_util(self, link: LinkKey, util: float) -> None:
-        """Telemetry: ``link`` runs at ``util`` (0..1) of its capacity."""
-        self.load_bps[link] = util * self.capacity_bps[link]
-
-    def util(self, link: LinkKey, extra_bps: float = 0.0) -> float:
-        """Utilisation of ``link`` with ``extra_bps`` more traffic."""
-        return (self.load_bps.get(link, 0.0) + extra_bps) / self.capacity_bps[link]
 
 
 # ----------------------------------------------------------------------------- flows
@@ -147,17 +96,13 @@ class ElephantFlow:
         return self.rate_bps if self.demand_bps is None else self.demand_bps
 
 
-def nic_leaves(fabric: Fabric) -> dict[str, str]:
-    """NIC address → its leaf: ``nic_leaves(build_fabric())["10.1.0.1"] == "b1r0l0"``."""
-    return {n.ip: n.leaf for h in fabric.hosts for n in h.nics}
-
-
 # ----------------------------------------------------------------------------- engine
-class PathEngine:
+class PathEngine(FabricPaths):
     """Candidate paths, safety rule, simulation check and orders over one fabric.
 
     ``links`` is shared with the telemetry loop (loads and down links are read live);
-    ``hash_model`` is the published model of the switches as programmed.
+    ``hash_model`` is the published model of the switches as programmed. Candidate
+    paths, member ports and the current path come from :class:`FabricPaths`.
     """
 
     def __init__(self, fabric: Fabric, hash_model: FabricHashModel, links: LinkState,
@@ -166,82 +111,8 @@ class PathEngine:
                  leaf_group: int = LEAF_UPLINK_GROUP) -> None:
         if not 0 < safety <= 1:
             raise ValueError(f"safety threshold {safety}: must be in (0, 1]")
-        self.fabric, self.hash_model, self.links = fabric, hash_model, links
-        self.safety, self.port_range, self.leaf_group = safety, port_range, leaf_group
-        self._spine_groups: dict[tuple[str, str], Optional[int]] = {}
-        self._peer_port: dict[tuple[str, str], int] = {}
-
-    # ---------------------------------------------------------------- paths
-    def candidate_paths(self, src_leaf: str, dst_leaf: str) -> list[PathChoice]:
-        """Every live leaf → spine → leaf path, in graph order."""
-        g = self.fabric.graph
-        out: list[PathChoice] = []
-        for spine, edges in g[src_leaf].items():
-            if g.nodes[spine].get("role") != "spine" or dst_leaf not in g[spine]:
-                continue
-            ups = [d["ports"][src_leaf] for d in edges.values() if d.get("kind") == "fabric"]
-            downs = [d["ports"][spine] for d in g[spine][dst_leaf].values() if d.get("kind") == "fabric"]
-            for up in (sorted(ups) if len(ups) > 1 else ups):
-                if not self.links.is_up((src_leaf, up)):
-                    continue
-                for down in (sorted(downs) if len(downs) > 1 else downs):
-                    if self.links.is_up((spine, down)):
-                        out.append(PathChoice(spine, ((src_leaf, up), (spine, down))))
-        return out
-
-    def member_port(self, switch: str, member: str) -> int:
-        """The egress port of group member ``member`` (``"s0"`` or ``"s0#3"``) on ``switch``."""
-        return self._member_port(switch, member)
-
-    def _member_port(self, switch: str, member: str) -> int:
-        name, sep, port = member.partition("#")
-        if sep:
-            return int(port)
-        key = (switch, name)
-        if key not in self._peer_port:
-            sw = self.fabric.switch(switch)
-            self._peer_port[key] = next(p for p, info in sorted(sw.ports.items()) if info.peer_node == name)
-        return self._peer_port[key]
-
-    def _member_of_port(self, model: SwitchHashModel, group_id: int, port: int) -> int:
-        """Index in the group of the member whose link is ``port``."""
-        g = model.group(group_id)
-        for i, m in enumerate(g.members):
-            if self._member_port(model.switch, m) == port:
-                return i
-        raise KeyError(f"{model.switch}: port {port} is not in ECMP group {group_id}")
-
-    def spine_group(self, spine: str, dst_leaf: str) -> Optional[int]:
-        """The spine's ECMP group towards ``dst_leaf`` (None: a single link, no group)."""
-        key = (spine, dst_leaf)
-        if key not in self._spine_groups:
-            sw = self.hash_model.switches.get(spine)
-            hits = [gid for gid, g in sorted(sw.groups.items())
-                    if all(m.partition("#")[0] == dst_leaf for m in g.members)] if sw else []
-            self._spine_groups[key] = hits[0] if hits else None
-        return self._spine_groups[key]
-
-    def current_path(self, flow: FlowKey, src_leaf: str, dst_leaf: str) -> Optional[PathChoice]:
-        """Where the hash model says ``flow`` goes now (None when a hop is unknown)."""
-        try:
-            leaf = self.hash_model.switch(src_leaf)
-            g = leaf.group(self.leaf_group)
-            src, dst = int(ipaddress.IPv4Address(flow.src)), int(ipaddress.IPv4Address(flow.dst))
-            i = member_index(leaf, self.leaf_group, src, dst, flow.proto, flow.sport, flow.dport) - g.base
-            member = g.members[i]
-            spine = member.partition("#")[0]
-            up = self._member_port(src_leaf, member)
-            sg = self.spine_group(spine, dst_leaf)
-            if sg is None:
-                down = self._member_port(spine, dst_leaf)
-            else:
-                smodel = self.hash_model.switch(spine)
-                sgrp = smodel.group(sg)
-                j = member_index(smodel, sg, src, dst, flow.proto, flow.sport, flow.dport) - sgrp.base
-                down = self._member_port(spine, sgrp.members[j])
-        except (KeyError, StopIteration, IndexError):
-            return None
-        return PathChoice(spine, ((src_leaf, up), (spine, down)))
+        super().__init__(fabric, hash_model, links, leaf_group)
+        self.safety, self.port_range = safety, port_range
 
     # ---------------------------------------------------------------- actions
     def solve_sport(self, flow: FlowKey, path: PathChoice,
@@ -275,9 +146,6 @@ class PathEngine:
                 continue
             return port
         return None
-
-    def _dst_of(self, path: PathChoice) -> str:
-        return self.links.peer[path.links[1]][0]
 
     def override_entries(self, path: PathChoice) -> tuple[OverrideEntry, ...]:
         """Override entries pinning a flow to ``path``: the source leaf, and the spine

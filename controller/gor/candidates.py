@@ -1,0 +1,135 @@
+"""The paths of the fabric as GOR sees them: every live leaf → spine → leaf path between
+two leaves (the candidates of a move), the ECMP group members behind each port, and the
+path the published hash model sends a flow on now.
+
+Paths come from the networkx graph of ``topo.model.Fabric`` (fabric edges only; a link
+in :attr:`LinkState.down` removes every path through it); parallel links give one path
+per (uplink, downlink) pair. Member names of the hash model are the peer node, with
+``"#<port>"`` when a group has several links to that peer (``controller.fabric_setup``).
+:class:`controller.gor.paths.PathEngine` is a :class:`FabricPaths` that also decides.
+
+Example::
+
+    >>> from topo.model import build_fabric
+    >>> from controller.fabric_setup import plan_fabric
+    >>> from p4src.hashmodel import FabricHashModel
+    >>> fab = build_fabric()
+    >>> hm = FabricHashModel({n: p.hash_model() for n, p in plan_fabric(fab).items()})
+    >>> paths = FabricPaths(fab, hm, LinkState.from_fabric(fab))
+    >>> [(p.spine, p.links) for p in paths.candidate_paths("b0r0l0", "b1r0l0")]
+    [('s0', (('b0r0l0', 3), ('s0', 3))), ('s1', (('b0r0l0', 4), ('s1', 3)))]
+    >>> from controller.gor.decisions import FlowKey
+    >>> now = paths.current_path(FlowKey("10.0.0.1", "10.1.0.1", 17, 49152, 4791), "b0r0l0", "b1r0l0")
+    >>> now in paths.candidate_paths("b0r0l0", "b1r0l0")
+    True
+"""
+from __future__ import annotations
+
+import ipaddress
+from typing import Optional
+
+from controller.gor.decisions import FlowKey, PathChoice
+from controller.gor.linkstate import LinkState
+from p4src.hashmodel import FabricHashModel, SwitchHashModel, member_index
+from topo.model import Fabric
+
+LEAF_UPLINK_GROUP = 1
+"""The leaves' uplink group id in the published hash model."""
+
+
+def nic_leaves(fabric: Fabric) -> dict[str, str]:
+    """NIC address → its leaf: ``nic_leaves(build_fabric())["10.1.0.1"] == "b1r0l0"``."""
+    return {n.ip: n.leaf for h in fabric.hosts for n in h.nics}
+
+
+class FabricPaths:
+    """Candidate paths and hash-model predictions over one fabric (caches per switch).
+
+    ``links`` is shared with the telemetry loop (down links are read live);
+    ``hash_model`` is the published model of the switches as programmed.
+    """
+
+    def __init__(self, fabric: Fabric, hash_model: FabricHashModel, links: LinkState,
+                 leaf_group: int = LEAF_UPLINK_GROUP) -> None:
+        self.fabric, self.hash_model, self.links = fabric, hash_model, links
+        self.leaf_group = leaf_group
+        self._spine_groups: dict[tuple[str, str], Optional[int]] = {}
+        self._peer_port: dict[tuple[str, str], int] = {}
+
+    def candidate_paths(self, src_leaf: str, dst_leaf: str) -> list[PathChoice]:
+        """Every live leaf → spine → leaf path, in graph order."""
+        g = self.fabric.graph
+        out: list[PathChoice] = []
+        for spine, edges in g[src_leaf].items():
+            if g.nodes[spine].get("role") != "spine" or dst_leaf not in g[spine]:
+                continue
+            ups = [d["ports"][src_leaf] for d in edges.values() if d.get("kind") == "fabric"]
+            downs = [d["ports"][spine] for d in g[spine][dst_leaf].values() if d.get("kind") == "fabric"]
+            for up in (sorted(ups) if len(ups) > 1 else ups):
+                if not self.links.is_up((src_leaf, up)):
+                    continue
+                for down in (sorted(downs) if len(downs) > 1 else downs):
+                    if self.links.is_up((spine, down)):
+                        out.append(PathChoice(spine, ((src_leaf, up), (spine, down))))
+        return out
+
+    def member_port(self, switch: str, member: str) -> int:
+        """The egress port of group member ``member`` (``"s0"`` or ``"s0#3"``) on ``switch``."""
+        return self._member_port(switch, member)
+
+    def _member_port(self, switch: str, member: str) -> int:
+        name, sep, port = member.partition("#")
+        if sep:
+            return int(port)
+        key = (switch, name)
+        if key not in self._peer_port:
+            sw = self.fabric.switch(switch)
+            self._peer_port[key] = next(p for p, info in sorted(sw.ports.items()) if info.peer_node == name)
+        return self._peer_port[key]
+
+    def _member_of_port(self, model: SwitchHashModel, group_id: int, port: int) -> int:
+        """Index in the group of the member whose link is ``port``."""
+        g = model.group(group_id)
+        for i, m in enumerate(g.members):
+            if self._member_port(model.switch, m) == port:
+                return i
+        raise KeyError(f"{model.switch}: port {port} is not in ECMP group {group_id}")
+
+    def spine_group(self, spine: str, dst_leaf: str) -> Optional[int]:
+        """The spine's ECMP group towards ``dst_leaf`` (None: a single link, no group)."""
+        key = (spine, dst_leaf)
+        if key not in self._spine_groups:
+            sw = self.hash_model.switches.get(spine)
+            hits = [gid for gid, g in sorted(sw.groups.items())
+                    if all(m.partition("#")[0] == dst_leaf for m in g.members)] if sw else []
+            self._spine_groups[key] = hits[0] if hits else None
+        return self._spine_groups[key]
+
+    def current_path(self, flow: FlowKey, src_leaf: str, dst_leaf: str) -> Optional[PathChoice]:
+        """Where the hash model says ``flow`` goes now (None when a hop is unknown)."""
+        try:
+            leaf = self.hash_model.switch(src_leaf)
+            g = leaf.group(self.leaf_group)
+            src, dst = int(ipaddress.IPv4Address(flow.src)), int(ipaddress.IPv4Address(flow.dst))
+            i = member_index(leaf, self.leaf_group, src, dst, flow.proto, flow.sport, flow.dport) - g.base
+            member = g.members[i]
+            spine = member.partition("#")[0]
+            up = self._member_port(src_leaf, member)
+            sg = self.spine_group(spine, dst_leaf)
+            if sg is None:
+                down = self._member_port(spine, dst_leaf)
+            else:
+                smodel = self.hash_model.switch(spine)
+                sgrp = smodel.group(sg)
+                j = member_index(smodel, sg, src, dst, flow.proto, flow.sport, flow.dport) - sgrp.base
+                down = self._member_port(spine, sgrp.members[j])
+        except (KeyError, StopIteration, IndexError):
+            return None
+        return PathChoice(spine, ((src_leaf, up), (spine, down)))
+
+    def _dst_of(self, path: PathChoice) -> str:
+        """The destination leaf of ``path`` (the peer of its downlink)."""
+        return self.links.peer[path.links[1]][0]
+
+
+__all__ = ["FabricPaths", "LEAF_UPLINK_GROUP", "nic_leaves"]

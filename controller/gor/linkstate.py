@@ -1,0 +1,79 @@
+"""GOR's view of the fabric's links: capacity, telemetry load and down cables of every
+link direction ``(switch, egress port)``.
+
+The telemetry loop writes loads (:meth:`LinkState.set_util`) and GOR's link-failure
+handling marks cables down and up; the path engine (:mod:`controller.gor.paths`) reads
+both live. Also importable from :mod:`controller.gor.paths` and :mod:`controller.gor`.
+
+Example::
+
+    >>> from topo.model import build_fabric
+    >>> ls = LinkState.from_fabric(build_fabric())
+    >>> ls.set_util(("b0r0l0", 3), 0.5); ls.util(("b0r0l0", 3))
+    0.5
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from controller.gor.decisions import LinkKey
+from topo.model import Fabric
+
+
+@dataclass(slots=True)
+class LinkState:
+    """Live state of every fabric link direction: capacity, telemetry load, down links.
+
+    >>> from topo.model import build_fabric
+    >>> ls = LinkState.from_fabric(build_fabric())
+    >>> ls.capacity_bps[("b0r0l0", 3)], ls.peer[("b0r0l0", 3)]
+    (100000000000.0, ('s0', 1))
+    >>> ls.link_down("s0", 1); ls.is_up(("b0r0l0", 3))
+    False
+    """
+
+    capacity_bps: dict[LinkKey, float]
+    peer: dict[LinkKey, LinkKey]
+    load_bps: dict[LinkKey, float] = field(default_factory=dict)
+    down: set[LinkKey] = field(default_factory=set)
+
+    @classmethod
+    def from_fabric(cls, fabric: Fabric) -> "LinkState":
+        """Both directions of every leaf–spine link, capacity from the topology's gbps."""
+        cap: dict[LinkKey, float] = {}
+        peer: dict[LinkKey, LinkKey] = {}
+        for sw in fabric.switches:
+            for p, info in sw.ports.items():
+                if info.kind in ("uplink", "downlink"):
+                    cap[(sw.name, p)] = info.gbps * 1e9
+                    peer[(sw.name, p)] = (info.peer_node, info.peer_port)
+        return cls(cap, peer)
+
+    def is_up(self, link: LinkKey) -> bool:
+        """``False`` when the link (either end) is down."""
+        return link not in self.down
+
+    def link_down(self, switch: str, port: int) -> None:
+        """Mark the cable at ``switch:port`` down (both directions)."""
+        self.down.add((switch, port))
+        other = self.peer.get((switch, port))
+        if other is not None:
+            self.down.add(other)
+
+    def link_up(self, switch: str, port: int) -> None:
+        """Mark the cable at ``switch:port`` up again (both directions)."""
+        self.down.discard((switch, port))
+        other = self.peer.get((switch, port))
+        if other is not None:
+            self.down.discard(other)
+
+    def set_util(self, link: LinkKey, util: float) -> None:
+        """Telemetry: ``link`` runs at ``util`` (0..1) of its capacity."""
+        self.load_bps[link] = util * self.capacity_bps[link]
+
+    def util(self, link: LinkKey, extra_bps: float = 0.0) -> float:
+        """Utilisation of ``link`` with ``extra_bps`` more traffic."""
+        return (self.load_bps.get(link, 0.0) + extra_bps) / self.capacity_bps[link]
+
+
+__all__ = ["LinkState"]
