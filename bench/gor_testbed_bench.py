@@ -19,19 +19,31 @@ GOR is not told):
 * ``gor.dead_link_lost_pkts`` — data packets sent and never received, over every flow
   (those sent into the dead cable until the groups were rewritten).
 
+``gor.switch_restart`` — the story (seed 7, 24 s) with the source leaf's switch process
+restarted (stopped, started again empty with the same command) once GOR's moves settled;
+GOR is not told:
+
+* ``gor.switch_reconcile_s`` — the new process listening → GOR's ``switch_back``: found
+  lost, reconnected with the same election id, pipeline pushed, plan re-installed with
+  the live ECMP groups, GOR's own entries re-installed;
+* ``gor.switch_lost_s`` — the process stopped → GOR's ``switch_lost``.
+
 >>> [b.name for b in BENCHMARKS]
-['story', 'dead_link']
+['story', 'dead_link', 'switch_restart']
 """
 from __future__ import annotations
 
 import sys
 import tempfile
+from typing import Any
 from pathlib import Path
 
 from bench.results import BenchConfig, Benchmark, Figure
 
 FIGURES = ("gor.loop_s", "gor.max_util_after_pct", "gor.drops_during_move")
 DEAD_LINK_FIGURES = ("gor.dead_link_detect_s", "gor.dead_link_lost_pkts")
+RESTART_FIGURES = ("gor.switch_reconcile_s", "gor.switch_lost_s")
+RESTART_LEAF = "b0r0l0"
 
 
 def bench_story(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — one live run
@@ -78,5 +90,31 @@ def bench_dead_link(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 �
             "gor.dead_link_lost_pkts": Figure(float(res.lost_pkts), "packets")}
 
 
+def bench_switch_restart(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — one live run
+    """The story with the source leaf's switch process restarted after GOR's moves settled."""
+    from host.traffic import testbed_unavailable, testbed_up  # noqa: PLC0415
+    from topo.gor_session import restart_after_moves  # noqa: PLC0415
+    from topo.scenario import ScenarioOptions  # noqa: PLC0415
+    from topo.story import run_story  # noqa: PLC0415
+    why = testbed_unavailable()
+    if why:
+        print(f"gor.switch_restart: skipped, {why}; {RESTART_FIGURES} not written", file=sys.stderr)
+        return {}
+    tmp = Path(tempfile.mkdtemp(prefix="gor-switch-restart-"))
+    sessions: list[Any] = []
+    with testbed_up(log_dir=tmp / "logs", state_path=tmp / "state.json") as tb:
+        run_story(tb.fabric, tb.programmer, tb.state, tb.save_state,
+                  ScenarioOptions(seed=7, runs_root=tmp / "runs", duration_s=24.0),
+                  midway=restart_after_moves(RESTART_LEAF, tb.fnet.restart_switch, sessions))
+    recs = sessions[0].switch_restarts if sessions else []
+    if not recs or recs[0].reconcile_s is None or recs[0].lost_s is None:
+        print(f"gor.switch_restart: GOR did not reconcile {RESTART_LEAF} ({recs})", file=sys.stderr)
+        return {}
+    rec = recs[0]
+    return {"gor.switch_reconcile_s": Figure(rec.reconcile_s, "s"),
+            "gor.switch_lost_s": Figure(rec.lost_s, "s")}
+
+
 BENCHMARKS: tuple[Benchmark, ...] = (Benchmark("story", "gor", bench_story),
-                                     Benchmark("dead_link", "gor", bench_dead_link))
+                                     Benchmark("dead_link", "gor", bench_dead_link),
+                                     Benchmark("switch_restart", "gor", bench_switch_restart))

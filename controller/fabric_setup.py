@@ -59,6 +59,7 @@ Example::
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -546,6 +547,11 @@ class FabricProgrammer:
         self.timeout_s = timeout_s
         self.plans: dict[str, SwitchPlan] = plan_fabric(fabric, ecn, pfc)
         self.connections: dict[str, SwitchConnection] = {}
+        self.cookie = int.from_bytes(os.urandom(7), "big") or 1
+        """Pipeline cookie of :meth:`push_pipelines`: a switch answering another one (or
+        none) was restarted or re-programmed by someone else (``controller.switch_restore``)."""
+        self.cookies: dict[str, Optional[int]] = {}
+        """Switch → the pipeline cookie it is known to run (pushed here, or read on attach)."""
 
     # ---------------------------------------------------------------- helpers
     def _each(self, fn: Callable[[SwitchLike], R]) -> dict[str, R]:
@@ -576,18 +582,24 @@ class FabricProgrammer:
             raise KeyError(f"{name}: not connected (connect_all() first)") from None
 
     # ---------------------------------------------------------------- steps
+    def connect_switch(self, switch: Union[str, SwitchLike],
+                       timeout_s: Optional[float] = None) -> SwitchConnection:
+        """A new primary :class:`SwitchConnection` to one switch, with the topology's address,
+        device id and election id (not stored in :attr:`connections`)."""
+        name = self._name(switch)
+        sw = next(s for s in self.fabric.switches if s.name == name)
+        t = self.timeout_s if timeout_s is None else timeout_s
+        try:
+            return SwitchConnection(sw.grpc_addr, device_id=sw.device_id,
+                                    election_id=_election(sw.election_id), timeout_s=t)
+        except grpc.FutureTimeoutError:
+            raise TimeoutError(f"no P4Runtime server answered at {sw.grpc_addr} within "
+                               f"{t:g} s (is the switch running?)") from None
+
     def connect_all(self) -> None:
         """One primary :class:`SwitchConnection` per switch, opened concurrently."""
-        def connect(sw: SwitchLike) -> SwitchConnection:
-            try:
-                return SwitchConnection(sw.grpc_addr, device_id=sw.device_id,
-                                        election_id=_election(sw.election_id),
-                                        timeout_s=self.timeout_s)
-            except grpc.FutureTimeoutError:
-                raise TimeoutError(f"no P4Runtime server answered at {sw.grpc_addr} within "
-                                   f"{self.timeout_s:g} s (is the switch running?)") from None
         try:
-            self.connections.update(self._each(connect))
+            self.connections.update(self._each(self.connect_switch))
         except BaseException:
             self.close()
             raise
@@ -597,7 +609,8 @@ class FabricProgrammer:
         # bytes, parsed by each thread into its own message (see SwitchConnection.push_pipeline)
         p4info = load_p4info(self.p4info_path).SerializeToString()
         config = self.device_config_path.read_bytes()
-        self._each(lambda sw: self.connection(sw).push_pipeline(p4info, config))
+        self._each(lambda sw: self.connection(sw).push_pipeline(p4info, config, self.cookie))
+        self.cookies.update({sw.name: self.cookie for sw in self.fabric.switches})
 
     def install(self, switch: Union[str, SwitchLike]) -> int:
         """Write the whole plan of one switch (after a fresh ``push_pipelines``: entries

@@ -21,6 +21,12 @@ switches and agents: a new ``FlowRegistry`` at the same address, a new ``GorLoop
 reconciles before its first tick; the agents re-register their flows (every second) with
 the ports in use. :class:`RestartRecord` says what came back and when.
 
+**Switch restart** (:meth:`GorSession.restart_switch`): a
+:class:`~controller.gor.recovery.SwitchRecovery` runs with the poller from the start; a
+switch process restarted under it (``FabricNet.restart_switch``) is found lost,
+re-programmed and handed back to the loop, which re-installs its own entries there.
+:class:`SwitchRestartRecord` says when it was lost and back.
+
 The registry and every agent listen on Unix sockets under ``build/gor/`` (a per-run
 secret; each host's credentials in ``build/gor/creds-<host>.json``, mode 0600), so the
 control plane never touches the data plane's counters.
@@ -66,6 +72,34 @@ class RestartRecord:
     def complete(self) -> bool:
         """Every flow is back, on the port it had before (a move GOR made is kept)."""
         return bool(self.flows_before) and self.flows_after == self.flows_before
+
+
+@dataclass(slots=True)
+class SwitchRestartRecord:
+    """One switch process restarted under GOR (:meth:`GorSession.restart_switch`); times in
+    seconds since the process was stopped (``at_s``: since the poller started):
+    ``ready_s`` its new process listens, ``lost_s`` GOR logged ``switch_lost``, ``back_s``
+    GOR logged ``switch_back`` (re-programmed, its own entries re-installed; None if not
+    within the wait). ``reconcile_s`` = ``back_s − ready_s``: the time to reconcile.
+
+    >>> r = SwitchRestartRecord("b0r0l0", 5.0, ready_s=1.5, back_s=2.0); r.reconcile_s
+    0.5
+    """
+
+    switch: str
+    at_s: float
+    ready_s: Optional[float] = None
+    lost_s: Optional[float] = None
+    back_s: Optional[float] = None
+    back: dict[str, Any] = field(default_factory=dict)
+    pid: Optional[int] = None
+
+    @property
+    def reconcile_s(self) -> Optional[float]:
+        """Seconds from the new process listening to GOR's ``switch_back``."""
+        if self.back_s is None or self.ready_s is None:
+            return None
+        return round(max(0.0, self.back_s - self.ready_s), 3)
 
 
 def write_credentials(hosts: Sequence[str], secret: bytes, root: Path = GOR_DIR) -> dict[str, Path]:
@@ -115,12 +149,16 @@ class GorSession:
         self._gor_down = False
         self.registry: Any = None
         self.restarts: list[RestartRecord] = []
+        self.recovery: Any = None
+        self.switch_restarts: list[SwitchRestartRecord] = []
+        self.moves_settled: Optional[bool] = None
 
     # ------------------------------------------------------------------ lifetime
     def __enter__(self) -> "GorSession":
         from controller.gor.log import DecisionLog  # noqa: PLC0415
         from controller.gor.loop import digest_reader, enable_digests  # noqa: PLC0415
-        from controller.gor.telemetry import TelemetryPoller, fabric_links, p4rt_reader  # noqa: PLC0415
+        from controller.gor.recovery import SwitchRecovery  # noqa: PLC0415
+        from controller.gor.telemetry import TelemetryPoller, connection_reader, fabric_links  # noqa: PLC0415
         from host.traffic import NicFleet  # noqa: PLC0415
         from topo.scenario import live_line, set_uplink_rates  # noqa: PLC0415
 
@@ -135,6 +173,7 @@ class GorSession:
         def on_tick(t_s: float, samples: Any) -> None:
             with self._tick:
                 if not self._gor_down:
+                    self.loop.observe_health(self.poller.health, t_s)
                     self.loop.tick(t_s, samples)
                     self.poller.period_s = o.fast_period_s if self.loop.busy() else o.period_s
                 self._tick.notify_all()
@@ -147,19 +186,21 @@ class GorSession:
 
         nominal = {(sw.name, p): self.rate_pps for sw in self.fabric.switches for p in sw.ports}
         conns = self.programmer.connections
-        self.poller = TelemetryPoller({n: p4rt_reader(c) for n, c in conns.items()},
+        self.poller = TelemetryPoller({n: connection_reader(conns, n) for n in conns},
                                       fabric_links(self.fabric, nominal), o.period_s, on_tick=on_tick)
+        self.recovery = SwitchRecovery(self.programmer, self.poller, self.loop)
         self.fleet = NicFleet(self.state, self.save_state, self.run_dir / "nic")
         failed = enable_digests(conns, conns)
         if failed:
             self.say(f"gor: digests not enabled on {', '.join(failed)}")
-        for name, conn in conns.items():
-            t = threading.Thread(target=digest_reader, args=(self, name, conn, self._stop),
+        for name in conns:
+            t = threading.Thread(target=digest_reader, args=(self, name, conns, self._stop),
                                  name=f"digests-{name}", daemon=True)
             t.start()
             self._threads.append(t)
         self.t0 = time.monotonic()
         self.poller.start()
+        self.recovery.start()
         return self
 
     def _start_gor(self, t_s: float) -> Any:
@@ -176,6 +217,9 @@ class GorSession:
                             log=self._dlog, one_in_n=SAMPLE_ONE_IN_N, window_s=2.0,
                             min_samples=MIN_SAMPLES, samples_per_flow=SAMPLES_PER_FLOW,
                             cooldown_s=o.duration_s + 10, confirm_timeout_s=3.0)
+        if self.recovery is not None:
+            self.recovery.loop = self.loop
+            self.loop.recovery_attached = True
         return self.loop.reconcile(t_s)
 
     def submit_digests(self, switch: str, digest: Any) -> None:
@@ -226,6 +270,56 @@ class GorSession:
                  f"after {rec.reregistered_s} s, ports {'kept' if rec.complete else 'CHANGED'}")
         return rec
 
+    def restart_switch(self, name: str, restart: Callable[[str], Any],
+                       wait_s: float = 30.0) -> SwitchRestartRecord:
+        """Restart switch ``name`` under the running GOR: ``restart(name)`` stops its process
+        and starts it again, returning once it listens (``FabricNet.restart_switch``: the
+        recorded PID is replaced); the uplink queue rates are set on it again, then this
+        waits (at most ``wait_s``) until GOR has it back (``switch_back``: reconnected,
+        re-programmed, GOR's entries re-installed). Nothing here tells GOR: it finds the
+        switch lost from its polls and its stream.
+
+        >>> rec = s.restart_switch("b0r0l0", tb.fnet.restart_switch)   # doctest: +SKIP
+        >>> rec.reconcile_s                                            # doctest: +SKIP
+        0.62
+        """
+        n0 = len(self.loop.switch_log)
+        t_stop = time.monotonic()
+        rec = SwitchRestartRecord(name, round(self.since_start(t_stop), 3))
+        got = restart(name)
+        rec.pid = got if isinstance(got, int) else None
+        rec.ready_s = round(time.monotonic() - t_stop, 3)
+        self._reapply_rates(name)
+
+        def back() -> bool:
+            return any(e[0] == "switch_back" and e[1] == name for e in self.loop.switch_log[n0:])
+        if self.wait_for(back, wait_s):
+            rec.back_s = round(time.monotonic() - t_stop, 3)
+        for ev, sw, t_s, info in self.loop.switch_log[n0:]:
+            if sw == name and ev == "switch_lost" and rec.lost_s is None:
+                rec.lost_s = round(max(0.0, t_s - rec.at_s), 3)
+            if sw == name and ev == "switch_back":
+                rec.back = dict(info)
+        self.switch_restarts.append(rec)
+        self.say(f"gor: switch {name} restarted at t={rec.at_s:.1f}s: listening after {rec.ready_s} s, "
+                 f"lost after {rec.lost_s} s, back after {rec.back_s} s (reconciled "
+                 f"{rec.reconcile_s} s after it listened): {rec.back}")
+        return rec
+
+    def _reapply_rates(self, name: str) -> None:
+        """The p4sim queue rates of ``name``'s uplinks again (a new process has none)."""
+        mine = {k: r for k, r in self.rates.items() if k[0] == name}
+        if not mine or self.state.target != "p4sim":
+            return
+        from p4sim.switchd.control import ControlClient  # noqa: PLC0415 (p4sim target only)
+        addr = self.state.switches.get(name, {}).get("control_addr")
+        try:
+            with ControlClient(addr) as c:
+                for (_, port), rate in mine.items():
+                    c.set_queue_rate(rate, port=port)
+        except Exception as exc:  # noqa: BLE001 — reported, the run goes on
+            self.say(f"gor: queue rates of {name} not set again: {exc}")
+
     def start_flows(self, duration_s: float, nic_options: Any = None,
                     sender_extra: Sequence[str] = ()) -> None:
         """Start the NIC fleet, each sender with its TCCL agent (``nic_options``: a
@@ -246,6 +340,8 @@ class GorSession:
     def __exit__(self, *exc: object) -> None:
         from controller.gor.log import read_log  # noqa: PLC0415
         from topo.scenario import clear_rates  # noqa: PLC0415
+        if self.recovery is not None:
+            self.recovery.stop()
         if self.poller is not None:
             self.poller.stop()
         self._stop.set()
@@ -268,5 +364,26 @@ class GorSession:
         return (time.monotonic() if t_mono is None else t_mono) - self.t0
 
 
+def restart_after_moves(switch: str, restart: Callable[[str], Any], sessions: list["GorSession"],
+                        wait_s: float = 30.0) -> Callable[["GorSession"], None]:
+    """A story ``midway`` hook: once GOR's first moves are seen on their new uplinks and have
+    settled (bounded waits), restart ``switch`` (:meth:`GorSession.restart_switch` with
+    ``restart``, e.g. ``FabricNet.restart_switch``); the session is appended to ``sessions``
+    (its ``switch_restarts`` say what happened). Used by the live test and the bench.
+
+    >>> run_story(..., midway=restart_after_moves("b0r0l0", tb.fnet.restart_switch, got))  # doctest: +SKIP
+    """
+    def moves_seen(s: "GorSession") -> bool:
+        pending = list(s.loop.pending.values())
+        return bool(pending) and all(m.seen_s is not None for m in pending)
+
+    def midway(session: "GorSession") -> None:
+        sessions.append(session)
+        session.moves_settled = (session.wait_for(lambda: moves_seen(session), timeout_s=15.0)
+                                 and session.wait_for(lambda: not session.loop.pending, timeout_s=10.0))
+        session.restart_switch(switch, restart, wait_s=wait_s)
+    return midway
+
+
 __all__ = ["GOR_DIR", "GorSession", "MIN_SAMPLES", "RestartRecord", "SAMPLES_PER_FLOW", "SAMPLE_ONE_IN_N",
-           "Tick", "source_uplinks", "write_credentials"]
+           "SwitchRestartRecord", "Tick", "restart_after_moves", "source_uplinks", "write_credentials"]

@@ -184,10 +184,11 @@ class SwitchDaemon:
         """PID of the running process (None before :meth:`start`)."""
         return self.proc.pid if self.proc is not None else None
 
-    def start(self) -> None:
-        """Spawn the process (returns at once; see :meth:`wait_ready`)."""
+    def start(self, append: bool = False) -> None:
+        """Spawn the process (returns at once; see :meth:`wait_ready`); ``append`` keeps the
+        previous run's output (a restart)."""
         self.out_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.out_path, "wb") as out:
+        with open(self.out_path, "ab" if append else "wb") as out:
             self.proc = subprocess.Popen(self.cmd, cwd=REPO, stdout=out,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          start_new_session=True)
@@ -614,6 +615,31 @@ class FabricNet:
             if daemon.control_addr:
                 self.state.switches[daemon.name]["control_addr"] = daemon.control_addr
         self.save_state()
+
+    def restart_switch(self, name: str) -> int:
+        """Stop switch ``name``'s process (SIGTERM, then SIGKILL) and start it again with the
+        same command (same ports, device id, gRPC address, flags): it comes back empty, as
+        after a crash. The recorded PID in the state file is replaced at once (``make stop``
+        tears down exactly what exists), then the call waits until the new process's gRPC
+        port listens and records its control address; returns the new PID.
+
+        >>> fnet.restart_switch("b0r0l0")                 # doctest: +SKIP
+        48211
+        """
+        daemon = self.daemons[name]
+        old = daemon.pid
+        daemon.stop()
+        self.state.procs = [r for r in self.state.procs
+                            if not (r.kind == "switch" and r.name == name and r.pid == old)]
+        daemon.start(append=True)
+        assert daemon.pid is not None
+        self.state.procs.append(ProcRecord(name, daemon.pid, " ".join(daemon.cmd), "switch"))
+        self.save_state()
+        daemon.wait_ready(time.monotonic() + self.opts.ready_timeout_s)
+        if daemon.control_addr:
+            self.state.switches[name]["control_addr"] = daemon.control_addr
+        self.save_state()
+        return daemon.pid
 
     def host(self, name: str) -> Any:
         """The Mininet host ``name``."""

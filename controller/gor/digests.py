@@ -22,10 +22,13 @@ log = logging.getLogger("controller.gor.loop")
 def digest_reader(loop: Any, switch: str, conn: Any, stop: Any, poll_s: float = 0.2) -> None:
     """Body of one digest reader thread: ``conn.get_digest`` until ``stop`` (an Event) is
     set, handing ``flow_sample_t`` lists to ``loop``; errors are logged and the thread
-    backs off one second, it never dies on a bad switch."""
+    backs off one second, it never dies on a bad switch. ``conn`` may be the mapping of
+    connections (``programmer.connections``): the reader then follows ``conn[switch]``,
+    so a switch reconnected after a restart is read on its new connection."""
     while not stop.is_set():
         try:
-            dl = conn.get_digest(timeout_s=poll_s)
+            cur = conn[switch] if isinstance(conn, Mapping) else conn
+            dl = cur.get_digest(timeout_s=poll_s)
         except Exception as exc:  # noqa: BLE001
             log.warning("%s: digest read failed: %s", switch, exc)
             stop.wait(1.0)

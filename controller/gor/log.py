@@ -21,7 +21,10 @@ keys (written as text) and link keys (``("b0r0l0", 3)`` → ``"b0r0l0:3"`` as a 
   GOR does not re-route); ``pause_storm_cleared``: link, frames_per_s, held_s
 * ``reconciled``: adopted/deleted override and sampling entries of a predecessor
   (:mod:`controller.gor.reconcile`)
-* ``switch_stale`` / ``switch_back``: switch, error
+* ``switch_stale``: switch, error (a poll failed; older logs)
+* ``switch_lost``: switch, error — it stopped answering, its stream broke, or it came back
+  empty; ``switch_back``: switch, and after a restore (:mod:`controller.gor.restarts`)
+  reinstalled, reason, updates, groups, overrides, sampling, failed, lost_s
 
 >>> import io, json
 >>> buf = io.StringIO(); dl = DecisionLog(buf, clock=lambda: 1.5, wall=lambda: 100.0)
@@ -43,7 +46,7 @@ DEFAULT_LOG_PATH = Path("logs/gor.jsonl")
 EVENTS = (
     "alarm_raised", "alarm_cleared", "flows_chosen", "path_chosen", "order_sent",
     "order_confirmed", "order_rolled_back", "order_retried", "link_down", "link_up",
-    "switch_stale", "switch_back", "round", "agent_done", "pause_storm_raised",
+    "switch_stale", "switch_lost", "switch_back", "round", "agent_done", "pause_storm_raised",
     "pause_storm_cleared", "reconciled", "override_expired",
 )
 

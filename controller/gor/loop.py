@@ -73,11 +73,15 @@ never leaves; an idle link is never declared dead). A pause storm (PFC frames re
 over a rate for a duration, :mod:`controller.gor.pause`) raises its own alarm, logged and
 exported, without a re-route. :meth:`GorLoop.reconcile` (:mod:`controller.gor.reconcile`)
 reads back the override and sampling entries a previous GOR left in the switches and
-adopts or deletes them.
+adopts or deletes them. A switch that stops answering is logged ``switch_lost``; once a
+:class:`~controller.gor.recovery.SwitchRecovery` has reconnected and re-programmed it,
+:mod:`controller.gor.restarts` re-installs GOR's overrides and sampling entries on it and
+logs ``switch_back``.
 
 The loop is split by concern: :mod:`~controller.gor.tables` (entry writes, sampling),
 :mod:`~controller.gor.rounds` (decision rounds), :mod:`~controller.gor.orders` (orders),
 :mod:`~controller.gor.faults` (links), :mod:`~controller.gor.reconcile` (restart),
+:mod:`~controller.gor.restarts` (switches lost and restored),
 :mod:`~controller.gor.digests` (digest reader threads).
 
 Link names in the decision log and metrics are the telemetry's (``b0r0l0->s0``, with
@@ -118,6 +122,7 @@ from controller.gor.orders import OVERRIDE_ACTION, OVERRIDE_TABLE, MoveOrders, o
 from controller.gor.pause import PauseStormMonitor, PauseStormThresholds
 from controller.gor.paths import LinkState, PathEngine, nic_leaves
 from controller.gor.reconcile import Reconciliation
+from controller.gor.restarts import SwitchRestarts
 from controller.gor.rounds import DecisionRounds
 from controller.gor.tables import SAMPLING_ACTION, SAMPLING_KEY, SAMPLING_TABLE, SwitchTables
 
@@ -127,7 +132,8 @@ PendingMove = MoveInFlight
 """The former name of :class:`~controller.gor.moves.MoveInFlight`."""
 
 
-class GorLoop(DecisionRounds, MoveOrders, LinkFaults, Reconciliation, OverrideExpiry, SwitchTables):
+class GorLoop(DecisionRounds, MoveOrders, LinkFaults, Reconciliation, SwitchRestarts, OverrideExpiry,
+              SwitchTables):
     """GOR's control loop over one fabric (see the module docstring for one tick).
 
     ``fabric`` is a ``topo.model.Fabric``; ``programmer`` gives ``connections`` (switch
@@ -203,6 +209,10 @@ class GorLoop(DecisionRounds, MoveOrders, LinkFaults, Reconciliation, OverrideEx
         self._rounds = itertools.count(1)
         self._order_ids = itertools.count(1)
         self._stale: dict[str, bool] = {}
+        self.recovery_attached = False                # a SwitchRecovery reports switch_back
+        self.switch_events: "queue.Queue[tuple[str, str, Any, Optional[float]]]" = queue.Queue()
+        self.lost_switches: dict[str, float] = {}     # switch → t_s it was lost
+        self.switch_log: list[tuple[str, str, float, dict[str, Any]]] = []  # lost/back, switch, t_s, what
         self._pool = ThreadPoolExecutor(max_workers=order_workers, thread_name_prefix="gor-order")
 
     def close(self) -> None:
@@ -240,21 +250,6 @@ class GorLoop(DecisionRounds, MoveOrders, LinkFaults, Reconciliation, OverrideEx
         (thread-safe: called by the digest reader threads)."""
         self.digests.put((switch, digest))
 
-    def observe_health(self, health: Mapping[str, Any]) -> None:
-        """Log switches going stale / answering again (``TelemetryPoller.health``)."""
-        for sw, h in health.items():
-            stale = bool(getattr(h, "stale", False))
-            if stale == self._stale.get(sw, False):
-                continue
-            self._stale[sw] = stale
-            if self.metrics is not None:
-                self.metrics.set_switch_stale(sw, stale)
-            if self.decision_log is not None:
-                if stale:
-                    self.decision_log.switch_stale(sw, getattr(h, "last_error", ""))
-                else:
-                    self.decision_log.switch_back(sw)
-
     # ------------------------------------------------------------------ the step
     def tick(self, t_s: float, samples: Mapping[Any, Any]) -> list[RoundDecision]:
         """One step at ``t_s`` (seconds) with one interval's ``LinkId → LinkSample``;
@@ -263,6 +258,7 @@ class GorLoop(DecisionRounds, MoveOrders, LinkFaults, Reconciliation, OverrideEx
         start = time.perf_counter()
         self.ticks += 1
         self._drain_link_events()
+        self._drain_switch_events(t_s)
         self._telemetry(t_s, samples)
         self._drain_digests(t_s)
         if self.detect_dead_links:

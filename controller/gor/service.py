@@ -4,7 +4,9 @@ Programs (or attaches to) the switches, starts the flow registry the agents call
 metrics server, one digest reader per switch and the telemetry poller whose every
 interval drives :meth:`controller.gor.loop.GorLoop.tick`; runs until SIGINT/SIGTERM.
 Before the first tick it reconciles what a previous GOR left in the switches
-(:meth:`GorLoop.reconcile`: override and sampling entries adopted or deleted).
+(:meth:`GorLoop.reconcile`: override and sampling entries adopted or deleted). A
+:class:`~controller.gor.recovery.SwitchRecovery` thread reconnects to a switch that stopped
+answering and re-programs it when it came back empty (``switch_lost`` / ``switch_back``).
 
     python -m controller run --fabric build/topology.json --p4info build/fabric.p4info.txtpb \
         --config build/fabric.json --attach --metrics-port 9100
@@ -44,7 +46,8 @@ def run_gor(args: Any) -> int:
 
     from controller.fabric_setup import FabricProgrammer
     from controller.gor.metrics import MetricsServer
-    from controller.gor.telemetry import TelemetryPoller, fabric_links, p4rt_reader
+    from controller.gor.recovery import SwitchRecovery
+    from controller.gor.telemetry import TelemetryPoller, connection_reader, fabric_links
     from controller.p4rt import P4RuntimeClientError
     from controller.registry import FlowRegistry, serve_registry
     from topo.model import load_fabric
@@ -62,15 +65,16 @@ def run_gor(args: Any) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     prog = FabricProgrammer(fabric, args.p4info, args.config, timeout_s=args.timeout)
-    server = srv = poller = None
+    server = srv = poller = recovery = None
     threads: list[threading.Thread] = []
     dlog = DecisionLog(args.log)
     try:
         try:
             if args.attach:
                 prog.connect_all()
-                for conn in prog.connections.values():
+                for name, conn in prog.connections.items():
                     conn.fetch_pipeline()
+                    prog.cookies[name] = conn.pipeline_cookie()[1]   # what it runs now
             else:
                 prog.setup(push=not args.no_push)
         except (P4RuntimeClientError, OSError) as exc:
@@ -93,24 +97,28 @@ def run_gor(args: Any) -> int:
               f"{rec.adopted_sampling} sampling entries adopted, {rec.deleted_overrides} and "
               f"{rec.deleted_sampling} deleted", flush=True)
         for name, conn in prog.connections.items():
-            t = threading.Thread(target=digest_reader, args=(loop, name, conn, stop),
+            t = threading.Thread(target=digest_reader, args=(loop, name, prog.connections, stop),
                                  name=f"digests-{name}", daemon=True)
             t.start()
             threads.append(t)
-        readers = {name: p4rt_reader(conn) for name, conn in prog.connections.items()}
+        readers = {name: connection_reader(prog.connections, name) for name in prog.connections}
 
         def on_tick(t_s: float, samples: Mapping[Any, Any]) -> None:
-            loop.observe_health(poller.health if poller is not None else {})
+            loop.observe_health(poller.health if poller is not None else {}, t_s)
             loop.tick(t_s, samples)
 
         poller = TelemetryPoller(readers, fabric_links(fabric), period_s=args.period, on_tick=on_tick)
         poller.start()
+        recovery = SwitchRecovery(prog, poller, loop)    # restarted switches re-programmed
+        recovery.start()
         print(f"controller run: {len(prog.connections)} switches, registry on {address}, "
               f"decision log {args.log}; Ctrl-C stops", flush=True)
         stop.wait()
         return 0
     finally:
         stop.set()
+        if recovery is not None:
+            recovery.stop()
         if poller is not None:
             poller.stop()
         for t in threads:

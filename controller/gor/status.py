@@ -208,7 +208,7 @@ def snapshot_from_log(records: Iterable[dict[str, Any]], source: str = "log") ->
             (storms.add if ev == "pause_storm_raised" else storms.discard)(str(rec.get("link")))
         elif ev in ("link_down", "link_up"):
             (down.add if ev == "link_down" else down.discard)(str(rec.get("link")))
-        elif ev == "switch_stale":
+        elif ev in ("switch_stale", "switch_lost"):
             stale.add(str(rec.get("switch")))
         elif ev == "switch_back":
             stale.discard(str(rec.get("switch")))

@@ -246,7 +246,7 @@ class SwitchConnection:
         return self.p4info
 
     def push_pipeline(self, p4info: Union[str, Path, bytes, p4info_pb2.P4Info],
-                      device_config: Union[str, Path, bytes]) -> None:
+                      device_config: Union[str, Path, bytes], cookie: Optional[int] = None) -> None:
         """SetForwardingPipelineConfig (VERIFY_AND_COMMIT) and keep the P4Info.
 
         A P4Info message is copied first: callers push one message to many switches from
@@ -262,8 +262,36 @@ class SwitchConnection:
             action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
         req.config.p4info.CopyFrom(info)
         req.config.p4_device_config = _read_bytes(device_config)
+        if cookie is not None:
+            req.config.cookie.cookie = cookie
         self.stub.SetForwardingPipelineConfig(req, timeout=max(self.timeout_s, 60.0))
         self.p4info = P4InfoHelper(info)
+
+    def pipeline_cookie(self) -> tuple[bool, Optional[int]]:
+        """(whether the switch runs a pipeline, its cookie or None) from
+        GetForwardingPipelineConfig(COOKIE_ONLY): a restarted switch answers ``(False, None)``.
+
+        >>> conn.pipeline_cookie()                     # doctest: +SKIP
+        (True, 4242)
+        """
+        req = p4runtime_pb2.GetForwardingPipelineConfigRequest(
+            device_id=self.device_id,
+            response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.COOKIE_ONLY)
+        try:
+            resp = self.stub.GetForwardingPipelineConfig(req, timeout=self.timeout_s)
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.FAILED_PRECONDITION:  # type: ignore[attr-defined]
+                return False, None
+            raise
+        if not resp.HasField("config"):
+            return False, None
+        cfg = resp.config
+        return True, (cfg.cookie.cookie if cfg.HasField("cookie") else None)
+
+    @property
+    def stream_alive(self) -> bool:
+        """False once the stream channel ended (the switch went away or :meth:`close`)."""
+        return not self._closed.is_set()
 
     def fetch_pipeline(self) -> P4InfoHelper:
         """Read the switch's P4Info (GetForwardingPipelineConfig) and keep it."""

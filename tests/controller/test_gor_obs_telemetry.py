@@ -206,8 +206,9 @@ class FakeConn:
 
 
 def test_p4rt_reader_reads_every_counter_and_clears_qdepth(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gt, "register_entry", lambda info, name, idx, val: (name, idx, val))
-    monkeypatch.setattr(gt, "update", lambda msg, kind: (kind, msg))
+    import controller.gor.counter_reader as cr  # the reader's module (telemetry re-exports it)
+    monkeypatch.setattr(cr, "register_entry", lambda info, name, idx, val: (name, idx, val))
+    monkeypatch.setattr(cr, "update", lambda msg, kind: (kind, msg))
     conn = FakeConn({
         gt.TX_COUNTER: {3: Cell(10, 640), 4: Cell(5, 320)},
         gt.ECN_COUNTER: {3: Cell(2)},

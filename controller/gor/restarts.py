@@ -1,0 +1,172 @@
+"""Switches lost and restored, in GOR's loop: ``switch_lost`` when a switch stops answering,
+and, once :class:`controller.gor.recovery.SwitchRecovery` has reconnected and re-programmed
+it, GOR's own state for that switch re-installed and ``switch_back`` logged.
+
+:class:`SwitchRestarts` is mixed into :class:`controller.gor.loop.GorLoop`:
+
+* :meth:`SwitchRestarts.observe_health` (each tick, with ``TelemetryPoller.health``): a
+  switch turning stale is logged ``switch_lost`` (with the error) and exported
+  (``gor_switch_stale`` = 1). Without a recovery attached (``recovery_attached`` False) a
+  switch answering again is logged ``switch_back`` at once; with one, ``switch_back`` comes
+  only after the switch was verified and, if it came back empty, re-programmed.
+* :meth:`SwitchRestarts.live_groups` (called from the recovery thread): the ECMP groups of a
+  switch as GOR has them now — group id → egress ports of the live members — so a link GOR
+  took down stays out of the re-installed groups.
+* :meth:`SwitchRestarts.submit_switch_back` (thread-safe): the recovery hands in a restored
+  switch; the next tick re-installs GOR's entries on it — the override entries of every
+  flow pinned through it (moves in force), the sampling entries GOR has on its ports (alarms,
+  moves to confirm, probes) — forgets the telemetry of its links (load windows, dead-link
+  evidence, rx arming: its counters restarted from zero, so no false verdict comes from the
+  reset) and logs ``switch_back`` (reinstalled or not, why, what, outage length).
+
+Example::
+
+    >>> loop.submit_switch_back("b0r0l0", report, lost_s=12.3)   # doctest: +SKIP
+    >>> loop.tick(t_s, samples)   # re-installs GOR's entries, logs switch_back   # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import queue
+from collections import deque
+from typing import TYPE_CHECKING, Any, Mapping, Optional
+
+from controller.gor.deadlinks import DeadLinkDetector
+from controller.gor.decisions import FlowKey, LinkKey, PathChoice
+from controller.gor.log import DecisionLog
+from controller.gor.metrics import GorMetrics
+from controller.gor.orders import OVERRIDE_ACTION, OVERRIDE_TABLE, override_match
+from controller.gor.paths import LinkState, PathEngine
+from controller.gor.tables import SAMPLING_ACTION, SAMPLING_KEY, SAMPLING_TABLE
+
+
+class SwitchRestarts:
+    """Lost and restored switches, mixed into :class:`controller.gor.loop.GorLoop`."""
+
+    decision_log: Optional[DecisionLog]
+    metrics: Optional[GorMetrics]
+    engine: PathEngine
+    links: LinkState
+    dead_links: DeadLinkDetector
+    sampling: dict[LinkKey, int]
+    overrides: dict[FlowKey, PathChoice]
+    util_window: dict[LinkKey, deque[tuple[float, float]]]
+    rx_armed: set[LinkKey]
+    recovery_attached: bool
+    switch_events: "queue.Queue[tuple[str, str, Any, Optional[float]]]"
+    lost_switches: dict[str, float]
+    switch_log: list[tuple[str, str, float, dict[str, Any]]]
+    _stale: dict[str, bool]
+
+    if TYPE_CHECKING:  # provided by the other parts of GorLoop (stubs here would shadow them)
+        def _error(self, msg: str) -> None: ...
+        def _write(self, switch: str, table: str, match: Mapping[str, Any], action: str,
+                   params: Mapping[str, Any]) -> None: ...
+
+    def observe_health(self, health: Mapping[str, Any], t_s: float = 0.0) -> None:
+        """Log switches lost / answering again (``TelemetryPoller.health``; see the module
+        docstring)."""
+        for sw, h in health.items():
+            stale = bool(getattr(h, "stale", False))
+            if stale == self._stale.get(sw, False):
+                continue
+            if stale:
+                self._lost(sw, getattr(h, "last_error", ""), t_s)
+                continue
+            if self.recovery_attached:
+                continue                  # switch_back comes from the recovery, verified
+            self._stale[sw] = False
+            self.lost_switches.pop(sw, None)
+            self.switch_log.append(("switch_back", sw, t_s, {}))
+            if self.metrics is not None:
+                self.metrics.set_switch_stale(sw, False)
+            if self.decision_log is not None:
+                self.decision_log.switch_back(sw)
+
+    def live_groups(self, switch: str) -> dict[int, tuple[int, ...]]:
+        """Group id → egress ports of the live members of every ECMP group of ``switch``, as
+        GOR has them now (a link taken down is not in them)."""
+        model = self.engine.hash_model.switches.get(switch)
+        if model is None:
+            return {}
+        return {gid: tuple(self.engine.member_port(switch, m) for m in g.members)
+                for gid, g in dict(model.groups).items()}
+
+    def submit_switch_lost(self, switch: str, reason: str) -> None:
+        """The recovery found ``switch`` lost (``reason``); logged ``switch_lost`` at the next
+        tick unless the poller's health did already. Thread-safe."""
+        self.switch_events.put(("lost", switch, reason, None))
+
+    def submit_switch_back(self, switch: str, report: Any, lost_s: Optional[float] = None) -> None:
+        """Hand in a switch the recovery reconnected (and re-programmed when it came back
+        empty: ``report.pushed``); ``lost_s``: how long it was out. Thread-safe."""
+        self.switch_events.put(("back", switch, report, lost_s))
+
+    def _drain_switch_events(self, t_s: float) -> None:
+        while True:
+            try:
+                kind, sw, what, lost_s = self.switch_events.get_nowait()
+            except queue.Empty:
+                return
+            if kind == "back":
+                self._switch_back(sw, what, lost_s, t_s)
+            elif not self._stale.get(sw, False):
+                self._lost(sw, str(what), t_s)
+
+    def _lost(self, sw: str, error: str, t_s: float) -> None:
+        self._stale[sw] = True
+        self.lost_switches.setdefault(sw, t_s)
+        if self.metrics is not None:
+            self.metrics.set_switch_stale(sw, True)
+        self.switch_log.append(("switch_lost", sw, t_s, {"error": error}))
+        if self.decision_log is not None:
+            self.decision_log.record("switch_lost", switch=sw, error=error)
+
+    def _switch_back(self, sw: str, report: Any, lost_s: Optional[float], t_s: float) -> None:
+        pushed = bool(getattr(report, "pushed", False))
+        overrides = sampling = 0
+        failed: list[str] = []
+        if pushed:
+            for flow, path in sorted(self.overrides.items(), key=lambda kv: str(kv[0])):
+                for e in self.engine.override_entries(path):
+                    if e.switch != sw:
+                        continue
+                    try:
+                        self._write(sw, OVERRIDE_TABLE, override_match(flow), OVERRIDE_ACTION,
+                                    {"nexthop_id": e.nexthop_id})
+                        overrides += 1
+                    except Exception as exc:  # noqa: BLE001 — logged, the loop goes on
+                        failed.append(f"override {flow}: {type(exc).__name__}: {exc}")
+            for (lsw, port), n in sorted(self.sampling.items()):
+                if lsw != sw:
+                    continue
+                try:
+                    self._write(sw, SAMPLING_TABLE, {SAMPLING_KEY: port}, SAMPLING_ACTION,
+                                {"one_in_n": n})
+                    sampling += 1
+                except Exception as exc:  # noqa: BLE001
+                    failed.append(f"sampling {port}: {type(exc).__name__}: {exc}")
+        for link in [l for l in self.links.peer if l[0] == sw]:
+            self.util_window.pop(link, None)
+            self.rx_armed.discard(link)
+            self.dead_links.forget(link)
+            peer = self.links.peer.get(link)
+            if peer is not None:
+                self.dead_links.forget(peer)
+        for msg in failed:
+            self._error(f"{sw}: after restore: {msg}")
+        self._stale[sw] = False
+        since = self.lost_switches.pop(sw, None)
+        if self.metrics is not None:
+            self.metrics.set_switch_stale(sw, False)
+        info = {"reinstalled": pushed, "reason": getattr(report, "reason", ""),
+                "updates": getattr(report, "updates", 0),
+                "groups": {str(g): list(p) for g, p in getattr(report, "groups", {}).items()},
+                "overrides": overrides, "sampling": sampling, "failed": failed,
+                "lost_s": round(lost_s, 3) if lost_s is not None else
+                (round(t_s - since, 3) if since is not None else None)}
+        self.switch_log.append(("switch_back", sw, t_s, info))
+        if self.decision_log is not None:
+            self.decision_log.record("switch_back", switch=sw, **info)
+
+
+__all__ = ["SwitchRestarts"]
