@@ -11,10 +11,9 @@ per (uplink, downlink) pair. Member names of the hash model are the peer node, w
 Example::
 
     >>> from topo.model import build_fabric
-    >>> from controller.fabric_setup import plan_fabric
-    >>> from p4src.hashmodel import FabricHashModel
+    >>> from controller.fabric_setup import fabric_hash_model
     >>> fab = build_fabric()
-    >>> hm = FabricHashModel({n: p.hash_model() for n, p in plan_fabric(fab).items()})
+    >>> hm = fabric_hash_model(fab)
     >>> paths = FabricPaths(fab, hm, LinkState.from_fabric(fab))
     >>> [(p.spine, p.links) for p in paths.candidate_paths("b0r0l0", "b1r0l0")]
     [('s0', (('b0r0l0', 3), ('s0', 3))), ('s1', (('b0r0l0', 4), ('s1', 3)))]

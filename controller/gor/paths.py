@@ -37,10 +37,9 @@ the current path; ``nic_leaves``) and :mod:`controller.gor.sports` (``ports_reac
 Example::
 
     >>> from topo.model import build_fabric
-    >>> from controller.fabric_setup import plan_fabric
-    >>> from p4src.hashmodel import FabricHashModel
+    >>> from controller.fabric_setup import fabric_hash_model
     >>> fab = build_fabric()
-    >>> hm = FabricHashModel({n: p.hash_model() for n, p in plan_fabric(fab).items()})
+    >>> hm = fabric_hash_model(fab)
     >>> eng = PathEngine(fab, hm, LinkState.from_fabric(fab))
     >>> [p.spine for p in eng.candidate_paths("b0r0l0", "b1r0l0")]
     ['s0', 's1']
