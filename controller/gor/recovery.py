@@ -196,7 +196,7 @@ class SwitchRecovery:
         except Exception as exc:  # noqa: BLE001
             log.warning("%s: digest not enabled after restore: %s", sw, exc)
         self.programmer.connections[sw] = conn
-        self.poller.release(sw)
+        self.poller.release(sw, answered=True)
         ev = RecoveryEvent(sw, self.lost.pop(sw, started), started, self._clock(), report)
         self.events.append(ev)
         self.last_error.pop(sw, None)

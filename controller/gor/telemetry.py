@@ -126,6 +126,7 @@ class TelemetryPoller:
         self.resets: dict[str, float] = {}          # switch → when its counters last went backwards
         self.held: set[str] = set()                 # switches not read (being restored)
         self._inflight: dict[str, Future[Mapping[int, PortReading]]] = {}
+        self._generation: dict[str, int] = {}       # bumped by release(): new connection
         self._clock = clock
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -144,12 +145,22 @@ class TelemetryPoller:
         """
         self.held.add(switch)
 
-    def release(self, switch: str) -> None:
+    def release(self, switch: str, answered: bool = False) -> None:
         """Read ``switch`` again from the next poll, whose reading is a fresh baseline for
-        its links (no interval spans the outage; counters restarted from zero)."""
+        its links (no interval spans the outage; counters restarted from zero).
+
+        Reads started before this call went over the old connection: their outcome is
+        ignored (a late "Channel closed" must not mark the restored switch stale again).
+        ``answered=True`` (the switch was just restored) also clears its stale mark."""
         for pl in self._by_switch.get(switch, []):
             self._prev.pop(pl.link, None)
         self.resets.pop(switch, None)
+        self._generation[switch] = self._generation.get(switch, 0) + 1
+        self._inflight.pop(switch, None)
+        if answered:
+            h = self.health.get(switch)
+            if h is not None and h.stale:
+                h.stale_since_s = None
         self.held.discard(switch)
 
     def stale_switches(self) -> list[str]:
@@ -184,17 +195,22 @@ class TelemetryPoller:
                 self._failed(sw, TimeoutError(f"no answer for over {self.read_timeout_s:g} s"), now)
                 continue
             futures[sw] = self._inflight[sw] = self._pool.submit(reader, [pl.link.port for pl in pls])
+        generation = {sw: self._generation.get(sw, 0) for sw in futures}
         out: dict[LinkId, PortReading] = {}
         deadline = self._clock() + self.read_timeout_s
         for sw, fut in futures.items():
             try:
                 got = fut.result(timeout=max(0.0, deadline - self._clock()))
             except FutureTimeout:
-                self._failed(sw, TimeoutError(f"no answer within {self.read_timeout_s:g} s"), now)
+                if self._generation.get(sw, 0) == generation[sw]:
+                    self._failed(sw, TimeoutError(f"no answer within {self.read_timeout_s:g} s"), now)
                 continue
             except Exception as exc:  # noqa: BLE001 — one bad switch must not stop polling
-                self._failed(sw, exc, now)
+                if self._generation.get(sw, 0) == generation[sw]:   # else: an old connection
+                    self._failed(sw, exc, now)
                 continue
+            if self._generation.get(sw, 0) != generation[sw]:
+                continue                    # read over the old connection: not a baseline
             self._answered(sw, now)
             for pl in self._by_switch[sw]:
                 if pl.link.port in got:
