@@ -186,6 +186,7 @@ class TelemetryPoller:
 
     def _read_all(self, now: float) -> dict[LinkId, PortReading]:
         futures = {}
+        generation: dict[str, int] = {}
         for sw, pls in self._by_switch.items():
             reader = self.readers.get(sw)
             if reader is None or sw in self.held:
@@ -194,8 +195,8 @@ class TelemetryPoller:
             if hung is not None and not hung.done():
                 self._failed(sw, TimeoutError(f"no answer for over {self.read_timeout_s:g} s"), now)
                 continue
+            generation[sw] = self._generation.get(sw, 0)      # before the read starts
             futures[sw] = self._inflight[sw] = self._pool.submit(reader, [pl.link.port for pl in pls])
-        generation = {sw: self._generation.get(sw, 0) for sw in futures}
         out: dict[LinkId, PortReading] = {}
         deadline = self._clock() + self.read_timeout_s
         for sw, fut in futures.items():

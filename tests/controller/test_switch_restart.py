@@ -26,7 +26,7 @@ from controller.gor.orders import OVERRIDE_ACTION, OVERRIDE_TABLE, override_matc
 from controller.gor.recovery import SwitchRecovery
 from controller.gor.tables import SAMPLING_TABLE
 from controller.gor.telemetry import (PolledLink, PortReading, TelemetryPoller, connection_reader,
-                                      fabric_links)
+                                      SwitchHealth, fabric_links)
 from controller.gor.counters import LinkId
 from controller.p4rt.codec import decode
 from controller.switch_restore import SwitchCheck
@@ -176,6 +176,31 @@ def test_a_hung_switch_does_not_stop_the_poller() -> None:
         assert "no answer" in poller.health["a"].last_error
     finally:
         gate.set()
+
+
+def test_a_restored_switch_is_not_marked_stale_by_a_read_over_its_old_connection() -> None:
+    # CI caught it: the old connection's in-flight read failed ("Channel closed") after the
+    # restore, the switch went stale again, and recovery restored it ten times over.
+    started, gate = threading.Event(), threading.Event()
+
+    def old_conn(ports: Any) -> dict[int, PortReading]:
+        started.set()
+        gate.wait(30)
+        raise ValueError("Cannot invoke RPC: Channel closed!")
+
+    links = [PolledLink(LinkId("a", 1, "b", "uplink"))]
+    poller = TelemetryPoller({"a": old_conn}, links, read_timeout_s=5.0)
+    poll = threading.Thread(target=poller.poll_once)
+    poll.start()
+    try:
+        assert started.wait(5)
+        poller.health.setdefault("a", SwitchHealth()).stale_since_s = 1.0   # it was lost
+        poller.release("a", answered=True)                 # restored on a new connection
+        assert poller.stale_switches() == []
+    finally:
+        gate.set()
+        poll.join(10)
+    assert poller.stale_switches() == [], poller.health["a"].last_error
 
 
 class _FakeConn:
