@@ -14,8 +14,6 @@ from __future__ import annotations
 import copy
 import ipaddress
 import json
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional
@@ -34,8 +32,6 @@ from controller.p4rt.codec import decode, ipv4_str, mac_str
 from p4src.hashmodel import FabricHashModel, member_index, predict_member
 from procs import SwitchProcess
 
-REPO = Path(__file__).resolve().parents[2]
-PROGRAM = REPO / "p4src" / "fabric.p4"
 TABLES = (T_ARP, T_QOS, T_ROUTES, T_NEXTHOPS, T_GROUPS, T_MEMBERS, T_PORT_MACS, T_ECN, T_PFC)
 
 from topo import model as topo_model
@@ -240,15 +236,6 @@ def test_fast_hash_model_without_down_links_is_the_plan_without_them() -> None:
 
 # --------------------------------------------------------------------------- on real switches
 @pytest.fixture(scope="module")
-def compiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    out = tmp_path_factory.mktemp("fabric")
-    p4info, config = out / "fabric.p4info.txtpb", out / "fabric.json"
-    subprocess.run([sys.executable, "-m", "p4sim", "compile", str(PROGRAM), "--p4info",
-                    str(p4info), "--config", str(config)], cwd=REPO, check=True, timeout=300)
-    return p4info, config
-
-
-@pytest.fixture(scope="module")
 def fabric() -> Iterator[Any]:
     """The small fabric with one running p4sim switch per switch (addresses filled in)."""
     fab = small_fabric()
@@ -265,8 +252,8 @@ def fabric() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def programmed(fabric: Any, compiled: tuple[Path, Path]) -> Iterator[FabricProgrammer]:
-    fp = FabricProgrammer(fabric, *compiled)
+def programmed(fabric: Any, fabric_compiled: tuple[Path, Path]) -> Iterator[FabricProgrammer]:
+    fp = FabricProgrammer(fabric, *fabric_compiled)
     fp.connect_all()
     fp.push_pipelines()
     written = fp.install_all()
@@ -390,18 +377,18 @@ def test_hash_model_matches_the_entries_written(programmed: FabricProgrammer) ->
     assert n_groups >= 2        # at least the uplink group of every leaf
 
 
-def test_an_unreachable_switch_is_named(compiled: tuple[Path, Path]) -> None:
+def test_an_unreachable_switch_is_named(fabric_compiled: tuple[Path, Path]) -> None:
     fab = stub_fabric()
     for sw in fab.switches:
         sw.grpc_addr = "127.0.0.1:1"
-    fp = FabricProgrammer(fab, *compiled, timeout_s=0.5)
+    fp = FabricProgrammer(fab, *fabric_compiled, timeout_s=0.5)
     with pytest.raises(SwitchSetupError,
                        match=r"^(b0r\dl0|s\d): TimeoutError: no P4Runtime server"):
         fp.connect_all()
     assert fp.connections == {}
 
 
-def test_cli_setup(fabric: Any, compiled: tuple[Path, Path], programmed: FabricProgrammer,
+def test_cli_setup(fabric: Any, fabric_compiled: tuple[Path, Path], programmed: FabricProgrammer,
                    tmp_path: Path,
                    capsys: pytest.CaptureFixture[str]) -> None:
     """``python -m controller setup`` in process; it re-pushes the pipeline, so it runs last."""
@@ -409,8 +396,8 @@ def test_cli_setup(fabric: Any, compiled: tuple[Path, Path], programmed: FabricP
     fabric_file.write_text(fabric.to_json())
     programmed.close()                                       # one primary per election id
     out_model = tmp_path / "hashmodel.json"
-    rc = cli.main(["setup", "--fabric", str(fabric_file), "--p4info", str(compiled[0]),
-                   "--config", str(compiled[1]), "--hash-model", str(out_model)])
+    rc = cli.main(["setup", "--fabric", str(fabric_file), "--p4info", str(fabric_compiled[0]),
+                   "--config", str(fabric_compiled[1]), "--hash-model", str(out_model)])
     assert rc == 0, capsys.readouterr().err
     assert f"{len(fabric.switches)} switches programmed" in capsys.readouterr().out
     model = FabricHashModel.from_json(out_model.read_text())

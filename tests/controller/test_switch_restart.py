@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -33,8 +31,6 @@ from controller.switch_restore import SwitchCheck
 from procs import SwitchProcess
 from topo import model as topo_model
 
-REPO = Path(__file__).resolve().parents[2]
-PROGRAM = REPO / "p4src" / "fabric.p4"
 LEAF, OTHER = "b0r0l0", "b0r1l0"
 
 
@@ -43,17 +39,8 @@ def _switch(device_id: int, addr: str = "127.0.0.1:0") -> SwitchProcess:
                           "--grpc-server-addr", addr, "--control-port", "0", "--priority-queues", "8"])
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    out = tmp_path_factory.mktemp("fabric")
-    p4info, config = out / "fabric.p4info.txtpb", out / "fabric.json"
-    subprocess.run([sys.executable, "-m", "p4sim", "compile", str(PROGRAM), "--p4info",
-                    str(p4info), "--config", str(config)], cwd=REPO, check=True, timeout=300)
-    return p4info, config
-
-
 @pytest.fixture()
-def live(compiled: tuple[Path, Path]) -> Iterator[tuple[Any, FabricProgrammer, dict[str, SwitchProcess]]]:
+def live(fabric_compiled: tuple[Path, Path]) -> Iterator[tuple[Any, FabricProgrammer, dict[str, SwitchProcess]]]:
     spec = topo_model.FabricSpec(blocks=1, servers_per_block=2, rails=2, spines=2,
                                  leaves_per_rail=1, uplinks_per_spine=2)
     fab = topo_model.build_fabric(spec)
@@ -63,7 +50,7 @@ def live(compiled: tuple[Path, Path]) -> Iterator[tuple[Any, FabricProgrammer, d
         for sw in fab.switches:
             procs[sw.name] = _switch(sw.device_id)
             sw.grpc_addr = procs[sw.name].grpc_addr
-        prog = FabricProgrammer(fab, *compiled, timeout_s=10.0)
+        prog = FabricProgrammer(fab, *fabric_compiled, timeout_s=10.0)
         prog.setup()
         yield fab, prog, procs
     finally:

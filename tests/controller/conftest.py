@@ -1,0 +1,21 @@
+"""Fixtures shared by the controller tests that run real p4sim switches."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+FABRIC_PROGRAM = REPO / "p4src" / "fabric.p4"
+
+
+@pytest.fixture(scope="session")
+def fabric_compiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """``p4src/fabric.p4`` compiled once per test session: (P4Info text file, device config)."""
+    out = tmp_path_factory.mktemp("fabric")
+    p4info, config = out / "fabric.p4info.txtpb", out / "fabric.json"
+    subprocess.run([sys.executable, "-m", "p4sim", "compile", str(FABRIC_PROGRAM), "--p4info",
+                    str(p4info), "--config", str(config)], cwd=REPO, check=True, timeout=300)
+    return p4info, config
