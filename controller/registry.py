@@ -288,7 +288,8 @@ def serve_registry(registry: FlowRegistry, bind: str = "127.0.0.1:0") -> tuple[g
     >>> _ = server.stop(0).wait(); address.startswith("127.0.0.1:")
     True
     """
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4),
+                         options=[("grpc.so_reuseport", 0)])  # the port is ours alone
     agent_pb2_grpc.add_FlowRegistryServicer_to_server(FlowRegistryServicer(registry), server)
     port = server.add_insecure_port(bind)
     if port == 0:

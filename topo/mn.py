@@ -48,6 +48,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterable, Optional, Sequence
 
+from topo.ports import claim_switch_ports, free_port, port_free
+
 REPO = Path(__file__).resolve().parents[1]
 CPU_PORT = 255
 PRIORITY_QUEUES = 8
@@ -58,6 +60,7 @@ APT_PACKAGES = ("mininet", "iputils-ping", "bridge-utils", "ethtool", "tcpdump")
 APT_COMMAND = "apt-get update -q && apt-get install -y " + " ".join(APT_PACKAGES)
 P4SIM_READY_PREFIX = "p4sim switch ready: grpc "
 P4SIM_CONTROL_PREFIX = "p4sim switch control: "
+THRIFT_BASE_PORT = 9090  # BMv2 thrift port = 9090 + device id (runtime_CLI's default 9090)
 
 
 class TestbedError(RuntimeError):
@@ -128,7 +131,7 @@ def switch_command(target: str, *, name: str, device_id: int, grpc_addr: str,
                 "--request-log", str(log_dir / f"{name}-p4runtime-requests.txt"),
                 *extra, "--grpc-server-addr", grpc_addr]
     if target == "bmv2":
-        tport = thrift_port if thrift_port is not None else 9090 + device_id
+        tport = thrift_port if thrift_port is not None else THRIFT_BASE_PORT + device_id
         return [binary or "simple_switch_grpc", *common, "--thrift-port", str(tport),
                 *extra, "--", "--grpc-server-addr", grpc_addr]
     raise TestbedError(f"unknown target {target!r} (p4sim or bmv2)")
@@ -178,6 +181,7 @@ class SwitchDaemon:
         self.log_path = log_dir / f"{name}.log"
         self.proc: Optional[subprocess.Popen[bytes]] = None
         self.control_addr = ""
+        self._out_start = 0  # offset of this run's output in out_path
 
     @property
     def pid(self) -> Optional[int]:
@@ -189,6 +193,7 @@ class SwitchDaemon:
         previous run's output (a restart)."""
         self.out_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.out_path, "ab" if append else "wb") as out:
+            self._out_start = out.tell()
             self.proc = subprocess.Popen(self.cmd, cwd=REPO, stdout=out,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          start_new_session=True)
@@ -204,12 +209,35 @@ class SwitchDaemon:
                 f"{self.log_path} (tail):\n{tail(self.log_path, 10)}")
 
     def wait_ready(self, deadline: float) -> None:
-        """Return once the gRPC port accepts connections; TestbedError otherwise."""
+        """Return once the gRPC port accepts connections and, for p4sim, the switch has
+        printed its ready line (a port answered by some other program is not this switch);
+        TestbedError otherwise."""
         if not wait_tcp(self.grpc_addr, deadline, self.alive):
             raise TestbedError("switch not ready: " + self.crash_report())
-        for line in tail(self.out_path, 50).splitlines():
+        if "p4sim" in self.cmd and not self._wait_line(P4SIM_READY_PREFIX, deadline):
+            raise TestbedError("switch not ready: " + self.crash_report())
+        for line in self._run_output().splitlines():
             if line.startswith(P4SIM_CONTROL_PREFIX):
                 self.control_addr = line[len(P4SIM_CONTROL_PREFIX):].strip()
+
+    def _run_output(self) -> str:
+        """What the current run has printed so far (a restart appends to the file)."""
+        try:
+            with open(self.out_path, "rb") as f:
+                f.seek(self._out_start)
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def _wait_line(self, prefix: str, deadline: float) -> bool:
+        """True once a line of this run's output starts with ``prefix``; False when the
+        process ends or ``deadline`` (monotonic) passes first."""
+        while True:
+            if any(line.startswith(prefix) for line in self._run_output().splitlines()):
+                return True
+            if not self.alive() or time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
 
     def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> Optional[int]:
         """SIGTERM, wait at most ``timeout_s``, then SIGKILL; the exit status."""
@@ -512,6 +540,8 @@ class FabricNet:
         self.mininet = load_mininet()
         self.net: Any = None
         self.daemons: dict[str, SwitchDaemon] = {}
+        #: switches moved off a busy default port (topo.ports.claim_switch_ports)
+        self.port_notices: list[str] = []
         self.state = TestbedState(target=options.target, owner_pid=os.getpid(),
                                   started_at=time.time())
 
@@ -536,6 +566,13 @@ class FabricNet:
         if taken:
             raise TestbedError(f"interfaces {', '.join(taken[:4])} already exist (another "
                                "testbed still up? `make stop`)")
+        try:
+            self.port_notices = claim_switch_ports(self.fabric)
+        except OSError as exc:
+            raise TestbedError(str(exc)) from None
+        for notice in self.port_notices:
+            print(f"testbed: {notice}", file=sys.stderr, flush=True)
+        thrift_in_use: set[int] = set()
         switch_cls = make_switch_class(self.mininet)
         self.net = net = Mininet(topo=None, controller=None, host=Host, link=Link,
                                  build=False, autoSetMacs=False, waitConnected=False)
@@ -550,6 +587,7 @@ class FabricNet:
                                  grpc_addr=sw.grpc_addr, ports=sw.ports.keys(),
                                  log_dir=self.opts.log_dir, pcap_dir=self.opts.pcap_dir,
                                  log_level=self.opts.log_level, binary=self.opts.binary,
+                                 thrift_port=self._thrift_port(sw.device_id, thrift_in_use),
                                  extra=self.opts.switch_extra)
             daemon = SwitchDaemon(sw.name, cmd, sw.grpc_addr, self.opts.log_dir)
             self.daemons[sw.name] = daemon
@@ -578,6 +616,18 @@ class FabricNet:
         for name in self.state.interfaces:
             configure_root_intf(name)
         net.build()
+
+    def _thrift_port(self, device_id: int, in_use: set[int]) -> Optional[int]:
+        """BMv2's thrift port: 9090 + device id, or a free port when that one is busy."""
+        if self.opts.target != "bmv2":
+            return None
+        port = THRIFT_BASE_PORT + device_id
+        if port in in_use or not port_free("127.0.0.1", port):
+            port = free_port(avoid=in_use)
+            print(f"testbed: thrift port {THRIFT_BASE_PORT + device_id} is in use; using {port}",
+                  file=sys.stderr, flush=True)
+        in_use.add(port)
+        return port
 
     def _add_link(self, node1: str, port1: int, intf1: str, mac1: Optional[str],
                   sw: str, port2: int, gbps: float, tclink: type) -> None:

@@ -71,7 +71,7 @@ class SwitchInfo:
 
         >>> sw = build_fabric(FabricSpec()).switch("s1")
         >>> (sw.role, sw.device_id, sw.grpc_addr, sw.hash_algorithm, sorted(sw.ports))
-        ('spine', 201, '127.0.0.1:50056', 'crc32', [1, 2, 3, 4])
+        ('spine', 201, '127.0.0.1:9564', 'crc32', [1, 2, 3, 4])
     """
 
     name: str

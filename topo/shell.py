@@ -10,7 +10,7 @@ Example::
 
     $ make shell SW=b0r0l0
     $ python -m topo.shell b0r0l0 --print        # the command only
-    python -m p4runtime_sh --grpc-addr 127.0.0.1:50051 --device-id 1 --election-id 0,2
+    python -m p4runtime_sh --grpc-addr 127.0.0.1:9559 --device-id 1 --election-id 0,2
 """
 from __future__ import annotations
 

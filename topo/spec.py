@@ -94,7 +94,7 @@ class FabricSpec:
     leaf_ports: int = 64
     spine_ports: int = 64
     grpc_host: str = "127.0.0.1"
-    grpc_base_port: int = 50051
+    grpc_base_port: int = 9559
     election_id: int = 1
     ecmp_seed: int = 0
     leaf_hash: str = "crc16"

@@ -253,6 +253,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     status = 0
     try:
         fnet.start()
+        if fnet.port_notices:  # switches moved off busy ports: tell the other tools
+            TOPOLOGY_PATH.write_text(fabric.to_json())
         print(f"testbed: {len(fnet.daemons)} {target} switches ready in "
               f"{time.monotonic() - t0:.1f} s (state in {args.state})", flush=True)
         programmer = None

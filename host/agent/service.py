@@ -93,7 +93,8 @@ class Agent:
     # ------------------------------------------------------------- lifecycle
     def start(self) -> str:
         """Serve, register the flows with the registry, start the watcher; returns host:port."""
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4),
+                             options=[("grpc.so_reuseport", 0)])  # the port is ours alone
         agent_pb2_grpc.add_AgentServiceServicer_to_server(AgentServicer(self), server)
         port = server.add_insecure_port(self.bind)
         if port == 0:

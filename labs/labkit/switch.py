@@ -23,7 +23,6 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-import socket
 import time
 from pathlib import Path
 from typing import Optional, Sequence
@@ -32,17 +31,12 @@ from controller.p4rt import P4InfoHelper, SwitchConnection
 from labs.labkit.build import REPO, LabError, compile_program
 from labs.labkit.netdev import VethSet
 from topo.mn import SwitchDaemon, switch_command
+from topo.ports import free_port
 
 READY_TIMEOUT_S = 90.0
 DEVICE_ID = 0
 BUILD_LABS = REPO / "build" / "labs"
 _instances = itertools.count()
-
-
-def _free_tcp_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def simple_switch_grpc_binary() -> str:
@@ -111,15 +105,16 @@ class LabSwitch:
             raise LabError(f"{simple_switch_grpc_binary()} not found: install BMv2 or set "
                            "SIMPLE_SWITCH_GRPC=… (or use the default TARGET=p4sim)")
         self.veths.create()
-        self.grpc_addr = f"127.0.0.1:{_free_tcp_port()}"
+        grpc_port = free_port()
+        self.grpc_addr = f"127.0.0.1:{grpc_port}"
+        thrift_port = free_port(avoid={grpc_port}) if self.target == "bmv2" else None
         extra = [*self.p4sim_args, "--control-port", "0"] if self.target == "p4sim" else []
         cmd = switch_command(self.target, name=self.name, device_id=DEVICE_ID,
                              grpc_addr=self.grpc_addr, ports=self.ports, log_dir=self.out_dir,
                              pcap_dir=self.out_dir / "pcaps" if self.pcap else None,
                              log_level=self.log_level, binary=simple_switch_grpc_binary()
                              if self.target == "bmv2" else None,
-                             thrift_port=_free_tcp_port() if self.target == "bmv2" else None,
-                             extra=extra)
+                             thrift_port=thrift_port, extra=extra)
         if self.pcap:
             (self.out_dir / "pcaps").mkdir(parents=True, exist_ok=True)
         self.daemon = SwitchDaemon(self.name, cmd, self.grpc_addr, self.out_dir)

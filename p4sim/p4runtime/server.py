@@ -206,12 +206,19 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> int:
         """Bind and serve; returns the TCP port (useful with ``HOST:0``)."""
+        # gRPC turns SO_REUSEPORT on by default: a second server on the same port would
+        # silently share its connections with the first. A switch owns its port alone.
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=self.max_workers,
-                                                        thread_name_prefix="p4rt"))
+                                                        thread_name_prefix="p4rt"),
+                             options=[("grpc.so_reuseport", 0)])
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self, server)
-        port = server.add_insecure_port(self.address)
+        try:
+            port = server.add_insecure_port(self.address)
+        except RuntimeError:
+            port = 0
         if port == 0:
-            raise OSError(f"cannot listen on {self.address}")
+            raise OSError(f"cannot listen on {self.address}: the address is in use by another "
+                          "program or is not an address of this machine")
         server.start()
         self._server = server
         self.port = port

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Iterator
 
 import pytest
 
@@ -143,12 +147,32 @@ def _is_other(rec: ProcRecord) -> bool:
     return not cmd.strip().startswith(rec.cmdline[:200])
 
 
+@contextmanager
+def _client_holding(port: int) -> Iterator[None]:
+    """A client connection whose source port is ``port`` (what broke CI once: another
+    connection had drawn a switch's default port as its ephemeral source port)."""
+    with socket.socket() as server, socket.socket() as client:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        client.bind(("127.0.0.1", port))  # linger 0: closed by a reset, no TIME_WAIT after
+        client.connect(server.getsockname())
+        yield
+
+
 @needs_mininet
 def test_fabric_up_pings_every_rail_and_tears_down(tmp_path: Path) -> None:
-    proc, state_path, out_path = _start_held(tmp_path)
+    held = build_fabric(FabricSpec()).switches[1]
+    held_port = int(held.grpc_addr.rsplit(":", 1)[1])
+    with _client_holding(held_port):
+        proc, state_path, out_path = _start_held(tmp_path)
     try:
         state = TestbedState.load(state_path)
         assert state is not None
+        moved = state.switches[held.name]["grpc_addr"]
+        assert moved != held.grpc_addr
+        assert (f"switch {held.name}: port {held_port} is in use by another program; using "
+                f"{moved}") in out_path.read_text()
         assert len([r for r in state.procs if r.kind == "switch"]) == 6
         assert len([r for r in state.procs if r.kind == "host-shell" and r.netns]) == 4
         assert all(link_exists(i) for i in state.interfaces) and len(state.interfaces) == 24

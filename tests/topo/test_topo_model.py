@@ -61,7 +61,7 @@ def test_address_plan_ids_and_p4runtime() -> None:
             assert nic.leaf == f"b{b}r{r}l0" and nic.intf == f"b{b}s{s}-eth{r}"
             assert nic.leaf_port == s + 1
     for i, sw in enumerate(fab.switches):
-        assert sw.grpc_addr == f"127.0.0.1:{50051 + i}"
+        assert sw.grpc_addr == f"127.0.0.1:{9559 + i}"
         assert sw.election_id == 1
         if sw.is_leaf:
             assert sw.device_id == 1 + sw.block * 4 + sw.rail
@@ -155,9 +155,9 @@ def test_overrides_and_clashes() -> None:
     s1 = fab.switch("s1")
     assert (s1.grpc_addr, s1.device_id, s1.ecmp_seed, s1.hash_algorithm) == (
         "192.168.1.7:9559", 77, 5, "crc16")
-    with pytest.raises(SpecError, match=r"^spec: switches\.s1\.grpc_addr: 127\.0\.0\.1:50051 is already "
+    with pytest.raises(SpecError, match=r"^spec: switches\.s1\.grpc_addr: 127\.0\.0\.1:9559 is already "
                                         r"the address of b0r0l0$"):
-        build_fabric(FabricSpec(switches={"s1": SwitchOverride(grpc_addr="127.0.0.1:50051")}))
+        build_fabric(FabricSpec(switches={"s1": SwitchOverride(grpc_addr="127.0.0.1:9559")}))
     with pytest.raises(SpecError, match=r"^spec: switches\.s0\.device_id: 1 is already the device id of "
                                         r"b0r0l0$"):
         build_fabric(FabricSpec(switches={"s0": SwitchOverride(device_id=1)}))

@@ -122,7 +122,7 @@ def test_cli_build_show_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture
     capsys.readouterr()
     assert main(["show", str(out)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 1 + 7 and lines[1].startswith("b0r0l0     leaf  id 1     127.0.0.1:50051")
+    assert len(lines) == 1 + 7 and lines[1].startswith("b0r0l0     leaf  id 1     127.0.0.1:9559")
     assert main(["build", "--servers", "100", "--out", str(out)]) == 2
     assert capsys.readouterr().err == (
         "error: flags: leaf_ports: impossible topology: a leaf needs 102 ports (100 servers + 2 spines x 1 "
