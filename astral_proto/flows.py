@@ -11,7 +11,8 @@ True
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Optional
 
 from astral_proto import agent_pb2
 
@@ -33,6 +34,12 @@ class HostFlow:
     """One flow a host sends: ``HostFlow("f1", "10.0.0.1", "10.1.0.1", 49152, 7)``.
 
     ``sport`` is the UDP source port in use; ``bytes`` 0 means open-ended.
+    ``moved_s_ago``: seconds since the flow's agent completed a move order for it (None:
+    never moved); it is not part of the flow's identity (equality ignores it).
+
+        >>> f = HostFlow("f", "1.1.1.1", "2.2.2.2", 1, 7).with_move_age(2.5)
+        >>> HostFlow.from_proto(f.to_proto()).moved_s_ago, f == f.with_move_age(None)
+        (2.5, True)
     """
 
     flow_id: str
@@ -43,6 +50,11 @@ class HostFlow:
     bytes: int = 0
     priority: int = 3
     dst_port: int = ROCE_UDP_PORT
+    moved_s_ago: Optional[float] = field(default=None, compare=False)
+
+    def with_move_age(self, moved_s_ago: Optional[float]) -> "HostFlow":
+        """The same flow, moved ``moved_s_ago`` seconds ago (None: never)."""
+        return replace(self, moved_s_ago=moved_s_ago)
 
     def with_sport(self, sport: int) -> "HostFlow":
         """The same flow on another source port.
@@ -58,11 +70,13 @@ class HostFlow:
             flow_id=self.flow_id,
             tuple=agent_pb2.FiveTuple(src_ip=self.src_ip, dst_ip=self.dst_ip, src_port=self.sport,
                                       dst_port=self.dst_port, protocol=IPPROTO_UDP),
-            qpn=self.qpn, bytes=self.bytes, priority=self.priority)
+            qpn=self.qpn, bytes=self.bytes, priority=self.priority,
+            moved=self.moved_s_ago is not None,
+            ms_since_move=min(0xFFFFFFFF, max(0, round((self.moved_s_ago or 0.0) * 1000))))
 
     @classmethod
     def from_proto(cls, m: agent_pb2.Flow) -> "HostFlow":
         """Parse the wire form."""
         t = m.tuple
         return cls(m.flow_id, t.src_ip, t.dst_ip, t.src_port, m.qpn, m.bytes, m.priority,
-                   t.dst_port)
+                   t.dst_port, m.ms_since_move / 1000.0 if m.moved else None)

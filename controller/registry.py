@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from concurrent import futures
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Optional
+from typing import Callable, Iterable, Mapping, Optional
 
 import grpc
 
@@ -68,18 +69,22 @@ class _HostState:
 
 
 class FlowRegistry:
-    """In-memory registry (thread-safe). ``host_ips`` maps each host to its NICs' IPs.
+    """In-memory registry (thread-safe). ``host_ips`` maps each host to its NICs' IPs;
+    ``clock`` (seconds) dates the moves agents report.
 
     Also builds from a topology: ``FlowRegistry.from_fabric(build_fabric(), secret)``.
     """
 
-    def __init__(self, secret: bytes, host_ips: Mapping[str, Iterable[str]]) -> None:
+    def __init__(self, secret: bytes, host_ips: Mapping[str, Iterable[str]],
+                 clock: Callable[[], float] = time.monotonic) -> None:
         if not secret:
             raise ValueError("the fabric secret must not be empty")
         self._secret = secret
         self._host_ips = {h: frozenset(ips) for h, ips in host_ips.items()}
         self._hosts: dict[str, _HostState] = {}
         self._flows: dict[str, HostFlow] = {}
+        self._clock = clock
+        self._moved_at: dict[str, float] = {}              # flow id → clock() of its last move
         self._owner: dict[str, str] = {}
         self._agent_of: dict[str, tuple[str, str]] = {}   # flow id → (agent address, incarnation)
         self._orders: dict[str, MoveOrderState] = {}
@@ -87,10 +92,11 @@ class FlowRegistry:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_fabric(cls, fabric: object, secret: bytes) -> "FlowRegistry":
+    def from_fabric(cls, fabric: object, secret: bytes,
+                    clock: Callable[[], float] = time.monotonic) -> "FlowRegistry":
         """Hosts and NIC IPs from a ``topo.model.Fabric`` (``fabric.hosts[i].nics[j].ip``)."""
         hosts = getattr(fabric, "hosts")
-        return cls(secret, {h.name: [n.ip for n in h.nics] for h in hosts})
+        return cls(secret, {h.name: [n.ip for n in h.nics] for h in hosts}, clock=clock)
 
     # ------------------------------------------------------------- authentication
     def authenticate(self, host: Optional[str], token: Optional[str]) -> str:
@@ -143,9 +149,13 @@ class FlowRegistry:
                 else:
                     continue
                 del self._owner[fid], self._flows[fid], self._agent_of[fid]
+                self._moved_at.pop(fid, None)
+            now = self._clock()
             for f in flows:
                 self._owner[f.flow_id] = host
-                self._flows[f.flow_id] = f
+                self._flows[f.flow_id] = f.with_move_age(None)
+                if f.moved_s_ago is not None:
+                    self._moved_at[f.flow_id] = now - f.moved_s_ago
                 self._agent_of[f.flow_id] = (agent_address, incarnation)
             for o in self._orders.values():
                 if o.host == host and o.state == "sent" and o.flow_id in dropped:
@@ -168,6 +178,7 @@ class FlowRegistry:
             o.reported_sport = sport
             if done and o.flow_id in self._flows:
                 self._flows[o.flow_id] = self._flows[o.flow_id].with_sport(sport)
+                self._moved_at[o.flow_id] = self._clock()
             self._close(o, "done" if done else "failed", error)
             return o
 
@@ -183,9 +194,13 @@ class FlowRegistry:
             return self._flows[fid]
 
     def flows(self, host: Optional[str] = None) -> list[HostFlow]:
-        """Every registered flow, or those of ``host``."""
+        """Every registered flow, or those of ``host``; ``moved_s_ago`` is the time since
+        the flow's last completed move order, as of now (None: never moved, as far as
+        this registry or the flow's agent knows)."""
         with self._lock:
-            return [f for fid, f in self._flows.items() if host is None or self._owner[fid] == host]
+            now = self._clock()
+            return [f.with_move_age(now - self._moved_at[fid] if fid in self._moved_at else None)
+                    for fid, f in self._flows.items() if host is None or self._owner[fid] == host]
 
     def owner(self, fid: str) -> str:
         """The host that sends flow ``fid`` (``KeyError`` if none)."""

@@ -218,6 +218,8 @@ def narrate(res: StoryResult, record: ScenarioRecord, t0: float, say: Callable[[
                                        f"{e.get('link')} {e.get('after_s')} s after the order",
             "order_rolled_back": lambda: f"  {e.get('order_id')} rolled back: {e.get('reason')}",
             "alarm_cleared": lambda: f"alarm on {e.get('link')} cleared",
+            "move_remembered": lambda: f"  {e.get('flow')} was moved by the previous GOR "
+                                       f"(its agent says): left alone for now",
         }.get(str(ev))
         if text is not None:
             line = text()

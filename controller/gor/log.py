@@ -21,6 +21,9 @@ keys (written as text) and link keys (``("b0r0l0", 3)`` → ``"b0r0l0:3"`` as a 
   GOR does not re-route); ``pause_storm_cleared``: link, frames_per_s, held_s
 * ``reconciled``: adopted/deleted override and sampling entries of a predecessor
   (:mod:`controller.gor.reconcile`)
+* ``move_remembered``: flow, flow_id, rest_until_s — a registered flow whose agent reports a
+  move completed less than ``cooldown_s`` ago that this GOR did not make (a predecessor's
+  move, after a restart): left alone until then
 * ``switch_stale``: switch, error (a poll failed; older logs)
 * ``switch_lost``: switch, error — it stopped answering, its stream broke, or it came back
   empty; ``switch_back``: switch, and after a restore (:mod:`controller.gor.restarts`)
@@ -47,7 +50,7 @@ EVENTS = (
     "alarm_raised", "alarm_cleared", "flows_chosen", "path_chosen", "order_sent",
     "order_confirmed", "order_rolled_back", "order_retried", "link_down", "link_up",
     "switch_stale", "switch_lost", "switch_back", "round", "agent_done", "pause_storm_raised",
-    "pause_storm_cleared", "reconciled", "override_expired",
+    "pause_storm_cleared", "reconciled", "override_expired", "move_remembered",
 )
 
 _log = logging.getLogger("controller.gor.log")

@@ -44,6 +44,7 @@ class DecisionRounds:
     pending: dict[str, MoveInFlight]
     overrides: dict[FlowKey, PathChoice]
     moved: dict[FlowKey, float]
+    cooldown_s: float
     flow_ids: dict[FlowKey, str]
     follow_up: set[LinkKey]
     last_decision: dict[LinkKey, float]
@@ -65,18 +66,35 @@ class DecisionRounds:
         def _release_sampling(self, link: LinkKey) -> None: ...
         def _act(self, order: Any, rid: int, t_s: float, agents: AgentFlows, planned: LinkState) -> None: ...
 
-    def _agent_flows(self) -> dict[tuple[str, str, int, int], str]:
+    def _agent_flows(self, t_s: float) -> dict[tuple[str, str, int, int], str]:
         """(src, dst, sport, dport) → registered flow id (the registry's view, plus the
-        new 5-tuples of moves sent before their agent reported)."""
+        new 5-tuples of moves sent before their agent reported). A registered flow whose
+        agent says a move order moved it less than ``cooldown_s`` ago — a move of this GOR's
+        predecessor, after a restart — rests for the remainder (:meth:`_remember_move`)."""
         out = {(f.src, f.dst, f.sport, f.dport): fid for f, fid in self.flow_ids.items()}
         if self.registry is None:
             return out
         try:
-            out.update({(f.src_ip, f.dst_ip, f.sport, f.dst_port): f.flow_id
-                        for f in self.registry.flows()})
+            registered = self.registry.flows()
         except Exception as exc:  # noqa: BLE001
             self._error(f"registry: {type(exc).__name__}: {exc}")
+            return out
+        for f in registered:
+            out[(f.src_ip, f.dst_ip, f.sport, f.dst_port)] = f.flow_id
+            if f.moved_s_ago is not None and f.moved_s_ago < self.cooldown_s:
+                self._remember_move(FlowKey(f.src_ip, f.dst_ip, 17, f.sport, f.dst_port),
+                                    f.flow_id, t_s + self.cooldown_s - f.moved_s_ago)
         return out
+
+    def _remember_move(self, flow: FlowKey, fid: str, until_s: float) -> None:
+        """Leave ``flow`` alone until ``until_s`` when this GOR did not know it moved
+        (logged once as ``move_remembered``)."""
+        if flow in self.moved:
+            return
+        self.moved[flow] = until_s
+        if self.decision_log is not None:
+            self.decision_log.record("move_remembered", flow=str(flow), flow_id=fid,
+                                     rest_until_s=round(until_s, 3))
 
     def _elephants(self, link: LinkKey, t_s: float,
                    agents: AgentFlows) -> list[ElephantFlow]:
@@ -90,7 +108,7 @@ class DecisionRounds:
         out = []
         for flow, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:self.top_n]:
             src, dst = self.leaf_of.get(flow.src), self.leaf_of.get(flow.dst)
-            if src is None or dst is None or src == dst or flow in self.moved:
+            if src is None or dst is None or src == dst or self.moved.get(flow, float("-inf")) >= t_s:
                 continue
             has_agent = (flow.src, flow.dst, flow.sport, flow.dport) in agents
             out.append(ElephantFlow(flow, load * n / total, src, dst,
@@ -162,7 +180,7 @@ class DecisionRounds:
         hot = self._hot_links()
         if not hot:
             return rounds
-        agents = self._agent_flows()
+        agents = self._agent_flows(t_s)
         for link in hot:
             if t_s - self.last_decision.get(link, -float("inf")) < self.decide_every_s:
                 continue

@@ -84,6 +84,7 @@ class Agent:
         self.reports_failed = 0
         self._flows: dict[str, HostFlow] = {f.flow_id: f for f in flows}
         self._pending: dict[str, PendingMove] = {}   # by flow id
+        self._moved_at: dict[str, float] = {}        # flow id → clock() when a move completed
         self._cond = threading.Condition()
         self._stopped = threading.Event()
         self._server: Optional[grpc.Server] = None
@@ -153,10 +154,16 @@ class Agent:
 
     # ------------------------------------------------------------- state
     def flows(self) -> list[HostFlow]:
-        """The host's flows with the source port in use now."""
+        """The host's flows with the source port in use now and, for a flow a move order
+        moved, how long ago (``moved_s_ago``: a restarted GOR leaves it alone for the rest
+        of its cooldown)."""
         with self._cond:
             recs = list(self._flows.values())
-        return [r.with_sport(self.mover.current_sport(r.flow_id)) for r in recs]
+            moved_at = dict(self._moved_at)
+        now = self.clock()
+        return [r.with_sport(self.mover.current_sport(r.flow_id)).with_move_age(
+                    max(0.0, now - moved_at[r.flow_id]) if r.flow_id in moved_at else None)
+                for r in recs]
 
     def status(self) -> agent_pb2.StatusReply:
         """The ``Status`` reply: every flow, its port in use and any move in progress."""
@@ -221,6 +228,8 @@ class Agent:
             if self._pending.get(p.flow_id) is not p:
                 return          # superseded meanwhile
             del self._pending[p.flow_id]
+            if done:
+                self._moved_at[p.flow_id] = self.clock()
         self._report(p, done=done, sport=sport, error=error)
 
     def _report(self, p: PendingMove, *, done: bool, sport: int, error: str = "") -> None:

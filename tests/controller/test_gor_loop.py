@@ -9,6 +9,8 @@ import json
 from types import SimpleNamespace
 from typing import Any, Optional
 
+import pytest
+
 from astral_proto.flows import HostFlow
 from controller.fabric_setup import plan_fabric, switch_id_of
 from controller.gor.decisions import FlowKey
@@ -207,6 +209,42 @@ def test_alarm_sampling_digests_decision_move_confirmed_by_counters() -> None:
     loop.submit_digests(L0, digest_rows(fab, g, up, 70))
     loop.tick(2.5, samples(fab))                                    # not moved again in cooldown
     assert moves(metrics)["sent"] == 1
+
+
+@pytest.mark.parametrize("moved_s_ago", [None, 2.0])
+def test_a_flow_its_agent_says_was_moved_recently_rests_after_a_gor_restart(
+        moved_s_ago: Optional[float]) -> None:
+    # A new GOR (empty memory) sees the flow registered with the age of the move its
+    # predecessor ordered: it is left alone for the rest of the cooldown, not moved again.
+    fab = fabric()
+    now = [1.05]
+    reg = AgentRegistry.from_fabric(fab, b"secret", clock=lambda: now[0])
+    buf = io.StringIO()
+    loop = GorLoop(fab, FakeProgrammer(fab), reg, period_s=0.05, safety=0.75, top_n=4,
+                   log=DecisionLog(buf), one_in_n=100_000, window_s=0.05, decide_every_s=0.05,
+                   cooldown_s=10.0)
+    up = port_to(fab, L0, "s0")
+    loop.tick(1.0, samples(fab))
+    f, g = hot_mix(fab, loop, up)
+    host = next(h.name for h in fab.hosts if any(n.ip == f.src for n in h.nics))
+    reg.register(host, "127.0.0.1:1", "i1",
+                 [HostFlow("f1", f.src, f.dst, f.sport, 7).with_move_age(moved_s_ago)])
+    rounds = loop.tick(1.05, samples(fab))
+    sent = [e for e in events(buf) if e["event"] == "order_sent"]
+    remembered = [e for e in events(buf) if e["event"] == "move_remembered"]
+    if moved_s_ago is None:
+        assert [e["flow"] for e in sent] == [str(f)] and remembered == []
+        return
+    assert sent == [] and all(not r.orders for r in rounds)
+    assert [(e["flow"], e["flow_id"], e["rest_until_s"]) for e in remembered] == [
+        (str(f), "f1", 9.05)]                                  # 1.05 + 10 - 2
+    for t in (5.0, 9.1):                                       # rests until 9.05 …
+        now[0] = t
+        loop.submit_digests(L0, digest_rows(fab, f, up, 30))
+        loop.submit_digests(L0, digest_rows(fab, g, up, 70))
+        loop.tick(t, samples(fab))
+        sent = [e for e in events(buf) if e["event"] == "order_sent"]
+        assert sent == [] if t < 9.05 else [e["flow"] for e in sent] == [str(f)]   # … then moves
 
 
 def test_no_decision_under_the_alarm_threshold() -> None:

@@ -80,3 +80,19 @@ def test_a_host_cannot_register_another_hosts_flow() -> None:
     with pytest.raises(RegistryError) as err:
         reg.register("b0s1", "unix:/c", "k1", [f("a1", "10.1.0.1", 50000, src="10.0.0.2")])
     assert err.value.code == grpc.StatusCode.PERMISSION_DENIED
+
+
+def test_move_ages_come_from_agents_and_done_reports_and_advance_with_the_clock() -> None:
+    now = [100.0]
+    reg = FlowRegistry(b"s", HOST, clock=lambda: now[0])
+    reg.register("b0s0", "unix:/a", "i1", [f("a1", "10.1.0.1", 50000).with_move_age(3.0),
+                                            f("a2", "10.1.0.2", 50001)])
+    now[0] = 101.5
+    assert {x.flow_id: x.moved_s_ago for x in reg.flows()} == {"a1": 4.5, "a2": None}
+    o = reg.new_order("a2", 50009)
+    reg.report("b0s0", o.order_id, "a2", done=True, sport=50009)    # a move this registry saw
+    now[0] = 102.0
+    assert {x.flow_id: x.moved_s_ago for x in reg.flows()} == {"a1": 5.0, "a2": 0.5}
+    assert reg.flow("a1") == f("a1", "10.1.0.1", 50000)          # the age is not identity
+    reg.register("b0s0", "unix:/a", "i2", [f("a1", "10.1.0.1", 50000)])  # a new incarnation
+    assert {x.flow_id: x.moved_s_ago for x in reg.flows()} == {"a1": None}

@@ -267,6 +267,10 @@ def test_a_restarted_controller_gets_every_flow_back(tmp_path) -> None:
         assert got.is_set(), "the agent did not re-register with the new registry"
         assert {f.flow_id: f.sport for f in new.flows("b0s0")} == {
             "10.0.0.1>10.1.0.1/qp7": 50001, "10.0.1.1>10.1.1.1/qp8": 49153}
+        # the agent says which flow a move order moved, and when: the new GOR lets it rest
+        age = {f.flow_id: f.moved_s_ago for f in new.flows("b0s0")}
+        assert age["10.0.1.1>10.1.1.1/qp8"] is None
+        assert age["10.0.0.1>10.1.0.1/qp7"] is not None and 0.0 <= age["10.0.0.1>10.1.0.1/qp7"] < 60
         assert new.agent_address("b0s0") == agent.address
         order, reply = new.move("10.0.1.1>10.1.1.1/qp8", 50002)
         assert reply.accepted and new.wait(order.order_id, 5.0).state == "done"
