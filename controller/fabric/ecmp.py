@@ -1,0 +1,154 @@
+"""ECMP groups of the fabric plan — one rule — and the hash model it publishes.
+
+:func:`ecmp_groups` decides the groups of one switch (the leaf's uplink group, a spine's
+group per leaf reached over several links); both the full plan
+(:func:`controller.fabric.plan.plan_fabric`) and :func:`fabric_hash_model` (groups only,
+no table entry: well under a second for a 64K-GPU pod) read it, so TCCL predicts exactly
+what the switches do.
+
+Member names of the published hash model: the peer node of the member's link (``"s0"``,
+``"b0r1l0"``), with ``"#<port>"`` appended when the group has several links to that peer.
+
+Example::
+
+    >>> from topo.model import build_fabric
+    >>> fabric_hash_model(build_fabric()).switch("b0r0l0").groups[1].members
+    ('s0', 's1')
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Collection, Mapping, Sequence
+
+from controller.fabric.entries import T_GROUPS, T_MEMBERS, Entry
+from controller.fabric.topology import FabricLike, SwitchLike
+from p4src.hashmodel import FabricHashModel, GroupModel, SwitchHashModel
+
+LEAF_UPLINK_GROUP = 1
+DEFAULT_ALGORITHMS = {"leaf": "crc16", "spine": "crc32"}
+
+
+@dataclass(frozen=True, slots=True)
+class EcmpGroup:
+    """An ECMP group of one switch: member indices ``base ..``, one egress port each.
+
+    >>> EcmpGroup(1, 0, (5, 6), ("s0", "s1")).size
+    2
+    """
+
+    group_id: int
+    base: int
+    ports: tuple[int, ...]
+    members: tuple[str, ...]
+
+    @property
+    def size(self) -> int:
+        """Number of members."""
+        return len(self.ports)
+
+
+def algorithm_of(sw: SwitchLike) -> str:
+    """The switch's ECMP algorithm: ``SwitchInfo.hash_algorithm``, else the role default
+    (:data:`DEFAULT_ALGORITHMS`)."""
+    return getattr(sw, "hash_algorithm", None) or DEFAULT_ALGORITHMS[sw.role]
+
+
+def spine_links(sw: SwitchLike, switch_names: Collection[str],
+                down: Collection[tuple[str, int]]) -> dict[str, list[int]]:
+    """Leaf name → live downlink ports of spine ``sw`` to it, in port order."""
+    links: dict[str, list[int]] = {}
+    for p in sorted(sw.ports):
+        info = sw.ports[p]
+        if info.kind == "downlink" and info.peer_node in switch_names and (sw.name, p) not in down:
+            links.setdefault(info.peer_node, []).append(p)
+    return links
+
+
+def _group(sw: SwitchLike, group_id: int, base: int, ports: Sequence[int]) -> EcmpGroup:
+    peers = [sw.ports[p].peer_node for p in ports]
+    names = tuple(peer if peers.count(peer) == 1 else f"{peer}#{p}"
+                  for peer, p in zip(peers, ports))
+    return EcmpGroup(group_id, base, tuple(ports), names)
+
+
+def ecmp_groups(sw: SwitchLike, switch_names: Collection[str],
+                down: Collection[tuple[str, int]] = frozenset()) -> dict[int, EcmpGroup]:
+    """The ECMP groups programmed on ``sw`` — the one rule behind
+    :func:`~controller.fabric.plan.plan_fabric` and :func:`fabric_hash_model`.
+
+    Leaf: group :data:`LEAF_UPLINK_GROUP` over its live uplinks in port order (none
+    without uplinks). Spine: one group per leaf reached over several live links, numbered
+    from 1 in leaf-name order, member indices allocated consecutively (a leaf reached
+    over one link gets a plain next hop, no group). ``switch_names``: the fabric's
+    switches (a spine port leading elsewhere is ignored); ``down``: ``(switch, port)``
+    ends that are out of service.
+
+    >>> from topo.model import build_fabric
+    >>> fab = build_fabric()
+    >>> names = {s.name for s in fab.switches}
+    >>> ecmp_groups(fab.switch("b0r0l0"), names)[1].members
+    ('s0', 's1')
+    >>> ecmp_groups(fab.switch("b0r0l0"), names, down={("b0r0l0", 3)})[1].members
+    ('s1',)
+    """
+    if sw.role == "leaf":
+        uplinks = [p for p in sorted(sw.ports)
+                   if sw.ports[p].kind == "uplink" and (sw.name, p) not in down]
+        return {LEAF_UPLINK_GROUP: _group(sw, LEAF_UPLINK_GROUP, 0, uplinks)} if uplinks else {}
+    groups: dict[int, EcmpGroup] = {}
+    base = 0
+    for ports in (v for _, v in sorted(spine_links(sw, switch_names, down).items())):
+        if len(ports) > 1:
+            gid = len(groups) + 1
+            groups[gid] = _group(sw, gid, base, ports)
+            base += len(ports)
+    return groups
+
+
+def group_entries(g: EcmpGroup) -> list[Entry]:
+    """``ecmp.groups`` ``select_member(base, size)`` of ``g``, then one ``ecmp.members``
+    entry per member → its port's next hop.
+
+    >>> [e.table for e in group_entries(EcmpGroup(1, 0, (5, 6), ("s0", "s1")))]
+    ['FabricIngress.ecmp.groups', 'FabricIngress.ecmp.members', 'FabricIngress.ecmp.members']
+    """
+    out = [Entry(T_GROUPS, {"meta.ecmp_group_id": g.group_id},
+                 "FabricIngress.ecmp.select_member", {"base": g.base, "size": g.size})]
+    for i, p in enumerate(g.ports):
+        out.append(Entry(T_MEMBERS, {"meta.ecmp_member": g.base + i},
+                         "FabricIngress.ecmp.set_nexthop", {"nexthop_id": p}))
+    return out
+
+
+def groups_hash_model(switch: str, algorithm: str, seed: int,
+                      groups: Mapping[int, EcmpGroup]) -> SwitchHashModel:
+    """One switch's part of the published hash model, from its groups."""
+    return SwitchHashModel(switch, algorithm=algorithm, seed=seed,
+                           groups={g.group_id: GroupModel(g.base, g.members)
+                                   for g in groups.values()})
+
+
+def fabric_hash_model(fabric: FabricLike,
+                      down: Collection[tuple[str, int]] = frozenset()) -> FabricHashModel:
+    """The published ECMP hash model of ``fabric`` as
+    :func:`~controller.fabric.plan.plan_fabric` programs it (equal to
+    ``FabricHashModel({n: p.hash_model() for n, p in plan_fabric(f).items()})``), from the
+    groups alone: no table entry is built, so a 64K-GPU pod takes well under a second.
+    ``down``: ``(switch, port)`` ends out of service (the model of the fabric re-planned
+    without those links).
+
+    >>> from topo.model import build_fabric
+    >>> fabric_hash_model(build_fabric()).switch("b1r1l0").groups[1].members
+    ('s0', 's1')
+    """
+    names = {s.name for s in fabric.switches}
+    return FabricHashModel({sw.name: groups_hash_model(sw.name, algorithm_of(sw),
+                                                       int(sw.ecmp_seed),
+                                                       ecmp_groups(sw, names, down))
+                            for sw in fabric.switches})
+
+
+__all__ = [
+    "DEFAULT_ALGORITHMS", "EcmpGroup", "LEAF_UPLINK_GROUP", "algorithm_of", "ecmp_groups",
+    "fabric_hash_model", "group_entries", "groups_hash_model", "spine_links",
+]

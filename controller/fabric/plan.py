@@ -1,0 +1,252 @@
+"""The fabric plan: every entry ``p4src/fabric.p4`` needs on every switch of a topology,
+as pure data (:class:`SwitchPlan`, no connection). ``controller.fabric_setup`` writes it.
+
+What is planned on every switch (names of ``p4src/README.md``):
+
+* ``switch_info.config`` default ``set_switch(switch_id, role, seed)``: role 0 leaf, 1
+  spine; ``switch_id`` from ``SwitchInfo.switch_id`` when the topology has it, else the
+  address plan (leaf ``1 + b·R + r``, spine ``200 + k``); seed ``SwitchInfo.ecmp_seed``.
+* ``ecmp.algorithm`` default ``use_crc16`` / ``use_crc32`` (``SwitchInfo.hash_algorithm``;
+  without it crc16 on leaves, crc32 on spines: see the README on polarisation).
+* ``qos.dscp_to_priority``: :data:`~controller.fabric.qos.DSCP_TO_PRIORITY` (RoCE data
+  DSCP 26 → priority 3, CNP DSCP 48 → priority 6).
+* ``forwarding.nexthops``: one next hop per front-panel port, **id = port number**,
+  ``route_to(port, own port MAC, peer MAC)`` (peer MAC: the host NIC's MAC or the peer
+  switch port's MAC).
+* ``forwarding.routes``:
+  - leaf: a /32 per attached host NIC → its port's next hop; :data:`FABRIC_PREFIX`
+    (10.0.0.0/8, the whole address plan) → ECMP group ``LEAF_UPLINK_GROUP`` over the
+    uplinks, in port order (member indices 0..n−1). A leaf without uplinks has no group.
+  - spine: for each leaf reachable on its downlinks, each rail/block subnet
+    (10.b.r.0/24) whose hosts all sit on that leaf → the next hop when one link leads
+    there, else an ECMP group over the links (groups numbered from 1 in leaf-name order,
+    member indices allocated consecutively). A subnet split over several leaves gets
+    /32 routes per host instead.
+* ``ecmp.groups`` / ``ecmp.members``: as above (the one rule:
+  :func:`controller.fabric.ecmp.ecmp_groups`); members point to next hops (ports).
+* ``arp.arp_proxy`` (leaves): every gateway IP of an attached host NIC, and every host IP
+  of the subnets attached to this leaf (proxy ARP: fabric.p4 has no L2 switching, so a
+  host reaching a neighbour of its own /24 is answered with the router MAC and routed)
+  → ``SwitchInfo.router_mac``.
+* ``FabricEgress.port_macs``: every port → its own MAC (``PortInfo.mac``).
+* ``FabricEgress.ecn.thresholds``: every port → ``EcnConfig`` (default RED kmin 8, kmax
+  32 packets, pmax 51/255 ≈ 20 %; ``kmax_pkts=None`` means a plain threshold).
+* ``FabricIngress.pfc.thresholds``: every port → ``PfcConfig`` (default XOFF at 32, XON
+  at 16 packets, pause 65535 quanta); ``None`` disables PFC.
+* Clone sessions ``100 + p`` → port ``p`` for every port, and ``255`` → the CPU port.
+
+Example::
+
+    >>> from topo.model import build_fabric
+    >>> plan = plan_fabric(build_fabric())["b0r0l0"]
+    >>> plan.role, plan.groups[1].members
+    ('leaf', ('s0', 's1'))
+"""
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+from controller.fabric.ecmp import (LEAF_UPLINK_GROUP, EcmpGroup, algorithm_of, ecmp_groups,
+                                    group_entries, groups_hash_model, spine_links)
+from controller.fabric.entries import (Entry, algorithm_entry, arp_entry, nexthop_entry,
+                                       port_mac_entry, route_entry, switch_info_entry)
+from controller.fabric.qos import EcnConfig, PfcConfig, ecn_entry, pfc_entry, qos_entries
+from controller.fabric.topology import FabricLike, NicLike, SwitchLike
+from p4src.hashmodel import SwitchHashModel
+
+CPU_PORT = 255
+CPU_CLONE_SESSION = 255
+PFC_CLONE_SESSION_BASE = 100
+ROLE_CODES = {"leaf": 0, "spine": 1}
+FABRIC_PREFIX = "10.0.0.0/8"
+
+
+@dataclass(slots=True)
+class SwitchPlan:
+    """Everything one switch gets: table entries (in write order), ECMP groups and clone
+    sessions (session id → ports).
+
+    >>> from controller.fabric.entries import T_ROUTES
+    >>> SwitchPlan("s0", 200, "spine", 7, "crc32").count(T_ROUTES)
+    0
+    """
+
+    switch: str
+    switch_id: int
+    role: str
+    seed: int
+    algorithm: str
+    entries: list[Entry] = field(default_factory=list)
+    groups: dict[int, EcmpGroup] = field(default_factory=dict)
+    clone_sessions: dict[int, tuple[int, ...]] = field(default_factory=dict)
+
+    def count(self, table: str) -> int:
+        """Number of non-default entries planned for ``table``."""
+        return sum(1 for e in self.entries if e.table == table and not e.default)
+
+    def of(self, table: str) -> list[Entry]:
+        """The planned non-default entries of ``table``."""
+        return [e for e in self.entries if e.table == table and not e.default]
+
+    def hash_model(self) -> SwitchHashModel:
+        """This switch's part of the published hash model."""
+        return groups_hash_model(self.switch, self.algorithm, self.seed, self.groups)
+
+
+def _subnet(ip: str, prefix_len: int) -> ipaddress.IPv4Network:
+    return ipaddress.IPv4Network(f"{ip}/{prefix_len}", strict=False)
+
+
+def _index_in_name(name: str) -> int:
+    """The trailing number of a name: ``s3`` → 3, ``b0r1l2`` → 2 (0 when none)."""
+    m = re.search(r"(\d+)$", name)
+    return int(m.group(1)) if m else 0
+
+
+def switch_id_of(sw: SwitchLike, fabric: FabricLike) -> int:
+    """The fabric switch id: ``sw.switch_id`` when the topology gives one, else the
+    address plan of ``p4src/README.md`` (leaf ``1 + b·R + r`` with R rails, a second
+    leaf of the same rail and block adding ``k·B·R``; spine ``200 + k``).
+
+    >>> class S: name, role, block, rail = "s1", "spine", None, None
+    >>> class F: switches, hosts = [S()], []
+    >>> switch_id_of(S(), F())
+    201
+    """
+    given = getattr(sw, "switch_id", None)
+    if given is not None:
+        return int(given)
+    if sw.role == "spine":
+        return 200 + _index_in_name(sw.name)
+    leaves = [s for s in fabric.switches if s.role == "leaf"]
+    rails = 1 + max((s.rail or 0) for s in leaves)
+    blocks = 1 + max((s.block or 0) for s in leaves)
+    k = _index_in_name(sw.name)
+    return 1 + (k * blocks + (sw.block or 0)) * rails + (sw.rail or 0)
+
+
+class _Planner:
+    """Builds the :class:`SwitchPlan` of every switch of one fabric.
+
+    Every per-NIC fact is indexed once here (NIC by leaf port, subnets, the leaves of
+    each subnet): a plan per switch never scans the fabric's NICs (at 64K GPUs that scan,
+    parsing addresses, took ~1 s per switch).
+    """
+
+    def __init__(self, fabric: FabricLike, ecn: Optional[EcnConfig],
+                 pfc: Optional[PfcConfig]) -> None:
+        self.fabric, self.ecn, self.pfc = fabric, ecn, pfc
+        self.by_name = {s.name: s for s in fabric.switches}
+        self.nics = [(h, n) for h in fabric.hosts for n in h.nics]
+        self.nic_at: dict[tuple[str, int], NicLike] = {}
+        self.leaf_nics: dict[str, list[NicLike]] = {}
+        self.subnet_ips: dict[ipaddress.IPv4Network, list[str]] = {}
+        self.subnet_leaves: dict[ipaddress.IPv4Network, set[str]] = {}
+        self.subnet_nics: dict[ipaddress.IPv4Network, list[NicLike]] = {}
+        self.nic_subnet: dict[int, ipaddress.IPv4Network] = {}
+        for _, nic in self.nics:
+            self.nic_at.setdefault((nic.leaf, nic.leaf_port), nic)
+            self.leaf_nics.setdefault(nic.leaf, []).append(nic)
+            net = _subnet(nic.ip, nic.prefix_len)
+            self.nic_subnet[id(nic)] = net
+            self.subnet_ips.setdefault(net, []).append(nic.ip)
+            self.subnet_leaves.setdefault(net, set()).add(nic.leaf)
+            self.subnet_nics.setdefault(net, []).append(nic)
+        for nics in self.subnet_nics.values():
+            nics.sort(key=lambda n: ipaddress.IPv4Address(n.ip))
+
+    def peer_mac(self, sw: SwitchLike, port: int) -> str:
+        p = sw.ports[port]
+        peer = self.by_name.get(p.peer_node)
+        if peer is not None:
+            return peer.ports[p.peer_port].mac
+        nic = self.nic_at.get((sw.name, port))
+        if nic is not None:
+            return nic.mac
+        raise ValueError(f"{sw.name} port {port}: no switch or host NIC {p.peer_node!r} "
+                         f"is its peer")
+
+    def plan(self, sw: SwitchLike) -> SwitchPlan:
+        role = sw.role
+        if role not in ROLE_CODES:
+            raise ValueError(f"{sw.name}: unknown role {role!r} (leaf or spine)")
+        algorithm = algorithm_of(sw)
+        plan = SwitchPlan(sw.name, switch_id_of(sw, self.fabric), role, int(sw.ecmp_seed),
+                          algorithm)
+        add = plan.entries.append
+        add(switch_info_entry(plan.switch_id, ROLE_CODES[role], plan.seed))
+        add(algorithm_entry(algorithm))
+        ports = sorted(sw.ports)
+        for p in ports:
+            add(nexthop_entry(p, sw.ports[p].mac, self.peer_mac(sw, p)))
+        if role == "leaf":
+            self._leaf(sw, plan)
+        else:
+            self._spine(sw, plan)
+        for g in plan.groups.values():
+            plan.entries.extend(group_entries(g))
+        plan.entries.extend(qos_entries())
+        for p in ports:
+            add(port_mac_entry(p, sw.ports[p].mac))
+            if self.ecn is not None:
+                add(ecn_entry(p, self.ecn))
+            if self.pfc is not None:
+                add(pfc_entry(p, self.pfc))
+        plan.clone_sessions = {PFC_CLONE_SESSION_BASE + p: (p,) for p in ports}
+        plan.clone_sessions[CPU_CLONE_SESSION] = (CPU_PORT,)
+        return plan
+
+    def _leaf(self, sw: SwitchLike, plan: SwitchPlan) -> None:
+        attached = self.leaf_nics.get(sw.name, [])
+        for nic in sorted(attached, key=lambda n: ipaddress.IPv4Address(n.ip)):
+            plan.entries.append(route_entry(f"{nic.ip}/32", nexthop=nic.leaf_port))
+        plan.groups.update(ecmp_groups(sw, self.by_name))
+        if LEAF_UPLINK_GROUP in plan.groups:
+            plan.entries.append(route_entry(FABRIC_PREFIX, group=LEAF_UPLINK_GROUP))
+        subnets = {self.nic_subnet[id(n)] for n in attached}
+        answered = {n.gateway_ip for n in attached}
+        for net in subnets:
+            answered.update(self.subnet_ips[net])
+        for ip in sorted(answered, key=ipaddress.IPv4Address):
+            plan.entries.append(arp_entry(ip, sw.router_mac))
+
+    def _spine(self, sw: SwitchLike, plan: SwitchPlan) -> None:
+        plan.groups.update(ecmp_groups(sw, self.by_name))
+        targets: dict[str, dict[str, int]] = {}      # leaf -> route action params
+        for leaf, ports in spine_links(sw, self.by_name, frozenset()).items():
+            if len(ports) == 1:
+                targets[leaf] = {"nexthop": ports[0]}
+        for g in plan.groups.values():
+            targets[g.members[0].partition("#")[0]] = {"group": g.group_id}
+        for net in sorted(self.subnet_leaves):
+            leaves = self.subnet_leaves[net]
+            if len(leaves) == 1:
+                leaf = next(iter(leaves))
+                if leaf in targets:
+                    plan.entries.append(route_entry(str(net), **targets[leaf]))
+                continue
+            for nic in self.subnet_nics[net]:
+                if nic.leaf in targets:
+                    plan.entries.append(route_entry(f"{nic.ip}/32", **targets[nic.leaf]))
+
+
+def plan_fabric(fabric: FabricLike, ecn: Optional[EcnConfig] = EcnConfig(),
+                pfc: Optional[PfcConfig] = PfcConfig()) -> dict[str, SwitchPlan]:
+    """The plan of every switch, by name (no connection needed).
+
+    >>> from topo.model import build_fabric
+    >>> from controller.fabric.entries import T_ROUTES
+    >>> plan_fabric(build_fabric())["s0"].count(T_ROUTES) > 0
+    True
+    """
+    planner = _Planner(fabric, ecn, pfc)
+    return {sw.name: planner.plan(sw) for sw in fabric.switches}
+
+
+__all__ = [
+    "CPU_CLONE_SESSION", "CPU_PORT", "FABRIC_PREFIX", "PFC_CLONE_SESSION_BASE", "ROLE_CODES",
+    "SwitchPlan", "plan_fabric", "switch_id_of",
+]
