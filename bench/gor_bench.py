@@ -32,7 +32,7 @@ from pathlib import Path
 from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure, median
 from controller.gor.decisions import FlowKey, MoveOrder
 from controller.gor.paths import ElephantFlow, LinkState, PathEngine
-from controller.fabric_setup import fabric_hash_model
+from controller.fabric import fabric_hash_model
 from topo.model import Fabric, build_fabric
 from topo.spec import FabricSpec, load_spec
 

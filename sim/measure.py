@@ -102,7 +102,7 @@ def colliding_ports(fabric: Any, pairs: Sequence[tuple[str, str]], model: Any,
     ``RuntimeError`` when no draw of :data:`MAX_DRAWS` collides (e.g. one flow per leaf).
 
         >>> from topo.model import build_fabric
-        >>> from controller.fabric_setup import plan_fabric
+        >>> from controller.fabric import plan_fabric
         >>> from p4src.hashmodel import FabricHashModel
         >>> fab = build_fabric(); plans = plan_fabric(fab)
         >>> hm = FabricHashModel({n: p.hash_model() for n, p in plans.items()})

@@ -32,7 +32,7 @@ from typing import Iterable
 
 import numpy as np
 
-from controller.fabric_setup import fabric_hash_model
+from controller.fabric import fabric_hash_model
 from p4src.hashmodel import FabricHashModel
 from topo.model import Fabric
 

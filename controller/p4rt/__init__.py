@@ -4,7 +4,7 @@ process), on which the GOR controller builds. Never imports p4sim.
 Example::
 
     >>> from controller.p4rt import SwitchConnection
-    >>> sw = SwitchConnection("127.0.0.1:50051", device_id=0, election_id=(0, 1))  # doctest: +SKIP
+    >>> sw = SwitchConnection("127.0.0.1:9559", device_id=0, election_id=(0, 1))  # doctest: +SKIP
     >>> sw.push_pipeline("build/fabric.p4info.txtpb", "build/fabric.json")        # doctest: +SKIP
     >>> sw.close()                                                                 # doctest: +SKIP
 """

@@ -10,7 +10,7 @@ the records and stream codecs in :mod:`controller.p4rt.messages`, the pipeline R
 
 Example::
 
-    >>> with SwitchConnection("127.0.0.1:50051", device_id=0,
+    >>> with SwitchConnection("127.0.0.1:9559", device_id=0,
     ...                       election_id=(0, 1)) as sw:           # doctest: +SKIP
     ...     sw.push_pipeline("build/fabric.p4info.txtpb", "build/fabric.json")
     ...     sw.insert(sw.table_entry("FabricIngress.forwarding.routes",

@@ -2,7 +2,7 @@
 
 Example::
 
-    >>> raise NotPrimaryError("127.0.0.1:50051", 0, "election id (0, 1) lost")  # doctest: +SKIP
+    >>> raise NotPrimaryError("127.0.0.1:9559", 0, "election id (0, 1) lost")  # doctest: +SKIP
 """
 from __future__ import annotations
 

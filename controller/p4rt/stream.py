@@ -8,7 +8,7 @@ switch ends the stream or on :meth:`StreamChannel.close`.
 
 Example::
 
-    >>> ch = StreamChannel("127.0.0.1:50051", on_packet=print, on_digest=print,
+    >>> ch = StreamChannel("127.0.0.1:9559", on_packet=print, on_digest=print,
     ...                    on_error=print)
     >>> ch.alive
     True

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, NamedTuple
 
-from controller.fabric_setup import SwitchPlan
+from controller.fabric import SwitchPlan
 from labs.labkit import LabSwitch, Report
 from labs.labkit.fabric import FABRIC_PROGRAM, program_leaf
 from labs.labkit.packets import udp_frame

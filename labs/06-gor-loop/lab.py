@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, NamedTuple
 
-from controller.fabric_setup import plan_fabric
+from controller.fabric import plan_fabric
 from controller.gor import (AlarmMonitor, ElephantFlow, FlowKey, FlowTable, LinkKey, LinkState,
                             PathChoice, PathEngine)
 from controller.gor.simulate import link_loads, max_min_fair, utilisation

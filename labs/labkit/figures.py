@@ -32,7 +32,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from matplotlib.patches import FancyBboxPatch  # noqa: E402
 
-from controller.fabric_setup import plan_fabric  # noqa: E402
+from controller.fabric import plan_fabric  # noqa: E402
 from host.nic.dcqcn import DcqcnParams, ReactionPoint  # noqa: E402
 from labs.labkit.plugin import LABS_DIR, load_lab  # noqa: E402
 from p4src.hashmodel import (GroupModel, SwitchHashModel, member_index,  # noqa: E402

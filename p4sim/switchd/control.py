@@ -2,7 +2,7 @@
 additions (line rate, PFC on/off, port counters, queue stats), as JSON lines over TCP on
 127.0.0.1.
 
-Default port: the gRPC port + 1000 (50051 → 51051), ``--control-port N`` to choose
+Default port: the gRPC port + 1000 (9559 → 10559), ``--control-port N`` to choose
 (0 = any free port); the switch prints ``p4sim switch control: 127.0.0.1:PORT`` before its
 ready line.
 
@@ -25,15 +25,15 @@ also the default for ports created later):
 
 Command line (argument order as BMv2's runtime_CLI)::
 
-    python -m p4sim ctl 127.0.0.1:51051 set_queue_rate RATE_PPS [PORT [PRIORITY]]
-    python -m p4sim ctl 127.0.0.1:51051 set_queue_depth DEPTH_PKTS [PORT [PRIORITY]]
-    python -m p4sim ctl 127.0.0.1:51051 set_line_rate GBPS [PORT]
-    python -m p4sim ctl 127.0.0.1:51051 set_pfc on|off [PORT]
-    python -m p4sim ctl 127.0.0.1:51051 queue_stats [PORT]
+    python -m p4sim ctl 127.0.0.1:10559 set_queue_rate RATE_PPS [PORT [PRIORITY]]
+    python -m p4sim ctl 127.0.0.1:10559 set_queue_depth DEPTH_PKTS [PORT [PRIORITY]]
+    python -m p4sim ctl 127.0.0.1:10559 set_line_rate GBPS [PORT]
+    python -m p4sim ctl 127.0.0.1:10559 set_pfc on|off [PORT]
+    python -m p4sim ctl 127.0.0.1:10559 queue_stats [PORT]
 
 Example::
 
-    >>> c = ControlClient("127.0.0.1:51051")            # doctest: +SKIP
+    >>> c = ControlClient("127.0.0.1:10559")            # doctest: +SKIP
     >>> c.set_queue_rate(100, port=2); c.queue_stats(2)[2]["queues"][0]["rate_pps"]  # doctest: +SKIP
     100.0
 """
@@ -167,7 +167,7 @@ class ControlClient:
 
     Example::
 
-        >>> with ControlClient("127.0.0.1:51051") as c:       # doctest: +SKIP
+        >>> with ControlClient("127.0.0.1:10559") as c:       # doctest: +SKIP
         ...     c.set_queue_depth(16, port=1)
         ...     c.set_pfc(False)
     """

@@ -31,9 +31,9 @@ externs, queues, drops) goes to the console (stderr) with ``--log-console`` and/
 Example::
 
     $ python -m p4sim switch fwd.p4 -i 1@veth1 -i 2@veth3 --pcap pcaps --log-console \\
-          -- --grpc-server-addr 127.0.0.1:50051
-    p4sim switch control: 127.0.0.1:51051
-    p4sim switch ready: grpc 127.0.0.1:50051 device 0
+          -- --grpc-server-addr 127.0.0.1:9559
+    p4sim switch control: 127.0.0.1:10559
+    p4sim switch ready: grpc 127.0.0.1:9559 device 0
 """
 from __future__ import annotations
 
