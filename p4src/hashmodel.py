@@ -51,13 +51,22 @@ keys are rejected, and a bad file raises ``ValueError`` naming the JSON path and
           "member_width_bits": 16,               (optional, default 16)
           "groups": [                            # unique group_id (0..65535)
             {"group_id": 1, "base": 0, "members": ["spine0", "spine1", "spine2", "spine3"]}
-          ]
+          ],
+          "routes": [                            (optional) routes to a group, by prefix:
+            {"prefix": "10.1.0.0/24", "group_id": 2}        # unique IPv4 prefixes; the
+          ]                                                 # longest match decides
         }
       ]
     }
 
 Groups may share member indexes (two groups over the same uplinks with the same base)
 only when they name the same member at every shared index.
+
+Which group a packet uses is the switch's route for its destination (``FabricIngress.
+forwarding.routes``, an LPM table). ``routes`` lists the routes to a group that a reader
+cannot guess: on a leaf, the destinations that avoid a spine which lost its links to the
+destination's leaf (the fabric's own rule sends everything else to the uplink group).
+:func:`route_group` applies them.
 
 Sweeping source ports fast: with every other field fixed, CRC is affine over GF(2) in its
 input bits — for equal-length messages ``crc(x ^ d) == crc(x) ^ crc(d) ^ crc(0)``. So
@@ -191,6 +200,23 @@ class GroupModel:
         return len(self.members)
 
 
+@dataclass(frozen=True, slots=True)
+class RouteModel:
+    """A destination prefix the switch routes to ECMP group ``group_id``.
+
+        >>> RouteModel("10.1.0.0/24", 2).network.num_addresses
+        256
+    """
+
+    prefix: str
+    group_id: int
+
+    @property
+    def network(self) -> ipaddress.IPv4Network:
+        """The prefix as an ``IPv4Network``."""
+        return ipaddress.IPv4Network(self.prefix)
+
+
 @dataclass(slots=True)
 class SwitchHashModel:
     """The hash of one switch: algorithm, field list, seed and its ECMP groups by id.
@@ -208,6 +234,7 @@ class SwitchHashModel:
     seed: int = 0
     groups: dict[int, GroupModel] = field(default_factory=dict)
     member_width_bits: int = DEFAULT_MEMBER_WIDTH_BITS
+    routes: tuple[RouteModel, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of this switch (validated)."""
@@ -220,6 +247,8 @@ class SwitchHashModel:
             "groups": [{"group_id": gid, "base": g.base, "members": list(g.members)}
                        for gid, g in sorted(self.groups.items())],
         }
+        if self.routes:
+            out["routes"] = [{"prefix": r.prefix, "group_id": r.group_id} for r in self.routes]
         _parse_switch(out, "$")
         return out
 
@@ -337,7 +366,7 @@ def _parse_fabric(data: Any) -> FabricHashModel:
 
 def _parse_switch(data: Any, path: str) -> SwitchHashModel:
     obj = _obj(data, path, ("switch", "algorithm", "fields", "seed", "groups"),
-               ("member_width_bits",))
+               ("member_width_bits", "routes"))
     name = _str(obj["switch"], f"{path}.switch")
     algorithm = obj["algorithm"]
     if algorithm not in ALGORITHMS:
@@ -377,7 +406,29 @@ def _parse_switch(data: Any, path: str) -> SwitchHashModel:
                             f"member index {base + j} is {member!r} here but {prev[1]!r} "
                             f"in group {prev[0]}")
         groups[gid] = GroupModel(base, tuple(members))
-    return SwitchHashModel(name, algorithm, tuple(fields), seed, groups, mwidth)
+    routes = _parse_routes(obj.get("routes", []), f"{path}.routes", groups)
+    return SwitchHashModel(name, algorithm, tuple(fields), seed, groups, mwidth, routes)
+
+
+def _parse_routes(data: Any, path: str, groups: Mapping[int, GroupModel]) -> tuple[RouteModel, ...]:
+    routes: list[RouteModel] = []
+    seen: set[ipaddress.IPv4Network] = set()
+    for i, raw in enumerate(_list(data, path)):
+        rpath = f"{path}[{i}]"
+        robj = _obj(raw, rpath, ("prefix", "group_id"))
+        text = _str(robj["prefix"], f"{rpath}.prefix")
+        try:
+            net = ipaddress.IPv4Network(text)
+        except ValueError as exc:
+            raise _fail(f"{rpath}.prefix", f"not an IPv4 prefix: {exc}") from None
+        if net in seen:
+            raise _fail(f"{rpath}.prefix", f"duplicate prefix {net}")
+        seen.add(net)
+        gid = _int(robj["group_id"], f"{rpath}.group_id", 0, 0xFFFF)
+        if gid not in groups:
+            raise _fail(f"{rpath}.group_id", f"no group {gid} in this switch's groups")
+        routes.append(RouteModel(str(net), gid))
+    return tuple(routes)
 
 
 # --------------------------------------------------------------------------- prediction
@@ -446,6 +497,30 @@ def predict_member(model: SwitchHashModel, group_id: int, src: Address, dst: Add
     group = model.group(group_id)
     h = flow_hash(model, Flow.of(src, dst, proto, sport, dport))
     return group.members[h % group.size]
+
+
+def route_group(model: SwitchHashModel, dst: Address, default: Optional[int] = None) -> Optional[int]:
+    """The ECMP group switch ``model`` uses for destination ``dst``: the group of its
+    longest published route that contains ``dst``, else ``default`` (the fabric's rule for
+    what is not published, e.g. a leaf's uplink group).
+
+    Example::
+
+        >>> sw = SwitchHashModel("l", groups={1: GroupModel(0, ["s0", "s1"]), 2: GroupModel(2, ["s1"])},
+        ...                      routes=(RouteModel("10.1.0.0/24", 2),))
+        >>> route_group(sw, "10.1.0.7", 1), route_group(sw, "10.2.0.7", 1), route_group(sw, "10.2.0.7")
+        (2, 1, None)
+    """
+    if not model.routes:
+        return default
+    addr = _addr(dst)
+    best: Optional[RouteModel] = None
+    for r in model.routes:
+        net = r.network
+        if (addr & int(net.netmask)) == int(net.network_address) and (
+                best is None or net.prefixlen > best.network.prefixlen):
+            best = r
+    return best.group_id if best is not None else default
 
 
 def predict_path(fabric: FabricHashModel, flow: Flow, hops: Sequence[tuple[str, int]]) -> list[str]:
@@ -538,7 +613,7 @@ def ports_for_member(model: SwitchHashModel, group_id: int, src: Address, dst: A
 
 __all__ = [
     "ALGORITHMS", "DEFAULT_FIELDS", "FIELD_NAMES", "FORMULA", "PACKING", "SCHEMA_VERSION",
-    "FabricHashModel", "Flow", "GroupModel", "HashField", "SwitchHashModel", "crc16_arc",
-    "crc32", "flow_hash", "member_index", "pack_fields", "port_to_member_table",
-    "ports_for_member", "predict_member", "predict_path", "source_port_hashes",
+    "FabricHashModel", "Flow", "GroupModel", "HashField", "RouteModel", "SwitchHashModel",
+    "crc16_arc", "crc32", "flow_hash", "member_index", "pack_fields", "port_to_member_table",
+    "ports_for_member", "predict_member", "predict_path", "route_group", "source_port_hashes",
 ]

@@ -8,6 +8,7 @@ against the testbed. See ``sim/README.md``.
 
 * :mod:`sim.topology` — numbered links, hash model of the fabric as programmed, failures
 * :mod:`sim.routing` — vectorised hash-model routing
+* :mod:`sim.detours` — the leaves' detour routes as a (source leaf, destination leaf) table
 * :mod:`sim.engine` — progressive filling and the event loop
 * :mod:`sim.ports` — random and TCCL hash-orthogonal source ports at scale
 * :mod:`sim.workloads` — placement, collective phases, background traffic

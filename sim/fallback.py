@@ -38,24 +38,26 @@ Search = Callable[..., np.ndarray]
 
 
 def member_j(sf: SimFabric) -> np.ndarray:
-    """``(leaves, max uplinks)``: each uplink member's index among the leaf's members on
-    the same spine (the ``j`` of colour ``(spine, j)``), -1 for padding."""
-    sp = np.where(sf.leaf_up >= 0, sf.link_spine[np.maximum(sf.leaf_up, 0)], -1)
+    """``(group rows, max members)``: each member's index among the row's members on the
+    same spine (the ``j`` of colour ``(spine, j)``), -1 for padding; rows are
+    ``sf.group_up``'s (a leaf's uplink group, or one of its detour groups)."""
+    sp = np.where(sf.group_up >= 0, sf.link_spine[np.maximum(sf.group_up, 0)], -1)
     same = sp[:, :, None] == sp[:, None, :]
     earlier = np.tril(np.ones((sp.shape[1], sp.shape[1]), bool), -1)
     return np.where(sp >= 0, (same & earlier[None]).sum(axis=2), -1)
 
 
-def colour_members(sf: SimFabric, leaf: np.ndarray, spine: np.ndarray, k: np.ndarray,
+def colour_members(sf: SimFabric, row: np.ndarray, spine: np.ndarray, k: np.ndarray,
                    dst_leaf: np.ndarray, remaps: Mapping[tuple[int, int, int], Sequence[int]]
                    ) -> tuple[np.ndarray, np.ndarray]:
-    """The links of colour ``(spine, k)`` for flows from ``leaf`` to ``dst_leaf``: (leaf
-    member index, spine member index or -1 when the spine has one link to the leaf), as
-    ``PortPlanner`` maps its colours. ``remaps[(leaf, spine, downlinks)]`` (from
-    ``sim.ports.polarisation_remaps``): the spine member ``down[j]`` the leaf's j-th link
-    to that spine fixes; there colour ``(spine, k)`` is downlink k from the uplink j with
-    ``down[j] == k``. Elsewhere it is the leaf's k-th link to the spine and downlink
-    ``k % downlinks``.
+    """The links of colour ``(spine, k)`` for flows starting in leaf group ``row`` (of
+    ``sf.group_up``: the source leaf's number when it has no detours) towards
+    ``dst_leaf``: (member index in that group, spine member index or -1 when the spine
+    has one link to the leaf), as ``PortPlanner`` maps its colours.
+    ``remaps[(row, spine, downlinks)]`` (from ``sim.ports.polarisation_remaps``): the
+    spine member ``down[j]`` the group's j-th link to that spine fixes; there colour
+    ``(spine, k)`` is downlink k from the uplink j with ``down[j] == k``. Elsewhere it is
+    the group's k-th link to the spine and downlink ``k % downlinks``.
 
         >>> from topo.model import build_fabric
         >>> sf = SimFabric.build(build_fabric())
@@ -63,25 +65,29 @@ def colour_members(sf: SimFabric, leaf: np.ndarray, spine: np.ndarray, k: np.nda
         >>> [a.tolist() for a in colour_members(sf, one, np.array([1]), 0 * one, one + 1, {})]
         [[1], [-1]]
     """
+    row = np.asarray(row, np.int64)
     nd = sf.spine_down_n[spine, dst_leaf]
     k = np.asarray(k, np.int64)
     j = k.copy()
     if remaps:
         width = int(sf.spine_down_n.max()) + 1
         keys = sorted(remaps)
-        code_of = np.array([(lf * len(sf.spine_names) + sp) * width + n for lf, sp, n in keys], np.int64)
+        code_of = np.array([(g * len(sf.spine_names) + sp) * width + n for g, sp, n in keys], np.int64)
         inverse = np.full((len(keys), width), -1, np.int64)
-        for row, key in enumerate(keys):
+        for at_key, key in enumerate(keys):
             for jj, kk in enumerate(remaps[key]):
-                inverse[row, kk] = jj
-        code = (leaf * len(sf.spine_names) + spine) * width + nd
+                inverse[at_key, kk] = jj
+        code = (row * len(sf.spine_names) + spine) * width + nd
         at = np.minimum(np.searchsorted(code_of, code), len(keys) - 1)
         hit = code_of[at] == code
         j[hit] = inverse[at[hit], k[hit]]
-    position = np.full((len(sf.leaf_up), len(sf.spine_names), max(sf.leaf_up.shape[1], 1)), -1, np.int64)
-    rows, cols = np.nonzero(sf.leaf_up >= 0)
-    position[rows, sf.link_spine[sf.leaf_up[rows, cols]], member_j(sf)[rows, cols]] = cols
-    return position[leaf, spine, j], np.where(nd > 1, k % np.maximum(nd, 1), -1)
+    # (row, spine, j) -> member index, for the rows asked about only
+    used, at_row = np.unique(row, return_inverse=True)
+    members = sf.group_up[used]
+    position = np.full((len(used), len(sf.spine_names), max(members.shape[1], 1)), -1, np.int64)
+    rows, cols = np.nonzero(members >= 0)
+    position[rows, sf.link_spine[members[rows, cols]], member_j(sf)[used[rows], cols]] = cols
+    return position[at_row.ravel(), spine, j], np.where(nd > 1, k % np.maximum(nd, 1), -1)
 
 
 def spine_h0(sf: SimFabric, src_nic: np.ndarray, dst_nic: np.ndarray, dport: int = ROCE_DPORT) -> np.ndarray:
@@ -106,8 +112,8 @@ def spine_h0(sf: SimFabric, src_nic: np.ndarray, dst_nic: np.ndarray, dport: int
 def greedy_colours(sf: SimFabric, src_nic: np.ndarray, dst_nic: np.ndarray,
                    remaps: Mapping[tuple[int, int, int], Sequence[int]], search: Search | None = None,
                    cands: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The planner's greedy colours of flows crossing the spines: (leaf member, spine member
-    or -1) per flow; a flow no colour of its palette reaches gets leaf member -1 (the
+    """The planner's greedy colours of flows crossing the spines: (leaf member in the
+    flow's leaf group ``sf.leaf_group``, spine member or -1) per flow; a flow no colour of its palette reaches gets leaf member -1 (the
     planner raises ``PortPlanError`` for it). ``remaps``: the per-leaf polarisation probes
     (``sim.ports.polarisation_remaps``, see :func:`colour_members`); ``search``/``cands``:
     ``sim.ports``' port search and candidate ports (defaults: those), used to test
@@ -117,8 +123,9 @@ def greedy_colours(sf: SimFabric, src_nic: np.ndarray, dst_nic: np.ndarray,
         search, cands = _search, candidate_ports()
     n = len(src_nic)
     lf, dlf = sf.nic_leaf[src_nic], sf.nic_leaf[dst_nic]
-    width = sf.leaf_up.shape[1]
-    up0 = sf.leaf_up[lf]                                          # (n, width) link ids, -1 padding
+    row = sf.leaf_group(lf, dlf)                                  # the leaf's group towards dst
+    width = sf.group_up.shape[1]
+    up0 = sf.group_up[row]                                        # (n, width) link ids, -1 padding
     valid = up0 >= 0
     spine = np.where(valid, sf.link_spine[np.maximum(up0, 0)], 0)
     nd = np.where(valid, sf.spine_down_n[spine, dlf[:, None]], 0)
@@ -127,9 +134,9 @@ def greedy_colours(sf: SimFabric, src_nic: np.ndarray, dst_nic: np.ndarray,
     lm = np.full((n, width), -1, np.int64)
     sm = np.full((n, width), -1, np.int64)
     rows, cols = np.nonzero(valid)
-    lm[rows, cols], sm[rows, cols] = colour_members(sf, lf[rows], spine[rows, cols],
-                                                    member_j(sf)[lf[rows], cols], dlf[rows], remaps)
-    up = np.where(valid, sf.leaf_up[lf[:, None], np.maximum(lm, 0)], -1)
+    lm[rows, cols], sm[rows, cols] = colour_members(sf, row[rows], spine[rows, cols],
+                                                    member_j(sf)[row[rows], cols], dlf[rows], remaps)
+    up = np.where(valid, sf.group_up[row[:, None], np.maximum(lm, 0)], -1)
     down = np.where(valid, sf.spine_down[spine, dlf[:, None], np.maximum(sm, 0)], -1)
     h0_l = crc_rows(messages(sf.leaf_seed[lf], sf.nic_ip[src_nic], sf.nic_ip[dst_nic], np.zeros(n, np.int64),
                              np.full(n, ROCE_DPORT, np.int64)), sf.leaf_crc32[lf])
@@ -140,7 +147,7 @@ def greedy_colours(sf: SimFabric, src_nic: np.ndarray, dst_nic: np.ndarray,
         rows = np.flatnonzero(valid[:, c])
         if not len(rows):
             continue
-        got = search(h0_l[rows], sf.leaf_crc32[lf[rows]], sf.leaf_up_n[lf[rows]], lm[rows, c],
+        got = search(h0_l[rows], sf.leaf_crc32[lf[rows]], sf.group_up_n[row[rows]], lm[rows, c],
                      h0_s[rows, spine[rows, c]], sf.spine_crc32[spine[rows, c]], nd[rows, c],
                      sm[rows, c], cands, zero[rows])
         reach[rows, c] = got >= 0

@@ -6,7 +6,9 @@ is a path ``(spine, j)``) with its Kempe-chain bipartite edge colouring so that 
 of both tiers carries at most ``ceil(flows / links)``, then give each flow a source port
 that reaches its colour on both ECMP hops. Step 1 is reused as is (the planner's
 ``split_vertices`` and ``kempe_colouring``, 65,536 flows in ~0.3 s; a colour only through a
-spine with a live link to the destination leaf). Step 2 builds
+spine with a live link to the destination leaf, a member of the leaf group the flow's
+destination is routed to, ``SimFabric.leaf_group``; flows of several palettes, after a
+failed cable, take the planner's greedy colours, ``sim.fallback``). Step 2 builds
 two 65,536-entry hash tables per flow in Python (~20 ms a flow: 20 minutes for a 64K-GPU
 step), so it is replaced here by a vectorised search with the same affine property the
 hash model documents: ``H(sport) = H(sport=0) ^ T[sport]`` where ``T`` depends only on
@@ -75,44 +77,54 @@ def candidate_ports(port_range: tuple[int, int] = DEFAULT_PORT_RANGE) -> np.ndar
 
 
 def _colours(sf: SimFabric, src_leaf: np.ndarray, dst_leaf: np.ndarray,
-             remaps: Mapping[tuple[int, int, int], Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
-    """TCCL's colouring: (leaf member index, spine member index or -1) per flow; -1, -1
-    for a flow no spine of its source leaf has a live route from (undeliverable).
+             remaps: Mapping[tuple[int, int, int], Sequence[int]]) -> tuple[np.ndarray, np.ndarray, bool]:
+    """TCCL's colouring: (member index in the flow's leaf group ``sf.leaf_group``, spine
+    member index or -1) per flow; -1, -1 for a flow no spine of its source leaf has a
+    live route from (undeliverable). A colour is a spine link of that group (after a
+    detour, only links to spines that reach the destination leaf). The third value is
+    False when the flows have more than one palette (after a failed cable): the planner
+    then colours every flow greedily, so nothing is coloured here (0 for every
+    deliverable flow) and the caller runs :func:`sim.fallback.greedy_colours`.
     Colour ``(spine, k)`` is mapped to links as the planner maps it
     (:func:`sim.fallback.colour_members`: downlink k from the uplink the leaf's probe
     maps there on a polarised spine, see :func:`polarisation_remaps`).
 
     A colour is a candidate only through a spine with a live link to the destination
     leaf (``host.tccl.ports.spine_routes_to``: after a failed cable that spine has no
-    route there). Flows with the same source palette and the same candidates are
-    coloured together, as ``PortPlanner`` colours one palette."""
+    route there). One palette is coloured with the planner's Kempe-chain colouring, as
+    ``PortPlanner`` colours it."""
     lm = np.full(len(src_leaf), -1, np.int64)
     sm = np.full(len(src_leaf), -1, np.int64)
+    group = sf.leaf_group(src_leaf, dst_leaf)
     by_palette: dict[tuple[tuple[int, int], ...], list[int]] = {}
-    palettes: dict[tuple[int, int], tuple[tuple[int, int], ...]] = {}     # (leaf, dst) -> colours
+    palettes: dict[tuple[int, int], tuple[tuple[int, int], ...]] = {}     # (row, dst) -> colours
     colours_of: dict[int, list[tuple[int, int]]] = {}
-    for i, (leaf, dst) in enumerate(zip(src_leaf.tolist(), dst_leaf.tolist())):
-        if (leaf, dst) not in palettes:
-            if leaf not in colours_of:
-                spines = sf.link_spine[sf.leaf_up[leaf, :sf.leaf_up_n[leaf]]].tolist()
+    for i, (row, dst) in enumerate(zip(group.tolist(), dst_leaf.tolist())):
+        if (row, dst) not in palettes:
+            if row not in colours_of:
+                spines = sf.link_spine[sf.group_up[row, :sf.group_up_n[row]]].tolist()
                 seen: dict[int, int] = {}
-                colours_of[leaf] = []
+                colours_of[row] = []
                 for spine in spines:
-                    colours_of[leaf].append((spine, seen.get(spine, 0)))
+                    colours_of[row].append((spine, seen.get(spine, 0)))
                     seen[spine] = seen.get(spine, 0) + 1
-            palettes[(leaf, dst)] = tuple(c for c in colours_of[leaf] if sf.spine_down_n[c[0], dst] > 0)
-        pal = palettes[(leaf, dst)]
+            palettes[(row, dst)] = tuple(c for c in colours_of[row] if sf.spine_down_n[c[0], dst] > 0)
+        pal = palettes[(row, dst)]
         if pal:
             by_palette.setdefault(pal, []).append(i)
+    if len(by_palette) > 1:
+        for idx in by_palette.values():
+            lm[idx] = 0
+        return lm, sm, False
     for palette, idx in by_palette.items():
         k = len(palette)
-        us = split_vertices([("u", int(src_leaf[i])) for i in idx], k)
+        us = split_vertices([("u", int(group[i])) for i in idx], k)     # (leaf, group), as the planner
         vs = split_vertices([("v", int(dst_leaf[i])) for i in idx], k)
         coloured = np.array(kempe_colouring(list(zip(us, vs)), palette), np.int64).reshape(-1, 2)
         rows = np.array(idx, np.int64)
-        lm[rows], sm[rows] = colour_members(sf, src_leaf[rows], coloured[:, 0], coloured[:, 1],
+        lm[rows], sm[rows] = colour_members(sf, group[rows], coloured[:, 0], coloured[:, 1],
                                             dst_leaf[rows], remaps)
-    return lm, sm
+    return lm, sm, True
 
 
 def _probe(sf: SimFabric, src_nic: int, dst_nic: int, spine: int, leaf_m: np.ndarray) -> Optional[list[int]]:
@@ -120,8 +132,9 @@ def _probe(sf: SimFabric, src_nic: int, dst_nic: int, spine: int, leaf_m: np.nda
     pairs its 65,536 ports reach (``leaf_m``: the leaf member of every port), then the
     planner's own rule (:func:`host.tccl.ports.polarised_downlinks`); ``None`` when the
     spine is not one link per colour there, or not polarised."""
-    leaf, dst = int(sf.nic_leaf[src_nic]), int(sf.nic_leaf[dst_nic])
-    spines = sf.link_spine[sf.leaf_up[leaf, :sf.leaf_up_n[leaf]]].tolist()
+    dst = int(sf.nic_leaf[dst_nic])
+    row = _row(sf, src_nic, dst_nic)
+    spines = sf.link_spine[sf.group_up[row, :sf.group_up_n[row]]].tolist()
     nd = int(sf.spine_down_n[spine, dst])
     members = [m for m, sp in enumerate(spines) if sp == spine]
     if nd <= 1 or len(members) != nd:
@@ -136,13 +149,19 @@ def _probe(sf: SimFabric, src_nic: int, dst_nic: int, spine: int, leaf_m: np.nda
     return polarised_downlinks(reach, members)
 
 
+def _row(sf: SimFabric, src_nic: int, dst_nic: int) -> int:
+    """The leaf group row (``sf.group_up``) one flow starts in."""
+    return int(sf.leaf_group(sf.nic_leaf[[src_nic]], sf.nic_leaf[[dst_nic]])[0])
+
+
 def _leaf_members(sf: SimFabric, src_nic: int, dst_nic: int) -> np.ndarray:
-    """The source leaf's member index for every one of the 65,536 source ports."""
+    """The member index in the flow's leaf group for every one of the 65,536 source ports."""
     leaf = int(sf.nic_leaf[src_nic])
+    size = int(sf.group_up_n[_row(sf, src_nic, dst_nic)])
     l32 = bool(sf.leaf_crc32[leaf])
     flow = (sf.nic_ip[[src_nic]], sf.nic_ip[[dst_nic]], np.zeros(1, np.int64), np.array([ROCE_DPORT], np.int64))
     h0_l = crc_rows(messages(sf.leaf_seed[[leaf]], *flow), np.array([l32]))[0]
-    return ((h0_l ^ sport_table(l32)) % np.uint32(max(int(sf.leaf_up_n[leaf]), 1))).astype(np.int64)
+    return ((h0_l ^ sport_table(l32)) % np.uint32(max(size, 1))).astype(np.int64)
 
 
 def polarisation_remap(sf: SimFabric, src_nic: int, dst_nic: int) -> dict[tuple[int, int], int]:
@@ -160,12 +179,12 @@ def polarisation_remap(sf: SimFabric, src_nic: int, dst_nic: int) -> dict[tuple[
         >>> sorted(polarisation_remap(sf, 0, 4))
         [(0, 0), (0, 1), (1, 0), (1, 1)]
     """
-    leaf = int(sf.nic_leaf[src_nic])
-    if not sf.leaf_up_n[leaf]:
+    row = _row(sf, src_nic, dst_nic)
+    if not sf.group_up_n[row]:
         return {}
     leaf_m = _leaf_members(sf, src_nic, dst_nic)
     remap: dict[tuple[int, int], int] = {}
-    for spine in sorted(set(sf.link_spine[sf.leaf_up[leaf, :sf.leaf_up_n[leaf]]].tolist())):
+    for spine in sorted(set(sf.link_spine[sf.group_up[row, :sf.group_up_n[row]]].tolist())):
         down = _probe(sf, src_nic, dst_nic, spine, leaf_m)
         if down is not None:
             remap.update({(spine, j): m for j, m in enumerate(down)})
@@ -174,12 +193,13 @@ def polarisation_remap(sf: SimFabric, src_nic: int, dst_nic: int) -> dict[tuple[
 
 def polarisation_remaps(sf: SimFabric, src_nic: np.ndarray, dst_nic: np.ndarray
                         ) -> dict[tuple[int, int, int], list[int]]:
-    """``PortPlanner``'s probes for a flow set: one per (source leaf, spine, downlinks into
-    the destination leaf) where the leaf has as many links to the spine as the spine has
-    into that leaf (more than one), on the first flow with that key, as the planner
-    probes; ``{(leaf, spine, downlinks): down}`` (``down[j]``: the spine member the
-    leaf's j-th link to the spine fixes) where the probe found a bijection. Nothing is
-    probed without parallel links (the shipped pods).
+    """``PortPlanner``'s probes for a flow set: one per (source leaf group, spine,
+    downlinks into the destination leaf) where the group has as many links to the spine
+    as the spine has into that leaf (more than one), on the first flow with that key, as
+    the planner probes (per source leaf and uplink group); ``{(row, spine, downlinks):
+    down}`` (``row``: ``sf.group_up``'s, the leaf's number for its uplink group;
+    ``down[j]``: the spine member the group's j-th link to the spine fixes) where the
+    probe found a bijection. Nothing is probed without parallel links (the shipped pods).
 
         >>> from topo.model import build_fabric
         >>> from topo.spec import FabricSpec
@@ -190,27 +210,28 @@ def polarisation_remaps(sf: SimFabric, src_nic: np.ndarray, dst_nic: np.ndarray
     """
     src_nic, dst_nic = np.asarray(src_nic, np.int64), np.asarray(dst_nic, np.int64)
     n_spines = len(sf.spine_names)
-    parallel = np.zeros((len(sf.leaf_up), n_spines), np.int64)     # links of each leaf to each spine
-    rows, cols = np.nonzero(sf.leaf_up >= 0)
-    np.add.at(parallel, (rows, sf.link_spine[sf.leaf_up[rows, cols]]), 1)
+    parallel = np.zeros((len(sf.group_up), n_spines), np.int64)    # links of each group to each spine
+    rows, cols = np.nonzero(sf.group_up >= 0)
+    np.add.at(parallel, (rows, sf.link_spine[sf.group_up[rows, cols]]), 1)
     out: dict[tuple[int, int, int], list[int]] = {}
     if not len(src_nic) or parallel.max() <= 1:
         return out
     lf, dlf = sf.nic_leaf[src_nic], sf.nic_leaf[dst_nic]
+    group = sf.leaf_group(lf, dlf)
     width = int(sf.spine_down_n.max()) + 1
     leaf_m: dict[int, np.ndarray] = {}
     for spine in range(n_spines):
         nd = sf.spine_down_n[spine, dlf]
-        hit = np.flatnonzero((nd > 1) & (parallel[lf, spine] == nd))
+        hit = np.flatnonzero((nd > 1) & (parallel[group, spine] == nd))
         if not len(hit):
             continue
-        _, first = np.unique(lf[hit] * width + nd[hit], return_index=True)
+        _, first = np.unique(group[hit] * width + nd[hit], return_index=True)
         for i in hit[first].tolist():
             if i not in leaf_m:
                 leaf_m[i] = _leaf_members(sf, int(src_nic[i]), int(dst_nic[i]))
             down = _probe(sf, int(src_nic[i]), int(dst_nic[i]), spine, leaf_m[i])
             if down is not None:
-                out[(int(lf[i]), spine, int(nd[i]))] = down
+                out[(int(group[i]), spine, int(nd[i]))] = down
     return out
 
 
@@ -295,24 +316,28 @@ def tccl_ports(sf: SimFabric, src_nic: np.ndarray, dst_nic: np.ndarray,
     if not len(cross):
         return ports
     remaps = polarisation_remaps(sf, src_nic[cross], dst_nic[cross])
-    want_l, want_s = _colours(sf, sl[cross], dl[cross], remaps)
+    want_l, want_s, coloured = _colours(sf, sl[cross], dl[cross], remaps)
     # no spine routes to the destination leaf: undeliverable whatever the port (routing says so)
     keep = want_l >= 0
     cross, want_l, want_s = cross[keep], want_l[keep], want_s[keep]
     if not len(cross):
         return ports
     s, d, lf, dlf = src_nic[cross], dst_nic[cross], sl[cross], dl[cross]
+    row = sf.leaf_group(lf, dlf)               # colours are member indexes of this group
+    n_up = sf.group_up_n[row]
     dp = np.full(len(cross), dport, np.int64)
     z = np.zeros(len(cross), np.int64)
     h0_l = crc_rows(messages(sf.leaf_seed[lf], sf.nic_ip[s], sf.nic_ip[d], z, dp), sf.leaf_crc32[lf])
     cands = candidate_ports(port_range)
     start = np.zeros(len(cross), np.int64)
-    for attempt in range(2):
+    if not coloured:            # several palettes: the planner's greedy colours (sim.fallback)
+        want_l, want_s = greedy_colours(sf, s, d, remaps, _search, cands)
+    for attempt in range(1 if not coloured else 2):
         # the spine each colour leads to, and its group size towards the destination leaf
-        spine = sf.link_spine[sf.leaf_up[lf, np.maximum(want_l, 0)]]
+        spine = sf.link_spine[sf.group_up[row, np.maximum(want_l, 0)]]
         nd = sf.spine_down_n[spine, dlf]
         h0_s = crc_rows(messages(sf.spine_seed[spine], sf.nic_ip[s], sf.nic_ip[d], z, dp), sf.spine_crc32[spine])
-        pos = _search(h0_l, sf.leaf_crc32[lf], sf.leaf_up_n[lf], np.maximum(want_l, 0), h0_s,
+        pos = _search(h0_l, sf.leaf_crc32[lf], n_up, np.maximum(want_l, 0), h0_s,
                       sf.spine_crc32[spine], nd, np.where(nd > 1, want_s, -1), cands, start)
         pos[want_l < 0] = -1
         if attempt or (pos >= 0).all():
@@ -323,13 +348,13 @@ def tccl_ports(sf: SimFabric, src_nic: np.ndarray, dst_nic: np.ndarray,
     todo = np.arange(len(cross))
     for k in range(64):
         if k:
-            pos[todo] = _search(h0_l[todo], sf.leaf_crc32[lf[todo]], sf.leaf_up_n[lf[todo]], want_l[todo],
+            pos[todo] = _search(h0_l[todo], sf.leaf_crc32[lf[todo]], n_up[todo], want_l[todo],
                                 h0_s[todo], sf.spine_crc32[spine[todo]], nd[todo],
                                 np.where(nd[todo] > 1, want_s[todo], -1), cands, start[todo])
         got = pos[todo]
         miss = todo[got < 0]
         if len(miss):
-            _recolour(sf, miss, want_l, want_s, lf, dlf, h0_l, h0_s, cands, pos, spine, nd)
+            _recolour(sf, miss, want_l, want_s, lf, row, dlf, h0_l, h0_s, cands, pos, spine, nd)
         # a (source, destination, port) triple once only: later duplicates search on
         key = (s * (1 << 20) + d) * 65536 + cands[np.maximum(pos, 0)]
         _, first = np.unique(key, return_index=True)
@@ -344,16 +369,16 @@ def tccl_ports(sf: SimFabric, src_nic: np.ndarray, dst_nic: np.ndarray,
 
 
 def _recolour(sf: SimFabric, miss: np.ndarray, want_l: np.ndarray, want_s: np.ndarray,
-              lf: np.ndarray, dlf: np.ndarray, h0_l: np.ndarray, h0_s: np.ndarray,
+              lf: np.ndarray, row: np.ndarray, dlf: np.ndarray, h0_l: np.ndarray, h0_s: np.ndarray,
               cands: np.ndarray, pos: np.ndarray, spine: np.ndarray, nd: np.ndarray) -> None:
     """Flows whose colour no port reaches: the first candidate port's own path (what the
     hash gives), i.e. the planner's greedy fallback without the load ordering."""
     t16, t32 = sport_table(False), sport_table(True)
     for i in miss.tolist():
         tl = t32 if sf.leaf_crc32[lf[i]] else t16
-        m = int((h0_l[i] ^ tl[cands[0]]) % np.uint32(sf.leaf_up_n[lf[i]]))
+        m = int((h0_l[i] ^ tl[cands[0]]) % np.uint32(sf.group_up_n[row[i]]))
         want_l[i] = m
-        spine[i] = sf.link_spine[sf.leaf_up[lf[i], m]]
+        spine[i] = sf.link_spine[sf.group_up[row[i], m]]
         nd[i] = sf.spine_down_n[spine[i], dlf[i]]
         want_s[i] = -1
         pos[i] = 0

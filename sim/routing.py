@@ -2,8 +2,9 @@
 
 :func:`route_flows` gives every flow (source NIC, destination NIC, UDP source port) its
 directed links: NVLink for two GPUs of one server, NIC → leaf → NIC under one leaf, else
-NIC → leaf → (ECMP over the leaf's uplink group) spine → (the spine's group towards the
-destination leaf, or its single link) leaf → NIC.
+NIC → leaf → (ECMP over the leaf's group for the destination: its uplink group, or the
+detour group its routes send the destination leaf to, ``SimFabric.leaf_group``) spine →
+(the spine's group towards the destination leaf, or its single link) leaf → NIC.
 
 The ECMP choice is ``p4src.hashmodel``'s, vectorised: the 17-byte message of the default
 field list (seed, source and destination address, protocol, source and destination port,
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from p4src.hashmodel import DEFAULT_FIELDS, predict_member
-from sim.topology import LEAF_UPLINK_GROUP, SimFabric
+from sim.topology import SimFabric
 
 ROCE_DPORT = 4791
 PROTO_UDP = 17
@@ -90,7 +91,8 @@ def messages(seed: np.ndarray, src: np.ndarray, dst: np.ndarray, sport: np.ndarr
 class Routes:
     """Routed flows: ``links`` is ``(flows, 4)`` link ids padded with ``-1``; ``spine``
     the spine crossed (``-1`` none); ``blackholed`` flows hashed onto a spine without a
-    live link to the destination leaf; ``unreachable`` flows with no live path at all."""
+    live link to the destination leaf (with the leaves' detours: only when no live uplink
+    of the source leaf leads to a spine that reaches it); ``unreachable`` flows with no live path at all."""
 
     links: np.ndarray
     spine: np.ndarray
@@ -145,19 +147,20 @@ def route_flows(sf: SimFabric, src_nic: np.ndarray, dst_nic: np.ndarray, sport: 
     if len(cross):
         s, d = src_nic[cross], dst_nic[cross]
         lf, dlf = sl[cross], dl[cross]
-        nup = sf.leaf_up_n[lf]
+        row = sf.leaf_group(lf, dlf)        # the leaf's group for this destination (detours)
+        nup = sf.group_up_n[row]
         # a destination leaf no spine reaches (or a source leaf without uplinks): unreachable
         reach = sf.spine_down_n[:, dlf].sum(axis=0) > 0
         ok = (nup > 0) & reach
         unreach[cross[~ok]] = True
         idx = cross[ok]
-        s, d, lf, dlf = s[ok], d[ok], lf[ok], dlf[ok]
+        s, d, lf, dlf, row = s[ok], d[ok], lf[ok], dlf[ok], row[ok]
         sp = sport[idx]
         dp = np.full(len(idx), dport, np.int64)
         names = np.array(sf.leaf_names, dtype=object)[lf] if not _default_fields(sf) else lf
-        m = ecmp_members(sf, names, sf.leaf_seed[lf], sf.leaf_crc32[lf], sf.leaf_up_n[lf],
-                         sf.nic_ip[s], sf.nic_ip[d], sp, dp, np.full(len(idx), LEAF_UPLINK_GROUP))
-        up = sf.leaf_up[lf, m]
+        m = ecmp_members(sf, names, sf.leaf_seed[lf], sf.leaf_crc32[lf], sf.group_up_n[row],
+                         sf.nic_ip[s], sf.nic_ip[d], sp, dp, sf.group_id[row])
+        up = sf.group_up[row, m]
         spn = sf.link_spine[up]
         nd = sf.spine_down_n[spn, dlf]
         black[idx[nd == 0]] = True

@@ -11,9 +11,13 @@ A *directed link* is named by its sending end, the same key GOR's telemetry uses
 * ``bundle_up`` / ``bundle_down``: every live uplink of a leaf (every live spine link into
   a leaf) pooled into one link, used only by the ideal bound.
 
-The hash model is ``controller.fabric_setup.fabric_hash_model`` over the live links: the
-one rule the controller programs the switches with (failed links simply leave the groups,
-as if the fabric were planned without them).
+The hash model is ``controller.fabric.fabric_hash_model`` over the live links: the one
+rule the controller programs the switches with (failed links simply leave the groups, as
+if the fabric were planned without them; a spine that lost every link to a leaf makes the
+other leaves route that leaf's prefixes to a detour group, :mod:`sim.detours`). A leaf's
+first ECMP hop is a *group row*: ``group_up[row]`` its member links, rows ``0 ..
+leaves-1`` the leaves' uplink groups (``leaf_up``), detour rows after them;
+:meth:`SimFabric.leaf_group` gives the row of a (source leaf, destination leaf).
 
 Example::
 
@@ -23,18 +27,24 @@ Example::
     ('leaf_up', 12500000000.0)
     >>> sf.hash_model.switch("b0r0l0").groups[1].members
     ('s0', 's1')
+    >>> cut = SimFabric.build(build_fabric(), ["b0r0l0:4"])              # b0r0l0 <-> s1
+    >>> b1, b0 = cut.leaf_names.index("b1r0l0"), cut.leaf_names.index("b0r0l0")
+    >>> row = int(cut.leaf_group(np.array([b1]), np.array([b0]))[0])
+    >>> int(cut.group_id[row]), [cut.link_keys[l] for l in cut.group_up[row, :cut.group_up_n[row]]]
+    (2, [('b1r0l0', 3)])
 """
 from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, Optional
 
 import numpy as np
 
 from controller.fabric import fabric_hash_model
 from p4src.hashmodel import FabricHashModel
-from topo.model import Fabric
+from sim.detours import RouteSplitError, leaf_route_table
+from topo.model import Fabric, SwitchInfo
 
 TIERS = ("nic_up", "leaf_down", "leaf_up", "spine_down", "nvlink", "bundle_up", "bundle_down")
 TIER = {name: i for i, name in enumerate(TIERS)}
@@ -85,6 +95,11 @@ class SimFabric:
     link_spine: np.ndarray        # leaf_up link -> spine number (-1 otherwise)
     leaf_bundle_up: np.ndarray    # leaf -> its bundle_up link id
     leaf_bundle_down: np.ndarray  # leaf -> its bundle_down link id
+    group_up: np.ndarray          # (rows, max members) link ids of every leaf group
+    group_up_n: np.ndarray        # members per row
+    group_id: np.ndarray          # the row's group id on its leaf
+    group_leaf: np.ndarray        # the row's leaf number
+    leaf_route: Optional[np.ndarray]   # (leaves, leaves) row, None: every row = source leaf
     host_index: dict[str, int] = field(default_factory=dict)
 
     # ---------------------------------------------------------------- building
@@ -161,6 +176,8 @@ class SimFabric:
                     link_spine[lid] = spine_no[member.partition("#")[0]]
                     live_up += capacity[lid]
             bundle_up[li] = add((sw.name, -1), live_up, "bundle_up")
+        group_up, group_up_n, group_id, group_leaf, leaf_route = _leaf_groups(
+            model, leaves, port_link, leaf_up, leaf_up_n, nic_ip, nic_leaf)
         spine_links: dict[tuple[int, int], list[int]] = {}
         for si, sw in enumerate(spines):
             for p, info in sorted(sw.ports.items()):
@@ -191,7 +208,7 @@ class SimFabric:
                    [s.name for s in spines], R, nic_ip, nic_leaf, nic_up, nic_down, nic_nv,
                    leaf_up, leaf_up_n, leaf_seed, leaf_crc32, spine_down, spine_down_n,
                    spine_seed, spine_crc32, link_spine[:len(keys)], bundle_up, bundle_down,
-                   host_index)
+                   group_up, group_up_n, group_id, group_leaf, leaf_route, host_index)
 
     # ---------------------------------------------------------------- lookups
     @property
@@ -214,11 +231,58 @@ class SimFabric:
             downs = self.spine_down[:, li, :]
             self.capacity_Bps[self.leaf_bundle_down[li]] = self.capacity_Bps[downs[downs >= 0]].sum()
 
+    def leaf_group(self, src_leaf: np.ndarray, dst_leaf: np.ndarray) -> np.ndarray:
+        """The group row (of ``group_up``) each flow from ``src_leaf`` to ``dst_leaf``
+        hashes in at its source leaf: ``route_group(leaf, dst, LEAF_UPLINK_GROUP)``; the
+        source leaf's number itself (its uplink group) when no leaf has a detour."""
+        if self.leaf_route is None:
+            return np.asarray(src_leaf, np.int64)
+        return self.leaf_route[src_leaf, dst_leaf]
+
     def nic_id(self, host: str, rail: int) -> int:
         """NIC id of ``host``'s NIC on ``rail``; ``SimInputError`` for an unknown one."""
         if host not in self.host_index or not 0 <= rail < self.rails:
             raise SimInputError(f"no NIC {host}:{rail} in this fabric")
         return self.host_index[host] * self.rails + rail
+
+
+def _leaf_groups(model: FabricHashModel, leaves: list[SwitchInfo], port_link: dict[LinkKey, int],
+                 leaf_up: np.ndarray, leaf_up_n: np.ndarray, nic_ip: np.ndarray, nic_leaf: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Optional[np.ndarray]]:
+    """Group rows of every leaf (uplink groups, then the groups the leaves' routes name)
+    and the (source leaf, destination leaf) row table (:mod:`sim.detours`)."""
+    n = len(leaves)
+    ids = np.full(n, LEAF_UPLINK_GROUP, np.int64)
+    own = np.arange(n, dtype=np.int64)
+    extra: list[tuple[int, int, list[int]]] = []        # (leaf, group id, member links)
+    row_of: dict[tuple[int, int], int] = {}
+    for li, sw in enumerate(leaves):
+        m = model.switch(sw.name)
+        routed = sorted({r.group_id for r in m.routes} - {LEAF_UPLINK_GROUP})
+        if not routed:
+            continue
+        # a link has the same member name in every group of the leaf: map the names once
+        uplinks = m.groups.get(LEAF_UPLINK_GROUP)
+        link_of = {x: int(leaf_up[li, j]) for j, x in enumerate(uplinks.members)} if uplinks else {}
+        for gid in routed:
+            row_of[(li, gid)] = n + len(extra)
+            extra.append((li, gid, [link_of[x] if x in link_of else port_link[(sw.name, member_port(sw, x))]
+                                    for x in m.group(gid).members]))
+    if not extra:
+        return leaf_up, leaf_up_n, ids, own, None
+    width = max(leaf_up.shape[1], max(len(x[2]) for x in extra))
+    group_up = np.full((n + len(extra), width), -1, np.int64)
+    group_up[:n, :leaf_up.shape[1]] = leaf_up
+    for row, (_, _, lids) in enumerate(extra, start=n):
+        group_up[row, :len(lids)] = lids
+    group_up_n = np.concatenate([leaf_up_n, [len(x[2]) for x in extra]]).astype(np.int64)
+    ids = np.concatenate([ids, [x[1] for x in extra]]).astype(np.int64)
+    own = np.concatenate([own, [x[0] for x in extra]]).astype(np.int64)
+    try:
+        table = leaf_route_table(model, [sw.name for sw in leaves], nic_ip, nic_leaf, row_of)
+    except RouteSplitError as exc:
+        raise SimInputError(f"hash model: {exc}") from None
+    return group_up, group_up_n, ids, own, table
 
 
 def member_port(sw: object, member: str) -> int:

@@ -8,7 +8,10 @@ takes it out of the ECMP groups, so the flows hashed onto it stop being black-ho
    administratively in Mininet (``ip link set DEV down`` on both ends of the cable), and
    the testbed reports the event to GOR (:meth:`GorLoop.submit_link_event`).
 3. GOR rewrites the ECMP groups of both end switches without the link (the data plane
-   re-hashes at once), updates its hash model, and re-plans with the surviving links.
+   re-hashes at once), gives every other leaf a detour around the spine, which has no
+   other link to that leaf (:mod:`controller.gor.detour_sync`: the ACKs and CNPs towards
+   the leaf no longer vanish there), updates its hash model, and re-plans with the
+   surviving links.
 4. At the end the link comes back up and into its groups.
 
 Figures (:class:`FailureResult`): per-uplink packets/s before and after, the time from the
@@ -52,6 +55,7 @@ class FailureResult:
     queue_rate_pps: float = 0.0
     regroup_s: Optional[float] = None
     groups: list[str] = field(default_factory=list)
+    detours: list[str] = field(default_factory=list)
     uplink_pps_before: dict[str, float] = field(default_factory=dict)
     uplink_pps_after: dict[str, float] = field(default_factory=dict)
     max_util_after_pct: Optional[float] = None
@@ -132,6 +136,7 @@ def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Calla
     if down is not None and t_down is not None:
         res.regroup_s = round(float(down["mono_s"]) - t_down, 3)
         res.groups = list(down.get("groups", []))
+        res.detours = list(down.get("detours", []))
         res.detected_by = str(down.get("reason", ""))
     ticks = [x for x in session.ticks if sum(x[1].values()) > 0]
     if t_down is not None:
@@ -147,7 +152,8 @@ def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Calla
     line = (f"{'dead-link' if silent else 'link-failure'}: {victim} down"
             f"{' (silently)' if silent else ''} → groups rewritten {res.regroup_s} s later "
             f"({res.detected_by}) "
-            f"({'; '.join(res.groups) or 'none'}); per-uplink pps before {res.uplink_pps_before}, "
+            f"({'; '.join(res.groups) or 'none'}), detours on the other leaves "
+            f"({'; '.join(res.detours) or 'none'}); per-uplink pps before {res.uplink_pps_before}, "
             f"after {res.uplink_pps_after}; busiest after {res.max_util_after_pct}% of {rate:g} pps; "
             f"packets lost {res.lost_pkts}")
     say(line)

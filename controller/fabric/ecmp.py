@@ -22,7 +22,7 @@ from typing import Collection, Mapping, Sequence
 
 from controller.fabric.entries import T_GROUPS, T_MEMBERS, Entry
 from controller.fabric.topology import FabricLike, SwitchLike
-from p4src.hashmodel import FabricHashModel, GroupModel, SwitchHashModel
+from p4src.hashmodel import FabricHashModel, GroupModel, RouteModel, SwitchHashModel
 
 LEAF_UPLINK_GROUP = 1
 DEFAULT_ALGORITHMS = {"leaf": "crc16", "spine": "crc32"}
@@ -64,7 +64,9 @@ def spine_links(sw: SwitchLike, switch_names: Collection[str],
     return links
 
 
-def _group(sw: SwitchLike, group_id: int, base: int, ports: Sequence[int]) -> EcmpGroup:
+def link_group(sw: SwitchLike, group_id: int, base: int, ports: Sequence[int]) -> EcmpGroup:
+    """The group ``group_id`` of ``sw`` over ``ports`` (member indexes from ``base``), its
+    members named by peer (``"s0"``, or ``"s0#5"`` when several ports lead to that peer)."""
     peers = [sw.ports[p].peer_node for p in ports]
     names = tuple(peer if peers.count(peer) == 1 else f"{peer}#{p}"
                   for peer, p in zip(peers, ports))
@@ -94,13 +96,13 @@ def ecmp_groups(sw: SwitchLike, switch_names: Collection[str],
     if sw.role == "leaf":
         uplinks = [p for p in sorted(sw.ports)
                    if sw.ports[p].kind == "uplink" and (sw.name, p) not in down]
-        return {LEAF_UPLINK_GROUP: _group(sw, LEAF_UPLINK_GROUP, 0, uplinks)} if uplinks else {}
+        return {LEAF_UPLINK_GROUP: link_group(sw, LEAF_UPLINK_GROUP, 0, uplinks)} if uplinks else {}
     groups: dict[int, EcmpGroup] = {}
     base = 0
     for ports in (v for _, v in sorted(spine_links(sw, switch_names, down).items())):
         if len(ports) > 1:
             gid = len(groups) + 1
-            groups[gid] = _group(sw, gid, base, ports)
+            groups[gid] = link_group(sw, gid, base, ports)
             base += len(ports)
     return groups
 
@@ -121,11 +123,13 @@ def group_entries(g: EcmpGroup) -> list[Entry]:
 
 
 def groups_hash_model(switch: str, algorithm: str, seed: int,
-                      groups: Mapping[int, EcmpGroup]) -> SwitchHashModel:
-    """One switch's part of the published hash model, from its groups."""
+                      groups: Mapping[int, EcmpGroup],
+                      routes: Sequence[RouteModel] = ()) -> SwitchHashModel:
+    """One switch's part of the published hash model, from its groups (and the routes to
+    its detour groups, :mod:`controller.fabric.detours`)."""
     return SwitchHashModel(switch, algorithm=algorithm, seed=seed,
                            groups={g.group_id: GroupModel(g.base, g.members)
-                                   for g in groups.values()})
+                                   for g in groups.values()}, routes=tuple(routes))
 
 
 def fabric_hash_model(fabric: FabricLike,
@@ -135,20 +139,28 @@ def fabric_hash_model(fabric: FabricLike,
     ``FabricHashModel({n: p.hash_model() for n, p in plan_fabric(f).items()})``), from the
     groups alone: no table entry is built, so a 64K-GPU pod takes well under a second.
     ``down``: ``(switch, port)`` ends out of service (the model of the fabric re-planned
-    without those links).
+    without those links, with the leaves' detours of :mod:`controller.fabric.detours`).
 
     >>> from topo.model import build_fabric
     >>> fabric_hash_model(build_fabric()).switch("b1r1l0").groups[1].members
     ('s0', 's1')
     """
-    names = {s.name for s in fabric.switches}
-    return FabricHashModel({sw.name: groups_hash_model(sw.name, algorithm_of(sw),
-                                                       int(sw.ecmp_seed),
-                                                       ecmp_groups(sw, names, down))
-                            for sw in fabric.switches})
+    by_name = {s.name: s for s in fabric.switches}
+    model = FabricHashModel({sw.name: groups_hash_model(sw.name, algorithm_of(sw),
+                                                        int(sw.ecmp_seed),
+                                                        ecmp_groups(sw, by_name, down))
+                             for sw in fabric.switches})
+    # leaves' detour groups (imported here: detours builds on this module's groups)
+    from controller.fabric.detours import fabric_detours  # noqa: PLC0415
+    for name, detours in fabric_detours(fabric, down).items():
+        m = model.switches[name]
+        for d in detours.values():
+            m.groups[d.group.group_id] = GroupModel(d.group.base, d.group.members)
+            m.routes += tuple(RouteModel(p, d.group.group_id) for p in d.prefixes)
+    return model
 
 
 __all__ = [
     "DEFAULT_ALGORITHMS", "EcmpGroup", "LEAF_UPLINK_GROUP", "algorithm_of", "ecmp_groups",
-    "fabric_hash_model", "group_entries", "groups_hash_model", "spine_links",
+    "fabric_hash_model", "group_entries", "groups_hash_model", "link_group", "spine_links",
 ]

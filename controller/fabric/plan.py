@@ -17,6 +17,8 @@ What is planned on every switch (names of ``p4src/README.md``):
   - leaf: a /32 per attached host NIC → its port's next hop; :data:`FABRIC_PREFIX`
     (10.0.0.0/8, the whole address plan) → ECMP group ``LEAF_UPLINK_GROUP`` over the
     uplinks, in port order (member indices 0..n−1). A leaf without uplinks has no group.
+    In a fabric where some spine has no link to some leaf, that leaf's prefixes → a
+    detour group without that spine (:mod:`controller.fabric.detours`).
   - spine: for each leaf reachable on its downlinks, each rail/block subnet
     (10.b.r.0/24) whose hosts all sit on that leaf → the next hop when one link leads
     there, else an ECMP group over the links (groups numbered from 1 in leaf-name order,
@@ -51,11 +53,12 @@ from typing import Optional
 
 from controller.fabric.ecmp import (LEAF_UPLINK_GROUP, EcmpGroup, algorithm_of, ecmp_groups,
                                     group_entries, groups_hash_model, spine_links)
+from controller.fabric.detours import fabric_detours
 from controller.fabric.entries import (Entry, algorithm_entry, arp_entry, nexthop_entry,
                                        port_mac_entry, route_entry, switch_info_entry)
 from controller.fabric.qos import EcnConfig, PfcConfig, ecn_entry, pfc_entry, qos_entries
 from controller.fabric.topology import FabricLike, NicLike, SwitchLike
-from p4src.hashmodel import SwitchHashModel
+from p4src.hashmodel import RouteModel, SwitchHashModel
 
 CPU_PORT = 255
 CPU_CLONE_SESSION = 255
@@ -82,6 +85,7 @@ class SwitchPlan:
     entries: list[Entry] = field(default_factory=list)
     groups: dict[int, EcmpGroup] = field(default_factory=dict)
     clone_sessions: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    routes: list[RouteModel] = field(default_factory=list)   # routes to detour groups
 
     def count(self, table: str) -> int:
         """Number of non-default entries planned for ``table``."""
@@ -93,7 +97,7 @@ class SwitchPlan:
 
     def hash_model(self) -> SwitchHashModel:
         """This switch's part of the published hash model."""
-        return groups_hash_model(self.switch, self.algorithm, self.seed, self.groups)
+        return groups_hash_model(self.switch, self.algorithm, self.seed, self.groups, self.routes)
 
 
 def _subnet(ip: str, prefix_len: int) -> ipaddress.IPv4Network:
@@ -157,6 +161,7 @@ class _Planner:
             self.subnet_nics.setdefault(net, []).append(nic)
         for nics in self.subnet_nics.values():
             nics.sort(key=lambda n: ipaddress.IPv4Address(n.ip))
+        self.detours = fabric_detours(fabric)   # a fabric whose spines miss some leaf
 
     def peer_mac(self, sw: SwitchLike, port: int) -> str:
         p = sw.ports[port]
@@ -206,6 +211,11 @@ class _Planner:
         plan.groups.update(ecmp_groups(sw, self.by_name))
         if LEAF_UPLINK_GROUP in plan.groups:
             plan.entries.append(route_entry(FABRIC_PREFIX, group=LEAF_UPLINK_GROUP))
+        for gid, detour in self.detours.get(sw.name, {}).items():
+            plan.groups[gid] = detour.group
+            for prefix in detour.prefixes:
+                plan.entries.append(route_entry(prefix, group=gid))
+                plan.routes.append(RouteModel(prefix, gid))
         subnets = {self.nic_subnet[id(n)] for n in attached}
         answered = {n.gateway_ip for n in attached}
         for net in subnets:

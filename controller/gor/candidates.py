@@ -29,7 +29,7 @@ from typing import Optional
 
 from controller.gor.decisions import FlowKey, PathChoice
 from controller.gor.linkstate import LinkState
-from p4src.hashmodel import FabricHashModel, SwitchHashModel, member_index
+from p4src.hashmodel import FabricHashModel, SwitchHashModel, member_index, route_group
 from topo.model import Fabric
 
 LEAF_UPLINK_GROUP = 1
@@ -94,6 +94,13 @@ class FabricPaths:
                 return i
         raise KeyError(f"{model.switch}: port {port} is not in ECMP group {group_id}")
 
+    def leaf_group_of(self, leaf: SwitchHashModel, dst: int) -> int:
+        """The ECMP group ``leaf`` uses for destination ``dst`` (an IPv4 address as an
+        integer): its detour group for a leaf some spine lost (the model's routes,
+        :mod:`controller.fabric.detours`), else the uplink group."""
+        gid = route_group(leaf, dst, self.leaf_group)
+        return self.leaf_group if gid is None else gid
+
     def spine_group(self, spine: str, dst_leaf: str) -> Optional[int]:
         """The spine's ECMP group towards ``dst_leaf`` (None: a single link, no group)."""
         key = (spine, dst_leaf)
@@ -108,9 +115,10 @@ class FabricPaths:
         """Where the hash model says ``flow`` goes now (None when a hop is unknown)."""
         try:
             leaf = self.hash_model.switch(src_leaf)
-            g = leaf.group(self.leaf_group)
             src, dst = int(ipaddress.IPv4Address(flow.src)), int(ipaddress.IPv4Address(flow.dst))
-            i = member_index(leaf, self.leaf_group, src, dst, flow.proto, flow.sport, flow.dport) - g.base
+            gid = self.leaf_group_of(leaf, dst)
+            g = leaf.group(gid)
+            i = member_index(leaf, gid, src, dst, flow.proto, flow.sport, flow.dport) - g.base
             member = g.members[i]
             spine = member.partition("#")[0]
             up = self._member_port(src_leaf, member)

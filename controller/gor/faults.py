@@ -13,9 +13,13 @@ whose counters stall, reported by whoever watches them):
    size — the data plane re-hashes at once, nothing is sent into the dead link;
 3. the engine's hash model gets the same groups, so every source port GOR solves from now
    on is right for the new groups (and the TCCL agents only ever receive those);
-4. the links of both end switches become follow-up links: any of them measuring above
+4. every leaf gets the detour groups the fabric needs now (:mod:`controller.gor.detour_sync`):
+   when the spine end had no other link to that leaf, the other leaves route the leaf's
+   prefixes around that spine;
+5. the links of both end switches become follow-up links: any of them measuring above
    the safety threshold gets a decision round (the affected flows are re-planned) even
-   without an ECN alarm; the decision log gets ``link_down`` with what was rewritten.
+   without an ECN alarm; the decision log gets ``link_down`` with what was rewritten
+   (``groups``, ``detours``).
 
 :meth:`LinkFaults.link_up` puts the link back into the groups as programmed. Another
 thread reports an event with :meth:`LinkFaults.submit_link_event`; the next tick applies it.
@@ -82,6 +86,7 @@ class LinkFaults:
                    params: Mapping[str, Any]) -> None: ...
         def _enable_sampling(self, key: LinkKey, t_s: float = 0.0) -> bool: ...
         def _release_sampling(self, link: LinkKey) -> None: ...
+        def _sync_detours(self, only: Optional[str] = None) -> list[str]: ...
 
     def submit_link_event(self, switch: str, port: int, up: bool,
                           reason: str = "administrative") -> None:
@@ -121,6 +126,7 @@ class LinkFaults:
         done: list[str] = []
         for sw, _ in ends:
             done += self._rewrite_groups(sw)
+        detours = self._sync_detours()
         self.engine._spine_groups.clear()
         if self.metrics is not None:
             for end in ends:
@@ -130,7 +136,7 @@ class LinkFaults:
                                   if l[0] == sw and self.links.is_up(l))
         if self.decision_log is not None:
             self.decision_log.record(event, link=self.link_name((switch, port)), reason=reason,
-                                     groups=done)
+                                     groups=done, detours=detours)
         return done
 
     def _rewrite_groups(self, switch: str) -> list[str]:

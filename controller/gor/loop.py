@@ -107,10 +107,12 @@ from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable, Mapping, Optional
 
-from controller.fabric_setup import switch_id_of
+from controller.fabric import switch_id_of
+from controller.fabric.detours import fabric_detours
 from controller.gor.alarms import AlarmMonitor, AlarmThresholds
 from controller.gor.deadlinks import DeadLinkDetector, DeadLinkThresholds
 from controller.gor.decisions import AlarmLevel, FlowKey, LinkKey, PathChoice, RoundDecision
+from controller.gor.detour_sync import DetourSync
 from controller.gor.digests import DIGEST_NAME, digest_reader, enable_digests
 from controller.gor.elephants import FlowTable
 from controller.gor.expiry import DEFAULT_OVERRIDE_IDLE_S, DEFAULT_OVERRIDE_PROBE_S, OverrideExpiry
@@ -132,8 +134,8 @@ PendingMove = MoveInFlight
 """The former name of :class:`~controller.gor.moves.MoveInFlight`."""
 
 
-class GorLoop(DecisionRounds, MoveOrders, LinkFaults, Reconciliation, SwitchRestarts, OverrideExpiry,
-              SwitchTables):
+class GorLoop(DecisionRounds, MoveOrders, LinkFaults, DetourSync, Reconciliation, SwitchRestarts,
+              OverrideExpiry, SwitchTables):
     """GOR's control loop over one fabric (see the module docstring for one tick).
 
     ``fabric`` is a ``topo.model.Fabric``; ``programmer`` gives ``connections`` (switch
@@ -182,7 +184,13 @@ class GorLoop(DecisionRounds, MoveOrders, LinkFaults, Reconciliation, SwitchRest
         self.detect_dead_links = detect_dead_links
         self.links = LinkState.from_fabric(fabric)
         self.engine = PathEngine(fabric, programmer.hash_model(), self.links, safety=safety)
-        self.programmed_groups = {n: dict(m.groups) for n, m in programmer.hash_model().switches.items()}
+        # the detours the plan installed (a fabric whose spines miss some leaf), kept by
+        # DetourSync; the groups the fault handling rewrites are the others
+        self.detours = fabric_detours(fabric)
+        self.detours_pending: set[str] = set()
+        self.programmed_groups = {n: {gid: g for gid, g in m.groups.items()
+                                      if gid not in self.detours.get(n, {})}
+                                  for n, m in programmer.hash_model().switches.items()}
         self.link_events: "queue.Queue[tuple[str, int, bool, str]]" = queue.Queue()
         self.flows = FlowTable({switch_id_of(sw, fabric): sw.name for sw in fabric.switches},
                                one_in_n=one_in_n, window_s=window_s)

@@ -123,18 +123,22 @@ class PathEngine(FabricPaths):
             return None
         (leaf_name, up), (spine, down) = path.links
         leaf = self.hash_model.switch(leaf_name)
-        want_leaf = leaf.group(self.leaf_group).base + self._member_of_port(leaf, self.leaf_group, up)
+        src, dst = int(ipaddress.IPv4Address(flow.src)), int(ipaddress.IPv4Address(flow.dst))
+        gid = self.leaf_group_of(leaf, dst)
+        try:
+            want_leaf = leaf.group(gid).base + self._member_of_port(leaf, gid, up)
+        except KeyError:
+            return None                             # the uplink is not a way to dst now
         sg = self.spine_group(spine, self._dst_of(path))
         smodel = self.hash_model.switch(spine) if sg is not None else None
         want_spine = (smodel.group(sg).base + self._member_of_port(smodel, sg, down)
                       if smodel is not None and sg is not None else None)
-        src, dst = int(ipaddress.IPv4Address(flow.src)), int(ipaddress.IPv4Address(flow.dst))
         lo, hi = self.port_range
-        if leaf.group(self.leaf_group).size >= SCAN_BELOW_GROUP_SIZE:   # few solutions: list them
-            ports: Iterable[int] = sorted(ports_reaching(leaf, self.leaf_group, src, dst, flow.dport,
+        if leaf.group(gid).size >= SCAN_BELOW_GROUP_SIZE:   # few solutions: list them
+            ports: Iterable[int] = sorted(ports_reaching(leaf, gid, src, dst, flow.dport,
                                                          want_leaf), key=lambda p: (not lo <= p <= hi, p))
         else:                                       # every few ports is one: scan, stop at the first
-            ok = port_filter(leaf, self.leaf_group, src, dst, flow.dport, want_leaf)
+            ok = port_filter(leaf, gid, src, dst, flow.dport, want_leaf)
             ports = (p for p in itertools.chain(range(lo, hi + 1), range(1, lo), range(hi + 1, 1 << 16))
                      if ok(p))
         for port in ports:

@@ -56,11 +56,14 @@ class SwitchRestarts:
     lost_switches: dict[str, float]
     switch_log: list[tuple[str, str, float, dict[str, Any]]]
     _stale: dict[str, bool]
+    detours: dict[str, Any]
+    detours_pending: set[str]
 
     if TYPE_CHECKING:  # provided by the other parts of GorLoop (stubs here would shadow them)
         def _error(self, msg: str) -> None: ...
         def _write(self, switch: str, table: str, match: Mapping[str, Any], action: str,
                    params: Mapping[str, Any]) -> None: ...
+        def _sync_detours(self, only: Optional[str] = None) -> list[str]: ...
 
     def observe_health(self, health: Mapping[str, Any], t_s: float = 0.0) -> None:
         """Log switches lost / answering again (``TelemetryPoller.health``; see the module
@@ -145,6 +148,11 @@ class SwitchRestarts:
                     sampling += 1
                 except Exception as exc:  # noqa: BLE001
                     failed.append(f"sampling {port}: {type(exc).__name__}: {exc}")
+            if sw in self.detours or sw in self.detours_pending:
+                self.detours_pending.add(sw)       # the plan has none: write them all again
+                self._sync_detours(only=sw)
+                if sw in self.detours_pending:
+                    failed.append("detours")
         for link in [l for l in self.links.peer if l[0] == sw]:
             self.util_window.pop(link, None)
             self.rx_armed.discard(link)

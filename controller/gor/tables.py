@@ -27,6 +27,20 @@ SAMPLING_ACTION = "FabricIngress.sampling.sample"
 SAMPLING_KEY = "standard_metadata.egress_spec"
 
 
+def is_not_found(exc: BaseException) -> bool:
+    """True when a P4Runtime ``WriteError`` says the entry is not there (a DELETE of
+    something already gone).
+
+    >>> is_not_found(ValueError("x"))
+    False
+    """
+    codes = getattr(exc, "codes", None)
+    try:
+        return callable(codes) and "NOT_FOUND" in codes()
+    except Exception:  # noqa: BLE001
+        return False
+
+
 def is_already_exists(exc: BaseException) -> bool:
     """True when a P4Runtime ``WriteError`` says the entry exists already.
 
@@ -106,4 +120,5 @@ class SwitchTables:
         except Exception as exc:  # noqa: BLE001
             self._error(f"{sw}: sampling on port {port} not disabled: {type(exc).__name__}: {exc}")
 
-__all__ = ["SAMPLING_ACTION", "SAMPLING_KEY", "SAMPLING_TABLE", "SwitchTables", "is_already_exists"]
+__all__ = ["SAMPLING_ACTION", "SAMPLING_KEY", "SAMPLING_TABLE", "SwitchTables", "is_already_exists",
+           "is_not_found"]

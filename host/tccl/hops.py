@@ -2,11 +2,17 @@
 ``(spine, j)``), the leaf member and spine hop of each, the links a colour loads, and
 which source ports reach a colour.
 
-A flow crosses two ECMP hops: the uplink group of its source leaf (members named after
-the spine, ``"s0"`` or ``"s0#<port>"`` with parallel links), then on the spine the group
-towards the destination leaf (members ``"<leaf>#<port>"``; no group when the spine has a
-single link there). :class:`host.tccl.ports.PortPlanner` colours flows with these paths
-and then picks ports with :func:`member_tables`.
+A flow crosses two ECMP hops: the group its source leaf routes the destination to
+(members named after the spine, ``"s0"`` or ``"s0#<port>"`` with parallel links), then on
+the spine the group towards the destination leaf (members ``"<leaf>#<port>"``; no group
+when the spine has a single link there). :class:`host.tccl.ports.PortPlanner` colours
+flows with these paths and then picks ports with :func:`member_tables`.
+
+The leaf's group is :func:`p4src.hashmodel.route_group` of the destination, with the
+request's ``leaf_group`` (the uplink group) as the default: when a spine has lost every
+link to a leaf, the other leaves route that leaf's prefixes to a *detour* group over the
+uplinks whose spine still reaches it (``controller.fabric.detours``), and the port must be
+solved on that group's hash. A model without routes gives the request's group.
 
 Example::
 
@@ -24,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from host.tccl.portplan import PROTO_UDP, Colour, FlowRequest, PortPlanError
-from p4src.hashmodel import FabricHashModel, GroupModel, member_index, port_to_member_table
+from p4src.hashmodel import FabricHashModel, GroupModel, member_index, port_to_member_table, route_group
 
 
 def peer_of(member: str) -> str:
@@ -82,16 +88,33 @@ def spine_routes_to(model: FabricHashModel, spine: str, dst_leaf: str) -> bool:
     return spine_group_of(model, spine, dst_leaf) is not None
 
 
+def leaf_group_of(model: FabricHashModel, req: FlowRequest) -> int:
+    """The ECMP group ``req.leaf`` uses for ``req.dst``: its longest published route's
+    group, else ``req.leaf_group``; ``KeyError`` when the model has no such leaf.
+
+        >>> from p4src.hashmodel import FabricHashModel, GroupModel, RouteModel, SwitchHashModel
+        >>> m = FabricHashModel({"l0": SwitchHashModel("l0", groups={
+        ...     1: GroupModel(0, ["s0", "s1"]), 2: GroupModel(2, ["s0"])},
+        ...     routes=(RouteModel("10.1.0.0/24", 2),))})
+        >>> [leaf_group_of(m, FlowRequest("f", "10.0.0.1", d, "l0", 1, "l1")) for d in ("10.1.0.1", "10.2.0.1")]
+        [2, 1]
+    """
+    gid = route_group(model.switch(req.leaf), req.dst, req.leaf_group)
+    return req.leaf_group if gid is None else gid
+
+
 def hop_of(model: FabricHashModel, req: FlowRequest) -> FlowHop:
     """The colours of ``req`` (paths through a spine with a live route to its destination
-    leaf) and, for each, its leaf member and spine hop; :class:`PortPlanError` when the
-    leaf or group is unknown or no spine reaches the destination."""
+    leaf) and, for each, its leaf member and spine hop, in the group the leaf routes
+    ``req.dst`` to (:func:`leaf_group_of`); :class:`PortPlanError` when the leaf or group
+    is unknown or no spine reaches the destination."""
     try:
         leaf = model.switch(req.leaf)
-        group = leaf.group(req.leaf_group)
+        gid = leaf_group_of(model, req)
+        group = leaf.group(gid)
     except KeyError as exc:
         raise PortPlanError(f"flow {req.name}: {exc.args[0]}") from None
-    hop = FlowHop(req.leaf, req.leaf_group, [], group.size)
+    hop = FlowHop(req.leaf, gid, [], group.size)
     seen: dict[str, int] = {}
     for i, member in enumerate(group.members):
         spine = peer_of(member)
@@ -104,7 +127,8 @@ def hop_of(model: FabricHashModel, req: FlowRequest) -> FlowHop:
         hop.leaf_member[colour] = i
     if not hop.colours:
         raise PortPlanError(
-            f"flow {req.name}: no spine of {req.leaf}'s uplink group {req.leaf_group} "
+            f"flow {req.name}: no spine of {req.leaf}'s "
+            f"{'uplink' if gid == req.leaf_group else 'detour'} group {gid} "
             f"({', '.join(seen)}) has a live route to {req.dst_leaf}: the destination is "
             f"unreachable in this model")
     for spine, n_up in seen.items():
@@ -147,6 +171,24 @@ def member_tables(model: FabricHashModel, req: FlowRequest, hop: FlowHop,
     return lt, want_l, st, sw.group(sh[1]).base + sh[2]
 
 
+def uplink_group_table(model: FabricHashModel, req: FlowRequest, hop: FlowHop,
+                       colour: Colour) -> Optional[tuple[list[int], int]]:
+    """On a detour (``hop.group`` is not ``req.leaf_group``): the member of every source
+    port in the leaf's uplink group and the index there of the uplink ``colour`` takes
+    (the same link has the same member name in both groups); ``None`` otherwise, or when
+    the uplink group lacks that link. A port that takes the link in both groups stays on
+    it when the detour route is withdrawn (the planner prefers such ports)."""
+    if hop.group == req.leaf_group:
+        return None
+    leaf = model.switch(hop.leaf)
+    uplinks = leaf.groups.get(req.leaf_group)
+    name = leaf.group(hop.group).members[hop.leaf_member[colour]]
+    if uplinks is None or name not in uplinks.members:
+        return None
+    table = port_to_member_table(leaf, req.leaf_group, req.src, req.dst, PROTO_UDP, req.dport)
+    return table, uplinks.base + uplinks.members.index(name)
+
+
 def reachable(model: FabricHashModel, req: FlowRequest, hop: FlowHop, colour: Colour) -> bool:
     """Whether some source port of ``req`` takes ``colour`` on both hops."""
     lt, wl, st, ws = member_tables(model, req, hop, colour)
@@ -183,5 +225,5 @@ def colour_of_port(model: FabricHashModel, req: FlowRequest, hop: FlowHop,
     return None
 
 
-__all__ = ["FlowHop", "colour_of_port", "hop_of", "links_of", "member_tables", "peer_of", "reachable",
-           "spine_group_of", "spine_routes_to"]
+__all__ = ["FlowHop", "colour_of_port", "hop_of", "leaf_group_of", "links_of", "member_tables", "peer_of",
+           "reachable", "spine_group_of", "spine_routes_to", "uplink_group_table"]

@@ -32,8 +32,10 @@ class PortPlanError(ValueError):
 class FlowRequest:
     """One concurrent flow to place: ``FlowRequest("f0", "10.0.0.1", "10.1.0.1", "b0r0l0", 1, "b1r0l0")``.
 
-    ``leaf``/``leaf_group``: the first ECMP hop (source leaf and its uplink group);
-    ``dst_leaf``: the leaf of the destination NIC (the spine hop is found in the model).
+    ``leaf``/``leaf_group``: the first ECMP hop (source leaf and its uplink group; a
+    route of the leaf in the model, e.g. a detour around a spine that lost ``dst_leaf``,
+    overrides the group: :func:`host.tccl.hops.leaf_group_of`); ``dst_leaf``: the leaf of
+    the destination NIC (the spine hop is found in the model).
     """
 
     name: str

@@ -38,6 +38,12 @@ How ports are solved (no random search):
 Every seed and algorithm comes from the model per switch; :meth:`PortPlanner.replan`
 re-solves against a new model (a re-seeded or re-programmed fabric).
 
+The leaf hop is the group the leaf's published routes pick for the destination
+(:func:`host.tccl.hops.leaf_group_of`: a detour group around a spine that lost the
+destination's leaf, else the request's uplink group). On a detour the first port that
+also takes the same uplink in the uplink group is preferred (the flow stays put when the
+detour is withdrawn); uplink caps stay the even share over the uplink group.
+
 This module holds the planner; its parts live beside it, and every public name is also
 importable from here: :mod:`host.tccl.portplan` (records and constants),
 :mod:`host.tccl.hops` (a flow's colours in the hash model), :mod:`host.tccl.colouring`
@@ -62,7 +68,7 @@ from typing import Iterable, Mapping, Optional, Sequence
 
 from host.tccl.colouring import kempe_colouring, split_vertices
 from host.tccl.hops import (FlowHop, colour_of_port, hop_of, links_of, member_tables, reachable,
-                            spine_routes_to)
+                            spine_routes_to, uplink_group_table)
 from host.tccl.polarisation import follow_polarisation, polarised_downlinks
 from host.tccl.portplan import (DEFAULT_PORT_RANGE, LEAF_UPLINK_GROUP, PROTO_UDP, ROCE_DPORT, Colour,
                                 FlowPlan, FlowRequest, PortPlan, PortPlanError)
@@ -167,19 +173,27 @@ class PortPlanner:
         lo, hi = self.port_range
         for req, hop, colour in zip(flows, hops, colours):
             lt, wl, st, ws = member_tables(self.model, req, hop, colour)
+            alt = uplink_group_table(self.model, req, hop, colour)     # None unless detoured
 
             def ok(p: int) -> bool:
                 return (lt[p] == wl and (st is None or st[p] == ws) and p != 0
                         and (req.src, req.dst, p) not in used)
+
+            def stays(p: int) -> bool:      # same uplink if the detour route is withdrawn
+                return alt is None or alt[0][p] == alt[1]
 
             prev = previous.get(req.name)
             moved = True
             if prev is not None and 0 < prev <= 0xFFFF and ok(prev):
                 port, moved = prev, False
             else:
-                port = next((p for p in range(lo, hi + 1) if ok(p)), None)
-                if port is None:
-                    port = next((p for p in range(1, 0x10000) if ok(p)), None)
+                port = None
+                for ports in (range(lo, hi + 1), range(1, 0x10000)):
+                    port = next((p for p in ports if ok(p) and stays(p)), None)
+                    if port is None and alt is not None:
+                        port = next((p for p in ports if ok(p)), None)
+                    if port is not None:
+                        break
                 if port is None:
                     raise PortPlanError(f"flow {req.name}: no free source port reaches path {colour}")
             used.add((req.src, req.dst, port))
@@ -188,20 +202,20 @@ class PortPlanner:
             path = predict_path(self.model, Flow.of(req.src, req.dst, PROTO_UDP, port, req.dport), hop_list)
             plans.append(FlowPlan(req.name, req.src, req.dst, port, req.dport, tuple(hop_list),
                                   tuple(path), links_of(self.model, req, hop, colour), moved))
-        return _loads(plans, flows, hops)
+        return _loads(self.model, plans, flows, hops)
 
 
-def _loads(plans: list[FlowPlan], flows: Sequence[FlowRequest], hops: Sequence[FlowHop]) -> PortPlan:
+def _loads(model: FabricHashModel, plans: list[FlowPlan], flows: Sequence[FlowRequest],
+           hops: Sequence[FlowHop]) -> PortPlan:
     """The :class:`PortPlan` of ``plans``: every link's load and cap, and whether all hold."""
     loads: dict[tuple[str, str], int] = {}
     for p in plans:
         for link in p.links:
             loads[link] = loads.get(link, 0) + 1
     # caps: uplinks of a leaf hop share its flows; downlinks into a leaf share that leaf's flows
-    up_n: dict[tuple[str, int], int] = {}
+    up_n = _uplink_shares(model, flows, hops)
     down_n: dict[str, int] = {}
-    for f, h in zip(flows, hops):
-        up_n[(h.leaf, h.group)] = up_n.get((h.leaf, h.group), 0) + 1
+    for f in flows:
         down_n[f.dst_leaf] = down_n.get(f.dst_leaf, 0) + 1
     # k: a leaf hop's uplinks; into a leaf, the most paths any flow has to it (spines
     # without a live route to the leaf are no path)
@@ -210,10 +224,25 @@ def _loads(plans: list[FlowPlan], flows: Sequence[FlowRequest], hops: Sequence[F
         k_down[f.dst_leaf] = max(k_down.get(f.dst_leaf, 0), len(h.colours))
     caps: dict[tuple[str, str], int] = {}
     for f, h, p in zip(flows, hops, plans):
-        caps[p.links[0]] = math.ceil(up_n[(h.leaf, h.group)] / h.n_uplinks)
+        caps[p.links[0]] = up_n[(h.leaf, f.leaf_group)]
         caps[p.links[1]] = math.ceil(down_n[f.dst_leaf] / k_down[f.dst_leaf])
     balanced = all(loads[l] <= caps[l] for l in loads)
     return PortPlan(plans, loads, caps, balanced)
+
+
+def _uplink_shares(model: FabricHashModel, flows: Sequence[FlowRequest],
+                   hops: Sequence[FlowHop]) -> dict[tuple[str, int], int]:
+    """``(leaf, uplink group)`` → the even share of its flows over the uplink group,
+    ``ceil(flows / uplinks)``. Flows a route sends to a detour group count in it too
+    (they load the same links): a plan that must leave a spine unused is not balanced."""
+    count: dict[tuple[str, int], int] = {}
+    size: dict[tuple[str, int], int] = {}
+    for f, h in zip(flows, hops):
+        key = (h.leaf, f.leaf_group)
+        count[key] = count.get(key, 0) + 1
+        uplinks = model.switch(h.leaf).groups.get(f.leaf_group)
+        size.setdefault(key, h.n_uplinks if uplinks is None else uplinks.size)
+    return {key: math.ceil(n / size[key]) for key, n in count.items()}
 
 
 # ----------------------------------------------------------------------------- from a topology

@@ -35,7 +35,8 @@ from host.traffic.counters import (TX_COUNTER, leaf_uplinks, max_over_mean, read
 from host.traffic.fleet import READY_TIMEOUT_S, FleetError, NicFleet
 from host.traffic.flows import (FIRST_QPN, LEAF_UPLINK_GROUP, PORT_MODES, QPNS_PER_PAIR,
                                 ROCE_DPORT, SPORT_RANGE, NicFlow, build_flows, choose_ports,
-                                collective_pairs, elephant_pairs, predict_uplink)
+                                collective_pairs, elephant_pairs, predict_uplink,
+                                uplink_port_of)
 from host.traffic.live import LiveTestbed, testbed_unavailable, testbed_up
 from host.traffic.nicproc import (CLONE_NEWNET, NicOptions, NicProcess, bind_roce_sink,
                                   receiver_command, sender_command)
@@ -50,4 +51,4 @@ __all__ = ["CLONE_NEWNET", "FIRST_QPN", "FleetError", "FlowResult", "LEAF_UPLINK
            "collective_pairs", "elephant_pairs", "leaf_uplinks", "max_over_mean", "merge_reports",
            "packet_socket_open", "plan_flows", "poll_until", "predict_uplink", "read_uplink_tx",
            "read_until_stable", "receiver_command", "run_traffic", "sender_command",
-           "settled_uplink_tx", "testbed_unavailable", "testbed_up"]
+           "settled_uplink_tx", "testbed_unavailable", "testbed_up", "uplink_port_of"]

@@ -1,6 +1,8 @@
 """The flows of a testbed run: NIC pairs (elephants between blocks, a collective's
 transfers), their UDP source ports (seeded random or TCCL-planned on the programmed hash
-model), QPNs and the leaf uplink the hash model predicts for each.
+model), QPNs and the leaf uplink the hash model predicts for each (in the group the leaf
+routes the destination to: its uplink group, or a detour group when a spine has lost its
+links to the destination's leaf).
 
 >>> from topo.model import build_fabric
 >>> fab = build_fabric()
@@ -16,7 +18,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-from p4src.hashmodel import FabricHashModel, predict_member
+from p4src.hashmodel import FabricHashModel, predict_member, route_group
 
 ROCE_DPORT = 4791
 LEAF_UPLINK_GROUP = 1
@@ -124,19 +126,49 @@ def choose_ports(fabric: Any, pairs: Sequence[tuple[str, str]], mode: str,
     return ports
 
 
+def uplink_port_of(leaf: Any, member: str) -> int:
+    """The uplink port of ``leaf`` (a ``topo.model`` switch) behind an ECMP member name:
+    ``"s0#5"`` is port 5, ``"s0"`` the leaf's uplink to ``s0`` (the lowest-numbered one
+    should the leaf have several: a plain name then means its siblings are down, and it
+    leads to the same spine). ``KeyError`` when no uplink matches.
+
+    >>> from topo.model import build_fabric
+    >>> leaf = build_fabric().switch("b1r0l0")
+    >>> uplink_port_of(leaf, "s1"), uplink_port_of(leaf, "s0#3")
+    (4, 3)
+    """
+    peer, _, port = member.partition("#")
+    uplinks = sorted(p for p, info in leaf.ports.items()
+                     if info.kind == "uplink" and info.peer_node == peer)
+    if port:
+        if int(port) in uplinks:
+            return int(port)
+    elif uplinks:
+        return uplinks[0]
+    raise KeyError(f"leaf {leaf.name} has no uplink for ECMP member {member!r}")
+
+
 def predict_uplink(fabric: Any, model: FabricHashModel,
                    member_ports: Callable[[str, int], Mapping[str, int]],
                    src_ip: str, dst_ip: str, sport: int) -> Optional[str]:
     """The leaf uplink (``"b0r0l0->s1"``) the hash model predicts for a flow; None when
-    source and destination share a leaf."""
+    source and destination share a leaf. The leaf's group is the one its published routes
+    pick for ``dst_ip`` (:func:`p4src.hashmodel.route_group`), else the uplink group;
+    ``member_ports`` maps the uplink group's members to ports, a detour group's members
+    are mapped through the topology (:func:`uplink_port_of`)."""
     nics = _nics_by_ip(fabric)
     snic, dnic = nics[src_ip][1], nics[dst_ip][1]
     if snic.leaf == dnic.leaf:
         return None
-    member = predict_member(model.switch(snic.leaf), LEAF_UPLINK_GROUP, src_ip, dst_ip, 17,
-                            sport, ROCE_DPORT)
-    port = member_ports(snic.leaf, LEAF_UPLINK_GROUP)[member]
+    sw = model.switch(snic.leaf)
+    gid = route_group(sw, dst_ip, LEAF_UPLINK_GROUP)
+    group = LEAF_UPLINK_GROUP if gid is None else gid
+    member = predict_member(sw, group, src_ip, dst_ip, 17, sport, ROCE_DPORT)
     leaf = next(s for s in fabric.switches if s.name == snic.leaf)
+    if group == LEAF_UPLINK_GROUP:
+        port = member_ports(snic.leaf, LEAF_UPLINK_GROUP)[member]
+    else:
+        port = uplink_port_of(leaf, member)
     return f"{snic.leaf}->{leaf.ports[port].peer_node}"
 
 
@@ -170,4 +202,4 @@ def build_flows(fabric: Any, pairs: Sequence[tuple[str, str]], sports: Sequence[
 
 __all__ = ["FIRST_QPN", "LEAF_UPLINK_GROUP", "NicFlow", "PORT_MODES", "QPNS_PER_PAIR", "ROCE_DPORT",
            "SPORT_RANGE", "build_flows", "choose_ports", "collective_pairs", "elephant_pairs",
-           "predict_uplink"]
+           "predict_uplink", "uplink_port_of"]

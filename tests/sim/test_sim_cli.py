@@ -62,9 +62,17 @@ def test_bad_input_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str], 
     assert message in err and "Traceback" not in err
 
 
-def test_undeliverable_after_a_failure_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_failed_cable_is_detoured(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     scenario = REPO / "sim" / "scenarios" / "failed-link-default.yaml"
-    assert main(["run", str(scenario), "--out", str(tmp_path)]) == 1
+    assert main(["run", str(scenario), "--out", str(tmp_path)]) == 0
+    assert "UNDELIVERABLE" not in capsys.readouterr().err
+
+
+def test_undeliverable_after_a_failure_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Crossed cuts (b0r0l0 only reaches s0, b1r0l0 only s1): no detour exists."""
+    text = (REPO / "sim" / "scenarios" / "failed-link-default.yaml").read_text().replace(
+        'failures: ["b0r0l0:3"]', 'failures: ["b0r0l0:4", "b1r0l0:3"]')
+    assert main(["run", str(_write(tmp_path, text)), "--out", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert "UNDELIVERABLE" in err and "blackholed" in err
 

@@ -66,15 +66,21 @@ def test_simulated_path_is_the_hash_model_prediction(spec: FabricSpec) -> None:
         assert cur is not None and cur.links == (up_key, down_key)
 
 
-def test_failed_spine_leaves_the_groups_and_a_failed_cable_blackholes() -> None:
+def test_failed_spine_leaves_the_groups_and_crossed_cables_blackhole() -> None:
     fab = build_fabric()
     sf = SimFabric.build(fab, ["s0"])
     assert sf.hash_model.switch("b0r0l0").groups[1].members == ("s1",)
     r = route_flows(sf, np.array([0] * 20), np.array([4] * 20), np.arange(49152, 49172))
     assert not r.failed.any() and set(r.spine.tolist()) == {1}
-    sf2 = SimFabric.build(fab, ["b1r0l0:3"])                  # b1r0l0 <-> s0
+    # b1r0l0 <-> s0 cut: the other leaves detour b1r0l0's traffic over s1 (tests/sim/test_sim_detours.py)
+    sf2 = SimFabric.build(fab, ["b1r0l0:3"])
     r2 = route_flows(sf2, np.array([0] * 40), np.array([4] * 40), np.arange(49152, 49192))
-    assert r2.blackholed.any() and not r2.unreachable.any()
+    assert not r2.failed.any() and set(r2.spine.tolist()) == {1}
+    # and b0r0l0 <-> s1 cut too: b0r0l0 only reaches s0, which has no link to b1r0l0, so no
+    # detour exists and its flows there are lost
+    sf3 = SimFabric.build(fab, ["b1r0l0:3", "b0r0l0:4"])
+    r3 = route_flows(sf3, np.array([0] * 40), np.array([4] * 40), np.arange(49152, 49192))
+    assert r3.blackholed.all() and not r3.unreachable.any()
     with pytest.raises(SimInputError, match="unknown switch 'x9'"):
         SimFabric.build(fab, ["x9"])
     with pytest.raises(SimInputError, match="is a leaf"):

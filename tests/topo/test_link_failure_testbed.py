@@ -26,6 +26,9 @@ def test_a_downed_uplink_leaves_the_groups_and_the_flows_go_on(tmp_path: Path) -
     assert res.status == 0 and not res.errors, res.errors
     assert res.uplink_pps_before[res.failed_uplink] > 0, figures       # it carried elephants
     assert res.regroup_s is not None and res.groups, figures           # GOR rewrote the group
+    # the spine end had no other link to the leaf: every other leaf detours around it
+    assert len(res.detours) == 3 and all(d.endswith("-> " + ("s0" if "s1" in res.failed_uplink
+                                                            else "s1")) for d in res.detours), res.detours
     assert res.uplink_pps_after[res.failed_uplink] == 0.0, figures
     before, after = sum(res.uplink_pps_before.values()), sum(res.uplink_pps_after.values())
     assert after >= 0.9 * before, figures                              # no flow lost
