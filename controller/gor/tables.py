@@ -27,6 +27,16 @@ SAMPLING_ACTION = "FabricIngress.sampling.sample"
 SAMPLING_KEY = "standard_metadata.egress_spec"
 
 
+def _has_code(exc: BaseException, code: str) -> bool:
+    """True when ``exc`` is a P4Runtime ``WriteError`` with an update that failed with
+    ``code`` (a canonical gRPC code name)."""
+    codes = getattr(exc, "codes", None)
+    try:
+        return callable(codes) and code in codes()
+    except Exception:  # noqa: BLE001
+        return False
+
+
 def is_not_found(exc: BaseException) -> bool:
     """True when a P4Runtime ``WriteError`` says the entry is not there (a DELETE of
     something already gone).
@@ -34,11 +44,7 @@ def is_not_found(exc: BaseException) -> bool:
     >>> is_not_found(ValueError("x"))
     False
     """
-    codes = getattr(exc, "codes", None)
-    try:
-        return callable(codes) and "NOT_FOUND" in codes()
-    except Exception:  # noqa: BLE001
-        return False
+    return _has_code(exc, "NOT_FOUND")
 
 
 def is_already_exists(exc: BaseException) -> bool:
@@ -47,11 +53,7 @@ def is_already_exists(exc: BaseException) -> bool:
     >>> is_already_exists(ValueError("x"))
     False
     """
-    codes = getattr(exc, "codes", None)
-    try:
-        return callable(codes) and "ALREADY_EXISTS" in codes()
-    except Exception:  # noqa: BLE001
-        return False
+    return _has_code(exc, "ALREADY_EXISTS")
 
 
 class SwitchTables:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
-import random
 
 import numpy as np
 import pytest
@@ -21,6 +20,7 @@ from sim.ports import random_ports, tccl_ports
 from sim.routing import route_flows
 from sim.topology import LEAF_UPLINK_GROUP, SimFabric, member_port
 from sim.workloads import Phase
+from sim_flows import random_cross_leaf_flows
 from topo.model import build_fabric
 from topo.spec import FabricSpec
 
@@ -86,15 +86,7 @@ def test_parallel_links_detour_members_map_to_their_links() -> None:
     detours = [g for n in sf.leaf_names for gid, g in sf.hash_model.switch(n).groups.items() if gid > 1]
     assert detours and all("#" in m and not m.startswith("s1#") for g in detours for m in g.members)
     eng = PathEngine(fab, sf.hash_model, _state(fab, sf))
-    rng = random.Random(5)
-    nics = [(h, n) for h in fab.hosts for n in h.nics]
-    src, dst, sport = [], [], []
-    while len(src) < 300:
-        (hs, a), (hd, b) = rng.sample(nics, 2)
-        if a.leaf != b.leaf and hs.name != hd.name:
-            src.append(sf.nic_id(hs.name, a.rail))
-            dst.append(sf.nic_id(hd.name, b.rail))
-            sport.append(rng.randrange(1, 65536))
+    src, dst, sport = random_cross_leaf_flows(fab, sf, 300, seed=5)
     r = route_flows(sf, np.array(src), np.array(dst), np.array(sport))
     assert not r.failed.any()
     detoured = 0

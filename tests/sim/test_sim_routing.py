@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import ipaddress
-import random
 
 import numpy as np
 import pytest
@@ -14,6 +13,7 @@ from controller.gor.paths import LinkState, PathEngine
 from p4src.hashmodel import Flow, crc16_arc, crc32, predict_path
 from sim.routing import crc_rows, route_flows
 from sim.topology import SimFabric, SimInputError, member_port
+from sim_flows import random_cross_leaf_flows
 from topo.model import build_fabric
 from topo.spec import FabricSpec
 
@@ -36,15 +36,7 @@ def test_simulated_path_is_the_hash_model_prediction(spec: FabricSpec) -> None:
     fab = build_fabric(spec)
     sf = SimFabric.build(fab)
     eng = PathEngine(fab, sf.hash_model, LinkState.from_fabric(fab))
-    rng = random.Random(4)
-    nics = [(h, n) for h in fab.hosts for n in h.nics]
-    src, dst, sport = [], [], []
-    while len(src) < 300:
-        (hs, a), (hd, b) = rng.sample(nics, 2)
-        if a.leaf != b.leaf and hs.name != hd.name:
-            src.append(sf.nic_id(hs.name, a.rail))
-            dst.append(sf.nic_id(hd.name, b.rail))
-            sport.append(rng.randrange(1, 65536))
+    src, dst, sport = random_cross_leaf_flows(fab, sf, 300, seed=4)
     r = route_flows(sf, np.array(src), np.array(dst), np.array(sport))
     for i in range(len(src)):
         s_ip = str(ipaddress.IPv4Address(int(sf.nic_ip[src[i]])))
