@@ -28,8 +28,15 @@ GOR is not told:
   the live ECMP groups, GOR's own entries re-installed;
 * ``gor.switch_lost_s`` — the process stopped → GOR's ``switch_lost``.
 
+``gor.detour`` — :func:`topo.detour_probe.probe_detour` (cable b0r0l0 – s1 cut, 64
+datagrams one per source port from b1r0l0's NIC to b0r0l0's):
+
+* ``gor.detour_write_s`` — ``link_down`` → the ends' groups and every leaf's detours written;
+* ``gor.detour_lost_before`` / ``gor.detour_lost_after`` — datagrams (of 64) lost with the
+  cable cut before GOR heard of it / after (goal 0).
+
 >>> [b.name for b in BENCHMARKS]
-['story', 'dead_link', 'switch_restart']
+['story', 'dead_link', 'switch_restart', 'detour']
 """
 from __future__ import annotations
 
@@ -43,6 +50,7 @@ from bench.results import BenchConfig, Benchmark, Figure
 FIGURES = ("gor.loop_s", "gor.max_util_after_pct", "gor.drops_during_move")
 DEAD_LINK_FIGURES = ("gor.dead_link_detect_s", "gor.dead_link_lost_pkts")
 RESTART_FIGURES = ("gor.switch_reconcile_s", "gor.switch_lost_s")
+DETOUR_FIGURES = ("gor.detour_write_s", "gor.detour_lost_before", "gor.detour_lost_after")
 RESTART_LEAF = "b0r0l0"
 
 
@@ -115,6 +123,23 @@ def bench_switch_restart(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG
             "gor.switch_lost_s": Figure(rec.lost_s, "s")}
 
 
+def bench_detour(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — one live run
+    """A cut cable probed before and after GOR's detours, on a fabric brought up for it."""
+    from host.traffic import testbed_unavailable, testbed_up  # noqa: PLC0415
+    from topo.detour_probe import probe_detour  # noqa: PLC0415
+    why = testbed_unavailable()
+    if why:
+        print(f"gor.detour: skipped, {why}; {DETOUR_FIGURES} not written", file=sys.stderr)
+        return {}
+    tmp = Path(tempfile.mkdtemp(prefix="gor-detour-"))
+    with testbed_up(log_dir=tmp / "logs", state_path=tmp / "state.json") as tb:
+        r = probe_detour(tb, "b0r0l0", "s1")
+    return {"gor.detour_write_s": Figure(r.written_s, "s"),
+            "gor.detour_lost_before": Figure(float(r.lost_before), "datagrams"),
+            "gor.detour_lost_after": Figure(float(r.lost_after), "datagrams")}
+
+
 BENCHMARKS: tuple[Benchmark, ...] = (Benchmark("story", "gor", bench_story),
                                      Benchmark("dead_link", "gor", bench_dead_link),
-                                     Benchmark("switch_restart", "gor", bench_switch_restart))
+                                     Benchmark("switch_restart", "gor", bench_switch_restart),
+                                     Benchmark("detour", "gor", bench_detour))
