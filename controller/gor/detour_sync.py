@@ -43,6 +43,12 @@ A_MEMBER = "FabricIngress.ecmp.set_nexthop"
 ROUTE_KEY = "hdr.ipv4.dst_addr"
 
 
+def _same(a: Mapping[int, Detour], b: Mapping[int, Detour]) -> bool:
+    """Equal detours: the same groups and, per group, the same prefixes in any order."""
+    return ({g: (d.group, frozenset(d.prefixes)) for g, d in a.items()}
+            == {g: (d.group, frozenset(d.prefixes)) for g, d in b.items()})
+
+
 class DetourSync:
     """Detour groups of the leaves, kept in step with the down links."""
 
@@ -69,7 +75,7 @@ class DetourSync:
             if only is not None and leaf != only:
                 continue
             new, old = want.get(leaf, {}), self.detours.get(leaf, {})
-            if new == old and leaf not in self.detours_pending:
+            if _same(new, old) and leaf not in self.detours_pending:
                 continue
             try:
                 self._write_detours(leaf, old, new)

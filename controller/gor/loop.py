@@ -124,6 +124,7 @@ from controller.gor.orders import OVERRIDE_ACTION, OVERRIDE_TABLE, MoveOrders, o
 from controller.gor.pause import PauseStormMonitor, PauseStormThresholds
 from controller.gor.paths import LinkState, PathEngine, nic_leaves
 from controller.gor.reconcile import Reconciliation
+from controller.gor.reconcile_links import ReconcileLinks
 from controller.gor.restarts import SwitchRestarts
 from controller.gor.rounds import DecisionRounds
 from controller.gor.tables import SAMPLING_ACTION, SAMPLING_KEY, SAMPLING_TABLE, SwitchTables
@@ -134,8 +135,8 @@ PendingMove = MoveInFlight
 """The former name of :class:`~controller.gor.moves.MoveInFlight`."""
 
 
-class GorLoop(DecisionRounds, MoveOrders, LinkFaults, DetourSync, Reconciliation, SwitchRestarts,
-              OverrideExpiry, SwitchTables):
+class GorLoop(DecisionRounds, MoveOrders, LinkFaults, DetourSync, Reconciliation, ReconcileLinks,
+              SwitchRestarts, OverrideExpiry, SwitchTables):
     """GOR's control loop over one fabric (see the module docstring for one tick).
 
     ``fabric`` is a ``topo.model.Fabric``; ``programmer`` gives ``connections`` (switch

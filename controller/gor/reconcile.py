@@ -20,8 +20,13 @@ P4Runtime Read of ``FabricIngress.override.flows`` and ``FabricIngress.sampling.
   it (the same rule as for sampling this GOR turned on). Any other entry (a port that is
   not a fabric link, a link that is down, ``sample_to_cpu``, ``one_in_n = 0``) is deleted.
 
+Before those, the links the predecessor took down and its detours are read back from the
+ECMP groups and routes (:mod:`controller.gor.reconcile_links`), so an override through a
+link that is down is deleted and the path engine plans on the fabric as it is.
+
 A switch that does not answer is logged and skipped. The decision log gets one
-``reconciled`` record per switch with what was adopted and deleted.
+``reconciled`` record with what was adopted and deleted (``down_links``,
+``adopted_detours`` too).
 
 Example::
 
@@ -75,6 +80,8 @@ class ReconcileReport:
     adopted_sampling: int = 0
     deleted_sampling: int = 0
     failed_switches: list[str] = field(default_factory=list)
+    down_links: list[str] = field(default_factory=list)   # "switch:port" the predecessor took down
+    adopted_detours: int = 0                                # detour routes adopted
 
 
 def decode_entry(switch: str, info: Any, te: Any) -> ReadEntry:
@@ -122,11 +129,13 @@ class Reconciliation:
     if TYPE_CHECKING:  # provided by the other parts of GorLoop (stubs here would shadow them)
         def _error(self, msg: str) -> None: ...
         def _release_sampling(self, link: LinkKey) -> None: ...
+        def _reconcile_links(self, report: ReconcileReport) -> None: ...
 
     def reconcile(self, t_s: float = 0.0) -> ReconcileReport:
         """Adopt or delete every override and sampling entry found in the switches (see
         the module docstring); call once at start, before the first tick."""
         report = ReconcileReport()
+        self._reconcile_links(report)          # down links first: overrides through them go
         overrides: dict[FlowKey, list[ReadEntry]] = {}
         for sw, conn in sorted(self.programmer.connections.items()):
             try:
@@ -140,7 +149,8 @@ class Reconciliation:
                 sampling = [decode_entry(sw, info, te) for te in conn.read_table(SAMPLING_TABLE)]
             except Exception as exc:  # noqa: BLE001 — a switch that does not answer
                 self._error(f"{sw}: reconciliation read failed: {type(exc).__name__}: {exc}")
-                report.failed_switches.append(sw)
+                if sw not in report.failed_switches:
+                    report.failed_switches.append(sw)
                 continue
             for e in sampling:
                 if self._adopt_sampling(e, t_s):
@@ -165,7 +175,8 @@ class Reconciliation:
                 deleted_overrides=report.deleted_overrides,
                 adopted_sampling=report.adopted_sampling, deleted_sampling=report.deleted_sampling,
                 sampling=sorted(f"{s}:{p}" for s, p in self.adopted_sampling),
-                overrides=records, failed=report.failed_switches)
+                overrides=records, down_links=report.down_links,
+                adopted_detours=report.adopted_detours, failed=report.failed_switches)
         return report
 
     def _override_path(self, flow: FlowKey, entries: list[ReadEntry]) -> Optional[PathChoice]:

@@ -14,6 +14,7 @@ from controller.gor.log import DecisionLog
 from controller.gor.loop import GorLoop
 from controller.gor.orders import override_match
 from controller.p4rt import entities as ent
+from controller.p4rt.errors import UpdateError, WriteError
 from controller.p4rt.p4info import P4InfoHelper
 from test_gor_loop import L0, L1, FakeProgrammer, events, fabric, flows_through, port_to, samples
 from topo.model import Fabric
@@ -25,7 +26,10 @@ def p4info() -> P4InfoHelper:
     info = p4info_pb2.P4Info()
     actions = {"FabricIngress.override.set_nexthop": [("nexthop_id", 16)],
                "FabricIngress.sampling.sample": [("one_in_n", 32)],
-               "FabricIngress.sampling.sample_to_cpu": [("one_in_n", 32)]}
+               "FabricIngress.sampling.sample_to_cpu": [("one_in_n", 32)],
+               "FabricIngress.ecmp.select_member": [("base", 16), ("size", 16)],
+               "FabricIngress.ecmp.set_nexthop": [("nexthop_id", 16)],
+               "FabricIngress.forwarding.set_ecmp_group": [("group_id", 16)]}
     for i, (name, params) in enumerate(actions.items()):
         a = info.actions.add()
         a.preamble.id, a.preamble.name = 0x01000001 + i, name
@@ -34,14 +38,18 @@ def p4info() -> P4InfoHelper:
             p.id, p.name, p.bitwidth = j + 1, pn, w
     tables = {T_OVERRIDE: [("hdr.ipv4.src_addr", 32), ("hdr.ipv4.dst_addr", 32),
                            ("hdr.ipv4.protocol", 8), ("hdr.udp.src_port", 16), ("hdr.udp.dst_port", 16)],
-              T_SAMPLING: [("standard_metadata.egress_spec", 9)]}
+              T_SAMPLING: [("standard_metadata.egress_spec", 9)],
+              "FabricIngress.ecmp.groups": [("meta.ecmp_group_id", 16)],
+              "FabricIngress.ecmp.members": [("meta.ecmp_member", 16)],
+              "FabricIngress.forwarding.routes": [("hdr.ipv4.dst_addr", 32)]}
     for i, (name, fields) in enumerate(tables.items()):
         t = info.tables.add()
         t.preamble.id, t.preamble.name = 0x02000001 + i, name
         for j, (fn, w) in enumerate(fields):
             m = t.match_fields.add()
             m.id, m.name, m.bitwidth = j + 1, fn, w
-            m.match_type = p4info_pb2.MatchField.EXACT
+            m.match_type = (p4info_pb2.MatchField.LPM if name.endswith(".routes")
+                            else p4info_pb2.MatchField.EXACT)
     return P4InfoHelper(info)
 
 
@@ -61,7 +69,8 @@ class PbConn:
         return a.table_id == b.table_id and list(a.match) == list(b.match)
 
     def insert(self, te: Any) -> None:
-        assert not any(self._same(e, te) for e in self.entries), "ALREADY_EXISTS"
+        if any(self._same(e, te) for e in self.entries):     # what a switch answers
+            raise WriteError("Write failed", [UpdateError(0, "ALREADY_EXISTS", "entry exists")])
         self.entries.append(te)
 
     def modify(self, te: Any) -> None:
