@@ -9,8 +9,9 @@ same rail to a NIC on ``leaf``:
 2. after ``GorLoop.link_down`` — the sending leaf routes ``leaf``'s subnet to its detour
    group (:mod:`controller.gor.detour_sync`) and every datagram arrives.
 
-The cable comes back up and ``link_up`` removes the detours before :func:`probe_detour`
-returns. Used by ``tests/topo/test_detour_testbed.py`` and ``make bench`` (``gor.detour``).
+Then GOR restarts (a new ``GorLoop`` over the same connections) and reconciles: it must
+learn the cut from the ECMP groups and adopt the detours. The cable comes back up and
+the restarted GOR's ``link_up`` removes the detours before :func:`probe_detour` returns. Used by ``tests/topo/test_detour_testbed.py`` and ``make bench`` (``gor.detour``).
 
     >>> with testbed_up() as tb:                                  # doctest: +SKIP
     ...     r = probe_detour(tb, "b0r0l0", "s1")
@@ -68,6 +69,8 @@ class DetourProbe:
     lost_after: int = 0          # after GOR's link_down (detours written)
     written_s: float = 0.0       # link_down: groups at the ends + detours on every leaf
     detours: list[str] = field(default_factory=list)
+    restart_down_links: list[str] = field(default_factory=list)   # learnt by a restarted GOR
+    restart_adopted_detours: int = 0
     routes_after_up: int = 0     # the sender leaf's route entries once the cable is back
 
 
@@ -120,6 +123,10 @@ def probe_detour(tb: Any, leaf: str, spine: str) -> DetourProbe:
         res.detours = [f"{n}: {','.join(d.prefixes)} -> {','.join(d.group.members)}"
                        for n, ds in sorted(loop.detours.items()) for d in ds.values()]
         res.lost_after = PROBES - _probe(tb.fnet, src, dst)
+        loop.close()                                       # GOR restarts over the cut
+        loop = GorLoop(fab, tb.programmer, None)
+        report = loop.reconcile()
+        res.restart_down_links, res.restart_adopted_detours = report.down_links, report.adopted_detours
     finally:
         for dev in devs:
             set_link(dev, up=True)

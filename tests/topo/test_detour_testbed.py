@@ -3,7 +3,8 @@ the cable b0r0l0 – s1 is cut, so s1 has no way to b0r0l0 any more. 64 UDP data
 a block-1 NIC to a b0r0l0 NIC, one per source port (topo/detour_probe.py): before GOR hears
 of the cut, the ones b1r0l0 hashes onto s1 are lost; once GOR has taken the link down,
 b1r0l0 routes b0r0l0's subnet to its detour group (s0 only) and every datagram arrives.
-The link back up removes the detour. Brings up its own fabric (~30 s)."""
+A GOR restarted over the cut learns it and adopts the detours; the link back up
+removes them. Brings up its own fabric (~30 s)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,4 +26,7 @@ def test_traffic_to_a_leaf_its_spine_lost_takes_the_detour(tmp_path: Path) -> No
     assert r.lost_before > 0, f"the cut spine dropped nothing: the probe proves nothing ({r})"
     assert r.lost_after == 0, r
     assert r.detours == [f"{n}: 10.0.0.0/24 -> s0" for n in ("b0r1l0", "b1r0l0", "b1r1l0")], r
+    # a GOR restarted over the cut learns it from the groups and adopts the three detours;
+    # its link_up then removes them
+    assert r.restart_down_links == ["b0r0l0:4"] and r.restart_adopted_detours == 3, r
     assert r.routes_after_up == 3, r                 # two /32s and 10.0.0.0/8 again
