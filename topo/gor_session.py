@@ -301,7 +301,7 @@ class GorSession:
             if sw == name and ev == "switch_back":
                 rec.back = dict(info)
         self.switch_restarts.append(rec)
-        self.say(f"gor: switch {name} restarted at t={rec.at_s:.1f}s: listening after {rec.ready_s} s, "
+        self.say(f"gor: switch {name} stopped at t={rec.at_s:.1f}s: listening again after {rec.ready_s} s, "
                  f"lost after {rec.lost_s} s, back after {rec.back_s} s (reconciled "
                  f"{rec.reconcile_s} s after it listened): {rec.back}")
         return rec

@@ -42,6 +42,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -689,6 +690,26 @@ class FabricNet:
         if daemon.control_addr:
             self.state.switches[name]["control_addr"] = daemon.control_addr
         self.save_state()
+        return daemon.pid
+
+    def hang_switch(self, name: str, hang_s: float) -> int:
+        """Freeze switch ``name``'s process (SIGSTOP to its recorded PID) for ``hang_s``
+        seconds, then let it go on (SIGCONT): a switch that stops answering and comes back
+        with all its state. Returns once it accepts connections again; its PID.
+
+        >>> fnet.hang_switch("b0r0l0", 3.0)               # doctest: +SKIP
+        48211
+        """
+        daemon = self.daemons[name]
+        if daemon.pid is None or not daemon.alive():
+            raise TestbedError(f"switch {name} is not running")
+        os.kill(daemon.pid, signal.SIGSTOP)
+        try:
+            threading.Event().wait(hang_s)             # the scenario's timeline: frozen
+        finally:
+            os.kill(daemon.pid, signal.SIGCONT)
+        if not wait_tcp(daemon.grpc_addr, time.monotonic() + self.opts.ready_timeout_s, daemon.alive):
+            raise TestbedError("switch not back after a hang: " + daemon.crash_report())
         return daemon.pid
 
     def host(self, name: str) -> Any:
