@@ -589,7 +589,7 @@ class FabricNet:
                                  log_dir=self.opts.log_dir, pcap_dir=self.opts.pcap_dir,
                                  log_level=self.opts.log_level, binary=self.opts.binary,
                                  thrift_port=self._thrift_port(sw.device_id, thrift_in_use),
-                                 extra=self.opts.switch_extra)
+                                 extra=self._extra())
             daemon = SwitchDaemon(sw.name, cmd, sw.grpc_addr, self.opts.log_dir)
             self.daemons[sw.name] = daemon
             node = net.addSwitch(sw.name, cls=switch_cls, daemon=daemon,
@@ -617,6 +617,16 @@ class FabricNet:
         for name in self.state.interfaces:
             configure_root_intf(name)
         net.build()
+
+    def _extra(self) -> list[str]:
+        """Extra switch flags: ``switch_extra``, and for p4sim ``--pfc-passthrough`` — its
+        MAC honours a received PAUSE *and* hands it to the P4 program, whose
+        ``FabricIngress.pfc.rx_frames`` counts it (BMv2 has no MAC PFC: there the program
+        always sees them), so GOR's pause-storm alarm reads the same counter on both."""
+        extra = list(self.opts.switch_extra)
+        if self.opts.target == "p4sim" and "--pfc-passthrough" not in extra:
+            extra.append("--pfc-passthrough")
+        return extra
 
     def _thrift_port(self, device_id: int, in_use: set[int]) -> Optional[int]:
         """BMv2's thrift port: 9090 + device id, or a free port when that one is busy."""
