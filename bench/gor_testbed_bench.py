@@ -42,8 +42,9 @@ from __future__ import annotations
 
 import sys
 import tempfile
-from typing import Any
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, Iterator, Optional, Sequence
 
 from bench.results import BenchConfig, Benchmark, Figure
 
@@ -54,17 +55,29 @@ DETOUR_FIGURES = ("gor.detour_write_s", "gor.detour_lost_before", "gor.detour_lo
 RESTART_LEAF = "b0r0l0"
 
 
-def bench_story(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — one live run
-    """One run of ``topo.story.run_story`` on a fabric brought up for it."""
+@contextmanager
+def _live_testbed(name: str, figures: Sequence[str]) -> Iterator[Optional[tuple[Any, Path]]]:
+    """A p4sim fabric brought up for benchmark ``gor.<name>`` (and its scratch folder), or
+    None — with the reason printed — where this machine cannot run one."""
     from host.traffic import testbed_unavailable, testbed_up  # noqa: PLC0415
-    from topo.scenario import ScenarioOptions  # noqa: PLC0415
-    from topo.story import run_story  # noqa: PLC0415
     why = testbed_unavailable()
     if why:
-        print(f"gor.story: skipped, {why}; {FIGURES} not written", file=sys.stderr)
-        return {}
-    tmp = Path(tempfile.mkdtemp(prefix="gor-story-"))
+        print(f"gor.{name}: skipped, {why}; {tuple(figures)} not written", file=sys.stderr)
+        yield None
+        return
+    tmp = Path(tempfile.mkdtemp(prefix=f"gor-{name.replace('_', '-')}-"))
     with testbed_up(log_dir=tmp / "logs", state_path=tmp / "state.json") as tb:
+        yield tb, tmp
+
+
+def bench_story(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — one live run
+    """One run of ``topo.story.run_story`` on a fabric brought up for it."""
+    from topo.scenario import ScenarioOptions  # noqa: PLC0415
+    from topo.story import run_story  # noqa: PLC0415
+    with _live_testbed("story", FIGURES) as live:
+        if live is None:
+            return {}
+        tb, tmp = live
         res = run_story(tb.fabric, tb.programmer, tb.state, tb.save_state,
                         ScenarioOptions(seed=7, runs_root=tmp / "runs"))
     out: dict[str, Figure] = {}
@@ -79,15 +92,12 @@ def bench_story(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — o
 
 def bench_dead_link(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — one live run
     """One run of ``SCENARIO=dead-link`` on a fabric brought up for it."""
-    from host.traffic import testbed_unavailable, testbed_up  # noqa: PLC0415
     from topo.link_failure import run_link_failure  # noqa: PLC0415
     from topo.scenario import ScenarioOptions  # noqa: PLC0415
-    why = testbed_unavailable()
-    if why:
-        print(f"gor.dead_link: skipped, {why}; {DEAD_LINK_FIGURES} not written", file=sys.stderr)
-        return {}
-    tmp = Path(tempfile.mkdtemp(prefix="gor-dead-link-"))
-    with testbed_up(log_dir=tmp / "logs", state_path=tmp / "state.json") as tb:
+    with _live_testbed("dead_link", DEAD_LINK_FIGURES) as live:
+        if live is None:
+            return {}
+        tb, tmp = live
         res = run_link_failure(tb.fabric, tb.programmer, tb.state, tb.save_state,
                                ScenarioOptions(seed=7, runs_root=tmp / "runs"), silent=True)
     if res.regroup_s is None or not res.detected_by.startswith("counters"):
@@ -100,17 +110,14 @@ def bench_dead_link(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 �
 
 def bench_switch_restart(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — one live run
     """The story with the source leaf's switch process restarted after GOR's moves settled."""
-    from host.traffic import testbed_unavailable, testbed_up  # noqa: PLC0415
     from topo.gor_session import restart_after_moves  # noqa: PLC0415
     from topo.scenario import ScenarioOptions  # noqa: PLC0415
     from topo.story import run_story  # noqa: PLC0415
-    why = testbed_unavailable()
-    if why:
-        print(f"gor.switch_restart: skipped, {why}; {RESTART_FIGURES} not written", file=sys.stderr)
-        return {}
-    tmp = Path(tempfile.mkdtemp(prefix="gor-switch-restart-"))
     sessions: list[Any] = []
-    with testbed_up(log_dir=tmp / "logs", state_path=tmp / "state.json") as tb:
+    with _live_testbed("switch_restart", RESTART_FIGURES) as live:
+        if live is None:
+            return {}
+        tb, tmp = live
         run_story(tb.fabric, tb.programmer, tb.state, tb.save_state,
                   ScenarioOptions(seed=7, runs_root=tmp / "runs", duration_s=24.0),
                   midway=restart_after_moves(RESTART_LEAF, tb.fnet.restart_switch, sessions))
@@ -125,15 +132,11 @@ def bench_switch_restart(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG
 
 def bench_detour(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — one live run
     """A cut cable probed before and after GOR's detours, on a fabric brought up for it."""
-    from host.traffic import testbed_unavailable, testbed_up  # noqa: PLC0415
     from topo.detour_probe import probe_detour  # noqa: PLC0415
-    why = testbed_unavailable()
-    if why:
-        print(f"gor.detour: skipped, {why}; {DETOUR_FIGURES} not written", file=sys.stderr)
-        return {}
-    tmp = Path(tempfile.mkdtemp(prefix="gor-detour-"))
-    with testbed_up(log_dir=tmp / "logs", state_path=tmp / "state.json") as tb:
-        r = probe_detour(tb, "b0r0l0", "s1")
+    with _live_testbed("detour", DETOUR_FIGURES) as live:
+        if live is None:
+            return {}
+        r = probe_detour(live[0], "b0r0l0", "s1")
     return {"gor.detour_write_s": Figure(r.written_s, "s"),
             "gor.detour_lost_before": Figure(float(r.lost_before), "datagrams"),
             "gor.detour_lost_after": Figure(float(r.lost_after), "datagrams")}
