@@ -67,7 +67,7 @@ class DetourSync:
     def _sync_detours(self, only: Optional[str] = None) -> list[str]:
         """Bring every leaf's detours (or only those of ``only``) to the down links now;
         returns what changed (``"b1r0l0: 10.0.0.0/24 -> s0"``)."""
-        if getattr(self, "_leaf_prefixes", None) is None:
+        if self._leaf_prefixes is None:
             self._leaf_prefixes = leaf_prefixes(self.engine.fabric)   # once: it reads every NIC
         want = fabric_detours(self.engine.fabric, frozenset(self.links.down), self._leaf_prefixes)
         done: list[str] = []
