@@ -16,11 +16,16 @@ and the model reproduces it exactly as BMv2 (and p4sim) do:
 1. **Packing**: the field values, in list order, are packed MSB-first and
    bit-contiguously (no padding between fields); only the end of the whole list is
    zero-padded to a byte. The default list is 32+32+32+8+16+16 = 136 bits = 17 bytes.
-2. **Invalid headers are skipped**, not zero-filled: the fabric parser extracts UDP
-   when the IPv4 protocol is 17 and the fragment offset is 0, so for any other protocol
-   the ``udp.*`` fields are left out and the message is 13 bytes. The model assumes
-   unfragmented packets (RoCEv2 never fragments): a non-first UDP fragment hashes as a
-   non-UDP packet on the switch, which ``Flow`` cannot express.
+2. **Fields of an invalid header hash as 0**, they are not skipped: the fabric parser
+   extracts UDP only when the IPv4 protocol is 17 and the fragment offset is 0, and for
+   any other packet the ``udp.*`` fields are hashed as 0, so the message is always the
+   17 bytes of the field list. Why: p4c-bm2-ss copies the arguments of ``hash()`` into
+   temporaries before the call (the BMv2 JSON of ``fabric.p4`` lists ``["scalars",
+   "tmp…"]`` as the calculation's inputs), and the copy of a field of a header that was
+   never extracted reads 0. (BMv2 skips fields of invalid headers only where the JSON
+   names them directly: checksum field lists and ``action_selector`` keys.) A ``Flow``
+   with ``proto != 17`` therefore hashes as if its ports were 0, whatever it holds; a
+   non-first UDP fragment is ``Flow(src, dst, 17, 0, 0)``.
 3. **Algorithm**: ``crc16`` is CRC-16/ARC (poly 0x8005 reflected, init 0, xorout 0;
    ``crc16(b"123456789") == 0xBB3D``). ``crc32`` (zlib's CRC-32) is also accepted.
 4. **Selection**: ``member = (H % size + base) mod 2**member_width_bits`` where
@@ -40,7 +45,9 @@ keys are rejected, and a bad file raises ``ValueError`` naming the JSON path and
           "switch": "leaf-b0-r0",                # unique name, non-empty
           "algorithm": "crc16",                  # "crc16" | "crc32"
           "fields": [                            # hash input, in order (unique names from
-            {"name": "ecmp_seed", "width_bits": 32},       # FIELD_NAMES, width 1..64)
+            {"name": "ecmp_seed", "width_bits": 32},       # FIELD_NAMES, width 1..64); all
+                                                           # are always hashed, udp.* as 0
+                                                           # for a packet without UDP
             {"name": "ipv4.src_addr", "width_bits": 32},
             {"name": "ipv4.dst_addr", "width_bits": 32},
             {"name": "ipv4.protocol", "width_bits": 8},
@@ -61,6 +68,10 @@ keys are rejected, and a bad file raises ``ValueError`` naming the JSON path and
 
 Groups may share member indexes (two groups over the same uplinks with the same base)
 only when they name the same member at every shared index.
+
+The schema has no per-field validity rule: ``udp.*`` fields are hashed as 0 for a packet
+without a UDP header (point 2). Earlier readers of this version-1 schema left them out;
+the documents are unchanged, only predictions for non-UDP packets were corrected.
 
 Which group a packet uses is the switch's route for its destination (``FabricIngress.
 forwarding.routes``, an LPM table). ``routes`` lists the routes to a group that a reader
@@ -175,7 +186,7 @@ DEFAULT_FIELDS: tuple[HashField, ...] = (
     HashField("udp.dst_port", 16),
 )
 FIELD_NAMES = tuple(f.name for f in DEFAULT_FIELDS)
-UDP_FIELDS = frozenset({"udp.src_port", "udp.dst_port"})
+UDP_FIELDS = frozenset({"udp.src_port", "udp.dst_port"})   # hashed as 0 when not UDP
 
 
 @dataclass(frozen=True, slots=True)
@@ -435,7 +446,8 @@ def _parse_routes(data: Any, path: str, groups: Mapping[int, GroupModel]) -> tup
 class Flow(NamedTuple):
     """A 5-tuple: ``Flow.of("10.0.0.1", "10.1.0.1", 17, 49152, 4791)``.
 
-    Addresses are 32-bit integers; the ports only count when ``proto == 17`` (UDP).
+    Addresses are 32-bit integers; the ports only count when ``proto == 17`` (UDP): the
+    switch hashes them as 0 for any other protocol (it extracted no UDP header).
     """
 
     src: int
@@ -455,13 +467,17 @@ def _addr(a: Address) -> int:
 
 
 def _field_values(model: SwitchHashModel, flow: Flow) -> list[tuple[int, int]]:
-    """The ``(value, width)`` list the switch hashes for ``flow`` (UDP fields skipped
-    unless the flow is UDP)."""
+    """The ``(value, width)`` list the switch hashes for ``flow``: every field of the
+    model, the UDP ports as 0 unless the flow is UDP (module docstring, point 2).
+
+        >>> [v for v, _ in _field_values(SwitchHashModel("s", seed=5), Flow(1, 2, 6, 80, 443))]
+        [5, 1, 2, 6, 0, 0]
+    """
     values = {"ecmp_seed": model.seed, "ipv4.src_addr": flow.src, "ipv4.dst_addr": flow.dst,
               "ipv4.protocol": flow.proto, "udp.src_port": flow.sport, "udp.dst_port": flow.dport}
     is_udp = flow.proto == PROTO_UDP
-    return [(values[f.name], f.width_bits) for f in model.fields
-            if is_udp or f.name not in UDP_FIELDS]
+    return [(values[f.name] if is_udp or f.name not in UDP_FIELDS else 0, f.width_bits)
+            for f in model.fields]
 
 
 def flow_hash(model: SwitchHashModel, flow: Flow) -> int:
@@ -469,8 +485,11 @@ def flow_hash(model: SwitchHashModel, flow: Flow) -> int:
 
     Example::
 
-        >>> flow_hash(SwitchHashModel("s"), Flow(0, 0, 0))    # 13 zero bytes: CRC-16/ARC 0
+        >>> flow_hash(SwitchHashModel("s"), Flow(0, 0, 0))    # 17 zero bytes: CRC-16/ARC 0
         0
+        >>> flow_hash(SwitchHashModel("s"), Flow(1, 2, 6, 80, 443)) == flow_hash(
+        ...     SwitchHashModel("s"), Flow(1, 2, 6))                # not UDP: ports hash as 0
+        True
     """
     return ALGORITHMS[model.algorithm](pack_fields(_field_values(model, flow)))
 
@@ -545,8 +564,8 @@ def source_port_hashes(model: SwitchHashModel, src: Address, dst: Address, proto
                        dport: int) -> list[int]:
     """``H`` for every source port ``0 .. 2**w - 1`` (``w`` = the ``udp.src_port`` width),
     computed with the affine property (module docstring): ``result[p] == flow_hash(model,
-    Flow(src, dst, proto, p, dport))``. A non-UDP flow, or a field list without
-    ``udp.src_port``, hashes the same for every port.
+    Flow(src, dst, proto, p, dport))``. A non-UDP flow (its ports hash as 0), or a field
+    list without ``udp.src_port``, hashes the same for every port.
 
     Example::
 
@@ -561,7 +580,7 @@ def source_port_hashes(model: SwitchHashModel, src: Address, dst: Address, proto
         return [h0] * (1 << width)
     algo = ALGORITHMS[model.algorithm]
     zero_fields = [(0, w) for _, w in _field_values(model, flow0)]
-    pos = [f.name for f in model.fields].index("udp.src_port")  # UDP: no field skipped
+    pos = [f.name for f in model.fields].index("udp.src_port")  # no field is ever skipped
     crc_zero = algo(pack_fields(zero_fields))
     table = [0]
     for b in range(width):

@@ -8,7 +8,8 @@ detour group its routes send the destination leaf to, ``SimFabric.leaf_group``) 
 
 The ECMP choice is ``p4src.hashmodel``'s, vectorised: the 17-byte message of the default
 field list (seed, source and destination address, protocol, source and destination port,
-MSB first) is built for all flows as a ``(flows, 17)`` byte array and CRC-16/ARC or
+MSB first; the ports are 0 for a flow that is not UDP, as the model and BMv2 hash them,
+never left out) is built for all flows as a ``(flows, 17)`` byte array and CRC-16/ARC or
 CRC-32 runs column by column with numpy table look-ups; ``member = H % size``. This is the
 fast path the brief allows (``member_index`` is ~10 µs per flow and hop in Python, minutes
 for a 64K-GPU step); switches with another field list fall back to
@@ -71,17 +72,26 @@ def crc_rows(msg: np.ndarray, use_crc32: np.ndarray) -> np.ndarray:
 
 
 def messages(seed: np.ndarray, src: np.ndarray, dst: np.ndarray, sport: np.ndarray,
-             dport: np.ndarray) -> np.ndarray:
-    """The ``(n, 17)`` hash input of UDP flows for the default field list."""
+             dport: np.ndarray, proto: "np.ndarray | int" = PROTO_UDP) -> np.ndarray:
+    """The ``(n, 17)`` hash input for the default field list; ``proto`` (one protocol or
+    one per flow, default UDP): a flow that is not UDP has its port bytes 0 (the switch
+    hashes the fields of the UDP header it never extracted as 0).
+
+        >>> m = messages(np.array([1]), np.array([2]), np.array([3]), np.array([80]), np.array([443]), 6)
+        >>> m[0, 12:].tolist()
+        [6, 0, 0, 0, 0]
+    """
     n = len(src)
     out = np.zeros((n, 17), np.uint8)
     for k, (arr, width) in enumerate(((seed, 4), (src, 4), (dst, 4))):
         a = np.asarray(arr, np.uint64)
         for b in range(width):
             out[:, 4 * k + b] = (a >> np.uint64(8 * (width - 1 - b))) & np.uint64(0xFF)
-    out[:, 12] = PROTO_UDP
-    sp = np.asarray(sport, np.uint64)
-    dp = np.asarray(dport, np.uint64)
+    pr = np.broadcast_to(np.asarray(proto, np.uint64), (n,))
+    out[:, 12] = pr & np.uint64(0xFF)
+    udp = pr == PROTO_UDP
+    sp = np.where(udp, np.asarray(sport, np.uint64), np.uint64(0))
+    dp = np.where(udp, np.asarray(dport, np.uint64), np.uint64(0))
     out[:, 13], out[:, 14] = sp >> np.uint64(8), sp & np.uint64(0xFF)
     out[:, 15], out[:, 16] = dp >> np.uint64(8), dp & np.uint64(0xFF)
     return out
@@ -111,16 +121,19 @@ def _default_fields(sf: SimFabric) -> bool:
 
 def ecmp_members(sf: SimFabric, switch_names: np.ndarray, seeds: np.ndarray, crc32: np.ndarray,
                  sizes: np.ndarray, src: np.ndarray, dst: np.ndarray, sport: np.ndarray,
-                 dport: np.ndarray, group_ids: np.ndarray) -> np.ndarray:
-    """Member index (``H % size``) of each flow in its switch's group (``sizes`` > 0)."""
+                 dport: np.ndarray, group_ids: np.ndarray,
+                 proto: "np.ndarray | int" = PROTO_UDP) -> np.ndarray:
+    """Member index (``H % size``) of each flow in its switch's group (``sizes`` > 0);
+    ``proto`` as in :func:`messages` (the simulator's own flows are all UDP)."""
     if _default_fields(sf):
-        h = crc_rows(messages(seeds, src, dst, sport, dport), crc32)
+        h = crc_rows(messages(seeds, src, dst, sport, dport, proto), crc32)
         return (h % np.maximum(sizes, 1).astype(np.uint32)).astype(np.int64)
+    protos = np.broadcast_to(np.asarray(proto, np.int64), (len(src),))
     out = np.zeros(len(src), np.int64)
     for i in range(len(src)):    # another field list: the reference model, flow by flow
         m = sf.hash_model.switch(str(switch_names[i]))
         g = m.group(int(group_ids[i]))
-        name = predict_member(m, int(group_ids[i]), int(src[i]), int(dst[i]), PROTO_UDP,
+        name = predict_member(m, int(group_ids[i]), int(src[i]), int(dst[i]), int(protos[i]),
                               int(sport[i]), int(dport[i]))
         out[i] = g.members.index(name)
     return out

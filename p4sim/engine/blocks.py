@@ -191,7 +191,13 @@ class BlockMixin:
                 if ke.match_kind == "selector" and isinstance(ke.expr, A.Member):
                     base = self.value_expr(ke.expr.expr)
                     if isinstance(strip_new(base.ty), HeaderT):
-                        # a field of an invalid header is left out of the selector hash (BMv2)
+                        # a field of an invalid header is left out of the selector hash, unlike
+                        # hash() data (NativeMixin.flat_fields): p4c-bm2-ss emits the selector's
+                        # "input" as the key fields themselves (backends/bmv2/common/control.h,
+                        # handleTableImplementation: ctxt->conv->convert(ke->expression), no
+                        # temporaries), BMv2 loads them with push_back_field (P4Objects.cpp,
+                        # process_cfg_selector) and BufBuilder skips fields of invalid headers
+                        # (src/bm_sim/calculations.cpp)
                         code = f"({code} if {base.code}._valid else None)"
                 key_codes.append(code)
                 key_types.append(x.ty)

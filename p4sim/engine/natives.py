@@ -30,17 +30,33 @@ class NativeMixin:
     def args_for(self, e: A.Call, decl: Any, what: str) -> list[Optional[A.Expr]]:
         return self.bind_args(decl.params, e.args, e, what)
 
-    def flat_fields(self, node: A.Expr, what: str) -> str:
-        """Source of a list of (value, width) pairs for hash/checksum/digest data, with the
-        fields of invalid headers skipped (BMv2)."""
+    def flat_fields(self, node: A.Expr, what: str, copy_in: bool = False) -> str:
+        """Source of a list of (value, width) pairs for hash/checksum data, as BMv2
+        builds a calculation's input.
+
+        BMv2's ``BufBuilder`` (``src/bm_sim/calculations.cpp``) skips a header, or a field
+        of a header, that the JSON names directly when the header is invalid. Checksum
+        field lists, and ``hash()`` data that is a header or a struct rather than a list,
+        are named directly: skipped.
+
+        ``copy_in`` (``hash()`` with a list; it applies to the list's elements and nested
+        lists): p4c-bm2-ss turns the list into a struct expression (midend
+        ``EliminateTuples``) and ``RemoveComplexExpressions`` copies every component into
+        a temporary before the call (in ingress and egress only), so the calculation
+        hashes ``scalars.tmp…``. A field of an invalid header is hashed with the value a
+        read of it yields, not skipped: 0 for a header never extracted, the old value
+        after ``setInvalid()`` (which keeps the fields, as BMv2's ``mark_invalid``). A
+        whole header in the list is copied with its validity, so an invalid one is still
+        skipped (read from p4c's and BMv2's sources, not measured)."""
         if isinstance(node, A.ListExpr):
-            parts = [self.flat_fields(x, what) for x in node.elems]
+            parts = [self.flat_fields(x, what, copy_in) for x in node.elems]
             return "(" + " + ".join(parts) + ")" if parts else "[]"
         x = self.value_expr(node)
         t = strip_new(x.ty)
         if isinstance(t, HeaderT):
             return f"({x.code}._flat() if {x.code}._valid else [])"
         if isinstance(t, StructLikeT) and not isinstance(t, UnionT):
+            # a struct's own fields are never header fields: no copy-in rule to pass down
             parts = [self.flat_fields(A.Member(node, n, loc=node.loc), what) for n, _ in t.fields]
             return "(" + " + ".join(parts) + ")" if parts else "[]"
         if isinstance(t, StackT):
@@ -52,7 +68,7 @@ class NativeMixin:
         if isinstance(t, VarbitT):
             # a varbit value is (length_bits, value): it contributes its current length
             item = f"[({x.code}[1], {x.code}[0])]"
-            if isinstance(node, A.Member):
+            if isinstance(node, A.Member) and not copy_in:
                 base = self.value_expr(node.expr)
                 if isinstance(strip_new(base.ty), HeaderT):
                     return f"({item} if {base.code}._valid else [])"
@@ -65,8 +81,9 @@ class NativeMixin:
             code = f"int({code})"
         elif isinstance(t, BitT) and t.signed:
             code = f"({code} & {t.mask:#x})"
-        # a field of a header: skipped when the header is invalid
-        if isinstance(node, A.Member):
+        # a field of a header named directly: skipped when the header is invalid; copied
+        # in (an element of a hash() list): the value a read yields (docstring)
+        if isinstance(node, A.Member) and not copy_in:
             base = self.value_expr(node.expr)
             if isinstance(strip_new(base.ty), HeaderT):
                 return f"([({code}, {w})] if {base.code}._valid else [])"
@@ -163,7 +180,7 @@ class NativeMixin:
             raise P4Unsupported("unsupported: HashAlgorithm.random (BMv2 refuses to load it)", args[1].loc)
         base = self.value_expr(args[2])
         mx = self.value_expr(args[4])
-        data = self.flat_fields(args[3], "hash")
+        data = self.flat_fields(args[3], "hash", copy_in=isinstance(args[3], A.ListExpr))
         h = self.global_ref(self.hash_fn(algo), "H_" + algo)
         self._out_assign(args[0], f"_compute_hash({h}, {data}, {base.code}, {mx.code})", "hash")
 

@@ -43,8 +43,10 @@ def pack_fields(fields: Iterable[tuple[int, int]]) -> bytes:
     """Pack ``(value, width_bits)`` pairs MSB-first, bit-contiguously, zero-padding the end.
 
     Values wider than their width are truncated to it. Zero-width fields add nothing.
-    The caller leaves out fields of invalid headers (BMv2 skips them, it does not
-    zero-fill them).
+    The caller decides what an invalid header contributes: BMv2 skips fields of invalid
+    headers that a calculation names directly (checksum field lists, ``action_selector``
+    keys), while ``hash()`` hashes the value a read of the field yields (p4c-bm2-ss copies
+    the list into temporaries first); see ``p4sim/engine/natives.py``, ``flat_fields``.
 
     Example::
 

@@ -12,7 +12,10 @@ Conventions
   :class:`~p4sim.runtime.action_profile.ActionSelector` hash.
 * ``key_values`` (lookups) has one int per key, **selector keys included**, in key
   order, each already within its field width. A selector key may be None: the field
-  belongs to an invalid header and, as in BMv2, is left out of the selector hash.
+  belongs to an invalid header and, as in BMv2, is left out of the selector hash (p4c
+  names the key fields directly in the selector's input and BMv2's calculation skips
+  fields of invalid headers; ``hash()`` data is copied into temporaries first and is not
+  skipped: see ``p4sim/engine/natives.py``, ``flat_fields``).
 * Priorities follow P4Runtime: **a higher number wins**. Tables with a ternary, range
   or optional key need ``priority > 0``; other tables need ``priority == 0``
   (``INVALID_ARGUMENT`` otherwise; const entries loaded by the program may omit it).

@@ -2,7 +2,7 @@
  *
  * packet_out first when the frame comes from the CPU port; then Ethernet, optional
  * 802.1Q, and IPv4 -> UDP -> BTH (UDP 4791), ARP, or a PFC MAC-control frame (0x8808).
- * Non-first IPv4 fragments stop after IPv4 (no UDP ports to hash).
+ * Non-first IPv4 fragments stop after IPv4 (no UDP header: the ECMP hash sees ports 0).
  */
 #ifndef FABRIC_PARSER_P4
 #define FABRIC_PARSER_P4

@@ -3,12 +3,15 @@ against p4sim's independent implementation, JSON round trip and validation error
 their JSON paths), the affine source-port sweep against direct computation, and — the
 point of the model — that its predictions equal the egress port p4sim's pipeline really
 picks: on ``programs/mini_fabric.p4`` (the fabric contract's tables and hash() call
-shape) always, and on ``p4src/fabric.p4`` once that program exists."""
+shape) always, and on ``p4src/fabric.p4`` once that program exists — UDP flows and the
+packets without a UDP header (TCP, ICMP, non-first UDP fragments), whose port fields the
+switch hashes as 0, as BMv2 does."""
 from __future__ import annotations
 
 import copy
 import json
 import random
+import struct
 from pathlib import Path
 from typing import Any, Callable
 
@@ -16,10 +19,13 @@ import pytest
 
 from bench.fabric_bench import (
     FABRIC_P4,
+    ROUTER_MAC,
     FabricSwitch,
+    RoutedFlow,
     build_frame,
     check_forwarding,
     expected_port,
+    ipv4_checksum,
     leaf_flows,
     load_fabric,
     setup_leaf,
@@ -86,8 +92,8 @@ def test_crc_and_packing_match_p4sim_and_reference_vectors() -> None:
 
 
 def test_member_index_equals_p4sim_compute_hash() -> None:
-    """The model's field selection (UDP fields skipped unless UDP) and ``% size + base``
-    against p4sim's ``compute_hash`` over an explicitly built field list."""
+    """The model's field values (UDP ports as 0 unless UDP: never skipped) and ``% size +
+    base`` against p4sim's ``compute_hash`` over an explicitly built field list."""
     rng = random.Random(2)
     for algo in ("crc16", "crc32"):
         for _ in range(300):
@@ -95,9 +101,9 @@ def test_member_index_equals_p4sim_compute_hash() -> None:
             size, base = rng.randrange(1, 9), rng.randrange(0, 64)
             m = SwitchHashModel("s", algorithm=algo, seed=rng.getrandbits(32),
                                 groups={3: GroupModel(base, tuple(f"m{i}" for i in range(size)))})
-            fields = [(m.seed, 32), (f.src, 32), (f.dst, 32), (f.proto, 8)]
-            if f.proto == 17:
-                fields += [(f.sport, 16), (f.dport, 16)]
+            udp = f.proto == 17
+            fields = [(m.seed, 32), (f.src, 32), (f.dst, 32), (f.proto, 8),
+                      (f.sport if udp else 0, 16), (f.dport if udp else 0, 16)]
             want = p4sim_hashes.compute_hash(algo, fields, base, size) & 0xFFFF
             assert member_index(m, 3, f.src, f.dst, f.proto, f.sport, f.dport) == want
             assert predict_member(m, 3, f.src, f.dst, f.proto, f.sport, f.dport) == f"m{want - base}"
@@ -115,6 +121,28 @@ def test_non_udp_flows_ignore_ports_and_addresses_accept_strings() -> None:
             == member_index(m, 1, 0x0A000001, 0x0A010203, 17, 5, 6))
     assert flow_hash(m, Flow.of("10.0.0.1", "10.1.2.3", 6, 1, 2)) == flow_hash(
         m, Flow.of("10.0.0.1", "10.1.2.3", 6, 3, 4))
+
+
+def test_non_udp_flows_hash_the_ports_as_zero_not_skipped() -> None:
+    """The message is always the 17 bytes of the field list: for TCP and ICMP the two
+    port fields are 0 (BMv2 hashes the copies p4c made of the never-extracted UDP fields),
+    not left out (13 bytes, the rule this model used to follow)."""
+    rng = random.Random(12)
+    differs = 0
+    for _ in range(200):
+        for algo in ("crc16", "crc32"):
+            m = SwitchHashModel("s", algorithm=algo, seed=rng.getrandbits(32))
+            src, dst, proto = rng.getrandbits(32), rng.getrandbits(32), rng.choice((1, 6))
+            msg = pack_fields([(m.seed, 32), (src, 32), (dst, 32), (proto, 8), (0, 16), (0, 16)])
+            assert len(msg) == 17
+            h = flow_hash(m, Flow(src, dst, proto, rng.getrandbits(16), rng.getrandbits(16)))
+            assert h == p4sim_hashes.get_algorithm(algo)(msg)
+            # a non-first UDP fragment (no UDP header on the switch) is Flow(src, dst, 17, 0, 0)
+            assert flow_hash(m, Flow(src, dst, 17)) == p4sim_hashes.get_algorithm(algo)(
+                msg[:12] + bytes([17]) + msg[13:])
+            skipped = p4sim_hashes.get_algorithm(algo)(msg[:13])
+            differs += h != skipped
+    assert differs > 390
 
 
 def test_predict_path_over_hops() -> None:
@@ -321,6 +349,88 @@ def test_model_predicts_the_mini_fabric_pipeline() -> None:
 @pytest.mark.skipif(not FABRIC_P4.exists(), reason="p4src/fabric.p4 does not exist yet")
 def test_model_predicts_the_fabric_pipeline() -> None:
     _check_pipeline(load_fabric, routed=True)
+
+
+# --------------------------------------------------------------------------- packets without UDP
+IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP = 1, 6, 17
+
+
+def l4_frame(src: int, dst: int, proto: int, sport: int, dport: int, frag_offset: int = 0) -> bytes:
+    """An Ethernet/IPv4 frame whose bytes after the IPv4 header carry real TCP, ICMP echo
+    or UDP headers; with ``frag_offset`` > 0 a non-first fragment, so the 4 bytes that look
+    like UDP ports are payload to the switch."""
+    if proto == IPPROTO_TCP:
+        l4 = struct.pack("!HHIIBBHHH", sport, dport, 1, 0, 0x50, 0x02, 0x2000, 0, 0)
+    elif proto == IPPROTO_ICMP:
+        l4 = struct.pack("!BBHHH", 8, 0, 0, sport, dport)          # echo: id, sequence
+    else:
+        l4 = struct.pack("!HHHH", sport, dport, 8 + 16, 0)
+    l4 += bytes(16)
+    ip = struct.pack("!BBHHHBBHII", 0x45, 0, 20 + len(l4), 7, frag_offset & 0x1FFF, 64, proto,
+                     0, src, dst)
+    ip = ip[:10] + struct.pack("!H", ipv4_checksum(ip)) + ip[12:]
+    eth = ROUTER_MAC.to_bytes(6, "big") + (0x001122334455).to_bytes(6, "big") + b"\x08\x00"
+    return eth + ip + l4
+
+
+def _no_udp_flows(sw: FabricSwitch, group_of: Callable[[int], int], src_of: Callable[[], int],
+                  dst_of: Callable[[], int], rng: random.Random, count: int,
+                  fragments: bool) -> tuple[list[RoutedFlow], list[bytes], int]:
+    """TCP, ICMP and (``fragments``) non-first UDP fragments with random ports in their
+    bytes; each flow's port is the model's for the flow *as the switch sees it*: ports 0
+    (a fragment is ``Flow(src, dst, 17, 0, 0)``). Also returns how many of them the old
+    skipping rule (13-byte message) would have sent elsewhere."""
+    flows, frames, moved = [], [], 0
+    kinds = (IPPROTO_TCP, IPPROTO_ICMP, IPPROTO_UDP) if fragments else (IPPROTO_TCP, IPPROTO_ICMP)
+    for i in range(count):
+        proto = kinds[i % len(kinds)]
+        src, dst = src_of(), dst_of()
+        sport, dport = rng.getrandbits(16), rng.choice((4791, 80, 443, rng.getrandbits(16)))
+        frag = rng.randrange(1, 0x2000) if proto == IPPROTO_UDP else 0
+        gid = group_of(dst)
+        port = expected_port(sw, gid, src, dst, proto, 0, 0)
+        assert port == expected_port(sw, gid, src, dst, proto, sport, dport) or proto == IPPROTO_UDP
+        group = sw.model.groups[gid]
+        old = pack_fields([(sw.model.seed, 32), (src, 32), (dst, 32), (proto, 8)])
+        old_member = p4sim_hashes.get_algorithm(sw.model.algorithm)(old) % group.size
+        moved += group.members[old_member] != f"port{port}"
+        flows.append(RoutedFlow(src, dst, proto, sport, dport, port))
+        frames.append(l4_frame(src, dst, proto, sport, dport, frag))
+    return flows, frames, moved
+
+
+def _check_no_udp(prog_loader: Callable[[], Any], routed: bool, fragments: bool) -> None:
+    rng = random.Random(21)
+    prog = prog_loader()
+    leaf = setup_leaf(prog.state)
+    flows, frames, moved = _no_udp_flows(
+        leaf, lambda dst: 1, lambda: 0x0A000001,
+        lambda: (10 << 24) | (rng.randrange(1, 256) << 16) | rng.getrandbits(16), rng, 300, fragments)
+    switch = V1ModelSwitch(prog, cpu_port=255, log=None)
+    check_forwarding(switch, 1, flows, frames, "leaf, no UDP header", routed)
+    assert not switch.stats.errors
+    assert len({f.port for f in flows}) == 4 and moved > 150     # spreads; the old rule differs
+
+    prog = prog_loader()
+    spine = setup_spine(prog.state)
+    flows, frames, moved = _no_udp_flows(
+        spine, lambda dst: ((dst >> 16) & 0xFF) + 1,
+        lambda: (10 << 24) | (rng.randrange(8) << 16) | rng.getrandbits(16),
+        lambda: (10 << 24) | (rng.randrange(8) << 16) | rng.getrandbits(16), rng, 300, fragments)
+    switch = V1ModelSwitch(prog, cpu_port=255, log=None)
+    check_forwarding(switch, 1, flows, frames, "spine, no UDP header", routed)
+    assert not switch.stats.errors
+    assert moved > 75
+
+
+def test_model_predicts_tcp_and_icmp_on_the_mini_fabric_pipeline() -> None:
+    # the miniature's parser does not look at the fragment offset: no fragments here
+    _check_no_udp(lambda: load_program(str(MINI_P4), trace=False), routed=False, fragments=False)
+
+
+@pytest.mark.skipif(not FABRIC_P4.exists(), reason="p4src/fabric.p4 does not exist yet")
+def test_model_predicts_tcp_icmp_and_udp_fragments_on_the_fabric_pipeline() -> None:
+    _check_no_udp(load_fabric, routed=True, fragments=True)
 
 
 def test_fabric_switch_helper_records_the_model() -> None:

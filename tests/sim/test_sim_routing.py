@@ -10,8 +10,8 @@ import pytest
 
 from controller.gor.decisions import FlowKey
 from controller.gor.paths import LinkState, PathEngine
-from p4src.hashmodel import Flow, crc16_arc, crc32, predict_path
-from sim.routing import crc_rows, route_flows
+from p4src.hashmodel import Flow, SwitchHashModel, crc16_arc, crc32, flow_hash, predict_path
+from sim.routing import crc_rows, messages, route_flows
 from sim.topology import SimFabric, SimInputError, member_port
 from sim_flows import random_cross_leaf_flows
 from topo.model import build_fabric
@@ -29,6 +29,24 @@ def test_vectorised_crc_matches_the_hash_model() -> None:
     c32 = crc_rows(msg, np.ones(50, bool))
     for i in range(50):
         assert c16[i] == crc16_arc(bytes(msg[i])) and c32[i] == crc32(bytes(msg[i]))
+
+
+def test_vectorised_hash_of_non_udp_flows_matches_the_hash_model() -> None:
+    """TCP and ICMP flows (ports in the flow, none on the wire for the switch) hash their
+    port fields as 0, in the 17-byte message, exactly as ``p4src.hashmodel``."""
+    rng = np.random.default_rng(2)
+    n = 300
+    seed, src, dst = (rng.integers(0, 2**32, n, dtype=np.uint64) for _ in range(3))
+    sport, dport = (rng.integers(0, 2**16, n, dtype=np.uint64) for _ in range(2))
+    proto = rng.choice(np.array([1, 6, 17], np.uint64), n)
+    use32 = rng.random(n) < 0.5
+    h = crc_rows(messages(seed, src, dst, sport, dport, proto), use32)
+    for i in range(n):
+        m = SwitchHashModel("s", algorithm="crc32" if use32[i] else "crc16", seed=int(seed[i]))
+        f = Flow(int(src[i]), int(dst[i]), int(proto[i]), int(sport[i]), int(dport[i]))
+        assert int(h[i]) == flow_hash(m, f), f
+    tcp = messages(seed[:1], src[:1], dst[:1], sport[:1], dport[:1], 6)
+    assert tcp.shape == (1, 17) and tcp[0, 12] == 6 and not tcp[0, 13:].any()
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=["default", "parallel-links", "two-leaves-per-rail"])

@@ -4,13 +4,15 @@
  *     H      = ALGO(seed ++ ipv4.src ++ ipv4.dst ++ ipv4.protocol ++ udp.src_port ++ udp.dst_port)
  *     member = H % size + base
  * with the fields packed MSB-first without padding (32+32+32+8+16+16 = 136 bits); the
- * UDP ports are skipped when the packet has no UDP header (BMv2 skips fields of invalid
- * headers). ALGO is crc16 (CRC-16/ARC) unless the controller sets the keyless table
- * FabricIngress.ecmp.algorithm to use_crc32() (CRC-32/IEEE). Why it exists: a CRC is
- * affine over GF(2), so the seed alone only XORs H with a constant; with power-of-two
- * group sizes a spine using the same CRC as the leaves would give every flow a leaf
- * sent to it the same member (polarisation). crc16 on leaves + crc32 on spines
- * decorrelates the tiers; the hash model records each switch's algorithm.
+ * UDP ports hash as 0 when the packet has no UDP header (p4c-bm2-ss copies hash()
+ * arguments into temporaries, so BMv2 hashes the value a read yields instead of
+ * skipping the fields of the invalid header). ALGO is crc16 (CRC-16/ARC) unless the
+ * controller sets the keyless table FabricIngress.ecmp.algorithm to use_crc32()
+ * (CRC-32/IEEE). Why it exists: a CRC is affine over GF(2), so the seed alone only XORs
+ * H with a constant; with power-of-two group sizes a spine using the same CRC as the
+ * leaves would give every flow a leaf sent to it the same member (polarisation). crc16
+ * on leaves + crc32 on spines decorrelates the tiers; the hash model records each
+ * switch's algorithm.
  * FabricIngress.ecmp.members: member index -> set_nexthop(nexthop_id).
  * A group with n members owns member indices base .. base + n - 1.
  */

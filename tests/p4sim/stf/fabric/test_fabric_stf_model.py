@@ -2,8 +2,9 @@
 
 * The expected uplink of every packet in ``ecmp.stf`` and ``ecmp_seed.stf`` is recomputed
   from the published hash model (crc16, or crc32 when ``FabricIngress.ecmp.algorithm``
-  says ``use_crc32``, over seed ++ src ++ dst ++ protocol ++ UDP ports packed MSB-first;
-  ``member = H % size + base``), so the
+  says ``use_crc32``, over seed ++ src ++ dst ++ protocol ++ UDP ports packed MSB-first,
+  the ports as 0 when the parser extracted no UDP header; ``member = H % size + base``),
+  so the
   STF files cannot drift from the model the controller publishes.
 * ``pfc_priority.stfq`` (DSCP 26 -> priority 3, PAUSE with class-enable bit 3) needs eight
   egress queues (``--priority-queues 8``): BMv2 and p4sim drop a packet whose priority is
@@ -29,21 +30,27 @@ IP_PROTO_UDP = 17
 
 
 def ecmp_member(algo: str, seed: int, frame: bytes, base: int, size: int) -> int:
-    """The member the fabric pipeline picks for an Ethernet/IPv4 ``frame``.
+    """The member the fabric pipeline picks for an Ethernet/IPv4 ``frame`` (no options).
+
+    The parser extracts UDP only when the protocol is 17 and the fragment offset 0; the
+    hash list always holds the two port fields, and without a UDP header they hash as the
+    value a read of them yields on BMv2: 0 (p4c-bm2-ss copies hash() arguments into
+    temporaries, so BMv2 does not skip them).
 
     Example::
 
-        >>> f = bytes(23) + bytes([6]) + bytes(2) + bytes(8)       # proto 6, no UDP
-        >>> ecmp_member("crc16", 0, f, 0, 1)
-        0
+        >>> f = bytes(23) + bytes([6]) + bytes(10) + bytes([0x12, 0x34, 0, 0])  # TCP
+        >>> ecmp_member("crc16", 0, f, 0, 7) == compute_hash("crc16", [(0, 32)] * 3 + [(6, 8), (0, 32)], 0, 7)
+        True
     """
     src = int.from_bytes(frame[26:30], "big")
     dst = int.from_bytes(frame[30:34], "big")
     proto = frame[23]
-    fields = [(seed, 32), (src, 32), (dst, 32), (proto, 8)]
-    if proto == IP_PROTO_UDP:
-        fields += [(int.from_bytes(frame[34:36], "big"), 16),
-                   (int.from_bytes(frame[36:38], "big"), 16)]
+    frag_offset = int.from_bytes(frame[20:22], "big") & 0x1FFF
+    has_udp = proto == IP_PROTO_UDP and frag_offset == 0
+    sport = int.from_bytes(frame[34:36], "big") if has_udp else 0
+    dport = int.from_bytes(frame[36:38], "big") if has_udp else 0
+    fields = [(seed, 32), (src, 32), (dst, 32), (proto, 8), (sport, 16), (dport, 16)]
     return compute_hash(algo, fields, base, size)
 
 

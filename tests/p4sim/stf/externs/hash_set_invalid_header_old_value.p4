@@ -1,6 +1,8 @@
-// Fields of an invalid header in a hash field list are skipped (BMv2), not
-// hashed as zeros: the same list gives crc32(a ++ v ++ a) when opt is valid
-// and crc32(a ++ a) when it is not.
+// A header made invalid by setInvalid() after it was extracted keeps its field
+// values (BMv2's mark_invalid only clears the valid bit). A hash() over one of
+// its fields hashes that old value: p4c-bm2-ss copies the list into temporaries
+// before the call, and a copy reads the field whether the header is valid or not.
+// k == 1: opt valid; k == 3: opt extracted, then invalidated before the hash.
 
 #include <core.p4>
 #include <v1model.p4>
@@ -29,6 +31,7 @@ parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
         pkt.extract(hdr.h);
         transition select(hdr.h.k) {
             8w1 : parse_opt;
+            8w3 : parse_opt;
             default : accept;
         }
     }
@@ -45,6 +48,9 @@ control MyVerifyChecksum(inout headers_t hdr, inout meta_t meta) {
 control MyIngress(inout headers_t hdr, inout meta_t meta,
                   inout standard_metadata_t standard_metadata) {
     apply {
+        if (hdr.h.k == 8w3) {
+            hdr.opt.setInvalid();
+        }
         hash(hdr.h.res, HashAlgorithm.crc32, 32w0,
              { hdr.h.a, hdr.opt.v, hdr.h.a }, 32w0xFFFFFFFF);
         standard_metadata.egress_spec = 1;
