@@ -12,7 +12,14 @@ The work is split by entity kind: ``entities_tables`` (table entries, direct cou
 and meters), ``entities_profiles`` (action profile members and groups, one-shot
 selector entries), ``entities_externs`` (counters, meters, registers, multicast groups,
 clone sessions, digests); ``entities_index`` maps P4Info ids to runtime objects.
-Value sets are not served: P4Info generation does not emit them yet (``NOT_FOUND``).
+
+By default the store answers as BMv2's P4Runtime server (simple_switch_grpc + PI) does,
+code for code (the measured table and the decisions are in p4sim/README.md, "P4Runtime
+conformance"): register reads and writes, wildcard counter/meter writes, clone-session
+truncation, wildcard digest / direct-resource / PRE reads, member and group reads of a
+one-shot selector and ``is_const`` in reads are refused or left out as BMv2 does.
+``extras=True`` (``python -m p4sim switch --p4runtime-extras``) turns them back on.
+Value sets are not served (``UNIMPLEMENTED``, as BMv2).
 
 Example::
 
@@ -44,16 +51,18 @@ class EntityStore:
 
     ``clock_ns`` (optional) gives the switch's current time in the same base as table
     entries' ``last_hit_ns`` (the v1model driver's clock in µs × 1000); it is only used
-    to answer ``time_since_last_hit``.
+    to answer ``time_since_last_hit`` and to stamp new entries for idle timeouts.
+    ``extras`` enables what BMv2 lacks (see the module docstring).
     """
 
     def __init__(self, program: Any, p4info: p4info_pb2.P4Info,
-                 clock_ns: Optional[Callable[[], int]] = None) -> None:
+                 clock_ns: Optional[Callable[[], int]] = None, extras: bool = False) -> None:
         self.program = program
+        self.extras = extras
         self.index = ProgramIndex(program, p4info)
-        self.profiles = ProfileStore(self.index)
-        self.tables = TableStore(self.index, self.profiles, clock_ns)
-        self.externs = ExternStore(self.index, program.state)
+        self.profiles = ProfileStore(self.index, extras)
+        self.tables = TableStore(self.index, self.profiles, clock_ns, extras)
+        self.externs = ExternStore(self.index, program.state, extras)
         t, p, x = self.tables, self.profiles, self.externs
         self._writers: dict[str, Callable[[int, Any], Undo]] = {
             "table_entry": t.write,
@@ -80,25 +89,29 @@ class EntityStore:
             "digest_entry": x.read_digests,
         }
 
-    def _kind(self, entity: pb.Entity) -> str:
+    @staticmethod
+    def _kind(entity: pb.Entity, read: bool) -> str:
         kind = entity.WhichOneof("entity")
         if kind is None:
-            fail("INVALID_ARGUMENT", "entity is empty")
+            fail("UNKNOWN", "Incorrect entity type: the entity is empty")
         if kind == "extern_entry":
+            if read:
+                fail("UNKNOWN", "Incorrect entity type: extern entries are not supported by v1model")
             fail("UNIMPLEMENTED", "extern entries are not supported by v1model")
         if kind == "value_set_entry":
-            fail("NOT_FOUND", f"no value set with id {entity.value_set_entry.value_set_id}")
+            verb = "reads" if read else "writes"
+            fail("UNIMPLEMENTED", f"ValueSet {verb} are not supported yet (as in BMv2)")
         return kind
 
     def write(self, update: pb.Update) -> Undo:
         """Apply one update; raise ``RuntimeStateError`` (state unchanged) or return its undo."""
         if update.type not in (pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE):
             fail("INVALID_ARGUMENT", f"update type {pb.Update.Type.Name(update.type)} is not a write")
-        kind = self._kind(update.entity)
+        kind = self._kind(update.entity, read=False)
         return self._writers[kind](update.type, getattr(update.entity, kind))
 
     def read(self, entity: pb.Entity) -> Iterator[pb.Entity]:
         """Entities matching ``entity`` (wildcards per kind). The request is validated and
         the answer collected before this returns, so errors are raised here."""
-        kind = self._kind(entity)
+        kind = self._kind(entity, read=True)
         return iter(list(self._readers[kind](getattr(entity, kind))))

@@ -1,18 +1,27 @@
 """Indexed externs and device-wide entities for :class:`p4sim.p4runtime.entities.EntityStore`:
-``CounterEntry``, ``MeterEntry``, ``RegisterEntry`` (MODIFY only; an unset ``index``
-means every cell, for writes and reads), ``PacketReplicationEngineEntry`` (multicast
-groups and clone sessions) and ``DigestEntry`` (configuration of a digest).
+``CounterEntry``, ``MeterEntry``, ``RegisterEntry``, ``PacketReplicationEngineEntry``
+(multicast groups and clone sessions) and ``DigestEntry`` (configuration of a digest).
 
-Codes (P4Runtime spec): INSERT/DELETE of counters, meters and registers →
-``INVALID_ARGUMENT``; a negative index → ``INVALID_ARGUMENT``, an index past the end →
-``OUT_OF_RANGE``; an unset meter ``config`` resets the cell to unconfigured (GREEN);
-multicast group / clone session id 0 in a write → ``INVALID_ARGUMENT``; digest INSERT
-of a configured digest → ``ALREADY_EXISTS``, MODIFY/DELETE of an unconfigured one →
-``NOT_FOUND``.
+Codes are BMv2's (simple_switch_grpc + PI, measured; p4sim/README.md "P4Runtime
+conformance"): counter/meter INSERT → ``INVALID_ARGUMENT``; a counter DELETE is taken
+as a MODIFY (BMv2 accepts it); a counter MODIFY without ``data`` resets the cell to 0;
+an index past the end → ``UNKNOWN`` ("Error when writing to counter" / "… meter spec" /
+"Error when reading … from target"); CIR > PIR → ``UNKNOWN``; an unset meter ``config``
+resets the cell (GREEN); multicast group / clone session id 0 in a write →
+``INVALID_ARGUMENT``; a PRE read naming neither → ``INVALID_ARGUMENT``; digest INSERT
+of a configured digest → ``ALREADY_EXISTS``, MODIFY/DELETE/read of an unconfigured one
+→ ``NOT_FOUND``, INSERT without ``config`` → accepted and ignored (as BMv2).
+
+Refused unless ``extras`` (what BMv2 lacks): register reads and writes
+(``UNIMPLEMENTED``), counter/meter writes without an index (``UNIMPLEMENTED``; with
+extras they address every cell), clone sessions with ``packet_length_bytes``
+(``UNKNOWN``, BMv2's "Error when creating clone session in target"), digest reads
+without ``digest_id`` (``UNIMPLEMENTED``) and PRE reads naming neither a group nor a
+session (with extras: both kinds).
 
 Example::
 
-    >>> ext = ExternStore(index, program.state)                        # doctest: +SKIP
+    >>> ext = ExternStore(index, program.state, extras=True)           # doctest: +SKIP
     >>> undo = ext.write_register(pb.Update.MODIFY, register_entry)    # doctest: +SKIP
 """
 from __future__ import annotations
@@ -39,16 +48,26 @@ def _modify_only(utype: int, kind: str) -> None:
         fail("INVALID_ARGUMENT", f"{kind} entries can only be modified")
 
 
-def _indices(msg: Any, size: int, what: str) -> list[int]:
-    """The cells a message addresses: its index, or all of them when unset."""
+def _indices(msg: Any, size: int, what: str, bmv2_error: str = "") -> list[int]:
+    """The cells a message addresses: its index, or all of them when unset. An index
+    past the end is ``UNKNOWN`` prefixed with BMv2's message ``bmv2_error`` when given
+    (PI's generic target error), else ``OUT_OF_RANGE``."""
     if not msg.HasField("index"):
         return list(range(size))
     i = msg.index.index
     if i < 0:
         fail("INVALID_ARGUMENT", f"{what}: negative index {i}")
     if i >= size:
+        if bmv2_error:
+            fail("UNKNOWN", f"{bmv2_error}: {what}: index {i} not in [0, {size})")
         fail("OUT_OF_RANGE", f"{what}: index {i} not in [0, {size})")
     return [i]
+
+
+def _extra(extras: bool, code: str, message: str) -> None:
+    """Refuse what BMv2 refuses unless the extras are on."""
+    if not extras:
+        fail(code, f"{message} (as in BMv2; python -m p4sim switch --p4runtime-extras enables it)")
 
 
 def _targets(objects: dict[int, ExternInfo], extern_id: int, kind: str) -> list[ExternInfo]:
@@ -60,9 +79,10 @@ def _targets(objects: dict[int, ExternInfo], extern_id: int, kind: str) -> list[
 class ExternStore:
     """Counters, meters, registers, the PRE and digests of one program."""
 
-    def __init__(self, index: ProgramIndex, state: Any) -> None:
+    def __init__(self, index: ProgramIndex, state: Any, extras: bool = False) -> None:
         self.index = index
         self.state = state
+        self.extras = extras
         # multicast group id → (replicas as written, metadata): read-write symmetry
         self._mc_written: dict[int, tuple[list[bytes], bytes]] = {}
         self._clone_written: dict[int, list[bytes]] = {}
@@ -70,12 +90,14 @@ class ExternStore:
     # ------------------------------------------------------------------ counters
     def write_counter(self, utype: int, msg: pb.CounterEntry) -> Undo:
         ei = ProgramIndex.extern("counter", self.index.counters, msg.counter_id)
-        _modify_only(utype, "counter")
+        if utype == pb.Update.INSERT:
+            fail("INVALID_ARGUMENT", "INSERT update type not supported for counters")
+        _modify_only(pb.Update.MODIFY if utype == pb.Update.DELETE else utype, "counter")
         arr = ei.obj
-        cells = _indices(msg, arr.size, f"counter {ei.name}")
-        if not msg.HasField("data"):
-            return _noop
-        packets, nbytes = msg.data.packet_count, msg.data.byte_count
+        if not msg.HasField("index"):
+            _extra(self.extras, "UNIMPLEMENTED", "Wildcard write is not supported for indirect counters yet")
+        cells = _indices(msg, arr.size, f"counter {ei.name}", "Error when writing to counter")
+        packets, nbytes = msg.data.packet_count, msg.data.byte_count   # no data: reset to 0
         if packets < 0 or nbytes < 0:
             fail("INVALID_ARGUMENT", f"counter {ei.name}: values must be non-negative")
         old = [(i, *arr.read(i)) for i in cells]
@@ -90,7 +112,7 @@ class ExternStore:
     def read_counters(self, msg: pb.CounterEntry) -> Iterator[pb.Entity]:
         for ei in _targets(self.index.counters, msg.counter_id, "counter"):
             arr = ei.obj
-            for i in _indices(msg, arr.size, f"counter {ei.name}"):
+            for i in _indices(msg, arr.size, f"counter {ei.name}", "Error when reading counter from target"):
                 ent = pb.Entity()
                 out = ent.counter_entry
                 out.counter_id = ei.extern_id
@@ -101,12 +123,17 @@ class ExternStore:
     # ------------------------------------------------------------------ meters
     def write_meter(self, utype: int, msg: pb.MeterEntry) -> Undo:
         ei = ProgramIndex.extern("meter", self.index.meters, msg.meter_id)
+        if utype == pb.Update.INSERT:
+            fail("INVALID_ARGUMENT", "INSERT update type not supported for meters")
         _modify_only(utype, "meter")
         if msg.HasField("counter_data"):
             fail("UNIMPLEMENTED", "per-colour meter counters are not supported")
         arr = ei.obj
-        cells = _indices(msg, arr.size, f"meter {ei.name}")
-        cfg = decode_meter_config(msg.config, f"meter {ei.name}").config if msg.HasField("config") else None
+        if not msg.HasField("index"):
+            _extra(self.extras, "UNIMPLEMENTED", "Wildcard write is not supported for indirect meters yet")
+        cells = _indices(msg, arr.size, f"meter {ei.name}", "Error when writing meter spec")
+        cfg = (decode_meter_config(msg.config, f"meter {ei.name}", "Error when writing meter spec").config
+               if msg.HasField("config") else None)
         saved = meter_cells(arr)
         for i in cells:
             if cfg is None:
@@ -120,7 +147,7 @@ class ExternStore:
             fail("UNIMPLEMENTED", "per-colour meter counters are not supported")
         for ei in _targets(self.index.meters, msg.meter_id, "meter"):
             arr = ei.obj
-            for i in _indices(msg, arr.size, f"meter {ei.name}"):
+            for i in _indices(msg, arr.size, f"meter {ei.name}", "Error when reading meter spec from target"):
                 ent = pb.Entity()
                 out = ent.meter_entry
                 out.meter_id = ei.extern_id
@@ -132,6 +159,7 @@ class ExternStore:
 
     # ------------------------------------------------------------------ registers
     def write_register(self, utype: int, msg: pb.RegisterEntry) -> Undo:
+        _extra(self.extras, "UNIMPLEMENTED", "Register writes are not supported yet")
         ei = ProgramIndex.extern("register", self.index.registers, msg.register_id)
         _modify_only(utype, "register")
         reg = ei.obj
@@ -149,6 +177,7 @@ class ExternStore:
         return undo
 
     def read_registers(self, msg: pb.RegisterEntry) -> Iterator[pb.Entity]:
+        _extra(self.extras, "UNIMPLEMENTED", "Register reads are not supported yet")
         for ei in _targets(self.index.registers, msg.register_id, "register"):
             reg = ei.obj
             for i in _indices(msg, reg.size, f"register {ei.name}"):
@@ -212,6 +241,9 @@ class ExternStore:
             pre.delete_clone_session(sid)
             self._clone_written.pop(sid, None)
         else:
+            if cs.packet_length_bytes:
+                _extra(self.extras, "UNKNOWN", f"Error when creating clone session in target: clone session {sid}: "
+                                               f"packet_length_bytes (truncation) is not supported")
             replicas = self._replicas(cs.replicas, f"clone session {sid}")
             fn = pre.insert_clone_session if utype == pb.Update.INSERT else pre.modify_clone_session
             fn(sid, replicas, cs.class_of_service, cs.packet_length_bytes)
@@ -240,6 +272,9 @@ class ExternStore:
     def read_pre(self, msg: pb.PacketReplicationEngineEntry) -> Iterator[pb.Entity]:
         pre = self.state.pre
         which = msg.WhichOneof("type")
+        if which is None:
+            _extra(self.extras, "INVALID_ARGUMENT", "Invalid PRE operation: the entry names neither a multicast "
+                                                    "group nor a clone session")
         if which in (None, "multicast_group_entry"):
             gid = msg.multicast_group_entry.multicast_group_id if which else 0
             ids = [gid] if gid else pre.multicast_group_ids()
@@ -287,6 +322,8 @@ class ExternStore:
         if utype == pb.Update.MODIFY and not configured:
             fail("NOT_FOUND", f"digest {name} is not configured")
         if not msg.HasField("config"):
+            if utype == pb.Update.INSERT:
+                return _noop     # BMv2 accepts it and configures nothing
             fail("INVALID_ARGUMENT", f"digest {name}: config is required")
         c = msg.config
         undo = snapshot(q)
@@ -295,9 +332,13 @@ class ExternStore:
 
     def read_digests(self, msg: pb.DigestEntry) -> Iterator[pb.Entity]:
         q = self.state.digests
+        if msg.digest_id == 0:
+            _extra(self.extras, "UNIMPLEMENTED", "digest_id must be set when reading DigestEntry")
         for ei in _targets(self.index.digests, msg.digest_id, "digest"):
             cfg = q.get_config(ei.obj)
             if cfg is None:
+                if msg.digest_id:
+                    fail("NOT_FOUND", f"Digest {ei.extern_id} not configured (digest {ei.name})")
                 continue
             ent = pb.Entity()
             out = ent.digest_entry

@@ -3,7 +3,8 @@
 
 P4Info names objects by fully qualified name, exactly as ``program.state`` does, so the
 index is built by matching names; an id of the P4Info that the program does not have is
-left out (and then reads as ``NOT_FOUND``).
+left out. An unknown id is ``INVALID_ARGUMENT`` ("Invalid P4 id", BMv2's code), except
+for digests (``NOT_FOUND``, as BMv2).
 
 Example::
 
@@ -124,22 +125,24 @@ class ProgramIndex:
         return {m.preamble.id: ExternInfo(m.preamble.id, m.preamble.name, objects[m.preamble.name])
                 for m in items if m.preamble.name in objects}
 
-    # ------------------------------------------------------------------ lookups (NOT_FOUND)
+    # ------------------------------------------------------------------ lookups (Invalid P4 id)
     def table(self, table_id: int) -> TableInfo:
         ti = self.tables.get(table_id)
         if ti is None:
-            fail("NOT_FOUND", f"no table with id {table_id}")
+            fail("INVALID_ARGUMENT", f"Invalid P4 id: no table with id {table_id}")
         return ti
 
     def profile(self, profile_id: int) -> ProfileInfo:
         pi = self.profiles.get(profile_id)
         if pi is None:
-            fail("NOT_FOUND", f"no action profile with id {profile_id}")
+            fail("INVALID_ARGUMENT", f"Invalid P4 id: no action profile with id {profile_id}")
         return pi
 
     @staticmethod
     def extern(kind: str, objects: dict[int, ExternInfo], extern_id: int) -> ExternInfo:
         ei = objects.get(extern_id)
         if ei is None:
-            fail("NOT_FOUND", f"no {kind} with id {extern_id}")
+            if kind == "digest":
+                fail("NOT_FOUND", f"{extern_id} is not a valid digest id")
+            fail("INVALID_ARGUMENT", f"Invalid P4 id: no {kind} with id {extern_id}")
         return ei

@@ -6,12 +6,20 @@ Rules (P4Runtime spec, "TableEntry"): an omitted match field is a don't-care
 (ternary mask 0, LPM /0, full range, optional wildcard) and may not be omitted for an
 exact field; a don't-care written explicitly is ``INVALID_ARGUMENT``; the default entry
 is only MODIFYed (INSERT/DELETE → ``INVALID_ARGUMENT``, const → ``PERMISSION_DENIED``,
-no action = back to the program's default); a ``const entries`` table only accepts
-MODIFYs of direct resources (``PERMISSION_DENIED`` otherwise); ``meter_config`` unset in
-a MODIFY resets the direct meter; ``counter_data`` unset in a MODIFY keeps the counter.
-Reads return canonical bytestrings, ``counter_data`` / ``meter_config`` /
-``time_since_last_hit`` only when the request sets them, and one-shot entries with
-their original action set.
+no action = back to the program's default); ``meter_config`` unset in a MODIFY resets
+the direct meter; ``counter_data`` unset in a MODIFY keeps the counter. Reads return
+canonical bytestrings, ``counter_data`` / ``meter_config`` / ``time_since_last_hit``
+only when the request sets them, and one-shot entries with their action set.
+
+Where BMv2 (simple_switch_grpc + PI) answers with another code, p4sim gives BMv2's
+(p4sim/README.md, "P4Runtime conformance"): INSERT into a ``const entries`` table →
+``UNKNOWN``, MODIFY/DELETE of its entries → ``NOT_FOUND``; a member or group that does
+not exist → ``INVALID_ARGUMENT``; one-shot on a profile without selector → ``UNKNOWN``;
+a direct counter/meter of an entry that does not exist → ``INVALID_ARGUMENT``, of the
+default entry → ``UNKNOWN``, a direct meter with CIR > PIR → ``UNKNOWN``; a
+DirectCounterEntry DELETE is taken as a MODIFY and a MODIFY without ``data`` resets the
+counter. ``is_const`` is set in reads and direct counters/meters of all tables
+(``table_id`` 0) are read only with the extras (BMv2 does neither).
 
 Example::
 
@@ -29,6 +37,7 @@ from p4sim.p4runtime.entities_index import ProgramIndex, TableInfo
 from p4sim.p4runtime.entities_profiles import OneShot, ProfileStore
 from p4sim.p4runtime.entities_restore import restore_table_entry
 from p4sim.p4runtime.entities_values import decode_bits, encode_bits, fail
+from p4sim.runtime.errors import RuntimeStateError
 from p4sim.runtime.meters import MeterCell, MeterConfig
 from p4sim.runtime.tables import (ActionCall, Exact, GroupRef, Lpm, MemberRef, Optional_, Range,
                                   TableEntryState, Ternary)
@@ -121,12 +130,18 @@ def encode_matches(ti: TableInfo, matches: tuple[Any, ...], out: Any) -> None:
 
 
 # --------------------------------------------------------------------------- direct resources
-def decode_meter_config(msg: pb.MeterConfig, what: str) -> MeterCell:
-    """A configured trTCM cell (``INVALID_ARGUMENT`` for eburst, negative values, CIR > PIR)."""
+def decode_meter_config(msg: pb.MeterConfig, what: str, bmv2_error: str = "") -> MeterCell:
+    """A configured trTCM cell (``INVALID_ARGUMENT`` for eburst, negative values, CIR > PIR;
+    with ``bmv2_error`` a bad rate is ``UNKNOWN`` with that message, as BMv2 answers)."""
     if msg.eburst:
         fail("INVALID_ARGUMENT", f"{what}: eburst is only for srTCM meters; BMv2 meters are trTCM")
     cell = MeterCell()
-    cell.set_config(MeterConfig(msg.cir, msg.cburst, msg.pir, msg.pburst))
+    try:
+        cell.set_config(MeterConfig(msg.cir, msg.cburst, msg.pir, msg.pburst))
+    except RuntimeStateError as e:
+        if not bmv2_error:
+            raise
+        fail("UNKNOWN", f"{bmv2_error}: {what}: {e.message}")
     return cell
 
 
@@ -153,10 +168,12 @@ def _check_counter_data(msg: pb.CounterData, what: str) -> tuple[int, int]:
 class TableStore:
     """Table entries of every table, plus one-shot records and default-entry cookies."""
 
-    def __init__(self, index: ProgramIndex, profiles: ProfileStore, clock_ns: Optional[ClockNs] = None) -> None:
+    def __init__(self, index: ProgramIndex, profiles: ProfileStore, clock_ns: Optional[ClockNs] = None,
+                 extras: bool = False) -> None:
         self.index = index
         self.profiles = profiles
         self.clock_ns = clock_ns
+        self.extras = extras
         self._oneshots: dict[tuple[str, tuple[Any, ...], int], OneShot] = {}
         self._default_metadata: dict[str, bytes] = {}
 
@@ -173,13 +190,22 @@ class TableStore:
             fail("INVALID_ARGUMENT", f"table {ti.name} has no action profile: give an action")
         if which == "action_profile_member_id":
             self.profiles.check_manual_ref(ti)
-            return MemberRef(ta.action_profile_member_id), None, _noop
+            mid = ta.action_profile_member_id
+            if mid not in impl.members:
+                fail("INVALID_ARGUMENT", f"Invalid member / group id: {impl.name} has no member {mid}")
+            return MemberRef(mid), None, _noop
         if which == "action_profile_group_id":
             if not impl.has_selector:
                 fail("INVALID_ARGUMENT", f"table {ti.name}: groups need an action selector")
             self.profiles.check_manual_ref(ti)
-            return GroupRef(ta.action_profile_group_id), None, _noop
+            gid = ta.action_profile_group_id
+            if gid not in impl.groups:
+                fail("INVALID_ARGUMENT", f"Invalid member / group id: {impl.name} has no group {gid}")
+            return GroupRef(gid), None, _noop
         if which == "action_profile_action_set":
+            if not impl.has_selector:
+                fail("UNKNOWN", f"Error when adding match entry to target: table {ti.name}: "
+                                f"one-shot programming needs an action selector")
             ref, record, undo = self.profiles.create_oneshot(ti, ta.action_profile_action_set)
             return ref, record, undo
         fail("INVALID_ARGUMENT", f"table {ti.name}: the entry's action is empty")
@@ -221,8 +247,10 @@ class TableStore:
         if te.HasField("time_since_last_hit"):
             fail("INVALID_ARGUMENT", f"table {ti.name}: time_since_last_hit must be unset in a write")
         t = ti.table
-        if utype != pb.Update.MODIFY and t.is_const:
-            fail("PERMISSION_DENIED", f"table {ti.name} has const entries")
+        if t.is_const:
+            if utype == pb.Update.INSERT:
+                fail("UNKNOWN", f"Error when adding match entry to target: table {ti.name} has const entries")
+            fail("NOT_FOUND", f"Cannot find match entry: the entries of table {ti.name} are const")
         matches = decode_matches(ti, te.match)
         if utype == pb.Update.INSERT:
             return self._insert(ti, te, matches)
@@ -246,6 +274,8 @@ class TableStore:
             entry.counter.write(*counter)
         if meter is not None:
             entry.meter = meter
+        if self.clock_ns is not None:
+            entry.last_hit_ns = self.clock_ns()    # idle time counts from the insertion
         key = self._key(ti, entry)
         if record is not None:
             self._oneshots[key] = record
@@ -411,7 +441,7 @@ class TableStore:
                 ProfileStore.encode_ref(a, out.action)
         out.metadata = entry.metadata
         out.idle_timeout_ns = entry.idle_timeout_ns
-        out.is_const = entry.is_const
+        out.is_const = entry.is_const and self.extras
         t = ti.table
         if req.HasField("counter_data") and entry.counter is not None:
             encode_counter(t.direct_counter.unit, entry.counter.packets, entry.counter.bytes, out.counter_data)
@@ -431,49 +461,61 @@ class TableStore:
         if t.default_action is not None:
             out.action.action.CopyFrom(encode_action(self.index, t.default_action))
         out.metadata = self._default_metadata.get(ti.name, b"")
-        out.is_const = t.default_is_const
+        out.is_const = t.default_is_const and self.extras
         return ent
 
     # ------------------------------------------------------------------ direct counter / meter
-    def _direct_tables(self, te: pb.TableEntry, attr: str) -> list[TableInfo]:
+    def _direct_tables(self, te: pb.TableEntry, attr: str, bmv2_error: str) -> list[TableInfo]:
+        what = attr.replace("_", " ")
         if te.table_id == 0:
+            if not self.extras:
+                fail("UNIMPLEMENTED", f"Reading all {what}s for ALL tables is not supported yet (as in BMv2; "
+                                      f"python -m p4sim switch --p4runtime-extras enables it)")
             return [ti for ti in self.index.tables.values() if getattr(ti.table, attr) is not None]
         ti = self.index.table(te.table_id)
         if getattr(ti.table, attr) is None:
-            fail("INVALID_ARGUMENT", f"table {ti.name} has no {attr.replace('_', ' ')}")
+            fail("INVALID_ARGUMENT", f"table {ti.name} has no {what}")
         if te.is_default_action:
-            fail("UNIMPLEMENTED", f"table {ti.name}: direct resources of the default entry are not supported")
+            fail("UNKNOWN", f"{bmv2_error}: table {ti.name}: direct resources of the default entry "
+                            f"are not supported")
         return [ti]
 
-    def _direct_entry(self, te: pb.TableEntry, attr: str) -> tuple[TableInfo, TableEntryState]:
+    def _find_direct(self, ti: TableInfo, te: pb.TableEntry) -> TableEntryState:
+        entry = ti.table.get_entry(decode_matches(ti, te.match), te.priority)
+        if entry is None:
+            fail("INVALID_ARGUMENT", f"Cannot map table entry to handle: table {ti.name} has no entry with this key")
+        return entry
+
+    def _direct_entry(self, te: pb.TableEntry, attr: str, bmv2_error: str) -> tuple[TableInfo, TableEntryState]:
         if te.table_id == 0:
             fail("INVALID_ARGUMENT", "a direct resource write names its table entry")
-        ti = self._direct_tables(te, attr)[0]
-        return ti, self._find(ti, decode_matches(ti, te.match), te.priority)
+        ti = self._direct_tables(te, attr, bmv2_error)[0]
+        return ti, self._find_direct(ti, te)
 
-    def _direct_reads(self, te: pb.TableEntry, attr: str) -> list[tuple[TableInfo, TableEntryState]]:
+    def _direct_reads(self, te: pb.TableEntry, attr: str, bmv2_error: str
+                      ) -> list[tuple[TableInfo, TableEntryState]]:
         out = []
-        for ti in self._direct_tables(te, attr):
+        for ti in self._direct_tables(te, attr, bmv2_error):
             if te.table_id and len(te.match):
-                out.append((ti, self._find(ti, decode_matches(ti, te.match), te.priority)))
+                out.append((ti, self._find_direct(ti, te)))
             else:
                 out.extend((ti, e) for e in ti.table.entries())
         return out
 
     def write_direct_counter(self, utype: int, msg: pb.DirectCounterEntry) -> Undo:
-        if utype != pb.Update.MODIFY:
+        if utype == pb.Update.INSERT:   # BMv2 takes a DELETE as a MODIFY
+            fail("INVALID_ARGUMENT", "INSERT update type not supported for counters")
+        if utype not in (pb.Update.MODIFY, pb.Update.DELETE):
             fail("INVALID_ARGUMENT", "direct counter entries can only be modified")
-        ti, entry = self._direct_entry(msg.table_entry, "direct_counter")
-        if not msg.HasField("data"):
-            return _noop
-        values = _check_counter_data(msg.data, f"direct counter of {ti.name}")
+        ti, entry = self._direct_entry(msg.table_entry, "direct_counter", "Error when writing counter to target")
+        values = _check_counter_data(msg.data, f"direct counter of {ti.name}")   # no data: reset to 0
         cell = entry.counter
         old = cell.read()
         cell.write(*values)
         return lambda: cell.write(*old)
 
     def read_direct_counters(self, msg: pb.DirectCounterEntry) -> Iterator[pb.Entity]:
-        pairs = self._direct_reads(msg.table_entry, "direct_counter")
+        pairs = self._direct_reads(msg.table_entry, "direct_counter", "Error when reading counter from target")
         for ti, entry in pairs:
             ent = pb.Entity()
             out = ent.direct_counter_entry
@@ -483,12 +525,13 @@ class TableStore:
 
     def write_direct_meter(self, utype: int, msg: pb.DirectMeterEntry) -> Undo:
         if utype != pb.Update.MODIFY:
-            fail("INVALID_ARGUMENT", "direct meter entries can only be modified")
+            fail("INVALID_ARGUMENT", "INSERT update type not supported for meters" if utype == pb.Update.INSERT
+                 else "direct meter entries can only be modified")
         if msg.HasField("counter_data"):
             fail("UNIMPLEMENTED", "per-colour meter counters are not supported")
-        ti, entry = self._direct_entry(msg.table_entry, "direct_meter")
-        cell = (decode_meter_config(msg.config, f"direct meter of {ti.name}") if msg.HasField("config")
-                else MeterCell())
+        ti, entry = self._direct_entry(msg.table_entry, "direct_meter", "Error when writing direct meter spec")
+        cell = (decode_meter_config(msg.config, f"direct meter of {ti.name}", "Error when writing direct meter spec")
+                if msg.HasField("config") else MeterCell())
         old = entry.meter
         entry.meter = cell
 
@@ -499,7 +542,7 @@ class TableStore:
     def read_direct_meters(self, msg: pb.DirectMeterEntry) -> Iterator[pb.Entity]:
         if msg.HasField("counter_data"):
             fail("UNIMPLEMENTED", "per-colour meter counters are not supported")
-        pairs = self._direct_reads(msg.table_entry, "direct_meter")
+        pairs = self._direct_reads(msg.table_entry, "direct_meter", "Error when reading meter spec from target")
         for ti, entry in pairs:
             ent = pb.Entity()
             out = ent.direct_meter_entry

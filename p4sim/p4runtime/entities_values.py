@@ -3,8 +3,10 @@ bytestrings and ``P4Data`` bitstrings on top of :mod:`p4sim.p4runtime.codec`, pl
 ``fail`` shorthand for :class:`RuntimeStateError`.
 
 Bytestrings follow the P4Runtime spec ("Bytestrings"): any length is accepted on input
-as long as the value fits the P4Info bitwidth (``OUT_OF_RANGE`` otherwise, and for an
-empty string); output uses the canonical shortest form (``0`` is one zero byte).
+as long as the value fits the P4Info bitwidth; output uses the canonical shortest form
+(``0`` is one zero byte). A value that does not fit (or an empty string) is
+``INVALID_ARGUMENT``, BMv2's code ("Bytestring provided does not fit within N bits"),
+where the spec's codec (:mod:`p4sim.p4runtime.codec`) says ``OUT_OF_RANGE``.
 
 Example::
 
@@ -15,14 +17,26 @@ from __future__ import annotations
 
 from typing import NoReturn
 
+from google.rpc import code_pb2
 from p4.v1 import p4data_pb2
 
 from p4sim.p4runtime.codec import decode_bytes, encode_bytes
 from p4sim.runtime.errors import RuntimeStateError
 
 
+class EntityError(RuntimeStateError):
+    """A :class:`RuntimeStateError` with any canonical code, ``UNKNOWN`` included (BMv2
+    answers some refusals with PI's generic ``UNKNOWN``; the runtime never does)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        code_pb2.Code.Value(code)          # ValueError for a name that is not a code
+        Exception.__init__(self, f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
 def fail(code: str, message: str) -> NoReturn:
-    """Raise :class:`RuntimeStateError` (a shorthand used by every entity module).
+    """Raise :class:`EntityError` (a shorthand used by every entity module).
 
     >>> try:
     ...     fail("NOT_FOUND", "no table 7")
@@ -30,7 +44,7 @@ def fail(code: str, message: str) -> NoReturn:
     ...     e.code
     'NOT_FOUND'
     """
-    raise RuntimeStateError(code, message)
+    raise EntityError(code, message)
 
 
 def decode_bits(data: bytes, width: int, what: str) -> int:
@@ -39,7 +53,12 @@ def decode_bits(data: bytes, width: int, what: str) -> int:
     >>> decode_bits(b"\\x01\\xff", 9, "port")
     511
     """
-    return decode_bytes(data, width, what)
+    try:
+        return decode_bytes(data, width, what)
+    except RuntimeStateError as e:
+        if e.code == "OUT_OF_RANGE":
+            raise EntityError("INVALID_ARGUMENT", e.message) from None
+        raise
 
 
 def encode_bits(value: int) -> bytes:

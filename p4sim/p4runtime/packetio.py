@@ -8,10 +8,10 @@ the pipeline sends to the CPU port loses its leading ``packet_in`` header, whose
 become ``PacketIn.metadata`` (canonical bytestrings). Without such a header the payload
 travels as is.
 
-Per the spec a ``PacketOut`` must carry exactly one value per P4Info field: an unknown,
-repeated or missing field, or a value that does not fit, raises
+A metadata field the ``PacketOut`` leaves out is 0, as BMv2 injects it; an unknown or
+repeated field, or a value that does not fit, raises
 ``RuntimeStateError("INVALID_ARGUMENT" | "OUT_OF_RANGE", …)`` and the packet is dropped
-(the server reports it on the stream as a ``StreamError``).
+(BMv2 drops it silently; the server reports a ``StreamError`` only with the extras).
 
 Example::
 
@@ -83,9 +83,8 @@ class PacketIO:
             raise RuntimeStateError("INVALID_ARGUMENT", f"PacketOut metadata id {unknown[0]} is not in packet_out")
         acc = 0
         for fid, fname, width in hdr.fields:
-            if fid not in given:
-                raise RuntimeStateError("INVALID_ARGUMENT", f"PacketOut metadata {fname} (id {fid}) is missing")
-            acc = (acc << width) | decode_bytes(given[fid], width, f"packet_out.{fname}")
+            value = decode_bytes(given[fid], width, f"packet_out.{fname}") if fid in given else 0
+            acc = (acc << width) | value
         total = hdr.width_bits
         pad = (-total) % 8  # a header is whole bytes; keep the packing MSB-first anyway
         nbytes = (total + pad) // 8

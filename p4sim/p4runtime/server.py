@@ -1,30 +1,39 @@
 """The P4Runtime gRPC service of a p4sim switch (``p4.v1.P4Runtime``, spec v1.x).
 
-``P4RuntimeServer(device, address, request_log)`` serves one
-:class:`p4sim.device.Device`:
+``P4RuntimeServer(device, address, request_log, extras=False)`` serves one
+:class:`p4sim.device.Device`. By default it answers as BMv2's server
+(simple_switch_grpc + PI) does, operation by operation and code for code, so that a
+controller developed on p4sim runs on BMv2; ``extras=True`` (``python -m p4sim switch
+--p4runtime-extras``) enables what BMv2 lacks. The measured comparison and the decision
+for each difference are in p4sim/README.md, "P4Runtime conformance".
 
-* ``SetForwardingPipelineConfig``: ``p4_device_config`` is p4sim's
-  :class:`p4sim.device.DeviceConfig` JSON (also accepted: ``{"program": PATH,
-  "include_dirs": [...]}``); the program is compiled and its P4Info (ids and names of
-  tables and actions) must match the one given (``INVALID_ARGUMENT`` otherwise).
-  VERIFY checks only; VERIFY_AND_SAVE makes the config the one Read/Write address while
-  the old program keeps forwarding, COMMIT then starts it (``NOT_FOUND`` without a saved
-  config); VERIFY_AND_COMMIT starts it with empty state. RECONCILE_AND_COMMIT keeps the
-  state when the device config and P4Info are the running ones (only the cookie changes)
-  and otherwise behaves as VERIFY_AND_COMMIT (state reset).
-* ``Write``: device id (``NOT_FOUND``), primary for (role, election id)
-  (``PERMISSION_DENIED``), a pipeline (``FAILED_PRECONDITION``); atomicity
-  CONTINUE_ON_ERROR, ROLLBACK_ON_ERROR (undo on the first error; the other updates are
-  reported ``ABORTED``) and DATAPLANE_ATOMIC (the same, holding ``device.lock`` for the
-  whole batch). A failed update makes the RPC fail with ``UNKNOWN`` and one
-  ``p4.v1.Error`` per update in ``grpc-status-details-bin`` (the spec's format, which
-  p4runtime-shell decodes).
-* ``Read``: entities streamed in ``ReadResponse`` messages; per-entity errors end the
-  stream with ``UNKNOWN`` and details, as for Write.
+* ``SetForwardingPipelineConfig``: ``p4_device_config`` in one of the forms of
+  :mod:`p4sim.p4runtime.devconfig` (p4sim's JSON, ``{"program": PATH}``, either inside
+  PI's ``p4.tmp.P4DeviceConfig``); the program is compiled and its P4Info (ids and names
+  of tables and actions) must match the one given (``INVALID_ARGUMENT`` otherwise, also
+  for VERIFY). VERIFY checks only; VERIFY_AND_SAVE makes the config the one Read/Write
+  address while the old program keeps forwarding, COMMIT then starts it (a config in
+  the COMMIT request is ignored, as BMv2 does; ``UNKNOWN`` without a saved config);
+  VERIFY_AND_COMMIT starts it with empty state. RECONCILE_AND_COMMIT keeps the state when
+  the device config and P4Info are the running ones (only the cookie changes) and
+  otherwise behaves as VERIFY_AND_COMMIT (state reset).
+* A device id that is not this device's: ``PERMISSION_DENIED`` ("Not primary") for
+  SetForwardingPipelineConfig and Write, ``FAILED_PRECONDITION`` for
+  GetForwardingPipelineConfig and Read (BMv2's codes).
+* ``Write``: primary for (role, election id) (``PERMISSION_DENIED``), a pipeline
+  (``FAILED_PRECONDITION``); atomicity CONTINUE_ON_ERROR. ROLLBACK_ON_ERROR and
+  DATAPLANE_ATOMIC are ``UNIMPLEMENTED`` as in BMv2; with the extras they run (undo on
+  the first error, the other updates reported ``ABORTED``; DATAPLANE_ATOMIC holds
+  ``device.lock`` for the whole batch). A failed update makes the RPC fail with
+  ``UNKNOWN`` and one ``p4.v1.Error`` per update in ``grpc-status-details-bin``.
+* ``Read``: entities streamed in ``ReadResponse`` messages; a failed entity ends the RPC
+  with its own code as the status (as BMv2), no entities returned.
 * ``StreamChannel``: arbitration (:mod:`.arbitration`), PacketOut/PacketIn
   (:mod:`.packetio`, PacketIn to the primary of every role), DigestList / DigestListAck
-  (:mod:`.digests`); errors about a PacketOut or an ack come back as ``StreamError``.
-* ``Capabilities``: ``p4runtime_api_version`` "1.4.1".
+  (:mod:`.digests`), IdleTimeoutNotification (:mod:`.idle`). A PacketOut from a backup
+  or with an unknown metadata id is dropped without a word (as BMv2; with the extras a
+  ``StreamError`` says why); errors about an ack come back as ``StreamError``.
+* ``Capabilities``: ``p4runtime_api_version`` "1.3.0" (BMv2's), "1.4.1" with the extras.
 
 Example::
 
@@ -35,10 +44,10 @@ Example::
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import queue
 import threading
+import time
 from concurrent import futures
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, NamedTuple, Optional
@@ -49,17 +58,20 @@ from google.rpc import code_pb2, status_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from p4sim.device import Device, DeviceConfig
+from p4sim.device import Device
 from p4sim.errors import P4Error
+from p4sim.p4runtime import devconfig
 from p4sim.p4runtime.arbitration import ArbitrationError, Arbiter, Session, election_id_value
 from p4sim.p4runtime.digests import DigestStreamer
+from p4sim.p4runtime.idle import IdleTimeoutMonitor
 from p4sim.p4runtime.packetio import PacketIO
 from p4sim.p4runtime.reqlog import RequestLog
 from p4sim.runtime.errors import RuntimeStateError
 
 log = logging.getLogger(__name__)
 
-P4RUNTIME_API_VERSION = "1.4.1"
+P4RUNTIME_API_VERSION = "1.3.0"          # BMv2's (PI's) answer
+P4RUNTIME_API_VERSION_EXTRAS = "1.4.1"   # the protos p4sim serves, with the extras
 _READ_CHUNK = 256
 
 StoreFactory = Callable[[Any, p4info_pb2.P4Info], Any]
@@ -129,68 +141,45 @@ class Pipeline:
     name: str = ""
 
 
-def _default_store_factory(program: Any, p4info: p4info_pb2.P4Info) -> Any:
-    from p4sim.p4runtime.entities import EntityStore  # written alongside this module
-    return EntityStore(program, p4info)
-
-
 def load_device_config(data: bytes) -> tuple[Any, str]:
-    """Compile the program a ``p4_device_config`` names; returns (program, name).
-
-    Raises :class:`RpcError` ``INVALID_ARGUMENT`` for a bad config or program.
+    """Compile the program a ``p4_device_config`` names (:mod:`.devconfig`); returns
+    (program, name). Raises :class:`RpcError` ``INVALID_ARGUMENT`` for a bad config or program.
     """
-    from p4sim.engine.program import load_program, load_program_text
     try:
-        try:
-            dc = DeviceConfig.from_json(data)
-            return load_program_text(dc.source, dc.name), dc.name
-        except ValueError as first:
-            try:
-                d = json.loads(data)
-            except (ValueError, UnicodeDecodeError):
-                raise first from None
-            if not isinstance(d, dict) or not isinstance(d.get("program"), str):
-                raise first from None
-            dirs = d.get("include_dirs", [])
-            if not isinstance(dirs, list) or not all(isinstance(x, str) for x in dirs):
-                raise ValueError("p4_device_config: 'include_dirs' must be a list of strings") from None
-            return load_program(d["program"], dirs), d["program"]
-    except (ValueError, OSError) as e:
+        return devconfig.load_device_config(data)
+    except (ValueError, OSError) as e:       # DeviceConfigError is a ValueError
         raise RpcError("INVALID_ARGUMENT", str(e)) from None
     except P4Error as e:
         raise RpcError("INVALID_ARGUMENT", f"the program does not compile: {e}") from None
 
 
 def check_p4info(given: p4info_pb2.P4Info, built: p4info_pb2.P4Info) -> None:
-    """Tables and actions of ``given`` must have the ids and names of ``built``.
-
-    Example::
-
-        >>> a = p4info_pb2.P4Info(); t = a.tables.add(); t.preamble.id, t.preamble.name = 1, "t"
-        >>> check_p4info(a, a)
-    """
-    for kind in ("tables", "actions"):
-        want = {o.preamble.id: o.preamble.name for o in getattr(built, kind)}
-        got = {o.preamble.id: o.preamble.name for o in getattr(given, kind)}
-        if want != got:
-            diff = sorted(set(want.items()) ^ set(got.items()))
-            oid, name = diff[0]
-            side = "the program has" if (oid, name) in want.items() else "the P4Info has"
-            raise RpcError("INVALID_ARGUMENT",
-                           f"P4Info does not match the program: {side} {kind[:-1]} {name!r} (id {oid}) "
-                           f"that the other lacks")
+    """:func:`p4sim.p4runtime.devconfig.check_p4info`, ``INVALID_ARGUMENT`` on a mismatch."""
+    try:
+        devconfig.check_p4info(given, built)
+    except devconfig.DeviceConfigError as e:
+        raise RpcError("INVALID_ARGUMENT", str(e)) from None
 
 
 class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     """P4Runtime service for one device (see the module docstring)."""
 
     def __init__(self, device: Device, address: str, request_log: Optional[str] = None,
-                 store_factory: Optional[StoreFactory] = None, max_workers: int = 16) -> None:
+                 store_factory: Optional[StoreFactory] = None, max_workers: int = 16,
+                 extras: bool = False) -> None:
         self.device = device
         self.address = address
+        self.extras = extras
         self.arbiter = Arbiter(device.device_id)
         self.reqlog = RequestLog(request_log) if request_log else None
-        self.store_factory = store_factory or _default_store_factory
+        self.store_factory = store_factory or self._default_store
+        # The switch clock (µs) that tables stamp hits with; a device without one gets
+        # a clock of the server's own.
+        clock_us = getattr(device, "clock_us", None)
+        if clock_us is None:
+            start = time.monotonic_ns()
+            clock_us = lambda: (time.monotonic_ns() - start) // 1000  # noqa: E731
+        self._clock_us: Callable[[], int] = clock_us
         self.max_workers = max_workers
         self.pipeline: Optional[Pipeline] = None
         self.saved: Optional[Pipeline] = None
@@ -201,7 +190,16 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._stream_ids = itertools.count(1)
         self._server: Optional[grpc.Server] = None
         self.digests = DigestStreamer(device, self._send_to_primaries)
+        self.idle = IdleTimeoutMonitor(lambda: self.pipeline, self.clock_ns, self._send_to_primaries, device.lock)
         device.on_packet_in = self._on_packet_in
+
+    def clock_ns(self) -> int:
+        """The switch clock in ns (the base of table entries' ``last_hit_ns``)."""
+        return self._clock_us() * 1000
+
+    def _default_store(self, program: Any, p4info: p4info_pb2.P4Info) -> Any:
+        from p4sim.p4runtime.entities import EntityStore  # written alongside this module
+        return EntityStore(program, p4info, clock_ns=self.clock_ns, extras=self.extras)
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> int:
@@ -223,6 +221,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._server = server
         self.port = port
         self.digests.start()
+        self.idle.start()
         return port
 
     def stop(self, grace: Optional[float] = 0.5) -> None:
@@ -235,6 +234,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._server.stop(grace).wait(5)
             self._server = None
         self.digests.stop()
+        self.idle.stop()
         if self.device.on_packet_in == self._on_packet_in:
             self.device.on_packet_in = None
         if self.reqlog is not None:
@@ -244,9 +244,15 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         return self._server.wait_for_termination(timeout) if self._server is not None else True
 
     # ------------------------------------------------------------------ helpers
-    def _check_device(self, device_id: int) -> None:
-        if device_id != self.device.device_id:
-            raise RpcError("NOT_FOUND", f"no device with id {device_id}")
+    def _check_device(self, device_id: int, write: bool) -> None:
+        """BMv2's answers to a device id that is not this device's."""
+        if device_id == self.device.device_id:
+            return
+        if write:
+            raise RpcError("PERMISSION_DENIED", f"Not primary: device {device_id} is not this device "
+                                                f"({self.device.device_id})")
+        raise RpcError("FAILED_PRECONDITION", f"No forwarding pipeline config set for device {device_id} "
+                                              f"(this device is {self.device.device_id})")
 
     def _check_primary(self, role: str, request: Any) -> None:
         eid = election_id_value(request.election_id) if request.HasField("election_id") else None
@@ -268,7 +274,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     # ------------------------------------------------------------------ pipeline config
     def SetForwardingPipelineConfig(self, request: _Req, context: grpc.ServicerContext) -> Any:
         try:
-            self._check_device(request.device_id)
+            self._check_device(request.device_id, write=True)
             self._check_primary(request.role, request)
             self._set_pipeline(request)
         except RpcError as e:
@@ -279,12 +285,11 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         action = request.action
         if action == _Req.UNSPECIFIED or action not in _Req.Action.values():
             raise RpcError("INVALID_ARGUMENT", "SetForwardingPipelineConfig: action is not set")
-        if action == _Req.COMMIT:
-            if request.config.p4_device_config or request.config.HasField("p4info"):
-                raise RpcError("INVALID_ARGUMENT", "COMMIT takes no config")
+        if action == _Req.COMMIT:   # a config in the request is ignored, as BMv2 does
             with self._state_lock:
                 if self.saved is None:
-                    raise RpcError("NOT_FOUND", "COMMIT: no saved config (VERIFY_AND_SAVE first)")
+                    raise RpcError("UNKNOWN", "Error in second phase of device update: COMMIT without a "
+                                              "saved config (VERIFY_AND_SAVE first)")
                 if self.reqlog is not None:
                     self.reqlog.pipeline_config(request, self.saved.name)
                 self._commit(self.saved)
@@ -338,13 +343,14 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def GetForwardingPipelineConfig(self, request: _Get, context: grpc.ServicerContext) -> Any:
         try:
-            self._check_device(request.device_id)
+            self._check_device(request.device_id, write=False)
+            pipe = self.saved or self.pipeline    # BMv2 answers with a saved config too
+            if pipe is None:
+                raise RpcError("FAILED_PRECONDITION", "No forwarding pipeline config set for this device")
         except RpcError as e:
             self._abort(context, e)
+            return None   # not reached: abort raises
         resp = p4runtime_pb2.GetForwardingPipelineConfigResponse()
-        pipe = self.pipeline
-        if pipe is None:
-            return resp  # the spec: config left unset when none is known
         cfg = resp.config
         if pipe.cookie is not None:
             cfg.cookie.cookie = pipe.cookie
@@ -357,15 +363,20 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         return resp
 
     def Capabilities(self, request: Any, context: grpc.ServicerContext) -> Any:
-        return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version=P4RUNTIME_API_VERSION)
+        version = P4RUNTIME_API_VERSION_EXTRAS if self.extras else P4RUNTIME_API_VERSION
+        return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version=version)
 
     # ------------------------------------------------------------------ Write
     def Write(self, request: p4runtime_pb2.WriteRequest, context: grpc.ServicerContext) -> Any:
         try:
-            self._check_device(request.device_id)
+            self._check_device(request.device_id, write=True)
             self._check_primary(request.role, request)
             if request.atomicity not in p4runtime_pb2.WriteRequest.Atomicity.values():
                 raise RpcError("INVALID_ARGUMENT", f"unknown atomicity {request.atomicity}")
+            if request.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR and not self.extras:
+                raise RpcError("UNIMPLEMENTED", "Support for atomic write modes has not been implemented yet "
+                                                "(as in BMv2; python -m p4sim switch --p4runtime-extras enables "
+                                                "ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC)")
             if self.reqlog is not None:
                 self.reqlog.write_request(request)
             with self._state_lock:
@@ -439,37 +450,32 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     # ------------------------------------------------------------------ Read
     def Read(self, request: p4runtime_pb2.ReadRequest, context: grpc.ServicerContext) -> Iterator[Any]:
         try:
-            self._check_device(request.device_id)
+            self._check_device(request.device_id, write=False)
             with self._state_lock:
                 pipe = self._target()
-                results, errors = self._read_all(pipe, request)
+                results = self._read_all(pipe, request)
         except RpcError as e:
             self._abort(context, e)
             return
         for i in range(0, len(results), _READ_CHUNK):
             yield p4runtime_pb2.ReadResponse(entities=results[i:i + _READ_CHUNK])
-        failed = sum(1 for e in errors if e.canonical_code != code_pb2.OK)
-        if failed:
-            context.abort_with_status(batch_status(f"{failed} of {len(errors)} reads failed", errors))
 
-    def _read_all(self, pipe: Pipeline, request: p4runtime_pb2.ReadRequest
-                  ) -> tuple[list[p4runtime_pb2.Entity], list[p4runtime_pb2.Error]]:
+    def _read_all(self, pipe: Pipeline, request: p4runtime_pb2.ReadRequest) -> list[p4runtime_pb2.Entity]:
+        """Every entity the request asks for; the first failing one ends the Read with its
+        code as the RPC status (:class:`RpcError`), as BMv2 does."""
         results: list[p4runtime_pb2.Entity] = []
-        errors: list[p4runtime_pb2.Error] = []
         with self.device.lock:
             for ent in request.entities:
                 if ent.WhichOneof("entity") is None:
-                    errors.append(_p4_error("INVALID_ARGUMENT", "Entity: no entity set"))
-                    continue
+                    raise RpcError("UNKNOWN", "Incorrect entity type: the entity is empty")
                 try:
                     results.extend(pipe.store.read(ent))
-                    errors.append(_p4_error("OK"))
                 except RuntimeStateError as e:
-                    errors.append(_p4_error(e.code, e.message))
+                    raise RpcError(e.code, e.message) from None
                 except Exception as e:  # noqa: BLE001
                     log.exception("Read failed unexpectedly")
-                    errors.append(_p4_error("INTERNAL", f"{type(e).__name__}: {e}"))
-        return results, errors
+                    raise RpcError("INTERNAL", f"{type(e).__name__}: {e}") from None
+        return results
 
     # ------------------------------------------------------------------ StreamChannel
     def StreamChannel(self, request_iterator: Iterator[p4runtime_pb2.StreamMessageRequest],
@@ -529,9 +535,11 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _packet_out(self, session: Session, msg: p4runtime_pb2.PacketOut) -> None:
         err: Optional[RpcError] = None
         pipe = self.pipeline
+        silent = not self.extras      # BMv2 drops a bad PacketOut without telling the client
         if session.role is None or not self.arbiter.is_primary(session.role, session.election_id):
             err = RpcError("PERMISSION_DENIED", "PacketOut from a controller that is not primary")
         elif pipe is None:
+            silent = False
             err = RpcError("FAILED_PRECONDITION", "no forwarding pipeline config has been set")
         else:
             try:
@@ -541,6 +549,9 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             else:
                 self.device.inject_cpu(frame)
                 return
+        if silent:
+            log.warning("PacketOut dropped: %s", err.message)
+            return
         resp = self._stream_error(err.code, err.message)
         resp.error.packet_out.packet_out.CopyFrom(msg)
         session.send(resp)

@@ -59,6 +59,19 @@ def conn(switch: SwitchProcess, compiled: tuple[Path, Path]) -> Iterator[SwitchC
         c.close()
 
 
+@pytest.fixture(scope="module")
+def conn_extras(compiled: tuple[Path, Path]) -> Iterator[SwitchConnection]:
+    """A switch with ``--p4runtime-extras``: register reads and writes (BMv2 has none)."""
+    sw = SwitchProcess.no_p4(device_id=4, extra=["--p4runtime-extras"])
+    c = SwitchConnection(sw.grpc_addr, device_id=4, election_id=(0, 100))
+    try:
+        c.push_pipeline(*compiled)
+        yield c
+    finally:
+        c.close()
+        sw.stop()
+
+
 @pytest.fixture
 def sw(conn: SwitchConnection) -> SwitchConnection:
     """The module connection with empty tables and drained queues."""
@@ -135,7 +148,8 @@ def test_write_errors_name_the_failed_update(sw: SwitchConnection) -> None:
     assert len(sw.read_table("PIngress.t_exact")) == 2
 
 
-def test_counters_and_registers(sw: SwitchConnection) -> None:
+def test_counters_and_registers(conn_extras: SwitchConnection) -> None:
+    sw = conn_extras
     before = sw.read_counter("PIngress.by_key", 3)[3]
     sw.write_register("PIngress.cells", 3, 0xDEADBEEF)
     assert sw.read_register("PIngress.cells", 3) == {3: 0xDEADBEEF}

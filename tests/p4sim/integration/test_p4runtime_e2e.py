@@ -19,7 +19,9 @@ from typing import Any, Iterator, Optional
 import grpc
 import p4runtime_sh.shell as sh
 import pytest
+from google.protobuf import text_format
 from google.rpc import code_pb2, status_pb2
+from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from p4runtime_sh.p4runtime import P4RuntimeWriteException
 
@@ -41,8 +43,8 @@ TABLES = ("EIngress.t_exact", "EIngress.t_lpm", "EIngress.t_ternary", "EIngress.
 
 # ---------------------------------------------------------------- fixtures and helpers
 def _switch_args(*extra: str) -> list[str]:
-    return ["--no-p4", "--grpc-server-addr", "127.0.0.1:0", "--control-port", "0",
-            "--cpu-port", str(CPU_PORT), "--device-id", str(DEVICE_ID), *extra]
+    return ["--no-p4", "--control-port", "0", "--device-id", str(DEVICE_ID), *extra,
+            "--", "--grpc-server-addr", "127.0.0.1:0", "--cpu-port", str(CPU_PORT)]
 
 
 @pytest.fixture(scope="module")
@@ -350,14 +352,48 @@ def _register_entity(index: int, value: Optional[int] = None) -> p4runtime_pb2.E
     return ent
 
 
-def test_register_write_read(sw) -> None:
+def test_register_write_read_refused_by_default(sw) -> None:
+    """As BMv2: no register reads or writes without --p4runtime-extras."""
     update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY,
                                   entity=_register_entity(3, 0x12345678))
-    sh.client.write_update(update)
-    (got,) = _read_raw(_register_entity(3))
-    assert int.from_bytes(got.register_entry.data.bitstring, "big") == 0x12345678
-    assert probe(k_exact=3)["r_register"] == 0x12345678
-    assert probe(k_exact=2)["r_register"] == 0
+    with pytest.raises(P4RuntimeWriteException) as ei:
+        sh.client.write_update(update)
+    assert write_error(ei.value) == code_pb2.UNIMPLEMENTED
+    with pytest.raises(grpc.RpcError) as ei2:
+        _read_raw(_register_entity(3))
+    assert _grpc_code(ei2) == grpc.StatusCode.UNIMPLEMENTED
+    assert probe(k_exact=3)["r_register"] == 0
+
+
+def test_register_write_read_with_extras(compiled) -> None:
+    """``--p4runtime-extras`` turns register reads and writes on (and reports 1.4.1)."""
+    p4info_path, config_path = compiled
+    p4info = text_format.Parse(p4info_path.read_text(), p4info_pb2.P4Info())
+    (reg_id,) = [r.preamble.id for r in p4info.registers if r.preamble.name == "EIngress.probe_register"]
+    with SwitchProcess(_switch_args("--p4runtime-extras")) as extras:
+        client = RawClient(extras.grpc_addr, (0, 1))
+        try:
+            assert client.arbitrate().status.code == code_pb2.OK
+            req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
+                device_id=DEVICE_ID, action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
+            req.election_id.low = 1
+            req.config.p4info.CopyFrom(p4info)
+            req.config.p4_device_config = config_path.read_bytes()
+            client.stub.SetForwardingPipelineConfig(req, timeout=TIMEOUT_S)
+            caps = client.stub.Capabilities(p4runtime_pb2.CapabilitiesRequest(), timeout=TIMEOUT_S)
+            assert caps.p4runtime_api_version == "1.4.1"
+            ent = p4runtime_pb2.Entity()
+            ent.register_entry.register_id = reg_id
+            ent.register_entry.index.index = 3
+            ent.register_entry.data.bitstring = (0x12345678).to_bytes(4, "big")
+            client.write(p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY, entity=ent))
+            ent.register_entry.ClearField("data")
+            (got,) = client.read(ent)
+            assert int.from_bytes(got.register_entry.data.bitstring, "big") == 0x12345678
+        finally:
+            client.close()
+        assert extras.alive()
+    assert extras.returncode == 0
 
 
 # --------------------------------------------------------------------------------- PRE
@@ -585,8 +621,11 @@ def test_write_and_read_before_pipeline_failed_precondition() -> None:
                 client.read(ent)
             assert _grpc_code(ei) == grpc.StatusCode.FAILED_PRECONDITION
             req = p4runtime_pb2.GetForwardingPipelineConfigRequest(device_id=DEVICE_ID)
-            rep = client.stub.GetForwardingPipelineConfig(req, timeout=TIMEOUT_S)
-            assert not rep.HasField("config")   # the spec: left unset when none is known
+            with pytest.raises(grpc.RpcError) as ei:        # as BMv2: no config yet
+                client.stub.GetForwardingPipelineConfig(req, timeout=TIMEOUT_S)
+            assert _grpc_code(ei) == grpc.StatusCode.FAILED_PRECONDITION
+            caps = client.stub.Capabilities(p4runtime_pb2.CapabilitiesRequest(), timeout=TIMEOUT_S)
+            assert caps.p4runtime_api_version == "1.3.0"    # BMv2's, without --p4runtime-extras
         finally:
             client.close()
         assert bare.alive()

@@ -146,7 +146,7 @@ def env() -> Env:
                  "direct_meters", "registers", "digests"):
         for obj in getattr(info, kind):
             ids[obj.preamble.alias] = obj.preamble.id
-    return Env(prog, info, EntityStore(prog, info), V1ModelSwitch(prog), ids)
+    return Env(prog, info, EntityStore(prog, info, extras=True), V1ModelSwitch(prog), ids)
 
 
 def expect_code(code: str, fn: Callable[[], Any]) -> None:
@@ -304,11 +304,12 @@ def test_const_table(env: Env) -> None:
     assert ent.table_entry.is_const and ent.table_entry.match[0].exact.value == b"\x01\x01"
     te = pb.TableEntry(table_id=tid)
     te.match.add(field_id=1).exact.value = b"\x01\x01"
-    expect_code("PERMISSION_DENIED", lambda: env.write(DELETE, table_entry=te))
+    # BMv2's codes: its const entries are not in PI's entry store (NOT_FOUND), INSERT fails in the target
+    expect_code("NOT_FOUND", lambda: env.write(DELETE, table_entry=te))
     te2 = pb.TableEntry(); te2.CopyFrom(te); te2.action.action.CopyFrom(action(env, "fwd", b"\x02"))
-    expect_code("PERMISSION_DENIED", lambda: env.write(MODIFY, table_entry=te2))
+    expect_code("NOT_FOUND", lambda: env.write(MODIFY, table_entry=te2))
     te2.match[0].exact.value = b"\x01\x02"
-    expect_code("PERMISSION_DENIED", lambda: env.write(INSERT, table_entry=te2))
+    expect_code("UNKNOWN", lambda: env.write(INSERT, table_entry=te2))
 
 
 def test_table_entry_errors(env: Env) -> None:
@@ -321,20 +322,21 @@ def test_table_entry_errors(env: Env) -> None:
     case("ALREADY_EXISTS", INSERT, exact_entry(env, act=fwd3))
     case("NOT_FOUND", MODIFY, exact_entry(env, 9, fwd3))
     case("NOT_FOUND", DELETE, exact_entry(env, 9))
-    case("NOT_FOUND", INSERT, pb.TableEntry(table_id=12345))
+    case("INVALID_ARGUMENT", INSERT, pb.TableEntry(table_id=12345))                     # BMv2: Invalid P4 id
     case("INVALID_ARGUMENT", INSERT, pb.TableEntry(table_id=env.ids["exact_t"],
                                                    action=pb.TableAction(action=fwd3)))   # exact omitted
     case("INVALID_ARGUMENT", INSERT, exact_entry(env, 5))                                # no action
     case("INVALID_ARGUMENT", INSERT, exact_entry(env, 5, action(env, "fwd", b"\x01")))  # not its action
     case("INVALID_ARGUMENT", INSERT, exact_entry(env, 5, action(env, "fwd_metered")))   # missing param
-    case("OUT_OF_RANGE", INSERT, exact_entry(env, 5, action(env, "fwd_metered", b"\x02\x00")))
-    case("OUT_OF_RANGE", INSERT, exact_entry(env, 5, action(env, "fwd_metered", b"")))
+    # a value wider than its bitwidth: BMv2's INVALID_ARGUMENT (the spec's codec says OUT_OF_RANGE)
+    case("INVALID_ARGUMENT", INSERT, exact_entry(env, 5, action(env, "fwd_metered", b"\x02\x00")))
+    case("INVALID_ARGUMENT", INSERT, exact_entry(env, 5, action(env, "fwd_metered", b"")))
     case("INVALID_ARGUMENT", INSERT, exact_entry(env, 5, fwd3, priority=3))
     case("INVALID_ARGUMENT", INSERT, exact_entry(env, 5, fwd3, is_const=True))
     case("INVALID_ARGUMENT", INSERT, exact_entry(env, 5, fwd3, idle_timeout_ns=10))
     too_wide = exact_entry(env, 5, fwd3)
     too_wide.match[0].exact.value = b"\x01" + bytes(6)
-    case("OUT_OF_RANGE", INSERT, too_wide)
+    case("INVALID_ARGUMENT", INSERT, too_wide)
     unknown_field = exact_entry(env, 5, fwd3)
     unknown_field.match[0].field_id = 9
     case("INVALID_ARGUMENT", INSERT, unknown_field)
@@ -379,8 +381,8 @@ def test_direct_counter_and_meter(env: Env) -> None:
                                                                  data=pb.CounterData(packet_count=1)))
     assert env.read(direct_counter_entry=dce)[0].direct_counter_entry.data.packet_count == 1
     expect_code("INVALID_ARGUMENT", lambda: env.write(INSERT, direct_counter_entry=dce))
-    expect_code("NOT_FOUND", lambda: env.read(direct_counter_entry=pb.DirectCounterEntry(
-        table_entry=exact_entry(env, 7))))
+    expect_code("INVALID_ARGUMENT", lambda: env.read(direct_counter_entry=pb.DirectCounterEntry(
+        table_entry=exact_entry(env, 7))))          # BMv2: Cannot map table entry to handle
     dme = pb.DirectMeterEntry(table_entry=exact_entry(env), config=pb.MeterConfig(cir=5, cburst=5, pir=9, pburst=9))
     env.write(MODIFY, direct_meter_entry=dme)
     [ent] = env.read(direct_meter_entry=pb.DirectMeterEntry(table_entry=exact_entry(env)))
@@ -427,17 +429,25 @@ def test_action_profile_members(env: Env) -> None:
     assert ent.action_profile_member.action.params[0].value == b"\x05"
     [ent] = env.read(table_entry=te)
     assert ent.table_entry.action.action_profile_member_id == 1
-    expect_code("FAILED_PRECONDITION", lambda: env.write(DELETE, action_profile_member=member(env, "prof", 1, 0)))
+    # still used: BMv2's UNKNOWN ("Error when deleting member on target")
+    expect_code("UNKNOWN", lambda: env.write(DELETE, action_profile_member=member(env, "prof", 1, 0)))
     expect_code("ALREADY_EXISTS", lambda: env.write(INSERT, action_profile_member=member(env, "prof", 1, 4)))
     expect_code("NOT_FOUND", lambda: env.write(MODIFY, action_profile_member=member(env, "prof", 2, 4)))
     expect_code("INVALID_ARGUMENT", lambda: env.write(INSERT, action_profile_member=member(env, "prof", 0, 4)))
-    expect_code("NOT_FOUND", lambda: env.write(INSERT, action_profile_member=pb.ActionProfileMember(
-        action_profile_id=1, member_id=3)))
-    expect_code("INVALID_ARGUMENT", lambda: env.write(INSERT, action_profile_group=pb.ActionProfileGroup(
-        action_profile_id=env.ids["prof"], group_id=1)))
+    expect_code("INVALID_ARGUMENT", lambda: env.write(INSERT, action_profile_member=pb.ActionProfileMember(
+        action_profile_id=1, member_id=3)))                     # BMv2: Invalid P4 id
+    # a group of a profile without selector: accepted and read back (as BMv2), usable by no entry
+    plain = pb.ActionProfileGroup(action_profile_id=env.ids["prof"], group_id=1)
+    plain.members.add(member_id=1, weight=1)
+    undo = env.write(INSERT, action_profile_group=plain)
+    [ent] = env.read(action_profile_group=pb.ActionProfileGroup(action_profile_id=env.ids["prof"]))
+    assert ent.action_profile_group == plain
+    expect_code("UNKNOWN", lambda: env.write(DELETE, action_profile_member=member(env, "prof", 1, 0)))
+    undo()
+    assert env.read(action_profile_group=pb.ActionProfileGroup(action_profile_id=env.ids["prof"])) == []
     te2 = pb.TableEntry(); te2.CopyFrom(te); te2.match[0].exact.value = b"\x08"
     te2.action.action_profile_member_id = 9
-    expect_code("NOT_FOUND", lambda: env.write(INSERT, table_entry=te2))
+    expect_code("INVALID_ARGUMENT", lambda: env.write(INSERT, table_entry=te2))   # BMv2: Invalid member / group id
     te2.action.action.CopyFrom(action(env, "fwd", b"\x01"))
     expect_code("INVALID_ARGUMENT", lambda: env.write(INSERT, table_entry=te2))
     env.write(DELETE, table_entry=te)
@@ -470,9 +480,12 @@ def test_selector_groups(env: Env) -> None:
     assert [env.ports(9, 0x0900, src=s)[0] for s in (0, 1)] == [1, 3]
     grp2.max_size = 4
     expect_code("INVALID_ARGUMENT", lambda: env.write(MODIFY, action_profile_group=grp2))
-    expect_code("FAILED_PRECONDITION", lambda: env.write(DELETE, action_profile_group=grp))
+    expect_code("UNKNOWN", lambda: env.write(DELETE, action_profile_group=grp))     # BMv2's code
     heavy = pb.ActionProfileGroup(); heavy.CopyFrom(grp); heavy.group_id = 2; heavy.members[0].weight = 2
-    expect_code("UNIMPLEMENTED", lambda: env.write(INSERT, action_profile_group=heavy))
+    undo = env.write(INSERT, action_profile_group=heavy)         # BMv2 accepts weights; read back as written
+    [ent] = env.read(action_profile_group=pb.ActionProfileGroup(action_profile_id=env.ids["ecmp"], group_id=2))
+    assert [(m.member_id, m.weight) for m in ent.action_profile_group.members] == [(12, 2), (10, 1), (11, 1)]
+    undo()
     heavy.members[0].weight = 0
     expect_code("INVALID_ARGUMENT", lambda: env.write(INSERT, action_profile_group=heavy))
     missing = pb.ActionProfileGroup(action_profile_id=env.ids["ecmp"], group_id=3)
@@ -503,9 +516,14 @@ def test_one_shot_selector_entries(env: Env) -> None:
     assert len(ecmp.members) == 1 and len(ecmp.groups) == 1
     env.write(DELETE, table_entry=sel_entry(env))
     assert not ecmp.members and not ecmp.groups
-    bad = sel_entry(env)
-    bad.action.action_profile_action_set.action_profile_actions.add(action=action(env, "fwd", b"\x06"), weight=3)
-    expect_code("UNIMPLEMENTED", lambda: env.write(INSERT, table_entry=bad))
+    heavy = sel_entry(env)
+    heavy.action.action_profile_action_set.action_profile_actions.add(action=action(env, "fwd", b"\x00\x06"),
+                                                                      weight=3)
+    env.write(INSERT, table_entry=heavy)         # BMv2 accepts weights; read back canonical, weight kept
+    [ent] = env.read(table_entry=sel_entry(env))
+    [apa] = ent.table_entry.action.action_profile_action_set.action_profile_actions
+    assert (apa.action.params[0].value, apa.weight) == (b"\x06", 3)
+    env.write(DELETE, table_entry=sel_entry(env))
     assert not ecmp.members
 
 
@@ -525,11 +543,16 @@ def test_counter_entries(env: Env) -> None:
     env.write(MODIFY, counter_entry=pb.CounterEntry(counter_id=cid, data=pb.CounterData()))   # all cells
     assert all(e.counter_entry.data.packet_count == 0 for e in env.read(counter_entry=pb.CounterEntry()))
     expect_code("INVALID_ARGUMENT", lambda: env.write(INSERT, counter_entry=pb.CounterEntry(counter_id=cid)))
-    expect_code("INVALID_ARGUMENT", lambda: env.write(DELETE, counter_entry=pb.CounterEntry(counter_id=cid)))
-    expect_code("OUT_OF_RANGE", lambda: env.read(counter_entry=pb.CounterEntry(counter_id=cid, index=pb.Index(index=8))))
+    # as BMv2: a DELETE is a MODIFY, and without data it resets the cell
+    env.write(MODIFY, counter_entry=pb.CounterEntry(counter_id=cid, index=pb.Index(index=2),
+                                                    data=pb.CounterData(packet_count=7, byte_count=70)))
+    env.write(DELETE, counter_entry=pb.CounterEntry(counter_id=cid, index=pb.Index(index=2)))
+    [ent] = env.read(counter_entry=pb.CounterEntry(counter_id=cid, index=pb.Index(index=2)))
+    assert (ent.counter_entry.data.packet_count, ent.counter_entry.data.byte_count) == (0, 0)
+    expect_code("UNKNOWN", lambda: env.read(counter_entry=pb.CounterEntry(counter_id=cid, index=pb.Index(index=8))))
     expect_code("INVALID_ARGUMENT", lambda: env.read(counter_entry=pb.CounterEntry(
         counter_id=cid, index=pb.Index(index=-1))))
-    expect_code("NOT_FOUND", lambda: env.read(counter_entry=pb.CounterEntry(counter_id=99)))
+    expect_code("INVALID_ARGUMENT", lambda: env.read(counter_entry=pb.CounterEntry(counter_id=99)))
 
 
 def test_meter_entries(env: Env) -> None:
@@ -545,10 +568,10 @@ def test_meter_entries(env: Env) -> None:
     assert not ent.meter_entry.HasField("config")
     expect_code("INVALID_ARGUMENT", lambda: env.write(MODIFY, meter_entry=pb.MeterEntry(
         meter_id=mid, config=pb.MeterConfig(cir=10, pir=20, eburst=3))))
-    expect_code("INVALID_ARGUMENT", lambda: env.write(MODIFY, meter_entry=pb.MeterEntry(
+    expect_code("UNKNOWN", lambda: env.write(MODIFY, meter_entry=pb.MeterEntry(     # BMv2's code
         meter_id=mid, config=pb.MeterConfig(cir=30, pir=20))))
     expect_code("INVALID_ARGUMENT", lambda: env.write(INSERT, meter_entry=pb.MeterEntry(meter_id=mid)))
-    expect_code("OUT_OF_RANGE", lambda: env.write(MODIFY, meter_entry=pb.MeterEntry(
+    expect_code("UNKNOWN", lambda: env.write(MODIFY, meter_entry=pb.MeterEntry(
         meter_id=mid, index=pb.Index(index=4))))
 
 
@@ -561,12 +584,12 @@ def test_register_entries(env: Env) -> None:
     assert ent.register_entry.data.bitstring == b"\x06"   # and incremented it
     env.write(MODIFY, register_entry=pb.RegisterEntry(register_id=rid, data=p4data_pb2.P4Data(bitstring=b"\x09")))
     assert {e.register_entry.data.bitstring for e in env.read(register_entry=pb.RegisterEntry())} == {b"\x09"}
-    expect_code("OUT_OF_RANGE", lambda: env.write(MODIFY, register_entry=pb.RegisterEntry(
+    expect_code("INVALID_ARGUMENT", lambda: env.write(MODIFY, register_entry=pb.RegisterEntry(
         register_id=rid, data=p4data_pb2.P4Data(bitstring=b"\x01" + bytes(4)))))
     expect_code("INVALID_ARGUMENT", lambda: env.write(MODIFY, register_entry=pb.RegisterEntry(
         register_id=rid, data=p4data_pb2.P4Data(bool=True))))
     expect_code("INVALID_ARGUMENT", lambda: env.write(INSERT, register_entry=pb.RegisterEntry(register_id=rid)))
-    expect_code("NOT_FOUND", lambda: env.write(MODIFY, register_entry=pb.RegisterEntry(register_id=5)))
+    expect_code("INVALID_ARGUMENT", lambda: env.write(MODIFY, register_entry=pb.RegisterEntry(register_id=5)))
 
 
 # --------------------------------------------------------------------------- PRE and digests
@@ -644,11 +667,14 @@ def test_digest_entries(env: Env) -> None:
 
 
 def test_malformed_entities(env: Env) -> None:
-    expect_code("INVALID_ARGUMENT", lambda: env.store.write(pb.Update(type=INSERT, entity=pb.Entity())))
+    # BMv2's codes: "Incorrect entity type" (UNKNOWN), value sets UNIMPLEMENTED
+    expect_code("UNKNOWN", lambda: env.store.write(pb.Update(type=INSERT, entity=pb.Entity())))
     expect_code("INVALID_ARGUMENT", lambda: env.store.write(pb.Update(
         type=pb.Update.UNSPECIFIED, entity=pb.Entity(table_entry=exact_entry(env)))))
-    expect_code("UNIMPLEMENTED", lambda: env.read(extern_entry=pb.ExternEntry()))
-    expect_code("NOT_FOUND", lambda: env.read(value_set_entry=pb.ValueSetEntry(value_set_id=1)))
+    expect_code("UNKNOWN", lambda: env.read(extern_entry=pb.ExternEntry()))
+    expect_code("UNIMPLEMENTED", lambda: env.store.write(pb.Update(type=pb.Update.MODIFY, entity=pb.Entity(
+        extern_entry=pb.ExternEntry()))))
+    expect_code("UNIMPLEMENTED", lambda: env.read(value_set_entry=pb.ValueSetEntry(value_set_id=1)))
 
 
 # --------------------------------------------------------------------------- undo and atomicity
@@ -773,7 +799,7 @@ def test_failed_writes_change_nothing(env: Env) -> None:
     aset.action_profile_actions.add(action=action(env, "fwd", b"\x02\x00"), weight=1)   # too wide
     full_prof = [member(env, "prof", 10 + i, 1) for i in range(6)]                     # profile size 8
     failing = [
-        (half_valid, "OUT_OF_RANGE"),
+        (half_valid, "INVALID_ARGUMENT"),
         (exact_entry(env, 2, action(env, "drop"), counter_data=pb.CounterData(packet_count=-1)), "INVALID_ARGUMENT"),
         (exact_entry(env, 2, action(env, "drop"), meter_config=pb.MeterConfig(cir=3, pir=1)), "INVALID_ARGUMENT"),
     ]

@@ -2,6 +2,7 @@
 controllers, PacketOut/PacketIn through @controller_header headers, digests with ack."""
 from __future__ import annotations
 
+import queue
 from typing import Iterator
 
 import grpc
@@ -141,17 +142,54 @@ def test_packet_out_and_in(server, clients, p4info):
     assert {m.metadata_id: m.value for m in msg.packet.metadata} == {1: b"\xff", 2: b"\x00"}
     assert dev.injected[0] == bytes([0x01, 0x80]) + ETH  # 9-bit port 3, then 7 pad bits, MSB first
     assert dev.sent == [(3, ETH)]
-    # a PacketOut that lacks a metadata field is dropped with a StreamError
+    # as BMv2: a missing metadata field is 0, the packet goes out
     a.send(packet_out(3, ETH, with_pad=False))
-    err = a.next("error").error
-    assert err.canonical_code == code_pb2.INVALID_ARGUMENT and err.packet_out.packet_out.payload == ETH
-    assert len(dev.injected) == 2
-    # a backup may not send packets
+    a.send(packet_out(255, ETH))
+    a.next("packet")                       # (the stream is ordered: the first one was handled)
+    assert dev.injected[2] == bytes([0x01, 0x80]) + ETH and dev.sent[-1] == (3, ETH)
+    # as BMv2: an unknown metadata id, or a PacketOut from a backup, is dropped without a word
+    bad = packet_out(3, ETH)
+    bad.packet.metadata.add(metadata_id=9, value=b"\x01")
+    a.send(bad)
     b = clients()
     b.arbitrate(0)
     b.next("arbitration")
     b.send(packet_out(3, ETH))
-    assert b.next("error").error.canonical_code == code_pb2.PERMISSION_DENIED
+    a.send(packet_out(255, ETH))
+    a.next("packet")
+    b.send(packet_out(255, ETH))       # nothing comes back to the backup
+    with pytest.raises(queue.Empty):
+        b.next("error", timeout=0.3)
+    assert len(dev.injected) == 5 and a.received.empty()
+
+
+def test_packet_out_errors_with_extras(p4info):
+    """With ``--p4runtime-extras`` a dropped PacketOut is answered with a StreamError."""
+    dev = FakeDevice()
+    srv = P4RuntimeServer(dev, "127.0.0.1:0", None, store_factory=FakeStore, extras=True)
+    srv.start()
+    made: list[Client] = []
+
+    def make() -> Client:
+        made.append(Client(srv.port))
+        return made[-1]
+    try:
+        a = primary_with_pipeline(make, p4info)
+        bad = packet_out(3, ETH)
+        bad.packet.metadata.add(metadata_id=9, value=b"\x01")
+        a.send(bad)
+        err = a.next("error").error
+        assert err.canonical_code == code_pb2.INVALID_ARGUMENT and err.packet_out.packet_out.payload == ETH
+        b = make()
+        b.arbitrate(0)
+        b.next("arbitration")
+        b.send(packet_out(3, ETH))
+        assert b.next("error").error.canonical_code == code_pb2.PERMISSION_DENIED
+        assert dev.injected == []
+    finally:
+        for c in made:
+            c.close()
+        srv.stop()
 
 
 def digest_config(p4info, max_list_size: int, max_timeout_ns: int, ack_timeout_ns: int):

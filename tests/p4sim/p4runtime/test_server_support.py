@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from typing import Any, Callable, Iterator, Optional
 
 import grpc
@@ -103,11 +104,15 @@ class FakeDevice:
         self.sent: list[tuple[int, bytes]] = []
         self.injected: list[bytes] = []
         self._switch: Optional[V1ModelSwitch] = None
+        start = time.monotonic_ns()
+        # the switch clock (µs), shared with the server (table hits, idle timeouts)
+        self.clock_us: Callable[[], int] = lambda: (time.monotonic_ns() - start) // 1000
 
     def set_program(self, program: Optional[CompiledProgram]) -> None:
         with self.lock:
             self.program = program
-            self._switch = (V1ModelSwitch(program, cpu_port=self.cpu_port, on_digest=self.digest_event.set)
+            self._switch = (V1ModelSwitch(program, cpu_port=self.cpu_port, on_digest=self.digest_event.set,
+                                          clock=self.clock_us)
                             if program is not None else None)
 
     def inject_cpu(self, frame: bytes) -> None:

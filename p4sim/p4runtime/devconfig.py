@@ -1,0 +1,119 @@
+"""The ``p4_device_config`` of a ``SetForwardingPipelineConfig``: which forms p4sim
+accepts, how they are decoded into a compiled program, and the P4Info check.
+
+Accepted forms (anything else is ``INVALID_ARGUMENT`` naming them):
+
+* p4sim's own :class:`p4sim.device.DeviceConfig` JSON (``python -m p4sim compile
+  --config``), raw;
+* ``{"program": PATH, "include_dirs": [...]}``, a P4 file on the switch's machine;
+* either of them inside PI's ``p4.tmp.P4DeviceConfig`` wrapper (its ``device_data``),
+  which BMv2 controllers send (the P4 tutorials' ``p4runtime_lib``). The wrapper is
+  decoded with :mod:`p4sim.p4runtime.p4config_pb2`, generated from PI's message.
+
+A BMv2 JSON (p4c-bm2-ss output), raw or wrapped, is recognised and refused: p4sim runs
+P4 source, not BMv2's compiled JSON.
+
+Example::
+
+    >>> from p4sim.p4runtime.p4config_pb2 import P4DeviceConfig
+    >>> unwrap(P4DeviceConfig(device_data=b'{"format": "p4sim-1"}').SerializeToString())
+    (b'{"format": "p4sim-1"}', True)
+    >>> unwrap(b'{"format": "p4sim-1"}')
+    (b'{"format": "p4sim-1"}', False)
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from google.protobuf.message import DecodeError
+from p4.config.v1 import p4info_pb2
+
+from p4sim.device import DeviceConfig
+from p4sim.p4runtime.p4config_pb2 import P4DeviceConfig
+
+ACCEPTED_FORMS = ("p4sim's DeviceConfig JSON (python -m p4sim compile --config), "
+                  "{\"program\": PATH, \"include_dirs\": [...]}, or either inside "
+                  "p4.tmp.P4DeviceConfig.device_data")
+
+# Top-level keys of every p4c-bm2-ss JSON (BMv2's "device config").
+_BMV2_JSON_KEYS = {"header_types", "pipelines", "parsers", "deparsers"}
+
+
+class DeviceConfigError(ValueError):
+    """A device config p4sim cannot load (the server answers ``INVALID_ARGUMENT``)."""
+
+
+def unwrap(data: bytes) -> tuple[bytes, bool]:
+    """(inner config, whether it was wrapped): the ``device_data`` of a
+    ``p4.tmp.P4DeviceConfig``, or ``data`` itself when it is not one.
+
+    A config that starts with ``{`` is JSON, never the wrapper (whose first byte is a
+    protobuf tag: 0x08, 0x12 or 0x1a)."""
+    if not data or data[:1] in (b"{", b" ", b"\n", b"\t", b"\r"):
+        return data, False
+    msg = P4DeviceConfig()
+    try:
+        msg.ParseFromString(data)
+    except DecodeError:
+        return data, False
+    if not msg.device_data:
+        return data, False
+    return bytes(msg.device_data), True
+
+
+def _is_bmv2_json(d: Any) -> bool:
+    return isinstance(d, dict) and (len(_BMV2_JSON_KEYS & set(d)) >= 2 or "__meta__" in d)
+
+
+def load_device_config(data: bytes) -> tuple[Any, str]:
+    """Compile the program a ``p4_device_config`` names; returns (program, name).
+
+    Raises :class:`DeviceConfigError` (bad config) or :class:`p4sim.errors.P4Error`
+    (the program does not compile; raised by the compiler)."""
+    from p4sim.engine.program import load_program, load_program_text
+    inner, wrapped = unwrap(bytes(data))
+    where = "p4.tmp.P4DeviceConfig.device_data" if wrapped else "p4_device_config"
+    try:
+        parsed = json.loads(inner)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise DeviceConfigError(f"{where} is not a config p4sim can run ({e}); accepted: {ACCEPTED_FORMS}") from None
+    if _is_bmv2_json(parsed):
+        raise DeviceConfigError(f"{where} is a BMv2 JSON (p4c-bm2-ss output), which p4sim cannot run; "
+                                f"accepted: {ACCEPTED_FORMS}")
+    try:
+        dc = DeviceConfig.from_json(inner)
+    except ValueError as first:
+        if not isinstance(parsed, dict) or not isinstance(parsed.get("program"), str):
+            raise DeviceConfigError(f"{first}; accepted: {ACCEPTED_FORMS}") from None
+        dirs = parsed.get("include_dirs", [])
+        if not isinstance(dirs, list) or not all(isinstance(x, str) for x in dirs):
+            raise DeviceConfigError("p4_device_config: 'include_dirs' must be a list of strings") from None
+        try:
+            return load_program(parsed["program"], dirs), parsed["program"]
+        except OSError as e:
+            raise DeviceConfigError(str(e)) from None
+    return load_program_text(dc.source, dc.name), dc.name
+
+
+def check_p4info(given: p4info_pb2.P4Info, built: p4info_pb2.P4Info) -> None:
+    """Tables and actions of ``given`` must have the ids and names of ``built``
+    (:class:`DeviceConfigError` naming the first difference otherwise).
+
+    Example::
+
+        >>> a = p4info_pb2.P4Info(); t = a.tables.add(); t.preamble.id, t.preamble.name = 1, "t"
+        >>> check_p4info(a, a)
+    """
+    for kind in ("tables", "actions"):
+        want = {o.preamble.id: o.preamble.name for o in getattr(built, kind)}
+        got = {o.preamble.id: o.preamble.name for o in getattr(given, kind)}
+        if want != got:
+            diff = sorted(set(want.items()) ^ set(got.items()))
+            oid, name = diff[0]
+            side = "the program has" if (oid, name) in want.items() else "the P4Info has"
+            raise DeviceConfigError(f"P4Info does not match the program: {side} {kind[:-1]} {name!r} "
+                                    f"(id {oid}) that the other lacks")
+
+
+__all__ = ["ACCEPTED_FORMS", "DeviceConfigError", "check_p4info", "load_device_config", "unwrap"]
