@@ -1,7 +1,7 @@
 """Fabric telemetry for the testbed: the controller's poller (:mod:`controller.gor.telemetry`)
 seen from ``topo``, so scenarios and reports poll the switches exactly as GOR does.
 
-The controller owns switch polling (counters, read-and-clear queue depth, utilisation from
+The controller owns switch polling (counters, the queue-depth histogram, utilisation from
 counter deltas, stale switches, counter resets); this module only re-exports it under the
 names the testbed has always used. What is testbed-specific stays in the testbed's own
 modules: which queue rates shape the links (``topo.scenario``) and how a run is reported
@@ -13,13 +13,13 @@ modules: which queue rates shape the links (``topo.scenario``) and how a run is 
 """
 from __future__ import annotations
 
-from controller.gor.telemetry import (ECN_COUNTER, QDEPTH_REGISTER, TX_COUNTER, LinkId,
+from controller.gor.telemetry import (ECN_COUNTER, QDEPTH_HIST_COUNTER, TX_COUNTER, LinkId,
                                       LinkSample, PolledLink, PortReading, Reader,
                                       TelemetryPoller, TelemetrySeries, delta, fabric_links,
                                       p4rt_reader, utilisation)
 
 __all__ = [
-    "ECN_COUNTER", "LinkId", "LinkSample", "PolledLink", "PortReading", "QDEPTH_REGISTER",
+    "ECN_COUNTER", "LinkId", "LinkSample", "PolledLink", "PortReading", "QDEPTH_HIST_COUNTER",
     "Reader", "TX_COUNTER", "TelemetryPoller", "TelemetrySeries", "delta", "fabric_links",
     "p4rt_reader", "utilisation",
 ]

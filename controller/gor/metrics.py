@@ -5,7 +5,8 @@ Metrics (``link`` is ``switch->peer``, one direction of a fabric link):
 
 * ``gor_link_util_ratio`` (gauge) — utilisation of the link direction, last interval
 * ``gor_link_rx_util_ratio`` (gauge) — the reverse direction as received at this port
-* ``gor_link_max_qdepth_packets`` (gauge) — largest egress queue depth in the last interval
+* ``gor_link_max_qdepth_packets`` (gauge) — deepest egress queue in the last interval, at
+  4-packet resolution (lower edge of the highest queue-depth bin that counted a packet)
 * ``gor_link_ecn_marks_total`` (counter) — CE marks since GOR started
 * ``gor_link_tx_packets_total`` (counter) — packets sent since GOR started
 * ``gor_link_pfc_tx_frames_total`` (counter) — PFC frames sent on the port
@@ -80,7 +81,7 @@ _LINK_METRICS = (
     # (name, type, help, attribute)
     ("gor_link_util_ratio", "gauge", "Utilisation of the link direction in the last interval.", "util"),
     ("gor_link_rx_util_ratio", "gauge", "Utilisation of the reverse direction, received at this port.", "rx_util"),
-    ("gor_link_max_qdepth_packets", "gauge", "Largest egress queue depth in the last interval.", "max_qdepth"),
+    ("gor_link_max_qdepth_packets", "gauge", "Deepest egress queue in the last interval (4-packet bins).", "max_qdepth"),
     ("gor_link_ecn_marks_total", "counter", "CE marks on the port since GOR started.", "marks"),
     ("gor_link_tx_packets_total", "counter", "Packets sent on the port since GOR started.", "tx_pkts"),
     ("gor_link_pfc_tx_frames_total", "counter", "PFC frames sent on the port since GOR started.", "pfc_tx"),

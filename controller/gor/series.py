@@ -51,7 +51,8 @@ class TelemetrySeries:
         return {l: sum(s.marks for s in self.samples[l]) for l in self.links(kind)}
 
     def peak_qdepth(self, kind: Optional[str] = None) -> dict[LinkId, int]:
-        """Largest queue depth (packets) seen per link."""
+        """Deepest queue (packets) seen per link: the largest interval ``max_qdepth``, a
+        lower bound at 4-packet resolution."""
         return {l: max((s.max_qdepth for s in self.samples[l]), default=0)
                 for l in self.links(kind)}
 

@@ -3,7 +3,8 @@ and turn them into per-link-direction utilisation, ECN marks, PFC, drops and que
 
 The controller owns switch polling; ``topo.telemetry`` (the testbed) re-exports this module.
 
-What is read from every switch, for each polled port (names of ``p4src/README.md``):
+What is read from every switch, for each polled port (names of ``p4src/README.md``; all
+indexed counters, read in one P4Runtime Read, nothing written — BMv2 serves them all):
 
 * ``FabricEgress.telemetry.tx`` — packets and bytes sent on the port (one link *direction*:
   the port's switch → its peer);
@@ -12,8 +13,9 @@ What is read from every switch, for each polled port (names of ``p4src/README.md
 * ``FabricEgress.telemetry.pfc_tx`` (index ``port``) / ``FabricIngress.pfc.rx_frames``
   (index ``port·8 + priority``, summed over priorities) — PFC frames sent / received;
 * ``FabricIngress.telemetry.drops`` — packets dropped in ingress, by ingress port;
-* ``FabricEgress.telemetry.max_qdepth`` — largest queue depth since the last poll
-  (read, then written back to 0: read-and-clear).
+* ``FabricEgress.telemetry.qdepth_hist`` (index ``port·16 + bin``) — packets sent per
+  queue-depth bin of 4 packets; the interval's deepest queue, ``max_qdepth``, is the lower
+  edge of the highest bin that grew (:func:`qdepth_floor`).
 
 A counter missing from the pipeline reads as 0 (older P4Info files lack the PFC ones).
 
@@ -34,9 +36,10 @@ The module is split by concern: :mod:`~controller.gor.counters` (readings, delta
 samples), :mod:`~controller.gor.series` (the time series),
 :mod:`~controller.gor.counter_reader` (the P4Runtime reader); every name is re-exported here.
 
->>> a = PortReading(100, 64000, 0, 3); b = PortReading(300, 192000, 5, 20)
+>>> a = PortReading(100, 64000, 0, 0, qdepth_bins=(100, 0, 0))
+>>> b = PortReading(300, 192000, 5, 8, qdepth_bins=(250, 40, 10))
 >>> d = delta(a, b); (d.tx_pkts, d.marks, d.max_qdepth)
-(200, 5, 20)
+(200, 5, 8)
 >>> round(utilisation(d, dt_s=1.0, rate_pps=400.0, gbps=100.0), 3)
 0.5
 """
@@ -51,9 +54,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from controller.gor.counter_reader import (DROPS_COUNTER, ECN_COUNTER, PFC_PRIORITIES, PFC_RX_COUNTER,
-                                           PFC_TX_COUNTER, QDEPTH_REGISTER, RX_COUNTER, TX_COUNTER,
-                                           Reader, connection_reader, p4rt_reader)
-from controller.gor.counters import LinkId, LinkSample, PortReading, counter_reset, delta, utilisation
+                                           PFC_TX_COUNTER, QDEPTH_HIST_COUNTER, RX_COUNTER, TX_COUNTER,
+                                           Reader, connection_reader, p4rt_reader, qdepth_hist_index)
+from controller.gor.counters import (QDEPTH_BIN_PKTS, QDEPTH_BINS, LinkId, LinkSample, PortReading,
+                                     counter_reset, delta, qdepth_bin, qdepth_floor, utilisation)
 from controller.gor.series import TelemetrySeries
 
 log = logging.getLogger("controller.gor.telemetry")
@@ -243,7 +247,8 @@ class TelemetryPoller:
             s = LinkSample(round(start - self._t0, 3), dt, d.tx_pkts, d.tx_bytes, d.marks,
                            d.max_qdepth, utilisation(d, dt, pl.rate_pps, pl.gbps),
                            d.rx_pkts, d.rx_bytes, d.drops, d.pfc_tx, d.pfc_rx,
-                           utilisation(d, dt, pl.rate_pps, pl.gbps, rx=True), reset)
+                           utilisation(d, dt, pl.rate_pps, pl.gbps, rx=True), reset,
+                           _without_empty_tail(d.qdepth_bins))
             self.series.add(pl.link, s)
             samples[pl.link] = s
         self.loop_s = self._clock() - start
@@ -285,6 +290,19 @@ class TelemetryPoller:
         self.stop()
 
 
+def _without_empty_tail(bins: tuple[int, ...]) -> tuple[int, ...]:
+    """``bins`` without its trailing empty bins (an idle interval: ``()``), so a long series
+    keeps only the bins that counted something.
+
+    >>> _without_empty_tail((5, 0, 2, 0, 0)), _without_empty_tail((0, 0))
+    ((5, 0, 2), ())
+    """
+    n = len(bins)
+    while n and not bins[n - 1]:
+        n -= 1
+    return bins[:n]
+
+
 def fabric_links(fabric: Any, rates_pps: Optional[Mapping[tuple[str, int], float]] = None
                  ) -> list[PolledLink]:
     """Every switch-to-switch port of ``fabric`` (a ``topo.model.Fabric``: leaf uplinks,
@@ -301,7 +319,8 @@ def fabric_links(fabric: Any, rates_pps: Optional[Mapping[tuple[str, int], float
 
 __all__ = [
     "DEFAULT_READ_TIMEOUT_S", "DROPS_COUNTER", "ECN_COUNTER", "LinkId", "LinkSample", "PFC_PRIORITIES",
-    "PFC_RX_COUNTER", "PFC_TX_COUNTER", "PolledLink", "PortReading", "QDEPTH_REGISTER", "RX_COUNTER",
-    "Reader", "SwitchHealth", "TX_COUNTER", "TelemetryPoller", "TelemetrySeries", "TickCallback",
-    "connection_reader", "counter_reset", "delta", "fabric_links", "p4rt_reader", "utilisation",
+    "PFC_RX_COUNTER", "PFC_TX_COUNTER", "PolledLink", "PortReading", "QDEPTH_BINS", "QDEPTH_BIN_PKTS",
+    "QDEPTH_HIST_COUNTER", "RX_COUNTER", "Reader", "SwitchHealth", "TX_COUNTER", "TelemetryPoller",
+    "TelemetrySeries", "TickCallback", "connection_reader", "counter_reset", "delta", "fabric_links",
+    "p4rt_reader", "qdepth_bin", "qdepth_floor", "qdepth_hist_index", "utilisation",
 ]

@@ -1,7 +1,9 @@
 """Lab 04 plugin, reading the switch: the student's ``readings.py`` reads port counters,
-the max-queue-depth register and sampled-flow digests of a real leaf (``p4src/fabric.p4``
-on p4sim or BMv2, programmed by ``controller.fabric_setup``); the checker sends traffic
-whose effect it knows and compares the student's readings with the truth.
+the queue-depth histogram (a counter: bins read before and after, the difference is the
+measurement) and sampled-flow digests of a real leaf (``p4src/fabric.p4`` on p4sim or
+BMv2, programmed by ``controller.fabric_setup``); the checker sends traffic whose effect
+it knows and compares the student's readings with the truth. Nothing reads or writes a
+register over P4Runtime (BMv2 supports neither).
 
 Example::
 
@@ -16,6 +18,9 @@ from types import ModuleType
 from typing import Any, Callable, NamedTuple
 
 from controller.fabric import SwitchPlan
+from controller.gor.counter_reader import (QDEPTH_BIN_PKTS, QDEPTH_BINS, QDEPTH_HIST_COUNTER,
+                                           qdepth_floor, qdepth_hist_index)
+from controller.p4rt import counter_entry
 from labs.labkit import LabSwitch, Report
 from labs.labkit.fabric import FABRIC_PROGRAM, program_leaf
 from labs.labkit.packets import udp_frame
@@ -23,18 +28,17 @@ from labs.labkit.student import describe_exception, load_student_module
 from topo.model import Fabric, build_fabric
 from topo.spec import FabricSpec
 
-TITLE = "Reading the switch: counters, registers and digests over P4Runtime"
+TITLE = "Reading the switch: counters, a queue-depth histogram and digests over P4Runtime"
 FILES = ("readings.py",)
 
 PROGRAM = FABRIC_PROGRAM
 LAB = "04-reading-the-switch"
 LEAF = "b0r0l0"
-IN_PORT, OUT_PORT, UPLINK = 1, 2, 3
+IN_PORT, OUT_PORT = 1, 2
 QUIET_S = 0.5
 SETTLE_S = 3.0
 SLOW_QUEUE_PPS = 50
 BURST = 20
-MARKER = 42                      # a value the checker writes into the register of UPLINK
 SAMPLE_SPORTS = tuple(range(40000, 40005))
 
 
@@ -111,34 +115,69 @@ def check_counters(r: Report, sw: LabSwitch, fab: Fabric, mod: ModuleType) -> No
              f"{want[(OUT_PORT, 'tx_packets')]} - packets and bytes right")
 
 
+def _true_bins(conn: Any, port: int) -> list[int]:
+    """``port``'s queue-depth bins as the checker reads them (one indexed Read)."""
+    first = qdepth_hist_index(port, 0)
+    got = [0] * QDEPTH_BINS
+    for e in conn.read(*[counter_entry(conn.p4info, QDEPTH_HIST_COUNTER, first + b)
+                         for b in range(QDEPTH_BINS)]):
+        got[e.counter_entry.index.index - first] = e.counter_entry.data.packet_count
+    return got
+
+
+# (before, after, deepest): a deep bin counted before the interval does not count in it
+DEEPEST_CASES = (([9, 0, 0, 4] + [0] * 12, [15, 2, 0, 4] + [0] * 12, 4),
+                 ([3] + [0] * 15, [3] + [0] * 15, 0),
+                 ([0] * 15 + [1], [5] + [0] * 14 + [2], 60))
+
+
 def check_queue(r: Report, sw: LabSwitch, fab: Fabric, mod: ModuleType) -> None:
-    """Step 2: a known register value, a real queue built by a burst (p4sim), clear."""
+    """Step 2: the student's bins against the cells, deepest_queue() on known cases, then a
+    real queue built by a burst (p4sim) measured as the difference of two readings."""
     conn = sw.connection
-    reg = "FabricEgress.telemetry.max_qdepth"
-    conn.write_register(reg, UPLINK, MARKER)
-    got = mod.max_queue_depth(conn, UPLINK)
-    r.expect(got == MARKER, f"max_queue_depth() reads the register cell of port {UPLINK}",
-             f"the cell holds {MARKER} (written by the checker), you read {got!r}: use "
-             f"read_register('{reg}', port) and take the value of that port")
-    if sw.control_addr:
-        from p4sim.switchd.control import ControlClient   # lab side only: p4sim's queue API
-        with ControlClient(sw.control_addr) as ctl:
-            ctl.set_queue_rate(SLOW_QUEUE_PPS, port=OUT_PORT)
-            for frame in _frames(fab, Traffic((BURST, 150), (0, 0), (0, 0))):
-                sw.send(IN_PORT, frame)
-            sw.receive_all(QUIET_S)
-            ctl.set_queue_rate(0, port=OUT_PORT)
-        real = conn.read_register(reg, OUT_PORT)[OUT_PORT]
-        r.note(f"a burst of {BURST} packets into a {SLOW_QUEUE_PPS} pkt/s queue on port "
-               f"{OUT_PORT}: max queue depth {real} packets")
+    before = mod.queue_depth_bins(conn, OUT_PORT)
+    truth_before = _true_bins(conn, OUT_PORT)
+    bins_ok = r.expect(
+        isinstance(before, (list, tuple)) and list(before) == truth_before,
+        f"queue_depth_bins() reads the {QDEPTH_BINS} bins of port {OUT_PORT} "
+        f"({sum(truth_before)} packets so far)",
+        f"the switch's bins are {truth_before}, you read {before!r}: the cell of bin b of "
+        f"port p is p * {QDEPTH_BINS} + b in {QDEPTH_HIST_COUNTER}; return the .packets of "
+        "each, bin 0 first")
+    wrong = [(b, a, want, mod.deepest_queue(list(b), list(a))) for b, a, want in DEEPEST_CASES]
+    wrong = [w for w in wrong if w[3] != w[2]]
+    if wrong:
+        b, a, want, got = wrong[0]
+        r.fail("deepest_queue() looks only at the bins that grew between the readings",
+               f"before {b}, after {a}: the bins that grew are "
+               f"{[i for i in range(len(a)) if a[i] > b[i]]}, so the deepest queue is {want}; "
+               f"you returned {got!r}. Subtract bin by bin and take the highest bin that "
+               f"went up, times {QDEPTH_BIN_PKTS}")
     else:
-        real = conn.read_register(reg, OUT_PORT)[OUT_PORT]
-    got = mod.max_queue_depth(conn, OUT_PORT, clear=True)
-    after = conn.read_register(reg, OUT_PORT)[OUT_PORT]
-    ok = got == real and after == 0
-    r.expect(ok, f"max_queue_depth(clear=True) returns the depth ({real}) and clears it",
-             f"you returned {got!r} and the cell is now {after} (should be {real}, then 0): "
-             "read first, then write_register(..., port, 0) when clear is True")
+        r.ok("deepest_queue() looks only at the bins that grew between the readings")
+    if not bins_ok or wrong:
+        return
+    ctl = sw.control()          # the target's own runtime: p4sim control API / BMv2 Thrift
+    try:
+        ctl.set_queue_rate(SLOW_QUEUE_PPS, port=OUT_PORT)
+        for frame in _frames(fab, Traffic((BURST, 150), (0, 0), (0, 0))):
+            sw.send(IN_PORT, frame)
+        sw.receive_all(QUIET_S)
+    finally:
+        ctl.set_queue_rate(0, port=OUT_PORT)
+        ctl.close()
+    what = f"a burst of {BURST} packets into a {SLOW_QUEUE_PPS} pkt/s queue"
+    wait_until(lambda: sum(_true_bins(conn, OUT_PORT)) >= sum(truth_before) + BURST)
+    truth_after = _true_bins(conn, OUT_PORT)
+    grew = [a - b for a, b in zip(truth_after, truth_before)]
+    real = qdepth_floor(grew)
+    r.note(f"{what} on port {OUT_PORT}: the bins grew by {grew}, deepest queue {real} packets")
+    after = mod.queue_depth_bins(conn, OUT_PORT)
+    got = mod.deepest_queue(list(before), list(after))
+    r.expect(list(after) == truth_after and got == real,
+             f"deepest_queue(before, after) measures the burst: {real} packets",
+             f"your bins after the burst {after!r} (the switch's: {truth_after}), your "
+             f"deepest queue {got!r} (should be {real})")
 
 
 def check_digests(r: Report, sw: LabSwitch, fab: Fabric, plan: SwitchPlan,
@@ -173,7 +212,7 @@ def check_digests(r: Report, sw: LabSwitch, fab: Fabric, plan: SwitchPlan,
 
 
 def check(files_dir: Path, target: str) -> Report:
-    """Counters, register, digests: the student's readings against the truth."""
+    """Counters, queue-depth histogram, digests: the student's readings against the truth."""
     r = Report(TITLE)
     mod = load_student_module(files_dir / FILES[0])
     fab = fabric()
@@ -209,12 +248,18 @@ def run(files_dir: Path, target: str) -> int:
               f"{traffic.to_fabric[0]} to 10.1.0.1 (uplinks)")
         for port in sorted(fab.switch(LEAF).ports):
             print(f"  port {port}: {mod.port_counters(sw.connection, port)}")
-        print(f"  max queue depth port {OUT_PORT}: {mod.max_queue_depth(sw.connection, OUT_PORT)}")
+        bins = mod.queue_depth_bins(sw.connection, OUT_PORT)
+        print(f"  queue-depth bins of port {OUT_PORT}: {bins}")
+        print(f"  deepest queue on port {OUT_PORT} since the switch started: "
+              f"{mod.deepest_queue([0] * len(bins), bins)} packets")
         print("\nthe same with p4runtime-shell (another terminal, while this switch runs):\n"
               f"  .venv/bin/python -m p4runtime_sh --grpc-addr {sw.grpc_addr} --device-id 0 "
               "--election-id 0,2\n"
               "  P4Runtime sh >>> ce = CounterEntry('FabricIngress.telemetry.rx'); ce.index = 1\n"
-              "  P4Runtime sh >>> for c in ce.read(): print(c.data.packet_count)")
+              "  P4Runtime sh >>> for c in ce.read(): print(c.data.packet_count)\n"
+              "  P4Runtime sh >>> h = CounterEntry('FabricEgress.telemetry.qdepth_hist'); "
+              f"h.index = {OUT_PORT} * 16 + 1\n"
+              "  P4Runtime sh >>> for c in h.read(): print(c.data.packet_count)")
         if sys.stdin.isatty():
             input("\npress Enter to stop the switch ")
     return 0

@@ -8,7 +8,7 @@ own cases) so that the pictures teach what the checkers judge: one command,
   (``host.nic.dcqcn.ReactionPoint``);
 * ``labs/03-pfc/pfc.png`` — queue occupancy against XOFF/XON with the PAUSE and RESUME;
 * ``labs/04-reading-the-switch/where-to-read.png`` — where in ``p4src/fabric.p4`` each
-  counter, register and digest the lab reads is counted or written;
+  counter and digest the lab reads is counted or sent;
 * ``labs/05-orthogonal-ports/ports.png`` — flows per uplink of a leaf with 8 uplinks for
   consecutive, random and hash-orthogonal source ports (``p4src.hashmodel``);
 * ``labs/06-gor-loop/greedy-trap.png`` — link utilisation of lab 06's "greedy trap" case
@@ -127,8 +127,8 @@ READ_POINTS = [  # x, pipeline stage, what lab 04 reads there
     (0.2, "ingress\n(FabricIngress)", "counter telemetry.rx\ncounter telemetry.drops\n"
                                       "sampling.config \u2192 digest\nflow_sample_t"),
     (3.6, "egress queue\n(per port)", "enq_qdepth\n(packets waiting)"),
-    (7.0, "egress\n(FabricEgress)", "counter telemetry.tx\nregister telemetry.max_qdepth\n"
-                                    "counter ecn.marks"),
+    (7.0, "egress\n(FabricEgress)", "counter telemetry.tx\ncounter telemetry.qdepth_hist\n"
+                                    "(port x 16 + depth bin)\ncounter ecn.marks"),
 ]
 
 
@@ -146,8 +146,8 @@ def where_to_read(out: Path) -> None:
                 va="center", fontsize=9)
     ax.annotate("port 2 out", (11.1, 1.85), (9.65, 1.85), arrowprops={"arrowstyle": "->", "lw": 2},
                 va="center", fontsize=9)
-    ax.text(4.9, 3.0, "controller (controller.p4rt) / p4runtime-shell: Read counters and "
-            "registers, receive DigestLists on the stream", ha="center", fontsize=9)
+    ax.text(4.9, 3.0, "controller (controller.p4rt) / p4runtime-shell: Read counters, "
+            "receive DigestLists on the stream", ha="center", fontsize=9)
     ax.set_xlim(-1.4, 11.4)
     ax.set_ylim(-0.2, 3.3)
     ax.axis("off")

@@ -17,6 +17,15 @@ const port_t DROP_PORT = 511;          /* egress_spec value set by mark_to_drop 
 const bit<32> PORT_CELLS = 512;        /* one cell per 9-bit port */
 const bit<32> PFC_CELLS  = 4096;       /* 512 ports x 8 priorities */
 
+/* Queue-depth histogram (FabricEgress.telemetry.qdepth_hist): QDEPTH_BINS cells per
+ * egress port, index = port * QDEPTH_BINS + bin, bin = min(enq_qdepth >> QDEPTH_BIN_SHIFT,
+ * QDEPTH_BINS - 1): bins of 4 packets, [0-3], [4-7], ..., [56-59], and [60+] (BMv2's
+ * default queue holds 64). A counter, not a register, so that the controller can read it
+ * over P4Runtime on BMv2 (which reads no register) and never has to clear it. */
+const bit<32> QDEPTH_BINS = 16;
+const bit<32> QDEPTH_BIN_SHIFT = 2;    /* 4 packets per bin */
+const bit<32> QDEPTH_HIST_CELLS = PORT_CELLS * QDEPTH_BINS;   /* 8192 */
+
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<16> ETHERTYPE_ARP  = 0x0806;
 const bit<16> ETHERTYPE_VLAN = 0x8100;

@@ -1,6 +1,7 @@
 """Unit tests of GOR's telemetry loop with fake readers (no switch): utilisation per
-direction from counter deltas, counter resets, stale switches, the P4Runtime reader over
-a fake connection, and that topo's telemetry is the controller's."""
+direction from counter deltas, the queue-depth histogram, counter resets, stale switches,
+the P4Runtime reader over a fake connection (counters only, nothing written), and that
+topo's telemetry is the controller's."""
 from __future__ import annotations
 
 import logging
@@ -53,14 +54,47 @@ def test_utilisation_per_direction_from_bytes_and_link_speed() -> None:
     assert utilisation(d, 0.0, None, 100.0) == 0.0
 
 
+def bins(**counts: int) -> tuple[int, ...]:
+    """A histogram as a reader returns it: ``bins(b0=5, b3=2)`` → 16 cells."""
+    out = [0] * gt.QDEPTH_BINS
+    for k, n in counts.items():
+        out[int(k[1:])] = n
+    return tuple(out)
+
+
 def test_delta_and_reset_detection_cover_every_counter() -> None:
-    prev = PortReading(100, 1000, 10, 5, 50, 500, 3, 2, 1)
-    cur = PortReading(150, 1600, 12, 9, 80, 800, 4, 2, 5)
-    assert delta(prev, cur) == PortReading(50, 600, 2, 9, 30, 300, 1, 0, 4)
+    prev = PortReading(100, 1000, 10, 0, 50, 500, 3, 2, 1, bins(b0=90, b2=10))
+    cur = PortReading(150, 1600, 12, 0, 80, 800, 4, 2, 5, bins(b0=120, b2=20, b3=10))
+    assert delta(prev, cur) == PortReading(50, 600, 2, 12, 30, 300, 1, 0, 4, bins(b0=30, b2=10, b3=10))
     assert not counter_reset(prev, cur)
-    restarted = PortReading(7, 70, 0, 1, 3, 30, 0, 0, 0)
+    restarted = PortReading(7, 70, 0, 4, 3, 30, 0, 0, 0, bins(b0=6, b1=1))
     assert counter_reset(prev, restarted)
     assert delta(prev, restarted) == restarted  # counts from 0 after a reset
+    only_a_bin = PortReading(150, 1600, 12, 0, 80, 800, 4, 2, 5, bins(b0=89, b2=10))
+    assert counter_reset(prev, only_a_bin)
+
+
+def test_max_qdepth_is_the_lower_edge_of_the_deepest_bin_of_the_interval() -> None:
+    assert (gt.QDEPTH_BINS, gt.QDEPTH_BIN_PKTS) == (16, 4)
+    assert gt.QDEPTH_HIST_COUNTER == "FabricEgress.telemetry.qdepth_hist"
+    assert [gt.qdepth_bin(d) for d in (0, 3, 4, 7, 8, 59, 60, 63, 1000)] == \
+        [0, 0, 1, 1, 2, 14, 15, 15, 15]
+    assert gt.qdepth_floor({}) == 0 and gt.qdepth_floor({0: 0, 7: 0}) == 0
+    assert gt.qdepth_floor({0: 100}) == 0
+    assert gt.qdepth_floor({0: 100, 3: 1, 1: 7}) == 12
+    assert gt.qdepth_floor({15: 1}) == 60               # the open-ended last bin
+    assert gt.qdepth_floor(bins(b5=2)) == 20             # a sequence indexed by bin
+    # a deep queue long ago does not count in a later, shallow interval
+    old = PortReading(10, 0, 0, 40, qdepth_bins=bins(b0=5, b10=5))
+    later = PortReading(30, 0, 0, 40, qdepth_bins=bins(b0=20, b1=5, b10=5))
+    d = delta(old, later)
+    assert (d.max_qdepth, d.qdepth_bins) == (4, bins(b0=15, b1=5))
+    assert delta(later, later).max_qdepth == 0          # idle interval
+    # a reading without a histogram (a pipeline without the counter) reports 0
+    assert delta(PortReading(1, 1, 0, 0), PortReading(5, 5, 0, 0)).max_qdepth == 0
+    # bins appear (new pipeline): the missing ones count from 0
+    assert delta(PortReading(1, 1, 0, 0), later).qdepth_bins == later.qdepth_bins
+    assert gt.qdepth_hist_index(3, 0) == 48 and gt.qdepth_hist_index(3, 15) == 63
 
 
 def test_sample_mark_rate() -> None:
@@ -71,9 +105,10 @@ def test_sample_mark_rate() -> None:
 # ------------------------------------------------------------------ the poller
 def test_poller_computes_util_per_direction_over_each_interval() -> None:
     clock = FakeClock()
-    leaf = Script({3: PortReading(0, 0, 0, 0)},
-                  {3: PortReading(1000, 62_500_000, 40, 12, 500, 12_500_000, 1, 0, 0)})
-    spine = Script({1: PortReading(0, 0, 0, 0)}, {1: PortReading(500, 12_500_000, 0, 2)})
+    leaf = Script({3: PortReading(0, 0, 0, 0, qdepth_bins=bins())},
+                  {3: PortReading(1000, 62_500_000, 40, 12, 500, 12_500_000, 1, 0, 0,
+                                  bins(b0=900, b1=60, b3=40))})
+    spine = Script({1: PortReading(0, 0, 0, 0)}, {1: PortReading(500, 12_500_000, 0, 0)})
     links = [PolledLink(UP, gbps=10.0), PolledLink(DOWN, gbps=10.0)]
     poller = TelemetryPoller({"b0r0l0": leaf, "s0": spine}, links, period_s=0.05, clock=clock)
     assert poller.poll_once() == {}
@@ -85,6 +120,7 @@ def test_poller_computes_util_per_direction_over_each_interval() -> None:
     assert down.util == pytest.approx(0.2)            # 12.5 MB in 50 ms = 2 Gb/s
     assert up.rx_util == pytest.approx(down.util)     # the reverse direction seen at the leaf
     assert (up.marks, up.max_qdepth, up.drops, up.mark_rate) == (40, 12, 1, 0.04)
+    assert up.qdepth_bins == (900, 60, 0, 40) and down.max_qdepth == 0   # empty tail dropped
     assert poller.polls == 2 and poller.loop_s == 0.0
 
 
@@ -187,44 +223,90 @@ class FakeInfo:
 
 
 class FakeConn:
-    """Stands in for SwitchConnection: counters by name, one register, records writes."""
+    """Stands in for SwitchConnection without indexed reads (wildcard ``read_counter``):
+    counters by name; it has no register and fails on any write."""
 
-    def __init__(self, counters: dict[str, dict[int, Cell]], qdepth: dict[int, int]) -> None:
-        self.counters, self.qdepth = counters, qdepth
+    def __init__(self, counters: dict[str, dict[int, Cell]]) -> None:
+        self.counters = counters
         self.p4info: Optional[FakeInfo] = FakeInfo(set(counters))
-        self.writes: list[Any] = []
 
     def read_counter(self, name: str) -> dict[int, Cell]:
         return self.counters[name]
 
-    def read_register(self, name: str) -> dict[int, int]:
-        assert name == gt.QDEPTH_REGISTER
-        return self.qdepth
-
     def write(self, updates: list[Any]) -> None:
-        self.writes.append(updates)
+        raise AssertionError(f"the reader wrote {updates!r}")
 
 
-def test_p4rt_reader_reads_every_counter_and_clears_qdepth(monkeypatch: pytest.MonkeyPatch) -> None:
-    import controller.gor.counter_reader as cr  # the reader's module (telemetry re-exports it)
-    monkeypatch.setattr(cr, "register_entry", lambda info, name, idx, val: (name, idx, val))
-    monkeypatch.setattr(cr, "update", lambda msg, kind: (kind, msg))
-    conn = FakeConn({
-        gt.TX_COUNTER: {3: Cell(10, 640), 4: Cell(5, 320)},
-        gt.ECN_COUNTER: {3: Cell(2)},
-        gt.RX_COUNTER: {3: Cell(7, 448)},
-        gt.DROPS_COUNTER: {3: Cell(1)},
-        gt.PFC_TX_COUNTER: {4: Cell(6)},
-        gt.PFC_RX_COUNTER: {3 * 8 + 3: Cell(4), 3 * 8 + 5: Cell(1), 4 * 8: Cell(9)},
-    }, {3: 17, 4: 0})
-    got = p4rt_reader(conn)([3, 4])
-    assert got[3] == PortReading(10, 640, 2, 17, 7, 448, 1, 0, 5)
-    assert got[4] == PortReading(5, 320, 0, 0, 0, 0, 0, 6, 9)
-    assert conn.writes == [[("MODIFY", (gt.QDEPTH_REGISTER, 3, 0))]]  # only non-zero cells
+HIST = gt.QDEPTH_HIST_COUNTER
+COUNTERS = {
+    gt.TX_COUNTER: {3: Cell(10, 640), 4: Cell(5, 320)},
+    gt.ECN_COUNTER: {3: Cell(2)},
+    gt.RX_COUNTER: {3: Cell(7, 448)},
+    gt.DROPS_COUNTER: {3: Cell(1)},
+    gt.PFC_TX_COUNTER: {4: Cell(6)},
+    gt.PFC_RX_COUNTER: {3 * 8 + 3: Cell(4), 3 * 8 + 5: Cell(1), 4 * 8: Cell(9)},
+    HIST: {3 * 16: Cell(6), 3 * 16 + 4: Cell(4), 4 * 16: Cell(5), 5 * 16 + 9: Cell(1)},
+}
+WANT = {3: PortReading(10, 640, 2, 16, 7, 448, 1, 0, 5, bins(b0=6, b4=4)),
+        4: PortReading(5, 320, 0, 0, 0, 0, 0, 6, 9, bins(b0=5))}
 
 
-def test_p4rt_reader_tolerates_a_pipeline_without_pfc_counters() -> None:
-    conn = FakeConn({gt.TX_COUNTER: {3: Cell(1, 64)}, gt.ECN_COUNTER: {}}, {})
+def test_p4rt_reader_reads_every_counter_and_the_histogram_without_writing() -> None:
+    assert p4rt_reader(FakeConn(COUNTERS))([3, 4]) == WANT
+
+
+class IndexedInfo(FakeInfo):
+    """A P4Info with counter ids (id = position in ``names``)."""
+
+    def __init__(self, names: list[str]) -> None:
+        super().__init__(set(names))
+        self.names = names
+
+    def counter_id(self, name: str) -> int:
+        return self.names.index(name) + 1
+
+
+class IndexedConn(FakeConn):
+    """A SwitchConnection with indexed reads: records every Read request; no register."""
+
+    def __init__(self, counters: dict[str, dict[int, Cell]]) -> None:
+        super().__init__(counters)
+        self.p4info = IndexedInfo(list(counters))
+        self.requests: list[list[tuple[str, int]]] = []
+
+    def read_counter(self, name: str) -> dict[int, Cell]:
+        raise AssertionError("fell back to a wildcard read")
+
+    def read(self, *msgs: Any) -> Any:
+        from p4.v1 import p4runtime_pb2
+        names = self.p4info.names  # type: ignore[union-attr]
+        asked = []
+        for m in msgs:
+            assert isinstance(m, p4runtime_pb2.CounterEntry), f"not a counter cell: {m!r}"
+            asked.append((names[m.counter_id - 1], m.index.index))
+        self.requests.append(asked)
+        for name, i in asked:
+            c = self.counters[name].get(i)
+            if c is not None:
+                e = p4runtime_pb2.Entity()
+                e.counter_entry.counter_id = names.index(name) + 1
+                e.counter_entry.index.index = i
+                e.counter_entry.data.packet_count, e.counter_entry.data.byte_count = c.packets, c.bytes
+                yield e
+
+
+def test_p4rt_reader_reads_only_the_polled_cells_in_one_request() -> None:
+    conn = IndexedConn(COUNTERS)
+    assert p4rt_reader(conn)([3, 4]) == WANT
+    [asked] = conn.requests
+    hist = sorted(i for n, i in asked if n == HIST)
+    assert hist == list(range(48, 64)) + list(range(64, 80))    # ports 3 and 4, 16 bins each
+    assert len(asked) == 5 * 2 + 8 * 2 + 16 * 2                 # 5 per-port counters, PFC, bins
+    assert all(n in COUNTERS for n, _ in asked)
+
+
+def test_p4rt_reader_tolerates_a_pipeline_without_pfc_counters_or_histogram() -> None:
+    conn = FakeConn({gt.TX_COUNTER: {3: Cell(1, 64)}, gt.ECN_COUNTER: {}})
     assert p4rt_reader(conn)([3])[3] == PortReading(1, 64, 0, 0)
 
 

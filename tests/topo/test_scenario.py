@@ -20,11 +20,13 @@ UP1 = LinkId("b0r0l0", 4, "s1", "uplink")
 
 
 # ------------------------------------------------------------------ telemetry maths
-def test_delta_handles_resets_and_keeps_the_cleared_qdepth() -> None:
-    assert delta(PortReading(10, 1000, 2, 5), PortReading(25, 2500, 7, 9)) == \
-        PortReading(15, 1500, 5, 9)
-    assert delta(PortReading(100, 9000, 9, 0), PortReading(4, 300, 1, 2)) == \
-        PortReading(4, 300, 1, 2)
+def test_delta_handles_resets_and_takes_qdepth_from_the_histogram() -> None:
+    assert delta(PortReading(10, 1000, 2, 0, qdepth_bins=(10, 0, 0)),
+                 PortReading(25, 2500, 7, 8, qdepth_bins=(20, 3, 2))) == \
+        PortReading(15, 1500, 5, 8, qdepth_bins=(10, 3, 2))
+    assert delta(PortReading(100, 9000, 9, 0, qdepth_bins=(100, 0)),
+                 PortReading(4, 300, 1, 4, qdepth_bins=(3, 1))) == \
+        PortReading(4, 300, 1, 4, qdepth_bins=(3, 1))
 
 
 def test_utilisation_prefers_the_queue_rate_then_link_speed() -> None:
@@ -51,18 +53,19 @@ def test_series_totals_busiest_and_max_over_mean() -> None:
 def test_poller_turns_cumulative_readings_into_samples() -> None:
     counts = {"n": 0}
 
-    def reader(ports):  # cumulative tx grows by 100 / 40 per poll; qdepth is per poll
+    def reader(ports):  # cumulative tx grows by 100 / 40 per poll, in bins 0 and 7 / 0
         counts["n"] += 1
         n = counts["n"]
-        return {3: PortReading(100 * n, 6400 * n, 5 * n, 30), 4: PortReading(40 * n, 2560 * n, 0, 2)}
+        return {3: PortReading(100 * n, 6400 * n, 5 * n, 28, qdepth_bins=(90 * n,) + (0,) * 6 + (10 * n,)),
+                4: PortReading(40 * n, 2560 * n, 0, 0, qdepth_bins=(40 * n,))}
 
     links = [PolledLink(UP0, 100.0, 400.0), PolledLink(UP1, 100.0, 400.0)]
     poller = TelemetryPoller({"b0r0l0": reader}, links, period_s=0.01)
     assert poller.poll_once() == {}
     poller.poll_once()
     got = poller.poll_once()
-    assert got[UP0].tx_pkts == 100 and got[UP0].marks == 5 and got[UP0].max_qdepth == 30
-    assert got[UP1].tx_pkts == 40
+    assert got[UP0].tx_pkts == 100 and got[UP0].marks == 5 and got[UP0].max_qdepth == 28
+    assert got[UP1].tx_pkts == 40 and got[UP1].max_qdepth == 0
     assert poller.series.totals() == {UP0: 200, UP1: 80}
     assert poller.series.busiest() == UP0
 

@@ -1,6 +1,6 @@
-"""Lab 04, reading the switch (solution): port counters, a queue-depth register and
-sampled-flow digests of a running fabric switch, read with the controller's P4Runtime
-client (``controller.p4rt.SwitchConnection``).
+"""Lab 04, reading the switch (solution): port counters, a queue-depth histogram (a
+counter too) and sampled-flow digests of a running fabric switch, read with the
+controller's P4Runtime client (``controller.p4rt.SwitchConnection``).
 
 Names are the fully qualified P4Runtime names of ``p4src/fabric.p4`` (p4src/README.md,
 "Telemetry" and "FabricIngress.sampling.config").
@@ -9,6 +9,8 @@ Example (with a connection ``sw`` to a programmed leaf)::
 
     >>> port_counters(sw, 1)["rx_packets"]                           # doctest: +SKIP
     15
+    >>> deepest_queue([7, 0, 0, 0], [12, 4, 3, 0])                   # bins 0..2 grew
+    8
     >>> start_sampling(sw, port=2, one_in_n=1); collect_samples(sw)  # doctest: +SKIP
     [{'switch_id': 1, 'src_addr': 167772161, ...}]
 """
@@ -19,7 +21,9 @@ from controller.p4rt import SwitchConnection
 RX = "FabricIngress.telemetry.rx"
 TX = "FabricEgress.telemetry.tx"
 DROPS = "FabricIngress.telemetry.drops"
-MAX_QDEPTH = "FabricEgress.telemetry.max_qdepth"
+QDEPTH_HIST = "FabricEgress.telemetry.qdepth_hist"
+BINS = 16              # queue-depth bins per port (QDEPTH_BINS in p4src/include/define.p4)
+BIN_PKTS = 4           # packets of queue depth per bin: bin b holds depths 4b .. 4b+3
 SAMPLING = "FabricIngress.sampling.config"
 SAMPLE = "FabricIngress.sampling.sample"
 DIGEST = "flow_sample_t"
@@ -37,13 +41,20 @@ def port_counters(sw: SwitchConnection, port: int) -> dict[str, int]:
             "drop_packets": drops.packets, "drop_bytes": drops.bytes}
 
 
-def max_queue_depth(sw: SwitchConnection, port: int, clear: bool = False) -> int:
-    """The deepest egress queue (packets) ``port`` has seen since it was last cleared;
-    ``clear=True`` writes 0 back after reading, to start a new measurement."""
-    depth = sw.read_register(MAX_QDEPTH, port)[port]
-    if clear:
-        sw.write_register(MAX_QDEPTH, port, 0)
-    return depth
+def queue_depth_bins(sw: SwitchConnection, port: int) -> list[int]:
+    """Packets ``port`` has sent so far in each queue-depth bin: ``BINS`` numbers, bin 0
+    first (bin b counts the packets that found 4b .. 4b+3 packets queued ahead of them;
+    the last bin every depth from 60 up)."""
+    cells = [port * BINS + b for b in range(BINS)]
+    return [sw.read_counter(QDEPTH_HIST, i)[i].packets for i in cells]
+
+
+def deepest_queue(before: list[int], after: list[int]) -> int:
+    """The deepest queue (packets, at bin resolution) that packets met between two
+    readings of ``queue_depth_bins``: the lower edge of the highest bin that grew, 0
+    when none did. Nothing is cleared on the switch: the difference is the measurement."""
+    grew = [b for b in range(len(after)) if after[b] > before[b]]
+    return max(grew) * BIN_PKTS if grew else 0
 
 
 def start_sampling(sw: SwitchConnection, port: int, one_in_n: int) -> None:

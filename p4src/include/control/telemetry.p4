@@ -1,12 +1,17 @@
-/* telemetry.p4 — per-port counters and the queue-depth registers the controller polls.
+/* telemetry.p4 — per-port counters the controller polls, and the last queue depth the
+ * sampler reports.
  *
  * IngressTelemetry (FabricIngress.telemetry): rx[ingress_port] (packets and bytes of
  * every arriving frame), drops[ingress_port] (dropped in ingress: no route, no next hop,
  * TTL, bad checksum, unknown EtherType; received PFC frames are not drops).
  * EgressTelemetry (FabricEgress.telemetry): tx[egress_port], pfc_tx[egress_port]
- * (generated PAUSE/RESUME frames), max_qdepth[egress_port] (largest enq_qdepth since
- * the controller last wrote 0), and FabricIngress.sampling.last_qdepth[egress_port]
- * (enq_qdepth of the last packet, read by the sampler in ingress).
+ * (generated PAUSE/RESUME frames) and qdepth_hist[egress_port * QDEPTH_BINS + bin]: every
+ * frame tx counts, counted once more in the bin of the queue depth it saw on arrival
+ * (enq_qdepth, 4 packets per bin, the last bin open-ended; define.p4). The controller
+ * reads the bins of a port twice and takes the difference: how deep the queue was in
+ * between, with no register to read or clear (BMv2's P4Runtime server reads none).
+ * FabricIngress.sampling.last_qdepth[egress_port] (enq_qdepth of the last packet) is a
+ * register written here and read by the sampler in ingress: the data plane's own state.
  */
 #ifndef FABRIC_TELEMETRY_P4
 #define FABRIC_TELEMETRY_P4
@@ -31,7 +36,7 @@ control EgressTelemetry(inout headers_t hdr, inout fabric_metadata_t meta,
                         inout standard_metadata_t standard_metadata) {
     counter(PORT_CELLS, CounterType.packets_and_bytes) tx;
     counter(PORT_CELLS, CounterType.packets_and_bytes) pfc_tx;
-    register<bit<32>>(PORT_CELLS) max_qdepth;
+    counter(QDEPTH_HIST_CELLS, CounterType.packets) qdepth_hist;
 
     apply {
         bit<32> port = (bit<32>) standard_metadata.egress_port;
@@ -40,11 +45,11 @@ control EgressTelemetry(inout headers_t hdr, inout fabric_metadata_t meta,
             pfc_tx.count(port);
         }
         bit<32> depth = (bit<32>) standard_metadata.enq_qdepth;
-        bit<32> max_depth;
-        max_qdepth.read(max_depth, port);
-        if (depth > max_depth) {
-            max_qdepth.write(port, depth);
+        bit<32> bin = depth >> QDEPTH_BIN_SHIFT;
+        if (bin > QDEPTH_BINS - 1) {
+            bin = QDEPTH_BINS - 1;
         }
+        qdepth_hist.count(port * QDEPTH_BINS + bin);
         sampling_last_qdepth.write(port, depth);
     }
 }
