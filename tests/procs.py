@@ -10,8 +10,8 @@ Importable as ``procs`` from every test (``pythonpath = tests`` in ``pytest.ini`
 Example::
 
     >>> from procs import SwitchProcess                           # doctest: +SKIP
-    >>> with SwitchProcess(["--no-p4", "--grpc-server-addr", "127.0.0.1:0",
-    ...                     "--control-port", "0"]) as sw:        # doctest: +SKIP
+    >>> with SwitchProcess(["--no-p4", "--control-port", "0",
+    ...                     "--", "--grpc-server-addr", "127.0.0.1:0"]) as sw:  # doctest: +SKIP
     ...     sw.grpc_addr                                           # '127.0.0.1:40123'
     >>> sw.returncode                                              # doctest: +SKIP
     0
@@ -80,10 +80,14 @@ class SwitchProcess:
             raise
 
     @classmethod
-    def no_p4(cls, device_id: int = 0, extra: Sequence[str] = ()) -> "SwitchProcess":
-        """A switch with no program, CPU port 255, gRPC and control ports chosen free."""
-        return cls(["--no-p4", "--device-id", str(device_id), "--cpu-port", "255",
-                    "--grpc-server-addr", "127.0.0.1:0", "--control-port", "0", *extra])
+    def no_p4(cls, device_id: int = 0, extra: Sequence[str] = (),
+              target_extra: Sequence[str] = ()) -> "SwitchProcess":
+        """A switch with no program, CPU port 255, gRPC and control ports chosen free;
+        ``extra`` are general options, ``target_extra`` target options (after ``--``, as
+        simple_switch_grpc wants them, e.g. ``["--priority-queues", "8"]``)."""
+        return cls(["--no-p4", "--device-id", str(device_id), "--control-port", "0", *extra,
+                    "--", "--cpu-port", "255", "--grpc-server-addr", "127.0.0.1:0",
+                    *target_extra])
 
     def alive(self) -> bool:
         """True while the process runs."""

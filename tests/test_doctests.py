@@ -9,7 +9,8 @@ import pkgutil
 
 import pytest
 
-PACKAGES = ("astral_proto", "bench", "controller", "host", "labs", "p4sim", "p4src", "sim", "topo")
+PACKAGES = ("astral_proto", "bench", "controller", "host", "labs", "p4sim", "p4src", "sim",
+            "testbed", "topo")
 
 
 def _modules() -> list[str]:

@@ -307,16 +307,18 @@ class GorSession:
         return rec
 
     def _reapply_rates(self, name: str) -> None:
-        """The p4sim queue rates of ``name``'s uplinks again (a new process has none)."""
+        """The queue rates of ``name``'s uplinks again (a new process has none)."""
         mine = {k: r for k, r in self.rates.items() if k[0] == name}
-        if not mine or self.state.target != "p4sim":
+        if not mine:
             return
-        from p4sim.switchd.control import ControlClient  # noqa: PLC0415 (p4sim target only)
-        addr = self.state.switches.get(name, {}).get("control_addr")
+        from testbed.control import open_control  # noqa: PLC0415
         try:
-            with ControlClient(addr) as c:
+            ctl = open_control(self.state.target, self.state.switches.get(name, {}), name)
+            try:
                 for (_, port), rate in mine.items():
-                    c.set_queue_rate(rate, port=port)
+                    ctl.set_queue_rate(round(rate), port=port)
+            finally:
+                ctl.close()
         except Exception as exc:  # noqa: BLE001 — reported, the run goes on
             self.say(f"gor: queue rates of {name} not set again: {exc}")
 

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from topo.gor_session import GorSession
-from topo.report import FlowRecord, ScenarioRecord, new_run_dir, write_report
+from topo.report import FlowRecord, ScenarioRecord, new_run_dir, report_failures, write_report
 from topo.story import EVEN_UTIL
 
 FLOWS = 4
@@ -160,8 +160,24 @@ def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Calla
     record.notes.append(line)
     write_report(run_dir, record, session.poller.series)
     say(f"link-failure: report {run_dir / 'report.md'} (decision log gor.jsonl)")
-    res.status = 0
+    res.status = report_failures(run_dir, "dead-link" if silent else "link-failure",
+                                 shortfalls(res), say)
     return res
 
 
-__all__ = ["FLOWS", "FailureResult", "run_link_failure", "set_link"]
+def shortfalls(res: FailureResult) -> list[str]:
+    """Why the scenario measured nothing (empty: it measured what it tells): no uplink
+    counters, or GOR never took the dead link out of the groups.
+
+    >>> shortfalls(FailureResult(0, failed_uplink="b0r0l0:3"))
+    ['no uplink counters were read after the failure', 'GOR did not take b0r0l0:3 out of the ECMP groups']
+    """
+    why = []
+    if not res.uplink_pps_after:
+        why.append("no uplink counters were read after the failure")
+    if res.regroup_s is None:
+        why.append(f"GOR did not take {res.failed_uplink} out of the ECMP groups")
+    return why
+
+
+__all__ = ["FLOWS", "FailureResult", "run_link_failure", "set_link", "shortfalls"]

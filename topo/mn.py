@@ -4,11 +4,13 @@ The fabric (``topo.model.Fabric``) becomes a Mininet network with ``controller=N
 
 * every switch is a Mininet ``Switch`` in the root namespace whose data plane is a real
   process — ``python -m p4sim switch`` (target ``p4sim``) or ``simple_switch_grpc``
-  (target ``bmv2``) — started with the same command-line shape (:func:`switch_command`):
-  ``-i N@<sw>-eth<N>``, ``--device-id``, ``--grpc-server-addr``, ``--cpu-port 255``,
-  ``--priority-queues 8``, ``--log-file logs/<sw>.log``, ``--pcap=pcaps``, and for p4sim
-  ``--request-log logs/<sw>-p4runtime-requests.txt``. Readiness is probed on the gRPC port
-  (bounded); stop is by PID (SIGTERM, then SIGKILL).
+  (target ``bmv2``) — started with BMv2's command-line shape, built in one place
+  (:class:`testbed.targets.SwitchLaunch`): ``-i N@<sw>-eth<N>``, ``--device-id``,
+  ``--log-level``, ``--pcap=pcaps``, then after ``--`` the target options
+  ``--grpc-server-addr``, ``--cpu-port 255``, ``--priority-queues 8``. BMv2 logs to the
+  console into ``logs/<sw>.log`` and serves its Thrift runtime on 9090 + device id; p4sim
+  writes ``logs/<sw>.log`` and ``logs/<sw>-p4runtime-requests.txt``. Readiness is probed on
+  the gRPC port (and BMv2's Thrift port; bounded); stop is by PID (SIGTERM, then SIGKILL).
 * every server is a Mininet host (its own network namespace) with one interface per
   rail, ``<host>-eth<rail>``, IPv6 off and checksum offloads off (:func:`configure_host`).
 * **Routing on a host** (one rule, per rail): NIC r gets ``10.b.r.(s+1)/24`` *without* the
@@ -49,11 +51,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterable, Optional, Sequence
 
+from testbed.targets import (CPU_PORT, PRIORITY_QUEUES, THRIFT_BASE_PORT, SwitchLaunch,
+                             TargetError, check_binary, exit_report)
 from topo.ports import claim_switch_ports, free_port, port_free
 
 REPO = Path(__file__).resolve().parents[1]
-CPU_PORT = 255
-PRIORITY_QUEUES = 8
 READY_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 10.0
 DEBIAN_DIST_PACKAGES = Path("/usr/lib/python3/dist-packages")
@@ -61,7 +63,6 @@ APT_PACKAGES = ("mininet", "iputils-ping", "bridge-utils", "ethtool", "tcpdump")
 APT_COMMAND = "apt-get update -q && apt-get install -y " + " ".join(APT_PACKAGES)
 P4SIM_READY_PREFIX = "p4sim switch ready: grpc "
 P4SIM_CONTROL_PREFIX = "p4sim switch control: "
-THRIFT_BASE_PORT = 9090  # BMv2 thrift port = 9090 + device id (runtime_CLI's default 9090)
 
 
 class TestbedError(RuntimeError):
@@ -111,31 +112,33 @@ def switch_command(target: str, *, name: str, device_id: int, grpc_addr: str,
                    pcap_dir: Optional[Path] = REPO / "pcaps", log_level: str = "info",
                    binary: Optional[str] = None, thrift_port: Optional[int] = None,
                    extra: Sequence[str] = ()) -> list[str]:
-    """The command line of switch ``name`` for ``target`` ``"p4sim"`` or ``"bmv2"``.
-
-    Both have the same shape; p4sim adds ``--request-log`` and its own ``--log-level``
-    names, BMv2 gets a ``--thrift-port`` (default 9090 + device id) and its gRPC address
-    after ``--``.
+    """The command line of switch ``name`` for ``target`` ``"p4sim"`` or ``"bmv2"``, its
+    ports named ``<name>-eth<N>`` (:meth:`testbed.targets.SwitchLaunch.command`; ``extra``
+    are p4sim-only flags).
 
     >>> switch_command("p4sim", name="s0", device_id=201, grpc_addr="127.0.0.1:50201",
-    ...                ports=[1], log_dir=Path("logs"), pcap_dir=Path("pcaps"))[4:10]
-    ['--no-p4', '-i', '1@s0-eth1', '--device-id', '201', '--cpu-port']
+    ...                ports=[1], log_dir=Path("logs"), pcap_dir=Path("pcaps"))[-7:]
+    ['--', '--grpc-server-addr', '127.0.0.1:50201', '--cpu-port', '255', '--priority-queues', '8']
     """
-    ifaces = [a for p in sorted(ports) for a in ("-i", f"{p}@{name}-eth{p}")]
-    common = ["--no-p4", *ifaces, "--device-id", str(device_id), "--cpu-port", str(CPU_PORT),
-              "--priority-queues", str(PRIORITY_QUEUES),
-              "--log-file", str(log_dir / f"{name}.log"), "--log-level", log_level]
-    if pcap_dir is not None:
-        common.append(f"--pcap={pcap_dir}")
-    if target == "p4sim":
-        return [binary or sys.executable, "-m", "p4sim", "switch", *common,
-                "--request-log", str(log_dir / f"{name}-p4runtime-requests.txt"),
-                *extra, "--grpc-server-addr", grpc_addr]
-    if target == "bmv2":
-        tport = thrift_port if thrift_port is not None else THRIFT_BASE_PORT + device_id
-        return [binary or "simple_switch_grpc", *common, "--thrift-port", str(tport),
-                *extra, "--", "--grpc-server-addr", grpc_addr]
-    raise TestbedError(f"unknown target {target!r} (p4sim or bmv2)")
+    return switch_launch(target, name=name, device_id=device_id, grpc_addr=grpc_addr,
+                         ports=ports, log_dir=log_dir, pcap_dir=pcap_dir, log_level=log_level,
+                         binary=binary, thrift_port=thrift_port, extra=extra).command()
+
+
+def switch_launch(target: str, *, name: str, device_id: int, grpc_addr: str,
+                  ports: Iterable[int], log_dir: Path = REPO / "logs",
+                  pcap_dir: Optional[Path] = REPO / "pcaps", log_level: str = "info",
+                  binary: Optional[str] = None, thrift_port: Optional[int] = None,
+                  extra: Sequence[str] = ()) -> SwitchLaunch:
+    """The :class:`~testbed.targets.SwitchLaunch` of a testbed switch (ports
+    ``<name>-eth<N>``); TestbedError for an unknown target."""
+    try:
+        return SwitchLaunch(target, name, device_id=device_id, grpc_addr=grpc_addr,
+                            interfaces={p: f"{name}-eth{p}" for p in ports}, log_dir=log_dir,
+                            pcap_dir=pcap_dir, log_level=log_level, binary=binary,
+                            thrift_port=thrift_port, p4sim_flags=tuple(extra))
+    except TargetError as exc:
+        raise TestbedError(str(exc)) from None
 
 
 def wait_tcp(addr: str, deadline: float, alive: Any = None) -> bool:
@@ -167,22 +170,36 @@ def tail(path: Path, lines: int = 20) -> str:
 class SwitchDaemon:
     """One switch process: started in the root namespace, probed, stopped by its PID.
 
-    stdout and stderr go to ``logs/<name>.out``; the packet trace to ``logs/<name>.log``.
+    Built from a :class:`~testbed.targets.SwitchLaunch` (:meth:`of`): stdout and stderr go
+    to its ``stdout_path`` (``logs/<name>.out`` for p4sim; BMv2 logs to the console, so
+    there it is the log ``logs/<name>.log`` itself).
 
-    >>> d = SwitchDaemon("s0", ["python", "-m", "p4sim", "switch", "..."],   # doctest: +SKIP
-    ...                  "127.0.0.1:50201", Path("logs"))
+    >>> d = SwitchDaemon.of(switch_launch("p4sim", name="s0", device_id=1,   # doctest: +SKIP
+    ...                     grpc_addr="127.0.0.1:9760", ports=[1]))
     >>> d.start(); d.wait_ready(time.monotonic() + 60); d.stop()           # doctest: +SKIP
     """
 
-    def __init__(self, name: str, cmd: list[str], grpc_addr: str, log_dir: Path) -> None:
+    def __init__(self, name: str, cmd: list[str], grpc_addr: str, log_dir: Path, *,
+                 out_path: Optional[Path] = None, thrift_port: Optional[int] = None) -> None:
         self.name = name
         self.cmd = cmd
         self.grpc_addr = grpc_addr
-        self.out_path = log_dir / f"{name}.out"
+        self.out_path = out_path or log_dir / f"{name}.out"
         self.log_path = log_dir / f"{name}.log"
+        self.thrift_port = thrift_port
         self.proc: Optional[subprocess.Popen[bytes]] = None
         self.control_addr = ""
         self._out_start = 0  # offset of this run's output in out_path
+
+    @classmethod
+    def of(cls, launch: SwitchLaunch) -> "SwitchDaemon":
+        """The daemon of ``launch`` (its command, stdout file and, on BMv2, Thrift port)."""
+        cmd = launch.command()
+        thrift = None
+        if launch.target == "bmv2":
+            thrift = int(cmd[cmd.index("--thrift-port") + 1])
+        return cls(launch.name, cmd, launch.grpc_addr, launch.log_dir,
+                   out_path=launch.stdout_path, thrift_port=thrift)
 
     @property
     def pid(self) -> Optional[int]:
@@ -204,19 +221,26 @@ class SwitchDaemon:
         return self.proc is not None and self.proc.poll() is None
 
     def crash_report(self) -> str:
-        """Why the switch is not usable: exit status and the tail of its logs."""
-        status = "running" if self.alive() else f"exit status {self.proc and self.proc.returncode}"
-        return (f"switch {self.name} ({status}); {self.out_path}:\n{tail(self.out_path)}\n"
-                f"{self.log_path} (tail):\n{tail(self.log_path, 10)}")
+        """Why the switch is not usable: one line when it exited (its command line, exit
+        status and last log line), else its state and the tail of its logs."""
+        if self.proc is not None and not self.alive():
+            return exit_report(self.name, self.cmd, self.proc.returncode, self.out_path)
+        logs = f"{self.out_path}:\n{tail(self.out_path)}"
+        if self.log_path != self.out_path:
+            logs += f"\n{self.log_path} (tail):\n{tail(self.log_path, 10)}"
+        return f"switch {self.name} (running, not answering): {' '.join(self.cmd)}; {logs}"
 
     def wait_ready(self, deadline: float) -> None:
         """Return once the gRPC port accepts connections and, for p4sim, the switch has
-        printed its ready line (a port answered by some other program is not this switch);
-        TestbedError otherwise."""
+        printed its ready line (a port answered by some other program is not this switch),
+        for BMv2 once its Thrift port answers too; TestbedError otherwise."""
         if not wait_tcp(self.grpc_addr, deadline, self.alive):
-            raise TestbedError("switch not ready: " + self.crash_report())
+            raise TestbedError(self.crash_report())
         if "p4sim" in self.cmd and not self._wait_line(P4SIM_READY_PREFIX, deadline):
-            raise TestbedError("switch not ready: " + self.crash_report())
+            raise TestbedError(self.crash_report())
+        if self.thrift_port is not None and \
+                not wait_tcp(f"127.0.0.1:{self.thrift_port}", deadline, self.alive):
+            raise TestbedError(self.crash_report())
         for line in self._run_output().splitlines():
             if line.startswith(P4SIM_CONTROL_PREFIX):
                 self.control_addr = line[len(P4SIM_CONTROL_PREFIX):].strip()
@@ -562,6 +586,10 @@ class FabricNet:
         from mininet.net import Mininet  # noqa: PLC0415
         from mininet.node import Host  # noqa: PLC0415
 
+        try:
+            self.opts.binary = check_binary(self.opts.target, self.opts.binary)
+        except TargetError as exc:
+            raise TestbedError(str(exc)) from None
         taken = [f"{sw.name}-eth{p}" for sw in self.fabric.switches for p in sw.ports
                  if link_exists(f"{sw.name}-eth{p}")]
         if taken:
@@ -584,13 +612,13 @@ class FabricNet:
             host.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 "
                      "net.ipv6.conf.default.disable_ipv6=1")
         for sw in self.fabric.switches:
-            cmd = switch_command(self.opts.target, name=sw.name, device_id=sw.device_id,
-                                 grpc_addr=sw.grpc_addr, ports=sw.ports.keys(),
-                                 log_dir=self.opts.log_dir, pcap_dir=self.opts.pcap_dir,
-                                 log_level=self.opts.log_level, binary=self.opts.binary,
-                                 thrift_port=self._thrift_port(sw.device_id, thrift_in_use),
-                                 extra=self._extra())
-            daemon = SwitchDaemon(sw.name, cmd, sw.grpc_addr, self.opts.log_dir)
+            launch = switch_launch(self.opts.target, name=sw.name, device_id=sw.device_id,
+                                   grpc_addr=sw.grpc_addr, ports=sw.ports.keys(),
+                                   log_dir=self.opts.log_dir, pcap_dir=self.opts.pcap_dir,
+                                   log_level=self.opts.log_level, binary=self.opts.binary,
+                                   thrift_port=self._thrift_port(sw.device_id, thrift_in_use),
+                                   extra=self._extra())
+            daemon = SwitchDaemon.of(launch)
             self.daemons[sw.name] = daemon
             node = net.addSwitch(sw.name, cls=switch_cls, daemon=daemon,
                                  dpid=f"{sw.device_id:x}")
@@ -598,7 +626,9 @@ class FabricNet:
             self.state.switches[sw.name] = {
                 "grpc_addr": sw.grpc_addr, "device_id": sw.device_id, "role": sw.role,
                 "log": str(self.opts.log_dir / f"{sw.name}.log"),
-                "out": str(daemon.out_path)}
+                "out": str(daemon.out_path), "target": self.opts.target}
+            if daemon.thrift_port is not None:
+                self.state.switches[sw.name]["thrift_port"] = daemon.thrift_port
         self.save_state()
         nics = {(nic.leaf, nic.leaf_port): (h, nic) for h in self.fabric.hosts for nic in h.nics}
         for sw in self.fabric.switches:

@@ -21,7 +21,7 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from topo.telemetry import LinkId, TelemetrySeries
 
@@ -270,6 +270,27 @@ def new_run_dir(root: Path, when: Optional[float] = None) -> Path:
     return path
 
 
+def report_failures(run_dir: Path, scenario: str, reasons: list[str],
+                    say: Callable[[str], None]) -> int:
+    """Say why ``scenario`` measured nothing (one line a reason), add them to the run's
+    ``report.md`` under "## The scenario failed", and return the exit status: 1 when there
+    is a reason, else 0. A scenario that measured nothing never ends with success.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp())
+    >>> report_failures(d, "story", ["GOR sent no move order"], print)
+    story: FAILED: GOR sent no move order
+    1
+    >>> "## The scenario failed" in (d / "report.md").read_text()
+    True
+    """
+    for why in reasons:
+        say(f"{scenario}: FAILED: {why}")
+    if reasons:
+        with (run_dir / "report.md").open("a") as fh:
+            fh.write("\n## The scenario failed\n\n" + "".join(f"- {w}\n" for w in reasons))
+    return 1 if reasons else 0
+
+
 def write_report(run_dir: Path, record: ScenarioRecord, series: TelemetrySeries) -> list[Path]:
     """Write ``report.md``, the plots and ``telemetry.json`` into ``run_dir``; their paths."""
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -281,5 +302,5 @@ def write_report(run_dir: Path, record: ScenarioRecord, series: TelemetrySeries)
 
 
 __all__ = ["FlowRecord", "PLOT_FILES", "ScenarioRecord", "UplinkRow", "busiest_over_mean",
-           "measured_busiest", "new_run_dir", "render_markdown", "series_to_json",
+           "measured_busiest", "new_run_dir", "render_markdown", "report_failures", "series_to_json",
            "uplink_rows", "write_plots", "write_report"]

@@ -64,32 +64,40 @@ def _leaf_uplinks(fabric: Any) -> list[tuple[str, int]]:
 
 def set_uplink_rates(fabric: Any, state: Any, rate_pps: float,
                      say: Callable[[str], None]) -> dict[tuple[str, int], float]:
-    """Set ``rate_pps`` on every leaf uplink through the p4sim control API; the rates set
-    (empty on a target without it, e.g. BMv2)."""
-    if state.target != "p4sim":
-        say(f"scenario: queue rates are unsupported on {state.target} here (p4sim's control "
-            "API only): running without them, utilisation relative to link speed")
-        return {}
-    from p4sim.switchd.control import ControlClient  # noqa: PLC0415 (p4sim target only)
+    """Set ``rate_pps`` (whole packets per second) on every leaf uplink through the
+    target's queue control (:func:`testbed.control.open_control`: p4sim's control API,
+    BMv2's Thrift runtime); the rates set. A switch whose control fails raises
+    :class:`testbed.control.ControlError`: a story without its queue rates would measure
+    nothing, so it does not go on without them."""
+    from testbed.control import open_control  # noqa: PLC0415
+    rate = max(1, round(rate_pps))
     done: dict[tuple[str, int], float] = {}
+    by_switch: dict[str, list[int]] = {}
     for name, port in _leaf_uplinks(fabric):
-        addr = state.switches.get(name, {}).get("control_addr")
-        if not addr:
-            say(f"scenario: {name} has no control address: its uplinks keep no rate")
-            continue
-        with ControlClient(addr) as c:
-            c.set_queue_rate(rate_pps, port=port)
-        done[(name, port)] = rate_pps
+        by_switch.setdefault(name, []).append(port)
+    for name, ports in by_switch.items():
+        ctl = open_control(state.target, state.switches.get(name, {}), name)
+        try:
+            for port in ports:
+                ctl.set_queue_rate(rate, port=port)
+                done[(name, port)] = float(rate)
+        finally:
+            ctl.close()
+    say(f"scenario: {len(done)} leaf uplinks drain {rate} packets/s "
+        f"({state.target} {'control API' if state.target == 'p4sim' else 'Thrift runtime'})")
     return done
 
 
 def clear_rates(state: Any, rates: dict[tuple[str, int], float]) -> None:
     """Queues back to unlimited (best effort on the way out)."""
-    from p4sim.switchd.control import ControlClient  # noqa: PLC0415
+    from testbed.control import open_control  # noqa: PLC0415
     for (name, port) in rates:
         try:
-            with ControlClient(state.switches[name]["control_addr"]) as c:
-                c.set_queue_rate(0, port=port)
+            ctl = open_control(state.target, state.switches[name], name)
+            try:
+                ctl.set_queue_rate(0, port=port)
+            finally:
+                ctl.close()
         except Exception:  # noqa: BLE001 — best effort on the way out
             pass
 

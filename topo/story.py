@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from topo.gor_session import GOR_DIR, GorSession, write_credentials
-from topo.report import FlowRecord, ScenarioRecord, new_run_dir, write_report
+from topo.report import FlowRecord, ScenarioRecord, new_run_dir, report_failures, write_report
 
 EVEN_UTIL = 0.70
 MAX_DRAWS = 200
@@ -158,8 +158,28 @@ def run_story(fabric: Any, programmer: Any, state: Any, save_state: Callable[[],
     append_story(run_dir, res)
     say(f"story: report {run_dir / 'report.md'} (decision log gor.jsonl, plots utilisation.png, "
         f"ecn_marks.png, queue_depth.png)")
-    res.status = 0
+    res.status = report_failures(run_dir, "story", shortfalls(res), say)
     return res
+
+
+def shortfalls(res: StoryResult) -> list[str]:
+    """Why the story measured nothing, one reason a line (empty: it measured what it
+    tells): no uplink counters, no ECN alarm, no move order, no move seen on the counters.
+
+    >>> shortfalls(StoryResult(0))[0]
+    'no uplink counters were read: the switches answered no telemetry poll'
+    """
+    why = []
+    if res.max_util_before_pct is None:
+        why.append("no uplink counters were read: the switches answered no telemetry poll")
+    if res.count("alarm_raised") == 0:
+        why.append("GOR raised no ECN alarm (no queue built on the colliding uplink, or no "
+                   "marks were counted)")
+    if res.count("order_sent") == 0:
+        why.append("GOR sent no move order")
+    elif res.count("order_confirmed") == 0:
+        why.append("no moved flow was seen on its new uplink")
+    return why
 
 
 def measure(res: StoryResult, ticks: list[tuple[float, dict[str, float], int]],
@@ -257,4 +277,4 @@ def append_story(run_dir: Path, res: StoryResult) -> None:
 
 
 __all__ = ["EVEN_UTIL", "GOR_DIR", "StoryResult", "append_story", "draw_colliding", "measure",
-           "narrate", "run_story", "write_credentials"]
+           "narrate", "run_story", "shortfalls", "write_credentials"]

@@ -239,9 +239,6 @@ def cmd_up(args: argparse.Namespace) -> int:
           f"servers -> {TOPOLOGY_PATH}", flush=True)
     p4info, config = compile_fabric(target, args.p4c)
     print(f"testbed: compiled {PROGRAM.relative_to(REPO)} for {target} -> {config}", flush=True)
-    if target == "bmv2" and shutil.which(args.simple_switch_grpc) is None:
-        raise TestbedError(f"{args.simple_switch_grpc} not found: install BMv2 or use "
-                           "TARGET=p4sim")
     opts = NetOptions(target=target,
                       binary=args.simple_switch_grpc if target == "bmv2" else None,
                       log_level=args.log_level, tc_links=args.tc_links, state_path=args.state,
@@ -313,8 +310,11 @@ def _run_scenario(args: argparse.Namespace, fabric: Any, programmer: Any,
 def banner(target: str) -> str:
     """Where things are, and what `make run` does not do yet."""
     missing = "".join(f"\n  - {m}" for m in STILL_MISSING)
+    requests = ("P4Runtime requests to logs/<switch>-p4runtime-requests.txt, "
+                if target == "p4sim" else
+                "queue control through simple_switch_CLI --thrift-port 9090+device id, ")
     return (f"testbed: switches ({target}) log to logs/<switch>.log (per-packet trace with "
-            f"LOG_LEVEL=trace), P4Runtime requests to logs/<switch>-p4runtime-requests.txt, "
+            f"LOG_LEVEL=trace), {requests}"
             f"packets to pcaps/<switch>-eth<N>_in|out.pcap; `make stop` cleans up after a crash"
             + (f"\ntestbed: still missing from the story:{missing}" if missing else ""))
 

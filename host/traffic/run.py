@@ -171,10 +171,13 @@ def run_traffic(fabric: Any, programmer: Any, state: Any, save_state: Callable[[
 
 
 def _set_rate(state: Any, leaf: str, port: int, rate_pps: float) -> None:
-    from p4sim.switchd.control import ControlClient  # noqa: PLC0415
+    from testbed.control import open_control  # noqa: PLC0415
     try:
-        with ControlClient(state.switches[leaf]["control_addr"]) as c:
-            c.set_queue_rate(rate_pps, port=port)
+        ctl = open_control(state.target, state.switches[leaf], leaf)
+        try:
+            ctl.set_queue_rate(round(rate_pps), port=port)
+        finally:
+            ctl.close()
     except Exception:  # noqa: BLE001 — best effort on the way out
         pass
 

@@ -4,8 +4,8 @@ threshold); the checker judges it with real packets, the demo closes the loop wi
 project's DCQCN sender (``host.nic.dcqcn``).
 
 Switch ports: 1 = sender, 2 = receiver. Congestion is built exactly with
-:class:`labs.labkit.congestion.QueueHold` (p4sim only): a burst sent while port 2's queue
-is held sees depths 0, 1, 2, ….
+:class:`labs.labkit.congestion.SlowQueue` (p4sim and BMv2): a burst sent while port 2's
+queue drains slowly, right after a primer packet left, sees depths 0, 1, 2, ….
 """
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Optional
 
 from host.nic.dcqcn import DcqcnParams, NotificationPoint, ReactionPoint
-from labs.labkit import LabError, LabSwitch, Report
-from labs.labkit.congestion import QueueHold, control, wait_until
+from labs.labkit import LabSwitch, Report
+from labs.labkit.congestion import SlowQueue
 from labs.labkit.packets import ipv4_checksum_ok, udp_fields, udp_frame
 
 TITLE = "ECN marking and DCQCN"
@@ -50,11 +50,12 @@ def frames(ecn: int, n: int, sport0: int = 40000) -> list[bytes]:
     return [udp_frame("10.0.0.1", "10.0.0.2", sport0 + i, 4791, ecn=ecn) for i in range(n)]
 
 
-def received(sw: LabSwitch, n: int) -> list[bytes]:
-    """Up to ``n`` frames out of the receiver port, in order."""
+def received(sw: LabSwitch, n: int, gap_s: float = 0.0) -> list[bytes]:
+    """Up to ``n`` frames out of the receiver port, in order (``gap_s``: the time between
+    two departures of a slow queue)."""
     out = []
     while len(out) < n:
-        f = sw.receive(RECEIVER, QUIET_S * 3)
+        f = sw.receive(RECEIVER, QUIET_S * 3 + gap_s)
         if f is None:
             break
         if udp_fields(f) is not None:
@@ -62,13 +63,25 @@ def received(sw: LabSwitch, n: int) -> list[bytes]:
     return out
 
 
-def held_burst(sw: LabSwitch, ecn: int, n: int) -> list[int]:
-    """Hold port 2, send ``n`` packets, release: the ECN field of each one received."""
-    with QueueHold(sw, RECEIVER) as hold:
+def held_burst(sw: LabSwitch, ecn: int, n: int, rate_pps: int = 5) -> list[int]:
+    """Port 2 drains slowly; after a primer, ``n`` packets at once: the ECN field of each
+    one received (they found 0, 1, …, n-1 packets ahead of them)."""
+    primer = frames(0, 1, sport0=39999)[0]            # Not-ECT: never marked
+    with SlowQueue(sw, RECEIVER, rate_pps=rate_pps, primer=primer, primer_port=SENDER) as q:
         for f in frames(ecn, n):
             sw.send(SENDER, f)
-        wait_until(lambda: hold.depth() >= n, 5, f"{n} packets queued on port {RECEIVER}")
-    return [udp_fields(f).ecn for f in received(sw, n)]  # type: ignore[union-attr]
+        got = received(sw, n, q.gap_s)
+    return [udp_fields(f).ecn for f in got]  # type: ignore[union-attr]
+
+
+def held_burst_frames(sw: LabSwitch, n: int, sport0: int) -> list[bytes]:
+    """One DCQCN round of the demo: ``n`` ECT(0) packets into a fast-draining queue (50
+    packets/s, so a round of up to 2 × BURST takes under a second); the frames received."""
+    primer = frames(0, 1, sport0=39999)[0]
+    with SlowQueue(sw, RECEIVER, rate_pps=50, primer=primer, primer_port=SENDER) as q:
+        for f in frames(2, n, sport0):
+            sw.send(SENDER, f)
+        return received(sw, n, q.gap_s)
 
 
 def _codes(values: list[int]) -> str:
@@ -119,25 +132,21 @@ def check_with_queue(r: Report, sw: LabSwitch) -> None:
 
 
 def check(files_dir: Path, target: str) -> Report:
-    """``make check``: marking rule with an empty queue (both targets) and a real queue
-    (p4sim)."""
+    """``make check``: marking rule with an empty queue and with a real queue (both
+    targets)."""
     r = Report(TITLE)
     with LabSwitch(files_dir / "ecn.p4", lab=LAB, ports=[SENDER, RECEIVER], target=target) as sw:
         r.note(sw.banner())
         program(sw, 0)
         check_without_queue(r, sw)
-        if sw.control_addr:
-            check_with_queue(r, sw)
-        else:
-            r.note("queue-depth part skipped: it holds a queue with PFC, which BMv2 lacks "
-                   "(run it with TARGET=p4sim)")
+        check_with_queue(r, sw)
     return r
 
 
 # -------------------------------------------------------------------------------- run
 def demo_marking(sw: LabSwitch) -> None:
-    print(f"\n1. A queue that builds: port {RECEIVER} is held, {BURST} ECT(0) packets arrive, "
-          f"threshold {K_PKTS} packets.")
+    print(f"\n1. A queue that builds: port {RECEIVER} drains slowly, {BURST} ECT(0) packets "
+          f"arrive at once, threshold {K_PKTS} packets.")
     got = held_burst(sw, 2, BURST)
     for i, ecn in enumerate(got):
         print(f"   packet {i:2d} found {i:2d} ahead of it -> {NAMES[ecn]}")
@@ -159,12 +168,9 @@ def demo_dcqcn(sw: LabSwitch) -> None:
         rp.advance(now)
         n = max(1, min(BURST * 2, round(rp.rate_pps * ROUND_S)))
         rate = rp.rate_pps
-        with QueueHold(sw, RECEIVER) as hold:
-            for f in frames(2, n, sport):
-                sw.send(SENDER, f)
-            wait_until(lambda: hold.depth() >= n, 5, "the round's packets queued")
+        got = held_burst_frames(sw, n, sport)
         sport += n
-        marks = [udp_fields(f).ecn == 3 for f in received(sw, n)]  # type: ignore[union-attr]
+        marks = [udp_fields(f).ecn == 3 for f in got]  # type: ignore[union-attr]
         cnp = any([np_.on_packet("flow", ce, now + i * ROUND_S / n) for i, ce in enumerate(marks)])
         if cnp:
             rp.on_cnp(now + ROUND_S / 2)
@@ -180,11 +186,6 @@ def run(files_dir: Path, target: str) -> int:
     with LabSwitch(files_dir / "ecn.p4", lab=LAB, ports=[SENDER, RECEIVER], target=target) as sw:
         print(sw.banner())
         program(sw, K_PKTS)
-        try:
-            control(sw).close()
-        except LabError as exc:
-            print(f"{exc}: the demo needs TARGET=p4sim")
-            return 1
         demo_marking(sw)
         demo_dcqcn(sw)
     return 0

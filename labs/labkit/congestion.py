@@ -1,31 +1,31 @@
-"""Building a queue on purpose, for checks that need congestion (p4sim only).
+"""Building a queue on purpose, for checks that need congestion — the same way on p4sim
+and BMv2.
 
-A lab cannot rely on timing to make a queue build. :class:`QueueHold` makes it exact: an
-802.1Qbb PAUSE sent *into* a switch port stops that port's egress queue of one priority
-(p4sim's MAC honours PAUSE; the port's line rate is lowered so that 65535 quanta last
-half a minute), so a burst sent meanwhile sees queue depths 0, 1, 2, … exactly. Leaving
-the ``with`` block sends the RESUME (quanta 0) and restores the line rate. BMv2 has no
-PFC: there the hold raises :class:`LabError` and the lab says the part is p4sim-only.
+A lab cannot rely on timing to make a queue build. :class:`SlowQueue` makes it exact with
+what both targets have: the egress queue of one port (and priority) drains at
+``rate_pps`` through the switch's own runtime (:meth:`LabSwitch.control`: p4sim's control
+API, BMv2's Thrift ``set_queue_rate``). Both fix a packet's departure time when it is
+enqueued, ``max(now, previous departure + 1/rate)``, so once a *primer* packet has left,
+every packet that arrives within ``1/rate_pps`` waits behind the ones before it: a burst
+sent at once sees queue depths 0, 1, 2, … exactly, then drains at ``rate_pps``. Leaving
+the ``with`` block sets the rate back to unlimited (packets already queued keep their
+departure times: :meth:`SlowQueue.drain_s` says how long they take).
 
 Example::
 
-    >>> with QueueHold(sw, port=2, priority=0):                       # doctest: +SKIP
+    >>> with SlowQueue(sw, port=2, primer=frame, primer_port=1) as q:   # doctest: +SKIP
     ...     for f in burst: sw.send(1, f)
-    ...     wait_until(lambda: queue_depth(sw, 2) == len(burst), 5, "the burst queued")
+    ...     out = [sw.receive(2, q.gap_s * 3) for _ in burst]
 """
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Callable, Optional
 
-from host.nic.pfc import build_pause
 from labs.labkit.build import LabError
 from labs.labkit.switch import LabSwitch
-from p4sim.switchd.control import ControlClient
 
-HOLD_LINE_RATE_GBPS = 0.001     # 65535 quanta x 512 bit times = 33.5 s at 1 Mb/s
-NORMAL_LINE_RATE_GBPS = 10.0
-PEER_MAC = "02:00:00:aa:00:fe"
+SLOW_RATE_PPS = 5       # 0.2 s between departures: ample for a burst to queue, fast to drain
 POLL_S = 0.01
 
 
@@ -39,39 +39,46 @@ def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> No
         time.sleep(POLL_S)
 
 
-def control(sw: LabSwitch) -> ControlClient:
-    """p4sim's control API of ``sw`` (queue rates, line rate, queue stats)."""
-    if not sw.control_addr:
-        raise LabError("this part needs p4sim's queue control API (not available on BMv2)")
-    return ControlClient(sw.control_addr)
+class SlowQueue:
+    """Drain (``port``, ``priority``) of a lab switch at ``rate_pps`` (see the module).
 
+    ``primer`` (a frame the lab's program forwards to ``port``, sent into
+    ``primer_port``) is sent on entry and awaited on ``port``, so that the next packets
+    queue behind each other from depth 0; without it the first packet of a burst leaves
+    at once.
+    """
 
-def queue_state(sw: LabSwitch, port: int, priority: int = 0) -> dict[str, Any]:
-    """p4sim's stats of one egress queue (``depth``, ``paused``, ``rate_pps`` …)."""
-    with control(sw) as ctl:
-        return dict(ctl.queue_stats(port)[port]["queues"][priority])
+    def __init__(self, sw: LabSwitch, port: int, priority: Optional[int] = None, *,
+                 rate_pps: int = SLOW_RATE_PPS, primer: Optional[bytes] = None,
+                 primer_port: int = 1, timeout_s: float = 5.0) -> None:
+        self.sw, self.port, self.priority, self.rate_pps = sw, port, priority, rate_pps
+        self.primer, self.primer_port, self.timeout_s = primer, primer_port, timeout_s
 
+    @property
+    def gap_s(self) -> float:
+        """Seconds between two departures of the slow queue."""
+        return 1.0 / self.rate_pps
 
-class QueueHold:
-    """Hold the egress queue (``port``, ``priority``) of a p4sim lab switch (see module)."""
+    def drain_s(self, packets: int) -> float:
+        """How long ``packets`` queued packets take to leave."""
+        return packets * self.gap_s
 
-    def __init__(self, sw: LabSwitch, port: int, priority: int = 0,
-                 timeout_s: float = 5.0) -> None:
-        self.sw, self.port, self.priority, self.timeout_s = sw, port, priority, timeout_s
+    def _set(self, rate_pps: int) -> None:
+        ctl = self.sw.control()
+        try:
+            ctl.set_queue_rate(rate_pps, port=self.port, priority=self.priority)
+        finally:
+            ctl.close()
 
-    def __enter__(self) -> "QueueHold":
-        with control(self.sw) as ctl:
-            ctl.set_line_rate(HOLD_LINE_RATE_GBPS, port=self.port)
-        self.sw.send(self.port, build_pause(PEER_MAC, {self.priority: 0xFFFF}))
-        wait_until(lambda: bool(queue_state(self.sw, self.port, self.priority)["paused"]),
-                   self.timeout_s, f"port {self.port} priority {self.priority} to pause")
+    def __enter__(self) -> "SlowQueue":
+        self._set(self.rate_pps)
+        if self.primer is not None:
+            self.sw.send(self.primer_port, self.primer)
+            if self.sw.receive(self.port, self.timeout_s) is None:
+                self._set(0)
+                raise LabError(f"the primer packet did not leave port {self.port} within "
+                               f"{self.timeout_s:.0f} s: is the port forwarded to?")
         return self
 
-    def depth(self) -> int:
-        """Packets waiting in the held queue now."""
-        return int(queue_state(self.sw, self.port, self.priority)["depth"])
-
     def __exit__(self, *exc: object) -> None:
-        self.sw.send(self.port, build_pause(PEER_MAC, {self.priority: 0}))
-        with control(self.sw) as ctl:
-            ctl.set_line_rate(NORMAL_LINE_RATE_GBPS, port=self.port)
+        self._set(0)

@@ -1,6 +1,8 @@
 """``LabSwitch``: one switch running a lab's P4 program, with veth ports the lab sends
 packets into and reads packets from — p4sim by default, BMv2 ``simple_switch_grpc`` with
-``target="bmv2"`` (same flags, built by :func:`topo.mn.switch_command`).
+``target="bmv2"`` (started as the testbed starts its switches:
+:class:`testbed.targets.SwitchLaunch`). :meth:`LabSwitch.control` is the switch's queue
+control outside P4Runtime on either target (:mod:`testbed.control`).
 
 On enter it compiles the program, creates the veth pairs (names ``lb<pid>…``, recorded in
 ``build/labs/<lab>/veths.txt``), starts the switch, waits (bounded) until its gRPC port
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Optional, Sequence
@@ -30,7 +31,9 @@ from typing import Optional, Sequence
 from controller.p4rt import P4InfoHelper, SwitchConnection
 from labs.labkit.build import REPO, LabError, compile_program
 from labs.labkit.netdev import VethSet
-from topo.mn import SwitchDaemon, switch_command
+from testbed.control import SwitchControl, open_control
+from testbed.targets import TargetError, check_binary
+from topo.mn import SwitchDaemon, switch_launch
 from topo.ports import free_port
 
 READY_TIMEOUT_S = 90.0
@@ -47,8 +50,8 @@ def simple_switch_grpc_binary() -> str:
 class LabSwitch:
     """A lab's switch (context manager). ``ports`` are the switch ports to create.
 
-    ``p4sim_args`` are extra flags for p4sim only (e.g. ``["--pfc-passthrough"]``); the
-    p4sim control API (queue rates, PFC, stats) is :attr:`control_addr`, ``""`` on BMv2.
+    ``p4sim_args`` are extra flags for p4sim only (e.g. ``["--pfc-passthrough"]``); queue
+    control on either target is :meth:`control`.
     """
 
     def __init__(self, program: Path, *, lab: str, ports: Sequence[int], target: str = "p4sim",
@@ -93,6 +96,19 @@ class LabSwitch:
         """``HOST:PORT`` of p4sim's control API (queue rates, PFC); ``""`` on BMv2."""
         return self.daemon.control_addr if self.daemon is not None else ""
 
+    @property
+    def thrift_port(self) -> Optional[int]:
+        """BMv2's Thrift runtime port (None on p4sim)."""
+        return self.daemon.thrift_port if self.daemon is not None else None
+
+    def control(self) -> SwitchControl:
+        """Queue rate and depth, register reads: p4sim's control API or BMv2's Thrift
+        runtime (close it after use)."""
+        if self.daemon is None:
+            raise LabError("the switch is not running (use LabSwitch as a context manager)")
+        return open_control(self.target, {"control_addr": self.control_addr,
+                                          "thrift_port": self.thrift_port}, self.name)
+
     # ---------------------------------------------------------------- lifecycle
     def start(self) -> None:
         """Compile (errors first, even without root), create ports, start the switch,
@@ -101,23 +117,24 @@ class LabSwitch:
         if os.geteuid() != 0:
             raise LabError("labs need root to create veth ports and raw sockets: "
                            "run `sudo make check` (or as root)")
-        if self.target == "bmv2" and shutil.which(simple_switch_grpc_binary()) is None:
-            raise LabError(f"{simple_switch_grpc_binary()} not found: install BMv2 or set "
-                           "SIMPLE_SWITCH_GRPC=… (or use the default TARGET=p4sim)")
+        try:
+            binary = check_binary(self.target, simple_switch_grpc_binary()
+                                  if self.target == "bmv2" else None)
+        except TargetError as exc:
+            raise LabError(f"{exc} (or use the default TARGET=p4sim)") from None
         self.veths.create()
         grpc_port = free_port()
         self.grpc_addr = f"127.0.0.1:{grpc_port}"
         thrift_port = free_port(avoid={grpc_port}) if self.target == "bmv2" else None
-        extra = [*self.p4sim_args, "--control-port", "0"] if self.target == "p4sim" else []
-        cmd = switch_command(self.target, name=self.name, device_id=DEVICE_ID,
-                             grpc_addr=self.grpc_addr, ports=self.ports, log_dir=self.out_dir,
-                             pcap_dir=self.out_dir / "pcaps" if self.pcap else None,
-                             log_level=self.log_level, binary=simple_switch_grpc_binary()
-                             if self.target == "bmv2" else None,
-                             thrift_port=thrift_port, extra=extra)
+        extra = [*self.p4sim_args, "--control-port", "0"]
+        launch = switch_launch(self.target, name=self.name, device_id=DEVICE_ID,
+                               grpc_addr=self.grpc_addr, ports=self.ports, log_dir=self.out_dir,
+                               pcap_dir=self.out_dir / "pcaps" if self.pcap else None,
+                               log_level=self.log_level, binary=binary,
+                               thrift_port=thrift_port, extra=extra)
         if self.pcap:
             (self.out_dir / "pcaps").mkdir(parents=True, exist_ok=True)
-        self.daemon = SwitchDaemon(self.name, cmd, self.grpc_addr, self.out_dir)
+        self.daemon = SwitchDaemon.of(launch)
         self.daemon.start()
         link = self.out_dir / "switch.log"
         link.unlink(missing_ok=True)

@@ -21,7 +21,14 @@ also the default for ports created later):
 ``port_counters``      ``port``: ``{port: {"iface", "up", rx/tx counters, queues}}``
 ``queue_stats``        ``port``: ``{port: {"depth", "queues": [per priority]}}``
 ``switch_stats``       drops without program / port / queue room, PFC frames, …
+``register_read``      ``name``, ``index``: one cell (BMv2's runtime ``register_read``)
+``register_write``     ``name``, ``index``, ``value`` (``register_write``)
+``register_reset``     ``name``: every cell 0 (``register_reset``)
 =====================  =====================================================
+
+The register commands are those of BMv2's Thrift runtime (``simple_switch_CLI``): P4Runtime
+on BMv2 has no register reads or writes, so tests and tools that must look inside a
+data-plane register use the target's own runtime, on either target.
 
 Command line (argument order as BMv2's runtime_CLI)::
 
@@ -45,6 +52,8 @@ import socket
 import socketserver
 import threading
 from typing import Any, Callable, Optional, Sequence
+
+from p4sim.runtime.errors import RuntimeStateError
 
 log = logging.getLogger("p4sim.switchd.control")
 CONTROL_PORT_OFFSET = 1000
@@ -76,7 +85,22 @@ class ControlService:
             "port_counters": self.port_counters,
             "queue_stats": lambda port=None: device.tm.queue_stats(_opt_int(port)),
             "switch_stats": lambda: dict(device.stats),
+            "register_read": lambda name, index: self._register(name).get(int(index)),
+            "register_write": lambda name, index, value:
+                self._register(name).set(int(index), int(value)),
+            "register_reset": lambda name: self._register(name).reset(),
         }
+
+    def _register(self, name: str) -> Any:
+        """The register array ``name`` of the running program (its P4Info name)."""
+        program = self.device.program
+        if program is None:
+            raise ValueError("no program is loaded")
+        regs = program.state.registers
+        reg = regs.get(name) or regs.get(name.lstrip("."))
+        if reg is None:
+            raise ValueError(f"no register {name!r}; the program has: {', '.join(sorted(regs))}")
+        return reg
 
     def ping(self) -> dict[str, Any]:
         return {"device_id": self.device.device_id, "ports": sorted(self.device.ports)}
@@ -105,7 +129,7 @@ class ControlService:
             if not isinstance(args, dict):
                 raise ValueError("args must be an object")
             return {"ok": True, "result": fn(**args)}
-        except (ValueError, TypeError, KeyError) as exc:
+        except (ValueError, TypeError, KeyError, RuntimeStateError) as exc:
             return {"ok": False, "error": str(exc)}
         except Exception as exc:  # a bug must not kill the control thread
             log.exception("control command failed")
@@ -230,6 +254,15 @@ class ControlClient:
     def switch_stats(self) -> dict[str, int]:
         return self.call("switch_stats")
 
+    def register_read(self, name: str, index: int) -> int:
+        return int(self.call("register_read", name=name, index=index))
+
+    def register_write(self, name: str, index: int, value: int) -> None:
+        self.call("register_write", name=name, index=index, value=value)
+
+    def register_reset(self, name: str) -> None:
+        self.call("register_reset", name=name)
+
 
 _CLI_ARGS: dict[str, tuple[tuple[str, Callable[[str], Any]], ...]] = {
     "ping": (),
@@ -241,6 +274,9 @@ _CLI_ARGS: dict[str, tuple[tuple[str, Callable[[str], Any]], ...]] = {
     "port_counters": (("port", int),),
     "queue_stats": (("port", int),),
     "switch_stats": (),
+    "register_read": (("name", str), ("index", int)),
+    "register_write": (("name", str), ("index", int), ("value", int)),
+    "register_reset": (("name", str),),
 }
 
 

@@ -3,14 +3,17 @@
 ::
 
     python -m p4sim switch [PROGRAM.p4 | CONFIG.json | --no-p4] [-I DIR] -i PORT@IFACE ...
-        [--device-id N] [--grpc-server-addr HOST:PORT] [--cpu-port N] [--priority-queues N]
-        [--log-console] [--log-level trace|debug|info|warn|error|off] [--log-file FILE]
-        [--pcap [DIR]] [--thrift-port N (ignored)] [--queue-depth PKTS] [--queue-rate PPS]
-        [--line-rate-gbps G] [--no-pfc] [--pfc-passthrough] [--control-port N]
-        [--request-log FILE] [--no-grpc] [-- --grpc-server-addr HOST:PORT --cpu-port N ...]
+        [--device-id N] [--log-console] [--log-level trace|debug|info|warn|error|off]
+        [--log-file FILE] [--pcap [DIR]] [--thrift-port N (ignored)] [--queue-depth PKTS]
+        [--queue-rate PPS] [--line-rate-gbps G] [--no-pfc] [--pfc-passthrough]
+        [--control-port N] [--request-log FILE] [--no-grpc]
+        [-- --grpc-server-addr HOST:PORT --cpu-port N --priority-queues N]
 
-simple_switch_grpc's flags keep their meaning; its target options after ``--``
-(``--grpc-server-addr``, ``--cpu-port``, others accepted and ignored) are accepted too.
+simple_switch_grpc's flags keep their meaning and their place: its target options
+(``--grpc-server-addr``, ``--cpu-port``, ``--priority-queues``) only after ``--`` —
+given before it they are refused, as BMv2 refuses them ("Error while parsing command
+line arguments", exit status 1); other BMv2 target options after ``--`` are ignored with
+a warning.
 ``PROGRAM`` is a P4_16 v1model source, or a JSON device config (p4sim's
 ``{"format": "p4sim-1", ...}`` or ``{"program": PATH, "include_dirs": [...]}``); with
 ``--no-p4`` the switch drops every frame until a controller pushes a pipeline.
@@ -25,8 +28,9 @@ P4Runtime request, as the tutorials' ``logs/<switch>-p4runtime-requests.txt``).
 Output: ``p4sim switch control: 127.0.0.1:PORT`` then, once the gRPC port listens,
 ``p4sim switch ready: grpc HOST:PORT device N`` on stdout. SIGTERM/SIGINT stop it cleanly
 (threads stopped, sockets closed, pcaps flushed). The per-packet trace (parser, tables,
-externs, queues, drops) goes to the console (stderr) with ``--log-console`` and/or to
-``--log-file``, at ``--log-level`` debug or trace.
+externs, queues, drops) goes to the console (stderr) with ``--log-console`` or to
+``--log-file`` (not both: BMv2 refuses the pair), at ``--log-level`` debug or trace; a
+``--pcap`` directory must exist, as on BMv2.
 
 Example::
 
@@ -68,9 +72,6 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("-I", dest="include", action="append", default=[], metavar="DIR")
     ap.add_argument("-i", "--interface", action="append", default=[], metavar="PORT@IFACE")
     ap.add_argument("--device-id", type=int, default=0)
-    ap.add_argument("--grpc-server-addr", default=None, metavar="HOST:PORT")
-    ap.add_argument("--cpu-port", type=int, default=None)
-    ap.add_argument("--priority-queues", type=int, default=1)
     ap.add_argument("--log-console", action="store_true")
     ap.add_argument("--log-level", default="trace", choices=sorted(LOG_LEVELS))
     ap.add_argument("--log-file", default=None)
@@ -86,15 +87,37 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--control-port", type=int, default=None)
     ap.add_argument("--request-log", default=None, metavar="FILE")
     ap.add_argument("--no-grpc", action="store_true", help="run without the P4Runtime server")
+    ap.add_argument("--p4runtime-extras", action="store_true",
+                    help="P4Runtime beyond BMv2's: register reads/writes, ROLLBACK_ON_ERROR and "
+                         "DATAPLANE_ATOMIC batches, counter/meter writes without an index, clone-session "
+                         "packet_length_bytes, wildcard digest/direct-counter/PRE reads, is_const in reads "
+                         "(default: answer as simple_switch_grpc does; p4sim/README.md, P4Runtime conformance)")
     return ap
 
 
 def _target_parser() -> argparse.ArgumentParser:
     """simple_switch_grpc's target options (after ``--``)."""
     tp = argparse.ArgumentParser(prog="python -m p4sim switch ... --", add_help=False)
-    tp.add_argument("--grpc-server-addr", default=None)
-    tp.add_argument("--cpu-port", type=int, default=None)
+    tp.add_argument("--grpc-server-addr", default=None, metavar="HOST:PORT",
+                    help="P4Runtime server address (default 0.0.0.0:9559)")
+    tp.add_argument("--cpu-port", type=int, default=None,
+                    help="port whose packets become PacketIn messages (none by default)")
+    tp.add_argument("--priority-queues", type=int, default=1,
+                    help="egress queues per port, one per priority (default 1)")
     return tp
+
+
+#: simple_switch_grpc's target options: BMv2 refuses them before ``--``, and so does p4sim
+TARGET_OPTIONS = ("--grpc-server-addr", "--cpu-port", "--priority-queues", "--drop-port",
+                  "--dp-grpc-server-addr")
+
+
+class CommandLineError(SystemExit):
+    """A command line BMv2 would refuse: BMv2's message, the fix, exit status 1."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(1)
+        self.message = message
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -104,13 +127,27 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     if "--" in argv:
         cut = argv.index("--")
         argv, extra = argv[:cut], argv[cut + 1:]
+    early = [a for a in argv if a.split("=", 1)[0] in TARGET_OPTIONS]
+    if early:
+        raise CommandLineError(
+            "Error while parsing command line arguments: "
+            f"{early[0].split('=', 1)[0]} is a target option of simple_switch_grpc; "
+            "separate the general options from the target options with '--', e.g. "
+            "python -m p4sim switch --no-p4 -i 1@veth0 -- --grpc-server-addr 0.0.0.0:9559 "
+            "--cpu-port 255 --priority-queues 8 (BMv2 refuses it there too)")
     args = _parser().parse_args(argv)
+    if args.log_console and args.log_file:
+        raise CommandLineError("Error: --log-console and --log-file are exclusive "
+                               "(as on BMv2)")
+    if args.pcap is not None and not os.path.isdir(args.pcap):
+        raise CommandLineError(f"Directory '{args.pcap}' specified with '--pcap' does not "
+                               "exist. (as on BMv2: create it first)")
     targ, unknown = _target_parser().parse_known_args(extra)
     if unknown:
         logging.getLogger("p4sim.switchd").warning("ignoring target options %s", unknown)
-    args.grpc_server_addr = targ.grpc_server_addr or args.grpc_server_addr or DEFAULT_GRPC_ADDR
-    if targ.cpu_port is not None:
-        args.cpu_port = targ.cpu_port
+    args.grpc_server_addr = targ.grpc_server_addr or DEFAULT_GRPC_ADDR
+    args.cpu_port = targ.cpu_port
+    args.priority_queues = targ.priority_queues
     if not args.no_p4 and args.program is None:
         raise SystemExit("python -m p4sim switch: give a PROGRAM or --no-p4")
     args.ports = []
@@ -193,8 +230,13 @@ def _control_port(args: argparse.Namespace) -> tuple[int, bool]:
 
 
 def main(argv: Sequence[str]) -> int:
-    """Run the switch until SIGTERM/SIGINT; returns the exit code (2: bad start)."""
-    args = parse_args(argv)
+    """Run the switch until SIGTERM/SIGINT; returns the exit code (2: bad start; 1: a
+    command line BMv2 would refuse, with BMv2's message)."""
+    try:
+        args = parse_args(argv)
+    except CommandLineError as err:
+        print(err.message, file=sys.stderr)
+        return 1
     trace = setup_logging(args.log_console, args.log_file, args.log_level)
     log = logging.getLogger("p4sim.switchd")
     program = None
@@ -244,7 +286,8 @@ def main(argv: Sequence[str]) -> int:
         if not args.no_grpc:
             from p4sim.p4runtime.server import P4RuntimeServer
 
-            grpc = P4RuntimeServer(device, args.grpc_server_addr, args.request_log)
+            grpc = P4RuntimeServer(device, args.grpc_server_addr, args.request_log,
+                                   extras=args.p4runtime_extras)
             bound = grpc.start()
             host = args.grpc_server_addr.rpartition(":")[0]
             grpc_desc = f"{host}:{bound}"

@@ -242,7 +242,7 @@ def fabric() -> Iterator[Any]:
     procs: list[SwitchProcess] = []
     try:
         for sw in fab.switches:
-            p = SwitchProcess.no_p4(device_id=sw.device_id, extra=["--priority-queues", "8"])
+            p = SwitchProcess.no_p4(device_id=sw.device_id, target_extra=["--priority-queues", "8"])
             procs.append(p)
             sw.grpc_addr = p.grpc_addr
         yield fab

@@ -35,8 +35,9 @@ LEAF, OTHER = "b0r0l0", "b0r1l0"
 
 
 def _switch(device_id: int, addr: str = "127.0.0.1:0") -> SwitchProcess:
-    return SwitchProcess(["--no-p4", "--device-id", str(device_id), "--cpu-port", "255",
-                          "--grpc-server-addr", addr, "--control-port", "0", "--priority-queues", "8"])
+    return SwitchProcess(["--no-p4", "--device-id", str(device_id), "--control-port", "0",
+                          "--", "--cpu-port", "255", "--grpc-server-addr", addr,
+                          "--priority-queues", "8"])
 
 
 @pytest.fixture()

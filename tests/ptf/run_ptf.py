@@ -8,13 +8,16 @@ Steps, each undone on the way out (also on failure or Ctrl-C):
    + ``build/bmv2/fabric.p4info.txtpb`` (``$P4C --p4runtime-files``);
 2. create veth pairs ``pt<pid>s<N>`` (switch side) / ``pt<pid>h<N>`` (PTF side) for ports
    1..8, IPv6 off, offloads off; the names are recorded in ``build/ptf/veths.txt``;
-3. start the switch with ``--no-p4 -i N@pt<pid>sN … --cpu-port 255 --priority-queues 8``
-   (the fabric maps DSCP to 8 priorities; p4sim also with
-   ``--pfc-passthrough`` so that received PFC frames reach the P4 parser as on BMv2, and
-   ``--control-port 0`` for the queue control API); readiness: p4sim's ready line, BMv2's
-   gRPC port accepting connections;
+3. start the switch as the testbed does (:class:`testbed.targets.SwitchLaunch`:
+   ``--no-p4 -i N@pt<pid>sN … -- --grpc-server-addr A --cpu-port 255 --priority-queues 8``;
+   the fabric maps DSCP to 8 priorities; p4sim also with ``--pfc-passthrough`` so that
+   received PFC frames reach the P4 parser as on BMv2, and ``--control-port 0`` for its
+   queue control API; BMv2 with a free ``--thrift-port`` for its Thrift runtime);
+   readiness: the gRPC port (and p4sim's ready line, BMv2's Thrift port);
 4. run ``ptf --test-dir tests/ptf/fabric --interface N@pt<pid>hN …`` with test params
-   ``grpc_addr``, ``device_id``, ``p4info``, ``config``, ``target``, ``control_addr``;
+   ``grpc_addr``, ``device_id``, ``p4info``, ``config``, ``target``, ``control_addr``
+   (p4sim), ``thrift_port`` (BMv2) — the tests control queues through
+   :func:`testbed.control.open_control` on either target;
 5. stop the switch by its PID and delete the veths this run created (by recorded name).
 
 Usage::
@@ -29,8 +32,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -119,79 +120,53 @@ class Veths:
 
 
 # ------------------------------------------------------------------------------ switch
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_tcp(addr: str, proc: subprocess.Popen, deadline: float) -> None:
-    host, port = addr.rsplit(":", 1)
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SetupError(f"the switch exited with status {proc.returncode}")
-        try:
-            with socket.create_connection((host, int(port)), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise SetupError(f"the switch's gRPC port {addr} did not open")
-
-
 class Switch:
-    """The switch process of this run (stdout/stderr in ``logdir``)."""
+    """The switch process of this run, started as the testbed starts its switches
+    (:class:`testbed.targets.SwitchLaunch`, :class:`topo.mn.SwitchDaemon`); logs in
+    ``logdir``. p4sim also gets ``--pfc-passthrough`` (received PFC frames reach the P4
+    parser, as they always do on BMv2) and ``--control-port 0`` (its queue control API)."""
 
     def __init__(self, target: str, veths: Veths, logdir: Path, ssg: str) -> None:
+        from testbed.targets import SwitchLaunch, TargetError, check_binary  # noqa: PLC0415
+        from topo.mn import SwitchDaemon  # noqa: PLC0415
+        from topo.ports import free_port  # noqa: PLC0415
+
         self.target = target
-        self.proc: Optional[subprocess.Popen] = None
-        self.grpc_addr = ""
-        self.control_addr = ""
-        ifaces = [a for p in PORTS for a in ("-i", f"{p}@{veths.switch_side(p)}")]
-        self.out_path = logdir / "switch.out"
-        if target == "p4sim":
-            cmd = [sys.executable, "-m", "p4sim", "switch", "--no-p4", *ifaces,
-                   "--device-id", str(DEVICE_ID), "--cpu-port", str(CPU_PORT),
-                   "--priority-queues", str(PRIORITY_QUEUES), "--pfc-passthrough", "--control-port", "0",
-                   "--grpc-server-addr", "127.0.0.1:0"]
-        else:
-            self.grpc_addr = f"127.0.0.1:{_free_port()}"
-            cmd = [ssg, "--no-p4", *ifaces, "--device-id", str(DEVICE_ID),
-                   "--cpu-port", str(CPU_PORT), "--priority-queues", str(PRIORITY_QUEUES),
-                   "--log-file", str(logdir / "switch"),
-                   "--thrift-port", str(_free_port()),
-                   "--", "--grpc-server-addr", self.grpc_addr]
-        self.cmd = cmd
-        with open(self.out_path, "wb") as out:
-            self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+        grpc_port = free_port()
+        self.grpc_addr = f"127.0.0.1:{grpc_port}"
+        try:
+            launch = SwitchLaunch(
+                target, "switch", device_id=DEVICE_ID, grpc_addr=self.grpc_addr,
+                interfaces={p: veths.switch_side(p) for p in PORTS}, log_dir=logdir,
+                pcap_dir=None, log_level="info",
+                binary=check_binary(target, ssg if target == "bmv2" else None),
+                thrift_port=free_port(avoid={grpc_port}) if target == "bmv2" else None,
+                p4sim_flags=("--pfc-passthrough", "--control-port", "0"))
+        except TargetError as exc:
+            raise SetupError(str(exc)) from None
+        self.daemon = SwitchDaemon.of(launch)
+        self.cmd = self.daemon.cmd
+        self.daemon.start()
+
+    @property
+    def control_addr(self) -> str:
+        """p4sim's control API (``""`` on BMv2)."""
+        return self.daemon.control_addr
+
+    @property
+    def thrift_port(self) -> Optional[int]:
+        """BMv2's Thrift runtime port (None on p4sim)."""
+        return self.daemon.thrift_port
 
     def wait_ready(self) -> None:
-        assert self.proc is not None
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        if self.target != "p4sim":
-            _wait_tcp(self.grpc_addr, self.proc, deadline)
-            return
-        while time.monotonic() < deadline:
-            for line in self.out_path.read_text(errors="replace").splitlines():
-                if line.startswith("p4sim switch control: "):
-                    self.control_addr = line.split(": ", 1)[1].strip()
-                if line.startswith("p4sim switch ready: grpc "):
-                    self.grpc_addr = line.split()[4]
-                    return
-            if self.proc.poll() is not None:
-                raise SetupError(f"the switch exited ({self.proc.returncode}): "
-                                 f"{self.out_path.read_text(errors='replace')[-2000:]}")
-            time.sleep(0.1)
-        raise SetupError("the switch did not print its ready line")
+        from topo.mn import TestbedError  # noqa: PLC0415
+        try:
+            self.daemon.wait_ready(time.monotonic() + READY_TIMEOUT_S)
+        except TestbedError as exc:
+            raise SetupError(str(exc)) from None
 
     def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
+        self.daemon.stop()
 
 
 # --------------------------------------------------------------------------------- run
@@ -224,17 +199,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     veths = Veths(logdir / "veths.txt")
     switch: Optional[Switch] = None
     try:
-        if args.target == "bmv2":
-            for tool in (args.p4c, args.simple_switch_grpc):
-                if shutil.which(tool) is None:
-                    raise SetupError(f"{tool} not found (set P4C=… SIMPLE_SWITCH_GRPC=…)")
+        if args.target == "bmv2" and shutil.which(args.p4c) is None:
+            raise SetupError(f"{args.p4c} not found (set P4C=…)")
         p4info, config = compile_program(args.target, build, args.p4c)
         veths.create(PORTS)
         switch = Switch(args.target, veths, logdir, args.simple_switch_grpc)
         switch.wait_ready()
         params = {"grpc_addr": switch.grpc_addr, "device_id": str(DEVICE_ID),
                   "p4info": str(p4info), "config": str(config), "target": args.target,
-                  "control_addr": switch.control_addr, "cpu_port": str(CPU_PORT)}
+                  "control_addr": switch.control_addr, "cpu_port": str(CPU_PORT),
+                  "thrift_port": str(switch.thrift_port or "")}
         cmd = ptf_command(veths, params, logdir, args.tests)
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             [str(REPO), str(TEST_DIR), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
@@ -251,4 +225,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
+    # A script (``make ptf``): its imports of the repository's packages (testbed, topo)
+    # resolve from the repository root, as they do for ``python -m`` from there.
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
     sys.exit(main())

@@ -98,7 +98,8 @@ def test_a_port_answered_by_another_program_is_not_a_ready_switch(
     daemon = SwitchDaemon("sx", cmd, "127.0.0.1:%d" % listener.getsockname()[1], tmp_path)
     daemon.start()
     try:
-        with pytest.raises(TestbedError, match=r"switch not ready: switch sx \(exit status 2\)"):
+        with pytest.raises(TestbedError, match=r"switch sx exited at start \(status 2\): .*"
+                                               r"last log line: 'bind failed'"):
             daemon.wait_ready(time.monotonic() + 30)
     finally:
         daemon.stop()

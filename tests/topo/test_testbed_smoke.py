@@ -39,14 +39,22 @@ def test_switch_commands_have_the_same_shape() -> None:
     p4sim = switch_command("p4sim", **kw)
     bmv2 = switch_command("bmv2", **kw)
     shared = ["--no-p4", "-i", "1@b0r0l0-eth1", "-i", "2@b0r0l0-eth2", "--device-id", "1",
-              "--cpu-port", "255", "--priority-queues", "8", "--log-file", "logs/b0r0l0.log"]
+              "--log-level", "info", "--pcap=pcaps"]
+    target_options = ["--", "--grpc-server-addr", "127.0.0.1:50051", "--cpu-port", "255",
+                      "--priority-queues", "8"]
     assert p4sim[1:4] == ["-m", "p4sim", "switch"] and p4sim[4:4 + len(shared)] == shared
     assert bmv2[0] == "simple_switch_grpc" and bmv2[1:1 + len(shared)] == shared
-    assert "--pcap=pcaps" in p4sim and "--pcap=pcaps" in bmv2
     assert p4sim[p4sim.index("--request-log") + 1] == "logs/b0r0l0-p4runtime-requests.txt"
-    assert p4sim[-2:] == ["--grpc-server-addr", "127.0.0.1:50051"]
-    assert bmv2[-3:] == ["--", "--grpc-server-addr", "127.0.0.1:50051"]
+    assert p4sim[p4sim.index("--log-file") + 1] == "logs/b0r0l0.log"
+    # BMv2: target options only after "--" (before it: "Error while parsing command line
+    # arguments"), logging to the console (exclusive with --log-file), a Thrift port
+    assert p4sim[-len(target_options):] == target_options
+    assert bmv2[-len(target_options):] == target_options
+    assert "--log-console" in bmv2 and "--log-file" not in bmv2
     assert bmv2[bmv2.index("--thrift-port") + 1] == "9091"
+    for cmd in (p4sim, bmv2):
+        before = cmd[:cmd.index("--")]
+        assert not {"--cpu-port", "--priority-queues", "--grpc-server-addr"} & set(before)
 
 
 def test_host_routes_every_rail_subnet_through_the_rail_gateway() -> None:

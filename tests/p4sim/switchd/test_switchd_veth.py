@@ -80,6 +80,7 @@ def _receive(sock: socket.socket, n: int, timeout_s: float = 5.0) -> list[bytes]
 def test_switch_process_forwards_on_veths(veths, tmp_path) -> None:
     sw1, sw2, host1, host2 = veths
     pcaps = tmp_path / "pcaps"
+    pcaps.mkdir()                      # BMv2 and p4sim refuse a --pcap directory that is missing
     args = [str(QFWD), "-i", f"1@{sw1}", "-i", f"2@{sw2}", "--pcap", str(pcaps),
             "--thrift-port", "9090", "--control-port", "0",
             "--log-file", str(tmp_path / "s1.log"), "--log-level", "debug",

@@ -112,6 +112,7 @@ class FabricTest(BaseTest):
         self.dataplane.flush()
         self.target = param("target", "p4sim")
         self.control_addr = param("control_addr", "")
+        self.thrift_port = param("thrift_port", "")
         self.sw = SwitchConnection(param("grpc_addr"), device_id=int(param("device_id", "0")),
                                    election_id=(0, 1), timeout_s=30)
         self.sw.push_pipeline(param("p4info"), param("config"))
@@ -126,12 +127,12 @@ class FabricTest(BaseTest):
 
     # ----------------------------------------------------------------- configuration
     def control(self):  # type: ignore[no-untyped-def]
-        """p4sim's queue control API (``p4sim.switchd.control.ControlClient``); the test is
-        skipped on BMv2, which has no such API."""
-        if self.target != "p4sim" or not self.control_addr:
-            self.skipTest("needs p4sim's queue control API (set_queue_rate); BMv2 has none")
-        from p4sim.switchd.control import ControlClient  # test-side only, never controller
-        return ControlClient(self.control_addr)
+        """The switch's queue control outside P4Runtime (:mod:`testbed.control`): p4sim's
+        control API, or BMv2's Thrift runtime (``simple_switch_CLI``). Test side only: the
+        controller never uses it."""
+        from testbed.control import open_control  # noqa: PLC0415
+        return open_control(self.target, {"control_addr": self.control_addr,
+                                          "thrift_port": self.thrift_port}, "switch")
 
     def set_switch(self, switch_id: int, role: int, seed: int) -> None:
         self.sw.modify(self.sw.table_entry(

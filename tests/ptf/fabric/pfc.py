@@ -1,11 +1,13 @@
-"""PFC modelled in P4: a PAUSE (exact 802.1Qbb frame) out of the ingress port when its
-(port, priority) occupancy reaches XOFF, the RESUME (time 0) when it falls to XON;
-received PFC frames counted per (port, priority) and never forwarded.
+"""PFC modelled in P4, on p4sim and BMv2: a PAUSE (exact 802.1Qbb frame) out of the
+ingress port when its (port, priority) occupancy reaches XOFF, the RESUME (time 0) when it
+falls to XON; received PFC frames counted per (port, priority) and never forwarded.
 
-Generation needs a queue that builds: the test holds one with p4sim's PFC-honouring MAC
-and its control API (skipped on BMv2, which has neither). Reception
-works on both; on p4sim the harness starts the switch with ``--pfc-passthrough`` so that
-PFC frames reach the P4 parser as they do on BMv2 (p4sim's MAC consumes them otherwise).
+Generation needs a queue that builds: the test drains port 2 slowly through the target's
+own runtime (p4sim's control API, BMv2's Thrift ``set_queue_rate``), and reads the
+occupancy and paused registers through the same runtime (``register_read``: BMv2's
+P4Runtime has no register reads). Reception works on both; on p4sim the harness starts
+the switch with ``--pfc-passthrough`` so that PFC frames reach the P4 parser as they do
+on BMv2 (p4sim's MAC consumes them otherwise).
 """
 from __future__ import annotations
 
@@ -16,10 +18,12 @@ from typing import Optional
 import ptf.testutils as tu
 
 from fabric_base import FabricTest, host_ip, port_mac, udp_packet
+from queues import SLOW_RATE_PPS
 
 PFC_DST = bytes.fromhex("0180c2000001")
 XOFF, XON, QUANTA = 4, 2, 0x1234
 DSCP, PRIO = 26, 3
+BURST = 8
 
 
 def pfc_frame(src_mac: str, prio_times: dict[int, int]) -> bytes:
@@ -49,32 +53,30 @@ class PfcPauseAndResume(FabricTest):
             self.sw.table_entry("FabricIngress.pfc.thresholds", {"ingress_port": 1},
                                 "FabricIngress.pfc.set_thresholds",
                                 {"xoff_pkts": XOFF, "xon_pkts": XON, "pause_quanta": QUANTA}))
-        # Hold port 2's priority-3 queue (a PAUSE into port 2, honoured by p4sim's MAC, at a
-        # slow line rate so that 65535 quanta last seconds) so that the occupancy builds.
-        ctl.set_line_rate(0.001, port=2)
+        cell = 8 + PRIO                          # (ingress port 1, priority PRIO)
+        # Port 2 drains BURST packets at SLOW_RATE_PPS: the occupancy of (1, PRIO) builds
+        # past XOFF at once and falls to XON a few departures later.
+        ctl.set_queue_rate(SLOW_RATE_PPS, port=2)
         try:
-            tu.send_packet(self, 2, pfc_frame("02:00:00:aa:00:02", {PRIO: 0xFFFF}))
-            deadline = time.monotonic() + 5
-            while not ctl.queue_stats(2)[2]["queues"][PRIO]["paused"]:
-                self.assertLess(time.monotonic(), deadline, "port 2 did not pause")
-                time.sleep(0.02)
-            for i in range(8):
+            for i in range(BURST):
                 tu.send_packet(self, 1, udp_packet(host_ip(1), host_ip(2), sport=41000 + i,
                                                    dscp=DSCP))
             mac1 = port_mac(self.switch_id, 1)
             pause = self.next_pfc(1, 3)
             self.assertEqual(pause, pfc_frame(mac1, {PRIO: QUANTA}), "PAUSE frame")
-            self.assertEqual(self.sw.read_register("FabricIngress.pfc.paused", 8 + PRIO),
-                             {8 + PRIO: 1})
-            tu.send_packet(self, 2, pfc_frame("02:00:00:aa:00:02", {PRIO: 0}))
-            resume = self.next_pfc(1, 5)
+            self.assertEqual(ctl.register_read("FabricIngress.pfc.paused", cell), 1)
+            resume = self.next_pfc(1, 5 + BURST / SLOW_RATE_PPS)
             self.assertEqual(resume, pfc_frame(mac1, {PRIO: 0}), "RESUME frame")
             self.assertIsNone(self.next_pfc(1, 0.5), "more than one PAUSE/RESUME")
             self.assertEqual(self.read_counter("FabricEgress.telemetry.pfc_tx", 1)[0], 2)
-            self.assertEqual(self.sw.read_register("FabricIngress.pfc.occupancy", 8 + PRIO),
-                             {8 + PRIO: 0})
+            deadline = time.monotonic() + 5 + BURST / SLOW_RATE_PPS
+            while ctl.register_read("FabricIngress.pfc.occupancy", cell) != 0:
+                self.assertLess(time.monotonic(), deadline, "the occupancy did not fall to 0")
+                time.sleep(0.1)
+            self.assertEqual(ctl.register_read("FabricIngress.pfc.paused", cell), 0)
         finally:
-            ctl.set_line_rate(10, port=2)
+            ctl.set_queue_rate(0, port=2)
+            ctl.close()
 
 
 class PfcReceivedCountedNotForwarded(FabricTest):

@@ -1,0 +1,239 @@
+"""Switch control outside P4Runtime, one interface for both targets.
+
+What P4Runtime does not carry — queue rate and depth per egress port and priority, and a
+look inside a data-plane register — each target offers through its own runtime:
+
+* **p4sim**: its control API (:mod:`p4sim.switchd.control`, JSON lines on the address the
+  switch prints as ``p4sim switch control: HOST:PORT``);
+* **bmv2**: its Thrift runtime, driven through ``simple_switch_CLI --thrift-port N`` with
+  the commands on stdin (``set_queue_rate RATE_PPS [PORT [PRIORITY]]``,
+  ``set_queue_depth PKTS [PORT [PRIORITY]]``, ``register_read NAME INDEX``,
+  ``register_write NAME INDEX VALUE``, ``register_reset NAME``), as every BMv2 user does
+  (p4lang/behavioral-model ``docs/runtime_CLI.md``). ``simple_switch_CLI`` and the Python
+  packages it needs (``bm_runtime``, ``sswitch_runtime``, ``thrift``) are installed with
+  BMv2; where they are missing the error says so.
+
+Rates are whole packets per second (BMv2's CLI takes an integer; 0 = unlimited), depths
+whole packets. The controller never uses this module: GOR reaches switches only over
+P4Runtime. The testbed (queue rates of the story's uplinks), the PTF suite and the labs do.
+
+Example::
+
+    >>> ctl = open_control("p4sim", {"control_addr": "127.0.0.1:10559"})   # doctest: +SKIP
+    >>> ctl.set_queue_rate(500, port=3)                                     # doctest: +SKIP
+    >>> ctl.register_read("FabricIngress.pfc.paused", 8 * 3)                 # doctest: +SKIP
+    0
+    >>> ctl.close()                                                         # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, Mapping, Optional, Protocol, Sequence
+
+BMV2_CLI_ENV = "SIMPLE_SWITCH_CLI"
+CLI_TIMEOUT_S = 30.0
+#: lines of simple_switch_CLI's output that mean a command failed (it exits 0 regardless)
+_CLI_FAILURE = re.compile(r"^(Error|Invalid|Could not connect|Traceback|\w*Exception|\w+Error\b).*$",
+                          re.MULTILINE)
+_CLI_PROMPT = "RuntimeCmd: "
+_REGISTER_VALUE = re.compile(r"\[(\d+)\]\s*=\s*(-?\d+)")
+
+
+class ControlError(RuntimeError):
+    """A control command failed or the target's runtime is unavailable (the message says
+    which switch, which command and why)."""
+
+
+class SwitchControl(Protocol):
+    """What the testbed, the PTF suite and the labs ask of a switch outside P4Runtime."""
+
+    target: str
+
+    def set_queue_rate(self, rate_pps: int, port: Optional[int] = None,
+                       priority: Optional[int] = None) -> None:
+        """Drain rate of one queue (port and priority), of every queue of a port (no
+        priority) or of every queue (neither); 0 = unlimited."""
+
+    def set_queue_depth(self, depth_pkts: int, port: Optional[int] = None,
+                        priority: Optional[int] = None) -> None:
+        """Capacity in packets, with the same scoping as :meth:`set_queue_rate`."""
+
+    def register_read(self, name: str, index: int) -> int:
+        """One cell of the data-plane register ``name`` (its P4Info name)."""
+
+    def register_reset(self, name: str) -> None:
+        """Every cell of register ``name`` back to 0."""
+
+    def close(self) -> None:
+        """Release the connection (if any)."""
+
+
+def _scope(port: Optional[int], priority: Optional[int]) -> list[str]:
+    if priority is not None and port is None:
+        raise ControlError("a priority needs a port")
+    return [str(v) for v in (port, priority) if v is not None]
+
+
+class P4simControl:
+    """p4sim's control API (see :mod:`p4sim.switchd.control`).
+
+    >>> P4simControl("127.0.0.1:1", switch="s0")
+    Traceback (most recent call last):
+    testbed.control.ControlError: switch s0: p4sim control API 127.0.0.1:1: ...
+    """
+
+    target = "p4sim"
+
+    def __init__(self, addr: str, switch: str = "") -> None:
+        from p4sim.switchd.control import ControlClient  # noqa: PLC0415 (p4sim target only)
+
+        self.addr, self.switch = addr, switch
+        try:
+            self._client = ControlClient(addr)
+        except OSError as exc:
+            raise ControlError(f"switch {switch}: p4sim control API {addr}: {exc}") from None
+
+    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        from p4sim.switchd.control import ControlError as P4simError  # noqa: PLC0415
+        try:
+            return fn(*args, **kwargs)
+        except (P4simError, OSError) as exc:
+            raise ControlError(f"switch {self.switch}: {what}: {exc}") from None
+
+    def set_queue_rate(self, rate_pps: int, port: Optional[int] = None,
+                       priority: Optional[int] = None) -> None:
+        _scope(port, priority)
+        self._call("set_queue_rate", self._client.set_queue_rate, int(rate_pps), port=port,
+                   priority=priority)
+
+    def set_queue_depth(self, depth_pkts: int, port: Optional[int] = None,
+                        priority: Optional[int] = None) -> None:
+        _scope(port, priority)
+        self._call("set_queue_depth", self._client.set_queue_depth, int(depth_pkts),
+                   port=port, priority=priority)
+
+    def register_read(self, name: str, index: int) -> int:
+        return int(self._call("register_read", self._client.register_read, name, index))
+
+    def register_reset(self, name: str) -> None:
+        self._call("register_reset", self._client.register_reset, name)
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def bmv2_cli_binary() -> str:
+    """``$SIMPLE_SWITCH_CLI``, else ``simple_switch_CLI`` (from PATH, or beside
+    ``$SIMPLE_SWITCH_GRPC`` when that names a path)."""
+    env = os.environ.get(BMV2_CLI_ENV)
+    if env:
+        return env
+    ssg = os.environ.get("SIMPLE_SWITCH_GRPC", "")
+    if os.sep in ssg:
+        beside = Path(ssg).with_name("simple_switch_CLI")
+        if beside.exists():
+            return str(beside)
+    return "simple_switch_CLI"
+
+
+class Bmv2ThriftControl:
+    """BMv2's Thrift runtime through ``simple_switch_CLI`` (one CLI run per call; several
+    commands of one call share a run).
+
+    >>> c = Bmv2ThriftControl(9191, switch="s0", cli="/nonexistent/simple_switch_CLI")
+    Traceback (most recent call last):
+    testbed.control.ControlError: switch s0: /nonexistent/simple_switch_CLI not found: ...
+    """
+
+    target = "bmv2"
+
+    def __init__(self, thrift_port: int, switch: str = "", cli: Optional[str] = None,
+                 thrift_ip: str = "127.0.0.1") -> None:
+        self.thrift_port, self.thrift_ip, self.switch = int(thrift_port), thrift_ip, switch
+        name = cli or bmv2_cli_binary()
+        path = shutil.which(name)
+        if path is None:
+            raise ControlError(
+                f"switch {switch}: {name} not found: BMv2's Thrift runtime client "
+                "(simple_switch_CLI with its Python packages bm_runtime, sswitch_runtime and "
+                f"thrift) is installed with BMv2; put it on PATH or set {BMV2_CLI_ENV}")
+        self.cli = path
+
+    def run(self, commands: Sequence[str]) -> str:
+        """Run ``commands`` in one ``simple_switch_CLI`` session; its output, or
+        ControlError with the failing line."""
+        argv = [self.cli, "--thrift-port", str(self.thrift_port), "--thrift-ip", self.thrift_ip]
+        try:
+            res = subprocess.run(argv, input="\n".join(commands) + "\n", capture_output=True,
+                                 text=True, timeout=CLI_TIMEOUT_S, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ControlError(f"switch {self.switch}: {' '.join(argv)}: {exc}") from None
+        # the prompt precedes every command's output on one line: one line per answer
+        out = (res.stdout + res.stderr).replace(_CLI_PROMPT, "\n")
+        if "No module named" in out:
+            missing = re.search(r"No module named '?([\w.]+)", out)
+            raise ControlError(
+                f"switch {self.switch}: {self.cli} cannot start: BMv2's Python runtime is "
+                f"missing ({missing.group(1) if missing else 'a module'}): install BMv2's "
+                "Python packages (bm_runtime, sswitch_runtime) and the thrift package for "
+                "the Python that runs simple_switch_CLI")
+        bad = _CLI_FAILURE.search(out)
+        if res.returncode != 0 or bad is not None:
+            line = bad.group(0).strip() if bad else out.strip().splitlines()[-1:] or [""]
+            raise ControlError(f"switch {self.switch}: simple_switch_CLI --thrift-port "
+                               f"{self.thrift_port} ({'; '.join(commands)}): "
+                               f"{line if isinstance(line, str) else line[0]}")
+        return out
+
+    def set_queue_rate(self, rate_pps: int, port: Optional[int] = None,
+                       priority: Optional[int] = None) -> None:
+        self.run([" ".join(["set_queue_rate", str(int(rate_pps)), *_scope(port, priority)])])
+
+    def set_queue_depth(self, depth_pkts: int, port: Optional[int] = None,
+                        priority: Optional[int] = None) -> None:
+        self.run([" ".join(["set_queue_depth", str(int(depth_pkts)),
+                            *_scope(port, priority)])])
+
+    def register_read(self, name: str, index: int) -> int:
+        out = self.run([f"register_read {name} {int(index)}"])
+        m = _REGISTER_VALUE.search(out)
+        if m is None:
+            raise ControlError(f"switch {self.switch}: register_read {name} {index}: no value "
+                               f"in simple_switch_CLI's output: {out.strip()[-200:]!r}")
+        return int(m.group(2))
+
+    def register_reset(self, name: str) -> None:
+        self.run([f"register_reset {name}"])
+
+    def close(self) -> None:
+        """Nothing to release: every call is its own CLI run."""
+
+
+def open_control(target: str, switch_record: Mapping[str, Any], switch: str = "") -> SwitchControl:
+    """The control of one switch from its testbed record (``build/testbed-state.json``'s
+    ``switches[NAME]``: ``control_addr`` for p4sim, ``thrift_port`` for BMv2).
+
+    >>> open_control("bmv2", {}, "s0")
+    Traceback (most recent call last):
+    testbed.control.ControlError: switch s0: no thrift port recorded (was it started by the testbed?)
+    """
+    if target == "p4sim":
+        addr = switch_record.get("control_addr")
+        if not addr:
+            raise ControlError(f"switch {switch}: no p4sim control address recorded")
+        return P4simControl(str(addr), switch)
+    if target == "bmv2":
+        port = switch_record.get("thrift_port")
+        if not port:
+            raise ControlError(f"switch {switch}: no thrift port recorded (was it started "
+                               "by the testbed?)")
+        return Bmv2ThriftControl(int(port), switch)
+    raise ControlError(f"switch {switch}: unknown target {target!r}")
+
+
+__all__ = ["Bmv2ThriftControl", "ControlError", "P4simControl", "SwitchControl",
+           "bmv2_cli_binary", "open_control"]
