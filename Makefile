@@ -45,24 +45,24 @@ SIMPLE_SWITCH_GRPC ?= simple_switch_grpc
 ptf: venv
 	$(PY) tests/ptf/run_ptf.py --target $(TARGET) --p4c $(P4C) --simple-switch-grpc $(SIMPLE_SWITCH_GRPC)
 
-# The testbed (topo/testbed.py, needs root). TARGET given on the command line or in the
+# The testbed (testbed/cli.py, needs root). TARGET given on the command line or in the
 # environment wins; otherwise BMv2 when simple_switch_grpc is on PATH, else p4sim.
 RUN_TARGET = $(if $(filter command line environment,$(origin TARGET)),$(TARGET),auto)
 CLI ?= 1
-# default (the GOR story, topo/story.py; gor is another name) | link-failure | dead-link | alltoall
-# (topo/scenario.py); reports in runs/<timestamp>/
+# default (the GOR story, scenarios/story.py; gor is another name) | link-failure | dead-link | alltoall
+# (scenarios/common.py); reports in runs/<timestamp>/
 SCENARIO ?= default
 
 run: venv
-	@$(PY) -m topo.testbed deps
-	$(PY) -m topo.testbed up --target $(RUN_TARGET) --scenario $(SCENARIO) $(if $(filter 0,$(CLI)),--cli no,)
+	@$(PY) -m testbed deps
+	$(PY) -m scenarios up --target $(RUN_TARGET) --scenario '$(SCENARIO)' $(if $(filter 0,$(CLI)),--cli no,)
 
 SW ?=
 shell: venv
-	@$(PY) -m topo.shell $(SW)
+	@$(PY) -m testbed.shell $(SW)
 
 stop:
-	@if [ -x $(PY) ]; then $(PY) -m topo.testbed down; else $(PYTHON_SYS) -m topo.testbed down; fi
+	@if [ -x $(PY) ]; then $(PY) -m testbed down; else $(PYTHON_SYS) -m testbed down; fi
 
 bench: venv
 	@mkdir -p build

@@ -61,15 +61,31 @@ def select(names: Sequence[str] = ()) -> list[Benchmark]:
 
 def run_benchmarks(names: Sequence[str] = (), config: BenchConfig = BenchConfig(),
                    output: Optional[Union[str, Path]] = DEFAULT_OUTPUT,
-                   progress: Optional[Callable[[str], None]] = None) -> dict[str, Figure]:
-    """Run the selected benchmarks; merge their figures into ``output`` (None: no file)."""
+                   progress: Optional[Callable[[str], None]] = None,
+                   failures: Optional[list[str]] = None) -> dict[str, Figure]:
+    """Run the selected benchmarks; merge each one's figures into ``output`` (None: no
+    file) as soon as it finishes, so a later failure loses nothing measured.
+
+    Without ``failures`` the first error (a :class:`bench.results.BenchCheckError` among
+    them) propagates. With a list, a benchmark that raises is recorded there as
+    ``"GROUP.NAME: why"`` and the others go on (``make bench``).
+    """
     figures: dict[str, Figure] = {}
     for b in select(names):
         if progress is not None:
             progress(f"running {b.group}.{b.name} ...")
-        figures.update(b.run(config))
-    if output is not None:
-        merge_results(Path(output), figures)
+        try:
+            got = b.run(config)
+        except Exception as exc:  # noqa: BLE001 — recorded, the other groups go on
+            if failures is None:
+                raise
+            failures.append(f"{b.group}.{b.name}: {type(exc).__name__}: {exc}")
+            if progress is not None:
+                progress(f"bench: {failures[-1]}")
+            continue
+        figures.update(got)
+        if output is not None and got:
+            merge_results(Path(output), got)
     return figures
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from bench import groups, run_benchmarks, select
-from bench.results import DEFAULT_OUTPUT, BenchCheckError, BenchConfig, format_table
+from bench.results import DEFAULT_OUTPUT, BenchConfig, format_table
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,15 +54,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print("bench: --duration must be > 0 and --runs >= 1", file=sys.stderr)
         return 2
     config = BenchConfig(duration_s=args.duration, runs=args.runs, warmup_s=max(0.0, args.warmup))
-    try:
-        figures = run_benchmarks(args.names, config, args.output,
-                                 progress=lambda m: print(m, file=sys.stderr, flush=True))
-    except BenchCheckError as exc:
-        print(f"bench: correctness check failed, nothing timed: {exc}", file=sys.stderr)
-        return 1
+    failures: list[str] = []
+    figures = run_benchmarks(args.names, config, args.output,
+                             progress=lambda m: print(m, file=sys.stderr, flush=True),
+                             failures=failures)
     print(format_table(figures))
-    print(f"\nwrote {args.output}")
-    return 0
+    print(f"\nwrote {args.output} ({len(figures)} figures measured)")
+    for why in failures:
+        print(f"bench: FAILED {why}", file=sys.stderr)
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """GOR on a live p4sim testbed as figures (root + Mininet; skipped otherwise).
 
-``gor.story`` — one run of :func:`topo.story.run_story` (the ``make run`` default
+``gor.story`` — one run of :func:`scenarios.story.run_story` (the ``make run`` default
 scenario, seed 7) on a fabric brought up for it:
 
 * ``gor.loop_s`` — first ECN alarm → the last re-routed elephant seen on its new uplink
@@ -10,7 +10,7 @@ scenario, seed 7) on a fabric brought up for it:
 * ``gor.drops_during_move`` — the switches' drop counters summed over every fabric
   link from the first order to the last move settled (goal 0).
 
-``gor.dead_link`` — one run of ``SCENARIO=dead-link`` (:func:`topo.link_failure.run_link_failure`
+``gor.dead_link`` — one run of ``SCENARIO=dead-link`` (:func:`scenarios.link_failure.run_link_failure`
 with ``silent=True``, seed 7): a leaf uplink dies silently (only its spine end goes down,
 GOR is not told):
 
@@ -28,7 +28,7 @@ GOR is not told:
   the live ECMP groups, GOR's own entries re-installed;
 * ``gor.switch_lost_s`` — the process stopped → GOR's ``switch_lost``.
 
-``gor.detour`` — :func:`topo.detour_probe.probe_detour` (cable b0r0l0 – s1 cut, 64
+``gor.detour`` — :func:`scenarios.detour_probe.probe_detour` (cable b0r0l0 – s1 cut, 64
 datagrams one per source port from b1r0l0's NIC to b0r0l0's):
 
 * ``gor.detour_write_s`` — ``link_down`` → the ends' groups and every leaf's detours written;
@@ -59,7 +59,7 @@ RESTART_LEAF = "b0r0l0"
 def _live_testbed(name: str, figures: Sequence[str]) -> Iterator[Optional[tuple[Any, Path]]]:
     """A p4sim fabric brought up for benchmark ``gor.<name>`` (and its scratch folder), or
     None — with the reason printed — where this machine cannot run one."""
-    from host.traffic import testbed_unavailable, testbed_up  # noqa: PLC0415
+    from testbed.traffic import testbed_unavailable, testbed_up  # noqa: PLC0415
     why = testbed_unavailable()
     if why:
         print(f"gor.{name}: skipped, {why}; {tuple(figures)} not written", file=sys.stderr)
@@ -71,9 +71,9 @@ def _live_testbed(name: str, figures: Sequence[str]) -> Iterator[Optional[tuple[
 
 
 def bench_story(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — one live run
-    """One run of ``topo.story.run_story`` on a fabric brought up for it."""
-    from topo.scenario import ScenarioOptions  # noqa: PLC0415
-    from topo.story import run_story  # noqa: PLC0415
+    """One run of ``scenarios.story.run_story`` on a fabric brought up for it."""
+    from scenarios.common import ScenarioOptions  # noqa: PLC0415
+    from scenarios.story import run_story  # noqa: PLC0415
     with _live_testbed("story", FIGURES) as live:
         if live is None:
             return {}
@@ -92,8 +92,8 @@ def bench_story(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — o
 
 def bench_dead_link(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — one live run
     """One run of ``SCENARIO=dead-link`` on a fabric brought up for it."""
-    from topo.link_failure import run_link_failure  # noqa: PLC0415
-    from topo.scenario import ScenarioOptions  # noqa: PLC0415
+    from scenarios.link_failure import run_link_failure  # noqa: PLC0415
+    from scenarios.common import ScenarioOptions  # noqa: PLC0415
     with _live_testbed("dead_link", DEAD_LINK_FIGURES) as live:
         if live is None:
             return {}
@@ -110,9 +110,9 @@ def bench_dead_link(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 �
 
 def bench_switch_restart(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — one live run
     """The story with the source leaf's switch process restarted after GOR's moves settled."""
-    from topo.gor_session import restart_after_moves  # noqa: PLC0415
-    from topo.scenario import ScenarioOptions  # noqa: PLC0415
-    from topo.story import run_story  # noqa: PLC0415
+    from scenarios.gor_session import restart_after_moves  # noqa: PLC0415
+    from scenarios.common import ScenarioOptions  # noqa: PLC0415
+    from scenarios.story import run_story  # noqa: PLC0415
     sessions: list[Any] = []
     with _live_testbed("switch_restart", RESTART_FIGURES) as live:
         if live is None:
@@ -132,7 +132,7 @@ def bench_switch_restart(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG
 
 def bench_detour(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — one live run
     """A cut cable probed before and after GOR's detours, on a fabric brought up for it."""
-    from topo.detour_probe import probe_detour  # noqa: PLC0415
+    from scenarios.detour_probe import probe_detour  # noqa: PLC0415
     with _live_testbed("detour", DETOUR_FIGURES) as live:
         if live is None:
             return {}

@@ -2,9 +2,9 @@
 (root + Mininet; skipped with a message otherwise).
 
 One default p4sim fabric (``FabricSpec()``: 2 blocks x 2 servers x 2 rails, 6 switches)
-is brought up with :func:`host.traffic.testbed_up` (recorded in
-``build/testbed-state.json`` like ``topo.testbed up``) and torn down after. On it,
-:func:`host.traffic.run_traffic` runs 8 elephants from block 0 to block 1 on rail 0 (one
+is brought up with :func:`testbed.traffic.testbed_up` (recorded in
+``build/testbed-state.json`` like ``testbed.cli up``) and torn down after. On it,
+:func:`testbed.traffic.run_traffic` runs 8 elephants from block 0 to block 1 on rail 0 (one
 RDMA WRITE QP each, 100 pps, DCQCN on, no queue rate: the counters show where the flows
 go, not how a queue throttles them), twice:
 
@@ -35,7 +35,7 @@ FIGURES = "tccl.max_over_mean.random, tccl.max_over_mean.tccl, nic.goodput_mbps.
 
 def bench_testbed(config: BenchConfig) -> dict[str, Figure]:
     """Random vs TCCL ports on the live default fabric (see the module docstring)."""
-    from host.traffic import (NicOptions, TrafficOptions, run_traffic,  # noqa: PLC0415
+    from testbed.traffic import (NicOptions, TrafficOptions, run_traffic,  # noqa: PLC0415
                               testbed_unavailable, testbed_up)
     why = testbed_unavailable()
     if why is not None:

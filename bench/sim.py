@@ -42,6 +42,7 @@ from topo.spec import load_spec
 REPO = Path(__file__).resolve().parent.parent
 POD64K = REPO / "topo" / "specs" / "pod64k.yaml"
 RECORDED = REPO / "sim" / "calibration" / "default-fabric.json"
+TOPOLOGY = REPO / "build" / "topology.json"       # the recording's fabric section names it
 
 
 def bench_allreduce_64k(config: BenchConfig) -> dict[str, Figure]:
@@ -70,12 +71,24 @@ def bench_slowdown_8k(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001
             "sim.slowdown.tccl": Figure(round(res.slowdown("tccl"), 3), "x")}
 
 
+def ensure_topology() -> Path:
+    """``build/topology.json``, the default fabric the recording was measured on, written
+    when a clean checkout has none yet (what ``python -m topo build`` writes)."""
+    from topo.spec import FabricSpec  # noqa: PLC0415
+    if not TOPOLOGY.exists():
+        TOPOLOGY.parent.mkdir(parents=True, exist_ok=True)
+        TOPOLOGY.write_text(build_fabric(FabricSpec()).to_json())
+        print(f"bench sim: wrote {TOPOLOGY.relative_to(REPO)} (the default fabric)")
+    return TOPOLOGY
+
+
 def bench_prediction_error(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001
     """``sim.prediction_error_pct`` from the recorded testbed file (nothing without it)."""
     if not RECORDED.exists():
         print(f"bench sim: {RECORDED.relative_to(REPO)} not recorded yet: "
               "sim.prediction_error_pct not measured (python -m sim measure on a running testbed)")
         return {}
+    ensure_topology()
     rep = calibrate_file(RECORDED)
     if rep.source != "testbed":
         raise BenchCheckError(f"{RECORDED}: source is {rep.source!r}, not a testbed recording")

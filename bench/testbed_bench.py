@@ -1,8 +1,8 @@
 """The ``testbed`` benchmark group: figures of the REAL Mininet testbed (root + Mininet).
 
-Each run brings a fabric up the way ``python -m topo.testbed up`` does, with its own
-functions (:func:`topo.testbed.compile_fabric`, :class:`topo.mn.FabricNet`,
-:func:`topo.testbed.program_switches`, :func:`topo.testbed.ping_all`), records it in
+Each run brings a fabric up the way ``python -m testbed up`` does, with its own
+functions (:func:`testbed.cli.compile_fabric`, :class:`testbed.net.FabricNet`,
+:func:`testbed.cli.program_switches`, :func:`testbed.cli.ping_all`), records it in
 ``build/testbed-state.json`` (so ``make stop`` cleans up after a crashed bench) and tears
 it down with ``FabricNet.stop()`` — only what it created. Figures:
 
@@ -63,29 +63,10 @@ def fabric_spec(name: str) -> Any:
 
 # ------------------------------------------------------------------------ can we run?
 def testbed_unavailable() -> Optional[str]:
-    """None when a Mininet testbed can be started here, else why not (one line).
-
-    Reuses ``topo.testbed``'s preflight (root, Debian tools, no recorded testbed up),
-    then checks that Mininet imports and that no interface of either fabric exists
-    (a testbed started with another state file).
-    """
-    from topo.mn import TestbedError, link_exists, load_mininet  # noqa: PLC0415
-    from topo.testbed import STATE_PATH, preflight  # noqa: PLC0415
-    try:
-        preflight(STATE_PATH)
-        load_mininet()
-    except TestbedError as exc:
-        return str(exc)
-    except Exception as exc:  # noqa: BLE001 — any Mininet import failure means skip
-        return f"Mininet not importable: {exc}"
-    from topo import build_fabric  # noqa: PLC0415
-    for name in ("default", "16sw"):
-        fab = build_fabric(fabric_spec(name))
-        taken = [f"{s.name}-eth{p}" for s in fab.switches for p in s.ports
-                 if link_exists(f"{s.name}-eth{p}")]
-        if taken:
-            return f"a testbed is already up here ({', '.join(taken[:3])} exist)"
-    return None
+    """None when a Mininet testbed can be started here, else why not (one line): the
+    testbed's own check (:func:`testbed.cli.testbed_unavailable`) for both fabrics."""
+    from testbed.cli import testbed_unavailable as why  # noqa: PLC0415
+    return why([fabric_spec("default"), fabric_spec("16sw")])
 
 
 def _skip(bench_name: str, why: str, figures: str) -> dict[str, Figure]:
@@ -139,7 +120,7 @@ def _sigterm_tears_down() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    from topo.testbed import on_signal  # noqa: PLC0415
+    from testbed.cli import on_signal  # noqa: PLC0415
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
@@ -153,8 +134,8 @@ def run_fabric(spec_name: str, target: str, p4info: Path, config: Path,
     """Bring the fabric up, program it, check all same-rail pings, call ``while_up(pids)``
     with the switch PIDs, tear down (always). BenchCheckError when a ping fails."""
     from topo import build_fabric  # noqa: PLC0415
-    from topo.mn import FabricNet, NetOptions  # noqa: PLC0415
-    from topo.testbed import STATE_PATH, ping_all, ping_report, program_switches  # noqa: PLC0415
+    from testbed.net import FabricNet, NetOptions  # noqa: PLC0415
+    from testbed.cli import STATE_PATH, ping_all, ping_report, program_switches  # noqa: PLC0415
 
     fabric = build_fabric(fabric_spec(spec_name))
     opts = NetOptions(target=target, log_dir=LOG_DIR, pcap_dir=None, state_path=STATE_PATH)
@@ -190,7 +171,7 @@ def run_fabric(spec_name: str, target: str, p4info: Path, config: Path,
 
 def _compile() -> tuple[str, Path, Path]:
     """(target, P4Info, device config): ``$TARGET`` (default auto) and its compiled fabric."""
-    from topo.testbed import choose_target, compile_fabric  # noqa: PLC0415
+    from testbed.cli import choose_target, compile_fabric  # noqa: PLC0415
     target = choose_target(os.environ.get("TARGET", "auto"))
     p4info, config = compile_fabric(target, os.environ.get("P4C", "p4c-bm2-ss"))
     return target, p4info, config

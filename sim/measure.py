@@ -2,7 +2,7 @@
 prediction model must explain on the RUNNING testbed (it never starts one) and record them
 for ``python -m sim calibrate``.
 
-Preconditions: root, a testbed brought up by ``make run``/``python -m topo.testbed up
+Preconditions: root, a testbed brought up by ``make run``/``python -m testbed up
 --hold`` (``build/testbed-state.json`` with live processes), ``build/topology.json`` and
 the compiled ``build/fabric.p4info.txtpb`` / ``build/fabric.json``.
 
@@ -16,7 +16,7 @@ What is measured (:func:`default_collectives`): ring steps on one rail
   (:func:`colliding_ports`: drawn through the programmed hash model until two flows share
   one leaf uplink) — max-min sharing of a leaf uplink whose queue drains
   :data:`UPLINK_QUEUE_PPS` (set through p4sim's control API for the run, as
-  ``topo.story`` sizes them, then cleared) while every NIC QP sends
+  ``scenarios.story`` sizes them, then cleared) while every NIC QP sends
   :data:`NIC_LINE_RATE_PPS`.
 
 A step's time is taken from the NIC emulators' own per-QP counters on the one monotonic
@@ -45,7 +45,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 from sim.calibrate import SCHEMA
 
 REPO = Path(__file__).resolve().parent.parent
-NIC_LINE_RATE_PPS = 100.0        # host.traffic.NicOptions default: DCQCN's maximum per QP
+NIC_LINE_RATE_PPS = 100.0        # testbed.traffic.NicOptions default: DCQCN's maximum per QP
 UPLINK_QUEUE_PPS = 150.0         # one flow alone at 67 %, two sharing at 133 % of the queue
 MTU_BYTES = 1024
 MESSAGE_BYTES = 4096             # 4 packets per message
@@ -111,7 +111,7 @@ def colliding_ports(fabric: Any, pairs: Sequence[tuple[str, str]], model: Any,
         >>> up.startswith("b")
         True
     """
-    from host.traffic import predict_uplink  # noqa: PLC0415
+    from testbed.traffic import predict_uplink  # noqa: PLC0415
     for k in range(MAX_DRAWS):
         ports = random.Random(seed + k).sample(range(49152, 65536), len(pairs))
         seen: dict[str, int] = {}
@@ -148,7 +148,7 @@ def plan_collective(fabric: Any, coll: Mapping[str, Any], model: Any,
                     member_ports: Callable[[str, int], Mapping[str, int]]) -> tuple[list[Any], dict[str, Any]]:
     """The NIC flows of one collective of :func:`default_collectives` and its measurement
     row (without ``measured_s``): ring edges, ports, ``size_bytes`` per rank."""
-    from host.traffic import build_flows, choose_ports  # noqa: PLC0415
+    from testbed.traffic import build_flows, choose_ports  # noqa: PLC0415
     pairs = ring_pairs(fabric, coll["ranks"], coll["order"])
     shared = None
     if coll["ports"] == "collide":
@@ -172,18 +172,18 @@ def plan_collective(fabric: Any, coll: Mapping[str, Any], model: Any,
 def _why_not() -> Optional[str]:
     if os.geteuid() != 0:
         return "needs root (the NIC emulators run inside the Mininet hosts)"
-    from topo.mn import TestbedState, record_matches  # noqa: PLC0415
-    from topo.testbed import STATE_PATH  # noqa: PLC0415
+    from testbed.net import TestbedState, record_matches  # noqa: PLC0415
+    from testbed.cli import STATE_PATH  # noqa: PLC0415
     state = TestbedState.load(STATE_PATH)
     if state is None or not any(record_matches(r) for r in state.procs):
         return ("no testbed is running (build/testbed-state.json): bring one up with `make run` "
-                "or `python -m topo.testbed up --hold` first; this command never starts one")
+                "or `python -m testbed up --hold` first; this command never starts one")
     return None
 
 
 def _run_once(state: Any, save: Callable[[], None], flows: list[Any], messages: int,
               label: str) -> tuple[Optional[float], str]:
-    from host.traffic import NicFleet, NicOptions  # noqa: PLC0415
+    from testbed.traffic import NicFleet, NicOptions  # noqa: PLC0415
     opts = NicOptions(line_rate_pps=NIC_LINE_RATE_PPS, mtu=MTU_BYTES, message_bytes=MESSAGE_BYTES)
     fleet = NicFleet(state, save, Path(tempfile.mkdtemp(prefix=f"sim-measure-{label}-")))
     budget_s = 60.0
@@ -210,9 +210,9 @@ def measure(out: Path, repeats: int = 3) -> int:
         print(f"sim measure: {why}", file=sys.stderr)
         return 1
     from controller.fabric_setup import FabricProgrammer  # noqa: PLC0415
-    from topo.mn import TestbedState  # noqa: PLC0415
-    from topo.scenario import clear_rates, set_uplink_rates  # noqa: PLC0415
-    from topo.testbed import STATE_PATH, TOPOLOGY_PATH, load_topology  # noqa: PLC0415
+    from testbed.net import TestbedState  # noqa: PLC0415
+    from testbed.queues import clear_rates, set_uplink_rates  # noqa: PLC0415
+    from testbed.cli import STATE_PATH, TOPOLOGY_PATH, load_topology  # noqa: PLC0415
 
     fabric = load_topology(TOPOLOGY_PATH)
     state = TestbedState.load(STATE_PATH)

@@ -9,7 +9,7 @@ Today this package holds what must be known once per target (p4sim, BMv2):
   and priority, data-plane register reads for tests): p4sim's control API and BMv2's
   Thrift runtime (``simple_switch_CLI``) behind one interface.
 
-The Mininet testbed (``topo/mn.py``, ``topo/testbed.py``), the PTF harness, the labs and
+The Mininet testbed (``testbed/net.py``, ``testbed/cli.py``), the PTF harness, the labs and
 the benches start and control their switches only through these two modules.
 
 >>> from testbed.targets import TARGETS

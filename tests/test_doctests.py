@@ -10,7 +10,7 @@ import pkgutil
 import pytest
 
 PACKAGES = ("astral_proto", "bench", "controller", "host", "labs", "p4sim", "p4src", "sim",
-            "testbed", "topo")
+            "scenarios", "testbed", "topo")
 
 
 def _modules() -> list[str]:

@@ -246,7 +246,7 @@ class GorLoop(DecisionRounds, MoveOrders, LinkFaults, DetourSync, Reconciliation
         """True while something wants fast telemetry: an alarm (NOTICE or above), a move
         in flight, a follow-up link, a dead-link probe or a link with dead evidence
         running (``DeadLinkDetector.suspects``). A caller may poll faster then
-        (``topo.gor_session`` does: samples fill and moves are confirmed sooner).
+        (``scenarios.gor_session`` does: samples fill and moves are confirmed sooner).
 
         >>> poller.period_s = 0.1 if loop.busy() else 0.25       # doctest: +SKIP
         """

@@ -1,7 +1,7 @@
 """GOR's telemetry loop: poll every switch's port counters over P4Runtime every ``period_s``
 and turn them into per-link-direction utilisation, ECN marks, PFC, drops and queue depth.
 
-The controller owns switch polling; ``topo.telemetry`` (the testbed) re-exports this module.
+The controller owns switch polling; ``scenarios.telemetry`` (the testbed) re-exports this module.
 
 What is read from every switch, for each polled port (names of ``p4src/README.md``; all
 indexed counters, read in one P4Runtime Read, nothing written — BMv2 serves them all):

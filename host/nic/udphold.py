@@ -11,7 +11,7 @@ every datagram before it is queued, so the socket never fills and costs no CPU.
 
 Sockets are bound with SO_REUSEADDR, so the sender and the receiver of one NIC (both
 directions of a flow on one host) can hold the port together. A port another socket
-already holds without SO_REUSEADDR (e.g. ``host.traffic``'s RoCE sink) is reported as
+already holds without SO_REUSEADDR (e.g. ``testbed.traffic``'s RoCE sink) is reported as
 ``"in use"``: the kernel is quiet all the same.
 
 >>> with UdpPortHold(["127.0.0.1"], port=0) as hold:

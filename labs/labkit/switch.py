@@ -33,8 +33,8 @@ from labs.labkit.build import REPO, LabError, compile_program
 from labs.labkit.netdev import VethSet
 from testbed.control import SwitchControl, open_control
 from testbed.targets import TargetError, check_binary
-from topo.mn import SwitchDaemon, switch_launch
-from topo.ports import free_port
+from testbed.net import SwitchDaemon, switch_launch
+from testbed.ports import free_port
 
 READY_TIMEOUT_S = 90.0
 DEVICE_ID = 0

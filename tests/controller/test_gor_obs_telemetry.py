@@ -311,6 +311,6 @@ def test_p4rt_reader_tolerates_a_pipeline_without_pfc_counters_or_histogram() ->
 
 
 def test_topo_telemetry_is_the_controllers() -> None:
-    import topo.telemetry as tt
+    import scenarios.telemetry as tt
     assert tt.TelemetryPoller is TelemetryPoller and tt.delta is delta
     assert tt.LinkId is LinkId and tt.p4rt_reader is p4rt_reader

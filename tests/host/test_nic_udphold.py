@@ -21,7 +21,7 @@ import pytest
 
 from host.nic.cli import build_parser, hold_ips
 from host.nic.udphold import HELD, IN_USE, UdpPortHold
-from host.traffic.probe import poll_until
+from testbed.traffic.probe import poll_until
 
 REPO = Path(__file__).resolve().parents[2]
 LOCAL = "127.0.0.1"

@@ -9,7 +9,7 @@ from collections import Counter
 
 from controller.fabric import fabric_hash_model, plan_fabric
 from host.tccl.ports import LEAF_UPLINK_GROUP, FlowPlan, PortPlanner, flows_from_fabric
-from host.traffic.flows import predict_uplink, uplink_port_of
+from testbed.traffic.flows import predict_uplink, uplink_port_of
 from p4src.hashmodel import FabricHashModel, predict_member, route_group
 from topo.model import Fabric, build_fabric
 from topo.spec import FabricSpec

@@ -122,14 +122,14 @@ class Veths:
 # ------------------------------------------------------------------------------ switch
 class Switch:
     """The switch process of this run, started as the testbed starts its switches
-    (:class:`testbed.targets.SwitchLaunch`, :class:`topo.mn.SwitchDaemon`); logs in
+    (:class:`testbed.targets.SwitchLaunch`, :class:`testbed.net.SwitchDaemon`); logs in
     ``logdir``. p4sim also gets ``--pfc-passthrough`` (received PFC frames reach the P4
     parser, as they always do on BMv2) and ``--control-port 0`` (its queue control API)."""
 
     def __init__(self, target: str, veths: Veths, logdir: Path, ssg: str) -> None:
         from testbed.targets import SwitchLaunch, TargetError, check_binary  # noqa: PLC0415
-        from topo.mn import SwitchDaemon  # noqa: PLC0415
-        from topo.ports import free_port  # noqa: PLC0415
+        from testbed.net import SwitchDaemon  # noqa: PLC0415
+        from testbed.ports import free_port  # noqa: PLC0415
 
         self.target = target
         grpc_port = free_port()
@@ -159,7 +159,7 @@ class Switch:
         return self.daemon.thrift_port
 
     def wait_ready(self) -> None:
-        from topo.mn import TestbedError  # noqa: PLC0415
+        from testbed.net import TestbedError  # noqa: PLC0415
         try:
             self.daemon.wait_ready(time.monotonic() + READY_TIMEOUT_S)
         except TestbedError as exc:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from testbed.targets import SwitchLaunch, TargetError, check_binary
-from topo.mn import SwitchDaemon, TestbedError
+from testbed.net import SwitchDaemon, TestbedError
 
 
 def _script(path: Path, body: str) -> Path:

@@ -1,0 +1,87 @@
+"""``python -m scenarios``: bring the testbed up and run one scenario (what ``make run``
+runs), or list them.
+
+::
+
+    python -m scenarios --list
+    python -m scenarios up --scenario NAME [--scenario-seed N] [--scenario-duration-s S]
+                           [--runs DIR] [every option of `python -m testbed up`]
+
+``--scenario none`` (or empty) brings the fabric up, programs and pings it, and opens the
+CLI (or holds) without a scenario. Exit status: the scenario's (0 only when it measured
+what it tells; 1 when it measured nothing, with the reason), 2 when a step failed.
+
+>>> build_parser().parse_args(["up", "--scenario", "none"]).scenario
+'none'
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from scenarios.common import RUNS, ScenarioOptions
+from scenarios.registry import NONE, SCENARIOS, run_scenario, scenario
+from testbed.cli import add_up_arguments, cmd_up
+from testbed.net import TestbedError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line (every option with a line of help)."""
+    ap = argparse.ArgumentParser(prog="python -m scenarios", description=__doc__.split("\n")[0])
+    ap.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    sub = ap.add_subparsers(dest="command")
+    up = sub.add_parser("up", help="testbed up, ping, the scenario, CLI/hold, teardown")
+    add_up_arguments(up)
+    names = " | ".join(n for s in SCENARIOS.values() for n in (s.name, *s.aliases))
+    up.add_argument("--scenario", default=os.environ.get("SCENARIO", "default"),
+                    help=f"what to run after the ping check: {names} | none "
+                         "(default: default, the GOR story; $SCENARIO)")
+    up.add_argument("--scenario-seed", type=int, default=None,
+                    help="seed of the elephants' random source ports (default: random, printed)")
+    up.add_argument("--scenario-duration-s", type=float, default=12.0,
+                    help="seconds the elephants run (default 12)")
+    up.add_argument("--runs", type=Path, default=RUNS, help="where reports go (runs/)")
+    return ap
+
+
+def listing() -> str:
+    """One line per scenario: name, other names, summary."""
+    rows = [f"{s.name:<13} {s.summary}" + (f" (also: {', '.join(s.aliases)})" if s.aliases else "")
+            for s in SCENARIOS.values()]
+    return "\n".join(rows + [f"{'none':<13} the fabric up, programmed and pinged; no scenario"])
+
+
+def _runner(args: argparse.Namespace, fabric: Any, programmer: Any, fnet: Any) -> int:
+    opts = ScenarioOptions(seed=args.scenario_seed, duration_s=args.scenario_duration_s,
+                           runs_root=args.runs.resolve())
+    return run_scenario(args.scenario, fabric, programmer, fnet.state, fnet.save_state,
+                        opts).status
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point of ``python -m scenarios``."""
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    if args.list:
+        print(listing())
+        return 0
+    if args.command != "up":
+        ap.print_usage(sys.stderr)
+        return 2
+    if args.scenario not in NONE:
+        try:
+            scenario(args.scenario)           # refused before anything starts
+        except KeyError as exc:
+            print(f"scenarios: {exc.args[0]}", file=sys.stderr)
+            return 2
+    try:
+        return cmd_up(args, None if args.scenario in NONE else _runner)
+    except TestbedError as exc:
+        print(f"testbed: {exc}", file=sys.stderr)
+        return 2
+
+
+__all__ = ["build_parser", "listing", "main"]

@@ -1,0 +1,57 @@
+"""What every scenario shares: its options (:class:`ScenarioOptions`), its result
+(:class:`ScenarioResult`), where runs go (:data:`RUNS`) and the live per-uplink line.
+
+The scenarios themselves and their registry: :mod:`scenarios.registry`. The queue rates
+that make congestion on these machines (there is no netem): :mod:`testbed.queues`.
+
+>>> ScenarioOptions().flows
+8
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+from scenarios.telemetry import LinkId, LinkSample
+
+RUNS = Path(__file__).resolve().parents[1] / "runs"
+
+
+@dataclass(slots=True)
+class ScenarioOptions:
+    """Knobs of a scenario: ``flows`` elephants of ``flow_rate_pps`` on ``rail`` for
+    ``duration_s``, telemetry (and GOR) every ``period_s``, every ``fast_period_s`` while
+    GOR is busy (an alarm, a move in flight: ``GorLoop.busy``); ``queue_rate_pps`` None
+    sizes the uplinks from the flows (:data:`scenarios.story.EVEN_UTIL`)."""
+
+    seed: Optional[int] = None
+    rail: int = 0
+    flows: int = 8
+    flow_rate_pps: float = 60.0
+    duration_s: float = 12.0
+    period_s: float = 0.25
+    fast_period_s: float = 0.1
+    queue_rate_pps: Optional[float] = None
+    runs_root: Path = RUNS
+
+
+@dataclass(slots=True)
+class ScenarioResult:
+    """What a run produced: exit status and run directory."""
+
+    status: int
+    run_dir: Optional[Path] = None
+
+
+def live_line(uplinks: Sequence[str]) -> Callable[[float, dict[LinkId, LinkSample]], None]:
+    """A printer of one line per interval: utilisation, pps, ECN marks, queue depth."""
+    def tick(t_s: float, samples: dict[LinkId, LinkSample]) -> None:
+        parts = [f"{l} {s.util_pct:5.1f}% {s.pps:6.0f} pps ecn {s.marks:4d} q {s.max_qdepth:3d}"
+                 for l, s in sorted(samples.items(), key=lambda kv: str(kv[0]))
+                 if str(l) in uplinks]
+        print(f"  t={t_s:5.1f}s  " + " | ".join(parts), flush=True)
+    return tick
+
+
+__all__ = ["RUNS", "ScenarioOptions", "ScenarioResult", "live_line"]

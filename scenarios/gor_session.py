@@ -1,0 +1,392 @@
+"""GOR around one scenario run on the live testbed: uplink queue rates, the flow registry
+and its agents, :class:`controller.gor.loop.GorLoop` on the telemetry poller's ticks,
+digest readers, and the NIC-emulator fleet — started together, stopped together.
+
+Used by the story (:mod:`scenarios.story`) and the link-failure scenario
+(:mod:`scenarios.link_failure`)::
+
+    with GorSession(fabric, programmer, state, save_state, flows, rate, opts, run_dir) as s:
+        s.start_flows(opts.duration_s)
+        s.fleet.wait_senders(opts.duration_s + 15)
+    s.events, s.ticks, s.errors                     # after the run
+
+At start the new :class:`~controller.gor.loop.GorLoop` reconciles (``GorLoop.reconcile``:
+override and sampling entries a previous GOR left in the switches are adopted or
+deleted). The telemetry poller runs every ``opts.period_s``, every ``opts.fast_period_s``
+while ``GorLoop.busy()`` (an alarm, a move in flight).
+
+**Controller restart** (:meth:`GorSession.restart_gor`, the issue's restart test on the
+testbed): GOR stops — its loop, its registry server — and a new one starts on the same
+switches and agents: a new ``FlowRegistry`` at the same address, a new ``GorLoop`` that
+reconciles before its first tick; the agents re-register their flows (every second) with
+the ports in use. :class:`RestartRecord` says what came back and when.
+
+**Switch restart** (:meth:`GorSession.restart_switch`): a
+:class:`~controller.gor.recovery.SwitchRecovery` runs with the poller from the start; a
+switch process restarted under it (``FabricNet.restart_switch``) is found lost,
+re-programmed and handed back to the loop, which re-installs its own entries there.
+:class:`SwitchRestartRecord` says when it was lost and back.
+
+The registry and every agent listen on Unix sockets under ``build/gor/`` (a per-run
+secret; each host's credentials in ``build/gor/creds-<host>.json``, mode 0600), so the
+control plane never touches the data plane's counters.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+GOR_DIR = Path(__file__).resolve().parents[1] / "build" / "gor"
+SAMPLE_ONE_IN_N = 1
+"""Sampling ratio on alarmed ports: every packet (the story's uplinks carry ~350 pps)."""
+MIN_SAMPLES = 100
+SAMPLES_PER_FLOW = 16
+"""Samples per flow on a link before its elephants are ranked (capped by ``MIN_SAMPLES``):
+each flow's share to about ±25 %."""
+Tick = tuple[float, dict[str, float], int]
+"""(monotonic time, packets/s per source-leaf uplink, drops on every polled link)."""
+
+
+@dataclass(slots=True)
+class RestartRecord:
+    """One controller restart: when (seconds since the poller started), the flows the old
+    registry had (flow id → source port), what the new loop's reconciliation did, and how
+    long until the new registry had every one of them back (``reregistered_s``, None if
+    not within the wait) with the same ports (``flows_after`` at that moment).
+
+    >>> RestartRecord(1.0).complete
+    False
+    """
+
+    at_s: float
+    flows_before: dict[str, int] = field(default_factory=dict)
+    flows_after: dict[str, int] = field(default_factory=dict)
+    reconciled: dict[str, Any] = field(default_factory=dict)
+    reregistered_s: Optional[float] = None
+
+    @property
+    def complete(self) -> bool:
+        """Every flow is back, on the port it had before (a move GOR made is kept)."""
+        return bool(self.flows_before) and self.flows_after == self.flows_before
+
+
+@dataclass(slots=True)
+class SwitchRestartRecord:
+    """One switch process restarted under GOR (:meth:`GorSession.restart_switch`); times in
+    seconds since the process was stopped (``at_s``: since the poller started):
+    ``ready_s`` its new process listens, ``lost_s`` GOR logged ``switch_lost``, ``back_s``
+    GOR logged ``switch_back`` (re-programmed, its own entries re-installed; None if not
+    within the wait). ``reconcile_s`` = ``back_s − ready_s``: the time to reconcile.
+
+    >>> r = SwitchRestartRecord("b0r0l0", 5.0, ready_s=1.5, back_s=2.0); r.reconcile_s
+    0.5
+    """
+
+    switch: str
+    at_s: float
+    ready_s: Optional[float] = None
+    lost_s: Optional[float] = None
+    back_s: Optional[float] = None
+    back: dict[str, Any] = field(default_factory=dict)
+    pid: Optional[int] = None
+
+    @property
+    def reconcile_s(self) -> Optional[float]:
+        """Seconds from the new process listening to GOR's ``switch_back``."""
+        if self.back_s is None or self.ready_s is None:
+            return None
+        return round(max(0.0, self.back_s - self.ready_s), 3)
+
+
+def write_credentials(hosts: Sequence[str], secret: bytes, root: Path = GOR_DIR) -> dict[str, Path]:
+    """``root/creds-<host>.json`` (mode 0600, directory 0700) for every host."""
+    from astral_proto.auth import HostCredentials  # noqa: PLC0415
+    root.mkdir(parents=True, exist_ok=True)
+    root.chmod(0o700)
+    return {h: HostCredentials.derive(secret, h).save(root / f"creds-{h}.json") for h in hosts}
+
+
+def source_uplinks(fabric: Any, flows: Sequence[Any]) -> dict[str, tuple[str, int]]:
+    """``"b0r0l0->s0"`` → (leaf, port) for every uplink of the flows' source leaves."""
+    leaves = {f.leaf for f in flows}
+    return {f"{sw.name}->{info.peer_node}": (sw.name, p) for sw in fabric.switches
+            if sw.name in leaves for p, info in sorted(sw.ports.items()) if info.kind == "uplink"}
+
+
+class GorSession:
+    """See the module docstring. ``opts`` is a ``scenarios.common.ScenarioOptions``;
+    ``live=False`` prints no per-uplink line (a scenario that prints its own)."""
+
+    def __init__(self, fabric: Any, programmer: Any, state: Any, save_state: Callable[[], None],
+                 flows: Sequence[Any], rate_pps: float, opts: Any, run_dir: Path,
+                 say: Callable[[str], None] = print, live: bool = True) -> None:
+        self.fabric, self.programmer, self.state, self.save_state = fabric, programmer, state, save_state
+        self.flows, self.rate_pps, self.opts, self.run_dir, self.say = list(flows), rate_pps, opts, run_dir, say
+        self.uplinks = source_uplinks(fabric, flows)
+        self.live = live
+        self.ticks: list[Tick] = []
+        self.events: list[dict[str, Any]] = []
+        self.errors: list[str] = []
+        self.dlog_path = run_dir / "gor.jsonl"
+        self.t0 = time.monotonic()
+        self.rates: dict[tuple[str, int], float] = {}
+        self.registry_address = ""
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._shown = 0.0
+        self.loop: Any = None
+        self.poller: Any = None
+        self.fleet: Any = None
+        self._server: Any = None
+        self._dlog: Any = None
+        self._creds: dict[str, Path] = {}
+        self._secret = b""
+        self._tick = threading.Condition()
+        self._gor_down = False
+        self.registry: Any = None
+        self.restarts: list[RestartRecord] = []
+        self.recovery: Any = None
+        self.switch_restarts: list[SwitchRestartRecord] = []
+        self.moves_settled: Optional[bool] = None
+
+    # ------------------------------------------------------------------ lifetime
+    def __enter__(self) -> "GorSession":
+        from controller.gor.log import DecisionLog  # noqa: PLC0415
+        from controller.gor.loop import digest_reader, enable_digests  # noqa: PLC0415
+        from controller.gor.recovery import SwitchRecovery  # noqa: PLC0415
+        from controller.gor.telemetry import TelemetryPoller, connection_reader, fabric_links  # noqa: PLC0415
+        from testbed.traffic import NicFleet  # noqa: PLC0415
+        from scenarios.common import live_line  # noqa: PLC0415
+        from testbed.queues import set_uplink_rates  # noqa: PLC0415
+
+        self._secret = os.urandom(32).hex().encode()
+        self._creds = write_credentials(sorted({f.src_host for f in self.flows}), self._secret)
+        self._dlog = DecisionLog(self.dlog_path)
+        self._start_gor(0.0)
+        o = self.opts
+        self.rates = set_uplink_rates(self.fabric, self.state, self.rate_pps, self.say)
+        live = live_line(list(self.uplinks))
+
+        def on_tick(t_s: float, samples: Any) -> None:
+            with self._tick:
+                if not self._gor_down:
+                    self.loop.observe_health(self.poller.health, t_s)
+                    self.loop.tick(t_s, samples)
+                    self.poller.period_s = o.fast_period_s if self.loop.busy() else o.period_s
+                self._tick.notify_all()
+            pps = {str(l): s.pps for l, s in samples.items() if str(l) in self.uplinks}
+            drops = sum(int(getattr(s, "drops", 0) or 0) for s in samples.values())
+            self.ticks.append((time.monotonic(), pps, drops))
+            if self.live and t_s - self._shown >= 1.0 - 1e-6:
+                self._shown = t_s
+                live(t_s, samples)
+
+        nominal = {(sw.name, p): self.rate_pps for sw in self.fabric.switches for p in sw.ports}
+        conns = self.programmer.connections
+        self.poller = TelemetryPoller({n: connection_reader(conns, n) for n in conns},
+                                      fabric_links(self.fabric, nominal), o.period_s, on_tick=on_tick)
+        self.recovery = SwitchRecovery(self.programmer, self.poller, self.loop)
+        self.fleet = NicFleet(self.state, self.save_state, self.run_dir / "nic")
+        failed = enable_digests(conns, conns)
+        if failed:
+            self.say(f"gor: digests not enabled on {', '.join(failed)}")
+        for name in conns:
+            t = threading.Thread(target=digest_reader, args=(self, name, conns, self._stop),
+                                 name=f"digests-{name}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        self.t0 = time.monotonic()
+        self.poller.start()
+        self.recovery.start()
+        return self
+
+    def _start_gor(self, t_s: float) -> Any:
+        """A registry served at ``build/gor/registry.sock`` and a reconciled loop on it;
+        returns the ``ReconcileReport``."""
+        from controller.gor.loop import GorLoop  # noqa: PLC0415
+        from controller.registry import FlowRegistry, serve_registry  # noqa: PLC0415
+        reg_sock = GOR_DIR / "registry.sock"
+        reg_sock.unlink(missing_ok=True)
+        self.registry = FlowRegistry.from_fabric(self.fabric, self._secret)
+        self._server, self.registry_address = serve_registry(self.registry, f"unix:{reg_sock}")
+        o = self.opts
+        self.loop = GorLoop(self.fabric, self.programmer, self.registry, period_s=o.period_s,
+                            log=self._dlog, one_in_n=SAMPLE_ONE_IN_N, window_s=2.0,
+                            min_samples=MIN_SAMPLES, samples_per_flow=SAMPLES_PER_FLOW,
+                            cooldown_s=o.duration_s + 10, confirm_timeout_s=3.0)
+        if self.recovery is not None:
+            self.recovery.loop = self.loop
+            self.loop.recovery_attached = True
+        return self.loop.reconcile(t_s)
+
+    def submit_digests(self, switch: str, digest: Any) -> None:
+        """Hand a digest list to the running loop (the digest readers call this)."""
+        loop = self.loop
+        if loop is not None and not self._gor_down:
+            loop.submit_digests(switch, digest)
+
+    def wait_for(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
+        """Wait until ``predicate()`` holds after a telemetry tick (at most ``timeout_s``);
+        its last value.
+
+        >>> s.wait_for(lambda: s.loop.busy(), timeout_s=5.0)       # doctest: +SKIP
+        """
+        with self._tick:
+            return self._tick.wait_for(predicate, timeout=timeout_s)
+
+    def registered(self) -> dict[str, int]:
+        """Flow id → source port in use, as the running registry knows them."""
+        return {f.flow_id: f.sport for f in self.registry.flows()} if self.registry is not None else {}
+
+    def restart_gor(self, wait_s: float = 5.0) -> RestartRecord:
+        """Stop GOR (loop, registry server) and start a new one on the same switches and
+        agents; wait (at most ``wait_s``) until every flow the old registry had is
+        registered again. Moves in flight are abandoned with the old loop (their agents
+        keep the new port; the new registry learns it)."""
+        with self._tick:
+            self._gor_down = True
+            rec = RestartRecord(round(self.since_start(), 3), self.registered())
+            self.loop.close()
+            self._server.stop(0).wait()
+            t_restart = time.monotonic()
+            t_s = self.since_start(t_restart)
+            rep = self._start_gor(t_s)
+            rec.reconciled = {"adopted_overrides": rep.adopted_overrides,
+                              "deleted_overrides": rep.deleted_overrides,
+                              "adopted_sampling": rep.adopted_sampling,
+                              "deleted_sampling": rep.deleted_sampling,
+                              "failed_switches": list(rep.failed_switches)}
+            self._gor_down = False
+        back = self.wait_for(lambda: set(self.registered()) >= set(rec.flows_before), wait_s)
+        if back:
+            rec.reregistered_s = round(time.monotonic() - t_restart, 3)
+        rec.flows_after = {fid: sp for fid, sp in self.registered().items() if fid in rec.flows_before}
+        self.restarts.append(rec)
+        self.say(f"gor: restarted at t={rec.at_s:.1f}s: reconciled {rec.reconciled}; "
+                 f"{len(rec.flows_after)}/{len(rec.flows_before)} flows registered again "
+                 f"after {rec.reregistered_s} s, ports {'kept' if rec.complete else 'CHANGED'}")
+        return rec
+
+    def restart_switch(self, name: str, restart: Callable[[str], Any],
+                       wait_s: float = 30.0) -> SwitchRestartRecord:
+        """Restart switch ``name`` under the running GOR: ``restart(name)`` stops its process
+        and starts it again, returning once it listens (``FabricNet.restart_switch``: the
+        recorded PID is replaced); the uplink queue rates are set on it again, then this
+        waits (at most ``wait_s``) until GOR has it back (``switch_back``: reconnected,
+        re-programmed, GOR's entries re-installed). Nothing here tells GOR: it finds the
+        switch lost from its polls and its stream.
+
+        >>> rec = s.restart_switch("b0r0l0", tb.fnet.restart_switch)   # doctest: +SKIP
+        >>> rec.reconcile_s                                            # doctest: +SKIP
+        0.62
+        """
+        n0 = len(self.loop.switch_log)
+        t_stop = time.monotonic()
+        rec = SwitchRestartRecord(name, round(self.since_start(t_stop), 3))
+        got = restart(name)
+        rec.pid = got if isinstance(got, int) else None
+        rec.ready_s = round(time.monotonic() - t_stop, 3)
+        self._reapply_rates(name)
+
+        def back() -> bool:
+            return any(e[0] == "switch_back" and e[1] == name for e in self.loop.switch_log[n0:])
+        if self.wait_for(back, wait_s):
+            rec.back_s = round(time.monotonic() - t_stop, 3)
+        for ev, sw, t_s, info in self.loop.switch_log[n0:]:
+            if sw == name and ev == "switch_lost" and rec.lost_s is None:
+                rec.lost_s = round(max(0.0, t_s - rec.at_s), 3)
+            if sw == name and ev == "switch_back":
+                rec.back = dict(info)
+        self.switch_restarts.append(rec)
+        self.say(f"gor: switch {name} stopped at t={rec.at_s:.1f}s: listening again after {rec.ready_s} s, "
+                 f"lost after {rec.lost_s} s, back after {rec.back_s} s (reconciled "
+                 f"{rec.reconcile_s} s after it listened): {rec.back}")
+        return rec
+
+    def _reapply_rates(self, name: str) -> None:
+        """The queue rates of ``name``'s uplinks again (a new process has none)."""
+        mine = {k: r for k, r in self.rates.items() if k[0] == name}
+        if not mine:
+            return
+        from testbed.control import open_control  # noqa: PLC0415
+        try:
+            ctl = open_control(self.state.target, self.state.switches.get(name, {}), name)
+            try:
+                for (_, port), rate in mine.items():
+                    ctl.set_queue_rate(round(rate), port=port)
+            finally:
+                ctl.close()
+        except Exception as exc:  # noqa: BLE001 — reported, the run goes on
+            self.say(f"gor: queue rates of {name} not set again: {exc}")
+
+    def start_flows(self, duration_s: float, nic_options: Any = None,
+                    sender_extra: Sequence[str] = ()) -> None:
+        """Start the NIC fleet, each sender with its TCCL agent (``nic_options``: a
+        ``NicOptions``, default the scenario's line rate; ``sender_extra``: more sender
+        options, e.g. ``["--messages", "16"]`` for a fixed transfer)."""
+        from testbed.traffic import NicOptions  # noqa: PLC0415
+
+        def agent_args(fl: Sequence[Any]) -> list[str]:
+            h = fl[0].src_host
+            return [*sender_extra, "--agent-creds", str(self._creds[h]),
+                    "--agent-registry", self.registry_address,
+                    "--agent-bind", f"unix:{GOR_DIR / f'agent-{h}-{fl[0].dst_ip}.sock'}"]
+
+        self.fleet.start(self.flows, duration_s,
+                         nic_options or NicOptions(line_rate_pps=self.opts.flow_rate_pps),
+                         sender_args=agent_args)
+
+    def __exit__(self, *exc: object) -> None:
+        from controller.gor.log import read_log  # noqa: PLC0415
+        from testbed.queues import clear_rates  # noqa: PLC0415
+        if self.recovery is not None:
+            self.recovery.stop()
+        if self.poller is not None:
+            self.poller.stop()
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=2)
+        if self.fleet is not None:
+            self.errors = self.fleet.stop()
+        if self.loop is not None:
+            self.loop.close()
+        if self._server is not None:
+            self._server.stop(0)
+        if self._dlog is not None:
+            self._dlog.close()
+            self.events = list(read_log(self.dlog_path))
+        if self.rates:
+            clear_rates(self.state, self.rates)
+
+    def since_start(self, t_mono: Optional[float] = None) -> float:
+        """Seconds since the poller started (now, or at ``t_mono``)."""
+        return (time.monotonic() if t_mono is None else t_mono) - self.t0
+
+
+def restart_after_moves(switch: str, restart: Callable[[str], Any], sessions: list["GorSession"],
+                        wait_s: float = 30.0) -> Callable[["GorSession"], None]:
+    """A story ``midway`` hook: once GOR's first moves are seen on their new uplinks and have
+    settled (bounded waits), restart ``switch`` (:meth:`GorSession.restart_switch` with
+    ``restart``, e.g. ``FabricNet.restart_switch``); the session is appended to ``sessions``
+    (its ``switch_restarts`` say what happened). Used by the live test and the bench.
+
+    >>> run_story(..., midway=restart_after_moves("b0r0l0", tb.fnet.restart_switch, got))  # doctest: +SKIP
+    """
+    def moves_seen(s: "GorSession") -> bool:
+        pending = list(s.loop.pending.values())
+        return bool(pending) and all(m.seen_s is not None for m in pending)
+
+    def midway(session: "GorSession") -> None:
+        sessions.append(session)
+        session.moves_settled = (session.wait_for(lambda: moves_seen(session), timeout_s=15.0)
+                                 and session.wait_for(lambda: not session.loop.pending, timeout_s=10.0))
+        session.restart_switch(switch, restart, wait_s=wait_s)
+    return midway
+
+
+__all__ = ["GOR_DIR", "GorSession", "MIN_SAMPLES", "RestartRecord", "SAMPLES_PER_FLOW", "SAMPLE_ONE_IN_N",
+           "SwitchRestartRecord", "Tick", "restart_after_moves", "source_uplinks", "write_credentials"]

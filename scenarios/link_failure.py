@@ -1,0 +1,183 @@
+"""``make run SCENARIO=link-failure``: a leaf uplink goes down under live traffic and GOR
+takes it out of the ECMP groups, so the flows hashed onto it stop being black-holed.
+
+1. Four NIC-emulator elephants (random source ports from the seed, each sender with its
+   TCCL agent) from block 0 to block 1 on one rail, uplink queue rates sized so that all
+   of them together fit one uplink at 70 % (GOR's threshold is 75 %).
+2. After a third of the run the uplink carrying the most of them is set down
+   administratively in Mininet (``ip link set DEV down`` on both ends of the cable), and
+   the testbed reports the event to GOR (:meth:`GorLoop.submit_link_event`).
+3. GOR rewrites the ECMP groups of both end switches without the link (the data plane
+   re-hashes at once), gives every other leaf a detour around the spine, which has no
+   other link to that leaf (:mod:`controller.gor.detour_sync`: the ACKs and CNPs towards
+   the leaf no longer vanish there), updates its hash model, and re-plans with the
+   surviving links.
+4. At the end the link comes back up and into its groups.
+
+Figures (:class:`FailureResult`): per-uplink packets/s before and after, the time from the
+link going down to the groups rewritten (``regroup_s``), the busiest surviving uplink in
+% of its queue rate, and the packets the receivers never got (lost before the re-route).
+
+**Silent** (``make run SCENARIO=dead-link``, ``run_link_failure(..., silent=True)``): only
+the spine's end of the cable is set down and GOR is told nothing. The leaf's port stays
+up, its switch goes on sending into the cable and the packets vanish; GOR must find the
+dead link from the counters alone (:mod:`controller.gor.deadlinks`: sent by the leaf,
+never received by the spine) and take it out of the groups like an administrative event.
+``regroup_s`` is then the time to detect (and rewrite), ``detected_by`` the reason GOR
+logged.
+"""
+from __future__ import annotations
+
+import math
+import random
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from scenarios.gor_session import GorSession
+from scenarios.report import FlowRecord, ScenarioRecord, new_run_dir, report_failures, write_report
+from scenarios.story import EVEN_UTIL
+
+FLOWS = 4
+
+
+@dataclass(slots=True)
+class FailureResult:
+    """What the link-failure scenario measured (see the module docstring)."""
+
+    status: int
+    run_dir: Optional[Path] = None
+    seed: int = 0
+    failed_uplink: str = ""
+    queue_rate_pps: float = 0.0
+    regroup_s: Optional[float] = None
+    groups: list[str] = field(default_factory=list)
+    detours: list[str] = field(default_factory=list)
+    uplink_pps_before: dict[str, float] = field(default_factory=dict)
+    uplink_pps_after: dict[str, float] = field(default_factory=dict)
+    max_util_after_pct: Optional[float] = None
+    lost_pkts: int = 0
+    silent: bool = False
+    detected_by: str = ""
+    events: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def set_link(dev: str, up: bool) -> None:
+    """``ip link set DEV up|down`` (root namespace: the switches' ports live there)."""
+    subprocess.run(["ip", "link", "set", dev, "up" if up else "down"], check=True,
+                   capture_output=True, timeout=10)
+
+
+def _mean(part: list[tuple[float, dict[str, float], int]], uplinks: Any) -> dict[str, float]:
+    return {u: round(sum(p.get(u, 0.0) for _, p, _ in part) / len(part), 1) for u in uplinks} if part else {}
+
+
+def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Callable[[], None],
+                     opts: Any, say: Callable[[str], None] = print,
+                     silent: bool = False) -> FailureResult:
+    """Run the scenario on a running, programmed testbed (``opts``: ``ScenarioOptions``);
+    ``silent``: only the spine's end goes down and GOR is not told (see the module
+    docstring)."""
+    from testbed.traffic import TrafficOptions, merge_reports, plan_flows  # noqa: PLC0415
+
+    seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(1 << 30)
+    flows = plan_flows(fabric, programmer, TrafficOptions(FLOWS, opts.rail, port_mode="random", seed=seed))
+    rate = float(opts.queue_rate_pps or math.ceil(FLOWS * opts.flow_rate_pps / EVEN_UTIL))
+    count: dict[str, int] = {}
+    for f in flows:
+        count[str(f.predicted_uplink)] = count.get(str(f.predicted_uplink), 0) + 1
+    victim = max(sorted(count), key=lambda u: count[u])
+    run_dir = new_run_dir(opts.runs_root)
+    res = FailureResult(1, run_dir, seed, victim, rate, silent=silent)
+    session = GorSession(fabric, programmer, state, save_state, flows, rate, opts, run_dir, say)
+    leaf, port = session.uplinks[victim]
+    info = fabric.switch(leaf).ports[port]
+    peer, peer_port = info.peer_node, info.peer_port
+    devs = [f"{peer}-eth{peer_port}"] if silent else [f"{leaf}-eth{port}", f"{peer}-eth{peer_port}"]
+    record = ScenarioRecord("dead-link" if silent else "link-failure", seed, state.target, opts.rail, opts.flow_rate_pps, rate,
+                            opts.duration_s, uplinks=sorted(session.uplinks))
+    record.flows = [FlowRecord(f.label, f.src_ip, f.dst_ip, f.sport, str(f.predicted_uplink))
+                    for f in flows]
+    say(f"link-failure: seed {seed}; {FLOWS} elephants at {opts.flow_rate_pps:g} pps, uplinks "
+        f"drain {rate:g} pps (all {FLOWS} fit one at {100 * FLOWS * opts.flow_rate_pps / rate:.0f}%); "
+        f"{victim} ({count[victim]} of them) goes down after {opts.duration_s / 3:.1f} s"
+        + (f", silently (only {devs[0]}; GOR is not told)" if silent else ""))
+    t_down = None
+    try:
+        with session:
+            session.start_flows(opts.duration_s)
+            record.event(session.since_start(), f"{FLOWS} elephants started")
+            threading.Event().wait(opts.duration_s / 3)      # the scenario's timeline
+            for dev in devs:
+                set_link(dev, up=False)
+            t_down = time.monotonic()
+            if not silent:
+                session.loop.submit_link_event(leaf, port, up=False,
+                                               reason=f"administrative: ip link set {' '.join(devs)} down")
+            record.event(session.since_start(t_down), f"{victim} down ({' and '.join(devs)})")
+            say(f"link-failure: t={session.since_start(t_down):.1f}s {victim} is down")
+            session.fleet.wait_senders(opts.duration_s + 15)
+    finally:
+        for dev in devs:
+            try:
+                set_link(dev, up=True)
+            except (subprocess.SubprocessError, OSError) as exc:
+                say(f"link-failure: {dev} not back up: {exc}")
+        if session.loop is not None:                        # the run's decision log is closed
+            session.loop.decision_log = None
+            session.loop.link_up(leaf, port, reason="scenario end: link back up")
+    res.errors, res.events = session.errors, session.events
+    down = next((e for e in res.events if e.get("event") == "link_down"
+                 and t_down is not None and float(e["mono_s"]) >= t_down), None)
+    if down is not None and t_down is not None:
+        res.regroup_s = round(float(down["mono_s"]) - t_down, 3)
+        res.groups = list(down.get("groups", []))
+        res.detours = list(down.get("detours", []))
+        res.detected_by = str(down.get("reason", ""))
+    ticks = [x for x in session.ticks if sum(x[1].values()) > 0]
+    if t_down is not None:
+        res.uplink_pps_before = _mean([x for x in ticks if x[0] < t_down][1:], session.uplinks)
+        t_regroup = float(down["mono_s"]) if down is not None else t_down   # 1 s after it
+        res.uplink_pps_after = _mean([x for x in ticks if x[0] >= t_regroup + 1.0][:-2], session.uplinks)
+    if res.uplink_pps_after:
+        res.max_util_after_pct = round(100 * max(res.uplink_pps_after.values()) / rate, 1)
+    results = merge_reports(flows, session.fleet.procs)
+    res.lost_pkts = sum(max(0, r.sent_pkts - r.recv_pkts) for r in results)
+    for fr, r in zip(record.flows, results):
+        fr.sent = r.sent_pkts
+    line = (f"{'dead-link' if silent else 'link-failure'}: {victim} down"
+            f"{' (silently)' if silent else ''} → groups rewritten {res.regroup_s} s later "
+            f"({res.detected_by}) "
+            f"({'; '.join(res.groups) or 'none'}), detours on the other leaves "
+            f"({'; '.join(res.detours) or 'none'}); per-uplink pps before {res.uplink_pps_before}, "
+            f"after {res.uplink_pps_after}; busiest after {res.max_util_after_pct}% of {rate:g} pps; "
+            f"packets lost {res.lost_pkts}")
+    say(line)
+    record.notes.append(line)
+    write_report(run_dir, record, session.poller.series)
+    say(f"link-failure: report {run_dir / 'report.md'} (decision log gor.jsonl)")
+    res.status = report_failures(run_dir, "dead-link" if silent else "link-failure",
+                                 shortfalls(res), say)
+    return res
+
+
+def shortfalls(res: FailureResult) -> list[str]:
+    """Why the scenario measured nothing (empty: it measured what it tells): no uplink
+    counters, or GOR never took the dead link out of the groups.
+
+    >>> shortfalls(FailureResult(0, failed_uplink="b0r0l0:3"))
+    ['no uplink counters were read after the failure', 'GOR did not take b0r0l0:3 out of the ECMP groups']
+    """
+    why = []
+    if not res.uplink_pps_after:
+        why.append("no uplink counters were read after the failure")
+    if res.regroup_s is None:
+        why.append(f"GOR did not take {res.failed_uplink} out of the ECMP groups")
+    return why
+
+
+__all__ = ["FLOWS", "FailureResult", "run_link_failure", "set_link", "shortfalls"]

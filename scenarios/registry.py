@@ -1,0 +1,96 @@
+"""The scenarios of ``make run SCENARIO=NAME``: one record each, read by the command line
+(``python -m scenarios --list``), by ``make run`` and by the README's table (a test keeps
+the table equal to :data:`SCENARIOS`).
+
+Every scenario has one shape: it plans its flows on the fabric, runs them on the live
+testbed with GOR, and writes a report in ``runs/<time>/``; its ``run`` returns an object
+with ``status`` (0 only when it measured what it tells) and ``run_dir``.
+
+>>> [s.name for s in SCENARIOS.values()][:3]
+['default', 'link-failure', 'dead-link']
+>>> scenario("gor").name                   # another name for the story
+'default'
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from scenarios.common import ScenarioOptions, ScenarioResult
+
+NONE = ("none", "")          # SCENARIO=none or empty: the fabric comes up, no scenario runs
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """One scenario: ``name``, other names, a one-line ``summary`` (the README's table),
+    and ``runner(fabric, programmer, state, save_state, opts, say)``."""
+    name: str
+    summary: str
+    runner: Callable[..., Any]
+    aliases: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _story(*args: Any) -> Any:
+    from scenarios.story import run_story  # noqa: PLC0415 (servers and threads: only when run)
+    return run_story(*args)
+
+
+def _link_failure(*args: Any) -> Any:
+    from scenarios.link_failure import run_link_failure  # noqa: PLC0415
+    return run_link_failure(*args)
+
+
+def _dead_link(*args: Any) -> Any:
+    from scenarios.link_failure import run_link_failure  # noqa: PLC0415
+    return run_link_failure(*args, silent=True)
+
+
+def _alltoall(*args: Any) -> Any:
+    from scenarios.alltoall import run_alltoall  # noqa: PLC0415
+    return run_alltoall(*args)
+
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
+    Scenario("default", "the Astral story: colliding RoCEv2 elephants, ECN alarms, GOR moves "
+             "them through the TCCL agents, balanced uplinks", _story, ("gor",)),
+    Scenario("link-failure", "a leaf uplink goes down under traffic: GOR takes it out of the "
+             "ECMP groups and routes around it", _link_failure),
+    Scenario("dead-link", "the same cable dies silently: GOR finds it from the counters",
+             _dead_link),
+    Scenario("alltoall", "an MoE all-to-all on one rail: random ports, TCCL's, random + GOR",
+             _alltoall),
+)}
+
+
+def scenario(name: str) -> Scenario:
+    """The scenario called ``name`` (or one of its aliases); KeyError naming the known ones.
+
+    >>> scenario("nope")
+    Traceback (most recent call last):
+    KeyError: "unknown scenario 'nope' (known: default, gor, link-failure, dead-link, alltoall, none)"
+    """
+    for s in SCENARIOS.values():
+        if name == s.name or name in s.aliases:
+            return s
+    known = [n for s in SCENARIOS.values() for n in (s.name, *s.aliases)] + ["none"]
+    raise KeyError(f"unknown scenario {name!r} (known: {', '.join(known)})")
+
+
+def run_scenario(name: str, fabric: Any, programmer: Any, state: Any,
+                 save_state: Callable[[], None], opts: Optional[ScenarioOptions] = None,
+                 say: Callable[[str], None] = print) -> ScenarioResult:
+    """Run scenario ``name`` on a running, programmed testbed; status 2 when it cannot run."""
+    try:
+        sc = scenario(name)
+    except KeyError as exc:
+        say(f"scenario: {exc.args[0]}")
+        return ScenarioResult(2)
+    if programmer is None:
+        say("scenario: the switches are not programmed: the scenario cannot run")
+        return ScenarioResult(2)
+    res = sc.runner(fabric, programmer, state, save_state, opts or ScenarioOptions(), say)
+    return ScenarioResult(res.status, res.run_dir)
+
+
+__all__ = ["NONE", "SCENARIOS", "Scenario", "run_scenario", "scenario"]

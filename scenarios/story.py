@@ -1,0 +1,280 @@
+"""The Astral story on the live testbed (``make run``, ``SCENARIO=default``): collisions →
+ECN alarms → GOR re-routes through the TCCL agents → balanced uplinks.
+
+1. **Flows**: ``flows`` RoCEv2 elephants of the NIC emulator (``testbed.traffic.NicFleet``)
+   from block 0 to block 1 on one rail, each with a random source port drawn from the
+   seed; each sender process runs a TCCL agent (``host.agent``) that registers its flows
+   with GOR's registry over a Unix socket (per-run secret, 0600 credentials).
+2. **Capacity**: every leaf uplink drains at a queue rate sized so that an even spread
+   runs at ``even_util`` (70 %) of it, under GOR's 75 % safety threshold, while a
+   collision exceeds it. Random ports that happen to spread well enough (the busiest
+   uplink within its capacity) would leave nothing to show: the seed is then drawn again
+   (printed), until the hash model predicts an overloaded uplink.
+3. **GOR** (:class:`controller.gor.loop.GorLoop`) runs in this process on the telemetry
+   poller's ticks: ECN alarms → sampling → elephants → path engine → move orders to the
+   agents → moves confirmed from the switches' digests on the new uplinks.
+4. **Report**: the live per-uplink line, the decision log (``gor.jsonl``), and in
+   ``runs/<time>/report.md`` the plots and the before/after figures of
+   :class:`StoryResult` (what ``bench/gor_testbed_bench.py`` publishes).
+
+>>> StoryResult.spread({"a": 300.0, "b": 100.0})
+1.5
+"""
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from scenarios.gor_session import GOR_DIR, GorSession, write_credentials
+from scenarios.report import FlowRecord, ScenarioRecord, new_run_dir, report_failures, write_report
+
+EVEN_UTIL = 0.70
+MAX_DRAWS = 200
+
+
+@dataclass(slots=True)
+class StoryResult:
+    """What the story measured (figures of ``bench/gor_testbed_bench.py``).
+
+    ``uplink_pps_before`` / ``_after``: mean packets/s per source-leaf uplink before the
+    first order and after the last move settled; ``max_util_after_pct``: the busiest of
+    them after, in % of the uplink queue rate; ``loop_s``: first alarm → last moved flow
+    seen on its new uplink; ``drops_during_move``: switch drop counters from the first
+    order to the last confirmation; ``moves_per_flow``: orders per flow (a flip-flop
+    shows as 2 or more).
+    """
+
+    status: int
+    run_dir: Optional[Path] = None
+    seed: int = 0
+    queue_rate_pps: float = 0.0
+    events: list[dict[str, Any]] = field(default_factory=list)
+    loop_s: Optional[float] = None
+    uplink_pps_before: dict[str, float] = field(default_factory=dict)
+    uplink_pps_after: dict[str, float] = field(default_factory=dict)
+    max_util_before_pct: Optional[float] = None
+    max_util_after_pct: Optional[float] = None
+    drops_during_move: Optional[int] = None
+    moves_per_flow: dict[str, int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    delivery: dict[str, tuple[int, int]] = field(default_factory=dict)
+    restarts: list[Any] = field(default_factory=list)
+
+    @property
+    def lost_pkts(self) -> int:
+        """Packets sent and never received, over every flow (``delivery``: label →
+        (sent, received), from the NIC emulators' reports)."""
+        return sum(max(0, s - r) for s, r in self.delivery.values())
+
+    @staticmethod
+    def spread(pps: dict[str, float]) -> float:
+        """max / mean of per-uplink rates (1.0 = balanced; 0.0 when idle)."""
+        vals = list(pps.values())
+        return round(max(vals) / (sum(vals) / len(vals)), 3) if vals and sum(vals) else 0.0
+
+    def count(self, event: str) -> int:
+        """How many decision-log records of ``event``."""
+        return sum(1 for e in self.events if e.get("event") == event)
+
+
+def draw_colliding(fabric: Any, programmer: Any, count: int, rail: int, seed: int,
+                   flow_rate_pps: float, even_util: float = EVEN_UTIL,
+                   say: Callable[[str], None] = print) -> tuple[int, list[Any], float]:
+    """(seed used, flows, uplink queue rate): draws seeds from ``seed`` on until the hash
+    model puts more flows on one uplink than its queue rate drains."""
+    from testbed.traffic import TrafficOptions, plan_flows  # noqa: PLC0415
+    for k in range(MAX_DRAWS):
+        s = seed + k
+        flows = plan_flows(fabric, programmer, TrafficOptions(count, rail, port_mode="random", seed=s))
+        leaves = sorted({f.leaf for f in flows})
+        n_up = sum(1 for sw in fabric.switches if sw.name in leaves
+                   for info in sw.ports.values() if info.kind == "uplink")
+        rate = math.ceil(count * flow_rate_pps / max(1, n_up) / even_util)
+        load: dict[str, int] = {}
+        for f in flows:
+            load[str(f.predicted_uplink)] = load.get(str(f.predicted_uplink), 0) + 1
+        busiest = max(load.values())
+        if busiest * flow_rate_pps > rate:
+            return s, flows, float(rate)
+        say(f"story: seed {s}: the busiest uplink would carry {busiest} of {count} flows "
+            f"({100 * busiest * flow_rate_pps / rate:.0f}% of its capacity): no collision, "
+            f"drawing again")
+    raise RuntimeError(f"no colliding draw in {MAX_DRAWS} seeds from {seed}")
+
+
+def run_story(fabric: Any, programmer: Any, state: Any, save_state: Callable[[], None],
+              opts: Any, say: Callable[[str], None] = print,
+              midway: Optional[Callable[[GorSession], None]] = None) -> StoryResult:
+    """Run the story on a running, programmed testbed (``opts``: ``ScenarioOptions``).
+    ``midway(session)``, if given, runs once the flows have started (the restart test
+    restarts GOR there: ``GorSession.restart_gor``)."""
+    from testbed.traffic import merge_reports  # noqa: PLC0415
+
+    seed0 = opts.seed if opts.seed is not None else random.SystemRandom().randrange(1 << 30)
+    seed, flows, rate = draw_colliding(fabric, programmer, opts.flows, opts.rail, seed0,
+                                       opts.flow_rate_pps, say=say)
+    if opts.queue_rate_pps:
+        rate = float(opts.queue_rate_pps)
+    run_dir = new_run_dir(opts.runs_root)
+    res = StoryResult(1, run_dir, seed, rate)
+    session = GorSession(fabric, programmer, state, save_state, flows, rate, opts, run_dir, say)
+    record = ScenarioRecord("default", seed, state.target, opts.rail, opts.flow_rate_pps, rate,
+                            opts.duration_s, uplinks=sorted(session.uplinks))
+    record.flows = [FlowRecord(f.label, f.src_ip, f.dst_ip, f.sport, str(f.predicted_uplink))
+                    for f in flows]
+    say(f"story: seed {seed}; {len(flows)} NIC-emulator elephants (DCQCN), random source ports, "
+        f"{opts.flow_rate_pps:g} pps each, one TCCL agent per sender")
+    for f in flows:
+        say(f"  {f.label:<22} {f.src_ip} -> {f.dst_ip}  predicted uplink {f.predicted_uplink}")
+    say(f"story: every leaf uplink drains {rate:g} pps: an even spread runs at "
+        f"{100 * opts.flows * opts.flow_rate_pps / len(session.uplinks) / rate:.0f}%, GOR's "
+        f"safety threshold is 75%")
+    record.event(0.0, f"uplink queue rates {rate:g} pps; seed {seed}")
+    with session:
+        session.start_flows(opts.duration_s)
+        record.event(session.since_start(), f"{len(flows)} elephants started")
+        if midway is not None:
+            midway(session)
+        session.fleet.wait_senders(opts.duration_s + 15)
+    res.errors = session.errors
+    res.restarts = list(session.restarts)
+    for rs in res.restarts:
+        record.event(rs.at_s, f"GOR restarted: {len(rs.flows_after)}/{len(rs.flows_before)} flows "
+                              f"registered again after {rs.reregistered_s} s; reconciled {rs.reconciled}")
+    results = merge_reports(flows, session.fleet.procs)
+    res.delivery = {r.label: (r.sent_pkts, r.recv_pkts) for r in results}
+    sent = {r.label: r.sent_pkts for r in results}
+    for fr in record.flows:
+        fr.sent = sent.get(fr.label, 0)
+    for e in res.errors:
+        say(f"story: {e}")
+    res.events = session.events
+    measure(res, session.ticks, session.uplinks, rate, session.loop.settle_s)
+    narrate(res, record, session.t0, say)
+    write_report(run_dir, record, session.poller.series)
+    append_story(run_dir, res)
+    say(f"story: report {run_dir / 'report.md'} (decision log gor.jsonl, plots utilisation.png, "
+        f"ecn_marks.png, queue_depth.png)")
+    res.status = report_failures(run_dir, "story", shortfalls(res), say)
+    return res
+
+
+def shortfalls(res: StoryResult) -> list[str]:
+    """Why the story measured nothing, one reason a line (empty: it measured what it
+    tells): no uplink counters, no ECN alarm, no move order, no move seen on the counters.
+
+    >>> shortfalls(StoryResult(0))[0]
+    'no uplink counters were read: the switches answered no telemetry poll'
+    """
+    why = []
+    if res.max_util_before_pct is None:
+        why.append("no uplink counters were read: the switches answered no telemetry poll")
+    if res.count("alarm_raised") == 0:
+        why.append("GOR raised no ECN alarm (no queue built on the colliding uplink, or no "
+                   "marks were counted)")
+    if res.count("order_sent") == 0:
+        why.append("GOR sent no move order")
+    elif res.count("order_confirmed") == 0:
+        why.append("no moved flow was seen on its new uplink")
+    return why
+
+
+def measure(res: StoryResult, ticks: list[tuple[float, dict[str, float], int]],
+            uplinks: Any, rate: float, settle_s: float) -> None:
+    """Fill the figures of ``res`` from its decision log and the per-tick uplink rates."""
+    ev = res.events
+    alarms = [float(e["mono_s"]) for e in ev if e.get("event") == "alarm_raised"]
+    sent = [float(e["mono_s"]) for e in ev if e.get("event") == "order_sent"]
+    seen = [float(e["mono_s"]) for e in ev if e.get("event") == "order_confirmed"]
+    for e in ev:
+        if e.get("event") == "order_sent":
+            res.moves_per_flow[str(e.get("flow"))] = res.moves_per_flow.get(str(e.get("flow")), 0) + 1
+    new_of = {str(e.get("flow")): str(e.get("new_flow")) for e in ev if e.get("event") == "order_confirmed"}
+    for old, new in new_of.items():            # a moved flow ordered again under its new port
+        if new != old and new in res.moves_per_flow:
+            res.moves_per_flow[old] += res.moves_per_flow.pop(new)
+    if alarms and seen:
+        res.loop_s = round(max(seen) - min(alarms), 3)
+    active = [(t, pps, d) for t, pps, d in ticks if sum(pps.values()) > 0]
+    if not active:
+        return
+    first_order = min(sent) if sent else None
+    settled = max(seen) + settle_s + 1.0 if seen else None
+    before = [x for x in active if first_order is None or x[0] < first_order][1:]
+    after = [x for x in active if settled is not None and x[0] >= settled][:-2]
+    if first_order is None:               # nothing moved: the second half is "after"
+        after = active[len(active) // 2:-2]
+
+    def mean(part: list[tuple[float, dict[str, float], int]]) -> dict[str, float]:
+        return {u: round(sum(p.get(u, 0.0) for _, p, _ in part) / len(part), 1) for u in uplinks} if part else {}
+
+    res.uplink_pps_before, res.uplink_pps_after = mean(before), mean(after)
+    if res.uplink_pps_before:
+        res.max_util_before_pct = round(100 * max(res.uplink_pps_before.values()) / rate, 1)
+    if res.uplink_pps_after:
+        res.max_util_after_pct = round(100 * max(res.uplink_pps_after.values()) / rate, 1)
+    if first_order is not None and seen:
+        res.drops_during_move = sum(d for t, _, d in ticks if first_order <= t <= max(seen) + settle_s)
+
+
+def narrate(res: StoryResult, record: ScenarioRecord, t0: float, say: Callable[[str], None]) -> None:
+    """The decision log as a story, and the figures."""
+    for e in res.events:
+        ev = e.get("event")
+        t = float(e.get("mono_s", t0)) - t0
+        text = {
+            "alarm_raised": lambda: f"ECN alarm level {e.get('level')} on {e.get('link')} "
+                                    f"({100 * float(e.get('mark_rate', 0)):.1f}% of packets marked)",
+            "flows_chosen": lambda: f"round {e.get('round')}: elephants on {e.get('link')}: "
+                                    + ", ".join(f"{x['flow']} {x.get('util_pct')}%" for x in e.get("flows", [])),
+            "path_chosen": lambda: f"  {e.get('flow')}: {'-'.join(e.get('old_path', []))} -> "
+                                   f"{'-'.join(e.get('new_path', []))} predicted {e.get('predicted')}",
+            "order_sent": lambda: f"  order {e.get('order_id')} to {e.get('host') or 'override'}: "
+                                  f"{e.get('flow')} -> source port {e.get('sport')}",
+            "order_confirmed": lambda: f"  {e.get('order_id')}: {e.get('new_flow')} seen on "
+                                       f"{e.get('link')} {e.get('after_s')} s after the order",
+            "order_rolled_back": lambda: f"  {e.get('order_id')} rolled back: {e.get('reason')}",
+            "alarm_cleared": lambda: f"alarm on {e.get('link')} cleared",
+            "move_remembered": lambda: f"  {e.get('flow')} was moved by the previous GOR "
+                                       f"(its agent says): left alone for now",
+        }.get(str(ev))
+        if text is not None:
+            line = text()
+            say(f"  t={t:5.1f}s GOR {line}")
+            record.event(t, "GOR " + line.strip())
+    flips = {f: n for f, n in res.moves_per_flow.items() if n > 1}
+    say(f"story: {res.count('alarm_raised')} alarms, {res.count('order_sent')} orders, "
+        f"{res.count('order_confirmed')} confirmed on the counters, "
+        f"{res.count('order_rolled_back')} rolled back; flows moved twice: {len(flips)}")
+    say(f"story: per-uplink pps before {res.uplink_pps_before}, after {res.uplink_pps_after}")
+    say(f"story: busiest uplink {res.max_util_before_pct}% -> {res.max_util_after_pct}% of "
+        f"{res.queue_rate_pps:g} pps (threshold 75%); spread max/mean "
+        f"{res.spread(res.uplink_pps_before)} -> {res.spread(res.uplink_pps_after)}; "
+        f"loop {res.loop_s} s (first alarm -> last moved flow seen on its new uplink); "
+        f"drops during the move {res.drops_during_move}")
+    record.notes.append(f"GOR: busiest uplink {res.max_util_before_pct}% -> "
+                        f"{res.max_util_after_pct}% of the queue rate; loop {res.loop_s} s")
+
+
+def append_story(run_dir: Path, res: StoryResult) -> None:
+    """The GOR section of ``report.md``: before/after per uplink and the figures."""
+    lines = ["", "## GOR re-route", "", "| uplink | pps before | pps after |", "|---|---|---|"]
+    for u in sorted(res.uplink_pps_before):
+        lines.append(f"| {u} | {res.uplink_pps_before[u]} | {res.uplink_pps_after.get(u)} |")
+    lines += ["", f"- busiest uplink: {res.max_util_before_pct}% → {res.max_util_after_pct}% of "
+              f"the queue rate ({res.queue_rate_pps:g} pps; safety threshold 75%)",
+              f"- spread max/mean: {res.spread(res.uplink_pps_before)} → "
+              f"{res.spread(res.uplink_pps_after)}",
+              f"- gor.loop_s (first alarm → last moved flow seen on its new uplink): {res.loop_s}",
+              f"- gor.drops_during_move: {res.drops_during_move}",
+              f"- orders: {res.count('order_sent')} sent, {res.count('order_confirmed')} confirmed, "
+              f"{res.count('order_rolled_back')} rolled back; decision log `gor.jsonl`", ""]
+    with (run_dir / "report.md").open("a") as fh:
+        fh.write("\n".join(lines))
+
+
+__all__ = ["EVEN_UTIL", "GOR_DIR", "StoryResult", "append_story", "draw_colliding", "measure",
+           "narrate", "run_story", "shortfalls", "write_credentials"]

@@ -1,0 +1,66 @@
+"""``make shell SW=<switch>``: p4runtime-shell connected to one switch of the running testbed.
+
+The switch's P4Runtime address and device id come from the topology file
+(``build/topology.json``). No pipeline is pushed: the shell reads the P4Info the switch
+already runs, so the controller's entries stay. The shell connects with an election id
+one above the controller's, so it is primary and can write; the controller becomes
+backup until the shell exits.
+
+Example::
+
+    $ make shell SW=b0r0l0
+    $ python -m testbed.shell b0r0l0 --print        # the command only
+    python -m p4runtime_sh --grpc-addr 127.0.0.1:9559 --device-id 1 --election-id 0,2
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+from topo.model import load_fabric
+
+DEFAULT_TOPOLOGY = Path("build/topology.json")
+
+
+def shell_command(topology: Path, switch: str) -> list[str]:
+    """The p4runtime-shell command line for ``switch``; ValueError names a wrong switch."""
+    fabric = load_fabric(topology)
+    names = [s.name for s in fabric.switches]
+    if switch not in names:
+        raise ValueError(f"no switch {switch!r} in {topology}; switches: {', '.join(names)}")
+    sw = fabric.switch(switch)
+    return [sys.executable, "-m", "p4runtime_sh", "--grpc-addr", sw.grpc_addr,
+            "--device-id", str(sw.device_id), "--election-id", f"0,{sw.election_id + 1}"]
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m testbed.shell", description=__doc__.split("\n\n")[0])
+    ap.add_argument("switch", nargs="?", default="", help="switch name, e.g. b0r0l0 or s0")
+    ap.add_argument("--topology", type=Path, default=DEFAULT_TOPOLOGY)
+    ap.add_argument("--print", action="store_true", help="print the command instead of running it")
+    args = ap.parse_args(argv)
+    if not args.topology.exists():
+        print(f"error: {args.topology} not found: start the testbed first (make run)", file=sys.stderr)
+        return 2
+    if not args.switch:
+        names = ", ".join(s.name for s in load_fabric(args.topology).switches)
+        print(f"error: name a switch: make shell SW=<name> ({names})", file=sys.stderr)
+        return 2
+    try:
+        cmd = shell_command(args.topology, args.switch)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if args.print:
+        print(shlex.join(["python"] + cmd[1:]))
+        return 0
+    os.execv(cmd[0], cmd)
+    return 0  # not reached
+
+
+if __name__ == "__main__":
+    sys.exit(main())

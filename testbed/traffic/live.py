@@ -1,0 +1,84 @@
+"""A p4sim fabric brought up, programmed and pinged by this process for a run or a test
+(:func:`testbed_up`), torn down after, and whether this process may start one at all.
+
+>>> testbed_unavailable() is None or isinstance(testbed_unavailable(), str)
+True
+"""
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass(slots=True)
+class LiveTestbed:
+    """A fabric this process brought up (:func:`testbed_up`): fabric, programmer, net."""
+
+    fabric: Any
+    programmer: Any
+    fnet: Any
+
+    @property
+    def state(self) -> Any:
+        """The testbed state (PIDs, namespaces) recorded in the state file."""
+        return self.fnet.state
+
+    def save_state(self) -> None:
+        """Write the state file."""
+        self.fnet.save_state()
+
+
+def testbed_unavailable() -> Optional[str]:
+    """None when this process may start a Mininet testbed here, else why not (one line:
+    :func:`testbed.cli.testbed_unavailable` for the default fabric)."""
+    from testbed.cli import testbed_unavailable as why  # noqa: PLC0415
+    return why()
+
+
+@contextmanager
+def testbed_up(spec: Any = None, log_dir: Optional[Path] = None,
+               state_path: Optional[Path] = None, pfc: Any = "default") -> Iterator[LiveTestbed]:
+    """Bring a p4sim fabric up (default ``FabricSpec()``), program it, yield it, tear down
+    exactly what it made. ``pfc`` is a ``controller.fabric_setup.PfcConfig`` (``"default"``:
+    the programmer's default; ``None``: no PFC). Raises ``testbed.net.TestbedError``.
+
+    >>> with testbed_up() as tb:                       # doctest: +SKIP
+    ...     run_traffic(tb.fabric, tb.programmer, tb.state, tb.save_state, TrafficOptions())
+    """
+    from controller.fabric_setup import FabricProgrammer  # noqa: PLC0415
+    from topo import FabricSpec, build_fabric  # noqa: PLC0415
+    from testbed.net import FabricNet, NetOptions, TestbedError  # noqa: PLC0415
+    from testbed.cli import STATE_PATH, compile_fabric  # noqa: PLC0415
+
+    fabric = build_fabric(spec if spec is not None else FabricSpec())
+    p4info, config = compile_fabric("p4sim")
+    opts = NetOptions(target="p4sim", log_dir=log_dir or REPO / "build" / "host-traffic-logs",
+                      pcap_dir=None, state_path=state_path or STATE_PATH)
+    fnet = FabricNet(fabric, opts)
+    programmer = None
+    try:
+        fnet.start()
+        kw = {} if pfc == "default" else {"pfc": pfc}
+        programmer = FabricProgrammer(fabric, str(p4info), str(config), **kw)
+        programmer.connect_all()
+        programmer.push_pipelines()
+        programmer.install_all()
+        # one ping per rail pair warms ARP and proves the routes before traffic starts
+        from testbed.cli import ping_all  # noqa: PLC0415
+        bad = [r for r in ping_all(fabric, fnet.state, count=1) if not r.ok]
+        if bad:
+            raise TestbedError(f"{len(bad)} same-rail pairs do not answer ping "
+                               f"(first {bad[0].src} -> {bad[0].dst_ip}); {fnet.crashed()}")
+        yield LiveTestbed(fabric, programmer, fnet)
+    finally:
+        if programmer is not None:
+            programmer.close()
+        fnet.stop()
+
+
+__all__ = ["LiveTestbed", "testbed_unavailable", "testbed_up"]

@@ -1,0 +1,126 @@
+"""One NIC-emulator process of a testbed run: its options, its command line
+(``python -m host.nic send|recv``) and the RoCEv2 sink that keeps the host's kernel quiet.
+
+>>> NicOptions().line_rate_pps
+100.0
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import socket
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from testbed.traffic.flows import ROCE_DPORT, NicFlow
+
+
+@dataclass(slots=True)
+class NicOptions:
+    """How the NIC emulators run: per-QP line rate (DCQCN's maximum, pps), the link rate
+    PAUSE quanta are timed against, MTU, DCQCN on/off, PFC priority."""
+
+    line_rate_pps: float = 100.0
+    line_rate_mbps: float = 100.0
+    mtu: int = 1024
+    message_bytes: int = 16384
+    dcqcn: bool = True
+    priority: int = 3
+    cnp_interval_ms: float = 5.0
+
+
+@dataclass(slots=True)
+class NicProcess:
+    """One running ``host.nic`` process, its report file and the flows it carries."""
+
+    role: str
+    host: str
+    iface: str
+    proc: "subprocess.Popen[bytes]"
+    report_path: Path
+    flows: list[NicFlow] = field(default_factory=list)
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+def sender_command(flows: Sequence[NicFlow], duration_s: float, report: Path,
+                   opts: NicOptions) -> list[str]:
+    """``python -m host.nic send`` for flows sharing source and destination NIC (their
+    QPNs must be consecutive: one QP per source port).
+
+    >>> f = NicFlow("f0", "a", "10.0.0.1", "a-eth0", "b", "10.1.0.1", "b-eth0", "l", "02:00:00:00:01:00", 50000, 256)
+    >>> sender_command([f], 5.0, Path("r.json"), NicOptions())[3:7]
+    ['send', '--iface', 'a-eth0', '--dst-mac']
+    """
+    qpns = [f.qpn for f in flows]
+    if qpns != list(range(qpns[0], qpns[0] + len(qpns))):
+        raise ValueError(f"QPNs of one sender must be consecutive, got {qpns}")
+    f0 = flows[0]
+    cmd = [sys.executable, "-m", "host.nic", "send", "--iface", f0.src_intf,
+           "--dst-mac", f0.gateway_mac, "--src-ip", f0.src_ip, "--dst-ip", f0.dst_ip,
+           "--sport", ",".join(str(f.sport) for f in flows), "--qpn", str(f0.qpn),
+           "--line-rate-pps", f"{opts.line_rate_pps:g}",
+           "--line-rate-mbps", f"{opts.line_rate_mbps:g}", "--mtu", str(opts.mtu),
+           "--message-bytes", str(opts.message_bytes), "--priority", str(opts.priority),
+           "--cnp-interval-ms", f"{opts.cnp_interval_ms:g}",
+           "--duration-s", f"{duration_s:g}", "--json", str(report)]
+    return cmd + ([] if opts.dcqcn else ["--no-dcqcn"])
+
+
+def receiver_command(iface: str, ips: Sequence[str], duration_s: float, report: Path,
+                     opts: NicOptions) -> list[str]:
+    """``python -m host.nic recv`` answering the flows to ``ips`` on ``iface``."""
+    cmd = [sys.executable, "-m", "host.nic", "recv", "--iface", iface,
+           "--line-rate-mbps", f"{opts.line_rate_mbps:g}",
+           "--cnp-interval-ms", f"{opts.cnp_interval_ms:g}",
+           "--duration-s", f"{duration_s:g}", "--json", str(report)]
+    for ip in ips:
+        cmd += ["--ip", ip]
+    return cmd
+
+
+CLONE_NEWNET = 0x40000000
+
+
+def bind_roce_sink(netns_pid: int, ip: str) -> socket.socket:
+    """A UDP socket on ``(ip, 4791)`` inside the network namespace of ``netns_pid`` (a
+    host shell), never read. The kernel of an emulated host sees every RoCEv2 frame the
+    raw-socket NIC sees; without a socket on 4791 it answers ACKs and data with ICMP port
+    unreachable, noise on the uplink counters. A real RNIC consumes RoCEv2 before the
+    kernel; this socket gets the same effect (a full buffer drops silently). The socket is
+    created by a short-lived thread that enters the namespace (``setns``), so this
+    process stays where it is.
+    """
+    out: dict[str, Any] = {}
+
+    def enter_and_bind() -> None:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = os.open(f"/proc/{netns_pid}/ns/net", os.O_RDONLY)
+            try:
+                if libc.setns(fd, CLONE_NEWNET) != 0:
+                    raise OSError(ctypes.get_errno(), f"setns into the netns of {netns_pid}")
+            finally:
+                os.close(fd)
+            sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            # shared with the NIC process's own hold (host.nic.udphold), which starts later
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((ip, ROCE_DPORT))
+            out["sock"] = sock
+        except OSError as exc:
+            out["error"] = exc
+
+    t = threading.Thread(target=enter_and_bind, name=f"roce-sink-{ip}")
+    t.start()
+    t.join()
+    if "error" in out:
+        raise out["error"]
+    return out["sock"]  # type: ignore[no-any-return]
+
+
+__all__ = ["CLONE_NEWNET", "NicOptions", "NicProcess", "bind_roce_sink", "receiver_command",
+           "sender_command"]

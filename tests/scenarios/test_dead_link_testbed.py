@@ -1,0 +1,40 @@
+"""A cable that dies silently on a live p4sim testbed (root + Mininet; skipped otherwise):
+``SCENARIO=dead-link``. Only the spine's end of the leaf uplink carrying the most
+elephants is set down and GOR is told nothing; the leaf's port stays up and its packets
+vanish. Asserted: GOR takes the link down from the counters alone (reason ``counters:
+sent but not received …``), rewrites the leaf's ECMP group without it, the dead uplink
+carries nothing afterwards and the flows go on over the surviving one under the 75 %
+threshold. The time to detect is reported (``regroup_s``), not asserted. ~40 s.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+def test_silent_dead_link_is_found_from_the_counters_and_leaves_the_group(tmp_path: Path) -> None:
+    from testbed.traffic import testbed_unavailable, testbed_up
+    from scenarios.link_failure import run_link_failure
+    from scenarios.common import ScenarioOptions
+    why = testbed_unavailable()
+    if why:
+        pytest.skip(why)
+    with testbed_up(log_dir=tmp_path / "logs", state_path=tmp_path / "state.json") as tb:
+        res = run_link_failure(tb.fabric, tb.programmer, tb.state, tb.save_state,
+                               ScenarioOptions(seed=7, runs_root=tmp_path / "runs"), silent=True)
+    figures = (res.failed_uplink, res.detected_by, res.groups, res.uplink_pps_before,
+               res.uplink_pps_after, res.regroup_s)
+    assert res.status == 0 and not res.errors, res.errors
+    assert res.silent and res.uplink_pps_before[res.failed_uplink] > 0, figures
+    admin = [e for e in res.events if e.get("event") == "link_down"
+             and str(e.get("reason", "")).startswith("administrative")]
+    assert admin == [], admin                                          # GOR was told nothing
+    assert res.detected_by.startswith("counters: sent but not received"), figures
+    assert res.regroup_s is not None and res.groups, figures           # the group rewritten
+    leaf = res.failed_uplink.split("->")[0]
+    assert any(g.startswith(f"{leaf}/") for g in res.groups), figures
+    assert res.uplink_pps_after[res.failed_uplink] == 0.0, figures     # nothing sent into it
+    before, after = sum(res.uplink_pps_before.values()), sum(res.uplink_pps_after.values())
+    assert after >= 0.9 * before, figures                              # the flows go on
+    assert res.max_util_after_pct is not None and res.max_util_after_pct < 75.0, figures

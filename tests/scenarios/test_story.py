@@ -1,0 +1,61 @@
+"""The story's pieces without Mininet: colliding draws from the hash model, the figures
+measured from a decision log and per-tick uplink rates, and the report section."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from controller.fabric_setup import FabricProgrammer
+from topo import FabricSpec, build_fabric
+from scenarios.story import EVEN_UTIL, StoryResult, append_story, draw_colliding, measure
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_draws_until_the_hash_model_overloads_an_uplink() -> None:
+    fab = build_fabric(FabricSpec())
+    fp = FabricProgrammer(fab, REPO / "build" / "unused.p4info", REPO / "build" / "unused.json")
+    said: list[str] = []
+    seed, flows, rate = draw_colliding(fab, fp, 8, 0, 7, 60.0, say=said.append)
+    assert seed >= 7 and len(flows) == 8 and len(said) == seed - 7
+    assert rate == 343.0 and 4 * 60.0 / rate <= EVEN_UTIL       # an even spread fits under 75 %
+    load: dict[str, int] = {}
+    for f in flows:
+        load[str(f.predicted_uplink)] = load.get(str(f.predicted_uplink), 0) + 1
+    assert max(load.values()) * 60.0 > rate                        # the drawn ports collide
+    again = draw_colliding(fab, fp, 8, 0, 7, 60.0, say=lambda _: None)
+    assert again[0] == seed and [f.sport for f in again[1]] == [f.sport for f in flows]
+
+
+def _log() -> list[dict[str, object]]:
+    f1, f2 = "10.0.0.1:50000->10.1.0.1:4791/17", "10.0.0.2:50001->10.1.0.1:4791/17"
+    return [{"event": "alarm_raised", "mono_s": 10.0},
+            {"event": "order_sent", "mono_s": 11.0, "flow": f1},
+            {"event": "order_sent", "mono_s": 11.0, "flow": f2},
+            {"event": "order_confirmed", "mono_s": 11.5, "flow": f1,
+             "new_flow": "10.0.0.1:49153->10.1.0.1:4791/17"},
+            {"event": "order_confirmed", "mono_s": 12.0, "flow": f2,
+             "new_flow": "10.0.0.2:49153->10.1.0.1:4791/17"},
+            {"event": "order_sent", "mono_s": 14.0, "flow": "10.0.0.1:49153->10.1.0.1:4791/17"}]
+
+
+def test_measure_figures_from_the_log_and_the_ticks() -> None:
+    up = {"l->s0": ("l", 3), "l->s1": ("l", 4)}
+    ticks = [(9.0 + 0.5 * i, {"l->s0": 360.0, "l->s1": 120.0}, 0) for i in range(4)]       # 9 … 10.5
+    ticks += [(11.0 + 0.5 * i, {"l->s0": 300.0, "l->s1": 180.0}, 1) for i in range(3)]    # 11 … 12
+    ticks += [(12.5 + 0.5 * i, {"l->s0": 240.0, "l->s1": 240.0}, 0) for i in range(10)]   # 12.5 …
+    res = StoryResult(0, queue_rate_pps=343.0, events=_log())
+    measure(res, ticks, up, 343.0, settle_s=0.5)
+    assert res.loop_s == 2.0                                       # first alarm → last seen
+    assert res.uplink_pps_before == {"l->s0": 360.0, "l->s1": 120.0}
+    assert res.uplink_pps_after == {"l->s0": 240.0, "l->s1": 240.0}
+    assert res.max_util_before_pct == 105.0 and res.max_util_after_pct == 70.0
+    assert res.spread(res.uplink_pps_after) == 1.0 and res.drops_during_move == 3
+    # the flow ordered again under its new port counts as moved twice (a flip-flop)
+    assert res.moves_per_flow["10.0.0.1:50000->10.1.0.1:4791/17"] == 2
+
+
+def test_report_section(tmp_path: Path) -> None:
+    res = StoryResult(0, tmp_path, 7, 343.0, _log(), 2.0, {"a": 360.0}, {"a": 240.0}, 105.0, 70.0, 0)
+    append_story(tmp_path, res)
+    md = (tmp_path / "report.md").read_text()
+    assert "## GOR re-route" in md and "105.0% → 70.0%" in md and "gor.loop_s" in md
