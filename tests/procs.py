@@ -61,9 +61,11 @@ class SwitchProcess:
 
     def __init__(self, args: Sequence[str], *, stderr: Optional[IO[bytes]] = None,
                  ready_timeout_s: float = READY_TIMEOUT_S) -> None:
+        # unbuffered: read_line's select() must see every byte the switch printed (a
+        # buffered reader can swallow the ready line with the control line before it)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "p4sim", "switch", *args], cwd=REPO,
-            stdout=subprocess.PIPE,
+            stdout=subprocess.PIPE, bufsize=0,
             stderr=stderr if stderr is not None else subprocess.DEVNULL)
         self.returncode: Optional[int] = None
         try:
