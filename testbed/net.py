@@ -238,9 +238,16 @@ class SwitchDaemon:
             raise TestbedError(self.crash_report())
         if "p4sim" in self.cmd and not self._wait_line(P4SIM_READY_PREFIX, deadline):
             raise TestbedError(self.crash_report())
-        if self.thrift_port is not None and \
-                not wait_tcp(f"127.0.0.1:{self.thrift_port}", deadline, self.alive):
-            raise TestbedError(self.crash_report())
+        if self.thrift_port is not None:
+            if not wait_tcp(f"127.0.0.1:{self.thrift_port}", deadline, self.alive):
+                raise TestbedError(self.crash_report())
+            # BMv2 goes on without its Thrift runtime when the port is taken (it logs
+            # "Could not bind"): then what answers the port is another program
+            taken = [l for l in self._run_output().splitlines() if "Could not bind" in l]
+            if taken:
+                raise TestbedError(f"switch {self.name}: its Thrift port {self.thrift_port} "
+                                   f"is in use by another program ({taken[-1].strip()}): "
+                                   f"{' '.join(self.cmd)}")
         for line in self._run_output().splitlines():
             if line.startswith(P4SIM_CONTROL_PREFIX):
                 self.control_addr = line[len(P4SIM_CONTROL_PREFIX):].strip()

@@ -147,6 +147,9 @@ class SwitchLaunch:
 
 
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+#: a log line that reports an error: BMv2's "Error while parsing …", "Error: …", a "[E]"
+#: log entry, p4sim's "error: …" (not a usage text that merely lists the word)
+_ERROR_LINE = re.compile(r"^\s*(\[[^\]]*\]\s*)*(error\b|fatal\b|\[E\])|\berror:", re.IGNORECASE)
 
 
 def bmv2_version(binary: str, timeout_s: float = 10.0) -> tuple[int, int, int]:
@@ -207,7 +210,7 @@ def exit_report(name: str, command: Sequence[str], status: Optional[int],
         lines = [l for l in log_path.read_text(errors="replace").splitlines() if l.strip()]
     except OSError:
         lines = []
-    errors = [l for l in lines if "error" in l.lower()]
+    errors = [l for l in lines if _ERROR_LINE.search(l)]
     last = (errors or lines or ["(no log)"])[-1].strip()
     return (f"switch {name} exited at start (status {status}): {' '.join(command)}; "
             f"last log line: {last!r}")
