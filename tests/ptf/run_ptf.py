@@ -25,12 +25,14 @@ Usage::
     python tests/ptf/run_ptf.py [--target p4sim|bmv2] [--p4c P4C]
         [--simple-switch-grpc BIN] [--build-dir build] [--keep-logs] [TEST ...]
 
-Exit status: PTF's (0 = every test passed or skipped), 2 when the set-up failed.
+Exit status: PTF's (0 = every test passed), 1 also when a test was skipped (every test runs
+on both targets), 2 when the set-up failed.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -214,7 +216,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             [str(REPO), str(TEST_DIR), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
         print(f"run_ptf: {args.target} switch at {switch.grpc_addr}; logs in {logdir}",
               flush=True)
-        return subprocess.run(cmd, cwd=REPO, env=env, timeout=900).returncode
+        res = subprocess.run(cmd, cwd=REPO, env=env, timeout=900, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+        print(res.stdout, end="", flush=True)
+        skipped = re.search(r"skipped=(\d+)", res.stdout)
+        if res.returncode == 0 and skipped:
+            print(f"run_ptf: {skipped.group(1)} test(s) skipped on {args.target}: every test "
+                  "must run on both targets", file=sys.stderr)
+            return 1
+        return res.returncode
     except SetupError as exc:
         print(f"run_ptf: {exc}", file=sys.stderr)
         return 2
