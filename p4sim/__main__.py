@@ -144,11 +144,31 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return EXIT_COMPILE
         return ctl_main(argv[1], argv[2], argv[3:])
     args = _parser().parse_args(argv)
-    if args.command == "check":
-        return _check(args.program, args.include)
-    if args.command == "compile":
-        return _compile(args)
-    return _stf(args.program, args.stf, args.include, args.verbose)
+    try:
+        if args.command == "check":
+            return _check(args.program, args.include)
+        if args.command == "compile":
+            return _compile(args)
+        return _stf(args.program, args.stf, args.include, args.verbose)
+    except (Exception, RecursionError) as exc:  # noqa: BLE001 — never a traceback
+        return internal_error(args.program, exc)
+
+
+def internal_error(program: str, exc: BaseException) -> int:
+    """A failure inside p4sim on ``program``: one located line, exit status 2 (a program
+    must never make ``check``/``compile``/``stf`` print a Python traceback).
+
+    >>> internal_error("x.p4", ZeroDivisionError("division by zero"))
+    2
+    """
+    where = ""
+    tb = exc.__traceback__
+    while tb is not None:
+        where = f"{tb.tb_frame.f_code.co_filename.rsplit('/', 1)[-1]}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    print(f"{program}:1:1: internal error: {type(exc).__name__}: {exc} (in p4sim {where}; "
+          "please report it with the program)", file=sys.stderr)
+    return EXIT_COMPILE
 
 
 if __name__ == "__main__":

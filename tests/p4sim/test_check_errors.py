@@ -449,3 +449,21 @@ def test_cli_check_accepts_good_program(tmp_path: Any) -> None:
     proc = _run_check(tmp_path, program())
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == f"{tmp_path / 'prog.p4'}: ok"
+
+
+def test_an_internal_failure_is_one_located_line_not_a_traceback(tmp_path, capsys, monkeypatch) -> None:
+    """Whatever goes wrong inside p4sim on a program, ``check``/``compile``/``stf`` print
+    one ``file:1:1: internal error: …`` line and exit 2."""
+    import p4sim.__main__ as cli
+
+    prog = tmp_path / "x.p4"
+    prog.write_text("#include <core.p4>\n")
+
+    def boom(*_a, **_k):
+        raise AttributeError("'NoneType' object has no attribute 'loc'")
+
+    monkeypatch.setattr(cli, "_check", boom)
+    assert cli.main(["check", str(prog)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{prog}:1:1: internal error: AttributeError: ")
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
