@@ -11,7 +11,7 @@ same rail to a NIC on ``leaf``:
 
 Then GOR restarts (a new ``GorLoop`` over the same connections) and reconciles: it must
 learn the cut from the ECMP groups and adopt the detours. The cable comes back up and
-the restarted GOR's ``link_up`` removes the detours before :func:`probe_detour` returns. Used by ``tests/topo/test_detour_testbed.py`` and ``make bench`` (``gor.detour``).
+the restarted GOR's ``link_up`` removes the detours before :func:`probe_detour` returns. Used by ``tests/scenarios/test_detour_testbed.py`` and ``make bench`` (``gor.detour``).
 
     >>> with testbed_up() as tb:                                  # doctest: +SKIP
     ...     r = probe_detour(tb, "b0r0l0", "s1")

@@ -8,7 +8,7 @@ and torn down after.
     the leaf's side of the veth) stops the priority-3 QP: the leaf port sees no data frame
     of it during the pause, and frames again after it.
 
-Waits are bounded probes (the tap's frame counts), not sleeps. Lives under tests/topo/
+Waits are bounded probes (the tap's frame counts), not sleeps. Lives under tests/testbed/
 with the other Mininet tests (tests/host stays Mininet-free). Takes ~25 s.
 """
 from __future__ import annotations
