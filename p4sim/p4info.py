@@ -273,10 +273,11 @@ def build_p4info(prog: Any) -> P.P4Info:
     state = prog.state
     tables = [ti for ti in prog.tables_info.values() if ti.runtime is not None
               and not _ann(ti.decl.annotations, "hidden")]
-    # actions: those declared in controls, plus top-level ones a table refers to
+    # actions: those a table refers to, as p4c lists them (an action no table refers to
+    # is not in p4c's P4Info: one called directly from control code is inlined)
     referenced = {ai.fqname for ti in tables for ai in ti.actions}
     actions = [ai for fq, ai in prog.actions.items()
-               if ("." in fq or fq in referenced) and not _ann(ai.annotations, "hidden")]
+               if fq in referenced and not _ann(ai.annotations, "hidden")]
     actions.sort(key=lambda ai: "." in ai.fqname)  # top-level (NoAction) first, as p4c lists them
     headers = _header_decls(prog)
 
@@ -355,6 +356,22 @@ def build_p4info(prog: Any) -> P.P4Info:
     return info
 
 
+def _initial_default(t: Any, st: SymbolTable, ti: Any, rt: Any) -> None:
+    """``initial_default_action`` as p4c writes it: the action and its arguments, each at
+    the full byte width of its parameter."""
+    call = rt.initial_default_action
+    t.initial_default_action.action_id = st.id(PREFIX_ACTION, call.name)
+    ai = next((a for a in ti.actions if a.fqname == call.name), None)
+    if ai is None:
+        return
+    dirless = [p for p in ai.decl.params if p.direction == ""]
+    ids = _field_ids([getattr(p, "annotations", []) for p in dirless])
+    for pid, (_, width), value in zip(ids, ai.cp_params, call.args):
+        arg = t.initial_default_action.arguments.add()
+        arg.param_id = pid
+        arg.value = int(value).to_bytes((width + 7) // 8, "big")
+
+
 def _table(info: P.P4Info, st: SymbolTable, ti: Any, state: Any) -> None:
     rt = ti.runtime
     t = info.tables.add()
@@ -387,6 +404,8 @@ def _table(info: P.P4Info, st: SymbolTable, ti: Any, state: Any) -> None:
         ar.scope = _SCOPES[scope]
     if rt.default_is_const and rt.initial_default_action is not None:
         t.const_default_action_id = st.id(PREFIX_ACTION, rt.initial_default_action.name)
+    if rt.initial_default_action is not None:
+        _initial_default(t, st, ti, rt)
     if rt.implementation is not None:
         t.implementation_id = st.id(PREFIX_ACTION_PROFILE, rt.implementation.name)
     if rt.direct_counter is not None:

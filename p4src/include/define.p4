@@ -23,7 +23,7 @@ const bit<32> PFC_CELLS  = 4096;       /* 512 ports x 8 priorities */
  * default queue holds 64). A counter, not a register, so that the controller can read it
  * over P4Runtime on BMv2 (which reads no register) and never has to clear it. */
 const bit<32> QDEPTH_BINS = 16;
-const bit<32> QDEPTH_BIN_SHIFT = 2;    /* 4 packets per bin */
+const bit<8>  QDEPTH_BIN_SHIFT = 2;    /* 4 packets per bin (a shift amount: at most 8 bits wide on BMv2) */
 const bit<32> QDEPTH_HIST_CELLS = PORT_CELLS * QDEPTH_BINS;   /* 8192 */
 
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
