@@ -183,7 +183,10 @@ class Bmv2ThriftControl:
                 "the Python that runs simple_switch_CLI")
         bad = _CLI_FAILURE.search(out)
         if res.returncode != 0 or bad is not None:
-            line = bad.group(0).strip() if bad else out.strip().splitlines()[-1:] or [""]
+            lines = [l.strip() for l in out.splitlines() if l.strip()]
+            if bad is not None and bad.group(0).startswith("Traceback"):
+                bad = None                 # the exception itself is the traceback's last line
+            line = bad.group(0).strip() if bad else lines[-1:] or [""]
             raise ControlError(f"switch {self.switch}: simple_switch_CLI --thrift-port "
                                f"{self.thrift_port} ({'; '.join(commands)}): "
                                f"{line if isinstance(line, str) else line[0]}")
@@ -208,6 +211,14 @@ class Bmv2ThriftControl:
 
     def register_reset(self, name: str) -> None:
         self.run([f"register_reset {name}"])
+
+    def reset_state(self) -> None:
+        """BMv2's ``reset_state``: every table, register, counter and the packet
+        replication engine back to empty, the P4 config kept. Needed before a pipeline is
+        pushed again on a running BMv2: PI forgets its clone sessions and multicast groups
+        on a push while BMv2 keeps their replicas, so a session inserted again would add
+        its replica a second time (every clone then leaves twice; measured on 1.15.5)."""
+        self.run(["reset_state"])
 
     def close(self) -> None:
         """Nothing to release: every call is its own CLI run."""

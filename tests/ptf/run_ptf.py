@@ -128,7 +128,8 @@ class Switch:
     ``logdir``. p4sim also gets ``--pfc-passthrough`` (received PFC frames reach the P4
     parser, as they always do on BMv2) and ``--control-port 0`` (its queue control API)."""
 
-    def __init__(self, target: str, veths: Veths, logdir: Path, ssg: str) -> None:
+    def __init__(self, target: str, veths: Veths, logdir: Path, ssg: str,
+                 log_level: str = "info") -> None:
         from testbed.targets import SwitchLaunch, TargetError, check_binary  # noqa: PLC0415
         from testbed.net import SwitchDaemon  # noqa: PLC0415
         from testbed.ports import free_port  # noqa: PLC0415
@@ -140,7 +141,7 @@ class Switch:
             launch = SwitchLaunch(
                 target, "switch", device_id=DEVICE_ID, grpc_addr=self.grpc_addr,
                 interfaces={p: veths.switch_side(p) for p in PORTS}, log_dir=logdir,
-                pcap_dir=None, log_level="info",
+                pcap_dir=None, log_level=log_level,
                 binary=check_binary(target, ssg if target == "bmv2" else None),
                 thrift_port=free_port(avoid={grpc_port}) if target == "bmv2" else None,
                 p4sim_flags=("--pfc-passthrough", "--control-port", "0"))
@@ -189,7 +190,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--p4c", default=os.environ.get("P4C", "p4c-bm2-ss"))
     ap.add_argument("--simple-switch-grpc",
                     default=os.environ.get("SIMPLE_SWITCH_GRPC", "simple_switch_grpc"))
-    ap.add_argument("--build-dir", type=Path, default=REPO / "build")
+    ap.add_argument("--build-dir", type=Path, default=REPO / "build",
+                    help="where the compiled program and the logs go (default build/)")
+    ap.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "info"),
+                    help="the switch's log level (trace: BMv2's and p4sim's per-packet trace "
+                         "in build/ptf/switch.log; $LOG_LEVEL)")
     ap.add_argument("tests", nargs="*", help="PTF test names (default: all)")
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
@@ -205,7 +210,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise SetupError(f"{args.p4c} not found (set P4C=…)")
         p4info, config = compile_program(args.target, build, args.p4c)
         veths.create(PORTS)
-        switch = Switch(args.target, veths, logdir, args.simple_switch_grpc)
+        switch = Switch(args.target, veths, logdir, args.simple_switch_grpc, args.log_level)
         switch.wait_ready()
         params = {"grpc_addr": switch.grpc_addr, "device_id": str(DEVICE_ID),
                   "p4info": str(p4info), "config": str(config), "target": args.target,

@@ -116,6 +116,11 @@ class FabricTest(BaseTest):
         self.sw = SwitchConnection(param("grpc_addr"), device_id=int(param("device_id", "0")),
                                    election_id=(0, 1), timeout_s=30)
         self.sw.push_pipeline(param("p4info"), param("config"))
+        if self.target == "bmv2":
+            # a fresh pipeline per test: BMv2 keeps its replication engine's replicas
+            # across a push while PI forgets them (testbed.control.Bmv2ThriftControl.
+            # reset_state), so clear them or every clone session accumulates copies
+            self.control().reset_state()
         self.sw.insert(*[clone_session(PFC_SESSION_BASE + p, [p]) for p in range(1, 9)],
                        clone_session(CPU_SESSION, [CPU_PORT]))
         self.set_switch(self.switch_id, self.role, self.seed)
