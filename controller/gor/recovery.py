@@ -48,7 +48,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from controller.gor.digests import DIGEST_NAME
+from controller.gor.digests import DIGEST_LIST_SIZE, DIGEST_MAX_TIMEOUT_NS, DIGEST_NAME
 from controller.switch_restore import RestoreReport, check_switch, reprogram_switch
 
 log = logging.getLogger("controller.gor.recovery")
@@ -192,7 +192,8 @@ class SwitchRecovery:
             self.poller.release(sw)
             return False
         try:
-            conn.enable_digest(DIGEST_NAME, max_timeout_ns=10_000_000, max_list_size=64)
+            conn.enable_digest(DIGEST_NAME, max_timeout_ns=DIGEST_MAX_TIMEOUT_NS,
+                               max_list_size=DIGEST_LIST_SIZE)
         except Exception as exc:  # noqa: BLE001
             log.warning("%s: digest not enabled after restore: %s", sw, exc)
         self.programmer.connections[sw] = conn
