@@ -66,10 +66,26 @@ class FailureResult:
     errors: list[str] = field(default_factory=list)
 
 
-def set_link(dev: str, up: bool) -> None:
-    """``ip link set DEV up|down`` (root namespace: the switches' ports live there)."""
-    subprocess.run(["ip", "link", "set", dev, "up" if up else "down"], check=True,
-                   capture_output=True, timeout=10)
+#: the qdisc that cuts a cable on BMv2: drops every frame leaving the interface (a tbf
+#: whose bucket holds no frame: tbf drops what is larger than its burst)
+CUT_QDISC = ("root", "handle", "1:", "tbf", "rate", "8bit", "burst", "1", "limit", "1")
+
+
+def set_link(dev: str, up: bool, target: str = "p4sim") -> None:
+    """Cut (``up=False``) or mend one end of a cable (root namespace: the switches' ports
+    live there).
+
+    p4sim: ``ip link set DEV down|up`` (carrier loss). BMv2 stops processing packets when
+    one of its own interfaces goes down and stays stuck after it comes back up
+    (p4lang/behavioral-model#1215; seen with 1.15.5 here: the leaf froze, every flow
+    stopped), so on BMv2 the cable is cut without touching the interface's state: a
+    qdisc on DEV's egress drops every frame (:data:`CUT_QDISC`), deleted to mend it."""
+    if target == "bmv2":
+        cmd = ["tc", "qdisc", "add" if not up else "del", "dev", dev,
+               *(CUT_QDISC if not up else ("root",))]
+    else:
+        cmd = ["ip", "link", "set", dev, "up" if up else "down"]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=10)
 
 
 def _mean(part: list[tuple[float, dict[str, float], int]], uplinks: Any) -> dict[str, float]:
@@ -98,6 +114,8 @@ def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Calla
     info = fabric.switch(leaf).ports[port]
     peer, peer_port = info.peer_node, info.peer_port
     devs = [f"{peer}-eth{peer_port}"] if silent else [f"{leaf}-eth{port}", f"{peer}-eth{peer_port}"]
+    if state.target == "bmv2":        # a veth's far end down also drops its carrier; a
+        devs = [f"{leaf}-eth{port}", f"{peer}-eth{peer_port}"]   # qdisc cuts one direction
     record = ScenarioRecord("dead-link" if silent else "link-failure", seed, state.target, opts.rail, opts.flow_rate_pps, rate,
                             opts.duration_s, uplinks=sorted(session.uplinks))
     record.flows = [FlowRecord(f.label, f.src_ip, f.dst_ip, f.sport, str(f.predicted_uplink))
@@ -113,18 +131,18 @@ def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Calla
             record.event(session.since_start(), f"{FLOWS} elephants started")
             threading.Event().wait(opts.duration_s / 3)      # the scenario's timeline
             for dev in devs:
-                set_link(dev, up=False)
+                set_link(dev, up=False, target=state.target)
             t_down = time.monotonic()
             if not silent:
                 session.loop.submit_link_event(leaf, port, up=False,
-                                               reason=f"administrative: ip link set {' '.join(devs)} down")
+                                               reason=f"administrative: {' and '.join(devs)} cut")
             record.event(session.since_start(t_down), f"{victim} down ({' and '.join(devs)})")
             say(f"link-failure: t={session.since_start(t_down):.1f}s {victim} is down")
             session.fleet.wait_senders(opts.duration_s + 15)
     finally:
         for dev in devs:
             try:
-                set_link(dev, up=True)
+                set_link(dev, up=True, target=state.target)
             except (subprocess.SubprocessError, OSError) as exc:
                 say(f"link-failure: {dev} not back up: {exc}")
         if session.loop is not None:                        # the run's decision log is closed
