@@ -19,6 +19,9 @@ from p4sim.frontend.types import (
     VarbitT, VoidT, same_type, strip_new,
 )
 
+#: p4c-bm2-ss refuses a shift amount wider than this (``LowerExpressions::maxShiftWidth``)
+BMV2_MAX_SHIFT_BITS = 8
+
 
 class TypeEx(Ex):
     """A type used where an expression is expected (``E.A``, ``error.X``, ``T.apply``)."""
@@ -367,6 +370,15 @@ class ExprMixin:
                 else:
                     v = (-1 if l.value < 0 else 0) if r.value >= lt.width else l.value >> r.value
                 return Ex(lit(v), l.ty, True, v)
+            # p4c-bm2-ss (backends/bmv2/common/lower.cpp) refuses a shift it cannot fold
+            # whose amount is wider than 8 bits, or an int amount above 256
+            if isinstance(rt, BitT) and rt.width > BMV2_MAX_SHIFT_BITS:
+                raise P4Error(f"{op}: shift amount of type {r.ty} limited to "
+                              f"{BMV2_MAX_SHIFT_BITS} bits on this target (as p4c-bm2-ss); "
+                              f"cast it, e.g. (bit<{BMV2_MAX_SHIFT_BITS}>)", e.loc)
+            if isinstance(rt, IntT) and r.const and r.value > 1 << BMV2_MAX_SHIFT_BITS:
+                raise P4Error(f"{op}: shift amount limited to {1 << BMV2_MAX_SHIFT_BITS} on this "
+                              "target (as p4c-bm2-ss)", e.loc)
             if r.const:
                 if r.value >= lt.width:
                     return Ex(lit(0) if op == "<<" or not lt.signed else f"(-1 if {l.code} < 0 else 0)", l.ty)

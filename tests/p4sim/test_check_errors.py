@@ -173,6 +173,13 @@ CASES = [
         apply="meta.w = $hdr.h.a + meta.w;"),
     bad("compare-width-mismatch", "expression: cannot convert type bit<16> to bit<8>",
         apply="if (hdr.h.a == $meta.w) { }"),
+    # p4c-bm2-ss: "shift amount limited to 8 bits on this target" (a shift it cannot fold)
+    bad("shift-amount-too-wide", ">>: shift amount of type bit<16> limited to 8 bits on this "
+        "target (as p4c-bm2-ss); cast it, e.g. (bit<8>)",
+        apply="hdr.h.a = $hdr.h.b >> meta.w;"),
+    bad("shift-amount-typed-constant-too-wide", "<<: shift amount of type bit<32> limited to 8 "
+        "bits on this target (as p4c-bm2-ss); cast it, e.g. (bit<8>)",
+        apply="meta.w = $meta.w << 32w2;"),
     bad("if-condition-not-bool", "expression: cannot convert type bit<8> to bool",
         apply="if ($hdr.h.a) { }"),
     bad("not-on-bit", "!: operand must be bool, not bit<8>", apply="meta.flag = $!hdr.h.a;"),
@@ -396,6 +403,9 @@ GOOD = [
     pytest.param({}, id="skeleton"),
     pytest.param({"apply": "hdr.h.a = 8w255 + 1; meta.w = (bit<16>)(bit<8>)(int<8>)-1;"},
                  id="wrapping-arithmetic-and-two-step-cast"),
+    # shifts p4c-bm2-ss accepts: an 8-bit amount, an int amount, a constant it folds
+    pytest.param({"apply": "meta.w = meta.w << hdr.h.a; meta.w = meta.w >> 3; "
+                           "hdr.h.a = (bit<8>)(16w1 << 16w3);"}, id="shifts-bmv2-accepts"),
     pytest.param({"locals_": ACTIONS + "table t { key = { hdr.h.a: exact; } actions = { a1; } }",
                   "apply": "t.apply();"}, id="table-without-default-action"),
     # p4c only warns ('8w256: value does not fit in 8 bits') and truncates to 0
