@@ -184,12 +184,12 @@ class Bmv2ThriftControl:
         bad = _CLI_FAILURE.search(out)
         if res.returncode != 0 or bad is not None:
             lines = [l.strip() for l in out.splitlines() if l.strip()]
-            if bad is not None and bad.group(0).startswith("Traceback"):
-                bad = None                 # the exception itself is the traceback's last line
-            line = bad.group(0).strip() if bad else lines[-1:] or [""]
+            if bad is not None and not bad.group(0).startswith("Traceback"):
+                why = bad.group(0).strip()
+            else:                          # a traceback's last line is the exception itself
+                why = lines[-1] if lines else f"exit status {res.returncode}"
             raise ControlError(f"switch {self.switch}: simple_switch_CLI --thrift-port "
-                               f"{self.thrift_port} ({'; '.join(commands)}): "
-                               f"{line if isinstance(line, str) else line[0]}")
+                               f"{self.thrift_port} ({'; '.join(commands)}): {why}")
         return out
 
     def set_queue_rate(self, rate_pps: int, port: Optional[int] = None,
