@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 
 help:
 	@echo "make venv   - create .venv with the pinned requirements (idempotent)"
-	@echo "make run    - the testbed (root): fabric up in Mininet, programmed, ping story, scenario; CLI=0 TARGET=p4sim|bmv2 SCENARIO=default(the GOR story)|link-failure|dead-link|alltoall"
+	@echo "make run    - the testbed (root): fabric up in Mininet, programmed, ping story, scenario; CLI=0 TARGET=p4sim|bmv2 SCENARIO=default(the GOR story)|link-failure|dead-link|alltoall|none"
 	@echo "make shell SW=b0r0l0 - p4runtime-shell on one switch of the running testbed"
 	@echo "make stop   - tear down only what the testbed recorded (build/testbed-state.json)"
 	@echo "make test   - run every test (what CI runs)"
@@ -45,12 +45,13 @@ SIMPLE_SWITCH_GRPC ?= simple_switch_grpc
 ptf: venv
 	$(PY) tests/ptf/run_ptf.py --target $(TARGET) --p4c $(P4C) --simple-switch-grpc $(SIMPLE_SWITCH_GRPC)
 
-# The testbed (testbed/cli.py, needs root). TARGET given on the command line or in the
-# environment wins; otherwise BMv2 when simple_switch_grpc is on PATH, else p4sim.
+# The testbed (testbed/, needs root) and a scenario (scenarios/). TARGET given on the command
+# line or in the environment wins; otherwise BMv2 when simple_switch_grpc is on PATH, else p4sim.
 RUN_TARGET = $(if $(filter command line environment,$(origin TARGET)),$(TARGET),auto)
 CLI ?= 1
-# default (the GOR story, scenarios/story.py; gor is another name) | link-failure | dead-link | alltoall
-# (scenarios/common.py); reports in runs/<timestamp>/
+# default (the GOR story, scenarios/story.py; gor is another name) | link-failure | dead-link |
+# alltoall | none (the fabric up, no scenario): `python -m scenarios --list`
+# (scenarios/registry.py); reports in runs/<timestamp>/
 SCENARIO ?= default
 
 run: venv
