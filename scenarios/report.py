@@ -21,7 +21,7 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from scenarios.telemetry import LinkId, TelemetrySeries
 

@@ -51,8 +51,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterable, Optional, Sequence
 
-from testbed.targets import (CPU_PORT, PRIORITY_QUEUES, THRIFT_BASE_PORT, SwitchLaunch,
-                             TargetError, check_binary, exit_report)
+from testbed.targets import (THRIFT_BASE_PORT, SwitchLaunch, TargetError, check_binary,
+                             exit_report)
 from testbed.ports import claim_switch_ports, free_port, port_free
 
 REPO = Path(__file__).resolve().parents[1]

@@ -42,11 +42,6 @@ BUILD_LABS = REPO / "build" / "labs"
 _instances = itertools.count()
 
 
-def simple_switch_grpc_binary() -> str:
-    """BMv2's switch: ``$SIMPLE_SWITCH_GRPC`` or ``simple_switch_grpc``."""
-    return os.environ.get("SIMPLE_SWITCH_GRPC", "simple_switch_grpc")
-
-
 class LabSwitch:
     """A lab's switch (context manager). ``ports`` are the switch ports to create.
 
@@ -118,8 +113,7 @@ class LabSwitch:
             raise LabError("labs need root to create veth ports and raw sockets: "
                            "run `sudo make check` (or as root)")
         try:
-            binary = check_binary(self.target, simple_switch_grpc_binary()
-                                  if self.target == "bmv2" else None)
+            binary = check_binary(self.target)       # BMv2: $SIMPLE_SWITCH_GRPC or PATH
         except TargetError as exc:
             raise LabError(f"{exc} (or use the default TARGET=p4sim)") from None
         self.veths.create()

@@ -44,12 +44,8 @@ REPO = Path(__file__).resolve().parents[2]
 PROGRAM = REPO / "p4src" / "fabric.p4"
 TEST_DIR = Path(__file__).resolve().parent / "fabric"
 PORTS = tuple(range(1, 9))
-CPU_PORT = 255
 DEVICE_ID = 0
 READY_TIMEOUT_S = 120.0
-# One queue per 802.1p priority: a packet whose priority has no queue is dropped (BMv2:
-# "Priority out of range"), and the fabric sets priorities from DSCP.
-PRIORITY_QUEUES = 8
 
 
 class SetupError(RuntimeError):
@@ -149,6 +145,7 @@ class Switch:
             raise SetupError(str(exc)) from None
         self.daemon = SwitchDaemon.of(launch)
         self.cmd = self.daemon.cmd
+        self.cpu_port = launch.cpu_port
         self.daemon.start()
 
     @property
@@ -214,7 +211,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         switch.wait_ready()
         params = {"grpc_addr": switch.grpc_addr, "device_id": str(DEVICE_ID),
                   "p4info": str(p4info), "config": str(config), "target": args.target,
-                  "control_addr": switch.control_addr, "cpu_port": str(CPU_PORT),
+                  "control_addr": switch.control_addr, "cpu_port": str(switch.cpu_port),
                   "thrift_port": str(switch.thrift_port or "")}
         cmd = ptf_command(veths, params, logdir, args.tests)
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
