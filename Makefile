@@ -6,7 +6,10 @@ SHELL := /bin/bash
 PYTHON_SYS := $(shell if [ -x /usr/bin/python3 ]; then echo /usr/bin/python3; else command -v python3; fi)
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-$(shell sha1sum requirements.txt | cut -c1-12)
+# What `make venv` installs: the pinned requirements, then this repository (pyproject.toml:
+# p4sim and its console scripts, editable) and PI's p4.tmp.p4config_pb2 (p4sim/p4runtime/proto).
+VENV_INPUTS := requirements.txt pyproject.toml p4sim/p4runtime/proto/pyproject.toml p4sim/p4runtime/proto/p4/tmp/p4config_pb2.py
+STAMP := $(VENV)/.installed-$(shell cat $(VENV_INPUTS) | sha1sum | cut -c1-12)
 PYTEST_ARGS ?=
 
 .PHONY: venv test test-p4sim bench ptf clean help run stop shell proto sim
@@ -20,13 +23,14 @@ help:
 	@echo "make bench  - run the benchmarks, write build/bench.json"
 	@echo "make sim    - pod-scale simulator study: random ECMP vs TCCL vs TCCL+GOR on 1K/8K/64K GPUs (runs/sim-<time>/)"
 	@echo "make ptf    - PTF suite of the fabric (root): TARGET=p4sim|bmv2 P4C=... SIMPLE_SWITCH_GRPC=..."
-	@echo "make proto  - regenerate astral_proto/agent_pb2*.py from astral_proto/agent.proto"
+	@echo "make proto  - regenerate astral_proto/agent_pb2*.py and p4sim's p4.tmp.p4config_pb2 from their .proto"
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt
+$(STAMP): $(VENV_INPUTS)
 	@test -x $(PY) || $(PYTHON_SYS) -m venv $(VENV)
 	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
+	$(PY) -m pip install --disable-pip-version-check -q --no-deps -e . ./p4sim/p4runtime/proto
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
@@ -79,12 +83,18 @@ sim: venv
 # which p4runtime-shell pins.
 PROTO_VENV ?= /tmp/astral-protogen
 PROTO_HEADER := \# Generated from astral_proto/agent.proto by `make proto` (grpcio-tools 1.49.1, runs on protobuf 3.20.x).
+# PI's p4.tmp.P4DeviceConfig from our own .proto of the same package and message (p4sim
+# imports it; `make venv` installs it as p4.tmp.p4config_pb2 for BMv2 controllers).
+P4TMP_DIR := p4sim/p4runtime/proto
+P4TMP_HEADER := \# Generated from p4sim/p4runtime/proto/p4/tmp/p4config.proto (PI's message p4.tmp.P4DeviceConfig) by `make proto` (grpcio-tools 1.49.1, runs on protobuf 3.20.x).
 
 proto:
 	@test -x $(PROTO_VENV)/bin/python || { $(PYTHON_SYS) -m venv $(PROTO_VENV) && $(PROTO_VENV)/bin/pip install -q grpcio-tools==1.49.1; }
 	$(PROTO_VENV)/bin/python -m grpc_tools.protoc -I. --python_out=. --grpc_python_out=. astral_proto/agent.proto
 	@for f in astral_proto/agent_pb2.py astral_proto/agent_pb2_grpc.py; do \
 	  { echo '$(PROTO_HEADER)'; cat $$f; } > $$f.tmp && mv $$f.tmp $$f; done
+	$(PROTO_VENV)/bin/python -m grpc_tools.protoc -I$(P4TMP_DIR) --python_out=$(P4TMP_DIR) $(P4TMP_DIR)/p4/tmp/p4config.proto
+	@f=$(P4TMP_DIR)/p4/tmp/p4config_pb2.py; { echo '$(P4TMP_HEADER)'; cat $$f; } > $$f.tmp && mv $$f.tmp $$f
 
 clean:
 	rm -rf build .pytest_cache

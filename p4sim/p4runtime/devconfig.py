@@ -3,12 +3,14 @@ accepts, how they are decoded into a compiled program, and the P4Info check.
 
 Accepted forms (anything else is ``INVALID_ARGUMENT`` naming them):
 
-* p4sim's own :class:`p4sim.device.DeviceConfig` JSON (``python -m p4sim compile
-  --config``), raw;
+* p4sim's compiled JSON, :class:`p4sim.device.DeviceConfig` (written by
+  ``p4sim-p4c-bm2-ss``, ``p4sim-p4c`` and ``python -m p4sim compile --config``), raw;
 * ``{"program": PATH, "include_dirs": [...]}``, a P4 file on the switch's machine;
 * either of them inside PI's ``p4.tmp.P4DeviceConfig`` wrapper (its ``device_data``),
-  which BMv2 controllers send (the P4 tutorials' ``p4runtime_lib``). The wrapper is
-  decoded with :mod:`p4sim.p4runtime.p4config_pb2`, generated from PI's message.
+  which BMv2 controllers send (the P4 tutorials' ``p4runtime_lib``: ``reassign`` true,
+  ``device_data`` the compiled file's bytes; ``reassign`` and ``extras`` change nothing
+  here, as on BMv2). The wrapper is decoded with :mod:`p4sim.p4runtime.p4config_pb2`
+  (``p4.tmp.p4config_pb2``).
 
 A BMv2 JSON (p4c-bm2-ss output), raw or wrapped, is recognised and refused: p4sim runs
 P4 source, not BMv2's compiled JSON.
@@ -32,7 +34,8 @@ from p4.config.v1 import p4info_pb2
 from p4sim.device import DeviceConfig
 from p4sim.p4runtime.p4config_pb2 import P4DeviceConfig
 
-ACCEPTED_FORMS = ("p4sim's DeviceConfig JSON (python -m p4sim compile --config), "
+ACCEPTED_FORMS = ("p4sim's compiled JSON {\"format\": \"p4sim-1\", ...} (written by p4sim-p4c-bm2-ss, "
+                  "p4sim-p4c, python -m p4sim compile --config), "
                   "{\"program\": PATH, \"include_dirs\": [...]}, or either inside "
                   "p4.tmp.P4DeviceConfig.device_data")
 
@@ -49,7 +52,12 @@ def unwrap(data: bytes) -> tuple[bytes, bool]:
     ``p4.tmp.P4DeviceConfig``, or ``data`` itself when it is not one.
 
     A config that starts with ``{`` is JSON, never the wrapper (whose first byte is a
-    protobuf tag: 0x08, 0x12 or 0x1a)."""
+    protobuf tag: 0x08, 0x12 or 0x1a). A wrapper without ``device_data`` (e.g. only
+    ``reassign``) is recognised when it is exactly that message: ``(b"", True)``.
+
+    >>> unwrap(P4DeviceConfig(reassign=True).SerializeToString())
+    (b'', True)
+    """
     if not data or data[:1] in (b"{", b" ", b"\n", b"\t", b"\r"):
         return data, False
     msg = P4DeviceConfig()
@@ -58,11 +66,16 @@ def unwrap(data: bytes) -> tuple[bytes, bool]:
     except DecodeError:
         return data, False
     if not msg.device_data:
-        return data, False
+        return (b"", True) if msg.ListFields() and msg.SerializeToString() == data else (data, False)
     return bytes(msg.device_data), True
 
 
-def _is_bmv2_json(d: Any) -> bool:
+def is_bmv2_json(d: Any) -> bool:
+    """Whether parsed JSON ``d`` is a BMv2 JSON (p4c-bm2-ss output), which p4sim refuses.
+
+    >>> is_bmv2_json({"header_types": [], "pipelines": []}), is_bmv2_json({"format": "p4sim-1"})
+    (True, False)
+    """
     return isinstance(d, dict) and (len(_BMV2_JSON_KEYS & set(d)) >= 2 or "__meta__" in d)
 
 
@@ -74,11 +87,13 @@ def load_device_config(data: bytes) -> tuple[Any, str]:
     from p4sim.engine.program import load_program, load_program_text
     inner, wrapped = unwrap(bytes(data))
     where = "p4.tmp.P4DeviceConfig.device_data" if wrapped else "p4_device_config"
+    if not inner:
+        raise DeviceConfigError(f"{where} is empty; accepted: {ACCEPTED_FORMS}")
     try:
         parsed = json.loads(inner)
     except (ValueError, UnicodeDecodeError) as e:
         raise DeviceConfigError(f"{where} is not a config p4sim can run ({e}); accepted: {ACCEPTED_FORMS}") from None
-    if _is_bmv2_json(parsed):
+    if is_bmv2_json(parsed):
         raise DeviceConfigError(f"{where} is a BMv2 JSON (p4c-bm2-ss output), which p4sim cannot run; "
                                 f"accepted: {ACCEPTED_FORMS}")
     try:
@@ -116,4 +131,5 @@ def check_p4info(given: p4info_pb2.P4Info, built: p4info_pb2.P4Info) -> None:
                                     f"(id {oid}) that the other lacks")
 
 
-__all__ = ["ACCEPTED_FORMS", "DeviceConfigError", "check_p4info", "load_device_config", "unwrap"]
+__all__ = ["ACCEPTED_FORMS", "DeviceConfigError", "check_p4info", "is_bmv2_json", "load_device_config",
+           "unwrap"]
