@@ -1,15 +1,28 @@
-"""STF packet tests, as p4c's BMv2 test harness (``bmv2stf.py``) runs them.
+"""STF packet tests, as p4c's BMv2 test harness (``backends/bmv2/bmv2stf.py``) runs them.
 
-An STF file is a list of line commands: ``packet PORT HEX`` sends a frame,
-``expect PORT [HEX][$]`` adds the next expected frame of a port (``*`` is a nibble
-wildcard; without a trailing ``$`` the received frame may be longer; with no data any
-number of frames is accepted on that port), ``add``/``setdefault`` program tables,
-``mc_*``/``mirroring_*`` program the replication engine, ``counter_*``/``register_*``/
-``meter_*``/``check_counter`` touch externs, ``wait`` is a no-op here, ``#`` starts a
-comment. The file runs in order against one :class:`p4sim.v1model.switch.V1ModelSwitch`;
-the frames received on every port are then compared with the expectations: per port,
-in order; a port that received frames but has no expectation fails, and so do missing
-frames.
+The grammar (exactly that runner's, every other form refused with a located error) is in
+:mod:`p4sim.stf_grammar`. ``packet PORT HEX`` sends a frame, ``expect PORT [HEX][$]``
+adds the next expected frame of a port (``*`` is a nibble wildcard; without ``$`` the
+received frame may be longer; without data one frame of any content), ``add`` /
+``setdefault`` program tables, ``mc_*`` / ``mirroring_*`` the replication engine,
+``counter_*`` / ``register_*`` / ``meter_*`` the externs (as simple_switch_CLI does),
+``check_counter`` checks a counter (BMv2's runner parses it but does not check it),
+``wait`` does nothing (as there).
+
+**When a packet is processed.** The harness writes each port's packets into a pcap
+fifo and BMv2's pcap reader takes the earliest packet only once *every other port's*
+fifo holds a later packet or is closed (at the end of the file); control-plane commands
+go to simple_switch_CLI as they come. So a packet is processed with the tables as they
+are when the next packet is written on every other port named by a ``packet`` or
+``expect`` line, or at the end of the file: with ``packet 0 …``, ``setdefault …``,
+``packet 0 …``, ``expect 6 …`` both packets see the new default (port 6 has no input,
+its fifo closes at the end). :func:`release_points` computes this and p4sim replays
+the file in that order. ``check_counter`` is evaluated once the packets written
+before it have been processed.
+
+Then the frames received on every port are compared with the expectations: per port,
+in order; a port that received frames but has no expectation fails (on BMv2 only when
+a ``packet``/``expect`` line names the port), and so do missing frames.
 
 Example::
 
@@ -22,50 +35,21 @@ Example::
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from p4sim.stf_grammar import StfCommand, StfError, parse_stf
+
 __all__ = [
     "StfError", "StfCommand", "Expectation", "StfResult", "parse_stf", "compare_frame",
-    "run_stf", "run_stf_text",
+    "check_outputs", "release_points", "run_stf", "run_stf_text",
 ]
-
-
-class StfError(Exception):
-    """A problem in an STF file or a command that cannot be carried out.
-
-    Example::
-
-        >>> str(StfError("unknown command 'foo'", "t.stf", 3))
-        "t.stf:3: error: unknown command 'foo'"
-    """
-
-    def __init__(self, message: str, file: str = "<stf>", line: int = 0) -> None:
-        super().__init__(message)
-        self.message = message
-        self.file = file
-        self.line = line
-
-    def __str__(self) -> str:
-        where = f"{self.file}:{self.line}: " if self.line else f"{self.file}: "
-        return f"{where}error: {self.message}"
-
-
-@dataclass
-class StfCommand:
-    """One parsed STF line: ``name`` is the lower-case command, ``args`` its fields."""
-
-    name: str
-    args: dict[str, Any]
-    line: int
-    text: str
 
 
 @dataclass(frozen=True)
 class Expectation:
     """An ``expect`` line: ``pattern`` is upper-case hex with ``*`` nibble wildcards
-    (None = any number of frames is fine on this port).
+    (None = one frame of any content, ``expect PORT`` without data).
 
     Example::
 
@@ -83,9 +67,6 @@ class Expectation:
         if self.pattern is None:
             return None
         return compare_frame(self.pattern, frame, self.exact)
-
-
-_HEX = set("0123456789ABCDEF")
 
 
 def compare_frame(pattern: str, frame: bytes, exact: bool = False) -> Optional[str]:
@@ -132,201 +113,6 @@ def _marked_diff(pattern: str, frame: bytes) -> str:
             f"              {''.join(marks).rstrip()}")
 
 
-# --------------------------------------------------------------------------- parsing
-_NAME = r"[A-Za-z_$][\w$.\[\]]*"
-_KEY_RE = re.compile(r"\s*(" + _NAME + r")\s*:\s*(\S+)")
-_ACTION_RE = re.compile(r"(" + _NAME + r")\s*\((.*)\)\s*(?:=\s*(\w+))?\s*$")
-_PORT_RE = re.compile(r"^\d+$")
-
-# command -> number of integer arguments (None = at least one, a list)
-_DIRECT_INT_COMMANDS: dict[str, tuple[int, bool]] = {
-    # name: (fixed integer args, trailing list allowed)
-    "mirroring_add": (2, False),
-    "mirroring_add_mc": (2, False),
-    "mirroring_delete": (1, False),
-    "mirroring_get": (1, False),
-    "mc_mgrp_create": (1, False),
-    "mc_mgrp_destroy": (1, False),
-    "mc_node_create": (1, True),
-    "mc_node_update": (1, True),
-    "mc_node_destroy": (1, False),
-    "mc_node_associate": (2, False),
-    "mc_node_dissociate": (2, False),
-}
-
-
-def parse_int(text: str) -> int:
-    """A number as simple_switch_CLI reads it: decimal, ``0x``, ``0b``, ``0o``, a MAC
-    address or a dotted IPv4 address.
-
-    Example::
-
-        >>> parse_int("0x10"), parse_int("0b101"), parse_int("10.0.0.1"), parse_int("00:00:00:00:00:01")
-        (16, 5, 167772161, 1)
-    """
-    t = text.strip()
-    if re.fullmatch(r"(\d{1,3}\.){3}\d{1,3}", t):
-        parts = [int(p) for p in t.split(".")]
-        if all(p < 256 for p in parts):
-            return (parts[0] << 24) | (parts[1] << 16) | (parts[2] << 8) | parts[3]
-    if re.fullmatch(r"([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}", t):
-        return int(t.replace(":", ""), 16)
-    return int(t, 0) if not re.fullmatch(r"0\d+", t) else int(t, 10)
-
-
-def _split_words(rest: str) -> list[str]:
-    return rest.split()
-
-
-def _parse_action(text: str, file: str, line: int) -> tuple[str, list[tuple[str, str]], Optional[str]]:
-    m = _ACTION_RE.match(text.strip())
-    if not m:
-        raise StfError(f"expected an action call NAME(ARG:VALUE, ...), found {text.strip()!r}",
-                       file, line)
-    name, inner, handle = m.group(1), m.group(2).strip(), m.group(3)
-    args: list[tuple[str, str]] = []
-    if inner:
-        for part in inner.split(","):
-            if ":" not in part:
-                raise StfError(f"action argument {part.strip()!r} must be NAME:VALUE", file, line)
-            k, v = part.split(":", 1)
-            args.append((k.strip(), v.strip()))
-    return name, args, handle
-
-
-def _parse_add(rest: str, file: str, line: int) -> dict[str, Any]:
-    words = rest.split(None, 1)
-    if not words:
-        raise StfError("'add' needs a table name", file, line)
-    table = words[0]
-    body = words[1] if len(words) > 1 else ""
-    priority: Optional[int] = None
-    first = body.split(None, 1)
-    if first and _PORT_RE.match(first[0]):
-        priority = int(first[0])
-        body = first[1] if len(first) > 1 else ""
-    # The action call is the first NAME( not inside a key value.
-    keys: list[tuple[str, str]] = []
-    pos = 0
-    while True:
-        m = _KEY_RE.match(body, pos)
-        if not m or "(" in m.group(2) or "(" in m.group(1):
-            break
-        keys.append((m.group(1), m.group(2)))
-        pos = m.end()
-    action, args, handle = _parse_action(body[pos:], file, line)
-    return {"table": table, "priority": priority, "keys": keys, "action": action,
-            "action_args": args, "handle": handle}
-
-
-def _parse_expect_data(words: list[str], file: str, line: int) -> tuple[Optional[str], bool]:
-    data = "".join(words).upper()
-    exact = False
-    if data.endswith("$"):
-        exact = True
-        data = data[:-1]
-    bad = set(data) - _HEX - {"*"}
-    if bad:
-        raise StfError(f"invalid character(s) {''.join(sorted(bad))!r} in expected packet data",
-                       file, line)
-    if not data:
-        return None, exact
-    return data, exact
-
-
-def parse_stf(text: str, file: str = "<stf>") -> list[StfCommand]:
-    """Parse STF text into commands (raises :class:`StfError` on a malformed line).
-
-    Example::
-
-        >>> c = parse_stf("add t 10 h.f:0x0a a(p:1) = E1", "x.stf")[0]
-        >>> c.args["table"], c.args["priority"], c.args["keys"], c.args["handle"]
-        ('t', 10, [('h.f', '0x0a')], 'E1')
-    """
-    cmds: list[StfCommand] = []
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        parts = line.split(None, 1)
-        name = parts[0].lower()
-        rest = parts[1] if len(parts) > 1 else ""
-        args: dict[str, Any]
-        if name in ("packet", "expect"):
-            words = _split_words(rest)
-            if not words or not _PORT_RE.match(words[0]):
-                raise StfError(f"'{name}' needs a port number", file, lineno)
-            port = int(words[0])
-            if name == "packet":
-                # p4c's STF runner accepts an empty packet ("packet 0" alone)
-                data = "".join(words[1:])
-                if len(data) % 2 and all(c in "0123456789abcdefABCDEF" for c in data):
-                    # as p4c's runner: a trailing lone nibble N is the byte 0N
-                    data = data[:-1] + "0" + data[-1]
-                try:
-                    payload = bytes.fromhex(data)
-                except ValueError:
-                    raise StfError(f"invalid packet data {data!r} (hex digits)",
-                                   file, lineno) from None
-                args = {"port": port, "data": payload}
-            else:
-                pattern, exact = _parse_expect_data(words[1:], file, lineno)
-                args = {"port": port, "pattern": pattern, "exact": exact}
-        elif name == "add":
-            args = _parse_add(rest, file, lineno)
-        elif name == "setdefault":
-            words = rest.split(None, 1)
-            if len(words) < 2:
-                raise StfError("'setdefault' needs TABLE ACTION(...)", file, lineno)
-            action, aargs, _ = _parse_action(words[1], file, lineno)
-            args = {"table": words[0], "action": action, "action_args": aargs}
-        elif name in _DIRECT_INT_COMMANDS:
-            fixed, has_list = _DIRECT_INT_COMMANDS[name]
-            words = rest.split()
-            try:
-                nums = [parse_int(w) for w in words]
-            except ValueError:
-                raise StfError(f"'{name}' takes integer arguments, found {rest!r}",
-                               file, lineno) from None
-            if len(nums) < fixed or (not has_list and len(nums) != fixed):
-                raise StfError(f"'{name}' takes {fixed} integer argument(s)"
-                               + (" followed by a port list" if has_list else ""), file, lineno)
-            args = {"ints": nums[:fixed], "list": nums[fixed:]}
-        elif name in ("counter_read", "register_read", "register_reset", "counter_reset",
-                      "meter_get_rates", "counter_write", "register_write",
-                      "meter_set_rates", "meter_array_set_rates"):
-            words = rest.split()
-            if not words:
-                raise StfError(f"'{name}' needs an extern name", file, lineno)
-            args = {"extern": words[0], "words": words[1:]}
-        elif name == "check_counter":
-            m = re.match(r"(" + _NAME + r")\s*\(\s*(\$?\w+)\s*\)\s*(.*)$", rest)
-            if not m:
-                raise StfError("'check_counter' needs NAME(INDEX) [packets|bytes OP VALUE]",
-                               file, lineno)
-            cond = m.group(3).split()
-            if cond and len(cond) != 3:
-                raise StfError("check_counter condition must be 'packets|bytes OP VALUE'",
-                               file, lineno)
-            if cond and (cond[0].lower() not in ("packets", "bytes")
-                         or cond[1] not in ("==", "!=", "<", "<=", ">", ">=")):
-                raise StfError(f"bad check_counter condition {' '.join(cond)!r}", file, lineno)
-            args = {"counter": m.group(1), "index": m.group(2),
-                    "kind": cond[0].lower() if cond else "packets",
-                    "op": cond[1] if cond else "==",
-                    "value": parse_int(cond[2]) if cond else 0}
-        elif name == "wait":
-            args = {}
-        elif name == "remove":
-            if rest.strip().lower() != "all":
-                raise StfError("only 'remove all' is supported", file, lineno)
-            args = {}
-        else:
-            raise StfError(f"unsupported STF command {parts[0]!r}", file, lineno)
-        cmds.append(StfCommand(name, args, lineno, line))
-    return cmds
-
-
 # --------------------------------------------------------------------------- results
 @dataclass
 class StfResult:
@@ -364,11 +150,6 @@ def check_outputs(expected: dict[int, list[Expectation]],
     for port in sorted(set(expected) | set(received)):
         exps = expected.get(port, [])
         got = received.get(port, [])
-        if any(e.pattern is None for e in exps):
-            if any(e.pattern is not None for e in exps):
-                failures.append(f"port {port}: has both 'expect {port}' without data and "
-                                "expectations with data")
-            continue
         if not exps:
             failures.append(f"port {port}: {len(got)} packet(s) received but no expectation "
                             "(packets with no expectation must not appear)")
@@ -376,8 +157,9 @@ def check_outputs(expected: dict[int, list[Expectation]],
         for i in range(max(len(exps), len(got))):
             if i >= len(got):
                 e = exps[i]
+                want = "(any content)" if e.pattern is None else e.pattern + ("$" if e.exact else "")
                 failures.append(f"port {port}: expected packet #{i} (line {e.line}) not received"
-                                f"\n    expected: {e.pattern}{'$' if e.exact else ''}")
+                                f"\n    expected: {want}")
                 continue
             if i >= len(exps):
                 failures.append(f"port {port}: unexpected extra packet #{i}\n"
@@ -394,10 +176,48 @@ def check_outputs(expected: dict[int, list[Expectation]],
 
 
 # --------------------------------------------------------------------------- running
+def release_points(commands: list[StfCommand]) -> list[int]:
+    """For each command, the index (into ``commands``; ``len(commands)`` = end of file)
+    before which it takes effect on BMv2 under p4c's runner: a control-plane command at
+    its own index; a packet once every other port's pcap fifo holds a later packet or is
+    closed (the harness opens one fifo per port named by ``packet``/``expect``), never
+    before the packet written ahead of it; a ``check_counter`` once the packets before it
+    are processed. ``expect`` lines get their own index (they only register).
+
+    Example::
+
+        >>> cmds = parse_stf("packet 0 00\\nsetdefault t a()\\npacket 0 00\\nexpect 6")
+        >>> release_points(cmds)                 # port 6 has no input: closes at the end
+        [4, 1, 4, 3]
+        >>> release_points(parse_stf("packet 0 00\\npacket 1 00\\nexpect 0\\nexpect 1"))
+        [1, 4, 2, 3]
+    """
+    end = len(commands)
+    ports = sorted({c.args["port"] for c in commands if c.name in ("packet", "expect")})
+    points: list[int] = []
+    last_packet = -1
+    for i, cmd in enumerate(commands):
+        if cmd.name == "packet":
+            point = i
+            for port in ports:
+                if port != cmd.args["port"]:
+                    point = max(point, next((j for j in range(i + 1, end)
+                                             if commands[j].name == "packet"
+                                             and commands[j].args["port"] == port), end))
+            last_packet = max(last_packet, point)
+            points.append(last_packet)
+        elif cmd.name == "check_counter":
+            points.append(max(i, last_packet))
+        else:
+            points.append(i)
+    return points
+
+
 def run_stf_text(program: Any, text: str, file: str = "<stf>", *,
                  log: Optional[Callable[[str], None]] = None,
                  clock: Optional[Callable[[], int]] = None) -> StfResult:
-    """Run STF ``text`` against an already loaded program (a fresh switch).
+    """Run STF ``text`` against an already loaded program (a fresh switch), in the order
+    BMv2 processes it under p4c's runner (:func:`release_points`).
 
     STF problems (syntax, unknown table, ...) give a failed result whose first failure
     is the :class:`StfError` text; they are not raised.
@@ -419,7 +239,14 @@ def run_stf_text(program: Any, text: str, file: str = "<stf>", *,
     received: dict[int, list[bytes]] = {}
     try:
         commands = parse_stf(text, file)
-        for cmd in commands:
+        points = release_points(commands)
+        # a packet released before index r runs after the commands before r; packets and
+        # checks released together keep their file order
+        order = sorted(range(len(commands)), key=lambda i: (
+            points[i] - (0.5 if commands[i].name in ("packet", "check_counter")
+                         and points[i] > i else 0), i))
+        for i in order:
+            cmd = commands[i]
             if cmd.name == "packet":
                 for port, frame in switch.process_packet(cmd.args["port"], cmd.args["data"]):
                     received.setdefault(port, []).append(frame)
@@ -431,7 +258,9 @@ def run_stf_text(program: Any, text: str, file: str = "<stf>", *,
                 try:
                     note = target.execute(cmd)
                 except StfError as exc:
-                    exc.file, exc.line = file, cmd.line
+                    exc.file = file
+                    if not exc.line:
+                        exc.line, exc.col = cmd.line, cmd.col
                     raise
                 if note:
                     result.notes.append(f"{file}:{cmd.line}: {note}")
