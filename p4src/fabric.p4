@@ -29,6 +29,8 @@
 #include "include/control/ecn.p4"
 #include "include/control/telemetry.p4"
 #include "include/control/sampling.p4"
+#include "include/control/alarms.p4"
+#include "include/control/elephants.p4"
 
 control FabricIngress(inout headers_t hdr, inout fabric_metadata_t meta,
                       inout standard_metadata_t standard_metadata) {
@@ -40,6 +42,8 @@ control FabricIngress(inout headers_t hdr, inout fabric_metadata_t meta,
     Forwarding() forwarding;
     Ecmp() ecmp;
     NextHops() nexthops;
+    IngressAlarmReport() alarms;
+    Elephants() elephants;
     Sampling() sampling;
     PfcIngress() pfc;
     IngressTelemetry() telemetry;
@@ -56,6 +60,8 @@ control FabricIngress(inout headers_t hdr, inout fabric_metadata_t meta,
                 forwarding.apply(hdr, meta, standard_metadata);
                 ecmp.apply(hdr, meta, standard_metadata);
                 nexthops.apply(hdr, meta, standard_metadata);
+                alarms.apply(hdr, meta, standard_metadata);
+                elephants.apply(hdr, meta, standard_metadata);
                 sampling.apply(hdr, meta, standard_metadata);
             } else if (!hdr.pfc.isValid()) {
                 mark_to_drop(standard_metadata);    /* unknown EtherType */
@@ -70,12 +76,14 @@ control FabricEgress(inout headers_t hdr, inout fabric_metadata_t meta,
                      inout standard_metadata_t standard_metadata) {
     PfcEgress() pfc;
     Ecn() ecn;
+    EgressAlarms() alarms;
     PacketIoEgress() packetio;
     EgressTelemetry() telemetry;
 
     apply {
         pfc.apply(hdr, meta, standard_metadata);
         ecn.apply(hdr, meta, standard_metadata);
+        alarms.apply(hdr, meta, standard_metadata);
         packetio.apply(hdr, meta, standard_metadata);
         telemetry.apply(hdr, meta, standard_metadata);
     }

@@ -35,6 +35,9 @@ What is planned on every switch (names of ``p4src/README.md``):
   32 packets, pmax 51/255 ≈ 20 %; ``kmax_pkts=None`` means a plain threshold).
 * ``FabricIngress.pfc.thresholds``: every port → ``PfcConfig`` (default XOFF at 32, XON
   at 16 packets, pause 65535 quanta); ``None`` disables PFC.
+* ``FabricEgress.alarms.config`` and ``FabricIngress.elephants.config``: every port
+  whose peer is a switch → ``AlarmLevels`` / ``ElephantConfig`` of :mod:`p4src.alarmmodel`
+  (defaults in :mod:`controller.fabric.monitoring`); ``None`` turns either off.
 * Clone sessions ``100 + p`` → port ``p`` for every port, and ``255`` → the CPU port.
 
 Example::
@@ -56,8 +59,11 @@ from controller.fabric.ecmp import (LEAF_UPLINK_GROUP, EcmpGroup, algorithm_of, 
 from controller.fabric.detours import fabric_detours
 from controller.fabric.entries import (Entry, algorithm_entry, arp_entry, nexthop_entry,
                                        port_mac_entry, route_entry, switch_info_entry)
+from controller.fabric.monitoring import (DEFAULT_ALARM_LEVELS, DEFAULT_ELEPHANTS, alarm_entry,
+                                          elephant_entry)
 from controller.fabric.qos import EcnConfig, PfcConfig, ecn_entry, pfc_entry, qos_entries
 from controller.fabric.topology import FabricLike, NicLike, SwitchLike
+from p4src.alarmmodel import AlarmLevels, ElephantConfig
 from p4src.hashmodel import RouteModel, SwitchHashModel
 
 CPU_PORT = 255
@@ -141,8 +147,10 @@ class _Planner:
     """
 
     def __init__(self, fabric: FabricLike, ecn: Optional[EcnConfig],
-                 pfc: Optional[PfcConfig]) -> None:
+                 pfc: Optional[PfcConfig], alarms: Optional[AlarmLevels] = None,
+                 elephants: Optional[ElephantConfig] = None) -> None:
         self.fabric, self.ecn, self.pfc = fabric, ecn, pfc
+        self.alarms, self.elephants = alarms, elephants
         self.by_name = {s.name: s for s in fabric.switches}
         self.nics = [(h, n) for h in fabric.hosts for n in h.nics]
         self.nic_at: dict[tuple[str, int], NicLike] = {}
@@ -200,6 +208,11 @@ class _Planner:
                 add(ecn_entry(p, self.ecn))
             if self.pfc is not None:
                 add(pfc_entry(p, self.pfc))
+            if sw.ports[p].peer_node in self.by_name:
+                if self.alarms is not None:
+                    add(alarm_entry(p, self.alarms))
+                if self.elephants is not None:
+                    add(elephant_entry(p, self.elephants))
         plan.clone_sessions = {PFC_CLONE_SESSION_BASE + p: (p,) for p in ports}
         plan.clone_sessions[CPU_CLONE_SESSION] = (CPU_PORT,)
         return plan
@@ -244,7 +257,10 @@ class _Planner:
 
 
 def plan_fabric(fabric: FabricLike, ecn: Optional[EcnConfig] = EcnConfig(),
-                pfc: Optional[PfcConfig] = PfcConfig()) -> dict[str, SwitchPlan]:
+                pfc: Optional[PfcConfig] = PfcConfig(),
+                alarms: Optional[AlarmLevels] = DEFAULT_ALARM_LEVELS,
+                elephants: Optional[ElephantConfig] = DEFAULT_ELEPHANTS
+                ) -> dict[str, SwitchPlan]:
     """The plan of every switch, by name (no connection needed).
 
     >>> from topo.model import build_fabric
@@ -252,7 +268,7 @@ def plan_fabric(fabric: FabricLike, ecn: Optional[EcnConfig] = EcnConfig(),
     >>> plan_fabric(build_fabric())["s0"].count(T_ROUTES) > 0
     True
     """
-    planner = _Planner(fabric, ecn, pfc)
+    planner = _Planner(fabric, ecn, pfc, alarms, elephants)
     return {sw.name: planner.plan(sw) for sw in fabric.switches}
 
 

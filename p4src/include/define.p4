@@ -51,6 +51,18 @@ const bit<7> PUNT_TTL     = 2;
 const bit<32> PFC_SESSION_BASE = 100;
 const bit<32> CPU_SESSION = 255;
 
+/* Digest receivers (the P4Runtime digests are told apart by name; BMv2 logs the id). */
+const bit<32> SAMPLE_DIGEST_RECEIVER = 1;
+const bit<32> ALARM_DIGEST_RECEIVER = 2;
+const bit<32> ELEPHANT_DIGEST_RECEIVER = 3;
+
+/* Heavy-hitter table of FabricIngress.elephants: cells per stage (a power of two), the
+ * fingerprint space (a 31-bit fingerprint; 0 marks a cell never used), the reasons. */
+const bit<32> ELEPHANT_SLOTS = 1024;
+const bit<32> ELEPHANT_FP_SPACE = 0x80000000;
+const bit<8>  ELEPHANT_CROSSED = 1;    /* its count reached threshold_pkts in its window */
+const bit<8>  ELEPHANT_ALARMED = 2;    /* its port rose to a new alarm level */
+
 /* Index of the @field_list kept by the clones (see metadata.p4). */
 const bit<8> FL_CLONE = 1;
 

@@ -23,6 +23,35 @@ struct flow_sample_t {
     bit<32> packet_length;  /* bytes */
 }
 
+/* Digest sent by FabricIngress.alarms (receiver 2) for a port whose alarm level
+ * FabricEgress.alarms changed (alarms.p4). */
+struct alarm_digest_t {
+    bit<32> switch_id;
+    bit<9>  port;           /* the egress port whose level changed */
+    bit<8>  level;          /* 0 clear, 1 notice, 2 warning, 3 critical */
+    bit<8>  prev_level;
+    bit<32> marks;          /* ECN marks of the window that decided it */
+    bit<32> pkts;           /* packets of that window */
+    bit<32> window_us;      /* how long that window had run */
+    bit<32> max_qdepth;     /* largest enq_qdepth in it, packets */
+    bit<32> seq;            /* reports of this port so far (1, 2, ...) */
+}
+
+/* Digest sent by FabricIngress.elephants (receiver 3) for a heavy hitter (elephants.p4). */
+struct elephant_digest_t {
+    bit<32> switch_id;
+    bit<9>  port;           /* egress port */
+    bit<32> src_addr;
+    bit<32> dst_addr;
+    bit<8>  protocol;
+    bit<16> src_port;       /* 0 without UDP */
+    bit<16> dst_port;
+    bit<8>  reason;         /* 1 crossed the threshold, 2 its port was alarmed */
+    bit<8>  level;          /* the port's alarm level as last reported */
+    bit<32> packets;        /* the flow's packets in its window so far */
+    bit<32> window_us;      /* how long its window has run */
+}
+
 struct fabric_metadata_t {
     /* switch_info */
     bit<32> switch_id;
@@ -57,8 +86,12 @@ struct fabric_metadata_t {
     @field_list(1) bit<3>  pfc_prio;
     @field_list(1) bit<16> pfc_time;      /* quanta; 0 = resume */
 
+    /* ingress: this packet carries a digest already (v1model keeps one per packet) */
+    bit<1>  digest_taken;
+
     /* egress */
     bit<1>  pfc_frame;      /* this packet is a generated PAUSE/RESUME */
+    bit<1>  ecn_marked;     /* FabricEgress.ecn marked this packet CE */
 }
 
 #endif

@@ -57,6 +57,7 @@ control Ecn(inout headers_t hdr, inout fabric_metadata_t meta,
                 }
                 if (mark) {
                     hdr.ipv4.ecn = ECN_CE;
+                    meta.ecn_marked = 1;
                     marks.count((bit<32>) standard_metadata.egress_port);
                 }
             }

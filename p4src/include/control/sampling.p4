@@ -7,7 +7,8 @@
  *     and arrives at the controller as a PacketIn with reason 0 (PUNT_SAMPLED).
  * A packet is sampled when random(0 .. one_in_n - 1) == 0; one_in_n = 0 never samples.
  * Only IPv4 packets that are forwarded (not dropped) are sampled. qdepth in the digest
- * is the enq_qdepth of the last packet sent on that egress port.
+ * is the enq_qdepth of the last packet sent on that egress port. A packet that carries an
+ * alarm or elephant digest already sends no sample (v1model keeps one digest per packet).
  */
 #ifndef FABRIC_SAMPLING_P4
 #define FABRIC_SAMPLING_P4
@@ -44,11 +45,12 @@ control Sampling(inout headers_t hdr, inout fabric_metadata_t meta,
                         meta.punt_reason = PUNT_SAMPLED;
                         meta.sample_to_cpu = 1;
                         clone_preserving_field_list(CloneType.I2E, CPU_SESSION, FL_CLONE);
-                    } else {
+                    } else if (meta.digest_taken == 0) {
+                        meta.digest_taken = 1;
                         bit<32> qdepth;
                         sampling_last_qdepth.read(qdepth,
                             (bit<32>) standard_metadata.egress_spec);
-                        digest<flow_sample_t>(1, {
+                        digest<flow_sample_t>(SAMPLE_DIGEST_RECEIVER, {
                             meta.switch_id,
                             hdr.ipv4.src_addr,
                             hdr.ipv4.dst_addr,

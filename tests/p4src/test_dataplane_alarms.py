@@ -1,0 +1,244 @@
+"""fabric.p4's data-plane alarms and elephants, run by p4sim with a clock the test sets:
+every alarm digest equals what :class:`p4src.alarmmodel.PortAlarmModel` predicts for the
+same packets (levels up at once, down at window ends with hysteresis and hold, the
+report carried by the next packet to the port), and the heavy hitters of a known
+traffic mix are found exactly (reason 1 once per window, reason 2 after the port's alarm
+rises); one digest per packet.
+
+The PTF tests (tests/ptf/fabric/alarms.py) check the same on a live switch, p4sim or BMv2.
+"""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Optional
+
+import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+
+from p4sim import engine
+from p4sim.stf import parse_stf
+from p4sim.v1model.stf_commands import StfTarget
+from p4sim.v1model.switch import V1ModelSwitch
+from p4src.alarmmodel import (ALARM_DIGEST, ELEPHANT_ALARMED, ELEPHANT_CROSSED, ELEPHANT_DIGEST,
+                              AlarmLevels, AlarmReport, ElephantConfig, PortAlarmModel,
+                              alarm_report, elephant_report)
+
+FABRIC = Path(__file__).resolve().parents[2] / "p4src" / "fabric.p4"
+SWITCH_ID = 11
+OUT_PORT = 2
+ALARM_FIELDS = ("switch_id", "port", "level", "prev_level", "marks", "pkts", "window_us",
+                "max_qdepth", "seq")
+ELEPHANT_FIELDS = ("switch_id", "port", "src_addr", "dst_addr", "protocol", "src_port",
+                   "dst_port", "reason", "level", "packets", "window_us")
+
+SETUP = f"""
+setdefault FabricIngress.switch_info.config FabricIngress.switch_info.set_switch(switch_id:{SWITCH_ID}, role:0, ecmp_seed:1)
+add FabricIngress.forwarding.routes hdr.ipv4.dst_addr:0x0a000102 FabricIngress.forwarding.set_nexthop(nexthop_id:2)
+add FabricIngress.forwarding.nexthops meta.nexthop_id:2 FabricIngress.forwarding.route_to(port:{OUT_PORT}, src_mac:0x020000000b02, dst_mac:0x000000000002)
+add FabricEgress.ecn.thresholds standard_metadata.egress_port:{OUT_PORT} FabricEgress.ecn.set_ecn_threshold(kmin_pkts:0)
+"""
+
+
+class Rig:
+    """A fresh fabric switch on p4sim whose clock reads ``self.now_us``."""
+
+    def __init__(self, entries: str) -> None:
+        self.program = engine.load_program(str(FABRIC), trace=False)
+        self.now_us = 1000
+        self.switch = V1ModelSwitch(self.program, clock=lambda: self.now_us)
+        target = StfTarget(self.program)
+        for cmd in parse_stf(SETUP + entries):
+            target.execute(cmd)
+        for name in (ALARM_DIGEST, ELEPHANT_DIGEST, "flow_sample_t"):
+            self.program.state.digests.set_config(name, max_list_size=1)
+
+    def send(self, marked: bool = False, sport: int = 49152, src: str = "10.0.1.1") -> None:
+        """One UDP packet from port 1 to port 2 (ECT(0) is marked CE there, Not-ECT never)."""
+        frame = (Ether(dst="02:00:00:00:0b:01", src="00:00:00:00:00:01")
+                 / IP(src=src, dst="10.0.1.2", tos=2 if marked else 0)
+                 / UDP(sport=sport, dport=4791) / bytes(16))
+        out = self.switch.process_packet(1, bytes(frame))
+        assert [p for p, _ in out] == [OUT_PORT], out
+
+    def digests(self) -> list[tuple[str, dict[str, int]]]:
+        """Every digest since the last call, in order, as (name, fields)."""
+        out = []
+        for dl in self.program.state.digests.drain():
+            fields = ALARM_FIELDS if dl.digest_name == ALARM_DIGEST else (
+                ELEPHANT_FIELDS if dl.digest_name == ELEPHANT_DIGEST else ())
+            for values in dl.values:
+                out.append((dl.digest_name, dict(zip(fields, values))))
+        return out
+
+
+def alarm_entry(levels: AlarmLevels) -> str:
+    params = ", ".join(f"{k}:{v}" for k, v in levels.table_params().items())
+    return (f"add FabricEgress.alarms.config standard_metadata.egress_port:{OUT_PORT} "
+            f"FabricEgress.alarms.set_alarm_levels({params})\n")
+
+
+def elephant_entry(cfg: ElephantConfig) -> str:
+    params = ", ".join(f"{k}:{v}" for k, v in cfg.table_params().items())
+    return (f"add FabricIngress.elephants.config standard_metadata.egress_spec:{OUT_PORT} "
+            f"FabricIngress.elephants.track({params})\n")
+
+
+def run_alarm_pattern(levels: AlarmLevels, pattern: list[tuple[int, bool]]
+                      ) -> tuple[list[AlarmReport], list[AlarmReport]]:
+    """Send (time step, marked) packets; the digests the switch sent and the ones the model
+    predicts (a report made by packet n's egress is carried by packet n+1's ingress)."""
+    rig = Rig(alarm_entry(levels))
+    model = PortAlarmModel(levels)
+    want: list[AlarmReport] = []
+    pending: Optional[AlarmReport] = None
+    for step, marked in pattern:
+        rig.now_us += step
+        if pending is not None:
+            want.append(pending)
+            pending = None
+        rig.send(marked)
+        pending = model.packet(rig.now_us, marked) or pending
+    got = []
+    for name, fields in rig.digests():
+        assert name == ALARM_DIGEST
+        sw, port, rep = alarm_report(fields)
+        assert (sw, port) == (SWITCH_ID, OUT_PORT)
+        got.append(rep)
+    return got, want
+
+
+def test_levels_up_and_down_through_each_level() -> None:
+    levels = AlarmLevels(window_us=10_000, hold_us=0, min_pkts=10)
+    pattern: list[tuple[int, bool]] = []
+    # window 1: 100 packets, 2 marks at the end -> 2 % >= 1 %: NOTICE; then 6 more marks
+    # (8/106 = 7.5 %: WARNING), then 30 more (38/136 = 27.9 %: CRITICAL)
+    pattern += [(10, False)] * 98 + [(10, True)] * 2 + [(10, True)] * 6 + [(10, True)] * 30
+    # window 2 (opens 10 ms after window 1): 7 % -> below CRITICAL's 10 %: WARNING
+    pattern += [(10_000, False)] + [(10, False)] * 92 + [(10, True)] * 7
+    # window 3: 2 % -> below WARNING's 2.5 %: NOTICE; window 4: 0 -> CLEAR
+    pattern += [(10_000, False)] + [(10, False)] * 97 + [(10, True)] * 2
+    pattern += [(10_000, False)] + [(10, False)] * 20
+    pattern += [(10_000, False)] * 2
+    got, want = run_alarm_pattern(levels, pattern)
+    assert got == want
+    assert [(r.prev_level, r.level) for r in got] == [(0, 1), (1, 2), (2, 3), (3, 2), (2, 1),
+                                                      (1, 0)]
+    assert [r.seq for r in got] == [1, 2, 3, 4, 5, 6]
+
+
+@pytest.mark.parametrize("marks,level", [(1, 1), (5, 2), (20, 3), (4, 1), (19, 2)])
+def test_raise_thresholds_are_inclusive(marks: int, level: int) -> None:
+    """Exactly at a raise threshold (marks * 1000 == pm * pkts) the level is reached."""
+    levels = AlarmLevels(window_us=1_000_000, hold_us=0, min_pkts=100)
+    pattern = [(10, False)] * (100 - marks) + [(10, True)] * marks + [(10, False)]
+    got, want = run_alarm_pattern(levels, pattern)
+    assert got == want
+    assert [(r.level, r.marks, r.pkts) for r in got] == [(level, marks, 100)]
+
+
+def test_hold_and_min_pkts() -> None:
+    """A level held less than hold_us does not fall; a window with fewer than min_pkts
+    packets neither raises nor holds a level."""
+    levels = AlarmLevels(window_us=1_000, hold_us=5_000, min_pkts=4)
+    pattern = [(10, True)] * 3                  # 3 < min_pkts: nothing
+    pattern += [(10, True)]                     # 4/4: CRITICAL
+    pattern += [(1_000, False)] * 3             # windows of 1 packet: rate 0, but held < 5 ms
+    pattern += [(3_000, False)] * 2             # held 5 ms+: CLEAR
+    got, want = run_alarm_pattern(levels, pattern)
+    assert got == want
+    assert [(r.prev_level, r.level) for r in got] == [(0, 3), (3, 0)]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_traffic_matches_the_model(seed: int) -> None:
+    rng = random.Random(seed)
+    levels = AlarmLevels(window_us=2_000, hold_us=1_000, min_pkts=5)
+    pattern = []
+    p_mark = 0.0
+    for _ in range(600):
+        if rng.random() < 0.02:
+            p_mark = rng.choice([0.0, 0.008, 0.03, 0.08, 0.3, 0.9])
+        pattern.append((rng.choice([5, 20, 80, 400, 2_500]), rng.random() < p_mark))
+    got, want = run_alarm_pattern(levels, pattern)
+    assert got == want
+    assert len(got) >= 4, "the pattern should move the level several times"
+
+
+def test_a_port_without_configuration_reports_nothing() -> None:
+    rig = Rig("")
+    for _ in range(50):
+        rig.now_us += 10
+        rig.send(marked=True)
+    assert rig.digests() == []
+
+
+def test_elephants_of_a_known_mix_exactly() -> None:
+    rig = Rig(elephant_entry(ElephantConfig(threshold_pkts=5, window_us=1_000_000)))
+    counts = {50001: 8, 50002: 5, 50003: 4, 50004: 1}
+    order = [sp for sp, n in counts.items() for _ in range(n)]
+    random.Random(4).shuffle(order)
+    for sp in order:
+        rig.now_us += 100
+        rig.send(sport=sp)
+    found = [elephant_report(f) for name, f in rig.digests() if name == ELEPHANT_DIGEST]
+    assert sorted(r.src_port for r in found) == [50001, 50002]
+    for r in found:
+        assert (r.switch_id, r.port, r.reason, r.level, r.packets) == (
+            SWITCH_ID, OUT_PORT, ELEPHANT_CROSSED, 0, 5)
+        assert (r.src_addr, r.dst_addr, r.protocol, r.dst_port) == (0x0A000101, 0x0A000102,
+                                                                    17, 4791)
+        assert 0 < r.window_us < 1_000_000
+
+
+def test_window_ends_and_the_flow_is_counted_again() -> None:
+    rig = Rig(elephant_entry(ElephantConfig(threshold_pkts=3, window_us=10_000)))
+    for _ in range(5):
+        rig.now_us += 1_000
+        rig.send(sport=50001)
+    rig.now_us += 10_000                     # the window (opened 5 ms ago... 15 ms) ends
+    for _ in range(3):
+        rig.now_us += 1_000
+        rig.send(sport=50001)
+    found = [elephant_report(f) for _, f in rig.digests()]
+    assert [(r.reason, r.packets, r.window_us) for r in found] == [
+        (ELEPHANT_CROSSED, 3, 2_000), (ELEPHANT_CROSSED, 3, 2_000)]
+
+
+def test_elephants_reported_again_when_their_port_is_alarmed() -> None:
+    levels = AlarmLevels(window_us=1_000_000, hold_us=0, min_pkts=10)
+    rig = Rig(alarm_entry(levels) + elephant_entry(ElephantConfig(3, 1_000_000)))
+    for i in range(12):                       # two elephants, unmarked: reason 1 each
+        rig.now_us += 100
+        rig.send(sport=50001 + i % 2)
+    first = rig.digests()
+    assert sorted((f["src_port"], f["reason"]) for _, f in first) == [
+        (50001, ELEPHANT_CROSSED), (50002, ELEPHANT_CROSSED)]
+    rig.now_us += 100
+    rig.send(marked=True, sport=50001)        # 1/13 marks: WARNING, reported by the next packet
+    rig.now_us += 100
+    rig.send(sport=50002)                     # carries the alarm: no elephant digest
+    rig.now_us += 100
+    rig.send(sport=50002)                     # reports 50002 again (reason 2)
+    rig.now_us += 100
+    rig.send(sport=50001)                     # and 50001
+    rig.now_us += 100
+    rig.send(sport=50001)                     # once per alarm: nothing more
+    got = rig.digests()
+    assert [n for n, _ in got] == [ALARM_DIGEST, ELEPHANT_DIGEST, ELEPHANT_DIGEST]
+    assert (got[0][1]["level"], got[0][1]["marks"], got[0][1]["pkts"]) == (2, 1, 13)
+    again = [elephant_report(f) for _, f in got[1:]]
+    assert [(r.src_port, r.reason, r.level, r.packets) for r in again] == [
+        (50002, ELEPHANT_ALARMED, 2, 8), (50001, ELEPHANT_ALARMED, 2, 8)]
+
+
+def test_one_digest_per_packet_the_sample_gives_way() -> None:
+    rig = Rig(elephant_entry(ElephantConfig(2, 1_000_000)) +
+              f"add FabricIngress.sampling.config standard_metadata.egress_spec:{OUT_PORT} "
+              "FabricIngress.sampling.sample(one_in_n:1)\n")
+    for _ in range(3):
+        rig.now_us += 100
+        rig.send(sport=50001)
+    names = [n for n, _ in rig.digests()]
+    assert names == ["flow_sample_t", ELEPHANT_DIGEST, "flow_sample_t"]
