@@ -1,8 +1,14 @@
 """Link failures in GOR's loop: a link that goes down leaves the ECMP groups of the
 switches at both ends, the published hash model follows, and the flows are re-planned.
 
-:class:`LinkFaults` is mixed into :class:`controller.gor.loop.GorLoop`. On
-:meth:`LinkFaults.link_down` (an administrative link event from the testbed, or a port
+:class:`LinkFaults` is owned by :class:`controller.gor.loop.GorLoop` and constructed with
+what it uses: the :class:`~controller.gor.linkstate.LinkState`, the path engine (its hash
+model), the :class:`~controller.gor.tables.SwitchTables` and
+:class:`~controller.gor.tables.Sampling`, the :class:`~controller.gor.detour_sync.DetourSync`,
+the dead-link and pause-storm monitors, the ECMP groups as programmed, the outputs, and
+``follow``: the callback that makes links follow-up links of the decision rounds
+(:meth:`controller.gor.rounds.DecisionRounds.follow`). It holds the dead-link probes and
+counter evidence. On :meth:`LinkFaults.link_down` (an administrative link event from the testbed, or a port
 whose counters stall, reported by whoever watches them):
 
 1. both directions of the cable are marked down in :class:`~controller.gor.paths.LinkState`
@@ -27,7 +33,7 @@ thread reports an event with :meth:`LinkFaults.submit_link_event`; the next tick
 A group left with no member keeps its last one (the switch has no other way out; its
 packets are lost either way) and the failure is logged.
 
-**From the counters** (:meth:`LinkFaults._watch_links`, every tick after the digests):
+**From the counters** (:meth:`LinkFaults.watch_links`, every tick after the digests):
 each link direction's interval becomes evidence (:func:`~controller.gor.deadlinks.link_evidence`)
 for the :class:`~controller.gor.deadlinks.DeadLinkDetector`; a direction it declares dead
 gets :meth:`link_down` with the reason ``counters: …`` (``link_down`` in the decision log);
@@ -36,23 +42,29 @@ one it declared dead that carries traffic again gets :meth:`link_up`. For the
 member of one of its switch's ECMP groups sends at least ``min_pkts``, sampling is on at
 that port (``probes``), so that packets forwarded to it show up as digests.
 
-**Pause storms** (:meth:`LinkFaults._watch_pause`): each sample's PFC frames received go
+**Pause storms** (:meth:`LinkFaults.watch_pause`): each sample's PFC frames received go
 to the :class:`~controller.gor.pause.PauseStormMonitor`; a storm raised or cleared is
 logged (``pause_storm_raised`` with the operator's advice, ``pause_storm_cleared``) and
 exported (``gor_pause_storm``). Nothing is re-routed for it.
+
+Example (fakes for the switches, see ``tests/controller/test_gor_faults.py``)::
+
+    >>> loop.faults.link_down("b0r0l0", 4, reason="cable cut")   # doctest: +SKIP
+    ['b0r0l0/1: s0,s2,s3', 's1/3: ...']
 """
 from __future__ import annotations
 
 import queue
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping
 
 from controller.gor.deadlinks import DeadLinkDetector, link_evidence
 from controller.gor.decisions import LinkKey
-from controller.gor.log import DecisionLog
-from controller.gor.metrics import GorMetrics
+from controller.gor.detour_sync import DetourSync
+from controller.gor.outputs import LoopOutputs
 from controller.gor.pause import PAUSE_STORM_ADVICE, PauseStormMonitor
 from controller.gor.paths import LinkState, PathEngine
+from controller.gor.tables import Sampling, SwitchTables
 from p4src.hashmodel import GroupModel
 
 T_GROUPS = "FabricIngress.ecmp.groups"
@@ -62,31 +74,37 @@ A_MEMBER = "FabricIngress.ecmp.set_nexthop"
 
 
 class LinkFaults:
-    """Link down/up handling, mixed into :class:`controller.gor.loop.GorLoop`."""
+    """Link down/up handling, dead links from the counters and pause storms (see the
+    module docstring). ``programmed_groups``: switch → group id → the ECMP group as the
+    plan programmed it (detour groups excluded)."""
 
-    links: LinkState
-    engine: PathEngine
-    decision_log: Optional[DecisionLog]
-    metrics: Optional[GorMetrics]
-    pause: PauseStormMonitor
-    dead_links: DeadLinkDetector
-    probes: dict[LinkKey, float]
-    forwarded: "Counter[LinkKey]"
-    rx_armed: set[LinkKey]
-    counter_down: set[LinkKey]
-    sampling: dict[LinkKey, int]
-    follow_up: set[LinkKey]
-    programmed_groups: dict[str, dict[int, GroupModel]]
-    link_events: "queue.Queue[tuple[str, int, bool, str]]"
+    def __init__(self, links: LinkState, engine: PathEngine, tables: SwitchTables,
+                 sampling: Sampling, detours: DetourSync, outputs: LoopOutputs, *,
+                 dead_links: DeadLinkDetector, pause: PauseStormMonitor,
+                 programmed_groups: Mapping[str, Mapping[int, GroupModel]],
+                 follow: Callable[[Iterable[LinkKey]], None]) -> None:
+        self.links, self.engine, self.tables, self.sampling = links, engine, tables, sampling
+        self.detours, self._out, self._follow = detours, outputs, follow
+        self.dead_links, self.pause, self.programmed_groups = dead_links, pause, programmed_groups
+        self.probes: dict[LinkKey, float] = {}        # dead-link probes: link → since
+        self.forwarded: Counter[LinkKey] = Counter()  # digests per egress link since the last tick
+        self.rx_armed: set[LinkKey] = set()           # ports whose rx counter has moved
+        self.counter_down: set[LinkKey] = set()       # links taken down by the counters
+        self.link_events: "queue.Queue[tuple[str, int, bool, str]]" = queue.Queue()
 
-    if TYPE_CHECKING:  # provided by the other parts of GorLoop (stubs here would shadow them)
-        def link_name(self, link: LinkKey) -> str: ...
-        def _error(self, msg: str) -> None: ...
-        def _write(self, switch: str, table: str, match: Mapping[str, Any], action: str,
-                   params: Mapping[str, Any]) -> None: ...
-        def _enable_sampling(self, key: LinkKey, t_s: float = 0.0) -> bool: ...
-        def _release_sampling(self, link: LinkKey) -> None: ...
-        def _sync_detours(self, only: Optional[str] = None) -> list[str]: ...
+    def count_forwarded(self, link: LinkKey) -> None:
+        """One digest showed a packet forwarded to ``link`` (evidence for the
+        "forwarded but not sent" rule)."""
+        self.forwarded[link] += 1
+
+    def forget_counters(self, link: LinkKey) -> None:
+        """Drop the counter evidence of ``link`` and its peer (a restarted switch: its
+        counters began again from zero)."""
+        self.rx_armed.discard(link)
+        self.dead_links.forget(link)
+        peer = self.links.peer.get(link)
+        if peer is not None:
+            self.dead_links.forget(peer)
 
     def submit_link_event(self, switch: str, port: int, up: bool,
                           reason: str = "administrative") -> None:
@@ -94,7 +112,8 @@ class LinkFaults:
         tick applies it (thread-safe)."""
         self.link_events.put((switch, port, up, reason))
 
-    def _drain_link_events(self) -> None:
+    def drain_link_events(self) -> None:
+        """Apply the link events queued by :meth:`submit_link_event` (each tick)."""
         while not self.link_events.empty():
             switch, port, up, reason = self.link_events.get_nowait()
             (self.link_up if up else self.link_down)(switch, port, reason)
@@ -125,21 +144,20 @@ class LinkFaults:
             ends.append(peer)
         done: list[str] = []
         for sw, _ in ends:
-            done += self._rewrite_groups(sw)
-        detours = self._sync_detours()
+            done += self.rewrite_groups(sw)
+        detours = self.detours.sync()
         self.engine._spine_groups.clear()
-        if self.metrics is not None:
+        if self._out.metrics is not None:
             for end in ends:
-                self.metrics.set_link_down(self.link_name(end), not self.links.is_up(end))
+                self._out.metrics.set_link_down(self.links.name(end), not self.links.is_up(end))
         for sw, _ in ends:
-            self.follow_up.update(l for l in self.links.capacity_bps
-                                  if l[0] == sw and self.links.is_up(l))
-        if self.decision_log is not None:
-            self.decision_log.record(event, link=self.link_name((switch, port)), reason=reason,
-                                     groups=done, detours=detours)
+            self._follow(l for l in self.links.capacity_bps if l[0] == sw and self.links.is_up(l))
+        if self._out.decision_log is not None:
+            self._out.decision_log.record(event, link=self.links.name((switch, port)), reason=reason,
+                                          groups=done, detours=detours)
         return done
 
-    def _rewrite_groups(self, switch: str) -> list[str]:
+    def rewrite_groups(self, switch: str) -> list[str]:
         """Rewrite every group of ``switch`` whose live members changed; their names."""
         model = self.engine.hash_model.switches.get(switch)
         if model is None:
@@ -149,43 +167,44 @@ class LinkFaults:
             ports = [self.engine.member_port(switch, m) for m in programmed.members]
             live = [(m, p) for m, p in zip(programmed.members, ports) if self.links.is_up((switch, p))]
             if not live:
-                self._error(f"{switch}: ECMP group {gid} has no live member left: kept as it is")
+                self._out.error(f"{switch}: ECMP group {gid} has no live member left: kept as it is")
                 continue
             if tuple(m for m, _ in live) == model.groups[gid].members:
                 continue
             try:
                 for i, (_, p) in enumerate(live):
-                    self._write(switch, T_MEMBERS, {"meta.ecmp_member": programmed.base + i},
+                    self.tables.write(switch, T_MEMBERS, {"meta.ecmp_member": programmed.base + i},
                                 A_MEMBER, {"nexthop_id": p})
-                self._write(switch, T_GROUPS, {"meta.ecmp_group_id": gid}, A_GROUP,
+                self.tables.write(switch, T_GROUPS, {"meta.ecmp_group_id": gid}, A_GROUP,
                             {"base": programmed.base, "size": len(live)})
             except Exception as exc:  # noqa: BLE001 — a switch that does not answer
-                self._error(f"{switch}: ECMP group {gid} not rewritten: {type(exc).__name__}: {exc}")
+                self._out.error(f"{switch}: ECMP group {gid} not rewritten: {type(exc).__name__}: {exc}")
                 continue
             model.groups[gid] = GroupModel(programmed.base, tuple(m for m, _ in live))
             out.append(f"{switch}/{gid}: {','.join(m for m, _ in live)}")
         return out
 
     # ------------------------------------------------------------------ from the counters
-    def _watch_pause(self, link: LinkKey, t_s: float, sample: Any) -> None:
+    def watch_pause(self, link: LinkKey, t_s: float, sample: Any) -> None:
         """Feed one sample's PFC frames received to the pause-storm monitor."""
         ev = self.pause.observe(link, t_s, int(getattr(sample, "pfc_rx", 0) or 0),
                                 float(getattr(sample, "dt_s", 0.0) or 0.0))
         if ev is None:
             return
-        name = self.link_name(link)
-        if self.metrics is not None:
-            self.metrics.set_pause_storm(name, ev.raised)
-        if self.decision_log is not None:
+        name = self.links.name(link)
+        out = self._out
+        if out.metrics is not None:
+            out.metrics.set_pause_storm(name, ev.raised)
+        if out.decision_log is not None:
             if ev.raised:
-                self.decision_log.record("pause_storm_raised", link=name,
-                                         frames_per_s=ev.frames_per_s, held_s=ev.held_s,
-                                         action=PAUSE_STORM_ADVICE)
+                out.decision_log.record("pause_storm_raised", link=name,
+                                        frames_per_s=ev.frames_per_s, held_s=ev.held_s,
+                                        action=PAUSE_STORM_ADVICE)
             else:
-                self.decision_log.record("pause_storm_cleared", link=name,
-                                         frames_per_s=ev.frames_per_s, held_s=ev.held_s)
+                out.decision_log.record("pause_storm_cleared", link=name,
+                                        frames_per_s=ev.frames_per_s, held_s=ev.held_s)
 
-    def _watch_links(self, t_s: float, samples: Mapping[Any, Any]) -> None:
+    def watch_links(self, t_s: float, samples: Mapping[Any, Any]) -> None:
         """Dead-link evidence of every sampled direction (see the module docstring)."""
         by_key = {(lid.switch, lid.port): s for lid, s in samples.items()}
         for key, s in by_key.items():
@@ -233,9 +252,9 @@ class LinkFaults:
             s = by_key.get(key)
             if not self.links.is_up(key) or (s is not None and s.tx_pkts >= min_pkts):
                 del self.probes[key]
-                self._release_sampling(key)
+                self.sampling.release(key)
             elif key not in self.sampling:
-                self._enable_sampling(key, t_s)
+                self.sampling.enable(key, t_s)
 
 
 __all__ = ["LinkFaults"]

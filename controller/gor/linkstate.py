@@ -15,6 +15,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Iterable
 
 from controller.gor.decisions import LinkKey
 from topo.model import Fabric
@@ -74,6 +75,32 @@ class LinkState:
     def util(self, link: LinkKey, extra_bps: float = 0.0) -> float:
         """Utilisation of ``link`` with ``extra_bps`` more traffic."""
         return (self.load_bps.get(link, 0.0) + extra_bps) / self.capacity_bps[link]
+
+    def name(self, link: LinkKey) -> str:
+        """The telemetry's name of ``link``, as the decision log and metrics write it:
+        ``"b0r0l0->s0"``, ``"b0r0l0:3->s0"`` when two links join the same pair,
+        ``"b0r0l0:9"`` for a port that is no fabric link.
+
+        >>> from topo.model import build_fabric
+        >>> LinkState.from_fabric(build_fabric()).name(("b0r0l0", 3))
+        'b0r0l0->s0'
+        """
+        sw, port = link
+        peer = self.peer.get(link)
+        if peer is None:
+            return f"{sw}:{port}"
+        twins = [k for k, v in self.peer.items() if k[0] == sw and v[0] == peer[0]]
+        return f"{sw}->{peer[0]}" if len(twins) < 2 else f"{sw}:{port}->{peer[0]}"
+
+    def utils_pct(self, links: Iterable[LinkKey]) -> dict[str, float]:
+        """Name → utilisation in percent (two decimals) of each of ``links``.
+
+        >>> from topo.model import build_fabric
+        >>> ls = LinkState.from_fabric(build_fabric()); ls.set_util(("b0r0l0", 3), 0.123456)
+        >>> ls.utils_pct([("b0r0l0", 3)])
+        {'b0r0l0->s0': 12.35}
+        """
+        return {self.name(l): round(100 * self.util(l), 2) for l in links}
 
 
 __all__ = ["LinkState"]

@@ -78,14 +78,37 @@ adopts or deletes them. A switch that stops answering is logged ``switch_lost``;
 :mod:`controller.gor.restarts` re-installs GOR's overrides and sampling entries on it and
 logs ``switch_back``.
 
-The loop is split by concern: :mod:`~controller.gor.tables` (entry writes, sampling),
-:mod:`~controller.gor.rounds` (decision rounds), :mod:`~controller.gor.orders` (orders),
-:mod:`~controller.gor.faults` (links), :mod:`~controller.gor.reconcile` (restart),
-:mod:`~controller.gor.restarts` (switches lost and restored),
-:mod:`~controller.gor.digests` (digest reader threads).
+**Structure.** :class:`GorLoop` runs steps 1–3 itself and owns one collaborator per
+concern, each constructed with only what it uses and readable (and testable) alone:
+
+* :attr:`GorLoop.tables` — :class:`~controller.gor.tables.SwitchTables`, entry writes;
+* :attr:`GorLoop.sampler` — :class:`~controller.gor.tables.Sampling`, the sampling entries;
+* :attr:`GorLoop.orders` — :class:`~controller.gor.orders.MoveOrders`, orders and their
+  confirmation (it owns the thread pool of agent calls);
+* :attr:`GorLoop.rounds` — :class:`~controller.gor.rounds.DecisionRounds`, decision rounds
+  and follow-up links;
+* :attr:`GorLoop.detour_sync` — :class:`~controller.gor.detour_sync.DetourSync`, the
+  leaves' detours;
+* :attr:`GorLoop.faults` — :class:`~controller.gor.faults.LinkFaults`, links down and up,
+  dead links, pause storms;
+* :attr:`GorLoop.reconciliation` — :class:`~controller.gor.reconcile.Reconciliation` (with
+  a :class:`~controller.gor.reconcile_links.LinkReconciler`), restart;
+* :attr:`GorLoop.restarts` — :class:`~controller.gor.restarts.SwitchRestarts`, switches
+  lost and restored;
+* :attr:`GorLoop.expiry` — :class:`~controller.gor.expiry.OverrideExpiry`.
+
+What several of them share is passed in as small explicit objects: the
+:class:`~controller.gor.paths.LinkState` (:attr:`GorLoop.links`), the
+:class:`~controller.gor.moves.MoveBook` (:attr:`GorLoop.book`: moves in flight, cooldowns,
+registry ids, overrides), the :class:`~controller.gor.windows.LoadWindows`, the
+:class:`~controller.gor.outputs.LoopOutputs` (decision log, metrics, errors), and a few
+callbacks the loop wires (``Sampling.needed``, ``DecisionRounds.follow``,
+``MoveOrders.act``). None of them imports this module. :mod:`~controller.gor.digests`
+has the digest reader threads.
 
 Link names in the decision log and metrics are the telemetry's (``b0r0l0->s0``, with
-``:port`` when two links join the same pair): :meth:`GorLoop.link_name`.
+``:port`` when two links join the same pair): :meth:`LinkState.name
+<controller.gor.linkstate.LinkState.name>`.
 
 A switch that does not answer a write or a digest read is logged and skipped; the loop
 goes on.
@@ -99,13 +122,9 @@ Example (fakes for the switches and the registry, see ``tests/controller/test_go
 """
 from __future__ import annotations
 
-import itertools
-import logging
 import queue
 import time
-from collections import Counter, deque
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Mapping, Optional
 
 from controller.fabric import switch_id_of
 from controller.fabric.detours import fabric_detours
@@ -119,25 +138,25 @@ from controller.gor.expiry import DEFAULT_OVERRIDE_IDLE_S, DEFAULT_OVERRIDE_PROB
 from controller.gor.faults import LinkFaults
 from controller.gor.log import DecisionLog
 from controller.gor.metrics import GorMetrics
-from controller.gor.moves import MoveInFlight
+from controller.gor.moves import MoveBook, MoveInFlight
 from controller.gor.orders import OVERRIDE_ACTION, OVERRIDE_TABLE, MoveOrders, override_match
+from controller.gor.outputs import LoopOutputs
 from controller.gor.pause import PauseStormMonitor, PauseStormThresholds
 from controller.gor.paths import LinkState, PathEngine, nic_leaves
-from controller.gor.reconcile import Reconciliation
-from controller.gor.reconcile_links import ReconcileLinks
+from controller.gor.reconcile import ReconcileReport, Reconciliation
+from controller.gor.reconcile_links import LinkReconciler
 from controller.gor.restarts import SwitchRestarts
 from controller.gor.rounds import DecisionRounds
-from controller.gor.tables import SAMPLING_ACTION, SAMPLING_KEY, SAMPLING_TABLE, SwitchTables
-
-log = logging.getLogger("controller.gor.loop")
+from controller.gor.tables import SAMPLING_ACTION, SAMPLING_KEY, SAMPLING_TABLE, Sampling, SwitchTables
+from controller.gor.windows import LoadWindows
 
 PendingMove = MoveInFlight
 """The former name of :class:`~controller.gor.moves.MoveInFlight`."""
 
 
-class GorLoop(DecisionRounds, MoveOrders, LinkFaults, DetourSync, Reconciliation, ReconcileLinks,
-              SwitchRestarts, OverrideExpiry, SwitchTables):
-    """GOR's control loop over one fabric (see the module docstring for one tick).
+class GorLoop:
+    """GOR's control loop over one fabric (see the module docstring for one tick and its
+    collaborators).
 
     ``fabric`` is a ``topo.model.Fabric``; ``programmer`` gives ``connections`` (switch
     name → ``SwitchConnection``-like: ``table_entry``, ``insert``, ``modify``, ``delete``,
@@ -166,81 +185,133 @@ class GorLoop(DecisionRounds, MoveOrders, LinkFaults, DetourSync, Reconciliation
         if top_n < 1 or one_in_n < 1 or order_workers < 1:
             raise ValueError("top_n, one_in_n and order_workers must be at least 1")
         self.fabric, self.programmer, self.registry = fabric, programmer, registry
-        self.period_s, self.top_n, self.one_in_n = period_s, top_n, one_in_n
-        self.decision_log, self.metrics = log, metrics
-        self.decide_every_s, self.cooldown_s = decide_every_s, cooldown_s
-        self.confirm_timeout_s, self.order_timeout_s = confirm_timeout_s, order_timeout_s
-        self.max_retries, self.decide_level = max_retries, decide_level
-        self.window_s, self.min_samples = window_s, min_samples
-        self.samples_per_flow, self.early_decide, self.proof_s = samples_per_flow, early_decide, proof_s
-        self.override_idle_s, self.override_probe_s = override_idle_s, override_probe_s
-        self.override_seen: dict[FlowKey, float] = {}
-        self.liveness: dict[FlowKey, tuple[LinkKey, float]] = {}
-        self.settle_s = window_s + 2 * period_s if settle_s is None else settle_s
-        self.safety = safety
-        self.follow_up: set[LinkKey] = set()          # links of past rounds, still over safety
+        self.period_s, self.detect_dead_links = period_s, detect_dead_links
+        self.out = LoopOutputs(log, metrics)
+        # the state the steps share, each one small object
         self.alarms = AlarmMonitor(thresholds)
         self.pause = PauseStormMonitor(pause_thresholds)
         self.dead_links = DeadLinkDetector(dead_link_thresholds)
-        self.detect_dead_links = detect_dead_links
         self.links = LinkState.from_fabric(fabric)
         self.engine = PathEngine(fabric, programmer.hash_model(), self.links, safety=safety)
-        # the detours the plan installed (a fabric whose spines miss some leaf), kept by
-        # DetourSync; the groups the fault handling rewrites are the others
-        self.detours = fabric_detours(fabric)
-        self.detours_pending: set[str] = set()
-        self.programmed_groups = {n: {gid: g for gid, g in m.groups.items()
-                                      if gid not in self.detours.get(n, {})}
-                                  for n, m in programmer.hash_model().switches.items()}
-        self.link_events: "queue.Queue[tuple[str, int, bool, str]]" = queue.Queue()
+        self.windows = LoadWindows(window_s)
         self.flows = FlowTable({switch_id_of(sw, fabric): sw.name for sw in fabric.switches},
                                one_in_n=one_in_n, window_s=window_s)
         self.leaf_of = nic_leaves(fabric)
+        self.book = MoveBook()
         self.digests: "queue.Queue[tuple[str, Any]]" = queue.Queue()
-        self.sampling: dict[LinkKey, int] = {}        # link → one_in_n programmed
-        self.sampling_since: dict[LinkKey, float] = {}
-        self.probes: dict[LinkKey, float] = {}        # dead-link probes: link → since
-        self.forwarded: Counter[LinkKey] = Counter()  # digests per egress link since the last tick
-        self.rx_armed: set[LinkKey] = set()           # ports whose rx counter has moved
-        self.counter_down: set[LinkKey] = set()       # links taken down by the counters
-        self.adopted_sampling: dict[LinkKey, float] = {}   # reconciled entries: link → until
-        self.pending: dict[str, MoveInFlight] = {}    # order id → move not yet seen/settled
-        self.overrides: dict[FlowKey, PathChoice] = {}
-        self.moved: dict[FlowKey, float] = {}         # flow (old and new key) → left alone until
-        self.flow_ids: dict[FlowKey, str] = {}        # new 5-tuple → registry flow id
-        self.last_decision: dict[LinkKey, float] = {}
-        self.util_window: dict[LinkKey, deque[tuple[float, float]]] = {}
-        self.link_ids: dict[LinkKey, Any] = {}
-        self.decisions: list[RoundDecision] = []
-        self.errors: list[str] = []
+        # the collaborators, each with what it uses
+        self.tables = SwitchTables(programmer)
+        self.sampler = Sampling(self.tables, self.flows, self.alarms, self.out,
+                                one_in_n=one_in_n, needed=self._sampling_needed)
+        self.orders = MoveOrders(
+            registry, self.book, self.flows, self.links, self.sampler, self.tables, self.out,
+            cooldown_s=cooldown_s, confirm_timeout_s=confirm_timeout_s,
+            order_timeout_s=order_timeout_s, max_retries=max_retries, workers=order_workers,
+            settle_s=window_s + 2 * period_s if settle_s is None else settle_s)
+        self.rounds = DecisionRounds(
+            self.engine, self.links, self.alarms, self.flows, self.windows, self.book, self.sampler,
+            registry, self.leaf_of, self.out, self.orders.act, top_n=top_n, safety=safety,
+            decide_level=decide_level, decide_every_s=decide_every_s, min_samples=min_samples,
+            samples_per_flow=samples_per_flow, early_decide=early_decide, proof_s=proof_s,
+            cooldown_s=cooldown_s)
+        # the detours the plan installed (a fabric whose spines miss some leaf), kept by
+        # DetourSync; the groups the fault handling rewrites are the others
+        self.detour_sync = DetourSync(self.engine, self.links, self.tables, self.out,
+                                      installed=fabric_detours(fabric))
+        programmed_groups = {n: {gid: g for gid, g in m.groups.items()
+                                 if gid not in self.detour_sync.detours.get(n, {})}
+                             for n, m in programmer.hash_model().switches.items()}
+        self.faults = LinkFaults(self.links, self.engine, self.tables, self.sampler, self.detour_sync,
+                                 self.out, dead_links=self.dead_links, pause=self.pause,
+                                 programmed_groups=programmed_groups, follow=self.rounds.follow)
+        link_reconciler = LinkReconciler(self.tables, self.engine, self.links, programmed_groups,
+                                         self.detour_sync, self.faults.rewrite_groups, self.out)
+        self.reconciliation = Reconciliation(self.tables, self.engine, self.links, self.sampler,
+                                             self.book, self.leaf_of, link_reconciler.run, self.out,
+                                             cooldown_s=cooldown_s, window_s=window_s)
+        self.restarts = SwitchRestarts(self.engine, self.links, self.tables, self.sampler, self.book,
+                                       self.detour_sync, self.windows, self.faults.forget_counters,
+                                       self.out)
+        self.expiry = OverrideExpiry(self.engine, self.links, self.flows, self.book, self.sampler,
+                                     self.orders.delete_override, self.out,
+                                     idle_s=override_idle_s, probe_s=override_probe_s)
         self.ticks = 0
         self.digest_errors = 0
-        self._rounds = itertools.count(1)
-        self._order_ids = itertools.count(1)
-        self._stale: dict[str, bool] = {}
-        self.recovery_attached = False                # a SwitchRecovery reports switch_back
-        self.switch_events: "queue.Queue[tuple[str, str, Any, Optional[float]]]" = queue.Queue()
-        self.lost_switches: dict[str, float] = {}     # switch → t_s it was lost
-        self.switch_log: list[tuple[str, str, float, dict[str, Any]]] = []  # lost/back, switch, t_s, what
-        self._pool = ThreadPoolExecutor(max_workers=order_workers, thread_name_prefix="gor-order")
 
     def close(self) -> None:
         """Stop the order thread pool (agent calls still running finish on their own)."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self.orders.close()
 
-    # ------------------------------------------------------------------ names
+    def _sampling_needed(self, link: LinkKey) -> bool:
+        """Something besides an alarm needs sampling on ``link``: a follow-up round may
+        run on it, it probes a link that may be dead, a move must be seen there, or an
+        override's flow that may have ended (:mod:`controller.gor.expiry`)."""
+        return (link in self.rounds.follow_up or link in self.faults.probes
+                or self.book.confirming(link) or self.expiry.probing(link))
+
+    # ------------------------------------------------------------------ views
+    @property
+    def decision_log(self) -> Optional[DecisionLog]:
+        """The decision log every part writes to (settable: None stops logging)."""
+        return self.out.decision_log
+
+    @decision_log.setter
+    def decision_log(self, value: Optional[DecisionLog]) -> None:
+        self.out.decision_log = value
+
+    @property
+    def metrics(self) -> Optional[GorMetrics]:
+        """The Prometheus metrics, or None."""
+        return self.out.metrics
+
+    @property
+    def errors(self) -> list[str]:
+        """The newest faults the loop survived (switch, agent, digest), oldest first."""
+        return self.out.errors
+
+    @property
+    def pending(self) -> dict[str, MoveInFlight]:
+        """Order id → move in flight (:attr:`MoveBook.pending <controller.gor.moves.MoveBook>`)."""
+        return self.book.pending
+
+    @property
+    def overrides(self) -> dict[FlowKey, PathChoice]:
+        """5-tuple → the path its override entries pin."""
+        return self.book.overrides
+
+    @property
+    def sampling(self) -> dict[LinkKey, int]:
+        """Link → ``one_in_n`` of the sampling entries GOR has programmed."""
+        return self.sampler.on
+
+    @property
+    def detours(self) -> dict[str, Any]:
+        """Leaf → group id → the detour in force (:class:`DetourSync`)."""
+        return self.detour_sync.detours
+
+    @property
+    def switch_log(self) -> list[tuple[str, str, float, dict[str, Any]]]:
+        """``(event, switch, t_s, what)`` of every switch lost and back."""
+        return self.restarts.switch_log
+
+    @property
+    def recovery_attached(self) -> bool:
+        """A :class:`~controller.gor.recovery.SwitchRecovery` reports ``switch_back``
+        (set by it)."""
+        return self.restarts.recovery_attached
+
+    @recovery_attached.setter
+    def recovery_attached(self, value: bool) -> None:
+        self.restarts.recovery_attached = value
+
+    @property
+    def settle_s(self) -> float:
+        """How long a confirmed move stays in flight."""
+        return self.orders.settle_s
+
     def link_name(self, link: LinkKey) -> str:
         """``"b0r0l0->s0"`` (the telemetry's name), ``"b0r0l0:3->s0"`` with parallel links."""
-        sw, port = link
-        peer = self.links.peer.get(link)
-        if peer is None:
-            return f"{sw}:{port}"
-        twins = [k for k, v in self.links.peer.items() if k[0] == sw and v[0] == peer[0]]
-        return f"{sw}->{peer[0]}" if len(twins) < 2 else f"{sw}:{port}->{peer[0]}"
-
-    def _utils(self, links: Iterable[LinkKey], state: Optional[LinkState] = None) -> dict[str, float]:
-        st = state or self.links
-        return {self.link_name(l): round(100 * st.util(l), 2) for l in links}
+        return self.links.name(link)
 
     def busy(self) -> bool:
         """True while something wants fast telemetry: an alarm (NOTICE or above), a move
@@ -250,7 +321,7 @@ class GorLoop(DecisionRounds, MoveOrders, LinkFaults, DetourSync, Reconciliation
 
         >>> poller.period_s = 0.1 if loop.busy() else 0.25       # doctest: +SKIP
         """
-        return bool(self.pending or self.follow_up or self.probes
+        return bool(self.book.pending or self.rounds.follow_up or self.faults.probes
                     or self.alarms.active(AlarmLevel.NOTICE) or self.dead_links.suspects())
 
     # ------------------------------------------------------------------ inputs
@@ -259,6 +330,48 @@ class GorLoop(DecisionRounds, MoveOrders, LinkFaults, DetourSync, Reconciliation
         (thread-safe: called by the digest reader threads)."""
         self.digests.put((switch, digest))
 
+    def submit_link_event(self, switch: str, port: int, up: bool,
+                          reason: str = "administrative") -> None:
+        """Queue a link event from another thread; the next tick applies it (thread-safe,
+        :meth:`LinkFaults.submit_link_event <controller.gor.faults.LinkFaults.submit_link_event>`)."""
+        self.faults.submit_link_event(switch, port, up, reason)
+
+    def link_down(self, switch: str, port: int, reason: str = "administrative") -> list[str]:
+        """Take the cable at ``switch:port`` out of service; returns the groups rewritten
+        (:meth:`LinkFaults.link_down <controller.gor.faults.LinkFaults.link_down>`)."""
+        return self.faults.link_down(switch, port, reason)
+
+    def link_up(self, switch: str, port: int, reason: str = "administrative") -> list[str]:
+        """Put the cable at ``switch:port`` back into its groups (as programmed)."""
+        return self.faults.link_up(switch, port, reason)
+
+    def reconcile(self, t_s: float = 0.0) -> ReconcileReport:
+        """Adopt or delete the entries a previous GOR left in the switches; call once before
+        the first tick (:meth:`Reconciliation.reconcile
+        <controller.gor.reconcile.Reconciliation.reconcile>`)."""
+        return self.reconciliation.reconcile(t_s)
+
+    def observe_health(self, health: Mapping[str, Any], t_s: float = 0.0) -> None:
+        """Log switches lost / answering again (``TelemetryPoller.health``)."""
+        self.restarts.observe_health(health, t_s)
+
+    def live_groups(self, switch: str) -> dict[int, tuple[int, ...]]:
+        """Group id → egress ports of the live members of ``switch``'s ECMP groups."""
+        return self.restarts.live_groups(switch)
+
+    def submit_switch_lost(self, switch: str, reason: str) -> None:
+        """The recovery found ``switch`` lost (thread-safe)."""
+        self.restarts.submit_switch_lost(switch, reason)
+
+    def submit_switch_back(self, switch: str, report: Any, lost_s: Optional[float] = None) -> None:
+        """Hand in a switch the recovery reconnected (thread-safe)."""
+        self.restarts.submit_switch_back(switch, report, lost_s)
+
+    def drain_orders(self, timeout_s: float = 5.0) -> bool:
+        """Wait (at most ``timeout_s``) until every agent call in flight has returned;
+        True when none is left running (tests, orderly shutdown)."""
+        return self.orders.drain(timeout_s)
+
     # ------------------------------------------------------------------ the step
     def tick(self, t_s: float, samples: Mapping[Any, Any]) -> list[RoundDecision]:
         """One step at ``t_s`` (seconds) with one interval's ``LinkId → LinkSample``;
@@ -266,66 +379,55 @@ class GorLoop(DecisionRounds, MoveOrders, LinkFaults, DetourSync, Reconciliation
         fault (they are logged in :attr:`errors`)."""
         start = time.perf_counter()
         self.ticks += 1
-        self._drain_link_events()
-        self._drain_switch_events(t_s)
+        self.faults.drain_link_events()
+        self.restarts.drain_events(t_s)
         self._telemetry(t_s, samples)
         self._drain_digests(t_s)
         if self.detect_dead_links:
-            self._watch_links(t_s, samples)
-        self._expire_adopted(t_s)
-        self._check_pending(t_s)
-        self._expire_overrides(t_s)
-        rounds = self._decide(t_s)
+            self.faults.watch_links(t_s, samples)
+        self.reconciliation.expire_adopted(t_s)
+        self.orders.check(t_s)
+        self.expiry.check(t_s)
+        rounds = self.rounds.decide(t_s)
         self.flows.age(t_s)
-        for f in [f for f, until in self.moved.items() if until < t_s]:
-            del self.moved[f]
-            self.flow_ids.pop(f, None)
-        if self.metrics is not None:
-            self.metrics.observe_loop(time.perf_counter() - start)
+        self.book.age(t_s)
+        if self.out.metrics is not None:
+            self.out.metrics.observe_loop(time.perf_counter() - start)
         return rounds
-
-    def _error(self, msg: str) -> None:
-        log.warning("%s", msg)
-        self.errors.append(msg)
-        del self.errors[:-100]
 
     # ------------------------------------------------------------------ 1-2 telemetry, alarms
     def _telemetry(self, t_s: float, samples: Mapping[Any, Any]) -> None:
-        if self.metrics is not None:
-            self.metrics.observe_samples(samples)
+        out = self.out
+        if out.metrics is not None:
+            out.metrics.observe_samples(samples)
         for lid, s in samples.items():
             key: LinkKey = (lid.switch, lid.port)
-            self.link_ids[key] = lid
             if key in self.links.capacity_bps:
-                win = self.util_window.setdefault(key, deque())
-                win.append((t_s, max(0.0, float(s.util))))
-                while len(win) > 1 and win[0][0] <= t_s - self.window_s:
-                    win.popleft()
-                self.links.set_util(key, sum(u for _, u in win) / len(win))
-            self._watch_pause(key, t_s, s)
+                self.links.set_util(key, self.windows.add(key, t_s, max(0.0, float(s.util))))
+            self.faults.watch_pause(key, t_s, s)
             ev = self.alarms.observe(key, t_s, s.marks, s.tx_pkts)
             if ev is None:
                 continue
-            name = self.link_name(key)
-            if self.metrics is not None:
-                self.metrics.set_alarm(name, int(ev.new))
+            name = self.links.name(key)
+            if out.metrics is not None:
+                out.metrics.set_alarm(name, int(ev.new))
             if ev.raised:
-                ok = self._enable_sampling(key, t_s) if key not in self.sampling else True
-                if self.decision_log is not None:
-                    self.decision_log.record(
+                ok = self.sampler.enable(key, t_s) if key not in self.sampler else True
+                if out.decision_log is not None:
+                    out.decision_log.record(
                         "alarm_raised", link=name, level=int(ev.new), mark_rate=ev.mark_rate,
                         util_pct=round(100 * s.util, 2),
-                        sampling=self.sampling.get(key) if ok else None)
+                        sampling=self.sampler.get(key) if ok else None)
             else:
-                if ev.new == AlarmLevel.CLEAR and not self._confirming(key):
-                    self._disable_sampling(key)
-                if self.decision_log is not None:
-                    self.decision_log.alarm_cleared(name, int(ev.old), ev.mark_rate,
-                                                    round(100 * s.util, 2))
+                if ev.new == AlarmLevel.CLEAR and not self.sampler.needed(key):
+                    self.sampler.disable(key)
+                if out.decision_log is not None:
+                    out.decision_log.alarm_cleared(name, int(ev.old), ev.mark_rate,
+                                                   round(100 * s.util, 2))
         # retry sampling writes that failed on an earlier tick
         for key in self.alarms.active(AlarmLevel.NOTICE):
-            if key not in self.sampling:
-                self._enable_sampling(key, t_s)
+            if key not in self.sampler:
+                self.sampler.enable(key, t_s)
 
     # ------------------------------------------------------------------ 3 digests
     def _drain_digests(self, t_s: float) -> None:
@@ -340,10 +442,10 @@ class GorLoop(DecisionRounds, MoveOrders, LinkFaults, DetourSync, Reconciliation
                     got = self.flows.add(row, t_s)
                     if got is not None:
                         sw = self.flows.switch_names.get(got.switch_id)
-                        self.forwarded[(sw or switch, got.egress_port)] += 1
+                        self.faults.count_forwarded((sw or switch, got.egress_port))
             except Exception as exc:  # noqa: BLE001 — a malformed digest must not stop the loop
                 self.digest_errors += 1
-                self._error(f"{switch}: bad digest: {type(exc).__name__}: {exc}")
+                self.out.error(f"{switch}: bad digest: {type(exc).__name__}: {exc}")
 
 
 __all__ = ["DIGEST_NAME", "GorLoop", "MoveInFlight", "OVERRIDE_ACTION", "OVERRIDE_TABLE", "PendingMove",

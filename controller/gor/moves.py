@@ -7,7 +7,9 @@ there: the counters confirm it) and one more ``settle_s`` has passed (so that ev
 measured load the next round reads already contains the move). While in flight the
 telemetry still shows the flow on its old path, so :func:`apply_in_flight` moves its
 rate from the old path's links to the new one's in a copy of the link state: a round
-never plans on loads that ignore the previous round.
+never plans on loads that ignore the previous round. :class:`MoveBook` holds the moves in
+flight with the other records of what GOR has moved (cooldowns, registry ids, overrides),
+the one piece of state the loop's orders, rounds, expiry, reconciliation and restarts share.
 
 >>> from controller.gor.decisions import FlowKey, MoveOrder, PathChoice
 >>> ls = LinkState({("l", 1): 100.0, ("l", 2): 100.0}, {}, {("l", 1): 90.0, ("l", 2): 10.0})
@@ -21,10 +23,10 @@ never plans on loads that ignore the previous round.
 from __future__ import annotations
 
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
-from controller.gor.decisions import FlowKey, LinkKey, MoveOrder, Order
+from controller.gor.decisions import FlowKey, LinkKey, MoveOrder, Order, PathChoice
 from controller.gor.paths import LinkState
 
 
@@ -67,6 +69,47 @@ class MoveInFlight:
         return self.seen_s is not None and t_s - self.seen_s >= settle_s
 
 
+@dataclass(slots=True)
+class MoveBook:
+    """The flows GOR has acted on, shared by the parts of the loop that send, plan around,
+    re-install, adopt or expire them.
+
+    ``pending``: order id → :class:`MoveInFlight` (sent, not yet seen and settled);
+    ``moved``: 5-tuple (old and new) → time until which no round moves it again
+    (``cooldown_s``); ``flow_ids``: a moved flow's new 5-tuple → its registry flow id;
+    ``overrides``: 5-tuple → the path its override entries pin (written or adopted).
+
+    >>> book = MoveBook()
+    >>> book.rest(FlowKey("a", "b", 17, 1, 2), until_s=10.0); book.resting(FlowKey("a", "b", 17, 1, 2), 9.0)
+    True
+    >>> book.age(10.5); book.moved
+    {}
+    """
+
+    pending: dict[str, MoveInFlight] = field(default_factory=dict)
+    moved: dict[FlowKey, float] = field(default_factory=dict)
+    flow_ids: dict[FlowKey, str] = field(default_factory=dict)
+    overrides: dict[FlowKey, PathChoice] = field(default_factory=dict)
+
+    def rest(self, flow: FlowKey, until_s: float) -> None:
+        """Leave ``flow`` alone until ``until_s``."""
+        self.moved[flow] = until_s
+
+    def resting(self, flow: FlowKey, t_s: float) -> bool:
+        """``flow`` must not be moved at ``t_s`` (moved, or adopted, too recently)."""
+        return self.moved.get(flow, float("-inf")) >= t_s
+
+    def confirming(self, link: LinkKey) -> bool:
+        """A move in flight must still be seen (or settle) on ``link``."""
+        return any(m.new_link == link for m in self.pending.values())
+
+    def age(self, t_s: float) -> None:
+        """Forget the flows whose rest ended before ``t_s`` (and their registry ids)."""
+        for f in [f for f, until in self.moved.items() if until < t_s]:
+            del self.moved[f]
+            self.flow_ids.pop(f, None)
+
+
 def apply_in_flight(links: LinkState, moves: Iterable[MoveInFlight]) -> LinkState:
     """A copy of ``links`` whose loads have every in-flight move's rate taken off its old
     path and put on its new one (a link never goes below 0); ``down`` is shared."""
@@ -82,4 +125,4 @@ def apply_in_flight(links: LinkState, moves: Iterable[MoveInFlight]) -> LinkStat
     return LinkState(links.capacity_bps, links.peer, load, links.down)
 
 
-__all__ = ["MoveInFlight", "apply_in_flight"]
+__all__ = ["MoveBook", "MoveInFlight", "apply_in_flight"]

@@ -2,8 +2,8 @@
 and sampling entries its predecessor wrote, and adopts or deletes each, so that no stale
 entry stays in a switch forever.
 
-:meth:`Reconciliation.reconcile` (mixed into :class:`controller.gor.loop.GorLoop`; ``python
--m controller run`` calls it once before the first tick) does, for every switch, a
+:meth:`Reconciliation.reconcile` (``GorLoop.reconcile``; ``python -m controller run`` calls
+it once before the first tick) does, for every switch, a
 P4Runtime Read of ``FabricIngress.override.flows`` and ``FabricIngress.sampling.config``
 (wildcard reads, ``SwitchConnection.read_table``):
 
@@ -17,12 +17,21 @@ P4Runtime Read of ``FabricIngress.override.flows`` and ``FabricIngress.sampling.
 * **Sampling entries** ``egress_spec = port → sample(one_in_n)`` on a fabric link that is
   up are *adopted* for a grace period of ``max(window_s, 1 s)``: after it, the entry is
   removed unless the link has an alarm, a follow-up round, a move or a probe that needs
-  it (the same rule as for sampling this GOR turned on). Any other entry (a port that is
+  it (the same rule as for sampling this GOR turned on: :meth:`Reconciliation.expire_adopted`,
+  each tick). Any other entry (a port that is
   not a fabric link, a link that is down, ``sample_to_cpu``, ``one_in_n = 0``) is deleted.
 
 Before those, the links the predecessor took down and its detours are read back from the
-ECMP groups and routes (:mod:`controller.gor.reconcile_links`), so an override through a
-link that is down is deleted and the path engine plans on the fabric as it is.
+ECMP groups and routes (the ``reconcile_links`` callback:
+:meth:`controller.gor.reconcile_links.LinkReconciler.run`), so an override through a link
+that is down is deleted and the path engine plans on the fabric as it is.
+
+:class:`Reconciliation` is owned by :class:`controller.gor.loop.GorLoop` and constructed
+with what it uses: the :class:`~controller.gor.tables.SwitchTables` (the connections it
+reads and deletes through), the path engine, the :class:`~controller.gor.linkstate.LinkState`,
+the :class:`~controller.gor.tables.Sampling` it adopts entries into, the
+:class:`~controller.gor.moves.MoveBook` it records adopted overrides in, the NIC → leaf
+map and the outputs. It holds the adopted sampling entries' grace (link → until).
 
 A switch that does not answer is logged and skipped. The decision log gets one
 ``reconciled`` record with what was adopted and deleted (``down_links``,
@@ -30,7 +39,7 @@ A switch that does not answer is logged and skipped. The decision log gets one
 
 Example::
 
-    >>> report = loop.reconcile(t_s=0.0)                      # doctest: +SKIP
+    >>> report = loop.reconciliation.reconcile(t_s=0.0)       # doctest: +SKIP
     >>> report.adopted_overrides, report.deleted_sampling     # doctest: +SKIP
     (1, 2)
 """
@@ -38,15 +47,14 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
-from controller.gor.alarms import AlarmMonitor
 from controller.gor.decisions import FlowKey, LinkKey, OverrideEntry, PathChoice
-from controller.gor.elephants import FlowTable
-from controller.gor.log import DecisionLog
+from controller.gor.moves import MoveBook
 from controller.gor.orders import OVERRIDE_ACTION, OVERRIDE_TABLE
+from controller.gor.outputs import LoopOutputs
 from controller.gor.paths import LinkState, PathEngine
-from controller.gor.tables import SAMPLING_ACTION, SAMPLING_KEY, SAMPLING_TABLE
+from controller.gor.tables import SAMPLING_ACTION, SAMPLING_KEY, SAMPLING_TABLE, Sampling, SwitchTables
 from controller.p4rt.codec import decode
 
 
@@ -109,27 +117,18 @@ def override_flow(match: Mapping[str, int]) -> FlowKey:
 
 
 class Reconciliation:
-    """Read-back of a predecessor's entries, mixed into :class:`controller.gor.loop.GorLoop`."""
+    """Read-back of a predecessor's entries (see the module docstring). ``cooldown_s``: how
+    long an adopted override's flow is left alone; an adopted sampling entry's grace is
+    ``max(window_s, 1 s)``."""
 
-    programmer: Any
-    decision_log: Optional[DecisionLog]
-    engine: PathEngine
-    links: LinkState
-    alarms: AlarmMonitor
-    flows: FlowTable
-    leaf_of: Mapping[str, str]
-    sampling: dict[LinkKey, int]
-    sampling_since: dict[LinkKey, float]
-    adopted_sampling: dict[LinkKey, float]
-    overrides: dict[FlowKey, PathChoice]
-    moved: dict[FlowKey, float]
-    cooldown_s: float
-    window_s: float
-
-    if TYPE_CHECKING:  # provided by the other parts of GorLoop (stubs here would shadow them)
-        def _error(self, msg: str) -> None: ...
-        def _release_sampling(self, link: LinkKey) -> None: ...
-        def _reconcile_links(self, report: ReconcileReport) -> None: ...
+    def __init__(self, tables: SwitchTables, engine: PathEngine, links: LinkState,
+                 sampling: Sampling, book: MoveBook, leaf_of: Mapping[str, str],
+                 reconcile_links: Callable[[ReconcileReport], None], outputs: LoopOutputs, *,
+                 cooldown_s: float, window_s: float) -> None:
+        self.tables, self.engine, self.links, self.sampling = tables, engine, links, sampling
+        self.book, self.leaf_of, self._reconcile_links, self._out = book, leaf_of, reconcile_links, outputs
+        self.cooldown_s, self.window_s = cooldown_s, window_s
+        self.adopted_sampling: dict[LinkKey, float] = {}   # reconciled entries: link → until
 
     def reconcile(self, t_s: float = 0.0) -> ReconcileReport:
         """Adopt or delete every override and sampling entry found in the switches (see
@@ -137,7 +136,7 @@ class Reconciliation:
         report = ReconcileReport()
         self._reconcile_links(report)          # down links first: overrides through them go
         overrides: dict[FlowKey, list[ReadEntry]] = {}
-        for sw, conn in sorted(self.programmer.connections.items()):
+        for sw, conn in sorted(self.tables.connections.items()):
             try:
                 info = conn.p4info if conn.p4info is not None else conn.fetch_pipeline()
                 for te in conn.read_table(OVERRIDE_TABLE):
@@ -148,7 +147,7 @@ class Reconciliation:
                         self._delete(e, report, "override")
                 sampling = [decode_entry(sw, info, te) for te in conn.read_table(SAMPLING_TABLE)]
             except Exception as exc:  # noqa: BLE001 — a switch that does not answer
-                self._error(f"{sw}: reconciliation read failed: {type(exc).__name__}: {exc}")
+                self._out.error(f"{sw}: reconciliation read failed: {type(exc).__name__}: {exc}")
                 if sw not in report.failed_switches:
                     report.failed_switches.append(sw)
                 continue
@@ -161,16 +160,16 @@ class Reconciliation:
         for flow, entries in sorted(overrides.items(), key=lambda kv: str(kv[0])):
             path = self._override_path(flow, entries)
             if path is not None:
-                self.overrides[flow] = path
-                self.moved[flow] = t_s + self.cooldown_s
+                self.book.overrides[flow] = path
+                self.book.rest(flow, t_s + self.cooldown_s)
                 report.adopted_overrides += len(entries)
             else:
                 for e in entries:
                     self._delete(e, report, "override")
             records.append({"flow": str(flow), "adopted": path is not None,
                             "entries": [f"{e.switch}:{e.params.get('nexthop_id')}" for e in entries]})
-        if self.decision_log is not None:
-            self.decision_log.record(
+        if self._out.decision_log is not None:
+            self._out.decision_log.record(
                 "reconciled", adopted_overrides=report.adopted_overrides,
                 deleted_overrides=report.deleted_overrides,
                 adopted_sampling=report.adopted_sampling, deleted_sampling=report.deleted_sampling,
@@ -201,29 +200,27 @@ class Reconciliation:
         if (link is None or e.action != SAMPLING_ACTION or one_in_n <= 0
                 or link not in self.links.capacity_bps or not self.links.is_up(link)):
             return False
-        self.sampling[link] = one_in_n
-        self.sampling_since[link] = t_s
-        self.flows.set_sampling(link, one_in_n)
+        self.sampling.adopt(link, one_in_n, t_s)
         self.adopted_sampling[link] = t_s + max(self.window_s, 1.0)
         return True
 
     def _delete(self, e: ReadEntry, report: ReconcileReport, kind: str) -> None:
         try:
-            self.programmer.connections[e.switch].delete(e.entry)
+            self.tables.connections[e.switch].delete(e.entry)
         except Exception as exc:  # noqa: BLE001
-            self._error(f"{e.switch}: stale {kind} entry {e.match} not deleted: {exc}")
+            self._out.error(f"{e.switch}: stale {kind} entry {e.match} not deleted: {exc}")
             return
         if kind == "override":
             report.deleted_overrides += 1
         else:
             report.deleted_sampling += 1
 
-    def _expire_adopted(self, t_s: float) -> None:
+    def expire_adopted(self, t_s: float) -> None:
         """End the grace of adopted sampling entries (each tick)."""
         for link, until in list(self.adopted_sampling.items()):
             if t_s >= until:
                 del self.adopted_sampling[link]
-                self._release_sampling(link)
+                self.sampling.release(link)
 
 
 __all__ = ["ReadEntry", "ReconcileReport", "Reconciliation", "decode_entry", "override_flow"]

@@ -1,9 +1,10 @@
 """Restart reconciliation of links: a GOR that starts over a fabric where its predecessor
-took links down learns them from the switches' ECMP state (mixed into
-:class:`controller.gor.loop.GorLoop`; :meth:`Reconciliation.reconcile` calls it first).
+took links down learns them from the switches' ECMP state (:class:`LinkReconciler`, owned
+by :class:`controller.gor.loop.GorLoop`; :meth:`Reconciliation.reconcile
+<controller.gor.reconcile.Reconciliation.reconcile>` calls it first).
 
 A new GOR begins with every link up and the groups as planned, but the switches hold what
-the predecessor wrote. For every switch :meth:`ReconcileLinks._reconcile_links` reads
+the predecessor wrote. For every switch :meth:`LinkReconciler.run` reads
 ``FabricIngress.ecmp.groups`` and ``FabricIngress.ecmp.members`` (and, on leaves, the
 routes to a group other than the uplink group):
 
@@ -11,7 +12,8 @@ routes to a group other than the uplink group):
   port missing from it is a link the predecessor took down — marked down here (both
   directions), so the path engine avoids it and the group is kept as it is;
 * a leaf's routes to another group are the predecessor's detours: adopted as this GOR's
-  own (:mod:`controller.gor.detour_sync`), with the engine's hash model.
+  own (:meth:`DetourSync.adopt <controller.gor.detour_sync.DetourSync.adopt>`), with the
+  engine's hash model.
 
 Then every switch's groups and every leaf's detours are brought to the links now known
 down (writes only where the switches differ: a consistent predecessor costs no write).
@@ -24,18 +26,19 @@ The links come back as usual: an administrative ``link_up``, or the counters.
 from __future__ import annotations
 
 import ipaddress
-from typing import TYPE_CHECKING, Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from controller.fabric.detours import Detour
 from controller.fabric.ecmp import LEAF_UPLINK_GROUP, link_group
 from controller.fabric.entries import T_GROUPS, T_MEMBERS, T_ROUTES
+from controller.gor.detour_sync import DetourSync
 from controller.gor.linkstate import LinkState
+from controller.gor.outputs import LoopOutputs
 from controller.gor.paths import PathEngine
+from controller.gor.reconcile import ReconcileReport
+from controller.gor.tables import SwitchTables
 from controller.p4rt.codec import decode
 from p4src.hashmodel import GroupModel
-
-if TYPE_CHECKING:
-    from controller.gor.reconcile import ReconcileReport
 
 A_ROUTE_GROUP = "FabricIngress.forwarding.set_ecmp_group"
 
@@ -60,24 +63,28 @@ def _entries(conn: Any, info: Any, table: str) -> list[tuple[dict[str, Any], str
     return out
 
 
-class ReconcileLinks:
-    """Down links and detours read back from the switches."""
+class LinkReconciler:
+    """Down links and detours read back from the switches (see the module docstring).
 
-    programmer: Any
-    engine: PathEngine
-    links: LinkState
-    programmed_groups: dict[str, dict[int, GroupModel]]
-    detours: dict[str, dict[int, Detour]]
+    Constructed with the :class:`~controller.gor.tables.SwitchTables` (the connections it
+    reads), the path engine, the :class:`~controller.gor.linkstate.LinkState` it marks
+    links down in, the ECMP groups as programmed, the
+    :class:`~controller.gor.detour_sync.DetourSync`, ``rewrite_groups`` (bring a switch's
+    groups to the links now down: :meth:`controller.gor.faults.LinkFaults.rewrite_groups`)
+    and the outputs.
+    """
 
-    if TYPE_CHECKING:  # provided by the other parts of GorLoop (stubs here would shadow them)
-        def _error(self, msg: str) -> None: ...
-        def _rewrite_groups(self, switch: str) -> list[str]: ...
-        def _sync_detours(self, only: Optional[str] = None) -> list[str]: ...
-        def _model_detours(self, leaf: str, old: Mapping[int, Detour],
-                           new: Mapping[int, Detour]) -> None: ...
+    def __init__(self, tables: SwitchTables, engine: PathEngine, links: LinkState,
+                 programmed_groups: Mapping[str, Mapping[int, GroupModel]], detours: DetourSync,
+                 rewrite_groups: Callable[[str], list[str]], outputs: LoopOutputs) -> None:
+        self.tables, self.engine, self.links = tables, engine, links
+        self.programmed_groups, self.detours = programmed_groups, detours
+        self._rewrite_groups, self._out = rewrite_groups, outputs
 
-    def _reconcile_links(self, report: "ReconcileReport") -> None:
-        for sw, conn in sorted(self.programmer.connections.items()):
+    def run(self, report: ReconcileReport) -> None:
+        """Learn the down links and detours from every switch into ``report``, then bring
+        every switch's groups and every leaf's detours to them."""
+        for sw, conn in sorted(self.tables.connections.items()):
             try:
                 info = conn.p4info if conn.p4info is not None else conn.fetch_pipeline()
                 groups = {m["meta.ecmp_group_id"]: p for m, _, p in _entries(conn, info, T_GROUPS)}
@@ -87,7 +94,7 @@ class ReconcileLinks:
                            if a == A_ROUTE_GROUP and p.get("group_id") != LEAF_UPLINK_GROUP]
                           if self.engine.fabric.switch(sw).role == "leaf" else [])
             except Exception as exc:  # noqa: BLE001 — a switch that does not answer
-                self._error(f"{sw}: link reconciliation read failed: {type(exc).__name__}: {exc}")
+                self._out.error(f"{sw}: link reconciliation read failed: {type(exc).__name__}: {exc}")
                 if sw not in report.failed_switches:
                     report.failed_switches.append(sw)
                 continue
@@ -103,12 +110,11 @@ class ReconcileLinks:
                         report.down_links.append(f"{sw}:{port}")
             adopted = self._read_detours(sw, routes, groups, members)
             if adopted:
-                self._model_detours(sw, {}, adopted)
-                self.detours[sw] = adopted
+                self.detours.adopt(sw, adopted)
                 report.adopted_detours += sum(len(d.prefixes) for d in adopted.values())
-        for sw in sorted(self.programmer.connections):
+        for sw in sorted(self.tables.connections):
             self._rewrite_groups(sw)
-        self._sync_detours()
+        self.detours.sync()
 
     def _read_detours(self, leaf: str, routes: list[tuple[dict[str, Any], str, dict[str, int]]],
                       groups: Mapping[int, Mapping[str, int]],
@@ -123,11 +129,11 @@ class ReconcileLinks:
             g = groups.get(gid)
             ports = [members.get(g["base"] + i) for i in range(g.get("size", 0))] if g else []
             if not ports or any(p is None or p not in sw.ports for p in ports):
-                self._error(f"{leaf}: route to group {gid} without a valid group: left as it is")
+                self._out.error(f"{leaf}: route to group {gid} without a valid group: left as it is")
                 continue
             out[gid] = Detour(link_group(sw, gid, g["base"], [int(p) for p in ports if p is not None]),
                               tuple(sorted(nets)))
         return out
 
 
-__all__ = ["ReconcileLinks"]
+__all__ = ["LinkReconciler"]

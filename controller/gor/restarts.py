@@ -2,7 +2,16 @@
 and, once :class:`controller.gor.recovery.SwitchRecovery` has reconnected and re-programmed
 it, GOR's own state for that switch re-installed and ``switch_back`` logged.
 
-:class:`SwitchRestarts` is mixed into :class:`controller.gor.loop.GorLoop`:
+:class:`SwitchRestarts` is owned by :class:`controller.gor.loop.GorLoop` and constructed with
+what it uses: the path engine (the live ECMP groups), the
+:class:`~controller.gor.linkstate.LinkState`, the :class:`~controller.gor.tables.SwitchTables`
+it re-installs entries with, the :class:`~controller.gor.tables.Sampling` and
+:class:`~controller.gor.moves.MoveBook` (what to re-install), the
+:class:`~controller.gor.detour_sync.DetourSync`, the
+:class:`~controller.gor.windows.LoadWindows` and ``forget_counters`` (a restored switch's
+telemetry is forgotten: :meth:`controller.gor.faults.LinkFaults.forget_counters`) and the
+outputs. It holds the switches lost, their events and :attr:`SwitchRestarts.switch_log`.
+Its public methods:
 
 * :meth:`SwitchRestarts.observe_health` (each tick, with ``TelemetryPoller.health``): a
   switch turning stale is logged ``switch_lost`` (with the error) and exported
@@ -12,12 +21,14 @@ it, GOR's own state for that switch re-installed and ``switch_back`` logged.
 * :meth:`SwitchRestarts.live_groups` (called from the recovery thread): the ECMP groups of a
   switch as GOR has them now — group id → egress ports of the live members — so a link GOR
   took down stays out of the re-installed groups.
+* :meth:`SwitchRestarts.submit_switch_lost` (thread-safe): the recovery found a switch lost.
 * :meth:`SwitchRestarts.submit_switch_back` (thread-safe): the recovery hands in a restored
   switch; the next tick re-installs GOR's entries on it — the override entries of every
   flow pinned through it (moves in force), the sampling entries GOR has on its ports (alarms,
   moves to confirm, probes) — forgets the telemetry of its links (load windows, dead-link
   evidence, rx arming: its counters restarted from zero, so no false verdict comes from the
   reset) and logs ``switch_back`` (reinstalled or not, why, what, outage length).
+* :meth:`SwitchRestarts.drain_events` (each tick): applies what was handed in.
 
 Example::
 
@@ -27,43 +38,33 @@ Example::
 from __future__ import annotations
 
 import queue
-from collections import deque
-from typing import TYPE_CHECKING, Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
-from controller.gor.deadlinks import DeadLinkDetector
-from controller.gor.decisions import FlowKey, LinkKey, PathChoice
-from controller.gor.log import DecisionLog
-from controller.gor.metrics import GorMetrics
+from controller.gor.decisions import LinkKey
+from controller.gor.detour_sync import DetourSync
+from controller.gor.moves import MoveBook
 from controller.gor.orders import OVERRIDE_ACTION, OVERRIDE_TABLE, override_match
+from controller.gor.outputs import LoopOutputs
 from controller.gor.paths import LinkState, PathEngine
-from controller.gor.tables import SAMPLING_ACTION, SAMPLING_KEY, SAMPLING_TABLE
+from controller.gor.tables import SAMPLING_ACTION, SAMPLING_KEY, SAMPLING_TABLE, Sampling, SwitchTables
+from controller.gor.windows import LoadWindows
 
 
 class SwitchRestarts:
-    """Lost and restored switches, mixed into :class:`controller.gor.loop.GorLoop`."""
+    """Lost and restored switches (see the module docstring). ``recovery_attached``: a
+    :class:`~controller.gor.recovery.SwitchRecovery` reports ``switch_back`` (set by it)."""
 
-    decision_log: Optional[DecisionLog]
-    metrics: Optional[GorMetrics]
-    engine: PathEngine
-    links: LinkState
-    dead_links: DeadLinkDetector
-    sampling: dict[LinkKey, int]
-    overrides: dict[FlowKey, PathChoice]
-    util_window: dict[LinkKey, deque[tuple[float, float]]]
-    rx_armed: set[LinkKey]
-    recovery_attached: bool
-    switch_events: "queue.Queue[tuple[str, str, Any, Optional[float]]]"
-    lost_switches: dict[str, float]
-    switch_log: list[tuple[str, str, float, dict[str, Any]]]
-    _stale: dict[str, bool]
-    detours: dict[str, Any]
-    detours_pending: set[str]
-
-    if TYPE_CHECKING:  # provided by the other parts of GorLoop (stubs here would shadow them)
-        def _error(self, msg: str) -> None: ...
-        def _write(self, switch: str, table: str, match: Mapping[str, Any], action: str,
-                   params: Mapping[str, Any]) -> None: ...
-        def _sync_detours(self, only: Optional[str] = None) -> list[str]: ...
+    def __init__(self, engine: PathEngine, links: LinkState, tables: SwitchTables,
+                 sampling: Sampling, book: MoveBook, detours: DetourSync, windows: LoadWindows,
+                 forget_counters: Callable[[LinkKey], None], outputs: LoopOutputs) -> None:
+        self.engine, self.links, self.tables, self.sampling = engine, links, tables, sampling
+        self.book, self.detours, self.windows = book, detours, windows
+        self._forget_counters, self._out = forget_counters, outputs
+        self.recovery_attached = False                # a SwitchRecovery reports switch_back
+        self.switch_events: "queue.Queue[tuple[str, str, Any, Optional[float]]]" = queue.Queue()
+        self.lost_switches: dict[str, float] = {}     # switch → t_s it was lost
+        self.switch_log: list[tuple[str, str, float, dict[str, Any]]] = []  # lost/back, switch, t_s, what
+        self._stale: dict[str, bool] = {}
 
     def observe_health(self, health: Mapping[str, Any], t_s: float = 0.0) -> None:
         """Log switches lost / answering again (``TelemetryPoller.health``; see the module
@@ -80,10 +81,10 @@ class SwitchRestarts:
             self._stale[sw] = False
             self.lost_switches.pop(sw, None)
             self.switch_log.append(("switch_back", sw, t_s, {}))
-            if self.metrics is not None:
-                self.metrics.set_switch_stale(sw, False)
-            if self.decision_log is not None:
-                self.decision_log.switch_back(sw)
+            if self._out.metrics is not None:
+                self._out.metrics.set_switch_stale(sw, False)
+            if self._out.decision_log is not None:
+                self._out.decision_log.switch_back(sw)
 
     def live_groups(self, switch: str) -> dict[int, tuple[int, ...]]:
         """Group id → egress ports of the live members of every ECMP group of ``switch``, as
@@ -104,7 +105,8 @@ class SwitchRestarts:
         empty: ``report.pushed``); ``lost_s``: how long it was out. Thread-safe."""
         self.switch_events.put(("back", switch, report, lost_s))
 
-    def _drain_switch_events(self, t_s: float) -> None:
+    def drain_events(self, t_s: float) -> None:
+        """Apply the switch events handed in since the last tick."""
         while True:
             try:
                 kind, sw, what, lost_s = self.switch_events.get_nowait()
@@ -118,54 +120,47 @@ class SwitchRestarts:
     def _lost(self, sw: str, error: str, t_s: float) -> None:
         self._stale[sw] = True
         self.lost_switches.setdefault(sw, t_s)
-        if self.metrics is not None:
-            self.metrics.set_switch_stale(sw, True)
+        if self._out.metrics is not None:
+            self._out.metrics.set_switch_stale(sw, True)
         self.switch_log.append(("switch_lost", sw, t_s, {"error": error}))
-        if self.decision_log is not None:
-            self.decision_log.record("switch_lost", switch=sw, error=error)
+        if self._out.decision_log is not None:
+            self._out.decision_log.record("switch_lost", switch=sw, error=error)
 
     def _switch_back(self, sw: str, report: Any, lost_s: Optional[float], t_s: float) -> None:
         pushed = bool(getattr(report, "pushed", False))
         overrides = sampling = 0
         failed: list[str] = []
         if pushed:
-            for flow, path in sorted(self.overrides.items(), key=lambda kv: str(kv[0])):
+            for flow, path in sorted(self.book.overrides.items(), key=lambda kv: str(kv[0])):
                 for e in self.engine.override_entries(path):
                     if e.switch != sw:
                         continue
                     try:
-                        self._write(sw, OVERRIDE_TABLE, override_match(flow), OVERRIDE_ACTION,
-                                    {"nexthop_id": e.nexthop_id})
+                        self.tables.write(sw, OVERRIDE_TABLE, override_match(flow), OVERRIDE_ACTION,
+                                          {"nexthop_id": e.nexthop_id})
                         overrides += 1
                     except Exception as exc:  # noqa: BLE001 — logged, the loop goes on
                         failed.append(f"override {flow}: {type(exc).__name__}: {exc}")
-            for (lsw, port), n in sorted(self.sampling.items()):
+            for (lsw, port), n in sorted(self.sampling.on.items()):
                 if lsw != sw:
                     continue
                 try:
-                    self._write(sw, SAMPLING_TABLE, {SAMPLING_KEY: port}, SAMPLING_ACTION,
-                                {"one_in_n": n})
+                    self.tables.write(sw, SAMPLING_TABLE, {SAMPLING_KEY: port}, SAMPLING_ACTION,
+                                      {"one_in_n": n})
                     sampling += 1
                 except Exception as exc:  # noqa: BLE001
                     failed.append(f"sampling {port}: {type(exc).__name__}: {exc}")
-            if sw in self.detours or sw in self.detours_pending:
-                self.detours_pending.add(sw)       # the plan has none: write them all again
-                self._sync_detours(only=sw)
-                if sw in self.detours_pending:
-                    failed.append("detours")
+            if not self.detours.reinstall(sw):    # the plan has none: write them all again
+                failed.append("detours")
         for link in [l for l in self.links.peer if l[0] == sw]:
-            self.util_window.pop(link, None)
-            self.rx_armed.discard(link)
-            self.dead_links.forget(link)
-            peer = self.links.peer.get(link)
-            if peer is not None:
-                self.dead_links.forget(peer)
+            self.windows.forget(link)
+            self._forget_counters(link)
         for msg in failed:
-            self._error(f"{sw}: after restore: {msg}")
+            self._out.error(f"{sw}: after restore: {msg}")
         self._stale[sw] = False
         since = self.lost_switches.pop(sw, None)
-        if self.metrics is not None:
-            self.metrics.set_switch_stale(sw, False)
+        if self._out.metrics is not None:
+            self._out.metrics.set_switch_stale(sw, False)
         info = {"reinstalled": pushed, "reason": getattr(report, "reason", ""),
                 "updates": getattr(report, "updates", 0),
                 "groups": {str(g): list(p) for g, p in getattr(report, "groups", {}).items()},
@@ -173,8 +168,8 @@ class SwitchRestarts:
                 "lost_s": round(lost_s, 3) if lost_s is not None else
                 (round(t_s - since, 3) if since is not None else None)}
         self.switch_log.append(("switch_back", sw, t_s, info))
-        if self.decision_log is not None:
-            self.decision_log.record("switch_back", switch=sw, **info)
+        if self._out.decision_log is not None:
+            self._out.decision_log.record("switch_back", switch=sw, **info)
 
 
 __all__ = ["SwitchRestarts"]

@@ -1,83 +1,97 @@
 """Decision rounds of GOR's loop (step 5 of a tick): which links get a round, which flows
 on them are elephants, and the round itself through :meth:`PathEngine.decide`.
 
-:class:`DecisionRounds` is mixed into :class:`controller.gor.loop.GorLoop` (the rules are
-in the loop's module docstring: one round at a time, ``decide_every_s`` per link,
-``min_samples`` (or ``samples_per_flow``) before ranking, early rounds on a proven
-overload, cooldown, follow-up links, loads with every move in
-flight applied). Rates are in the loop's basis: an elephant's sampled share of its link
-times the link's measured load (at least its capacity on a link that marks).
+:class:`DecisionRounds` holds the rounds' own state — the follow-up links (links a round
+worked on, re-checked while above the safety threshold), when each link last had a round,
+the last decisions — and is constructed with what it reads: the path engine, the
+:class:`~controller.gor.paths.LinkState`, the :class:`~controller.gor.alarms.AlarmMonitor`,
+the :class:`~controller.gor.elephants.FlowTable`, the
+:class:`~controller.gor.windows.LoadWindows`, the
+:class:`~controller.gor.moves.MoveBook`, the :class:`~controller.gor.tables.Sampling`,
+the flow registry, the NIC → leaf map, the outputs, and ``act``: the callback that carries
+out an order (:meth:`controller.gor.orders.MoveOrders.act`).
+
+The rules are in the loop's module docstring: one round at a time, ``decide_every_s`` per
+link, ``min_samples`` (or ``samples_per_flow``) before ranking, early rounds on a proven
+overload, cooldown, follow-up links, loads with every move in flight applied. Rates are in
+the loop's basis: an elephant's sampled share of its link times the link's measured load
+(at least its capacity on a link that marks).
+
+Public methods: :meth:`DecisionRounds.decide` (each tick), :meth:`DecisionRounds.follow`
+(links to re-check, e.g. after a link fault), :meth:`DecisionRounds.samples_needed`,
+:meth:`DecisionRounds.recent_util`, :meth:`DecisionRounds.overloaded`.
 
 Example (the loop's own use)::
 
-    >>> rounds = loop._decide(t_s=1.05)                     # doctest: +SKIP
+    >>> rounds = loop.rounds.decide(t_s=1.05)                # doctest: +SKIP
     >>> [r.trigger for r in rounds]                         # doctest: +SKIP
     [('b0r0l0', 3)]
 """
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional
 
 from controller.gor.alarms import AlarmMonitor
-from controller.gor.decisions import AlarmLevel, FlowKey, LinkKey, PathChoice, RoundDecision
+from controller.gor.decisions import AlarmLevel, FlowKey, LinkKey, Order, RoundDecision
 from controller.gor.elephants import FlowTable
-from controller.gor.log import DecisionLog
-from controller.gor.moves import MoveInFlight, apply_in_flight
+from controller.gor.moves import MoveBook, apply_in_flight
+from controller.gor.outputs import LoopOutputs
 from controller.gor.paths import ElephantFlow, LinkState, PathEngine
+from controller.gor.tables import Sampling
+from controller.gor.windows import LoadWindows
 
 AgentFlows = Mapping[tuple[str, str, int, int], str]
 """(src, dst, sport, dport) → registered flow id."""
 
+ActOn = Callable[[Order, int, float, AgentFlows, LinkState], None]
+"""Carry out one order: ``act(order, round_id, t_s, agents, planned_links)``."""
+
 
 class DecisionRounds:
-    """Hot links, elephants and decision rounds, mixed into :class:`controller.gor.loop.GorLoop`."""
+    """Hot links, elephants and decision rounds (see the module docstring).
 
-    registry: Any
-    decision_log: Optional[DecisionLog]
-    alarms: AlarmMonitor
-    engine: PathEngine
-    links: LinkState
-    flows: FlowTable
-    leaf_of: Mapping[str, str]
-    sampling: dict[LinkKey, int]
-    pending: dict[str, MoveInFlight]
-    overrides: dict[FlowKey, PathChoice]
-    moved: dict[FlowKey, float]
-    cooldown_s: float
-    flow_ids: dict[FlowKey, str]
-    follow_up: set[LinkKey]
-    last_decision: dict[LinkKey, float]
-    decisions: list[RoundDecision]
-    decide_level: AlarmLevel
-    decide_every_s: float
-    min_samples: int
-    samples_per_flow: Optional[int]
-    early_decide: bool
-    proof_s: float
-    util_window: dict[LinkKey, Any]
-    top_n: int
-    safety: float
-    _rounds: "itertools.count[int]"
+    Settings: ``top_n`` elephants per round, ``safety`` (the threshold every link of a new
+    path must stay under), ``decide_level``, ``decide_every_s``, ``min_samples``,
+    ``samples_per_flow``, ``early_decide``, ``proof_s``, ``cooldown_s`` (a flow a
+    predecessor's order moved rests for the remainder).
+    """
 
-    if TYPE_CHECKING:  # provided by the other parts of GorLoop (stubs here would shadow them)
-        def link_name(self, link: LinkKey) -> str: ...
-        def _error(self, msg: str) -> None: ...
-        def _release_sampling(self, link: LinkKey) -> None: ...
-        def _act(self, order: Any, rid: int, t_s: float, agents: AgentFlows, planned: LinkState) -> None: ...
+    def __init__(self, engine: PathEngine, links: LinkState, alarms: AlarmMonitor,
+                 flows: FlowTable, windows: LoadWindows, book: MoveBook, sampling: Sampling,
+                 registry: Any, leaf_of: Mapping[str, str], outputs: LoopOutputs, act: ActOn, *,
+                 top_n: int, safety: float, decide_level: AlarmLevel, decide_every_s: float,
+                 min_samples: int, samples_per_flow: Optional[int], early_decide: bool,
+                 proof_s: float, cooldown_s: float) -> None:
+        self.engine, self.links, self.alarms, self.flows = engine, links, alarms, flows
+        self.windows, self.book, self.sampling = windows, book, sampling
+        self.registry, self.leaf_of, self._out, self._act = registry, leaf_of, outputs, act
+        self.top_n, self.safety, self.decide_level = top_n, safety, decide_level
+        self.decide_every_s, self.min_samples = decide_every_s, min_samples
+        self.samples_per_flow, self.early_decide, self.proof_s = samples_per_flow, early_decide, proof_s
+        self.cooldown_s = cooldown_s
+        self.follow_up: set[LinkKey] = set()          # links of past rounds, still over safety
+        self.last_decision: dict[LinkKey, float] = {}
+        self.decisions: list[RoundDecision] = []      # the newest 100
+        self._rounds = itertools.count(1)
+
+    def follow(self, links: Iterable[LinkKey]) -> None:
+        """Make ``links`` follow-up links: each gets a round while it measures above the
+        safety threshold, alarm or not."""
+        self.follow_up.update(links)
 
     def _agent_flows(self, t_s: float) -> dict[tuple[str, str, int, int], str]:
         """(src, dst, sport, dport) → registered flow id (the registry's view, plus the
         new 5-tuples of moves sent before their agent reported). A registered flow whose
         agent says a move order moved it less than ``cooldown_s`` ago — a move of this GOR's
         predecessor, after a restart — rests for the remainder (:meth:`_remember_move`)."""
-        out = {(f.src, f.dst, f.sport, f.dport): fid for f, fid in self.flow_ids.items()}
+        out = {(f.src, f.dst, f.sport, f.dport): fid for f, fid in self.book.flow_ids.items()}
         if self.registry is None:
             return out
         try:
             registered = self.registry.flows()
         except Exception as exc:  # noqa: BLE001
-            self._error(f"registry: {type(exc).__name__}: {exc}")
+            self._out.error(f"registry: {type(exc).__name__}: {exc}")
             return out
         for f in registered:
             out[(f.src_ip, f.dst_ip, f.sport, f.dst_port)] = f.flow_id
@@ -89,12 +103,12 @@ class DecisionRounds:
     def _remember_move(self, flow: FlowKey, fid: str, until_s: float) -> None:
         """Leave ``flow`` alone until ``until_s`` when this GOR did not know it moved
         (logged once as ``move_remembered``)."""
-        if flow in self.moved:
+        if flow in self.book.moved:
             return
-        self.moved[flow] = until_s
-        if self.decision_log is not None:
-            self.decision_log.record("move_remembered", flow=str(flow), flow_id=fid,
-                                     rest_until_s=round(until_s, 3))
+        self.book.rest(flow, until_s)
+        if self._out.decision_log is not None:
+            self._out.decision_log.record("move_remembered", flow=str(flow), flow_id=fid,
+                                          rest_until_s=round(until_s, 3))
 
     def _elephants(self, link: LinkKey, t_s: float,
                    agents: AgentFlows) -> list[ElephantFlow]:
@@ -108,18 +122,18 @@ class DecisionRounds:
         out = []
         for flow, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:self.top_n]:
             src, dst = self.leaf_of.get(flow.src), self.leaf_of.get(flow.dst)
-            if src is None or dst is None or src == dst or self.moved.get(flow, float("-inf")) >= t_s:
+            if src is None or dst is None or src == dst or self.book.resting(flow, t_s):
                 continue
             has_agent = (flow.src, flow.dst, flow.sport, flow.dport) in agents
             out.append(ElephantFlow(flow, load * n / total, src, dst,
-                                    current=self.overrides.get(flow), has_agent=has_agent))
+                                    current=self.book.overrides.get(flow), has_agent=has_agent))
         return out
 
     def _in_use(self, agents: AgentFlows) -> set[FlowKey]:
         """5-tuples of live flows (registered, sampled, or the target of a move)."""
         out = {FlowKey(s, d, 17, sp, dp) for s, d, sp, dp in agents}
         out.update(self.flows.flows)
-        out.update(m.new_flow for m in self.pending.values())
+        out.update(m.new_flow for m in self.book.pending.values())
         return out
 
     def samples_needed(self, flows: int) -> int:
@@ -133,12 +147,7 @@ class DecisionRounds:
 
     def recent_util(self, link: LinkKey) -> float:
         """Mean utilisation of ``link`` over its last ``proof_s`` of samples (0 if none)."""
-        win = self.util_window.get(link)
-        if not win:
-            return 0.0
-        last = win[-1][0]
-        recent = [u for t, u in win if t >= last - self.proof_s - 1e-9]
-        return sum(recent) / len(recent)
+        return self.windows.recent(link, self.proof_s)
 
     def overloaded(self, link: LinkKey) -> bool:
         """The collision is proven on ``link``: it marks (NOTICE or above) and its
@@ -168,14 +177,16 @@ class DecisionRounds:
         for link in sorted(self.follow_up):
             if self.links.util(link) <= self.safety + 1e-9:
                 self.follow_up.discard(link)
-                self._release_sampling(link)
+                self.sampling.release(link)
             elif link not in hot:
                 hot.append(link)
         return hot
 
-    def _decide(self, t_s: float) -> list[RoundDecision]:
+    def decide(self, t_s: float) -> list[RoundDecision]:
+        """Run the decision rounds due at ``t_s`` (at most one when it sends an order);
+        returns them."""
         rounds: list[RoundDecision] = []
-        if self.pending:
+        if self.book.pending:
             return rounds                            # one round at a time
         hot = self._hot_links()
         if not hot:
@@ -192,32 +203,32 @@ class DecisionRounds:
             self.last_decision[link] = t_s
             self.follow_up.add(link)
             rid = next(self._rounds)
-            name = self.link_name(link)
-            if self.decision_log is not None:
-                self.decision_log.flows_chosen(
-                    name, [{"flow": str(e.flow), "util_pct": round(100 * e.rate_bps
-                                                                  / self.links.capacity_bps[link], 2),
+            name = self.links.name(link)
+            if self._out.decision_log is not None:
+                self._out.decision_log.flows_chosen(
+                    name, [{"flow": str(e.flow),
+                            "util_pct": round(100 * e.rate_bps / self.links.capacity_bps[link], 2),
                             "agent": e.has_agent} for e in elephants], rid)
-            planned = apply_in_flight(self.links, self.pending.values())
+            planned = apply_in_flight(self.links, self.book.pending.values())
             planned.load_bps[link] = self._offered_bps(link)
             try:
                 dec = self.engine.decide(elephants, t_s, trigger=link, links=planned,
                                          in_use=self._in_use(agents))
             except Exception as exc:  # noqa: BLE001 — a model gap must not stop the loop
-                self._error(f"decision on {name} failed: {type(exc).__name__}: {exc}")
+                self._out.error(f"decision on {name} failed: {type(exc).__name__}: {exc}")
                 continue
             self.decisions.append(dec)
             del self.decisions[:-100]
             rounds.append(dec)
-            if self.decision_log is not None:
-                self.decision_log.record("round", round=rid, link=name, **{
+            if self._out.decision_log is not None:
+                self._out.decision_log.record("round", round=rid, link=name, **{
                     k: v for k, v in dec.to_dict().items() if k in ("rejected", "baseline_max_util",
                                                                     "predicted_max_util", "elapsed_s")})
             for order in dec.orders:
                 self._act(order, rid, t_s, agents, planned)
-            if self.pending:
+            if self.book.pending:
                 break                                 # one round at a time
         return rounds
 
 
-__all__ = ["AgentFlows", "DecisionRounds"]
+__all__ = ["ActOn", "AgentFlows", "DecisionRounds"]

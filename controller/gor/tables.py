@@ -2,25 +2,32 @@
 entries (``FabricIngress.sampling.config``) the loop turns on at congested ports and at the
 first link of every move it must confirm.
 
-:class:`SwitchTables` is mixed into :class:`controller.gor.loop.GorLoop`; it works on the
-loop's ``programmer.connections`` (switch name → connection with ``table_entry``,
-``insert``, ``modify``, ``delete``), ``sampling`` (link → ``one_in_n`` programmed),
-``sampling_since``, ``flows`` (the flow table is told each link's ratio), ``follow_up``,
-``probes`` and ``pending``. A write that fails is logged (:meth:`_error`), never raised
-out of a tick.
+* :class:`SwitchTables` writes and deletes entries through the switch connections
+  (``programmer.connections``: switch name → connection with ``table_entry``, ``insert``,
+  ``modify``, ``delete``); its errors are raised, the caller decides.
+* :class:`Sampling` owns the sampling entries GOR has programmed (link → ``one_in_n``):
+  :meth:`Sampling.enable`, :meth:`Sampling.disable`, and :meth:`Sampling.release`, which
+  turns a link's sampling off only when its alarm is CLEAR and nothing else needs it (the
+  ``needed`` callback the loop gives: a move to confirm, a follow-up round, a dead-link
+  probe, an override's liveness probe). A write that fails is reported
+  (:meth:`LoopOutputs.error <controller.gor.outputs.LoopOutputs.error>`), never raised
+  out of a tick.
 
-Example (the loop's own use)::
+Example (fakes for the switches, see ``tests/controller/test_gor_loop.py``)::
 
-    >>> loop._enable_sampling(("b0r0l0", 3), t_s=1.0)        # doctest: +SKIP
+    >>> sampling = Sampling(SwitchTables(programmer), flows, alarms, LoopOutputs(),
+    ...                     one_in_n=100, needed=lambda link: False)   # doctest: +SKIP
+    >>> sampling.enable(("b0r0l0", 3), t_s=1.0)                      # doctest: +SKIP
     True
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Callable, Iterator, Mapping, Optional
 
-from controller.gor.decisions import LinkKey
+from controller.gor.alarms import AlarmMonitor
+from controller.gor.decisions import AlarmLevel, LinkKey
 from controller.gor.elephants import FlowTable
-from controller.gor.moves import MoveInFlight
+from controller.gor.outputs import LoopOutputs
 
 SAMPLING_TABLE = "FabricIngress.sampling.config"
 SAMPLING_ACTION = "FabricIngress.sampling.sample"
@@ -57,39 +64,34 @@ def is_already_exists(exc: BaseException) -> bool:
 
 
 class SwitchTables:
-    """Entry writes and sampling control, mixed into :class:`controller.gor.loop.GorLoop`."""
+    """Entry writes through ``programmer.connections`` (read at every call: a restored
+    switch's new connection is used at once).
 
-    programmer: Any
-    one_in_n: int
-    flows: FlowTable
-    sampling: dict[LinkKey, int]
-    sampling_since: dict[LinkKey, float]
-    follow_up: set[LinkKey]
-    probes: dict[LinkKey, float]
-    pending: dict[str, MoveInFlight]
-    liveness: dict[Any, tuple[LinkKey, float]]
+    >>> SwitchTables(type("P", (), {"connections": {}})()).conn("s0")
+    Traceback (most recent call last):
+    ...
+    KeyError: 's0: no connection'
+    """
 
-    if TYPE_CHECKING:  # provided by the other parts of GorLoop (stubs here would shadow them)
-        def _error(self, msg: str) -> None: ...
+    def __init__(self, programmer: Any) -> None:
+        self._programmer = programmer
 
-    def _confirming(self, link: LinkKey) -> bool:
-        """Sampling on ``link`` is still needed: a move must be seen there, a follow-up
-        round may run on it, it probes a link that may be dead, or an override's flow
-        that may have ended (:mod:`controller.gor.expiry`)."""
-        return (link in self.follow_up or link in self.probes
-                or any(m.new_link == link for m in self.pending.values())
-                or any(l == link for l, _ in self.liveness.values()))
+    @property
+    def connections(self) -> Mapping[str, Any]:
+        """Switch name → connection, as the programmer has them now."""
+        return self._programmer.connections
 
-    def _conn(self, switch: str) -> Any:
-        conn = self.programmer.connections.get(switch)
+    def conn(self, switch: str) -> Any:
+        """The connection of ``switch``; ``KeyError`` when there is none."""
+        conn = self._programmer.connections.get(switch)
         if conn is None:
             raise KeyError(f"{switch}: no connection")
         return conn
 
-    def _write(self, switch: str, table: str, match: Mapping[str, Any], action: str,
-               params: Mapping[str, Any]) -> None:
+    def write(self, switch: str, table: str, match: Mapping[str, Any], action: str,
+              params: Mapping[str, Any]) -> None:
         """INSERT the entry, MODIFY when it exists already."""
-        conn = self._conn(switch)
+        conn = self.conn(switch)
         te = conn.table_entry(table, match, action, params)
         try:
             conn.insert(te)
@@ -98,29 +100,83 @@ class SwitchTables:
                 raise
             conn.modify(te)
 
-    def _enable_sampling(self, key: LinkKey, t_s: float = 0.0) -> bool:
+    def delete(self, switch: str, table: str, match: Mapping[str, Any]) -> None:
+        """DELETE the entry of ``table`` with ``match``."""
+        conn = self.conn(switch)
+        conn.delete(conn.table_entry(table, match))
+
+    def delete_if_present(self, switch: str, table: str, match: Mapping[str, Any]) -> None:
+        """DELETE an entry; one that is not there is fine."""
+        conn = self.conn(switch)
+        try:
+            conn.delete(conn.table_entry(table, match))
+        except Exception as exc:  # noqa: BLE001
+            if not is_not_found(exc):
+                raise
+
+
+class Sampling:
+    """The sampling entries GOR has programmed, link → ``one_in_n`` (see the module
+    docstring). ``needed(link)`` says whether anything but an alarm still needs a link's
+    sampling; ``flows`` is told every link's ratio.
+    """
+
+    def __init__(self, tables: SwitchTables, flows: FlowTable, alarms: AlarmMonitor,
+                 outputs: LoopOutputs, *, one_in_n: int, needed: Callable[[LinkKey], bool]) -> None:
+        self._tables, self._flows, self._alarms, self._out = tables, flows, alarms, outputs
+        self.one_in_n = one_in_n
+        self.needed = needed
+        self.on: dict[LinkKey, int] = {}              # link → one_in_n programmed
+        self.since: dict[LinkKey, float] = {}         # link → t_s it was turned on
+
+    def __contains__(self, link: object) -> bool:
+        return link in self.on
+
+    def __iter__(self) -> Iterator[LinkKey]:
+        return iter(self.on)
+
+    def get(self, link: LinkKey) -> Optional[int]:
+        """``one_in_n`` programmed at ``link`` (None: no sampling there)."""
+        return self.on.get(link)
+
+    def enable(self, key: LinkKey, t_s: float = 0.0) -> bool:
+        """Sample one packet in ``one_in_n`` at ``key``'s egress port; False when the write
+        failed (reported; the caller may try again on a later tick)."""
         sw, port = key
         try:
-            self._write(sw, SAMPLING_TABLE, {SAMPLING_KEY: port}, SAMPLING_ACTION,
-                        {"one_in_n": self.one_in_n})
+            self._tables.write(sw, SAMPLING_TABLE, {SAMPLING_KEY: port}, SAMPLING_ACTION,
+                               {"one_in_n": self.one_in_n})
         except Exception as exc:  # noqa: BLE001 — a dead switch must not stop the loop
-            self._error(f"{sw}: sampling on port {port} not enabled: {type(exc).__name__}: {exc}")
+            self._out.error(f"{sw}: sampling on port {port} not enabled: {type(exc).__name__}: {exc}")
             return False
-        self.sampling[key] = self.one_in_n
-        self.sampling_since[key] = t_s
-        self.flows.set_sampling(key, self.one_in_n)
+        self.on[key] = self.one_in_n
+        self.since[key] = t_s
+        self._flows.set_sampling(key, self.one_in_n)
         return True
 
-    def _disable_sampling(self, key: LinkKey) -> None:
-        if self.sampling.pop(key, None) is None:
+    def adopt(self, key: LinkKey, one_in_n: int, t_s: float) -> None:
+        """Record an entry found in the switch (a predecessor's) as GOR's own."""
+        self.on[key] = one_in_n
+        self.since[key] = t_s
+        self._flows.set_sampling(key, one_in_n)
+
+    def disable(self, key: LinkKey) -> None:
+        """Delete ``key``'s sampling entry (nothing when there is none)."""
+        if self.on.pop(key, None) is None:
             return
-        self.sampling_since.pop(key, None)
+        self.since.pop(key, None)
         sw, port = key
         try:
-            conn = self._conn(sw)
-            conn.delete(conn.table_entry(SAMPLING_TABLE, {SAMPLING_KEY: port}))
+            self._tables.delete(sw, SAMPLING_TABLE, {SAMPLING_KEY: port})
         except Exception as exc:  # noqa: BLE001
-            self._error(f"{sw}: sampling on port {port} not disabled: {type(exc).__name__}: {exc}")
+            self._out.error(f"{sw}: sampling on port {port} not disabled: {type(exc).__name__}: {exc}")
 
-__all__ = ["SAMPLING_ACTION", "SAMPLING_KEY", "SAMPLING_TABLE", "SwitchTables", "is_already_exists",
-           "is_not_found"]
+    def release(self, link: LinkKey) -> None:
+        """Turn ``link``'s sampling off when its alarm is CLEAR and nothing needs it."""
+        if (link in self.on and not self.needed(link)
+                and self._alarms.level(link) == AlarmLevel.CLEAR):
+            self.disable(link)
+
+
+__all__ = ["SAMPLING_ACTION", "SAMPLING_KEY", "SAMPLING_TABLE", "Sampling", "SwitchTables",
+           "is_already_exists", "is_not_found"]

@@ -81,10 +81,10 @@ def test_a_switch_that_does_not_answer_gets_its_detours_later() -> None:
     loop, prog, _ = make()
     prog.connections["b1r0l0"].fail = TimeoutError("deadline exceeded")
     loop.link_down("b0r0l0", 4)
-    assert loop.detours_pending == {"b1r0l0"} and "b1r0l0" not in loop.detours
+    assert loop.detour_sync.pending == {"b1r0l0"} and "b1r0l0" not in loop.detours
     assert route_group(loop.engine.hash_model.switch("b1r0l0"), "10.0.0.1") is None
     prog.connections["b1r0l0"].fail = None
-    loop._sync_detours()
-    assert loop.detours_pending == set()
+    loop.detour_sync.sync()
+    assert loop.detour_sync.pending == set()
     assert route_group(loop.engine.hash_model.switch("b1r0l0"), "10.0.0.1") == 2
     assert prog.connections["b1r0l0"].table(ROUTES)

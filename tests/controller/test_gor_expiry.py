@@ -21,7 +21,7 @@ def quiet(fab: Any) -> Any:
 def pinned() -> tuple[Any, GorLoop, Any, Any, FlowKey, int]:
     """A flow without an agent moved by an override entry, confirmed and settled at 1.3 s."""
     fab, loop, prog, reg, buf, _ = make()
-    loop.override_idle_s, loop.override_probe_s = IDLE_S, PROBE_S
+    loop.expiry.idle_s, loop.expiry.probe_s = IDLE_S, PROBE_S
     up = port_to(fab, L0, "s0")
     loop.tick(1.0, samples(fab))
     f, _ = hot_mix(fab, loop, up)
@@ -41,14 +41,14 @@ def sampled_ports(prog: Any) -> set[int]:
 def test_idle_override_is_probed_then_expired() -> None:
     fab, loop, prog, buf, f, new_port = pinned()
     loop.tick(1.10 + IDLE_S - 0.1, quiet(fab))
-    assert f in loop.overrides and f not in loop.liveness                # not idle long enough
+    assert f in loop.overrides and f not in loop.expiry.liveness                # not idle long enough
     loop.tick(1.10 + IDLE_S + 0.05, quiet(fab))
-    assert loop.liveness[f][0] == (L0, new_port) and new_port in sampled_ports(prog)  # probing
+    assert loop.expiry.liveness[f][0] == (L0, new_port) and new_port in sampled_ports(prog)  # probing
     loop.tick(1.10 + IDLE_S + 0.05 + PROBE_S - 0.1, quiet(fab))
     assert f in loop.overrides                                            # probe still running
     loop.tick(1.10 + IDLE_S + 0.05 + PROBE_S, quiet(fab))
     assert f not in loop.overrides and prog.connections[L0].table(OVERRIDE_TABLE) == {}
-    assert new_port not in sampled_ports(prog) and loop.liveness == {}    # probe sampling released
+    assert new_port not in sampled_ports(prog) and loop.expiry.liveness == {}    # probe sampling released
     (rec,) = [e for e in events(buf) if e["event"] == "override_expired"]
     assert rec["flow"] == str(f) and L0 in rec["switches"] and rec["idle_s"] >= IDLE_S
 
@@ -57,10 +57,10 @@ def test_flow_seen_during_the_probe_keeps_its_entry() -> None:
     fab, loop, prog, buf, f, new_port = pinned()
     t = 1.10 + IDLE_S + 0.05
     loop.tick(t, quiet(fab))
-    assert f in loop.liveness
+    assert f in loop.expiry.liveness
     loop.submit_digests(L0, digest_rows(fab, f, new_port, 1))
     loop.tick(t + 0.1, quiet(fab))
-    assert f not in loop.liveness and new_port not in sampled_ports(prog)   # alive: probe ends
+    assert f not in loop.expiry.liveness and new_port not in sampled_ports(prog)   # alive: probe ends
     loop.tick(t + PROBE_S + 0.2, quiet(fab))
     assert f in loop.overrides and prog.connections[L0].table(OVERRIDE_TABLE)
     assert not [e for e in events(buf) if e["event"] == "override_expired"]
@@ -72,17 +72,17 @@ def test_a_flow_sampled_regularly_never_expires() -> None:
         t = 1.30 + 0.5 * k
         loop.submit_digests(L0, digest_rows(fab, f, new_port, 1))
         loop.tick(t, quiet(fab))
-        assert f in loop.overrides and f not in loop.liveness, t
+        assert f in loop.overrides and f not in loop.expiry.liveness, t
 
 
 def test_override_in_flight_is_not_expired() -> None:
     fab, loop, prog, reg, buf, _ = make()
-    loop.override_idle_s, loop.override_probe_s = 0.01, 0.01
-    loop.confirm_timeout_s = 100.0
+    loop.expiry.idle_s, loop.expiry.probe_s = 0.01, 0.01
+    loop.orders.confirm_timeout_s = 100.0
     up = port_to(fab, L0, "s0")
     loop.tick(1.0, samples(fab))
     f, _ = hot_mix(fab, loop, up)
     loop.tick(1.05, samples(fab))
     for t in (1.10, 1.20, 1.30):
         loop.tick(t, quiet(fab))
-    assert f in loop.overrides and loop.pending and f not in loop.liveness
+    assert f in loop.overrides and loop.pending and f not in loop.expiry.liveness

@@ -21,7 +21,7 @@ def with_hot_util(fab: Any, util: float, marks: int) -> Any:
 
 def notice_round(util: float, early: bool = True) -> tuple[Any, list[Any]]:
     fab, loop, prog, reg, buf, _ = make()
-    loop.early_decide = early
+    loop.rounds.early_decide = early
     up = port_to(fab, L0, "s0")
     loop.tick(1.0, with_hot_util(fab, util, marks=20))              # 2 % marked: NOTICE
     assert loop.alarms.level((L0, up)) == AlarmLevel.NOTICE
@@ -32,7 +32,7 @@ def notice_round(util: float, early: bool = True) -> tuple[Any, list[Any]]:
 def test_round_on_notice_when_the_overload_is_proven() -> None:
     loop, rounds = notice_round(util=0.9)
     assert rounds and rounds[0].orders                                 # decided on NOTICE
-    assert loop.overloaded(rounds[0].trigger)
+    assert loop.rounds.overloaded(rounds[0].trigger)
 
 
 def test_no_round_on_notice_under_the_safety_threshold_or_when_turned_off() -> None:
@@ -42,10 +42,10 @@ def test_no_round_on_notice_under_the_safety_threshold_or_when_turned_off() -> N
 
 def test_samples_needed_scale_with_the_flows_sampled() -> None:
     _, loop, *_ = make()
-    loop.min_samples = 100
-    assert loop.samples_needed(3) == 100                               # default: fixed
-    loop.samples_per_flow = 16
-    assert [loop.samples_needed(n) for n in (1, 2, 5, 6, 10)] == [32, 32, 80, 96, 100]
+    loop.rounds.min_samples = 100
+    assert loop.rounds.samples_needed(3) == 100                               # default: fixed
+    loop.rounds.samples_per_flow = 16
+    assert [loop.rounds.samples_needed(n) for n in (1, 2, 5, 6, 10)] == [32, 32, 80, 96, 100]
 
 
 def test_busy_while_an_alarm_is_up_and_quiet_after() -> None:

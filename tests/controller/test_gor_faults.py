@@ -121,10 +121,10 @@ def test_idle_link_is_probed_but_never_declared_dead() -> None:
     for i in range(30):                                                  # 3 s idle, siblings busy
         loop.tick(0.1 * (i + 1), traffic(fab, tx=idle))
     assert loop.links.is_up((L0, up0)) and "link_down" not in {e["event"] for e in events(buf)}
-    assert (L0, up0) in loop.probes                                      # sampling is on there …
+    assert (L0, up0) in loop.faults.probes                                      # sampling is on there …
     assert prog.connections[L0].table("FabricIngress.sampling.config")
     loop.tick(3.1, traffic(fab))                                         # … until it sends again
-    assert (L0, up0) not in loop.probes and not prog.connections[L0].table("FabricIngress.sampling.config")
+    assert (L0, up0) not in loop.faults.probes and not prog.connections[L0].table("FabricIngress.sampling.config")
 
 
 def test_port_that_forwards_but_never_sends_is_taken_down() -> None:
@@ -133,13 +133,13 @@ def test_port_that_forwards_but_never_sends_is_taken_down() -> None:
     f = flows_through(loop, "s0")[0]
     silent = {(L0, "s0"): 0}
     loop.tick(0.1, traffic(fab, tx=silent))                              # probe turned on
-    assert (L0, up0) in loop.probes
+    assert (L0, up0) in loop.faults.probes
     for i in range(4):                                                   # the probe's digests
         loop.submit_digests(L0, digest_rows(fab, f, up0, 2))
         loop.tick(0.2 + 0.1 * i, traffic(fab, tx=silent))
     (down,) = [e for e in events(buf) if e["event"] == "link_down"]
     assert down["reason"].startswith("counters: forwarded to the port but nothing sent")
-    assert not loop.links.is_up((L0, up0)) and (L0, up0) not in loop.probes
+    assert not loop.links.is_up((L0, up0)) and (L0, up0) not in loop.faults.probes
 
 
 def test_paused_port_that_sends_nothing_is_not_dead() -> None:
@@ -158,7 +158,7 @@ def test_dead_link_detection_can_be_turned_off() -> None:
     loop.detect_dead_links = False
     for i in range(8):
         loop.tick(0.1 * (i + 1), traffic(fab, rx_lost=(L0, "s0")))
-    assert not loop.links.down and L1 not in loop.counter_down
+    assert not loop.links.down and L1 not in loop.faults.counter_down
 
 
 def test_status_shows_pause_storms_and_links_down() -> None:

@@ -285,7 +285,7 @@ def test_override_not_seen_on_its_new_link_is_deleted() -> None:
     hot_mix(fab, loop, up)
     loop.tick(1.05, samples(fab))
     assert prog.connections[L0].table(OVERRIDE_TABLE)
-    loop.tick(1.05 + loop.confirm_timeout_s, samples(fab))
+    loop.tick(1.05 + loop.orders.confirm_timeout_s, samples(fab))
     assert prog.connections[L0].table(OVERRIDE_TABLE) == {} and loop.pending == {}
     assert moves(metrics)["rolled_back"] == 1
 
@@ -335,11 +335,11 @@ def test_agent_refusal_retries_then_rolls_back_and_unreachable_agent() -> None:
     loop.tick(1.10, samples(fab))                                   # retried once
     assert moves(metrics)["retried"] == 1 and len(loop.pending) == 1
     assert loop.drain_orders(5.0)
-    loop.tick(1.10 + loop.confirm_timeout_s, samples(fab))          # never seen: rolled back
+    loop.tick(1.10 + loop.orders.confirm_timeout_s, samples(fab))          # never seen: rolled back
     assert loop.pending == {} and moves(metrics)["rolled_back"] == 1
     reg.answer = "raise"
-    loop.moved.clear()
-    loop.last_decision.clear()
+    loop.book.moved.clear()
+    loop.rounds.last_decision.clear()
     f2, g2 = hot_mix(fab, loop, up)
     loop.tick(6.0, samples(fab))
     assert loop.drain_orders(5.0)
@@ -359,11 +359,11 @@ def test_unconfirmed_move_goes_back_to_its_old_port() -> None:
     (oid, m), = loop.pending.items()
     reg.report(host, m.registry_order_id, "f1", done=True, sport=m.order.new_sport)
     loop.tick(1.10, samples(fab))                                   # the agent says done
-    loop.tick(1.05 + loop.confirm_timeout_s, samples(fab))          # the counters never saw it
+    loop.tick(1.05 + loop.orders.confirm_timeout_s, samples(fab))          # the counters never saw it
     assert loop.pending == {}
     rb = [e for e in events(buf) if e["event"] == "order_rolled_back"]
     assert len(rb) == 1 and "not seen on" in rb[0]["reason"]
-    loop._pool.shutdown(wait=True)                                  # the move back was sent
+    loop.orders.close(wait=True)                                  # the move back was sent
     back = [o for o in reg._orders.values() if o.sport == f.sport]
     assert len(back) == 1
 
@@ -465,7 +465,7 @@ def test_link_down_leaves_the_ecmp_groups_and_the_hash_model() -> None:
     assert all(p.spine != "s0" for p in loop.engine.candidate_paths(L0, L1))
     for f in flows_through(loop, "s1", 5) + [flow_through(loop, "s2")]:
         assert loop.engine.current_path(f, L0, L1).spine in ("s1", "s2")
-    assert {(L0, port_to(fab, L0, "s1")), (L0, port_to(fab, L0, "s2"))} <= loop.follow_up
+    assert {(L0, port_to(fab, L0, "s1")), (L0, port_to(fab, L0, "s2"))} <= loop.rounds.follow_up
     rec = [e for e in events(buf) if e["event"] == "link_down"]
     assert rec and rec[0]["link"] == f"{L0}->s0" and rec[0]["groups"] == done
     # a round re-plans on the new groups: every order's port follows them

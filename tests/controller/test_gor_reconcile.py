@@ -130,7 +130,7 @@ def test_restarted_gor_adopts_what_is_consistent_and_deletes_the_rest() -> None:
     assert (report.adopted_sampling, report.deleted_sampling) == (2, 2)
     assert report.failed_switches == ["s2"] and loop.errors
     assert loop.overrides[flows["good"]].spine == "s1"
-    assert flows["good"] in loop.moved                                   # left alone like a move
+    assert flows["good"] in loop.book.moved                                   # left alone like a move
     c0, c1 = prog.connections[L0], prog.connections[L1]
     assert c0.count(T_OVERRIDE) == 1 and c1.count(T_OVERRIDE) == 0
     up0, up1 = port_to(fab, L0, "s0"), port_to(fab, L0, "s1")

@@ -58,7 +58,7 @@ def test_a_cut_cable_and_its_detours_are_learnt_from_the_switches() -> None:
     report = loop.reconcile(t_s=0.0)
     assert report.down_links == ["b0r0l0:4"] and report.adopted_detours == 3
     assert not loop.links.is_up(CUT) and not loop.links.is_up(("s1", 1))
-    assert sorted(loop.detours) == list(DETOUR_LEAVES) and loop.detours_pending == set()
+    assert sorted(loop.detours) == list(DETOUR_LEAVES) and loop.detour_sync.pending == set()
     assert loop.engine.hash_model == fabric_hash_model(fab, {CUT, ("s1", 1)})
     after = {n: sorted(e.SerializeToString() for e in c.entries) for n, c in prog.connections.items()}
     assert after == {n: sorted(v) for n, v in before.items()}      # nothing to change

@@ -78,14 +78,14 @@ def test_restarted_leaf_gets_its_plan_live_groups_and_gor_entries_back(live: Any
     uplinks = [p for p, i in sorted(fab.switch(LEAF).ports.items()) if i.kind == "uplink"]
     dead, sampled = uplinks[0], uplinks[1]
     assert loop.link_down(LEAF, dead)                         # GOR took a link down
-    loop.probes[(LEAF, sampled)] = 0.0                          # a port GOR keeps sampling
-    assert loop._enable_sampling((LEAF, sampled), 0.0)
+    loop.faults.probes[(LEAF, sampled)] = 0.0                          # a port GOR keeps sampling
+    assert loop.sampler.enable((LEAF, sampled), 0.0)
     src = next(n.ip for h in fab.hosts for n in h.nics if n.leaf == LEAF)
     dst = next(n.ip for h in fab.hosts for n in h.nics if n.leaf == OTHER)
     flow = FlowKey(src, dst, 17, 49200, 4791)
     path = next(p for p in loop.engine.candidate_paths(LEAF, OTHER) if p.links[0] != (LEAF, dead))
     for e in loop.engine.override_entries(path):               # an override in force
-        loop._write(e.switch, OVERRIDE_TABLE, override_match(flow), OVERRIDE_ACTION,
+        loop.tables.write(e.switch, OVERRIDE_TABLE, override_match(flow), OVERRIDE_ACTION,
                     {"nexthop_id": e.nexthop_id})
     loop.overrides[flow] = path
     live_before = loop.live_groups(LEAF)
@@ -132,7 +132,7 @@ def test_restarted_leaf_gets_its_plan_live_groups_and_gor_entries_back(live: Any
     mine = [s for l, s in again.items() if l.switch == LEAF]
     assert mine and not any(s.reset or s.tx_pkts < 0 for s in mine)
     loop.tick(t + 0.1, again)
-    assert loop.counter_down == set() and poller.stale_switches() == []
+    assert loop.faults.counter_down == set() and poller.stale_switches() == []
     logged = [json.loads(x)["event"] for x in buf.getvalue().splitlines()]
     assert logged.count("link_down") == 1 and "switch_lost" in logged and "switch_back" in logged
     assert recovery.events and recovery.events[0].report.pushed
