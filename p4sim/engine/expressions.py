@@ -1,22 +1,37 @@
-"""Expression checking and code generation (a mixin of :class:`p4sim.engine.compiler.Compiler`).
+"""Expression checking and code generation: the :class:`ExpressionCompiler`.
 
 Every expression becomes an :class:`Ex`: the Python source that computes it, its P4 type
 and, when it is a compile-time constant, its value (folded at compile time). Values of
 ``bit<W>`` are Python ints in ``[0, 2**W)``, ``int<W>`` ints in ``[-2**(W-1), 2**(W-1))``,
 so every operation masks or sign-wraps its result.
+
+The expression compiler reads names and types from the shared
+:class:`~p4sim.engine.compile_context.CompileContext`, resolves type references with its
+:class:`~p4sim.engine.typerefs.TypeResolver`, and hands a call (``f(x)``, ``t.apply()``,
+``h.isValid()``) to the :class:`CallSite` it was built with (the call compiler, which in
+turn compiles the arguments here).
+
+Example::
+
+    >>> from p4sim.engine.compile_context import CompileContext
+    >>> exprs = ExpressionCompiler(CompileContext(A.Program([]), None), calls=None)
+    >>> x = exprs.expr(A.Binary("+", A.IntLit(250, width=8), A.IntLit(10, width=8)))
+    >>> x.code, x.ty, x.value
+    ('4', BitT(width=8, signed=False), 4)
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Protocol
 
+from p4sim.engine.arith import arith_code, const_wrap, fold, lit, wrap
 from p4sim.engine.codegen import Ex, Sym, pyname
-from p4sim.engine.rt import to_signed
+from p4sim.engine.compile_context import CompileContext, expr_text
+from p4sim.engine.typerefs import TypeResolver
 from p4sim.errors import P4Error
 from p4sim.frontend import ast as A
 from p4sim.frontend.types import (
-    ActionEnumT, ApplyResultT, BitT, BlockT, BoolT, DontCareT, EnumT, ErrorT, ExternT, HeaderT,
-    IntT, MatchKindT, NewT, P4Type, SetT, StackT, StringT, StructLikeT, TableT, TupleT, UnionT,
-    VarbitT, VoidT, same_type, strip_new,
+    ActionEnumT, ApplyResultT, BitT, BlockT, BoolT, DontCareT, EnumT, ErrorT, IntT, NewT, P4Type,
+    SetT, StackT, StringT, StructLikeT, TupleT, UnionT, VoidT, same_type, strip_new,
 )
 
 #: p4c-bm2-ss refuses a shift amount wider than this (``LowerExpressions::maxShiftWidth``)
@@ -45,33 +60,23 @@ ARITH_OPS = {"+", "-", "*", "/", "%", "|+|", "|-|", "&", "|", "^"}
 CMP_OPS = {"==", "!=", "<", ">", "<=", ">="}
 
 
-def wrap(code: str, t: P4Type) -> str:
-    """Source that brings a raw Python int result into the range of type t."""
-    t = strip_new(t)
-    if isinstance(t, BitT):
-        return f"(({code}) & {t.mask:#x})"
-    if isinstance(t, IntT):
-        return f"({code})"
-    return code
+class CallSite(Protocol):
+    """What the expression compiler needs to compile a call inside an expression."""
+
+    def call(self, e: A.Call, expected: Optional[P4Type], as_statement: bool) -> Optional[Ex]: ...
 
 
-def const_wrap(value: int, t: P4Type) -> int:
-    t = strip_new(t)
-    if isinstance(t, BitT):
-        return to_signed(value, t.width) if t.signed else value & t.mask
-    return value
+class ExpressionCompiler:
+    """Compiles expressions to :class:`Ex` (see the module docstring)."""
 
+    def __init__(self, cx: CompileContext, calls: CallSite) -> None:
+        self.cx = cx
+        self.calls = calls
+        self.types = TypeResolver(cx, self.const_value)
 
-def lit(value: Any) -> str:
-    if isinstance(value, bool):
-        return "True" if value else "False"
-    if isinstance(value, int):
-        return str(value) if -1024 < value < 1024 else hex(value)
-    return repr(value)
-
-
-class ExprMixin:
-    """Compiles expressions; relies on the lookup/scope methods of the Compiler."""
+    def resolve_type(self, t: A.TypeRef) -> P4Type:
+        """The checker's type of a type reference (``bit<W>``, ``H[4]``, a typedef...)."""
+        return self.types.resolve(t)
 
     # ------------------------------------------------------------------ conversions
     def coerce(self, ex: Ex, target: Optional[P4Type], node: A.Node, what: str = "expression") -> Ex:
@@ -116,13 +121,13 @@ class ExprMixin:
     def value_expr(self, e: A.Expr, expected: Optional[P4Type] = None) -> Ex:
         ex = self.expr(e, expected)
         if isinstance(ex, TypeEx) or (isinstance(ex, RefEx) and ex.sym.kind not in ("var",)):
-            raise P4Error(f"{A_text(e)} is not a value", e.loc)
+            raise P4Error(f"{expr_text(e)} is not a value", e.loc)
         return ex
 
     def const_value(self, e: A.Expr, expected: Optional[P4Type] = None) -> Any:
         ex = self.value_expr(e, expected)
         if not ex.const:
-            raise P4Error(f"{A_text(e)}: expected a compile-time constant", e.loc)
+            raise P4Error(f"{expr_text(e)}: expected a compile-time constant", e.loc)
         return ex.value
 
     # ------------------------------------------------------------------ leaves
@@ -151,7 +156,7 @@ class ExprMixin:
     def _x_NameRef(self, e: A.NameRef, expected: Optional[P4Type]) -> Ex:
         if e.name == "error" and not e.is_global:
             return TypeEx(ErrorT())
-        sym = self.lookup(e.name, e, e.is_global)
+        sym = self.cx.lookup(e.name, e, e.is_global)
         if sym.kind == "var":
             return Ex(sym.code, sym.type)
         if sym.kind == "const":
@@ -175,9 +180,9 @@ class ExprMixin:
         if isinstance(base, TypeEx):
             t = base.type_value
             if isinstance(t, ErrorT):
-                if name not in self.error_codes:
+                if name not in self.cx.error_codes:
                     raise P4Error(f"error.{name}: no such error", e.loc)
-                code = self.error_codes[name]
+                code = self.cx.error_codes[name]
                 return Ex(lit(code), ErrorT(), True, code)
             st = t
             if isinstance(st, EnumT):
@@ -199,7 +204,7 @@ class ExprMixin:
                 if name in ("isValid", "setValid", "setInvalid", "minSizeInBits", "minSizeInBytes",
                             "maxSizeInBits", "maxSizeInBytes"):
                     return RefEx(Sym("hdrmethod", t), base.code, name, base)
-                raise P4Error(f"{A_text(e)}: type {t.name} has no field '{name}'", e.loc)
+                raise P4Error(f"{expr_text(e)}: type {t.name} has no field '{name}'", e.loc)
             fx = Ex(f"{base.code}.{pyname(name)}", ft)
             if isinstance(t, UnionT):
                 fx.union_parent = base.code  # type: ignore[attr-defined]
@@ -210,16 +215,16 @@ class ExprMixin:
             if name == "lastIndex":
                 return Ex(f"(({base.code}.nextIndex - 1) & 0xffffffff)", BitT(32))
             if name == "next":
-                if not self.in_parser():
-                    raise P4Error(f"{A_text(e)}: 'next' can only be used in a parser", e.loc)
+                if not self.cx.in_parser():
+                    raise P4Error(f"{expr_text(e)}: 'next' can only be used in a parser", e.loc)
                 return Ex(f"_stack_next({base.code})", t.elem)
             if name == "last":
-                if not self.in_parser():
-                    raise P4Error(f"{A_text(e)}: 'last' can only be used in a parser", e.loc)
+                if not self.cx.in_parser():
+                    raise P4Error(f"{expr_text(e)}: 'last' can only be used in a parser", e.loc)
                 return Ex(f"_stack_last({base.code})", t.elem)
             if name in ("push_front", "pop_front"):
                 return RefEx(Sym("stackmethod", t), base.code, name, base)
-            raise P4Error(f"{A_text(e)}: header stack has no member '{name}'", e.loc)
+            raise P4Error(f"{expr_text(e)}: header stack has no member '{name}'", e.loc)
         if isinstance(t, ApplyResultT):
             if name == "hit":
                 return Ex(f"{base.code}[0]", BoolT())
@@ -227,10 +232,10 @@ class ExprMixin:
                 return Ex(f"(not {base.code}[0])", BoolT())
             if name == "action_run":
                 return Ex(f"{base.code}[1]", ActionEnumT(t.table))
-            raise P4Error(f"{A_text(e)}: apply result has no member '{name}'", e.loc)
+            raise P4Error(f"{expr_text(e)}: apply result has no member '{name}'", e.loc)
         if isinstance(t, TupleT):
-            raise P4Error(f"{A_text(e)}: tuples have no fields", e.loc)
-        raise P4Error(f"{A_text(e)}: type {base.ty} has no member '{name}'", e.loc)
+            raise P4Error(f"{expr_text(e)}: tuples have no fields", e.loc)
+        raise P4Error(f"{expr_text(e)}: type {base.ty} has no member '{name}'", e.loc)
 
     def _x_Index(self, e: A.Index, expected: Optional[P4Type]) -> Ex:
         base = self.value_expr(e.expr)
@@ -240,17 +245,17 @@ class ExprMixin:
             if idx.const:
                 i = int(idx.value)
                 if not 0 <= i < t.size:
-                    raise P4Error(f"{A_text(e)}: index {i} out of bounds for {t}", e.loc)
+                    raise P4Error(f"{expr_text(e)}: index {i} out of bounds for {t}", e.loc)
                 return Ex(f"{base.code}.h[{i}]", t.elem)
             return Ex(f"_stack_at({base.code}, {idx.code})", t.elem)
         if isinstance(t, TupleT):
             if not idx.const:
-                raise P4Error(f"{A_text(e)}: tuple index must be a constant", e.loc)
+                raise P4Error(f"{expr_text(e)}: tuple index must be a constant", e.loc)
             i = int(idx.value)
             if not 0 <= i < len(t.elems):
-                raise P4Error(f"{A_text(e)}: index {i} out of bounds", e.loc)
+                raise P4Error(f"{expr_text(e)}: index {i} out of bounds", e.loc)
             return Ex(f"{base.code}[{i}]", t.elems[i])
-        raise P4Error(f"{A_text(e)}: cannot index a value of type {base.ty}", e.loc)
+        raise P4Error(f"{expr_text(e)}: cannot index a value of type {base.ty}", e.loc)
 
     def _x_Slice(self, e: A.Slice, expected: Optional[P4Type]) -> Ex:
         base = self.value_expr(e.expr)
@@ -262,9 +267,9 @@ class ExprMixin:
             v = (base.value >> lo) & ((1 << width) - 1)
             return Ex(lit(v), BitT(width), True, v)
         if not isinstance(t, BitT):
-            raise P4Error(f"{A_text(e)}: cannot slice a value of type {base.ty}", e.loc)
+            raise P4Error(f"{expr_text(e)}: cannot slice a value of type {base.ty}", e.loc)
         if not (0 <= lo <= hi < t.width):
-            raise P4Error(f"{A_text(e)}: slice [{hi}:{lo}] out of range for {t}", e.loc)
+            raise P4Error(f"{expr_text(e)}: slice [{hi}:{lo}] out of range for {t}", e.loc)
         width = hi - lo + 1
         rt = BitT(width)
         if base.const:
@@ -437,9 +442,9 @@ class ExprMixin:
                 if isinstance(st, IntT) and l.const and r.const and (l.value < 0 or r.value < 0):
                     raise P4Error(f"{op}: division of negative values is not defined", e.loc)
             if l.const and r.const:
-                v = _fold(op, l.value, r.value, st)
+                v = fold(op, l.value, r.value, st)
                 return Ex(lit(v), t, True, v)
-            return Ex(_arith_code(op, l.code, r.code, st), t)
+            return Ex(arith_code(op, l.code, r.code, st), t)
         raise P4Error(f"unknown operator {op}", e.loc)
 
     def _x_Ternary(self, e: A.Ternary, expected: Optional[P4Type]) -> Ex:
@@ -539,60 +544,4 @@ class ExprMixin:
         return Ex(f"{st.pyclass}._from(({''.join(x.code + ', ' for x in xs)}))", expected)
 
     def _x_Call(self, e: A.Call, expected: Optional[P4Type]) -> Ex:
-        return self.call(e, expected, as_statement=False)
-
-
-def A_text(e: A.Expr) -> str:
-    from p4sim.engine.compiler import expr_text
-    return expr_text(e)
-
-
-def _fold(op: str, a: int, b: int, t: P4Type) -> int:
-    if op == "+":
-        v = a + b
-    elif op == "-":
-        v = a - b
-    elif op == "*":
-        v = a * b
-    elif op == "/":
-        v = a // b
-    elif op == "%":
-        v = a % b
-    elif op == "&":
-        v = a & b
-    elif op == "|":
-        v = a | b
-    elif op == "^":
-        v = a ^ b
-    elif op == "|+|":
-        if isinstance(t, BitT):
-            lo, hi = ((-(1 << (t.width - 1)), (1 << (t.width - 1)) - 1) if t.signed else (0, t.mask))
-            return max(min(a + b, hi), lo)
-        v = a + b
-    elif op == "|-|":
-        if isinstance(t, BitT):
-            lo, hi = ((-(1 << (t.width - 1)), (1 << (t.width - 1)) - 1) if t.signed else (0, t.mask))
-            return max(min(a - b, hi), lo)
-        v = a - b
-    else:
-        raise ValueError(op)
-    return const_wrap(v, t)
-
-
-def _arith_code(op: str, a: str, b: str, t: P4Type) -> str:
-    if isinstance(t, IntT):
-        return f"({a} {op} {b})"
-    assert isinstance(t, BitT)
-    if op == "|+|":
-        return f"_sat_add{'_s' if t.signed else '_u'}({a}, {b}, {t.width})"
-    if op == "|-|":
-        return f"_sat_sub{'_s' if t.signed else '_u'}({a}, {b}, {t.width})"
-    if op == "/":
-        return f"_div_u({a}, {b})"
-    if op == "%":
-        return f"_mod_u({a}, {b})"
-    if op in ("&", "|", "^") and not t.signed:
-        return f"({a} {op} {b})"
-    if t.signed:
-        return f"_to_signed({a} {op} {b}, {t.width})"
-    return f"(({a} {op} {b}) & {t.mask:#x})"
+        return self.calls.call(e, expected, as_statement=False)

@@ -1,4 +1,4 @@
-"""Generic functions and generic parser/control declarations (a mixin of the Compiler).
+"""Generic functions and generic parser/control declarations (the :class:`GenericInstantiator`).
 
 p4sim compiles generics by *monomorphisation*, as p4c's front end specialises them: every
 distinct list of type arguments of a generic function gets its own generated Python
@@ -20,9 +20,12 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional, Protocol
 
+from p4sim.engine.arguments import bind_args
 from p4sim.engine.codegen import Writer
+from p4sim.engine.compile_context import CompileContext, FunctionInfo
+from p4sim.engine.expressions import ExpressionCompiler
 from p4sim.errors import P4Error
 from p4sim.frontend import ast as A
 from p4sim.frontend.types import (
@@ -67,22 +70,36 @@ def mentions_typevar(t: P4Type, tvars: dict[str, TypeVarT]) -> bool:
     return False
 
 
-class GenericMixin:
-    """Instantiation of generic functions, parsers and controls."""
+class FunctionBodies(Protocol):
+    """What instantiating a generic function needs from the statement compiler."""
+
+    def lvalue_type(self, e: A.Expr) -> P4Type: ...
+
+    def emit_callable(self, d: Any, info: Any, kind: str, rt: Optional[P4Type], module_level: bool) -> None: ...
+
+
+class GenericInstantiator:
+    """Instantiation of generic functions (one generated function per type arguments)."""
+
+    def __init__(self, cx: CompileContext, expressions: ExpressionCompiler, statements: FunctionBodies) -> None:
+        self.cx = cx
+        self.expressions = expressions
+        self.statements = statements
+        self.generic_check_depth = 0  # > 0 while a generic body is checked with abstract types
 
     # ------------------------------------------------------------------ declarations
     def generic_function_decl(self, d: A.FunctionDecl) -> GenericFunction:
         """Record a generic function and check its body with abstract type parameters."""
         g = GenericFunction(d)
         tvars = {tp: TypeVarT(tp) for tp in d.type_params}
-        saved_mod = self.mod
-        self.mod = Writer()  # the abstract instance is checked, never run
-        self.generic_check_depth = getattr(self, "generic_check_depth", 0) + 1
+        saved_mod = self.cx.mod
+        self.cx.mod = Writer()  # the abstract instance is checked, never run
+        self.generic_check_depth += 1
         try:
             self._emit_function_instance(d, [tvars[tp] for tp in d.type_params])
         finally:
             self.generic_check_depth -= 1
-            self.mod = saved_mod
+            self.cx.mod = saved_mod
         return g
 
     # ------------------------------------------------------------------ calls
@@ -92,13 +109,13 @@ class GenericMixin:
         if e.type_args:
             if len(e.type_args) != len(d.type_params):
                 raise P4Error(f"{d.name}: expects {len(d.type_params)} type argument(s), got {len(e.type_args)}", e.loc)
-            targs = [self.resolve_type(t) for t in e.type_args]
+            targs = [self.expressions.resolve_type(t) for t in e.type_args]
             for t, tr in zip(targs, e.type_args):
                 if isinstance(strip_new(t), IntT):
                     raise P4Error(f"{d.name}: int cannot be a type argument (give a width: bit<W> or int<W>)", tr.loc)
         else:
             targs = self.infer_type_args(e, d)
-        checking = getattr(self, "generic_check_depth", 0) > 0
+        checking = self.generic_check_depth > 0
         key = tuple(type_key(t) for t in targs)
         if not checking and key in g.instances:
             return g.instances[key]
@@ -111,25 +128,25 @@ class GenericMixin:
         """Type arguments of a call without explicit ones, by unification of the
         declared parameter types with the argument types."""
         tvars = {tp: TypeVarT(tp) for tp in d.type_params}
-        saved = (self.scopes, self.type_bindings)
-        self.scopes, self.type_bindings = [self.scopes[0]], [dict(tvars)]
+        saved = (self.cx.scopes, self.cx.type_bindings)
+        self.cx.scopes, self.cx.type_bindings = [self.cx.scopes[0]], [dict(tvars)]
         try:
-            ptypes = [self.resolve_type(p.type) for p in d.params]
+            ptypes = [self.expressions.resolve_type(p.type) for p in d.params]
         finally:
-            self.scopes, self.type_bindings = saved
-        args = self.bind_args(d.params, e.args, e, d.name)
+            self.cx.scopes, self.cx.type_bindings = saved
+        args = bind_args(d.params, e.args, e, d.name)
         bound: dict[str, tuple[P4Type, str]] = {}
         untyped: set[str] = set()
-        saved_w = self.w
-        self.w = Writer()  # argument types only: code generated here is thrown away
+        saved_w = self.cx.w
+        self.cx.w = Writer()  # argument types only: code generated here is thrown away
         try:
             for p, pt, a in zip(d.params, ptypes, args):
                 if a is None or isinstance(a, A.DontCare) or not mentions_typevar(pt, tvars):
                     continue
-                at = self.lvalue_type(a) if p.direction in ("out", "inout") else self.value_expr(a).ty
+                at = self.statements.lvalue_type(a) if p.direction in ("out", "inout") else self.expressions.value_expr(a).ty
                 self._unify_param(d, pt, at, tvars, bound, untyped, p, a)
         finally:
-            self.w = saved_w
+            self.cx.w = saved_w
         result = []
         for tp in d.type_params:
             if tp in bound:
@@ -169,36 +186,35 @@ class GenericMixin:
     def _emit_function_instance(self, d: A.FunctionDecl, targs: list[P4Type]) -> Any:
         """Generate the module-level Python function of ``d`` with its type parameters
         bound to ``targs``; return its :class:`FunctionInfo`."""
-        from p4sim.engine.blocks import FunctionInfo
-        saved = (self.w, self.fn, self.path, self.scopes, self.type_bindings)
-        self.fn, self.path = None, ""
-        self.scopes = [self.scopes[0]]
-        self.type_bindings = [dict(zip(d.type_params, targs))]
+        saved = (self.cx.w, self.cx.fn, self.cx.path, self.cx.scopes, self.cx.type_bindings)
+        self.cx.fn, self.cx.path = None, ""
+        self.cx.scopes = [self.cx.scopes[0]]
+        self.cx.type_bindings = [dict(zip(d.type_params, targs))]
         try:
-            rt = self.resolve_type(d.return_type)
-            info = FunctionInfo(d, self.uid("fn_" + d.name), [], rt, [])
-            self.emit_callable(d, info, "function", rt, module_level=True)
+            rt = self.expressions.resolve_type(d.return_type)
+            info = FunctionInfo(d, self.cx.uid("fn_" + d.name), [], rt, [])
+            self.statements.emit_callable(d, info, "function", rt, module_level=True)
         finally:
-            self.w, self.fn, self.path, self.scopes, self.type_bindings = saved
+            self.cx.w, self.cx.fn, self.cx.path, self.cx.scopes, self.cx.type_bindings = saved
         return info
 
-    # ------------------------------------------------------------------ blocks
-    def block_type_bindings(self, decl: Any, targs: list[P4Type], node: A.Node) -> dict[str, P4Type]:
-        """Bindings of a parser/control declaration's type parameters for one instance."""
-        what = "parser" if isinstance(decl, A.ParserDecl) else "control"
-        if not decl.type_params:
-            if targs:
-                raise P4Error(f"{what} {decl.name} is not generic: it takes no type arguments", node.loc)
-            return {}
-        if not targs:
-            raise P4Error(f"{what} {decl.name}: cannot infer type argument(s) {', '.join(decl.type_params)} "
-                          f"(write {decl.name}<...>(...))", node.loc)
-        if len(targs) != len(decl.type_params):
-            raise P4Error(f"{what} {decl.name}: expects {len(decl.type_params)} type argument(s), got {len(targs)}",
+
+def block_type_bindings(decl: Any, targs: list[P4Type], node: A.Node) -> dict[str, P4Type]:
+    """Bindings of a parser/control declaration's type parameters for one instance."""
+    what = "parser" if isinstance(decl, A.ParserDecl) else "control"
+    if not decl.type_params:
+        if targs:
+            raise P4Error(f"{what} {decl.name} is not generic: it takes no type arguments", node.loc)
+        return {}
+    if not targs:
+        raise P4Error(f"{what} {decl.name}: cannot infer type argument(s) {', '.join(decl.type_params)} "
+                      f"(write {decl.name}<...>(...))", node.loc)
+    if len(targs) != len(decl.type_params):
+        raise P4Error(f"{what} {decl.name}: expects {len(decl.type_params)} type argument(s), got {len(targs)}",
+                      node.loc)
+    for t in targs:
+        if isinstance(strip_new(t), IntT):
+            raise P4Error(f"{what} {decl.name}: int cannot be a type argument (give a width: bit<W> or int<W>)",
                           node.loc)
-        for t in targs:
-            if isinstance(strip_new(t), IntT):
-                raise P4Error(f"{what} {decl.name}: int cannot be a type argument (give a width: bit<W> or int<W>)",
-                              node.loc)
-        return dict(zip(decl.type_params, targs))
+    return dict(zip(decl.type_params, targs))
 

@@ -1,21 +1,37 @@
 """v1model and core externs: how each extern function call, extern object instantiation
-and method call is executed (a mixin of the Compiler).
+and method call is executed: the :class:`NativeExterns`.
 
 The declarations come from ``p4include/v1model.p4``; argument checking uses them, and the
 behaviour here follows BMv2 simple_switch (see ``../shared/docs/reference-facts.md``).
 Anything declared there but not implemented here is reported as ``unsupported``.
+
+An extern function ``f`` is compiled by the method ``_fn_f``; arguments are compiled by
+the :class:`~p4sim.engine.expressions.ExpressionCompiler`, outputs written with the
+:class:`Assignments` given at construction (the statement compiler). Runtime objects
+(counters, meters, registers, action profiles) go to ``CompileContext.state``.
+
+Example::
+
+    >>> from p4sim.engine.statements import StatementCompiler
+    >>> from p4sim.engine.compile_context import CompileContext
+    >>> natives = StatementCompiler(CompileContext(A.Program([]), None), None).calls.natives
+    >>> natives._fn_truncate(None, None, [A.IntLit(64)])
+    >>> natives.cx.w.text()
+    'ctx.truncate_bytes = 64 if ctx.truncate_bytes is None else min(ctx.truncate_bytes, 64)\\n'
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Protocol
 
+from p4sim.engine.arguments import bind_args
 from p4sim.engine.codegen import Ex, Sym
-from p4sim.engine.expressions import A_text, RefEx, TypeEx, lit
+from p4sim.engine.compile_context import CompileContext, expr_text
+from p4sim.engine.expressions import ExpressionCompiler
 from p4sim.errors import P4Error, P4Unsupported
 from p4sim.frontend import ast as A
 from p4sim.frontend.types import (
     BitT, BoolT, EnumT, ErrorT, ExternT, HeaderT, IntT, P4Type, StackT, StringT, StructLikeT,
-    TupleT, TypeVarT, UnionT, VarbitT, VoidT, bit_width, same_type, strip_new,
+    TupleT, TypeVarT, UnionT, VarbitT, bit_width, same_type, strip_new,
 )
 from p4sim.runtime.action_profile import ActionProfile, ActionSelector
 from p4sim.runtime.counters import CounterArray, DirectCounter
@@ -25,10 +41,25 @@ from p4sim.runtime.registers import RegisterArray
 COUNTER_UNITS = {"packets": "packets", "bytes": "bytes", "packets_and_bytes": "packets_and_bytes"}
 
 
-class NativeMixin:
+class Assignments(Protocol):
+    """What extern calls need from the statement compiler: writing their outputs."""
+
+    def lvalue_type(self, e: A.Expr) -> P4Type: ...
+
+    def assign(self, lhs: A.Expr, rhs: Ex, node: A.Node) -> None: ...
+
+
+class NativeExterns:
+    """The v1model/core extern functions, extern instantiations and extern methods."""
+
+    def __init__(self, cx: CompileContext, expressions: ExpressionCompiler, statements: Assignments) -> None:
+        self.cx = cx
+        self.expressions = expressions
+        self.statements = statements
+
     # ------------------------------------------------------------------ helpers
     def args_for(self, e: A.Call, decl: Any, what: str) -> list[Optional[A.Expr]]:
-        return self.bind_args(decl.params, e.args, e, what)
+        return bind_args(decl.params, e.args, e, what)
 
     def flat_fields(self, node: A.Expr, what: str, copy_in: bool = False) -> str:
         """Source of a list of (value, width) pairs for hash/checksum data, as BMv2
@@ -51,7 +82,7 @@ class NativeMixin:
         if isinstance(node, A.ListExpr):
             parts = [self.flat_fields(x, what, copy_in) for x in node.elems]
             return "(" + " + ".join(parts) + ")" if parts else "[]"
-        x = self.value_expr(node)
+        x = self.expressions.value_expr(node)
         t = strip_new(x.ty)
         if isinstance(t, HeaderT):
             return f"({x.code}._flat() if {x.code}._valid else [])"
@@ -64,18 +95,18 @@ class NativeMixin:
         if isinstance(t, TupleT):
             return f"[f for _v, _w in zip({x.code}, {[bit_width(et) or 0 for et in t.elems]!r}) for f in [(_v, _w)]]"
         if isinstance(t, IntT):
-            raise P4Error(f"{what}: {A_text(node)} has no width (use a typed constant such as 8w0)", node.loc)
+            raise P4Error(f"{what}: {expr_text(node)} has no width (use a typed constant such as 8w0)", node.loc)
         if isinstance(t, VarbitT):
             # a varbit value is (length_bits, value): it contributes its current length
             item = f"[({x.code}[1], {x.code}[0])]"
             if isinstance(node, A.Member) and not copy_in:
-                base = self.value_expr(node.expr)
+                base = self.expressions.value_expr(node.expr)
                 if isinstance(strip_new(base.ty), HeaderT):
                     return f"({item} if {base.code}._valid else [])"
             return item
         w = bit_width(t)
         if w is None:
-            raise P4Error(f"{what}: {A_text(node)} of type {x.ty} cannot be part of a field list", node.loc)
+            raise P4Error(f"{what}: {expr_text(node)} of type {x.ty} cannot be part of a field list", node.loc)
         code = x.code
         if isinstance(t, BoolT):
             code = f"int({code})"
@@ -84,16 +115,16 @@ class NativeMixin:
         # a field of a header named directly: skipped when the header is invalid; copied
         # in (an element of a hash() list): the value a read yields (docstring)
         if isinstance(node, A.Member) and not copy_in:
-            base = self.value_expr(node.expr)
+            base = self.expressions.value_expr(node.expr)
             if isinstance(strip_new(base.ty), HeaderT):
                 return f"([({code}, {w})] if {base.code}._valid else [])"
         return f"[({code}, {w})]"
 
     def enum_member(self, e: A.Expr, enum: str) -> str:
-        x = self.value_expr(e)
+        x = self.expressions.value_expr(e)
         t = strip_new(x.ty)
         if not isinstance(t, EnumT) or t.name != enum or not x.const:
-            raise P4Error(f"{A_text(e)}: expected a constant of enum {enum}", e.loc)
+            raise P4Error(f"{expr_text(e)}: expected a constant of enum {enum}", e.loc)
         return x.value
 
     def std_code(self) -> str:
@@ -109,23 +140,23 @@ class NativeMixin:
         own implementation."""
         scope = {tp: TypeVarT(tp) for tp in type_params}
         scope.update(bindings)
-        self.type_bindings.append(scope)
+        self.cx.type_bindings.append(scope)
         try:
             for p, a in zip(params, args):
                 if a is None or isinstance(a, A.DontCare):
                     continue
-                pt = self.resolve_type(p.type)
+                pt = self.expressions.resolve_type(p.type)
                 if _has_typevar(pt):
                     continue
                 if p.direction in ("out", "inout"):
-                    lt = self.lvalue_type(a)
+                    lt = self.statements.lvalue_type(a)
                     if not same_type(strip_new(lt), strip_new(pt)):
                         raise P4Error(f"{what}: argument for {p.direction} parameter '{p.name}' has type {lt}, "
                                       f"expected {pt}", a.loc)
                 else:
-                    self.value_expr(a, pt)
+                    self.expressions.value_expr(a, pt)
         finally:
-            self.type_bindings.pop()
+            self.cx.type_bindings.pop()
 
     def native_function(self, e: A.Call, sym: Sym, expected: Optional[P4Type], as_statement: bool) -> Optional[Ex]:
         overloads = sym.value
@@ -148,7 +179,7 @@ class NativeMixin:
     def _out_assign(self, target: Optional[A.Expr], value_code: str, what: str) -> None:
         if target is None or isinstance(target, A.DontCare):
             return
-        t = self.lvalue_type(target)
+        t = self.statements.lvalue_type(target)
         st = strip_new(t)
         if isinstance(st, BitT):
             code = f"_to_signed({value_code}, {st.width})" if st.signed else f"(({value_code}) & {st.mask:#x})"
@@ -158,52 +189,52 @@ class NativeMixin:
             code = f"bool({value_code})"
         else:
             raise P4Error(f"{what}: output must be a bit<W> or int<W> value, not {t}", target.loc)
-        self.assign(target, Ex(code, t), target)
+        self.statements.assign(target, Ex(code, t), target)
 
     def _fn_verify(self, e: A.Call, d: Any, args: list) -> None:
-        c = self.value_expr(args[0], BoolT())
-        err = self.value_expr(args[1])
+        c = self.expressions.value_expr(args[0], BoolT())
+        err = self.expressions.value_expr(args[1])
         if not isinstance(strip_new(err.ty), ErrorT):
             raise P4Error("verify: second argument must be an error", args[1].loc)
-        self.w.line(f"if not {c.code}: raise _ParserErrorSignal({err.code})")
+        self.cx.w.line(f"if not {c.code}: raise _ParserErrorSignal({err.code})")
 
     def _fn_mark_to_drop(self, e: A.Call, d: Any, args: list) -> None:
         # the deprecated no-argument form is BMv2's ``drop`` primitive: it marks the
         # standard metadata of the packet being processed (that of the running block)
-        code = self.value_expr(args[0]).code if args else self.std_code()
-        self.w.line(f"{code}.egress_spec = 511")
-        self.w.line(f"{code}.mcast_grp = 0")
+        code = self.expressions.value_expr(args[0]).code if args else self.std_code()
+        self.cx.w.line(f"{code}.egress_spec = 511")
+        self.cx.w.line(f"{code}.mcast_grp = 0")
 
     def _fn_hash(self, e: A.Call, d: Any, args: list) -> None:
         algo = self.enum_member(args[1], "HashAlgorithm")
         if algo == "random":
             raise P4Unsupported("unsupported: HashAlgorithm.random (BMv2 refuses to load it)", args[1].loc)
-        base = self.value_expr(args[2])
-        mx = self.value_expr(args[4])
+        base = self.expressions.value_expr(args[2])
+        mx = self.expressions.value_expr(args[4])
         data = self.flat_fields(args[3], "hash", copy_in=isinstance(args[3], A.ListExpr))
-        h = self.global_ref(self.hash_fn(algo), "H_" + algo)
+        h = self.cx.global_ref(self.cx.hash_fn(algo), "H_" + algo)
         self._out_assign(args[0], f"_compute_hash({h}, {data}, {base.code}, {mx.code})", "hash")
 
     def _fn_random(self, e: A.Call, d: Any, args: list) -> None:
-        t = self.lvalue_type(args[0])
-        lo = self.value_expr(args[1], t)
-        hi = self.value_expr(args[2], t)
+        t = self.statements.lvalue_type(args[0])
+        lo = self.expressions.value_expr(args[1], t)
+        hi = self.expressions.value_expr(args[2], t)
         self._out_assign(args[0], f"_random({lo.code}, {hi.code})", "random")
 
     def _fn_digest(self, e: A.Call, d: Any, args: list) -> None:
-        recv = self.value_expr(args[0], BitT(32))
-        dt = self.resolve_type(e.type_args[0]) if e.type_args else None
-        data = self.value_expr(args[1], dt)
+        recv = self.expressions.value_expr(args[0], BitT(32))
+        dt = self.expressions.resolve_type(e.type_args[0]) if e.type_args else None
+        data = self.expressions.value_expr(args[1], dt)
         t = strip_new(data.ty)
         name = t.name if isinstance(t, StructLikeT) else "digest"
         if isinstance(t, StructLikeT):
-            self.digest_types.setdefault(name, t)
-        self.w.line(f"ctx.digests.append(({name!r}, {recv.code}, _digest_values({data.code})))")
+            self.cx.digest_types.setdefault(name, t)
+        self.cx.w.line(f"ctx.digests.append(({name!r}, {recv.code}, _digest_values({data.code})))")
 
     def _clone(self, kind_expr: A.Expr, session: A.Expr, field_list: Optional[str]) -> None:
         kind = self.enum_member(kind_expr, "CloneType")
-        s = self.value_expr(session, BitT(32))
-        self.w.line(f"ctx.clone = _CloneRequest({kind!r}, {s.code}, {field_list or 'None'})")
+        s = self.expressions.value_expr(session, BitT(32))
+        self.cx.w.line(f"ctx.clone = _CloneRequest({kind!r}, {s.code}, {field_list or 'None'})")
 
     def _fn_clone(self, e: A.Call, d: Any, args: list) -> None:
         self._clone(args[0], args[1], None)
@@ -218,75 +249,75 @@ class NativeMixin:
         fields: list[tuple[str, Optional[str]]] = []
         elems = data.elems if isinstance(data, A.ListExpr) else ([] if data is None else [data])
         for x in elems:
-            t = strip_new(self.value_expr(x).ty)
+            t = strip_new(self.expressions.value_expr(x).ty)
             if isinstance(x, A.Member) and not isinstance(t, (HeaderT, StackT)):
-                bt = strip_new(self.value_expr(x.expr).ty)
+                bt = strip_new(self.expressions.value_expr(x.expr).ty)
                 if isinstance(bt, StructLikeT) and not isinstance(bt, (HeaderT, UnionT)):
                     fields.append((bt.name, x.name))
                     continue
             if isinstance(t, StructLikeT) and not isinstance(t, (HeaderT, UnionT)):
                 fields.append((t.name, None))
                 continue
-            raise P4Unsupported(f"unsupported: {what}: preserving {A_text(x)} (only user metadata fields)", x.loc)
-        lists = self.__dict__.setdefault("data_field_lists", {})
+            raise P4Unsupported(f"unsupported: {what}: preserving {expr_text(x)} (only user metadata fields)", x.loc)
+        lists = self.cx.data_field_lists
         idx = -1 - len(lists)
         lists[idx] = fields
         return idx
 
     def _fn_clone_preserving_field_list(self, e: A.Call, d: Any, args: list) -> None:
-        idx = self.const_value(args[2])
+        idx = self.expressions.const_value(args[2])
         self._clone(args[0], args[1], str(int(idx)))
 
     def _fn_resubmit(self, e: A.Call, d: Any, args: list) -> None:
-        self.w.line(f"ctx.resubmit = {self._data_field_list(args[0], 'resubmit')}")
+        self.cx.w.line(f"ctx.resubmit = {self._data_field_list(args[0], 'resubmit')}")
 
     def _fn_recirculate(self, e: A.Call, d: Any, args: list) -> None:
-        self.w.line(f"ctx.recirculate = {self._data_field_list(args[0], 'recirculate')}")
+        self.cx.w.line(f"ctx.recirculate = {self._data_field_list(args[0], 'recirculate')}")
 
     def _fn_resubmit_preserving_field_list(self, e: A.Call, d: Any, args: list) -> None:
-        self.w.line(f"ctx.resubmit = {int(self.const_value(args[0]))}")
+        self.cx.w.line(f"ctx.resubmit = {int(self.expressions.const_value(args[0]))}")
 
     def _fn_recirculate_preserving_field_list(self, e: A.Call, d: Any, args: list) -> None:
-        self.w.line(f"ctx.recirculate = {int(self.const_value(args[0]))}")
+        self.cx.w.line(f"ctx.recirculate = {int(self.expressions.const_value(args[0]))}")
 
     def _fn_truncate(self, e: A.Call, d: Any, args: list) -> None:
-        n = self.value_expr(args[0], BitT(32))
+        n = self.expressions.value_expr(args[0], BitT(32))
         # BMv2 keeps the smallest length of all truncate() calls on a packet
-        self.w.line(f"ctx.truncate_bytes = {n.code} if ctx.truncate_bytes is None else min(ctx.truncate_bytes, {n.code})")
+        self.cx.w.line(f"ctx.truncate_bytes = {n.code} if ctx.truncate_bytes is None else min(ctx.truncate_bytes, {n.code})")
 
     def _fn_assert(self, e: A.Call, d: Any, args: list) -> None:
-        c = self.value_expr(args[0], BoolT())
-        self.w.line(f"if not {c.code}: raise _AssertionFailed({str(e.loc)!r})")
+        c = self.expressions.value_expr(args[0], BoolT())
+        self.cx.w.line(f"if not {c.code}: raise _AssertionFailed({str(e.loc)!r})")
 
     _fn_assume = _fn_assert
 
     def _fn_log_msg(self, e: A.Call, d: Any, args: list) -> None:
-        msg = self.value_expr(args[0], StringT())
+        msg = self.expressions.value_expr(args[0], StringT())
         if len(args) > 1 and args[1] is not None:
-            data = self.value_expr(args[1])
+            data = self.expressions.value_expr(args[1])
             vals = data.code if isinstance(strip_new(data.ty), TupleT) else f"({data.code},)"
-            self.w.line(f"if ctx.log: ctx.log(_format_log({msg.code}, {vals}))")
+            self.cx.w.line(f"if ctx.log: ctx.log(_format_log({msg.code}, {vals}))")
         else:
-            self.w.line(f"if ctx.log: ctx.log({msg.code})")
+            self.cx.w.line(f"if ctx.log: ctx.log({msg.code})")
 
     def _checksum(self, e: A.Call, args: list, verify: bool, payload: bool) -> None:
-        cond = self.value_expr(args[0], BoolT())
+        cond = self.expressions.value_expr(args[0], BoolT())
         algo = self.enum_member(args[3], "HashAlgorithm")
         data = self.flat_fields(args[1], "checksum")
-        h = self.global_ref(self.hash_fn(algo), "H_" + algo)
-        ct = self.value_expr(args[2]) if verify else None
-        target_t = self.lvalue_type(args[2]) if not verify else ct.ty
+        h = self.cx.global_ref(self.cx.hash_fn(algo), "H_" + algo)
+        ct = self.expressions.value_expr(args[2]) if verify else None
+        target_t = self.statements.lvalue_type(args[2]) if not verify else ct.ty
         width = bit_width(target_t)
         if width is None:
             raise P4Error("checksum: the checksum field must be bit<W>", args[2].loc)
         computed = f"(_hash_bytes({h}, {data}, {'ctx.payload()' if payload else 'None'}) & {(1 << width) - 1:#x})"
         if verify:
-            self.w.line(f"if {cond.code} and {computed} != {ct.code}: ctx.std.checksum_error = 1")
+            self.cx.w.line(f"if {cond.code} and {computed} != {ct.code}: ctx.std.checksum_error = 1")
         else:
-            self.w.line(f"if {cond.code}:")
-            self.w.indent()
-            self.assign(args[2], Ex(computed, target_t), e)
-            self.w.dedent()
+            self.cx.w.line(f"if {cond.code}:")
+            self.cx.w.indent()
+            self.statements.assign(args[2], Ex(computed, target_t), e)
+            self.cx.w.dedent()
 
     def _fn_verify_checksum(self, e: A.Call, d: Any, args: list) -> None:
         self._checksum(e, args, True, False)
@@ -301,9 +332,9 @@ class NativeMixin:
         self._checksum(e, args, False, True)
 
     def _fn_static_assert(self, e: A.Call, d: Any, args: list) -> Ex:
-        v = self.const_value(args[0], BoolT())
+        v = self.expressions.const_value(args[0], BoolT())
         if not v:
-            msg = self.const_value(args[1]) if len(args) > 1 and args[1] is not None else "static_assert failed"
+            msg = self.expressions.const_value(args[1]) if len(args) > 1 and args[1] is not None else "static_assert failed"
             raise P4Error(str(msg), e.loc)
         return Ex("True", BoolT(), True, True)
 
@@ -316,39 +347,39 @@ class NativeMixin:
         if ctor is None:
             raise P4Error(f"{name}: no constructor takes {len(args)} arguments", node.loc)
         bindings = dict(zip(decl.type_params, type_args))
-        self.type_bindings.append(bindings)
+        self.cx.type_bindings.append(bindings)
         try:
             vals = []
-            for p, a in zip(ctor.params, self.bind_args(ctor.params, args, node, name)):
-                pt = self.resolve_type(p.type)
-                vals.append(self.const_value(a, pt if not isinstance(pt, TypeVarT) else None))
+            for p, a in zip(ctor.params, bind_args(ctor.params, args, node, name)):
+                pt = self.expressions.resolve_type(p.type)
+                vals.append(self.expressions.const_value(a, pt if not isinstance(pt, TypeVarT) else None))
         finally:
-            self.type_bindings.pop()
+            self.cx.type_bindings.pop()
         if name == "counter":
             obj = CounterArray(fq, int(vals[0]), vals[1])
-            self.state.counters[fq] = obj
+            self.cx.state.counters[fq] = obj
         elif name == "direct_counter":
             obj = DirectCounter(fq, vals[0])
-            self.state.direct_counters[fq] = obj
+            self.cx.state.direct_counters[fq] = obj
         elif name == "meter":
             obj = MeterArray(fq, int(vals[0]), vals[1])
-            self.state.meters[fq] = obj
+            self.cx.state.meters[fq] = obj
         elif name == "direct_meter":
             obj = DirectMeter(fq, vals[0])
-            self.state.direct_meters[fq] = obj
+            self.cx.state.direct_meters[fq] = obj
         elif name == "register":
             w = bit_width(type_args[0]) if type_args else None
             if w is None:
                 raise P4Unsupported(f"unsupported: register of {type_args[0] if type_args else '?'}", node.loc)
             obj = RegisterArray(fq, int(vals[0]), w)
-            self.state.registers[fq] = obj
+            self.cx.state.registers[fq] = obj
         elif name == "action_profile":
             obj = ActionProfile(fq, int(vals[0]))
-            self.state.action_profiles[fq] = obj
+            self.cx.state.action_profiles[fq] = obj
         elif name == "action_selector":
             algo = vals[0]
             obj = ActionSelector(fq, int(vals[1]), algorithm=algo, output_width=int(vals[2]))
-            self.state.action_profiles[fq] = obj
+            self.cx.state.action_profiles[fq] = obj
         else:
             raise P4Unsupported(f"unsupported: extern {name} (p4sim implements the v1model externs)", node.loc)
         return obj
@@ -359,31 +390,31 @@ class NativeMixin:
         m = next((x for x in methods if self._arity_ok(x, e)), None)
         if m is None:
             raise P4Error(f"{decl.name} has no method {name} taking {len(e.args)} arguments", e.loc)
-        args = self.bind_args(m.params, e.args, e, f"{inst.name}.{name}")
+        args = bind_args(m.params, e.args, e, f"{inst.name}.{name}")
         bindings = inst.type.type_args if isinstance(inst.type, ExternT) else {}
         self.check_extern_args(m.params, args, bindings, m.type_params, name)
-        ref = self.global_ref(inst.obj, "X_" + inst.name)
+        ref = self.cx.global_ref(inst.obj, "X_" + inst.name)
         key = (decl.name, name)
-        w = self.w
+        w = self.cx.w
         targs = inst.type.type_args if isinstance(inst.type, ExternT) else {}
         if key == ("counter", "count"):
-            i = self.value_expr(args[0])
+            i = self.expressions.value_expr(args[0])
             w.line(f"{ref}.count({i.code}, ctx.std.packet_length)")
         elif key == ("direct_counter", "count"):
             pass  # BMv2 counts direct counters on every table hit
         elif key == ("meter", "execute_meter"):
-            i = self.value_expr(args[0])
+            i = self.expressions.value_expr(args[0])
             self._out_assign(args[1], f"{ref}.execute({i.code}, ctx.std.packet_length, ctx.now_us)", name)
         elif key == ("direct_meter", "read"):
             # the table that owns the meter leaves the colour of its hit under the meter's name
             self._out_assign(args[0], f"(ctx.dmeter.get({inst.obj.name!r}) or 0)", name)
         elif key == ("register", "read"):
-            i = self.value_expr(args[1])
+            i = self.expressions.value_expr(args[1])
             self._out_assign(args[0], f"{ref}.read({i.code})", name)
         elif key == ("register", "write"):
-            i = self.value_expr(args[0])
+            i = self.expressions.value_expr(args[0])
             t = targs.get("T")
-            v = self.value_expr(args[1], t)
+            v = self.expressions.value_expr(args[1], t)
             code = v.code
             st = strip_new(v.ty)
             if isinstance(st, BoolT):

@@ -1,0 +1,251 @@
+"""Calls: functions, actions, methods of tables, headers, stacks and instances, and the
+calling convention of the generated code (the :class:`CallCompiler`).
+
+Scalar ``in`` arguments are passed by value; scalar ``out``/``inout`` arguments are
+returned by the callee (``return (ret, out1, …)``) and assigned back by the caller
+(copy-in/copy-out); headers, structs, unions and stacks are passed by reference (``in`` is
+read-only in P4_16, so this is observably the same except when two arguments alias each
+other), an ``out`` composite is reset at entry.
+
+The call compiler owns the :class:`ExpressionCompiler` (built with this call compiler as
+its :class:`~p4sim.engine.expressions.CallSite`, since arguments are expressions and an
+expression may be a call) and the collaborators a call is dispatched to: the extern
+functions and objects (:class:`NativeExterns`), ``packet_in``/``packet_out``
+(:class:`PacketExterns`) and the instances of generic functions
+(:class:`GenericInstantiator`). It reaches assignments and function bodies through the
+:class:`StatementSite` it was built with (the statement compiler).
+
+Example::
+
+    >>> from p4sim.engine.statements import StatementCompiler   # builds its CallCompiler
+    >>> from p4sim.frontend.types import HeaderT
+    >>> cx = CompileContext(A.Program([]), None)
+    >>> calls = StatementCompiler(cx, instances=None).calls
+    >>> cx.define("h", Sym("var", HeaderT("h_t", []), "v_h"), None)
+    >>> calls.call(A.Call(A.Member(A.NameRef("h"), "isValid")), None, as_statement=False).code
+    'v_h._valid'
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Protocol
+
+from p4sim.engine.arguments import bind_args
+from p4sim.engine.codegen import Ex, FnCtx, Sym, Writer, zero_value_code
+from p4sim.engine.compile_context import CompileContext, expr_text
+from p4sim.engine.expressions import ExpressionCompiler, RefEx, TypeEx
+from p4sim.engine.generics import GenericFunction, GenericInstantiator
+from p4sim.engine.natives import NativeExterns
+from p4sim.engine.packet_io import PacketExterns
+from p4sim.errors import P4Error, P4Unsupported
+from p4sim.frontend import ast as A
+from p4sim.frontend.types import (
+    ApplyResultT, BlockT, BoolT, ExternT, HeaderT, IntT, P4Type, UnionT, VoidT, same_type, strip_new,
+)
+
+
+class StatementSite(Protocol):
+    """What calls (and the collaborators they dispatch to) need from the statement
+    compiler: assignable expressions, assignments, and the bodies of functions."""
+
+    def lvalue_type(self, e: A.Expr) -> P4Type: ...
+
+    def assign(self, lhs: A.Expr, rhs: Ex, node: A.Node) -> None: ...
+
+    def emit_callable(self, d: Any, info: Any, kind: str, rt: Optional[P4Type], module_level: bool) -> None: ...
+
+
+class CallCompiler:
+    """Compiles calls (see the module docstring)."""
+
+    def __init__(self, cx: CompileContext, statements: StatementSite) -> None:
+        self.cx = cx
+        self.statements = statements
+        self.expressions = ExpressionCompiler(cx, calls=self)
+        self.natives = NativeExterns(cx, self.expressions, statements)
+        self.packets = PacketExterns(cx, self.expressions, statements)
+        self.generics = GenericInstantiator(cx, self.expressions, statements)
+
+    def call(self, e: A.Call, expected: Optional[P4Type], as_statement: bool) -> Optional[Ex]:
+        f = e.func
+        callee = self.expressions.expr(f)
+        if isinstance(callee, RefEx) and callee.member is not None:
+            return self.method_call(e, callee, expected, as_statement)
+        if isinstance(callee, TypeEx):
+            raise P4Error(f"{expr_text(f)}: a type cannot be called here (constructor calls are only allowed in instantiations)", e.loc)
+        if isinstance(callee, RefEx):
+            sym = callee.sym
+            if sym.kind == "action":
+                return self.direct_action_call(e, sym, as_statement)
+            if sym.kind == "function":
+                return self.function_call(e, sym, expected, as_statement)
+            if sym.kind == "extern_func":
+                return self.natives.native_function(e, sym, expected, as_statement)
+            raise P4Error(f"{expr_text(f)} is not callable", e.loc)
+        raise P4Error(f"{expr_text(f)} is not callable", e.loc)
+
+    def method_call(self, e: A.Call, callee: RefEx, expected: Optional[P4Type], as_statement: bool) -> Optional[Ex]:
+        sym, name = callee.sym, callee.member
+        if sym.kind == "hdrmethod":
+            t = sym.type
+            base = callee.code
+            if e.args:
+                raise P4Error(f"{name}: takes no arguments", e.loc)
+            if name == "isValid":
+                return Ex(f"{base}._valid" if not isinstance(t, UnionT) else f"{base}._valid", BoolT())
+            if name in ("minSizeInBits", "maxSizeInBits"):
+                return Ex(str(t.width_bits) if isinstance(t, HeaderT) else "0", IntT(), True,
+                          t.width_bits if isinstance(t, HeaderT) else 0)
+            if name in ("minSizeInBytes", "maxSizeInBytes"):
+                v = (t.width_bits + 7) // 8 if isinstance(t, HeaderT) else 0
+                return Ex(str(v), IntT(), True, v)
+            if isinstance(t, UnionT):
+                raise P4Error(f"{name}: not a method of header_union", e.loc)
+            if not as_statement:
+                raise P4Error(f"{name}() does not return a value", e.loc)
+            if name == "setValid":
+                self.cx.w.line(f"{base}._setvalid(ctx)")
+                parent = getattr(callee.base, "union_parent", None)
+                if parent:
+                    self.cx.w.line(f"{parent}._only({base})")
+                return None
+            if name == "setInvalid":
+                self.cx.w.line(f"{base}._setinvalid(ctx)")
+                return None
+        if sym.kind == "typemethod":
+            t = sym.type
+            if name in ("minSizeInBits", "maxSizeInBits") and isinstance(t, HeaderT):
+                return Ex(str(t.width_bits), IntT(), True, t.width_bits)
+            if name in ("minSizeInBytes", "maxSizeInBytes") and isinstance(t, HeaderT):
+                return Ex(str(t.width_bits // 8), IntT(), True, t.width_bits // 8)
+            if name == "apply" and isinstance(t, BlockT):
+                raise P4Unsupported("unsupported: direct application of a parser/control type (declare an instance)", e.loc)
+            raise P4Error(f"{t}.{name}: no such method", e.loc)
+        if sym.kind == "stackmethod":
+            if len(e.args) != 1:
+                raise P4Error(f"{name}: expects one argument", e.loc)
+            n = self.expressions.const_value(e.args[0].value)
+            self.cx.w.line(f"{callee.code}.{name}({n})")
+            return None
+        if sym.kind == "table":
+            if self.cx.in_kind("action"):
+                raise P4Error("tables cannot be applied from an action", e.loc)
+            if self.cx.in_parser():
+                raise P4Error("tables cannot be applied in a parser", e.loc)
+            if name != "apply":
+                raise P4Error(f"table {sym.value.name} has no method '{name}'", e.loc)
+            if e.args:
+                raise P4Error("apply: tables take no arguments", e.loc)
+            if as_statement:
+                self.cx.w.line(f"{sym.code}()")
+                return Ex("", ApplyResultT(sym.value))
+            return Ex(f"{sym.code}()", ApplyResultT(sym.value))
+        if sym.kind == "instance":
+            inst = sym.value
+            if inst.kind in ("control", "parser"):
+                if name != "apply":
+                    raise P4Error(f"{inst.name} has no method '{name}'", e.loc)
+                return self.block_apply(e, inst)
+            if inst.kind == "extern":
+                return self.natives.native_method(e, inst, name, expected, as_statement)
+        if sym.kind == "packet":
+            return self.packets.packet_method(e, sym, name, expected, as_statement)
+        raise P4Error(f"{expr_text(e.func)}: not a method", e.loc)
+
+    def invoke(self, fname: str, params: list[A.Param], ptypes: list[P4Type], args: list[Optional[A.Expr]],
+               what: str, node: A.Node, has_return: bool, extra_args: Optional[list[str]] = None,
+               tail_args: Optional[list[str]] = None) -> Optional[str]:
+        """Emit a call with copy-in/copy-out and return the expression of its result
+        (a temporary) when ``has_return``. ``extra_args``/``tail_args`` are argument
+        codes put before/after those of ``args`` (e.g. action data from a table)."""
+        codes: list[str] = list(extra_args or [])
+        outs: list[tuple[A.Expr, P4Type]] = []
+        for p, pt, a in zip(params, ptypes, args):
+            composite = strip_new(pt).is_composite()
+            if p.direction in ("out", "inout"):
+                if a is None or isinstance(a, A.DontCare):
+                    if composite:
+                        codes.append(zero_value_code(pt))
+                    else:
+                        codes.append(zero_value_code(pt))
+                        outs.append((A.DontCare(loc=node.loc), pt))
+                    continue
+                lt = self.statements.lvalue_type(a)
+                if not same_type(strip_new(lt), strip_new(pt)):
+                    raise P4Error(f"{what}: argument for {p.direction} parameter '{p.name}' has type {lt}, expected {pt}", a.loc)
+                v = self.expressions.value_expr(a)
+                if composite:
+                    codes.append(f"{v.code}._reset()" if p.direction == "out" else v.code)
+                else:
+                    codes.append(v.code if p.direction == "inout" else zero_value_code(pt))
+                    outs.append((a, pt))
+            else:
+                v = self.expressions.value_expr(a, pt) if a is not None else Ex("None", pt)
+                codes.append(v.code)
+        codes.extend(tail_args or [])
+        call = f"{fname}({', '.join(codes)})"
+        if not outs:
+            if has_return:
+                return call
+            self.cx.w.line(call)
+            return None
+        tmp = self.cx.tmp("c")
+        self.cx.w.line(f"{tmp} = {call}")
+        for i, (a, pt) in enumerate(outs):
+            if not isinstance(a, A.DontCare):
+                self.statements.assign(a, Ex(f"{tmp}[{i + 1}]", pt), node)
+        return f"{tmp}[0]" if has_return else None
+
+    def function_call(self, e: A.Call, sym: Sym, expected: Optional[P4Type], as_statement: bool = False) -> Ex:
+        fi = sym.value
+        if isinstance(fi, GenericFunction):
+            fi = self.generics.generic_function_instance(e, fi)
+        elif e.type_args:
+            raise P4Error(f"{fi.decl.name} is not generic: it takes no type arguments", e.loc)
+        d = fi.decl
+        args = bind_args(d.params, e.args, e, d.name)
+        rt = fi.return_type
+        if not fi.outs or as_statement:
+            r = self.invoke(fi.pyname, d.params, fi.ptypes, args, d.name, e, True)
+            if as_statement:
+                if r is not None and not fi.outs:
+                    self.cx.w.line(r)
+                return Ex("", VoidT())
+            return Ex(r or "None", rt)
+        # a call with out/inout arguments inside an expression: wrap the call and its
+        # copy-out in a local function so that it runs exactly where the expression is
+        # evaluated (&&, || and ?: keep their short-circuit behaviour).
+        saved_w, saved_fn = self.cx.w, self.cx.fn
+        name = self.cx.uid("_call")
+        inner = Writer()
+        inner.depth = 1
+        fn = FnCtx(name, "inline", parent=self.cx.fn)
+        self.cx.w, self.cx.fn = inner, fn
+        r = self.invoke(fi.pyname, d.params, fi.ptypes, args, d.name, e, True)
+        inner.line(f"return {r}")
+        self.cx.w, self.cx.fn = saved_w, saved_fn
+        self.cx.w.function(f"{name}()", fn, inner)
+        return Ex(f"{name}()", rt)
+
+    def direct_action_call(self, e: A.Call, sym: Sym, as_statement: bool) -> None:
+        if not as_statement:
+            raise P4Error(f"action {sym.value.local_name} does not return a value", e.loc)
+        if self.cx.in_parser():
+            raise P4Error("actions cannot be called from a parser", e.loc)
+        ai = sym.value
+        d = ai.decl
+        args = bind_args(d.params, e.args, e, d.name)
+        self.invoke(ai.pyname, d.params, ai.ptypes, args, d.name, e, False)
+        return None
+
+    def block_apply(self, e: A.Call, inst: Any) -> Optional[Ex]:
+        decl = inst.decl
+        args = bind_args(decl.params, e.args, e, inst.name)
+        params, ptypes, bargs = [], [], []
+        for p, t, a in zip(decl.params, inst.ptypes, args):
+            if isinstance(t, ExternT) and t.name in ("packet_in", "packet_out"):
+                continue
+            params.append(p)
+            ptypes.append(t)
+            bargs.append(a)
+        self.invoke(inst.pyfunc, params, ptypes, bargs, inst.name, e, False, extra_args=["ctx"])
+        return None

@@ -1,0 +1,281 @@
+"""The state every part of the compiler shares, in one explicit place.
+
+A :class:`CompileContext` is created once per program by :class:`~p4sim.engine.compiler.Compiler`
+and handed to each of its collaborators (expressions, statements, calls, externs, parsers,
+tables, blocks). It holds:
+
+* the program being built: the generated module (``mod``), the writer of the function
+  being generated (``w``) and its :class:`~p4sim.engine.codegen.FnCtx` (``fn``), the
+  Python objects the generated code refers to (``env``) and the runtime state
+  (``state``: tables, externs by fully qualified name);
+* the symbol tables: ``scopes`` (innermost last; ``scopes[0]`` is the global scope),
+  ``type_bindings`` (type variables of the generic being instantiated) and the instance
+  ``path`` that prefixes fully qualified names;
+* what the program declares and what a loaded program exposes: error codes, match
+  kinds, tables, actions, digest and struct types, the ``main`` package;
+* name helpers (fresh Python names, ``@name`` handling) and scope helpers
+  (``define``/``lookup`` raising :class:`~p4sim.errors.P4Error` at the offending node).
+
+It also holds the records shared by several collaborators (:class:`InstanceInfo`,
+:class:`ActionInfo`, :class:`FunctionInfo`) and the source-text helpers used in error
+messages and control-plane names (:func:`expr_text`, :func:`annotation_string`).
+
+Example::
+
+    >>> from p4sim.frontend import ast as A
+    >>> cx = CompileContext(A.Program([]), state=None)
+    >>> cx.define("x", Sym("const", None, "1", 1), None)
+    >>> cx.lookup("x", None).value, cx.tmp("k")
+    (1, '_k_1')
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from p4sim.engine.codegen import FnCtx, Sym, Writer
+from p4sim.errors import P4Error
+from p4sim.frontend import ast as A
+from p4sim.frontend.types import P4Type, StructLikeT, bit_width
+from p4sim.runtime import hashes as HASHES
+
+
+def expr_text(e: A.Expr) -> str:
+    """Source-like text of an expression (p4c uses it to name table keys).
+
+    Example::
+
+        >>> expr_text(A.Member(A.NameRef("hdr"), "ipv4"))
+        'hdr.ipv4'
+    """
+    if isinstance(e, A.NameRef):
+        return ("." if e.is_global else "") + e.name
+    if isinstance(e, A.Member):
+        return f"{expr_text(e.expr)}.{e.name}"
+    if isinstance(e, A.Index):
+        return f"{expr_text(e.expr)}[{expr_text(e.index)}]"
+    if isinstance(e, A.Slice):
+        return f"{expr_text(e.expr)}[{expr_text(e.hi)}:{expr_text(e.lo)}]"
+    if isinstance(e, A.Call):
+        return f"{expr_text(e.func)}(" + ", ".join(expr_text(a.value) for a in e.args) + ")"
+    if isinstance(e, A.IntLit):
+        return e.text or str(e.value)
+    if isinstance(e, A.BoolLit):
+        return "true" if e.value else "false"
+    if isinstance(e, A.Binary):
+        return f"{expr_text(e.left)} {e.op} {expr_text(e.right)}"
+    if isinstance(e, A.Unary):
+        return f"{e.op}{expr_text(e.expr)}"
+    if isinstance(e, A.Cast):
+        return f"({_type_text(e.type)}){expr_text(e.expr)}"
+    return "?"
+
+
+def _type_text(t: A.TypeRef) -> str:
+    if isinstance(t, A.BitType):
+        return f"{'int' if t.signed else 'bit'}<{expr_text(t.width)}>"
+    if isinstance(t, A.NamedType):
+        return t.name
+    if isinstance(t, A.BaseType):
+        return t.name
+    return "?"
+
+
+def annotation(decl: Any, name: str) -> Optional[A.Annotation]:
+    """The annotation ``@name`` of a declaration, or None."""
+    for a in getattr(decl, "annotations", None) or []:
+        if a.name == name:
+            return a
+    return None
+
+
+def annotation_string(decl: Any, name: str) -> Optional[str]:
+    """The string argument of annotation ``@name`` (``@name("x")`` or ``@name(x)``)."""
+    a = annotation(decl, name)
+    if a is None:
+        return None
+    if a.exprs and isinstance(a.exprs[0], A.StringLit):
+        return a.exprs[0].value
+    raw = a.raw.strip()
+    if raw.startswith('"') and raw.endswith('"'):
+        return raw[1:-1]
+    return raw or None
+
+
+class InstanceInfo:
+    """A parser/control/extern instance created at compile time."""
+
+    def __init__(self, kind: str, name: str, fqname: str, decl: Any, type_: P4Type,
+                 pyfunc: str = "", obj: Any = None) -> None:
+        self.kind = kind      # parser, control, extern, package
+        self.name = name
+        self.fqname = fqname
+        self.decl = decl
+        self.type = type_
+        self.pyfunc = pyfunc  # generated Python function (parser/control)
+        self.obj = obj        # runtime object (extern) or list of args (package)
+        self.params: list[A.Param] = []
+        self.args: list[Any] = []
+
+
+class ActionInfo:
+    """A compiled action (per block instance)."""
+
+    def __init__(self, decl: A.ActionDecl, local_name: str, fqname: str, pyname_: str,
+                 ptypes: list[P4Type]) -> None:
+        self.decl = decl
+        self.local_name = local_name
+        self.fqname = fqname
+        self.pyname = pyname_
+        self.ptypes = ptypes
+        self.annotations = decl.annotations
+
+    @property
+    def cp_params(self) -> list[tuple[str, int]]:
+        """Directionless parameters (supplied by the control plane) with widths."""
+        out = []
+        for p, t in zip(self.decl.params, self.ptypes):
+            if p.direction == "":
+                out.append((p.name, bit_width(t) or 0))
+        return out
+
+
+class FunctionInfo:
+    """A compiled function (one instance of a generic function)."""
+
+    def __init__(self, decl: A.FunctionDecl, pyname_: str, ptypes: list[P4Type], return_type: P4Type,
+                 outs: list[str]) -> None:
+        self.decl = decl
+        self.pyname = pyname_
+        self.ptypes = ptypes
+        self.return_type = return_type
+        self.outs = outs
+
+
+class CompileContext:
+    """The shared state of one compilation (see the module docstring)."""
+
+    def __init__(self, program: A.Program, state: Any, trace: bool = True) -> None:
+        # the program being built
+        self.program = program
+        self.state = state                      # ProgramState: runtime objects by name
+        self.trace = trace                      # generate the per-packet trace lines
+        self.mod = Writer()                     # the generated module
+        self.w = self.mod                       # writer of the function being generated
+        self.fn: Optional[FnCtx] = None         # the function being generated
+        self.env: dict[str, Any] = {}           # objects the generated code refers to
+        self.global_objs: dict[int, str] = {}   # id(object) -> its name in env
+        self.counter = 0                        # for fresh Python names
+        self.hash_fns: dict[str, Any] = {}
+        # symbol tables
+        self.scopes: list[dict[str, Sym]] = [{}]
+        self.type_bindings: list[dict[str, P4Type]] = []
+        self.path = ""                          # fully qualified name of the enclosing instance
+        # what the program declares, read by the loaded program
+        self.error_codes: dict[str, int] = {}
+        self.match_kinds: set[str] = set()
+        self.tables_info: dict[str, Any] = {}   # fq name -> tables.TableInfo
+        self.actions_by_fq: dict[str, ActionInfo] = {}
+        self.digest_types: dict[str, StructLikeT] = {}
+        self.struct_types: list[StructLikeT] = []
+        self.package: Optional[InstanceInfo] = None
+        # anonymous field lists of resubmit(data)/recirculate(data)/clone3: index -> fields
+        self.data_field_lists: dict[int, list[tuple[str, Optional[str]]]] = {}
+
+    @property
+    def error_width(self) -> int:
+        return max(1, (len(self.error_codes) - 1).bit_length())
+
+    # ------------------------------------------------------------------ names
+    def uid(self, base: str) -> str:
+        """A fresh Python name made from ``base``."""
+        self.counter += 1
+        clean = "".join(c if c.isalnum() or c == "_" else "_" for c in base)
+        return f"{clean}_{self.counter}"
+
+    def pyvar(self, name: str) -> str:
+        return self.uid("v_" + name)
+
+    def tmp(self, base: str) -> str:
+        return self.uid("_" + base)
+
+    def global_ref(self, obj: Any, hint: str) -> str:
+        """The name under which the generated code sees ``obj`` (one name per object)."""
+        key = id(obj)
+        if key in self.global_objs:
+            return self.global_objs[key]
+        name = self.uid("G_" + hint)
+        self.env[name] = obj
+        self.global_objs[key] = name
+        return name
+
+    def hash_fn(self, algo: str) -> Any:
+        fn = self.hash_fns.get(algo)
+        if fn is None:
+            fn = HASHES.get_algorithm(algo)
+            self.hash_fns[algo] = fn
+        return fn
+
+    def fq_name(self, decl: Any, local: str) -> str:
+        """The fully qualified (control-plane) name of ``decl``, honouring ``@name``."""
+        ann = annotation_string(decl, "name")
+        if ann is not None:
+            if ann.startswith("."):
+                return ann[1:]
+            local = ann
+        return f"{self.path}.{local}" if self.path else local
+
+    def annotation_name(self, node: Any) -> Optional[str]:
+        return annotation_string(node, "name")
+
+    def in_kind(self, *kinds: str) -> bool:
+        """Whether the code being generated is inside a function of one of these kinds."""
+        fn = self.fn
+        while fn is not None:
+            if fn.kind in kinds:
+                return True
+            fn = fn.parent
+        return False
+
+    def in_parser(self) -> bool:
+        return self.in_kind("parser", "state")
+
+    # ------------------------------------------------------------------ scopes
+    def push_scope(self) -> None:
+        self.scopes.append({})
+
+    def pop_scope(self) -> None:
+        self.scopes.pop()
+
+    def define(self, name: str, sym: Sym, node: Any) -> None:
+        scope = self.scopes[-1]
+        old = scope.get(name)
+        if old is not None:
+            if old.kind == "extern_func" and sym.kind == "extern_func":
+                old.value.extend(sym.value)
+                return
+            if len(self.scopes) > 1 or old.kind not in ("type",) or sym.kind != "type":
+                raise P4Error(f"re-declaration of '{name}'", getattr(node, "loc", None))
+        scope[name] = sym
+
+    def lookup_opt(self, name: str, is_global: bool = False) -> Optional[Sym]:
+        if is_global:
+            return self.scopes[0].get(name)
+        for scope in reversed(self.scopes):
+            sym = scope.get(name)
+            if sym is not None:
+                return sym
+        return None
+
+    def lookup(self, name: str, node: Any, is_global: bool = False) -> Sym:
+        sym = self.lookup_opt(name, is_global)
+        if sym is None:
+            raise P4Error(f"'{name}' is not declared", getattr(node, "loc", None))
+        return sym
+
+    def note_assign(self, sym: Sym) -> None:
+        """Declare ``sym`` nonlocal in the nested functions between its owner and here."""
+        if sym.fn is not None and self.fn is not None and sym.fn is not self.fn:
+            fn = self.fn
+            while fn is not None and fn is not sym.fn:
+                fn.nonlocals.add(sym.code)
+                fn = fn.parent

@@ -1,0 +1,357 @@
+"""Tables: keys, actions, default action, properties and const entries, and the
+generated apply function of each table (the :class:`TableCompiler`).
+
+Each table becomes a runtime :class:`p4sim.runtime.tables.Table` (in
+``CompileContext.state.tables`` and ``tables_info`` under its fully qualified name) and a
+nested function of its control that looks the key up and calls the chosen action with
+copy-in/copy-out (:meth:`~p4sim.engine.calls.CallCompiler.invoke`). An inline
+``implementation = action_selector(...)`` is instantiated through the
+:class:`InlineInstances` given at construction (the compiler).
+
+Example::
+
+    >>> from p4sim.frontend import ast as A
+    >>> key_name(A.Call(A.Member(A.Member(A.NameRef("hdr"), "ipv4"), "isValid")))
+    'hdr.ipv4.$valid$'
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Protocol
+
+from p4sim.engine.codegen import FnCtx, Sym, Writer
+from p4sim.engine.compile_context import ActionInfo, CompileContext, InstanceInfo, expr_text
+from p4sim.engine.expressions import RefEx
+from p4sim.engine.statements import StatementCompiler
+from p4sim.errors import P4Error, P4Unsupported
+from p4sim.frontend import ast as A
+from p4sim.frontend.types import BitT, BoolT, EnumT, ErrorT, HeaderT, P4Type, TableT, bit_width, strip_new
+from p4sim.runtime import tables as RT
+from p4sim.runtime.action_profile import ActionSelector
+
+
+class InlineInstances(Protocol):
+    """What a table needs to instantiate ``implementation = action_profile(...)``."""
+
+    def instantiate_inline(self, e: A.Call, hint: str) -> InstanceInfo: ...
+
+
+def key_name(e: A.Expr) -> str:
+    """The control-plane name p4c gives a table key: its source text, with ``h.isValid()``
+    spelled ``h.$valid$``."""
+    if (isinstance(e, A.Call) and isinstance(e.func, A.Member) and e.func.name == "isValid"
+            and not e.args):
+        return expr_text(e.func.expr) + ".$valid$"
+    return expr_text(e)
+
+
+class TableInfo:
+    def __init__(self, name: str, fqname: str, decl: A.TableDecl) -> None:
+        self.name = name
+        self.fqname = fqname
+        self.decl = decl
+        self.actions: list[ActionInfo] = []
+        self.runtime: Optional[RT.Table] = None
+        self.key_names: list[str] = []
+
+
+
+class TableCompiler:
+    """Compiles table declarations (see the module docstring)."""
+
+    def __init__(self, cx: CompileContext, statements: StatementCompiler, instances: InlineInstances) -> None:
+        self.cx = cx
+        self.expressions = statements.expressions
+        self.calls = statements.calls
+        self.instances = instances
+
+    def table_decl(self, d: A.TableDecl) -> None:
+        fq = self.cx.fq_name(d, d.name)
+        info = TableInfo(d.name, fq, d)
+        pyn = self.cx.uid("tbl_" + d.name)
+        # properties other than the ones read below are allowed and ignored, as BMv2 does
+        # keys
+        key_codes: list[str] = []
+        keys: list[RT.KeyField] = []
+        key_types: list[P4Type] = []
+        kp = d.prop("key")
+        body = Writer()
+        body.depth = 1
+        saved_w = self.cx.w
+        saved_fn = self.cx.fn
+        fn = FnCtx(pyn, "table", parent=self.cx.fn)
+        self.cx.w, self.cx.fn = body, fn
+        if kp is not None:
+            for ke in kp.value:
+                x = self.expressions.value_expr(ke.expr)
+                t = strip_new(x.ty)
+                if ke.match_kind not in self.cx.match_kinds:
+                    raise P4Error(f"{ke.match_kind}: unknown match kind", ke.loc)
+                if isinstance(t, BoolT):
+                    code, width = f"int({x.code})", 1
+                elif isinstance(t, BitT):
+                    code, width = (f"({x.code} & {t.mask:#x})" if t.signed else x.code), t.width
+                elif isinstance(t, EnumT) and t.underlying is not None:
+                    code, width = x.code, t.underlying.width
+                elif isinstance(t, ErrorT):
+                    code, width = x.code, self.cx.error_width
+                else:
+                    raise P4Error(f"table {d.name}: key {expr_text(ke.expr)} of type {x.ty} cannot be matched", ke.loc)
+                name = self.cx.annotation_name(ke) or key_name(ke.expr)
+                if ke.match_kind not in RT.MATCH_KINDS:
+                    raise P4Unsupported(f"unsupported: match kind {ke.match_kind}", ke.loc)
+                keys.append(RT.KeyField(name, ke.match_kind, width))
+                if ke.match_kind == "selector" and isinstance(ke.expr, A.Member):
+                    base = self.expressions.value_expr(ke.expr.expr)
+                    if isinstance(strip_new(base.ty), HeaderT):
+                        # a field of an invalid header is left out of the selector hash, unlike
+                        # hash() data (NativeExterns.flat_fields): p4c-bm2-ss emits the selector's
+                        # "input" as the key fields themselves (backends/bmv2/common/control.h,
+                        # handleTableImplementation: ctxt->conv->convert(ke->expression), no
+                        # temporaries), BMv2 loads them with push_back_field (P4Objects.cpp,
+                        # process_cfg_selector) and BufBuilder skips fields of invalid headers
+                        # (src/bm_sim/calculations.cpp)
+                        code = f"({code} if {base.code}._valid else None)"
+                key_codes.append(code)
+                key_types.append(x.ty)
+                info.key_names.append(name)
+        # actions
+        ap = d.prop("actions")
+        if ap is None:
+            raise P4Error(f"table {d.name} has no actions property", d.loc)
+        bound: dict[str, list[A.Argument]] = {}
+        for ar in ap.value:
+            ai = self.resolve_action_ref(ar)
+            if len(ar.args) > len(ai.decl.params):
+                raise P4Error(f"action {ai.local_name}: expected {len(ai.decl.params)} arguments, got {len(ar.args)}", ar.loc)
+            info.actions.append(ai)
+            bound[ai.fqname] = ar.args
+        specs = []
+        for ai in info.actions:
+            scope = "table_and_default"
+            names = {an.name for an in ai.annotations}
+            ref = next(ar for ar in ap.value if self.resolve_action_ref(ar) is ai)
+            names |= {an.name for an in ref.annotations}
+            if "defaultonly" in names:
+                scope = "default_only"
+            elif "tableonly" in names:
+                scope = "table_only"
+            nb = len(bound[ai.fqname])
+            cp = [(p.name, bit_width(t) or 0) for p, t in zip(ai.decl.params, ai.ptypes) if p.direction == ""]
+            # bound (directionless) arguments written in the actions list are not control-plane params
+            ndirected = sum(1 for p in ai.decl.params if p.direction != "")
+            cp = cp[max(0, nb - ndirected):] if nb > ndirected else cp
+            specs.append(RT.ActionSpec(ai.fqname, cp, scope))
+        # default action
+        default: Optional[tuple[str, tuple[int, ...]]] = None
+        default_const = False
+        dp = d.prop("default_action")
+        if dp is not None:
+            ai = self.resolve_action_ref(dp.value)
+            if ai not in info.actions:
+                raise P4Error(f"table {d.name}: default action {ai.local_name} is not in the actions list", dp.loc)
+            default = (ai.fqname, self.const_action_args(ai, dp.value))
+            default_const = dp.is_const
+        else:
+            noaction = self.global_noaction()
+            default = (noaction.fqname, ()) if noaction is not None else None
+            if noaction is not None and noaction not in info.actions:
+                specs.append(RT.ActionSpec(noaction.fqname, [], "default_only"))
+                info.actions.append(noaction)
+                bound[noaction.fqname] = []
+        size = 1024
+        sp = d.prop("size")
+        if sp is not None:
+            size = int(self.expressions.const_value(sp.value))
+        impl = None
+        ip = d.prop("implementation")
+        if ip is not None:
+            impl = self.table_resource(ip.value, ("action_profile", "action_selector"), d.name)
+        dc = d.prop("counters")
+        dcounter = self.table_resource(dc.value, ("direct_counter",), d.name) if dc is not None else None
+        dm = d.prop("meters")
+        dmeter = self.table_resource(dm.value, ("direct_meter",), d.name) if dm is not None else None
+        st = d.prop("support_timeout")
+        timeout = bool(self.expressions.const_value(st.value)) if st is not None else False
+        ep = d.prop("entries")
+        table = RT.Table(fq, keys, specs, default_action=default, default_is_const=default_const, size=size,
+                         is_const=False, selector=impl if isinstance(impl, ActionSelector) else None,
+                         profile=impl if impl is not None and not isinstance(impl, ActionSelector) else None,
+                         direct_counter=dcounter, direct_meter=dmeter, support_timeout=timeout)
+        info.runtime = table
+        if ep is not None:
+            self.load_const_entries(table, info, ep.value, keys, key_types, ep.is_const)
+            table.is_const = ep.is_const
+        self.cx.state.tables[fq] = table
+        self.cx.tables_info[fq] = info
+        tref = self.cx.global_ref(table, "T_" + d.name)
+        # generate the apply function
+        body.line(f"_r = {tref}.apply(({''.join(c + ', ' for c in key_codes)}), ctx.std.packet_length, ctx.now_us)")
+        if dmeter is not None:
+            body.line(f"ctx.dmeter[{dmeter.name!r}] = {tref}.last_meter_color")
+        body.line("_an = _r[2]")
+        if self.cx.trace:
+            body.line(f"if ctx.log: ctx.log('Applying table ' + {fq!r} + (' hit, action ' if _r[0] else ' miss, default action ') + str(_an) + ' ' + str(_r[3]))")
+        first = True
+        for ai in info.actions:
+            nb = bound[ai.fqname]
+            dargs = [p for p in ai.decl.params if p.direction != ""]
+            params = ai.decl.params
+            ncp = len(params) - len(nb)
+            arg_codes: list[str] = []
+            for j in range(ncp):
+                pt = ai.ptypes[len(nb) + j]
+                if isinstance(strip_new(pt), BoolT):
+                    arg_codes.append(f"bool(_r[3][{j}])")
+                elif isinstance(strip_new(pt), BitT) and strip_new(pt).signed:
+                    arg_codes.append(f"_to_signed(_r[3][{j}], {strip_new(pt).width})")
+                else:
+                    arg_codes.append(f"_r[3][{j}]")
+            if dargs and len(nb) < len(dargs):
+                raise P4Error(f"table {d.name}: action {ai.local_name} has directed parameters that must be bound in the actions list", d.loc)
+            body.line(f"{'if' if first else 'elif'} _an == {ai.fqname!r}:")
+            body.indent()
+            # bound arguments (written in the actions list) with copy-in/copy-out, then
+            # the action data from the control plane
+            n0 = len(body.lines)
+            self.calls.invoke(ai.pyname, params[:len(nb)], ai.ptypes[:len(nb)], [a.value for a in nb],
+                        f"action {ai.local_name}", d, False, tail_args=arg_codes)
+            if len(body.lines) == n0:
+                body.line("pass")
+            body.dedent()
+            first = False
+        body.line("return (_r[0], _an)")
+        self.cx.w, self.cx.fn = saved_w, saved_fn
+        self.cx.w.function(f"{pyn}()", fn, body)
+        self.cx.define(d.name, Sym("table", TableT(fq), pyn, value=info, decl=d), d)
+
+    def table_resource(self, e: A.Expr, kinds: tuple[str, ...], table: str) -> Any:
+        if isinstance(e, A.Call):
+            inst = self.instances.instantiate_inline(e, f"{table}_impl")
+        else:
+            x = self.expressions.expr(e)
+            if not isinstance(x, RefEx) or x.sym.kind != "instance" or x.sym.value.kind != "extern":
+                raise P4Error(f"table {table}: {expr_text(e)} is not an extern instance", e.loc)
+            inst = x.sym.value
+        if inst.decl.name not in kinds:
+            raise P4Error(f"table {table}: {inst.name} must be one of {', '.join(kinds)}", e.loc)
+        return inst.obj
+
+    def resolve_action_ref(self, ar: A.ActionRef) -> ActionInfo:
+        x = self.expressions.expr(ar.name)
+        if not isinstance(x, RefEx) or x.sym.kind != "action":
+            raise P4Error(f"{expr_text(ar.name)} is not an action", ar.loc)
+        return x.sym.value
+
+    def global_noaction(self) -> Optional[ActionInfo]:
+        sym = self.cx.scopes[0].get("NoAction")
+        return sym.value if sym is not None and sym.kind == "action" else None
+
+    def const_action_args(self, ai: ActionInfo, ar: A.ActionRef) -> tuple[int, ...]:
+        params = [(p, t) for p, t in zip(ai.decl.params, ai.ptypes) if p.direction == ""]
+        ndirected = len(ai.decl.params) - len(params)
+        args = ar.args
+        if ndirected and len(args) == len(ai.decl.params):
+            # ``default_action = a(hdr.f, 5)``: the directed arguments repeat the binding
+            # of the actions list; only the directionless ones are action data
+            args = args[ndirected:]
+        ar = A.ActionRef(ar.name, args, annotations=ar.annotations, has_parens=ar.has_parens, loc=ar.loc)
+        if ar.args and len(ar.args) != len(params):
+            raise P4Error(f"action {ai.local_name}: expected {len(params)} arguments, got {len(ar.args)}", ar.loc)
+        if not ar.args and params and ar.has_parens:
+            raise P4Error(f"action {ai.local_name}: expected {len(params)} arguments, got 0", ar.loc)
+        if not ar.args and params:
+            raise P4Error(f"action {ai.local_name}: missing arguments", ar.loc)
+        vals = []
+        for (p, t), a in zip(params, ar.args):
+            v = self.expressions.const_value(a.value, t)
+            st = strip_new(t)
+            if isinstance(st, BoolT):
+                v = int(v)
+            elif isinstance(st, BitT) and st.signed:
+                v &= st.mask
+            vals.append(v)
+        return tuple(vals)
+
+    def load_const_entries(self, table: RT.Table, info: TableInfo, entries: list[A.TableEntry],
+                           keys: list[RT.KeyField], key_types: list[P4Type], is_const: bool = True) -> None:
+        n = len(entries)
+        needs_prio = table.needs_priority
+        # legacy ``@priority(N)`` annotations (no ``priority =``): BMv2 priorities where
+        # the smallest value wins; unannotated entries take their 1-based position
+        legacy: Optional[list[int]] = None
+        def prio_ann(en: A.TableEntry) -> Optional[A.Annotation]:
+            return next((a for a in en.annotations + en.action.annotations if a.name == "priority"), None)
+
+        if needs_prio and all(en.priority is None for en in entries) and any(
+                prio_ann(en) is not None for en in entries):
+            legacy = []
+            for i, en in enumerate(entries):
+                an = prio_ann(en)
+                legacy.append(int(self.expressions.const_value(an.exprs[0])) if an is not None and an.exprs else i + 1)
+        for i, en in enumerate(entries):
+            if len(en.keys) == 1 and len(keys) > 1 and isinstance(en.keys[0], A.ListExpr):
+                kexprs = en.keys[0].elems
+            else:
+                kexprs = en.keys
+            if len(kexprs) == 1 and isinstance(kexprs[0], (A.DefaultExpr, A.DontCare)) and len(keys) > 1:
+                kexprs = kexprs * len(keys)
+            if len(kexprs) != len(keys):
+                raise P4Error(f"entry has {len(kexprs)} keys, table {info.name} has {len(keys)}", en.loc)
+            matches = []
+            for ke, kf, kt in zip(kexprs, keys, key_types):
+                matches.append(self.const_match(ke, kf, kt))
+            ai = self.resolve_action_ref(en.action)
+            if ai not in info.actions:
+                raise P4Error(f"entry action {ai.local_name} is not in the actions of table {info.name}", en.loc)
+            args = self.const_action_args(ai, en.action) if en.action.args or ai.cp_params else ()
+            if en.priority is not None:
+                prio = int(self.expressions.const_value(en.priority))
+            elif legacy is not None:
+                prio = max(legacy) + 1 - legacy[i]
+            elif needs_prio:
+                prio = n - i  # earlier entries win
+            else:
+                prio = 0
+            try:
+                # initial entries of a non-const `entries` property stay writable by the control plane
+                table.add_entry(matches, RT.ActionCall(ai.fqname, args), prio, const=is_const)
+            except Exception as exc:  # duplicate keys etc.
+                raise P4Error(f"table {info.name}: invalid entry: {exc}", en.loc) from None
+
+    def const_match(self, e: A.Expr, kf: RT.KeyField, kt: P4Type) -> Any:
+        w = kf.width
+        full = (1 << w) - 1
+        mk = kf.match_kind
+        if isinstance(e, (A.DefaultExpr, A.DontCare)):
+            if mk == "exact":
+                raise P4Error("default/_ cannot be used for an exact key", e.loc)
+            return {"lpm": RT.Lpm(0, 0), "ternary": RT.Ternary(0, 0), "range": RT.Range(0, full),
+                    "optional": RT.Optional_(None)}[mk]
+        if isinstance(e, A.Binary) and e.op == "&&&":
+            v = self.expressions.const_value(e.left, kt) & full
+            m = self.expressions.const_value(e.right, kt) & full
+            if mk == "ternary":
+                return RT.Ternary(v & m, m)
+            if mk == "lpm":
+                plen = bin(m).count("1")
+                if m != (full ^ ((1 << (w - plen)) - 1)):
+                    raise P4Error("lpm entry mask is not a prefix", e.loc)
+                return RT.Lpm(v & m, plen)
+            raise P4Error(f"a mask cannot be used for a {mk} key", e.loc)
+        if isinstance(e, A.Binary) and e.op == "..":
+            if mk != "range":
+                raise P4Error(f"a range cannot be used for a {mk} key", e.loc)
+            return RT.Range(self.expressions.const_value(e.left, kt) & full, self.expressions.const_value(e.right, kt) & full)
+        v = self.expressions.const_value(e, kt)
+        v = int(v) & full
+        if mk == "exact":
+            return RT.Exact(v)
+        if mk == "lpm":
+            return RT.Lpm(v, w)
+        if mk == "ternary":
+            return RT.Ternary(v, full)
+        if mk == "range":
+            return RT.Range(v, v)
+        if mk == "optional":
+            return RT.Optional_(v)
+        raise P4Unsupported(f"unsupported: const entries for {mk} keys", e.loc)
