@@ -267,15 +267,52 @@ def _add_struct(t: StructLikeT, info: P.P4Info) -> None:
         _type_spec(m.type_spec, ft, info)
 
 
+def _check_action_names(ast: Optional[A.Program]) -> None:
+    """Refuse two actions with one control-plane name, as p4c does when it writes P4Info
+    (DuplicateActionControlPlaneNameCheck, run only with ``--p4runtime-files``): a
+    top-level action is ``.name``, a control's is ``.Control.name``, unless ``@name``
+    gives an absolute (``.x``) or a relative name.
+
+    >>> from p4sim.frontend.parser import parse_text
+    >>> _check_action_names(parse_text('@name(".a") action x() { } action a() { }', "d.p4"))
+    Traceback (most recent call last):
+    p4sim.errors.P4Error: d.p4:1:28: error: a: conflicting control plane name: .a
+    """
+    from p4sim.errors import P4Error
+
+    seen: dict[str, A.ActionDecl] = {}
+
+    def check(decl: A.ActionDecl, scope: str) -> None:
+        written = _ann_string(_ann(decl.annotations, "name"))
+        name = written or decl.name
+        absolute = name if name.startswith(".") else f"{scope}.{name}"
+        if absolute in seen:
+            raise P4Error(f"{name}: conflicting control plane name: "
+                          f"{_ann_string(_ann(seen[absolute].annotations, 'name')) or absolute}", decl.loc)
+        seen[absolute] = decl
+
+    for d in getattr(ast, "decls", None) or []:
+        if isinstance(d, A.ActionDecl):
+            check(d, "")
+        elif isinstance(d, A.ControlDecl):
+            for loc in d.locals:
+                if isinstance(loc, A.ActionDecl):
+                    check(loc, f".{d.name}")
+
+
 # --------------------------------------------------------------------------- builder
 def build_p4info(prog: Any) -> P.P4Info:
     """The P4Info of a loaded program (:class:`p4sim.engine.program.CompiledProgram`)."""
+    _check_action_names(getattr(prog, "ast", None))
     state = prog.state
-    tables = [ti for ti in prog.tables_info.values() if ti.runtime is not None
-              and not _ann(ti.decl.annotations, "hidden")]
-    # actions: those a table refers to, as p4c lists them (an action no table refers to
-    # is not in p4c's P4Info: one called directly from control code is inlined)
-    referenced = {ai.fqname for ti in tables for ai in ti.actions}
+    all_tables = [ti for ti in prog.tables_info.values() if ti.runtime is not None]
+    tables = [ti for ti in all_tables if not _ann(ti.decl.annotations, "hidden")]
+    # actions: those a table refers to, as p4c lists them. p4c serializes every action
+    # left among a control's locals after its front end, which inlines an action called
+    # directly from control code (InlineActions) and then removes the declarations nothing
+    # refers to (RemoveAllUnusedDeclarations): what is left is what tables refer to, a
+    # @hidden table included (only the table is hidden), an @hidden action excluded.
+    referenced = {ai.fqname for ti in all_tables for ai in ti.actions}
     actions = [ai for fq, ai in prog.actions.items()
                if fq in referenced and not _ann(ai.annotations, "hidden")]
     actions.sort(key=lambda ai: "." in ai.fqname)  # top-level (NoAction) first, as p4c lists them

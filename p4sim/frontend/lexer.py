@@ -27,8 +27,11 @@ select string struct switch table this transition true tuple typedef value_set v
 """.split())
 
 # Longest first so that the regular expression alternation picks the longest operator.
+# The compound assignments (``+=`` … ``|-|=``) are tokens as in p4c's lexer, except ``>>=``:
+# like ``>>`` it is read by the parser from ``>`` followed by an adjacent ``>=``.
 OPERATORS = sorted("""
-&&& |+| |-| ... .. ++ << <= >= == != && || = < > ! ~ - + * / % & | ^ ? : ; , . ( ) [ ] { } @ _
+|+|= |-|= <<= &&& |+| |-| ... .. ++ << <= >= == != && || += -= *= /= %= &= |= ^= +: = < > ! ~ - + * / % & | ^
+? : ; , . ( ) [ ] { } @ _
 """.split(), key=len, reverse=True)
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -37,13 +40,16 @@ _NUMBER = re.compile(
     r"(0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|0[dD][0-9_]+|[0-9][0-9_]*)")
 _LINE_MARKER = re.compile(r'#\s*line\s+(\d+)(?:\s+"([^"]*)")?[^\n]*')
 _OP = re.compile("|".join(re.escape(o) for o in OPERATORS if o != "_"))
+# p4c's maximumWidthSupported (ir/configuration.h), the widest typed literal it reads
+MAX_LITERAL_WIDTH_BITS = 2048
 _BASES = {"x": 16, "o": 8, "b": 2, "d": 10}
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "0": "\0"}
 
 
 @dataclass(slots=True)
 class Token:
-    """One token: ``kind`` is ``ident``, ``kw``, ``int``, ``string``, ``op`` or ``eof``.
+    """One token: ``kind`` is ``ident``, ``kw``, ``int``, ``string``, ``op``, ``bad`` (a
+    character that starts no token) or ``eof``.
 
     ``value`` is the spelling (ident/kw/op), the integer value (int) or the unescaped text
     (string); ``text`` is always the source spelling. ``width``/``signed`` come from
@@ -102,6 +108,9 @@ def parse_int(text: str, loc: Loc) -> tuple[int, Optional[int], Optional[bool]]:
     if width_s is None:
         return value, None, None
     width = int(width_s)
+    if width > MAX_LITERAL_WIDTH_BITS:
+        # p4c's parseConstantWithWidth (frontends/common/constantParsing.cpp)
+        raise P4Error(f"{text}: {width} size too large", loc)
     if width == 0 and ws == "s":
         raise P4Error(f"invalid integer literal '{text}': signed width must be > 0", loc)
     return value, width, ws == "s"
@@ -110,8 +119,8 @@ def parse_int(text: str, loc: Loc) -> tuple[int, Optional[int], Optional[bool]]:
 def tokenize(text: str, filename: str = "<input>") -> list[Token]:
     """Split preprocessed ``text`` into tokens, ending with an ``eof`` token.
 
-    Raises :class:`P4Error` for characters that cannot start a token, unterminated
-    comments or strings, and malformed integer literals.
+    Raises :class:`P4Error` for unterminated comments or strings and malformed integer
+    literals; a character that cannot start a token becomes a ``bad`` token.
     """
     toks: list[Token] = []
     file, line, line_start = filename, 1, 0
@@ -176,10 +185,11 @@ def tokenize(text: str, filename: str = "<input>") -> list[Token]:
             i = m.end()
             continue
         if ch == '"':
+            # as p4c's lexer, a string literal may span lines (its newlines are kept)
             j = i + 1
             out: list[str] = []
             while True:
-                if j >= n or text[j] == "\n":
+                if j >= n:
                     raise P4Error("unterminated string literal", loc)
                 c = text[j]
                 if c == '"':
@@ -187,9 +197,12 @@ def tokenize(text: str, filename: str = "<input>") -> list[Token]:
                 if c == "\\" and j + 1 < n:
                     out.append(_ESCAPES.get(text[j + 1], "\\" + text[j + 1]))
                     j += 2
-                    continue
-                out.append(c)
-                j += 1
+                else:
+                    out.append(c)
+                    j += 1
+                if text[j - 1] == "\n":
+                    line += 1
+                    line_start = j
             toks.append(Token("string", "".join(out), loc, text[i:j + 1]))
             i = j + 1
             continue
@@ -199,6 +212,10 @@ def tokenize(text: str, filename: str = "<input>") -> list[Token]:
             toks.append(Token("op", op, loc, op))
             i = m.end()
             continue
-        raise P4Error(f"unexpected character '{ch}'", loc)
+        # as p4c's lexer: a character no token starts with is a token of its own, allowed
+        # in a free-form annotation's body (``@note(that's it)``); the parser refuses it
+        # anywhere else with "unexpected character"
+        toks.append(Token("bad", ch, loc, ch))
+        i += 1
     toks.append(Token("eof", "", Loc(file, line, i - line_start + 1), ""))
     return toks

@@ -18,12 +18,15 @@ Example::
 """
 from __future__ import annotations
 
+import copy
+import dataclasses
 from typing import Callable, Iterable, Optional, TypeVar
 
 from p4sim.errors import P4Error, P4Unsupported
 from p4sim.frontend import ast as A
 from p4sim.frontend.lexer import Token, tokenize
 from p4sim.frontend.preprocess import preprocess, preprocess_text
+from p4sim.frontend.validate import check_type_width, validate_program, walk
 
 T = TypeVar("T")
 
@@ -36,6 +39,9 @@ _BINARY_LEVELS: list[tuple[str, ...]] = [
     ("<<", ">>"), ("++", "+", "-", "|+|", "|-|"), ("*", "/", "%"),
 ]
 _EXPR_START_OPS = {"(", "{", "!", "~", "-", "+", ".", "_"}
+# ``lhs op= rhs`` → ``lhs = lhs op rhs`` (p4c's RemoveOpAssign; ``>>=`` is ``>`` + ``>=``)
+_COMPOUND_ASSIGN = {"+=": "+", "-=": "-", "*=": "*", "/=": "/", "%=": "%", "&=": "&", "|=": "|",
+                    "^=": "^", "<<=": "<<", "|+|=": "|+|", "|-|=": "|-|"}
 
 
 class _Backtrack(Exception):
@@ -43,8 +49,9 @@ class _Backtrack(Exception):
 
 
 def parse_text(text: str, filename: str = "<input>", include_dirs: Iterable[str] = (),
-               defines: Optional[dict[str, str]] = None) -> A.Program:
-    """Parse in-memory P4 source (preprocessed first).
+               defines: Optional[dict[str, str]] = None, validate: bool = True) -> A.Program:
+    """Parse in-memory P4 source (preprocessed first), then apply the rules of
+    :mod:`p4sim.frontend.validate` unless ``validate`` is False (syntax-only fixtures).
 
     Example::
 
@@ -52,19 +59,26 @@ def parse_text(text: str, filename: str = "<input>", include_dirs: Iterable[str]
         8
     """
     pp = preprocess_text(text, filename, list(include_dirs), defines)
-    return Parser(tokenize(pp, filename)).parse_program()
+    program = Parser(tokenize(pp, filename)).parse_program()
+    if validate:
+        validate_program(program)
+    return program
 
 
 def parse_file(path: str, include_dirs: Iterable[str] = (),
-               defines: Optional[dict[str, str]] = None) -> A.Program:
-    """Preprocess, lex and parse the P4 file at ``path``.
+               defines: Optional[dict[str, str]] = None, validate: bool = True) -> A.Program:
+    """Preprocess, lex and parse the P4 file at ``path`` (and validate it, as
+    :func:`parse_text`).
 
     Example::
 
         >>> prog = parse_file("prog.p4", ["include"])  # doctest: +SKIP
     """
     pp = preprocess(path, list(include_dirs), defines)
-    return Parser(tokenize(pp, path)).parse_program()
+    program = Parser(tokenize(pp, path)).parse_program()
+    if validate:
+        validate_program(program)
+    return program
 
 
 class Parser:
@@ -82,6 +96,7 @@ class Parser:
         self.pos = 0
         self.type_names: set[str] = set(type_names or ())
         self.generic_names: set[str] = set()   # functions/externs declared with <T>
+        self.function_returns: dict[str, A.TypeRef] = {}  # non-generic functions' result types
         self.speculating = 0
 
     # ------------------------------------------------------------------ token helpers
@@ -110,6 +125,8 @@ class Parser:
         if self.speculating:
             return _Backtrack()  # type: ignore[return-value]
         t = tok or self.tok
+        if t.kind == "bad":
+            return P4Error(f"unexpected character '{t.text}'", t.loc)
         msg = f"syntax error, unexpected {t.describe()}"
         if expected:
             msg += f"; expected {expected}"
@@ -222,7 +239,10 @@ class Parser:
         if name == "pragma":
             return self.pragma_annotation(at)
         if self.at("("):
+            close = self.tok
             body = self.balanced("(", ")")
+            if name == "p4runtime_translation":
+                self.check_translation(body, self.toks[self.pos - 1] if body else close)
             ann = A.Annotation(name, raw=_join(body), loc=at.loc)
             ann.exprs = self.try_sub_exprs(body)
             return ann
@@ -239,6 +259,38 @@ class Parser:
                 ann.exprs = exprs
             return ann
         return A.Annotation(name, loc=at.loc)
+
+    def check_translation(self, body: list[Token], close: Token) -> None:
+        """``@p4runtime_translation("uri", T)`` is grammar in p4c: T is ``string``,
+        ``bit<INTEGER>`` or (legacy) an integer.
+
+        Example::
+
+            >>> Parser(tokenize('@p4runtime_translation("u", bool) type bit<8> t;')).parse_program()
+            Traceback (most recent call last):
+            p4sim.errors.P4Error: <input>:1:29: error: syntax error, unexpected 'bool'; expected string, bit<W> or an integer
+        """
+        toks = body + [Token("op", ")", close.loc, ")")]
+        i = 0
+
+        def want(ok: bool, expected: str) -> None:
+            if not ok:
+                raise P4Error(f"syntax error, unexpected {toks[i].describe()}; expected {expected}", toks[i].loc)
+
+        want(toks[i].kind == "string", "a string literal")
+        i += 1
+        want(toks[i].kind == "op" and toks[i].value == ",", "','")
+        i += 1
+        t = toks[i]
+        if t.kind == "kw" and t.value == "bit":
+            for expected in ("<", "int", ">"):
+                i += 1
+                want(toks[i].kind == "int" if expected == "int" else toks[i].value == expected,
+                     "an integer" if expected == "int" else f"'{expected}'")
+        else:
+            want(t.kind == "int" or (t.kind == "kw" and t.value == "string"), "string, bit<W> or an integer")
+        i += 1
+        want(toks[i].kind == "op" and toks[i].value == ")", "')'")
 
     def pragma_annotation(self, at: Token) -> A.Annotation:
         toks: list[Token] = []
@@ -328,7 +380,7 @@ class Parser:
                 self.advance()
                 if self.at("<"):
                     self.advance()
-                    width = self.type_width()
+                    width = self.type_width(str(v))
                     self.expect(">")
                     base = A.BitType(width, signed=(v == "int"), loc=t.loc)
                 elif v == "bit":
@@ -338,7 +390,7 @@ class Parser:
             elif v == "varbit":
                 self.advance()
                 self.expect("<")
-                width = self.type_width()
+                width = self.type_width("varbit")
                 self.expect(">")
                 base = A.VarbitType(width, loc=t.loc)
             elif v in _BASE_TYPES:
@@ -368,10 +420,11 @@ class Parser:
             base = A.StackType(base, size, loc=base.loc)
         return base
 
-    def type_width(self) -> A.Expr:
+    def type_width(self, kind: str) -> A.Expr:
         t = self.tok
         if t.kind == "int":
             self.advance()
+            check_type_width(kind, int(t.value), t.loc)  # type: ignore[call-overload]
             return A.IntLit(int(t.value), t.width, t.signed, text=t.text, loc=t.loc)  # type: ignore[arg-type]
         if self.at("("):
             self.advance()
@@ -571,6 +624,8 @@ class Parser:
         tparams = self.type_params()
         if tparams:
             self.generic_names.add(name)
+        elif not (isinstance(ty, A.BaseType) and ty.name == "void"):
+            self.function_returns[name] = ty
         params = self.params()
         body = self.block()
         return A.FunctionDecl(name, ty, tparams, params, body, annotations=annots, loc=start.loc)
@@ -634,7 +689,11 @@ class Parser:
                 transition = self.transition()
                 break
             stmts.append(self.statement())
-        self.expect("}")
+        end = self.expect("}")
+        if transition is None:
+            # p4c's CreateBuiltins: a state without a transition statement goes to reject
+            # (with the warning "implicit transition to `reject'")
+            transition = A.Transition(state="reject", loc=end.loc)
         return A.ParserState(name, stmts, transition, annotations=annots, loc=start.loc)
 
     def transition(self) -> A.Transition:
@@ -714,7 +773,9 @@ class Parser:
             else:
                 locals_.append(self.local_decl(a, allow_value_set=False))
         self.advance()
+        body_annots = self.annotations()  # the apply block is a block statement: it may be annotated
         body = self.block()
+        body.annotations = body_annots
         self.expect("}")
         return A.ControlDecl(name, tparams, params, ctor, locals_, body, annotations=annots, loc=start.loc)
 
@@ -938,14 +999,75 @@ class Parser:
         if d is not None:
             return d
         lhs = self.expression()
-        if self.accept("="):
-            rhs = self.expression()
+        assign = self.assignment_rest(lhs, t)
+        if assign is not None:
             self.expect(";")
-            return A.AssignStmt(lhs, rhs, loc=t.loc)
+            return assign
         if isinstance(lhs, A.Call):
             self.expect(";")
             return A.CallStmt(lhs, loc=t.loc)
         raise self.error("'='" if not self.at(";") else "a statement")
+
+    def assignment_rest(self, lhs: A.Expr, start: Token,
+                        hoist: bool = True) -> Optional[A.Stmt]:
+        """``= rhs`` or a compound assignment ``op= rhs`` after ``lhs``; None if neither.
+
+        ``lhs op= rhs`` becomes ``lhs = lhs op (rhs)``, as p4c's front end rewrites it
+        (RemoveOpAssign, after SideEffectOrdering has evaluated the left side once). The
+        rewrite reads the left side twice, so a call in it is evaluated once first, into a
+        temporary, as SideEffectOrdering does: ``{ T tmp = f(..); a[tmp] = a[tmp] | r; }``
+        (``hoist``; a call whose result type the parser does not know, e.g. a method's, is
+        refused as unsupported).
+
+        Example::
+
+            >>> st = Parser(tokenize("x |+|= y + 1;")).statement()
+            >>> st.rhs.op, st.rhs.left.name, st.rhs.right.op
+            ('|+|', 'x', '+')
+        """
+        if self.accept("="):
+            return A.AssignStmt(lhs, self.expression(), loc=start.loc)
+        op_tok = self.tok
+        if op_tok.kind == "op" and op_tok.value in _COMPOUND_ASSIGN:
+            op = _COMPOUND_ASSIGN[str(op_tok.value)]
+            self.advance()
+        elif self.shift_right_assign_here():
+            op = ">>"
+            self.advance()
+            self.advance()
+        else:
+            return None
+        temps: list[A.Node] = []
+        if not isinstance(lhs, A.Call) and any(isinstance(node, A.Call) for node, _ in walk(lhs, ())):
+            if not hoist:
+                raise self.unsupported(f"compound assignment {op}= with a call in its left side here", op_tok)
+            lhs = self.hoist_calls(lhs, temps, op_tok)
+        rhs = self.expression()
+        assign = A.AssignStmt(lhs, A.Binary(op, copy.deepcopy(lhs), rhs, loc=lhs.loc), loc=start.loc)
+        return A.BlockStmt(temps + [assign], loc=start.loc) if temps else assign
+
+    def hoist_calls(self, e: A.Expr, temps: list[A.Node], op_tok: Token) -> A.Expr:
+        """``e`` with each call (outermost first, in evaluation order) replaced by a new
+        local that the declaration appended to ``temps`` initialises with the call."""
+        if isinstance(e, A.Call):
+            ret = self.function_returns.get(e.func.name) if isinstance(e.func, A.NameRef) else None
+            if ret is None or e.type_args:
+                raise self.unsupported(f"compound assignment {op_tok.value} with a call in its left side "
+                                       "other than of a non-generic function declared before", op_tok)
+            name = f"p4sim_opassign_tmp{len(temps)}_{op_tok.loc.line}_{op_tok.loc.col}"
+            temps.append(A.VarDecl(name, copy.deepcopy(ret), e, loc=e.loc))
+            return A.NameRef(name, loc=e.loc)
+        for f in dataclasses.fields(e):
+            value = getattr(e, f.name)
+            if isinstance(value, A.Expr):
+                setattr(e, f.name, self.hoist_calls(value, temps, op_tok))
+        return e
+
+    def shift_right_assign_here(self) -> bool:
+        """``>`` followed by an adjacent ``>=`` spells ``>>=``."""
+        a, b = self.tok, self.peek()
+        return (a.kind == "op" and a.value == ">" and b.kind == "op" and b.value == ">="
+                and a.loc.file == b.loc.file and a.loc.line == b.loc.line and b.loc.col == a.loc.col + 1)
 
     def for_stmt(self) -> A.Stmt:
         """``for (init; cond; update) stmt`` or ``for ([T] x in collection) stmt``."""
@@ -996,8 +1118,9 @@ class Parser:
                 self.expect("=")
                 return A.VarDecl(r[1], r[0], self.initializer(), loc=t.loc)
         lhs = self.expression()
-        if self.accept("="):
-            return A.AssignStmt(lhs, self.expression(), loc=t.loc)
+        assign = self.assignment_rest(lhs, t, hoist=False)
+        if assign is not None:
+            return assign
         if isinstance(lhs, A.Call):
             return A.CallStmt(lhs, loc=t.loc)
         raise self.error("'='")
@@ -1068,7 +1191,7 @@ class Parser:
         if ">>" in ops and self.shift_right_here():
             return ">>"
         if t.value in ops:
-            if t.value == ">" and self.shift_right_here():
+            if t.value == ">" and (self.shift_right_here() or self.shift_right_assign_here()):
                 return None
             return str(t.value)
         return None
@@ -1207,6 +1330,10 @@ class Parser:
                     lo = self.expression()
                     self.expect("]")
                     e = A.Slice(e, idx, lo, loc=e.loc)
+                elif self.accept("+:"):
+                    width = self.expression()
+                    self.expect("]")
+                    e = A.Slice(e, _plus_slice_msb(idx, width), idx, loc=e.loc)
                 else:
                     self.expect("]")
                     e = A.Index(e, idx, loc=e.loc)
@@ -1240,6 +1367,22 @@ class Parser:
         if not self.at("("):
             raise _Backtrack()
         return targs, self.arguments()
+
+
+def _plus_slice_msb(lsb: A.Expr, width: A.Expr) -> A.Expr:
+    """The msb of ``e[lsb +: width]`` (P4_16 1.2.4's indexed slice), ``lsb + width - 1``:
+    a literal when both are literals, else an expression the checker folds.
+
+    Example::
+
+        >>> _plus_slice_msb(A.IntLit(8, text="8"), A.IntLit(8, text="8")).value
+        15
+    """
+    if isinstance(lsb, A.IntLit) and isinstance(width, A.IntLit) and lsb.width is None and width.width is None:
+        msb = lsb.value + width.value - 1
+        return A.IntLit(msb, text=str(msb), loc=lsb.loc)
+    total = A.Binary("+", copy.deepcopy(lsb), width, loc=lsb.loc)
+    return A.Binary("-", total, A.IntLit(1, text="1", loc=lsb.loc), loc=lsb.loc)
 
 
 def _join(toks: list[Token]) -> str:

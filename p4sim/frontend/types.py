@@ -20,10 +20,24 @@ class P4Type:
         return False
 
 
+# p4c's ``maximumWidthSupported`` (ir/configuration.h): no bit<W>/int<W> is wider
+MAX_WIDTH_BITS = 2048
+
+
 @dataclass(eq=True, frozen=True)
 class BitT(P4Type):
+    """``bit<W>`` or ``int<W>``; a width over :data:`MAX_WIDTH_BITS` is refused here, as
+    p4c's ``Type_Bits::get`` does, before anything is sized by it (a width written as a
+    literal is refused earlier, at its position, by the parser)."""
+
     width: int
     signed: bool = False
+
+    def __post_init__(self) -> None:
+        if self.width > MAX_WIDTH_BITS:
+            from p4sim.errors import P4Error
+
+            raise P4Error(f"{self}: Compiler only supports widths up to {MAX_WIDTH_BITS}")
 
     @property
     def mask(self) -> int:
