@@ -14,6 +14,8 @@ after 10 s). Figures:
 * ``p4sim.pps.veth``: frames per second forwarded between two veth ports (root only; the
   figure is not written otherwise). The veth pairs are named after this process and only
   they are deleted.
+* ``p4sim.pps.veth_overload``: the same veths under an unpaced sender (root only; see
+  :mod:`bench.veth_overload`).
 
 Example::
 
@@ -60,8 +62,8 @@ Update = p4runtime_pb2.Update
 class SwitchProcess:
     """A ``python -m p4sim switch`` child process, stopped only by its own PID.
 
-    ``ready_s`` is the time from ``Popen`` to the ready line, ``grpc_addr`` the address
-    it announced.
+    ``ready_s`` is the time from ``Popen`` to the ready line, ``grpc_addr`` and
+    ``control_addr`` the addresses it announced (P4Runtime, control API).
 
     Example::
 
@@ -76,6 +78,7 @@ class SwitchProcess:
         self.proc: Optional[subprocess.Popen[bytes]] = None
         self.ready_s = 0.0
         self.grpc_addr = ""
+        self.control_addr = ""
         self._stderr = tempfile.TemporaryFile()
 
     @classmethod
@@ -106,6 +109,8 @@ class SwitchProcess:
         deadline = time.monotonic() + READY_TIMEOUT_S
         while True:
             line = self._read_line(deadline)
+            if line.startswith("p4sim switch control: "):
+                self.control_addr = line.split()[3]
             if line.startswith("p4sim switch ready: grpc "):
                 self.ready_s = time.perf_counter() - t0
                 self.grpc_addr = line.split()[4]
@@ -451,8 +456,16 @@ def run_pps_veth(config: BenchConfig) -> dict[str, Figure]:
     return {"p4sim.pps.veth": Figure(round(median(rates), 1), "pps")}
 
 
+def run_pps_veth_overload(config: BenchConfig) -> dict[str, Figure]:
+    """``p4sim.pps.veth_overload`` and its two companions (:mod:`bench.veth_overload`)."""
+    from bench.veth_overload import run_overload
+
+    return run_overload(config)
+
+
 BENCHMARKS = (
     Benchmark("startup", "switch", run_startup),
     Benchmark("p4rt_writes", "switch", run_p4rt_writes),
     Benchmark("pps_veth", "switch", run_pps_veth),
+    Benchmark("pps_veth_overload", "switch", run_pps_veth_overload),
 )

@@ -2,10 +2,12 @@
 a control API and the command line ``python -m p4sim switch`` (a drop-in for
 ``simple_switch_grpc``).
 
-Modules: :mod:`.ports` (AF_PACKET and in-process ports), :mod:`.pcap` (per-port
-captures), :mod:`.pfc` (IEEE 802.1Qbb frames), :mod:`.tm` (egress queues),
-:mod:`.device` (``SwitchDevice``, what the P4Runtime server drives), :mod:`.control`
-(JSON-lines control API and ``ControlClient``), :mod:`.main` (the process).
+Modules: :mod:`.ports` (AF_PACKET and in-process ports), :mod:`.rxring` (the
+AF_PACKET receive ring), :mod:`.ingress` (the ingress buffer, BMv2's input buffer),
+:mod:`.pcap` (per-port captures), :mod:`.pfc` (IEEE 802.1Qbb frames), :mod:`.tm` (egress
+queues), :mod:`.device` (``SwitchDevice``, what the P4Runtime server drives),
+:mod:`.control` (JSON-lines control API and ``ControlClient``), :mod:`.main` (the
+process).
 
 Example::
 

@@ -20,7 +20,10 @@ also the default for ports created later):
 ``set_pfc_passthrough````enabled``: PFC frames also go to the P4 parser
 ``port_counters``      ``port``: ``{port: {"iface", "up", rx/tx counters, queues}}``
 ``queue_stats``        ``port``: ``{port: {"depth", "queues": [per priority]}}``
-``switch_stats``       drops without program / port / queue room, PFC frames, …
+``switch_stats``       drops without program / port / queue room, PFC frames,
+                       the ingress buffer (depth, capacity, high water, full
+                       waits) and ``rx_dropped`` (frames the kernel dropped at
+                       the ports while the ingress buffer was full), …
 ``register_read``      ``name``, ``index``: one cell (BMv2's runtime ``register_read``)
 ``register_write``     ``name``, ``index``, ``value`` (``register_write``)
 ``register_reset``     ``name``: every cell 0 (``register_reset``)
@@ -84,7 +87,7 @@ class ControlService:
             "set_pfc_passthrough": self.set_pfc_passthrough,
             "port_counters": self.port_counters,
             "queue_stats": lambda port=None: device.tm.queue_stats(_opt_int(port)),
-            "switch_stats": lambda: dict(device.stats),
+            "switch_stats": device.switch_stats,
             "register_read": lambda name, index: self._register(name).get(int(index)),
             "register_write": lambda name, index, value:
                 self._register(name).set(int(index), int(value)),

@@ -6,6 +6,7 @@
         [--device-id N] [--log-console] [--log-level trace|debug|info|warn|error|off]
         [--log-file FILE] [--pcap [DIR]] [--thrift-port N (ignored)] [--queue-depth PKTS]
         [--queue-rate PPS] [--line-rate-gbps G] [--no-pfc] [--pfc-passthrough]
+        [--ingress-buffer PKTS]
         [--control-port N] [--request-log FILE] [--no-grpc]
         [-- --grpc-server-addr HOST:PORT --cpu-port N --priority-queues N]
 
@@ -21,7 +22,9 @@ a warning.
 p4sim additions: ``--queue-depth`` / ``--queue-rate`` (every egress queue, as BMv2's
 runtime ``set_queue_depth`` / ``set_queue_rate``), ``--line-rate-gbps`` (PFC quanta to
 time, default 10), ``--no-pfc`` (ignore PFC frames), ``--pfc-passthrough`` (PFC frames also
-reach the P4 parser; by default the MAC consumes them), ``--control-port`` (the control
+reach the P4 parser; by default the MAC consumes them), ``--ingress-buffer`` (frames
+between the ports and the pipeline, default 1024: BMv2's input buffer, whose capacity
+BMv2 fixes in its source), ``--control-port`` (the control
 API of :mod:`p4sim.switchd.control`; default gRPC port + 1000), ``--request-log`` (every
 P4Runtime request, as the tutorials' ``logs/<switch>-p4runtime-requests.txt``).
 
@@ -52,7 +55,7 @@ from typing import Any, Optional, Sequence
 
 from p4sim.errors import P4Error
 from p4sim.switchd.control import CONTROL_PORT_OFFSET, ControlServer
-from p4sim.switchd.device import SwitchDevice
+from p4sim.switchd.device import INGRESS_BUFFER_PKTS, SwitchDevice
 from p4sim.switchd.pcap import PortCapture
 from p4sim.switchd.ports import RawSocketPort
 
@@ -84,6 +87,10 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--no-pfc", action="store_true", help="ignore received PFC frames")
     ap.add_argument("--pfc-passthrough", action="store_true",
                     help="PFC frames also go to the P4 parser (default: the MAC consumes them)")
+    ap.add_argument("--ingress-buffer", type=int, default=INGRESS_BUFFER_PKTS, metavar="PKTS",
+                    help="frames waiting between the ports and the pipeline (default 1024, "
+                         "BMv2's input buffer; a full buffer stops the ports reading and the "
+                         "kernel drops, counted in rx_dropped)")
     ap.add_argument("--control-port", type=int, default=None)
     ap.add_argument("--request-log", default=None, metavar="FILE")
     ap.add_argument("--no-grpc", action="store_true", help="run without the P4Runtime server")
@@ -139,6 +146,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     if args.log_console and args.log_file:
         raise CommandLineError("Error: --log-console and --log-file are exclusive "
                                "(as on BMv2)")
+    if args.ingress_buffer < 1:
+        raise SystemExit(f"python -m p4sim switch: --ingress-buffer {args.ingress_buffer}: "
+                         "give a positive number of frames")
     if args.pcap is not None and not os.path.isdir(args.pcap):
         raise CommandLineError(f"Directory '{args.pcap}' specified with '--pcap' does not "
                                "exist. (as on BMv2: create it first)")
@@ -253,7 +263,8 @@ def main(argv: Sequence[str]) -> int:
                           priority_queues=args.priority_queues,
                           queue_depth_pkts=args.queue_depth, queue_rate_pps=args.queue_rate,
                           line_rate_gbps=args.line_rate_gbps, pfc_enabled=not args.no_pfc,
-                          pfc_passthrough=args.pfc_passthrough, trace=trace)
+                          pfc_passthrough=args.pfc_passthrough, trace=trace,
+                          ingress_buffer_pkts=args.ingress_buffer)
     device.set_program(program)
     for num, iface in args.ports:
         port = RawSocketPort(num, iface)

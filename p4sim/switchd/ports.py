@@ -1,11 +1,25 @@
 """Switch ports: a Linux interface through an AF_PACKET raw socket, or an in-process port
-(queues) for tests. Each port runs one receive thread that hands every received frame to
-``deliver(port_number, frame)``; ``send`` never blocks.
+(queues) for tests. Each port runs one receive thread that hands the received frames to
+``deliver_many(port_number, frames)`` (a batch of what was waiting, in order) or, without
+it, each to ``deliver(port_number, frame)``; ``send`` never blocks. Delivery may block
+(the switch's ingress buffer is full): the port then stops reading.
 
 The AF_PACKET backend (``-i 1@veth1``):
 
-* one ``ETH_P_ALL`` socket bound to the interface; frames the socket itself transmitted
-  (``PACKET_OUTGOING``) are ignored;
+* one ``ETH_P_ALL`` socket bound to the interface; frames transmitted on the interface
+  are not received back (``PACKET_IGNORE_OUTGOING``, and ``PACKET_OUTGOING`` frames are
+  skipped on kernels without it), as BMv2's libpcap ports capture inbound only;
+* every wake-up reads what is waiting, up to :data:`RX_BATCH` frames, and delivers them
+  as one batch: from the socket's receive ring (:mod:`.rxring`, as libpcap reads; no
+  system call per frame), or with one non-blocking ``recvmsg`` per frame where the
+  kernel refuses a ring (``use_ring=False`` forces that). The port is *pullable*: the
+  switch passes ``pull`` to :meth:`Port.start`, and then reads it (from this thread or
+  its own worker) only when its ingress buffer has room (:meth:`SwitchDevice.pull
+  <p4sim.switchd.device.SwitchDevice.pull>`);
+* frames the kernel dropped because the socket was not read fast enough (the switch's
+  ingress buffer was full) are counted in ``rx_dropped`` (``PACKET_STATISTICS``), and a
+  warning says so at most once per :data:`DROP_LOG_INTERVAL_S`; ring slots the kernel
+  left empty and the reader skipped (:mod:`.rxring`) in ``rx_ring_holes``;
 * 802.1Q tags that the kernel moved into packet metadata are put back in front of the
   EtherType from ``PACKET_AUXDATA``, as libpcap does;
 * the interface may go down and up, or disappear and come back: errors (ENETDOWN,
@@ -36,22 +50,32 @@ import select
 import socket
 import struct
 import threading
+import time
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 from p4sim.switchd.pcap import PortCapture
+from p4sim.switchd.rxring import RxRing
 
 DeliverFn = Callable[[int, bytes], None]
+DeliverManyFn = Callable[[int, Sequence[bytes]], None]
+PullFn = Callable[["Port", bool], int]
 
 ETH_P_ALL = 0x0003
 SOL_PACKET = 263
 PACKET_AUXDATA = 8
 PACKET_OUTGOING = 4
+PACKET_STATISTICS = 6
+PACKET_IGNORE_OUTGOING = 23
 TP_STATUS_VLAN_VALID = 1 << 4
 TP_STATUS_VLAN_TPID_VALID = 1 << 6
 _AUXDATA = struct.Struct("=IIIHHHH")
+_TPACKET_STATS = struct.Struct("=II")
 MAX_FRAME = 65536 + 4
 POLL_MS = 200
+RX_BATCH = 64
+"""Frames read from a socket per wake-up (one delivery)."""
+DROP_LOG_INTERVAL_S = 1.0
 BACKOFF_MIN_S, BACKOFF_MAX_S = 0.05, 2.0
 
 log = logging.getLogger("p4sim.switchd.ports")
@@ -67,40 +91,82 @@ class PortCounters:
     tx_bytes: int = 0
     tx_errors: int = 0
     rx_errors: int = 0
+    rx_dropped: int = 0
+    rx_ring_holes: int = 0
     reopen: int = 0
 
 
 class Port:
-    """What the switch needs of a port (base class of both backends)."""
+    """What the switch needs of a port (base class of both backends).
+
+    A *pullable* port (``pullable`` True) can also be read from any thread with
+    :meth:`read_frames` while holding ``rx_lock``; its receive thread then hands the
+    reading to ``pull(port, block)`` (the switch reserves room in its ingress buffer,
+    then reads and commits under ``rx_lock``), and the switch's worker may pull too."""
+
+    pullable = False
 
     def __init__(self, number: int, iface: str) -> None:
         self.number = number
         self.iface = iface
         self.counters = PortCounters()
         self.capture: Optional[PortCapture] = None
+        self.rx_lock = threading.RLock()
         self._deliver: Optional[DeliverFn] = None
+        self._deliver_many: Optional[DeliverManyFn] = None
+        self._pull: Optional[PullFn] = None
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
 
-    def start(self, deliver: DeliverFn) -> None:
-        """Start the receive thread; each frame goes to ``deliver(number, frame)``."""
+    def start(self, deliver: DeliverFn, deliver_many: Optional[DeliverManyFn] = None,
+              pull: Optional[PullFn] = None) -> None:
+        """Start the receive thread; frames go to ``deliver_many(number, frames)`` when
+        given, else each to ``deliver(number, frame)``; a pullable port with ``pull``
+        calls ``pull(self, True)`` whenever frames are waiting instead."""
         self._deliver = deliver
+        self._deliver_many = deliver_many
+        self._pull = pull if self.pullable else None
         self._thread = threading.Thread(target=self._run, name=f"rx-{self.number}@{self.iface}",
                                         daemon=True)
         self._thread.start()
 
     def _received(self, frame: bytes) -> None:
-        self.counters.rx_frames += 1
-        self.counters.rx_bytes += len(frame)
+        self._received_many((frame,))
+
+    def read_frames(self, max_frames: int) -> list[bytes]:
+        """Frames waiting now, at most ``max_frames``, oldest first, counted in ``rx_*``
+        (never blocks; call with ``rx_lock`` held). Pullable ports only."""
+        raise NotImplementedError
+
+    def rx_pending(self) -> bool:
+        """True when frames are surely waiting and cheap to read from any thread (a
+        pullable port's receive ring holds one); False otherwise."""
+        return False
+
+    def _count_received(self, frames: Sequence[bytes]) -> None:
+        c = self.counters
+        c.rx_frames += len(frames)
+        c.rx_bytes += sum(map(len, frames))
         if self.capture is not None:
-            self.capture.received(frame)
-        if self._deliver is not None:
-            try:
-                self._deliver(self.number, frame)
-            except Exception:  # the switch must survive anything a frame provokes
-                self.counters.rx_errors += 1
-                log.exception("port %d (%s): error handling a received frame", self.number,
-                              self.iface)
+            for frame in frames:
+                self.capture.received(frame)
+
+    def _received_many(self, frames: Sequence[bytes]) -> None:
+        self._count_received(frames)
+        self._deliver_frames(frames)
+
+    def _deliver_frames(self, frames: Sequence[bytes]) -> None:
+        c = self.counters
+        try:
+            if self._deliver_many is not None:
+                self._deliver_many(self.number, frames)
+            elif self._deliver is not None:
+                for frame in frames:
+                    self._deliver(self.number, frame)
+        except Exception:  # the switch must survive anything a frame provokes
+            c.rx_errors += 1
+            log.exception("port %d (%s): error handling a received frame", self.number,
+                          self.iface)
 
     def _sent(self, frame: bytes) -> None:
         self.counters.tx_frames += 1
@@ -208,19 +274,38 @@ def restore_vlan(frame: bytes, ancdata: list[tuple[int, int, bytes]]) -> bytes:
 
 
 class RawSocketPort(Port):
-    """A Linux interface through an AF_PACKET socket (see the module docstring)."""
+    """A Linux interface through an AF_PACKET socket (see the module docstring).
+    ``use_ring=False``: one ``recvmsg`` per frame instead of the receive ring."""
 
-    def __init__(self, number: int, iface: str) -> None:
+    pullable = True
+
+    def __init__(self, number: int, iface: str, use_ring: bool = True) -> None:
+        self.use_ring = use_ring
         super().__init__(number, iface)
         self._sock: Optional[socket.socket] = None
+        self._ring: Optional[RxRing] = None
         self._sock_lock = threading.Lock()
         self._down_logged = False
+        self._drops_logged = 0
+        self._drops_log_at = 0.0
+        self._holes_base = 0
 
     def open(self) -> None:
         """Open and bind the socket now (raises OSError); the thread retries later."""
         sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
         try:
             sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+            try:
+                sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+            except OSError:                   # kernel < 4.20: skipped when read
+                pass
+            ring: Optional[RxRing] = None
+            if self.use_ring:
+                try:
+                    ring = RxRing(sock, recv_copy=lambda: self._recv_one(sock))
+                except (OSError, ValueError) as exc:
+                    log.info("port %d (%s): no receive ring (%s); one recvmsg per frame",
+                             self.number, self.iface, exc)
             sock.bind((self.iface, ETH_P_ALL))
             sock.setblocking(False)
         except OSError:
@@ -228,14 +313,60 @@ class RawSocketPort(Port):
             raise
         with self._sock_lock:
             old, self._sock = self._sock, sock
+            old_ring, self._ring = self._ring, ring
+        if old_ring is not None:
+            old_ring.close()
         if old is not None:
             old.close()
 
     def _drop_socket(self) -> None:
-        with self._sock_lock:
+        with self.rx_lock, self._sock_lock:   # nobody is reading the ring
             old, self._sock = self._sock, None
+            ring, self._ring = self._ring, None
+            if old is not None:
+                self._add_kernel_drops(old)
+        if ring is not None:
+            self.counters.rx_dropped += ring.truncated
+            self._holes_base += ring.holes
+            ring.close()
         if old is not None:
             old.close()
+
+    def _add_kernel_drops(self, sock: socket.socket) -> None:
+        """Add the kernel's drop count of ``sock`` since the last read (reading resets
+        it) to ``rx_dropped``; call with ``_sock_lock`` held."""
+        try:
+            raw = sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, _TPACKET_STATS.size)
+        except OSError:
+            return
+        _packets, drops = _TPACKET_STATS.unpack(raw)
+        self.counters.rx_dropped += drops
+
+    def update_drops(self) -> int:
+        """Read the kernel's drop count now; returns ``rx_dropped``."""
+        with self._sock_lock:
+            if self._sock is not None:
+                self._add_kernel_drops(self._sock)
+            return self.counters.rx_dropped
+
+    def status(self) -> dict[str, Any]:
+        self.update_drops()
+        ring = self._ring
+        self.counters.rx_ring_holes = self._holes_base + (ring.holes if ring is not None else 0)
+        return super().status()
+
+    def _log_drops(self) -> None:
+        """Warn (at most once per DROP_LOG_INTERVAL_S) when the kernel dropped frames."""
+        now = time.monotonic()
+        if now < self._drops_log_at:
+            return
+        self._drops_log_at = now + DROP_LOG_INTERVAL_S
+        total = self.update_drops()
+        if total > self._drops_logged:
+            log.warning("port %d (%s): %d frames dropped at the socket while the ingress "
+                        "buffer was full (%d in all)", self.number, self.iface,
+                        total - self._drops_logged, total)
+            self._drops_logged = total
 
     def is_up(self) -> bool:
         try:
@@ -282,22 +413,60 @@ class RawSocketPort(Port):
                 continue
             if ready:
                 self._read_all(sock)
+            self._log_drops()
         self._drop_socket()
 
-    def _read_all(self, sock: socket.socket) -> None:
-        """Read every frame queued on the socket."""
-        for _ in range(256):
-            try:
-                data, anc, _flags, addr = sock.recvmsg(MAX_FRAME, socket.CMSG_SPACE(_AUXDATA.size))
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as exc:
-                self._recv_error(exc)
-                return
+    def _recv_one(self, sock: socket.socket) -> Optional[bytes]:
+        """One frame queued on the socket (None: nothing, or a frame this port sent)."""
+        data, anc, _flags, addr = sock.recvmsg(MAX_FRAME, socket.CMSG_SPACE(_AUXDATA.size))
+        if len(addr) > 2 and addr[2] == PACKET_OUTGOING:
+            return None
+        return restore_vlan(data, anc) if anc else data
+
+    def rx_pending(self) -> bool:
+        ring = self._ring
+        try:
+            return ring is not None and ring.pending()
+        except ValueError:                    # closed by a reopen meanwhile
+            return False
+
+    def read_frames(self, max_frames: int) -> list[bytes]:
+        frames: list[bytes] = []
+        sock, ring = self._sock, self._ring
+        if sock is None:
+            return frames
+        try:
+            if ring is not None:
+                frames = ring.read(max_frames)
+            else:
+                for _ in range(max_frames):
+                    frame = self._recv_one(sock)
+                    if frame is not None:
+                        frames.append(frame)
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError as exc:
+            self._recv_error(exc)
+        if frames:
             self._down_logged = False
-            if len(addr) > 2 and addr[2] == PACKET_OUTGOING:
-                continue
-            self._received(restore_vlan(data, anc))
+            self._count_received(frames)
+        return frames
+
+    def _read_all(self, sock: socket.socket) -> None:
+        """Read what is waiting (up to RX_BATCH frames) and deliver it as one batch, or
+        let the switch pull it."""
+        if self._pull is not None:
+            try:
+                self._pull(self, True)
+            except Exception:  # the switch must survive anything a frame provokes
+                self.counters.rx_errors += 1
+                log.exception("port %d (%s): error handling received frames", self.number,
+                              self.iface)
+            return
+        with self.rx_lock:
+            frames = self.read_frames(RX_BATCH)
+        if frames:
+            self._deliver_frames(frames)
 
     def _recv_error(self, exc: OSError) -> None:
         if exc.errno == errno.ENETDOWN:
@@ -308,4 +477,5 @@ class RawSocketPort(Port):
         self.counters.rx_errors += 1
         log.warning("port %d (%s): receive failed (%s); reopening", self.number, self.iface, exc)
         self._drop_socket()
-        self._stop.wait(BACKOFF_MIN_S)
+        if threading.current_thread() is self._thread:
+            self._stop.wait(BACKOFF_MIN_S)

@@ -18,7 +18,10 @@ IEEE 802.1Qbb PFC at the port MAC.
 
 Times are microseconds of ``clock_us`` (the switch clock, shared with the pipeline's
 timestamps). :meth:`TrafficManager.poll` is the non-blocking scheduler step (tests drive
-it with a fake clock); :meth:`TrafficManager.dequeue` blocks for the egress thread.
+it with a fake clock; :meth:`TrafficManager.poll_wake` also says when to look again);
+:meth:`TrafficManager.dequeue` blocks. ``cond``: the condition notified whenever a packet
+may have become ready (enqueue, resume, rate change, close); the switch shares it with its
+ingress buffer so that one worker waits on both.
 
 Example::
 
@@ -38,7 +41,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 from p4sim.switchd.pfc import quanta_to_us
 
@@ -58,10 +61,10 @@ class QueueCounters:
     pause_frames: int = 0
 
 
-@dataclass(frozen=True)
-class Dequeued:
+class Dequeued(NamedTuple):
     """A packet that left a queue: ``enq_timestamp`` (µs), ``enq_qdepth`` and
-    ``deq_qdepth`` (packets in the port's queues before the push / after the pop)."""
+    ``deq_qdepth`` (packets in the port's queues before the push / after the pop).
+    (A named tuple: made once per packet, it must be cheap.)"""
 
     port: int
     priority: int
@@ -71,7 +74,7 @@ class Dequeued:
     deq_qdepth: int
 
 
-@dataclass
+@dataclass(slots=True)
 class _Entry:
     depart_us: float
     seq: int
@@ -107,9 +110,10 @@ class _Port:
     queues: list[_Queue]
     line_rate_gbps: float
     pfc_enabled: bool
+    count: int = 0                            # packets in all its queues
 
     def depth(self) -> int:
-        return sum(len(q.entries) for q in self.queues)
+        return self.count
 
 
 class TrafficManager:
@@ -117,7 +121,8 @@ class TrafficManager:
 
     def __init__(self, *, priority_queues: int = 1, depth_pkts: int = DEFAULT_DEPTH_PKTS,
                  rate_pps: float = 0.0, line_rate_gbps: float = DEFAULT_LINE_RATE_GBPS,
-                 pfc_enabled: bool = True, clock_us: Optional[Callable[[], int]] = None) -> None:
+                 pfc_enabled: bool = True, clock_us: Optional[Callable[[], int]] = None,
+                 cond: Optional[threading.Condition] = None) -> None:
         if not 1 <= priority_queues <= MAX_PRIORITY_QUEUES:
             raise ValueError(f"priority_queues must be 1..{MAX_PRIORITY_QUEUES}")
         _check_depth(depth_pkts)
@@ -134,8 +139,9 @@ class TrafficManager:
         self.clock_us = clock_us
         self._ports: dict[int, _Port] = {}
         self._seq = itertools.count()
-        self._cond = threading.Condition()
+        self._cond = cond if cond is not None else threading.Condition()
         self._closed = False
+        self._queued = 0                      # packets in all queues (poll shortcut)
 
     # ------------------------------------------------------------------ queues
     def _port(self, port: int) -> _Port:
@@ -152,9 +158,10 @@ class TrafficManager:
         with self._cond:
             self._port(port)
 
-    def enqueue(self, port: int, priority: int, item: Any) -> Optional[int]:
+    def enqueue(self, port: int, priority: int, item: Any, notify: bool = True) -> Optional[int]:
         """Tail of queue (port, priority); returns the enq_qdepth, or None when the queue
-        was full (tail drop, counted) or the priority is out of range (dropped)."""
+        was full (tail drop, counted) or the priority is out of range (dropped).
+        ``notify=False``: do not wake a waiting consumer (the caller is the consumer)."""
         now = self.clock_us()
         with self._cond:
             p = self._port(port)
@@ -169,10 +176,13 @@ class TrafficManager:
             if q.rate_pps > 0:
                 depart = max(depart, q.last_depart_us + 1e6 / q.rate_pps)
             q.last_depart_us = depart
-            qdepth = p.depth()
+            qdepth = p.count
             q.entries.append(_Entry(depart, next(self._seq), now, qdepth, item))
+            p.count += 1
+            self._queued += 1
             q.counters.enqueued += 1
-            self._cond.notify()
+            if notify:
+                self._cond.notify()
             return qdepth
 
     def poll(self) -> Optional[Dequeued]:
@@ -180,6 +190,14 @@ class TrafficManager:
         with self._cond:
             got, _wake = self._pick(self.clock_us())
             return got
+
+    def poll_wake(self) -> tuple[Optional[Dequeued], Optional[float]]:
+        """The next packet ready to leave now (or None) and, when none is, the clock time
+        (µs) at which one may become ready without any other event (None: never)."""
+        with self._cond:
+            if not self._queued:
+                return None, None
+            return self._pick(self.clock_us())
 
     def dequeue(self, timeout_s: Optional[float] = None) -> Optional[Dequeued]:
         """Block until a packet may leave (or ``timeout_s`` passes, or :meth:`close`)."""
@@ -204,11 +222,14 @@ class TrafficManager:
         best: Optional[tuple[_Entry, int, int, _Port]] = None
         wake: Optional[float] = None
         for port_no, p in self._ports.items():
+            if not p.count:
+                continue
             for prio in range(self.priority_queues - 1, -1, -1):
                 q = p.queues[prio]
                 if not q.entries:
                     continue
-                q.settle(now)
+                if q.paused:
+                    q.settle(now)
                 if q.paused:
                     wake = q.paused_until_us if wake is None else min(wake, q.paused_until_us)
                     continue
@@ -223,9 +244,11 @@ class TrafficManager:
         entry, port_no, prio, p = best
         q = p.queues[prio]
         q.entries.popleft()
+        p.count -= 1
+        self._queued -= 1
         q.counters.dequeued += 1
         return Dequeued(port_no, prio, entry.item, entry.enq_timestamp, entry.enq_qdepth,
-                        p.depth()), wake
+                        p.count), wake
 
     def flush(self) -> int:
         """Drop every queued packet (a new program was pushed); returns how many."""
@@ -235,6 +258,8 @@ class TrafficManager:
                 for q in p.queues:
                     n += len(q.entries)
                     q.entries.clear()
+                p.count = 0
+            self._queued = 0
             return n
 
     def close(self) -> None:

@@ -28,7 +28,8 @@ TINY = BenchConfig(duration_s=0.05, runs=1, warmup_s=0.0)
 
 
 def test_registered_as_the_switch_group() -> None:
-    assert [b.name for b in select(["switch"])] == ["startup", "p4rt_writes", "pps_veth"]
+    assert [b.name for b in select(["switch"])] == ["startup", "p4rt_writes", "pps_veth",
+                                                    "pps_veth_overload"]
 
 
 def test_startup_and_write_figures(tmp_path: Path) -> None:

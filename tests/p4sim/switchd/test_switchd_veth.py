@@ -9,13 +9,11 @@ import os
 import select
 import shutil
 import socket
-import subprocess
 import time
-from typing import Iterator
 
 import pytest
 
-from conftest import QFWD, qm_fields, qm_frame
+from conftest import QFWD, _ip, qm_fields, qm_frame
 from p4sim.switchd.control import ControlClient
 from p4sim.switchd.pcap import read_pcap
 from p4sim.switchd.ports import PACKET_AUXDATA, PACKET_OUTGOING, SOL_PACKET, restore_vlan
@@ -24,33 +22,6 @@ from procs import SwitchProcess
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("ip") is None,
     reason="needs root and iproute2 to create veth pairs")
-
-
-def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=10)
-
-
-@pytest.fixture
-def veths() -> Iterator[tuple[str, str, str, str]]:
-    """(switch side 1, switch side 2, host side 1, host side 2)."""
-    tag = f"p4s{os.getpid() % 100000}"
-    made: list[str] = []
-    try:
-        for i in (0, 1):
-            a, b = f"{tag}a{i}", f"{tag}b{i}"
-            try:
-                _ip("link", "add", a, "type", "veth", "peer", "name", b)
-            except subprocess.CalledProcessError as exc:
-                pytest.skip(f"cannot create veth pair: {exc.stderr.decode().strip()}")
-            made.append(a)
-            for ifc in (a, b):
-                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{ifc}.disable_ipv6=1"],
-                               capture_output=True, timeout=10)
-                _ip("link", "set", ifc, "up")
-        yield f"{tag}a0", f"{tag}a1", f"{tag}b0", f"{tag}b1"
-    finally:
-        for a in made:
-            subprocess.run(["ip", "link", "del", a], capture_output=True, timeout=10)
 
 
 def _open(iface: str) -> socket.socket:
