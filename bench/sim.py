@@ -11,6 +11,12 @@ Figures:
 * ``sim.slowdown.random_ecmp`` / ``sim.slowdown.tccl`` — collective time over the ideal
   bound on the 8K-GPU pod of the default study (``sim.study``: half-pod job placed at
   random, ring AllReduce of 16 GiB in rank order, 8 channels, background traffic).
+* ``sim.predict_s.gpt175b_1024`` — wall seconds of one ``python -m sim predict`` of
+  ``sim/jobs/gpt3-175b-1024.yaml`` (GPT-3 175B on 1,024 A100s, TP 8 x PP 16 x DP 8, 192
+  micro-batches): the job file read and validated, the 1,024-GPU fabric built, every
+  kernel timed, the DP all-reduce and pipeline transfers simulated on the fabric, the
+  6,144 pipeline passes scheduled (imports excluded); median of ``config.runs``. Checked:
+  1,024 GPUs, a finite iteration, per-GPU TFLOP/s below the A100's peak. Goal: under 1 s.
 * ``sim.prediction_error_pct`` — mean absolute error of the calibrated prediction against
   the testbed measurements in ``sim/calibration/default-fabric.json``; only when that
   recorded file exists (the test fixture is never used here).
@@ -32,6 +38,8 @@ import numpy as np
 from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure, median
 from sim.calibrate import calibrate_file
 from sim.policies import run_phase
+from sim.predict.job import load_job
+from sim.predict.predict import predict
 from sim.runner import run_scenario
 from sim.study import study_scenario
 from sim.topology import SimFabric
@@ -42,6 +50,7 @@ from topo.spec import load_spec
 REPO = Path(__file__).resolve().parent.parent
 POD64K = REPO / "topo" / "specs" / "pod64k.yaml"
 RECORDED = REPO / "sim" / "calibration" / "default-fabric.json"
+GPT175B_JOB = REPO / "sim" / "jobs" / "gpt3-175b-1024.yaml"
 TOPOLOGY = REPO / "build" / "topology.json"       # the recording's fabric section names it
 
 
@@ -69,6 +78,19 @@ def bench_slowdown_8k(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001
             raise BenchCheckError(f"sim 8K study: {r.policy} did not complete")
     return {"sim.slowdown.random_ecmp": Figure(round(res.slowdown("random_ecmp"), 3), "x"),
             "sim.slowdown.tccl": Figure(round(res.slowdown("tccl"), 3), "x")}
+
+
+def bench_predict_gpt175b(config: BenchConfig) -> dict[str, Figure]:
+    """``sim.predict_s.gpt175b_1024``: one prediction of GPT-3 175B on 1,024 GPUs."""
+    times = []
+    for _ in range(max(config.runs, 1)):
+        t0 = time.perf_counter()
+        r = predict(load_job(GPT175B_JOB))
+        times.append(time.perf_counter() - t0)
+        if r.job.gpus != 1024 or not np.isfinite(r.iteration_s) or not 0 < r.hardware_tflops_per_gpu < 312:
+            raise BenchCheckError(f"sim predict {GPT175B_JOB.name}: {r.job.gpus} GPUs, iteration "
+                                  f"{r.iteration_s} s, {r.hardware_tflops_per_gpu} TFLOP/s per GPU")
+    return {"sim.predict_s.gpt175b_1024": Figure(round(median(times), 3), "s")}
 
 
 def ensure_topology() -> Path:
@@ -102,4 +124,5 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("allreduce_64k", "sim", bench_allreduce_64k),
     Benchmark("slowdown_8k", "sim", bench_slowdown_8k),
     Benchmark("prediction_error", "sim", bench_prediction_error),
+    Benchmark("predict_gpt175b", "sim", bench_predict_gpt175b),
 )

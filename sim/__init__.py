@@ -15,6 +15,7 @@ against the testbed. See ``sim/README.md``.
 * :mod:`sim.policies` — the four policies on one phase (GOR rounds included)
 * :mod:`sim.scenario`, :mod:`sim.runner`, :mod:`sim.report`, :mod:`sim.study` — CLI plumbing
 * :mod:`sim.model`, :mod:`sim.calibrate`, :mod:`sim.measure` — prediction and calibration
+* :mod:`sim.predict` — ``python -m sim predict``: one training iteration of an LLM job (issue 18)
 
 Example::
 

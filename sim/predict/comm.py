@@ -1,0 +1,193 @@
+"""Communication of a training job: its process groups (Megatron-LM's rank order) and the
+time of each collective, on NVLink inside a server or simulated on the fabric.
+
+**Groups.** Global rank ``r = tp + TP·(cp + CP·(dp + DP·pp))`` (Megatron's default order
+tp-cp-ep-dp-pp: tensor parallel innermost, so a TP group is one server's NVLink domain);
+the EP group is ``ep`` consecutive DP ranks, the expert-DP group the others. Ranks are
+placed server-major on the fabric (``sim.workloads.place_job``, contiguous): rank r is GPU
+``r mod G`` of server ``r // G`` (G GPUs per server: every rail, or the whole job when it
+is smaller than one server), on rail ``r mod G``.
+
+**Inside a server** (every group of the kind within one server): ``α + factor·S/(B·eff)``
+with the GPU's NVLink bandwidth per direction B, ``kernels.nvlink`` eff and α
+``kernels.nvlink_alpha_s``; factor ``2(n−1)/n`` for all-reduce, ``(n−1)/n`` for
+all-gather, reduce-scatter and all-to-all. Under the ``tccl`` / ``tccl_gor`` policies with
+``network.dual_channel`` the all-reduce / all-gather / reduce-scatter are split between
+NVLink and the GPU's RoCE NIC by TCCL's own planner (``host.tccl.dualchannel.DualChannel``;
+an all-gather of S is an all-reduce of S/2 on the wire); the NIC is assumed free.
+
+**Across servers**: every group of the kind at once (the worst case: in the real run the
+stages' reductions are staggered by the pipeline's cool-down) — TCCL's planner
+(``sim.workloads.collective_phases``) gives each group's ring or All-to-All rounds, the
+groups' flows are merged per phase and simulated on the fabric under the job's policy
+(``sim.policies.run_phase``: hash-model routing, TCCL ports, GOR), and the time is the
+simulator's calibrated prediction (``sim.model.predict``). Pipeline send/receive is one
+phase of every stage boundary's transfers.
+
+Example::
+
+    >>> from sim.predict.job import job_from_dict
+    >>> j = job_from_dict({"model": {"layers": 4, "hidden": 256, "heads": 8, "seq_length": 128,
+    ...                              "vocab": 1000}, "parallel": {"tp": 2, "pp": 2, "dp": 4},
+    ...                    "training": {"global_batch": 8}, "gpu": {"preset": "H800"}}, "j.yaml")
+    >>> groups(j, "tp")[:2], groups(j, "dp")[0], pp_pairs(j)[0]
+    ([[0, 1], [2, 3]], [0, 2, 4, 6], (0, 8))
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from host.tccl.dualchannel import ChannelEstimate, DualChannel
+from sim.model import ModelParams, features_of, predict
+from sim.policies import GorOptions, run_phase
+from sim.predict.job import TrainingJob
+from sim.topology import TIER, SimFabric, SimInputError
+from sim.workloads import Job, Phase, collective_phases
+
+FACTOR = {"allreduce": lambda n: 2.0 * (n - 1) / n, "allgather": lambda n: (n - 1) / n,
+          "reducescatter": lambda n: (n - 1) / n, "alltoall": lambda n: (n - 1) / n}
+
+
+def _coords(j: TrainingJob) -> tuple[int, int, int, int]:
+    p = j.parallel
+    return p.tp, p.cp, p.dp, p.pp
+
+
+def groups(j: TrainingJob, kind: str) -> list[list[int]]:
+    """Global ranks of every group of ``kind``: ``tp`` | ``cp`` | ``dp`` | ``ep`` | ``edp``."""
+    TP, CP, DP, PP = _coords(j)
+    EP = j.parallel.ep
+    out: list[list[int]] = []
+    for pp in range(PP):
+        for dp in range(DP):
+            for cp in range(CP):
+                for tp in range(TP):
+                    base = tp + TP * (cp + CP * (dp + DP * pp))
+                    if kind == "tp" and tp == 0:
+                        out.append([base + i for i in range(TP)])
+                    elif kind == "cp" and cp == 0:
+                        out.append([base + TP * i for i in range(CP)])
+                    elif kind == "dp" and dp == 0:
+                        out.append([base + TP * CP * i for i in range(DP)])
+                    elif kind == "ep" and dp % EP == 0:
+                        out.append([base + TP * CP * i for i in range(EP)])
+                    elif kind == "edp" and dp < EP:
+                        out.append([base + TP * CP * EP * i for i in range(DP // EP)])
+    return out
+
+
+def pp_pairs(j: TrainingJob) -> list[tuple[int, int]]:
+    """(sender, receiver) of every pipeline boundary (stage s → s+1) of every replica."""
+    TP, CP, DP, PP = _coords(j)
+    stride = TP * CP * DP
+    return [(r, r + stride) for r in range(stride * (PP - 1))]
+
+
+@dataclass(frozen=True, slots=True)
+class CommTime:
+    """A collective's time, where it ran (``nvlink`` | ``fabric`` | ``none``), its note."""
+
+    seconds: float
+    medium: str
+    note: str = ""
+
+
+class CommModel:
+    """Times the job's collectives (module docstring); results cached per (kind, size)."""
+
+    def __init__(self, j: TrainingJob, sf: SimFabric, job_ranks: Job,
+                 model: Optional[ModelParams] = None) -> None:
+        self.j, self.sf, self.ranks = j, sf, job_ranks.ranks
+        self.per_server = job_ranks.gpus_per_server
+        self.model = model or ModelParams()
+        self.nic_Bps = float(sf.capacity_Bps[sf.tier == TIER["nic_up"]].max())
+        kp = j.kernels
+        self.nvlink = ChannelEstimate(kp.nvlink_alpha_s, j.gpu.nvlink_Bps * kp.nvlink)
+        self.roce = ChannelEstimate(kp.roce_alpha_s, self.nic_Bps)
+        self.dual = j.network.dual_channel and j.network.policy in ("tccl", "tccl_gor")
+        self.fabric_wall_s = 0.0
+        self._cache: dict[tuple[str, str, float], CommTime] = {}
+
+    @property
+    def timed(self) -> dict[tuple[str, str, float], CommTime]:
+        """Every collective timed so far: (kind, collective, bytes per rank) → time."""
+        return dict(self._cache)
+
+    def _server(self, r: int) -> int:
+        return r // self.per_server
+
+    def _intra(self, gs: list[list[int]]) -> bool:
+        return all(len({self._server(r) for r in g}) == 1 for g in gs)
+
+    def _nvlink(self, collective: str, n: int, size: float) -> CommTime:
+        if collective != "alltoall" and self.dual:
+            s = size if collective == "allreduce" else size / 2.0
+            split = DualChannel(self.nvlink, self.roce, tp_size=max(2, n)).split(int(s))
+            return CommTime(split.time_s, "nvlink", f"dual channel: {100 * split.nvlink_fraction:.0f} % on NVLink")
+        return CommTime(self.nvlink.alpha_s + FACTOR[collective](n) * size / self.nvlink.bytes_per_s, "nvlink")
+
+    def _simulate(self, phases: list[Phase]) -> float:
+        t0 = time.perf_counter()
+        per = []
+        for ph in phases:
+            r = run_phase(self.sf, ph, self.j.network.policy, None, self.j.network.seed, GorOptions())
+            if r.undeliverable:
+                raise SimInputError(f"{self.j.source}: fabric: {r.undeliverable} flows of {ph.name} undeliverable")
+            slow = int(np.argmax(r.fct_s)) if len(r.fct_s) else 0
+            per.append((ph.repeat, float(r.fct_s[slow]) if len(r.fct_s) else 0.0,
+                        int(r.hops.max()) if len(r.hops) else 0))
+        self.fabric_wall_s += time.perf_counter() - t0
+        return predict(features_of(per), self.model)
+
+    def collective(self, kind: str, collective: str, size_bytes: float) -> CommTime:
+        """Time of one ``collective`` of ``size_bytes`` per rank in every ``kind`` group."""
+        key = (kind, collective, round(size_bytes))
+        if key in self._cache:
+            return self._cache[key]
+        gs = groups(self.j, kind)
+        n = len(gs[0])
+        if n == 1 or size_bytes <= 0:
+            out = CommTime(0.0, "none")
+        elif self._intra(gs):
+            out = self._nvlink(collective, n, size_bytes)
+        else:
+            merged: list[list[Phase]] = []
+            for g in gs:
+                sub = [dataclasses.replace(self.ranks[r], rank=i) for i, r in enumerate(g)]
+                job = Job(list(dict.fromkeys(r.server for r in sub)), sub, 1)
+                merged.append(collective_phases(self.sf, job, collective, int(size_bytes), "ring",
+                                                self.j.network.order, 1))
+            phases = [Phase(parts[0].name, np.concatenate([p.src_nic for p in parts]),
+                            np.concatenate([p.dst_nic for p in parts]),
+                            np.concatenate([p.size_bytes for p in parts]), parts[0].repeat)
+                      for parts in zip(*merged)]
+            out = CommTime(self._simulate(phases), "fabric", f"{len(gs)} groups of {n} simulated at once")
+        self._cache[key] = out
+        return out
+
+    def p2p(self, size_bytes: float) -> CommTime:
+        """Time of one pipeline send (every stage boundary at once)."""
+        key = ("pp", "sendrecv", round(size_bytes))
+        if key in self._cache:
+            return self._cache[key]
+        pairs = pp_pairs(self.j)
+        if not pairs or size_bytes <= 0:
+            out = CommTime(0.0, "none")
+        elif self._intra([list(p) for p in pairs]):
+            out = CommTime(self.nvlink.alpha_s + size_bytes / self.nvlink.bytes_per_s, "nvlink")
+        else:
+            nic = np.array([self.sf.host_index[r.server] * self.sf.rails + r.rail for r in self.ranks], np.int64)
+            src = np.array([a for a, _ in pairs], np.int64)
+            dst = np.array([b for _, b in pairs], np.int64)
+            ph = Phase("pp-sendrecv", nic[src], nic[dst], np.full(len(src), float(size_bytes)), 1.0)
+            out = CommTime(self._simulate([ph]), "fabric", f"{len(pairs)} stage-boundary transfers at once")
+        self._cache[key] = out
+        return out
+
+
+__all__ = ["CommModel", "CommTime", "groups", "pp_pairs"]

@@ -1,0 +1,78 @@
+"""GPU presets for ``python -m sim predict``: peak dense tensor-core TFLOP/s per precision,
+HBM bandwidth and size, NVLink bandwidth, from the vendors' public datasheets.
+
+Every figure is the *dense* one (the datasheets also print 2x "with sparsity"). NVLink is
+given per direction and GPU (the datasheets print the bidirectional total: A100 600 GB/s,
+H100 900 GB/s, H800 400 GB/s). HBM sizes are binary (an "80GB" part shows 81,920 MiB in
+``nvidia-smi``). Sources (one line each, next to each preset):
+
+* A100: NVIDIA A100 Tensor Core GPU datasheet (SXM4 columns): BF16/FP16 312 TFLOP/s,
+  HBM2 1,555 GB/s (40GB) / HBM2e 2,039 GB/s (80GB), NVLink 600 GB/s; no FP8.
+* H100 SXM5: NVIDIA H100 Tensor Core GPU datasheet: BF16/FP16 989 TFLOP/s, FP8 1,979
+  TFLOP/s, HBM3 3.35 TB/s, 80GB, NVLink 900 GB/s.
+* H800 SXM5: NVIDIA H800 product brief (export variant of H100 SXM5): the H100's compute
+  and memory, NVLink 400 GB/s.
+* H20: NVIDIA H20 specification (HGX H20): BF16/FP16 148 TFLOP/s, FP8 296 TFLOP/s, HBM3
+  96GB at 4.0 TB/s, NVLink 900 GB/s.
+* H200 SXM: NVIDIA H200 datasheet: H100's compute, HBM3e 141GB at 4.8 TB/s, NVLink 900 GB/s.
+
+Example::
+
+    >>> g = PRESETS["H100-SXM"]
+    >>> g.peak_flops("bf16") / 1e12, g.peak_flops("fp8") / 1e12, g.nvlink_Bps / 1e9
+    (989.0, 1979.0, 450.0)
+    >>> PRESETS["A100-80GB"].peak_flops("fp8")
+    0.0
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+PRECISIONS = ("bf16", "fp16", "fp8")
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSpec:
+    """One GPU model: dense peak TFLOP/s per precision (None: not supported), HBM GB/s
+    (decimal) and GiB, NVLink GB/s per direction."""
+
+    name: str
+    tflops_bf16: float
+    tflops_fp16: float
+    tflops_fp8: Optional[float]
+    hbm_GBps: float
+    hbm_GiB: float
+    nvlink_GBps: float
+
+    def peak_flops(self, precision: str) -> float:
+        """Dense tensor-core FLOP/s at ``precision`` (0.0 when the GPU has none)."""
+        tf = {"bf16": self.tflops_bf16, "fp16": self.tflops_fp16, "fp8": self.tflops_fp8}[precision]
+        return float(tf or 0.0) * 1e12
+
+    @property
+    def hbm_Bps(self) -> float:
+        """HBM bandwidth in bytes/s."""
+        return self.hbm_GBps * 1e9
+
+    @property
+    def hbm_bytes(self) -> float:
+        """HBM capacity in bytes."""
+        return self.hbm_GiB * 2**30
+
+    @property
+    def nvlink_Bps(self) -> float:
+        """NVLink bandwidth per direction in bytes/s."""
+        return self.nvlink_GBps * 1e9
+
+
+PRESETS: dict[str, GpuSpec] = {g.name: g for g in (
+    GpuSpec("A100-40GB", 312.0, 312.0, None, 1555.0, 40.0, 300.0),   # A100 datasheet, SXM4 40GB
+    GpuSpec("A100-80GB", 312.0, 312.0, None, 2039.0, 80.0, 300.0),   # A100 datasheet, SXM4 80GB
+    GpuSpec("H100-SXM", 989.0, 989.0, 1979.0, 3350.0, 80.0, 450.0),  # H100 datasheet, SXM5
+    GpuSpec("H800", 989.0, 989.0, 1979.0, 3350.0, 80.0, 200.0),      # H800 product brief, SXM5
+    GpuSpec("H20", 148.0, 148.0, 296.0, 4000.0, 96.0, 450.0),        # HGX H20 specification
+    GpuSpec("H200", 989.0, 989.0, 1979.0, 4800.0, 141.0, 450.0),     # H200 datasheet, SXM
+)}
+
+__all__ = ["GpuSpec", "PRECISIONS", "PRESETS"]

@@ -1,0 +1,235 @@
+"""The operator graph of one micro-batch on one GPU: the kernels of a transformer layer's
+forward and backward (dense or MoE), the embedding, the LM head with its loss, and the
+optimizer step, with the collectives between them, per Megatron-LM's tensor, sequence,
+context and expert parallelism.
+
+Notation: micro-batch b, sequence s (s/cp per GPU), tokens T = b·s/cp, hidden h, heads a,
+KV heads g, head dim d, FFN f (2f inputs for SwiGLU), tensor parallel t, e bytes per
+element (2). Norms, dropouts and residual adds work on T tokens, or T/t with sequence
+parallelism. Per layer and micro-batch:
+
+* forward: norm, [SP all-gather], QKV GEMM (T × (a+2g)d/t × h), flash attention
+  (4·b·(s/cp)·s·(a/t)·d FLOPs, halved: causal), [CP all-gather of K,V hidden by the
+  attention], output GEMM, TP all-reduce (or SP reduce-scatter) of T·h·e bytes, residual
+  add (+ dropout mask), norm, [SP all-gather], FC1, activation, FC2, TP all-reduce / RS,
+  residual add. MoE layers: router GEMM, EP all-to-all dispatch of T·k·h·e bytes, the
+  local experts' FC1/activation/FC2 on T·k tokens (widths / t) as grouped GEMMs, EP
+  all-to-all combine;
+* backward: the mirror, every GEMM twice (data and weight gradient), attention 2.5× its
+  forward FLOPs, element-wise kernels 2× their bytes; the TP all-reduces move to the
+  inputs of QKV and FC1 (SP: reduce-scatter of the input gradient plus the all-gather of
+  the saved input for the weight gradient);
+* full recomputation runs the layer's forward again before its backward; selective
+  recomputes the norms and the activation function.
+
+Example::
+
+    >>> from sim.predict.job import job_from_dict
+    >>> j = job_from_dict({"model": {"layers": 2, "hidden": 1024, "heads": 16, "seq_length": 2048,
+    ...                              "vocab": 32000}, "parallel": {"tp": 2},
+    ...                    "training": {"global_batch": 4}, "gpu": {"preset": "H800"}}, "j.yaml")
+    >>> f = layer_forward(j, moe=False)
+    >>> [k.name for k in f if k.kind == "comm"]
+    ['tp.allreduce.attn', 'tp.allreduce.mlp']
+    >>> gemm_fwd = sum(k.flops for k in f if k.kind == "gemm")
+    >>> gemm_fwd == 24 * 2048 * 1024 ** 2 / 2           # Megatron's 24·b·s·h² per layer, / t
+    True
+    >>> sum(k.flops for k in layer_backward(j, moe=False) if k.kind == "gemm") == 2 * gemm_fwd
+    True
+"""
+from __future__ import annotations
+
+from sim.predict.job import TrainingJob
+from sim.predict.kernels import Kernel
+
+E = 2.0                      # bytes per bf16/fp16 element
+OPTIMIZER_BYTES_PER_PARAM = 34.0   # Adam: fp32 master, m, v read+written, fp32 grad read twice, bf16 weight written
+
+
+def _gemm(name: str, m: int, n: int, k: int, fp8: bool, phase: str = "fwd") -> Kernel:
+    in_b = 1.0 if fp8 else E
+    return Kernel(name, "gemm", flops=2.0 * m * n * k, bytes=(m * k + k * n) * in_b + m * n * E,
+                  dims=(m, n, k), phase=phase, fp8=fp8)
+
+
+def _mem(name: str, nbytes: float, phase: str = "fwd") -> Kernel:
+    return Kernel(name, "memory", bytes=nbytes, phase=phase)
+
+
+def _comm(name: str, collective: str, group: str, size: float, hidden_by: str = "") -> Kernel:
+    return Kernel(name, "comm", collective=collective, group=group, size_bytes=size, hidden_by=hidden_by)
+
+
+class _Dims:
+    """The sizes of one micro-batch on one GPU."""
+
+    def __init__(self, j: TrainingJob) -> None:
+        m, p = j.model, j.parallel
+        self.t, self.b, self.h = p.tp, j.training.micro_batch, m.hidden
+        self.s_local = m.seq_length // p.cp
+        self.T = self.b * self.s_local
+        self.sp = p.sequence_parallel and p.tp > 1
+        self.Tn = self.T // p.tp if self.sp else self.T
+        self.qkv = (m.heads + 2 * m.kv) * m.head_dim // p.tp
+        self.a_t = m.heads // p.tp
+        self.fp8 = j.training.precision == "fp8"
+        self.swiglu = m.mlp == "swiglu"
+        self.cp = p.cp
+        self.ep = p.ep
+
+
+def _tp_in(d: _Dims, name: str) -> list[Kernel]:
+    return [_comm(f"tp.allgather.{name}", "allgather", "tp", d.T * d.h * E)] if d.sp else []
+
+
+def _tp_out(d: _Dims, name: str) -> list[Kernel]:
+    if d.t == 1:
+        return []
+    kind = "reducescatter" if d.sp else "allreduce"
+    return [_comm(f"tp.{kind}.{name}", kind, "tp", d.T * d.h * E)]
+
+
+def _residual(j: TrainingJob, d: _Dims, name: str) -> Kernel:
+    return _mem(name, d.Tn * d.h * (3 * E + (1.0 if j.model.dropout else 0.0)))
+
+
+def _mlp_forward(j: TrainingJob, d: _Dims, moe: bool) -> list[Kernel]:
+    m = j.model
+    width = m.moe_ffn if moe else m.ffn
+    f_t = width // d.t
+    n1 = 2 * f_t if d.swiglu else f_t
+    act_bytes = (3 if d.swiglu else 2) * f_t * E
+    if not moe:
+        return [_gemm("fc1", d.T, n1, d.h, d.fp8), _mem("activation", d.T * act_bytes),
+                _gemm("fc2", d.T, d.h, f_t, d.fp8)]
+    local = m.experts // d.ep
+    tokens = d.T * m.top_k
+    per_expert = max(1, tokens // local)
+    a2a = d.Tn * m.top_k * d.h * E
+
+    def grouped(name: str, n: int, k: int) -> Kernel:
+        g = _gemm(name, per_expert, n, k, d.fp8)
+        return Kernel(name, "gemm", g.flops * local, g.bytes * local, g.dims, "fwd", d.fp8)
+
+    return [_gemm("router", d.Tn, m.experts, d.h, False), _mem("router.topk", d.Tn * m.experts * 4.0 * 3),
+            _comm("ep.alltoall.dispatch", "alltoall", "ep", a2a) if d.ep > 1 else _mem("moe.permute", 2 * a2a),
+            grouped("experts.fc1", n1, d.h), _mem("experts.activation", tokens * act_bytes),
+            grouped("experts.fc2", d.h, f_t),
+            _comm("ep.alltoall.combine", "alltoall", "ep", a2a) if d.ep > 1 else _mem("moe.unpermute", 2 * a2a)]
+
+
+def layer_forward(j: TrainingJob, moe: bool) -> list[Kernel]:
+    """The forward kernels of one layer for one micro-batch (module docstring)."""
+    d, m = _Dims(j), j.model
+    causal = 0.5
+    attn_flops = 4.0 * d.b * d.s_local * m.seq_length * d.a_t * m.head_dim * causal
+    attn_bytes = d.T * (d.qkv + d.a_t * m.head_dim) * E
+    out: list[Kernel] = [_mem("norm.attn", 2 * d.Tn * d.h * E), *_tp_in(d, "attn"),
+                         _gemm("qkv", d.T, d.qkv, d.h, d.fp8)]
+    if d.cp > 1:
+        kv = 2.0 * d.T * (m.kv // d.t) * m.head_dim * E
+        out.append(_comm("cp.allgather.kv", "allgather", "cp", kv, hidden_by="attention"))
+    out += [Kernel("attention", "attention", attn_flops, attn_bytes), _gemm("out_proj", d.T, d.h, d.a_t * m.head_dim, d.fp8),
+            *_tp_out(d, "attn"), _residual(j, d, "residual.attn"),
+            _mem("norm.mlp", 2 * d.Tn * d.h * E), *_tp_in(d, "mlp"), *_mlp_forward(j, d, moe),
+            *_tp_out(d, "mlp"), _residual(j, d, "residual.mlp")]
+    return out
+
+
+def _backward_of(k: Kernel, d: _Dims) -> list[Kernel]:
+    """The backward kernels of one forward kernel (in backward order)."""
+    name = f"{k.name}.bwd"
+    if k.kind == "gemm":
+        m, n, kk = k.dims
+        dgrad = _gemm(f"{k.name}.dgrad", m, kk, n, k.fp8, "bwd")
+        wgrad = _gemm(f"{k.name}.wgrad", kk, n, m, k.fp8, "bwd")
+        scale = k.flops / (2.0 * m * n * kk)          # grouped GEMMs: several experts
+        return [Kernel(x.name, "gemm", x.flops * scale, x.bytes * scale, x.dims, "bwd", k.fp8) for x in (dgrad, wgrad)]
+    if k.kind == "attention":
+        return [Kernel(name, "attention", 2.5 * k.flops, 2.0 * k.bytes, phase="bwd")]
+    if k.kind == "memory":
+        return [_mem(name, 2.0 * k.bytes, "bwd")]
+    if k.group == "tp" and k.collective == "allgather":        # SP: RS of the input gradient
+        return [_comm(f"tp.reducescatter.{k.name.split('.')[-1]}.bwd", "reducescatter", "tp", k.size_bytes)]
+    if k.group == "tp" and k.collective == "reducescatter":    # SP: AG of the output gradient
+        return [_comm(f"tp.allgather.{k.name.split('.')[-1]}.bwd", "allgather", "tp", k.size_bytes)]
+    if k.group == "tp":                                        # the 'g' all-reduce: identity backward
+        return []
+    if k.group == "cp":
+        return [_comm("cp.reducescatter.dkv", "reducescatter", "cp", k.size_bytes, hidden_by="attention.bwd")]
+    return [_comm(f"{k.name}.bwd", k.collective, k.group, k.size_bytes)]
+
+
+def layer_backward(j: TrainingJob, moe: bool) -> list[Kernel]:
+    """The backward kernels of one layer (without recomputation; module docstring)."""
+    d = _Dims(j)
+    fwd = layer_forward(j, moe)
+    out: list[Kernel] = []
+    for k in reversed(fwd):
+        out += _backward_of(k, d)
+        if k.kind == "gemm" and k.name in ("qkv", "fc1", "router") and d.t > 1 and not d.sp:
+            out.append(_comm(f"tp.allreduce.{k.name}.dgrad", "allreduce", "tp", d.T * d.h * E))
+        if k.kind == "comm" and k.group == "tp" and k.collective == "allgather":
+            out.append(_comm(f"tp.allgather.{k.name.split('.')[-1]}.regather", "allgather", "tp", k.size_bytes))
+    return out
+
+
+def recompute_forward(j: TrainingJob, moe: bool) -> list[Kernel]:
+    """What the backward of a layer recomputes first: the whole forward (``full``), the
+    norms and the activation function (``selective``) or nothing."""
+    mode = j.training.recompute
+    if mode == "none":
+        return []
+    fwd = layer_forward(j, moe)
+    if mode == "selective":
+        fwd = [k for k in fwd if k.name.startswith("norm.") or k.name.endswith("activation")]
+    return [Kernel(f"recompute.{k.name}", k.kind, k.flops, k.bytes, k.dims, k.phase, k.fp8, k.collective,
+                   k.group, k.size_bytes, f"recompute.{k.hidden_by}" if k.hidden_by else "") for k in fwd]
+
+
+def embedding_forward(j: TrainingJob) -> list[Kernel]:
+    """Vocab-parallel embedding look-up (+ its TP all-reduce)."""
+    d = _Dims(j)
+    ks = [_mem("embedding", 2 * d.T * d.h * E)]
+    if d.t > 1:
+        ks.append(_comm("tp.reducescatter.embedding" if d.sp else "tp.allreduce.embedding",
+                        "reducescatter" if d.sp else "allreduce", "tp", d.T * d.h * E))
+    return ks
+
+
+def head_forward(j: TrainingJob) -> list[Kernel]:
+    """Final norm, vocab-parallel LM head GEMM and cross-entropy (fp32 logits)."""
+    d, v_t = _Dims(j), j.model.vocab // j.parallel.tp
+    ks = [_mem("norm.final", 2 * d.Tn * d.h * E), *_tp_in(d, "head"), _gemm("lm_head", d.T, v_t, d.h, False),
+          _mem("cross_entropy", 3 * d.T * v_t * 4.0)]
+    if d.t > 1:
+        ks.append(_comm("tp.allreduce.loss", "allreduce", "tp", d.T * 8.0))
+    return ks
+
+
+def head_backward(j: TrainingJob) -> list[Kernel]:
+    """The LM head's backward (never recomputed)."""
+    d = _Dims(j)
+    out: list[Kernel] = []
+    for k in reversed(head_forward(j)):
+        if k.name == "tp.allreduce.loss":
+            continue
+        out += _backward_of(k, d)
+        if k.name == "lm_head" and d.t > 1 and not d.sp:
+            out.append(_comm("tp.allreduce.lm_head.dgrad", "allreduce", "tp", d.T * d.h * E))
+    return out
+
+
+def embedding_backward(j: TrainingJob) -> list[Kernel]:
+    """Scatter-add of the embedding gradient."""
+    d = _Dims(j)
+    return [_mem("embedding.bwd", 2 * d.T * d.h * E, "bwd")]
+
+
+def optimizer_step(params_local: float) -> Kernel:
+    """Adam over this GPU's (shard of the) parameters: memory-bound."""
+    return _mem("optimizer.adam", params_local * OPTIMIZER_BYTES_PER_PARAM)
+
+
+__all__ = ["embedding_backward", "embedding_forward", "head_backward", "head_forward", "layer_backward",
+           "layer_forward", "optimizer_step", "recompute_forward"]

@@ -1,0 +1,180 @@
+"""Parameters and memory per GPU: weights, gradients and optimizer states per ZeRO stage,
+activations per recomputation mode and pipeline schedule, the LM head's logits.
+
+* **Parameters** of a pipeline stage per GPU: attention ``(h·(a+2g)·d + a·d·h)/t``, MLP
+  ``h·f·(2 or 3)/t`` (+ biases for GPT-style models), norms (replicated), MoE router and
+  the ``E/ep`` local experts ``/t``, the embedding ``V·h/t`` on the first stage and the LM
+  head ``V·h/t`` (a copy when tied) with the final norm on the last.
+* **Bytes per parameter**: weights 2 (bf16/fp16; fp8 training keeps bf16 weights), main
+  gradients ``training.grad_bytes`` (4), optimizer ``training.optimizer_bytes`` (12: fp32
+  master, Adam m and v). ZeRO 1 shards the optimizer states over DP, 2 also the
+  gradients, 3 also the weights (expert parameters over the expert-DP group dp/ep).
+* **Activations per layer and micro-batch** (Korthikanti et al., "Reducing Activation
+  Recomputation in Large Transformer Models", 2022, with flash attention: no s² scores):
+  ``none`` stores the inputs of every kernel with a backward — for GPT with t-way TP and
+  no SP ``s·b·h·(10 + 24/t)`` bytes, with SP ``s·b·h·34/t``; ``selective`` drops the
+  norms' outputs and the activation's output (recomputed); ``full`` keeps the layer input
+  (``2·s·b·h``, / t with SP).
+* **In flight**: a 1F1B stage s holds ``min(p − s, m)`` micro-batches; interleaved holds
+  ``min(2(p − s − 1) + (v − 1)·p + 1, m·v)`` chunks of ``L/(p·v)`` layers (Megatron's
+  warm-up); the first stage is the fullest.
+
+Example::
+
+    >>> from sim.predict.job import job_from_dict
+    >>> j = job_from_dict({"model": {"layers": 96, "hidden": 12288, "heads": 96, "seq_length": 2048,
+    ...                              "vocab": 51200}, "parallel": {"tp": 8, "pp": 16, "dp": 8},
+    ...                    "training": {"global_batch": 1536, "recompute": "full"},
+    ...                    "gpu": {"preset": "A100-80GB"}}, "j.yaml")
+    >>> round(sum(stage_params(j, s).total for s in range(16)) * 8 / 1e9, 1)   # GPT-3: 174.6B + tied copy
+    175.3
+    >>> m = stage_memory(j, 0)
+    >>> round(m.total_GiB, 1), round(m.activations / 2**30, 2)
+    (30.6, 4.5)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sim.predict.job import TrainingJob
+
+GiB = float(2**30)
+
+
+@dataclass(frozen=True, slots=True)
+class StageParams:
+    """Parameters of one GPU of a pipeline stage: dense (reduced over DP) and expert
+    (reduced over dp/ep)."""
+
+    dense: float
+    expert: float
+
+    @property
+    def total(self) -> float:
+        """dense + expert."""
+        return self.dense + self.expert
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryBreakdown:
+    """Bytes per GPU of one stage."""
+
+    weights: float
+    grads: float
+    optimizer: float
+    activations: float
+    logits: float
+    reserved: float
+
+    @property
+    def total(self) -> float:
+        """Every term, bytes."""
+        return self.weights + self.grads + self.optimizer + self.activations + self.logits + self.reserved
+
+    @property
+    def total_GiB(self) -> float:
+        """Every term, GiB."""
+        return self.total / GiB
+
+
+def stage_layers(j: TrainingJob, stage: int) -> list[int]:
+    """The layer indices GPU ``stage`` runs (every chunk: chunk c holds layers of virtual
+    stage ``c·p + stage``)."""
+    p, v = j.parallel.pp, j.chunks
+    per = j.model.layers // (p * v)
+    return [(c * p + stage) * per + i for c in range(v) for i in range(per)]
+
+
+def layer_params(j: TrainingJob, layer: int) -> StageParams:
+    """One layer's parameters on one GPU."""
+    m, t = j.model, j.parallel.tp
+    d = m.head_dim
+    gpt = m.norm == "layernorm"
+    attn = (m.hidden * (m.heads + 2 * m.kv) * d + m.heads * d * m.hidden) / t
+    attn += ((m.heads + 2 * m.kv) * d / t + m.hidden) if gpt else 0.0
+    norms = (4 if gpt else 2) * m.hidden
+    mats = 3 if m.mlp == "swiglu" else 2
+    if m.is_moe_layer(layer):
+        experts = m.experts // j.parallel.ep * m.hidden * m.moe_ffn * mats / t
+        return StageParams(attn + norms + m.hidden * m.experts, experts)
+    mlp = m.hidden * m.ffn * mats / t + ((m.ffn / t + m.hidden) if gpt else 0.0)
+    return StageParams(attn + norms + mlp, 0.0)
+
+
+def stage_params(j: TrainingJob, stage: int) -> StageParams:
+    """Parameters on one GPU of pipeline stage ``stage``."""
+    m, t, p = j.model, j.parallel.tp, j.parallel.pp
+    dense = expert = 0.0
+    for layer in stage_layers(j, stage):
+        lp = layer_params(j, layer)
+        dense += lp.dense
+        expert += lp.expert
+    emb = m.vocab * m.hidden / t
+    if stage == 0:
+        dense += emb
+    if stage == p - 1:
+        dense += (2 if m.norm == "layernorm" else 1) * m.hidden
+        if p > 1 or not m.tied_embeddings:
+            dense += emb
+    return StageParams(dense, expert)
+
+
+def activation_bytes_per_layer(j: TrainingJob, moe: bool) -> float:
+    """Stored activations of one layer and micro-batch (module docstring)."""
+    m, p = j.model, j.parallel
+    t = p.tp
+    T = j.training.micro_batch * m.seq_length // p.cp
+    sp = p.sequence_parallel and t > 1
+    Tn = T // t if sp else T
+    h, e = m.hidden, 2.0
+    if j.training.recompute == "full":
+        return e * Tn * h
+    qkv = (m.heads + 2 * m.kv) * m.head_dim // t
+    a_t = m.heads // t
+    width = (m.moe_ffn if moe else m.ffn) // t
+    k = m.top_k if moe else 1
+    n1 = 2 * width if m.mlp == "swiglu" else width
+    mask = Tn * h * (2 if m.dropout else 0)
+    norm_out = 2 * e * Tn * h
+    act_out = e * T * k * width
+    total = (e * Tn * h + norm_out / 2 + e * T * qkv + e * T * a_t * m.head_dim + 4.0 * T * a_t
+             + mask + e * Tn * h + norm_out / 2 + e * T * k * h * (1 if moe else 0)
+             + e * T * k * n1 + act_out)
+    if moe:
+        total += 4.0 * Tn * m.experts
+    if j.training.recompute == "selective":
+        total -= norm_out + act_out
+    return float(total)
+
+
+def in_flight(j: TrainingJob, stage: int) -> float:
+    """Micro-batches (in layer-chunk units, fractional for interleaved) whose activations
+    GPU ``stage`` holds at its peak."""
+    p, v, m = j.parallel.pp, j.chunks, j.microbatches
+    if v == 1:
+        return float(min(p - stage, m))
+    chunks = min(2 * (p - stage - 1) + (v - 1) * p + 1, m * v)
+    return chunks / v
+
+
+def stage_memory(j: TrainingJob, stage: int) -> MemoryBreakdown:
+    """Memory per GPU of pipeline stage ``stage`` (module docstring)."""
+    par, tr, m = j.parallel, j.training, j.model
+    sp = stage_params(j, stage)
+    dp, edp = par.dp, max(1, par.dp // par.ep)
+
+    def shard(nbytes: float, from_stage: int) -> float:
+        if par.zero >= from_stage:
+            return nbytes * (sp.dense / dp + sp.expert / edp)
+        return nbytes * sp.total
+
+    layers = stage_layers(j, stage)
+    per_mb = sum(activation_bytes_per_layer(j, m.is_moe_layer(x)) for x in layers)
+    T = tr.micro_batch * m.seq_length // par.cp
+    logits = 2 * 4.0 * T * m.vocab / par.tp if stage == par.pp - 1 else 0.0
+    return MemoryBreakdown(shard(2.0, 3), shard(float(tr.grad_bytes), 2), shard(float(tr.optimizer_bytes), 1),
+                           per_mb * in_flight(j, stage), logits, tr.reserved_GiB * GiB)
+
+
+__all__ = ["MemoryBreakdown", "StageParams", "activation_bytes_per_layer", "in_flight", "layer_params",
+           "stage_layers", "stage_memory", "stage_params"]

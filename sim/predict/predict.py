@@ -1,0 +1,232 @@
+"""One prediction: a job on its fabric → iteration time, throughput, memory, breakdowns,
+critical path, bottleneck.
+
+Steps: build the fabric (``fabric`` section as in scenario files; by default the fewest
+blocks of ``topo/specs/pod64k.yaml`` that hold the job) and place the job's servers
+(``network.placement``: contiguous, fragmented or random, as ``sim.workloads.place_job``),
+ranks server-major; refuse the job when it needs more GPUs than the fabric has or more memory
+than the GPU (:mod:`sim.predict.memory`); time every stage's passes
+(:mod:`sim.predict.stages`); run the pipeline schedule (:mod:`sim.predict.schedule`);
+then, per stage, the data-parallel gradient reduction (all-reduce, or reduce-scatter with
+ZeRO 1/2: every DP group simulated on the fabric at once), overlapped with the
+backward when ``overlap_grad_reduce`` (each model chunk's share starts with that chunk's
+last backward, one after another; at least the last bucket comes after the last
+backward), the optimizer step (memory-bound, on the ZeRO shard) and
+the ZeRO 1/2 parameter all-gather (hidden under the next iteration's first forward when
+``overlap_param_gather``). The iteration ends when the last stage does.
+
+FLOPs: *model* FLOPs are ``3 ×`` the forward's (attention counted in full, s² not s²/2,
+as Megatron-LM and PaLM count), so MFU is comparable across papers; *hardware* FLOPs add
+the recomputed forwards — with full recomputation this is exactly the Megatron-LM paper's
+``96·B·s·l·h²·(1 + s/6h + V/16lh)``.
+
+Example::
+
+    >>> from sim.predict.job import job_from_dict
+    >>> j = job_from_dict({"model": {"layers": 4, "hidden": 1024, "heads": 16, "seq_length": 1024,
+    ...                              "vocab": 32000}, "parallel": {"tp": 2, "pp": 2, "dp": 2},
+    ...                    "training": {"global_batch": 32}, "gpu": {"preset": "H800"},
+    ...                    "fabric": {"spec_file": "topo/specs/default.yaml"}}, "j.yaml")
+    >>> r = predict(j)
+    >>> r.iteration_s > 0, 0 < r.mfu < 1, r.pipeline.makespan_s <= r.iteration_s
+    (True, True, True)
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from sim.predict import graph
+from sim.predict.comm import CommModel, CommTime
+from sim.predict.job import TrainingJob
+from sim.predict.kernels import kernel_time_s
+from sim.predict.memory import GiB, MemoryBreakdown, layer_params, stage_memory, stage_params
+from sim.predict.schedule import PipelineResult, simulate_pipeline
+from sim.predict.stages import StageCost, stage_costs
+from sim.runner import build_sim_fabric
+from sim.scenario import Scenario
+from sim.topology import SimFabric, SimInputError
+from sim.workloads import Job, place_job
+
+
+@dataclass(slots=True)
+class StageTail:
+    """What follows a stage's last backward: DP reduction (full and exposed), optimizer,
+    ZeRO 1/2 parameter all-gather (exposed), and the stage's end."""
+
+    dp_s: float
+    dp_exposed_s: float
+    optimizer_s: float
+    param_gather_s: float
+    dp_start_s: float
+    end_s: float
+
+
+@dataclass(slots=True)
+class Prediction:
+    """Everything ``python -m sim predict`` reports (see :mod:`sim.predict.report`)."""
+
+    job: TrainingJob
+    iteration_s: float
+    pipeline: PipelineResult
+    stages: list[StageCost]
+    tails: list[StageTail]
+    memory: list[MemoryBreakdown]
+    comm: dict[str, CommTime]
+    model_flops: float
+    hardware_flops: float
+    fabric_gpus: int
+    wall_s: float = 0.0
+    fabric_wall_s: float = 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Tokens trained per second (global batch × sequence / iteration)."""
+        return self.job.tokens_per_iteration / self.iteration_s
+
+    @property
+    def model_tflops_per_gpu(self) -> float:
+        """Model TFLOP/s per GPU (no recomputation counted)."""
+        return self.model_flops / self.iteration_s / self.job.gpus / 1e12
+
+    @property
+    def hardware_tflops_per_gpu(self) -> float:
+        """TFLOP/s per GPU with the recomputed forwards (the Megatron-LM paper's figure)."""
+        return self.hardware_flops / self.iteration_s / self.job.gpus / 1e12
+
+    @property
+    def mfu(self) -> float:
+        """Model FLOPs utilisation: model TFLOP/s over the GPU's dense peak at the job's
+        precision (fp8 jobs: the fp8 peak)."""
+        return self.model_tflops_per_gpu * 1e12 / self.job.gpu.peak_flops(self.job.training.precision)
+
+    @property
+    def critical_stage(self) -> int:
+        """The stage whose end is the iteration's end."""
+        return max(range(len(self.tails)), key=lambda s: self.tails[s].end_s)
+
+
+def model_flops(j: TrainingJob) -> tuple[float, float]:
+    """(model, hardware) FLOPs of one iteration (module docstring)."""
+    m, t = j.model, j.parallel.tp
+    per_token_layers = 0.0
+    recomputed = 0.0
+    for layer in range(m.layers):
+        lp = layer_params(j, layer)
+        mats = 3 if m.mlp == "swiglu" else 2
+        active = lp.dense                                   # attention, MLP or router, norms: per GPU
+        if m.is_moe_layer(layer):
+            active += m.top_k * m.hidden * m.moe_ffn * mats / t  # the experts a token visits
+        f = 2.0 * active * t + 4.0 * m.seq_length * m.heads * m.head_dim
+        per_token_layers += f
+        if j.training.recompute == "full":
+            recomputed += f
+    head = 2.0 * m.hidden * m.vocab
+    tokens = float(j.tokens_per_iteration)
+    model = 3.0 * tokens * (per_token_layers + head)
+    return model, model + tokens * recomputed
+
+
+def _fabric(j: TrainingJob) -> tuple[SimFabric, Job]:
+    fab = dict(j.fabric)
+    sc = Scenario(name=j.name, fabric=fab, source=j.source)
+    if "topology" not in fab and "blocks" not in fab:
+        spec = sc.fabric_spec()
+        per_block = spec.servers_per_block * spec.rails
+        fab["blocks"] = max(1, min(spec.blocks, math.ceil(j.gpus / per_block)))
+        sc = Scenario(name=j.name, fabric=fab, source=j.source)
+    sf = build_sim_fabric(sc)
+    total = len(sf.fabric.hosts) * sf.rails
+    p = j.parallel
+    if j.gpus > total:
+        raise SimInputError(f"{j.source}: parallel: the job needs {j.gpus} GPUs (tp {p.tp} x pp {p.pp} x cp {p.cp} "
+                            f"x dp {p.dp}) but the fabric has {total} ({len(sf.fabric.hosts)} servers x {sf.rails})")
+    per_server = sf.rails if j.gpus >= sf.rails else max(2, j.gpus)     # one GPU: placed as two, one used
+    if j.gpus > 1 and j.gpus % per_server:
+        raise SimInputError(f"{j.source}: parallel: {j.gpus} GPUs do not fill whole servers of {sf.rails} GPUs")
+    return sf, place_job(sf, max(2, j.gpus), j.network.placement, j.network.seed, per_server)
+
+
+def _check_memory(j: TrainingJob, mem: list[MemoryBreakdown]) -> None:
+    s = max(range(len(mem)), key=lambda i: mem[i].total)
+    m = mem[s]
+    if m.total > j.gpu.hbm_bytes:
+        raise SimInputError(
+            f"{j.source}: gpu.hbm_GiB: the job does not fit: stage {s} needs {m.total_GiB:.1f} GiB per GPU "
+            f"(weights {m.weights / GiB:.1f}, gradients {m.grads / GiB:.1f}, optimizer {m.optimizer / GiB:.1f}, "
+            f"activations {m.activations / GiB:.1f}, logits {m.logits / GiB:.1f}, reserved {m.reserved / GiB:.1f}) "
+            f"but {j.gpu.name} has {j.gpu.hbm_GiB:g} GiB; raise parallel.tp/pp, parallel.zero or "
+            f"training.recompute, or lower training.micro_batch")
+
+
+def _reduction(overlap: bool, dp_s: float, last_b_of_chunk: list, bucket_share: float) -> tuple[float, float]:
+    """(start, end) of a stage's gradient reduction: after its last backward, or, when
+    overlapped, each chunk's share from the start of that chunk's last backward, one
+    after another on the DP stream, the last bucket after the last backward."""
+    last = max(o.end_s for o in last_b_of_chunk)
+    if not overlap or dp_s <= 0:
+        return last, last + dp_s
+    start, free = float("inf"), 0.0
+    for o in sorted(last_b_of_chunk, key=lambda o: o.end_s):
+        begin = max(free, o.start_s)
+        start = min(start, begin)
+        free = begin + dp_s / len(last_b_of_chunk)
+    return start, max(free, last + dp_s * bucket_share)
+
+
+def _tails(j: TrainingJob, comm: CommModel, pipe: PipelineResult) -> tuple[list[StageTail], dict[str, CommTime]]:
+    par, tr = j.parallel, j.training
+    out, used = [], {}
+    for s in range(par.pp):
+        sp = stage_params(j, s)
+        ops = [o for o in pipe.ops if o.stage == s]
+        first_f = min((o for o in ops if o.kind == "F"), key=lambda o: o.start_s)
+        last_b_of_chunk = [max((o for o in ops if o.kind == "B" and o.chunk == c), key=lambda o: o.end_s)
+                           for c in range(j.chunks)]
+        last_b = max(last_b_of_chunk, key=lambda o: o.end_s)
+        dp_s = ag_s = 0.0
+        if par.zero < 3:
+            kind = "allreduce" if par.zero == 0 else "reducescatter"
+            c1 = comm.collective("dp", kind, tr.grad_bytes * sp.dense)
+            c2 = comm.collective("edp", kind, tr.grad_bytes * sp.expert)
+            used[f"dp.{kind}.grads"], used[f"edp.{kind}.grads"] = c1, c2
+            dp_s = c1.seconds + c2.seconds
+            if par.zero in (1, 2):
+                g1 = comm.collective("dp", "allgather", 2.0 * sp.dense)
+                g2 = comm.collective("edp", "allgather", 2.0 * sp.expert)
+                used["dp.allgather.params"] = g1
+                ag_s = g1.seconds + g2.seconds
+        start, dp_end = _reduction(par.overlap_grad_reduce, dp_s, last_b_of_chunk,
+                                   min(1.0, par.bucket_MiB * 2**20 / max(tr.grad_bytes * sp.total, 1.0)))
+        shard = (sp.dense / par.dp + sp.expert / max(1, par.dp // par.ep)) if par.zero >= 1 else sp.total
+        opt = kernel_time_s(graph.optimizer_step(shard), j.gpu, tr.precision, j.kernels)
+        ag_exposed = max(0.0, ag_s - (first_f.end_s - first_f.start_s)) if par.overlap_param_gather else ag_s
+        out.append(StageTail(dp_s, dp_end - last_b.end_s, opt, ag_exposed, start, dp_end + opt + ag_exposed))
+    return out, used
+
+
+def predict(j: TrainingJob) -> Prediction:
+    """Predict one training iteration of ``j`` (module docstring)."""
+    t0 = time.perf_counter()
+    mem = [stage_memory(j, s) for s in range(j.parallel.pp)]
+    _check_memory(j, mem)
+    sf, placed = _fabric(j)
+    comm = CommModel(j, sf, placed)
+    stages = stage_costs(j, comm)
+    p2p_bytes = j.training.micro_batch * j.model.seq_length // j.parallel.cp * j.model.hidden * 2.0 / j.parallel.tp
+    p2p = comm.p2p(p2p_bytes)
+    pipe = simulate_pipeline(j.parallel.pp, j.microbatches, j.chunks, [s.fwd_s for s in stages],
+                             [s.bwd_s for s in stages], p2p.seconds)
+    tails, used = _tails(j, comm, pipe)
+    used["pp.sendrecv"] = p2p
+    for (kind, coll, size), ct in sorted(comm.timed.items(), key=lambda kv: kv[0][2]):
+        if kind in ("tp", "ep", "cp"):
+            used[f"{kind}.{coll}"] = ct                      # the largest of each kind
+    mf, hf = model_flops(j)
+    it = max(t.end_s for t in tails)
+    return Prediction(j, it, pipe, stages, tails, mem, used, mf, hf, len(sf.fabric.hosts) * sf.rails,
+                      time.perf_counter() - t0, comm.fabric_wall_s)
+
+
+__all__ = ["Prediction", "StageTail", "model_flops", "predict"]

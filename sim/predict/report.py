@@ -1,0 +1,83 @@
+"""What ``python -m sim predict`` prints and writes: the summary (iteration time,
+tokens/s, TFLOP/s per GPU and MFU, memory per GPU, the collectives), the breakdowns by
+stream and by operator, the critical path and the bottleneck; ``report.md`` with the
+same text and ``trace.json`` (Chrome/Perfetto) side by side in the run folder.
+
+Example::
+
+    >>> _table([("a", 1.0), ("bb", 3.0)], 4.0)[1]
+    'bb                                          3.000 s   75.0 %'
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sim.predict.breakdown import bottleneck, by_operator, by_stream, critical_path
+from sim.predict.memory import GiB, stage_params
+from sim.predict.predict import Prediction
+from sim.predict.trace import write_trace
+
+
+def _table(rows: list[tuple[str, float]], total: float) -> list[str]:
+    return [f"{name:<40} {sec:8.3f} s {100 * sec / total:6.1f} %" for name, sec in rows]
+
+
+def summary_lines(r: Prediction, top_ops: int = 15) -> list[str]:
+    """The report as lines of text."""
+    j, p = r.job, r.job.parallel
+    params = sum(stage_params(j, s).dense * p.tp + stage_params(j, s).expert * p.tp * p.ep for s in range(p.pp))
+    kind = f"MoE {j.model.experts}x top-{j.model.top_k}" if j.model.experts else "dense"
+    sched = p.schedule + (f" v={j.chunks}" if j.chunks > 1 else "")
+    peak = j.gpu.peak_flops(j.training.precision) / 1e12
+    worst = max(range(len(r.memory)), key=lambda s: r.memory[s].total)
+    m = r.memory[worst]
+    it = r.iteration_s
+    lines = [
+        f"job {j.name}: {kind} {params / 1e9:.1f}B parameters, {j.gpus} x {j.gpu.name} "
+        f"(tp {p.tp}, pp {p.pp} {sched}, cp {p.cp}, dp {p.dp}, ep {p.ep}, zero {p.zero}"
+        f"{', sp' if p.sequence_parallel else ''}), {j.training.precision}, recompute {j.training.recompute}, "
+        f"{j.microbatches} micro-batches of {j.training.micro_batch}, policy {j.network.policy}, "
+        f"fabric of {r.fabric_gpus} GPUs",
+        f"iteration            {it:.3f} s",
+        f"tokens/s             {r.tokens_per_s:,.0f}",
+        f"TFLOP/s per GPU      {r.model_tflops_per_gpu:.1f} model (MFU {100 * r.mfu:.1f} % of {peak:g}), "
+        f"{r.hardware_tflops_per_gpu:.1f} with recomputation ({100 * r.hardware_tflops_per_gpu / peak:.1f} %)",
+        f"memory per GPU       {m.total_GiB:.1f} of {j.gpu.hbm_GiB:g} GiB on stage {worst} (weights "
+        f"{m.weights / GiB:.1f}, gradients {m.grads / GiB:.1f}, optimizer {m.optimizer / GiB:.1f}, activations "
+        f"{m.activations / GiB:.1f}, logits {m.logits / GiB:.1f}, reserved {m.reserved / GiB:.1f})",
+        "collectives (one call):",
+    ]
+    for name, c in sorted(r.comm.items()):
+        if c.medium != "none":
+            lines.append(f"  {name:<26} {c.seconds * 1e3:10.3f} ms  {c.medium}{'  (' + c.note + ')' if c.note else ''}")
+    s = r.critical_stage
+    lines += ["", f"by stream (stage {s}, the last to finish)", *_table(list(by_stream(r).items()), it)]
+    ops = list(by_operator(r).items())
+    lines += ["", f"by operator (stage {s}, top {top_ops} of {len(ops)})", *_table(ops[:top_ops], it)]
+    lines += ["", "critical path", *[f"  {x}" for x in critical_path(r)], "", bottleneck(r)]
+    lines.append(f"(predicted in {r.wall_s:.2f} s, {r.fabric_wall_s:.2f} s of it simulating the fabric)")
+    return lines
+
+
+def prediction_json(r: Prediction) -> dict:
+    """The headline figures as a JSON-able dict."""
+    return {"job": r.job.name, "gpus": r.job.gpus, "iteration_s": r.iteration_s, "tokens_per_s": r.tokens_per_s,
+            "model_tflops_per_gpu": r.model_tflops_per_gpu, "hardware_tflops_per_gpu": r.hardware_tflops_per_gpu,
+            "mfu": r.mfu, "memory_GiB_per_stage": [m.total_GiB for m in r.memory],
+            "by_stream_s": by_stream(r), "by_operator_s": by_operator(r), "bottleneck": bottleneck(r)}
+
+
+def write_outputs(r: Prediction, out: Path) -> tuple[Path, Path]:
+    """``report.md``, ``prediction.json`` and ``trace.json`` in ``out``; returns (report, trace)."""
+    out.mkdir(parents=True, exist_ok=True)
+    trace = write_trace(r, out / "trace.json")
+    report = out / "report.md"
+    report.write_text(f"# Prediction: {r.job.name}\n\nJob file: `{r.job.source}`. Trace: `trace.json` "
+                      "(open in chrome://tracing or ui.perfetto.dev).\n\n```\n"
+                      + "\n".join(summary_lines(r, top_ops=40)) + "\n```\n")
+    (out / "prediction.json").write_text(json.dumps(prediction_json(r), indent=1))
+    return report, trace
+
+
+__all__ = ["prediction_json", "summary_lines", "write_outputs"]
