@@ -102,8 +102,9 @@ def bench_decide(config: BenchConfig) -> dict[str, Figure]:
 
 
 def _story_benchmarks() -> tuple[Benchmark, ...]:
+    from bench.gor_fast_bench import BENCHMARKS as fast  # noqa: PLC0415 (live testbed)
     from bench.gor_testbed_bench import BENCHMARKS as story  # noqa: PLC0415 (live testbed)
-    return story
+    return story + fast
 
 
 BENCHMARKS: tuple[Benchmark, ...] = (Benchmark("decide", "gor", bench_decide),

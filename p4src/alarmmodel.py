@@ -264,8 +264,9 @@ class ElephantReport:
 
     @property
     def rate_pps(self) -> float:
-        """Packets per second over its window (0 for a window that has not run yet)."""
-        return self.packets * 1e6 / self.window_us if self.window_us else 0.0
+        """Packets per second over its window: ``packets - 1`` gaps since the window's
+        first packet in ``window_us`` (0 when the window has not run yet)."""
+        return (self.packets - 1) * 1e6 / self.window_us if self.window_us else 0.0
 
 
 _ALARM_FIELDS = ("switch_id", "port", "level", "prev_level", "marks", "pkts", "window_us",

@@ -172,6 +172,7 @@ class GorSession:
         live = live_line(list(self.uplinks))
 
         def on_tick(t_s: float, samples: Any) -> None:
+            polled = time.monotonic()     # before the loop acts on these samples
             with self._tick:
                 if not self._gor_down:
                     self.loop.observe_health(self.poller.health, t_s)
@@ -180,7 +181,7 @@ class GorSession:
                 self._tick.notify_all()
             pps = {str(l): s.pps for l, s in samples.items() if str(l) in self.uplinks}
             drops = sum(int(getattr(s, "drops", 0) or 0) for s in samples.values())
-            self.ticks.append((time.monotonic(), pps, drops))
+            self.ticks.append((polled, pps, drops))
             if self.live and t_s - self._shown >= 1.0 - 1e-6:
                 self._shown = t_s
                 live(t_s, samples)
@@ -195,8 +196,10 @@ class GorSession:
         if failed:
             self.say(f"gor: digests not enabled on {', '.join(failed)}")
         for name in conns:
+            # a switch's alarm or elephant report wakes the poller: GOR ticks at once
             t = threading.Thread(target=digest_reader, args=(self, name, conns, self._stop),
-                                 name=f"digests-{name}", daemon=True)
+                                 kwargs={"wake": self.poller.wake}, name=f"digests-{name}",
+                                 daemon=True)
             t.start()
             self._threads.append(t)
         self.t0 = time.monotonic()

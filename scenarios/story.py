@@ -31,7 +31,10 @@ from typing import Any, Callable, Optional
 from scenarios.gor_session import GOR_DIR, GorSession, write_credentials
 from scenarios.report import FlowRecord, ScenarioRecord, new_run_dir, report_failures, write_report
 
+ROCEV2_UDP_PORT = 4791
+
 EVEN_UTIL = 0.70
+BEFORE_POLLS = 3
 MAX_DRAWS = 200
 
 
@@ -39,12 +42,14 @@ MAX_DRAWS = 200
 class StoryResult:
     """What the story measured (figures of ``bench/gor_testbed_bench.py``).
 
-    ``uplink_pps_before`` / ``_after``: mean packets/s per source-leaf uplink before the
-    first order and after the last move settled; ``max_util_after_pct``: the busiest of
+    ``uplink_pps_before`` / ``_after``: mean packets/s per source-leaf uplink over the
+    last ``BEFORE_POLLS`` polls before the first order (the collision lasts a few polls)
+    and after the last move settled; ``max_util_after_pct``: the busiest of
     them after, in % of the uplink queue rate; ``loop_s``: first alarm → last moved flow
     seen on its new uplink; ``drops_during_move``: switch drop counters from the first
     order to the last confirmation; ``moves_per_flow``: orders per flow (a flip-flop
-    shows as 2 or more).
+    shows as 2 or more); ``predicted``: each flow's 5-tuple (as the decision log writes
+    it) → the uplink the hash model put it on.
     """
 
     status: int
@@ -58,6 +63,7 @@ class StoryResult:
     max_util_before_pct: Optional[float] = None
     max_util_after_pct: Optional[float] = None
     drops_during_move: Optional[int] = None
+    predicted: dict[str, str] = field(default_factory=dict)
     moves_per_flow: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     delivery: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -120,6 +126,8 @@ def run_story(fabric: Any, programmer: Any, state: Any, save_state: Callable[[],
         rate = float(opts.queue_rate_pps)
     run_dir = new_run_dir(opts.runs_root)
     res = StoryResult(1, run_dir, seed, rate)
+    res.predicted = {f"{f.src_ip}:{f.sport}->{f.dst_ip}:{ROCEV2_UDP_PORT}/17":
+                     str(f.predicted_uplink) for f in flows}
     session = GorSession(fabric, programmer, state, save_state, flows, rate, opts, run_dir, say)
     record = ScenarioRecord("default", seed, state.target, opts.rail, opts.flow_rate_pps, rate,
                             opts.duration_s, uplinks=sorted(session.uplinks))
@@ -211,7 +219,12 @@ def measure(res: StoryResult, ticks: list[tuple[float, dict[str, float], int]],
     def mean(part: list[tuple[float, dict[str, float], int]]) -> dict[str, float]:
         return {u: round(sum(p.get(u, 0.0) for _, p, _ in part) / len(part), 1) for u in uplinks} if part else {}
 
-    res.uplink_pps_before, res.uplink_pps_after = mean(before), mean(after)
+    # before: the last BEFORE_POLLS polls before the first order. GOR orders within
+    # milliseconds of the first alarm (the switch reports it, and the elephants it
+    # measured), so the collision lasts a few polls while the senders still ramp up: a
+    # mean over everything before the order would mostly measure the ramp.
+    res.uplink_pps_before = mean(before[-BEFORE_POLLS:])
+    res.uplink_pps_after = mean(after)
     if res.uplink_pps_before:
         res.max_util_before_pct = round(100 * max(res.uplink_pps_before.values()) / rate, 1)
     if res.uplink_pps_after:

@@ -9,9 +9,10 @@ links whatever their speed:
 * alarms: GOR's thresholds (NOTICE 1 % / 0.5 %, WARNING 5 % / 2.5 %, CRITICAL 20 % /
   10 % of packets marked) over windows of 100 ms that must hold 10 packets, a level held
   500 ms before it may fall (GOR's ``min_hold_s``);
-* elephants: a flow that sends 4 packets within 100 ms of its first (40 packets/s on the
+* elephants: a flow that sends 20 packets within 500 ms of its first (40 packets/s on the
   testbed's emulated links, whose elephants send ~60/s; scale ``threshold_pkts`` with the
-  link rate on real ones).
+  link rate on real ones). Each elephant is reported about twice a second, and at once
+  when its port's alarm rises.
 
 Example::
 
@@ -28,7 +29,7 @@ from p4src.alarmmodel import (ALARM_ACTION, ALARM_TABLE, ELEPHANT_ACTION, ELEPHA
 from controller.fabric.entries import Entry
 
 DEFAULT_ALARM_LEVELS = AlarmLevels(window_us=100_000, hold_us=500_000, min_pkts=10)
-DEFAULT_ELEPHANTS = ElephantConfig(threshold_pkts=4, window_us=100_000)
+DEFAULT_ELEPHANTS = ElephantConfig(threshold_pkts=20, window_us=500_000)
 
 
 def alarm_entry(port: int, levels: AlarmLevels) -> Entry:

@@ -23,6 +23,14 @@ below its *clear* threshold **and** the link has held its current level for at l
 ``min_hold_s`` (default 0.5 s). It then drops to the highest level whose clear
 threshold the rate still meets.
 
+**Two sources.** The counters (:meth:`AlarmMonitor.observe`, one call per polling
+interval) and the switches themselves (:meth:`AlarmMonitor.report`: the level a
+switch's ``FabricEgress.alarms`` decided, with its own windows and hysteresis, reported
+by digest within microseconds; :mod:`controller.gor.dataplane`). A link's level is the
+higher of the two: the data plane raises it at once; the counters stay as the slow path
+and cover lost digests; it comes down when both say so. An event is returned whenever
+that level changes, whichever source changed it.
+
 Example::
 
     >>> m = AlarmMonitor()
@@ -31,6 +39,12 @@ Example::
     >>> m.observe(("s0", 1), 0.1, marks=0, tx_pkts=1000) is None         # held 0.5 s
     True
     >>> m.observe(("s0", 1), 0.6, marks=0, tx_pkts=1000).new.name
+    'CLEAR'
+    >>> m.report(("s0", 1), 0.7, AlarmLevel.CRITICAL, mark_rate=0.3).new.name   # a digest
+    'CRITICAL'
+    >>> m.observe(("s0", 1), 0.8, marks=0, tx_pkts=1000) is None   # the counters: no change
+    True
+    >>> m.report(("s0", 1), 0.9, AlarmLevel.CLEAR, mark_rate=0.0).new.name
     'CLEAR'
 """
 from __future__ import annotations
@@ -99,6 +113,20 @@ class AlarmMonitor:
     def __init__(self, thresholds: Optional[AlarmThresholds] = None) -> None:
         self.thresholds = thresholds or AlarmThresholds()
         self.links: dict[LinkKey, LinkAlarm] = {}
+        self.reported: dict[LinkKey, AlarmLevel] = {}   # the switches' own levels
+
+    def report(self, link: LinkKey, t_s: float, level: AlarmLevel,
+               mark_rate: float) -> Optional[AlarmEvent]:
+        """The switch of ``link`` decided ``level`` (its data-plane alarm, ``mark_rate`` of
+        the window that decided it); an event when the link's level changes."""
+        old = self.level(link)
+        self.reported[link] = AlarmLevel(level)
+        new = self.level(link)
+        if new == old:
+            return None
+        st = self.links.setdefault(link, LinkAlarm(since_s=t_s))
+        st.last_rate, st.last_t_s = mark_rate, t_s
+        return AlarmEvent(link, t_s, old, new, mark_rate)
 
     def observe(self, link: LinkKey, t_s: float, marks: int, tx_pkts: int) -> Optional[AlarmEvent]:
         """One interval's marks and packets on ``link`` ending at ``t_s``."""
@@ -107,6 +135,7 @@ class AlarmMonitor:
         st = self.links.get(link)
         if st is None:
             st = self.links[link] = LinkAlarm(since_s=t_s)
+        before = self.level(link)
         st.last_rate, st.last_t_s = rate, t_s
         up = max((lv for lv, x in th.raise_at.items() if rate >= x), default=AlarmLevel.CLEAR)
         new = st.level
@@ -119,23 +148,34 @@ class AlarmMonitor:
             new = AlarmLevel(new)
         if new == st.level:
             return None
-        event = AlarmEvent(link, t_s, st.level, new, rate)
         st.level, st.since_s = new, t_s
-        return event
+        after = self.level(link)
+        if after == before:
+            return None                     # the switch's own level still rules
+        return AlarmEvent(link, t_s, before, after, rate)
 
     def level(self, link: LinkKey) -> AlarmLevel:
-        """The current level of ``link`` (CLEAR when never seen)."""
+        """The current level of ``link``: the higher of the counters' and the switch's
+        (CLEAR when never seen)."""
         st = self.links.get(link)
-        return st.level if st else AlarmLevel.CLEAR
+        polled = st.level if st else AlarmLevel.CLEAR
+        return max(polled, self.reported.get(link, AlarmLevel.CLEAR))
 
     def active(self, at_least: AlarmLevel = AlarmLevel.NOTICE) -> list[LinkKey]:
         """Links at ``at_least`` or above, worst first (then by name)."""
-        hits = [(st.level, k) for k, st in self.links.items() if st.level >= at_least]
+        keys = set(self.links) | set(self.reported)
+        hits = [(self.level(k), k) for k in keys if self.level(k) >= at_least]
         return [k for _, k in sorted(hits, key=lambda x: (-x[0], x[1]))]
+
+    def forget_report(self, link: LinkKey) -> None:
+        """Drop the switch's own level of ``link`` (the switch restarted: its alarm state
+        began again at CLEAR without a report); the counters' level stays."""
+        self.reported.pop(link, None)
 
     def forget(self, link: LinkKey) -> None:
         """Drop the state of a link (it went down or was removed)."""
         self.links.pop(link, None)
+        self.reported.pop(link, None)
 
 
 __all__ = ["AlarmMonitor", "AlarmThresholds", "LinkAlarm", "mark_rate"]

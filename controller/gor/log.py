@@ -136,10 +136,12 @@ class DecisionLog:
                     util_pct=util_pct, round=round_id)
 
     def alarm_cleared(self, link: Any, level: int, mark_rate: float,
-                      util_pct: Optional[float] = None, round_id: Optional[int] = None) -> None:
-        """The alarm of ``link`` (at ``level``) cleared."""
+                      util_pct: Optional[float] = None, round_id: Optional[int] = None,
+                      source: Optional[str] = None) -> None:
+        """The alarm of ``link`` (at ``level``) cleared (or came down a level); ``source``:
+        ``counters`` or ``switch`` (the switch's own data-plane alarm)."""
         self.record("alarm_cleared", link=link, level=level, mark_rate=mark_rate,
-                    util_pct=util_pct, round=round_id)
+                    util_pct=util_pct, round=round_id, source=source)
 
     # ------------------------------------------------------------------ decisions
     def flows_chosen(self, link: Any, flows: Sequence[Any], round_id: Optional[int] = None) -> None:

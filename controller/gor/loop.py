@@ -130,9 +130,11 @@ from controller.fabric import switch_id_of
 from controller.fabric.detours import fabric_detours
 from controller.gor.alarms import AlarmMonitor, AlarmThresholds
 from controller.gor.deadlinks import DeadLinkDetector, DeadLinkThresholds
-from controller.gor.decisions import AlarmLevel, FlowKey, LinkKey, PathChoice, RoundDecision
+from controller.gor.dataplane import DataplaneReports
+from controller.gor.decisions import (AlarmEvent, AlarmLevel, FlowKey, LinkKey, PathChoice,
+                                      RoundDecision)
 from controller.gor.detour_sync import DetourSync
-from controller.gor.digests import DIGEST_NAME, digest_reader, enable_digests
+from controller.gor.digests import DIGEST_NAME, digest_name, digest_reader, enable_digests
 from controller.gor.elephants import FlowTable
 from controller.gor.expiry import DEFAULT_OVERRIDE_IDLE_S, DEFAULT_OVERRIDE_PROBE_S, OverrideExpiry
 from controller.gor.faults import LinkFaults
@@ -149,6 +151,7 @@ from controller.gor.restarts import SwitchRestarts
 from controller.gor.rounds import DecisionRounds
 from controller.gor.tables import SAMPLING_ACTION, SAMPLING_KEY, SAMPLING_TABLE, Sampling, SwitchTables
 from controller.gor.windows import LoadWindows
+from p4src.alarmmodel import ALARM_DIGEST, ELEPHANT_DIGEST
 
 PendingMove = MoveInFlight
 """The former name of :class:`~controller.gor.moves.MoveInFlight`."""
@@ -194,8 +197,9 @@ class GorLoop:
         self.links = LinkState.from_fabric(fabric)
         self.engine = PathEngine(fabric, programmer.hash_model(), self.links, safety=safety)
         self.windows = LoadWindows(window_s)
-        self.flows = FlowTable({switch_id_of(sw, fabric): sw.name for sw in fabric.switches},
-                               one_in_n=one_in_n, window_s=window_s)
+        switch_ids = {switch_id_of(sw, fabric): sw.name for sw in fabric.switches}
+        self.flows = FlowTable(switch_ids, one_in_n=one_in_n, window_s=window_s)
+        self.dataplane = DataplaneReports(switch_ids, frozenset(self.links.capacity_bps))
         self.leaf_of = nic_leaves(fabric)
         self.book = MoveBook()
         self.digests: "queue.Queue[tuple[str, Any]]" = queue.Queue()
@@ -210,7 +214,8 @@ class GorLoop:
             settle_s=window_s + 2 * period_s if settle_s is None else settle_s)
         self.rounds = DecisionRounds(
             self.engine, self.links, self.alarms, self.flows, self.windows, self.book, self.sampler,
-            registry, self.leaf_of, self.out, self.orders.act, top_n=top_n, safety=safety,
+            registry, self.leaf_of, self.out, self.orders.act, dataplane=self.dataplane,
+            top_n=top_n, safety=safety,
             decide_level=decide_level, decide_every_s=decide_every_s, min_samples=min_samples,
             samples_per_flow=samples_per_flow, early_decide=early_decide, proof_s=proof_s,
             cooldown_s=cooldown_s)
@@ -230,7 +235,7 @@ class GorLoop:
                                              self.book, self.leaf_of, link_reconciler.run, self.out,
                                              cooldown_s=cooldown_s, window_s=window_s)
         self.restarts = SwitchRestarts(self.engine, self.links, self.tables, self.sampler, self.book,
-                                       self.detour_sync, self.windows, self.faults.forget_counters,
+                                       self.detour_sync, self.windows, self._forget_counters,
                                        self.out)
         self.expiry = OverrideExpiry(self.engine, self.links, self.flows, self.book, self.sampler,
                                      self.orders.delete_override, self.out,
@@ -241,6 +246,13 @@ class GorLoop:
     def close(self) -> None:
         """Stop the order thread pool (agent calls still running finish on their own)."""
         self.orders.close()
+
+    def _forget_counters(self, link: LinkKey) -> None:
+        """A restored switch began again: its counters (:class:`LinkFaults`) and its own
+        reports (alarm seq numbers, elephants) start from zero."""
+        self.faults.forget_counters(link)
+        self.dataplane.forget(link)
+        self.alarms.forget_report(link)
 
     def _sampling_needed(self, link: LinkKey) -> bool:
         """Something besides an alarm needs sampling on ``link``: a follow-up round may
@@ -392,6 +404,7 @@ class GorLoop:
         self.flows.age(t_s)
         self.book.age(t_s)
         if self.out.metrics is not None:
+            self.out.metrics.set_reports(self.dataplane.to_dict())
             self.out.metrics.observe_loop(time.perf_counter() - start)
         return rounds
 
@@ -406,28 +419,34 @@ class GorLoop:
                 self.links.set_util(key, self.windows.add(key, t_s, max(0.0, float(s.util))))
             self.faults.watch_pause(key, t_s, s)
             ev = self.alarms.observe(key, t_s, s.marks, s.tx_pkts)
-            if ev is None:
-                continue
-            name = self.links.name(key)
-            if out.metrics is not None:
-                out.metrics.set_alarm(name, int(ev.new))
-            if ev.raised:
-                ok = self.sampler.enable(key, t_s) if key not in self.sampler else True
-                if out.decision_log is not None:
-                    out.decision_log.record(
-                        "alarm_raised", link=name, level=int(ev.new), mark_rate=ev.mark_rate,
-                        util_pct=round(100 * s.util, 2),
-                        sampling=self.sampler.get(key) if ok else None)
-            else:
-                if ev.new == AlarmLevel.CLEAR and not self.sampler.needed(key):
-                    self.sampler.disable(key)
-                if out.decision_log is not None:
-                    out.decision_log.alarm_cleared(name, int(ev.old), ev.mark_rate,
-                                                   round(100 * s.util, 2))
+            if ev is not None:
+                self._alarm_changed(ev, t_s, "counters", util_pct=round(100 * s.util, 2))
         # retry sampling writes that failed on an earlier tick
         for key in self.alarms.active(AlarmLevel.NOTICE):
             if key not in self.sampler:
                 self.sampler.enable(key, t_s)
+
+    def _alarm_changed(self, ev: AlarmEvent, t_s: float, source: str, **what: Any) -> None:
+        """A link's level changed (``source``: ``counters`` or ``switch``): sampling on
+        while it is alarmed, the decision log and the metrics told."""
+        out, key = self.out, ev.link
+        name = self.links.name(key)
+        if out.metrics is not None:
+            out.metrics.set_alarm(name, int(ev.new))
+        util_pct = what.pop("util_pct", round(100 * self.links.util(key), 2))
+        if ev.raised:
+            ok = self.sampler.enable(key, t_s) if key not in self.sampler else True
+            if out.decision_log is not None:
+                out.decision_log.record(
+                    "alarm_raised", link=name, level=int(ev.new), mark_rate=ev.mark_rate,
+                    util_pct=util_pct, sampling=self.sampler.get(key) if ok else None,
+                    source=source, **what)
+        else:
+            if ev.new == AlarmLevel.CLEAR and not self.sampler.needed(key):
+                self.sampler.disable(key)
+            if out.decision_log is not None:
+                out.decision_log.alarm_cleared(name, int(ev.old), ev.mark_rate, util_pct,
+                                               source=source)
 
     # ------------------------------------------------------------------ 3 digests
     def _drain_digests(self, t_s: float) -> None:
@@ -436,16 +455,34 @@ class GorLoop:
                 switch, digest = self.digests.get_nowait()
             except queue.Empty:
                 return
+            name = digest_name(digest)
             rows = getattr(digest, "data", digest)
             try:
-                for row in rows:
-                    got = self.flows.add(row, t_s)
-                    if got is not None:
-                        sw = self.flows.switch_names.get(got.switch_id)
-                        self.faults.count_forwarded((sw or switch, got.egress_port))
+                if name == ALARM_DIGEST:
+                    for row in rows:
+                        self._switch_alarm(switch, row, t_s)
+                elif name == ELEPHANT_DIGEST:
+                    for row in rows:
+                        self.dataplane.elephant(switch, row, t_s)
+                else:
+                    for row in rows:
+                        got = self.flows.add(row, t_s)
+                        if got is not None:
+                            sw = self.flows.switch_names.get(got.switch_id)
+                            self.faults.count_forwarded((sw or switch, got.egress_port))
             except Exception as exc:  # noqa: BLE001 — a malformed digest must not stop the loop
                 self.digest_errors += 1
                 self.out.error(f"{switch}: bad digest: {type(exc).__name__}: {exc}")
+
+    def _switch_alarm(self, switch: str, row: Mapping[str, int], t_s: float) -> None:
+        """One ``alarm_digest_t`` row: the switch's level goes into the monitor."""
+        rep = self.dataplane.alarm(switch, row, t_s)
+        if rep is None or not self.links.is_up(rep.link):
+            return
+        ev = self.alarms.report(rep.link, t_s, AlarmLevel(rep.level), rep.mark_rate)
+        if ev is not None:
+            self._alarm_changed(ev, t_s, "switch", switch_level=rep.level,
+                                max_qdepth=rep.max_qdepth, seq=rep.seq)
 
 
 __all__ = ["DIGEST_NAME", "GorLoop", "MoveInFlight", "OVERRIDE_ACTION", "OVERRIDE_TABLE", "PendingMove",

@@ -19,6 +19,9 @@ Metrics (``link`` is ``switch->peer``, one direction of a fabric link):
   administrative event, or dead from the counters: :mod:`controller.gor.deadlinks`)
 * ``gor_switch_stale`` (gauge) — 1 while the switch does not answer polls
 * ``gor_moves_total`` (counter) — orders by ``outcome`` (sent, confirmed, rolled_back, retried)
+* ``gor_switch_reports_total`` (counter) — the switches' own reports by ``kind``: alarm and
+  elephant digests taken, and those dropped as malformed or stale, and alarm reports
+  overwritten in a switch before a packet carried them (:mod:`controller.gor.dataplane`)
 * ``gor_loop_seconds`` (summary) — duration of a telemetry poll (``_sum``, ``_count``)
 * ``gor_loop_last_seconds`` (gauge) — duration of the last poll
 
@@ -37,6 +40,7 @@ from typing import Any, Mapping, Optional
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 MOVE_OUTCOMES = ("sent", "confirmed", "rolled_back", "retried")
+REPORT_KINDS = ("alarms", "elephants", "malformed", "stale", "overwritten")
 
 
 @dataclass(slots=True)
@@ -112,6 +116,7 @@ class GorMetrics:
         self._pause: dict[str, int] = {}
         self._down: dict[str, int] = {}
         self._moves: dict[str, int] = {o: 0 for o in MOVE_OUTCOMES}
+        self._reports: dict[str, int] = {k: 0 for k in REPORT_KINDS}
         self._loop_sum = 0.0
         self._loop_count = 0
         self._loop_last = 0.0
@@ -158,6 +163,12 @@ class GorMetrics:
         with self._lock:
             self._moves[outcome] += n
 
+    def set_reports(self, counts: Mapping[str, int]) -> None:
+        """The running totals of the switches' reports (:data:`REPORT_KINDS`)."""
+        with self._lock:
+            for kind in REPORT_KINDS:
+                self._reports[kind] = int(counts.get(kind, 0))
+
     def observe_loop(self, seconds: float) -> None:
         """Duration of one telemetry poll (or GOR loop iteration)."""
         with self._lock:
@@ -196,6 +207,10 @@ class GorMetrics:
             family("gor_moves_total", "counter", "Flow re-route orders by outcome.")
             for outcome in MOVE_OUTCOMES:
                 out.append(f"gor_moves_total{_labels(outcome=outcome)} {self._moves[outcome]}")
+            family("gor_switch_reports_total", "counter",
+                   "The switches' alarm and elephant reports by kind (taken, dropped).")
+            for kind in REPORT_KINDS:
+                out.append(f"gor_switch_reports_total{_labels(kind=kind)} {self._reports[kind]}")
             family("gor_loop_seconds", "summary", "Duration of a telemetry poll.")
             out.append(f"gor_loop_seconds_sum {_num(self._loop_sum)}")
             out.append(f"gor_loop_seconds_count {self._loop_count}")

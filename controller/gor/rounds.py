@@ -33,6 +33,7 @@ import itertools
 from typing import Any, Callable, Iterable, Mapping, Optional
 
 from controller.gor.alarms import AlarmMonitor
+from controller.gor.dataplane import DataplaneReports
 from controller.gor.decisions import AlarmLevel, FlowKey, LinkKey, Order, RoundDecision
 from controller.gor.elephants import FlowTable
 from controller.gor.moves import MoveBook, apply_in_flight
@@ -60,10 +61,12 @@ class DecisionRounds:
     def __init__(self, engine: PathEngine, links: LinkState, alarms: AlarmMonitor,
                  flows: FlowTable, windows: LoadWindows, book: MoveBook, sampling: Sampling,
                  registry: Any, leaf_of: Mapping[str, str], outputs: LoopOutputs, act: ActOn, *,
+                 dataplane: DataplaneReports,
                  top_n: int, safety: float, decide_level: AlarmLevel, decide_every_s: float,
                  min_samples: int, samples_per_flow: Optional[int], early_decide: bool,
                  proof_s: float, cooldown_s: float) -> None:
         self.engine, self.links, self.alarms, self.flows = engine, links, alarms, flows
+        self.dataplane = dataplane
         self.windows, self.book, self.sampling = windows, book, sampling
         self.registry, self.leaf_of, self._out, self._act = registry, leaf_of, outputs, act
         self.top_n, self.safety, self.decide_level = top_n, safety, decide_level
@@ -112,11 +115,19 @@ class DecisionRounds:
 
     def _elephants(self, link: LinkKey, t_s: float,
                    agents: AgentFlows) -> list[ElephantFlow]:
-        """The Top-N flows on ``link``, rates in the loop's basis (sampled share × the
-        link's measured load)."""
-        counts = self.flows.samples_on(link, t_s)
+        """The Top-N flows on ``link``, rates in the loop's basis: a flow's share of the
+        link times the link's measured load. The share is its part of the packet rates of
+        the elephants the switch reported on the link when it reported any (known at
+        once, :mod:`controller.gor.dataplane`), else of the packets sampled there."""
+        reported = self.dataplane.elephants_on(link, t_s)
+        if reported:
+            counts: Mapping[FlowKey, float] = reported
+        else:
+            counts = self.flows.samples_on(link, t_s)
+            if sum(counts.values()) < self.samples_needed(len(counts)):
+                return []
         total = sum(counts.values())
-        if total < self.samples_needed(len(counts)):
+        if total <= 0:
             return []
         load = self._offered_bps(link)
         out = []
@@ -195,8 +206,8 @@ class DecisionRounds:
         for link in hot:
             if t_s - self.last_decision.get(link, -float("inf")) < self.decide_every_s:
                 continue
-            if link not in self.sampling:
-                continue                              # no samples to rank elephants yet
+            if link not in self.sampling and not self.dataplane.elephants_on(link, t_s):
+                continue                              # nothing to rank elephants with yet
             elephants = self._elephants(link, t_s, agents)
             if not elephants:
                 continue

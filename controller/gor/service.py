@@ -96,11 +96,6 @@ def run_gor(args: Any) -> int:
         print(f"controller run: reconciled: {rec.adopted_overrides} override and "
               f"{rec.adopted_sampling} sampling entries adopted, {rec.deleted_overrides} and "
               f"{rec.deleted_sampling} deleted", flush=True)
-        for name, conn in prog.connections.items():
-            t = threading.Thread(target=digest_reader, args=(loop, name, prog.connections, stop),
-                                 name=f"digests-{name}", daemon=True)
-            t.start()
-            threads.append(t)
         readers = {name: connection_reader(prog.connections, name) for name in prog.connections}
 
         def on_tick(t_s: float, samples: Mapping[Any, Any]) -> None:
@@ -108,6 +103,12 @@ def run_gor(args: Any) -> int:
             loop.tick(t_s, samples)
 
         poller = TelemetryPoller(readers, fabric_links(fabric), period_s=args.period, on_tick=on_tick)
+        for name, conn in prog.connections.items():
+            # a switch's alarm or elephant report wakes the poller: GOR ticks at once
+            t = threading.Thread(target=digest_reader, args=(loop, name, prog.connections, stop),
+                                 kwargs={"wake": poller.wake}, name=f"digests-{name}", daemon=True)
+            t.start()
+            threads.append(t)
         poller.start()
         recovery = SwitchRecovery(prog, poller, loop)    # restarted switches re-programmed
         recovery.start()

@@ -41,10 +41,12 @@ def testbed_unavailable() -> Optional[str]:
 
 @contextmanager
 def testbed_up(spec: Any = None, log_dir: Optional[Path] = None,
-               state_path: Optional[Path] = None, pfc: Any = "default") -> Iterator[LiveTestbed]:
+               state_path: Optional[Path] = None, pfc: Any = "default",
+               pcap_dir: Optional[Path] = None) -> Iterator[LiveTestbed]:
     """Bring a p4sim fabric up (default ``FabricSpec()``), program it, yield it, tear down
     exactly what it made. ``pfc`` is a ``controller.fabric_setup.PfcConfig`` (``"default"``:
-    the programmer's default; ``None``: no PFC). Raises ``testbed.net.TestbedError``.
+    the programmer's default; ``None``: no PFC); ``pcap_dir``: where the switches write
+    ``<switch>-eth<N>_in|out.pcap`` (None: no captures). Raises ``testbed.net.TestbedError``.
 
     >>> with testbed_up() as tb:                       # doctest: +SKIP
     ...     run_traffic(tb.fabric, tb.programmer, tb.state, tb.save_state, TrafficOptions())
@@ -57,7 +59,7 @@ def testbed_up(spec: Any = None, log_dir: Optional[Path] = None,
     fabric = build_fabric(spec if spec is not None else FabricSpec())
     p4info, config = compile_fabric("p4sim")
     opts = NetOptions(target="p4sim", log_dir=log_dir or REPO / "build" / "host-traffic-logs",
-                      pcap_dir=None, state_path=state_path or STATE_PATH)
+                      pcap_dir=pcap_dir, state_path=state_path or STATE_PATH)
     fnet = FabricNet(fabric, opts)
     programmer = None
     try:

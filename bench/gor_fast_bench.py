@@ -1,0 +1,144 @@
+"""GOR at millisecond scale on a live p4sim testbed (root + Mininet; skipped otherwise):
+many runs of the default story, each with its own seed, on one fabric brought up with
+packet captures.
+
+``gor.fast_loop`` — ``RUNS`` runs of :func:`scenarios.story.run_story` (seeds 100, 101, …):
+
+* ``gor.detect_ms.p50`` / ``.p99`` — the first CE-marked packet leaving the hot uplink
+  (the uplink of GOR's first alarm; its time from the switch's own capture
+  ``<leaf>-eth<port>_out.pcap``, wall clock) → that alarm handled by GOR (the decision
+  log's ``alarm_raised``, wall clock);
+* ``gor.loop_ms.p50`` / ``.p99`` — that alarm → the last moved flow seen on its new
+  uplink (the story's ``loop_s``);
+* ``gor.elephants_exact`` — the fraction of runs whose first round's elephants (its
+  ``flows_chosen``) are exactly the flows the hash model put on the hot uplink (all of
+  them, or ``top_n`` of them when more share it).
+
+A run that measured nothing for a figure (no alarm, no CE packet captured, no move) is
+left out of that figure and said so; a figure with no run at all is not written.
+
+The testbed's elephants send ~60 packets/s, so one flow's packets are ~17 ms apart: the
+confirmation step (the moved flow's first packet on its new uplink) is bounded by the
+emulation's own rate, not by GOR (bench/README.md).
+
+>>> percentile([3.0, 1.0, 2.0, 10.0], 50), percentile([3.0, 1.0, 2.0, 10.0], 99)
+(2.5, 9.79)
+"""
+from __future__ import annotations
+
+import math
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Optional, Sequence
+
+from bench.results import BenchConfig, Benchmark, Figure
+
+RUNS = 20
+FIRST_SEED = 100
+TOP_N = 4
+FIGURES = ("gor.detect_ms.p50", "gor.detect_ms.p99", "gor.loop_ms.p50", "gor.loop_ms.p99",
+           "gor.elephants_exact")
+
+
+def percentile(values: Sequence[float], pct: float) -> float:
+    """Linear-interpolated percentile (numpy's default method), rounded to 0.01."""
+    xs = sorted(values)
+    if not xs:
+        raise ValueError("no values")
+    k = (len(xs) - 1) * pct / 100
+    lo, hi = math.floor(k), math.ceil(k)
+    return round(xs[lo] + (xs[hi] - xs[lo]) * (k - lo), 2)
+
+
+def first_alarm(events: Iterable[Mapping[str, Any]]) -> Optional[Mapping[str, Any]]:
+    """The first ``alarm_raised`` record of a decision log."""
+    return next((e for e in events if e.get("event") == "alarm_raised"), None)
+
+
+def first_ce_ts(pcap: Path, since: float = 0.0) -> Optional[float]:
+    """Wall-clock time (s) of the first IPv4 packet with ECN CE in ``pcap`` at or after
+    ``since`` (the switch writes its captures unbuffered, one file for the whole bench)."""
+    from scapy.utils import RawPcapReader  # noqa: PLC0415
+    if not pcap.is_file():
+        return None
+    with RawPcapReader(str(pcap)) as rd:
+        for data, meta in rd:
+            ts = meta.sec + meta.usec / 1e6
+            # Ethernet (14 bytes, or 18 with one 802.1Q tag), IPv4 ToS byte: ECN in bits 0-1
+            off = 18 if data[12:14] == b"\x81\x00" else 14
+            if (ts >= since and len(data) > off + 1 and data[off - 2:off] == b"\x08\x00"
+                    and data[off + 1] & 3 == 3):
+                return ts
+    return None
+
+
+def uplink_pcap(fabric: Any, pcap_dir: Path, link: str) -> Path:
+    """The capture of the packets leaving ``link`` (``"b0r0l0->s1"``) at its switch."""
+    switch, peer = link.split(":")[0].split("->")[0], link.split("->")[1]
+    port = next(p for p, info in sorted(fabric.switch(switch).ports.items())
+                if info.peer_node == peer)
+    return pcap_dir / f"{switch}-eth{port}_out.pcap"
+
+
+def exact_elephants(events: Iterable[Mapping[str, Any]], predicted: Mapping[str, str],
+                    top_n: int = TOP_N) -> Optional[bool]:
+    """Whether the first round's elephants are the flows the hash model put on its link
+    (None when no round ran)."""
+    chosen = next((e for e in events if e.get("event") == "flows_chosen"), None)
+    if chosen is None:
+        return None
+    link = str(chosen.get("link"))
+    on_link = {f for f, up in predicted.items() if up == link}
+    got = {str(x.get("flow")) for x in chosen.get("flows", [])}
+    return got <= on_link and len(got) == min(top_n, len(on_link))
+
+
+def bench_fast_loop(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — RUNS live runs
+    """``RUNS`` runs of the story on one fabric with captures; the figures above."""
+    from scenarios.common import ScenarioOptions  # noqa: PLC0415
+    from scenarios.story import run_story  # noqa: PLC0415
+    from testbed.traffic import testbed_unavailable, testbed_up  # noqa: PLC0415
+    why = testbed_unavailable()
+    if why:
+        print(f"gor.fast_loop: skipped, {why}; {FIGURES} not written", file=sys.stderr)
+        return {}
+    tmp = Path(tempfile.mkdtemp(prefix="gor-fast-loop-"))
+    detect_ms: list[float] = []
+    loop_ms: list[float] = []
+    exact: list[bool] = []
+    with testbed_up(log_dir=tmp / "logs", state_path=tmp / "state.json",
+                    pcap_dir=tmp / "pcaps") as tb:
+        for i in range(RUNS):
+            started = time.time()
+            res = run_story(tb.fabric, tb.programmer, tb.state, tb.save_state,
+                            ScenarioOptions(seed=FIRST_SEED + i, runs_root=tmp / "runs"),
+                            say=lambda _line: None)
+            alarm = first_alarm(res.events)
+            if alarm is None:
+                print(f"gor.fast_loop: run {i}: no alarm", file=sys.stderr)
+                continue
+            ce = first_ce_ts(uplink_pcap(tb.fabric, tmp / "pcaps", str(alarm["link"])), started)
+            if ce is not None:
+                detect_ms.append(round(1000 * (float(alarm["ts"]) - ce), 3))
+            if res.loop_s is not None:
+                loop_ms.append(1000 * res.loop_s)
+            ok = exact_elephants(res.events, res.predicted)
+            if ok is not None:
+                exact.append(ok)
+    out: dict[str, Figure] = {}
+    for name, values in (("gor.detect_ms", detect_ms), ("gor.loop_ms", loop_ms)):
+        if values:
+            out[f"{name}.p50"] = Figure(percentile(values, 50), "ms")
+            out[f"{name}.p99"] = Figure(percentile(values, 99), "ms")
+        else:
+            print(f"gor.fast_loop: no run measured {name}", file=sys.stderr)
+    if exact:
+        out["gor.elephants_exact"] = Figure(round(sum(exact) / len(exact), 3), "fraction")
+    print(f"gor.fast_loop: {RUNS} runs; detect measured in {len(detect_ms)}, loop in "
+          f"{len(loop_ms)}, elephants judged in {len(exact)}", file=sys.stderr)
+    return out
+
+
+BENCHMARKS: tuple[Benchmark, ...] = (Benchmark("fast_loop", "gor", bench_fast_loop),)
