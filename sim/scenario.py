@@ -199,16 +199,31 @@ def scenario_from_dict(data: Any, source: str = "scenario") -> Scenario:
     return s
 
 
-def load_scenario(path: Union[str, Path]) -> Scenario:
-    """Read and validate a scenario YAML file."""
+def read_yaml(path: Union[str, Path]) -> Any:
+    """The YAML document of ``path`` (a scenario, a job); an unreadable file or invalid
+    YAML raises :class:`SimInputError` naming the file (and the line and column of a YAML
+    error).
+
+    >>> read_yaml("/nonexistent.yaml")
+    Traceback (most recent call last):
+    ...
+    sim.topology.SimInputError: /nonexistent.yaml: cannot read: No such file or directory
+    """
     p = Path(path)
     try:
-        data = yaml.safe_load(p.read_text())
+        return yaml.safe_load(p.read_text())
     except OSError as exc:
         raise SimInputError(f"{p}: cannot read: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
-        raise SimInputError(f"{p}: not valid YAML: {exc}") from None
-    return scenario_from_dict(data, str(p))
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(p)
+        why = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        raise SimInputError(f"{where}: not valid YAML: {why}") from None
+
+
+def load_scenario(path: Union[str, Path]) -> Scenario:
+    """Read and validate a scenario YAML file."""
+    return scenario_from_dict(read_yaml(path), str(path))
 
 
 __all__ = ["BackgroundSpec", "JobSpec", "Scenario", "WorkloadSpec", "load_scenario", "scenario_from_dict"]

@@ -80,12 +80,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional, Union
 
-import yaml
-
 from sim.policies import POLICIES
 from sim.predict.fields import parse_section
 from sim.predict.gpus import PRECISIONS, PRESETS, GpuSpec
 from sim.predict.kernels import KernelParams
+from sim.scenario import read_yaml
 from sim.topology import SimInputError
 from sim.workloads import PLACEMENTS
 
@@ -362,17 +361,7 @@ def job_from_dict(data: Any, source: str = "job") -> TrainingJob:
 
 def load_job(path: Union[str, Path]) -> TrainingJob:
     """Read and validate a job YAML file."""
-    p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text())
-    except OSError as exc:
-        raise SimInputError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(p)
-        why = " ".join(str(getattr(exc, "problem", None) or exc).split())
-        raise SimInputError(f"{where}: not valid YAML: {why}") from None
-    return job_from_dict(data, str(p))
+    return job_from_dict(read_yaml(path), str(path))
 
 
 __all__ = ["GpuSection", "ModelSpec", "NetworkSpec", "ParallelSpec", "TrainingJob", "TrainingSpec",
