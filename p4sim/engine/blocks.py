@@ -24,7 +24,7 @@ from p4sim.engine.codegen import FnCtx, Sym, Writer
 from p4sim.engine.compile_context import ActionInfo, CompileContext, FunctionInfo, InstanceInfo
 from p4sim.engine.generics import block_type_bindings
 from p4sim.engine.parsers import ParserCompiler
-from p4sim.engine.statements import StatementCompiler
+from p4sim.engine.statements import StatementCompiler, exit_copies_out
 from p4sim.engine.tables import InlineInstances, TableCompiler, TableInfo
 from p4sim.errors import P4Error, P4Unsupported
 from p4sim.frontend import ast as A
@@ -92,6 +92,7 @@ class BlockCompiler:
         inst = InstanceInfo(kind, fqname.rsplit(".", 1)[-1], fqname, decl, BlockT(kind, decl.name, decl), pyfunc=pyn)
         inst.params = decl.params
         saved = (self.cx.w, self.cx.fn, self.cx.path, self.cx.scopes, self.cx.type_bindings)
+        ctor_syms = self.constructor_arguments(decl, ctor_args, node, bindings)
         self.cx.scopes = [self.cx.scopes[0]]
         self.cx.type_bindings = [bindings] if bindings else []
         self.cx.path = fqname
@@ -100,18 +101,8 @@ class BlockCompiler:
         body.depth = 1
         self.cx.w, self.cx.fn = body, fn
         self.cx.push_scope()
-        # constructor parameters
-        cargs = bind_args(decl.ctor_params, ctor_args, node, decl.name)
-        for p, a in zip(decl.ctor_params, cargs):
-            t = self.expressions.resolve_type(p.type)
-            if isinstance(strip_new(t), ExternT):
-                x = self.expressions.expr(a)
-                self.cx.define(p.name, x.sym, p)
-                continue
-            v = self.expressions.value_expr(a, t)
-            if not v.const:
-                raise P4Error(f"{decl.name}: constructor argument '{p.name}' must be a compile-time constant", a.loc)
-            self.cx.define(p.name, Sym("const", t, v.code, v.value), p)
+        for p, sym in zip(decl.ctor_params, ctor_syms):
+            self.cx.define(p.name, sym, p)
         pnames = []
         ptypes = []
         for p in decl.params:
@@ -123,7 +114,7 @@ class BlockCompiler:
             pn = self.cx.pyvar(p.name)
             self.cx.define(p.name, Sym("var", t, pn, fn=fn, writable=p.direction in ("out", "inout")), p)
             pnames.append(pn)
-            if p.direction in ("out", "inout") and not strip_new(t).is_composite():
+            if p.direction in ("out", "inout"):
                 fn.outs.append(pn)
         inst.ptypes = ptypes
         for local in decl.locals:
@@ -137,6 +128,7 @@ class BlockCompiler:
             self.parsers.parser_states(decl)
         if fn.outs:
             body.line(f"return (None, {', '.join(fn.outs)},)")
+            body = exit_copies_out(body, fn.outs)
         if not body.lines:
             body.line("pass")
         self.cx.pop_scope()
@@ -146,6 +138,29 @@ class BlockCompiler:
         self.cx.mod.line("")
         inst.outs = fn.outs
         return inst
+
+    def constructor_arguments(self, decl: Any, ctor_args: list[A.Argument], node: A.Node,
+                              bindings: dict[str, P4Type]) -> list[Sym]:
+        """What each constructor parameter of a parser/control instance denotes, with the
+        arguments read where the instance is declared (a local constant, an extern or a
+        control instance of the enclosing block: ``C2(c1) c2;``)."""
+        saved = self.cx.type_bindings
+        self.cx.type_bindings = saved + ([bindings] if bindings else [])
+        try:
+            syms = []
+            for p, a in zip(decl.ctor_params, bind_args(decl.ctor_params, ctor_args, node, decl.name)):
+                t = self.expressions.resolve_type(p.type)
+                if isinstance(strip_new(t), (ExternT, BlockT)):
+                    syms.append(self.expressions.expr(a).sym)
+                    continue
+                v = self.expressions.value_expr(a, t)
+                if not v.const:
+                    raise P4Error(f"{decl.name}: constructor argument '{p.name}' must be a compile-time constant",
+                                  a.loc)
+                syms.append(Sym("const", t, v.code, v.value))
+            return syms
+        finally:
+            self.cx.type_bindings = saved
 
     def block_local(self, d: Any) -> None:
         if isinstance(d, A.ConstDecl):

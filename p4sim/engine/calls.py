@@ -1,11 +1,10 @@
 """Calls: functions, actions, methods of tables, headers, stacks and instances, and the
 calling convention of the generated code (the :class:`CallCompiler`).
 
-Scalar ``in`` arguments are passed by value; scalar ``out``/``inout`` arguments are
-returned by the callee (``return (ret, out1, …)``) and assigned back by the caller
-(copy-in/copy-out); headers, structs, unions and stacks are passed by reference (``in`` is
-read-only in P4_16, so this is observably the same except when two arguments alias each
-other), an ``out`` composite is reset at entry.
+Arguments are passed by value, as P4_16 says: ``in`` ones copied in, ``out``/``inout`` ones
+returned by the callee (``return (ret, out1, …)``, or on the ``ExitSignal`` of an ``exit``)
+and assigned back by the caller (copy-in/copy-out). A header, struct, union or stack is
+passed by reference where no copy could show (see :mod:`p4sim.engine.aliasing`).
 
 The call compiler owns the :class:`ExpressionCompiler` (built with this call compiler as
 its :class:`~p4sim.engine.expressions.CallSite`, since arguments are expressions and an
@@ -29,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Protocol
 
+from p4sim.engine.aliasing import needs_copy
 from p4sim.engine.arguments import bind_args
 from p4sim.engine.codegen import Ex, FnCtx, Sym, Writer, zero_value_code
 from p4sim.engine.compile_context import CompileContext, expr_text
@@ -52,6 +52,9 @@ class StatementSite(Protocol):
     def assign(self, lhs: A.Expr, rhs: Ex, node: A.Node) -> None: ...
 
     def emit_callable(self, d: Any, info: Any, kind: str, rt: Optional[P4Type], module_level: bool) -> None: ...
+
+    @property
+    def instances(self) -> Any: ...   # instantiate_inline(call, name), for C.apply(...)
 
 
 class CallCompiler:
@@ -117,9 +120,11 @@ class CallCompiler:
                 return Ex(str(t.width_bits), IntT(), True, t.width_bits)
             if name in ("minSizeInBytes", "maxSizeInBytes") and isinstance(t, HeaderT):
                 return Ex(str(t.width_bits // 8), IntT(), True, t.width_bits // 8)
-            if name == "apply" and isinstance(t, BlockT):
-                raise P4Unsupported("unsupported: direct application of a parser/control type (declare an instance)", e.loc)
+            if name == "apply" and isinstance(t, BlockT) and t.kind in ("control", "parser"):
+                return self.block_apply(e, self.direct_instance(e, t.name))
             raise P4Error(f"{t}.{name}: no such method", e.loc)
+        if sym.kind in ("control_decl", "parser_decl") and name == "apply":
+            return self.block_apply(e, self.direct_instance(e, sym.decl.name))
         if sym.kind == "stackmethod":
             if len(e.args) != 1:
                 raise P4Error(f"{name}: expects one argument", e.loc)
@@ -153,46 +158,65 @@ class CallCompiler:
 
     def invoke(self, fname: str, params: list[A.Param], ptypes: list[P4Type], args: list[Optional[A.Expr]],
                what: str, node: A.Node, has_return: bool, extra_args: Optional[list[str]] = None,
-               tail_args: Optional[list[str]] = None) -> Optional[str]:
+               tail_args: Optional[list[str]] = None, callee_outer: frozenset[str] = frozenset()) -> Optional[str]:
         """Emit a call with copy-in/copy-out and return the expression of its result
         (a temporary) when ``has_return``. ``extra_args``/``tail_args`` are argument
-        codes put before/after those of ``args`` (e.g. action data from a table)."""
+        codes put before/after those of ``args`` (e.g. action data from a table).
+
+        The callee returns ``(result, out1, …)`` with one value per ``out``/``inout``
+        parameter, or leaves them on the :class:`~p4sim.engine.rt.ExitSignal` it raises
+        on ``exit``; either way they are copied out. A header or struct argument is
+        copied only where :func:`~p4sim.engine.aliasing.needs_copy` says it shows;
+        otherwise it is passed by reference (an ``out`` one reset first) and not copied out."""
         codes: list[str] = list(extra_args or [])
-        outs: list[tuple[A.Expr, P4Type]] = []
+        outs: list[tuple[Optional[A.Expr], P4Type]] = []   # per out/inout parameter; None: nothing to copy
         for p, pt, a in zip(params, ptypes, args):
             composite = strip_new(pt).is_composite()
             if p.direction in ("out", "inout"):
                 if a is None or isinstance(a, A.DontCare):
-                    if composite:
-                        codes.append(zero_value_code(pt))
-                    else:
-                        codes.append(zero_value_code(pt))
-                        outs.append((A.DontCare(loc=node.loc), pt))
+                    codes.append(zero_value_code(pt))
+                    outs.append((None, pt))
                     continue
                 lt = self.statements.lvalue_type(a)
                 if not same_type(strip_new(lt), strip_new(pt)):
                     raise P4Error(f"{what}: argument for {p.direction} parameter '{p.name}' has type {lt}, expected {pt}", a.loc)
                 v = self.expressions.value_expr(a)
-                if composite:
+                if composite and not needs_copy(a, args, callee_outer):
                     codes.append(f"{v.code}._reset()" if p.direction == "out" else v.code)
+                    outs.append((None, pt))
+                elif composite:
+                    codes.append(f"{v.code}._copy()" if p.direction == "inout" else zero_value_code(pt))
+                    outs.append((a, pt))
                 else:
                     codes.append(v.code if p.direction == "inout" else zero_value_code(pt))
                     outs.append((a, pt))
             else:
                 v = self.expressions.value_expr(a, pt) if a is not None else Ex("None", pt)
-                codes.append(v.code)
+                copy = composite and a is not None and needs_copy(a, args, callee_outer)
+                codes.append(f"{v.code}._copy()" if copy else v.code)
         codes.extend(tail_args or [])
         call = f"{fname}({', '.join(codes)})"
-        if not outs:
-            if has_return:
+        copies = [(i, a, pt) for i, (a, pt) in enumerate(outs) if a is not None]
+        w = self.cx.w
+        if not outs or (not copies and not has_return):
+            if has_return and not outs:
                 return call
-            self.cx.w.line(call)
+            w.line(call)
             return None
         tmp = self.cx.tmp("c")
-        self.cx.w.line(f"{tmp} = {call}")
-        for i, (a, pt) in enumerate(outs):
-            if not isinstance(a, A.DontCare):
-                self.statements.assign(a, Ex(f"{tmp}[{i + 1}]", pt), node)
+        if not copies:
+            w.line(f"{tmp} = {call}")
+            return f"{tmp}[0]"
+        # exit in the callee: its out/inout values ride on the signal, copied out here too
+        exited = self.cx.tmp("x")
+        w.line(f"{exited} = None")
+        w.line("try:")
+        w.line(f"    {tmp} = {call}")
+        w.line("except _ExitSignal as _xs:")
+        w.line(f"    {tmp}, {exited} = _xs.outs, _xs")
+        for i, a, pt in copies:
+            self.statements.assign(a, Ex(f"{tmp}[{i + 1}]", pt), node)
+        w.line(f"if {exited} is not None: raise {exited}")
         return f"{tmp}[0]" if has_return else None
 
     def function_call(self, e: A.Call, sym: Sym, expected: Optional[P4Type], as_statement: bool = False) -> Ex:
@@ -204,8 +228,9 @@ class CallCompiler:
         d = fi.decl
         args = bind_args(d.params, e.args, e, d.name)
         rt = fi.return_type
+        outer = getattr(fi, "outer", frozenset())
         if not fi.outs or as_statement:
-            r = self.invoke(fi.pyname, d.params, fi.ptypes, args, d.name, e, True)
+            r = self.invoke(fi.pyname, d.params, fi.ptypes, args, d.name, e, True, callee_outer=outer)
             if as_statement:
                 if r is not None and not fi.outs:
                     self.cx.w.line(r)
@@ -220,7 +245,7 @@ class CallCompiler:
         inner.depth = 1
         fn = FnCtx(name, "inline", parent=self.cx.fn)
         self.cx.w, self.cx.fn = inner, fn
-        r = self.invoke(fi.pyname, d.params, fi.ptypes, args, d.name, e, True)
+        r = self.invoke(fi.pyname, d.params, fi.ptypes, args, d.name, e, True, callee_outer=outer)
         inner.line(f"return {r}")
         self.cx.w, self.cx.fn = saved_w, saved_fn
         self.cx.w.function(f"{name}()", fn, inner)
@@ -234,8 +259,16 @@ class CallCompiler:
         ai = sym.value
         d = ai.decl
         args = bind_args(d.params, e.args, e, d.name)
-        self.invoke(ai.pyname, d.params, ai.ptypes, args, d.name, e, False)
+        self.invoke(ai.pyname, d.params, ai.ptypes, args, d.name, e, False, callee_outer=ai.outer)
         return None
+
+    def direct_instance(self, e: A.Call, type_name: str) -> Any:
+        """The instance p4c's InstantiateDirectCalls declares for ``C.apply(...)``: one per
+        call, without constructor arguments, named ``C`` for the control plane."""
+        base = e.func.expr if isinstance(e.func, A.Member) else None
+        type_args = list(base.type.args) if isinstance(base, A.TypeNameExpr) and isinstance(base.type, A.NamedType) else []
+        ctor = A.Call(A.NameRef(type_name, loc=e.loc), [], type_args, loc=e.loc)
+        return self.statements.instances.instantiate_inline(ctor, type_name)
 
     def block_apply(self, e: A.Call, inst: Any) -> Optional[Ex]:
         decl = inst.decl

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from p4sim.frontend.types import (
-    BitT, BoolT, EnumT, ErrorT, HeaderT, P4Type, StackT, StructLikeT, UnionT, VarbitT, strip_new,
+    BitT, BoolT, EnumT, ErrorT, HeaderT, P4Type, StackT, StructLikeT, StructT, UnionT, VarbitT, packed_width,
+    strip_new,
 )
 
 
@@ -189,6 +190,8 @@ def gen_struct_class(t: StructLikeT) -> str:
     w.dedent()
     if isinstance(t, HeaderT):
         _gen_header_io(w, t, names)
+    elif isinstance(t, StructT) and packed_width(t) is not None:
+        _gen_packed_io(w, list(zip(t.fields, names)), packed_width(t) or 0, header=False)
     if isinstance(t, UnionT):
         w.line("def _emit(self, ctx):")
         w.indent()
@@ -225,10 +228,63 @@ def gen_struct_class(t: StructLikeT) -> str:
 
 
 def _fw(t: P4Type) -> int:
-    """Width of a header field's type (bit/int, bool, serializable enum)."""
+    """Width of a header field's type (bit/int, bool, serializable enum, struct of them)."""
     if isinstance(t, EnumT) and t.underlying is not None:
         return t.underlying.width
+    if isinstance(t, StructLikeT):
+        return packed_width(t) or 0
     return t.width if isinstance(t, BitT) else 1
+
+
+def _gen_packed_io(w: Writer, fields: list[tuple[tuple[str, P4Type], str]], width: int, header: bool) -> None:
+    """``_load`` (fields from an integer of ``width`` bits, MSB first), ``_bits`` (the
+    reverse), ``_flat`` (``(value, width)`` of every leaf field, in order) and ``_width``
+    of a fixed-width header or of a struct of such fields (a header's struct field, a
+    ``lookahead`` of a struct): p4c-bm2-ss flattens such a struct into its fields."""
+    w.line("def _load(self, v):")
+    w.indent()
+    shift = width
+    for (n, ft), pn in fields:
+        ft2 = strip_new(ft)
+        fw = _fw(ft2)
+        shift -= fw
+        val = f"(v >> {shift}) & {(1 << fw) - 1:#x}" if shift else f"v & {(1 << fw) - 1:#x}"
+        if isinstance(ft2, StructLikeT):
+            w.line(f"self.{pn}._load({val})")
+            continue
+        if isinstance(ft2, BitT) and ft2.signed:
+            val = f"_to_signed({val}, {fw})"
+        elif isinstance(ft2, BoolT):
+            val = f"bool({val})"
+        w.line(f"self.{pn} = {val}")
+    if header:
+        w.line("self._valid = True")
+    elif not fields:
+        w.line("pass")
+    w.dedent()
+    w.line("def _bits(self):")
+    w.indent()
+    parts = []
+    shift = width
+    for (n, ft), pn in fields:
+        ft2 = strip_new(ft)
+        fw = _fw(ft2)
+        shift -= fw
+        v = f"(self.{pn} & {(1 << fw) - 1:#x})" if (isinstance(ft2, BitT) and ft2.signed) else (
+            f"int(self.{pn})" if isinstance(ft2, BoolT) else
+            f"self.{pn}._bits()" if isinstance(ft2, StructLikeT) else f"self.{pn}")
+        parts.append(f"({v} << {shift})" if shift else v)
+    w.line("return " + (" | ".join(parts) if parts else "0"))
+    w.dedent()
+    w.line("def _flat(self):")
+    w.indent()
+    items = []
+    for (n, ft), pn in fields:
+        ft2 = strip_new(ft)
+        items.append(f"*self.{pn}._flat()" if isinstance(ft2, StructLikeT) else f"(self.{pn}, {_fw(ft2)})")
+    w.line("return [" + ", ".join(items) + "]")
+    w.dedent()
+    w.line(f"_width = {width}")
 
 
 def _gen_header_io(w: Writer, t: HeaderT, names: list[str]) -> None:
@@ -255,35 +311,7 @@ def _gen_header_io(w: Writer, t: HeaderT, names: list[str]) -> None:
     if not t.has_varbit:
         width = t.width_bits
         nbytes = (width + 7) >> 3
-        # _extract_int: set fields from an integer holding the header's bits
-        w.line("def _load(self, v):")
-        w.indent()
-        shift = width
-        for (n, ft), pn in fields:
-            ft2 = strip_new(ft)
-            fw = _fw(ft2)
-            shift -= fw
-            val = f"(v >> {shift}) & {(1 << fw) - 1:#x}" if shift else f"v & {(1 << fw) - 1:#x}"
-            if isinstance(ft2, BitT) and ft2.signed:
-                val = f"_to_signed({val}, {fw})"
-            elif isinstance(ft2, BoolT):
-                val = f"bool({val})"
-            w.line(f"self.{pn} = {val}")
-        w.line("self._valid = True")
-        w.dedent()
-        w.line("def _bits(self):")
-        w.indent()
-        parts = []
-        shift = width
-        for (n, ft), pn in fields:
-            ft2 = strip_new(ft)
-            fw = _fw(ft2)
-            shift -= fw
-            v = f"(self.{pn} & {(1 << fw) - 1:#x})" if (isinstance(ft2, BitT) and ft2.signed) else (
-                f"int(self.{pn})" if isinstance(ft2, BoolT) else f"self.{pn}")
-            parts.append(f"({v} << {shift})" if shift else v)
-        w.line("return " + (" | ".join(parts) if parts else "0"))
-        w.dedent()
+        _gen_packed_io(w, fields, width, header=True)
         w.line("def _emit(self, ctx):")
         w.indent()
         w.line("if self._valid:")
@@ -299,16 +327,6 @@ def _gen_header_io(w: Writer, t: HeaderT, names: list[str]) -> None:
         w.line(f"    self._load(_read_bits(ctx.data, o, {width}))")
         w.line(f"ctx.offset_bits = o + {width}")
         w.dedent()
-        w.line("def _flat(self):")
-        w.indent()
-        items = []
-        for (n, ft), pn in fields:
-            ft2 = strip_new(ft)
-            fw = _fw(ft2)
-            items.append(f"(self.{pn}, {fw})")
-        w.line("return [" + ", ".join(items) + "]")
-        w.dedent()
-        w.line(f"_width = {width}")
     else:
         w.line("def _extract(self, ctx, varbit_len=None):")
         w.indent()

@@ -30,7 +30,7 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from p4sim.engine.codegen import FnCtx, Sym, Writer
 from p4sim.errors import P4Error
@@ -128,6 +128,7 @@ class ActionInfo:
         self.pyname = pyname_
         self.ptypes = ptypes
         self.annotations = decl.annotations
+        self.outer: frozenset[str] = frozenset()  # names of the enclosing control it uses
 
     @property
     def cp_params(self) -> list[tuple[str, int]]:
@@ -149,6 +150,7 @@ class FunctionInfo:
         self.ptypes = ptypes
         self.return_type = return_type
         self.outs = outs
+        self.outer: frozenset[str] = frozenset()  # names it uses that are not its own
 
 
 class CompileContext:
@@ -167,6 +169,8 @@ class CompileContext:
         self.counter = 0                        # for fresh Python names
         self.hash_fns: dict[str, Any] = {}
         # symbol tables
+        # S<args> of a generic struct/header (set by the Compiler, used by TypeResolver)
+        self.specialize_struct: Optional[Callable[[Sym, list[P4Type], Any], P4Type]] = None
         self.scopes: list[dict[str, Sym]] = [{}]
         self.type_bindings: list[dict[str, P4Type]] = []
         self.path = ""                          # fully qualified name of the enclosing instance
@@ -178,8 +182,6 @@ class CompileContext:
         self.digest_types: dict[str, StructLikeT] = {}
         self.struct_types: list[StructLikeT] = []
         self.package: Optional[InstanceInfo] = None
-        # anonymous field lists of resubmit(data)/recirculate(data)/clone3: index -> fields
-        self.data_field_lists: dict[int, list[tuple[str, Optional[str]]]] = {}
 
     @property
     def error_width(self) -> int:

@@ -47,8 +47,11 @@ from p4sim.errors import P4Error, P4Unsupported
 from p4sim.frontend import ast as A
 from p4sim.frontend.types import (
     BitT, BlockT, BoolT, EnumT, ExternT, HeaderT, NewT, P4Type, StructLikeT, StructT, UnionT, VarbitT,
-    strip_new,
+    packed_width, strip_new,
 )
+
+# the v1model versions p4c-bm2-ss knows (backends/bmv2/common/v1model.h)
+V1MODEL_VERSIONS = (20180101, 20200408)
 
 __all__ = ["Compiler", "InstanceInfo", "annotation", "annotation_string", "expr_text"]
 
@@ -58,6 +61,7 @@ class Compiler:
 
     def __init__(self, program: A.Program, state: Any, trace: bool = True) -> None:
         self.cx = CompileContext(program, state, trace)
+        self.cx.specialize_struct = self.specialize_struct
         self.statements = StatementCompiler(self.cx, instances=self)
         self.expressions = self.statements.expressions
         self.natives = self.statements.calls.natives
@@ -99,10 +103,6 @@ class Compiler:
         return self.cx.struct_types
 
     @property
-    def data_field_lists(self) -> dict[int, list[tuple[str, Optional[str]]]]:
-        return self.cx.data_field_lists
-
-    @property
     def package(self) -> Optional[InstanceInfo]:
         return self.cx.package
 
@@ -120,6 +120,8 @@ class Compiler:
 
     def top_decl(self, d: Any) -> None:
         if isinstance(d, A.ConstDecl):
+            if d.name == "__v1model_version":
+                self.check_v1model_version(d)
             self.statements.const_decl(d)
         elif isinstance(d, A.TypedefDecl):
             t = self.expressions.resolve_type(d.type)
@@ -162,13 +164,52 @@ class Compiler:
         else:
             raise P4Unsupported(f"unsupported: top-level {type(d).__name__}", d.loc)
 
+    def check_v1model_version(self, d: A.ConstDecl) -> None:
+        """The ``V1MODEL_VERSION`` a program defines before including v1model.p4, checked
+        as p4c's GetV1ModelVersion checks it."""
+        v = self.expressions.const_value(d.value)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise P4Error(f"{expr_text(d.value)}: expected v1model version to be a non-negative number", d.value.loc)
+        if not V1MODEL_VERSIONS[0] <= v <= V1MODEL_VERSIONS[1]:
+            raise P4Error(f"{expr_text(d.value)}: unknown v1model version; initial supported version is "
+                          f"{V1MODEL_VERSIONS[0]}, latest is {V1MODEL_VERSIONS[1]}", d.value.loc)
+
     def struct_decl(self, d: A.StructLikeDecl) -> None:
         if d.type_params:
-            raise P4Unsupported(f"unsupported: generic {d.kind} {d.name}", d.loc)
+            # ``struct S<T>``: specialised for each list of type arguments it is used with,
+            # as p4c's SpecializeGenericTypes does (TypeResolver calls specialize_struct)
+            self.cx.define(d.name, Sym("generic_struct", None, value={}, decl=d), d)
+            return
+        self.build_struct(d, d.name, define=True)
+
+    def specialize_struct(self, sym: Sym, args: list[P4Type], node: A.Node) -> StructLikeT:
+        """The type ``S<args>`` of a generic struct, header or union ``S``."""
+        d = sym.decl
+        if len(args) != len(d.type_params):
+            raise P4Error(f"{d.name} expects {len(d.type_params)} type arguments", node.loc)
+        key = tuple(f"{type(a).__name__}:{a}" for a in args)
+        name = f"{d.name}<{', '.join(str(a) for a in args)}>"
+        if key in sym.value and sym.value[key] is None:  # being built: S<T> holds an S<T>
+            raise P4Error(f"Self-referencing types not supported: '{name}' within '{d.kind} {d.name}'", node.loc)
+        if key not in sym.value:
+            saved = self.cx.type_bindings
+            self.cx.type_bindings = [dict(zip(d.type_params, args))]
+            sym.value[key] = None
+            try:
+                sym.value[key] = self.build_struct(d, name, define=False)
+            except BaseException:
+                del sym.value[key]
+                raise
+            finally:
+                self.cx.type_bindings = saved
+        return sym.value[key]
+
+    def build_struct(self, d: A.StructLikeDecl, name: str, define: bool) -> StructLikeT:
         cls = {"struct": StructT, "header": HeaderT, "header_union": UnionT}[d.kind]
-        t = cls(d.name, [])
+        t = cls(name, [])
         t.pyclass = self.cx.uid("S_" + d.name)
-        self.cx.define(d.name, Sym("type", t, decl=d), d)
+        if define:
+            self.cx.define(d.name, Sym("type", t, decl=d), d)
         seen = set()
         for f in d.fields:
             if f.name in seen:
@@ -176,14 +217,18 @@ class Compiler:
             seen.add(f.name)
             ft = self.expressions.resolve_type(f.type)
             sft = strip_new(ft)
-            if d.kind == "header" and not isinstance(sft, (BitT, VarbitT, BoolT)) and not (
-                    isinstance(sft, EnumT) and sft.underlying is not None):
+            if sft is t:
+                raise P4Error(f"Self-referencing types not supported: '{d.name}' within '{d.kind} {d.name}'",
+                              f.type.loc)
+            if d.kind == "header" and not isinstance(sft, VarbitT) and packed_width(sft) is None:
                 raise P4Error(f"header {d.name}: field '{f.name}' has type {ft}, which is not allowed in a header", f.loc)
             if d.kind == "header_union" and not isinstance(sft, HeaderT):
                 raise P4Error(f"header_union {d.name}: field '{f.name}' must be a header", f.loc)
             t.fields.append((f.name, ft))
             t.annotations[f.name] = f.annotations
         if d.kind == "header":
+            if t.has_varbit and any(isinstance(strip_new(ft), StructT) for _, ft in t.fields):
+                raise P4Unsupported(f"unsupported: header {d.name}: a struct field in a header with a varbit field", d.loc)
             if sum(1 for _, ft in t.fields if isinstance(strip_new(ft), VarbitT)) > 1:
                 raise P4Error(f"header {d.name}: at most one varbit field is allowed", d.loc)
             if t.width_bits % 8 and not t.has_varbit:
@@ -191,6 +236,7 @@ class Compiler:
         self.cx.struct_types.append(t)
         self.cx.mod.lines.extend(gen_struct_class(t).splitlines())
         self.cx.mod.line("")
+        return t
 
     def enum_decl(self, d: A.EnumDecl) -> None:
         if len(set(d.members)) != len(d.members):
@@ -231,7 +277,7 @@ class Compiler:
             bound = bind_args(d.params, args, node, d.name)
             inst = InstanceInfo("package", name, fq, d, BlockT("package", d.name, d))
             for p, a in zip(d.params, bound):
-                inst.args.append(self.package_arg(a, p))
+                inst.args.append(self.package_arg(a, p) if a is not None else None)  # None: @optional left out
             inst.params = d.params
             return inst
         raise P4Error(f"{t.name if isinstance(t, A.NamedType) else '?'} cannot be instantiated", node.loc)

@@ -27,10 +27,10 @@ from p4sim.engine.arith import arith_code, const_wrap, fold, lit, wrap
 from p4sim.engine.codegen import Ex, Sym, pyname
 from p4sim.engine.compile_context import CompileContext, expr_text
 from p4sim.engine.typerefs import TypeResolver
-from p4sim.errors import P4Error
+from p4sim.errors import P4Error, P4Unsupported
 from p4sim.frontend import ast as A
 from p4sim.frontend.types import (
-    ActionEnumT, ApplyResultT, BitT, BlockT, BoolT, DontCareT, EnumT, ErrorT, IntT, NewT, P4Type,
+    MAX_WIDTH_BITS, ActionEnumT, ApplyResultT, BitT, BlockT, BoolT, DontCareT, EnumT, ErrorT, IntT, NewT, P4Type,
     SetT, StackT, StringT, StructLikeT, TupleT, UnionT, VoidT, same_type, strip_new,
 )
 
@@ -106,6 +106,9 @@ class ExpressionCompiler:
             return ex
         if isinstance(ts, EnumT) and isinstance(tt, EnumT) and ts.name == tt.name:
             return ex
+        if isinstance(ts, EnumT) and ts.underlying is not None and isinstance(tt, BitT) and same_type(ts.underlying, tt):
+            # a serializable enum converts to its underlying type implicitly (P4_16 1.2.x, p4-spec #774)
+            return Ex(ex.code, target, ex.const, ex.value)
         raise P4Error(f"{what}: cannot convert type {src} to {target}", node.loc)
 
     # ------------------------------------------------------------------ entry point
@@ -260,8 +263,7 @@ class ExpressionCompiler:
     def _x_Slice(self, e: A.Slice, expected: Optional[P4Type]) -> Ex:
         base = self.value_expr(e.expr)
         t = strip_new(base.ty)
-        hi = self.const_value(e.hi)
-        lo = self.const_value(e.lo)
+        hi, lo = self.slice_bounds(e)
         if isinstance(t, IntT) and base.const:
             width = hi - lo + 1
             v = (base.value >> lo) & ((1 << width) - 1)
@@ -276,6 +278,31 @@ class ExpressionCompiler:
             v = (base.value >> lo) & rt.mask
             return Ex(lit(v), rt, True, v)
         return Ex(f"(({base.code} >> {lo}) & {rt.mask:#x})" if lo else f"({base.code} & {rt.mask:#x})", rt)
+
+    def slice_bounds(self, e: A.Slice) -> tuple[int, int]:
+        """The constant bounds of ``e[hi:lo]``, checked as p4c's ConstantFolding checks
+        them once named constants are folded in (literal bounds: frontend/validate.py)."""
+        bounds = []
+        for b in (e.hi, e.lo):
+            if e.plus and not self.value_expr(b).const:
+                # p4c's front end keeps a PlusSlice with a variable lsb, which p4c-bm2-ss's
+                # back end cannot convert (ExpressionConverter: "Unhandled case")
+                raise P4Unsupported(f"unsupported: {expr_text(e.expr)}[{expr_text(e.lo)} +: ...] with a "
+                                    "non-constant lsb (p4c-bm2-ss cannot compile it)", e.lo.loc)
+            v = self.const_value(b)
+            if not isinstance(v, int) or isinstance(v, bool):
+                text = f'"{v}"' if isinstance(v, str) else expr_text(b)
+                raise P4Error(f"{text}: expected an integer value", b.loc)
+            bounds.append(v)
+        hi, lo = bounds
+        if hi < lo:
+            raise P4Error(f"{expr_text(e.expr)}[{hi}:{lo}]: bit slicing should be specified as [msb:lsb]", e.loc)
+        if lo < 0:
+            raise P4Error(f"{lo}: expected slice indexes to be non-negative", e.lo.loc)
+        if hi > MAX_WIDTH_BITS:
+            raise P4Error(f"{expr_text(e.expr)}[{hi}:{lo}]: Compiler only supports widths up to {MAX_WIDTH_BITS}",
+                          e.loc)
+        return hi, lo
 
     # ------------------------------------------------------------------ operators
     def _x_Unary(self, e: A.Unary, expected: Optional[P4Type]) -> Ex:
@@ -363,7 +390,10 @@ class ExpressionCompiler:
             if not isinstance(rt, (BitT, IntT)):
                 raise P4Error(f"{op}: shift amount must be numeric, not {r.ty}", e.loc)
             if isinstance(rt, IntT) and r.const and r.value < 0:
-                raise P4Error(f"{op}: negative shift amount", e.loc)
+                raise P4Error(f"{expr_text(e)}: Shifts with negative amounts are not permitted", e.loc)
+            if l.const and r.const and r.value > MAX_WIDTH_BITS:
+                # p4c's ConstantFolding refuses to fold it (and nothing else can)
+                raise P4Error(f"{expr_text(e)}: Compiler only supports widths up to {MAX_WIDTH_BITS}", e.loc)
             if isinstance(lt, IntT):
                 if not (l.const and r.const):
                     raise P4Error(f"{op}: shifting an int requires constant operands", e.loc)
@@ -375,6 +405,9 @@ class ExpressionCompiler:
                 else:
                     v = (-1 if l.value < 0 else 0) if r.value >= lt.width else l.value >> r.value
                 return Ex(lit(v), l.ty, True, v)
+            if l.const and l.value == 0:
+                # p4c's StrengthReduction: 0 shifted is 0 (the amount still runs: a call)
+                return Ex(f"({r.code}, 0)[1]", l.ty)
             # p4c-bm2-ss (backends/bmv2/common/lower.cpp) refuses a shift it cannot fold
             # whose amount is wider than 8 bits, or an int amount above 256
             if isinstance(rt, BitT) and rt.width > BMV2_MAX_SHIFT_BITS:
@@ -397,7 +430,15 @@ class ExpressionCompiler:
             return Ex(f"_shr({l.code}, {r.code}, {lt.width})", l.ty)
         if op in CMP_OPS:
             l = self.value_expr(e.left)
-            r = self.value_expr(e.right, l.ty if not isinstance(strip_new(l.ty), IntT) else None)
+            ls = strip_new(l.ty)
+            if isinstance(ls, EnumT) and ls.underlying is not None and not isinstance(e.right, A.IntLit):
+                # a serializable enum against its underlying type: compared as that type
+                r = self.value_expr(e.right)
+                if isinstance(strip_new(r.ty), BitT):
+                    l = self.coerce(l, ls.underlying, e.left)
+                r = self.coerce(r, l.ty, e.right)
+            else:
+                r = self.value_expr(e.right, l.ty if not isinstance(ls, IntT) else None)
             if isinstance(strip_new(l.ty), IntT) and not isinstance(strip_new(r.ty), IntT):
                 l = self.coerce(l, r.ty, e.left)
             lt, rt = strip_new(l.ty), strip_new(r.ty)

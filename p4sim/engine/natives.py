@@ -38,6 +38,12 @@ from p4sim.runtime.counters import CounterArray, DirectCounter
 from p4sim.runtime.meters import DirectMeter, MeterArray
 from p4sim.runtime.registers import RegisterArray
 
+# p4c-bm2-ss appends this to its messages about v1model externs (ExternConverter::modelError)
+MODEL_HINT = "Are you using an up-to-date v1model.p4?"
+
+# v1model.p4 declares them, p4sim does not run them
+V1MODEL_UNIMPLEMENTED = frozenset({"Checksum16"})
+
 COUNTER_UNITS = {"packets": "packets", "bytes": "bytes", "packets_and_bytes": "packets_and_bytes"}
 
 
@@ -127,9 +133,6 @@ class NativeExterns:
             raise P4Error(f"{expr_text(e)}: expected a constant of enum {enum}", e.loc)
         return x.value
 
-    def std_code(self) -> str:
-        return "ctx.std"
-
     # ------------------------------------------------------------------ extern functions
     def check_extern_args(self, params: list[A.Param], args: list[Optional[A.Expr]],
                           bindings: dict[str, P4Type], type_params: list[str], what: str) -> None:
@@ -167,8 +170,11 @@ class NativeExterns:
         args = self.args_for(e, decl, name)
         self.check_extern_args(decl.params, args, {}, decl.type_params, name)
         impl = getattr(self, "_fn_" + name, None)
-        if impl is None:
+        if impl is None and decl.loc is not None and decl.loc.file.endswith(("v1model.p4", "core.p4")):
             raise P4Unsupported(f"unsupported: extern function {name}", e.loc)
+        if impl is None:
+            # declared by the program: p4c-bm2-ss (without --emit-externs) has no converter
+            raise P4Error(f"{name}: unknown extern function", e.loc)
         return impl(e, decl, args)
 
     @staticmethod
@@ -199,9 +205,11 @@ class NativeExterns:
         self.cx.w.line(f"if not {c.code}: raise _ParserErrorSignal({err.code})")
 
     def _fn_mark_to_drop(self, e: A.Call, d: Any, args: list) -> None:
-        # the deprecated no-argument form is BMv2's ``drop`` primitive: it marks the
-        # standard metadata of the packet being processed (that of the running block)
-        code = self.expressions.value_expr(args[0]).code if args else self.std_code()
+        if len(args) != 1 or args[0] is None:
+            # v1model.p4 still declares the deprecated no-argument form; p4c-bm2-ss's
+            # back end refuses it (simple_switch's ExternConverter_mark_to_drop)
+            raise P4Error(f"Expected 1 argument for {expr_text(e)}. {MODEL_HINT}", e.loc)
+        code = self.expressions.value_expr(args[0]).code
         self.cx.w.line(f"{code}.egress_spec = 511")
         self.cx.w.line(f"{code}.mcast_grp = 0")
 
@@ -240,39 +248,25 @@ class NativeExterns:
         self._clone(args[0], args[1], None)
 
     def _fn_clone3(self, e: A.Call, d: Any, args: list) -> None:
-        self._clone(args[0], args[1], str(self._data_field_list(args[2], "clone3")))
+        self._deprecated_data_form(e, "clone3")
 
-    def _data_field_list(self, data: Optional[A.Expr], what: str) -> int:
-        """The deprecated ``resubmit(data)``/``recirculate(data)``/``clone3(.., data)``
-        forms: the user metadata fields named in ``data`` become an anonymous field list
-        (a negative index); other fields are not preserved, as with p4c's BMv2 back end."""
-        fields: list[tuple[str, Optional[str]]] = []
-        elems = data.elems if isinstance(data, A.ListExpr) else ([] if data is None else [data])
-        for x in elems:
-            t = strip_new(self.expressions.value_expr(x).ty)
-            if isinstance(x, A.Member) and not isinstance(t, (HeaderT, StackT)):
-                bt = strip_new(self.expressions.value_expr(x.expr).ty)
-                if isinstance(bt, StructLikeT) and not isinstance(bt, (HeaderT, UnionT)):
-                    fields.append((bt.name, x.name))
-                    continue
-            if isinstance(t, StructLikeT) and not isinstance(t, (HeaderT, UnionT)):
-                fields.append((t.name, None))
-                continue
-            raise P4Unsupported(f"unsupported: {what}: preserving {expr_text(x)} (only user metadata fields)", x.loc)
-        lists = self.cx.data_field_lists
-        idx = -1 - len(lists)
-        lists[idx] = fields
-        return idx
+    @staticmethod
+    def _deprecated_data_form(e: A.Call, name: str) -> None:
+        """``resubmit(data)``, ``recirculate(data)`` and ``clone3(type, session, data)``
+        are declared (deprecated) in v1model.p4, but p4c-bm2-ss has no converter for them
+        and refuses them as an unknown extern function (p4c reports it at the declaration
+        in v1model.p4; p4sim at the call)."""
+        raise P4Error(f"{name}: unknown extern function", e.loc)
 
     def _fn_clone_preserving_field_list(self, e: A.Call, d: Any, args: list) -> None:
         idx = self.expressions.const_value(args[2])
         self._clone(args[0], args[1], str(int(idx)))
 
     def _fn_resubmit(self, e: A.Call, d: Any, args: list) -> None:
-        self.cx.w.line(f"ctx.resubmit = {self._data_field_list(args[0], 'resubmit')}")
+        self._deprecated_data_form(e, "resubmit")
 
     def _fn_recirculate(self, e: A.Call, d: Any, args: list) -> None:
-        self.cx.w.line(f"ctx.recirculate = {self._data_field_list(args[0], 'recirculate')}")
+        self._deprecated_data_form(e, "recirculate")
 
     def _fn_resubmit_preserving_field_list(self, e: A.Call, d: Any, args: list) -> None:
         self.cx.w.line(f"ctx.resubmit = {int(self.expressions.const_value(args[0]))}")
@@ -352,6 +346,9 @@ class NativeExterns:
             vals = []
             for p, a in zip(ctor.params, bind_args(ctor.params, args, node, name)):
                 pt = self.expressions.resolve_type(p.type)
+                if a is None:  # an omitted @optional argument
+                    vals.append(None)
+                    continue
                 vals.append(self.expressions.const_value(a, pt if not isinstance(pt, TypeVarT) else None))
         finally:
             self.cx.type_bindings.pop()
@@ -368,9 +365,13 @@ class NativeExterns:
             obj = DirectMeter(fq, vals[0])
             self.cx.state.direct_meters[fq] = obj
         elif name == "register":
-            w = bit_width(type_args[0]) if type_args else None
-            if w is None:
-                raise P4Unsupported(f"unsupported: register of {type_args[0] if type_args else '?'}", node.loc)
+            rt0 = strip_new(type_args[0]) if type_args else None
+            if isinstance(rt0, EnumT) and rt0.underlying is not None:
+                rt0 = rt0.underlying  # p4c's EliminateSerEnums runs before the back end
+            if not isinstance(rt0, BitT):
+                # simple_switch's ExternConverter_register (a struct, a bool, ...)
+                raise P4Error("register: Only registers with bit or int types are currently supported", node.loc)
+            w = rt0.width
             obj = RegisterArray(fq, int(vals[0]), w)
             self.cx.state.registers[fq] = obj
         elif name == "action_profile":
@@ -380,8 +381,12 @@ class NativeExterns:
             algo = vals[0]
             obj = ActionSelector(fq, int(vals[1]), algorithm=algo, output_width=int(vals[2]))
             self.cx.state.action_profiles[fq] = obj
-        else:
+        elif name in V1MODEL_UNIMPLEMENTED:
             raise P4Unsupported(f"unsupported: extern {name} (p4sim implements the v1model externs)", node.loc)
+        else:
+            # an extern the program declares itself: p4c-bm2-ss converts only those it
+            # knows (without --emit-externs), p4c reports it at the extern's name
+            raise P4Error(f"{name}: unknown extern instance", node.loc)
         return obj
 
     def native_method(self, e: A.Call, inst: Any, name: str, expected: Optional[P4Type], as_statement: bool) -> Optional[Ex]:

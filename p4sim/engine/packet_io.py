@@ -19,18 +19,21 @@ from __future__ import annotations
 
 from typing import Optional, Protocol
 
-from p4sim.engine.codegen import Ex, Sym
+from p4sim.engine.codegen import Ex, Sym, pyname, zero_value_code
 from p4sim.engine.compile_context import CompileContext, expr_text
 from p4sim.engine.expressions import ExpressionCompiler
 from p4sim.errors import P4Error, P4Unsupported
 from p4sim.frontend import ast as A
-from p4sim.frontend.types import BitT, BoolT, HeaderT, P4Type, StackT, StructLikeT, strip_new
+from p4sim.frontend.types import BitT, BoolT, HeaderT, P4Type, StackT, StructLikeT, StructT, packed_width, strip_new
 
 
 class LValues(Protocol):
-    """What ``extract`` needs from the statement compiler: the type of its target."""
+    """What ``extract`` needs from the statement compiler: the type of its target, and a
+    local to extract into for ``extract<T>(_)``."""
 
     def lvalue_type(self, e: A.Expr) -> P4Type: ...
+
+    def new_var(self, name: str, t: P4Type, node: A.Node, writable: bool = True) -> str: ...
 
 
 class PacketExterns:
@@ -49,7 +52,18 @@ class PacketExterns:
                 if len(e.args) not in (1, 2):
                     raise P4Error("extract: expects 1 or 2 arguments", e.loc)
                 target = e.args[0].value
-                lt = self.statements.lvalue_type(target)
+                if isinstance(target, A.DontCare):
+                    # extract<T>(_): a T is read (and checked) but kept nowhere
+                    if len(e.type_args) != 1:
+                        raise P4Error("extract: _ needs a type argument, as in extract<T>(_)", target.loc)
+                    lt = self.expressions.resolve_type(e.type_args[0])
+                    if not isinstance(strip_new(lt), HeaderT):
+                        raise P4Error(f"extract: argument must be a header, not {lt}", target.loc)
+                    target = A.NameRef("$" + self.cx.tmp("discard"), loc=target.loc)
+                    pn = self.statements.new_var(target.name, lt, e, writable=True)
+                    w.line(f"{pn} = {zero_value_code(lt)}")
+                else:
+                    lt = self.statements.lvalue_type(target)
                 st = strip_new(lt)
                 if not isinstance(st, HeaderT):
                     raise P4Error(f"extract: argument must be a header, not {lt}", target.loc)
@@ -60,7 +74,21 @@ class PacketExterns:
                     vl = self.expressions.value_expr(e.args[1].value).code
                 elif st.has_varbit:
                     raise P4Error("extract: a header with a varbit field needs the size argument", e.loc)
-                if isinstance(target, A.Member) and target.name == "next":
+                union_next = (isinstance(target, A.Member) and isinstance(target.expr, A.Member)
+                              and target.expr.name == "next" and isinstance(
+                                  strip_new(self.expressions.value_expr(target.expr.expr).ty), StackT))
+                if union_next:
+                    # hs.next.a of a stack of header unions: the element's member, then the
+                    # element's other members invalid and nextIndex moved on (BMv2's
+                    # extract into a union stack)
+                    stack = self.expressions.value_expr(target.expr.expr)
+                    tmp = self.cx.tmp("e")
+                    member = f"{tmp}.{pyname(target.name)}"
+                    w.line(f"{tmp} = _stack_next({stack.code})")
+                    w.line(f"{member}._extract(ctx{', ' + vl if vl else ''})")
+                    w.line(f"{tmp}._only({member})")
+                    w.line(f"{stack.code}.nextIndex += 1")
+                elif isinstance(target, A.Member) and target.name == "next":
                     stack = self.expressions.value_expr(target.expr)
                     tmp = self.cx.tmp("e")
                     w.line(f"{tmp} = _stack_next({stack.code})")
@@ -87,7 +115,9 @@ class PacketExterns:
                     return Ex(code, t)
                 if isinstance(st, BoolT):
                     return Ex("bool(_lookahead(ctx, 1))", t)
-                if isinstance(st, HeaderT) and not st.has_varbit:
+                if (isinstance(st, HeaderT) and not st.has_varbit) or (
+                        isinstance(st, StructT) and packed_width(st) is not None):
+                    # a struct of bit fields as p4c's ExpandLookahead: one read, then sliced
                     return Ex(f"_lookahead_header(ctx, {st.pyclass})", t)
                 raise P4Unsupported(f"unsupported: lookahead of {t}", e.loc)
             if name == "advance":

@@ -22,11 +22,11 @@ Example::
 from __future__ import annotations
 
 from p4sim.engine.codegen import Ex, FnCtx, Sym, Writer
-from p4sim.engine.compile_context import CompileContext
+from p4sim.engine.compile_context import CompileContext, expr_text
 from p4sim.engine.statements import StatementCompiler
 from p4sim.errors import P4Error, P4Unsupported
 from p4sim.frontend import ast as A
-from p4sim.frontend.types import bit_width
+from p4sim.frontend.types import StructT, bit_width, strip_new
 from p4sim.runtime.valueset import ValueSet
 
 
@@ -101,6 +101,10 @@ class ParserCompiler:
             if isinstance(ks, (A.DefaultExpr, A.DontCare)):
                 w.line(f"return {target}")
                 return
+            vs = self.cx.lookup_opt(ks.name) if isinstance(ks, A.NameRef) else None
+            if vs is not None and vs.kind == "valueset" and isinstance(strip_new(vs.type), StructT):
+                w.line(f"if {self.struct_valueset_cond(ks, vs, keys, tmps)}: return {target}")
+                continue
             if len(keys) > 1:
                 if not isinstance(ks, A.ListExpr):
                     raise P4Error(f"select has {len(keys)} keys; the case needs a tuple keyset", case.loc)
@@ -117,6 +121,30 @@ class ParserCompiler:
             w.line(f"if {' and '.join(conds) if conds else 'True'}: return {target}")
         w.line("raise _ParserErrorSignal(_ERR_NoMatch)")
 
+    def struct_valueset_cond(self, ks: A.NameRef, vs: Sym, keys: list[Ex], tmps: list[str]) -> str:
+        """A value set of a struct type matched by the select's keys, one per field: the
+        keys are concatenated, as BMv2 keys a parse value set of the struct's width."""
+        st = strip_new(vs.type)
+        if len(st.fields) != len(keys):
+            raise P4Error(f"{ks.name}: value_set of {st} has {len(st.fields)} fields, "
+                          f"the select has {len(keys)} keys", ks.loc)
+        parts = []
+        shift = sum(bit_width(ft) or 0 for _, ft in st.fields)
+        for (fname, ft), key, tmp in zip(st.fields, keys, tmps):
+            fw = bit_width(ft) or 0
+            if bit_width(key.ty) != fw:
+                raise P4Error(f"{ks.name}: field '{fname}' of {st} is {ft}, its key is {key.ty}", ks.loc)
+            shift -= fw
+            v = f"(int({tmp}) & {(1 << fw) - 1:#x})"
+            parts.append(f"({v} << {shift})" if shift else v)
+        return f"{vs.code}.match({' | '.join(parts) or '0'})"
+
+    def require_constant(self, x: A.Expr, x_ex: Ex) -> None:
+        """p4c-bm2-ss's SimplifySelectCases (requireConstants): a select case's values,
+        masks and range bounds are compile-time constants."""
+        if not x_ex.const:
+            raise P4Error(f"{expr_text(x)}: must be a compile-time constant", x.loc)
+
     def keyset_cond(self, part: A.Expr, key: Ex, tmp: str) -> str:
         if isinstance(part, (A.DefaultExpr, A.DontCare)):
             return "True"
@@ -124,23 +152,31 @@ class ParserCompiler:
         if isinstance(part, A.Binary) and part.op == "&&&":
             v = self.expressions.value_expr(part.left, kt)
             m = self.expressions.value_expr(part.right, kt)
+            self.require_constant(part.left, v)
+            self.require_constant(part.right, m)
             return f"({tmp} & {m.code}) == ({v.code} & {m.code})"
         if isinstance(part, A.Binary) and part.op == "..":
             lo = self.expressions.value_expr(part.left, kt)
             hi = self.expressions.value_expr(part.right, kt)
+            self.require_constant(part.left, lo)
+            self.require_constant(part.right, hi)
             return f"{lo.code} <= {tmp} <= {hi.code}"
         if isinstance(part, A.NameRef):
             sym = self.cx.lookup_opt(part.name)
             if sym is not None and sym.kind == "valueset":
                 return f"{sym.code}.match({tmp})"
         v = self.expressions.value_expr(part, kt)
+        self.require_constant(part, v)
         return f"{tmp} == {v.code}"
 
     def value_set_decl(self, d: A.ValueSetDecl) -> None:
         t = self.expressions.resolve_type(d.elem_type)
         size = int(self.expressions.const_value(d.size))
         fq = self.cx.fq_name(d, d.name)
+        st = strip_new(t)
         width = bit_width(t)
+        if isinstance(st, StructT) and all(bit_width(ft) is not None for _, ft in st.fields):
+            width = sum(bit_width(ft) or 0 for _, ft in st.fields)  # p4c-bm2-ss: the struct's width
         if width is None:
             raise P4Unsupported(f"unsupported: value_set of {t}", d.loc)
         vs = ValueSet(fq, width, size)

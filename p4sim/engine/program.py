@@ -268,16 +268,6 @@ class CompiledProgram:
                 idxs = [int(compiler.const_value(x)) for x in a.exprs or []]
                 for i in idxs:
                     out.setdefault(i, []).append(pyname(fname))
-        # anonymous lists of the deprecated resubmit(data)/recirculate(data)/clone3 forms
-        meta_fields = [n for n, _ in self.metadata_type.fields]
-        for i, fields in getattr(compiler, "data_field_lists", {}).items():
-            names = out.setdefault(i, [])
-            for struct_name, fname in fields:
-                if struct_name != self.metadata_type.name:
-                    continue
-                for n in (meta_fields if fname is None else [fname]):
-                    if pyname(n) not in names:
-                        names.append(pyname(n))
         return out
 
     def preserve_field_list(self, index: int, src: rt.PacketVars, dst: rt.PacketVars) -> None:

@@ -10,7 +10,7 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 
 class ParserErrorSignal(Exception):
@@ -22,7 +22,11 @@ class ParserErrorSignal(Exception):
 
 
 class ExitSignal(Exception):
-    """The P4 ``exit`` statement: terminates the current top-level block."""
+    """The P4 ``exit`` statement: terminates the current top-level block. Each callable
+    it leaves puts the values of its ``out``/``inout`` parameters in ``outs`` (as its
+    ``return`` would) for the caller's copy-out."""
+
+    outs: Optional[tuple] = None
 
 
 class AssertionFailed(Exception):
@@ -120,7 +124,7 @@ class HeaderStack:
             if i >= count:
                 self.h[i]._set(self.h[i - count])
             else:
-                self.h[i]._valid = False
+                self.h[i]._reset()  # invalid (every member, for a union)
         self.nextIndex = min(self.nextIndex + count, self.size)
 
     def pop_front(self, count: int) -> None:
@@ -129,7 +133,7 @@ class HeaderStack:
             if i + count < self.size:
                 self.h[i]._set(self.h[i + count])
             else:
-                self.h[i]._valid = False
+                self.h[i]._reset()  # invalid (every member, for a union)
         self.nextIndex = max(self.nextIndex - count, 0)
 
     def _emit(self, ctx: Any) -> None:

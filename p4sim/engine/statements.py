@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Protocol
 
+from p4sim.engine.aliasing import outer_names
 from p4sim.engine.calls import CallCompiler
 from p4sim.engine.codegen import Ex, FnCtx, Sym, Writer, pyname, zero_value_code
 from p4sim.engine.compile_context import CompileContext, expr_text
@@ -36,6 +37,8 @@ class LocalInstances(Protocol):
     """What the statement compiler needs to instantiate a parser, control or extern."""
 
     def local_instantiation(self, d: A.Instantiation) -> None: ...
+
+    def instantiate_inline(self, e: A.Call, hint: str) -> Any: ...
 
 
 def always_returns(s: Any) -> bool:
@@ -70,7 +73,14 @@ class StatementCompiler:
                 self.expressions.value_expr(s.rhs)
                 return
             lt = self.lvalue_type(s.lhs)
-            lhs = self.freeze_indices(s.lhs) if _has_call(s.rhs) else s.lhs
+            if s.compound and not isinstance(lt, BitT):
+                # p4c's TypeInference on OpAssignmentStatement: bit<W>/int<W> only
+                raise P4Error(f"{s.compound}=: cannot be applied to '{expr_text(s.lhs)}' with type '{lt}'", s.lhs.loc)
+            # p4c evaluates the right side first when only it has calls (SideEffectOrdering
+            # keeps the assignment whole and InlineFunctions puts the callee's body and
+            # copy-out before it), so a call that changes a stack index moves the target;
+            # calls on the left side are hoisted first, left to right
+            lhs = self.freeze_indices(s.lhs) if _has_call(s.lhs) and _has_call(s.rhs) else s.lhs
             rhs = self.expressions.value_expr(s.rhs, lt)
             self.assign(lhs, rhs, s)
         elif isinstance(s, A.CallStmt):
@@ -123,8 +133,8 @@ class StatementCompiler:
 
     def freeze_indices(self, e: A.Expr) -> A.Expr:
         """The lvalue ``e`` with its run-time stack indices evaluated now into temporaries
-        (p4c evaluates the left side of an assignment before the right side, which
-        matters when the right side calls something that changes an index)."""
+        (when both sides of an assignment have calls, p4c evaluates the left side's
+        first)."""
         if isinstance(e, A.Member):
             inner = self.freeze_indices(e.expr)
             return e if inner is e.expr else A.Member(inner, e.name, loc=e.loc)
@@ -250,36 +260,9 @@ class StatementCompiler:
         self.cx.pop_scope()
 
     def for_in_stmt(self, s: A.ForInStmt) -> None:
-        """``for (T x in lo .. hi)`` (inclusive), over a list expression or a header stack."""
-        w = self.cx.w
-        self.cx.push_scope()
-        coll = s.collection
-        declared = self.expressions.resolve_type(s.typeref) if s.typeref is not None else None
-        if isinstance(coll, A.Binary) and coll.op == "..":
-            lo = self.expressions.value_expr(coll.left, declared)
-            t = declared or lo.ty
-            hi = self.expressions.value_expr(coll.right, t)
-            if isinstance(strip_new(t), IntT) or not isinstance(strip_new(t), BitT):
-                raise P4Error("for: the range needs a bit<W> or int<W> type", coll.loc)
-            items = f"range({lo.code}, {hi.code} + 1)"
-        elif isinstance(coll, A.ListExpr):
-            if declared is None:
-                raise P4Error("for: iterating over a list needs a declared element type", s.loc)
-            t = declared
-            items = "(" + "".join(self.expressions.value_expr(x, t).code + ", " for x in coll.elems) + ")"
-        else:
-            x = self.expressions.value_expr(coll)
-            st = strip_new(x.ty)
-            if not isinstance(st, StackT):
-                raise P4Error(f"for: cannot iterate over a value of type {x.ty}", coll.loc)
-            t = declared or st.elem
-            items = f"{x.code}.h"
-        var = self.new_var(s.name, t, s, writable=False)
-        w.line(f"for {var} in {items}:")
-        w.indent()
-        self.loop_body(s.body)
-        w.dedent()
-        self.cx.pop_scope()
+        """``for (T x in ...)`` is valid P4_16, but p4c-bm2-ss refuses it in its mid end
+        (backends/bmv2/common/check_unsupported.h); C-style ``for`` loops are kept."""
+        raise P4Error("BMV2 does not support for-in loops", s.loc)
 
     def switch_action_label(self, t: ActionEnumT, label: A.Expr) -> str:
         info = t.table
@@ -358,8 +341,7 @@ class StatementCompiler:
         if isinstance(lhs, A.Slice):
             inner = self.expressions.value_expr(lhs.expr)
             it = strip_new(inner.ty)
-            hi = self.expressions.const_value(lhs.hi)
-            lo = self.expressions.const_value(lhs.lo)
+            hi, lo = self.expressions.slice_bounds(lhs)
             width = hi - lo + 1
             mask = ((1 << width) - 1) << lo
             full = it.mask if isinstance(it, BitT) else -1
@@ -399,22 +381,49 @@ class StatementCompiler:
             writable = p.direction in ("out", "inout")
             self.cx.define(p.name, Sym("var", t, pn, fn=fn, writable=writable), p)
             pnames.append(pn)
-            if p.direction in ("out", "inout") and not strip_new(t).is_composite():
+            if p.direction in ("out", "inout"):
                 fn.outs.append(pn)
         info.ptypes = ptypes
         info.outs = fn.outs
+        info.outer = outer_names(d, self._callee_outer)
         for s in d.body.stmts:
             self.stmt(s)
         if kind == "function" and rt is not None and not isinstance(rt, VoidT) and not always_returns(d.body):
             raise P4Error(f"function {d.name} does not return a value on all paths", d.loc)
         if fn.outs:
             body.line(f"return (None, {', '.join(fn.outs)},)")
+            body = exit_copies_out(body, fn.outs)
         elif not body.lines:
             body.line("pass")
         self.cx.pop_scope()
         self.cx.w, self.cx.fn = saved_w, saved_fn
         out = self.cx.mod if module_level else self.cx.w
         out.function(f"{info.pyname}({', '.join(pnames)})", fn, body)
+
+
+    def _callee_outer(self, name: str) -> frozenset[str]:
+        sym = self.cx.lookup_opt(name)
+        return getattr(sym.value, "outer", frozenset()) if sym is not None and sym.kind in ("action", "function") else frozenset()
+
+
+def exit_copies_out(body: Writer, outs: list[str]) -> Writer:
+    """``body`` (at depth 1) in a ``try`` that, on ``exit``, leaves the values of the
+    ``out``/``inout`` parameters ``outs`` on the signal for the caller's copy-out.
+
+    Example::
+
+        >>> w = Writer(); w.depth = 1; w.line("raise _ExitSignal()")
+        >>> print(exit_copies_out(w, ["p_x"]).text().rstrip())
+            try:
+                raise _ExitSignal()
+            except _ExitSignal as _xs:
+                _xs.outs = (None, p_x,)
+                raise
+    """
+    out = Writer()
+    out.lines = ["    try:"] + ["    " + line for line in body.lines] + [
+        "    except _ExitSignal as _xs:", f"        _xs.outs = (None, {', '.join(outs)},)", "        raise"]
+    return out
 
 
 def _has_call(e: Any) -> bool:

@@ -24,9 +24,10 @@ from p4sim.engine.expressions import RefEx
 from p4sim.engine.statements import StatementCompiler
 from p4sim.errors import P4Error, P4Unsupported
 from p4sim.frontend import ast as A
-from p4sim.frontend.types import BitT, BoolT, EnumT, ErrorT, HeaderT, P4Type, TableT, bit_width, strip_new
+from p4sim.frontend.types import BitT, BoolT, EnumT, ErrorT, HeaderT, IntT, P4Type, TableT, bit_width, strip_new
 from p4sim.runtime import tables as RT
 from p4sim.runtime.action_profile import ActionSelector
+from p4sim.runtime.errors import RuntimeStateError
 
 
 class InlineInstances(Protocol):
@@ -125,12 +126,15 @@ class TableCompiler:
                 raise P4Error(f"action {ai.local_name}: expected {len(ai.decl.params)} arguments, got {len(ar.args)}", ar.loc)
             info.actions.append(ai)
             bound[ai.fqname] = ar.args
+            for arg in ar.args:
+                self.refuse_table_apply(arg.value)
         specs = []
         for ai in info.actions:
             scope = "table_and_default"
-            names = {an.name for an in ai.annotations}
+            # p4c takes the scope from the actions list's element only, never from the
+            # action's declaration (control-plane/p4RuntimeSerializer.cpp)
             ref = next(ar for ar in ap.value if self.resolve_action_ref(ar) is ai)
-            names |= {an.name for an in ref.annotations}
+            names = {an.name for an in ref.annotations}
             if "defaultonly" in names:
                 scope = "default_only"
             elif "tableonly" in names:
@@ -173,13 +177,17 @@ class TableCompiler:
         st = d.prop("support_timeout")
         timeout = bool(self.expressions.const_value(st.value)) if st is not None else False
         ep = d.prop("entries")
-        table = RT.Table(fq, keys, specs, default_action=default, default_is_const=default_const, size=size,
-                         is_const=False, selector=impl if isinstance(impl, ActionSelector) else None,
-                         profile=impl if impl is not None and not isinstance(impl, ActionSelector) else None,
-                         direct_counter=dcounter, direct_meter=dmeter, support_timeout=timeout)
+        try:
+            table = RT.Table(fq, keys, specs, default_action=default, default_is_const=default_const, size=size,
+                             is_const=False, selector=impl if isinstance(impl, ActionSelector) else None,
+                             profile=impl if impl is not None and not isinstance(impl, ActionSelector) else None,
+                             direct_counter=dcounter, direct_meter=dmeter, support_timeout=timeout)
+        except RuntimeStateError as exc:  # e.g. a default action the table cannot take
+            raise P4Error(f"table {d.name}: {exc.message}", dp.loc if dp is not None else d.loc) from None
         info.runtime = table
         if ep is not None:
-            self.load_const_entries(table, info, ep.value, keys, key_types, ep.is_const)
+            given = self.entry_priorities(d, ep.value, ep.is_const, table.needs_priority)
+            self.load_const_entries(table, info, ep.value, keys, key_types, ep.is_const, given)
             table.is_const = ep.is_const
         self.cx.state.tables[fq] = table
         self.cx.tables_info[fq] = info
@@ -214,7 +222,7 @@ class TableCompiler:
             # the action data from the control plane
             n0 = len(body.lines)
             self.calls.invoke(ai.pyname, params[:len(nb)], ai.ptypes[:len(nb)], [a.value for a in nb],
-                        f"action {ai.local_name}", d, False, tail_args=arg_codes)
+                        f"action {ai.local_name}", d, False, tail_args=arg_codes, callee_outer=ai.outer)
             if len(body.lines) == n0:
                 body.line("pass")
             body.dedent()
@@ -272,8 +280,55 @@ class TableCompiler:
             vals.append(v)
         return tuple(vals)
 
+    def refuse_table_apply(self, e: A.Node) -> None:
+        """p4c's SideEffectOrdering refuses ``t.apply()`` inside an action's bound argument."""
+        if isinstance(e, A.Call) and isinstance(e.func, A.Member) and e.func.name == "apply" \
+                and isinstance(e.func.expr, A.NameRef):
+            sym = self.cx.lookup_opt(e.func.expr.name, e.func.expr.is_global)
+            if sym is not None and sym.kind == "table":
+                raise P4Error(f"{expr_text(e)}: table invocation in action argument", e.loc)
+        for value in vars(e).values():
+            for child in value if isinstance(value, list) else [value]:
+                if isinstance(child, A.Node):
+                    self.refuse_table_apply(child)
+
+    def entry_priorities(self, d: A.TableDecl, entries: list[A.TableEntry], is_const: bool,
+                         needs_priority: bool) -> Optional[list[int]]:
+        """The priority of each initial entry when some are written (``priority = N``), as
+        p4c's front end computes them (DoEntryPriorities): refused in ``const entries``;
+        otherwise the key must need priorities, the first entry must have one, and each
+        entry without one takes the previous one's minus ``priority_delta`` (plus, when
+        ``largest_priority_wins = false``), which must not go below 0. None: none written."""
+        with_priority = next((en for en in entries if en.priority is not None), None)
+        if with_priority is None:
+            return None
+        if is_const:
+            raise P4Error("Entry: Table with 'const' entries cannot have priorities", with_priority.loc)
+        if not needs_priority:
+            kp = d.prop("key")
+            raise P4Error("Key key match type does not require priorities, but some are specified",
+                          kp.loc if kp is not None else d.loc)
+        if entries[0].priority is None:
+            raise P4Error("Entry entry must have a priority", entries[0].loc)
+        lp, dp = d.prop("largest_priority_wins"), d.prop("priority_delta")
+        largest = bool(self.expressions.const_value(lp.value)) if lp is not None else True
+        delta = int(self.expressions.const_value(dp.value)) if dp is not None else 1
+        if delta < 0:
+            raise P4Error(f"{expr_text(dp.value)} must be a positive value", dp.value.loc)
+        out: list[int] = []
+        current = 0
+        for en in entries:
+            if en.priority is not None:
+                current = int(self.expressions.const_value(en.priority))
+            out.append(current)
+            current = current - delta if largest else current + delta
+            if current < 0 or current >= 1 << 64:  # p4c computes in size_t
+                raise P4Error(f"{d.name} Overflow in priority computation", d.loc)
+        return out
+
     def load_const_entries(self, table: RT.Table, info: TableInfo, entries: list[A.TableEntry],
-                           keys: list[RT.KeyField], key_types: list[P4Type], is_const: bool = True) -> None:
+                           keys: list[RT.KeyField], key_types: list[P4Type], is_const: bool = True,
+                           given: Optional[list[int]] = None) -> None:
         n = len(entries)
         needs_prio = table.needs_priority
         # legacy ``@priority(N)`` annotations (no ``priority =``): BMv2 priorities where
@@ -304,8 +359,8 @@ class TableCompiler:
             if ai not in info.actions:
                 raise P4Error(f"entry action {ai.local_name} is not in the actions of table {info.name}", en.loc)
             args = self.const_action_args(ai, en.action) if en.action.args or ai.cp_params else ()
-            if en.priority is not None:
-                prio = int(self.expressions.const_value(en.priority))
+            if given is not None:
+                prio = given[i]
             elif legacy is not None:
                 prio = max(legacy) + 1 - legacy[i]
             elif needs_prio:
@@ -318,6 +373,20 @@ class TableCompiler:
             except Exception as exc:  # duplicate keys etc.
                 raise P4Error(f"table {info.name}: invalid entry: {exc}", en.loc) from None
 
+    def keyset_value(self, e: A.Expr, kt: P4Type, mask: bool = False) -> int:
+        """A constant of a keyset for a key of type ``kt``; as in p4c's typeSet, a
+        serializable enum member stands for its value where the key has the enum's
+        underlying type (``E.A &&& 0xF0`` for a ``bit<8>`` key), and the mask of a
+        serializable enum key may be an integer (``E.B &&& 0xff00``)."""
+        x = self.expressions.value_expr(e)
+        st, skt = strip_new(x.ty), strip_new(kt)
+        if x.const and isinstance(st, EnumT) and st.underlying is not None and \
+                isinstance(skt, BitT) and st.underlying == skt:
+            return int(x.value)
+        if mask and x.const and isinstance(st, IntT) and isinstance(skt, EnumT) and skt.underlying is not None:
+            return int(x.value)
+        return int(self.expressions.const_value(e, kt))
+
     def const_match(self, e: A.Expr, kf: RT.KeyField, kt: P4Type) -> Any:
         w = kf.width
         full = (1 << w) - 1
@@ -328,8 +397,8 @@ class TableCompiler:
             return {"lpm": RT.Lpm(0, 0), "ternary": RT.Ternary(0, 0), "range": RT.Range(0, full),
                     "optional": RT.Optional_(None)}[mk]
         if isinstance(e, A.Binary) and e.op == "&&&":
-            v = self.expressions.const_value(e.left, kt) & full
-            m = self.expressions.const_value(e.right, kt) & full
+            v = self.keyset_value(e.left, kt) & full
+            m = self.keyset_value(e.right, kt, mask=True) & full
             if mk == "ternary":
                 return RT.Ternary(v & m, m)
             if mk == "lpm":
@@ -341,8 +410,8 @@ class TableCompiler:
         if isinstance(e, A.Binary) and e.op == "..":
             if mk != "range":
                 raise P4Error(f"a range cannot be used for a {mk} key", e.loc)
-            return RT.Range(self.expressions.const_value(e.left, kt) & full, self.expressions.const_value(e.right, kt) & full)
-        v = self.expressions.const_value(e, kt)
+            return RT.Range(self.keyset_value(e.left, kt) & full, self.keyset_value(e.right, kt) & full)
+        v = self.keyset_value(e, kt)
         v = int(v) & full
         if mk == "exact":
             return RT.Exact(v)

@@ -77,6 +77,10 @@ class TypeResolver:
             return sym.type
         if sym.kind == "typevar":
             return sym.type
+        if sym.kind == "generic_struct":
+            if not t.args or self.cx.specialize_struct is None:
+                raise P4Error(f"{t.name}: a generic type needs type arguments", t.loc)
+            return self.cx.specialize_struct(sym, [self.resolve(a) for a in t.args], t)
         if sym.kind == "extern_decl":
             d = sym.decl
             args = [self.resolve(a) for a in t.args]

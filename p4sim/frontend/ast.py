@@ -167,11 +167,12 @@ class Index(Expr):
 
 @dataclass(eq=False)
 class Slice(Expr):
-    """``expr[hi:lo]``"""
+    """``expr[hi:lo]``; ``plus`` when written ``expr[lo +: width]`` (hi is then lo + width - 1)."""
 
     expr: Expr
     hi: Expr
     lo: Expr
+    plus: bool = False
 
 
 @dataclass(eq=False)
@@ -254,8 +255,11 @@ class Stmt(Node):
 
 @dataclass(eq=False)
 class AssignStmt(Stmt):
+    """``lhs = rhs``; ``compound`` is the operator of a rewritten ``lhs op= rhs`` (``"+"``)."""
+
     lhs: Expr
     rhs: Expr
+    compound: str = ""
 
 
 @dataclass(eq=False)

@@ -1043,7 +1043,7 @@ class Parser:
                 raise self.unsupported(f"compound assignment {op}= with a call in its left side here", op_tok)
             lhs = self.hoist_calls(lhs, temps, op_tok)
         rhs = self.expression()
-        assign = A.AssignStmt(lhs, A.Binary(op, copy.deepcopy(lhs), rhs, loc=lhs.loc), loc=start.loc)
+        assign = A.AssignStmt(lhs, A.Binary(op, copy.deepcopy(lhs), rhs, loc=lhs.loc), op, loc=start.loc)
         return A.BlockStmt(temps + [assign], loc=start.loc) if temps else assign
 
     def hoist_calls(self, e: A.Expr, temps: list[A.Node], op_tok: Token) -> A.Expr:
@@ -1333,7 +1333,7 @@ class Parser:
                 elif self.accept("+:"):
                     width = self.expression()
                     self.expect("]")
-                    e = A.Slice(e, _plus_slice_msb(idx, width), idx, loc=e.loc)
+                    e = A.Slice(e, _plus_slice_msb(idx, width), idx, plus=True, loc=e.loc)
                 else:
                     self.expect("]")
                     e = A.Index(e, idx, loc=e.loc)

@@ -151,7 +151,7 @@ class HeaderT(StructLikeT):
             if isinstance(t, VarbitT):
                 total += t.max_width
             else:
-                total += bit_width(t) or 0
+                total += packed_width(t) or 0
         return total
 
     @property
@@ -272,6 +272,23 @@ def bit_width(t: P4Type) -> Optional[int]:
     if isinstance(t, EnumT) and t.underlying is not None:
         return t.underlying.width
     return None
+
+
+def packed_width(t: P4Type) -> Optional[int]:
+    """Bits of a value that can be a header field: :func:`bit_width`, or the sum of a
+    struct's fields when each is one (P4_16 allows such a struct in a header);
+    None for anything else.
+
+    Example::
+
+        >>> packed_width(StructT("s", [("a", BitT(4)), ("b", StructT("t", [("c", BoolT())]))]))
+        5
+    """
+    t = strip_new(t)
+    if isinstance(t, StructT):
+        widths = [packed_width(ft) for _, ft in t.fields]
+        return None if any(w is None for w in widths) else sum(w or 0 for w in widths)
+    return bit_width(t)
 
 
 def same_type(a: P4Type, b: P4Type) -> bool:

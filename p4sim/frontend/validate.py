@@ -6,8 +6,10 @@ no types: where a declaration may stand (p4c's ``ValidateParsedProgram``), where
 (``ConstantFolding``), how a table binds its actions (``TypeInference``: an action's
 directionless parameters are the control plane's, and a ``@tableonly`` action is never the
 default action), ``int`` parameters, calls in select cases, parsers that never end
-(``SimplifyParsers``) and a switch in an action (p4c-bm2-ss's ``EliminateSwitch``). Each rule raises :class:`P4Error` at the offending node, so that such a
-program gets p4c's reason instead of reaching the checker in a state it does not expect.
+(``SimplifyParsers``), a switch in an action (p4c-bm2-ss's ``EliminateSwitch``) and what
+p4c's type checker refuses in a generic parser or control (:mod:`~p4sim.frontend.generic_blocks`).
+Each rule raises :class:`P4Error` at the offending node, so that such a program gets p4c's
+reason instead of reaching the checker in a state it does not expect.
 
 Example::
 
@@ -26,7 +28,9 @@ from typing import Iterator, Optional, Union
 
 from p4sim.errors import P4Error
 from p4sim.frontend import ast as A
+from p4sim.frontend.generic_blocks import check_generic_block
 from p4sim.frontend.types import MAX_WIDTH_BITS
+
 # a width p4c cannot hold in an ``int`` (``Constant::fitsInt``)
 MAX_INT_WIDTH = (1 << 31) - 1
 
@@ -64,6 +68,8 @@ def validate_program(program: A.Program) -> None:
                 raise P4Error(f"{node.name}: cannot instantiate at top-level", node.loc)
         elif isinstance(node, (A.ControlDecl, A.ParserDecl)):
             _check_no_optional(node.ctor_params)
+            if node.type_params:
+                check_generic_block(node)
             if isinstance(node, A.ControlDecl):
                 local = {d.name: d for d in node.locals if isinstance(d, A.ActionDecl)}
                 for d in node.locals:

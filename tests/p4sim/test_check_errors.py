@@ -240,7 +240,7 @@ CASES = [
     bad("duplicate-enum-member", "enum E: duplicate member", top="$enum E { A, B, A }"),
     bad("header-field-of-struct-type",
         "header bad_t: field 's' has type inner_t, which is not allowed in a header",
-        top="struct inner_t { bit<8> x; }\nheader bad_t { $inner_t s; }"),
+        top="struct inner_t { bit<8> x; h_t h; }\nheader bad_t { $inner_t s; }"),
     bad("two-varbit-fields", "header vb_t: at most one varbit field is allowed",
         top="$header vb_t { varbit<16> x; varbit<16> y; }"),
     bad("directionless-before-directed",
@@ -425,6 +425,13 @@ CASES = [
     # p4c-bm2-ss's midend (EliminateSwitch); an action nothing uses is removed before it
     bad("switch-in-action", "SwitchStatement: switch statements not supported in actions on this target",
         locals_="action a() { $switch (hdr.h.a) { 1: { } } }", apply="a();"),
+    # p4c-bm2-ss's midend: SimplifySelectCases(requireConstants)
+    bad("select-case-not-constant", "meta.m: must be a compile-time constant",
+        states="    state start { pkt.extract(hdr.h);\n"
+               "        transition select(hdr.h.a) { $meta.m: accept; default: reject; } }"),
+    bad("select-range-bound-not-constant", "hdr.h.b: must be a compile-time constant",
+        states="    state start { pkt.extract(hdr.h);\n"
+               "        transition select(hdr.h.a) { 1 .. $hdr.h.b: accept; default: reject; } }"),
     bad("call-in-select-case", "one(): no function calls allowed in this context",
         top="bit<8> one() { return 1; }",
         states="    state start { pkt.extract(hdr.h);\n"
@@ -434,23 +441,75 @@ CASES = [
         "other than of a non-generic function declared before", kind="unsupported", fields="    h_t[2] s;",
         states="    state start { pkt.extract(hdr.h);\n"
                "        hdr.s[pkt.lookahead<bit<1>>()].a $+= 1; transition accept; }"),
-    # p4c: "|=: cannot be applied to 'meta.flag' with type 'bool'" (the rewrite names |)
-    bad("compound-assign-bool", "|: operands must be numeric, not bool", apply="$meta.flag |= true;"),
+    # p4c's TypeInference on OpAssignmentStatement
+    bad("compound-assign-bool", "|=: cannot be applied to 'meta.flag' with type 'bool'", apply="$meta.flag |= true;"),
+    bad("compound-shift-assign-bool", "<<=: cannot be applied to 'meta.flag' with type 'bool'",
+        apply="$meta.flag <<= 1;"),
     bad("compound-assign-width-mismatch", "+: cannot operate on values of different types bit<8> and bit<16>",
         apply="$hdr.h.a += meta.w;"),
-    # Still an internal error: the fix is in p4sim/engine/ (issue 14), see each reason.
+    # valid P4_16 that p4c-bm2-ss refuses (its BMv2 back end or its front end)
+    bad("mark-to-drop-without-arguments",
+        "Expected 1 argument for mark_to_drop(). Are you using an up-to-date v1model.p4?",
+        apply="$mark_to_drop();"),
+    bad("resubmit-with-data", "resubmit: unknown extern function", apply="$resubmit({ meta.m });"),
+    bad("recirculate-with-data", "recirculate: unknown extern function", apply="$recirculate(meta);"),
+    bad("clone3-with-data", "clone3: unknown extern function", apply="$clone3(CloneType.I2E, 32w7, { meta.m });"),
+    bad("for-in-loop", "BMV2 does not support for-in loops",
+        apply="$for (bit<8> k in 1 .. 4) { hdr.h.a = hdr.h.a + k; }"),
+    bad("const-entries-with-priority", "Entry: Table with 'const' entries cannot have priorities",
+        locals_=ACTIONS + "table t { key = { hdr.h.a: ternary; } actions = { a1; }\n"
+                          "    const entries = { 8w1 &&& 8w1 : a1(); $priority = 10 : 8w2 &&& 8w2 : a1(); } }",
+        apply="t.apply();"),
+    bad("entries-priority-on-exact-key", "Key key match type does not require priorities, but some are specified",
+        locals_=ACTIONS + "table t { $key = { hdr.h.a: exact; } actions = { a1; }\n"
+                          "    entries = { priority = 10 : 8w2 : a1(); } }",
+        apply="t.apply();"),
+    bad("entries-first-without-priority", "Entry entry must have a priority",
+        locals_=ACTIONS + "table t { key = { hdr.h.a: ternary; } actions = { a1; }\n"
+                          "    entries = { $8w1 &&& 8w1 : a1(); priority = 10 : 8w2 &&& 8w2 : a1(); } }",
+        apply="t.apply();"),
+    bad("entries-priority-below-zero", "t Overflow in priority computation", at="table t",
+        locals_=ACTIONS + "table t { key = { hdr.h.a: ternary; } actions = { a1; } priority_delta = 10;\n"
+                          "    entries = { priority = 12 : 8w1 &&& 8w1 : a1(); 8w2 &&& 8w2 : a1(); 8w3 &&& 8w3 : a1(); } }",
+        apply="t.apply();"),
+    bad("table-apply-in-bound-action-argument", "t0.apply(): table invocation in action argument",
+        locals_="action a(in bool x) { } table t0 { actions = { NoAction; } }\n"
+                "table t { key = { hdr.h.a: exact; } actions = { a($t0.apply().hit); } }",
+        apply="t.apply();"),
+    # p4c type-checks a generic control once, with its type parameters abstract
+    bad("generic-control-arithmetic", "+: cannot be applied to expression 'v' with type 'T'",
+        top="control C<T>(inout T v)(T step) { apply { v = $v + step; } }"),
+    bad("generic-control-equality", "v and w: values of a type variable cannot be compared",
+        top="control C<T>(in T v, in T w, out bool same) { apply { same = $v == w; } }"),
+    bad("generic-control-table-key", "Key k field type must be a scalar type; it cannot be K",
+        top="control C<K>(in K k) { table t { key = { $k: exact; } actions = { NoAction; } } apply { t.apply(); } }"),
+    # p4c-bm2-ss (without --emit-externs) converts only the externs it knows
+    bad("self-referencing-struct", "Self-referencing types not supported: 'S' within 'struct S'",
+        top="struct S { bit<8> a; $S x; }"),
+    bad("self-referencing-generic-struct", "Self-referencing types not supported: 'S<bit<8>>' within 'struct S'",
+        top="struct S<T> { T a; $S<T> x; }", locals_="S<bit<8>> s;"),
+    bad("register-of-struct", "register: Only registers with bit or int types are currently supported",
+        top="struct pair_t { bit<8> a; bit<8> b; }", locals_="$register<pair_t>(4) r;"),
+    bad("register-of-bool", "register: Only registers with bit or int types are currently supported",
+        locals_="$register<bool>(4) r;"),
+    # p4c's front end keeps it; p4c-bm2-ss's ExpressionConverter fails ("Unhandled case")
+    bad("plus-slice-variable-lsb", "hdr.h.b[meta.m +: ...] with a non-constant lsb (p4c-bm2-ss cannot compile it)",
+        kind="unsupported", apply="hdr.h.a = (bit<8>)hdr.h.b[$meta.m +: 4];"),
+    bad("user-extern-instance", "E: unknown extern instance",
+        top="extern E { E(@optional bit<8> x); }", locals_="$E() e;"),
+    bad("user-extern-function", "ext_f: unknown extern function",
+        top="extern bit<8> ext_f(in bit<8> x);", apply="hdr.h.a = $ext_f(hdr.h.b);"),
+    # named constants as slice bounds, checked once folded (p4c's ConstantFolding)
     bad("slice-bound-negative-constant", "-1: expected slice indexes to be non-negative",
-        xfail="needs p4sim/engine change: ExprMixin._x_Slice must refuse lo < 0 (and hi < lo) "
-              "before folding an int constant (ValueError: negative shift count)",
         top="const int K = -1;", apply="hdr.h.a = (bit<8>)7[1:$K];"),
     bad("slice-bound-string-constant", '"x": expected an integer value',
-        xfail="needs p4sim/engine change: ExprMixin._x_Slice must check that const_value() of "
-              "each bound is an int (TypeError comparing int and str)",
         top='const string S = "x";', apply="hdr.h.a = hdr.h.b[$S:0];"),
     bad("untyped-shift-over-p4c-limit", "1985245330 << 903012108: Compiler only supports widths up to 2048",
-        xfail="needs p4sim/engine change: folding an int (untyped) shift must refuse a result "
-              "wider than 2048 bits, as p4c's ConstantFolding does (p4sim folds a 113 MB integer)",
         apply="hdr.h.a = (bit<8>)($1985245330 << 903012108);"),
+    bad("typed-shift-over-p4c-limit", "8w1 << 3000: Compiler only supports widths up to 2048",
+        apply="hdr.h.a = $8w1 << 3000;"),
+    bad("slice-bounds-constants-reversed", "hdr.h.b[0:3]: bit slicing should be specified as [msb:lsb]",
+        top="const int LO = 3;", apply="hdr.h.a = (bit<8>)$hdr.h.b[0:LO];"),
 ]
 
 
@@ -477,6 +536,18 @@ def test_bad_program_is_rejected_with_exact_message(case: Bad) -> None:
     assert str(err) == f"{prefix}{err.kind}: {err.message}"
 
 
+@pytest.mark.parametrize("version, message", [
+    ("-6419018", "-6419018: expected v1model version to be a non-negative number"),
+    ("20000101", "20000101: unknown v1model version; initial supported version is 20180101, latest is 20200408"),
+])
+def test_v1model_version_is_checked_as_p4c_does(version: str, message: str) -> None:
+    text = program().replace("#include <core.p4>\n", f"#include <core.p4>\n#define V1MODEL_VERSION {version}\n", 1)
+    err = _diagnostic(text)
+    assert err.message == message and str(err).split(":")[0].endswith("v1model.p4")
+    load_program_text(program().replace("#include <core.p4>\n", "#include <core.p4>\n#define V1MODEL_VERSION 20200408\n", 1),
+                      FILENAME)
+
+
 def test_unsupported_kind_is_not_repeated() -> None:
     text, (line, col) = split_marker(program(
         states="    state start { hdr.h.a = (bit<8>)$pkt.length(); transition accept; }"))
@@ -496,28 +567,28 @@ GOOD = [
                   "apply": "t.apply();"}, id="table-without-default-action"),
     # p4c only warns ('8w256: value does not fit in 8 bits') and truncates to 0
     pytest.param({"apply": "hdr.h.a = 8w256;"}, id="oversized-typed-literal"),
+    # p4c's StrengthReduction folds 0 >> x to 0 before the back end checks x's width
+    pytest.param({"apply": "meta.w = 16w0 >> meta.w;"}, id="zero-shifted-by-wide-amount"),
     pytest.param({"top": GENERIC_FNS, "apply": "hdr.h.a = pick(meta.flag, hdr.h.a, 1); swap(hdr.h.a, hdr.h.b);"
                   " meta.w = id<bit<16>>(7); meta.w = zero<bit<16>>();"}, id="generic-function-calls"),
-    pytest.param({"top": "control C<T>(inout T v)(T step) { apply { v = v + step; } }",
+    pytest.param({"top": "control C<T>(inout T v)(T init) { T keep; apply { keep = init; v = keep; } }",
                   "locals_": "C<bit<8>>(1) c8; C<bit<16>>(16w2) c16;",
                   "apply": "c8.apply(hdr.h.a); c16.apply(meta.w);"}, id="generic-control-instances"),
-    pytest.param({"apply": "mark_to_drop();"}, id="mark-to-drop-without-arguments"),
+    pytest.param({"apply": "for (bit<8> k = 0; k < 4; k = k + 1) { hdr.h.a = hdr.h.a + k; }"},
+                 id="c-style-for-loop"),
+    pytest.param({"locals_": ACTIONS + "table t { key = { hdr.h.a: ternary; } actions = { a1; }\n"
+                                       "    entries = { priority = 10 : 8w2 &&& 8w2 : a1(); 8w1 &&& 8w1 : a1(); } }",
+                  "apply": "t.apply();"}, id="initial-entries-with-priority"),
     pytest.param({"locals_": "action unused() { switch (hdr.h.a) { 1: { } } }"}, id="switch-in-unused-action"),
     pytest.param({"states": "    state start { pkt.extract(hdr.h); }"}, id="state-without-transition-rejects"),
-    # Still an internal error: the fix is in p4sim/engine/ (issue 14).
-    pytest.param({"top": "extern E { E(@optional bit<8> x); }", "locals_": "E() e;"},
-                 id="optional-constructor-argument-omitted",
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "needs p4sim/engine change: an omitted @optional argument reaches ExprMixin.expr "
-                     "as None (AttributeError: 'NoneType' object has no attribute 'loc')"))),
+    # externs the program declares: fine until an instance or a call reaches p4c-bm2-ss's back end
+    pytest.param({"top": "extern E { E(@optional bit<8> x); void m(); }\nextern bit<8> ext_f(in bit<8> x);"},
+                 id="user-externs-declared"),
     # p4c reads @tableonly/@defaultonly on the actions list's element only; on the action's
     # declaration it is no scope (control-plane/p4RuntimeSerializer.cpp)
     pytest.param({"locals_": "@tableonly action a1() { } action a3() { }\n"
                              "table t { key = { hdr.h.a: exact; } actions = { a1; a3; } default_action = a1(); }",
-                  "apply": "t.apply();"}, id="tableonly-on-declaration-is-no-scope",
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "needs p4sim/engine change: BlockMixin's table compiler must take the scope from "
-                     "the actions list element's annotations only (RuntimeStateError: @tableonly)"))),
+                  "apply": "t.apply();"}, id="tableonly-on-declaration-is-no-scope"),
 ]
 
 

@@ -45,8 +45,8 @@ control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm
     action fwd_metered(bit<9> port) { sm.egress_spec = port; fwd_rate.read(meta.color); }
     action mcast(bit<16> grp) { sm.mcast_grp = grp; }
     action learn() { digest<learn_t>(1, { hdr.eth.src, sm.ingress_port }); }
-    @defaultonly action only_default() { }
-    @tableonly action only_entry() { }
+    action only_default() { }
+    action only_entry() { }
 
     table exact_t {
         key = { hdr.eth.dst: exact; }
@@ -58,7 +58,7 @@ control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm
     }
     table lpm_t {
         key = { hdr.eth.src: lpm; }
-        actions = { fwd; only_default; only_entry; }
+        actions = { fwd; @defaultonly only_default; @tableonly only_entry; }
         default_action = only_default();
     }
     table mixed_t {

@@ -1,5 +1,6 @@
-// In "stack[i].f = f(inout i)" the stack index is evaluated before the right-hand
-// side runs (p4c semantics), so the call changing i does not move the target.
+// In "stack[i].f = f(inout i)" the stack index is evaluated after the right-hand side's
+// call and its copy-out (p4c: SideEffectOrdering keeps the assignment whole and
+// InlineFunctions puts the body of f before it), so the call changing i moves the target.
 #include <core.p4>
 #include <v1model.p4>
 

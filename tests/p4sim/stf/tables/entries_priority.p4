@@ -1,6 +1,7 @@
-// Const ternary entries with explicit 'priority = N' (P4_16 1.2.4): with the
-// default largest_priority_wins = true, the larger priority wins even when
-// that entry is listed later.
+// Initial (non-const) ternary entries with explicit 'priority = N' (P4_16 1.2.4): with
+// the default largest_priority_wins = true, the larger priority wins even when that
+// entry is listed later; an entry without one takes the previous one's minus 1 (p4c's
+// DoEntryPriorities). (p4c refuses 'priority =' in 'const entries'.)
 
 #include <core.p4>
 #include <v1model.p4>
@@ -39,10 +40,11 @@ control MyIngress(inout headers_t hdr, inout meta_t meta,
     table t {
         key = { hdr.h.k : ternary; }
         actions = { set_out; NoAction; }
-        const entries = {
+        entries = {
             priority = 10 : 16w0x1200 &&& 16w0xFF00 : set_out(1, 0x01);
             priority = 30 : 16w0x1234 &&& 16w0xFFFF : set_out(2, 0x02);
             priority = 20 : 16w0x0034 &&& 16w0x00FF : set_out(3, 0x03);
+            16w0x1000 &&& 16w0xF000 : set_out(4, 0x04);   // no priority: 20 - 1 = 19
         }
         default_action = NoAction();
     }

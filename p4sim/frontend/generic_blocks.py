@@ -1,0 +1,79 @@
+"""What p4c refuses in the body of a generic parser or control (``control C<T>(...)``).
+
+p4c type-checks a generic parser or control once, with its type parameters left abstract
+(``Type_Var``), before any instance exists; p4sim compiles one copy per instance with the
+type arguments in place, so an instance would accept what p4c already refused in the
+declaration. :func:`check_generic_block` applies p4c's refusals on values whose declared
+type is one of the block's type parameters: arithmetic (``TypeInference::binaryArith``),
+equality (``TypeInference::compare``) and table keys (``TypeInference`` on ``KeyElement``).
+Names are matched by declaration (parameters, constructor parameters, local variables and
+action parameters of the block), which is what p4c would see without shadowing.
+
+Example::
+
+    >>> from p4sim.frontend.parser import parse_text
+    >>> prog = parse_text("control C<T>(inout T v)(T s) { apply { v = v + s; } }", "g.p4", validate=False)
+    >>> try:
+    ...     check_generic_block(prog.decls[0])
+    ... except P4Error as err:
+    ...     print(err)
+    g.p4:1:44: error: +: cannot be applied to expression 'v' with type 'T'
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterator, Union
+
+from p4sim.errors import P4Error
+from p4sim.frontend import ast as A
+
+ARITHMETIC_OPS = frozenset({"+", "-", "*", "/", "%", "|+|", "|-|", "&", "|", "^"})
+EQUALITY_OPS = frozenset({"==", "!="})
+
+
+def _nodes(node: A.Node) -> Iterator[A.Node]:
+    yield node
+    for f in dataclasses.fields(node):
+        value = getattr(node, f.name)
+        for child in value if isinstance(value, list) else (value,):
+            if isinstance(child, A.Node):
+                yield from _nodes(child)
+
+
+def _typevar_names(block: Union[A.ControlDecl, A.ParserDecl]) -> dict[str, str]:
+    """Name -> type parameter, for every value the block declares with a bare type parameter."""
+    out: dict[str, str] = {}
+    for node in _nodes(block):
+        if isinstance(node, (A.Param, A.VarDecl)):
+            t = node.type
+            if isinstance(t, A.NamedType) and not t.args and t.name in block.type_params:
+                out[node.name] = t.name
+    return out
+
+
+def check_generic_block(block: Union[A.ControlDecl, A.ParserDecl]) -> None:
+    """Raise :class:`P4Error` where p4c's type checker refuses a value of a type parameter."""
+    typed = _typevar_names(block)
+    if not typed:
+        return
+
+    def tvar(e: A.Expr) -> str:
+        return typed.get(e.name, "") if isinstance(e, A.NameRef) and not e.is_global else ""
+
+    for node in _nodes(block):
+        if isinstance(node, A.Binary) and node.op in ARITHMETIC_OPS:
+            for side in (node.left, node.right):
+                if tvar(side):
+                    raise P4Error(f"{node.op}: cannot be applied to expression '{side.name}' "
+                                  f"with type '{tvar(side)}'", side.loc)
+        elif isinstance(node, A.Binary) and node.op in EQUALITY_OPS and (tvar(node.left) or tvar(node.right)):
+            raise P4Error(f"{_text(node.left)} and {_text(node.right)}: values of a type variable "
+                          "cannot be compared", node.left.loc)
+        elif isinstance(node, A.KeyElement) and tvar(node.expr):
+            raise P4Error(f"Key {node.expr.name} field type must be a scalar type; "
+                          f"it cannot be {tvar(node.expr)}", node.expr.loc)
+
+
+def _text(e: A.Expr) -> str:
+    from p4sim.frontend.validate import expr_text  # validate imports this module
+    return expr_text(e)
