@@ -196,9 +196,9 @@ class GorSession:
         if failed:
             self.say(f"gor: digests not enabled on {', '.join(failed)}")
         for name in conns:
-            # a switch's alarm or elephant report wakes the poller: GOR ticks at once
+            # a switch's alarm report: GOR acts on it at once (GorSession.react)
             t = threading.Thread(target=digest_reader, args=(self, name, conns, self._stop),
-                                 kwargs={"wake": self.poller.wake}, name=f"digests-{name}",
+                                 kwargs={"on_alarm": self.react}, name=f"digests-{name}",
                                  daemon=True)
             t.start()
             self._threads.append(t)
@@ -225,6 +225,17 @@ class GorSession:
             self.recovery.loop = self.loop
             self.loop.recovery_attached = True
         return self.loop.reconcile(t_s)
+
+    def react(self) -> None:
+        """A switch reported an alarm (a digest reader thread calls this): the loop acts on
+        it now (:meth:`GorLoop.react <controller.gor.loop.GorLoop.react>`, under the tick
+        lock), and the poller polls early for fresh loads."""
+        with self._tick:
+            if self.loop is None or self._gor_down:
+                return
+            self.loop.react(self.poller.elapsed_s())
+            self._tick.notify_all()
+        self.poller.wake()
 
     def submit_digests(self, switch: str, digest: Any) -> None:
         """Hand a digest list to the running loop (the digest readers call this)."""
@@ -339,9 +350,12 @@ class GorSession:
                     "--agent-registry", self.registry_address,
                     "--agent-bind", f"unix:{GOR_DIR / f'agent-{h}-{fl[0].dst_ip}.sock'}"]
 
+        # the elephants start in one instant, once every sender and its agent are set up,
+        # as a job's ranks do (GOR acts within ms of a collision: a start spread over the
+        # seconds the emulators take to come up would show it a collision half-formed)
         self.fleet.start(self.flows, duration_s,
                          nic_options or NicOptions(line_rate_pps=self.opts.flow_rate_pps),
-                         sender_args=agent_args)
+                         sender_args=agent_args, together=True)
 
     def __exit__(self, *exc: object) -> None:
         from controller.gor.log import read_log  # noqa: PLC0415

@@ -49,7 +49,10 @@ class StoryResult:
     seen on its new uplink; ``drops_during_move``: switch drop counters from the first
     order to the last confirmation; ``moves_per_flow``: orders per flow (a flip-flop
     shows as 2 or more); ``predicted``: each flow's 5-tuple (as the decision log writes
-    it) → the uplink the hash model put it on.
+    it) → the uplink the hash model put it on; ``offered_before_pct``: the busiest
+    uplink's offered load when GOR's first round ran, as its switch measured it (the
+    elephants it counted at ingress, in % of the link: over 100 % is a collision; the
+    polled ``before`` may hold nothing when GOR acts within one poll of the collision).
     """
 
     status: int
@@ -63,6 +66,7 @@ class StoryResult:
     max_util_before_pct: Optional[float] = None
     max_util_after_pct: Optional[float] = None
     drops_during_move: Optional[int] = None
+    offered_before_pct: Optional[float] = None
     predicted: dict[str, str] = field(default_factory=dict)
     moves_per_flow: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
@@ -178,7 +182,7 @@ def shortfalls(res: StoryResult) -> list[str]:
     'no uplink counters were read: the switches answered no telemetry poll'
     """
     why = []
-    if res.max_util_before_pct is None:
+    if res.max_util_before_pct is None and res.max_util_after_pct is None:
         why.append("no uplink counters were read: the switches answered no telemetry poll")
     if res.count("alarm_raised") == 0:
         why.append("GOR raised no ECN alarm (no queue built on the colliding uplink, or no "
@@ -206,6 +210,9 @@ def measure(res: StoryResult, ticks: list[tuple[float, dict[str, float], int]],
             res.moves_per_flow[old] += res.moves_per_flow.pop(new)
     if alarms and seen:
         res.loop_s = round(max(seen) - min(alarms), 3)
+    first_round = next((e for e in ev if e.get("event") == "round" and e.get("offered_pct")), None)
+    if first_round is not None:
+        res.offered_before_pct = max(float(v) for v in first_round["offered_pct"].values())
     active = [(t, pps, d) for t, pps, d in ticks if sum(pps.values()) > 0]
     if not active:
         return
@@ -263,6 +270,8 @@ def narrate(res: StoryResult, record: ScenarioRecord, t0: float, say: Callable[[
         f"{res.count('order_confirmed')} confirmed on the counters, "
         f"{res.count('order_rolled_back')} rolled back; flows moved twice: {len(flips)}")
     say(f"story: per-uplink pps before {res.uplink_pps_before}, after {res.uplink_pps_after}")
+    say(f"story: offered on the busiest uplink at GOR's first round (its switch's count): "
+        f"{res.offered_before_pct}%")
     say(f"story: busiest uplink {res.max_util_before_pct}% -> {res.max_util_after_pct}% of "
         f"{res.queue_rate_pps:g} pps (threshold 75%); spread max/mean "
         f"{res.spread(res.uplink_pps_before)} -> {res.spread(res.uplink_pps_after)}; "
@@ -278,7 +287,10 @@ def append_story(run_dir: Path, res: StoryResult) -> None:
     for u in sorted(res.uplink_pps_before):
         lines.append(f"| {u} | {res.uplink_pps_before[u]} | {res.uplink_pps_after.get(u)} |")
     lines += ["", f"- busiest uplink: {res.max_util_before_pct}% → {res.max_util_after_pct}% of "
-              f"the queue rate ({res.queue_rate_pps:g} pps; safety threshold 75%)",
+              f"the queue rate ({res.queue_rate_pps:g} pps; safety threshold 75%); before: the "
+              f"last polls before the first order",
+              f"- offered on the busiest uplink at GOR's first round, as its switch counted the "
+              f"elephants at ingress: {res.offered_before_pct}%",
               f"- spread max/mean: {res.spread(res.uplink_pps_before)} → "
               f"{res.spread(res.uplink_pps_after)}",
               f"- gor.loop_s (first alarm → last moved flow seen on its new uplink): {res.loop_s}",

@@ -6,16 +6,16 @@ Three digests reach GOR: ``flow_sample_t`` (1:N samples of the ports GOR samples
 and :mod:`controller.gor.dataplane`. ``python -m controller run`` and the testbed start
 one :func:`digest_reader` thread per switch connection after :func:`enable_digests`; the
 loop drains what they queued at its next tick
-(:meth:`controller.gor.loop.GorLoop.submit_digests`). An alarm digest calls the
-reader's ``wake`` (the telemetry poller's :meth:`~controller.gor.telemetry.
-TelemetryPoller.wake`): the loop ticks at once instead of at its next period, so it
-decides on the report's arrival.
+(:meth:`controller.gor.loop.GorLoop.submit_digests`). After an alarm digest the reader
+calls ``on_alarm``: its owner runs :meth:`GorLoop.react <controller.gor.loop.GorLoop.
+react>` at once (and wakes the telemetry poller for fresh loads), so GOR decides on the
+report's arrival, not at the next poll.
 
 Example::
 
     >>> failed = enable_digests(prog.connections, prog.connections)      # doctest: +SKIP
     >>> threading.Thread(target=digest_reader, args=(loop, "b0r0l0", conn, stop),
-    ...                  kwargs={"wake": poller.wake}).start()               # doctest: +SKIP
+    ...                  kwargs={"on_alarm": react_now}).start()             # doctest: +SKIP
 """
 from __future__ import annotations
 
@@ -46,9 +46,10 @@ def digest_name(digest: Any) -> str:
 
 
 def digest_reader(loop: Any, switch: str, conn: Any, stop: Any, poll_s: float = 0.2,
-                  wake: Optional[Callable[[], None]] = None) -> None:
+                  on_alarm: Optional[Callable[[], None]] = None) -> None:
     """Body of one digest reader thread: ``conn.get_digest`` until ``stop`` (an Event) is
-    set, handing the digest lists GOR uses to ``loop``; after an alarm digest, ``wake()``. Errors are logged and the thread backs off one second, it never dies on a
+    set, handing the digest lists GOR uses to ``loop``; after an alarm digest,
+    ``on_alarm()``. Errors are logged and the thread backs off one second, it never dies on a
     bad switch. ``conn`` may be the mapping of connections (``programmer.connections``):
     the reader then follows ``conn[switch]``, so a switch reconnected after a restart is
     read on its new connection."""
@@ -65,8 +66,8 @@ def digest_reader(loop: Any, switch: str, conn: Any, stop: Any, poll_s: float = 
         name = digest_name(dl)
         if name in DIGESTS:
             loop.submit_digests(switch, dl)
-            if wake is not None and name in URGENT_DIGESTS:
-                wake()
+            if on_alarm is not None and name in URGENT_DIGESTS:
+                on_alarm()
 
 
 #: samples per DigestList. Small on purpose: BMv2's P4Runtime server (PI) sends a list

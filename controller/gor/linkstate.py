@@ -15,7 +15,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, Optional
 
 from controller.gor.decisions import LinkKey
 from topo.model import Fabric
@@ -37,6 +37,7 @@ class LinkState:
     peer: dict[LinkKey, LinkKey]
     load_bps: dict[LinkKey, float] = field(default_factory=dict)
     down: set[LinkKey] = field(default_factory=set)
+    capacity_pps: dict[LinkKey, float] = field(default_factory=dict)
 
     @classmethod
     def from_fabric(cls, fabric: Fabric) -> "LinkState":
@@ -71,6 +72,26 @@ class LinkState:
     def set_util(self, link: LinkKey, util: float) -> None:
         """Telemetry: ``link`` runs at ``util`` (0..1) of its capacity."""
         self.load_bps[link] = util * self.capacity_bps[link]
+
+    def observe_rate(self, link: LinkKey, pps: float, util: float) -> None:
+        """Telemetry: ``link`` sent ``pps`` packets/s at utilisation ``util``; the link's
+        capacity in packets/s follows (its queue rate when one shapes it: utilisation is
+        packets/s over it). Intervals under 5 % say too little and are ignored.
+
+        >>> ls = LinkState({("l", 1): 1e9}, {}); ls.observe_rate(("l", 1), 240.0, 0.7)
+        >>> round(ls.capacity_pps[("l", 1)], 1), ls.bps_of_pps(("l", 1), 34.3)
+        (342.9, 100041666.667)
+        """
+        if util > 0.05 and pps > 0:
+            self.capacity_pps[link] = pps / util
+
+    def bps_of_pps(self, link: LinkKey, pps: float) -> Optional[float]:
+        """``pps`` packets/s on ``link`` in the loads' basis (bits/s of its capacity), or
+        None before the link's capacity in packets/s is known."""
+        cap = self.capacity_pps.get(link)
+        if not cap:
+            return None
+        return round(pps / cap * self.capacity_bps[link], 3)
 
     def util(self, link: LinkKey, extra_bps: float = 0.0) -> float:
         """Utilisation of ``link`` with ``extra_bps`` more traffic."""

@@ -408,6 +408,16 @@ class GorLoop:
             self.out.metrics.observe_loop(time.perf_counter() - start)
         return rounds
 
+    def react(self, t_s: float) -> list[RoundDecision]:
+        """A switch reported an alarm: act on it now, between two polls — take the queued
+        digests (the alarm, the elephants), check the moves in flight, run the rounds due.
+        Telemetry and the dead-link rules wait for the next :meth:`tick`. Not thread-safe
+        with :meth:`tick`: the caller serialises the two (``scenarios.gor_session`` and
+        ``python -m controller run`` hold one lock)."""
+        self._drain_digests(t_s)
+        self.orders.check(t_s)
+        return self.rounds.decide(t_s)
+
     # ------------------------------------------------------------------ 1-2 telemetry, alarms
     def _telemetry(self, t_s: float, samples: Mapping[Any, Any]) -> None:
         out = self.out
@@ -417,6 +427,8 @@ class GorLoop:
             key: LinkKey = (lid.switch, lid.port)
             if key in self.links.capacity_bps:
                 self.links.set_util(key, self.windows.add(key, t_s, max(0.0, float(s.util))))
+                if s.dt_s > 0:
+                    self.links.observe_rate(key, s.tx_pkts / s.dt_s, float(s.util))
             self.faults.watch_pause(key, t_s, s)
             ev = self.alarms.observe(key, t_s, s.marks, s.tx_pkts)
             if ev is not None:

@@ -122,7 +122,7 @@ def apply_in_flight(links: LinkState, moves: Iterable[MoveInFlight]) -> LinkStat
             load[link] = max(0.0, load.get(link, 0.0) - o.rate_bps)
         for link in new - old:
             load[link] = load.get(link, 0.0) + o.rate_bps
-    return LinkState(links.capacity_bps, links.peer, load, links.down)
+    return LinkState(links.capacity_bps, links.peer, load, links.down, links.capacity_pps)
 
 
 __all__ = ["MoveBook", "MoveInFlight", "apply_in_flight"]

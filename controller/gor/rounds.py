@@ -115,11 +115,18 @@ class DecisionRounds:
 
     def _elephants(self, link: LinkKey, t_s: float,
                    agents: AgentFlows) -> list[ElephantFlow]:
-        """The Top-N flows on ``link``, rates in the loop's basis: a flow's share of the
-        link times the link's measured load. The share is its part of the packet rates of
-        the elephants the switch reported on the link when it reported any (known at
-        once, :mod:`controller.gor.dataplane`), else of the packets sampled there."""
+        """The Top-N flows on ``link``, rates in the loop's basis. When the switch reported
+        elephants on the link (known at once, :mod:`controller.gor.dataplane`): each one's
+        packets/s over the link's capacity in packets/s (``LinkState.bps_of_pps``), or its
+        share of the reported rates times the link's load before that capacity is known;
+        else its share of the packets sampled there times the link's load."""
         reported = self.dataplane.elephants_on(link, t_s)
+        rates = {f: self.links.bps_of_pps(link, pps) for f, pps in reported.items()}
+        known = [r for r in rates.values() if r is not None]
+        if reported and len(known) == len(rates) and sum(known) < self.safety * self.links.capacity_bps[link]:
+            # what the switch reported so far does not explain the alarm (the other
+            # elephants have not reached their threshold yet): rank from the samples
+            reported, rates = {}, {}
         if reported:
             counts: Mapping[FlowKey, float] = reported
         else:
@@ -136,8 +143,10 @@ class DecisionRounds:
             if src is None or dst is None or src == dst or self.book.resting(flow, t_s):
                 continue
             has_agent = (flow.src, flow.dst, flow.sport, flow.dport) in agents
-            out.append(ElephantFlow(flow, load * n / total, src, dst,
-                                    current=self.book.overrides.get(flow), has_agent=has_agent))
+            rate = rates.get(flow)            # the switch's own measure, when it gave one
+            out.append(ElephantFlow(flow, rate if rate is not None else load * n / total, src,
+                                    dst, current=self.book.overrides.get(flow),
+                                    has_agent=has_agent))
         return out
 
     def _in_use(self, agents: AgentFlows) -> set[FlowKey]:
@@ -177,6 +186,23 @@ class DecisionRounds:
         if self._trigger(link):
             return max(load, self.links.capacity_bps[link])
         return load
+
+    def _offered_by_switches(self, planned: LinkState, t_s: float) -> dict[LinkKey, float]:
+        """Every link whose switch reported elephants carries at least their rates (the
+        switch counts them at ingress: offered, not drained). The polled loads lag a
+        load window behind; at a collision's start they still show the links nearly idle,
+        and a round on them alone would pile the moved flows onto a link already taken.
+        Returns each such link's offered bits/s as its switch measured it (the round's
+        record gives them)."""
+        offered: dict[LinkKey, float] = {}
+        for link in list(self.dataplane.elephants):
+            rates = [self.links.bps_of_pps(link, pps)
+                     for pps in self.dataplane.elephants_on(link, t_s).values()]
+            known = [r for r in rates if r is not None]
+            if known and link in planned.capacity_bps:
+                offered[link] = sum(known)
+                planned.load_bps[link] = max(planned.load_bps.get(link, 0.0), offered[link])
+        return offered
 
     def _hot_links(self) -> list[LinkKey]:
         """Links at ``decide_level`` or above, then links at a lower alarm level whose
@@ -221,7 +247,8 @@ class DecisionRounds:
                             "util_pct": round(100 * e.rate_bps / self.links.capacity_bps[link], 2),
                             "agent": e.has_agent} for e in elephants], rid)
             planned = apply_in_flight(self.links, self.book.pending.values())
-            planned.load_bps[link] = self._offered_bps(link)
+            offered = self._offered_by_switches(planned, t_s)
+            planned.load_bps[link] = max(planned.load_bps.get(link, 0.0), self._offered_bps(link))
             try:
                 dec = self.engine.decide(elephants, t_s, trigger=link, links=planned,
                                          in_use=self._in_use(agents))
@@ -232,9 +259,11 @@ class DecisionRounds:
             del self.decisions[:-100]
             rounds.append(dec)
             if self._out.decision_log is not None:
-                self._out.decision_log.record("round", round=rid, link=name, **{
-                    k: v for k, v in dec.to_dict().items() if k in ("rejected", "baseline_max_util",
-                                                                    "predicted_max_util", "elapsed_s")})
+                self._out.decision_log.record("round", round=rid, link=name, offered_pct={
+                    self.links.name(k): round(100 * bps / planned.capacity_bps[k], 2)
+                    for k, bps in offered.items()} or None,
+                    **{k: v for k, v in dec.to_dict().items() if k in (
+                        "rejected", "baseline_max_util", "predicted_max_util", "elapsed_s")})
             for order in dec.orders:
                 self._act(order, rid, t_s, agents, planned)
             if self.book.pending:

@@ -98,15 +98,23 @@ def run_gor(args: Any) -> int:
               f"{rec.deleted_sampling} deleted", flush=True)
         readers = {name: connection_reader(prog.connections, name) for name in prog.connections}
 
+        steps = threading.Lock()          # tick (poller thread) and react (digest threads)
+
         def on_tick(t_s: float, samples: Mapping[Any, Any]) -> None:
-            loop.observe_health(poller.health if poller is not None else {}, t_s)
-            loop.tick(t_s, samples)
+            with steps:
+                loop.observe_health(poller.health if poller is not None else {}, t_s)
+                loop.tick(t_s, samples)
+
+        def on_alarm() -> None:
+            # a switch reported an alarm: act now, then poll early for fresh loads
+            with steps:
+                loop.react(poller.elapsed_s())
+            poller.wake()
 
         poller = TelemetryPoller(readers, fabric_links(fabric), period_s=args.period, on_tick=on_tick)
         for name, conn in prog.connections.items():
-            # a switch's alarm or elephant report wakes the poller: GOR ticks at once
             t = threading.Thread(target=digest_reader, args=(loop, name, prog.connections, stop),
-                                 kwargs={"wake": poller.wake}, name=f"digests-{name}", daemon=True)
+                                 kwargs={"on_alarm": on_alarm}, name=f"digests-{name}", daemon=True)
             t.start()
             threads.append(t)
         poller.start()

@@ -276,6 +276,11 @@ class TelemetryPoller:
                 self._stop.wait(max(0.0, self.min_gap_s - (self._clock() - t)))
             self._wake.clear()
 
+    def elapsed_s(self) -> float:
+        """Seconds since the first poll: the time base of ``on_tick``'s ``t_s``."""
+        now = self._clock()
+        return now - (self._t0 if self._t0 is not None else now)
+
     def wake(self) -> None:
         """Poll now rather than at the end of the period (thread-safe; a wake during a
         poll starts the next one as soon as it ends)."""

@@ -25,13 +25,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import socket
 import sys
+import threading
 import time
 from pathlib import Path
 from types import FrameType
-from typing import ContextManager, Optional, Sequence
+from typing import Callable, ContextManager, Optional, Sequence
 
 from host.nic.dcqcn import DcqcnParams
 from host.nic.frames import DSCP_DATA, ROCE_UDP_PORT, FlowSpec
@@ -87,6 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run a TCCL agent over these QPs (host.agent.launch): credentials")
     s.add_argument("--agent-registry", default="", help="GOR's FlowRegistry address")
     s.add_argument("--agent-bind", default="127.0.0.1:0", help="the agent's listen address")
+    s.add_argument("--ready-file", type=Path, default=None,
+                   help="write this file once set up (socket open, agent registered), "
+                        "before the first packet")
+    s.add_argument("--wait-go", action="store_true",
+                   help="after set-up, send nothing until SIGUSR1 (the launcher starts "
+                        f"every sender at once); no signal within {GO_TIMEOUT_S:g} s: exit 1")
     r = sub.choices["recv"]
     r.add_argument("--ip", action="append", default=[], help="accept only these dst IPs")
     r.add_argument("--no-icrc-check", action="store_true")
@@ -137,6 +145,23 @@ def hold_ips(args: argparse.Namespace) -> list[str]:
     return [ip] if ip else []
 
 
+GO_TIMEOUT_S = 60.0
+
+
+def wait_for_go(go: threading.Event, stopping: Callable[[], bool],
+                timeout_s: float = GO_TIMEOUT_S) -> bool:
+    """Wait for the launcher's go (``go`` set by SIGUSR1), at most ``timeout_s``; False
+    when it never came or the process is being stopped.
+
+    >>> e = threading.Event(); e.set(); wait_for_go(e, lambda: False, 1.0)
+    True
+    """
+    deadline = time.monotonic() + timeout_s
+    while not go.is_set() and not stopping() and time.monotonic() < deadline:
+        go.wait(min(0.1, max(0.0, deadline - time.monotonic())))
+    return go.is_set() and not stopping()
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point; returns the exit status."""
     args = build_parser().parse_args(argv)
@@ -148,6 +173,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    go = threading.Event()
+    if args.cmd == "send" and args.wait_go:
+        signal.signal(signal.SIGUSR1, lambda _sig, _frame: go.set())
     hold = UdpPortHold(hold_ips(args) if args.hold_port else [], args.hold_port)
     try:
         io = PacketSocket(args.iface)
@@ -165,6 +193,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             from host.agent.launch import start_agent  # noqa: PLC0415
             agent = start_agent(args.agent_creds, args.agent_registry or None, args.agent_bind,
                                 mover, port.senders)
+        if args.cmd == "send" and args.ready_file is not None:
+            args.ready_file.write_text(f"{os.getpid()}\n")
+        if args.cmd == "send" and args.wait_go and not wait_for_go(go, lambda: stopping):
+            print(f"host.nic send: no go signal (SIGUSR1) within {GO_TIMEOUT_S:g} s",
+                  file=sys.stderr)
+            return 1
         elapsed = port.run(args.duration_s, stop=lambda: stopping, linger_s=0.5)
         report = port.report(time.monotonic())
         if agent is not None:

@@ -61,12 +61,17 @@ class NicFleet:
 
     def start(self, flows: Sequence[NicFlow], duration_s: float, opts: NicOptions,
               ready_timeout_s: float = READY_TIMEOUT_S,
-              sender_args: Optional[Callable[[Sequence[NicFlow]], list[str]]] = None) -> None:
+              sender_args: Optional[Callable[[Sequence[NicFlow]], list[str]]] = None,
+              together: bool = False) -> None:
         """Receivers first (they run until stopped) and, once every receiver has its raw
         socket open (:meth:`wait_ready`, at most ``ready_timeout_s``), one sender per NIC
         pair; ``sender_args(flows)`` adds options to a sender's command line (its agent's).
-        Raises :class:`FleetError` when a receiver does not come up (what was started is
-        still recorded: :meth:`stop` ends it)."""
+        ``together``: every sender sets up (socket, agent registered) and waits; once all
+        are ready (at most ``ready_timeout_s``) one SIGUSR1 each starts them in the same
+        instant, as the ranks of a training job start a collective — not one after the
+        other as their processes happen to come up. Raises :class:`FleetError` when a
+        receiver or a sender does not come up (what was started is still recorded:
+        :meth:`stop` ends it)."""
         self.report_dir.mkdir(parents=True, exist_ok=True)
         by_dst: dict[tuple[str, str], list[NicFlow]] = {}
         by_pair: dict[tuple[str, str], list[NicFlow]] = {}
@@ -91,10 +96,33 @@ class NicFleet:
                 fl = sorted(fl, key=lambda f: f.qpn)
                 path = self.report_dir / f"send-{src}-{dst}.json"
                 extra = sender_args(fl) if sender_args is not None else []
+                ready = path.with_suffix(".ready") if together else None
+                if ready is not None:
+                    ready.unlink(missing_ok=True)
                 self._spawn("send", fl[0].src_host, fl[0].src_intf,
-                            sender_command(fl, duration_s, path, opts) + extra, path, fl)
+                            sender_command(fl, duration_s, path, opts, ready) + extra, path, fl)
+            if together:
+                self._start_together(ready_timeout_s)
         finally:
             self.save_state()
+
+    def _start_together(self, timeout_s: float) -> None:
+        """Wait until every sender wrote its ready file, then SIGUSR1 to each (their go)."""
+        senders = [p for p in self.procs if p.role == "send"]
+
+        def all_ready() -> bool:
+            for p in senders:
+                if p.proc.poll() is not None:
+                    raise FleetError(f"nic send {p.host} {p.iface} exited "
+                                     f"({p.proc.returncode}) before it was ready")
+            return all(p.report_path.with_suffix(".ready").is_file() for p in senders)
+
+        if not poll_until(all_ready, timeout_s):
+            late = [f"{p.host} {p.iface}" for p in senders
+                    if not p.report_path.with_suffix(".ready").is_file()]
+            raise FleetError(f"nic senders not set up after {timeout_s:g} s: {', '.join(late)}")
+        for p in senders:
+            p.proc.send_signal(signal.SIGUSR1)
 
     def wait_ready(self, procs: Sequence[NicProcess], timeout_s: float = READY_TIMEOUT_S) -> float:
         """Wait until every process of ``procs`` holds its raw socket (it can receive),

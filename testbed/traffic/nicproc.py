@@ -14,7 +14,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 from testbed.traffic.flows import ROCE_DPORT, NicFlow
 
@@ -47,9 +47,11 @@ class NicProcess:
 
 
 def sender_command(flows: Sequence[NicFlow], duration_s: float, report: Path,
-                   opts: NicOptions) -> list[str]:
+                   opts: NicOptions, ready_file: Optional[Path] = None) -> list[str]:
     """``python -m host.nic send`` for flows sharing source and destination NIC (their
-    QPNs must be consecutive: one QP per source port).
+    QPNs must be consecutive: one QP per source port). With ``ready_file`` the sender
+    writes it once set up and sends nothing until SIGUSR1 (``NicFleet`` starts every
+    sender at once).
 
     >>> f = NicFlow("f0", "a", "10.0.0.1", "a-eth0", "b", "10.1.0.1", "b-eth0", "l", "02:00:00:00:01:00", 50000, 256)
     >>> sender_command([f], 5.0, Path("r.json"), NicOptions())[3:7]
@@ -67,6 +69,8 @@ def sender_command(flows: Sequence[NicFlow], duration_s: float, report: Path,
            "--message-bytes", str(opts.message_bytes), "--priority", str(opts.priority),
            "--cnp-interval-ms", f"{opts.cnp_interval_ms:g}",
            "--duration-s", f"{duration_s:g}", "--json", str(report)]
+    if ready_file is not None:              # set up, then wait for the fleet's go
+        cmd += ["--ready-file", str(ready_file), "--wait-go"]
     return cmd + ([] if opts.dcqcn else ["--no-dcqcn"])
 
 

@@ -55,8 +55,11 @@ def test_alarm_and_elephants_from_the_switch_decide_in_the_same_tick() -> None:
     f, g = flows_through(loop, "s0", 2)
     register(fab, reg, f)
     assert loop.tick(1.0, quiet(fab)) == []
+    # the hot uplink runs 20,000 packets/s at 90 %: 22,222 packets/s of capacity; the
+    # switch measured f at 6,667 and g at 15,556 packets/s (600 and 1,400 gaps in 90 ms)
     loop.submit_digests(L0, SimpleNamespace(name=ELEPHANT_DIGEST, data=[
-        elephant_row(fab, f, up, packets=13), elephant_row(fab, g, up, packets=29)]))
+        elephant_row(fab, f, up, packets=601, window_us=90_000),
+        elephant_row(fab, g, up, packets=1401, window_us=90_000)]))
     assert loop.tick(1.05, quiet(fab)) == []                  # elephants alone: no alarm
     loop.submit_digests(L0, SimpleNamespace(name=ALARM_DIGEST,
                                             data=[alarm_row(fab, L0, up, level=2, seq=1)]))
@@ -68,7 +71,7 @@ def test_alarm_and_elephants_from_the_switch_decide_in_the_same_tick() -> None:
     assert raised == [raised[0]] and raised[0]["source"] == "switch"
     assert (raised[0]["level"], raised[0]["seq"], raised[0]["max_qdepth"]) == (2, 1, 17)
     chosen = [e for e in events(buf) if e["event"] == "flows_chosen"][0]["flows"]
-    # shares of the reported packet rates (12 and 28 gaps per 0.4 s): 30 % and 70 %
+    # their rates over the link's capacity in packets/s: 30 % and 70 % of the link
     assert [(c["flow"], c["util_pct"]) for c in chosen] == [(str(g), 70.0), (str(f), 30.0)]
     assert (L0, up) in loop.sampling                          # sampling still on (fallback)
     assert {s.labels["kind"]: s.value for s in parse_metrics(metrics.render())
@@ -198,7 +201,7 @@ class _Conn:
         self.enabled.append((name, max_list_size))
 
 
-def test_the_reader_wakes_the_poller_on_an_alarm_only() -> None:
+def test_the_reader_calls_on_alarm_for_an_alarm_only() -> None:
     stop = threading.Event()
     got: list[str] = []
     wakes: list[int] = []
@@ -207,7 +210,7 @@ def test_the_reader_wakes_the_poller_on_an_alarm_only() -> None:
                   SimpleNamespace(name=ELEPHANT_DIGEST, data=[]),
                   SimpleNamespace(name=ALARM_DIGEST, data=[]),
                   SimpleNamespace(name="other_t", data=[])], stop)
-    digest_reader(sink, "l", conn, stop, 0.01, wake=lambda: wakes.append(1))
+    digest_reader(sink, "l", conn, stop, 0.01, on_alarm=lambda: wakes.append(1))
     assert got == ["flow_sample_t", ELEPHANT_DIGEST, ALARM_DIGEST] and wakes == [1]
 
 
@@ -224,3 +227,61 @@ def test_the_plan_writes_alarms_and_elephants_on_fabric_ports_only() -> None:
     assert ports == sorted(port_to(fab, L0, s) for s in ("s0", "s1", "s2"))
     assert len(plan.of(ELEPHANT_TABLE)) == 3
     assert plan_fabric(fab, alarms=None, elephants=None)[L0].of(ALARM_TABLE) == []
+
+
+def test_react_decides_between_two_polls() -> None:
+    fab, loop, _prog, reg, buf, _metrics = make()
+    up = port_to(fab, L0, "s0")
+    f, g = flows_through(loop, "s0", 2)
+    register(fab, reg, f)
+    loop.tick(1.0, quiet(fab))
+    forwarded = dict(loop.faults.forwarded)
+    loop.submit_digests(L0, SimpleNamespace(name=ELEPHANT_DIGEST, data=[
+        elephant_row(fab, f, up, packets=601, window_us=90_000),
+        elephant_row(fab, g, up, packets=1401, window_us=90_000)]))
+    loop.submit_digests(L0, SimpleNamespace(name=ALARM_DIGEST,
+                                            data=[alarm_row(fab, L0, up, level=2, seq=1)]))
+    rounds = loop.react(1.01)                        # no poll: digests, moves, rounds only
+    assert len(rounds) == 1 and [o.flow for o in rounds[0].orders] == [f]
+    assert loop.ticks == 1 and dict(loop.faults.forwarded) == forwarded
+    assert [e["event"] for e in events(buf)][:2] == ["alarm_raised", "flows_chosen"]
+    loop.close()
+
+
+def test_before_the_capacity_is_known_the_shares_split_the_load() -> None:
+    fab, loop, _prog, reg, buf, _metrics = make()
+    up = port_to(fab, L0, "s0")
+    f, g = flows_through(loop, "s0", 2)
+    register(fab, reg, f)
+    loop.submit_digests(L0, SimpleNamespace(name=ELEPHANT_DIGEST, data=[
+        elephant_row(fab, f, up, packets=13), elephant_row(fab, g, up, packets=29)]))
+    loop.submit_digests(L0, SimpleNamespace(name=ALARM_DIGEST,
+                                            data=[alarm_row(fab, L0, up, level=2, seq=1)]))
+    assert len(loop.react(1.0)) == 1                 # no poll yet: no capacity in packets/s
+    chosen = [e for e in events(buf) if e["event"] == "flows_chosen"][0]["flows"]
+    # shares of the reported packet rates (12 and 28 gaps per 0.4 s) of the link's load,
+    # taken as its capacity while it marks
+    assert [(c["flow"], c["util_pct"]) for c in chosen] == [(str(g), 70.0), (str(f), 30.0)]
+    loop.close()
+
+
+def test_a_round_sees_the_offered_load_the_switches_report_elsewhere() -> None:
+    # the polled loads still show s1 and s2 idle (their load windows lag), but the switch
+    # reported elephants on them: a move must not pile onto them
+    fab, loop, _prog, reg, buf, _metrics = make()
+    up = port_to(fab, L0, "s0")
+    f, g = flows_through(loop, "s0", 2)
+    register(fab, reg, f)
+    loop.tick(1.0, quiet(fab))
+    others = [flows_through(loop, s, 1, src="10.0.0.2")[0] for s in ("s1", "s2")]
+    rows = [elephant_row(fab, f, up, packets=601, window_us=90_000),      # 30 % of s0
+            elephant_row(fab, g, up, packets=1401, window_us=90_000)]     # 70 % of s0
+    for s, o in zip(("s1", "s2"), others):       # 100,000 of 200,000 packets/s: 50 %
+        rows.append(elephant_row(fab, o, port_to(fab, L0, s), packets=9001, window_us=90_000))
+    loop.submit_digests(L0, SimpleNamespace(name=ELEPHANT_DIGEST, data=rows))
+    loop.submit_digests(L0, SimpleNamespace(name=ALARM_DIGEST,
+                                            data=[alarm_row(fab, L0, up, level=2, seq=1)]))
+    (dec,) = loop.react(1.01)
+    # s1 and s2 carry 50 % each (not the 10 % polled): f (30 %) would take them to 80 %
+    assert dec.orders == [] and {r.reason for r in dec.rejected} == {"safety"}
+    loop.close()
