@@ -5,8 +5,11 @@
 ``FabricProgrammer``'s connections), the agents (a ``FlowRegistry``), the decision log and
 the metrics. One call of :meth:`GorLoop.tick` is one step; the telemetry poller calls it
 with each interval's samples (``TelemetryPoller(on_tick=loop.tick)``), digest reader
-threads hand digests in with :meth:`GorLoop.submit_digests`. ``python -m controller run``
-is in :mod:`controller.gor.service`.
+threads hand digests in with :meth:`GorLoop.submit_digests`. A switch's own alarm report
+(``alarm_digest_t``) makes its reader call :meth:`GorLoop.react`: the digests, the moves
+in flight and the rounds run at once, between two polls, with the elephants the switches
+reported (:mod:`~controller.gor.dataplane`). ``python -m controller run`` is in
+:mod:`controller.gor.service`.
 
 **One basis for every load.** The engine works in link-speed bits per second, but every
 load it sees is the *utilisation the poller reports* times the link speed: utilisation is
@@ -26,7 +29,9 @@ One tick, in order:
    (``FabricIngress.sampling.config``: ``egress_spec = port → sampling.sample(one_in_n)``);
    back to CLEAR, the entry is deleted (unless a move still needs it for confirmation).
    A failed write is retried on the next tick.
-3. **Digests** queued since the last tick go into the :class:`FlowTable`.
+3. **Digests** queued since the last tick: samples go into the :class:`FlowTable`, the
+   switches' alarm levels into the :class:`AlarmMonitor` (a second source), their
+   elephants into the :class:`~controller.gor.dataplane.DataplaneReports`.
 4. **Moves in flight** are checked (*Confirmation* below).
 5. **Decisions**, one round at a time: only when no move is in flight, for every link at
    ``decide_level`` (default WARNING) or above, worst first, then every link whose

@@ -35,49 +35,9 @@ from typing import Any, Callable, Optional
 from p4sim.engine.codegen import FnCtx, Sym, Writer
 from p4sim.errors import P4Error
 from p4sim.frontend import ast as A
+from p4sim.frontend.text import expr_text
 from p4sim.frontend.types import P4Type, StructLikeT, bit_width
 from p4sim.runtime import hashes as HASHES
-
-
-def expr_text(e: A.Expr) -> str:
-    """Source-like text of an expression (p4c uses it to name table keys).
-
-    Example::
-
-        >>> expr_text(A.Member(A.NameRef("hdr"), "ipv4"))
-        'hdr.ipv4'
-    """
-    if isinstance(e, A.NameRef):
-        return ("." if e.is_global else "") + e.name
-    if isinstance(e, A.Member):
-        return f"{expr_text(e.expr)}.{e.name}"
-    if isinstance(e, A.Index):
-        return f"{expr_text(e.expr)}[{expr_text(e.index)}]"
-    if isinstance(e, A.Slice):
-        return f"{expr_text(e.expr)}[{expr_text(e.hi)}:{expr_text(e.lo)}]"
-    if isinstance(e, A.Call):
-        return f"{expr_text(e.func)}(" + ", ".join(expr_text(a.value) for a in e.args) + ")"
-    if isinstance(e, A.IntLit):
-        return e.text or str(e.value)
-    if isinstance(e, A.BoolLit):
-        return "true" if e.value else "false"
-    if isinstance(e, A.Binary):
-        return f"{expr_text(e.left)} {e.op} {expr_text(e.right)}"
-    if isinstance(e, A.Unary):
-        return f"{e.op}{expr_text(e.expr)}"
-    if isinstance(e, A.Cast):
-        return f"({_type_text(e.type)}){expr_text(e.expr)}"
-    return "?"
-
-
-def _type_text(t: A.TypeRef) -> str:
-    if isinstance(t, A.BitType):
-        return f"{'int' if t.signed else 'bit'}<{expr_text(t.width)}>"
-    if isinstance(t, A.NamedType):
-        return t.name
-    if isinstance(t, A.BaseType):
-        return t.name
-    return "?"
 
 
 def annotation(decl: Any, name: str) -> Optional[A.Annotation]:

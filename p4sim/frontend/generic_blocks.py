@@ -26,6 +26,7 @@ from typing import Iterator, Union
 
 from p4sim.errors import P4Error
 from p4sim.frontend import ast as A
+from p4sim.frontend.text import expr_text
 
 ARITHMETIC_OPS = frozenset({"+", "-", "*", "/", "%", "|+|", "|-|", "&", "|", "^"})
 EQUALITY_OPS = frozenset({"==", "!="})
@@ -67,13 +68,9 @@ def check_generic_block(block: Union[A.ControlDecl, A.ParserDecl]) -> None:
                     raise P4Error(f"{node.op}: cannot be applied to expression '{side.name}' "
                                   f"with type '{tvar(side)}'", side.loc)
         elif isinstance(node, A.Binary) and node.op in EQUALITY_OPS and (tvar(node.left) or tvar(node.right)):
-            raise P4Error(f"{_text(node.left)} and {_text(node.right)}: values of a type variable "
+            raise P4Error(f"{expr_text(node.left)} and {expr_text(node.right)}: values of a type variable "
                           "cannot be compared", node.left.loc)
         elif isinstance(node, A.KeyElement) and tvar(node.expr):
             raise P4Error(f"Key {node.expr.name} field type must be a scalar type; "
                           f"it cannot be {tvar(node.expr)}", node.expr.loc)
 
-
-def _text(e: A.Expr) -> str:
-    from p4sim.frontend.validate import expr_text  # validate imports this module
-    return expr_text(e)

@@ -29,6 +29,7 @@ from typing import Iterator, Optional, Union
 from p4sim.errors import P4Error
 from p4sim.frontend import ast as A
 from p4sim.frontend.generic_blocks import check_generic_block
+from p4sim.frontend.text import expr_text
 from p4sim.frontend.types import MAX_WIDTH_BITS
 
 # a width p4c cannot hold in an ``int`` (``Constant::fitsInt``)
@@ -268,35 +269,3 @@ def _is_lvalue(e: A.Expr) -> bool:
     return False
 
 
-# --------------------------------------------------------------------------- text
-def expr_text(e: A.Expr) -> str:
-    """An expression written back as P4 (as p4c names it in a message).
-
-    Example::
-
-        >>> expr_text(A.Slice(A.NameRef("x"), A.IntLit(7, text="7"), A.Unary("-", A.IntLit(1, text="1"))))
-        'x[7:-1]'
-    """
-    if isinstance(e, A.IntLit):
-        return e.text or str(e.value)
-    if isinstance(e, A.BoolLit):
-        return "true" if e.value else "false"
-    if isinstance(e, A.StringLit):
-        return f'"{e.value}"'
-    if isinstance(e, A.NameRef):
-        return ("." if e.is_global else "") + e.name
-    if isinstance(e, A.Member):
-        return f"{expr_text(e.expr)}.{e.name}"
-    if isinstance(e, A.Index):
-        return f"{expr_text(e.expr)}[{expr_text(e.index)}]"
-    if isinstance(e, A.Slice):
-        return f"{expr_text(e.expr)}[{expr_text(e.hi)}:{expr_text(e.lo)}]"
-    if isinstance(e, A.Unary):
-        return f"{e.op}{expr_text(e.expr)}"
-    if isinstance(e, A.Binary):
-        return f"{expr_text(e.left)} {e.op} {expr_text(e.right)}"
-    if isinstance(e, A.Call):
-        return f"{expr_text(e.func)}({', '.join(expr_text(a.value) for a in e.args)})"
-    if isinstance(e, A.DontCare):
-        return "_"
-    return type(e).__name__

@@ -1,0 +1,55 @@
+"""Expressions and types written back as P4 source text: how p4c names a table key in
+P4Info (``hdr.ipv4.dst_addr``) and quotes an expression in a message.
+
+Example::
+
+    >>> from p4sim.frontend import ast as A
+    >>> expr_text(A.Slice(A.NameRef("x"), A.IntLit(7, text="7"), A.Unary("-", A.IntLit(1, text="1"))))
+    'x[7:-1]'
+    >>> expr_text(A.Member(A.NameRef("hdr"), "ipv4"))
+    'hdr.ipv4'
+"""
+from __future__ import annotations
+
+from p4sim.frontend import ast as A
+
+
+def expr_text(e: A.Expr) -> str:
+    """Source-like text of an expression; ``?`` for a form that has none."""
+    if isinstance(e, A.IntLit):
+        return e.text or str(e.value)
+    if isinstance(e, A.BoolLit):
+        return "true" if e.value else "false"
+    if isinstance(e, A.StringLit):
+        return f'"{e.value}"'
+    if isinstance(e, A.NameRef):
+        return ("." if e.is_global else "") + e.name
+    if isinstance(e, A.Member):
+        return f"{expr_text(e.expr)}.{e.name}"
+    if isinstance(e, A.Index):
+        return f"{expr_text(e.expr)}[{expr_text(e.index)}]"
+    if isinstance(e, A.Slice):
+        return f"{expr_text(e.expr)}[{expr_text(e.hi)}:{expr_text(e.lo)}]"
+    if isinstance(e, A.Unary):
+        return f"{e.op}{expr_text(e.expr)}"
+    if isinstance(e, A.Binary):
+        return f"{expr_text(e.left)} {e.op} {expr_text(e.right)}"
+    if isinstance(e, A.Call):
+        return f"{expr_text(e.func)}({', '.join(expr_text(a.value) for a in e.args)})"
+    if isinstance(e, A.Cast):
+        return f"({type_text(e.type)}){expr_text(e.expr)}"
+    if isinstance(e, A.DontCare):
+        return "_"
+    return "?"
+
+
+def type_text(t: A.TypeRef) -> str:
+    """Source-like text of a type reference (``bit<8>``, a name); ``?`` otherwise."""
+    if isinstance(t, A.BitType):
+        return f"{'int' if t.signed else 'bit'}<{expr_text(t.width)}>"
+    if isinstance(t, (A.NamedType, A.BaseType)):
+        return t.name
+    return "?"
+
+
+__all__ = ["expr_text", "type_text"]
