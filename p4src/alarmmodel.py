@@ -14,7 +14,8 @@ What one egress port does per normal IPv4 packet (``PortAlarmModel.packet``):
 * the packet joins the current window (the first packet at least ``window_us`` after
   the window began closes it and opens the next one);
 * **down, at a window's end**: the closed window's mark rate (0 with fewer than
-  ``min_pkts`` packets) below the clear threshold of the current level, held at least
+  ``min_pkts`` packets, or when a whole window has passed idle since: an old window
+  says nothing of now) below the clear threshold of the current level, held at least
   ``hold_us``, lowers the level to the highest one whose clear threshold it still meets;
 * **up, at once**: otherwise, once the window holds ``min_pkts`` packets, the highest
   level whose raise threshold the window's rate reaches, if above the current level.
@@ -171,7 +172,8 @@ class PortAlarmModel:
         cur, new = self.level, self.level
         report: Optional[tuple[int, int, int, int]] = None
         if self.start_us != 0 and now_us - self.start_us >= lv.window_us:
-            m = self.marks if self.pkts >= lv.min_pkts else 0
+            idle = now_us - self.start_us >= 2 * lv.window_us      # a whole window idle since
+            m = self.marks if self.pkts >= lv.min_pkts and not idle else 0
             lhs = m * 1000
             if cur and lhs < lv.clear_pm(cur) * self.pkts and now_us - self.since_us >= lv.hold_us:
                 new = next((x for x in range(cur - 1, 0, -1)

@@ -151,6 +151,18 @@ def test_hold_and_min_pkts() -> None:
     assert [(r.prev_level, r.level) for r in got] == [(0, 3), (3, 0)]
 
 
+def test_after_an_idle_window_the_level_falls_and_rises_again() -> None:
+    """Traffic stops at CRITICAL; the first packet after a whole idle window closes the old
+    window as idle (rate 0): CLEAR, so the next collision is reported from CLEAR up."""
+    levels = AlarmLevels(window_us=10_000, hold_us=0, min_pkts=10)
+    pattern = [(10, False)] * 10 + [(10, True)] * 5          # 1/11: WARNING; 4/14: CRITICAL
+    pattern += [(50_000, False)]                             # idle 50 ms: closes as idle
+    pattern += [(10, False)] * 9 + [(10, True)] * 2 + [(10, False)]   # 2/11 in the new window
+    got, want = run_alarm_pattern(levels, pattern)
+    assert got == want
+    assert [(r.prev_level, r.level) for r in got] == [(0, 2), (2, 3), (3, 0), (0, 2)]
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_random_traffic_matches_the_model(seed: int) -> None:
     rng = random.Random(seed)

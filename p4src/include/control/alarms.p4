@@ -15,9 +15,10 @@
  *     reported (several levels at once if need be).
  *   - Down at the window's end: the first packet at least window_us after the window
  *     began closes it (it opens the next one). The closed window's rate (0 with fewer
- *     than min_pkts packets) below the clear threshold of the reported level, and the
- *     level held at least hold_us, lowers it to the highest level whose clear threshold
- *     the rate still meets.
+ *     than min_pkts packets, or when the port then was idle for a whole window: that
+ *     window says nothing of now) below the clear threshold of the reported level, and
+ *     the level held at least hold_us, lowers it to the highest level whose clear
+ *     threshold the rate still meets.
  * A report is written to the port's report registers (level, the level before, marks,
  * packets, the window's length so far in microseconds, max queue depth, a sequence
  * number that grows by one per report) and the port's pending bit is set.
@@ -129,8 +130,8 @@ control EgressAlarms(inout headers_t hdr, inout fabric_metadata_t meta,
                 if (start != 0 && now - start >= cfg_window_us) {
                     /* This packet closes the window: may the level come down? */
                     bit<32> m = marks;
-                    if (pkts < cfg_min_pkts) {
-                        m = 0;
+                    if (pkts < cfg_min_pkts || now - start >= cfg_window_us + cfg_window_us) {
+                        m = 0;      /* too few packets, or a whole window idle since: no congestion now */
                     }
                     bit<32> lhs = m * 1000;
                     bool below = (cur == 3 && lhs < clear3 * pkts)
