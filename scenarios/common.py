@@ -55,3 +55,27 @@ def live_line(uplinks: Sequence[str]) -> Callable[[float, dict[LinkId, LinkSampl
 
 
 __all__ = ["RUNS", "ScenarioOptions", "ScenarioResult", "live_line"]
+
+
+Tick = tuple[float, dict[str, float], int]
+"""(monotonic time of the poll, packets/s per uplink in the interval it ends, drops)."""
+
+
+def time_mean(part: Sequence[Tick], uplinks: Sequence[str]) -> dict[str, float]:
+    """Each uplink's mean packets/s over consecutive polls ``part``, each poll weighted by
+    the time it covers (the gap since the one before; the first one by the median gap).
+    Polls come at uneven intervals (a switch's alarm makes GOR poll early, a loaded machine
+    delays a poll), and a plain mean of per-poll rates then over-weights the short ones.
+
+    >>> time_mean([(0.0, {"u": 100.0}, 0), (0.1, {"u": 400.0}, 0), (0.4, {"u": 200.0}, 0)], ["u"])
+    {'u': 185.7}
+    """
+    if not part:
+        return {}
+    gaps = [b[0] - a[0] for a, b in zip(part, part[1:])]
+    first = sorted(gaps)[len(gaps) // 2] if gaps else 1.0
+    weights = [first, *gaps]
+    total = sum(weights) or 1.0
+    return {u: round(sum(w * p.get(u, 0.0) for w, (_, p, _) in zip(weights, part)) / total, 1)
+            for u in uplinks}
+

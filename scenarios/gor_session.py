@@ -229,13 +229,13 @@ class GorSession:
     def react(self) -> None:
         """A switch reported an alarm (a digest reader thread calls this): the loop acts on
         it now (:meth:`GorLoop.react <controller.gor.loop.GorLoop.react>`, under the tick
-        lock), and the poller polls early for fresh loads."""
+        lock). The polls keep their period: polls at uneven intervals make per-poll rates
+        noisy, and the round needs none (it has the switches' own figures)."""
         with self._tick:
             if self.loop is None or self._gor_down:
                 return
             self.loop.react(self.poller.elapsed_s())
             self._tick.notify_all()
-        self.poller.wake()
 
     def submit_digests(self, switch: str, digest: Any) -> None:
         """Hand a digest list to the running loop (the digest readers call this)."""

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from scenarios.common import time_mean
 from scenarios.gor_session import GorSession
 from scenarios.report import FlowRecord, ScenarioRecord, new_run_dir, report_failures, write_report
 from scenarios.story import EVEN_UTIL
@@ -89,7 +90,7 @@ def set_link(dev: str, up: bool, target: str = "p4sim") -> None:
 
 
 def _mean(part: list[tuple[float, dict[str, float], int]], uplinks: Any) -> dict[str, float]:
-    return {u: round(sum(p.get(u, 0.0) for _, p, _ in part) / len(part), 1) for u in uplinks} if part else {}
+    return time_mean(part, list(uplinks))
 
 
 def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Callable[[], None],

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from scenarios.common import time_mean
 from scenarios.gor_session import GOR_DIR, GorSession, write_credentials
 from scenarios.report import FlowRecord, ScenarioRecord, new_run_dir, report_failures, write_report
 
@@ -224,7 +225,7 @@ def measure(res: StoryResult, ticks: list[tuple[float, dict[str, float], int]],
         after = active[len(active) // 2:-2]
 
     def mean(part: list[tuple[float, dict[str, float], int]]) -> dict[str, float]:
-        return {u: round(sum(p.get(u, 0.0) for _, p, _ in part) / len(part), 1) for u in uplinks} if part else {}
+        return time_mean(part, list(uplinks))
 
     # before: the last BEFORE_POLLS polls before the first order. GOR orders within
     # milliseconds of the first alarm (the switch reports it, and the elephants it

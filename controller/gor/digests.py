@@ -8,8 +8,7 @@ one :func:`digest_reader` thread per switch connection after :func:`enable_diges
 loop drains what they queued at its next tick
 (:meth:`controller.gor.loop.GorLoop.submit_digests`). After an alarm digest the reader
 calls ``on_alarm``: its owner runs :meth:`GorLoop.react <controller.gor.loop.GorLoop.
-react>` at once (and wakes the telemetry poller for fresh loads), so GOR decides on the
-report's arrival, not at the next poll.
+react>` at once, so GOR decides on the report's arrival, not at the next poll.
 
 Example::
 

@@ -116,16 +116,19 @@ class DecisionRounds:
     def _elephants(self, link: LinkKey, t_s: float,
                    agents: AgentFlows) -> list[ElephantFlow]:
         """The Top-N flows on ``link``, rates in the loop's basis. When the switch reported
-        elephants on the link (known at once, :mod:`controller.gor.dataplane`): each one's
-        packets/s over the link's capacity in packets/s (``LinkState.bps_of_pps``), or its
-        share of the reported rates times the link's load before that capacity is known;
-        else its share of the packets sampled there times the link's load."""
+        elephants on the link (known at once, :mod:`controller.gor.dataplane`) and a poll
+        gave the link's capacity in packets/s: each one's packets/s over that capacity
+        (``LinkState.bps_of_pps``); else its share of the packets sampled there times the
+        link's load."""
         reported = self.dataplane.elephants_on(link, t_s)
         rates = {f: self.links.bps_of_pps(link, pps) for f, pps in reported.items()}
         known = [r for r in rates.values() if r is not None]
-        if reported and len(known) == len(rates) and sum(known) < self.safety * self.links.capacity_bps[link]:
-            # what the switch reported so far does not explain the alarm (the other
-            # elephants have not reached their threshold yet): rank from the samples
+        if reported and (len(known) < len(rates)
+                         or sum(known) < self.safety * self.links.capacity_bps[link]):
+            # no poll has yet given the link's capacity in packets/s (shares of a link
+            # offered more than its capacity would understate every flow), or what the
+            # switch reported so far does not explain the alarm (the other elephants have
+            # not reached their threshold yet): rank from the samples
             reported, rates = {}, {}
         if reported:
             counts: Mapping[FlowKey, float] = reported

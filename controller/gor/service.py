@@ -106,10 +106,9 @@ def run_gor(args: Any) -> int:
                 loop.tick(t_s, samples)
 
         def on_alarm() -> None:
-            # a switch reported an alarm: act now, then poll early for fresh loads
+            # a switch reported an alarm: act now (the polls keep their period)
             with steps:
                 loop.react(poller.elapsed_s())
-            poller.wake()
 
         poller = TelemetryPoller(readers, fabric_links(fabric), period_s=args.period, on_tick=on_tick)
         for name, conn in prog.connections.items():

@@ -248,7 +248,10 @@ def test_react_decides_between_two_polls() -> None:
     loop.close()
 
 
-def test_before_the_capacity_is_known_the_shares_split_the_load() -> None:
+def test_before_the_capacity_is_known_the_round_waits_for_samples() -> None:
+    # no poll has given the link's capacity in packets/s yet: the switch's rates cannot be
+    # put in the loads' basis (shares of a link offered more than its capacity would
+    # understate every flow), so the round waits for samples
     fab, loop, _prog, reg, buf, _metrics = make()
     up = port_to(fab, L0, "s0")
     f, g = flows_through(loop, "s0", 2)
@@ -257,11 +260,8 @@ def test_before_the_capacity_is_known_the_shares_split_the_load() -> None:
         elephant_row(fab, f, up, packets=13), elephant_row(fab, g, up, packets=29)]))
     loop.submit_digests(L0, SimpleNamespace(name=ALARM_DIGEST,
                                             data=[alarm_row(fab, L0, up, level=2, seq=1)]))
-    assert len(loop.react(1.0)) == 1                 # no poll yet: no capacity in packets/s
-    chosen = [e for e in events(buf) if e["event"] == "flows_chosen"][0]["flows"]
-    # shares of the reported packet rates (12 and 28 gaps per 0.4 s) of the link's load,
-    # taken as its capacity while it marks
-    assert [(c["flow"], c["util_pct"]) for c in chosen] == [(str(g), 70.0), (str(f), 30.0)]
+    assert loop.react(1.0) == []
+    assert not [e for e in events(buf) if e["event"] == "flows_chosen"]
     loop.close()
 
 
