@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 from scenarios.telemetry import LinkId, LinkSample
 
@@ -78,4 +78,20 @@ def time_mean(part: Sequence[Tick], uplinks: Sequence[str]) -> dict[str, float]:
     total = sum(weights) or 1.0
     return {u: round(sum(w * p.get(u, 0.0) for w, (_, p, _) in zip(weights, part)) / total, 1)
             for u in uplinks}
+
+
+def count_mean(part: Sequence[tuple[float, Mapping[str, tuple[int, float]]]],
+               uplinks: Sequence[str]) -> dict[str, float]:
+    """Each uplink's packets/s over polls ``part`` of ``(time, {uplink: (packets,
+    seconds)})``: all its packets over all its seconds.
+
+    >>> count_mean([(0.0, {"u": (10, 0.05)}), (0.3, {"u": (50, 0.25)})], ["u"])
+    {'u': 200.0}
+    """
+    out: dict[str, float] = {}
+    for u in uplinks:
+        pkts = sum(c.get(u, (0, 0.0))[0] for _, c in part)
+        secs = sum(c.get(u, (0, 0.0))[1] for _, c in part)
+        out[u] = round(pkts / secs, 1) if secs > 0 else 0.0
+    return out if part else {}
 

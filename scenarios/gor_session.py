@@ -129,6 +129,10 @@ class GorSession:
         self.uplinks = source_uplinks(fabric, flows)
         self.live = live
         self.ticks: list[Tick] = []
+        # per poll, each uplink's (packets, seconds): rates over a stretch of polls are
+        # their sums' ratio (a p4sim switch forwards in bursts, and short polls then show
+        # rates far above or below the mean)
+        self.tick_counts: list[tuple[float, dict[str, tuple[int, float]]]] = []
         self.events: list[dict[str, Any]] = []
         self.errors: list[str] = []
         self.dlog_path = run_dir / "gor.jsonl"
@@ -180,6 +184,8 @@ class GorSession:
                     self.poller.period_s = o.fast_period_s if self.loop.busy() else o.period_s
                 self._tick.notify_all()
             pps = {str(l): s.pps for l, s in samples.items() if str(l) in self.uplinks}
+            self.tick_counts.append((polled, {str(l): (s.tx_pkts, s.dt_s) for l, s in samples.items()
+                                              if str(l) in self.uplinks}))
             drops = sum(int(getattr(s, "drops", 0) or 0) for s in samples.values())
             self.ticks.append((polled, pps, drops))
             if self.live and t_s - self._shown >= 1.0 - 1e-6:

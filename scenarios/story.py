@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from scenarios.common import time_mean
+from scenarios.common import count_mean, time_mean
 from scenarios.gor_session import GOR_DIR, GorSession, write_credentials
 from scenarios.report import FlowRecord, ScenarioRecord, new_run_dir, report_failures, write_report
 
@@ -165,7 +165,7 @@ def run_story(fabric: Any, programmer: Any, state: Any, save_state: Callable[[],
     for e in res.errors:
         say(f"story: {e}")
     res.events = session.events
-    measure(res, session.ticks, session.uplinks, rate, session.loop.settle_s)
+    measure(res, session.ticks, session.uplinks, rate, session.loop.settle_s, session.tick_counts)
     narrate(res, record, session.t0, say)
     write_report(run_dir, record, session.poller.series)
     append_story(run_dir, res)
@@ -196,7 +196,8 @@ def shortfalls(res: StoryResult) -> list[str]:
 
 
 def measure(res: StoryResult, ticks: list[tuple[float, dict[str, float], int]],
-            uplinks: Any, rate: float, settle_s: float) -> None:
+            uplinks: Any, rate: float, settle_s: float,
+            counts: Optional[list[tuple[float, dict[str, tuple[int, float]]]]] = None) -> None:
     """Fill the figures of ``res`` from its decision log and the per-tick uplink rates."""
     ev = res.events
     alarms = [float(e["mono_s"]) for e in ev if e.get("event") == "alarm_raised"]
@@ -233,6 +234,9 @@ def measure(res: StoryResult, ticks: list[tuple[float, dict[str, float], int]],
     # mean over everything before the order would mostly measure the ramp.
     res.uplink_pps_before = mean(before[-BEFORE_POLLS:])
     res.uplink_pps_after = mean(after)
+    if counts is not None and after:         # the same polls, by their packet counts
+        res.uplink_pps_after = count_mean([c for c in counts if after[0][0] <= c[0] <= after[-1][0]],
+                                          list(uplinks))
     if res.uplink_pps_before:
         res.max_util_before_pct = round(100 * max(res.uplink_pps_before.values()) / rate, 1)
     if res.uplink_pps_after:

@@ -132,7 +132,7 @@ class TelemetryPoller:
         self.read_timeout_s = read_timeout_s
         self.resets: dict[str, float] = {}          # switch → when its counters last went backwards
         self.held: set[str] = set()                 # switches not read (being restored)
-        self._inflight: dict[str, Future[Mapping[int, PortReading]]] = {}
+        self._inflight: dict[str, Future[tuple[float, Mapping[int, PortReading]]]] = {}
         self._generation: dict[str, int] = {}       # bumped by release(): new connection
         self._clock = clock
         self._stop = threading.Event()
@@ -193,7 +193,13 @@ class TelemetryPoller:
             log.warning("switch %s answers again after %.3f s", sw, now - (h.stale_since_s or now))
         h.stale_since_s, h.last_ok_s = None, now
 
-    def _read_all(self, now: float) -> dict[LinkId, PortReading]:
+    def _timed_read(self, reader: Reader, ports: list[int]) -> tuple[float, Mapping[int, PortReading]]:
+        """One switch's read and the time its answer came (what its counters show is as
+        of then: a switch slow to answer must not stretch another interval's rate)."""
+        got = reader(ports)
+        return self._clock(), got
+
+    def _read_all(self, now: float) -> dict[LinkId, tuple[float, PortReading]]:
         futures = {}
         generation: dict[str, int] = {}
         for sw, pls in self._by_switch.items():
@@ -205,12 +211,13 @@ class TelemetryPoller:
                 self._failed(sw, TimeoutError(f"no answer for over {self.read_timeout_s:g} s"), now)
                 continue
             generation[sw] = self._generation.get(sw, 0)      # before the read starts
-            futures[sw] = self._inflight[sw] = self._pool.submit(reader, [pl.link.port for pl in pls])
-        out: dict[LinkId, PortReading] = {}
+            futures[sw] = self._inflight[sw] = self._pool.submit(
+                self._timed_read, reader, [pl.link.port for pl in pls])
+        out: dict[LinkId, tuple[float, PortReading]] = {}
         deadline = self._clock() + self.read_timeout_s
         for sw, fut in futures.items():
             try:
-                got = fut.result(timeout=max(0.0, deadline - self._clock()))
+                read_at, got = fut.result(timeout=max(0.0, deadline - self._clock()))
             except FutureTimeout:
                 if self._generation.get(sw, 0) == generation[sw]:
                     self._failed(sw, TimeoutError(f"no answer within {self.read_timeout_s:g} s"), now)
@@ -224,7 +231,7 @@ class TelemetryPoller:
             self._answered(sw, now)
             for pl in self._by_switch[sw]:
                 if pl.link.port in got:
-                    out[pl.link] = got[pl.link.port]
+                    out[pl.link] = (read_at, got[pl.link.port])
         return out
 
     def poll_once(self) -> dict[LinkId, LinkSample]:
@@ -236,14 +243,15 @@ class TelemetryPoller:
         readings = self._read_all(start)
         samples: dict[LinkId, LinkSample] = {}
         for pl in self.links:
-            cur = readings.get(pl.link)
-            if cur is None:
+            got = readings.get(pl.link)
+            if got is None:
                 continue
+            read_at, cur = got
             prev = self._prev.get(pl.link)
-            self._prev[pl.link] = (start, cur)
-            if prev is None:
+            self._prev[pl.link] = (read_at, cur)
+            if prev is None or read_at <= prev[0]:
                 continue
-            dt = start - prev[0]
+            dt = read_at - prev[0]          # between the switch's two answers
             reset = counter_reset(prev[1], cur)
             if reset:
                 log.info("counters of %s went backwards: reset, counting from 0", pl.link)
