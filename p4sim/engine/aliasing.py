@@ -24,8 +24,7 @@ Example::
 """
 from __future__ import annotations
 
-import dataclasses
-from typing import Callable, Iterator, Optional
+from typing import Callable, Optional
 
 from p4sim.frontend import ast as A
 
@@ -43,21 +42,12 @@ def arg_root(e: Optional[A.Expr]) -> Optional[str]:
     return e.name if isinstance(e, A.NameRef) else None
 
 
-def _nodes(node: A.Node) -> Iterator[A.Node]:
-    yield node
-    for f in dataclasses.fields(node):
-        value = getattr(node, f.name)
-        for child in value if isinstance(value, list) else (value,):
-            if isinstance(child, A.Node):
-                yield from _nodes(child)
-
-
 def outer_names(decl: A.Node, callee_outer: Callable[[str], frozenset[str]]) -> frozenset[str]:
     """Names ``decl``'s body uses that are not its parameters or locals, with those of
     the actions and functions it calls (``callee_outer(name)``, empty when unknown)."""
     own = {p.name for p in getattr(decl, "params", [])}
     used: set[str] = set()
-    for node in _nodes(getattr(decl, "body", decl)):
+    for node in A.iter_nodes(getattr(decl, "body", decl)):
         if isinstance(node, (A.VarDecl, A.ConstDecl)):
             own.add(node.name)
         elif isinstance(node, A.NameRef):

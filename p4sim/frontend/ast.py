@@ -14,8 +14,10 @@ Example::
 """
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Iterator, Optional, Union
 
 
 @dataclass(frozen=True)
@@ -596,3 +598,19 @@ class PackageTypeDecl(Decl):
 @dataclass(eq=False)
 class Program(Node):
     decls: list[Decl]
+
+
+def iter_nodes(node: Node) -> Iterator[Node]:
+    """``node`` and every node below it, depth first (fields that are nodes or lists of
+    nodes).
+
+    >>> [type(n).__name__ for n in iter_nodes(Member(NameRef("hdr"), "ipv4"))]
+    ['Member', 'NameRef']
+    """
+    yield node
+    for f in dataclasses.fields(node):  # type: ignore[arg-type]
+        value = getattr(node, f.name)
+        for child in value if isinstance(value, list) else (value,):
+            if isinstance(child, Node):
+                yield from iter_nodes(child)
+

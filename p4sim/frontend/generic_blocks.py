@@ -21,8 +21,7 @@ Example::
 """
 from __future__ import annotations
 
-import dataclasses
-from typing import Iterator, Union
+from typing import Union
 
 from p4sim.errors import P4Error
 from p4sim.frontend import ast as A
@@ -32,19 +31,10 @@ ARITHMETIC_OPS = frozenset({"+", "-", "*", "/", "%", "|+|", "|-|", "&", "|", "^"
 EQUALITY_OPS = frozenset({"==", "!="})
 
 
-def _nodes(node: A.Node) -> Iterator[A.Node]:
-    yield node
-    for f in dataclasses.fields(node):
-        value = getattr(node, f.name)
-        for child in value if isinstance(value, list) else (value,):
-            if isinstance(child, A.Node):
-                yield from _nodes(child)
-
-
 def _typevar_names(block: Union[A.ControlDecl, A.ParserDecl]) -> dict[str, str]:
     """Name -> type parameter, for every value the block declares with a bare type parameter."""
     out: dict[str, str] = {}
-    for node in _nodes(block):
+    for node in A.iter_nodes(block):
         if isinstance(node, (A.Param, A.VarDecl)):
             t = node.type
             if isinstance(t, A.NamedType) and not t.args and t.name in block.type_params:
@@ -61,7 +51,7 @@ def check_generic_block(block: Union[A.ControlDecl, A.ParserDecl]) -> None:
     def tvar(e: A.Expr) -> str:
         return typed.get(e.name, "") if isinstance(e, A.NameRef) and not e.is_global else ""
 
-    for node in _nodes(block):
+    for node in A.iter_nodes(block):
         if isinstance(node, A.Binary) and node.op in ARITHMETIC_OPS:
             for side in (node.left, node.right):
                 if tvar(side):
