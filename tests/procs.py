@@ -50,6 +50,21 @@ def read_line(proc: subprocess.Popen, deadline: float) -> str:
     raise AssertionError(f"the switch did not report ready (exit status {proc.poll()})")
 
 
+def stop_process(proc: "subprocess.Popen[bytes]", timeout_s: float = 10.0) -> int:
+    """SIGTERM to the process this test started, wait at most ``timeout_s``, then
+    SIGKILL; closes its stdout pipe; returns the exit status."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+    if proc.stdout is not None:
+        proc.stdout.close()
+    return proc.returncode
+
+
 class SwitchProcess:
     """``python -m p4sim switch ARGS`` as a child process, ready once constructed.
 
@@ -97,16 +112,7 @@ class SwitchProcess:
 
     def stop(self, timeout_s: float = 10.0) -> int:
         """SIGTERM, wait at most ``timeout_s``, then SIGKILL; returns the exit status."""
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-        self.returncode = self.proc.returncode
+        self.returncode = stop_process(self.proc, timeout_s)
         return self.returncode
 
     def __enter__(self) -> "SwitchProcess":

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
-from procs import CONTROL_PREFIX, READY_PREFIX, read_line
+from procs import CONTROL_PREFIX, READY_PREFIX, read_line, stop_process
 
 HERE = Path(__file__).resolve().parent
 PROGRAM = HERE / "ipv4_routes.p4"
@@ -57,17 +57,9 @@ class TutorialSwitch:
 
     def stop(self, timeout_s: float = 10.0) -> Optional[int]:
         """SIGTERM, then SIGKILL after ``timeout_s``; returns the exit status."""
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
+        code = stop_process(self.proc, timeout_s)
         self._stderr.close()
-        return self.proc.returncode
+        return code
 
     def __enter__(self) -> "TutorialSwitch":
         return self
