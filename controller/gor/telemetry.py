@@ -108,9 +108,7 @@ class TelemetryPoller:
     interval's samples — GOR's alarm logic hangs there. Lifetime: :meth:`start` …
     :meth:`stop` (also a context manager). Read errors are logged, kept in :attr:`errors`
     (the newest 100) and mark the switch stale in :attr:`health`; :attr:`loop_s` is the
-    duration of the last poll. :meth:`wake` starts the next poll at once (a switch
-    reported an alarm: GOR decides on its arrival, not at the next period), but never
-    sooner than ``min_gap_s`` after the previous one started.
+    duration of the last poll.
 
     >>> poller = TelemetryPoller(readers, links, period_s=0.05)     # doctest: +SKIP
     >>> with poller: time.sleep(3)                                  # doctest: +SKIP
@@ -121,9 +119,8 @@ class TelemetryPoller:
                  period_s: float = 0.05, on_tick: Optional[TickCallback] = None,
                  max_samples: Optional[int] = None, max_workers: int = 16,
                  clock: Callable[[], float] = time.monotonic,
-                 read_timeout_s: float = DEFAULT_READ_TIMEOUT_S, min_gap_s: float = 0.02) -> None:
+                 read_timeout_s: float = DEFAULT_READ_TIMEOUT_S) -> None:
         self.readers, self.links, self.period_s, self.on_tick = readers, list(links), period_s, on_tick
-        self.min_gap_s = min_gap_s
         self.series = TelemetrySeries(max_samples=max_samples)
         self.errors: list[str] = []
         self.health: dict[str, SwitchHealth] = {sw: SwitchHealth() for sw in readers}
@@ -136,8 +133,6 @@ class TelemetryPoller:
         self._generation: dict[str, int] = {}       # bumped by release(): new connection
         self._clock = clock
         self._stop = threading.Event()
-        self._wake = threading.Event()
-        self.wakes = 0                              # polls started early by wake()
         self._thread: Optional[threading.Thread] = None
         self._prev: dict[LinkId, tuple[float, PortReading]] = {}
         self._t0: Optional[float] = None
@@ -277,27 +272,16 @@ class TelemetryPoller:
                     self.on_tick(self._clock() - (self._t0 or t), samples)
                 except Exception:  # noqa: BLE001 — a consumer bug must not stop telemetry
                     log.exception("telemetry on_tick failed")
-            if self._wake.wait(max(0.0, self.period_s - (self._clock() - t))):
-                self.wakes += 1
-                # woken early: still at most one poll per min_gap_s (a port flapping
-                # between levels must not turn polling into a busy loop)
-                self._stop.wait(max(0.0, self.min_gap_s - (self._clock() - t)))
-            self._wake.clear()
+            self._stop.wait(max(0.0, self.period_s - (self._clock() - t)))
 
     def elapsed_s(self) -> float:
         """Seconds since the first poll: the time base of ``on_tick``'s ``t_s``."""
         now = self._clock()
         return now - (self._t0 if self._t0 is not None else now)
 
-    def wake(self) -> None:
-        """Poll now rather than at the end of the period (thread-safe; a wake during a
-        poll starts the next one as soon as it ends)."""
-        self._wake.set()
-
     def start(self) -> None:
         """Take the baseline reading and start the thread."""
         self._stop.clear()
-        self._wake.clear()
         self.poll_once()
         self._thread = threading.Thread(target=self._run, name="telemetry-poller", daemon=True)
         self._thread.start()
@@ -305,7 +289,6 @@ class TelemetryPoller:
     def stop(self) -> None:
         """Stop the thread after one last poll (so the tail of the run is counted)."""
         self._stop.set()
-        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
             self._thread = None
