@@ -61,25 +61,6 @@ Tick = tuple[float, dict[str, float], int]
 """(monotonic time of the poll, packets/s per uplink in the interval it ends, drops)."""
 
 
-def time_mean(part: Sequence[Tick], uplinks: Sequence[str]) -> dict[str, float]:
-    """Each uplink's mean packets/s over consecutive polls ``part``, each poll weighted by
-    the time it covers (the gap since the one before; the first one by the median gap).
-    Polls come at uneven intervals (a switch's alarm makes GOR poll early, a loaded machine
-    delays a poll), and a plain mean of per-poll rates then over-weights the short ones.
-
-    >>> time_mean([(0.0, {"u": 100.0}, 0), (0.1, {"u": 400.0}, 0), (0.4, {"u": 200.0}, 0)], ["u"])
-    {'u': 185.7}
-    """
-    if not part:
-        return {}
-    gaps = [b[0] - a[0] for a, b in zip(part, part[1:])]
-    first = sorted(gaps)[len(gaps) // 2] if gaps else 1.0
-    weights = [first, *gaps]
-    total = sum(weights) or 1.0
-    return {u: round(sum(w * p.get(u, 0.0) for w, (_, p, _) in zip(weights, part)) / total, 1)
-            for u in uplinks}
-
-
 def count_mean(part: Sequence[tuple[float, Mapping[str, tuple[int, float]]]],
                uplinks: Sequence[str]) -> dict[str, float]:
     """Each uplink's packets/s over polls ``part`` of ``(time, {uplink: (packets,
@@ -94,4 +75,20 @@ def count_mean(part: Sequence[tuple[float, Mapping[str, tuple[int, float]]]],
         secs = sum(c.get(u, (0, 0.0))[1] for _, c in part)
         out[u] = round(pkts / secs, 1) if secs > 0 else 0.0
     return out if part else {}
+
+
+def window_mean(counts: Sequence[tuple[float, Mapping[str, tuple[int, float]]]],
+                part: Sequence[Tick], uplinks: Sequence[str]) -> dict[str, float]:
+    """:func:`count_mean` over the polls of ``counts`` from the first to the last of the
+    polls ``part`` (the same polls: both lists are appended by one tick). Per-poll rates
+    are not averaged: polls come at uneven intervals (an alarm makes GOR poll early, a
+    loaded machine delays one), and packets over seconds weighs each as it should.
+
+    >>> window_mean([(0.0, {"u": (5, 0.1)}), (0.3, {"u": (60, 0.3)}), (0.5, {"u": (40, 0.2)})],
+    ...             [(0.3, {"u": 200.0}, 0), (0.5, {"u": 200.0}, 0)], ["u"])
+    {'u': 200.0}
+    """
+    if not part:
+        return {}
+    return count_mean([c for c in counts if part[0][0] <= c[0] <= part[-1][0]], uplinks)
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from scenarios.common import count_mean, time_mean
+from scenarios.common import window_mean
 from scenarios.gor_session import GorSession
 from scenarios.report import FlowRecord, ScenarioRecord, new_run_dir, report_failures, write_report
 from scenarios.story import EVEN_UTIL
@@ -87,10 +87,6 @@ def set_link(dev: str, up: bool, target: str = "p4sim") -> None:
     else:
         cmd = ["ip", "link", "set", dev, "up" if up else "down"]
     subprocess.run(cmd, check=True, capture_output=True, timeout=10)
-
-
-def _mean(part: list[tuple[float, dict[str, float], int]], uplinks: Any) -> dict[str, float]:
-    return time_mean(part, list(uplinks))
 
 
 def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Callable[[], None],
@@ -159,14 +155,12 @@ def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Calla
         res.detected_by = str(down.get("reason", ""))
     ticks = [x for x in session.ticks if sum(x[1].values()) > 0]
     if t_down is not None:
-        res.uplink_pps_before = _mean([x for x in ticks if x[0] < t_down][1:], session.uplinks)
+        uplinks = list(session.uplinks)
+        before = [x for x in ticks if x[0] < t_down][1:]
+        res.uplink_pps_before = window_mean(session.tick_counts, before, uplinks)
         t_regroup = float(down["mono_s"]) if down is not None else t_down   # 1 s after it
         after = [x for x in ticks if x[0] >= t_regroup + 1.0][:-2]
-        res.uplink_pps_after = _mean(after, session.uplinks)
-        if after:                            # the same polls, by their packet counts
-            res.uplink_pps_after = count_mean(
-                [c for c in session.tick_counts if after[0][0] <= c[0] <= after[-1][0]],
-                list(session.uplinks))
+        res.uplink_pps_after = window_mean(session.tick_counts, after, uplinks)
     if res.uplink_pps_after:
         res.max_util_after_pct = round(100 * max(res.uplink_pps_after.values()) / rate, 1)
     results = merge_reports(flows, session.fleet.procs)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from scenarios.common import count_mean, time_mean
+from scenarios.common import window_mean
 from scenarios.gor_session import GOR_DIR, GorSession, write_credentials
 from scenarios.report import FlowRecord, ScenarioRecord, new_run_dir, report_failures, write_report
 
@@ -197,8 +197,9 @@ def shortfalls(res: StoryResult) -> list[str]:
 
 def measure(res: StoryResult, ticks: list[tuple[float, dict[str, float], int]],
             uplinks: Any, rate: float, settle_s: float,
-            counts: Optional[list[tuple[float, dict[str, tuple[int, float]]]]] = None) -> None:
-    """Fill the figures of ``res`` from its decision log and the per-tick uplink rates."""
+            counts: list[tuple[float, dict[str, tuple[int, float]]]]) -> None:
+    """Fill the figures of ``res`` from its decision log, the polls ``ticks`` (which
+    give the windows) and their packet counts ``counts`` (which give the rates)."""
     ev = res.events
     alarms = [float(e["mono_s"]) for e in ev if e.get("event") == "alarm_raised"]
     sent = [float(e["mono_s"]) for e in ev if e.get("event") == "order_sent"]
@@ -225,18 +226,12 @@ def measure(res: StoryResult, ticks: list[tuple[float, dict[str, float], int]],
     if first_order is None:               # nothing moved: the second half is "after"
         after = active[len(active) // 2:-2]
 
-    def mean(part: list[tuple[float, dict[str, float], int]]) -> dict[str, float]:
-        return time_mean(part, list(uplinks))
-
     # before: the last BEFORE_POLLS polls before the first order. GOR orders within
     # milliseconds of the first alarm (the switch reports it, and the elephants it
     # measured), so the collision lasts a few polls while the senders still ramp up: a
     # mean over everything before the order would mostly measure the ramp.
-    res.uplink_pps_before = mean(before[-BEFORE_POLLS:])
-    res.uplink_pps_after = mean(after)
-    if counts is not None and after:         # the same polls, by their packet counts
-        res.uplink_pps_after = count_mean([c for c in counts if after[0][0] <= c[0] <= after[-1][0]],
-                                          list(uplinks))
+    res.uplink_pps_before = window_mean(counts, before[-BEFORE_POLLS:], list(uplinks))
+    res.uplink_pps_after = window_mean(counts, after, list(uplinks))
     if res.uplink_pps_before:
         res.max_util_before_pct = round(100 * max(res.uplink_pps_before.values()) / rate, 1)
     if res.uplink_pps_after:

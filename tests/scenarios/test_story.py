@@ -43,8 +43,9 @@ def test_measure_figures_from_the_log_and_the_ticks() -> None:
     ticks = [(9.0 + 0.5 * i, {"l->s0": 360.0, "l->s1": 120.0}, 0) for i in range(4)]       # 9 … 10.5
     ticks += [(11.0 + 0.5 * i, {"l->s0": 300.0, "l->s1": 180.0}, 1) for i in range(3)]    # 11 … 12
     ticks += [(12.5 + 0.5 * i, {"l->s0": 240.0, "l->s1": 240.0}, 0) for i in range(10)]   # 12.5 …
+    counts = [(t, {u: (round(r * 0.5), 0.5) for u, r in pps.items()}) for t, pps, _ in ticks]
     res = StoryResult(0, queue_rate_pps=343.0, events=_log())
-    measure(res, ticks, up, 343.0, settle_s=0.5)
+    measure(res, ticks, up, 343.0, 0.5, counts)
     assert res.loop_s == 2.0                                       # first alarm → last seen
     assert res.uplink_pps_before == {"l->s0": 360.0, "l->s1": 120.0}
     assert res.uplink_pps_after == {"l->s0": 240.0, "l->s1": 240.0}

@@ -29,7 +29,10 @@ def test_story_rebalances_the_uplinks_under_the_threshold(tmp_path: Path) -> Non
     before = max(res.max_util_before_pct or 0.0, res.offered_before_pct or 0.0)
     assert before > 75.0, figures
     assert res.count("order_confirmed") >= 1 and res.count("order_rolled_back") == 0, res.events
-    assert res.max_util_after_pct is not None and res.max_util_after_pct < 75.0, figures
-    assert res.spread(res.uplink_pps_after) <= 1.25, figures
+    # on a failure, GOR's rounds say why it moved what it moved (the run dir is gone in CI)
+    rounds = [e for e in res.events if e.get("event") in ("flows_chosen", "round", "path_chosen",
+                                                          "order_sent", "order_confirmed")]
+    assert res.max_util_after_pct is not None and res.max_util_after_pct < 75.0, (figures, rounds)
+    assert res.spread(res.uplink_pps_after) <= 1.25, (figures, rounds)
     assert max(res.moves_per_flow.values()) == 1, res.moves_per_flow       # no flip-flop
     assert res.loop_s is not None and (res.run_dir / "report.md").is_file()
