@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x61stral_proto/agent.proto\x12\x0f\x61stral.agent.v1\"a\n\tFiveTuple\x12\x0e\n\x06src_ip\x18\x01 \x01(\t\x12\x0e\n\x06\x64st_ip\x18\x02 \x01(\t\x12\x10\n\x08src_port\x18\x03 \x01(\r\x12\x10\n\x08\x64st_port\x18\x04 \x01(\r\x12\x10\n\x08protocol\x18\x05 \x01(\r\"\x96\x01\n\x04\x46low\x12\x0f\n\x07\x66low_id\x18\x01 \x01(\t\x12)\n\x05tuple\x18\x02 \x01(\x0b\x32\x1a.astral.agent.v1.FiveTuple\x12\x0b\n\x03qpn\x18\x03 \x01(\r\x12\r\n\x05\x62ytes\x18\x04 \x01(\x04\x12\x10\n\x08priority\x18\x05 \x01(\r\x12\r\n\x05moved\x18\x06 \x01(\x08\x12\x15\n\rms_since_move\x18\x07 \x01(\r\"A\n\tMoveOrder\x12\x0f\n\x07\x66low_id\x18\x01 \x01(\t\x12\x11\n\tnew_sport\x18\x02 \x01(\r\x12\x10\n\x08order_id\x18\x03 \x01(\t\"D\n\tMoveReply\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x15\n\rcurrent_sport\x18\x03 \x01(\r\"\x0f\n\rStatusRequest\"a\n\tFlowState\x12#\n\x04\x66low\x18\x01 \x01(\x0b\x32\x15.astral.agent.v1.Flow\x12\x18\n\x10pending_order_id\x18\x02 \x01(\t\x12\x15\n\rpending_sport\x18\x03 \x01(\r\"[\n\x0bStatusReply\x12\x0c\n\x04host\x18\x01 \x01(\t\x12\x13\n\x0bincarnation\x18\x02 \x01(\t\x12)\n\x05\x66lows\x18\x03 \x03(\x0b\x32\x1a.astral.agent.v1.FlowState\"q\n\x0fRegisterRequest\x12\x0c\n\x04host\x18\x01 \x01(\t\x12\x15\n\ragent_address\x18\x02 \x01(\t\x12\x13\n\x0bincarnation\x18\x03 \x01(\t\x12$\n\x05\x66lows\x18\x04 \x03(\x0b\x32\x15.astral.agent.v1.Flow\"#\n\rRegisterReply\x12\x12\n\nregistered\x18\x01 \x01(\r\"i\n\nMoveReport\x12\x0c\n\x04host\x18\x01 \x01(\t\x12\x10\n\x08order_id\x18\x02 \x01(\t\x12\x0f\n\x07\x66low_id\x18\x03 \x01(\t\x12\x0c\n\x04\x64one\x18\x04 \x01(\x08\x12\r\n\x05sport\x18\x05 \x01(\r\x12\r\n\x05\x65rror\x18\x06 \x01(\t\"\x0f\n\rMoveReportAck2\x9a\x01\n\x0c\x41gentService\x12\x42\n\x08MoveFlow\x12\x1a.astral.agent.v1.MoveOrder\x1a\x1a.astral.agent.v1.MoveReply\x12\x46\n\x06Status\x12\x1e.astral.agent.v1.StatusRequest\x1a\x1c.astral.agent.v1.StatusReply2\xac\x01\n\x0c\x46lowRegistry\x12Q\n\rRegisterFlows\x12 .astral.agent.v1.RegisterRequest\x1a\x1e.astral.agent.v1.RegisterReply\x12I\n\nReportMove\x12\x1b.astral.agent.v1.MoveReport\x1a\x1e.astral.agent.v1.MoveReportAckb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x61stral_proto/agent.proto\x12\x0f\x61stral.agent.v1\"a\n\tFiveTuple\x12\x0e\n\x06src_ip\x18\x01 \x01(\t\x12\x0e\n\x06\x64st_ip\x18\x02 \x01(\t\x12\x10\n\x08src_port\x18\x03 \x01(\r\x12\x10\n\x08\x64st_port\x18\x04 \x01(\r\x12\x10\n\x08protocol\x18\x05 \x01(\r\"\x96\x01\n\x04\x46low\x12\x0f\n\x07\x66low_id\x18\x01 \x01(\t\x12)\n\x05tuple\x18\x02 \x01(\x0b\x32\x1a.astral.agent.v1.FiveTuple\x12\x0b\n\x03qpn\x18\x03 \x01(\r\x12\r\n\x05\x62ytes\x18\x04 \x01(\x04\x12\x10\n\x08priority\x18\x05 \x01(\r\x12\r\n\x05moved\x18\x06 \x01(\x08\x12\x15\n\rms_since_move\x18\x07 \x01(\r\"\xa8\x01\n\tMoveOrder\x12\x0f\n\x07\x66low_id\x18\x01 \x01(\t\x12\x11\n\tnew_sport\x18\x02 \x01(\r\x12\x10\n\x08order_id\x18\x03 \x01(\t\x12\r\n\x05nonce\x18\x04 \x01(\t\x12\x13\n\x0btarget_host\x18\x05 \x01(\t\x12(\n\x04\x66low\x18\x06 \x01(\x0b\x32\x1a.astral.agent.v1.FiveTuple\x12\x17\n\x0f\x65xpires_unix_ms\x18\x07 \x01(\x04\"D\n\tMoveReply\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x15\n\rcurrent_sport\x18\x03 \x01(\r\"\x0f\n\rStatusRequest\"a\n\tFlowState\x12#\n\x04\x66low\x18\x01 \x01(\x0b\x32\x15.astral.agent.v1.Flow\x12\x18\n\x10pending_order_id\x18\x02 \x01(\t\x12\x15\n\rpending_sport\x18\x03 \x01(\r\"[\n\x0bStatusReply\x12\x0c\n\x04host\x18\x01 \x01(\t\x12\x13\n\x0bincarnation\x18\x02 \x01(\t\x12)\n\x05\x66lows\x18\x03 \x03(\x0b\x32\x1a.astral.agent.v1.FlowState\"q\n\x0fRegisterRequest\x12\x0c\n\x04host\x18\x01 \x01(\t\x12\x15\n\ragent_address\x18\x02 \x01(\t\x12\x13\n\x0bincarnation\x18\x03 \x01(\t\x12$\n\x05\x66lows\x18\x04 \x03(\x0b\x32\x15.astral.agent.v1.Flow\"#\n\rRegisterReply\x12\x12\n\nregistered\x18\x01 \x01(\r\"i\n\nMoveReport\x12\x0c\n\x04host\x18\x01 \x01(\t\x12\x10\n\x08order_id\x18\x02 \x01(\t\x12\x0f\n\x07\x66low_id\x18\x03 \x01(\t\x12\x0c\n\x04\x64one\x18\x04 \x01(\x08\x12\r\n\x05sport\x18\x05 \x01(\r\x12\r\n\x05\x65rror\x18\x06 \x01(\t\"\x0f\n\rMoveReportAck2\x9a\x01\n\x0c\x41gentService\x12\x42\n\x08MoveFlow\x12\x1a.astral.agent.v1.MoveOrder\x1a\x1a.astral.agent.v1.MoveReply\x12\x46\n\x06Status\x12\x1e.astral.agent.v1.StatusRequest\x1a\x1c.astral.agent.v1.StatusReply2\xac\x01\n\x0c\x46lowRegistry\x12Q\n\rRegisterFlows\x12 .astral.agent.v1.RegisterRequest\x1a\x1e.astral.agent.v1.RegisterReply\x12I\n\nReportMove\x12\x1b.astral.agent.v1.MoveReport\x1a\x1e.astral.agent.v1.MoveReportAckb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'astral_proto.agent_pb2', globals())
@@ -25,26 +25,26 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _FIVETUPLE._serialized_end=142
   _FLOW._serialized_start=145
   _FLOW._serialized_end=295
-  _MOVEORDER._serialized_start=297
-  _MOVEORDER._serialized_end=362
-  _MOVEREPLY._serialized_start=364
-  _MOVEREPLY._serialized_end=432
-  _STATUSREQUEST._serialized_start=434
-  _STATUSREQUEST._serialized_end=449
-  _FLOWSTATE._serialized_start=451
-  _FLOWSTATE._serialized_end=548
-  _STATUSREPLY._serialized_start=550
-  _STATUSREPLY._serialized_end=641
-  _REGISTERREQUEST._serialized_start=643
-  _REGISTERREQUEST._serialized_end=756
-  _REGISTERREPLY._serialized_start=758
-  _REGISTERREPLY._serialized_end=793
-  _MOVEREPORT._serialized_start=795
-  _MOVEREPORT._serialized_end=900
-  _MOVEREPORTACK._serialized_start=902
-  _MOVEREPORTACK._serialized_end=917
-  _AGENTSERVICE._serialized_start=920
-  _AGENTSERVICE._serialized_end=1074
-  _FLOWREGISTRY._serialized_start=1077
-  _FLOWREGISTRY._serialized_end=1249
+  _MOVEORDER._serialized_start=298
+  _MOVEORDER._serialized_end=466
+  _MOVEREPLY._serialized_start=468
+  _MOVEREPLY._serialized_end=536
+  _STATUSREQUEST._serialized_start=538
+  _STATUSREQUEST._serialized_end=553
+  _FLOWSTATE._serialized_start=555
+  _FLOWSTATE._serialized_end=652
+  _STATUSREPLY._serialized_start=654
+  _STATUSREPLY._serialized_end=745
+  _REGISTERREQUEST._serialized_start=747
+  _REGISTERREQUEST._serialized_end=860
+  _REGISTERREPLY._serialized_start=862
+  _REGISTERREPLY._serialized_end=897
+  _MOVEREPORT._serialized_start=899
+  _MOVEREPORT._serialized_end=1004
+  _MOVEREPORTACK._serialized_start=1006
+  _MOVEREPORTACK._serialized_end=1021
+  _AGENTSERVICE._serialized_start=1024
+  _AGENTSERVICE._serialized_end=1178
+  _FLOWREGISTRY._serialized_start=1181
+  _FLOWREGISTRY._serialized_end=1353
 # @@protoc_insertion_point(module_scope)

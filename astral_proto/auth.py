@@ -1,4 +1,10 @@
-"""Per-host tokens of the agent protocol (HMAC-SHA256 of the host name with a fabric secret).
+"""The agent protocol's fallback authentication: per-host HMAC tokens in gRPC metadata.
+
+**Mutual TLS is the default** (:mod:`astral_proto.tls`). These tokens are used only when a
+party is given no certificates — unit tests, and runs with ``--insecure`` — through
+:class:`HostTokens` (a host) and :class:`ControllerTokens` (GOR), the token forms of
+:class:`~astral_proto.security.Security`. The channel is then plaintext: a token seen once
+can be replayed for ever (orders still carry nonces and expiries, which the agent checks).
 
 Every call carries gRPC metadata ``astral-host`` (a host name) and ``astral-token``:
 
@@ -26,10 +32,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Optional, Union
 
+import grpc
+
+from astral_proto.security import CONTROLLER, Metadata
+
 HOST_KEY = "astral-host"
 TOKEN_KEY = "astral-token"
-
-Metadata = tuple[tuple[str, str], ...]
 
 
 def _mac(secret: bytes, label: str) -> str:
@@ -133,3 +141,80 @@ class HostCredentials:
     def load(cls, path: Union[str, Path]) -> "HostCredentials":
         """Read a file written by :meth:`save`."""
         return cls.from_json(Path(path).read_text())
+
+    def security(self) -> "HostTokens":
+        """The host's (token) :class:`~astral_proto.security.Security`."""
+        return HostTokens(self)
+
+
+class HostTokens:
+    """A host on plaintext gRPC with its tokens (the fallback; see the module docstring):
+    it sends its host token to the controller and takes calls that carry its order token.
+
+    >>> sec = HostTokens(HostCredentials.derive(b"s", "b0s0"))
+    >>> class Call:
+    ...     def __init__(self, md): self.md = md
+    ...     def invocation_metadata(self): return self.md
+    >>> order = call_metadata("b0s0", order_token(b"s", "b0s0"))
+    >>> sec.caller(Call(order)), sec.caller(Call(sec.metadata(CONTROLLER)))
+    ('controller', None)
+    """
+
+    kind = "tokens"
+
+    def __init__(self, creds: HostCredentials) -> None:
+        self.creds = creds
+
+    @property
+    def name(self) -> str:
+        return self.creds.host
+
+    def bind(self, server: grpc.Server, address: str) -> int:
+        return server.add_insecure_port(address)
+
+    def dial(self, address: str, peer: str) -> grpc.Channel:
+        return grpc.insecure_channel(address)
+
+    def metadata(self, peer: str) -> Metadata:
+        return call_metadata(self.creds.host, self.creds.host_token)
+
+    def caller(self, context: grpc.ServicerContext) -> Optional[str]:
+        host, token = identity(context.invocation_metadata())
+        if host == self.creds.host and token_ok(self.creds.order_token, token):
+            return CONTROLLER
+        return None
+
+
+class ControllerTokens:
+    """GOR on plaintext gRPC with the fabric secret (the fallback): it sends each host's
+    order token to that host's agent and names a caller by its host token.
+
+    >>> sec = ControllerTokens(b"s")
+    >>> class Call:
+    ...     def invocation_metadata(self): return call_metadata("b0s0", host_token(b"s", "b0s0"))
+    >>> sec.caller(Call()), sec.metadata("b0s0")[1][1] == order_token(b"s", "b0s0")
+    ('b0s0', True)
+    """
+
+    kind = "tokens"
+    name = CONTROLLER
+
+    def __init__(self, secret: bytes) -> None:
+        if not secret:
+            raise ValueError("the fabric secret must not be empty")
+        self._secret = secret
+
+    def bind(self, server: grpc.Server, address: str) -> int:
+        return server.add_insecure_port(address)
+
+    def dial(self, address: str, peer: str) -> grpc.Channel:
+        return grpc.insecure_channel(address)
+
+    def metadata(self, peer: str) -> Metadata:
+        return call_metadata(peer, order_token(self._secret, peer))
+
+    def caller(self, context: grpc.ServicerContext) -> Optional[str]:
+        host, token = identity(context.invocation_metadata())
+        if host and token_ok(host_token(self._secret, host), token):
+            return host
+        return None

@@ -4,19 +4,26 @@ The controller half of the agent protocol (``astral_proto/agent.proto``):
 
 * :class:`FlowRegistry` — in-memory state: flows by id with their owning host, each
   host's agent address and incarnation, and move orders with their outcome. Ownership is
-  enforced: a host may only register flows whose source IP is one of its NICs, and only
-  report on orders for its own flows.
+  enforced: a host may only register (and, by leaving them out, unregister) flows whose
+  source IP is one of its NICs, and only report on orders for its own flows.
 * :class:`FlowRegistryServicer` / :func:`serve_registry` — the ``FlowRegistry`` gRPC
-  service the agents call (host tokens checked, see :mod:`astral_proto.auth`).
-* :meth:`FlowRegistry.move` — GOR's side of a re-route: send ``MoveFlow`` to the owning
-  host's agent with that host's order token; :meth:`FlowRegistry.wait` for the report.
+  service the agents call. Who calls is the registry's
+  :class:`~astral_proto.security.Security`'s answer: by default (``MutualTls``) the common
+  name of the caller's certificate from the fabric CA, which must be a host of the
+  fabric; with the token fallback (a fabric secret, :mod:`astral_proto.auth`) the host
+  whose host token the call carries.
+* :meth:`FlowRegistry.move` — GOR's side of a re-route: send ``MoveFlow`` to the agent
+  that registered the flow (with TLS, the channel checks that agent's certificate names
+  the flow's owner), an order with a fresh random nonce, the target host, the flow's
+  5-tuple and an expiry (wall clock, now + the call's timeout) that the agent checks
+  (``host/agent/guard.py``); :meth:`FlowRegistry.wait` for the report.
 
 A host may run several agents (one per sender process): each registration replaces only
 the flows that agent (its address) registered before, and orders go to the agent that
 registered the flow. A re-registration with a new incarnation (the agent restarted)
 replaces that agent's flows and fails their open orders with ``"agent restarted"``.
 
->>> reg = FlowRegistry(b"secret", {"b0s0": ["10.0.0.1"]})
+>>> reg = FlowRegistry(b"secret", {"b0s0": ["10.0.0.1"]})      # token fallback
 >>> reg.register("b0s0", "127.0.0.1:1", "i1",
 ...              [HostFlow("f1", "10.0.0.1", "10.1.0.1", 49152, 7)])
 1
@@ -26,18 +33,22 @@ replaces that agent's flows and fails their open orders with ``"agent restarted"
 from __future__ import annotations
 
 import itertools
+import logging
+import secrets
 import threading
 import time
 from concurrent import futures
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Optional
+from typing import Callable, Iterable, Mapping, Optional, Union
 
 import grpc
 
 from astral_proto import agent_pb2, agent_pb2_grpc
-from astral_proto.auth import call_metadata, host_token, identity, order_token, token_ok
+from astral_proto.auth import ControllerTokens
 from astral_proto.flows import HostFlow
-from astral_proto.net import bound_address
+from astral_proto.security import CONTROLLER, Security, listen
+
+log = logging.getLogger(__name__)
 
 
 class RegistryError(Exception):
@@ -60,6 +71,7 @@ class MoveOrderState:
     error: str = ""
     reported_sport: int = 0
     finished: threading.Event = field(default_factory=threading.Event, repr=False)
+    message: Optional[agent_pb2.MoveOrder] = field(default=None, repr=False)  # as sent
 
 
 @dataclass(slots=True)
@@ -69,17 +81,23 @@ class _HostState:
 
 
 class FlowRegistry:
-    """In-memory registry (thread-safe). ``host_ips`` maps each host to its NICs' IPs;
-    ``clock`` (seconds) dates the moves agents report.
+    """In-memory registry (thread-safe). ``security``: GOR's
+    :class:`~astral_proto.security.Security` (``MutualTls`` of the ``controller``
+    certificate), or a fabric secret (bytes) for the token fallback. ``host_ips`` maps
+    each host to its NICs' IPs; ``clock`` (seconds) dates the moves agents report;
+    ``wall_clock`` (Unix seconds) dates the orders' expiries.
 
-    Also builds from a topology: ``FlowRegistry.from_fabric(build_fabric(), secret)``.
+    Also builds from a topology: ``FlowRegistry.from_fabric(build_fabric(), security)``.
     """
 
-    def __init__(self, secret: bytes, host_ips: Mapping[str, Iterable[str]],
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        if not secret:
-            raise ValueError("the fabric secret must not be empty")
-        self._secret = secret
+    def __init__(self, security: Union[Security, bytes], host_ips: Mapping[str, Iterable[str]],
+                 clock: Callable[[], float] = time.monotonic,
+                 wall_clock: Callable[[], float] = time.time) -> None:
+        self.security: Security = (ControllerTokens(security) if isinstance(security, bytes)
+                                   else security)
+        if self.security.name != CONTROLLER:
+            raise ValueError(f"the registry runs as {CONTROLLER!r}, not {self.security.name!r}")
+        self._wall_clock = wall_clock
         self._host_ips = {h: frozenset(ips) for h, ips in host_ips.items()}
         self._hosts: dict[str, _HostState] = {}
         self._flows: dict[str, HostFlow] = {}
@@ -92,18 +110,27 @@ class FlowRegistry:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_fabric(cls, fabric: object, secret: bytes,
+    def from_fabric(cls, fabric: object, security: Union[Security, bytes],
                     clock: Callable[[], float] = time.monotonic) -> "FlowRegistry":
         """Hosts and NIC IPs from a ``topo.model.Fabric`` (``fabric.hosts[i].nics[j].ip``)."""
         hosts = getattr(fabric, "hosts")
-        return cls(secret, {h.name: [n.ip for n in h.nics] for h in hosts}, clock=clock)
+        return cls(security, {h.name: [n.ip for n in h.nics] for h in hosts}, clock=clock)
 
     # ------------------------------------------------------------- authentication
-    def authenticate(self, host: Optional[str], token: Optional[str]) -> str:
-        """The host a call speaks for; :class:`RegistryError` UNAUTHENTICATED otherwise."""
-        if not host or host not in self._host_ips or not token_ok(host_token(self._secret, host), token):
-            raise RegistryError(grpc.StatusCode.UNAUTHENTICATED, "unknown host or bad token")
-        return host
+    def authenticate(self, caller: Optional[str]) -> str:
+        """The host a call comes from, given its authenticated name (``Security.caller``):
+        :class:`RegistryError` UNAUTHENTICATED for none, PERMISSION_DENIED for a party
+        that is not a host of the fabric (a switch's or the controller's certificate).
+
+        >>> FlowRegistry(b"s", {"b0s0": []}).authenticate("b0s0")
+        'b0s0'
+        """
+        if not caller:
+            raise RegistryError(grpc.StatusCode.UNAUTHENTICATED,
+                                f"no identity ({self.security.kind}): a host certificate or token is required")
+        if caller not in self._host_ips:
+            raise RegistryError(grpc.StatusCode.PERMISSION_DENIED, f"{caller} is not a host of the fabric")
+        return caller
 
     # ------------------------------------------------------------- agents' calls
     def register(self, host: str, agent_address: str, incarnation: str,
@@ -226,24 +253,39 @@ class FlowRegistry:
             self._orders[o.order_id] = o
             return o
 
+    def order_message(self, o: MoveOrderState, ttl_s: float) -> agent_pb2.MoveOrder:
+        """The wire form of order ``o``: a fresh random nonce (128 bits), the target host,
+        the flow's 5-tuple as registered, and an expiry ``ttl_s`` from now (wall clock)."""
+        with self._lock:
+            flow = self._flows[o.flow_id]
+        return agent_pb2.MoveOrder(flow_id=o.flow_id, new_sport=o.sport, order_id=o.order_id,
+                                   nonce=secrets.token_hex(16), target_host=o.host,
+                                   flow=flow.to_proto().tuple,
+                                   expires_unix_ms=int((self._wall_clock() + ttl_s) * 1000))
+
     def move(self, fid: str, sport: int, *, timeout_s: float = 5.0) -> tuple[MoveOrderState, agent_pb2.MoveReply]:
         """Send a move order to the owning host's agent; the reply says accepted or why not.
 
+        The order expires when the call times out (``timeout_s``): an order still in
+        transit when GOR has given up on it is refused by the agent, never applied late.
         A rejected order is closed as failed at once; an accepted one closes when the agent
-        reports (:meth:`wait`). gRPC errors of the agent call propagate (``grpc.RpcError``).
+        reports (:meth:`wait`). gRPC errors of the agent call propagate (``grpc.RpcError``;
+        the agent's refusals, see ``host/agent/guard.py``, are among them).
         """
         o = self.new_order(fid, sport)
         with self._lock:
             address = self._agent_of[fid][0]
-        with grpc.insecure_channel(address) as channel:
+        o.message = self.order_message(o, timeout_s)
+        with self.security.dial(address, o.host) as channel:
             stub = agent_pb2_grpc.AgentServiceStub(channel)
             try:
-                reply = stub.MoveFlow(agent_pb2.MoveOrder(flow_id=fid, new_sport=sport, order_id=o.order_id),
-                                      metadata=call_metadata(o.host, order_token(self._secret, o.host)),
+                reply = stub.MoveFlow(o.message, metadata=self.security.metadata(o.host),
                                       timeout=timeout_s)
             except grpc.RpcError as exc:
+                log.warning("order %s (flow %s) to %s at %s failed: %s: %s", o.order_id, fid, o.host,
+                            address, exc.code().name, exc.details())
                 with self._lock:
-                    self._close(o, "failed", f"agent call failed: {exc.code().name}")
+                    self._close(o, "failed", f"agent call failed: {exc.code().name}: {exc.details()}")
                 raise
         if not reply.accepted:
             with self._lock:
@@ -258,15 +300,16 @@ class FlowRegistry:
 
 
 class FlowRegistryServicer(agent_pb2_grpc.FlowRegistryServicer):
-    """gRPC face of a :class:`FlowRegistry`: checks host tokens, maps errors to codes."""
+    """gRPC face of a :class:`FlowRegistry`: names the calling host, maps errors to codes."""
 
     def __init__(self, registry: FlowRegistry) -> None:
         self.registry = registry
 
     def _host(self, context: grpc.ServicerContext, claimed: str) -> str:
         try:
-            host = self.registry.authenticate(*identity(context.invocation_metadata()))
+            host = self.registry.authenticate(self.registry.security.caller(context))
         except RegistryError as exc:
+            log.warning("registry: call from %s refused: %s", context.peer(), exc)
             context.abort(exc.code, str(exc))
             raise
         if claimed and claimed != host:
@@ -297,7 +340,8 @@ class FlowRegistryServicer(agent_pb2_grpc.FlowRegistryServicer):
 
 
 def serve_registry(registry: FlowRegistry, bind: str = "127.0.0.1:0") -> tuple[grpc.Server, str]:
-    """Start the ``FlowRegistry`` service; returns the server and its ``host:port``.
+    """Start the ``FlowRegistry`` service with the registry's security (mutual TLS, or the
+    token fallback); returns the server and the address to dial.
 
     >>> server, address = serve_registry(FlowRegistry(b"s", {}))
     >>> _ = server.stop(0).wait(); address.startswith("127.0.0.1:")
@@ -306,8 +350,6 @@ def serve_registry(registry: FlowRegistry, bind: str = "127.0.0.1:0") -> tuple[g
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4),
                          options=[("grpc.so_reuseport", 0)])  # the port is ours alone
     agent_pb2_grpc.add_FlowRegistryServicer_to_server(FlowRegistryServicer(registry), server)
-    port = server.add_insecure_port(bind)
-    if port == 0:
-        raise OSError(f"registry cannot listen on {bind}")
+    address = listen(server, registry.security, bind, "registry")
     server.start()
-    return server, bound_address(bind, port)
+    return server, address

@@ -27,9 +27,13 @@ switch process restarted under it (``FabricNet.restart_switch``) is found lost,
 re-programmed and handed back to the loop, which re-installs its own entries there.
 :class:`SwitchRestartRecord` says when it was lost and back.
 
-The registry and every agent listen on Unix sockets under ``build/gor/`` (a per-run
-secret; each host's credentials in ``build/gor/creds-<host>.json``, mode 0600), so the
-control plane never touches the data plane's counters.
+The registry and every agent listen on Unix sockets under ``build/gor/``, so the control
+plane never touches the data plane's counters. They speak **mutual TLS** (the agent
+protocol's default): GOR as ``controller``, each agent as its host, with the testbed's
+PKI when it made one with those certificates (``state.pki``, ``build/pki/``), else a
+throw-away CA made in the run directory (:func:`agent_pki`, keys mode 0600). With
+``opts.insecure`` they fall back to HMAC tokens (a per-run secret; each host's
+credentials in ``build/gor/creds-<host>.json``, mode 0600).
 """
 from __future__ import annotations
 
@@ -110,6 +114,35 @@ def write_credentials(hosts: Sequence[str], secret: bytes, root: Path = GOR_DIR)
     return {h: HostCredentials.derive(secret, h).save(root / f"creds-{h}.json") for h in hosts}
 
 
+def agent_pki(state: Any, hosts: Sequence[str], run_dir: Path,
+              say: Callable[[str], None] = print) -> Path:
+    """The PKI directory GOR and the agents use: the testbed's (``state.pki``) when it
+    holds a certificate for ``controller`` and each of ``hosts``, else a new throw-away CA
+    with those certificates in ``run_dir/pki``.
+
+    >>> import tempfile
+    >>> root = agent_pki(None, ["b0s0"], Path(tempfile.mkdtemp()), say=lambda _: None)
+    >>> sorted(p.name for p in root.iterdir())
+    ['b0s0.key', 'b0s0.pem', 'ca.pem', 'controller.key', 'controller.pem']
+    """
+    from astral_proto.security import CONTROLLER  # noqa: PLC0415
+    from testbed.pki import FabricPki  # noqa: PLC0415
+    names = [CONTROLLER, *hosts]
+    testbed_root = getattr(state, "pki", "") or ""
+    if testbed_root:
+        try:
+            pki = FabricPki.load(Path(testbed_root))
+            for name in names:
+                pki.files(name)
+            return Path(testbed_root)
+        except (FileNotFoundError, KeyError) as exc:
+            say(f"gor: the testbed's PKI will not do ({exc}); a new CA for this run")
+    root = run_dir / "pki"
+    FabricPki.create(root, names, ca_name="astral-p4 scenario CA")
+    root.chmod(0o700)
+    return root
+
+
 def source_uplinks(fabric: Any, flows: Sequence[Any]) -> dict[str, tuple[str, int]]:
     """``"b0r0l0->s0"`` → (leaf, port) for every uplink of the flows' source leaves."""
     leaves = {f.leaf for f in flows}
@@ -149,6 +182,7 @@ class GorSession:
         self._dlog: Any = None
         self._creds: dict[str, Path] = {}
         self._secret = b""
+        self.pki: Optional[Path] = None          # mutual TLS (None: --insecure, tokens)
         self._tick = threading.Condition()
         self._gor_down = False
         self.registry: Any = None
@@ -167,8 +201,12 @@ class GorSession:
         from scenarios.common import live_line  # noqa: PLC0415
         from testbed.queues import set_uplink_rates  # noqa: PLC0415
 
-        self._secret = os.urandom(32).hex().encode()
-        self._creds = write_credentials(sorted({f.src_host for f in self.flows}), self._secret)
+        hosts = sorted({f.src_host for f in self.flows})
+        if getattr(self.opts, "insecure", False):
+            self._secret = os.urandom(32).hex().encode()
+            self._creds = write_credentials(hosts, self._secret)
+        else:
+            self.pki = agent_pki(self.state, hosts, self.run_dir, self.say)
         self._dlog = DecisionLog(self.dlog_path)
         self._start_gor(0.0)
         o = self.opts
@@ -219,8 +257,9 @@ class GorSession:
         from controller.gor.loop import GorLoop  # noqa: PLC0415
         from controller.registry import FlowRegistry, serve_registry  # noqa: PLC0415
         reg_sock = GOR_DIR / "registry.sock"
+        GOR_DIR.mkdir(parents=True, exist_ok=True)
         reg_sock.unlink(missing_ok=True)
-        self.registry = FlowRegistry.from_fabric(self.fabric, self._secret)
+        self.registry = FlowRegistry.from_fabric(self.fabric, self._gor_security())
         self._server, self.registry_address = serve_registry(self.registry, f"unix:{reg_sock}")
         o = self.opts
         self.loop = GorLoop(self.fabric, self.programmer, self.registry, period_s=o.period_s,
@@ -231,6 +270,22 @@ class GorSession:
             self.recovery.loop = self.loop
             self.loop.recovery_attached = True
         return self.loop.reconcile(t_s)
+
+    def _gor_security(self) -> Any:
+        """GOR's side of the agent protocol: its ``controller`` certificate, or the
+        per-run secret (``--insecure``)."""
+        if self.pki is None:
+            return self._secret
+        from astral_proto.security import CONTROLLER  # noqa: PLC0415
+        from astral_proto.tls import MutualTls  # noqa: PLC0415
+        return MutualTls.from_dir(self.pki, CONTROLLER)
+
+    def agent_credentials(self, host: str) -> list[str]:
+        """The sender options that give ``host``'s agent its credentials: its certificate
+        (``--agent-tls-dir``/``--agent-host``) or, ``--insecure``, its token file."""
+        if self.pki is not None:
+            return ["--agent-tls-dir", str(self.pki), "--agent-host", host]
+        return ["--agent-creds", str(self._creds[host])]
 
     def react(self) -> None:
         """A switch reported an alarm (a digest reader thread calls this): the loop acts on
@@ -352,7 +407,7 @@ class GorSession:
 
         def agent_args(fl: Sequence[Any]) -> list[str]:
             h = fl[0].src_host
-            return [*sender_extra, "--agent-creds", str(self._creds[h]),
+            return [*sender_extra, *self.agent_credentials(h),
                     "--agent-registry", self.registry_address,
                     "--agent-bind", f"unix:{GOR_DIR / f'agent-{h}-{fl[0].dst_ip}.sock'}"]
 
@@ -393,7 +448,10 @@ class GorSession:
 def restart_after_moves(switch: str, restart: Callable[[str], Any], sessions: list["GorSession"],
                         wait_s: float = 30.0) -> Callable[["GorSession"], None]:
     """A story ``midway`` hook: once GOR's first moves are seen on their new uplinks and have
-    settled (bounded waits), restart ``switch`` (:meth:`GorSession.restart_switch` with
+    settled, and GOR has nothing left to do (no alarm, move or follow-up round: a second
+    round it still owed the collision would otherwise send its order after the restart and
+    read as caused by it) — bounded waits — restart ``switch``
+    (:meth:`GorSession.restart_switch` with
     ``restart``, e.g. ``FabricNet.restart_switch``); the session is appended to ``sessions``
     (its ``switch_restarts`` say what happened). Used by the live test and the bench.
 
@@ -406,10 +464,12 @@ def restart_after_moves(switch: str, restart: Callable[[str], Any], sessions: li
     def midway(session: "GorSession") -> None:
         sessions.append(session)
         session.moves_settled = (session.wait_for(lambda: moves_seen(session), timeout_s=15.0)
-                                 and session.wait_for(lambda: not session.loop.pending, timeout_s=10.0))
+                                 and session.wait_for(lambda: not session.loop.pending, timeout_s=10.0)
+                                 and session.wait_for(lambda: not session.loop.busy(), timeout_s=10.0))
         session.restart_switch(switch, restart, wait_s=wait_s)
     return midway
 
 
 __all__ = ["GOR_DIR", "GorSession", "MIN_SAMPLES", "RestartRecord", "SAMPLES_PER_FLOW", "SAMPLE_ONE_IN_N",
-           "SwitchRestartRecord", "Tick", "restart_after_moves", "source_uplinks", "write_credentials"]
+           "SwitchRestartRecord", "Tick", "agent_pki", "restart_after_moves", "source_uplinks",
+           "write_credentials"]

@@ -19,6 +19,12 @@ Agent calls (``FlowRegistry.move``, a gRPC round trip) run in a bounded thread p
 object owns: :meth:`MoveOrders.act` returns at once and :meth:`MoveOrders.check` collects
 the outcome on a later tick.
 
+Every call is a new single-use order: ``FlowRegistry.move`` gives it a fresh random nonce,
+the owner as target host, the flow's 5-tuple, and ``order_timeout_s`` from now as its
+expiry (wall clock), so a retry or a rollback is a new order and an order the call gave up
+on is never applied late. An order the agent refuses (replayed, expired, misaddressed,
+another host's flow; ``host/agent/guard.py``) fails the call: rolled back, not retried.
+
 Example (fakes for the switches and the registry, see ``tests/controller/test_gor_loop.py``)::
 
     >>> orders = MoveOrders(registry, MoveBook(), flows, links, sampling, tables, LoopOutputs(),
@@ -73,9 +79,9 @@ class MoveOrders:
 
     ``cooldown_s``: how long a moved flow (old and new 5-tuple) is left alone;
     ``confirm_timeout_s``: how long a move may go unseen on its new link;
-    ``order_timeout_s``: the agent call's timeout; ``settle_s``: how long a confirmed
-    move stays in flight; ``max_retries``: re-sends of a refused or failed order;
-    ``workers``: threads for agent calls.
+    ``order_timeout_s``: the agent call's timeout and the order's lifetime (its expiry);
+    ``settle_s``: how long a confirmed move stays in flight; ``max_retries``: re-sends of
+    a refused or failed order; ``workers``: threads for agent calls.
     """
 
     def __init__(self, registry: Any, book: MoveBook, flows: FlowTable, links: LinkState,

@@ -7,9 +7,15 @@ restarted controller gets every flow back, with the port in use now), applies ``
 :class:`~host.agent.mover.FlowMover`, and reports each order back with ``ReportMove`` once
 the flow's packets carry the new port (a watcher thread polls the mover).
 
-Status codes a caller sees: ``UNAUTHENTICATED`` without this host's order token,
-``NOT_FOUND`` for a flow this host does not send; a bad port or order id is a reply with
-``accepted=False`` and a reason.
+Who may call: only the party named ``controller`` (:data:`astral_proto.security.CONTROLLER`).
+With mutual TLS (the default, :class:`astral_proto.tls.MutualTls`) that is the common name
+of the caller's certificate; with the token fallback, GOR's order token for this host.
+Status codes a caller sees: ``UNAUTHENTICATED`` for a caller with no identity (no or a bad
+token; a client without a certificate of the fabric CA never gets past the TLS
+handshake), ``PERMISSION_DENIED`` for an authenticated caller that is not the controller;
+an order the :class:`~host.agent.guard.OrderGuard` refuses (replayed, expired,
+misaddressed, another host's flow, malformed) gets that refusal's status and reason, and
+is logged. A bad port or order id is a reply with ``accepted=False`` and a reason.
 
 >>> from astral_proto.auth import HostCredentials
 >>> from astral_proto.flows import HostFlow
@@ -29,14 +35,15 @@ import time
 import uuid
 from concurrent import futures
 from dataclasses import dataclass
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Optional, Union
 
 import grpc
 
 from astral_proto import agent_pb2, agent_pb2_grpc
-from astral_proto.auth import HostCredentials, identity, token_ok
+from astral_proto.auth import HostCredentials
 from astral_proto.flows import HostFlow
-from astral_proto.net import bound_address
+from astral_proto.security import CONTROLLER, Security, listen
+from host.agent.guard import OrderGuard, OrderRefused
 from host.agent.mover import FlowMover
 from host.agent.registry_client import RegistryClient
 
@@ -60,17 +67,26 @@ class PendingMove:
 class Agent:
     """One host's agent (see the module docstring).
 
-    ``registry=None`` runs without a controller (orders are applied, nothing is reported).
-    ``bind`` is the listening address (``127.0.0.1:0`` picks a free port; :meth:`start`
-    returns the real one).
+    ``security``: the host's :class:`~astral_proto.security.Security` (``MutualTls`` of its
+    certificate; a ``HostCredentials`` stands for its token fallback). ``registry=None``
+    runs without a controller (orders are applied, nothing is reported). ``bind`` is the
+    listening address (``127.0.0.1:0`` picks a free port; :meth:`start` returns the real
+    one). ``wall_clock`` (Unix seconds) dates orders' expiries, with ``max_clock_skew_s``
+    of allowance for GOR's clock (:class:`~host.agent.guard.OrderGuard`).
     """
 
-    def __init__(self, creds: HostCredentials, mover: FlowMover, flows: Iterable[HostFlow], *,
+    def __init__(self, security: Union[Security, HostCredentials], mover: FlowMover,
+                 flows: Iterable[HostFlow], *,
                  registry: Optional[RegistryClient], bind: str = "127.0.0.1:0",
                  poll_s: float = 0.002, move_timeout_s: float = 10.0,
                  register_every_s: Optional[float] = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.creds = creds
+                 clock: Callable[[], float] = time.monotonic,
+                 wall_clock: Callable[[], float] = time.time,
+                 max_clock_skew_s: float = 1.0) -> None:
+        self.security: Security = (security.security() if isinstance(security, HostCredentials)
+                                   else security)
+        self.host = self.security.name
+        self.guard = OrderGuard(self.host, wall_clock=wall_clock, max_clock_skew_s=max_clock_skew_s)
         self.mover = mover
         self.registry = registry
         self.bind = bind
@@ -97,19 +113,16 @@ class Agent:
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4),
                              options=[("grpc.so_reuseport", 0)])  # the port is ours alone
         agent_pb2_grpc.add_AgentServiceServicer_to_server(AgentServicer(self), server)
-        port = server.add_insecure_port(self.bind)
-        if port == 0:
-            raise OSError(f"agent cannot listen on {self.bind}")
+        self.address = listen(server, self.security, self.bind, "agent")
         server.start()
         self._server = server
-        self.address = bound_address(self.bind, port)
-        self._watcher = threading.Thread(target=self._watch, name=f"agent-{self.creds.host}",
+        self._watcher = threading.Thread(target=self._watch, name=f"agent-{self.host}",
                                          daemon=True)
         self._watcher.start()
         self.register()
         if self.register_every_s is not None:
             self._keepalive = threading.Thread(target=self._re_register,
-                                               name=f"agent-register-{self.creds.host}", daemon=True)
+                                               name=f"agent-register-{self.host}", daemon=True)
             self._keepalive.start()
         return self.address
 
@@ -175,11 +188,26 @@ class Agent:
             states.append(agent_pb2.FlowState(flow=f.to_proto(),
                                               pending_order_id=p.order_id if p else "",
                                               pending_sport=p.sport if p else 0))
-        return agent_pb2.StatusReply(host=self.creds.host, incarnation=self.incarnation,
+        return agent_pb2.StatusReply(host=self.host, incarnation=self.incarnation,
                                      flows=states)
 
+    def receive(self, order: agent_pb2.MoveOrder) -> agent_pb2.MoveReply:
+        """What ``MoveFlow`` does once the caller is known to be the controller: the
+        :class:`~host.agent.guard.OrderGuard` checks the order (:class:`OrderRefused`,
+        logged, when it refuses it), then :meth:`order` applies it."""
+        with self._cond:
+            flow = self._flows.get(order.flow_id)
+        try:
+            self.guard.check(order, flow)
+        except OrderRefused as refused:
+            log.warning("agent %s refused order %r (flow %r): %s: %s", self.host, order.order_id,
+                        order.flow_id, refused.code.name, refused.reason)
+            raise
+        return self.order(order.flow_id, order.new_sport, order.order_id)
+
     def order(self, fid: str, sport: int, order_id: str) -> agent_pb2.MoveReply:
-        """Apply one move order (what ``MoveFlow`` does after authentication).
+        """Apply one move order (what ``MoveFlow`` does after authentication and
+        :meth:`receive`'s checks).
 
         Raises :class:`UnknownFlow` for a flow this host does not send.
         """
@@ -243,26 +271,37 @@ class Agent:
 
 
 class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
-    """gRPC face of an :class:`Agent`: checks GOR's order token, then delegates."""
+    """gRPC face of an :class:`Agent`: only the controller may call; orders go through
+    :meth:`Agent.receive`."""
 
     def __init__(self, agent: Agent) -> None:
         self.agent = agent
 
     def _authenticate(self, context: grpc.ServicerContext) -> None:
-        host, token = identity(context.invocation_metadata())
-        creds = self.agent.creds
-        if host != creds.host or not token_ok(creds.order_token, token):
+        who = self.agent.security.caller(context)
+        if who == CONTROLLER:
+            return
+        host = self.agent.host
+        if who is None:
+            log.warning("agent %s: unauthenticated call from %s", host, context.peer())
             context.abort(grpc.StatusCode.UNAUTHENTICATED,
-                          f"a valid order token for host {creds.host} is required")
+                          f"only {CONTROLLER} may call the agent of {host}: no identity "
+                          f"({self.agent.security.kind})")
+        log.warning("agent %s: call from %r refused (only %s may call)", host, who, CONTROLLER)
+        context.abort(grpc.StatusCode.PERMISSION_DENIED,
+                      f"only {CONTROLLER} may call the agent of {host}, not {who}")
 
     def MoveFlow(self, request: agent_pb2.MoveOrder,
                  context: grpc.ServicerContext) -> agent_pb2.MoveReply:
         self._authenticate(context)
         try:
-            return self.agent.order(request.flow_id, request.new_sport, request.order_id)
+            return self.agent.receive(request)
+        except OrderRefused as refused:
+            context.abort(refused.code, refused.reason)
+            raise  # unreachable: abort raises
         except UnknownFlow:
             context.abort(grpc.StatusCode.NOT_FOUND,
-                          f"host {self.agent.creds.host} sends no flow {request.flow_id!r}")
+                          f"host {self.agent.host} sends no flow {request.flow_id!r}")
             raise  # unreachable: abort raises
 
     def Status(self, request: agent_pb2.StatusRequest,

@@ -85,8 +85,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="retries in a row without progress before the QP goes to error")
     s.add_argument("--window-pkts", type=int, default=0,
                    help="most unacknowledged packets per QP (0: no limit)")
+    s.add_argument("--agent-tls-dir", type=Path, default=None,
+                   help="run a TCCL agent over these QPs (host.agent.launch) with mutual TLS: "
+                        "the PKI directory (ca.pem, HOST.pem, HOST.key)")
+    s.add_argument("--agent-host", default="", help="the host's name (its certificate's)")
     s.add_argument("--agent-creds", type=Path, default=None,
-                   help="run a TCCL agent over these QPs (host.agent.launch): credentials")
+                   help="run a TCCL agent with HMAC tokens instead (--insecure runs): the "
+                        "host's credentials file")
     s.add_argument("--agent-registry", default="", help="GOR's FlowRegistry address")
     s.add_argument("--agent-bind", default="127.0.0.1:0", help="the agent's listen address")
     s.add_argument("--ready-file", type=Path, default=None,
@@ -106,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
 def make_port(args: argparse.Namespace, io: object,
               step_lock: Optional[ContextManager[object]] = None) -> NicPort:
     """The :class:`NicPort` described by parsed arguments over ``io`` (``step_lock``: see
-    ``NicPort``; the agent's ``QPMover.lock`` with ``--agent-creds``)."""
+    ``NicPort``; the agent's ``QPMover.lock`` with an agent)."""
     cnp_s = args.cnp_interval_ms / 1000
     if args.cmd == "recv":
         rx = Receiver(cnp_interval_s=cnp_s, verify=not args.no_icrc_check,
@@ -184,14 +189,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         raise
     agent = None
     try:
-        mover = None
-        if args.cmd == "send" and args.agent_creds is not None:
-            from host.agent.mover import QPMover  # noqa: PLC0415 (only with --agent-creds)
+        mover = security = None
+        if args.cmd == "send" and (args.agent_creds is not None or args.agent_tls_dir is not None):
+            from host.agent.launch import agent_security  # noqa: PLC0415 (only with an agent)
+            from host.agent.mover import QPMover  # noqa: PLC0415
+            try:
+                security = agent_security(tls_dir=args.agent_tls_dir, host=args.agent_host,
+                                          creds=args.agent_creds)
+            except (OSError, ValueError) as exc:
+                print(f"host.nic send: agent credentials: {exc}", file=sys.stderr)
+                return 2
             mover = QPMover()
         port = make_port(args, io, step_lock=mover.lock if mover is not None else None)
-        if mover is not None:
+        if mover is not None and security is not None:
             from host.agent.launch import start_agent  # noqa: PLC0415
-            agent = start_agent(args.agent_creds, args.agent_registry or None, args.agent_bind,
+            agent = start_agent(security, args.agent_registry or None, args.agent_bind,
                                 mover, port.senders)
         if args.cmd == "send" and args.ready_file is not None:
             args.ready_file.write_text(f"{os.getpid()}\n")

@@ -1,7 +1,8 @@
 """The TCCL agent and GOR's flow registry over real gRPC on 127.0.0.1:0.
 
 Each test runs a registry server and one or two agents whose flows are real NIC-emulator
-sender QPs, driven by a background thread (the NIC loop) on a fake clock.
+sender QPs, driven by a background thread (the NIC loop) on a fake clock; each runs over
+mutual TLS (the default: a throw-away CA) and over the HMAC-token fallback.
 """
 from __future__ import annotations
 
@@ -9,20 +10,20 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import grpc
 import pytest
 
-from astral_proto import agent_pb2, agent_pb2_grpc
+from agent_parties import HOST_IPS, SECRET, Parties, agent_stub, make_pki
+from astral_proto import agent_pb2
 from astral_proto.auth import HostCredentials, call_metadata
 from astral_proto.flows import HostFlow
+from astral_proto.security import CONTROLLER
 from controller.registry import FlowRegistry, serve_registry
 from host.agent import Agent, QPMover, RegistryClient
 from host.nic.frames import FlowSpec, parse_roce
 from host.nic.qp import SenderQP
-
-SECRET = b"test-fabric-secret"
-HOST_IPS = {"b0s0": ["10.0.0.1", "10.0.1.1"], "b1s0": ["10.1.0.1", "10.1.1.1"]}
 
 
 @dataclass
@@ -71,23 +72,43 @@ class Nic:
             self.thread.join()
 
 
+@pytest.fixture(scope="module")
+def pki_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("pki")
+    make_pki(root)
+    return root
+
+
+@pytest.fixture(params=["mtls", "tokens"])
+def parties(request: pytest.FixtureRequest, pki_root: Path) -> Parties:
+    return Parties(request.param, pki_root)
+
+
 @pytest.fixture
-def registry() -> Iterator[tuple[FlowRegistry, str]]:
-    reg = FlowRegistry(SECRET, HOST_IPS)
+def registry(parties: Parties) -> Iterator[tuple[FlowRegistry, str]]:
+    reg = FlowRegistry(parties.of(CONTROLLER), HOST_IPS)
     server, address = serve_registry(reg)
     yield reg, address
     server.stop(0).wait()
 
 
-def start_agent(host: str, nic: Nic, address: str) -> Agent:
-    creds = HostCredentials.derive(SECRET, host)
-    agent = Agent(creds, nic.mover, nic.mover.flows(), registry=RegistryClient(address, creds))
+def start_agent(host: str, nic: Nic, address: str, parties: Parties) -> Agent:
+    sec = parties.of(host)
+    agent = Agent(sec, nic.mover, nic.mover.flows(), registry=RegistryClient(address, sec))
     agent.start()
     return agent
 
 
+def call_agent(reg: FlowRegistry, agent: Agent, method: str, request: object) -> object:
+    """Call ``agent`` as GOR does (the registry's security)."""
+    stub, md, channel = agent_stub(reg.security, agent.address, agent.host)
+    with channel:
+        return getattr(stub, method)(request, metadata=md, timeout=5.0)
+
+
 @pytest.fixture
-def fabric(registry: tuple[FlowRegistry, str]) -> Iterator[tuple[FlowRegistry, dict[str, Agent], dict[str, Nic]]]:
+def fabric(registry: tuple[FlowRegistry, str],
+           parties: Parties) -> Iterator[tuple[FlowRegistry, dict[str, Agent], dict[str, Nic]]]:
     reg, address = registry
     nics = {"b0s0": Nic(), "b1s0": Nic()}
     nics["b0s0"].add("10.0.0.1", "10.1.0.1", 49152, 7)
@@ -95,16 +116,12 @@ def fabric(registry: tuple[FlowRegistry, str]) -> Iterator[tuple[FlowRegistry, d
     nics["b1s0"].add("10.1.0.1", "10.0.0.1", 49154, 9)
     for nic in nics.values():
         nic.run()
-    agents = {h: start_agent(h, nic, address) for h, nic in nics.items()}
+    agents = {h: start_agent(h, nic, address, parties) for h, nic in nics.items()}
     yield reg, agents, nics
     for a in agents.values():
         a.stop()
     for nic in nics.values():
         nic.halt()
-
-
-def agent_stub(agent: Agent) -> agent_pb2_grpc.AgentServiceStub:
-    return agent_pb2_grpc.AgentServiceStub(grpc.insecure_channel(agent.address))
 
 
 def test_register(fabric) -> None:
@@ -132,8 +149,7 @@ def test_move_accepted_reported_and_lossless(fabric) -> None:
     first_new = next(i for i, (sport, _) in enumerate(seq) if sport == 50001)
     assert first_new % 8 == 0                   # the switch happened at a message boundary
     assert all(sport == 50001 for sport, _ in seq[first_new:])
-    status = agent_stub(agents["b0s0"]).Status(
-        agent_pb2.StatusRequest(), metadata=call_metadata("b0s0", HostCredentials.derive(SECRET, "b0s0").order_token))
+    status = call_agent(reg, agents["b0s0"], "Status", agent_pb2.StatusRequest())
     assert {s.flow.flow_id: s.flow.tuple.src_port for s in status.flows}[fid] == 50001
 
 
@@ -144,34 +160,50 @@ def test_move_rejected_with_reason(fabric) -> None:
     assert reg.order(order.order_id).state == "failed"
 
 
+def order_to_b0s0(reg: FlowRegistry, fid: str, sport: int) -> agent_pb2.MoveOrder:
+    """A well-formed order for b0s0 (nonce, target, expiry) naming flow ``fid``."""
+    msg = reg.order_message(reg.new_order("10.0.0.1>10.1.0.1/qp7", sport), 5.0)
+    msg.flow_id = fid
+    return msg
+
+
 def test_unknown_flow_is_not_found(fabric) -> None:
-    _, agents, _ = fabric
-    creds = HostCredentials.derive(SECRET, "b0s0")
+    reg, agents, _ = fabric
     with pytest.raises(grpc.RpcError) as err:
-        agent_stub(agents["b0s0"]).MoveFlow(agent_pb2.MoveOrder(flow_id="nope", new_sport=5, order_id="o"),
-                                            metadata=call_metadata("b0s0", creds.order_token))
+        call_agent(reg, agents["b0s0"], "MoveFlow", order_to_b0s0(reg, "nope", 5))
     assert err.value.code() == grpc.StatusCode.NOT_FOUND
 
 
-def test_agent_refuses_another_hosts_flow_and_tokens(fabric) -> None:
-    _, agents, _ = fabric
-    other_fid = "10.1.0.1>10.0.0.1/qp9"
+def test_agent_refuses_another_hosts_flow(fabric) -> None:
+    reg, agents, _ = fabric
+    # b1s0's flow sent to b0s0's agent by GOR: not one of its flows
+    with pytest.raises(grpc.RpcError) as err:
+        call_agent(reg, agents["b0s0"], "MoveFlow", order_to_b0s0(reg, "10.1.0.1>10.0.0.1/qp9", 50002))
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND
+    assert "sends no flow" in (err.value.details() or "")
+
+
+def test_agent_refuses_bad_tokens(fabric, parties: Parties) -> None:
+    """The token fallback: only GOR's order token for this host opens its agent."""
+    if parties.kind != "tokens":
+        pytest.skip("token fallback only (tests/host/test_agent_tls.py covers mutual TLS)")
+    reg, agents, _ = fabric
+    order = order_to_b0s0(reg, "10.0.0.1>10.1.0.1/qp7", 50002)
     b0 = HostCredentials.derive(SECRET, "b0s0")
     b1 = HostCredentials.derive(SECRET, "b1s0")
-    order = agent_pb2.MoveOrder(flow_id=other_fid, new_sport=50002, order_id="x")
-    # b1s0's flow sent to b0s0's agent with b0s0's order token: not one of its flows
-    with pytest.raises(grpc.RpcError) as err:
-        agent_stub(agents["b0s0"]).MoveFlow(order, metadata=call_metadata("b0s0", b0.order_token))
-    assert err.value.code() == grpc.StatusCode.NOT_FOUND
+    stub, _, channel = agent_stub(reg.security, agents["b0s0"].address, "b0s0")
     # b1s0's order token (or a host token, or none) is no good at b0s0's agent
     for md in (call_metadata("b1s0", b1.order_token), call_metadata("b0s0", b0.host_token),
                call_metadata("b0s0", "0" * 64), ()):
         with pytest.raises(grpc.RpcError) as err:
-            agent_stub(agents["b0s0"]).MoveFlow(order, metadata=md)
+            stub.MoveFlow(order, metadata=md)
         assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    channel.close()
 
 
-def test_registry_refuses_bad_token(registry) -> None:
+def test_registry_refuses_bad_token(registry, parties: Parties) -> None:
+    if parties.kind != "tokens":
+        pytest.skip("token fallback only (tests/host/test_agent_tls.py covers mutual TLS)")
     _, address = registry
     forged = HostCredentials("b0s0", "f" * 64, "f" * 64)
     client = RegistryClient(address, forged)
@@ -181,10 +213,10 @@ def test_registry_refuses_bad_token(registry) -> None:
     client.close()
 
 
-def test_registry_refuses_flows_a_host_does_not_own(registry) -> None:
+def test_registry_refuses_flows_a_host_does_not_own(registry, parties: Parties) -> None:
     reg, address = registry
-    b0 = RegistryClient(address, HostCredentials.derive(SECRET, "b0s0"))
-    b1 = RegistryClient(address, HostCredentials.derive(SECRET, "b1s0"))
+    b0 = RegistryClient(address, parties.of("b0s0"))
+    b1 = RegistryClient(address, parties.of("b1s0"))
     mine = HostFlow("f-b1", "10.1.0.1", "10.0.0.1", 49152, 9)
     assert b1.register([mine], agent_address="127.0.0.1:1", incarnation="i") == 1
     for flows in ([HostFlow("f-x", "10.1.0.1", "10.0.0.1", 1, 3)],        # src IP of b1s0
@@ -205,7 +237,7 @@ def test_registry_refuses_flows_a_host_does_not_own(registry) -> None:
     b1.close()
 
 
-def test_agent_restart(fabric, registry) -> None:
+def test_agent_restart(fabric, registry, parties: Parties) -> None:
     reg, agents, nics = fabric
     _, address = registry
     old = agents["b0s0"]
@@ -220,7 +252,7 @@ def test_agent_restart(fabric, registry) -> None:
     # the host's agent comes back (new incarnation, new port) with the same QPs
     nics["b0s0"] = Nic(mover=nics["b0s0"].mover, qps=nics["b0s0"].qps)
     nics["b0s0"].run()
-    new = start_agent("b0s0", nics["b0s0"], address)
+    new = start_agent("b0s0", nics["b0s0"], address, parties)
     agents["b0s0"] = new
     assert new.incarnation != old.incarnation
     assert reg.agent_address("b0s0") == new.address != old.address
@@ -230,33 +262,35 @@ def test_agent_restart(fabric, registry) -> None:
     order, reply = reg.move("10.0.1.1>10.1.1.1/qp8", 50020)
     assert reply.accepted and reg.wait(order.order_id, 5.0).state == "done"
     # the old address is dead: an order sent there fails with UNAVAILABLE
+    stub, md, channel = agent_stub(reg.security, old.address, "b0s0")
     with pytest.raises(grpc.RpcError) as err:
-        agent_pb2_grpc.AgentServiceStub(grpc.insecure_channel(old.address)).Status(
-            agent_pb2.StatusRequest(), timeout=1.0)
+        stub.Status(agent_pb2.StatusRequest(), metadata=md, timeout=1.0)
+    channel.close()
     assert err.value.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
 
-def test_a_restarted_controller_gets_every_flow_back(tmp_path) -> None:
+def test_a_restarted_controller_gets_every_flow_back(tmp_path, parties: Parties) -> None:
     """Controller restart: the registry process goes away and a new one (empty) listens on
     the same address; the agents' periodic re-registration re-synchronises it, with the
-    ports in use now, and the new controller's orders reach the agents (no flow lost)."""
+    ports in use now, and the new controller's orders reach the agents (no flow lost).
+    Over a Unix socket: with TLS, too (the channels name their peer)."""
     sock = f"unix:{tmp_path / 'registry.sock'}"
-    old = FlowRegistry(SECRET, HOST_IPS)
+    old = FlowRegistry(parties.of(CONTROLLER), HOST_IPS)
     server, address = serve_registry(old, sock)
     nic = Nic()
     nic.add("10.0.0.1", "10.1.0.1", 49152, 7)
     nic.add("10.0.1.1", "10.1.1.1", 49153, 8)
     nic.run()
-    creds = HostCredentials.derive(SECRET, "b0s0")
-    agent = Agent(creds, nic.mover, nic.mover.flows(), registry=RegistryClient(address, creds),
-                  register_every_s=0.05)
+    sec = parties.of("b0s0")
+    agent = Agent(sec, nic.mover, nic.mover.flows(), registry=RegistryClient(address, sec),
+                  register_every_s=0.05, bind=f"unix:{tmp_path / 'agent.sock'}")
     agent.start()
     try:
         order, reply = old.move("10.0.0.1>10.1.0.1/qp7", 50001)
         assert reply.accepted and old.wait(order.order_id, 5.0).state == "done"
         server.stop(0).wait()                                   # the controller goes away
         (tmp_path / "registry.sock").unlink(missing_ok=True)
-        new = FlowRegistry(SECRET, HOST_IPS)
+        new = FlowRegistry(parties.of(CONTROLLER), HOST_IPS)
         server, _ = serve_registry(new, sock)                   # and comes back, knowing nothing
         got = threading.Event()
         for _ in range(200):                                    # bounded probe: ≤ 10 s

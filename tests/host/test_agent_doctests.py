@@ -6,7 +6,8 @@ import importlib
 
 import pytest
 
-MODULES = ["astral_proto", "astral_proto.auth", "astral_proto.flows", "host.agent",
+MODULES = ["astral_proto", "astral_proto.auth", "astral_proto.flows", "astral_proto.security",
+           "astral_proto.tls", "host.agent", "host.agent.guard", "host.agent.launch",
            "host.agent.mover", "host.agent.registry_client", "host.agent.service",
            "controller.registry"]
 
