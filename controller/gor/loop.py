@@ -38,7 +38,9 @@ One tick, in order:
    overload is already proven at a lower alarm level (``early_decide``: it marks, NOTICE
    or above, and its utilisation over the last ``proof_s`` is over the safety threshold
    — the queue need not grow to the WARNING mark rate first), then every link an earlier
-   round worked on that still measures above the safety threshold; at most once per
+   round worked on that still measures above the safety threshold (its load: the
+   window's packets over its seconds, :class:`~controller.gor.windows.LoadWindows`) — until
+   a round on it, with no alarm there, finds no move; at most once per
    ``decide_every_s``, once the link's window holds at least ``min_samples`` samples, or
    with ``samples_per_flow`` set that many per flow sampled there (capped by
    ``min_samples``: few flows need few samples; shares need no full window: they are
@@ -431,7 +433,8 @@ class GorLoop:
         for lid, s in samples.items():
             key: LinkKey = (lid.switch, lid.port)
             if key in self.links.capacity_bps:
-                self.links.set_util(key, self.windows.add(key, t_s, max(0.0, float(s.util))))
+                self.links.set_util(key, self.windows.add(key, t_s, max(0.0, float(s.util)),
+                                                          float(s.dt_s)))
                 if s.dt_s > 0:
                     self.links.observe_rate(key, s.tx_pkts / s.dt_s, float(s.util))
             self.faults.watch_pause(key, t_s, s)

@@ -80,7 +80,7 @@ class DecisionRounds:
 
     def follow(self, links: Iterable[LinkKey]) -> None:
         """Make ``links`` follow-up links: each gets a round while it measures above the
-        safety threshold, alarm or not."""
+        safety threshold, alarm or not, until a round without an alarm finds no move."""
         self.follow_up.update(links)
 
     def _agent_flows(self, t_s: float) -> dict[tuple[str, str, int, int], str]:
@@ -269,6 +269,11 @@ class DecisionRounds:
                         "rejected", "baseline_max_util", "predicted_max_util", "elapsed_s")})
             for order in dec.orders:
                 self._act(order, rid, t_s, agents, planned)
+            if not dec.orders and not self._trigger(link):
+                # a follow-up link no move can relieve: GOR stops re-checking it (and
+                # polling fast for it); its next alarm brings it back
+                self.follow_up.discard(link)
+                self.sampling.release(link)
             if self.book.pending:
                 break                                 # one round at a time
         return rounds

@@ -4,6 +4,7 @@ sampling → digests → decision → order (in a thread pool) → confirmation 
 the loop surviving bad input."""
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from types import SimpleNamespace
@@ -480,3 +481,19 @@ def test_link_down_leaves_the_ecmp_groups_and_the_hash_model() -> None:
     assert loop.link_up(L0, up0) == [f"{L0}/1: s0,s1,s2"]
     assert loop.engine.hash_model.switch(L0).group(1).members == ("s0", "s1", "s2")
     assert loop.link_up(L0, up0) == []                              # already up: nothing to do
+
+
+def test_a_follow_up_link_no_move_can_relieve_is_dropped_until_its_next_alarm() -> None:
+    fab, loop, prog, reg, buf, metrics = make()
+    up = port_to(fab, L0, "s0")
+    loop.rounds.follow([(L0, up)])
+    busy = samples(fab, marks=0)          # the link at 90 %, no marks: no alarm
+    for lid in busy:                       # and every other uplink of L0 as full
+        if lid.switch == L0 and lid.kind == "uplink":
+            busy[lid] = dataclasses.replace(busy[lid], util=0.9)
+    f, g = hot_mix(fab, loop, up)
+    register(fab, reg, f)
+    loop.sampler.enable((L0, up), 1.0)
+    rounds = loop.tick(1.05, busy)
+    assert len(rounds) == 1 and rounds[0].trigger == (L0, up) and rounds[0].orders == []
+    assert (L0, up) not in loop.rounds.follow_up and not loop.busy()
