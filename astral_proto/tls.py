@@ -62,6 +62,10 @@ class TlsFiles:
         ``NAME.key``: the layout ``testbed/pki.py`` writes)."""
         return cls(root / "ca.pem", root / f"{name}.pem", root / f"{name}.key")
 
+    def read(self) -> tuple[bytes, bytes, bytes]:
+        """``(ca, cert, key)`` as bytes (what ``grpc.ssl_*_credentials`` take)."""
+        return self.ca_cert.read_bytes(), self.cert.read_bytes(), self.key.read_bytes()
+
 
 def certificate_name(cert_pem: bytes) -> str:
     """The common name of a PEM certificate (``ValueError`` if it is not one).

@@ -3,7 +3,9 @@
 ``python -m controller setup`` connects to every switch of a fabric file (written by
 ``topo``), pushes the pipeline and installs every entry the fabric needs
 (:mod:`controller.fabric_setup`); ``--hash-model FILE`` also writes the published ECMP
-hash model (what TCCL loads). Exit status 0 on success, 1 when a switch cannot be
+hash model (what TCCL loads). ``--p4rt-ca-cert PEM [--p4rt-cert PEM --p4rt-key PEM]``
+connects over TLS (switches started with ``--grpc-server-ssl``: :mod:`controller.p4rt.tls`).
+Exit status 0 on success, 1 when a switch cannot be
 reached or refuses a write (the message names the switch), 2 on bad arguments.
 
 ``python -m controller status [--metrics URL | --log logs/gor.jsonl] [--once]`` shows a
@@ -34,6 +36,7 @@ from typing import Optional, Sequence
 from controller.fabric_setup import EcnConfig, FabricProgrammer, PfcConfig
 from controller.gor import status as gor_status
 from controller.p4rt import P4RuntimeClientError
+from controller.p4rt import tls as p4rt_tls
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -57,6 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--pfc-xon", type=int, default=PfcConfig().xon_pkts)
     s.add_argument("--pfc-quanta", type=int, default=PfcConfig().pause_quanta)
     s.add_argument("--timeout", type=float, default=30.0, help="per-RPC timeout in seconds")
+    p4rt_tls.add_arguments(s)
     st = sub.add_parser("status", help="live table of links, alarms and moves")
     gor_status.add_arguments(st)
     r = sub.add_parser("run", help="program the fabric and run GOR's loop until SIGINT/SIGTERM")
@@ -70,8 +74,13 @@ def _parser() -> argparse.ArgumentParser:
                       help="attach to a fabric already programmed: no pipeline, no entries")
     r.add_argument("--metrics-port", type=int, default=None, help="serve /metrics here (0: any)")
     r.add_argument("--registry-bind", default="127.0.0.1:50100", help="flow registry address")
+    r.add_argument("--agent-tls-dir", type=Path, default=None,
+                   help="PKI directory (ca.pem, controller.pem, controller.key: testbed/pki.py's "
+                        "layout): the agent protocol over mutual TLS as 'controller'")
     r.add_argument("--secret-file", type=Path,
-                   help="fabric secret of the agent protocol (default $ASTRAL_FABRIC_SECRET)")
+                   help="without --agent-tls-dir: the fabric secret of the agent protocol's "
+                        "HMAC-token fallback (default $ASTRAL_FABRIC_SECRET)")
+    p4rt_tls.add_arguments(r)
     r.add_argument("--log", type=Path, default=Path("logs/gor.jsonl"), help="decision log")
     r.add_argument("--period", type=float, default=0.05, help="telemetry period in seconds")
     r.add_argument("--safety", type=float, default=0.75, help="max predicted link utilisation")
@@ -84,6 +93,11 @@ def _parser() -> argparse.ArgumentParser:
 def setup(args: argparse.Namespace) -> int:
     """The ``setup`` command; returns the exit status."""
     from topo.model import load_fabric   # the topology owner; imported only when used
+    try:
+        tls = p4rt_tls.from_arguments(args)
+    except ValueError as exc:
+        print(f"controller setup: {exc}", file=sys.stderr)
+        return 2
     for path in (args.fabric, args.p4info, args.config):
         if not path.is_file():
             print(f"controller setup: {path}: no such file", file=sys.stderr)
@@ -98,7 +112,7 @@ def setup(args: argparse.Namespace) -> int:
     start = time.monotonic()
     try:
         with FabricProgrammer(fabric, args.p4info, args.config, ecn=ecn, pfc=pfc,
-                              timeout_s=args.timeout) as fp:
+                              timeout_s=args.timeout, tls=tls) as fp:
             written = fp.setup(push=not args.no_push)
             if args.hash_model is not None:
                 args.hash_model.parent.mkdir(parents=True, exist_ok=True)

@@ -43,8 +43,8 @@ from controller.fabric.plan import (CPU_CLONE_SESSION, CPU_PORT, FABRIC_PREFIX,
                                     plan_fabric, switch_id_of)
 from controller.fabric.qos import DSCP_TO_PRIORITY, EcnConfig, PfcConfig
 from controller.fabric.topology import FabricLike, HostLike, NicLike, PortLike, SwitchLike
-from controller.p4rt import (P4RuntimeClientError, SwitchConnection, clone_session,
-                             load_p4info, update)
+from controller.p4rt import (ClientTls, P4RuntimeClientError, SwitchConnection,
+                             clone_session, load_p4info, update)
 from p4src.hashmodel import FabricHashModel
 
 WRITE_BATCH = 500
@@ -75,15 +75,19 @@ class FabricProgrammer:
     """Connects to every switch of ``fabric`` and installs its plan.
 
     ``ecn``/``pfc`` set the defaults written on every port (``None`` writes none);
-    ``timeout_s`` is each connection's RPC timeout. Connections live until :meth:`close`
+    ``timeout_s`` is each connection's RPC timeout. ``tls``: connect over TLS with these
+    credentials (the switches run with ``--grpc-server-ssl``), each switch being
+    required to present a certificate naming it (:meth:`ClientTls.for_server`); None:
+    plaintext. Connections live until :meth:`close`
     (also a context manager). Switch-parallel steps run in a thread pool.
     """
 
     def __init__(self, fabric: FabricLike, p4info_path: Union[str, Path],
                  device_config_path: Union[str, Path], *,
                  ecn: Optional[EcnConfig] = EcnConfig(), pfc: Optional[PfcConfig] = PfcConfig(),
-                 timeout_s: float = 30.0) -> None:
+                 timeout_s: float = 30.0, tls: Optional[ClientTls] = None) -> None:
         self.fabric = fabric
+        self.tls = tls
         self.p4info_path, self.device_config_path = Path(p4info_path), Path(device_config_path)
         self.timeout_s = timeout_s
         self.plans: dict[str, SwitchPlan] = plan_fabric(fabric, ecn, pfc)
@@ -132,10 +136,14 @@ class FabricProgrammer:
         t = self.timeout_s if timeout_s is None else timeout_s
         try:
             return SwitchConnection(sw.grpc_addr, device_id=sw.device_id,
-                                    election_id=_election(sw.election_id), timeout_s=t)
+                                    election_id=_election(sw.election_id), timeout_s=t,
+                                    tls=self.tls.for_server(sw.name) if self.tls else None)
         except grpc.FutureTimeoutError:
+            hint = (f"is the switch running, with --grpc-server-ssl, and a certificate for "
+                    f"{sw.name!r} from the CA {self.tls.ca_cert}?") if self.tls else \
+                "is the switch running? (plaintext: a switch with --grpc-server-ssl refuses it)"
             raise TimeoutError(f"no P4Runtime server answered at {sw.grpc_addr} within "
-                               f"{t:g} s (is the switch running?)") from None
+                               f"{t:g} s ({hint})") from None
 
     def connect_all(self) -> None:
         """One primary :class:`SwitchConnection` per switch, opened concurrently."""

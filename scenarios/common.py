@@ -23,7 +23,8 @@ class ScenarioOptions:
     """Knobs of a scenario: ``flows`` elephants of ``flow_rate_pps`` on ``rail`` for
     ``duration_s``, telemetry (and GOR) every ``period_s``, every ``fast_period_s`` while
     GOR is busy (an alarm, a move in flight: ``GorLoop.busy``); ``queue_rate_pps`` None
-    sizes the uplinks from the flows (:data:`scenarios.story.EVEN_UTIL`)."""
+    sizes the uplinks from the flows (:data:`scenarios.story.EVEN_UTIL`); ``insecure``:
+    the agents use HMAC tokens, not mutual TLS (the testbed's ``--insecure``)."""
 
     seed: Optional[int] = None
     rail: int = 0
@@ -34,6 +35,7 @@ class ScenarioOptions:
     fast_period_s: float = 0.1
     queue_rate_pps: Optional[float] = None
     runs_root: Path = RUNS
+    insecure: bool = False
 
 
 @dataclass(slots=True)

@@ -242,7 +242,8 @@ class GorSession:
         for name in conns:
             # a switch's alarm report: GOR acts on it at once (GorSession.react)
             t = threading.Thread(target=digest_reader, args=(self, name, conns, self._stop),
-                                 kwargs={"on_alarm": self.react}, name=f"digests-{name}",
+                                 kwargs={"on_alarm": self.react, "urgent": self.wants_now},
+                                 name=f"digests-{name}",
                                  daemon=True)
             t.start()
             self._threads.append(t)
@@ -297,6 +298,12 @@ class GorSession:
                 return
             self.loop.react(self.poller.elapsed_s())
             self._tick.notify_all()
+
+    def wants_now(self, digest: str) -> bool:
+        """The running loop's :meth:`GorLoop.wants_now
+        <controller.gor.loop.GorLoop.wants_now>` (False while GOR is down)."""
+        loop = self.loop
+        return loop is not None and not self._gor_down and loop.wants_now(digest)
 
     def submit_digests(self, switch: str, digest: Any) -> None:
         """Hand a digest list to the running loop (the digest readers call this)."""

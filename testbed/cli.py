@@ -4,6 +4,7 @@
 
     python -m testbed up   [--target auto|p4sim|bmv2] [--fabric FILE | --spec FILE]
                            [--cli auto|yes|no] [--hold] [--tc-links] [--log-level L] [--p4c P4C]
+                           [--insecure]
     python -m testbed down         # what `make stop` runs: only what `up` recorded
     python -m testbed ping         # all-pairs ping per rail on a running testbed
     python -m testbed status       # what of the recorded testbed still exists
@@ -14,7 +15,9 @@
 ``--fabric FILE``) and write it to ``build/topology.json``; compile ``p4src/fabric.p4``
 (``p4sim compile`` → ``build/fabric.p4info.txtpb`` + ``build/fabric.json``, or ``p4c-bm2-ss``
 → ``build/bmv2/`` for BMv2); start Mininet with one host per server (a NIC per rail) and
-one switch process per leaf/spine (:mod:`testbed.net`); program every switch with
+one switch process per leaf/spine (:mod:`testbed.net`), each serving P4Runtime over TLS
+with client authentication, from a throw-away CA made in ``build/pki/`` (:mod:`testbed.tls`;
+``--insecure``: plaintext, no PKI); program every switch with
 ``controller.fabric_setup.FabricProgrammer``; ping every pair of NICs on the same rail
 (same leaf and across the spines) and print the result; run what the caller hands it
 (``python -m scenarios up`` hands it a scenario: :mod:`scenarios`); then open the Mininet
@@ -50,6 +53,7 @@ from typing import Any, Callable, Optional, Sequence
 from testbed.net import (APT_COMMAND, APT_PACKAGES, REPO, FabricNet, NetOptions, TestbedError,
                      TestbedState, leftovers, missing_tools, proc_cmdline, record_matches,
                      teardown)
+from testbed.tls import PKI_DIR
 
 PROGRAM = REPO / "p4src" / "fabric.p4"
 BUILD = REPO / "build"
@@ -114,14 +118,31 @@ def load_topology(path: Optional[Path] = None, spec_path: Optional[Path] = None)
     return fabric
 
 
-def program_switches(fabric: Any, p4info: Path, config: Path) -> Any:
-    """Push the pipeline and the fabric's entries to every switch; the programmer."""
+def pki_dir_for(state_path: Path) -> Path:
+    """Where ``up`` makes its PKI: ``pki/`` beside the state file (``build/pki`` for the
+    default ``build/testbed-state.json``).
+
+    >>> pki_dir_for(STATE_PATH) == PKI_DIR
+    True
+    """
+    return state_path.resolve().parent / "pki"
+
+
+def program_switches(fabric: Any, p4info: Path, config: Path, pki_dir: Optional[Path] = None) -> Any:
+    """Push the pipeline and the fabric's entries to every switch; the programmer
+    (connected over TLS with the controller's certificate of the PKI at ``pki_dir``, in
+    plaintext without one)."""
     try:
         from controller.fabric_setup import FabricProgrammer  # noqa: PLC0415
     except ImportError as exc:
         raise TestbedError(f"controller.fabric_setup is not available ({exc}): the "
                            "switches run without tables") from None
-    programmer = FabricProgrammer(fabric, str(p4info), str(config))
+    from testbed.tls import controller_tls  # noqa: PLC0415
+    try:
+        tls = controller_tls(pki_dir) if pki_dir is not None else None
+    except (OSError, KeyError) as exc:
+        raise TestbedError(f"the controller's TLS credentials: {exc}") from None
+    programmer = FabricProgrammer(fabric, str(p4info), str(config), tls=tls)
     try:
         programmer.connect_all()
         programmer.push_pipelines()
@@ -248,7 +269,8 @@ def cmd_up(args: argparse.Namespace, after_ping: Optional[AfterPing] = None) -> 
                       binary=args.simple_switch_grpc if target == "bmv2" else None,
                       log_level=args.log_level, tc_links=args.tc_links, state_path=args.state,
                       log_dir=args.logs.resolve(),
-                      pcap_dir=None if args.no_pcap else args.pcaps.resolve())
+                      pcap_dir=None if args.no_pcap else args.pcaps.resolve(),
+                      pki_dir=None if args.insecure else pki_dir_for(args.state))
     fnet = FabricNet(fabric, opts)
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGHUP, on_signal)
@@ -258,10 +280,12 @@ def cmd_up(args: argparse.Namespace, after_ping: Optional[AfterPing] = None) -> 
         if fnet.port_notices:  # switches moved off busy ports: tell the other tools
             TOPOLOGY_PATH.write_text(fabric.to_json())
         print(f"testbed: {len(fnet.daemons)} {target} switches ready in "
-              f"{time.monotonic() - t0:.1f} s (state in {args.state})", flush=True)
+              f"{time.monotonic() - t0:.1f} s (state in {args.state}; P4Runtime "
+              + ("in plaintext: --insecure" if opts.pki_dir is None else
+                 f"over TLS with client certificates, PKI in {opts.pki_dir}") + ")", flush=True)
         programmer = None
         try:
-            programmer = program_switches(fabric, p4info, config)
+            programmer = program_switches(fabric, p4info, config, opts.pki_dir)
             print(f"testbed: pipelines and routes installed "
                   f"({time.monotonic() - t0:.1f} s since start)", flush=True)
         except TestbedError as exc:
@@ -434,6 +458,10 @@ def add_up_arguments(up: argparse.ArgumentParser) -> None:
     up.add_argument("--no-pcap", action="store_true", help="write no pcaps")
     up.add_argument("--state", type=Path, default=STATE_PATH,
                     help="state file (default build/testbed-state.json)")
+    up.add_argument("--insecure", action="store_true",
+                    default=os.environ.get("INSECURE", "0") not in ("", "0"),
+                    help="P4Runtime in plaintext, no PKI (default: TLS with client "
+                         "certificates from a CA made in build/pki/; $INSECURE=1)")
 
 
 def build_parser(prog: str = "python -m testbed") -> argparse.ArgumentParser:

@@ -49,11 +49,14 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
 from testbed.targets import (THRIFT_BASE_PORT, SwitchLaunch, TargetError, check_binary,
                              exit_report)
 from testbed.ports import claim_switch_ports, free_port, port_free
+
+if TYPE_CHECKING:
+    from testbed.pki import TlsFiles
 
 REPO = Path(__file__).resolve().parents[1]
 READY_TIMEOUT_S = 90.0
@@ -129,14 +132,15 @@ def switch_launch(target: str, *, name: str, device_id: int, grpc_addr: str,
                   ports: Iterable[int], log_dir: Path = REPO / "logs",
                   pcap_dir: Optional[Path] = REPO / "pcaps", log_level: str = "info",
                   binary: Optional[str] = None, thrift_port: Optional[int] = None,
-                  extra: Sequence[str] = ()) -> SwitchLaunch:
+                  extra: Sequence[str] = (), tls: Optional["TlsFiles"] = None) -> SwitchLaunch:
     """The :class:`~testbed.targets.SwitchLaunch` of a testbed switch (ports
-    ``<name>-eth<N>``); TestbedError for an unknown target."""
+    ``<name>-eth<N>``; ``tls``: its PKI files, P4Runtime over TLS); TestbedError for an
+    unknown target."""
     try:
         return SwitchLaunch(target, name, device_id=device_id, grpc_addr=grpc_addr,
                             interfaces={p: f"{name}-eth{p}" for p in ports}, log_dir=log_dir,
                             pcap_dir=pcap_dir, log_level=log_level, binary=binary,
-                            thrift_port=thrift_port, p4sim_flags=tuple(extra))
+                            thrift_port=thrift_port, p4sim_flags=tuple(extra), tls=tls)
     except TargetError as exc:
         raise TestbedError(str(exc)) from None
 
@@ -399,6 +403,8 @@ class TestbedState:
     interfaces: list[str] = field(default_factory=list)  # root-namespace names
     host_interfaces: list[str] = field(default_factory=list)  # inside host namespaces
     switches: dict[str, dict[str, Any]] = field(default_factory=dict)  # name → grpc, logs…
+    #: the testbed PKI's directory (``build/pki``: testbed.tls); "" when plaintext (--insecure)
+    pki: str = ""
 
     def to_json(self) -> str:
         """The state as indented JSON."""
@@ -544,7 +550,9 @@ class NetOptions:
 
     ``target`` p4sim|bmv2; ``binary`` the simple_switch_grpc path (bmv2); ``tc_links``
     shapes every link to its ``gbps`` with TCLink (no netem here: bandwidth only);
-    ``log_level`` of the switches' packet trace (``trace`` for the full per-packet log).
+    ``log_level`` of the switches' packet trace (``trace`` for the full per-packet log);
+    ``pki_dir``: make the testbed PKI there at build and start every switch with P4Runtime
+    over TLS and client authentication (:mod:`testbed.tls`); None: plaintext.
     """
     target: str = "p4sim"
     binary: Optional[str] = None
@@ -555,6 +563,7 @@ class NetOptions:
     state_path: Path = REPO / "build" / "testbed-state.json"
     ready_timeout_s: float = READY_TIMEOUT_S
     switch_extra: tuple[str, ...] = ()
+    pki_dir: Optional[Path] = None
 
 
 class FabricNet:
@@ -612,6 +621,11 @@ class FabricNet:
         switch_cls = make_switch_class(self.mininet)
         self.net = net = Mininet(topo=None, controller=None, host=Host, link=Link,
                                  build=False, autoSetMacs=False, waitConnected=False)
+        pki = None
+        if self.opts.pki_dir is not None:
+            from testbed.tls import create_fabric_pki  # noqa: PLC0415
+            pki = create_fabric_pki(self.fabric, self.opts.pki_dir)
+            self.state.pki = str(self.opts.pki_dir)
         self.save_state()
         for info in self.fabric.hosts:
             host = net.addHost(info.name, ip=None)
@@ -624,7 +638,8 @@ class FabricNet:
                                    log_dir=self.opts.log_dir, pcap_dir=self.opts.pcap_dir,
                                    log_level=self.opts.log_level, binary=self.opts.binary,
                                    thrift_port=self._thrift_port(sw.device_id, thrift_in_use),
-                                   extra=self._extra())
+                                   extra=self._extra(),
+                                   tls=pki.files(sw.name) if pki is not None else None)
             daemon = SwitchDaemon.of(launch)
             self.daemons[sw.name] = daemon
             node = net.addSwitch(sw.name, cls=switch_cls, daemon=daemon,

@@ -16,7 +16,7 @@ ECDSA P-256: small, and generated in about a millisecond.
 >>> files = pki.files("b0r0l0")
 >>> files.ca_cert == root / "ca.pem" and oct(files.key.stat().st_mode & 0o777)
 '0o600'
->>> common_name(files.cert.read_bytes())
+>>> certificate_name(files.cert.read_bytes())
 'b0r0l0'
 >>> FabricPki.load(root).files("nobody")
 Traceback (most recent call last):
@@ -28,7 +28,6 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
@@ -37,21 +36,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from astral_proto.tls import TlsFiles, certificate_name
+
 VALID_DAYS = 30
 """A testbed's certificates are valid this long (a throw-away CA, made at ``up``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class TlsFiles:
-    """The three PEM files a party presents: the CA it trusts, its certificate, its key."""
-
-    ca_cert: Path
-    cert: Path
-    key: Path
-
-    def read(self) -> tuple[bytes, bytes, bytes]:
-        """``(ca, cert, key)`` as bytes (what ``grpc.ssl_*_credentials`` take)."""
-        return self.ca_cert.read_bytes(), self.cert.read_bytes(), self.key.read_bytes()
 
 
 def _write_private(path: Path, data: bytes) -> None:
@@ -65,22 +53,6 @@ def _write_private(path: Path, data: bytes) -> None:
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                              serialization.NoEncryption())
-
-
-def common_name(cert_pem: bytes) -> str:
-    """The common name of a PEM certificate (a party's name).
-
-    >>> common_name(b"not a certificate")
-    Traceback (most recent call last):
-    ...
-    ValueError: not a PEM certificate: ...
-    """
-    try:
-        cert = x509.load_pem_x509_certificate(cert_pem)
-    except ValueError as exc:
-        raise ValueError(f"not a PEM certificate: {exc}") from None
-    attrs = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
-    return str(attrs[0].value) if attrs else ""
 
 
 class FabricPki:
@@ -143,10 +115,10 @@ class FabricPki:
 
     def files(self, name: str) -> TlsFiles:
         """The files of party ``name``; KeyError naming it when it has no certificate."""
-        out = TlsFiles(self.root / "ca.pem", self.root / f"{name}.pem", self.root / f"{name}.key")
+        out = TlsFiles.in_dir(self.root, name)
         if not (out.cert.is_file() and out.key.is_file()):
             raise KeyError(f"no certificate for {name!r} in {self.root}")
         return out
 
 
-__all__ = ["FabricPki", "TlsFiles", "VALID_DAYS", "common_name"]
+__all__ = ["FabricPki", "TlsFiles", "VALID_DAYS"]

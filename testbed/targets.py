@@ -7,11 +7,14 @@ Both targets take one command-line shape, BMv2's (``docs/simple_switch.md`` and
 
     BINARY --no-p4 -i 1@IFACE ... --device-id N --log-level L [--pcap=DIR] GENERIC...
            -- --grpc-server-addr HOST:PORT --cpu-port 255 --priority-queues 8
+              [--grpc-server-ssl --grpc-server-cacert CA --grpc-server-cert CERT
+               --grpc-server-key KEY --grpc-server-with-client-auth]
 
 Generic BMv2 options come first; the target options of ``simple_switch_grpc``
-(``--grpc-server-addr``, ``--cpu-port``, ``--priority-queues``) only after ``--``: BMv2
-refuses them before it ("Error while parsing command line arguments", exit 1), and so does
-p4sim. Per target:
+(``--grpc-server-addr``, ``--cpu-port``, ``--priority-queues``, and with ``tls`` the five
+TLS options of :func:`testbed.tls.switch_tls_options`, the same on both targets) only
+after ``--``: BMv2 refuses them before it ("Error while parsing command line arguments",
+exit 1), and so does p4sim. Per target:
 
 * **bmv2** logs with ``--log-console`` (its ``--log-file`` and ``--log-console`` are
   exclusive) into ``logs/<switch>.log`` as the P4 tutorials do, and runs its Thrift
@@ -44,7 +47,10 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence
+
+if TYPE_CHECKING:
+    from testbed.pki import TlsFiles
 
 TARGETS = ("p4sim", "bmv2")
 CPU_PORT = 255
@@ -82,7 +88,9 @@ class SwitchLaunch:
 
     ``interfaces`` maps switch port → Linux interface; ``program`` is a compiled config to
     load at start (None: ``--no-p4``, the controller pushes the pipeline);
-    ``p4sim_flags`` are p4sim-only flags (ignored for BMv2, which has none of them).
+    ``p4sim_flags`` are p4sim-only flags (ignored for BMv2, which has none of them);
+    ``tls`` the switch's CA, certificate and key: P4Runtime over TLS with client
+    authentication (None: plaintext, ``up --insecure``).
     """
     target: str
     name: str
@@ -98,6 +106,7 @@ class SwitchLaunch:
     cpu_port: int = CPU_PORT
     priority_queues: int = PRIORITY_QUEUES
     p4sim_flags: Sequence[str] = field(default_factory=tuple)
+    tls: Optional["TlsFiles"] = None
 
     def __post_init__(self) -> None:
         if self.target not in TARGETS:
@@ -121,9 +130,22 @@ class SwitchLaunch:
         return self.log_dir / f"{self.name}-p4runtime-requests.txt"
 
     def target_options(self) -> list[str]:
-        """simple_switch_grpc's target options: what follows ``--``."""
-        return ["--grpc-server-addr", self.grpc_addr, "--cpu-port", str(self.cpu_port),
-                "--priority-queues", str(self.priority_queues)]
+        """simple_switch_grpc's target options: what follows ``--``.
+
+        >>> from testbed.pki import TlsFiles
+        >>> SwitchLaunch("bmv2", "s0", device_id=1, grpc_addr="127.0.0.1:9760", interfaces={},
+        ...              log_dir=Path("logs"), pcap_dir=None,
+        ...              tls=TlsFiles(Path("ca.pem"), Path("s0.pem"), Path("s0.key"))
+        ...              ).target_options()[6:]      # doctest: +NORMALIZE_WHITESPACE
+        ['--grpc-server-ssl', '--grpc-server-cacert', 'ca.pem', '--grpc-server-cert', 's0.pem',
+         '--grpc-server-key', 's0.key', '--grpc-server-with-client-auth']
+        """
+        options = ["--grpc-server-addr", self.grpc_addr, "--cpu-port", str(self.cpu_port),
+                   "--priority-queues", str(self.priority_queues)]
+        if self.tls is not None:
+            from testbed.tls import switch_tls_options  # noqa: PLC0415 (PKI only when used)
+            options += switch_tls_options(self.tls)
+        return options
 
     def command(self) -> list[str]:
         """The full command line (argv) of this switch."""

@@ -8,7 +8,9 @@ one :func:`digest_reader` thread per switch connection after :func:`enable_diges
 loop drains what they queued at its next tick
 (:meth:`controller.gor.loop.GorLoop.submit_digests`). After an alarm digest the reader
 calls ``on_alarm``: its owner runs :meth:`GorLoop.react <controller.gor.loop.GorLoop.
-react>` at once, so GOR decides on the report's arrival, not at the next poll.
+react>` at once, so GOR decides on the report's arrival, not at the next poll; with
+``urgent=loop.wants_now`` it does so too after a flow sample while a move waits to be
+seen on its new uplink (that sample may confirm it).
 
 Example::
 
@@ -44,14 +46,26 @@ def digest_name(digest: Any) -> str:
     return DIGEST_NAME if name is None else str(name).rsplit(".", 1)[-1]
 
 
+def urgent_digest(name: str) -> bool:
+    """The default ``urgent`` of :func:`digest_reader`: only the switches' alarm reports.
+
+    >>> urgent_digest("alarm_digest_t"), urgent_digest("flow_sample_t")
+    (True, False)
+    """
+    return name in URGENT_DIGESTS
+
+
 def digest_reader(loop: Any, switch: str, conn: Any, stop: Any, poll_s: float = 0.2,
-                  on_alarm: Optional[Callable[[], None]] = None) -> None:
+                  on_alarm: Optional[Callable[[], None]] = None,
+                  urgent: Callable[[str], bool] = urgent_digest) -> None:
     """Body of one digest reader thread: ``conn.get_digest`` until ``stop`` (an Event) is
-    set, handing the digest lists GOR uses to ``loop``; after an alarm digest,
-    ``on_alarm()``. Errors are logged and the thread backs off one second, it never dies on a
-    bad switch. ``conn`` may be the mapping of connections (``programmer.connections``):
-    the reader then follows ``conn[switch]``, so a switch reconnected after a restart is
-    read on its new connection."""
+    set, handing the digest lists GOR uses to ``loop``; after a digest ``urgent(name)``
+    says GOR acts on at once (default: an alarm report; the loop's own rule is
+    :meth:`GorLoop.wants_now <controller.gor.loop.GorLoop.wants_now>`), ``on_alarm()``.
+    Errors are logged and the thread backs off one second, it never dies on a bad switch.
+    ``conn`` may be the mapping of connections (``programmer.connections``): the reader
+    then follows ``conn[switch]``, so a switch reconnected after a restart is read on its
+    new connection."""
     while not stop.is_set():
         try:
             cur = conn[switch] if isinstance(conn, Mapping) else conn
@@ -65,7 +79,7 @@ def digest_reader(loop: Any, switch: str, conn: Any, stop: Any, poll_s: float = 
         name = digest_name(dl)
         if name in DIGESTS:
             loop.submit_digests(switch, dl)
-            if on_alarm is not None and name in URGENT_DIGESTS:
+            if on_alarm is not None and urgent(name):
                 on_alarm()
 
 
@@ -100,5 +114,5 @@ def enable_digests(connections: Mapping[str, Any], switches: Iterable[str],
     return failed
 
 
-__all__ = ["DIGESTS", "DIGEST_LIST_SIZE", "DIGEST_MAX_TIMEOUT_NS", "DIGEST_NAME",
+__all__ = ["DIGESTS", "DIGEST_LIST_SIZE", "DIGEST_MAX_TIMEOUT_NS", "DIGEST_NAME", "urgent_digest",
            "URGENT_DIGESTS", "digest_name", "digest_reader", "enable_digests"]

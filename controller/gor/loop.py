@@ -141,7 +141,7 @@ from controller.gor.dataplane import DataplaneReports
 from controller.gor.decisions import (AlarmEvent, AlarmLevel, FlowKey, LinkKey, PathChoice,
                                       RoundDecision)
 from controller.gor.detour_sync import DetourSync
-from controller.gor.digests import DIGEST_NAME, digest_name, digest_reader, enable_digests
+from controller.gor.digests import DIGEST_NAME, URGENT_DIGESTS, digest_name, digest_reader, enable_digests
 from controller.gor.elephants import FlowTable
 from controller.gor.expiry import DEFAULT_OVERRIDE_IDLE_S, DEFAULT_OVERRIDE_PROBE_S, OverrideExpiry
 from controller.gor.faults import LinkFaults
@@ -415,8 +415,27 @@ class GorLoop:
             self.out.metrics.observe_loop(time.perf_counter() - start)
         return rounds
 
+    def wants_now(self, digest: str) -> bool:
+        """Whether a digest list named ``digest`` should make the loop act at once
+        (:meth:`react`) rather than at its next tick: a switch's alarm report always; a
+        flow sample while a move waits to be seen on its new uplink (the sample may be its
+        confirmation). Safe to call from the digest reader threads.
+
+        >>> loop.wants_now("alarm_digest_t"), loop.wants_now("elephant_digest_t")  # doctest: +SKIP
+        (True, False)
+        """
+        if digest in URGENT_DIGESTS:
+            return True
+        if digest != DIGEST_NAME:
+            return False
+        try:
+            return any(m.seen_s is None for m in list(self.book.pending.values()))
+        except RuntimeError:                     # the loop changed the book meanwhile
+            return True
+
     def react(self, t_s: float) -> list[RoundDecision]:
-        """A switch reported an alarm: act on it now, between two polls — take the queued
+        """A switch reported an alarm (or a sample that may confirm a move,
+        :meth:`wants_now`): act on it now, between two polls — take the queued
         digests (the alarm, the elephants), check the moves in flight, run the rounds due.
         Telemetry and the dead-link rules wait for the next :meth:`tick`. Not thread-safe
         with :meth:`tick`: the caller serialises the two (``scenarios.gor_session`` and

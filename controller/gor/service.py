@@ -35,6 +35,16 @@ def _secret(path: Optional[Any]) -> bytes:
     return os.urandom(32).hex().encode()
 
 
+def _agent_security(tls_dir: Optional[Any]) -> Optional[Any]:
+    """GOR's mutual TLS on the agent protocol from a PKI directory (None: the HMAC-token
+    fallback); ValueError/OSError naming the file that is wrong."""
+    if tls_dir is None:
+        return None
+    from astral_proto.security import CONTROLLER  # noqa: PLC0415
+    from astral_proto.tls import MutualTls  # noqa: PLC0415
+    return MutualTls.from_dir(tls_dir, CONTROLLER)
+
+
 def run_gor(args: Any) -> int:
     """``python -m controller run``: program (or attach to) the fabric, start the registry,
     the metrics server, the telemetry poller driving :meth:`GorLoop.tick`, one digest
@@ -46,6 +56,7 @@ def run_gor(args: Any) -> int:
 
     from controller.fabric_setup import FabricProgrammer
     from controller.gor.metrics import MetricsServer
+    from controller.p4rt import tls as p4rt_tls
     from controller.gor.recovery import SwitchRecovery
     from controller.gor.telemetry import TelemetryPoller, connection_reader, fabric_links
     from controller.p4rt import P4RuntimeClientError
@@ -61,10 +72,16 @@ def run_gor(args: Any) -> int:
     except ValueError as exc:
         print(f"controller run: {exc}", file=sys.stderr)
         return 2
+    try:
+        tls = p4rt_tls.from_arguments(args)
+        agent_security = _agent_security(args.agent_tls_dir)
+    except (ValueError, OSError) as exc:
+        print(f"controller run: {exc}", file=sys.stderr)
+        return 2
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    prog = FabricProgrammer(fabric, args.p4info, args.config, timeout_s=args.timeout)
+    prog = FabricProgrammer(fabric, args.p4info, args.config, timeout_s=args.timeout, tls=tls)
     server = srv = poller = recovery = None
     threads: list[threading.Thread] = []
     dlog = DecisionLog(args.log)
@@ -83,7 +100,7 @@ def run_gor(args: Any) -> int:
         failed = enable_digests(prog.connections, prog.connections)
         if failed:
             print(f"controller run: digest not enabled on {', '.join(failed)}", file=sys.stderr)
-        registry = FlowRegistry.from_fabric(fabric, _secret(args.secret_file))
+        registry = FlowRegistry.from_fabric(fabric, agent_security or _secret(args.secret_file))
         server, address = serve_registry(registry, args.registry_bind)
         metrics = GorMetrics()
         if args.metrics_port is not None:
@@ -113,7 +130,8 @@ def run_gor(args: Any) -> int:
         poller = TelemetryPoller(readers, fabric_links(fabric), period_s=args.period, on_tick=on_tick)
         for name, conn in prog.connections.items():
             t = threading.Thread(target=digest_reader, args=(loop, name, prog.connections, stop),
-                                 kwargs={"on_alarm": on_alarm}, name=f"digests-{name}", daemon=True)
+                                 kwargs={"on_alarm": on_alarm, "urgent": loop.wants_now},
+                                 name=f"digests-{name}", daemon=True)
             t.start()
             threads.append(t)
         poller.start()

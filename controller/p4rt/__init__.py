@@ -15,9 +15,10 @@ from controller.p4rt.entities import (clone_session, counter_entry, digest_entry
 from controller.p4rt.errors import (NotPrimaryError, P4InfoLookupError, P4RuntimeClientError,
                                     UpdateError, WriteError)
 from controller.p4rt.p4info import P4InfoHelper, load_p4info
+from controller.p4rt.tls import ClientTls
 
 __all__ = [
-    "SwitchConnection", "P4InfoHelper", "load_p4info", "CounterData", "DigestList", "PacketIn",
+    "SwitchConnection", "ClientTls", "P4InfoHelper", "load_p4info", "CounterData", "DigestList", "PacketIn",
     "table_entry", "update", "counter_entry", "register_entry", "multicast_group",
     "clone_session", "digest_entry", "encode", "decode", "to_int", "NotPrimaryError",
     "P4InfoLookupError", "P4RuntimeClientError", "UpdateError", "WriteError",

@@ -8,6 +8,10 @@ the records and stream codecs in :mod:`controller.p4rt.messages`, the pipeline R
 :mod:`controller.p4rt.pipeline`, Write requests and errors in :mod:`controller.p4rt.writes`
 (``CounterData``, ``PacketIn``, ``DigestList`` and ``ATOMICITY`` are importable from here too).
 
+The channel is plaintext unless ``tls=`` gives a :class:`controller.p4rt.tls.ClientTls`
+(a switch started with ``--grpc-server-ssl``; with ``--grpc-server-with-client-auth`` the
+ClientTls must carry the client's certificate and key).
+
 Example::
 
     >>> with SwitchConnection("127.0.0.1:9559", device_id=0,
@@ -39,6 +43,7 @@ from controller.p4rt.p4info import P4InfoHelper, load_p4info
 from controller.p4rt.pipeline import (PUSH_TIMEOUT_MIN_S, read_p4info, read_pipeline_cookie,
                                       set_pipeline_request)
 from controller.p4rt.stream import StreamChannel, election_uint128
+from controller.p4rt.tls import ClientTls, open_channel
 from controller.p4rt.writes import ATOMICITY, write_error, write_request
 
 DEFAULT_TIMEOUT_S = 10.0
@@ -49,20 +54,22 @@ class SwitchConnection:
 
     ``p4info`` (a :class:`P4InfoHelper`) is set by :meth:`push_pipeline`, by the
     ``p4info=`` argument, or fetched from the switch with :meth:`fetch_pipeline`.
-    ``auto_ack_digests`` acknowledges every DigestList as it arrives.
+    ``auto_ack_digests`` acknowledges every DigestList as it arrives. ``tls``: connect
+    over TLS with these credentials (plaintext when None).
     """
 
     def __init__(self, addr: str, device_id: int = 0,
                  election_id: Union[int, tuple[int, int]] = (0, 1), *,
                  p4info: Optional[Union[str, Path, p4info_pb2.P4Info]] = None,
                  arbitrate: bool = True, auto_ack_digests: bool = True,
-                 timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+                 timeout_s: float = DEFAULT_TIMEOUT_S, tls: Optional[ClientTls] = None) -> None:
         self.addr, self.device_id, self.timeout_s = addr, device_id, timeout_s
+        self.tls = tls
         self.election_id = election_uint128(election_id)
         self.auto_ack_digests = auto_ack_digests
         self.p4info: Optional[P4InfoHelper] = P4InfoHelper(load_p4info(p4info)) \
             if p4info is not None else None
-        self.channel = grpc.insecure_channel(addr)
+        self.channel = open_channel(addr, tls)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         self.packets: "queue.Queue[PacketIn]" = queue.Queue()
         self.digests: "queue.Queue[DigestList]" = queue.Queue()
@@ -269,5 +276,5 @@ class SwitchConnection:
         self.close()
 
 
-__all__ = ["ATOMICITY", "CounterData", "DEFAULT_TIMEOUT_S", "DigestList", "PacketIn",
+__all__ = ["ATOMICITY", "ClientTls", "CounterData", "DEFAULT_TIMEOUT_S", "DigestList", "PacketIn",
            "SwitchConnection"]

@@ -34,6 +34,9 @@ for each difference are in p4sim/README.md, "P4Runtime conformance".
   or with an unknown metadata id is dropped without a word (as BMv2; with the extras a
   ``StreamError`` says why); errors about an ack come back as ``StreamError``.
 * ``Capabilities``: ``p4runtime_api_version`` "1.3.0" (BMv2's), "1.4.1" with the extras.
+* Transport: plaintext, or TLS with ``tls=`` a :class:`p4sim.p4runtime.tls.ServerTls`
+  (simple_switch_grpc's ``--grpc-server-ssl`` options; client certificates required and
+  verified with ``--grpc-server-with-client-auth``).
 
 Example::
 
@@ -66,6 +69,7 @@ from p4sim.p4runtime.digests import DigestStreamer
 from p4sim.p4runtime.idle import IdleTimeoutMonitor
 from p4sim.p4runtime.packetio import PacketIO
 from p4sim.p4runtime.reqlog import RequestLog
+from p4sim.p4runtime.tls import ServerTls
 from p4sim.runtime.errors import RuntimeStateError
 
 log = logging.getLogger(__name__)
@@ -166,9 +170,10 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def __init__(self, device: Device, address: str, request_log: Optional[str] = None,
                  store_factory: Optional[StoreFactory] = None, max_workers: int = 16,
-                 extras: bool = False) -> None:
+                 extras: bool = False, tls: Optional[ServerTls] = None) -> None:
         self.device = device
         self.address = address
+        self.tls = tls
         self.extras = extras
         self.arbiter = Arbiter(device.device_id)
         self.reqlog = RequestLog(request_log) if request_log else None
@@ -211,7 +216,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                              options=[("grpc.so_reuseport", 0)])
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self, server)
         try:
-            port = server.add_insecure_port(self.address)
+            port = server.add_insecure_port(self.address) if self.tls is None else \
+                server.add_secure_port(self.address, self.tls.credentials())
         except RuntimeError:
             port = 0
         if port == 0:

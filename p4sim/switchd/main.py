@@ -8,10 +8,15 @@
         [--queue-rate PPS] [--line-rate-gbps G] [--no-pfc] [--pfc-passthrough]
         [--ingress-buffer PKTS]
         [--control-port N] [--request-log FILE] [--no-grpc]
-        [-- --grpc-server-addr HOST:PORT --cpu-port N --priority-queues N]
+        [-- --grpc-server-addr HOST:PORT --cpu-port N --priority-queues N
+            --grpc-server-ssl --grpc-server-cert PEM --grpc-server-key PEM
+            --grpc-server-cacert PEM --grpc-server-with-client-auth]
 
 simple_switch_grpc's flags keep their meaning and their place: its target options
-(``--grpc-server-addr``, ``--cpu-port``, ``--priority-queues``) only after ``--`` —
+(``--grpc-server-addr``, ``--cpu-port``, ``--priority-queues`` and the TLS options
+``--grpc-server-ssl``, ``--grpc-server-cert``, ``--grpc-server-key``,
+``--grpc-server-cacert``, ``--grpc-server-with-client-auth``, with BMv2's meaning and
+messages: :mod:`p4sim.p4runtime.tls`) only after ``--`` —
 given before it they are refused, as BMv2 refuses them ("Error while parsing command
 line arguments", exit status 1); other BMv2 target options after ``--`` are ignored with
 a warning.
@@ -54,6 +59,7 @@ import threading
 from typing import Any, Optional, Sequence
 
 from p4sim.errors import P4Error
+from p4sim.p4runtime.tls import ServerTls, ServerTlsOptions, TlsConfigError
 from p4sim.switchd.control import CONTROL_PORT_OFFSET, ControlServer
 from p4sim.switchd.device import INGRESS_BUFFER_PKTS, SwitchDevice
 from p4sim.switchd.pcap import PortCapture
@@ -111,12 +117,23 @@ def _target_parser() -> argparse.ArgumentParser:
                     help="port whose packets become PacketIn messages (none by default)")
     tp.add_argument("--priority-queues", type=int, default=1,
                     help="egress queues per port, one per priority (default 1)")
+    tp.add_argument("--grpc-server-ssl", action="store_true",
+                    help="Enable SSL/TLS for gRPC server")
+    tp.add_argument("--grpc-server-cacert", default=None, metavar="PEM",
+                    help="Path to pem file holding CA certificate to verify peer against")
+    tp.add_argument("--grpc-server-cert", default=None, metavar="PEM",
+                    help="Path to pem file holding server certificate")
+    tp.add_argument("--grpc-server-key", default=None, metavar="PEM",
+                    help="Path to pem file holding server key")
+    tp.add_argument("--grpc-server-with-client-auth", action="store_true",
+                    help="Require client to have a valid certificate for mutual authentication")
     return tp
 
 
 #: simple_switch_grpc's target options: BMv2 refuses them before ``--``, and so does p4sim
 TARGET_OPTIONS = ("--grpc-server-addr", "--cpu-port", "--priority-queues", "--drop-port",
-                  "--dp-grpc-server-addr")
+                  "--dp-grpc-server-addr", "--grpc-server-ssl", "--grpc-server-cacert",
+                  "--grpc-server-cert", "--grpc-server-key", "--grpc-server-with-client-auth")
 
 
 class CommandLineError(SystemExit):
@@ -158,6 +175,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     args.grpc_server_addr = targ.grpc_server_addr or DEFAULT_GRPC_ADDR
     args.cpu_port = targ.cpu_port
     args.priority_queues = targ.priority_queues
+    args.tls_options = ServerTlsOptions(ssl=targ.grpc_server_ssl, cacert=targ.grpc_server_cacert,
+                                        cert=targ.grpc_server_cert, key=targ.grpc_server_key,
+                                        with_client_auth=targ.grpc_server_with_client_auth)
     if not args.no_p4 and args.program is None:
         raise SystemExit("python -m p4sim switch: give a PROGRAM or --no-p4")
     args.ports = []
@@ -241,11 +261,19 @@ def _control_port(args: argparse.Namespace) -> tuple[int, bool]:
 
 def main(argv: Sequence[str]) -> int:
     """Run the switch until SIGTERM/SIGINT; returns the exit code (2: bad start; 1: a
-    command line BMv2 would refuse, with BMv2's message)."""
+    command line BMv2 would refuse, with BMv2's message, or TLS options it cannot serve
+    with: :mod:`p4sim.p4runtime.tls`)."""
     try:
         args = parse_args(argv)
     except CommandLineError as err:
         print(err.message, file=sys.stderr)
+        return 1
+    for warning in args.tls_options.warnings():
+        print(warning, file=sys.stderr)
+    try:
+        tls: Optional[ServerTls] = args.tls_options.load()
+    except TlsConfigError as err:
+        print(err, file=sys.stderr)
         return 1
     trace = setup_logging(args.log_console, args.log_file, args.log_level)
     log = logging.getLogger("p4sim.switchd")
@@ -298,10 +326,12 @@ def main(argv: Sequence[str]) -> int:
             from p4sim.p4runtime.server import P4RuntimeServer
 
             grpc = P4RuntimeServer(device, args.grpc_server_addr, args.request_log,
-                                   extras=args.p4runtime_extras)
+                                   extras=args.p4runtime_extras, tls=tls)
             bound = grpc.start()
             host = args.grpc_server_addr.rpartition(":")[0]
             grpc_desc = f"{host}:{bound}"
+            log.info("P4Runtime server on %s: %s", grpc_desc,
+                     tls.describe() if tls is not None else "plaintext")
         print(f"p4sim switch ready: grpc {grpc_desc} device {args.device_id}", flush=True)
         while not stop.wait(0.5):
             pass

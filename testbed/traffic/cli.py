@@ -36,15 +36,18 @@ def _attach(args: argparse.Namespace, opts: TrafficOptions) -> TrafficResult:
     if state is None or not any(record_matches(r) for r in state.procs):
         raise SystemExit("traffic: no testbed is running: start one with "
                          "`python -m testbed up --hold`, or pass --up")
+    from testbed.tls import recorded_controller_tls  # noqa: PLC0415
     fabric = load_topology(TOPOLOGY_PATH)
+    tls = recorded_controller_tls(state.pki)   # the testbed's TLS, unless it ran --insecure
     programmer = FabricProgrammer(fabric, REPO / "build" / "fabric.p4info.txtpb",
-                                  REPO / "build" / "fabric.json")
+                                  REPO / "build" / "fabric.json", tls=tls)
     conns = {}
     try:
         for sw in fabric.switches:
             if sw.role == "leaf":
                 conns[sw.name] = SwitchConnection(sw.grpc_addr, device_id=sw.device_id,
-                                                  arbitrate=False)
+                                                  arbitrate=False,
+                                                  tls=tls.for_server(sw.name) if tls else None)
                 conns[sw.name].fetch_pipeline()
         return run_traffic(fabric, programmer, state, lambda: state.save(state_path), opts,
                            conns)

@@ -42,11 +42,13 @@ def testbed_unavailable() -> Optional[str]:
 @contextmanager
 def testbed_up(spec: Any = None, log_dir: Optional[Path] = None,
                state_path: Optional[Path] = None, pfc: Any = "default",
-               pcap_dir: Optional[Path] = None) -> Iterator[LiveTestbed]:
+               pcap_dir: Optional[Path] = None, insecure: bool = False) -> Iterator[LiveTestbed]:
     """Bring a p4sim fabric up (default ``FabricSpec()``), program it, yield it, tear down
     exactly what it made. ``pfc`` is a ``controller.fabric_setup.PfcConfig`` (``"default"``:
     the programmer's default; ``None``: no PFC); ``pcap_dir``: where the switches write
-    ``<switch>-eth<N>_in|out.pcap`` (None: no captures). Raises ``testbed.net.TestbedError``.
+    ``<switch>-eth<N>_in|out.pcap`` (None: no captures). P4Runtime runs over TLS with
+    client certificates as on ``testbed up`` (a PKI in ``pki/`` beside the state file:
+    testbed/README.md, "TLS"); ``insecure``: plaintext. Raises ``testbed.net.TestbedError``.
 
     >>> with testbed_up() as tb:                       # doctest: +SKIP
     ...     run_traffic(tb.fabric, tb.programmer, tb.state, tb.save_state, TrafficOptions())
@@ -58,13 +60,18 @@ def testbed_up(spec: Any = None, log_dir: Optional[Path] = None,
 
     fabric = build_fabric(spec if spec is not None else FabricSpec())
     p4info, config = compile_fabric("p4sim")
+    state_path = state_path or STATE_PATH
     opts = NetOptions(target="p4sim", log_dir=log_dir or REPO / "build" / "host-traffic-logs",
-                      pcap_dir=pcap_dir, state_path=state_path or STATE_PATH)
+                      pcap_dir=pcap_dir, state_path=state_path,
+                      pki_dir=None if insecure else state_path.parent / "pki")
     fnet = FabricNet(fabric, opts)
     programmer = None
     try:
         fnet.start()
-        kw = {} if pfc == "default" else {"pfc": pfc}
+        kw: dict[str, Any] = {} if pfc == "default" else {"pfc": pfc}
+        if opts.pki_dir is not None:
+            from testbed.tls import controller_tls  # noqa: PLC0415
+            kw["tls"] = controller_tls(opts.pki_dir)
         programmer = FabricProgrammer(fabric, str(p4info), str(config), **kw)
         programmer.connect_all()
         programmer.push_pipelines()

@@ -497,3 +497,13 @@ def test_a_follow_up_link_no_move_can_relieve_is_dropped_until_its_next_alarm() 
     rounds = loop.tick(1.05, busy)
     assert len(rounds) == 1 and rounds[0].trigger == (L0, up) and rounds[0].orders == []
     assert (L0, up) not in loop.rounds.follow_up and not loop.busy()
+
+
+def test_run_command_agent_tls_dir_is_checked_before_anything_starts(tmp_path: Any) -> None:
+    from controller.gor.service import _agent_security
+    from testbed.pki import FabricPki
+    assert _agent_security(None) is None                         # the token fallback
+    with pytest.raises(OSError, match="ca.pem"):
+        _agent_security(tmp_path / "none")
+    FabricPki.create(tmp_path / "pki", ["controller", "b0s0"])
+    assert _agent_security(tmp_path / "pki").name == "controller"

@@ -1,0 +1,108 @@
+"""The testbed's TLS wiring without Mininet (no root needed): the switch command lines of
+both targets carry the same five TLS options after ``--``; a p4sim switch started from
+the testbed's own command line accepts the controller's credentials from the testbed
+PKI and only for *its* name; ``--insecure`` and ``$INSECURE``; ``make shell``'s
+p4runtime-shell command parses with p4runtime-shell's own parser."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import grpc
+import pytest
+
+from controller.p4rt import SwitchConnection
+from procs import SwitchProcess
+from testbed.cli import build_parser
+from testbed.pki import FabricPki
+from testbed.shell import recorded_pki, shell_command
+from testbed.targets import SwitchLaunch
+from testbed.tls import CONTROLLER, controller_tls, create_fabric_pki, recorded_controller_tls
+from topo.model import build_fabric
+
+TLS_OPTIONS = ["--grpc-server-ssl", "--grpc-server-cacert", "--grpc-server-cert",
+               "--grpc-server-key", "--grpc-server-with-client-auth"]
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> FabricPki:
+    return create_fabric_pki(build_fabric(), tmp_path_factory.mktemp("build") / "pki")
+
+
+def launch(target: str, pki: FabricPki, tmp_path: Path, name: str = "s0") -> SwitchLaunch:
+    return SwitchLaunch(target, name, device_id=201, grpc_addr="127.0.0.1:0", interfaces={},
+                        log_dir=tmp_path, pcap_dir=None, thrift_port=9391, tls=pki.files(name))
+
+
+def test_every_party_of_the_fabric_has_a_certificate(pki) -> None:
+    fabric = build_fabric()
+    for name in [*(s.name for s in fabric.switches), CONTROLLER, *(h.name for h in fabric.hosts)]:
+        assert pki.files(name).key.stat().st_mode & 0o777 == 0o600
+
+
+def test_both_targets_get_the_same_tls_options_after_the_separator(pki, tmp_path) -> None:
+    tails = []
+    for target in ("p4sim", "bmv2"):
+        cmd = launch(target, pki, tmp_path).command()
+        cut = cmd.index("--")
+        assert not set(cmd[:cut]) & set(TLS_OPTIONS)          # BMv2 refuses them before '--'
+        tails.append(cmd[cut:])
+        f = pki.files("s0")
+        assert cmd[cmd.index("--grpc-server-cert") + 1] == str(f.cert)
+        assert cmd[cmd.index("--grpc-server-key") + 1] == str(f.key)
+        assert cmd[cmd.index("--grpc-server-cacert") + 1] == str(f.ca_cert)
+    assert tails[0] == tails[1]
+    plain = SwitchLaunch("p4sim", "s0", device_id=1, grpc_addr="127.0.0.1:0", interfaces={},
+                         log_dir=tmp_path, pcap_dir=None).command()
+    assert not set(plain) & set(TLS_OPTIONS)
+
+
+def test_the_testbeds_switch_command_serves_the_controller_over_tls(pki, tmp_path) -> None:
+    cmd = launch("p4sim", pki, tmp_path).command()
+    sw = SwitchProcess(cmd[cmd.index("switch") + 1:])
+    try:
+        tls = controller_tls(pki.root)
+        with SwitchConnection(sw.grpc_addr, device_id=201, tls=tls.for_server("s0")) as conn:
+            assert conn.is_primary
+        # the switch's certificate names s0: the controller refuses it as another switch
+        with pytest.raises(grpc.FutureTimeoutError):
+            SwitchConnection(sw.grpc_addr, device_id=201, tls=tls.for_server("s1"), timeout_s=3)
+        with pytest.raises(grpc.FutureTimeoutError):           # and a plaintext client gets nothing
+            SwitchConnection(sw.grpc_addr, device_id=201, timeout_s=3)
+    finally:
+        sw.stop()
+
+
+def test_insecure_option_and_environment(monkeypatch) -> None:
+    assert build_parser().parse_args(["up"]).insecure is False
+    assert build_parser().parse_args(["up", "--insecure"]).insecure is True
+    monkeypatch.setenv("INSECURE", "1")
+    assert build_parser().parse_args(["up"]).insecure is True
+    from scenarios.cli import build_parser as scenarios_parser
+    monkeypatch.setenv("INSECURE", "0")
+    assert scenarios_parser().parse_args(["up", "--insecure"]).insecure is True
+    assert scenarios_parser().parse_args(["up"]).insecure is False
+
+
+def test_state_records_the_pki_for_the_other_tools(pki, tmp_path) -> None:
+    from testbed.net import TestbedState
+    state = TestbedState(target="p4sim", pki=str(pki.root))
+    path = tmp_path / "testbed-state.json"
+    state.save(path)
+    assert recorded_pki(path) == pki.root
+    assert recorded_controller_tls(TestbedState.load(path).pki).cert == pki.files(CONTROLLER).cert
+    TestbedState(target="p4sim").save(path)                  # --insecure records none
+    assert recorded_pki(path) is None and recorded_controller_tls("") is None
+
+
+def test_shell_command_is_accepted_by_p4runtime_shell(pki, tmp_path) -> None:
+    from p4runtime_sh.shell import get_arg_parser
+    topology = tmp_path / "topology.json"
+    fabric = build_fabric()
+    fabric.save(topology)
+    cmd = shell_command(topology, fabric.switches[0].name, pki.root)
+    args = get_arg_parser().parse_args(cmd[3:])
+    f = pki.files(CONTROLLER)
+    assert (args.ssl, args.cacert, args.cert, args.private_key) == \
+        (True, str(f.ca_cert), str(f.cert), str(f.key))
+    plain = get_arg_parser().parse_args(shell_command(topology, fabric.switches[0].name)[3:])
+    assert plain.ssl is False
