@@ -83,7 +83,8 @@ reads back the override and sampling entries a previous GOR left in the switches
 adopts or deletes them. A switch that stops answering is logged ``switch_lost``; once a
 :class:`~controller.gor.recovery.SwitchRecovery` has reconnected and re-programmed it,
 :mod:`controller.gor.restarts` re-installs GOR's overrides and sampling entries on it and
-logs ``switch_back``.
+logs ``switch_back``. While a switch is lost, and for ``SWITCH_GRACE_S`` after it is back,
+no decision round runs on its links (their queues and alarms are the switch's doing).
 
 **Structure.** :class:`GorLoop` runs steps 1–3 itself and owns one collaborator per
 concern, each constructed with only what it uses and readable (and testable) alone:
@@ -225,7 +226,7 @@ class GorLoop:
             top_n=top_n, safety=safety,
             decide_level=decide_level, decide_every_s=decide_every_s, min_samples=min_samples,
             samples_per_flow=samples_per_flow, early_decide=early_decide, proof_s=proof_s,
-            cooldown_s=cooldown_s)
+            cooldown_s=cooldown_s, switch_unsettled=lambda sw, t_s: self.restarts.unsettled(sw, t_s))
         # the detours the plan installed (a fabric whose spines miss some leaf), kept by
         # DetourSync; the groups the fault handling rewrites are the others
         self.detour_sync = DetourSync(self.engine, self.links, self.tables, self.out,

@@ -50,6 +50,10 @@ from controller.gor.tables import SAMPLING_ACTION, SAMPLING_KEY, SAMPLING_TABLE,
 from controller.gor.windows import LoadWindows
 
 
+SWITCH_GRACE_S = 1.0
+"""After a lost switch is back, its links get no decision round for this long."""
+
+
 class SwitchRestarts:
     """Lost and restored switches (see the module docstring). ``recovery_attached``: a
     :class:`~controller.gor.recovery.SwitchRecovery` reports ``switch_back`` (set by it)."""
@@ -63,6 +67,8 @@ class SwitchRestarts:
         self.recovery_attached = False                # a SwitchRecovery reports switch_back
         self.switch_events: "queue.Queue[tuple[str, str, Any, Optional[float]]]" = queue.Queue()
         self.lost_switches: dict[str, float] = {}     # switch → t_s it was lost
+        self.back_at: dict[str, float] = {}           # switch → t_s it was last back
+        self.grace_s = SWITCH_GRACE_S
         self.switch_log: list[tuple[str, str, float, dict[str, Any]]] = []  # lost/back, switch, t_s, what
         self._stale: dict[str, bool] = {}
 
@@ -80,11 +86,22 @@ class SwitchRestarts:
                 continue                  # switch_back comes from the recovery, verified
             self._stale[sw] = False
             self.lost_switches.pop(sw, None)
+            self.back_at[sw] = t_s
             self.switch_log.append(("switch_back", sw, t_s, {}))
             if self._out.metrics is not None:
                 self._out.metrics.set_switch_stale(sw, False)
             if self._out.decision_log is not None:
                 self._out.decision_log.switch_back(sw)
+
+    def unsettled(self, switch: str, t_s: float) -> bool:
+        """``switch`` is lost, or came back less than ``grace_s`` ago: what its links
+        show now (a hung switch's neighbours queue towards it, a resumed one drains its
+        backlog in a burst) says nothing about elephants, and the rounds leave its links
+        alone (:class:`~controller.gor.rounds.DecisionRounds`)."""
+        if self._stale.get(switch, False):
+            return True
+        back = self.back_at.get(switch)
+        return back is not None and t_s - back < self.grace_s
 
     def live_groups(self, switch: str) -> dict[int, tuple[int, ...]]:
         """Group id → egress ports of the live members of every ECMP group of ``switch``, as
@@ -158,6 +175,7 @@ class SwitchRestarts:
         for msg in failed:
             self._out.error(f"{sw}: after restore: {msg}")
         self._stale[sw] = False
+        self.back_at[sw] = t_s
         since = self.lost_switches.pop(sw, None)
         if self._out.metrics is not None:
             self._out.metrics.set_switch_stale(sw, False)
@@ -172,4 +190,4 @@ class SwitchRestarts:
             self._out.decision_log.record("switch_back", switch=sw, **info)
 
 
-__all__ = ["SwitchRestarts"]
+__all__ = ["SWITCH_GRACE_S", "SwitchRestarts"]

@@ -55,7 +55,9 @@ class DecisionRounds:
     Settings: ``top_n`` elephants per round, ``safety`` (the threshold every link of a new
     path must stay under), ``decide_level``, ``decide_every_s``, ``min_samples``,
     ``samples_per_flow``, ``early_decide``, ``proof_s``, ``cooldown_s`` (a flow a
-    predecessor's order moved rests for the remainder).
+    predecessor's order moved rests for the remainder); ``switch_unsettled(switch, t_s)``:
+    a switch lost or just back, whose links get no round
+    (:meth:`SwitchRestarts.unsettled <controller.gor.restarts.SwitchRestarts.unsettled>`).
     """
 
     def __init__(self, engine: PathEngine, links: LinkState, alarms: AlarmMonitor,
@@ -64,7 +66,8 @@ class DecisionRounds:
                  dataplane: DataplaneReports,
                  top_n: int, safety: float, decide_level: AlarmLevel, decide_every_s: float,
                  min_samples: int, samples_per_flow: Optional[int], early_decide: bool,
-                 proof_s: float, cooldown_s: float) -> None:
+                 proof_s: float, cooldown_s: float,
+                 switch_unsettled: Callable[[str, float], bool] = lambda sw, t_s: False) -> None:
         self.engine, self.links, self.alarms, self.flows = engine, links, alarms, flows
         self.dataplane = dataplane
         self.windows, self.book, self.sampling = windows, book, sampling
@@ -73,6 +76,7 @@ class DecisionRounds:
         self.decide_every_s, self.min_samples = decide_every_s, min_samples
         self.samples_per_flow, self.early_decide, self.proof_s = samples_per_flow, early_decide, proof_s
         self.cooldown_s = cooldown_s
+        self.switch_unsettled = switch_unsettled
         self.follow_up: set[LinkKey] = set()          # links of past rounds, still over safety
         self.last_decision: dict[LinkKey, float] = {}
         self.decisions: list[RoundDecision] = []      # the newest 100
@@ -112,6 +116,12 @@ class DecisionRounds:
         if self._out.decision_log is not None:
             self._out.decision_log.record("move_remembered", flow=str(flow), flow_id=fid,
                                           rest_until_s=round(until_s, 3))
+
+    def _unsettled(self, link: LinkKey, t_s: float) -> bool:
+        """Either end of ``link`` is a switch lost or just back (``switch_unsettled``)."""
+        peer = self.links.peer.get(link)
+        return self.switch_unsettled(link[0], t_s) or (
+            peer is not None and self.switch_unsettled(peer[0], t_s))
 
     def _elephants(self, link: LinkKey, t_s: float,
                    agents: AgentFlows) -> list[ElephantFlow]:
@@ -235,6 +245,8 @@ class DecisionRounds:
         for link in hot:
             if t_s - self.last_decision.get(link, -float("inf")) < self.decide_every_s:
                 continue
+            if self._unsettled(link, t_s):
+                continue                              # a symptom of its switch, not elephants
             if link not in self.sampling and not self.dataplane.elephants_on(link, t_s):
                 continue                              # nothing to rank elephants with yet
             elephants = self._elephants(link, t_s, agents)

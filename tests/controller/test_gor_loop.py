@@ -507,3 +507,19 @@ def test_run_command_agent_tls_dir_is_checked_before_anything_starts(tmp_path: A
         _agent_security(tmp_path / "none")
     FabricPki.create(tmp_path / "pki", ["controller", "b0s0"])
     assert _agent_security(tmp_path / "pki").name == "controller"
+
+
+def test_no_round_on_the_links_of_a_switch_lost_or_just_back() -> None:
+    fab, loop, prog, reg, buf, metrics = make()
+    up = port_to(fab, L0, "s0")
+    loop.restarts.submit_switch_lost("s0", "no answer")         # the peer of the hot link
+    assert loop.tick(1.0, samples(fab)) == []                   # alarm: sampling only
+    f, g = hot_mix(fab, loop, up)
+    register(fab, reg, f)
+    assert loop.tick(1.05, samples(fab)) == []                  # s0 lost: no round
+    loop.restarts.observe_health({"s0": SimpleNamespace(stale=False)}, 1.1)
+    assert loop.restarts.unsettled("s0", 1.1 + 0.5)
+    assert loop.tick(1.6, samples(fab)) == []                   # just back: still none
+    f2, g2 = hot_mix(fab, loop, up)
+    rounds = loop.tick(2.2, samples(fab))                        # settled: the round runs
+    assert len(rounds) == 1 and rounds[0].trigger == (L0, up)
