@@ -3,7 +3,8 @@
 
 IDs follow p4c: the top byte is the P4Runtime resource prefix (``P4Ids.Prefix``:
 actions 0x01, tables 0x02, controller headers 0x04, action profiles 0x11, counters 0x12,
-direct counters 0x13, meters 0x14, direct meters 0x15, registers 0x16, digests 0x17);
+direct counters 0x13, meters 0x14, direct meters 0x15, registers 0x16, digests 0x17,
+parser value sets 0x03: :mod:`p4sim.p4info_values`);
 the low 24 bits are the Jenkins one-at-a-time hash of the fully qualified name. ``@id``
 values are honoured first (the prefix is added when missing); the other names of a
 type are hashed in sorted order and collisions are resolved by linear probing of the
@@ -25,7 +26,8 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2 as P
 
 from p4sim.frontend import ast as A
-from p4sim.frontend.types import BitT, BoolT, StructLikeT, bit_width, strip_new
+from p4sim.frontend.types import BitT, BoolT, ErrorT, StructLikeT, bit_width, strip_new
+from p4sim.p4info_typeinfo import add_error_members, add_serializable_enum, p4c_writes_type_info
 
 PREFIX_ACTION = P.P4Ids.ACTION
 PREFIX_TABLE = P.P4Ids.TABLE
@@ -267,55 +269,52 @@ def _add_struct(t: StructLikeT, info: P.P4Info) -> None:
         _type_spec(m.type_spec, ft, info)
 
 
-def _check_action_names(ast: Optional[A.Program]) -> None:
-    """Refuse two actions with one control-plane name, as p4c does when it writes P4Info
-    (DuplicateActionControlPlaneNameCheck, run only with ``--p4runtime-files``): a
-    top-level action is ``.name``, a control's is ``.Control.name``, unless ``@name``
-    gives an absolute (``.x``) or a relative name.
+def _p4c_action_order(prog: Any, tables: Sequence[Any], actions: Sequence[Any]) -> Any:
+    """The sort key that lists actions in p4c's order: control by control (in V1Switch's
+    order), each control's copies of the top-level actions it uses first, in the order of
+    their first use (LocalizeAllActions prepends them), then its own actions in
+    declaration order."""
+    blocks = [getattr(inst, "fqname", "") for inst in getattr(prog, "blocks", {}).values()]
 
-    >>> from p4sim.frontend.parser import parse_text
-    >>> _check_action_names(parse_text('@name(".a") action x() { } action a() { }', "d.p4"))
-    Traceback (most recent call last):
-    p4sim.errors.P4Error: d.p4:1:28: error: a: conflicting control plane name: .a
-    """
-    from p4sim.errors import P4Error
+    def block_of(fq: str) -> int:
+        top = fq.split(".", 1)[0]
+        return blocks.index(top) if top in blocks else len(blocks)
 
-    seen: dict[str, A.ActionDecl] = {}
+    position = {ai.fqname: i for i, ai in enumerate(actions)}
+    first_use: dict[str, tuple[int, int, int]] = {}
+    for ti in tables:
+        for ai in ti.actions:
+            if "." not in ai.fqname and ai.fqname not in first_use:
+                first_use[ai.fqname] = (block_of(ti.fqname), 0, len(first_use))
 
-    def check(decl: A.ActionDecl, scope: str) -> None:
-        written = _ann_string(_ann(decl.annotations, "name"))
-        name = written or decl.name
-        absolute = name if name.startswith(".") else f"{scope}.{name}"
-        if absolute in seen:
-            raise P4Error(f"{name}: conflicting control plane name: "
-                          f"{_ann_string(_ann(seen[absolute].annotations, 'name')) or absolute}", decl.loc)
-        seen[absolute] = decl
-
-    for d in getattr(ast, "decls", None) or []:
-        if isinstance(d, A.ActionDecl):
-            check(d, "")
-        elif isinstance(d, A.ControlDecl):
-            for loc in d.locals:
-                if isinstance(loc, A.ActionDecl):
-                    check(loc, f".{d.name}")
+    def key(ai: Any) -> tuple[int, int, int]:
+        if "." not in ai.fqname:
+            return first_use.get(ai.fqname, (-1, 0, position[ai.fqname]))
+        return (block_of(ai.fqname), 1, position[ai.fqname])
+    return key
 
 
 # --------------------------------------------------------------------------- builder
 def build_p4info(prog: Any) -> P.P4Info:
     """The P4Info of a loaded program (:class:`p4sim.engine.program.CompiledProgram`)."""
-    _check_action_names(getattr(prog, "ast", None))
+    from p4sim.p4info_names import check_action_names, check_duplicate_names
+    from p4sim.p4info_values import add_value_set_symbols, add_value_sets  # imports this module
+    check_action_names(getattr(prog, "ast", None))
+    check_duplicate_names(getattr(prog, "duplicate_names", []))
     state = prog.state
     all_tables = [ti for ti in prog.tables_info.values() if ti.runtime is not None]
     tables = [ti for ti in all_tables if not _ann(ti.decl.annotations, "hidden")]
-    # actions: those a table refers to, as p4c lists them. p4c serializes every action
-    # left among a control's locals after its front end, which inlines an action called
-    # directly from control code (InlineActions) and then removes the declarations nothing
-    # refers to (RemoveAllUnusedDeclarations): what is left is what tables refer to, a
-    # @hidden table included (only the table is hidden), an @hidden action excluded.
+    # actions, as p4c-bm2-ss lists them: every action left among a control's locals once
+    # its front end has inlined the actions other actions call and removed the
+    # declarations nothing refers to (RemoveAllUnusedDeclarations). That is the actions a
+    # table refers to (a @hidden table's too: only the table is hidden), with their
+    # control-plane parameters, and the actions a control's body calls directly, with no
+    # parameters (RemoveActionParameters turns those into locals); never an @hidden one.
     referenced = {ai.fqname for ti in all_tables for ai in ti.actions}
+    called = set(getattr(prog, "direct_action_calls", ())) - referenced
     actions = [ai for fq, ai in prog.actions.items()
-               if fq in referenced and not _ann(ai.annotations, "hidden")]
-    actions.sort(key=lambda ai: "." in ai.fqname)  # top-level (NoAction) first, as p4c lists them
+               if (fq in referenced or fq in called) and not _ann(ai.annotations, "hidden")]
+    actions.sort(key=_p4c_action_order(prog, all_tables, actions))
     headers = _header_decls(prog)
 
     st = SymbolTable()
@@ -333,18 +332,22 @@ def build_p4info(prog: Any) -> P.P4Info:
         st.add(PREFIX_CONTROLLER_HEADER, h.name, _ann_int(_ann(h.annotations, "id")))
     for name in prog.digest_types:
         st.add(PREFIX_DIGEST, name)
+    add_value_set_symbols(st, prog)
     st.assign_ids()
 
     info = P.P4Info()
     info.pkg_info.arch = "v1model"
     for ti in tables:
-        _table(info, st, ti, state)
+        _table(info, st, ti, state, getattr(prog, "error_codes", {}))
     for ai in actions:
         a = info.actions.add()
         _preamble(a, st, PREFIX_ACTION, ai.fqname, ai.annotations)
+        if ai.fqname in called:
+            continue
         dirless = [p for p in ai.decl.params if p.direction == ""]
         ids = _field_ids([getattr(p, "annotations", []) for p in dirless])
         for p, pid, (_, width) in zip(dirless, ids, ai.cp_params):
+            add_serializable_enum(info, dict(zip(ai.decl.params, ai.ptypes)).get(p))
             prm = a.params.add()
             prm.id = pid
             prm.name = p.name
@@ -390,6 +393,9 @@ def build_p4info(prog: Any) -> P.P4Info:
         m = info.digests.add()
         _preamble(m, st, PREFIX_DIGEST, name, [])
         _type_spec(m.type_spec, t, info)
+    add_value_sets(info, st, prog)
+    if p4c_writes_type_info(prog, info):
+        info.type_info.SetInParent()  # p4c writes ``type_info {}`` even when it is empty
     return info
 
 
@@ -409,14 +415,16 @@ def _initial_default(t: Any, st: SymbolTable, ti: Any, rt: Any) -> None:
         arg.value = int(value).to_bytes((width + 7) // 8, "big")
 
 
-def _table(info: P.P4Info, st: SymbolTable, ti: Any, state: Any) -> None:
+def _table(info: P.P4Info, st: SymbolTable, ti: Any, state: Any, error_codes: dict[str, int]) -> None:
     rt = ti.runtime
     t = info.tables.add()
     _preamble(t, st, PREFIX_TABLE, ti.fqname, ti.decl.annotations)
     kp = ti.decl.prop("key")
     elems = list(kp.value) if kp is not None else []
     ids = _field_ids([ke.annotations for ke in elems]) if elems else list(range(1, len(rt.keys) + 1))
-    for k, fid, ke in zip(rt.keys, ids, elems or [None] * len(rt.keys)):
+    key_types = list(getattr(ti, "key_types", []))
+    key_types += [None] * (len(rt.keys) - len(key_types))
+    for k, fid, ke, kt in zip(rt.keys, ids, elems or [None] * len(rt.keys), key_types):
         if k.match_kind not in _MATCH_TYPES:
             continue  # selector keys are not control-plane match fields
         mf = t.match_fields.add()
@@ -425,7 +433,11 @@ def _table(info: P.P4Info, st: SymbolTable, ti: Any, state: Any) -> None:
         anns = ke.annotations if ke is not None else []
         _add_annotations(mf, anns)
         _add_doc(mf, anns)
-        mf.bitwidth = k.width
+        if isinstance(kt, ErrorT):   # p4c: no bitwidth, the error's members in type_info
+            add_error_members(info, error_codes)
+        else:
+            add_serializable_enum(info, kt)
+            mf.bitwidth = k.width
         mf.match_type = _MATCH_TYPES[k.match_kind]
     ap = ti.decl.prop("actions")
     refs = list(ap.value) if ap is not None else []
@@ -464,6 +476,8 @@ def _controller_header(info: P.P4Info, st: SymbolTable, h: A.StructLikeDecl, pro
     _preamble(m, st, PREFIX_CONTROLLER_HEADER, cname, h.annotations, alias=cname, symbol=h.name)
     htype = prog.struct_types.get(h.name)
     widths = {n: bit_width(t) or 0 for n, t in htype.fields} if htype is not None else {}
+    for _, ft in htype.fields if htype is not None else []:
+        add_serializable_enum(info, ft)
     fields = [f for f in h.fields if not _ann(f.annotations, "hidden")]
     for f, fid in zip(fields, _field_ids([f.annotations for f in fields])):
         md = m.metadata.add()

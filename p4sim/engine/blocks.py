@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any, Optional, Protocol
 
 from p4sim.engine.arguments import bind_args
+from p4sim.engine.arrays import refuse_bmv2_array
 from p4sim.engine.codegen import FnCtx, Sym, Writer
 from p4sim.engine.compile_context import ActionInfo, CompileContext, FunctionInfo, InstanceInfo
 from p4sim.engine.generics import block_type_bindings
@@ -107,6 +108,7 @@ class BlockCompiler:
         ptypes = []
         for p in decl.params:
             t = self.expressions.resolve_type(p.type)
+            refuse_bmv2_array(t, p)
             ptypes.append(t)
             if isinstance(t, ExternT) and t.name in ("packet_in", "packet_out"):
                 self.cx.define(p.name, Sym("packet", t, "ctx", value=t.name), p)

@@ -78,6 +78,8 @@ class CallCompiler:
         if isinstance(callee, RefEx):
             sym = callee.sym
             if sym.kind == "action":
+                if not self.cx.in_kind("action") and not self.cx.dead_code:   # in P4Info
+                    self.cx.direct_action_calls.add(sym.value.fqname)
                 return self.direct_action_call(e, sym, as_statement)
             if sym.kind == "function":
                 return self.function_call(e, sym, expected, as_statement)

@@ -140,6 +140,13 @@ class CompileContext:
         self.tables_info: dict[str, Any] = {}   # fq name -> tables.TableInfo
         self.actions_by_fq: dict[str, ActionInfo] = {}
         self.digest_types: dict[str, StructLikeT] = {}
+        self.value_set_decls: dict[str, tuple[A.ValueSetDecl, P4Type]] = {}  # fq -> decl, element type
+        # (P4Info object kind, name) of each object whose control-plane name an earlier
+        # object of its kind has (p4c's P4Info serializer refuses them: p4sim/p4info.py)
+        self.duplicate_names: list[tuple[str, str]] = []
+        self.unreferenced_locals: Optional[set[int]] = None  # engine/arrays.py, computed on first use
+        self.direct_action_calls: set[str] = set()  # fq names of actions a control's body calls
+        self.dead_code = 0                          # > 0 inside a branch a constant condition skips
         self.struct_types: list[StructLikeT] = []
         self.package: Optional[InstanceInfo] = None
 
@@ -185,6 +192,12 @@ class CompileContext:
                 return ann[1:]
             local = ann
         return f"{self.path}.{local}" if self.path else local
+
+    def note_name(self, objects: dict[str, Any], kind: str, fq: str) -> None:
+        """Record ``fq`` as a duplicate ``kind`` name (P4Info's word: ``table``,
+        ``counter``, ...) when ``objects`` already has an object of that name."""
+        if fq in objects:
+            self.duplicate_names.append((kind, fq))
 
     def annotation_name(self, node: Any) -> Optional[str]:
         return annotation_string(node, "name")

@@ -99,6 +99,18 @@ class Compiler:
         return self.cx.digest_types
 
     @property
+    def direct_action_calls(self) -> set[str]:
+        return self.cx.direct_action_calls
+
+    @property
+    def duplicate_names(self) -> list[tuple[str, str]]:
+        return self.cx.duplicate_names
+
+    @property
+    def value_set_decls(self) -> dict[str, tuple[A.ValueSetDecl, P4Type]]:
+        return self.cx.value_set_decls
+
+    @property
     def struct_types(self) -> list[StructLikeT]:
         return self.cx.struct_types
 

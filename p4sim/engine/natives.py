@@ -354,15 +354,19 @@ class NativeExterns:
             self.cx.type_bindings.pop()
         if name == "counter":
             obj = CounterArray(fq, int(vals[0]), vals[1])
+            self.cx.note_name(self.cx.state.counters, "counter", fq)
             self.cx.state.counters[fq] = obj
         elif name == "direct_counter":
             obj = DirectCounter(fq, vals[0])
+            self.cx.note_name(self.cx.state.direct_counters, "direct counter", fq)
             self.cx.state.direct_counters[fq] = obj
         elif name == "meter":
             obj = MeterArray(fq, int(vals[0]), vals[1])
+            self.cx.note_name(self.cx.state.meters, "meter", fq)
             self.cx.state.meters[fq] = obj
         elif name == "direct_meter":
             obj = DirectMeter(fq, vals[0])
+            self.cx.note_name(self.cx.state.direct_meters, "direct meter", fq)
             self.cx.state.direct_meters[fq] = obj
         elif name == "register":
             rt0 = strip_new(type_args[0]) if type_args else None
@@ -373,13 +377,16 @@ class NativeExterns:
                 raise P4Error("register: Only registers with bit or int types are currently supported", node.loc)
             w = rt0.width
             obj = RegisterArray(fq, int(vals[0]), w)
+            self.cx.note_name(self.cx.state.registers, "register", fq)
             self.cx.state.registers[fq] = obj
         elif name == "action_profile":
             obj = ActionProfile(fq, int(vals[0]))
+            self.cx.note_name(self.cx.state.action_profiles, "action profile", fq)
             self.cx.state.action_profiles[fq] = obj
         elif name == "action_selector":
             algo = vals[0]
             obj = ActionSelector(fq, int(vals[1]), algorithm=algo, output_width=int(vals[2]))
+            self.cx.note_name(self.cx.state.action_profiles, "action profile", fq)
             self.cx.state.action_profiles[fq] = obj
         elif name in V1MODEL_UNIMPLEMENTED:
             raise P4Unsupported(f"unsupported: extern {name} (p4sim implements the v1model externs)", node.loc)

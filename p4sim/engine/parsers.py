@@ -21,12 +21,14 @@ Example::
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from p4sim.engine.codegen import Ex, FnCtx, Sym, Writer
 from p4sim.engine.compile_context import CompileContext, expr_text
 from p4sim.engine.statements import StatementCompiler
 from p4sim.errors import P4Error, P4Unsupported
 from p4sim.frontend import ast as A
-from p4sim.frontend.types import StructT, bit_width, strip_new
+from p4sim.frontend.types import BitT, BoolT, EnumT, P4Type, StructT, TupleT, bit_width, strip_new
 from p4sim.runtime.valueset import ValueSet
 
 
@@ -102,7 +104,7 @@ class ParserCompiler:
                 w.line(f"return {target}")
                 return
             vs = self.cx.lookup_opt(ks.name) if isinstance(ks, A.NameRef) else None
-            if vs is not None and vs.kind == "valueset" and isinstance(strip_new(vs.type), StructT):
+            if vs is not None and vs.kind == "valueset" and isinstance(strip_new(vs.type), (StructT, TupleT)):
                 w.line(f"if {self.struct_valueset_cond(ks, vs, keys, tmps)}: return {target}")
                 continue
             if len(keys) > 1:
@@ -122,15 +124,19 @@ class ParserCompiler:
         w.line("raise _ParserErrorSignal(_ERR_NoMatch)")
 
     def struct_valueset_cond(self, ks: A.NameRef, vs: Sym, keys: list[Ex], tmps: list[str]) -> str:
-        """A value set of a struct type matched by the select's keys, one per field: the
-        keys are concatenated, as BMv2 keys a parse value set of the struct's width."""
+        """A value set of a struct (or tuple) type matched by the select's keys, one per
+        bit field of the type flattened (p4c types such a case label as the tuple of the
+        flattened fields): the keys are concatenated, as BMv2 keys a parse value set of
+        the type's width."""
         st = strip_new(vs.type)
-        if len(st.fields) != len(keys):
-            raise P4Error(f"{ks.name}: value_set of {st} has {len(st.fields)} fields, "
+        leaves = value_set_fields(st, ks.loc)
+        if len(leaves) != len(keys):
+            what = "fields" if isinstance(st, StructT) else "elements"
+            raise P4Error(f"{ks.name}: value_set of {st} has {len(leaves)} {what}, "
                           f"the select has {len(keys)} keys", ks.loc)
         parts = []
-        shift = sum(bit_width(ft) or 0 for _, ft in st.fields)
-        for (fname, ft), key, tmp in zip(st.fields, keys, tmps):
+        shift = sum(bit_width(ft) or 0 for _, ft in leaves)
+        for (fname, ft), key, tmp in zip(leaves, keys, tmps):
             fw = bit_width(ft) or 0
             if bit_width(key.ty) != fw:
                 raise P4Error(f"{ks.name}: field '{fname}' of {st} is {ft}, its key is {key.ty}", ks.loc)
@@ -175,11 +181,47 @@ class ParserCompiler:
         fq = self.cx.fq_name(d, d.name)
         st = strip_new(t)
         width = bit_width(t)
-        if isinstance(st, StructT) and all(bit_width(ft) is not None for _, ft in st.fields):
-            width = sum(bit_width(ft) or 0 for _, ft in st.fields)  # p4c-bm2-ss: the struct's width
-        if width is None:
+        if isinstance(st, (StructT, TupleT)):
+            # p4c-bm2-ss: one parse value set of the flattened fields' width
+            width = sum(bit_width(ft) or 0 for _, ft in value_set_fields(st, d.loc))
+        if width is None or isinstance(st, BoolT):
             raise P4Unsupported(f"unsupported: value_set of {t}", d.loc)
         vs = ValueSet(fq, width, size)
+        self.cx.note_name(self.cx.state.value_sets, "value set", fq)
         self.cx.state.value_sets[fq] = vs
+        self.cx.value_set_decls[fq] = (d, t)
         ref = self.cx.global_ref(vs, "VS_" + d.name)
         self.cx.define(d.name, Sym("valueset", t, ref, value=vs, decl=d), d)
+
+
+def value_set_fields(t: P4Type, loc: Optional[A.Loc] = None, prefix: str = "") -> list[tuple[str, P4Type]]:
+    """The bit fields of a value set's struct or tuple element type, nested structs and
+    tuples flattened in declaration order (how p4c types the case label and how
+    p4c-bm2-ss packs the parse value set's key). A field that is not ``bit<W>`` or
+    ``int<W>`` is refused (p4c refuses an enum field in a select, and crashes on a bool).
+
+    >>> inner = StructT("in_t", [("a", BitT(8))])
+    >>> value_set_fields(StructT("s_t", [("i", inner), ("b", BitT(16))]))
+    [('i.a', BitT(width=8, signed=False)), ('b', BitT(width=16, signed=False))]
+    """
+    st = strip_new(t)
+    if isinstance(st, StructT):
+        named: list[tuple[str, P4Type]] = list(st.fields)
+    elif isinstance(st, TupleT):
+        named = [(str(i), et) for i, et in enumerate(st.elems)]
+    else:
+        return [(prefix or str(t), t)]
+    out: list[tuple[str, P4Type]] = []
+    for name, ft in named:
+        full = f"{prefix}.{name}" if prefix else name
+        leaf = strip_new(ft)
+        if isinstance(leaf, (StructT, TupleT)):
+            out.extend(value_set_fields(leaf, loc, full))
+        elif isinstance(leaf, BitT):
+            out.append((full, ft))
+        elif isinstance(leaf, EnumT):   # p4c's type check of the select refuses it
+            raise P4Error(f"Type not supported {ft} for struct field {name} in 'select'", loc)
+        else:
+            raise P4Error(f"value_set of {t}: field '{full}' is {ft}; "
+                          f"a value set's fields must be bit<W> or int<W>", loc)
+    return out

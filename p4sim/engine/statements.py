@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any, Optional, Protocol
 
 from p4sim.engine.aliasing import outer_names
+from p4sim.engine.arrays import array_element, nested_array_element, refuse_bmv2_array, unreferenced_locals
 from p4sim.engine.calls import CallCompiler
 from p4sim.engine.codegen import Ex, FnCtx, Sym, Writer, pyname, zero_value_code
 from p4sim.engine.compile_context import CompileContext, expr_text
@@ -93,14 +94,21 @@ class StatementCompiler:
             self.cx.pop_scope()
         elif isinstance(s, A.IfStmt):
             c = self.expressions.value_expr(s.cond, BoolT())
+            # a branch a constant condition never takes is dead code, which p4c's front end
+            # removes (with the actions only it calls, for P4Info)
+            dead_then, dead_else = c.const and c.value is False, c.const and c.value is True
             w.line(f"if {c.code}:")
             w.indent()
+            self.cx.dead_code += dead_then
             self.block_body(s.then)
+            self.cx.dead_code -= dead_then
             w.dedent()
             if s.other is not None:
                 w.line("else:")
                 w.indent()
+                self.cx.dead_code += dead_else
                 self.block_body(s.other)
+                self.cx.dead_code -= dead_else
                 w.dedent()
         elif isinstance(s, A.SwitchStmt):
             self.switch_stmt(s)
@@ -277,6 +285,12 @@ class StatementCompiler:
         t = self.expressions.resolve_type(d.type)
         if isinstance(t, IntT):
             raise P4Error(f"variable {d.name} cannot have type int", d.loc)
+        if array_element(t) is not None or nested_array_element(t) is not None:
+            if self.cx.unreferenced_locals is None:
+                self.cx.unreferenced_locals = unreferenced_locals(self.cx.program)
+            if d.init is None and id(d) in self.cx.unreferenced_locals:
+                return  # p4c's front end removes it before its back end could refuse it
+            refuse_bmv2_array(t, d, local=True)
         pn = self.new_var(d.name, t, d)
         if d.init is not None:
             v = self.expressions.value_expr(d.init, t)
@@ -376,6 +390,7 @@ class StatementCompiler:
         ptypes = []
         for p in d.params:
             t = self.expressions.resolve_type(p.type)
+            refuse_bmv2_array(t, p)
             ptypes.append(t)
             pn = self.cx.pyvar(p.name)
             writable = p.direction in ("out", "inout")

@@ -20,6 +20,7 @@ from typing import Any, Optional, Protocol
 
 from p4sim.engine.codegen import FnCtx, Sym, Writer
 from p4sim.engine.compile_context import ActionInfo, CompileContext, InstanceInfo, expr_text
+from p4sim.engine.entry_priorities import p4c_entry_order, p4runtime_priority
 from p4sim.engine.expressions import RefEx
 from p4sim.engine.statements import StatementCompiler
 from p4sim.errors import P4Error, P4Unsupported
@@ -53,6 +54,7 @@ class TableInfo:
         self.actions: list[ActionInfo] = []
         self.runtime: Optional[RT.Table] = None
         self.key_names: list[str] = []
+        self.key_types: list[P4Type] = []   # one per runtime key (P4Info's type_info)
 
 
 
@@ -73,7 +75,7 @@ class TableCompiler:
         # keys
         key_codes: list[str] = []
         keys: list[RT.KeyField] = []
-        key_types: list[P4Type] = []
+        key_types: list[P4Type] = info.key_types
         kp = d.prop("key")
         body = Writer()
         body.depth = 1
@@ -124,6 +126,12 @@ class TableCompiler:
             ai = self.resolve_action_ref(ar)
             if len(ar.args) > len(ai.decl.params):
                 raise P4Error(f"action {ai.local_name}: expected {len(ai.decl.params)} arguments, got {len(ar.args)}", ar.loc)
+            if any(other is not ai and other.fqname == ai.fqname for other in info.actions):
+                # two actions with one name (``@name(".foo")`` on both): p4c-bm2-ss's JSON
+                # writer fails on the table's per-action ``next_tables`` object
+                raise P4Error("Attempt to add to json object a value for a label which already exists "
+                              f"{ai.fqname} (p4c-bm2-ss fails writing the next_tables of table {d.name}: "
+                              f"two of its actions are named {ai.fqname})", ar.loc)
             info.actions.append(ai)
             bound[ai.fqname] = ar.args
             for arg in ar.args:
@@ -189,6 +197,8 @@ class TableCompiler:
             given = self.entry_priorities(d, ep.value, ep.is_const, table.needs_priority)
             self.load_const_entries(table, info, ep.value, keys, key_types, ep.is_const, given)
             table.is_const = ep.is_const
+        if not any(a.name == "hidden" for a in d.annotations):
+            self.cx.note_name(self.cx.tables_info, "table", fq)
         self.cx.state.tables[fq] = table
         self.cx.tables_info[fq] = info
         tref = self.cx.global_ref(table, "T_" + d.name)
@@ -329,21 +339,17 @@ class TableCompiler:
     def load_const_entries(self, table: RT.Table, info: TableInfo, entries: list[A.TableEntry],
                            keys: list[RT.KeyField], key_types: list[P4Type], is_const: bool = True,
                            given: Optional[list[int]] = None) -> None:
-        n = len(entries)
         needs_prio = table.needs_priority
-        # legacy ``@priority(N)`` annotations (no ``priority =``): BMv2 priorities where
-        # the smallest value wins; unannotated entries take their 1-based position
-        legacy: Optional[list[int]] = None
+        lp = info.decl.prop("largest_priority_wins")
+        largest = bool(self.expressions.const_value(lp.value)) if lp is not None else True
+        # p4c's order of the entries (sorted when the written priorities are out of
+        # order); BMv2's priority of each is its ``@priority(N)`` or its 1-based position
+        # in that order, the smallest winning (see p4sim/engine/entry_priorities.py)
         def prio_ann(en: A.TableEntry) -> Optional[A.Annotation]:
             return next((a for a in en.annotations + en.action.annotations if a.name == "priority"), None)
 
-        if needs_prio and all(en.priority is None for en in entries) and any(
-                prio_ann(en) is not None for en in entries):
-            legacy = []
-            for i, en in enumerate(entries):
-                an = prio_ann(en)
-                legacy.append(int(self.expressions.const_value(an.exprs[0])) if an is not None and an.exprs else i + 1)
-        for i, en in enumerate(entries):
+        for position, i in enumerate(p4c_entry_order(given, largest, len(entries)), start=1):
+            en = entries[i]
             if len(en.keys) == 1 and len(keys) > 1 and isinstance(en.keys[0], A.ListExpr):
                 kexprs = en.keys[0].elems
             else:
@@ -359,14 +365,11 @@ class TableCompiler:
             if ai not in info.actions:
                 raise P4Error(f"entry action {ai.local_name} is not in the actions of table {info.name}", en.loc)
             args = self.const_action_args(ai, en.action) if en.action.args or ai.cp_params else ()
-            if given is not None:
-                prio = given[i]
-            elif legacy is not None:
-                prio = max(legacy) + 1 - legacy[i]
-            elif needs_prio:
-                prio = n - i  # earlier entries win
-            else:
-                prio = 0
+            prio = 0
+            if needs_prio:
+                an = prio_ann(en)
+                bmv2 = int(self.expressions.const_value(an.exprs[0])) if an is not None and an.exprs else position
+                prio = p4runtime_priority(bmv2)
             try:
                 # initial entries of a non-const `entries` property stay writable by the control plane
                 table.add_entry(matches, RT.ActionCall(ai.fqname, args), prio, const=is_const)

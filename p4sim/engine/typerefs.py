@@ -22,8 +22,8 @@ from p4sim.engine.compile_context import CompileContext
 from p4sim.errors import P4Error
 from p4sim.frontend import ast as A
 from p4sim.frontend.types import (
-    BitT, BlockT, BoolT, DontCareT, ErrorT, ExternT, HeaderT, IntT, MatchKindT, P4Type, StackT,
-    StringT, TupleT, TypeVarT, UnionT, VarbitT, VoidT, strip_new,
+    BitT, BlockT, BoolT, DontCareT, EnumT, ErrorT, ExternT, HeaderT, IntT, MatchKindT, P4Type, StackT,
+    StringT, StructT, TupleT, TypeVarT, UnionT, VarbitT, VoidT, strip_new,
 )
 
 #: evaluates a compile-time constant expression (optionally of an expected type)
@@ -55,7 +55,10 @@ class TypeResolver:
         if isinstance(t, A.StackType):
             elem = self.resolve(t.elem)
             size = self.const_value(t.size, None)
-            if not isinstance(strip_new(elem), (HeaderT, UnionT, TypeVarT)):  # T[n]: checked per instance
+            # T[n]: checked per instance; an array of another type resolves, but a variable
+            # or parameter of it is refused as p4c-bm2-ss refuses it (engine/arrays.py)
+            if not isinstance(strip_new(elem), (HeaderT, UnionT, TypeVarT, BitT, BoolT, EnumT, ErrorT,
+                                                StructT, StackT)):
                 raise P4Error(f"header stack elements must be headers or header unions, not {elem}", t.loc)
             if size <= 0:
                 raise P4Error("header stack size must be positive", t.loc)

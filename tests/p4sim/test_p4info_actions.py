@@ -1,12 +1,14 @@
 """Which actions P4Info lists, and with which parameters, by p4c's rules.
 
-p4c-bm2-ss writes the P4Info after its front end, which inlines an action called directly
-from control code (InlineActions), drops a call's directed parameters
-(RemoveActionParameters) and then removes every declaration nothing refers to
+p4c-bm2-ss writes the P4Info after its front end, which inlines an action another action
+calls (InlineActions), turns the parameters of an action a control's body calls into
+locals (RemoveActionParameters) and then removes every declaration nothing refers to
 (RemoveAllUnusedDeclarations); the serializer lists the actions left among each
 control's locals, except ``@hidden`` ones (control-plane/p4RuntimeSerializer.cpp,
-``analyzeControl``/``addAction``). So P4Info has exactly the actions a table refers to
-(a ``@hidden`` table's included), each with its directionless parameters, numbered from 1.
+``analyzeControl``/``addAction``). So P4Info has the actions a table refers to (a
+``@hidden`` table's included), each with its directionless parameters, numbered from 1,
+and the actions a control's body calls, without parameters. The expected lists are what
+p4c-bm2-ss 1.2.5.16 wrote for these programs.
 
 The programs are shaped like the p4lang/tutorials solutions (an LPM router as in basic,
 a helper action called by table actions as in calc, actions called straight from
@@ -75,7 +77,8 @@ CASES = [
     }
     apply { calculate.apply(); }"""),
         {"I.op_add": [], "I.op_sub": [], "I.op_drop": []}, id="calc-helper-inlined"),
-    # qos: actions called straight from apply are inlined; an action nothing uses is removed
+    # qos: actions called straight from apply are listed without parameters; an action
+    # nothing uses is removed
     pytest.param(ingress("""
     action mark_voice() { h.ip.tos = 46; }
     action mark_default(bit<8> tos) { h.ip.tos = tos; }
@@ -86,13 +89,20 @@ CASES = [
         if (h.ip.ttl == 1) { mark_voice(); } else { mark_default(8w0); }
         ports.apply();
     }"""),
-        {"NoAction": [], "I.set_port": [(1, "port", 9)]}, id="qos-direct-calls-inlined"),
-    # source_routing: no table at all, so no action either
+        {"NoAction": [], "I.mark_voice": [], "I.mark_default": [], "I.set_port": [(1, "port", 9)]},
+        id="qos-direct-calls-without-parameters"),
+    # source_routing: no table at all; the actions apply calls, without parameters
     pytest.param(ingress("""
     action next_hop(bit<9> port) { sm.egress_spec = port; h.ip.ttl = h.ip.ttl - 1; }
     action drop() { mark_to_drop(sm); }
     apply { if (h.ip.isValid()) { next_hop((bit<9>)h.ip.tos); } else { drop(); } }"""),
-        {}, id="source-routing-no-tables"),
+        {"I.next_hop": [], "I.drop": []}, id="source-routing-no-tables"),
+    # a call in a branch a constant condition never takes is dead code p4c removes
+    pytest.param(ingress("""
+    action dead() { h.ip.tos = 1; }
+    action live() { h.ip.tos = 2; }
+    apply { if (true) { live(); } else { dead(); } }"""),
+        {"I.live": []}, id="dead-branch-call-removed"),
     # an action a table refers to and apply also calls: listed, with its parameters
     pytest.param(ingress("""
     action set_port(bit<9> port) { sm.egress_spec = port; }
@@ -144,12 +154,15 @@ control Stage(inout headers_t h, inout standard_metadata_t sm) {
 
 def test_one_control_plane_name_for_two_actions_is_refused_for_p4info() -> None:
     """p4c-bm2-ss accepts the program, but not with --p4runtime-files (its
-    DuplicateActionControlPlaneNameCheck); ``check`` accepts it, ``compile`` does not."""
+    DuplicateActionControlPlaneNameCheck); ``check`` accepts it, ``compile`` does not.
+    (The two actions are in two tables: in one table p4c-bm2-ss refuses them even without
+    P4Info, test_p4info_duplicate_names.py.)"""
     text = HEAD + ingress("""
     @name(".set") action set_a(bit<9> port) { sm.egress_spec = port; }
     @name(".set") action set_b(bit<9> port) { sm.egress_spec = port + 1; }
-    table t { key = { h.ip.dst : exact; } actions = { set_a; set_b; } }
-    apply { t.apply(); }""") + EMPTY_EGRESS + TAIL
+    table t { key = { h.ip.dst : exact; } actions = { set_a; } }
+    table t2 { key = { h.ip.dst : exact; } actions = { set_b; } }
+    apply { t.apply(); t2.apply(); }""") + EMPTY_EGRESS + TAIL
     prog = load_program_text(text, "dup.p4")
     with pytest.raises(P4Error) as info:
         build_p4info(prog)

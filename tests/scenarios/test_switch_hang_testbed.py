@@ -36,7 +36,7 @@ def test_a_hung_spine_is_lost_and_back_without_a_repush(tmp_path: Path) -> None:
                         midway=restart_after_moves(SPINE, lambda n: tb.fnet.hang_switch(n, HANG_S),
                                                    sessions))
     [session] = sessions
-    assert session.moves_settled, "GOR's first round did not complete before the hang"
+    assert session.moves_settled, "GOR did not settle (moves seen, none pending, not busy) before the hang"
     [rec] = session.switch_restarts
     print(f"hang: lost after {rec.lost_s} s, back after {rec.back_s} s: {rec.back}")
     assert rec.lost_s is not None and rec.lost_s < HANG_S, rec          # found while frozen

@@ -45,7 +45,7 @@ def test_leaf_restart_mid_story_is_reconciled_and_flows_resume(tmp_path: Path) -
         assert saved is not None
         leaf_recs = [r for r in saved.procs if r.kind == "switch" and r.name == LEAF]
     [session] = sessions
-    assert session.moves_settled, "GOR's first round did not complete before the restart"
+    assert session.moves_settled, "GOR did not settle (moves seen, none pending, not busy) before the restart"
     [rec] = session.switch_restarts
     # the testbed: the new process recorded, the old one gone from the record
     assert [r.pid for r in leaf_recs] == [rec.pid] and rec.pid != old_pid, (leaf_recs, old_pid)

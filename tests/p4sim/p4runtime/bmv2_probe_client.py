@@ -38,7 +38,7 @@ U = pb.Update
 Req = pb.SetForwardingPipelineConfigRequest
 Get = pb.GetForwardingPipelineConfigRequest
 CPU_PORT = 255
-VALUE_SET_ID = 62358743          # BMv2's P4Info id of MyParser.vs (p4sim's P4Info has no value sets)
+VALUE_SET_ID = 62358743          # MyParser.vs in the measured run; refused before any id lookup
 PAYLOAD = bytes.fromhex("ffffffffffff" "000000000b0b" "88b5") + bytes(46)   # 60 bytes, no IPv4
 BMV2_JSON = json.dumps({"header_types": [], "headers": [], "parsers": [], "deparsers": [],
                         "pipelines": [], "program": "probe.p4",

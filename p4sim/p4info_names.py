@@ -1,0 +1,69 @@
+"""The control-plane name checks p4c's P4Runtime serializer makes before it writes P4Info
+(so ``p4sim compile`` refuses what ``p4c-bm2-ss --p4runtime-files`` refuses, while
+``p4sim check``/``stf`` accept it, as p4c-bm2-ss does without P4Info): two actions with
+one control-plane name, and two objects of one kind with one name.
+
+Example::
+
+    >>> check_duplicate_names([])            # nothing to refuse
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from p4sim.errors import P4Error
+from p4sim.frontend import ast as A
+from p4sim.p4info import _ann, _ann_string
+
+
+def check_action_names(ast: Optional[A.Program]) -> None:
+    """Refuse two actions with one control-plane name, as p4c does when it writes P4Info
+    (DuplicateActionControlPlaneNameCheck, run only with ``--p4runtime-files``): a
+    top-level action is ``.name``, a control's is ``.Control.name``, unless ``@name``
+    gives an absolute (``.x``) or a relative name.
+
+    >>> from p4sim.frontend.parser import parse_text
+    >>> check_action_names(parse_text('@name(".a") action x() { } action a() { }', "d.p4"))
+    Traceback (most recent call last):
+    p4sim.errors.P4Error: d.p4:1:28: error: a: conflicting control plane name: .a
+    """
+    seen: dict[str, A.ActionDecl] = {}
+
+    def check(decl: A.ActionDecl, scope: str) -> None:
+        written = _ann_string(_ann(decl.annotations, "name"))
+        name = written or decl.name
+        absolute = name if name.startswith(".") else f"{scope}.{name}"
+        if absolute in seen:
+            raise P4Error(f"{name}: conflicting control plane name: "
+                          f"{_ann_string(_ann(seen[absolute].annotations, 'name')) or absolute}", decl.loc)
+        seen[absolute] = decl
+
+    for d in getattr(ast, "decls", None) or []:
+        if isinstance(d, A.ActionDecl):
+            check(d, "")
+        elif isinstance(d, A.ControlDecl):
+            for loc in d.locals:
+                if isinstance(loc, A.ActionDecl):
+                    check(loc, f".{d.name}")
+
+
+_P4INFO_KINDS = ("table", "action", "action profile", "counter", "direct counter", "meter", "direct meter",
+                 "controller packet metadata", "value set", "register", "digest")
+
+
+def check_duplicate_names(duplicates: Sequence[tuple[str, str]]) -> None:
+    """Refuse objects of one kind with one control-plane name (e.g. a table with an
+    absolute ``@name`` in a control instantiated twice), with p4c's messages
+    (checkForDuplicates: one per duplicate, kinds in P4Info order, then the count).
+
+    >>> check_duplicate_names([("table", "t0")])
+    Traceback (most recent call last):
+    p4sim.errors.P4Error: error: Name 't0' is used for multiple table objects in the P4Info message
+    error: Found 1 duplicate name(s) in the P4Info
+    """
+    if not duplicates:
+        return
+    ordered = sorted(duplicates, key=lambda d: _P4INFO_KINDS.index(d[0]))
+    lines = [f"Name '{name}' is used for multiple {kind} objects in the P4Info message" for kind, name in ordered]
+    lines.append(f"Found {len(ordered)} duplicate name(s) in the P4Info")
+    raise P4Error("\nerror: ".join(lines))

@@ -1,0 +1,76 @@
+"""Objects of one kind with one control-plane name: p4c accepts the program
+(p4c-bm2-ss without ``--p4runtime-files``) but its P4Runtime serializer refuses it
+(``checkForDuplicates``), as for p4c's testdata/p4_16_errors/issue1803_same_table_name.p4:
+a table with an absolute ``@name(".t0")`` in a control instantiated twice. The expected
+text is p4c's stderr for that program (p4_16_errors_outputs/...-stderr)."""
+from __future__ import annotations
+
+import pytest
+
+from p4sim.engine import load_program_text
+from p4sim.errors import P4Error
+from p4sim.p4info import build_p4info
+
+PROGRAM = r"""
+#include <core.p4>
+#include <v1model.p4>
+struct H { }
+struct M { bit<32> hash1; }
+parser ParserI(packet_in pk, out H hdr, inout M meta, inout standard_metadata_t smeta) {
+    state start { transition accept; }
+}
+control MyC(inout standard_metadata_t smeta)() {
+    action drop() { mark_to_drop(smeta); }
+    @name(".t0")
+    table t0 {
+        key = { smeta.ingress_port : exact; }
+        actions = { drop; NoAction; }
+        const default_action = NoAction();
+    }
+    EXTRA
+    apply { t0.apply(); }
+}
+control IngressI(inout H hdr, inout M meta, inout standard_metadata_t smeta) {
+    MyC() c1;
+    MyC() c2;
+    apply { c1.apply(smeta); c2.apply(smeta); }
+}
+control EgressI(inout H hdr, inout M meta, inout standard_metadata_t smeta) { apply { } }
+control DeparserI(packet_out pk, in H hdr) { apply { } }
+control VerifyChecksumI(inout H hdr, inout M meta) { apply { } }
+control ComputeChecksumI(inout H hdr, inout M meta) { apply { } }
+V1Switch(ParserI(), VerifyChecksumI(), IngressI(), EgressI(), ComputeChecksumI(), DeparserI()) main;
+"""
+
+
+@pytest.mark.parametrize("extra,message", [
+    pytest.param("", "error: Name 't0' is used for multiple table objects in the P4Info message\n"
+                 "error: Found 1 duplicate name(s) in the P4Info", id="issue1803"),
+    pytest.param('@name(".c") counter(4, CounterType.packets) c;',
+                 "error: Name 't0' is used for multiple table objects in the P4Info message\n"
+                 "error: Name 'c' is used for multiple counter objects in the P4Info message\n"
+                 "error: Found 2 duplicate name(s) in the P4Info", id="table-and-counter"),
+])
+def test_duplicate_control_plane_names_refused_in_p4info(extra: str, message: str) -> None:
+    prog = load_program_text(PROGRAM.replace("EXTRA", extra), "dup.p4")   # p4c-bm2-ss accepts it
+    with pytest.raises(P4Error) as e:
+        build_p4info(prog)
+    assert str(e.value) == message
+
+
+def test_distinct_instance_names_are_fine() -> None:
+    prog = load_program_text(PROGRAM.replace('@name(".t0")', "").replace("EXTRA", ""), "dup.p4")
+    names = sorted(t.preamble.name for t in build_p4info(prog).tables)
+    assert names == ["IngressI.c1.t0", "IngressI.c2.t0"]
+
+
+def test_two_actions_of_one_name_in_a_table_refused_as_by_the_bmv2_json_writer() -> None:
+    """p4c's testdata/p4_16_errors/issue1949-bmv2.p4: ``@name(".foo")`` on two actions of
+    one table; p4c-bm2-ss fails writing the JSON even without ``--p4runtime-files``."""
+    text = PROGRAM.replace("EXTRA", "").replace(
+        'action drop() { mark_to_drop(smeta); }',
+        '@name(".foo") action drop() { mark_to_drop(smeta); } @name(".foo") action drop2() { }').replace(
+        "actions = { drop; NoAction; }", "actions = { drop; drop2; NoAction; }")
+    with pytest.raises(P4Error, match="Attempt to add to json object a value for a label which already "
+                                      "exists foo "):
+        load_program_text(text, "dup.p4")
