@@ -21,21 +21,22 @@ from bench.results import DEFAULT_OUTPUT, BenchConfig, Benchmark, Figure, merge_
 
 def all_benchmarks() -> tuple[Benchmark, ...]:
     """Every registered benchmark, in run order (add new groups here)."""
-    from bench import (fabric_bench, gor_bench, host_bench, p4sim_bench, security_bench,
-                       switch_bench, tccl_bench, testbed_bench, topo_bench)
+    from bench import (fabric_bench, fuzz_bench, gor_bench, host_bench, p4sim_bench,
+                       security_bench, switch_bench, tccl_bench, testbed_bench, topo_bench)
     from bench import sim as sim_bench
 
     return (tuple(p4sim_bench.BENCHMARKS) + tuple(switch_bench.BENCHMARKS)
             + tuple(fabric_bench.BENCHMARKS) + tuple(topo_bench.BENCHMARKS)
             + tuple(testbed_bench.BENCHMARKS) + tuple(tccl_bench.BENCHMARKS)
             + tuple(host_bench.BENCHMARKS) + tuple(gor_bench.BENCHMARKS)
-            + tuple(security_bench.BENCHMARKS) + tuple(sim_bench.BENCHMARKS))
+            + tuple(security_bench.BENCHMARKS) + tuple(fuzz_bench.BENCHMARKS)
+            + tuple(sim_bench.BENCHMARKS))
 
 
 def groups() -> list[str]:
     """The benchmark groups, in run order:
     ``groups() == ["p4sim", "switch", "fabric", "topo", "testbed", "tccl", "host", "gor",
-    "security", "sim"]``."""
+    "security", "fuzz", "sim"]``."""
     out: list[str] = []
     for b in all_benchmarks():
         if b.group not in out:

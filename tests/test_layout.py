@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-FOLDERS = ("astral_proto", "bench", "controller", "host", "labs", "p4sim", "p4src", "scenarios",
-           "sim", "testbed", "topo")
+FOLDERS = ("astral_proto", "bench", "controller", "fuzz", "host", "labs", "p4sim", "p4src",
+           "scenarios", "sim", "testbed", "topo")
 
 
 @functools.lru_cache(maxsize=1)

@@ -5,7 +5,10 @@ Accepted forms (anything else is ``INVALID_ARGUMENT`` naming them):
 
 * p4sim's compiled JSON, :class:`p4sim.device.DeviceConfig` (written by
   ``p4sim-p4c-bm2-ss``, ``p4sim-p4c`` and ``python -m p4sim compile --config``), raw;
-* ``{"program": PATH, "include_dirs": [...]}``, a P4 file on the switch's machine;
+* ``{"program": PATH, "include_dirs": [...]}``, a P4 file on the switch's machine — only
+  with ``allow_paths`` (``--p4runtime-extras``): BMv2 reads no file a client names, and
+  a switch that does lets any client that may push a pipeline probe the switch machine's
+  files (a compile error quotes where a file fails to parse; found by ``fuzz/``);
 * either of them inside PI's ``p4.tmp.P4DeviceConfig`` wrapper (its ``device_data``),
   which BMv2 controllers send (the P4 tutorials' ``p4runtime_lib``: ``reassign`` true,
   ``device_data`` the compiled file's bytes; ``reassign`` and ``extras`` change nothing
@@ -36,8 +39,8 @@ from p4sim.p4runtime.p4config_pb2 import P4DeviceConfig
 
 ACCEPTED_FORMS = ("p4sim's compiled JSON {\"format\": \"p4sim-1\", ...} (written by p4sim-p4c-bm2-ss, "
                   "p4sim-p4c, python -m p4sim compile --config), "
-                  "{\"program\": PATH, \"include_dirs\": [...]}, or either inside "
-                  "p4.tmp.P4DeviceConfig.device_data")
+                  "{\"program\": PATH, \"include_dirs\": [...]} (with --p4runtime-extras), or "
+                  "either inside p4.tmp.P4DeviceConfig.device_data")
 
 # Top-level keys of every p4c-bm2-ss JSON (BMv2's "device config").
 _BMV2_JSON_KEYS = {"header_types", "pipelines", "parsers", "deparsers"}
@@ -79,13 +82,23 @@ def is_bmv2_json(d: Any) -> bool:
     return isinstance(d, dict) and (len(_BMV2_JSON_KEYS & set(d)) >= 2 or "__meta__" in d)
 
 
-def load_device_config(data: bytes) -> tuple[Any, str]:
+def load_device_config(data: bytes, allow_paths: bool = False) -> tuple[Any, str]:
     """Compile the program a ``p4_device_config`` names; returns (program, name).
+    ``allow_paths``: accept the ``{"program": PATH}`` form (p4sim's extras only).
 
     Raises :class:`DeviceConfigError` (bad config) or :class:`p4sim.errors.P4Error`
-    (the program does not compile; raised by the compiler)."""
-    from p4sim.engine.program import load_program, load_program_text
-    inner, wrapped = unwrap(bytes(data))
+    (the program does not compile; raised by the compiler). A config or program nested
+    past Python's stack (``[[[[…``, a group in a group … in the wrapper, ``{{{{…`` in
+    P4) is a :class:`DeviceConfigError` too, not a RecursionError (found by fuzz/)."""
+    try:
+        return _load(bytes(data), allow_paths)
+    except RecursionError:
+        raise DeviceConfigError("the device config or its program nests too deeply for p4sim "
+                                f"(Python's recursion limit); accepted: {ACCEPTED_FORMS}") from None
+
+
+def _load(data: bytes, allow_paths: bool) -> tuple[Any, str]:
+    inner, wrapped = unwrap(data)
     where = "p4.tmp.P4DeviceConfig.device_data" if wrapped else "p4_device_config"
     if not inner:
         raise DeviceConfigError(f"{where} is empty; accepted: {ACCEPTED_FORMS}")
@@ -93,6 +106,12 @@ def load_device_config(data: bytes) -> tuple[Any, str]:
         parsed = json.loads(inner)
     except (ValueError, UnicodeDecodeError) as e:
         raise DeviceConfigError(f"{where} is not a config p4sim can run ({e}); accepted: {ACCEPTED_FORMS}") from None
+    return _compile(parsed, inner, where, allow_paths)
+
+
+def _compile(parsed: Any, inner: bytes, where: str, allow_paths: bool) -> tuple[Any, str]:
+    """The program of a decoded config (``load_device_config`` past the JSON)."""
+    from p4sim.engine.program import load_program, load_program_text
     if is_bmv2_json(parsed):
         raise DeviceConfigError(f"{where} is a BMv2 JSON (p4c-bm2-ss output), which p4sim cannot run; "
                                 f"accepted: {ACCEPTED_FORMS}")
@@ -101,6 +120,11 @@ def load_device_config(data: bytes) -> tuple[Any, str]:
     except ValueError as first:
         if not isinstance(parsed, dict) or not isinstance(parsed.get("program"), str):
             raise DeviceConfigError(f"{first}; accepted: {ACCEPTED_FORMS}") from None
+        if not allow_paths:
+            raise DeviceConfigError(f"{where}: a program path is read only with "
+                                    "--p4runtime-extras (BMv2 reads no file a client names); "
+                                    "send the compiled program (p4sim-p4c-bm2-ss, python -m "
+                                    "p4sim compile --config)") from None
         dirs = parsed.get("include_dirs", [])
         if not isinstance(dirs, list) or not all(isinstance(x, str) for x in dirs):
             raise DeviceConfigError("p4_device_config: 'include_dirs' must be a list of strings") from None

@@ -106,7 +106,10 @@ class EntityStore:
     def write(self, update: pb.Update) -> Undo:
         """Apply one update; raise ``RuntimeStateError`` (state unchanged) or return its undo."""
         if update.type not in (pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE):
-            fail("INVALID_ARGUMENT", f"update type {pb.Update.Type.Name(update.type)} is not a write")
+            # an enum number proto3 keeps but the proto does not name (found by fuzz/)
+            name = pb.Update.Type.Name(update.type) if update.type in pb.Update.Type.values() \
+                else str(update.type)
+            fail("INVALID_ARGUMENT", f"update type {name} is not a write")
         kind = self._kind(update.entity, read=False)
         return self._writers[kind](update.type, getattr(update.entity, kind))
 

@@ -145,12 +145,13 @@ class Pipeline:
     name: str = ""
 
 
-def load_device_config(data: bytes) -> tuple[Any, str]:
-    """Compile the program a ``p4_device_config`` names (:mod:`.devconfig`); returns
-    (program, name). Raises :class:`RpcError` ``INVALID_ARGUMENT`` for a bad config or program.
+def load_device_config(data: bytes, allow_paths: bool = False) -> tuple[Any, str]:
+    """Compile the program a ``p4_device_config`` names (:mod:`.devconfig`; the
+    ``{"program": PATH}`` form only with ``allow_paths``); returns (program, name).
+    Raises :class:`RpcError` ``INVALID_ARGUMENT`` for a bad config or program.
     """
     try:
-        return devconfig.load_device_config(data)
+        return devconfig.load_device_config(data, allow_paths)
     except (ValueError, OSError) as e:       # DeviceConfigError is a ValueError
         raise RpcError("INVALID_ARGUMENT", str(e)) from None
     except P4Error as e:
@@ -325,7 +326,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def _verify(self, config: p4runtime_pb2.ForwardingPipelineConfig) -> Pipeline:
         from p4sim.p4info import build_p4info
-        program, name = load_device_config(config.p4_device_config)
+        program, name = load_device_config(config.p4_device_config, allow_paths=self.extras)
         try:
             built = build_p4info(program)
         except Exception as e:  # noqa: BLE001 - report any generator failure to the client

@@ -28,8 +28,15 @@ def _wrap(data: bytes, reassign: bool = True) -> bytes:
                                     json.dumps({"program": str(PROGRAM)}).encode(),
                                     _wrap(json.dumps({"program": str(PROGRAM)}).encode())])
 def test_accepted_forms_load_the_program(config: bytes) -> None:
-    program, _name = load_device_config(config)
+    program, _name = load_device_config(config, allow_paths=True)
     assert list(program.state.tables) == ["RouteIngress.routes"]
+
+
+@pytest.mark.parametrize("config", [json.dumps({"program": str(PROGRAM)}).encode(),
+                                    _wrap(json.dumps({"program": "/etc/hostname"}).encode())])
+def test_a_program_path_is_read_only_with_the_extras(config: bytes) -> None:
+    with pytest.raises(DeviceConfigError, match="only with --p4runtime-extras"):
+        load_device_config(config)
 
 
 def test_wrapper_extras_are_ignored() -> None:

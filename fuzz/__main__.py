@@ -1,0 +1,6 @@
+"""``python -m fuzz``: see :mod:`fuzz.cli`."""
+import sys
+
+from fuzz.cli import main
+
+sys.exit(main())
