@@ -114,6 +114,10 @@ class MoveOrders:
         for oid, m in list(self.book.pending.items()):
             if m.seen_s is None and isinstance(m.order, MoveOrder) and not self._agent_state(m, t_s):
                 continue                              # closed, or re-sent (a new order id)
+            if m.seen_s is not None and isinstance(m.order, MoveOrder) and m.agent_done_s is None:
+                # the counters can see the new 5-tuple before the agent's answer is in
+                # (GOR acts on the sample's arrival): its report is still recorded
+                self._agent_state(m, t_s, confirmed=True)
             if m.seen_s is None and self.flows.seen_since(m.new_flow, m.new_link, m.sent_s):
                 m.seen_s = t_s
                 self._confirmed(m, t_s)
@@ -125,13 +129,14 @@ class MoveOrders:
                 self._undo(m, t_s, f"not seen on {self.links.name(m.new_link)} within "
                                    f"{self.confirm_timeout_s:g} s")
 
-    def _agent_state(self, m: MoveInFlight, t_s: float) -> bool:
+    def _agent_state(self, m: MoveInFlight, t_s: float, confirmed: bool = False) -> bool:
         """Follow the agent's side of a move order; False when the order was closed or
-        re-sent here (the caller skips it)."""
+        re-sent here (the caller skips it). ``confirmed``: the move was already seen on
+        its new uplink — the agent's report is recorded, nothing is undone or re-sent."""
         fut = m.future
         if fut is not None:
             if not fut.done():
-                if t_s >= m.deadline_s:
+                if t_s >= m.deadline_s and not confirmed:
                     self._close(m, "rolled_back", f"agent did not answer within "
                                                   f"{self.confirm_timeout_s:g} s")
                     return False
@@ -140,15 +145,17 @@ class MoveOrders:
             try:
                 state, reply = fut.result()
             except Exception as exc:  # noqa: BLE001 — an agent that does not answer
-                return self._failed(m, t_s, f"agent call failed: {type(exc).__name__}: {exc}")
+                return confirmed or self._failed(m, t_s, f"agent call failed: {type(exc).__name__}: {exc}")
             m.registry_order_id = state.order_id
             if not getattr(reply, "accepted", True):
-                return self._failed(m, t_s, f"refused: {getattr(reply, 'reason', '')}")
+                return confirmed or self._failed(m, t_s, f"refused: {getattr(reply, 'reason', '')}")
         if not m.registry_order_id or m.agent_done_s is not None:
             return True
         try:
             st = self.registry.order(m.registry_order_id)
         except Exception as exc:  # noqa: BLE001
+            if confirmed:
+                return True
             self._close(m, "rolled_back", f"order lost: {exc}")
             return False
         if st.state == "done":
@@ -156,7 +163,7 @@ class MoveOrders:
             if self._out.decision_log is not None:
                 self._out.decision_log.record("agent_done", order_id=m.order_id, flow=str(m.order.flow),
                                               sport=getattr(st, "reported_sport", None), round=m.round_id)
-        elif st.state == "failed":
+        elif st.state == "failed" and not confirmed:
             return self._failed(m, t_s, st.error or "failed")
         return True
 

@@ -523,3 +523,22 @@ def test_no_round_on_the_links_of_a_switch_lost_or_just_back() -> None:
     f2, g2 = hot_mix(fab, loop, up)
     rounds = loop.tick(2.2, samples(fab))                        # settled: the round runs
     assert len(rounds) == 1 and rounds[0].trigger == (L0, up)
+
+
+def test_agent_done_is_recorded_when_the_counters_confirm_the_move_first() -> None:
+    fab, loop, prog, reg, buf, metrics = make()
+    up = port_to(fab, L0, "s0")
+    loop.tick(1.0, samples(fab))
+    f, g = hot_mix(fab, loop, up)
+    host = register(fab, reg, f)
+    (order,) = loop.tick(1.05, samples(fab))[0].orders
+    new_up = order.path.links[0][1]
+    assert loop.drain_orders(5.0)
+    (oid, m), = loop.pending.items()
+    loop.submit_digests(L0, digest_rows(fab, f.with_sport(order.new_sport), new_up, 5))
+    loop.react(1.07)                                   # the sample arrives first …
+    assert m.seen_s is not None and m.agent_done_s is None
+    reg.report(host, m.registry_order_id, "f1", done=True, sport=order.new_sport)
+    loop.tick(1.10, samples(fab))                      # … the agent's report after it
+    assert m.agent_done_s == 1.10
+    assert [e["event"] for e in events(buf)].count("agent_done") == 1
