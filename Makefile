@@ -23,7 +23,7 @@ help:
 	@echo "make bench  - run the benchmarks, write build/bench.json"
 	@echo "make fuzz   - fuzzing at full size (root for the frames): 10^6 frames, 10^5 P4Runtime messages, 2x10^4 agent calls; SEED=N"
 	@echo "make sim    - pod-scale simulator study: random ECMP vs TCCL vs TCCL+GOR on 1K/8K/64K GPUs (runs/sim-<time>/)"
-	@echo "make ptf    - PTF suite of the fabric (root): TARGET=p4sim|bmv2 P4C=... SIMPLE_SWITCH_GRPC=..."
+	@echo "make ptf    - PTF suite of the fabric (root, TLS by default): TARGET=p4sim|bmv2 P4C=... SIMPLE_SWITCH_GRPC=... INSECURE=1"
 	@echo "make proto  - regenerate astral_proto/agent_pb2*.py and p4sim's p4.tmp.p4config_pb2 from their .proto"
 
 venv: $(STAMP)
@@ -48,7 +48,7 @@ P4C ?= p4c-bm2-ss
 SIMPLE_SWITCH_GRPC ?= simple_switch_grpc
 
 ptf: venv
-	$(PY) tests/ptf/run_ptf.py --target $(TARGET) --p4c $(P4C) --simple-switch-grpc $(SIMPLE_SWITCH_GRPC)
+	$(PY) tests/ptf/run_ptf.py --target $(TARGET) --p4c $(P4C) --simple-switch-grpc $(SIMPLE_SWITCH_GRPC) $(if $(filter-out 0,$(INSECURE)),--insecure)
 
 # The testbed (testbed/, needs root) and a scenario (scenarios/). TARGET given on the command
 # line or in the environment wins; otherwise BMv2 when simple_switch_grpc is on PATH, else p4sim.

@@ -252,9 +252,12 @@ def run(files_dir: Path, target: str) -> int:
         print(f"  queue-depth bins of port {OUT_PORT}: {bins}")
         print(f"  deepest queue on port {OUT_PORT} since the switch started: "
               f"{mod.deepest_queue([0] * len(bins), bins)} packets")
+        tls = sw.client_tls               # --tls: the shell presents the same certificate
+        ssl = (f" --ssl --cacert {tls.ca_cert} --cert {tls.cert} --private-key {tls.key}"
+               if tls is not None else "")
         print("\nthe same with p4runtime-shell (another terminal, while this switch runs):\n"
               f"  .venv/bin/python -m p4runtime_sh --grpc-addr {sw.grpc_addr} --device-id 0 "
-              "--election-id 0,2\n"
+              f"--election-id 0,2{ssl}\n"
               "  P4Runtime sh >>> ce = CounterEntry('FabricIngress.telemetry.rx'); ce.index = 1\n"
               "  P4Runtime sh >>> for c in ce.read(): print(c.data.packet_count)\n"
               "  P4Runtime sh >>> h = CounterEntry('FabricEgress.telemetry.qdepth_hist'); "

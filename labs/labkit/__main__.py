@@ -1,10 +1,13 @@
 """Command line of the labs (what each lab's ``make`` targets call).
 
     python -m labs.labkit list
-    python -m labs.labkit run   LAB [--solution] [--target p4sim|bmv2]
-    python -m labs.labkit check LAB [--solution] [--target p4sim|bmv2]
+    python -m labs.labkit run   LAB [--solution] [--target p4sim|bmv2] [--tls]
+    python -m labs.labkit check LAB [--solution] [--target p4sim|bmv2] [--tls]
 
 ``LAB`` is a lab folder or its name/number (``01``). ``--solution`` uses ``LAB/solution``.
+``--tls`` (or ``LAB_TLS=1`` in the environment, e.g. ``make check LAB_TLS=1``) runs the
+lab's switch and its P4Runtime client over TLS with client certificates
+(:mod:`labs.labkit.switch`); plaintext by default.
 Exit status: ``check`` 0 when every check passed, 1 otherwise (a P4 compile error in the
 student's file is a failed check, shown as ``file:line:col: error: …``, and so is a
 student's Python file that does not load, shown as ``file:line: SyntaxError: …``); 2 when
@@ -13,6 +16,7 @@ the lab could not be set up (not root, a tool missing). ``run`` exits 1 on eithe
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
@@ -21,6 +25,7 @@ from labs.labkit.build import LabCompileError, LabError
 from labs.labkit.plugin import find_labs, load_lab, resolve_lab
 from labs.labkit.report import Report
 from labs.labkit.student import LOAD_HINT, StudentCodeError
+from labs.labkit.switch import TLS_ENV, tls_by_default
 
 COMPILE_HINT = ("your P4 program does not compile: the compiler names the file, line and "
                 "column above. Look at the TODO near that line, fix it, then run "
@@ -36,6 +41,9 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("lab", help="lab folder or number (01)")
         p.add_argument("--solution", action="store_true", help="use the lab's solution/")
         p.add_argument("--target", choices=("p4sim", "bmv2"), default="p4sim")
+        p.add_argument("--tls", action="store_true",
+                       help="P4Runtime over TLS with client certificates (default: plaintext; "
+                            f"${TLS_ENV}=1)")
     return ap
 
 
@@ -60,13 +68,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             for lab_dir in find_labs():
                 print(f"{lab_dir.name:28s} {load_lab(lab_dir).TITLE}")
             return 0
+        if args.tls:
+            os.environ[TLS_ENV] = "1"      # every LabSwitch of this lab (labkit.switch)
         lab_dir = resolve_lab(args.lab)
         plugin = load_lab(lab_dir)
         files_dir = lab_dir / "solution" if args.solution else lab_dir
         which = "solution" if args.solution else "your files"
         print(f"lab {lab_dir.name}: {plugin.TITLE} ({which}: "
               f"{', '.join(str(Path(files_dir.name) / f) for f in plugin.FILES)}; "
-              f"target {args.target})", flush=True)
+              f"target {args.target}"
+              f"{', P4Runtime over TLS' if tls_by_default() else ''})", flush=True)
         if args.command == "run":
             try:
                 return int(plugin.run(files_dir, args.target))

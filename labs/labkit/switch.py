@@ -12,6 +12,15 @@ Logs go under ``build/labs/<lab>/``: ``<switch>.log`` (packet trace, also linked
 ``switch.log``), ``<switch>-p4runtime-requests.txt`` (p4sim), ``<switch>.out`` and
 ``pcaps/``.
 
+P4Runtime is in plaintext by default: a lab is one switch on localhost, started and
+stopped by the checker itself. ``tls=True`` (or ``LAB_TLS=1`` in the environment, which
+``python -m labs.labkit check --tls`` sets) runs it over TLS with client certificates as
+the testbed does: a throw-away CA in ``build/labs/<lab>/pki/`` (:class:`testbed.pki.
+FabricPki`, keys 0600, deleted on exit) with a certificate for the switch and one for the
+controller; the switch gets the five options of :func:`testbed.tls.switch_tls_options`
+(the same on both targets) and the connection presents the controller's certificate and
+accepts only the switch's own (:attr:`LabSwitch.client_tls`).
+
 Example::
 
     >>> with LabSwitch(Path("labs/01-ecmp-hashing/ecmp.p4"), lab="01-ecmp-hashing",
@@ -24,34 +33,53 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Optional, Sequence
 
 from controller.p4rt import P4InfoHelper, SwitchConnection
+from controller.p4rt.tls import ClientTls
 from labs.labkit.build import REPO, LabError, compile_program
 from labs.labkit.netdev import VethSet
 from testbed.control import SwitchControl, open_control
 from testbed.targets import TargetError, check_binary
 from testbed.net import SwitchDaemon, switch_launch
+from testbed.pki import FabricPki
 from testbed.ports import free_port
 
 READY_TIMEOUT_S = 90.0
 DEVICE_ID = 0
 BUILD_LABS = REPO / "build" / "labs"
+TLS_ENV = "LAB_TLS"
+"""Set to 1 in the environment: every :class:`LabSwitch` without ``tls=`` uses TLS."""
+CONTROLLER = "controller"
+"""The party name of the lab controller's certificate."""
 _instances = itertools.count()
+
+
+def tls_by_default() -> bool:
+    """Whether a :class:`LabSwitch` without ``tls=`` runs P4Runtime over TLS
+    (``LAB_TLS=1``; default: plaintext).
+
+    >>> isinstance(tls_by_default(), bool)
+    True
+    """
+    return os.environ.get(TLS_ENV, "") not in ("", "0")
 
 
 class LabSwitch:
     """A lab's switch (context manager). ``ports`` are the switch ports to create.
 
     ``p4sim_args`` are extra flags for p4sim only (e.g. ``["--pfc-passthrough"]``); queue
-    control on either target is :meth:`control`.
+    control on either target is :meth:`control`. ``tls``: P4Runtime over TLS with client
+    certificates (None: :func:`tls_by_default`).
     """
 
     def __init__(self, program: Path, *, lab: str, ports: Sequence[int], target: str = "p4sim",
                  include_dirs: Sequence[Path] = (), p4sim_args: Sequence[str] = (),
-                 log_level: str = "info", pcap: bool = True) -> None:
+                 log_level: str = "info", pcap: bool = True,
+                 tls: Optional[bool] = None) -> None:
         if target not in ("p4sim", "bmv2"):
             raise LabError(f"unknown target {target!r} (p4sim or bmv2)")
         self.program, self.lab, self.target = Path(program), lab, target
@@ -65,6 +93,10 @@ class LabSwitch:
         self.daemon: Optional[SwitchDaemon] = None
         self._connection: Optional[SwitchConnection] = None
         self.grpc_addr = ""
+        self.tls = tls_by_default() if tls is None else tls
+        self.pki_dir = self.out_dir / "pki"
+        self.client_tls: Optional[ClientTls] = None
+        """The controller's credentials while running with TLS (None in plaintext)."""
 
     # ---------------------------------------------------------------- properties
     @property
@@ -121,11 +153,18 @@ class LabSwitch:
         self.grpc_addr = f"127.0.0.1:{grpc_port}"
         thrift_port = free_port(avoid={grpc_port}) if self.target == "bmv2" else None
         extra = [*self.p4sim_args, "--control-port", "0"]
+        switch_tls = None
+        if self.tls:
+            pki = FabricPki.create(self.pki_dir, [self.name, CONTROLLER])
+            self.pki_dir.chmod(0o700)
+            switch_tls = pki.files(self.name)
+            mine = pki.files(CONTROLLER)
+            self.client_tls = ClientTls(mine.ca_cert, mine.cert, mine.key).for_server(self.name)
         launch = switch_launch(self.target, name=self.name, device_id=DEVICE_ID,
                                grpc_addr=self.grpc_addr, ports=self.ports, log_dir=self.out_dir,
                                pcap_dir=self.out_dir / "pcaps" if self.pcap else None,
                                log_level=self.log_level, binary=binary,
-                               thrift_port=thrift_port, extra=extra)
+                               thrift_port=thrift_port, extra=extra, tls=switch_tls)
         if self.pcap:
             (self.out_dir / "pcaps").mkdir(parents=True, exist_ok=True)
         self.daemon = SwitchDaemon.of(launch)
@@ -138,7 +177,7 @@ class LabSwitch:
         except Exception as exc:
             raise LabError(str(exc)) from None
         self._connection = SwitchConnection(self.grpc_addr, device_id=DEVICE_ID,
-                                            election_id=(0, 1))
+                                            election_id=(0, 1), tls=self.client_tls)
         self._connection.push_pipeline(compiled.p4info, compiled.config)
 
     def stop(self) -> None:
@@ -149,6 +188,9 @@ class LabSwitch:
         if self.daemon is not None:
             self.daemon.stop()
         self.veths.delete()
+        if self.client_tls is not None:
+            shutil.rmtree(self.pki_dir, ignore_errors=True)
+            self.client_tls = None
 
     def __enter__(self) -> "LabSwitch":
         try:
@@ -183,5 +225,6 @@ class LabSwitch:
 
     def banner(self) -> str:
         """Where things are, for the student."""
-        return (f"switch {self.name} ({self.target}) up: grpc {self.grpc_addr}, ports "
-                f"{', '.join(map(str, self.ports))}; logs in {self.out_dir.relative_to(REPO)}/")
+        channel = "P4Runtime over TLS" if self.client_tls is not None else "plaintext"
+        return (f"switch {self.name} ({self.target}) up: grpc {self.grpc_addr} ({channel}), "
+                f"ports {', '.join(map(str, self.ports))}; logs in {self.out_dir.relative_to(REPO)}/")

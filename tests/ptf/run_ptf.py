@@ -13,17 +13,27 @@ Steps, each undone on the way out (also on failure or Ctrl-C):
    the fabric maps DSCP to 8 priorities; p4sim also with ``--pfc-passthrough`` so that
    received PFC frames reach the P4 parser as on BMv2, and ``--control-port 0`` for its
    queue control API; BMv2 with a free ``--thrift-port`` for its Thrift runtime);
-   readiness: the gRPC port (and p4sim's ready line, BMv2's Thrift port);
+   readiness: the gRPC port (and p4sim's ready line, BMv2's Thrift port).
+   P4Runtime runs over TLS with client certificates by default, as on the testbed
+   (testbed/README.md, "TLS"): a throw-away CA in ``<build>/ptf/pki/`` (:class:`testbed.pki.
+   FabricPki`: ``ca.pem``, ``switch.pem``/``.key``, ``controller.pem``/``.key``, keys 0600,
+   deleted at the end of the run) and the switch started with the five options of
+   :func:`testbed.tls.switch_tls_options` (the same on both targets); ``--insecure`` (or
+   ``INSECURE=1`` in the environment, e.g. ``make ptf INSECURE=1``): no PKI, plaintext;
 4. run ``ptf --test-dir tests/ptf/fabric --interface N@pt<pid>hN …`` with test params
    ``grpc_addr``, ``device_id``, ``p4info``, ``config``, ``target``, ``control_addr``
-   (p4sim), ``thrift_port`` (BMv2) — the tests control queues through
-   :func:`testbed.control.open_control` on either target;
-5. stop the switch by its PID and delete the veths this run created (by recorded name).
+   (p4sim), ``thrift_port`` (BMv2), and with TLS ``tls_ca``, ``tls_cert``, ``tls_key``,
+   ``tls_server_name`` (the tests' P4Runtime client connects with the controller's
+   certificate and accepts only the switch's own: :class:`controller.p4rt.tls.ClientTls`)
+   — the tests control queues through :func:`testbed.control.open_control` on either
+   target;
+5. stop the switch by its PID, delete the veths this run created (by recorded name) and
+   the PKI.
 
 Usage::
 
     python tests/ptf/run_ptf.py [--target p4sim|bmv2] [--p4c P4C]
-        [--simple-switch-grpc BIN] [--build-dir build] [--keep-logs] [TEST ...]
+        [--simple-switch-grpc BIN] [--build-dir build] [--insecure] [TEST ...]
 
 Exit status: PTF's (0 = every test passed), 1 also when a test was skipped (every test runs
 on both targets), 2 when the set-up failed.
@@ -38,7 +48,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
+
+if TYPE_CHECKING:  # the testbed's PKI, imported when a run makes one
+    from testbed.pki import FabricPki, TlsFiles
 
 REPO = Path(__file__).resolve().parents[2]
 PROGRAM = REPO / "p4src" / "fabric.p4"
@@ -46,6 +59,10 @@ TEST_DIR = Path(__file__).resolve().parent / "fabric"
 PORTS = tuple(range(1, 9))
 DEVICE_ID = 0
 READY_TIMEOUT_S = 120.0
+SWITCH_NAME = "switch"
+"""The switch's name: its log files and the name its TLS certificate carries."""
+CONTROLLER = "controller"
+"""The party name of the tests' P4Runtime client certificate."""
 
 
 class SetupError(RuntimeError):
@@ -75,6 +92,37 @@ def compile_program(target: str, build: Path, p4c: str) -> tuple[Path, Path]:
         raise SetupError(f"compile failed ({' '.join(cmd)}):\n{res.stderr.decode()}"
                          f"{res.stdout.decode()}")
     return p4info, config
+
+
+# --------------------------------------------------------------------------------- tls
+def make_pki(root: Path) -> "FabricPki":
+    """A throw-away CA under ``root`` (replacing any; the directory 0700, keys 0600) with
+    certificates for the switch and the tests' client.
+
+    >>> import tempfile
+    >>> pki = make_pki(Path(tempfile.mkdtemp()) / "pki")
+    >>> sorted(tls_test_params(pki))
+    ['tls_ca', 'tls_cert', 'tls_key', 'tls_server_name']
+    >>> oct(pki.files(SWITCH_NAME).key.stat().st_mode & 0o777)
+    '0o600'
+    """
+    from testbed.pki import FabricPki  # noqa: PLC0415
+    pki = FabricPki.create(root, [SWITCH_NAME, CONTROLLER])
+    root.chmod(0o700)
+    return pki
+
+
+def tls_test_params(pki: Optional["FabricPki"]) -> dict[str, str]:
+    """The PTF test params of the client's credentials (empty values: plaintext).
+
+    >>> tls_test_params(None)["tls_ca"]
+    ''
+    """
+    if pki is None:
+        return {"tls_ca": "", "tls_cert": "", "tls_key": "", "tls_server_name": ""}
+    files = pki.files(CONTROLLER)
+    return {"tls_ca": str(files.ca_cert), "tls_cert": str(files.cert),
+            "tls_key": str(files.key), "tls_server_name": SWITCH_NAME}
 
 
 # ------------------------------------------------------------------------------- veths
@@ -125,7 +173,7 @@ class Switch:
     parser, as they always do on BMv2) and ``--control-port 0`` (its queue control API)."""
 
     def __init__(self, target: str, veths: Veths, logdir: Path, ssg: str,
-                 log_level: str = "info") -> None:
+                 log_level: str = "info", tls: Optional["TlsFiles"] = None) -> None:
         from testbed.targets import SwitchLaunch, TargetError, check_binary  # noqa: PLC0415
         from testbed.net import SwitchDaemon  # noqa: PLC0415
         from testbed.ports import free_port  # noqa: PLC0415
@@ -135,12 +183,12 @@ class Switch:
         self.grpc_addr = f"127.0.0.1:{grpc_port}"
         try:
             launch = SwitchLaunch(
-                target, "switch", device_id=DEVICE_ID, grpc_addr=self.grpc_addr,
+                target, SWITCH_NAME, device_id=DEVICE_ID, grpc_addr=self.grpc_addr,
                 interfaces={p: veths.switch_side(p) for p in PORTS}, log_dir=logdir,
                 pcap_dir=None, log_level=log_level,
                 binary=check_binary(target, ssg if target == "bmv2" else None),
                 thrift_port=free_port(avoid={grpc_port}) if target == "bmv2" else None,
-                p4sim_flags=("--pfc-passthrough", "--control-port", "0"))
+                p4sim_flags=("--pfc-passthrough", "--control-port", "0"), tls=tls)
         except TargetError as exc:
             raise SetupError(str(exc)) from None
         self.daemon = SwitchDaemon.of(launch)
@@ -192,6 +240,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "info"),
                     help="the switch's log level (trace: BMv2's and p4sim's per-packet trace "
                          "in build/ptf/switch.log; $LOG_LEVEL)")
+    ap.add_argument("--insecure", action="store_true",
+                    default=os.environ.get("INSECURE", "") not in ("", "0"),
+                    help="P4Runtime in plaintext (default: TLS with client certificates, "
+                         "a throw-away PKI in BUILD/ptf/pki; $INSECURE=1)")
     ap.add_argument("tests", nargs="*", help="PTF test names (default: all)")
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
@@ -202,22 +254,28 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     logdir.mkdir(parents=True, exist_ok=True)
     veths = Veths(logdir / "veths.txt")
     switch: Optional[Switch] = None
+    pki_dir = logdir / "pki"
+    pki: Optional["FabricPki"] = None
     try:
         if args.target == "bmv2" and shutil.which(args.p4c) is None:
             raise SetupError(f"{args.p4c} not found (set P4C=…)")
         p4info, config = compile_program(args.target, build, args.p4c)
         veths.create(PORTS)
-        switch = Switch(args.target, veths, logdir, args.simple_switch_grpc, args.log_level)
+        pki = None if args.insecure else make_pki(pki_dir)
+        switch = Switch(args.target, veths, logdir, args.simple_switch_grpc, args.log_level,
+                        tls=pki.files(SWITCH_NAME) if pki is not None else None)
         switch.wait_ready()
         params = {"grpc_addr": switch.grpc_addr, "device_id": str(DEVICE_ID),
                   "p4info": str(p4info), "config": str(config), "target": args.target,
                   "control_addr": switch.control_addr, "cpu_port": str(switch.cpu_port),
-                  "thrift_port": str(switch.thrift_port or "")}
+                  "thrift_port": str(switch.thrift_port or ""), **tls_test_params(pki)}
         cmd = ptf_command(veths, params, logdir, args.tests)
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             [str(REPO), str(TEST_DIR), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
-        print(f"run_ptf: {args.target} switch at {switch.grpc_addr}; logs in {logdir}",
-              flush=True)
+        channel = "in plaintext (--insecure)" if pki is None else \
+            f"over TLS with client certificates, PKI in {pki_dir}"
+        print(f"run_ptf: {args.target} switch at {switch.grpc_addr}, P4Runtime {channel}; "
+              f"logs in {logdir}", flush=True)
         res = subprocess.run(cmd, cwd=REPO, env=env, timeout=900, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
         print(res.stdout, end="", flush=True)
@@ -234,6 +292,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if switch is not None:
             switch.stop()
         veths.delete()
+        if pki is not None:
+            shutil.rmtree(pki.root, ignore_errors=True)
 
 
 if __name__ == "__main__":

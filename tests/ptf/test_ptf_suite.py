@@ -1,7 +1,8 @@
 """The fabric PTF suite (``tests/ptf/fabric``) on p4sim as one pytest test, through
 ``tests/ptf/run_ptf.py`` (what ``make ptf`` runs). Needs root, iproute2 and
 ``p4src/fabric.p4``; skipped with the reason otherwise. TARGET=bmv2 in the environment
-runs it on BMv2 instead (P4C / SIMPLE_SWITCH_GRPC name the tools)."""
+runs it on BMv2 instead (P4C / SIMPLE_SWITCH_GRPC name the tools). P4Runtime runs over
+TLS with client certificates (the harness's default; tests/ptf/README.md)."""
 from __future__ import annotations
 
 import os
@@ -27,3 +28,4 @@ def test_fabric_ptf_suite(tmp_path: Path) -> None:
                          cwd=REPO, capture_output=True, timeout=600)
     out = res.stdout.decode(errors="replace") + res.stderr.decode(errors="replace")
     assert res.returncode == 0, out[-6000:]
+    assert "P4Runtime over TLS with client certificates" in out, out[:2000]   # the default

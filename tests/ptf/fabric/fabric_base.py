@@ -17,6 +17,7 @@ Example (inside a test)::
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Optional
 
 import ptf
@@ -27,6 +28,7 @@ from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 
 from controller.p4rt import SwitchConnection, clone_session
+from controller.p4rt.tls import ClientTls
 
 CPU_PORT = 255
 HOST_PORTS = (1, 2)
@@ -68,6 +70,18 @@ def param(name: str, default: Optional[str] = None) -> str:
     if value is None:
         raise RuntimeError(f"test parameter {name} missing (run through tests/ptf/run_ptf.py)")
     return str(value)
+
+
+def client_tls() -> Optional[ClientTls]:
+    """The P4Runtime client's TLS credentials from the test params (``tls_ca``,
+    ``tls_cert``, ``tls_key``: the controller's certificate; ``tls_server_name``: the name
+    the switch's certificate must carry), None when the run is in plaintext (``run_ptf.py
+    --insecure``)."""
+    ca = param("tls_ca", "")
+    if not ca:
+        return None
+    return ClientTls(Path(ca), Path(param("tls_cert")), Path(param("tls_key"))).for_server(
+        param("tls_server_name"))
 
 
 def udp_packet(src: str, dst: str, sport: int = 49152, dport: int = 4791, ttl: int = 64,
@@ -114,7 +128,7 @@ class FabricTest(BaseTest):
         self.control_addr = param("control_addr", "")
         self.thrift_port = param("thrift_port", "")
         self.sw = SwitchConnection(param("grpc_addr"), device_id=int(param("device_id", "0")),
-                                   election_id=(0, 1), timeout_s=30)
+                                   election_id=(0, 1), timeout_s=30, tls=client_tls())
         self.sw.push_pipeline(param("p4info"), param("config"))
         if self.target == "bmv2":
             # a fresh pipeline per test: BMv2 keeps its replication engine's replicas
