@@ -36,6 +36,7 @@ import grpc
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from bench.results import BenchConfig, Benchmark, Figure
+from testbed.process import stop_process
 
 REPO = Path(__file__).resolve().parents[1]
 CONNECTIONS = 40
@@ -61,15 +62,7 @@ def live_switch(target_options: Sequence[str]) -> Iterator[str]:
         try:
             yield _ready_addr(proc, err)
         finally:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(5)
-            assert proc.stdout is not None
-            proc.stdout.close()
+            stop_process(proc)
 
 
 def _ready_addr(proc: "subprocess.Popen[bytes]", err: "tempfile._TemporaryFileWrapper[bytes]") -> str:

@@ -43,6 +43,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure, median
+from testbed.process import stop_process
 
 REPO = Path(__file__).resolve().parents[1]
 PROGRAM = Path(__file__).resolve().parent / "programs" / "port_fwd.p4"
@@ -146,15 +147,7 @@ class SwitchProcess:
         """SIGTERM this PID (SIGKILL after 10 s); idempotent."""
         proc, self.proc = self.proc, None
         if proc is not None:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(5)
-            if proc.stdout is not None:
-                proc.stdout.close()
+            stop_process(proc)
         self._stderr.close()
 
 

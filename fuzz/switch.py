@@ -17,6 +17,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Optional, Sequence
 
+from testbed.process import stop_process
+
 REPO = Path(__file__).resolve().parents[1]
 FABRIC_P4 = REPO / "p4src" / "fabric.p4"
 READY_TIMEOUT_S = 60.0
@@ -103,15 +105,7 @@ class SwitchProcess:
 
     def stop(self, timeout_s: float = 10.0) -> int:
         """SIGTERM to this process, wait at most ``timeout_s``, then SIGKILL."""
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
+        stop_process(self.proc, timeout_s)
         if self._log is not None:
             self._log.close()
         self.returncode = self.proc.returncode

@@ -26,6 +26,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Optional, Sequence
 
+from testbed.process import stop_process  # noqa: F401 — re-exported for the tests' helpers
+
 REPO = Path(__file__).resolve().parents[1]
 READY_TIMEOUT_S = 60.0
 CONTROL_PREFIX = "p4sim switch control: "
@@ -48,21 +50,6 @@ def read_line(proc: subprocess.Popen, deadline: float) -> str:
         if proc.poll() is not None:
             break
     raise AssertionError(f"the switch did not report ready (exit status {proc.poll()})")
-
-
-def stop_process(proc: "subprocess.Popen[bytes]", timeout_s: float = 10.0) -> int:
-    """SIGTERM to the process this test started, wait at most ``timeout_s``, then
-    SIGKILL; closes its stdout pipe; returns the exit status."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-    if proc.stdout is not None:
-        proc.stdout.close()
-    return proc.returncode
 
 
 class SwitchProcess:

@@ -1,0 +1,33 @@
+"""Stopping a child process this code started: SIGTERM, a bounded wait, then SIGKILL —
+by the process object it holds, never by name (the machine is shared). Used by the
+testbed's switch daemons, the fuzzing and benchmark switches, and the tests' helpers.
+
+>>> import subprocess, sys
+>>> proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+>>> stop_process(proc, timeout_s=5.0) != 0
+True
+>>> stop_process(proc)                  # already stopped: its status again
+-15
+"""
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+
+def stop_process(proc: "subprocess.Popen[Any]", timeout_s: float = 10.0) -> int:
+    """SIGTERM ``proc``, wait at most ``timeout_s``, then SIGKILL (and wait 5 s more);
+    closes its stdout pipe; returns its exit status (negative: the signal that ended it)."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+    if proc.stdout is not None:
+        proc.stdout.close()
+    return proc.returncode
+
+
+__all__ = ["stop_process"]
