@@ -12,7 +12,8 @@ reached or refuses a write (the message names the switch), 2 on bad arguments.
 live table of links, alarms and moves (:mod:`controller.gor.status`).
 
 ``python -m controller run --fabric F --p4info P --config C [--no-push | --attach]
-[--metrics-port N] [--registry-bind ADDR] [--secret-file FILE]`` programs the fabric (or
+[--metrics-port N] [--registry-bind ADDR] [--agent-tls-dir DIR | --secret-file FILE]
+[--p4rt-ca-cert CA --p4rt-cert CERT --p4rt-key KEY]`` programs the fabric (or
 attaches to it), enables the ``flow_sample_t`` digest, starts the flow registry, the
 telemetry poller, one digest reader thread per switch and GOR's loop
 (:mod:`controller.gor.loop`) until SIGINT/SIGTERM.
