@@ -10,8 +10,6 @@ stopped by PID (``tests/procs.py``).
 from __future__ import annotations
 
 import struct
-import subprocess
-import sys
 from pathlib import Path
 from typing import Iterator
 
@@ -23,21 +21,9 @@ from controller.p4rt import (NotPrimaryError, P4InfoHelper, P4InfoLookupError,
 from controller.p4rt.codec import decode
 from procs import SwitchProcess
 
-HERE = Path(__file__).parent
-REPO = HERE.parents[1]
-PROGRAM = HERE / "probe.p4"
 PROBE = struct.Struct("!BIHB4BI")
 PROBE_NAMES = ("key8", "addr", "port", "want_digest", "r_exact", "r_lpm", "r_ternary",
                "r_range", "r_register")
-
-
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    out = tmp_path_factory.mktemp("probe")
-    p4info, config = out / "probe.p4info.txtpb", out / "probe.json"
-    subprocess.run([sys.executable, "-m", "p4sim", "compile", str(PROGRAM), "--p4info",
-                    str(p4info), "--config", str(config)], cwd=REPO, check=True, timeout=120)
-    return p4info, config
 
 
 @pytest.fixture(scope="module")
@@ -50,9 +36,9 @@ def switch() -> Iterator[SwitchProcess]:
 
 
 @pytest.fixture(scope="module")
-def conn(switch: SwitchProcess, compiled: tuple[Path, Path]) -> Iterator[SwitchConnection]:
+def conn(switch: SwitchProcess, probe_compiled: tuple[Path, Path]) -> Iterator[SwitchConnection]:
     c = SwitchConnection(switch.grpc_addr, device_id=3, election_id=(0, 100))
-    c.push_pipeline(*compiled)
+    c.push_pipeline(*probe_compiled)
     try:
         yield c
     finally:
@@ -60,12 +46,12 @@ def conn(switch: SwitchProcess, compiled: tuple[Path, Path]) -> Iterator[SwitchC
 
 
 @pytest.fixture(scope="module")
-def conn_extras(compiled: tuple[Path, Path]) -> Iterator[SwitchConnection]:
+def conn_extras(probe_compiled: tuple[Path, Path]) -> Iterator[SwitchConnection]:
     """A switch with ``--p4runtime-extras``: register reads and writes (BMv2 has none)."""
     sw = SwitchProcess.no_p4(device_id=4, extra=["--p4runtime-extras"])
     c = SwitchConnection(sw.grpc_addr, device_id=4, election_id=(0, 100))
     try:
-        c.push_pipeline(*compiled)
+        c.push_pipeline(*probe_compiled)
         yield c
     finally:
         c.close()
@@ -93,8 +79,8 @@ def probe(c: SwitchConnection, **fields: int) -> dict[str, int]:
     return dict(zip(PROBE_NAMES, PROBE.unpack(pin.payload)))
 
 
-def test_p4info_lookups(compiled: tuple[Path, Path]) -> None:
-    info = P4InfoHelper.from_file(compiled[0])
+def test_p4info_lookups(probe_compiled: tuple[Path, Path]) -> None:
+    info = P4InfoHelper.from_file(probe_compiled[0])
     assert info.table_id("PIngress.t_lpm") == info.table_id("t_lpm")
     assert info.match_field("t_lpm", "hdr.probe.addr").bitwidth == 32
     assert info.action_param("PIngress.set_exact", "v").bitwidth == 8
@@ -187,11 +173,11 @@ def test_second_controller_with_lower_election_is_not_primary(
     assert conn.is_primary
 
 
-def test_two_switches_in_one_process(compiled: tuple[Path, Path], conn: SwitchConnection) -> None:
+def test_two_switches_in_one_process(probe_compiled: tuple[Path, Path], conn: SwitchConnection) -> None:
     other = SwitchProcess.no_p4(device_id=9)
     try:
         with SwitchConnection(other.grpc_addr, device_id=9) as c2:
-            c2.push_pipeline(*compiled)
+            c2.push_pipeline(*probe_compiled)
             c2.insert(c2.table_entry("PIngress.t_exact", {"hdr.probe.key8": 1}, "set_exact",
                                      {"v": 42}))
             assert probe(c2, key8=1)["r_exact"] == 42
@@ -200,16 +186,16 @@ def test_two_switches_in_one_process(compiled: tuple[Path, Path], conn: SwitchCo
         other.stop()
 
 
-def test_push_pipeline_keeps_its_own_p4info(compiled: tuple[Path, Path], conn: SwitchConnection) -> None:
+def test_push_pipeline_keeps_its_own_p4info(probe_compiled: tuple[Path, Path], conn: SwitchConnection) -> None:
     # One P4Info message pushed to many switches from many threads: each connection must
     # keep its own copy (pure-Python protobuf mutates a message when an unset
     # sub-message is read, which broke a concurrent CopyFrom: "dictionary changed size").
-    shared = load_p4info(compiled[0])
+    shared = load_p4info(probe_compiled[0])
     before = shared.SerializeToString()
     other = SwitchProcess.no_p4(device_id=11)
     try:
         with SwitchConnection(other.grpc_addr, device_id=11) as c2:
-            c2.push_pipeline(shared, compiled[1])
+            c2.push_pipeline(shared, probe_compiled[1])
             assert c2.p4info is not None and c2.p4info.p4info is not shared
             assert c2.p4info.p4info == shared
             assert shared.SerializeToString() == before

@@ -23,7 +23,6 @@ from controller.p4rt import tls as p4rt_tls
 from procs import REPO, SwitchProcess
 from testbed.pki import FabricPki
 
-PROGRAM = Path(__file__).parent / "probe.p4"
 DEVICE_ID = 5
 REFUSED_TIMEOUT_S = 3.0
 
@@ -45,25 +44,16 @@ def switch(pki: FabricPki) -> Iterator[SwitchProcess]:
         sw.stop()
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    out = tmp_path_factory.mktemp("probe")
-    p4info, config = out / "probe.p4info.txtpb", out / "probe.json"
-    subprocess.run([sys.executable, "-m", "p4sim", "compile", str(PROGRAM), "--p4info",
-                    str(p4info), "--config", str(config)], cwd=REPO, check=True, timeout=120)
-    return p4info, config
-
-
 def controller_tls(pki: FabricPki) -> ClientTls:
     f = pki.files("controller")
     return ClientTls(f.ca_cert, f.cert, f.key)
 
 
-def test_tls_connection_pushes_writes_and_reads(switch, pki, compiled) -> None:
+def test_tls_connection_pushes_writes_and_reads(switch, pki, probe_compiled) -> None:
     with SwitchConnection(switch.grpc_addr, device_id=DEVICE_ID, election_id=(0, 9),
                           tls=controller_tls(pki).for_server("b0r0l0")) as sw:
         assert sw.is_primary
-        sw.push_pipeline(*compiled)
+        sw.push_pipeline(*probe_compiled)
         entry = sw.table_entry("PIngress.t_exact", {"hdr.probe.key8": 7}, "PIngress.set_exact",
                                {"v": 3})
         sw.insert(entry)
