@@ -17,6 +17,18 @@ Figures:
   kernel timed, the DP all-reduce and pipeline transfers simulated on the fabric, the
   6,144 pipeline passes scheduled (imports excluded); median of ``config.runs``. Checked:
   1,024 GPUs, a finite iteration, per-GPU TFLOP/s below the A100's peak. Goal: under 1 s.
+* ``sim.allreduce_512k_s`` — wall seconds of one hierarchical DP AllReduce (16 GiB per
+  GPU) on all 524,288 GPUs of ``sim/clusters/cluster512k.yaml`` (8 pods of pod64k joined
+  by the core) under ``tccl``: the in-pod ring step (524,288 flows, 8 channels, TCCL
+  ports, routed, simulated), TCCL's colouring of the 524,288 flows between pods, their
+  routes over leaf → spine → core → spine → leaf and the step, and the time model. The
+  cluster is numbered before the clock starts (as for ``sim.allreduce_64k_s``; the
+  build is printed); median of ``config.runs``. Checked: every GPU, three phases, the
+  step between pods with one flow per GPU, a finite time. Goal: under 10 s.
+* ``sim.sweep_points_per_s`` — points per second of ``python -m sim sweep
+  sim/sweeps/gpt3-175b.yaml`` (18 predictions of GPT-3 175B: 3 splits × 2 policies × 3
+  scales) on the local process pool (2 workers), outputs not written. Checked: 18 rows,
+  feasible ones with a finite iteration time.
 * ``sim.prediction_error_pct`` — mean absolute error of the calibrated prediction against
   the testbed measurements in ``sim/calibration/default-fabric.json``; only when that
   recorded file exists (the test fixture is never used here).
@@ -52,6 +64,8 @@ POD64K = REPO / "topo" / "specs" / "pod64k.yaml"
 RECORDED = REPO / "sim" / "calibration" / "default-fabric.json"
 GPT175B_JOB = REPO / "sim" / "jobs" / "gpt3-175b-1024.yaml"
 TOPOLOGY = REPO / "build" / "topology.json"       # the recording's fabric section names it
+CLUSTER512K = REPO / "sim" / "clusters" / "cluster512k.yaml"
+SWEEP_GRID = REPO / "sim" / "sweeps" / "gpt3-175b.yaml"
 
 
 def bench_allreduce_64k(config: BenchConfig) -> dict[str, Figure]:
@@ -93,6 +107,39 @@ def bench_predict_gpt175b(config: BenchConfig) -> dict[str, Figure]:
     return {"sim.predict_s.gpt175b_1024": Figure(round(median(times), 3), "s")}
 
 
+def bench_allreduce_512k(config: BenchConfig) -> dict[str, Figure]:
+    """``sim.allreduce_512k_s``: the hierarchical AllReduce on the 512K-GPU cluster, TCCL."""
+    from sim.cluster.allreduce import cluster_allreduce  # noqa: PLC0415
+    from sim.cluster.fabric import SimCluster  # noqa: PLC0415
+    from sim.cluster.spec import load_cluster  # noqa: PLC0415
+
+    t0 = time.perf_counter()
+    sc = SimCluster.build(load_cluster(CLUSTER512K))
+    print(f"bench sim: cluster512k numbered in {time.perf_counter() - t0:.2f} s ({sc.num_links:,} links)")
+    times = []
+    for _ in range(max(config.runs, 1)):
+        t0 = time.perf_counter()
+        r = cluster_allreduce(sc, 524288, 16 << 30, "tccl")
+        times.append(time.perf_counter() - t0)
+        if r.gpus != 524288 or len(r.phases) != 3 or r.phases[1].flows != 524288 or not np.isfinite(r.time_s):
+            raise BenchCheckError(f"sim 512K allreduce: {r.gpus} GPUs, {len(r.phases)} phases, time {r.time_s}")
+    print("\n".join(r.summary_lines()))
+    return {"sim.allreduce_512k_s": Figure(round(median(times), 2), "s")}
+
+
+def bench_sweep(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001
+    """``sim.sweep_points_per_s``: the GPT-3 175B grid on a local pool of 2 processes."""
+    from sim.sweep.grid import load_grid  # noqa: PLC0415
+    from sim.sweep.run import timed_run  # noqa: PLC0415
+
+    grid = load_grid(SWEEP_GRID)
+    rows, wall = timed_run(grid, workers=2)
+    ok = [r for r in rows if r["status"] == "ok"]
+    if len(rows) != 18 or not ok or not all(np.isfinite(r["iteration_s"]) for r in ok):
+        raise BenchCheckError(f"sim sweep {SWEEP_GRID.name}: {len(rows)} rows, {len(ok)} feasible")
+    return {"sim.sweep_points_per_s": Figure(round(len(rows) / wall, 2), "points/s")}
+
+
 def ensure_topology() -> Path:
     """``build/topology.json``, the default fabric the recording was measured on, written
     when a clean checkout has none yet (what ``python -m topo build`` writes)."""
@@ -125,4 +172,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("slowdown_8k", "sim", bench_slowdown_8k),
     Benchmark("prediction_error", "sim", bench_prediction_error),
     Benchmark("predict_gpt175b", "sim", bench_predict_gpt175b),
+    Benchmark("allreduce_512k", "sim", bench_allreduce_512k),
+    Benchmark("sweep", "sim", bench_sweep),
 )

@@ -1,4 +1,4 @@
-"""Command line of the simulator: ``python -m sim run|study|calibrate|measure|predict|calibrate-ops``.
+"""Command line of the simulator: ``python -m sim run|study|calibrate|measure|predict|calibrate-ops|allreduce|sweep``.
 
 ::
 
@@ -8,6 +8,8 @@
     python -m sim measure --out FILE.json                          # on a RUNNING testbed (root)
     python -m sim predict sim/jobs/gpt3-175b-1024.yaml [--out DIR]  # one training iteration
     python -m sim calibrate-ops kernels.csv|trace.json --gpu H800  # fit the kernel model
+    python -m sim allreduce --cluster sim/clusters/cluster512k.yaml --gpus 524288 --bytes 16GiB
+    python -m sim sweep sim/sweeps/gpt3-small.yaml [--workers N | --address tcp://HOST:PORT]
 
 Exit status: 0 done, 1 some job flow undeliverable (failure scenario) or a measurement
 failed, 2 bad input (the message names the field).
@@ -53,6 +55,24 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--precision", default="bf16", help="bf16 | fp16 | fp8 (default bf16)")
     o.add_argument("--heldout-every", type=int, default=5, help="trace: hold out every N-th kernel (default 5)")
     o.add_argument("--write", type=Path, default=None, help="write the fitted kernels: section (YAML) here")
+    a = sub.add_parser("allreduce", help="a DP AllReduce over whole pods of a cluster (hierarchical, end to end)")
+    a.add_argument("--cluster", type=Path, default=Path("sim/clusters/cluster512k.yaml"),
+                   help="cluster file (default sim/clusters/cluster512k.yaml)")
+    a.add_argument("--gpus", type=int, default=None, help="GPUs of the job: whole pods (default every GPU)")
+    a.add_argument("--bytes", default="16GiB", help="buffer per GPU: 16GiB, 512MiB, 1e9 ... (default 16GiB)")
+    a.add_argument("--policy", default="tccl", help="random_ecmp | tccl | tccl_gor | ideal (default tccl)")
+    a.add_argument("--order", default="tccl", help="ring order inside a pod: tccl | rank (default tccl)")
+    a.add_argument("--channels", type=int, default=None, help="rings inside a pod (default one per rail)")
+    a.add_argument("--seed", type=int, default=1, help="random ECMP ports (default 1)")
+    a.add_argument("--gor-rounds", type=int, default=4, help="GOR rounds (tccl_gor; default 4)")
+    a.add_argument("--gor-top-n", type=int, default=100, help="GOR elephants per round (default 100)")
+    a.add_argument("--all-pods", action="store_true",
+                   help="simulate the in-pod steps of every pod (default: pod 0 stands for all)")
+    w = sub.add_parser("sweep", help="predict a job over parallelism x policies x scales x seeds")
+    w.add_argument("grid", type=Path)
+    w.add_argument("--workers", type=int, default=None, help="local processes (default: the cores)")
+    w.add_argument("--address", default=None, help="an existing Dask scheduler, tcp://HOST:PORT")
+    w.add_argument("--out", type=Path, default=None, help="run folder (default runs/sweep-<time>)")
     return ap
 
 
@@ -72,6 +92,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 0
         if args.cmd == "predict":
             return _predict(args.job, args.out)
+        if args.cmd == "allreduce":
+            return _allreduce(args)
+        if args.cmd == "sweep":
+            return _sweep(args.grid, args.workers, args.address, args.out)
         if args.cmd == "calibrate-ops":
             return _calibrate_ops(args.measurements, args.gpu, args.precision, args.heldout_every, args.write)
         if args.cmd == "calibrate":
@@ -134,6 +158,77 @@ def _predict(path: Path, out: Optional[Path]) -> int:
     d = out or REPO / "runs" / time.strftime("predict-%Y%m%d-%H%M%S")
     report, trace = write_outputs(r, d)
     print(f"sim: report {report}, trace {trace}")
+    return 0
+
+
+def parse_bytes(text: str) -> float:
+    """``"16GiB"`` → 17179869184.0; ``KiB/MiB/GiB/TiB``, ``KB/MB/GB/TB`` or a plain number.
+
+        >>> parse_bytes("512MiB"), parse_bytes("1e9")
+        (536870912.0, 1000000000.0)
+    """
+    units = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "KB": 1e3, "MB": 1e6, "GB": 1e9,
+             "TB": 1e12, "B": 1}
+    t = text.strip()
+    for u, f in units.items():
+        if t.endswith(u):
+            t, scale = t[:-len(u)], float(f)
+            break
+    else:
+        scale = 1.0
+    try:
+        value = float(t) * scale
+    except ValueError:
+        raise SimInputError(f"--bytes: {text!r}: a size such as 16GiB, 512MiB or 1e9") from None
+    if not value > 0:
+        raise SimInputError(f"--bytes: {text!r}: must be positive")
+    return value
+
+
+def _allreduce(args: argparse.Namespace) -> int:
+    import time  # noqa: PLC0415
+
+    from sim.cluster.allreduce import cluster_allreduce  # noqa: PLC0415
+    from sim.cluster.fabric import SimCluster  # noqa: PLC0415
+    from sim.cluster.spec import load_cluster  # noqa: PLC0415
+    from sim.policies import GorOptions  # noqa: PLC0415
+
+    size = parse_bytes(args.bytes)
+    if args.gor_rounds < 0 or args.gor_top_n < 1:
+        raise SimInputError("--gor-rounds must be >= 0 and --gor-top-n >= 1")
+    spec = load_cluster(args.cluster)
+    t0 = time.perf_counter()
+    sc = SimCluster.build(spec)
+    built = time.perf_counter() - t0
+    r = cluster_allreduce(sc, args.gpus if args.gpus is not None else spec.gpus, size, args.policy,
+                          args.channels, args.order, args.seed, GorOptions(args.gor_rounds, args.gor_top_n),
+                          all_pods=args.all_pods)
+    print("\n".join(r.summary_lines()))
+    print(f"sim: cluster {spec.name} built in {built:.2f} s ({spec.pods} pods, {spec.cores} core switches, "
+          f"{sc.num_links:,} links)")
+    return 0
+
+
+def _sweep(path: Path, workers: Optional[int], address: Optional[str], out: Optional[Path]) -> int:
+    import time  # noqa: PLC0415
+
+    from sim.report import REPO  # noqa: PLC0415
+    from sim.sweep.grid import load_grid  # noqa: PLC0415
+    from sim.sweep.report import best_per_scale, write_outputs  # noqa: PLC0415
+    from sim.sweep.run import timed_run  # noqa: PLC0415
+
+    grid = load_grid(path)
+    rows, wall = timed_run(grid, workers, address)
+    engine = f"Dask at {address}" if address else f"a local pool of {workers or 'all'} processes"
+    d = out or REPO / "runs" / time.strftime("sweep-%Y%m%d-%H%M%S")
+    files = write_outputs(rows, d, grid.name, wall, engine)
+    ok = sum(r["status"] == "ok" for r in rows)
+    print(f"sweep {grid.name}: {len(rows)} points ({ok} feasible) in {wall:.1f} s "
+          f"({len(rows) / wall:.1f} points/s) on {engine}")
+    for r in best_per_scale(rows):
+        print(f"  {r['gpus']:>6} GPUs: best {r['label']}: iteration {r['iteration_s']:.3f} s, "
+              f"{r['tflops_per_gpu']:.1f} TFLOP/s per GPU, MFU {r['mfu']:.1%}")
+    print("sim: " + ", ".join(str(f) for f in files))
     return 0
 
 

@@ -56,7 +56,7 @@ class GorOptions:
 class PhaseResult:
     """One phase under one policy: job flows' completion times, the step time (slowest
     job flow), switch hops per job flow, every link's utilisation by the job over the
-    step (job bytes / (capacity × step time)), what GOR did."""
+    step (job bytes / (capacity × step time)), what GOR did, the job flows' links."""
 
     policy: str
     phase: str
@@ -71,6 +71,7 @@ class PhaseResult:
     gor_overrides: int = 0
     gor_rejected: int = 0
     gor_path_mismatch: int = 0
+    links: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), np.int64))   # job flows' links
 
 
 def _ip(x: int) -> str:
@@ -106,6 +107,7 @@ def run_phase(sf: SimFabric, phase: Phase, policy: str, background: Optional[tup
         res.examples.append(f"{_ip(sf.nic_ip[src[i]])} -> {_ip(sf.nic_ip[dst[i]])}: {why}")
     out = simulate(FlowSet(links, size, np.zeros(len(size)), np.full(len(size), np.inf)), sf.capacity_Bps, skip=failed)
     res.fct_s = out.fct_s[:nj]
+    res.links = links[:nj]
     tiers = sf.tier[np.where(links[:nj] >= 0, links[:nj], 0)]
     hop_w = np.where(links[:nj] < 0, 0, np.where(tiers == TIER["nvlink"], 0, 1))
     res.hops = np.maximum(hop_w.sum(axis=1) - 1, 0)        # switches crossed = links - 1
