@@ -78,6 +78,7 @@ class MoveOrderState:
 class _HostState:
     agent_address: str = ""
     incarnation: str = ""
+    last_report_s: Optional[float] = None     # clock() of the agent's last registration
 
 
 class FlowRegistry:
@@ -162,6 +163,7 @@ class FlowRegistry:
                 raise RegistryError(grpc.StatusCode.INVALID_ARGUMENT, "duplicate flow ids")
             state = self._hosts.setdefault(host, _HostState())
             state.agent_address, state.incarnation = agent_address, incarnation
+            state.last_report_s = self._clock()
             new_ids = {f.flow_id for f in flows}
             replaced = {ag for fid, ag in self._agent_of.items() if self._owner.get(fid) == host
                         and ag[1] != incarnation and (ag[0] == agent_address or fid in new_ids)}
@@ -228,6 +230,19 @@ class FlowRegistry:
             now = self._clock()
             return [f.with_move_age(now - self._moved_at[fid] if fid in self._moved_at else None)
                     for fid, f in self._flows.items() if host is None or self._owner[fid] == host]
+
+    def agent_ages(self) -> dict[str, float]:
+        """Seconds since each host's agent last registered its flows (agents register
+        every second; monitoring names an agent silent for longer as dead).
+
+        >>> reg = FlowRegistry(b"secret", {"b0s0": ["10.0.0.1"]}, clock=lambda: 5.0)
+        >>> _ = reg.register("b0s0", "unix:/tmp/a.sock", "i1", []); reg.agent_ages()
+        {'b0s0': 0.0}
+        """
+        with self._lock:
+            now = self._clock()
+            return {h: now - st.last_report_s for h, st in self._hosts.items()
+                    if st.last_report_s is not None}
 
     def owner(self, fid: str) -> str:
         """The host that sends flow ``fid`` (``KeyError`` if none)."""

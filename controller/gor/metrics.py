@@ -1,5 +1,11 @@
-"""GOR's metrics in the Prometheus text exposition format (version 0.0.4), served on a local
-HTTP port by a stdlib ``http.server`` thread.
+"""GOR's metrics, exposed with ``prometheus_client`` (text exposition format 0.0.4) on a
+local HTTP port.
+
+:class:`GorMetrics` keeps GOR's metric state under a lock; a custom collector on a
+registry of its own (never the process-global one: several GORs, and tests, live in one
+process) turns that state into metric families at each scrape, so the series appear
+exactly as GOR knows them. :class:`MetricsServer` serves the registry with
+``prometheus_client``'s WSGI application on a threaded ``wsgiref`` server.
 
 Metrics (``link`` is ``switch->peer``, one direction of a fabric link):
 
@@ -18,6 +24,8 @@ Metrics (``link`` is ``switch->peer``, one direction of a fabric link):
 * ``gor_link_down`` (gauge) — 1 while the link direction is out of service (an
   administrative event, or dead from the counters: :mod:`controller.gor.deadlinks`)
 * ``gor_switch_stale`` (gauge) — 1 while the switch does not answer polls
+* ``gor_agent_last_report_age_seconds`` (gauge, label ``host``) — seconds since the
+  host's TCCL agent last reported to GOR
 * ``gor_moves_total`` (counter) — orders by ``outcome`` (sent, confirmed, rolled_back, retried)
 * ``gor_switch_reports_total`` (counter) — the switches' own reports by ``kind``: alarm and
   elephant digests taken, and those dropped as malformed or stale, and alarm reports
@@ -25,22 +33,30 @@ Metrics (``link`` is ``switch->peer``, one direction of a fabric link):
 * ``gor_loop_seconds`` (summary) — duration of a telemetry poll (``_sum``, ``_count``)
 * ``gor_loop_last_seconds`` (gauge) — duration of the last poll
 
+Per-link series carry the labels ``link``, ``switch``, ``port``, ``peer``, ``kind``.
+
 >>> m = GorMetrics(); m.set_alarm("b0r0l0->s0", 2); m.count_move("sent")
 >>> [l for l in m.render().splitlines() if l.startswith("gor_alarm_level{")]
-['gor_alarm_level{link="b0r0l0->s0"} 2']
+['gor_alarm_level{link="b0r0l0->s0"} 2.0']
 """
 from __future__ import annotations
 
-import math
-import re
 import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+from prometheus_client import CollectorRegistry, generate_latest, make_wsgi_app
+from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily, Metric,
+                                    SummaryMetricFamily)
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, ThreadingWSGIServer
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.registry import Collector
+
+CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 MOVE_OUTCOMES = ("sent", "confirmed", "rolled_back", "retried")
 REPORT_KINDS = ("alarms", "elephants", "malformed", "stale", "overwritten")
+LINK_LABELS = ("link", "switch", "port", "peer", "kind")
 
 
 @dataclass(slots=True)
@@ -61,26 +77,6 @@ class _LinkState:
     drops: int = 0
 
 
-def _escape(value: str) -> str:
-    """A label value escaped as the text format requires (backslash, quote, newline)."""
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def _num(value: float) -> str:
-    """A sample value in the text format (``+Inf``, ``NaN``, integers without ``.0``)."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    if float(value).is_integer() and abs(value) < 1e15:
-        return str(int(value))
-    return repr(float(value))
-
-
-def _labels(**labels: Any) -> str:
-    return "{" + ",".join(f'{k}="{_escape(str(v))}"' for k, v in labels.items()) + "}"
-
-
 _LINK_METRICS = (
     # (name, type, help, attribute)
     ("gor_link_util_ratio", "gauge", "Utilisation of the link direction in the last interval.", "util"),
@@ -94,12 +90,74 @@ _LINK_METRICS = (
 )
 
 
+def _family(kind: str, name: str, help_: str, labels: Iterable[str] = ()) -> Any:
+    cls = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
+    return cls(name, help_, labels=list(labels))
+
+
+class _GorCollector(Collector):
+    """Yields :class:`GorMetrics`' families from a copy of its state taken under its lock."""
+
+    def __init__(self, snapshot: Callable[[], "_Snapshot"]) -> None:
+        self._snapshot = snapshot
+
+    def collect(self) -> Iterator[Metric]:
+        s = self._snapshot()
+        links = sorted(s.links.items())
+        for name, kind, help_, attr in _LINK_METRICS:
+            fam = _family(kind, name, help_, LINK_LABELS)
+            for key, st in links:
+                fam.add_metric([key, st.switch, str(st.port), st.peer, st.kind],
+                               getattr(st, attr))
+            yield fam
+        for name, help_, label, values in (
+                ("gor_alarm_level", "Alarm level of the link direction (0 = none).", "link", s.alarms),
+                ("gor_pause_storm", "1 while the link direction is in a pause storm.", "link", s.pause),
+                ("gor_link_down", "1 while the link direction is out of service.", "link", s.down),
+                ("gor_switch_stale", "1 while the switch does not answer polls.", "switch", s.stale),
+                ("gor_agent_last_report_age_seconds",
+                 "Seconds since the host's TCCL agent last reported to GOR.", "host", s.agent_age)):
+            fam = _family("gauge", name, help_, (label,))
+            for key, v in sorted(values.items()):
+                fam.add_metric([key], v)
+            yield fam
+        fam = _family("counter", "gor_moves_total", "Flow re-route orders by outcome.", ("outcome",))
+        for outcome in MOVE_OUTCOMES:
+            fam.add_metric([outcome], s.moves[outcome])
+        yield fam
+        fam = _family("counter", "gor_switch_reports_total",
+                      "The switches' alarm and elephant reports by kind (taken, dropped).", ("kind",))
+        for kind in REPORT_KINDS:
+            fam.add_metric([kind], s.reports[kind])
+        yield fam
+        yield SummaryMetricFamily("gor_loop_seconds", "Duration of a telemetry poll.",
+                                  count_value=s.loop_count, sum_value=s.loop_sum)
+        yield GaugeMetricFamily("gor_loop_last_seconds", "Duration of the last telemetry poll.",
+                                value=s.loop_last)
+
+
+@dataclass(slots=True)
+class _Snapshot:
+    links: dict[str, _LinkState]
+    alarms: dict[str, int]
+    pause: dict[str, int]
+    down: dict[str, int]
+    stale: dict[str, int]
+    agent_age: dict[str, float]
+    moves: dict[str, int]
+    reports: dict[str, int]
+    loop_sum: float
+    loop_count: int
+    loop_last: float
+
+
 class GorMetrics:
-    """GOR's metric state (thread-safe); :meth:`render` gives the exposition text.
+    """GOR's metric state (thread-safe); :attr:`registry` is its own
+    ``prometheus_client`` registry and :meth:`render` the exposition text.
 
     Feed it from the telemetry loop (:meth:`observe_samples`, :meth:`observe_loop`,
-    :meth:`set_switch_stale`), the alarm logic (:meth:`set_alarm`) and the order logic
-    (:meth:`count_move`).
+    :meth:`set_switch_stale`), the alarm logic (:meth:`set_alarm`), the order logic
+    (:meth:`count_move`) and the agent registry (:meth:`set_agent_age`).
 
     >>> from controller.gor.telemetry import LinkId, LinkSample
     >>> m = GorMetrics(); l = LinkId("b0r0l0", 3, "s0", "uplink")
@@ -115,11 +173,24 @@ class GorMetrics:
         self._stale: dict[str, int] = {}
         self._pause: dict[str, int] = {}
         self._down: dict[str, int] = {}
+        self._agent_age: dict[str, float] = {}
         self._moves: dict[str, int] = {o: 0 for o in MOVE_OUTCOMES}
         self._reports: dict[str, int] = {k: 0 for k in REPORT_KINDS}
         self._loop_sum = 0.0
         self._loop_count = 0
         self._loop_last = 0.0
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(_GorCollector(self._snapshot))
+
+    def _snapshot(self) -> _Snapshot:
+        with self._lock:
+            links = {k: _LinkState(st.switch, st.port, st.peer, st.kind, st.util, st.rx_util,
+                                   st.max_qdepth, st.marks, st.tx_pkts, st.pfc_tx, st.pfc_rx,
+                                   st.drops) for k, st in self._links.items()}
+            return _Snapshot(links, dict(self._alarms), dict(self._pause), dict(self._down),
+                             dict(self._stale), dict(self._agent_age), dict(self._moves),
+                             dict(self._reports), self._loop_sum, self._loop_count,
+                             self._loop_last)
 
     def observe_samples(self, samples: Mapping[Any, Any]) -> None:
         """Take one interval of :class:`controller.gor.telemetry.LinkSample` per ``LinkId``."""
@@ -156,6 +227,17 @@ class GorMetrics:
         with self._lock:
             self._stale[switch] = 1 if stale else 0
 
+    def set_agent_age(self, host: str, seconds: float) -> None:
+        """Seconds since ``host``'s TCCL agent last reported to GOR
+        (``gor_agent_last_report_age_seconds{host}``).
+
+        >>> m = GorMetrics(); m.set_agent_age("b0s0", 1.5)
+        >>> 'gor_agent_last_report_age_seconds{host="b0s0"} 1.5' in m.render()
+        True
+        """
+        with self._lock:
+            self._agent_age[host] = float(seconds)
+
     def count_move(self, outcome: str, n: int = 1) -> None:
         """Count orders by ``outcome`` (one of :data:`MOVE_OUTCOMES`)."""
         if outcome not in MOVE_OUTCOMES:
@@ -178,59 +260,10 @@ class GorMetrics:
 
     def render(self) -> str:
         """The exposition text: ``# HELP`` / ``# TYPE`` then samples, ending in a newline."""
-        out: list[str] = []
-
-        def family(name: str, kind: str, help_: str) -> None:
-            out.append(f"# HELP {name} {help_}")
-            out.append(f"# TYPE {name} {kind}")
-
-        with self._lock:
-            links = sorted(self._links.items())
-            for name, kind, help_, attr in _LINK_METRICS:
-                family(name, kind, help_)
-                for key, st in links:
-                    lab = _labels(link=key, switch=st.switch, port=st.port, peer=st.peer,
-                                  kind=st.kind)
-                    out.append(f"{name}{lab} {_num(getattr(st, attr))}")
-            family("gor_alarm_level", "gauge", "Alarm level of the link direction (0 = none).")
-            for key, level in sorted(self._alarms.items()):
-                out.append(f"gor_alarm_level{_labels(link=key)} {level}")
-            family("gor_pause_storm", "gauge", "1 while the link direction is in a pause storm.")
-            for key, v in sorted(self._pause.items()):
-                out.append(f"gor_pause_storm{_labels(link=key)} {v}")
-            family("gor_link_down", "gauge", "1 while the link direction is out of service.")
-            for key, v in sorted(self._down.items()):
-                out.append(f"gor_link_down{_labels(link=key)} {v}")
-            family("gor_switch_stale", "gauge", "1 while the switch does not answer polls.")
-            for sw, v in sorted(self._stale.items()):
-                out.append(f"gor_switch_stale{_labels(switch=sw)} {v}")
-            family("gor_moves_total", "counter", "Flow re-route orders by outcome.")
-            for outcome in MOVE_OUTCOMES:
-                out.append(f"gor_moves_total{_labels(outcome=outcome)} {self._moves[outcome]}")
-            family("gor_switch_reports_total", "counter",
-                   "The switches' alarm and elephant reports by kind (taken, dropped).")
-            for kind in REPORT_KINDS:
-                out.append(f"gor_switch_reports_total{_labels(kind=kind)} {self._reports[kind]}")
-            family("gor_loop_seconds", "summary", "Duration of a telemetry poll.")
-            out.append(f"gor_loop_seconds_sum {_num(self._loop_sum)}")
-            out.append(f"gor_loop_seconds_count {self._loop_count}")
-            family("gor_loop_last_seconds", "gauge", "Duration of the last telemetry poll.")
-            out.append(f"gor_loop_last_seconds {_num(self._loop_last)}")
-        return "\n".join(out) + "\n"
+        return generate_latest(self.registry).decode("utf-8")
 
 
 # ---------------------------------------------------------------------- parsing
-_SAMPLE_RE = re.compile(
-    r'^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)'
-    r'(?:\{(?P<labels>(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*"'
-    r'(?:,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*")*)?,?)\})?'
-    r' (?P<value>[-+]?(?:[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?|Inf|NaN))'
-    r'(?: -?[0-9]+)?$')
-_LABEL_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\.)*)"')
-_META_RE = re.compile(r'^# (?:HELP [a-zA-Z_:][a-zA-Z0-9_:]* .*|'
-                      r'TYPE [a-zA-Z_:][a-zA-Z0-9_:]* (?:counter|gauge|histogram|summary|untyped))$')
-
-
 @dataclass(frozen=True, slots=True)
 class Sample:
     """One parsed sample line.
@@ -244,65 +277,80 @@ class Sample:
     value: float
 
 
-def _unescape(value: str) -> str:
-    return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), value)
-
-
 def parse_metrics(text: str) -> list[Sample]:
-    """Parse exposition text; raises ``ValueError`` naming the first invalid line.
+    """Parse exposition text (``prometheus_client.parser``, line by line); raises
+    ``ValueError`` naming the first invalid line.
 
     >>> [s.value for s in parse_metrics("# TYPE a gauge\\na 1.5\\n")]
     [1.5]
+    >>> parse_metrics("a 1\\nb{c=1} 2\\n")
+    Traceback (most recent call last):
+    ...
+    ValueError: metrics line 2: not a sample: 'b{c=1} 2'
     """
     out = []
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        if line.startswith("#"):
-            if line.startswith(("# HELP ", "# TYPE ")) and not _META_RE.match(line):
-                raise ValueError(f"metrics line {n}: bad comment: {line!r}")
+        comment = line.startswith("#")
+        if comment and not line.startswith(("# HELP ", "# TYPE ")):
             continue
-        m = _SAMPLE_RE.match(line)
-        if m is None:
-            raise ValueError(f"metrics line {n}: not a sample: {line!r}")
-        labels = {k: _unescape(v) for k, v in _LABEL_RE.findall(m.group("labels") or "")}
-        out.append(Sample(m.group("name"), labels, float(m.group("value").replace("Inf", "inf"))))
+        try:
+            families = list(text_string_to_metric_families(line + "\n"))
+        except Exception:  # noqa: BLE001 — the parser raises ValueError, IndexError, …
+            what = "bad comment" if comment else "not a sample"
+            raise ValueError(f"metrics line {n}: {what}: {line!r}") from None
+        for fam in families:
+            out += [Sample(s.name, dict(s.labels), float(s.value)) for s in fam.samples]
     return out
 
 
 # ---------------------------------------------------------------------- HTTP
-class MetricsServer:
-    """Serves ``metrics.render()`` on ``http://HOST:PORT/metrics`` from a daemon thread
-    (``port=0`` picks a free port; see :attr:`url`). Lifetime: :meth:`start` … :meth:`stop`
-    or a context manager.
+class _QuietHandler(WSGIRequestHandler):
+    """Logs nothing: scrapes every second must not flood stderr."""
 
-    >>> with MetricsServer(GorMetrics(), port=0) as srv:           # doctest: +SKIP
-    ...     print(srv.url)
-    http://127.0.0.1:41233/metrics
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 — the stdlib's name
+        return
+
+
+def metrics_app(registry: CollectorRegistry) -> Callable[..., Any]:
+    """``prometheus_client``'s WSGI app for ``registry`` on ``/metrics`` and ``/`` (404
+    elsewhere)."""
+    app = make_wsgi_app(registry)
+
+    def route(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        if environ.get("PATH_INFO", "/") not in ("/metrics", "/"):
+            start_response("404 Not Found", [("Content-Type", "text/plain")])
+            return [b"not found: try /metrics\n"]
+        return app(environ, start_response)
+    return route
+
+
+class RegistryServer:
+    """Serves a ``prometheus_client`` registry on ``http://HOST:PORT/metrics`` from a
+    daemon thread (``port=0`` picks a free port; see :attr:`url`). Lifetime:
+    :meth:`start` … :meth:`stop` or a context manager. ``OSError`` when the port is taken.
+
+    >>> from prometheus_client import CollectorRegistry, Counter
+    >>> reg = CollectorRegistry(); Counter("x", "an example", registry=reg).inc()
+    >>> import urllib.request
+    >>> with RegistryServer(reg, port=0) as srv:
+    ...     "x_total 1.0" in urllib.request.urlopen(srv.url, timeout=5).read().decode()
+    True
     """
 
-    def __init__(self, metrics: GorMetrics, host: str = "127.0.0.1", port: int = 9464) -> None:
-        self.metrics = metrics
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 — the stdlib's name
-                if self.path.split("?")[0] not in ("/metrics", "/"):
-                    self.send_error(404)
-                    return
-                body = owner.metrics.render().encode("utf-8")
-                self.send_response(200)
-                self.send_header("Content-Type", CONTENT_TYPE)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                return  # scrapes every few seconds must not flood stderr
-
-        self._server = ThreadingHTTPServer((host, port), Handler)
-        self._server.daemon_threads = True
+    def __init__(self, registry: CollectorRegistry, host: str = "127.0.0.1", port: int = 0,
+                 name: str = "metrics") -> None:
+        self.registry = registry
+        self._name = name
+        self._server = make_server(host, port, metrics_app(registry), ThreadingWSGIServer,
+                                   handler_class=_QuietHandler)
         self._thread: Optional[threading.Thread] = None
+
+    @property
+    def port(self) -> int:
+        """The port served (useful with ``port=0``)."""
+        return int(self._server.server_address[1])
 
     @property
     def url(self) -> str:
@@ -313,18 +361,18 @@ class MetricsServer:
     def start(self) -> None:
         """Serve in a daemon thread."""
         self._thread = threading.Thread(target=self._server.serve_forever,
-                                        name="gor-metrics", daemon=True)
+                                        name=self._name, daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop serving and close the socket."""
+        """Stop serving and close the socket (idempotent)."""
         if self._thread is not None:
             self._server.shutdown()
             self._thread.join(timeout=5)
             self._thread = None
         self._server.server_close()
 
-    def __enter__(self) -> "MetricsServer":
+    def __enter__(self) -> "RegistryServer":
         self.start()
         return self
 
@@ -332,5 +380,23 @@ class MetricsServer:
         self.stop()
 
 
-__all__ = ["CONTENT_TYPE", "GorMetrics", "MOVE_OUTCOMES", "MetricsServer", "Sample",
-           "parse_metrics"]
+class MetricsServer(RegistryServer):
+    """Serves a :class:`GorMetrics` on ``http://HOST:PORT/metrics`` (``port=0``: a free
+    port; see :attr:`url`). Lifetime: :meth:`start` … :meth:`stop` or a context manager.
+
+    >>> with MetricsServer(GorMetrics(), port=0) as srv:           # doctest: +SKIP
+    ...     print(srv.url)
+    http://127.0.0.1:41233/metrics
+    """
+
+    def __init__(self, metrics: GorMetrics, host: str = "127.0.0.1", port: int = 9464) -> None:
+        self.metrics = metrics
+        super().__init__(metrics.registry, host, port, name="gor-metrics")
+
+    def __enter__(self) -> "MetricsServer":
+        self.start()
+        return self
+
+
+__all__ = ["CONTENT_TYPE", "GorMetrics", "LINK_LABELS", "MOVE_OUTCOMES", "MetricsServer",
+           "REPORT_KINDS", "RegistryServer", "Sample", "metrics_app", "parse_metrics"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -150,7 +151,7 @@ def test_metrics_escape_label_values_and_reject_bad_outcomes() -> None:
     m = GorMetrics()
     m.set_alarm('we"ird\\link\n', 1)
     line = next(l for l in m.render().splitlines() if l.startswith("gor_alarm_level{"))
-    assert line == 'gor_alarm_level{link="we\\"ird\\\\link\\n"} 1'
+    assert line == 'gor_alarm_level{link="we\\"ird\\\\link\\n"} 1.0'   # prometheus_client writes floats
     assert parse_metrics(line)[0].labels["link"] == 'we"ird\\link\n'
     with pytest.raises(ValueError):
         m.count_move("teleported")
@@ -163,7 +164,19 @@ def test_metrics_are_served_over_http() -> None:
         with urllib.request.urlopen(srv.url, timeout=5) as resp:
             assert resp.headers["Content-Type"].startswith("text/plain; version=0.0.4")
             body = resp.read().decode()
+        with pytest.raises(urllib.error.HTTPError, match="404"):
+            urllib.request.urlopen(srv.url.replace("/metrics", "/nope"), timeout=5)
     assert parse_metrics(body) and "gor_alarm_level" in body
+
+
+def test_metrics_have_their_own_registry_and_the_agent_age() -> None:
+    a, b = GorMetrics(), GorMetrics()
+    a.set_agent_age("b0s0", 2.5)
+    by = {(s.name, tuple(s.labels.items())): s.value for s in parse_metrics(a.render())}
+    assert by[("gor_agent_last_report_age_seconds", (("host", "b0s0"),))] == 2.5
+    assert "b0s0" not in b.render() and a.registry is not b.registry
+    with pytest.raises(ValueError, match="line 2: not a sample"):
+        parse_metrics('gor_loop_last_seconds 1\ngor_alarm_level{link=a} 1\n')
 
 
 # ------------------------------------------------------------------ status
