@@ -9,7 +9,9 @@ address for their lifetime so the kernel sends no ICMP port unreachable
 earlier, once all are acknowledged or its QPs are in error) or until SIGTERM/SIGINT, and
 then print (or write with ``--json``) one JSON report: port counters, PFC pauses per
 priority, ``udp_hold``, ``qp_errors`` and one entry per flow (sent, received, CNPs,
-pauses, goodput, retransmitted packets, timeouts, NAKs, ``qp_state``).
+pauses, goodput, retransmitted packets, timeouts, NAKs, ``qp_state``). A receiver has a
+stall mode, a slow receiver sending PAUSE instead of draining (SIGUSR1 on, SIGUSR2 off:
+:mod:`host.nic.stall`; its report's ``stall``).
 
 ::
 
@@ -36,8 +38,10 @@ from types import FrameType
 from typing import Callable, ContextManager, Optional, Sequence
 
 from host.nic.dcqcn import DcqcnParams
+from host.nic import stall
 from host.nic.frames import DSCP_DATA, ROCE_UDP_PORT, FlowSpec
-from host.nic.io import NicPort, PacketSocket
+from host.nic.io import FrameIO, NicPort, PacketSocket
+from host.nic.metricsfile import MetricsFile
 from host.nic.qp import Receiver, SenderQP
 from host.nic.rc import RcParams
 from host.nic.udphold import UdpPortHold, iface_ipv4
@@ -60,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--line-rate-mbps", type=float, default=100.0,
                        help="link rate for PAUSE quanta (512 bit times each)")
         p.add_argument("--cnp-interval-ms", type=float, default=5.0)
+        p.add_argument("--metrics-file", type=Path, default=None, metavar="PATH",
+                       help="write the NIC's counters here in the Prometheus text format "
+                            "every second and at exit (host.nic.metricsfile)")
         p.add_argument("--hold-port", type=int, default=ROCE_UDP_PORT,
                        help="UDP port held on the NIC's address(es) so the kernel sends no "
                             "ICMP port unreachable (0: hold none)")
@@ -105,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-icrc-check", action="store_true")
     r.add_argument("--start-psn", type=int, default=0,
                    help="PSN every connection starts at (the senders'); -1: the first seen")
+    stall.add_arguments(r)    # slow-receiver mode: SIGUSR1 on, SIGUSR2 off (host.nic.stall)
     return ap
 
 
@@ -183,11 +191,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         signal.signal(signal.SIGUSR1, lambda _sig, _frame: go.set())
     hold = UdpPortHold(hold_ips(args) if args.hold_port else [], args.hold_port)
     try:
-        io = PacketSocket(args.iface)
+        sock = PacketSocket(args.iface)
+        io: FrameIO = sock
+        if args.cmd == "recv":               # stall mode: SIGUSR1/SIGUSR2 (a slow receiver)
+            io = stall.wrap(args, sock, stall.socket_mac(sock.sock))
     except BaseException:
         hold.close()
         raise
-    agent = None
+    agent = metrics = None
     try:
         mover = security = None
         if args.cmd == "send" and (args.agent_creds is not None or args.agent_tls_dir is not None):
@@ -205,6 +216,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             from host.agent.launch import start_agent  # noqa: PLC0415
             agent = start_agent(security, args.agent_registry or None, args.agent_bind,
                                 mover, port.senders)
+        if args.metrics_file is not None:
+            metrics = MetricsFile(args.metrics_file, port, args.iface).start()
         if args.cmd == "send" and args.ready_file is not None:
             args.ready_file.write_text(f"{os.getpid()}\n")
         if args.cmd == "send" and args.wait_go and not wait_for_go(go, lambda: stopping):
@@ -217,11 +230,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             report["agent"] = {"address": agent.address, "reports_failed": agent.reports_failed,
                                "sports": {f.flow_id: f.sport for f in agent.flows()}}
     finally:
+        if metrics is not None:
+            metrics.stop()                         # the last write: the final counts
         if agent is not None:
             agent.stop()
         io.close()
         hold.close()
     report.update(cmd=args.cmd, iface=args.iface, elapsed_s=elapsed, udp_hold=hold.status)
+    if isinstance(io, stall.StallableIO):
+        report["stall"] = io.report()
     text = json.dumps(report, indent=1, sort_keys=True)
     if args.json:
         args.json.write_text(text + "\n")

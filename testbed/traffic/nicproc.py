@@ -36,6 +36,10 @@ class NicOptions:
     dcqcn: bool = True
     priority: int = 3
     cnp_interval_ms: float = 5.0
+    metrics_dir: Optional[Path] = None
+    """Where each NIC process writes its Prometheus metrics file every second
+    (``<dir>/nic-<role>-<iface>.prom``, ``host.nic --metrics-file``; the monitor's
+    textfile exporter serves the directory); ``None``: no file."""
 
 
 @dataclass(slots=True)
@@ -74,6 +78,8 @@ def sender_command(flows: Sequence[NicFlow], duration_s: float, report: Path,
            "--message-bytes", str(opts.message_bytes), "--priority", str(opts.priority),
            "--cnp-interval-ms", f"{opts.cnp_interval_ms:g}",
            "--duration-s", f"{duration_s:g}", "--json", str(report)]
+    if opts.metrics_dir is not None:
+        cmd += ["--metrics-file", str(opts.metrics_dir / f"nic-send-{f0.src_intf}-{f0.dst_ip}.prom")]
     if ready_file is not None:              # set up, then wait for the fleet's go
         cmd += ["--ready-file", str(ready_file), "--wait-go"]
     return cmd + ([] if opts.dcqcn else ["--no-dcqcn"])
@@ -88,6 +94,8 @@ def receiver_command(iface: str, ips: Sequence[str], duration_s: float, report: 
            "--duration-s", f"{duration_s:g}", "--json", str(report)]
     for ip in ips:
         cmd += ["--ip", ip]
+    if opts.metrics_dir is not None:
+        cmd += ["--metrics-file", str(opts.metrics_dir / f"nic-recv-{iface}.prom")]
     return cmd
 
 
