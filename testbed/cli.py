@@ -357,6 +357,9 @@ def cmd_down(args: argparse.Namespace) -> int:  # noqa: ARG001
         deadline = time.monotonic() + 30
         while _alive(owner) and time.monotonic() < deadline:
             time.sleep(0.2)
+    from testbed.faults import undo_recorded  # noqa: PLC0415
+    for line in undo_recorded(args.state):     # faults first: a stopped switch, nft tables
+        print(f"testbed: {line}")
     for line in teardown(state):
         print(f"testbed: {line}")
     left = leftovers(state)
@@ -388,17 +391,25 @@ def cmd_status(args: argparse.Namespace) -> int:  # noqa: ARG001
 
 
 def cmd_deps(args: argparse.Namespace) -> int:  # noqa: ARG001
-    """Install the Debian packages when root, else print the command."""
+    """Install the Debian packages when root, else print the command. Monitoring's
+    packages (Prometheus, Chromium, nftables) are installed with them when root; without
+    root their absence is said once and is not an error (the monitor falls back)."""
+    from testbed.net import missing_monitor_tools  # noqa: PLC0415
     missing = missing_tools()
-    if not missing:
+    optional = missing_monitor_tools()
+    if not missing and (not optional or os.geteuid() != 0):
+        if optional:
+            print(f"testbed: monitoring runs without {' '.join(optional)} "
+                  f"(install them as root: apt-get install -y {' '.join(optional)})", file=sys.stderr)
         return 0
     if os.geteuid() != 0:
         print(f"testbed: missing {' '.join(missing)}; run: sudo sh -c '{APT_COMMAND}'",
               file=sys.stderr)
         return 1
+    missing = missing + optional
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     subprocess.run(["apt-get", "update", "-q"], check=True, env=env)
-    subprocess.run(["apt-get", "install", "-y", "-q", *APT_PACKAGES], check=True, env=env)
+    subprocess.run(["apt-get", "install", "-y", "-q", *missing], check=True, env=env)
     return 0
 
 
@@ -480,14 +491,18 @@ def build_parser(prog: str = "python -m testbed") -> argparse.ArgumentParser:
         p.add_argument("--state", type=Path, default=STATE_PATH,
                        help="state file (default build/testbed-state.json)")
     sub.add_parser("deps", help="install Mininet and tools (root) or print the command")
+    from testbed.faultcli import add_arguments as add_fault_arguments  # noqa: PLC0415
+    add_fault_arguments(sub.add_parser("fault", help="inject, list and undo faults on a "
+                                                     "running testbed (testbed/faults.py)"))
     return ap
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of ``python -m testbed``."""
     args = build_parser().parse_args(argv)
+    from testbed.faultcli import cmd_fault  # noqa: PLC0415
     handler = {"up": cmd_up, "down": cmd_down, "ping": cmd_ping, "status": cmd_status,
-               "deps": cmd_deps}[args.command]
+               "deps": cmd_deps, "fault": cmd_fault}[args.command]
     try:
         return handler(args)
     except TestbedError as exc:

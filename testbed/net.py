@@ -64,6 +64,12 @@ STOP_TIMEOUT_S = 10.0
 DEBIAN_DIST_PACKAGES = Path("/usr/lib/python3/dist-packages")
 APT_PACKAGES = ("mininet", "iputils-ping", "bridge-utils", "ethtool", "tcpdump")
 APT_COMMAND = "apt-get update -q && apt-get install -y " + " ".join(APT_PACKAGES)
+MONITOR_PACKAGES = {"prometheus": "prometheus", "chromium": "chromium",
+                    "chromium-driver": "chromedriver", "nftables": "nft"}
+"""Debian packages monitoring uses when present (package -> command): a real Prometheus
+(else the monitor's embedded store), Chromium for the web view's browser test, nftables
+for the fault injector's gray links (the kernel has no netem). ``testbed deps`` installs
+them; nothing refuses to run without them."""
 P4SIM_READY_PREFIX = "p4sim switch ready: grpc "
 P4SIM_CONTROL_PREFIX = "p4sim switch control: "
 
@@ -107,6 +113,13 @@ def missing_tools() -> list[str]:
               "tcpdump": "tcpdump", "bridge-utils": "brctl"}
     return [pkg for pkg, tool in probes.items()
             if shutil.which(tool) is None and not Path("/usr/sbin", tool).exists()]
+
+
+def missing_monitor_tools() -> list[str]:
+    """The :data:`MONITOR_PACKAGES` not installed (by their commands)."""
+    return [pkg for pkg, tool in MONITOR_PACKAGES.items()
+            if shutil.which(tool) is None and not Path("/usr/sbin", tool).exists()
+            and not Path("/usr/bin", tool).exists()]
 
 
 # ------------------------------------------------------------------- switch processes
@@ -783,7 +796,10 @@ class FabricNet:
         return [d.crash_report() for d in self.daemons.values() if d.pid and not d.alive()]
 
     def stop(self) -> list[str]:
-        """Stop switches and Mininet, then remove anything recorded that is still left."""
+        """Undo recorded faults (a frozen switch, nft tables), stop switches and Mininet,
+        then remove anything recorded that is still left."""
+        from testbed.faults import undo_recorded  # noqa: PLC0415 (faults import this module)
+        undone = undo_recorded(self.opts.state_path)
         if self.net is not None:
             from mininet.log import setLogLevel  # noqa: PLC0415
             setLogLevel("warning")
@@ -793,7 +809,7 @@ class FabricNet:
                 print(f"testbed: mininet stop: {exc}", file=sys.stderr)
         for daemon in self.daemons.values():
             daemon.stop()
-        done = teardown(self.state)
+        done = undone + teardown(self.state)
         left = leftovers(self.state)
         if any(left.values()):
             done.append(f"could not remove {left}; state kept in {self.opts.state_path}")

@@ -1,0 +1,170 @@
+"""Undoing a fault exactly as it was recorded (:class:`Undoer`), and the process checks the
+injector and the undo share: a PID is signalled only while its command line is still the
+one recorded, stopped and continued states are probed (bounded) in ``/proc``.
+
+>>> import os
+>>> process_state(os.getpid()) in ("R", "S")
+True
+>>> same_process(os.getpid(), "not my command line")
+False
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Optional, Protocol
+
+from testbed.faultbook import FaultError, FaultRecord
+from testbed.faultnet import Endpoint, FaultNetError, delete_table, link_present, set_link
+from testbed.faultp4rt import EntryUndo, TableWriter
+from testbed.net import proc_cmdline
+
+STOP_TIMEOUT_S = 10.0
+SIGNAL_TIMEOUT_S = 5.0
+
+
+class ControllerHooks(Protocol):
+    """Stopping and starting the controller (GOR runs in the scenario's process)."""
+
+    def stop(self) -> None:
+        """Stop answering (GOR's loop and registry down)."""
+        ...
+
+    def start(self) -> None:
+        """Come back."""
+        ...
+
+
+
+@dataclass(frozen=True, slots=True)
+class CallableHooks:
+    """:class:`ControllerHooks` from two callables.
+
+    >>> calls = []
+    >>> h = CallableHooks(stop=lambda: calls.append("stop"), start=lambda: calls.append("start"))
+    >>> h.stop(); h.start(); calls
+    ['stop', 'start']
+    """
+
+    stop: Callable[[], None]
+    start: Callable[[], None]
+
+
+def process_state(pid: int) -> str:
+    """The state letter of ``pid`` (``T``: stopped; ``''``: no such process)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def catches(pid: int, sig: int) -> bool:
+    """True when ``pid`` has a handler for ``sig`` (``SigCgt`` of /proc/PID/status)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    except (OSError, ValueError):
+        pass
+    return False
+
+
+def wait_for(cond: Callable[[], bool], timeout_s: float) -> bool:
+    """Poll ``cond`` every 20 ms until true (True) or ``timeout_s`` passes (False)."""
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def same_process(pid: int, cmdline: str) -> bool:
+    """True while ``pid`` is still the process recorded (its command line matches)."""
+    now = proc_cmdline(pid)
+    return bool(now) and now == cmdline and process_state(pid) not in ("", "Z")
+
+
+def signal_step(pid: int, sig: signal.Signals) -> dict[str, Any]:
+    """An undo step sending ``sig`` to ``pid`` if it is still the same process."""
+    return {"op": "signal", "pid": pid, "cmdline": proc_cmdline(pid) or "", "signal": sig.name}
+
+
+# ---------------------------------------------------------------------- undo
+class Undoer:
+    """Runs recorded undo steps: ``nft`` (delete the table by name), ``signal`` (to the
+    recorded PID while its command line still matches), ``flapper`` (SIGTERM it, then
+    every end up with its routes), ``p4rt`` (``writer.undo``), ``controller``
+    (``controller.start``)."""
+
+    def __init__(self, writer: Optional[TableWriter] = None,
+                 controller: Optional[ControllerHooks] = None) -> None:
+        self.writer, self.controller = writer, controller
+        self.children: dict[int, "subprocess.Popen[bytes]"] = {}
+
+    def run(self, rec: FaultRecord, strict: bool) -> list[str]:
+        """Run ``rec``'s undo steps in order; one line each. ``strict``: FaultError when
+        any failed (after trying them all)."""
+        lines, errors = [], []
+        for step in rec.undo:
+            try:
+                lines.append(self.step(step))
+            except (FaultError, FaultNetError, OSError) as exc:
+                errors.append(str(exc))
+        if errors and strict:
+            raise FaultError(f"undoing {rec.name}: {'; '.join(errors)}")
+        return lines + errors
+
+    def step(self, step: Mapping[str, Any]) -> str:
+        """Run one undo step; what was done, in words."""
+        op = step["op"]
+        if op == "nft":
+            return delete_table(step["table"], Endpoint.from_dict(step["endpoint"]))
+        if op == "signal":
+            pid, sig = int(step["pid"]), signal.Signals[step["signal"]]
+            if not same_process(pid, step["cmdline"]):
+                return f"pid {pid} is gone (nothing to {sig.name})"
+            os.kill(pid, sig)
+            if sig == signal.SIGCONT and not wait_for(lambda: process_state(pid) != "T",
+                                                      SIGNAL_TIMEOUT_S):
+                raise FaultError(f"pid {pid} still stopped after SIGCONT")
+            return f"{sig.name} to pid {pid}"
+        if op == "flapper":
+            return self._stop_flapper(step)
+        if op == "p4rt":
+            if self.writer is None:
+                raise FaultError("this fault was written through P4Runtime: undoing it needs "
+                                 "the controller's writer (FaultInjector(writer=...))")
+            self.writer.undo(EntryUndo.from_dict(step["undo"]))
+            return f"P4Runtime {step['undo']['op']} on {step['undo']['switch']}"
+        if op == "controller":
+            if self.controller is None:
+                raise FaultError("controller_down: the controller's start hook is not here "
+                                 "(it lives in the process that stopped it)")
+            self.controller.start()
+            return "controller started"
+        raise FaultError(f"unknown undo step {op!r}")
+
+    def _stop_flapper(self, step: Mapping[str, Any]) -> str:
+        pid = int(step["pid"])
+        if same_process(pid, step["cmdline"]):
+            os.kill(pid, signal.SIGTERM)
+            if not wait_for(lambda: not same_process(pid, step["cmdline"]), STOP_TIMEOUT_S):
+                os.kill(pid, signal.SIGKILL)
+                wait_for(lambda: not same_process(pid, step["cmdline"]), STOP_TIMEOUT_S)
+        child = self.children.pop(pid, None)
+        if child is not None:
+            child.wait(STOP_TIMEOUT_S)
+        for raw, routes in zip(step["ends"], step["routes"]):
+            ep = Endpoint.from_dict(raw)
+            if link_present(ep):
+                set_link(ep, True, routes)
+        return f"flapper {pid} stopped, {len(step['ends'])} ends up"
+
+
+__all__ = ["CallableHooks", "ControllerHooks", "SIGNAL_TIMEOUT_S", "STOP_TIMEOUT_S", "Undoer",
+           "catches", "process_state", "same_process", "signal_step", "wait_for"]
