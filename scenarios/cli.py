@@ -56,7 +56,8 @@ def listing() -> str:
 
 def _runner(args: argparse.Namespace, fabric: Any, programmer: Any, fnet: Any) -> int:
     opts = ScenarioOptions(seed=args.scenario_seed, duration_s=args.scenario_duration_s,
-                           runs_root=args.runs.resolve(), insecure=bool(getattr(args, "insecure", False)))
+                           runs_root=args.runs.resolve(), insecure=bool(getattr(args, "insecure", False)),
+                           state_path=fnet.opts.state_path)
     return run_scenario(args.scenario, fabric, programmer, fnet.state, fnet.save_state,
                         opts).status
 

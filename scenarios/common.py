@@ -36,6 +36,7 @@ class ScenarioOptions:
     queue_rate_pps: Optional[float] = None
     runs_root: Path = RUNS
     insecure: bool = False
+    state_path: Optional[Path] = None     # the testbed's state file (faults go beside it)
 
 
 @dataclass(slots=True)

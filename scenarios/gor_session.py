@@ -190,6 +190,15 @@ class GorSession:
         self.recovery: Any = None
         self.switch_restarts: list[SwitchRestartRecord] = []
         self.moves_settled: Optional[bool] = None
+        from controller.gor.metrics import GorMetrics  # noqa: PLC0415
+        self.metrics = GorMetrics()              # served while GOR runs (metrics_address)
+        self.metrics_server: Any = None
+        self.metrics_port = 0                    # 0: a free port, chosen at the first start
+
+    @property
+    def metrics_address(self) -> str:
+        """``host:port`` of GOR's metrics endpoint (Prometheus scrapes it as job ``gor``)."""
+        return f"127.0.0.1:{self.metrics_port}"
 
     # ------------------------------------------------------------------ lifetime
     def __enter__(self) -> "GorSession":
@@ -219,6 +228,8 @@ class GorSession:
                 if not self._gor_down:
                     self.loop.observe_health(self.poller.health, t_s)
                     self.loop.tick(t_s, samples)
+                    for host, age_s in self.registry.agent_ages().items():
+                        self.metrics.set_agent_age(host, age_s)
                     self.poller.period_s = o.fast_period_s if self.loop.busy() else o.period_s
                 self._tick.notify_all()
             pps = {str(l): s.pps for l, s in samples.items() if str(l) in self.uplinks}
@@ -263,8 +274,13 @@ class GorSession:
         self.registry = FlowRegistry.from_fabric(self.fabric, self._gor_security())
         self._server, self.registry_address = serve_registry(self.registry, f"unix:{reg_sock}")
         o = self.opts
+        if self.metrics_server is None:
+            from controller.gor.metrics import MetricsServer  # noqa: PLC0415
+            self.metrics_server = MetricsServer(self.metrics, port=self.metrics_port)
+            self.metrics_server.start()
+            self.metrics_port = self.metrics_server.port   # a restarted GOR serves on the same port
         self.loop = GorLoop(self.fabric, self.programmer, self.registry, period_s=o.period_s,
-                            log=self._dlog, one_in_n=SAMPLE_ONE_IN_N, window_s=2.0,
+                            log=self._dlog, metrics=self.metrics, one_in_n=SAMPLE_ONE_IN_N, window_s=2.0,
                             min_samples=MIN_SAMPLES, samples_per_flow=SAMPLES_PER_FLOW,
                             cooldown_s=o.duration_s + 10, confirm_timeout_s=3.0)
         if self.recovery is not None:
@@ -324,25 +340,45 @@ class GorSession:
         """Flow id → source port in use, as the running registry knows them."""
         return {f.flow_id: f.sport for f in self.registry.flows()} if self.registry is not None else {}
 
+    def stop_gor(self) -> dict[str, int]:
+        """Stop GOR — its loop, its registry server and its metrics endpoint — leaving
+        the switches, agents and flows running (the monitor's ``controller_down`` fault;
+        :meth:`start_gor` brings it back). Returns the flows the registry had."""
+        with self._tick:
+            if self._gor_down:
+                return {}
+            self._gor_down = True
+            before = self.registered()
+            self.loop.close()
+            self._server.stop(0).wait()
+            if self.metrics_server is not None:
+                self.metrics_server.stop()
+                self.metrics_server = None
+            return before
+
+    def start_gor(self) -> Any:
+        """Start a new GOR after :meth:`stop_gor` (a new registry at the same address, a
+        new loop that reconciles first, the metrics endpoint on the same port); returns
+        the ``ReconcileReport``."""
+        with self._tick:
+            rep = self._start_gor(self.since_start())
+            self._gor_down = False
+            return rep
+
     def restart_gor(self, wait_s: float = 5.0) -> RestartRecord:
         """Stop GOR (loop, registry server) and start a new one on the same switches and
         agents; wait (at most ``wait_s``) until every flow the old registry had is
         registered again. Moves in flight are abandoned with the old loop (their agents
         keep the new port; the new registry learns it)."""
-        with self._tick:
-            self._gor_down = True
-            rec = RestartRecord(round(self.since_start(), 3), self.registered())
-            self.loop.close()
-            self._server.stop(0).wait()
-            t_restart = time.monotonic()
-            t_s = self.since_start(t_restart)
-            rep = self._start_gor(t_s)
-            rec.reconciled = {"adopted_overrides": rep.adopted_overrides,
-                              "deleted_overrides": rep.deleted_overrides,
-                              "adopted_sampling": rep.adopted_sampling,
-                              "deleted_sampling": rep.deleted_sampling,
-                              "failed_switches": list(rep.failed_switches)}
-            self._gor_down = False
+        rec = RestartRecord(round(self.since_start(), 3), self.registered())
+        self.stop_gor()
+        t_restart = time.monotonic()
+        rep = self.start_gor()
+        rec.reconciled = {"adopted_overrides": rep.adopted_overrides,
+                          "deleted_overrides": rep.deleted_overrides,
+                          "adopted_sampling": rep.adopted_sampling,
+                          "deleted_sampling": rep.deleted_sampling,
+                          "failed_switches": list(rep.failed_switches)}
         back = self.wait_for(lambda: set(self.registered()) >= set(rec.flows_before), wait_s)
         if back:
             rec.reregistered_s = round(time.monotonic() - t_restart, 3)
@@ -441,6 +477,9 @@ class GorSession:
             self.loop.close()
         if self._server is not None:
             self._server.stop(0)
+        if self.metrics_server is not None:
+            self.metrics_server.stop()
+            self.metrics_server = None
         if self._dlog is not None:
             self._dlog.close()
             self.events = list(read_log(self.dlog_path))

@@ -51,6 +51,11 @@ def _alltoall(*args: Any) -> Any:
     return run_alltoall(*args)
 
 
+def _faults(*args: Any) -> Any:
+    from scenarios.faults import run_faults  # noqa: PLC0415
+    return run_faults(*args)
+
+
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("default", "the Astral story: colliding RoCEv2 elephants, ECN alarms, GOR moves "
              "them through the TCCL agents, balanced uplinks", _story, ("gor",)),
@@ -60,6 +65,8 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              _dead_link),
     Scenario("alltoall", "an MoE all-to-all on one rail: random ports, TCCL's, random + GOR",
              _alltoall),
+    Scenario("faults", "the monitor watching traffic while nine kinds of fault are injected in "
+             "turn: what the localiser named, and how fast", _faults),
 )}
 
 
@@ -68,7 +75,7 @@ def scenario(name: str) -> Scenario:
 
     >>> scenario("nope")
     Traceback (most recent call last):
-    KeyError: "unknown scenario 'nope' (known: default, gor, link-failure, dead-link, alltoall, none)"
+    KeyError: "unknown scenario 'nope' (known: default, gor, link-failure, dead-link, alltoall, faults, none)"
     """
     for s in SCENARIOS.values():
         if name == s.name or name in s.aliases:

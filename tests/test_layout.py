@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-FOLDERS = ("astral_proto", "bench", "controller", "fuzz", "host", "labs", "p4sim", "p4src",
-           "scenarios", "sim", "testbed", "topo")
+FOLDERS = ("astral_proto", "bench", "controller", "fuzz", "host", "labs", "monitor", "p4sim",
+           "p4src", "scenarios", "sim", "testbed", "topo")
 
 
 @functools.lru_cache(maxsize=1)
@@ -61,6 +61,8 @@ def test_no_import_cycle_spans_two_folders() -> None:
     ("host", "testbed"), ("host", "scenarios"), ("testbed", "scenarios"),
     ("controller", "testbed"), ("controller", "scenarios"), ("controller", "p4sim"),
     ("p4sim", "controller"), ("p4sim", "topo"),
+    ("testbed", "monitor"), ("monitor", "scenarios"), ("controller", "monitor"),
+    ("host", "monitor"), ("p4sim", "monitor"), ("topo", "monitor"),
     *[(f, "bench") for f in FOLDERS if f != "bench"]])
 def test_one_way(lower: str, upper: str) -> None:
     assert not _edges().get((lower, upper)), f"{lower}/ imports {upper}/: {_edges()[(lower, upper)]}"

@@ -1,0 +1,377 @@
+"""The probe planner: which RoCEv2 probe streams to send so that every link direction of
+the fabric is watched, and the links the published hash model puts each stream on.
+
+A probe path is ``(src NIC, dst NIC, UDP source port)`` with destination port 4791. Its
+links are predicted with :mod:`p4src.hashmodel` — the same crc16/crc32 the switches
+run: the source leaf hashes it onto a member of the group its route for the destination
+picks (:func:`p4src.hashmodel.route_group`, the uplink group by default), the spine onto
+its group towards the destination's leaf (none with a single link). Leaves route the
+whole address plan (``10.0.0.0/8``) to their uplinks (``controller.fabric.plan``), so a
+*cross-rail* probe — a rail-r NIC sending to a rail-r' address — is carried by the
+spines to the other rail's leaf: that is what gives every leaf→NIC link paths from
+several spines. Hosts only route their own rail, so the prober sends raw frames to its
+leaf's router MAC (:mod:`monitor.prober`).
+
+The plan (:func:`plan_probes`, a :class:`monitor.probeplan.ProbePlan`) covers every link direction (NIC→leaf, leaf→NIC,
+leaf→spine, spine→leaf) with at least two paths **that share no other link**: with one
+bad link, each other link of its paths is then crossed by a path that avoids it, so
+boolean tomography (:mod:`monitor.tomography`) names it alone. A greedy pass picks the
+candidate (NIC pair, colour) completing most links, a second pass drops paths no longer
+needed. Links no pair of paths can watch that way are listed in ``uncovered`` with why
+(e.g. a fabric with one spine: every path into a NIC from another leaf shares the spine
+downlink, and the NIC has no neighbour on its leaf).
+
+Plan file (JSON, ``schema`` ``astral-probe-plan``, ``version`` 1;
+:func:`monitor.probeplan.load_plan` raises ``ValueError`` naming the field)::
+
+    {"schema": "astral-probe-plan", "version": 1, "dport": 4791, "rate_pps": 10.0,
+     "nics": {"b0s0-eth0": {"host": "b0s0", "rail": 0, "ip": "10.0.0.1",
+              "mac": "06:00:00:00:00:01", "gateway_mac": "02:00:00:00:01:00",
+              "leaf": "b0r0l0", "prefix": "10.0.0.0/24"}, ...},
+     "paths": [{"name": "p0", "src_nic": "b0s0-eth0", "dst_nic": "b1s0-eth1",
+                "src_ip": "10.0.0.1", "dst_ip": "10.1.1.1", "sport": 49153,
+                "links": ["b0s0-eth0->b0r0l0", "b0r0l0->s1", "s1->b1r1l0", "b1r1l0->b1s0-eth1"],
+                "switches": ["b0r0l0", "s1", "b1r1l0"], "dst_prefix": "10.1.1.0/24"}, ...],
+     "uncovered": {"<link>": "<why>"}}
+
+Example::
+
+    >>> from topo.model import build_fabric
+    >>> plan = plan_probes(build_fabric())
+    >>> len(plan.paths), plan.uncovered, len(coverage_gaps(plan.paths, fabric_links(build_fabric())))
+    (16, {}, 0)
+    >>> load_plan_text(plan.to_json()) == plan
+    True
+"""
+from __future__ import annotations
+
+import ipaddress
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+from controller.fabric.ecmp import LEAF_UPLINK_GROUP, fabric_hash_model
+from host.tccl.hops import peer_of, spine_group_of, spine_routes_to
+from monitor.evidence import LinkDir, ProbePath
+from monitor.probeplan import (DEFAULT_RATE_PPS, ROCE_DPORT, ProbeNic, ProbePlan, load_plan,
+                               load_plan_text)
+from p4src.hashmodel import FabricHashModel, predict_member, route_group
+from topo.model import Fabric, NicInfo
+
+PROTO_UDP = 17
+SPORT_FIRST = 49152            # probes use the ephemeral range 49152..65535
+SPORT_RANGE = 1 << 14         # ... 16,384 ports
+SPORT_SCAN = 4096              # source ports tried per NIC pair to find every colour
+SPORT_STRIDE = 2654435761      # odd: i -> SPORT_FIRST + (i * stride) % SPORT_RANGE is a
+                               # permutation that varies the high bits of the port at once
+RESTARTS = 16                  # greedy passes, each from another candidate
+
+
+# ------------------------------------------------------------------------ prediction
+def _port_to(fabric: Fabric, switch: str, peer: str, member: str) -> tuple[int, bool]:
+    """The egress port of ``member`` (``"s0"`` / ``"s0#5"``) and whether parallel links
+    make the port part of the link's name."""
+    if "#" in member:
+        return int(member.split("#", 1)[1]), True
+    ports = [p for p, info in sorted(fabric.switch(switch).ports.items()) if info.peer_node == peer]
+    if not ports:
+        raise ValueError(f"{switch} has no link to {peer}")
+    return ports[0], len(ports) > 1
+
+
+@lru_cache(maxsize=4096)
+def _ip_int(ip: str) -> int:
+    return int(ipaddress.IPv4Address(ip))
+
+
+def predict_path(fabric: Fabric, model: FabricHashModel, src: NicInfo, dst: NicInfo,
+                 sport: int) -> tuple[tuple[LinkDir, ...], tuple[str, ...]]:
+    """The link directions and switches a probe ``src → dst`` with source port ``sport``
+    crosses, as the hash model predicts; ``ValueError`` when no spine reaches ``dst``.
+
+    >>> from topo.model import build_fabric
+    >>> fab = build_fabric(); a, b = fab.host("b0s0").nics[0], fab.host("b1s1").nics[1]
+    >>> links, sws = predict_path(fab, fabric_hash_model(fab), a, b, 49152)
+    >>> str(links[0]), str(links[-1]), sws[0], sws[-1]
+    ('b0s0-eth0->b0r0l0', 'b1r1l0->b1s1-eth1', 'b0r0l0', 'b1r1l0')
+    """
+    first = LinkDir(src.intf, src.leaf)
+    last = LinkDir(dst.leaf, dst.intf)
+    if src.leaf == dst.leaf:
+        return (first, last), (src.leaf,)
+    leaf = model.switch(src.leaf)
+    gid = route_group(leaf, dst.ip, LEAF_UPLINK_GROUP)
+    if gid is None or gid not in leaf.groups:
+        raise ValueError(f"{src.leaf} has no uplink group for {dst.ip}")
+    sip, dip = _ip_int(src.ip), _ip_int(dst.ip)
+    up = predict_member(leaf, gid, sip, dip, PROTO_UDP, sport, ROCE_DPORT)
+    spine = peer_of(up)
+    if not spine_routes_to(model, spine, dst.leaf):
+        raise ValueError(f"{spine} has no route to {dst.leaf}")
+    up_port, up_named = _port_to(fabric, src.leaf, spine, up)
+    sg = spine_group_of(model, spine, dst.leaf)
+    if sg is None:
+        down = dst.leaf
+    else:
+        down = predict_member(model.switch(spine), sg[0], sip, dip, PROTO_UDP, sport, ROCE_DPORT)
+    down_port, down_named = _port_to(fabric, spine, dst.leaf, down)
+    links = (first, LinkDir(src.leaf, spine, up_port if up_named else None),
+             LinkDir(spine, dst.leaf, down_port if down_named else None), last)
+    return links, (src.leaf, spine, dst.leaf)
+
+
+def fabric_links(fabric: Fabric) -> list[LinkDir]:
+    """Every link direction a probe can cross: NIC→leaf, leaf→NIC, leaf→spine and
+    spine→leaf (with the port in the name where parallel links need it).
+
+    >>> from topo.model import build_fabric
+    >>> len(fabric_links(build_fabric()))      # 8 NICs, 4 leaves × 2 spines, both ways
+    32
+    """
+    out: list[LinkDir] = []
+    for h in fabric.hosts:
+        for n in h.nics:
+            out += [LinkDir(n.intf, n.leaf), LinkDir(n.leaf, n.intf)]
+    for sw in fabric.leaves:
+        peers = [info.peer_node for info in sw.ports.values() if info.kind == "uplink"]
+        for p, info in sorted(sw.ports.items()):
+            if info.kind != "uplink":
+                continue
+            par = peers.count(info.peer_node) > 1
+            out.append(LinkDir(sw.name, info.peer_node, p if par else None))
+            out.append(LinkDir(info.peer_node, sw.name, info.peer_port if par else None))
+    return out
+
+
+def coverage_gaps(paths: Iterable[ProbePath], links: Iterable[LinkDir]) -> list[LinkDir]:
+    """The links of ``links`` not crossed by two paths of ``paths`` that share no other
+    link (the planner's goal: empty, or only the plan's ``uncovered``).
+
+    >>> coverage_gaps([], [LinkDir("a", "b")])
+    [LinkDir(src='a', dst='b', src_port=None)]
+    """
+    by_link: dict[LinkDir, list[frozenset[LinkDir]]] = defaultdict(list)
+    for p in paths:
+        s = frozenset(p.links)
+        for l in s:
+            by_link[l].append(s)
+    return [l for l in links if not _watched(l, by_link.get(l, []))]
+
+
+def _watched(link: LinkDir, sets: Sequence[frozenset[LinkDir]]) -> bool:
+    one = frozenset((link,))
+    return any(a & b == one for i, a in enumerate(sets) for b in sets[i + 1:])
+
+
+# ------------------------------------------------------------------------ planning
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    src: NicInfo
+    dst: NicInfo
+    sport: int
+    links: tuple[LinkDir, ...]
+    switches: tuple[str, ...]
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.src.intf, self.dst.intf, self.sport)
+
+
+def _candidates(fabric: Fabric, model: FabricHashModel) -> list[_Candidate]:
+    """One candidate per NIC pair and distinct predicted path (the first source port
+    from :data:`SPORT_FIRST` that takes it)."""
+    nics = [n for h in fabric.hosts for n in h.nics]
+    out: list[_Candidate] = []
+    for src in nics:
+        for dst in nics:
+            if src.intf == dst.intf:
+                continue
+            if src.leaf == dst.leaf:
+                links, sws = predict_path(fabric, model, src, dst, SPORT_FIRST)
+                out.append(_Candidate(src, dst, SPORT_FIRST, links, sws))
+                continue
+            seen: set[tuple[LinkDir, ...]] = set()
+            want = _colours(model, src, dst)
+            for i in range(SPORT_SCAN):
+                sport = SPORT_FIRST + (i * SPORT_STRIDE) % SPORT_RANGE
+                try:
+                    links, sws = predict_path(fabric, model, src, dst, sport)
+                except ValueError:
+                    break
+                if links not in seen:
+                    seen.add(links)
+                    out.append(_Candidate(src, dst, sport, links, sws))
+                    if len(seen) >= want:
+                        break
+    return out
+
+
+def _colours(model: FabricHashModel, src: NicInfo, dst: NicInfo) -> int:
+    """How many distinct paths the hash can give ``src → dst`` (uplinks × downlinks)."""
+    leaf = model.switch(src.leaf)
+    gid = route_group(leaf, dst.ip, LEAF_UPLINK_GROUP)
+    if gid is None or gid not in leaf.groups:
+        return 0
+    total = 0
+    for spine in dict.fromkeys(peer_of(m) for m in leaf.group(gid).members):
+        ups = sum(1 for m in leaf.group(gid).members if peer_of(m) == spine)
+        sg = spine_group_of(model, spine, dst.leaf)
+        total += ups * (sg[1].size if sg else 1)
+    return total
+
+
+def _spine_prefixes(fabric: Fabric) -> dict[str, str]:
+    """NIC → the prefix spines route to it: its rail subnet, or its /32 when that subnet's
+    hosts sit on several leaves (``controller.fabric.plan``)."""
+    leaves: dict[str, set[str]] = defaultdict(set)
+    for h in fabric.hosts:
+        for n in h.nics:
+            leaves[str(ipaddress.IPv4Network(f"{n.ip}/{n.prefix_len}", strict=False))].add(n.leaf)
+    out: dict[str, str] = {}
+    for h in fabric.hosts:
+        for n in h.nics:
+            net = str(ipaddress.IPv4Network(f"{n.ip}/{n.prefix_len}", strict=False))
+            out[n.intf] = net if len(leaves[net]) == 1 else f"{n.ip}/32"
+    return out
+
+
+def _greedy(cands: list[_Candidate], links: list[LinkDir]) -> list[_Candidate]:
+    """Pick candidates until every coverable link has two paths sharing nothing else."""
+    chosen: list[_Candidate] = []
+    by_link: dict[LinkDir, list[frozenset[LinkDir]]] = defaultdict(list)
+    done: set[LinkDir] = set()
+    sends: dict[str, int] = defaultdict(int)
+    recvs: dict[str, int] = defaultdict(int)
+    pool = list(cands)
+    while True:
+        best: Optional[tuple[tuple[int, int, int], int]] = None
+        for i, c in enumerate(pool):
+            s = frozenset(c.links)
+            gain = 0
+            for l in c.links:
+                if l in done:
+                    continue
+                if not by_link[l]:
+                    gain += 1
+                elif any(s & other == frozenset((l,)) for other in by_link[l]):
+                    gain += 2
+            if gain == 0:
+                continue
+            score = (gain, -(sends[c.src.intf] + recvs[c.dst.intf]), -i)
+            if best is None or score > best[0]:
+                best = (score, i)
+        if best is None:
+            return chosen
+        c = pool.pop(best[1])
+        chosen.append(c)
+        sends[c.src.intf] += 1
+        recvs[c.dst.intf] += 1
+        s = frozenset(c.links)
+        for l in c.links:
+            by_link[l].append(s)
+            if l not in done and _watched(l, by_link[l]):
+                done.add(l)
+
+
+def _prune(chosen: list[_Candidate], links: list[LinkDir]) -> list[_Candidate]:
+    """Drop, latest first, every path the others make unnecessary."""
+    def paths(cs: list[_Candidate]) -> list[ProbePath]:
+        return [ProbePath("", c.src.intf, c.dst.intf, "", "", c.sport, c.links) for c in cs]
+    gaps = set(coverage_gaps(paths(chosen), links))
+    keep = list(chosen)
+    for c in reversed(chosen):
+        trial = [k for k in keep if k is not c]
+        if set(coverage_gaps(paths(trial), links)) <= gaps:
+            keep = trial
+    return keep
+
+
+def _why_uncovered(link: LinkDir, cands: list[_Candidate]) -> str:
+    sets = [frozenset(c.links) for c in cands if link in c.links]
+    if not sets:
+        return "no probe path crosses it (no NIC pair routed over it)"
+    common = frozenset.intersection(*sets) - {link}
+    if common:
+        shown = ", ".join(sorted(str(l) for l in common))
+        return f"every probe path across it also crosses {shown}"
+    return "no two probe paths across it share no other link"
+
+
+def plan_probes(fabric: Fabric, model: Optional[FabricHashModel] = None,
+                rate_pps: float = DEFAULT_RATE_PPS) -> ProbePlan:
+    """The probe plan of ``fabric`` under ``model`` (default: the model the controller
+    publishes for it, :func:`controller.fabric.ecmp.fabric_hash_model`).
+
+    >>> from topo.model import build_fabric
+    >>> p = plan_probes(build_fabric()).paths[0]
+    >>> p.name, len(p.links), p.links[0].src == p.src_nic
+    ('p0', 4, True)
+    """
+    if rate_pps <= 0:
+        raise ValueError(f"rate_pps must be positive, got {rate_pps}")
+    model = model if model is not None else fabric_hash_model(fabric)
+    links = fabric_links(fabric)
+    cands = _candidates(fabric, model)
+    chosen: list[_Candidate] = []
+    for r in range(RESTARTS):         # greedy from several starts: keep the smallest plan
+        start = (r * len(cands)) // RESTARTS
+        trial = _prune(_greedy(cands[start:] + cands[:start], links), links)
+        if not chosen or len(trial) < len(chosen):
+            chosen = trial
+    chosen.sort(key=lambda c: (c.src.intf, c.dst.intf, c.sport))
+    prefixes = _spine_prefixes(fabric)
+    routers = {s.name: s.router_mac for s in fabric.leaves}
+    nics = {n.intf: ProbeNic(h.name, n.rail, n.ip, n.mac, routers[n.leaf], n.leaf, prefixes[n.intf])
+            for h in fabric.hosts for n in h.nics}
+    paths = tuple(ProbePath(f"p{i}", c.src.intf, c.dst.intf, c.src.ip, c.dst.ip, c.sport, c.links,
+                            c.switches) for i, c in enumerate(chosen))
+    gaps = coverage_gaps(paths, links)
+    return ProbePlan(paths, nics, {p.name: prefixes[p.dst_nic] for p in paths},
+                     {str(l): _why_uncovered(l, cands) for l in gaps}, float(rate_pps))
+
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``python -m monitor.probes --fabric build/topology.json --out build/probe-plan.json
+    [--hash-model FILE] [--rate-pps 10]``: write the plan, print its size; exit 2 on bad
+    input."""
+    import argparse  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    from topo.model import load_fabric  # noqa: PLC0415
+    ap = argparse.ArgumentParser(prog="python -m monitor.probes",
+                                 description="Plan RoCEv2 probe paths over every link.")
+    ap.add_argument("--fabric", required=True, type=Path, help="topology file (python -m topo build)")
+    ap.add_argument("--hash-model", type=Path, default=None,
+                    help="published hash model JSON (default: the fabric's own)")
+    ap.add_argument("--rate-pps", type=float, default=DEFAULT_RATE_PPS, help="probes/s per path")
+    ap.add_argument("--out", required=True, type=Path, help="plan file to write")
+    args = ap.parse_args(argv)
+    try:
+        fabric = load_fabric(args.fabric)
+        model = None
+        if args.hash_model is not None:
+            try:
+                model = FabricHashModel.from_json(args.hash_model.read_text())
+            except OSError as exc:
+                raise ValueError(f"{args.hash_model}: {exc.strerror or exc}") from None
+        plan = plan_probes(fabric, model, args.rate_pps)
+    except ValueError as exc:
+        print(f"monitor.probes: error: {exc}", file=sys.stderr)
+        return 2
+    plan.save(args.out)
+    print(f"{args.out}: {len(plan.paths)} paths, {plan.probes_per_s():g} probes/s, "
+          f"{len(plan.uncovered)} link(s) not watched by two disjoint paths")
+    for link, why in plan.uncovered.items():
+        print(f"  {link}: {why}")
+    return 0
+
+
+__all__ = ["DEFAULT_RATE_PPS", "ProbeNic", "ProbePlan", "coverage_gaps", "fabric_links", "load_plan",
+           "load_plan_text", "main", "plan_probes", "predict_path"]
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

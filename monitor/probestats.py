@@ -1,0 +1,121 @@
+"""Per-path probe statistics over a window, from the probers' snapshot files: what the
+monitor service hands to :func:`monitor.tomography.estimate`.
+
+Each prober writes ``probe-<host>.json`` at every epoch boundary (:mod:`monitor.prober`):
+its paths' ``sent`` (as the sender) and ``received`` / ``corrupted`` / ``ce`` (as the
+receiver), totals over send times before ``epoch × interval_s``. Because every host
+closes the same epochs, a path's ``sent`` at the sender and ``received`` at the receiver
+at the same epoch count the same probes. :class:`ProbeStatsReader` keeps the recent
+snapshots of every host and, for the latest epoch ``E`` every live host has reached,
+gives each path's counts between ``E − window`` and ``E``. A host whose snapshot is more
+than ``stale_epochs`` behind the newest is down: its paths as sender are left out (no
+probes sent), as receiver they count what it received before (so: loss).
+
+>>> import tempfile; from pathlib import Path
+>>> from topo.model import build_fabric; from monitor.probes import plan_probes
+>>> plan = plan_probes(build_fabric()); d = Path(tempfile.mkdtemp())
+>>> reader = ProbeStatsReader(plan, d, window_s=2.0)
+>>> reader.poll() is None                     # no snapshot yet
+True
+"""
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any, Optional
+
+from monitor.evidence import PathStats
+from monitor.probeplan import ProbePlan
+
+
+class ProbeStatsReader:
+    """Reads ``probe-<host>.json`` of every host of ``plan`` in ``out_dir`` (module
+    docstring); :meth:`poll` returns ``(epoch end in monotonic s, {path: PathStats})``.
+
+    ``window_s`` is rounded to whole epochs (at least one).
+    """
+
+    def __init__(self, plan: ProbePlan, out_dir: Path, window_s: float = 2.0,
+                 stale_epochs: int = 3, keep_epochs: int = 64) -> None:
+        self.plan, self.out_dir = plan, Path(out_dir)
+        self.window_s, self.stale_epochs, self.keep_epochs = window_s, stale_epochs, keep_epochs
+        self.history: dict[str, dict[int, dict[str, Any]]] = {h: {} for h in plan.hosts()}
+        self.interval_s: Optional[float] = None
+        self.problems: dict[str, str] = {}
+
+    def _read(self) -> None:
+        for host, hist in self.history.items():
+            path = self.out_dir / f"probe-{host}.json"
+            try:
+                snap = json.loads(path.read_text())
+                epoch = int(snap["epoch"])
+                self.interval_s = float(snap["interval_s"])
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                self.problems[host] = f"{path}: unreadable snapshot: {exc}"
+                continue
+            self.problems.pop(host, None)
+            hist[epoch] = snap
+            for old in sorted(hist)[:-self.keep_epochs]:
+                del hist[old]
+
+    @staticmethod
+    def _at(hist: dict[int, dict[str, Any]], epoch: int) -> Optional[dict[str, Any]]:
+        """The host's latest snapshot at or before ``epoch``."""
+        keys = [k for k in hist if k <= epoch]
+        return hist[max(keys)] if keys else None
+
+    def poll(self) -> Optional[tuple[float, dict[str, PathStats]]]:
+        """Read the files; the window's statistics, or None until two snapshots a window
+        apart exist."""
+        self._read()
+        latest = {h: max(hist) for h, hist in self.history.items() if hist}
+        if not latest or self.interval_s is None:
+            return None
+        newest = max(latest.values())
+        live = {h: e for h, e in latest.items() if newest - e <= self.stale_epochs}
+        end = min(live.values())
+        w = max(1, round(self.window_s / self.interval_s))
+        start = end - w
+        stats: dict[str, PathStats] = {}
+        for p in self.plan.paths:
+            s_host, r_host = self.plan.nics[p.src_nic].host, self.plan.nics[p.dst_nic].host
+            if s_host not in live:
+                continue
+            s0, s1 = self._at(self.history[s_host], start), self._at(self.history[s_host], end)
+            if s0 is None or s1 is None or s0 is s1:
+                continue
+            r0, r1 = self._at(self.history[r_host], start), self._at(self.history[r_host], end)
+            sent = max(0, s1["sent"].get(p.name, 0) - s0["sent"].get(p.name, 0))   # restarted: 0
+
+            def delta(kind: str) -> int:
+                if r0 is None or r1 is None:
+                    return 0
+                return max(0, r1[kind].get(p.name, 0) - r0[kind].get(p.name, 0))
+
+            lat = [r["latency_ms_p50"].get(p.name) for e, r in self.history[r_host].items()
+                   if start < e <= end and r_host in live]
+            lat = [x for x in lat if x is not None]
+            stats[p.name] = PathStats(p.name, w * self.interval_s, sent, delta("received"),
+                                      delta("corrupted"),
+                                      statistics.median(lat) if lat else None)
+        return end * self.interval_s, stats
+
+    def ce_counts(self) -> dict[str, int]:
+        """CE-marked probes per path over the last window (for an ECN-threshold check)."""
+        out: dict[str, int] = {}
+        for p in self.plan.paths:
+            hist = self.history[self.plan.nics[p.dst_nic].host]
+            if len(hist) < 2:
+                continue
+            keys = sorted(hist)
+            w = max(1, round(self.window_s / (self.interval_s or 1.0)))
+            a, b = self._at(hist, keys[-1] - w), hist[keys[-1]]
+            if a is not None:
+                out[p.name] = b["ce"].get(p.name, 0) - a["ce"].get(p.name, 0)
+        return out
+
+
+__all__ = ["ProbeStatsReader"]

@@ -1,0 +1,333 @@
+"""The live monitor of one run: exporters, the metric store, the evaluation loop
+(evidence → localiser → verdict log, metrics, web view) and the web server.
+
+What it does not start: the processes inside the hosts' namespaces (probers, NIC
+emulators). The testbed starts those (``scenarios.monitoring``) and points them at
+:attr:`Monitor.metrics_dir`, where they write their ``.prom`` files; the monitor never
+imports the testbed.
+
+Every ``interval_s`` the loop:
+
+1. builds an :class:`~monitor.evidence.Evidence` from the metric source
+   (:class:`~monitor.assemble.EvidenceBuilder`: probe paths, tomography, switch and NIC
+   counters, GOR's agent ages and liveness);
+2. gives it to the :class:`~monitor.localiser.Localiser`; verdicts named or cleared go
+   to ``verdicts.jsonl`` (:class:`~monitor.localiser.VerdictLog`), to the monitor's own
+   metrics (``monitor_verdicts_total``, ``monitor_active_faults``,
+   ``monitor_evaluation_seconds``; scraped as job ``monitor``) and to the web view;
+3. updates the web view: link states from the tomography, utilisation and alarm levels
+   from GOR's metrics, switch liveness, GOR's moves from its decision log.
+
+Example (a running testbed; ``scenarios/monitoring.py`` does this)::
+
+    mon = Monitor(fabric, plan, run_dir, switch_targets, gor_metrics="127.0.0.1:9464",
+                  decision_log=run_dir / "gor.jsonl")
+    with mon:
+        ...                        # probers and NICs write into mon.metrics_dir
+        mon.wait_verdict(lambda v: v.kind == "hung_switch", timeout_s=20)
+"""
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+from monitor.assemble import EvidenceBuilder, port_peers
+from monitor.evidence import Evidence, Verdict
+
+EVAL_INTERVAL_S = 0.5
+RATE_WINDOW_S = 3.0
+SCRAPE_INTERVAL_S = 0.5
+
+
+@dataclass(slots=True)
+class MonitorOptions:
+    """Knobs of the monitor: evaluation period, rate window (at least three scrape
+    intervals: Prometheus's ``rate()`` needs them), scrape interval, which store
+    (``"prometheus"`` falls back to the embedded one when absent), the web view and its
+    port (0: a free one).
+
+    >>> MonitorOptions().window_s >= 3 * MonitorOptions().scrape_interval_s
+    True
+    """
+
+    interval_s: float = EVAL_INTERVAL_S
+    window_s: float = RATE_WINDOW_S
+    scrape_interval_s: float = SCRAPE_INTERVAL_S
+    prefer: str = "prometheus"
+    web: bool = True
+    web_port: int = 0
+
+
+class DecisionLogTail:
+    """New lines of GOR's decision log since the last call (the file may not exist yet).
+
+    >>> import tempfile, os
+    >>> p = Path(tempfile.mkdtemp()) / "gor.jsonl"
+    >>> t = DecisionLogTail(p); t.read()
+    []
+    >>> _ = p.write_text('{"event": "order_sent"}\\n{"event": "order_con')
+    >>> [e["event"] for e in t.read()]
+    ['order_sent']
+    """
+
+    def __init__(self, path: Optional[Path]) -> None:
+        self.path = path
+        self._offset = 0
+
+    def read(self) -> list[dict[str, Any]]:
+        """Whole lines appended since the last call (a torn last line waits)."""
+        if self.path is None or not self.path.exists():
+            return []
+        with self.path.open("rb") as fh:
+            fh.seek(self._offset)
+            data = fh.read()
+        end = data.rfind(b"\n") + 1
+        self._offset += end
+        out = []
+        for line in data[:end].splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+        return out
+
+
+class Monitor:
+    """One run's monitoring; :meth:`start` … :meth:`stop` or a context manager.
+
+    ``plan``: the probe plan (:class:`monitor.probes.ProbePlan`); ``switch_targets``: the
+    switch exporter's targets (:func:`monitor.switch_exporter.targets_from_state`);
+    ``gor_metrics``: GOR's metrics address ``host:port`` (``None``: no GOR to watch);
+    ``decision_log``: GOR's decision log, whose moves go to the web view's timeline;
+    ``uplink_rate_pps``: the links' capacity for the view's utilisation where GOR gives
+    none.
+    """
+
+    def __init__(self, fabric: Any, plan: Any, run_dir: Path, switch_targets: Sequence[Any], *,
+                 gor_metrics: Optional[str] = None, decision_log: Optional[Path] = None,
+                 ecn_threshold_pkts: Optional[int] = None,
+                 options: Optional[MonitorOptions] = None,
+                 say: Callable[[str], None] = print) -> None:
+        self.fabric, self.plan, self.run_dir = fabric, plan, Path(run_dir)
+        self.switch_targets = list(switch_targets)
+        self.gor_metrics = gor_metrics
+        self.opts = options or MonitorOptions()
+        self.say = say
+        self.metrics_dir = self.run_dir / "metrics"
+        self.verdict_log_path = self.run_dir / "verdicts.jsonl"
+        self.builder = EvidenceBuilder(plan.paths, _dst_prefixes(plan), port_peers(fabric),
+                                       window_s=self.opts.window_s,
+                                       ecn_threshold_pkts=ecn_threshold_pkts,
+                                       gor_job="gor" if gor_metrics else None)
+        self._tail = DecisionLogTail(decision_log)
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self._lock = threading.Condition()
+        self.verdicts: list[Verdict] = []          # every verdict named, in order
+        self.cleared: list[Verdict] = []
+        self.evaluations = 0
+        self.errors: list[str] = []
+        self.last_evidence: Optional[Evidence] = None
+        self.source: Any = None
+        self.view: Any = None
+        self.web: Any = None
+        self._parts: list[Any] = []
+
+    # ------------------------------------------------------------------ lifetime
+    def start(self) -> "Monitor":
+        """Exporters, the metric store, the localiser, the web view, the loop."""
+        from prometheus_client import CollectorRegistry, Summary  # noqa: PLC0415
+
+        from controller.gor.metrics import RegistryServer  # noqa: PLC0415
+        from monitor.exporters import TextfileExporter  # noqa: PLC0415
+        from monitor.localiser import Localiser, VerdictLog  # noqa: PLC0415
+        from monitor.prometheus import open_metric_source  # noqa: PLC0415
+        from monitor.switch_exporter import SwitchExporter  # noqa: PLC0415
+
+        self.metrics_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            switches = self._part(SwitchExporter(self.switch_targets).start())
+            files = self._part(TextfileExporter(self.metrics_dir).start())
+            self.registry = CollectorRegistry()
+            self._eval_s = Summary("monitor_evaluation_seconds",
+                                   "Time to build one evidence snapshot and localise",
+                                   registry=self.registry)
+            self.localiser = Localiser(log=VerdictLog(self.verdict_log_path), registry=self.registry)
+            own = self._part(RegistryServer(self.registry, port=0))
+            own.start()
+            targets = {"switches": [switches.address], "files": [files.address],
+                       "monitor": [own.url.split("/")[2]]}
+            if self.gor_metrics:
+                targets["gor"] = [self.gor_metrics]
+            self.source = self._part(open_metric_source(self.run_dir, targets, self.opts.prefer,
+                                                        self.opts.scrape_interval_s))
+            if self.opts.web:
+                from monitor.web import WebServer  # noqa: PLC0415
+                from monitor.webstate import MonitorView  # noqa: PLC0415
+                self.view = MonitorView(self.fabric, title=f"Astral-P4 monitor — {self.run_dir.name}")
+                self.web = self._part(WebServer(self.view, port=self.opts.web_port).start())
+                self.say(f"monitor: web view at {self.web.url}")
+        except BaseException:
+            self.stop()
+            raise
+        self._thread = threading.Thread(target=self._run, name="monitor", daemon=True)
+        self._thread.start()
+        return self
+
+    def _part(self, part: Any) -> Any:
+        self._parts.append(part)
+        return part
+
+    def stop(self) -> None:
+        """Stop the loop, then every part in reverse order of starting."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+        for part in reversed(self._parts):
+            try:
+                (getattr(part, "close", None) or part.stop)()
+            except Exception as exc:  # noqa: BLE001 — the others still stop
+                self.errors.append(f"stopping {type(part).__name__}: {exc}")
+        self._parts.clear()
+
+    def __enter__(self) -> "Monitor":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def store_kind(self) -> str:
+        """``"prometheus"`` or ``"embedded"`` (``""`` before :meth:`start`)."""
+        return str(getattr(self.source, "kind", ""))
+
+    # ------------------------------------------------------------------ the loop
+    def _run(self) -> None:
+        while not self._stop.wait(self.opts.interval_s):
+            try:
+                self.evaluate(time.monotonic())
+            except Exception as exc:  # noqa: BLE001 — said once per kind, the loop goes on
+                msg = f"{type(exc).__name__}: {exc}"
+                if msg not in self.errors:
+                    self.errors.append(msg)
+                    print(f"monitor: evaluation failed: {msg}", file=sys.stderr)
+
+    def evaluate(self, t_s: float) -> list[Verdict]:
+        """One evaluation at ``t_s`` (the loop calls it; tests may too)."""
+        started = time.perf_counter()
+        ev = self.builder.build(self.source, t_s)
+        named = self.localiser.observe(ev)
+        cleared = self.localiser.cleared()
+        self._eval_s.observe(time.perf_counter() - started)
+        for v in named:
+            self.say(f"monitor: {v.kind} on {v.component} (confidence {v.confidence:.2f}): "
+                     + "; ".join(v.evidence[:3]))
+        if self.view is not None:           # before the waiters learn of the verdicts
+            self._update_view(ev, named, cleared)
+        with self._lock:
+            self.last_evidence = ev
+            self.evaluations += 1
+            self.verdicts.extend(named)
+            self.cleared.extend(cleared)
+            self._lock.notify_all()
+        return named
+
+    def _update_view(self, ev: Evidence, named: list[Verdict], cleared: list[Verdict]) -> None:
+        view = self.view
+        view.update_from_evidence(ev)
+        util = {lab["link"]: v for lab, v in self.source.values("gor_link_util_ratio") if "link" in lab}
+        alarm = {lab["link"]: int(v) for lab, v in self.source.values("gor_alarm_level") if "link" in lab}
+        known = set(view.link_names())
+        util = {k: v for k, v in util.items() if k in known}
+        alarm = {k: v for k, v in alarm.items() if k in known}
+        if util or alarm:
+            view.update_links(util=util or None, alarm=alarm or None)
+        for v in named:
+            view.add_verdict(v)
+        for v in cleared:
+            view.clear_verdict(v.kind, v.component, t_s=ev.t_s)
+        for e in self._tail.read():
+            if e.get("event") == "path_chosen":
+                old, new = e.get("old_path") or [], e.get("new_path") or []
+                if len(old) > 1 and len(new) > 1:
+                    view.add_move(str(e.get("flow")), f"{old[0]}->{old[1]}", f"{new[0]}->{new[1]}",
+                                  t_s=_mono(e, ev.t_s))
+            elif e.get("event") in ("alarm_raised", "alarm_cleared"):
+                view.add_event("note", f"GOR {e['event'].replace('_', ' ')} on {e.get('link')}"
+                               + (f" (level {e.get('level')})" if e.get("level") else ""),
+                               t_s=_mono(e, ev.t_s))
+
+    # ------------------------------------------------------------------ waiting
+    def wait_evaluations(self, n: int, timeout_s: float) -> bool:
+        """Until ``n`` more evaluations have run (bounded)."""
+        deadline = time.monotonic() + timeout_s
+        with self._lock:
+            target = self.evaluations + n
+            while self.evaluations < target:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._lock.wait(left)
+        return True
+
+    def wait_verdict(self, predicate: Callable[[Verdict], bool], timeout_s: float,
+                     since: int = 0) -> Optional[Verdict]:
+        """The first verdict from index ``since`` of :attr:`verdicts` that satisfies
+        ``predicate``, waiting at most ``timeout_s``; ``None`` if none came."""
+        deadline = time.monotonic() + timeout_s
+        with self._lock:
+            while True:
+                for v in self.verdicts[since:]:
+                    if predicate(v):
+                        return v
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._lock.wait(left)
+
+    def wait_quiet(self, timeout_s: float, clean_evaluations: int = 3) -> bool:
+        """Until the localiser holds no active fault and ``clean_evaluations`` evaluations
+        in a row saw no bad link and no silent switch (bounded): the fabric is back to
+        health, so what comes next is not the last fault's tail."""
+        deadline = time.monotonic() + timeout_s
+        with self._lock:
+            clean, seen = 0, self.evaluations
+            while True:
+                if self.evaluations != seen:
+                    seen = self.evaluations
+                    ev = self.last_evidence
+                    healthy = ev is not None and not any(
+                        e.state in ("lossy", "dead", "corrupting") for e in ev.links.values()) \
+                        and all(ev.switch_up.values())
+                    clean = clean + 1 if healthy and not self.localiser.active() else 0
+                if clean >= clean_evaluations:
+                    return True
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._lock.wait(left)
+
+
+def _mono(event: dict[str, Any], default: float) -> float:
+    try:
+        return float(event["mono_s"])
+    except (KeyError, TypeError, ValueError):
+        return default
+
+
+def _dst_prefixes(plan: Any) -> dict[str, str]:
+    """Each path's destination prefix, from the plan."""
+    out: dict[str, str] = {}
+    for prefix, names in plan.paths_by_prefix().items():
+        for name in names:
+            out[name] = prefix
+    return out
+
+
+__all__ = ["DecisionLogTail", "EVAL_INTERVAL_S", "Monitor", "MonitorOptions", "RATE_WINDOW_S"]

@@ -1,0 +1,297 @@
+"""The faults scenario (``make run SCENARIO=faults``): RoCEv2 traffic under GOR, the
+monitor watching (probes over every link, switch and NIC counters in Prometheus, the
+localiser, the web view), and every kind of fault of ``topo.components.FAULT_KINDS``
+injected in turn by the testbed's fault injector (``testbed.faults``) — each held until
+the localiser names something (at most ``NAME_TIMEOUT_S``), then undone, and the fabric
+left to settle until the localiser holds nothing again.
+
+The report (``runs/<time>/report.md``, ``faults.json``) has one row per fault: its
+kind, where it was, what the localiser named first, whether that was exactly it, and the
+time from the fault taking effect to the verdict. The status is 0 only when every fault
+was named exactly; each miss is said (a miss is a finding, never hidden).
+
+>>> [k for k, _, _ in default_faults(_Fab())][:3]
+['gray_link', 'corruption', 'flapping_link']
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+from scenarios.report import new_run_dir, report_failures
+
+NAME_TIMEOUT_S = 30.0
+"""How long a fault is held waiting for a verdict."""
+SETTLE_TIMEOUT_S = 40.0
+"""How long after an undo the localiser may take to hold nothing (its verdicts clear
+after their evidence has been gone for ``LocaliserConfig.clear_s``)."""
+BASELINE_S = 6.0
+"""Traffic and probes running, no fault: the windows fill before the first fault."""
+FLOW_RATE_PPS = 60.0
+FLOWS = 4
+RC_RETRY_COUNT = 60
+"""The senders' RC retry count (2 s timeout each): two minutes without an ACK before a QP
+gives up (InfiniBand allows far longer local ACK timeouts than the emulator's default)."""
+
+
+@dataclass(slots=True)
+class FaultTrial:
+    """One injected fault and what the localiser said: the first verdict after the
+    fault took effect (``named_kind``/``named``), whether it was exactly the fault
+    (``exact``), seconds to it (``localise_s``), its confidence and evidence, and the
+    other verdicts of the trial (``also``).
+
+    >>> FaultTrial("hung_switch", "switch s1", "hung_switch", "switch s1", 2.5).exact
+    True
+    """
+
+    kind: str
+    target: str
+    named_kind: Optional[str] = None
+    named: Optional[str] = None
+    localise_s: Optional[float] = None
+    confidence: Optional[float] = None
+    evidence: list[str] = field(default_factory=list)
+    also: list[str] = field(default_factory=list)
+    settled: bool = True
+    error: str = ""
+
+    @property
+    def exact(self) -> bool:
+        """The first verdict named the fault's kind and component exactly."""
+        return self.named_kind == self.kind and self.named == self.target
+
+
+@dataclass(slots=True)
+class FaultsResult:
+    """What the faults scenario measured (``bench/monitor_bench.py`` reads it)."""
+
+    status: int
+    run_dir: Optional[Path] = None
+    trials: list[FaultTrial] = field(default_factory=list)
+    store: str = ""
+    probe_paths: int = 0
+    probes_per_s: float = 0.0
+    false_alarms: list[str] = field(default_factory=list)
+    screenshot: Optional[Path] = None
+    web_url: str = ""
+    quiet_s: float = 0.0
+    probe_overhead_pct: Optional[float] = None
+
+    @property
+    def top1(self) -> Optional[float]:
+        """Fraction of faults named exactly first (None with no trial)."""
+        return sum(t.exact for t in self.trials) / len(self.trials) if self.trials else None
+
+
+class _Fab:
+    """A stand-in fabric for the doctest: the default fabric's names."""
+
+    def __init__(self) -> None:
+        from topo.model import build_fabric  # noqa: PLC0415
+        self.f = build_fabric()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.f, name)
+
+
+def uplink_port(fabric: Any, leaf: str, spine: str) -> int:
+    """The port of ``leaf`` whose cable goes to ``spine``.
+
+    >>> uplink_port(_Fab(), "b0r0l0", "s0") > 0
+    True
+    """
+    for port, info in sorted(fabric.switch(leaf).ports.items()):
+        if info.kind == "uplink" and info.peer_node == spine:
+            return int(port)
+    raise KeyError(f"{leaf} has no uplink to {spine}")
+
+
+def default_faults(fabric: Any) -> list[tuple[str, str, dict[str, Any]]]:
+    """(kind, target, parameters) of each fault the scenario injects, on the default
+    fabric's names (traffic runs from block 0 to block 1 on rail 0): spines ``s0``/``s1``,
+    leaves ``b<b>r<r>l0``, NICs ``b<b>s<s>-eth<r>``."""
+    spines = [s.name for s in fabric.switches if s.role == "spine"]
+    s0, s1 = spines[0], spines[-1]
+    ecn_port = uplink_port(fabric, "b0r0l0", s0)
+    return [
+        ("gray_link", f"link b0r0l0->{s1}", {"loss_pct": 30.0}),
+        ("corruption", f"link {s0}->b1r1l0", {"corrupt_pct": 20.0}),
+        ("flapping_link", f"cable b0r1l0<->{s0}", {"period_s": 2.0}),
+        ("blackhole", f"route {s1} 10.1.1.0/24", {}),
+        ("hung_switch", f"switch {s1}", {}),
+        ("slow_receiver", "nic b1s0-eth0", {}),
+        ("wrong_ecn_threshold", f"port b0r0l0:{ecn_port}", {"kmin_pkts": 0}),
+        ("dead_agent", "agent b0s0", {}),
+        ("controller_down", "controller", {}),
+    ]
+
+
+def run_faults(fabric: Any, programmer: Any, state: Any, save_state: Callable[[], None],
+               opts: Any, say: Callable[[str], None] = print, trials_per_kind: int = 1,
+               kinds: Optional[Sequence[str]] = None, quiet_s: float = 0.0) -> FaultsResult:
+    """Run the faults scenario on a running, programmed testbed (``opts``:
+    ``ScenarioOptions``; ``trials_per_kind`` rounds over the faults; ``kinds`` limits
+    them; ``quiet_s`` > 0 first watches the fault-free fabric that long and counts every
+    verdict as a false alarm)."""
+    from scenarios.gor_session import GorSession  # noqa: PLC0415
+    from scenarios.monitoring import MonitoringSession  # noqa: PLC0415
+    from testbed.faults import FaultInjector  # noqa: PLC0415
+    from testbed.faultp4rt import P4RuntimeWriter  # noqa: PLC0415
+    from testbed.faultundo import CallableHooks  # noqa: PLC0415
+    from testbed.net import REPO  # noqa: PLC0415
+    from testbed.traffic import NicOptions, TrafficOptions, plan_flows  # noqa: PLC0415
+
+    run_dir = new_run_dir(opts.runs_root)
+    res = FaultsResult(1, run_dir)
+    plan = [f for f in default_faults(fabric) if kinds is None or f[0] in kinds]
+    seed = opts.seed if opts.seed is not None else 1
+    flows = plan_flows(fabric, programmer, TrafficOptions(FLOWS, 0, port_mode="tccl", seed=seed))
+    hold_s = BASELINE_S + quiet_s + trials_per_kind * len(plan) * (NAME_TIMEOUT_S + SETTLE_TIMEOUT_S)
+    # uplinks drain far more than the flows offer: no congestion of their own, so
+    # what the monitor sees is the faults'
+    rate = 4.0 * FLOWS * FLOW_RATE_PPS
+    say(f"faults: {len(flows)} RoCEv2 flows b0 -> b1 on rail 0 ({FLOW_RATE_PPS:g} pps each, "
+        f"TCCL ports), then {len(plan)} fault kinds x {trials_per_kind}")
+    state_path = Path(getattr(opts, "state_path", None) or REPO / "build" / "testbed-state.json")
+    gor = GorSession(fabric, programmer, state, save_state, flows, rate, opts, run_dir, say, live=False)
+    with gor:
+        with MonitoringSession(fabric, programmer, state, save_state, run_dir, gor=gor,
+                               say=say) as ms:
+            mon = ms.monitor
+            res.store, res.probe_paths = mon.store_kind, len(ms.plan.paths)
+            res.probes_per_s = ms.plan.probes_per_s()
+            res.web_url = mon.web.url if mon.web is not None else ""
+            # RC retries outlast a fault held for NAME_TIMEOUT_S (the default 7 x 2 s would
+            # put a QP behind a hung switch in error, end its sender and, with it, the
+            # host's agent: a true finding, but the next fault's noise)
+            gor.start_flows(hold_s, NicOptions(line_rate_pps=FLOW_RATE_PPS, metrics_dir=ms.metrics_dir),
+                            sender_extra=["--retry-count", str(RC_RETRY_COUNT)])
+            injector = FaultInjector(fabric, state, state_path=state_path,
+                                     writer=P4RuntimeWriter(programmer.connections),
+                                     controller=CallableHooks(stop=gor.stop_gor, start=gor.start_gor))
+            mon.wait_evaluations(int(BASELINE_S / mon.opts.interval_s), BASELINE_S * 3)
+            if quiet_s > 0:
+                first = len(mon.verdicts)
+                say(f"faults: watching the fault-free fabric for {quiet_s:g} s")
+                mon.wait_evaluations(int(quiet_s / mon.opts.interval_s), quiet_s * 3)
+                res.quiet_s = quiet_s
+                res.false_alarms = [f"{v.kind} {v.component}" for v in mon.verdicts[first:]]
+            res.probe_overhead_pct = probe_overhead_pct(mon.source, min(OVERHEAD_WINDOW_S,
+                                                                         BASELINE_S + quiet_s))
+            try:
+                for _ in range(trials_per_kind):
+                    for kind, target, params in plan:
+                        res.trials.append(_trial(injector, mon, kind, target, params, say))
+            finally:
+                injector.undo_all()
+            # the page with the run's verdicts, in a real browser (Chromium is heavy: not
+            # while a fault is being localised on this 2-core machine)
+            res.screenshot = _screenshot(mon, run_dir, say)
+    _report(run_dir, res, say)
+    misses = [f"{t.kind} on {t.target}: named {t.named_kind} {t.named}" if t.named else
+              f"{t.kind} on {t.target}: nothing named within {NAME_TIMEOUT_S:g} s"
+              for t in res.trials if not t.exact]
+    if not res.trials:
+        misses.append("no fault was injected")
+    misses += [f"false alarm on the fault-free fabric: {a}" for a in res.false_alarms]
+    res.status = report_failures(run_dir, "faults", misses, say)
+    return res
+
+
+OVERHEAD_WINDOW_S = 30.0
+SWITCH_HOPS = 3
+"""Switch egress ports a probe leaves by: source leaf, spine, destination leaf."""
+
+
+def probe_overhead_pct(source: Any, window_s: float) -> Optional[float]:
+    """Probe frames as a share of every frame the switches sent over the last
+    ``window_s`` (probes sent × :data:`SWITCH_HOPS` over the sum of every switch port's
+    tx rate), from the metric store; None when the switches' counters were not read."""
+    probes = sum(v for _, v in source.rates("astral_probe_sent_total", window_s))
+    frames = sum(v for _, v in source.rates("astral_switch_port_tx_packets_total", window_s))
+    if frames <= 0:
+        return None
+    return round(100.0 * min(1.0, SWITCH_HOPS * probes / frames), 2)
+
+
+def _trial(injector: Any, mon: Any, kind: str, target: str, params: dict[str, Any],
+           say: Callable[[str], None]) -> FaultTrial:
+    """Inject one fault, wait for a verdict, undo it, wait until the localiser is quiet."""
+    trial = FaultTrial(kind, target)
+    since = len(mon.verdicts)
+    try:
+        rec = injector.inject(kind, target, **params)
+    except Exception as exc:  # noqa: BLE001 — a fault that cannot be injected is reported
+        trial.error = f"not injected: {exc}"
+        say(f"faults: {kind} on {target}: {trial.error}")
+        return trial
+    t0 = rec.started_mono
+    say(f"faults: {rec.name}: {kind} on {target} {params or ''}")
+    first = mon.wait_verdict(lambda v: True, NAME_TIMEOUT_S, since=since)
+    if first is not None:
+        trial.named_kind, trial.named = first.kind, first.component
+        trial.localise_s = round(max(0.0, first.t_s - t0), 3)
+        trial.confidence, trial.evidence = first.confidence, list(first.evidence)
+        # a moment more: other verdicts of the same trial (collateral ones are findings too)
+        mon.wait_evaluations(2, 5.0)
+        trial.also = [f"{v.kind} {v.component}" for v in mon.verdicts[since:] if v is not first]
+    injector.undo(rec.name)
+    trial.settled = mon.wait_quiet(SETTLE_TIMEOUT_S)
+    mon.wait_evaluations(2, 5.0)
+    mark = "named" if trial.exact else "MISSED, named" if first else "MISSED, nothing named"
+    say(f"faults: {kind} on {target}: {mark} {trial.named_kind or ''} {trial.named or ''} "
+        f"after {trial.localise_s} s" + ("" if trial.settled else "; not quiet after the undo"))
+    return trial
+
+
+def _screenshot(mon: Any, run_dir: Path, say: Callable[[str], None]) -> Optional[Path]:
+    """The web view in headless Chromium once its timeline shows the run's verdicts
+    (``web.png``);
+    None, said, without a browser or when the page never shows a verdict."""
+    if mon.web is None or not mon.verdicts:
+        return None
+    from monitor.browser import BrowserUnavailable, screenshot  # noqa: PLC0415
+    try:
+        return screenshot(mon.web.url, run_dir / "web.png", wait_css="#timeline li[data-kind='verdict']",
+                          timeout_s=60.0)
+    except (BrowserUnavailable, TimeoutError) as exc:
+        say(f"faults: no screenshot of the web view: {exc}")
+        return None
+
+
+def _report(run_dir: Path, res: FaultsResult, say: Callable[[str], None]) -> None:
+    rows = ["# Faults scenario", "",
+            f"- metric store: {res.store}; probe paths {res.probe_paths}, "
+            f"{res.probes_per_s:g} probes/s ({res.probe_overhead_pct}% of the frames the "
+            f"switches sent); web view {res.web_url or 'off'}"
+            + (f" (screenshot `{res.screenshot.name}`)" if res.screenshot else ""), "",
+            "| fault | where | named first | exact | time to name (s) | confidence | also named |",
+            "|---|---|---|---|---|---|---|"]
+    for t in res.trials:
+        named = f"{t.named_kind} {t.named}" if t.named else (t.error or "nothing")
+        rows.append(f"| {t.kind} | {t.target} | {named} | {'yes' if t.exact else 'no'} | "
+                    f"{'' if t.localise_s is None else t.localise_s} | "
+                    f"{'' if t.confidence is None else round(t.confidence, 2)} | "
+                    f"{', '.join(t.also)} |")
+    times = [t.localise_s for t in res.trials if t.exact and t.localise_s is not None]
+    rows += ["", f"- named exactly first: {sum(t.exact for t in res.trials)} of {len(res.trials)}"
+             + (f"; time to name median {statistics.median(times):.2f} s" if times else ""),
+             "- verdict log `verdicts.jsonl`, probe plan `probe-plan.json`, GOR's decision log "
+             "`gor.jsonl`, metrics files `metrics/`", ""]
+    (run_dir / "report.md").write_text("\n".join(rows))
+    (run_dir / "faults.json").write_text(json.dumps(
+        {"trials": [asdict(t) | {"exact": t.exact} for t in res.trials], "store": res.store,
+         "probe_paths": res.probe_paths, "probes_per_s": res.probes_per_s,
+         "false_alarms": res.false_alarms, "quiet_s": res.quiet_s,
+         "probe_overhead_pct": res.probe_overhead_pct}, indent=1))
+    say(f"faults: {sum(t.exact for t in res.trials)} of {len(res.trials)} faults named exactly; "
+        f"report {run_dir / 'report.md'}")
+
+
+__all__ = ["BASELINE_S", "FaultTrial", "FaultsResult", "NAME_TIMEOUT_S", "default_faults",
+           "probe_overhead_pct", "run_faults", "uplink_port"]

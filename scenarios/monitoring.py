@@ -1,0 +1,144 @@
+"""Monitoring around a scenario run on the live testbed: the probe plan, one prober in
+every host's namespace, and the :class:`monitor.service.Monitor` (exporters, Prometheus
+or the embedded store, the localiser, the web view) — started together, stopped together.
+
+The probers are the testbed's processes: started with ``mnexec -a <host shell pid>`` like
+the NIC emulators, recorded in the testbed state (kind ``"monitor"``) and stopped by PID.
+They, and the NIC emulators given ``NicOptions(metrics_dir=session.metrics_dir)``, write
+their ``.prom`` files into the monitor's metrics folder, which its textfile exporter
+serves to Prometheus.
+
+Used by the faults scenario (:mod:`scenarios.faults`)::
+
+    with GorSession(...) as gor, MonitoringSession(fabric, programmer, state, save_state,
+                                                   run_dir, gor=gor) as mon:
+        gor.start_flows(60, NicOptions(metrics_dir=mon.metrics_dir))
+        mon.monitor.wait_verdict(lambda v: v.kind == "hung_switch", 20)
+"""
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+READY_TIMEOUT_S = 20.0
+PROBE_RATE_PPS = 10.0
+"""Probes per second per path: 30 probes in the monitor's 3 s window, enough for the
+localiser's minimum (10) with a few lost to a loaded CPU."""
+
+
+class MonitoringError(RuntimeError):
+    """A prober did not come up (it exited, or its sockets never opened in time)."""
+
+
+def switch_targets_of(fabric: Any, state: Any) -> list[Any]:
+    """The switch exporter's targets: the addresses the testbed recorded and, unless it
+    runs in plaintext, the controller's certificate of its PKI."""
+    from monitor.switch_exporter import switch_targets  # noqa: PLC0415
+    from testbed.tls import recorded_controller_tls  # noqa: PLC0415
+    addresses = {n: d["grpc_addr"] for n, d in state.switches.items() if "grpc_addr" in d}
+    return switch_targets(fabric, addresses, recorded_controller_tls(state.pki or None))
+
+
+class MonitoringSession:
+    """Probe plan, probers and monitor of one run (``gor``: the run's
+    :class:`~scenarios.gor_session.GorSession`, whose metrics and decision log the
+    monitor watches; ``None`` watches no controller)."""
+
+    def __init__(self, fabric: Any, programmer: Any, state: Any, save_state: Callable[[], None],
+                 run_dir: Path, *, gor: Any = None, options: Any = None,
+                 probe_rate_pps: float = PROBE_RATE_PPS,
+                 say: Callable[[str], None] = print) -> None:
+        self.fabric, self.programmer, self.state, self.save_state = fabric, programmer, state, save_state
+        self.run_dir, self.gor, self.options, self.say = Path(run_dir), gor, options, say
+        self.probe_rate_pps = probe_rate_pps
+        self.plan: Any = None
+        self.monitor: Any = None
+        self.probers: dict[str, subprocess.Popen[bytes]] = {}
+        self._records: list[Any] = []
+
+    @property
+    def metrics_dir(self) -> Path:
+        """Where probers and NIC emulators write their metric files."""
+        return self.run_dir / "metrics"
+
+    def __enter__(self) -> "MonitoringSession":
+        from controller.fabric.qos import EcnConfig  # noqa: PLC0415
+        from monitor.probes import plan_probes  # noqa: PLC0415
+        from monitor.service import Monitor  # noqa: PLC0415
+        self.plan = plan_probes(self.fabric, self.programmer.hash_model(), self.probe_rate_pps)
+        plan_path = self.plan.save(self.run_dir / "probe-plan.json")
+        gor = self.gor
+        self.monitor = Monitor(self.fabric, self.plan, self.run_dir,
+                               switch_targets_of(self.fabric, self.state),
+                               gor_metrics=gor.metrics_address if gor is not None else None,
+                               decision_log=gor.dlog_path if gor is not None else None,
+                               ecn_threshold_pkts=EcnConfig().kmin_pkts,
+                               options=self.options, say=self.say)
+        try:
+            self.monitor.start()
+            self._start_probers(plan_path)
+        except BaseException:
+            self.__exit__()
+            raise
+        self.say(f"monitor: {len(self.plan.paths)} probe paths from {len(self.probers)} hosts, "
+                 f"{self.plan.probes_per_s():g} probes/s; metrics in {self.monitor.store_kind}; "
+                 f"verdicts in {self.monitor.verdict_log_path}")
+        return self
+
+    def _start_probers(self, plan_path: Path) -> None:
+        from monitor.prober import prober_command  # noqa: PLC0415
+        from testbed.net import REPO, ProcRecord, proc_cmdline  # noqa: PLC0415
+        shells = {r.name: r.pid for r in self.state.procs if r.kind == "host-shell"}
+        self.metrics_dir.mkdir(parents=True, exist_ok=True)
+        for host in self.plan.hosts():
+            if host not in shells:
+                raise MonitoringError(f"host {host} of the probe plan has no shell in the testbed")
+            (self.metrics_dir / f"probe-{host}.ready").unlink(missing_ok=True)
+            cmd = prober_command(plan_path, host, self.metrics_dir)
+            proc = subprocess.Popen(["mnexec", "-a", str(shells[host]), *cmd], cwd=REPO,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                    stdin=subprocess.DEVNULL)
+            self.probers[host] = proc
+            rec = ProcRecord(f"prober {host}", proc.pid, proc_cmdline(proc.pid) or " ".join(cmd),
+                             "monitor")
+            self._records.append(rec)
+            self.state.procs.append(rec)
+        self.save_state()
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        waiting = set(self.probers)
+        while waiting:
+            for host in list(waiting):
+                proc = self.probers[host]
+                if (self.metrics_dir / f"probe-{host}.ready").exists():
+                    waiting.discard(host)
+                elif proc.poll() is not None:
+                    err = proc.stderr.read().decode(errors="replace").strip() if proc.stderr else ""
+                    raise MonitoringError(f"prober {host} exited with {proc.returncode}: {err}")
+            if waiting and time.monotonic() > deadline:
+                raise MonitoringError(f"probers not ready within {READY_TIMEOUT_S:g} s: "
+                                      f"{', '.join(sorted(waiting))}")
+            if waiting:
+                self.monitor.wait_evaluations(1, 0.2)     # a bounded pause between checks
+
+    def __exit__(self, *exc: object) -> None:
+        from testbed.process import stop_process  # noqa: PLC0415
+        for host, proc in self.probers.items():
+            stop_process(proc)
+            if proc.stderr is not None:
+                proc.stderr.close()
+            if proc.returncode not in (0, None, -15):
+                self.say(f"monitor: prober {host} ended with {proc.returncode}")
+        for rec in self._records:
+            if rec in self.state.procs:
+                self.state.procs.remove(rec)
+        if self._records:
+            self.save_state()
+        self.probers.clear()
+        self._records.clear()
+        if self.monitor is not None:
+            self.monitor.stop()
+
+
+__all__ = ["MonitoringError", "MonitoringSession", "PROBE_RATE_PPS", "switch_targets_of"]
