@@ -21,6 +21,7 @@ from __future__ import annotations
 import select
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from types import TracebackType
@@ -32,6 +33,17 @@ REPO = Path(__file__).resolve().parents[1]
 READY_TIMEOUT_S = 60.0
 CONTROL_PREFIX = "p4sim switch control: "
 READY_PREFIX = "p4sim switch ready: grpc "
+
+
+def poll(fn, deadline_s: float, pause_s: float = 0.05):  # type: ignore[no-untyped-def]
+    """``fn()`` until it returns something truthy, at most ``deadline_s`` seconds (a
+    bounded probe, not a sleep); returns the last result."""
+    end, pause = time.monotonic() + deadline_s, threading.Event()
+    while True:
+        got = fn()
+        if got or time.monotonic() >= end:
+            return got
+        pause.wait(pause_s)
 
 
 def read_line(proc: subprocess.Popen, deadline: float) -> str:

@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -21,7 +20,7 @@ from prometheus_client import CollectorRegistry, Counter, write_to_textfile
 from controller.gor.metrics import parse_metrics
 from controller.p4rt import ClientTls, SwitchConnection
 from monitor.exporters import SwitchExporter, TextfileExporter, switch_targets, targets_from_state
-from procs import SwitchProcess
+from procs import SwitchProcess, poll
 from testbed.pki import FabricPki
 from topo.model import build_fabric
 
@@ -30,15 +29,6 @@ FABRIC = build_fabric()
 LEAF, SPINE = FABRIC.switch("b0r0l0"), FABRIC.switch("s0")
 PACKETS_OUT = 5
 
-
-def poll(fn, deadline_s: float):  # type: ignore[no-untyped-def]
-    """fn() until it returns something truthy, at most ``deadline_s`` seconds."""
-    end, pause = time.monotonic() + deadline_s, threading.Event()
-    while True:
-        got = fn()
-        if got or time.monotonic() >= end:
-            return got
-        pause.wait(0.05)
 
 
 def scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

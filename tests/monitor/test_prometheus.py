@@ -7,12 +7,12 @@ import doctest
 import importlib
 import shutil
 import socket
-import threading
 import time
 from pathlib import Path
 from typing import Iterator
 
 import pytest
+from procs import poll
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -54,15 +54,6 @@ def exporter(node: str) -> RegistryServer:
 def addr(srv: RegistryServer) -> str:
     return f"127.0.0.1:{srv.port}"
 
-
-def poll(fn, deadline_s: float):  # type: ignore[no-untyped-def]
-    """fn() until it returns something truthy, at most ``deadline_s`` seconds."""
-    end, pause = time.monotonic() + deadline_s, threading.Event()
-    while True:
-        got = fn()
-        if got or time.monotonic() >= end:
-            return got
-        pause.wait(0.1)
 
 
 @pytest.fixture
