@@ -7,6 +7,8 @@ printed with the differing nibbles marked), 2 when the program does not compile.
 an error.
 ``python -m p4sim compile PROGRAM.p4 [-I DIR] --p4info OUT.txtpb [--p4info-bin OUT.bin]
 --config OUT.json``: write the program's P4Info and p4sim's device config (exit 2 on an error).
+``check`` and ``compile`` print p4c-bm2-ss's warnings on stderr (exit status unchanged;
+``--Wdisable`` / ``--Wdisable=KIND`` as in p4c; :mod:`p4sim.frontend.p4c_warnings`).
 ``python -m p4sim switch [PROGRAM.p4 | --no-p4] -i PORT@IFACE ... [options]``: the switch
 process, a simple_switch_grpc drop-in (see :mod:`p4sim.switchd.main`).
 ``python -m p4sim ctl ADDR COMMAND [ARGS...]``: the switch's control API, e.g.
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from p4sim.errors import P4Error
 
@@ -45,6 +47,10 @@ def _parser() -> argparse.ArgumentParser:
     comp = sub.add_parser("compile", help="write the P4Info and the p4sim device config")
     comp.add_argument("program")
     comp.add_argument("-I", dest="include", action="append", default=[], metavar="DIR")
+    for cmd in (check, comp):
+        cmd.add_argument("--Wdisable", action="append", metavar="KIND",
+                         help="--Wdisable silences every warning, --Wdisable=KIND one kind "
+                              "(unused, unsupported, removed, ...), as in p4c")
     comp.add_argument("--p4info", required=True, help="P4Info output, protobuf text format")
     comp.add_argument("--p4info-bin", default=None, help="P4Info output, binary protobuf")
     comp.add_argument("--config", default=None,
@@ -55,7 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _front_end(program: str, include: list[str]) -> None:
+def _front_end(program: str, include: list[str]) -> Any:
     """Parse and type-check ``program``. Name resolution and type checking currently live
     in the engine's compiler, so without a separate ``frontend.checker`` this loads the
     program (which also generates its code, a fraction of a second)."""
@@ -67,16 +73,19 @@ def _front_end(program: str, include: list[str]) -> None:
         checker = None
     fn = getattr(checker, "check_program", None) if checker is not None else None
     if callable(fn):
-        fn(program, include)
-        return
+        return fn(program, include)
     from p4sim import engine
 
-    engine.load_program(program, include)
+    return engine.load_program(program, include)
 
 
-def _check(program: str, include: list[str]) -> int:
+def _check(program: str, include: list[str], wdisable: Optional[list[str]] = None) -> int:
+    from p4sim.compile_warnings import print_warnings
+
     try:
-        _front_end(program, include)
+        prog = _front_end(program, include)
+        if prog is not None:
+            print_warnings(prog, wdisable, sys.stderr)
     except P4Error as err:
         print(err.render(), file=sys.stderr)
         return EXIT_COMPILE
@@ -109,10 +118,12 @@ def _compile(args: argparse.Namespace) -> int:
     import os
 
     from p4sim import engine
+    from p4sim.compile_warnings import print_warnings
     from p4sim.p4info import build_p4info, write_p4info
 
     try:
         prog = engine.load_program(args.program, args.include)
+        print_warnings(prog, args.Wdisable, sys.stderr)
         write_p4info(build_p4info(prog), args.p4info, args.p4info_bin)
         if args.config:
             from p4sim.device import DeviceConfig
@@ -143,10 +154,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print("usage: python -m p4sim ctl ADDR COMMAND [ARGS...]", file=sys.stderr)
             return EXIT_COMPILE
         return ctl_main(argv[1], argv[2], argv[3:])
-    args = _parser().parse_args(argv)
+    # p4c's optional-argument form: a bare --Wdisable never takes the next word
+    args = _parser().parse_args(["--Wdisable=" if a == "--Wdisable" else a for a in argv])
     try:
         if args.command == "check":
-            return _check(args.program, args.include)
+            return _check(args.program, args.include, args.Wdisable)
         if args.command == "compile":
             return _compile(args)
         return _stf(args.program, args.stf, args.include, args.verbose)

@@ -25,9 +25,12 @@ from typing import Any, Iterable, Optional, Sequence
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2 as P
 
+from p4sim.errors import P4Error
 from p4sim.frontend import ast as A
-from p4sim.frontend.types import BitT, BoolT, ErrorT, StructLikeT, bit_width, strip_new
-from p4sim.p4info_typeinfo import add_error_members, add_serializable_enum, p4c_writes_type_info
+from p4sim.frontend.types import ErrorT, StructLikeT, bit_width
+from p4sim.frontend.uses import removed_blocks_and_tables
+from p4sim.p4info_newtypes import NewTypes
+from p4sim.p4info_typeinfo import add_error_members, add_serializable_enum, add_type_spec, p4c_writes_type_info
 
 PREFIX_ACTION = P.P4Ids.ACTION
 PREFIX_TABLE = P.P4Ids.TABLE
@@ -238,37 +241,6 @@ def _header_decls(prog: Any) -> list[A.StructLikeDecl]:
             if isinstance(d, A.StructLikeDecl) and d.kind == "header" and _ann(d.annotations, "controller_header")]
 
 
-def _type_spec(spec: Any, t: Any, info: P.P4Info) -> None:
-    st = strip_new(t)
-    if isinstance(st, BoolT):
-        spec.bool.SetInParent()
-    elif isinstance(st, BitT) and st.signed:
-        spec.bitstring.int.bitwidth = st.width
-    elif isinstance(st, StructLikeT) and st.kind == "struct":
-        spec.struct.name = st.name
-        _add_struct(st, info)
-    elif isinstance(st, StructLikeT) and st.kind == "header":
-        spec.header.name = st.name
-        if st.name not in info.type_info.headers:
-            hdr = info.type_info.headers[st.name]
-            for fname, ft in st.fields:
-                m = hdr.members.add()
-                m.name = fname
-                m.type_spec.bit.bitwidth = bit_width(ft) or 0
-    else:
-        spec.bitstring.bit.bitwidth = bit_width(st) or 0
-
-
-def _add_struct(t: StructLikeT, info: P.P4Info) -> None:
-    if t.name in info.type_info.structs:
-        return
-    s = info.type_info.structs[t.name]
-    for fname, ft in t.fields:
-        m = s.members.add()
-        m.name = fname
-        _type_spec(m.type_spec, ft, info)
-
-
 def _p4c_action_order(prog: Any, tables: Sequence[Any], actions: Sequence[Any]) -> Any:
     """The sort key that lists actions in p4c's order: control by control (in V1Switch's
     order), each control's copies of the top-level actions it uses first, in the order of
@@ -294,6 +266,24 @@ def _p4c_action_order(prog: Any, tables: Sequence[Any], actions: Sequence[Any]) 
     return key
 
 
+def _live_tables(prog: Any) -> list[Any]:
+    """The program's tables but those p4c's front end deletes before writing P4Info (a
+    table applied only in the dead branch of ``if (false)`` or ``false ? a : b``)."""
+    ast = getattr(prog, "ast", None)
+    removed = {id(d) for d in removed_blocks_and_tables(ast)} if ast is not None else set()
+    return [ti for ti in prog.tables_info.values() if ti.runtime is not None and id(ti.decl) not in removed]
+
+
+def table_actions_in_p4c_order(prog: Any) -> list[A.ActionDecl]:
+    """The declarations of the actions tables use, in p4c's order (as P4Info and the BMv2
+    JSON list them)."""
+    tables = _live_tables(prog)
+    referenced = {ai.fqname for ti in tables for ai in ti.actions}
+    actions = [ai for fq, ai in prog.actions.items() if fq in referenced]
+    actions.sort(key=_p4c_action_order(prog, tables, actions))
+    return [ai.decl for ai in actions]
+
+
 # --------------------------------------------------------------------------- builder
 def build_p4info(prog: Any) -> P.P4Info:
     """The P4Info of a loaded program (:class:`p4sim.engine.program.CompiledProgram`)."""
@@ -302,7 +292,7 @@ def build_p4info(prog: Any) -> P.P4Info:
     check_action_names(getattr(prog, "ast", None))
     check_duplicate_names(getattr(prog, "duplicate_names", []))
     state = prog.state
-    all_tables = [ti for ti in prog.tables_info.values() if ti.runtime is not None]
+    all_tables = _live_tables(prog)
     tables = [ti for ti in all_tables if not _ann(ti.decl.annotations, "hidden")]
     # actions, as p4c-bm2-ss lists them: every action left among a control's locals once
     # its front end has inlined the actions other actions call and removed the
@@ -337,8 +327,9 @@ def build_p4info(prog: Any) -> P.P4Info:
 
     info = P.P4Info()
     info.pkg_info.arch = "v1model"
+    newtypes = NewTypes(getattr(prog, "ast", None))
     for ti in tables:
-        _table(info, st, ti, state, getattr(prog, "error_codes", {}))
+        _table(info, st, ti, getattr(prog, "error_codes", {}), newtypes)
     for ai in actions:
         a = info.actions.add()
         _preamble(a, st, PREFIX_ACTION, ai.fqname, ai.annotations)
@@ -347,13 +338,14 @@ def build_p4info(prog: Any) -> P.P4Info:
         dirless = [p for p in ai.decl.params if p.direction == ""]
         ids = _field_ids([getattr(p, "annotations", []) for p in dirless])
         for p, pid, (_, width) in zip(dirless, ids, ai.cp_params):
-            add_serializable_enum(info, dict(zip(ai.decl.params, ai.ptypes)).get(p))
+            ptype = dict(zip(ai.decl.params, ai.ptypes)).get(p)
+            add_serializable_enum(info, ptype)
             prm = a.params.add()
             prm.id = pid
             prm.name = p.name
             _add_annotations(prm, getattr(p, "annotations", []))
             _add_doc(prm, getattr(p, "annotations", []))
-            prm.bitwidth = width
+            _set_width_and_type(prm, ptype, width, info, newtypes)
     for fq, ap in state.action_profiles.items():
         m = info.action_profiles.add()
         anns = _extern_annotations(prog, fq)
@@ -383,7 +375,7 @@ def build_p4info(prog: Any) -> P.P4Info:
             if owner is not None:
                 m.direct_table_id = st.id(PREFIX_TABLE, owner.fqname)
     for h in headers:
-        _controller_header(info, st, h, prog)
+        _controller_header(info, st, h, prog, newtypes)
     for fq, r in state.registers.items():
         m = info.registers.add()
         _preamble(m, st, PREFIX_REGISTER, fq, _extern_annotations(prog, fq))
@@ -392,16 +384,26 @@ def build_p4info(prog: Any) -> P.P4Info:
     for name, t in prog.digest_types.items():
         m = info.digests.add()
         _preamble(m, st, PREFIX_DIGEST, name, [])
-        _type_spec(m.type_spec, t, info)
+        add_type_spec(m.type_spec, t, info, newtypes, getattr(prog, "error_codes", {}))
     add_value_sets(info, st, prog)
     if p4c_writes_type_info(prog, info):
         info.type_info.SetInParent()  # p4c writes ``type_info {}`` even when it is empty
     return info
 
 
-def _initial_default(t: Any, st: SymbolTable, ti: Any, rt: Any) -> None:
+def _set_width_and_type(msg: Any, t: Any, program_width: int, info: P.P4Info, newtypes: NewTypes) -> None:
+    """``bitwidth`` and ``type_name`` of a match field, parameter or controller-header
+    field of type ``t``, as p4c writes them (a translated ``type``: its controller width)."""
+    msg.bitwidth = newtypes.width(t, program_width)
+    name = newtypes.type_name(t)
+    if name is not None:
+        msg.type_name.name = name
+        newtypes.add(info, t, _add_annotations)
+
+
+def _initial_default(t: Any, st: SymbolTable, ti: Any, rt: Any, newtypes: NewTypes) -> None:
     """``initial_default_action`` as p4c writes it: the action and its arguments, each at
-    the full byte width of its parameter."""
+    the full byte width of its parameter (a translated ``type``'s controller width)."""
     call = rt.initial_default_action
     t.initial_default_action.action_id = st.id(PREFIX_ACTION, call.name)
     ai = next((a for a in ti.actions if a.fqname == call.name), None)
@@ -409,13 +411,19 @@ def _initial_default(t: Any, st: SymbolTable, ti: Any, rt: Any) -> None:
         return
     dirless = [p for p in ai.decl.params if p.direction == ""]
     ids = _field_ids([getattr(p, "annotations", []) for p in dirless])
-    for pid, (_, width), value in zip(ids, ai.cp_params, call.args):
+    ptypes = dict(zip(ai.decl.params, ai.ptypes))
+    for p, pid, (_, width), value in zip(dirless, ids, ai.cp_params, call.args):
+        width = newtypes.width(ptypes.get(p), width)
+        if width == 0:   # p4c-bm2-ss: "Compiler Bug: Unexpected width 0" (bytestrings.cpp)
+            raise P4Error(f"{ti.fqname}: the default action's argument {p.name} has a type translated to a "
+                          "string (@p4runtime_translation(..., string)); p4c-bm2-ss cannot write it in P4Info",
+                          getattr(p, "loc", None))
         arg = t.initial_default_action.arguments.add()
         arg.param_id = pid
         arg.value = int(value).to_bytes((width + 7) // 8, "big")
 
 
-def _table(info: P.P4Info, st: SymbolTable, ti: Any, state: Any, error_codes: dict[str, int]) -> None:
+def _table(info: P.P4Info, st: SymbolTable, ti: Any, error_codes: dict[str, int], newtypes: NewTypes) -> None:
     rt = ti.runtime
     t = info.tables.add()
     _preamble(t, st, PREFIX_TABLE, ti.fqname, ti.decl.annotations)
@@ -437,7 +445,7 @@ def _table(info: P.P4Info, st: SymbolTable, ti: Any, state: Any, error_codes: di
             add_error_members(info, error_codes)
         else:
             add_serializable_enum(info, kt)
-            mf.bitwidth = k.width
+            _set_width_and_type(mf, kt, k.width, info, newtypes)
         mf.match_type = _MATCH_TYPES[k.match_kind]
     ap = ti.decl.prop("actions")
     refs = list(ap.value) if ap is not None else []
@@ -454,7 +462,7 @@ def _table(info: P.P4Info, st: SymbolTable, ti: Any, state: Any, error_codes: di
     if rt.default_is_const and rt.initial_default_action is not None:
         t.const_default_action_id = st.id(PREFIX_ACTION, rt.initial_default_action.name)
     if rt.initial_default_action is not None:
-        _initial_default(t, st, ti, rt)
+        _initial_default(t, st, ti, rt, newtypes)
     if rt.implementation is not None:
         t.implementation_id = st.id(PREFIX_ACTION_PROFILE, rt.implementation.name)
     if rt.direct_counter is not None:
@@ -470,21 +478,36 @@ def _table(info: P.P4Info, st: SymbolTable, ti: Any, state: Any, error_codes: di
         t.has_initial_entries = True
 
 
-def _controller_header(info: P.P4Info, st: SymbolTable, h: A.StructLikeDecl, prog: Any) -> None:
+def _controller_header(info: P.P4Info, st: SymbolTable, h: A.StructLikeDecl, prog: Any, newtypes: NewTypes) -> None:
     cname = _ann_string(_ann(h.annotations, "controller_header")) or h.name
     m = info.controller_packet_metadata.add()
     _preamble(m, st, PREFIX_CONTROLLER_HEADER, cname, h.annotations, alias=cname, symbol=h.name)
     htype = prog.struct_types.get(h.name)
-    widths = {n: bit_width(t) or 0 for n, t in htype.fields} if htype is not None else {}
-    for _, ft in htype.fields if htype is not None else []:
+    flat = _flatten_fields(htype, "", []) if htype is not None else []
+    for _, _, ft in flat:
         add_serializable_enum(info, ft)
-    fields = [f for f in h.fields if not _ann(f.annotations, "hidden")]
-    for f, fid in zip(fields, _field_ids([f.annotations for f in fields])):
+    fields = [f for f in flat if not _ann(f[1], "hidden")]
+    for (name, anns, ft), fid in zip(fields, _field_ids([f[1] for f in fields])):
         md = m.metadata.add()
         md.id = fid
-        md.name = f.name
-        _add_annotations(md, f.annotations)
-        md.bitwidth = widths.get(f.name, 0)
+        md.name = name
+        _add_annotations(md, anns)
+        _set_width_and_type(md, ft, bit_width(ft) or 0, info, newtypes)
+
+
+def _flatten_fields(t: Any, prefix: str, outer: list[A.Annotation]) -> list[tuple[str, list[A.Annotation], Any]]:
+    """A controller header's fields as p4c's FlattenHeader lists them: a struct-typed field
+    becomes its bit fields, named ``outer.inner``, each with the annotations of the field
+    and of the fields enclosing it (the innermost wins when a name repeats)."""
+    out: list[tuple[str, list[A.Annotation], Any]] = []
+    for fname, ft in t.fields:
+        own = list(t.annotations.get(fname, []))
+        merged = own + [a for a in outer if all(a.name != b.name for b in own)]
+        if isinstance(ft, StructLikeT):
+            out += _flatten_fields(ft, f"{prefix}{fname}.", merged)
+        else:
+            out.append((prefix + fname, merged, ft))
+    return out
 
 
 def write_p4info(p4info: P.P4Info, txt_path: str, bin_path: Optional[str] = None) -> None:

@@ -1,4 +1,4 @@
-"""When p4c writes ``type_info {}`` into a P4Info that has no named types.
+"""``type_info`` as p4c writes it: when it is there at all, and the named types in it.
 
 p4c's P4Runtime serializer creates the (possibly empty) ``type_info`` message as a side
 effect of serializing certain objects (``control-plane/p4RuntimeSerializer.cpp`` and
@@ -6,7 +6,8 @@ effect of serializing certain objects (``control-plane/p4RuntimeSerializer.cpp``
 any extern instance, or an extern function called from a control's body (after p4c's
 front end has inlined the actions and functions that body calls directly). A program
 with none of these, e.g. a parser and value sets only, has no ``type_info`` at all.
-:func:`p4c_writes_type_info` tells which case a program is in.
+:func:`p4c_writes_type_info` tells which case a program is in; :func:`add_type_spec`
+converts a type as p4c's TypeSpecConverter does, listing the named types it uses.
 
 Example::
 
@@ -21,8 +22,11 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from p4.config.v1 import p4info_pb2 as P
+from p4.config.v1 import p4types_pb2
 
 from p4sim.frontend import ast as A
+from p4sim.frontend.types import (BitT, BoolT, EnumT, ErrorT, NewT, StackT, StructLikeT, TupleT, VarbitT,
+                                  bit_width, strip_new)
 
 
 def _decls(prog: Any) -> list[A.Decl]:
@@ -87,8 +91,6 @@ def add_serializable_enum(info: P.P4Info, t: Any) -> None:
     >>> [(m.name, m.value) for m in info.type_info.serializable_enums["E"].members]
     [('A', b'\\x00'), ('B', b'\\x02')]
     """
-    from p4sim.frontend.types import EnumT, strip_new
-
     st = strip_new(t)
     if not isinstance(st, EnumT) or st.underlying is None or st.name in info.type_info.serializable_enums:
         return
@@ -112,3 +114,81 @@ def add_error_members(info: P.P4Info, error_codes: dict[str, int]) -> None:
     if info.type_info.HasField("error"):
         return
     info.type_info.error.members.extend(sorted(error_codes, key=lambda name: error_codes[name]))
+
+
+def add_type_spec(spec: Any, t: Any, info: P.P4Info, newtypes: Any, error_codes: dict[str, int]) -> None:
+    """Fill the ``P4DataTypeSpec`` ``spec`` for the P4 type ``t`` and add the named types
+    it uses to ``info.type_info``, as p4c's TypeSpecConverter does for a digest's type:
+    ``bit``/``int``/``varbit``, ``bool``, a ``type`` (``new_type``, listed in
+    ``new_types``), enums (``enum`` or ``serializable_enum``), ``error`` (the program's
+    errors), structs, headers (fields as bitstrings), header unions, stacks and tuples.
+    ``newtypes`` is a :class:`p4sim.p4info_newtypes.NewTypes`.
+
+    >>> from p4sim.frontend.types import BitT, StructT
+    >>> from p4sim.p4info_newtypes import NewTypes
+    >>> info = P.P4Info(); spec = p4types_pb2.P4DataTypeSpec()
+    >>> add_type_spec(spec, StructT("d_t", [("port", BitT(9))]), info, NewTypes(None), {})
+    >>> spec.struct.name, info.type_info.structs["d_t"].members[0].type_spec.bitstring.bit.bitwidth
+    ('d_t', 9)
+    """
+    if isinstance(t, NewT):
+        spec.new_type.name = newtypes.spec_name(t)
+        newtypes.add(info, t)
+    elif isinstance(t, BoolT):
+        spec.bool.SetInParent()
+    elif isinstance(t, BitT):
+        (spec.bitstring.int if t.signed else spec.bitstring.bit).bitwidth = t.width
+    elif isinstance(t, VarbitT):
+        spec.bitstring.varbit.max_bitwidth = t.max_width
+    elif isinstance(t, ErrorT):
+        spec.error.SetInParent()
+        add_error_members(info, error_codes)
+    elif isinstance(t, EnumT) and t.underlying is not None:
+        spec.serializable_enum.name = t.name
+        add_serializable_enum(info, t)
+    elif isinstance(t, EnumT):
+        spec.enum.name = t.name
+        if t.name not in info.type_info.enums:
+            members = info.type_info.enums[t.name].members
+            for name in t.members:
+                members.add().name = name
+    elif isinstance(t, StackT) and isinstance(t.elem, StructLikeT):
+        stack = spec.header_union_stack if t.elem.kind == "header_union" else spec.header_stack
+        inner = stack.header_union if t.elem.kind == "header_union" else stack.header
+        inner.name = t.elem.name
+        stack.size = t.size
+        add_type_spec(p4types_pb2.P4DataTypeSpec(), t.elem, info, newtypes, error_codes)
+    elif isinstance(t, TupleT):
+        for elem in t.elems:
+            add_type_spec(spec.tuple.members.add(), elem, info, newtypes, error_codes)
+    elif isinstance(t, StructLikeT) and t.kind == "header":
+        spec.header.name = t.name
+        if t.name not in info.type_info.headers:
+            hdr = info.type_info.headers[t.name]
+            for fname, ft in t.fields:
+                m = hdr.members.add()
+                m.name = fname
+                st = ft.base if isinstance(ft, NewT) else ft
+                if isinstance(st, BitT) and st.signed:
+                    m.type_spec.int.bitwidth = st.width
+                else:
+                    m.type_spec.bit.bitwidth = bit_width(ft) or 0
+    elif isinstance(t, StructLikeT) and t.kind == "header_union":
+        spec.header_union.name = t.name
+        if t.name not in info.type_info.header_unions:
+            union = info.type_info.header_unions[t.name]
+            for fname, ft in t.fields:
+                m = union.members.add()
+                m.name = fname
+                m.header.name = str(ft)
+                add_type_spec(p4types_pb2.P4DataTypeSpec(), ft, info, newtypes, error_codes)
+    elif isinstance(t, StructLikeT):
+        spec.struct.name = t.name
+        if t.name not in info.type_info.structs:
+            s = info.type_info.structs[t.name]
+            for fname, ft in t.fields:
+                m = s.members.add()
+                m.name = fname
+                add_type_spec(m.type_spec, ft, info, newtypes, error_codes)
+    else:
+        spec.bitstring.bit.bitwidth = bit_width(t) or 0

@@ -225,6 +225,12 @@ def _check_table(table: A.TableDecl, control: str, local: dict[str, A.ActionDecl
             return None
         return toplevel.get(name.name) if name.is_global else local.get(name.name, toplevel.get(name.name))
 
+    kp = table.prop("key")
+    for ke in kp.value if kp is not None and isinstance(kp.value, list) else []:
+        complex_part = None if _annotated(ke, "name") else _unnameable(ke.expr)
+        if complex_part is not None:
+            raise P4Error(f"{expr_text(complex_part)}: Complex key expression requires a @name annotation",
+                          complex_part.loc)
     listed: dict[int, A.ActionRef] = {}
     ap = table.prop("actions")
     for ref in ap.value if ap is not None and isinstance(ap.value, list) else []:
@@ -259,6 +265,40 @@ def _check_table(table: A.TableDecl, control: str, local: dict[str, A.ActionDecl
         eref = listed.get(id(edecl)) if edecl is not None else None
         if eref is not None and _annotated(eref, "defaultonly"):
             raise P4Error("Entry: Action marked with defaultonly used in table", entry.loc)
+
+
+def _unnameable(e: A.Expr) -> Optional[A.Expr]:
+    """The innermost part of a table key p4c cannot name (its KeyNameGenerator: names,
+    fields, indexes, constants, slices, ``&`` and ``isValid()``; anything else needs
+    ``@name``), or None.
+
+    >>> field = A.Member(A.NameRef("h"), "a")
+    >>> _unnameable(A.Binary("&", field, A.IntLit(15))) is None
+    True
+    >>> expr_text(_unnameable(A.Binary("+", field, A.IntLit(1))))
+    'h.a + 1'
+    """
+    parts: list[A.Expr]
+    if isinstance(e, (A.NameRef, A.IntLit)):
+        return None
+    if isinstance(e, A.Member):
+        parts = [e.expr]
+    elif isinstance(e, A.Index):
+        parts = [e.expr, e.index]
+    elif isinstance(e, A.Slice):
+        parts = [e.expr, e.hi, e.lo]
+    elif isinstance(e, A.Binary) and e.op == "&":
+        parts = [e.left, e.right]
+    elif isinstance(e, A.Call) and isinstance(e.func, A.Member) and e.func.name == "isValid" and not e.args:
+        parts = [e.func.expr]
+    elif isinstance(e, A.Call):
+        inner = next((p for p in (_unnameable(a.value) for a in e.args) if p is not None), None)
+        return inner or e
+    else:
+        parts = [c for c in (getattr(e, f, None) for f in ("expr", "left", "right", "cond", "then", "other"))
+                 if isinstance(c, A.Expr)]
+        return next((p for p in (_unnameable(c) for c in parts) if p is not None), e)
+    return next((p for p in (_unnameable(c) for c in parts) if p is not None), None)
 
 
 def _is_lvalue(e: A.Expr) -> bool:

@@ -29,7 +29,7 @@ Example::
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Optional
 
 from google.protobuf.message import DecodeError
 from p4.config.v1 import p4info_pb2
@@ -155,5 +155,33 @@ def check_p4info(given: p4info_pb2.P4Info, built: p4info_pb2.P4Info) -> None:
                                     f"(id {oid}) that the other lacks")
 
 
-__all__ = ["ACCEPTED_FORMS", "DeviceConfigError", "check_p4info", "is_bmv2_json", "load_device_config",
-           "unwrap"]
+def digest_too_complex(p4info: p4info_pb2.P4Info) -> Optional[str]:
+    """The first digest whose data PI cannot import, as simple_switch_grpc refuses it
+    (p4info_to_and_from_proto.cpp: a struct, tuple or bitstring whose every member is a
+    ``bit<W>``; anything else, e.g. a ``type`` (``new_type``), an enum, ``error``, ``bool``
+    or ``int<W>``, is "Packed type for digest too complex").
+
+    >>> info = p4info_pb2.P4Info(); d = info.digests.add(); d.preamble.name = "d_t"
+    >>> d.type_spec.bool.SetInParent(); digest_too_complex(info)
+    'd_t'
+    """
+    def plain_bit(spec: Any) -> bool:
+        return spec.WhichOneof("type_spec") == "bitstring" and spec.bitstring.WhichOneof("type_spec") == "bit"
+
+    for d in p4info.digests:
+        spec = d.type_spec
+        kind = spec.WhichOneof("type_spec")
+        if kind == "struct":
+            st = p4info.type_info.structs.get(spec.struct.name)
+            members = [m.type_spec for m in st.members] if st is not None else [None]
+        elif kind == "tuple":
+            members = list(spec.tuple.members)
+        else:
+            members = [spec]
+        if not all(m is not None and plain_bit(m) for m in members):
+            return d.preamble.name
+    return None
+
+
+__all__ = ["ACCEPTED_FORMS", "DeviceConfigError", "check_p4info", "digest_too_complex", "is_bmv2_json",
+           "load_device_config", "unwrap"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 from p4.v1 import p4runtime_pb2 as pb
 
 from p4sim.p4runtime.entities_index import ProgramIndex, TableInfo
+from p4sim.p4runtime.entities_translated import decode_translated
 from p4sim.p4runtime.entities_values import decode_bits, encode_bits, fail
 from p4sim.runtime.tables import ActionCall
 
@@ -41,7 +42,11 @@ def decode_action(index: ProgramIndex, ti: TableInfo, msg: pb.Action, default: b
             fail("INVALID_ARGUMENT", f"action {ai.name}: parameter {info[1]} given twice")
         seen.add(p.param_id)
         pos, pname, width = info
-        args[pos] = decode_bits(p.value, width, f"action {ai.name} parameter {pname}")
+        what = f"action {ai.name} parameter {pname}"
+        if p.param_id in ai.translated:
+            args[pos] = decode_translated(p.value, width, 0, what, match_key=False)
+        else:
+            args[pos] = decode_bits(p.value, width, what)
     if len(seen) != len(ai.params):
         missing = sorted(n for pid, (_, n, _) in ai.params.items() if pid not in seen)
         fail("INVALID_ARGUMENT", f"action {ai.name}: missing parameters {', '.join(missing)}")

@@ -4,7 +4,9 @@
 P4Info names objects by fully qualified name, exactly as ``program.state`` does, so the
 index is built by matching names; an id of the P4Info that the program does not have is
 left out. An unknown id is ``INVALID_ARGUMENT`` ("Invalid P4 id", BMv2's code), except
-for digests (``NOT_FOUND``, as BMv2).
+for digests (``NOT_FOUND``, as BMv2). A match field or parameter whose ``type_name`` names
+a ``@p4runtime_translation`` type of the program is marked, with the width the program
+gives it (:mod:`p4sim.p4runtime.entities_translated` says what is done with it).
 
 Example::
 
@@ -19,6 +21,7 @@ from typing import Any, Optional
 
 from p4.config.v1 import p4info_pb2 as P
 
+from p4sim.p4info_newtypes import NewTypes
 from p4sim.p4runtime.entities_values import fail
 
 _MATCH_KINDS = {P.MatchField.EXACT: "exact", P.MatchField.LPM: "lpm", P.MatchField.TERNARY: "ternary",
@@ -36,6 +39,8 @@ class MatchFieldInfo:
     width: int
     kind: str
     pos: int          # position among the table's non-selector keys
+    translated: bool = False   # a @p4runtime_translation type: ``width`` is the controller's
+    program_width: int = 0     # the key's width in the program (BMv2's JSON)
 
 
 @dataclass(slots=True)
@@ -45,6 +50,7 @@ class ActionInfo:
     action_id: int
     name: str
     params: dict[int, tuple[int, str, int]] = field(default_factory=dict)
+    translated: frozenset[int] = frozenset()   # ids of parameters of a translated type
 
 
 @dataclass(slots=True)
@@ -85,17 +91,22 @@ class ProgramIndex:
     def __init__(self, program: Any, p4info: P.P4Info) -> None:
         state = program.state
         self.actions: dict[int, ActionInfo] = {}
+        # type_name is the declared name (new_types is keyed by the @name): ask the program
+        translated = NewTypes(getattr(program, "ast", None)).translated_names()
         for a in p4info.actions:
             self.actions[a.preamble.id] = ActionInfo(
                 a.preamble.id, a.preamble.name,
-                {p.id: (i, p.name, p.bitwidth) for i, p in enumerate(a.params)})
+                {p.id: (i, p.name, p.bitwidth) for i, p in enumerate(a.params)},
+                frozenset(p.id for p in a.params if p.type_name.name in translated))
         self.action_id_by_name = {ai.name: ai.action_id for ai in self.actions.values()}
         self.tables: dict[int, TableInfo] = {}
         for t in p4info.tables:
             rt = state.tables.get(t.preamble.name)
             if rt is None:
                 continue
-            fields = [MatchFieldInfo(mf.id, mf.name, mf.bitwidth, _MATCH_KINDS.get(mf.match_type, "other"), i)
+            widths = [k.width for k in rt.keys if k.match_kind != "selector"]
+            fields = [MatchFieldInfo(mf.id, mf.name, mf.bitwidth, _MATCH_KINDS.get(mf.match_type, "other"), i,
+                                     mf.type_name.name in translated, widths[i] if i < len(widths) else mf.bitwidth)
                       for i, mf in enumerate(t.match_fields)]
             self.tables[t.preamble.id] = TableInfo(
                 t.preamble.id, t.preamble.name, rt, fields, {f.field_id: f for f in fields},

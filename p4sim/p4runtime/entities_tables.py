@@ -36,6 +36,7 @@ from p4sim.p4runtime.entities_actions import decode_action, encode_action
 from p4sim.p4runtime.entities_index import ProgramIndex, TableInfo
 from p4sim.p4runtime.entities_profiles import OneShot, ProfileStore
 from p4sim.p4runtime.entities_restore import restore_table_entry
+from p4sim.p4runtime.entities_translated import decode_translated_field
 from p4sim.p4runtime.entities_values import decode_bits, encode_bits, fail
 from p4sim.runtime.errors import RuntimeStateError
 from p4sim.runtime.meters import MeterCell, MeterConfig
@@ -69,11 +70,14 @@ def _decode_field(ti: TableInfo, f: Any, fm: Any) -> Any:
     if fm is None:
         if f.kind == "exact":
             fail("INVALID_ARGUMENT", f"{what}: an exact match field cannot be omitted")
-        return {"lpm": Lpm(0, 0), "ternary": Ternary(0, 0), "range": Range(0, (1 << w) - 1),
+        full = (1 << (f.program_width if f.translated else w)) - 1
+        return {"lpm": Lpm(0, 0), "ternary": Ternary(0, 0), "range": Range(0, full),
                 "optional": Optional_(None)}[f.kind]
     which = fm.WhichOneof("field_match_type")
     if which != f.kind:
         fail("INVALID_ARGUMENT", f"{what} is {f.kind}, got {which}")
+    if f.translated:
+        return decode_translated_field(f, fm, what)
     if which == "exact":
         return Exact(decode_bits(fm.exact.value, w, what))
     if which == "lpm":

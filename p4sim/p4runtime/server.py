@@ -332,6 +332,10 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         except Exception as e:  # noqa: BLE001 - report any generator failure to the client
             raise RpcError("INVALID_ARGUMENT", f"cannot build P4Info for the program: {e}") from None
         check_p4info(config.p4info, built)
+        too_complex = devconfig.digest_too_complex(config.p4info)
+        if too_complex is not None:   # PI's P4Info import fails before any device update
+            raise RpcError("UNKNOWN", f"Error when importing p4info: digest {too_complex!r}: "
+                           "Packed type for digest too complex (PI takes only bit<W> members)")
         p4info = p4info_pb2.P4Info()
         p4info.CopyFrom(config.p4info)
         try:

@@ -7,8 +7,10 @@ Both take the options the P4 tutorials pass (``utils/Makefile``: ``--p4v 16
 --target bmv2 --arch v1model --p4runtime-files build/x.p4info.txtpb -o build x.p4``) and
 the common ones of p4c: ``-I``, ``-D``, ``--std p4-16`` (``-x``), ``--p4v 16``, ``-b/--target
 bmv2``, ``-a/--arch v1model``, ``--p4runtime-file F --p4runtime-format text|json|binary``,
-``--Wdisable``/``--Wwarn``/``--Winfo``/``--Werror`` (accepted; p4sim has no warning
-switches). Anything else is refused (exit 1), as p4c refuses an unknown option.
+``--Wdisable[=KIND]`` (p4c's warnings are printed on stderr as ``python -m p4sim compile``
+prints them, :mod:`p4sim.compile_warnings`; ``--Wdisable`` silences them, ``=KIND`` one
+kind), ``--Wwarn``/``--Winfo``/``--Werror`` (accepted, no effect). Anything else is refused
+(exit 1), as p4c refuses an unknown option.
 
 What they write:
 
@@ -85,6 +87,7 @@ class CompileRequest:
     config_path: Optional[str] = None
     p4i_path: Optional[str] = None
     p4info_files: list[tuple[str, str]] = field(default_factory=list)   # (path, format)
+    wdisable: Optional[list[str]] = None       # --Wdisable ("" silences every warning)
 
 
 def _parser(prog: str, driver: bool) -> _ArgParser:
@@ -110,9 +113,11 @@ def _parser(prog: str, driver: bool) -> _ArgParser:
                     default="bmv2")
     ap.add_argument(*(("-a", "--arch") if driver else ("--arch",)), dest="arch",
                     default="v1model")
-    for flag in ("--Wdisable", "--Wwarn", "--Winfo", "--Werror"):
+    ap.add_argument("--Wdisable", nargs="?", const="", default=None, metavar="DIAGNOSTIC",
+                    help="no warnings (bare), or none of kind DIAGNOSTIC")
+    for flag in ("--Wwarn", "--Winfo", "--Werror"):
         ap.add_argument(flag, nargs="?", const="", default=None, metavar="DIAGNOSTIC",
-                        help="accepted (p4sim has no warning switches)")
+                        help="accepted (no effect in p4sim)")
     if driver:
         ap.add_argument("-c", "--compile", action="store_true",
                         help="accepted (compiling is all the driver does here)")
@@ -173,7 +178,8 @@ def parse_command_line(argv: Sequence[str], driver: bool) -> Optional[CompileReq
         name, _, value = d.partition("=")
         defines[name] = value or "1"
     req = CompileRequest(args.program, list(args.include), defines,
-                         p4info_files=_p4info_files(args))
+                         p4info_files=_p4info_files(args),
+                         wdisable=None if args.Wdisable is None else [args.Wdisable])
     if driver:
         stem = os.path.splitext(os.path.basename(args.program))[0]
         out_dir = args.output or "."
@@ -194,9 +200,13 @@ def run(req: CompileRequest) -> None:
     from p4sim.frontend.preprocess import preprocess
     from p4sim.p4info import build_p4info
 
+    from p4sim.compile_warnings import print_warnings
+
     source = preprocess(req.program, req.include_dirs, req.defines)
     # the switch and the P4Runtime server compile exactly this text (DeviceConfig.source)
-    p4info = build_p4info(load_program_text(source, req.program))
+    program = load_program_text(source, req.program)
+    print_warnings(program, req.wdisable, sys.stderr)
+    p4info = build_p4info(program)
     outputs: list[tuple[str, bytes]] = []
     for path, fmt in req.p4info_files:
         if fmt == "binary":

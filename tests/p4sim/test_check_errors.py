@@ -267,6 +267,14 @@ CASES = [
         "emit: argument must be a header, header stack, union or struct, not bit<8>",
         deparser="$pkt.emit(hdr.h.a);"),
     # ---------------------------------------------------------------- tables and switch
+    # p4c's KeyNameGenerator: a key it cannot name needs @name (innermost part reported)
+    bad("table-key-complex-bool", "true: Complex key expression requires a @name annotation",
+        locals_=ACTIONS + "table t { key = { $true: exact; } actions = { a1; } }", apply="t.apply();"),
+    bad("table-key-complex-cast", "(bit<16>)hdr.h.a: Complex key expression requires a @name annotation",
+        locals_=ACTIONS + "table t { key = { $(bit<16>)hdr.h.a: exact; } actions = { a1; } }", apply="t.apply();"),
+    bad("table-key-complex-inner", "hdr.h.a + 1: Complex key expression requires a @name annotation",
+        locals_=ACTIONS + "table t { key = { ($hdr.h.a + 1) & 8w15: exact; } actions = { a1; } }",
+        apply="t.apply();"),
     bad("table-key-struct", "table t: key meta of type meta_t cannot be matched",
         locals_=ACTIONS + "table t { key = { $meta: exact; } actions = { a1; } default_action = a1(); }", apply="t.apply();"),
     bad("unknown-match-kind", "fuzzy: unknown match kind",
@@ -565,6 +573,10 @@ GOOD = [
                            "hdr.h.a = (bit<8>)(16w1 << 16w3);"}, id="shifts-bmv2-accepts"),
     pytest.param({"locals_": ACTIONS + "table t { key = { hdr.h.a: exact; } actions = { a1; } }",
                   "apply": "t.apply();"}, id="table-without-default-action"),
+    # keys p4c can name without @name, and a complex one that has it
+    pytest.param({"locals_": ACTIONS + "table t { key = { hdr.h.a & 8w15: ternary; hdr.h.b[3:0]: exact; "
+                  "hdr.h.isValid(): exact; 8w1: exact; hdr.h.a + 1: exact @name(\"sum\"); } actions = { a1; } }",
+                  "apply": "t.apply();"}, id="table-keys-p4c-names"),
     # p4c only warns ('8w256: value does not fit in 8 bits') and truncates to 0
     pytest.param({"apply": "hdr.h.a = 8w256;"}, id="oversized-typed-literal"),
     # p4c's StrengthReduction folds 0 >> x to 0 before the back end checks x's width

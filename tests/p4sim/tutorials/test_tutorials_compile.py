@@ -89,3 +89,14 @@ def test_program_error_is_located_and_writes_nothing(tmp_path: Path) -> None:
     assert "bad.p4:" in res.stderr and "error" in res.stderr, res.stderr
     assert "Traceback" not in res.stderr, res.stderr
     assert not (tmp_path / "build").exists()
+
+
+def test_warnings_are_printed_as_p4c_prints_them_and_wdisable_silences_them(tmp_path: Path) -> None:
+    (tmp_path / "w.p4").write_text(PROGRAM.read_text() + "\nconst bit<8> NEVER_USED = 1;\n")
+    res = run([script("p4sim-p4c-bm2-ss"), "-o", "w.json", "w.p4"], tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "[--Wwarn=unused] warning: 'NEVER_USED' is unused" in res.stderr, res.stderr
+    quiet = run([script("p4sim-p4c"), "--Wdisable", "-o", "build", "w.p4"], tmp_path)
+    assert quiet.returncode == 0 and "warning" not in quiet.stderr, quiet.stderr
+    kind = run([script("p4sim-p4c"), "--Wdisable=unused", "-o", "build", "w.p4"], tmp_path)
+    assert kind.returncode == 0 and "NEVER_USED" not in kind.stderr, kind.stderr

@@ -1,0 +1,197 @@
+"""p4sim's warnings (p4sim/frontend/p4c_warnings.py, printed by ``check`` and ``compile``)
+against p4c-bm2-ss's. EXPECTED is what p4c-bm2-ss 1.2.5.16 printed for PROGRAM (each
+warning's line and text, in its order); p4sim prints the same with ``file:line:col``.
+"""
+from __future__ import annotations
+
+import pytest
+
+from p4sim.__main__ import main
+
+PROGRAM = r"""
+#include <v1model.p4>
+typedef bit<8> unused_td;
+type bit<8> unused_nt;
+const bit<8> UNUSED_C = 3;
+enum E1 { A, B }
+header h_t { bit<8> a; bit<8> b; }
+struct vs_t { @match(ternary) bit<8> a; bit<8> b; }
+struct H { h_t h; }
+struct M { bit<8> x; }
+action top_unused() { }
+bit<8> f_used(in bit<8> q, in bit<8> r) { return q; }
+extern void ext_f(in bit<8> z);
+extern Ext_t { Ext_t(); void m(in bit<8> w); }
+bit<8> f_unused(in bit<8> q, in bit<8> r) { return q; }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t s) {
+  value_set<vs_t>(4) vs;
+  value_set<bit<8>>(2) vs2;
+  bit<8> pv;
+  state start { p.extract(h.h); transition select(h.h.a, h.h.b) { vs: next; (1, 2): reject; default: accept; } }
+  state next { transition accept; }
+  state orphan { transition accept; }
+}
+control VC(inout H h, inout M m) { apply {} }
+control I(inout H h, inout M m, inout standard_metadata_t s) {
+  bit<8> unusedvar;
+  bit<8> usedvar = 1;
+  counter(4, CounterType.packets) cnt_unused;
+  action a(bit<8> x, bit<8> y) { h.h.a = x; }
+  action b() { }
+  @noWarn("unused") action c() { }
+  table t { key = { h.h.a: exact; } actions = { a; } }
+  table t2 { key = { h.h.a: exact; } actions = { a; } }
+  apply { t.apply(); h.h.b = usedvar; h.h.a = f_used(h.h.a, 1); }
+}
+control E(inout H h, inout M m, inout standard_metadata_t s) { apply {} }
+control D(packet_out p, in H h) { apply { p.emit(h.h); } }
+control Unused_c(inout H h) { apply {} }
+V1Switch(P(), VC(), I(), E(), VC(), D()) main;
+"""
+
+# p4c-bm2-ss: "PROGRAM.p4(LINE): [--Wwarn=KIND] warning: TEXT" (lines counted from PROGRAM's first line)
+EXPECTED = """
+2 [--Wwarn=unused] warning: 'unused_td' is unused
+3 [--Wwarn=unused] warning: 'unused_nt' is unused
+4 [--Wwarn=unused] warning: 'UNUSED_C' is unused
+10 [--Wwarn=unused] warning: 'top_unused' is unused
+14 [--Wwarn=unused] warning: 'f_unused' is unused
+17 [--Wwarn=unused] warning: 'vs2' is unused
+18 [--Wwarn=unused] warning: 'pv' is unused
+25 [--Wwarn=unused] warning: 'unusedvar' is unused
+27 [--Wwarn=unused] warning: 'cnt_unused' is unused
+28 [--Wwarn=unused] warning: 'y' is unused
+29 [--Wwarn=unused] warning: 'b' is unused
+32 [--Wwarn=unused] warning: table 't2' is unused
+37 [--Wwarn=unused] warning: control 'Unused_c' is unused
+32 [--Winfo=removed] info: removing table 't2'
+37 [--Winfo=removed] info: removing control 'Unused_c'
+7 [--Wwarn=unsupported] warning: This backend only supports exact matches in value_sets but the match on 'a' is not exact; the annotation will be ignored
+19 [--Wwarn=unsupported] warning: Explicit transition to reject not supported on this target
+28 [--Wwarn=unused] warning: Unused action parameter y
+"""
+
+
+@pytest.fixture
+def program(tmp_path):
+    path = tmp_path / "w.p4"
+    path.write_text(PROGRAM.lstrip("\n"))
+    return path
+
+
+def _warnings(err: str, path) -> list[str]:
+    """``LINE TEXT`` of every warning/info line p4sim printed (columns dropped, as p4c has none)."""
+    out = []
+    for line in err.splitlines():
+        if line.startswith(f"{path}:") and ": [--W" in line:
+            where, text = line[len(str(path)) + 1:].split(": ", 1)
+            out.append(f"{where.split(':')[0]} {text}")
+    return out
+
+
+def test_check_prints_p4cs_warnings_and_succeeds(program, capsys) -> None:
+    assert main(["check", str(program)]) == 0
+    err = capsys.readouterr().err
+    assert _warnings(err, program) == EXPECTED.strip().splitlines()
+    # the name is located and underlined as p4c does
+    assert f"{program}:2:16: [--Wwarn=unused] warning: 'unused_td' is unused\n" \
+           "typedef bit<8> unused_td;\n               ^^^^^^^^^\n" in err
+
+
+def test_compile_prints_them_too(program, tmp_path, capsys) -> None:
+    assert main(["compile", str(program), "--p4info", str(tmp_path / "w.txtpb")]) == 0
+    assert len(_warnings(capsys.readouterr().err, program)) == len(EXPECTED.strip().splitlines())
+
+
+@pytest.mark.parametrize("options, left", [
+    (["--Wdisable"], ["removed"]),                       # every warning; infos stay
+    (["--Wdisable=unused"], ["removed", "unsupported"]),
+    (["--Wdisable=unused", "--Wdisable=removed"], ["unsupported"]),
+])
+def test_wdisable(program, capsys, options, left) -> None:
+    assert main(["check", *options, str(program)]) == 0     # a bare --Wdisable takes no argument
+    kinds = sorted({w.split("=", 1)[1].split("]", 1)[0] for w in _warnings(capsys.readouterr().err, program)})
+    assert kinds == left
+
+
+def test_no_warning_for_what_p4c_never_warns_about(tmp_path, capsys) -> None:
+    path = tmp_path / "quiet.p4"
+    path.write_text("""#include <v1model.p4>
+enum E1 { A }
+struct unused_s { bit<8> f; }
+header h_t { bit<8> a; }
+struct H { h_t h; }
+struct M { }
+extern void ext_f(in bit<8> z);
+bit<8> f(in bit<8> q, in bit<8> unused_param) { return q; }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t s) {
+  state start { p.extract(h.h); transition accept; }
+  state orphan { transition accept; }
+}
+control C(inout H h, inout M m) { apply { } }
+control I(inout H h, inout M m, inout standard_metadata_t s) {
+  @noWarn("unused") action quiet(bit<8> x) { }
+  apply { h.h.a = f(h.h.a, 1); }
+}
+control E(inout H h, inout M m, inout standard_metadata_t s) { apply { } }
+control D(packet_out p, in H h) { apply { p.emit(h.h); } }
+V1Switch(P(), C(), I(), E(), C(), D()) main;
+""")
+    assert main(["check", str(path)]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+# constant table keys: p4c-bm2-ss 1.2.5.16's warnings for CONST_KEYS, in its order (the
+# mismatch ones come after the infos, at the literal the key folds to)
+CONST_KEYS = r"""
+#include <v1model.p4>
+const bit<8> KC = 0x0f;
+const bit<8> KD = 7;
+header h_t { bit<8> a; bit<8> b; }
+struct H { h_t h; }
+struct M { }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t s) { state start { p.extract(h.h); transition accept; } }
+control C(inout H h, inout M m) { apply { } }
+control I(inout H h, inout M m, inout standard_metadata_t s) {
+  action a() { }
+  table t { key = { KC: exact; h.h.a: exact; } actions = { a; } }
+  table t2 { key = { KD: exact; 8w0b101 : exact; (bit<8>)3: exact @name("c"); } actions = { a; } }
+  table t3 { key = { h.h.a : exact; } actions = { a; } }
+  apply { t.apply(); t2.apply(); }
+}
+control E(inout H h, inout M m, inout standard_metadata_t s) { bit<8> zz; apply { } }
+control D(packet_out p, in H h) { apply { p.emit(h.h); } }
+V1Switch(P(), C(), I(), E(), C(), D()) main;
+"""
+
+CONST_KEYS_EXPECTED = """
+13 [--Wwarn=unused] warning: table 't3' is unused
+16 [--Wwarn=unused] warning: 'zz' is unused
+11 [--Wwarn=ignore-prop] warning: KeyElement: constant key element
+12 [--Wwarn=ignore-prop] warning: KeyElement: constant key element
+12 [--Wwarn=ignore-prop] warning: KeyElement: constant key element
+12 [--Wwarn=ignore-prop] warning: KeyElement: constant key element
+13 [--Winfo=removed] info: removing table 't3'
+2 [--Wwarn=mismatch] warning: 8w0xf: Constant key field
+3 [--Wwarn=mismatch] warning: 8w7: Constant key field
+12 [--Wwarn=mismatch] warning: 8w0b101: Constant key field
+12 [--Wwarn=mismatch] warning: 8w3: Constant key field
+"""
+
+
+def test_constant_keys(tmp_path, capsys) -> None:
+    path = tmp_path / "keys.p4"
+    path.write_text(CONST_KEYS.lstrip("\n"))
+    assert main(["check", str(path)]) == 0
+    assert _warnings(capsys.readouterr().err, path) == CONST_KEYS_EXPECTED.strip().splitlines()
+
+
+def test_a_failure_in_the_analysis_never_fails_the_command(program, capsys, monkeypatch) -> None:
+    import p4sim.compile_warnings as cw
+
+    def broken(*_args: object) -> list:
+        raise KeyError("boom")
+    monkeypatch.setattr(cw, "program_warnings", broken)
+    assert main(["check", str(program)]) == 0
+    err = capsys.readouterr().err
+    assert "internal error while looking for warnings (KeyError" in err and "Traceback" not in err
