@@ -106,7 +106,9 @@ class LinkSample:
     by this end (useful when the peer is stale). ``max_qdepth`` is the deepest queue of
     the interval in packets, the lower edge of its 4-packet bin (:func:`qdepth_floor`);
     ``qdepth_bins`` the interval's histogram (packets per bin, bin 0 first; the poller
-    drops the trailing empty bins).
+    drops the trailing empty bins). ``rate_pps`` is the queue rate ``util`` is relative to
+    (None: the link speed): GOR knows the link's capacity in packets/s from the first
+    sample, idle or not.
 
     >>> LinkSample(1.0, 0.5, 200, 12800, 3, 16, 0.8).util_pct
     80.0
@@ -127,6 +129,7 @@ class LinkSample:
     rx_util: float = 0.0
     reset: bool = False
     qdepth_bins: tuple[int, ...] = ()
+    rate_pps: Optional[float] = None
 
     @property
     def util_pct(self) -> float:

@@ -10,7 +10,11 @@ loop drains what they queued at its next tick
 calls ``on_alarm``: its owner runs :meth:`GorLoop.react <controller.gor.loop.GorLoop.
 react>` at once, so GOR decides on the report's arrival, not at the next poll; with
 ``urgent=loop.wants_now`` it does so too after a flow sample while a move waits to be
-seen on its new uplink (that sample may confirm it).
+seen on its new uplink (that sample may confirm it), and after an elephant report (or a
+sample) while an alarmed link's round waits for one (:meth:`GorLoop.wants_now
+<controller.gor.loop.GorLoop.wants_now>`). ``conn.get_digest`` blocks on the stream's
+queue: a digest is handed on when it arrives, ``poll_s`` only bounds how long the reader
+waits before it looks at ``stop`` again.
 
 Example::
 
@@ -27,8 +31,9 @@ from p4src.alarmmodel import ALARM_DIGEST, ELEPHANT_DIGEST
 
 DIGEST_NAME = "flow_sample_t"
 URGENT_DIGESTS = (ALARM_DIGEST,)
-"""Digests the loop acts on at once: a switch changed a port's alarm level. (Elephant
-reports come every window of every elephant; the loop reads them at its next tick.)"""
+"""Digests the loop always acts on at once: a switch changed a port's alarm level.
+(Elephant reports come every window of every elephant; the loop reads them at its next
+tick, or at once while an alarmed link waits for them: ``GorLoop.wants_now``.)"""
 DIGESTS = (DIGEST_NAME, ALARM_DIGEST, ELEPHANT_DIGEST)
 """Every digest GOR reads (the others a program may send are ignored)."""
 

@@ -85,6 +85,18 @@ class LinkState:
         if util > 0.05 and pps > 0:
             self.capacity_pps[link] = pps / util
 
+    def set_queue_rate(self, link: LinkKey, rate_pps: float) -> None:
+        """Telemetry: ``link``'s utilisation is relative to a queue rate of ``rate_pps``
+        packets/s — its capacity in packets/s, known from the first poll, idle or not
+        (what :meth:`observe_rate` would find once the link carries traffic).
+
+        >>> ls = LinkState({("l", 1): 1e9}, {}); ls.set_queue_rate(("l", 1), 343.0)
+        >>> ls.bps_of_pps(("l", 1), 34.3)
+        100000000.0
+        """
+        if rate_pps > 0:
+            self.capacity_pps[link] = float(rate_pps)
+
     def bps_of_pps(self, link: LinkKey, pps: float) -> Optional[float]:
         """``pps`` packets/s on ``link`` in the loads' basis (bits/s of its capacity), or
         None before the link's capacity in packets/s is known."""

@@ -26,9 +26,11 @@ One tick, in order:
    window's mean sets the link's load in :class:`LinkState`; marks and packets feed the
    :class:`AlarmMonitor`.
 2. **Alarms**: a link rising to NOTICE or above gets sampling on its egress port
-   (``FabricIngress.sampling.config``: ``egress_spec = port → sampling.sample(one_in_n)``);
-   back to CLEAR, the entry is deleted (unless a move still needs it for confirmation).
-   A failed write is retried on the next tick.
+   (``FabricIngress.sampling.config``: ``egress_spec = port → sampling.sample(one_in_n)``),
+   written at the end of the step, once its rounds have sent their orders
+   (:meth:`Sampling.flush <controller.gor.tables.Sampling.flush>`: a P4Runtime write
+   must not delay the round); back to CLEAR, the entry is deleted (unless a move still
+   needs it for confirmation). A failed write is retried on the next tick.
 3. **Digests** queued since the last tick: samples go into the :class:`FlowTable`, the
    switches' alarm levels into the :class:`AlarmMonitor` (a second source), their
    elephants into the :class:`~controller.gor.dataplane.DataplaneReports`.
@@ -36,8 +38,9 @@ One tick, in order:
 5. **Decisions**, one round at a time: only when no move is in flight, for every link at
    ``decide_level`` (default WARNING) or above, worst first, then every link whose
    overload is already proven at a lower alarm level (``early_decide``: it marks, NOTICE
-   or above, and its utilisation over the last ``proof_s`` is over the safety threshold
-   — the queue need not grow to the WARNING mark rate first), then every link an earlier
+   or above, and its utilisation over the last ``proof_s`` is over the safety threshold,
+   or the elephants its switch reported add up to more than that — the queue need not
+   grow to the WARNING mark rate first), then every link an earlier
    round worked on that still measures above the safety threshold (its load: the
    window's packets over its seconds, :class:`~controller.gor.windows.LoadWindows`) — until
    a round on it, with no alarm there, finds no move; at most once per
@@ -409,6 +412,7 @@ class GorLoop:
         self.orders.check(t_s)
         self.expiry.check(t_s)
         rounds = self.rounds.decide(t_s)
+        self.sampler.flush()
         self.flows.age(t_s)
         self.book.age(t_s)
         if self.out.metrics is not None:
@@ -418,17 +422,25 @@ class GorLoop:
 
     def wants_now(self, digest: str) -> bool:
         """Whether a digest list named ``digest`` should make the loop act at once
-        (:meth:`react`) rather than at its next tick: a switch's alarm report always; a
-        flow sample while a move waits to be seen on its new uplink (the sample may be its
-        confirmation). Safe to call from the digest reader threads.
+        (:meth:`react`) rather than at its next tick: a switch's alarm report always; an
+        elephant report while an alarmed link waits for its round (the report may explain
+        the alarm or prove the overload: :attr:`DecisionRounds.waiting
+        <controller.gor.rounds.DecisionRounds.waiting>`); a flow sample while a move waits
+        to be seen on its new uplink (the sample may be its confirmation) or an alarmed
+        link's round waits for samples (``waiting_samples``). Safe to call from the digest
+        reader threads.
 
         >>> loop.wants_now("alarm_digest_t"), loop.wants_now("elephant_digest_t")  # doctest: +SKIP
         (True, False)
         """
         if digest in URGENT_DIGESTS:
             return True
+        if digest == ELEPHANT_DIGEST:
+            return bool(self.rounds.waiting)
         if digest != DIGEST_NAME:
             return False
+        if self.rounds.waiting_samples:
+            return True
         try:
             return any(m.seen_s is None for m in list(self.book.pending.values()))
         except RuntimeError:                     # the loop changed the book meanwhile
@@ -443,7 +455,9 @@ class GorLoop:
         ``python -m controller run`` hold one lock)."""
         self._drain_digests(t_s)
         self.orders.check(t_s)
-        return self.rounds.decide(t_s)
+        rounds = self.rounds.decide(t_s)
+        self.sampler.flush()                 # after the orders: the round waits for no write
+        return rounds
 
     # ------------------------------------------------------------------ 1-2 telemetry, alarms
     def _telemetry(self, t_s: float, samples: Mapping[Any, Any]) -> None:
@@ -455,16 +469,19 @@ class GorLoop:
             if key in self.links.capacity_bps:
                 self.links.set_util(key, self.windows.add(key, t_s, max(0.0, float(s.util)),
                                                           float(s.dt_s)))
-                if s.dt_s > 0:
+                rate_pps = getattr(s, "rate_pps", None)
+                if rate_pps:                 # the queue rate util is relative to
+                    self.links.set_queue_rate(key, float(rate_pps))
+                elif s.dt_s > 0:
                     self.links.observe_rate(key, s.tx_pkts / s.dt_s, float(s.util))
             self.faults.watch_pause(key, t_s, s)
             ev = self.alarms.observe(key, t_s, s.marks, s.tx_pkts)
             if ev is not None:
                 self._alarm_changed(ev, t_s, "counters", util_pct=round(100 * s.util, 2))
-        # retry sampling writes that failed on an earlier tick
+        # retry sampling writes that failed on an earlier tick (written after the rounds)
         for key in self.alarms.active(AlarmLevel.NOTICE):
             if key not in self.sampler:
-                self.sampler.enable(key, t_s)
+                self.sampler.request(key, t_s)
 
     def _alarm_changed(self, ev: AlarmEvent, t_s: float, source: str, **what: Any) -> None:
         """A link's level changed (``source``: ``counters`` or ``switch``): sampling on
@@ -475,12 +492,13 @@ class GorLoop:
             out.metrics.set_alarm(name, int(ev.new))
         util_pct = what.pop("util_pct", round(100 * self.links.util(key), 2))
         if ev.raised:
-            ok = self.sampler.enable(key, t_s) if key not in self.sampler else True
+            # sampling is written once this step's rounds have sent their orders
+            # (Sampling.flush): the round does not wait for a P4Runtime write
+            one_in_n = self.sampler.request(key, t_s)
             if out.decision_log is not None:
                 out.decision_log.record(
                     "alarm_raised", link=name, level=int(ev.new), mark_rate=ev.mark_rate,
-                    util_pct=util_pct, sampling=self.sampler.get(key) if ok else None,
-                    source=source, **what)
+                    util_pct=util_pct, sampling=one_in_n, source=source, **what)
         else:
             if ev.new == AlarmLevel.CLEAR and not self.sampler.needed(key):
                 self.sampler.disable(key)

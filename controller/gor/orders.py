@@ -236,7 +236,9 @@ class MoveOrders:
         self.book.rest(m.order.flow, t_s + self.cooldown_s)
         self.book.rest(m.new_flow, t_s + self.cooldown_s)
         if m.new_link not in self.sampling:
-            self.sampling.enable(m.new_link, t_s)
+            # written by the loop once the round's orders are out (Sampling.flush): the
+            # round's next order does not wait for it
+            self.sampling.request(m.new_link, t_s)
 
     def _send_move(self, order: MoveOrder, fid: str, rid: int, t_s: float, retries: int) -> None:
         """Hand the agent call to the thread pool; the loop goes on."""

@@ -19,7 +19,10 @@ the loop's basis: an elephant's sampled share of its link times the link's measu
 
 Public methods: :meth:`DecisionRounds.decide` (each tick), :meth:`DecisionRounds.follow`
 (links to re-check, e.g. after a link fault), :meth:`DecisionRounds.samples_needed`,
-:meth:`DecisionRounds.recent_util`, :meth:`DecisionRounds.overloaded`.
+:meth:`DecisionRounds.recent_util`, :meth:`DecisionRounds.reported_bps`,
+:meth:`DecisionRounds.overloaded`; :attr:`DecisionRounds.waiting` /
+``waiting_samples``: the alarmed links whose round waits for their switch's elephant
+reports / for samples (the loop acts on the next one at once: ``GorLoop.wants_now``).
 
 Example (the loop's own use)::
 
@@ -80,6 +83,12 @@ class DecisionRounds:
         self.follow_up: set[LinkKey] = set()          # links of past rounds, still over safety
         self.last_decision: dict[LinkKey, float] = {}
         self.decisions: list[RoundDecision] = []      # the newest 100
+        # alarmed links whose round waits for their switch's elephant reports, and the
+        # hot links among them that wait for samples too (set by each decide; read by
+        # the digest reader threads through GorLoop.wants_now: a report or a sample then
+        # makes the loop act at once, not at the next poll)
+        self.waiting: frozenset[LinkKey] = frozenset()
+        self.waiting_samples: frozenset[LinkKey] = frozenset()
         self._rounds = itertools.count(1)
 
     def follow(self, links: Iterable[LinkKey]) -> None:
@@ -149,7 +158,7 @@ class DecisionRounds:
         total = sum(counts.values())
         if total <= 0:
             return []
-        load = self._offered_bps(link)
+        load = self._offered_bps(link, t_s)
         out = []
         for flow, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:self.top_n]:
             src, dst = self.leaf_of.get(flow.src), self.leaf_of.get(flow.dst)
@@ -182,21 +191,40 @@ class DecisionRounds:
         """Mean utilisation of ``link`` over its last ``proof_s`` of samples (0 if none)."""
         return self.windows.recent(link, self.proof_s)
 
-    def overloaded(self, link: LinkKey) -> bool:
+    def reported_bps(self, link: LinkKey, t_s: float) -> Optional[float]:
+        """What the elephants ``link``'s switch reported add up to, in the loads' basis
+        (bits/s of its capacity; the switch counts them at ingress: offered, not drained);
+        None when it reported none or a rate cannot be converted yet (the link's capacity
+        in packets/s unknown)."""
+        rates = [self.links.bps_of_pps(link, pps)
+                 for pps in self.dataplane.elephants_on(link, t_s).values()]
+        if not rates or any(r is None for r in rates):
+            return None
+        return sum(r for r in rates if r is not None)
+
+    def overloaded(self, link: LinkKey, t_s: Optional[float] = None) -> bool:
         """The collision is proven on ``link``: it marks (NOTICE or above) and its
-        recent utilisation is over the safety threshold (``early_decide``)."""
-        return (self.early_decide and self.alarms.level(link) >= AlarmLevel.NOTICE
-                and self.recent_util(link) > self.safety + 1e-9)
+        recent utilisation is over the safety threshold (``early_decide``), or (with
+        ``t_s``) the elephants its switch reported add up to more than the safety
+        threshold of the link (:meth:`reported_bps`: the switch's own measure of the same
+        overload, known when the alarm arrives; the polls show it up to ``proof_s``
+        later)."""
+        if not (self.early_decide and self.alarms.level(link) >= AlarmLevel.NOTICE):
+            return False
+        if self.recent_util(link) > self.safety + 1e-9:
+            return True
+        offered = None if t_s is None else self.reported_bps(link, t_s)
+        return offered is not None and offered > self.safety * self.links.capacity_bps[link] + 1e-9
 
-    def _trigger(self, link: LinkKey) -> bool:
-        return self.alarms.level(link) >= self.decide_level or self.overloaded(link)
+    def _trigger(self, link: LinkKey, t_s: Optional[float] = None) -> bool:
+        return self.alarms.level(link) >= self.decide_level or self.overloaded(link, t_s)
 
-    def _offered_bps(self, link: LinkKey) -> float:
+    def _offered_bps(self, link: LinkKey, t_s: Optional[float] = None) -> float:
         """A trigger link that marks queues: whatever the counters could drain, its
         offered load is at least its capacity, and its elephants split that. A follow-up
         link (no alarm any more) is taken at its measured load."""
         load = self.links.load_bps.get(link, 0.0)
-        if self._trigger(link):
+        if self._trigger(link, t_s):
             return max(load, self.links.capacity_bps[link])
         return load
 
@@ -217,13 +245,14 @@ class DecisionRounds:
                 planned.load_bps[link] = max(planned.load_bps.get(link, 0.0), offered[link])
         return offered
 
-    def _hot_links(self) -> list[LinkKey]:
+    def _hot_links(self, t_s: float) -> list[LinkKey]:
         """Links at ``decide_level`` or above, then links at a lower alarm level whose
         overload is proven (:meth:`overloaded`), then links an earlier round worked on
         that still measure above the safety threshold (their alarm may have cleared once
         the queue drained; the threshold is the goal)."""
         hot = self.alarms.active(self.decide_level)
-        hot += [l for l in self.alarms.active(AlarmLevel.NOTICE) if l not in hot and self.overloaded(l)]
+        hot += [l for l in self.alarms.active(AlarmLevel.NOTICE)
+                if l not in hot and self.overloaded(l, t_s)]
         for link in sorted(self.follow_up):
             if self.links.util(link) <= self.safety + 1e-9:
                 self.follow_up.discard(link)
@@ -236,21 +265,25 @@ class DecisionRounds:
         """Run the decision rounds due at ``t_s`` (at most one when it sends an order);
         returns them."""
         rounds: list[RoundDecision] = []
+        self.waiting, self.waiting_samples = frozenset(), frozenset()
         if self.book.pending:
             return rounds                            # one round at a time
-        hot = self._hot_links()
-        if not hot:
-            return rounds
-        agents = self._agent_flows(t_s)
+        hot = self._hot_links(t_s)
+        waiting = set(self._alarmed_waiting(hot, t_s))
+        starved: set[LinkKey] = set()
+        agents = self._agent_flows(t_s) if hot else {}
         for link in hot:
             if t_s - self.last_decision.get(link, -float("inf")) < self.decide_every_s:
                 continue
             if self._unsettled(link, t_s):
                 continue                              # a symptom of its switch, not elephants
-            if link not in self.sampling and not self.dataplane.elephants_on(link, t_s):
+            if not self.sampling.wanted(link) and not self.dataplane.elephants_on(link, t_s):
+                waiting.add(link)
                 continue                              # nothing to rank elephants with yet
             elephants = self._elephants(link, t_s, agents)
             if not elephants:
+                if self._short_of_data(link, t_s):
+                    starved.add(link)                 # the next report or samples may do
                 continue
             self.last_decision[link] = t_s
             self.follow_up.add(link)
@@ -263,7 +296,7 @@ class DecisionRounds:
                             "agent": e.has_agent} for e in elephants], rid)
             planned = apply_in_flight(self.links, self.book.pending.values())
             offered = self._offered_by_switches(planned, t_s)
-            planned.load_bps[link] = max(planned.load_bps.get(link, 0.0), self._offered_bps(link))
+            planned.load_bps[link] = max(planned.load_bps.get(link, 0.0), self._offered_bps(link, t_s))
             try:
                 dec = self.engine.decide(elephants, t_s, trigger=link, links=planned,
                                          in_use=self._in_use(agents))
@@ -281,14 +314,38 @@ class DecisionRounds:
                         "rejected", "baseline_max_util", "predicted_max_util", "elapsed_s")})
             for order in dec.orders:
                 self._act(order, rid, t_s, agents, planned)
-            if not dec.orders and not self._trigger(link):
+            if not dec.orders and not self._trigger(link, t_s):
                 # a follow-up link no move can relieve: GOR stops re-checking it (and
                 # polling fast for it); its next alarm brings it back
                 self.follow_up.discard(link)
                 self.sampling.release(link)
             if self.book.pending:
-                break                                 # one round at a time
+                return rounds                         # one round at a time: none waits
+        # only alarmed links wait (a follow-up link is re-checked on the polls' ticks)
+        alarmed = set(self.alarms.active(AlarmLevel.NOTICE))
+        self.waiting = frozenset((waiting | starved) & alarmed)
+        self.waiting_samples = frozenset(starved & alarmed)
         return rounds
+
+    def _short_of_data(self, link: LinkKey, t_s: float) -> bool:
+        """``link``'s elephants cannot be ranked yet: what its switch reported does not
+        explain the alarm (:meth:`_elephants`) and its window holds too few samples (not:
+        every elephant on it rests after a move)."""
+        reported = self.reported_bps(link, t_s)
+        if reported is not None and reported >= self.safety * self.links.capacity_bps[link]:
+            return False
+        counts = self.flows.samples_on(link, t_s)
+        return sum(counts.values()) < self.samples_needed(len(counts))
+
+    def _alarmed_waiting(self, hot: list[LinkKey], t_s: float) -> frozenset[LinkKey]:
+        """Alarmed links (NOTICE or above) not hot yet whose round is not held back by
+        ``decide_every_s`` or their switch: the next elephant report from their switch
+        may prove the overload (:meth:`overloaded`)."""
+        return frozenset(
+            l for l in self.alarms.active(AlarmLevel.NOTICE) if l not in hot
+            and self.early_decide
+            and t_s - self.last_decision.get(l, -float("inf")) >= self.decide_every_s
+            and not self._unsettled(l, t_s))
 
 
 __all__ = ["ActOn", "AgentFlows", "DecisionRounds"]

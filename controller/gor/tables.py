@@ -11,7 +11,10 @@ first link of every move it must confirm.
   ``needed`` callback the loop gives: a move to confirm, a follow-up round, a dead-link
   probe, an override's liveness probe). A write that fails is reported
   (:meth:`LoopOutputs.error <controller.gor.outputs.LoopOutputs.error>`), never raised
-  out of a tick.
+  out of a tick. On the decision path the loop does not write at once:
+  :meth:`Sampling.request` notes the link and :meth:`Sampling.flush` writes every noted
+  link once the round's orders are out (a P4Runtime write takes 3–80 ms on the testbed:
+  before, an alarm's sampling write delayed the round and its first order by that much).
 
 Example (fakes for the switches, see ``tests/controller/test_gor_loop.py``)::
 
@@ -128,6 +131,7 @@ class Sampling:
         self.needed = needed
         self.on: dict[LinkKey, int] = {}              # link → one_in_n programmed
         self.since: dict[LinkKey, float] = {}         # link → t_s it was turned on
+        self.due: dict[LinkKey, float] = {}           # link → t_s it was requested (not yet written)
 
     def __contains__(self, link: object) -> bool:
         return link in self.on
@@ -154,6 +158,42 @@ class Sampling:
         self._flows.set_sampling(key, self.one_in_n)
         return True
 
+    def request(self, key: LinkKey, t_s: float = 0.0) -> int:
+        """Note that ``key`` needs sampling; :meth:`flush` writes it. Returns the ratio
+        in force or to be written (``one_in_n``).
+
+        >>> from types import SimpleNamespace as NS
+        >>> written = []
+        >>> tables = NS(write=lambda sw, table, match, action, params: written.append((sw, match)))
+        >>> s = Sampling(tables, NS(set_sampling=lambda key, n: None), None, None,
+        ...              one_in_n=1, needed=lambda link: False)
+        >>> s.request(("b0r0l0", 3), 1.0), written, s.wanted(("b0r0l0", 3))
+        (1, [], True)
+        >>> s.flush(), written
+        ([('b0r0l0', 3)], [('b0r0l0', {'standard_metadata.egress_spec': 3})])
+        """
+        got = self.on.get(key)
+        if got is not None:
+            return got
+        self.due.setdefault(key, t_s)
+        return self.one_in_n
+
+    def wanted(self, key: LinkKey) -> bool:
+        """Sampling is on at ``key``, or requested and about to be written."""
+        return key in self.on or key in self.due
+
+    def flush(self) -> list[LinkKey]:
+        """Write every link :meth:`request` noted (oldest first); the links now on. A
+        failed write is reported and forgotten: the caller asks again (the loop does for
+        every alarm on each tick)."""
+        done = []
+        while self.due:
+            key = next(iter(self.due))
+            t_s = self.due.pop(key)
+            if key not in self.on and self.enable(key, t_s):
+                done.append(key)
+        return done
+
     def adopt(self, key: LinkKey, one_in_n: int, t_s: float) -> None:
         """Record an entry found in the switch (a predecessor's) as GOR's own."""
         self.on[key] = one_in_n
@@ -162,6 +202,7 @@ class Sampling:
 
     def disable(self, key: LinkKey) -> None:
         """Delete ``key``'s sampling entry (nothing when there is none)."""
+        self.due.pop(key, None)
         if self.on.pop(key, None) is None:
             return
         self.since.pop(key, None)
@@ -173,7 +214,7 @@ class Sampling:
 
     def release(self, link: LinkKey) -> None:
         """Turn ``link``'s sampling off when its alarm is CLEAR and nothing needs it."""
-        if (link in self.on and not self.needed(link)
+        if (self.wanted(link) and not self.needed(link)
                 and self._alarms.level(link) == AlarmLevel.CLEAR):
             self.disable(link)
 

@@ -256,7 +256,7 @@ class TelemetryPoller:
                            d.max_qdepth, utilisation(d, dt, pl.rate_pps, pl.gbps),
                            d.rx_pkts, d.rx_bytes, d.drops, d.pfc_tx, d.pfc_rx,
                            utilisation(d, dt, pl.rate_pps, pl.gbps, rx=True), reset,
-                           _without_empty_tail(d.qdepth_bins))
+                           _without_empty_tail(d.qdepth_bins), pl.rate_pps)
             self.series.add(pl.link, s)
             samples[pl.link] = s
         self.loop_s = self._clock() - start

@@ -107,7 +107,10 @@ def test_move_orders_alone_write_track_and_roll_back_an_override() -> None:
         orders.act(order, 7, 2.0, {}, p.links)
         (oid, m), = p.book.pending.items()
         assert oid == "override-1" and p.book.overrides[order.flow] == order.path
-        assert p.book.resting(order.flow, 11.9) and m.new_link in p.sampling
+        # the sampling that confirms it is requested; the loop writes it after the round
+        assert p.book.resting(order.flow, 11.9) and p.sampling.wanted(m.new_link)
+        assert m.new_link not in p.sampling and p.sampling.flush() == [m.new_link]
+        assert m.new_link in p.sampling
         assert all(p.prog.connections[e.switch].table(OVERRIDE_TABLE) for e in order.entries)
         orders.check(2.5)                                        # not seen yet, not late
         assert oid in p.book.pending
