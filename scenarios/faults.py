@@ -178,8 +178,10 @@ def run_faults(fabric: Any, programmer: Any, state: Any, save_state: Callable[[]
             if quiet_s > 0:
                 first = len(mon.verdicts)
                 say(f"faults: watching the fault-free fabric for {quiet_s:g} s")
-                mon.wait_evaluations(int(quiet_s / mon.opts.interval_s), quiet_s * 3)
-                res.quiet_s = quiet_s
+                t_quiet = time.monotonic()
+                while time.monotonic() - t_quiet < quiet_s:
+                    mon.wait_evaluations(1, 5.0)
+                res.quiet_s = round(time.monotonic() - t_quiet, 1)
                 res.false_alarms = [f"{v.kind} {v.component}" for v in mon.verdicts[first:]]
             res.probe_overhead_pct = probe_overhead_pct(mon.source, min(OVERHEAD_WINDOW_S,
                                                                          BASELINE_S + quiet_s))
