@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
+from controller.p4rt.errors import P4InfoLookupError
 from labs.labkit.build import LabCompileError, LabError
 from labs.labkit.plugin import find_labs, load_lab, resolve_lab
 from labs.labkit.report import Report
@@ -61,6 +62,17 @@ def load_failure_report(title: str, exc: StudentCodeError) -> Report:
     return r
 
 
+def missing_name_report(title: str, exc: Exception) -> Report:
+    """The report of a check that needs a table, action or counter the compiled program's
+    P4Info does not have (p4c, and p4sim like it, leave out a table that is never applied
+    and the actions only it uses: a skeleton's unfinished TODO often shows so)."""
+    r = Report(title)
+    r.fail("the program has what the check programs", f"{exc}. A table that is never applied "
+           "is removed by the compiler (p4c-bm2-ss does the same): apply it where the lab's "
+           "TODO says, and check the name.")
+    return r
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -93,6 +105,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             report = compile_failure_report(plugin.TITLE, exc)
         except StudentCodeError as exc:
             report = load_failure_report(plugin.TITLE, exc)
+        except P4InfoLookupError as exc:
+            report = missing_name_report(plugin.TITLE, exc)
         report.print()
         return report.exit_code
     except LabError as exc:
