@@ -101,8 +101,15 @@ def test_overload_drops_at_ingress_counted_and_the_switch_recovers(veths) -> Non
             assert st["rx_dropped"] == p1["rx_dropped"]
             assert st["ingress_buffer_capacity"] == DEFAULT_CAPACITY_PKTS
             assert st["ingress_buffer_high_water"] <= DEFAULT_CAPACITY_PKTS
-            assert st["ingress_buffer_full_waits"] > 0
+            # (ingress_buffer_full_waits is not asserted: whether the ingress buffer or the
+            # kernel's receive ring overflows first depends on how fast the pipeline runs
+            # on the machine at that moment; either way the drops are counted, above)
             assert st["ingress_buffer_enqueued"] == st["ingress_buffer_dequeued"]
+            # the burst's forwarded frames may still fill rx's socket buffer (_drained
+            # stops reading once the switch's counts add up): a full buffer would drop
+            # the first echo at the socket, not in the switch
+            while select.select([rx], [], [], 0)[0]:
+                rx.recv(65536)
             assert _echo(tx, rx, range(100, 120)) == list(range(100, 120))
         with grpc.insecure_channel(sw.grpc_addr) as channel:
             caps = p4runtime_pb2_grpc.P4RuntimeStub(channel).Capabilities(
