@@ -101,7 +101,7 @@ class Monitor:
     """One run's monitoring; :meth:`start` … :meth:`stop` or a context manager.
 
     ``plan``: the probe plan (:class:`monitor.probes.ProbePlan`); ``switch_targets``: the
-    switch exporter's targets (:func:`monitor.switch_exporter.targets_from_state`);
+    switch exporter's targets (:func:`monitor.switch_exporter.targets_from_record`);
     ``gor_metrics``: GOR's metrics address ``host:port`` (``None``: no GOR to watch);
     ``decision_log``: GOR's decision log, whose moves go to the web view's timeline;
     ``uplink_rate_pps``: the links' capacity for the view's utilisation where GOR gives

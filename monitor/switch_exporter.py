@@ -104,14 +104,21 @@ def switch_targets(fabric: Any, addresses: Optional[Mapping[str, str]] = None,
     return out
 
 
-def targets_from_state(fabric: Any, state_path: Path) -> list[SwitchTarget]:
-    """:func:`switch_targets` with the addresses and the PKI a running testbed recorded
-    (``build/testbed-state.json``: ``switches.NAME.grpc_addr``, ``pki``)."""
+def targets_from_record(fabric: Any, switches: Mapping[str, Mapping[str, Any]],
+                        pki: Optional[str]) -> list[SwitchTarget]:
+    """:func:`switch_targets` with what a running testbed recorded: each switch's
+    ``grpc_addr`` (``TestbedState.switches``) and its PKI directory (``TestbedState.pki``;
+    empty or None: plaintext), whose ``controller`` certificate the reads present."""
     from testbed.tls import recorded_controller_tls  # noqa: PLC0415 — only with a testbed
 
+    addresses = {n: d["grpc_addr"] for n, d in switches.items() if "grpc_addr" in d}
+    return switch_targets(fabric, addresses, recorded_controller_tls(pki or None))
+
+
+def targets_from_state(fabric: Any, state_path: Path) -> list[SwitchTarget]:
+    """:func:`targets_from_record` of a testbed's state file (``build/testbed-state.json``)."""
     state = json.loads(Path(state_path).read_text())
-    addresses = {n: d["grpc_addr"] for n, d in state.get("switches", {}).items() if "grpc_addr" in d}
-    return switch_targets(fabric, addresses, recorded_controller_tls(state.get("pki") or None))
+    return targets_from_record(fabric, state.get("switches", {}), state.get("pki"))
 
 
 @dataclass(slots=True)
@@ -355,4 +362,4 @@ class SwitchExporter:
 
 
 __all__ = ["PORT_COUNTERS", "PortCounters", "SwitchExporter", "SwitchReader", "SwitchTarget",
-           "switch_targets", "targets_from_state"]
+           "switch_targets", "targets_from_record", "targets_from_state"]

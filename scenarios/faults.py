@@ -10,7 +10,8 @@ kind, where it was, what the localiser named first, whether that was exactly it,
 time from the fault taking effect to the verdict. The status is 0 only when every fault
 was named exactly; each miss is said (a miss is a finding, never hidden).
 
->>> [k for k, _, _ in default_faults(_Fab())][:3]
+>>> from topo.model import build_fabric
+>>> [k for k, _, _ in default_faults(build_fabric())][:3]
 ['gray_link', 'corruption', 'flapping_link']
 """
 from __future__ import annotations
@@ -88,21 +89,11 @@ class FaultsResult:
         return sum(t.exact for t in self.trials) / len(self.trials) if self.trials else None
 
 
-class _Fab:
-    """A stand-in fabric for the doctest: the default fabric's names."""
-
-    def __init__(self) -> None:
-        from topo.model import build_fabric  # noqa: PLC0415
-        self.f = build_fabric()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.f, name)
-
-
 def uplink_port(fabric: Any, leaf: str, spine: str) -> int:
     """The port of ``leaf`` whose cable goes to ``spine``.
 
-    >>> uplink_port(_Fab(), "b0r0l0", "s0") > 0
+    >>> from topo.model import build_fabric
+    >>> uplink_port(build_fabric(), "b0r0l0", "s0") > 0
     True
     """
     for port, info in sorted(fabric.switch(leaf).ports.items()):

@@ -32,15 +32,6 @@ class MonitoringError(RuntimeError):
     """A prober did not come up (it exited, or its sockets never opened in time)."""
 
 
-def switch_targets_of(fabric: Any, state: Any) -> list[Any]:
-    """The switch exporter's targets: the addresses the testbed recorded and, unless it
-    runs in plaintext, the controller's certificate of its PKI."""
-    from monitor.switch_exporter import switch_targets  # noqa: PLC0415
-    from testbed.tls import recorded_controller_tls  # noqa: PLC0415
-    addresses = {n: d["grpc_addr"] for n, d in state.switches.items() if "grpc_addr" in d}
-    return switch_targets(fabric, addresses, recorded_controller_tls(state.pki or None))
-
-
 class MonitoringSession:
     """Probe plan, probers and monitor of one run (``gor``: the run's
     :class:`~scenarios.gor_session.GorSession`, whose metrics and decision log the
@@ -67,11 +58,12 @@ class MonitoringSession:
         from controller.fabric.qos import EcnConfig  # noqa: PLC0415
         from monitor.probes import plan_probes  # noqa: PLC0415
         from monitor.service import Monitor  # noqa: PLC0415
+        from monitor.switch_exporter import targets_from_record  # noqa: PLC0415
         self.plan = plan_probes(self.fabric, self.programmer.hash_model(), self.probe_rate_pps)
         plan_path = self.plan.save(self.run_dir / "probe-plan.json")
         gor = self.gor
         self.monitor = Monitor(self.fabric, self.plan, self.run_dir,
-                               switch_targets_of(self.fabric, self.state),
+                               targets_from_record(self.fabric, self.state.switches, self.state.pki),
                                gor_metrics=gor.metrics_address if gor is not None else None,
                                decision_log=gor.dlog_path if gor is not None else None,
                                ecn_threshold_pkts=EcnConfig().kmin_pkts,
@@ -141,4 +133,4 @@ class MonitoringSession:
             self.monitor.stop()
 
 
-__all__ = ["MonitoringError", "MonitoringSession", "PROBE_RATE_PPS", "switch_targets_of"]
+__all__ = ["MonitoringError", "MonitoringSession", "PROBE_RATE_PPS"]
