@@ -6,8 +6,13 @@ embedded store where it is absent), and the tomography of the probe paths.
 Where each field comes from (metric names of :mod:`monitor.exporters`,
 :mod:`monitor.prober` and ``controller.gor.metrics``)::
 
-    paths        astral_probe_sent_total / _received_total / _corrupted_total, increase
-                 over the window (rate × window), one PathStats per plan path
+    paths        the probers' epoch snapshots (monitor.probestats.ProbeStatsReader):
+                 sent at the sender and received/corrupted at the receiver over the
+                 same closed send epochs, one PathStats per plan path. The same counts
+                 are in the store (astral_probe_*_total), but a rate over scrapes
+                 cannot line them up: one scrape that sees the sender a second ahead
+                 of the receiver makes a third of a 3 s window look lost. Without a
+                 snapshot reader (``probe_stats=None``), those rates are used.
     links        monitor.tomography.estimate(plan paths, path stats)
     switch_up    astral_switch_up (the switch exporter's P4Runtime read answered)
     ports        astral_switch_port_*_total rates; the deepest queue from the highest
@@ -108,13 +113,21 @@ def nic_rates(reader: MetricReader, window_s: float) -> dict[str, NicRates]:
     return {nic: NicRates(nic, **v) for nic, v in acc.items()}
 
 
+class ProbeStatsSource(Protocol):
+    """The part of :class:`monitor.probestats.ProbeStatsReader` this module reads."""
+
+    def poll(self) -> Optional[tuple[float, dict[str, PathStats]]]: ...
+
+
 class EvidenceBuilder:
     """Reads one evidence snapshot per call of :meth:`build`.
 
     ``paths``: the probe plan; ``path_dst_prefix``: each path's destination prefix;
     ``port_peer``: the node behind every switch port (:func:`port_peers`);
     ``window_s``: the rate window (a few scrape intervals); ``gor_job``: the scrape job
-    whose target being down means the controller is down (``None``: no GOR watched).
+    whose target being down means the controller is down (``None``: no GOR watched);
+    ``probe_stats``: the probers' epoch-aligned path counts (module docstring; a path
+    it has no count for yet counts as nothing sent).
 
     >>> b = EvidenceBuilder([], {}, {}, window_s=3.0)                # doctest: +SKIP
     >>> b.build(reader, t_s=12.0).switch_up                          # doctest: +SKIP
@@ -123,8 +136,10 @@ class EvidenceBuilder:
 
     def __init__(self, paths: Sequence[ProbePath], path_dst_prefix: Mapping[str, str],
                  port_peer: Mapping[tuple[str, int], str], *, window_s: float = 3.0,
-                 ecn_threshold_pkts: Optional[int] = None, gor_job: Optional[str] = "gor") -> None:
+                 ecn_threshold_pkts: Optional[int] = None, gor_job: Optional[str] = "gor",
+                 probe_stats: Optional[ProbeStatsSource] = None) -> None:
         self.paths = list(paths)
+        self.probe_stats = probe_stats
         self.path_dst_prefix = dict(path_dst_prefix)
         self.port_peer = dict(port_peer)
         self.window_s = window_s
@@ -135,11 +150,7 @@ class EvidenceBuilder:
         """The evidence at ``t_s`` (monotonic seconds)."""
         from monitor.tomography import estimate  # noqa: PLC0415 (the planner's sibling)
         w = self.window_s
-        sent = _by(reader.rates("astral_probe_sent_total", w), "path")
-        recv = _by(reader.rates("astral_probe_received_total", w), "path")
-        bad = _by(reader.rates("astral_probe_corrupted_total", w), "path")
-        stats = stats_of(self.paths, {k: v * w for k, v in sent.items()},
-                         {k: v * w for k, v in recv.items()}, {k: v * w for k, v in bad.items()}, w)
+        stats = self._path_stats(reader)
         ev = Evidence(t_s)
         ev.paths = stats
         ev.path_links = {p.name: p.links for p in self.paths}
@@ -159,6 +170,19 @@ class EvidenceBuilder:
         ev.ecn_threshold_pkts = self.ecn_threshold_pkts
         return ev
 
+    def _path_stats(self, reader: MetricReader) -> dict[str, PathStats]:
+        """Every plan path's counts over the window (module docstring, ``paths``)."""
+        w = self.window_s
+        if self.probe_stats is not None:
+            got = self.probe_stats.poll()
+            measured = got[1] if got is not None else {}
+            return {p.name: measured.get(p.name, PathStats(p.name, w, 0, 0)) for p in self.paths}
+        sent = _by(reader.rates("astral_probe_sent_total", w), "path")
+        recv = _by(reader.rates("astral_probe_received_total", w), "path")
+        bad = _by(reader.rates("astral_probe_corrupted_total", w), "path")
+        return stats_of(self.paths, {k: v * w for k, v in sent.items()},
+                        {k: v * w for k, v in recv.items()}, {k: v * w for k, v in bad.items()}, w)
+
 
 def port_peers(fabric: Any) -> dict[tuple[str, int], str]:
     """The node behind every switch port of ``fabric``: a switch name, or the NIC
@@ -177,5 +201,5 @@ def port_peers(fabric: Any) -> dict[tuple[str, int], str]:
     return out
 
 
-__all__ = ["EvidenceBuilder", "MetricReader", "QDEPTH_BIN_PKTS", "nic_rates", "port_peers",
+__all__ = ["EvidenceBuilder", "MetricReader", "ProbeStatsSource", "QDEPTH_BIN_PKTS", "nic_rates", "port_peers",
            "port_rates", "stats_of"]

@@ -69,7 +69,12 @@ class ProbeStatsReader:
 
     def poll(self) -> Optional[tuple[float, dict[str, PathStats]]]:
         """Read the files; the window's statistics, or None until two snapshots a window
-        apart exist."""
+        apart exist.
+
+        A path's counts are taken between two epochs *both* its hosts have a snapshot of
+        (the latest at or before the common end, and the latest a window before it), so
+        a snapshot the reader missed at one host never pairs a sender's epoch with
+        another receiver epoch."""
         self._read()
         latest = {h: max(hist) for h, hist in self.history.items() if hist}
         if not latest or self.interval_s is None:
@@ -78,16 +83,23 @@ class ProbeStatsReader:
         live = {h: e for h, e in latest.items() if newest - e <= self.stale_epochs}
         end = min(live.values())
         w = max(1, round(self.window_s / self.interval_s))
-        start = end - w
         stats: dict[str, PathStats] = {}
         for p in self.plan.paths:
             s_host, r_host = self.plan.nics[p.src_nic].host, self.plan.nics[p.dst_nic].host
             if s_host not in live:
                 continue
-            s0, s1 = self._at(self.history[s_host], start), self._at(self.history[s_host], end)
-            if s0 is None or s1 is None or s0 is s1:
+            s_hist, r_hist = self.history[s_host], self.history[r_host]
+            if r_host in live:
+                common = sorted(e for e in s_hist if e <= end and e in r_hist)
+            else:           # a dead receiver: what it received before counts (so: loss)
+                common = sorted(e for e in s_hist if e <= end)
+            if len(common) < 2:
                 continue
-            r0, r1 = self._at(self.history[r_host], start), self._at(self.history[r_host], end)
+            e1 = common[-1]
+            before = [e for e in common if e <= e1 - w]
+            e0 = before[-1] if before else common[0]
+            s0, s1 = s_hist[e0], s_hist[e1]
+            r0, r1 = self._at(r_hist, e0), self._at(r_hist, e1)
             sent = max(0, s1["sent"].get(p.name, 0) - s0["sent"].get(p.name, 0))   # restarted: 0
 
             def delta(kind: str) -> int:
@@ -95,11 +107,11 @@ class ProbeStatsReader:
                     return 0
                 return max(0, r1[kind].get(p.name, 0) - r0[kind].get(p.name, 0))
 
-            lat = [r["latency_ms_p50"].get(p.name) for e, r in self.history[r_host].items()
-                   if start < e <= end and r_host in live]
+            lat = [r["latency_ms_p50"].get(p.name) for e, r in r_hist.items()
+                   if e0 < e <= e1 and r_host in live]
             lat = [x for x in lat if x is not None]
-            stats[p.name] = PathStats(p.name, w * self.interval_s, sent, delta("received"),
-                                      delta("corrupted"),
+            stats[p.name] = PathStats(p.name, (e1 - e0) * self.interval_s, sent,
+                                      min(sent, delta("received")), delta("corrupted"),
                                       statistics.median(lat) if lat else None)
         return end * self.interval_s, stats
 

@@ -9,8 +9,9 @@ imports the testbed.
 Every ``interval_s`` the loop:
 
 1. builds an :class:`~monitor.evidence.Evidence` from the metric source
-   (:class:`~monitor.assemble.EvidenceBuilder`: probe paths, tomography, switch and NIC
-   counters, GOR's agent ages and liveness);
+   (:class:`~monitor.assemble.EvidenceBuilder`: tomography, switch and NIC counters,
+   GOR's agent ages and liveness) and the probe paths from the probers' epoch snapshots
+   in :attr:`Monitor.metrics_dir` (:class:`~monitor.probestats.ProbeStatsReader`);
 2. gives it to the :class:`~monitor.localiser.Localiser`; verdicts named or cleared go
    to ``verdicts.jsonl`` (:class:`~monitor.localiser.VerdictLog`), to the monitor's own
    metrics (``monitor_verdicts_total``, ``monitor_active_faults``,
@@ -38,6 +39,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from monitor.assemble import EvidenceBuilder, port_peers
 from monitor.evidence import Evidence, Verdict
+from monitor.probestats import ProbeStatsReader
 
 EVAL_INTERVAL_S = 0.5
 RATE_WINDOW_S = 3.0
@@ -123,7 +125,9 @@ class Monitor:
         self.builder = EvidenceBuilder(plan.paths, _dst_prefixes(plan), port_peers(fabric),
                                        window_s=self.opts.window_s,
                                        ecn_threshold_pkts=ecn_threshold_pkts,
-                                       gor_job="gor" if gor_metrics else None)
+                                       gor_job="gor" if gor_metrics else None,
+                                       probe_stats=ProbeStatsReader(plan, self.metrics_dir,
+                                                                    window_s=self.opts.window_s))
         self._tail = DecisionLogTail(decision_log)
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None

@@ -103,6 +103,27 @@ def test_window_statistics_pair_sender_and_receiver_epochs(plan: ProbePlan, tmp_
         assert s.latency_ms_p50 == 1.5
 
 
+def test_a_snapshot_missed_at_one_host_never_pairs_different_epochs(plan: ProbePlan,
+                                                                    tmp_path: Path) -> None:
+    """The reader polls slower than the probers write: it saw the senders' epoch 11 but
+    not the receivers'. Counts still come from epochs both ends have (10 → 12), so a
+    lossless fabric shows no loss."""
+    reader = ProbeStatsReader(plan, tmp_path, window_s=1.0)
+    senders = {plan.nics[p.src_nic].host for p in plan.paths}
+    for epoch in (9, 10, 11, 12):
+        for h in plan.hosts():
+            if epoch == 11 and h != sorted(senders)[0]:
+                continue                       # only one host's epoch 11 was seen
+            n = epoch * 10
+            _snap(tmp_path, h, epoch, {p.name: n for p in plan.paths_from(h)},
+                  {p.name: n for p in plan.paths_to(h)})
+        reader.poll()
+    _, stats = reader.poll() or (0.0, {})
+    assert len(stats) == len(plan.paths)
+    for s in stats.values():
+        assert s.loss == 0.0 and s.sent == s.received and s.sent in (10, 20), s
+
+
 def test_a_stale_sender_is_left_out_and_a_stale_receiver_counts_loss(plan: ProbePlan,
                                                                      tmp_path: Path) -> None:
     reader = ProbeStatsReader(plan, tmp_path, window_s=1.0, stale_epochs=3)

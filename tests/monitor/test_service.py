@@ -1,5 +1,6 @@
 """The monitor service end to end without a testbed: the real plan of the default fabric,
-probe counter files written as the probers write them (one link direction losing 40 %),
+probe files written by the prober's own counters and writer (one link direction losing
+40 %),
 the textfile exporter, the metric store (the embedded one, and the real Prometheus when
 installed), the evidence builder, the tomography, the localiser, the verdict log and the
 web view's state — the gray link is named, on the right direction, and clears once the
@@ -11,9 +12,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from prometheus_client import CollectorRegistry, Counter, write_to_textfile
 
 from monitor.localiser import VerdictLog
+from monitor.prober import Prober
 from monitor.probes import plan_probes
 from monitor.service import Monitor, MonitorOptions
 from topo.model import build_fabric
@@ -24,37 +25,37 @@ BAD = "b0r0l0->s1"
 
 
 class ProbeFiles:
-    """Writes ``probe-<host>.prom`` like the probers: sent at the source host, received at
-    the destination host, 10 probes/s per path; paths over ``bad`` lose ``loss`` of them."""
+    """Writes the probers' files with the prober's own counters and writer
+    (``monitor.prober.Prober`` without its sockets): sent at the source host, received
+    at the destination host, 10 probes/s per path, epochs of 1 s; paths over ``BAD`` lose
+    ``loss`` of their probes (every k-th, deterministically)."""
 
     def __init__(self, plan: object, out: Path) -> None:
         self.plan, self.out = plan, out
-        self.sent: dict[str, float] = {}
-        self.recv: dict[str, float] = {}
+        self.probers = {h: Prober(plan, h, out, interval_s=1.0) for h in plan.hosts()}
+        self.host_of = {n: nic.host for n, nic in plan.nics.items()}
+        self.t_s = 0.0
         self.loss = 0.4
+        self._debt: dict[str, float] = {}
 
     def step(self, dt_s: float) -> None:
-        host_of = {n: nic.host for n, nic in self.plan.nics.items()}
-        regs: dict[str, CollectorRegistry] = {}
-        fams: dict[tuple[str, str], Counter] = {}
-
-        def fam(host: str, what: str) -> Counter:
-            if host not in regs:
-                regs[host] = CollectorRegistry()
-            if (host, what) not in fams:
-                fams[(host, what)] = Counter(f"astral_probe_{what}", what,
-                                             ["path", "src_nic", "dst_nic"], registry=regs[host])
-            return fams[(host, what)]
-
-        for p in self.plan.paths:
-            n = 10.0 * dt_s
-            bad = any(str(l) == BAD for l in p.links)
-            self.sent[p.name] = self.sent.get(p.name, 0.0) + n
-            self.recv[p.name] = self.recv.get(p.name, 0.0) + n * ((1 - self.loss) if bad else 1.0)
-            fam(host_of[p.src_nic], "sent").labels(p.name, p.src_nic, p.dst_nic).inc(self.sent[p.name])
-            fam(host_of[p.dst_nic], "received").labels(p.name, p.src_nic, p.dst_nic).inc(self.recv[p.name])
-        for host, reg in regs.items():
-            write_to_textfile(str(self.out / f"probe-{host}.prom"), reg)
+        """``dt_s`` seconds of probes (10 per path per second), then close the epochs
+        before the current one at every host and write their files."""
+        for _ in range(round(dt_s * 10)):
+            self.t_s += 0.1
+            for p in self.plan.paths:
+                self.probers[self.host_of[p.src_nic]].counters.on_sent(p.name, self.t_s)
+                bad = any(str(l) == BAD for l in p.links)
+                debt = self._debt.get(p.name, 0.0) + (self.loss if bad else 0.0)
+                if debt >= 1.0:
+                    debt -= 1.0                                     # this one is lost
+                else:
+                    self.probers[self.host_of[p.dst_nic]].counters.on_received(
+                        p.name, self.t_s, 0.001, False)
+                self._debt[p.name] = debt
+        upto = int(self.t_s // 1.0)
+        for prober in self.probers.values():
+            prober.write(prober.counters.close_epochs(upto))
 
 
 @pytest.mark.parametrize("store", ["embedded", "prometheus"])
