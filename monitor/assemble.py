@@ -44,6 +44,9 @@ class MetricReader(Protocol):
 
     def rates(self, metric: str, window_s: float) -> list[tuple[dict[str, str], float]]: ...
 
+    def rates_many(self, metrics: Sequence[str], window_s: float,
+                   ) -> dict[str, list[tuple[dict[str, str], float]]]: ...
+
     def targets_up(self) -> dict[str, bool]: ...
 
 
@@ -69,23 +72,25 @@ def stats_of(paths: Sequence[ProbePath], sent: Mapping[str, float], received: Ma
 
 
 def port_rates(reader: MetricReader, window_s: float) -> dict[tuple[str, int], PortRates]:
-    """Per (switch, port) counter rates from the switch exporter's series."""
+    """Per (switch, port) counter rates from the switch exporter's series (one query)."""
     fields = {"tx_pps": "astral_switch_port_tx_packets_total",
               "rx_pps": "astral_switch_port_rx_packets_total",
               "drops_pps": "astral_switch_port_drops_total",
               "ecn_marks_pps": "astral_switch_port_ecn_marks_total",
               "pfc_tx_fps": "astral_switch_port_pfc_tx_frames_total",
               "pfc_rx_fps": "astral_switch_port_pfc_rx_frames_total"}
+    qdepth = "astral_switch_port_qdepth_bin_total"
+    got = reader.rates_many([*fields.values(), qdepth], window_s)
     acc: dict[tuple[str, int], dict[str, Any]] = {}
     for attr, metric in fields.items():
-        for labels, value in reader.rates(metric, window_s):
+        for labels, value in got[metric]:
             try:
                 key = (labels["switch"], int(labels["port"]))
             except (KeyError, ValueError):
                 continue
             row = acc.setdefault(key, {})
             row[attr] = row.get(attr, 0.0) + float(value)     # pfc rx: summed over priorities
-    for labels, value in reader.rates("astral_switch_port_qdepth_bin_total", window_s):
+    for labels, value in got[qdepth]:
         try:
             key, bin_ = (labels["switch"], int(labels["port"])), int(labels["bin"])
         except (KeyError, ValueError):
@@ -98,17 +103,19 @@ def port_rates(reader: MetricReader, window_s: float) -> dict[tuple[str, int], P
 
 def nic_rates(reader: MetricReader, window_s: float) -> dict[str, NicRates]:
     """Per NIC counter rates from the NIC emulators' metric files (delivered bytes as
-    goodput in Mbit/s)."""
+    goodput in Mbit/s; one query)."""
     acc: dict[str, dict[str, float]] = {}
     fields = {"pause_tx_fps": "astral_nic_pause_tx_frames_total",
               "pause_rx_fps": "astral_nic_pause_rx_frames_total",
               "icrc_errors_ps": "astral_nic_icrc_errors_total",
               "naks_ps": "astral_nic_naks_total",
               "cnps_ps": "astral_nic_cnps_total"}
+    delivered = "astral_nic_delivered_bytes_total"
+    got = reader.rates_many([*fields.values(), delivered], window_s)
     for attr, metric in fields.items():
-        for nic, value in _by(reader.rates(metric, window_s), "nic").items():
+        for nic, value in _by(got[metric], "nic").items():
             acc.setdefault(nic, {})[attr] = value
-    for nic, value in _by(reader.rates("astral_nic_delivered_bytes_total", window_s), "nic").items():
+    for nic, value in _by(got[delivered], "nic").items():
         acc.setdefault(nic, {})["goodput_mbps"] = value * 8 / 1e6
     return {nic: NicRates(nic, **v) for nic, v in acc.items()}
 

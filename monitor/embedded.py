@@ -203,6 +203,9 @@ class EmbeddedStore:
                 out.append((labels, increase(pts) / (pts[-1][0] - pts[0][0])))
         return sorted(out, key=lambda s: sorted(s[0].items()))
 
+    def rates_many(self, metrics: Sequence[str], window_s: float) -> dict[str, list[Series]]:
+        return {m: self.rates(m, window_s) for m in dict.fromkeys(metrics)}
+
     def max_over(self, metric: str, window_s: float, **label_filter: str) -> list[Series]:
         out = []
         for labels, pts in self._series(metric, label_filter, live_only=False):

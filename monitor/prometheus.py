@@ -45,6 +45,7 @@ READY_TIMEOUT_S = 30.0
 QUERY_TIMEOUT_S = 5.0
 _NAME_RE = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 _LABEL_RE = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+_TAG = "astral_metric"          # the label rates_many() tags each metric's series with
 
 
 class PrometheusUnavailable(RuntimeError):
@@ -70,6 +71,11 @@ class MetricSource(Protocol):
     def rates(self, metric: str, window_s: float, **label_filter: str) -> list[Series]:
         """Per-second increase of counter ``metric`` over the last ``window_s`` seconds
         (counter resets handled; series with fewer than two samples in it: none)."""
+        ...
+
+    def rates_many(self, metrics: Sequence[str], window_s: float) -> dict[str, list[Series]]:
+        """:meth:`rates` of several counters at once (one query where the store can):
+        metric → its series (every metric given is a key)."""
         ...
 
     def max_over(self, metric: str, window_s: float, **label_filter: str) -> list[Series]:
@@ -310,6 +316,22 @@ class PrometheusServer:
 
     def rates(self, metric: str, window_s: float, **label_filter: str) -> list[Series]:
         return self.instant(f"rate({selector(metric, **label_filter)}[{_window(window_s)}])")
+
+    def rates_many(self, metrics: Sequence[str], window_s: float) -> dict[str, list[Series]]:
+        # one query: each rate tagged with its metric's name (rate() drops __name__),
+        # their union by ``or`` (the tags keep the label sets apart)
+        names = list(dict.fromkeys(metrics))
+        out: dict[str, list[Series]] = {m: [] for m in names}
+        if not names:
+            return out
+        w = _window(window_s)
+        query = " or ".join(f'label_replace(rate({selector(m)}[{w}]), "{_TAG}", "{m}", "job", ".*")'
+                            for m in names)
+        for labels, value in self.instant(query):
+            metric = labels.pop(_TAG, None)
+            if metric in out:
+                out[metric].append((labels, value))
+        return out
 
     def max_over(self, metric: str, window_s: float, **label_filter: str) -> list[Series]:
         return self.instant(f"max_over_time({selector(metric, **label_filter)}"

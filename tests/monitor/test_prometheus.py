@@ -156,6 +156,13 @@ def test_real_prometheus_and_the_embedded_store_agree(
         for node in ("a", "b"):
             assert rp[node] == pytest.approx(RATE_PPS, rel=0.15), rp
             assert re_[node] == pytest.approx(rp[node], rel=0.15), (re_, rp)
+        for store in (prom, emb):                  # several counters in one query
+            many = store.rates_many(["demo_packets_total", "nothing_total", "demo_packets_total"],
+                                    window)
+            assert set(many) == {"demo_packets_total", "nothing_total"} and not many["nothing_total"]
+            got = {l["node"]: v for l, v in many["demo_packets_total"]}
+            assert sorted(l for l in many["demo_packets_total"][0][0]) == ["instance", "job", "node"]
+            assert got == pytest.approx(rp, rel=0.15), (got, rp)
         vp, ve = prom.values("demo_depth", node="a"), emb.values("demo_depth", node="a")
         assert vp == ve == [({"instance": addr(a), "job": "demo", "node": "a"}, 7.0)]
         assert prom.max_over("demo_depth", 5.0)[0][1] == 7.0
