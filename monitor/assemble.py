@@ -8,7 +8,8 @@ Where each field comes from (metric names of :mod:`monitor.exporters`,
 
     paths        the probers' epoch snapshots (monitor.probestats.ProbeStatsReader):
                  sent at the sender and received/corrupted at the receiver over the
-                 same closed send epochs, one PathStats per plan path. The same counts
+                 same closed send epochs, one PathStats per plan path (and
+                 path_epochs: the last epochs one by one). The same counts
                  are in the store (astral_probe_*_total), but a rate over scrapes
                  cannot line them up: one scrape that sees the sender a second ahead
                  of the receiver makes a third of a 3 s window look lost. Without a
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional, Protocol, Sequence
 
-from monitor.evidence import Evidence, NicRates, PathStats, PortRates, ProbePath
+from monitor.evidence import EpochCount, Evidence, NicRates, PathStats, PortRates, ProbePath
 
 QDEPTH_BIN_PKTS = 4
 """Width of a queue-depth bin of ``FabricEgress.telemetry.qdepth_hist`` (p4src/README.md)."""
@@ -125,6 +126,8 @@ class ProbeStatsSource(Protocol):
 
     def poll(self) -> Optional[tuple[float, dict[str, PathStats]]]: ...
 
+    def per_epoch(self, epochs: int = 8) -> dict[str, tuple[EpochCount, ...]]: ...
+
 
 class EvidenceBuilder:
     """Reads one evidence snapshot per call of :meth:`build`.
@@ -160,6 +163,8 @@ class EvidenceBuilder:
         stats = self._path_stats(reader)
         ev = Evidence(t_s)
         ev.paths = stats
+        if self.probe_stats is not None:
+            ev.path_epochs = self.probe_stats.per_epoch()
         ev.path_links = {p.name: p.links for p in self.paths}
         ev.path_dst_prefix = dict(self.path_dst_prefix)
         ev.links = estimate(self.paths, stats)

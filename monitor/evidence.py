@@ -77,6 +77,28 @@ class PathStats:
         return self.corrupted / self.sent if self.sent > 0 else 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class EpochCount:
+    """One probe path's counts over one step of closed send epochs (normally one epoch of
+    1 s; longer when a snapshot was missed): probes sent and received with a good ICRC
+    between the end of the previous step and ``end_s`` (monotonic seconds, the epoch's
+    end, on the probers' clock).
+
+    >>> EpochCount(12, 12.0, 10, 3).loss
+    0.7
+    """
+
+    epoch: int
+    end_s: float
+    sent: int
+    received: int
+
+    @property
+    def loss(self) -> float:
+        """Fraction of the step's probes not received (0 when none was sent)."""
+        return max(0.0, min(1.0, (self.sent - self.received) / self.sent)) if self.sent > 0 else 0.0
+
+
 #: States a link direction can be in, from the probes (:mod:`monitor.tomography`).
 LINK_STATES = ("ok", "lossy", "dead", "corrupting", "unknown")
 
@@ -149,6 +171,8 @@ class Evidence:
 
     * ``links``: the tomography's estimate per link direction (``str(LinkDir)``);
     * ``paths``: each probe path's statistics, ``path_links`` the links each crosses;
+    * ``path_epochs``: each path's counts epoch by epoch over the last few epochs, oldest
+      first (:class:`EpochCount`; empty where the source has no epochs);
     * ``switch_up``: whether each switch answered its P4Runtime liveness probe;
     * ``ports``: per ``(switch, port)`` counter rates; ``port_peer``: the node behind
       each port (so counters can be tied to link directions);
@@ -167,6 +191,7 @@ class Evidence:
     paths: dict[str, PathStats] = field(default_factory=dict)
     path_links: dict[str, tuple[LinkDir, ...]] = field(default_factory=dict)
     path_dst_prefix: dict[str, str] = field(default_factory=dict)
+    path_epochs: dict[str, tuple[EpochCount, ...]] = field(default_factory=dict)
     switch_up: dict[str, bool] = field(default_factory=dict)
     ports: dict[tuple[str, int], PortRates] = field(default_factory=dict)
     port_peer: dict[tuple[str, int], str] = field(default_factory=dict)
@@ -204,5 +229,5 @@ class Verdict:
                 "evidence": list(self.evidence), "t_s": self.t_s}
 
 
-__all__ = ["Evidence", "FAULT_KINDS", "KIND_COMPONENT", "LINK_STATES", "LinkDir", "LinkEstimate",
+__all__ = ["EpochCount", "Evidence", "FAULT_KINDS", "KIND_COMPONENT", "LINK_STATES", "LinkDir", "LinkEstimate",
            "NicRates", "PathStats", "PortRates", "ProbePath", "Verdict", "component"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Sequence
 
 from monitor.evidence import Evidence, LinkDir, component
 from monitor.pathview import Candidate, LocaliserConfig, PathView, names, pct
@@ -135,6 +135,7 @@ class CableHistory:
     _ups: dict[str, deque[float]] = field(default_factory=dict)
     _bad_since: dict[str, float] = field(default_factory=dict)
     _trough: dict[str, float] = field(default_factory=dict)
+    _last_epoch: dict[str, int] = field(default_factory=dict)
 
     def update(self, cable: str, level: Optional[float], down_at: float, t_s: float) -> int:
         """Record the cable's loss level now (``None``: unknown, nothing changes)."""
@@ -155,6 +156,26 @@ class CableHistory:
             while q and q[0] < t_s - self.window_s:
                 q.popleft()
         return len(downs)
+
+    def feed(self, cable: str, levels: Sequence[tuple[int, float, float]], down_at: float,
+             t_s: float) -> int:
+        """Record the cable's per-epoch levels ``(epoch, end_s, level)`` it has not seen
+        yet, in order, then the downs in the window at ``t_s``.
+
+        >>> h = CableHistory()
+        >>> h.feed("c", [(1, 1.0, 1.0), (2, 2.0, 0.0), (3, 3.0, 1.0)], 0.3, 3.5)
+        2
+        >>> h.feed("c", [(2, 2.0, 0.0), (3, 3.0, 1.0)], 0.3, 3.6)       # nothing new
+        2
+        """
+        last = self._last_epoch.get(cable)
+        for epoch, end_s, level in levels:
+            if last is None or epoch > last:
+                self.update(cable, level, down_at, end_s)
+                last = epoch
+        if last is not None:
+            self._last_epoch[cable] = last
+        return self.update(cable, None, down_at, t_s)
 
     def bad_for(self, cable: str, bad: Optional[bool], t_s: float) -> float:
         """How long the cable has been bad both ways without a break (0 when not bad now;
@@ -188,12 +209,21 @@ def flapping_rule(ev: Evidence, view: PathView, cfg: LocaliserConfig, history: C
     """``flapping_link``: a cable down (both directions losing ``flap_down_loss`` or more,
     and more than the gray threshold) ``flap_min_downs`` times within ``flap_window_s``,
     with a recovery in between (:class:`CableHistory`) — a cable that failed, came back
-    and failed again is flapping, named as it fails the second time. A cable whose two
-    directions lose ``flap_down_loss`` or more but not everything, together, for
-    ``dead_hold_s`` is flapping faster than the probe window can show (confidence 0.6):
-    one gray direction does not make its reverse lossy. Cables at
-    a silent switch are not judged (the switch explains them), nor any cable when more
-    than ``flap_max_bad_cable_frac`` of them are down at once (a global stall).
+    and failed again is flapping, named as it fails the second time (confidence 0.9).
+
+    The cable's level is read **epoch by epoch** where the evidence has the probers'
+    epochs (``Evidence.path_epochs``: 1 s steps): a cable down for a second and up for a
+    second shows as 100 %, 0 %, 100 % … there, where a 3 s window only ever shows a third
+    or two thirds lost. When the flap's phase halves every epoch (every epoch loses about
+    half), no epoch is all down or all up: a cable whose two directions lose
+    ``flap_down_loss`` or more but under ``dead_loss`` in each of the last
+    ``flap_fast_epochs`` epochs is flapping faster than an epoch (confidence 0.6) — a dead
+    cable loses everything in every full epoch, one gray direction does not make its
+    reverse lossy. Without epochs the per-evaluation window level is used, and that
+    fallback needs ``dead_hold_s`` of it.
+
+    Cables at a silent switch are not judged (the switch explains them), nor any cable
+    when more than ``flap_max_bad_cable_frac`` of them are down at once (a global stall).
 
     Returns the candidates and the cables bad both ways now (losing the gray threshold or
     more): blackholes skip their paths."""
@@ -211,29 +241,64 @@ def flapping_rule(ev: Evidence, view: PathView, cfg: LocaliserConfig, history: C
     down_now = {c for c, x in level.items() if x is not None and x >= threshold}
     if level and len(down_now) > cfg.flap_max_bad_cable_frac * len(level):
         return [], down_now
+    by_epoch = bool(ev.path_epochs)
     out: list[Candidate] = []
     for cable, x in sorted(level.items()):
-        downs = history.update(cable, x, down_at, ev.t_s)
-        bad_s = history.bad_for(cable, None if x is None else x >= threshold, ev.t_s)
-        if (bad_s >= cfg.dead_hold_s and x is not None and down_at <= x < cfg.dead_loss
-                and not (downs >= cfg.flap_min_downs and history.ups(cable) >= 1)):
-            keys = cables_of(view)[cable]
+        keys = cables_of(view)[cable]
+        if by_epoch:
+            levels = [] if x is None else epoch_levels(ev, view, keys, cfg)
+            downs = history.feed(cable, levels, down_at, ev.t_s)
+            recent = levels[-cfg.flap_fast_epochs:] if cfg.flap_fast_epochs else []
+            fast = (len(recent) == cfg.flap_fast_epochs
+                    and all(down_at <= lv < cfg.dead_loss for _, _, lv in recent))
+            fast_words = (f"both directions lost {pct(min(lv for _, _, lv in recent))} to "
+                          f"{pct(max(lv for _, _, lv in recent))} in each of the last "
+                          f"{len(recent)} epochs, never all: down and up within every epoch"
+                          if fast else "")
+        else:
+            downs = history.update(cable, x, down_at, ev.t_s)
+            bad_s = history.bad_for(cable, None if x is None else x >= threshold, ev.t_s)
+            fast = (bad_s >= cfg.dead_hold_s and x is not None and down_at <= x < cfg.dead_loss)
+            fast_words = (f"both directions have lost {pct(x)} or more together for {bad_s:.0f} s, "
+                          "never all: down and up faster than the probe window" if fast else "")
+        flapping = downs >= cfg.flap_min_downs and history.ups(cable) >= 1
+        if fast and not flapping:
             view.explain([n for k in keys for n in view.crossing(k)], f"{cable} flapping")
-            out.append(Candidate(
-                "flapping_link", cable, 0.6,
-                (f"both directions have lost {pct(x)} or more together for {bad_s:.0f} s, "
-                 "never all: down and up faster than the probe window",), 1, 0.0))
-        if downs >= cfg.flap_min_downs and history.ups(cable) >= 1:
-            keys = cables_of(view)[cable]
+            out.append(Candidate("flapping_link", cable, 0.6, (fast_words,), 1, 0.0))
+        if flapping:
             view.explain([n for k in keys for n in view.crossing(k)], f"{cable} flapping")
             out.append(Candidate(
                 "flapping_link", cable, 0.9,
                 (f"went down {downs} times and came back {history.ups(cable)} times in "
-                 f"{cfg.flap_window_s:.0f} s (both directions' probes lost together)",
+                 f"{cfg.flap_window_s:.0f} s (both directions' probes lost together"
+                 f"{', epoch by epoch' if by_epoch else ''})",
                  f"now {'down' if history.is_down(cable) else 'up'}, "
                  f"loss {pct(x) if x is not None else 'unknown'} both ways"),
                 1, 0.0))
     return out, down_now
+
+
+def epoch_levels(ev: Evidence, view: PathView, keys: Sequence[str], cfg: LocaliserConfig,
+                 ) -> list[tuple[int, float, float]]:
+    """A cable's level epoch by epoch, ``(epoch, end_s, level)`` oldest first: in each
+    epoch, the lesser of its directions' losses, a direction's loss being the least loss
+    among its measured paths that sent ``flap_epoch_min_probes`` probes or more in that
+    epoch. Epochs some direction has no such path for are left out; so is everything
+    when an earlier rule explains any of the paths (see :func:`_direction_level`)."""
+    per_key: list[dict[int, tuple[float, float]]] = []
+    for key in keys:
+        crossing = view.crossing(key)
+        if not crossing or any(n in view.explained for n in crossing):
+            return []
+        best: dict[int, tuple[float, float]] = {}
+        for n in crossing:
+            for c in ev.path_epochs.get(n, ()):
+                if c.sent >= cfg.flap_epoch_min_probes:
+                    prev = best.get(c.epoch)
+                    best[c.epoch] = (c.end_s, c.loss if prev is None else min(prev[1], c.loss))
+        per_key.append(best)
+    common = set(per_key[0]).intersection(*per_key[1:]) if per_key else set()
+    return [(e, per_key[0][e][0], min(d[e][1] for d in per_key)) for e in sorted(common)]
 
 
 def _direction_level(ev: Evidence, view: PathView, key: str) -> Optional[float]:
@@ -493,5 +558,5 @@ def gray_link_rule(ev: Evidence, view: PathView, cfg: LocaliserConfig, corruptin
 
 
 __all__ = ["CableHistory", "DirectionLoss", "blackhole_rule", "cables_of", "corruption_rule",
-           "counter_loss", "direction_bad", "direction_loss", "flapping_rule", "gray_link_rule",
+           "counter_loss", "direction_bad", "direction_loss", "epoch_levels", "flapping_rule", "gray_link_rule",
            "gray_threshold"]

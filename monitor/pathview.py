@@ -58,6 +58,8 @@ class LocaliserConfig:
     flap_down_loss: float = 0.3        # both directions losing this much: the cable is down
     flap_up_frac: float = 0.6          # back up when the loss falls to this share of its peak
     flap_max_bad_cable_frac: float = 0.5   # more cables bad at once: a global event, not flaps
+    flap_epoch_min_probes: int = 5     # a path's epoch counts for the flap rule with this many
+    flap_fast_epochs: int = 4          # epochs in a row each losing down..dead both ways: a fast flap
     hung_evals: int = 3                # evaluations with P4Runtime silent before naming
     hung_hold_s: float = 1.5
     hung_path_loss: float = 0.5        # every path through the switch loses this much more

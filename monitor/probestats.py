@@ -25,7 +25,7 @@ import statistics
 from pathlib import Path
 from typing import Any, Optional
 
-from monitor.evidence import PathStats
+from monitor.evidence import EpochCount, PathStats
 from monitor.probeplan import ProbePlan
 
 
@@ -114,6 +114,38 @@ class ProbeStatsReader:
                                       min(sent, delta("received")), delta("corrupted"),
                                       statistics.median(lat) if lat else None)
         return end * self.interval_s, stats
+
+    def per_epoch(self, epochs: int = 8) -> dict[str, tuple[EpochCount, ...]]:
+        """Each path's counts step by step over its last ``epochs`` steps, oldest first,
+        from the snapshots :meth:`poll` read (no file is read here): a step goes from one
+        epoch both ends have closed to the next (one epoch, or more where a snapshot was
+        missed). Paths whose sender or receiver is stale are left out (a flap rule must
+        not read a dead prober as a dead cable).
+
+        >>> import tempfile; from topo.model import build_fabric; from monitor.probes import plan_probes
+        >>> ProbeStatsReader(plan_probes(build_fabric()), Path(tempfile.mkdtemp())).per_epoch()
+        {}
+        """
+        latest = {h: max(hist) for h, hist in self.history.items() if hist}
+        if not latest or self.interval_s is None:
+            return {}
+        newest = max(latest.values())
+        live = {h for h, e in latest.items() if newest - e <= self.stale_epochs}
+        out: dict[str, tuple[EpochCount, ...]] = {}
+        for p in self.plan.paths:
+            s_host, r_host = self.plan.nics[p.src_nic].host, self.plan.nics[p.dst_nic].host
+            if s_host not in live or r_host not in live:
+                continue
+            s_hist, r_hist = self.history[s_host], self.history[r_host]
+            common = sorted(e for e in s_hist if e in r_hist)[-(epochs + 1):]
+            steps = []
+            for a, b in zip(common, common[1:]):
+                sent = max(0, s_hist[b]["sent"].get(p.name, 0) - s_hist[a]["sent"].get(p.name, 0))
+                got = max(0, r_hist[b]["received"].get(p.name, 0) - r_hist[a]["received"].get(p.name, 0))
+                steps.append(EpochCount(b, b * self.interval_s, sent, min(sent, got)))
+            if steps:
+                out[p.name] = tuple(steps)
+        return out
 
     def ce_counts(self) -> dict[str, int]:
         """CE-marked probes per path over the last window (for an ECN-threshold check)."""

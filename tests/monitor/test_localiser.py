@@ -14,6 +14,8 @@ late by up to 2 s.
 """
 from __future__ import annotations
 
+import math
+
 import random
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -23,8 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
-from monitor.evidence import (FAULT_KINDS, Evidence, LinkDir, LinkEstimate, NicRates, PathStats,
-                              PortRates, ProbePath, Verdict)
+from monitor.evidence import (FAULT_KINDS, EpochCount, Evidence, LinkDir, LinkEstimate, NicRates,
+                              PathStats, PortRates, ProbePath, Verdict)
 from monitor.localiser import Localiser, LocaliserConfig, VerdictLog
 from topo.model import Fabric, build_fabric
 from topo.spec import FabricSpec
@@ -33,6 +35,7 @@ FABRIC = build_fabric(FabricSpec())
 RATE_PPS = 10.0
 WINDOW_S = 3.0
 EVAL_S = 0.5
+EPOCH_S, GRACE_S, EPOCHS_KEPT = 1.0, 0.5, 8     # the probers' send epochs (monitor.prober)
 ECN_THRESHOLD_PKTS = 8
 
 
@@ -93,10 +96,13 @@ class Fault:
 
 @dataclass
 class FabricRun:
-    """A fault-free run with noise, plus the faults injected into it."""
+    """A fault-free run with noise, plus the faults injected into it; ``epochs``: the
+    evidence carries the probers' per-epoch counts, as the monitor service's does."""
 
     seed: int
     faults: list[Fault] = field(default_factory=list)
+    epochs: bool = True
+    eval_s: float = EVAL_S
     t: float = 0.0
     probes: dict[str, list[tuple[float, int]]] = field(default_factory=dict)   # (t, 0 ok/1 lost/2 bad)
     noise: dict[tuple[str, int], float] = field(default_factory=dict)
@@ -112,7 +118,7 @@ class FabricRun:
         return self.noise[key]
 
     def step(self) -> Evidence:
-        t0, self.t = self.t, self.t + EVAL_S
+        t0, self.t = self.t, self.t + self.eval_s
         for p in PATHS:
             k = int(t0 * RATE_PPS) + 1
             while k / RATE_PPS <= self.t:
@@ -125,13 +131,26 @@ class FabricRun:
                 r = self.rng.random()
                 self.probes[p.name].append((tp, 1 if r < drop else 2 if r < drop + bad else 0))
                 k += 1
-            self.probes[p.name] = [x for x in self.probes[p.name] if x[0] > self.t - WINDOW_S]
+            keep = max(WINDOW_S, (EPOCHS_KEPT + 2) * EPOCH_S)
+            self.probes[p.name] = [x for x in self.probes[p.name] if x[0] > self.t - keep]
         return self.evidence()
+
+    def epoch_counts(self, name: str) -> tuple[EpochCount, ...]:
+        """The path's closed epochs (closed ``GRACE_S`` after their end), oldest first."""
+        closed = math.floor((self.t - GRACE_S) / EPOCH_S)
+        out = []
+        for e in range(closed - EPOCHS_KEPT, closed):
+            got = [o for tp, o in self.probes[name] if e * EPOCH_S <= tp < (e + 1) * EPOCH_S]
+            if e >= 0 and got:
+                out.append(EpochCount(e + 1, (e + 1) * EPOCH_S, len(got), got.count(0)))
+        return tuple(out)
 
     def evidence(self) -> Evidence:
         ev = Evidence(self.t, ecn_threshold_pkts=ECN_THRESHOLD_PKTS, controller_up=True)
         for p in PATHS:
-            outcomes = [o for _, o in self.probes[p.name]]
+            outcomes = [o for tp, o in self.probes[p.name] if tp > self.t - WINDOW_S]
+            if self.epochs:
+                ev.path_epochs[p.name] = self.epoch_counts(p.name)
             ev.paths[p.name] = PathStats(p.name, WINDOW_S, len(outcomes), outcomes.count(0),
                                          outcomes.count(2))
         ev.path_links = {p.name: p.links for p in PATHS}
@@ -195,7 +214,7 @@ def crosses(p: ProbePath, a: str, b: str) -> bool:
 
 def run(sim: FabricRun, seconds: float, loc: Localiser) -> list[Verdict]:
     named: list[Verdict] = []
-    for _ in range(int(seconds / EVAL_S)):
+    for _ in range(int(seconds / sim.eval_s)):
         named += loc.observe(sim.step())
     return named
 
@@ -404,6 +423,32 @@ def test_a_flap_is_not_first_named_a_gray_or_dead_link() -> None:
     sim.faults.append(flapping("b1r0l0", "b1s1-eth0", sim.t, down_s=4.0, up_s=4.0))
     named = run(sim, 30.0, loc)
     assert [(v.kind, v.component) for v in named] == [("flapping_link", "cable b1r0l0<->b1s1-eth0")]
+
+
+@pytest.mark.parametrize("phase_s", [0.0, 0.2, 0.5, 0.8])
+def test_the_testbed_flap_is_named_within_seconds_whatever_its_phase(phase_s: float) -> None:
+    """The faults scenario's flap (1 s down, 1 s up) read epoch by epoch: named in a few
+    seconds whether the flap's edges fall on the probers' epoch boundaries (100 %, 0 %,
+    …: went down twice, came back) or halfway (every epoch half lost: the fast flap).
+    Evaluations every 2 s, as on a loaded testbed: the 3 s window then shows the same
+    third or two thirds lost at every evaluation (aliasing), and never a flap."""
+    sim, loc = FabricRun(seed=23, eval_s=2.0), Localiser()
+    sim.t = phase_s                        # where the flap's edges fall in the epochs
+    run(sim, WARMUP_S, loc)
+    start = sim.t
+    sim.faults.append(flapping("b0r1l0", "s0", start, down_s=1.0, up_s=1.0))
+    named = run(sim, 16.0, loc)
+    assert [(v.kind, v.component) for v in named] == [("flapping_link", "cable b0r1l0<->s0")], named
+    assert named[0].t_s - start <= 8.0, f"named after {named[0].t_s - start:.1f} s"
+
+
+def test_without_epochs_the_window_level_still_names_the_flap() -> None:
+    sim, loc = FabricRun(seed=23, epochs=False), Localiser()
+    run(sim, WARMUP_S, loc)
+    start = sim.t
+    sim.faults.append(flapping("b0r1l0", "s0", start, down_s=1.0, up_s=1.0))
+    named = run(sim, 25.0, loc)
+    assert [(v.kind, v.component) for v in named] == [("flapping_link", "cable b0r1l0<->s0")], named
 
 
 def test_a_cable_that_stays_dead_is_named_after_the_hold() -> None:
