@@ -1,4 +1,4 @@
-"""Command line of the simulator: ``python -m sim run|study|calibrate|measure|predict|calibrate-ops|allreduce|sweep``.
+"""Command line of the simulator: ``python -m sim run|study|calibrate|measure|predict|calibrate-ops|calibrate-run|allreduce|sweep``.
 
 ::
 
@@ -8,6 +8,7 @@
     python -m sim measure --out FILE.json                          # on a RUNNING testbed (root)
     python -m sim predict sim/jobs/gpt3-175b-1024.yaml [--out DIR]  # one training iteration
     python -m sim calibrate-ops kernels.csv|trace.json --gpu H800  # fit the kernel model
+    python -m sim calibrate-run runs.yaml [--write kernels.yaml]   # ... to monitored iteration times
     python -m sim allreduce --cluster sim/clusters/cluster512k.yaml --gpus 524288 --bytes 16GiB
     python -m sim sweep sim/sweeps/gpt3-small.yaml [--workers N | --address tcp://HOST:PORT]
 
@@ -55,6 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--precision", default="bf16", help="bf16 | fp16 | fp8 (default bf16)")
     o.add_argument("--heldout-every", type=int, default=5, help="trace: hold out every N-th kernel (default 5)")
     o.add_argument("--write", type=Path, default=None, help="write the fitted kernels: section (YAML) here")
+    cr = sub.add_parser("calibrate-run", help="fit the kernel model's efficiency factors to the measured "
+                                              "iteration times of whole runs (monitoring data)")
+    cr.add_argument("runs", type=Path, help="a RUNS file: jobs and their measured iteration times "
+                                            "(sim/predict/runcal.py documents it)")
+    cr.add_argument("--write", type=Path, default=None, help="write the fitted kernels: section (YAML) here")
     a = sub.add_parser("allreduce", help="a DP AllReduce over whole pods of a cluster (hierarchical, end to end)")
     a.add_argument("--cluster", type=Path, default=Path("sim/clusters/cluster512k.yaml"),
                    help="cluster file (default sim/clusters/cluster512k.yaml)")
@@ -98,6 +104,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return _sweep(args.grid, args.workers, args.address, args.out)
         if args.cmd == "calibrate-ops":
             return _calibrate_ops(args.measurements, args.gpu, args.precision, args.heldout_every, args.write)
+        if args.cmd == "calibrate-run":
+            return _calibrate_run(args.runs, args.write)
         if args.cmd == "calibrate":
             from sim.calibrate import calibrate_file  # noqa: PLC0415
             report = calibrate_file(args.measurements, args.write)
@@ -140,6 +148,15 @@ def _calibrate_ops(path: Path, gpu: str, precision: str, heldout_every: int, wri
     if precision not in PRECISIONS or PRESETS[gpu].peak_flops(precision) <= 0:
         raise SimInputError(f"--precision: {precision!r}: not one of {gpu}'s ({', '.join(PRECISIONS)})")
     print(calibrate_ops_file(path, PRESETS[gpu], precision, heldout_every, write).summary())
+    if write is not None:
+        print(f"sim: wrote {write}")
+    return 0
+
+
+def _calibrate_run(path: Path, write: Optional[Path]) -> int:
+    from sim.predict.runcal import calibrate_run_file  # noqa: PLC0415
+
+    print(calibrate_run_file(path, write).summary())
     if write is not None:
         print(f"sim: wrote {write}")
     return 0

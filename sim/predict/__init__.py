@@ -14,6 +14,9 @@ schedule simulated op by op. See ``sim/README.md``.
 * :mod:`sim.predict.predict` — one prediction; :mod:`sim.predict.breakdown`, :mod:`sim.predict.report`,
   :mod:`sim.predict.trace` — what it reports
 * :mod:`sim.predict.reference` — published measurements the predictions are checked against
+* :mod:`sim.predict.kineto`, :mod:`sim.predict.opcal` — ``calibrate-ops``: factors fitted to measured kernels
+* :mod:`sim.predict.monitoring`, :mod:`sim.predict.fitting`, :mod:`sim.predict.runcal` — ``calibrate-run``:
+  factors fitted to the monitored iteration times of whole runs
 
 Example::
 

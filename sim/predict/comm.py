@@ -98,10 +98,17 @@ class CommTime:
 
 
 class CommModel:
-    """Times the job's collectives (module docstring); results cached per (kind, size)."""
+    """Times the job's collectives (module docstring); results cached per (kind, size).
+
+    ``fabric_times``: a dict shared by the models of one job that differ only in its
+    ``kernels`` section (``sim calibrate-run`` predicts a job under many efficiency
+    factors): the collectives simulated on the fabric depend on the fabric, the placement
+    and the network policy, not on the kernels, and are simulated once.
+    """
 
     def __init__(self, j: TrainingJob, sf: SimFabric, job_ranks: Job,
-                 model: Optional[ModelParams] = None) -> None:
+                 model: Optional[ModelParams] = None,
+                 fabric_times: Optional[dict[tuple[str, str, float], CommTime]] = None) -> None:
         self.j, self.sf, self.ranks = j, sf, job_ranks.ranks
         self.per_server = job_ranks.gpus_per_server
         self.model = model or ModelParams()
@@ -112,6 +119,7 @@ class CommModel:
         self.dual = j.network.dual_channel and j.network.policy in ("tccl", "tccl_gor")
         self.fabric_wall_s = 0.0
         self._cache: dict[tuple[str, str, float], CommTime] = {}
+        self._fabric_times = {} if fabric_times is None else fabric_times
 
     @property
     def timed(self) -> dict[tuple[str, str, float], CommTime]:
@@ -149,6 +157,9 @@ class CommModel:
         key = (kind, collective, round(size_bytes))
         if key in self._cache:
             return self._cache[key]
+        if key in self._fabric_times:
+            self._cache[key] = self._fabric_times[key]
+            return self._cache[key]
         gs = groups(self.j, kind)
         n = len(gs[0])
         if n == 1 or size_bytes <= 0:
@@ -167,6 +178,7 @@ class CommModel:
                             np.concatenate([p.size_bytes for p in parts]), parts[0].repeat)
                       for parts in zip(*merged)]
             out = CommTime(self._simulate(phases), "fabric", f"{len(gs)} groups of {n} simulated at once")
+            self._fabric_times[key] = out
         self._cache[key] = out
         return out
 
@@ -174,6 +186,9 @@ class CommModel:
         """Time of one pipeline send (every stage boundary at once)."""
         key = ("pp", "sendrecv", round(size_bytes))
         if key in self._cache:
+            return self._cache[key]
+        if key in self._fabric_times:
+            self._cache[key] = self._fabric_times[key]
             return self._cache[key]
         pairs = pp_pairs(self.j)
         if not pairs or size_bytes <= 0:
@@ -186,6 +201,7 @@ class CommModel:
             dst = np.array([b for _, b in pairs], np.int64)
             ph = Phase("pp-sendrecv", nic[src], nic[dst], np.full(len(src), float(size_bytes)), 1.0)
             out = CommTime(self._simulate([ph]), "fabric", f"{len(pairs)} stage-boundary transfers at once")
+            self._fabric_times[key] = out
         self._cache[key] = out
         return out
 

@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Optional
 
 from sim.predict import graph
 from sim.predict.comm import CommModel, CommTime
@@ -148,6 +149,33 @@ def _fabric(j: TrainingJob) -> tuple[SimFabric, Job]:
     return sf, place_job(sf, max(2, j.gpus), j.network.placement, j.network.seed, per_server)
 
 
+@dataclass(slots=True)
+class JobFabric:
+    """What a job's predictions share when only its ``kernels`` section changes: the
+    fabric, the job's placement on it, and the collectives already simulated on it
+    (``python -m sim calibrate-run`` predicts each run under many efficiency factors).
+
+    >>> from sim.predict.job import job_from_dict
+    >>> j = job_from_dict({"model": {"layers": 2, "hidden": 512, "heads": 8, "seq_length": 512,
+    ...                              "vocab": 1000}, "parallel": {"pp": 2, "dp": 4},
+    ...                    "training": {"global_batch": 8}, "gpu": {"preset": "H800"},
+    ...                    "fabric": {"spec_file": "topo/specs/default.yaml"}}, "j.yaml")
+    >>> jf = job_fabric(j)
+    >>> predict(j, jf).iteration_s == predict(j).iteration_s, len(jf.fabric_times) > 0
+    (True, True)
+    """
+
+    sf: SimFabric
+    placed: Job
+    fabric_times: dict[tuple[str, str, float], CommTime] = field(default_factory=dict)
+
+
+def job_fabric(j: TrainingJob) -> JobFabric:
+    """Build the job's fabric and place it (``SimInputError`` when it does not fit)."""
+    sf, placed = _fabric(j)
+    return JobFabric(sf, placed)
+
+
 def _check_memory(j: TrainingJob, mem: list[MemoryBreakdown]) -> None:
     s = max(range(len(mem)), key=lambda i: mem[i].total)
     m = mem[s]
@@ -206,13 +234,15 @@ def _tails(j: TrainingJob, comm: CommModel, pipe: PipelineResult) -> tuple[list[
     return out, used
 
 
-def predict(j: TrainingJob) -> Prediction:
-    """Predict one training iteration of ``j`` (module docstring)."""
+def predict(j: TrainingJob, fabric: Optional[JobFabric] = None) -> Prediction:
+    """Predict one training iteration of ``j`` (module docstring); ``fabric``: the job's
+    :class:`JobFabric` from an earlier prediction of the same job (default: built here)."""
     t0 = time.perf_counter()
     mem = [stage_memory(j, s) for s in range(j.parallel.pp)]
     _check_memory(j, mem)
-    sf, placed = _fabric(j)
-    comm = CommModel(j, sf, placed)
+    jf = fabric or job_fabric(j)
+    sf = jf.sf
+    comm = CommModel(j, sf, jf.placed, fabric_times=jf.fabric_times)
     stages = stage_costs(j, comm)
     p2p_bytes = j.training.micro_batch * j.model.seq_length // j.parallel.cp * j.model.hidden * 2.0 / j.parallel.tp
     p2p = comm.p2p(p2p_bytes)
@@ -229,4 +259,4 @@ def predict(j: TrainingJob) -> Prediction:
                       time.perf_counter() - t0, comm.fabric_wall_s)
 
 
-__all__ = ["Prediction", "StageTail", "model_flops", "predict"]
+__all__ = ["JobFabric", "Prediction", "StageTail", "job_fabric", "model_flops", "predict"]
