@@ -21,7 +21,9 @@ Run it inside a host's network namespace (the testbed: ``mnexec -a <host shell p
 * **Windows**: counts are kept per *send epoch* (``floor(send time / interval)``). At
   ``k·interval + grace`` every epoch before ``k`` is closed and written: the sender's
   ``sent`` and the receiver's ``received`` of the same epochs line up exactly on every
-  host (a probe later than ``grace`` counts as ``late``, not received).
+  host (a probe later than ``grace`` counts as ``late``, not received). Before closing,
+  the sockets are drained: probes the kernel queued while the prober itself was late (a
+  busy CPU) arrived in time and count as received.
 * **Files** in ``--out`` (written atomically): ``probe-<host>.prom`` (Prometheus text,
   ``prometheus_client.write_to_textfile``: ``astral_probe_sent_total``,
   ``astral_probe_received_total``, ``astral_probe_corrupted_total``,
@@ -325,9 +327,7 @@ class Prober:
                     seq[p.name] += 1
                     due[p.name] = max(due[p.name] + gap, now)
             if now >= next_write:
-                upto = self.counters.epoch(now - self.grace_s)
-                self.write(self.counters.close_epochs(upto))
-                next_write = (upto + 1) * self.interval_s + self.grace_s
+                next_write = self.close_due(now)
             wake = min([next_write, end, *due.values()])
             timeout = max(0.0, min(wake - time.monotonic(), 0.1))
             readable, _, _ = select.select(socks, [], [], timeout)
@@ -335,6 +335,18 @@ class Prober:
                 self._drain(s)
         upto = self.counters.epoch(time.monotonic() - self.grace_s)
         self.write(self.counters.close_epochs(upto))
+
+    def close_due(self, now: float) -> float:
+        """Drain every socket, close the epochs that ended ``grace`` before ``now`` and
+        write the files; returns when the next epoch is due. Frames the kernel queued
+        while this loop was late (a busy CPU) arrived in time: they are counted before
+        their epoch closes, not as late."""
+        for s in self.socks.values():
+            while self._drain(s):
+                pass
+        upto = self.counters.epoch(now - self.grace_s)
+        self.write(self.counters.close_epochs(upto))
+        return (upto + 1) * self.interval_s + self.grace_s
 
     def _send(self, name: str, nic: str, seq: int) -> None:
         t = time.monotonic_ns()
@@ -345,16 +357,18 @@ class Prober:
         except OSError:
             self.tx_errors += 1           # link down: the probe is lost, as on the wire
 
-    def _drain(self, s: socket.socket) -> None:
+    def _drain(self, s: socket.socket) -> bool:
+        """Count up to 256 queued frames; True when more may be queued."""
         for _ in range(256):
             try:
                 frame, addr = s.recvfrom(65535)
             except (BlockingIOError, InterruptedError):
-                return
+                return False
             except OSError:
-                return                    # ENETDOWN while the link is down
+                return False              # ENETDOWN while the link is down
             if addr[2] != PACKET_OUTGOING:
                 self.on_frame(frame, time.monotonic())
+        return True
 
 
 def _atomic_write(path: Path, text: str) -> None:

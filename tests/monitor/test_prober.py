@@ -77,6 +77,33 @@ def test_counts_good_corrupted_late_and_stray_probes(plan: ProbePlan, tmp_path: 
     assert f'path="{name}"' in prom and "astral_probe_latency_seconds_bucket" in prom
 
 
+class QueuedFrames:
+    """A socket's receive queue as ``recvfrom`` sees it: frames the kernel took while
+    the prober was busy (``addr[2]`` is the packet type: 0, to this host)."""
+
+    def __init__(self, frames: list[bytes]) -> None:
+        self.frames = list(frames)
+
+    def recvfrom(self, _size: int) -> tuple[bytes, tuple[str, int, int]]:
+        if not self.frames:
+            raise BlockingIOError
+        return self.frames.pop(0), ("b1s0-eth0", 0x0800, 0)
+
+
+def test_probes_queued_while_the_prober_was_late_are_not_late(plan: ProbePlan,
+                                                               tmp_path: Path) -> None:
+    """The prober's loop wakes 0.9 s after epoch 10 ended (a busy CPU): 300 probes of
+    epoch 10 wait in the socket. They arrived in time: counted received, none late."""
+    pr, name = _receiver(plan, tmp_path)
+    queued = QueuedFrames([_frame(plan, name, i, 10.0 + i / 1000) for i in range(300)])
+    pr.socks = {"b1s0-eth0": queued}                     # type: ignore[dict-item]
+    assert pr.close_due(11.9) == 12.5                    # epoch 11 is due at 12 + grace
+    snap = json.loads((tmp_path / "probe-b1s0.json").read_text())
+    assert snap["epoch"] == 11 and queued.frames == []
+    assert (snap["received"][name], snap["late"][name]) == (300, 0)
+    pr.socks = {}
+
+
 def _snap(tmp: Path, host: str, epoch: int, sent: dict[str, int], received: dict[str, int]) -> None:
     (tmp / f"probe-{host}.json").write_text(json.dumps({
         "epoch": epoch, "interval_s": 1.0, "sent": sent, "received": received,
