@@ -48,6 +48,10 @@ class MetricReader(Protocol):
     def rates_many(self, metrics: Sequence[str], window_s: float,
                    ) -> dict[str, list[tuple[dict[str, str], float]]]: ...
 
+    def read_many(self, values: Sequence[str], rates: Sequence[str], window_s: float,
+                  ) -> tuple[dict[str, list[tuple[dict[str, str], float]]],
+                             dict[str, list[tuple[dict[str, str], float]]]]: ...
+
     def targets_up(self) -> dict[str, bool]: ...
 
 
@@ -72,26 +76,44 @@ def stats_of(paths: Sequence[ProbePath], sent: Mapping[str, float], received: Ma
     return out
 
 
-def port_rates(reader: MetricReader, window_s: float) -> dict[tuple[str, int], PortRates]:
-    """Per (switch, port) counter rates from the switch exporter's series (one query)."""
-    fields = {"tx_pps": "astral_switch_port_tx_packets_total",
+PORT_RATES = {"tx_pps": "astral_switch_port_tx_packets_total",
               "rx_pps": "astral_switch_port_rx_packets_total",
               "drops_pps": "astral_switch_port_drops_total",
               "ecn_marks_pps": "astral_switch_port_ecn_marks_total",
               "pfc_tx_fps": "astral_switch_port_pfc_tx_frames_total",
               "pfc_rx_fps": "astral_switch_port_pfc_rx_frames_total"}
-    qdepth = "astral_switch_port_qdepth_bin_total"
-    got = reader.rates_many([*fields.values(), qdepth], window_s)
+"""``PortRates`` field → the switch exporter's counter it is the rate of."""
+QDEPTH_COUNTER = "astral_switch_port_qdepth_bin_total"
+NIC_RATES = {"pause_tx_fps": "astral_nic_pause_tx_frames_total",
+             "pause_rx_fps": "astral_nic_pause_rx_frames_total",
+             "icrc_errors_ps": "astral_nic_icrc_errors_total",
+             "naks_ps": "astral_nic_naks_total",
+             "cnps_ps": "astral_nic_cnps_total"}
+"""``NicRates`` field → the NIC emulator's counter it is the rate of."""
+DELIVERED_COUNTER = "astral_nic_delivered_bytes_total"
+#: every counter one evidence snapshot reads the rate of
+EVIDENCE_RATES = (*PORT_RATES.values(), QDEPTH_COUNTER, *NIC_RATES.values(), DELIVERED_COUNTER)
+#: every gauge it reads the latest value of
+EVIDENCE_VALUES = ("astral_switch_up", "gor_agent_last_report_age_seconds")
+#: the probe counters (sent, received, corrupted), read only without a snapshot reader
+PROBE_COUNTERS = ("astral_probe_sent_total", "astral_probe_received_total",
+                  "astral_probe_corrupted_total")
+
+
+def port_rates(rates: Mapping[str, Sequence[tuple[dict[str, str], float]]],
+               ) -> dict[tuple[str, int], PortRates]:
+    """Per (switch, port) counter rates from the switch exporter's series (``rates``:
+    counter → its rate series, as :meth:`MetricReader.read_many` gives them)."""
     acc: dict[tuple[str, int], dict[str, Any]] = {}
-    for attr, metric in fields.items():
-        for labels, value in got[metric]:
+    for attr, metric in PORT_RATES.items():
+        for labels, value in rates.get(metric, ()):
             try:
                 key = (labels["switch"], int(labels["port"]))
             except (KeyError, ValueError):
                 continue
             row = acc.setdefault(key, {})
             row[attr] = row.get(attr, 0.0) + float(value)     # pfc rx: summed over priorities
-    for labels, value in got[qdepth]:
+    for labels, value in rates.get(QDEPTH_COUNTER, ()):
         try:
             key, bin_ = (labels["switch"], int(labels["port"])), int(labels["bin"])
         except (KeyError, ValueError):
@@ -102,21 +124,18 @@ def port_rates(reader: MetricReader, window_s: float) -> dict[tuple[str, int], P
     return {k: PortRates(k[0], k[1], **v) for k, v in acc.items()}
 
 
-def nic_rates(reader: MetricReader, window_s: float) -> dict[str, NicRates]:
+def nic_rates(rates: Mapping[str, Sequence[tuple[dict[str, str], float]]]) -> dict[str, NicRates]:
     """Per NIC counter rates from the NIC emulators' metric files (delivered bytes as
-    goodput in Mbit/s; one query)."""
+    goodput in Mbit/s).
+
+    >>> nic_rates({"astral_nic_delivered_bytes_total": [({"nic": "b0s0-eth0"}, 1e6)]})
+    {'b0s0-eth0': NicRates(nic='b0s0-eth0', goodput_mbps=8.0, pause_tx_fps=0.0, pause_rx_fps=0.0, icrc_errors_ps=0.0, naks_ps=0.0, cnps_ps=0.0)}
+    """
     acc: dict[str, dict[str, float]] = {}
-    fields = {"pause_tx_fps": "astral_nic_pause_tx_frames_total",
-              "pause_rx_fps": "astral_nic_pause_rx_frames_total",
-              "icrc_errors_ps": "astral_nic_icrc_errors_total",
-              "naks_ps": "astral_nic_naks_total",
-              "cnps_ps": "astral_nic_cnps_total"}
-    delivered = "astral_nic_delivered_bytes_total"
-    got = reader.rates_many([*fields.values(), delivered], window_s)
-    for attr, metric in fields.items():
-        for nic, value in _by(got[metric], "nic").items():
+    for attr, metric in NIC_RATES.items():
+        for nic, value in _by(rates.get(metric, ()), "nic").items():
             acc.setdefault(nic, {})[attr] = value
-    for nic, value in _by(got[delivered], "nic").items():
+    for nic, value in _by(rates.get(DELIVERED_COUNTER, ()), "nic").items():
         acc.setdefault(nic, {})["goodput_mbps"] = value * 8 / 1e6
     return {nic: NicRates(nic, **v) for nic, v in acc.items()}
 
@@ -137,7 +156,11 @@ class EvidenceBuilder:
     ``window_s``: the rate window (a few scrape intervals); ``gor_job``: the scrape job
     whose target being down means the controller is down (``None``: no GOR watched);
     ``probe_stats``: the probers' epoch-aligned path counts (module docstring; a path
-    it has no count for yet counts as nothing sent).
+    it has no count for yet counts as nothing sent); ``extra_values``: gauges read in the
+    same query for someone else (the web view), left in :attr:`extra` after each build.
+
+    A build makes one query for every counter rate and gauge (``read_many``) and one for
+    the targets' health: an evaluation is two round trips to the store.
 
     >>> b = EvidenceBuilder([], {}, {}, window_s=3.0)                # doctest: +SKIP
     >>> b.build(reader, t_s=12.0).switch_up                          # doctest: +SKIP
@@ -147,9 +170,12 @@ class EvidenceBuilder:
     def __init__(self, paths: Sequence[ProbePath], path_dst_prefix: Mapping[str, str],
                  port_peer: Mapping[tuple[str, int], str], *, window_s: float = 3.0,
                  ecn_threshold_pkts: Optional[int] = None, gor_job: Optional[str] = "gor",
-                 probe_stats: Optional[ProbeStatsSource] = None) -> None:
+                 probe_stats: Optional[ProbeStatsSource] = None,
+                 extra_values: Sequence[str] = ()) -> None:
         self.paths = list(paths)
         self.probe_stats = probe_stats
+        self.extra_values = tuple(extra_values)
+        self.extra: dict[str, list[tuple[dict[str, str], float]]] = {m: [] for m in self.extra_values}
         self.path_dst_prefix = dict(path_dst_prefix)
         self.port_peer = dict(port_peer)
         self.window_s = window_s
@@ -160,21 +186,25 @@ class EvidenceBuilder:
         """The evidence at ``t_s`` (monotonic seconds)."""
         from monitor.tomography import estimate  # noqa: PLC0415 (the planner's sibling)
         w = self.window_s
-        stats = self._path_stats(reader)
+        rate_names = [*EVIDENCE_RATES, *(PROBE_COUNTERS if self.probe_stats is None else ())]
+        values, rates = reader.read_many([*EVIDENCE_VALUES, *self.extra_values], rate_names, w)
+        self.extra = {m: values[m] for m in self.extra_values}
         ev = Evidence(t_s)
-        ev.paths = stats
         if self.probe_stats is not None:
+            ev.paths = self._path_stats()
             ev.path_epochs = self.probe_stats.per_epoch()
+        else:
+            ev.paths = self._stats_from_rates(rates)
         ev.path_links = {p.name: p.links for p in self.paths}
         ev.path_dst_prefix = dict(self.path_dst_prefix)
-        ev.links = estimate(self.paths, stats)
-        ev.switch_up = {labels["switch"]: v >= 1.0 for labels, v in reader.values("astral_switch_up")
+        ev.links = estimate(self.paths, ev.paths)
+        ev.switch_up = {labels["switch"]: v >= 1.0 for labels, v in values["astral_switch_up"]
                         if "switch" in labels}
-        ev.ports = port_rates(reader, w)
+        ev.ports = port_rates(rates)
         ev.port_peer = dict(self.port_peer)
-        ev.nics = nic_rates(reader, w)
+        ev.nics = nic_rates(rates)
         ev.agent_age_s = {labels["host"]: float(v) for labels, v in
-                          reader.values("gor_agent_last_report_age_seconds") if "host" in labels}
+                          values["gor_agent_last_report_age_seconds"] if "host" in labels}
         if self.gor_job is not None:
             up = [ok for target, ok in reader.targets_up().items()
                   if target.split("/", 1)[0] == self.gor_job]
@@ -182,16 +212,19 @@ class EvidenceBuilder:
         ev.ecn_threshold_pkts = self.ecn_threshold_pkts
         return ev
 
-    def _path_stats(self, reader: MetricReader) -> dict[str, PathStats]:
-        """Every plan path's counts over the window (module docstring, ``paths``)."""
+    def _path_stats(self) -> dict[str, PathStats]:
+        """Every plan path's counts over the window from the probers' snapshots (module
+        docstring, ``paths``; a path without counts yet: nothing sent)."""
         w = self.window_s
-        if self.probe_stats is not None:
-            got = self.probe_stats.poll()
-            measured = got[1] if got is not None else {}
-            return {p.name: measured.get(p.name, PathStats(p.name, w, 0, 0)) for p in self.paths}
-        sent = _by(reader.rates("astral_probe_sent_total", w), "path")
-        recv = _by(reader.rates("astral_probe_received_total", w), "path")
-        bad = _by(reader.rates("astral_probe_corrupted_total", w), "path")
+        got = self.probe_stats.poll() if self.probe_stats is not None else None
+        measured = got[1] if got is not None else {}
+        return {p.name: measured.get(p.name, PathStats(p.name, w, 0, 0)) for p in self.paths}
+
+    def _stats_from_rates(self, rates: Mapping[str, Sequence[tuple[dict[str, str], float]]],
+                          ) -> dict[str, PathStats]:
+        """The paths' counts from the probe counters' rates (no snapshot reader)."""
+        w = self.window_s
+        sent, recv, bad = (_by(rates.get(m, ()), "path") for m in PROBE_COUNTERS)
         return stats_of(self.paths, {k: v * w for k, v in sent.items()},
                         {k: v * w for k, v in recv.items()}, {k: v * w for k, v in bad.items()}, w)
 
@@ -213,5 +246,6 @@ def port_peers(fabric: Any) -> dict[tuple[str, int], str]:
     return out
 
 
-__all__ = ["EvidenceBuilder", "MetricReader", "ProbeStatsSource", "QDEPTH_BIN_PKTS", "nic_rates", "port_peers",
+__all__ = ["EVIDENCE_RATES", "EVIDENCE_VALUES", "EvidenceBuilder", "MetricReader", "NIC_RATES",
+           "PORT_RATES", "ProbeStatsSource", "QDEPTH_BIN_PKTS", "nic_rates", "port_peers",
            "port_rates", "stats_of"]

@@ -206,6 +206,10 @@ class EmbeddedStore:
     def rates_many(self, metrics: Sequence[str], window_s: float) -> dict[str, list[Series]]:
         return {m: self.rates(m, window_s) for m in dict.fromkeys(metrics)}
 
+    def read_many(self, values: Sequence[str], rates: Sequence[str], window_s: float,
+                  ) -> tuple[dict[str, list[Series]], dict[str, list[Series]]]:
+        return {m: self.values(m) for m in dict.fromkeys(values)}, self.rates_many(rates, window_s)
+
     def max_over(self, metric: str, window_s: float, **label_filter: str) -> list[Series]:
         out = []
         for labels, pts in self._series(metric, label_filter, live_only=False):

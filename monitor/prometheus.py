@@ -78,6 +78,12 @@ class MetricSource(Protocol):
         metric → its series (every metric given is a key)."""
         ...
 
+    def read_many(self, values: Sequence[str], rates: Sequence[str], window_s: float,
+                  ) -> tuple[dict[str, list[Series]], dict[str, list[Series]]]:
+        """:meth:`values` of ``values`` and :meth:`rates` of ``rates``, in one query where
+        the store can: ``(metric → latest series, counter → rate series)``."""
+        ...
+
     def max_over(self, metric: str, window_s: float, **label_filter: str) -> list[Series]:
         """The largest value of every series of ``metric`` over the last ``window_s``."""
         ...
@@ -318,20 +324,28 @@ class PrometheusServer:
         return self.instant(f"rate({selector(metric, **label_filter)}[{_window(window_s)}])")
 
     def rates_many(self, metrics: Sequence[str], window_s: float) -> dict[str, list[Series]]:
-        # one query: each rate tagged with its metric's name (rate() drops __name__),
-        # their union by ``or`` (the tags keep the label sets apart)
-        names = list(dict.fromkeys(metrics))
-        out: dict[str, list[Series]] = {m: [] for m in names}
-        if not names:
-            return out
+        return self.read_many((), metrics, window_s)[1]
+
+    def read_many(self, values: Sequence[str], rates: Sequence[str], window_s: float,
+                  ) -> tuple[dict[str, list[Series]], dict[str, list[Series]]]:
+        # one query: each part tagged with what it is (rate() drops __name__), the tagged
+        # vectors joined by 'or' (the tags keep their label sets apart)
+        vals: dict[str, list[Series]] = {m: [] for m in dict.fromkeys(values)}
+        rts: dict[str, list[Series]] = {m: [] for m in dict.fromkeys(rates)}
+        parts = [(f"v:{m}", selector(m)) for m in vals]
         w = _window(window_s)
-        query = " or ".join(f'label_replace(rate({selector(m)}[{w}]), "{_TAG}", "{m}", "job", ".*")'
-                            for m in names)
+        parts += [(f"r:{m}", f"rate({selector(m)}[{w}])") for m in rts]
+        if not parts:
+            return vals, rts
+        query = " or ".join(f'label_replace({expr}, "{_TAG}", "{tag}", "job", ".*")'
+                            for tag, expr in parts)
         for labels, value in self.instant(query):
-            metric = labels.pop(_TAG, None)
-            if metric in out:
-                out[metric].append((labels, value))
-        return out
+            tag = labels.pop(_TAG, "")
+            kind, _, metric = tag.partition(":")
+            into = vals if kind == "v" else rts if kind == "r" else None
+            if into is not None and metric in into:
+                into[metric].append((labels, value))
+        return vals, rts
 
     def max_over(self, metric: str, window_s: float, **label_filter: str) -> list[Series]:
         return self.instant(f"max_over_time({selector(metric, **label_filter)}"

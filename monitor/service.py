@@ -42,6 +42,8 @@ from monitor.evidence import Evidence, Verdict
 from monitor.probestats import ProbeStatsReader
 
 EVAL_INTERVAL_S = 0.5
+VIEW_GAUGES = ("gor_link_util_ratio", "gor_alarm_level")
+"""GOR's gauges the web view shows (read in the evidence's query)."""
 RATE_WINDOW_S = 3.0
 SCRAPE_INTERVAL_S = 0.5
 
@@ -127,7 +129,8 @@ class Monitor:
                                        ecn_threshold_pkts=ecn_threshold_pkts,
                                        gor_job="gor" if gor_metrics else None,
                                        probe_stats=ProbeStatsReader(plan, self.metrics_dir,
-                                                                    window_s=self.opts.window_s))
+                                                                    window_s=self.opts.window_s),
+                                       extra_values=VIEW_GAUGES)
         self._tail = DecisionLogTail(decision_log)
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -245,8 +248,9 @@ class Monitor:
     def _update_view(self, ev: Evidence, named: list[Verdict], cleared: list[Verdict]) -> None:
         view = self.view
         view.update_from_evidence(ev)
-        util = {lab["link"]: v for lab, v in self.source.values("gor_link_util_ratio") if "link" in lab}
-        alarm = {lab["link"]: int(v) for lab, v in self.source.values("gor_alarm_level") if "link" in lab}
+        got = self.builder.extra                   # read with the evidence, in its query
+        util = {lab["link"]: v for lab, v in got["gor_link_util_ratio"] if "link" in lab}
+        alarm = {lab["link"]: int(v) for lab, v in got["gor_alarm_level"] if "link" in lab}
         known = set(view.link_names())
         util = {k: v for k, v in util.items() if k in known}
         alarm = {k: v for k, v in alarm.items() if k in known}

@@ -106,6 +106,7 @@ class FabricRun:
     t: float = 0.0
     probes: dict[str, list[tuple[float, int]]] = field(default_factory=dict)   # (t, 0 ok/1 lost/2 bad)
     noise: dict[tuple[str, int], float] = field(default_factory=dict)
+    last_stall: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
@@ -180,7 +181,12 @@ class FabricRun:
         for h in FABRIC.hosts:
             ev.agent_age_s[h.name] = rng.uniform(0.0, 2.0)
             for nic in h.nics:
-                stall = rng.random() < 0.01        # a receiver that stalls for a moment
+                # a receiver that stalls for a moment: one evaluation, and not again on
+                # the same NIC within 2 s (three stalled evaluations in a row by chance are
+                # a 1.5-2 s stall: a slow receiver by the rule's own hold)
+                stall = rng.random() < 0.01 and self.t - self.last_stall.get(nic.intf, -9.0) > 2.0
+                if stall:
+                    self.last_stall[nic.intf] = self.t
                 ev.nics[nic.intf] = NicRates(nic.intf,
                                              goodput_mbps=0.2 if stall else rng.uniform(20, 60),
                                              pause_tx_fps=400.0 if stall else 0.0,

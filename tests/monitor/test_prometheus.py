@@ -163,6 +163,10 @@ def test_real_prometheus_and_the_embedded_store_agree(
             got = {l["node"]: v for l, v in many["demo_packets_total"]}
             assert sorted(l for l in many["demo_packets_total"][0][0]) == ["instance", "job", "node"]
             assert got == pytest.approx(rp, rel=0.15), (got, rp)
+            vals, rts = store.read_many(["demo_depth", "nothing"], ["demo_packets_total"], window)
+            assert sorted((l["node"], v) for l, v in vals["demo_depth"]) == [("a", 7.0), ("b", 7.0)]
+            assert vals["nothing"] == [] and "astral_metric" not in vals["demo_depth"][0][0]
+            assert {l["node"]: v for l, v in rts["demo_packets_total"]} == pytest.approx(rp, rel=0.15)
         vp, ve = prom.values("demo_depth", node="a"), emb.values("demo_depth", node="a")
         assert vp == ve == [({"instance": addr(a), "job": "demo", "node": "a"}, 7.0)]
         assert prom.max_over("demo_depth", 5.0)[0][1] == 7.0
