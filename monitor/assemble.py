@@ -41,13 +41,6 @@ QDEPTH_BIN_PKTS = 4
 class MetricReader(Protocol):
     """The part of :class:`monitor.prometheus.MetricSource` this module reads."""
 
-    def values(self, metric: str, **labels: str) -> list[tuple[dict[str, str], float]]: ...
-
-    def rates(self, metric: str, window_s: float) -> list[tuple[dict[str, str], float]]: ...
-
-    def rates_many(self, metrics: Sequence[str], window_s: float,
-                   ) -> dict[str, list[tuple[dict[str, str], float]]]: ...
-
     def read_many(self, values: Sequence[str], rates: Sequence[str], window_s: float,
                   ) -> tuple[dict[str, list[tuple[dict[str, str], float]]],
                              dict[str, list[tuple[dict[str, str], float]]]]: ...
