@@ -394,6 +394,32 @@ def blackhole_rule(ev: Evidence, view: PathView, cfg: LocaliserConfig,
     return out
 
 
+def explain_route_tails(view: PathView, cfg: LocaliserConfig, routes: Sequence[str]) -> None:
+    """Keep the paths of a blackhole still named (``routes``: ``"route SW PREFIX"``
+    components) explained while they lose more than ``ok_loss``: once the route is
+    back, the window still holds the epochs it dropped (100 %, then about 67 %, 33 %),
+    and the one link direction those paths share must not be named a gray link for
+    the blackhole's tail.
+
+    >>> from monitor.evidence import Evidence, LinkDir, PathStats
+    >>> ev = Evidence(0.0, paths={"p5": PathStats("p5", 3.0, 30, 18)},
+    ...               path_links={"p5": (LinkDir("b0s0-eth0", "b0r0l0"), LinkDir("b0r0l0", "s1"),
+    ...                                  LinkDir("s1", "b1r1l0"), LinkDir("b1r1l0", "b1s0-eth1"))},
+    ...               path_dst_prefix={"p5": "10.1.1.0/24"})
+    >>> v = PathView.of(ev, LocaliserConfig()); explain_route_tails(v, LocaliserConfig(), ["route s1 10.1.1.0/24"])
+    >>> v.explained
+    {'p5': 'the tail of route s1 10.1.1.0/24'}
+    """
+    for comp in routes:
+        parts = comp.split()
+        if len(parts) != 3 or parts[0] != "route":
+            continue
+        sw, prefix = parts[1], parts[2]
+        tail = [n for n, f in view.paths.items() if f.prefix == prefix and sw in f.switches
+                and view.measured(n) and f.drop_loss > cfg.ok_loss]
+        view.explain(tail, f"the tail of {comp}")
+
+
 # ----------------------------------------------------------------------------- links
 def _maximal(found: dict[str, tuple[str, ...]]) -> list[str]:
     """The link keys whose bad-path sets no other key's set strictly contains; among
@@ -558,5 +584,5 @@ def gray_link_rule(ev: Evidence, view: PathView, cfg: LocaliserConfig, corruptin
 
 
 __all__ = ["CableHistory", "DirectionLoss", "blackhole_rule", "cables_of", "corruption_rule",
-           "counter_loss", "direction_bad", "direction_loss", "epoch_levels", "flapping_rule", "gray_link_rule",
+           "counter_loss", "direction_bad", "direction_loss", "epoch_levels", "explain_route_tails", "flapping_rule", "gray_link_rule",
            "gray_threshold"]

@@ -45,7 +45,8 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from monitor.evidence import FAULT_KINDS, Evidence, Verdict
-from monitor.linkrules import (CableHistory, blackhole_rule, corruption_rule, flapping_rule,
+from monitor.linkrules import (CableHistory, blackhole_rule, corruption_rule, explain_route_tails,
+                               flapping_rule,
                                gray_link_rule)
 from monitor.pathview import Candidate, LocaliserConfig, PathView
 from monitor.rules import (SwitchLossMemory, controller_rule, dead_agent_rule, hung_switch_rule,
@@ -128,6 +129,9 @@ class Localiser:
         flaps, cables_down = flapping_rule(ev, view, cfg, self._history)
         out += flaps
         out += blackhole_rule(ev, view, cfg, cables_down)
+        blackholes = [c for (k, c), st in self._streaks.items()
+                      if k == "blackhole" and st.verdict is not None]
+        explain_route_tails(view, cfg, blackholes)
         corrupt, corrupting = corruption_rule(ev, view, cfg)
         out += corrupt
         named_gray = frozenset(c for (k, c), s in self._streaks.items()

@@ -457,6 +457,22 @@ def test_without_epochs_the_window_level_still_names_the_flap() -> None:
     assert [(v.kind, v.component) for v in named] == [("flapping_link", "cable b0r1l0<->s0")], named
 
 
+def test_a_blackholes_tail_is_not_named_a_gray_link() -> None:
+    """Seen live: once the route is back, the blackholed paths still showed 40 % loss for
+    ~4 s (the window's dropped epochs) and their one shared direction, s1->b1r1l0, was
+    named a gray link. While the blackhole is named, its paths' tail is its own."""
+    sim, loc = FabricRun(seed=29), Localiser()
+    run(sim, WARMUP_S, loc)
+    start = sim.t
+    sim.faults.append(Fault(start, start + 6.0, probes=lambda s, path, t: (
+        1.0 if "s1" in path.switches and PREFIX[path.name] == "10.1.1.0/24" else 0.0, 0.0)))
+    sim.faults.append(Fault(start + 6.0, start + 12.0, probes=lambda s, path, t: (
+        0.4 if "s1" in path.switches and PREFIX[path.name] == "10.1.1.0/24" else 0.0, 0.0),
+        link_drop=lambda x, y, t: 0.4 if (x, y) == ("s1", "b1r1l0") else 0.0))  # as live
+    named = run(sim, 25.0, loc)
+    assert [(v.kind, v.component) for v in named] == [("blackhole", "route s1 10.1.1.0/24")], named
+
+
 def test_a_cable_that_stays_dead_is_named_after_the_hold() -> None:
     sim, loc = FabricRun(seed=17), Localiser()
     run(sim, WARMUP_S, loc)
