@@ -17,16 +17,21 @@ True
 from __future__ import annotations
 
 import ipaddress
+import threading
+import time
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping, Protocol
 
 from p4.v1 import p4runtime_pb2
 
 from controller.fabric.entries import T_ECN, T_ROUTES
+from controller.p4rt.errors import P4RuntimeClientError, WriteError
 
 ROUTE_FIELD = "hdr.ipv4.dst_addr"
 PORT_FIELD = "standard_metadata.egress_port"
 ECN_STEP_ACTION = "FabricEgress.ecn.set_ecn_threshold"
+UNDO_WAIT_S = 15.0       # a switch's recovery (reconnect, re-program) takes 0.3-2 s
+UNDO_PROBE_S = 0.05
 
 
 class WriterError(RuntimeError):
@@ -171,13 +176,72 @@ class P4RuntimeWriter:
         conn.modify(new)
         return EntryUndo(switch, "modify", old.SerializeToString().hex())
 
-    def undo(self, undo: EntryUndo) -> None:
-        conn = self._conn(undo.switch)
-        entry = undo.entry()
-        write = {"insert": conn.insert, "modify": conn.modify, "delete": conn.delete}.get(undo.op)
-        if write is None:
+    def undo(self, undo: EntryUndo, wait_s: float = UNDO_WAIT_S) -> None:
+        """Write ``undo`` back. An undo is done once its entry is as it was, whoever put it
+        back: GOR's recovery re-programs a switch it found stale and off its plan, so a
+        deleted route may be there again (ALREADY_EXISTS: the entry is checked, then kept
+        or modified) and an added one gone (NOT_FOUND). A connection that fails as a whole
+        (closed under the write while the recovery replaces it, or not answering) is
+        retried on the connection that replaces it, for at most ``wait_s``."""
+        if undo.op not in ("insert", "modify", "delete"):
             raise WriterError(f"unknown undo operation {undo.op!r}")
-        write(entry)
+        deadline = time.monotonic() + wait_s
+        while True:
+            conn = self._conn(undo.switch)
+            try:
+                self._write_back(conn, undo.op, undo.entry())
+                return
+            except (WriteError, P4RuntimeClientError, ValueError) as exc:
+                if not _whole_rpc_failed(exc) or time.monotonic() >= deadline:
+                    raise WriterError(f"undo {undo.op} on {undo.switch} failed: {exc}") from exc
+                self._replaced(undo.switch, conn, deadline)
+
+    def _write_back(self, conn: Any, op: str, entry: p4runtime_pb2.TableEntry) -> None:
+        try:
+            {"insert": conn.insert, "modify": conn.modify, "delete": conn.delete}[op](entry)
+        except WriteError as exc:
+            codes = exc.codes()
+            if op == "delete" and codes == ["NOT_FOUND"]:
+                return                                  # gone already
+            if op == "insert" and codes == ["ALREADY_EXISTS"]:
+                present = self._find(conn, self._table_name(conn, entry), entry)
+                if present is None or present.action != entry.action:
+                    conn.modify(entry)
+                return
+            if op == "modify" and codes == ["NOT_FOUND"]:
+                conn.insert(entry)
+                return
+            raise
+
+    @staticmethod
+    def _table_name(conn: Any, entry: p4runtime_pb2.TableEntry) -> str:
+        return str(conn.p4info.get_name("table", entry.table_id))
+
+    def _replaced(self, switch: str, old: Any, deadline: float) -> None:
+        """Wait (bounded by ``deadline``) until ``connections[switch]`` is another
+        connection than ``old``, or ``old`` answers again."""
+        gone = threading.Event()
+        while time.monotonic() < deadline:
+            cur = self.connections.get(switch)
+            if cur is not None and cur is not old:
+                return
+            if cur is old and getattr(old, "stream_alive", True):
+                try:
+                    old.pipeline_cookie()
+                    return
+                except Exception:  # noqa: BLE001 — not answering yet
+                    pass
+            gone.wait(min(UNDO_PROBE_S, max(0.0, deadline - time.monotonic())))
+
+
+def _whole_rpc_failed(exc: Exception) -> bool:
+    """Whether the Write failed as a whole (transport, closed channel, no answer) rather
+    than the switch refusing the update (that is no reason to try again)."""
+    if isinstance(exc, WriteError):
+        return not exc.errors
+    if isinstance(exc, ValueError):
+        return "closed channel" in str(exc)
+    return isinstance(exc, P4RuntimeClientError)
 
 
 __all__ = ["ECN_STEP_ACTION", "EntryUndo", "P4RuntimeWriter", "T_ECN", "T_ROUTES",

@@ -37,7 +37,7 @@ from p4.v1 import p4runtime_pb2
 from host.nic.frames import OP_RC_WRITE_MIDDLE, FlowSpec, FrameTemplate, parse_roce, verify_icrc
 from host.nic.pfc import parse_pause
 from testbed.faultnet import Endpoint, tables
-from testbed.faultp4rt import EntryUndo, P4RuntimeWriter
+from testbed.faultp4rt import EntryUndo, P4RuntimeWriter, WriterError
 from testbed.faults import FaultError, FaultInjector, faults_path_for, undo_recorded
 from testbed.faultundo import process_state
 from testbed.net import ProcRecord, TestbedState, netns_inode, proc_cmdline
@@ -415,13 +415,20 @@ def test_undo_recorded_is_what_teardown_runs(net: Net) -> None:
 
 # --------------------------------------------------------------------------- P4Runtime
 class FakeConnection:
-    """The part of ``SwitchConnection`` the writer uses, over a dict of entries."""
+    """The part of ``SwitchConnection`` the writer uses, over a dict of entries, with a
+    switch's answers: ALREADY_EXISTS, NOT_FOUND, and a closed channel's ValueError."""
 
-    p4info = object()
+    class Info:
+        @staticmethod
+        def get_name(kind: str, object_id: int) -> str:
+            return {1: "routes", 2: "ecn"}[object_id]
+
+    p4info = Info()
 
     def __init__(self) -> None:
         self.entries: list[p4runtime_pb2.TableEntry] = []
         self.writes: list[tuple[str, p4runtime_pb2.TableEntry]] = []
+        self.closed = False
 
     def table_entry(self, table: str, match: dict[str, Any], action: str = "",
                     params: Any = None) -> p4runtime_pb2.TableEntry:
@@ -444,6 +451,13 @@ class FakeConnection:
         return [e for e in self.entries if e.table_id == tid]
 
     def _write(self, op: str, e: p4runtime_pb2.TableEntry) -> None:
+        from controller.p4rt.errors import UpdateError, WriteError
+        if self.closed:
+            raise ValueError("Cannot invoke RPC on closed channel!")
+        there = any(x.match == e.match and x.table_id == e.table_id for x in self.entries)
+        if there == (op == "insert"):
+            code = "ALREADY_EXISTS" if there else "NOT_FOUND"
+            raise WriteError("Write failed (UNKNOWN: )", [UpdateError(0, code, "")])
         self.writes.append((op, e))
         self.entries = [x for x in self.entries if x.match != e.match or x.table_id != e.table_id]
         if op != "delete":
@@ -478,6 +492,29 @@ def test_p4runtime_writer_deletes_and_restores_exactly_the_saved_entries() -> No
     assert conn.read_table("ecn") == [ecn]
     with pytest.raises(Exception, match="no P4Runtime connection to switch 's9'"):
         w.delete_route("s9", "10.1.0.0/24")
+
+
+def test_an_undo_is_done_when_its_entry_is_back_and_outlives_a_replaced_connection() -> None:
+    old, new = FakeConnection(), FakeConnection()
+    route = old.table_entry("routes", {"d": "10.1.0.0/24"}, "set_nexthop", {"n": 3})
+    old.entries, new.entries = [route], [route]
+    conns = {"s0": old}
+    w = P4RuntimeWriter(conns)
+    undo = w.delete_route("s0", "10.1.0.0/24")
+    old.closed = True                  # GOR's recovery closed it, reconnects, re-programs
+
+    def replace() -> None:
+        conns["s0"] = new
+    threading.Timer(0.2, replace).start()
+    w.undo(undo, wait_s=10.0)          # ALREADY_EXISTS on the new one: the same entry
+    assert new.read_table("routes") == [route] and new.writes == []
+    other = new.table_entry("routes", {"d": "10.1.0.0/24"}, "set_nexthop", {"n": 9})
+    new.entries = [other]
+    w.undo(undo)                       # there, but not as it was: modified back
+    assert new.read_table("routes") == [route]
+    new.closed = True
+    with pytest.raises(WriterError, match="undo insert on s0 failed: Cannot invoke RPC"):
+        w.undo(undo, wait_s=0.2)       # nothing replaces it: a bounded wait, then the error
 
 
 def test_undo_of_an_unknown_name_lists_the_active_faults(net: Net) -> None:
