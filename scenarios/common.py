@@ -81,17 +81,29 @@ def count_mean(part: Sequence[tuple[float, Mapping[str, tuple[int, float]]]],
 
 
 def window_mean(counts: Sequence[tuple[float, Mapping[str, tuple[int, float]]]],
-                part: Sequence[Tick], uplinks: Sequence[str]) -> dict[str, float]:
+                part: Sequence[Tick], uplinks: Sequence[str],
+                since: Optional[float] = None) -> dict[str, float]:
     """:func:`count_mean` over the polls of ``counts`` from the first to the last of the
     polls ``part`` (the same polls: both lists are appended by one tick). Per-poll rates
     are not averaged: polls come at uneven intervals (an alarm makes GOR poll early, a
     loaded machine delays one), and packets over seconds weighs each as it should.
+    ``since``: an uplink's reading whose interval began before it is left out (a switch
+    slow to answer gives one reading over seconds, with packets from before an event),
+    and an uplink left with no reading is left out of the answer.
 
     >>> window_mean([(0.0, {"u": (5, 0.1)}), (0.3, {"u": (60, 0.3)}), (0.5, {"u": (40, 0.2)})],
     ...             [(0.3, {"u": 200.0}, 0), (0.5, {"u": 200.0}, 0)], ["u"])
     {'u': 200.0}
+    >>> window_mean([(2.0, {"u": (90, 1.8)}), (2.5, {"u": (0, 0.5)})],
+    ...             [(2.0, {}, 0), (2.5, {}, 0)], ["u"], since=1.0)
+    {'u': 0.0}
     """
     if not part:
         return {}
-    return count_mean([c for c in counts if part[0][0] <= c[0] <= part[-1][0]], uplinks)
+    polls = [c for c in counts if part[0][0] <= c[0] <= part[-1][0]]
+    if since is None:
+        return count_mean(polls, uplinks)
+    polls = [(t, {u: v for u, v in c.items() if t - v[1] >= since}) for t, c in polls]
+    read = {u for _, c in polls for u, v in c.items() if v[1] > 0}
+    return count_mean(polls, [u for u in uplinks if u in read])    # unread: not 0 pps
 

@@ -160,7 +160,8 @@ def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Calla
         res.uplink_pps_before = window_mean(session.tick_counts, before, uplinks)
         t_regroup = float(down["mono_s"]) if down is not None else t_down   # 1 s after it
         after = [x for x in ticks if x[0] >= t_regroup + 1.0][:-2]
-        res.uplink_pps_after = window_mean(session.tick_counts, after, uplinks)
+        res.uplink_pps_after = window_mean(session.tick_counts, after, uplinks,
+                                           since=t_regroup + 1.0)
     if res.uplink_pps_after:
         res.max_util_after_pct = round(100 * max(res.uplink_pps_after.values()) / rate, 1)
     results = merge_reports(flows, session.fleet.procs)
