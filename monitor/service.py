@@ -140,6 +140,8 @@ class Monitor:
         self.evaluations = 0
         self.errors: list[str] = []
         self.last_evidence: Optional[Evidence] = None
+        self.quiet: list[bool] = []                # per evaluation: see :func:`quiet`
+        self.on_evaluation: Optional[Callable[[EvaluationRecord], None]] = None
         self.source: Any = None
         self.view: Any = None
         self.web: Any = None
@@ -237,12 +239,17 @@ class Monitor:
                      + "; ".join(v.evidence[:3]))
         if self.view is not None:           # before the waiters learn of the verdicts
             self._update_view(ev, named, cleared)
+        calm = quiet(ev) and not self.localiser.active()
         with self._lock:
             self.last_evidence = ev
             self.evaluations += 1
+            self.quiet.append(calm)
             self.verdicts.extend(named)
             self.cleared.extend(cleared)
             self._lock.notify_all()
+        if self.on_evaluation is not None:
+            self.on_evaluation(EvaluationRecord(self.evaluations, t_s, tuple(named),
+                                                tuple(cleared), calm))
         return named
 
     def _update_view(self, ev: Evidence, named: list[Verdict], cleared: list[Verdict]) -> None:
@@ -307,19 +314,39 @@ class Monitor:
         with self._lock:
             clean, seen = 0, self.evaluations
             while True:
-                if self.evaluations != seen:
-                    seen = self.evaluations
-                    ev = self.last_evidence
-                    healthy = ev is not None and not any(
-                        e.state in ("lossy", "dead", "corrupting") for e in ev.links.values()) \
-                        and all(ev.switch_up.values())
-                    clean = clean + 1 if healthy and not self.localiser.active() else 0
+                for calm in self.quiet[seen:]:
+                    clean = clean + 1 if calm else 0
+                seen = len(self.quiet)
                 if clean >= clean_evaluations:
                     return True
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
                 self._lock.wait(left)
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationRecord:
+    """What one evaluation told: its number (from 1), when (``time.monotonic()``), the
+    verdicts it named and cleared, and whether the fabric was :func:`quiet` with no fault
+    active in the localiser (what :meth:`Monitor.wait_quiet` counts)."""
+
+    n: int
+    t_s: float
+    named: tuple[Verdict, ...]
+    cleared: tuple[Verdict, ...]
+    quiet: bool
+
+
+def quiet(ev: Optional[Evidence]) -> bool:
+    """No bad link (lossy, dead, corrupting) and no silent switch in ``ev``.
+
+    >>> quiet(None)
+    False
+    """
+    return ev is not None and not any(
+        e.state in ("lossy", "dead", "corrupting") for e in ev.links.values()) \
+        and all(ev.switch_up.values())
 
 
 def _mono(event: dict[str, Any], default: float) -> float:
@@ -338,4 +365,5 @@ def _dst_prefixes(plan: Any) -> dict[str, str]:
     return out
 
 
-__all__ = ["DecisionLogTail", "EVAL_INTERVAL_S", "Monitor", "MonitorOptions", "RATE_WINDOW_S"]
+__all__ = ["DecisionLogTail", "EVAL_INTERVAL_S", "EvaluationRecord", "Monitor", "MonitorOptions",
+           "RATE_WINDOW_S", "quiet"]

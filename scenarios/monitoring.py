@@ -2,7 +2,9 @@
 every host's namespace, and the :class:`monitor.service.Monitor` (exporters, Prometheus
 or the embedded store, the localiser, the web view) — started together, stopped together.
 
-The probers are the testbed's processes: started with ``mnexec -a <host shell pid>`` like
+The monitor runs in a process of its own (``python -m monitor.remote``, recorded like
+the probers); its evaluations then do not wait for GOR's loop and telemetry, which hold
+the scenario's interpreter. The probers are the testbed's processes: started with ``mnexec -a <host shell pid>`` like
 the NIC emulators, recorded in the testbed state (kind ``"monitor"``) and stopped by PID.
 They, and the NIC emulators given ``NicOptions(metrics_dir=session.metrics_dir)``, write
 their ``.prom`` files into the monitor's metrics folder, which its textfile exporter
@@ -17,6 +19,7 @@ Used by the faults scenario (:mod:`scenarios.faults`)::
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from pathlib import Path
@@ -35,15 +38,18 @@ class MonitoringError(RuntimeError):
 class MonitoringSession:
     """Probe plan, probers and monitor of one run (``gor``: the run's
     :class:`~scenarios.gor_session.GorSession`, whose metrics and decision log the
-    monitor watches; ``None`` watches no controller)."""
+    monitor watches; ``None`` watches no controller). The monitor runs in a process of
+    its own (:class:`monitor.remote.MonitorProcess`), away from GOR's interpreter;
+    ``in_process=True`` runs a :class:`monitor.service.Monitor` in this one."""
 
     def __init__(self, fabric: Any, programmer: Any, state: Any, save_state: Callable[[], None],
                  run_dir: Path, *, gor: Any = None, options: Any = None,
-                 probe_rate_pps: float = PROBE_RATE_PPS,
+                 probe_rate_pps: float = PROBE_RATE_PPS, in_process: bool = False,
                  say: Callable[[str], None] = print) -> None:
         self.fabric, self.programmer, self.state, self.save_state = fabric, programmer, state, save_state
         self.run_dir, self.gor, self.options, self.say = Path(run_dir), gor, options, say
         self.probe_rate_pps = probe_rate_pps
+        self.in_process = in_process
         self.plan: Any = None
         self.monitor: Any = None
         self.probers: dict[str, subprocess.Popen[bytes]] = {}
@@ -57,19 +63,29 @@ class MonitoringSession:
     def __enter__(self) -> "MonitoringSession":
         from controller.fabric.qos import EcnConfig  # noqa: PLC0415
         from monitor.probes import plan_probes  # noqa: PLC0415
-        from monitor.service import Monitor  # noqa: PLC0415
-        from monitor.switch_exporter import targets_from_record  # noqa: PLC0415
         self.plan = plan_probes(self.fabric, self.programmer.hash_model(), self.probe_rate_pps)
         plan_path = self.plan.save(self.run_dir / "probe-plan.json")
         gor = self.gor
-        self.monitor = Monitor(self.fabric, self.plan, self.run_dir,
-                               targets_from_record(self.fabric, self.state.switches, self.state.pki),
-                               gor_metrics=gor.metrics_address if gor is not None else None,
-                               decision_log=gor.dlog_path if gor is not None else None,
-                               ecn_threshold_pkts=EcnConfig().kmin_pkts,
-                               options=self.options, say=self.say)
+        common: dict[str, Any] = dict(
+            gor_metrics=gor.metrics_address if gor is not None else None,
+            decision_log=gor.dlog_path if gor is not None else None,
+            ecn_threshold_pkts=EcnConfig().kmin_pkts, options=self.options, say=self.say)
+        if self.in_process:
+            from monitor.service import Monitor  # noqa: PLC0415
+            from monitor.switch_exporter import targets_from_record  # noqa: PLC0415
+            targets = targets_from_record(self.fabric, self.state.switches, self.state.pki)
+            self.monitor = Monitor(self.fabric, self.plan, self.run_dir, targets, **common)
+        else:
+            from monitor.remote import MonitorProcess  # noqa: PLC0415
+            fabric_path = self.fabric.save(self.run_dir / "fabric.json")
+            targets_path = self.run_dir / "monitor-targets.json"
+            targets_path.write_text(json.dumps({"switches": self.state.switches,
+                                                "pki": self.state.pki}, indent=1))
+            self.monitor = MonitorProcess(fabric_path, plan_path, self.run_dir, targets_path,
+                                          **common)
         try:
             self.monitor.start()
+            self._record_monitor()
             self._start_probers(plan_path)
         except BaseException:
             self.__exit__()
@@ -78,6 +94,19 @@ class MonitoringSession:
                  f"{self.plan.probes_per_s():g} probes/s; metrics in {self.monitor.store_kind}; "
                  f"verdicts in {self.monitor.verdict_log_path}")
         return self
+
+    def _record_monitor(self) -> None:
+        """The monitor process (when it is one) in the testbed state, kind ``"monitor"``,
+        like the probers: a testbed teardown stops it by PID if this session could not."""
+        from testbed.net import ProcRecord, proc_cmdline  # noqa: PLC0415
+        proc = getattr(self.monitor, "proc", None)
+        if proc is None:
+            return
+        rec = ProcRecord("monitor", proc.pid, proc_cmdline(proc.pid) or " ".join(proc.args),
+                         "monitor")
+        self._records.append(rec)
+        self.state.procs.append(rec)
+        self.save_state()
 
     def _start_probers(self, plan_path: Path) -> None:
         from monitor.prober import prober_command  # noqa: PLC0415
@@ -122,6 +151,8 @@ class MonitoringSession:
                 proc.stderr.close()
             if proc.returncode not in (0, None, -15):
                 self.say(f"monitor: prober {host} ended with {proc.returncode}")
+        if self.monitor is not None:
+            self.monitor.stop()
         for rec in self._records:
             if rec in self.state.procs:
                 self.state.procs.remove(rec)
@@ -129,8 +160,6 @@ class MonitoringSession:
             self.save_state()
         self.probers.clear()
         self._records.clear()
-        if self.monitor is not None:
-            self.monitor.stop()
 
 
 __all__ = ["MonitoringError", "MonitoringSession", "PROBE_RATE_PPS"]

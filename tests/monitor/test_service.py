@@ -95,3 +95,50 @@ def test_the_monitor_names_a_gray_link_from_probe_files_and_clears_it(tmp_path: 
     assert [(l["event"], l["component"]) for l in lines] == [("named", f"link {BAD}"),
                                                              ("cleared", f"link {BAD}")]
     assert not mon.errors
+
+
+def test_the_monitor_in_its_own_process_names_and_clears_the_same_gray_link(tmp_path: Path) -> None:
+    """``monitor.remote``: the same run with the monitor in a child process (the
+    scenarios' way), read through its JSON lines: the verdict, the quiet after it, an
+    answer from its store, a clean stop; a bad targets file is an error naming it."""
+    import json
+
+    from monitor.remote import MonitorProcess, MonitorProcessError
+    plan = plan_probes(FABRIC)
+    fabric_path = FABRIC.save(tmp_path / "fabric.json")
+    plan_path = plan.save(tmp_path / "probe-plan.json")
+    said: list[str] = []
+    mon = MonitorProcess(fabric_path, plan_path, tmp_path, None,        # no switches
+                         options=MonitorOptions(prefer="embedded", web=False), say=said.append)
+    files = ProbeFiles(plan, mon.metrics_dir)
+    stop = threading.Event()
+
+    def writer() -> None:
+        while not stop.wait(0.25):
+            files.step(0.25)
+
+    with mon:
+        assert mon.store_kind == "embedded" and mon.web is None and mon.proc is not None
+        mon.metrics_dir.mkdir(parents=True, exist_ok=True)
+        t = threading.Thread(target=writer, daemon=True)
+        t.start()
+        try:
+            v = mon.wait_verdict(lambda v: True, timeout_s=40)
+            assert v is not None, f"nothing named; log: {mon.log_path.read_text()}"
+            assert (v.kind, v.component) == ("gray_link", f"link {BAD}"), v
+            assert any("gray_link on link b0r0l0->s1" in s for s in said)
+            sent = mon.source.rates("astral_probe_sent_total", 3.0)
+            assert sent and all(rate > 0 for _, rate in sent)
+            files.loss = 0.0
+            assert mon.wait_quiet(40)
+        finally:
+            stop.set()
+            t.join()
+    assert mon.proc is None and not mon.errors, mon.errors
+    assert [(l["event"], l["component"]) for l in VerdictLog.read(mon.verdict_log_path)] == \
+        [("named", f"link {BAD}"), ("cleared", f"link {BAD}")]
+    targets = tmp_path / "targets.json"
+    targets.write_text("{not json")
+    with pytest.raises(MonitorProcessError, match="targets.json|Expecting property name"):
+        MonitorProcess(fabric_path, plan_path, tmp_path / "bad", targets,
+                       options=MonitorOptions(prefer="embedded", web=False)).start()
