@@ -50,7 +50,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Mapping, Optional, Sequence
 
 from controller.fabric.ecmp import LEAF_UPLINK_GROUP, fabric_hash_model
 from host.tccl.hops import peer_of, spine_group_of, spine_routes_to
@@ -86,10 +86,26 @@ def _ip_int(ip: str) -> int:
     return int(ipaddress.IPv4Address(ip))
 
 
+Pins = Mapping[str, Mapping[tuple[str, str, int, int, int], int]]
+"""Per switch, exact 5-tuples ``(src ip, dst ip, proto, sport, dport)`` pinned to an
+egress port (``FabricIngress.override.flows``: GOR's fallback for a flow it cannot move
+by its source port; a hit bypasses routes and ECMP)."""
+
+
+def _member_of(fabric: Fabric, switch: str, port: int) -> str:
+    """The member name of ``switch``'s ``port`` as a group names it (``controller.fabric.
+    ecmp.link_group``): its peer, ``peer#port`` when several ports lead there."""
+    ports = fabric.switch(switch).ports
+    peer = ports[port].peer_node
+    twins = [p for p, info in ports.items() if info.peer_node == peer]
+    return peer if len(twins) == 1 else f"{peer}#{port}"
+
+
 def predict_path(fabric: Fabric, model: FabricHashModel, src: NicInfo, dst: NicInfo,
-                 sport: int) -> tuple[tuple[LinkDir, ...], tuple[str, ...]]:
+                 sport: int, pins: Optional[Pins] = None) -> tuple[tuple[LinkDir, ...], tuple[str, ...]]:
     """The link directions and switches a probe ``src → dst`` with source port ``sport``
-    crosses, as the hash model predicts; ``ValueError`` when no spine reaches ``dst``.
+    crosses, as the hash model predicts (and ``pins``, when a switch pins its 5-tuple);
+    ``ValueError`` when no spine reaches ``dst``.
 
     >>> from topo.model import build_fabric
     >>> fab = build_fabric(); a, b = fab.host("b0s0").nics[0], fab.host("b1s1").nics[1]
@@ -101,18 +117,27 @@ def predict_path(fabric: Fabric, model: FabricHashModel, src: NicInfo, dst: NicI
     last = LinkDir(dst.leaf, dst.intf)
     if src.leaf == dst.leaf:
         return (first, last), (src.leaf,)
-    leaf = model.switch(src.leaf)
-    gid = route_group(leaf, dst.ip, LEAF_UPLINK_GROUP)
-    if gid is None or gid not in leaf.groups:
-        raise ValueError(f"{src.leaf} has no uplink group for {dst.ip}")
+    five = (src.ip, dst.ip, PROTO_UDP, sport, ROCE_DPORT)
+    pinned = {sw: ports[five] for sw, ports in (pins or {}).items() if five in ports}
     sip, dip = _ip_int(src.ip), _ip_int(dst.ip)
-    up = predict_member(leaf, gid, sip, dip, PROTO_UDP, sport, ROCE_DPORT)
+    if src.leaf in pinned:
+        up = _member_of(fabric, src.leaf, pinned[src.leaf])
+    else:
+        leaf = model.switch(src.leaf)
+        gid = route_group(leaf, dst.ip, LEAF_UPLINK_GROUP)
+        if gid is None or gid not in leaf.groups:
+            raise ValueError(f"{src.leaf} has no uplink group for {dst.ip}")
+        up = predict_member(leaf, gid, sip, dip, PROTO_UDP, sport, ROCE_DPORT)
     spine = peer_of(up)
-    if not spine_routes_to(model, spine, dst.leaf):
+    if spine not in pinned and not spine_routes_to(model, spine, dst.leaf):
         raise ValueError(f"{spine} has no route to {dst.leaf}")
     up_port, up_named = _port_to(fabric, src.leaf, spine, up)
     sg = spine_group_of(model, spine, dst.leaf)
-    if sg is None:
+    if spine in pinned:
+        down = _member_of(fabric, spine, pinned[spine])
+        if peer_of(down) != dst.leaf:
+            raise ValueError(f"{spine} pins the probe to {peer_of(down)}, not {dst.leaf}")
+    elif sg is None:
         down = dst.leaf
     else:
         down = predict_member(model.switch(spine), sg[0], sip, dip, PROTO_UDP, sport, ROCE_DPORT)
@@ -369,7 +394,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return 0
 
 
-__all__ = ["DEFAULT_RATE_PPS", "ProbeNic", "ProbePlan", "coverage_gaps", "fabric_links", "load_plan",
+__all__ = ["DEFAULT_RATE_PPS", "Pins", "ProbeNic", "ProbePlan", "coverage_gaps", "fabric_links", "load_plan",
            "load_plan_text", "main", "plan_probes", "predict_path"]
 
 

@@ -231,6 +231,11 @@ class MonitorProcess:
         self._next_id = 0
         self._reader: Optional[threading.Thread] = None
 
+    @property
+    def ended(self) -> bool:
+        """True once the child's stdout has ended (it stopped or died)."""
+        return self._ended
+
     def command(self) -> list[str]:
         """The child's command line."""
         o = self.opts
@@ -291,10 +296,10 @@ class MonitorProcess:
         assert self.proc is not None and self.proc.stdout is not None
         for raw in self.proc.stdout:
             try:
-                line = json.loads(raw)
-            except ValueError:
-                continue
-            self._take(line)
+                self._take(json.loads(raw))
+            except (ValueError, KeyError, TypeError) as exc:   # a line we cannot read
+                with self._cond:
+                    self.errors.append(f"monitor process line not understood: {exc}: {raw[:120]!r}")
         with self._cond:
             self._ended = True
             self._cond.notify_all()

@@ -8,15 +8,17 @@ imports the testbed.
 
 Every ``interval_s`` the loop:
 
-1. builds an :class:`~monitor.evidence.Evidence` from the metric source
+1. re-predicts the probe paths if the switches' ECMP tables changed (GOR rewrote a
+   group or added a detour: :meth:`Monitor.follow_ecmp`, :mod:`monitor.ecmpstate`);
+2. builds an :class:`~monitor.evidence.Evidence` from the metric source
    (:class:`~monitor.assemble.EvidenceBuilder`: tomography, switch and NIC counters,
    GOR's agent ages and liveness) and the probe paths from the probers' epoch snapshots
    in :attr:`Monitor.metrics_dir` (:class:`~monitor.probestats.ProbeStatsReader`);
-2. gives it to the :class:`~monitor.localiser.Localiser`; verdicts named or cleared go
+3. gives it to the :class:`~monitor.localiser.Localiser`; verdicts named or cleared go
    to ``verdicts.jsonl`` (:class:`~monitor.localiser.VerdictLog`), to the monitor's own
    metrics (``monitor_verdicts_total``, ``monitor_active_faults``,
    ``monitor_evaluation_seconds``; scraped as job ``monitor``) and to the web view;
-3. updates the web view: link states from the tomography, utilisation and alarm levels
+4. updates the web view: link states from the tomography, utilisation and alarm levels
    from GOR's metrics, switch liveness, GOR's moves from its decision log.
 
 Example (a running testbed; ``scenarios/monitoring.py`` does this)::
@@ -146,6 +148,10 @@ class Monitor:
         self.view: Any = None
         self.web: Any = None
         self._parts: list[Any] = []
+        self.switch_exporter: Any = None
+        self._ecmp_seen: dict[str, Any] = {}
+        self._planned_model: Any = None
+        self.repredictions = 0                     # times the probe paths were re-predicted
 
     # ------------------------------------------------------------------ lifetime
     def start(self) -> "Monitor":
@@ -161,6 +167,7 @@ class Monitor:
         self.metrics_dir.mkdir(parents=True, exist_ok=True)
         try:
             switches = self._part(SwitchExporter(self.switch_targets).start())
+            self.switch_exporter = switches
             files = self._part(TextfileExporter(self.metrics_dir).start())
             self.registry = CollectorRegistry()
             self._eval_s = Summary("monitor_evaluation_seconds",
@@ -230,6 +237,7 @@ class Monitor:
     def evaluate(self, t_s: float) -> list[Verdict]:
         """One evaluation at ``t_s`` (the loop calls it; tests may too)."""
         started = time.perf_counter()
+        self.follow_ecmp()
         ev = self.builder.build(self.source, t_s)
         named = self.localiser.observe(ev)
         cleared = self.localiser.cleared()
@@ -251,6 +259,33 @@ class Monitor:
             self.on_evaluation(EvaluationRecord(self.evaluations, t_s, tuple(named),
                                                 tuple(cleared), calm))
         return named
+
+    def follow_ecmp(self) -> list[str]:
+        """When the switches' ECMP tables or override pins (read by the switch exporter)
+        changed since the last call, re-predict every probe path with the hash model they
+        imply and the pins (:mod:`monitor.ecmpstate`) and give the evidence builder the
+        new links; returns the paths whose links changed."""
+        from controller.fabric.ecmp import fabric_hash_model  # noqa: PLC0415
+        from monitor.ecmpstate import live_hash_model, pins_of, repredict  # noqa: PLC0415
+        states = self.switch_exporter.ecmp_snapshot() if self.switch_exporter is not None else {}
+        if not states or states == self._ecmp_seen:
+            return []
+        changed = sorted(n for n in states if self._ecmp_seen.get(n) != states[n])
+        self._ecmp_seen = states
+        if self._planned_model is None:
+            self._planned_model = fabric_hash_model(self.fabric)
+        model = live_hash_model(self.fabric, states, self._planned_model)
+        paths, lost = repredict(self.fabric, model, self.builder.paths, pins_of(states))
+        moved = [q.name for p, q in zip(self.builder.paths, paths) if p.links != q.links]
+        self.builder.paths = paths
+        if moved:
+            self.repredictions += 1
+            self.say(f"monitor: ECMP tables or pins changed on {', '.join(changed)}: {len(moved)} probe "
+                     f"path(s) re-predicted ({', '.join(moved[:8])}{' …' if len(moved) > 8 else ''})")
+        if lost:
+            self.say(f"monitor: {len(lost)} probe path(s) not predictable from the switches' "
+                     f"ECMP tables, kept as they were: {', '.join(lost[:8])}")
+        return moved
 
     def _update_view(self, ev: Evidence, named: list[Verdict], cleared: list[Verdict]) -> None:
         view = self.view

@@ -11,7 +11,9 @@ device with no pipeline ``FAILED_PRECONDITION`` — as p4sim does; so the export
 competes with GOR for mastership, and a switch with no pipeline yet counts as up. The reads happen on those threads, never at scrape
 time; a switch that does not answer is said once on stderr and marked down
 (``astral_switch_up 0``, its counter series left out until it answers again), the others
-go on.
+go on. A second Read after the counters takes the switch's ECMP tables
+(:mod:`monitor.ecmpstate`; not exported as metrics: :meth:`SwitchExporter.ecmp_snapshot`
+gives them to the monitor, which re-predicts the probe paths when GOR rewrites a group).
 
 Metrics (counters are the switch's own, cumulative since its pipeline was pushed; a
 restarted switch starts again from 0, which ``rate()`` handles):
@@ -62,6 +64,7 @@ from controller.gor.metrics import RegistryServer
 from controller.p4rt import P4InfoHelper, counter_entry
 from controller.p4rt.pipeline import read_p4info
 from controller.p4rt.tls import ClientTls, open_channel
+from monitor.ecmpstate import EcmpState, ecmp_tables_in, read_ecmp
 
 PERIOD_S = 1.0
 READ_TIMEOUT_S = 0.8
@@ -204,6 +207,19 @@ class SwitchReader:
                 tuple(got.get((QDEPTH_HIST_COUNTER, qdepth_hist_index(p, b)), 0) for b in range(QDEPTH_BINS)))
         return out
 
+    def read_ecmp(self) -> Optional[EcmpState]:
+        """The switch's ECMP tables (:func:`monitor.ecmpstate.read_ecmp`), or None when
+        its program has none (or no pipeline was read yet); ``grpc.RpcError`` when it
+        does not answer."""
+        info = self._info
+        if info is None or not ecmp_tables_in(info):
+            return None
+        try:
+            return read_ecmp(self._stub, info, self.target.device_id, self.timeout_s)
+        except grpc.RpcError:
+            self._reset()
+            raise
+
     def close(self) -> None:
         """Close the channel."""
         self._channel.close()
@@ -217,6 +233,7 @@ class _SwitchState:
     reads: int = 0                      # attempts; a switch not yet read is not exposed
     ports: dict[int, PortCounters] = field(default_factory=dict)
     said_down: bool = False
+    ecmp: Optional[EcmpState] = None    # the last ECMP tables read (kept while it is down)
 
 
 class _SwitchCollector(Collector):
@@ -295,14 +312,23 @@ class SwitchExporter:
     def snapshot(self) -> dict[str, _SwitchState]:
         """A copy of every switch's last read state."""
         with self._lock:
-            return {n: _SwitchState(s.up, s.read_s, s.errors, s.reads, dict(s.ports), s.said_down)
+            return {n: _SwitchState(s.up, s.read_s, s.errors, s.reads, dict(s.ports), s.said_down,
+                                    s.ecmp)
                     for n, s in self._states.items()}
+
+    def ecmp_snapshot(self) -> dict[str, EcmpState]:
+        """Every switch's last ECMP tables read (switches never read, or whose program has
+        none, are absent)."""
+        with self._lock:
+            return {n: s.ecmp for n, s in self._states.items() if s.ecmp is not None}
 
     def read_once(self, name: str) -> bool:
         """Read switch ``name`` now; True when it answered."""
         t0 = time.monotonic()
+        ecmp = None
         try:
             ports = self._readers[name].read()
+            ecmp = self._readers[name].read_ecmp() if ports else None
             why = ""
         except grpc.RpcError as exc:
             ports, why = None, f"{exc.code().name if hasattr(exc, 'code') else 'ERROR'}: " \
@@ -322,6 +348,8 @@ class SwitchExporter:
                 st.said_down = True
             else:
                 st.ports = ports
+                if ecmp is not None:
+                    st.ecmp = ecmp
                 if st.said_down:
                     self._log(f"monitor: switch {name} answers again")
                 st.said_down = False

@@ -140,8 +140,9 @@ class MonitoringSession:
             if waiting and time.monotonic() > deadline:
                 raise MonitoringError(f"probers not ready within {READY_TIMEOUT_S:g} s: "
                                       f"{', '.join(sorted(waiting))}")
-            if waiting:
-                self.monitor.wait_evaluations(1, 0.2)     # a bounded pause between checks
+            if waiting and not self.monitor.wait_evaluations(1, 0.2) \
+                    and getattr(self.monitor, "ended", False):     # a bounded pause between checks
+                raise MonitoringError(f"the monitor process ended; its log: {self.monitor.log_path}")
 
     def __exit__(self, *exc: object) -> None:
         from testbed.process import stop_process  # noqa: PLC0415

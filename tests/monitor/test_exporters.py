@@ -17,8 +17,11 @@ from typing import Iterator
 import pytest
 from prometheus_client import CollectorRegistry, Counter, write_to_textfile
 
+from controller.fabric.ecmp import EcmpGroup, group_entries
+from controller.fabric.entries import route_entry
 from controller.gor.metrics import parse_metrics
 from controller.p4rt import ClientTls, SwitchConnection
+from monitor.ecmpstate import T_OVERRIDES, EcmpState
 from monitor.exporters import SwitchExporter, TextfileExporter, switch_targets, targets_from_state
 from procs import SwitchProcess, poll
 from testbed.pki import FabricPki
@@ -126,6 +129,19 @@ def test_switch_exporter_reads_counters_and_marks_a_hung_switch_down(
             assert got[("astral_switch_read_seconds", (("switch", "b0r0l0"),))] > 0.0   # measured; speed is a bench figure
             assert len([m for m in said if "switch s0 does not answer" in m]) == 1
             assert not any("b0r0l0" in m for m in said)
+
+            # the ECMP tables, read beside the counters: what the monitor re-predicts from
+            groups = [*group_entries(EcmpGroup(1, 0, (3, 4), ("s0", "s1"))),
+                      route_entry("10.1.0.0/16", group=1), route_entry("10.0.0.1/32", nexthop=1)]
+            conn.insert(*[conn.table_entry(e.table, e.match, e.action, e.params) for e in groups])
+            conn.insert(conn.table_entry(T_OVERRIDES, {
+                "hdr.ipv4.src_addr": "10.0.0.1", "hdr.ipv4.dst_addr": "10.1.1.2",
+                "hdr.ipv4.protocol": 17, "hdr.udp.src_port": 49152, "hdr.udp.dst_port": 4791},
+                "FabricIngress.override.set_nexthop", {"nexthop_id": 4}))
+            want = EcmpState(((1, 0, 2),), ((0, 3), (1, 4)), (("10.1.0.0/16", 1),),
+                             (("10.0.0.1", "10.1.1.2", 17, 49152, 4791, 4),))
+            assert poll(lambda: exp.ecmp_snapshot().get("b0r0l0") == want, 10), exp.ecmp_snapshot()
+            assert "s0" not in exp.ecmp_snapshot()      # hung, and no pipeline: no tables
 
             os.kill(spine.proc.pid, signal.SIGCONT)     # it answers again (no pipeline yet)
             assert poll(lambda: scrape(exp.url).get(("astral_switch_up", (("switch", "s0"),))) == 1, 20)
