@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from testbed.traffic import testbed_unavailable
+from testbed.traffic import testbed_unavailable as _why_no_testbed
 
-SKIP_REASON = testbed_unavailable() or ""
+SKIP_REASON = _why_no_testbed() or ""
 pytestmark = pytest.mark.skipif(bool(SKIP_REASON), reason=SKIP_REASON or "-")
 LEAF, KEEP, DROP = "b0r0l0", "s0", "s1"
 GROUPS = "FabricIngress.ecmp.groups"
