@@ -41,6 +41,7 @@ from typing import IO, Any, Callable, Optional, Sequence
 
 from monitor.evidence import Verdict
 from monitor.service import EvaluationRecord, Monitor, MonitorOptions
+from monitor.verdictbook import MonitorWaits, VerdictBook
 
 PROG = "python -m monitor.remote"
 EXIT_BAD_INPUT = 2
@@ -192,7 +193,7 @@ class _Web:
         self.url = url
 
 
-class MonitorProcess:
+class MonitorProcess(MonitorWaits):
     """A :class:`~monitor.service.Monitor` in its own process (see the module
     docstring), with the parts of a ``Monitor`` that scenarios use: :attr:`verdicts`,
     :attr:`cleared`, :attr:`evaluations`, :attr:`errors`, :attr:`store_kind`,
@@ -215,10 +216,7 @@ class MonitorProcess:
         self.metrics_dir = self.run_dir / "metrics"
         self.verdict_log_path = self.run_dir / "verdicts.jsonl"
         self.log_path = self.run_dir / "monitor.log"
-        self.verdicts: list[Verdict] = []
-        self.cleared: list[Verdict] = []
-        self.quiet: list[bool] = []
-        self.evaluations = 0
+        self.book = VerdictBook()
         self.errors: list[str] = []
         self.store_kind = ""
         self.web: Optional[_Web] = None
@@ -303,19 +301,19 @@ class MonitorProcess:
         with self._cond:
             self._ended = True
             self._cond.notify_all()
+        self.book.end()
 
     def _take(self, line: dict[str, Any]) -> None:
         event = line.get("event")
         if event == "say":
             self.say(str(line.get("text", "")))
             return
+        if event == "evaluation":
+            self.book.add([verdict_of(v) for v in line.get("named", ())],
+                          [verdict_of(v) for v in line.get("cleared", ())], bool(line.get("quiet")))
+            return
         with self._cond:
-            if event == "evaluation":
-                self.verdicts.extend(verdict_of(v) for v in line.get("named", ()))
-                self.cleared.extend(verdict_of(v) for v in line.get("cleared", ()))
-                self.quiet.append(bool(line.get("quiet")))
-                self.evaluations += 1
-            elif event == "ready":
+            if event == "ready":
                 self.store_kind = str(line.get("store", ""))
                 self.web = _Web(str(line["web_url"])) if line.get("web_url") else None
                 self.source = _RemoteSource(self, self.store_kind)
@@ -390,50 +388,6 @@ class MonitorProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-    # ------------------------------------------------------------------ waiting
-    def wait_evaluations(self, n: int, timeout_s: float) -> bool:
-        """Until ``n`` more evaluations have run (bounded; False at once if the child ended)."""
-        deadline = time.monotonic() + timeout_s
-        with self._cond:
-            target = self.evaluations + n
-            while self.evaluations < target:
-                left = deadline - time.monotonic()
-                if left <= 0 or self._ended:
-                    return False
-                self._cond.wait(left)
-        return True
-
-    def wait_verdict(self, predicate: Callable[[Verdict], bool], timeout_s: float,
-                     since: int = 0) -> Optional[Verdict]:
-        """The first verdict from index ``since`` of :attr:`verdicts` that satisfies
-        ``predicate``, waiting at most ``timeout_s``; ``None`` if none came."""
-        deadline = time.monotonic() + timeout_s
-        with self._cond:
-            while True:
-                for v in self.verdicts[since:]:
-                    if predicate(v):
-                        return v
-                left = deadline - time.monotonic()
-                if left <= 0 or self._ended:
-                    return None
-                self._cond.wait(left)
-
-    def wait_quiet(self, timeout_s: float, clean_evaluations: int = 3) -> bool:
-        """As :meth:`Monitor.wait_quiet <monitor.service.Monitor.wait_quiet>`."""
-        deadline = time.monotonic() + timeout_s
-        with self._cond:
-            clean, seen = 0, len(self.quiet)
-            while True:
-                for calm in self.quiet[seen:]:
-                    clean = clean + 1 if calm else 0
-                seen = len(self.quiet)
-                if clean >= clean_evaluations:
-                    return True
-                left = deadline - time.monotonic()
-                if left <= 0 or self._ended:
-                    return False
-                self._cond.wait(left)
 
 
 __all__ = ["MonitorProcess", "MonitorProcessError", "evaluation_line", "main", "verdict_of"]

@@ -42,6 +42,7 @@ from typing import Any, Callable, Optional, Sequence
 from monitor.assemble import EvidenceBuilder, port_peers
 from monitor.evidence import Evidence, Verdict
 from monitor.probestats import ProbeStatsReader
+from monitor.verdictbook import MonitorWaits, VerdictBook
 
 EVAL_INTERVAL_S = 0.5
 VIEW_GAUGES = ("gor_link_util_ratio", "gor_alarm_level")
@@ -103,7 +104,7 @@ class DecisionLogTail:
         return out
 
 
-class Monitor:
+class Monitor(MonitorWaits):
     """One run's monitoring; :meth:`start` … :meth:`stop` or a context manager.
 
     ``plan``: the probe plan (:class:`monitor.probes.ProbePlan`); ``switch_targets``: the
@@ -136,13 +137,9 @@ class Monitor:
         self._tail = DecisionLogTail(decision_log)
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
-        self._lock = threading.Condition()
-        self.verdicts: list[Verdict] = []          # every verdict named, in order
-        self.cleared: list[Verdict] = []
-        self.evaluations = 0
+        self.book = VerdictBook()                  # verdicts, quiet flags, the waits
         self.errors: list[str] = []
         self.last_evidence: Optional[Evidence] = None
-        self.quiet: list[bool] = []                # per evaluation: see :func:`quiet`
         self.on_evaluation: Optional[Callable[[EvaluationRecord], None]] = None
         self.source: Any = None
         self.view: Any = None
@@ -205,6 +202,7 @@ class Monitor:
         if self._thread is not None:
             self._thread.join(timeout=10)
             self._thread = None
+        self.book.end()
         for part in reversed(self._parts):
             try:
                 (getattr(part, "close", None) or part.stop)()
@@ -248,15 +246,10 @@ class Monitor:
         if self.view is not None:           # before the waiters learn of the verdicts
             self._update_view(ev, named, cleared)
         calm = quiet(ev) and not self.localiser.active()
-        with self._lock:
-            self.last_evidence = ev
-            self.evaluations += 1
-            self.quiet.append(calm)
-            self.verdicts.extend(named)
-            self.cleared.extend(cleared)
-            self._lock.notify_all()
+        self.last_evidence = ev
+        self.book.add(named, cleared, calm)
         if self.on_evaluation is not None:
-            self.on_evaluation(EvaluationRecord(self.evaluations, t_s, tuple(named),
+            self.on_evaluation(EvaluationRecord(self.book.evaluations, t_s, tuple(named),
                                                 tuple(cleared), calm))
         return named
 
@@ -312,52 +305,6 @@ class Monitor:
                 view.add_event("note", f"GOR {e['event'].replace('_', ' ')} on {e.get('link')}"
                                + (f" (level {e.get('level')})" if e.get("level") else ""),
                                t_s=_mono(e, ev.t_s))
-
-    # ------------------------------------------------------------------ waiting
-    def wait_evaluations(self, n: int, timeout_s: float) -> bool:
-        """Until ``n`` more evaluations have run (bounded)."""
-        deadline = time.monotonic() + timeout_s
-        with self._lock:
-            target = self.evaluations + n
-            while self.evaluations < target:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._lock.wait(left)
-        return True
-
-    def wait_verdict(self, predicate: Callable[[Verdict], bool], timeout_s: float,
-                     since: int = 0) -> Optional[Verdict]:
-        """The first verdict from index ``since`` of :attr:`verdicts` that satisfies
-        ``predicate``, waiting at most ``timeout_s``; ``None`` if none came."""
-        deadline = time.monotonic() + timeout_s
-        with self._lock:
-            while True:
-                for v in self.verdicts[since:]:
-                    if predicate(v):
-                        return v
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None
-                self._lock.wait(left)
-
-    def wait_quiet(self, timeout_s: float, clean_evaluations: int = 3) -> bool:
-        """Until the localiser holds no active fault and ``clean_evaluations`` evaluations
-        in a row saw no bad link and no silent switch (bounded): the fabric is back to
-        health, so what comes next is not the last fault's tail."""
-        deadline = time.monotonic() + timeout_s
-        with self._lock:
-            clean, seen = 0, self.evaluations
-            while True:
-                for calm in self.quiet[seen:]:
-                    clean = clean + 1 if calm else 0
-                seen = len(self.quiet)
-                if clean >= clean_evaluations:
-                    return True
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._lock.wait(left)
 
 
 @dataclass(frozen=True, slots=True)

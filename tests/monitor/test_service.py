@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import shutil
 import threading
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -58,6 +60,24 @@ class ProbeFiles:
             prober.write(prober.counters.close_epochs(upto))
 
 
+@contextmanager
+def writing(files: ProbeFiles) -> Iterator[None]:
+    """``files`` written every 0.25 s on a thread while the block runs."""
+    files.out.mkdir(parents=True, exist_ok=True)
+    stop = threading.Event()
+
+    def writer() -> None:
+        while not stop.wait(0.25):
+            files.step(0.25)
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join()
+
+
 @pytest.mark.parametrize("store", ["embedded", "prometheus"])
 def test_the_monitor_names_a_gray_link_from_probe_files_and_clears_it(tmp_path: Path, store: str) -> None:
     if store == "prometheus" and shutil.which("prometheus") is None:
@@ -67,18 +87,9 @@ def test_the_monitor_names_a_gray_link_from_probe_files_and_clears_it(tmp_path: 
     mon = Monitor(FABRIC, plan, tmp_path, [], options=MonitorOptions(prefer=store, web=True),
                   say=said.append)
     files = ProbeFiles(plan, mon.metrics_dir)
-    stop = threading.Event()
-
-    def writer() -> None:
-        while not stop.wait(0.25):
-            files.step(0.25)
-
     with mon:
         assert mon.store_kind == store
-        mon.metrics_dir.mkdir(parents=True, exist_ok=True)
-        t = threading.Thread(target=writer, daemon=True)
-        t.start()
-        try:
+        with writing(files):
             v = mon.wait_verdict(lambda v: True, timeout_s=40)
             assert v is not None, f"nothing named; errors {mon.errors}"
             assert (v.kind, v.component) == ("gray_link", f"link {BAD}"), v
@@ -88,9 +99,6 @@ def test_the_monitor_names_a_gray_link_from_probe_files_and_clears_it(tmp_path: 
             assert any(r["component"] == f"link {BAD}" for r in state["verdicts"])
             files.loss = 0.0                                   # the fault is gone
             assert mon.wait_quiet(40), mon.localiser.active()
-        finally:
-            stop.set()
-            t.join()
     lines = VerdictLog.read(mon.verdict_log_path)
     assert [(l["event"], l["component"]) for l in lines] == [("named", f"link {BAD}"),
                                                              ("cleared", f"link {BAD}")]
@@ -101,8 +109,6 @@ def test_the_monitor_in_its_own_process_names_and_clears_the_same_gray_link(tmp_
     """``monitor.remote``: the same run with the monitor in a child process (the
     scenarios' way), read through its JSON lines: the verdict, the quiet after it, an
     answer from its store, a clean stop; a bad targets file is an error naming it."""
-    import json
-
     from monitor.remote import MonitorProcess, MonitorProcessError
     plan = plan_probes(FABRIC)
     fabric_path = FABRIC.save(tmp_path / "fabric.json")
@@ -111,18 +117,9 @@ def test_the_monitor_in_its_own_process_names_and_clears_the_same_gray_link(tmp_
     mon = MonitorProcess(fabric_path, plan_path, tmp_path, None,        # no switches
                          options=MonitorOptions(prefer="embedded", web=False), say=said.append)
     files = ProbeFiles(plan, mon.metrics_dir)
-    stop = threading.Event()
-
-    def writer() -> None:
-        while not stop.wait(0.25):
-            files.step(0.25)
-
     with mon:
         assert mon.store_kind == "embedded" and mon.web is None and mon.proc is not None
-        mon.metrics_dir.mkdir(parents=True, exist_ok=True)
-        t = threading.Thread(target=writer, daemon=True)
-        t.start()
-        try:
+        with writing(files):
             v = mon.wait_verdict(lambda v: True, timeout_s=40)
             assert v is not None, f"nothing named; log: {mon.log_path.read_text()}"
             assert (v.kind, v.component) == ("gray_link", f"link {BAD}"), v
@@ -131,9 +128,6 @@ def test_the_monitor_in_its_own_process_names_and_clears_the_same_gray_link(tmp_
             assert sent and all(rate > 0 for _, rate in sent)
             files.loss = 0.0
             assert mon.wait_quiet(40)
-        finally:
-            stop.set()
-            t.join()
     assert mon.proc is None and not mon.errors, mon.errors
     assert [(l["event"], l["component"]) for l in VerdictLog.read(mon.verdict_log_path)] == \
         [("named", f"link {BAD}"), ("cleared", f"link {BAD}")]
