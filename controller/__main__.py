@@ -13,7 +13,7 @@ live table of links, alarms and moves (:mod:`controller.gor.status`).
 
 ``python -m controller run --fabric F --p4info P --config C [--no-push | --attach]
 [--metrics-port N] [--registry-bind ADDR] [--agent-tls-dir DIR | --secret-file FILE]
-[--p4rt-ca-cert CA --p4rt-cert CERT --p4rt-key KEY]`` programs the fabric (or
+[--p4rt-ca-cert CA --p4rt-cert CERT --p4rt-key KEY] [--probe-plan PLAN]`` programs the fabric (or
 attaches to it), enables the ``flow_sample_t`` digest, starts the flow registry, the
 telemetry poller, one digest reader thread per switch and GOR's loop
 (:mod:`controller.gor.loop`) until SIGINT/SIGTERM.
@@ -87,6 +87,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--safety", type=float, default=0.75, help="max predicted link utilisation")
     r.add_argument("--top-n", type=int, default=4, help="elephants considered per hot link")
     r.add_argument("--one-in-n", type=int, default=100, help="sampling ratio on alarmed ports")
+    r.add_argument("--probe-plan", type=Path, default=None,
+                   help="the monitor's probe plan (python -m monitor.probes): GOR never moves "
+                        "its probes' 5-tuples")
     r.add_argument("--timeout", type=float, default=30.0, help="per-RPC timeout in seconds")
     return ap
 

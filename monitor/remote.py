@@ -19,7 +19,7 @@ testbed state's ``switches`` and ``pki``). On its stdout, one JSON object per li
 
 On its stdin: ``{"cmd": "rates", "id": 3, "metric": "…", "window_s": 30}`` (the
 store's ``rates``) and ``{"cmd": "stop"}``; stdin's end or SIGTERM stop it too. Its
-stderr goes to ``monitor.log`` in the run folder.
+stderr goes to ``monitor.log`` in the run folder, with every ``say`` line too.
 
 >>> mp = MonitorProcess(fabric_path, plan_path, run_dir, targets_path,
 ...                     gor_metrics="127.0.0.1:9464")                      # doctest: +SKIP
@@ -89,6 +89,13 @@ class _Lines:
                 pass                       # the parent is gone: stdin's end stops us
 
 
+def _say(emit: _Lines, text: str) -> None:
+    """A line of the monitor's: to the parent, and to ``monitor.log`` (stderr), which
+    keeps them when the parent shows none."""
+    emit({"event": "say", "text": text})
+    print(text, file=sys.stderr, flush=True)
+
+
 def _answer(mon: Monitor, cmd: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"event": "answer", "id": cmd.get("id")}
     try:
@@ -151,7 +158,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                           web=not args.no_web, web_port=args.web_port)
     mon = Monitor(fabric, plan, args.run_dir, targets, gor_metrics=args.gor_metrics,
                   decision_log=args.decision_log, ecn_threshold_pkts=args.ecn_threshold_pkts,
-                  options=opts, say=lambda text: emit({"event": "say", "text": text}))
+                  options=opts, say=lambda text: _say(emit, text))
     mon.on_evaluation = lambda r: emit(evaluation_line(r))
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

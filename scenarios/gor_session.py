@@ -176,6 +176,7 @@ class GorSession:
         self._threads: list[threading.Thread] = []
         self._shown = 0.0
         self.loop: Any = None
+        self.left_alone: set[Any] = set()
         self.poller: Any = None
         self.fleet: Any = None
         self._server: Any = None
@@ -283,10 +284,18 @@ class GorSession:
                             log=self._dlog, metrics=self.metrics, one_in_n=SAMPLE_ONE_IN_N, window_s=2.0,
                             min_samples=MIN_SAMPLES, samples_per_flow=SAMPLES_PER_FLOW,
                             cooldown_s=o.duration_s + 10, confirm_timeout_s=3.0)
+        self.loop.leave_alone(self.left_alone)
         if self.recovery is not None:
             self.recovery.loop = self.loop
             self.loop.recovery_attached = True
         return self.loop.reconcile(t_s)
+
+    def leave_alone(self, flows: Any) -> None:
+        """5-tuples (``controller.gor.decisions.FlowKey``) GOR must never move, now and
+        after a restart: the monitor's probes (``scenarios.monitoring`` gives them)."""
+        self.left_alone |= set(flows)
+        if self.loop is not None:
+            self.loop.leave_alone(self.left_alone)
 
     def _gor_security(self) -> Any:
         """GOR's side of the agent protocol: its ``controller`` certificate, or the

@@ -23,12 +23,25 @@ import json
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 READY_TIMEOUT_S = 20.0
 PROBE_RATE_PPS = 10.0
 """Probes per second per path: 30 probes in the monitor's 3 s window, enough for the
 localiser's minimum (10) with a few lost to a loaded CPU."""
+
+
+def probe_flows(plan: Any) -> list[Any]:
+    """The 5-tuples of a probe plan's paths, as GOR keys flows (UDP to 4791).
+
+    >>> from monitor.probes import plan_probes
+    >>> from topo.model import build_fabric
+    >>> str(probe_flows(plan_probes(build_fabric()))[0])
+    '10.0.0.1:49152->10.0.1.2:4791/17'
+    """
+    from controller.gor.decisions import FlowKey  # noqa: PLC0415
+    from monitor.probeplan import ROCE_DPORT  # noqa: PLC0415
+    return [FlowKey(p.src_ip, p.dst_ip, 17, p.sport, ROCE_DPORT) for p in plan.paths]
 
 
 class MonitoringError(RuntimeError):
@@ -66,6 +79,8 @@ class MonitoringSession:
         self.plan = plan_probes(self.fabric, self.programmer.hash_model(), self.probe_rate_pps)
         plan_path = self.plan.save(self.run_dir / "probe-plan.json")
         gor = self.gor
+        if gor is not None:             # GOR never moves a probe: its paths are the plan's
+            gor.leave_alone(probe_flows(self.plan))
         common: dict[str, Any] = dict(
             gor_metrics=gor.metrics_address if gor is not None else None,
             decision_log=gor.dlog_path if gor is not None else None,
@@ -163,4 +178,4 @@ class MonitoringSession:
         self._records.clear()
 
 
-__all__ = ["MonitoringError", "MonitoringSession", "PROBE_RATE_PPS"]
+__all__ = ["MonitoringError", "MonitoringSession", "PROBE_RATE_PPS", "probe_flows"]

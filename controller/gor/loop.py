@@ -135,7 +135,7 @@ from __future__ import annotations
 
 import queue
 import time
-from typing import Any, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 from controller.fabric import switch_id_of
 from controller.fabric.detours import fabric_detours
@@ -419,6 +419,16 @@ class GorLoop:
             self.out.metrics.set_reports(self.dataplane.to_dict())
             self.out.metrics.observe_loop(time.perf_counter() - start)
         return rounds
+
+    def leave_alone(self, flows: Iterable[FlowKey]) -> None:
+        """Never choose these 5-tuples to move (they still count in their links' load):
+        the monitor's probes, whose paths the probe plan predicts — a probe GOR moved or
+        pinned would watch other links than planned, and two disjoint paths per link
+        would no longer be two.
+
+        >>> loop.leave_alone([FlowKey("10.0.0.1", "10.1.1.2", 17, 49152, 4791)])  # doctest: +SKIP
+        """
+        self.rounds.left_alone = frozenset(self.rounds.left_alone | set(flows))
 
     def wants_now(self, digest: str) -> bool:
         """Whether a digest list named ``digest`` should make the loop act at once

@@ -80,6 +80,7 @@ class DecisionRounds:
         self.samples_per_flow, self.early_decide, self.proof_s = samples_per_flow, early_decide, proof_s
         self.cooldown_s = cooldown_s
         self.switch_unsettled = switch_unsettled
+        self.left_alone: frozenset[FlowKey] = frozenset()   # never moved: see GorLoop.leave_alone
         self.follow_up: set[LinkKey] = set()          # links of past rounds, still over safety
         self.last_decision: dict[LinkKey, float] = {}
         self.decisions: list[RoundDecision] = []      # the newest 100
@@ -160,7 +161,9 @@ class DecisionRounds:
             return []
         load = self._offered_bps(link, t_s)
         out = []
-        for flow, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:self.top_n]:
+        ranked = [kv for kv in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+                  if kv[0] not in self.left_alone]           # counted in the load, never moved
+        for flow, n in ranked[:self.top_n]:
             src, dst = self.leaf_of.get(flow.src), self.leaf_of.get(flow.dst)
             if src is None or dst is None or src == dst or self.book.resting(flow, t_s):
                 continue

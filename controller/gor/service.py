@@ -13,7 +13,10 @@ answering and re-programs it when it came back empty (``switch_lost`` / ``switch
 """
 from __future__ import annotations
 
+import ipaddress
+import json
 import logging
+from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from controller.gor.log import DecisionLog
@@ -43,6 +46,50 @@ def _agent_security(tls_dir: Optional[Any]) -> Optional[Any]:
     from astral_proto.security import CONTROLLER  # noqa: PLC0415
     from astral_proto.tls import MutualTls  # noqa: PLC0415
     return MutualTls.from_dir(tls_dir, CONTROLLER)
+
+
+
+def probe_flows_of(path: Path) -> list[Any]:
+    """The probes' 5-tuples of a probe plan file (``astral-probe-plan``, written by
+    ``python -m monitor.probes``; read here by its fields: the controller does not import
+    the monitor); ``ValueError`` naming the file and the field that is wrong.
+
+    >>> import json, tempfile
+    >>> f = Path(tempfile.mkdtemp()) / "plan.json"
+    >>> _ = f.write_text(json.dumps({"dport": 4791, "paths": [
+    ...     {"src_ip": "10.0.0.1", "dst_ip": "10.0.1.2", "sport": 49152}]}))
+    >>> [str(k) for k in probe_flows_of(f)]
+    ['10.0.0.1:49152->10.0.1.2:4791/17']
+    >>> _ = f.write_text(json.dumps({"dport": 4791, "paths": [{"src_ip": "10.0.0.1"}]}))
+    >>> probe_flows_of(f)
+    Traceback (most recent call last):
+    ...
+    ValueError: ...plan.json: $.paths[0].dst_ip: missing
+    """
+    from controller.gor.decisions import FlowKey  # noqa: PLC0415
+    try:
+        data = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("paths"), list):
+        raise ValueError(f"{path}: $.paths: missing or not a list")
+    dport = data.get("dport", 4791)
+    out = []
+    for i, p in enumerate(data["paths"]):
+        where = f"{path}: $.paths[{i}]"
+        if not isinstance(p, dict):
+            raise ValueError(f"{where}: not an object")
+        for key in ("src_ip", "dst_ip", "sport"):
+            if key not in p:
+                raise ValueError(f"{where}.{key}: missing")
+        try:
+            src, dst = str(ipaddress.IPv4Address(p["src_ip"])), str(ipaddress.IPv4Address(p["dst_ip"]))
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+        if not isinstance(p["sport"], int) or not 0 <= p["sport"] < 65536:
+            raise ValueError(f"{where}.sport: {p['sport']!r} is not a UDP port")
+        out.append(FlowKey(src, dst, 17, p["sport"], int(dport)))
+    return out
 
 
 def run_gor(args: Any) -> int:
@@ -75,6 +122,7 @@ def run_gor(args: Any) -> int:
     try:
         tls = p4rt_tls.from_arguments(args)
         agent_security = _agent_security(args.agent_tls_dir)
+        probes = probe_flows_of(args.probe_plan) if getattr(args, "probe_plan", None) else []
     except (ValueError, OSError) as exc:
         print(f"controller run: {exc}", file=sys.stderr)
         return 2
@@ -109,6 +157,7 @@ def run_gor(args: Any) -> int:
             print(f"controller run: metrics on {srv.url}")
         loop = GorLoop(fabric, prog, registry, period_s=args.period, safety=args.safety,
                        top_n=args.top_n, log=dlog, metrics=metrics, one_in_n=args.one_in_n)
+        loop.leave_alone(probes)
         rec = loop.reconcile(0.0)          # a predecessor's overrides and sampling entries
         print(f"controller run: reconciled: {rec.adopted_overrides} override and "
               f"{rec.adopted_sampling} sampling entries adopted, {rec.deleted_overrides} and "
@@ -157,4 +206,4 @@ def run_gor(args: Any) -> int:
         dlog.close()
 
 
-__all__ = ["run_gor"]
+__all__ = ["probe_flows_of", "run_gor"]

@@ -279,6 +279,24 @@ def test_host_without_agent_gets_override_entry() -> None:
     assert loop.pending == {}
 
 
+def test_a_flow_left_alone_is_never_chosen_though_it_counts_in_the_load() -> None:
+    """The monitor's probes: GOR leaves them where the probe plan put them. Without
+    leave_alone, f (no agent) gets an override entry as in the test above."""
+    fab, loop, prog, reg, buf, metrics = make()
+    up = port_to(fab, L0, "s0")
+    loop.tick(1.0, samples(fab))
+    f, g = flows_through(loop, "s0", 2)
+    loop.leave_alone([f])
+    loop.submit_digests(L0, SimpleNamespace(name="flow_sample_t", data=digest_rows(fab, f, up, 30)))
+    loop.submit_digests(L0, digest_rows(fab, g, up, 70))
+    for i in range(3):
+        for r in loop.tick(1.05 + 0.05 * i, samples(fab)):
+            assert all(o.flow != f for o in r.orders), r.orders
+    chosen = [e for e in events(buf) if e["event"] == "flows_chosen"]
+    assert chosen and all(c["flow"] != str(f) for e in chosen for c in e["flows"])
+    assert prog.connections[L0].table(OVERRIDE_TABLE) == {}
+
+
 def test_override_not_seen_on_its_new_link_is_deleted() -> None:
     fab, loop, prog, reg, buf, metrics = make()
     up = port_to(fab, L0, "s0")
@@ -542,3 +560,18 @@ def test_agent_done_is_recorded_when_the_counters_confirm_the_move_first() -> No
     loop.tick(1.10, samples(fab))                      # … the agent's report after it
     assert m.agent_done_s == 1.10
     assert [e["event"] for e in events(buf)].count("agent_done") == 1
+
+
+def test_run_command_refuses_a_bad_probe_plan_naming_the_field(tmp_path: Any,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from controller.__main__ import main
+    from topo.model import build_fabric
+    files = [str(build_fabric().save(tmp_path / "fabric.json"))]
+    for name in ("p4info.txt", "config.json"):            # not read: the plan is refused first
+        (tmp_path / name).write_text("")
+        files.append(str(tmp_path / name))
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"dport": 4791, "paths": [{"src_ip": "10.0.0.1", "dst_ip": "10.0.1.2", "sport": -1}]}')
+    assert main(["run", "--fabric", files[0], "--p4info", files[1], "--config", files[2],
+                 "--probe-plan", str(plan)]) == 2
+    assert "$.paths[0].sport: -1 is not a UDP port" in capsys.readouterr().err
