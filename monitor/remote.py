@@ -138,11 +138,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                          "no switch's counters are read)")
     ap.add_argument("--gor-metrics", default=None, help="GOR's metrics address host:port")
     ap.add_argument("--decision-log", type=Path, default=None, help="GOR's decision log")
-    ap.add_argument("--ecn-threshold-pkts", type=int, default=None)
-    ap.add_argument("--interval-s", type=float, default=MonitorOptions.interval_s)
-    ap.add_argument("--window-s", type=float, default=MonitorOptions.window_s)
-    ap.add_argument("--scrape-interval-s", type=float, default=MonitorOptions.scrape_interval_s)
-    ap.add_argument("--prefer", choices=("prometheus", "embedded"), default="prometheus")
+    ap.add_argument("--ecn-threshold-pkts", type=int, default=None,
+                    help="the fabric's ECN threshold in packets (the wrong-threshold rule)")
+    ap.add_argument("--interval-s", type=float, default=MonitorOptions.interval_s,
+                    help="evaluation period in seconds")
+    ap.add_argument("--window-s", type=float, default=MonitorOptions.window_s,
+                    help="rate window in seconds (at least 3 scrape intervals)")
+    ap.add_argument("--scrape-interval-s", type=float, default=MonitorOptions.scrape_interval_s,
+                    help="the store's scrape interval in seconds")
+    ap.add_argument("--prefer", choices=("prometheus", "embedded"), default="prometheus",
+                    help="the metric store (prometheus falls back to embedded when absent)")
     ap.add_argument("--no-web", action="store_true", help="no web view")
     ap.add_argument("--web-port", type=int, default=0, help="the web view's port (0: free)")
     args = ap.parse_args(argv)
