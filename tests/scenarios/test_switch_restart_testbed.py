@@ -8,7 +8,7 @@ PID replaced). Nobody tells GOR. Asserted: GOR logged ``switch_lost`` and then
 ``switch_back`` with the switch re-programmed (pipeline pushed, plan and groups
 re-installed) within a bounded time of the process listening; the state file records the
 new PID (``make stop`` tears down what exists); no order was sent and no link declared
-dead after the restart (nothing moved because of it); every flow delivers again — what it
+dead from the restart until 5 s after the switch was back (nothing moved because of it); every flow delivers again — what it
 lost fits in the outage — and the source leaf's uplinks carry the flows again at the end.
 Brings up its own fabric (~40 s).
 """
@@ -21,6 +21,9 @@ import pytest
 
 LEAF = "b0r0l0"
 DURATION_S = 24.0
+RESTART_EFFECT_S = 5.0
+"""After the switch is back, how long its restart can still show: reset counters (GOR
+holds its links 1 s), the backlog its neighbours queued towards it drained in a burst."""
 
 
 def test_leaf_restart_mid_story_is_reconciled_and_flows_resume(tmp_path: Path) -> None:
@@ -56,10 +59,14 @@ def test_leaf_restart_mid_story_is_reconciled_and_flows_resume(tmp_path: Path) -
     assert rec.back["failed"] == [] and rec.back["overrides"] == 0, rec.back  # no host without agent
     assert rec.reconcile_s is not None and rec.reconcile_s < 10.0, rec
     assert res.count("switch_lost") >= 1 and res.count("switch_back") == 1, res.events
-    # nothing moved because of the restart, no link declared dead from the reset counters
+    # nothing moved because of the restart, no link declared dead from the reset counters:
+    # nothing from the stop until RESTART_EFFECT_S after it is back (later, the flows'
+    # own dynamics may raise a real alarm and a round: CI saw one 14 s after the restart,
+    # for a spine downlink offered 103 %)
     t_stop = session.t0 + rec.at_s
+    t_settled = t_stop + rec.back_s + RESTART_EFFECT_S
     after = [e for e in res.events if e.get("event") in ("order_sent", "link_down")
-             and float(e.get("mono_s", 0.0)) >= t_stop]
+             and t_stop <= float(e.get("mono_s", 0.0)) <= t_settled]
     assert res.count("link_down") == 0 and not after, after
     assert max(res.moves_per_flow.values()) == 1, res.moves_per_flow
     # every flow delivers again: what it lost fits in the outage (at the flow's rate)
