@@ -4,7 +4,8 @@ or the embedded store, the localiser, the web view) — started together, stoppe
 
 The monitor runs in a process of its own (``python -m monitor.remote``, recorded like
 the probers); its evaluations then do not wait for GOR's loop and telemetry, which hold
-the scenario's interpreter. The probers are the testbed's processes: started with ``mnexec -a <host shell pid>`` like
+the scenario's interpreter. GOR is given the probes' 5-tuples and never moves them. The
+probers are the testbed's processes: started with ``mnexec -a <host shell pid>`` like
 the NIC emulators, recorded in the testbed state (kind ``"monitor"``) and stopped by PID.
 They, and the NIC emulators given ``NicOptions(metrics_dir=session.metrics_dir)``, write
 their ``.prom`` files into the monitor's metrics folder, which its textfile exporter
