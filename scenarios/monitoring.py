@@ -32,19 +32,6 @@ PROBE_RATE_PPS = 10.0
 localiser's minimum (10) with a few lost to a loaded CPU."""
 
 
-def probe_flows(plan: Any) -> list[Any]:
-    """The 5-tuples of a probe plan's paths, as GOR keys flows (UDP to 4791).
-
-    >>> from monitor.probes import plan_probes
-    >>> from topo.model import build_fabric
-    >>> str(probe_flows(plan_probes(build_fabric()))[0])
-    '10.0.0.1:49152->10.0.1.2:4791/17'
-    """
-    from controller.gor.decisions import FlowKey  # noqa: PLC0415
-    from monitor.probeplan import ROCE_DPORT  # noqa: PLC0415
-    return [FlowKey(p.src_ip, p.dst_ip, 17, p.sport, ROCE_DPORT) for p in plan.paths]
-
-
 class MonitoringError(RuntimeError):
     """A prober did not come up (it exited, or its sockets never opened in time)."""
 
@@ -81,7 +68,8 @@ class MonitoringSession:
         plan_path = self.plan.save(self.run_dir / "probe-plan.json")
         gor = self.gor
         if gor is not None:             # GOR never moves a probe: its paths are the plan's
-            gor.leave_alone(probe_flows(self.plan))
+            from controller.gor.service import probe_flows_of  # noqa: PLC0415
+            gor.leave_alone(probe_flows_of(plan_path))
         common: dict[str, Any] = dict(
             gor_metrics=gor.metrics_address if gor is not None else None,
             decision_log=gor.dlog_path if gor is not None else None,
@@ -179,4 +167,4 @@ class MonitoringSession:
         self._records.clear()
 
 
-__all__ = ["MonitoringError", "MonitoringSession", "PROBE_RATE_PPS", "probe_flows"]
+__all__ = ["MonitoringError", "MonitoringSession", "PROBE_RATE_PPS"]
