@@ -16,7 +16,9 @@ takes it out of the ECMP groups, so the flows hashed onto it stop being black-ho
 
 Figures (:class:`FailureResult`): per-uplink packets/s before and after, the time from the
 link going down to the groups rewritten (``regroup_s``), the busiest surviving uplink in
-% of its queue rate, and the packets the receivers never got (lost before the re-route).
+% of its queue rate, the packets the receivers never got (lost before the re-route), and
+the flows that did not go on (no packet received after the re-route, or the sender's QP in
+error).
 
 **Silent** (``make run SCENARIO=dead-link``, ``run_link_failure(..., silent=True)``): only
 the spine's end of the cable is set down and GOR is told nothing. The leaf's port stays
@@ -47,7 +49,12 @@ FLOWS = 4
 
 @dataclass(slots=True)
 class FailureResult:
-    """What the link-failure scenario measured (see the module docstring)."""
+    """What the link-failure scenario measured (see the module docstring).
+
+    ``delivery``: flow label → (packets sent, packets received); ``late_flows``: the
+    flows whose receiver got nothing from the after-window's start (1 s after the groups
+    were rewritten) on, or whose sender's QP ended in error: the flows that did not go
+    on."""
 
     status: int
     run_dir: Optional[Path] = None
@@ -61,6 +68,8 @@ class FailureResult:
     uplink_pps_after: dict[str, float] = field(default_factory=dict)
     max_util_after_pct: Optional[float] = None
     lost_pkts: int = 0
+    delivery: dict[str, tuple[int, int]] = field(default_factory=dict)
+    late_flows: list[str] = field(default_factory=list)
     silent: bool = False
     detected_by: str = ""
     events: list[dict[str, Any]] = field(default_factory=list)
@@ -154,18 +163,21 @@ def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Calla
         res.detours = list(down.get("detours", []))
         res.detected_by = str(down.get("reason", ""))
     ticks = [x for x in session.ticks if sum(x[1].values()) > 0]
-    if t_down is not None:
+    after_s = None if t_down is None else (float(down["mono_s"]) if down is not None else t_down) + 1.0
+    if t_down is not None and after_s is not None:       # the after-window: 1 s past the regroup
         uplinks = list(session.uplinks)
         before = [x for x in ticks if x[0] < t_down][1:]
         res.uplink_pps_before = window_mean(session.tick_counts, before, uplinks)
-        t_regroup = float(down["mono_s"]) if down is not None else t_down   # 1 s after it
-        after = [x for x in ticks if x[0] >= t_regroup + 1.0][:-2]
-        res.uplink_pps_after = window_mean(session.tick_counts, after, uplinks,
-                                           since=t_regroup + 1.0)
+        after = [x for x in ticks if x[0] >= after_s][:-2]
+        res.uplink_pps_after = window_mean(session.tick_counts, after, uplinks, since=after_s)
     if res.uplink_pps_after:
         res.max_util_after_pct = round(100 * max(res.uplink_pps_after.values()) / rate, 1)
     results = merge_reports(flows, session.fleet.procs)
     res.lost_pkts = sum(max(0, r.sent_pkts - r.recv_pkts) for r in results)
+    res.delivery = {r.label: (r.sent_pkts, r.recv_pkts) for r in results}
+    if after_s is not None:
+        res.late_flows = [r.label for r in results
+                          if r.last_recv_s is None or r.last_recv_s < after_s or r.qp_state != "RTS"]
     for fr, r in zip(record.flows, results):
         fr.sent = r.sent_pkts
     line = (f"{'dead-link' if silent else 'link-failure'}: {victim} down"
@@ -174,7 +186,8 @@ def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Calla
             f"({'; '.join(res.groups) or 'none'}), detours on the other leaves "
             f"({'; '.join(res.detours) or 'none'}); per-uplink pps before {res.uplink_pps_before}, "
             f"after {res.uplink_pps_after}; busiest after {res.max_util_after_pct}% of {rate:g} pps; "
-            f"packets lost {res.lost_pkts}")
+            f"packets lost {res.lost_pkts}"
+            + (f"; flows that did not go on: {', '.join(res.late_flows)}" if res.late_flows else ""))
     say(line)
     record.notes.append(line)
     write_report(run_dir, record, session.poller.series)

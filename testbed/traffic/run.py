@@ -22,7 +22,10 @@ from testbed.traffic.nicproc import NicOptions, NicProcess
 
 @dataclass(slots=True)
 class FlowResult:
-    """What the NIC reports say about one flow (sender and receiver sides merged)."""
+    """What the NIC reports say about one flow (sender and receiver sides merged);
+    ``last_recv_s``: the receiver's last packet (``time.monotonic``, one clock for every
+    namespace), ``qp_state``: the sender's QP at the end (``RTS``, or ``ERROR`` once its
+    retries ran out)."""
 
     name: str
     label: str
@@ -42,6 +45,8 @@ class FlowResult:
     pauses: int = 0
     paused_s: float = 0.0
     lost_pkts: int = 0
+    last_recv_s: Optional[float] = None
+    qp_state: str = ""
 
 
 @dataclass(slots=True)
@@ -104,7 +109,9 @@ def merge_reports(flows: Sequence[NicFlow], procs: Sequence[NicProcess]) -> list
             cnps_sent=int(r.get("cnps_sent", 0)), cnps_received=int(s.get("cnps_received", 0)),
             dcqcn_decreases=int(s.get("dcqcn_decreases", 0)),
             final_rate_pps=float(s.get("rate_pps", 0.0)), pauses=int(s.get("pauses", 0)),
-            paused_s=float(s.get("paused_s", 0.0)), lost_pkts=int(r.get("lost_pkts", 0))))
+            paused_s=float(s.get("paused_s", 0.0)), lost_pkts=int(r.get("lost_pkts", 0)),
+            last_recv_s=None if r.get("last_s") is None else float(r["last_s"]),
+            qp_state=str(s.get("qp_state", ""))))
     return out
 
 

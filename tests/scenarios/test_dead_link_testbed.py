@@ -39,6 +39,7 @@ def test_silent_dead_link_is_found_from_the_counters_and_leaves_the_group(tmp_pa
     # the flows go on: the packets lost while the link was dead come back as a go-back-N
     # burst onto the surviving uplink, whose ECN marks make DCQCN cut the senders' rates
     # for a while (on a loaded machine measured down to 0.84 of their offer, recovering)
+    assert res.late_flows == [], (res.late_flows, res.delivery)        # every flow goes on
     offered = FLOWS * ScenarioOptions().flow_rate_pps
     assert sum(res.uplink_pps_after.values()) >= 0.7 * offered, (figures, offered)
     assert res.max_util_after_pct is not None and res.max_util_after_pct < 75.0, figures

@@ -1,9 +1,9 @@
 """``SCENARIO=link-failure`` end to end on a live p4sim testbed (root + Mininet; skipped
 otherwise with the reason): a leaf uplink carrying elephants is set down in Mininet, GOR
 takes it out of the leaf's ECMP group and its hash model, and every flow goes on over the
-surviving uplink (nothing more is sent into the dead link, the uplinks carry ≥ 90 % of the
-senders' offer, under
-the 75 % threshold). Brings up its own fabric (~35 s)."""
+surviving uplink (nothing more is sent into the dead link; every receiver goes on
+receiving after the re-route and gets ≥ 95 % of what was sent; the surviving uplink stays
+under the 75 % threshold). Brings up its own fabric (~35 s)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -31,10 +31,13 @@ def test_a_downed_uplink_leaves_the_groups_and_the_flows_go_on(tmp_path: Path) -
     assert len(res.detours) == 3 and all(d.endswith("-> " + ("s0" if "s1" in res.failed_uplink
                                                             else "s1")) for d in res.detours), res.detours
     assert res.uplink_pps_after[res.failed_uplink] == 0.0, figures
-    # no flow lost: the uplinks carry what the senders offer (the rate before the cut is
-    # no yardstick: it holds the start's retransmissions, up to 8 % over the offer)
-    offered = FLOWS * ScenarioOptions().flow_rate_pps
-    assert sum(res.uplink_pps_after.values()) >= 0.9 * offered, (figures, offered)
+    # no flow lost: each receiver still got packets a second after the re-route, no QP ran
+    # out of retries, and only the packets in flight at the cut went missing (the offer is
+    # no yardstick for a rate: a NIC paces without catching up, so on a loaded machine a
+    # starved sender sends less, cut or no cut: CI measured 83 % of it over a window)
+    assert res.late_flows == [], (res.late_flows, res.delivery)
+    assert len(res.delivery) == FLOWS and all(r >= 0.95 * s > 0 for s, r in res.delivery.values()), \
+        (res.lost_pkts, res.delivery)
     assert res.max_util_after_pct is not None and res.max_util_after_pct < 75.0, figures
     (entry,) = group                                                   # restored at the end:
     size = {p.param_id: int.from_bytes(p.value, "big") for p in entry.action.action.params}
