@@ -12,7 +12,14 @@ packet captures.
   uplink (the story's ``loop_s``);
 * ``gor.elephants_exact`` — the fraction of runs whose first round's elephants (its
   ``flows_chosen``) are exactly the flows the hash model put on the hot uplink (all of
-  them, or ``top_n`` of them when more share it).
+  them, or ``top_n`` of them when more share it);
+* where the loop's time goes, for the move confirmed last (the one that ends
+  ``loop_ms``; the three add up to it): ``gor.loop_order_ms.p50`` — the alarm → its
+  ``order_sent`` (GOR waiting for data and deciding); ``gor.loop_wire_ms.p50`` — the
+  order → the first packet of the new 5-tuple leaving the leaf on the new uplink (the
+  capture ``<leaf>-eth<port>_out.pcap``: the agent call, the NIC's message boundary and
+  its pacing); ``gor.loop_confirm_ms.p50`` — that packet → ``order_confirmed`` (the
+  sample digest and GOR's reaction).
 
 A run that measured nothing for a figure (no alarm, no CE packet captured, no move) is
 left out of that figure and said so; a figure with no run at all is not written.
@@ -31,7 +38,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from bench.results import BenchConfig, Benchmark, Figure
 
@@ -39,7 +46,9 @@ RUNS = 20
 FIRST_SEED = 100
 TOP_N = 4
 FIGURES = ("gor.detect_ms.p50", "gor.detect_ms.p99", "gor.loop_ms.p50", "gor.loop_ms.p99",
-           "gor.elephants_exact")
+           "gor.elephants_exact", "gor.loop_order_ms.p50", "gor.loop_wire_ms.p50",
+           "gor.loop_confirm_ms.p50")
+LEGS = ("order", "wire", "confirm")
 
 
 def percentile(values: Sequence[float], pct: float) -> float:
@@ -72,6 +81,72 @@ def first_ce_ts(pcap: Path, since: float = 0.0) -> Optional[float]:
                     and data[off + 1] & 3 == 3):
                 return ts
     return None
+
+
+def first_flow_ts(pcap: Path, src: str, dst: str, sport: int, since: float) -> Optional[float]:
+    """Wall-clock time (s) of the first IPv4/UDP packet from ``src`` to ``dst`` with UDP
+    source port ``sport`` in ``pcap`` at or after ``since``."""
+    import socket  # noqa: PLC0415
+    from scapy.utils import RawPcapReader  # noqa: PLC0415
+    if not pcap.is_file():
+        return None
+    want = socket.inet_aton(src) + socket.inet_aton(dst)
+    with RawPcapReader(str(pcap)) as rd:
+        for data, meta in rd:
+            ts = meta.sec + meta.usec / 1e6
+            off = 18 if data[12:14] == b"\x81\x00" else 14
+            if ts < since or data[off - 2:off] != b"\x08\x00" or len(data) < off + 20:
+                continue
+            udp = off + (data[off] & 15) * 4
+            if (data[off + 9] == 17 and data[off + 12:off + 20] == want and len(data) >= udp + 2
+                    and int.from_bytes(data[udp:udp + 2], "big") == sport):
+                return ts
+    return None
+
+
+def loop_legs(events: Sequence[Mapping[str, Any]],
+              wire_ts: Callable[[Mapping[str, Any]], Optional[float]]) -> Optional[dict[str, float]]:
+    """The loop of one run split in three (ms; see the module docstring) for the move
+    confirmed last; ``wire_ts(order_sent)`` finds its first packet on the new uplink.
+    None when the run has no alarm, no confirmed move or no such packet.
+
+    >>> ev = [{"event": "alarm_raised", "ts": 10.0},
+    ...       {"event": "order_sent", "order_id": "move-1", "ts": 10.002},
+    ...       {"event": "order_confirmed", "order_id": "move-1", "ts": 10.060}]
+    >>> loop_legs(ev, lambda sent: 10.050)
+    {'order': 2.0, 'wire': 48.0, 'confirm': 10.0}
+    """
+    alarm = first_alarm(events)
+    confirmed = [e for e in events if e.get("event") == "order_confirmed"]
+    if alarm is None or not confirmed:
+        return None
+    last = max(confirmed, key=lambda e: float(e["ts"]))
+    sent = next((e for e in reversed(events) if e.get("event") == "order_sent"
+                 and e.get("order_id") == last.get("order_id")
+                 and float(e["ts"]) <= float(last["ts"])), None)
+    wire = wire_ts(sent) if sent is not None else None
+    if sent is None or wire is None:
+        return None
+    t_alarm, t_sent, t_done = float(alarm["ts"]), float(sent["ts"]), float(last["ts"])
+    return {"order": round(1000 * (t_sent - t_alarm), 3), "wire": round(1000 * (wire - t_sent), 3),
+            "confirm": round(1000 * (t_done - wire), 3)}
+
+
+def order_wire_ts(fabric: Any, pcap_dir: Path, sent: Mapping[str, Any]) -> Optional[float]:
+    """The first packet of an ``order_sent``'s new 5-tuple leaving its new path's first
+    link (the flow ``"10.0.0.1:49152->10.1.0.1:4791/17"`` under ``sport``, or under its
+    own port for an override)."""
+    flow, path = str(sent.get("flow", "")), sent.get("new_path") or []
+    try:
+        src, rest = flow.split(":", 1)
+        sport = int(sent.get("sport") or rest.split("->")[0])
+        dst = rest.split("->")[1].split(":")[0]
+    except (ValueError, IndexError):
+        return None
+    if len(path) < 2:
+        return None
+    return first_flow_ts(uplink_pcap(fabric, pcap_dir, f"{path[0]}->{path[1]}"), src, dst, sport,
+                         float(sent["ts"]))
 
 
 def uplink_pcap(fabric: Any, pcap_dir: Path, link: str) -> Path:
@@ -108,6 +183,7 @@ def bench_fast_loop(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 �
     detect_ms: list[float] = []
     loop_ms: list[float] = []
     exact: list[bool] = []
+    legs: dict[str, list[float]] = {leg: [] for leg in LEGS}
     with testbed_up(log_dir=tmp / "logs", state_path=tmp / "state.json",
                     pcap_dir=tmp / "pcaps") as tb:
         for i in range(RUNS):
@@ -124,6 +200,9 @@ def bench_fast_loop(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 �
                 detect_ms.append(round(1000 * (float(alarm["ts"]) - ce), 3))
             if res.loop_s is not None:
                 loop_ms.append(1000 * res.loop_s)
+            split = loop_legs(res.events, lambda sent: order_wire_ts(tb.fabric, tmp / "pcaps", sent))
+            for leg, ms in (split or {}).items():
+                legs[leg].append(ms)
             ok = exact_elephants(res.events, res.predicted)
             if ok is not None:
                 exact.append(ok)
@@ -134,10 +213,14 @@ def bench_fast_loop(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 �
             out[f"{name}.p99"] = Figure(percentile(values, 99), "ms")
         else:
             print(f"gor.fast_loop: no run measured {name}", file=sys.stderr)
+    for leg, values in legs.items():
+        if values:
+            out[f"gor.loop_{leg}_ms.p50"] = Figure(percentile(values, 50), "ms")
     if exact:
         out["gor.elephants_exact"] = Figure(round(sum(exact) / len(exact), 3), "fraction")
     print(f"gor.fast_loop: {RUNS} runs; detect measured in {len(detect_ms)}, loop in "
-          f"{len(loop_ms)}, elephants judged in {len(exact)}", file=sys.stderr)
+          f"{len(loop_ms)} (split in {len(legs['order'])}), elephants judged in {len(exact)}",
+          file=sys.stderr)
     return out
 
 
