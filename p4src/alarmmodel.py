@@ -203,24 +203,34 @@ class PortAlarmModel:
 @dataclass(frozen=True, slots=True)
 class ElephantConfig:
     """The parameters of ``FabricIngress.elephants.track``: a flow is an elephant when it
-    sends ``threshold_pkts`` packets within ``window_us`` of its window's first packet.
+    sends ``threshold_pkts`` packets within ``window_us`` of its window's first packet;
+    when its port's alarm rises, every flow with ``alarm_min_pkts`` or more in its window
+    is reported (reason 2) with the next packet, elephant yet or not (at least 2: one gap
+    measures a rate).
 
     >>> ElephantConfig(8, 100_000).table_params()
-    {'threshold_pkts': 8, 'window_us': 100000}
+    {'threshold_pkts': 8, 'window_us': 100000, 'alarm_min_pkts': 2}
+    >>> ElephantConfig(8, 100_000, alarm_min_pkts=1)
+    Traceback (most recent call last):
+    ValueError: elephants: alarm_min_pkts = 1 is outside 2..4294967295
     """
 
     threshold_pkts: int
     window_us: int
+    alarm_min_pkts: int = 2
 
     def __post_init__(self) -> None:
         if not 1 <= self.threshold_pkts <= _U32:
             raise ValueError(f"elephants: threshold_pkts = {self.threshold_pkts} is outside 1..{_U32}")
         if not 1 <= self.window_us <= _U32:
             raise ValueError(f"elephants: window_us = {self.window_us} is outside 1..{_U32}")
+        if not 2 <= self.alarm_min_pkts <= _U32:
+            raise ValueError(f"elephants: alarm_min_pkts = {self.alarm_min_pkts} is outside 2..{_U32}")
 
     def table_params(self) -> dict[str, int]:
         """The action parameters of ``FabricIngress.elephants.track``."""
-        return {"threshold_pkts": self.threshold_pkts, "window_us": self.window_us}
+        return {"threshold_pkts": self.threshold_pkts, "window_us": self.window_us,
+                "alarm_min_pkts": self.alarm_min_pkts}
 
 
 class ElephantCells(NamedTuple):

@@ -12,8 +12,10 @@ links whatever their speed:
 * elephants: a flow that sends 20 packets within 500 ms of its first (40 packets/s on the
   testbed's emulated links, whose elephants send ~60/s: known ~0.33 s after it starts,
   its rate measured over 19 gaps; scale ``threshold_pkts`` with the link rate on real
-  ones). Each elephant is reported about twice a second, and at once when its port's
-  alarm rises.
+  ones). Each elephant is reported about twice a second; when its port's alarm rises,
+  every flow there with 5 packets or more in its window (its rate over 4 gaps, ~67 ms
+  of a testbed elephant) is reported with its next packet, so a collision of flows
+  that have not reached the threshold yet is ranked at once.
 
 Example::
 
@@ -30,7 +32,7 @@ from p4src.alarmmodel import (ALARM_ACTION, ALARM_TABLE, ELEPHANT_ACTION, ELEPHA
 from controller.fabric.entries import Entry
 
 DEFAULT_ALARM_LEVELS = AlarmLevels(window_us=100_000, hold_us=500_000, min_pkts=10)
-DEFAULT_ELEPHANTS = ElephantConfig(threshold_pkts=20, window_us=500_000)
+DEFAULT_ELEPHANTS = ElephantConfig(threshold_pkts=20, window_us=500_000, alarm_min_pkts=5)
 
 
 def alarm_entry(port: int, levels: AlarmLevels) -> Entry:

@@ -245,6 +245,34 @@ def test_elephants_reported_again_when_their_port_is_alarmed() -> None:
         (50002, ELEPHANT_ALARMED, 2, 8), (50001, ELEPHANT_ALARMED, 2, 8)]
 
 
+def test_an_alarm_before_the_threshold_reports_the_flows_with_alarm_min_pkts() -> None:
+    """A collision of new flows: the port's alarm rises while no flow has reached
+    ``threshold_pkts``; every flow with ``alarm_min_pkts`` in its window is reported with
+    its next packet (once), a flow with fewer when it gets there, none as an elephant."""
+    levels = AlarmLevels(window_us=1_000_000, hold_us=0, min_pkts=10)
+    rig = Rig(alarm_entry(levels) + elephant_entry(ElephantConfig(50, 1_000_000, alarm_min_pkts=4)))
+    for sp, n in ((50001, 6), (50002, 5), (50003, 1)):     # 12 packets, none at 50
+        for _ in range(n):
+            rig.now_us += 100
+            rig.send(sport=sp)
+    assert rig.digests() == []
+    rig.now_us += 100
+    rig.send(marked=True, sport=50001)        # 1/13 marks: WARNING
+    rig.now_us += 100
+    rig.send(sport=50003)                     # carries the alarm report (50003: 2 packets)
+    for sp in (50003, 50002, 50001, 50003, 50001, 50002):
+        rig.now_us += 100
+        rig.send(sport=sp)                    # 50003 reaches 4 at its second send here
+    got = rig.digests()
+    assert [n for n, _ in got] == [ALARM_DIGEST] + [ELEPHANT_DIGEST] * 3
+    assert (got[0][1]["level"], got[0][1]["marks"], got[0][1]["pkts"]) == (2, 1, 13)
+    again = [elephant_report(f) for _, f in got[1:]]
+    assert [(r.src_port, r.reason, r.level, r.packets) for r in again] == [
+        (50002, ELEPHANT_ALARMED, 2, 6), (50001, ELEPHANT_ALARMED, 2, 8),
+        (50003, ELEPHANT_ALARMED, 2, 4)]
+    assert all(r.window_us > 0 and r.rate_pps > 0 for r in again)
+
+
 def test_one_digest_per_packet_the_sample_gives_way() -> None:
     rig = Rig(elephant_entry(ElephantConfig(2, 1_000_000)) +
               f"add FabricIngress.sampling.config standard_metadata.egress_spec:{OUT_PORT} "

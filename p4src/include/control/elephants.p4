@@ -2,9 +2,10 @@
  * (instance FabricIngress.elephants).
  *
  * FabricIngress.elephants.config, keyed on the egress port forwarding chose:
- *   track(threshold_pkts, window_us): count the packets of every flow (egress port,
- *   IPv4 source, destination, protocol, UDP source and destination port; 0 for the
- *   ports without UDP) in a window of window_us that opens with the flow's first packet.
+ *   track(threshold_pkts, window_us, alarm_min_pkts): count the packets of every flow
+ *   (egress port, IPv4 source, destination, protocol, UDP source and destination port;
+ *   0 for the ports without UDP) in a window of window_us that opens with the flow's
+ *   first packet.
  *
  * The flows live in a two-stage table of ELEPHANT_SLOTS cells per stage (registers:
  * a 32-bit fingerprint, the window's start, the count, the alarm epoch last reported),
@@ -16,10 +17,13 @@
  * A flow is reported by digest elephant_digest_t (receiver 3):
  *   - reason 1, when its count reaches threshold_pkts in its window (once per window);
  *   - reason 2, when its port has risen to a new alarm level (FabricIngress.alarms.epoch
- *     grew) since it was last reported, and its count is at threshold_pkts or more: the
- *     next packet of every elephant of an alarmed port tells the controller again, with
- *     its count and how long its window has run (its rate), so the controller holds the
- *     port's Top-N the moment the alarm arrives.
+ *     grew) since it was last reported, and its count is at alarm_min_pkts or more (and
+ *     not exactly threshold_pkts: that packet reports reason 1): the next packet of
+ *     every flow of an alarmed port with alarm_min_pkts in its window tells the
+ *     controller, with its count and how long its window has run (its rate), so the
+ *     controller holds the port's Top-N the moment the alarm arrives, also when the
+ *     alarm comes before the elephants have reached threshold_pkts (a collision of new
+ *     flows). alarm_min_pkts >= 2 gives every report at least one gap to measure a rate.
  * A packet that already carries a digest (an alarm report) does not report: v1model
  * keeps one digest per packet; the next packet of the flow reports instead.
  */
@@ -40,10 +44,12 @@ control Elephants(inout headers_t hdr, inout fabric_metadata_t meta,
 
     bit<32> threshold = 0;
     bit<48> cfg_window_us = 0;
+    bit<32> alarm_min = 0;
 
-    action track(bit<32> threshold_pkts, bit<32> window_us) {
+    action track(bit<32> threshold_pkts, bit<32> window_us, bit<32> alarm_min_pkts) {
         threshold = threshold_pkts;
         cfg_window_us = (bit<48>) window_us;
+        alarm_min = alarm_min_pkts;
     }
 
     table config {
@@ -127,7 +133,7 @@ control Elephants(inout headers_t hdr, inout fabric_metadata_t meta,
                     alarm_epoch.read(epoch, port);
                     if (count == threshold) {
                         reason = ELEPHANT_CROSSED;
-                    } else if (count > threshold && lvl != 0 && last_epoch != epoch) {
+                    } else if (count >= alarm_min && lvl != 0 && last_epoch != epoch) {
                         reason = ELEPHANT_ALARMED;
                     }
                     if (reason != 0 && meta.digest_taken == 0) {

@@ -221,3 +221,27 @@ class ElephantsAgainWhenAlarmed(AlarmTest):
         again = [elephant_report(f) for _, f in got[1:]]
         self.assertEqual([(r.src_port, r.reason, r.level, r.packets) for r in again],
                          [(50002, ELEPHANT_ALARMED, 2, 8), (50001, ELEPHANT_ALARMED, 2, 8)])
+
+
+class ElephantsBeforeTheirThresholdWhenAlarmed(AlarmTest):
+    """A collision of new flows: WARNING comes while no flow has reached the threshold
+    (50); each flow with ``alarm_min_pkts`` (4) in its window is reported (reason 2) by its
+    next packet, one with fewer once it has 4; once per alarm."""
+
+    def runTest(self) -> None:
+        self.levels(AlarmLevels(window_us=LONG_WINDOW_US, hold_us=0, min_pkts=10))
+        self.elephants(ElephantConfig(threshold_pkts=50, window_us=LONG_WINDOW_US,
+                                      alarm_min_pkts=4))
+        for sp in [50001] * 6 + [50002] * 5 + [50003]:
+            self.send(sport=sp)
+        self.assertEqual(self.digests(0, timeout_s=0.5), [])
+        self.send(marked=True, sport=50001)    # 1/13: WARNING
+        self.send(sport=50003)                 # carries the alarm (50003: 2 packets)
+        for sp in (50003, 50002, 50001, 50003, 50001, 50002):
+            self.send(sport=sp)                # 50003 reaches 4 at its second send here
+        got = self.digests(4)
+        self.assertEqual([n for n, _ in got], [ALARM_DIGEST] + [ELEPHANT_DIGEST] * 3)
+        again = [elephant_report(f) for _, f in got[1:]]
+        self.assertEqual([(r.src_port, r.reason, r.level, r.packets) for r in again],
+                         [(50002, ELEPHANT_ALARMED, 2, 6), (50001, ELEPHANT_ALARMED, 2, 8),
+                          (50003, ELEPHANT_ALARMED, 2, 4)])
