@@ -174,6 +174,7 @@ class GorSession:
         self.registry_address = ""
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._reactor: Any = None
         self._shown = 0.0
         self.loop: Any = None
         self.left_alone: set[Any] = set()
@@ -205,6 +206,7 @@ class GorSession:
     def __enter__(self) -> "GorSession":
         from controller.gor.log import DecisionLog  # noqa: PLC0415
         from controller.gor.loop import digest_reader, enable_digests  # noqa: PLC0415
+        from controller.gor.reactor import Reactor  # noqa: PLC0415
         from controller.gor.recovery import SwitchRecovery  # noqa: PLC0415
         from controller.gor.telemetry import TelemetryPoller, connection_reader, fabric_links  # noqa: PLC0415
         from testbed.traffic import NicFleet  # noqa: PLC0415
@@ -251,10 +253,12 @@ class GorSession:
         failed = enable_digests(conns, conns)
         if failed:
             self.say(f"gor: digests not enabled on {', '.join(failed)}")
+        # a switch's alarm report: GOR acts on it at once (GorSession.react), in a thread
+        # of its own, so no reader waits for a reaction (controller.gor.reactor)
+        self._reactor = Reactor(self.react).start()
         for name in conns:
-            # a switch's alarm report: GOR acts on it at once (GorSession.react)
             t = threading.Thread(target=digest_reader, args=(self, name, conns, self._stop),
-                                 kwargs={"on_alarm": self.react, "urgent": self.wants_now},
+                                 kwargs={"on_alarm": self._reactor.request, "urgent": self.wants_now},
                                  name=f"digests-{name}",
                                  daemon=True)
             t.start()
@@ -480,6 +484,8 @@ class GorSession:
         self._stop.set()
         for t in self._threads:
             t.join(timeout=2)
+        if self._reactor is not None:
+            self._reactor.stop()
         if self.fleet is not None:
             self.errors = self.fleet.stop()
         if self.loop is not None:

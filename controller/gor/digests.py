@@ -7,8 +7,11 @@ and :mod:`controller.gor.dataplane`. ``python -m controller run`` and the testbe
 one :func:`digest_reader` thread per switch connection after :func:`enable_digests`; the
 loop drains what they queued at its next tick
 (:meth:`controller.gor.loop.GorLoop.submit_digests`). After an alarm digest the reader
-calls ``on_alarm``: its owner runs :meth:`GorLoop.react <controller.gor.loop.GorLoop.
-react>` at once, so GOR decides on the report's arrival, not at the next poll; with
+calls ``on_alarm``: its owner has :meth:`GorLoop.react <controller.gor.loop.GorLoop.
+react>` run at once (``python -m controller run`` and the testbed pass
+:meth:`Reactor.request <controller.gor.reactor.Reactor.request>`, which returns at once:
+the reader never waits for a reaction), so GOR decides on the report's arrival, not at
+the next poll; with
 ``urgent=loop.wants_now`` it does so too after a flow sample while a move waits to be
 seen on its new uplink (that sample may confirm it), and after an elephant report (or a
 sample) while an alarmed link's round waits for one (:meth:`GorLoop.wants_now
@@ -20,7 +23,7 @@ Example::
 
     >>> failed = enable_digests(prog.connections, prog.connections)      # doctest: +SKIP
     >>> threading.Thread(target=digest_reader, args=(loop, "b0r0l0", conn, stop),
-    ...                  kwargs={"on_alarm": react_now}).start()             # doctest: +SKIP
+    ...                  kwargs={"on_alarm": reactor.request}).start()       # doctest: +SKIP
 """
 from __future__ import annotations
 

@@ -104,6 +104,7 @@ def run_gor(args: Any) -> int:
     from controller.fabric_setup import FabricProgrammer
     from controller.gor.metrics import MetricsServer
     from controller.p4rt import tls as p4rt_tls
+    from controller.gor.reactor import Reactor
     from controller.gor.recovery import SwitchRecovery
     from controller.gor.telemetry import TelemetryPoller, connection_reader, fabric_links
     from controller.p4rt import P4RuntimeClientError
@@ -130,7 +131,7 @@ def run_gor(args: Any) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     prog = FabricProgrammer(fabric, args.p4info, args.config, timeout_s=args.timeout, tls=tls)
-    server = srv = poller = recovery = None
+    server = srv = poller = recovery = reactor = None
     threads: list[threading.Thread] = []
     dlog = DecisionLog(args.log)
     try:
@@ -177,9 +178,10 @@ def run_gor(args: Any) -> int:
                 loop.react(poller.elapsed_s())
 
         poller = TelemetryPoller(readers, fabric_links(fabric), period_s=args.period, on_tick=on_tick)
+        reactor = Reactor(on_alarm).start()   # the readers never wait for a reaction
         for name, conn in prog.connections.items():
             t = threading.Thread(target=digest_reader, args=(loop, name, prog.connections, stop),
-                                 kwargs={"on_alarm": on_alarm, "urgent": loop.wants_now},
+                                 kwargs={"on_alarm": reactor.request, "urgent": loop.wants_now},
                                  name=f"digests-{name}", daemon=True)
             t.start()
             threads.append(t)
@@ -192,6 +194,8 @@ def run_gor(args: Any) -> int:
         return 0
     finally:
         stop.set()
+        if reactor is not None:
+            reactor.stop()
         if recovery is not None:
             recovery.stop()
         if poller is not None:
