@@ -52,7 +52,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Sequence
 
-from controller.fabric.ecmp import LEAF_UPLINK_GROUP, fabric_hash_model
+from controller.fabric.ecmp import LEAF_UPLINK_GROUP, fabric_hash_model, member_name
 from host.tccl.hops import peer_of, spine_group_of, spine_routes_to
 from monitor.evidence import LinkDir, ProbePath
 from monitor.probeplan import (DEFAULT_RATE_PPS, ROCE_DPORT, ProbeNic, ProbePlan, load_plan,
@@ -93,12 +93,9 @@ by its source port; a hit bypasses routes and ECMP)."""
 
 
 def _member_of(fabric: Fabric, switch: str, port: int) -> str:
-    """The member name of ``switch``'s ``port`` as a group names it (``controller.fabric.
-    ecmp.link_group``): its peer, ``peer#port`` when several ports lead there."""
-    ports = fabric.switch(switch).ports
-    peer = ports[port].peer_node
-    twins = [p for p, info in ports.items() if info.peer_node == peer]
-    return peer if len(twins) == 1 else f"{peer}#{port}"
+    """The member name of ``switch``'s ``port`` as a group names it
+    (:func:`controller.fabric.ecmp.member_name`)."""
+    return member_name(fabric.switch(switch), port)
 
 
 def predict_path(fabric: Fabric, model: FabricHashModel, src: NicInfo, dst: NicInfo,

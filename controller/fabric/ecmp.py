@@ -66,11 +66,26 @@ def spine_links(sw: SwitchLike, switch_names: Collection[str],
 
 def link_group(sw: SwitchLike, group_id: int, base: int, ports: Sequence[int]) -> EcmpGroup:
     """The group ``group_id`` of ``sw`` over ``ports`` (member indexes from ``base``), its
-    members named by peer (``"s0"``, or ``"s0#5"`` when several ports lead to that peer)."""
-    peers = [sw.ports[p].peer_node for p in ports]
-    names = tuple(peer if peers.count(peer) == 1 else f"{peer}#{p}"
-                  for peer, p in zip(peers, ports))
+    members named by peer: ``"s0"``, or ``"s0#5"`` when several of the switch's ports lead
+    to that peer — counted over all its ports, not the group's, so a group cut down to
+    one of two links to ``s0`` still names the port it kept (a reader that maps ``"s0"``
+    back to a port takes the first port to ``s0``, which may be the one cut).
+
+    >>> from types import SimpleNamespace as NS
+    >>> sw = NS(ports={9: NS(peer_node="s0"), 10: NS(peer_node="s0"), 11: NS(peer_node="s1")})
+    >>> link_group(sw, 1, 0, [10, 11]).members
+    ('s0#10', 's1')
+    """
+    names = tuple(member_name(sw, p) for p in ports)
     return EcmpGroup(group_id, base, tuple(ports), names)
+
+
+def member_name(sw: SwitchLike, port: int) -> str:
+    """The member name of ``sw``'s ``port`` in any of its groups (see :func:`link_group`):
+    its peer, ``peer#port`` when the switch has several ports to that peer."""
+    peer = sw.ports[port].peer_node
+    twins = sum(1 for info in sw.ports.values() if info.peer_node == peer)
+    return peer if twins == 1 else f"{peer}#{port}"
 
 
 def ecmp_groups(sw: SwitchLike, switch_names: Collection[str],
@@ -162,5 +177,6 @@ def fabric_hash_model(fabric: FabricLike,
 
 __all__ = [
     "DEFAULT_ALGORITHMS", "EcmpGroup", "LEAF_UPLINK_GROUP", "algorithm_of", "ecmp_groups",
-    "fabric_hash_model", "group_entries", "groups_hash_model", "link_group", "spine_links",
+    "fabric_hash_model", "group_entries", "groups_hash_model", "link_group", "member_name",
+    "spine_links",
 ]

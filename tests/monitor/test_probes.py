@@ -136,3 +136,20 @@ def test_cli_writes_the_plan_and_refuses_bad_input(tmp_path: Path, capsys: pytes
     assert len(load_plan(tmp_path / "plan.json").paths) == 16
     assert main(["--fabric", str(tmp_path / "nope.json"), "--out", str(tmp_path / "p.json")]) == 2
     assert "error:" in capsys.readouterr().err
+
+
+def test_parallel_uplinks_a_group_cut_to_one_of_two_links_to_a_spine_names_the_one_kept() -> None:
+    """Two uplinks to each spine; GOR takes the first link to s0 out of the leaf's group.
+    The member kept is named with its port (``s0#4``), so the probes are predicted over
+    it, never over the cut one (named by peer alone it read ``s0`` and mapped back to the
+    first port to s0: the cut link)."""
+    from topo.spec import FabricSpec
+    fab = build_fabric(FabricSpec(uplinks_per_spine=2))
+    leaf = "b0r0l0"
+    to_s0 = sorted(p for p, i in fab.switch(leaf).ports.items() if i.peer_node == "s0")
+    cut, kept = to_s0
+    model = fabric_hash_model(fab, down={(leaf, cut), ("s0", fab.switch(leaf).ports[cut].peer_port)})
+    assert f"s0#{kept}" in model.switch(leaf).groups[1].members
+    a, b = fab.host("b0s0").nics[0], fab.host("b1s1").nics[0]
+    firsts = {str(predict_path(fab, model, a, b, sport)[0][1]) for sport in range(49152, 49352)}
+    assert f"{leaf}:{kept}->s0" in firsts and f"{leaf}:{cut}->s0" not in firsts, firsts
