@@ -200,8 +200,17 @@ class SwitchConnection:
 
     def read(self, *msgs: Any) -> Iterator[p4runtime_pb2.Entity]:
         """Read entities (wildcards allowed); yields every Entity returned."""
-        req = p4runtime_pb2.ReadRequest(device_id=self.device_id,
-                                        entities=[ent.entity(m) for m in msgs])
+        yield from self.send_read(self.read_request(*msgs))
+
+    def read_request(self, *msgs: Any) -> p4runtime_pb2.ReadRequest:
+        """The ReadRequest :meth:`read` sends for ``msgs``: build it once and give it to
+        :meth:`send_read` at each poll (a request of hundreds of counter cells costs more
+        to build than to answer, with protobuf's pure-Python runtime)."""
+        return p4runtime_pb2.ReadRequest(device_id=self.device_id,
+                                         entities=[ent.entity(m) for m in msgs])
+
+    def send_read(self, req: p4runtime_pb2.ReadRequest) -> Iterator[p4runtime_pb2.Entity]:
+        """Send a ReadRequest built by :meth:`read_request`; yields every Entity returned."""
         for resp in self.stub.Read(req, timeout=self.timeout_s):
             yield from resp.entities
 

@@ -305,6 +305,34 @@ def test_p4rt_reader_reads_only_the_polled_cells_in_one_request() -> None:
     assert all(n in COUNTERS for n, _ in asked)
 
 
+class BuildOnceConn(IndexedConn):
+    """A SwitchConnection that builds ReadRequests (``read_request``) and sends them
+    (``send_read``), counting the builds."""
+
+    def __init__(self, counters: dict[str, dict[int, Cell]]) -> None:
+        super().__init__(counters)
+        self.builds = 0
+
+    def read_request(self, *msgs: Any) -> Any:
+        self.builds += 1
+        return list(msgs)
+
+    def send_read(self, req: Any) -> Any:
+        return self.read(*req)
+
+
+def test_p4rt_reader_builds_its_request_once_per_port_list_and_pipeline() -> None:
+    conn = BuildOnceConn(COUNTERS)
+    read = p4rt_reader(conn)
+    assert [read([3, 4]) for _ in range(3)] == [WANT] * 3
+    assert conn.builds == 1 and len(conn.requests) == 3 and conn.requests[0] == conn.requests[2]
+    read([3])
+    assert conn.builds == 2                                   # another port list
+    assert read([3, 4]) == WANT and conn.builds == 2          # the first one kept
+    conn.p4info = IndexedInfo(list(reversed(list(COUNTERS))))  # a new pipeline: new counter ids
+    assert read([3, 4]) == WANT and conn.builds == 3
+
+
 def test_p4rt_reader_tolerates_a_pipeline_without_pfc_counters_or_histogram() -> None:
     conn = FakeConn({gt.TX_COUNTER: {3: Cell(1, 64)}, gt.ECN_COUNTER: {}})
     assert p4rt_reader(conn)([3])[3] == PortReading(1, 64, 0, 0)
