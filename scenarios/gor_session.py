@@ -61,9 +61,13 @@ class RestartRecord:
     registry had (flow id → source port), what the new loop's reconciliation did, and how
     long until the new registry had every one of them back (``reregistered_s``, None if
     not within the wait) with the same ports (``flows_after`` at that moment).
+    ``moved_after``: flows the new GOR ordered to move before that moment — a round of its
+    own, on the registrations already in (its order names the flow by the port it was
+    registered with, so the flow was back; its port now is the new one).
 
-    >>> RestartRecord(1.0).complete
-    False
+    >>> r = RestartRecord(1.0, {"f": 5, "g": 6}, {"f": 5, "g": 9}, moved_after=["g"])
+    >>> r.complete, RestartRecord(1.0).complete
+    (True, False)
     """
 
     at_s: float
@@ -71,11 +75,15 @@ class RestartRecord:
     flows_after: dict[str, int] = field(default_factory=dict)
     reconciled: dict[str, Any] = field(default_factory=dict)
     reregistered_s: Optional[float] = None
+    moved_after: list[str] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
-        """Every flow is back, on the port it had before (a move GOR made is kept)."""
-        return bool(self.flows_before) and self.flows_after == self.flows_before
+        """Every flow is back, on the port it had before (a move the old GOR made is kept),
+        except the flows the new GOR has moved since (``moved_after``)."""
+        kept = {f: p for f, p in self.flows_after.items() if f not in self.moved_after}
+        return (bool(self.flows_before) and set(self.flows_after) == set(self.flows_before)
+                and kept == {f: p for f, p in self.flows_before.items() if f not in self.moved_after})
 
 
 @dataclass(slots=True)
@@ -395,11 +403,14 @@ class GorSession:
         back = self.wait_for(lambda: set(self.registered()) >= set(rec.flows_before), wait_s)
         if back:
             rec.reregistered_s = round(time.monotonic() - t_restart, 3)
-        rec.flows_after = {fid: sp for fid, sp in self.registered().items() if fid in rec.flows_before}
+        with self._tick:                 # the flows and the new loop's orders at one instant
+            rec.flows_after = {fid: sp for fid, sp in self.registered().items() if fid in rec.flows_before}
+            rec.moved_after = sorted(set(self.loop.book.flow_ids.values()) & set(rec.flows_before))
         self.restarts.append(rec)
         self.say(f"gor: restarted at t={rec.at_s:.1f}s: reconciled {rec.reconciled}; "
                  f"{len(rec.flows_after)}/{len(rec.flows_before)} flows registered again "
-                 f"after {rec.reregistered_s} s, ports {'kept' if rec.complete else 'CHANGED'}")
+                 f"after {rec.reregistered_s} s, ports {'kept' if rec.complete else 'CHANGED'}"
+                 + (f" (moved by the new GOR since: {', '.join(rec.moved_after)})" if rec.moved_after else ""))
         return rec
 
     def restart_switch(self, name: str, restart: Callable[[str], Any],
