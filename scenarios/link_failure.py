@@ -104,7 +104,7 @@ def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Calla
     """Run the scenario on a running, programmed testbed (``opts``: ``ScenarioOptions``);
     ``silent``: only the spine's end goes down and GOR is not told (see the module
     docstring)."""
-    from testbed.traffic import TrafficOptions, merge_reports, plan_flows  # noqa: PLC0415
+    from testbed.traffic import TrafficOptions, delivery, merge_reports, plan_flows  # noqa: PLC0415
 
     seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(1 << 30)
     flows = plan_flows(fabric, programmer, TrafficOptions(FLOWS, opts.rail, port_mode="random", seed=seed))
@@ -164,7 +164,7 @@ def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Calla
         res.detected_by = str(down.get("reason", ""))
     ticks = [x for x in session.ticks if sum(x[1].values()) > 0]
     after_s = None if t_down is None else (float(down["mono_s"]) if down is not None else t_down) + 1.0
-    if t_down is not None and after_s is not None:       # the after-window: 1 s past the regroup
+    if t_down is not None and after_s is not None:  # 1 s past the regroup on
         uplinks = list(session.uplinks)
         before = [x for x in ticks if x[0] < t_down][1:]
         res.uplink_pps_before = window_mean(session.tick_counts, before, uplinks)
@@ -174,10 +174,10 @@ def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Calla
         res.max_util_after_pct = round(100 * max(res.uplink_pps_after.values()) / rate, 1)
     results = merge_reports(flows, session.fleet.procs)
     res.lost_pkts = sum(max(0, r.sent_pkts - r.recv_pkts) for r in results)
-    res.delivery = {r.label: (r.sent_pkts, r.recv_pkts) for r in results}
+    res.delivery = delivery(results)
     if after_s is not None:
         res.late_flows = [r.label for r in results
-                          if r.last_recv_s is None or r.last_recv_s < after_s or r.qp_state != "RTS"]
+                          if r.last_recv_s is None or r.last_recv_s < after_s or not r.qp_ok]
     for fr, r in zip(record.flows, results):
         fr.sent = r.sent_pkts
     line = (f"{'dead-link' if silent else 'link-failure'}: {victim} down"

@@ -122,7 +122,7 @@ def run_story(fabric: Any, programmer: Any, state: Any, save_state: Callable[[],
     """Run the story on a running, programmed testbed (``opts``: ``ScenarioOptions``).
     ``midway(session)``, if given, runs once the flows have started (the restart test
     restarts GOR there: ``GorSession.restart_gor``)."""
-    from testbed.traffic import merge_reports  # noqa: PLC0415
+    from testbed.traffic import delivery, merge_reports  # noqa: PLC0415
 
     seed0 = opts.seed if opts.seed is not None else random.SystemRandom().randrange(1 << 30)
     seed, flows, rate = draw_colliding(fabric, programmer, opts.flows, opts.rail, seed0,
@@ -158,7 +158,7 @@ def run_story(fabric: Any, programmer: Any, state: Any, save_state: Callable[[],
         record.event(rs.at_s, f"GOR restarted: {len(rs.flows_after)}/{len(rs.flows_before)} flows "
                               f"registered again after {rs.reregistered_s} s; reconciled {rs.reconciled}")
     results = merge_reports(flows, session.fleet.procs)
-    res.delivery = {r.label: (r.sent_pkts, r.recv_pkts) for r in results}
+    res.delivery = delivery(results)
     sent = {r.label: r.sent_pkts for r in results}
     for fr in record.flows:
         fr.sent = sent.get(fr.label, 0)

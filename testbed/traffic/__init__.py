@@ -41,14 +41,15 @@ from testbed.traffic.live import LiveTestbed, testbed_unavailable, testbed_up
 from testbed.traffic.nicproc import (CLONE_NEWNET, NicOptions, NicProcess, bind_roce_sink,
                                   receiver_command, sender_command)
 from testbed.traffic.probe import packet_socket_open, poll_until, read_until_stable
-from testbed.traffic.run import (FlowResult, TrafficOptions, TrafficResult, merge_reports,
-                              plan_flows, run_traffic)
+from testbed.traffic.run import (FlowResult, TrafficOptions, TrafficResult, delivery,
+                              merge_reports, plan_flows, run_traffic)
 
 __all__ = ["CLONE_NEWNET", "FIRST_QPN", "FleetError", "FlowResult", "LEAF_UPLINK_GROUP",
            "LiveTestbed", "NicFleet", "NicFlow", "NicOptions", "NicProcess", "PORT_MODES",
            "QPNS_PER_PAIR", "READY_TIMEOUT_S", "ROCE_DPORT", "SPORT_RANGE", "TX_COUNTER",
            "TrafficOptions", "TrafficResult", "bind_roce_sink", "build_flows", "choose_ports",
-           "collective_pairs", "elephant_pairs", "leaf_uplinks", "max_over_mean", "merge_reports",
+           "collective_pairs", "delivery", "elephant_pairs", "leaf_uplinks", "max_over_mean",
+           "merge_reports",
            "packet_socket_open", "plan_flows", "poll_until", "predict_uplink", "read_uplink_tx",
            "read_until_stable", "receiver_command", "run_traffic", "sender_command",
            "settled_uplink_tx", "testbed_unavailable", "testbed_up", "uplink_port_of"]

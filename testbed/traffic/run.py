@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
+from host.nic.rc import QP_RTS
 from testbed.traffic.counters import leaf_uplinks, max_over_mean, read_uplink_tx, settled_uplink_tx
 from testbed.traffic.fleet import NicFleet
 from testbed.traffic.flows import (NicFlow, build_flows, choose_ports, collective_pairs,
@@ -47,6 +48,20 @@ class FlowResult:
     lost_pkts: int = 0
     last_recv_s: Optional[float] = None
     qp_state: str = ""
+
+    @property
+    def qp_ok(self) -> bool:
+        """The sender's QP ended ready to send (``host.nic.rc.QP_RTS``), not in error."""
+        return self.qp_state == QP_RTS
+
+
+def delivery(results: Sequence[FlowResult]) -> dict[str, tuple[int, int]]:
+    """Flow label → (packets sent, packets received), as the scenarios report it.
+
+    >>> delivery([FlowResult("f", "b0s0→b1s0", "10.0.0.1", "10.1.0.1", 49152, 1, None, 10, 9)])
+    {'b0s0→b1s0': (10, 9)}
+    """
+    return {r.label: (r.sent_pkts, r.recv_pkts) for r in results}
 
 
 @dataclass(slots=True)
