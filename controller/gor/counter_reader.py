@@ -57,7 +57,7 @@ def qdepth_hist_index(port: int, bin_: int) -> int:
 
 def _has_counter(info: Any, name: str) -> bool:
     """False only when the P4Info says the pipeline has no counter ``name``."""
-    return info is None or not hasattr(info, "has") or info.has("counter", name)
+    return info is None or info.has("counter", name)
 
 
 def _optional_counter(conn: Any, info: Any, name: str) -> dict[int, Any]:
@@ -94,7 +94,7 @@ def p4rt_reader(conn: Any) -> Reader:
         if key not in built or built[key][0] is not info:      # a new pipeline: new ids
             want = cells(info, ports)
             msgs = [counter_entry(info, n, i) for n, i in want]
-            req = conn.read_request(*msgs) if hasattr(conn, "read_request") else msgs
+            req = conn.read_request(*msgs)
             built[key] = (info, req, {info.counter_id(n): n for n in {n for n, _ in want}})
         _, req, ids = built[key]
         return req, ids
@@ -102,7 +102,7 @@ def p4rt_reader(conn: Any) -> Reader:
     def read_indexed(info: Any, ports: Sequence[int]) -> dict[str, dict[int, Any]]:
         req, ids = request(info, ports)
         got: dict[str, dict[int, Any]] = {n: {} for n in ids.values()}
-        entities = conn.send_read(req) if hasattr(conn, "send_read") else conn.read(*req)
+        entities = conn.send_read(req)
         for e in entities:
             if e.HasField("counter_entry"):
                 ce = e.counter_entry
@@ -117,7 +117,7 @@ def p4rt_reader(conn: Any) -> Reader:
 
     def read(ports: Sequence[int]) -> dict[int, PortReading]:
         info = conn.p4info if conn.p4info is not None else conn.fetch_pipeline()
-        if state.get("indexed", hasattr(conn, "read")):
+        if state.get("indexed", True):
             try:
                 got = read_indexed(info, ports)
                 state["indexed"] = True

@@ -223,8 +223,9 @@ class FakeInfo:
 
 
 class FakeConn:
-    """Stands in for SwitchConnection without indexed reads (wildcard ``read_counter``):
-    counters by name; it has no register and fails on any write."""
+    """Stands in for SwitchConnection on a target that refuses indexed reads (``send_read``
+    fails; wildcard ``read_counter`` answers): counters by name; it has no register and
+    fails on any write."""
 
     def __init__(self, counters: dict[str, dict[int, Cell]]) -> None:
         self.counters = counters
@@ -232,6 +233,12 @@ class FakeConn:
 
     def read_counter(self, name: str) -> dict[int, Cell]:
         return self.counters[name]
+
+    def read_request(self, *msgs: Any) -> list[Any]:
+        return list(msgs)
+
+    def send_read(self, req: list[Any]) -> Any:
+        raise RuntimeError("UNIMPLEMENTED: indexed counter reads")  # as a target without them
 
     def write(self, updates: list[Any]) -> None:
         raise AssertionError(f"the reader wrote {updates!r}")
@@ -277,6 +284,9 @@ class IndexedConn(FakeConn):
     def read_counter(self, name: str) -> dict[int, Cell]:
         raise AssertionError("fell back to a wildcard read")
 
+    def send_read(self, req: list[Any]) -> Any:
+        return self.read(*req)
+
     def read(self, *msgs: Any) -> Any:
         from p4.v1 import p4runtime_pb2
         names = self.p4info.names  # type: ignore[union-attr]
@@ -306,8 +316,7 @@ def test_p4rt_reader_reads_only_the_polled_cells_in_one_request() -> None:
 
 
 class BuildOnceConn(IndexedConn):
-    """A SwitchConnection that builds ReadRequests (``read_request``) and sends them
-    (``send_read``), counting the builds."""
+    """An :class:`IndexedConn` that counts the ReadRequests it builds (``read_request``)."""
 
     def __init__(self, counters: dict[str, dict[int, Cell]]) -> None:
         super().__init__(counters)
@@ -316,9 +325,6 @@ class BuildOnceConn(IndexedConn):
     def read_request(self, *msgs: Any) -> Any:
         self.builds += 1
         return list(msgs)
-
-    def send_read(self, req: Any) -> Any:
-        return self.read(*req)
 
 
 def test_p4rt_reader_builds_its_request_once_per_port_list_and_pipeline() -> None:
