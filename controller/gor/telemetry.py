@@ -189,10 +189,14 @@ class TelemetryPoller:
         h.stale_since_s, h.last_ok_s = None, now
 
     def _timed_read(self, reader: Reader, ports: list[int]) -> tuple[float, Mapping[int, PortReading]]:
-        """One switch's read and the time its answer came (what its counters show is as
-        of then: a switch slow to answer must not stretch another interval's rate)."""
+        """One switch's read and the time its counters were read: the middle of the read,
+        as the switch took its snapshot somewhere between the request and the answer.
+        Either end alone biases a rate by the read's whole latency on a loaded machine:
+        the answer time of a read that took 0.5 s, followed by a quick one, makes the
+        next interval 0.5 s too short and its rate several times too high."""
+        sent = self._clock()
         got = reader(ports)
-        return self._clock(), got
+        return (sent + self._clock()) / 2, got
 
     def _read_all(self, now: float) -> dict[LinkId, tuple[float, PortReading]]:
         futures = {}

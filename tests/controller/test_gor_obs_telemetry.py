@@ -142,6 +142,31 @@ def test_poller_survives_a_counter_reset() -> None:
     assert all(s.tx_pkts >= 0 for s in poller.series.samples[UP])
 
 
+def test_an_interval_runs_between_the_middles_of_its_two_reads() -> None:
+    """A slow read followed by a quick one: timed by the answers alone, the second
+    interval would be 0.1 s and its rate 5x too high; by the middles of the reads it is
+    the 0.5 s the counters really span (the snapshot lies between request and answer)."""
+    clock = FakeClock()
+
+    class Slow:
+        def __init__(self, latency_s: list[float], tx: list[int]) -> None:
+            self.latency_s, self.tx = latency_s, tx
+
+        def __call__(self, ports: Any) -> dict[int, PortReading]:
+            clock.t += self.latency_s.pop(0)
+            return {3: PortReading(self.tx.pop(0), 0, 0, 0)}
+
+    reader = Slow([0.0, 0.8, 0.0], [0, 200, 300])
+    poller = TelemetryPoller({"b0r0l0": reader}, [PolledLink(UP, 200.0, 10.0)], clock=clock)
+    poller.poll_once()                               # read at 100.0
+    clock.t += 0.1
+    first = poller.poll_once()[UP]                   # asked at 100.1, answered at 100.9
+    clock.t += 0.1
+    second = poller.poll_once()[UP]                  # asked and answered at 101.0
+    assert first.dt_s == pytest.approx(0.5) and second.dt_s == pytest.approx(0.5)
+    assert second.pps == pytest.approx(200.0)        # not 1000
+
+
 def test_a_stale_switch_is_marked_logged_and_the_loop_goes_on(
         caplog: pytest.LogCaptureFixture) -> None:
     clock = FakeClock()
