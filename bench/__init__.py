@@ -45,12 +45,16 @@ def groups() -> list[str]:
     return out
 
 
-def select(names: Sequence[str] = ()) -> list[Benchmark]:
-    """The benchmarks of the given groups (or ``group.name``); all when ``names`` is empty.
+def select(names: Sequence[str] = (), target: str = "p4sim") -> list[Benchmark]:
+    """The benchmarks of the given groups (or ``group.name``) that can measure ``target``;
+    all of them when ``names`` is empty.
 
-    Raises ``KeyError`` for a name that selects nothing.
+    Raises ``KeyError`` for a name that selects nothing on ``target``:
+
+    >>> [f"{b.group}.{b.name}" for b in select(["gor"], target="bmv2")]
+    ['gor.fast_loop']
     """
-    benches = list(all_benchmarks())
+    benches = [b for b in all_benchmarks() if target in b.targets]
     if not names:
         return benches
     picked: list[Benchmark] = []
@@ -74,7 +78,7 @@ def run_benchmarks(names: Sequence[str] = (), config: BenchConfig = BenchConfig(
     ``"GROUP.NAME: why"`` and the others go on (``make bench``).
     """
     figures: dict[str, Figure] = {}
-    for b in select(names):
+    for b in select(names, config.target):
         if progress is not None:
             progress(f"running {b.group}.{b.name} ...")
         try:

@@ -8,6 +8,7 @@ Example::
     $ .venv/bin/python -m bench                 # everything (what `make bench` runs)
     $ .venv/bin/python -m bench p4sim           # only the p4sim group
     $ .venv/bin/python -m bench p4sim.ecmp_ecn --duration 1 --runs 1
+    $ sudo .venv/bin/python -m bench gor.fast_loop --target bmv2   # -> build/bench-bmv2.json
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from bench import groups, run_benchmarks, select
-from bench.results import DEFAULT_OUTPUT, BenchConfig, format_table
+from bench.results import BMV2_OUTPUT, DEFAULT_OUTPUT, BenchConfig, format_table
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,8 +32,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="timed runs per figure; the median is reported (default 3)")
     p.add_argument("--warmup", type=float, default=0.5,
                    help="untimed seconds before the runs (default 0.5)")
-    p.add_argument("--output", type=Path, default=DEFAULT_OUTPUT,
-                   help=f"JSON file to merge the figures into (default {DEFAULT_OUTPUT})")
+    p.add_argument("--target", choices=("p4sim", "bmv2"), default="p4sim",
+                   help="switch target of the live benchmarks; bmv2 runs only those that "
+                        "support it (simple_switch_grpc and p4c-bm2-ss on PATH)")
+    p.add_argument("--output", type=Path, default=None,
+                   help=f"JSON file to merge the figures into (default {DEFAULT_OUTPUT}; "
+                        f"{BMV2_OUTPUT} with --target bmv2)")
     p.add_argument("--list", action="store_true", help="list the benchmarks and exit")
     return p
 
@@ -41,7 +46,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the CLI; returns the exit status (2 for a bad name, 1 for a failed check)."""
     args = build_parser().parse_args(argv)
     if args.list:
-        for b in select():
+        for b in select(target=args.target):
             print(f"{b.group}.{b.name}")
         return 0
     try:
@@ -50,16 +55,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"bench: unknown benchmark {exc.args[0]!r} (groups: {', '.join(groups())})",
               file=sys.stderr)
         return 2
+    try:
+        select(args.names, args.target)
+    except KeyError as exc:
+        can = ", ".join(f"{b.group}.{b.name}" for b in select(target=args.target))
+        print(f"bench: {exc.args[0]!r} does not run on {args.target} (those that do: {can})",
+              file=sys.stderr)
+        return 2
     if args.duration <= 0 or args.runs < 1:
         print("bench: --duration must be > 0 and --runs >= 1", file=sys.stderr)
         return 2
-    config = BenchConfig(duration_s=args.duration, runs=args.runs, warmup_s=max(0.0, args.warmup))
+    config = BenchConfig(duration_s=args.duration, runs=args.runs, warmup_s=max(0.0, args.warmup),
+                         target=args.target)
+    output = args.output or (BMV2_OUTPUT if args.target == "bmv2" else DEFAULT_OUTPUT)
     failures: list[str] = []
-    figures = run_benchmarks(args.names, config, args.output,
+    figures = run_benchmarks(args.names, config, output,
                              progress=lambda m: print(m, file=sys.stderr, flush=True),
                              failures=failures)
     print(format_table(figures))
-    print(f"\nwrote {args.output} ({len(figures)} figures measured)")
+    print(f"\nwrote {output} ({len(figures)} figures measured)")
     for why in failures:
         print(f"bench: FAILED {why}", file=sys.stderr)
     return 1 if failures else 0

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 DEFAULT_OUTPUT = Path("build") / "bench.json"
+#: where ``python -m bench --target bmv2`` writes: BMv2's figures never mix with p4sim's
+BMV2_OUTPUT = Path("build") / "bench-bmv2.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,24 +44,29 @@ class BenchConfig:
     """How long and how often to measure: ``BenchConfig(duration_s=3.0, runs=3)``.
 
     ``duration_s`` is the length of one timed run, ``runs`` the number of timed runs whose
-    median is reported, ``warmup_s`` the untimed time spent before them.
+    median is reported, ``warmup_s`` the untimed time spent before them, ``target`` the
+    switch (``p4sim``, or ``bmv2`` for the benchmarks whose ``targets`` list it).
     """
 
     duration_s: float = 3.0
     runs: int = 3
     warmup_s: float = 0.5
+    #: the switch target of the live benchmarks that run on either (``Benchmark.targets``)
+    target: str = "p4sim"
 
 
 @dataclass(frozen=True, slots=True)
 class Benchmark:
     """A registered benchmark: ``Benchmark("ipv4_lpm", "p4sim", fn)``.
 
-    ``run(config)`` returns the figures it measured, by figure name.
+    ``run(config)`` returns the figures it measured, by figure name; ``targets`` the
+    switch targets it can measure (``config.target`` is one of them).
     """
 
     name: str
     group: str
     run: Callable[[BenchConfig], dict[str, Figure]]
+    targets: tuple[str, ...] = ("p4sim",)
 
 
 class BenchCheckError(AssertionError):

@@ -1,4 +1,4 @@
-"""A p4sim fabric brought up, programmed and pinged by this process for a run or a test
+"""A fabric (p4sim by default, or BMv2) brought up, programmed and pinged by this process for a run or a test
 (:func:`testbed_up`), torn down after, and whether this process may start one at all.
 
 >>> testbed_unavailable() is None or isinstance(testbed_unavailable(), str)
@@ -42,8 +42,11 @@ def testbed_unavailable() -> Optional[str]:
 @contextmanager
 def testbed_up(spec: Any = None, log_dir: Optional[Path] = None,
                state_path: Optional[Path] = None, pfc: Any = "default",
-               pcap_dir: Optional[Path] = None, insecure: bool = False) -> Iterator[LiveTestbed]:
-    """Bring a p4sim fabric up (default ``FabricSpec()``), program it, yield it, tear down
+               pcap_dir: Optional[Path] = None, insecure: bool = False,
+               target: str = "p4sim") -> Iterator[LiveTestbed]:
+    """Bring a fabric up (default ``FabricSpec()``) on ``target`` (``p4sim``, ``bmv2``:
+    ``simple_switch_grpc`` and ``p4c-bm2-ss`` from PATH, or ``auto``: BMv2 when
+    ``simple_switch_grpc`` is on PATH, as ``testbed up`` picks), program it, yield it, tear down
     exactly what it made. ``pfc`` is a ``controller.fabric_setup.PfcConfig`` (``"default"``:
     the programmer's default; ``None``: no PFC); ``pcap_dir``: where the switches write
     ``<switch>-eth<N>_in|out.pcap`` (None: no captures). P4Runtime runs over TLS with
@@ -56,12 +59,13 @@ def testbed_up(spec: Any = None, log_dir: Optional[Path] = None,
     from controller.fabric_setup import FabricProgrammer  # noqa: PLC0415
     from topo import FabricSpec, build_fabric  # noqa: PLC0415
     from testbed.net import FabricNet, NetOptions, TestbedError  # noqa: PLC0415
-    from testbed.cli import STATE_PATH, compile_fabric  # noqa: PLC0415
+    from testbed.cli import STATE_PATH, compile_fabric, choose_target  # noqa: PLC0415
 
+    target = choose_target(target)
     fabric = build_fabric(spec if spec is not None else FabricSpec())
-    p4info, config = compile_fabric("p4sim")
+    p4info, config = compile_fabric(target)
     state_path = state_path or STATE_PATH
-    opts = NetOptions(target="p4sim", log_dir=log_dir or REPO / "build" / "host-traffic-logs",
+    opts = NetOptions(target=target, log_dir=log_dir or REPO / "build" / "host-traffic-logs",
                       pcap_dir=pcap_dir, state_path=state_path,
                       pki_dir=None if insecure else state_path.parent / "pki")
     fnet = FabricNet(fabric, opts)

@@ -76,6 +76,21 @@ def test_cli_rejects_unknown_group(tmp_path: Path) -> None:
     assert not (tmp_path / "b.json").exists()
 
 
+def test_bmv2_target_selects_only_what_runs_there(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    on_bmv2 = [f"{b.group}.{b.name}" for b in select(target="bmv2")]
+    assert on_bmv2 == ["gor.fast_loop"]
+    assert all(b.targets == ("p4sim",) for b in all_benchmarks()
+               if f"{b.group}.{b.name}" not in on_bmv2)
+    with pytest.raises(KeyError):
+        select(["p4sim"], target="bmv2")
+    assert main(["p4sim", "--target", "bmv2", "--output", str(tmp_path / "b.json")]) == 2
+    assert "does not run on bmv2 (those that do: gor.fast_loop)" in capsys.readouterr().err
+    assert not (tmp_path / "b.json").exists()
+    assert main(["--target", "bmv2", "--list"]) == 0
+    assert capsys.readouterr().out.split() == ["gor.fast_loop"]
+
+
 def test_merge_and_table_format(tmp_path: Path) -> None:
     path = tmp_path / "b.json"
     path.write_text("not json")
