@@ -129,16 +129,22 @@ class FabricTest(BaseTest):
         self.thrift_port = param("thrift_port", "")
         self.sw = SwitchConnection(param("grpc_addr"), device_id=int(param("device_id", "0")),
                                    election_id=(0, 1), timeout_s=30, tls=client_tls())
-        self.sw.push_pipeline(param("p4info"), param("config"))
-        if self.target == "bmv2":
-            # a fresh pipeline per test: BMv2 keeps its replication engine's replicas
-            # across a push while PI forgets them (testbed.control.Bmv2ThriftControl.
-            # reset_state), so clear them or every clone session accumulates copies
-            self.control().reset_state()
-        self.sw.insert(*[clone_session(PFC_SESSION_BASE + p, [p]) for p in range(1, 9)],
-                       clone_session(CPU_SESSION, [CPU_PORT]))
-        self.set_switch(self.switch_id, self.role, self.seed)
-        self.port_macs()
+        try:
+            self.sw.push_pipeline(param("p4info"), param("config"))
+            if self.target == "bmv2":
+                # a fresh pipeline per test: BMv2 keeps its replication engine's replicas
+                # across a push while PI forgets them (testbed.control.Bmv2ThriftControl.
+                # reset_state), so clear them or every clone session accumulates copies
+                self.control().reset_state()
+            self.sw.insert(*[clone_session(PFC_SESSION_BASE + p, [p]) for p in range(1, 9)],
+                           clone_session(CPU_SESSION, [CPU_PORT]))
+            self.set_switch(self.switch_id, self.role, self.seed)
+            self.port_macs()
+        except BaseException:
+            # unittest skips tearDown when setUp fails: close the stream here, or it stays
+            # primary with election id 1 and every later test's arbitration is refused
+            self.sw.close()
+            raise
 
     def tearDown(self) -> None:
         self.sw.close()
