@@ -197,6 +197,7 @@ class TableCompiler:
             given = self.entry_priorities(d, ep.value, ep.is_const, table.needs_priority)
             self.load_const_entries(table, info, ep.value, keys, key_types, ep.is_const, given)
             table.is_const = ep.is_const
+            table.initial_entries = bool(ep.value)
         if not any(a.name == "hidden" for a in d.annotations):
             self.cx.note_name(self.cx.tables_info, "table", fq)
         self.cx.state.tables[fq] = table

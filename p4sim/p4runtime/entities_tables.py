@@ -255,6 +255,12 @@ class TableStore:
             if utype == pb.Update.INSERT:
                 fail("UNKNOWN", f"Error when adding match entry to target: table {ti.name} has const entries")
             fail("NOT_FOUND", f"Cannot find match entry: the entries of table {ti.name} are const")
+        if t.initial_entries and not self.extras:     # BMv2: IMMUTABLE_TABLE_ENTRIES
+            why = (f"table {ti.name} has initial entries, and BMv2 makes such a table's entries "
+                   "immutable (--p4runtime-extras allows writes)")
+            if utype == pb.Update.INSERT:
+                fail("UNKNOWN", f"Error when adding match entry to target: {why}")
+            fail("NOT_FOUND", f"Cannot find match entry: {why}")
         matches = decode_matches(ti, te.match)
         if utype == pb.Update.INSERT:
             return self._insert(ti, te, matches)

@@ -291,6 +291,10 @@ class Table:
         self.actions: dict[str, ActionSpec] = {a.name: a for a in actions}
         self.size = size
         self.is_const = is_const
+        #: the program gave the table initial ``entries`` (const or not): BMv2 then makes
+        #: its entries immutable to the control plane (IMMUTABLE_TABLE_ENTRIES), which the
+        #: P4Runtime server and the STF runner enforce; the in-process API does not
+        self.initial_entries = False
         self.default_is_const = default_is_const
         self.implementation = selector if selector is not None else profile
         if self.implementation is not None and self.implementation.actions is None:

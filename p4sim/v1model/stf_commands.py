@@ -320,6 +320,9 @@ class StfTarget:
         if getattr(table, "implementation", None) is not None:
             raise StfError(f"table {table.name} has an action profile/selector: "
                            "STF 'add' cannot program it")
+        if table.initial_entries and not table.is_const:
+            raise StfError(f"table {table.name} has initial entries: BMv2 makes its entries "
+                           "immutable, so 'add' fails there (IMMUTABLE_TABLE_ENTRIES)")
         matches = self._matches(table, args["keys"])
         action = self._action_call(table, args["action"], args["action_args"])
         needs_priority = any(k.match_kind in PRIORITY_KINDS for k in table.keys)

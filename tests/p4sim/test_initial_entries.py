@@ -1,5 +1,6 @@
-"""Initial entries: `const entries` are read-only for the control plane, entries of a
-plain `entries` property are not (P4_16 1.2.x / P4Runtime)."""
+"""Initial entries: `const entries` are read-only; entries of a plain `entries` property
+are not in P4_16, but BMv2 makes them immutable too, so p4sim's P4Runtime server (unless
+`--p4runtime-extras`) and STF runner refuse writes to them; the in-process API does not."""
 from __future__ import annotations
 
 import pytest
@@ -40,3 +41,55 @@ def test_const_entries_are_read_only_and_plain_entries_are_not() -> None:
     assert [e.is_const for e in initial.entries()] == [False]
     initial.delete_entry([Exact(1)])
     assert len(initial) == 0
+
+
+def _p4rt(prog, extras: bool):  # type: ignore[no-untyped-def]
+    from p4.v1 import p4runtime_pb2 as pb
+
+    from p4sim.p4info import build_p4info
+    from p4sim.p4runtime.entities import EntityStore
+
+    info = build_p4info(prog)
+    ids = {o.preamble.alias: o.preamble.id for kind in ("tables", "actions", "match_fields")
+           for o in getattr(info, kind, [])}
+    store = EntityStore(prog, info, extras=extras)
+
+    def write(utype: int, key: int, port: int = 2) -> None:
+        te = pb.TableEntry(table_id=ids["initial"])
+        te.match.add(field_id=1).exact.value = bytes([key])
+        te.action.action.action_id = ids["fwd"]
+        te.action.action.params.add(param_id=1, value=bytes([0, port]))
+        store.write(pb.Update(type=utype, entity=pb.Entity(table_entry=te)))
+    return pb, write
+
+
+def test_bmv2_makes_a_table_with_initial_entries_immutable_over_p4runtime() -> None:
+    """BMv2 marks every table with initial entries immutable, `const` or not
+    (IMMUTABLE_TABLE_ENTRIES): over P4Runtime an INSERT fails UNKNOWN and a MODIFY or
+    DELETE NOT_FOUND (PI never saw the entries), as for `const entries`; the table is
+    unchanged. `--p4runtime-extras` gives P4_16's rule (the entries are ordinary)."""
+    prog = load_program_text(PROGRAM, "entries.p4")
+    initial = prog.state.tables["I.initial"]
+    pb, write = _p4rt(prog, extras=False)
+    for utype, key, code in ((pb.Update.INSERT, 2, "UNKNOWN"), (pb.Update.MODIFY, 1, "NOT_FOUND"),
+                             (pb.Update.DELETE, 1, "NOT_FOUND")):
+        with pytest.raises(RuntimeStateError) as err:
+            write(utype, key)
+        assert err.value.code == code and "--p4runtime-extras" in err.value.message
+    assert [(e.matches, e.action.args) for e in initial.entries()] == [((Exact(1),), (1,))]
+
+    prog = load_program_text(PROGRAM, "entries.p4")
+    pb, write = _p4rt(prog, extras=True)
+    write(pb.Update.INSERT, 2)
+    write(pb.Update.DELETE, 1)
+    assert [e.matches for e in prog.state.tables["I.initial"].entries()] == [(Exact(2),)]
+
+
+def test_stf_add_to_a_table_with_initial_entries_fails_as_on_bmv2() -> None:
+    from p4sim.stf import run_stf_text
+
+    prog = load_program_text(PROGRAM, "entries.p4")
+    res = run_stf_text(prog, "add I.initial hdr.h.k:2 I.fwd(port:2)\n"
+                             "packet 0 01\nexpect 1 01\n", "immutable.stf")
+    assert not res.passed
+    assert "IMMUTABLE_TABLE_ENTRIES" in res.failures[0] and "immutable.stf:1" in res.failures[0]

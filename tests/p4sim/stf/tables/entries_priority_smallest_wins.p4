@@ -2,9 +2,9 @@
 // end (EntryPriorities) computes the missing priorities upwards (previous + 1) and, the
 // list being out of order, sorts the entries smallest priority first; p4c-bm2-ss then
 // gives each entry its position in that list as BMv2 priority (BMv2: the smallest wins).
-// So the entry with the smallest 'priority' wins. Entries the control plane adds lose to
-// every initial entry, whatever their priority (p4c's STF runner passes BMv2
-// 10000 - priority; BMv2's P4Runtime server 2^31 - 1 - priority).
+// So the entry with the smallest 'priority' wins. The control plane cannot add entries
+// here: BMv2 makes every table with initial entries immutable, const or not
+// (IMMUTABLE_TABLE_ENTRIES; p4sim's STF 'add' and P4Runtime writes refuse them too).
 
 #include <core.p4>
 #include <v1model.p4>
