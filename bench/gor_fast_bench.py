@@ -8,7 +8,11 @@ packet captures.
 * ``gor.detect_ms.p50`` / ``.p99`` — the first CE-marked packet leaving the hot uplink
   (the uplink of GOR's first alarm; its time from the switch's own capture
   ``<leaf>-eth<port>_out.pcap``, wall clock) → that alarm handled by GOR (the decision
-  log's ``alarm_raised``, wall clock);
+  log's ``alarm_raised``, wall clock); split, for alarms a switch reported, into
+  ``gor.detect_wire_ms.p50`` (that packet → the alarm digest's arrival at GOR, the
+  record's ``received_ts``: the switch's decision, its P4Runtime server, gRPC, GOR's
+  decoding) and ``gor.detect_gor_ms.p50`` (arrival → handled: the reaction thread's
+  wait for the loop and the handling);
 * ``gor.loop_ms.p50`` / ``.p99`` — that alarm → the last moved flow seen on its new
   uplink (the story's ``loop_s``);
 * ``gor.elephants_exact`` — the fraction of runs whose first round's elephants (its
@@ -48,7 +52,7 @@ FIRST_SEED = 100
 TOP_N = 4
 FIGURES = ("gor.detect_ms.p50", "gor.detect_ms.p99", "gor.loop_ms.p50", "gor.loop_ms.p99",
            "gor.elephants_exact", "gor.loop_order_ms.p50", "gor.loop_wire_ms.p50",
-           "gor.loop_confirm_ms.p50")
+           "gor.loop_confirm_ms.p50", "gor.detect_wire_ms.p50", "gor.detect_gor_ms.p50")
 LEGS = ("order", "wire", "confirm")
 
 
@@ -65,6 +69,23 @@ def percentile(values: Sequence[float], pct: float) -> float:
 def first_alarm(events: Iterable[Mapping[str, Any]]) -> Optional[Mapping[str, Any]]:
     """The first ``alarm_raised`` record of a decision log."""
     return next((e for e in events if e.get("event") == "alarm_raised"), None)
+
+
+def detect_split(alarm: Mapping[str, Any], ce_ts: float) -> Optional[dict[str, float]]:
+    """Detection in two legs (ms) for an alarm a switch reported: the first CE packet →
+    its digest's arrival at GOR (``wire``) and arrival → handled (``gor``); None for an
+    alarm from the polls (no ``received_ts``).
+
+    >>> detect_split({"ts": 10.020, "received_ts": 10.012}, 10.000)
+    {'wire': 12.0, 'gor': 8.0}
+    >>> detect_split({"ts": 10.020, "source": "counters"}, 10.000) is None
+    True
+    """
+    received = alarm.get("received_ts")
+    if received is None:
+        return None
+    return {"wire": round(1000 * (float(received) - ce_ts), 3),
+            "gor": round(1000 * (float(alarm["ts"]) - float(received)), 3)}
 
 
 def first_ce_ts(pcap: Path, since: float = 0.0) -> Optional[float]:
@@ -183,6 +204,7 @@ def bench_fast_loop(config: BenchConfig) -> dict[str, Figure]:
         return {}
     tmp = Path(tempfile.mkdtemp(prefix="gor-fast-loop-"))
     detect_ms: list[float] = []
+    detect_legs: dict[str, list[float]] = {"wire": [], "gor": []}
     loop_ms: list[float] = []
     exact: list[bool] = []
     legs: dict[str, list[float]] = {leg: [] for leg in LEGS}
@@ -200,6 +222,8 @@ def bench_fast_loop(config: BenchConfig) -> dict[str, Figure]:
             ce = first_ce_ts(uplink_pcap(tb.fabric, tmp / "pcaps", str(alarm["link"])), started)
             if ce is not None:
                 detect_ms.append(round(1000 * (float(alarm["ts"]) - ce), 3))
+                for leg, ms in (detect_split(alarm, ce) or {}).items():
+                    detect_legs[leg].append(ms)
             if res.loop_s is not None:
                 loop_ms.append(1000 * res.loop_s)
             split = loop_legs(res.events, lambda sent: order_wire_ts(tb.fabric, tmp / "pcaps", sent))
@@ -218,6 +242,9 @@ def bench_fast_loop(config: BenchConfig) -> dict[str, Figure]:
     for leg, values in legs.items():
         if values:
             out[f"gor.loop_{leg}_ms.p50"] = Figure(percentile(values, 50), "ms")
+    for leg, values in detect_legs.items():
+        if values:
+            out[f"gor.detect_{leg}_ms.p50"] = Figure(percentile(values, 50), "ms")
     if exact:
         out["gor.elephants_exact"] = Figure(round(sum(exact) / len(exact), 3), "fraction")
     print(f"gor.fast_loop: {RUNS} runs; detect measured in {len(detect_ms)}, loop in "

@@ -350,8 +350,10 @@ class GorLoop:
     # ------------------------------------------------------------------ inputs
     def submit_digests(self, switch: str, digest: Any) -> None:
         """Queue one DigestList (``.data`` rows) or a list of rows from ``switch``
-        (thread-safe: called by the digest reader threads)."""
-        self.digests.put((switch, digest))
+        (thread-safe: called by the digest reader threads). Its arrival (wall clock) goes
+        with it: a switch's alarm is logged with ``received_ts``, so detection splits into
+        the trip to GOR and GOR's own wait (``bench/gor_fast_bench.py``)."""
+        self.digests.put((switch, digest, time.time()))
 
     def submit_link_event(self, switch: str, port: int, up: bool,
                           reason: str = "administrative") -> None:
@@ -520,7 +522,7 @@ class GorLoop:
     def _drain_digests(self, t_s: float) -> None:
         while True:
             try:
-                switch, digest = self.digests.get_nowait()
+                switch, digest, received_ts = self.digests.get_nowait()
             except queue.Empty:
                 return
             name = digest_name(digest)
@@ -528,7 +530,7 @@ class GorLoop:
             try:
                 if name == ALARM_DIGEST:
                     for row in rows:
-                        self._switch_alarm(switch, row, t_s)
+                        self._switch_alarm(switch, row, t_s, received_ts)
                 elif name == ELEPHANT_DIGEST:
                     for row in rows:
                         self.dataplane.elephant(switch, row, t_s)
@@ -542,15 +544,18 @@ class GorLoop:
                 self.digest_errors += 1
                 self.out.error(f"{switch}: bad digest: {type(exc).__name__}: {exc}")
 
-    def _switch_alarm(self, switch: str, row: Mapping[str, int], t_s: float) -> None:
-        """One ``alarm_digest_t`` row: the switch's level goes into the monitor."""
+    def _switch_alarm(self, switch: str, row: Mapping[str, int], t_s: float,
+                      received_ts: Optional[float] = None) -> None:
+        """One ``alarm_digest_t`` row: the switch's level goes into the monitor
+        (``received_ts``: when its digest reached GOR, wall clock, kept in the log)."""
         rep = self.dataplane.alarm(switch, row, t_s)
         if rep is None or not self.links.is_up(rep.link):
             return
         ev = self.alarms.report(rep.link, t_s, AlarmLevel(rep.level), rep.mark_rate)
         if ev is not None:
             self._alarm_changed(ev, t_s, "switch", switch_level=rep.level,
-                                max_qdepth=rep.max_qdepth, seq=rep.seq)
+                                max_qdepth=rep.max_qdepth, seq=rep.seq,
+                                received_ts=None if received_ts is None else round(received_ts, 6))
 
 
 __all__ = ["DIGEST_NAME", "GorLoop", "MoveInFlight", "OVERRIDE_ACTION", "OVERRIDE_TABLE", "PendingMove",

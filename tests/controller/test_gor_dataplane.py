@@ -70,6 +70,8 @@ def test_alarm_and_elephants_from_the_switch_decide_in_the_same_tick() -> None:
     raised = [e for e in events(buf) if e["event"] == "alarm_raised"]
     assert raised == [raised[0]] and raised[0]["source"] == "switch"
     assert (raised[0]["level"], raised[0]["seq"], raised[0]["max_qdepth"]) == (2, 1, 17)
+    # when the digest reached GOR (wall clock), at or before the record: detection's split
+    assert 0.0 <= raised[0]["ts"] - raised[0]["received_ts"] < 60.0
     chosen = [e for e in events(buf) if e["event"] == "flows_chosen"][0]["flows"]
     # their rates over the link's capacity in packets/s: 30 % and 70 % of the link
     assert [(c["flow"], c["util_pct"]) for c in chosen] == [(str(g), 70.0), (str(f), 30.0)]
