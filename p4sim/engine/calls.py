@@ -160,7 +160,8 @@ class CallCompiler:
 
     def invoke(self, fname: str, params: list[A.Param], ptypes: list[P4Type], args: list[Optional[A.Expr]],
                what: str, node: A.Node, has_return: bool, extra_args: Optional[list[str]] = None,
-               tail_args: Optional[list[str]] = None, callee_outer: frozenset[str] = frozenset()) -> Optional[str]:
+               tail_args: Optional[list[str]] = None, callee_outer: frozenset[str] = frozenset(),
+               exit_copies_aliased: bool = True) -> Optional[str]:
         """Emit a call with copy-in/copy-out and return the expression of its result
         (a temporary) when ``has_return``. ``extra_args``/``tail_args`` are argument
         codes put before/after those of ``args`` (e.g. action data from a table).
@@ -169,7 +170,10 @@ class CallCompiler:
         parameter, or leaves them on the :class:`~p4sim.engine.rt.ExitSignal` it raises
         on ``exit``; either way they are copied out. A header or struct argument is
         copied only where :func:`~p4sim.engine.aliasing.needs_copy` says it shows;
-        otherwise it is passed by reference (an ``out`` one reset first) and not copied out."""
+        otherwise it is passed by reference (an ``out`` one reset first) and not copied out.
+        ``exit_copies_aliased=False`` (a control applied from another): on ``exit`` only
+        the arguments p4c's inliner substitutes are copied out, not those it copies because
+        they alias (BMv2 runs the inlined control, whose copy-out ``exit`` skips)."""
         codes: list[str] = list(extra_args or [])
         outs: list[tuple[Optional[A.Expr], P4Type]] = []   # per out/inout parameter; None: nothing to copy
         for p, pt, a in zip(params, ptypes, args):
@@ -216,6 +220,16 @@ class CallCompiler:
         w.line(f"    {tmp} = {call}")
         w.line("except _ExitSignal as _xs:")
         w.line(f"    {tmp}, {exited} = _xs.outs, _xs")
+        aliased = [] if exit_copies_aliased else [(i, a, pt) for i, a, pt in copies
+                                                  if needs_copy(a, args, callee_outer)]
+        if aliased:
+            w.line(f"if {exited} is not None:")
+            w.indent()
+            for i, a, pt in copies:
+                if all(i != j for j, _, _ in aliased):
+                    self.statements.assign(a, Ex(f"{tmp}[{i + 1}]", pt), node)
+            w.line(f"raise {exited}")
+            w.dedent()
         for i, a, pt in copies:
             self.statements.assign(a, Ex(f"{tmp}[{i + 1}]", pt), node)
         w.line(f"if {exited} is not None: raise {exited}")
@@ -282,5 +296,6 @@ class CallCompiler:
             params.append(p)
             ptypes.append(t)
             bargs.append(a)
-        self.invoke(inst.pyfunc, params, ptypes, bargs, inst.name, e, False, extra_args=["ctx"])
+        self.invoke(inst.pyfunc, params, ptypes, bargs, inst.name, e, False, extra_args=["ctx"],
+                    exit_copies_aliased=False)
         return None

@@ -66,6 +66,24 @@ class CallSite(Protocol):
     def call(self, e: A.Call, expected: Optional[P4Type], as_statement: bool) -> Optional[Ex]: ...
 
 
+
+def _reduced_by_p4c(op: str, left: Ex, right: Ex) -> bool:
+    """Whether p4c's StrengthReduction removes a ``/`` or ``%`` of a run-time value (what
+    is left fails its CompileTimeOperations): a constant 0 divided, a constant divisor 1,
+    or a constant power of two (a shift, a mask: only unsigned operands reach here).
+
+    >>> _reduced_by_p4c("/", Ex("x", None), Ex("8", None, True, 8))
+    True
+    >>> _reduced_by_p4c("%", Ex("x", None), Ex("y", None))
+    False
+    """
+    if left.const and left.value == 0:
+        return True
+    if right.const:
+        v = int(right.value)
+        return v > 0 and v & (v - 1) == 0
+    return False
+
 class ExpressionCompiler:
     """Compiles expressions to :class:`Ex` (see the module docstring)."""
 
@@ -482,6 +500,10 @@ class ExpressionCompiler:
                     raise P4Error(f"{op}: division by zero", e.loc)
                 if isinstance(st, IntT) and l.const and r.const and (l.value < 0 or r.value < 0):
                     raise P4Error(f"{op}: division of negative values is not defined", e.loc)
+                if not (l.const and r.const) and not _reduced_by_p4c(op, l, r):
+                    # p4c-bm2-ss's CompileTimeOperations: BMv2 has no run-time / or %
+                    raise P4Error(f"{expr_text(e)}: could not evaluate expression at "
+                                  "compilation time", e.loc)
             if l.const and r.const:
                 v = fold(op, l.value, r.value, st)
                 return Ex(lit(v), t, True, v)

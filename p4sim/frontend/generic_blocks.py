@@ -5,7 +5,8 @@ p4c type-checks a generic parser or control once, with its type parameters left 
 type arguments in place, so an instance would accept what p4c already refused in the
 declaration. :func:`check_generic_block` applies p4c's refusals on values whose declared
 type is one of the block's type parameters: arithmetic (``TypeInference::binaryArith``),
-equality (``TypeInference::compare``) and table keys (``TypeInference`` on ``KeyElement``).
+equality (``TypeInference::compare``), table keys (``TypeInference`` on ``KeyElement``)
+and ``extract``/``emit`` of such a value (``CheckCoreMethods``: not a header).
 Names are matched by declaration (parameters, constructor parameters, local variables and
 action parameters of the block), which is what p4c would see without shadowing.
 
@@ -47,6 +48,7 @@ def check_generic_block(block: Union[A.ControlDecl, A.ParserDecl]) -> None:
     typed = _typevar_names(block)
     if not typed:
         return
+    packets = _packet_params(block)
 
     def tvar(e: A.Expr) -> str:
         return typed.get(e.name, "") if isinstance(e, A.NameRef) and not e.is_global else ""
@@ -63,4 +65,26 @@ def check_generic_block(block: Union[A.ControlDecl, A.ParserDecl]) -> None:
         elif isinstance(node, A.KeyElement) and tvar(node.expr):
             raise P4Error(f"Key {node.expr.name} field type must be a scalar type; "
                           f"it cannot be {tvar(node.expr)}", node.expr.loc)
+        elif isinstance(node, A.Call) and node.args and tvar(node.args[0].value):
+            _check_packet_call(node, packets)
+
+
+def _packet_params(block: Union[A.ControlDecl, A.ParserDecl]) -> dict[str, str]:
+    """Name -> ``packet_in`` / ``packet_out``, for the block's packet parameters."""
+    return {p.name: p.type.name for p in block.params
+            if isinstance(p.type, A.NamedType) and p.type.name in ("packet_in", "packet_out")}
+
+
+def _check_packet_call(call: A.Call, packets: dict[str, str]) -> None:
+    """p4c's CheckCoreMethods on ``pkt.extract(x)`` / ``pkt.emit(x)`` with ``x`` of a type
+    parameter: neither a header nor anything ``emit`` takes."""
+    f = call.func
+    if not (isinstance(f, A.Member) and isinstance(f.expr, A.NameRef) and f.expr.name in packets):
+        return
+    kind, arg = packets[f.expr.name], call.args[0].value
+    if kind == "packet_in" and f.name == "extract":
+        raise P4Error(f"{expr_text(arg)}: argument must be a header", arg.loc)
+    if kind == "packet_out" and f.name == "emit":
+        raise P4Error(f"{expr_text(call)}: argument must be a header, stack or union, or a "
+                      "struct or tuple of such types", call.loc)
 

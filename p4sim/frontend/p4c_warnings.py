@@ -257,6 +257,15 @@ def _backend(prog: A.Program, table_actions: Sequence[A.ActionDecl]) -> list[Dia
                 if state == "reject":
                     out.append(_diag(loc, "reject", "Explicit transition to reject not supported on this target",
                                      "unsupported"))
+    for control in (d for d in prog.decls if isinstance(d, A.ControlDecl) and not _is_system(d.loc)):
+        for loop in (n for n in A.iter_nodes(control.body) if isinstance(n, A.ForStmt)):
+            # not p4c's: p4c-bm2-ss 1.2.5.16 accepts the loop and writes JSON that does not
+            # run it (BMv2's JSON has no loops outside actions; measured with
+            # tests/p4sim/stf/corpus_regress/for_loops: p4sim runs P4_16's semantics)
+            out.append(Diagnostic(loop.loc, "bmv2-loop",
+                                  "for loop in an apply block: BMv2 does not run it as written "
+                                  "(p4c-bm2-ss 1.2.5.16 compiles only loops inside actions; "
+                                  "move the loop into an action)", width=3))
     for action in table_actions:
         if _is_system(action.loc):
             continue

@@ -364,7 +364,7 @@ CASES = [
         apply="c.apply(meta.w);"),
     bad("generic-parser-without-type-args",
         "parser P: cannot infer type argument(s) H (write P<...>(...))",
-        top="parser P<H>(packet_in p, out H x) { state start { p.extract(x); transition accept; } }",
+        top="parser P<H>(packet_in p, out H x) { state start { x = p.lookahead<H>(); transition accept; } }",
         parser_locals="    $P() sub;"),
     # ---------------------------------------------------------------- unsupported constructs
     bad("abstract-method-instantiation", "instantiation with abstract method implementations",
@@ -491,6 +491,20 @@ CASES = [
         top="control C<T>(in T v, in T w, out bool same) { apply { same = $v == w; } }"),
     bad("generic-control-table-key", "Key k field type must be a scalar type; it cannot be K",
         top="control C<K>(in K k) { table t { key = { $k: exact; } actions = { NoAction; } } apply { t.apply(); } }"),
+    # p4c's CheckCoreMethods, on the generic body: a value of type H is not a header
+    bad("generic-parser-extract", "x: argument must be a header",
+        top="parser Sub<H>(packet_in pkt, out H x) { state start { pkt.extract($x); transition accept; } }"),
+    bad("generic-control-emit", "pkt.emit(x): argument must be a header, stack or union, or a "
+        "struct or tuple of such types",
+        top="control Out<H>(packet_out pkt, in H x) { apply { $pkt.emit(x); } }"),
+    # p4c-bm2-ss's CompileTimeOperations: BMv2 has no run-time division or modulo; a
+    # power-of-two divisor becomes a shift or a mask (StrengthReduction) and compiles
+    bad("division-at-run-time", "hdr.h.a / hdr.h.b: could not evaluate expression at compilation time",
+        apply="hdr.h.a = $hdr.h.a / hdr.h.b;"),
+    bad("modulo-at-run-time", "hdr.h.a % meta.m: could not evaluate expression at compilation time",
+        apply="hdr.h.a = $hdr.h.a % meta.m;"),
+    bad("compound-division-at-run-time", "hdr.h.a / 3: could not evaluate expression at compilation time",
+        apply="$hdr.h.a /= 3;"),
     # p4c-bm2-ss (without --emit-externs) converts only the externs it knows
     bad("self-referencing-struct", "Self-referencing types not supported: 'S' within 'struct S'",
         top="struct S { bit<8> a; $S x; }"),

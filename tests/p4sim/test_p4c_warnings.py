@@ -195,3 +195,34 @@ def test_a_failure_in_the_analysis_never_fails_the_command(program, capsys, monk
     assert main(["check", str(program)]) == 0
     err = capsys.readouterr().err
     assert "internal error while looking for warnings (KeyError" in err and "Traceback" not in err
+
+
+LOOPS = """
+#include <v1model.p4>
+header h_t { bit<8> a; } struct H { h_t h; } struct M { }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t s) {
+  state start { p.extract(h.h); transition accept; } }
+control C(inout H h, inout M m) { apply { } }
+control I(inout H h, inout M m, inout standard_metadata_t s) {
+  action twice() { for (bit<8> i = 0; i < 2; i = i + 1) { h.h.a = h.h.a + 1; } }
+  apply {
+    twice();
+    for (bit<8> i = 0; i < 2; i = i + 1) { h.h.a = h.h.a + 1; }
+  }
+}
+control D(packet_out p, in H h) { apply { p.emit(h.h); } }
+V1Switch(P(), C(), I(), I(), C(), D()) main;
+"""
+
+
+def test_a_loop_in_an_apply_block_is_flagged_and_one_in_an_action_is_not(tmp_path, capsys) -> None:
+    """p4c-bm2-ss 1.2.5.16 compiles a loop inside an action (with jumps) but not one in an
+    apply block, which it accepts silently: p4sim warns (its own kind, bmv2-loop), runs
+    P4_16's semantics and the check still succeeds; --Wdisable=bmv2-loop silences it."""
+    path = tmp_path / "loops.p4"
+    path.write_text(LOOPS.lstrip("\n"))
+    assert main(["check", str(path)]) == 0
+    flagged = [w for w in _warnings(capsys.readouterr().err, path) if "bmv2-loop" in w]
+    assert len(flagged) == 1 and flagged[0].startswith("10 ")    # the apply block's, not line 7
+    assert main(["check", "--Wdisable=bmv2-loop", str(path)]) == 0
+    assert "bmv2-loop" not in capsys.readouterr().err

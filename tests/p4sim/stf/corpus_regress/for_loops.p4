@@ -1,5 +1,7 @@
-// C-style for loops with break/continue and several updates, in an action and in an
-// apply block. (p4c-bm2-ss refuses for-in loops: see tests/p4sim/test_check_errors.py.)
+// C-style for loops with break/continue and several updates, in actions. (p4c-bm2-ss
+// refuses for-in loops: see tests/p4sim/test_check_errors.py. It accepts a loop in an
+// apply block but BMv2 does not run it as written: with these loops there, a 4-iteration
+// sum added nothing and a 5-iteration count ran once; p4sim warns, --Wwarn=bmv2-loop.)
 #include <core.p4>
 #include <v1model.p4>
 
@@ -32,18 +34,24 @@ control Ing(inout hdrs_t h, inout meta_t m, inout standard_metadata_t sm) {
             h.c.odd = h.c.odd + 1;
         }
     }
-    apply {
-        sm.egress_spec = 1;
+    action sum_k() {
         h.c.total = 0;
         for (bit<8> k = 1; k <= 4; k = k + 1) {
             h.c.total = h.c.total + (bit<16>)k;
         }
-        h.c.total = h.c.total + (bit<16>)h.items[0].x + (bit<16>)h.items[1].x + (bit<16>)h.items[2].x;
+    }
+    action count_pairs() {
         h.c.pairs = 0;
         bit<8> j;
         for (bit<8> i = 0, j = 10; i < j; i = i + 1, j = j - 1) {
             h.c.pairs = h.c.pairs + 1;
         }
+    }
+    apply {
+        sm.egress_spec = 1;
+        sum_k();
+        h.c.total = h.c.total + (bit<16>)h.items[0].x + (bit<16>)h.items[1].x + (bit<16>)h.items[2].x;
+        count_pairs();
         count_odd();
     }
 }

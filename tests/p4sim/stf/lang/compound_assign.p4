@@ -1,5 +1,8 @@
 // Compound assignment (P4_16 1.2.5): lhs op= rhs is lhs = lhs op (rhs), for every operator
 // p4c's grammar has (+= -= *= /= %= &= |= ^= <<= >>= |+|= |-|=), on fields and a slice.
+// /= and %= by powers of two: p4c-bm2-ss turns those into a shift and a mask and refuses
+// any other division of a run-time value ("could not evaluate expression at compilation
+// time"; BMv2 has no run-time / or %), and so does p4sim.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -41,8 +44,8 @@ control MyIngress(inout headers_t hdr, inout meta_t meta,
         hdr.h.add = hdr.h.a;   hdr.h.add += hdr.h.b;
         hdr.h.sub = hdr.h.a;   hdr.h.sub -= hdr.h.b;
         hdr.h.mul = hdr.h.a;   hdr.h.mul *= hdr.h.b;
-        hdr.h.div = hdr.h.a;   hdr.h.div /= hdr.h.b;
-        hdr.h.mod = hdr.h.a;   hdr.h.mod %= hdr.h.b;
+        hdr.h.div = hdr.h.a;   hdr.h.div /= 8;
+        hdr.h.mod = hdr.h.a;   hdr.h.mod %= 16;
         hdr.h.band = hdr.h.a;  hdr.h.band &= hdr.h.b;
         hdr.h.bor = hdr.h.a;   hdr.h.bor |= hdr.h.b;
         hdr.h.bxor = hdr.h.a;  hdr.h.bxor ^= hdr.h.b;

@@ -7,7 +7,8 @@
 //   4: setInvalid() through the global name is undone by the copy-out of a valid copy;
 //   5: exit in an action still copies out its scalar inout and out arguments;
 //   6: exit in an action still copies out a header inout argument;
-//   7: exit in a control applied from ingress still copies out its arguments.
+//   7: exit in a control applied from ingress copies out none of its arguments (BMv2:
+//      p4c inlines the control, and the copy-out after its body is skipped by exit).
 // Cases 5 and 6 are what p4c's own BMv2 tests issue2225-bmv2 and gauntlet_exit_combination_3
 // pin (p4c testdata/p4_16_samples: `val = 3; exit;` in an action leaves 3 in the argument).
 #include <core.p4>

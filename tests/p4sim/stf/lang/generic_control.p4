@@ -1,7 +1,8 @@
 // Generic parser and control declarations instantiated with concrete types: one generic
-// sub-parser extracts two header types; a generic control with a local of type T and an
-// action copies a value of either width. (p4c type-checks a generic body with T abstract,
-// so arithmetic on T or a table keyed on T is refused: see tests/p4sim/test_check_errors.py.)
+// sub-parser peeks at the packet at two widths (lookahead<T>), a generic control with a
+// local of type T and an action copies a value of either width. (p4c type-checks a generic
+// body with T abstract, so arithmetic on T, a table keyed on T and extract() or emit() of
+// a T are refused: see tests/p4sim/test_check_errors.py.)
 #include <core.p4>
 #include <v1model.p4>
 
@@ -19,29 +20,32 @@ struct headers_t {
     t_t t;
 }
 struct meta_t {
-    bit<8> unused;
+    bit<8>  first8;
+    bit<24> first24;
 }
 
-parser Sub<H>(packet_in pkt, out H x) {
+parser Peek<T>(packet_in pkt, out T v) {
     state start {
-        pkt.extract(x);
+        v = pkt.lookahead<T>();
         transition accept;
     }
 }
 
 parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
                 inout standard_metadata_t standard_metadata) {
-    Sub<h_t>() sub_h;
-    Sub<t_t>() sub_t;
+    Peek<bit<8>>() peek8;
+    Peek<bit<24>>() peek24;
     state start {
-        sub_h.apply(pkt, hdr.h);
+        peek8.apply(pkt, meta.first8);
+        peek24.apply(pkt, meta.first24);
+        pkt.extract(hdr.h);
         transition select(hdr.h.a) {
             1: tag;
             default: accept;
         }
     }
     state tag {
-        sub_t.apply(pkt, hdr.t);
+        pkt.extract(hdr.t);
         transition accept;
     }
 }
@@ -66,8 +70,8 @@ control MyIngress(inout headers_t hdr, inout meta_t meta,
     Remember<bit<8>>() remember8;
     Remember<bit<16>>() remember16;
     apply {
-        remember8.apply(hdr.h.a, hdr.h.old_a);
-        remember16.apply(hdr.h.w, hdr.h.old_w);
+        remember8.apply(meta.first8, hdr.h.old_a);            // a, as peeked
+        remember16.apply(meta.first24[15:0], hdr.h.old_w);    // w, as peeked
         standard_metadata.egress_spec = 1;
     }
 }
