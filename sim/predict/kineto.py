@@ -14,8 +14,16 @@ time is the sum of its operator's kernels. Operators understood:
   bytes = every input tensor once plus an output the size of the largest input, at the
   element size of ``args["Input type"]`` (2 bytes when absent).
 
-Other operators (attention kernels need the causal flag the trace does not record;
-collectives) are skipped and counted.
+* attention — ``aten::scaled_dot_product_attention``, ``aten::_scaled_dot_product_flash_attention``
+  (forward) and ``aten::_scaled_dot_product_flash_attention_backward`` (backward), query
+  ``[B, H, Sq, D]`` and key ``[B, Hk, Sk, D]``: FLOPs and bytes as
+  :mod:`sim.predict.graph` counts them (forward ``4·B·H·Sq·Sk·D``, half when causal; the
+  backward 2.5× the FLOPs and 2× the bytes), the causal flag read from
+  ``args["Concrete Inputs"]`` (what PyTorch records for scalar arguments with
+  ``record_shapes=True``; :data:`ATTENTION_OPS` gives its position).
+
+Other operators (an attention without its causal flag; collectives) are skipped and
+counted.
 
 Example::
 
@@ -46,6 +54,13 @@ MEMORY_OPS = frozenset({
     "aten::zero_", "aten::cat", "aten::_log_softmax", "aten::_log_softmax_backward_data",
     "aten::nll_loss_forward", "aten::nll_loss_backward", "aten::embedding_dense_backward",
     "aten::index_select", "aten::embedding"})
+#: attention operators: name -> (phase, position of ``is_causal`` in the ATen signature,
+#: position of the query among the tensor inputs)
+ATTENTION_OPS = {
+    "aten::scaled_dot_product_attention": ("fwd", 5, 0),
+    "aten::_scaled_dot_product_flash_attention": ("fwd", 4, 0),
+    "aten::_scaled_dot_product_flash_attention_backward": ("bwd", 11, 1),
+}
 ELEMENT_BYTES = {"float": 4, "c10::Half": 2, "c10::BFloat16": 2, "double": 8, "long int": 8, "int": 4,
                  "bool": 1, "unsigned char": 1, "c10::Float8_e4m3fn": 1, "c10::Float8_e5m2": 1}
 
@@ -75,9 +90,43 @@ def gemm_kernel(name: str, m: int, n: int, k: int, count: int, elem: float, meas
                           (m, n, k), "fwd", measured_s)
 
 
-def _operator(name: str, dims: list, types: list, measured_s: float) -> MeasuredKernel | None:
+def attention_kernel(name: str, q: list, k: list, causal: bool, phase: str, elem: float,
+                     measured_s: float) -> MeasuredKernel:
+    """A flash-attention kernel of query ``q`` ``[B, H, Sq, D]`` and key ``k`` ``[B, Hk, Sk,
+    D]`` with the FLOPs and bytes of :mod:`sim.predict.graph`.
+
+    >>> a = attention_kernel("sdpa", [2, 16, 1024, 128], [2, 4, 1024, 128], True, "fwd", 2.0, 1e-3)
+    >>> a.flops == 4 * 2 * 16 * 1024 * 1024 * 128 * 0.5, a.bytes == (2 * 2 * 16 + 2 * 2 * 4) * 1024 * 128 * 2
+    (True, True)
+    """
+    b, h, sq, d = (int(x) for x in q)
+    hk, sk = int(k[1]), int(k[2])
+    flops = 4.0 * b * h * sq * sk * d * (0.5 if causal else 1.0)
+    nbytes = (2 * b * h * sq * d + 2 * b * hk * sk * d) * elem        # q, out; k, v
+    if phase == "bwd":
+        flops, nbytes = 2.5 * flops, 2.0 * nbytes
+    return MeasuredKernel(name, "attention", flops, nbytes, (0, 0, 0), phase, measured_s)
+
+
+def _causal(concrete: list, at: int) -> bool | None:
+    """The ``is_causal`` argument as the trace recorded it, None when it did not."""
+    value = str(concrete[at]).strip().lower() if at < len(concrete) else ""
+    return {"true": True, "1": True, "false": False, "0": False}.get(value)
+
+
+def _operator(name: str, dims: list, types: list, measured_s: float,
+              concrete: list | None = None) -> MeasuredKernel | None:
     elem = float(ELEMENT_BYTES.get(types[0], 2)) if types else 2.0
     shapes = [d for d in dims if isinstance(d, list)]
+    if name in ATTENTION_OPS:
+        phase, at, qpos = ATTENTION_OPS[name]
+        causal = _causal(concrete or [], at)
+        tensors = [s for s in shapes if len(s) == 4]
+        if causal is None or len(tensors) < qpos + 2:
+            return None
+        if types and qpos < len(types):
+            elem = float(ELEMENT_BYTES.get(types[qpos], 2))
+        return attention_kernel(name, tensors[qpos], tensors[qpos + 1], causal, phase, elem, measured_s)
     try:
         if name == "aten::mm":
             (m, k), (_, n) = shapes[0], shapes[1]
@@ -122,7 +171,8 @@ def kernels_from_trace(doc: Any, source: str = "trace") -> tuple[list[MeasuredKe
         k = None
         if op is not None and seconds > 0:
             args = op.get("args") or {}
-            k = _operator(str(op.get("name")), args.get("Input Dims") or [], args.get("Input type") or [], seconds)
+            k = _operator(str(op.get("name")), args.get("Input Dims") or [], args.get("Input type") or [],
+                          seconds, args.get("Concrete Inputs") or [])
         if k is None:
             skipped += 1
         else:
@@ -142,4 +192,5 @@ def load_trace(path: Path) -> tuple[list[MeasuredKernel], int]:
     return kernels_from_trace(doc, str(path))
 
 
-__all__ = ["MEMORY_OPS", "MeasuredKernel", "gemm_kernel", "kernels_from_trace", "load_trace"]
+__all__ = ["ATTENTION_OPS", "MEMORY_OPS", "MeasuredKernel", "attention_kernel", "gemm_kernel",
+           "kernels_from_trace", "load_trace"]

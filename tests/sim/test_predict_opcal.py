@@ -137,3 +137,42 @@ def test_csv_and_its_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert main(["calibrate-ops", str(good), "--gpu", "B300"]) == 2
     assert main(["calibrate-ops", str(good), "--gpu", "A100-80GB", "--precision", "fp8"]) == 2
     assert "--precision: 'fp8'" in capsys.readouterr().err
+
+
+def test_attention_from_a_trace_with_its_causal_flag() -> None:
+    """SDPA forward and flash backward ops give attention kernels (FLOPs as the graph
+    counts them, half when causal); one without the recorded flag is skipped; a fit on
+    trace kernels timed by known factors gives the attention factors back."""
+    q, k = [2, 16, 1024, 128], [2, 4, 1024, 128]               # GQA: 4 KV heads
+    lse = [2, 16, 1024]
+    ev = []
+
+    def op(ext: int, name: str, dims: list, concrete: list | None, us: float) -> None:
+        args: dict = {"External id": ext, "Input Dims": dims, "Input type": ["c10::BFloat16"] * len(dims)}
+        if concrete is not None:
+            args["Concrete Inputs"] = concrete
+        ev.append({"ph": "X", "cat": "cpu_op", "name": name, "ts": ext, "dur": 9, "args": args})
+        ev.append({"ph": "X", "cat": "kernel", "name": f"flash{ext}", "ts": ext, "dur": us,
+                   "args": {"External id": ext}})
+
+    op(1, "aten::scaled_dot_product_attention", [q, k, k, [], [], [], [], []],
+       ["", "", "", "", "0.", "True", "", "False"], 400.0)
+    op(2, "aten::_scaled_dot_product_flash_attention", [q, k, k, [], [], [], []],
+       ["", "", "", "0.", "False", "False", ""], 700.0)
+    op(3, "aten::_scaled_dot_product_flash_attention_backward",
+       [q, q, k, k, q, lse, [], [], [], [], [], [], [], [], []],
+       ["", "", "", "", "", "", "", "", "1024", "1024", "0.", "True", "", "", ""], 1000.0)
+    op(4, "aten::scaled_dot_product_attention", [q, k, k], None, 400.0)   # no flag: skipped
+    ks, skipped = kernels_from_trace({"traceEvents": ev})
+    by = {x.name: x for x in ks}
+    full = 4 * 2 * 16 * 1024 * 1024 * 128
+    assert skipped == 1 and all(x.kind == "attention" for x in ks)
+    assert by["aten::scaled_dot_product_attention"].flops == full / 2              # causal
+    assert by["aten::_scaled_dot_product_flash_attention"].flops == full           # not causal
+    bwd = by["aten::_scaled_dot_product_flash_attention_backward"]
+    assert (bwd.phase, bwd.flops) == ("bwd", 2.5 * full / 2)
+    assert by["aten::_scaled_dot_product_flash_attention"].bytes == (2 * 16 + 2 * 4) * 2 * 1024 * 128 * 2
+    timed = [with_time(x, model_time_s(x, H800, "bf16", TRUTH)) for x in ks] + \
+        [r for r in _rows() if r.kind != "attention"]
+    p = calibrate(timed, H800, "bf16").params
+    assert (p.attention_fwd, p.attention_bwd) == (pytest.approx(0.5, rel=1e-3), pytest.approx(0.4, rel=1e-3))
