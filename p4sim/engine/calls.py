@@ -36,7 +36,7 @@ from p4sim.engine.expressions import ExpressionCompiler, RefEx, TypeEx
 from p4sim.engine.generics import GenericFunction, GenericInstantiator
 from p4sim.engine.natives import NativeExterns
 from p4sim.engine.packet_io import PacketExterns
-from p4sim.errors import P4Error, P4Unsupported
+from p4sim.errors import P4Error
 from p4sim.frontend import ast as A
 from p4sim.frontend.types import (
     ApplyResultT, BlockT, BoolT, ExternT, HeaderT, IntT, P4Type, UnionT, VoidT, same_type, strip_new,
