@@ -66,7 +66,6 @@ class CallSite(Protocol):
     def call(self, e: A.Call, expected: Optional[P4Type], as_statement: bool) -> Optional[Ex]: ...
 
 
-
 def _reduced_by_p4c(op: str, left: Ex, right: Ex) -> bool:
     """Whether p4c's StrengthReduction removes a ``/`` or ``%`` of a run-time value (what
     is left fails its CompileTimeOperations): a constant 0 divided, a constant divisor 1,
@@ -83,6 +82,7 @@ def _reduced_by_p4c(op: str, left: Ex, right: Ex) -> bool:
         v = int(right.value)
         return v > 0 and v & (v - 1) == 0
     return False
+
 
 class ExpressionCompiler:
     """Compiles expressions to :class:`Ex` (see the module docstring)."""

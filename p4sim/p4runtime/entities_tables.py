@@ -251,13 +251,15 @@ class TableStore:
         if te.HasField("time_since_last_hit"):
             fail("INVALID_ARGUMENT", f"table {ti.name}: time_since_last_hit must be unset in a write")
         t = ti.table
+        # BMv2 makes a table with initial entries immutable, const or not
+        # (IMMUTABLE_TABLE_ENTRIES); P4_16 lets the control plane change non-const ones
+        why = ""
         if t.is_const:
-            if utype == pb.Update.INSERT:
-                fail("UNKNOWN", f"Error when adding match entry to target: table {ti.name} has const entries")
-            fail("NOT_FOUND", f"Cannot find match entry: the entries of table {ti.name} are const")
-        if t.initial_entries and not self.extras:     # BMv2: IMMUTABLE_TABLE_ENTRIES
+            why = f"table {ti.name} has const entries"
+        elif t.initial_entries and not self.extras:
             why = (f"table {ti.name} has initial entries, and BMv2 makes such a table's entries "
                    "immutable (--p4runtime-extras allows writes)")
+        if why:
             if utype == pb.Update.INSERT:
                 fail("UNKNOWN", f"Error when adding match entry to target: {why}")
             fail("NOT_FOUND", f"Cannot find match entry: {why}")
