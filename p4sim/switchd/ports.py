@@ -289,6 +289,7 @@ class RawSocketPort(Port):
         self._drops_logged = 0
         self._drops_log_at = 0.0
         self._holes_base = 0
+        self._truncated_counted = 0       # of the current ring's truncated, in rx_dropped
 
     def open(self) -> None:
         """Open and bind the socket now (raises OSError); the thread retries later."""
@@ -314,6 +315,9 @@ class RawSocketPort(Port):
         with self._sock_lock:
             old, self._sock = self._sock, sock
             old_ring, self._ring = self._ring, ring
+            if old_ring is not None:
+                self._add_truncated(old_ring)
+            self._truncated_counted = 0
         if old_ring is not None:
             old_ring.close()
         if old is not None:
@@ -325,8 +329,10 @@ class RawSocketPort(Port):
             ring, self._ring = self._ring, None
             if old is not None:
                 self._add_kernel_drops(old)
+            if ring is not None:
+                self._add_truncated(ring)
+            self._truncated_counted = 0
         if ring is not None:
-            self.counters.rx_dropped += ring.truncated
             self._holes_base += ring.holes
             ring.close()
         if old is not None:
@@ -342,11 +348,21 @@ class RawSocketPort(Port):
         _packets, drops = _TPACKET_STATS.unpack(raw)
         self.counters.rx_dropped += drops
 
+    def _add_truncated(self, ring: RxRing) -> None:
+        """Add the frames ``ring`` skipped as cut (:attr:`RxRing.truncated`) since the last
+        call to ``rx_dropped``; call with ``_sock_lock`` held."""
+        seen = ring.truncated
+        self.counters.rx_dropped += seen - self._truncated_counted
+        self._truncated_counted = seen
+
     def update_drops(self) -> int:
-        """Read the kernel's drop count now; returns ``rx_dropped``."""
+        """Read the kernel's drop count (and the ring's cut frames) now; returns
+        ``rx_dropped``."""
         with self._sock_lock:
             if self._sock is not None:
                 self._add_kernel_drops(self._sock)
+            if self._ring is not None:
+                self._add_truncated(self._ring)
             return self.counters.rx_dropped
 
     def status(self) -> dict[str, Any]:

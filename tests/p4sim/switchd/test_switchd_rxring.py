@@ -95,3 +95,26 @@ def test_a_slot_filled_in_time_is_not_skipped(monkeypatch: pytest.MonkeyPatch) -
     clock.now += HOLE_WAIT_S * 10
     assert ring.read(64) == [b"first", b"second"] and ring.holes == 0
     assert ring.read(64) == [] and ring.holes == 0        # nothing ahead: no hole
+
+
+class _CutRing:
+    """What RawSocketPort reads of a ring: its counts of cut frames and holes."""
+
+    def __init__(self) -> None:
+        self.truncated, self.holes, self.closed = 0, 0, False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_cut_frames_reach_rx_dropped_when_read_not_when_the_socket_closes() -> None:
+    from p4sim.switchd.ports import RawSocketPort
+    port = RawSocketPort(1, "p4s-none")
+    ring = _CutRing()
+    port._ring = ring                                      # type: ignore[assignment]
+    ring.truncated = 2
+    assert port.status()["rx_dropped"] == 2
+    ring.truncated = 3
+    assert port.update_drops() == 3 and port.update_drops() == 3
+    port._drop_socket()                                    # counted once, not again
+    assert ring.closed and port.counters.rx_dropped == 3
