@@ -29,7 +29,8 @@ switch's ``FabricEgress.alarms`` decided, with its own windows and hysteresis, r
 by digest within microseconds; :mod:`controller.gor.dataplane`). A link's level is the
 higher of the two: the data plane raises it at once; the counters stay as the slow path
 and cover lost digests; it comes down when both say so. An event is returned whenever
-that level changes, whichever source changed it.
+that level changes, whichever source changed it. :meth:`AlarmMonitor.alarm_since` says
+when the link's current alarm began (its level left CLEAR).
 
 Example::
 
@@ -42,6 +43,8 @@ Example::
     'CLEAR'
     >>> m.report(("s0", 1), 0.7, AlarmLevel.CRITICAL, mark_rate=0.3).new.name   # a digest
     'CRITICAL'
+    >>> m.alarm_since(("s0", 1))
+    0.7
     >>> m.observe(("s0", 1), 0.8, marks=0, tx_pkts=1000) is None   # the counters: no change
     True
     >>> m.report(("s0", 1), 0.9, AlarmLevel.CLEAR, mark_rate=0.0).new.name
@@ -114,6 +117,7 @@ class AlarmMonitor:
         self.thresholds = thresholds or AlarmThresholds()
         self.links: dict[LinkKey, LinkAlarm] = {}
         self.reported: dict[LinkKey, AlarmLevel] = {}   # the switches' own levels
+        self._since: dict[LinkKey, float] = {}          # when the current alarm began
 
     def report(self, link: LinkKey, t_s: float, level: AlarmLevel,
                mark_rate: float) -> Optional[AlarmEvent]:
@@ -126,7 +130,7 @@ class AlarmMonitor:
             return None
         st = self.links.setdefault(link, LinkAlarm(since_s=t_s))
         st.last_rate, st.last_t_s = mark_rate, t_s
-        return AlarmEvent(link, t_s, old, new, mark_rate)
+        return self._event(link, t_s, old, new, mark_rate)
 
     def observe(self, link: LinkKey, t_s: float, marks: int, tx_pkts: int) -> Optional[AlarmEvent]:
         """One interval's marks and packets on ``link`` ending at ``t_s``."""
@@ -152,7 +156,21 @@ class AlarmMonitor:
         after = self.level(link)
         if after == before:
             return None                     # the switch's own level still rules
-        return AlarmEvent(link, t_s, before, after, rate)
+        return self._event(link, t_s, before, after, rate)
+
+    def _event(self, link: LinkKey, t_s: float, old: AlarmLevel, new: AlarmLevel,
+               rate: float) -> AlarmEvent:
+        """The event of a change of ``link``'s level; notes when an alarm begins or ends."""
+        if new == AlarmLevel.CLEAR:
+            self._since.pop(link, None)
+        elif old == AlarmLevel.CLEAR:
+            self._since[link] = t_s
+        return AlarmEvent(link, t_s, old, new, rate)
+
+    def alarm_since(self, link: LinkKey) -> Optional[float]:
+        """When ``link``'s current alarm began (its level left CLEAR; higher levels since
+        do not restart it); None when it is CLEAR."""
+        return self._since.get(link) if self.level(link) > AlarmLevel.CLEAR else None
 
     def level(self, link: LinkKey) -> AlarmLevel:
         """The current level of ``link``: the higher of the counters' and the switch's
@@ -171,11 +189,14 @@ class AlarmMonitor:
         """Drop the switch's own level of ``link`` (the switch restarted: its alarm state
         began again at CLEAR without a report); the counters' level stays."""
         self.reported.pop(link, None)
+        if self.level(link) == AlarmLevel.CLEAR:
+            self._since.pop(link, None)
 
     def forget(self, link: LinkKey) -> None:
         """Drop the state of a link (it went down or was removed)."""
         self.links.pop(link, None)
         self.reported.pop(link, None)
+        self._since.pop(link, None)
 
 
 __all__ = ["AlarmMonitor", "AlarmThresholds", "LinkAlarm", "mark_rate"]

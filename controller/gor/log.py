@@ -139,11 +139,12 @@ class DecisionLog:
 
     def alarm_cleared(self, link: Any, level: int, mark_rate: float,
                       util_pct: Optional[float] = None, round_id: Optional[int] = None,
-                      source: Optional[str] = None) -> None:
-        """The alarm of ``link`` (at ``level``) cleared (or came down a level); ``source``:
-        ``counters`` or ``switch`` (the switch's own data-plane alarm)."""
+                      source: Optional[str] = None, to_level: int = 0) -> None:
+        """The alarm of ``link`` (at ``level``) cleared (``to_level`` 0) or came down to
+        ``to_level``; ``source``: ``counters`` or ``switch`` (the switch's own data-plane
+        alarm)."""
         self.record("alarm_cleared", link=link, level=level, mark_rate=mark_rate,
-                    util_pct=util_pct, round=round_id, source=source)
+                    util_pct=util_pct, round=round_id, source=source, to_level=to_level)
 
     # ------------------------------------------------------------------ decisions
     def flows_chosen(self, link: Any, flows: Sequence[Any], round_id: Optional[int] = None) -> None:

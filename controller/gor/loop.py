@@ -87,7 +87,9 @@ adopts or deletes them. A switch that stops answering is logged ``switch_lost``;
 :class:`~controller.gor.recovery.SwitchRecovery` has reconnected and re-programmed it,
 :mod:`controller.gor.restarts` re-installs GOR's overrides and sampling entries on it and
 logs ``switch_back``. While a switch is lost, and for ``SWITCH_GRACE_S`` after it is back,
-no decision round runs on its links (their queues and alarms are the switch's doing).
+no decision round runs on its links (their queues and alarms are the switch's doing); an
+alarm that began on one of them meanwhile gets none until it clears (at most
+``SYMPTOM_MAX_S`` after the switch is back).
 
 **Structure.** :class:`GorLoop` runs steps 1–3 itself and owns one collaborator per
 concern, each constructed with only what it uses and readable (and testable) alone:
@@ -229,7 +231,7 @@ class GorLoop:
             top_n=top_n, safety=safety,
             decide_level=decide_level, decide_every_s=decide_every_s, min_samples=min_samples,
             samples_per_flow=samples_per_flow, early_decide=early_decide, proof_s=proof_s,
-            cooldown_s=cooldown_s, switch_unsettled=lambda sw, t_s: self.restarts.unsettled(sw, t_s))
+            cooldown_s=cooldown_s, switch_unsettled=self._switch_unsettled)
         # the detours the plan installed (a fabric whose spines miss some leaf), kept by
         # DetourSync; the groups the fault handling rewrites are the others
         self.detour_sync = DetourSync(self.engine, self.links, self.tables, self.out,
@@ -335,6 +337,10 @@ class GorLoop:
     def link_name(self, link: LinkKey) -> str:
         """``"b0r0l0->s0"`` (the telemetry's name), ``"b0r0l0:3->s0"`` with parallel links."""
         return self.links.name(link)
+
+    def _switch_unsettled(self, switch: str, t_s: float, alarm_since: Optional[float]) -> bool:
+        """The rounds' view of :meth:`SwitchRestarts.unsettled` (built after them)."""
+        return self.restarts.unsettled(switch, t_s, alarm_since)
 
     def busy(self) -> bool:
         """True while something wants fast telemetry: an alarm (NOTICE or above), a move
@@ -516,7 +522,7 @@ class GorLoop:
                 self.sampler.disable(key)
             if out.decision_log is not None:
                 out.decision_log.alarm_cleared(name, int(ev.old), ev.mark_rate, util_pct,
-                                               source=source)
+                                               source=source, to_level=int(ev.new))
 
     # ------------------------------------------------------------------ 3 digests
     def _drain_digests(self, t_s: float) -> None:

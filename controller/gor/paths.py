@@ -169,7 +169,9 @@ class PathEngine(FabricPaths):
         others cannot change). ``links`` replaces the shared state for this round (the
         loop passes loads with the moves still in flight applied); ``in_use``: 5-tuples
         of other live flows, whose source ports a move must not take (two QPs between
-        the same NICs on one port would become one flow)."""
+        the same NICs on one port would become one flow). No path with a link in
+        ``links.down`` is a candidate (the rounds add the links of a switch lost or just
+        back: no move is sent towards a switch GOR cannot reach)."""
         t0 = time.perf_counter()
         dec = RoundDecision(t_s, trigger)
         links = self.links if links is None else links
@@ -177,7 +179,8 @@ class PathEngine(FabricPaths):
         cur: dict[int, Optional[PathChoice]] = {}
         for i, e in enumerate(elephants):
             cur[i] = e.current if e.current is not None else self.current_path(e.flow, e.src_leaf, e.dst_leaf)
-        cands_of = {i: [p for p in self.candidate_paths(e.src_leaf, e.dst_leaf) if p != cur[i]]
+        cands_of = {i: [p for p in self.candidate_paths(e.src_leaf, e.dst_leaf)
+                        if p != cur[i] and not any(l in links.down for l in p.links)]
                     for i, e in enumerate(elephants)}
         # only links some elephant uses or may use can change: simulate those
         rel = {l for i in cur for p in [cur[i], *cands_of[i]] if p is not None for l in p.links}

@@ -52,6 +52,11 @@ from controller.gor.windows import LoadWindows
 
 SWITCH_GRACE_S = 1.0
 """After a lost switch is back, its links get no decision round for this long."""
+SYMPTOM_MAX_S = 5.0
+"""An alarm that began on a link of a switch while it was lost or in its grace is the
+switch's symptom (its neighbours queued towards it, it drained its backlog in a burst):
+no round for it until it clears, or until this long after the switch is back (an alarm
+still up then is taken for real congestion)."""
 
 
 class SwitchRestarts:
@@ -68,6 +73,7 @@ class SwitchRestarts:
         self.switch_events: "queue.Queue[tuple[str, str, Any, Optional[float]]]" = queue.Queue()
         self.lost_switches: dict[str, float] = {}     # switch → t_s it was lost
         self.back_at: dict[str, float] = {}           # switch → t_s it was last back
+        self.lost_at: dict[str, float] = {}           # switch → t_s it was last lost
         self.grace_s = SWITCH_GRACE_S
         self.switch_log: list[tuple[str, str, float, dict[str, Any]]] = []  # lost/back, switch, t_s, what
         self._stale: dict[str, bool] = {}
@@ -93,15 +99,33 @@ class SwitchRestarts:
             if self._out.decision_log is not None:
                 self._out.decision_log.switch_back(sw)
 
-    def unsettled(self, switch: str, t_s: float) -> bool:
-        """``switch`` is lost, or came back less than ``grace_s`` ago: what its links
-        show now (a hung switch's neighbours queue towards it, a resumed one drains its
-        backlog in a burst) says nothing about elephants, and the rounds leave its links
-        alone (:class:`~controller.gor.rounds.DecisionRounds`)."""
+    def unsettled(self, switch: str, t_s: float, alarm_since: Optional[float] = None) -> bool:
+        """``switch`` is lost, or came back less than ``grace_s`` ago, or the alarm of a
+        link of it began (``alarm_since``) while it was either and has not cleared (for
+        at most :data:`SYMPTOM_MAX_S` after it is back): what its links show then (a hung
+        switch's neighbours queue towards it, a resumed one drains its backlog in a
+        burst) says nothing about elephants, and the rounds leave its links alone
+        (:class:`~controller.gor.rounds.DecisionRounds`).
+
+        >>> r = SwitchRestarts.__new__(SwitchRestarts)
+        >>> r._stale, r.grace_s, r.lost_at, r.back_at = {}, 1.0, {"s0": 10.0}, {"s0": 14.0}
+        >>> r.unsettled("s0", 14.5), r.unsettled("s0", 15.5)
+        (True, False)
+        >>> r.unsettled("s0", 15.5, alarm_since=14.8), r.unsettled("s0", 19.5, alarm_since=14.8)
+        (True, False)
+        >>> r.unsettled("s0", 15.5, alarm_since=9.0), r.unsettled("s0", 15.5, alarm_since=15.2)
+        (False, False)
+        """
         if self._stale.get(switch, False):
             return True
         back = self.back_at.get(switch)
-        return back is not None and t_s - back < self.grace_s
+        if back is None:
+            return False
+        if t_s - back < self.grace_s:
+            return True
+        lost = self.lost_at.get(switch, back)
+        return (alarm_since is not None and lost <= alarm_since < back + self.grace_s
+                and t_s - back < SYMPTOM_MAX_S)
 
     def live_groups(self, switch: str) -> dict[int, tuple[int, ...]]:
         """Group id → egress ports of the live members of every ECMP group of ``switch``, as
@@ -137,6 +161,7 @@ class SwitchRestarts:
     def _lost(self, sw: str, error: str, t_s: float) -> None:
         self._stale[sw] = True
         self.lost_switches.setdefault(sw, t_s)
+        self.lost_at[sw] = self.lost_switches[sw]
         if self._out.metrics is not None:
             self._out.metrics.set_switch_stale(sw, True)
         self.switch_log.append(("switch_lost", sw, t_s, {"error": error}))
@@ -190,4 +215,4 @@ class SwitchRestarts:
             self._out.decision_log.record("switch_back", switch=sw, **info)
 
 
-__all__ = ["SWITCH_GRACE_S", "SwitchRestarts"]
+__all__ = ["SWITCH_GRACE_S", "SYMPTOM_MAX_S", "SwitchRestarts"]

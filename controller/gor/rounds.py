@@ -13,7 +13,9 @@ out an order (:meth:`controller.gor.orders.MoveOrders.act`).
 
 The rules are in the loop's module docstring: one round at a time, ``decide_every_s`` per
 link, ``min_samples`` (or ``samples_per_flow``) before ranking, early rounds on a proven
-overload, cooldown, follow-up links, loads with every move in flight applied. Rates are in
+overload, cooldown, follow-up links, loads with every move in flight applied; no round
+on the links of a switch lost or just back, or for an alarm that began there meanwhile,
+and no new path through such a switch. Rates are in
 the loop's basis: an elephant's sampled share of its link times the link's measured load
 (at least its capacity on a link that marks).
 
@@ -58,8 +60,9 @@ class DecisionRounds:
     Settings: ``top_n`` elephants per round, ``safety`` (the threshold every link of a new
     path must stay under), ``decide_level``, ``decide_every_s``, ``min_samples``,
     ``samples_per_flow``, ``early_decide``, ``proof_s``, ``cooldown_s`` (a flow a
-    predecessor's order moved rests for the remainder); ``switch_unsettled(switch, t_s)``:
-    a switch lost or just back, whose links get no round
+    predecessor's order moved rests for the remainder); ``switch_unsettled(switch, t_s, alarm_since)``:
+    a switch lost or just back, or whose link's alarm (begun at ``alarm_since``) is its
+    symptom: the link gets no round
     (:meth:`SwitchRestarts.unsettled <controller.gor.restarts.SwitchRestarts.unsettled>`).
     """
 
@@ -70,7 +73,8 @@ class DecisionRounds:
                  top_n: int, safety: float, decide_level: AlarmLevel, decide_every_s: float,
                  min_samples: int, samples_per_flow: Optional[int], early_decide: bool,
                  proof_s: float, cooldown_s: float,
-                 switch_unsettled: Callable[[str, float], bool] = lambda sw, t_s: False) -> None:
+                 switch_unsettled: Callable[[str, float, Optional[float]], bool] = (
+                     lambda sw, t_s, alarm_since: False)) -> None:
         self.engine, self.links, self.alarms, self.flows = engine, links, alarms, flows
         self.dataplane = dataplane
         self.windows, self.book, self.sampling = windows, book, sampling
@@ -128,10 +132,21 @@ class DecisionRounds:
                                           rest_until_s=round(until_s, 3))
 
     def _unsettled(self, link: LinkKey, t_s: float) -> bool:
-        """Either end of ``link`` is a switch lost or just back (``switch_unsettled``)."""
+        """Either end of ``link`` is a switch lost or just back, or the link's alarm is a
+        symptom of one (``switch_unsettled``)."""
+        since = self.alarms.alarm_since(link)
         peer = self.links.peer.get(link)
-        return self.switch_unsettled(link[0], t_s) or (
-            peer is not None and self.switch_unsettled(peer[0], t_s))
+        return self.switch_unsettled(link[0], t_s, since) or (
+            peer is not None and self.switch_unsettled(peer[0], t_s, since))
+
+    def _away_links(self, t_s: float) -> set[LinkKey]:
+        """The links of every switch lost or just back (``switch_unsettled``): no new
+        path may cross them (:meth:`PathEngine.decide` skips paths with a link down)."""
+        away = {sw for sw in {l[0] for l in self.links.peer} if self.switch_unsettled(sw, t_s, None)}
+        if not away:
+            return set()
+        return {l for l, peer in self.links.peer.items()
+                if l[0] in away or (peer is not None and peer[0] in away)}
 
     def _elephants(self, link: LinkKey, t_s: float,
                    agents: AgentFlows) -> list[ElephantFlow]:
@@ -298,6 +313,7 @@ class DecisionRounds:
                             "util_pct": round(100 * e.rate_bps / self.links.capacity_bps[link], 2),
                             "agent": e.has_agent} for e in elephants], rid)
             planned = apply_in_flight(self.links, self.book.pending.values())
+            planned.down = planned.down | self._away_links(t_s)   # a copy: not taken down
             offered = self._offered_by_switches(planned, t_s)
             planned.load_bps[link] = max(planned.load_bps.get(link, 0.0), self._offered_bps(link, t_s))
             try:

@@ -64,3 +64,19 @@ def test_links_are_independent_and_event_logs() -> None:
     assert m.active(AlarmLevel.CRITICAL) == [LINK]
     ev = AlarmMonitor().observe(LINK, 1.0, 300, 1000)
     assert ev is not None and ev.to_dict()["new"] == "CRITICAL"
+
+
+def test_an_alarm_begins_once_whichever_source_raises_or_keeps_it() -> None:
+    m = AlarmMonitor()
+    link = ("s0", 1)
+    assert m.alarm_since(link) is None
+    m.observe(link, 1.0, marks=20, tx_pkts=1000)                       # NOTICE from the counters
+    m.report(link, 1.2, AlarmLevel.CRITICAL, mark_rate=0.3)            # higher: the same alarm
+    m.observe(link, 1.8, marks=0, tx_pkts=1000)                        # counters clear, the switch not
+    assert m.level(link) == AlarmLevel.CRITICAL and m.alarm_since(link) == 1.0
+    m.report(link, 2.0, AlarmLevel.CLEAR, mark_rate=0.0)
+    assert m.alarm_since(link) is None
+    m.report(link, 2.5, AlarmLevel.WARNING, mark_rate=0.06)            # a new alarm
+    assert m.alarm_since(link) == 2.5
+    m.forget_report(link)                                               # the switch restarted
+    assert m.alarm_since(link) is None

@@ -538,9 +538,53 @@ def test_no_round_on_the_links_of_a_switch_lost_or_just_back() -> None:
     loop.restarts.observe_health({"s0": SimpleNamespace(stale=False)}, 1.1)
     assert loop.restarts.unsettled("s0", 1.1 + 0.5)
     assert loop.tick(1.6, samples(fab)) == []                   # just back: still none
-    f2, g2 = hot_mix(fab, loop, up)
-    rounds = loop.tick(2.2, samples(fab))                        # settled: the round runs
+    hot_mix(fab, loop, up)
+    # past the grace, but the alarm began while s0 was lost: its symptom, until it clears
+    assert loop.tick(2.2, samples(fab)) == []
+    assert loop.tick(2.3, samples(fab, marks=0)) == [] and loop.alarms.alarm_since((L0, up)) is None
+    loop.tick(2.35, samples(fab))                                # a new alarm
+    hot_mix(fab, loop, up)
+    rounds = loop.tick(2.4, samples(fab))                        # settled: the round runs
     assert len(rounds) == 1 and rounds[0].trigger == (L0, up)
+
+
+def test_an_alarm_begun_while_its_switch_was_away_is_real_after_symptom_max_s() -> None:
+    from controller.gor.restarts import SYMPTOM_MAX_S
+    fab, loop, prog, reg, buf, metrics = make()
+    up = port_to(fab, L0, "s0")
+    loop.restarts.submit_switch_lost("s0", "no answer")
+    assert loop.tick(1.0, samples(fab, marks=0)) == []          # quiet while s0 is lost
+    loop.restarts.observe_health({"s0": SimpleNamespace(stale=False)}, 1.1)
+    assert loop.tick(1.5, samples(fab)) == []                   # in the grace: the alarm begins
+    f, g = hot_mix(fab, loop, up)
+    register(fab, reg, f)
+    assert loop.tick(2.5, samples(fab)) == []                   # past the grace: a symptom
+    hot_mix(fab, loop, up)
+    assert loop.tick(1.1 + SYMPTOM_MAX_S - 0.1, samples(fab)) == []
+    hot_mix(fab, loop, up)
+    rounds = loop.tick(1.1 + SYMPTOM_MAX_S + 0.05, samples(fab))   # still up: congestion
+    assert len(rounds) == 1 and rounds[0].trigger == (L0, up)
+
+
+def test_no_move_onto_a_path_through_a_switch_lost_or_just_back() -> None:
+    fab, loop, prog, reg, buf, metrics = make()
+    up = port_to(fab, L0, "s0")
+    others = sorted(p.peer_node for p in fab.switch(L0).ports.values()
+                    if p.kind == "uplink" and p.peer_node != "s0")
+    loop.tick(1.0, samples(fab))                                 # alarm on L0 -> s0
+    f, g = hot_mix(fab, loop, up)
+    register(fab, reg, f)
+    for spine in others:                                         # every other spine
+        loop.restarts.submit_switch_lost(spine, "no answer")
+    rounds = loop.tick(1.05, samples(fab))
+    assert len(rounds) == 1 and rounds[0].orders == []           # the round runs, moves nothing
+    loop.restarts.observe_health({others[0]: SimpleNamespace(stale=False)}, 1.1)
+    hot_mix(fab, loop, up)
+    assert all(r.orders == [] for r in loop.tick(1.6, samples(fab)))   # just back: none either
+    hot_mix(fab, loop, up)
+    rounds = loop.tick(2.2, samples(fab))                        # settled: onto it
+    assert [o.flow for r in rounds for o in r.orders] == [f]
+    assert rounds[0].orders[0].path.spine == others[0]
 
 
 def test_agent_done_is_recorded_when_the_counters_confirm_the_move_first() -> None:
