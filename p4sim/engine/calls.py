@@ -242,6 +242,10 @@ class CallCompiler:
         elif e.type_args:
             raise P4Error(f"{fi.decl.name} is not generic: it takes no type arguments", e.loc)
         d = fi.decl
+        if self.cx.in_parser():
+            loop = self.cx.loops.first_loop(d)
+            if loop is not None:            # p4c-bm2-ss's refusal, at the loop
+                raise P4Error("ForStatement: not supported in parser on this target", loop.loc)
         args = bind_args(d.params, e.args, e, d.name)
         rt = fi.return_type
         outer = getattr(fi, "outer", frozenset())

@@ -35,6 +35,7 @@ from typing import Any, Callable, Optional
 from p4sim.engine.codegen import FnCtx, Sym, Writer
 from p4sim.errors import P4Error
 from p4sim.frontend import ast as A
+from p4sim.frontend.loops import LoopingFunctions
 from p4sim.frontend.text import expr_text
 from p4sim.frontend.types import P4Type, StructLikeT, bit_width
 from p4sim.runtime import hashes as HASHES
@@ -128,6 +129,7 @@ class CompileContext:
         self.global_objs: dict[int, str] = {}   # id(object) -> its name in env
         self.counter = 0                        # for fresh Python names
         self.hash_fns: dict[str, Any] = {}
+        self.loops = LoopingFunctions(program)  # the functions that run a for loop
         # symbol tables
         # S<args> of a generic struct/header (set by the Compiler, used by TypeResolver)
         self.specialize_struct: Optional[Callable[[Sym, list[P4Type], Any], P4Type]] = None

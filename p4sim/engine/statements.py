@@ -30,7 +30,7 @@ from p4sim.engine.expressions import ExpressionCompiler, RefEx, TypeEx
 from p4sim.errors import P4Error, P4Unsupported
 from p4sim.frontend import ast as A
 from p4sim.frontend.types import (
-    ActionEnumT, BitT, BoolT, DontCareT, IntT, P4Type, StackT, VoidT, strip_new,
+    ActionEnumT, BitT, BoolT, DontCareT, IntT, P4Type, VoidT, strip_new,
 )
 
 
@@ -247,6 +247,8 @@ class StatementCompiler:
     def for_stmt(self, s: A.ForStmt) -> None:
         """``for (init; cond; update) body`` as ``while True`` with the update run at the
         top of every iteration but the first (so that ``continue`` still updates)."""
+        if self.cx.in_parser():             # not a parser statement (p4c: a syntax error)
+            raise P4Error("for statements are not allowed in a parser", s.loc)
         w = self.cx.w
         self.cx.push_scope()
         for x in s.init:

@@ -39,6 +39,7 @@ from typing import Any, Iterable, Iterator, Optional, Sequence
 
 from p4sim.errors import source_line
 from p4sim.frontend import ast as A
+from p4sim.frontend.loops import LoopingFunctions, called_functions
 from p4sim.frontend.text import expr_text
 from p4sim.frontend.uses import removed_blocks_and_tables, used_declarations
 
@@ -257,7 +258,18 @@ def _backend(prog: A.Program, table_actions: Sequence[A.ActionDecl]) -> list[Dia
                 if state == "reject":
                     out.append(_diag(loc, "reject", "Explicit transition to reject not supported on this target",
                                      "unsupported"))
+    looping = LoopingFunctions(prog)
     for control in (d for d in prog.decls if isinstance(d, A.ControlDecl) and not _is_system(d.loc)):
+        for _name, _nargs, call in called_functions(control.body):
+            called = looping.called_loop(call)
+            if called is not None:
+                # as below: p4c-bm2-ss inlines the function into the apply block and drops
+                # its loop (measured: no jump in the JSON; called from an action, it keeps it)
+                out.append(Diagnostic(call.loc, "bmv2-loop",
+                                      f"for loop in function {called[0].name}, called from an "
+                                      "apply block: BMv2 does not run it as written (p4c-bm2-ss "
+                                      "1.2.5.16 compiles only loops inside actions; call the "
+                                      "function from an action)", width=len(called[0].name)))
         for loop in (n for n in A.iter_nodes(control.body) if isinstance(n, A.ForStmt)):
             # not p4c's: p4c-bm2-ss 1.2.5.16 accepts the loop and writes JSON that does not
             # run it (BMv2's JSON has no loops outside actions; measured with

@@ -305,6 +305,12 @@ CASES = [
         states="    state start { $exit; }"),
     bad("switch-in-parser", "switch statements are not allowed in a parser",
         states="    state start { $switch (hdr.h.a) { 1: { } } transition accept; }"),
+    bad("for-in-parser", "for statements are not allowed in a parser",
+        states="    state start { if (hdr.h.a == 1) { $for (bit<8> i = 0; i < 2; i = i + 1) { } } transition accept; }"),
+    bad("for-in-function-called-from-parser", "ForStatement: not supported in parser on this target",
+        top="bit<8> f() { bit<8> a = 0; $for (bit<8> i = 0; i < 2; i = i + 1) { a = a + 1; } return a; }\n"
+            "bit<8> g() { return f(); }",
+        states="    state start { hdr.h.a = g(); transition accept; }"),
     bad("action-call-in-parser", "actions cannot be called from a parser",
         top="action pa() { }", states="    state start { $pa(); transition accept; }"),
     bad("table-apply-in-action", "tables cannot be applied from an action",

@@ -226,3 +226,33 @@ def test_a_loop_in_an_apply_block_is_flagged_and_one_in_an_action_is_not(tmp_pat
     assert len(flagged) == 1 and flagged[0].startswith("10 ")    # the apply block's, not line 7
     assert main(["check", "--Wdisable=bmv2-loop", str(path)]) == 0
     assert "bmv2-loop" not in capsys.readouterr().err
+
+
+FUNCTION_LOOPS = """
+#include <v1model.p4>
+header h_t { bit<8> a; } struct H { h_t h; } struct M { }
+bit<8> count(in bit<8> n) { bit<8> c = 0; for (bit<8> i = 0; i < n; i = i + 1) { c = c + 1; } return c; }
+bit<8> twice(in bit<8> n) { return count(n) + count(n); }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t s) {
+  state start { p.extract(h.h); transition accept; } }
+control C(inout H h, inout M m) { apply { } }
+control I(inout H h, inout M m, inout standard_metadata_t s) {
+  action go() { h.h.a = count(h.h.a); }
+  apply {
+    go();
+    h.h.a = twice(h.h.a);
+  }
+}
+control D(packet_out p, in H h) { apply { p.emit(h.h); } }
+V1Switch(P(), C(), I(), I(), C(), D()) main;
+"""
+
+
+def test_a_loop_in_a_function_called_from_an_apply_block_is_flagged_at_the_call(tmp_path, capsys) -> None:
+    """p4c-bm2-ss inlines a function where it is called: from an action its loop stays
+    (jumps), from an apply block it is dropped (measured: no jump in the JSON)."""
+    path = tmp_path / "function_loops.p4"
+    path.write_text(FUNCTION_LOOPS.lstrip("\n"))
+    assert main(["check", str(path)]) == 0
+    flagged = [w for w in _warnings(capsys.readouterr().err, path) if "bmv2-loop" in w]
+    assert len(flagged) == 1 and flagged[0].startswith("12 ") and "function twice" in flagged[0], flagged
