@@ -403,6 +403,10 @@ class ExpressionCompiler:
             lt, rt = strip_new(l.ty), strip_new(r.ty)
             if not isinstance(lt, (BitT, IntT)):
                 raise P4Error(f"{op}: left operand must be numeric, not {l.ty}", e.loc)
+            if isinstance(r.ty, NewT) and not r.const:    # p4c's type checker: not a bit<S>
+                raise P4Error(f"{expr_text(e.right)}: The right operand of shift must be either an "
+                              "expression of type bit<S> or a compile-time known value that is a "
+                              f"non-negative integer, but is {r.ty}", e.right.loc)
             if isinstance(rt, BitT) and rt.signed:
                 raise P4Error(f"{op}: shift amount must be unsigned", e.loc)
             if not isinstance(rt, (BitT, IntT)):

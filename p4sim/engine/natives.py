@@ -219,6 +219,12 @@ class NativeExterns:
             raise P4Unsupported("unsupported: HashAlgorithm.random (BMv2 refuses to load it)", args[1].loc)
         base = self.expressions.value_expr(args[2])
         mx = self.expressions.value_expr(args[4])
+        if not isinstance(args[3], A.ListExpr):
+            # p4c-bm2-ss turns the data into a field list only from a list or a struct-like
+            # value (convertToList); anything else: "expected a struct" ([--Werror=legacy])
+            t = strip_new(self.expressions.value_expr(args[3]).ty)
+            if not isinstance(t, (StructLikeT, TupleT)):
+                raise P4Error(f"{expr_text(args[3])}: expected a struct", args[3].loc)
         data = self.flat_fields(args[3], "hash", copy_in=isinstance(args[3], A.ListExpr))
         h = self.cx.global_ref(self.cx.hash_fn(algo), "H_" + algo)
         self._out_assign(args[0], f"_compute_hash({h}, {data}, {base.code}, {mx.code})", "hash")
@@ -294,9 +300,34 @@ class NativeExterns:
         else:
             self.cx.w.line(f"if ctx.log: ctx.log({msg.code})")
 
+    def _simple_fields(self, node: A.Expr, fn: str) -> None:
+        """p4c-bm2-ss's rule for a checksum's data (EnsureExpressionIsSimple): lists, struct
+        expressions, names, members, indexes and constants; anything computed is refused
+        ("Computations are not supported in verify_checksum / update_checksum")."""
+        if isinstance(node, A.ListExpr):
+            for x in node.elems:
+                self._simple_fields(x, fn)
+            return
+        if isinstance(node, A.StructExpr):
+            for _name, x in node.fields:
+                self._simple_fields(x, fn)
+            return
+        if isinstance(node, A.Member):
+            if not isinstance(node.expr, A.TypeNameExpr):
+                self._simple_fields(node.expr, fn)
+            return
+        if isinstance(node, A.Index):
+            self._simple_fields(node.expr, fn)
+            self._simple_fields(node.index, fn)
+            return
+        if isinstance(node, A.NameRef) or self.expressions.value_expr(node).const:
+            return                          # a constant: p4c folds it (a cast of one too)
+        raise P4Error(f"{expr_text(node)}: Computations are not supported in {fn}", node.loc)
+
     def _checksum(self, e: A.Call, args: list, verify: bool, payload: bool) -> None:
         cond = self.expressions.value_expr(args[0], BoolT())
         algo = self.enum_member(args[3], "HashAlgorithm")
+        self._simple_fields(args[1], "verify_checksum" if verify else "update_checksum")
         data = self.flat_fields(args[1], "checksum")
         h = self.cx.global_ref(self.cx.hash_fn(algo), "H_" + algo)
         ct = self.expressions.value_expr(args[2]) if verify else None

@@ -18,7 +18,9 @@ from p4sim.engine import rt
 from p4sim.engine.codegen import pyname
 from p4sim.engine.compiler import Compiler, InstanceInfo
 from p4sim.engine.context import CloneRequest, PacketContext
+from p4sim.engine.v1switch_checks import check_v1switch
 from p4sim.errors import P4Error
+from p4sim.frontend import ast as A
 from p4sim.frontend.parser import parse_file, parse_text
 from p4sim.frontend.types import ExternT, StructLikeT, strip_new
 from p4sim.runtime import hashes
@@ -178,6 +180,9 @@ class CompiledProgram:
         if len(ptypes) != 3:
             raise P4Error("the v1model parser must have the parameters (packet_in, out H, inout M, inout standard_metadata_t)", None)
         self.headers_type, self.metadata_type, self.std_type = (strip_new(t) for t in ptypes)
+        hparam = [p for p in getattr(parser.decl, "params", []) if p.direction == "out"][:1]
+        check_v1switch(self.blocks, self.headers_type, hparam[0].loc if hparam else None,
+                       frozenset(d.name for d in compiler.program.decls if isinstance(d, A.ConstDecl)))
         self._hdr_cls = env[self.headers_type.pyclass]
         self._meta_cls = env[self.metadata_type.pyclass]
         self._std_cls = env[self.std_type.pyclass]

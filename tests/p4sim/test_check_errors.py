@@ -38,11 +38,12 @@ DEFAULT_STATES = """\
 
 def program(top: str = "", fields: str = "", parser_locals: str = "", states: str = DEFAULT_STATES,
             locals_: str = "", apply: str = "", deparser: str = "pkt.emit(hdr.h);",
-            main: bool = True) -> str:
+            main: bool = True, compute: str = "") -> str:
     """A complete v1model program with the snippets in place.
 
     ``top`` goes after the includes, ``fields`` into ``headers_t``, ``locals_`` and ``apply``
-    into ``MyIngress``, ``states`` (and ``parser_locals``) into ``MyParser``.
+    into ``MyIngress``, ``states`` (and ``parser_locals``) into ``MyParser``, ``compute``
+    into ``MyComputeChecksum``.
 
     Example::
 
@@ -81,7 +82,7 @@ control MyIngress(inout headers_t hdr, inout meta_t meta,
 }}
 control MyEgress(inout headers_t hdr, inout meta_t meta,
                  inout standard_metadata_t standard_metadata) {{ apply {{ }} }}
-control MyComputeChecksum(inout headers_t hdr, inout meta_t meta) {{ apply {{ }} }}
+control MyComputeChecksum(inout headers_t hdr, inout meta_t meta) {{ apply {{ {compute} }} }}
 control MyDeparser(packet_out pkt, in headers_t hdr) {{
     apply {{ {deparser} }}
 }}
@@ -305,6 +306,21 @@ CASES = [
         states="    state start { $exit; }"),
     bad("switch-in-parser", "switch statements are not allowed in a parser",
         states="    state start { $switch (hdr.h.a) { 1: { } } transition accept; }"),
+    # ---------------------------------------------------------------- p4c-bm2-ss's simple_switch back end
+    bad("hash-data-not-a-struct", "hdr.h.a: expected a struct",
+        apply="bit<16> o; hash(o, HashAlgorithm.crc16, 16w0, $hdr.h.a, 16w100);"),
+    bad("checksum-data-computed", "hdr.h.b + 1: Computations are not supported in update_checksum",
+        compute="update_checksum(true, { hdr.h.a, $hdr.h.b + 1 }, meta.w, HashAlgorithm.csum16);"),
+    bad("checksum-outside-checksum-controls", "update_checksum: unknown extern function",
+        apply="$update_checksum(true, { hdr.h.a }, meta.w, HashAlgorithm.csum16);"),
+    bad("checksum-control-other-statement",
+        "meta.m = 1: Only calls to update_checksum or update_checksum_with_payload allowed",
+        compute="$meta.m = 1;"),
+    bad("shift-by-a-new-type", "x: The right operand of shift must be either an expression of type bit<S> "
+        "or a compile-time known value that is a non-negative integer, but is amount_t",
+        top="type bit<8> amount_t;", apply="amount_t x = (amount_t)hdr.h.b; hdr.h.a = hdr.h.a << $x;"),
+    bad("if-in-deparser", "IfStatement: not supported within a deparser on this target",
+        deparser="$if (hdr.h.isValid()) { pkt.emit(hdr.h); }"),
     bad("for-in-parser", "for statements are not allowed in a parser",
         states="    state start { if (hdr.h.a == 1) { $for (bit<8> i = 0; i < 2; i = i + 1) { } } transition accept; }"),
     bad("for-in-function-called-from-parser", "ForStatement: not supported in parser on this target",
@@ -586,6 +602,11 @@ def test_unsupported_kind_is_not_repeated() -> None:
 # Programs p4c accepts (with at most a warning): p4sim must accept them too.
 GOOD = [
     pytest.param({}, id="skeleton"),
+    # what p4c-bm2-ss 1.2.5.16 accepts next to the back-end refusals above (compiled)
+    pytest.param({"compute": "update_checksum(true, { hdr.h.a, (bit<8>)5, meta.m }, meta.w, HashAlgorithm.csum16);",
+                  "apply": "bit<16> o; hash(o, HashAlgorithm.crc16, 16w0, hdr.h, 16w100); "
+                           "hash(o, HashAlgorithm.crc16, 16w0, meta, 16w100);",
+                  "deparser": "if (true) { pkt.emit(hdr.h); }"}, id="checksum-hash-deparser-bmv2-accepts"),
     pytest.param({"apply": "hdr.h.a = 8w255 + 1; meta.w = (bit<16>)(bit<8>)(int<8>)-1;"},
                  id="wrapping-arithmetic-and-two-step-cast"),
     # shifts p4c-bm2-ss accepts: an 8-bit amount, an int amount, a constant it folds
@@ -720,3 +741,11 @@ def test_cli_check_never_raises(tmp_path: Any, source: str, message: str) -> Non
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.splitlines()[0] == f"{tmp_path / 'prog.p4'}:{where[0]}:{where[1]}: error: {message}"
+
+
+def test_headers_that_are_not_a_struct_are_refused_as_p4c_bm2_ss_refuses() -> None:
+    text = program().replace("out headers_t hdr", "out h_t hdr").replace("in headers_t hdr", "in h_t hdr") \
+        .replace("inout headers_t hdr", "inout h_t hdr").replace("pkt.emit(hdr.h);", "pkt.emit(hdr);")
+    text = text.replace("pkt.extract(hdr.h)", "pkt.extract(hdr)")
+    with pytest.raises(P4Error, match="h_t: expected type to be a struct"):
+        load_program_text(text, "hdr_not_struct.p4")

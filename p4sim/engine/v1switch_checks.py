@@ -1,0 +1,103 @@
+"""What p4c-bm2-ss's simple_switch back end refuses in the blocks of a ``V1Switch`` package,
+checked once the blocks are known (:class:`p4sim.engine.program.V1ModelProgram`), with
+p4c-bm2-ss 1.2.5.16's messages (measured on p4c's own test programs):
+
+* the headers type ``H`` is not a struct: "H: expected type to be a struct";
+* a statement in the verify/compute checksum controls other than a checksum call:
+  "...: Only calls to verify_checksum or verify_checksum_with_payload allowed" (update_…
+  in the compute control);
+* a checksum call in any other block: "update_checksum: unknown extern function" (p4c
+  points at v1model.p4's declaration; p4sim at the call);
+* an ``if`` (its condition not a constant) or a ``switch`` in the deparser:
+  "IfStatement: not supported within a deparser on this target".
+
+Example::
+
+    >>> check_v1switch({})          # no blocks, nothing to say
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator, Mapping
+
+from p4sim.errors import P4Error
+from p4sim.frontend import ast as A
+from p4sim.frontend.text import expr_text
+
+VERIFY = ("verify_checksum", "verify_checksum_with_payload")
+UPDATE = ("update_checksum", "update_checksum_with_payload")
+
+
+def _statements(stmts: list[Any]) -> Iterator[Any]:
+    """The statements of a block, nested blocks opened."""
+    for s in stmts:
+        if isinstance(s, A.BlockStmt):
+            yield from _statements(s.stmts)
+        else:
+            yield s
+
+
+def _called(s: Any) -> str:
+    """The name a call statement calls directly (``""`` for a method or anything else)."""
+    if isinstance(s, A.CallStmt) and isinstance(s.call.func, A.NameRef):
+        return s.call.func.name
+    return ""
+
+
+def _shown(s: Any) -> str:
+    """A statement as p4c's message names it."""
+    if isinstance(s, A.AssignStmt):
+        return f"{expr_text(s.lhs)} = {expr_text(s.rhs)}"
+    if isinstance(s, A.CallStmt):
+        return expr_text(s.call)
+    return {"IfStmt": "IfStatement", "SwitchStmt": "SwitchStatement", "ForStmt": "ForStatement",
+            "ExitStmt": "exit", "ReturnStmt": "return"}.get(type(s).__name__, type(s).__name__)
+
+
+def _checksum_block(decl: Any, allowed: tuple[str, ...]) -> None:
+    for s in _statements(decl.body.stmts if decl.body is not None else []):
+        if isinstance(s, (A.EmptyStmt, A.VarDecl, A.ConstDecl)) or _called(s) in allowed:
+            continue                        # declarations: p4c's midend moves them out
+        raise P4Error(f"{_shown(s)}: Only calls to {allowed[0]} or {allowed[1]} allowed", s.loc)
+
+
+def _constant(cond: Any, consts: set[str]) -> bool:
+    return isinstance(cond, A.BoolLit) or (isinstance(cond, A.NameRef) and cond.name in consts)
+
+
+def _deparser(decl: Any, consts: set[str]) -> None:
+    for n in A.iter_nodes(decl.body) if decl.body is not None else ():
+        if isinstance(n, A.IfStmt) and not _constant(n.cond, consts) or isinstance(n, A.SwitchStmt):
+            raise P4Error(f"{_shown(n)}: not supported within a deparser on this target", n.loc)
+
+
+def _no_checksum_calls(decl: Any) -> None:
+    nodes = [decl.body] if getattr(decl, "body", None) is not None else []
+    nodes += [d for d in getattr(decl, "locals", []) if isinstance(d, A.ActionDecl)]
+    nodes += list(getattr(decl, "states", []))
+    for node in nodes:
+        for n in A.iter_nodes(node):
+            if isinstance(n, A.Call) and isinstance(n.func, A.NameRef) and n.func.name in VERIFY + UPDATE:
+                raise P4Error(f"{n.func.name}: unknown extern function", n.loc)
+
+
+def check_v1switch(blocks: Mapping[str, Any], headers_type: Any = None,
+                   headers_loc: Any = None, consts: frozenset[str] = frozenset()) -> None:
+    """Raise :class:`P4Error` for the first thing p4c-bm2-ss refuses in ``blocks`` (role →
+    instance with ``decl``: parser, verify_checksum, ingress, egress, compute_checksum,
+    deparser); ``headers_type``: the parser's ``H``; ``consts``: names of constants."""
+    from p4sim.frontend.types import StructT, strip_new  # noqa: PLC0415
+    if headers_type is not None and not isinstance(strip_new(headers_type), StructT):
+        raise P4Error(f"{headers_type}: expected type to be a struct", headers_loc)
+    decls = {role: getattr(inst, "decl", None) for role, inst in blocks.items()}
+    if decls.get("verify_checksum") is not None:
+        _checksum_block(decls["verify_checksum"], VERIFY)
+    if decls.get("compute_checksum") is not None:
+        _checksum_block(decls["compute_checksum"], UPDATE)
+    if decls.get("deparser") is not None:
+        _deparser(decls["deparser"], set(consts))
+    for role in ("parser", "ingress", "egress", "deparser"):
+        if decls.get(role) is not None:
+            _no_checksum_calls(decls[role])
+
+
+__all__ = ["check_v1switch"]
