@@ -395,6 +395,9 @@ class TableCompiler:
         w = kf.width
         full = (1 << w) - 1
         mk = kf.match_kind
+        if mk == "exact" and isinstance(strip_new(kt), ErrorT) and not isinstance(e, (A.DefaultExpr, A.DontCare)):
+            # p4c-bm2-ss writes an exact key of an entry only from a number or a boolean
+            raise P4Error(f"{expr_text(e)}: unsupported exact key expression", e.loc)
         if isinstance(e, (A.DefaultExpr, A.DontCare)):
             if mk == "exact":
                 raise P4Error("default/_ cannot be used for an exact key", e.loc)

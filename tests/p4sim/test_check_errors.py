@@ -319,6 +319,9 @@ CASES = [
     bad("shift-by-a-new-type", "x: The right operand of shift must be either an expression of type bit<S> "
         "or a compile-time known value that is a non-negative integer, but is amount_t",
         top="type bit<8> amount_t;", apply="amount_t x = (amount_t)hdr.h.b; hdr.h.a = hdr.h.a << $x;"),
+    bad("error-exact-key-in-an-entry", "error.NoError: unsupported exact key expression",
+        locals_=ACTIONS + "table t { key = { standard_metadata.parser_error: exact; } actions = { a1; } "
+                          "const entries = { $error.NoError: a1(); } }", apply="t.apply();"),
     bad("if-in-deparser", "IfStatement: not supported within a deparser on this target",
         deparser="$if (hdr.h.isValid()) { pkt.emit(hdr.h); }"),
     bad("for-in-parser", "for statements are not allowed in a parser",
