@@ -184,7 +184,8 @@ def snapshot_from_log(records: Iterable[dict[str, Any]], source: str = "log") ->
         ev = rec.get("event")
         if ev in ("alarm_raised", "alarm_cleared"):
             link = str(rec.get("link"))
-            level = int(rec.get("level", 0)) if ev == "alarm_raised" else 0
+            # a clear may only bring the level down (to_level; logs before it: to 0)
+            level = int(rec.get("level", 0) if ev == "alarm_raised" else rec.get("to_level", 0))
             snap.alarms[link] = level
             r = snap.links.setdefault(link, LinkRow(link))
             r.alarm = level

@@ -243,3 +243,11 @@ def test_decision_log_writes_the_decision_cores_records() -> None:
     assert rec["flow"] == "10.0.0.1:49152->10.1.0.1:4791/17"
     assert rec["order"] == json.loads(json.dumps(order.to_dict()))
     assert rec["predicted"] == {"b0r0l0:4": 40.0}
+
+
+def test_status_replays_an_alarm_that_came_down_a_level_not_to_clear() -> None:
+    recs = [{"event": "alarm_raised", "link": "b0r0l0->s0", "level": 3},
+            {"event": "alarm_cleared", "link": "b0r0l0->s0", "level": 3, "to_level": 2},
+            {"event": "alarm_raised", "link": "b0r0l0->s1", "level": 2},
+            {"event": "alarm_cleared", "link": "b0r0l0->s1", "level": 2}]     # a log before to_level
+    assert snapshot_from_log(recs).alarms == {"b0r0l0->s0": 2, "b0r0l0->s1": 0}
