@@ -22,6 +22,7 @@ from typing import Any, Iterator, Mapping
 from p4sim.errors import P4Error
 from p4sim.frontend import ast as A
 from p4sim.frontend.text import expr_text
+from p4sim.frontend.types import StructT, strip_new
 
 VERIFY = ("verify_checksum", "verify_checksum_with_payload")
 UPDATE = ("update_checksum", "update_checksum_with_payload")
@@ -85,7 +86,6 @@ def check_v1switch(blocks: Mapping[str, Any], headers_type: Any = None,
     """Raise :class:`P4Error` for the first thing p4c-bm2-ss refuses in ``blocks`` (role →
     instance with ``decl``: parser, verify_checksum, ingress, egress, compute_checksum,
     deparser); ``headers_type``: the parser's ``H``; ``consts``: names of constants."""
-    from p4sim.frontend.types import StructT, strip_new  # noqa: PLC0415
     if headers_type is not None and not isinstance(strip_new(headers_type), StructT):
         raise P4Error(f"{headers_type}: expected type to be a struct", headers_loc)
     decls = {role: getattr(inst, "decl", None) for role, inst in blocks.items()}

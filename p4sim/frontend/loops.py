@@ -26,12 +26,12 @@ from typing import Iterator, Optional
 from p4sim.frontend import ast as A
 
 
-def called_functions(node: A.Node) -> Iterator[tuple[str, int, A.Call]]:
-    """``(name, argument count, call)`` of every call below ``node`` whose callee is a
-    plain name (a function or an action; methods and ``t.apply()`` are members)."""
+def called_functions(node: A.Node) -> Iterator[A.Call]:
+    """Every call below ``node`` whose callee is a plain name (a function or an action;
+    methods and ``t.apply()`` are members)."""
     for n in A.iter_nodes(node):
         if isinstance(n, A.Call) and isinstance(n.func, A.NameRef):
-            yield n.func.name, len(n.args), n
+            yield n
 
 
 class LoopingFunctions:
@@ -50,11 +50,14 @@ class LoopingFunctions:
         None when it runs none."""
         return self._first(fn, set())
 
+    def _callees(self, call: A.Call) -> list[A.FunctionDecl]:
+        """The top-level functions ``call`` may name (by name and argument count)."""
+        name = call.func.name if isinstance(call.func, A.NameRef) else ""
+        return self._by_name.get((name, len(call.args)), [])
+
     def called_loop(self, call: A.Call) -> Optional[tuple[A.FunctionDecl, A.ForStmt]]:
         """The function ``call`` names and the loop it runs, when it runs one."""
-        if not isinstance(call.func, A.NameRef):
-            return None
-        for fn in self._by_name.get((call.func.name, len(call.args)), []):
+        for fn in self._callees(call):
             loop = self.first_loop(fn)
             if loop is not None:
                 return fn, loop
@@ -69,13 +72,8 @@ class LoopingFunctions:
         found: Optional[A.ForStmt] = next(
             (n for n in A.iter_nodes(fn.body) if isinstance(n, A.ForStmt)), None)
         if found is None:
-            for name, nargs, _call in called_functions(fn.body):
-                for callee in self._by_name.get((name, nargs), []):
-                    found = self._first(callee, visiting)
-                    if found is not None:
-                        break
-                if found is not None:
-                    break
+            found = next((loop for call in called_functions(fn.body) for callee in self._callees(call)
+                          if (loop := self._first(callee, visiting)) is not None), None)
         visiting.discard(id(fn))
         self._loop[id(fn)] = found
         return found

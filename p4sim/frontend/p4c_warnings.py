@@ -260,7 +260,7 @@ def _backend(prog: A.Program, table_actions: Sequence[A.ActionDecl]) -> list[Dia
                                      "unsupported"))
     looping = LoopingFunctions(prog)
     for control in (d for d in prog.decls if isinstance(d, A.ControlDecl) and not _is_system(d.loc)):
-        for _name, _nargs, call in called_functions(control.body):
+        for call in called_functions(control.body):
             called = looping.called_loop(call)
             if called is not None:
                 # as below: p4c-bm2-ss inlines the function into the apply block and drops
