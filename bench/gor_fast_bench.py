@@ -12,7 +12,9 @@ packet captures.
   ``gor.detect_wire_ms.p50`` (that packet → the alarm digest's arrival at GOR, the
   record's ``received_ts``: the switch's decision, its P4Runtime server, gRPC, GOR's
   decoding) and ``gor.detect_gor_ms.p50`` (arrival → handled: the reaction thread's
-  wait for the loop and the handling);
+  wait for the loop and the handling); the wire leg split again by the digest list's
+  own timestamp: ``gor.detect_switch_ms.p50`` (that packet → the list stamped by the
+  switch's P4Runtime server) and ``gor.detect_stream_ms.p50`` (stamped → arrival);
 * ``gor.loop_ms.p50`` / ``.p99`` — that alarm → the last moved flow seen on its new
   uplink (the story's ``loop_s``);
 * ``gor.elephants_exact`` — the fraction of runs whose first round's elephants (its
@@ -52,7 +54,8 @@ FIRST_SEED = 100
 TOP_N = 4
 FIGURES = ("gor.detect_ms.p50", "gor.detect_ms.p99", "gor.loop_ms.p50", "gor.loop_ms.p99",
            "gor.elephants_exact", "gor.loop_order_ms.p50", "gor.loop_wire_ms.p50",
-           "gor.loop_confirm_ms.p50", "gor.detect_wire_ms.p50", "gor.detect_gor_ms.p50")
+           "gor.loop_confirm_ms.p50", "gor.detect_wire_ms.p50", "gor.detect_gor_ms.p50",
+           "gor.detect_switch_ms.p50", "gor.detect_stream_ms.p50")
 LEGS = ("order", "wire", "confirm")
 
 
@@ -71,21 +74,46 @@ def first_alarm(events: Iterable[Mapping[str, Any]]) -> Optional[Mapping[str, An
     return next((e for e in events if e.get("event") == "alarm_raised"), None)
 
 
-def detect_split(alarm: Mapping[str, Any], ce_ts: float) -> Optional[dict[str, float]]:
-    """Detection in two legs (ms) for an alarm a switch reported: the first CE packet →
-    its digest's arrival at GOR (``wire``) and arrival → handled (``gor``); None for an
-    alarm from the polls (no ``received_ts``).
+def detect_split(alarm: Mapping[str, Any], ce_ts: float, clock_offset_s: float = 0.0
+                 ) -> Optional[dict[str, float]]:
+    """Detection in legs (ms) for an alarm a switch reported: the first CE packet → its
+    digest's arrival at GOR (``wire``) and arrival → handled (``gor``); with the digest
+    list's own timestamp (``digest_ts_ns`` + ``clock_offset_s`` = wall clock), ``wire``
+    split again: that packet → the list stamped by the target's P4Runtime server
+    (``switch``: the data plane, the carrier of the report, the server's digest path) and
+    stamped → arrival (``stream``: gRPC, TLS, GOR's reader). None for an alarm from the
+    polls (no ``received_ts``).
 
     >>> detect_split({"ts": 10.020, "received_ts": 10.012}, 10.000)
     {'wire': 12.0, 'gor': 8.0}
+    >>> detect_split({"ts": 10.020, "received_ts": 10.012, "digest_ts_ns": 10_009_000_000}, 10.0)
+    {'wire': 12.0, 'gor': 8.0, 'switch': 9.0, 'stream': 3.0}
     >>> detect_split({"ts": 10.020, "source": "counters"}, 10.000) is None
     True
     """
     received = alarm.get("received_ts")
     if received is None:
         return None
-    return {"wire": round(1000 * (float(received) - ce_ts), 3),
-            "gor": round(1000 * (float(alarm["ts"]) - float(received)), 3)}
+    out = {"wire": round(1000 * (float(received) - ce_ts), 3),
+           "gor": round(1000 * (float(alarm["ts"]) - float(received)), 3)}
+    stamped_ns = alarm.get("digest_ts_ns")
+    if stamped_ns:
+        stamped = int(stamped_ns) / 1e9 + clock_offset_s
+        out["switch"] = round(1000 * (stamped - ce_ts), 3)
+        out["stream"] = round(1000 * (float(received) - stamped), 3)
+    return out
+
+
+def digest_clock_offset_s(target: str) -> float:
+    """What turns a target's DigestList timestamp into wall-clock seconds: 0 for p4sim
+    (wall clock, as the P4Runtime spec says); BMv2's PI server stamps with
+    ``steady_clock`` (CLOCK_MONOTONIC, shared by the processes of one machine), so
+    wall minus monotonic now.
+
+    >>> digest_clock_offset_s("p4sim")
+    0.0
+    """
+    return time.time() - time.monotonic() if target == "bmv2" else 0.0
 
 
 def first_ce_ts(pcap: Path, since: float = 0.0) -> Optional[float]:
@@ -204,7 +232,8 @@ def bench_fast_loop(config: BenchConfig) -> dict[str, Figure]:
         return {}
     tmp = Path(tempfile.mkdtemp(prefix="gor-fast-loop-"))
     detect_ms: list[float] = []
-    detect_legs: dict[str, list[float]] = {"wire": [], "gor": []}
+    detect_legs: dict[str, list[float]] = {"wire": [], "gor": [], "switch": [], "stream": []}
+    clock_offset_s = digest_clock_offset_s(config.target)
     loop_ms: list[float] = []
     exact: list[bool] = []
     legs: dict[str, list[float]] = {leg: [] for leg in LEGS}
@@ -222,7 +251,7 @@ def bench_fast_loop(config: BenchConfig) -> dict[str, Figure]:
             ce = first_ce_ts(uplink_pcap(tb.fabric, tmp / "pcaps", str(alarm["link"])), started)
             if ce is not None:
                 detect_ms.append(round(1000 * (float(alarm["ts"]) - ce), 3))
-                for leg, ms in (detect_split(alarm, ce) or {}).items():
+                for leg, ms in (detect_split(alarm, ce, clock_offset_s) or {}).items():
                     detect_legs[leg].append(ms)
             if res.loop_s is not None:
                 loop_ms.append(1000 * res.loop_s)

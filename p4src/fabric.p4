@@ -49,26 +49,35 @@ control FabricIngress(inout headers_t hdr, inout fabric_metadata_t meta,
     IngressTelemetry() telemetry;
 
     apply {
+        /* A recirculated packet is an alarm report's copy (alarms.p4): only
+         * alarms sees it (it sends the report and drops the copy). */
+        bool report_copy = standard_metadata.instance_type == INSTANCE_RECIRC;
         switch_info.apply(meta);
-        packetio.apply(hdr, meta, standard_metadata);
-        if (meta.bypass == 0) {
-            if (hdr.arp.isValid()) {
-                arp.apply(hdr, meta, standard_metadata);
-            } else if (hdr.ipv4.isValid()) {
-                qos.apply(hdr, meta, standard_metadata);
-                override.apply(hdr, meta);
-                forwarding.apply(hdr, meta, standard_metadata);
-                ecmp.apply(hdr, meta, standard_metadata);
-                nexthops.apply(hdr, meta, standard_metadata);
-                alarms.apply(hdr, meta, standard_metadata);
-                elephants.apply(hdr, meta, standard_metadata);
-                sampling.apply(hdr, meta, standard_metadata);
-            } else if (!hdr.pfc.isValid()) {
-                mark_to_drop(standard_metadata);    /* unknown EtherType */
+        if (!report_copy) {
+            packetio.apply(hdr, meta, standard_metadata);
+            if (meta.bypass == 0) {
+                if (hdr.arp.isValid()) {
+                    arp.apply(hdr, meta, standard_metadata);
+                } else if (hdr.ipv4.isValid()) {
+                    qos.apply(hdr, meta, standard_metadata);
+                    override.apply(hdr, meta);
+                    forwarding.apply(hdr, meta, standard_metadata);
+                    ecmp.apply(hdr, meta, standard_metadata);
+                    nexthops.apply(hdr, meta, standard_metadata);
+                } else if (!hdr.pfc.isValid()) {
+                    mark_to_drop(standard_metadata);    /* unknown EtherType */
+                }
             }
         }
-        pfc.apply(hdr, meta, standard_metadata);
-        telemetry.apply(hdr, meta, standard_metadata);
+        alarms.apply(hdr, meta, standard_metadata);      /* before elephants: the epoch */
+        if (!report_copy) {
+            if (meta.bypass == 0 && hdr.ipv4.isValid()) {
+                elephants.apply(hdr, meta, standard_metadata);
+                sampling.apply(hdr, meta, standard_metadata);
+            }
+            pfc.apply(hdr, meta, standard_metadata);
+            telemetry.apply(hdr, meta, standard_metadata);
+        }
     }
 }
 
@@ -81,11 +90,17 @@ control FabricEgress(inout headers_t hdr, inout fabric_metadata_t meta,
     EgressTelemetry() telemetry;
 
     apply {
-        pfc.apply(hdr, meta, standard_metadata);
-        ecn.apply(hdr, meta, standard_metadata);
-        alarms.apply(hdr, meta, standard_metadata);
-        packetio.apply(hdr, meta, standard_metadata);
-        telemetry.apply(hdr, meta, standard_metadata);
+        if (standard_metadata.instance_type == INSTANCE_EGRESS_CLONE && meta.alarm_copy == 1) {
+            /* An alarm report's copy (alarms.p4): back to ingress, which sends the
+             * report; it never leaves the switch. */
+            recirculate_preserving_field_list(FL_ALARM);
+        } else {
+            pfc.apply(hdr, meta, standard_metadata);
+            ecn.apply(hdr, meta, standard_metadata);
+            alarms.apply(hdr, meta, standard_metadata);
+            packetio.apply(hdr, meta, standard_metadata);
+            telemetry.apply(hdr, meta, standard_metadata);
+        }
     }
 }
 

@@ -8,8 +8,9 @@ the typed records of :mod:`controller.gor.decisions` (their ``to_dict()`` is wri
 keys (written as text) and link keys (``("b0r0l0", 3)`` → ``"b0r0l0:3"`` as a mapping key).
 
 * ``alarm_raised``: link, level, mark_rate, util_pct, source (``switch``: an alarm digest,
-  with switch_level, max_qdepth, seq and received_ts, the wall clock of its arrival at GOR;
-  ``counters``: the polls)
+  with switch_level, max_qdepth, seq, received_ts, the wall clock of its arrival at GOR,
+  and digest_ts_ns, the DigestList's timestamp as the target stamped it: p4sim the wall
+  clock, as P4Runtime says, BMv2's PI server CLOCK_MONOTONIC; ``counters``: the polls)
 * ``alarm_cleared``: link, level (the level left), mark_rate, util_pct
 * ``flows_chosen``: link, flows (list of flow keys with rate estimates)
 * ``path_chosen``: flow, old_path, new_path, predicted (link → util_pct), measured

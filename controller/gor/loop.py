@@ -536,7 +536,8 @@ class GorLoop:
             try:
                 if name == ALARM_DIGEST:
                     for row in rows:
-                        self._switch_alarm(switch, row, t_s, received_ts)
+                        self._switch_alarm(switch, row, t_s, received_ts,
+                                           getattr(digest, "timestamp_ns", 0))
                 elif name == ELEPHANT_DIGEST:
                     for row in rows:
                         self.dataplane.elephant(switch, row, t_s)
@@ -551,9 +552,10 @@ class GorLoop:
                 self.out.error(f"{switch}: bad digest: {type(exc).__name__}: {exc}")
 
     def _switch_alarm(self, switch: str, row: Mapping[str, int], t_s: float,
-                      received_ts: Optional[float] = None) -> None:
+                      received_ts: Optional[float] = None, digest_ts_ns: int = 0) -> None:
         """One ``alarm_digest_t`` row: the switch's level goes into the monitor
-        (``received_ts``: when its digest reached GOR, wall clock, kept in the log)."""
+        (``received_ts``: when its digest reached GOR, wall clock; ``digest_ts_ns``: the
+        DigestList's own timestamp, the target's clock; both kept in the log)."""
         rep = self.dataplane.alarm(switch, row, t_s)
         if rep is None or not self.links.is_up(rep.link):
             return
@@ -561,7 +563,8 @@ class GorLoop:
         if ev is not None:
             self._alarm_changed(ev, t_s, "switch", switch_level=rep.level,
                                 max_qdepth=rep.max_qdepth, seq=rep.seq,
-                                received_ts=None if received_ts is None else round(received_ts, 6))
+                                received_ts=None if received_ts is None else round(received_ts, 6),
+                                **({"digest_ts_ns": digest_ts_ns} if digest_ts_ns else {}))
 
 
 __all__ = ["DIGEST_NAME", "GorLoop", "MoveInFlight", "OVERRIDE_ACTION", "OVERRIDE_TABLE", "PendingMove",

@@ -65,11 +65,14 @@ const bit<8>  ELEPHANT_ALARMED = 2;    /* its port rose to a new alarm level */
 
 /* Index of the @field_list kept by the clones (see metadata.p4). */
 const bit<8> FL_CLONE = 1;
+/* ... and the @field_list of an alarm report's copy (alarms.p4). */
+const bit<8> FL_ALARM = 2;
 
 /* standard_metadata.instance_type values of BMv2 simple_switch. */
 const bit<32> INSTANCE_NORMAL = 0;
 const bit<32> INSTANCE_INGRESS_CLONE = 1;
 const bit<32> INSTANCE_EGRESS_CLONE = 2;
+const bit<32> INSTANCE_RECIRC = 4;
 
 /* switch_info role */
 const bit<8> ROLE_LEAF  = 0;

@@ -2,7 +2,8 @@
  * flow-sample digest.
  *
  * Fields tagged @field_list(1) survive clones (PAUSE/RESUME generation and the
- * sample-to-CPU PacketIn); the rest is zero in a clone, as in BMv2.
+ * sample-to-CPU PacketIn); @field_list(2) the copy of an alarm report, cloned and then
+ * recirculated; the rest is zero in a clone or a recirculated packet, as in BMv2.
  */
 #ifndef FABRIC_METADATA_P4
 #define FABRIC_METADATA_P4
@@ -89,7 +90,12 @@ struct fabric_metadata_t {
     /* ingress: this packet carries a digest already (v1model keeps one per packet) */
     bit<1>  digest_taken;
 
+    /* kept by an alarm report's copy (alarms.p4): egress clone, then recirculation */
+    @field_list(2) bit<1> alarm_copy;     /* this packet is the copy that carries the report */
+    @field_list(2) bit<9> alarm_port;     /* the egress port whose report it carries */
+
     /* egress */
+    bit<1>  e2e_cloned;     /* an egress-to-egress clone is requested (v1model: one per packet) */
     bit<1>  pfc_frame;      /* this packet is a generated PAUSE/RESUME */
     bit<1>  ecn_marked;     /* FabricEgress.ecn marked this packet CE */
 }

@@ -61,7 +61,7 @@ def test_alarm_and_elephants_from_the_switch_decide_in_the_same_tick() -> None:
         elephant_row(fab, f, up, packets=601, window_us=90_000),
         elephant_row(fab, g, up, packets=1401, window_us=90_000)]))
     assert loop.tick(1.05, quiet(fab)) == []                  # elephants alone: no alarm
-    loop.submit_digests(L0, SimpleNamespace(name=ALARM_DIGEST,
+    loop.submit_digests(L0, SimpleNamespace(name=ALARM_DIGEST, timestamp_ns=1_234_567,
                                             data=[alarm_row(fab, L0, up, level=2, seq=1)]))
     rounds = loop.tick(1.06, quiet(fab))
     assert len(rounds) == 1 and rounds[0].trigger == (L0, up)
@@ -72,6 +72,7 @@ def test_alarm_and_elephants_from_the_switch_decide_in_the_same_tick() -> None:
     assert (raised[0]["level"], raised[0]["seq"], raised[0]["max_qdepth"]) == (2, 1, 17)
     # when the digest reached GOR (wall clock), at or before the record: detection's split
     assert 0.0 <= raised[0]["ts"] - raised[0]["received_ts"] < 60.0
+    assert raised[0]["digest_ts_ns"] == 1_234_567             # the list's own stamp, as given
     chosen = [e for e in events(buf) if e["event"] == "flows_chosen"][0]["flows"]
     # their rates over the link's capacity in packets/s: 30 % and 70 % of the link
     assert [(c["flow"], c["util_pct"]) for c in chosen] == [(str(g), 70.0), (str(f), 30.0)]

@@ -1,7 +1,8 @@
 """fabric.p4's data-plane alarms and elephants, run by p4sim with a clock the test sets:
 every alarm digest equals what :class:`p4src.alarmmodel.PortAlarmModel` predicts for the
 same packets (levels up at once, down at window ends with hysteresis and hold, the
-report carried by the next packet to the port), and the heavy hitters of a known
+report carried by the deciding packet's own copy when the CPU clone session exists, by
+the next packet to the port without it), and the heavy hitters of a known
 traffic mix are found exactly (reason 1 once per window, reason 2 after the port's alarm
 rises); one digest per packet.
 
@@ -28,6 +29,8 @@ from p4src.alarmmodel import (ALARM_DIGEST, ELEPHANT_ALARMED, ELEPHANT_CROSSED, 
 FABRIC = Path(__file__).resolve().parents[2] / "p4src" / "fabric.p4"
 SWITCH_ID = 11
 OUT_PORT = 2
+CPU_SESSION = 255       # define.p4: the clone session of the CPU port
+CPU_PORT = 255
 ALARM_FIELDS = ("switch_id", "port", "level", "prev_level", "marks", "pkts", "window_us",
                 "max_qdepth", "seq")
 ELEPHANT_FIELDS = ("switch_id", "port", "src_addr", "dst_addr", "protocol", "src_port",
@@ -42,13 +45,17 @@ add FabricEgress.ecn.thresholds standard_metadata.egress_port:{OUT_PORT} FabricE
 
 
 class Rig:
-    """A fresh fabric switch on p4sim whose clock reads ``self.now_us``."""
+    """A fresh fabric switch on p4sim whose clock reads ``self.now_us``; ``copy`` adds the
+    CPU clone session, as the controller writes it (an alarm report then rides on its
+    own copy)."""
 
-    def __init__(self, entries: str) -> None:
+    def __init__(self, entries: str, copy: bool = False) -> None:
         self.program = engine.load_program(str(FABRIC), trace=False)
         self.now_us = 1000
         self.switch = V1ModelSwitch(self.program, clock=lambda: self.now_us)
         target = StfTarget(self.program)
+        if copy:
+            entries += f"mirroring_add {CPU_SESSION} {CPU_PORT}\n"
         for cmd in parse_stf(SETUP + entries):
             target.execute(cmd)
         for name in (ALARM_DIGEST, ELEPHANT_DIGEST, "flow_sample_t"):
@@ -85,31 +92,38 @@ def elephant_entry(cfg: ElephantConfig) -> str:
             f"FabricIngress.elephants.track({params})\n")
 
 
-def run_alarm_pattern(levels: AlarmLevels, pattern: list[tuple[int, bool]]
+def run_alarm_pattern(levels: AlarmLevels, pattern: list[tuple[int, bool]], copy: bool = False
                       ) -> tuple[list[AlarmReport], list[AlarmReport]]:
     """Send (time step, marked) packets; the digests the switch sent and the ones the model
-    predicts (a report made by packet n's egress is carried by packet n+1's ingress)."""
-    rig = Rig(alarm_entry(levels))
+    predicts (a report made by packet n's egress is carried by its copy with ``copy``, by
+    packet n+1's ingress without). Each packet's digests are checked as it is sent: a
+    report must come with the packet that carries it, not later."""
+    rig = Rig(alarm_entry(levels), copy=copy)
     model = PortAlarmModel(levels)
     want: list[AlarmReport] = []
+    got: list[AlarmReport] = []
     pending: Optional[AlarmReport] = None
-    for step, marked in pattern:
+    for n, (step, marked) in enumerate(pattern):
         rig.now_us += step
         if pending is not None:
             want.append(pending)
             pending = None
         rig.send(marked)
         pending = model.packet(rig.now_us, marked) or pending
-    got = []
-    for name, fields in rig.digests():
-        assert name == ALARM_DIGEST
-        sw, port, rep = alarm_report(fields)
-        assert (sw, port) == (SWITCH_ID, OUT_PORT)
-        got.append(rep)
+        if copy and pending is not None:
+            want.append(pending)
+            pending = None
+        for name, fields in rig.digests():
+            assert name == ALARM_DIGEST
+            sw, port, rep = alarm_report(fields)
+            assert (sw, port) == (SWITCH_ID, OUT_PORT)
+            got.append(rep)
+        assert len(got) == len(want), f"packet {n}: {len(got)} reports sent, {len(want)} due"
     return got, want
 
 
-def test_levels_up_and_down_through_each_level() -> None:
+@pytest.mark.parametrize("copy", [False, True], ids=["next_packet", "copy"])
+def test_levels_up_and_down_through_each_level(copy: bool) -> None:
     levels = AlarmLevels(window_us=10_000, hold_us=0, min_pkts=10)
     pattern: list[tuple[int, bool]] = []
     # window 1: 100 packets, 2 marks at the end -> 2 % >= 1 %: NOTICE; then 6 more marks
@@ -121,7 +135,7 @@ def test_levels_up_and_down_through_each_level() -> None:
     pattern += [(10_000, False)] + [(10, False)] * 97 + [(10, True)] * 2
     pattern += [(10_000, False)] + [(10, False)] * 20
     pattern += [(10_000, False)] * 2
-    got, want = run_alarm_pattern(levels, pattern)
+    got, want = run_alarm_pattern(levels, pattern, copy)
     assert got == want
     assert [(r.prev_level, r.level) for r in got] == [(0, 1), (1, 2), (2, 3), (3, 2), (2, 1),
                                                       (1, 0)]
@@ -163,8 +177,9 @@ def test_after_an_idle_window_the_level_falls_and_rises_again() -> None:
     assert [(r.prev_level, r.level) for r in got] == [(0, 2), (2, 3), (3, 0), (0, 2)]
 
 
+@pytest.mark.parametrize("copy", [False, True], ids=["next_packet", "copy"])
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_random_traffic_matches_the_model(seed: int) -> None:
+def test_random_traffic_matches_the_model(seed: int, copy: bool) -> None:
     rng = random.Random(seed)
     levels = AlarmLevels(window_us=2_000, hold_us=1_000, min_pkts=5)
     pattern = []
@@ -173,9 +188,50 @@ def test_random_traffic_matches_the_model(seed: int) -> None:
         if rng.random() < 0.02:
             p_mark = rng.choice([0.0, 0.008, 0.03, 0.08, 0.3, 0.9])
         pattern.append((rng.choice([5, 20, 80, 400, 2_500]), rng.random() < p_mark))
-    got, want = run_alarm_pattern(levels, pattern)
+    got, want = run_alarm_pattern(levels, pattern, copy)
     assert got == want
     assert len(got) >= 4, "the pattern should move the level several times"
+
+
+def test_the_copy_carries_the_report_at_once_and_nothing_else_sees_it() -> None:
+    """With the CPU clone session, the packet that raises the level sends the report
+    through its copy (cloned in egress, recirculated, dropped in ingress): no next packet
+    is needed, no frame leaves on the CPU port (``send`` checks the outputs), and the
+    copy is in no counter: received, transmitted, dropped."""
+    levels = AlarmLevels(window_us=1_000_000, hold_us=0, min_pkts=10)
+    rig = Rig(alarm_entry(levels), copy=True)
+    for _ in range(9):
+        rig.now_us += 10
+        rig.send()
+    assert rig.digests() == []
+    rig.now_us += 10
+    rig.send(marked=True)                     # 1/10 marks: WARNING, at once
+    got = rig.digests()
+    assert [n for n, _ in got] == [ALARM_DIGEST]
+    sw, port, rep = alarm_report(got[0][1])
+    assert (sw, port, rep.prev_level, rep.level, rep.marks, rep.pkts, rep.seq) == (
+        SWITCH_ID, OUT_PORT, 0, 2, 1, 10, 1)
+    rig.now_us += 10
+    rig.send()                                # sent once: the next packet carries nothing
+    assert rig.digests() == []
+    counters = rig.program.state.counters
+    assert counters["FabricIngress.telemetry.rx"].read(1)[0] == 11
+    assert sum(counters["FabricIngress.telemetry.rx"].read(p)[0] for p in range(512)) == 11
+    assert counters["FabricEgress.telemetry.tx"].read(OUT_PORT)[0] == 11
+    assert counters["FabricEgress.telemetry.tx"].read(CPU_PORT)[0] == 0
+    assert sum(counters["FabricIngress.telemetry.drops"].read(p)[0] for p in range(512)) == 0
+
+
+def test_without_the_clone_session_the_next_packet_carries_the_report() -> None:
+    levels = AlarmLevels(window_us=1_000_000, hold_us=0, min_pkts=10)
+    rig = Rig(alarm_entry(levels))
+    for i in range(10):
+        rig.now_us += 10
+        rig.send(marked=i == 9)
+    assert rig.digests() == []
+    rig.now_us += 10
+    rig.send()
+    assert [n for n, _ in rig.digests()] == [ALARM_DIGEST]
 
 
 def test_a_port_without_configuration_reports_nothing() -> None:
@@ -243,6 +299,26 @@ def test_elephants_reported_again_when_their_port_is_alarmed() -> None:
     again = [elephant_report(f) for _, f in got[1:]]
     assert [(r.src_port, r.reason, r.level, r.packets) for r in again] == [
         (50002, ELEPHANT_ALARMED, 2, 8), (50001, ELEPHANT_ALARMED, 2, 8)]
+
+
+def test_with_the_copy_the_next_packet_of_each_elephant_reports_it_again() -> None:
+    """The copy carries the alarm, so no packet gives way to it: the very next packet of
+    each elephant of the alarmed port reports it (reason 2)."""
+    levels = AlarmLevels(window_us=1_000_000, hold_us=0, min_pkts=10)
+    rig = Rig(alarm_entry(levels) + elephant_entry(ElephantConfig(3, 1_000_000)), copy=True)
+    for i in range(12):
+        rig.now_us += 100
+        rig.send(sport=50001 + i % 2)
+    assert len(rig.digests()) == 2            # reason 1, each
+    rig.now_us += 100
+    rig.send(marked=True, sport=50001)        # 1/13 marks: WARNING, sent by the copy
+    assert [n for n, _ in rig.digests()] == [ALARM_DIGEST]
+    for sp in (50002, 50001, 50002):
+        rig.now_us += 100
+        rig.send(sport=sp)
+    again = [elephant_report(f) for _, f in rig.digests()]
+    assert [(r.src_port, r.reason, r.level, r.packets) for r in again] == [
+        (50002, ELEPHANT_ALARMED, 2, 7), (50001, ELEPHANT_ALARMED, 2, 8)]
 
 
 def test_an_alarm_before_the_threshold_reports_the_flows_with_alarm_min_pkts() -> None:

@@ -23,14 +23,22 @@
  * packets, the window's length so far in microseconds, max queue depth, a sequence
  * number that grows by one per report) and the port's pending bit is set.
  *
- * Ingress (IngressAlarmReport): digests exist only in ingress in v1model (BMv2's
- * simple_switch handles learning after ingress only), so the next IPv4 packet forwarded
- * to a port with a pending report carries it: digest alarm_digest_t (receiver 2), and
- * the pending bit is cleared. On a congested port that next packet is microseconds
- * away. Only the latest report of a port is kept; seq tells the controller how many it
- * missed. The ingress also keeps, per port, the level last sent and an epoch that grows
- * with every rise, which FabricIngress.elephants reads to report a port's elephants
- * again when the port is alarmed. Nothing here is read or written over P4Runtime.
+ * Carrying the report to ingress: digests exist only in ingress in v1model (BMv2's
+ * simple_switch handles learning after ingress only). Two ways, whichever comes first:
+ *   - the copy: the packet that decided the report is cloned egress-to-egress (session
+ *     CPU_SESSION, whose queue is the CPU port's, not the congested one; field list
+ *     FL_ALARM: alarm_copy, alarm_port); FabricEgress recirculates the copy at once, and
+ *     its ingress (IngressAlarmReport) sends the report and drops it. Nothing else of
+ *     the pipeline sees the copy: no counter, no PacketIn, no PFC accounting. Not when
+ *     the packet already asked for an egress clone (a RESUME of PfcEgress: v1model keeps
+ *     one per packet), nor without the clone session (BMv2 then clones nothing);
+ *   - the next IPv4 packet forwarded to the port, in its ingress.
+ * Either sends digest alarm_digest_t (receiver 2) and clears the pending bit, so each
+ * report is sent once. Only the latest report of a port is kept; seq tells the
+ * controller how many it missed. The ingress also keeps, per port, the level last sent
+ * and an epoch that grows with every rise, which FabricIngress.elephants reads to report
+ * a port's elephants again when the port is alarmed. Nothing here is read or written
+ * over P4Runtime.
  */
 #ifndef FABRIC_ALARMS_P4
 #define FABRIC_ALARMS_P4
@@ -204,6 +212,13 @@ control EgressAlarms(inout headers_t hdr, inout fabric_metadata_t meta,
                     alarm_report_window_us.write(port, (bit<32>) r_len);
                     alarm_report_max_qdepth.write(port, r_maxq);
                     alarm_pending.write(port, 1);
+                    if (meta.e2e_cloned == 0) {
+                        /* The copy that carries the report to ingress now. */
+                        meta.e2e_cloned = 1;
+                        meta.alarm_copy = 1;
+                        meta.alarm_port = standard_metadata.egress_port;
+                        clone_preserving_field_list(CloneType.E2E, CPU_SESSION, FL_ALARM);
+                    }
                 }
             }
         }
@@ -213,9 +228,19 @@ control EgressAlarms(inout headers_t hdr, inout fabric_metadata_t meta,
 control IngressAlarmReport(inout headers_t hdr, inout fabric_metadata_t meta,
                            inout standard_metadata_t standard_metadata) {
     apply {
-        if (meta.dropped == 0 && hdr.ipv4.isValid()
+        bool carries = false;
+        bit<9> out_port = standard_metadata.egress_spec;
+        if (standard_metadata.instance_type == INSTANCE_RECIRC) {
+            /* An alarm report's copy: it carries its port's report and ends here. */
+            carries = meta.alarm_copy == 1;
+            out_port = meta.alarm_port;
+            mark_to_drop(standard_metadata);
+        } else if (meta.bypass == 0 && meta.dropped == 0 && hdr.ipv4.isValid()
                 && standard_metadata.egress_spec != DROP_PORT) {
-            bit<32> port = (bit<32>) standard_metadata.egress_spec;
+            carries = true;     /* a packet forwarded to the port */
+        }
+        if (carries) {
+            bit<32> port = (bit<32>) out_port;
             bit<1> pending;
             alarm_pending.read(pending, port);
             if (pending == 1) {
@@ -245,7 +270,7 @@ control IngressAlarmReport(inout headers_t hdr, inout fabric_metadata_t meta,
                 meta.digest_taken = 1;
                 digest<alarm_digest_t>(ALARM_DIGEST_RECEIVER, {
                     meta.switch_id,
-                    standard_metadata.egress_spec,
+                    out_port,
                     lvl,
                     prev,
                     marks,

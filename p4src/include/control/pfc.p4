@@ -147,6 +147,7 @@ control PfcEgress(inout headers_t hdr, inout fabric_metadata_t meta,
                 meta.pfc_gen = 1;
                 meta.pfc_prio = meta.priority;
                 meta.pfc_time = 0;
+                meta.e2e_cloned = 1;
                 clone_preserving_field_list(CloneType.E2E,
                     PFC_SESSION_BASE + (bit<32>) meta.ingress_port, FL_CLONE);
             }

@@ -6,7 +6,9 @@ is alarmed.
 Marks are made exactly: port 2 marks every ECT packet (``set_ecn_threshold(0)``) and
 never a Not-ECT one, so the test chooses which packets count as marks. Packets are sent
 one at a time, each after the one before has left port 2, so the egress of packet n has
-run before the ingress of packet n+1 (which carries n's report). The falling half needs
+run before the ingress of packet n+1. A report made by packet n is sent by n's copy
+(cloned to the CPU session, recirculated) or by n+1's ingress, whichever comes first:
+once, either way, with the same fields. The falling half needs
 time windows to end: the test waits for a window's end on its own clock (a wait on the
 feature's time base, not a readiness guess) with a margin, and checks that it sent each
 window's packets well inside the window.
@@ -15,12 +17,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Optional
 
 import ptf.testutils as tu
 from scapy.layers.inet import UDP
 
-from fabric_base import LEAF_ID, FabricTest, host_ip, udp_packet
+from fabric_base import CPU_PORT, LEAF_ID, FabricTest, host_ip, udp_packet
 from p4src.alarmmodel import (ALARM_ACTION, ALARM_DIGEST, ALARM_TABLE, ELEPHANT_ACTION,
                               ELEPHANT_ALARMED, ELEPHANT_CROSSED, ELEPHANT_DIGEST,
                               ELEPHANT_TABLE, AlarmLevels, AlarmReport, ElephantConfig,
@@ -98,17 +99,15 @@ class Lockstep:
         self.test, self.model = test, PortAlarmModel(levels)
         self.now_us = 1
         self.want: list[AlarmReport] = []
-        self.pending: Optional[AlarmReport] = None
 
     def send(self, pattern: list[bool], new_window_us: int = 0) -> None:
         self.now_us += new_window_us
         for marked in pattern:
             self.now_us += 1
-            if self.pending is not None:          # this packet's ingress carries it
-                self.want.append(self.pending)
-                self.pending = None
             self.test.send(marked)
-            self.pending = self.model.packet(self.now_us, marked) or self.pending
+            report = self.model.packet(self.now_us, marked)
+            if report is not None:                # its copy sends it, or the next packet
+                self.want.append(report)
 
     def check(self) -> list[AlarmReport]:
         """The digests since the last check equal the model's, except ``window_us`` (real
@@ -167,6 +166,25 @@ class AlarmLevelsUpAndDown(AlarmTest):
         self.assertEqual([r.seq for r in ups + downs], [1, 2, 3, 4, 5, 6])
 
 
+class AlarmReportNeedsNoNextPacket(AlarmTest):
+    """The packet that raises the level sends the report through its copy: with no packet
+    after it, the digest still arrives, and the copy leaves no trace (no PacketIn, no
+    frame on any port, not in the CPU port's transmit counter)."""
+
+    def runTest(self) -> None:
+        self.levels(AlarmLevels(window_us=LONG_WINDOW_US, hold_us=0, min_pkts=10))
+        tx_cpu = self.read_counter("FabricEgress.telemetry.tx", CPU_PORT)
+        for _ in range(9):
+            self.send(marked=False)
+        self.send(marked=True)                    # 1/10: WARNING, and nothing after it
+        got = self.alarms(1)
+        self.assertEqual([(r.prev_level, r.level, r.marks, r.pkts, r.seq) for r in got],
+                         [(0, 2, 1, 10, 1)])
+        self.assertIsNone(self.sw.get_packet_in(0.3))
+        tu.verify_no_other_packets(self)
+        self.assertEqual(self.read_counter("FabricEgress.telemetry.tx", CPU_PORT), tx_cpu)
+
+
 class AlarmOnlyWhereConfigured(AlarmTest):
     """Marks on a port without an alarm entry report nothing."""
 
@@ -199,8 +217,9 @@ class ElephantsOfAKnownMix(AlarmTest):
 
 
 class ElephantsAgainWhenAlarmed(AlarmTest):
-    """After WARNING on the port, the next packet of each elephant reports it again
-    (reason 2) with its count; once per alarm."""
+    """After WARNING on the port (its report sent by the deciding packet's copy: the test
+    waits for it), the next packet of each elephant reports it again (reason 2) with its
+    count; once per alarm."""
 
     def runTest(self) -> None:
         self.levels(AlarmLevels(window_us=LONG_WINDOW_US, hold_us=0, min_pkts=10))
@@ -211,22 +230,24 @@ class ElephantsAgainWhenAlarmed(AlarmTest):
         self.assertEqual(sorted((f["src_port"], f["reason"]) for _, f in first),
                          [(50001, ELEPHANT_CROSSED), (50002, ELEPHANT_CROSSED)])
         self.send(marked=True, sport=50001)    # 1/13: WARNING
-        self.send(sport=50002)                 # carries the alarm
+        alarm = self.alarms(1)
+        self.assertEqual([(r.level, r.marks, r.pkts) for r in alarm], [(2, 1, 13)])
         self.send(sport=50002)                 # 50002 again
         self.send(sport=50001)                 # 50001 again
-        self.send(sport=50001)                 # nothing more
-        got = self.digests(3)
-        self.assertEqual([n for n, _ in got], [ALARM_DIGEST, ELEPHANT_DIGEST, ELEPHANT_DIGEST])
-        self.assertEqual((got[0][1]["level"], got[0][1]["marks"], got[0][1]["pkts"]), (2, 1, 13))
-        again = [elephant_report(f) for _, f in got[1:]]
+        self.send(sport=50002)                 # nothing more
+        self.send(sport=50001)
+        got = self.digests(2)
+        self.assertEqual([n for n, _ in got], [ELEPHANT_DIGEST, ELEPHANT_DIGEST])
+        again = [elephant_report(f) for _, f in got]
         self.assertEqual([(r.src_port, r.reason, r.level, r.packets) for r in again],
-                         [(50002, ELEPHANT_ALARMED, 2, 8), (50001, ELEPHANT_ALARMED, 2, 8)])
+                         [(50002, ELEPHANT_ALARMED, 2, 7), (50001, ELEPHANT_ALARMED, 2, 8)])
 
 
 class ElephantsBeforeTheirThresholdWhenAlarmed(AlarmTest):
     """A collision of new flows: WARNING comes while no flow has reached the threshold
     (50); each flow with ``alarm_min_pkts`` (4) in its window is reported (reason 2) by its
-    next packet, one with fewer once it has 4; once per alarm."""
+    next packet, one with fewer once it has 4; once per alarm. (The test waits for the
+    alarm's digest, which the deciding packet's copy sends, before the next packet.)"""
 
     def runTest(self) -> None:
         self.levels(AlarmLevels(window_us=LONG_WINDOW_US, hold_us=0, min_pkts=10))
@@ -236,12 +257,13 @@ class ElephantsBeforeTheirThresholdWhenAlarmed(AlarmTest):
             self.send(sport=sp)
         self.assertEqual(self.digests(0, timeout_s=0.5), [])
         self.send(marked=True, sport=50001)    # 1/13: WARNING
-        self.send(sport=50003)                 # carries the alarm (50003: 2 packets)
+        self.assertEqual([r.level for r in self.alarms(1)], [2])
+        self.send(sport=50003)                 # 50003: 2 packets, not reported
         for sp in (50003, 50002, 50001, 50003, 50001, 50002):
             self.send(sport=sp)                # 50003 reaches 4 at its second send here
-        got = self.digests(4)
-        self.assertEqual([n for n, _ in got], [ALARM_DIGEST] + [ELEPHANT_DIGEST] * 3)
-        again = [elephant_report(f) for _, f in got[1:]]
+        got = self.digests(3)
+        self.assertEqual([n for n, _ in got], [ELEPHANT_DIGEST] * 3)
+        again = [elephant_report(f) for _, f in got]
         self.assertEqual([(r.src_port, r.reason, r.level, r.packets) for r in again],
                          [(50002, ELEPHANT_ALARMED, 2, 6), (50001, ELEPHANT_ALARMED, 2, 8),
                           (50003, ELEPHANT_ALARMED, 2, 4)])
