@@ -106,12 +106,18 @@ class BlockCompiler:
             self.cx.define(p.name, sym, p)
         pnames = []
         ptypes = []
+        extern_pnames = []   # after the others: the callers pass them last (CallCompiler.block_apply)
         for p in decl.params:
             t = self.expressions.resolve_type(p.type)
             refuse_bmv2_array(t, p)
             ptypes.append(t)
             if isinstance(t, ExternT) and t.name in ("packet_in", "packet_out"):
                 self.cx.define(p.name, Sym("packet", t, "ctx", value=t.name), p)
+                continue
+            if isinstance(t, ExternT):
+                pinst = self.extern_param(p, t, fqname)
+                self.cx.define(p.name, Sym("instance", t, value=pinst, decl=p), p)
+                extern_pnames.append(pinst.code)
                 continue
             pn = self.cx.pyvar(p.name)
             self.cx.define(p.name, Sym("var", t, pn, fn=fn, writable=p.direction in ("out", "inout")), p)
@@ -135,11 +141,22 @@ class BlockCompiler:
             body.line("pass")
         self.cx.pop_scope()
         self.cx.w, self.cx.fn, self.cx.path, self.cx.scopes, self.cx.type_bindings = saved
-        self.cx.mod.line(f"def {pyn}(ctx{''.join(', ' + p for p in pnames)}):")
+        self.cx.mod.line(f"def {pyn}(ctx{''.join(', ' + p for p in pnames + extern_pnames)}):")
         self.cx.mod.lines.extend(body.lines)
         self.cx.mod.line("")
         inst.outs = fn.outs
         return inst
+
+    def extern_param(self, p: A.Param, t: ExternT, fqname: str) -> InstanceInfo:
+        """What an extern parameter of a parser or control (``register<bit<8>> r``)
+        denotes in its body: the instance each apply gives, passed at run time (p4c's
+        inliner substitutes it, the same one at every apply of an instance). As in p4c,
+        such a parameter has no direction."""
+        if p.direction:
+            raise P4Error(f"{p.name}: a parameter with type {t.name} cannot have a direction", p.loc)
+        pinst = InstanceInfo("extern", p.name, f"{fqname}.{p.name}", t.decl, t)
+        pinst.code = self.cx.pyvar(p.name)
+        return pinst
 
     def constructor_arguments(self, decl: Any, ctor_args: list[A.Argument], node: A.Node,
                               bindings: dict[str, P4Type]) -> list[Sym]:

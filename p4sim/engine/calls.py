@@ -43,6 +43,19 @@ from p4sim.frontend.types import (
 )
 
 
+def _declared_after(node: Any, other: Any) -> bool:
+    """Whether ``node`` comes after ``other`` in the same source file."""
+    a, b = getattr(node, "loc", None), getattr(other, "loc", None)
+    return a is not None and b is not None and a.file == b.file and (a.line, a.col) > (b.line, b.col)
+
+
+def extern_type_text(t: P4Type) -> str:
+    """An extern type as P4 writes it (``register<bit<8>>``)."""
+    if isinstance(t, ExternT) and t.type_args:
+        return f"{t.name}<{', '.join(str(a) for a in t.type_args.values())}>"
+    return str(t)
+
+
 class StatementSite(Protocol):
     """What calls (and the collaborators they dispatch to) need from the statement
     compiler: assignable expressions, assignments, and the bodies of functions."""
@@ -95,6 +108,13 @@ class CallCompiler:
             base = callee.code
             if e.args:
                 raise P4Error(f"{name}: takes no arguments", e.loc)
+            if isinstance(t, HeaderT) and name in ("isValid", "setValid", "setInvalid") and \
+                    self.named_constant(e.func):
+                # a header of a constant (``const h_t k = {8w1, 8w2};``: valid)
+                if name != "isValid":
+                    raise P4Error(f"{expr_text(e.func)}: must be applied to a left-value", e.loc)
+                raise P4Error(f"{expr_text(e.func)}: isValid() of a constant header: p4c-bm2-ss cannot "
+                              "compile it (it stops with a compiler bug)", e.loc)
             if name == "isValid":
                 return Ex(f"{base}._valid" if not isinstance(t, UnionT) else f"{base}._valid", BoolT())
             if name in ("minSizeInBits", "maxSizeInBits"):
@@ -151,12 +171,23 @@ class CallCompiler:
             if inst.kind in ("control", "parser"):
                 if name != "apply":
                     raise P4Error(f"{inst.name} has no method '{name}'", e.loc)
-                return self.block_apply(e, inst)
+                return self.block_apply(e, inst, sym.decl)
             if inst.kind == "extern":
                 return self.natives.native_method(e, inst, name, expected, as_statement)
         if sym.kind == "packet":
             return self.packets.packet_method(e, sym, name, expected, as_statement)
         raise P4Error(f"{expr_text(e.func)}: not a method", e.loc)
+
+    def named_constant(self, method: A.Expr) -> bool:
+        """Whether the object of ``method`` (``k.isValid``, ``k.f.isValid``) is, or is part of,
+        a declared constant (p4c folds one written in place, ``((h_t){...}).isValid()``)."""
+        root = method.expr if isinstance(method, A.Member) else None
+        while isinstance(root, (A.Member, A.Index)):
+            root = root.expr
+        if not isinstance(root, A.NameRef):
+            return False
+        sym = self.cx.lookup_opt(root.name, root.is_global)
+        return sym is not None and sym.kind == "const"
 
     def invoke(self, fname: str, params: list[A.Param], ptypes: list[P4Type], args: list[Optional[A.Expr]],
                what: str, node: A.Node, has_return: bool, extra_args: Optional[list[str]] = None,
@@ -290,16 +321,48 @@ class CallCompiler:
         ctor = A.Call(A.NameRef(type_name, loc=e.loc), [], type_args, loc=e.loc)
         return self.statements.instances.instantiate_inline(ctor, type_name)
 
-    def block_apply(self, e: A.Call, inst: Any) -> Optional[Ex]:
+    def block_apply(self, e: A.Call, inst: Any, site: Any = None) -> Optional[Ex]:
+        """Apply a parser or control instance (``site``: its instantiation, when it has one)."""
         decl = inst.decl
         args = bind_args(decl.params, e.args, e, inst.name)
-        params, ptypes, bargs = [], [], []
+        params, ptypes, bargs, externs = [], [], [], []
         for p, t, a in zip(decl.params, inst.ptypes, args):
             if isinstance(t, ExternT) and t.name in ("packet_in", "packet_out"):
+                continue
+            if isinstance(t, ExternT):
+                externs.append(self.extern_argument(inst, p, t, a, e, site))
                 continue
             params.append(p)
             ptypes.append(t)
             bargs.append(a)
         self.invoke(inst.pyfunc, params, ptypes, bargs, inst.name, e, False, extra_args=["ctx"],
-                    exit_copies_aliased=False)
+                    tail_args=externs, exit_copies_aliased=False)
         return None
+
+    def extern_argument(self, inst: Any, p: A.Param, t: ExternT, a: Optional[A.Expr], e: A.Call,
+                        site: Any = None) -> str:
+        """The Python code of the extern instance an apply gives for the extern parameter
+        ``p`` of ``inst`` (a parser or control instance, instantiated at ``site``). p4c
+        substitutes the instance in the body: it refuses an instance applied with two
+        different ones, and stops (a compiler bug) on one declared after ``site``."""
+        x = self.expressions.expr(a) if a is not None else None
+        if not (isinstance(x, RefEx) and x.sym.kind == "instance" and x.sym.value.kind == "extern"):
+            where = a if a is not None else e
+            raise P4Error(f"{inst.name}: argument for parameter '{p.name}' must be an instance of "
+                          f"{extern_type_text(t)}", where.loc)
+        given = x.sym.value
+        gt = given.type
+        if not (isinstance(gt, ExternT) and gt.name == t.name and gt.type_args.keys() == t.type_args.keys()
+                and all(same_type(gt.type_args[k], t.type_args[k]) for k in t.type_args)):
+            raise P4Error(f"{inst.name}: argument for parameter '{p.name}' has type "
+                          f"{extern_type_text(gt)}, expected {extern_type_text(t)}", a.loc if a else e.loc)
+        if given.obj is not None and _declared_after(x.sym.decl, site):
+            raise P4Error(f"{given.name}: declared after {inst.name}, whose parameter '{p.name}' it is "
+                          f"given for: p4c-bm2-ss cannot substitute it (it stops with a compiler bug); "
+                          f"declare {given.name} first", a.loc if a else e.loc)
+        bound = inst.extern_args.setdefault(p.name, given)
+        if bound is not given:
+            raise P4Error(f"{p.name}: non-directional parameters must be substitued with the same value in "
+                          f"all invocations; two different substitutions are {given.name} and {bound.name}",
+                          p.loc)
+        return given.code or self.cx.global_ref(given.obj, "X_" + given.name)

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from p4sim.frontend.types import (
-    BitT, BoolT, EnumT, ErrorT, HeaderT, P4Type, StackT, StructLikeT, StructT, UnionT, VarbitT, packed_width,
-    strip_new,
+    BitT, BoolT, EnumT, ErrorT, HeaderT, P4Type, StackT, StructLikeT, StructT, UnionT, VarbitT, lookahead_width,
+    packed_width, strip_new,
 )
 
 
@@ -192,6 +192,10 @@ def gen_struct_class(t: StructLikeT) -> str:
         _gen_header_io(w, t, names)
     elif isinstance(t, StructT) and packed_width(t) is not None:
         _gen_packed_io(w, list(zip(t.fields, names)), packed_width(t) or 0, header=False)
+        w.line("def _lookahead_set(self, ctx, v):")
+        w.line("    self._load(v)")
+    elif isinstance(t, StructT) and lookahead_width(t) is not None:
+        _gen_lookahead_set(w, list(zip(t.fields, names)), lookahead_width(t) or 0)
     if isinstance(t, UnionT):
         w.line("def _emit(self, ctx):")
         w.indent()
@@ -248,15 +252,11 @@ def _gen_packed_io(w: Writer, fields: list[tuple[tuple[str, P4Type], str]], widt
         ft2 = strip_new(ft)
         fw = _fw(ft2)
         shift -= fw
-        val = f"(v >> {shift}) & {(1 << fw) - 1:#x}" if shift else f"v & {(1 << fw) - 1:#x}"
+        val = _bits_at("v", shift, fw)
         if isinstance(ft2, StructLikeT):
             w.line(f"self.{pn}._load({val})")
             continue
-        if isinstance(ft2, BitT) and ft2.signed:
-            val = f"_to_signed({val}, {fw})"
-        elif isinstance(ft2, BoolT):
-            val = f"bool({val})"
-        w.line(f"self.{pn} = {val}")
+        w.line(f"self.{pn} = {_leaf_value(ft2, val, fw)}")
     if header:
         w.line("self._valid = True")
     elif not fields:
@@ -287,6 +287,46 @@ def _gen_packed_io(w: Writer, fields: list[tuple[tuple[str, P4Type], str]], widt
     w.line(f"_width = {width}")
 
 
+def _bits_at(v: str, shift: int, width: int) -> str:
+    """Python source of the ``width`` bits of ``v`` above its ``shift`` lowest ones."""
+    return f"({v} >> {shift}) & {(1 << width) - 1:#x}" if shift else f"{v} & {(1 << width) - 1:#x}"
+
+
+def _leaf_value(t: P4Type, val: str, width: int) -> str:
+    """Python source of a field value of type ``t`` from its bits ``val``."""
+    if isinstance(t, BitT) and t.signed:
+        return f"_to_signed({val}, {width})"
+    if isinstance(t, BoolT):
+        return f"bool({val})"
+    return val
+
+
+def _gen_lookahead_set(w: Writer, fields: list[tuple[tuple[str, P4Type], str]], width: int) -> None:
+    """``_lookahead_set(ctx, v)`` and ``_width`` of a struct that holds headers or header
+    stacks: as p4c's ExpandLookahead writes ``s = pkt.lookahead<S>()`` for p4c-bm2-ss,
+    every field from the ``width`` bits ``v`` (MSB first), each header (stack element)
+    made valid as ``setValid()`` does (BMv2's add_header); a stack's nextIndex stays."""
+    w.line("def _lookahead_set(self, ctx, v):")
+    w.indent()
+    shift = width
+    for (n, ft), pn in fields:
+        ft2 = strip_new(ft)
+        fw = lookahead_width(ft2) or 0
+        shift -= fw
+        if isinstance(ft2, StackT):
+            ew = fw // ft2.size
+            for i in range(ft2.size):
+                w.line(f"self.{pn}.h[{i}]._lookahead_set(ctx, {_bits_at('v', shift + fw - (i + 1) * ew, ew)})")
+        elif isinstance(ft2, StructLikeT):
+            w.line(f"self.{pn}._lookahead_set(ctx, {_bits_at('v', shift, fw)})")
+        else:
+            w.line(f"self.{pn} = {_leaf_value(ft2, _bits_at('v', shift, fw), fw)}")
+    if not fields:
+        w.line("pass")
+    w.dedent()
+    w.line(f"_width = {width}")
+
+
 def _gen_header_io(w: Writer, t: HeaderT, names: list[str]) -> None:
     """extract/emit/flatten methods of a header class."""
     fields = list(zip(t.fields, names))
@@ -312,6 +352,10 @@ def _gen_header_io(w: Writer, t: HeaderT, names: list[str]) -> None:
         width = t.width_bits
         nbytes = (width + 7) >> 3
         _gen_packed_io(w, fields, width, header=True)
+        # lookahead<H>() as p4c-bm2-ss compiles it: setValid(), then the fields
+        w.line("def _lookahead_set(self, ctx, v):")
+        w.line("    self._setvalid(ctx)")
+        w.line("    self._load(v)")
         w.line("def _emit(self, ctx):")
         w.indent()
         w.line("if self._valid:")

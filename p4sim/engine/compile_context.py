@@ -76,6 +76,11 @@ class InstanceInfo:
         self.obj = obj        # runtime object (extern) or list of args (package)
         self.params: list[A.Param] = []
         self.args: list[Any] = []
+        # an extern parameter of a parser or control (``register<bit<8>> r``): no object
+        # of its own, ``code`` is the Python parameter the instance given at apply is in
+        self.code = ""
+        # (a parser or control) the extern instance given for each extern parameter
+        self.extern_args: dict[str, "InstanceInfo"] = {}
 
 
 class ActionInfo:
@@ -134,6 +139,8 @@ class CompileContext:
         # S<args> of a generic struct/header (set by the Compiler, used by TypeResolver)
         self.specialize_struct: Optional[Callable[[Sym, list[P4Type], Any], P4Type]] = None
         self.scopes: list[dict[str, Sym]] = [{}]
+        # the actions and functions whose bodies are being compiled, innermost last
+        self.declaring: list[Any] = []
         self.type_bindings: list[dict[str, P4Type]] = []
         self.path = ""                          # fully qualified name of the enclosing instance
         # what the program declares, read by the loaded program
@@ -235,11 +242,17 @@ class CompileContext:
         scope[name] = sym
 
     def lookup_opt(self, name: str, is_global: bool = False) -> Optional[Sym]:
-        if is_global:
-            return self.scopes[0].get(name)
-        for scope in reversed(self.scopes):
+        """The symbol ``name`` denotes here, innermost scope first.
+
+        As in p4c's name resolution, a declaration is not visible inside itself: in the
+        body of an action or function, its own name denotes what it would outside it
+        (``action hash() { hash(r, HashAlgorithm.crc16, ...); }`` calls v1model's
+        ``hash``; ``void f() { f(); }`` names no ``f``, p4c: "declaration not found").
+        """
+        own = self.declaring[-1] if self.declaring else None
+        for scope in ([self.scopes[0]] if is_global else reversed(self.scopes)):
             sym = scope.get(name)
-            if sym is not None:
+            if sym is not None and (own is None or sym.decl is not own):
                 return sym
         return None
 

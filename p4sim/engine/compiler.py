@@ -46,9 +46,22 @@ from p4sim.engine.statements import StatementCompiler
 from p4sim.errors import P4Error, P4Unsupported
 from p4sim.frontend import ast as A
 from p4sim.frontend.types import (
-    BitT, BlockT, BoolT, EnumT, ExternT, HeaderT, NewT, P4Type, StructLikeT, StructT, UnionT, VarbitT,
+    BitT, BlockT, DontCareT, EnumT, ExternT, HeaderT, NewT, P4Type, StructLikeT, StructT, TupleT, UnionT, VarbitT,
     packed_width, strip_new,
 )
+
+
+def _holds_dont_care(t: P4Type) -> bool:
+    """Whether ``t`` is ``_`` or a tuple with ``_`` in it.
+
+    >>> _holds_dont_care(TupleT([BitT(8), DontCareT()]))
+    True
+    """
+    t = strip_new(t)
+    if isinstance(t, TupleT):
+        return any(_holds_dont_care(e) for e in t.elems)
+    return isinstance(t, DontCareT)
+
 
 # the v1model versions p4c-bm2-ss knows (backends/bmv2/common/v1model.h)
 V1MODEL_VERSIONS = (20180101, 20200408)
@@ -137,6 +150,8 @@ class Compiler:
             self.statements.const_decl(d)
         elif isinstance(d, A.TypedefDecl):
             t = self.expressions.resolve_type(d.type)
+            if isinstance(t, ExternT) and t.decl.type_params and not t.type_args:
+                raise P4Error(f"{t.name}: no type parameters supplied for generic type", d.type.loc)
             if d.is_newtype:
                 t = NewT(d.name, t)
             self.cx.define(d.name, Sym("type", t, decl=d), d)
@@ -232,6 +247,8 @@ class Compiler:
             if sft is t:
                 raise P4Error(f"Self-referencing types not supported: '{d.name}' within '{d.kind} {d.name}'",
                               f.type.loc)
+            if _holds_dont_care(sft):   # S<_>: p4c's type checker (a tuple field is a struct to it)
+                raise P4Error(f"Field '{f.name}' of '{d.kind} {d.name}' cannot have type '_'", f.loc)
             if d.kind == "header" and not isinstance(sft, VarbitT) and packed_width(sft) is None:
                 raise P4Error(f"header {d.name}: field '{f.name}' has type {ft}, which is not allowed in a header", f.loc)
             if d.kind == "header_union" and not isinstance(sft, HeaderT):
@@ -272,9 +289,38 @@ class Compiler:
         sym = self.cx.lookup(t.name, t, t.is_global)
         return sym, [self.expressions.resolve_type(a) for a in t.args]
 
+    def typedef_target(self, sym: Sym, targs: list[P4Type], t: A.NamedType, node: Any,
+                       inline: bool) -> tuple[Sym, list[P4Type]]:
+        """What a ``typedef`` of an extern, parser or control type instantiates, as the
+        type itself: ``typedef register<bit<8>> R; R(4) r;`` is ``register<bit<8>>(4) r;``
+        (the typedef's type arguments, none of its own). p4c-bm2-ss stops with a compiler
+        bug on a constructor call through a typedef inside an expression (``inline``:
+        ``implementation = AP(4)``, ``V1Switch(P(), ...)``)."""
+        st = sym.type
+        if isinstance(st, ExternT):
+            base = Sym("extern_decl", None, decl=st.decl)
+            bound = [st.type_args[p] for p in st.decl.type_params if p in st.type_args]
+        elif isinstance(st, BlockT) and isinstance(st.decl, (A.ParserDecl, A.ControlDecl)):
+            if st.decl.type_params:
+                raise P4Unsupported(f"unsupported: instantiating {t.name}, a typedef of the generic "
+                                    f"{st.kind} {st.name}", node.loc)
+            base, bound = Sym(f"{st.kind}_decl", None, decl=st.decl), []
+        else:
+            return sym, targs
+        if targs:
+            raise P4Error(f"{t.name}<...>: Type {st.name}{'<...>' if bound else ''} is not generic and thus "
+                          "it cannot be specialized using type arguments", t.loc)
+        if inline:
+            raise P4Error(f"{t.name}(...): p4c-bm2-ss cannot compile a constructor call through a typedef "
+                          f"here (it stops with a compiler bug); declare an instance of {t.name} and use it",
+                          node.loc)
+        return base, bound
+
     def make_instance(self, t: A.TypeRef, args: list[A.Argument], name: str, fq: str, node: Any,
-                      annotations: Optional[list] = None) -> InstanceInfo:
+                      annotations: Optional[list] = None, inline: bool = False) -> InstanceInfo:
         sym, targs = self.instance_type_args(t)
+        if sym.kind == "type" and isinstance(t, A.NamedType):
+            sym, targs = self.typedef_target(sym, targs, t, node, inline)
         if sym.kind in ("parser_decl", "control_decl"):
             return self.blocks.compile_block(sym.decl, fq, args, node, targs)
         if sym.kind == "extern_decl":
@@ -300,7 +346,8 @@ class Compiler:
             tname = func.name if isinstance(func, A.NameRef) else None
             if tname is None:
                 raise P4Error("package arguments must be instances or constructor calls", a.loc)
-            return self.make_instance(A.NamedType(tname, list(a.type_args), loc=a.loc), a.args, tname, tname, a)
+            return self.make_instance(A.NamedType(tname, list(a.type_args), loc=a.loc), a.args, tname, tname, a,
+                                      inline=True)
         x = self.expressions.expr(a)
         if isinstance(x, RefEx) and x.sym.kind == "instance":
             return x.sym.value
@@ -310,7 +357,8 @@ class Compiler:
         if not isinstance(e.func, A.NameRef):
             raise P4Error("expected a constructor call", e.loc)
         fq = f"{self.cx.path}.{hint}" if self.cx.path else hint
-        return self.make_instance(A.NamedType(e.func.name, list(e.type_args), loc=e.loc), e.args, hint, fq, e)
+        return self.make_instance(A.NamedType(e.func.name, list(e.type_args), loc=e.loc), e.args, hint, fq, e,
+                                  inline=True)
 
     def top_instantiation(self, d: A.Instantiation) -> None:
         fq = self.cx.fq_name(d, d.name)

@@ -60,6 +60,36 @@ ARITH_OPS = {"+", "-", "*", "/", "%", "|+|", "|-|", "&", "|", "^"}
 CMP_OPS = {"==", "!=", "<", ">", "<=", ">="}
 
 
+def const_code(value: Any, t: P4Type) -> str:
+    """Python source of the compile-time value ``value`` of type ``t``.
+
+    A struct or header value (a tuple of its field values, in field order) becomes a new
+    object at each use, so that a constant is never shared with what it initializes; a
+    tuple becomes a Python tuple; anything else a literal.
+
+    Example::
+
+        >>> const_code((3, True), TupleT([BitT(8), BoolT()]))
+        '(3, True, )'
+    """
+    st = strip_new(t)
+    if isinstance(st, StructLikeT):
+        fields = "".join(const_code(v, ft) + ", " for v, (_, ft) in zip(value, st.fields))
+        return f"{st.pyclass}._from(({fields}))"
+    if isinstance(st, TupleT):
+        return "(" + "".join(const_code(v, et) + ", " for v, et in zip(value, st.elems)) + ")"
+    return lit(value)
+
+
+def _aggregate(code: str, t: Optional[P4Type], xs: list[Ex]) -> Ex:
+    """The :class:`Ex` of a struct, header or tuple built from ``xs``: a compile-time
+    constant, with the tuple of their values, when all of them are (p4c folds such a list
+    or structure expression, e.g. the initializer of ``const S k = {8w1};``)."""
+    if all(x.const for x in xs):
+        return Ex(code, t, True, tuple(x.value for x in xs))  # type: ignore[arg-type]
+    return Ex(code, t)  # type: ignore[arg-type]
+
+
 class CallSite(Protocol):
     """What the expression compiler needs to compile a call inside an expression."""
 
@@ -226,6 +256,10 @@ class ExpressionCompiler:
                             "maxSizeInBits", "maxSizeInBytes"):
                     return RefEx(Sym("hdrmethod", t), base.code, name, base)
                 raise P4Error(f"{expr_text(e)}: type {t.name} has no field '{name}'", e.loc)
+            if base.const and isinstance(base.value, tuple) and len(base.value) == len(t.fields):
+                # a field of a constant (``K.v`` of ``const S K = {8w1};``) is a constant
+                v = base.value[[n for n, _ in t.fields].index(name)]
+                return Ex(const_code(v, ft), ft, True, v)
             fx = Ex(f"{base.code}.{pyname(name)}", ft)
             if isinstance(t, UnionT):
                 fx.union_parent = base.code  # type: ignore[attr-defined]
@@ -275,6 +309,8 @@ class ExpressionCompiler:
             i = int(idx.value)
             if not 0 <= i < len(t.elems):
                 raise P4Error(f"{expr_text(e)}: index {i} out of bounds", e.loc)
+            if base.const and isinstance(base.value, tuple):
+                return Ex(const_code(base.value[i], t.elems[i]), t.elems[i], True, base.value[i])
             return Ex(f"{base.code}[{i}]", t.elems[i])
         raise P4Error(f"{expr_text(e)}: cannot index a value of type {base.ty}", e.loc)
 
@@ -580,12 +616,12 @@ class ExpressionCompiler:
             if len(e.elems) != len(st.fields):
                 raise P4Error(f"initializer has {len(e.elems)} elements but {st.name} has {len(st.fields)} fields", e.loc)
             xs = [self.value_expr(x, ft) for x, (_, ft) in zip(e.elems, st.fields)]
-            return Ex(f"{st.pyclass}._from(({''.join(x.code + ', ' for x in xs)}))", expected)
+            return _aggregate(f"{st.pyclass}._from(({''.join(x.code + ', ' for x in xs)}))", expected, xs)
         if isinstance(st, TupleT):
             if len(e.elems) != len(st.elems):
                 raise P4Error(f"initializer has {len(e.elems)} elements but the tuple has {len(st.elems)}", e.loc)
             xs = [self.value_expr(x, ft) for x, ft in zip(e.elems, st.elems)]
-            return Ex("(" + "".join(x.code + ", " for x in xs) + ")", expected)
+            return _aggregate("(" + "".join(x.code + ", " for x in xs) + ")", expected, xs)
         if isinstance(st, SetT):
             xs = [self.value_expr(x) for x in e.elems]
             return Ex("(" + "".join(x.code + ", " for x in xs) + ")", TupleT([x.ty for x in xs]))
@@ -608,7 +644,7 @@ class ExpressionCompiler:
             missing = [n for n, _ in st.fields if n not in given]
             raise P4Error(f"initializer for {st.name} is missing field(s) {', '.join(missing)}", e.loc)
         xs = [self.value_expr(given[n], ft) for n, ft in st.fields]
-        return Ex(f"{st.pyclass}._from(({''.join(x.code + ', ' for x in xs)}))", expected)
+        return _aggregate(f"{st.pyclass}._from(({''.join(x.code + ', ' for x in xs)}))", expected, xs)
 
     def _x_Call(self, e: A.Call, expected: Optional[P4Type]) -> Ex:
         return self.calls.call(e, expected, as_statement=False)

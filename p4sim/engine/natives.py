@@ -436,7 +436,7 @@ class NativeExterns:
         args = bind_args(m.params, e.args, e, f"{inst.name}.{name}")
         bindings = inst.type.type_args if isinstance(inst.type, ExternT) else {}
         self.check_extern_args(m.params, args, bindings, m.type_params, name)
-        ref = self.cx.global_ref(inst.obj, "X_" + inst.name)
+        ref = inst.code or self.cx.global_ref(inst.obj, "X_" + inst.name)
         key = (decl.name, name)
         w = self.cx.w
         targs = inst.type.type_args if isinstance(inst.type, ExternT) else {}
@@ -450,7 +450,8 @@ class NativeExterns:
             self._out_assign(args[1], f"{ref}.execute({i.code}, ctx.std.packet_length, ctx.now_us)", name)
         elif key == ("direct_meter", "read"):
             # the table that owns the meter leaves the colour of its hit under the meter's name
-            self._out_assign(args[0], f"(ctx.dmeter.get({inst.obj.name!r}) or 0)", name)
+            meter = repr(inst.obj.name) if inst.obj is not None else f"{ref}.name"
+            self._out_assign(args[0], f"(ctx.dmeter.get({meter}) or 0)", name)
         elif key == ("register", "read"):
             i = self.expressions.value_expr(args[1])
             self._out_assign(args[0], f"{ref}.read({i.code})", name)

@@ -24,7 +24,9 @@ from p4sim.engine.compile_context import CompileContext, expr_text
 from p4sim.engine.expressions import ExpressionCompiler
 from p4sim.errors import P4Error, P4Unsupported
 from p4sim.frontend import ast as A
-from p4sim.frontend.types import BitT, BoolT, HeaderT, P4Type, StackT, StructLikeT, StructT, packed_width, strip_new
+from p4sim.frontend.types import (
+    BitT, BoolT, HeaderT, P4Type, StackT, StructLikeT, StructT, TupleT, UnionT, lookahead_width, strip_new,
+)
 
 
 class LValues(Protocol):
@@ -115,10 +117,13 @@ class PacketExterns:
                     return Ex(code, t)
                 if isinstance(st, BoolT):
                     return Ex("bool(_lookahead(ctx, 1))", t)
-                if (isinstance(st, HeaderT) and not st.has_varbit) or (
-                        isinstance(st, StructT) and packed_width(st) is not None):
-                    # a struct of bit fields as p4c's ExpandLookahead: one read, then sliced
-                    return Ex(f"_lookahead_header(ctx, {st.pyclass})", t)
+                if isinstance(st, (HeaderT, StructT)) and lookahead_width(st) is not None:
+                    # as p4c's ExpandLookahead: one read, then sliced into the fields (and a
+                    # header stack's elements), each header made valid as setValid() does;
+                    # assigned, the value goes straight into its target (Statements.assign)
+                    ex = Ex(f"_lookahead_value(ctx, {st.pyclass})", t)
+                    ex.lookahead_bits = f"_lookahead(ctx, {st.pyclass}._width)"  # type: ignore[attr-defined]
+                    return ex
                 raise P4Unsupported(f"unsupported: lookahead of {t}", e.loc)
             if name == "advance":
                 if len(e.args) != 1:
@@ -138,6 +143,20 @@ class PacketExterns:
             st = strip_new(x.ty)
             if not isinstance(st, (StructLikeT, StackT)):
                 raise P4Error(f"emit: argument must be a header, header stack, union or struct, not {x.ty}", e.loc)
+            if not _emittable(st):     # p4c's CheckCoreMethods
+                raise P4Error(f"{expr_text(e)}: argument must be a header, stack or union, or a struct or "
+                              "tuple of such types", e.loc)
             w.line(f"{x.code}._emit(ctx)")
             return None
         raise P4Error(f"{kind} has no method '{name}'", e.loc)
+
+
+def _emittable(t: P4Type) -> bool:
+    """Whether ``emit`` takes a value of type ``t``: a header, stack or union, or a struct
+    or tuple of such (p4c's CheckCoreMethods)."""
+    t = strip_new(t)
+    if isinstance(t, StructT):
+        return all(_emittable(ft) for _, ft in t.fields)
+    if isinstance(t, TupleT):
+        return all(_emittable(et) for et in t.elems)
+    return isinstance(t, (HeaderT, StackT, UnionT))

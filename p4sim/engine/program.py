@@ -82,10 +82,12 @@ def _lookahead(ctx: PacketContext, width: int) -> int:
     return rt.read_bits(ctx.data, ctx.offset_bits, width)
 
 
-def _lookahead_header(ctx: PacketContext, cls: Any) -> Any:
-    h = cls()
-    h._load(_lookahead(ctx, cls._width))
-    return h
+def _lookahead_value(ctx: PacketContext, cls: Any) -> Any:
+    """A new header or struct ``cls`` read by ``lookahead``: as p4c-bm2-ss compiles it
+    (ExpandLookahead), its headers are made valid as ``setValid()`` does."""
+    v = cls()
+    v._lookahead_set(ctx, _lookahead(ctx, cls._width))
+    return v
 
 
 def _advance(ctx: PacketContext, nbits: int) -> None:
@@ -157,7 +159,7 @@ class CompiledProgram:
             "_HeaderStack": rt.HeaderStack, "_ParserErrorSignal": rt.ParserErrorSignal,
             "_ExitSignal": rt.ExitSignal, "_AssertionFailed": rt.AssertionFailed, "_REJECT": _REJECT,
             "_stack_next": _stack_next, "_stack_last": _stack_last, "_stack_at": _stack_at,
-            "_lookahead": _lookahead, "_lookahead_header": _lookahead_header, "_advance": _advance,
+            "_lookahead": _lookahead, "_lookahead_value": _lookahead_value, "_advance": _advance,
             "_compute_hash": _compute_hash, "_hash_bytes": _hash_bytes, "_pack_fields": _pack,
             "_random": self._random, "_digest_values": _digest_values, "_CloneRequest": CloneRequest,
             "_format_log": _format_log,
@@ -182,7 +184,8 @@ class CompiledProgram:
         self.headers_type, self.metadata_type, self.std_type = (strip_new(t) for t in ptypes)
         hparam = [p for p in getattr(parser.decl, "params", []) if p.direction == "out"][:1]
         check_v1switch(self.blocks, self.headers_type, hparam[0].loc if hparam else None,
-                       frozenset(d.name for d in compiler.program.decls if isinstance(d, A.ConstDecl)))
+                       frozenset(d.name for d in compiler.program.decls if isinstance(d, A.ConstDecl)),
+                       compiler.program)
         self._hdr_cls = env[self.headers_type.pyclass]
         self._meta_cls = env[self.metadata_type.pyclass]
         self._std_cls = env[self.std_type.pyclass]

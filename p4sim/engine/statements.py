@@ -26,11 +26,11 @@ from p4sim.engine.arrays import array_element, nested_array_element, refuse_bmv2
 from p4sim.engine.calls import CallCompiler
 from p4sim.engine.codegen import Ex, FnCtx, Sym, Writer, pyname, zero_value_code
 from p4sim.engine.compile_context import CompileContext, expr_text
-from p4sim.engine.expressions import ExpressionCompiler, RefEx, TypeEx
+from p4sim.engine.expressions import ExpressionCompiler, RefEx, TypeEx, const_code
 from p4sim.errors import P4Error, P4Unsupported
 from p4sim.frontend import ast as A
 from p4sim.frontend.types import (
-    ActionEnumT, BitT, BoolT, DontCareT, IntT, P4Type, VoidT, strip_new,
+    ActionEnumT, BitT, BoolT, DontCareT, IntT, P4Type, StructLikeT, TupleT, VoidT, strip_new,
 )
 
 
@@ -340,6 +340,12 @@ class StatementCompiler:
         lt = self.lvalue_type(lhs)
         if strip_new(lt).is_composite():
             target = self.expressions.value_expr(lhs)
+            bits = getattr(rhs, "lookahead_bits", None)
+            if bits is not None:
+                # ``x = pkt.lookahead<T>()``: p4c-bm2-ss assigns the fields of x one by one
+                # (ExpandLookahead), so a header stack in x keeps its nextIndex
+                w.line(f"{target.code}._lookahead_set(ctx, {bits})")
+                return
             w.line(f"{target.code}._set({rhs.code})")
             return
         if isinstance(lhs, A.NameRef):
@@ -370,12 +376,23 @@ class StatementCompiler:
 
     # ------------------------------------------------------------------ declarations
     def const_decl(self, d: A.ConstDecl) -> None:
+        """A ``const`` declaration: its value is folded now; one of a struct, header or tuple
+        type (``const S k = {8w1};``) is built afresh wherever it is read.
+
+        As in p4c's constant folding, an ``error.X`` in the initializer is not a value it
+        can fold: p4c refuses ``const error e = error.NoError;`` ("Cannot evaluate
+        initializer for constant"), as ``{error.NoError}`` in a struct constant."""
         t = self.expressions.resolve_type(d.type)
         v = self.expressions.value_expr(d.value, t)
         if not v.const:
             raise P4Error(f"{d.name}: initializer is not a compile-time constant", d.value.loc)
+        if any(isinstance(n, A.Member) and isinstance(n.expr, A.NameRef) and n.expr.name == "error"
+               and not n.expr.is_global for n in A.iter_nodes(d.value)):
+            raise P4Error(f"{expr_text(d.value)}: Cannot evaluate initializer for constant", d.value.loc)
         code = v.code
-        if isinstance(v.value, (tuple, list)) or not isinstance(v.value, (int, bool, str)):
+        if isinstance(strip_new(t), (StructLikeT, TupleT)):
+            code = const_code(v.value, t)
+        elif isinstance(v.value, (tuple, list)) or not isinstance(v.value, (int, bool, str)):
             code = self.cx.global_ref(v.value, "K_" + d.name) if v.value is not None else v.code
         self.cx.define(d.name, Sym("const", t, code, v.value), d)
 
@@ -402,9 +419,13 @@ class StatementCompiler:
                 fn.outs.append(pn)
         info.ptypes = ptypes
         info.outs = fn.outs
-        info.outer = outer_names(d, self._callee_outer)
-        for s in d.body.stmts:
-            self.stmt(s)
+        self.cx.declaring.append(d)   # its own name does not denote it in its body
+        try:
+            info.outer = outer_names(d, self._callee_outer)
+            for s in d.body.stmts:
+                self.stmt(s)
+        finally:
+            self.cx.declaring.pop()
         if kind == "function" and rt is not None and not isinstance(rt, VoidT) and not always_returns(d.body):
             raise P4Error(f"function {d.name} does not return a value on all paths", d.loc)
         if fn.outs:

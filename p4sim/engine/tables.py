@@ -251,6 +251,9 @@ class TableCompiler:
             if not isinstance(x, RefEx) or x.sym.kind != "instance" or x.sym.value.kind != "extern":
                 raise P4Error(f"table {table}: {expr_text(e)} is not an extern instance", e.loc)
             inst = x.sym.value
+            if inst.obj is None:     # an extern parameter of the control
+                raise P4Unsupported(f"unsupported: table {table}: {expr_text(e)} is a parameter of the "
+                                    "control (give the table an instance the control declares)", e.loc)
         if inst.decl.name not in kinds:
             raise P4Error(f"table {table}: {inst.name} must be one of {', '.join(kinds)}", e.loc)
         return inst.obj
@@ -351,10 +354,7 @@ class TableCompiler:
 
         for position, i in enumerate(p4c_entry_order(given, largest, len(entries)), start=1):
             en = entries[i]
-            if len(en.keys) == 1 and len(keys) > 1 and isinstance(en.keys[0], A.ListExpr):
-                kexprs = en.keys[0].elems
-            else:
-                kexprs = en.keys
+            kexprs = en.keys
             if len(kexprs) == 1 and isinstance(kexprs[0], (A.DefaultExpr, A.DontCare)) and len(keys) > 1:
                 kexprs = kexprs * len(keys)
             if len(kexprs) != len(keys):

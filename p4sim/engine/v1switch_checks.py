@@ -9,7 +9,11 @@ p4c-bm2-ss 1.2.5.16's messages (measured on p4c's own test programs):
 * a checksum call in any other block: "update_checksum: unknown extern function" (p4c
   points at v1model.p4's declaration; p4sim at the call);
 * an ``if`` (its condition not a constant) or a ``switch`` in the deparser:
-  "IfStatement: not supported within a deparser on this target".
+  "IfStatement: not supported within a deparser on this target";
+* a field of ``stack.next`` outside an extract: "hdr.s.next uninitialized: next field
+  read" (:mod:`p4sim.engine.stack_next`);
+* a table BMv2's control graph cannot hold: "... path from table MyIngress.t back to
+  itself", "... table MyIngress.t has multiple successors" (:mod:`p4sim.engine.control_graph`).
 
 Example::
 
@@ -17,8 +21,10 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Optional
 
+from p4sim.engine.control_graph import check_control_graphs
+from p4sim.engine.stack_next import check_next_reads
 from p4sim.errors import P4Error
 from p4sim.frontend import ast as A
 from p4sim.frontend.text import expr_text
@@ -82,10 +88,14 @@ def _no_checksum_calls(decl: Any) -> None:
 
 
 def check_v1switch(blocks: Mapping[str, Any], headers_type: Any = None,
-                   headers_loc: Any = None, consts: frozenset[str] = frozenset()) -> None:
+                   headers_loc: Any = None, consts: frozenset[str] = frozenset(),
+                   program: Optional[A.Program] = None) -> None:
     """Raise :class:`P4Error` for the first thing p4c-bm2-ss refuses in ``blocks`` (role →
     instance with ``decl``: parser, verify_checksum, ingress, egress, compute_checksum,
-    deparser); ``headers_type``: the parser's ``H``; ``consts``: names of constants."""
+    deparser); ``headers_type``: the parser's ``H``; ``consts``: names of constants;
+    ``program``: the whole program, for the checks that follow the blocks into the parsers
+    and controls they apply (:mod:`p4sim.engine.stack_next`,
+    :mod:`p4sim.engine.control_graph`)."""
     if headers_type is not None and not isinstance(strip_new(headers_type), StructT):
         raise P4Error(f"{headers_type}: expected type to be a struct", headers_loc)
     decls = {role: getattr(inst, "decl", None) for role, inst in blocks.items()}
@@ -98,6 +108,10 @@ def check_v1switch(blocks: Mapping[str, Any], headers_type: Any = None,
     for role in ("parser", "ingress", "egress", "deparser"):
         if decls.get(role) is not None:
             _no_checksum_calls(decls[role])
+    if program is not None:
+        if isinstance(decls.get("parser"), A.ParserDecl):
+            check_next_reads(decls["parser"], program)
+        check_control_graphs(blocks, program)
 
 
 __all__ = ["check_v1switch"]

@@ -506,7 +506,11 @@ class TableProperty(Node):
 
 @dataclass(eq=False)
 class TableDecl(Decl):
+    """``table name { properties }``; ``name_loc`` is where the name is written (p4c
+    points there)."""
+
     properties: list[TableProperty] = field(default_factory=list)
+    name_loc: Optional[Loc] = field(default=None, kw_only=True)
 
     def prop(self, name: str) -> Optional[TableProperty]:
         for p in self.properties:

@@ -846,6 +846,7 @@ class Parser:
 
     def table_decl(self, annots: list[A.Annotation]) -> A.TableDecl:
         start = self.expect("table")
+        name_loc = self.tok.loc
         name = self.name("a table name")
         if self.at("(") and self.peek().kind == "op" and self.peek().value == ")":
             self.advance()  # ``table t() {`` — an empty parameter list (older P4_16 programs)
@@ -855,7 +856,7 @@ class Parser:
         while not self.at("}"):
             props.append(self.table_property())
         self.expect("}")
-        return A.TableDecl(name, props, annotations=annots, loc=start.loc)
+        return A.TableDecl(name, props, annotations=annots, loc=start.loc, name_loc=name_loc)
 
     def table_property(self) -> A.TableProperty:
         annots = self.annotations()
@@ -932,17 +933,35 @@ class Parser:
             self.advance()
             priority = self.expression()
             self.expect(":")
-        ks = self.keyset()
-        keys = ks.elems if isinstance(ks, A.ListExpr) and self.tok_is_tuple_keyset(ks) else [ks]
+        keys = self.entry_keys(self.keyset())
         self.expect(":")
         ref = self.action_ref()
         ref.annotations = self.annotations()
         self.expect(";")
         return A.TableEntry(keys, ref, priority, is_const, annots, loc=start.loc)
 
-    @staticmethod
-    def tok_is_tuple_keyset(ks: A.ListExpr) -> bool:
-        return not getattr(ks, "braced", False)
+    def entry_keys(self, ks: A.Expr) -> list[A.Expr]:
+        """The keys of an entry's keyset, one per key element of the table, as p4c reads them.
+
+        A tuple ``(k1, k2)`` and a list expression ``{k1, k2}`` both hold one keyset per key
+        (p4c's ``entry`` rule takes any list expression as the keys, so ``{x}`` is the keyset
+        of a one-key table); anything else is a single keyset. A list expression holds
+        expressions only: ``_`` or ``default`` in it is p4c's syntax error (``...`` is an
+        expression there).
+
+        Example: ``{8w1, 8w2} : a();`` and ``(8w1, 8w2) : a();`` give ``[8w1, 8w2]``.
+        """
+        if not isinstance(ks, A.ListExpr):
+            return [ks]
+        if getattr(ks, "braced", False):
+            for e in ks.elems:
+                if not isinstance(e, (A.DontCare, A.DefaultExpr)):
+                    continue
+                tok = next((t for t in self.toks if t.loc == e.loc), None)
+                if tok is not None and tok.text != "...":
+                    raise P4Error(f"syntax error, unexpected {tok.describe()}; expected an expression",
+                                  e.loc)
+        return list(ks.elems)
 
     # ------------------------------------------------------------------ statements
     def block(self) -> A.BlockStmt:

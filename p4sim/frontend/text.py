@@ -8,6 +8,8 @@ Example::
     'x[7:-1]'
     >>> expr_text(A.Member(A.NameRef("hdr"), "ipv4"))
     'hdr.ipv4'
+    >>> expr_text(A.ListExpr([A.BoolLit(True), A.NameRef("x")]))
+    '{ true, x }'
 """
 from __future__ import annotations
 
@@ -40,6 +42,10 @@ def expr_text(e: A.Expr) -> str:
         return f"({type_text(e.type)}){expr_text(e.expr)}"
     if isinstance(e, A.DontCare):
         return "_"
+    if isinstance(e, A.ListExpr):   # as p4c prints a list expression: { a, b }
+        return "{ " + ", ".join(map(expr_text, e.elems)) + " }" if e.elems else "{}"
+    if isinstance(e, A.StructExpr):
+        return "{ " + ", ".join(f"{n} = {expr_text(x)}" for n, x in e.fields) + " }" if e.fields else "{}"
     return "?"
 
 

@@ -291,6 +291,28 @@ def packed_width(t: P4Type) -> Optional[int]:
     return bit_width(t)
 
 
+def lookahead_width(t: P4Type) -> Optional[int]:
+    """Bits ``lookahead<T>()`` reads for a ``T`` p4c-bm2-ss can split into its fields
+    (p4c's ExpandLookahead): :func:`packed_width`, or the sum over a header (no varbit),
+    a struct of such fields, or a stack of headers; None for anything else.
+
+    Example::
+
+        >>> lookahead_width(StructT("s", [("h", StackT(HeaderT("h1", [("f", BitT(8))]), 3))]))
+        24
+    """
+    t = strip_new(t)
+    if isinstance(t, HeaderT):
+        return None if t.has_varbit else t.width_bits
+    if isinstance(t, StackT):
+        w = lookahead_width(t.elem) if isinstance(strip_new(t.elem), HeaderT) else None
+        return None if w is None else w * t.size
+    if isinstance(t, StructT):
+        widths = [lookahead_width(ft) for _, ft in t.fields]
+        return None if any(w is None for w in widths) else sum(w or 0 for w in widths)
+    return bit_width(t)
+
+
 def same_type(a: P4Type, b: P4Type) -> bool:
     if a is b:
         return True

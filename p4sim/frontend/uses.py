@@ -4,8 +4,10 @@ actions of tables, the controls ``main`` is built from), for the ``unused`` warn
 :mod:`p4sim.frontend.warnings`.
 
 A reference marks the innermost visible declaration of its name (all overloads of it);
-a declaration does not refer to itself. Declarations in ``skip`` are not walked, which
-is how p4c's RemoveAllUnusedDeclarations sees the program once they are removed.
+a declaration does not refer to itself: inside it, its name denotes what it would outside
+(p4c's name resolution: ``action hash() { hash(...); }`` calls v1model's ``hash``).
+Declarations in ``skip`` are not walked, which is how p4c's RemoveAllUnusedDeclarations
+sees the program once they are removed.
 
 Example::
 
@@ -36,11 +38,14 @@ class _Scope:
         if name:
             self.names.setdefault(name, []).append(decl)
 
-    def lookup(self, name: str) -> list[Any]:
+    def lookup(self, name: str, own: Any = None) -> list[Any]:
+        """The declarations of ``name`` in the innermost scope that has one other than
+        ``own`` (the declaration the name is used in, which p4c never resolves to)."""
         scope: Optional[_Scope] = self
         while scope is not None:
-            if name in scope.names:
-                return scope.names[name]
+            found = [d for d in scope.names.get(name, ()) if d is not own]
+            if found:
+                return found
             scope = scope.parent
         return []
 
@@ -51,15 +56,23 @@ class _Resolver:
         self.skip = skip
         self.fold = fold   # leave out the dead branch of `if (true|false)` and `true|false ? a : b`
         self.top = _Scope(None)
+        self.own: Any = None   # the innermost declaration being walked
 
     def mark(self, name: str, scope: _Scope, is_global: bool = False) -> None:
-        for decl in (self.top if is_global else scope).lookup(name):
+        for decl in (self.top if is_global else scope).lookup(name, self.own):
             self.used.add(id(decl))
 
     # ------------------------------------------------------------------ declarations
     def decl(self, d: Any, scope: _Scope) -> None:
         if id(d) in self.skip:
             return
+        saved, self.own = self.own, d
+        try:
+            self._decl(d, scope)
+        finally:
+            self.own = saved
+
+    def _decl(self, d: Any, scope: _Scope) -> None:
         if isinstance(d, _BLOCKS):
             inner = _Scope(scope)
             for name in getattr(d, "type_params", []) or []:

@@ -159,6 +159,30 @@ ACTIONS = """
     action a3() { }
 """
 
+# BMv2's control graph: p4c-bm2-ss's two messages ({} is the table's control-plane name)
+LOOP = "Program can not be implemented on this target since it contains a path from table {} back to itself"
+SPLIT = "Program is not supported by this target, because table {} has multiple successors"
+
+
+def graph_tables(t: str = "t") -> str:
+    """Two actions and the tables ``t`` (its name as given, with a marker) and ``u``.
+
+    Example::
+
+        >>> "table $t {" in graph_tables("$t")
+        True
+    """
+    return ("\n    action a1() { }\n    action a3() { hdr.h.b = 3; }\n"
+            f"    table {t} {{ key = {{ hdr.h.a: exact; }} actions = {{ a1; a3; }} }}\n"
+            "    table u { key = { hdr.h.b: exact; } actions = { a1; a3; } }\n")
+
+
+def sub_control(t: str = "st") -> str:
+    """A control ``Sub`` applying its table (named ``t``, a marker allowed) once."""
+    return (f"control Sub(inout h_t h) {{ action s1() {{ }} table {t} {{ key = {{ h.a: exact; }} "
+            "actions = { s1; } } apply { st.apply(); } }")
+
+
 CASES = [
     # ---------------------------------------------------------------- names and fields
     bad("undeclared-name", "'x' is not declared", apply="hdr.h.a = $x;"),
@@ -557,6 +581,52 @@ CASES = [
         apply="hdr.h.a = $8w1 << 3000;"),
     bad("slice-bounds-constants-reversed", "hdr.h.b[0:3]: bit slicing should be specified as [msb:lsb]",
         top="const int LO = 3;", apply="hdr.h.a = (bit<8>)$hdr.h.b[0:LO];"),
+    # ---------------------------------------------------------------- BMv2's control graph (p4c-bm2-ss,
+    # backends/bmv2/common/controlFlowGraph.cpp): at the table's name, as p4c points
+    bad("table-applied-twice", LOOP.format("MyIngress.t"), locals_=graph_tables("$t"),
+        apply="t.apply(); t.apply();"),
+    bad("table-in-a-branch-and-after", LOOP.format("MyIngress.t"), locals_=graph_tables("$t"),
+        apply="if (hdr.h.a == 1) { t.apply(); } t.apply();"),
+    bad("table-after-a-return-in-a-nested-branch", LOOP.format("MyIngress.t"),   # RemoveReturns' guard
+        locals_=graph_tables("$t"),
+        apply="if (hdr.h.a == 1) { if (hdr.h.b == 1) { t.apply(); return; } u.apply(); } t.apply();"),
+    bad("table-in-both-branches-then-statements", SPLIT.format("MyIngress.t"),   # p4c's issue986-bmv2
+        locals_=graph_tables("$t"),
+        apply="if (hdr.h.a == 1) { t.apply(); hdr.h.b = 1; } else { t.apply(); hdr.h.b = 2; }"),
+    bad("table-hit-and-plain-apply", SPLIT.format("MyIngress.t"), locals_=graph_tables("$t"),
+        apply="if (hdr.h.a == 1) { if (t.apply().hit) { u.apply(); } } else { t.apply(); }"),
+    bad("table-switch-and-plain-apply", SPLIT.format("MyIngress.t"), locals_=graph_tables("$t"),
+        apply="if (hdr.h.a == 1) { switch (t.apply().action_run) { a1: { } } } else { t.apply(); }"),
+    bad("table-then-exit-in-one-branch", SPLIT.format("MyIngress.t"), locals_=graph_tables("$t"),
+        apply="if (hdr.h.a == 1) { t.apply(); exit; } t.apply();"),
+    bad("table-then-action-call-in-both-branches", SPLIT.format("MyIngress.t"),
+        locals_=graph_tables("$t"),     # each call is a table of its own
+        apply="if (hdr.h.a == 1) { t.apply(); a1(); } else { t.apply(); a1(); }"),
+    bad("table-hit-assigned-in-both-branches", SPLIT.format("MyIngress.t"), locals_=graph_tables("$t"),
+        apply="if (hdr.h.a == 1) { meta.flag = t.apply().hit; } else { meta.flag = t.apply().hit; }"),
+    bad("control-instance-applied-twice", LOOP.format("MyIngress.s.st"), top=sub_control("$st"),
+        locals_="Sub() s;", apply="s.apply(hdr.h); s.apply(hdr.h);"),
+    bad("table-with-a-global-name-applied-twice", LOOP.format(".g"),
+        locals_='action a1() { } @name(".g") table $t { key = { hdr.h.a: exact; } actions = { a1; } }',
+        apply="t.apply(); t.apply();"),
+    # ---------------------------------------------------------------- a field of stack.next (p4c-bm2-ss,
+    # backends/bmv2/common/expression.cpp): read or written, outside an extract
+    bad("next-field-in-select", "hdr.s.next uninitialized: next field read", fields="    h_t[2] s;",  # issue692-bmv2
+        states="    state start { pkt.extract(hdr.s.next);\n"
+               "        transition select($hdr.s.next.a) { 0: accept; default: reject; } }"),
+    bad("next-assigned-a-list", "hdr.s.next uninitialized: next field read", fields="    h_t[2] s;",  # next-def-use
+        states="    state start { $hdr.s.next = { 8w0, 8w1 }; transition accept; }"),
+    bad("next-assigned-a-lookahead", "hdr.s.next uninitialized: next field read", fields="    h_t[2] s;",
+        states="    state start { $hdr.s.next = pkt.lookahead<h_t>(); transition accept; }"),
+    bad("next-field-written", "hdr.s.next uninitialized: next field read", fields="    h_t[2] s;",
+        states="    state start { $hdr.s.next.a = 1; transition accept; }"),
+    bad("next-isvalid", "hdr.s.next uninitialized: next field read", fields="    h_t[2] s;",
+        states="    state start { meta.flag = $hdr.s.next.isValid(); transition accept; }"),
+    bad("next-field-read-into-a-used-local", "hdr.s.next uninitialized: next field read", fields="    h_t[2] s;",
+        states="    state start { bit<8> v = $hdr.s.next.a; meta.m = v; transition accept; }"),
+    bad("next-field-in-a-sub-parser", "hdr.s.next uninitialized: next field read", fields="    h_t[2] s;",
+        top="parser Sub(packet_in p, inout h_t[2] s) { state start { $s.next.a = 1; transition accept; } }",
+        parser_locals="    Sub() sub;", states="    state start { sub.apply(pkt, hdr.s); transition accept; }"),
 ]
 
 
@@ -645,6 +715,49 @@ GOOD = [
     pytest.param({"locals_": "@tableonly action a1() { } action a3() { }\n"
                              "table t { key = { hdr.h.a: exact; } actions = { a1; a3; } default_action = a1(); }",
                   "apply": "t.apply();"}, id="tableonly-on-declaration-is-no-scope"),
+    # BMv2's control graph: what p4c-bm2-ss 1.2.5.16 compiles next to the refusals above
+    pytest.param({"locals_": graph_tables(), "apply": "if (hdr.h.a == 1) { t.apply(); } else { t.apply(); }"},
+                 id="table-in-both-branches"),
+    pytest.param({"locals_": graph_tables(), "apply": "if (hdr.h.a == 1) { t.apply(); } else { t.apply(); } "
+                  "hdr.h.b = 1; u.apply();"}, id="table-in-both-branches-then-the-same-statements"),
+    pytest.param({"locals_": graph_tables(), "apply": "if (hdr.h.a == 1) { t.apply(); u.apply(); } "
+                  "else { t.apply(); u.apply(); }"}, id="table-in-both-branches-then-one-same-table"),
+    pytest.param({"locals_": graph_tables(), "apply": "if (hdr.h.a == 1) { if (!t.apply().hit) { u.apply(); } } "
+                  "else { if (t.apply().hit) { u.apply(); } }"}, id="table-hit-and-miss-to-one-table"),
+    pytest.param({"locals_": graph_tables(), "apply": "if (hdr.h.a == 1) { switch (t.apply().action_run) "
+                  "{ a1: { } } } else { switch (t.apply().action_run) { a1: { } default: { } } }"},
+                 id="table-switches-with-as-many-labels"),      # SwitchAddDefault adds the default
+    pytest.param({"locals_": graph_tables(), "apply": "switch (u.apply().action_run) { a1: { t.apply(); } "
+                  "a3: { t.apply(); } }"}, id="table-in-two-switch-cases"),
+    pytest.param({"locals_": graph_tables(), "apply": "switch (hdr.h.a) { 1: 2: { t.apply(); } 3: { t.apply(); } }"},
+                 id="table-in-cases-of-a-value-switch"),
+    pytest.param({"locals_": graph_tables(), "apply": "if (hdr.h.a == 1) { t.apply(); return; } t.apply();"},
+                 id="table-then-return-in-a-branch"),           # the returned flag is never read
+    pytest.param({"locals_": graph_tables() + "    bit<8> x;", "apply": "if (hdr.h.a == 1) { t.apply(); x = 1; "
+                  "meta.m = 1; } else { t.apply(); } meta.m = 2;"}, id="table-then-dead-assignments"),
+    pytest.param({"locals_": graph_tables(), "top": "const bool K = false;",
+                  "apply": "if (K) { t.apply(); } t.apply();"}, id="table-in-a-constant-false-branch"),
+    pytest.param({"locals_": graph_tables(), "apply": "if (hdr.h.a == 1) { exit; } t.apply();"},
+                 id="exit-in-a-branch-before-a-table"),
+    pytest.param({"top": sub_control(), "locals_": "Sub() s; Sub() s2;", "apply": "s.apply(hdr.h); s2.apply(hdr.h);"},
+                 id="two-instances-of-a-control"),
+    pytest.param({"top": sub_control(), "locals_": "Sub() s;",
+                  "apply": "if (hdr.h.a == 1) { s.apply(hdr.h); } else { s.apply(hdr.h); }"},
+                 id="control-instance-in-both-branches"),
+    # a field of stack.next: what p4c-bm2-ss compiles next to the refusals above
+    pytest.param({"fields": "    h_t[2] s;", "states": "    state start { pkt.extract(hdr.s.next); "
+                  "hdr.s.next.setValid(); meta.m = hdr.s.last.a; hdr.s.next = hdr.h; transition accept; }"},
+                 id="next-extracted-validated-copied-and-last-read"),
+    pytest.param({"fields": "    h_t[2] s;", "top": "bit<8> f(in h_t x) { return x.a; }",
+                  "states": "    state start { meta.m = f(hdr.s.next); bit<8> unused = hdr.s.next.a; "
+                            "meta.w = (bit<16>)hdr.s.next.b; meta.w = 1; transition accept; }"},
+                 id="next-copied-to-a-function-or-its-field-never-read"),
+    pytest.param({"fields": "    h_t[2] s;", "states": "    state start { if (false) { meta.m = hdr.s.next.a; } "
+                  "transition accept; }\n    state never { transition select(hdr.s.next.a) { default: accept; } }"},
+                 id="next-field-in-a-dropped-branch-or-unreachable-state"),
+    pytest.param({"fields": "    u_t[2] us;", "top": "header g_t { bit<8> x; }\nheader_union u_t { h_t a; g_t b; }",
+                  "states": "    state start { pkt.extract(hdr.us.next.a); transition accept; }"},
+                 id="extract-into-a-union-member-of-next"),
 ]
 
 
