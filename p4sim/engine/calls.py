@@ -35,6 +35,7 @@ from p4sim.engine.compile_context import CompileContext, expr_text
 from p4sim.engine.expressions import ExpressionCompiler, RefEx, TypeEx
 from p4sim.engine.generics import GenericFunction, GenericInstantiator
 from p4sim.engine.natives import NativeExterns
+from p4sim.engine.overloads import Overloads
 from p4sim.engine.packet_io import PacketExterns
 from p4sim.errors import P4Error
 from p4sim.frontend import ast as A
@@ -95,6 +96,8 @@ class CallCompiler:
                     self.cx.direct_action_calls.add(sym.value.fqname)
                 return self.direct_action_call(e, sym, as_statement)
             if sym.kind == "function":
+                if isinstance(sym.value, Overloads):
+                    sym = sym.value.choose(e)
                 return self.function_call(e, sym, expected, as_statement)
             if sym.kind == "extern_func":
                 return self.natives.native_function(e, sym, expected, as_statement)

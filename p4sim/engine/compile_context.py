@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from p4sim.engine.codegen import FnCtx, Sym, Writer
+from p4sim.engine.overloads import Overloads
 from p4sim.errors import P4Error
 from p4sim.frontend import ast as A
 from p4sim.frontend.loops import LoopingFunctions
@@ -236,6 +237,11 @@ class CompileContext:
         if old is not None:
             if old.kind == "extern_func" and sym.kind == "extern_func":
                 old.value.extend(sym.value)
+                return
+            if old.kind == "function" and sym.kind == "function":
+                # overloaded (p4c resolves each call by its arguments)
+                prior = old.value.syms if isinstance(old.value, Overloads) else [old]
+                scope[name] = Sym("function", None, "", value=Overloads(prior + [sym]), decl=old.decl)
                 return
             if len(self.scopes) > 1 or old.kind not in ("type",) or sym.kind != "type":
                 raise P4Error(f"re-declaration of '{name}'", getattr(node, "loc", None))

@@ -120,7 +120,10 @@ class _Program:
     def __init__(self, program: A.Program) -> None:
         decls = program.decls
         self.actions = {d.name: d for d in decls if isinstance(d, A.ActionDecl)}
-        self.functions = {d.name: d for d in decls if isinstance(d, A.FunctionDecl)}
+        self.functions: dict[str, list[A.FunctionDecl]] = {}     # several: overloaded
+        for d in decls:
+            if isinstance(d, A.FunctionDecl):
+                self.functions.setdefault(d.name, []).append(d)
         self.controls = {d.name: d for d in decls if isinstance(d, A.ControlDecl)}
         self.consts = {d.name: d.value for d in decls if isinstance(d, A.ConstDecl)}
         self.types = {d.name: d for d in decls if isinstance(d, (A.StructLikeDecl, A.TypedefDecl))}
@@ -375,10 +378,10 @@ class _Control:
             if d is not None:
                 out.append(Op(self.reads(c) | extra | self.action_reads(f.name), own=True))
                 return
-            fn = self.prog.functions.get(f.name)
-            if fn is not None and all(isinstance(x, (A.EmptyStmt, A.VarDecl)) and getattr(x, "init", None) is None
-                                      or isinstance(x, A.ReturnStmt) and x.value is None
-                                      for x in fn.body.stmts):
+            fns = self.prog.functions.get(f.name, [])
+            if fns and all(isinstance(x, (A.EmptyStmt, A.VarDecl)) and getattr(x, "init", None) is None
+                           or isinstance(x, A.ReturnStmt) and x.value is None
+                           for fn in fns for x in fn.body.stmts):
                 return                  # inlined, nothing is left of it
         out.append(Op(self.reads(c) | extra))
 

@@ -31,7 +31,7 @@ from p4sim.errors import P4Error, P4Unsupported
 from p4sim.frontend import ast as A
 from p4sim.frontend.types import (
     MAX_WIDTH_BITS, ActionEnumT, ApplyResultT, BitT, BlockT, BoolT, DontCareT, EnumT, ErrorT, IntT, NewT, P4Type,
-    SetT, StackT, StringT, StructLikeT, TupleT, UnionT, VoidT, same_type, strip_new,
+    SetT, StackT, StringT, StructLikeT, StructT, TupleT, UnionT, VoidT, same_type, strip_new,
 )
 
 #: p4c-bm2-ss refuses a shift amount wider than this (``LowerExpressions::maxShiftWidth``)
@@ -243,6 +243,11 @@ class ExpressionCompiler:
                     v = st.values[name]
                     return Ex(lit(v), st, True, v)
                 return Ex(repr(name), st, True, name)
+            if isinstance(st, BlockT) and name == "apply" and st.kind in ("control", "parser"):
+                # a control or parser is applied directly by its own name only (p4c's type
+                # checker sees a type through a typedef, and a type has no fields)
+                raise P4Error(f"Cannot extract field apply from {expr_text(e.expr)} which has type "
+                              f"Type({st.kind} {st.name})", e.name_loc if e.name_loc.line else e.loc)
             if isinstance(st, StructLikeT) or isinstance(st, BlockT):
                 return RefEx(Sym("typemethod", st, decl=st), "", name, base)
             raise P4Error(f"{t}.{name}: not a member", e.loc)
@@ -252,6 +257,10 @@ class ExpressionCompiler:
         if isinstance(t, StructLikeT):
             ft = t.field_type(name)
             if ft is None:
+                if name in ("isValid", "setValid", "setInvalid") and isinstance(t, StructT):
+                    # p4c: validity is a method of headers and header unions only
+                    raise P4Error(f"Field {name} is not a member of structure struct {t.name}",
+                                  e.name_loc if e.name_loc.line else e.loc)
                 if name in ("isValid", "setValid", "setInvalid", "minSizeInBits", "minSizeInBytes",
                             "maxSizeInBits", "maxSizeInBytes"):
                     return RefEx(Sym("hdrmethod", t), base.code, name, base)

@@ -30,9 +30,29 @@ from p4sim.engine.expressions import ExpressionCompiler, RefEx, TypeEx, const_co
 from p4sim.errors import P4Error, P4Unsupported
 from p4sim.frontend import ast as A
 from p4sim.frontend.types import (
-    ActionEnumT, BitT, BoolT, DontCareT, IntT, P4Type, StructLikeT, TupleT, VoidT, strip_new,
+    ActionEnumT, BitT, BlockT, BoolT, DontCareT, ExternT, IntT, P4Type, StructLikeT, TupleT, VoidT, strip_new,
 )
 
+
+def refuse_instance_variable(d: A.VarDecl, t: P4Type) -> None:
+    """p4c's type checker: a variable cannot have an extern, parser or control type (those
+    are instantiated, ``register<bit<8>>(4) r;``, not declared ``register<bit<8>> r;``).
+
+    Example::
+
+        >>> refuse_instance_variable(A.VarDecl(name="x"), BitT(8))   # a plain type: fine
+    """
+    if isinstance(t, ExternT):
+        generic = bool(getattr(t.decl, "type_params", None))
+        if generic and not t.type_args:
+            raise P4Error(f"Unspecified type parameters for {t.name} in {d.name}", t.decl.loc)
+        shown = f"{t.name}<...>" if generic else t.name
+    elif isinstance(t, BlockT) and t.kind in ("control", "parser"):
+        shown = f"{t.kind} {t.name}"
+    else:
+        return
+    raise P4Error(f"{d.name}: cannot declare variables of type '{shown}' (consider using an instantiation)",
+                  d.name_loc or d.loc)
 
 class LocalInstances(Protocol):
     """What the statement compiler needs to instantiate a parser, control or extern."""
@@ -287,6 +307,7 @@ class StatementCompiler:
         t = self.expressions.resolve_type(d.type)
         if isinstance(t, IntT):
             raise P4Error(f"variable {d.name} cannot have type int", d.loc)
+        refuse_instance_variable(d, t)
         if array_element(t) is not None or nested_array_element(t) is not None:
             if self.cx.unreferenced_locals is None:
                 self.cx.unreferenced_locals = unreferenced_locals(self.cx.program)

@@ -10,6 +10,9 @@ p4c-bm2-ss 1.2.5.16's messages (measured on p4c's own test programs):
   points at v1model.p4's declaration; p4sim at the call);
 * an ``if`` (its condition not a constant) or a ``switch`` in the deparser:
   "IfStatement: not supported within a deparser on this target";
+* a call in a parser state that BMv2's parser cannot do (``mark_to_drop``, ``hash``, a
+  register method, ...): "...: not supported in parser on this target"
+  (:mod:`p4sim.engine.parser_calls`);
 * a field of ``stack.next`` outside an extract: "hdr.s.next uninitialized: next field
   read" (:mod:`p4sim.engine.stack_next`);
 * a table BMv2's control graph cannot hold: "... path from table MyIngress.t back to
@@ -24,6 +27,7 @@ from __future__ import annotations
 from typing import Any, Iterator, Mapping, Optional
 
 from p4sim.engine.control_graph import check_control_graphs
+from p4sim.engine.parser_calls import check_parser_calls
 from p4sim.engine.stack_next import check_next_reads
 from p4sim.errors import P4Error
 from p4sim.frontend import ast as A
@@ -110,6 +114,7 @@ def check_v1switch(blocks: Mapping[str, Any], headers_type: Any = None,
             _no_checksum_calls(decls[role])
     if program is not None:
         if isinstance(decls.get("parser"), A.ParserDecl):
+            check_parser_calls(decls["parser"], program)
             check_next_reads(decls["parser"], program)
         check_control_graphs(blocks, program)
 

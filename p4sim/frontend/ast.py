@@ -153,10 +153,11 @@ class TypeNameExpr(Expr):
 
 @dataclass(eq=False)
 class Member(Expr):
-    """``expr.name``"""
+    """``expr.name``; ``name_loc``: where ``name`` is written (p4c points there)."""
 
     expr: Expr
     name: str
+    name_loc: Loc = field(default=NO_LOC, kw_only=True)
 
 
 @dataclass(eq=False)
@@ -372,8 +373,11 @@ class ConstDecl(Decl):
 
 @dataclass(eq=False)
 class VarDecl(Decl):
+    """``T name = init;``; ``name_loc``: where ``name`` is written (p4c points there)."""
+
     type: TypeRef = None  # type: ignore[assignment]
     init: Optional[Expr] = None
+    name_loc: Optional[Loc] = field(default=None, kw_only=True)
 
 
 @dataclass(eq=False)

@@ -556,6 +556,9 @@ class Parser:
         direction = ""
         if self.at(*_DIRECTIONS):
             direction = str(self.advance().value)
+        named = self.tok if self.tok.kind == "ident" else self.peek() if self.at(".") else None
+        if named is not None and not self.is_type_name(named):
+            raise self.error(tok=named)     # p4c's lexer: a name not (yet) declared as a type
         ty = self.type_ref()
         name = self.name("a parameter name")
         default = None
@@ -829,12 +832,13 @@ class Parser:
                 self.pos = begin
                 return None
             return inst
+        name_loc = self.tok.loc
         name = self.name()
         init = None
         if self.accept("="):
             init = self.initializer()
         self.expect(";")
-        return A.VarDecl(name, ty, init, annotations=annots, loc=start.loc)
+        return A.VarDecl(name, ty, init, annotations=annots, loc=start.loc, name_loc=name_loc)
 
     # ------------------------------------------------------------------ actions and tables
     def action_decl(self, annots: list[A.Annotation]) -> A.ActionDecl:
@@ -915,7 +919,7 @@ class Parser:
         while self.at(".") and self.peek().kind == "ident":
             self.advance()
             m = self.advance()
-            expr = A.Member(expr, str(m.value), loc=expr.loc)
+            expr = A.Member(expr, str(m.value), loc=expr.loc, name_loc=m.loc)
         args: list[A.Argument] = []
         has_parens = False
         if self.at("("):
@@ -1341,7 +1345,7 @@ class Parser:
                 if m.kind not in ("ident", "kw"):
                     raise self.error("a member name")
                 self.advance()
-                e = A.Member(e, str(m.value), loc=e.loc)
+                e = A.Member(e, str(m.value), loc=e.loc, name_loc=m.loc)
             elif self.at("["):
                 self.advance()
                 idx = self.expression()

@@ -627,6 +627,71 @@ CASES = [
     bad("next-field-in-a-sub-parser", "hdr.s.next uninitialized: next field read", fields="    h_t[2] s;",
         top="parser Sub(packet_in p, inout h_t[2] s) { state start { $s.next.a = 1; transition accept; } }",
         parser_locals="    Sub() sub;", states="    state start { sub.apply(pkt, hdr.s); transition accept; }"),
+    # ---------------------------------------------------------------- a call BMv2's parser cannot do (p4c-bm2-ss,
+    # backends/bmv2/common/parser.cpp: only extract/lookahead/advance, verify, log_msg, header methods)
+    bad("parser-mark-to-drop", "mark_to_drop(standard_metadata): not supported in parser on this target",
+        states="    state start { pkt.extract(hdr.h); $mark_to_drop(standard_metadata); transition accept; }"),
+    bad("parser-register-read", "r.read(hdr.h.a, 32w0): not supported in parser on this target",
+        parser_locals="    register<bit<8>>(4) r;",
+        states="    state start { pkt.extract(hdr.h); $r.read(hdr.h.a, 32w0); transition accept; }"),
+    bad("parser-counter-count", "c.count(32w1): not supported in parser on this target",
+        parser_locals="    counter(4, CounterType.packets) c;",
+        states="    state start { pkt.extract(hdr.h); $c.count(32w1); transition accept; }"),
+    bad("parser-random", "random(meta.m, 8w0, 8w10): not supported in parser on this target",
+        states="    state start { pkt.extract(hdr.h); $random(meta.m, 8w0, 8w10); transition accept; }"),
+    bad("parser-truncate", "truncate(32w10): not supported in parser on this target",
+        states="    state start { $truncate(32w10); pkt.extract(hdr.h); transition accept; }"),
+    bad("parser-assert", "assert(true): not supported in parser on this target",
+        states="    state start { pkt.extract(hdr.h); $assert(true); transition accept; }"),
+    bad("parser-call-in-a-sub-parser", "mark_to_drop(standard_metadata): not supported in parser on this target",
+        top="parser Sub(packet_in p, inout standard_metadata_t standard_metadata) {\n"
+            "    state start { $mark_to_drop(standard_metadata); transition accept; } }",
+        parser_locals="    Sub() sub;", states="    state start { sub.apply(pkt, standard_metadata); transition accept; }"),
+    # ---------------------------------------------------------------- a variable of an extern, control or parser
+    # type (p4c: frontends/p4/typeChecking/typeCheckDecl.cpp)
+    bad("variable-of-a-generic-extern-type",
+        "r: cannot declare variables of type 'register<...>' (consider using an instantiation)",
+        locals_="    register<bit<8>> $r;", apply="hdr.h.a = 1;"),
+    bad("variable-of-an-extern-type-in-an-action",
+        "c: cannot declare variables of type 'counter' (consider using an instantiation)",
+        locals_="    action a() { counter $c; meta.m = 1; }", apply="a();"),
+    bad("variable-of-an-extern-type-in-apply",
+        "r: cannot declare variables of type 'register<...>' (consider using an instantiation)",
+        apply="register<bit<8>> $r; hdr.h.a = 1;"),
+    bad("variable-of-a-control-type",
+        "c: cannot declare variables of type 'control C' (consider using an instantiation)",
+        top="control C(inout bit<8> x) { apply { x = 1; } }", locals_="    C $c;", apply="hdr.h.a = 1;"),
+    # ---------------------------------------------------------------- apply through a typedef (p4c's type checker:
+    # the typedef names a type, which has no fields)
+    bad("control-applied-through-a-typedef",
+        "Cannot extract field apply from CT which has type Type(control C)",
+        top="control C(inout bit<8> x) { apply { x = 1; } }\ntypedef C CT;", apply="CT.$apply(hdr.h.a);"),
+    bad("parser-applied-through-a-typedef",
+        "Cannot extract field apply from ST which has type Type(parser Sub)",
+        top="parser Sub(packet_in p, out h_t h) { state start { p.extract(h); transition accept; } }\n"
+            "typedef Sub ST;", states="    state start { ST.$apply(pkt, hdr.h); transition accept; }"),
+    # ---------------------------------------------------------------- validity of a struct (p4c: typeCheckExpr.cpp)
+    bad("isvalid-of-a-struct", "Field isValid is not a member of structure struct meta_t",
+        apply="if (meta.$isValid()) { hdr.h.a = 1; }"),
+    bad("setvalid-of-a-struct", "Field setValid is not a member of structure struct headers_t",
+        apply="hdr.$setValid();"),
+    # ---------------------------------------------------------------- p4c's lexer: a name used as a type before it
+    # is declared as one is an identifier, a syntax error
+    bad("type-used-before-its-declaration", 'syntax error, unexpected identifier "headers_t"',
+        top="control Sub(inout $headers_t h) { apply { } }"),
+    bad("undeclared-constructor-parameter-type", 'syntax error, unexpected identifier "foo_t"',
+        top="control Sub(inout bit<8> x)($foo_t y) { apply { } }"),
+    # ---------------------------------------------------------------- overloaded functions: a call must fit
+    # exactly one (p4c: "multiple matching declarations", "declaration not found")
+    bad("overloads-of-one-arity-called", "f: multiple matching declarations",
+        top="bit<8> f(in bit<8> x) { return x; }\nbit<8> f(in bit<8> y) { return y; }",
+        apply="hdr.h.a = $f(hdr.h.a);"),
+    bad("overload-with-a-default-fits-too", "f: multiple matching declarations",
+        top="bit<8> f(in bit<8> x, in bit<8> y = 1) { return x; }\nbit<8> f(in bit<8> x) { return x; }",
+        apply="hdr.h.a = $f(hdr.h.a);"),
+    bad("no-overload-fits", "f: declaration not found",
+        top="bit<8> f(in bit<8> x) { return x; }\nbit<8> f(in bit<8> x, in bit<8> y) { return x + y; }",
+        apply="hdr.h.a = $f();"),
 ]
 
 
@@ -758,6 +823,13 @@ GOOD = [
     pytest.param({"fields": "    u_t[2] us;", "top": "header g_t { bit<8> x; }\nheader_union u_t { h_t a; g_t b; }",
                   "states": "    state start { pkt.extract(hdr.us.next.a); transition accept; }"},
                  id="extract-into-a-union-member-of-next"),
+    # overloads: by number of arguments, by the names of named arguments; unused ones that
+    # would fit the same calls
+    pytest.param({"top": "bit<8> f(in bit<8> x) { return x; }\nbit<8> f(in bit<8> x, in bit<8> y) { return x + y; }\n"
+                         "bit<8> g(in bit<8> x) { return x; }\nbit<8> g(in bit<8> y) { return ~y; }\n"
+                         "bit<8> u(in bit<8> x) { return x; }\nbit<8> u(in bit<8> y) { return y; }",
+                  "apply": "hdr.h.a = f(hdr.h.a); hdr.h.b = f(hdr.h.a, hdr.h.b); hdr.h.a = g(y = hdr.h.b);"},
+                 id="functions-overloaded-by-arity-or-parameter-names"),
 ]
 
 

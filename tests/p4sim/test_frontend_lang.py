@@ -74,8 +74,8 @@ def test_indexed_slice_is_a_slice() -> None:
 
 
 def test_state_without_transition_goes_to_reject() -> None:
-    prog = parse_text("parser p(packet_in b) { state start { } }", "t.p4")
-    tr = prog.decls[0].states[0].transition
+    prog = parse_text("extern packet_in { } parser p(packet_in b) { state start { } }", "t.p4")
+    tr = prog.decls[1].states[0].transition
     assert (tr.state, tr.select_keys) == ("reject", None)
 
 

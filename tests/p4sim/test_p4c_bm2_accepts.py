@@ -357,3 +357,29 @@ def test_typedef_of_an_extern_or_control_type_is_instantiated_as_the_type() -> N
 def test_typedef_neighbours_are_refused(top: str, locals_: str, message: str) -> None:
     refused(program(top=top, locals_=locals_), message)
 
+
+
+# ------------------------------------------------------------------ overloaded functions (p4c resolves each call)
+OVERLOADS = """
+bit<8> f(in bit<8> x) { return x + 1; }
+bit<8> f(in bit<8> x, in bit<8> y) { return x + y; }
+bit<8> g(in bit<8> x) { return x; }
+bit<8> g(in bit<8> y) { return ~y; }
+void put(inout bit<8> v) { v = 8w0x77; }
+void put(inout bit<8> v, in bit<8> w) { v = w; }"""
+
+
+def test_overloaded_functions_are_called_by_their_arguments() -> None:
+    """Functions of one name in one scope are told apart by the number of arguments, or by
+    the names of named arguments; each call runs the one it fits."""
+    run_packets(program(top=OVERLOADS, apply="hdr.h.b = f(hdr.h.a); hdr.h.c = f(hdr.h.a, hdr.h.b); "
+                                             "put(meta.m); put(hdr.h.a, g(y = meta.m)); sm.egress_spec = 1;"),
+                "packet 0 05 00 00\nexpect 1 88 06 0b\npacket 0 10 00 00\nexpect 1 88 11 21\n")
+
+
+@pytest.mark.parametrize("apply, message", [
+    pytest.param("hdr.h.a = $g(hdr.h.a);", "g: multiple matching declarations", id="two-fit"),
+    pytest.param("hdr.h.a = $f(z = hdr.h.a);", "f: declaration not found", id="none-fits"),
+])
+def test_overloaded_function_neighbours_are_refused(apply: str, message: str) -> None:
+    refused(program(top=OVERLOADS, apply=apply), message)

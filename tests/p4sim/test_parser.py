@@ -272,7 +272,7 @@ def test_param_directions_and_defaults():
 
 
 def test_parser_control_package_types():
-    d = decls("parser P<H>(packet_in b, out H h); control C<H>(inout H h);"
+    d = decls("extern packet_in { } parser P<H>(packet_in b, out H h); control C<H>(inout H h);"
               " package Pkg<H>(P<H> p, C<H> c);"
               " control Impl(inout bit<8> h)(bit<8> k) { apply {} }"
               " Pkg(P(), Impl(8)) main;", )
