@@ -40,7 +40,7 @@ from p4sim.engine.packet_io import PacketExterns
 from p4sim.errors import P4Error
 from p4sim.frontend import ast as A
 from p4sim.frontend.types import (
-    ApplyResultT, BlockT, BoolT, ExternT, HeaderT, IntT, P4Type, UnionT, VoidT, same_type, strip_new,
+    ApplyResultT, BoolT, ExternT, HeaderT, IntT, P4Type, UnionT, VoidT, same_type, strip_new,
 )
 
 
@@ -145,8 +145,6 @@ class CallCompiler:
                 return Ex(str(t.width_bits), IntT(), True, t.width_bits)
             if name in ("minSizeInBytes", "maxSizeInBytes") and isinstance(t, HeaderT):
                 return Ex(str(t.width_bits // 8), IntT(), True, t.width_bits // 8)
-            if name == "apply" and isinstance(t, BlockT) and t.kind in ("control", "parser"):
-                return self.block_apply(e, self.direct_instance(e, t.name))
             raise P4Error(f"{t}.{name}: no such method", e.loc)
         if sym.kind in ("control_decl", "parser_decl") and name == "apply":
             return self.block_apply(e, self.direct_instance(e, sym.decl.name))

@@ -87,14 +87,6 @@ def _is_extract(c: A.Call) -> bool:
     return isinstance(c.func, A.Member) and c.func.name == "extract"
 
 
-def _flat(stmts: list[Any]) -> Iterator[Any]:
-    for s in stmts:
-        if isinstance(s, A.BlockStmt):
-            yield from _flat(s.stmts)
-        else:
-            yield s
-
-
 class _Parser:
     """One parser (or sub-parser, with ``names``: its parameters → the caller's text)."""
 
@@ -171,7 +163,7 @@ class _Parser:
     def block(self, stmts: list[Any], after: Live, out: dict[int, Live]) -> Live:
         """The values live before ``stmts`` (``out``: those live after each statement)."""
         live = after
-        for s in reversed(list(_flat(stmts))):
+        for s in reversed(list(A.flat_statements(stmts))):
             if isinstance(s, A.IfStmt):
                 value = fold(s.cond, self.constant)
                 then = self.block([s.then], live, out) if value is not False else None
@@ -257,7 +249,7 @@ class _Parser:
         if isinstance(s, A.IfStmt):
             self.check_expr(s.cond)
             for b in self.branches(s):
-                for x in _flat([b]):
+                for x in A.flat_statements([b]):
                     self.check_stmt(x)
             return
         if isinstance(s, A.AssignStmt) and self.types.is_next(s.lhs, self.env):
@@ -291,7 +283,7 @@ class _Parser:
         states = self.reachable()
         self.find_dead(states)
         for st in states:
-            for s in _flat(st.stmts):
+            for s in A.flat_statements(st.stmts):
                 self.check_stmt(s)
             tr = st.transition
             for k in tr.select_keys or [] if tr is not None else []:
@@ -308,7 +300,7 @@ def _node_reads(s: A.Node, out: set[Path]) -> None:
 
 
 def _statements(stmts: list[Any]) -> Iterator[Any]:
-    for s in _flat(stmts):
+    for s in A.flat_statements(stmts):
         yield s
         if isinstance(s, A.IfStmt):
             yield from _statements([b for b in (s.then, s.other) if b is not None])

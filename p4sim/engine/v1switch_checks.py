@@ -24,7 +24,7 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping, Optional
+from typing import Any, Mapping, Optional
 
 from p4sim.engine.control_graph import check_control_graphs
 from p4sim.engine.parser_calls import check_parser_calls
@@ -36,15 +36,6 @@ from p4sim.frontend.types import StructT, strip_new
 
 VERIFY = ("verify_checksum", "verify_checksum_with_payload")
 UPDATE = ("update_checksum", "update_checksum_with_payload")
-
-
-def _statements(stmts: list[Any]) -> Iterator[Any]:
-    """The statements of a block, nested blocks opened."""
-    for s in stmts:
-        if isinstance(s, A.BlockStmt):
-            yield from _statements(s.stmts)
-        else:
-            yield s
 
 
 def _called(s: Any) -> str:
@@ -65,7 +56,7 @@ def _shown(s: Any) -> str:
 
 
 def _checksum_block(decl: Any, allowed: tuple[str, ...]) -> None:
-    for s in _statements(decl.body.stmts if decl.body is not None else []):
+    for s in A.flat_statements(decl.body.stmts if decl.body is not None else []):
         if isinstance(s, (A.EmptyStmt, A.VarDecl, A.ConstDecl)) or _called(s) in allowed:
             continue                        # declarations: p4c's midend moves them out
         raise P4Error(f"{_shown(s)}: Only calls to {allowed[0]} or {allowed[1]} allowed", s.loc)

@@ -622,3 +622,15 @@ def iter_nodes(node: Node) -> Iterator[Node]:
             if isinstance(child, Node):
                 yield from iter_nodes(child)
 
+
+def flat_statements(stmts: list[Stmt]) -> Iterator[Stmt]:
+    """The statements of a block in order, nested ``{ ... }`` blocks opened.
+
+    >>> [type(s).__name__ for s in flat_statements([BlockStmt([ExitStmt()]), ExitStmt()])]
+    ['ExitStmt', 'ExitStmt']
+    """
+    for s in stmts:
+        if isinstance(s, BlockStmt):
+            yield from flat_statements(s.stmts)
+        else:
+            yield s
