@@ -9,7 +9,7 @@ import pkgutil
 
 import pytest
 
-PACKAGES = ("astral_proto", "bench", "controller", "fuzz", "host", "labs", "monitor", "p4sim",
+PACKAGES = ("astral_proto", "bench", "controller", "fornax", "fuzz", "host", "labs", "monitor", "p4sim",
             "p4src", "sim", "scenarios", "testbed", "topo")
 
 
