@@ -1,5 +1,5 @@
-/* checksum.p4 — IPv4 header checksums (tenant and underlay) recomputed before the
- * deparser, and the tenant TCP/UDP checksum (with the pseudo-header and the payload) when
+/* checksum.p4 — IPv4 header checksums (tenant without options, and underlay) recomputed
+ * before the deparser (a header with options keeps its own: only 20 bytes are parsed), and the tenant TCP/UDP checksum (with the pseudo-header and the payload) when
  * the load balancer changed addresses or ports. Nothing is verified on arrival: a tenant's
  * bad checksum is the tenant's (its receiver drops it), as on a NIC that forwards.
  */
@@ -12,7 +12,7 @@ control SmartNicVerifyChecksum(inout headers_t hdr, inout smartnic_metadata_t me
 
 control SmartNicComputeChecksum(inout headers_t hdr, inout smartnic_metadata_t meta) {
     apply {
-        update_checksum(hdr.ipv4.isValid(),
+        update_checksum(hdr.ipv4.isValid() && hdr.ipv4.ihl == 5,
             { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
               hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
               hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
