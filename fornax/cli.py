@@ -6,7 +6,7 @@
     python -m fornax check-policy FILE
     python -m fornax manage --nic NAME --grpc-addr HOST:PORT --device-id N --policy FILE
                             [--p4info F --config F | --attach] [--pki DIR] [--iface PORT=IF ...]
-                            [--admin SOCKET] [--events FILE] [--idle-timeout-s S]
+                            [--admin SOCKET] [--events FILE] [--idle-timeout-s S] [--baseline]
 
 ``manage`` runs until SIGTERM or SIGINT; SIGHUP reads the policy file again.
 
@@ -28,6 +28,7 @@ from typing import Any, Optional, Sequence
 
 from controller.p4rt.tls import ClientTls
 from fornax.admin import AdminServer
+from fornax.baseline import BaselineConfig, BaselineManager
 from fornax.build import BUILD_DIR, BuildError, SmartNicBuild
 from fornax.manager import FornaxManager, ManagerConfig
 from fornax.policy import PolicyError, load_policy
@@ -73,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="sessions age after this idle time (30)")
     m.add_argument("--hang-after-s", type=float, default=0.5,
                    help="no heartbeat back for this long: the hardware path hangs (0.5)")
+    m.add_argument("--baseline", action="store_true",
+                   help="run the software-centric baseline manager instead")
+    m.add_argument("--walk-period-s", type=float, default=5.0,
+                   help="baseline: the full-table walk's period (5)")
     return ap
 
 
@@ -115,9 +120,13 @@ def cmd_manage(args: argparse.Namespace) -> int:
             device_config=None if args.attach else args.config,
             table_size=args.table_size or DEFAULT_SESSION_TABLE_SIZE, tls=tls,
             event_log=args.events)
-        mgr: Any = FornaxManager(ManagerConfig(**common, idle_timeout_s=args.idle_timeout_s,
-                                               hang_after_s=args.hang_after_s,
-                                               interfaces=_interfaces(args.iface)))
+        if args.baseline:
+            mgr: Any = BaselineManager(BaselineConfig(**common,
+                                                      walk_period_s=args.walk_period_s))
+        else:
+            mgr = FornaxManager(ManagerConfig(**common, idle_timeout_s=args.idle_timeout_s,
+                                              hang_after_s=args.hang_after_s,
+                                              interfaces=_interfaces(args.iface)))
     except (PolicyError, ValueError) as exc:
         print(f"fornax manage: {exc}", file=sys.stderr)
         return 1
@@ -140,7 +149,7 @@ def cmd_manage(args: argparse.Namespace) -> int:
     admin = AdminServer(mgr, args.admin) if args.admin else None
     if admin is not None:
         admin.start()
-    print(f"fornax manage: {args.nic} ready (fornax, "
+    print(f"fornax manage: {args.nic} ready ({'baseline' if args.baseline else 'fornax'}, "
           f"{args.grpc_addr})", flush=True)
     done.wait()
     if admin is not None:
