@@ -72,8 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--events", type=Path, default=None, help="event log (JSON lines)")
     m.add_argument("--idle-timeout-s", type=float, default=30.0,
                    help="sessions age after this idle time (30)")
-    m.add_argument("--hang-after-s", type=float, default=0.5,
-                   help="no heartbeat back for this long: the hardware path hangs (0.5)")
+    m.add_argument("--hang-after-s", type=float, default=1.0,
+                   help="no heartbeat back for this long: the hardware path hangs (1.0)")
     m.add_argument("--baseline", action="store_true",
                    help="run the software-centric baseline manager instead")
     m.add_argument("--walk-period-s", type=float, default=5.0,

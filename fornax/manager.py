@@ -87,7 +87,7 @@ class ManagerConfig:
     idle_timeout_s: float = 30.0
     closed_linger_s: float = 1.0
     heartbeat_interval_s: float = 0.1
-    hang_after_s: float = 0.5
+    hang_after_s: float = 1.0
     interfaces: dict[int, str] = field(default_factory=dict)
     punt_rate_pps: float = 5000.0
     punt_burst: int = 2000
@@ -220,12 +220,14 @@ class FornaxManager:
         self.closed_recent: dict[bytes, float] = {}       # key -> forget after
         self.corruptions: dict[bytes, list[float]] = {}
         self.pinned: set[bytes] = set()
+        self.reinjected: dict[int, tuple[float, int]] = {}  # frame hash -> (when, how often)
         self.timeline: deque[dict[str, Any]] = deque(maxlen=10000)
         self._log_file = open(config.event_log, "a") if config.event_log else None
         self._lock = threading.RLock()                   # the NIC's writes and the view
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self.hung = False
+        self._pruned = 0.0
         self.started_at = time.time()
 
     # ------------------------------------------------------------------ lifecycle
@@ -368,7 +370,7 @@ class FornaxManager:
                 self._aged(ev, writes)
         if writes:
             with self._lock:
-                failures = self.nic.write_sessions(writes) if not self.hung else []
+                failures = self.nic.write_sessions(writes)
             for f in failures:
                 self._write_failed(writes[f.index], f.code, f.message, after)
         for item in after:
@@ -416,8 +418,22 @@ class FornaxManager:
               from_backend: Any, writes: list, after: list, replace: bool = False) -> None:
         packed = key.packed()
         if key in self.store and not replace:
-            after.append(("reinject", p))                # installed meanwhile
-            return
+            # A miss for a session the manager installed. A frame it has not seen before
+            # raced the install (re-inject it); a frame it re-injected came back: the NIC
+            # lost the entry (install it again, once; then the frame goes to software).
+            seen = self.reinjected.get(hash(p.frame))
+            if seen is None:
+                self.count("raced_installs")
+                after.append(("reinject", p, key))
+                return
+            if seen[1] >= 2:
+                self.count("reinject_loops_cut")
+                self.note("reinject-loop-cut", key=str(key), in_port=p.in_port)
+                after.append(("soft", p))
+                return
+            self.count("reinstalled")
+            self.note("reinstalled", key=str(key))
+            replace = True
         if packed in self.closed_recent and not (pkt.proto == M.IP_PROTO_TCP and
                                                  pkt.tcp_flags & M.TCP_FLAG_SYN):
             self.count("trailing_packets")
@@ -441,6 +457,9 @@ class FornaxManager:
         self.count("sessions_installed" if decision.allowed else "sessions_denied")
         if decision.allowed:
             after.append(("reinject", p, key))
+        elif self.counters["sessions_denied"] <= 1000:
+            self.note("denied", key=str(key), in_port=p.in_port, flags=pkt.tcp_flags,
+                      reason=decision.reason)
 
     def _rebuild(self, p: M.Punt, pkt: Packet, key: M.SessionKey, direction: int, conn: Any,
                  from_backend: Any, writes: list, after: list, reason: int) -> None:
@@ -527,6 +546,8 @@ class FornaxManager:
         kind = item[0]
         if kind == "reinject":
             p = item[1]
+            h = hash(p.frame)
+            self.reinjected[h] = (time.monotonic(), self.reinjected.get(h, (0.0, 0))[1] + 1)
             self.nic.reinject(p.frame, p.in_port)
         elif kind == "soft":
             self._soft(item[1])
@@ -541,7 +562,7 @@ class FornaxManager:
     def _timers(self) -> None:
         now = time.monotonic()
         due = [k for k, t in self.closing.items() if t <= now]
-        if due and not self.hung:
+        if due:
             writes = []
             for packed in due:
                 del self.closing[packed]
@@ -552,10 +573,10 @@ class FornaxManager:
                     self.count("sessions_closed")
             with self._lock:
                 self.nic.write_sessions(writes)
-        if self.closed_recent and len(self.closed_recent) > 1000 or \
-                (self.closed_recent and now - getattr(self, "_pruned", 0.0) > 1.0):
+        if now - self._pruned > 1.0:
             self._pruned = now
             self.closed_recent = {k: t for k, t in self.closed_recent.items() if t > now}
+            self.reinjected = {k: v for k, v in self.reinjected.items() if now - v[0] < 2.0}
             self.soft.expire()
 
     # ------------------------------------------------------------------ on demand

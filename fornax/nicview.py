@@ -122,12 +122,13 @@ class NicView:
     def decide(self, conn: Conn, in_vm: Optional[str], tcp_flags: int = -1,
                keep_backend: Optional[tuple[int, int]] = None) -> Decision:
         """The policy's decision for a connection whose packet is ``conn`` (from VM
-        ``in_vm``, None: from the uplink). A TCP packet that is not a SYN may belong to a
-        connection opened the other way (picked up mid-stream, e.g. after the hardware
-        path came back): that orientation is tried too, and allows if it does."""
+        ``in_vm``, None: from the uplink). A TCP packet that is not a pure SYN (a SYN+ACK,
+        data, a FIN) may belong to a connection opened the other way (picked up
+        mid-stream, e.g. after the hardware path came back): that orientation is tried
+        too, and allows if it does."""
         assert self.policy is not None
         d = self.policy.evaluate(self.nic, conn, in_vm, keep_backend)
-        if d.allowed or tcp_flags < 0 or tcp_flags & 0x02:
+        if d.allowed or tcp_flags < 0 or (tcp_flags & 0x12) == 0x02:
             return d
         rev = self.policy.evaluate(self.nic, conn.reversed(), None, keep_backend)
         if rev.allowed and (in_vm is None or rev.dst_vm == in_vm):

@@ -246,3 +246,18 @@ def test_heartbeat_monitor_detects_a_silent_path_and_its_return() -> None:
         assert events == ["hang", "back"]
     finally:
         mon.stop()
+
+
+def test_an_entry_lost_behind_the_managers_back_is_installed_again(rig: Rig) -> None:
+    """A frame the manager re-injected that comes back as a miss: the NIC lost the entry;
+    installed again once, and a frame that keeps coming back goes to software (no loop)."""
+    rig.nic.port(2).inject(a1_tcp("S"))
+    assert rig.nic.take(1) is not None
+    key = next(rig.mgr.store.keys())
+    assert rig.mgr.nic.write_sessions([("DELETE", key, None, 0)]) == []
+    rig.nic.port(2).inject(a1_tcp("A"))                    # a new frame: taken for a race
+    assert rig.nic.take(1) is not None                     # re-injected, missed, reinstalled
+    assert until(lambda: rig.mgr.counters.get("reinstalled") == 1)
+    assert rig.mgr.counters["raced_installs"] == 1
+    assert rig.mgr.session_detail(key)["check_ok"] is True
+    assert "reinject_loops_cut" not in rig.mgr.counters

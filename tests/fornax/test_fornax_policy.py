@@ -11,7 +11,7 @@ import pytest
 
 from fornax.nicview import NicView
 from fornax.policy import Conn, PolicyError, ip, parse_policy
-from test_manager import POLICY
+from test_fornax_manager import POLICY
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -132,3 +132,15 @@ def test_a_change_bumps_only_the_scopes_it_affects() -> None:
     routes = view.load(parse_policy(text.replace("route red 10.0.0.0/24 direct",
                                                    "route red 10.0.0.0/25 direct"), "p"))
     assert routes == {view.scope_of_vm["a2"], view.pair_scope_of_vpc["red"]}
+
+
+def test_a_reply_first_is_taken_the_way_its_connection_was_opened() -> None:
+    """A SYN+ACK or an ACK seen before the SYN (a connection picked up mid-stream) is
+    allowed when the connection's own direction is; a pure SYN only in its own."""
+    view = NicView("nicA")
+    view.load(parse_policy(POLICY, "p"))
+    reply = Conn(100, 6, ip("10.0.0.2"), 80, ip("10.0.0.1"), 40000)   # b1:80 -> a1
+    assert not view.decide(reply, None, 0x02).allowed                  # a SYN: a1 takes no 40000
+    for flags in (0x12, 0x10, 0x11):
+        d = view.decide(reply, None, flags)
+        assert d.allowed and (d.src_vm, d.dst_vm) == ("b1", "a1")

@@ -14,7 +14,7 @@ from scapy.layers.vxlan import VXLAN
 from fornax.baseline import BaselineConfig, BaselineManager
 from fornax.policy import parse_policy
 from nicrig import NicRig
-from test_manager import A3_MAC, POLICY, a1_tcp, from_b1, until
+from test_fornax_manager import A3_MAC, POLICY, a1_tcp, from_b1, until
 
 
 class BaseRig:
