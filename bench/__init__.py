@@ -21,9 +21,9 @@ from bench.results import DEFAULT_OUTPUT, BenchConfig, Benchmark, Figure, merge_
 
 def all_benchmarks() -> tuple[Benchmark, ...]:
     """Every registered benchmark, in run order (add new groups here)."""
-    from bench import (fabric_bench, fuzz_bench, gor_bench, host_bench, monitor_bench,
-                       p4sim_bench, security_bench, switch_bench, tccl_bench, testbed_bench,
-                       topo_bench)
+    from bench import (fabric_bench, fornax_bench, fuzz_bench, gor_bench, host_bench,
+                       monitor_bench, p4sim_bench, security_bench, switch_bench, tccl_bench,
+                       testbed_bench, topo_bench)
     from bench import sim as sim_bench
 
     return (tuple(p4sim_bench.BENCHMARKS) + tuple(switch_bench.BENCHMARKS)
@@ -31,7 +31,8 @@ def all_benchmarks() -> tuple[Benchmark, ...]:
             + tuple(testbed_bench.BENCHMARKS) + tuple(tccl_bench.BENCHMARKS)
             + tuple(host_bench.BENCHMARKS) + tuple(gor_bench.BENCHMARKS)
             + tuple(security_bench.BENCHMARKS) + tuple(fuzz_bench.BENCHMARKS)
-            + tuple(sim_bench.BENCHMARKS) + tuple(monitor_bench.BENCHMARKS))
+            + tuple(sim_bench.BENCHMARKS) + tuple(monitor_bench.BENCHMARKS)
+            + tuple(fornax_bench.BENCHMARKS))
 
 
 def groups() -> list[str]:

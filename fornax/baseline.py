@@ -109,6 +109,7 @@ class BaselineManager:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.started_at = time.time()
+        self._written: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         self.store = self                  # the admin socket's "sessions" reads keys()
 
     # ------------------------------------------------------------------ lifecycle
@@ -134,21 +135,8 @@ class BaselineManager:
             self._log_file = None
 
     def _write_config(self) -> None:
-        v, n = self.view, self.nic
-        assert v.identity is not None
-        n.set_identity(v.identity)
-        n.set_uplink()
-        for port, vni in sorted(v.vm_ports.items()):
-            n.set_vm_port(port, vni)
-        for vni in sorted(v.vpcs):
-            n.set_vpc(vni)
-        for nh, hop in sorted(v.nexthops.items()):
-            if hop.encap:
-                n.set_nexthop_remote(nh, hop.vtep, hop.vm_mac)
-            else:
-                n.set_nexthop_vm(nh, hop.port, hop.vm_mac)
-        for (vni, proto, b_ip, b_port), (vip, vport) in sorted(v.lb_reverse.items()):
-            n.set_lb_reverse(vni, proto, b_ip, b_port, vip, vport)
+        """The configuration tables as the view wants them (only what changed)."""
+        self._written = self.nic.apply_config(self.view.config_entries(), self._written)
 
     # ------------------------------------------------------------------ observability
     def count(self, name: str, n: int = 1) -> None:

@@ -229,6 +229,7 @@ class FornaxManager:
         self.hung = False
         self._pruned = 0.0
         self.started_at = time.time()
+        self._written: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
     # ------------------------------------------------------------------ lifecycle
     def start(self, push: bool = True) -> None:
@@ -257,23 +258,11 @@ class FornaxManager:
             self._log_file = None
 
     def _write_config(self, scopes: set[int]) -> None:
-        """The configuration tables from the view; versions of ``scopes``."""
-        v, n = self.view, self.nic
-        assert v.identity is not None
-        n.set_identity(v.identity)
-        n.set_uplink()
-        for port, vni in sorted(v.vm_ports.items()):
-            n.set_vm_port(port, vni)
-        for vni in sorted(v.vpcs):
-            n.set_vpc(vni)
-        for nh, hop in sorted(v.nexthops.items()):
-            if hop.encap:
-                n.set_nexthop_remote(nh, hop.vtep, hop.vm_mac)
-            else:
-                n.set_nexthop_vm(nh, hop.port, hop.vm_mac)
-        for (vni, proto, b_ip, b_port), (vip, vport) in sorted(v.lb_reverse.items()):
-            n.set_lb_reverse(vni, proto, b_ip, b_port, vip, vport)
-        n.set_scope_versions({s: v.versions[s] for s in scopes if s in v.versions})
+        """The configuration tables as the view wants them (only what changed is
+        written); the versions of ``scopes``."""
+        self._written = self.nic.apply_config(self.view.config_entries(), self._written)
+        v = self.view
+        self.nic.set_scope_versions({s: v.versions[s] for s in scopes if s in v.versions})
 
     # ------------------------------------------------------------------ observability
     def count(self, name: str, n: int = 1) -> None:

@@ -21,12 +21,12 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from fornax.policy import Conn, Decision, Policy
 from fornax.softpath import NextHop, Packet, Translation
-from p4src.smartnic.model import (NAT_HI, NAT_LO, NAT_NONE, VERDICT_ALLOW, VERDICT_DENY,
-                                  NicIdentity, SessionData, SessionKey)
+from p4src.smartnic.model import (NAT_HI, NAT_LO, NAT_NONE, UPLINK_PORT, VERDICT_ALLOW,
+                                  VERDICT_DENY, NicIdentity, SessionData, SessionKey)
 
 PAIR_SCOPE_BASE = 0x8000
 """Scopes of sessions between two VMs behind this NIC: one per VPC, from here up."""
@@ -117,6 +117,23 @@ class NicView:
             self.versions[scope] = (self.versions.get(scope, 0) % 0xFFFF) + 1
         self.policy, self._fp = policy, (vm_fp, vpc_fp)
         return changed
+
+    def config_entries(self) -> dict[tuple[Any, ...], tuple[Any, ...]]:
+        """The configuration tables this NIC needs, as ``{(table, key): params}``:
+        ``("nic",)``, ``("uplink", port)``, ``("port", port)``, ``("vpc", vni)``,
+        ``("nh", id)``, ``("lb", (vni, proto, ip, port))`` (see
+        :meth:`fornax.pipeline.SmartNic.apply_config`)."""
+        assert self.identity is not None
+        out: dict[tuple[Any, ...], tuple[Any, ...]] = {
+            ("nic",): (self.identity.vtep_ip, self.identity.uplink_mac,
+                       self.identity.underlay_gw_mac, self.identity.vm_gw_mac),
+            ("uplink", UPLINK_PORT): ()}
+        out.update({("port", p): (vni,) for p, vni in self.vm_ports.items()})
+        out.update({("vpc", vni): () for vni in self.vpcs})
+        out.update({("nh", nh): (hop.port, hop.vm_mac, hop.vtep)
+                    for nh, hop in self.nexthops.items()})
+        out.update({("lb", k): v for k, v in self.lb_reverse.items()})
+        return out
 
     # ------------------------------------------------------------------ decisions
     def decide(self, conn: Conn, in_vm: Optional[str], tcp_flags: int = -1,

@@ -213,6 +213,46 @@ class SmartNic:
                                         "meta.l4_src": backend_port},
                   M.FROM_BACKEND_ACTION, {"vip": vip, "vip_port": vip_port})
 
+    def apply_config(self, want: dict[tuple[Any, ...], tuple[Any, ...]],
+                     written: dict[tuple[Any, ...], tuple[Any, ...]]
+                     ) -> dict[tuple[Any, ...], tuple[Any, ...]]:
+        """Bring the configuration tables from ``written`` (what this connection wrote
+        before; empty at the start) to ``want`` (:meth:`fornax.nicview.NicView.config_entries`):
+        only what changed is written, what went is deleted. Returns ``want``."""
+        for key, params in want.items():
+            if written.get(key) == params and key in written:
+                continue
+            kind = key[0]
+            if kind == "nic":
+                self.set_identity(M.NicIdentity(*params))
+            elif kind == "uplink":
+                self.set_uplink(key[1])
+            elif kind == "port":
+                self.set_vm_port(key[1], params[0])
+            elif kind == "vpc":
+                self.set_vpc(key[1])
+            elif kind == "nh":
+                port, mac, vtep = params
+                if vtep:
+                    self.set_nexthop_remote(key[1], vtep, mac)
+                else:
+                    self.set_nexthop_vm(key[1], port, mac)
+            elif kind == "lb":
+                self.set_lb_reverse(*key[1], *params)
+        gone = {
+            "port": (M.PORTS_TABLE, "meta.in_port"), "vpc": (M.VPCS_TABLE, "meta.vni"),
+            "nh": (M.NEXTHOPS_TABLE, "meta.nexthop")}
+        for key in written.keys() - want.keys():
+            if key[0] in gone:
+                table, fld = gone[key[0]]
+                self.conn.delete(self.conn.table_entry(table, {fld: key[1]}))
+            elif key[0] == "lb":
+                vni, proto, ip, port = key[1]
+                self.conn.delete(self.conn.table_entry(M.LB_REVERSE_TABLE, {
+                    "meta.vni": vni, "hdr.ipv4.protocol": proto, "hdr.ipv4.src_addr": ip,
+                    "meta.l4_src": port}))
+        return dict(want)
+
     def set_scope_version(self, scope: int, version: int) -> None:
         """The current policy version of ``scope`` (entries of another version: stale)."""
         self._put(M.SCOPES_TABLE, {"meta.scope": scope}, M.SCOPE_ACTION, {"version": version})

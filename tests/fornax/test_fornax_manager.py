@@ -261,3 +261,21 @@ def test_an_entry_lost_behind_the_managers_back_is_installed_again(rig: Rig) -> 
     assert rig.mgr.counters["raced_installs"] == 1
     assert rig.mgr.session_detail(key)["check_ok"] is True
     assert "reinject_loops_cut" not in rig.mgr.counters
+
+
+def test_a_reload_writes_only_what_changed(rig: Rig) -> None:
+    """A VM removed: its port and next hop go from the NIC; nothing else is rewritten."""
+    from p4src.smartnic.model import NEXTHOPS_TABLE, PORTS_TABLE
+    n = rig.mgr.nic
+    before_nh = len(n.conn.read_table(NEXTHOPS_TABLE))
+    calls: list[str] = []
+    for name in ("set_vm_port", "set_vpc", "set_nexthop_vm", "set_nexthop_remote", "set_identity"):
+        orig = getattr(n, name)
+        setattr(n, name, lambda *a, _o=orig, _n=name, **k: (calls.append(_n), _o(*a, **k)))
+    text = "\n".join(l for l in POLICY.splitlines() if not l.startswith("vm a3 "))
+    text = text.replace("rule db ", "# rule db ")
+    rig.mgr.reload(parse_policy(text + "\n", "p2"))
+    assert calls == []                                     # nothing of the others changed
+    ports = {e.match[0].exact.value for e in n.conn.read_table(PORTS_TABLE)}
+    assert b"\x04" not in ports and len(ports) == 3        # uplink, a1, a2
+    assert len(n.conn.read_table(NEXTHOPS_TABLE)) == before_nh - 1
