@@ -28,7 +28,8 @@ sessions; each affected session is re-evaluated when its next packet arrives.
 
 Per session the manager keeps 16 bytes of key and one integer (:mod:`fornax.sessions`).
 Punts are rate-limited (``punt_rate_pps``; the excess is counted and dropped: the sender
-retransmits). Every event goes to the event log (``events.jsonl``) and the counters.
+retransmits), and so are TCP digests (``digest_rate_pps``; the excess is counted and
+skipped: a close not seen leaves its session to age out). Every event goes to the event log (``events.jsonl``) and the counters.
 
 Example::
 
@@ -91,6 +92,8 @@ class ManagerConfig:
     interfaces: dict[int, str] = field(default_factory=dict)
     punt_rate_pps: float = 5000.0
     punt_burst: int = 2000
+    digest_rate_pps: float = 20000.0
+    digest_burst: int = 5000
     batch: int = 256
     event_log: Optional[Path] = None
     write_timeout_s: float = 10.0
@@ -124,17 +127,39 @@ class TokenBucket:
 
 
 class EventQueue(queue.Queue):  # type: ignore[type-arg]
-    """The connection's event queue; a heartbeat's echo goes straight to the monitor on
-    the stream's reader thread (a busy event loop never makes a live NIC look hung)."""
+    """The connection's event queue, fed by the stream's reader thread: a heartbeat's
+    echo goes straight to the monitor (a busy event loop never makes a live NIC look
+    hung); punts and TCP digests past their token buckets are counted in ``limited`` and
+    never queued — the rate is taken as they arrive, not as a backlog is worked off, and
+    a storm cannot grow the queue.
 
-    def __init__(self, on_heartbeat: Callable[[bytes], None]) -> None:
+    >>> q = EventQueue(lambda payload: None, digests=TokenBucket(10, 1, clock=lambda: 0.0))
+    >>> for _ in range(3):
+    ...     q.put(DigestList("tcp_event_t", 1, [{}]))
+    >>> (q.qsize(), q.limited["digests_rate_limited"])
+    (1, 2)
+    """
+
+    def __init__(self, on_heartbeat: Callable[[bytes], None],
+                 punts: Optional[TokenBucket] = None,
+                 digests: Optional[TokenBucket] = None) -> None:
         super().__init__()
         self.on_heartbeat = on_heartbeat
+        self.punts, self.digests = punts, digests
+        self.limited = {"punts_rate_limited": 0, "digests_rate_limited": 0}
 
     def put(self, item: Any, block: bool = True, timeout: Optional[float] = None) -> None:
-        if isinstance(item, PacketIn) and item.metadata.get("reason") == M.PUNT_HEARTBEAT:
-            self.on_heartbeat(item.payload)
-            return
+        if isinstance(item, PacketIn):
+            if item.metadata.get("reason") == M.PUNT_HEARTBEAT:
+                self.on_heartbeat(item.payload)
+                return
+            if self.punts is not None and not self.punts.take():
+                self.limited["punts_rate_limited"] += 1      # the sender retransmits
+                return
+        elif isinstance(item, DigestList) and self.digests is not None:
+            if not self.digests.take():
+                self.limited["digests_rate_limited"] += 1    # the session ages out instead
+                return
         super().put(item, block, timeout)
 
 
@@ -207,14 +232,15 @@ class FornaxManager:
         self.fallback = Fallback(self.soft, config.interfaces)
         self.heartbeat = HeartbeatMonitor(self._send_heartbeat, config.heartbeat_interval_s,
                                           config.hang_after_s, self._on_hang, self._on_back)
-        self.events: queue.Queue[Any] = EventQueue(self.heartbeat.echo)
+        self.events = EventQueue(self.heartbeat.echo,
+                                 TokenBucket(config.punt_rate_pps, config.punt_burst),
+                                 TokenBucket(config.digest_rate_pps, config.digest_burst))
         self.nic = nic if nic is not None else SmartNic(
             config.grpc_addr, config.device_id, config.election_id, tls=config.tls,
             events=self.events, timeout_s=config.write_timeout_s)
         if nic is not None:
             nic.conn.packets = nic.conn.digests = nic.conn.idle_timeouts = self.events
             nic.events = self.events
-        self.bucket = TokenBucket(config.punt_rate_pps, config.punt_burst)
         self.counters: dict[str, int] = {}
         self.closing: dict[bytes, float] = {}             # key -> delete after (monotonic)
         self.closed_recent: dict[bytes, float] = {}       # key -> forget after
@@ -367,9 +393,6 @@ class FornaxManager:
 
     def _punt(self, p: M.Punt, writes: list, after: list) -> None:
         self.count(f"punt_{p.reason_name}")
-        if not self.bucket.take():
-            self.count("punts_rate_limited")
-            return
         pkt = parse_frame(p.frame, p.in_port)
         if pkt is None:
             self.count("punt_unparsed")
@@ -549,6 +572,7 @@ class FornaxManager:
             self.nic.emit(frame, port)
 
     def _timers(self) -> None:
+        self.counters.update((k, v) for k, v in self.events.limited.items() if v)
         now = time.monotonic()
         due = [k for k, t in self.closing.items() if t <= now]
         if due:
