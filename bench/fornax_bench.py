@@ -10,6 +10,8 @@ per scale (10^4 and 10^5 sessions; 20 local VMs, 4 remote ones, one VPC):
 * ``fornax.session_setup_per_s.<manager>.<scale>`` — connections' first packets (SYN)
   injected on the VM ports as fast as the switch takes them; sessions installed per
   second until all are (the switch's punt, the policy, the write, the re-injection).
+  The measurements below start once the setup's tail is done (the re-injected packets
+  through the switch, FORNAX's TCP digest of each).
 * ``fornax.bytes_per_session.<manager>.<scale>`` — the manager's per-session memory: the
   deep size of its session store (FORNAX: keys, slots, the free-slot stack and the
   generation bytes; baseline: the flow records) over the sessions, the policy excluded.
@@ -224,6 +226,14 @@ def run_scale(kind: str, n: int, window_s: float = WINDOW_S,
         child.inject("syn", 0, n)
         setup_s = _until(lambda: count() >= n, 120 + n / 50, f"{kind}: {n} sessions installed")
         progress(f"  {kind} {n}: {n} sessions in {setup_s:.1f} s")
+        # the setup's tail (re-injected first packets, FORNAX's TCP digests of them) is
+        # setup work: the window starts once the switch and the manager have done it
+        child.call(cmd="idle")
+        if not baseline:
+            _until(lambda: mgr.counters.get("tcp_events", 0)
+                   + mgr.counters.get("digests_rate_limited", 0) >= n, 120 + n / 50,
+                   f"{kind}: the digests of {n} first packets")
+        _until(mgr.events.empty, 120, f"{kind}: the manager's events handled")
         gc.collect()
         shared = reachable_ids(mgr.view)
         root = mgr.flows if baseline else mgr.store
