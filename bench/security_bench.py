@@ -36,7 +36,7 @@ import grpc
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from bench.results import BenchConfig, Benchmark, Figure
-from testbed.process import stop_process
+from process import stop_process
 
 REPO = Path(__file__).resolve().parents[1]
 CONNECTIONS = 40

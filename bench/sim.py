@@ -155,7 +155,7 @@ def bench_prediction_error(config: BenchConfig) -> dict[str, Figure]:  # noqa: A
     """``sim.prediction_error_pct`` from the recorded testbed file (nothing without it)."""
     if not RECORDED.exists():
         print(f"bench sim: {RECORDED.relative_to(REPO)} not recorded yet: "
-              "sim.prediction_error_pct not measured (python -m sim measure on a running testbed)")
+              "sim.prediction_error_pct not measured (python -m scenarios measure on a running testbed)")
         return {}
     ensure_topology()
     rep = calibrate_file(RECORDED)

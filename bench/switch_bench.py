@@ -43,7 +43,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure, median
-from testbed.process import stop_process
+from process import stop_process
 
 REPO = Path(__file__).resolve().parents[1]
 PROGRAM = Path(__file__).resolve().parent / "programs" / "port_fwd.p4"

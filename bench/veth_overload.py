@@ -222,7 +222,7 @@ def run_overload(config: BenchConfig) -> dict[str, Figure]:
         print(f"switch.pps_veth_overload: skipped, {why}; p4sim.pps.veth_overload not "
               "written", file=sys.stderr, flush=True)
         return {}
-    from p4sim.switchd.control import ControlClient
+    from p4sim.control_api import ControlClient
 
     frame = ipv4_frame()
     with veth_pairs(2) as pairs:

@@ -36,7 +36,7 @@ import urllib.request
 from pathlib import Path
 from typing import IO, Any, Mapping, Optional, Protocol, Sequence, runtime_checkable
 
-from testbed.process import stop_process
+from process import stop_process
 
 Series = tuple[dict[str, str], float]
 """One series' labels (``job`` and ``instance`` included, no ``__name__``) and a value."""

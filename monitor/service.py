@@ -155,7 +155,7 @@ class Monitor(MonitorWaits):
         """Exporters, the metric store, the localiser, the web view, the loop."""
         from prometheus_client import CollectorRegistry, Summary  # noqa: PLC0415
 
-        from controller.gor.metrics import RegistryServer  # noqa: PLC0415
+        from controller.telemetry.exposition import RegistryServer  # noqa: PLC0415
         from monitor.exporters import TextfileExporter  # noqa: PLC0415
         from monitor.localiser import Localiser, VerdictLog  # noqa: PLC0415
         from monitor.prometheus import open_metric_source  # noqa: PLC0415

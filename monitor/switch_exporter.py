@@ -3,7 +3,7 @@ exposed for Prometheus.
 
 For each switch of a :class:`topo.model.Fabric` a thread reads, every ``period_s``,
 ``fabric.p4``'s indexed counters (``p4src/README.md``; the names of
-:mod:`controller.gor.counter_reader`) of the switch's fabric ports in ONE P4Runtime
+:mod:`controller.telemetry.counter_reader`) of the switch's fabric ports in ONE P4Runtime
 ``Read`` with a bounded deadline. A Read needs no stream and no primary arbitration:
 BMv2's server (PI's ``pi_server.cpp``) checks the election id on Write and
 SetForwardingPipelineConfig only, and answers a Read or GetForwardingPipelineConfig on a
@@ -56,11 +56,11 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from controller.gor.counter_reader import (DROPS_COUNTER, ECN_COUNTER, PFC_PRIORITIES,
+from controller.telemetry.counter_reader import (DROPS_COUNTER, ECN_COUNTER, PFC_PRIORITIES,
                                            PFC_RX_COUNTER, PFC_TX_COUNTER, QDEPTH_BINS,
                                            QDEPTH_HIST_COUNTER, RX_COUNTER, TX_COUNTER,
                                            qdepth_hist_index)
-from controller.gor.metrics import RegistryServer
+from controller.telemetry.exposition import RegistryServer
 from controller.p4rt import P4InfoHelper, counter_entry
 from controller.p4rt.pipeline import read_p4info
 from controller.p4rt.tls import ClientTls, open_channel

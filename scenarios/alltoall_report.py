@@ -20,9 +20,9 @@ PLOT = "alltoall_uplinks.png"
 @contextmanager
 def poll_fabric(fabric: Any, programmer: Any, rates: Mapping[tuple[str, int], float],
                 period_s: float, uplinks: Sequence[str]) -> Iterator[tuple[Any, float]]:
-    """(a started ``controller.gor.telemetry.TelemetryPoller`` over every fabric link,
+    """(a started ``controller.telemetry.poller.TelemetryPoller`` over every fabric link,
     printing the live line once a second; its start time, monotonic)."""
-    from controller.gor.telemetry import TelemetryPoller, fabric_links, p4rt_reader  # noqa: PLC0415
+    from controller.telemetry.poller import TelemetryPoller, fabric_links, p4rt_reader  # noqa: PLC0415
     from scenarios.common import live_line  # noqa: PLC0415
     live = live_line(list(uplinks))
     shown = [-1.0]

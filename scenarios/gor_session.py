@@ -216,7 +216,7 @@ class GorSession:
         from controller.gor.loop import digest_reader, enable_digests  # noqa: PLC0415
         from controller.gor.reactor import Reactor  # noqa: PLC0415
         from controller.gor.recovery import SwitchRecovery  # noqa: PLC0415
-        from controller.gor.telemetry import TelemetryPoller, connection_reader, fabric_links  # noqa: PLC0415
+        from controller.telemetry.poller import TelemetryPoller, connection_reader, fabric_links  # noqa: PLC0415
         from testbed.traffic import NicFleet  # noqa: PLC0415
         from scenarios.common import live_line  # noqa: PLC0415
         from testbed.queues import set_uplink_rates  # noqa: PLC0415

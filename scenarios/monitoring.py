@@ -149,7 +149,7 @@ class MonitoringSession:
                 raise MonitoringError(f"the monitor process ended; its log: {self.monitor.log_path}")
 
     def __exit__(self, *exc: object) -> None:
-        from testbed.process import stop_process  # noqa: PLC0415
+        from process import stop_process  # noqa: PLC0415
         for host, proc in self.probers.items():
             stop_process(proc)
             if proc.stderr is not None:

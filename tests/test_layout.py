@@ -15,7 +15,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 FOLDERS = ("astral_proto", "bench", "controller", "fuzz", "host", "labs", "monitor", "p4sim",
-           "p4src", "scenarios", "sim", "testbed", "topo")
+           "p4src", "process", "scenarios", "sim", "testbed", "topo")
 
 
 @functools.lru_cache(maxsize=1)

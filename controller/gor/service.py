@@ -106,7 +106,7 @@ def run_gor(args: Any) -> int:
     from controller.p4rt import tls as p4rt_tls
     from controller.gor.reactor import Reactor
     from controller.gor.recovery import SwitchRecovery
-    from controller.gor.telemetry import TelemetryPoller, connection_reader, fabric_links
+    from controller.telemetry.poller import TelemetryPoller, connection_reader, fabric_links
     from controller.p4rt import P4RuntimeClientError
     from controller.registry import FlowRegistry, serve_registry
     from topo.model import load_fabric

@@ -18,9 +18,10 @@ from controller.gor.decisions import FlowKey
 from controller.gor.log import DecisionLog
 from controller.gor.loop import (OVERRIDE_ACTION, OVERRIDE_TABLE, SAMPLING_ACTION, SAMPLING_TABLE,
                                  GorLoop)
-from controller.gor.metrics import GorMetrics, parse_metrics
+from controller.gor.metrics import GorMetrics
+from controller.telemetry.exposition import parse_metrics
 from controller.gor.moves import apply_in_flight
-from controller.gor.telemetry import LinkId, LinkSample
+from controller.telemetry.poller import LinkId, LinkSample
 from controller.registry import FlowRegistry
 from p4src.hashmodel import FabricHashModel
 from topo.model import Fabric, build_fabric

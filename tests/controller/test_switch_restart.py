@@ -23,9 +23,9 @@ from controller.gor.metrics import GorMetrics
 from controller.gor.orders import OVERRIDE_ACTION, OVERRIDE_TABLE, override_match
 from controller.gor.recovery import SwitchRecovery
 from controller.gor.tables import SAMPLING_TABLE
-from controller.gor.telemetry import (PolledLink, PortReading, TelemetryPoller, connection_reader,
+from controller.telemetry.poller import (PolledLink, PortReading, TelemetryPoller, connection_reader,
                                       SwitchHealth, fabric_links)
-from controller.gor.counters import LinkId
+from controller.telemetry.counters import LinkId
 from controller.p4rt.codec import decode
 from controller.switch_restore import SwitchCheck
 from procs import SwitchProcess

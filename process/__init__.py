@@ -1,6 +1,8 @@
-"""Stopping a child process this code started: SIGTERM, a bounded wait, then SIGKILL —
-by the process object it holds, never by name (the machine is shared). Used by the
-testbed's switch daemons, the fuzzing and benchmark switches, and the tests' helpers.
+"""Local child processes, for every folder that starts one: stopping a child this code
+started — SIGTERM, a bounded wait, then SIGKILL — by the process object it holds, never
+by name (the machine is shared). The low owner the testbed's switch daemons, the
+monitor's Prometheus, the fuzzing and benchmark switches and the tests' helpers share;
+imports nothing of the project.
 
 >>> import subprocess, sys
 >>> proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
