@@ -280,6 +280,7 @@ class GorSession:
         """A registry served at ``build/gor/registry.sock`` and a reconciled loop on it;
         returns the ``ReconcileReport``."""
         from controller.gor.loop import GorLoop  # noqa: PLC0415
+        from controller.gor.shared import LoopSettings  # noqa: PLC0415
         from controller.registry import FlowRegistry, serve_registry  # noqa: PLC0415
         reg_sock = GOR_DIR / "registry.sock"
         GOR_DIR.mkdir(parents=True, exist_ok=True)
@@ -292,10 +293,10 @@ class GorSession:
             self.metrics_server = MetricsServer(self.metrics, port=self.metrics_port)
             self.metrics_server.start()
             self.metrics_port = self.metrics_server.port   # a restarted GOR serves on the same port
-        self.loop = GorLoop(self.fabric, self.programmer, self.registry, period_s=o.period_s,
-                            log=self._dlog, metrics=self.metrics, one_in_n=SAMPLE_ONE_IN_N, window_s=2.0,
-                            min_samples=MIN_SAMPLES, samples_per_flow=SAMPLES_PER_FLOW,
-                            cooldown_s=o.duration_s + 10, confirm_timeout_s=3.0)
+        self.loop = GorLoop(self.fabric, self.programmer, self.registry, LoopSettings(
+            period_s=o.period_s, one_in_n=SAMPLE_ONE_IN_N, window_s=2.0, min_samples=MIN_SAMPLES,
+            samples_per_flow=SAMPLES_PER_FLOW, cooldown_s=o.duration_s + 10, confirm_timeout_s=3.0),
+            log=self._dlog, metrics=self.metrics)
         self.loop.leave_alone(self.left_alone)
         if self.recovery is not None:
             self.recovery.loop = self.loop

@@ -22,6 +22,7 @@ from typing import Any, Mapping, Optional
 from controller.gor.log import DecisionLog
 from controller.gor.loop import GorLoop, digest_reader, enable_digests
 from controller.gor.metrics import GorMetrics
+from controller.gor.shared import LoopSettings
 
 log = logging.getLogger("controller.gor.service")
 
@@ -156,8 +157,8 @@ def run_gor(args: Any) -> int:
             srv = MetricsServer(metrics, port=args.metrics_port)
             srv.start()
             print(f"controller run: metrics on {srv.url}")
-        loop = GorLoop(fabric, prog, registry, period_s=args.period, safety=args.safety,
-                       top_n=args.top_n, log=dlog, metrics=metrics, one_in_n=args.one_in_n)
+        loop = GorLoop(fabric, prog, registry, LoopSettings(period_s=args.period, safety=args.safety,
+                       top_n=args.top_n, one_in_n=args.one_in_n), log=dlog, metrics=metrics)
         loop.leave_alone(probes)
         rec = loop.reconcile(0.0)          # a predecessor's overrides and sampling entries
         print(f"controller run: reconciled: {rec.adopted_overrides} override and "
