@@ -36,6 +36,7 @@ from typing import Optional, Sequence
 
 from controller.fabric_setup import EcnConfig, FabricProgrammer, PfcConfig
 from controller.gor import status as gor_status
+from controller.gor.service import run_gor
 from controller.p4rt import P4RuntimeClientError
 from controller.p4rt import tls as p4rt_tls
 
@@ -139,7 +140,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.command == "status":
         return gor_status.run(args)
     if args.command == "run":
-        from controller.gor.service import run_gor   # servers and threads: imported only when used
         return run_gor(args)
     return 2
 
