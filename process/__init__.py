@@ -1,4 +1,5 @@
-"""Local child processes, for every folder that starts one: stopping a child this code
+"""Local child processes, for every folder that starts one: the command line of a PID
+(:func:`proc_cmdline`, to check a recorded PID is still ours) and stopping a child this code
 started — SIGTERM, a bounded wait, then SIGKILL — by the process object it holds, never
 by name (the machine is shared). The low owner the testbed's switch daemons, the
 monitor's Prometheus, the fuzzing and benchmark switches and the tests' helpers share;
@@ -10,11 +11,14 @@ imports nothing of the project.
 True
 >>> stop_process(proc)                  # already stopped: its status again
 -15
+>>> proc_cmdline(proc.pid) is None      # gone (reaped): no command line
+True
 """
 from __future__ import annotations
 
 import subprocess
-from typing import Any
+from pathlib import Path
+from typing import Any, Optional
 
 
 def stop_process(proc: "subprocess.Popen[Any]", timeout_s: float = 10.0) -> int:
@@ -32,4 +36,14 @@ def stop_process(proc: "subprocess.Popen[Any]", timeout_s: float = 10.0) -> int:
     return proc.returncode
 
 
-__all__ = ["stop_process"]
+def proc_cmdline(pid: int) -> Optional[str]:
+    """``/proc/PID/cmdline`` as one space-separated string (None if no such process): what
+    a recorded PID is checked against before anything is done to it."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    return raw.replace(b"\0", b" ").decode(errors="replace").strip()
+
+
+__all__ = ["proc_cmdline", "stop_process"]

@@ -76,7 +76,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(listing())
         return 0
     if args.command == "measure":
-        from scenarios.measure import measure  # noqa: PLC0415 — heavy: sim's model (matplotlib), this command only
+        from scenarios.measure import measure  # noqa: PLC0415 — heavy: numpy
         return measure(args.out, repeats=args.repeats)
     if args.command != "up":
         ap.print_usage(sys.stderr)

@@ -33,7 +33,7 @@ Example (the loop's own use)::
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, Iterable, Mapping, Optional
+from typing import Callable, Iterable, Mapping, Optional
 
 from controller.gor.decisions import AlarmLevel, FlowKey, LinkKey, Order, RoundDecision
 from controller.gor.moves import apply_in_flight

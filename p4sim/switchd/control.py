@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import socketserver
+import sys
 import threading
 from typing import Any, Callable, Optional, Sequence
 
@@ -160,7 +161,6 @@ _CLI_ARGS: dict[str, tuple[tuple[str, Callable[[str], Any]], ...]] = {
 def ctl_main(addr: str, command: str, words: Sequence[str]) -> int:
     """``python -m p4sim ctl ADDR COMMAND [ARGS…]``: prints the result as JSON; exit 0 on
     success, 1 when the switch refused, 2 on a usage or connection error."""
-    import sys
 
     spec = _CLI_ARGS.get(command)
     if spec is None:

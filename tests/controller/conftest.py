@@ -9,13 +9,13 @@ from typing import Any, Iterator
 import pytest
 
 from controller.fabric_setup import FabricProgrammer
+from p4sim_fabric import switch_process
 from procs import SwitchProcess
 from topo import model as topo_model
 
 REPO = Path(__file__).resolve().parents[2]
 FABRIC_PROGRAM = REPO / "p4src" / "fabric.p4"
 PROBE_PROGRAM = Path(__file__).parent / "probe.p4"
-LEAF, OTHER = "b0r0l0", "b0r1l0"
 
 
 @pytest.fixture(scope="session")
@@ -37,13 +37,6 @@ def probe_compiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path
     subprocess.run([sys.executable, "-m", "p4sim", "compile", str(PROBE_PROGRAM), "--p4info",
                     str(p4info), "--config", str(config)], cwd=REPO, check=True, timeout=120)
     return p4info, config
-
-
-def switch_process(device_id: int, addr: str = "127.0.0.1:0") -> SwitchProcess:
-    """A ``python -m p4sim switch`` with no program (the programmer pushes it)."""
-    return SwitchProcess(["--no-p4", "--device-id", str(device_id), "--control-port", "0",
-                          "--", "--cpu-port", "255", "--grpc-server-addr", addr,
-                          "--priority-queues", "8"])
 
 
 @pytest.fixture()

@@ -28,7 +28,8 @@ from controller.telemetry.poller import (PolledLink, PortReading, TelemetryPolle
 from controller.telemetry.counters import LinkId
 from controller.p4rt.codec import decode
 from controller.switch_restore import SwitchCheck
-from conftest import LEAF, OTHER, switch_process as _switch
+from p4sim_fabric import LEAF, OTHER
+from p4sim_fabric import switch_process as _switch
 
 def _params(conn: Any, te: Any) -> dict[str, int]:
     act = conn.p4info.get("action", te.action.action.action_id)
