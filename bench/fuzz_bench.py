@@ -22,6 +22,7 @@ from __future__ import annotations
 import sys
 
 from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure
+from fuzz.veths import veths_available
 
 FRAMES = 30_000
 MESSAGES = 2_000
@@ -38,8 +39,7 @@ def _checked(result: object) -> float:
 
 def bench_frames(config: BenchConfig) -> dict[str, Figure]:
     """``fuzz.frames_per_s`` (see the module docstring); {} without root."""
-    from fuzz.frames import run_frames  # noqa: PLC0415 - only when this group runs
-    from fuzz.veths import veths_available  # noqa: PLC0415
+    from fuzz.frames import run_frames  # noqa: PLC0415 — heavy: hypothesis
     why = veths_available()
     if why:
         print(f"bench fuzz.frames: skipped ({why})", file=sys.stderr)
@@ -49,7 +49,7 @@ def bench_frames(config: BenchConfig) -> dict[str, Figure]:
 
 def bench_p4rt(config: BenchConfig) -> dict[str, Figure]:
     """``fuzz.p4rt_msgs_per_s`` (see the module docstring)."""
-    from fuzz.p4rt import run_p4rt  # noqa: PLC0415
+    from fuzz.p4rt import run_p4rt  # noqa: PLC0415 — heavy: hypothesis
     return {"fuzz.p4rt_msgs_per_s": Figure(_checked(run_p4rt(SEED, MESSAGES, size="bench")), "msgs/s")}
 
 

@@ -24,6 +24,9 @@ from pathlib import Path
 
 from bench.gor_fast_bench import percentile
 from bench.results import BenchConfig, Benchmark, Figure
+from scenarios.common import ScenarioOptions
+from scenarios.faults import run_faults
+from testbed.traffic import testbed_unavailable, testbed_up
 
 TRIALS = 5
 QUIET_S = 300.0
@@ -38,9 +41,6 @@ def per_hour(count: int, seconds: float) -> float:
 
 def bench_faults(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — one long live run
     """The figures above from one faults run."""
-    from scenarios.common import ScenarioOptions  # noqa: PLC0415
-    from scenarios.faults import run_faults  # noqa: PLC0415
-    from testbed.traffic import testbed_unavailable, testbed_up  # noqa: PLC0415
     why = testbed_unavailable()
     if why:
         print(f"monitor.faults: skipped, {why}; {FIGURES} not written", file=sys.stderr)

@@ -36,7 +36,8 @@ import grpc
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from bench.results import BenchConfig, Benchmark, Figure
-from testbed.process import stop_process
+from process import stop_process
+from testbed.pki import FabricPki
 
 REPO = Path(__file__).resolve().parents[1]
 CONNECTIONS = 40
@@ -98,7 +99,6 @@ def connect_times(addr: str, creds: Optional[grpc.ChannelCredentials], n: int,
 
 def bench_tls_handshake(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — fixed count
     """``security.tls_handshake_ms`` and ``security.plaintext_connect_ms`` (module docstring)."""
-    from testbed.pki import FabricPki  # noqa: PLC0415 (the testbed's CA maker)
     with tempfile.TemporaryDirectory(prefix="security-bench-") as tmp:
         pki = FabricPki.create(Path(tmp), ["switch", "controller"])
         sw, me = pki.files("switch"), pki.files("controller")

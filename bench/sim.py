@@ -49,15 +49,20 @@ import numpy as np
 
 from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure, median
 from sim.calibrate import calibrate_file
+from sim.cluster.allreduce import cluster_allreduce
+from sim.cluster.fabric import SimCluster
+from sim.cluster.spec import load_cluster
 from sim.policies import run_phase
 from sim.predict.job import load_job
 from sim.predict.predict import predict
 from sim.runner import run_scenario
 from sim.study import study_scenario
+from sim.sweep.grid import load_grid
+from sim.sweep.run import timed_run
 from sim.topology import SimFabric
 from sim.workloads import collective_phases, place_job
 from topo.model import build_fabric
-from topo.spec import load_spec
+from topo.spec import FabricSpec, load_spec
 
 REPO = Path(__file__).resolve().parent.parent
 POD64K = REPO / "topo" / "specs" / "pod64k.yaml"
@@ -109,10 +114,6 @@ def bench_predict_gpt175b(config: BenchConfig) -> dict[str, Figure]:
 
 def bench_allreduce_512k(config: BenchConfig) -> dict[str, Figure]:
     """``sim.allreduce_512k_s``: the hierarchical AllReduce on the 512K-GPU cluster, TCCL."""
-    from sim.cluster.allreduce import cluster_allreduce  # noqa: PLC0415
-    from sim.cluster.fabric import SimCluster  # noqa: PLC0415
-    from sim.cluster.spec import load_cluster  # noqa: PLC0415
-
     t0 = time.perf_counter()
     sc = SimCluster.build(load_cluster(CLUSTER512K))
     print(f"bench sim: cluster512k numbered in {time.perf_counter() - t0:.2f} s ({sc.num_links:,} links)")
@@ -129,9 +130,6 @@ def bench_allreduce_512k(config: BenchConfig) -> dict[str, Figure]:
 
 def bench_sweep(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001
     """``sim.sweep_points_per_s``: the GPT-3 175B grid on a local pool of 2 processes."""
-    from sim.sweep.grid import load_grid  # noqa: PLC0415
-    from sim.sweep.run import timed_run  # noqa: PLC0415
-
     grid = load_grid(SWEEP_GRID)
     rows, wall = timed_run(grid, workers=2)
     ok = [r for r in rows if r["status"] == "ok"]
@@ -143,7 +141,6 @@ def bench_sweep(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001
 def ensure_topology() -> Path:
     """``build/topology.json``, the default fabric the recording was measured on, written
     when a clean checkout has none yet (what ``python -m topo build`` writes)."""
-    from topo.spec import FabricSpec  # noqa: PLC0415
     if not TOPOLOGY.exists():
         TOPOLOGY.parent.mkdir(parents=True, exist_ok=True)
         TOPOLOGY.write_text(build_fabric(FabricSpec()).to_json())
@@ -155,7 +152,7 @@ def bench_prediction_error(config: BenchConfig) -> dict[str, Figure]:  # noqa: A
     """``sim.prediction_error_pct`` from the recorded testbed file (nothing without it)."""
     if not RECORDED.exists():
         print(f"bench sim: {RECORDED.relative_to(REPO)} not recorded yet: "
-              "sim.prediction_error_pct not measured (python -m sim measure on a running testbed)")
+              "sim.prediction_error_pct not measured (python -m scenarios measure on a running testbed)")
         return {}
     ensure_topology()
     rep = calibrate_file(RECORDED)

@@ -43,7 +43,11 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure, median
-from testbed.process import stop_process
+from p4sim.device import DeviceConfig
+from p4sim.engine.program import load_program
+from p4sim.frontend.preprocess import preprocess
+from p4sim.p4info import build_p4info
+from process import stop_process
 
 REPO = Path(__file__).resolve().parents[1]
 PROGRAM = Path(__file__).resolve().parent / "programs" / "port_fwd.p4"
@@ -210,11 +214,6 @@ class P4RuntimeClient:
 
     def push_pipeline(self, program: Path) -> None:
         """SetForwardingPipelineConfig(VERIFY_AND_COMMIT) with p4sim's device config."""
-        from p4sim.device import DeviceConfig
-        from p4sim.engine.program import load_program
-        from p4sim.frontend.preprocess import preprocess
-        from p4sim.p4info import build_p4info
-
         self.p4info = build_p4info(load_program(str(program)))
         req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
             device_id=self.device_id,
@@ -449,16 +448,8 @@ def run_pps_veth(config: BenchConfig) -> dict[str, Figure]:
     return {"p4sim.pps.veth": Figure(round(median(rates), 1), "pps")}
 
 
-def run_pps_veth_overload(config: BenchConfig) -> dict[str, Figure]:
-    """``p4sim.pps.veth_overload`` and its two companions (:mod:`bench.veth_overload`)."""
-    from bench.veth_overload import run_overload
-
-    return run_overload(config)
-
-
 BENCHMARKS = (
     Benchmark("startup", "switch", run_startup),
     Benchmark("p4rt_writes", "switch", run_p4rt_writes),
     Benchmark("pps_veth", "switch", run_pps_veth),
-    Benchmark("pps_veth_overload", "switch", run_pps_veth_overload),
 )

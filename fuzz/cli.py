@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from fuzz.report import CampaignResult, write_results
+from fuzz.veths import veths_available
 
 CAMPAIGNS = ("frames", "p4rt", "agent")
 DEFAULT_OUT = Path("build") / "fuzz.json"
@@ -38,12 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _runner(name: str) -> tuple[Callable[..., CampaignResult], dict[str, int]]:
     if name == "frames":
-        from fuzz.frames import SIZES, run_frames  # noqa: PLC0415 - import only what runs
+        from fuzz.frames import SIZES, run_frames  # noqa: PLC0415 — heavy: hypothesis
         return run_frames, SIZES
     if name == "p4rt":
-        from fuzz.p4rt import SIZES, run_p4rt  # noqa: PLC0415
+        from fuzz.p4rt import SIZES, run_p4rt  # noqa: PLC0415 — heavy: hypothesis
         return run_p4rt, SIZES
-    from fuzz.agent import SIZES, run_agent  # noqa: PLC0415
+    from fuzz.agent import SIZES, run_agent  # noqa: PLC0415 — heavy: hypothesis, scapy
     return run_agent, SIZES
 
 
@@ -57,7 +58,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     results = []
     for name in names:
         if name == "frames":
-            from fuzz.veths import veths_available  # noqa: PLC0415
             why = veths_available()
             if why:
                 print(f"fuzz frames: skipped ({why})")

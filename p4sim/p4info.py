@@ -20,7 +20,7 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2 as P
@@ -29,19 +29,15 @@ from p4sim.errors import P4Error
 from p4sim.frontend import ast as A
 from p4sim.frontend.types import ErrorT, StructLikeT, bit_width
 from p4sim.frontend.uses import removed_blocks_and_tables
+from p4sim.p4info_names import check_action_names, check_duplicate_names
 from p4sim.p4info_newtypes import NewTypes
+from p4sim.p4info_symbols import (PREFIX_ACTION, PREFIX_ACTION_PROFILE, PREFIX_CONTROLLER_HEADER,
+                                  PREFIX_COUNTER, PREFIX_DIGEST, PREFIX_DIRECT_COUNTER,
+                                  PREFIX_DIRECT_METER, PREFIX_METER, PREFIX_REGISTER, PREFIX_TABLE,
+                                  SymbolTable, _add_annotations, _add_doc, _ann, _ann_int, _ann_string,
+                                  _field_ids, _preamble, annotation_text, jenkins_hash, symbol_id)
 from p4sim.p4info_typeinfo import add_error_members, add_serializable_enum, add_type_spec, p4c_writes_type_info
-
-PREFIX_ACTION = P.P4Ids.ACTION
-PREFIX_TABLE = P.P4Ids.TABLE
-PREFIX_CONTROLLER_HEADER = P.P4Ids.CONTROLLER_HEADER
-PREFIX_ACTION_PROFILE = P.P4Ids.ACTION_PROFILE
-PREFIX_COUNTER = P.P4Ids.COUNTER
-PREFIX_DIRECT_COUNTER = P.P4Ids.DIRECT_COUNTER
-PREFIX_METER = P.P4Ids.METER
-PREFIX_DIRECT_METER = P.P4Ids.DIRECT_METER
-PREFIX_REGISTER = P.P4Ids.REGISTER
-PREFIX_DIGEST = P.P4Ids.DIGEST
+from p4sim.p4info_values import add_value_set_symbols, add_value_sets
 
 _MATCH_TYPES = {"exact": P.MatchField.EXACT, "lpm": P.MatchField.LPM, "ternary": P.MatchField.TERNARY,
                 "range": P.MatchField.RANGE, "optional": P.MatchField.OPTIONAL}
@@ -50,164 +46,6 @@ _COUNTER_UNITS = {"packets": P.CounterSpec.PACKETS, "bytes": P.CounterSpec.BYTES
 _METER_UNITS = {"packets": P.MeterSpec.PACKETS, "bytes": P.MeterSpec.BYTES}
 _SCOPES = {"table_and_default": P.ActionRef.TABLE_AND_DEFAULT, "table_only": P.ActionRef.TABLE_ONLY,
            "default_only": P.ActionRef.DEFAULT_ONLY}
-# annotations that P4Info carries elsewhere (preamble name/id, documentation)
-_SKIPPED_ANNOTATIONS = {"name", "id", "brief", "description"}
-
-
-# --------------------------------------------------------------------------- ids and aliases
-def jenkins_hash(name: str) -> int:
-    """Jenkins one-at-a-time hash (32 bits) of ``name``'s bytes, as p4c computes it.
-
-    >>> hex(jenkins_hash("NoAction") & 0xFFFFFF)
-    '0x445b37'
-    """
-    h = 0
-    for b in name.encode():
-        h = (h + b) & 0xFFFFFFFF
-        h = (h + (h << 10)) & 0xFFFFFFFF
-        h ^= h >> 6
-    h = (h + (h << 3)) & 0xFFFFFFFF
-    h ^= h >> 11
-    h = (h + (h << 15)) & 0xFFFFFFFF
-    return h
-
-
-def symbol_id(prefix: int, name: str) -> int:
-    """The id p4c gives ``name`` when nothing collides: ``prefix << 24 | hash & 0xFFFFFF``."""
-    return (prefix << 24) | (jenkins_hash(name) & 0xFFFFFF)
-
-
-class SymbolTable:
-    """P4Runtime symbols by type, with p4c's id assignment and aliases.
-
-    >>> st = SymbolTable(); st.add(PREFIX_TABLE, "c.t"); st.add(PREFIX_ACTION, "NoAction")
-    >>> st.assign_ids(); st.alias("c.t"), st.id(PREFIX_TABLE, "c.t") >> 24
-    ('t', 2)
-    """
-
-    def __init__(self) -> None:
-        self._tables: dict[int, dict[str, Optional[int]]] = {}
-        self._assigned: set[int] = set()
-        self._symbols: set[str] = set()
-        self._suffix_counts: dict[tuple[str, ...], int] = {}
-
-    def add(self, prefix: int, name: str, explicit_id: Optional[int] = None) -> None:
-        """Add a symbol (a duplicate name of the same type is ignored, as in p4c)."""
-        table = self._tables.setdefault(prefix, {})
-        if name in table:
-            return
-        ident: Optional[int] = None
-        if explicit_id is not None:
-            top = explicit_id & 0xFF000000
-            if top not in (0, prefix << 24):
-                raise ValueError(f"{name}: @id {explicit_id:#x} has the wrong 8-bit prefix")
-            ident = explicit_id | (prefix << 24)
-            if ident in self._assigned:
-                raise ValueError(f"@id {ident:#x} is assigned to multiple declarations")
-            self._assigned.add(ident)
-        table[name] = ident
-        if name not in self._symbols:
-            self._symbols.add(name)
-            parts = tuple(name.split("."))
-            for n in range(1, len(parts) + 1):
-                suf = parts[-n:]
-                self._suffix_counts[suf] = self._suffix_counts.get(suf, 0) + 1
-
-    def assign_ids(self) -> None:
-        """Give every symbol without an ``@id`` its hashed id (sorted names, linear probing)."""
-        for prefix in sorted(self._tables):
-            table = self._tables[prefix]
-            for name in sorted(n for n, i in table.items() if i is None):
-                start = jenkins_hash(name)
-                value = start
-                while ((prefix << 24) | (value & 0xFFFFFF)) in self._assigned:
-                    value = (value + 1) & 0xFFFFFFFF
-                    if value == start:
-                        raise ValueError(f"no available id to represent {name} in P4Runtime")
-                ident = (prefix << 24) | (value & 0xFFFFFF)
-                self._assigned.add(ident)
-                table[name] = ident
-
-    def id(self, prefix: int, name: str) -> int:
-        ident = self._tables[prefix][name]
-        assert ident is not None, "assign_ids() first"
-        return ident
-
-    def alias(self, name: str) -> str:
-        """Shortest unique suffix of dot-separated components."""
-        parts = tuple(name.split("."))
-        for n in range(1, len(parts) + 1):
-            if self._suffix_counts.get(parts[-n:], 0) < 2:
-                return ".".join(parts[-n:])
-        return name
-
-
-# --------------------------------------------------------------------------- annotations
-def _ann(anns: Iterable[A.Annotation], name: str) -> Optional[A.Annotation]:
-    return next((a for a in anns if a.name == name), None)
-
-
-def _ann_string(a: Optional[A.Annotation]) -> Optional[str]:
-    if a is None:
-        return None
-    if a.exprs and isinstance(a.exprs[0], A.StringLit):
-        return a.exprs[0].value
-    raw = a.raw.strip()
-    return raw[1:-1] if len(raw) >= 2 and raw[0] == raw[-1] == '"' else (raw or None)
-
-
-def _ann_int(a: Optional[A.Annotation]) -> Optional[int]:
-    if a is None:
-        return None
-    if a.exprs and isinstance(getattr(a.exprs[0], "value", None), int):
-        return int(a.exprs[0].value)
-    return int(a.raw.strip(), 0)
-
-
-def annotation_text(a: A.Annotation) -> str:
-    """``@name`` or ``@name(body)`` as written in the program."""
-    return f"@{a.name}({a.raw})" if a.raw.strip() or a.exprs else f"@{a.name}"
-
-
-def _add_annotations(msg: Any, anns: Iterable[A.Annotation]) -> None:
-    for a in anns:
-        if a.name in _SKIPPED_ANNOTATIONS or a.structured:
-            continue
-        msg.annotations.append(annotation_text(a))
-
-
-def _add_doc(msg: Any, anns: Sequence[A.Annotation]) -> None:
-    brief, desc = _ann_string(_ann(anns, "brief")), _ann_string(_ann(anns, "description"))
-    if brief:
-        msg.doc.brief = brief
-    if desc:
-        msg.doc.description = desc
-
-
-def _preamble(msg: Any, st: SymbolTable, prefix: int, name: str, anns: Sequence[A.Annotation],
-              alias: Optional[str] = None, symbol: Optional[str] = None) -> None:
-    pre = msg.preamble
-    pre.id = st.id(prefix, symbol or name)
-    pre.name = name
-    pre.alias = alias if alias is not None else st.alias(name)
-    _add_annotations(pre, anns)
-    _add_doc(pre, anns)
-
-
-def _field_ids(items: Sequence[Sequence[A.Annotation]]) -> list[int]:
-    """1-based ids in order, ``@id`` first (p4c's FieldIdAllocator)."""
-    fixed = [_ann_int(_ann(anns, "id")) for anns in items]
-    used = {i for i in fixed if i is not None}
-    out, nxt = [], 1
-    for f in fixed:
-        if f is not None:
-            out.append(f)
-            continue
-        while nxt in used:
-            nxt += 1
-        out.append(nxt)
-        used.add(nxt)
-    return out
 
 
 # --------------------------------------------------------------------------- program walk
@@ -287,8 +125,6 @@ def table_actions_in_p4c_order(prog: Any) -> list[A.ActionDecl]:
 # --------------------------------------------------------------------------- builder
 def build_p4info(prog: Any) -> P.P4Info:
     """The P4Info of a loaded program (:class:`p4sim.engine.program.CompiledProgram`)."""
-    from p4sim.p4info_names import check_action_names, check_duplicate_names
-    from p4sim.p4info_values import add_value_set_symbols, add_value_sets  # imports this module
     check_action_names(getattr(prog, "ast", None))
     check_duplicate_names(getattr(prog, "duplicate_names", []))
     state = prog.state

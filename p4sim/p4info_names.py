@@ -13,7 +13,7 @@ from typing import Optional, Sequence
 
 from p4sim.errors import P4Error
 from p4sim.frontend import ast as A
-from p4sim.p4info import _ann, _ann_string
+from p4sim.p4info_symbols import _ann, _ann_string
 
 
 def check_action_names(ast: Optional[A.Program]) -> None:

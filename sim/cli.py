@@ -5,7 +5,7 @@
     python -m sim run sim/scenarios/ring-8k.yaml [--out DIR]     # table + plots + report
     python -m sim study [--scales 1,8,64] [--out DIR]              # the default study (make sim)
     python -m sim calibrate sim/calibration/default-fabric.json    # fit overheads, errors before/after
-    python -m sim measure --out FILE.json                          # on a RUNNING testbed (root)
+    python -m sim measure --out FILE.json   # = python -m scenarios measure: a RUNNING testbed (root)
     python -m sim predict sim/jobs/gpt3-175b-1024.yaml [--out DIR]  # one training iteration
     python -m sim calibrate-ops kernels.csv|trace.json --gpu H800  # fit the kernel model
     python -m sim calibrate-run runs.yaml [--write kernels.yaml]   # ... to monitored iteration times
@@ -23,11 +23,14 @@ Example::
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
 from sim.topology import SimInputError
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -111,8 +114,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             report = calibrate_file(args.measurements, args.write)
             print(report.summary())
             return 0
-        from sim.measure import measure  # noqa: PLC0415
-        return measure(args.out, repeats=args.repeats)
+        # the measurement drives the running testbed, so it lives with the scenarios
+        # (scenarios/measure.py); this old form runs that command, it imports nothing of it
+        return subprocess.call([sys.executable, "-m", "scenarios", "measure", "--out",
+                                str(args.out.resolve()), "--repeats", str(args.repeats)], cwd=REPO)
     except SimInputError as exc:
         print(f"sim: {exc}", file=sys.stderr)
         return 2

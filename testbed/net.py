@@ -51,9 +51,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
+from process import proc_cmdline
+from testbed.errors import TestbedError
+from testbed.faultundo import undo_recorded
+from testbed.ports import claim_switch_ports, free_port, port_free
 from testbed.targets import (THRIFT_BASE_PORT, SwitchLaunch, TargetError, check_binary,
                              exit_report)
-from testbed.ports import claim_switch_ports, free_port, port_free
+from testbed.tls import create_fabric_pki
 
 if TYPE_CHECKING:
     from testbed.pki import TlsFiles
@@ -72,12 +76,6 @@ for the fault injector's gray links (the kernel has no netem). ``testbed deps`` 
 them; nothing refuses to run without them."""
 P4SIM_READY_PREFIX = "p4sim switch ready: grpc "
 P4SIM_CONTROL_PREFIX = "p4sim switch control: "
-
-
-class TestbedError(RuntimeError):
-    """A testbed step failed; the message says what and how to fix it."""
-
-    __test__ = False  # not a pytest class
 
 
 # ---------------------------------------------------------------------------- mininet
@@ -103,7 +101,7 @@ def load_mininet() -> ModuleType:
         module = importlib.util.module_from_spec(spec)
         sys.modules["mininet"] = module
         spec.loader.exec_module(module)
-    import mininet  # noqa: PLC0415 (found now either way)
+    import mininet  # noqa: PLC0415 — heavy: mininet
     return mininet
 
 
@@ -308,7 +306,7 @@ def make_switch_class(mininet: ModuleType) -> type:
     Built at run time because Mininet is imported lazily (see :func:`load_mininet`).
     Construct with ``net.addSwitch(name, cls=cls, daemon=SwitchDaemon(...))``.
     """
-    from mininet.node import Switch  # noqa: PLC0415
+    from mininet.node import Switch  # noqa: PLC0415 — heavy: mininet
 
     class P4Switch(Switch):  # type: ignore[misc, valid-type]
         """A P4 switch (p4sim or BMv2) whose process is owned by its :class:`SwitchDaemon`."""
@@ -444,15 +442,6 @@ class TestbedState:
             return cls.from_json(path.read_text())
         except FileNotFoundError:
             return None
-
-
-def proc_cmdline(pid: int) -> Optional[str]:
-    """``/proc/PID/cmdline`` as one space-separated string (None if no such process)."""
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return None
-    return raw.replace(b"\0", b" ").decode(errors="replace").strip()
 
 
 def netns_inode(pid: int) -> int:
@@ -611,9 +600,9 @@ class FabricNet:
 
     def build(self) -> None:
         """Create hosts, switches (not yet started) and links; record each as it appears."""
-        from mininet.link import Link, TCLink  # noqa: PLC0415
-        from mininet.net import Mininet  # noqa: PLC0415
-        from mininet.node import Host  # noqa: PLC0415
+        from mininet.link import Link, TCLink  # noqa: PLC0415 — heavy: mininet
+        from mininet.net import Mininet  # noqa: PLC0415 — heavy: mininet
+        from mininet.node import Host  # noqa: PLC0415 — heavy: mininet
 
         try:
             self.opts.binary = check_binary(self.opts.target, self.opts.binary)
@@ -636,7 +625,6 @@ class FabricNet:
                                  build=False, autoSetMacs=False, waitConnected=False)
         pki = None
         if self.opts.pki_dir is not None:
-            from testbed.tls import create_fabric_pki  # noqa: PLC0415
             pki = create_fabric_pki(self.fabric, self.opts.pki_dir)
             self.state.pki = str(self.opts.pki_dir)
         self.save_state()
@@ -798,10 +786,9 @@ class FabricNet:
     def stop(self) -> list[str]:
         """Undo recorded faults (a frozen switch, nft tables), stop switches and Mininet,
         then remove anything recorded that is still left."""
-        from testbed.faults import undo_recorded  # noqa: PLC0415 (faults import this module)
         undone = undo_recorded(self.opts.state_path)
         if self.net is not None:
-            from mininet.log import setLogLevel  # noqa: PLC0415
+            from mininet.log import setLogLevel  # noqa: PLC0415 — heavy: mininet
             setLogLevel("warning")
             try:
                 self.net.stop()

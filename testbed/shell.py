@@ -31,6 +31,7 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
+from testbed.tls import shell_tls_args
 from topo.model import load_fabric
 
 DEFAULT_TOPOLOGY = Path("build/topology.json")
@@ -61,7 +62,6 @@ def shell_command(topology: Path, switch: str, pki_dir: Optional[Path] = None) -
     sw = fabric.switch(switch)
     tls: list[str] = []
     if pki_dir is not None:
-        from testbed.tls import shell_tls_args  # noqa: PLC0415
         tls = shell_tls_args(pki_dir)
     return [sys.executable, "-m", "p4runtime_sh", "--grpc-addr", sw.grpc_addr,
             "--device-id", str(sw.device_id), "--election-id", f"0,{sw.election_id + 1}", *tls]

@@ -31,6 +31,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
+from controller.p4rt.tls import ClientTls
 from testbed.pki import FabricPki, TlsFiles
 
 if TYPE_CHECKING:  # the controller's client library, imported when a credential is built
@@ -70,7 +71,6 @@ def switch_tls_options(files: TlsFiles) -> list[str]:
 def controller_tls(pki_dir: Path) -> "ClientTls":
     """The controller's P4Runtime credentials from the testbed PKI at ``pki_dir``
     (FileNotFoundError / KeyError naming what is missing)."""
-    from controller.p4rt.tls import ClientTls  # noqa: PLC0415
     files = FabricPki.load(pki_dir).files(CONTROLLER)
     return ClientTls(files.ca_cert, files.cert, files.key)
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Optional, Sequence
 
-from testbed.process import stop_process  # noqa: F401 — re-exported for the tests' helpers
+from process import stop_process  # noqa: F401 — re-exported for the tests' helpers
 
 REPO = Path(__file__).resolve().parents[1]
 READY_TIMEOUT_S = 60.0

@@ -2,7 +2,7 @@
 reconnects to it, re-programs it and hands it back to GOR's loop — without ever blocking
 the loop or the telemetry poller.
 
-:class:`SwitchRecovery` runs next to a :class:`~controller.gor.telemetry.TelemetryPoller`
+:class:`SwitchRecovery` runs next to a :class:`~controller.telemetry.poller.TelemetryPoller`
 and a :class:`~controller.gor.loop.GorLoop` on one
 :class:`~controller.fabric_setup.FabricProgrammer`. Every ``retry_s`` it looks for
 *suspects*:
@@ -25,7 +25,7 @@ with the same election id (the poller stops reading the switch once it answers: 
 push the pipeline and re-install the plan if the switch came back empty (ECMP groups from
 ``GorLoop.live_groups``: links GOR took down stay out), the ``flow_sample_t`` digest
 is enabled again, the new connection replaces the old one in ``programmer.connections``
-(the poller's :func:`~controller.gor.telemetry.connection_reader` and the digest readers
+(the poller's :func:`~controller.telemetry.poller.connection_reader` and the digest readers
 follow it), the poller resumes with a fresh baseline (``release``: counters restarted
 from zero, no interval spans the outage) and the loop gets the switch back
 (``GorLoop.submit_switch_back``: GOR's overrides and sampling re-installed at the next

@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any, Callable, NamedTuple
 
 from controller.fabric import SwitchPlan
-from controller.gor.counter_reader import (QDEPTH_BIN_PKTS, QDEPTH_BINS, QDEPTH_HIST_COUNTER,
+from controller.telemetry.counter_reader import (QDEPTH_BIN_PKTS, QDEPTH_BINS, QDEPTH_HIST_COUNTER,
                                            qdepth_floor, qdepth_hist_index)
 from controller.p4rt import counter_entry
 from labs.labkit import LabSwitch, Report

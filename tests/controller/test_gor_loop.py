@@ -18,9 +18,11 @@ from controller.gor.decisions import FlowKey
 from controller.gor.log import DecisionLog
 from controller.gor.loop import (OVERRIDE_ACTION, OVERRIDE_TABLE, SAMPLING_ACTION, SAMPLING_TABLE,
                                  GorLoop)
-from controller.gor.metrics import GorMetrics, parse_metrics
+from controller.gor.metrics import GorMetrics
+from controller.telemetry.exposition import parse_metrics
 from controller.gor.moves import apply_in_flight
-from controller.gor.telemetry import LinkId, LinkSample
+from controller.gor.shared import LoopSettings
+from controller.telemetry.poller import LinkId, LinkSample
 from controller.registry import FlowRegistry
 from p4src.hashmodel import FabricHashModel
 from topo.model import Fabric, build_fabric
@@ -90,14 +92,16 @@ def fabric() -> Fabric:
     return build_fabric(FabricSpec(blocks=2, servers_per_block=2, rails=1, spines=3))
 
 
-def make(agent: bool = True) -> tuple[Fabric, GorLoop, FakeProgrammer, AgentRegistry, io.StringIO, GorMetrics]:
+def make(agent: bool = True, **settings: Any
+         ) -> tuple[Fabric, GorLoop, FakeProgrammer, AgentRegistry, io.StringIO, GorMetrics]:
+    """A loop on fake switches and agents; ``settings`` override the tests' LoopSettings."""
     fab = fabric()
     prog = FakeProgrammer(fab)
     reg = AgentRegistry.from_fabric(fab, b"secret")
     buf, metrics = io.StringIO(), GorMetrics()
-    loop = GorLoop(fab, prog, reg, period_s=0.05, safety=0.75, top_n=4,
-                   log=DecisionLog(buf), metrics=metrics, one_in_n=100_000, window_s=0.05,
-                   decide_every_s=0.05)
+    loop = GorLoop(fab, prog, reg, LoopSettings(**{
+        "period_s": 0.05, "safety": 0.75, "top_n": 4, "one_in_n": 100_000, "window_s": 0.05,
+        "decide_every_s": 0.05, **settings}), log=DecisionLog(buf), metrics=metrics)
     return fab, loop, prog, reg, buf, metrics
 
 
@@ -221,9 +225,9 @@ def test_a_flow_its_agent_says_was_moved_recently_rests_after_a_gor_restart(
     now = [1.05]
     reg = AgentRegistry.from_fabric(fab, b"secret", clock=lambda: now[0])
     buf = io.StringIO()
-    loop = GorLoop(fab, FakeProgrammer(fab), reg, period_s=0.05, safety=0.75, top_n=4,
-                   log=DecisionLog(buf), one_in_n=100_000, window_s=0.05, decide_every_s=0.05,
-                   cooldown_s=10.0)
+    loop = GorLoop(fab, FakeProgrammer(fab), reg,
+                   LoopSettings(period_s=0.05, safety=0.75, top_n=4, one_in_n=100_000, window_s=0.05,
+                                decide_every_s=0.05, cooldown_s=10.0), log=DecisionLog(buf))
     up = port_to(fab, L0, "s0")
     loop.tick(1.0, samples(fab))
     f, g = hot_mix(fab, loop, up)
@@ -304,7 +308,7 @@ def test_override_not_seen_on_its_new_link_is_deleted() -> None:
     hot_mix(fab, loop, up)
     loop.tick(1.05, samples(fab))
     assert prog.connections[L0].table(OVERRIDE_TABLE)
-    loop.tick(1.05 + loop.orders.confirm_timeout_s, samples(fab))
+    loop.tick(1.05 + loop.settings.confirm_timeout_s, samples(fab))
     assert prog.connections[L0].table(OVERRIDE_TABLE) == {} and loop.pending == {}
     assert moves(metrics)["rolled_back"] == 1
 
@@ -354,7 +358,7 @@ def test_agent_refusal_retries_then_rolls_back_and_unreachable_agent() -> None:
     loop.tick(1.10, samples(fab))                                   # retried once
     assert moves(metrics)["retried"] == 1 and len(loop.pending) == 1
     assert loop.drain_orders(5.0)
-    loop.tick(1.10 + loop.orders.confirm_timeout_s, samples(fab))          # never seen: rolled back
+    loop.tick(1.10 + loop.settings.confirm_timeout_s, samples(fab))          # never seen: rolled back
     assert loop.pending == {} and moves(metrics)["rolled_back"] == 1
     reg.answer = "raise"
     loop.book.moved.clear()
@@ -378,7 +382,7 @@ def test_unconfirmed_move_goes_back_to_its_old_port() -> None:
     (oid, m), = loop.pending.items()
     reg.report(host, m.registry_order_id, "f1", done=True, sport=m.order.new_sport)
     loop.tick(1.10, samples(fab))                                   # the agent says done
-    loop.tick(1.05 + loop.orders.confirm_timeout_s, samples(fab))          # the counters never saw it
+    loop.tick(1.05 + loop.settings.confirm_timeout_s, samples(fab))          # the counters never saw it
     assert loop.pending == {}
     rb = [e for e in events(buf) if e["event"] == "order_rolled_back"]
     assert len(rb) == 1 and "not seen on" in rb[0]["reason"]

@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry, Counter, write_to_textfile
 
 from controller.fabric.ecmp import EcmpGroup, group_entries
 from controller.fabric.entries import route_entry
-from controller.gor.metrics import parse_metrics
+from controller.telemetry.exposition import parse_metrics
 from controller.p4rt import ClientTls, SwitchConnection
 from monitor.ecmpstate import T_OVERRIDES, EcmpState
 from monitor.exporters import SwitchExporter, TextfileExporter, switch_targets, targets_from_state
