@@ -76,6 +76,10 @@ log = logging.getLogger(__name__)
 
 P4RUNTIME_API_VERSION = "1.3.0"          # BMv2's (PI's) answer
 P4RUNTIME_API_VERSION_EXTRAS = "1.4.1"   # the protos p4sim serves, with the extras
+MAX_RECEIVE_BYTES = 256 * 1024 * 1024
+"""The largest request p4sim accepts, PI's (``pi_server.cpp``: ``SetMaxReceiveMessageSize(256MB)``;
+gRPC's default, 4 MB, would refuse device configs and batches BMv2 takes). A larger one is
+refused by gRPC with ``RESOURCE_EXHAUSTED`` before it is parsed."""
 _READ_CHUNK = 4096
 """Entities per ReadResponse. PI answers a Read with one response; p4sim splits very large
 answers so that no response nears gRPC's default 4 MB limit on what a client receives
@@ -133,7 +137,14 @@ def batch_status(message: str, errors: list[p4runtime_pb2.Error]) -> grpc.Status
                    (("grpc-status-details-bin", status.SerializeToString()),))
 
 
+MAX_ERROR_MESSAGE_CHARS = 512
+"""An update's error message is cut here: the batch's errors travel in gRPC trailers, which a
+client drops past 16 KB, so no message may echo a client's value whole."""
+
+
 def _p4_error(code: str, message: str = "") -> p4runtime_pb2.Error:
+    if len(message) > MAX_ERROR_MESSAGE_CHARS:
+        message = message[:MAX_ERROR_MESSAGE_CHARS - 3] + "..."
     return p4runtime_pb2.Error(canonical_code=code_pb2.Code.Value(code), message=message)
 
 
@@ -195,7 +206,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def __init__(self, device: Device, address: str, request_log: Optional[str] = None,
                  store_factory: Optional[StoreFactory] = None, max_workers: int = 16,
-                 extras: bool = False, tls: Optional[ServerTls] = None) -> None:
+                 extras: bool = False, tls: Optional[ServerTls] = None,
+                 max_receive_bytes: int = MAX_RECEIVE_BYTES) -> None:
         self.device = device
         self.address = address
         self.tls = tls
@@ -211,6 +223,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             clock_us = lambda: (time.monotonic_ns() - start) // 1000  # noqa: E731
         self._clock_us: Callable[[], int] = clock_us
         self.max_workers = max_workers
+        self.max_receive_bytes = max_receive_bytes
         self.pipeline: Optional[Pipeline] = None
         self.saved: Optional[Pipeline] = None
         self.port: Optional[int] = None
@@ -238,7 +251,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         # silently share its connections with the first. A switch owns its port alone.
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=self.max_workers,
                                                         thread_name_prefix="p4rt"),
-                             options=[("grpc.so_reuseport", 0)])
+                             options=[("grpc.so_reuseport", 0),
+                                      ("grpc.max_receive_message_length", self.max_receive_bytes)])
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self, server)
         try:
             port = server.add_insecure_port(self.address) if self.tls is None else \
