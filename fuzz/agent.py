@@ -31,6 +31,7 @@ from typing import Any, Callable, Optional
 
 import grpc
 from google.protobuf import descriptor as _d
+from google.protobuf import message_factory
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
@@ -105,7 +106,7 @@ def one_field_from(base: Any, drawn: Any, pick: int) -> Any:
     out = type(base)()
     out.CopyFrom(base)
     out.ClearField(fd.name)
-    if fd.label == _d.FieldDescriptor.LABEL_REPEATED:
+    if fd.is_repeated:
         getattr(out, fd.name).extend(getattr(drawn, fd.name))
     elif fd.type == _d.FieldDescriptor.TYPE_MESSAGE:
         if drawn.HasField(fd.name):
@@ -129,7 +130,7 @@ class AgentCampaign:
             sdesc = agent_pb2.DESCRIPTOR.services_by_name[service]
             mdesc = sdesc.methods_by_name[method]
             channel, md = self.t.dial(service, role)
-            out_cls = mdesc.output_type._concrete_class
+            out_cls = message_factory.GetMessageClass(mdesc.output_type)
             self._calls[key] = (channel.unary_unary(
                 f"/{sdesc.full_name}/{method}", request_serializer=lambda m: m.SerializeToString(),
                 response_deserializer=out_cls.FromString), md)

@@ -37,7 +37,7 @@ from p4sim.p4runtime.entities_index import ProgramIndex, TableInfo
 from p4sim.p4runtime.entities_profiles import OneShot, ProfileStore
 from p4sim.p4runtime.entities_restore import restore_table_entry
 from p4sim.p4runtime.entities_translated import decode_translated_field
-from p4sim.p4runtime.entities_values import decode_bits, encode_bits, fail
+from p4sim.p4runtime.entities_values import NewEntity, decode_bits, encode_bits, fail
 from p4sim.runtime.errors import RuntimeStateError
 from p4sim.runtime.meters import MeterCell, MeterConfig
 from p4sim.runtime.tables import (ActionCall, Exact, GroupRef, Lpm, MemberRef, Optional_, Range,
@@ -401,16 +401,16 @@ class TableStore:
         return undo
 
     # ------------------------------------------------------------------ reads
-    def read(self, te: pb.TableEntry) -> Iterator[pb.Entity]:
+    def read(self, te: pb.TableEntry, new_entity: NewEntity = pb.Entity) -> Iterator[pb.Entity]:
         """Entries matching a (wildcard) read request, validated before the first yield."""
         if te.table_id == 0:
-            return (self._encode(ti, e, te) for ti in list(self.index.tables.values())
+            return (self._encode(ti, e, te, new_entity) for ti in list(self.index.tables.values())
                     for e in ti.table.entries())
         ti = self.index.table(te.table_id)
         if te.is_default_action:
-            return iter([self._encode_default(ti)])
+            return iter([self._encode_default(ti, new_entity)])
         entries = self._select(ti, te)
-        return (self._encode(ti, e, te) for e in entries)
+        return (self._encode(ti, e, te, new_entity) for e in entries)
 
     def _select(self, ti: TableInfo, te: pb.TableEntry) -> list[TableEntryState]:
         t = ti.table
@@ -438,8 +438,9 @@ class TableStore:
         encode_matches(ti, entry.matches, out.match)
         out.priority = entry.priority
 
-    def _encode(self, ti: TableInfo, entry: TableEntryState, req: pb.TableEntry) -> pb.Entity:
-        ent = pb.Entity()
+    def _encode(self, ti: TableInfo, entry: TableEntryState, req: pb.TableEntry,
+                new_entity: NewEntity = pb.Entity) -> pb.Entity:
+        ent = new_entity()
         out = ent.table_entry
         self.encode_key(ti, entry, out)
         a = entry.action
@@ -464,8 +465,8 @@ class TableStore:
             out.time_since_last_hit.elapsed_ns = max(0, now - entry.last_hit_ns)
         return ent
 
-    def _encode_default(self, ti: TableInfo) -> pb.Entity:
-        ent = pb.Entity()
+    def _encode_default(self, ti: TableInfo, new_entity: NewEntity = pb.Entity) -> pb.Entity:
+        ent = new_entity()
         out = ent.table_entry
         out.table_id = ti.table_id
         out.is_default_action = True
@@ -526,10 +527,11 @@ class TableStore:
         cell.write(*values)
         return lambda: cell.write(*old)
 
-    def read_direct_counters(self, msg: pb.DirectCounterEntry) -> Iterator[pb.Entity]:
+    def read_direct_counters(self, msg: pb.DirectCounterEntry,
+                             new_entity: NewEntity = pb.Entity) -> Iterator[pb.Entity]:
         pairs = self._direct_reads(msg.table_entry, "direct_counter", "Error when reading counter from target")
         for ti, entry in pairs:
-            ent = pb.Entity()
+            ent = new_entity()
             out = ent.direct_counter_entry
             self.encode_key(ti, entry, out.table_entry)
             encode_counter(ti.table.direct_counter.unit, entry.counter.packets, entry.counter.bytes, out.data)
@@ -551,12 +553,13 @@ class TableStore:
             entry.meter = old
         return undo
 
-    def read_direct_meters(self, msg: pb.DirectMeterEntry) -> Iterator[pb.Entity]:
+    def read_direct_meters(self, msg: pb.DirectMeterEntry,
+                           new_entity: NewEntity = pb.Entity) -> Iterator[pb.Entity]:
         if msg.HasField("counter_data"):
             fail("UNIMPLEMENTED", "per-colour meter counters are not supported")
         pairs = self._direct_reads(msg.table_entry, "direct_meter", "Error when reading meter spec from target")
         for ti, entry in pairs:
-            ent = pb.Entity()
+            ent = new_entity()
             out = ent.direct_meter_entry
             self.encode_key(ti, entry, out.table_entry)
             if entry.meter is not None and entry.meter.config is not None:

@@ -76,10 +76,19 @@ log = logging.getLogger(__name__)
 
 P4RUNTIME_API_VERSION = "1.3.0"          # BMv2's (PI's) answer
 P4RUNTIME_API_VERSION_EXTRAS = "1.4.1"   # the protos p4sim serves, with the extras
-_READ_CHUNK = 256
+MAX_RECEIVE_BYTES = 256 * 1024 * 1024
+"""The largest request p4sim accepts, PI's (``pi_server.cpp``: ``SetMaxReceiveMessageSize(256MB)``;
+gRPC's default, 4 MB, would refuse device configs and batches BMv2 takes). A larger one is
+refused by gRPC with ``RESOURCE_EXHAUSTED`` before it is parsed."""
+_READ_CHUNK = 4096
+"""Entities per ReadResponse. PI answers a Read with one response; p4sim splits very large
+answers so that no response nears gRPC's default 4 MB limit on what a client receives
+(4,096 table entries of the fabric are ~0.3 MB)."""
 
 StoreFactory = Callable[[Any, p4info_pb2.P4Info], Any]
-"""Builds the entity store of a program: ``EntityStore(program, p4info)``."""
+"""Builds the entity store of a program: ``EntityStore(program, p4info)``. A store answers
+``write(update)`` and ``read(entity, new_entity)``, making each entity it reads with
+``new_entity()`` (the response's ``entities.add``)."""
 
 _Req = p4runtime_pb2.SetForwardingPipelineConfigRequest
 _Get = p4runtime_pb2.GetForwardingPipelineConfigRequest
@@ -128,8 +137,34 @@ def batch_status(message: str, errors: list[p4runtime_pb2.Error]) -> grpc.Status
                    (("grpc-status-details-bin", status.SerializeToString()),))
 
 
+MAX_ERROR_MESSAGE_CHARS = 512
+"""An update's error message is cut here: the batch's errors travel in gRPC trailers, which a
+client drops past 16 KB, so no message may echo a client's value whole."""
+
+
 def _p4_error(code: str, message: str = "") -> p4runtime_pb2.Error:
+    if len(message) > MAX_ERROR_MESSAGE_CHARS:
+        message = message[:MAX_ERROR_MESSAGE_CHARS - 3] + "..."
     return p4runtime_pb2.Error(canonical_code=code_pb2.Code.Value(code), message=message)
+
+
+class _Responses:
+    """ReadResponses of at most :data:`_READ_CHUNK` entities; :meth:`new_entity` is the
+    entity store's factory (``EntityStore.read(entity, new_entity)``): it adds the entity to
+    the current response, so nothing is copied after it is filled."""
+
+    def __init__(self) -> None:
+        self.responses: list[p4runtime_pb2.ReadResponse] = []
+        self._left = 0
+        self._add: Callable[[], p4runtime_pb2.Entity] = p4runtime_pb2.Entity
+
+    def new_entity(self) -> p4runtime_pb2.Entity:
+        if self._left == 0:
+            resp = p4runtime_pb2.ReadResponse()
+            self.responses.append(resp)
+            self._add, self._left = resp.entities.add, _READ_CHUNK
+        self._left -= 1
+        return self._add()
 
 
 @dataclass
@@ -171,7 +206,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def __init__(self, device: Device, address: str, request_log: Optional[str] = None,
                  store_factory: Optional[StoreFactory] = None, max_workers: int = 16,
-                 extras: bool = False, tls: Optional[ServerTls] = None) -> None:
+                 extras: bool = False, tls: Optional[ServerTls] = None,
+                 max_receive_bytes: int = MAX_RECEIVE_BYTES) -> None:
         self.device = device
         self.address = address
         self.tls = tls
@@ -187,6 +223,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             clock_us = lambda: (time.monotonic_ns() - start) // 1000  # noqa: E731
         self._clock_us: Callable[[], int] = clock_us
         self.max_workers = max_workers
+        self.max_receive_bytes = max_receive_bytes
         self.pipeline: Optional[Pipeline] = None
         self.saved: Optional[Pipeline] = None
         self.port: Optional[int] = None
@@ -214,7 +251,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         # silently share its connections with the first. A switch owns its port alone.
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=self.max_workers,
                                                         thread_name_prefix="p4rt"),
-                             options=[("grpc.so_reuseport", 0)])
+                             options=[("grpc.so_reuseport", 0),
+                                      ("grpc.max_receive_message_length", self.max_receive_bytes)])
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self, server)
         try:
             port = server.add_insecure_port(self.address) if self.tls is None else \
@@ -401,18 +439,24 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         return p4runtime_pb2.WriteResponse()
 
     def _apply(self, pipe: Pipeline, request: p4runtime_pb2.WriteRequest) -> list[p4runtime_pb2.Error]:
-        """Apply the batch; one ``p4.v1.Error`` per update (OK when it succeeded)."""
+        """Apply the batch; one ``p4.v1.Error`` per update (OK when it succeeded), or no
+        list at all when every update of a CONTINUE_ON_ERROR batch succeeded."""
         W = p4runtime_pb2.WriteRequest
         updates = list(request.updates)
-        errors = [_p4_error("OK") for _ in updates]
         lock = self.device.lock
         if request.atomicity == W.CONTINUE_ON_ERROR:
-            for i, upd in enumerate(updates):
-                with lock:
+            # one hold of the device lock for the batch, as PI holds its device lock for a
+            # whole WriteRequest; an OK Error is made only when the batch has a failure
+            failed: dict[int, p4runtime_pb2.Error] = {}
+            with lock:
+                for i, upd in enumerate(updates):
                     err = self._write_one(pipe, upd)
-                if err is not None:
-                    errors[i] = err
-            return errors
+                    if err is not None:
+                        failed[i] = err
+            if not failed:
+                return []
+            return [failed.get(i) or _p4_error("OK") for i in range(len(updates))]
+        errors = [_p4_error("OK") for _ in updates]
         atomic = request.atomicity == W.DATAPLANE_ATOMIC
         undos: list[Callable[[], None]] = []
         if atomic:
@@ -464,29 +508,30 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._check_device(request.device_id, write=False)
             with self._state_lock:
                 pipe = self._target()
-                results = self._read_all(pipe, request)
+                responses = self._read_all(pipe, request)
         except RpcError as e:
             self._abort(context, e)
             return
-        for i in range(0, len(results), _READ_CHUNK):
-            yield p4runtime_pb2.ReadResponse(entities=results[i:i + _READ_CHUNK])
+        yield from responses
 
-    def _read_all(self, pipe: Pipeline, request: p4runtime_pb2.ReadRequest) -> list[p4runtime_pb2.Entity]:
-        """Every entity the request asks for; the first failing one ends the Read with its
+    def _read_all(self, pipe: Pipeline, request: p4runtime_pb2.ReadRequest) -> list[p4runtime_pb2.ReadResponse]:
+        """The responses holding every entity the request asks for, each entity built in
+        its response (:class:`_Responses`); the first failing one ends the Read with its
         code as the RPC status (:class:`RpcError`), as BMv2 does."""
-        results: list[p4runtime_pb2.Entity] = []
+        out = _Responses()
         with self.device.lock:
             for ent in request.entities:
                 if ent.WhichOneof("entity") is None:
                     raise RpcError("UNKNOWN", "Incorrect entity type: the entity is empty")
                 try:
-                    results.extend(pipe.store.read(ent))
+                    for _ in pipe.store.read(ent, out.new_entity):   # built in place
+                        pass
                 except RuntimeStateError as e:
                     raise RpcError(e.code, e.message) from None
                 except Exception as e:  # noqa: BLE001
                     log.exception("Read failed unexpectedly")
                     raise RpcError("INTERNAL", f"{type(e).__name__}: {e}") from None
-        return results
+        return out.responses
 
     # ------------------------------------------------------------------ StreamChannel
     def StreamChannel(self, request_iterator: Iterator[p4runtime_pb2.StreamMessageRequest],
