@@ -8,6 +8,7 @@
         [--queue-rate PPS] [--line-rate-gbps G] [--no-pfc] [--pfc-passthrough]
         [--ingress-buffer PKTS]
         [--control-port N] [--request-log FILE] [--no-grpc]
+        [--p4rt-policy FILE] [--p4rt-max-streams N] [--p4rt-max-streams-per-client N]
         [-- --grpc-server-addr HOST:PORT --cpu-port N --priority-queues N
             --grpc-server-ssl --grpc-server-cert PEM --grpc-server-key PEM
             --grpc-server-cacert PEM --grpc-server-with-client-auth]
@@ -31,7 +32,13 @@ reach the P4 parser; by default the MAC consumes them), ``--ingress-buffer`` (fr
 between the ports and the pipeline, default 1024: BMv2's input buffer, whose capacity
 BMv2 fixes in its source), ``--control-port`` (the control
 API of :mod:`p4sim.switchd.control`; default gRPC port + 1000), ``--request-log`` (every
-P4Runtime request, as the tutorials' ``logs/<switch>-p4runtime-requests.txt``).
+P4Runtime request, as the tutorials' ``logs/<switch>-p4runtime-requests.txt``),
+``--p4rt-policy FILE`` (who may hold which P4Runtime role, by client certificate:
+:mod:`p4sim.p4runtime.authz`; needs ``--grpc-server-ssl`` and
+``--grpc-server-with-client-auth``; a bad file stops the start with ``FILE:LINE: FIELD:
+message``, exit status 1; without it every client TLS lets in may do everything, as on
+BMv2), ``--p4rt-max-streams`` / ``--p4rt-max-streams-per-client`` (open StreamChannels
+in total and per client identity, default 32 and 8: :mod:`p4sim.p4runtime.streamlimits`).
 
 Output: ``p4sim switch control: 127.0.0.1:PORT`` then, once the gRPC port listens,
 ``p4sim switch ready: grpc HOST:PORT device N`` on stdout. SIGTERM/SIGINT stop it cleanly
@@ -59,6 +66,9 @@ import threading
 from typing import Any, Optional, Sequence
 
 from p4sim.errors import P4Error
+from p4sim.p4runtime.authz import AuthzPolicy, PolicyError, load_policy
+from p4sim.p4runtime.streamlimits import (DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAMS_PER_CLIENT,
+                                          StreamLimits)
 from p4sim.p4runtime.tls import ServerTls, ServerTlsOptions, TlsConfigError
 from p4sim.switchd.control import CONTROL_PORT_OFFSET, ControlServer
 from p4sim.switchd.device import INGRESS_BUFFER_PKTS, SwitchDevice
@@ -100,6 +110,18 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--control-port", type=int, default=None)
     ap.add_argument("--request-log", default=None, metavar="FILE")
     ap.add_argument("--no-grpc", action="store_true", help="run without the P4Runtime server")
+    ap.add_argument("--p4rt-policy", default=None, metavar="FILE",
+                    help="P4Runtime authorization: which client certificate (common name) may hold "
+                         "which role (p4sim/p4runtime/authz.py; needs --grpc-server-ssl and "
+                         "--grpc-server-with-client-auth after --). Default: none, every client the "
+                         "TLS layer accepts may do everything, as on BMv2")
+    ap.add_argument("--p4rt-max-streams", type=int, default=DEFAULT_MAX_STREAMS, metavar="N",
+                    help=f"open StreamChannels at most, in total (default {DEFAULT_MAX_STREAMS}); "
+                         "one more is refused with RESOURCE_EXHAUSTED")
+    ap.add_argument("--p4rt-max-streams-per-client", type=int,
+                    default=DEFAULT_MAX_STREAMS_PER_CLIENT, metavar="N",
+                    help="open StreamChannels at most per client identity (default "
+                         f"{DEFAULT_MAX_STREAMS_PER_CLIENT})")
     ap.add_argument("--p4runtime-extras", action="store_true",
                     help="P4Runtime beyond BMv2's: register reads/writes, ROLLBACK_ON_ERROR and "
                          "DATAPLANE_ATOMIC batches, counter/meter writes without an index, clone-session "
@@ -163,6 +185,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     if args.log_console and args.log_file:
         raise CommandLineError("Error: --log-console and --log-file are exclusive "
                                "(as on BMv2)")
+    if args.p4rt_max_streams < 1 or args.p4rt_max_streams_per_client < 1:
+        raise SystemExit("python -m p4sim switch: --p4rt-max-streams and "
+                         "--p4rt-max-streams-per-client must be at least 1")
     if args.ingress_buffer < 1:
         raise SystemExit(f"python -m p4sim switch: --ingress-buffer {args.ingress_buffer}: "
                          "give a positive number of frames")
@@ -275,6 +300,18 @@ def main(argv: Sequence[str]) -> int:
     except TlsConfigError as err:
         print(err, file=sys.stderr)
         return 1
+    policy: Optional[AuthzPolicy] = None
+    if args.p4rt_policy is not None:
+        if tls is None or not tls.require_client_auth:
+            print(f"--p4rt-policy {args.p4rt_policy}: a policy names clients by their certificates: "
+                  "give --grpc-server-ssl, --grpc-server-cacert and --grpc-server-with-client-auth "
+                  "after --", file=sys.stderr)
+            return 1
+        try:
+            policy = load_policy(args.p4rt_policy)
+        except PolicyError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
     trace = setup_logging(args.log_console, args.log_file, args.log_level)
     log = logging.getLogger("p4sim.switchd")
     program = None
@@ -325,13 +362,18 @@ def main(argv: Sequence[str]) -> int:
         if not args.no_grpc:
             from p4sim.p4runtime.server import P4RuntimeServer
 
+            limits = StreamLimits(args.p4rt_max_streams, args.p4rt_max_streams_per_client)
             grpc = P4RuntimeServer(device, args.grpc_server_addr, args.request_log,
-                                   extras=args.p4runtime_extras, tls=tls)
+                                   extras=args.p4runtime_extras, tls=tls, policy=policy,
+                                   stream_limits=limits)
             bound = grpc.start()
             host = args.grpc_server_addr.rpartition(":")[0]
             grpc_desc = f"{host}:{bound}"
-            log.info("P4Runtime server on %s: %s", grpc_desc,
-                     tls.describe() if tls is not None else "plaintext")
+            log.info("P4Runtime server on %s: %s; %s; at most %d streams, %d per client", grpc_desc,
+                     tls.describe() if tls is not None else "plaintext",
+                     f"policy {args.p4rt_policy}: identities {', '.join(policy.identities)}"
+                     if policy is not None else "no policy (every authenticated client may do everything)",
+                     limits.max_streams, limits.per_client)
         print(f"p4sim switch ready: grpc {grpc_desc} device {args.device_id}", flush=True)
         while not stop.wait(0.5):
             pass
