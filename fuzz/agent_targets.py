@@ -26,7 +26,7 @@ import grpc
 
 from astral_proto import agent_pb2
 from astral_proto.auth import HostCredentials, call_metadata
-from astral_proto.flows import HostFlow
+from astral_proto.flows import HostFlow, flow_id
 from astral_proto.security import CONTROLLER
 from controller.registry import FlowRegistry, serve_registry
 from host.agent.registry_client import RegistryClient
@@ -35,7 +35,8 @@ from host.agent.service import Agent
 SECRET = b"fuzz-fabric-secret"
 HOST, OTHER_HOST = "b0s0", "b0s1"
 HOST_IPS = {HOST: ["10.0.0.1", "10.0.1.1"], OTHER_HOST: ["10.0.0.2", "10.0.1.2"]}
-FLOWS = [HostFlow(f"f{i}", HOST_IPS[HOST][i % 2], "10.1.0.1", 49152 + i, 7 + i) for i in range(3)]
+FLOWS = [HostFlow(flow_id(HOST_IPS[HOST][i % 2], "10.1.0.1", 7 + i), HOST_IPS[HOST][i % 2], "10.1.0.1",
+                  49152 + i, 7 + i) for i in range(3)]
 ROLES = ("host", "other_host", "controller", "anonymous", "forged")
 _ORDER_SEQ = itertools.count(1)
 
