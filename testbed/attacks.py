@@ -28,7 +28,9 @@ Example::
 """
 from __future__ import annotations
 
+import contextlib
 import queue
+import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
@@ -44,7 +46,10 @@ from controller.p4rt import entities as ent
 from controller.p4rt.pipeline import set_pipeline_request
 from controller.p4rt.tls import ClientTls
 from testbed.pki import FabricPki
-from testbed.tls import CONTROLLER, MONITOR, controller_tls
+from testbed.ports import free_port
+from testbed.process import stop_process
+from testbed.targets import SwitchLaunch
+from testbed.tls import CONTROLLER, MONITOR, controller_tls, policy_path
 
 CONTROLLER_ELECTION_ID = 10
 COOKIE = 4242
@@ -54,6 +59,40 @@ RPC_TIMEOUT_S = 5.0
 STREAM_ANSWER_S = 5.0
 STARVATION_STREAMS = 100
 """Streams one attacker identity tries to open (the issue's probe: 15 sufficed before)."""
+READY_TIMEOUT_S = 60.0
+
+
+@contextlib.contextmanager
+def started_switch(target: str, pki_dir: Path, name: str, device_id: int, log_dir: Path,
+                   p4sim_flags: Sequence[str] = (), binary: Optional[str] = None
+                   ) -> Iterator[str]:
+    """A switch of ``target`` started with the testbed's command line for switch ``name``
+    (:class:`testbed.targets.SwitchLaunch`: its certificate, the TLS options; on p4sim
+    also ``--p4rt-policy`` of the PKI) on a free port of 127.0.0.1, no interfaces; yields
+    its P4Runtime address once it answers the controller, and stops it by PID."""
+    pki = FabricPki.load(Path(pki_dir))
+    flags = list(p4sim_flags)
+    if target == "p4sim":
+        flags = ["--control-port", "0", "--p4rt-policy", str(policy_path(pki.root)), *flags]
+    addr = f"127.0.0.1:{free_port()}"
+    launch = SwitchLaunch(target, name, device_id=device_id, grpc_addr=addr, interfaces={},
+                          log_dir=log_dir, pcap_dir=None, tls=pki.files(name), p4sim_flags=flags,
+                          thrift_port=free_port() if target == "bmv2" else None, binary=binary)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with open(launch.stdout_path, "wb") as out:
+        proc = subprocess.Popen(launch.command(), stdout=out, stderr=subprocess.STDOUT)
+    try:
+        channel = controller_tls(pki.root).for_server(name).channel(addr)
+        with channel:
+            try:
+                grpc.channel_ready_future(channel).result(timeout=READY_TIMEOUT_S)
+            except grpc.FutureTimeoutError:
+                raise RuntimeError(f"{target} switch {name} did not answer on {addr} within "
+                                   f"{READY_TIMEOUT_S:g} s (exit status {proc.poll()}; "
+                                   f"{launch.stdout_path})") from None
+        yield addr
+    finally:
+        stop_process(proc)
 
 
 @dataclass(frozen=True, slots=True)
@@ -455,7 +494,7 @@ def iter_table(outcomes: Sequence[Outcome]) -> Iterator[str]:
         yield f"| {o.attack} | {'yes' if o.refused else '**no**'} | {o.code} | {o.detail[:160]} |"
 
 
-__all__ = ["Attack", "AttackFailed", "AttackStream", "CONTROLLER_ELECTION_ID", "COOKIE", "Outcome",
+__all__ = ["READY_TIMEOUT_S", "started_switch", "Attack", "AttackFailed", "AttackStream", "CONTROLLER_ELECTION_ID", "COOKIE", "Outcome",
            "IdleStream", "STARVATION_STREAMS", "Victim", "controller_read_ms", "default_attackers",
            "denied_fraction", "iter_table", "open_streams", "p4rt_attacks", "run_attack",
            "run_attacks"]
