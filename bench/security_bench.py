@@ -19,7 +19,10 @@ policy) against a switch started with the testbed's command line, after the cont
 pushed ``p4src/fabric.p4``:
 
 * ``security.authz_denied_ok`` — the fraction of the matrix refused (every RPC failed
-  and the controller's Read before and after agree); goal 1.00;
+  and the controller's Read before and after agree); goal 1.00. The matrix also holds
+  the agent protocol's attacks (:func:`testbed.attacks.agent_attacks`: flow-id squatting,
+  a switch or the monitor registering flows or ordering a move), on GOR's registry and
+  two agents in this process with the same PKI;
 * ``security.authz_attacks`` — how many attacks the matrix holds.
 
 ``security.p4rt_streams`` measures the controller's Read (one clone session, on its own
@@ -163,9 +166,13 @@ def attacked_switch(config: BenchConfig, p4sim_flags: Sequence[str] = ()) -> Ite
 
 def bench_authz(config: BenchConfig) -> dict[str, Figure]:
     """``security.authz_denied_ok`` (module docstring)."""
-    from testbed.attacks import denied_fraction, iter_table, run_attacks  # noqa: PLC0415
+    from testbed.attacks import (denied_fraction, iter_table, run_agent_attacks,  # noqa: PLC0415
+                                 run_attacks)
+    from topo.model import build_fabric  # noqa: PLC0415
     with attacked_switch(config) as victim:
         outcomes = run_attacks(victim)   # type: ignore[arg-type]
+        ips = {h.name: [n.ip for n in h.nics] for h in build_fabric().hosts}
+        outcomes += run_agent_attacks(victim.pki.root, ips, VICTIM)   # type: ignore[attr-defined]
     for row in iter_table(outcomes):
         print(row, file=sys.stderr)
     return {"security.authz_denied_ok": Figure(round(denied_fraction(outcomes), 3), "fraction"),

@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import contextlib
 import queue
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -476,6 +478,184 @@ def _issuer(cert: Path) -> str:
     return str(attrs[0].value) if attrs else ""
 
 
+# ---------------------------------------------------------------------- the agent protocol
+class RecordingMover:
+    """A host's flows that only record the moves applied (the attacks' witness)."""
+
+    def __init__(self, flows: Sequence[Any]) -> None:
+        self._sport = {f.flow_id: f.sport for f in flows}
+        self.moves: list[tuple[str, int]] = []
+
+    def current_sport(self, flow_id: str) -> int:
+        return self._sport[flow_id]
+
+    def move(self, flow_id: str, sport: int) -> None:
+        self._sport[flow_id] = sport
+        self.moves.append((flow_id, sport))
+
+
+class AgentFabric:
+    """GOR's flow registry (``controller``'s certificate) and two hosts' agents over
+    mutual TLS with a testbed PKI, each host with one flow (ids as agents send them)."""
+
+    HOSTS = ("b0s0", "b1s0")
+
+    def __init__(self, pki_dir: Path, host_ips: dict[str, list[str]]) -> None:
+        from astral_proto.flows import HostFlow, flow_id  # noqa: PLC0415
+        from astral_proto.tls import MutualTls  # noqa: PLC0415
+        from controller.registry import FlowRegistry, serve_registry  # noqa: PLC0415
+        from host.agent.registry_client import RegistryClient  # noqa: PLC0415
+        from host.agent.service import Agent  # noqa: PLC0415
+        self.pki = FabricPki.load(Path(pki_dir))
+        self.host_ips = host_ips
+        self.scratch = Path(tempfile.mkdtemp(prefix="astral-attack-"))
+        self.registry = FlowRegistry(MutualTls.from_dir(self.pki.root, CONTROLLER), host_ips)
+        self.server, self.address = serve_registry(self.registry)
+        self.flows, self.movers, self.agents = {}, {}, {}
+        try:
+            for n, host in enumerate(self.HOSTS):
+                src, dst = host_ips[host][0], host_ips[self.HOSTS[1 - n]][0]
+                self.flows[host] = HostFlow(flow_id(src, dst, 7), src, dst, 49152, 7)
+                sec = MutualTls.from_dir(self.pki.root, host)
+                self.movers[host] = RecordingMover([self.flows[host]])
+                self.agents[host] = Agent(sec, self.movers[host], [self.flows[host]],
+                                          registry=RegistryClient(self.address, sec))
+                self.agents[host].start()
+        except BaseException:
+            self.close()
+            raise
+
+    def snapshot(self) -> tuple[Any, ...]:
+        """Each flow's owner and port as GOR's registry knows them, and the moves applied."""
+        owners = []
+        for host, f in self.flows.items():
+            try:
+                owners.append((f.flow_id, self.registry.owner(f.flow_id), self.registry.flow(f.flow_id).sport))
+            except KeyError:
+                owners.append((f.flow_id, None, None))
+        return (tuple(owners), tuple(tuple(m.moves) for m in self.movers.values()))
+
+    def restore(self) -> None:
+        for a in self.agents.values():
+            a.register()
+
+    def close(self) -> None:
+        for a in self.agents.values():
+            a.stop()
+        self.server.stop(0).wait()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def _as(fab: "AgentFabric", party: str) -> Any:
+    """Party ``party``'s mutual-TLS security, trusting every CA of the PKI (an attacker
+    completes its own side of any handshake; CA certificates are public)."""
+    from astral_proto.tls import MutualTls, TlsFiles  # noqa: PLC0415
+    pki = fab.pki
+    every = fab.scratch / "every-ca.pem"
+    every.write_bytes(b"".join(pki.ca_cert(c).read_bytes() for c in ("control", "switches", "hosts")))
+    files = pki.files(party)
+    return MutualTls(TlsFiles(every, files.cert, files.key))
+
+
+def _squat(squatter: str, victim: str) -> Callable[[AgentFabric], None]:
+    """Register the victim's flow id with the squatter's own source address, then see the
+    victim register its own flow."""
+    def run(fab: AgentFabric) -> None:
+        from astral_proto.flows import HostFlow  # noqa: PLC0415
+        from host.agent.registry_client import RegistryClient  # noqa: PLC0415
+        theirs = fab.flows[victim]
+        mine = fab.host_ips[squatter][0]
+        client = RegistryClient(fab.address, _as(fab, squatter))
+        try:
+            _rpc(lambda: client.register([HostFlow(theirs.flow_id, mine, theirs.dst_ip, 1, theirs.qpn)],
+                                         agent_address="127.0.0.1:1", incarnation="squat"))
+        finally:
+            client.close()
+    return run
+
+
+def _register_as(party: str) -> Callable[[AgentFabric], None]:
+    """A party that is not a host registers a flow of b0s0 in its own name."""
+    def run(fab: AgentFabric) -> None:
+        from host.agent.registry_client import RegistryClient  # noqa: PLC0415
+        client = RegistryClient(fab.address, _as(fab, party), timeout_s=3.0)
+        try:
+            _rpc(lambda: client.register([fab.flows["b0s0"]], agent_address="127.0.0.1:1",
+                                         incarnation="evil"))
+        finally:
+            client.close()
+    return run
+
+
+def _order_as(party: str, target: str) -> Callable[[AgentFabric], None]:
+    """A party that is not the controller sends ``target``'s agent a well-formed move order
+    (a fresh nonce, the right host and 5-tuple, a valid expiry)."""
+    def run(fab: AgentFabric) -> None:
+        from astral_proto import agent_pb2_grpc  # noqa: PLC0415
+        sec = _as(fab, party)
+        order = fab.registry.order_message(fab.registry.new_order(fab.flows[target].flow_id, 50001), 5.0)
+        with sec.dial(fab.agents[target].address, target) as ch:
+            reply = _rpc(lambda: agent_pb2_grpc.AgentServiceStub(ch).MoveFlow(
+                order, metadata=sec.metadata(target), timeout=RPC_TIMEOUT_S))
+        if not reply.accepted:
+            raise AttackFailed("NOT_ACCEPTED", reply.reason)
+    return run
+
+
+@dataclass(frozen=True, slots=True)
+class AgentAttack:
+    """One line of the agent protocol's attack matrix."""
+
+    name: str
+    attacker: str
+    claim: str
+    run: Callable[[AgentFabric], None] = field(repr=False)
+
+
+def agent_attacks(switch: str) -> list[AgentAttack]:
+    """The agent protocol's attack matrix (hosts b0s0 and b1s0, a switch's certificate)."""
+    return [
+        AgentAttack("host-squats-flow-id", "b1s0", "a host cannot claim another host's flow id",
+                    _squat("b1s0", "b0s0")),
+        AgentAttack("switch-registers-flows", switch, "only hosts register flows",
+                    _register_as(switch)),
+        AgentAttack("monitor-registers-flows", MONITOR, "only hosts register flows",
+                    _register_as(MONITOR)),
+        AgentAttack("monitor-orders-move", MONITOR, "only the controller orders a host",
+                    _order_as(MONITOR, "b0s0")),
+        AgentAttack("host-orders-move", "b1s0", "a compromised host cannot pose as the controller",
+                    _order_as("b1s0", "b0s0")),
+        AgentAttack("switch-orders-move", switch, "a compromised switch cannot pose as the controller",
+                    _order_as(switch, "b0s0")),
+    ]
+
+
+def run_agent_attack(fab: AgentFabric, attack: AgentAttack) -> Outcome:
+    """One agent-protocol attack; the registry's owners and ports and the moves applied
+    must be the same before and after (and the victim can still register its flow)."""
+    before = fab.snapshot()
+    try:
+        attack.run(fab)
+        code, detail, failed = "OK", "every RPC went through", False
+    except AttackFailed as exc:
+        code, detail, failed = exc.code, exc.detail, True
+    fab.restore()
+    after = fab.snapshot()
+    kept = after == before
+    if not kept:
+        detail += f" (state changed: {before} -> {after})"
+    return Outcome(attack.name, attack.claim, failed and kept and code != "OK", code, detail, kept)
+
+
+def run_agent_attacks(pki_dir: Path, host_ips: dict[str, list[str]], switch: str) -> list[Outcome]:
+    """:func:`agent_attacks` against a fresh :class:`AgentFabric`."""
+    fab = AgentFabric(pki_dir, host_ips)
+    try:
+        return [run_agent_attack(fab, a) for a in agent_attacks(switch)]
+    finally:
+        fab.close()
+
+
 def denied_fraction(outcomes: Sequence[Outcome]) -> float:
     """The fraction of attacks refused (``security.authz_denied_ok``).
 
@@ -494,7 +674,8 @@ def iter_table(outcomes: Sequence[Outcome]) -> Iterator[str]:
         yield f"| {o.attack} | {'yes' if o.refused else '**no**'} | {o.code} | {o.detail[:160]} |"
 
 
-__all__ = ["READY_TIMEOUT_S", "started_switch", "Attack", "AttackFailed", "AttackStream", "CONTROLLER_ELECTION_ID", "COOKIE", "Outcome",
+__all__ = ["AgentAttack", "AgentFabric", "RecordingMover", "agent_attacks", "run_agent_attack",
+           "run_agent_attacks", "READY_TIMEOUT_S", "started_switch", "Attack", "AttackFailed", "AttackStream", "CONTROLLER_ELECTION_ID", "COOKIE", "Outcome",
            "IdleStream", "STARVATION_STREAMS", "Victim", "controller_read_ms", "default_attackers",
            "denied_fraction", "iter_table", "open_streams", "p4rt_attacks", "run_attack",
            "run_attacks"]

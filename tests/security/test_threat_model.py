@@ -2,6 +2,11 @@
 (``testbed.tls.create_fabric_pki``: the split PKI ``testbed up`` makes, and its
 ``p4rt-policy.yaml``) against real processes on 127.0.0.1 (no root).
 
+The agent protocol's claims (flows belong to their source; only the controller orders a
+host) are attacks of the same module on GOR's registry and two hosts' agents, each with
+its own certificate of that PKI: the registry's owners and ports and the moves the hosts
+applied must be the same after.
+
 Each P4Runtime claim is one attack of :mod:`testbed.attacks` against a ``python -m p4sim
 switch`` started with the testbed's own command line (``SwitchLaunch``: the five TLS
 options and ``--p4rt-policy``), after the controller pushed ``p4src/fabric.p4`` and wrote
@@ -22,7 +27,8 @@ from typing import Iterator
 import pytest
 
 from procs import REPO, SwitchProcess
-from testbed.attacks import Attack, Outcome, Victim, default_attackers, p4rt_attacks, run_attack
+from testbed.attacks import (Attack, AgentFabric, Outcome, Victim, agent_attacks, default_attackers,
+                             p4rt_attacks, run_agent_attack, run_attack)
 from testbed.pki import FabricPki
 from testbed.targets import SwitchLaunch
 from testbed.tls import create_fabric_pki, policy_path, switch_tls_options
@@ -144,3 +150,39 @@ def test_without_the_split_and_the_policy_the_attacks_work(pki: FabricPki, compi
                 assert not got.refused and got.code == "OK" and not got.state_kept, got
     finally:
         sw.stop()
+
+
+# ---------------------------------------------------------------------- the agent protocol
+AGENT_NAMES = [a.name for a in agent_attacks("s")]
+AGENT_EXPECTED = {
+    "host-squats-flow-id": ({"PERMISSION_DENIED"}, "not of b1s0 (squatting refused)"),
+    "switch-registers-flows": ({"PERMISSION_DENIED"}, f"{VICTIM} is not a host of the fabric"),
+    "monitor-registers-flows": ({"UNAVAILABLE", "DEADLINE_EXCEEDED"}, ""),   # the hosts' CA only
+    "monitor-orders-move": ({"PERMISSION_DENIED"}, "only controller may call the agent of b0s0, not monitor"),
+    "host-orders-move": ({"UNAVAILABLE"}, ""),            # an agent trusts the control CA only
+    "switch-orders-move": ({"UNAVAILABLE"}, ""),
+}
+
+
+@pytest.fixture(scope="module")
+def agents(pki: FabricPki) -> Iterator[AgentFabric]:
+    fabric = build_fabric()
+    fab = AgentFabric(pki.root, {h.name: [n.ip for n in h.nics] for h in fabric.hosts})
+    try:
+        yield fab
+    finally:
+        fab.close()
+
+
+@pytest.mark.parametrize("name", AGENT_NAMES)
+def test_agent_protocol_claim(agents: AgentFabric, name: str) -> None:
+    codes, message = AGENT_EXPECTED[name]
+    got = run_agent_attack(agents, {a.name: a for a in agent_attacks(VICTIM)}[name])
+    assert got.state_kept and got.refused and got.code in codes and message in got.detail, got
+
+
+def test_the_squatted_flows_owner_registers_it(agents: AgentFabric) -> None:
+    run_agent_attack(agents, {a.name: a for a in agent_attacks(VICTIM)}["host-squats-flow-id"])
+    fid = agents.flows["b0s0"].flow_id
+    assert agents.agents["b0s0"].register() == 1 and agents.registry.owner(fid) == "b0s0"
+    assert agents.registry.squats >= 1
