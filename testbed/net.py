@@ -640,8 +640,14 @@ class FabricNet:
             pki = create_fabric_pki(self.fabric, self.opts.pki_dir)
             self.state.pki = str(self.opts.pki_dir)
         self.save_state()
+        views: dict[str, Path] = {}
+        if pki is not None:
+            from testbed.tls import make_host_views  # noqa: PLC0415
+            views = make_host_views(pki, [h.name for h in self.fabric.hosts])
         for info in self.fabric.hosts:
-            host = net.addHost(info.name, ip=None)
+            # each host sees only its own key at build/pki (its own mount namespace)
+            private = [(str(self.opts.pki_dir), str(views[info.name]))] if info.name in views else []
+            host = net.addHost(info.name, ip=None, privateDirs=private)
             self._record_node(host, "host-shell")
             host.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 "
                      "net.ipv6.conf.default.disable_ipv6=1")

@@ -81,6 +81,39 @@ def create_fabric_pki(fabric: Any, root: Path = PKI_DIR) -> FabricPki:
     return pki
 
 
+def host_view(pki_dir: Path, host: str) -> Path:
+    """What host ``host`` sees at ``pki_dir`` on the testbed: a directory of its own
+    (``pki-hosts/HOST`` beside the PKI) holding only its certificate, its key, its trust
+    bundle and the CA certificates (:func:`make_host_views`)."""
+    return Path(pki_dir).parent / "pki-hosts" / host
+
+
+def make_host_views(pki: FabricPki, hosts: list[str]) -> dict[str, Path]:
+    """Fill :func:`host_view` for each host (replacing what was there; directories 0700,
+    the key 0600 from its first byte); returns host → directory. The testbed mounts each
+    over ``build/pki`` inside that host's Mininet namespace (``privateDirs``), so a
+    program on a host finds its own key where it always does and no other party's key.
+    Not a security boundary against root on a host (README, "What a compromised host can
+    read")."""
+    from testbed.pki import write_private  # noqa: PLC0415
+    out = {}
+    for host in hosts:
+        view = host_view(pki.root, host)
+        view.mkdir(parents=True, exist_ok=True)
+        view.chmod(0o700)
+        view.parent.chmod(0o700)
+        for old in view.iterdir():
+            old.unlink()
+        files = pki.files(host)
+        (view / files.cert.name).write_bytes(files.cert.read_bytes())
+        (view / files.ca_cert.name).write_bytes(files.ca_cert.read_bytes())
+        write_private(view / files.key.name, files.key.read_bytes())
+        for ca in pki.root.glob("ca*.pem"):
+            (view / ca.name).write_bytes(ca.read_bytes())
+        out[host] = view
+    return out
+
+
 def switch_tls_options(files: TlsFiles) -> list[str]:
     """simple_switch_grpc's target options for TLS with client authentication.
 
@@ -140,7 +173,7 @@ def shell_tls_args(pki_dir: Path) -> list[str]:
             "--private-key", str(tls.key)]
 
 
-__all__ = ["CONTROLLER", "MONITOR", "PKI_DIR", "POLICY_FILE", "controller_tls",
+__all__ = ["host_view", "make_host_views", "CONTROLLER", "MONITOR", "PKI_DIR", "POLICY_FILE", "controller_tls",
            "create_fabric_pki", "monitor_tls", "p4rt_client_tls", "pki_kinds", "pki_names",
            "policy_path", "recorded_controller_tls", "recorded_monitor_tls", "shell_tls_args",
            "switch_tls_options"]
