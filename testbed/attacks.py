@@ -169,7 +169,12 @@ class Victim:
 
     def _has_session(self) -> bool:
         want = self._session()
-        got = [e.packet_replication_engine_entry.clone_session_entry for e in self.conn.read(want)]
+        try:
+            got = [e.packet_replication_engine_entry.clone_session_entry for e in self.conn.read(want)]
+        except grpc.RpcError as exc:          # BMv2 (PI): NOT_FOUND for a missing session
+            if exc.code() != grpc.StatusCode.NOT_FOUND:
+                raise
+            return False
         return any(g.session_id == SESSION_ID and
                    sorted(r.egress_port for r in g.replicas) == sorted(SESSION_PORTS) for g in got)
 
