@@ -275,7 +275,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         raise RpcError("FAILED_PRECONDITION", f"No forwarding pipeline config set for device {device_id} "
                                               f"(this device is {self.device.device_id})")
 
-    def _check_primary(self, role: str, request: Any, identity: Optional[str] = None) -> None:
+    def _check_primary(self, role: str, request: Any, identity: Optional[str] = None,
+                       rpc: str = "Write") -> None:
         eid = election_id_value(request.election_id) if request.HasField("election_id") else None
         if not self.arbiter.is_primary(role, eid):
             raise RpcError("PERMISSION_DENIED",
@@ -286,7 +287,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             if owner != identity:
                 raise self._denied(Denied(
                     f"identity {identity!r} is not the primary of role {role_label(role)}: "
-                    f"election id {eid} belongs to the stream of {owner!r}"), rpc="Write")
+                    f"election id {eid} belongs to the stream of {owner!r}"), rpc=rpc)
 
     # ------------------------------------------------------------------ authorization
     def _denied(self, err: Denied, rpc: str) -> RpcError:
@@ -365,7 +366,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             identity = self._identity(context, "SetForwardingPipelineConfig")
             self._check_device(request.device_id, write=True)
             rd = self._writer(identity, request.role, "SetForwardingPipelineConfig")
-            self._check_primary(request.role, request, identity)
+            self._check_primary(request.role, request, identity, "SetForwardingPipelineConfig")
             if rd is not None and not rd.can_push_pipeline:
                 raise self._denied(Denied(f"identity {identity!r}: role {role_label(request.role)} may "
                                           "not push a pipeline (can_push_pipeline is not set)"),
