@@ -304,6 +304,14 @@ class Monitor(MonitorWaits):
                 view.add_event("note", f"GOR {e['event'].replace('_', ' ')} on {e.get('link')}"
                                + (f" (level {e.get('level')})" if e.get("level") else ""),
                                t_s=_mono(e, ev.t_s))
+            elif e.get("event") == "switch_lost" and "mastership" in str(e.get("error", "")):
+                # GOR is no longer the switch's primary P4Runtime client (another client
+                # took it): GOR stops acting on it until it is primary again
+                view.add_event("switch", f"GOR lost control of {e.get('switch')}: {e.get('error')}",
+                               t_s=_mono(e, ev.t_s), switch=str(e.get("switch")))
+            elif e.get("event") == "switch_back":
+                view.add_event("switch", f"GOR controls {e.get('switch')} again", t_s=_mono(e, ev.t_s),
+                               switch=str(e.get("switch")))
 
 
 @dataclass(frozen=True, slots=True)

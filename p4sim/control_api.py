@@ -1,12 +1,14 @@
 """The control API of a running p4sim switch, client side: the public interface other
 programs use (the testbed, the labs, fuzzing, benchmarks). What P4Runtime does not carry —
 BMv2's ``set_queue_depth`` / ``set_queue_rate`` and register commands, and p4sim's additions
-(line rate, PFC on/off, port counters, queue stats) — as JSON lines over TCP on 127.0.0.1.
-This module imports nothing else of p4sim; the server is :mod:`p4sim.switchd.control`.
+(line rate, PFC on/off, port counters, queue stats) — as JSON lines. This module imports
+nothing else of p4sim; the server is :mod:`p4sim.switchd.control`.
 
-Address: the switch prints ``p4sim switch control: HOST:PORT`` before its ready line;
-default port the gRPC port + :data:`CONTROL_PORT_OFFSET` (9559 → 10559), ``--control-port
-N`` to choose (0 = any free port).
+Address: the switch prints ``p4sim switch control: ADDR`` before its ready line. By default
+ADDR is ``unix:/path``, a Unix socket only the switch's own user in the switch's own network
+namespace is served on (:mod:`p4sim.switchd.control` says where and how it checks);
+``--control-port N`` makes it ``127.0.0.1:PORT``, TCP as BMv2's Thrift port (0 = any free
+port).
 
 Protocol: one JSON object per line each way. Request ``{"cmd": NAME, "args": {...}}``;
 reply ``{"ok": true, "result": ...}`` or ``{"ok": false, "error": MESSAGE}``. Commands
@@ -54,10 +56,6 @@ import socket
 import threading
 from typing import Any, Optional
 
-CONTROL_PORT_OFFSET = 1000
-"""The control port's default distance above the switch's gRPC port."""
-
-
 class ControlError(RuntimeError):
     """The switch refused a control command (the message says why)."""
 
@@ -73,8 +71,24 @@ def split_addr(addr: str | tuple[str, int]) -> tuple[str, int]:
     return (host or "127.0.0.1").strip("[]"), int(port)
 
 
+def connect(addr: str | tuple[str, int], timeout_s: float) -> socket.socket:
+    """A connected socket to ``unix:/path`` or ``HOST:PORT``; OSError when nobody answers."""
+    if isinstance(addr, str) and addr.startswith("unix:"):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(timeout_s)
+        try:
+            sock.connect(addr[len("unix:"):])
+        except OSError:
+            sock.close()
+            raise
+        return sock
+    return socket.create_connection(split_addr(addr), timeout=timeout_s)
+
+
 class ControlClient:
     """Client of the control API (one connection, thread safe).
+
+    ``addr`` is ``unix:/path`` (the switch's default) or ``HOST:PORT``.
 
     Example::
 
@@ -84,8 +98,8 @@ class ControlClient:
     """
 
     def __init__(self, addr: str | tuple[str, int], timeout_s: float = 5.0) -> None:
-        self.addr = split_addr(addr)
-        self._sock = socket.create_connection(self.addr, timeout=timeout_s)
+        self.addr = addr if isinstance(addr, str) and addr.startswith("unix:") else split_addr(addr)
+        self._sock = connect(addr, timeout_s)
         self._file = self._sock.makefile("rb")
         self._lock = threading.Lock()
 
@@ -151,4 +165,4 @@ class ControlClient:
         self.call("register_reset", name=name)
 
 
-__all__ = ["CONTROL_PORT_OFFSET", "ControlClient", "ControlError", "split_addr"]
+__all__ = ["ControlClient", "ControlError", "connect", "split_addr"]

@@ -628,8 +628,14 @@ class FabricNet:
             pki = create_fabric_pki(self.fabric, self.opts.pki_dir)
             self.state.pki = str(self.opts.pki_dir)
         self.save_state()
+        views: dict[str, Path] = {}
+        if pki is not None:
+            from testbed.tls import make_host_views  # noqa: PLC0415
+            views = make_host_views(pki, [h.name for h in self.fabric.hosts])
         for info in self.fabric.hosts:
-            host = net.addHost(info.name, ip=None)
+            # each host sees only its own key at build/pki (its own mount namespace)
+            private = [(str(self.opts.pki_dir), str(views[info.name]))] if info.name in views else []
+            host = net.addHost(info.name, ip=None, privateDirs=private)
             self._record_node(host, "host-shell")
             host.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 "
                      "net.ipv6.conf.default.disable_ipv6=1")
@@ -639,7 +645,7 @@ class FabricNet:
                                    log_dir=self.opts.log_dir, pcap_dir=self.opts.pcap_dir,
                                    log_level=self.opts.log_level, binary=self.opts.binary,
                                    thrift_port=self._thrift_port(sw.device_id, thrift_in_use),
-                                   extra=self._extra(),
+                                   extra=self._extra(with_policy=pki is not None),
                                    tls=pki.files(sw.name) if pki is not None else None)
             daemon = SwitchDaemon.of(launch)
             self.daemons[sw.name] = daemon
@@ -671,14 +677,20 @@ class FabricNet:
             configure_root_intf(name)
         net.build()
 
-    def _extra(self) -> list[str]:
+    def _extra(self, with_policy: bool = False) -> list[str]:
         """Extra switch flags: ``switch_extra``, and for p4sim ``--pfc-passthrough`` — its
         MAC honours a received PAUSE *and* hands it to the P4 program, whose
         ``FabricIngress.pfc.rx_frames`` counts it (BMv2 has no MAC PFC: there the program
-        always sees them), so GOR's pause-storm alarm reads the same counter on both."""
+        always sees them), so GOR's pause-storm alarm reads the same counter on both — and,
+        ``with_policy`` (TLS on), ``--p4rt-policy`` with the PKI's policy file: only the
+        controller programs a p4sim switch, the monitor reads (:mod:`testbed.tls`)."""
         extra = list(self.opts.switch_extra)
         if self.opts.target == "p4sim" and "--pfc-passthrough" not in extra:
             extra.append("--pfc-passthrough")
+        if with_policy and self.opts.target == "p4sim" and self.opts.pki_dir is not None \
+                and "--p4rt-policy" not in extra:
+            from testbed.tls import policy_path  # noqa: PLC0415 (PKI only when used)
+            extra += ["--p4rt-policy", str(policy_path(self.opts.pki_dir))]
         return extra
 
     def _thrift_port(self, device_id: int, in_use: set[int]) -> Optional[int]:

@@ -12,7 +12,7 @@ p4runtime-shell runs from its own environment, ``.venv-shell`` (``make venv-shel
 
 TLS: when the running testbed has a PKI (``pki`` in ``build/testbed-state.json``: the
 default; not with ``up --insecure``), the shell connects over TLS as the controller —
-p4runtime-shell 0.0.6's ``--ssl --cacert build/pki/ca.pem --cert build/pki/controller.pem
+p4runtime-shell 0.0.6's ``--ssl --cacert build/pki/ca-switches.pem --cert build/pki/controller.pem
 --private-key build/pki/controller.key``. It checks the switch's certificate against the
 address (``127.0.0.1``, which the testbed's certificates carry), not against the switch's
 name: p4runtime-shell has no server-name option.
@@ -22,7 +22,7 @@ Example::
     $ make shell SW=b0r0l0
     $ python -m testbed.shell b0r0l0 --print        # the command only
     .venv-shell/bin/python -m p4runtime_sh --grpc-addr 127.0.0.1:9559 --device-id 1 --election-id 0,2 \
-        --ssl --cacert build/pki/ca.pem --cert build/pki/controller.pem \
+        --ssl --cacert build/pki/ca-switches.pem --cert build/pki/controller.pem \
         --private-key build/pki/controller.key
 """
 from __future__ import annotations

@@ -122,6 +122,6 @@ def test_shell_command_is_accepted_by_p4runtime_shell(pki, tmp_path) -> None:
     args = _shell_parse(cmd[3:])
     f = pki.files(CONTROLLER)
     assert (args["ssl"], args["cacert"], args["cert"], args["private_key"]) == \
-        (True, str(f.ca_cert), str(f.cert), str(f.key))
+        (True, str(pki.ca_cert("switches")), str(f.cert), str(f.key))
     plain = _shell_parse(shell_command(topology, fabric.switches[0].name)[3:])
     assert plain["ssl"] is False
