@@ -9,6 +9,7 @@
     python -m sim predict sim/jobs/gpt3-175b-1024.yaml [--out DIR]  # one training iteration
     python -m sim calibrate-ops kernels.csv|trace.json --gpu H800  # fit the kernel model
     python -m sim calibrate-run runs.yaml [--write kernels.yaml]   # ... to monitored iteration times
+    python -m sim validate [--split heldout|fit|all] [--source S]  # against published training runs
     python -m sim allreduce --cluster sim/clusters/cluster512k.yaml --gpus 524288 --bytes 16GiB
     python -m sim sweep sim/sweeps/gpt3-small.yaml [--workers N | --address tcp://HOST:PORT]
 
@@ -61,6 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
     cr.add_argument("runs", type=Path, help="a RUNS file: jobs and their measured iteration times "
                                             "(sim/predict/runcal.py documents it)")
     cr.add_argument("--write", type=Path, default=None, help="write the fitted kernels: section (YAML) here")
+    v = sub.add_parser("validate", help="predict the published training runs of sim/validation/runs.yaml "
+                                        "and print the errors per run, per split and per source")
+    v.add_argument("--split", default="all", choices=("heldout", "fit", "all"))
+    v.add_argument("--source", default=None, help="only the runs of this source")
+    v.add_argument("--data", type=Path, default=None, help="another validation file (default sim/validation/runs.yaml)")
+    v.add_argument("--summary", action="store_true", help="only the summaries, not every run")
     a = sub.add_parser("allreduce", help="a DP AllReduce over whole pods of a cluster (hierarchical, end to end)")
     a.add_argument("--cluster", type=Path, default=Path("sim/clusters/cluster512k.yaml"),
                    help="cluster file (default sim/clusters/cluster512k.yaml)")
@@ -106,6 +113,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return _calibrate_ops(args.measurements, args.gpu, args.precision, args.heldout_every, args.write)
         if args.cmd == "calibrate-run":
             return _calibrate_run(args.runs, args.write)
+        if args.cmd == "validate":
+            return _validate(args.split, args.source, args.data, args.summary)
         if args.cmd == "calibrate":
             from sim.calibrate import calibrate_file  # noqa: PLC0415
             report = calibrate_file(args.measurements, args.write)
@@ -159,6 +168,20 @@ def _calibrate_run(path: Path, write: Optional[Path]) -> int:
     print(calibrate_run_file(path, write).summary())
     if write is not None:
         print(f"sim: wrote {write}")
+    return 0
+
+
+def _validate(split: str, source: Optional[str], data: Optional[Path], summary: bool) -> int:
+    from sim.validation.dataset import DATA, load_dataset  # noqa: PLC0415
+    from sim.validation.validate import report_lines, select, validate_runs  # noqa: PLC0415
+
+    ds = load_dataset(data or DATA)
+    if source is not None and source not in ds.sources:
+        raise SimInputError(f"--source: unknown source {source!r} (known: {', '.join(ds.sources)})")
+    runs = select(ds, split, source)
+    if not runs:
+        raise SimInputError(f"--split {split}: no run selected")
+    print("\n".join(report_lines(validate_runs(runs, ds), per_run=not summary)))
     return 0
 
 

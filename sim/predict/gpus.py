@@ -73,6 +73,7 @@ PRESETS: dict[str, GpuSpec] = {g.name: g for g in (
     GpuSpec("H800", 989.0, 989.0, 1979.0, 3350.0, 80.0, 200.0),      # H800 product brief, SXM5
     GpuSpec("H20", 148.0, 148.0, 296.0, 4000.0, 96.0, 450.0),        # HGX H20 specification
     GpuSpec("H200", 989.0, 989.0, 1979.0, 4800.0, 141.0, 450.0),     # H200 datasheet, SXM
+    GpuSpec("H100-96GB-500W", 989.0, 989.0, 1979.0, 2400.0, 96.0, 450.0),  # Grand Teton H100: 96GB HBM2e at 2.4 TB/s, 500 W (torchtitan benchmarks)
 )}
 
 __all__ = ["GpuSpec", "PRECISIONS", "PRESETS"]
