@@ -57,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--precision", default="bf16", help="bf16 | fp16 | fp8 (default bf16)")
     o.add_argument("--heldout-every", type=int, default=5, help="trace: hold out every N-th kernel (default 5)")
     o.add_argument("--write", type=Path, default=None, help="write the fitted kernels: section (YAML) here")
+    o.add_argument("--table", type=Path, default=None, help="write a kernel table (CSV) of the measured GEMMs and "
+                                                             "attention, for a job's kernels.table")
+    o.add_argument("--attention-impl", default="fa2", help="the attention kernels measured: fa2 | fa3 | cudnn")
     cr = sub.add_parser("calibrate-run", help="fit the kernel model's efficiency factors to the measured "
                                               "iteration times of whole runs (monitoring data)")
     cr.add_argument("runs", type=Path, help="a RUNS file: jobs and their measured iteration times "
@@ -110,7 +113,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.cmd == "sweep":
             return _sweep(args.grid, args.workers, args.address, args.out)
         if args.cmd == "calibrate-ops":
-            return _calibrate_ops(args.measurements, args.gpu, args.precision, args.heldout_every, args.write)
+            return _calibrate_ops(args.measurements, args.gpu, args.precision, args.heldout_every, args.write,
+                                  args.table, args.attention_impl)
         if args.cmd == "calibrate-run":
             return _calibrate_run(args.runs, args.write)
         if args.cmd == "validate":
@@ -148,17 +152,24 @@ def _run(path: Path, out: Optional[Path]) -> int:
     return 1 if bad else 0
 
 
-def _calibrate_ops(path: Path, gpu: str, precision: str, heldout_every: int, write: Optional[Path]) -> int:
+def _calibrate_ops(path: Path, gpu: str, precision: str, heldout_every: int, write: Optional[Path],
+                   table: Optional[Path] = None, impl: str = "fa2") -> int:
     from sim.predict.gpus import PRECISIONS, PRESETS  # noqa: PLC0415
-    from sim.predict.opcal import calibrate_ops_file  # noqa: PLC0415
+    from sim.predict.kerneltable import IMPLS  # noqa: PLC0415
+    from sim.predict.opcal import calibrate_ops_file, write_table  # noqa: PLC0415
 
     if gpu not in PRESETS:
         raise SimInputError(f"--gpu: unknown GPU {gpu!r} (known: {', '.join(PRESETS)})")
     if precision not in PRECISIONS or PRESETS[gpu].peak_flops(precision) <= 0:
         raise SimInputError(f"--precision: {precision!r}: not one of {gpu}'s ({', '.join(PRECISIONS)})")
+    if impl not in IMPLS:
+        raise SimInputError(f"--attention-impl: {impl!r}: one of {', '.join(IMPLS)}")
     print(calibrate_ops_file(path, PRESETS[gpu], precision, heldout_every, write).summary())
     if write is not None:
         print(f"sim: wrote {write}")
+    if table is not None and path.suffix not in (".json", ".gz"):
+        n = write_table(path, table, PRESETS[gpu], precision, impl)
+        print(f"sim: wrote {table} ({n} measured kernels; use it as kernels: {{table: {table}}})")
     return 0
 
 

@@ -39,6 +39,8 @@ Example::
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sim.predict.job import TrainingJob
 from sim.predict.kernels import Kernel
 
@@ -109,7 +111,7 @@ def _mlp_forward(j: TrainingJob, d: _Dims, moe: bool) -> list[Kernel]:
 
     def grouped(name: str, n: int, k: int) -> Kernel:
         g = _gemm(name, per_expert, n, k, d.fp8)
-        return Kernel(name, "gemm", g.flops * local, g.bytes * local, g.dims, "fwd", d.fp8)
+        return replace(g, flops=g.flops * local, bytes=g.bytes * local, groups=local)
 
     return [_gemm("router", d.Tn, m.experts, d.h, False), _mem("router.topk", d.Tn * m.experts * 4.0 * 3),
             _comm("ep.alltoall.dispatch", "alltoall", "ep", a2a) if d.ep > 1 else _mem("moe.permute", 2 * a2a),
@@ -129,7 +131,8 @@ def layer_forward(j: TrainingJob, moe: bool) -> list[Kernel]:
     if d.cp > 1:
         kv = 2.0 * d.T * (m.kv // d.t) * m.head_dim * E
         out.append(_comm("cp.allgather.kv", "allgather", "cp", kv, hidden_by="attention"))
-    out += [Kernel("attention", "attention", attn_flops, attn_bytes), _gemm("out_proj", d.T, d.h, d.a_t * m.head_dim, d.fp8),
+    out += [Kernel("attention", "attention", attn_flops, attn_bytes, seq=m.seq_length // d.cp, head_dim=m.head_dim,
+                   causal=True), _gemm("out_proj", d.T, d.h, d.a_t * m.head_dim, d.fp8),
             *_tp_out(d, "attn"), _residual(j, d, "residual.attn"),
             _mem("norm.mlp", 2 * d.Tn * d.h * E), *_tp_in(d, "mlp"), *_mlp_forward(j, d, moe),
             *_tp_out(d, "mlp"), _residual(j, d, "residual.mlp")]
@@ -144,9 +147,9 @@ def _backward_of(k: Kernel, d: _Dims) -> list[Kernel]:
         dgrad = _gemm(f"{k.name}.dgrad", m, kk, n, k.fp8, "bwd")
         wgrad = _gemm(f"{k.name}.wgrad", kk, n, m, k.fp8, "bwd")
         scale = k.flops / (2.0 * m * n * kk)          # grouped GEMMs: several experts
-        return [Kernel(x.name, "gemm", x.flops * scale, x.bytes * scale, x.dims, "bwd", k.fp8) for x in (dgrad, wgrad)]
+        return [replace(x, flops=x.flops * scale, bytes=x.bytes * scale, groups=k.groups) for x in (dgrad, wgrad)]
     if k.kind == "attention":
-        return [Kernel(name, "attention", 2.5 * k.flops, 2.0 * k.bytes, phase="bwd")]
+        return [replace(k, name=name, flops=2.5 * k.flops, bytes=2.0 * k.bytes, phase="bwd")]
     if k.kind == "memory":
         return [_mem(name, 2.0 * k.bytes, "bwd")]
     if k.group == "tp" and k.collective == "allgather":        # SP: RS of the input gradient
@@ -183,8 +186,8 @@ def recompute_forward(j: TrainingJob, moe: bool) -> list[Kernel]:
     fwd = layer_forward(j, moe)
     if mode == "selective":
         fwd = [k for k in fwd if k.name.startswith("norm.") or k.name.endswith("activation")]
-    return [Kernel(f"recompute.{k.name}", k.kind, k.flops, k.bytes, k.dims, k.phase, k.fp8, k.collective,
-                   k.group, k.size_bytes, f"recompute.{k.hidden_by}" if k.hidden_by else "") for k in fwd]
+    return [replace(k, name=f"recompute.{k.name}", hidden_by=f"recompute.{k.hidden_by}" if k.hidden_by else "")
+            for k in fwd]
 
 
 def embedding_forward(j: TrainingJob) -> list[Kernel]:

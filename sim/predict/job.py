@@ -252,7 +252,7 @@ def _gpu(sec: GpuSection, source: str) -> GpuSpec:
         for k in ("tflops_bf16", "hbm_GBps", "hbm_GiB", "nvlink_GBps"):
             if k not in over:
                 raise _err(source, f"gpu.{k}", f"missing (no gpu.preset; known presets: {', '.join(PRESETS)})")
-        base = GpuSpec("custom", over["tflops_bf16"], over["tflops_bf16"], None, 1.0, 1.0, 1.0)
+        base = GpuSpec("custom", over["tflops_bf16"], over["tflops_bf16"], None, 1.0, 1.0, 1.0, "custom")
     for k, v in over.items():
         if v <= 0:
             raise _err(source, f"gpu.{k}", f"must be > 0, got {v}")

@@ -13,10 +13,38 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from sim.predict import graph
 from sim.predict.breakdown import bottleneck, by_operator, by_stream, critical_path
+from sim.predict.kernels import compute_rate
 from sim.predict.memory import GiB, stage_params
 from sim.predict.predict import Prediction
 from sim.predict.trace import write_trace
+
+
+def kernel_sources(j) -> dict[str, dict[str, int]]:
+    """Where each compute kernel's rate comes from (one layer forward + backward, the LM
+    head): kind → provenance → count (``measured``, ``shape model``, ``derived ...``,
+    ``default``, ``factors``; memory-bound kernels: ``default`` HBM efficiency)."""
+    from collections import Counter  # noqa: PLC0415
+
+    out: dict[str, Counter] = {}
+    moe = j.model.experts > 0
+    ks = graph.layer_forward(j, moe) + graph.layer_backward(j, moe) + graph.head_forward(j) + graph.head_backward(j)
+    for k in ks:
+        if k.kind == "comm":
+            continue
+        prov = "default" if k.kind == "memory" else compute_rate(k, j.gpu, j.training.precision, j.kernels).provenance
+        out.setdefault(k.kind, Counter())[prov] += 1
+    return {kind: dict(c) for kind, c in out.items()}
+
+
+def _sources_line(j) -> str:
+    parts = []
+    for kind, c in kernel_sources(j).items():
+        label = {"memory": "memory-bound"}.get(kind, kind)
+        parts.append(f"{label}: " + ", ".join(f"{n} {p}" for p, n in sorted(c.items(), key=lambda kv: -kv[1])))
+    table = j.kernels.table or f"sim/predict/kernel_tables/{j.gpu.chip}.csv"
+    return f"kernel rates ({table})  " + "; ".join(parts)
 
 
 def _table(rows: list[tuple[str, float]], total: float) -> list[str]:
@@ -46,6 +74,7 @@ def summary_lines(r: Prediction, top_ops: int = 15) -> list[str]:
         f"memory per GPU       {m.total_GiB:.1f} of {j.gpu.hbm_GiB:g} GiB on stage {worst} (weights "
         f"{m.weights / GiB:.1f}, gradients {m.grads / GiB:.1f}, optimizer {m.optimizer / GiB:.1f}, activations "
         f"{m.activations / GiB:.1f}, logits {m.logits / GiB:.1f}, reserved {m.reserved / GiB:.1f})",
+        _sources_line(j),
         "collectives (one call):",
     ]
     for name, c in sorted(r.comm.items()):
@@ -80,4 +109,4 @@ def write_outputs(r: Prediction, out: Path) -> tuple[Path, Path]:
     return report, trace
 
 
-__all__ = ["prediction_json", "summary_lines", "write_outputs"]
+__all__ = ["kernel_sources", "prediction_json", "summary_lines", "write_outputs"]

@@ -19,7 +19,7 @@ CASES = [
     (small(parallel={"schedule": "interleaved", "virtual_stages": 4}),
      "j.yaml: parallel.pp: pp x virtual_stages (2 x 4) does not divide model.layers (4)"),
     (small(gpu={"preset": "B300"}), "j.yaml: gpu.preset: unknown GPU 'B300' (known: A100-40GB, A100-80GB, "
-                                    "H100-SXM, H800, H20, H200)"),
+                                    "H100-SXM, H800, H20, H200, H100-96GB-500W)"),
     (small(model={"hidden": None}), "j.yaml: model.hidden: missing"),
     (small(gpu=None), "j.yaml: gpu: missing section"),
     (small(model={"hiden": 5}), "j.yaml: model.hiden: unknown field (known: "),

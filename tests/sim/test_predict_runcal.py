@@ -124,7 +124,7 @@ def test_cli_prints_the_errors_and_writes_a_kernels_section(tmp_path: Path, trut
     text = capsys.readouterr().out
     for line in ("runs: 5 fitted on, 1 held out", "error before (defaults, every run)",
                  "error after (the runs fitted on):   0.0 %", "error on the held-out runs:         0.0 %",
-                 "gemm: 0.595  # compute x0.85", "memory: 0.55  # fitted", "nvlink: 0.6  # fitted"):
+                 "compute_scale: 0.85  # compute x0.85", "memory: 0.55  # fitted", "nvlink: 0.6  # fitted"):
         assert line in text
     section = yaml.safe_load(out.read_text())["kernels"]
     job = job_from_dict({**JOBS["h1536"], "kernels": section}, "j.yaml")        # usable in a job file
