@@ -38,6 +38,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from sim.predict import calibration
+
 PRECISIONS = ("bf16", "fp16", "fp8")
 
 
@@ -63,12 +65,12 @@ class GpuSpec:
     def clock_factor(self) -> float:
         """Sustained tensor-core clock relative to the datasheet's, under a power limit
         below the TDP: dynamic power goes as f·V² and V tracks f, so f ∝ P^(1/3)
-        (1.0 without a limit). torchtitan's Grand Teton H100s at 500 W of 700:
-        (500/700)^(1/3) = 0.894, between the SXM's 989 and the NVL's 835 TFLOP/s, as its
-        benchmark notes say."""
+        (1.0 without a limit): ``(limit/TDP)^e`` with e = 1/3 by that argument, or as fitted
+        (:mod:`sim.predict.calibration`: the voltage does not fall all the way with the
+        clock). torchtitan's Grand Teton H100s at 500 W of 700: (500/700)^(1/3) = 0.894."""
         if self.power_limit_W is None or self.power_limit_W >= self.tdp_W:
             return 1.0
-        return (self.power_limit_W / self.tdp_W) ** (1.0 / 3.0)
+        return (self.power_limit_W / self.tdp_W) ** calibration.current().power_exponent
 
     def peak_flops(self, precision: str) -> float:
         """Dense tensor-core FLOP/s at ``precision`` (0.0 when the GPU has none)."""

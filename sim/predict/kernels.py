@@ -17,7 +17,10 @@ FlashAttention-2/3 and cuDNN attention rows, each citing its source), interpolat
 through the tile/wave model, and the prediction's report says which kernels came from a
 measured row, from the shape model anchored on the table, or from a default
 (:func:`compute_rate`). ``clock`` is the GPU's sustained clock under a power limit
-(:attr:`sim.predict.gpus.GpuSpec.clock_factor`). Given explicitly, the factors of the
+(:attr:`sim.predict.gpus.GpuSpec.clock_factor`); table rates are also × the die's
+``sustained`` share and flash attention × ``attention``, the two figures fitted on the
+validation set's fit split (:mod:`sim.predict.calibration`); a user's own table
+(``kernels.table``) is taken as it is. Given explicitly, the factors of the
 simple model replace the tables: ``gemm x m / (m + gemm_half_dim)`` (m the smallest GEMM
 dimension) and ``attention_fwd`` / ``attention_bwd`` × peak — what ``calibrate-ops`` fits.
 Element-wise kernels (norms, activations, residual adds, softmax/cross-entropy, casts, the
@@ -52,8 +55,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
+from sim.predict import calibration
 from sim.predict.gpus import GpuSpec
-from sim.predict.kerneltable import DEFAULT_GEMM_EFF, KernelTable, Rate, builtin_table, load_table
+from sim.predict.kerneltable import DEFAULT_GEMM_EFF, TABLE_DIR, KernelTable, Rate, builtin_table, load_table
 from sim.topology import SimInputError
 
 
@@ -152,6 +156,12 @@ def _tables(gpu: GpuSpec, p: KernelParams) -> list[KernelTable]:
     return out + [builtin_table(gpu.chip)]
 
 
+def _shipped(t: KernelTable) -> bool:
+    """A table shipped here (public microbenchmarks: the fitted sustained share applies),
+    not a user's own measurement (taken as it is)."""
+    return t.path.startswith(str(TABLE_DIR)) or not t.path
+
+
 def compute_rate(k: Kernel, gpu: GpuSpec, precision: str, p: KernelParams) -> Rate:
     """FLOP/s of a GEMM or attention kernel (before ``compute_scale`` and the clock) and
     where the figure came from: ``measured``, ``shape model``, ``derived ...`` (the tables)
@@ -163,10 +173,11 @@ def compute_rate(k: Kernel, gpu: GpuSpec, precision: str, p: KernelParams) -> Ra
         if p.gemm is not None and p.gemm_half_dim is not None:
             return Rate(peak * gemm_efficiency(k, p), "factors")
         M, N, K = (max(1, x) for x in k.dims)
+        sustained = calibration.current().sustained_for(gpu.chip)
         for t in _tables(gpu, p):
             r = t.gemm_tflops(tag, M, N, K, gpu.sms)
             if r.tflops > 0:
-                rate = min(r.tflops * 1e12, peak)
+                rate = min(r.tflops * 1e12, peak) * (sustained if _shipped(t) else 1.0)
                 if p.gemm is not None:            # a level given, the tables' shape dependence kept
                     rate = peak * p.gemm * rate / max(t.gemm_tflops(tag, 8192, 8192, 8192, gpu.sms).tflops * 1e12, 1.0)
                 return Rate(rate, r.provenance)
@@ -176,12 +187,14 @@ def compute_rate(k: Kernel, gpu: GpuSpec, precision: str, p: KernelParams) -> Ra
         return Rate(peak * factor, "factors")
     tables = _tables(gpu, p)
     other = builtin_table("H100" if gpu.chip != "H100" else "A100")
+    cal = calibration.current()
+    scale = cal.sustained_for(gpu.chip) * cal.attention
     for impl in dict.fromkeys((k.impl, "fa2")):
         for t in tables:
             r = t.attention_tflops(impl, prec, k.seq or 2048, k.head_dim or 128, k.causal, k.phase, other)
             if r.tflops > 0:
                 note = r.provenance if impl == k.impl else f"{r.provenance}, {impl} for {k.impl}"
-                return Rate(min(r.tflops * 1e12, peak), note)
+                return Rate(min(r.tflops * 1e12, peak) * (scale if _shipped(t) else 1.0), note)
     return Rate(peak * (0.55 if k.phase == "fwd" else 0.45), "default")
 
 

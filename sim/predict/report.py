@@ -54,7 +54,7 @@ def _table(rows: list[tuple[str, float]], total: float) -> list[str]:
 def summary_lines(r: Prediction, top_ops: int = 15) -> list[str]:
     """The report as lines of text."""
     j, p = r.job, r.job.parallel
-    params = sum(stage_params(j, s).dense * p.tp + stage_params(j, s).expert * p.tp * p.ep for s in range(p.pp))
+    params = sum(stage_params(j, s).dense * p.tp + stage_params(j, s).expert * j.expert_tp * p.ep for s in range(p.pp))
     kind = f"MoE {j.model.experts}x top-{j.model.top_k}" if j.model.experts else "dense"
     sched = p.schedule + (f" v={j.chunks}" if j.chunks > 1 else "")
     peak = j.gpu.peak_flops(j.training.precision) / 1e12
