@@ -171,8 +171,11 @@ _EAGER = dict(elementwise_traffic=None, cpu_op_s=15e-6, family="pytorch")
 PROFILES: dict[str, Framework] = {f.name: f for f in (
     replace(_MCORE, name="megatron-lm", data_parallel="ddp", overlap_grad_reduce=False, overlap_param_gather=False,
             tp_comm_overlap=0.0, attention="unfused", bucket_MiB=25.0),
+    # DeepSpeed's pipeline engine steps through its schedule instruction by instruction in
+    # Python: its fixed costs are those of the PyTorch family
     replace(_MCORE, name="megatron-deepspeed", data_parallel="zero", overlap_grad_reduce=False,
-            overlap_param_gather=False, tp_comm_overlap=0.0, attention="unfused", bucket_MiB=500.0 * 2),
+            overlap_param_gather=False, tp_comm_overlap=0.0, attention="unfused", bucket_MiB=500.0 * 2,
+            family="pytorch"),
     _MCORE,
     # NeMo's performance scripts (scripts/performance/helpers.py, set_precision_configs):
     # grad_reduce_in_fp32 = False, and the FP8 mixed-precision recipes set fp8_param_gather
@@ -192,7 +195,7 @@ PROFILES: dict[str, Framework] = {f.name: f for f in (
 )}
 
 #: what ``compile: true`` changes (torch.compile fuses the element-wise chains and cuts launches)
-COMPILED = dict(elementwise_traffic=1.2, cpu_op_s=5e-6)
+COMPILED = dict(elementwise_traffic=1.0, cpu_op_s=5e-6)
 #: what ``async_tp: true`` changes (torch's async TP: the all-gather/reduce-scatter decomposed
 #: and overlapped with the GEMM, micro-pipelined)
 ASYNC_TP = dict(tp_comm_overlap=0.7)

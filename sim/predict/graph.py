@@ -133,6 +133,11 @@ def moe_load_factor(j: TrainingJob) -> float:
 
 
 UNFUSED = ("attention.qk", "attention.softmax", "attention.av")
+#: backward bytes over forward bytes where they are not the element-wise rule of thumb (2):
+#: the fused softmax + dropout of unfused attention reads the gradient, the mask and the
+#: probabilities and writes one gradient (2 + 1 + 2 + 2 + 2 + 2 = 11 bytes a score against
+#: the forward's 9)
+BWD_BYTES = {"attention.softmax": 11.0 / 9.0}
 
 
 def mask_fraction(j: TrainingJob) -> float:
@@ -249,7 +254,7 @@ def _backward_of(k: Kernel, d: _Dims) -> list[Kernel]:
     if k.kind == "attention":
         return [replace(k, name=name, flops=2.5 * k.flops, bytes=2.0 * k.bytes, phase="bwd")]
     if k.kind == "memory":
-        return [_mem(name, 2.0 * k.bytes, "bwd")]
+        return [_mem(name, BWD_BYTES.get(k.name, 2.0) * k.bytes, "bwd")]
     if k.group == "tp" and k.collective == "allgather":        # SP: RS of the input gradient
         return [_comm(f"tp.reducescatter.{k.name.split('.')[-1]}.bwd", "reducescatter", "tp", k.size_bytes)]
     if k.group == "tp" and k.collective == "reducescatter":    # SP: AG of the output gradient

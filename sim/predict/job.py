@@ -69,6 +69,7 @@ reason, like the scenario files (:mod:`sim.scenario`)::
       placement: contiguous      # the job's servers: contiguous | fragmented | random (sim.workloads)
       seed: 1                    # random placement and random ECMP ports
     kernels: {}                  # efficiency factors, sim.predict.kernels.KernelParams
+    energy: {}                   # pue, nic_W, switch_W, server_W, gpu_idle_W, gpu_busy_W (sim.predict.energy)
     framework:                   # the software stack, sim.predict.framework (profiles and fields)
       name: megatron-core        # megatron-lm | megatron-core | nemo | megatron-bridge | megatron-deepspeed |
                                  # deepspeed | pytorch-fsdp | composer-fsdp | torchtitan | llama3-meta
@@ -96,6 +97,7 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from sim.policies import POLICIES
+from sim.predict.energy import EnergySpec
 from sim.predict.fields import parse_section
 from sim.predict.framework import Framework, resolve_framework
 from sim.predict.gpus import PRECISIONS, PRESETS, GpuSpec
@@ -232,6 +234,7 @@ class TrainingJob:
     source: str = "job"
     framework: Framework = field(default_factory=Framework)
     orders: Optional[list] = None
+    energy: EnergySpec = field(default_factory=EnergySpec)
 
     @property
     def cp_comm(self) -> str:
@@ -438,7 +441,7 @@ def _check_parallel(j: TrainingJob) -> None:
     _one_of(j.network.placement, PLACEMENTS, s, "network.placement")
 
 
-TOP_LEVEL = ("fabric", "framework", "gpu", "kernels", "model", "name", "network", "parallel", "training")
+TOP_LEVEL = ("energy", "fabric", "framework", "gpu", "kernels", "model", "name", "network", "parallel", "training")
 
 
 def job_from_dict(data: Any, source: str = "job") -> TrainingJob:
@@ -466,6 +469,8 @@ def job_from_dict(data: Any, source: str = "job") -> TrainingJob:
                     kernels, dict(fabric), source, resolve_framework(data.get("framework"), source))
     if par.schedule == "custom" and par.schedule_file:
         j.orders = _custom_orders(par.schedule_file, source)
+    j.energy = parse_section(data.get("energy"), "energy", EnergySpec, source)
+    j.energy.validate(source)
     _check_parallel(j)
     if j.orders is not None:
         try:

@@ -188,12 +188,12 @@ def compute_rate(k: Kernel, gpu: GpuSpec, precision: str, p: KernelParams) -> Ra
     tables = _tables(gpu, p)
     other = builtin_table("H100" if gpu.chip != "H100" else "A100")
     cal = calibration.current()
-    scale = cal.sustained_for(gpu.chip) * cal.attention
     for impl in dict.fromkeys((k.impl, "fa2")):
         for t in tables:
             r = t.attention_tflops(impl, prec, k.seq or 2048, k.head_dim or 128, k.causal, k.phase, other)
             if r.tflops > 0:
                 note = r.provenance if impl == k.impl else f"{r.provenance}, {impl} for {k.impl}"
+                scale = cal.sustained_for(gpu.chip) * cal.attention_for(k.impl)
                 return Rate(min(r.tflops * 1e12, peak) * (scale if _shipped(t) else 1.0), note)
     return Rate(peak * (0.55 if k.phase == "fwd" else 0.45), "default")
 

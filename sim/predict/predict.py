@@ -5,15 +5,20 @@ Steps: build the fabric (``fabric`` section as in scenario files; by default the
 blocks of ``topo/specs/pod64k.yaml`` that hold the job) and place the job's servers
 (``network.placement``: contiguous, fragmented or random, as ``sim.workloads.place_job``),
 ranks server-major; refuse the job when it needs more GPUs than the fabric has or more memory
-than the GPU (:mod:`sim.predict.memory`); time every stage's passes
-(:mod:`sim.predict.stages`); run the pipeline schedule (:mod:`sim.predict.schedule`);
-then, per stage, the data-parallel gradient reduction (all-reduce, or reduce-scatter with
-ZeRO 1/2: every DP group simulated on the fabric at once), overlapped with the
-backward when ``overlap_grad_reduce`` (each model chunk's share starts with that chunk's
-last backward, one after another; at least the last bucket comes after the last
-backward), the optimizer step (memory-bound, on the ZeRO shard) and
-the ZeRO 1/2 parameter all-gather (hidden under the next iteration's first forward when
-``overlap_param_gather``). The iteration ends when the last stage does.
+than the GPU (:mod:`sim.predict.memory`; the refusal names what fills it and the changes
+that would make it fit, :func:`memory_remedies`); time every stage's passes
+(:mod:`sim.predict.stages`, as the job's framework runs them); run the pipeline schedule
+(:mod:`sim.predict.schedule`: 1F1B, interleaved, ZB-H1 or user-defined); then, per stage,
+what the framework does once a step: the data-parallel gradient reduction (DDP: all-reduce;
+distributed optimizer / ZeRO-1: reduce-scatter; FSDP and ZeRO-2/3 reduce per unit inside the
+passes, HSDP all-reduces the shards over replicas here; every group simulated on the fabric
+at once, over DP × CP, in the framework's gradient dtype), overlapped with the backward when
+``overlap_grad_reduce`` (each model chunk's share starts with that chunk's last backward,
+one after another; at least the last bucket comes after the last backward), the optimizer
+step (memory-bound, on the shard), the parameter all-gather (hidden under the next
+iteration's first forward when ``overlap_param_gather``) and the framework's fixed cost per
+step. The iteration ends when the last stage does, × the straggler factor of a synchronous
+step over N GPUs (:func:`straggler_factor`); its energy is :mod:`sim.predict.energy`'s.
 
 FLOPs: *model* FLOPs are ``3 ×`` the forward's (attention counted in full, s² not s²/2,
 as Megatron-LM and PaLM count), so MFU is comparable across papers; *hardware* FLOPs add
@@ -38,8 +43,9 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
-from sim.predict import graph
+from sim.predict import calibration, graph
 from sim.predict.comm import CommModel, CommTime
+from sim.predict.energy import IterationEnergy, fabric_switches, iteration_energy
 from sim.predict.job import TrainingJob
 from sim.predict.kernels import kernel_time_s
 from sim.predict.memory import GiB, MemoryBreakdown, layer_params, stage_memory, stage_params
@@ -80,6 +86,8 @@ class Prediction:
     fabric_gpus: int
     wall_s: float = 0.0
     fabric_wall_s: float = 0.0
+    energy: Optional[IterationEnergy] = None
+    straggler_s: float = 0.0
 
     @property
     def tokens_per_s(self) -> float:
@@ -326,9 +334,46 @@ def predict(j: TrainingJob, fabric: Optional[JobFabric] = None) -> Prediction:
         if kind in ("tp", "ep", "cp"):
             used[f"{kind}.{coll}"] = ct                      # the largest of each kind
     mf, hf = model_flops(j)
-    it = max(t.end_s for t in tails)
-    return Prediction(j, it, pipe, stages, tails, mem, used, mf, hf, len(sf.fabric.hosts) * sf.rails,
-                      time.perf_counter() - t0, comm.fabric_wall_s)
+    base = max(t.end_s for t in tails)
+    it = base * straggler_factor(j.gpus)
+    fabric_gpus = len(sf.fabric.hosts) * sf.rails
+    return Prediction(j, it, pipe, stages, tails, mem, used, mf, hf, fabric_gpus, time.perf_counter() - t0,
+                      comm.fabric_wall_s, _energy(j, stages, tails, it, sf), it - base)
+
+
+def straggler_factor(gpus: int) -> float:
+    """A synchronous step waits for its slowest GPU: with each GPU's step time jittering by
+    a relative σ (clocks, thermals, the host), the slowest of N is ``1 + σ·√(2 ln N)`` of
+    the mean (the expected maximum of N normal draws); σ is fitted on the validation set's
+    fit split (:mod:`sim.predict.calibration`, 0 when not)."""
+    sigma = calibration.current().straggler_sigma
+    return 1.0 + sigma * math.sqrt(2.0 * math.log(max(gpus, 2)))
+
+
+def _energy(j: TrainingJob, stages: list[StageCost], tails: list[StageTail], it: float,
+            sf: SimFabric) -> IterationEnergy:
+    """Energy of the iteration (:mod:`sim.predict.energy`), the stages' timelines averaged."""
+    m = j.microbatches
+    compute = comm = 0.0
+    for sc, t in zip(stages, tails):
+        for ops in sc.fwd_ops + sc.bwd_ops:
+            for o in ops:
+                if o.stream == "compute":
+                    compute += m * o.seconds
+                elif o.stream != "host":
+                    comm += m * o.seconds
+        comm += t.dp_exposed_s + t.param_gather_s
+        compute += t.optimizer_s
+    compute, comm = compute / len(stages), comm / len(stages)
+    compute = min(compute, it)
+    comm = min(comm, it - compute)
+    e, g = j.energy, j.gpu
+    busy = e.gpu_busy_W if e.gpu_busy_W >= 0 else (g.power_limit_W or g.tdp_W)
+    idle = e.gpu_idle_W if e.gpu_idle_W >= 0 else g.idle_W
+    switches = fabric_switches(j.gpus, e.switch_ports)
+    servers = max(1.0, j.gpus / sf.rails)
+    return iteration_energy(e, j.gpus, compute, comm, it - compute - comm, busy, idle, switches, servers,
+                            float(j.tokens_per_iteration))
 
 
 __all__ = ["JobFabric", "Prediction", "StageTail", "job_fabric", "model_flops", "predict"]

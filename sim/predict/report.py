@@ -47,6 +47,15 @@ def _sources_line(j) -> str:
     return f"kernel rates ({table})  " + "; ".join(parts)
 
 
+def _energy_line(r: Prediction) -> str:
+    e = r.energy
+    if e is None:
+        return "energy               (not computed)"
+    per_it = f"{e.total_J / 3.6e6:.2f} kWh" if e.total_J >= 3.6e5 else f"{e.total_J / 1e3:.1f} kJ"
+    return (f"energy               {per_it} per iteration, {e.per_token_J:.3g} J per token, "
+            f"{e.power_kW:,.0f} kW average (PUE {e.pue:g}; GPUs {100 * e.gpu_J / e.it_J:.0f} % of the IT power)")
+
+
 def _table(rows: list[tuple[str, float]], total: float) -> list[str]:
     return [f"{name:<40} {sec:8.3f} s {100 * sec / total:6.1f} %" for name, sec in rows]
 
@@ -74,6 +83,7 @@ def summary_lines(r: Prediction, top_ops: int = 15) -> list[str]:
         f"memory per GPU       {m.total_GiB:.1f} of {j.gpu.hbm_GiB:g} GiB on stage {worst} (weights "
         f"{m.weights / GiB:.1f}, gradients {m.grads / GiB:.1f}, optimizer {m.optimizer / GiB:.1f}, activations "
         f"{m.activations / GiB:.1f}, logits {m.logits / GiB:.1f}, reserved {m.reserved / GiB:.1f})",
+        _energy_line(r),
         _sources_line(j),
         "collectives (one call):",
     ]
@@ -94,7 +104,11 @@ def prediction_json(r: Prediction) -> dict:
     return {"job": r.job.name, "gpus": r.job.gpus, "iteration_s": r.iteration_s, "tokens_per_s": r.tokens_per_s,
             "model_tflops_per_gpu": r.model_tflops_per_gpu, "hardware_tflops_per_gpu": r.hardware_tflops_per_gpu,
             "mfu": r.mfu, "memory_GiB_per_stage": [m.total_GiB for m in r.memory],
-            "by_stream_s": by_stream(r), "by_operator_s": by_operator(r), "bottleneck": bottleneck(r)}
+            "by_stream_s": by_stream(r), "by_operator_s": by_operator(r), "bottleneck": bottleneck(r),
+            "energy": None if r.energy is None else {
+                "iteration_J": r.energy.total_J, "per_token_J": r.energy.per_token_J, "power_kW": r.energy.power_kW,
+                "gpu_J": r.energy.gpu_J, "nic_J": r.energy.nic_J, "switch_J": r.energy.switch_J,
+                "server_J": r.energy.server_J, "pue": r.energy.pue}}
 
 
 def write_outputs(r: Prediction, out: Path) -> tuple[Path, Path]:

@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
 
+import yaml
+
 from sim.predict.gpus import PRESETS
-from sim.scenario import read_yaml
 from sim.topology import SimInputError
 
 DATA = Path(__file__).resolve().parent / "runs.yaml"
@@ -226,10 +227,24 @@ def _run(i: int, d: Any, ds: Dataset, src: str) -> Run:
     return Run(**kw)
 
 
+def _read(p: Path) -> Any:
+    """The YAML document (libyaml's loader when there is one: the file has 170+ rows)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return yaml.load(p.read_text(), Loader=loader)  # noqa: S506 - a safe loader
+    except OSError as exc:
+        raise SimInputError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(p)
+        raise SimInputError(f"{where}: not valid YAML: {' '.join(str(getattr(exc, 'problem', None) or exc).split())}") \
+            from None
+
+
 def load_dataset(path: Union[str, Path] = DATA) -> Dataset:
     """Read and validate the validation file (module docstring)."""
     src = str(path)
-    data = read_yaml(path)
+    data = _read(Path(path))
     if not isinstance(data, dict):
         raise SimInputError(f"{src}: the file is a mapping of sources, models, runs")
     for k in ("sources", "models", "runs"):

@@ -12,6 +12,7 @@ import yaml
 from predict_jobs import small
 from sim.predict import graph
 from sim.predict.breakdown import by_stream
+from sim.predict.calibration import load
 from sim.predict.job import job_from_dict
 from sim.predict.memory import virtual_stage_layers
 from sim.predict.predict import predict
@@ -164,3 +165,37 @@ def test_a_job_that_does_not_fit_says_what_fills_the_gpu_and_what_would_fit() ->
         predict(job_from_dict(d, "j.yaml"))
     msg = str(e.value)
     assert msg.startswith("j.yaml: gpu.hbm_GiB: the job does not fit") and "activations" in msg and "fits with" in msg
+
+
+def test_energy_per_iteration_and_token() -> None:
+    base = predict(job_from_dict(small(), "j.yaml"))
+    pue = predict(job_from_dict(small(energy={"pue": 1.5}), "j.yaml"))
+    assert base.energy is not None and base.energy.per_token_J > 0 and 0 < base.energy.gpu_J < base.energy.it_J
+    assert pue.energy.total_J == pytest.approx(base.energy.it_J * 1.5)
+    with pytest.raises(SimInputError, match="j.yaml: energy.pue: a power usage effectiveness"):
+        job_from_dict(small(energy={"pue": 0.8}), "j.yaml")
+    with pytest.raises(SimInputError, match="j.yaml: energy.switch_W: watts >= 0"):
+        job_from_dict(small(energy={"switch_W": -1.0}), "j.yaml")
+
+
+def test_a_power_limited_gpu_runs_slower() -> None:
+    full = predict(job_from_dict(small(gpu={"preset": "H100-SXM"}), "j.yaml"))
+    capped = predict(job_from_dict(small(gpu={"preset": "H100-SXM", "hbm_GBps": 3350.0}), "j.yaml"))
+    grand_teton = predict(job_from_dict(small(gpu={"preset": "H100-96GB-500W", "hbm_GBps": 3350.0}), "j.yaml"))
+    assert capped.iteration_s == pytest.approx(full.iteration_s)
+    assert grand_teton.iteration_s > full.iteration_s
+
+
+@pytest.mark.parametrize("body, message", [
+    ("sustained: {H100: 2.5}\n", "sustained.H100: a factor in (0, 1.5]"),
+    ("overheads: {jax: {microbatch_s: 0.1}}\n", "overheads.jax: a family"),
+    ("overheads: {pytorch: {microbatch_s: -1}}\n", "overheads.pytorch.microbatch_s"),
+    ("straggler_sigma: 0.9\n", "straggler_sigma: a relative jitter"),
+    ("speed: 3\n", "speed: unknown field"),
+    ("sustained: [\n", "not valid YAML"),
+])
+def test_a_bad_calibration_file_names_the_field(tmp_path: Path, body: str, message: str) -> None:
+    p = tmp_path / "c.yaml"
+    p.write_text(body)
+    with pytest.raises(SimInputError, match=message.replace("(", r"\(").replace("]", r"\]").replace("[", r"\[")):
+        load(p)

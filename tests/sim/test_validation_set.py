@@ -10,6 +10,7 @@ import yaml
 from sim.cli import main
 from sim.topology import SimInputError
 from sim.validation.dataset import DATA, iteration_flops, load_dataset, measured_iteration_s
+from sim.validation.fit import fit
 from sim.validation.split import fit_runs, heldout_ids, heldout_runs
 
 
@@ -45,9 +46,11 @@ def test_measured_time_from_each_kind_of_figure(ds):
     assert measured_iteration_s(ds.run("korthikanti22-175b-64"), ds) == pytest.approx(13.75, rel=0.01)
 
 
+_DOC = yaml.load(DATA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def _write(tmp_path: Path, mutate) -> Path:
-    data = yaml.safe_load(DATA.read_text())
-    data = copy.deepcopy(data)
+    data = copy.deepcopy({**_DOC, "runs": _DOC["runs"][:3]})
     mutate(data)
     p = tmp_path / "runs.yaml"
     p.write_text(yaml.safe_dump(data))
@@ -76,3 +79,12 @@ def test_bad_rows_are_refused_naming_the_field(tmp_path, mutate, message):
 def test_cli_refuses_an_unknown_source(capsys):
     assert main(["validate", "--source", "nope"]) == 2
     assert "--source: unknown source 'nope'" in capsys.readouterr().err
+
+
+def test_the_fit_never_takes_a_held_out_run_and_improves_the_fit_runs(ds):
+    held = heldout_runs(ds)[0]
+    with pytest.raises(SimInputError, match="a held-out run was given to fit on"):
+        fit(ds, runs=[held], evaluations=1)
+    small = [r for r in fit_runs(ds) if r.gpus == 8 and r.source == "foundry"][:2]
+    rep = fit(ds, runs=small, evaluations=4)
+    assert rep.after_pct <= rep.before_pct and 0 < rep.calibration.sustained["H100"] <= 1.0
