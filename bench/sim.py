@@ -29,6 +29,15 @@ Figures:
   sim/sweeps/gpt3-175b.yaml`` (18 predictions of GPT-3 175B: 3 splits × 2 policies × 3
   scales) on the local process pool (2 workers), outputs not written. Checked: 18 rows,
   feasible ones with a finite iteration time.
+* ``sim.validation.within10_pct`` / ``sim.validation.median_abs_err_pct`` — ``python -m sim
+  predict`` against the published training runs of ``sim/validation/runs.yaml`` held out by
+  ``sim/validation/split.py`` (never fitted on): share of runs whose predicted iteration
+  time is within 10 % of the measured, and the median |error| (a refused run counts as a
+  miss). Goals ≥ 90 % and ≤ 5 %. ``sim.validation.fit.within10_pct`` /
+  ``sim.validation.fit.median_abs_err_pct``: the same on the fit split (what
+  ``sim/predict/calibration.yaml`` was fitted on), ``sim.validation.fp8.within10_pct`` the
+  held-out FP8 runs. Checked: every run predicted or refused with a reason, both splits
+  non-empty.
 * ``sim.prediction_error_pct`` — mean absolute error of the calibrated prediction against
   the testbed measurements in ``sim/calibration/default-fabric.json``; only when that
   recorded file exists (the test fixture is never used here).
@@ -164,6 +173,28 @@ def bench_prediction_error(config: BenchConfig) -> dict[str, Figure]:  # noqa: A
     return out
 
 
+def bench_validation(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001
+    """``sim.validation.*``: predictions against the published runs, both splits."""
+    from sim.validation.dataset import load_dataset  # noqa: PLC0415
+    from sim.validation.validate import summarize, validate_runs  # noqa: PLC0415
+
+    ds = load_dataset()
+    res = validate_runs(ds.runs, ds)
+    held = [r for r in res if r.heldout]
+    fit = [r for r in res if not r.heldout]
+    if not held or not fit or any(not r.refused and not np.isfinite(r.predicted_s) for r in res):
+        raise BenchCheckError(f"sim validation: {len(held)} held-out, {len(fit)} fit runs, or a non-finite prediction")
+    h, f = summarize(held), summarize(fit)
+    p8 = summarize([r for r in held if r.run.precision == "fp8"])
+    print(f"bench sim: validation {h.line('held-out')}")
+    print(f"bench sim: validation {f.line('fit')}")
+    return {"sim.validation.within10_pct": Figure(round(h.within10_pct, 1), "%"),
+            "sim.validation.median_abs_err_pct": Figure(round(h.median_abs_err_pct, 2), "%"),
+            "sim.validation.fit.within10_pct": Figure(round(f.within10_pct, 1), "%"),
+            "sim.validation.fit.median_abs_err_pct": Figure(round(f.median_abs_err_pct, 2), "%"),
+            "sim.validation.fp8.within10_pct": Figure(round(p8.within10_pct, 1), "%")}
+
+
 BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("allreduce_64k", "sim", bench_allreduce_64k),
     Benchmark("slowdown_8k", "sim", bench_slowdown_8k),
@@ -171,4 +202,5 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("predict_gpt175b", "sim", bench_predict_gpt175b),
     Benchmark("allreduce_512k", "sim", bench_allreduce_512k),
     Benchmark("sweep", "sim", bench_sweep),
+    Benchmark("validation", "sim", bench_validation),
 )
