@@ -204,6 +204,15 @@ class CompiledProgram:
     def copy_packet(self, pv: rt.PacketVars) -> rt.PacketVars:
         return rt.PacketVars(pv.hdr._copy(), pv.meta._copy(), pv.std._copy())
 
+    def invalidate_headers(self, hdr: Any) -> None:
+        """Make every header of a headers struct invalid, fields kept (BMv2's
+        ``PHV::reset`` and ``reset_header_stacks`` when a packet leaves)."""
+        hdr._reset()
+
+    def copy_headers(self, dst: Any, src: Any) -> None:
+        """Copy validity and valid headers' fields (BMv2's ``PHV::copy_headers``)."""
+        rt.copy_headers(dst, src)
+
     def error_code(self, name: str) -> int:
         return self.error_codes[name]
 
