@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from p4sim.engine.compile_context import CompileContext
-from p4sim.errors import P4Error
+from p4sim.errors import P4Error, P4Unsupported
 from p4sim.frontend import ast as A
 from p4sim.frontend.types import (
     BitT, BlockT, BoolT, DontCareT, EnumT, ErrorT, ExternT, HeaderT, IntT, MatchKindT, P4Type, StackT,
@@ -72,6 +72,8 @@ class TypeResolver:
         raise P4Error(f"unexpected type {type(t).__name__}", t.loc)
 
     def _named(self, t: A.NamedType) -> P4Type:
+        if t.name == "list" and self.cx.lookup_opt("list") is None:
+            raise P4Unsupported("unsupported: list types", t.loc)
         for b in reversed(self.cx.type_bindings):
             if t.name in b and not t.args:
                 return b[t.name]

@@ -240,9 +240,11 @@ class ListExpr(Expr):
 
 @dataclass(eq=False)
 class StructExpr(Expr):
-    """``{a = 1, b = 2}``, optionally typed ``(T){...}`` is parsed as Cast(T, StructExpr)."""
+    """``{a = 1, b = 2}``, optionally typed ``(T){...}`` is parsed as Cast(T, StructExpr);
+    ``dots``: written ``{a = 1, ...}`` (the other fields take their default values)."""
 
     fields: list[tuple[str, Expr]]
+    dots: bool = field(default=False, kw_only=True)
 
 
 @dataclass(eq=False)

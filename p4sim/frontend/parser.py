@@ -401,8 +401,9 @@ class Parser:
             elif v == "tuple":
                 self.advance()
                 base = A.TupleType(self.type_args(), loc=t.loc)
-            elif v == "list":
-                raise self.unsupported("list types")
+            elif v == "list":   # p4c's grammar; a value of it is refused by the checker
+                self.advance()
+                base = A.NamedType("list", self.type_args(), loc=t.loc)
             else:
                 raise self.error("a type")
         elif t.kind == "ident" or (self.at(".") and self.peek().kind == "ident"):
@@ -1323,9 +1324,12 @@ class Parser:
             return A.ListExpr([], loc=start.loc)
         if self.tok.kind == "ident" and self.peek().kind == "op" and self.peek().value == "=":
             fields: list[tuple[str, A.Expr]] = []
+            dots = False
             while True:
-                if self.at("..."):
-                    raise self.unsupported("'...' in struct initializers")
+                if self.at("..."):     # p4c's grammar: only last
+                    self.advance()
+                    dots = True
+                    break
                 n = self.name("a field name")
                 self.expect("=")
                 fields.append((n, self.expression()))
@@ -1334,7 +1338,7 @@ class Parser:
                 if self.at("}"):
                     break
             self.expect("}")
-            return A.StructExpr(fields, loc=start.loc)
+            return A.StructExpr(fields, loc=start.loc, dots=dots)
         elems: list[A.Expr] = [self.expression_or_dontcare()]
         while self.accept(","):
             if self.at("}"):

@@ -181,3 +181,24 @@ def test_drop_in_compiler_quotes_the_files_line(tmp_path: Path) -> None:
     assert run.stderr.splitlines()[:2] == [f"{src}:{line}:{text.splitlines()[line - 1].index('undefined_x') + 1}: "
                                            "error: undefined_x: declaration not found",
                                            text.splitlines()[line - 1]]
+
+
+# ------------------------------------------------------------------ beyond the classes (own corpus)
+def test_dots_give_the_other_fields_their_default_values() -> None:
+    """``{ a, ... }`` and ``{ y = 9, ... }`` (p4c's DefaultValues): the fields not written
+    take their default values, a header assigned so is valid (jafingerhut/p4-guide,
+    p4runtime-issue-428's bit0b-bmv2.p4, used ``h.h = { ... };``)."""
+    top = "header d_t { bit<8> x; bit<8> y; }\nstruct s_t { bit<8> p; d_t q; bit<8> r; }"
+    run_packets(program(top=top, fields="    d_t d;",
+                        apply="s_t s = { p = 7, ... }; hdr.d = { 5, ... }; hdr.h.c = s.p + s.r + hdr.d.y; "
+                              "hdr.h.b = s.q.isValid() ? 8w1 : hdr.d.x; sm.egress_spec = 1;",
+                        deparser="pkt.emit(hdr.h); pkt.emit(hdr.d);"),
+                "packet 0 01 02 03\nexpect 1 01 05 07 05 00 $\n")
+
+
+def test_for_in_over_a_list_gets_the_for_in_message() -> None:
+    """``for (bit<8> i in (list<bit<8>>){1, 2})`` parses as in p4c and is refused as
+    p4c-bm2-ss refuses every for-in loop (was a syntax error at ``list``)."""
+    refused(program(locals_="bit<8> n = 0;",
+                    apply="$for (bit<8> i in (list<bit<8>>){1, 2}) { n = n + i; } hdr.h.a = n;"),
+            "BMV2 does not support for-in loops")
