@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from google.protobuf import text_format
 
-from p4sim.engine import load_program_text
+from p4sim.engine import load_program, load_program_text
 from p4sim.errors import P4Error
 from p4sim.p4info import build_p4info
 from test_p4c_bm2_accepts import FILENAME, program, refused, run_packets
@@ -202,3 +202,24 @@ def test_for_in_over_a_list_gets_the_for_in_message() -> None:
     refused(program(locals_="bit<8> n = 0;",
                     apply="$for (bit<8> i in (list<bit<8>>){1, 2}) { n = n + i; } hdr.h.a = n;"),
             "BMV2 does not support for-in loops")
+
+
+def test_p4info_annotations_as_p4c_writes_them(tmp_path: Path) -> None:
+    """Found comparing sonic-net/sonic-pins' SAI P4 instantiations with the P4Info the
+    repository ships: p4c runs cpp with -C, so a comment inside a string spanning lines
+    (p4-constraints' ``@entry_restriction("...")``) is the string's text; an annotation
+    body p4c does not parse is written token by token, one space between (ToP4)."""
+    text = program(locals_=SET_B + '''
+    @entry_restriction("
+      // only small keys
+      a < 10;
+    ")
+    @refers_to(builtin::multicast_group_table, multicast_group_id)
+    table t { key = { hdr.h.a : exact @sai_field(SAI_ACL/IP); } actions = { set; } }''', apply="t.apply();")
+    src = tmp_path / "ann.p4"
+    src.write_text(text)
+    [t] = build_p4info(load_program(str(src))).tables
+    assert list(t.preamble.annotations) == [
+        '@entry_restriction("\n      // only small keys\n      a < 10;\n    ")',
+        "@refers_to(builtin : : multicast_group_table , multicast_group_id)"]
+    assert list(t.match_fields[0].annotations) == ["@sai_field(SAI_ACL / IP)"]
