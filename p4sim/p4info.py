@@ -29,7 +29,7 @@ from p4sim.errors import P4Error
 from p4sim.frontend import ast as A
 from p4sim.frontend.types import ErrorT, StructLikeT, bit_width
 from p4sim.frontend.uses import removed_blocks_and_tables
-from p4sim.p4info_names import check_action_names, check_duplicate_names
+from p4sim.p4info_names import check_action_names, check_anonymous_properties, check_duplicate_names
 from p4sim.p4info_newtypes import NewTypes
 from p4sim.p4info_symbols import (PREFIX_ACTION, PREFIX_ACTION_PROFILE, PREFIX_CONTROLLER_HEADER,
                                   PREFIX_COUNTER, PREFIX_DIGEST, PREFIX_DIRECT_COUNTER,
@@ -123,12 +123,41 @@ def table_actions_in_p4c_order(prog: Any) -> list[A.ActionDecl]:
 
 
 # --------------------------------------------------------------------------- builder
+_SELECTOR_ANNOTATIONS = ("max_group_size", "selector_size_semantics", "max_member_weight")
+"""An action selector's annotations that P4Info writes as fields, not annotations."""
+
+
+def _selector_size(m: Any, anns: Sequence[A.Annotation]) -> None:
+    """``max_group_size`` and the selector size semantics of the action selector ``m``
+    from its annotations, as p4c's v1model P4Runtime handler writes them:
+    ``@selector_size_semantics("sum_of_weights")`` (any case) gives ``sum_of_weights {}``,
+    ``"sum_of_members"`` gives ``sum_of_members {}`` with ``@max_member_weight`` in it
+    (ignored with the other semantics or none); another value is refused."""
+    mgs = _ann_int(_ann(anns, "max_group_size"))
+    if mgs:
+        m.max_group_size = mgs
+    sem = _ann(anns, "selector_size_semantics")
+    if sem is not None:
+        value = _ann_string(sem) or ""
+        if value.upper() == "SUM_OF_WEIGHTS":
+            m.sum_of_weights.SetInParent()
+        elif value.upper() == "SUM_OF_MEMBERS":
+            m.sum_of_members.SetInParent()
+        else:
+            raise P4Error('Expected selector_size_semantics value "sum_of_weights" or "sum_of_members", '
+                          f'but got \'{value}\'', sem.loc)
+    weight = _ann_int(_ann(anns, "max_member_weight"))
+    if weight is not None and m.HasField("sum_of_members"):
+        m.sum_of_members.max_member_weight = weight
+
+
 def build_p4info(prog: Any) -> P.P4Info:
     """The P4Info of a loaded program (:class:`p4sim.engine.program.CompiledProgram`)."""
     check_action_names(getattr(prog, "ast", None))
     check_duplicate_names(getattr(prog, "duplicate_names", []))
     state = prog.state
     all_tables = _live_tables(prog)
+    check_anonymous_properties(all_tables)
     tables = [ti for ti in all_tables if not _ann(ti.decl.annotations, "hidden")]
     # actions, as p4c-bm2-ss lists them: every action left among a control's locals once
     # its front end has inlined the actions other actions call and removed the
@@ -148,9 +177,15 @@ def build_p4info(prog: Any) -> P.P4Info:
         st.add(PREFIX_ACTION, ai.fqname, _ann_int(_ann(ai.annotations, "id")))
     for ti in tables:
         st.add(PREFIX_TABLE, ti.fqname, _ann_int(_ann(ti.decl.annotations, "id")))
+    # p4c lists a direct counter or meter with the table it is attached to; one attached
+    # to no table is not listed (nothing refers to it: its front end removes it)
+    direct_counters = {fq: c for fq, c in state.direct_counters.items()
+                       if any(ti.runtime.direct_counter is c for ti in tables)}
+    direct_meters = {fq: m for fq, m in state.direct_meters.items()
+                     if any(ti.runtime.direct_meter is m for ti in tables)}
     kinds = ((PREFIX_ACTION_PROFILE, state.action_profiles), (PREFIX_COUNTER, state.counters),
-             (PREFIX_DIRECT_COUNTER, state.direct_counters), (PREFIX_METER, state.meters),
-             (PREFIX_DIRECT_METER, state.direct_meters), (PREFIX_REGISTER, state.registers))
+             (PREFIX_DIRECT_COUNTER, direct_counters), (PREFIX_METER, state.meters),
+             (PREFIX_DIRECT_METER, direct_meters), (PREFIX_REGISTER, state.registers))
     for prefix, objs in kinds:
         for fq in objs:
             st.add(prefix, fq, _ann_int(_ann(_extern_annotations(prog, fq), "id")))
@@ -185,19 +220,18 @@ def build_p4info(prog: Any) -> P.P4Info:
     for fq, ap in state.action_profiles.items():
         m = info.action_profiles.add()
         anns = _extern_annotations(prog, fq)
-        _preamble(m, st, PREFIX_ACTION_PROFILE, fq, anns)
+        _preamble(m, st, PREFIX_ACTION_PROFILE, fq, [a for a in anns if a.name not in _SELECTOR_ANNOTATIONS])
         m.table_ids.extend(st.id(PREFIX_TABLE, ti.fqname) for ti in tables if ti.runtime.implementation is ap)
         m.with_selector = hasattr(ap, "algorithm")
         m.size = ap.size
-        mgs = _ann_int(_ann(anns, "max_group_size"))
-        if mgs:
-            m.max_group_size = mgs
+        if m.with_selector:
+            _selector_size(m, anns)
     # indexed and direct counters and meters: (objects, P4Info list, id prefix, units, owning table)
     resources = (
         (state.counters, info.counters, PREFIX_COUNTER, _COUNTER_UNITS, None),
-        (state.direct_counters, info.direct_counters, PREFIX_DIRECT_COUNTER, _COUNTER_UNITS, "direct_counter"),
+        (direct_counters, info.direct_counters, PREFIX_DIRECT_COUNTER, _COUNTER_UNITS, "direct_counter"),
         (state.meters, info.meters, PREFIX_METER, _METER_UNITS, None),
-        (state.direct_meters, info.direct_meters, PREFIX_DIRECT_METER, _METER_UNITS, "direct_meter"),
+        (direct_meters, info.direct_meters, PREFIX_DIRECT_METER, _METER_UNITS, "direct_meter"),
     )
     for objects, out, prefix, units, table_attr in resources:
         for fq, obj in objects.items():

@@ -12,7 +12,9 @@ from typing import Any, Iterable, Optional, Sequence
 
 from p4.config.v1 import p4info_pb2 as P
 
+from p4sim.errors import P4Error
 from p4sim.frontend import ast as A
+from p4sim.frontend.lexer import tokenize
 
 PREFIX_ACTION = P.P4Ids.ACTION
 PREFIX_TABLE = P.P4Ids.TABLE
@@ -139,9 +141,35 @@ def _ann_int(a: Optional[A.Annotation]) -> Optional[int]:
     return int(a.raw.strip(), 0)
 
 
+# annotations p4c's front end or P4Runtime serializer parses (ParseAnnotations,
+# ParseP4RuntimeAnnotations): P4Info writes their body as expressions, as written here
+_PARSED_ANNOTATIONS = frozenset((
+    "atomic", "defaultonly", "hidden", "likely", "noSideEffects", "optional", "pure", "tableonly",
+    "unlikely", "disable_optimization", "unroll", "nounroll", "name", "deprecated", "noWarn", "length",
+    "pkginfo", "synchronous", "field_list", "match", "command_line", "controller_header", "id", "brief",
+    "description", "platform_property", "max_group_size", "selector_size_semantics", "max_member_weight",
+    "p4runtime_translation"))
+
+
 def annotation_text(a: A.Annotation) -> str:
-    """``@name`` or ``@name(body)`` as written in the program."""
-    return f"@{a.name}({a.raw})" if a.raw.strip() or a.exprs else f"@{a.name}"
+    """``@name`` or ``@name(body)`` as p4c-bm2-ss writes it in P4Info (ToP4): a body p4c
+    does not parse is its tokens, each separated by one space (``@refers_to(vrf_table ,
+    vrf_id)``, ``builtin : : t``); a parsed one as written.
+
+    Example::
+
+        >>> annotation_text(A.Annotation("refers_to", raw="builtin::t, id"))
+        '@refers_to(builtin : : t , id)'
+    """
+    if not (a.raw.strip() or a.exprs):
+        return f"@{a.name}"
+    if a.name in _PARSED_ANNOTATIONS:
+        return f"@{a.name}({a.raw})"
+    try:
+        toks = [t.text for t in tokenize(a.raw, "<annotation>") if t.kind != "eof"]
+    except P4Error:
+        return f"@{a.name}({a.raw})"
+    return f"@{a.name}({' '.join(toks)})"
 
 
 def _add_annotations(msg: Any, anns: Iterable[A.Annotation]) -> None:

@@ -40,11 +40,21 @@ from p4sim.p4runtime.entities_translated import decode_translated_field
 from p4sim.p4runtime.entities_values import NewEntity, decode_bits, encode_bits, fail
 from p4sim.runtime.errors import RuntimeStateError
 from p4sim.runtime.meters import MeterCell, MeterConfig
-from p4sim.runtime.tables import (ActionCall, Exact, GroupRef, Lpm, MemberRef, Optional_, Range,
-                                  TableEntryState, Ternary)
+from p4sim.runtime.tables import (IDLE_TIMEOUT_UNSUPPORTED, ActionCall, Exact, GroupRef, Lpm, MemberRef,
+                                  Optional_, Range, TableEntryState, Ternary)
 
 Undo = Callable[[], None]
 ClockNs = Callable[[], int]
+
+
+def check_idle_timeout(idle_timeout_ns: int, supported: bool) -> None:
+    """An entry's ``idle_timeout_ns`` checked as PI checks it (validate_entry_ttl), with
+    its texts: negative, or non-zero in a table without ``support_timeout``, is
+    INVALID_ARGUMENT."""
+    if idle_timeout_ns < 0:
+        fail("INVALID_ARGUMENT", "idle_timeout_ns must be a positive value")
+    if idle_timeout_ns > 0 and not supported:
+        fail("INVALID_ARGUMENT", IDLE_TIMEOUT_UNSUPPORTED)
 
 
 def _noop() -> None:
@@ -274,6 +284,7 @@ class TableStore:
         t = ti.table
         if not te.HasField("action"):
             fail("INVALID_ARGUMENT", f"table {ti.name}: INSERT needs an action")
+        check_idle_timeout(te.idle_timeout_ns, t.support_timeout)
         counter, meter, _ = self._direct_updates(ti, te, modify=False)
         action, record, undo_action = self._entry_action(ti, te.action)
         try:
@@ -309,8 +320,7 @@ class TableStore:
         entry = self._find(ti, matches, te.priority)
         if te.HasField("action") and (t.is_const or entry.is_const):
             fail("PERMISSION_DENIED", f"table {ti.name}: the action of a const entry cannot change")
-        if te.idle_timeout_ns and not t.support_timeout:
-            fail("INVALID_ARGUMENT", f"table {ti.name} does not support idle timeout")
+        check_idle_timeout(te.idle_timeout_ns, t.support_timeout)
         counter, meter, meter_touched = self._direct_updates(ti, te, modify=True)
         key = self._key(ti, entry)
         old_record = self._oneshots.get(key)

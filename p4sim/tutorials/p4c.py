@@ -197,6 +197,7 @@ def run(req: CompileRequest) -> None:
 
     from p4sim.device import DeviceConfig
     from p4sim.engine.program import load_program_text
+    from p4sim.errors import forget_source
     from p4sim.frontend.preprocess import preprocess
     from p4sim.p4info import build_p4info
 
@@ -204,11 +205,16 @@ def run(req: CompileRequest) -> None:
 
     source = preprocess(req.program, req.include_dirs, req.defines)
     # the switch and the P4Runtime server compile exactly this text (DeviceConfig.source)
-    program = load_program_text(source, req.program)
+    try:
+        program = load_program_text(source, req.program)
+    finally:   # it kept the preprocessed text as the program's lines; quote the file's own
+        forget_source(req.program)
     print_warnings(program, req.wdisable, sys.stderr)
-    p4info = build_p4info(program)
+    # p4c-bm2-ss writes (and checks) P4Info only when asked (--p4runtime-files)
+    p4info = build_p4info(program) if req.p4info_files else None
     outputs: list[tuple[str, bytes]] = []
     for path, fmt in req.p4info_files:
+        assert p4info is not None
         if fmt == "binary":
             data = p4info.SerializeToString()
         elif fmt == "json":
