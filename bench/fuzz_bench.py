@@ -59,7 +59,7 @@ def bench_p4rt(config: BenchConfig) -> dict[str, Figure]:
 
 def bench_agent(config: BenchConfig) -> dict[str, Figure]:
     """``fuzz.agent_calls_per_s`` (see the module docstring)."""
-    from fuzz.agent import run_agent  # noqa: PLC0415
+    from fuzz.agent import run_agent  # noqa: PLC0415 — heavy: hypothesis
     return {"fuzz.agent_calls_per_s": Figure(_checked(run_agent(SEED, CALLS, size="bench")), "calls/s")}
 
 

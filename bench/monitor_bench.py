@@ -41,6 +41,8 @@ from bench.switch_bench import P4RuntimeClient, SwitchProcess
 from scenarios.common import ScenarioOptions
 from scenarios.faults import run_faults
 from testbed.traffic import testbed_unavailable, testbed_up
+from monitor.switch_exporter import SwitchExporter, SwitchReader, switch_targets
+from topo.model import build_fabric
 
 TRIALS = 5
 READS = 50
@@ -89,8 +91,6 @@ def bench_faults(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — 
 
 def bench_switch_exporter(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001
     """``monitor.switch_read_ms`` and ``monitor.switch_scrape_ms`` (module docstring)."""
-    from monitor.switch_exporter import SwitchExporter, SwitchReader, switch_targets  # noqa: PLC0415
-    from topo.model import build_fabric  # noqa: PLC0415
 
     program = Path(__file__).resolve().parents[1] / "p4src" / "fabric.p4"
     fabric = build_fabric()

@@ -62,7 +62,12 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from bench.results import BenchConfig, Benchmark, Figure
 from process import stop_process
+from testbed.attacks import (Victim, controller_read_ms, denied_fraction, iter_table, open_streams,
+                             run_agent_attacks, run_attacks, started_switch)
+from testbed.cli import compile_fabric
 from testbed.pki import FabricPki
+from testbed.tls import MONITOR, create_fabric_pki
+from topo.model import build_fabric
 
 REPO = Path(__file__).resolve().parents[1]
 CONNECTIONS = 40
@@ -151,10 +156,6 @@ def attacked_switch(config: BenchConfig, p4sim_flags: Sequence[str] = ()) -> Ite
     """The testbed's PKI in a temporary directory, the fabric program compiled for the
     target, a switch started with the testbed's command line, and the controller's
     :class:`testbed.attacks.Victim` connection to it."""
-    from testbed.attacks import Victim, started_switch  # noqa: PLC0415
-    from testbed.cli import compile_fabric  # noqa: PLC0415
-    from testbed.tls import create_fabric_pki  # noqa: PLC0415
-    from topo.model import build_fabric  # noqa: PLC0415
     p4info, device_config = compile_fabric(config.target)
     with tempfile.TemporaryDirectory(prefix="security-authz-") as tmp:
         pki = create_fabric_pki(build_fabric(), Path(tmp) / "pki")
@@ -166,9 +167,6 @@ def attacked_switch(config: BenchConfig, p4sim_flags: Sequence[str] = ()) -> Ite
 
 def bench_authz(config: BenchConfig) -> dict[str, Figure]:
     """``security.authz_denied_ok`` (module docstring)."""
-    from testbed.attacks import (denied_fraction, iter_table, run_agent_attacks,  # noqa: PLC0415
-                                 run_attacks)
-    from topo.model import build_fabric  # noqa: PLC0415
     with attacked_switch(config) as victim:
         outcomes = run_attacks(victim)   # type: ignore[arg-type]
         ips = {h.name: [n.ip for n in h.nics] for h in build_fabric().hosts}
@@ -191,8 +189,6 @@ def p99(values: Sequence[float]) -> float:
 
 def bench_streams(config: BenchConfig) -> dict[str, Figure]:
     """``security.p4rt_rpc_ms_under_streams.p99`` (module docstring)."""
-    from testbed.attacks import controller_read_ms, open_streams  # noqa: PLC0415
-    from testbed.tls import MONITOR  # noqa: PLC0415
     flags = ["--p4rt-max-streams", str(OTHER_STREAMS + 1),
              "--p4rt-max-streams-per-client", str(OTHER_STREAMS)]
     with attacked_switch(config, flags) as victim:

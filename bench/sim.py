@@ -72,6 +72,8 @@ from sim.topology import SimFabric
 from sim.workloads import collective_phases, place_job
 from topo.model import build_fabric
 from topo.spec import FabricSpec, load_spec
+from sim.validation.dataset import load_dataset
+from sim.validation.validate import summarize, validate_runs
 
 REPO = Path(__file__).resolve().parent.parent
 POD64K = REPO / "topo" / "specs" / "pod64k.yaml"
@@ -175,8 +177,6 @@ def bench_prediction_error(config: BenchConfig) -> dict[str, Figure]:  # noqa: A
 
 def bench_validation(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001
     """``sim.validation.*``: predictions against the published runs, both splits."""
-    from sim.validation.dataset import load_dataset  # noqa: PLC0415
-    from sim.validation.validate import summarize, validate_runs  # noqa: PLC0415
 
     ds = load_dataset()
     res = validate_runs(ds.runs, ds)

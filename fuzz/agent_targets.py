@@ -41,6 +41,8 @@ from astral_proto.security import CONTROLLER
 from controller.registry import FlowRegistry, serve_registry
 from host.agent.registry_client import RegistryClient
 from host.agent.service import Agent
+from astral_proto.tls import MutualTls, TlsFiles
+from testbed.pki import FabricPki
 
 SECRET = b"fuzz-fabric-secret"
 HOST, OTHER_HOST = "b0s0", "b0s1"
@@ -178,8 +180,6 @@ class AgentTargets:
 def _mtls_callers(work: Path) -> tuple[Any, Any, dict[str, Any]]:
     """The testbed's split PKI under ``work`` (and a stranger's CA): GOR's and the host's
     security, and every caller's (trusting every CA of the PKI)."""
-    from astral_proto.tls import MutualTls, TlsFiles  # noqa: PLC0415
-    from testbed.pki import FabricPki  # noqa: PLC0415
     pki = FabricPki.create_split(work / "pki", {CONTROLLER: "controller", "monitor": "monitor",
                                                 SWITCH: "switch", HOST: "host", OTHER_HOST: "host"})
     other = FabricPki.create(work / "stranger", [HOST], ca_name="a stranger's CA")

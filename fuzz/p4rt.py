@@ -51,11 +51,15 @@ from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
 
 from controller.p4rt import load_p4info
+from controller.p4rt.tls import ClientTls
 from fuzz.p4rt_gen import Msg, Schema, message
 from fuzz.p4rt_state import (Snapshot, changed_keys, digest_requests, entity_key, snapshot_request,
                              to_snapshot)
 from fuzz.report import CampaignResult, Progress
 from fuzz.switch import SwitchProcess, compile_fabric, scratch_dir
+from testbed.attacks import default_attackers
+from testbed.tls import MONITOR, create_fabric_pki, policy_path, switch_tls_options
+from topo.model import build_fabric
 
 RPC_TIMEOUT_S = 20.0
 RESET_EVERY = 1000
@@ -405,10 +409,6 @@ class P4rtCampaign:
 def identity_setup(work: Path) -> tuple[list[str], dict[str, Any]]:
     """``identities`` mode: the testbed's PKI and policy under ``work``; the switch's
     options (general, then after ``--``) and each caller's client credentials."""
-    from controller.p4rt.tls import ClientTls  # noqa: PLC0415
-    from testbed.attacks import default_attackers  # noqa: PLC0415
-    from testbed.tls import MONITOR, create_fabric_pki, policy_path, switch_tls_options  # noqa: PLC0415
-    from topo.model import build_fabric  # noqa: PLC0415
     pki = create_fabric_pki(build_fabric(), work / "pki")
     host, other_switch = default_attackers(pki, VICTIM)
     callers = {"controller": "controller", "monitor": MONITOR, "host": host, "switch": other_switch}

@@ -29,7 +29,15 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
+import yaml
+
+from sim.predict import calibration
+from sim.predict.kerneltable import IMPLS
+from sim.predict.opcal import calibrate_ops_file, write_table
 from sim.topology import SimInputError
+from sim.validation.dataset import DATA, load_dataset
+from sim.validation.fit import fit
+from sim.validation.validate import report_lines, select, validate_runs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -167,8 +175,6 @@ def _run(path: Path, out: Optional[Path]) -> int:
 def _calibrate_ops(path: Path, gpu: str, precision: str, heldout_every: int, write: Optional[Path],
                    table: Optional[Path] = None, impl: str = "fa2") -> int:
     from sim.predict.gpus import PRECISIONS, PRESETS  # noqa: PLC0415
-    from sim.predict.kerneltable import IMPLS  # noqa: PLC0415
-    from sim.predict.opcal import calibrate_ops_file, write_table  # noqa: PLC0415
 
     if gpu not in PRESETS:
         raise SimInputError(f"--gpu: unknown GPU {gpu!r} (known: {', '.join(PRESETS)})")
@@ -195,8 +201,6 @@ def _calibrate_run(path: Path, write: Optional[Path]) -> int:
 
 
 def _validate(split: str, source: Optional[str], data: Optional[Path], summary: bool) -> int:
-    from sim.validation.dataset import DATA, load_dataset  # noqa: PLC0415
-    from sim.validation.validate import report_lines, select, validate_runs  # noqa: PLC0415
 
     ds = load_dataset(data or DATA)
     if source is not None and source not in ds.sources:
@@ -209,12 +213,7 @@ def _validate(split: str, source: Optional[str], data: Optional[Path], summary: 
 
 
 def _fit(data: Optional[Path], write: bool, evaluations: int) -> int:
-    import yaml  # noqa: PLC0415
 
-    from sim.predict import calibration  # noqa: PLC0415
-    from sim.validation.dataset import DATA, load_dataset  # noqa: PLC0415
-    from sim.validation.fit import fit  # noqa: PLC0415
-    from sim.validation.validate import report_lines, validate_runs  # noqa: PLC0415
 
     ds = load_dataset(data or DATA)
     rep = fit(ds, evaluations=evaluations)

@@ -40,16 +40,22 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 import grpc
+from cryptography import x509
+from cryptography.x509.oid import NameOID
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from astral_proto import agent_pb2_grpc
+from astral_proto.flows import HostFlow, flow_id
+from astral_proto.tls import MutualTls, TlsFiles
 from controller.p4rt import SwitchConnection
 from controller.p4rt import entities as ent
 from controller.p4rt.pipeline import set_pipeline_request
 from controller.p4rt.tls import ClientTls
+from controller.registry import FlowRegistry, serve_registry
+from process import stop_process
 from testbed.pki import FabricPki
 from testbed.ports import free_port
-from process import stop_process
 from testbed.targets import SwitchLaunch
 from testbed.tls import CONTROLLER, MONITOR, controller_tls, policy_path
 
@@ -476,8 +482,6 @@ def _kind(pki: FabricPki, name: str) -> str:
 
 
 def _issuer(cert: Path) -> str:
-    from cryptography import x509  # noqa: PLC0415
-    from cryptography.x509.oid import NameOID  # noqa: PLC0415
     c = x509.load_pem_x509_certificate(cert.read_bytes())
     attrs = c.issuer.get_attributes_for_oid(NameOID.COMMON_NAME)
     return str(attrs[0].value) if attrs else ""
@@ -506,11 +510,8 @@ class AgentFabric:
     HOSTS = ("b0s0", "b1s0")
 
     def __init__(self, pki_dir: Path, host_ips: dict[str, list[str]]) -> None:
-        from astral_proto.flows import HostFlow, flow_id  # noqa: PLC0415
-        from astral_proto.tls import MutualTls  # noqa: PLC0415
-        from controller.registry import FlowRegistry, serve_registry  # noqa: PLC0415
-        from host.agent.registry_client import RegistryClient  # noqa: PLC0415
-        from host.agent.service import Agent  # noqa: PLC0415
+        from host.agent.registry_client import RegistryClient  # noqa: PLC0415 — heavy: scapy
+        from host.agent.service import Agent  # noqa: PLC0415 — heavy: scapy
         self.pki = FabricPki.load(Path(pki_dir))
         self.host_ips = host_ips
         self.scratch = Path(tempfile.mkdtemp(prefix="astral-attack-"))
@@ -554,7 +555,6 @@ class AgentFabric:
 def _as(fab: "AgentFabric", party: str) -> Any:
     """Party ``party``'s mutual-TLS security, trusting every CA of the PKI (an attacker
     completes its own side of any handshake; CA certificates are public)."""
-    from astral_proto.tls import MutualTls, TlsFiles  # noqa: PLC0415
     pki = fab.pki
     every = fab.scratch / "every-ca.pem"
     every.write_bytes(b"".join(pki.ca_cert(c).read_bytes() for c in ("control", "switches", "hosts")))
@@ -566,8 +566,7 @@ def _squat(squatter: str, victim: str) -> Callable[[AgentFabric], None]:
     """Register the victim's flow id with the squatter's own source address, then see the
     victim register its own flow."""
     def run(fab: AgentFabric) -> None:
-        from astral_proto.flows import HostFlow  # noqa: PLC0415
-        from host.agent.registry_client import RegistryClient  # noqa: PLC0415
+        from host.agent.registry_client import RegistryClient  # noqa: PLC0415 — heavy: scapy
         theirs = fab.flows[victim]
         mine = fab.host_ips[squatter][0]
         client = RegistryClient(fab.address, _as(fab, squatter))
@@ -582,7 +581,7 @@ def _squat(squatter: str, victim: str) -> Callable[[AgentFabric], None]:
 def _register_as(party: str) -> Callable[[AgentFabric], None]:
     """A party that is not a host registers a flow of b0s0 in its own name."""
     def run(fab: AgentFabric) -> None:
-        from host.agent.registry_client import RegistryClient  # noqa: PLC0415
+        from host.agent.registry_client import RegistryClient  # noqa: PLC0415 — heavy: scapy
         client = RegistryClient(fab.address, _as(fab, party), timeout_s=3.0)
         try:
             _rpc(lambda: client.register([fab.flows["b0s0"]], agent_address="127.0.0.1:1",
@@ -596,7 +595,6 @@ def _order_as(party: str, target: str) -> Callable[[AgentFabric], None]:
     """A party that is not the controller sends ``target``'s agent a well-formed move order
     (a fresh nonce, the right host and 5-tuple, a valid expiry)."""
     def run(fab: AgentFabric) -> None:
-        from astral_proto import agent_pb2_grpc  # noqa: PLC0415
         sec = _as(fab, party)
         order = fab.registry.order_message(fab.registry.new_order(fab.flows[target].flow_id, 50001), 5.0)
         with sec.dial(fab.agents[target].address, target) as ch:

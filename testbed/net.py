@@ -57,7 +57,7 @@ from testbed.faultundo import undo_recorded
 from testbed.ports import claim_switch_ports, free_port, port_free
 from testbed.targets import (THRIFT_BASE_PORT, SwitchLaunch, TargetError, check_binary,
                              exit_report)
-from testbed.tls import create_fabric_pki
+from testbed.tls import create_fabric_pki, make_host_views, policy_path
 
 if TYPE_CHECKING:
     from testbed.pki import TlsFiles
@@ -630,7 +630,6 @@ class FabricNet:
         self.save_state()
         views: dict[str, Path] = {}
         if pki is not None:
-            from testbed.tls import make_host_views  # noqa: PLC0415
             views = make_host_views(pki, [h.name for h in self.fabric.hosts])
         for info in self.fabric.hosts:
             # each host sees only its own key at build/pki (its own mount namespace)
@@ -689,7 +688,6 @@ class FabricNet:
             extra.append("--pfc-passthrough")
         if with_policy and self.opts.target == "p4sim" and self.opts.pki_dir is not None \
                 and "--p4rt-policy" not in extra:
-            from testbed.tls import policy_path  # noqa: PLC0415 (PKI only when used)
             extra += ["--p4rt-policy", str(policy_path(self.opts.pki_dir))]
         return extra
 

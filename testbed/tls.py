@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import Any, Optional
 
 from controller.p4rt.tls import ClientTls
-from p4sim.p4runtime.authz import write_policy
 from testbed.pki import FabricPki, TlsFiles, write_private
 
 PKI_DIR = Path(__file__).resolve().parents[1] / "build" / "pki"
@@ -47,6 +46,22 @@ CONTROLLER = "controller"
 """The party name of the controller's certificate (also used by ``make shell``)."""
 MONITOR = "monitor"
 """The party name of the monitor's certificate (P4Runtime reads only)."""
+P4RT_POLICY_TEXT = f"""\
+# P4Runtime authorization of the testbed's p4sim switches (p4sim switch --p4rt-policy FILE;
+# the format: p4sim/README.md). Identities are the common names of client certificates
+# the control CA signed.
+version: 1
+roles:
+  "":                      # P4Runtime's default role: full pipeline access
+    can_push_pipeline: true
+    receives_packet_ins: true
+  monitor:                 # Read and GetForwardingPipelineConfig only
+    read_only: true
+identities:
+  {CONTROLLER}: [""]
+  {MONITOR}: [monitor]
+"""
+"""The testbed's policy: the controller programs, the monitor reads, nobody else."""
 POLICY_FILE = "p4rt-policy.yaml"
 """The p4sim switches' P4Runtime policy, beside the certificates (:func:`policy_path`)."""
 
@@ -71,11 +86,11 @@ def policy_path(pki_dir: Path) -> Path:
 def create_fabric_pki(fabric: Any, root: Path = PKI_DIR) -> FabricPki:
     """A new split PKI for :func:`pki_kinds` under ``root`` (replacing any; the directory
     readable by its owner only) and the switches' P4Runtime policy beside it
-    (:data:`p4sim.p4runtime.authz.DEFAULT_POLICY_TEXT`: ``controller`` programs,
+    (:data:`P4RT_POLICY_TEXT`: ``controller`` programs,
     ``monitor`` reads)."""
     pki = FabricPki.create_split(root, pki_kinds(fabric))
     root.chmod(0o700)
-    write_policy(policy_path(root), {CONTROLLER: ("",), MONITOR: ("monitor",)})
+    policy_path(root).write_text(P4RT_POLICY_TEXT, encoding="utf-8")
     return pki
 
 

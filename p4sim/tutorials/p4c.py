@@ -60,6 +60,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import NoReturn, Optional, Sequence
 
+from p4sim.errors import forget_source
+
 EXIT_OK, EXIT_ERROR = 0, 1
 
 #: P4Info file suffixes p4c knows, and the format each selects
@@ -197,7 +199,6 @@ def run(req: CompileRequest) -> None:
 
     from p4sim.device import DeviceConfig
     from p4sim.engine.program import load_program_text
-    from p4sim.errors import forget_source
     from p4sim.frontend.preprocess import preprocess
     from p4sim.p4info import build_p4info
 

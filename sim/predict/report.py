@@ -11,6 +11,7 @@ Example::
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 from sim.predict import graph
@@ -25,7 +26,6 @@ def kernel_sources(j) -> dict[str, dict[str, int]]:
     """Where each compute kernel's rate comes from (one layer forward + backward, the LM
     head): kind → provenance → count (``measured``, ``shape model``, ``derived ...``,
     ``default``, ``factors``; memory-bound kernels: ``default`` HBM efficiency)."""
-    from collections import Counter  # noqa: PLC0415
 
     out: dict[str, Counter] = {}
     moe = j.model.experts > 0

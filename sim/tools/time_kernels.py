@@ -135,8 +135,8 @@ def _timer(torch, warmup: int, repeats: int) -> Callable[[Callable[[], object]],
 def time_shapes(shapes: Sequence[KernelShape], precision: str, warmup: int = 10,
                 repeats: int = 50) -> list[tuple[KernelShape, float]]:  # pragma: no cover - needs a GPU
     """Time every shape on ``cuda:0`` (module docstring)."""
-    import torch  # noqa: PLC0415 - a user's GPU machine only
-    import torch.nn.functional as F  # noqa: PLC0415
+    import torch  # noqa: PLC0415 — heavy: torch (a user's GPU machine only)
+    import torch.nn.functional as F  # noqa: PLC0415 — heavy: torch
 
     dev, dt = "cuda", (torch.float16 if precision == "fp16" else torch.bfloat16)
     timed = _timer(torch, warmup, repeats)

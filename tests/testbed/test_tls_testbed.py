@@ -15,12 +15,14 @@ import grpc
 import pytest
 
 from controller.p4rt import SwitchConnection
+from p4sim.p4runtime.authz import Denied, load_policy
 from procs import SwitchProcess
 from testbed.cli import build_parser
 from testbed.pki import FabricPki
 from testbed.shell import SHELL_PYTHON, recorded_pki, shell_command
 from testbed.targets import SwitchLaunch
-from testbed.tls import CONTROLLER, controller_tls, create_fabric_pki, recorded_controller_tls
+from testbed.tls import (CONTROLLER, MONITOR, controller_tls, create_fabric_pki, policy_path,
+                         recorded_controller_tls)
 from topo.model import build_fabric
 
 TLS_OPTIONS = ["--grpc-server-ssl", "--grpc-server-cacert", "--grpc-server-cert",
@@ -41,6 +43,15 @@ def test_every_party_of_the_fabric_has_a_certificate(pki) -> None:
     fabric = build_fabric()
     for name in [*(s.name for s in fabric.switches), CONTROLLER, *(h.name for h in fabric.hosts)]:
         assert pki.files(name).key.stat().st_mode & 0o777 == 0o600
+
+
+def test_the_testbeds_policy_is_one_p4sim_loads_controller_programs_monitor_reads(pki) -> None:
+    pol = load_policy(policy_path(pki.root))
+    assert pol.roles_of(CONTROLLER) == ("",)
+    assert pol.roles_of(MONITOR) == ("monitor",)
+    assert pol.roles_of("b0s0") == ()
+    with pytest.raises(Denied):
+        pol.require_writer(MONITOR, "monitor")
 
 
 def test_both_targets_get_the_same_tls_options_after_the_separator(pki, tmp_path) -> None:
