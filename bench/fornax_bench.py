@@ -54,6 +54,11 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure
+from fornax.baseline import BaselineConfig, BaselineManager
+from fornax.build import SmartNicBuild
+from fornax.manager import FornaxManager, ManagerConfig
+from fornax.policy import parse_policy
+from scenarios.fornax import run_fornax
 
 REPO = Path(__file__).resolve().parents[1]
 CPU_PORT = 255
@@ -195,11 +200,6 @@ def run_scale(kind: str, n: int, window_s: float = WINDOW_S,
               progress: Callable[[str], None] = lambda m: None) -> dict[str, float]:
     """One manager (``fornax`` or ``baseline``) at ``n`` sessions: the figures of the
     module docstring (keys without the ``fornax.`` prefix and the suffixes)."""
-    from fornax.baseline import BaselineConfig, BaselineManager  # noqa: PLC0415 (bench only)
-    from fornax.build import SmartNicBuild  # noqa: PLC0415
-    from fornax.manager import FornaxManager, ManagerConfig  # noqa: PLC0415
-    from fornax.policy import parse_policy  # noqa: PLC0415
-
     baseline = kind == "baseline"
     p4info, config = SmartNicBuild(baseline=baseline).compile()
     tmp = Path(tempfile.mkdtemp(prefix="fornax-bench-"))
@@ -322,8 +322,6 @@ def bench_scale(config: BenchConfig) -> dict[str, Figure]:
 
 def bench_faults(config: BenchConfig) -> dict[str, Figure]:
     """``fornax.faults``: the testbed scenario once per manager (root)."""
-    from scenarios.fornax import run_fornax  # noqa: PLC0415 (root and Mininet: only here)
-
     if os.geteuid() != 0:
         raise BenchCheckError("fornax.faults needs root (the testbed)")
     figures: dict[str, Figure] = {}

@@ -212,9 +212,9 @@ def _s(v: Optional[float]) -> str:
 def write_plots(run_dir: Path, rec: RunRecord) -> list[str]:
     """Sessions per NIC, echoed bytes of the long connections, manager CPU; with the
     injections marked. The file names written."""
-    import matplotlib  # noqa: PLC0415 (heavy; only when a report is written)
+    import matplotlib  # noqa: PLC0415 - heavy: matplotlib (only when a report is written)
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy: matplotlib
 
     marks = dict(rec.injected)
     if rec.hang is not None:

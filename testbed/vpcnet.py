@@ -107,9 +107,9 @@ class VpcNet:
 
     def build(self) -> None:
         """Create the VMs, switches (not started) and cables; record each."""
-        from mininet.link import Link  # noqa: PLC0415 (Mininet loads lazily)
-        from mininet.net import Mininet  # noqa: PLC0415
-        from mininet.node import Host  # noqa: PLC0415
+        from mininet.link import Link  # noqa: PLC0415 - heavy: mininet (loads lazily)
+        from mininet.net import Mininet  # noqa: PLC0415 - heavy: mininet
+        from mininet.node import Host  # noqa: PLC0415 - heavy: mininet
 
         try:
             self.opts.binary = check_binary(self.opts.target, self.opts.binary)
@@ -247,7 +247,7 @@ class VpcNet:
                 pass
         self.stopped.clear()
         if self.net is not None:
-            from mininet.log import setLogLevel  # noqa: PLC0415
+            from mininet.log import setLogLevel  # noqa: PLC0415 - heavy: mininet
             setLogLevel("warning")
             try:
                 self.net.stop()
