@@ -110,7 +110,9 @@ def cmd_manage(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     tls = None
     if args.pki is not None:
-        tls = ClientTls(args.pki / "ca.pem", args.pki / "controller.pem",
+        trust = args.pki / "controller.trust.pem"          # the split PKI's bundle
+        tls = ClientTls(trust if trust.is_file() else args.pki / "ca.pem",
+                        args.pki / "controller.pem",
                         args.pki / "controller.key", server_name=args.server_name)
     try:
         common: dict[str, Any] = dict(

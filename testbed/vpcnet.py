@@ -34,7 +34,7 @@ from testbed.net import (NetOptions, ProcRecord, SwitchDaemon, TestbedError, Tes
                          wait_tcp)
 from testbed.pki import FabricPki
 from testbed.targets import check_binary, TargetError
-from testbed.tls import CONTROLLER
+from testbed.tls import CONTROLLER, P4RT_POLICY_TEXT, policy_path
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +105,15 @@ class VpcNet:
     def save_state(self) -> None:
         self.state.save(self.opts.state_path)
 
+    def _extra(self) -> list[str]:
+        """The switches' extra flags: ``switch_extra``, and for p4sim with TLS the PKI's
+        ``--p4rt-policy`` (the controller programs, nobody else)."""
+        extra = list(self.opts.switch_extra)
+        if self.opts.target == "p4sim" and self.opts.pki_dir is not None \
+                and "--p4rt-policy" not in extra:
+            extra += ["--p4rt-policy", str(policy_path(self.opts.pki_dir))]
+        return extra
+
     def build(self) -> None:
         """Create the VMs, switches (not started) and cables; record each."""
         from mininet.link import Link  # noqa: PLC0415 - heavy: mininet (loads lazily)
@@ -123,9 +132,14 @@ class VpcNet:
         self.net = net = Mininet(topo=None, controller=None, host=Host, link=Link,
                                  build=False, autoSetMacs=False, waitConnected=False)
         if self.opts.pki_dir is not None:
-            self.pki = FabricPki.create(self.opts.pki_dir,
-                                        [n.name for n in self.spec.nics] + [CONTROLLER])
+            # the split PKI: a NIC's certificate is refused as a P4Runtime client (only
+            # the control CA's are trusted by the switches), and p4sim's --p4rt-policy
+            # lets only the controller identity program
+            self.pki = FabricPki.create_split(
+                self.opts.pki_dir, {**{n.name: "switch" for n in self.spec.nics},
+                                    CONTROLLER: "controller"})
             self.opts.pki_dir.chmod(0o700)
+            policy_path(self.opts.pki_dir).write_text(P4RT_POLICY_TEXT, encoding="utf-8")
             self.state.pki = str(self.opts.pki_dir)
         self.save_state()
         switch_cls = make_switch_class(self.mininet)
@@ -140,7 +154,7 @@ class VpcNet:
                                    log_level=self.opts.log_level, binary=self.opts.binary,
                                    thrift_port=9090 + nic.device_id
                                    if self.opts.target == "bmv2" else None,
-                                   extra=self.opts.switch_extra,
+                                   extra=self._extra(),
                                    tls=self.pki.files(nic.name) if self.pki else None)
             daemon = SwitchDaemon.of(launch)
             self.daemons[nic.name] = daemon
