@@ -79,16 +79,17 @@ def test_cli_rejects_unknown_group(tmp_path: Path) -> None:
 def test_bmv2_target_selects_only_what_runs_there(tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     on_bmv2 = [f"{b.group}.{b.name}" for b in select(target="bmv2")]
-    assert on_bmv2 == ["gor.fast_loop"]
+    assert on_bmv2 == ["gor.fast_loop", "security.authz", "security.p4rt_streams"]
     assert all(b.targets == ("p4sim",) for b in all_benchmarks()
                if f"{b.group}.{b.name}" not in on_bmv2)
     with pytest.raises(KeyError):
         select(["p4sim"], target="bmv2")
     assert main(["p4sim", "--target", "bmv2", "--output", str(tmp_path / "b.json")]) == 2
-    assert "does not run on bmv2 (those that do: gor.fast_loop)" in capsys.readouterr().err
+    assert ("does not run on bmv2 (those that do: gor.fast_loop, security.authz, "
+            "security.p4rt_streams)") in capsys.readouterr().err
     assert not (tmp_path / "b.json").exists()
     assert main(["--target", "bmv2", "--list"]) == 0
-    assert capsys.readouterr().out.split() == ["gor.fast_loop"]
+    assert capsys.readouterr().out.split() == on_bmv2
 
 
 def test_merge_and_table_format(tmp_path: Path) -> None:
