@@ -71,6 +71,8 @@ def make_switch(program: Any, engine: str = "auto", **kwargs: Any) -> Any:
     if reason is None:
         from p4sim.native.switch import NativeSwitch
 
+        if start is not None:      # the native clock from that instant, not a Python callable
+            kwargs.pop("clock", None)
         return NativeSwitch(program, clock_start_ns=start, **kwargs)
     if engine == "native":
         raise NativeUnsupported(reason)

@@ -64,18 +64,27 @@ def load_pair(path: str, include_dirs: Iterable[str], seed: int = 11) -> tuple[A
     return load_program(path, inc, seed=seed), load_program(path, inc, seed=seed)
 
 
-def prebuild(paths: Iterable[tuple[str, list[str]]]) -> dict[str, Optional[str]]:
-    """Translate and compile the programs in parallel (the compiler runs as processes);
-    returns ``{path: None or why it cannot run natively}``."""
+class Prebuilt:
+    """What :func:`prebuild` made of one program: ``reason`` (None when it runs natively,
+    else why not) and ``program`` (loaded with ``seed``, its native code built, never run)."""
+
+    def __init__(self, reason: Optional[str], program: Any = None) -> None:
+        self.reason = reason
+        self.program = program
+
+
+def prebuild(paths: Iterable[tuple[str, list[str]]], seed: int = 11) -> dict[str, Prebuilt]:
+    """Load, translate and compile the programs in parallel (the compiler runs as
+    processes, so threads overlap them)."""
     from p4sim.native import native_reason
 
-    def one(item: tuple[str, list[str]]) -> tuple[str, Optional[str]]:
+    def one(item: tuple[str, list[str]]) -> tuple[str, Prebuilt]:
         path, inc = item
         try:
-            prog = load_program(path, inc)
+            prog = load_program(path, inc, seed=seed)
         except Exception as exc:   # a program p4sim refuses: not this test's business
-            return path, f"does not load: {exc}"
-        return path, native_reason(prog)
+            return path, Prebuilt(f"does not load: {exc}")
+        return path, Prebuilt(native_reason(prog), prog)
 
     workers = max(2, min(8, (os.cpu_count() or 2) + 1))
     with ThreadPoolExecutor(workers) as pool:
