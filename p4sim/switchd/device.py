@@ -317,8 +317,6 @@ class SwitchDevice:
         for port in self.ports.values():
             if not isinstance(port, RawSocketPort):
                 return f"port {port.number} is not an AF_PACKET port"
-            if port.capture is not None:
-                return f"port {port.number} writes a pcap capture"
         return None
 
     def _start_native(self) -> None:
@@ -356,7 +354,11 @@ class SwitchDevice:
                 except OSError as exc:
                     log.warning("port %d (%s): %s; will retry", port.number, port.iface, exc)
         sock = port._sock
-        dataplane_lib().dp_add_port(self._dp, port.number, sock.fileno() if sock is not None else -1)
+        lib = dataplane_lib()
+        cap = port.capture
+        if cap is not None:   # the C side appends records to pcap.py's files (header written)
+            lib.dp_set_capture(self._dp, port.number, cap.inbound.fileno(), cap.outbound.fileno())
+        lib.dp_add_port(self._dp, port.number, sock.fileno() if sock is not None else -1)
 
     def _native_acquired(self) -> None:
         sw = self._switch
@@ -417,6 +419,8 @@ class SwitchDevice:
                 port.close(timeout_s)
                 if isinstance(port, RawSocketPort):
                     port._drop_socket()
+                if port.capture is not None:
+                    port.capture.close()
             return
         self.tm.close()
         self.ingress_buffer.close()

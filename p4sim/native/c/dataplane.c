@@ -34,6 +34,7 @@
 #include <sys/socket.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <linux/if_packet.h>
 
 #define DP_EXPORT __attribute__((visibility("default")))
@@ -80,6 +81,7 @@ typedef struct dpport {
     int fd; int is_port; int need_reopen; int down; int64_t skip_until_us;
     /* PACKET_RX_RING (TPACKET_V2), as rxring.py: NULL when the kernel refused one */
     uint8_t *ring; size_t ring_bytes; int slots, next; int64_t hole_since_us; int64_t truncated, holes;
+    int cap_in, cap_out;                  /* pcap files (pcap.py's, header written), -1 none */
     int64_t rx_frames, rx_bytes, tx_frames, tx_bytes, tx_errors, rx_errors;
     /* tx queue */
     uint8_t **txf; int64_t *txl; int txn, txcap;
@@ -129,7 +131,7 @@ static dpport *port_get(dp *d, int no)
     if (!p) {
         p = (dpport *)calloc(1, sizeof(dpport));
         if (!p) abort();
-        p->fd = -1; p->line_rate_gbps = d->def_line; p->pfc_enabled = d->def_pfc;
+        p->fd = -1; p->cap_in = p->cap_out = -1; p->line_rate_gbps = d->def_line; p->pfc_enabled = d->def_pfc;
         for (int i = 0; i < MAXPRIO; i++) { p->q[i].depth_pkts = d->def_depth; p->q[i].rate_pps = d->def_rate; p->q[i].last_depart = -1e300; }
         d->ports[no] = p;
         d->port_order[d->nport_order++] = no;
@@ -263,6 +265,20 @@ static void ib_push(dp *d, int64_t port, uint8_t *data, int64_t len)
 }
 
 
+
+/* ------------------------------------------------------------------ pcap (pcap.py's records) */
+static void pcap_write(int fd, const uint8_t *f, int64_t len)
+{
+    if (fd < 0) return;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    uint32_t incl = (uint32_t)(len < 65535 ? len : 65535);
+    uint32_t hdr[4] = { (uint32_t)(us / 1000000), (uint32_t)(us % 1000000), incl, (uint32_t)len };
+    struct iovec v[2] = { { hdr, sizeof hdr }, { (void *)f, incl } };
+    ssize_t r = writev(fd, v, 2); (void)r;
+}
+
 /* ------------------------------------------------------------------ receive ring */
 static void ring_close(dpport *p)
 {
@@ -364,6 +380,7 @@ static int ring_read(dp *d, dpport *p, int no, int64_t room)
         p->next = p->next + 1 < p->slots ? p->next + 1 : 0;
         if (!frame) continue;
         p->rx_frames++; p->rx_bytes += len;
+        pcap_write(p->cap_in, frame, len);
         if (mac_pfc(d, no, frame, len)) { free(frame); continue; }
         ib_push(d, no, frame, len);
         got++;
@@ -589,6 +606,7 @@ static void *rx_main(void *arg)
                     }
                 }
                 p->rx_frames++; p->rx_bytes += len;
+                pcap_write(p->cap_in, f, len);
                 if (mac_pfc(d, no, f, len)) continue;
                 uint8_t *c = (uint8_t *)malloc((size_t)(len > 0 ? len : 1));
                 if (!c) abort();
@@ -637,7 +655,7 @@ static void *tx_main(void *arg)
                 }
                 int s = sendmmsg(fd, msgs, (unsigned)m, MSG_DONTWAIT);
                 if (s < 0) { if (errno == EINTR) continue; errs++; i++; continue; }
-                for (int j = 0; j < s; j++) { sent++; sent_bytes += l[i + j]; }
+                for (int j = 0; j < s; j++) { sent++; sent_bytes += l[i + j]; pcap_write(p->cap_out, f[i + j], l[i + j]); }
                 i += s;
                 if (s < m) { errs++; i++; }     /* the frame the kernel refused: dropped */
             }
@@ -705,6 +723,13 @@ DP_EXPORT int64_t dp_set_pipe(dp *d, const dp_pipe *pipe)
     if (pipe && pipe->run_ingress) { d->pipe = *pipe; d->has_pipe = 1; } else d->has_pipe = 0;
     pthread_mutex_unlock(&d->mu);
     return n;
+}
+DP_EXPORT void dp_set_capture(dp *d, int no, int in_fd, int out_fd)
+{
+    pthread_mutex_lock(&d->mu);
+    dpport *p = port_get(d, no);
+    if (p) { p->cap_in = in_fd; p->cap_out = out_fd; }
+    pthread_mutex_unlock(&d->mu);
 }
 DP_EXPORT void dp_touch_port(dp *d, int no) { pthread_mutex_lock(&d->mu); port_get(d, no); pthread_mutex_unlock(&d->mu); }
 

@@ -5,7 +5,7 @@ writes the queueing metadata as the Python data plane does (enq_qdepth counted a
 port before the push, deq_timedelta from the queue's departure time), applies
 ``set_queue_rate`` (departures 1/rate apart) and PFC pause frames (a paused priority keeps
 its packets, a higher one goes on, a zero-quanta frame resumes), and answers the control
-API with the same keys. Root and iproute2 needed; only its own veths and process."""
+API with the same keys, and writes the ``--pcap`` captures. Root and iproute2 needed; only its own veths and process."""
 from __future__ import annotations
 
 import os
@@ -18,6 +18,7 @@ import pytest
 from conftest import QFWD, _ip, qm_fields, qm_frame
 from p4sim.native import compiler_status
 from p4sim.switchd.control import ControlClient
+from p4sim.switchd.pcap import read_pcap
 from p4sim.switchd.pfc import build_pfc_frame
 from procs import SwitchProcess
 from test_switchd_veth import _open, _receive
@@ -31,7 +32,10 @@ pytestmark = [
 
 def test_native_data_plane_on_veths(veths, tmp_path) -> None:
     sw1, sw2, host1, host2 = veths
+    pcaps = tmp_path / "pcaps"
+    pcaps.mkdir()
     args = [str(QFWD), "-i", f"1@{sw1}", "-i", f"2@{sw2}", "--engine", "native", "--control-port", "0",
+            "--pcap", str(pcaps),
             "--", "--grpc-server-addr", "127.0.0.1:0", "--priority-queues", "8"]
     with open(tmp_path / "stderr.txt", "wb") as err:
         sw = SwitchProcess(args, stderr=err)
@@ -104,3 +108,7 @@ def test_native_data_plane_on_veths(veths, tmp_path) -> None:
     finally:
         rc = sw.stop()
     assert rc == 0, (tmp_path / "stderr.txt").read_text()
+    captured_in = read_pcap(str(pcaps / f"{sw1}_in.pcap"))
+    captured_out = read_pcap(str(pcaps / f"{sw2}_out.pcap"))
+    assert len(captured_in) >= 212 and len(captured_out) >= 212
+    assert [qm_fields(f)["seq"] for f in captured_out[:200]] == list(range(200))
