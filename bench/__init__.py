@@ -22,11 +22,12 @@ from bench.results import DEFAULT_OUTPUT, BenchConfig, Benchmark, Figure, merge_
 def all_benchmarks() -> tuple[Benchmark, ...]:
     """Every registered benchmark, in run order (add new groups here)."""
     from bench import (fabric_bench, fuzz_bench, gor_bench, host_bench, monitor_bench,
-                       p4sim_bench, security_bench, switch_bench, tccl_bench, testbed_bench,
-                       topo_bench)
+                       native_bench, p4sim_bench, security_bench, switch_bench, tccl_bench,
+                       testbed_bench, topo_bench)
     from bench import sim as sim_bench
 
     return (tuple(p4sim_bench.BENCHMARKS) + tuple(switch_bench.BENCHMARKS)
+            + tuple(native_bench.BENCHMARKS)
             + tuple(fabric_bench.BENCHMARKS) + tuple(topo_bench.BENCHMARKS)
             + tuple(testbed_bench.BENCHMARKS) + tuple(tccl_bench.BENCHMARKS)
             + tuple(host_bench.BENCHMARKS) + tuple(gor_bench.BENCHMARKS)
@@ -36,8 +37,8 @@ def all_benchmarks() -> tuple[Benchmark, ...]:
 
 def groups() -> list[str]:
     """The benchmark groups, in run order:
-    ``groups() == ["p4sim", "switch", "fabric", "topo", "testbed", "tccl", "host", "gor",
-    "security", "fuzz", "sim"]``."""
+    ``groups() == ["p4sim", "switch", "native", "fabric", "topo", "testbed", "tccl", "host",
+    "gor", "security", "fuzz", "sim", "monitor"]``."""
     out: list[str] = []
     for b in all_benchmarks():
         if b.group not in out:
