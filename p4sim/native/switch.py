@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
 from p4sim.frontend.types import BoolT, EnumT, strip_new
-from p4sim.native.build import build
-from p4sim.native.translate import TranslatedUnit, translate
+from p4sim.native.build import NativeBuildError, build
+from p4sim.native.translate import NativeUnsupported, TranslatedUnit, translate
 from p4sim.runtime import hashes as H
 from p4sim.runtime.tables import ActionCall, Exact, GroupRef, Lpm, MemberRef, Optional_, Range, Ternary
 from p4sim.v1model.constants import MAX_REPASSES
@@ -82,11 +82,16 @@ def native_program(program: Any) -> NativeProgram:
     if isinstance(cached, Exception):
         raise cached
     try:
-        unit = translate(program)
-        so = build(unit.c_source, getattr(program, "path", "program"))
-        with _LOAD_LOCK:
-            lib = ctypes.CDLL(str(so))
-            _declare(lib)
+        try:
+            unit = translate(program)
+            so = build(unit.c_source, getattr(program, "path", "program"))
+            with _LOAD_LOCK:
+                lib = ctypes.CDLL(str(so))
+                _declare(lib)
+        except (NativeUnsupported, NativeBuildError):
+            raise
+        except Exception as exc:   # a translator bug, a shared object that does not load: never a crash
+            raise NativeUnsupported(f"the native path failed ({type(exc).__name__}: {exc})") from exc
     except Exception as exc:
         program._native_program = exc
         raise

@@ -30,9 +30,10 @@ a port. Frames for a port that does not exist are counted in ``stats["no_port"]`
 Engines (``engine``): ``python`` runs the program on the Python engine and the Python
 ports, buffer, traffic manager and worker above. ``auto`` / ``native``
 (:func:`p4sim.native.make_switch`) run the program's native code where it has one; and
-when every port is an AF_PACKET socket and there is no trace or pcap capture, the ports,
+when every port is an AF_PACKET socket and there is no per-packet trace, the ports,
 ingress buffer, traffic manager and worker run in C too (:mod:`.fastpath`: ``recvmmsg``/
-``sendmmsg``, one thread per direction, the same queueing, PFC and queue metadata), with
+``sendmmsg``, one thread per direction, the same queueing, PFC, queue metadata and pcap
+captures), with
 ``device.lock`` holding the C pipeline. ``data_plane`` says which runs.
 
 Example::

@@ -3,7 +3,8 @@ with ``recvmmsg`` and written with ``sendmmsg`` by one thread per direction, the
 buffer, the traffic manager and the pipeline worker in C, so that no Python runs per
 packet when the program runs on the native path. :class:`~p4sim.switchd.device.
 SwitchDevice` uses it when started with engine ``auto`` or ``native``, every port an
-AF_PACKET socket, and no per-packet trace or pcap capture; otherwise the Python ports,
+AF_PACKET socket, and no per-packet trace (pcap captures are written by the C threads);
+otherwise the Python ports,
 :mod:`.ingress` and :mod:`.tm` run as before.
 
 Python keeps what is not per packet: the sockets (opened, reopened after an error,
