@@ -1,5 +1,6 @@
 # Astral-P4 — the two commands a newcomer needs are `make run` and `make test`.
-# Everything runs from a local virtualenv (.venv) built from requirements.txt.
+# Everything runs from a local virtualenv (.venv) built from requirements.txt; p4runtime-shell,
+# which pins protobuf 3.20, has an environment of its own (.venv-shell, requirements-shell.txt).
 
 SHELL := /bin/bash
 # Debian's python3 so that Mininet (a Debian package) is importable from the venv later.
@@ -7,15 +8,26 @@ PYTHON_SYS := $(shell if [ -x /usr/bin/python3 ]; then echo /usr/bin/python3; el
 VENV := .venv
 PY := $(VENV)/bin/python
 # What `make venv` installs: the pinned requirements, then this repository (pyproject.toml:
-# p4sim and its console scripts, editable) and PI's p4.tmp.p4config_pb2 (p4sim/p4runtime/proto).
-VENV_INPUTS := requirements.txt pyproject.toml p4sim/p4runtime/proto/pyproject.toml p4sim/p4runtime/proto/p4/tmp/p4config_pb2.py
+# p4sim and its console scripts, editable), the P4Runtime bindings p4.v1 / p4.config.v1
+# (p4runtime_proto) and PI's p4.tmp.p4config_pb2 (p4sim/p4runtime/proto).
+P4RT_PY := p4runtime_proto/p4/v1/p4runtime_pb2.py p4runtime_proto/p4/v1/p4runtime_pb2_grpc.py \
+  p4runtime_proto/p4/v1/p4data_pb2.py p4runtime_proto/p4/config/v1/p4info_pb2.py \
+  p4runtime_proto/p4/config/v1/p4types_pb2.py
+VENV_INPUTS := requirements.txt pyproject.toml p4runtime_proto/pyproject.toml $(P4RT_PY) \
+  p4sim/p4runtime/proto/pyproject.toml p4sim/p4runtime/proto/p4/tmp/p4config_pb2.py
 STAMP := $(VENV)/.installed-$(shell cat $(VENV_INPUTS) | sha1sum | cut -c1-12)
+# p4runtime-shell's own environment: `make shell`, lab 04's hand-reading step and the
+# p4runtime-shell compatibility tests run it there, talking to the switch over gRPC.
+SHELL_VENV := .venv-shell
+SHELL_PY := $(SHELL_VENV)/bin/python
+SHELL_STAMP := $(SHELL_VENV)/.installed-$(shell cat requirements-shell.txt | sha1sum | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: venv test test-p4sim bench ptf clean help run stop shell proto sim fuzz
+.PHONY: venv venv-shell test test-p4sim bench ptf clean help run stop shell proto sim fuzz
 
 help:
 	@echo "make venv   - create .venv with the pinned requirements (idempotent)"
+	@echo "make venv-shell - create .venv-shell with p4runtime-shell (made on first use by make shell/test)"
 	@echo "make run    - the testbed (root): fabric up in Mininet, programmed, ping story, scenario; CLI=0 TARGET=p4sim|bmv2 SCENARIO=default(the GOR story)|link-failure|dead-link|alltoall|faults|none"
 	@echo "make shell SW=b0r0l0 - p4runtime-shell on one switch of the running testbed"
 	@echo "make stop   - tear down only what the testbed recorded (build/testbed-state.json)"
@@ -24,18 +36,31 @@ help:
 	@echo "make fuzz   - fuzzing at full size (root for the frames): 10^6 frames, 10^5 P4Runtime messages, 2x10^4 agent calls; SEED=N"
 	@echo "make sim    - pod-scale simulator study: random ECMP vs TCCL vs TCCL+GOR on 1K/8K/64K GPUs (runs/sim-<time>/)"
 	@echo "make ptf    - PTF suite of the fabric (root, TLS by default): TARGET=p4sim|bmv2 P4C=... SIMPLE_SWITCH_GRPC=... INSECURE=1"
-	@echo "make proto  - regenerate astral_proto/agent_pb2*.py and p4sim's p4.tmp.p4config_pb2 from their .proto"
+	@echo "make proto  - regenerate astral_proto/agent_pb2*.py, the P4Runtime bindings (p4runtime_proto) and p4sim's p4.tmp.p4config_pb2"
 
 venv: $(STAMP)
 
+# A .venv made before protobuf 7 holds p4runtime-shell and PyPI's p4runtime (protoc 3.x
+# modules that upb refuses, in the same p4/ files as p4runtime_proto): they are removed first.
 $(STAMP): $(VENV_INPUTS)
 	@test -x $(PY) || $(PYTHON_SYS) -m venv $(VENV)
+	@if $(PY) -m pip show -q p4runtime-shell p4runtime >/dev/null 2>&1; then \
+	  $(PY) -m pip uninstall --disable-pip-version-check -q -y p4runtime-shell p4runtime ipython jedi; fi
 	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
-	$(PY) -m pip install --disable-pip-version-check -q --no-deps -e . ./p4sim/p4runtime/proto
+	$(PY) -m pip install --disable-pip-version-check -q --no-deps --force-reinstall ./p4runtime_proto ./p4sim/p4runtime/proto
+	$(PY) -m pip install --disable-pip-version-check -q --no-deps -e .
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
-test: venv
+venv-shell: $(SHELL_STAMP)
+
+$(SHELL_STAMP): requirements-shell.txt
+	@test -x $(SHELL_PY) || $(PYTHON_SYS) -m venv $(SHELL_VENV)
+	$(SHELL_PY) -m pip install --disable-pip-version-check -q -r requirements-shell.txt
+	@rm -f $(SHELL_VENV)/.installed-*
+	@touch $@
+
+test: venv venv-shell
 	$(PY) -m pytest -q $(PYTEST_ARGS) tests
 
 test-p4sim: venv
@@ -64,7 +89,7 @@ run: venv
 	$(PY) -m scenarios up --target $(RUN_TARGET) --scenario '$(SCENARIO)' $(if $(filter 0,$(CLI)),--cli no,)
 
 SW ?=
-shell: venv
+shell: venv venv-shell
 	@$(PY) -m testbed.shell $(SW)
 
 stop:
@@ -85,23 +110,38 @@ fuzz: venv
 	@mkdir -p build
 	$(PY) -m fuzz all --size full --seed $(SEED) --out build/fuzz.json
 
-# The agent protocol (astral_proto/agent.proto): the generated Python is committed. It is
-# generated by grpcio-tools 1.49.1 (protoc 21.x, the oldest release with CPython 3.11
-# wheels) in a throwaway venv, never in .venv: its output needs only protobuf >= 3.20,
-# which p4runtime-shell pins.
-PROTO_VENV ?= /tmp/astral-protogen
-PROTO_HEADER := \# Generated from astral_proto/agent.proto by `make proto` (grpcio-tools 1.49.1, runs on protobuf 3.20.x).
+# Generated Python, committed: the agent protocol (astral_proto/agent.proto), the P4Runtime
+# bindings p4.v1 / p4.config.v1 (p4runtime_proto/: from the file descriptors of the P4Runtime
+# release on PyPI, read by p4runtime_proto/descriptor_set.py without importing its modules)
+# and PI's p4.tmp.P4DeviceConfig (p4sim/p4runtime/proto). grpcio-tools 1.85.1 (protoc 35.1)
+# runs in a throwaway venv, never in .venv; its output checks the runtime at import:
+# protobuf >= 7.35.1 and < 8, grpcio >= 1.85.1 (requirements.txt pins 7.36.2 and 1.85.3).
+GRPCIO_TOOLS := 1.85.1
+P4RUNTIME_RELEASE := 1.6.0
+PROTO_VENV ?= /tmp/astral-protogen-$(GRPCIO_TOOLS)
+PROTO_GEN := by `make proto` (grpcio-tools $(GRPCIO_TOOLS), protoc 35.1; needs protobuf >= 7.35.1, < 8 and grpcio >= $(GRPCIO_TOOLS))
+PROTO_HEADER := \# Generated from astral_proto/agent.proto $(PROTO_GEN).
+P4RT_DIR := p4runtime_proto
+P4RT_HEADER := \# Generated from the file descriptors of the P4Runtime $(P4RUNTIME_RELEASE) release (p4runtime_proto/descriptor_set.py) $(PROTO_GEN).
 # PI's p4.tmp.P4DeviceConfig from our own .proto of the same package and message (p4sim
 # imports it; `make venv` installs it as p4.tmp.p4config_pb2 for BMv2 controllers).
 P4TMP_DIR := p4sim/p4runtime/proto
-P4TMP_HEADER := \# Generated from p4sim/p4runtime/proto/p4/tmp/p4config.proto (PI's message p4.tmp.P4DeviceConfig) by `make proto` (grpcio-tools 1.49.1, runs on protobuf 3.20.x).
+P4TMP_HEADER := \# Generated from p4sim/p4runtime/proto/p4/tmp/p4config.proto (PI message p4.tmp.P4DeviceConfig) $(PROTO_GEN).
+PROTOC := $(PROTO_VENV)/bin/python -m grpc_tools.protoc
 
 proto:
-	@test -x $(PROTO_VENV)/bin/python || { $(PYTHON_SYS) -m venv $(PROTO_VENV) && $(PROTO_VENV)/bin/pip install -q grpcio-tools==1.49.1; }
-	$(PROTO_VENV)/bin/python -m grpc_tools.protoc -I. --python_out=. --grpc_python_out=. astral_proto/agent.proto
+	@test -f $(PROTO_VENV)/.ready || { $(PYTHON_SYS) -m venv $(PROTO_VENV) && \
+	  $(PROTO_VENV)/bin/pip install -q grpcio-tools==$(GRPCIO_TOOLS) googleapis-common-protos==1.76.0 && \
+	  $(PROTO_VENV)/bin/pip install -q --no-deps p4runtime==$(P4RUNTIME_RELEASE) && touch $(PROTO_VENV)/.ready; }
+	$(PROTOC) -I. --python_out=. --grpc_python_out=. astral_proto/agent.proto
 	@for f in astral_proto/agent_pb2.py astral_proto/agent_pb2_grpc.py; do \
 	  { echo '$(PROTO_HEADER)'; cat $$f; } > $$f.tmp && mv $$f.tmp $$f; done
-	$(PROTO_VENV)/bin/python -m grpc_tools.protoc -I$(P4TMP_DIR) --python_out=$(P4TMP_DIR) $(P4TMP_DIR)/p4/tmp/p4config.proto
+	$(PROTO_VENV)/bin/python $(P4RT_DIR)/descriptor_set.py $(P4RUNTIME_RELEASE) $(PROTO_VENV)/p4runtime.pb
+	$(PROTOC) --descriptor_set_in=$(PROTO_VENV)/p4runtime.pb --python_out=$(P4RT_DIR) \
+	  p4/v1/p4runtime.proto p4/v1/p4data.proto p4/config/v1/p4info.proto p4/config/v1/p4types.proto
+	$(PROTOC) --descriptor_set_in=$(PROTO_VENV)/p4runtime.pb --grpc_python_out=$(P4RT_DIR) p4/v1/p4runtime.proto
+	@for f in $(P4RT_PY); do { echo '$(P4RT_HEADER)'; cat $$f; } > $$f.tmp && mv $$f.tmp $$f; done
+	$(PROTOC) -I$(P4TMP_DIR) --python_out=$(P4TMP_DIR) $(P4TMP_DIR)/p4/tmp/p4config.proto
 	@f=$(P4TMP_DIR)/p4/tmp/p4config_pb2.py; { echo '$(P4TMP_HEADER)'; cat $$f; } > $$f.tmp && mv $$f.tmp $$f
 
 clean:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Optional, Union
@@ -131,10 +132,20 @@ class HostCredentials:
             raise ValueError(f"malformed host credentials: {exc}") from exc
 
     def save(self, path: Union[str, Path]) -> Path:
-        """Write the JSON form to ``path`` (mode 0600)."""
+        """Write the JSON form to ``path``, readable by its owner only from the first byte
+        (created 0600; an older file is made 0600 before it is truncated; a symlink is
+        refused)."""
         p = Path(path)
-        p.write_text(self.to_json())
-        p.chmod(0o600)
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+            os.ftruncate(fd, 0)
+            fh = os.fdopen(fd, "w", encoding="utf-8")
+        except BaseException:
+            os.close(fd)
+            raise
+        with fh:
+            fh.write(self.to_json())
         return p
 
     @classmethod

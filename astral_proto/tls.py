@@ -1,10 +1,10 @@
 """Mutual TLS on the agent protocol: :class:`MutualTls`, the default
 :class:`~astral_proto.security.Security` of GOR and of every agent.
 
-Every party holds three PEM files (:class:`TlsFiles`): the fabric CA's certificate, its
-own certificate and its private key. The testbed's PKI (``testbed/pki.py``, under
-``build/pki/``) writes them as ``ca.pem``, ``NAME.pem`` and ``NAME.key``
-(:meth:`TlsFiles.in_dir`). A certificate's common name is the party's name
+Every party holds three PEM files (:class:`TlsFiles`): the CA certificate(s) it trusts,
+its own certificate and its private key. The testbed's PKI (``testbed/pki.py``, under
+``build/pki/``) writes them as ``NAME.trust.pem`` (``ca.pem`` with a single CA),
+``NAME.pem`` and ``NAME.key`` (:meth:`TlsFiles.in_dir`). A certificate's common name is the party's name
 (``controller``, ``b0s0``) and it is also a DNS subject-alternative name.
 
 * A server requires a client certificate signed by the fabric CA (a plaintext client or
@@ -58,9 +58,12 @@ class TlsFiles:
 
     @classmethod
     def in_dir(cls, root: Path, name: str) -> "TlsFiles":
-        """The files of party ``name`` in a PKI directory (``ca.pem``, ``NAME.pem``,
-        ``NAME.key``: the layout ``testbed/pki.py`` writes)."""
-        return cls(root / "ca.pem", root / f"{name}.pem", root / f"{name}.key")
+        """The files of party ``name`` in a PKI directory (``NAME.pem``, ``NAME.key``, and
+        what it trusts: ``NAME.trust.pem`` where the PKI has one CA per kind of party,
+        else the one CA ``ca.pem``: the layouts ``testbed/pki.py`` writes)."""
+        trust = root / f"{name}.trust.pem"
+        return cls(trust if trust.is_file() else root / "ca.pem", root / f"{name}.pem",
+                   root / f"{name}.key")
 
     def read(self) -> tuple[bytes, bytes, bytes]:
         """``(ca, cert, key)`` as bytes (what ``grpc.ssl_*_credentials`` take)."""

@@ -33,6 +33,9 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure, median
+from p4sim.engine import load_program
+from p4sim.runtime.tables import ActionCall, Exact, Lpm
+from p4sim.v1model.switch import V1ModelSwitch
 from p4src.hashmodel import (
     PROTO_UDP,
     GroupModel,
@@ -96,16 +99,12 @@ class FabricSwitch:
 
     def set_switch(self, switch_id: int, role: int, seed: int) -> None:
         """``FabricIngress.switch_info.config`` default action ``set_switch``."""
-        from p4sim.runtime.tables import ActionCall
-
         t = self._table("switch_info.config")
         t.set_default_action(ActionCall(action_name(t, "set_switch"), (switch_id, role, seed)))
         self.model.seed = seed
 
     def add_nexthop(self, nexthop_id: int, port: int) -> None:
         """``forwarding.nexthops``: ``route_to(port, ROUTER_MAC, port_mac(port))``."""
-        from p4sim.runtime.tables import ActionCall, Exact
-
         t = self._table("forwarding.nexthops")
         t.add_entry([Exact(nexthop_id)],
                     ActionCall(action_name(t, "route_to"), (port, ROUTER_MAC, port_mac(port))))
@@ -114,8 +113,6 @@ class FabricSwitch:
     def add_route(self, prefix: int, length: int, *, nexthop: Optional[int] = None,
                   group: Optional[int] = None) -> None:
         """``forwarding.routes``: ``set_nexthop`` or ``set_ecmp_group`` for a prefix."""
-        from p4sim.runtime.tables import ActionCall, Lpm
-
         t = self._table("forwarding.routes")
         if group is not None:
             call = ActionCall(action_name(t, "set_ecmp_group"), (group,))
@@ -128,8 +125,6 @@ class FabricSwitch:
         """An ECMP group over ``ports``: ``ecmp.groups`` → ``select_member(base, size)``,
         ``ecmp.members`` base+i → next hop ``nexthop_base+i`` → port; recorded in the model
         with member names ``"port<N>"``."""
-        from p4sim.runtime.tables import ActionCall, Exact
-
         groups, members = self._table("ecmp.groups"), self._table("ecmp.members")
         groups.add_entry([Exact(group_id)],
                          ActionCall(action_name(groups, "select_member"), (base, len(ports))))
@@ -308,8 +303,6 @@ def _time_pps(switch: Any, in_port: int, frames: Sequence[bytes], duration_s: fl
 
 def load_fabric(path: Path = FABRIC_P4) -> Any:
     """``load_program`` of the fabric program with the trace off."""
-    from p4sim.engine import load_program
-
     return load_program(str(path), list(INCLUDE_DIRS), trace=False)
 
 
@@ -318,8 +311,6 @@ def measure_role(role: str, config: BenchConfig, path: Path = FABRIC_P4,
     """Packets/s of the fabric program in ``role`` ("leaf" or "spine"), after checking
     every frame's egress port against the hash model (``routed``: TTL and checksum too;
     off for a program that only has the fabric's forwarding tables)."""
-    from p4sim.v1model.switch import V1ModelSwitch
-
     prog = load_fabric(path)
     rng = random.Random(7)
     if role == "leaf":

@@ -7,7 +7,10 @@ push inputs through a live p4sim switch, from a bounded run of each:
   otherwise, and stderr says why);
 * ``fuzz.p4rt_msgs_per_s`` — mutated P4Runtime messages per second against a live switch,
   each followed by the state Read that checks it (:func:`fuzz.p4rt.run_p4rt`,
-  :data:`MESSAGES` messages).
+  :data:`MESSAGES` messages);
+* ``fuzz.agent_calls_per_s`` — agent-protocol calls per second against a live agent and
+  flow registry over mutual TLS, each checked (:func:`fuzz.agent.run_agent`, :data:`CALLS`
+  calls).
 
 A run that found something (a finding) raises :class:`~bench.results.BenchCheckError`:
 the rate of a broken switch is not a figure. ``make fuzz`` (10^6 frames, 10^5 messages)
@@ -22,9 +25,11 @@ from __future__ import annotations
 import sys
 
 from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure
+from fuzz.veths import veths_available
 
 FRAMES = 30_000
 MESSAGES = 2_000
+CALLS = 2_000
 SEED = 1
 
 
@@ -38,8 +43,7 @@ def _checked(result: object) -> float:
 
 def bench_frames(config: BenchConfig) -> dict[str, Figure]:
     """``fuzz.frames_per_s`` (see the module docstring); {} without root."""
-    from fuzz.frames import run_frames  # noqa: PLC0415 - only when this group runs
-    from fuzz.veths import veths_available  # noqa: PLC0415
+    from fuzz.frames import run_frames  # noqa: PLC0415 — heavy: hypothesis
     why = veths_available()
     if why:
         print(f"bench fuzz.frames: skipped ({why})", file=sys.stderr)
@@ -49,9 +53,16 @@ def bench_frames(config: BenchConfig) -> dict[str, Figure]:
 
 def bench_p4rt(config: BenchConfig) -> dict[str, Figure]:
     """``fuzz.p4rt_msgs_per_s`` (see the module docstring)."""
-    from fuzz.p4rt import run_p4rt  # noqa: PLC0415
+    from fuzz.p4rt import run_p4rt  # noqa: PLC0415 — heavy: hypothesis
     return {"fuzz.p4rt_msgs_per_s": Figure(_checked(run_p4rt(SEED, MESSAGES, size="bench")), "msgs/s")}
 
 
+def bench_agent(config: BenchConfig) -> dict[str, Figure]:
+    """``fuzz.agent_calls_per_s`` (see the module docstring)."""
+    from fuzz.agent import run_agent  # noqa: PLC0415 — heavy: hypothesis
+    return {"fuzz.agent_calls_per_s": Figure(_checked(run_agent(SEED, CALLS, size="bench")), "calls/s")}
+
+
 BENCHMARKS: tuple[Benchmark, ...] = (Benchmark("frames", "fuzz", bench_frames),
-                                      Benchmark("p4rt", "fuzz", bench_p4rt))
+                                      Benchmark("p4rt", "fuzz", bench_p4rt),
+                                      Benchmark("agent", "fuzz", bench_agent))

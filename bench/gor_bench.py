@@ -29,10 +29,12 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from bench.gor_fast_bench import BENCHMARKS as fast
+from bench.gor_testbed_bench import BENCHMARKS as story
 from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure, median
+from controller.fabric import fabric_hash_model
 from controller.gor.decisions import FlowKey, MoveOrder
 from controller.gor.paths import ElephantFlow, LinkState, PathEngine
-from controller.fabric import fabric_hash_model
 from topo.model import Fabric, build_fabric
 from topo.spec import FabricSpec, load_spec
 
@@ -102,8 +104,6 @@ def bench_decide(config: BenchConfig) -> dict[str, Figure]:
 
 
 def _story_benchmarks() -> tuple[Benchmark, ...]:
-    from bench.gor_fast_bench import BENCHMARKS as fast  # noqa: PLC0415 (live testbed)
-    from bench.gor_testbed_bench import BENCHMARKS as story  # noqa: PLC0415 (live testbed)
     return story + fast
 
 

@@ -41,6 +41,7 @@ emulation's own rate, not by GOR (bench/README.md).
 from __future__ import annotations
 
 import math
+import socket
 import sys
 import tempfile
 import time
@@ -48,6 +49,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from bench.results import BenchConfig, Benchmark, Figure
+from scenarios.common import ScenarioOptions
+from scenarios.story import run_story
+from testbed.traffic import testbed_unavailable, testbed_up
 
 RUNS = 20
 FIRST_SEED = 100
@@ -119,7 +123,7 @@ def digest_clock_offset_s(target: str) -> float:
 def first_ce_ts(pcap: Path, since: float = 0.0) -> Optional[float]:
     """Wall-clock time (s) of the first IPv4 packet with ECN CE in ``pcap`` at or after
     ``since`` (the switch writes its captures unbuffered, one file for the whole bench)."""
-    from scapy.utils import RawPcapReader  # noqa: PLC0415
+    from scapy.utils import RawPcapReader  # noqa: PLC0415 — heavy: scapy
     if not pcap.is_file():
         return None
     with RawPcapReader(str(pcap)) as rd:
@@ -136,8 +140,7 @@ def first_ce_ts(pcap: Path, since: float = 0.0) -> Optional[float]:
 def first_flow_ts(pcap: Path, src: str, dst: str, sport: int, since: float) -> Optional[float]:
     """Wall-clock time (s) of the first IPv4/UDP packet from ``src`` to ``dst`` with UDP
     source port ``sport`` in ``pcap`` at or after ``since``."""
-    import socket  # noqa: PLC0415
-    from scapy.utils import RawPcapReader  # noqa: PLC0415
+    from scapy.utils import RawPcapReader  # noqa: PLC0415 — heavy: scapy
     if not pcap.is_file():
         return None
     want = socket.inet_aton(src) + socket.inet_aton(dst)
@@ -223,9 +226,6 @@ def exact_elephants(events: Iterable[Mapping[str, Any]], predicted: Mapping[str,
 def bench_fast_loop(config: BenchConfig) -> dict[str, Figure]:
     """``RUNS`` runs of the story on one fabric of ``config.target`` with captures; the
     figures above."""
-    from scenarios.common import ScenarioOptions  # noqa: PLC0415
-    from scenarios.story import run_story  # noqa: PLC0415
-    from testbed.traffic import testbed_unavailable, testbed_up  # noqa: PLC0415
     why = testbed_unavailable()
     if why:
         print(f"gor.fast_loop: skipped, {why}; {FIGURES} not written", file=sys.stderr)

@@ -51,6 +51,12 @@ from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
 from bench.results import BenchConfig, Benchmark, Figure
+from scenarios.common import ScenarioOptions
+from scenarios.detour_probe import probe_detour
+from scenarios.gor_session import restart_after_moves
+from scenarios.link_failure import run_link_failure
+from scenarios.story import run_story
+from testbed.traffic import testbed_unavailable, testbed_up
 
 FIGURES = ("gor.loop_s", "gor.max_util_after_pct", "gor.drops_during_move",
            "testbed.flow_pps.default")
@@ -64,7 +70,6 @@ RESTART_LEAF = "b0r0l0"
 def _live_testbed(name: str, figures: Sequence[str]) -> Iterator[Optional[tuple[Any, Path]]]:
     """A p4sim fabric brought up for benchmark ``gor.<name>`` (and its scratch folder), or
     None — with the reason printed — where this machine cannot run one."""
-    from testbed.traffic import testbed_unavailable, testbed_up  # noqa: PLC0415
     why = testbed_unavailable()
     if why:
         print(f"gor.{name}: skipped, {why}; {tuple(figures)} not written", file=sys.stderr)
@@ -91,8 +96,6 @@ def flow_pps(delivery: dict[str, tuple[int, int]], duration_s: float) -> Optiona
 
 def bench_story(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — one live run
     """One run of ``scenarios.story.run_story`` on a fabric brought up for it."""
-    from scenarios.common import ScenarioOptions  # noqa: PLC0415
-    from scenarios.story import run_story  # noqa: PLC0415
     with _live_testbed("story", FIGURES) as live:
         if live is None:
             return {}
@@ -114,8 +117,6 @@ def bench_story(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — o
 
 def bench_dead_link(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — one live run
     """One run of ``SCENARIO=dead-link`` on a fabric brought up for it."""
-    from scenarios.link_failure import run_link_failure  # noqa: PLC0415
-    from scenarios.common import ScenarioOptions  # noqa: PLC0415
     with _live_testbed("dead_link", DEAD_LINK_FIGURES) as live:
         if live is None:
             return {}
@@ -132,9 +133,6 @@ def bench_dead_link(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 �
 
 def bench_switch_restart(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — one live run
     """The story with the source leaf's switch process restarted after GOR's moves settled."""
-    from scenarios.gor_session import restart_after_moves  # noqa: PLC0415
-    from scenarios.common import ScenarioOptions  # noqa: PLC0415
-    from scenarios.story import run_story  # noqa: PLC0415
     sessions: list[Any] = []
     with _live_testbed("switch_restart", RESTART_FIGURES) as live:
         if live is None:
@@ -154,7 +152,6 @@ def bench_switch_restart(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG
 
 def bench_detour(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — one live run
     """A cut cable probed before and after GOR's detours, on a fabric brought up for it."""
-    from scenarios.detour_probe import probe_detour  # noqa: PLC0415
     with _live_testbed("detour", DETOUR_FIGURES) as live:
         if live is None:
             return {}

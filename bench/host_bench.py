@@ -27,6 +27,7 @@ from __future__ import annotations
 import sys
 
 from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure
+from testbed.traffic import NicOptions, TrafficOptions, run_traffic, testbed_unavailable, testbed_up
 
 RANDOM_SEED = 7
 """Seed of the random ports: 5 of the 8 elephants on one uplink with the default fabric."""
@@ -35,8 +36,6 @@ FIGURES = "tccl.max_over_mean.random, tccl.max_over_mean.tccl, nic.goodput_mbps.
 
 def bench_testbed(config: BenchConfig) -> dict[str, Figure]:
     """Random vs TCCL ports on the live default fabric (see the module docstring)."""
-    from testbed.traffic import (NicOptions, TrafficOptions, run_traffic,  # noqa: PLC0415
-                              testbed_unavailable, testbed_up)
     why = testbed_unavailable()
     if why is not None:
         print(f"host.testbed: skipped, {why}; {FIGURES} not written", file=sys.stderr,

@@ -35,7 +35,14 @@ import sys
 import time
 from typing import Any, Callable, Optional, Sequence
 
+from bench.fabric_bench import (CHECK_BATCH, IN_PORT_LEAF, N_FRAMES, build_frame, check_forwarding,
+                                leaf_flows, load_fabric, setup_leaf)
 from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure, median
+from bench.switch_bench import run_pps_veth, veth_available
+from bench.veth_overload import run_overload
+from p4sim.native import native_reason
+from p4sim.native.switch import NativeSwitch
+from p4sim.v1model.switch import V1ModelSwitch
 
 
 def _time(fn: Callable[[], int], duration_s: float, cpu: Optional[list[float]] = None) -> float:
@@ -56,12 +63,6 @@ def _time(fn: Callable[[], int], duration_s: float, cpu: Optional[list[float]] =
 
 def bench_fabric_leaf(config: BenchConfig) -> dict[str, Figure]:
     """The in-process figures (see the module docstring)."""
-    from bench.fabric_bench import (CHECK_BATCH, IN_PORT_LEAF, N_FRAMES, build_frame,
-                                    check_forwarding, leaf_flows, load_fabric, setup_leaf)
-    from p4sim.native import native_reason
-    from p4sim.native.switch import NativeSwitch
-    from p4sim.v1model.switch import V1ModelSwitch
-
     def setup(native: bool) -> tuple[Any, list[bytes]]:
         prog = load_fabric()
         rng = random.Random(7)
@@ -123,7 +124,6 @@ def bench_fabric_leaf(config: BenchConfig) -> dict[str, Figure]:
 
 def bench_veth(config: BenchConfig) -> dict[str, Figure]:
     """The paced veth probe, native then Python."""
-    from bench.switch_bench import run_pps_veth, veth_available
     why = veth_available()
     if why is not None:
         print(f"native.veth: skipped, {why}; p4sim.native.pps.veth not written", file=sys.stderr)
@@ -135,7 +135,6 @@ def bench_veth(config: BenchConfig) -> dict[str, Figure]:
 
 def bench_veth_overload(config: BenchConfig) -> dict[str, Figure]:
     """The overload probe with ``--engine native``."""
-    from bench.veth_overload import run_overload
     return run_overload(config, engine="native", prefix="p4sim.native")
 
 

@@ -126,8 +126,8 @@ def make_flows(routes: Sequence[Route], count: int = N_PACKETS, seed: int = 7) -
 
 def build_frames(flows: Sequence[Flow], payload_len: int = 64) -> list[bytes]:
     """The flows as Ethernet/IPv4/UDP frames (scapy builds them once, bytes are sent)."""
-    from scapy.layers.inet import IP, UDP
-    from scapy.layers.l2 import Ether
+    from scapy.layers.inet import IP, UDP  # noqa: PLC0415 — heavy: scapy
+    from scapy.layers.l2 import Ether  # noqa: PLC0415 — heavy: scapy
 
     out = []
     for i, f in enumerate(flows):

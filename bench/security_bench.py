@@ -13,6 +13,31 @@ and, with TLS, a full handshake with the client certificate) → the first RPC
 
 Each switch is stopped by its own PID (SIGTERM, then SIGKILL after 10 s).
 
+``security.authz`` runs the threat model's attack matrix (:mod:`testbed.attacks`) with the
+testbed's own PKI (:func:`testbed.tls.create_fabric_pki`: three CAs and the p4sim
+policy) against a switch started with the testbed's command line, after the controller
+pushed ``p4src/fabric.p4``:
+
+* ``security.authz_denied_ok`` — the fraction of the matrix refused (every RPC failed
+  and the controller's Read before and after agree); goal 1.00. The matrix also holds
+  the agent protocol's attacks (:func:`testbed.attacks.agent_attacks`: flow-id squatting,
+  a switch or the monitor registering flows or ordering a move), on GOR's registry and
+  two agents in this process with the same PKI;
+* ``security.authz_attacks`` — how many attacks the matrix holds.
+
+``security.p4rt_streams`` measures the controller's Read (one clone session, on its own
+primary connection) 200 times with no other stream open, then again while
+:data:`OTHER_STREAMS` idle StreamChannels of the monitor's certificate are open (p4sim's
+stream bounds raised so that all of them stay open: what is measured is the reserved
+worker pool, not the refusal):
+
+* ``security.p4rt_rpc_ms_idle.p99``, ``security.p4rt_rpc_ms_under_streams.p99`` (goal
+  < 50 ms) and ``.p50``;
+* ``security.p4rt_streams_open`` — how many of the :data:`OTHER_STREAMS` stayed open.
+
+Both take ``--target bmv2`` (simple_switch_grpc with the same TLS options; it has no
+policy and no stream bounds).
+
 Example::
 
     $ .venv/bin/python -m bench security
@@ -36,7 +61,13 @@ import grpc
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from bench.results import BenchConfig, Benchmark, Figure
-from testbed.process import stop_process
+from process import stop_process
+from testbed.attacks import (Victim, controller_read_ms, denied_fraction, iter_table, open_streams,
+                             run_agent_attacks, run_attacks, started_switch)
+from testbed.cli import compile_fabric
+from testbed.pki import FabricPki
+from testbed.tls import MONITOR, create_fabric_pki
+from topo.model import build_fabric
 
 REPO = Path(__file__).resolve().parents[1]
 CONNECTIONS = 40
@@ -98,7 +129,6 @@ def connect_times(addr: str, creds: Optional[grpc.ChannelCredentials], n: int,
 
 def bench_tls_handshake(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — fixed count
     """``security.tls_handshake_ms`` and ``security.plaintext_connect_ms`` (module docstring)."""
-    from testbed.pki import FabricPki  # noqa: PLC0415 (the testbed's CA maker)
     with tempfile.TemporaryDirectory(prefix="security-bench-") as tmp:
         pki = FabricPki.create(Path(tmp), ["switch", "controller"])
         sw, me = pki.files("switch"), pki.files("controller")
@@ -116,4 +146,70 @@ def bench_tls_handshake(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG0
             "security.plaintext_connect_ms": Figure(round(median_ms(plain), 2), "ms")}
 
 
-BENCHMARKS: tuple[Benchmark, ...] = (Benchmark("tls_handshake", "security", bench_tls_handshake),)
+VICTIM, VICTIM_DEVICE_ID = "b0r0l0", 1
+OTHER_STREAMS = 100
+READS = 200
+
+
+@contextmanager
+def attacked_switch(config: BenchConfig, p4sim_flags: Sequence[str] = ()) -> Iterator[object]:
+    """The testbed's PKI in a temporary directory, the fabric program compiled for the
+    target, a switch started with the testbed's command line, and the controller's
+    :class:`testbed.attacks.Victim` connection to it."""
+    p4info, device_config = compile_fabric(config.target)
+    with tempfile.TemporaryDirectory(prefix="security-authz-") as tmp:
+        pki = create_fabric_pki(build_fabric(), Path(tmp) / "pki")
+        with started_switch(config.target, pki.root, VICTIM, VICTIM_DEVICE_ID, Path(tmp) / "logs",
+                            p4sim_flags) as addr:
+            with Victim(addr, VICTIM_DEVICE_ID, VICTIM, pki.root, p4info, device_config) as victim:
+                yield victim
+
+
+def bench_authz(config: BenchConfig) -> dict[str, Figure]:
+    """``security.authz_denied_ok`` (module docstring)."""
+    with attacked_switch(config) as victim:
+        outcomes = run_attacks(victim)   # type: ignore[arg-type]
+        ips = {h.name: [n.ip for n in h.nics] for h in build_fabric().hosts}
+        outcomes += run_agent_attacks(victim.pki.root, ips, VICTIM)   # type: ignore[attr-defined]
+    for row in iter_table(outcomes):
+        print(row, file=sys.stderr)
+    return {"security.authz_denied_ok": Figure(round(denied_fraction(outcomes), 3), "fraction"),
+            "security.authz_attacks": Figure(len(outcomes), "attacks")}
+
+
+def p99(values: Sequence[float]) -> float:
+    """The 99th percentile (nearest rank).
+
+    >>> p99(list(range(1, 101)))
+    99
+    """
+    ordered = sorted(values)
+    return ordered[max(0, -(-99 * len(ordered) // 100) - 1)]
+
+
+def bench_streams(config: BenchConfig) -> dict[str, Figure]:
+    """``security.p4rt_rpc_ms_under_streams.p99`` (module docstring)."""
+    flags = ["--p4rt-max-streams", str(OTHER_STREAMS + 1),
+             "--p4rt-max-streams-per-client", str(OTHER_STREAMS)]
+    with attacked_switch(config, flags) as victim:
+        controller_read_ms(victim, reads=20)                     # warm-up
+        idle = controller_read_ms(victim, reads=READS)
+        kept, refused, channel = open_streams(victim, MONITOR, OTHER_STREAMS)  # type: ignore[arg-type]
+        try:
+            loaded = controller_read_ms(victim, reads=READS)
+            still = sum(1 for s in kept if s.refusal() is None)
+        finally:
+            for s in kept:
+                s.close()
+            channel.close()
+    return {"security.p4rt_rpc_ms_idle.p99": Figure(round(p99(idle), 2), "ms"),
+            "security.p4rt_rpc_ms_under_streams.p99": Figure(round(p99(loaded), 2), "ms"),
+            "security.p4rt_rpc_ms_under_streams.p50": Figure(round(statistics.median(loaded), 2), "ms"),
+            "security.p4rt_streams_open": Figure(still, "streams")}
+
+
+BENCHMARKS: tuple[Benchmark, ...] = (
+    Benchmark("tls_handshake", "security", bench_tls_handshake),
+    Benchmark("authz", "security", bench_authz, targets=("p4sim", "bmv2")),
+    Benchmark("p4rt_streams", "security", bench_streams, targets=("p4sim", "bmv2")),
+)

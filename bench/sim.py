@@ -29,6 +29,15 @@ Figures:
   sim/sweeps/gpt3-175b.yaml`` (18 predictions of GPT-3 175B: 3 splits × 2 policies × 3
   scales) on the local process pool (2 workers), outputs not written. Checked: 18 rows,
   feasible ones with a finite iteration time.
+* ``sim.validation.within10_pct`` / ``sim.validation.median_abs_err_pct`` — ``python -m sim
+  predict`` against the published training runs of ``sim/validation/runs.yaml`` held out by
+  ``sim/validation/split.py`` (never fitted on): share of runs whose predicted iteration
+  time is within 10 % of the measured, and the median |error| (a refused run counts as a
+  miss). Goals ≥ 90 % and ≤ 5 %. ``sim.validation.fit.within10_pct`` /
+  ``sim.validation.fit.median_abs_err_pct``: the same on the fit split (what
+  ``sim/predict/calibration.yaml`` was fitted on), ``sim.validation.fp8.within10_pct`` the
+  held-out FP8 runs. Checked: every run predicted or refused with a reason, both splits
+  non-empty.
 * ``sim.prediction_error_pct`` — mean absolute error of the calibrated prediction against
   the testbed measurements in ``sim/calibration/default-fabric.json``; only when that
   recorded file exists (the test fixture is never used here).
@@ -49,15 +58,22 @@ import numpy as np
 
 from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure, median
 from sim.calibrate import calibrate_file
+from sim.cluster.allreduce import cluster_allreduce
+from sim.cluster.fabric import SimCluster
+from sim.cluster.spec import load_cluster
 from sim.policies import run_phase
 from sim.predict.job import load_job
 from sim.predict.predict import predict
 from sim.runner import run_scenario
 from sim.study import study_scenario
+from sim.sweep.grid import load_grid
+from sim.sweep.run import timed_run
 from sim.topology import SimFabric
 from sim.workloads import collective_phases, place_job
 from topo.model import build_fabric
-from topo.spec import load_spec
+from topo.spec import FabricSpec, load_spec
+from sim.validation.dataset import load_dataset
+from sim.validation.validate import summarize, validate_runs
 
 REPO = Path(__file__).resolve().parent.parent
 POD64K = REPO / "topo" / "specs" / "pod64k.yaml"
@@ -109,10 +125,6 @@ def bench_predict_gpt175b(config: BenchConfig) -> dict[str, Figure]:
 
 def bench_allreduce_512k(config: BenchConfig) -> dict[str, Figure]:
     """``sim.allreduce_512k_s``: the hierarchical AllReduce on the 512K-GPU cluster, TCCL."""
-    from sim.cluster.allreduce import cluster_allreduce  # noqa: PLC0415
-    from sim.cluster.fabric import SimCluster  # noqa: PLC0415
-    from sim.cluster.spec import load_cluster  # noqa: PLC0415
-
     t0 = time.perf_counter()
     sc = SimCluster.build(load_cluster(CLUSTER512K))
     print(f"bench sim: cluster512k numbered in {time.perf_counter() - t0:.2f} s ({sc.num_links:,} links)")
@@ -129,9 +141,6 @@ def bench_allreduce_512k(config: BenchConfig) -> dict[str, Figure]:
 
 def bench_sweep(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001
     """``sim.sweep_points_per_s``: the GPT-3 175B grid on a local pool of 2 processes."""
-    from sim.sweep.grid import load_grid  # noqa: PLC0415
-    from sim.sweep.run import timed_run  # noqa: PLC0415
-
     grid = load_grid(SWEEP_GRID)
     rows, wall = timed_run(grid, workers=2)
     ok = [r for r in rows if r["status"] == "ok"]
@@ -143,7 +152,6 @@ def bench_sweep(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001
 def ensure_topology() -> Path:
     """``build/topology.json``, the default fabric the recording was measured on, written
     when a clean checkout has none yet (what ``python -m topo build`` writes)."""
-    from topo.spec import FabricSpec  # noqa: PLC0415
     if not TOPOLOGY.exists():
         TOPOLOGY.parent.mkdir(parents=True, exist_ok=True)
         TOPOLOGY.write_text(build_fabric(FabricSpec()).to_json())
@@ -155,7 +163,7 @@ def bench_prediction_error(config: BenchConfig) -> dict[str, Figure]:  # noqa: A
     """``sim.prediction_error_pct`` from the recorded testbed file (nothing without it)."""
     if not RECORDED.exists():
         print(f"bench sim: {RECORDED.relative_to(REPO)} not recorded yet: "
-              "sim.prediction_error_pct not measured (python -m sim measure on a running testbed)")
+              "sim.prediction_error_pct not measured (python -m scenarios measure on a running testbed)")
         return {}
     ensure_topology()
     rep = calibrate_file(RECORDED)
@@ -167,6 +175,26 @@ def bench_prediction_error(config: BenchConfig) -> dict[str, Figure]:  # noqa: A
     return out
 
 
+def bench_validation(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001
+    """``sim.validation.*``: predictions against the published runs, both splits."""
+
+    ds = load_dataset()
+    res = validate_runs(ds.runs, ds)
+    held = [r for r in res if r.heldout]
+    fit = [r for r in res if not r.heldout]
+    if not held or not fit or any(not r.refused and not np.isfinite(r.predicted_s) for r in res):
+        raise BenchCheckError(f"sim validation: {len(held)} held-out, {len(fit)} fit runs, or a non-finite prediction")
+    h, f = summarize(held), summarize(fit)
+    p8 = summarize([r for r in held if r.run.precision == "fp8"])
+    print(f"bench sim: validation {h.line('held-out')}")
+    print(f"bench sim: validation {f.line('fit')}")
+    return {"sim.validation.within10_pct": Figure(round(h.within10_pct, 1), "%"),
+            "sim.validation.median_abs_err_pct": Figure(round(h.median_abs_err_pct, 2), "%"),
+            "sim.validation.fit.within10_pct": Figure(round(f.within10_pct, 1), "%"),
+            "sim.validation.fit.median_abs_err_pct": Figure(round(f.median_abs_err_pct, 2), "%"),
+            "sim.validation.fp8.within10_pct": Figure(round(p8.within10_pct, 1), "%")}
+
+
 BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("allreduce_64k", "sim", bench_allreduce_64k),
     Benchmark("slowdown_8k", "sim", bench_slowdown_8k),
@@ -174,4 +202,5 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("predict_gpt175b", "sim", bench_predict_gpt175b),
     Benchmark("allreduce_512k", "sim", bench_allreduce_512k),
     Benchmark("sweep", "sim", bench_sweep),
+    Benchmark("validation", "sim", bench_validation),
 )

@@ -11,6 +11,9 @@ after 10 s). Figures:
   P4Runtime (a plain gRPC client: arbitration, SetForwardingPipelineConfig, then Write
   requests of 100 updates or of 1), exact-match table ``FwdIngress.dmac``, up to
   :data:`MAX_ENTRIES` entries per run (read back and checked, then deleted, untimed).
+* ``p4sim.p4rt_read_ms.counters_4096``: one wildcard Read of an indexed counter of 4,096
+  cells (``bench/programs/counters.p4``), request sent to the last entity decoded by the
+  client, median of 20 reads per run (medians over ``config.runs``); the count is checked.
 * ``p4sim.pps.veth``: frames per second forwarded between two veth ports (root only; the
   figure is not written otherwise). The veth pairs are named after this process and only
   they are deleted.
@@ -21,6 +24,7 @@ Example::
 
     $ .venv/bin/python -m bench switch                  # all three (as root for pps.veth)
     $ .venv/bin/python -m bench switch.p4rt_writes --duration 1 --runs 1
+    $ .venv/bin/python -m bench switch.p4rt_read --runs 3
 """
 from __future__ import annotations
 
@@ -43,10 +47,17 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure, median
-from testbed.process import stop_process
+from p4sim.device import DeviceConfig
+from p4sim.engine.program import load_program
+from p4sim.frontend.preprocess import preprocess
+from p4sim.p4info import build_p4info
+from process import stop_process
 
 REPO = Path(__file__).resolve().parents[1]
 PROGRAM = Path(__file__).resolve().parent / "programs" / "port_fwd.p4"
+COUNTERS_PROGRAM = Path(__file__).resolve().parent / "programs" / "counters.p4"
+COUNTER_CELLS = 4096
+READS_PER_RUN = 20
 READY_TIMEOUT_S = 60.0
 RPC_TIMEOUT_S = 30.0
 MAX_ENTRIES = 4000
@@ -215,11 +226,6 @@ class P4RuntimeClient:
 
     def push_pipeline(self, program: Path) -> None:
         """SetForwardingPipelineConfig(VERIFY_AND_COMMIT) with p4sim's device config."""
-        from p4sim.device import DeviceConfig
-        from p4sim.engine.program import load_program
-        from p4sim.frontend.preprocess import preprocess
-        from p4sim.p4info import build_p4info
-
         self.p4info = build_p4info(load_program(str(program)))
         req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
             device_id=self.device_id,
@@ -325,6 +331,33 @@ def run_p4rt_writes(config: BenchConfig) -> dict[str, Figure]:
             figures[f"p4sim.p4rt_writes_per_s.{label}"] = Figure(round(median(rates), 1),
                                                                  "entries/s")
     return figures
+
+
+# ---------------------------------------------------------------------- P4Runtime reads
+def counter_read_ms(client: P4RuntimeClient, counter: str, cells: int) -> float:
+    """Milliseconds of one wildcard Read of ``counter`` (every cell): the request sent to
+    the last entity of the last response decoded; BenchCheckError on a wrong count."""
+    req = p4runtime_pb2.ReadRequest(device_id=client.device_id)
+    req.entities.add().counter_entry.counter_id = client._id("counters", counter)
+    t0 = time.perf_counter()
+    got = sum(len(resp.entities) for resp in client.stub.Read(req, timeout=RPC_TIMEOUT_S))
+    elapsed = time.perf_counter() - t0
+    if got != cells:
+        raise BenchCheckError(f"{counter}: {got} counter entries read, {cells} expected")
+    return elapsed * 1e3
+
+
+def run_p4rt_read(config: BenchConfig) -> dict[str, Figure]:
+    """``p4sim.p4rt_read_ms.counters_4096``: median of :data:`READS_PER_RUN` reads, median
+    over ``config.runs``."""
+    with SwitchProcess.run(COUNTERS_PROGRAM) as sw, \
+            P4RuntimeClient.connect(sw.grpc_addr) as client:
+        client.push_pipeline(COUNTERS_PROGRAM)
+        if config.warmup_s > 0:
+            counter_read_ms(client, "CntIngress.cells", COUNTER_CELLS)
+        runs = [median([counter_read_ms(client, "CntIngress.cells", COUNTER_CELLS)
+                        for _ in range(READS_PER_RUN)]) for _ in range(config.runs)]
+    return {"p4sim.p4rt_read_ms.counters_4096": Figure(round(median(runs), 2), "ms")}
 
 
 # ---------------------------------------------------------------------- veth packet rate
@@ -456,16 +489,9 @@ def run_pps_veth(config: BenchConfig, engine: str = "python",
     return {figure: Figure(round(median(rates), 1), "pps")}
 
 
-def run_pps_veth_overload(config: BenchConfig) -> dict[str, Figure]:
-    """``p4sim.pps.veth_overload`` and its two companions (:mod:`bench.veth_overload`)."""
-    from bench.veth_overload import run_overload
-
-    return run_overload(config, engine="python")
-
-
 BENCHMARKS = (
     Benchmark("startup", "switch", run_startup),
     Benchmark("p4rt_writes", "switch", run_p4rt_writes),
+    Benchmark("p4rt_read", "switch", run_p4rt_read),
     Benchmark("pps_veth", "switch", run_pps_veth),
-    Benchmark("pps_veth_overload", "switch", run_pps_veth_overload),
 )

@@ -41,6 +41,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure, median
+from testbed.cli import (STATE_PATH, choose_target, compile_fabric, on_signal, ping_all,
+                         ping_report, program_switches, testbed_unavailable as why)
+from testbed.net import FabricNet, NetOptions
+from topo import FabricSpec, build_fabric
 
 REPO = Path(__file__).resolve().parents[1]
 LOG_DIR = REPO / "build" / "bench-testbed-logs"
@@ -57,7 +61,6 @@ def fabric_spec(name: str) -> Any:
     >>> fabric_spec("default").num_leaves + fabric_spec("default").spines
     6
     """
-    from topo import FabricSpec  # noqa: PLC0415 (pure Python, but keep the import lazy)
     return FabricSpec() if name == "default" else FabricSpec(**SPEC_16SW)
 
 
@@ -65,7 +68,6 @@ def fabric_spec(name: str) -> Any:
 def testbed_unavailable() -> Optional[str]:
     """None when a Mininet testbed can be started here, else why not (one line): the
     testbed's own check (:func:`testbed.cli.testbed_unavailable`) for both fabrics."""
-    from testbed.cli import testbed_unavailable as why  # noqa: PLC0415
     return why([fabric_spec("default"), fabric_spec("16sw")])
 
 
@@ -120,7 +122,6 @@ def _sigterm_tears_down() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    from testbed.cli import on_signal  # noqa: PLC0415
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
@@ -133,10 +134,6 @@ def run_fabric(spec_name: str, target: str, p4info: Path, config: Path,
                while_up: Optional[Callable[[list[int]], None]] = None) -> BringUp:
     """Bring the fabric up, program it, check all same-rail pings, call ``while_up(pids)``
     with the switch PIDs, tear down (always). BenchCheckError when a ping fails."""
-    from topo import build_fabric  # noqa: PLC0415
-    from testbed.net import FabricNet, NetOptions  # noqa: PLC0415
-    from testbed.cli import STATE_PATH, ping_all, ping_report, program_switches  # noqa: PLC0415
-
     fabric = build_fabric(fabric_spec(spec_name))
     opts = NetOptions(target=target, log_dir=LOG_DIR, pcap_dir=None, state_path=STATE_PATH)
     programmer = None
@@ -171,7 +168,6 @@ def run_fabric(spec_name: str, target: str, p4info: Path, config: Path,
 
 def _compile() -> tuple[str, Path, Path]:
     """(target, P4Info, device config): ``$TARGET`` (default auto) and its compiled fabric."""
-    from testbed.cli import choose_target, compile_fabric  # noqa: PLC0415
     target = choose_target(os.environ.get("TARGET", "auto"))
     p4info, config = compile_fabric(target, os.environ.get("P4C", "p4c-bm2-ss"))
     return target, p4info, config

@@ -33,11 +33,12 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
-
 from controller.fabric_setup import EcnConfig, FabricProgrammer, PfcConfig
 from controller.gor import status as gor_status
+from controller.gor.service import run_gor
 from controller.p4rt import P4RuntimeClientError
 from controller.p4rt import tls as p4rt_tls
+from topo.model import load_fabric
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -96,7 +97,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def setup(args: argparse.Namespace) -> int:
     """The ``setup`` command; returns the exit status."""
-    from topo.model import load_fabric   # the topology owner; imported only when used
     try:
         tls = p4rt_tls.from_arguments(args)
     except ValueError as exc:
@@ -139,7 +139,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.command == "status":
         return gor_status.run(args)
     if args.command == "run":
-        from controller.gor.service import run_gor   # servers and threads: imported only when used
         return run_gor(args)
     return 2
 

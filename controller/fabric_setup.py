@@ -33,8 +33,8 @@ from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar, Union
 import grpc
 from p4.v1 import p4runtime_pb2
 
-from controller.fabric.ecmp import (DEFAULT_ALGORITHMS, LEAF_UPLINK_GROUP, EcmpGroup,
-                                    ecmp_groups, fabric_hash_model)
+from controller.fabric.detours import fabric_hash_model
+from controller.fabric.ecmp import DEFAULT_ALGORITHMS, LEAF_UPLINK_GROUP, EcmpGroup, ecmp_groups
 from controller.fabric.entries import (T_ALGORITHM, T_ARP, T_ECN, T_GROUPS, T_MEMBERS,
                                        T_NEXTHOPS, T_PFC, T_PORT_MACS, T_QOS, T_ROUTES,
                                        T_SWITCH, Entry)

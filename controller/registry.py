@@ -5,7 +5,13 @@ The controller half of the agent protocol (``astral_proto/agent.proto``):
 * :class:`FlowRegistry` — in-memory state: flows by id with their owning host, each
   host's agent address and incarnation, and move orders with their outcome. Ownership is
   enforced: a host may only register (and, by leaving them out, unregister) flows whose
-  source IP is one of its NICs, and only report on orders for its own flows.
+  source IP is one of its NICs, and only report on orders for its own flows. A flow's id
+  must be the id of its own 5-tuple (:func:`astral_proto.flows.flow_id`:
+  ``SRC_IP>DST_IP/qpN``), so an id names its source and only the host owning that source
+  can claim it: an id cannot be claimed ahead of time by another host, whatever comes
+  first, and after a GOR restart the true owner is the only one that can register it. A
+  squatting attempt (an id naming another host's address) is refused ``PERMISSION_DENIED``,
+  logged and counted (:attr:`FlowRegistry.squats`).
 * :class:`FlowRegistryServicer` / :func:`serve_registry` — the ``FlowRegistry`` gRPC
   service the agents call. Who calls is the registry's
   :class:`~astral_proto.security.Security`'s answer: by default (``MutualTls``) the common
@@ -23,12 +29,16 @@ the flows that agent (its address) registered before, and orders go to the agent
 registered the flow. A re-registration with a new incarnation (the agent restarted)
 replaces that agent's flows and fails their open orders with ``"agent restarted"``.
 
->>> reg = FlowRegistry(b"secret", {"b0s0": ["10.0.0.1"]})      # token fallback
->>> reg.register("b0s0", "127.0.0.1:1", "i1",
-...              [HostFlow("f1", "10.0.0.1", "10.1.0.1", 49152, 7)])
+>>> reg = FlowRegistry(b"secret", {"b0s0": ["10.0.0.1"], "b1s0": ["10.1.0.1"]})  # tokens
+>>> fid = flow_id("10.0.0.1", "10.1.0.1", 7)
+>>> reg.register("b0s0", "127.0.0.1:1", "i1", [HostFlow(fid, "10.0.0.1", "10.1.0.1", 49152, 7)])
 1
->>> reg.owner("f1"), reg.flow("f1").sport
+>>> reg.owner(fid), reg.flow(fid).sport
 ('b0s0', 49152)
+>>> reg.register("b1s0", "127.0.0.1:2", "i2", [HostFlow(fid, "10.1.0.1", "10.1.0.1", 49152, 7)])
+Traceback (most recent call last):
+...
+controller.registry.RegistryError: flow 10.0.0.1>10.1.0.1/qp7: the id names 10.0.0.1, a NIC of b0s0, not of b1s0 (squatting refused)
 """
 from __future__ import annotations
 
@@ -45,7 +55,7 @@ import grpc
 
 from astral_proto import agent_pb2, agent_pb2_grpc
 from astral_proto.auth import ControllerTokens
-from astral_proto.flows import HostFlow
+from astral_proto.flows import HostFlow, flow_id
 from astral_proto.security import CONTROLLER, Security, listen
 
 log = logging.getLogger(__name__)
@@ -109,6 +119,9 @@ class FlowRegistry:
         self._orders: dict[str, MoveOrderState] = {}
         self._seq = itertools.count(1)
         self._lock = threading.Lock()
+        self._host_of_ip = {ip: h for h, ips in self._host_ips.items() for ip in ips}
+        self.squats = 0
+        """Registrations refused because a flow's id named another host's address."""
 
     @classmethod
     def from_fabric(cls, fabric: object, security: Union[Security, bytes],
@@ -152,9 +165,7 @@ class FlowRegistry:
             raise RegistryError(grpc.StatusCode.PERMISSION_DENIED, f"{host} is not in the fabric")
         with self._lock:
             for f in flows:
-                if f.src_ip not in ips:
-                    raise RegistryError(grpc.StatusCode.PERMISSION_DENIED,
-                                        f"flow {f.flow_id}: {f.src_ip} is not a NIC of {host}")
+                self._check_owned(host, ips, f)
                 other = self._owner.get(f.flow_id)
                 if other is not None and other != host:
                     raise RegistryError(grpc.StatusCode.PERMISSION_DENIED,
@@ -192,6 +203,31 @@ class FlowRegistry:
                     self._close(o, "failed", "agent restarted" if o.flow_id in new_ids or
                                 why == "agent restarted" else why)
             return sum(1 for h in self._owner.values() if h == host)
+
+    def _check_owned(self, host: str, ips: frozenset[str], f: HostFlow) -> None:
+        """A flow ``host`` may register: its source is one of the host's NICs and its id is
+        the id of its 5-tuple (so the id names that source). RegistryError otherwise; a
+        squatting attempt is logged and counted."""
+        if f.src_ip not in ips:
+            raise RegistryError(grpc.StatusCode.PERMISSION_DENIED,
+                                f"flow {f.flow_id}: {f.src_ip} is not a NIC of {host}")
+        own_id = flow_id(f.src_ip, f.dst_ip, f.qpn)
+        if f.flow_id == own_id:
+            return
+        named_ip = f.flow_id.split(">", 1)[0] if ">" in f.flow_id else ""
+        victim = self._host_of_ip.get(named_ip)
+        if victim is not None and victim != host:
+            self.squats += 1
+            log.warning("registry: %s tried to register flow %s, whose id names %s (a NIC of %s): "
+                        "squatting refused", host, f.flow_id, named_ip, victim)
+            raise RegistryError(grpc.StatusCode.PERMISSION_DENIED,
+                                f"flow {f.flow_id}: the id names {named_ip}, a NIC of {victim}, "
+                                f"not of {host} (squatting refused)")
+        log.warning("registry: %s registered flow id %r, not the id of its 5-tuple (%s): refused",
+                    host, f.flow_id, own_id)
+        raise RegistryError(grpc.StatusCode.INVALID_ARGUMENT,
+                            f"flow {f.flow_id!r}: a flow's id is the id of its 5-tuple, {own_id!r} "
+                            "(SRC_IP>DST_IP/qpN: it names the flow's source)")
 
     def report(self, host: str, order_id: str, fid: str, *, done: bool, sport: int,
                error: str = "") -> MoveOrderState:

@@ -19,6 +19,12 @@ Checked for every call (a :class:`~fuzz.report.Finding` otherwise):
 After every batch the agent re-registers through its own client and GOR's ``Status``
 call must succeed (``alive``): both services still work.
 
+``identities=True`` (``python -m fuzz agent-mtls``) runs the same campaign under mutual
+TLS with the testbed's split PKI, the callers being every identity the testbed issues
+(:data:`fuzz.agent_targets.MTLS_ROLES`: the monitor and a switch too); a refusal may then
+also be the handshake's (``UNAVAILABLE``), and the ``auth`` and ``state`` checks hold for
+each identity.
+
 >>> sorted(rpc_names())[:2]
 ['AgentService/MoveFlow', 'AgentService/Status']
 """
@@ -31,6 +37,7 @@ from typing import Any, Callable, Optional
 
 import grpc
 from google.protobuf import descriptor as _d
+from google.protobuf import message_factory
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
@@ -79,7 +86,7 @@ def hints() -> dict[str, st.SearchStrategy[Any]]:
 Call = tuple[str, str, Any, str, str, int]
 
 
-def call_strategy() -> st.SearchStrategy[Call]:
+def call_strategy(roles: tuple[str, ...] = ROLES) -> st.SearchStrategy[Call]:
     """(service, method, drawn request, caller role, form, pick) for any RPC: ``form``
     ``drawn`` sends the drawn request; ``valid`` a request the target accepts
     (``AgentTargets.valid_request``, flow ``pick``); ``one_off`` that request with one
@@ -90,7 +97,7 @@ def call_strategy() -> st.SearchStrategy[Call]:
         for m in s.methods:
             options.append(st.tuples(st.just(s.name), st.just(m.name),
                                      message_strategy(m.input_type, h, depth=3),
-                                     st.sampled_from(ROLES + ("host", "controller") * 2),
+                                     st.sampled_from(roles + ("host", "controller") * 2),
                                      st.sampled_from(["drawn", "valid", "one_off", "one_off"]),
                                      st.integers(0, 1 << 16)))
     return st.one_of(*options)
@@ -105,7 +112,7 @@ def one_field_from(base: Any, drawn: Any, pick: int) -> Any:
     out = type(base)()
     out.CopyFrom(base)
     out.ClearField(fd.name)
-    if fd.label == _d.FieldDescriptor.LABEL_REPEATED:
+    if fd.is_repeated:
         getattr(out, fd.name).extend(getattr(drawn, fd.name))
     elif fd.type == _d.FieldDescriptor.TYPE_MESSAGE:
         if drawn.HasField(fd.name):
@@ -129,7 +136,7 @@ class AgentCampaign:
             sdesc = agent_pb2.DESCRIPTOR.services_by_name[service]
             mdesc = sdesc.methods_by_name[method]
             channel, md = self.t.dial(service, role)
-            out_cls = mdesc.output_type._concrete_class
+            out_cls = message_factory.GetMessageClass(mdesc.output_type)
             self._calls[key] = (channel.unary_unary(
                 f"/{sdesc.full_name}/{method}", request_serializer=lambda m: m.SerializeToString(),
                 response_deserializer=out_cls.FromString), md)
@@ -165,7 +172,8 @@ class AgentCampaign:
                 self.result.add_finding("hang", f"{what} did not answer in {CALL_TIMEOUT_S} s",
                                         index=self.index, message=str(request)[:1500])
         self.result.count(f"{service}/{method}.{role}.{code.name}")
-        if not self.t.authorized(service, role) and code not in REFUSED:
+        refusals = REFUSED + ((grpc.StatusCode.UNAVAILABLE,) if self.t.mode == "mtls" else ())
+        if not self.t.authorized(service, role) and code not in refusals:
             self.result.add_finding("auth", f"{what} was answered {code.name}", index=self.index,
                                     message=str(request)[:1500])
         refused = code != grpc.StatusCode.OK or getattr(reply, "accepted", True) is False
@@ -193,18 +201,19 @@ class AgentCampaign:
 
 
 def run_agent(seed_value: int, calls: int, *, work_dir: Optional[Path] = None,
-              size: str = "custom") -> CampaignResult:
-    """``calls`` calls from ``seed_value`` against a new registry and agent."""
-    result = CampaignResult("agent", seed=seed_value, size=size)
-    targets = start_targets()
+              size: str = "custom", identities: bool = False) -> CampaignResult:
+    """``calls`` calls from ``seed_value`` against a new registry and agent
+    (``identities``: mutual TLS and every identity of the testbed, module docstring)."""
+    result = CampaignResult("agent-mtls" if identities else "agent", seed=seed_value, size=size)
+    targets = start_targets("mtls" if identities else "tokens", work_dir)
     campaign = AgentCampaign(targets, result)
     examples = max(1, -(-calls // BATCH))
-    progress = Progress("agent", calls)
+    progress = Progress(result.campaign, calls)
 
     @seed(seed_value)
     @settings(max_examples=examples, phases=[Phase.generate], database=None, deadline=None,
               suppress_health_check=list(HealthCheck))
-    @given(st.lists(call_strategy(), min_size=BATCH, max_size=BATCH))
+    @given(st.lists(call_strategy(targets.roles), min_size=BATCH, max_size=BATCH))
     def drive(batch: list[Call]) -> None:
         for call in batch:
             if campaign.index >= calls:

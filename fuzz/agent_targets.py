@@ -10,6 +10,14 @@ Callers (``AgentTargets.dial(service, role)``): ``host`` (this host's credential
 ``anonymous`` (no credentials), ``forged`` (this host's name with a wrong token).
 ``authorized(service, role)`` says which may call which service.
 
+Two security modes (:func:`start_targets`): ``tokens`` (the HMAC-token fallback on
+plaintext gRPC) and ``mtls`` (what the testbed runs: mutual TLS with the testbed's split
+PKI, :func:`testbed.pki.FabricPki.create_split`), where the callers are every identity
+the testbed issues (:data:`MTLS_ROLES`: the host, another host, the controller, the
+monitor, a switch) besides ``anonymous`` (plaintext) and ``forged`` (this host's name in a
+certificate of another CA); each presents its own certificate and trusts every CA of
+the PKI (an attacker completes its side of any handshake).
+
 >>> AgentTargets.authorized("FlowRegistry", "host"), AgentTargets.authorized("AgentService", "host")
 (True, False)
 """
@@ -17,26 +25,33 @@ from __future__ import annotations
 
 import itertools
 import secrets
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Optional
 
 import grpc
 
 from astral_proto import agent_pb2
 from astral_proto.auth import HostCredentials, call_metadata
-from astral_proto.flows import HostFlow
+from astral_proto.flows import HostFlow, flow_id
 from astral_proto.security import CONTROLLER
 from controller.registry import FlowRegistry, serve_registry
 from host.agent.registry_client import RegistryClient
 from host.agent.service import Agent
+from astral_proto.tls import MutualTls, TlsFiles
+from testbed.pki import FabricPki
 
 SECRET = b"fuzz-fabric-secret"
 HOST, OTHER_HOST = "b0s0", "b0s1"
 HOST_IPS = {HOST: ["10.0.0.1", "10.0.1.1"], OTHER_HOST: ["10.0.0.2", "10.0.1.2"]}
-FLOWS = [HostFlow(f"f{i}", HOST_IPS[HOST][i % 2], "10.1.0.1", 49152 + i, 7 + i) for i in range(3)]
+FLOWS = [HostFlow(flow_id(HOST_IPS[HOST][i % 2], "10.1.0.1", 7 + i), HOST_IPS[HOST][i % 2], "10.1.0.1",
+                  49152 + i, 7 + i) for i in range(3)]
 ROLES = ("host", "other_host", "controller", "anonymous", "forged")
+MTLS_ROLES = ("host", "other_host", "controller", "monitor", "switch", "anonymous", "forged")
+SWITCH = "b0r0l0"
 _ORDER_SEQ = itertools.count(1)
 
 
@@ -67,6 +82,14 @@ class AgentTargets:
     _server: Any = None
     _client: Any = None
     _channels: list[grpc.Channel] = field(default_factory=list)
+    mode: str = "tokens"
+    #: mtls: role → the caller's Security (MutualTls)
+    callers: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """The callers of this mode."""
+        return MTLS_ROLES if self.mode == "mtls" else ROLES
 
     @staticmethod
     def authorized(service: str, role: str) -> bool:
@@ -77,7 +100,10 @@ class AgentTargets:
         """A channel to ``service`` and the metadata ``role`` sends on every call."""
         addr = self.registry_addr if service == "FlowRegistry" else self.agent_addr
         peer = CONTROLLER if service == "FlowRegistry" else HOST
-        if role in ("host", "other_host"):
+        if self.mode == "mtls" and role in self.callers:
+            sec = self.callers[role]
+            channel, md = sec.dial(addr, peer), sec.metadata(peer)
+        elif role in ("host", "other_host"):
             sec = HostCredentials.derive(SECRET, HOST if role == "host" else OTHER_HOST).security()
             channel, md = sec.dial(addr, peer), sec.metadata(peer)
         elif role == "controller":
@@ -151,13 +177,40 @@ class AgentTargets:
             self._server.stop(0).wait()
 
 
-def start_targets() -> AgentTargets:
+def _mtls_callers(work: Path) -> tuple[Any, Any, dict[str, Any]]:
+    """The testbed's split PKI under ``work`` (and a stranger's CA): GOR's and the host's
+    security, and every caller's (trusting every CA of the PKI)."""
+    pki = FabricPki.create_split(work / "pki", {CONTROLLER: "controller", "monitor": "monitor",
+                                                SWITCH: "switch", HOST: "host", OTHER_HOST: "host"})
+    other = FabricPki.create(work / "stranger", [HOST], ca_name="a stranger's CA")
+    every = work / "every-ca.pem"
+    every.write_bytes(b"".join(pki.ca_cert(c).read_bytes() for c in ("control", "switches", "hosts")))
+
+    def caller(root: Path, name: str) -> Any:
+        f = FabricPki.load(root).files(name)
+        return MutualTls(TlsFiles(every, f.cert, f.key))
+    callers = {"host": caller(pki.root, HOST), "other_host": caller(pki.root, OTHER_HOST),
+               "controller": caller(pki.root, CONTROLLER), "monitor": caller(pki.root, "monitor"),
+               "switch": caller(pki.root, SWITCH), "forged": caller(other.root, HOST)}
+    return MutualTls.from_dir(pki.root, CONTROLLER), MutualTls.from_dir(pki.root, HOST), callers
+
+
+def start_targets(mode: str = "tokens", work_dir: Optional[Path] = None) -> AgentTargets:
     """A registry knowing :data:`HOST_IPS` and this host's agent sending :data:`FLOWS`,
-    registered (the token fallback of the agent protocol: plaintext gRPC on 127.0.0.1)."""
-    registry = FlowRegistry(SECRET, HOST_IPS)
+    registered: ``tokens`` (the token fallback: plaintext gRPC on 127.0.0.1) or ``mtls``
+    (mutual TLS with the testbed's split PKI, made in ``work_dir``)."""
+    callers: dict[str, Any] = {}
+    if mode == "mtls":
+        gor_sec, creds, callers = _mtls_callers(Path(work_dir or tempfile.mkdtemp(prefix="fuzz-agent-")))
+        registry = FlowRegistry(gor_sec, HOST_IPS)
+    elif mode == "tokens":
+        registry = FlowRegistry(SECRET, HOST_IPS)
+        creds = HostCredentials.derive(SECRET, HOST)
+    else:
+        raise ValueError(f"unknown mode {mode!r} (tokens, mtls)")
     server, registry_addr = serve_registry(registry)
-    creds = HostCredentials.derive(SECRET, HOST)
     client = RegistryClient(registry_addr, creds)
     agent = Agent(creds, FakeMover(FLOWS), FLOWS, registry=client)
     agent_addr = agent.start()
-    return AgentTargets(registry, agent, registry_addr, agent_addr, server, client)
+    return AgentTargets(registry, agent, registry_addr, agent_addr, server, client, mode=mode,
+                        callers=callers)

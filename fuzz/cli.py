@@ -1,5 +1,8 @@
-"""``python -m fuzz [frames|p4rt|agent|all] --size small|full --seed N --out FILE``: run
-the campaigns, print one line each, write their results (:mod:`fuzz.report`) as JSON.
+"""``python -m fuzz [frames|p4rt|agent|p4rt-mtls|agent-mtls|all] --size small|full --seed N
+--out FILE``: run the campaigns, print one line each, write their results
+(:mod:`fuzz.report`) as JSON. ``p4rt-mtls`` and ``agent-mtls`` are the P4Runtime and agent
+campaigns under mutual TLS with the testbed's PKI (and its P4Runtime policy), sent by
+every identity the testbed issues, with the authorization rules as invariants.
 
 Exit status 0 when no campaign found anything, 1 when one did, 2 for bad arguments. The
 frames campaign needs root (veth pairs): without it, it is skipped and says why (exit
@@ -11,13 +14,15 @@ status unaffected; the JSON records the skip).
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from fuzz.report import CampaignResult, write_results
+from fuzz.veths import veths_available
 
-CAMPAIGNS = ("frames", "p4rt", "agent")
+CAMPAIGNS = ("frames", "p4rt", "agent", "p4rt-mtls", "agent-mtls")
 DEFAULT_OUT = Path("build") / "fuzz.json"
 
 
@@ -38,13 +43,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _runner(name: str) -> tuple[Callable[..., CampaignResult], dict[str, int]]:
     if name == "frames":
-        from fuzz.frames import SIZES, run_frames  # noqa: PLC0415 - import only what runs
+        from fuzz.frames import SIZES, run_frames  # noqa: PLC0415 — heavy: hypothesis
         return run_frames, SIZES
-    if name == "p4rt":
-        from fuzz.p4rt import SIZES, run_p4rt  # noqa: PLC0415
-        return run_p4rt, SIZES
-    from fuzz.agent import SIZES, run_agent  # noqa: PLC0415
-    return run_agent, SIZES
+    if name.startswith("p4rt"):
+        from fuzz.p4rt import SIZES, run_p4rt  # noqa: PLC0415 — heavy: hypothesis
+        return functools.partial(run_p4rt, identities=name.endswith("-mtls")), SIZES
+    from fuzz.agent import SIZES, run_agent  # noqa: PLC0415 — heavy: hypothesis, scapy
+    return functools.partial(run_agent, identities=name.endswith("-mtls")), SIZES
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -57,7 +62,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     results = []
     for name in names:
         if name == "frames":
-            from fuzz.veths import veths_available  # noqa: PLC0415
             why = veths_available()
             if why:
                 print(f"fuzz frames: skipped ({why})")

@@ -57,7 +57,7 @@ from fuzz.frame_gen import (GATEWAY_IP, HOST1_IP, HOST1_MAC, HOST2_IP, HOST2_MAC
 from fuzz.report import CampaignResult, Progress
 from fuzz.switch import SwitchProcess, compile_fabric, scratch_dir
 from fuzz.veths import VethPairs, kernel_counter
-from p4sim.switchd.control import ControlClient
+from p4sim.control_api import ControlClient
 from p4sim.switchd.pfc import parse_pfc
 
 DRAWN_PER_BATCH = 16

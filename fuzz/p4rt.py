@@ -19,6 +19,19 @@ Checked for every message (a :class:`~fuzz.report.Finding` otherwise):
 
 Every :data:`RESET_EVERY` messages the pipeline is pushed again (fresh, bounded state).
 
+With ``identities=True`` (``python -m fuzz p4rt-mtls``) the switch runs as the testbed
+runs it: the testbed's split PKI (:func:`testbed.tls.create_fabric_pki`), simple_switch_grpc's
+TLS options with client authentication and p4sim's ``--p4rt-policy``. The campaign is the
+controller over mutual TLS, and one message in two is sent instead by another identity
+the testbed issues — the monitor, a host, another switch (:data:`CALLERS`) — checked as
+well for:
+
+* ``authz`` — a host's or a switch's certificate never gets past the handshake
+  (``UNAVAILABLE`` for every RPC); the monitor's Write and SetForwardingPipelineConfig are
+  ``PERMISSION_DENIED``, whatever the message;
+* ``state`` — whatever another identity sent, the snapshot read by the controller
+  before and after is the same (a refused identity never changes state).
+
 >>> is_bmv2_unknown("Error when adding match entry to target: table t")
 True
 """
@@ -38,17 +51,25 @@ from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
 
 from controller.p4rt import load_p4info
+from controller.p4rt.tls import ClientTls
 from fuzz.p4rt_gen import Msg, Schema, message
 from fuzz.p4rt_state import (Snapshot, changed_keys, digest_requests, entity_key, snapshot_request,
                              to_snapshot)
 from fuzz.report import CampaignResult, Progress
 from fuzz.switch import SwitchProcess, compile_fabric, scratch_dir
+from testbed.attacks import default_attackers
+from testbed.tls import MONITOR, create_fabric_pki, policy_path, switch_tls_options
+from topo.model import build_fabric
 
 RPC_TIMEOUT_S = 20.0
 RESET_EVERY = 1000
 BATCH = 8
 ELECTION_ID = (1, 0)
 """The campaign's election id: above every id its stream messages draw (high word 0)."""
+VICTIM = "b0r0l0"
+"""The switch's name in the testbed PKI (``identities`` mode)."""
+CALLERS = ("controller", "controller", "controller", "monitor", "host", "switch")
+"""Who sends a message in ``identities`` mode (the controller half the time)."""
 BMV2_UNKNOWN_PREFIXES = ("Error when ", "Error in ", "Incorrect entity type")
 SIZES = {"small": 600, "full": 100_000}
 
@@ -135,14 +156,23 @@ class P4rtCampaign:
     """Runs messages against one switch and checks them (see the module docstring)."""
 
     def __init__(self, sw: SwitchProcess, p4info_path: Path, config_path: Path,
-                 result: CampaignResult, stderr_path: Path) -> None:
+                 result: CampaignResult, stderr_path: Path,
+                 identities: Optional[dict[str, Any]] = None) -> None:
         self.sw, self.result, self.stderr_path = sw, result, stderr_path
         self.p4info = load_p4info(p4info_path)
         self.config = config_path.read_bytes()
         self.schema = Schema(self.p4info)
-        self.channel = grpc.insecure_channel(sw.grpc_addr, options=[
-            ("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", 64 << 20)])
+        self.identities = identities           # caller → ClientTls (None: plaintext, controller only)
+        self.channel = self._open("controller")
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
+        self.stubs = {"controller": self.stub}
+        self._others: list[grpc.Channel] = []
+        for caller in (identities or {}):
+            if caller != "controller":
+                ch = self._open(caller)
+                self._others.append(ch)
+                self.stubs[caller] = p4runtime_pb2_grpc.P4RuntimeStub(ch)
+        self._outcomes: list[str] = []
         self.primary = _PrimaryStream(self.channel)
         self.index = 0
         self.debug: list = []
@@ -151,6 +181,14 @@ class P4rtCampaign:
         self.state = self.read_state()
 
     # ------------------------------------------------------------ set-up
+    def _open(self, caller: str) -> grpc.Channel:
+        options = [("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", 64 << 20)]
+        if self.identities is None:
+            return grpc.insecure_channel(self.sw.grpc_addr, options=options)
+        tls = self.identities[caller]
+        return grpc.secure_channel(self.sw.grpc_addr, tls.credentials(),
+                                   options=[*options, ("grpc.ssl_target_name_override", tls.server_name)])
+
     def push_pipeline(self) -> None:
         """VERIFY_AND_COMMIT the fabric (an empty state)."""
         req = pb.SetForwardingPipelineConfigRequest(device_id=0, action=pb.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
@@ -182,13 +220,16 @@ class P4rtCampaign:
         return to_snapshot(entities)
 
     def close(self) -> None:
-        """Close the campaign's stream and channel."""
+        """Close the campaign's stream and channels."""
         self.primary.close()
         self.channel.close()
+        for ch in self._others:
+            ch.close()
 
     # ------------------------------------------------------------ one message
-    def run(self, msg: Msg, reuse: int) -> None:
-        """Send one message, check it, advance the index."""
+    def run(self, msg: Msg, reuse: int, caller: str = "controller") -> None:
+        """Send one message as ``caller`` (an identity of ``identities``), check it,
+        advance the index."""
         self.index += 1
         self.result.count(msg.kind)
         if self.index % RESET_EVERY == 0:
@@ -196,14 +237,23 @@ class P4rtCampaign:
             self.state = self.read_state()
         req = self._reuse_state(msg, reuse)
         accepted_keys: Optional[set] = set()
-        if msg.kind == "write":
-            accepted_keys = self._write(req)
-        elif msg.kind == "read":
-            self._read(req)
-        elif msg.kind == "setfpc":
-            accepted_keys = None if self._call("SetForwardingPipelineConfig", req) else set()
-        else:
-            self._stream(req)
+        self._outcomes = []
+        self.stub = self.stubs[caller]
+        try:
+            if msg.kind == "write":
+                accepted_keys = self._write(req)
+            elif msg.kind == "read":
+                self._read(req)
+            elif msg.kind == "setfpc":
+                accepted_keys = None if self._call("SetForwardingPipelineConfig", req) else set()
+            else:
+                self._stream(req, on_primary=caller == "controller")
+        finally:
+            self.stub = self.stubs["controller"]
+        if caller != "controller":
+            self.result.count(f"as.{caller}.{msg.kind}")
+            self._check_authz(msg, req, caller)
+            accepted_keys = set()            # a refused identity never changes the state
         self._check_alive(msg)
         if msg.kind != "read":
             after = self.read_state(digests=msg.kind != "write" or any(
@@ -226,6 +276,21 @@ class P4rtCampaign:
             self.result.add_finding("primary_lost", "the campaign's stream lost primary",
                                     index=self.index, message=str(req)[:1500])
             raise SwitchDied("primary lost")
+
+    def _check_authz(self, msg: Msg, req: Any, caller: str) -> None:
+        """``authz``: what the testbed's policy and CAs let ``caller`` do (module docstring)."""
+        outcomes = self._outcomes or ["(none)"]
+        if caller in ("host", "switch"):
+            bad = [o for o in outcomes if o != "UNAVAILABLE"]
+        elif msg.kind in ("write", "setfpc"):
+            bad = [o for o in outcomes if o != "PERMISSION_DENIED"]
+        else:
+            bad = []
+        for o in set(outcomes):
+            self.result.count(f"as.{caller}.{msg.kind}.{o}")
+        if bad:
+            self.result.add_finding("authz", f"{msg.kind} as {caller} answered {bad[0]}",
+                                    index=self.index, message=str(req)[:1500])
 
     def _reuse_state(self, msg: Msg, reuse: int) -> Any:
         """A Write whose first update addresses an entry that exists (``reuse`` picks it,
@@ -253,6 +318,7 @@ class P4rtCampaign:
             self.result.add_finding("hang", f"{what} did not end within {RPC_TIMEOUT_S} s",
                                     index=self.index, message=str(req)[:1500])
         self.result.count(f"{what}.{code.name}")
+        self._outcomes.append(code.name)
         if self.debug:
             self.debug.append((what, code.name, message))
 
@@ -264,6 +330,7 @@ class P4rtCampaign:
             self._status(rpc, e.code(), e.details() or "", req)
             return False
         self.result.count(f"{rpc}.OK")
+        self._outcomes.append("OK")
         return True
 
     def _write(self, req: pb.WriteRequest) -> set:
@@ -280,6 +347,7 @@ class P4rtCampaign:
             for upd, err in zip(req.updates, errors):
                 if err.canonical_code == code_pb2.OK:
                     self.result.count("Write.update.OK")
+                    self._outcomes.append("OK")
                     keys.add(entity_key(upd.entity))
                 else:
                     self._status("Write.update", grpc.StatusCode[code_pb2.Code.Name(err.canonical_code)]
@@ -287,6 +355,7 @@ class P4rtCampaign:
                                  err.message, upd)
             return keys
         self.result.count("Write.OK")
+        self._outcomes.append("OK")
         return {entity_key(u.entity) for u in req.updates}
 
     def _read(self, req: pb.ReadRequest) -> None:
@@ -296,14 +365,15 @@ class P4rtCampaign:
             self._status("Read", e.code(), e.details() or "", req)
             return
         self.result.count("Read.OK")
+        self._outcomes.append("OK")
         self.result.count("read_entities", n)
 
-    def _stream(self, msgs: list[pb.StreamMessageRequest]) -> None:
+    def _stream(self, msgs: list[pb.StreamMessageRequest], on_primary: bool = True) -> None:
         """PacketOuts alone go on the campaign's primary stream one time in two (they
-        then run through the pipeline); otherwise a second client's stream: send,
-        half-close, read to the end (bounded)."""
-        if all(m.HasField("packet") for m in msgs) and msgs[0].packet.payload[:1] in (b"", b"\x00", b"A") \
-                or all(m.HasField("packet") for m in msgs) and len(msgs) % 2:
+        then run through the pipeline; never for another caller, ``on_primary`` False);
+        otherwise a second client's stream: send, half-close, read to the end (bounded)."""
+        if on_primary and (all(m.HasField("packet") for m in msgs) and msgs[0].packet.payload[:1] in (b"", b"\x00", b"A")
+                           or all(m.HasField("packet") for m in msgs) and len(msgs) % 2):
             for m in msgs:
                 self.primary.send(m)
             self.result.count("PacketOut.primary", len(msgs))
@@ -319,6 +389,7 @@ class P4rtCampaign:
             self._status("StreamChannel", e.code(), e.details() or "", msgs)
             return
         self.result.count("StreamChannel.OK")
+        self._outcomes.append("OK")
 
     def _check_alive(self, msg: Msg) -> None:
         if not self.sw.alive():
@@ -335,32 +406,52 @@ class P4rtCampaign:
                                     + "\n--- request ---\n" + str(msg.request)[:1000])
 
 
+def identity_setup(work: Path) -> tuple[list[str], dict[str, Any]]:
+    """``identities`` mode: the testbed's PKI and policy under ``work``; the switch's
+    options (general, then after ``--``) and each caller's client credentials."""
+    pki = create_fabric_pki(build_fabric(), work / "pki")
+    host, other_switch = default_attackers(pki, VICTIM)
+    callers = {"controller": "controller", "monitor": MONITOR, "host": host, "switch": other_switch}
+    creds = {}
+    for caller, party in callers.items():
+        f = pki.files(party)
+        creds[caller] = ClientTls(pki.ca_cert("switches"), f.cert, f.key).for_server(VICTIM)
+    return ["--p4rt-policy", str(policy_path(pki.root)), "--", *switch_tls_options(pki.files(VICTIM))], creds
+
+
 def run_p4rt(seed_value: int, messages: int, *, work_dir: Optional[Path] = None,
-             size: str = "custom") -> CampaignResult:
-    """``messages`` messages from ``seed_value`` against a new switch; the result."""
+             size: str = "custom", identities: bool = False) -> CampaignResult:
+    """``messages`` messages from ``seed_value`` against a new switch; the result.
+    ``identities``: the testbed's TLS, policy and callers (module docstring)."""
     work = work_dir or scratch_dir("fuzz-p4rt-")
     build = compile_fabric(work)
-    result = CampaignResult("p4rt", seed=seed_value, size=size)
+    result = CampaignResult("p4rt-mtls" if identities else "p4rt", seed=seed_value, size=size)
     stderr = work / "switch.stderr"
-    args = ["--no-p4", "--device-id", "0", "--control-port", "0", "--log-level", "off",
-            "--", "--cpu-port", "255", "--grpc-server-addr", "127.0.0.1:0"]
+    general, target, creds = [], [], None
+    if identities:
+        opts, creds = identity_setup(work)
+        cut = opts.index("--")
+        general, target = opts[:cut], opts[cut + 1:]
+    args = ["--no-p4", "--device-id", "0", "--control-port", "0", "--log-level", "off", *general,
+            "--", "--cpu-port", "255", "--grpc-server-addr", "127.0.0.1:0", *target]
     t0 = time.monotonic()
     with SwitchProcess(args, log_path=stderr) as sw:
-        campaign = P4rtCampaign(sw, build.p4info, build.config, result, stderr)
+        campaign = P4rtCampaign(sw, build.p4info, build.config, result, stderr, identities=creds)
         examples = max(1, -(-messages // BATCH))
-        progress = Progress("p4rt", messages)
-        strategy = st.lists(st.tuples(message(campaign.schema, ELECTION_ID), st.integers(0, 1 << 16)),
-                            min_size=BATCH, max_size=BATCH)
+        progress = Progress(result.campaign, messages)
+        callers = st.sampled_from(CALLERS) if identities else st.just("controller")
+        strategy = st.lists(st.tuples(message(campaign.schema, ELECTION_ID), st.integers(0, 1 << 16),
+                                      callers), min_size=BATCH, max_size=BATCH)
 
         @seed(seed_value)
         @settings(max_examples=examples, phases=[Phase.generate], database=None, deadline=None,
                   suppress_health_check=list(HealthCheck), derandomize=False)
         @given(strategy)
-        def drive(batch: list[tuple[Msg, int]]) -> None:
-            for msg, reuse in batch:
+        def drive(batch: list[tuple[Msg, int, str]]) -> None:
+            for msg, reuse, caller in batch:
                 if campaign.index >= messages:
                     return
-                campaign.run(msg, reuse)
+                campaign.run(msg, reuse, caller)
                 progress.update(campaign.index)
 
         t0 = time.monotonic()

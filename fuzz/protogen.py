@@ -97,8 +97,7 @@ def message_strategy(desc: _d.Descriptor, hints: Optional[Mapping[str, SearchStr
     ``hints[name]`` values are mixed into every field called ``name`` (any message).
     """
     hints = dict(hints or {})
-    cls = message_factory.MessageFactory().GetPrototype(desc) \
-        if not hasattr(desc, "_concrete_class") else desc._concrete_class
+    cls = message_factory.GetMessageClass(desc)
 
     def field_values(field: _d.FieldDescriptor) -> Optional[SearchStrategy[Any]]:
         if field.type == _d.FieldDescriptor.TYPE_MESSAGE:
@@ -131,7 +130,7 @@ def message_strategy(desc: _d.Descriptor, hints: Optional[Mapping[str, SearchStr
             values = field_values(field)
             if values is None:
                 continue
-            if field.label == _d.FieldDescriptor.LABEL_REPEATED:
+            if field.is_repeated:
                 items = draw(st.lists(values, max_size=MAX_REPEATED))
                 target = getattr(msg, field.name)
                 if field.type == _d.FieldDescriptor.TYPE_MESSAGE:

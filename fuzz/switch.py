@@ -17,7 +17,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Optional, Sequence
 
-from testbed.process import stop_process
+from process import stop_process
 
 REPO = Path(__file__).resolve().parents[1]
 FABRIC_P4 = REPO / "p4src" / "fabric.p4"

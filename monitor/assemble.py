@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional, Protocol, Sequence
 
 from monitor.evidence import EpochCount, Evidence, NicRates, PathStats, PortRates, ProbePath
+from monitor.tomography import estimate
 
 QDEPTH_BIN_PKTS = 4
 """Width of a queue-depth bin of ``FabricEgress.telemetry.qdepth_hist`` (p4src/README.md)."""
@@ -177,7 +178,6 @@ class EvidenceBuilder:
 
     def build(self, reader: MetricReader, t_s: float) -> Evidence:
         """The evidence at ``t_s`` (monotonic seconds)."""
-        from monitor.tomography import estimate  # noqa: PLC0415 (the planner's sibling)
         w = self.window_s
         rate_names = [*EVIDENCE_RATES, *(PROBE_COUNTERS if self.probe_stats is None else ())]
         values, rates = reader.read_many([*EVIDENCE_VALUES, *self.extra_values], rate_names, w)

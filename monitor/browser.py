@@ -8,6 +8,7 @@ True
 from __future__ import annotations
 
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
@@ -34,9 +35,9 @@ def open_browser(width: int = 1400, height: int = 1000, profile_dir: Optional[Pa
     if found is None:
         raise BrowserUnavailable("chromium and chromedriver are not installed "
                                  "(apt-get install chromium chromium-driver)")
-    from selenium import webdriver  # noqa: PLC0415
-    from selenium.common.exceptions import WebDriverException  # noqa: PLC0415
-    from selenium.webdriver.chrome.service import Service  # noqa: PLC0415
+    from selenium import webdriver  # noqa: PLC0415 — heavy: selenium
+    from selenium.common.exceptions import WebDriverException  # noqa: PLC0415 — heavy: selenium
+    from selenium.webdriver.chrome.service import Service  # noqa: PLC0415 — heavy: selenium
     opts = webdriver.ChromeOptions()
     opts.binary_location = found[0]
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -56,11 +57,10 @@ def screenshot(url: str, path: Path, wait_css: Optional[str] = None,
     """Load ``url``, wait (at most ``timeout_s``) until an element matches ``wait_css``,
     save a full-page PNG at ``path``; :class:`BrowserUnavailable` without a browser,
     ``TimeoutError`` when the element never shows."""
-    from selenium.common.exceptions import TimeoutException  # noqa: PLC0415
-    from selenium.webdriver.common.by import By  # noqa: PLC0415
-    from selenium.webdriver.support import expected_conditions as ec  # noqa: PLC0415
-    from selenium.webdriver.support.ui import WebDriverWait  # noqa: PLC0415
-    import tempfile  # noqa: PLC0415
+    from selenium.common.exceptions import TimeoutException  # noqa: PLC0415 — heavy: selenium
+    from selenium.webdriver.common.by import By  # noqa: PLC0415 — heavy: selenium
+    from selenium.webdriver.support import expected_conditions as ec  # noqa: PLC0415 — heavy: selenium
+    from selenium.webdriver.support.ui import WebDriverWait  # noqa: PLC0415 — heavy: selenium
     driver = open_browser(profile_dir=Path(tempfile.mkdtemp(prefix="astral-chromium-")))
     try:
         driver.get(url)

@@ -42,7 +42,8 @@ from typing import Any, Mapping, Optional, Sequence
 
 from p4.v1 import p4runtime_pb2
 
-from controller.fabric.ecmp import fabric_hash_model, link_group
+from controller.fabric.detours import fabric_hash_model
+from controller.fabric.ecmp import link_group
 from controller.fabric.entries import T_GROUPS, T_MEMBERS, T_ROUTES
 from controller.p4rt import P4InfoHelper
 from controller.p4rt.codec import decode
@@ -132,7 +133,7 @@ def pins_of(states: Mapping[str, EcmpState]) -> Pins:
 def live_hash_model(fabric: Any, states: Mapping[str, EcmpState],
                     planned: Optional[FabricHashModel] = None) -> FabricHashModel:
     """The hash model the switches' tables imply: the ``planned`` one (default: the
-    fabric's as programmed, :func:`controller.fabric.ecmp.fabric_hash_model`; its
+    fabric's as programmed, :func:`controller.fabric.detours.fabric_hash_model`; its
     algorithms and seeds) with each switch of ``states`` holding the groups and routes
     read. A group with a member missing is left out (module docstring)."""
     base = planned if planned is not None else fabric_hash_model(fabric)

@@ -28,7 +28,7 @@ from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from monitor.prometheus import Series, selector
+from monitor.promql import Series, selector
 
 SeriesKey = tuple[str, tuple[tuple[str, str], ...]]
 """A series: its metric name and sorted labels (``job`` and ``instance`` included)."""

@@ -35,7 +35,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
-from controller.gor.metrics import RegistryServer
+from controller.telemetry.exposition import RegistryServer
 from monitor.switch_exporter import (PORT_COUNTERS, SwitchExporter, SwitchReader, SwitchTarget,
                                      switch_targets, targets_from_state)
 

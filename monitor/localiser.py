@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from prometheus_client import Counter, Gauge
+
 from monitor.evidence import FAULT_KINDS, Evidence, Verdict
 from monitor.linkrules import (CableHistory, blackhole_rule, corruption_rule, explain_route_tails,
                                flapping_rule,
@@ -231,7 +233,6 @@ class VerdictMetrics:
     """
 
     def __init__(self, registry: Any) -> None:
-        from prometheus_client import Counter, Gauge  # noqa: PLC0415 (optional dependency)
         self.verdicts = Counter("monitor_verdicts", "Verdicts the localiser named, by fault kind",
                                 ["kind"], registry=registry)
         self.active = Gauge("monitor_active_faults",

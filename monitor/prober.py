@@ -61,6 +61,7 @@ from typing import Any, Optional, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, write_to_textfile
 
+from host.nic.udphold import UdpPortHold
 from monitor.probeframe import ProbeInfo, ProbeTemplate, parse_probe
 from monitor.probeplan import ProbePlan, load_plan
 
@@ -205,7 +206,6 @@ class Prober:
     def open(self) -> None:
         """Open a raw socket on every NIC of the host and hold UDP 4791 (ProberError when
         an interface is missing)."""
-        from host.nic.udphold import UdpPortHold  # noqa: PLC0415
         for intf in sorted(self.nics):
             s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
             try:

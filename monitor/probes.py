@@ -45,20 +45,23 @@ Example::
 """
 from __future__ import annotations
 
+import argparse
 import ipaddress
+import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Sequence
 
-from controller.fabric.ecmp import LEAF_UPLINK_GROUP, fabric_hash_model, member_name
+from controller.fabric.detours import fabric_hash_model
+from controller.fabric.ecmp import LEAF_UPLINK_GROUP, member_name
 from host.tccl.hops import peer_of, spine_group_of, spine_routes_to
 from monitor.evidence import LinkDir, ProbePath
 from monitor.probeplan import (DEFAULT_RATE_PPS, ROCE_DPORT, ProbeNic, ProbePlan, load_plan,
                                load_plan_text)
 from p4src.hashmodel import FabricHashModel, predict_member, route_group
-from topo.model import Fabric, NicInfo
+from topo.model import Fabric, NicInfo, load_fabric
 
 PROTO_UDP = 17
 SPORT_FIRST = 49152            # probes use the ephemeral range 49152..65535
@@ -324,7 +327,7 @@ def _why_uncovered(link: LinkDir, cands: list[_Candidate]) -> str:
 def plan_probes(fabric: Fabric, model: Optional[FabricHashModel] = None,
                 rate_pps: float = DEFAULT_RATE_PPS) -> ProbePlan:
     """The probe plan of ``fabric`` under ``model`` (default: the model the controller
-    publishes for it, :func:`controller.fabric.ecmp.fabric_hash_model`).
+    publishes for it, :func:`controller.fabric.detours.fabric_hash_model`).
 
     >>> from topo.model import build_fabric
     >>> p = plan_probes(build_fabric()).paths[0]
@@ -354,15 +357,10 @@ def plan_probes(fabric: Fabric, model: Optional[FabricHashModel] = None,
                      {str(l): _why_uncovered(l, cands) for l in gaps}, float(rate_pps))
 
 
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """``python -m monitor.probes --fabric build/topology.json --out build/probe-plan.json
     [--hash-model FILE] [--rate-pps 10]``: write the plan, print its size; exit 2 on bad
     input."""
-    import argparse  # noqa: PLC0415
-    import sys  # noqa: PLC0415
-
-    from topo.model import load_fabric  # noqa: PLC0415
     ap = argparse.ArgumentParser(prog="python -m monitor.probes",
                                  description="Plan RoCEv2 probe paths over every link.")
     ap.add_argument("--fabric", required=True, type=Path, help="topology file (python -m topo build)")

@@ -23,7 +23,6 @@ monitor: metrics in Prometheus 2.42.0 at http://127.0.0.1:40411 (run_dir/prometh
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import socket
 import subprocess
@@ -36,15 +35,12 @@ import urllib.request
 from pathlib import Path
 from typing import IO, Any, Mapping, Optional, Protocol, Sequence, runtime_checkable
 
-from testbed.process import stop_process
-
-Series = tuple[dict[str, str], float]
-"""One series' labels (``job`` and ``instance`` included, no ``__name__``) and a value."""
+from monitor.embedded import EmbeddedStore
+from monitor.promql import LABEL_RE, Series, selector
+from process import stop_process
 
 READY_TIMEOUT_S = 30.0
 QUERY_TIMEOUT_S = 5.0
-_NAME_RE = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
-_LABEL_RE = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 _TAG = "astral_metric"          # the label rates_many() tags each metric's series with
 
 
@@ -102,28 +98,6 @@ class MetricSource(Protocol):
         ...
 
 
-def selector(metric: str, **label_filter: str) -> str:
-    """The PromQL selector of ``metric`` with exact label matches; ``ValueError`` on a
-    name that is not a metric or label name.
-
-    >>> selector("astral_switch_up", switch='s"0')
-    'astral_switch_up{switch="s\\\\"0"}'
-    >>> selector("no such")
-    Traceback (most recent call last):
-    ...
-    ValueError: not a metric name: 'no such'
-    """
-    if not _NAME_RE.match(metric):
-        raise ValueError(f"not a metric name: {metric!r}")
-    for k in label_filter:
-        if not _LABEL_RE.match(k):
-            raise ValueError(f"not a label name: {k!r}")
-    if not label_filter:
-        return metric
-    inner = ",".join(f"{k}={json.dumps(str(v))}" for k, v in sorted(label_filter.items()))
-    return f"{metric}{{{inner}}}"
-
-
 def _window(window_s: float) -> str:
     if not window_s > 0:
         raise ValueError(f"window must be positive, got {window_s!r} s")
@@ -147,7 +121,7 @@ def scrape_config(targets: Mapping[str, Sequence[str]], scrape_interval_s: float
     lines = ["global:", f'  scrape_interval: "{every}"', f'  scrape_timeout: "{every}"',
              "scrape_configs:"]
     for job, addrs in targets.items():
-        if not _LABEL_RE.match(job):
+        if not LABEL_RE.match(job):
             raise ValueError(f"job name {job!r} must be a label-like name (letters, digits, _)")
         lines += [f"  - job_name: {json.dumps(job)}", "    static_configs:",
                   f"      - targets: {json.dumps(list(addrs))}"]
@@ -379,8 +353,6 @@ def open_metric_source(run_dir: Path, targets: Mapping[str, Sequence[str]],
     'embedded'
     >>> src.close()
     """
-    from monitor.embedded import EmbeddedStore  # noqa: PLC0415 — the fallback, a sibling
-
     if prefer not in ("prometheus", "embedded"):
         raise ValueError(f"prefer must be 'prometheus' or 'embedded', not {prefer!r}")
     why = "asked for the embedded store"
@@ -395,14 +367,6 @@ def open_metric_source(run_dir: Path, targets: Mapping[str, Sequence[str]],
     store = EmbeddedStore(targets, scrape_interval_s).start()
     print(f"monitor: metrics in the embedded store ({why})", file=sys.stderr)
     return store
-
-
-def __getattr__(name: str) -> Any:
-    """``monitor.prometheus.EmbeddedStore``: the fallback, defined in :mod:`monitor.embedded`."""
-    if name == "EmbeddedStore":
-        from monitor.embedded import EmbeddedStore  # noqa: PLC0415 — it imports this module
-        return EmbeddedStore
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["EmbeddedStore", "MetricSource", "PrometheusServer", "PrometheusStartError", "PrometheusUnavailable",

@@ -40,8 +40,11 @@ from pathlib import Path
 from typing import IO, Any, Callable, Optional, Sequence
 
 from monitor.evidence import Verdict
+from monitor.probeplan import load_plan
 from monitor.service import EvaluationRecord, Monitor, MonitorOptions
+from monitor.switch_exporter import targets_from_state
 from monitor.verdictbook import MonitorWaits, VerdictBook
+from topo.model import load_fabric
 
 PROG = "python -m monitor.remote"
 EXIT_BAD_INPUT = 2
@@ -124,10 +127,6 @@ def _commands(mon: Monitor, emit: _Lines, stop: threading.Event) -> None:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """``python -m monitor.remote``: see the module docstring."""
-    from monitor.probeplan import load_plan  # noqa: PLC0415
-    from monitor.switch_exporter import targets_from_state  # noqa: PLC0415
-    from topo.model import load_fabric  # noqa: PLC0415
-
     ap = argparse.ArgumentParser(prog=PROG, description="Run one testbed's monitor, "
                                  "speaking JSON lines on stdin/stdout.")
     ap.add_argument("--fabric", required=True, type=Path, help="the fabric (Fabric.save)")

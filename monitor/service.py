@@ -39,10 +39,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+from prometheus_client import CollectorRegistry, Summary
+
+from controller.fabric.detours import fabric_hash_model
+from controller.telemetry.exposition import RegistryServer
 from monitor.assemble import EvidenceBuilder, port_peers
+from monitor.ecmpstate import live_hash_model, pins_of, repredict
 from monitor.evidence import Evidence, Verdict
+from monitor.exporters import TextfileExporter
+from monitor.localiser import Localiser, VerdictLog
 from monitor.probestats import ProbeStatsReader
+from monitor.prometheus import open_metric_source
+from monitor.switch_exporter import SwitchExporter
 from monitor.verdictbook import MonitorWaits, VerdictBook
+from monitor.webstate import MonitorView
 
 EVAL_INTERVAL_S = 0.5
 VIEW_GAUGES = ("gor_link_util_ratio", "gor_alarm_level")
@@ -153,14 +163,6 @@ class Monitor(MonitorWaits):
     # ------------------------------------------------------------------ lifetime
     def start(self) -> "Monitor":
         """Exporters, the metric store, the localiser, the web view, the loop."""
-        from prometheus_client import CollectorRegistry, Summary  # noqa: PLC0415
-
-        from controller.gor.metrics import RegistryServer  # noqa: PLC0415
-        from monitor.exporters import TextfileExporter  # noqa: PLC0415
-        from monitor.localiser import Localiser, VerdictLog  # noqa: PLC0415
-        from monitor.prometheus import open_metric_source  # noqa: PLC0415
-        from monitor.switch_exporter import SwitchExporter  # noqa: PLC0415
-
         self.metrics_dir.mkdir(parents=True, exist_ok=True)
         try:
             switches = self._part(SwitchExporter(self.switch_targets).start())
@@ -180,8 +182,7 @@ class Monitor(MonitorWaits):
             self.source = self._part(open_metric_source(self.run_dir, targets, self.opts.prefer,
                                                         self.opts.scrape_interval_s))
             if self.opts.web:
-                from monitor.web import WebServer  # noqa: PLC0415
-                from monitor.webstate import MonitorView  # noqa: PLC0415
+                from monitor.web import WebServer  # noqa: PLC0415 — heavy: starlette, uvicorn
                 self.view = MonitorView(self.fabric, title=f"Astral-P4 monitor — {self.run_dir.name}")
                 self.web = self._part(WebServer(self.view, port=self.opts.web_port).start())
                 self.say(f"monitor: web view at {self.web.url}")
@@ -258,8 +259,6 @@ class Monitor(MonitorWaits):
         changed since the last call, re-predict every probe path with the hash model they
         imply and the pins (:mod:`monitor.ecmpstate`) and give the evidence builder the
         new links; returns the paths whose links changed."""
-        from controller.fabric.ecmp import fabric_hash_model  # noqa: PLC0415
-        from monitor.ecmpstate import live_hash_model, pins_of, repredict  # noqa: PLC0415
         states = self.switch_exporter.ecmp_snapshot() if self.switch_exporter is not None else {}
         if not states or states == self._ecmp_seen:
             return []
@@ -305,6 +304,14 @@ class Monitor(MonitorWaits):
                 view.add_event("note", f"GOR {e['event'].replace('_', ' ')} on {e.get('link')}"
                                + (f" (level {e.get('level')})" if e.get("level") else ""),
                                t_s=_mono(e, ev.t_s))
+            elif e.get("event") == "switch_lost" and "mastership" in str(e.get("error", "")):
+                # GOR is no longer the switch's primary P4Runtime client (another client
+                # took it): GOR stops acting on it until it is primary again
+                view.add_event("switch", f"GOR lost control of {e.get('switch')}: {e.get('error')}",
+                               t_s=_mono(e, ev.t_s), switch=str(e.get("switch")))
+            elif e.get("event") == "switch_back":
+                view.add_event("switch", f"GOR controls {e.get('switch')} again", t_s=_mono(e, ev.t_s),
+                               switch=str(e.get("switch")))
 
 
 @dataclass(frozen=True, slots=True)

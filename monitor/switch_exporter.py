@@ -3,7 +3,7 @@ exposed for Prometheus.
 
 For each switch of a :class:`topo.model.Fabric` a thread reads, every ``period_s``,
 ``fabric.p4``'s indexed counters (``p4src/README.md``; the names of
-:mod:`controller.gor.counter_reader`) of the switch's fabric ports in ONE P4Runtime
+:mod:`controller.telemetry.counter_reader`) of the switch's fabric ports in ONE P4Runtime
 ``Read`` with a bounded deadline. A Read needs no stream and no primary arbitration:
 BMv2's server (PI's ``pi_server.cpp``) checks the election id on Write and
 SetForwardingPipelineConfig only, and answers a Read or GetForwardingPipelineConfig on a
@@ -56,15 +56,16 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from controller.gor.counter_reader import (DROPS_COUNTER, ECN_COUNTER, PFC_PRIORITIES,
-                                           PFC_RX_COUNTER, PFC_TX_COUNTER, QDEPTH_BINS,
-                                           QDEPTH_HIST_COUNTER, RX_COUNTER, TX_COUNTER,
-                                           qdepth_hist_index)
-from controller.gor.metrics import RegistryServer
 from controller.p4rt import P4InfoHelper, counter_entry
 from controller.p4rt.pipeline import read_p4info
 from controller.p4rt.tls import ClientTls, open_channel
+from controller.telemetry.counter_reader import (DROPS_COUNTER, ECN_COUNTER, PFC_PRIORITIES,
+                                           PFC_RX_COUNTER, PFC_TX_COUNTER, QDEPTH_BINS,
+                                           QDEPTH_HIST_COUNTER, RX_COUNTER, TX_COUNTER,
+                                           qdepth_hist_index)
+from controller.telemetry.exposition import RegistryServer
 from monitor.ecmpstate import EcmpState, ecmp_tables_in, read_ecmp
+from testbed.tls import recorded_monitor_tls
 
 PERIOD_S = 1.0
 READ_TIMEOUT_S = 0.8
@@ -94,8 +95,9 @@ class SwitchTarget:
 def switch_targets(fabric: Any, addresses: Optional[Mapping[str, str]] = None,
                    tls: Optional[ClientTls] = None) -> list[SwitchTarget]:
     """A :class:`SwitchTarget` per switch of ``fabric`` (``addresses`` override the
-    topology's ``grpc_addr``; ``tls`` is the controller's credentials, checked against each
-    switch's own certificate)."""
+    topology's ``grpc_addr``; ``tls`` is the client's credentials — on the testbed the
+    monitor's, which a switch lets read and nothing else — checked against each switch's
+    own certificate)."""
     nic_at = {(n.leaf, n.leaf_port): n.intf for h in fabric.hosts for n in h.nics}
     out = []
     for sw in fabric.switches:
@@ -111,11 +113,10 @@ def targets_from_record(fabric: Any, switches: Mapping[str, Mapping[str, Any]],
                         pki: Optional[str]) -> list[SwitchTarget]:
     """:func:`switch_targets` with what a running testbed recorded: each switch's
     ``grpc_addr`` (``TestbedState.switches``) and its PKI directory (``TestbedState.pki``;
-    empty or None: plaintext), whose ``controller`` certificate the reads present."""
-    from testbed.tls import recorded_controller_tls  # noqa: PLC0415 — only with a testbed
-
+    empty or None: plaintext), whose ``monitor`` certificate the reads present (a p4sim
+    switch's policy lets it Read and GetForwardingPipelineConfig only)."""
     addresses = {n: d["grpc_addr"] for n, d in switches.items() if "grpc_addr" in d}
-    return switch_targets(fabric, addresses, recorded_controller_tls(pki or None))
+    return switch_targets(fabric, addresses, recorded_monitor_tls(pki or None))
 
 
 def targets_from_state(fabric: Any, state_path: Path) -> list[SwitchTarget]:

@@ -67,6 +67,13 @@ def remember_source(path: str, text: str) -> None:
     _SOURCES[path] = text.splitlines()
 
 
+def forget_source(path: str) -> None:
+    """Drop what :func:`remember_source` kept for ``path``: its lines are read from the file
+    again (``p4sim-p4c-bm2-ss`` compiles the preprocessed text under the program's name,
+    and its diagnostics quote the program's own lines)."""
+    _SOURCES.pop(path, None)
+
+
 def source_line(loc: Loc) -> Optional[str]:
     lines = _SOURCES.get(loc.file)
     if lines is None and os.path.isfile(loc.file):

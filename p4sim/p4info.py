@@ -20,7 +20,7 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2 as P
@@ -29,19 +29,15 @@ from p4sim.errors import P4Error
 from p4sim.frontend import ast as A
 from p4sim.frontend.types import ErrorT, StructLikeT, bit_width
 from p4sim.frontend.uses import removed_blocks_and_tables
+from p4sim.p4info_names import check_action_names, check_anonymous_properties, check_duplicate_names
 from p4sim.p4info_newtypes import NewTypes
+from p4sim.p4info_symbols import (PREFIX_ACTION, PREFIX_ACTION_PROFILE, PREFIX_CONTROLLER_HEADER,
+                                  PREFIX_COUNTER, PREFIX_DIGEST, PREFIX_DIRECT_COUNTER,
+                                  PREFIX_DIRECT_METER, PREFIX_METER, PREFIX_REGISTER, PREFIX_TABLE,
+                                  SymbolTable, _add_annotations, _add_doc, _ann, _ann_int, _ann_string,
+                                  _field_ids, _preamble, annotation_text, jenkins_hash, symbol_id)
 from p4sim.p4info_typeinfo import add_error_members, add_serializable_enum, add_type_spec, p4c_writes_type_info
-
-PREFIX_ACTION = P.P4Ids.ACTION
-PREFIX_TABLE = P.P4Ids.TABLE
-PREFIX_CONTROLLER_HEADER = P.P4Ids.CONTROLLER_HEADER
-PREFIX_ACTION_PROFILE = P.P4Ids.ACTION_PROFILE
-PREFIX_COUNTER = P.P4Ids.COUNTER
-PREFIX_DIRECT_COUNTER = P.P4Ids.DIRECT_COUNTER
-PREFIX_METER = P.P4Ids.METER
-PREFIX_DIRECT_METER = P.P4Ids.DIRECT_METER
-PREFIX_REGISTER = P.P4Ids.REGISTER
-PREFIX_DIGEST = P.P4Ids.DIGEST
+from p4sim.p4info_values import add_value_set_symbols, add_value_sets
 
 _MATCH_TYPES = {"exact": P.MatchField.EXACT, "lpm": P.MatchField.LPM, "ternary": P.MatchField.TERNARY,
                 "range": P.MatchField.RANGE, "optional": P.MatchField.OPTIONAL}
@@ -50,164 +46,6 @@ _COUNTER_UNITS = {"packets": P.CounterSpec.PACKETS, "bytes": P.CounterSpec.BYTES
 _METER_UNITS = {"packets": P.MeterSpec.PACKETS, "bytes": P.MeterSpec.BYTES}
 _SCOPES = {"table_and_default": P.ActionRef.TABLE_AND_DEFAULT, "table_only": P.ActionRef.TABLE_ONLY,
            "default_only": P.ActionRef.DEFAULT_ONLY}
-# annotations that P4Info carries elsewhere (preamble name/id, documentation)
-_SKIPPED_ANNOTATIONS = {"name", "id", "brief", "description"}
-
-
-# --------------------------------------------------------------------------- ids and aliases
-def jenkins_hash(name: str) -> int:
-    """Jenkins one-at-a-time hash (32 bits) of ``name``'s bytes, as p4c computes it.
-
-    >>> hex(jenkins_hash("NoAction") & 0xFFFFFF)
-    '0x445b37'
-    """
-    h = 0
-    for b in name.encode():
-        h = (h + b) & 0xFFFFFFFF
-        h = (h + (h << 10)) & 0xFFFFFFFF
-        h ^= h >> 6
-    h = (h + (h << 3)) & 0xFFFFFFFF
-    h ^= h >> 11
-    h = (h + (h << 15)) & 0xFFFFFFFF
-    return h
-
-
-def symbol_id(prefix: int, name: str) -> int:
-    """The id p4c gives ``name`` when nothing collides: ``prefix << 24 | hash & 0xFFFFFF``."""
-    return (prefix << 24) | (jenkins_hash(name) & 0xFFFFFF)
-
-
-class SymbolTable:
-    """P4Runtime symbols by type, with p4c's id assignment and aliases.
-
-    >>> st = SymbolTable(); st.add(PREFIX_TABLE, "c.t"); st.add(PREFIX_ACTION, "NoAction")
-    >>> st.assign_ids(); st.alias("c.t"), st.id(PREFIX_TABLE, "c.t") >> 24
-    ('t', 2)
-    """
-
-    def __init__(self) -> None:
-        self._tables: dict[int, dict[str, Optional[int]]] = {}
-        self._assigned: set[int] = set()
-        self._symbols: set[str] = set()
-        self._suffix_counts: dict[tuple[str, ...], int] = {}
-
-    def add(self, prefix: int, name: str, explicit_id: Optional[int] = None) -> None:
-        """Add a symbol (a duplicate name of the same type is ignored, as in p4c)."""
-        table = self._tables.setdefault(prefix, {})
-        if name in table:
-            return
-        ident: Optional[int] = None
-        if explicit_id is not None:
-            top = explicit_id & 0xFF000000
-            if top not in (0, prefix << 24):
-                raise ValueError(f"{name}: @id {explicit_id:#x} has the wrong 8-bit prefix")
-            ident = explicit_id | (prefix << 24)
-            if ident in self._assigned:
-                raise ValueError(f"@id {ident:#x} is assigned to multiple declarations")
-            self._assigned.add(ident)
-        table[name] = ident
-        if name not in self._symbols:
-            self._symbols.add(name)
-            parts = tuple(name.split("."))
-            for n in range(1, len(parts) + 1):
-                suf = parts[-n:]
-                self._suffix_counts[suf] = self._suffix_counts.get(suf, 0) + 1
-
-    def assign_ids(self) -> None:
-        """Give every symbol without an ``@id`` its hashed id (sorted names, linear probing)."""
-        for prefix in sorted(self._tables):
-            table = self._tables[prefix]
-            for name in sorted(n for n, i in table.items() if i is None):
-                start = jenkins_hash(name)
-                value = start
-                while ((prefix << 24) | (value & 0xFFFFFF)) in self._assigned:
-                    value = (value + 1) & 0xFFFFFFFF
-                    if value == start:
-                        raise ValueError(f"no available id to represent {name} in P4Runtime")
-                ident = (prefix << 24) | (value & 0xFFFFFF)
-                self._assigned.add(ident)
-                table[name] = ident
-
-    def id(self, prefix: int, name: str) -> int:
-        ident = self._tables[prefix][name]
-        assert ident is not None, "assign_ids() first"
-        return ident
-
-    def alias(self, name: str) -> str:
-        """Shortest unique suffix of dot-separated components."""
-        parts = tuple(name.split("."))
-        for n in range(1, len(parts) + 1):
-            if self._suffix_counts.get(parts[-n:], 0) < 2:
-                return ".".join(parts[-n:])
-        return name
-
-
-# --------------------------------------------------------------------------- annotations
-def _ann(anns: Iterable[A.Annotation], name: str) -> Optional[A.Annotation]:
-    return next((a for a in anns if a.name == name), None)
-
-
-def _ann_string(a: Optional[A.Annotation]) -> Optional[str]:
-    if a is None:
-        return None
-    if a.exprs and isinstance(a.exprs[0], A.StringLit):
-        return a.exprs[0].value
-    raw = a.raw.strip()
-    return raw[1:-1] if len(raw) >= 2 and raw[0] == raw[-1] == '"' else (raw or None)
-
-
-def _ann_int(a: Optional[A.Annotation]) -> Optional[int]:
-    if a is None:
-        return None
-    if a.exprs and isinstance(getattr(a.exprs[0], "value", None), int):
-        return int(a.exprs[0].value)
-    return int(a.raw.strip(), 0)
-
-
-def annotation_text(a: A.Annotation) -> str:
-    """``@name`` or ``@name(body)`` as written in the program."""
-    return f"@{a.name}({a.raw})" if a.raw.strip() or a.exprs else f"@{a.name}"
-
-
-def _add_annotations(msg: Any, anns: Iterable[A.Annotation]) -> None:
-    for a in anns:
-        if a.name in _SKIPPED_ANNOTATIONS or a.structured:
-            continue
-        msg.annotations.append(annotation_text(a))
-
-
-def _add_doc(msg: Any, anns: Sequence[A.Annotation]) -> None:
-    brief, desc = _ann_string(_ann(anns, "brief")), _ann_string(_ann(anns, "description"))
-    if brief:
-        msg.doc.brief = brief
-    if desc:
-        msg.doc.description = desc
-
-
-def _preamble(msg: Any, st: SymbolTable, prefix: int, name: str, anns: Sequence[A.Annotation],
-              alias: Optional[str] = None, symbol: Optional[str] = None) -> None:
-    pre = msg.preamble
-    pre.id = st.id(prefix, symbol or name)
-    pre.name = name
-    pre.alias = alias if alias is not None else st.alias(name)
-    _add_annotations(pre, anns)
-    _add_doc(pre, anns)
-
-
-def _field_ids(items: Sequence[Sequence[A.Annotation]]) -> list[int]:
-    """1-based ids in order, ``@id`` first (p4c's FieldIdAllocator)."""
-    fixed = [_ann_int(_ann(anns, "id")) for anns in items]
-    used = {i for i in fixed if i is not None}
-    out, nxt = [], 1
-    for f in fixed:
-        if f is not None:
-            out.append(f)
-            continue
-        while nxt in used:
-            nxt += 1
-        out.append(nxt)
-        used.add(nxt)
-    return out
 
 
 # --------------------------------------------------------------------------- program walk
@@ -285,14 +123,41 @@ def table_actions_in_p4c_order(prog: Any) -> list[A.ActionDecl]:
 
 
 # --------------------------------------------------------------------------- builder
+_SELECTOR_ANNOTATIONS = ("max_group_size", "selector_size_semantics", "max_member_weight")
+"""An action selector's annotations that P4Info writes as fields, not annotations."""
+
+
+def _selector_size(m: Any, anns: Sequence[A.Annotation]) -> None:
+    """``max_group_size`` and the selector size semantics of the action selector ``m``
+    from its annotations, as p4c's v1model P4Runtime handler writes them:
+    ``@selector_size_semantics("sum_of_weights")`` (any case) gives ``sum_of_weights {}``,
+    ``"sum_of_members"`` gives ``sum_of_members {}`` with ``@max_member_weight`` in it
+    (ignored with the other semantics or none); another value is refused."""
+    mgs = _ann_int(_ann(anns, "max_group_size"))
+    if mgs:
+        m.max_group_size = mgs
+    sem = _ann(anns, "selector_size_semantics")
+    if sem is not None:
+        value = _ann_string(sem) or ""
+        if value.upper() == "SUM_OF_WEIGHTS":
+            m.sum_of_weights.SetInParent()
+        elif value.upper() == "SUM_OF_MEMBERS":
+            m.sum_of_members.SetInParent()
+        else:
+            raise P4Error('Expected selector_size_semantics value "sum_of_weights" or "sum_of_members", '
+                          f'but got \'{value}\'', sem.loc)
+    weight = _ann_int(_ann(anns, "max_member_weight"))
+    if weight is not None and m.HasField("sum_of_members"):
+        m.sum_of_members.max_member_weight = weight
+
+
 def build_p4info(prog: Any) -> P.P4Info:
     """The P4Info of a loaded program (:class:`p4sim.engine.program.CompiledProgram`)."""
-    from p4sim.p4info_names import check_action_names, check_duplicate_names
-    from p4sim.p4info_values import add_value_set_symbols, add_value_sets  # imports this module
     check_action_names(getattr(prog, "ast", None))
     check_duplicate_names(getattr(prog, "duplicate_names", []))
     state = prog.state
     all_tables = _live_tables(prog)
+    check_anonymous_properties(all_tables)
     tables = [ti for ti in all_tables if not _ann(ti.decl.annotations, "hidden")]
     # actions, as p4c-bm2-ss lists them: every action left among a control's locals once
     # its front end has inlined the actions other actions call and removed the
@@ -312,9 +177,15 @@ def build_p4info(prog: Any) -> P.P4Info:
         st.add(PREFIX_ACTION, ai.fqname, _ann_int(_ann(ai.annotations, "id")))
     for ti in tables:
         st.add(PREFIX_TABLE, ti.fqname, _ann_int(_ann(ti.decl.annotations, "id")))
+    # p4c lists a direct counter or meter with the table it is attached to; one attached
+    # to no table is not listed (nothing refers to it: its front end removes it)
+    direct_counters = {fq: c for fq, c in state.direct_counters.items()
+                       if any(ti.runtime.direct_counter is c for ti in tables)}
+    direct_meters = {fq: m for fq, m in state.direct_meters.items()
+                     if any(ti.runtime.direct_meter is m for ti in tables)}
     kinds = ((PREFIX_ACTION_PROFILE, state.action_profiles), (PREFIX_COUNTER, state.counters),
-             (PREFIX_DIRECT_COUNTER, state.direct_counters), (PREFIX_METER, state.meters),
-             (PREFIX_DIRECT_METER, state.direct_meters), (PREFIX_REGISTER, state.registers))
+             (PREFIX_DIRECT_COUNTER, direct_counters), (PREFIX_METER, state.meters),
+             (PREFIX_DIRECT_METER, direct_meters), (PREFIX_REGISTER, state.registers))
     for prefix, objs in kinds:
         for fq in objs:
             st.add(prefix, fq, _ann_int(_ann(_extern_annotations(prog, fq), "id")))
@@ -349,19 +220,18 @@ def build_p4info(prog: Any) -> P.P4Info:
     for fq, ap in state.action_profiles.items():
         m = info.action_profiles.add()
         anns = _extern_annotations(prog, fq)
-        _preamble(m, st, PREFIX_ACTION_PROFILE, fq, anns)
+        _preamble(m, st, PREFIX_ACTION_PROFILE, fq, [a for a in anns if a.name not in _SELECTOR_ANNOTATIONS])
         m.table_ids.extend(st.id(PREFIX_TABLE, ti.fqname) for ti in tables if ti.runtime.implementation is ap)
         m.with_selector = hasattr(ap, "algorithm")
         m.size = ap.size
-        mgs = _ann_int(_ann(anns, "max_group_size"))
-        if mgs:
-            m.max_group_size = mgs
+        if m.with_selector:
+            _selector_size(m, anns)
     # indexed and direct counters and meters: (objects, P4Info list, id prefix, units, owning table)
     resources = (
         (state.counters, info.counters, PREFIX_COUNTER, _COUNTER_UNITS, None),
-        (state.direct_counters, info.direct_counters, PREFIX_DIRECT_COUNTER, _COUNTER_UNITS, "direct_counter"),
+        (direct_counters, info.direct_counters, PREFIX_DIRECT_COUNTER, _COUNTER_UNITS, "direct_counter"),
         (state.meters, info.meters, PREFIX_METER, _METER_UNITS, None),
-        (state.direct_meters, info.direct_meters, PREFIX_DIRECT_METER, _METER_UNITS, "direct_meter"),
+        (direct_meters, info.direct_meters, PREFIX_DIRECT_METER, _METER_UNITS, "direct_meter"),
     )
     for objects, out, prefix, units, table_attr in resources:
         for fq, obj in objects.items():

@@ -9,11 +9,11 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from p4sim.errors import P4Error
 from p4sim.frontend import ast as A
-from p4sim.p4info import _ann, _ann_string
+from p4sim.p4info_symbols import _ann, _ann_string
 
 
 def check_action_names(ast: Optional[A.Program]) -> None:
@@ -67,3 +67,29 @@ def check_duplicate_names(duplicates: Sequence[tuple[str, str]]) -> None:
     lines = [f"Name '{name}' is used for multiple {kind} objects in the P4Info message" for kind, name in ordered]
     lines.append(f"Found {len(ordered)} duplicate name(s) in the P4Info")
     raise P4Error("\nerror: ".join(lines))
+
+
+_INSTANCE_PROPERTIES = ("implementation", "counters", "meters")
+
+
+def check_anonymous_properties(tables: Sequence[Any]) -> None:
+    """Refuse a table whose ``implementation``, ``counters`` or ``meters`` is an instance
+    constructed in place (``implementation = action_profile(32w16)``) without ``@name``:
+    P4Runtime has no name for it. p4c's P4Runtime serializer (getExternInstanceFromProperty)
+    stops there, with no position; ``tables`` are the table infos (``fqname``, ``decl``).
+
+    >>> t = A.TableDecl("t", [A.TableProperty("implementation", A.Call(A.NameRef("action_profile"), []))])
+    >>> check_anonymous_properties([type("TI", (), {"fqname": "MyIngress.t", "decl": t})])
+    Traceback (most recent call last):
+    p4sim.errors.P4Error: error: Table 'MyIngress.t' has an anonymous table property 'implementation' with no name annotation, which is not supported by P4Runtime
+    """
+    for ti in tables:
+        for name in _INSTANCE_PROPERTIES:
+            prop = ti.decl.prop(name)
+            if prop is None or not isinstance(prop.value, A.Call):
+                continue
+            if any(a.name == "name" for a in prop.annotations):
+                continue
+            raise P4Error(f"Table '{ti.fqname}' has an anonymous table property '{name}' with no name "
+                          "annotation, which is not supported by P4Runtime")
+

@@ -34,7 +34,7 @@ from p4.config.v1 import p4info_pb2 as P
 from p4sim.errors import P4Error
 from p4sim.frontend import ast as A
 from p4sim.frontend.types import BitT, EnumT, StructLikeT, TupleT, bit_width, strip_new
-from p4sim.p4info import (
+from p4sim.p4info_symbols import (
     SymbolTable, _add_annotations, _add_doc, _ann, _ann_int, _ann_string, _field_ids, _preamble,
 )
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from p4sim.native import make_switch
 from p4sim.stf_grammar import StfCommand, StfError, parse_stf
 
 __all__ = [
@@ -237,12 +238,12 @@ def run_stf_text(program: Any, text: str, file: str = "<stf>", *,
         if log is not None:
             log(line)
 
+    # p4c's runner gives BMv2 the file's packets at once: each is received, and holds its
+    # PHV, before the earlier ones leave, so none sees another's header fields
     if engine == "python":
-        switch: Any = V1ModelSwitch(program, log=sink, clock=clock)
+        switch: Any = V1ModelSwitch(program, log=sink, clock=clock, reuse_headers=False)
     else:
-        from p4sim.native import make_switch
-
-        switch = make_switch(program, engine=engine, clock=clock)
+        switch = make_switch(program, engine=engine, clock=clock, reuse_headers=False)
     target = StfTarget(program, notes_file=file)
     result = StfResult(passed=False, trace=trace, engine=getattr(switch, "engine", "python"))
     expected: dict[int, list[Expectation]] = {}

@@ -40,7 +40,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+from scenarios.alltoall_report import append_alltoall, poll_fabric
+from scenarios.gor_session import GorSession, source_uplinks
 from scenarios.report import FlowRecord, ScenarioRecord, new_run_dir, write_report
+from testbed.queues import clear_rates, set_uplink_rates
+from testbed.traffic import (NicFleet, NicOptions, build_flows, choose_ports, read_uplink_tx,
+                             settled_uplink_tx)
 
 EVEN_UTIL = 0.85
 MESSAGES = 16
@@ -122,7 +127,6 @@ def predicted_load(flows: Sequence[Any], uplinks: Sequence[str]) -> dict[str, in
 def plan_phase(fabric: Any, programmer: Any, pairs: Sequence[tuple[str, str]], ports: str,
                seed: int) -> list[Any]:
     """The NIC flows of ``pairs`` with ``ports`` (random from ``seed``, or TCCL's)."""
-    from testbed.traffic import build_flows, choose_ports  # noqa: PLC0415
     model = programmer.hash_model()
     sports = choose_ports(fabric, pairs, ports, seed, model)
     return build_flows(fabric, pairs, sports, model, programmer.member_ports)
@@ -166,8 +170,6 @@ def run_phase(fabric: Any, programmer: Any, state: Any, save_state: Callable[[],
     if gor is not None:
         return _run_gor_phase(fabric, programmer, state, save_state, flows, ports, uplinks,
                               flow_rate_pps, run_dir, messages, say, gor, rate_pps)
-    from testbed.traffic import (NicFleet, NicOptions, read_uplink_tx,  # noqa: PLC0415
-                              settled_uplink_tx)
     conns = programmer.connections
     res = PhaseResult(ports, [FlowRecord(f.label, f.src_ip, f.dst_ip, f.sport,
                                          str(f.predicted_uplink)) for f in flows])
@@ -193,8 +195,6 @@ def _run_gor_phase(fabric: Any, programmer: Any, state: Any, save_state: Callabl
                    flows: Sequence[Any], ports: str, uplinks: dict[str, tuple[str, int]],
                    flow_rate_pps: float, run_dir: Path, messages: int,
                    say: Callable[[str], None], opts: Any, rate_pps: float) -> PhaseResult:
-    from testbed.traffic import NicOptions, read_uplink_tx, settled_uplink_tx  # noqa: PLC0415
-    from scenarios.gor_session import GorSession  # noqa: PLC0415
     conns = programmer.connections
     res = PhaseResult(ports, [FlowRecord(f.label, f.src_ip, f.dst_ip, f.sport,
                                          str(f.predicted_uplink)) for f in flows])
@@ -255,10 +255,6 @@ def _figures(res: PhaseResult, flows: Sequence[Any], uplinks: dict[str, tuple[st
 def run_alltoall(fabric: Any, programmer: Any, state: Any, save_state: Callable[[], None],
                  opts: Any, say: Callable[[str], None] = print) -> AllToAllResult:
     """Run the scenario on a running, programmed testbed (``opts``: ``ScenarioOptions``)."""
-    from scenarios.alltoall_report import append_alltoall, poll_fabric  # noqa: PLC0415
-    from scenarios.gor_session import source_uplinks  # noqa: PLC0415
-    from testbed.queues import clear_rates, set_uplink_rates  # noqa: PLC0415
-
     pairs = alltoall_pairs(fabric, opts.rail)
     seed0 = opts.seed if opts.seed is not None else random.SystemRandom().randrange(1 << 30)
     probe = plan_phase(fabric, programmer, pairs, "random", seed0)

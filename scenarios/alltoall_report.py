@@ -14,16 +14,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
+from controller.telemetry.poller import TelemetryPoller, fabric_links, p4rt_reader
+from scenarios.common import live_line
+
 PLOT = "alltoall_uplinks.png"
 
 
 @contextmanager
 def poll_fabric(fabric: Any, programmer: Any, rates: Mapping[tuple[str, int], float],
                 period_s: float, uplinks: Sequence[str]) -> Iterator[tuple[Any, float]]:
-    """(a started ``controller.gor.telemetry.TelemetryPoller`` over every fabric link,
+    """(a started ``controller.telemetry.poller.TelemetryPoller`` over every fabric link,
     printing the live line once a second; its start time, monotonic)."""
-    from controller.gor.telemetry import TelemetryPoller, fabric_links, p4rt_reader  # noqa: PLC0415
-    from scenarios.common import live_line  # noqa: PLC0415
     live = live_line(list(uplinks))
     shown = [-1.0]
 
@@ -80,9 +81,9 @@ def render_section(res: Any) -> str:
 
 def write_phase_plot(run_dir: Path, res: Any) -> Path:
     """Bar chart of tx packets per uplink, one group of bars per phase."""
-    import matplotlib  # noqa: PLC0415
+    import matplotlib  # noqa: PLC0415 — heavy: matplotlib
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import matplotlib.pyplot as plt  # noqa: PLC0415 — heavy: matplotlib
     phases = list(res.phases.values())
     uplinks = sorted({u for p in phases for u in p.uplink_tx})
     fig, ax = plt.subplots(figsize=(8, 4))

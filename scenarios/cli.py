@@ -6,9 +6,11 @@ runs), or list them.
     python -m scenarios --list
     python -m scenarios up --scenario NAME [--scenario-seed N] [--scenario-duration-s S]
                            [--runs DIR] [every option of `python -m testbed up`]
+    python -m scenarios measure --out FILE.json [--repeats N]    # a RUNNING testbed (root)
 
 ``--scenario none`` (or empty) brings the fabric up, programs and pings it, and opens the
-CLI (or holds) without a scenario. Exit status: the scenario's (0 only when it measured
+CLI (or holds) without a scenario. ``measure`` times the simulator's calibration collectives on
+a testbed already running (:mod:`scenarios.measure`). Exit status: the scenario's (0 only when it measured
 what it tells; 1 when it measured nothing, with the reason), 2 when a step failed.
 
 >>> build_parser().parse_args(["up", "--scenario", "none"]).scenario
@@ -44,6 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--scenario-duration-s", type=float, default=12.0,
                     help="seconds the elephants run (default 12)")
     up.add_argument("--runs", type=Path, default=RUNS, help="where reports go (runs/)")
+    m = sub.add_parser("measure", help="time the simulator's calibration collectives on the "
+                                       "running testbed (python -m sim calibrate reads the file)")
+    m.add_argument("--out", type=Path, required=True, help="measurement file to write (JSON)")
+    m.add_argument("--repeats", type=int, default=3, help="runs of each collective (default 3)")
     return ap
 
 
@@ -69,6 +75,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.list:
         print(listing())
         return 0
+    if args.command == "measure":
+        from scenarios.measure import measure  # noqa: PLC0415 — heavy: numpy
+        return measure(args.out, repeats=args.repeats)
     if args.command != "up":
         ap.print_usage(sys.stderr)
         return 2

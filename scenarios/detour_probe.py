@@ -9,8 +9,10 @@ same rail to a NIC on ``leaf``:
 2. after ``GorLoop.link_down`` — the sending leaf routes ``leaf``'s subnet to its detour
    group (:mod:`controller.gor.detour_sync`) and every datagram arrives.
 
-Then GOR restarts (a new ``GorLoop`` over the same connections) and reconciles: it must
-learn the cut from the ECMP groups and adopt the detours. The cable comes back up and
+GOR runs as a :class:`~controller.gor.runtime.GorRuntime` without its poller and readers
+(``GorOptions(poll=False)``: the probe alone tells it of the cut). Then GOR restarts
+(``GorRuntime.restart``: a new ``GorLoop`` over the same connections) and reconciles: it
+must learn the cut from the ECMP groups and adopt the detours. The cable comes back up and
 the restarted GOR's ``link_up`` removes the detours before :func:`probe_detour` returns. Used by ``tests/scenarios/test_detour_testbed.py`` and ``make bench`` (``gor.detour``).
 
     >>> with testbed_up() as tb:                                  # doctest: +SKIP
@@ -25,6 +27,9 @@ import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+from controller.gor.runtime import GorOptions, GorRuntime
+from scenarios.link_failure import set_link
 
 PROBES = 64
 FIRST_SPORT = 40000
@@ -99,8 +104,6 @@ def _probe(fnet: Any, src: tuple[str, str], dst: tuple[str, str]) -> int:
 def probe_detour(tb: Any, leaf: str, spine: str) -> DetourProbe:
     """Cut ``leaf``–``spine``, probe before and after GOR's ``link_down``, mend it (see the
     module docstring). ``tb``: a ``testbed.traffic.LiveTestbed`` (programmed fabric)."""
-    from controller.gor.loop import GorLoop  # noqa: PLC0415
-    from scenarios.link_failure import set_link  # noqa: PLC0415
     fab = tb.fabric
     sw = fab.switch(leaf)
     port = next(p for p, i in sorted(sw.ports.items()) if i.peer_node == spine)
@@ -110,7 +113,8 @@ def probe_detour(tb: Any, leaf: str, spine: str) -> DetourProbe:
                              if n.rail == dst_nic.rail and n.leaf != leaf)
     src, dst = (src_host, src_nic.ip), (dst_host, dst_nic.ip)
     res = DetourProbe(leaf, spine, src_nic.leaf)
-    loop = GorLoop(fab, tb.programmer, None)
+    gor = GorRuntime(fab, tb.programmer, GorOptions(poll=False))
+    gor.start()                                            # nothing to adopt on a healthy fabric
     res.lost_healthy = PROBES - _probe(tb.fnet, src, dst)
     devs = [f"{leaf}-eth{port}", f"{spine}-eth{peer_port}"]
     try:
@@ -118,20 +122,18 @@ def probe_detour(tb: Any, leaf: str, spine: str) -> DetourProbe:
             set_link(dev, up=False)
         res.lost_before = PROBES - _probe(tb.fnet, src, dst)
         t0 = time.monotonic()
-        loop.link_down(leaf, port, reason="detour probe: cable cut")
+        gor.loop.link_down(leaf, port, reason="detour probe: cable cut")
         res.written_s = round(time.monotonic() - t0, 4)
         res.detours = [f"{n}: {','.join(d.prefixes)} -> {','.join(d.group.members)}"
-                       for n, ds in sorted(loop.detours.items()) for d in ds.values()]
+                       for n, ds in sorted(gor.loop.detours.items()) for d in ds.values()]
         res.lost_after = PROBES - _probe(tb.fnet, src, dst)
-        loop.close()                                       # GOR restarts over the cut
-        loop = GorLoop(fab, tb.programmer, None)
-        report = loop.reconcile()
+        report = gor.restart()                             # GOR restarts over the cut
         res.restart_down_links, res.restart_adopted_detours = report.down_links, report.adopted_detours
     finally:
         for dev in devs:
             set_link(dev, up=True)
-        loop.link_up(leaf, port, reason="detour probe: cable back")
-        loop.close()
+        gor.loop.link_up(leaf, port, reason="detour probe: cable back")
+        gor.stop()
     res.routes_after_up = len(tb.programmer.connections[src_nic.leaf].read_table(
         "FabricIngress.forwarding.routes"))
     return res

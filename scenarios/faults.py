@@ -23,7 +23,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+from monitor.browser import BrowserUnavailable, screenshot
+from scenarios.gor_session import GorSession
+from scenarios.monitoring import MonitoringSession
 from scenarios.report import new_run_dir, report_failures
+from testbed.faultp4rt import P4RuntimeWriter
+from testbed.faults import FaultInjector
+from testbed.faultundo import CallableHooks
+from testbed.net import REPO
+from testbed.traffic import NicOptions, TrafficOptions, plan_flows
 
 NAME_TIMEOUT_S = 30.0
 """How long a fault is held waiting for a verdict."""
@@ -129,14 +137,6 @@ def run_faults(fabric: Any, programmer: Any, state: Any, save_state: Callable[[]
     ``ScenarioOptions``; ``trials_per_kind`` rounds over the faults; ``kinds`` limits
     them; ``quiet_s`` > 0 first watches the fault-free fabric that long and counts every
     verdict as a false alarm)."""
-    from scenarios.gor_session import GorSession  # noqa: PLC0415
-    from scenarios.monitoring import MonitoringSession  # noqa: PLC0415
-    from testbed.faults import FaultInjector  # noqa: PLC0415
-    from testbed.faultp4rt import P4RuntimeWriter  # noqa: PLC0415
-    from testbed.faultundo import CallableHooks  # noqa: PLC0415
-    from testbed.net import REPO  # noqa: PLC0415
-    from testbed.traffic import NicOptions, TrafficOptions, plan_flows  # noqa: PLC0415
-
     run_dir = new_run_dir(opts.runs_root)
     res = FaultsResult(1, run_dir)
     plan = [f for f in default_faults(fabric) if kinds is None or f[0] in kinds]
@@ -248,7 +248,6 @@ def _screenshot(mon: Any, run_dir: Path, say: Callable[[str], None]) -> Optional
     None, said, without a browser or when the page never shows a verdict."""
     if mon.web is None or not mon.verdicts:
         return None
-    from monitor.browser import BrowserUnavailable, screenshot  # noqa: PLC0415
     try:
         return screenshot(mon.web.url, run_dir / "web.png", wait_css="#timeline li[data-kind='verdict']",
                           timeout_s=60.0)

@@ -1,6 +1,9 @@
-"""GOR around one scenario run on the live testbed: uplink queue rates, the flow registry
-and its agents, :class:`controller.gor.loop.GorLoop` on the telemetry poller's ticks,
-digest readers, and the NIC-emulator fleet — started together, stopped together.
+"""GOR around one scenario run on the live testbed. GOR itself — flow registry, metrics
+endpoint, :class:`controller.gor.loop.GorLoop` on the telemetry poller's ticks, digest
+readers, reactor, switch recovery — is one :class:`controller.gor.runtime.GorRuntime`
+(:attr:`GorSession.runtime`, as ``python -m controller run`` runs it); the session adds the
+testbed around it: uplink queue rates, the agents' credentials and the NIC-emulator fleet,
+the per-uplink tick records — started together, stopped together.
 
 Used by the story (:mod:`scenarios.story`) and the link-failure scenario
 (:mod:`scenarios.link_failure`)::
@@ -16,7 +19,8 @@ deleted). The telemetry poller runs every ``opts.period_s``, every ``opts.fast_p
 while ``GorLoop.busy()`` (an alarm, a move in flight).
 
 **Controller restart** (:meth:`GorSession.restart_gor`, the issue's restart test on the
-testbed): GOR stops — its loop, its registry server — and a new one starts on the same
+testbed, :meth:`GorRuntime.stop_gor` then ``start_gor``): GOR stops — its loop, its
+registry server — and a new one starts on the same
 switches and agents: a new ``FlowRegistry`` at the same address, a new ``GorLoop`` that
 reconciles before its first tick; the agents re-register their flows (every second) with
 the ports in use. :class:`RestartRecord` says what came back and when.
@@ -38,11 +42,22 @@ credentials in ``build/gor/creds-<host>.json``, mode 0600).
 from __future__ import annotations
 
 import os
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
+
+from astral_proto.auth import HostCredentials
+from astral_proto.security import CONTROLLER
+from astral_proto.tls import MutualTls
+from controller.gor.log import read_log
+from controller.gor.runtime import GorOptions, GorRuntime
+from controller.gor.shared import LoopSettings
+from scenarios.common import live_line
+from testbed.control import open_control
+from testbed.pki import FabricPki
+from testbed.queues import clear_rates, set_uplink_rates
+from testbed.traffic import NicFleet, NicOptions
 
 GOR_DIR = Path(__file__).resolve().parents[1] / "build" / "gor"
 SAMPLE_ONE_IN_N = 1
@@ -129,7 +144,6 @@ class SwitchRestartRecord:
 
 def write_credentials(hosts: Sequence[str], secret: bytes, root: Path = GOR_DIR) -> dict[str, Path]:
     """``root/creds-<host>.json`` (mode 0600, directory 0700) for every host."""
-    from astral_proto.auth import HostCredentials  # noqa: PLC0415
     root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o700)
     return {h: HostCredentials.derive(secret, h).save(root / f"creds-{h}.json") for h in hosts}
@@ -146,8 +160,6 @@ def agent_pki(state: Any, hosts: Sequence[str], run_dir: Path,
     >>> sorted(p.name for p in root.iterdir())
     ['b0s0.key', 'b0s0.pem', 'ca.pem', 'controller.key', 'controller.pem']
     """
-    from astral_proto.security import CONTROLLER  # noqa: PLC0415
-    from testbed.pki import FabricPki  # noqa: PLC0415
     names = [CONTROLLER, *hosts]
     testbed_root = getattr(state, "pki", "") or ""
     if testbed_root:
@@ -173,7 +185,10 @@ def source_uplinks(fabric: Any, flows: Sequence[Any]) -> dict[str, tuple[str, in
 
 class GorSession:
     """See the module docstring. ``opts`` is a ``scenarios.common.ScenarioOptions``;
-    ``live=False`` prints no per-uplink line (a scenario that prints its own)."""
+    ``live=False`` prints no per-uplink line (a scenario that prints its own). GOR itself is
+    :attr:`runtime` (a :class:`~controller.gor.runtime.GorRuntime`, from :meth:`__enter__`
+    on); the session adds the testbed around it: credentials, queue rates, the NIC fleet,
+    the per-uplink tick records and the restart records."""
 
     def __init__(self, fabric: Any, programmer: Any, state: Any, save_state: Callable[[], None],
                  flows: Sequence[Any], rate_pps: float, opts: Any, run_dir: Path,
@@ -182,6 +197,7 @@ class GorSession:
         self.flows, self.rate_pps, self.opts, self.run_dir, self.say = list(flows), rate_pps, opts, run_dir, say
         self.uplinks = source_uplinks(fabric, flows)
         self.live = live
+        self.runtime: Optional[GorRuntime] = None
         self.ticks: list[Tick] = []
         # per poll, each uplink's (packets, seconds): rates over a stretch of polls are
         # their sums' ratio (a p4sim switch forwards in bursts, and short polls then show
@@ -190,145 +206,103 @@ class GorSession:
         self.events: list[dict[str, Any]] = []
         self.errors: list[str] = []
         self.dlog_path = run_dir / "gor.jsonl"
-        self.t0 = time.monotonic()
         self.rates: dict[tuple[str, int], float] = {}
-        self.registry_address = ""
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
-        self._reactor: Any = None
-        self._shown = 0.0
-        self.loop: Any = None
         self.left_alone: set[Any] = set()
-        self.poller: Any = None
         self.fleet: Any = None
-        self._server: Any = None
-        self._dlog: Any = None
         self._creds: dict[str, Path] = {}
         self._secret = b""
         self.pki: Optional[Path] = None          # mutual TLS (None: --insecure, tokens)
-        self._tick = threading.Condition()
-        self._gor_down = False
-        self.registry: Any = None
+        self._shown = 0.0
+        self._live_line: Callable[[float, Any], None] = lambda t_s, samples: None
         self.restarts: list[RestartRecord] = []
-        self.recovery: Any = None
         self.switch_restarts: list[SwitchRestartRecord] = []
         self.moves_settled: Optional[bool] = None
-        from controller.gor.metrics import GorMetrics  # noqa: PLC0415
-        self.metrics = GorMetrics()              # served while GOR runs (metrics_address)
-        self.metrics_server: Any = None
-        self.metrics_port = 0                    # 0: a free port, chosen at the first start
+
+    # ------------------------------------------------------------------ GOR's parts
+    @property
+    def loop(self) -> Any:
+        """The running ``GorLoop`` (None before the start)."""
+        return None if self.runtime is None else self.runtime.loop
+
+    @property
+    def poller(self) -> Any:
+        """The telemetry poller (its ``series`` feed the report)."""
+        return None if self.runtime is None else self.runtime.poller
+
+    @property
+    def registry(self) -> Any:
+        """The running ``FlowRegistry``."""
+        return None if self.runtime is None else self.runtime.registry
+
+    @property
+    def recovery(self) -> Any:
+        """The ``SwitchRecovery`` running with the poller."""
+        return None if self.runtime is None else self.runtime.recovery
+
+    @property
+    def registry_address(self) -> str:
+        """Where the agents reach the registry (``unix:build/gor/registry.sock``)."""
+        return "" if self.runtime is None else self.runtime.registry_address
 
     @property
     def metrics_address(self) -> str:
         """``host:port`` of GOR's metrics endpoint (Prometheus scrapes it as job ``gor``)."""
-        return f"127.0.0.1:{self.metrics_port}"
+        return "127.0.0.1:0" if self.runtime is None else self.runtime.metrics_address
+
+    @property
+    def t0(self) -> float:
+        """When the poller started (monotonic seconds)."""
+        return time.monotonic() if self.runtime is None else self.runtime.t0
 
     # ------------------------------------------------------------------ lifetime
     def __enter__(self) -> "GorSession":
-        from controller.gor.log import DecisionLog  # noqa: PLC0415
-        from controller.gor.loop import digest_reader, enable_digests  # noqa: PLC0415
-        from controller.gor.reactor import Reactor  # noqa: PLC0415
-        from controller.gor.recovery import SwitchRecovery  # noqa: PLC0415
-        from controller.gor.telemetry import TelemetryPoller, connection_reader, fabric_links  # noqa: PLC0415
-        from testbed.traffic import NicFleet  # noqa: PLC0415
-        from scenarios.common import live_line  # noqa: PLC0415
-        from testbed.queues import set_uplink_rates  # noqa: PLC0415
-
         hosts = sorted({f.src_host for f in self.flows})
         if getattr(self.opts, "insecure", False):
             self._secret = os.urandom(32).hex().encode()
             self._creds = write_credentials(hosts, self._secret)
         else:
             self.pki = agent_pki(self.state, hosts, self.run_dir, self.say)
-        self._dlog = DecisionLog(self.dlog_path)
-        self._start_gor(0.0)
         o = self.opts
-        self.rates = set_uplink_rates(self.fabric, self.state, self.rate_pps, self.say)
-        live = live_line(list(self.uplinks))
-
-        def on_tick(t_s: float, samples: Any) -> None:
-            polled = time.monotonic()     # before the loop acts on these samples
-            with self._tick:
-                if not self._gor_down:
-                    self.loop.observe_health(self.poller.health, t_s)
-                    self.loop.tick(t_s, samples)
-                    for host, age_s in self.registry.agent_ages().items():
-                        self.metrics.set_agent_age(host, age_s)
-                    self.poller.period_s = o.fast_period_s if self.loop.busy() else o.period_s
-                self._tick.notify_all()
-            pps = {str(l): s.pps for l, s in samples.items() if str(l) in self.uplinks}
-            self.tick_counts.append((polled, {str(l): (s.tx_pkts, s.dt_s) for l, s in samples.items()
-                                              if str(l) in self.uplinks}))
-            drops = sum(int(getattr(s, "drops", 0) or 0) for s in samples.values())
-            self.ticks.append((polled, pps, drops))
-            if self.live and t_s - self._shown >= 1.0 - 1e-6:
-                self._shown = t_s
-                live(t_s, samples)
-
+        settings = LoopSettings(period_s=o.period_s, one_in_n=sample_one_in_n(self.rate_pps), window_s=2.0,
+                                min_samples=MIN_SAMPLES, samples_per_flow=SAMPLES_PER_FLOW,
+                                cooldown_s=o.duration_s + 10, confirm_timeout_s=3.0)
         nominal = {(sw.name, p): self.rate_pps for sw in self.fabric.switches for p in sw.ports}
-        conns = self.programmer.connections
-        self.poller = TelemetryPoller({n: connection_reader(conns, n) for n in conns},
-                                      fabric_links(self.fabric, nominal), o.period_s, on_tick=on_tick)
-        self.recovery = SwitchRecovery(self.programmer, self.poller, self.loop)
+        self.runtime = GorRuntime(self.fabric, self.programmer, GorOptions(
+            settings, registry_bind=f"unix:{GOR_DIR / 'registry.sock'}", security=self._gor_security(),
+            metrics_port=0, decision_log=self.dlog_path, fast_period_s=o.fast_period_s,
+            link_rates_pps=nominal), on_tick=self._on_tick, say=lambda msg: self.say(f"gor: {msg}"))
+        self.runtime.leave_alone(self.left_alone)
+        self.rates = set_uplink_rates(self.fabric, self.state, self.rate_pps, self.say)
+        if self.live:
+            self._live_line = live_line(list(self.uplinks))
         self.fleet = NicFleet(self.state, self.save_state, self.run_dir / "nic")
-        failed = enable_digests(conns, conns)
-        if failed:
-            self.say(f"gor: digests not enabled on {', '.join(failed)}")
-        # a switch's alarm report: GOR acts on it at once (GorSession.react), in a thread
-        # of its own, so no reader waits for a reaction (controller.gor.reactor)
-        self._reactor = Reactor(self.react).start()
-        for name in conns:
-            t = threading.Thread(target=digest_reader, args=(self, name, conns, self._stop),
-                                 kwargs={"on_alarm": self._reactor.request, "urgent": self.wants_now},
-                                 name=f"digests-{name}",
-                                 daemon=True)
-            t.start()
-            self._threads.append(t)
-        self.t0 = time.monotonic()
-        self.poller.start()
-        self.recovery.start()
+        self.runtime.start()
         return self
 
-    def _start_gor(self, t_s: float) -> Any:
-        """A registry served at ``build/gor/registry.sock`` and a reconciled loop on it;
-        returns the ``ReconcileReport``."""
-        from controller.gor.loop import GorLoop  # noqa: PLC0415
-        from controller.registry import FlowRegistry, serve_registry  # noqa: PLC0415
-        reg_sock = GOR_DIR / "registry.sock"
-        GOR_DIR.mkdir(parents=True, exist_ok=True)
-        reg_sock.unlink(missing_ok=True)
-        self.registry = FlowRegistry.from_fabric(self.fabric, self._gor_security())
-        self._server, self.registry_address = serve_registry(self.registry, f"unix:{reg_sock}")
-        o = self.opts
-        if self.metrics_server is None:
-            from controller.gor.metrics import MetricsServer  # noqa: PLC0415
-            self.metrics_server = MetricsServer(self.metrics, port=self.metrics_port)
-            self.metrics_server.start()
-            self.metrics_port = self.metrics_server.port   # a restarted GOR serves on the same port
-        self.loop = GorLoop(self.fabric, self.programmer, self.registry, period_s=o.period_s,
-                            log=self._dlog, metrics=self.metrics, one_in_n=sample_one_in_n(self.rate_pps), window_s=2.0,
-                            min_samples=MIN_SAMPLES, samples_per_flow=SAMPLES_PER_FLOW,
-                            cooldown_s=o.duration_s + 10, confirm_timeout_s=3.0)
-        self.loop.leave_alone(self.left_alone)
-        if self.recovery is not None:
-            self.recovery.loop = self.loop
-            self.loop.recovery_attached = True
-        return self.loop.reconcile(t_s)
+    def _on_tick(self, t_s: float, samples: Any, polled_s: float) -> None:
+        """After each of GOR's ticks: the source uplinks' rates and the drops of the poll
+        (``polled_s``: when the samples came, before the loop acted on them)."""
+        pps = {str(l): s.pps for l, s in samples.items() if str(l) in self.uplinks}
+        self.tick_counts.append((polled_s, {str(l): (s.tx_pkts, s.dt_s) for l, s in samples.items()
+                                            if str(l) in self.uplinks}))
+        drops = sum(int(getattr(s, "drops", 0) or 0) for s in samples.values())
+        self.ticks.append((polled_s, pps, drops))
+        if self.live and t_s - self._shown >= 1.0 - 1e-6:
+            self._shown = t_s
+            self._live_line(t_s, samples)
 
     def leave_alone(self, flows: Any) -> None:
         """5-tuples (``controller.gor.decisions.FlowKey``) GOR must never move, now and
         after a restart: the monitor's probes (``scenarios.monitoring`` gives them)."""
         self.left_alone |= set(flows)
-        if self.loop is not None:
-            self.loop.leave_alone(self.left_alone)
+        if self.runtime is not None:
+            self.runtime.leave_alone(self.left_alone)
 
     def _gor_security(self) -> Any:
         """GOR's side of the agent protocol: its ``controller`` certificate, or the
         per-run secret (``--insecure``)."""
         if self.pki is None:
             return self._secret
-        from astral_proto.security import CONTROLLER  # noqa: PLC0415
-        from astral_proto.tls import MutualTls  # noqa: PLC0415
         return MutualTls.from_dir(self.pki, CONTROLLER)
 
     def agent_credentials(self, host: str) -> list[str]:
@@ -338,37 +312,14 @@ class GorSession:
             return ["--agent-tls-dir", str(self.pki), "--agent-host", host]
         return ["--agent-creds", str(self._creds[host])]
 
-    def react(self) -> None:
-        """A switch reported an alarm (a digest reader thread calls this): the loop acts on
-        it now (:meth:`GorLoop.react <controller.gor.loop.GorLoop.react>`, under the tick
-        lock). The polls keep their period: polls at uneven intervals make per-poll rates
-        noisy, and the round needs none (it has the switches' own figures)."""
-        with self._tick:
-            if self.loop is None or self._gor_down:
-                return
-            self.loop.react(self.poller.elapsed_s())
-            self._tick.notify_all()
-
-    def wants_now(self, digest: str) -> bool:
-        """The running loop's :meth:`GorLoop.wants_now
-        <controller.gor.loop.GorLoop.wants_now>` (False while GOR is down)."""
-        loop = self.loop
-        return loop is not None and not self._gor_down and loop.wants_now(digest)
-
-    def submit_digests(self, switch: str, digest: Any) -> None:
-        """Hand a digest list to the running loop (the digest readers call this)."""
-        loop = self.loop
-        if loop is not None and not self._gor_down:
-            loop.submit_digests(switch, digest)
-
     def wait_for(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
         """Wait until ``predicate()`` holds after a telemetry tick (at most ``timeout_s``);
-        its last value.
+        its last value (:meth:`GorRuntime.wait_for <controller.gor.runtime.GorRuntime.wait_for>`).
 
         >>> s.wait_for(lambda: s.loop.busy(), timeout_s=5.0)       # doctest: +SKIP
         """
-        with self._tick:
-            return self._tick.wait_for(predicate, timeout=timeout_s)
+        assert self.runtime is not None, "the session is not started"
+        return self.runtime.wait_for(predicate, timeout_s)
 
     def registered(self) -> dict[str, int]:
         """Flow id → source port in use, as the running registry knows them."""
@@ -378,26 +329,20 @@ class GorSession:
         """Stop GOR — its loop, its registry server and its metrics endpoint — leaving
         the switches, agents and flows running (the monitor's ``controller_down`` fault;
         :meth:`start_gor` brings it back). Returns the flows the registry had."""
-        with self._tick:
-            if self._gor_down:
+        assert self.runtime is not None, "the session is not started"
+        with self.runtime.lock:
+            if self.runtime.down:
                 return {}
-            self._gor_down = True
             before = self.registered()
-            self.loop.close()
-            self._server.stop(0).wait()
-            if self.metrics_server is not None:
-                self.metrics_server.stop()
-                self.metrics_server = None
+            self.runtime.stop_gor()
             return before
 
     def start_gor(self) -> Any:
         """Start a new GOR after :meth:`stop_gor` (a new registry at the same address, a
         new loop that reconciles first, the metrics endpoint on the same port); returns
         the ``ReconcileReport``."""
-        with self._tick:
-            rep = self._start_gor(self.since_start())
-            self._gor_down = False
-            return rep
+        assert self.runtime is not None, "the session is not started"
+        return self.runtime.start_gor()
 
     def restart_gor(self, wait_s: float = 5.0) -> RestartRecord:
         """Stop GOR (loop, registry server) and start a new one on the same switches and
@@ -416,7 +361,7 @@ class GorSession:
         back = self.wait_for(lambda: set(self.registered()) >= set(rec.flows_before), wait_s)
         if back:
             rec.reregistered_s = round(time.monotonic() - t_restart, 3)
-        with self._tick:                 # the flows and the new loop's orders at one instant
+        with self.runtime.lock:          # the flows and the new loop's orders at one instant
             rec.flows_after = {fid: sp for fid, sp in self.registered().items() if fid in rec.flows_before}
             rec.moved_after = sorted(set(self.loop.book.flow_ids.values()) & set(rec.flows_before))
         self.restarts.append(rec)
@@ -467,7 +412,6 @@ class GorSession:
         mine = {k: r for k, r in self.rates.items() if k[0] == name}
         if not mine:
             return
-        from testbed.control import open_control  # noqa: PLC0415
         try:
             ctl = open_control(self.state.target, self.state.switches.get(name, {}), name)
             try:
@@ -483,8 +427,6 @@ class GorSession:
         """Start the NIC fleet, each sender with its TCCL agent (``nic_options``: a
         ``NicOptions``, default the scenario's line rate; ``sender_extra``: more sender
         options, e.g. ``["--messages", "16"]`` for a fixed transfer)."""
-        from testbed.traffic import NicOptions  # noqa: PLC0415
-
         def agent_args(fl: Sequence[Any]) -> list[str]:
             h = fl[0].src_host
             return [*sender_extra, *self.agent_credentials(h),
@@ -499,28 +441,12 @@ class GorSession:
                          sender_args=agent_args, together=True)
 
     def __exit__(self, *exc: object) -> None:
-        from controller.gor.log import read_log  # noqa: PLC0415
-        from testbed.queues import clear_rates  # noqa: PLC0415
-        if self.recovery is not None:
-            self.recovery.stop()
-        if self.poller is not None:
-            self.poller.stop()
-        self._stop.set()
-        for t in self._threads:
-            t.join(timeout=2)
-        if self._reactor is not None:
-            self._reactor.stop()
+        if self.runtime is not None:
+            self.runtime.quiesce()            # nothing acts any more; the registry still answers
         if self.fleet is not None:
             self.errors = self.fleet.stop()
-        if self.loop is not None:
-            self.loop.close()
-        if self._server is not None:
-            self._server.stop(0)
-        if self.metrics_server is not None:
-            self.metrics_server.stop()
-            self.metrics_server = None
-        if self._dlog is not None:
-            self._dlog.close()
+        if self.runtime is not None:
+            self.runtime.stop()
             self.events = list(read_log(self.dlog_path))
         if self.rates:
             clear_rates(self.state, self.rates)

@@ -43,6 +43,7 @@ from scenarios.common import window_mean
 from scenarios.gor_session import GorSession
 from scenarios.report import FlowRecord, ScenarioRecord, new_run_dir, report_failures, write_report
 from scenarios.story import EVEN_UTIL
+from testbed.traffic import TrafficOptions, delivery, merge_reports, plan_flows
 
 FLOWS = 4
 
@@ -104,8 +105,6 @@ def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Calla
     """Run the scenario on a running, programmed testbed (``opts``: ``ScenarioOptions``);
     ``silent``: only the spine's end goes down and GOR is not told (see the module
     docstring)."""
-    from testbed.traffic import TrafficOptions, delivery, merge_reports, plan_flows  # noqa: PLC0415
-
     seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(1 << 30)
     flows = plan_flows(fabric, programmer, TrafficOptions(FLOWS, opts.rail, port_mode="random", seed=seed))
     rate = float(opts.queue_rate_pps or math.ceil(FLOWS * opts.flow_rate_pps / EVEN_UTIL))

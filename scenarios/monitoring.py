@@ -26,6 +26,15 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from controller.fabric.qos import EcnConfig
+from controller.gor.service import probe_flows_of
+from monitor.probes import plan_probes
+from monitor.remote import MonitorProcess
+from monitor.service import Monitor
+from monitor.switch_exporter import targets_from_record
+from process import stop_process
+from testbed.net import REPO, ProcRecord, proc_cmdline
+
 READY_TIMEOUT_S = 20.0
 PROBE_RATE_PPS = 10.0
 """Probes per second per path: 30 probes in the monitor's 3 s window, enough for the
@@ -62,25 +71,19 @@ class MonitoringSession:
         return self.run_dir / "metrics"
 
     def __enter__(self) -> "MonitoringSession":
-        from controller.fabric.qos import EcnConfig  # noqa: PLC0415
-        from monitor.probes import plan_probes  # noqa: PLC0415
         self.plan = plan_probes(self.fabric, self.programmer.hash_model(), self.probe_rate_pps)
         plan_path = self.plan.save(self.run_dir / "probe-plan.json")
         gor = self.gor
         if gor is not None:             # GOR never moves a probe: its paths are the plan's
-            from controller.gor.service import probe_flows_of  # noqa: PLC0415
             gor.leave_alone(probe_flows_of(plan_path))
         common: dict[str, Any] = dict(
             gor_metrics=gor.metrics_address if gor is not None else None,
             decision_log=gor.dlog_path if gor is not None else None,
             ecn_threshold_pkts=EcnConfig().kmin_pkts, options=self.options, say=self.say)
         if self.in_process:
-            from monitor.service import Monitor  # noqa: PLC0415
-            from monitor.switch_exporter import targets_from_record  # noqa: PLC0415
             targets = targets_from_record(self.fabric, self.state.switches, self.state.pki)
             self.monitor = Monitor(self.fabric, self.plan, self.run_dir, targets, **common)
         else:
-            from monitor.remote import MonitorProcess  # noqa: PLC0415
             fabric_path = self.fabric.save(self.run_dir / "fabric.json")
             targets_path = self.run_dir / "monitor-targets.json"
             targets_path.write_text(json.dumps({"switches": self.state.switches,
@@ -102,7 +105,6 @@ class MonitoringSession:
     def _record_monitor(self) -> None:
         """The monitor process (when it is one) in the testbed state, kind ``"monitor"``,
         like the probers: a testbed teardown stops it by PID if this session could not."""
-        from testbed.net import ProcRecord, proc_cmdline  # noqa: PLC0415
         proc = getattr(self.monitor, "proc", None)
         if proc is None:
             return
@@ -113,8 +115,7 @@ class MonitoringSession:
         self.save_state()
 
     def _start_probers(self, plan_path: Path) -> None:
-        from monitor.prober import prober_command  # noqa: PLC0415
-        from testbed.net import REPO, ProcRecord, proc_cmdline  # noqa: PLC0415
+        from monitor.prober import prober_command  # noqa: PLC0415 — heavy: scapy
         shells = {r.name: r.pid for r in self.state.procs if r.kind == "host-shell"}
         self.metrics_dir.mkdir(parents=True, exist_ok=True)
         for host in self.plan.hosts():
@@ -149,7 +150,6 @@ class MonitoringSession:
                 raise MonitoringError(f"the monitor process ended; its log: {self.monitor.log_path}")
 
     def __exit__(self, *exc: object) -> None:
-        from testbed.process import stop_process  # noqa: PLC0415
         for host, proc in self.probers.items():
             stop_process(proc)
             if proc.stderr is not None:

@@ -16,7 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from scenarios.alltoall import run_alltoall
 from scenarios.common import ScenarioOptions, ScenarioResult
+from scenarios.faults import run_faults
+from scenarios.link_failure import run_link_failure
+from scenarios.story import run_story
 
 NONE = ("none", "")          # SCENARIO=none or empty: the fabric comes up, no scenario runs
 
@@ -32,27 +36,22 @@ class Scenario:
 
 
 def _story(*args: Any) -> Any:
-    from scenarios.story import run_story  # noqa: PLC0415 (servers and threads: only when run)
     return run_story(*args)
 
 
 def _link_failure(*args: Any) -> Any:
-    from scenarios.link_failure import run_link_failure  # noqa: PLC0415
     return run_link_failure(*args)
 
 
 def _dead_link(*args: Any) -> Any:
-    from scenarios.link_failure import run_link_failure  # noqa: PLC0415
     return run_link_failure(*args, silent=True)
 
 
 def _alltoall(*args: Any) -> Any:
-    from scenarios.alltoall import run_alltoall  # noqa: PLC0415
     return run_alltoall(*args)
 
 
 def _faults(*args: Any) -> Any:
-    from scenarios.faults import run_faults  # noqa: PLC0415
     return run_faults(*args)
 
 

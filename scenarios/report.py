@@ -210,9 +210,9 @@ def _matrix(series: TelemetrySeries, attr: str, links: list[LinkId]) -> list[lis
 
 def write_plots(run_dir: Path, series: TelemetrySeries) -> list[Path]:
     """The three PNGs (matplotlib, Agg backend); the paths written."""
-    import matplotlib  # noqa: PLC0415 (heavy; only when a report is written)
+    import matplotlib  # noqa: PLC0415 — heavy: matplotlib
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import matplotlib.pyplot as plt  # noqa: PLC0415 — heavy: matplotlib
 
     links = series.links()
     times = series.times()

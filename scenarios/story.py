@@ -31,6 +31,7 @@ from typing import Any, Callable, Optional
 from scenarios.common import window_mean
 from scenarios.gor_session import GOR_DIR, GorSession, write_credentials
 from scenarios.report import FlowRecord, ScenarioRecord, new_run_dir, report_failures, write_report
+from testbed.traffic import TrafficOptions, delivery, merge_reports, plan_flows
 
 ROCEV2_UDP_PORT = 4791
 
@@ -96,7 +97,6 @@ def draw_colliding(fabric: Any, programmer: Any, count: int, rail: int, seed: in
                    say: Callable[[str], None] = print) -> tuple[int, list[Any], float]:
     """(seed used, flows, uplink queue rate): draws seeds from ``seed`` on until the hash
     model puts more flows on one uplink than its queue rate drains."""
-    from testbed.traffic import TrafficOptions, plan_flows  # noqa: PLC0415
     for k in range(MAX_DRAWS):
         s = seed + k
         flows = plan_flows(fabric, programmer, TrafficOptions(count, rail, port_mode="random", seed=s))
@@ -122,8 +122,6 @@ def run_story(fabric: Any, programmer: Any, state: Any, save_state: Callable[[],
     """Run the story on a running, programmed testbed (``opts``: ``ScenarioOptions``).
     ``midway(session)``, if given, runs once the flows have started (the restart test
     restarts GOR there: ``GorSession.restart_gor``)."""
-    from testbed.traffic import delivery, merge_reports  # noqa: PLC0415
-
     seed0 = opts.seed if opts.seed is not None else random.SystemRandom().randrange(1 << 30)
     seed, flows, rate = draw_colliding(fabric, programmer, opts.flows, opts.rail, seed0,
                                        opts.flow_rate_pps, say=say)

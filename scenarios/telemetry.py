@@ -1,4 +1,4 @@
-"""Fabric telemetry for the testbed: the controller's poller (:mod:`controller.gor.telemetry`)
+"""Fabric telemetry for the testbed: the controller's poller (:mod:`controller.telemetry.poller`)
 seen from ``topo``, so scenarios and reports poll the switches exactly as GOR does.
 
 The controller owns switch polling (counters, the queue-depth histogram, utilisation from
@@ -13,7 +13,7 @@ modules: which queue rates shape the links (``scenarios.common``) and how a run 
 """
 from __future__ import annotations
 
-from controller.gor.telemetry import (ECN_COUNTER, QDEPTH_HIST_COUNTER, TX_COUNTER, LinkId,
+from controller.telemetry.poller import (ECN_COUNTER, QDEPTH_HIST_COUNTER, TX_COUNTER, LinkId,
                                       LinkSample, PolledLink, PortReading, Reader,
                                       TelemetryPoller, TelemetrySeries, delta, fabric_links,
                                       p4rt_reader, utilisation)

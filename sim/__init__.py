@@ -14,7 +14,8 @@ against the testbed. See ``sim/README.md``.
 * :mod:`sim.workloads` — placement, collective phases, background traffic
 * :mod:`sim.policies` — the four policies on one phase (GOR rounds included)
 * :mod:`sim.scenario`, :mod:`sim.runner`, :mod:`sim.report`, :mod:`sim.study` — CLI plumbing
-* :mod:`sim.model`, :mod:`sim.calibrate`, :mod:`sim.measure` — prediction and calibration
+* :mod:`sim.model`, :mod:`sim.calibrate` — prediction and calibration (the testbed
+  measurement it fits on is :mod:`scenarios.measure`: running things live there)
 * :mod:`sim.predict` — ``python -m sim predict``: one training iteration of an LLM job (issue 18)
 
 Example::

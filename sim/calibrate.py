@@ -1,7 +1,7 @@
 """Calibration: simulate each measured collective, fit the model's overheads (and the
 effective bandwidth) by least squares, report the prediction error before and after.
 
-Measurement file (``python -m sim measure`` writes it; schema ``astral-sim-measurements``
+Measurement file (``python -m scenarios measure`` writes it, :mod:`scenarios.measure`; schema ``astral-sim-measurements``
 version 1; unknown keys are refused)::
 
     {"schema": "astral-sim-measurements", "version": 1,
@@ -14,7 +14,7 @@ version 1; unknown keys are refused)::
         "algorithm": "ring", "order": "tccl", "ports": "tccl", "size_bytes": 163840,
         "steps": 1, "measured_s": [0.81, 0.79, 0.80]}]}
 
-Optional, as ``python -m sim measure`` records them:
+Optional, as ``python -m scenarios measure`` records them:
 
 * ``testbed``: ``{"nic_line_rate_pps", "uplink_queue_pps", "mtu_bytes", "message_bytes"}``
   — with ``uplink_queue_pps`` the leaf uplinks get ``link_Bps × uplink_queue_pps /

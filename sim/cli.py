@@ -5,10 +5,11 @@
     python -m sim run sim/scenarios/ring-8k.yaml [--out DIR]     # table + plots + report
     python -m sim study [--scales 1,8,64] [--out DIR]              # the default study (make sim)
     python -m sim calibrate sim/calibration/default-fabric.json    # fit overheads, errors before/after
-    python -m sim measure --out FILE.json                          # on a RUNNING testbed (root)
+    python -m sim measure --out FILE.json   # = python -m scenarios measure: a RUNNING testbed (root)
     python -m sim predict sim/jobs/gpt3-175b-1024.yaml [--out DIR]  # one training iteration
     python -m sim calibrate-ops kernels.csv|trace.json --gpu H800  # fit the kernel model
     python -m sim calibrate-run runs.yaml [--write kernels.yaml]   # ... to monitored iteration times
+    python -m sim validate [--split heldout|fit|all] [--source S]  # against published training runs
     python -m sim allreduce --cluster sim/clusters/cluster512k.yaml --gpus 524288 --bytes 16GiB
     python -m sim sweep sim/sweeps/gpt3-small.yaml [--workers N | --address tcp://HOST:PORT]
 
@@ -23,11 +24,22 @@ Example::
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
+import yaml
+
+from sim.predict import calibration
+from sim.predict.kerneltable import IMPLS
+from sim.predict.opcal import calibrate_ops_file, write_table
 from sim.topology import SimInputError
+from sim.validation.dataset import DATA, load_dataset
+from sim.validation.fit import fit
+from sim.validation.validate import report_lines, select, validate_runs
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,11 +68,25 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--precision", default="bf16", help="bf16 | fp16 | fp8 (default bf16)")
     o.add_argument("--heldout-every", type=int, default=5, help="trace: hold out every N-th kernel (default 5)")
     o.add_argument("--write", type=Path, default=None, help="write the fitted kernels: section (YAML) here")
+    o.add_argument("--table", type=Path, default=None, help="write a kernel table (CSV) of the measured GEMMs and "
+                                                             "attention, for a job's kernels.table")
+    o.add_argument("--attention-impl", default="fa2", help="the attention kernels measured: fa2 | fa3 | cudnn")
     cr = sub.add_parser("calibrate-run", help="fit the kernel model's efficiency factors to the measured "
                                               "iteration times of whole runs (monitoring data)")
     cr.add_argument("runs", type=Path, help="a RUNS file: jobs and their measured iteration times "
                                             "(sim/predict/runcal.py documents it)")
     cr.add_argument("--write", type=Path, default=None, help="write the fitted kernels: section (YAML) here")
+    v = sub.add_parser("validate", help="predict the published training runs of sim/validation/runs.yaml "
+                                        "and print the errors per run, per split and per source")
+    v.add_argument("--split", default="all", choices=("heldout", "fit", "all"))
+    v.add_argument("--source", default=None, help="only the runs of this source")
+    v.add_argument("--data", type=Path, default=None, help="another validation file (default sim/validation/runs.yaml)")
+    v.add_argument("--summary", action="store_true", help="only the summaries, not every run")
+    v.add_argument("--fit", action="store_true", help="fit sim/predict/calibration.yaml's figures on the fit split "
+                                                      "(never the held-out runs), then report both splits")
+    v.add_argument("--write", action="store_true", help="with --fit: write the fitted figures to "
+                                                        "sim/predict/calibration.yaml")
+    v.add_argument("--evaluations", type=int, default=200, help="with --fit: simplex evaluations (default 200)")
     a = sub.add_parser("allreduce", help="a DP AllReduce over whole pods of a cluster (hierarchical, end to end)")
     a.add_argument("--cluster", type=Path, default=Path("sim/clusters/cluster512k.yaml"),
                    help="cluster file (default sim/clusters/cluster512k.yaml)")
@@ -103,16 +129,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.cmd == "sweep":
             return _sweep(args.grid, args.workers, args.address, args.out)
         if args.cmd == "calibrate-ops":
-            return _calibrate_ops(args.measurements, args.gpu, args.precision, args.heldout_every, args.write)
+            return _calibrate_ops(args.measurements, args.gpu, args.precision, args.heldout_every, args.write,
+                                  args.table, args.attention_impl)
         if args.cmd == "calibrate-run":
             return _calibrate_run(args.runs, args.write)
+        if args.cmd == "validate":
+            if args.fit:
+                return _fit(args.data, args.write, args.evaluations)
+            return _validate(args.split, args.source, args.data, args.summary)
         if args.cmd == "calibrate":
             from sim.calibrate import calibrate_file  # noqa: PLC0415
             report = calibrate_file(args.measurements, args.write)
             print(report.summary())
             return 0
-        from sim.measure import measure  # noqa: PLC0415
-        return measure(args.out, repeats=args.repeats)
+        # the measurement drives the running testbed, so it lives with the scenarios
+        # (scenarios/measure.py); this old form runs that command, it imports nothing of it
+        return subprocess.call([sys.executable, "-m", "scenarios", "measure", "--out",
+                                str(args.out.resolve()), "--repeats", str(args.repeats)], cwd=REPO)
     except SimInputError as exc:
         print(f"sim: {exc}", file=sys.stderr)
         return 2
@@ -139,17 +172,22 @@ def _run(path: Path, out: Optional[Path]) -> int:
     return 1 if bad else 0
 
 
-def _calibrate_ops(path: Path, gpu: str, precision: str, heldout_every: int, write: Optional[Path]) -> int:
+def _calibrate_ops(path: Path, gpu: str, precision: str, heldout_every: int, write: Optional[Path],
+                   table: Optional[Path] = None, impl: str = "fa2") -> int:
     from sim.predict.gpus import PRECISIONS, PRESETS  # noqa: PLC0415
-    from sim.predict.opcal import calibrate_ops_file  # noqa: PLC0415
 
     if gpu not in PRESETS:
         raise SimInputError(f"--gpu: unknown GPU {gpu!r} (known: {', '.join(PRESETS)})")
     if precision not in PRECISIONS or PRESETS[gpu].peak_flops(precision) <= 0:
         raise SimInputError(f"--precision: {precision!r}: not one of {gpu}'s ({', '.join(PRECISIONS)})")
+    if impl not in IMPLS:
+        raise SimInputError(f"--attention-impl: {impl!r}: one of {', '.join(IMPLS)}")
     print(calibrate_ops_file(path, PRESETS[gpu], precision, heldout_every, write).summary())
     if write is not None:
         print(f"sim: wrote {write}")
+    if table is not None and path.suffix not in (".json", ".gz"):
+        n = write_table(path, table, PRESETS[gpu], precision, impl)
+        print(f"sim: wrote {table} ({n} measured kernels; use it as kernels: {{table: {table}}})")
     return 0
 
 
@@ -159,6 +197,37 @@ def _calibrate_run(path: Path, write: Optional[Path]) -> int:
     print(calibrate_run_file(path, write).summary())
     if write is not None:
         print(f"sim: wrote {write}")
+    return 0
+
+
+def _validate(split: str, source: Optional[str], data: Optional[Path], summary: bool) -> int:
+
+    ds = load_dataset(data or DATA)
+    if source is not None and source not in ds.sources:
+        raise SimInputError(f"--source: unknown source {source!r} (known: {', '.join(ds.sources)})")
+    runs = select(ds, split, source)
+    if not runs:
+        raise SimInputError(f"--split {split}: no run selected")
+    print("\n".join(report_lines(validate_runs(runs, ds), per_run=not summary)))
+    return 0
+
+
+def _fit(data: Optional[Path], write: bool, evaluations: int) -> int:
+
+
+    ds = load_dataset(data or DATA)
+    rep = fit(ds, evaluations=evaluations)
+    print(f"fit: {rep.evaluations} evaluations in {rep.wall_s:.0f} s; fit-split mean |error| "
+          f"{rep.before_pct:.1f} % before, {rep.after_pct:.1f} % after")
+    print(yaml.safe_dump(rep.calibration.to_dict(), sort_keys=False))
+    with calibration.use(rep.calibration):
+        print("\n".join(report_lines(validate_runs(ds.runs, ds), per_run=False)))
+    if write:
+        calibration.PATH.write_text("# fitted by python -m sim validate --fit --write on the fit split of "
+                                    "sim/validation/runs.yaml\n# (held-out runs never used); "
+                                    "meaning of each figure: sim/predict/calibration.py\n"
+                                    + yaml.safe_dump(rep.calibration.to_dict(), sort_keys=False))
+        print(f"sim: wrote {calibration.PATH}")
     return 0
 
 

@@ -21,7 +21,8 @@ Example::
     >>> from sim.topology import SimFabric
     >>> sf = SimFabric.build(build_fabric())
     >>> src, dst = np.array([0, 2]), np.array([4, 6])          # b0s0 -> b1s0, b0s1 -> b1s1 (rail 0)
-    >>> want_l, want_s = greedy_colours(sf, src, dst, {})
+    >>> from sim.ports import _search, candidate_ports
+    >>> want_l, want_s = greedy_colours(sf, src, dst, {}, _search, candidate_ports())
     >>> sorted(want_l.tolist()), want_s.tolist()                  # one flow per uplink
     ([0, 1], [-1, -1])
 """
@@ -110,17 +111,14 @@ def spine_h0(sf: SimFabric, src_nic: np.ndarray, dst_nic: np.ndarray, dport: int
 
 
 def greedy_colours(sf: SimFabric, src_nic: np.ndarray, dst_nic: np.ndarray,
-                   remaps: Mapping[tuple[int, int, int], Sequence[int]], search: Search | None = None,
-                   cands: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                   remaps: Mapping[tuple[int, int, int], Sequence[int]], search: Search,
+                   cands: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The planner's greedy colours of flows crossing the spines: (leaf member in the
     flow's leaf group ``sf.leaf_group``, spine member or -1) per flow; a flow no colour of its palette reaches gets leaf member -1 (the
     planner raises ``PortPlanError`` for it). ``remaps``: the per-leaf polarisation probes
     (``sim.ports.polarisation_remaps``, see :func:`colour_members`); ``search``/``cands``:
-    ``sim.ports``' port search and candidate ports (defaults: those), used to test
-    reachability."""
-    if search is None or cands is None:
-        from sim.ports import _search, candidate_ports
-        search, cands = _search, candidate_ports()
+    ``sim.ports``' port search and candidate ports, used to test reachability (given by
+    the caller: ``sim.ports`` imports this module)."""
     n = len(src_nic)
     lf, dlf = sf.nic_leaf[src_nic], sf.nic_leaf[dst_nic]
     row = sf.leaf_group(lf, dlf)                                  # the leaf's group towards dst

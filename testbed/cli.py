@@ -50,10 +50,16 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Callable, Optional, Sequence
 
+import topo
+from controller.fabric_setup import FabricProgrammer
+from testbed.faultcli import add_arguments as add_fault_arguments
+from testbed.faultcli import cmd_fault
+from testbed.faultundo import undo_recorded
 from testbed.net import (APT_COMMAND, APT_PACKAGES, REPO, FabricNet, NetOptions, TestbedError,
-                     TestbedState, leftovers, missing_tools, proc_cmdline, record_matches,
-                     teardown)
-from testbed.tls import PKI_DIR
+                         TestbedState, leftovers, link_exists, load_mininet, missing_monitor_tools,
+                         missing_tools, proc_cmdline, record_matches, teardown)
+from testbed.tls import PKI_DIR, controller_tls
+from topo import FabricSpec, build_fabric
 
 PROGRAM = REPO / "p4src" / "fabric.p4"
 BUILD = REPO / "build"
@@ -103,7 +109,6 @@ def load_topology(path: Optional[Path] = None, spec_path: Optional[Path] = None)
 
     A malformed file raises TestbedError naming the field (``topo.SpecError``'s message).
     """
-    import topo  # noqa: PLC0415 (the topology package; pure Python)
     try:
         if path is not None:
             fabric = topo.load_fabric(path)
@@ -132,12 +137,6 @@ def program_switches(fabric: Any, p4info: Path, config: Path, pki_dir: Optional[
     """Push the pipeline and the fabric's entries to every switch; the programmer
     (connected over TLS with the controller's certificate of the PKI at ``pki_dir``, in
     plaintext without one)."""
-    try:
-        from controller.fabric_setup import FabricProgrammer  # noqa: PLC0415
-    except ImportError as exc:
-        raise TestbedError(f"controller.fabric_setup is not available ({exc}): the "
-                           "switches run without tables") from None
-    from testbed.tls import controller_tls  # noqa: PLC0415
     try:
         tls = controller_tls(pki_dir) if pki_dir is not None else None
     except (OSError, KeyError) as exc:
@@ -303,7 +302,7 @@ def cmd_up(args: argparse.Namespace, after_ping: Optional[AfterPing] = None) -> 
             status = after_ping(args, fabric, programmer, fnet)
         print(banner(target), flush=True)
         if _want_cli(args.cli):
-            from mininet.cli import CLI  # noqa: PLC0415
+            from mininet.cli import CLI  # noqa: PLC0415 — heavy: mininet
             CLI(fnet.net)
         elif args.hold:
             print("testbed: up; Ctrl-C (or `make stop`) tears it down", flush=True)
@@ -357,7 +356,6 @@ def cmd_down(args: argparse.Namespace) -> int:  # noqa: ARG001
         deadline = time.monotonic() + 30
         while _alive(owner) and time.monotonic() < deadline:
             time.sleep(0.2)
-    from testbed.faults import undo_recorded  # noqa: PLC0415
     for line in undo_recorded(args.state):     # faults first: a stopped switch, nft tables
         print(f"testbed: {line}")
     for line in teardown(state):
@@ -394,7 +392,6 @@ def cmd_deps(args: argparse.Namespace) -> int:  # noqa: ARG001
     """Install the Debian packages when root, else print the command. Monitoring's
     packages (Prometheus, Chromium, nftables) are installed with them when root; without
     root their absence is said once and is not an error (the monitor falls back)."""
-    from testbed.net import missing_monitor_tools  # noqa: PLC0415
     missing = missing_tools()
     optional = missing_monitor_tools()
     if not missing and (not optional or os.geteuid() != 0):
@@ -425,8 +422,6 @@ def testbed_unavailable(specs: Sequence[Any] = ()) -> Optional[str]:
     """
     if os.geteuid() != 0:
         return "the testbed needs root (namespaces, veths)"
-    from testbed.net import link_exists, load_mininet  # noqa: PLC0415
-    from topo import FabricSpec, build_fabric  # noqa: PLC0415
     try:
         preflight(STATE_PATH)
         load_mininet()
@@ -491,7 +486,6 @@ def build_parser(prog: str = "python -m testbed") -> argparse.ArgumentParser:
         p.add_argument("--state", type=Path, default=STATE_PATH,
                        help="state file (default build/testbed-state.json)")
     sub.add_parser("deps", help="install Mininet and tools (root) or print the command")
-    from testbed.faultcli import add_arguments as add_fault_arguments  # noqa: PLC0415
     add_fault_arguments(sub.add_parser("fault", help="inject, list and undo faults on a "
                                                      "running testbed (testbed/faults.py)"))
     return ap
@@ -500,7 +494,6 @@ def build_parser(prog: str = "python -m testbed") -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of ``python -m testbed``."""
     args = build_parser().parse_args(argv)
-    from testbed.faultcli import cmd_fault  # noqa: PLC0415
     handler = {"up": cmd_up, "down": cmd_down, "ping": cmd_ping, "status": cmd_status,
                "deps": cmd_deps, "fault": cmd_fault}[args.command]
     try:

@@ -3,8 +3,9 @@
 What P4Runtime does not carry — queue rate and depth per egress port and priority, and a
 look inside a data-plane register — each target offers through its own runtime:
 
-* **p4sim**: its control API (:mod:`p4sim.switchd.control`, JSON lines on the address the
-  switch prints as ``p4sim switch control: HOST:PORT``);
+* **p4sim**: its control API, through p4sim's public client :mod:`p4sim.control_api` (the
+  protocol is documented there; the address is the one the switch prints as
+  ``p4sim switch control: HOST:PORT``);
 * **bmv2**: its Thrift runtime, driven through ``simple_switch_CLI --thrift-port N`` with
   the commands on stdin (``set_queue_rate RATE_PPS [PORT [PRIORITY]]``,
   ``set_queue_depth PKTS [PORT [PRIORITY]]``, ``register_read NAME INDEX``,
@@ -33,6 +34,9 @@ import shutil
 import subprocess
 from pathlib import Path
 from typing import Any, Mapping, Optional, Protocol, Sequence
+
+from p4sim.control_api import ControlClient
+from p4sim.control_api import ControlError as P4simError
 
 BMV2_CLI_ENV = "SIMPLE_SWITCH_CLI"
 CLI_TIMEOUT_S = 30.0
@@ -79,7 +83,7 @@ def _scope(port: Optional[int], priority: Optional[int]) -> list[str]:
 
 
 class P4simControl:
-    """p4sim's control API (see :mod:`p4sim.switchd.control`).
+    """p4sim's control API (its public client, :mod:`p4sim.control_api`).
 
     >>> P4simControl("127.0.0.1:1", switch="s0")
     Traceback (most recent call last):
@@ -89,8 +93,6 @@ class P4simControl:
     target = "p4sim"
 
     def __init__(self, addr: str, switch: str = "") -> None:
-        from p4sim.switchd.control import ControlClient  # noqa: PLC0415 (p4sim target only)
-
         self.addr, self.switch = addr, switch
         try:
             self._client = ControlClient(addr)
@@ -98,7 +100,6 @@ class P4simControl:
             raise ControlError(f"switch {switch}: p4sim control API {addr}: {exc}") from None
 
     def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        from p4sim.switchd.control import ControlError as P4simError  # noqa: PLC0415
         try:
             return fn(*args, **kwargs)
         except (P4simError, OSError) as exc:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from topo.components import FAULT_KINDS
-from testbed.net import TestbedError
+from testbed.errors import TestbedError
 
 #: kind → {param: (type, default)}; ``None`` default: derived (see :func:`parse_params`)
 PARAMS: dict[str, dict[str, tuple[type, Any]]] = {

@@ -29,6 +29,9 @@ import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from testbed.faults import FaultError, FaultInjector
+from testbed.net import TestbedState, record_matches
+import topo
 from topo.components import FAULT_KINDS
 
 STATE_PATH = Path(__file__).resolve().parents[1] / "build" / "testbed-state.json"
@@ -75,10 +78,6 @@ def build_parser(prog: str = "python -m testbed fault") -> argparse.ArgumentPars
 
 def injector(args: argparse.Namespace) -> Any:
     """The :class:`~testbed.faults.FaultInjector` of the running testbed ``args.state``."""
-    from testbed.faults import FaultError, FaultInjector  # noqa: PLC0415
-    from testbed.net import TestbedState, record_matches  # noqa: PLC0415
-    import topo  # noqa: PLC0415
-
     state = TestbedState.load(args.state)
     if state is None or not any(record_matches(r) for r in state.procs):
         raise FaultError(f"no testbed is running (state {args.state}): start one with "
@@ -93,7 +92,6 @@ def injector(args: argparse.Namespace) -> Any:
 
 def cmd_fault(args: argparse.Namespace) -> int:
     """Run ``fault inject|undo|list``; exit status 0, or 2 with one line on stderr."""
-    from testbed.faults import FaultError  # noqa: PLC0415
     try:
         params = params_of(args.param) if args.fault_command == "inject" else {}
         inj = injector(args)

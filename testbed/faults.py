@@ -54,7 +54,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Union
 
-from topo.components import KIND_COMPONENT
+from controller.fabric_setup import T_ROUTES, plan_fabric
 from testbed.faultbook import (PARAMS, FaultBook, FaultError, FaultRecord, faults_path_for,
                                parse_params)
 from testbed.faultnet import (Endpoint, FaultNetError, add_table, blackhole_rule, corrupt_rule,
@@ -62,8 +62,10 @@ from testbed.faultnet import (Endpoint, FaultNetError, add_table, blackhole_rule
 from testbed.faultp4rt import TableWriter
 from testbed.faulttargets import FabricNames, TargetError, parse_target
 from testbed.faultundo import (SIGNAL_TIMEOUT_S, CallableHooks, ControllerHooks, Undoer,
-                               catches, process_state, same_process, signal_step, wait_for)
+                               catches, process_state, same_process, signal_step, undo_recorded,
+                               wait_for)
 from testbed.net import proc_cmdline, record_matches
+from topo.components import KIND_COMPONENT
 
 REPO = Path(__file__).resolve().parents[1]
 NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
@@ -225,7 +227,6 @@ class FaultInjector:
         """The prefixes ``switch`` routes: ``routes`` given, else the fabric's plan."""
         if self.routes is not None:
             return list(self.routes.get(switch, ()))
-        from controller.fabric_setup import T_ROUTES, plan_fabric  # noqa: PLC0415
         plan = plan_fabric(self.names.fabric)[self.names.switch(switch).name]
         return [str(e.match["hdr.ipv4.dst_addr"]) for e in plan.entries if e.table == T_ROUTES]
 
@@ -305,30 +306,6 @@ class FaultInjector:
         self._step(rec, {"op": "controller"})
         self.controller.stop()
         rec.how = "controller stopped (its stop hook)"
-
-
-def undo_recorded(state_path: Path) -> list[str]:
-    """Undo what the faults file of ``state_path`` holds, for teardown (``testbed down``,
-    ``FabricNet.stop``): nft tables deleted, stopped processes continued, flappers
-    stopped and links left up; P4Runtime and controller steps are skipped (the switches
-    and the controller go with the teardown). The file is removed. One line per fault.
-
-    >>> undo_recorded(Path("/nonexistent/state.json"))
-    []
-    """
-    book = FaultBook(faults_path_for(state_path))
-    if not book.path.exists():
-        return []
-    undoer = Undoer()
-    done = []
-    for rec in reversed(book.records()):
-        steps = [s for s in rec.undo if s["op"] not in ("p4rt", "controller")]
-        lines = undoer.run(FaultRecord(rec.name, rec.kind, rec.target, undo=steps), strict=False)
-        done.append(f"undid fault {rec.name} ({rec.kind} on {rec.target})"
-                    + (f": {'; '.join(lines)}" if lines else ""))
-        book.remove(rec.name)
-    book.discard()
-    return done
 
 
 __all__ = ["CallableHooks", "ControllerHooks", "FaultBook", "FaultError", "FaultInjector",

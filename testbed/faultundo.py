@@ -1,5 +1,5 @@
-"""Undoing a fault exactly as it was recorded (:class:`Undoer`), and the process checks the
-injector and the undo share: a PID is signalled only while its command line is still the
+"""Undoing a fault exactly as it was recorded (:class:`Undoer`; :func:`undo_recorded`, what
+teardown runs on the faults file), and the process checks the injector and the undo share: a PID is signalled only while its command line is still the
 one recorded, stopped and continued states are probed (bounded) in ``/proc``.
 
 >>> import os
@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Protocol
 
-from testbed.faultbook import FaultError, FaultRecord
+from process import proc_cmdline
+from testbed.faultbook import FaultBook, FaultError, FaultRecord, faults_path_for
 from testbed.faultnet import Endpoint, FaultNetError, delete_table, link_present, set_link
 from testbed.faultp4rt import EntryUndo, TableWriter
-from testbed.net import proc_cmdline
 
 STOP_TIMEOUT_S = 10.0
 SIGNAL_TIMEOUT_S = 5.0
@@ -166,5 +166,29 @@ class Undoer:
         return f"flapper {pid} stopped, {len(step['ends'])} ends up"
 
 
+def undo_recorded(state_path: Path) -> list[str]:
+    """Undo what the faults file of ``state_path`` holds, for teardown (``testbed down``,
+    ``FabricNet.stop``): nft tables deleted, stopped processes continued, flappers
+    stopped and links left up; P4Runtime and controller steps are skipped (the switches
+    and the controller go with the teardown). The file is removed. One line per fault.
+
+    >>> undo_recorded(Path("/nonexistent/state.json"))
+    []
+    """
+    book = FaultBook(faults_path_for(state_path))
+    if not book.path.exists():
+        return []
+    undoer = Undoer()
+    done = []
+    for rec in reversed(book.records()):
+        steps = [s for s in rec.undo if s["op"] not in ("p4rt", "controller")]
+        lines = undoer.run(FaultRecord(rec.name, rec.kind, rec.target, undo=steps), strict=False)
+        done.append(f"undid fault {rec.name} ({rec.kind} on {rec.target})"
+                    + (f": {'; '.join(lines)}" if lines else ""))
+        book.remove(rec.name)
+    book.discard()
+    return done
+
+
 __all__ = ["CallableHooks", "ControllerHooks", "SIGNAL_TIMEOUT_S", "STOP_TIMEOUT_S", "Undoer",
-           "catches", "process_state", "same_process", "signal_step", "wait_for"]
+           "catches", "process_state", "same_process", "signal_step", "undo_recorded", "wait_for"]

@@ -51,9 +51,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
+from process import proc_cmdline
+from testbed.errors import TestbedError
+from testbed.faultundo import undo_recorded
+from testbed.ports import claim_switch_ports, free_port, port_free
 from testbed.targets import (THRIFT_BASE_PORT, SwitchLaunch, TargetError, check_binary,
                              exit_report)
-from testbed.ports import claim_switch_ports, free_port, port_free
+from testbed.tls import create_fabric_pki, make_host_views, policy_path
 
 if TYPE_CHECKING:
     from testbed.pki import TlsFiles
@@ -62,7 +66,9 @@ REPO = Path(__file__).resolve().parents[1]
 READY_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 10.0
 DEBIAN_DIST_PACKAGES = Path("/usr/lib/python3/dist-packages")
-APT_PACKAGES = ("mininet", "iputils-ping", "bridge-utils", "ethtool", "tcpdump")
+APT_PACKAGES = ("mininet", "iputils-ping", "bridge-utils", "ethtool", "tcpdump", "gcc")
+"""What the testbed needs; gcc builds p4sim's native path (p4sim/README.md, "The native path";
+without it the switches run on the Python engine, said once)."""
 APT_COMMAND = "apt-get update -q && apt-get install -y " + " ".join(APT_PACKAGES)
 MONITOR_PACKAGES = {"prometheus": "prometheus", "chromium": "chromium",
                     "chromium-driver": "chromedriver", "nftables": "nft"}
@@ -72,12 +78,6 @@ for the fault injector's gray links (the kernel has no netem). ``testbed deps`` 
 them; nothing refuses to run without them."""
 P4SIM_READY_PREFIX = "p4sim switch ready: grpc "
 P4SIM_CONTROL_PREFIX = "p4sim switch control: "
-
-
-class TestbedError(RuntimeError):
-    """A testbed step failed; the message says what and how to fix it."""
-
-    __test__ = False  # not a pytest class
 
 
 # ---------------------------------------------------------------------------- mininet
@@ -103,14 +103,14 @@ def load_mininet() -> ModuleType:
         module = importlib.util.module_from_spec(spec)
         sys.modules["mininet"] = module
         spec.loader.exec_module(module)
-    import mininet  # noqa: PLC0415 (found now either way)
+    import mininet  # noqa: PLC0415 — heavy: mininet
     return mininet
 
 
 def missing_tools() -> list[str]:
     """Debian packages the testbed needs that are not installed (by their commands)."""
     probes = {"mininet": "mnexec", "iputils-ping": "ping", "ethtool": "ethtool",
-              "tcpdump": "tcpdump", "bridge-utils": "brctl"}
+              "tcpdump": "tcpdump", "bridge-utils": "brctl", "gcc": "gcc"}
     return [pkg for pkg, tool in probes.items()
             if shutil.which(tool) is None and not Path("/usr/sbin", tool).exists()]
 
@@ -308,7 +308,7 @@ def make_switch_class(mininet: ModuleType) -> type:
     Built at run time because Mininet is imported lazily (see :func:`load_mininet`).
     Construct with ``net.addSwitch(name, cls=cls, daemon=SwitchDaemon(...))``.
     """
-    from mininet.node import Switch  # noqa: PLC0415
+    from mininet.node import Switch  # noqa: PLC0415 — heavy: mininet
 
     class P4Switch(Switch):  # type: ignore[misc, valid-type]
         """A P4 switch (p4sim or BMv2) whose process is owned by its :class:`SwitchDaemon`."""
@@ -444,15 +444,6 @@ class TestbedState:
             return cls.from_json(path.read_text())
         except FileNotFoundError:
             return None
-
-
-def proc_cmdline(pid: int) -> Optional[str]:
-    """``/proc/PID/cmdline`` as one space-separated string (None if no such process)."""
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return None
-    return raw.replace(b"\0", b" ").decode(errors="replace").strip()
 
 
 def netns_inode(pid: int) -> int:
@@ -611,9 +602,9 @@ class FabricNet:
 
     def build(self) -> None:
         """Create hosts, switches (not yet started) and links; record each as it appears."""
-        from mininet.link import Link, TCLink  # noqa: PLC0415
-        from mininet.net import Mininet  # noqa: PLC0415
-        from mininet.node import Host  # noqa: PLC0415
+        from mininet.link import Link, TCLink  # noqa: PLC0415 — heavy: mininet
+        from mininet.net import Mininet  # noqa: PLC0415 — heavy: mininet
+        from mininet.node import Host  # noqa: PLC0415 — heavy: mininet
 
         try:
             self.opts.binary = check_binary(self.opts.target, self.opts.binary)
@@ -636,12 +627,16 @@ class FabricNet:
                                  build=False, autoSetMacs=False, waitConnected=False)
         pki = None
         if self.opts.pki_dir is not None:
-            from testbed.tls import create_fabric_pki  # noqa: PLC0415
             pki = create_fabric_pki(self.fabric, self.opts.pki_dir)
             self.state.pki = str(self.opts.pki_dir)
         self.save_state()
+        views: dict[str, Path] = {}
+        if pki is not None:
+            views = make_host_views(pki, [h.name for h in self.fabric.hosts])
         for info in self.fabric.hosts:
-            host = net.addHost(info.name, ip=None)
+            # each host sees only its own key at build/pki (its own mount namespace)
+            private = [(str(self.opts.pki_dir), str(views[info.name]))] if info.name in views else []
+            host = net.addHost(info.name, ip=None, privateDirs=private)
             self._record_node(host, "host-shell")
             host.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 "
                      "net.ipv6.conf.default.disable_ipv6=1")
@@ -651,7 +646,7 @@ class FabricNet:
                                    log_dir=self.opts.log_dir, pcap_dir=self.opts.pcap_dir,
                                    log_level=self.opts.log_level, binary=self.opts.binary,
                                    thrift_port=self._thrift_port(sw.device_id, thrift_in_use),
-                                   extra=self._extra(),
+                                   extra=self._extra(with_policy=pki is not None),
                                    tls=pki.files(sw.name) if pki is not None else None)
             daemon = SwitchDaemon.of(launch)
             self.daemons[sw.name] = daemon
@@ -683,14 +678,19 @@ class FabricNet:
             configure_root_intf(name)
         net.build()
 
-    def _extra(self) -> list[str]:
+    def _extra(self, with_policy: bool = False) -> list[str]:
         """Extra switch flags: ``switch_extra``, and for p4sim ``--pfc-passthrough`` — its
         MAC honours a received PAUSE *and* hands it to the P4 program, whose
         ``FabricIngress.pfc.rx_frames`` counts it (BMv2 has no MAC PFC: there the program
-        always sees them), so GOR's pause-storm alarm reads the same counter on both."""
+        always sees them), so GOR's pause-storm alarm reads the same counter on both — and,
+        ``with_policy`` (TLS on), ``--p4rt-policy`` with the PKI's policy file: only the
+        controller programs a p4sim switch, the monitor reads (:mod:`testbed.tls`)."""
         extra = list(self.opts.switch_extra)
         if self.opts.target == "p4sim" and "--pfc-passthrough" not in extra:
             extra.append("--pfc-passthrough")
+        if with_policy and self.opts.target == "p4sim" and self.opts.pki_dir is not None \
+                and "--p4rt-policy" not in extra:
+            extra += ["--p4rt-policy", str(policy_path(self.opts.pki_dir))]
         return extra
 
     def _thrift_port(self, device_id: int, in_use: set[int]) -> Optional[int]:
@@ -798,10 +798,9 @@ class FabricNet:
     def stop(self) -> list[str]:
         """Undo recorded faults (a frozen switch, nft tables), stop switches and Mininet,
         then remove anything recorded that is still left."""
-        from testbed.faults import undo_recorded  # noqa: PLC0415 (faults import this module)
         undone = undo_recorded(self.opts.state_path)
         if self.net is not None:
-            from mininet.log import setLogLevel  # noqa: PLC0415
+            from mininet.log import setLogLevel  # noqa: PLC0415 — heavy: mininet
             setLogLevel("warning")
             try:
                 self.net.stop()

@@ -6,9 +6,13 @@ already runs, so the controller's entries stay. The shell connects with an elect
 one above the controller's, so it is primary and can write; the controller becomes
 backup until the shell exits.
 
+p4runtime-shell runs from its own environment, ``.venv-shell`` (``make venv-shell``, from
+``requirements-shell.txt``: it pins protobuf 3.20, which .venv left for protobuf 7 on upb);
+``make shell`` makes it on first use. It talks to the switch over gRPC like any client.
+
 TLS: when the running testbed has a PKI (``pki`` in ``build/testbed-state.json``: the
 default; not with ``up --insecure``), the shell connects over TLS as the controller —
-p4runtime-shell 0.0.6's ``--ssl --cacert build/pki/ca.pem --cert build/pki/controller.pem
+p4runtime-shell 0.0.6's ``--ssl --cacert build/pki/ca-switches.pem --cert build/pki/controller.pem
 --private-key build/pki/controller.key``. It checks the switch's certificate against the
 address (``127.0.0.1``, which the testbed's certificates carry), not against the switch's
 name: p4runtime-shell has no server-name option.
@@ -17,8 +21,8 @@ Example::
 
     $ make shell SW=b0r0l0
     $ python -m testbed.shell b0r0l0 --print        # the command only
-    python -m p4runtime_sh --grpc-addr 127.0.0.1:9559 --device-id 1 --election-id 0,2 \
-        --ssl --cacert build/pki/ca.pem --cert build/pki/controller.pem \
+    .venv-shell/bin/python -m p4runtime_sh --grpc-addr 127.0.0.1:9559 --device-id 1 --election-id 0,2 \
+        --ssl --cacert build/pki/ca-switches.pem --cert build/pki/controller.pem \
         --private-key build/pki/controller.key
 """
 from __future__ import annotations
@@ -31,10 +35,14 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
+from testbed.tls import shell_tls_args
 from topo.model import load_fabric
 
 DEFAULT_TOPOLOGY = Path("build/topology.json")
 DEFAULT_STATE = Path("build/testbed-state.json")
+#: p4runtime-shell's interpreter (its own venv: ``make venv-shell``)
+SHELL_VENV = Path(__file__).resolve().parents[1] / ".venv-shell"
+SHELL_PYTHON = SHELL_VENV / "bin" / "python"
 
 
 def recorded_pki(state_path: Path) -> Optional[Path]:
@@ -61,9 +69,8 @@ def shell_command(topology: Path, switch: str, pki_dir: Optional[Path] = None) -
     sw = fabric.switch(switch)
     tls: list[str] = []
     if pki_dir is not None:
-        from testbed.tls import shell_tls_args  # noqa: PLC0415
         tls = shell_tls_args(pki_dir)
-    return [sys.executable, "-m", "p4runtime_sh", "--grpc-addr", sw.grpc_addr,
+    return [str(SHELL_PYTHON), "-m", "p4runtime_sh", "--grpc-addr", sw.grpc_addr,
             "--device-id", str(sw.device_id), "--election-id", f"0,{sw.election_id + 1}", *tls]
 
 
@@ -92,8 +99,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                       else "in plaintext (the testbed runs --insecure)"),
           file=sys.stderr)
     if args.print:
-        print(shlex.join(["python"] + cmd[1:]))
+        print(shlex.join([os.path.relpath(cmd[0])] + cmd[1:]))
         return 0
+    if not SHELL_PYTHON.exists():
+        print(f"error: {SHELL_VENV} not found: p4runtime-shell has its own environment, "
+              "make it with `make venv-shell` (or run `make shell SW=...`)", file=sys.stderr)
+        return 2
     os.execv(cmd[0], cmd)
     return 0  # not reached
 

@@ -49,6 +49,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
+from testbed.tls import switch_tls_options
+
 if TYPE_CHECKING:
     from testbed.pki import TlsFiles
 
@@ -143,7 +145,6 @@ class SwitchLaunch:
         options = ["--grpc-server-addr", self.grpc_addr, "--cpu-port", str(self.cpu_port),
                    "--priority-queues", str(self.priority_queues)]
         if self.tls is not None:
-            from testbed.tls import switch_tls_options  # noqa: PLC0415 (PKI only when used)
             options += switch_tls_options(self.tls)
         return options
 

@@ -18,6 +18,7 @@ Example::
 """
 from __future__ import annotations
 
+import os
 import select
 import subprocess
 import sys
@@ -27,9 +28,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Optional, Sequence
 
-from testbed.process import stop_process  # noqa: F401 — re-exported for the tests' helpers
+from process import stop_process  # noqa: F401 — re-exported for the tests' helpers
 
 REPO = Path(__file__).resolve().parents[1]
+#: the Python that runs ``python -m p4sim``: this one, or .venv's when the p4runtime-shell
+#: compatibility tests run in .venv-shell (tests/p4sim/integration/test_shell_compat.py sets it)
+P4SIM_PYTHON = os.environ.get("ASTRAL_P4SIM_PYTHON") or sys.executable
 READY_TIMEOUT_S = 60.0
 CONTROL_PREFIX = "p4sim switch control: "
 READY_PREFIX = "p4sim switch ready: grpc "
@@ -78,7 +82,7 @@ class SwitchProcess:
         # unbuffered: read_line's select() must see every byte the switch printed (a
         # buffered reader can swallow the ready line with the control line before it)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "p4sim", "switch", *args], cwd=REPO,
+            [P4SIM_PYTHON, "-m", "p4sim", "switch", *args], cwd=REPO,
             stdout=subprocess.PIPE, bufsize=0,
             stderr=stderr if stderr is not None else subprocess.DEVNULL)
         self.returncode: Optional[int] = None

@@ -10,7 +10,7 @@ import pkgutil
 import pytest
 
 PACKAGES = ("astral_proto", "bench", "controller", "fuzz", "host", "labs", "monitor", "p4sim",
-            "p4src", "sim", "scenarios", "testbed", "topo")
+            "p4src", "process", "sim", "scenarios", "testbed", "topo")
 
 
 def _modules() -> list[str]:

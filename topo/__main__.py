@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from topo.draw import DrawingUnavailable, draw_fabric
 from topo.model import Fabric, build_fabric, load_fabric
 from topo.spec import SpecError, load_spec, spec_from_dict
 
@@ -75,8 +76,6 @@ def _build(args: argparse.Namespace) -> int:
     print(summary(fab))
     print(f"wrote {fab.save(args.out)}")
     if args.png is not None:
-        from topo.draw import DrawingUnavailable, draw_fabric
-
         try:
             print(f"wrote {draw_fabric(fab, args.png)}")
         except DrawingUnavailable as exc:

@@ -63,12 +63,12 @@ def draw_fabric(fab: Fabric, path: Union[str, Path], title: str = "") -> Path:
     Raises :class:`DrawingUnavailable` when matplotlib cannot be imported.
     """
     try:
-        import matplotlib
+        import matplotlib  # noqa: PLC0415 — heavy: matplotlib
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        from matplotlib.collections import LineCollection
-        from matplotlib.lines import Line2D
+        import matplotlib.pyplot as plt  # noqa: PLC0415 — heavy: matplotlib
+        from matplotlib.collections import LineCollection  # noqa: PLC0415 — heavy: matplotlib
+        from matplotlib.lines import Line2D  # noqa: PLC0415 — heavy: matplotlib
     except ImportError as exc:
         raise DrawingUnavailable(f"cannot draw the fabric: {exc}; install matplotlib "
                                  f"(.venv/bin/pip install -r requirements.txt)") from None

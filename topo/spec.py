@@ -24,6 +24,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping, Optional, Union
 
+import yaml
+
 HASH_ALGORITHMS = ("crc16", "crc32")
 CPU_PORT = 255            # v1model CPU port (switch flag --cpu-port 255): never a link port
 DROP_PORT = 511           # v1model drop port: never a link port
@@ -353,7 +355,6 @@ def parse_spec_text(text: str, source: str = "spec", yaml_syntax: bool = True) -
         except json.JSONDecodeError as exc:
             raise SpecError("(syntax)", f"not valid JSON: {exc.msg} at line {exc.lineno} column "
                                         f"{exc.colno}", source) from None
-    import yaml
 
     try:
         return yaml.safe_load(text)

@@ -7,7 +7,8 @@ One concern per module:
 * ``topology`` — what is read of ``topo.model`` (protocols);
 * ``entries`` — :class:`Entry`, the table names, forwarding entry builders;
 * ``qos`` — DSCP → priority, :class:`EcnConfig`, :class:`PfcConfig` and their entries;
-* ``ecmp`` — :func:`ecmp_groups` (the one rule) and :func:`fabric_hash_model`;
+* ``ecmp`` — :func:`ecmp_groups` (the one rule);
+* ``detours`` — the leaves' detours and :func:`fabric_hash_model` (groups and detours);
 * ``plan`` — :class:`SwitchPlan`, :func:`switch_id_of`, :func:`plan_fabric`.
 
 Example::
@@ -17,8 +18,8 @@ Example::
     >>> plans["b0r0l0"].hash_model() == fabric_hash_model(build_fabric()).switch("b0r0l0")
     True
 """
-from controller.fabric.ecmp import (DEFAULT_ALGORITHMS, LEAF_UPLINK_GROUP, EcmpGroup,
-                                    ecmp_groups, fabric_hash_model)
+from controller.fabric.detours import fabric_hash_model
+from controller.fabric.ecmp import DEFAULT_ALGORITHMS, LEAF_UPLINK_GROUP, EcmpGroup, ecmp_groups
 from controller.fabric.entries import (T_ALGORITHM, T_ARP, T_ECN, T_GROUPS, T_MEMBERS,
                                        T_NEXTHOPS, T_PFC, T_PORT_MACS, T_QOS, T_ROUTES,
                                        T_SWITCH, Entry)

@@ -36,9 +36,11 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Collection, Mapping, Optional
 
-from controller.fabric.ecmp import EcmpGroup, group_entries, link_group
+from controller.fabric.ecmp import (EcmpGroup, algorithm_of, ecmp_groups, group_entries, groups_hash_model,
+                                    link_group)
 from controller.fabric.entries import Entry, route_entry
 from controller.fabric.topology import FabricLike, SwitchLike
+from p4src.hashmodel import FabricHashModel, GroupModel, RouteModel
 
 DETOUR_GROUP_BASE = 2
 
@@ -165,5 +167,32 @@ def fabric_detours(fabric: FabricLike, down: Collection[tuple[str, int]] = froze
     return out
 
 
-__all__ = ["DETOUR_GROUP_BASE", "Detour", "fabric_detours", "leaf_detours", "leaf_prefixes",
+def fabric_hash_model(fabric: FabricLike,
+                      down: Collection[tuple[str, int]] = frozenset()) -> FabricHashModel:
+    """The published ECMP hash model of ``fabric`` as
+    :func:`~controller.fabric.plan.plan_fabric` programs it (equal to
+    ``FabricHashModel({n: p.hash_model() for n, p in plan_fabric(f).items()})``), from the
+    groups alone: no table entry is built, so a 64K-GPU pod takes well under a second.
+    ``down``: ``(switch, port)`` ends out of service (the model of the fabric re-planned
+    without those links, with the leaves' detours of :mod:`controller.fabric.detours`).
+
+    >>> from topo.model import build_fabric
+    >>> fabric_hash_model(build_fabric()).switch("b1r1l0").groups[1].members
+    ('s0', 's1')
+    """
+    by_name = {s.name: s for s in fabric.switches}
+    model = FabricHashModel({sw.name: groups_hash_model(sw.name, algorithm_of(sw),
+                                                        int(sw.ecmp_seed),
+                                                        ecmp_groups(sw, by_name, down))
+                             for sw in fabric.switches})
+    # the leaves' detour groups
+    for name, detours in fabric_detours(fabric, down).items():
+        m = model.switches[name]
+        for d in detours.values():
+            m.groups[d.group.group_id] = GroupModel(d.group.base, d.group.members)
+            m.routes += tuple(RouteModel(p, d.group.group_id) for p in d.prefixes)
+    return model
+
+
+__all__ = ["DETOUR_GROUP_BASE", "Detour", "fabric_detours", "fabric_hash_model", "leaf_detours", "leaf_prefixes",
            "spines_reaching"]

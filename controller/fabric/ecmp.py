@@ -1,8 +1,8 @@
-"""ECMP groups of the fabric plan — one rule — and the hash model it publishes.
+"""ECMP groups of the fabric plan — one rule — and their hash model.
 
 :func:`ecmp_groups` decides the groups of one switch (the leaf's uplink group, a spine's
 group per leaf reached over several links); both the full plan
-(:func:`controller.fabric.plan.plan_fabric`) and :func:`fabric_hash_model` (groups only,
+(:func:`controller.fabric.plan.plan_fabric`) and :func:`controller.fabric.detours.fabric_hash_model` (groups only,
 no table entry: well under a second for a 64K-GPU pod) read it, so TCCL predicts exactly
 what the switches do.
 
@@ -12,7 +12,8 @@ Member names of the published hash model: the peer node of the member's link (``
 Example::
 
     >>> from topo.model import build_fabric
-    >>> fabric_hash_model(build_fabric()).switch("b0r0l0").groups[1].members
+    >>> fab = build_fabric(); names = {s.name: s for s in fab.switches}
+    >>> ecmp_groups(fab.switch("b0r0l0"), names)[1].members
     ('s0', 's1')
 """
 from __future__ import annotations
@@ -21,8 +22,8 @@ from dataclasses import dataclass
 from typing import Collection, Mapping, Sequence
 
 from controller.fabric.entries import T_GROUPS, T_MEMBERS, Entry
-from controller.fabric.topology import FabricLike, SwitchLike
-from p4src.hashmodel import FabricHashModel, GroupModel, RouteModel, SwitchHashModel
+from controller.fabric.topology import SwitchLike
+from p4src.hashmodel import GroupModel, RouteModel, SwitchHashModel
 
 LEAF_UPLINK_GROUP = 1
 DEFAULT_ALGORITHMS = {"leaf": "crc16", "spine": "crc32"}
@@ -91,7 +92,7 @@ def member_name(sw: SwitchLike, port: int) -> str:
 def ecmp_groups(sw: SwitchLike, switch_names: Collection[str],
                 down: Collection[tuple[str, int]] = frozenset()) -> dict[int, EcmpGroup]:
     """The ECMP groups programmed on ``sw`` — the one rule behind
-    :func:`~controller.fabric.plan.plan_fabric` and :func:`fabric_hash_model`.
+    :func:`~controller.fabric.plan.plan_fabric` and :func:`~controller.fabric.detours.fabric_hash_model`.
 
     Leaf: group :data:`LEAF_UPLINK_GROUP` over its live uplinks in port order (none
     without uplinks). Spine: one group per leaf reached over several live links, numbered
@@ -147,36 +148,8 @@ def groups_hash_model(switch: str, algorithm: str, seed: int,
                                    for g in groups.values()}, routes=tuple(routes))
 
 
-def fabric_hash_model(fabric: FabricLike,
-                      down: Collection[tuple[str, int]] = frozenset()) -> FabricHashModel:
-    """The published ECMP hash model of ``fabric`` as
-    :func:`~controller.fabric.plan.plan_fabric` programs it (equal to
-    ``FabricHashModel({n: p.hash_model() for n, p in plan_fabric(f).items()})``), from the
-    groups alone: no table entry is built, so a 64K-GPU pod takes well under a second.
-    ``down``: ``(switch, port)`` ends out of service (the model of the fabric re-planned
-    without those links, with the leaves' detours of :mod:`controller.fabric.detours`).
-
-    >>> from topo.model import build_fabric
-    >>> fabric_hash_model(build_fabric()).switch("b1r1l0").groups[1].members
-    ('s0', 's1')
-    """
-    by_name = {s.name: s for s in fabric.switches}
-    model = FabricHashModel({sw.name: groups_hash_model(sw.name, algorithm_of(sw),
-                                                        int(sw.ecmp_seed),
-                                                        ecmp_groups(sw, by_name, down))
-                             for sw in fabric.switches})
-    # leaves' detour groups (imported here: detours builds on this module's groups)
-    from controller.fabric.detours import fabric_detours  # noqa: PLC0415
-    for name, detours in fabric_detours(fabric, down).items():
-        m = model.switches[name]
-        for d in detours.values():
-            m.groups[d.group.group_id] = GroupModel(d.group.base, d.group.members)
-            m.routes += tuple(RouteModel(p, d.group.group_id) for p in d.prefixes)
-    return model
-
-
 __all__ = [
     "DEFAULT_ALGORITHMS", "EcmpGroup", "LEAF_UPLINK_GROUP", "algorithm_of", "ecmp_groups",
-    "fabric_hash_model", "group_entries", "groups_hash_model", "link_group", "member_name",
+    "group_entries", "groups_hash_model", "link_group", "member_name",
     "spine_links",
 ]

@@ -1,7 +1,7 @@
 """Leaves' detour groups follow the links GOR has taken down (:class:`DetourSync`, owned by
-:class:`controller.gor.loop.GorLoop`, constructed with the path engine, the
-:class:`~controller.gor.linkstate.LinkState`, the
-:class:`~controller.gor.tables.SwitchTables` it writes with and the outputs).
+:class:`controller.gor.loop.GorLoop`, built from the loop's
+:class:`~controller.gor.shared.LoopState`: the path engine, the ``LinkState``, the switch
+tables it writes with and the outputs).
 
 Rewriting the ECMP groups at the two ends of a dead cable (:mod:`controller.gor.faults`)
 is not enough when the spine end had no other link to that leaf: every other leaf still
@@ -39,10 +39,7 @@ from typing import Mapping, Optional
 
 from controller.fabric.detours import Detour, fabric_detours, leaf_prefixes
 from controller.fabric.entries import T_GROUPS, T_MEMBERS, T_ROUTES
-from controller.gor.linkstate import LinkState
-from controller.gor.outputs import LoopOutputs
-from controller.gor.paths import PathEngine
-from controller.gor.tables import SwitchTables
+from controller.gor.shared import LoopState
 from p4src.hashmodel import GroupModel, RouteModel
 
 A_ROUTE = "FabricIngress.forwarding.set_ecmp_group"
@@ -62,9 +59,8 @@ class DetourSync:
     docstring). It starts from ``installed``, the detours the fabric plan installed
     (``fabric_detours(fabric)``: leaf → group id → ``Detour``)."""
 
-    def __init__(self, engine: PathEngine, links: LinkState, tables: SwitchTables,
-                 outputs: LoopOutputs, installed: Mapping[str, Mapping[int, Detour]]) -> None:
-        self.engine, self.links, self.tables, self._out = engine, links, tables, outputs
+    def __init__(self, state: LoopState, installed: Mapping[str, Mapping[int, Detour]]) -> None:
+        self.engine, self.links, self.tables, self._out = state.engine, state.links, state.tables, state.out
         self.detours: dict[str, dict[int, Detour]] = {n: dict(d) for n, d in installed.items()}
         self.pending: set[str] = set()           # leaves whose switch state is unknown
         self._leaf_prefixes: Optional[dict[str, tuple[str, ...]]] = None

@@ -19,16 +19,15 @@ A move in flight for the flow (a just-written override) is never expired. While 
 runs, the link's sampling entry stays (:meth:`OverrideExpiry.probing` is part of what the
 loop's ``Sampling.needed`` asks); afterwards it is released unless something else needs it.
 
-It is constructed with what it uses: the path engine (a path's override entries), the
-:class:`~controller.gor.linkstate.LinkState` (link names), the
-:class:`~controller.gor.elephants.FlowTable` (when a flow was last sampled), the
-:class:`~controller.gor.moves.MoveBook` (``overrides``, moves in flight), the
-:class:`~controller.gor.tables.Sampling`, ``delete_override`` (delete a flow's entries on
-some switches: :meth:`controller.gor.orders.MoveOrders.delete_override`) and the outputs.
+It is built from the loop's :class:`~controller.gor.shared.LoopState` (the path engine: a
+path's override entries; the ``LinkState``: link names; the flow table: when a flow was last
+sampled; the ``MoveBook``: ``overrides``, moves in flight; the outputs), the
+:class:`~controller.gor.sampling.Sampling`, ``delete_override`` (delete a flow's entries on
+some switches: :meth:`controller.gor.orders.MoveOrders.delete_override`) and the settings.
 
 Example (fakes for the switches, ``tests/controller/test_gor_expiry.py``)::
 
-    >>> loop = GorLoop(fabric, programmer, None, override_idle_s=10.0)   # doctest: +SKIP
+    >>> loop = GorLoop(fabric, programmer, None, LoopSettings(override_idle_s=10.0))   # doctest: +SKIP
     >>> loop.tick(12.0, samples); loop.tick(13.1, samples)               # doctest: +SKIP
     >>> loop.book.overrides                                              # doctest: +SKIP
     {}
@@ -38,29 +37,19 @@ from __future__ import annotations
 from typing import Callable, Iterable, Optional
 
 from controller.gor.decisions import FlowKey, LinkKey, OverrideOrder, PathChoice
-from controller.gor.elephants import FlowTable
-from controller.gor.moves import MoveBook
-from controller.gor.outputs import LoopOutputs
-from controller.gor.paths import LinkState, PathEngine
-from controller.gor.tables import Sampling
-
-DEFAULT_OVERRIDE_IDLE_S = 10.0
-DEFAULT_OVERRIDE_PROBE_S = 1.0
+from controller.gor.sampling import Sampling
+from controller.gor.shared import LoopSettings, LoopState
 
 
 class OverrideExpiry:
     """Idle override entries expire after a liveness probe (see the module docstring).
-    ``idle_s``: unseen that long, a flow is probed; ``probe_s``: the probe's length."""
+    Settings: ``override_idle_s`` (unseen that long, a flow is probed) and
+    ``override_probe_s`` (the probe's length)."""
 
-    def __init__(self, engine: PathEngine, links: LinkState, flows: FlowTable, book: MoveBook,
-                 sampling: Sampling, delete_override: Callable[[FlowKey, Iterable[str]], None],
-                 outputs: LoopOutputs, *,
-                 idle_s: float = DEFAULT_OVERRIDE_IDLE_S,
-                 probe_s: float = DEFAULT_OVERRIDE_PROBE_S) -> None:
-        self.engine, self.links, self.flows, self.book = engine, links, flows, book
-        self.sampling = sampling
-        self._delete_override, self._out = delete_override, outputs
-        self.idle_s, self.probe_s = idle_s, probe_s
+    def __init__(self, state: LoopState, sampling: Sampling,
+                 delete_override: Callable[[FlowKey, Iterable[str]], None], settings: LoopSettings) -> None:
+        self.engine, self.links, self.flows, self.book = state.engine, state.links, state.flows, state.book
+        self.sampling, self._delete_override, self._out, self.settings = sampling, delete_override, state.out, settings
         self.seen: dict[FlowKey, float] = {}                     # flow → last evidence it is alive
         self.liveness: dict[FlowKey, tuple[LinkKey, float]] = {}  # flow → (probed link, since)
 
@@ -85,7 +74,7 @@ class OverrideExpiry:
             last = max(self.seen.get(flow, t_s), seen if seen is not None else -1.0)
             self.seen[flow] = last
             probe = self.liveness.get(flow)
-            if flow in in_flight or t_s - last < self.idle_s:
+            if flow in in_flight or t_s - last < self.settings.override_idle_s:
                 if probe is not None and (flow in in_flight or last >= probe[1]):
                     self._end_probe(flow)           # seen during the probe: alive
                 continue
@@ -94,7 +83,7 @@ class OverrideExpiry:
                 if link in self.sampling or self.sampling.enable(link, t_s):
                     self.liveness[flow] = (link, t_s)
                 continue
-            if t_s - probe[1] < self.probe_s:
+            if t_s - probe[1] < self.settings.override_probe_s:
                 continue
             self._expire(flow, path, t_s - last)
 
@@ -116,4 +105,4 @@ class OverrideExpiry:
                 probe_link=self.links.name(probe[0]) if probe else None)
 
 
-__all__ = ["DEFAULT_OVERRIDE_IDLE_S", "DEFAULT_OVERRIDE_PROBE_S", "OverrideExpiry"]
+__all__ = ["OverrideExpiry"]

@@ -1,13 +1,13 @@
 """Link failures in GOR's loop: a link that goes down leaves the ECMP groups of the
 switches at both ends, the published hash model follows, and the flows are re-planned.
 
-:class:`LinkFaults` is owned by :class:`controller.gor.loop.GorLoop` and constructed with
-what it uses: the :class:`~controller.gor.linkstate.LinkState`, the path engine (its hash
-model), the :class:`~controller.gor.tables.SwitchTables` and
-:class:`~controller.gor.tables.Sampling`, the :class:`~controller.gor.detour_sync.DetourSync`,
-the dead-link and pause-storm monitors, the ECMP groups as programmed, the outputs, and
+:class:`LinkFaults` is owned by :class:`controller.gor.loop.GorLoop` and built from the loop's
+:class:`~controller.gor.shared.LoopState` (the ``LinkState``, the path engine and its hash
+model, the switch tables, the outputs), the :class:`~controller.gor.sampling.Sampling`, the
+:class:`~controller.gor.detour_sync.DetourSync`, the settings (the detectors' thresholds) and
 ``follow``: the callback that makes links follow-up links of the decision rounds
-(:meth:`controller.gor.rounds.DecisionRounds.follow`). It holds the dead-link probes and
+(:meth:`controller.gor.rounds.DecisionRounds.follow`). It owns the dead-link and pause-storm
+monitors and the ECMP groups as programmed. It holds the dead-link probes and
 counter evidence. On :meth:`LinkFaults.link_down` (an administrative link event from the testbed, or a port
 whose counters stall, reported by whoever watches them):
 
@@ -61,10 +61,9 @@ from typing import Any, Callable, Iterable, Mapping
 from controller.gor.deadlinks import DeadLinkDetector, link_evidence
 from controller.gor.decisions import LinkKey
 from controller.gor.detour_sync import DetourSync
-from controller.gor.outputs import LoopOutputs
 from controller.gor.pause import PAUSE_STORM_ADVICE, PauseStormMonitor
-from controller.gor.paths import LinkState, PathEngine
-from controller.gor.tables import Sampling, SwitchTables
+from controller.gor.sampling import Sampling
+from controller.gor.shared import LoopSettings, LoopState
 from p4src.hashmodel import GroupModel
 
 T_GROUPS = "FabricIngress.ecmp.groups"
@@ -75,17 +74,20 @@ A_MEMBER = "FabricIngress.ecmp.set_nexthop"
 
 class LinkFaults:
     """Link down/up handling, dead links from the counters and pause storms (see the
-    module docstring). ``programmed_groups``: switch → group id → the ECMP group as the
-    plan programmed it (detour groups excluded)."""
+    module docstring). It owns the dead-link and pause-storm monitors (their thresholds
+    are the ``settings``') and ``programmed_groups``: switch → group id → the ECMP group as
+    the plan programmed it (detour groups excluded), taken from the engine's hash model
+    when it is built, before any fault rewrote it."""
 
-    def __init__(self, links: LinkState, engine: PathEngine, tables: SwitchTables,
-                 sampling: Sampling, detours: DetourSync, outputs: LoopOutputs, *,
-                 dead_links: DeadLinkDetector, pause: PauseStormMonitor,
-                 programmed_groups: Mapping[str, Mapping[int, GroupModel]],
-                 follow: Callable[[Iterable[LinkKey]], None]) -> None:
-        self.links, self.engine, self.tables, self.sampling = links, engine, tables, sampling
-        self.detours, self._out, self._follow = detours, outputs, follow
-        self.dead_links, self.pause, self.programmed_groups = dead_links, pause, programmed_groups
+    def __init__(self, state: LoopState, sampling: Sampling, detours: DetourSync,
+                 settings: LoopSettings, follow: Callable[[Iterable[LinkKey]], None]) -> None:
+        self.links, self.engine, self.tables, self.sampling = state.links, state.engine, state.tables, sampling
+        self.detours, self._out, self._follow = detours, state.out, follow
+        self.dead_links = DeadLinkDetector(settings.dead_link_thresholds)
+        self.pause = PauseStormMonitor(settings.pause_thresholds)
+        self.programmed_groups: dict[str, dict[int, GroupModel]] = {
+            n: {gid: g for gid, g in m.groups.items() if gid not in detours.detours.get(n, {})}
+            for n, m in state.engine.hash_model.switches.items()}
         self.probes: dict[LinkKey, float] = {}        # dead-link probes: link → since
         self.forwarded: Counter[LinkKey] = Counter()  # digests per egress link since the last tick
         self.rx_armed: set[LinkKey] = set()           # ports whose rx counter has moved

@@ -28,7 +28,7 @@ One tick, in order:
 2. **Alarms**: a link rising to NOTICE or above gets sampling on its egress port
    (``FabricIngress.sampling.config``: ``egress_spec = port → sampling.sample(one_in_n)``),
    written at the end of the step, once its rounds have sent their orders
-   (:meth:`Sampling.flush <controller.gor.tables.Sampling.flush>`: a P4Runtime write
+   (:meth:`Sampling.flush <controller.gor.sampling.Sampling.flush>`: a P4Runtime write
    must not delay the round); back to CLEAR, the entry is deleted (unless a move still
    needs it for confirmation). A failed write is retried on the next tick.
 3. **Digests** queued since the last tick: samples go into the :class:`FlowTable`, the
@@ -91,33 +91,32 @@ no decision round runs on its links (their queues and alarms are the switch's do
 alarm that began on one of them meanwhile gets none until it clears (at most
 ``SYMPTOM_MAX_S`` after the switch is back).
 
-**Structure.** :class:`GorLoop` runs steps 1–3 itself and owns one collaborator per
-concern, each constructed with only what it uses and readable (and testable) alone:
+**Structure.** :class:`GorLoop` runs steps 1–3 itself and owns one part per concern.
+What the parts share is one typed bundle, :class:`~controller.gor.shared.LoopState`
+(:attr:`GorLoop.state`: the path engine and its ``LinkState``, alarms, flow table, load
+windows, the switches' reports, the ``MoveBook``, the switch tables, the outputs, the
+NIC → leaf map, the registry); each part is built from it, the
+:class:`~controller.gor.shared.LoopSettings` and a callback or two, and owns the state
+only it uses — readable (and testable) alone:
 
-* :attr:`GorLoop.tables` — :class:`~controller.gor.tables.SwitchTables`, entry writes;
-* :attr:`GorLoop.sampler` — :class:`~controller.gor.tables.Sampling`, the sampling entries;
+* :attr:`GorLoop.sampler` — :class:`~controller.gor.sampling.Sampling`, the sampling entries;
 * :attr:`GorLoop.orders` — :class:`~controller.gor.orders.MoveOrders`, orders and their
   confirmation (it owns the thread pool of agent calls);
 * :attr:`GorLoop.rounds` — :class:`~controller.gor.rounds.DecisionRounds`, decision rounds
-  and follow-up links;
+  and follow-up links (``act`` = ``MoveOrders.act``);
 * :attr:`GorLoop.detour_sync` — :class:`~controller.gor.detour_sync.DetourSync`, the
   leaves' detours;
 * :attr:`GorLoop.faults` — :class:`~controller.gor.faults.LinkFaults`, links down and up,
-  dead links, pause storms;
+  dead links and pause storms (it owns both monitors; ``follow`` = ``DecisionRounds.follow``);
 * :attr:`GorLoop.reconciliation` — :class:`~controller.gor.reconcile.Reconciliation` (with
   a :class:`~controller.gor.reconcile_links.LinkReconciler`), restart;
 * :attr:`GorLoop.restarts` — :class:`~controller.gor.restarts.SwitchRestarts`, switches
   lost and restored;
 * :attr:`GorLoop.expiry` — :class:`~controller.gor.expiry.OverrideExpiry`.
 
-What several of them share is passed in as small explicit objects: the
-:class:`~controller.gor.paths.LinkState` (:attr:`GorLoop.links`), the
-:class:`~controller.gor.moves.MoveBook` (:attr:`GorLoop.book`: moves in flight, cooldowns,
-registry ids, overrides), the :class:`~controller.gor.windows.LoadWindows`, the
-:class:`~controller.gor.outputs.LoopOutputs` (decision log, metrics, errors), and a few
-callbacks the loop wires (``Sampling.needed``, ``DecisionRounds.follow``,
-``MoveOrders.act``). None of them imports this module. :mod:`~controller.gor.digests`
-has the digest reader threads.
+None of them imports this module. :mod:`~controller.gor.digests` has the digest reader
+threads; :mod:`~controller.gor.runtime` starts, restarts and stops the loop with everything
+around it.
 
 Link names in the decision log and metrics are the telemetry's (``b0r0l0->s0``, with
 ``:port`` when two links join the same pair): :meth:`LinkState.name
@@ -128,7 +127,7 @@ goes on.
 
 Example (fakes for the switches and the registry, see ``tests/controller/test_gor_loop.py``)::
 
-    >>> loop = GorLoop(fabric, programmer, registry, period_s=0.05, safety=0.75, top_n=4,
+    >>> loop = GorLoop(fabric, programmer, registry, LoopSettings(period_s=0.05, top_n=4),
     ...                log=DecisionLog("logs/gor.jsonl"), metrics=GorMetrics())   # doctest: +SKIP
     >>> loop.submit_digests("b0r0l0", digest_list)                              # doctest: +SKIP
     >>> loop.tick(1.0, poller.poll_once())                                       # doctest: +SKIP
@@ -139,31 +138,23 @@ import queue
 import time
 from typing import Any, Iterable, Mapping, Optional
 
-from controller.fabric import switch_id_of
 from controller.fabric.detours import fabric_detours
-from controller.gor.alarms import AlarmMonitor, AlarmThresholds
-from controller.gor.deadlinks import DeadLinkDetector, DeadLinkThresholds
-from controller.gor.dataplane import DataplaneReports
-from controller.gor.decisions import (AlarmEvent, AlarmLevel, FlowKey, LinkKey, PathChoice,
-                                      RoundDecision)
+from controller.gor.decisions import AlarmEvent, AlarmLevel, FlowKey, LinkKey, PathChoice, RoundDecision
 from controller.gor.detour_sync import DetourSync
 from controller.gor.digests import DIGEST_NAME, URGENT_DIGESTS, digest_name, digest_reader, enable_digests
-from controller.gor.elephants import FlowTable
-from controller.gor.expiry import DEFAULT_OVERRIDE_IDLE_S, DEFAULT_OVERRIDE_PROBE_S, OverrideExpiry
+from controller.gor.expiry import OverrideExpiry
 from controller.gor.faults import LinkFaults
 from controller.gor.log import DecisionLog
 from controller.gor.metrics import GorMetrics
-from controller.gor.moves import MoveBook, MoveInFlight
+from controller.gor.moves import MoveInFlight
 from controller.gor.orders import OVERRIDE_ACTION, OVERRIDE_TABLE, MoveOrders, override_match
-from controller.gor.outputs import LoopOutputs
-from controller.gor.pause import PauseStormMonitor, PauseStormThresholds
-from controller.gor.paths import LinkState, PathEngine, nic_leaves
 from controller.gor.reconcile import ReconcileReport, Reconciliation
 from controller.gor.reconcile_links import LinkReconciler
 from controller.gor.restarts import SwitchRestarts
 from controller.gor.rounds import DecisionRounds
-from controller.gor.tables import SAMPLING_ACTION, SAMPLING_KEY, SAMPLING_TABLE, Sampling, SwitchTables
-from controller.gor.windows import LoadWindows
+from controller.gor.sampling import Sampling
+from controller.gor.shared import LoopOutputs, LoopSettings, LoopState
+from controller.gor.tables import SAMPLING_ACTION, SAMPLING_KEY, SAMPLING_TABLE
 from p4src.alarmmodel import ALARM_DIGEST, ELEPHANT_DIGEST
 
 PendingMove = MoveInFlight
@@ -172,100 +163,43 @@ PendingMove = MoveInFlight
 
 class GorLoop:
     """GOR's control loop over one fabric (see the module docstring for one tick and its
-    collaborators).
+    parts).
 
     ``fabric`` is a ``topo.model.Fabric``; ``programmer`` gives ``connections`` (switch
     name → ``SwitchConnection``-like: ``table_entry``, ``insert``, ``modify``, ``delete``,
     and ``read_table`` for :meth:`reconcile`) and ``hash_model()``; ``registry`` is a
     ``FlowRegistry``-like object (``flows``, ``move``, ``order``, ``owner``) or None (every
-    flow then gets override entries). ``pause_thresholds`` / ``dead_link_thresholds`` set
-    the fault detectors (``detect_dead_links=False`` turns the counter rule off).
-    Call :meth:`close` at the end (it stops the order thread pool).
+    flow then gets override entries); ``settings`` every knob with its default
+    (:class:`~controller.gor.shared.LoopSettings`). Call :meth:`close` at the end (it stops
+    the order thread pool).
     """
 
-    def __init__(self, fabric: Any, programmer: Any, registry: Any, *, period_s: float = 0.05,
-                 safety: float = 0.75, top_n: int = 4, log: Optional[DecisionLog] = None,
-                 metrics: Optional[GorMetrics] = None, one_in_n: int = 100,
-                 thresholds: Optional[AlarmThresholds] = None, window_s: float = 1.0,
-                 decide_every_s: float = 1.0, cooldown_s: float = 10.0,
-                 confirm_timeout_s: float = 3.0, order_timeout_s: float = 2.0,
-                 max_retries: int = 1, decide_level: AlarmLevel = AlarmLevel.WARNING,
-                 settle_s: Optional[float] = None, min_samples: int = 20,
-                 samples_per_flow: Optional[int] = None, early_decide: bool = True,
-                 proof_s: float = 0.5, order_workers: int = 4,
-                 override_idle_s: float = DEFAULT_OVERRIDE_IDLE_S,
-                 override_probe_s: float = DEFAULT_OVERRIDE_PROBE_S,
-                 pause_thresholds: Optional[PauseStormThresholds] = None,
-                 dead_link_thresholds: Optional[DeadLinkThresholds] = None,
-                 detect_dead_links: bool = True) -> None:
-        if top_n < 1 or one_in_n < 1 or order_workers < 1:
-            raise ValueError("top_n, one_in_n and order_workers must be at least 1")
-        self.fabric, self.programmer, self.registry = fabric, programmer, registry
-        self.period_s, self.detect_dead_links = period_s, detect_dead_links
-        self.out = LoopOutputs(log, metrics)
-        # the state the steps share, each one small object
-        self.alarms = AlarmMonitor(thresholds)
-        self.pause = PauseStormMonitor(pause_thresholds)
-        self.dead_links = DeadLinkDetector(dead_link_thresholds)
-        self.links = LinkState.from_fabric(fabric)
-        self.engine = PathEngine(fabric, programmer.hash_model(), self.links, safety=safety)
-        self.windows = LoadWindows(window_s)
-        switch_ids = {switch_id_of(sw, fabric): sw.name for sw in fabric.switches}
-        self.flows = FlowTable(switch_ids, one_in_n=one_in_n, window_s=window_s)
-        self.dataplane = DataplaneReports(switch_ids, frozenset(self.links.capacity_bps))
-        self.leaf_of = nic_leaves(fabric)
-        self.book = MoveBook()
-        self.digests: "queue.Queue[tuple[str, Any]]" = queue.Queue()
-        # the collaborators, each with what it uses
-        self.tables = SwitchTables(programmer)
-        self.sampler = Sampling(self.tables, self.flows, self.alarms, self.out,
-                                one_in_n=one_in_n, needed=self._sampling_needed)
-        self.orders = MoveOrders(
-            registry, self.book, self.flows, self.links, self.sampler, self.tables, self.out,
-            cooldown_s=cooldown_s, confirm_timeout_s=confirm_timeout_s,
-            order_timeout_s=order_timeout_s, max_retries=max_retries, workers=order_workers,
-            settle_s=window_s + 2 * period_s if settle_s is None else settle_s)
-        self.rounds = DecisionRounds(
-            self.engine, self.links, self.alarms, self.flows, self.windows, self.book, self.sampler,
-            registry, self.leaf_of, self.out, self.orders.act, dataplane=self.dataplane,
-            top_n=top_n, safety=safety,
-            decide_level=decide_level, decide_every_s=decide_every_s, min_samples=min_samples,
-            samples_per_flow=samples_per_flow, early_decide=early_decide, proof_s=proof_s,
-            cooldown_s=cooldown_s, switch_unsettled=self._switch_unsettled)
-        # the detours the plan installed (a fabric whose spines miss some leaf), kept by
-        # DetourSync; the groups the fault handling rewrites are the others
-        self.detour_sync = DetourSync(self.engine, self.links, self.tables, self.out,
-                                      installed=fabric_detours(fabric))
-        programmed_groups = {n: {gid: g for gid, g in m.groups.items()
-                                 if gid not in self.detour_sync.detours.get(n, {})}
-                             for n, m in programmer.hash_model().switches.items()}
-        self.faults = LinkFaults(self.links, self.engine, self.tables, self.sampler, self.detour_sync,
-                                 self.out, dead_links=self.dead_links, pause=self.pause,
-                                 programmed_groups=programmed_groups, follow=self.rounds.follow)
-        link_reconciler = LinkReconciler(self.tables, self.engine, self.links, programmed_groups,
-                                         self.detour_sync, self.faults.rewrite_groups, self.out)
-        self.reconciliation = Reconciliation(self.tables, self.engine, self.links, self.sampler,
-                                             self.book, self.leaf_of, link_reconciler.run, self.out,
-                                             cooldown_s=cooldown_s, window_s=window_s)
-        self.restarts = SwitchRestarts(self.engine, self.links, self.tables, self.sampler, self.book,
-                                       self.detour_sync, self.windows, self._forget_counters,
-                                       self.out)
-        self.expiry = OverrideExpiry(self.engine, self.links, self.flows, self.book, self.sampler,
-                                     self.orders.delete_override, self.out,
-                                     idle_s=override_idle_s, probe_s=override_probe_s)
-        self.ticks = 0
-        self.digest_errors = 0
+    def __init__(self, fabric: Any, programmer: Any, registry: Any = None,
+                 settings: LoopSettings = LoopSettings(), *, log: Optional[DecisionLog] = None,
+                 metrics: Optional[GorMetrics] = None) -> None:
+        self.fabric, self.programmer, self.registry, self.settings = fabric, programmer, registry, settings
+        # the state the parts share, one typed bundle (the loop's own steps use it too)
+        st = self.state = LoopState.for_fabric(fabric, programmer, registry, settings,
+                                               LoopOutputs(log, metrics))
+        self.out, self.links, self.engine, self.alarms, self.flows = st.out, st.links, st.engine, st.alarms, st.flows
+        self.windows, self.dataplane, self.book, self.tables = st.windows, st.dataplane, st.book, st.tables
+        self.digests: "queue.Queue[tuple[str, Any, float]]" = queue.Queue()
+        # one part per concern, each given the shared state, its settings and its callbacks
+        self.sampler = Sampling(st, one_in_n=settings.one_in_n, needed=self._sampling_needed)
+        self.orders = MoveOrders(st, self.sampler, settings)
+        self.rounds = DecisionRounds(st, self.sampler, settings, self.orders.act,
+                                     switch_unsettled=self._switch_unsettled)
+        self.detour_sync = DetourSync(st, installed=fabric_detours(fabric))
+        self.faults = LinkFaults(st, self.sampler, self.detour_sync, settings, follow=self.rounds.follow)
+        self.reconciliation = Reconciliation(st, self.sampler, LinkReconciler(st, self.detour_sync, self.faults).run,
+                                             settings)
+        self.restarts = SwitchRestarts(st, self.sampler, self.detour_sync, self.faults.forget_counters)
+        self.expiry = OverrideExpiry(st, self.sampler, self.orders.delete_override, settings)
+        self.ticks = self.digest_errors = 0
 
     def close(self) -> None:
         """Stop the order thread pool (agent calls still running finish on their own)."""
         self.orders.close()
-
-    def _forget_counters(self, link: LinkKey) -> None:
-        """A restored switch began again: its counters (:class:`LinkFaults`) and its own
-        reports (alarm seq numbers, elephants) start from zero."""
-        self.faults.forget_counters(link)
-        self.dataplane.forget(link)
-        self.alarms.forget_report(link)
 
     def _sampling_needed(self, link: LinkKey) -> bool:
         """Something besides an alarm needs sampling on ``link``: a follow-up round may
@@ -332,7 +266,7 @@ class GorLoop:
     @property
     def settle_s(self) -> float:
         """How long a confirmed move stays in flight."""
-        return self.orders.settle_s
+        return self.settings.move_settle_s
 
     def link_name(self, link: LinkKey) -> str:
         """``"b0r0l0->s0"`` (the telemetry's name), ``"b0r0l0:3->s0"`` with parallel links."""
@@ -351,7 +285,7 @@ class GorLoop:
         >>> poller.period_s = 0.1 if loop.busy() else 0.25       # doctest: +SKIP
         """
         return bool(self.book.pending or self.rounds.follow_up or self.faults.probes
-                    or self.alarms.active(AlarmLevel.NOTICE) or self.dead_links.suspects())
+                    or self.alarms.active(AlarmLevel.NOTICE) or self.faults.dead_links.suspects())
 
     # ------------------------------------------------------------------ inputs
     def submit_digests(self, switch: str, digest: Any) -> None:
@@ -414,7 +348,7 @@ class GorLoop:
         self.restarts.drain_events(t_s)
         self._telemetry(t_s, samples)
         self._drain_digests(t_s)
-        if self.detect_dead_links:
+        if self.settings.detect_dead_links:
             self.faults.watch_links(t_s, samples)
         self.reconciliation.expire_adopted(t_s)
         self.orders.check(t_s)

@@ -1,13 +1,12 @@
 """GOR's orders: sending moves and overrides, following them until the counters confirm
 them, retrying and rolling back (see :mod:`controller.gor.loop` for the rules).
 
-:class:`MoveOrders` is constructed with what it uses: the flow registry (the agents), the
-:class:`~controller.gor.moves.MoveBook` it records every order in (``pending``,
-``moved``, ``flow_ids``, ``overrides``), the :class:`~controller.gor.elephants.FlowTable`
-whose digests confirm a move, the :class:`~controller.gor.paths.LinkState` (names,
-measured loads), the :class:`~controller.gor.tables.Sampling` it turns on at each new
-path's first link, the :class:`~controller.gor.tables.SwitchTables` it writes override
-entries with, and the :class:`~controller.gor.outputs.LoopOutputs`. Its public methods:
+:class:`MoveOrders` is built from the loop's :class:`~controller.gor.shared.LoopState` (the
+flow registry: the agents; the :class:`~controller.gor.moves.MoveBook` it records every order
+in: ``pending``, ``moved``, ``flow_ids``, ``overrides``; the flow table whose digests
+confirm a move; the ``LinkState``: names, measured loads; the switch tables it writes
+override entries with; the outputs), the :class:`~controller.gor.sampling.Sampling` it turns
+on at each new path's first link, and the settings. Its public methods:
 
 * :meth:`MoveOrders.act` — carry out one order of a decision round;
 * :meth:`MoveOrders.check` — each tick: agent answers, confirmation, settling, retry,
@@ -27,9 +26,7 @@ another host's flow; ``host/agent/guard.py``) fails the call: rolled back, not r
 
 Example (fakes for the switches and the registry, see ``tests/controller/test_gor_loop.py``)::
 
-    >>> orders = MoveOrders(registry, MoveBook(), flows, links, sampling, tables, LoopOutputs(),
-    ...                     cooldown_s=10.0, confirm_timeout_s=3.0, order_timeout_s=2.0,
-    ...                     settle_s=1.1, max_retries=1, workers=4)        # doctest: +SKIP
+    >>> orders = MoveOrders(state, sampling, LoopSettings(confirm_timeout_s=3.0))  # doctest: +SKIP
     >>> orders.act(decision.orders[0], 1, t_s=1.0, agents=agents, planned=planned)  # doctest: +SKIP
     >>> orders.check(t_s=1.05); orders.close()                         # doctest: +SKIP
 """
@@ -41,11 +38,10 @@ from concurrent.futures import wait as wait_futures
 from typing import Any, Iterable, Mapping, Optional
 
 from controller.gor.decisions import FlowKey, MoveOrder, Order, OverrideOrder
-from controller.gor.elephants import FlowTable
-from controller.gor.moves import MoveBook, MoveInFlight
-from controller.gor.outputs import LoopOutputs
+from controller.gor.moves import MoveInFlight
 from controller.gor.paths import LinkState
-from controller.gor.tables import Sampling, SwitchTables
+from controller.gor.sampling import Sampling
+from controller.gor.shared import LoopSettings, LoopState
 
 OVERRIDE_TABLE = "FabricIngress.override.flows"
 OVERRIDE_ACTION = "FabricIngress.override.set_nexthop"
@@ -77,23 +73,18 @@ def _path_nodes(path: Any, links: Any) -> list[str]:
 class MoveOrders:
     """Orders sent, followed, confirmed, retried and rolled back (see the module docstring).
 
-    ``cooldown_s``: how long a moved flow (old and new 5-tuple) is left alone;
+    Settings: ``cooldown_s``: how long a moved flow (old and new 5-tuple) is left alone;
     ``confirm_timeout_s``: how long a move may go unseen on its new link;
     ``order_timeout_s``: the agent call's timeout and the order's lifetime (its expiry);
-    ``settle_s``: how long a confirmed move stays in flight; ``max_retries``: re-sends of
-    a refused or failed order; ``workers``: threads for agent calls.
+    ``move_settle_s``: how long a confirmed move stays in flight; ``max_retries``: re-sends of
+    a refused or failed order; ``order_workers``: threads for agent calls.
     """
 
-    def __init__(self, registry: Any, book: MoveBook, flows: FlowTable, links: LinkState,
-                 sampling: Sampling, tables: SwitchTables, outputs: LoopOutputs, *,
-                 cooldown_s: float, confirm_timeout_s: float, order_timeout_s: float,
-                 settle_s: float, max_retries: int, workers: int) -> None:
-        self.registry, self.book, self.flows, self.links = registry, book, flows, links
-        self.sampling, self.tables, self._out = sampling, tables, outputs
-        self.cooldown_s, self.confirm_timeout_s = cooldown_s, confirm_timeout_s
-        self.order_timeout_s, self.settle_s, self.max_retries = order_timeout_s, settle_s, max_retries
+    def __init__(self, state: LoopState, sampling: Sampling, settings: LoopSettings) -> None:
+        self.registry, self.book, self.flows, self.links = state.registry, state.book, state.flows, state.links
+        self.sampling, self.tables, self._out, self.settings = sampling, state.tables, state.out, settings
         self._order_ids = itertools.count(1)
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gor-order")
+        self._pool = ThreadPoolExecutor(max_workers=settings.order_workers, thread_name_prefix="gor-order")
 
     def close(self, wait: bool = False) -> None:
         """Stop the thread pool: calls not started are cancelled, those running finish on
@@ -122,12 +113,12 @@ class MoveOrders:
                 m.seen_s = t_s
                 self._confirmed(m, t_s)
             if m.seen_s is not None:
-                if m.settled(t_s, self.settle_s):
+                if m.settled(t_s, self.settings.move_settle_s):
                     del self.book.pending[oid]
                     self.sampling.release(m.new_link)
             elif t_s >= m.deadline_s:
                 self._undo(m, t_s, f"not seen on {self.links.name(m.new_link)} within "
-                                   f"{self.confirm_timeout_s:g} s")
+                                   f"{self.settings.confirm_timeout_s:g} s")
 
     def _agent_state(self, m: MoveInFlight, t_s: float, confirmed: bool = False) -> bool:
         """Follow the agent's side of a move order; False when the order was closed or
@@ -138,7 +129,7 @@ class MoveOrders:
             if not fut.done():
                 if t_s >= m.deadline_s and not confirmed:
                     self._close(m, "rolled_back", f"agent did not answer within "
-                                                  f"{self.confirm_timeout_s:g} s")
+                                                  f"{self.settings.confirm_timeout_s:g} s")
                     return False
                 return True
             m.future = None
@@ -204,7 +195,7 @@ class MoveOrders:
         o = m.order
         if isinstance(o, MoveOrder) and m.flow_id and self.registry is not None:
             fid, sport = m.flow_id, o.flow.sport
-            self._pool.submit(self.registry.move, fid, sport, timeout_s=self.order_timeout_s)
+            self._pool.submit(self.registry.move, fid, sport, timeout_s=self.settings.order_timeout_s)
         elif isinstance(o, OverrideOrder):
             self.delete_override(o.flow, [e.switch for e in o.entries])
             self.book.overrides.pop(o.flow, None)
@@ -227,14 +218,14 @@ class MoveOrders:
             if fid is None:
                 self._out.error(f"{f}: no registered flow for a move order")
                 return
-            self._send_move(order, fid, rid, t_s, self.max_retries)
+            self._send_move(order, fid, rid, t_s, self.settings.max_retries)
         elif isinstance(order, OverrideOrder):
             self._send_override(order, rid, t_s)
 
     def _track(self, m: MoveInFlight, t_s: float) -> None:
         self.book.pending[m.order_id] = m
-        self.book.rest(m.order.flow, t_s + self.cooldown_s)
-        self.book.rest(m.new_flow, t_s + self.cooldown_s)
+        self.book.rest(m.order.flow, t_s + self.settings.cooldown_s)
+        self.book.rest(m.new_flow, t_s + self.settings.cooldown_s)
         if m.new_link not in self.sampling:
             # written by the loop once the round's orders are out (Sampling.flush): the
             # round's next order does not wait for it
@@ -248,10 +239,10 @@ class MoveOrders:
         except Exception:  # noqa: BLE001
             pass
         oid = f"move-{next(self._order_ids)}"
-        m = MoveInFlight(oid, fid, order, rid, t_s, t_s + self.confirm_timeout_s, retries,
+        m = MoveInFlight(oid, fid, order, rid, t_s, t_s + self.settings.confirm_timeout_s, retries,
                          host=host)
         m.future = self._pool.submit(self.registry.move, fid, order.new_sport,
-                                     timeout_s=self.order_timeout_s)
+                                     timeout_s=self.settings.order_timeout_s)
         self.book.flow_ids[m.new_flow] = fid
         if self._out.decision_log is not None:
             self._out.decision_log.order_sent(oid, str(order.flow), host=host, sport=order.new_sport,
@@ -294,7 +285,7 @@ class MoveOrders:
                 return
             written.append(e.switch)
         self.book.overrides[f] = order.path
-        self._track(MoveInFlight(oid, None, order, rid, t_s, t_s + self.confirm_timeout_s), t_s)
+        self._track(MoveInFlight(oid, None, order, rid, t_s, t_s + self.settings.confirm_timeout_s), t_s)
 
 
 __all__ = ["MoveOrders", "OVERRIDE_ACTION", "OVERRIDE_TABLE", "override_match"]

@@ -26,12 +26,12 @@ ECMP groups and routes (the ``reconcile_links`` callback:
 :meth:`controller.gor.reconcile_links.LinkReconciler.run`), so an override through a link
 that is down is deleted and the path engine plans on the fabric as it is.
 
-:class:`Reconciliation` is owned by :class:`controller.gor.loop.GorLoop` and constructed
-with what it uses: the :class:`~controller.gor.tables.SwitchTables` (the connections it
-reads and deletes through), the path engine, the :class:`~controller.gor.linkstate.LinkState`,
-the :class:`~controller.gor.tables.Sampling` it adopts entries into, the
-:class:`~controller.gor.moves.MoveBook` it records adopted overrides in, the NIC → leaf
-map and the outputs. It holds the adopted sampling entries' grace (link → until).
+:class:`Reconciliation` is owned by :class:`controller.gor.loop.GorLoop` and built from the
+loop's :class:`~controller.gor.shared.LoopState` (of which it uses the switch tables it reads
+and deletes through, the path engine, the ``LinkState``, the ``MoveBook`` it records adopted
+overrides in, the NIC → leaf map and the outputs), the
+:class:`~controller.gor.sampling.Sampling` it adopts entries into, ``reconcile_links`` and the
+settings (``cooldown_s``, ``window_s``). It holds the adopted sampling entries' grace (link → until).
 
 A switch that does not answer is logged and skipped. The decision log gets one
 ``reconciled`` record with what was adopted and deleted (``down_links``,
@@ -50,11 +50,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional
 
 from controller.gor.decisions import FlowKey, LinkKey, OverrideEntry, PathChoice
-from controller.gor.moves import MoveBook
 from controller.gor.orders import OVERRIDE_ACTION, OVERRIDE_TABLE
-from controller.gor.outputs import LoopOutputs
-from controller.gor.paths import LinkState, PathEngine
-from controller.gor.tables import SAMPLING_ACTION, SAMPLING_KEY, SAMPLING_TABLE, Sampling, SwitchTables
+from controller.gor.sampling import Sampling
+from controller.gor.shared import LoopSettings, LoopState
+from controller.gor.tables import SAMPLING_ACTION, SAMPLING_KEY, SAMPLING_TABLE
 from controller.p4rt.codec import decode
 
 
@@ -121,13 +120,11 @@ class Reconciliation:
     long an adopted override's flow is left alone; an adopted sampling entry's grace is
     ``max(window_s, 1 s)``."""
 
-    def __init__(self, tables: SwitchTables, engine: PathEngine, links: LinkState,
-                 sampling: Sampling, book: MoveBook, leaf_of: Mapping[str, str],
-                 reconcile_links: Callable[[ReconcileReport], None], outputs: LoopOutputs, *,
-                 cooldown_s: float, window_s: float) -> None:
-        self.tables, self.engine, self.links, self.sampling = tables, engine, links, sampling
-        self.book, self.leaf_of, self._reconcile_links, self._out = book, leaf_of, reconcile_links, outputs
-        self.cooldown_s, self.window_s = cooldown_s, window_s
+    def __init__(self, state: LoopState, sampling: Sampling,
+                 reconcile_links: Callable[[ReconcileReport], None], settings: LoopSettings) -> None:
+        self.tables, self.engine, self.links, self.sampling = state.tables, state.engine, state.links, sampling
+        self.book, self.leaf_of, self._out = state.book, state.leaf_of, state.out
+        self._reconcile_links, self.settings = reconcile_links, settings
         self.adopted_sampling: dict[LinkKey, float] = {}   # reconciled entries: link → until
 
     def reconcile(self, t_s: float = 0.0) -> ReconcileReport:
@@ -161,7 +158,7 @@ class Reconciliation:
             path = self._override_path(flow, entries)
             if path is not None:
                 self.book.overrides[flow] = path
-                self.book.rest(flow, t_s + self.cooldown_s)
+                self.book.rest(flow, t_s + self.settings.cooldown_s)
                 report.adopted_overrides += len(entries)
             else:
                 for e in entries:
@@ -201,7 +198,7 @@ class Reconciliation:
                 or link not in self.links.capacity_bps or not self.links.is_up(link)):
             return False
         self.sampling.adopt(link, one_in_n, t_s)
-        self.adopted_sampling[link] = t_s + max(self.window_s, 1.0)
+        self.adopted_sampling[link] = t_s + max(self.settings.window_s, 1.0)
         return True
 
     def _delete(self, e: ReadEntry, report: ReconcileReport, kind: str) -> None:

@@ -26,17 +26,15 @@ The links come back as usual: an administrative ``link_up``, or the counters.
 from __future__ import annotations
 
 import ipaddress
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Mapping, Optional
 
 from controller.fabric.detours import Detour
 from controller.fabric.ecmp import LEAF_UPLINK_GROUP, link_group
 from controller.fabric.entries import T_GROUPS, T_MEMBERS, T_ROUTES
 from controller.gor.detour_sync import DetourSync
-from controller.gor.linkstate import LinkState
-from controller.gor.outputs import LoopOutputs
-from controller.gor.paths import PathEngine
+from controller.gor.faults import LinkFaults
 from controller.gor.reconcile import ReconcileReport
-from controller.gor.tables import SwitchTables
+from controller.gor.shared import LoopState
 from controller.p4rt.codec import decode
 from p4src.hashmodel import GroupModel
 
@@ -66,20 +64,17 @@ def _entries(conn: Any, info: Any, table: str) -> list[tuple[dict[str, Any], str
 class LinkReconciler:
     """Down links and detours read back from the switches (see the module docstring).
 
-    Constructed with the :class:`~controller.gor.tables.SwitchTables` (the connections it
-    reads), the path engine, the :class:`~controller.gor.linkstate.LinkState` it marks
-    links down in, the ECMP groups as programmed, the
-    :class:`~controller.gor.detour_sync.DetourSync`, ``rewrite_groups`` (bring a switch's
-    groups to the links now down: :meth:`controller.gor.faults.LinkFaults.rewrite_groups`)
-    and the outputs.
+    Constructed with the loop's :class:`~controller.gor.shared.LoopState` (the switch
+    tables it reads, the path engine, the ``LinkState`` it marks links down in), the
+    :class:`~controller.gor.detour_sync.DetourSync` and the
+    :class:`~controller.gor.faults.LinkFaults` (the ECMP groups as programmed, and
+    ``rewrite_groups``: bring a switch's groups to the links now down).
     """
 
-    def __init__(self, tables: SwitchTables, engine: PathEngine, links: LinkState,
-                 programmed_groups: Mapping[str, Mapping[int, GroupModel]], detours: DetourSync,
-                 rewrite_groups: Callable[[str], list[str]], outputs: LoopOutputs) -> None:
-        self.tables, self.engine, self.links = tables, engine, links
-        self.programmed_groups, self.detours = programmed_groups, detours
-        self._rewrite_groups, self._out = rewrite_groups, outputs
+    def __init__(self, state: LoopState, detours: DetourSync, faults: LinkFaults) -> None:
+        self.tables, self.engine, self.links, self._out = state.tables, state.engine, state.links, state.out
+        self.programmed_groups: Mapping[str, Mapping[int, GroupModel]] = faults.programmed_groups
+        self.detours, self._rewrite_groups = detours, faults.rewrite_groups
 
     def run(self, report: ReconcileReport) -> None:
         """Learn the down links and detours from every switch into ``report``, then bring

@@ -2,7 +2,7 @@
 reconnects to it, re-programs it and hands it back to GOR's loop — without ever blocking
 the loop or the telemetry poller.
 
-:class:`SwitchRecovery` runs next to a :class:`~controller.gor.telemetry.TelemetryPoller`
+:class:`SwitchRecovery` runs next to a :class:`~controller.telemetry.poller.TelemetryPoller`
 and a :class:`~controller.gor.loop.GorLoop` on one
 :class:`~controller.fabric_setup.FabricProgrammer`. Every ``retry_s`` it looks for
 *suspects*:
@@ -12,7 +12,10 @@ and a :class:`~controller.gor.loop.GorLoop` on one
 * a switch whose stream channel ended (``SwitchConnection.stream_alive``: the process went
   away; digests would no longer arrive);
 * a switch whose counters went backwards (``TelemetryPoller.resets``: a restart the poller
-  did not see fail).
+  did not see fail);
+* a switch on which GOR lost mastership (the switch named another primary:
+  :func:`~controller.gor.mastership.mastership_problem`): lost until GOR is its primary
+  again, reconnecting with its own election id on every pass.
 
 A suspect that still answers on its connection and holds its plan
 (:func:`~controller.switch_restore.check_switch`: pipeline, cookie, routes) is cleared.
@@ -25,7 +28,7 @@ with the same election id (the poller stops reading the switch once it answers: 
 push the pipeline and re-install the plan if the switch came back empty (ECMP groups from
 ``GorLoop.live_groups``: links GOR took down stay out), the ``flow_sample_t`` digest
 is enabled again, the new connection replaces the old one in ``programmer.connections``
-(the poller's :func:`~controller.gor.telemetry.connection_reader` and the digest readers
+(the poller's :func:`~controller.telemetry.poller.connection_reader` and the digest readers
 follow it), the poller resumes with a fresh baseline (``release``: counters restarted
 from zero, no interval spans the outage) and the loop gets the switch back
 (``GorLoop.submit_switch_back``: GOR's overrides and sampling re-installed at the next
@@ -49,6 +52,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from controller.gor.digests import DIGEST_LIST_SIZE, DIGEST_MAX_TIMEOUT_NS, DIGEST_NAME
+from controller.gor.mastership import attach_collector, mastership_problem
 from controller.switch_restore import RestoreReport, check_switch, reprogram_switch
 
 log = logging.getLogger("controller.gor.recovery")
@@ -102,13 +106,14 @@ class SwitchRecovery:
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         loop.recovery_attached = True
+        attach_collector(getattr(loop, "metrics", None), lambda: programmer.connections)
 
     # ------------------------------------------------------------------ passes
     def suspects(self) -> list[str]:
         """Switches to verify now: lost ones, stale ones, broken streams, reset counters."""
         out = set(self.lost) | set(self.poller.stale_switches()) | set(self.poller.resets)
         for sw, conn in list(self.programmer.connections.items()):
-            if getattr(conn, "stream_alive", True) is False:
+            if getattr(conn, "stream_alive", True) is False or mastership_problem(conn):
                 out.add(sw)
         return sorted(out)
 
@@ -128,6 +133,8 @@ class SwitchRecovery:
         if h is not None and getattr(h, "stale", False):
             return getattr(h, "last_error", "") or "does not answer"
         conn = self.programmer.connections.get(sw)
+        if mastership_problem(conn):
+            return str(mastership_problem(conn))
         if conn is not None and getattr(conn, "stream_alive", True) is False:
             return "stream channel closed"
         if sw in self.poller.resets:
@@ -151,7 +158,7 @@ class SwitchRecovery:
     def _intact(self, sw: str) -> bool:
         """The switch answers on its connection and holds its plan (nothing to do)."""
         conn = self.programmer.connections.get(sw)
-        if (conn is None or getattr(conn, "stream_alive", True) is False
+        if (conn is None or getattr(conn, "stream_alive", True) is False or mastership_problem(conn)
                 or sw in self.poller.stale_switches() or sw in self.poller.held):
             return False
         try:

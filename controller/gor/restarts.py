@@ -2,15 +2,14 @@
 and, once :class:`controller.gor.recovery.SwitchRecovery` has reconnected and re-programmed
 it, GOR's own state for that switch re-installed and ``switch_back`` logged.
 
-:class:`SwitchRestarts` is owned by :class:`controller.gor.loop.GorLoop` and constructed with
-what it uses: the path engine (the live ECMP groups), the
-:class:`~controller.gor.linkstate.LinkState`, the :class:`~controller.gor.tables.SwitchTables`
-it re-installs entries with, the :class:`~controller.gor.tables.Sampling` and
-:class:`~controller.gor.moves.MoveBook` (what to re-install), the
-:class:`~controller.gor.detour_sync.DetourSync`, the
-:class:`~controller.gor.windows.LoadWindows` and ``forget_counters`` (a restored switch's
-telemetry is forgotten: :meth:`controller.gor.faults.LinkFaults.forget_counters`) and the
-outputs. It holds the switches lost, their events and :attr:`SwitchRestarts.switch_log`.
+:class:`SwitchRestarts` is owned by :class:`controller.gor.loop.GorLoop` and built from the
+loop's :class:`~controller.gor.shared.LoopState` (the path engine: the live ECMP groups; the
+``LinkState``; the switch tables it re-installs entries with; the ``MoveBook``: what to
+re-install; the load windows and the switches' reports it forgets for a restored switch; the
+outputs), the :class:`~controller.gor.sampling.Sampling`, the
+:class:`~controller.gor.detour_sync.DetourSync` and ``forget_counters`` (a restored switch's
+dead-link evidence is forgotten: :meth:`controller.gor.faults.LinkFaults.forget_counters`).
+It holds the switches lost, their events and :attr:`SwitchRestarts.switch_log`.
 Its public methods:
 
 * :meth:`SwitchRestarts.observe_health` (each tick, with ``TelemetryPoller.health``): a
@@ -42,12 +41,10 @@ from typing import Any, Callable, Mapping, Optional
 
 from controller.gor.decisions import LinkKey
 from controller.gor.detour_sync import DetourSync
-from controller.gor.moves import MoveBook
 from controller.gor.orders import OVERRIDE_ACTION, OVERRIDE_TABLE, override_match
-from controller.gor.outputs import LoopOutputs
-from controller.gor.paths import LinkState, PathEngine
-from controller.gor.tables import SAMPLING_ACTION, SAMPLING_KEY, SAMPLING_TABLE, Sampling, SwitchTables
-from controller.gor.windows import LoadWindows
+from controller.gor.sampling import Sampling
+from controller.gor.shared import LoopState
+from controller.gor.tables import SAMPLING_ACTION, SAMPLING_KEY, SAMPLING_TABLE
 
 
 SWITCH_GRACE_S = 1.0
@@ -63,12 +60,11 @@ class SwitchRestarts:
     """Lost and restored switches (see the module docstring). ``recovery_attached``: a
     :class:`~controller.gor.recovery.SwitchRecovery` reports ``switch_back`` (set by it)."""
 
-    def __init__(self, engine: PathEngine, links: LinkState, tables: SwitchTables,
-                 sampling: Sampling, book: MoveBook, detours: DetourSync, windows: LoadWindows,
-                 forget_counters: Callable[[LinkKey], None], outputs: LoopOutputs) -> None:
-        self.engine, self.links, self.tables, self.sampling = engine, links, tables, sampling
-        self.book, self.detours, self.windows = book, detours, windows
-        self._forget_counters, self._out = forget_counters, outputs
+    def __init__(self, state: LoopState, sampling: Sampling, detours: DetourSync,
+                 forget_counters: Callable[[LinkKey], None]) -> None:
+        self.engine, self.links, self.tables, self.sampling = state.engine, state.links, state.tables, sampling
+        self.book, self.detours, self.windows, self._out = state.book, detours, state.windows, state.out
+        self.dataplane, self.alarms, self._forget_counters = state.dataplane, state.alarms, forget_counters
         self.recovery_attached = False                # a SwitchRecovery reports switch_back
         self.switch_events: "queue.Queue[tuple[str, str, Any, Optional[float]]]" = queue.Queue()
         self.lost_switches: dict[str, float] = {}     # switch → t_s it was lost
@@ -196,7 +192,9 @@ class SwitchRestarts:
                 failed.append("detours")
         for link in [l for l in self.links.peer if l[0] == sw]:
             self.windows.forget(link)
-            self._forget_counters(link)
+            self._forget_counters(link)          # the dead-link evidence (LinkFaults)
+            self.dataplane.forget(link)          # its own reports: alarm seq numbers, elephants
+            self.alarms.forget_report(link)
         for msg in failed:
             self._out.error(f"{sw}: after restore: {msg}")
         self._stale[sw] = False

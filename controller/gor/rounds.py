@@ -3,13 +3,11 @@ on them are elephants, and the round itself through :meth:`PathEngine.decide`.
 
 :class:`DecisionRounds` holds the rounds' own state — the follow-up links (links a round
 worked on, re-checked while above the safety threshold), when each link last had a round,
-the last decisions — and is constructed with what it reads: the path engine, the
-:class:`~controller.gor.paths.LinkState`, the :class:`~controller.gor.alarms.AlarmMonitor`,
-the :class:`~controller.gor.elephants.FlowTable`, the
-:class:`~controller.gor.windows.LoadWindows`, the
-:class:`~controller.gor.moves.MoveBook`, the :class:`~controller.gor.tables.Sampling`,
-the flow registry, the NIC → leaf map, the outputs, and ``act``: the callback that carries
-out an order (:meth:`controller.gor.orders.MoveOrders.act`).
+the last decisions — and is built from the loop's :class:`~controller.gor.shared.LoopState`
+(the path engine, the ``LinkState``, the alarms, the flow table, the load windows, the
+switches' reports, the ``MoveBook``, the registry, the NIC → leaf map, the outputs), the
+:class:`~controller.gor.sampling.Sampling`, the settings and ``act``: the callback that
+carries out an order (:meth:`controller.gor.orders.MoveOrders.act`).
 
 The rules are in the loop's module docstring: one round at a time, ``decide_every_s`` per
 link, ``min_samples`` (or ``samples_per_flow``) before ranking, early rounds on a proven
@@ -35,17 +33,13 @@ Example (the loop's own use)::
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, Iterable, Mapping, Optional
+from typing import Callable, Iterable, Mapping, Optional
 
-from controller.gor.alarms import AlarmMonitor
-from controller.gor.dataplane import DataplaneReports
 from controller.gor.decisions import AlarmLevel, FlowKey, LinkKey, Order, RoundDecision
-from controller.gor.elephants import FlowTable
-from controller.gor.moves import MoveBook, apply_in_flight
-from controller.gor.outputs import LoopOutputs
-from controller.gor.paths import ElephantFlow, LinkState, PathEngine
-from controller.gor.tables import Sampling
-from controller.gor.windows import LoadWindows
+from controller.gor.moves import apply_in_flight
+from controller.gor.paths import ElephantFlow, LinkState
+from controller.gor.sampling import Sampling
+from controller.gor.shared import LoopSettings, LoopState
 
 AgentFlows = Mapping[tuple[str, str, int, int], str]
 """(src, dst, sport, dport) → registered flow id."""
@@ -66,24 +60,13 @@ class DecisionRounds:
     (:meth:`SwitchRestarts.unsettled <controller.gor.restarts.SwitchRestarts.unsettled>`).
     """
 
-    def __init__(self, engine: PathEngine, links: LinkState, alarms: AlarmMonitor,
-                 flows: FlowTable, windows: LoadWindows, book: MoveBook, sampling: Sampling,
-                 registry: Any, leaf_of: Mapping[str, str], outputs: LoopOutputs, act: ActOn, *,
-                 dataplane: DataplaneReports,
-                 top_n: int, safety: float, decide_level: AlarmLevel, decide_every_s: float,
-                 min_samples: int, samples_per_flow: Optional[int], early_decide: bool,
-                 proof_s: float, cooldown_s: float,
+    def __init__(self, state: LoopState, sampling: Sampling, settings: LoopSettings, act: ActOn,
                  switch_unsettled: Callable[[str, float, Optional[float]], bool] = (
                      lambda sw, t_s, alarm_since: False)) -> None:
-        self.engine, self.links, self.alarms, self.flows = engine, links, alarms, flows
-        self.dataplane = dataplane
-        self.windows, self.book, self.sampling = windows, book, sampling
-        self.registry, self.leaf_of, self._out, self._act = registry, leaf_of, outputs, act
-        self.top_n, self.safety, self.decide_level = top_n, safety, decide_level
-        self.decide_every_s, self.min_samples = decide_every_s, min_samples
-        self.samples_per_flow, self.early_decide, self.proof_s = samples_per_flow, early_decide, proof_s
-        self.cooldown_s = cooldown_s
-        self.switch_unsettled = switch_unsettled
+        self.engine, self.links, self.alarms, self.flows = state.engine, state.links, state.alarms, state.flows
+        self.dataplane, self.windows, self.book, self.sampling = state.dataplane, state.windows, state.book, sampling
+        self.registry, self.leaf_of, self._out, self._act = state.registry, state.leaf_of, state.out, act
+        self.settings, self.switch_unsettled = settings, switch_unsettled
         self.left_alone: frozenset[FlowKey] = frozenset()   # never moved: see GorLoop.leave_alone
         self.follow_up: set[LinkKey] = set()          # links of past rounds, still over safety
         self.last_decision: dict[LinkKey, float] = {}
@@ -116,9 +99,9 @@ class DecisionRounds:
             return out
         for f in registered:
             out[(f.src_ip, f.dst_ip, f.sport, f.dst_port)] = f.flow_id
-            if f.moved_s_ago is not None and f.moved_s_ago < self.cooldown_s:
+            if f.moved_s_ago is not None and f.moved_s_ago < self.settings.cooldown_s:
                 self._remember_move(FlowKey(f.src_ip, f.dst_ip, 17, f.sport, f.dst_port),
-                                    f.flow_id, t_s + self.cooldown_s - f.moved_s_ago)
+                                    f.flow_id, t_s + self.settings.cooldown_s - f.moved_s_ago)
         return out
 
     def _remember_move(self, flow: FlowKey, fid: str, until_s: float) -> None:
@@ -159,7 +142,7 @@ class DecisionRounds:
         rates = {f: self.links.bps_of_pps(link, pps) for f, pps in reported.items()}
         known = [r for r in rates.values() if r is not None]
         if reported and (len(known) < len(rates)
-                         or sum(known) < self.safety * self.links.capacity_bps[link]):
+                         or sum(known) < self.settings.safety * self.links.capacity_bps[link]):
             # no poll has yet given the link's capacity in packets/s (shares of a link
             # offered more than its capacity would understate every flow), or what the
             # switch reported so far does not explain the alarm (the other elephants have
@@ -178,7 +161,7 @@ class DecisionRounds:
         out = []
         ranked = [kv for kv in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
                   if kv[0] not in self.left_alone]           # counted in the load, never moved
-        for flow, n in ranked[:self.top_n]:
+        for flow, n in ranked[:self.settings.top_n]:
             src, dst = self.leaf_of.get(flow.src), self.leaf_of.get(flow.dst)
             if src is None or dst is None or src == dst or self.book.resting(flow, t_s):
                 continue
@@ -201,13 +184,13 @@ class DecisionRounds:
         ``min_samples``, or with ``samples_per_flow`` set, that many per flow sampled on
         the link (at least two flows' worth), capped by ``min_samples`` — each flow's
         share is then known to about 1/√``samples_per_flow`` however few the flows."""
-        if self.samples_per_flow is None:
-            return self.min_samples
-        return min(self.min_samples, self.samples_per_flow * max(flows, 2))
+        if self.settings.samples_per_flow is None:
+            return self.settings.min_samples
+        return min(self.settings.min_samples, self.settings.samples_per_flow * max(flows, 2))
 
     def recent_util(self, link: LinkKey) -> float:
         """Mean utilisation of ``link`` over its last ``proof_s`` of samples (0 if none)."""
-        return self.windows.recent(link, self.proof_s)
+        return self.windows.recent(link, self.settings.proof_s)
 
     def reported_bps(self, link: LinkKey, t_s: float) -> Optional[float]:
         """What the elephants ``link``'s switch reported add up to, in the loads' basis
@@ -227,15 +210,15 @@ class DecisionRounds:
         threshold of the link (:meth:`reported_bps`: the switch's own measure of the same
         overload, known when the alarm arrives; the polls show it up to ``proof_s``
         later)."""
-        if not (self.early_decide and self.alarms.level(link) >= AlarmLevel.NOTICE):
+        if not (self.settings.early_decide and self.alarms.level(link) >= AlarmLevel.NOTICE):
             return False
-        if self.recent_util(link) > self.safety + 1e-9:
+        if self.recent_util(link) > self.settings.safety + 1e-9:
             return True
         offered = None if t_s is None else self.reported_bps(link, t_s)
-        return offered is not None and offered > self.safety * self.links.capacity_bps[link] + 1e-9
+        return offered is not None and offered > self.settings.safety * self.links.capacity_bps[link] + 1e-9
 
     def _trigger(self, link: LinkKey, t_s: Optional[float] = None) -> bool:
-        return self.alarms.level(link) >= self.decide_level or self.overloaded(link, t_s)
+        return self.alarms.level(link) >= self.settings.decide_level or self.overloaded(link, t_s)
 
     def _offered_bps(self, link: LinkKey, t_s: Optional[float] = None) -> float:
         """A trigger link that marks queues: whatever the counters could drain, its
@@ -268,11 +251,11 @@ class DecisionRounds:
         overload is proven (:meth:`overloaded`), then links an earlier round worked on
         that still measure above the safety threshold (their alarm may have cleared once
         the queue drained; the threshold is the goal)."""
-        hot = self.alarms.active(self.decide_level)
+        hot = self.alarms.active(self.settings.decide_level)
         hot += [l for l in self.alarms.active(AlarmLevel.NOTICE)
                 if l not in hot and self.overloaded(l, t_s)]
         for link in sorted(self.follow_up):
-            if self.links.util(link) <= self.safety + 1e-9:
+            if self.links.util(link) <= self.settings.safety + 1e-9:
                 self.follow_up.discard(link)
                 self.sampling.release(link)
             elif link not in hot:
@@ -291,7 +274,7 @@ class DecisionRounds:
         starved: set[LinkKey] = set()
         agents = self._agent_flows(t_s) if hot else {}
         for link in hot:
-            if t_s - self.last_decision.get(link, -float("inf")) < self.decide_every_s:
+            if t_s - self.last_decision.get(link, -float("inf")) < self.settings.decide_every_s:
                 continue
             if self._unsettled(link, t_s):
                 continue                              # a symptom of its switch, not elephants
@@ -351,7 +334,7 @@ class DecisionRounds:
         explain the alarm (:meth:`_elephants`) and its window holds too few samples (not:
         every elephant on it rests after a move)."""
         reported = self.reported_bps(link, t_s)
-        if reported is not None and reported >= self.safety * self.links.capacity_bps[link]:
+        if reported is not None and reported >= self.settings.safety * self.links.capacity_bps[link]:
             return False
         counts = self.flows.samples_on(link, t_s)
         return sum(counts.values()) < self.samples_needed(len(counts))
@@ -362,8 +345,8 @@ class DecisionRounds:
         may prove the overload (:meth:`overloaded`)."""
         return frozenset(
             l for l in self.alarms.active(AlarmLevel.NOTICE) if l not in hot
-            and self.early_decide
-            and t_s - self.last_decision.get(l, -float("inf")) >= self.decide_every_s
+            and self.settings.early_decide
+            and t_s - self.last_decision.get(l, -float("inf")) >= self.settings.decide_every_s
             and not self._unsettled(l, t_s))
 
 

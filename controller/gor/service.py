@@ -1,12 +1,13 @@
 """``python -m controller run``: GOR as a long-running service over a live fabric.
 
-Programs (or attaches to) the switches, starts the flow registry the agents call, the
-metrics server, one digest reader per switch and the telemetry poller whose every
-interval drives :meth:`controller.gor.loop.GorLoop.tick`; runs until SIGINT/SIGTERM.
-Before the first tick it reconciles what a previous GOR left in the switches
-(:meth:`GorLoop.reconcile`: override and sampling entries adopted or deleted). A
-:class:`~controller.gor.recovery.SwitchRecovery` thread reconnects to a switch that stopped
-answering and re-programs it when it came back empty (``switch_lost`` / ``switch_back``).
+Programs (or attaches to) the switches, then runs GOR through
+:class:`~controller.gor.runtime.GorRuntime` — the flow registry the agents call, the
+metrics server, one digest reader per switch, the telemetry poller whose every interval
+drives :meth:`controller.gor.loop.GorLoop.tick` and a
+:class:`~controller.gor.recovery.SwitchRecovery` that reconnects to a switch that stopped
+answering and re-programs it when it came back empty — until SIGINT/SIGTERM. Before the
+first tick the loop reconciles what a previous GOR left in the switches
+(:meth:`GorLoop.reconcile`: override and sampling entries adopted or deleted).
 
     python -m controller run --fabric build/topology.json --p4info build/fabric.p4info.txtpb \
         --config build/fabric.json --attach --metrics-port 9100
@@ -16,18 +17,29 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import os
+import signal
+import sys
+import threading
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
-from controller.gor.log import DecisionLog
-from controller.gor.loop import GorLoop, digest_reader, enable_digests
-from controller.gor.metrics import GorMetrics
+from astral_proto.security import CONTROLLER
+from astral_proto.tls import MutualTls
+from controller.fabric_setup import FabricProgrammer
+from controller.gor.decisions import FlowKey
+from controller.gor.runtime import GorOptions, GorRuntime
+from controller.gor.shared import LoopSettings
+from controller.p4rt import P4RuntimeClientError
+from controller.p4rt import tls as p4rt_tls
+from topo.model import load_fabric
 
 log = logging.getLogger("controller.gor.service")
 
 
 def _secret(path: Optional[Any]) -> bytes:
-    import os
+    """The token secret from ``--secret-file`` or ``$ASTRAL_FABRIC_SECRET`` (else a random
+    one, said)."""
     if path is not None:
         return path.read_bytes().strip()
     env = os.environ.get("ASTRAL_FABRIC_SECRET", "")
@@ -43,10 +55,7 @@ def _agent_security(tls_dir: Optional[Any]) -> Optional[Any]:
     fallback); ValueError/OSError naming the file that is wrong."""
     if tls_dir is None:
         return None
-    from astral_proto.security import CONTROLLER  # noqa: PLC0415
-    from astral_proto.tls import MutualTls  # noqa: PLC0415
     return MutualTls.from_dir(tls_dir, CONTROLLER)
-
 
 
 def probe_flows_of(path: Path) -> list[Any]:
@@ -66,7 +75,6 @@ def probe_flows_of(path: Path) -> list[Any]:
     ...
     ValueError: ...plan.json: $.paths[0].dst_ip: missing
     """
-    from controller.gor.decisions import FlowKey  # noqa: PLC0415
     try:
         data = json.loads(Path(path).read_text())
     except json.JSONDecodeError as exc:
@@ -93,47 +101,26 @@ def probe_flows_of(path: Path) -> list[Any]:
 
 
 def run_gor(args: Any) -> int:
-    """``python -m controller run``: program (or attach to) the fabric, start the registry,
-    the metrics server, the telemetry poller driving :meth:`GorLoop.tick`, one digest
-    reader per switch; run until SIGINT/SIGTERM. Exit status 0, 1 when a switch cannot be
-    reached at start, 2 on bad arguments."""
-    import signal
-    import sys
-    import threading
-
-    from controller.fabric_setup import FabricProgrammer
-    from controller.gor.metrics import MetricsServer
-    from controller.p4rt import tls as p4rt_tls
-    from controller.gor.reactor import Reactor
-    from controller.gor.recovery import SwitchRecovery
-    from controller.gor.telemetry import TelemetryPoller, connection_reader, fabric_links
-    from controller.p4rt import P4RuntimeClientError
-    from controller.registry import FlowRegistry, serve_registry
-    from topo.model import load_fabric
-
+    """``python -m controller run``: program (or attach to) the fabric, then run GOR
+    (:class:`~controller.gor.runtime.GorRuntime`: registry, metrics endpoint, loop, poller,
+    digest readers, reactor, recovery) until SIGINT/SIGTERM. Exit status 0, 1 when a switch
+    cannot be reached at start, 2 on bad arguments."""
     for path in (args.fabric, args.p4info, args.config):
         if not path.is_file():
             print(f"controller run: {path}: no such file", file=sys.stderr)
             return 2
     try:
         fabric = load_fabric(args.fabric)
-    except ValueError as exc:
-        print(f"controller run: {exc}", file=sys.stderr)
-        return 2
-    try:
         tls = p4rt_tls.from_arguments(args)
         agent_security = _agent_security(args.agent_tls_dir)
         probes = probe_flows_of(args.probe_plan) if getattr(args, "probe_plan", None) else []
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError) as exc:       # topo.spec.SpecError names the field and why
         print(f"controller run: {exc}", file=sys.stderr)
         return 2
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     prog = FabricProgrammer(fabric, args.p4info, args.config, timeout_s=args.timeout, tls=tls)
-    server = srv = poller = recovery = reactor = None
-    threads: list[threading.Thread] = []
-    dlog = DecisionLog(args.log)
     try:
         try:
             if args.attach:
@@ -146,68 +133,32 @@ def run_gor(args: Any) -> int:
         except (P4RuntimeClientError, OSError) as exc:
             print(f"controller run: {exc}", file=sys.stderr)
             return 1
-        failed = enable_digests(prog.connections, prog.connections)
-        if failed:
-            print(f"controller run: digest not enabled on {', '.join(failed)}", file=sys.stderr)
-        registry = FlowRegistry.from_fabric(fabric, agent_security or _secret(args.secret_file))
-        server, address = serve_registry(registry, args.registry_bind)
-        metrics = GorMetrics()
-        if args.metrics_port is not None:
-            srv = MetricsServer(metrics, port=args.metrics_port)
-            srv.start()
-            print(f"controller run: metrics on {srv.url}")
-        loop = GorLoop(fabric, prog, registry, period_s=args.period, safety=args.safety,
-                       top_n=args.top_n, log=dlog, metrics=metrics, one_in_n=args.one_in_n)
-        loop.leave_alone(probes)
-        rec = loop.reconcile(0.0)          # a predecessor's overrides and sampling entries
-        print(f"controller run: reconciled: {rec.adopted_overrides} override and "
-              f"{rec.adopted_sampling} sampling entries adopted, {rec.deleted_overrides} and "
-              f"{rec.deleted_sampling} deleted", flush=True)
-        readers = {name: connection_reader(prog.connections, name) for name in prog.connections}
-
-        steps = threading.Lock()          # tick (poller thread) and react (digest threads)
-
-        def on_tick(t_s: float, samples: Mapping[Any, Any]) -> None:
-            with steps:
-                loop.observe_health(poller.health if poller is not None else {}, t_s)
-                loop.tick(t_s, samples)
-
-        def on_alarm() -> None:
-            # a switch reported an alarm: act now (the polls keep their period)
-            with steps:
-                loop.react(poller.elapsed_s())
-
-        poller = TelemetryPoller(readers, fabric_links(fabric), period_s=args.period, on_tick=on_tick)
-        reactor = Reactor(on_alarm).start()   # the readers never wait for a reaction
-        for name, conn in prog.connections.items():
-            t = threading.Thread(target=digest_reader, args=(loop, name, prog.connections, stop),
-                                 kwargs={"on_alarm": reactor.request, "urgent": loop.wants_now},
-                                 name=f"digests-{name}", daemon=True)
-            t.start()
-            threads.append(t)
-        poller.start()
-        recovery = SwitchRecovery(prog, poller, loop)    # restarted switches re-programmed
-        recovery.start()
-        print(f"controller run: {len(prog.connections)} switches, registry on {address}, "
-              f"decision log {args.log}; Ctrl-C stops", flush=True)
-        stop.wait()
-        return 0
+        options = GorOptions(LoopSettings(period_s=args.period, safety=args.safety, top_n=args.top_n,
+                                          one_in_n=args.one_in_n),
+                             registry_bind=args.registry_bind, metrics_port=args.metrics_port,
+                             security=agent_security or _secret(args.secret_file), decision_log=args.log)
+        runtime = GorRuntime(fabric, prog, options,
+                             say=lambda msg: print(f"controller run: {msg}", file=sys.stderr))
+        runtime.leave_alone(probes)
+        try:
+            rec = runtime.start()                 # a predecessor's entries reconciled first
+        except (OSError, RuntimeError) as exc:    # e.g. the registry's address is taken
+            print(f"controller run: {exc}", file=sys.stderr)
+            return 1
+        try:
+            if runtime.metrics_server is not None:
+                print(f"controller run: metrics on {runtime.metrics_server.url}")
+            print(f"controller run: reconciled: {rec.adopted_overrides} override and "
+                  f"{rec.adopted_sampling} sampling entries adopted, {rec.deleted_overrides} and "
+                  f"{rec.deleted_sampling} deleted", flush=True)
+            print(f"controller run: {len(prog.connections)} switches, registry on "
+                  f"{runtime.registry_address}, decision log {args.log}; Ctrl-C stops", flush=True)
+            stop.wait()
+            return 0
+        finally:
+            runtime.stop()
     finally:
-        stop.set()
-        if reactor is not None:
-            reactor.stop()
-        if recovery is not None:
-            recovery.stop()
-        if poller is not None:
-            poller.stop()
-        for t in threads:
-            t.join(timeout=2)
-        if server is not None:
-            server.stop(0)
-        if srv is not None:
-            srv.stop()
         prog.close()
-        dlog.close()
 
 
 __all__ = ["probe_flows_of", "run_gor"]

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any, Iterable, Optional, TextIO
 
 from controller.gor.log import DEFAULT_LOG_PATH, read_log
-from controller.gor.metrics import MOVE_OUTCOMES, parse_metrics
+from controller.gor.metrics import MOVE_OUTCOMES
+from controller.telemetry.exposition import parse_metrics
 
 CLEAR_SCREEN = "\x1b[H\x1b[2J"
 MAX_MOVES_SHOWN = 15

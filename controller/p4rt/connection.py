@@ -25,11 +25,13 @@ Example::
 """
 from __future__ import annotations
 
+import logging
 import queue
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 import grpc
+from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
@@ -47,6 +49,11 @@ from controller.p4rt.tls import ClientTls, open_channel
 from controller.p4rt.writes import ATOMICITY, write_error, write_request
 
 DEFAULT_TIMEOUT_S = 10.0
+log = logging.getLogger("controller.p4rt")
+
+
+def _uint128(v: p4runtime_pb2.Uint128) -> int:
+    return (v.high << 64) | v.low
 
 
 class SwitchConnection:
@@ -56,13 +63,21 @@ class SwitchConnection:
     ``p4info=`` argument, or fetched from the switch with :meth:`fetch_pipeline`.
     ``auto_ack_digests`` acknowledges every DigestList as it arrives. ``tls``: connect
     over TLS with these credentials (plaintext when None).
+
+    Mastership is watched after :meth:`arbitrate`: when the switch says another client is
+    primary now, :attr:`is_primary` turns False, :attr:`mastership_lost_to` holds that
+    client's election id, :attr:`mastership_losses` counts it, a warning is logged and
+    ``on_mastership(connection)`` is called (the switch's later word that this client is
+    primary again turns :attr:`is_primary` back on). Writes keep failing
+    ``PERMISSION_DENIED`` meanwhile: the switch decides.
     """
 
     def __init__(self, addr: str, device_id: int = 0,
                  election_id: Union[int, tuple[int, int]] = (0, 1), *,
                  p4info: Optional[Union[str, Path, p4info_pb2.P4Info]] = None,
                  arbitrate: bool = True, auto_ack_digests: bool = True,
-                 timeout_s: float = DEFAULT_TIMEOUT_S, tls: Optional[ClientTls] = None) -> None:
+                 timeout_s: float = DEFAULT_TIMEOUT_S, tls: Optional[ClientTls] = None,
+                 on_mastership: Optional[Callable[["SwitchConnection"], None]] = None) -> None:
         self.addr, self.device_id, self.timeout_s = addr, device_id, timeout_s
         self.tls = tls
         self.election_id = election_uint128(election_id)
@@ -76,11 +91,15 @@ class SwitchConnection:
         self.stream_errors: "queue.Queue[p4runtime_pb2.StreamError]" = queue.Queue()
         self._stream: Optional[StreamChannel] = None
         self.is_primary = False
+        self.mastership_lost_to: Optional[int] = None
+        self.mastership_losses = 0
+        self.on_mastership = on_mastership
         try:
             grpc.channel_ready_future(self.channel).result(timeout=timeout_s)
             self._stream = StreamChannel(addr, on_packet=self._on_packet,
                                          on_digest=self._on_digest,
-                                         on_error=self.stream_errors.put)
+                                         on_error=self.stream_errors.put,
+                                         on_mastership=self._on_mastership)
             self._stream.start(self.stub)
             if arbitrate:
                 self.arbitrate()
@@ -97,6 +116,21 @@ class SwitchConnection:
         if self.auto_ack_digests:
             self.ack_digest(dl.digest_id, dl.list_id)
         self.digests.put(decoded)
+
+    def _on_mastership(self, upd: p4runtime_pb2.MasterArbitrationUpdate) -> None:
+        if upd.status.code == code_pb2.OK:
+            self.is_primary, self.mastership_lost_to = True, None
+            log.warning("%s device %d: primary again (election id %d)", self.addr, self.device_id,
+                        _uint128(upd.election_id))
+        else:
+            self.is_primary = False
+            self.mastership_losses += 1
+            self.mastership_lost_to = _uint128(upd.election_id) if upd.HasField("election_id") else None
+            log.warning("%s device %d: mastership lost: %s (primary's election id %s, ours %d)",
+                        self.addr, self.device_id, upd.status.message or code_pb2.Code.Name(upd.status.code),
+                        self.mastership_lost_to, _uint128(self.election_id))
+        if self.on_mastership is not None:
+            self.on_mastership(self)
 
     def _send(self, req: p4runtime_pb2.StreamMessageRequest) -> None:
         if self._stream is None:

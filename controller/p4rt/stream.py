@@ -3,7 +3,11 @@ thread reading the switch's stream, and mastership arbitration.
 
 :class:`StreamChannel` hands every PacketIn, DigestList and StreamError it reads to the
 callbacks it was given (the connection decodes them with its P4Info); arbitration
-answers it keeps for :meth:`StreamChannel.arbitrate`. The reader thread ends when the
+answers it keeps for :meth:`StreamChannel.arbitrate`. Once this client is primary, every
+later arbitration update is mastership news (P4Runtime spec, "Client Arbitration
+Notifications"): a status other than OK means another client is primary now — its
+election id is the update's — and OK that this client is primary again. They go to
+``on_mastership(update)`` and set :attr:`StreamChannel.primary`. The reader thread ends when the
 switch ends the stream or on :meth:`StreamChannel.close`.
 
 Example::
@@ -51,9 +55,15 @@ class StreamChannel:
     def __init__(self, addr: str, *,
                  on_packet: Callable[[p4runtime_pb2.PacketIn], None],
                  on_digest: Callable[[p4runtime_pb2.DigestList], None],
-                 on_error: Callable[[p4runtime_pb2.StreamError], None]) -> None:
+                 on_error: Callable[[p4runtime_pb2.StreamError], None],
+                 on_mastership: Optional[Callable[[p4runtime_pb2.MasterArbitrationUpdate], None]] = None,
+                 ) -> None:
         self.addr = addr
         self._on_packet, self._on_digest, self._on_error = on_packet, on_digest, on_error
+        self._on_mastership = on_mastership
+        self.primary = False
+        """Whether the switch's last word on this stream made it the primary."""
+        self._arbitrating = threading.Lock()
         self._requests: "queue.Queue[Optional[p4runtime_pb2.StreamMessageRequest]]" = queue.Queue()
         self._arbitration: "queue.Queue[p4runtime_pb2.MasterArbitrationUpdate]" = queue.Queue()
         self._closed = threading.Event()
@@ -73,7 +83,7 @@ class StreamChannel:
             for msg in self._stream:
                 kind = msg.WhichOneof("update")
                 if kind == "arbitration":
-                    self._arbitration.put(msg.arbitration)
+                    self._arbitration_update(msg.arbitration)
                 elif kind == "packet":
                     self._on_packet(msg.packet)
                 elif kind == "digest":
@@ -84,6 +94,17 @@ class StreamChannel:
             pass
         finally:
             self._closed.set()
+
+    def _arbitration_update(self, upd: p4runtime_pb2.MasterArbitrationUpdate) -> None:
+        """An answer :meth:`arbitrate` waits for, or (after it) mastership news."""
+        if self._arbitrating.locked():
+            self._arbitration.put(upd)
+            return
+        now = upd.status.code == code_pb2.OK
+        changed = now != self.primary
+        self.primary = now
+        if changed and self._on_mastership is not None:
+            self._on_mastership(upd)
 
     @property
     def alive(self) -> bool:
@@ -103,12 +124,14 @@ class StreamChannel:
         req = p4runtime_pb2.StreamMessageRequest()
         req.arbitration.device_id = device_id
         req.arbitration.election_id.CopyFrom(election_id)
-        self.send(req)
-        try:
-            resp = self._arbitration.get(timeout=timeout_s)
-        except queue.Empty:
-            raise NotPrimaryError(self.addr, device_id,
-                                  "no arbitration answer (stream closed or timed out)") from None
+        with self._arbitrating:
+            self.send(req)
+            try:
+                resp = self._arbitration.get(timeout=timeout_s)
+            except queue.Empty:
+                raise NotPrimaryError(self.addr, device_id,
+                                      "no arbitration answer (stream closed or timed out)") from None
+            self.primary = resp.status.code == code_pb2.OK
         if resp.status.code != code_pb2.OK:
             raise NotPrimaryError(self.addr, device_id,
                                   f"{code_pb2.Code.Name(resp.status.code)} {resp.status.message}")

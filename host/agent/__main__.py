@@ -1,6 +1,9 @@
-"""``python -m host.agent serve ...``: see :mod:`host.agent.launch`."""
+"""``python -m host.agent serve ...``: the NIC emulator's sender with its TCCL agent
+(:func:`host.agent.launch.send_argv` turns the options into ``python -m host.nic send``'s;
+see :mod:`host.agent.launch`)."""
 import sys
 
-from host.agent.launch import main
+from host.agent.launch import send_argv
+from host.nic.cli import main as nic_main
 
-sys.exit(main())
+sys.exit(nic_main(send_argv()))

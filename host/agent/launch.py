@@ -24,7 +24,9 @@ HMAC tokens (``astral_proto.auth.HostCredentials``, mode 0600).
         --iface b0s0-eth0 --dst-mac 02:.. --src-ip 10.0.0.1 --dst-ip 10.1.0.1 --sport 50000
 
 is the same as ``python -m host.nic send ... --agent-tls-dir ... --agent-host ...
---agent-registry ... --agent-bind ...``.
+--agent-registry ... --agent-bind ...`` (``host/agent/__main__.py`` runs that command with
+:func:`send_argv`'s arguments; this module imports nothing of the NIC's command line, which
+imports it).
 """
 from __future__ import annotations
 
@@ -131,10 +133,4 @@ def send_argv(argv: Optional[Sequence[str]] = None) -> list[str]:
     return ["send", *rest, *extra]
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Entry point of ``python -m host.agent``."""
-    from host.nic.cli import main as nic_main  # noqa: PLC0415
-    return nic_main(send_argv(argv))
-
-
-__all__ = ["agent_security", "build_parser", "main", "send_argv", "start_agent"]
+__all__ = ["agent_security", "build_parser", "send_argv", "start_agent"]

@@ -37,8 +37,10 @@ from pathlib import Path
 from types import FrameType
 from typing import Callable, ContextManager, Optional, Sequence
 
-from host.nic.dcqcn import DcqcnParams
+from host.agent.launch import agent_security, start_agent
+from host.agent.mover import QPMover
 from host.nic import stall
+from host.nic.dcqcn import DcqcnParams
 from host.nic.frames import DSCP_DATA, ROCE_UDP_PORT, FlowSpec
 from host.nic.io import FrameIO, NicPort, PacketSocket
 from host.nic.metricsfile import MetricsFile
@@ -202,8 +204,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         mover = security = None
         if args.cmd == "send" and (args.agent_creds is not None or args.agent_tls_dir is not None):
-            from host.agent.launch import agent_security  # noqa: PLC0415 (only with an agent)
-            from host.agent.mover import QPMover  # noqa: PLC0415
             try:
                 security = agent_security(tls_dir=args.agent_tls_dir, host=args.agent_host,
                                           creds=args.agent_creds)
@@ -213,7 +213,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             mover = QPMover()
         port = make_port(args, io, step_lock=mover.lock if mover is not None else None)
         if mover is not None and security is not None:
-            from host.agent.launch import start_agent  # noqa: PLC0415
             agent = start_agent(security, args.agent_registry or None, args.agent_bind,
                                 mover, port.senders)
         if args.metrics_file is not None:

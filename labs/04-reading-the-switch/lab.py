@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any, Callable, NamedTuple
 
 from controller.fabric import SwitchPlan
-from controller.gor.counter_reader import (QDEPTH_BIN_PKTS, QDEPTH_BINS, QDEPTH_HIST_COUNTER,
+from controller.telemetry.counter_reader import (QDEPTH_BIN_PKTS, QDEPTH_BINS, QDEPTH_HIST_COUNTER,
                                            qdepth_floor, qdepth_hist_index)
 from controller.p4rt import counter_entry
 from labs.labkit import LabSwitch, Report
@@ -255,8 +255,9 @@ def run(files_dir: Path, target: str) -> int:
         tls = sw.client_tls               # --tls: the shell presents the same certificate
         ssl = (f" --ssl --cacert {tls.ca_cert} --cert {tls.cert} --private-key {tls.key}"
                if tls is not None else "")
-        print("\nthe same with p4runtime-shell (another terminal, while this switch runs):\n"
-              f"  .venv/bin/python -m p4runtime_sh --grpc-addr {sw.grpc_addr} --device-id 0 "
+        print("\nthe same with p4runtime-shell (another terminal, while this switch runs; it has "
+              "its own environment, .venv-shell, which `make run` here made):\n"
+              f"  .venv-shell/bin/python -m p4runtime_sh --grpc-addr {sw.grpc_addr} --device-id 0 "
               f"--election-id 0,2{ssl}\n"
               "  P4Runtime sh >>> ce = CounterEntry('FabricIngress.telemetry.rx'); ce.index = 1\n"
               "  P4Runtime sh >>> for c in ce.read(): print(c.data.packet_count)\n"

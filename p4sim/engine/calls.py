@@ -50,6 +50,43 @@ def _declared_after(node: Any, other: Any) -> bool:
     return a is not None and b is not None and a.file == b.file and (a.line, a.col) > (b.line, b.col)
 
 
+def param_in_locals(ctl: A.ControlDecl, pname: str, controls: dict[str, A.ControlDecl], depth: int = 0) -> bool:
+    """Whether the parameter ``pname`` of the control ``ctl`` is named in one of its local
+    declarations (an action, a table, an instance's arguments), itself or through a control
+    it applies that names it so. p4c's inliner puts a control's locals where its instance is
+    declared and its apply body where it is applied: a parameter named by the locals then
+    refers to the extern given for it at the instance's declaration.
+
+    Example::
+
+        >>> from p4sim.frontend.parser import parse_text
+        >>> prog = parse_text("extern R { R(); void w(); }"
+        ...                   "control K(R r) { action a() { r.w(); } apply { a(); } }"
+        ...                   "control B(R r) { apply { r.w(); } }", "k.p4")
+        >>> _, k, b = prog.decls
+        >>> param_in_locals(k, "r", {}), param_in_locals(b, "r", {})
+        (True, False)
+    """
+    if depth > 16:
+        return False
+    for d in ctl.locals:
+        if any(isinstance(n, A.NameRef) and n.name == pname for n in A.iter_nodes(d)):
+            return True
+    instances = {d.name: d for d in ctl.locals if isinstance(d, A.Instantiation)}
+    for n in A.iter_nodes(ctl.body):
+        if not (isinstance(n, A.Call) and isinstance(n.func, A.Member) and n.func.name == "apply"
+                and isinstance(n.func.expr, A.NameRef) and n.func.expr.name in instances):
+            continue
+        nested = controls.get(getattr(instances[n.func.expr.name].type, "name", ""))
+        if nested is None:
+            continue
+        for param, arg in zip(nested.params, n.args):
+            if (arg.name is None and isinstance(arg.value, A.NameRef) and arg.value.name == pname
+                    and param_in_locals(nested, param.name, controls, depth + 1)):
+                return True
+    return False
+
+
 def extern_type_text(t: P4Type) -> str:
     """An extern type as P4 writes it (``register<bit<8>>``)."""
     if isinstance(t, ExternT) and t.type_args:
@@ -340,12 +377,17 @@ class CallCompiler:
                     tail_args=externs, exit_copies_aliased=False)
         return None
 
+    def _controls(self) -> dict[str, A.ControlDecl]:
+        return {d.name: d for d in self.cx.program.decls if isinstance(d, A.ControlDecl)}
+
     def extern_argument(self, inst: Any, p: A.Param, t: ExternT, a: Optional[A.Expr], e: A.Call,
                         site: Any = None) -> str:
         """The Python code of the extern instance an apply gives for the extern parameter
         ``p`` of ``inst`` (a parser or control instance, instantiated at ``site``). p4c
         substitutes the instance in the body: it refuses an instance applied with two
-        different ones, and stops (a compiler bug) on one declared after ``site``."""
+        different ones, and stops (a compiler bug) on one declared after ``site`` when the
+        control's local declarations name ``p`` (:func:`param_in_locals`; named only in its
+        apply body, p4c-bm2-ss 1.2.5.16 compiles it)."""
         x = self.expressions.expr(a) if a is not None else None
         if not (isinstance(x, RefEx) and x.sym.kind == "instance" and x.sym.value.kind == "extern"):
             where = a if a is not None else e
@@ -357,7 +399,8 @@ class CallCompiler:
                 and all(same_type(gt.type_args[k], t.type_args[k]) for k in t.type_args)):
             raise P4Error(f"{inst.name}: argument for parameter '{p.name}' has type "
                           f"{extern_type_text(gt)}, expected {extern_type_text(t)}", a.loc if a else e.loc)
-        if given.obj is not None and _declared_after(x.sym.decl, site):
+        if (given.obj is not None and _declared_after(x.sym.decl, site) and isinstance(inst.decl, A.ControlDecl)
+                and param_in_locals(inst.decl, p.name, self._controls())):
             raise P4Error(f"{given.name}: declared after {inst.name}, whose parameter '{p.name}' it is "
                           f"given for: p4c-bm2-ss cannot substitute it (it stops with a compiler bug); "
                           f"declare {given.name} first", a.loc if a else e.loc)

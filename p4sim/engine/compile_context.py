@@ -147,6 +147,7 @@ class CompileContext:
         # what the program declares, read by the loaded program
         self.error_codes: dict[str, int] = {}
         self.match_kinds: set[str] = set()
+        self.match_kind_locs: dict[str, Any] = {}   # where each match kind is declared
         self.tables_info: dict[str, Any] = {}   # fq name -> tables.TableInfo
         self.actions_by_fq: dict[str, ActionInfo] = {}
         self.digest_types: dict[str, StructLikeT] = {}
@@ -158,6 +159,8 @@ class CompileContext:
         self.direct_action_calls: set[str] = set()  # fq names of actions a control's body calls
         self.dead_code = 0                          # > 0 inside a branch a constant condition skips
         self.struct_types: list[StructLikeT] = []
+        # header types whose width is not a multiple of 8 -> their declaration (engine/header_widths.py)
+        self.odd_header_locs: dict[str, Any] = {}
         self.package: Optional[InstanceInfo] = None
 
     @property
@@ -265,7 +268,7 @@ class CompileContext:
     def lookup(self, name: str, node: Any, is_global: bool = False) -> Sym:
         sym = self.lookup_opt(name, is_global)
         if sym is None:
-            raise P4Error(f"'{name}' is not declared", getattr(node, "loc", None))
+            raise P4Error(f"{name}: declaration not found", getattr(node, "loc", None))   # p4c's ResolveReferences
         return sym
 
     def note_assign(self, sym: Sym) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any, Optional, Protocol
 
 from p4sim.engine.arith import arith_code, const_wrap, fold, lit, wrap
-from p4sim.engine.codegen import Ex, Sym, pyname
+from p4sim.engine.codegen import Ex, Sym, pyname, zero_value_code
 from p4sim.engine.compile_context import CompileContext, expr_text
 from p4sim.engine.typerefs import TypeResolver
 from p4sim.errors import P4Error, P4Unsupported
@@ -621,6 +621,13 @@ class ExpressionCompiler:
     # ------------------------------------------------------------------ aggregates
     def _x_ListExpr(self, e: A.ListExpr, expected: Optional[P4Type]) -> Ex:
         st = strip_new(expected) if expected is not None else None
+        if isinstance(st, StructLikeT) and not isinstance(st, UnionT) and e.elems and isinstance(e.elems[-1], A.DefaultExpr):
+            given = e.elems[:-1]     # `{ a, ... }`: the other fields take their default values (p4c's DefaultValues)
+            if len(given) > len(st.fields):
+                raise P4Error(f"initializer has {len(given)} elements but {st.name} has {len(st.fields)} fields", e.loc)
+            xs = [self.value_expr(x, ft) for x, (_, ft) in zip(given, st.fields)]
+            codes = [x.code for x in xs] + [zero_value_code(ft) for _, ft in st.fields[len(given):]]
+            return Ex(f"{st.pyclass}._from(({''.join(c + ', ' for c in codes)}))", expected)  # type: ignore[arg-type]
         if isinstance(st, StructLikeT) and not isinstance(st, UnionT):
             if len(e.elems) != len(st.fields):
                 raise P4Error(f"initializer has {len(e.elems)} elements but {st.name} has {len(st.fields)} fields", e.loc)
@@ -649,11 +656,14 @@ class ExpressionCompiler:
         for n in given:
             if st.field_type(n) is None:
                 raise P4Error(f"{st.name} has no field '{n}'", e.loc)
-        if set(given) != {n for n, _ in st.fields}:
+        if set(given) != {n for n, _ in st.fields} and not e.dots:
             missing = [n for n, _ in st.fields if n not in given]
             raise P4Error(f"initializer for {st.name} is missing field(s) {', '.join(missing)}", e.loc)
-        xs = [self.value_expr(given[n], ft) for n, ft in st.fields]
-        return _aggregate(f"{st.pyclass}._from(({''.join(x.code + ', ' for x in xs)}))", expected, xs)
+        xs = [self.value_expr(given[n], ft) for n, ft in st.fields if n in given]
+        values = iter(xs)
+        codes = [next(values).code if n in given else zero_value_code(ft) for n, ft in st.fields]
+        code = f"{st.pyclass}._from(({''.join(c + ', ' for c in codes)}))"
+        return Ex(code, expected) if e.dots else _aggregate(code, expected, xs)  # type: ignore[arg-type]
 
     def _x_Call(self, e: A.Call, expected: Optional[P4Type]) -> Ex:
         return self.calls.call(e, expected, as_statement=False)

@@ -18,6 +18,7 @@ from p4sim.engine import rt
 from p4sim.engine.codegen import pyname
 from p4sim.engine.compiler import Compiler, InstanceInfo
 from p4sim.engine.context import CloneRequest, PacketContext
+from p4sim.engine.header_widths import odd_header_message, odd_header_of
 from p4sim.engine.v1switch_checks import check_v1switch
 from p4sim.errors import P4Error
 from p4sim.frontend import ast as A
@@ -182,6 +183,10 @@ class CompiledProgram:
         if len(ptypes) != 3:
             raise P4Error("the v1model parser must have the parameters (packet_in, out H, inout M, inout standard_metadata_t)", None)
         self.headers_type, self.metadata_type, self.std_type = (strip_new(t) for t in ptypes)
+        for t in (self.headers_type, self.metadata_type):
+            odd = odd_header_of(t)
+            if odd is not None:
+                raise P4Error(odd_header_message(odd), compiler.cx.odd_header_locs.get(odd.name))
         hparam = [p for p in getattr(parser.decl, "params", []) if p.direction == "out"][:1]
         check_v1switch(self.blocks, self.headers_type, hparam[0].loc if hparam else None,
                        frozenset(d.name for d in compiler.program.decls if isinstance(d, A.ConstDecl)),
@@ -198,6 +203,15 @@ class CompiledProgram:
 
     def copy_packet(self, pv: rt.PacketVars) -> rt.PacketVars:
         return rt.PacketVars(pv.hdr._copy(), pv.meta._copy(), pv.std._copy())
+
+    def invalidate_headers(self, hdr: Any) -> None:
+        """Make every header of a headers struct invalid, fields kept (BMv2's
+        ``PHV::reset`` and ``reset_header_stacks`` when a packet leaves)."""
+        hdr._reset()
+
+    def copy_headers(self, dst: Any, src: Any) -> None:
+        """Copy validity and valid headers' fields (BMv2's ``PHV::copy_headers``)."""
+        rt.copy_headers(dst, src)
 
     def error_code(self, name: str) -> int:
         return self.error_codes[name]

@@ -148,6 +148,43 @@ def emit_bytes(ctx: Any, value: int, width: int) -> None:
     ctx.emitted += value.to_bytes(width >> 3, "big")
 
 
+def copy_headers(dst: Any, src: Any) -> None:
+    """Copy the headers of ``src`` into ``dst`` (a headers struct, a header, a stack or a
+    union) as BMv2's ``PHV::copy_headers`` copies a packet's PHV into a clone's or a
+    multicast copy's: each header's validity, the fields of the valid ones only (an
+    invalid header of ``dst`` keeps the fields it had, from the packet that used it
+    before), and each stack's ``nextIndex``.
+
+    Example::
+
+        >>> class H:
+        ...     __slots__ = ("_valid", "a")
+        ...     def _set(self, o): self._valid, self.a = o._valid, o.a
+        >>> src, dst = H(), H()
+        >>> src._valid, src.a, dst._valid, dst.a = False, 5, True, 9
+        >>> copy_headers(dst, src); (dst._valid, dst.a)
+        (False, 9)
+    """
+    if isinstance(src, HeaderStack):
+        dst.nextIndex = src.nextIndex
+        for d, s in zip(dst.h, src.h):
+            copy_headers(d, s)
+        return
+    slots = type(src).__slots__
+    if "_valid" in slots:   # a header
+        if src._valid:
+            dst._set(src)
+        else:
+            dst._valid = False
+        return
+    for name in slots:
+        value = getattr(src, name)
+        if isinstance(value, HeaderStack) or hasattr(value, "__slots__"):
+            copy_headers(getattr(dst, name), value)
+        else:
+            setattr(dst, name, value)
+
+
 class PacketVars:
     """The per-packet P4 state: user headers, user metadata and standard_metadata."""
 

@@ -27,6 +27,7 @@ from p4sim.engine.calls import CallCompiler
 from p4sim.engine.codegen import Ex, FnCtx, Sym, Writer, pyname, zero_value_code
 from p4sim.engine.compile_context import CompileContext, expr_text
 from p4sim.engine.expressions import ExpressionCompiler, RefEx, TypeEx, const_code
+from p4sim.engine.header_widths import odd_header_message, odd_header_of
 from p4sim.errors import P4Error, P4Unsupported
 from p4sim.frontend import ast as A
 from p4sim.frontend.types import (
@@ -314,9 +315,19 @@ class StatementCompiler:
             if d.init is None and id(d) in self.cx.unreferenced_locals:
                 return  # p4c's front end removes it before its back end could refuse it
             refuse_bmv2_array(t, d, local=True)
+        odd = odd_header_of(t)
+        if odd is not None:
+            if self.cx.unreferenced_locals is None:
+                self.cx.unreferenced_locals = unreferenced_locals(self.cx.program)
+            if id(d) not in self.cx.unreferenced_locals:
+                raise P4Error(odd_header_message(odd), self.cx.odd_header_locs.get(odd.name, d.loc))
         pn = self.new_var(d.name, t, d)
         if d.init is not None:
-            v = self.expressions.value_expr(d.init, t)
+            self.cx.declaring.append(d)   # `bit<8> i = i;` reads an outer i, as in p4c
+            try:
+                v = self.expressions.value_expr(d.init, t)
+            finally:
+                self.cx.declaring.pop()
             if strip_new(t).is_composite():
                 self.cx.w.line(f"{pn} = {zero_value_code(t)}")
                 self.cx.w.line(f"{pn}._set({v.code})")
@@ -327,7 +338,7 @@ class StatementCompiler:
 
     def new_var(self, name: str, t: P4Type, node: A.Node, writable: bool = True) -> str:
         pn = self.cx.pyvar(name)
-        self.cx.define(name, Sym("var", t, pn, fn=self.cx.fn, writable=writable), node)
+        self.cx.define(name, Sym("var", t, pn, fn=self.cx.fn, writable=writable, decl=node), node)
         return pn
 
     # ------------------------------------------------------------------ lvalues

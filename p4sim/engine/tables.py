@@ -16,16 +16,20 @@ Example::
 """
 from __future__ import annotations
 
+import re
+from types import SimpleNamespace
 from typing import Any, Optional, Protocol
 
 from p4sim.engine.codegen import FnCtx, Sym, Writer
-from p4sim.engine.compile_context import ActionInfo, CompileContext, InstanceInfo, expr_text
+from p4sim.engine.compile_context import ActionInfo, CompileContext, InstanceInfo, annotation_string, expr_text
 from p4sim.engine.entry_priorities import p4c_entry_order, p4runtime_priority
 from p4sim.engine.expressions import RefEx
 from p4sim.engine.statements import StatementCompiler
 from p4sim.errors import P4Error, P4Unsupported
 from p4sim.frontend import ast as A
-from p4sim.frontend.types import BitT, BoolT, EnumT, ErrorT, HeaderT, IntT, P4Type, TableT, bit_width, strip_new
+from p4sim.frontend.types import (
+    BitT, BoolT, EnumT, ErrorT, HeaderT, IntT, P4Type, StructLikeT, TableT, bit_width, strip_new,
+)
 from p4sim.runtime import tables as RT
 from p4sim.runtime.action_profile import ActionSelector
 from p4sim.runtime.errors import RuntimeStateError
@@ -44,6 +48,25 @@ def key_name(e: A.Expr) -> str:
             and not e.args):
         return expr_text(e.func.expr) + ".$valid$"
     return expr_text(e)
+
+
+def constant_text(e: A.IntLit) -> str:
+    """A literal as p4c's key names write a constant: no width, its value in the base it
+    was written in (hexadecimal in lower case).
+
+    Example::
+
+        >>> constant_text(A.IntLit(0xffff, 48, False, text="48w0xFFFF")), constant_text(A.IntLit(7, text="7"))
+        ('0xffff', '7')
+    """
+    digits = re.sub(r"^\d+[ws]", "", e.text or "").lower()
+    if digits.startswith("0x"):
+        return f"0x{e.value:x}"
+    if digits.startswith("0b"):
+        return f"0b{e.value:b}"
+    if digits.startswith("0o"):
+        return f"0o{e.value:o}"
+    return str(e.value)
 
 
 class TableInfo:
@@ -66,6 +89,37 @@ class TableCompiler:
         self.expressions = statements.expressions
         self.calls = statements.calls
         self.instances = instances
+
+    def p4c_key_name(self, e: A.Expr) -> str:
+        """The control-plane name p4c's TableKeyNames gives a key: as :func:`key_name`, but
+        a struct field with ``@name("n")`` is named ``n`` (``@name(".n")``: ``n`` alone,
+        the left side dropped, as in P4_14-translated programs), and a constant is written
+        without its width, in the base it was written in (``hdr.e.a & 0xffff``)."""
+        if isinstance(e, A.Member):
+            try:
+                base_t = strip_new(self.expressions.value_expr(e.expr).ty)
+            except P4Error:
+                base_t = None
+            fname = e.name
+            if isinstance(base_t, StructLikeT):   # the field's externalName()
+                field = SimpleNamespace(annotations=base_t.annotations.get(e.name, []))
+                fname = annotation_string(field, "name") or fname
+            if fname.startswith("."):
+                return fname[1:]
+            return f"{self.p4c_key_name(e.expr)}.{fname}"
+        if (isinstance(e, A.Call) and isinstance(e.func, A.Member) and e.func.name == "isValid"
+                and not e.args):
+            return self.p4c_key_name(e.func.expr) + ".$valid$"
+        if isinstance(e, A.Binary) and e.op == "&":
+            return f"{self.p4c_key_name(e.left)} & {self.p4c_key_name(e.right)}"
+        if isinstance(e, A.IntLit):
+            return constant_text(e)
+        if isinstance(e, A.NameRef):
+            sym = self.cx.lookup_opt(e.name)
+            init = getattr(getattr(sym, "decl", None), "value", None) if sym is not None and sym.kind == "const" else None
+            if isinstance(init, A.IntLit):   # p4c's constant folding puts the value there first
+                return constant_text(init)
+        return key_name(e)
 
     def table_decl(self, d: A.TableDecl) -> None:
         fq = self.cx.fq_name(d, d.name)
@@ -99,9 +153,10 @@ class TableCompiler:
                     code, width = x.code, self.cx.error_width
                 else:
                     raise P4Error(f"table {d.name}: key {expr_text(ke.expr)} of type {x.ty} cannot be matched", ke.loc)
-                name = self.cx.annotation_name(ke) or key_name(ke.expr)
-                if ke.match_kind not in RT.MATCH_KINDS:
-                    raise P4Unsupported(f"unsupported: match kind {ke.match_kind}", ke.loc)
+                name = self.cx.annotation_name(ke) or self.p4c_key_name(ke.expr)
+                if ke.match_kind not in RT.MATCH_KINDS:   # p4c-bm2-ss, at the match kind's declaration
+                    raise P4Error(f"{ke.match_kind}: match type not supported on this target",
+                                  self.cx.match_kind_locs.get(ke.match_kind, ke.loc))
                 keys.append(RT.KeyField(name, ke.match_kind, width))
                 if ke.match_kind == "selector" and isinstance(ke.expr, A.Member):
                     base = self.expressions.value_expr(ke.expr.expr)
@@ -173,7 +228,8 @@ class TableCompiler:
         size = 1024
         sp = d.prop("size")
         if sp is not None:
-            size = int(self.expressions.const_value(sp.value))
+            # p4c reads size 0 as its default (P4Info size and BMv2 max_size 1024)
+            size = int(self.expressions.const_value(sp.value)) or 1024
         impl = None
         ip = d.prop("implementation")
         if ip is not None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from p4sim.engine.compile_context import CompileContext
-from p4sim.errors import P4Error
+from p4sim.errors import P4Error, P4Unsupported
 from p4sim.frontend import ast as A
 from p4sim.frontend.types import (
     BitT, BlockT, BoolT, DontCareT, EnumT, ErrorT, ExternT, HeaderT, IntT, MatchKindT, P4Type, StackT,
@@ -40,10 +40,12 @@ class TypeResolver:
     def resolve(self, t: A.TypeRef) -> P4Type:
         if isinstance(t, A.BitType):
             w = self.const_value(t.width, None)
-            if not isinstance(w, int) or isinstance(w, bool) or w <= 0:
-                raise P4Error(f"width must be a positive integer, not {w}", t.loc)
-            if t.signed and w < 1:
-                raise P4Error("int<W> needs W >= 1", t.loc)
+            if not isinstance(w, int) or isinstance(w, bool):
+                raise P4Error(f"width must be an integer, not {w}", t.loc)
+            if w < 0:        # p4c's Type_Bits::get; bit<0> is a type (its one value is 0)
+                raise P4Error(f"Width {w} of type cannot be negative", t.loc)
+            if t.signed and w == 0:
+                raise P4Error("Width of signed type cannot be zero", t.loc)
             return BitT(w, t.signed)
         if isinstance(t, A.VarbitType):
             return VarbitT(int(self.const_value(t.width, None)))
@@ -70,6 +72,8 @@ class TypeResolver:
         raise P4Error(f"unexpected type {type(t).__name__}", t.loc)
 
     def _named(self, t: A.NamedType) -> P4Type:
+        if t.name == "list" and self.cx.lookup_opt("list") is None:
+            raise P4Unsupported("unsupported: list types", t.loc)
         for b in reversed(self.cx.type_bindings):
             if t.name in b and not t.args:
                 return b[t.name]

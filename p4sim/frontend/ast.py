@@ -240,9 +240,11 @@ class ListExpr(Expr):
 
 @dataclass(eq=False)
 class StructExpr(Expr):
-    """``{a = 1, b = 2}``, optionally typed ``(T){...}`` is parsed as Cast(T, StructExpr)."""
+    """``{a = 1, b = 2}``, optionally typed ``(T){...}`` is parsed as Cast(T, StructExpr);
+    ``dots``: written ``{a = 1, ...}`` (the other fields take their default values)."""
 
     fields: list[tuple[str, Expr]]
+    dots: bool = field(default=False, kw_only=True)
 
 
 @dataclass(eq=False)
@@ -397,11 +399,13 @@ class StructField(Node):
 
 @dataclass(eq=False)
 class StructLikeDecl(Decl):
-    """``header``, ``header_union`` or ``struct`` (``kind``)."""
+    """``header``, ``header_union`` or ``struct`` (``kind``); ``name_loc``: where the name
+    is written (p4c points there)."""
 
     kind: str = "struct"
     fields: list[StructField] = field(default_factory=list)
     type_params: list[str] = field(default_factory=list)
+    name_loc: Loc = field(default=NO_LOC, kw_only=True)
 
 
 @dataclass(eq=False)
@@ -422,7 +426,10 @@ class ErrorDecl(Decl):
 
 @dataclass(eq=False)
 class MatchKindDecl(Decl):
+    """``match_kind { a, b }``; ``member_locs``: where each member is written."""
+
     members: list[str] = field(default_factory=list)
+    member_locs: list[Loc] = field(default_factory=list, kw_only=True)
 
 
 @dataclass(eq=False)

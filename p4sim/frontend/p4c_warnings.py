@@ -34,13 +34,13 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Optional, Sequence
 
 from p4sim.errors import source_line
 from p4sim.frontend import ast as A
 from p4sim.frontend.loops import LoopingFunctions, called_functions
-from p4sim.frontend.text import expr_text
+from p4sim.frontend.text import at_name, expr_text
 from p4sim.frontend.uses import removed_blocks_and_tables, used_declarations
 
 _SYSTEM_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "p4include")
@@ -98,21 +98,8 @@ def _no_warn(anns: Iterable[A.Annotation]) -> bool:
     return any(a.name == "noWarn" and "unused" in a.raw for a in anns)
 
 
-def _at_name(loc: A.Loc, name: str) -> A.Loc:
-    """Where ``name`` is written at or after ``loc`` (p4c points at the name)."""
-    for extra in range(24):   # a declaration may span lines (a tuple typedef, an instance's arguments)
-        line = source_line(replace(loc, line=loc.line + extra))
-        if line is None:
-            break
-        m = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])").search(
-            line, loc.col - 1 if extra == 0 else 0)
-        if m:
-            return replace(loc, line=loc.line + extra, col=m.start() + 1)
-    return loc
-
-
 def _diag(loc: A.Loc, name: str, message: str, kind: str = "unused", level: str = "warning") -> Diagnostic:
-    return Diagnostic(_at_name(loc, name), kind, message, level, len(name))
+    return Diagnostic(at_name(loc, name), kind, message, level, len(name))
 
 
 # --------------------------------------------------------------------------- front end: unused

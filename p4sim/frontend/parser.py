@@ -144,8 +144,10 @@ class Parser:
         return False
 
     def name(self, what: str = "a name") -> str:
-        """An identifier (soft keywords such as ``key`` or ``apply`` are identifiers)."""
-        if self.tok.kind == "ident":
+        """An identifier (soft keywords such as ``key`` or ``apply`` are identifiers), or
+        ``list``, which p4c's grammar also takes as a name where it declares one (``match_kind
+        { list }``, a field or parameter) or names a match kind, though not in an expression."""
+        if self.tok.kind == "ident" or (self.tok.kind == "kw" and self.tok.value == "list"):
             return str(self.advance().value)
         raise self.error(what)
 
@@ -399,8 +401,9 @@ class Parser:
             elif v == "tuple":
                 self.advance()
                 base = A.TupleType(self.type_args(), loc=t.loc)
-            elif v == "list":
-                raise self.unsupported("list types")
+            elif v == "list":   # p4c's grammar; a value of it is refused by the checker
+                self.advance()
+                base = A.NamedType("list", self.type_args(), loc=t.loc)
             else:
                 raise self.error("a type")
         elif t.kind == "ident" or (self.at(".") and self.peek().kind == "ident"):
@@ -482,6 +485,7 @@ class Parser:
 
     def struct_like(self, annots: list[A.Annotation]) -> A.StructLikeDecl:
         start = self.advance()
+        name_loc = self.tok.loc
         name = self.name()
         self.type_names.add(name)
         tparams = self.type_params()
@@ -495,7 +499,8 @@ class Parser:
             self.expect(";")
             fields.append(A.StructField(ty, fname, fa, loc=ft.loc))
         self.expect("}")
-        return A.StructLikeDecl(name, str(start.value), fields, tparams, annotations=annots, loc=start.loc)
+        return A.StructLikeDecl(name, str(start.value), fields, tparams, annotations=annots, loc=start.loc,
+                                name_loc=name_loc)
 
     def enum_decl(self, annots: list[A.Annotation]) -> A.EnumDecl:
         start = self.expect("enum")
@@ -537,7 +542,11 @@ class Parser:
 
     def match_kind_decl(self, annots: list[A.Annotation]) -> A.MatchKindDecl:
         start = self.expect("match_kind")
-        return A.MatchKindDecl("match_kind", self.ident_list_block(), annotations=annots, loc=start.loc)
+        first = self.pos + 1     # the first member's token, after "{"
+        members = self.ident_list_block()
+        locs = [t.loc for t in self.toks[first:self.pos] if t.kind in ("ident", "kw")]
+        return A.MatchKindDecl("match_kind", members, annotations=annots, loc=start.loc,
+                               member_locs=locs if len(locs) == len(members) else [])
 
     # ------------------------------------------------------------------ parameters
     def params(self) -> list[A.Param]:
@@ -1315,9 +1324,12 @@ class Parser:
             return A.ListExpr([], loc=start.loc)
         if self.tok.kind == "ident" and self.peek().kind == "op" and self.peek().value == "=":
             fields: list[tuple[str, A.Expr]] = []
+            dots = False
             while True:
-                if self.at("..."):
-                    raise self.unsupported("'...' in struct initializers")
+                if self.at("..."):     # p4c's grammar: only last
+                    self.advance()
+                    dots = True
+                    break
                 n = self.name("a field name")
                 self.expect("=")
                 fields.append((n, self.expression()))
@@ -1326,7 +1338,7 @@ class Parser:
                 if self.at("}"):
                     break
             self.expect("}")
-            return A.StructExpr(fields, loc=start.loc)
+            return A.StructExpr(fields, loc=start.loc, dots=dots)
         elems: list[A.Expr] = [self.expression_or_dontcare()]
         while self.accept(","):
             if self.at("}"):

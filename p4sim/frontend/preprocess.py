@@ -42,6 +42,7 @@ class _P4Preprocessor(Preprocessor):
         super().__init__()
         self.rewrite_paths = []      # keep file names as opened (absolute for includes)
         self.texts: dict[str, str] = {}
+        self.string_spans: dict[str, list[tuple[int, int]]] = {}  # strings spanning lines, per file
         self.line_starts: dict[str, list[int]] = {}
 
     def register_text(self, name: str, text: str) -> None:
@@ -50,6 +51,7 @@ class _P4Preprocessor(Preprocessor):
         # text, so columns and the "was there a space before" test must use it too; the
         # original text is what diagnostics quote.
         self.texts[name] = _as_pcpp_lexes(text)
+        self.string_spans[name] = multiline_string_spans(self.texts[name])
         starts = [0]
         for i, ch in enumerate(self.texts[name]):
             if ch == "\n":
@@ -94,6 +96,13 @@ class _P4Preprocessor(Preprocessor):
         return None  # #line, #pragma: passed through, handled by the writer
 
     def on_comment(self, tok):  # type: ignore[override]
+        # p4c runs cpp with -C: comments stay in its output, where P4's lexer drops them,
+        # except inside a string literal spanning lines (cpp does not know such strings),
+        # e.g. an @entry_restriction("...") annotation: there the comment is the string's
+        # text (and P4Info's). Elsewhere it becomes whitespace, as before.
+        spans = self.string_spans.get(tok.source or "", ())
+        if any(a < tok.lexpos < b for a, b in spans):
+            return True
         return None
 
 
@@ -106,6 +115,36 @@ def _as_pcpp_lexes(text: str) -> str:
         'a;\\n\\nb;'
     """
     return "\n".join(line.rstrip() for line in text.splitlines())
+
+
+def multiline_string_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` offsets of the string literals of ``text`` that span lines (P4's
+    lexer takes a string to the next unescaped quote; comments outside strings skipped).
+
+    Example::
+
+        >>> multiline_string_spans('a("x") // "no"\\n@e("\\n  // kept\\n") "y"')
+        [(18, 30)]
+    """
+    spans: list[tuple[int, int]] = []
+    i, n = 0, len(text)
+    while i < n:
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+        elif text[i] == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            if "\n" in text[i:j]:
+                spans.append((i, j))
+            i = j + 1
+        else:
+            i += 1
+    return spans
 
 
 def _check_comments(name: str, text: str) -> None:
@@ -230,6 +269,9 @@ class _Writer:
                 if tok.lexpos == 0 or tok.lexpos > len(text) or text[tok.lexpos - 1].isspace():
                     self.emit(" ")
             self.emit(tok.value)
+            if "\n" in tok.value:   # a /* */ comment kept inside a string spanning lines
+                self.line += tok.value.count("\n")
+                self.col = len(tok.value) - tok.value.rindex("\n")
         if pending:
             self.directive(pending)
         self.out.append("\n")

@@ -13,6 +13,10 @@ Example::
 """
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+
+from p4sim.errors import source_line
 from p4sim.frontend import ast as A
 
 
@@ -59,3 +63,17 @@ def type_text(t: A.TypeRef) -> str:
 
 
 __all__ = ["expr_text", "type_text"]
+
+
+def at_name(loc: A.Loc, name: str) -> A.Loc:
+    """Where ``name`` is written at or after ``loc`` (p4c points at the name of a
+    declaration or parameter; p4sim's nodes start where the declaration starts)."""
+    for extra in range(24):   # a declaration may span lines (a tuple typedef, an instance's arguments)
+        line = source_line(replace(loc, line=loc.line + extra))
+        if line is None:
+            break
+        m = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])").search(
+            line, loc.col - 1 if extra == 0 else 0)
+        if m:
+            return replace(loc, line=loc.line + extra, col=m.start() + 1)
+    return loc

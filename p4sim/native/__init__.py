@@ -21,7 +21,9 @@ import os
 from typing import Any, Mapping, Optional
 
 from p4sim.native.build import NativeBuildError, compiler_status
+from p4sim.native.switch import NativeSwitch, native_program
 from p4sim.native.translate import NativeUnsupported
+from p4sim.v1model.switch import V1ModelSwitch
 
 ENGINES = ("auto", "native", "python")
 log = logging.getLogger("p4sim.native")
@@ -40,8 +42,6 @@ def engine_from_env(env: Optional[Mapping[str, str]] = None) -> str:
 
 def native_reason(program: Any) -> Optional[str]:
     """None when ``program`` runs on the native path, else why not (builds it once)."""
-    from p4sim.native.switch import native_program
-
     try:
         native_program(program)
         return None
@@ -56,8 +56,6 @@ def make_switch(program: Any, engine: str = "auto", **kwargs: Any) -> Any:
     per-packet trace is the Python engine's), runs on Python; the reason is logged once per
     program. ``clock_start_ns`` is for the native path only (its own monotonic clock from
     that instant instead of a Python ``clock``)."""
-    from p4sim.v1model.switch import V1ModelSwitch
-
     if engine not in ENGINES:
         raise ValueError(f"engine {engine!r}: expected one of {', '.join(ENGINES)}")
     start = kwargs.pop("clock_start_ns", None)
@@ -69,10 +67,14 @@ def make_switch(program: Any, engine: str = "auto", **kwargs: Any) -> Any:
     else:
         reason = native_reason(program)
     if reason is None:
-        from p4sim.native.switch import NativeSwitch
-
         if start is not None:      # the native clock from that instant, not a Python callable
             kwargs.pop("clock", None)
+        if kwargs.get("reuse_headers", True) and not getattr(program, "_native_fresh_said", False):
+            program._native_fresh_said = True
+            log.warning("p4sim: %s on the native path: every packet starts with fresh headers (BMv2 "
+                        "and the Python engine reuse the last packet's: a field of a header the "
+                        "parser did not extract reads 0 here); --engine python for BMv2's",
+                        getattr(program, "path", "the program"))
         return NativeSwitch(program, clock_start_ns=start, **kwargs)
     if engine == "native":
         raise NativeUnsupported(reason)

@@ -35,7 +35,6 @@ from p4sim.native.build import NativeBuildError, build
 from p4sim.native.translate import NativeUnsupported, TranslatedUnit, translate
 from p4sim.runtime import hashes as H
 from p4sim.runtime.tables import ActionCall, Exact, GroupRef, Lpm, MemberRef, Optional_, Range, Ternary
-from p4sim.v1model.constants import MAX_REPASSES
 from p4sim.v1model.sessions import clone_copies, clone_truncation, replicate
 from p4sim.v1model.switch import EgressResult, QueueMeta, SwitchStats
 
@@ -210,8 +209,13 @@ class NativeSwitch:
 
     def __init__(self, program: Any, cpu_port: Optional[int] = None, log: Optional[Callable[[str], None]] = None, *,
                  clock: Optional[Callable[[], int]] = None, priority_queues: int = 1,
-                 max_repasses: int = MAX_REPASSES, on_digest: Optional[Callable[[], None]] = None,
-                 clock_start_ns: Optional[int] = None) -> None:
+                 max_repasses: Optional[int] = None, on_digest: Optional[Callable[[], None]] = None,
+                 clock_start_ns: Optional[int] = None, reuse_headers: bool = True) -> None:
+        # reuse_headers: accepted for V1ModelSwitch's API; the native path always starts a
+        # packet with fresh (zero) headers, V1ModelSwitch's reuse_headers=False (p4sim/README.md,
+        # "The native path": a field of a header the parser did not extract reads 0, not the
+        # last packet's value as on BMv2 and the Python engine's default)
+        self.reuse_headers = False
         if log is not None:
             raise ValueError("the native path writes no per-packet trace (log must be None)")
         self.program = program
@@ -246,7 +250,8 @@ class NativeSwitch:
             start = 0
             self.clock = clock
             self._clock_cb = _CLOCK(self._cb_clock)
-        lib.p4n_set_options(self._sw, start, priority_queues, max_repasses)
+        lib.p4n_set_options(self._sw, start, priority_queues,
+                            (1 << 63) - 1 if max_repasses is None else max_repasses)   # None: no limit, as on BMv2
         self._meter_cb = _METER(self._cb_meter)
         self._hit_cb = _HIT(self._cb_hit)
         self._digest_cb = _DIGEST(self._cb_digest)

@@ -25,6 +25,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional, Union
 
+from p4sim.engine.codegen import pyname
 from p4sim.frontend.types import (
     BitT, BoolT, EnumT, ErrorT, HeaderT, P4Type, StackT, StructLikeT, StructT, UnionT, VarbitT,
     lookahead_width, packed_width, strip_new,
@@ -1803,7 +1804,6 @@ class Translator:
 
 
 def _pyname(name: str) -> str:
-    from p4sim.engine.codegen import pyname
     return pyname(name)
 
 

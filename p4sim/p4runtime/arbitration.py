@@ -18,7 +18,11 @@ Rules implemented:
   the highest seen (unset if there never was a primary);
 * roles: the default role (empty name) and named roles are separate arbitration domains,
   all with full pipeline access. ``role.config`` (a role definition) is refused with
-  ``UNIMPLEMENTED``: p4sim has no out-of-band role scheme.
+  ``UNIMPLEMENTED`` unless the server runs a policy (``--p4rt-policy``,
+  :mod:`p4sim.p4runtime.authz`): then the server checks it before :meth:`Arbiter.update`
+  (``accept_config=True``), the config of the stream that becomes primary is the role's
+  (:meth:`Arbiter.role_config`), and every notification carries it (spec, "Client
+  Arbitration Notifications").
 
 Example::
 
@@ -37,6 +41,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from google.protobuf import any_pb2
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
@@ -77,6 +82,8 @@ class Session:
     device_id: Optional[int] = None
     role: Optional[str] = None
     election_id: Optional[int] = None
+    identity: Optional[str] = None          # the client certificate's common name
+    config: Optional[any_pb2.Any] = None    # the role.config it sent last
 
 
 @dataclass
@@ -84,6 +91,7 @@ class _RoleState:
     sessions: list[Session] = field(default_factory=list)
     primary: Optional[Session] = None
     highest: Optional[int] = None
+    config: Optional[any_pb2.Any] = None     # the role.config of the primary, most recent
 
 
 class Arbiter:
@@ -112,12 +120,22 @@ class Arbiter:
             st = self._roles.get(role)
             return st.primary if st is not None else None
 
+    def role_config(self, role: str) -> Optional[any_pb2.Any]:
+        """The ``role.config`` the role's primary sent most recently (None: unset, the
+        role's full definition)."""
+        with self._lock:
+            st = self._roles.get(role)
+            return st.config if st is not None else None
+
     # ------------------------------------------------------------------ updates
-    def update(self, session: Session, msg: p4runtime_pb2.MasterArbitrationUpdate) -> None:
-        """Handle one ``MasterArbitrationUpdate`` from ``session``; raises ArbitrationError."""
+    def update(self, session: Session, msg: p4runtime_pb2.MasterArbitrationUpdate,
+               accept_config: bool = False) -> None:
+        """Handle one ``MasterArbitrationUpdate`` from ``session``; raises ArbitrationError.
+        ``accept_config``: the caller checked ``role.config`` (a policy's server)."""
         role = msg.role.name
-        if msg.role.HasField("config"):
-            raise ArbitrationError("UNIMPLEMENTED", "role.config is not supported: p4sim has no role definitions")
+        if msg.role.HasField("config") and not accept_config:
+            raise ArbitrationError("UNIMPLEMENTED", "role.config is not supported: p4sim has no role "
+                                                    "definitions (python -m p4sim switch --p4rt-policy FILE has)")
         eid = election_id_value(msg.election_id) if msg.HasField("election_id") else None
         with self._lock:
             if session.device_id is None:
@@ -138,8 +156,11 @@ class Arbiter:
                 session.role = role
                 st.sessions.append(session)
             session.election_id = eid
+            session.config = msg.role.config if msg.role.HasField("config") else None
             before = st.primary
             self._elect(st)
+            if session is st.primary:          # spec: the primary's config is the role's
+                st.config = session.config
             if st.primary is not before or session is before or session is st.primary:
                 self._notify(role, st, st.sessions)
             else:
@@ -163,6 +184,8 @@ class Arbiter:
             st.sessions.remove(session)
             if st.primary is session:
                 self._elect(st)
+                if st.primary is not None:
+                    st.config = st.primary.config
                 self._notify(session.role, st, st.sessions)
 
     def _notify(self, role: str, st: _RoleState, to: list[Session]) -> None:
@@ -172,6 +195,8 @@ class Arbiter:
             arb.device_id = self.device_id
             if role:
                 arb.role.name = role
+            if st.config is not None:
+                arb.role.config.CopyFrom(st.config)
             if st.primary is not None and st.primary.election_id is not None:
                 _set_uint128(arb.election_id, st.primary.election_id)
             elif st.highest is not None:

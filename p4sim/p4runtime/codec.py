@@ -76,6 +76,23 @@ def encode_full_width(value: int, width: int) -> bytes:
     return (value & ((1 << (nbytes * 8)) - 1)).to_bytes(nbytes, "big")
 
 
+SHOWN_BYTES = 16
+"""At most this many bytes of a refused bytestring are quoted in its error: the error
+travels back in the batch's status (gRPC trailers, 16 KB by default), so a 100 MB value
+quoted whole would turn an INVALID_ARGUMENT into a lost status."""
+
+
+def _shown(data: bytes) -> str:
+    """``0x…`` of ``data``, its first :data:`SHOWN_BYTES` bytes and its length when longer.
+
+    >>> _shown(b"\x01\x02"), _shown(bytes(20))
+    ('0x0102', '0x00000000000000000000000000000000... (20 bytes)')
+    """
+    if len(data) <= SHOWN_BYTES:
+        return f"0x{data.hex()}"
+    return f"0x{data[:SHOWN_BYTES].hex()}... ({len(data)} bytes)"
+
+
 def decode_bytes(data: bytes, width: int, what: str = "value", signed: bool = False) -> int:
     """Integer value of a received bytestring, checked against ``width`` bits.
 
@@ -97,7 +114,7 @@ def decode_bytes(data: bytes, width: int, what: str = "value", signed: bool = Fa
     value = int.from_bytes(data, "big", signed=signed)
     if width > 0 and _min_bits(value, signed) > width:
         raise RuntimeStateError("OUT_OF_RANGE",
-                                f"{what}: bytestring 0x{data.hex()} does not fit in {width} bits")
+                                f"{what}: bytestring {_shown(data)} does not fit in {width} bits")
     return value
 
 

@@ -41,7 +41,7 @@ from p4sim.p4runtime.entities_externs import ExternStore
 from p4sim.p4runtime.entities_index import ProgramIndex
 from p4sim.p4runtime.entities_profiles import ProfileStore
 from p4sim.p4runtime.entities_tables import TableStore
-from p4sim.p4runtime.entities_values import fail
+from p4sim.p4runtime.entities_values import NewEntity, fail
 
 Undo = Callable[[], None]
 
@@ -113,8 +113,9 @@ class EntityStore:
         kind = self._kind(update.entity, read=False)
         return self._writers[kind](update.type, getattr(update.entity, kind))
 
-    def read(self, entity: pb.Entity) -> Iterator[pb.Entity]:
-        """Entities matching ``entity`` (wildcards per kind). The request is validated and
+    def read(self, entity: pb.Entity, new_entity: NewEntity = pb.Entity) -> Iterator[pb.Entity]:
+        """Entities matching ``entity`` (wildcards per kind), each made by ``new_entity``
+        (the server passes its response's ``entities.add``). The request is validated and
         the answer collected before this returns, so errors are raised here."""
         kind = self._kind(entity, read=True)
-        return iter(list(self._readers[kind](getattr(entity, kind))))
+        return iter(list(self._readers[kind](getattr(entity, kind), new_entity)))

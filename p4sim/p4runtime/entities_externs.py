@@ -32,8 +32,8 @@ from p4.v1 import p4runtime_pb2 as pb
 
 from p4sim.p4runtime.entities_index import ExternInfo, ProgramIndex
 from p4sim.p4runtime.entities_restore import meter_cells, restore_meter_cells, snapshot
-from p4sim.p4runtime.entities_tables import decode_meter_config, encode_counter, encode_meter_config
-from p4sim.p4runtime.entities_values import decode_bits, decode_p4data_bits, encode_p4data_bits, fail
+from p4sim.p4runtime.entities_tables import decode_meter_config, encode_meter_config
+from p4sim.p4runtime.entities_values import NewEntity, decode_bits, decode_p4data_bits, encode_p4data_bits, fail
 
 Undo = Callable[[], None]
 _SDN_PORT_BITS = 32
@@ -109,15 +109,25 @@ class ExternStore:
                 arr.write(i, p, b)
         return undo
 
-    def read_counters(self, msg: pb.CounterEntry) -> Iterator[pb.Entity]:
+    def read_counters(self, msg: pb.CounterEntry, new_entity: NewEntity = pb.Entity) -> Iterator[pb.Entity]:
         for ei in _targets(self.index.counters, msg.counter_id, "counter"):
-            arr = ei.obj
+            arr, counter_id = ei.obj, ei.extern_id
+            # encode_counter's choice, made once per counter (the hot path of GOR's and the
+            # monitor's polls: every cell of a counter in one Read)
+            packets_too = arr.unit in ("packets", "packets_and_bytes")
+            bytes_too = arr.unit in ("bytes", "packets_and_bytes")
             for i in _indices(msg, arr.size, f"counter {ei.name}", "Error when reading counter from target"):
-                ent = pb.Entity()
+                packets, nbytes = arr.read(i)
+                ent = new_entity()
                 out = ent.counter_entry
-                out.counter_id = ei.extern_id
+                out.counter_id = counter_id
                 out.index.index = i
-                encode_counter(arr.unit, *arr.read(i), out.data)
+                data = out.data
+                data.SetInParent()
+                if packets_too:
+                    data.packet_count = packets
+                if bytes_too:
+                    data.byte_count = nbytes
                 yield ent
 
     # ------------------------------------------------------------------ meters
@@ -142,13 +152,13 @@ class ExternStore:
                 arr.set_config(i, cfg.cir, cfg.cburst, cfg.pir, cfg.pburst)
         return lambda: restore_meter_cells(arr, saved)
 
-    def read_meters(self, msg: pb.MeterEntry) -> Iterator[pb.Entity]:
+    def read_meters(self, msg: pb.MeterEntry, new_entity: NewEntity = pb.Entity) -> Iterator[pb.Entity]:
         if msg.HasField("counter_data"):
             fail("UNIMPLEMENTED", "per-colour meter counters are not supported")
         for ei in _targets(self.index.meters, msg.meter_id, "meter"):
             arr = ei.obj
             for i in _indices(msg, arr.size, f"meter {ei.name}", "Error when reading meter spec from target"):
-                ent = pb.Entity()
+                ent = new_entity()
                 out = ent.meter_entry
                 out.meter_id = ei.extern_id
                 out.index.index = i
@@ -176,12 +186,12 @@ class ExternStore:
                 reg.set(i, v)
         return undo
 
-    def read_registers(self, msg: pb.RegisterEntry) -> Iterator[pb.Entity]:
+    def read_registers(self, msg: pb.RegisterEntry, new_entity: NewEntity = pb.Entity) -> Iterator[pb.Entity]:
         _extra(self.extras, "UNIMPLEMENTED", "Register reads are not supported yet")
         for ei in _targets(self.index.registers, msg.register_id, "register"):
             reg = ei.obj
             for i in _indices(msg, reg.size, f"register {ei.name}"):
-                ent = pb.Entity()
+                ent = new_entity()
                 out = ent.register_entry
                 out.register_id = ei.extern_id
                 out.index.index = i
@@ -269,7 +279,7 @@ class ExternStore:
         for port, instance in state:
             out.add(egress_port=port, instance=instance)
 
-    def read_pre(self, msg: pb.PacketReplicationEngineEntry) -> Iterator[pb.Entity]:
+    def read_pre(self, msg: pb.PacketReplicationEngineEntry, new_entity: NewEntity = pb.Entity) -> Iterator[pb.Entity]:
         pre = self.state.pre
         which = msg.WhichOneof("type")
         if which is None:
@@ -281,7 +291,7 @@ class ExternStore:
             for g in ids:
                 if g not in pre.multicast_group_ids():
                     continue
-                ent = pb.Entity()
+                ent = new_entity()
                 out = ent.packet_replication_engine_entry.multicast_group_entry
                 out.multicast_group_id = g
                 written = self._mc_written.get(g)
@@ -295,7 +305,7 @@ class ExternStore:
                 session = pre.get_clone_session(s)
                 if session is None or s not in pre.clone_session_ids():
                     continue
-                ent = pb.Entity()
+                ent = new_entity()
                 out = ent.packet_replication_engine_entry.clone_session_entry
                 out.session_id = s
                 self._add_replicas(out.replicas, list(session.replicas), self._clone_written.get(s))
@@ -330,7 +340,7 @@ class ExternStore:
         q.set_config(name, c.max_timeout_ns, c.max_list_size, c.ack_timeout_ns)
         return undo
 
-    def read_digests(self, msg: pb.DigestEntry) -> Iterator[pb.Entity]:
+    def read_digests(self, msg: pb.DigestEntry, new_entity: NewEntity = pb.Entity) -> Iterator[pb.Entity]:
         q = self.state.digests
         if msg.digest_id == 0:
             _extra(self.extras, "UNIMPLEMENTED", "digest_id must be set when reading DigestEntry")
@@ -340,7 +350,7 @@ class ExternStore:
                 if msg.digest_id:
                     fail("NOT_FOUND", f"Digest {ei.extern_id} not configured (digest {ei.name})")
                 continue
-            ent = pb.Entity()
+            ent = new_entity()
             out = ent.digest_entry
             out.digest_id = ei.extern_id
             out.config.max_timeout_ns = cfg.max_timeout_ns

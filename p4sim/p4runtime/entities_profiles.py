@@ -30,7 +30,7 @@ from p4.v1 import p4runtime_pb2 as pb
 from p4sim.p4runtime.entities_actions import decode_action, encode_action
 from p4sim.p4runtime.entities_index import ProfileInfo, ProgramIndex, TableInfo
 from p4sim.p4runtime.entities_restore import restore_group, restore_member
-from p4sim.p4runtime.entities_values import fail
+from p4sim.p4runtime.entities_values import NewEntity, fail
 from p4sim.runtime.errors import RuntimeStateError
 from p4sim.runtime.tables import ActionCall, GroupRef, MemberRef
 
@@ -148,7 +148,7 @@ class ProfileStore:
                                      f"programmed with one-shot entries (as in BMv2; python -m p4sim switch "
                                      f"--p4runtime-extras reads it as empty)")
 
-    def read_members(self, msg: pb.ActionProfileMember) -> Iterator[pb.Entity]:
+    def read_members(self, msg: pb.ActionProfileMember, new_entity: NewEntity = pb.Entity) -> Iterator[pb.Entity]:
         profiles = ([self.index.profile(msg.action_profile_id)] if msg.action_profile_id
                     else list(self.index.profiles.values()))
         for pi in profiles:
@@ -160,7 +160,7 @@ class ProfileStore:
                 member = pi.profile.members.get(mid)
                 if member is None or mid in hidden:
                     continue
-                ent = pb.Entity()
+                ent = new_entity()
                 m = ent.action_profile_member
                 m.action_profile_id = pi.profile_id
                 m.member_id = mid
@@ -268,7 +268,7 @@ class ProfileStore:
         groups[gid] = (weights, msg.max_size)
         return undo
 
-    def read_groups(self, msg: pb.ActionProfileGroup) -> Iterator[pb.Entity]:
+    def read_groups(self, msg: pb.ActionProfileGroup, new_entity: NewEntity = pb.Entity) -> Iterator[pb.Entity]:
         profiles = ([self.index.profile(msg.action_profile_id)] if msg.action_profile_id
                     else list(self.index.profiles.values()))
         for pi in profiles:
@@ -279,7 +279,7 @@ class ProfileStore:
                 for gid in ([msg.group_id] if msg.group_id else sorted(plain)):
                     if gid in plain:
                         weights, max_size = plain[gid]
-                        yield self._group_entity(pi, gid, weights, max_size)
+                        yield self._group_entity(pi, gid, weights, max_size, new_entity)
                 continue
             hidden = self._hidden[pi.name].groups
             ids = [msg.group_id] if msg.group_id else sorted(pi.profile.groups)
@@ -289,11 +289,12 @@ class ProfileStore:
                     continue
                 written = self._weights.get((pi.name, gid), {})
                 weights = {mid: written.get(mid, 1) for mid in group.member_ids}
-                yield self._group_entity(pi, gid, weights, group.max_size)
+                yield self._group_entity(pi, gid, weights, group.max_size, new_entity)
 
     @staticmethod
-    def _group_entity(pi: ProfileInfo, gid: int, weights: dict[int, int], max_size: int) -> pb.Entity:
-        ent = pb.Entity()
+    def _group_entity(pi: ProfileInfo, gid: int, weights: dict[int, int], max_size: int,
+                      new_entity: NewEntity = pb.Entity) -> pb.Entity:
+        ent = new_entity()
         g = ent.action_profile_group
         g.action_profile_id = pi.profile_id
         g.group_id = gid

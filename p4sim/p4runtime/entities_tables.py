@@ -37,14 +37,24 @@ from p4sim.p4runtime.entities_index import ProgramIndex, TableInfo
 from p4sim.p4runtime.entities_profiles import OneShot, ProfileStore
 from p4sim.p4runtime.entities_restore import restore_table_entry
 from p4sim.p4runtime.entities_translated import decode_translated_field
-from p4sim.p4runtime.entities_values import decode_bits, encode_bits, fail
+from p4sim.p4runtime.entities_values import NewEntity, decode_bits, encode_bits, fail
 from p4sim.runtime.errors import RuntimeStateError
 from p4sim.runtime.meters import MeterCell, MeterConfig
-from p4sim.runtime.tables import (ActionCall, Exact, GroupRef, Lpm, MemberRef, Optional_, Range,
-                                  TableEntryState, Ternary)
+from p4sim.runtime.tables import (IDLE_TIMEOUT_UNSUPPORTED, ActionCall, Exact, GroupRef, Lpm, MemberRef,
+                                  Optional_, Range, TableEntryState, Ternary)
 
 Undo = Callable[[], None]
 ClockNs = Callable[[], int]
+
+
+def check_idle_timeout(idle_timeout_ns: int, supported: bool) -> None:
+    """An entry's ``idle_timeout_ns`` checked as PI checks it (validate_entry_ttl), with
+    its texts: negative, or non-zero in a table without ``support_timeout``, is
+    INVALID_ARGUMENT."""
+    if idle_timeout_ns < 0:
+        fail("INVALID_ARGUMENT", "idle_timeout_ns must be a positive value")
+    if idle_timeout_ns > 0 and not supported:
+        fail("INVALID_ARGUMENT", IDLE_TIMEOUT_UNSUPPORTED)
 
 
 def _noop() -> None:
@@ -274,6 +284,7 @@ class TableStore:
         t = ti.table
         if not te.HasField("action"):
             fail("INVALID_ARGUMENT", f"table {ti.name}: INSERT needs an action")
+        check_idle_timeout(te.idle_timeout_ns, t.support_timeout)
         counter, meter, _ = self._direct_updates(ti, te, modify=False)
         action, record, undo_action = self._entry_action(ti, te.action)
         try:
@@ -309,8 +320,7 @@ class TableStore:
         entry = self._find(ti, matches, te.priority)
         if te.HasField("action") and (t.is_const or entry.is_const):
             fail("PERMISSION_DENIED", f"table {ti.name}: the action of a const entry cannot change")
-        if te.idle_timeout_ns and not t.support_timeout:
-            fail("INVALID_ARGUMENT", f"table {ti.name} does not support idle timeout")
+        check_idle_timeout(te.idle_timeout_ns, t.support_timeout)
         counter, meter, meter_touched = self._direct_updates(ti, te, modify=True)
         key = self._key(ti, entry)
         old_record = self._oneshots.get(key)
@@ -401,16 +411,16 @@ class TableStore:
         return undo
 
     # ------------------------------------------------------------------ reads
-    def read(self, te: pb.TableEntry) -> Iterator[pb.Entity]:
+    def read(self, te: pb.TableEntry, new_entity: NewEntity = pb.Entity) -> Iterator[pb.Entity]:
         """Entries matching a (wildcard) read request, validated before the first yield."""
         if te.table_id == 0:
-            return (self._encode(ti, e, te) for ti in list(self.index.tables.values())
+            return (self._encode(ti, e, te, new_entity) for ti in list(self.index.tables.values())
                     for e in ti.table.entries())
         ti = self.index.table(te.table_id)
         if te.is_default_action:
-            return iter([self._encode_default(ti)])
+            return iter([self._encode_default(ti, new_entity)])
         entries = self._select(ti, te)
-        return (self._encode(ti, e, te) for e in entries)
+        return (self._encode(ti, e, te, new_entity) for e in entries)
 
     def _select(self, ti: TableInfo, te: pb.TableEntry) -> list[TableEntryState]:
         t = ti.table
@@ -438,8 +448,9 @@ class TableStore:
         encode_matches(ti, entry.matches, out.match)
         out.priority = entry.priority
 
-    def _encode(self, ti: TableInfo, entry: TableEntryState, req: pb.TableEntry) -> pb.Entity:
-        ent = pb.Entity()
+    def _encode(self, ti: TableInfo, entry: TableEntryState, req: pb.TableEntry,
+                new_entity: NewEntity = pb.Entity) -> pb.Entity:
+        ent = new_entity()
         out = ent.table_entry
         self.encode_key(ti, entry, out)
         a = entry.action
@@ -464,8 +475,8 @@ class TableStore:
             out.time_since_last_hit.elapsed_ns = max(0, now - entry.last_hit_ns)
         return ent
 
-    def _encode_default(self, ti: TableInfo) -> pb.Entity:
-        ent = pb.Entity()
+    def _encode_default(self, ti: TableInfo, new_entity: NewEntity = pb.Entity) -> pb.Entity:
+        ent = new_entity()
         out = ent.table_entry
         out.table_id = ti.table_id
         out.is_default_action = True
@@ -526,10 +537,11 @@ class TableStore:
         cell.write(*values)
         return lambda: cell.write(*old)
 
-    def read_direct_counters(self, msg: pb.DirectCounterEntry) -> Iterator[pb.Entity]:
+    def read_direct_counters(self, msg: pb.DirectCounterEntry,
+                             new_entity: NewEntity = pb.Entity) -> Iterator[pb.Entity]:
         pairs = self._direct_reads(msg.table_entry, "direct_counter", "Error when reading counter from target")
         for ti, entry in pairs:
-            ent = pb.Entity()
+            ent = new_entity()
             out = ent.direct_counter_entry
             self.encode_key(ti, entry, out.table_entry)
             encode_counter(ti.table.direct_counter.unit, entry.counter.packets, entry.counter.bytes, out.data)
@@ -551,12 +563,13 @@ class TableStore:
             entry.meter = old
         return undo
 
-    def read_direct_meters(self, msg: pb.DirectMeterEntry) -> Iterator[pb.Entity]:
+    def read_direct_meters(self, msg: pb.DirectMeterEntry,
+                           new_entity: NewEntity = pb.Entity) -> Iterator[pb.Entity]:
         if msg.HasField("counter_data"):
             fail("UNIMPLEMENTED", "per-colour meter counters are not supported")
         pairs = self._direct_reads(msg.table_entry, "direct_meter", "Error when reading meter spec from target")
         for ti, entry in pairs:
-            ent = pb.Entity()
+            ent = new_entity()
             out = ent.direct_meter_entry
             self.encode_key(ti, entry, out.table_entry)
             if entry.meter is not None and entry.meter.config is not None:

@@ -15,13 +15,19 @@ Example::
 """
 from __future__ import annotations
 
-from typing import NoReturn
+from typing import Callable, NoReturn
 
 from google.rpc import code_pb2
-from p4.v1 import p4data_pb2
+from p4.v1 import p4data_pb2, p4runtime_pb2
 
 from p4sim.p4runtime.codec import decode_bytes, encode_bytes
 from p4sim.runtime.errors import RuntimeStateError
+
+
+NewEntity = Callable[[], p4runtime_pb2.Entity]
+"""Where a reader makes each entity it answers: ``p4runtime_pb2.Entity`` (a free message),
+or the server's ``ReadResponse.entities.add`` so the entity is built in the response it goes
+out in (no copy; upb builds a message in place several times faster than it copies one)."""
 
 
 class EntityError(RuntimeStateError):

@@ -37,6 +37,13 @@ for each difference are in p4sim/README.md, "P4Runtime conformance".
 * Transport: plaintext, or TLS with ``tls=`` a :class:`p4sim.p4runtime.tls.ServerTls`
   (simple_switch_grpc's ``--grpc-server-ssl`` options; client certificates required and
   verified with ``--grpc-server-with-client-auth``).
+* Authorization (``policy=``, ``--p4rt-policy FILE``; p4sim only, BMv2 has none): which
+  certificate identity may hold which role and what each role may do
+  (:mod:`.authz`); without a policy every client the TLS layer lets in may do
+  everything, as on BMv2.
+* Streams are bounded, in total and per client identity (``stream_limits=``,
+  :mod:`.streamlimits`): one more ends with ``RESOURCE_EXHAUSTED``, and the worker pool
+  keeps threads no stream can take, so unary RPCs are always served.
 
 Example::
 
@@ -64,11 +71,14 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from p4sim.device import Device
 from p4sim.errors import P4Error
 from p4sim.p4runtime import devconfig
+from p4sim.p4runtime import roleconfig
 from p4sim.p4runtime.arbitration import ArbitrationError, Arbiter, Session, election_id_value
+from p4sim.p4runtime.authz import AuthzPolicy, Denied, RoleDef, peer_identity, role_label
 from p4sim.p4runtime.digests import DigestStreamer
 from p4sim.p4runtime.idle import IdleTimeoutMonitor
 from p4sim.p4runtime.packetio import PacketIO
 from p4sim.p4runtime.reqlog import RequestLog
+from p4sim.p4runtime.streamlimits import StreamLimitError, StreamLimits
 from p4sim.p4runtime.tls import ServerTls
 from p4sim.runtime.errors import RuntimeStateError
 
@@ -76,10 +86,19 @@ log = logging.getLogger(__name__)
 
 P4RUNTIME_API_VERSION = "1.3.0"          # BMv2's (PI's) answer
 P4RUNTIME_API_VERSION_EXTRAS = "1.4.1"   # the protos p4sim serves, with the extras
-_READ_CHUNK = 256
+MAX_RECEIVE_BYTES = 256 * 1024 * 1024
+"""The largest request p4sim accepts, PI's (``pi_server.cpp``: ``SetMaxReceiveMessageSize(256MB)``;
+gRPC's default, 4 MB, would refuse device configs and batches BMv2 takes). A larger one is
+refused by gRPC with ``RESOURCE_EXHAUSTED`` before it is parsed."""
+_READ_CHUNK = 4096
+"""Entities per ReadResponse. PI answers a Read with one response; p4sim splits very large
+answers so that no response nears gRPC's default 4 MB limit on what a client receives
+(4,096 table entries of the fabric are ~0.3 MB)."""
 
 StoreFactory = Callable[[Any, p4info_pb2.P4Info], Any]
-"""Builds the entity store of a program: ``EntityStore(program, p4info)``."""
+"""Builds the entity store of a program: ``EntityStore(program, p4info)``. A store answers
+``write(update)`` and ``read(entity, new_entity)``, making each entity it reads with
+``new_entity()`` (the response's ``entities.add``)."""
 
 _Req = p4runtime_pb2.SetForwardingPipelineConfigRequest
 _Get = p4runtime_pb2.GetForwardingPipelineConfigRequest
@@ -128,8 +147,34 @@ def batch_status(message: str, errors: list[p4runtime_pb2.Error]) -> grpc.Status
                    (("grpc-status-details-bin", status.SerializeToString()),))
 
 
+MAX_ERROR_MESSAGE_CHARS = 512
+"""An update's error message is cut here: the batch's errors travel in gRPC trailers, which a
+client drops past 16 KB, so no message may echo a client's value whole."""
+
+
 def _p4_error(code: str, message: str = "") -> p4runtime_pb2.Error:
+    if len(message) > MAX_ERROR_MESSAGE_CHARS:
+        message = message[:MAX_ERROR_MESSAGE_CHARS - 3] + "..."
     return p4runtime_pb2.Error(canonical_code=code_pb2.Code.Value(code), message=message)
+
+
+class _Responses:
+    """ReadResponses of at most :data:`_READ_CHUNK` entities; :meth:`new_entity` is the
+    entity store's factory (``EntityStore.read(entity, new_entity)``): it adds the entity to
+    the current response, so nothing is copied after it is filled."""
+
+    def __init__(self) -> None:
+        self.responses: list[p4runtime_pb2.ReadResponse] = []
+        self._left = 0
+        self._add: Callable[[], p4runtime_pb2.Entity] = p4runtime_pb2.Entity
+
+    def new_entity(self) -> p4runtime_pb2.Entity:
+        if self._left == 0:
+            resp = p4runtime_pb2.ReadResponse()
+            self.responses.append(resp)
+            self._add, self._left = resp.entities.add, _READ_CHUNK
+        self._left -= 1
+        return self._add()
 
 
 @dataclass
@@ -170,12 +215,17 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     """P4Runtime service for one device (see the module docstring)."""
 
     def __init__(self, device: Device, address: str, request_log: Optional[str] = None,
-                 store_factory: Optional[StoreFactory] = None, max_workers: int = 16,
-                 extras: bool = False, tls: Optional[ServerTls] = None) -> None:
+                 store_factory: Optional[StoreFactory] = None, max_workers: Optional[int] = None,
+                 extras: bool = False, tls: Optional[ServerTls] = None,
+                 policy: Optional[AuthzPolicy] = None,
+                 stream_limits: Optional[StreamLimits] = None,
+                 max_receive_bytes: int = MAX_RECEIVE_BYTES) -> None:
         self.device = device
         self.address = address
         self.tls = tls
         self.extras = extras
+        self.policy = policy
+        self.stream_limits = stream_limits or StreamLimits()
         self.arbiter = Arbiter(device.device_id)
         self.reqlog = RequestLog(request_log) if request_log else None
         self.store_factory = store_factory or self._default_store
@@ -186,7 +236,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             start = time.monotonic_ns()
             clock_us = lambda: (time.monotonic_ns() - start) // 1000  # noqa: E731
         self._clock_us: Callable[[], int] = clock_us
-        self.max_workers = max_workers
+        self.max_workers = max_workers or self.stream_limits.workers
+        self.max_receive_bytes = max_receive_bytes
         self.pipeline: Optional[Pipeline] = None
         self.saved: Optional[Pipeline] = None
         self.port: Optional[int] = None
@@ -214,7 +265,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         # silently share its connections with the first. A switch owns its port alone.
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=self.max_workers,
                                                         thread_name_prefix="p4rt"),
-                             options=[("grpc.so_reuseport", 0)])
+                             options=[("grpc.so_reuseport", 0),
+                                      ("grpc.max_receive_message_length", self.max_receive_bytes)])
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self, server)
         try:
             port = server.add_insecure_port(self.address) if self.tls is None else \
@@ -261,11 +313,79 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         raise RpcError("FAILED_PRECONDITION", f"No forwarding pipeline config set for device {device_id} "
                                               f"(this device is {self.device.device_id})")
 
-    def _check_primary(self, role: str, request: Any) -> None:
+    def _check_primary(self, role: str, request: Any, identity: Optional[str] = None,
+                       rpc: str = "Write") -> None:
         eid = election_id_value(request.election_id) if request.HasField("election_id") else None
         if not self.arbiter.is_primary(role, eid):
             raise RpcError("PERMISSION_DENIED",
                            f"election id {eid} is not the primary's for role {role or '<default>'}")
+        if self.policy is not None:
+            primary = self.arbiter.primary_of(role)
+            owner = primary.identity if primary is not None else None
+            if owner != identity:
+                raise self._denied(Denied(
+                    f"identity {identity!r} is not the primary of role {role_label(role)}: "
+                    f"election id {eid} belongs to the stream of {owner!r}"), rpc=rpc)
+
+    # ------------------------------------------------------------------ authorization
+    def _denied(self, err: Denied, rpc: str) -> RpcError:
+        log.warning("P4Runtime %s refused: %s", rpc, err.message)
+        return RpcError(err.code, err.message)
+
+    def _identity(self, context: grpc.ServicerContext, rpc: str, role: Optional[str] = None) -> Optional[str]:
+        """The caller's identity (its certificate's common name); with a policy,
+        RpcError PERMISSION_DENIED for an identity it does not name (or that does not hold
+        ``role``)."""
+        identity = peer_identity(context)
+        if self.policy is not None:
+            try:
+                if role:
+                    self.policy.require_role(identity, role, rpc)
+                else:
+                    self.policy.require_identity(identity, rpc)
+            except Denied as e:
+                raise self._denied(e, rpc) from None
+        return identity
+
+    def _writer(self, identity: Optional[str], role: str, rpc: str) -> Optional[RoleDef]:
+        """With a policy, the role's effective definition when ``identity`` may write in it
+        (RpcError PERMISSION_DENIED otherwise); None without a policy."""
+        if self.policy is None:
+            return None
+        try:
+            self.policy.require_writer(identity, role, rpc)
+        except Denied as e:
+            raise self._denied(e, rpc) from None
+        return self._effective_role(role)
+
+    def _effective_role(self, role: str) -> RoleDef:
+        """The policy's role as its primary's ``role.config`` narrows it (spec: the
+        primary's config is the role's)."""
+        assert self.policy is not None
+        base = self.policy.roles[role]
+        cfg = self.arbiter.role_config(role)
+        if cfg is None:
+            return base
+        primary = self.arbiter.primary_of(role)
+        return base.narrowed(roleconfig.unpack(cfg), primary.identity if primary else "")
+
+    def _check_arbitration(self, session: Session, msg: p4runtime_pb2.MasterArbitrationUpdate) -> None:
+        """With a policy: the stream's identity must hold the role, which must not be
+        read-only, and a ``role.config`` must be Stratum's P4RoleConfig within the role."""
+        if self.policy is None:
+            return
+        role = msg.role.name
+        try:
+            rd = self.policy.require_writer(session.identity, role, "StreamChannel arbitration")
+            if msg.role.HasField("config"):
+                try:
+                    cfg = roleconfig.unpack(msg.role.config)
+                except ValueError as e:
+                    raise ArbitrationError("INVALID_ARGUMENT", str(e)) from None
+                rd.narrowed(cfg, session.identity or "")
+        except Denied as e:
+            err = self._denied(e, "StreamChannel")
+            raise ArbitrationError(err.code, err.message) from None
 
     def _target(self) -> Pipeline:
         """The pipeline Read/Write address: a saved config first, else the running one."""
@@ -281,8 +401,14 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     # ------------------------------------------------------------------ pipeline config
     def SetForwardingPipelineConfig(self, request: _Req, context: grpc.ServicerContext) -> Any:
         try:
+            identity = self._identity(context, "SetForwardingPipelineConfig")
             self._check_device(request.device_id, write=True)
-            self._check_primary(request.role, request)
+            rd = self._writer(identity, request.role, "SetForwardingPipelineConfig")
+            self._check_primary(request.role, request, identity, "SetForwardingPipelineConfig")
+            if rd is not None and not rd.can_push_pipeline:
+                raise self._denied(Denied(f"identity {identity!r}: role {role_label(request.role)} may "
+                                          "not push a pipeline (can_push_pipeline is not set)"),
+                                   "SetForwardingPipelineConfig")
             self._set_pipeline(request)
         except RpcError as e:
             self._abort(context, e)
@@ -354,6 +480,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def GetForwardingPipelineConfig(self, request: _Get, context: grpc.ServicerContext) -> Any:
         try:
+            self._identity(context, "GetForwardingPipelineConfig")
             self._check_device(request.device_id, write=False)
             pipe = self.saved or self.pipeline    # BMv2 answers with a saved config too
             if pipe is None:
@@ -374,14 +501,20 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         return resp
 
     def Capabilities(self, request: Any, context: grpc.ServicerContext) -> Any:
+        try:
+            self._identity(context, "Capabilities")
+        except RpcError as e:
+            self._abort(context, e)
         version = P4RUNTIME_API_VERSION_EXTRAS if self.extras else P4RUNTIME_API_VERSION
         return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version=version)
 
     # ------------------------------------------------------------------ Write
     def Write(self, request: p4runtime_pb2.WriteRequest, context: grpc.ServicerContext) -> Any:
         try:
+            identity = self._identity(context, "Write")
             self._check_device(request.device_id, write=True)
-            self._check_primary(request.role, request)
+            rd = self._writer(identity, request.role, "Write")
+            self._check_primary(request.role, request, identity)
             if request.atomicity not in p4runtime_pb2.WriteRequest.Atomicity.values():
                 raise RpcError("INVALID_ARGUMENT", f"unknown atomicity {request.atomicity}")
             if request.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR and not self.extras:
@@ -390,8 +523,9 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                                                 "ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC)")
             if self.reqlog is not None:
                 self.reqlog.write_request(request)
+            denied = self._denied_updates(identity, rd, request)
             with self._state_lock:
-                errors = self._apply(self._target(), request)
+                errors = self._apply(self._target(), request, denied)
         except RpcError as e:
             self._abort(context, e)
             return p4runtime_pb2.WriteResponse()  # not reached: abort raises
@@ -400,19 +534,43 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             context.abort_with_status(batch_status(f"{failed} of {len(errors)} updates failed", errors))
         return p4runtime_pb2.WriteResponse()
 
-    def _apply(self, pipe: Pipeline, request: p4runtime_pb2.WriteRequest) -> list[p4runtime_pb2.Error]:
-        """Apply the batch; one ``p4.v1.Error`` per update (OK when it succeeded)."""
+    def _denied_updates(self, identity: Optional[str], rd: Optional[RoleDef],
+                        request: p4runtime_pb2.WriteRequest) -> dict[int, p4runtime_pb2.Error]:
+        """Updates the role may not write (spec: ``PERMISSION_DENIED`` for that update)."""
+        if rd is None or self.policy is None:
+            return {}
+        out = {}
+        for i, upd in enumerate(request.updates):
+            why = self.policy.update_denied(rd, upd.entity)
+            if why is not None:
+                log.warning("P4Runtime Write update %d refused: identity %r: %s", i, identity, why)
+                out[i] = _p4_error("PERMISSION_DENIED", f"identity {identity!r}: {why}")
+        return out
+
+    def _apply(self, pipe: Pipeline, request: p4runtime_pb2.WriteRequest,
+               denied: Optional[dict[int, p4runtime_pb2.Error]] = None) -> list[p4runtime_pb2.Error]:
+        """Apply the batch; one ``p4.v1.Error`` per update (OK when it succeeded), or no
+        list at all when every update of a CONTINUE_ON_ERROR batch succeeded; ``denied``
+        updates fail with their error without being tried."""
         W = p4runtime_pb2.WriteRequest
         updates = list(request.updates)
-        errors = [_p4_error("OK") for _ in updates]
         lock = self.device.lock
+        denied = denied or {}
         if request.atomicity == W.CONTINUE_ON_ERROR:
-            for i, upd in enumerate(updates):
-                with lock:
+            # one hold of the device lock for the batch, as PI holds its device lock for a
+            # whole WriteRequest; an OK Error is made only when the batch has a failure
+            failed: dict[int, p4runtime_pb2.Error] = dict(denied)
+            with lock:
+                for i, upd in enumerate(updates):
+                    if i in denied:
+                        continue
                     err = self._write_one(pipe, upd)
-                if err is not None:
-                    errors[i] = err
-            return errors
+                    if err is not None:
+                        failed[i] = err
+            if not failed:
+                return []
+            return [failed.get(i) or _p4_error("OK") for i in range(len(updates))]
+        errors = [_p4_error("OK") for _ in updates]
         atomic = request.atomicity == W.DATAPLANE_ATOMIC
         undos: list[Callable[[], None]] = []
         if atomic:
@@ -420,7 +578,9 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         try:
             for i, upd in enumerate(updates):
                 undo_box: list[Callable[[], None]] = []
-                if atomic:
+                if i in denied:
+                    err = denied[i]
+                elif atomic:
                     err = self._write_one(pipe, upd, undo_box)
                 else:
                     with lock:
@@ -461,38 +621,58 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     # ------------------------------------------------------------------ Read
     def Read(self, request: p4runtime_pb2.ReadRequest, context: grpc.ServicerContext) -> Iterator[Any]:
         try:
+            self._identity(context, "Read", request.role or None)
             self._check_device(request.device_id, write=False)
             with self._state_lock:
                 pipe = self._target()
-                results = self._read_all(pipe, request)
+                responses = self._read_all(pipe, request)
         except RpcError as e:
             self._abort(context, e)
             return
-        for i in range(0, len(results), _READ_CHUNK):
-            yield p4runtime_pb2.ReadResponse(entities=results[i:i + _READ_CHUNK])
+        yield from responses
 
-    def _read_all(self, pipe: Pipeline, request: p4runtime_pb2.ReadRequest) -> list[p4runtime_pb2.Entity]:
-        """Every entity the request asks for; the first failing one ends the Read with its
+    def _read_all(self, pipe: Pipeline, request: p4runtime_pb2.ReadRequest) -> list[p4runtime_pb2.ReadResponse]:
+        """The responses holding every entity the request asks for, each entity built in
+        its response (:class:`_Responses`); the first failing one ends the Read with its
         code as the RPC status (:class:`RpcError`), as BMv2 does."""
-        results: list[p4runtime_pb2.Entity] = []
+        out = _Responses()
         with self.device.lock:
             for ent in request.entities:
                 if ent.WhichOneof("entity") is None:
                     raise RpcError("UNKNOWN", "Incorrect entity type: the entity is empty")
                 try:
-                    results.extend(pipe.store.read(ent))
+                    for _ in pipe.store.read(ent, out.new_entity):   # built in place
+                        pass
                 except RuntimeStateError as e:
                     raise RpcError(e.code, e.message) from None
                 except Exception as e:  # noqa: BLE001
                     log.exception("Read failed unexpectedly")
                     raise RpcError("INTERNAL", f"{type(e).__name__}: {e}") from None
-        return results
+        return out.responses
 
     # ------------------------------------------------------------------ StreamChannel
     def StreamChannel(self, request_iterator: Iterator[p4runtime_pb2.StreamMessageRequest],
                       context: grpc.ServicerContext) -> Iterator[p4runtime_pb2.StreamMessageResponse]:
+        try:
+            identity = self._identity(context, "StreamChannel")
+            self.stream_limits.acquire(identity)
+        except RpcError as e:
+            self._abort(context, e)
+            return
+        except StreamLimitError as e:
+            log.warning("P4Runtime StreamChannel refused: %s", e.message)
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, e.message)
+            return
+        try:
+            yield from self._serve_stream(identity, request_iterator, context)
+        finally:
+            self.stream_limits.release(identity)
+
+    def _serve_stream(self, identity: Optional[str],
+                      request_iterator: Iterator[p4runtime_pb2.StreamMessageRequest],
+                      context: grpc.ServicerContext) -> Iterator[p4runtime_pb2.StreamMessageResponse]:
         outq: "queue.Queue[Any]" = queue.Queue()
-        session = Session(next(self._stream_ids), outq.put)
+        session = Session(next(self._stream_ids), outq.put, identity=identity)
         with self._sessions_lock:
             self._sessions[session.stream_id] = (session, outq)
         context.add_callback(lambda: outq.put(None))
@@ -519,7 +699,9 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 kind = req.WhichOneof("update")
                 try:
                     if kind == "arbitration":
-                        self.arbiter.update(session, req.arbitration)
+                        self._check_arbitration(session, req.arbitration)
+                        self.arbiter.update(session, req.arbitration,
+                                            accept_config=self.policy is not None)
                     elif kind == "packet":
                         self._packet_out(session, req.packet)
                     elif kind == "digest_ack":
@@ -580,9 +762,30 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     # ------------------------------------------------------------------ device → controllers
     def _send_to_primaries(self, msg: p4runtime_pb2.StreamMessageResponse) -> bool:
         targets = self.arbiter.primaries()
+        if self.policy is not None:
+            targets = [s for s in targets if self._receives(s, msg)]
         for s in targets:
             s.send(msg)
         return bool(targets)
+
+    def _receives(self, session: Session, msg: p4runtime_pb2.StreamMessageResponse) -> bool:
+        """With a policy: whether the primary ``session``'s role gets ``msg`` (PacketIn:
+        ``receives_packet_ins`` and its filter; digests and idle-timeout notifications:
+        roles that may write the digest / table)."""
+        assert self.policy is not None
+        if session.role is None or session.role not in self.policy.roles:
+            return False
+        rd = self._effective_role(session.role)
+        kind = msg.WhichOneof("update")
+        if kind == "packet":
+            return rd.receives_packet_ins and (rd.packet_in_filter is None or
+                                               rd.packet_in_filter.passes(msg.packet))
+        if kind == "digest":
+            return self.policy.may_notify(rd, msg.digest.digest_id)
+        if kind == "idle_timeout_notification":
+            entries = msg.idle_timeout_notification.table_entry
+            return bool(entries) and self.policy.may_notify(rd, entries[0].table_id)
+        return not rd.read_only
 
     def _on_packet_in(self, frame: bytes) -> None:
         pipe = self.pipeline

@@ -64,6 +64,8 @@ if TYPE_CHECKING:
 
 MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional", "selector")
 ACTION_SCOPES = ("table_and_default", "table_only", "default_only")
+IDLE_TIMEOUT_UNSUPPORTED = "idle_timeout_ns must be set to 0 for tables which do not support idle timeout"
+"""PI's text (simple_switch_grpc) for an entry with an idle timeout in a table without ``support_timeout``."""
 
 
 # --------------------------------------------------------------------------- declarations
@@ -431,7 +433,7 @@ class Table:
         ident, mask, value, ranges, priority = self._ident(matches, priority, const)
         self._check_action(action)
         if idle_timeout_ns and not self.support_timeout:
-            raise RuntimeStateError("INVALID_ARGUMENT", f"{self._where()}: table does not support idle timeout")
+            raise RuntimeStateError("INVALID_ARGUMENT", IDLE_TIMEOUT_UNSUPPORTED)
         if ident in self._by_ident:
             raise RuntimeStateError("ALREADY_EXISTS", f"{self._where()}: an entry with this key already exists")
         if len(self._entries) >= self.size:

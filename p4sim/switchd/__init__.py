@@ -6,7 +6,7 @@ Modules: :mod:`.ports` (AF_PACKET and in-process ports), :mod:`.rxring` (the
 AF_PACKET receive ring), :mod:`.ingress` (the ingress buffer, BMv2's input buffer),
 :mod:`.pcap` (per-port captures), :mod:`.pfc` (IEEE 802.1Qbb frames), :mod:`.tm` (egress
 queues), :mod:`.device` (``SwitchDevice``, what the P4Runtime server drives),
-:mod:`.control` (JSON-lines control API and ``ControlClient``), :mod:`.main` (the
+:mod:`.control` (the JSON-lines control API's server; its client is :mod:`p4sim.control_api`), :mod:`.main` (the
 process).
 
 Example::

@@ -1,37 +1,25 @@
-"""The switch's control API: BMv2's ``set_queue_depth`` / ``set_queue_rate`` and p4sim's
-additions (line rate, PFC on/off, port counters, queue stats), as JSON lines over TCP on
-127.0.0.1.
+"""The switch's control API, server side: :class:`ControlServer` answers the JSON-lines
+protocol of :mod:`p4sim.control_api` (the public client and the protocol's description) —
+BMv2's ``set_queue_depth`` / ``set_queue_rate`` and register commands and p4sim's additions
+(line rate, PFC on/off, port counters, queue stats) — reachable only by the switch's owner
+by default.
 
-Default port: the gRPC port + 1000 (9559 → 10559), ``--control-port N`` to choose
-(0 = any free port); the switch prints ``p4sim switch control: 127.0.0.1:PORT`` before its
-ready line.
+Where it listens, and who may use it:
 
-Protocol: one JSON object per line each way. Request ``{"cmd": NAME, "args": {...}}``;
-reply ``{"ok": true, "result": ...}`` or ``{"ok": false, "error": MESSAGE}``. Commands
-(``port``/``priority`` omitted = all ports / all priorities; with neither, the value is
-also the default for ports created later):
+* **by default, a Unix socket** ``p4sim-control-<gRPC port>.sock`` in a directory only the
+  switch's user may enter (``$XDG_RUNTIME_DIR`` when it is private, else
+  ``/tmp/p4sim-<uid>/``, created 0700 and refused when it is someone else's or not
+  private), itself 0600 from its creation; ``--control-socket PATH`` picks the path. Every
+  connection is checked with the kernel's peer credentials (``SO_PEERCRED``): only a
+  process of the switch's own user *and in the switch's own network namespace* is served
+  — a Mininet host runs as root and shares the file system, but not the namespace — others
+  get one JSON refusal line and the connection closes (logged);
+* **with ``--control-port N``**, TCP on 127.0.0.1 (0 = any free port): any process of any
+  user in the switch's network namespace may use it, as BMv2's Thrift runtime port (no
+  authentication).
 
-=====================  =====================================================
-``ping``               ``{"device_id", "ports": [numbers]}``
-``set_queue_depth``    ``depth_pkts``, ``port``, ``priority``
-``set_queue_rate``     ``rate_pps`` (0 = unlimited), ``port``, ``priority``
-``set_line_rate``      ``gbps``, ``port`` (PFC quanta → time)
-``set_pfc``            ``enabled`` (bool), ``port``
-``set_pfc_passthrough````enabled``: PFC frames also go to the P4 parser
-``port_counters``      ``port``: ``{port: {"iface", "up", rx/tx counters, queues}}``
-``queue_stats``        ``port``: ``{port: {"depth", "queues": [per priority]}}``
-``switch_stats``       drops without program / port / queue room, PFC frames,
-                       the ingress buffer (depth, capacity, high water, full
-                       waits) and ``rx_dropped`` (frames the kernel dropped at
-                       the ports while the ingress buffer was full), …
-``register_read``      ``name``, ``index``: one cell (BMv2's runtime ``register_read``)
-``register_write``     ``name``, ``index``, ``value`` (``register_write``)
-``register_reset``     ``name``: every cell 0 (``register_reset``)
-=====================  =====================================================
-
-The register commands are those of BMv2's Thrift runtime (``simple_switch_CLI``): P4Runtime
-on BMv2 has no register reads or writes, so tests and tools that must look inside a
-data-plane register use the target's own runtime, on either target.
+The switch prints ``p4sim switch control: ADDR`` (``unix:/path`` or ``127.0.0.1:PORT``)
+before its ready line; :class:`~p4sim.control_api.ControlClient` takes either.
 
 Command line (argument order as BMv2's runtime_CLI)::
 
@@ -41,33 +29,25 @@ Command line (argument order as BMv2's runtime_CLI)::
     python -m p4sim ctl 127.0.0.1:10559 set_pfc on|off [PORT]
     python -m p4sim ctl 127.0.0.1:10559 queue_stats [PORT]
 
-Example::
-
-    >>> c = ControlClient("127.0.0.1:10559")            # doctest: +SKIP
-    >>> c.set_queue_rate(100, port=2); c.queue_stats(2)[2]["queues"][0]["rate_pps"]  # doctest: +SKIP
-    100.0
 """
 from __future__ import annotations
 
 import json
 import logging
+import os
 import socket
 import socketserver
+import stat
+import struct
+import sys
 import threading
+from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+from p4sim.control_api import ControlClient, ControlError
 from p4sim.runtime.errors import RuntimeStateError
 
 log = logging.getLogger("p4sim.switchd.control")
-CONTROL_PORT_OFFSET = 1000
-
-
-class ControlError(RuntimeError):
-    """The switch refused a control command (the message says why)."""
-
-
-def _int_keys(d: dict[str, Any]) -> dict[int, Any]:
-    return {int(k): v for k, v in d.items()}
 
 
 class ControlService:
@@ -159,16 +139,114 @@ class _TCPServer(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
 
 
-class ControlServer:
-    """The TCP listener (127.0.0.1 by default). ``port`` 0 picks a free port; the bound
-    one is ``bound_port`` after :meth:`start`."""
+def _netns(pid: int) -> Optional[int]:
+    """The inode of process ``pid``'s network namespace (None when it cannot be read)."""
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino
+    except OSError:
+        return None
 
-    def __init__(self, device: Any, port: int, host: str = "127.0.0.1") -> None:
-        self._server = _TCPServer((host, port), _Handler, bind_and_activate=True)
-        self._server.service = ControlService(device)  # type: ignore[attr-defined]
+
+class _UnixServer(socketserver.ThreadingUnixStreamServer):
+    """Serves only peers of the switch's user in the switch's network namespace."""
+
+    daemon_threads = True
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        pid, uid, _ = struct.unpack("3i", request.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                             struct.calcsize("3i")))
+        why = ""
+        if uid != os.geteuid():
+            why = f"uid {uid} is not the switch's ({os.geteuid()})"
+        elif _netns(pid) is None or _netns(pid) != _netns(os.getpid()):
+            why = f"process {pid} is not in the switch's network namespace"
+        if not why:
+            return True
+        self.refused += 1
+        log.warning("control API: connection from pid %d refused: %s", pid, why)
+        try:
+            request.sendall(json.dumps({"ok": False, "error": f"refused: {why}"}).encode() + b"\n")
+        except OSError:
+            pass
+        return False
+
+
+def private_dir(uid: Optional[int] = None) -> Path:
+    """The directory of the switch's default control socket: ``$XDG_RUNTIME_DIR`` when it
+    is the user's and mode 0700, else ``/tmp/p4sim-<uid>`` (created 0700); OSError when that
+    exists but is a symlink, someone else's or open to others."""
+    uid = os.geteuid() if uid is None else uid
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg:
+        st = os.lstat(xdg) if os.path.exists(xdg) else None
+        if st is not None and stat.S_ISDIR(st.st_mode) and st.st_uid == uid and st.st_mode & 0o077 == 0:
+            return Path(xdg)
+    d = Path("/tmp") / f"p4sim-{uid}"
+    try:
+        d.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(d)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid or st.st_mode & 0o077:
+        raise OSError(f"{d}: not a private directory of uid {uid} (mode {oct(st.st_mode & 0o777)}, "
+                      f"owner {st.st_uid}): refusing to put the control socket there")
+    return d
+
+
+def default_socket_path(grpc_port: int) -> Path:
+    """``p4sim-control-<gRPC port>.sock`` (``-pid<PID>`` without a fixed port) in
+    :func:`private_dir`."""
+    tag = str(grpc_port) if grpc_port > 0 else f"pid{os.getpid()}"
+    return private_dir() / f"p4sim-control-{tag}.sock"
+
+
+class ControlServer:
+    """The listener: TCP on ``host``:``port`` (``port`` 0 picks a free port; the bound
+    one is ``bound_port``), or with ``socket_path`` a Unix socket that serves only the
+    switch's own user in its own network namespace (see the module docstring).
+    :attr:`address` is what the switch prints (``unix:/path`` or ``HOST:PORT``)."""
+
+    def __init__(self, device: Any, port: int = 0, host: str = "127.0.0.1",
+                 socket_path: Optional[str | Path] = None) -> None:
+        self.socket_path = Path(socket_path) if socket_path is not None else None
         self.host = host
-        self.bound_port: int = self._server.server_address[1]
+        if self.socket_path is None:
+            self._server: socketserver.BaseServer = _TCPServer((host, port), _Handler,
+                                                               bind_and_activate=True)
+            self.bound_port: int = self._server.server_address[1]  # type: ignore[index]
+            self.address = f"{host}:{self.bound_port}"
+        else:
+            if self.socket_path.is_socket():
+                self._unlink_stale(self.socket_path)
+            old = os.umask(0o177)            # the socket is 0600 from its creation
+            try:
+                self._server = _UnixServer(str(self.socket_path), _Handler, bind_and_activate=True)
+            finally:
+                os.umask(old)
+            self._server.refused = 0  # type: ignore[attr-defined]
+            self.bound_port = 0
+            self.address = f"unix:{self.socket_path}"
+        self._server.service = ControlService(device)  # type: ignore[attr-defined]
         self._thread: Optional[threading.Thread] = None
+
+    @staticmethod
+    def _unlink_stale(path: Path) -> None:
+        """Remove a socket file no switch answers on (left by a killed switch); OSError
+        when one does (the path is in use)."""
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(str(path))
+        except OSError:
+            path.unlink()
+            return
+        finally:
+            probe.close()
+        raise OSError(f"{path}: another switch's control socket is listening there")
+
+    @property
+    def refused(self) -> int:
+        """Connections refused by the peer check (Unix socket only)."""
+        return int(getattr(self._server, "refused", 0))
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._server.serve_forever, name="control",
@@ -180,91 +258,8 @@ class ControlServer:
             self._server.shutdown()
             self._thread.join(2.0)
         self._server.server_close()
-
-
-def _split_addr(addr: str | tuple[str, int]) -> tuple[str, int]:
-    if isinstance(addr, tuple):
-        return addr
-    host, _, port = addr.rpartition(":")
-    return (host or "127.0.0.1").strip("[]"), int(port)
-
-
-class ControlClient:
-    """Client of the control API (one connection, thread safe).
-
-    Example::
-
-        >>> with ControlClient("127.0.0.1:10559") as c:       # doctest: +SKIP
-        ...     c.set_queue_depth(16, port=1)
-        ...     c.set_pfc(False)
-    """
-
-    def __init__(self, addr: str | tuple[str, int], timeout_s: float = 5.0) -> None:
-        self.addr = _split_addr(addr)
-        self._sock = socket.create_connection(self.addr, timeout=timeout_s)
-        self._file = self._sock.makefile("rb")
-        self._lock = threading.Lock()
-
-    def __enter__(self) -> "ControlClient":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._file.close()
-        self._sock.close()
-
-    def call(self, cmd: str, **args: Any) -> Any:
-        """Send one command; returns its result or raises :class:`ControlError`."""
-        args = {k: v for k, v in args.items() if v is not None}
-        with self._lock:
-            self._sock.sendall(json.dumps({"cmd": cmd, "args": args}).encode() + b"\n")
-            line = self._file.readline()
-        if not line:
-            raise ControlError("connection closed by the switch")
-        reply = json.loads(line)
-        if not reply.get("ok"):
-            raise ControlError(reply.get("error", "unknown error"))
-        return reply.get("result")
-
-    def ping(self) -> dict[str, Any]:
-        return self.call("ping")
-
-    def set_queue_depth(self, depth_pkts: int, port: Optional[int] = None,
-                        priority: Optional[int] = None) -> None:
-        self.call("set_queue_depth", depth_pkts=depth_pkts, port=port, priority=priority)
-
-    def set_queue_rate(self, rate_pps: float, port: Optional[int] = None,
-                       priority: Optional[int] = None) -> None:
-        self.call("set_queue_rate", rate_pps=rate_pps, port=port, priority=priority)
-
-    def set_line_rate(self, gbps: float, port: Optional[int] = None) -> None:
-        self.call("set_line_rate", gbps=gbps, port=port)
-
-    def set_pfc(self, enabled: bool, port: Optional[int] = None) -> None:
-        self.call("set_pfc", enabled=enabled, port=port)
-
-    def set_pfc_passthrough(self, enabled: bool) -> None:
-        self.call("set_pfc_passthrough", enabled=enabled)
-
-    def port_counters(self, port: Optional[int] = None) -> dict[int, Any]:
-        return _int_keys(self.call("port_counters", port=port))
-
-    def queue_stats(self, port: Optional[int] = None) -> dict[int, Any]:
-        return _int_keys(self.call("queue_stats", port=port))
-
-    def switch_stats(self) -> dict[str, int]:
-        return self.call("switch_stats")
-
-    def register_read(self, name: str, index: int) -> int:
-        return int(self.call("register_read", name=name, index=index))
-
-    def register_write(self, name: str, index: int, value: int) -> None:
-        self.call("register_write", name=name, index=index, value=value)
-
-    def register_reset(self, name: str) -> None:
-        self.call("register_reset", name=name)
+        if self.socket_path is not None:
+            self.socket_path.unlink(missing_ok=True)
 
 
 _CLI_ARGS: dict[str, tuple[tuple[str, Callable[[str], Any]], ...]] = {
@@ -286,7 +281,6 @@ _CLI_ARGS: dict[str, tuple[tuple[str, Callable[[str], Any]], ...]] = {
 def ctl_main(addr: str, command: str, words: Sequence[str]) -> int:
     """``python -m p4sim ctl ADDR COMMAND [ARGS…]``: prints the result as JSON; exit 0 on
     success, 1 when the switch refused, 2 on a usage or connection error."""
-    import sys
 
     spec = _CLI_ARGS.get(command)
     if spec is None:
@@ -313,3 +307,8 @@ def ctl_main(addr: str, command: str, words: Sequence[str]) -> int:
         return 2
     print(json.dumps(result, indent=1, sort_keys=True))
     return 0
+
+
+# the client's names are p4sim.control_api's, kept here for p4sim's own users
+__all__ = ["ControlClient", "ControlError", "ControlServer", "ControlService", "ctl_main",
+           "default_socket_path", "private_dir"]

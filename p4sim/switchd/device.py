@@ -57,7 +57,8 @@ from p4sim.device import PacketInFn
 from p4sim.engine.program import CompiledProgram
 from p4sim.native import make_switch
 from p4sim.native.switch import NativeSwitch
-from p4sim.switchd.fastpath import NativeTM, PipelineLock, PythonPipe, dataplane_lib, native_pipe
+from p4sim.switchd.fastpath import (_PACKET_IN, NativeTM, PipelineLock, PythonPipe, dataplane_lib,
+                                   native_pipe)
 from p4sim.switchd.ingress import DEFAULT_CAPACITY_PKTS, IngressBuffer
 from p4sim.switchd.pfc import PFC_DST, parse_pfc
 from p4sim.switchd.ports import RX_BATCH, InProcessPort, Port, RawSocketPort
@@ -543,7 +544,6 @@ class SwitchDevice:
 
 def fastpath_packet_in(device: SwitchDevice) -> Any:
     """The C data plane's packet-in callback: a frame sent to the CPU port."""
-    from p4sim.switchd.fastpath import _PACKET_IN
 
     def packet_in(data: int, length: int) -> None:
         cb = device.on_packet_in

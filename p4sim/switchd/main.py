@@ -7,7 +7,8 @@
         [--log-file FILE] [--pcap [DIR]] [--thrift-port N (ignored)] [--queue-depth PKTS]
         [--queue-rate PPS] [--line-rate-gbps G] [--no-pfc] [--pfc-passthrough]
         [--ingress-buffer PKTS]
-        [--control-port N] [--request-log FILE] [--no-grpc]
+        [--control-socket PATH | --control-port N] [--request-log FILE] [--no-grpc]
+        [--p4rt-policy FILE] [--p4rt-max-streams N] [--p4rt-max-streams-per-client N]
         [-- --grpc-server-addr HOST:PORT --cpu-port N --priority-queues N
             --grpc-server-ssl --grpc-server-cert PEM --grpc-server-key PEM
             --grpc-server-cacert PEM --grpc-server-with-client-auth]
@@ -29,11 +30,20 @@ runtime ``set_queue_depth`` / ``set_queue_rate``), ``--line-rate-gbps`` (PFC qua
 time, default 10), ``--no-pfc`` (ignore PFC frames), ``--pfc-passthrough`` (PFC frames also
 reach the P4 parser; by default the MAC consumes them), ``--ingress-buffer`` (frames
 between the ports and the pipeline, default 1024: BMv2's input buffer, whose capacity
-BMv2 fixes in its source), ``--control-port`` (the control
-API of :mod:`p4sim.switchd.control`; default gRPC port + 1000), ``--request-log`` (every
-P4Runtime request, as the tutorials' ``logs/<switch>-p4runtime-requests.txt``).
+BMv2 fixes in its source), ``--control-socket PATH`` / ``--control-port N`` (the control
+API of :mod:`p4sim.switchd.control`: by default a Unix socket only the switch's own user
+in its own network namespace may use, ``p4sim-control-<gRPC port>.sock`` in a private
+directory; ``--control-port`` serves TCP on 127.0.0.1 instead, to any local process, as
+BMv2's Thrift port), ``--request-log`` (every
+P4Runtime request, as the tutorials' ``logs/<switch>-p4runtime-requests.txt``),
+``--p4rt-policy FILE`` (who may hold which P4Runtime role, by client certificate:
+:mod:`p4sim.p4runtime.authz`; needs ``--grpc-server-ssl`` and
+``--grpc-server-with-client-auth``; a bad file stops the start with ``FILE:LINE: FIELD:
+message``, exit status 1; without it every client TLS lets in may do everything, as on
+BMv2), ``--p4rt-max-streams`` / ``--p4rt-max-streams-per-client`` (open StreamChannels
+in total and per client identity, default 32 and 8: :mod:`p4sim.p4runtime.streamlimits`).
 
-Output: ``p4sim switch control: 127.0.0.1:PORT`` then, once the gRPC port listens,
+Output: ``p4sim switch control: ADDR`` (``unix:/path`` or ``127.0.0.1:PORT``) then, once the gRPC port listens,
 ``p4sim switch ready: grpc HOST:PORT device N`` on stdout. SIGTERM/SIGINT stop it cleanly
 (threads stopped, sockets closed, pcaps flushed). The per-packet trace (parser, tables,
 externs, queues, drops) goes to the console (stderr) with ``--log-console`` or to
@@ -44,7 +54,7 @@ Example::
 
     $ python -m p4sim switch fwd.p4 -i 1@veth1 -i 2@veth3 --pcap pcaps --log-console \\
           -- --grpc-server-addr 127.0.0.1:9559
-    p4sim switch control: 127.0.0.1:10559
+    p4sim switch control: unix:/tmp/p4sim-0/p4sim-control-9559.sock
     p4sim switch ready: grpc 127.0.0.1:9559 device 0
 """
 from __future__ import annotations
@@ -60,8 +70,11 @@ from typing import Any, Optional, Sequence
 
 from p4sim.errors import P4Error
 from p4sim.native import NativeUnsupported, engine_from_env
+from p4sim.p4runtime.authz import AuthzPolicy, PolicyError, load_policy
+from p4sim.p4runtime.streamlimits import (DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAMS_PER_CLIENT,
+                                          StreamLimits)
 from p4sim.p4runtime.tls import ServerTls, ServerTlsOptions, TlsConfigError
-from p4sim.switchd.control import CONTROL_PORT_OFFSET, ControlServer
+from p4sim.switchd.control import ControlServer, default_socket_path
 from p4sim.switchd.device import INGRESS_BUFFER_PKTS, SwitchDevice
 from p4sim.switchd.pcap import PortCapture
 from p4sim.switchd.ports import RawSocketPort
@@ -103,9 +116,27 @@ def _parser() -> argparse.ArgumentParser:
                          "plane where they can run, else Python (said once); native: fail if the "
                          "program cannot run natively; python: the reference engine (p4sim/README.md, "
                          "'The native path')")
-    ap.add_argument("--control-port", type=int, default=None)
+    ap.add_argument("--control-port", type=int, default=None,
+                    help="serve the control API on TCP 127.0.0.1:N (0: any free port), open to "
+                         "every local process; default: a Unix socket only the switch's own user "
+                         "in its own network namespace may use")
+    ap.add_argument("--control-socket", default=None, metavar="PATH",
+                    help="the control API's Unix socket (default p4sim-control-<gRPC port>.sock "
+                         "in $XDG_RUNTIME_DIR or /tmp/p4sim-<uid>/, both private)")
     ap.add_argument("--request-log", default=None, metavar="FILE")
     ap.add_argument("--no-grpc", action="store_true", help="run without the P4Runtime server")
+    ap.add_argument("--p4rt-policy", default=None, metavar="FILE",
+                    help="P4Runtime authorization: which client certificate (common name) may hold "
+                         "which role (p4sim/p4runtime/authz.py; needs --grpc-server-ssl and "
+                         "--grpc-server-with-client-auth after --). Default: none, every client the "
+                         "TLS layer accepts may do everything, as on BMv2")
+    ap.add_argument("--p4rt-max-streams", type=int, default=DEFAULT_MAX_STREAMS, metavar="N",
+                    help=f"open StreamChannels at most, in total (default {DEFAULT_MAX_STREAMS}); "
+                         "one more is refused with RESOURCE_EXHAUSTED")
+    ap.add_argument("--p4rt-max-streams-per-client", type=int,
+                    default=DEFAULT_MAX_STREAMS_PER_CLIENT, metavar="N",
+                    help="open StreamChannels at most per client identity (default "
+                         f"{DEFAULT_MAX_STREAMS_PER_CLIENT})")
     ap.add_argument("--p4runtime-extras", action="store_true",
                     help="P4Runtime beyond BMv2's: register reads/writes, ROLLBACK_ON_ERROR and "
                          "DATAPLANE_ATOMIC batches, counter/meter writes without an index, clone-session "
@@ -169,6 +200,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     if args.log_console and args.log_file:
         raise CommandLineError("Error: --log-console and --log-file are exclusive "
                                "(as on BMv2)")
+    if args.p4rt_max_streams < 1 or args.p4rt_max_streams_per_client < 1:
+        raise SystemExit("python -m p4sim switch: --p4rt-max-streams and "
+                         "--p4rt-max-streams-per-client must be at least 1")
+    if args.control_port is not None and args.control_socket is not None:
+        raise SystemExit("python -m p4sim switch: give --control-socket or --control-port, not both")
     if args.ingress_buffer < 1:
         raise SystemExit(f"python -m p4sim switch: --ingress-buffer {args.ingress_buffer}: "
                          "give a positive number of frames")
@@ -261,13 +297,20 @@ def load_any(path: str, include: list[str], trace: bool) -> Any:
     return load_program(path, include, trace=trace)
 
 
-def _control_port(args: argparse.Namespace) -> tuple[int, bool]:
-    """(port, explicit)."""
+def _control_server(args: argparse.Namespace, device: Any, log: logging.Logger) -> ControlServer:
+    """The control API's listener: TCP with ``--control-port``, else the Unix socket
+    (``--control-socket`` or the default path)."""
     if args.control_port is not None:
-        return args.control_port, True
+        return ControlServer(device, args.control_port)
+    if args.control_socket is not None:
+        return ControlServer(device, socket_path=args.control_socket)
     grpc_port = int(args.grpc_server_addr.rpartition(":")[2] or 0)
-    return (grpc_port + CONTROL_PORT_OFFSET if 0 < grpc_port <= 65535 - CONTROL_PORT_OFFSET
-            else 0), False
+    path = default_socket_path(grpc_port)
+    try:
+        return ControlServer(device, socket_path=path)
+    except OSError as exc:
+        log.warning("control socket %s busy (%s); using one named after this process", path, exc)
+        return ControlServer(device, socket_path=default_socket_path(0))
 
 
 def main(argv: Sequence[str]) -> int:
@@ -286,6 +329,18 @@ def main(argv: Sequence[str]) -> int:
     except TlsConfigError as err:
         print(err, file=sys.stderr)
         return 1
+    policy: Optional[AuthzPolicy] = None
+    if args.p4rt_policy is not None:
+        if tls is None or not tls.require_client_auth:
+            print(f"--p4rt-policy {args.p4rt_policy}: a policy names clients by their certificates: "
+                  "give --grpc-server-ssl, --grpc-server-cacert and --grpc-server-with-client-auth "
+                  "after --", file=sys.stderr)
+            return 1
+        try:
+            policy = load_policy(args.p4rt_policy)
+        except PolicyError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
     trace = setup_logging(args.log_console, args.log_file, args.log_level)
     log = logging.getLogger("p4sim.switchd")
     program = None
@@ -326,27 +381,25 @@ def main(argv: Sequence[str]) -> int:
     device.start()
     control = grpc = None
     try:
-        cport, explicit = _control_port(args)
-        try:
-            control = ControlServer(device, cport)
-        except OSError as exc:
-            if explicit:
-                raise
-            log.warning("control port %d busy (%s); using a free port", cport, exc)
-            control = ControlServer(device, 0)
+        control = _control_server(args, device, log)
         control.start()
-        print(f"p4sim switch control: 127.0.0.1:{control.bound_port}", flush=True)
+        print(f"p4sim switch control: {control.address}", flush=True)
         grpc_desc = "off"
         if not args.no_grpc:
             from p4sim.p4runtime.server import P4RuntimeServer
 
+            limits = StreamLimits(args.p4rt_max_streams, args.p4rt_max_streams_per_client)
             grpc = P4RuntimeServer(device, args.grpc_server_addr, args.request_log,
-                                   extras=args.p4runtime_extras, tls=tls)
+                                   extras=args.p4runtime_extras, tls=tls, policy=policy,
+                                   stream_limits=limits)
             bound = grpc.start()
             host = args.grpc_server_addr.rpartition(":")[0]
             grpc_desc = f"{host}:{bound}"
-            log.info("P4Runtime server on %s: %s", grpc_desc,
-                     tls.describe() if tls is not None else "plaintext")
+            log.info("P4Runtime server on %s: %s; %s; at most %d streams, %d per client", grpc_desc,
+                     tls.describe() if tls is not None else "plaintext",
+                     f"policy {args.p4rt_policy}: identities {', '.join(policy.identities)}"
+                     if policy is not None else "no policy (every authenticated client may do everything)",
+                     limits.max_streams, limits.per_client)
         print(f"p4sim switch ready: grpc {grpc_desc} device {args.device_id}", flush=True)
         while not stop.wait(0.5):
             pass

@@ -60,6 +60,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import NoReturn, Optional, Sequence
 
+from p4sim.errors import forget_source
+
 EXIT_OK, EXIT_ERROR = 0, 1
 
 #: P4Info file suffixes p4c knows, and the format each selects
@@ -204,11 +206,16 @@ def run(req: CompileRequest) -> None:
 
     source = preprocess(req.program, req.include_dirs, req.defines)
     # the switch and the P4Runtime server compile exactly this text (DeviceConfig.source)
-    program = load_program_text(source, req.program)
+    try:
+        program = load_program_text(source, req.program)
+    finally:   # it kept the preprocessed text as the program's lines; quote the file's own
+        forget_source(req.program)
     print_warnings(program, req.wdisable, sys.stderr)
-    p4info = build_p4info(program)
+    # p4c-bm2-ss writes (and checks) P4Info only when asked (--p4runtime-files)
+    p4info = build_p4info(program) if req.p4info_files else None
     outputs: list[tuple[str, bytes]] = []
     for path, fmt in req.p4info_files:
+        assert p4info is not None
         if fmt == "binary":
             data = p4info.SerializeToString()
         elif fmt == "json":

@@ -35,8 +35,9 @@ DROP_PORT = 511
 EGRESS_SPEC_AT_EGRESS_START = (DROP_PORT + 1) & PORT_MASK
 """simple_switch sets egress_spec to drop_port + 1 (a 9-bit field: 0) before egress."""
 
-MAX_REPASSES = 64
-"""Resubmit/recirculate passes allowed per input packet lineage (BMv2 has no bound)."""
 
 MAX_WORK_ITEMS = 4096
-"""Ingress + egress passes allowed for one input packet (clone loops)."""
+"""Ingress + egress passes allowed for one input packet (a clone loop multiplies packets
+without end). Resubmit and recirculate have no limit of their own, as on BMv2; a chain of
+passes longer than this (BMv2 would loop on, taking other packets between passes) is
+dropped here."""

@@ -7,6 +7,11 @@ recirculation, exactly in the order simple_switch.cpp takes them. Everything a f
 spawns (clones, multicast copies, resubmitted and recirculated passes) is processed
 before :meth:`V1ModelSwitch.process_packet` returns the frames in transmit order.
 
+Headers (as BMv2 keeps them): each packet holds a PHV from a pool, taken when it enters
+and given back, its headers invalidated but their fields kept, when it leaves (sent,
+dropped, or replaced by its resubmitted or recirculated copy); the last one given back is
+taken first. Copies (multicast, clones) take one too and copy the valid headers into it.
+
 Metadata rules (as simple_switch implements them): a resubmitted, recirculated or
 cloned packet starts with *all* metadata (user metadata and standard_metadata) zero,
 then gets the user metadata fields of the preserved field list and its instance_type;
@@ -47,7 +52,6 @@ from p4sim.engine.rt import ExitSignal, ParserErrorSignal
 from p4sim.v1model.constants import (
     DROP_PORT,
     EGRESS_SPEC_AT_EGRESS_START,
-    MAX_REPASSES,
     MAX_WORK_ITEMS,
     PORT_MASK,
     InstanceType,
@@ -150,7 +154,15 @@ class V1ModelSwitch:
     ``priority_queues`` is simple_switch's ``--priority-queues`` (a packet whose
     ``standard_metadata.priority`` is not below it is dropped at enqueue, as in BMv2);
     ``on_digest`` is called (no arguments) after a digest was pushed to the program's
-    digest queue.
+    digest queue; ``max_repasses`` cuts a chain of resubmit/recirculate passes (None, the
+    default: no limit, as on BMv2).
+
+    A new packet's headers are those of the last packet that left the switch, all
+    invalid (BMv2 reuses its PHVs): a field of a header the parser does not extract reads
+    that packet's value (p4sim/README.md, "Fields of invalid headers"). With
+    ``reuse_headers=False`` every packet starts with fresh (zero) headers: what BMv2 shows
+    when packets arrive together, each taking its PHV before the earlier ones leave (p4c's
+    STF runner feeds a file's packets at once; ``p4sim stf`` runs so).
 
     Example::
 
@@ -160,8 +172,8 @@ class V1ModelSwitch:
 
     def __init__(self, program: Any, cpu_port: Optional[int] = None,
                  log: Optional[LogFn] = None, *, clock: Optional[Callable[[], int]] = None,
-                 priority_queues: int = 1, max_repasses: int = MAX_REPASSES,
-                 on_digest: Optional[Callable[[], None]] = None) -> None:
+                 priority_queues: int = 1, max_repasses: Optional[int] = None,
+                 on_digest: Optional[Callable[[], None]] = None, reuse_headers: bool = True) -> None:
         self.program = program
         self.on_digest = on_digest
         self.cpu_port = cpu_port
@@ -179,6 +191,10 @@ class V1ModelSwitch:
         self._egress: deque[EgressWork] = deque()
         self._out: list[tuple[int, bytes]] = []
         self._lock = threading.Lock()   # one frame at a time (callers may be threads)
+        # BMv2's PHV pool (bm_sim/phv_source.cpp): the headers of packets that left the
+        # switch, invalid but with their fields, the last one released taken first
+        self._phvs: list[Any] = []
+        self.reuse_headers = reuse_headers
 
     # ------------------------------------------------------------------ public API
     def process_packet(self, ingress_port: int, data: bytes) -> list[tuple[int, bytes]]:
@@ -224,7 +240,7 @@ class V1ModelSwitch:
         self._copy_ids[packet_id] = 0
         self.stats.received += 1
         try:
-            pv = self.program.new_packet()
+            pv = self._new_packet()
             std = pv.std
             std.ingress_port = ingress_port & PORT_MASK
             std.packet_length = len(data)
@@ -297,11 +313,38 @@ class V1ModelSwitch:
         self._copy_ids[packet_id] = self._copy_ids.get(packet_id, 0) + 1
         return self._copy_ids[packet_id]
 
+    def _new_packet(self) -> Any:
+        """A packet with all metadata zero and the headers of the last packet that left
+        the switch, all invalid (BMv2: a PHV from the pool, its metadata reset; fields of
+        headers the parser does not extract keep that packet's values)."""
+        pv = self.program.new_packet()
+        if self._phvs:
+            pv.hdr = self._phvs.pop()
+        return pv
+
+    def _release(self, pv: Any) -> None:
+        """``pv`` left the switch (sent, dropped, or replaced by its resubmitted or
+        recirculated copy): its headers go back to the pool, invalid (BMv2's
+        ``Packet::~Packet``: ``PHV::reset`` clears only the valid bits)."""
+        if self.reuse_headers:
+            self.program.invalidate_headers(pv.hdr)
+            self._phvs.append(pv.hdr)
+
+    def _copy(self, pv: Any, reset_metadata: bool = False) -> Any:
+        """A copy of ``pv`` in a PHV from the pool (BMv2's ``clone_with_phv``: valid
+        headers copied, invalid ones keep the pooled fields); with ``reset_metadata`` all
+        metadata zero (``clone_with_phv_reset_metadata``)."""
+        fresh = self._new_packet()
+        self.program.copy_headers(fresh.hdr, pv.hdr)
+        if reset_metadata:
+            return fresh
+        copied = self.program.copy_packet(pv)
+        copied.hdr = fresh.hdr
+        return copied
+
     def _headers_only(self, pv: Any) -> Any:
         """A packet with ``pv``'s headers and all metadata zero (BMv2 reset_metadata)."""
-        fresh = self.program.new_packet()
-        fresh.hdr = self.program.copy_packet(pv).hdr
-        return fresh
+        return self._copy(pv, reset_metadata=True)
 
     def _preserve(self, index: Optional[int], src: Any, dst: Any) -> None:
         if index:
@@ -315,6 +358,7 @@ class V1ModelSwitch:
         if priority >= self.priority_queues:
             self._trace(packet_id, copy_id, "Priority out of range, dropping packet")
             self.stats.dropped += 1
+            self._release(pv)
             return
         std.enq_timestamp = self.clock()
         std.enq_qdepth = 0
@@ -339,10 +383,10 @@ class V1ModelSwitch:
             if rid is not None:
                 self._trace(packet_id, copy_id, f"Replicating packet on port {port}")
                 clone_pv.std.egress_rid = rid
-                pv = self.program.copy_packet(clone_pv)
+                pv = self._copy(clone_pv)
             else:
                 self._trace(packet_id, copy_id, f"Cloning packet to egress port {port}")
-                pv = self.program.copy_packet(clone_pv)
+                pv = self._copy(clone_pv)
             self._enqueue(port, pv, payload, length_reg, packet_id,
                           self._new_copy_id(packet_id), repasses, in_port, truncate=truncate)
 
@@ -383,7 +427,7 @@ class V1ModelSwitch:
 
         # INGRESS CLONING: the original frame, parsed again, metadata reset.
         if ctx.clone is not None:
-            cpv = prog.new_packet()
+            cpv = self._new_packet()
             cpv.std.ingress_port = item.port
             cctx = PacketContext(item.data, now_us=ctx.now_us, log=None)
             try:
@@ -391,10 +435,12 @@ class V1ModelSwitch:
             except ParserErrorSignal:
                 pass                     # parser_error is reset with the metadata anyway
             prog.verify_checksum(cctx, cpv)
-            clone_pv = self._headers_only(cpv)
+            clone_pv = prog.new_packet()      # metadata reset, the headers just parsed
+            clone_pv.hdr = cpv.hdr
             self._clone("ingress", ctx.clone.session, ctx.clone.field_list, pv, clone_pv,
                         cctx.payload(), length_reg, pid, cid, item.repasses, item.port,
                         InstanceType.INGRESS_CLONE)
+            self._release(clone_pv)
 
         # LEARNING: simple_switch keeps one digest per pass (the last call).
         if ctx.digests:
@@ -402,14 +448,16 @@ class V1ModelSwitch:
 
         # RESUBMIT: the original frame, metadata reset except the field list.
         if ctx.resubmit is not None:
-            if item.repasses >= self.max_repasses:
+            if self.max_repasses is not None and item.repasses >= self.max_repasses:
                 self._trace(pid, cid, f"Resubmit limit ({self.max_repasses}) reached,"
                             " dropping packet")
                 self.stats.dropped += 1
+                self._release(pv)
                 return
             self._trace(pid, cid, "Resubmitting packet")
-            npv = prog.new_packet()
+            npv = self._new_packet()
             self._preserve(ctx.resubmit, pv, npv)
+            self._release(pv)
             npv.std.instance_type = int(InstanceType.RESUBMIT)
             npv.std.packet_length = length_reg
             self._ingress.append(_IngressItem(npv, item.data, item.port, pid,
@@ -427,14 +475,16 @@ class V1ModelSwitch:
             for port, rid in replicate(prog.state.pre, mgid):
                 self._trace(pid, cid, f"Replicating packet on port {port}")
                 std.egress_rid = rid
-                self._enqueue(port, prog.copy_packet(pv), payload, length_reg, pid,
+                self._enqueue(port, self._copy(pv), payload, length_reg, pid,
                               self._new_copy_id(pid), item.repasses, item.port)
+            self._release(pv)
             return
 
         self._trace(pid, cid, f"Egress port is {egress_spec}")
         if egress_spec == DROP_PORT:
             self._trace(pid, cid, "Dropping packet at the end of ingress")
             self.stats.dropped += 1
+            self._release(pv)
             return
         std.instance_type = int(InstanceType.NORMAL)
         self._enqueue(egress_spec, pv, payload, length_reg, pid, cid, item.repasses, item.port,
@@ -472,14 +522,17 @@ class V1ModelSwitch:
 
         # EGRESS CLONING: headers as egress left them, metadata reset.
         if ctx.clone is not None:
+            clone_pv = self._headers_only(pv)
             self._clone("egress", ctx.clone.session, ctx.clone.field_list, pv,
-                        self._headers_only(pv), item.payload,
+                        clone_pv, item.payload,
                         item.length_reg + _length_delta(ctx), pid, cid,
                         item.repasses, item.in_port, InstanceType.EGRESS_CLONE)
+            self._release(clone_pv)
 
         if int(std.egress_spec) & PORT_MASK == DROP_PORT:
             self._trace(pid, cid, "Dropping packet at the end of egress")
             self.stats.dropped += 1
+            self._release(pv)
             return
 
         self._trace(pid, cid, "Deparser 'deparser': start")
@@ -490,14 +543,16 @@ class V1ModelSwitch:
 
         # RECIRCULATE: the deparsed frame goes back to ingress.
         if ctx.recirculate is not None:
-            if item.repasses >= self.max_repasses:
+            if self.max_repasses is not None and item.repasses >= self.max_repasses:
                 self._trace(pid, cid, f"Recirculation limit ({self.max_repasses}) reached,"
                             " dropping packet")
                 self.stats.dropped += 1
+                self._release(pv)
                 return
             self._trace(pid, cid, "Recirculating packet")
-            npv = prog.new_packet()
+            npv = self._new_packet()
             self._preserve(ctx.recirculate, pv, npv)
+            self._release(pv)
             npv.std.instance_type = int(InstanceType.RECIRC)
             npv.std.packet_length = len(frame)
             self._ingress.append(_IngressItem(npv, frame, item.in_port, pid,
@@ -511,3 +566,4 @@ class V1ModelSwitch:
                     f"{item.port}")
         self.stats.transmitted += 1
         self._out.append((item.port, frame))
+        self._release(pv)

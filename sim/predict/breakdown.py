@@ -57,7 +57,8 @@ def by_stream(r: Prediction, stage: int | None = None) -> dict[str, float]:
     busy = m * (sum(sc.fwd_s) + sum(sc.bwd_s))
     t = r.tails[s]
     last_b_end = t.end_s - t.optimizer_s - t.param_gather_s - t.dp_exposed_s
-    out["pp-bubble"] = max(0.0, last_b_end - busy) + (r.iteration_s - t.end_s)
+    out["pp-bubble"] = max(0.0, last_b_end - busy) + (r.iteration_s - r.straggler_s - t.end_s)
+    out["stragglers"] = r.straggler_s
     out["dp"] += t.dp_exposed_s + t.param_gather_s
     out["optimizer"] = t.optimizer_s
     return {k: v for k, v in sorted(out.items(), key=lambda kv: -kv[1]) if v > 0}
@@ -72,6 +73,19 @@ def compute_split(r: Prediction, stage: int | None = None) -> dict[str, float]:
             if o.stream == "compute":
                 out[o.kind] += r.job.microbatches * o.seconds
     return dict(out)
+
+
+def gemm_fraction_of_peak(r: Prediction, stage: int | None = None) -> float:
+    """Achieved share of the datasheet peak of the critical stage's GEMMs (FLOP-weighted)."""
+    s = r.critical_stage if stage is None else stage
+    flops = secs = 0.0
+    for ops in r.stages[s].fwd_ops + r.stages[s].bwd_ops:
+        for o in ops:
+            if o.stream == "compute" and o.kind == "gemm":
+                flops += o.flops
+                secs += o.seconds
+    peak = r.job.gpu.peak_flops(r.job.training.precision)
+    return flops / secs / peak if secs > 0 and peak > 0 else 0.0
 
 
 def _runs(chain: list) -> list[list]:
@@ -138,8 +152,8 @@ def bottleneck(r: Prediction) -> str:
     (name, sec), (name2, sec2) = ranked[0], ranked[1]
     j = r.job
     tp_medium = next((c.medium for k, c in r.comm.items() if k.startswith("tp.")), "nvlink")
-    why = {"GEMMs": f"compute-bound, at most {100 * j.kernels.gemm:.0f} % (kernels.gemm) of the "
-                    f"{j.gpu.name}'s {j.training.precision} peak",
+    why = {"GEMMs": f"compute-bound at {100 * gemm_fraction_of_peak(r):.0f} % of the {j.gpu.name}'s "
+                    f"{j.training.precision} peak on average (kernel tables: the report's kernel sources)",
            "the pipeline bubble": f"(p-1)/(m*v) = {j.parallel.pp - 1}/({j.microbatches}*{j.chunks}): "
                                   "more micro-batches or virtual stages shrink it",
            "tensor-parallel collectives": f"tp {j.parallel.tp} on the critical path over {tp_medium}",
@@ -150,4 +164,5 @@ def bottleneck(r: Prediction) -> str:
             f"{r.critical_stage}{'; ' + why if why else ''}; next: {name2} ({100 * sec2 / it:.0f} %).")
 
 
-__all__ = ["bottleneck", "by_operator", "by_stream", "compute_split", "critical_path", "pretty_op"]
+__all__ = ["bottleneck", "by_operator", "by_stream", "compute_split", "critical_path", "gemm_fraction_of_peak",
+           "pretty_op"]

@@ -17,7 +17,8 @@ NVLink and the GPU's RoCE NIC by TCCL's own planner (``host.tccl.dualchannel.Dua
 an all-gather of S is an all-reduce of S/2 on the wire); the NIC is assumed free.
 
 **Across servers**: every group of the kind at once (the worst case: in the real run the
-stages' reductions are staggered by the pipeline's cool-down) — TCCL's planner
+stages' reductions are staggered by the pipeline's cool-down), over NCCL's channels (a group
+with k members in a server runs k rings on k NICs, each carrying 1/k) — TCCL's planner
 (``sim.workloads.collective_phases``) gives each group's ring or All-to-All rounds, the
 groups' flows are merged per phase and simulated on the fabric under the job's policy
 (``sim.policies.run_phase``: hash-model routing, TCCL ports, GOR), and the time is the
@@ -59,9 +60,13 @@ def _coords(j: TrainingJob) -> tuple[int, int, int, int]:
 
 
 def groups(j: TrainingJob, kind: str) -> list[list[int]]:
-    """Global ranks of every group of ``kind``: ``tp`` | ``cp`` | ``dp`` | ``ep`` | ``edp``."""
+    """Global ranks of every group of ``kind``: ``tp`` | ``cp`` | ``dp`` (the gradients'
+    group: DP × CP ranks, as Megatron's and torchtitan's) | ``ep`` | ``edp`` |
+    ``dps`` (HSDP's shard groups: ``framework.hybrid_shard`` consecutive DP ranks) | ``dpr``
+    (its replica groups)."""
     TP, CP, DP, PP = _coords(j)
     EP = j.parallel.ep
+    HS = j.framework.hybrid_shard if 0 < j.framework.hybrid_shard < DP and DP % j.framework.hybrid_shard == 0 else DP
     out: list[list[int]] = []
     for pp in range(PP):
         for dp in range(DP):
@@ -72,12 +77,21 @@ def groups(j: TrainingJob, kind: str) -> list[list[int]]:
                         out.append([base + i for i in range(TP)])
                     elif kind == "cp" and cp == 0:
                         out.append([base + TP * i for i in range(CP)])
-                    elif kind == "dp" and dp == 0:
-                        out.append([base + TP * CP * i for i in range(DP)])
-                    elif kind == "ep" and dp % EP == 0:
+                    elif kind == "dp" and dp == 0 and cp == 0:          # gradients: over DP x CP
+                        out.append([base + TP * i for i in range(CP * DP)])
+                    elif kind == "ep" and EP <= DP and dp % EP == 0:
                         out.append([base + TP * CP * i for i in range(EP)])
-                    elif kind == "edp" and dp < EP:
-                        out.append([base + TP * CP * EP * i for i in range(DP // EP)])
+                    elif kind == "ep" and EP > DP and tp == 0 and dp % (EP // TP) == 0:   # EP over TP x DP
+                        out.append([base + t + TP * CP * i for i in range(EP // TP) for t in range(TP)])
+                    elif kind == "edp" and EP <= DP and dp < EP and cp == 0:
+                        out.append([base + TP * (c + CP * EP * i) for i in range(DP // EP) for c in range(CP)])
+                    elif kind == "edp" and EP > DP and dp < EP // TP and cp == 0:
+                        out.append([base + TP * (c + CP * (EP // TP) * i) for i in range(DP * TP // EP)
+                                    for c in range(CP)])
+                    elif kind == "dps" and dp % HS == 0 and cp == 0:
+                        out.append([base + TP * i for i in range(CP * HS)])
+                    elif kind == "dpr" and dp < HS:
+                        out.append([base + TP * CP * HS * i for i in range(DP // HS)])
     return out
 
 
@@ -164,6 +178,8 @@ class CommModel:
         n = len(gs[0])
         if n == 1 or size_bytes <= 0:
             out = CommTime(0.0, "none")
+        elif kind == "ep" and collective == "alltoall" and self.j.framework.moe_dispatcher != "alltoall":
+            out = self.moe_dispatch(gs[0], size_bytes)
         elif self._intra(gs):
             out = self._nvlink(collective, n, size_bytes)
         else:
@@ -171,8 +187,8 @@ class CommModel:
             for g in gs:
                 sub = [dataclasses.replace(self.ranks[r], rank=i) for i, r in enumerate(g)]
                 job = Job(list(dict.fromkeys(r.server for r in sub)), sub, 1)
-                merged.append(collective_phases(self.sf, job, collective, int(size_bytes), "ring",
-                                                self.j.network.order, 1))
+                ph = collective_phases(self.sf, job, collective, int(size_bytes), "ring", self.j.network.order, 1)
+                merged.append(self._channels(ph, sub) if collective != "alltoall" else ph)
             phases = [Phase(parts[0].name, np.concatenate([p.src_nic for p in parts]),
                             np.concatenate([p.dst_nic for p in parts]),
                             np.concatenate([p.size_bytes for p in parts]), parts[0].repeat)
@@ -180,6 +196,67 @@ class CommModel:
             out = CommTime(self._simulate(phases), "fabric", f"{len(gs)} groups of {n} simulated at once")
             self._fabric_times[key] = out
         self._cache[key] = out
+        return out
+
+    def moe_dispatch(self, group: list[int], size_bytes: float) -> CommTime:
+        """One MoE dispatch or combine by DeepEP (``framework.moe_dispatcher``), a rank's
+        ``size_bytes`` being its tokens × the experts each picks × hidden × bytes.
+
+        Normal kernels (``deepep``): a token crosses the network once per remote server
+        holding one of its k experts — with experts spread evenly over N servers, each
+        remote server is hit with probability ``1 − (1 − 1/N)^k`` — and is then forwarded
+        over NVLink to each GPU it goes to (``n·(1 − (1 − 1/n)^k)`` distinct GPUs of the
+        group). Time ``max(RDMA bytes / (NIC × η), NVLink bytes / (NVLink × 0.95)) + 30 µs``
+        with η = ``0.92 (1 − e^(−QPs))``: DeepEP's README measures 43-46 GB/s of the CX7's
+        ~50 on RDMA and 153-158 of ~160 GB/s on NVLink (H800, EP 8-64); one queue pair per
+        channel is ECMP-bound on RoCE, several spread the channel (Tencent's multi-QP DeepEP).
+        Low-latency kernels (``deepep_ll``): every (token, expert) pair to a remote GPU goes
+        over RDMA by itself, plus the kernel's latency (163-194 µs from EP 8 to 256 in the
+        same README)."""
+        j, fw = self.j, self.j.framework
+        n = len(group)
+        servers = {self._server(r) for r in group}
+        N = len(servers)
+        k = max(1, j.model.top_k)
+        unique = size_bytes / k                                 # this rank's tokens, once each
+        eta = 0.92 * (1.0 - float(np.exp(-fw.moe_qps_per_channel)))
+        nic = self.nic_Bps * eta
+        if fw.moe_dispatcher == "deepep_ll":
+            remote = size_bytes * (n - n / max(N, 1)) / n
+            lat = float(np.interp(np.log2(max(n, 8)), [3, 4, 5, 6, 7, 8], [163, 173, 182, 186, 192, 194])) * 1e-6
+            t = lat + remote / nic
+            return CommTime(t, "fabric", f"DeepEP low-latency, {N} servers, {remote / 1e6:.1f} MB over RDMA")
+        hit = 1.0 - (1.0 - 1.0 / N) ** k if N > 1 else 0.0
+        rdma = unique * (N - 1) * hit
+        gpus = n * (1.0 - (1.0 - 1.0 / n) ** k)
+        nvl = unique * gpus
+        t = 30e-6 + max(rdma / nic, nvl / (self.j.gpu.nvlink_Bps * 0.95))
+        return CommTime(t, "fabric" if N > 1 else "nvlink",
+                        f"DeepEP normal, {N} servers: {rdma / 1e6:.1f} MB RDMA, {nvl / 1e6:.1f} MB NVLink")
+
+    def _channels(self, phases: list[Phase], sub: list) -> list[Phase]:
+        """NCCL's channels: a group with k members in a server runs k rings, ring c with
+        every member moved to the c-th next member of its server, each ring on its own NICs
+        and carrying 1/k of the data (so a DP group of whole servers uses every NIC of them,
+        and one GPU per server — a TP-8 job's DP group — only its own)."""
+        rails = self.sf.rails
+        by_server: dict[int, list[int]] = {}
+        for r in sub:
+            nic = self.sf.host_index[r.server] * rails + r.rail
+            by_server.setdefault(nic // rails, []).append(nic)
+        k = min(len(v) for v in by_server.values())
+        if k <= 1:
+            return phases
+        succ = {}
+        for nics in by_server.values():
+            nics = sorted(nics)
+            for i, nic in enumerate(nics):
+                succ[nic] = [nics[(i + c) % len(nics)] for c in range(k)]
+        out = []
+        for ph in phases:
+            src = np.concatenate([np.array([succ[int(x)][c] for x in ph.src_nic], np.int64) for c in range(k)])
+            dst = np.concatenate([np.array([succ[int(x)][c] for x in ph.dst_nic], np.int64) for c in range(k)])
+            out.append(Phase(ph.name, src, dst, np.concatenate([ph.size_bytes / k] * k), ph.repeat))
         return out
 
     def p2p(self, size_bytes: float) -> CommTime:

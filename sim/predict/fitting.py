@@ -128,7 +128,7 @@ def _nelder_mead(obj: _Objective, x: np.ndarray, evaluations: int, size: float) 
 
 
 def minimise_mape(model: Model, measured: np.ndarray, x0: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                  polish_evaluations: int = 60) -> FitResult:
+                  polish_evaluations: int = 60, lm_iterations: int = 25) -> FitResult:
     """Minimise the mean absolute relative error of ``model(x)`` against ``measured``
     over ``lo <= x <= hi`` from ``x0`` (module docstring)."""
     lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
@@ -137,7 +137,7 @@ def minimise_mape(model: Model, measured: np.ndarray, x0: np.ndarray, lo: np.nda
     x = np.clip(np.asarray(x0, np.float64), lo, hi)
     obj.resid(x)
     if len(x):
-        _levenberg_marquardt(obj, x, iterations=25, step=1e-5)
+        _levenberg_marquardt(obj, x, iterations=lm_iterations, step=1e-5)
         if obj.best_err > 1e-4:                     # not already exact (1 ppm): polish
             _nelder_mead(obj, obj.best_x.copy(), polish_evaluations, size=0.02)
     return FitResult(obj.best_x, obj.best_err, obj.calls)

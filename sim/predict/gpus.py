@@ -15,6 +15,15 @@ H100 900 GB/s, H800 400 GB/s). HBM sizes are binary (an "80GB" part shows 81,920
 * H20: NVIDIA H20 specification (HGX H20): BF16/FP16 148 TFLOP/s, FP8 296 TFLOP/s, HBM3
   96GB at 4.0 TB/s, NVLink 900 GB/s.
 * H200 SXM: NVIDIA H200 datasheet: H100's compute, HBM3e 141GB at 4.8 TB/s, NVLink 900 GB/s.
+* H100-96GB-500W: the H100 of Meta's Grand Teton servers as torchtitan's benchmark pages
+  describe it (benchmarks/llama3_h100_202412_torchtitan.md): 96GB HBM2e at 2.4 TB/s, the
+  default 500 W power limit (``power_limit_W``; :attr:`GpuSpec.clock_factor`).
+
+``chip`` names the compute die whose kernel tables apply (:mod:`sim.predict.kerneltable`:
+H800, H200 and the Grand Teton part are H100 dies), ``sms`` its streaming multiprocessors
+(A100 108, H100 SXM 132, H20 78: the tile/wave shape model), ``tdp_W`` the board power of
+the datasheet (A100 SXM 400 W, H100/H200 SXM 700 W, H20 400 W) and ``idle_W`` the power of a
+GPU waiting (energy, :mod:`sim.predict.energy`).
 
 Example::
 
@@ -28,6 +37,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Optional
+
+from sim.predict import calibration
 
 PRECISIONS = ("bf16", "fp16", "fp8")
 
@@ -44,6 +55,22 @@ class GpuSpec:
     hbm_GBps: float
     hbm_GiB: float
     nvlink_GBps: float
+    chip: str = "H100"
+    sms: int = 132
+    tdp_W: float = 700.0
+    power_limit_W: Optional[float] = None
+    idle_W: float = 90.0
+
+    @property
+    def clock_factor(self) -> float:
+        """Sustained tensor-core clock relative to the datasheet's, under a power limit
+        below the TDP: dynamic power goes as f·V² and V tracks f, so f ∝ P^(1/3)
+        (1.0 without a limit): ``(limit/TDP)^e`` with e = 1/3 by that argument, or as fitted
+        (:mod:`sim.predict.calibration`: the voltage does not fall all the way with the
+        clock). torchtitan's Grand Teton H100s at 500 W of 700: (500/700)^(1/3) = 0.894."""
+        if self.power_limit_W is None or self.power_limit_W >= self.tdp_W:
+            return 1.0
+        return (self.power_limit_W / self.tdp_W) ** calibration.current().power_exponent
 
     def peak_flops(self, precision: str) -> float:
         """Dense tensor-core FLOP/s at ``precision`` (0.0 when the GPU has none)."""
@@ -67,12 +94,14 @@ class GpuSpec:
 
 
 PRESETS: dict[str, GpuSpec] = {g.name: g for g in (
-    GpuSpec("A100-40GB", 312.0, 312.0, None, 1555.0, 40.0, 300.0),   # A100 datasheet, SXM4 40GB
-    GpuSpec("A100-80GB", 312.0, 312.0, None, 2039.0, 80.0, 300.0),   # A100 datasheet, SXM4 80GB
-    GpuSpec("H100-SXM", 989.0, 989.0, 1979.0, 3350.0, 80.0, 450.0),  # H100 datasheet, SXM5
-    GpuSpec("H800", 989.0, 989.0, 1979.0, 3350.0, 80.0, 200.0),      # H800 product brief, SXM5
-    GpuSpec("H20", 148.0, 148.0, 296.0, 4000.0, 96.0, 450.0),        # HGX H20 specification
-    GpuSpec("H200", 989.0, 989.0, 1979.0, 4800.0, 141.0, 450.0),     # H200 datasheet, SXM
+    GpuSpec("A100-40GB", 312.0, 312.0, None, 1555.0, 40.0, 300.0, "A100", 108, 400.0),   # A100 datasheet, SXM4 40GB
+    GpuSpec("A100-80GB", 312.0, 312.0, None, 2039.0, 80.0, 300.0, "A100", 108, 400.0),   # A100 datasheet, SXM4 80GB
+    GpuSpec("H100-SXM", 989.0, 989.0, 1979.0, 3350.0, 80.0, 450.0, "H100", 132, 700.0),  # H100 datasheet, SXM5
+    GpuSpec("H800", 989.0, 989.0, 1979.0, 3350.0, 80.0, 200.0, "H100", 132, 700.0),      # H800 product brief, SXM5
+    GpuSpec("H20", 148.0, 148.0, 296.0, 4000.0, 96.0, 450.0, "H20", 78, 400.0),          # HGX H20 specification
+    GpuSpec("H200", 989.0, 989.0, 1979.0, 4800.0, 141.0, 450.0, "H100", 132, 700.0),     # H200 datasheet, SXM
+    # Meta's Grand Teton H100 (torchtitan's benchmarks): 96GB HBM2e at 2.4 TB/s, run at 500 W of 700
+    GpuSpec("H100-96GB-500W", 989.0, 989.0, 1979.0, 2400.0, 96.0, 450.0, "H100", 132, 700.0, 500.0),
 )}
 
 __all__ = ["GpuSpec", "PRECISIONS", "PRESETS"]

@@ -9,8 +9,9 @@ element (2). Norms, dropouts and residual adds work on T tokens, or T/t with seq
 parallelism. Per layer and micro-batch:
 
 * forward: norm, [SP all-gather], QKV GEMM (T × (a+2g)d/t × h), flash attention
-  (4·b·(s/cp)·s·(a/t)·d FLOPs, halved: causal), [CP all-gather of K,V hidden by the
-  attention], output GEMM, TP all-reduce (or SP reduce-scatter) of T·h·e bytes, residual
+  (4·b·(s/cp)·s·(a/t)·d FLOPs × the mask's share: 1/2 causal, 1 full, l/2s for packed
+  documents of l tokens), [CP: K,V passed round the ring under the attention, or gathered
+  first and exposed (``parallel.cp_comm: allgather``, Llama 3)], output GEMM, TP all-reduce (or SP reduce-scatter) of T·h·e bytes, residual
   add (+ dropout mask), norm, [SP all-gather], FC1, activation, FC2, TP all-reduce / RS,
   residual add. MoE layers: router GEMM, EP all-to-all dispatch of T·k·h·e bytes, the
   local experts' FC1/activation/FC2 on T·k tokens (widths / t) as grouped GEMMs, EP
@@ -38,6 +39,8 @@ Example::
     True
 """
 from __future__ import annotations
+
+from dataclasses import replace
 
 from sim.predict.job import TrainingJob
 from sim.predict.kernels import Kernel
@@ -70,12 +73,13 @@ class _Dims:
         self.T = self.b * self.s_local
         self.sp = p.sequence_parallel and p.tp > 1
         self.Tn = self.T // p.tp if self.sp else self.T
-        self.qkv = (m.heads + 2 * m.kv) * m.head_dim // p.tp
+        self.qkv = (m.heads + 2 * m.kv) * m.d_head // p.tp
         self.a_t = m.heads // p.tp
         self.fp8 = j.training.precision == "fp8"
         self.swiglu = m.mlp == "swiglu"
         self.cp = p.cp
         self.ep = p.ep
+        self.impl = j.framework.attention_impl(j.gpu.chip)
 
 
 def _tp_in(d: _Dims, name: str) -> list[Kernel]:
@@ -96,20 +100,21 @@ def _residual(j: TrainingJob, d: _Dims, name: str) -> Kernel:
 def _mlp_forward(j: TrainingJob, d: _Dims, moe: bool) -> list[Kernel]:
     m = j.model
     width = m.moe_ffn if moe else m.ffn
-    f_t = width // d.t
+    f_t = width // (j.expert_tp if moe else d.t)
     n1 = 2 * f_t if d.swiglu else f_t
     act_bytes = (3 if d.swiglu else 2) * f_t * E
     if not moe:
         return [_gemm("fc1", d.T, n1, d.h, d.fp8), _mem("activation", d.T * act_bytes),
                 _gemm("fc2", d.T, d.h, f_t, d.fp8)]
     local = m.experts // d.ep
-    tokens = d.T * m.top_k
-    per_expert = max(1, tokens // local)
-    a2a = d.Tn * m.top_k * d.h * E
+    load = moe_load_factor(j)                       # the busiest expert's tokens over the mean
+    tokens = (d.Tn if j.expert_tp == 1 and d.t > 1 else d.T) * m.top_k * load
+    per_expert = max(1, int(tokens // local))
+    a2a = d.Tn * m.top_k * d.h * E * load
 
     def grouped(name: str, n: int, k: int) -> Kernel:
         g = _gemm(name, per_expert, n, k, d.fp8)
-        return Kernel(name, "gemm", g.flops * local, g.bytes * local, g.dims, "fwd", d.fp8)
+        return replace(g, flops=g.flops * local, bytes=g.bytes * local, groups=local)
 
     return [_gemm("router", d.Tn, m.experts, d.h, False), _mem("router.topk", d.Tn * m.experts * 4.0 * 3),
             _comm("ep.alltoall.dispatch", "alltoall", "ep", a2a) if d.ep > 1 else _mem("moe.permute", 2 * a2a),
@@ -118,22 +123,123 @@ def _mlp_forward(j: TrainingJob, d: _Dims, moe: bool) -> list[Kernel]:
             _comm("ep.alltoall.combine", "alltoall", "ep", a2a) if d.ep > 1 else _mem("moe.unpermute", 2 * a2a)]
 
 
+def moe_load_factor(j: TrainingJob) -> float:
+    """Tokens of the busiest expert over the mean: ``model.moe_imbalance`` (1.0: balanced,
+    as the NeMo/Megatron-Bridge benchmarks force it), capped by ``moe_capacity_factor``
+    when tokens beyond capacity are dropped."""
+    m = j.model
+    cf = m.moe_capacity_factor
+    return min(m.moe_imbalance, cf) if cf is not None else m.moe_imbalance
+
+
+UNFUSED = ("attention.qk", "attention.softmax", "attention.av")
+#: backward bytes over forward bytes where they are not the element-wise rule of thumb (2):
+#: the fused softmax + dropout of unfused attention reads the gradient, the mask and the
+#: probabilities and writes one gradient (2 + 1 + 2 + 2 + 2 + 2 = 11 bytes a score against
+#: the forward's 9)
+BWD_BYTES = {"attention.softmax": 11.0 / 9.0}
+
+
+def mask_fraction(j: TrainingJob) -> float:
+    """Share of the s² query-key pairs the attention computes: 1 (full), 1/2 (causal),
+    ``document_tokens / 2s`` (causal inside packed documents of that mean length: Σ lᵢ²/2
+    over documents filling s tokens is s·l/2)."""
+    mask = j.training.attention_mask
+    if mask == "full":
+        return 1.0
+    if mask == "document":
+        return 0.5 * j.training.document_tokens / j.model.seq_length
+    return 0.5
+
+
+def _attention(j: TrainingJob, d: _Dims, flops: float, nbytes: float) -> list[Kernel]:
+    """A flash-attention kernel, or (``unfused``, Megatron-LM before flash attention) QKᵀ and
+    AV as batched GEMMs over b·a/t heads with the s² scores through a fused scale-mask-
+    softmax (2 bytes read, 2 written per score) and, with dropout, its mask (1) and output (2)."""
+    m = j.model
+    sq, sk, dh = d.s_local, m.seq_length, m.d_head
+    mask = j.training.attention_mask
+    if d.impl != "unfused":
+        seq = min(sq, j.training.document_tokens) if mask == "document" else sq
+        return [Kernel("attention", "attention", flops, nbytes, seq=seq, head_dim=dh, causal=mask != "full",
+                       impl=d.impl)]
+    heads = d.b * d.a_t
+    scores = float(heads) * sq * sk
+    qk = Kernel("attention.qk", "gemm", 2.0 * scores * dh, heads * (2.0 * sq * dh * E + scores / heads * E),
+                (sq, sk, dh), groups=heads)
+    av = Kernel("attention.av", "gemm", 2.0 * scores * dh, heads * (scores / heads * E + 2.0 * sq * dh * E),
+                (sq, dh, sk), groups=heads)
+    soft = _mem("attention.softmax", scores * (2 * E + (1.0 + 2 * E if m.dropout else 0.0)))
+    return [qk, soft, av]
+
+
+#: GEMMs whose input comes straight from a kernel that can write FP8 itself (a norm, the
+#: activation function): Transformer Engine's LayerNormLinear / LayerNormMLP
+FP8_FUSED_INPUT = ("qkv", "fc1", "fc2", "experts.fc1", "experts.fc2")
+
+
+def fp8_casts(j: TrainingJob, kernels: list[Kernel], phase: str) -> list[Kernel]:
+    """``kernels`` with the quantization kernels FP8 GEMMs need (FP8 jobs; identity
+    otherwise). Per FP8 GEMM ``M × N × K`` (input X: M × K, weight W: K × N):
+
+    * forward, X: Hopper's FP8 GEMMs take both operands K-major, so X is cast and transposed
+      (FP8 and FP8ᵀ copies): 4 bytes an element (read bf16, write two FP8), 1 when a norm or
+      the activation function writes it directly (TE's fused LayerNormLinear/LayerNormMLP);
+      with ``current`` / ``tensorwise`` scaling the scale needs the tensor's amax first, an
+      extra pass (2 bytes read, and the fused writer can no longer write FP8: +4);
+    * forward, W: cast and transpose, 4 bytes a weight (2 with ``fp8_param_gather``: the
+      weights are FP8 already), once a step when the framework caches FP8 weights
+      (``fp8_weight_cache``: 1/m of it per micro-batch), every micro-batch otherwise;
+    * backward, the output gradient dY (M × N): cast and transpose, 4 bytes (+2 for current
+      scaling);
+    * and two more kernel launches per GEMM (scale / amax bookkeeping).
+    Attention, embedding, LM head and router stay in BF16 (no casts).
+
+    >>> from sim.predict.job import job_from_dict
+    >>> j = job_from_dict({"model": {"layers": 2, "hidden": 1024, "heads": 16, "seq_length": 2048,
+    ...                              "vocab": 32000}, "training": {"global_batch": 4, "precision": "fp8"},
+    ...                    "gpu": {"preset": "H100-SXM"}}, "j.yaml")
+    >>> [k.name for k in layer_forward(j, False) if k.name.startswith("fp8.")][:3]
+    ['fp8.cast.qkv.x', 'fp8.cast.qkv.w', 'fp8.scale.qkv']
+    """
+    if j.training.precision != "fp8":
+        return kernels
+    fw, m = j.framework, j.microbatches
+    current = fw.fp8_recipe in ("current", "tensorwise", "rowwise")
+    w_bytes = (2.0 if fw.fp8_param_gather else 4.0) / (m if fw.fp8_weight_cache else 1)
+    out: list[Kernel] = []
+    for k in kernels:
+        if k.kind == "gemm" and k.fp8:
+            M, N, K = k.dims
+            g = k.groups
+            if phase == "fwd":
+                x = (1.0 if k.name in FP8_FUSED_INPUT else 4.0) + (4.0 if current else 0.0)
+                out.append(_mem(f"fp8.cast.{k.name}.x", x * M * K * g))
+                out.append(_mem(f"fp8.cast.{k.name}.w", w_bytes * K * N * g))
+            elif k.name.endswith(".dgrad"):
+                out.append(_mem(f"fp8.cast.{k.name}.dy", (4.0 + (2.0 if current else 0.0)) * M * K * g, "bwd"))
+            out.append(_mem(f"fp8.scale.{k.name}", 0.0, phase))
+            out.append(_mem(f"fp8.amax.{k.name}", 0.0, phase))
+        out.append(k)
+    return out
+
+
 def layer_forward(j: TrainingJob, moe: bool) -> list[Kernel]:
     """The forward kernels of one layer for one micro-batch (module docstring)."""
     d, m = _Dims(j), j.model
-    causal = 0.5
-    attn_flops = 4.0 * d.b * d.s_local * m.seq_length * d.a_t * m.head_dim * causal
-    attn_bytes = d.T * (d.qkv + d.a_t * m.head_dim) * E
+    attn_flops = 4.0 * d.b * d.s_local * m.seq_length * d.a_t * m.d_head * mask_fraction(j)
+    attn_bytes = d.T * (d.qkv + d.a_t * m.d_head) * E
     out: list[Kernel] = [_mem("norm.attn", 2 * d.Tn * d.h * E), *_tp_in(d, "attn"),
                          _gemm("qkv", d.T, d.qkv, d.h, d.fp8)]
     if d.cp > 1:
-        kv = 2.0 * d.T * (m.kv // d.t) * m.head_dim * E
-        out.append(_comm("cp.allgather.kv", "allgather", "cp", kv, hidden_by="attention"))
-    out += [Kernel("attention", "attention", attn_flops, attn_bytes), _gemm("out_proj", d.T, d.h, d.a_t * m.head_dim, d.fp8),
+        kv = 2.0 * d.T * (m.kv // d.t) * m.d_head * E
+        ring = j.cp_comm == "ring"
+        out.append(_comm("cp.allgather.kv", "allgather", "cp", kv, hidden_by="attention" if ring else ""))
+    out += [*_attention(j, d, attn_flops, attn_bytes), _gemm("out_proj", d.T, d.h, d.a_t * m.d_head, d.fp8),
             *_tp_out(d, "attn"), _residual(j, d, "residual.attn"),
             _mem("norm.mlp", 2 * d.Tn * d.h * E), *_tp_in(d, "mlp"), *_mlp_forward(j, d, moe),
             *_tp_out(d, "mlp"), _residual(j, d, "residual.mlp")]
-    return out
+    return fp8_casts(j, out, "fwd")
 
 
 def _backward_of(k: Kernel, d: _Dims) -> list[Kernel]:
@@ -144,11 +250,11 @@ def _backward_of(k: Kernel, d: _Dims) -> list[Kernel]:
         dgrad = _gemm(f"{k.name}.dgrad", m, kk, n, k.fp8, "bwd")
         wgrad = _gemm(f"{k.name}.wgrad", kk, n, m, k.fp8, "bwd")
         scale = k.flops / (2.0 * m * n * kk)          # grouped GEMMs: several experts
-        return [Kernel(x.name, "gemm", x.flops * scale, x.bytes * scale, x.dims, "bwd", k.fp8) for x in (dgrad, wgrad)]
+        return [replace(x, flops=x.flops * scale, bytes=x.bytes * scale, groups=k.groups) for x in (dgrad, wgrad)]
     if k.kind == "attention":
-        return [Kernel(name, "attention", 2.5 * k.flops, 2.0 * k.bytes, phase="bwd")]
+        return [replace(k, name=name, flops=2.5 * k.flops, bytes=2.0 * k.bytes, phase="bwd")]
     if k.kind == "memory":
-        return [_mem(name, 2.0 * k.bytes, "bwd")]
+        return [_mem(name, BWD_BYTES.get(k.name, 2.0) * k.bytes, "bwd")]
     if k.group == "tp" and k.collective == "allgather":        # SP: RS of the input gradient
         return [_comm(f"tp.reducescatter.{k.name.split('.')[-1]}.bwd", "reducescatter", "tp", k.size_bytes)]
     if k.group == "tp" and k.collective == "reducescatter":    # SP: AG of the output gradient
@@ -156,14 +262,15 @@ def _backward_of(k: Kernel, d: _Dims) -> list[Kernel]:
     if k.group == "tp":                                        # the 'g' all-reduce: identity backward
         return []
     if k.group == "cp":
-        return [_comm("cp.reducescatter.dkv", "reducescatter", "cp", k.size_bytes, hidden_by="attention.bwd")]
+        return [_comm("cp.reducescatter.dkv", "reducescatter", "cp", k.size_bytes,
+                      hidden_by="attention.bwd" if k.hidden_by else "")]
     return [_comm(f"{k.name}.bwd", k.collective, k.group, k.size_bytes)]
 
 
 def layer_backward(j: TrainingJob, moe: bool) -> list[Kernel]:
     """The backward kernels of one layer (without recomputation; module docstring)."""
     d = _Dims(j)
-    fwd = layer_forward(j, moe)
+    fwd = [k for k in layer_forward(j, moe) if not k.name.startswith("fp8.")]
     out: list[Kernel] = []
     for k in reversed(fwd):
         out += _backward_of(k, d)
@@ -171,7 +278,7 @@ def layer_backward(j: TrainingJob, moe: bool) -> list[Kernel]:
             out.append(_comm(f"tp.allreduce.{k.name}.dgrad", "allreduce", "tp", d.T * d.h * E))
         if k.kind == "comm" and k.group == "tp" and k.collective == "allgather":
             out.append(_comm(f"tp.allgather.{k.name.split('.')[-1]}.regather", "allgather", "tp", k.size_bytes))
-    return out
+    return fp8_casts(j, out, "bwd")
 
 
 def recompute_forward(j: TrainingJob, moe: bool) -> list[Kernel]:
@@ -181,10 +288,10 @@ def recompute_forward(j: TrainingJob, moe: bool) -> list[Kernel]:
     if mode == "none":
         return []
     fwd = layer_forward(j, moe)
-    if mode == "selective":
-        fwd = [k for k in fwd if k.name.startswith("norm.") or k.name.endswith("activation")]
-    return [Kernel(f"recompute.{k.name}", k.kind, k.flops, k.bytes, k.dims, k.phase, k.fp8, k.collective,
-                   k.group, k.size_bytes, f"recompute.{k.hidden_by}" if k.hidden_by else "") for k in fwd]
+    if mode == "selective":          # Korthikanti et al.: the attention core (unfused: its s² tensors)
+        fwd = [k for k in fwd if k.name.startswith("norm.") or k.name.endswith("activation") or k.name in UNFUSED]
+    return [replace(k, name=f"recompute.{k.name}", hidden_by=f"recompute.{k.hidden_by}" if k.hidden_by else "")
+            for k in fwd]
 
 
 def embedding_forward(j: TrainingJob) -> list[Kernel]:

@@ -15,6 +15,7 @@ reason, like the scenario files (:mod:`sim.scenario`)::
       vocab: 51200               # REQUIRED
       ffn_hidden: null           # default 4 x hidden
       kv_heads: null             # default = heads (fewer: grouped-query attention)
+      head_dim: null             # default hidden / heads (Qwen3: 128 with hidden 2048 and 32 heads)
       mlp: gelu                  # gelu | swiglu (three matrices, Llama)
       norm: layernorm            # layernorm | rmsnorm
       dropout: true              # dropout masks after attention and MLP (GPT); false: Llama
@@ -23,27 +24,37 @@ reason, like the scenario files (:mod:`sim.scenario`)::
       top_k: 2
       moe_ffn_hidden: null       # default ffn_hidden
       moe_every: 1               # every n-th layer is MoE
+      moe_imbalance: 1.0         # tokens of the busiest expert / the mean (1.0: force-balanced routing)
+      moe_capacity_factor: null  # token dropping: an expert takes at most this x the mean (null: dropless)
     parallel:
       tp: 1                      # tensor parallel (NVLink inside a server)
       pp: 1                      # pipeline stages
       dp: 1                      # data parallel; GPUs = tp x pp x cp x dp
       cp: 1                      # context parallel (sequence split over cp GPUs, ring attention)
       ep: 1                      # expert parallel (carved out of dp)
-      schedule: 1f1b             # 1f1b | interleaved
+      schedule: 1f1b             # 1f1b | interleaved | zb-h1 (zero bubble, B and W split) | custom
+      schedule_file: null        # custom: a YAML file of each stage's order (sim/predict/schedule.py)
       virtual_stages: 1          # interleaved: model chunks per GPU (>= 2)
+      first_stage_layers: null   # uneven pipeline: layers of the first / last (virtual) stage; by default
+      last_stage_layers: null    #   even, or one layer less each for the embedding and loss when that divides
       zero: 0                    # ZeRO stage 0..3 (1: optimizer, 2: + grads, 3: + weights sharded over dp)
       sequence_parallel: false   # Megatron SP: norms/dropouts split over tp, AG/RS instead of AR
-      overlap_grad_reduce: true  # DP gradient reduction overlapped with the last backward
-      overlap_param_gather: true # ZeRO 1/2 parameter all-gather hidden in the next forward
-      bucket_MiB: 160.0          # gradient bucket (Megatron: 40M fp32 grads)
+      cp_comm: null              # context parallel: ring (KV passed round, each step under that step's
+                                 # attention: Megatron/TE) | allgather (KV gathered first, exposed: Llama 3,
+                                 # torch's default rotate method) | null: the framework's
+      overlap_grad_reduce: null  # DP gradient reduction overlapped with the last backward (null: the framework's)
+      overlap_param_gather: null # ZeRO 1/2 parameter all-gather hidden in the next forward (null: the framework's)
+      bucket_MiB: null           # gradient bucket (null: the framework's; Megatron: 40M fp32 grads)
     training:
       global_batch: 1536         # REQUIRED (samples per iteration)
       micro_batch: 1
       precision: bf16            # bf16 | fp16 | fp8 (fp8 GEMMs, bf16 elsewhere)
       recompute: none            # none | selective | full
-      grad_bytes: 4              # fp32 main gradients (Megatron)
+      grad_bytes: null           # main gradients' bytes (null: the framework's grad_reduce_dtype: fp32 4, bf16 2)
       optimizer_bytes: 12        # Adam: fp32 master weights, m, v
       reserved_GiB: 2.0          # CUDA context, NCCL buffers, allocator slack
+      attention_mask: causal     # causal | full | document (packed documents, attention inside each)
+      document_tokens: null      # document: mean document length in tokens (required then)
     gpu:                         # REQUIRED section
       preset: H800               # A100-40GB | A100-80GB | H100-SXM | H800 | H20 | H200
       # or every figure (over the preset): tflops_bf16, tflops_fp16, tflops_fp8,
@@ -58,6 +69,11 @@ reason, like the scenario files (:mod:`sim.scenario`)::
       placement: contiguous      # the job's servers: contiguous | fragmented | random (sim.workloads)
       seed: 1                    # random placement and random ECMP ports
     kernels: {}                  # efficiency factors, sim.predict.kernels.KernelParams
+    energy: {}                   # pue, nic_W, switch_W, server_W, gpu_idle_W, gpu_busy_W (sim.predict.energy)
+    framework:                   # the software stack, sim.predict.framework (profiles and fields)
+      name: megatron-core        # megatron-lm | megatron-core | nemo | megatron-bridge | megatron-deepspeed |
+                                 # deepspeed | pytorch-fsdp | composer-fsdp | torchtitan | llama3-meta
+      version: ""                # reported; any profile field may follow (tp_comm_overlap: 0.5, ...)
 
 Example::
 
@@ -81,9 +97,12 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from sim.policies import POLICIES
+from sim.predict.energy import EnergySpec
 from sim.predict.fields import parse_section
+from sim.predict.framework import Framework, resolve_framework
 from sim.predict.gpus import PRECISIONS, PRESETS, GpuSpec
 from sim.predict.kernels import KernelParams
+from sim.predict.schedule import parse_orders, validate_orders
 from sim.scenario import read_yaml
 from sim.topology import SimInputError
 from sim.workloads import PLACEMENTS
@@ -101,6 +120,7 @@ class ModelSpec:
     vocab: int = 0
     ffn_hidden: Optional[int] = None
     kv_heads: Optional[int] = None
+    head_dim: Optional[int] = None
     mlp: str = "gelu"
     norm: str = "layernorm"
     dropout: bool = True
@@ -109,6 +129,8 @@ class ModelSpec:
     top_k: int = 2
     moe_ffn_hidden: Optional[int] = None
     moe_every: int = 1
+    moe_imbalance: float = 1.0
+    moe_capacity_factor: Optional[float] = None
 
     @property
     def ffn(self) -> int:
@@ -121,9 +143,9 @@ class ModelSpec:
         return self.kv_heads or self.heads
 
     @property
-    def head_dim(self) -> int:
-        """hidden / heads."""
-        return self.hidden // self.heads
+    def d_head(self) -> int:
+        """``head_dim``, default hidden / heads."""
+        return self.head_dim or self.hidden // self.heads
 
     @property
     def moe_ffn(self) -> int:
@@ -145,12 +167,16 @@ class ParallelSpec:
     cp: int = 1
     ep: int = 1
     schedule: str = "1f1b"
+    schedule_file: Optional[str] = None
     virtual_stages: int = 1
+    first_stage_layers: Optional[int] = None
+    last_stage_layers: Optional[int] = None
     zero: int = 0
     sequence_parallel: bool = False
-    overlap_grad_reduce: bool = True
-    overlap_param_gather: bool = True
-    bucket_MiB: float = 160.0
+    cp_comm: Optional[str] = None
+    overlap_grad_reduce: Optional[bool] = None
+    overlap_param_gather: Optional[bool] = None
+    bucket_MiB: Optional[float] = None
 
 
 @dataclass(slots=True)
@@ -162,9 +188,11 @@ class TrainingSpec:
     micro_batch: int = 1
     precision: str = "bf16"
     recompute: str = "none"
-    grad_bytes: int = 4
+    grad_bytes: Optional[int] = None
     optimizer_bytes: int = 12
     reserved_GiB: float = 2.0
+    attention_mask: str = "causal"
+    document_tokens: Optional[int] = None
 
 
 @dataclass(slots=True)
@@ -204,6 +232,55 @@ class TrainingJob:
     kernels: KernelParams
     fabric: dict[str, Any] = field(default_factory=dict)
     source: str = "job"
+    framework: Framework = field(default_factory=Framework)
+    orders: Optional[list] = None
+    energy: EnergySpec = field(default_factory=EnergySpec)
+
+    @property
+    def cp_comm(self) -> str:
+        """``parallel.cp_comm``, else the framework's."""
+        return self.parallel.cp_comm or self.framework.cp_comm
+
+    @property
+    def expert_tp(self) -> int:
+        """Tensor parallelism of the experts: the job's tp, or 1 when EP spans TP x DP
+        (Megatron-Core's expert_tensor_parallel_size 1: ``ep`` > ``dp``)."""
+        return 1 if self.parallel.ep > self.parallel.dp else self.parallel.tp
+
+    @property
+    def expert_dp(self) -> int:
+        """Replicas of each expert over DP: dp / ep, or dp·tp / ep when EP spans TP."""
+        p = self.parallel
+        return max(1, p.dp * (p.tp // self.expert_tp) // p.ep)
+
+    @property
+    def grad_bytes(self) -> float:
+        """Bytes of a stored gradient: ``training.grad_bytes``, else the framework's."""
+        g = self.training.grad_bytes
+        return float(g) if g is not None else self.framework.grad_wire_bytes
+
+    @property
+    def weight_bytes(self) -> float:
+        """Bytes of a stored weight: 1 for FP8 jobs of a framework with ``fp8_param_gather``, else 2."""
+        return 1.0 if self.training.precision == "fp8" and self.framework.fp8_param_gather else 2.0
+
+    @property
+    def overlap_grad_reduce(self) -> bool:
+        """``parallel.overlap_grad_reduce``, else the framework's."""
+        v = self.parallel.overlap_grad_reduce
+        return self.framework.overlap_grad_reduce if v is None else v
+
+    @property
+    def overlap_param_gather(self) -> bool:
+        """``parallel.overlap_param_gather``, else the framework's."""
+        v = self.parallel.overlap_param_gather
+        return self.framework.overlap_param_gather if v is None else v
+
+    @property
+    def bucket_MiB(self) -> float:
+        """``parallel.bucket_MiB``, else the framework's."""
+        v = self.parallel.bucket_MiB
+        return self.framework.bucket_MiB if v is None else v
 
     @property
     def gpus(self) -> int:
@@ -219,12 +296,14 @@ class TrainingJob:
     @property
     def chunks(self) -> int:
         """Model chunks per GPU (virtual pipeline stages; 1 for 1F1B)."""
+        if self.parallel.schedule == "custom" and self.orders:
+            return 1 + max((c for o in self.orders for _, c, _ in o), default=0)
         return self.parallel.virtual_stages if self.parallel.schedule == "interleaved" else 1
 
     @property
     def layers_per_stage(self) -> int:
-        """Transformer layers per pipeline stage (all chunks of one GPU)."""
-        return self.model.layers // self.parallel.pp
+        """Transformer layers per pipeline stage (all chunks of one GPU; the most loaded)."""
+        return -(-self.model.layers // self.parallel.pp)
 
     @property
     def tokens_per_iteration(self) -> int:
@@ -252,7 +331,7 @@ def _gpu(sec: GpuSection, source: str) -> GpuSpec:
         for k in ("tflops_bf16", "hbm_GBps", "hbm_GiB", "nvlink_GBps"):
             if k not in over:
                 raise _err(source, f"gpu.{k}", f"missing (no gpu.preset; known presets: {', '.join(PRESETS)})")
-        base = GpuSpec("custom", over["tflops_bf16"], over["tflops_bf16"], None, 1.0, 1.0, 1.0)
+        base = GpuSpec("custom", over["tflops_bf16"], over["tflops_bf16"], None, 1.0, 1.0, 1.0, "custom")
     for k, v in over.items():
         if v <= 0:
             raise _err(source, f"gpu.{k}", f"must be > 0, got {v}")
@@ -268,15 +347,19 @@ def _positive(obj: Any, names: tuple[str, ...], section: str, source: str) -> No
 
 def _check_model(m: ModelSpec, s: str) -> None:
     _positive(m, ("layers", "hidden", "heads", "seq_length", "vocab", "ffn_hidden", "kv_heads",
-                  "top_k", "moe_ffn_hidden", "moe_every"), "model", s)
-    if m.hidden % m.heads:
-        raise _err(s, "model.heads", f"{m.heads} does not divide model.hidden ({m.hidden})")
+                  "top_k", "moe_ffn_hidden", "moe_every", "head_dim"), "model", s)
+    if m.hidden % m.heads and not m.head_dim:
+        raise _err(s, "model.heads", f"{m.heads} does not divide model.hidden ({m.hidden}); or give model.head_dim")
     if m.heads % m.kv:
         raise _err(s, "model.kv_heads", f"{m.kv} does not divide model.heads ({m.heads})")
     _one_of(m.mlp, ("gelu", "swiglu"), s, "model.mlp")
     _one_of(m.norm, ("layernorm", "rmsnorm"), s, "model.norm")
     if m.experts < 0:
         raise _err(s, "model.experts", f"must be >= 0, got {m.experts}")
+    if m.moe_imbalance < 1.0:
+        raise _err(s, "model.moe_imbalance", f"the busiest expert's load over the mean is >= 1, got {m.moe_imbalance}")
+    if m.moe_capacity_factor is not None and m.moe_capacity_factor <= 0:
+        raise _err(s, "model.moe_capacity_factor", f"must be > 0, got {m.moe_capacity_factor}")
     if m.experts and m.top_k > m.experts:
         raise _err(s, "model.top_k", f"{m.top_k} is more than model.experts ({m.experts})")
 
@@ -288,27 +371,47 @@ def _check_parallel(j: TrainingJob) -> None:
                     ("model.vocab", m.vocab)):
         if n % p.tp:
             raise _err(s, "parallel.tp", f"{p.tp} does not divide {what} ({n})")
-    _one_of(p.schedule, ("1f1b", "interleaved"), s, "parallel.schedule")
-    if p.schedule == "1f1b" and p.virtual_stages != 1:
+    _one_of(p.schedule, ("1f1b", "interleaved", "zb-h1", "custom"), s, "parallel.schedule")
+    if p.schedule == "custom" and not p.schedule_file:
+        raise _err(s, "parallel.schedule_file", "missing (schedule: custom needs the stages' orders)")
+    if p.schedule != "custom" and p.schedule_file:
+        raise _err(s, "parallel.schedule_file", f"only for schedule: custom (schedule is {p.schedule})")
+    if p.schedule in ("1f1b", "zb-h1") and p.virtual_stages != 1:
         raise _err(s, "parallel.virtual_stages", "only the interleaved schedule has virtual stages")
     if p.schedule == "interleaved" and (p.pp < 2 or p.virtual_stages < 2):
         raise _err(s, "parallel.schedule", "interleaved needs pp >= 2 and virtual_stages >= 2")
-    if m.layers % (p.pp * j.chunks):
-        what = f"pp x virtual_stages ({p.pp} x {j.chunks})" if j.chunks > 1 else str(p.pp)
-        raise _err(s, "parallel.pp", f"{what} does not divide model.layers ({m.layers})")
+    n = p.pp * j.chunks
+    what = f"pp x virtual_stages ({p.pp} x {j.chunks})" if j.chunks > 1 else str(p.pp)
+    for name in ("first_stage_layers", "last_stage_layers"):
+        v = getattr(p, name)
+        if v is not None and not 0 <= v <= m.layers:
+            raise _err(s, f"parallel.{name}", f"must be in 0..model.layers ({m.layers}), got {v}")
+    fixed = sum(x for x in (p.first_stage_layers, p.last_stage_layers) if x is not None)
+    free = n - sum(x is not None for x in (p.first_stage_layers, p.last_stage_layers))
+    if fixed > m.layers or (free == 0 and fixed != m.layers):
+        raise _err(s, "parallel.first_stage_layers", f"the first and last stages' layers ({fixed}) do not "
+                                                     f"add up with model.layers ({m.layers})")
+    auto = p.first_stage_layers is None and p.last_stage_layers is None
+    if auto and m.layers % n and ((m.layers + 2) % n or n < 2):
+        raise _err(s, "parallel.pp", f"{what} does not divide model.layers ({m.layers}), nor model.layers + 2 "
+                                     f"(a layer less on the first and last stage); set parallel.first_stage_layers "
+                                     f"/ last_stage_layers")
+    if m.layers < n:
+        raise _err(s, "parallel.pp", f"{what} virtual stages for {m.layers} layers")
     if not 0 <= p.zero <= 3:
         raise _err(s, "parallel.zero", f"ZeRO stage must be 0..3, got {p.zero}")
     if p.ep > 1 and not m.experts:
         raise _err(s, "parallel.ep", f"{p.ep} experts groups for a dense model (model.experts: 0)")
     if m.experts and m.experts % p.ep:
         raise _err(s, "parallel.ep", f"{p.ep} does not divide model.experts ({m.experts})")
-    if p.dp % p.ep:
-        raise _err(s, "parallel.ep", f"{p.ep} does not divide parallel.dp ({p.dp}): EP is carved out of DP")
+    if p.dp % p.ep and (p.ep % p.tp or p.dp % (p.ep // p.tp)):
+        raise _err(s, "parallel.ep", f"{p.ep} does not divide parallel.dp ({p.dp}) nor is it tp x a divisor of dp "
+                                     f"(tp {p.tp}): EP is carved out of DP, or of TP x DP with unsplit experts")
     if m.seq_length % (2 * p.cp) and p.cp > 1:
         raise _err(s, "parallel.cp", f"model.seq_length ({m.seq_length}) is not a multiple of 2 x cp")
     if p.sequence_parallel and (m.seq_length // p.cp) % p.tp:
         raise _err(s, "parallel.sequence_parallel", f"the sequence per GPU is not a multiple of tp ({p.tp})")
-    if p.bucket_MiB <= 0:
+    if p.bucket_MiB is not None and p.bucket_MiB <= 0:
         raise _err(s, "parallel.bucket_MiB", f"must be > 0, got {p.bucket_MiB}")
     _positive(t, ("global_batch", "micro_batch", "grad_bytes"), "training", s)
     for name in ("optimizer_bytes", "reserved_GiB"):
@@ -322,6 +425,15 @@ def _check_parallel(j: TrainingJob) -> None:
                                                f"is not a multiple of pp ({p.pp})")
     _one_of(t.precision, PRECISIONS, s, "training.precision")
     _one_of(t.recompute, ("none", "selective", "full"), s, "training.recompute")
+    _one_of(t.attention_mask, ("causal", "full", "document"), s, "training.attention_mask")
+    if p.cp_comm is not None:
+        _one_of(p.cp_comm, ("ring", "allgather"), s, "parallel.cp_comm")
+    if t.attention_mask == "document":
+        if t.document_tokens is None:
+            raise _err(s, "training.document_tokens", "missing (attention_mask: document needs the mean document length)")
+        if not 1 <= t.document_tokens <= m.seq_length:
+            raise _err(s, "training.document_tokens", f"must be in 1..model.seq_length ({m.seq_length}), "
+                                                      f"got {t.document_tokens}")
     if j.gpu.peak_flops(t.precision) <= 0:
         raise _err(s, "training.precision", f"{t.precision}: {j.gpu.name} has no {t.precision} tensor cores")
     _one_of(j.network.policy, POLICIES, s, "network.policy")
@@ -329,7 +441,7 @@ def _check_parallel(j: TrainingJob) -> None:
     _one_of(j.network.placement, PLACEMENTS, s, "network.placement")
 
 
-TOP_LEVEL = ("fabric", "gpu", "kernels", "model", "name", "network", "parallel", "training")
+TOP_LEVEL = ("energy", "fabric", "framework", "gpu", "kernels", "model", "name", "network", "parallel", "training")
 
 
 def job_from_dict(data: Any, source: str = "job") -> TrainingJob:
@@ -350,13 +462,38 @@ def job_from_dict(data: Any, source: str = "job") -> TrainingJob:
     gpu = _gpu(parse_section(data.get("gpu"), "gpu", GpuSection, source), source)
     kernels = parse_section(data.get("kernels"), "kernels", KernelParams, source)
     kernels.validate(source)
+    par = parse_section(data.get("parallel"), "parallel", ParallelSpec, source)
     j = TrainingJob(str(data.get("name", Path(source).stem)), model,
-                    parse_section(data.get("parallel"), "parallel", ParallelSpec, source),
-                    parse_section(data.get("training"), "training", TrainingSpec, source),
+                    par, parse_section(data.get("training"), "training", TrainingSpec, source),
                     gpu, parse_section(data.get("network"), "network", NetworkSpec, source),
-                    kernels, dict(fabric), source)
+                    kernels, dict(fabric), source, resolve_framework(data.get("framework"), source))
+    if par.schedule == "custom" and par.schedule_file:
+        j.orders = _custom_orders(par.schedule_file, source)
+    j.energy = parse_section(data.get("energy"), "energy", EnergySpec, source)
+    j.energy.validate(source)
     _check_parallel(j)
+    if j.orders is not None:
+        try:
+            validate_orders(j.orders, par.pp, j.microbatches, j.chunks)
+        except ValueError as exc:
+            raise _err(source, "parallel.schedule_file", f"{par.schedule_file}: {exc}") from None
     return j
+
+
+def _custom_orders(path: str, source: str) -> list:
+    """The stages' orders of a custom schedule file (``stages: [[F0, B0, ...], ...]``)."""
+    p = Path(path)
+    if not p.is_absolute() and source not in ("job",) and Path(source).parent.exists():
+        cand = Path(source).parent / p
+        p = cand if cand.exists() else p
+    data = read_yaml(p)
+    if not isinstance(data, dict) or not isinstance(data.get("stages"), list) or \
+            not all(isinstance(x, list) for x in data["stages"]):
+        raise _err(source, "parallel.schedule_file", f"{path}: a mapping with stages: a list of each stage's passes")
+    try:
+        return parse_orders(data["stages"])
+    except ValueError as exc:
+        raise _err(source, "parallel.schedule_file", f"{path}: {exc}") from None
 
 
 def load_job(path: Union[str, Path]) -> TrainingJob:

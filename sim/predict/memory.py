@@ -4,9 +4,13 @@ activations per recomputation mode and pipeline schedule, the LM head's logits.
 * **Parameters** of a pipeline stage per GPU: attention ``(h·(a+2g)·d + a·d·h)/t``, MLP
   ``h·f·(2 or 3)/t`` (+ biases for GPT-style models), norms (replicated), MoE router and
   the ``E/ep`` local experts ``/t``, the embedding ``V·h/t`` on the first stage and the LM
-  head ``V·h/t`` (a copy when tied) with the final norm on the last.
-* **Bytes per parameter**: weights 2 (bf16/fp16; fp8 training keeps bf16 weights), main
-  gradients ``training.grad_bytes`` (4), optimizer ``training.optimizer_bytes`` (12: fp32
+  head ``V·h/t`` (a copy when tied) with the final norm on the last. FP8 jobs save the
+  inputs of their GEMMs in FP8 (1 byte: Transformer Engine keeps the quantized copy for the
+  weight gradient).
+* **Bytes per parameter**: weights 2 (bf16/fp16; 1 for FP8 jobs of a framework with
+  ``fp8_param_gather``), main gradients ``training.grad_bytes`` (default the framework's
+  gradient dtype: fp32 4, bf16 2; sharded over DP × CP, the group that reduces them),
+  PyTorch FSDP keeps its sharded parameters in fp32 (4, the master copy) and Adam's 8; optimizer ``training.optimizer_bytes`` (12: fp32
   master, Adam m and v). ZeRO 1 shards the optimizer states over DP, 2 also the
   gradients, 3 also the weights (expert parameters over the expert-DP group dp/ep).
 * **Activations per layer and micro-batch** (Korthikanti et al., "Reducing Activation
@@ -15,6 +19,8 @@ activations per recomputation mode and pipeline schedule, the LM head's logits.
   no SP ``s·b·h·(10 + 24/t)`` bytes, with SP ``s·b·h·34/t``; ``selective`` drops the
   norms' outputs and the activation's output (recomputed); ``full`` keeps the layer input
   (``2·s·b·h``, / t with SP).
+* **Logits** of the last stage: bf16 logits and their fp32 softmax for the loss (6 bytes a
+  token and vocabulary entry, / t).
 * **In flight**: a 1F1B stage s holds ``min(p − s, m)`` micro-batches; interleaved holds
   ``min(2(p − s − 1) + (v − 1)·p + 1, m·v)`` chunks of ``L/(p·v)`` layers (Megatron's
   warm-up); the first stage is the fullest.
@@ -37,6 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sim.predict.job import TrainingJob
+from sim.predict.schedule import peak_in_flight
 
 GiB = float(2**30)
 
@@ -77,25 +84,73 @@ class MemoryBreakdown:
         return self.total / GiB
 
 
+def virtual_stage_layers(j: TrainingJob) -> list[int]:
+    """Layers of each virtual stage ``c·p + s`` (in model order): even when ``pp × v``
+    divides the layers; else the first and last virtual stages give up one layer each for
+    the embedding and the loss when that makes it divide (Megatron-Core's
+    ``account_for_embedding_in_pipeline_split`` / ``..._loss_...``; the Llama 3 paper's 126
+    layers on 16 stages: 7, 8 × 14, 7); ``parallel.first_stage_layers`` /
+    ``last_stage_layers`` set them (Megatron's ``--decoder-first/last-pipeline-num-layers``);
+    any remainder goes to the middle stages, one each.
+
+    >>> from sim.predict.job import job_from_dict
+    >>> j = job_from_dict({"model": {"layers": 126, "hidden": 1024, "heads": 8, "seq_length": 128,
+    ...                              "vocab": 1024}, "parallel": {"pp": 16},
+    ...                    "training": {"global_batch": 16}, "gpu": {"preset": "H100-SXM"}}, "j.yaml")
+    >>> vs = virtual_stage_layers(j)
+    >>> vs[0], vs[1], vs[-1], sum(vs)
+    (7, 8, 7, 126)
+    """
+    p, v, L = j.parallel.pp, j.chunks, j.model.layers
+    n = p * v
+    first, last = j.parallel.first_stage_layers, j.parallel.last_stage_layers
+    if first is None and last is None:
+        if L % n == 0:
+            return [L // n] * n
+        if (L + 2) % n == 0 and n > 1:
+            first = last = (L + 2) // n - 1
+    out = [0] * n
+    if first is not None:
+        out[0] = first
+    if last is not None and n > 1:
+        out[-1] = last
+    fixed = [i for i in range(n) if (i == 0 and first is not None) or (i == n - 1 and last is not None and n > 1)]
+    free = [i for i in range(n) if i not in fixed]
+    rest = L - sum(out)
+    for k, i in enumerate(free):
+        out[i] = rest // len(free) + (1 if k < rest % len(free) else 0)
+    return out
+
+
+def chunk_layers(j: TrainingJob, stage: int) -> list[int]:
+    """Layers of each model chunk GPU ``stage`` runs (chunk c is virtual stage ``c·p + stage``)."""
+    vs = virtual_stage_layers(j)
+    return [vs[c * j.parallel.pp + stage] for c in range(j.chunks)]
+
+
 def stage_layers(j: TrainingJob, stage: int) -> list[int]:
-    """The layer indices GPU ``stage`` runs (every chunk: chunk c holds layers of virtual
+    """The layer indices GPU ``stage`` runs (every chunk: chunk c holds the layers of virtual
     stage ``c·p + stage``)."""
-    p, v = j.parallel.pp, j.chunks
-    per = j.model.layers // (p * v)
-    return [(c * p + stage) * per + i for c in range(v) for i in range(per)]
+    vs = virtual_stage_layers(j)
+    starts = [sum(vs[:i]) for i in range(len(vs))]
+    out = []
+    for c in range(j.chunks):
+        i = c * j.parallel.pp + stage
+        out += list(range(starts[i], starts[i] + vs[i]))
+    return out
 
 
 def layer_params(j: TrainingJob, layer: int) -> StageParams:
     """One layer's parameters on one GPU."""
     m, t = j.model, j.parallel.tp
-    d = m.head_dim
+    d = m.d_head
     gpt = m.norm == "layernorm"
     attn = (m.hidden * (m.heads + 2 * m.kv) * d + m.heads * d * m.hidden) / t
     attn += ((m.heads + 2 * m.kv) * d / t + m.hidden) if gpt else 0.0
     norms = (4 if gpt else 2) * m.hidden
     mats = 3 if m.mlp == "swiglu" else 2
     if m.is_moe_layer(layer):
-        experts = m.experts // j.parallel.ep * m.hidden * m.moe_ffn * mats / t
+        experts = m.experts // j.parallel.ep * m.hidden * m.moe_ffn * mats / j.expert_tp
         return StageParams(attn + norms + m.hidden * m.experts, experts)
     mlp = m.hidden * m.ffn * mats / t + ((m.ffn / t + m.hidden) if gpt else 0.0)
     return StageParams(attn + norms + mlp, 0.0)
@@ -129,21 +184,24 @@ def activation_bytes_per_layer(j: TrainingJob, moe: bool) -> float:
     h, e = m.hidden, 2.0
     if j.training.recompute == "full":
         return e * Tn * h
-    qkv = (m.heads + 2 * m.kv) * m.head_dim // t
+    qkv = (m.heads + 2 * m.kv) * m.d_head // t
     a_t = m.heads // t
     width = (m.moe_ffn if moe else m.ffn) // t
     k = m.top_k if moe else 1
     n1 = 2 * width if m.mlp == "swiglu" else width
     mask = Tn * h * (2 if m.dropout else 0)
-    norm_out = 2 * e * Tn * h
-    act_out = e * T * k * width
-    total = (e * Tn * h + norm_out / 2 + e * T * qkv + e * T * a_t * m.head_dim + 4.0 * T * a_t
+    g = 1.0 if j.training.precision == "fp8" else e      # GEMM inputs saved in FP8 (Transformer Engine)
+    norm_out = 2 * g * Tn * h
+    act_out = g * T * k * width
+    total = (e * Tn * h + norm_out / 2 + e * T * qkv + g * T * a_t * m.d_head + 4.0 * T * a_t
              + mask + e * Tn * h + norm_out / 2 + e * T * k * h * (1 if moe else 0)
              + e * T * k * n1 + act_out)
     if moe:
         total += 4.0 * Tn * m.experts
     if j.training.recompute == "selective":
         total -= norm_out + act_out
+    elif j.framework.attention_impl(j.gpu.chip) == "unfused":    # Korthikanti et al.: 5·a·s²·b of scores
+        total += (5.0 if m.dropout else 2.0) * a_t * T * m.seq_length
     return float(total)
 
 
@@ -151,7 +209,9 @@ def in_flight(j: TrainingJob, stage: int) -> float:
     """Micro-batches (in layer-chunk units, fractional for interleaved) whose activations
     GPU ``stage`` holds at its peak."""
     p, v, m = j.parallel.pp, j.chunks, j.microbatches
-    if v == 1:
+    if j.orders is not None:                      # a user-defined schedule: its own peak
+        return peak_in_flight(j.orders[stage]) / v
+    if v == 1:                                    # 1F1B and ZB-H1
         return float(min(p - stage, m))
     chunks = min(2 * (p - stage - 1) + (v - 1) * p + 1, m * v)
     return chunks / v
@@ -161,7 +221,11 @@ def stage_memory(j: TrainingJob, stage: int) -> MemoryBreakdown:
     """Memory per GPU of pipeline stage ``stage`` (module docstring)."""
     par, tr, m = j.parallel, j.training, j.model
     sp = stage_params(j, stage)
-    dp, edp = par.dp, max(1, par.dp // par.ep)
+    dp, edp = par.dp * par.cp, j.expert_dp * par.cp                   # sharded over DP x CP
+    fsdp = j.framework.data_parallel == "fsdp" and par.zero >= 2
+    # FSDP's sharded parameters are the fp32 master (4 bytes), Adam's m and v 8 more; the
+    # bf16 copy exists only for the unit being computed
+    w_bytes, o_bytes = (4.0, 8.0) if fsdp else (j.weight_bytes, float(tr.optimizer_bytes))
 
     def shard(nbytes: float, from_stage: int) -> float:
         if par.zero >= from_stage:
@@ -171,8 +235,8 @@ def stage_memory(j: TrainingJob, stage: int) -> MemoryBreakdown:
     layers = stage_layers(j, stage)
     per_mb = sum(activation_bytes_per_layer(j, m.is_moe_layer(x)) for x in layers)
     T = tr.micro_batch * m.seq_length // par.cp
-    logits = 2 * 4.0 * T * m.vocab / par.tp if stage == par.pp - 1 else 0.0
-    return MemoryBreakdown(shard(2.0, 3), shard(float(tr.grad_bytes), 2), shard(float(tr.optimizer_bytes), 1),
+    logits = (2.0 + 4.0) * T * m.vocab / par.tp if stage == par.pp - 1 else 0.0
+    return MemoryBreakdown(shard(w_bytes, 3 if not fsdp else 2), shard(j.grad_bytes, 2), shard(o_bytes, 1),
                            per_mb * in_flight(j, stage), logits, tr.reserved_GiB * GiB)
 
 

@@ -97,7 +97,9 @@ class OpCalibration:
         lines.append("kernels:   # paste into a job file")
         for f in ("gemm", "gemm_half_dim", "attention_fwd", "attention_bwd", "memory", "launch_s"):
             note = "  # default kept: no such kernels" if f in self.kept_default else ""
-            lines.append(f"  {f}: {getattr(p, f):.4g}{note}")
+            v = getattr(p, f)
+            lines.append(f"  {f}: {v:.4g}{note}" if v is not None else
+                         f"  # {f}: not fitted (no such kernels): the GPU's kernel tables apply")
         return "\n".join(lines)
 
 
@@ -211,6 +213,48 @@ def load_csv(path: Path) -> list[MeasuredKernel]:
     return out
 
 
+TABLE_HEADER = ("precision", "kind", "impl", "M", "N", "K", "groups", "seq", "head_dim", "causal", "phase", "tflops",
+                "source")
+
+
+def table_rows(path: Path, precision: str, impl: str = "fa2") -> list[list[str]]:
+    """Rows of a kernel table (:mod:`sim.predict.kerneltable`) from a measurement CSV: each
+    GEMM's TFLOP/s at its shape, each attention's (its ``seq``, ``head_dim``, ``causal``
+    columns, as ``python -m sim.tools.time_kernels`` writes them) under ``impl``; rows
+    without those columns, and memory-bound rows, are left out. Held-out rows are kept:
+    a table is a measurement, not a fit."""
+    rows = []
+    for k, extra in zip(load_csv(path), _extra_columns(path)):
+        if k.measured_s <= 0:
+            continue
+        tf = k.flops / k.measured_s / 1e12
+        if k.kind == "gemm":
+            rows.append([precision, "gemm", "", *map(str, k.dims), "1", "", "", "", "", f"{tf:.4g}", path.name])
+        elif k.kind == "attention" and extra.get("seq") and extra.get("head_dim"):
+            rows.append([precision if precision != "fp8" else "bf16", "attention", impl, "", "", "", "",
+                         extra["seq"], extra["head_dim"], extra.get("causal") or "1", k.phase, f"{tf:.4g}", path.name])
+    return rows
+
+
+def _extra_columns(path: Path) -> list[dict[str, str]]:
+    reader = csv.DictReader(line.split("#")[0] for line in path.read_text().splitlines())
+    return [{c: (row.get(c) or "").strip() for c in ("seq", "head_dim", "causal")} for row in reader]
+
+
+def write_table(path: Path, out: Path, gpu: GpuSpec, precision: str, impl: str = "fa2") -> int:
+    """Write the kernel table of a measurement CSV (:func:`table_rows`); returns its rows."""
+    rows = table_rows(path, precision, impl)
+    if not rows:
+        raise SimInputError(f"{path}: no GEMM or attention row with a shape to tabulate")
+    with out.open("w", newline="") as f:
+        f.write(f"# measured on {gpu.name} ({gpu.chip} die), {precision}: python -m sim calibrate-ops {path.name}"
+                " --table\n")
+        w = csv.writer(f)
+        w.writerow(TABLE_HEADER)
+        w.writerows(rows)
+    return len(rows)
+
+
 def calibrate_ops_file(path: Path, gpu: GpuSpec, precision: str, heldout_every: int = 5,
                        write: Optional[Path] = None) -> OpCalibration:
     """Calibrate from a CSV or a trace file (``.json``/``.json.gz``); write the fitted
@@ -224,10 +268,12 @@ def calibrate_ops_file(path: Path, gpu: GpuSpec, precision: str, heldout_every: 
     rep = calibrate(rows, gpu, precision, skipped=skipped)
     if write is not None:
         keep = ("gemm", "gemm_half_dim", "attention_fwd", "attention_bwd", "memory", "launch_s")
-        section = {f.name: float(f"{getattr(rep.params, f.name):.6g}") for f in fields(rep.params) if f.name in keep}
+        section = {f.name: float(f"{getattr(rep.params, f.name):.6g}") for f in fields(rep.params)
+                   if f.name in keep and getattr(rep.params, f.name) is not None}
         write.write_text(f"# fitted by python -m sim calibrate-ops {path.name} ({gpu.name}, {precision})\n"
                          + yaml.safe_dump({"kernels": section}, sort_keys=False))
     return rep
 
 
-__all__ = ["OpCalibration", "calibrate", "calibrate_ops_file", "load_csv", "model_time_s", "with_time"]
+__all__ = ["OpCalibration", "calibrate", "calibrate_ops_file", "load_csv", "model_time_s", "table_rows", "with_time",
+           "write_table"]

@@ -5,15 +5,20 @@ Steps: build the fabric (``fabric`` section as in scenario files; by default the
 blocks of ``topo/specs/pod64k.yaml`` that hold the job) and place the job's servers
 (``network.placement``: contiguous, fragmented or random, as ``sim.workloads.place_job``),
 ranks server-major; refuse the job when it needs more GPUs than the fabric has or more memory
-than the GPU (:mod:`sim.predict.memory`); time every stage's passes
-(:mod:`sim.predict.stages`); run the pipeline schedule (:mod:`sim.predict.schedule`);
-then, per stage, the data-parallel gradient reduction (all-reduce, or reduce-scatter with
-ZeRO 1/2: every DP group simulated on the fabric at once), overlapped with the
-backward when ``overlap_grad_reduce`` (each model chunk's share starts with that chunk's
-last backward, one after another; at least the last bucket comes after the last
-backward), the optimizer step (memory-bound, on the ZeRO shard) and
-the ZeRO 1/2 parameter all-gather (hidden under the next iteration's first forward when
-``overlap_param_gather``). The iteration ends when the last stage does.
+than the GPU (:mod:`sim.predict.memory`; the refusal names what fills it and the changes
+that would make it fit, :func:`memory_remedies`); time every stage's passes
+(:mod:`sim.predict.stages`, as the job's framework runs them); run the pipeline schedule
+(:mod:`sim.predict.schedule`: 1F1B, interleaved, ZB-H1 or user-defined); then, per stage,
+what the framework does once a step: the data-parallel gradient reduction (DDP: all-reduce;
+distributed optimizer / ZeRO-1: reduce-scatter; FSDP and ZeRO-2/3 reduce per unit inside the
+passes, HSDP all-reduces the shards over replicas here; every group simulated on the fabric
+at once, over DP × CP, in the framework's gradient dtype), overlapped with the backward when
+``overlap_grad_reduce`` (each model chunk's share starts with that chunk's last backward,
+one after another; at least the last bucket comes after the last backward), the optimizer
+step (memory-bound, on the shard), the parameter all-gather (hidden under the next
+iteration's first forward when ``overlap_param_gather``) and the framework's fixed cost per
+step. The iteration ends when the last stage does, × the straggler factor of a synchronous
+step over N GPUs (:func:`straggler_factor`); its energy is :mod:`sim.predict.energy`'s.
 
 FLOPs: *model* FLOPs are ``3 ×`` the forward's (attention counted in full, s² not s²/2,
 as Megatron-LM and PaLM count), so MFU is comparable across papers; *hardware* FLOPs add
@@ -35,16 +40,17 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
-from sim.predict import graph
+from sim.predict import calibration, graph
 from sim.predict.comm import CommModel, CommTime
+from sim.predict.energy import IterationEnergy, fabric_switches, iteration_energy
 from sim.predict.job import TrainingJob
 from sim.predict.kernels import kernel_time_s
 from sim.predict.memory import GiB, MemoryBreakdown, layer_params, stage_memory, stage_params
-from sim.predict.schedule import PipelineResult, simulate_pipeline
-from sim.predict.stages import StageCost, stage_costs
+from sim.predict.schedule import PipelineResult, simulate_pipeline, simulate_zbh1
+from sim.predict.stages import StageCost, shard_group, sharded_pattern, stage_costs
 from sim.runner import build_sim_fabric
 from sim.scenario import Scenario
 from sim.topology import SimFabric, SimInputError
@@ -80,6 +86,8 @@ class Prediction:
     fabric_gpus: int
     wall_s: float = 0.0
     fabric_wall_s: float = 0.0
+    energy: Optional[IterationEnergy] = None
+    straggler_s: float = 0.0
 
     @property
     def tokens_per_s(self) -> float:
@@ -119,7 +127,7 @@ def model_flops(j: TrainingJob) -> tuple[float, float]:
         active = lp.dense                                   # attention, MLP or router, norms: per GPU
         if m.is_moe_layer(layer):
             active += m.top_k * m.hidden * m.moe_ffn * mats / t  # the experts a token visits
-        f = 2.0 * active * t + 4.0 * m.seq_length * m.heads * m.head_dim
+        f = 2.0 * active * t + 4.0 * m.seq_length * m.heads * m.d_head
         per_token_layers += f
         if j.training.recompute == "full":
             recomputed += f
@@ -176,16 +184,63 @@ def job_fabric(j: TrainingJob) -> JobFabric:
     return JobFabric(sf, placed)
 
 
+def _fits(j: TrainingJob) -> Optional[float]:
+    """The worst stage's GiB when ``j`` fits in its GPU, else None."""
+    try:
+        worst = max(stage_memory(j, s).total for s in range(j.parallel.pp))
+    except (ValueError, ZeroDivisionError):
+        return None
+    return worst / GiB if worst <= j.gpu.hbm_bytes else None
+
+
+def memory_remedies(j: TrainingJob) -> list[str]:
+    """Changes, one at a time, after which the job fits, each with its figure: more
+    recomputation, a higher ZeRO stage, half the micro-batch, twice the TP or PP (carved
+    out of DP) — the first two that work."""
+    p, t = j.parallel, j.training
+    tries: list[tuple[str, TrainingJob]] = []
+    for rc in ("selective", "full"):
+        if ("none", "selective", "full").index(rc) > ("none", "selective", "full").index(t.recompute):
+            tries.append((f"training.recompute: {rc}", replace(j, training=replace(t, recompute=rc))))
+    for z in range(p.zero + 1, 4):
+        if p.dp > 1:
+            tries.append((f"parallel.zero: {z}", replace(j, parallel=replace(p, zero=z))))
+    if t.micro_batch > 1:
+        mb = t.micro_batch // 2
+        tries.append((f"training.micro_batch: {mb}", replace(j, training=replace(t, micro_batch=mb))))
+    if p.dp % 2 == 0:
+        for k in ("tp", "pp"):
+            val = getattr(p, k) * 2
+            if k == "tp" and (j.model.heads % val or j.model.kv % val or val > 8):
+                continue
+            if k == "pp" and j.model.layers < val:
+                continue
+            tries.append((f"parallel.{k}: {val} (dp {p.dp // 2})",
+                          replace(j, parallel=replace(p, **{k: val, "dp": p.dp // 2}))))
+    out = []
+    for what, cand in tries:
+        got = _fits(cand)
+        if got is not None:
+            out.append(f"{what} ({got:.1f} GiB)")
+        if len(out) == 2:
+            break
+    return out
+
+
 def _check_memory(j: TrainingJob, mem: list[MemoryBreakdown]) -> None:
     s = max(range(len(mem)), key=lambda i: mem[i].total)
     m = mem[s]
     if m.total > j.gpu.hbm_bytes:
+        parts = sorted((("weights", m.weights), ("gradients", m.grads), ("optimizer", m.optimizer),
+                        ("activations", m.activations), ("logits", m.logits), ("reserved", m.reserved)),
+                       key=lambda kv: -kv[1])
+        fills = ", ".join(f"{k} {v / GiB:.1f}" for k, v in parts)
+        fixes = memory_remedies(j)
+        advice = ("fits with " + " or ".join(fixes)) if fixes else \
+            "nothing tried fits (more recomputation, ZeRO, a smaller micro-batch, 2x TP or PP): use more GPUs"
         raise SimInputError(
             f"{j.source}: gpu.hbm_GiB: the job does not fit: stage {s} needs {m.total_GiB:.1f} GiB per GPU "
-            f"(weights {m.weights / GiB:.1f}, gradients {m.grads / GiB:.1f}, optimizer {m.optimizer / GiB:.1f}, "
-            f"activations {m.activations / GiB:.1f}, logits {m.logits / GiB:.1f}, reserved {m.reserved / GiB:.1f}) "
-            f"but {j.gpu.name} has {j.gpu.hbm_GiB:g} GiB; raise parallel.tp/pp, parallel.zero or "
-            f"training.recompute, or lower training.micro_batch")
+            f"({fills}) but {j.gpu.name} has {j.gpu.hbm_GiB:g} GiB; {advice}")
 
 
 def _reduction(overlap: bool, dp_s: float, last_b_of_chunk: list, bucket_share: float) -> tuple[float, float]:
@@ -204,33 +259,53 @@ def _reduction(overlap: bool, dp_s: float, last_b_of_chunk: list, bucket_share: 
 
 
 def _tails(j: TrainingJob, comm: CommModel, pipe: PipelineResult) -> tuple[list[StageTail], dict[str, CommTime]]:
-    par, tr = j.parallel, j.training
+    par, fw = j.parallel, j.framework
     out, used = [], {}
+    per_unit = sharded_pattern(j) == "per_unit"
+    wire = fw.grad_wire_bytes
+    first_f: dict[int, object] = {}
+    last_b_of: dict[tuple[int, int], object] = {}
+    for o in pipe.ops:
+        if o.kind == "F":
+            if o.stage not in first_f or o.start_s < first_f[o.stage].start_s:
+                first_f[o.stage] = o
+        else:
+            k = (o.stage, o.chunk)
+            if k not in last_b_of or o.end_s > last_b_of[k].end_s:
+                last_b_of[k] = o
     for s in range(par.pp):
         sp = stage_params(j, s)
-        ops = [o for o in pipe.ops if o.stage == s]
-        first_f = min((o for o in ops if o.kind == "F"), key=lambda o: o.start_s)
-        last_b_of_chunk = [max((o for o in ops if o.kind == "B" and o.chunk == c), key=lambda o: o.end_s)
-                           for c in range(j.chunks)]
+        last_b_of_chunk = [last_b_of[(s, c)] for c in range(j.chunks)]
         last_b = max(last_b_of_chunk, key=lambda o: o.end_s)
         dp_s = ag_s = 0.0
-        if par.zero < 3:
-            kind = "allreduce" if par.zero == 0 else "reducescatter"
-            c1 = comm.collective("dp", kind, tr.grad_bytes * sp.dense)
-            c2 = comm.collective("edp", kind, tr.grad_bytes * sp.expert)
+        if per_unit:
+            if shard_group(j) == "dps":                           # HSDP: the shards all-reduced over replicas
+                c1 = comm.collective("dpr", "allreduce", wire * sp.total / fw.hybrid_shard)
+                used["dpr.allreduce.grads"] = c1
+                dp_s = c1.seconds
+            elif fw.data_parallel == "zero" and par.zero == 2:    # ZeRO-2: updated weights gathered once
+                g1 = comm.collective("dp", "allgather", j.weight_bytes * sp.dense)
+                used["dp.allgather.params"] = g1
+                ag_s = g1.seconds
+        else:
+            kind = "allreduce" if par.zero == 0 or fw.data_parallel == "ddp" else "reducescatter"
+            c1 = comm.collective("dp", kind, wire * sp.dense)
+            c2 = comm.collective("edp", kind, wire * sp.expert)
             used[f"dp.{kind}.grads"], used[f"edp.{kind}.grads"] = c1, c2
             dp_s = c1.seconds + c2.seconds
-            if par.zero in (1, 2):
-                g1 = comm.collective("dp", "allgather", 2.0 * sp.dense)
-                g2 = comm.collective("edp", "allgather", 2.0 * sp.expert)
+            if kind == "reducescatter":
+                g1 = comm.collective("dp", "allgather", j.weight_bytes * sp.dense)
+                g2 = comm.collective("edp", "allgather", j.weight_bytes * sp.expert)
                 used["dp.allgather.params"] = g1
                 ag_s = g1.seconds + g2.seconds
-        start, dp_end = _reduction(par.overlap_grad_reduce, dp_s, last_b_of_chunk,
-                                   min(1.0, par.bucket_MiB * 2**20 / max(tr.grad_bytes * sp.total, 1.0)))
-        shard = (sp.dense / par.dp + sp.expert / max(1, par.dp // par.ep)) if par.zero >= 1 else sp.total
-        opt = kernel_time_s(graph.optimizer_step(shard), j.gpu, tr.precision, j.kernels)
-        ag_exposed = max(0.0, ag_s - (first_f.end_s - first_f.start_s)) if par.overlap_param_gather else ag_s
-        out.append(StageTail(dp_s, dp_end - last_b.end_s, opt, ag_exposed, start, dp_end + opt + ag_exposed))
+        start, dp_end = _reduction(j.overlap_grad_reduce, dp_s, last_b_of_chunk,
+                                   min(1.0, j.bucket_MiB * 2**20 / max(wire * sp.total, 1.0)))
+        shard = (sp.dense / (par.dp * par.cp) + sp.expert / (j.expert_dp * par.cp)) if par.zero >= 1 else sp.total
+        opt = kernel_time_s(graph.optimizer_step(shard), j.gpu, j.training.precision, j.kernels)
+        ff = first_f[s]
+        ag_exposed = max(0.0, ag_s - (ff.end_s - ff.start_s)) if j.overlap_param_gather else ag_s
+        end = dp_end + opt + ag_exposed + fw.iteration_s
+        out.append(StageTail(dp_s, dp_end - last_b.end_s, opt, ag_exposed, start, end))
     return out, used
 
 
@@ -246,17 +321,59 @@ def predict(j: TrainingJob, fabric: Optional[JobFabric] = None) -> Prediction:
     stages = stage_costs(j, comm)
     p2p_bytes = j.training.micro_batch * j.model.seq_length // j.parallel.cp * j.model.hidden * 2.0 / j.parallel.tp
     p2p = comm.p2p(p2p_bytes)
-    pipe = simulate_pipeline(j.parallel.pp, j.microbatches, j.chunks, [s.fwd_s for s in stages],
-                             [s.bwd_s for s in stages], p2p.seconds)
+    if j.parallel.schedule == "zb-h1":
+        pipe = simulate_zbh1(j.parallel.pp, j.microbatches, [s.fwd_s[0] for s in stages], [s.bwd_s[0] for s in stages],
+                             [s.wgrad_s[0] for s in stages], p2p.seconds)
+    else:
+        pipe = simulate_pipeline(j.parallel.pp, j.microbatches, j.chunks, [s.fwd_s for s in stages],
+                                 [s.bwd_s for s in stages], p2p.seconds, orders=j.orders,
+                                 wgrad_s=[s.wgrad_s for s in stages])
     tails, used = _tails(j, comm, pipe)
     used["pp.sendrecv"] = p2p
     for (kind, coll, size), ct in sorted(comm.timed.items(), key=lambda kv: kv[0][2]):
         if kind in ("tp", "ep", "cp"):
             used[f"{kind}.{coll}"] = ct                      # the largest of each kind
     mf, hf = model_flops(j)
-    it = max(t.end_s for t in tails)
-    return Prediction(j, it, pipe, stages, tails, mem, used, mf, hf, len(sf.fabric.hosts) * sf.rails,
-                      time.perf_counter() - t0, comm.fabric_wall_s)
+    base = max(t.end_s for t in tails)
+    it = base * straggler_factor(j.gpus)
+    fabric_gpus = len(sf.fabric.hosts) * sf.rails
+    return Prediction(j, it, pipe, stages, tails, mem, used, mf, hf, fabric_gpus, time.perf_counter() - t0,
+                      comm.fabric_wall_s, _energy(j, stages, tails, it, sf), it - base)
+
+
+def straggler_factor(gpus: int) -> float:
+    """A synchronous step waits for its slowest GPU: with each GPU's step time jittering by
+    a relative σ (clocks, thermals, the host), the slowest of N is ``1 + σ·√(2 ln N)`` of
+    the mean (the expected maximum of N normal draws); σ is fitted on the validation set's
+    fit split (:mod:`sim.predict.calibration`, 0 when not)."""
+    sigma = calibration.current().straggler_sigma
+    return 1.0 + sigma * math.sqrt(2.0 * math.log(max(gpus, 2)))
+
+
+def _energy(j: TrainingJob, stages: list[StageCost], tails: list[StageTail], it: float,
+            sf: SimFabric) -> IterationEnergy:
+    """Energy of the iteration (:mod:`sim.predict.energy`), the stages' timelines averaged."""
+    m = j.microbatches
+    compute = comm = 0.0
+    for sc, t in zip(stages, tails):
+        for ops in sc.fwd_ops + sc.bwd_ops:
+            for o in ops:
+                if o.stream == "compute":
+                    compute += m * o.seconds
+                elif o.stream != "host":
+                    comm += m * o.seconds
+        comm += t.dp_exposed_s + t.param_gather_s
+        compute += t.optimizer_s
+    compute, comm = compute / len(stages), comm / len(stages)
+    compute = min(compute, it)
+    comm = min(comm, it - compute)
+    e, g = j.energy, j.gpu
+    busy = e.gpu_busy_W if e.gpu_busy_W >= 0 else (g.power_limit_W or g.tdp_W)
+    idle = e.gpu_idle_W if e.gpu_idle_W >= 0 else g.idle_W
+    switches = fabric_switches(j.gpus, e.switch_ports)
+    servers = max(1.0, j.gpus / sf.rails)
+    return iteration_energy(e, j.gpus, compute, comm, it - compute - comm, busy, idle, switches, servers,
+                            float(j.tokens_per_iteration))
 
 
 __all__ = ["JobFabric", "Prediction", "StageTail", "job_fabric", "model_flops", "predict"]

@@ -9,7 +9,8 @@ iteration), so it compares with :attr:`Prediction.hardware_tflops_per_gpu`.
 
 Assumptions where the table is silent: micro-batch 1 (the paper's Figure 9 shows larger
 micro-batches buy little for these sizes), gradient all-reduce not overlapped with the
-backward (Megatron's own DDP of 2021), the Selene fabric approximated by blocks of
+backward (Megatron's own DDP of 2021; the ``megatron-lm`` framework profile: unfused
+attention, fused bias-GeLU, fp32 gradient all-reduce), the Selene fabric approximated by blocks of
 ``topo/specs/pod64k.yaml`` at 200 Gb/s with random ECMP (NCCL, no TCCL).
 
 Example::
@@ -70,6 +71,7 @@ def megatron_job(row: MegatronRow, policy: str = "random_ecmp") -> dict[str, Any
                          "overlap_grad_reduce": False},
             "training": {"global_batch": row.batch, "micro_batch": 1, "precision": "fp16", "recompute": "full"},
             "gpu": {"preset": "A100-80GB"},
+            "framework": {"name": "megatron-lm", "version": "2021"},
             "fabric": {"spec_file": "topo/specs/pod64k.yaml", "link_gbps": 200},
             "network": {"policy": policy}}
 

@@ -11,12 +11,49 @@ Example::
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
+from sim.predict import graph
 from sim.predict.breakdown import bottleneck, by_operator, by_stream, critical_path
+from sim.predict.kernels import compute_rate
 from sim.predict.memory import GiB, stage_params
 from sim.predict.predict import Prediction
 from sim.predict.trace import write_trace
+
+
+def kernel_sources(j) -> dict[str, dict[str, int]]:
+    """Where each compute kernel's rate comes from (one layer forward + backward, the LM
+    head): kind → provenance → count (``measured``, ``shape model``, ``derived ...``,
+    ``default``, ``factors``; memory-bound kernels: ``default`` HBM efficiency)."""
+
+    out: dict[str, Counter] = {}
+    moe = j.model.experts > 0
+    ks = graph.layer_forward(j, moe) + graph.layer_backward(j, moe) + graph.head_forward(j) + graph.head_backward(j)
+    for k in ks:
+        if k.kind == "comm":
+            continue
+        prov = "default" if k.kind == "memory" else compute_rate(k, j.gpu, j.training.precision, j.kernels).provenance
+        out.setdefault(k.kind, Counter())[prov] += 1
+    return {kind: dict(c) for kind, c in out.items()}
+
+
+def _sources_line(j) -> str:
+    parts = []
+    for kind, c in kernel_sources(j).items():
+        label = {"memory": "memory-bound"}.get(kind, kind)
+        parts.append(f"{label}: " + ", ".join(f"{n} {p}" for p, n in sorted(c.items(), key=lambda kv: -kv[1])))
+    table = j.kernels.table or f"sim/predict/kernel_tables/{j.gpu.chip}.csv"
+    return f"kernel rates ({table})  " + "; ".join(parts)
+
+
+def _energy_line(r: Prediction) -> str:
+    e = r.energy
+    if e is None:
+        return "energy               (not computed)"
+    per_it = f"{e.total_J / 3.6e6:.2f} kWh" if e.total_J >= 3.6e5 else f"{e.total_J / 1e3:.1f} kJ"
+    return (f"energy               {per_it} per iteration, {e.per_token_J:.3g} J per token, "
+            f"{e.power_kW:,.0f} kW average (PUE {e.pue:g}; GPUs {100 * e.gpu_J / e.it_J:.0f} % of the IT power)")
 
 
 def _table(rows: list[tuple[str, float]], total: float) -> list[str]:
@@ -26,7 +63,7 @@ def _table(rows: list[tuple[str, float]], total: float) -> list[str]:
 def summary_lines(r: Prediction, top_ops: int = 15) -> list[str]:
     """The report as lines of text."""
     j, p = r.job, r.job.parallel
-    params = sum(stage_params(j, s).dense * p.tp + stage_params(j, s).expert * p.tp * p.ep for s in range(p.pp))
+    params = sum(stage_params(j, s).dense * p.tp + stage_params(j, s).expert * j.expert_tp * p.ep for s in range(p.pp))
     kind = f"MoE {j.model.experts}x top-{j.model.top_k}" if j.model.experts else "dense"
     sched = p.schedule + (f" v={j.chunks}" if j.chunks > 1 else "")
     peak = j.gpu.peak_flops(j.training.precision) / 1e12
@@ -46,6 +83,8 @@ def summary_lines(r: Prediction, top_ops: int = 15) -> list[str]:
         f"memory per GPU       {m.total_GiB:.1f} of {j.gpu.hbm_GiB:g} GiB on stage {worst} (weights "
         f"{m.weights / GiB:.1f}, gradients {m.grads / GiB:.1f}, optimizer {m.optimizer / GiB:.1f}, activations "
         f"{m.activations / GiB:.1f}, logits {m.logits / GiB:.1f}, reserved {m.reserved / GiB:.1f})",
+        _energy_line(r),
+        _sources_line(j),
         "collectives (one call):",
     ]
     for name, c in sorted(r.comm.items()):
@@ -65,7 +104,11 @@ def prediction_json(r: Prediction) -> dict:
     return {"job": r.job.name, "gpus": r.job.gpus, "iteration_s": r.iteration_s, "tokens_per_s": r.tokens_per_s,
             "model_tflops_per_gpu": r.model_tflops_per_gpu, "hardware_tflops_per_gpu": r.hardware_tflops_per_gpu,
             "mfu": r.mfu, "memory_GiB_per_stage": [m.total_GiB for m in r.memory],
-            "by_stream_s": by_stream(r), "by_operator_s": by_operator(r), "bottleneck": bottleneck(r)}
+            "by_stream_s": by_stream(r), "by_operator_s": by_operator(r), "bottleneck": bottleneck(r),
+            "energy": None if r.energy is None else {
+                "iteration_J": r.energy.total_J, "per_token_J": r.energy.per_token_J, "power_kW": r.energy.power_kW,
+                "gpu_J": r.energy.gpu_J, "nic_J": r.energy.nic_J, "switch_J": r.energy.switch_J,
+                "server_J": r.energy.server_J, "pue": r.energy.pue}}
 
 
 def write_outputs(r: Prediction, out: Path) -> tuple[Path, Path]:
@@ -80,4 +123,4 @@ def write_outputs(r: Prediction, out: Path) -> tuple[Path, Path]:
     return report, trace
 
 
-__all__ = ["prediction_json", "summary_lines", "write_outputs"]
+__all__ = ["kernel_sources", "prediction_json", "summary_lines", "write_outputs"]

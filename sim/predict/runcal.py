@@ -85,7 +85,7 @@ from sim.scenario import read_yaml
 from sim.topology import SimInputError
 
 FACTORS = ("compute", "memory", "nvlink")
-COMPUTE_FIELDS = ("gemm", "attention_fwd", "attention_bwd")
+COMPUTE_FIELDS = ("compute_scale",)
 MIN_EFFICIENCY = 0.01
 TOP_LEVEL = ("fit", "kernels", "runs")
 RUN_FIELDS = ("heldout", "iterations_s", "job", "name", "prometheus", "query_range")
@@ -93,15 +93,15 @@ RUN_FIELDS = ("heldout", "iterations_s", "job", "name", "prometheus", "query_ran
 
 def with_factors(base: KernelParams, compute: float = 1.0, memory: Optional[float] = None,
                  nvlink: Optional[float] = None) -> KernelParams:
-    """``base`` with ``gemm``/``attention_*`` × ``compute`` and ``memory``/``nvlink`` set.
+    """``base`` with every compute rate × ``compute`` (``compute_scale``; the factors of
+    the simple model too, when given) and ``memory``/``nvlink`` set.
 
     >>> p = with_factors(KernelParams(), compute=0.5, memory=0.9)
-    >>> p.gemm, p.attention_bwd, p.memory, p.nvlink
-    (0.35, 0.225, 0.9, 0.78)
+    >>> p.compute_scale, p.gemm, p.memory, p.nvlink
+    (0.5, None, 0.9, 0.78)
     """
     p = replace(base)
-    for f in COMPUTE_FIELDS:
-        setattr(p, f, getattr(base, f) * compute)
+    p.compute_scale = base.compute_scale * compute
     p.memory = base.memory if memory is None else memory
     p.nvlink = base.nvlink if nvlink is None else nvlink
     return p
@@ -182,8 +182,10 @@ class RunCalibration:
             for f in (COMPUTE_FIELDS if name == "compute" else (name,)):
                 note[f] = f"  # kept: {why}"
         lines.append("kernels:   # paste into a job file")
-        for f in ("gemm", "gemm_half_dim", "attention_fwd", "attention_bwd", "memory", "launch_s", "nvlink"):
-            lines.append(f"  {f}: {getattr(p, f):.4g}{note.get(f, '')}")
+        for f in ("compute_scale", "gemm", "gemm_half_dim", "attention_fwd", "attention_bwd", "memory", "launch_s",
+                  "nvlink"):
+            if getattr(p, f) is not None:
+                lines.append(f"  {f}: {getattr(p, f):.4g}{note.get(f, '')}")
         return "\n".join(lines)
 
 
@@ -197,10 +199,9 @@ def _bounds(base: KernelParams, active: Sequence[str]) -> tuple[np.ndarray, np.n
     x0, lo, hi = [], [], []
     for f in active:
         if f == "compute":
-            effs = [getattr(base, c) for c in COMPUTE_FIELDS]
             x0.append(0.0)
-            lo.append(np.log(MIN_EFFICIENCY / min(effs)))
-            hi.append(np.log(1.0 / max(effs)))
+            lo.append(np.log(MIN_EFFICIENCY))
+            hi.append(np.log(2.0 / base.compute_scale))
         else:
             x0.append(np.log(getattr(base, f)))
             lo.append(np.log(MIN_EFFICIENCY))
@@ -324,7 +325,8 @@ def calibrate_run_file(path: Path, write: Optional[Path] = None) -> RunCalibrati
     rs = load_runs(path)
     rep = calibrate_runs(rs)
     if write is not None:
-        section = {f.name: float(f"{getattr(rep.params, f.name):.6g}") for f in fields(rep.params)}
+        section = {f.name: float(f"{getattr(rep.params, f.name):.6g}") for f in fields(rep.params)
+                   if isinstance(getattr(rep.params, f.name), (int, float))}
         gpu = rs.runs[0].job.gpu.name
         write.write_text(f"# fitted by python -m sim calibrate-run {path.name} ({gpu}, "
                          f"{sum(not r.heldout for r in rs.runs)} runs)\n"

@@ -13,6 +13,23 @@ plus one send/receive time. The ideal bubble is ``(p − 1)/(m·v)`` of the busy
 (:func:`bubble_fraction`); with equal stages the simulation gives exactly
 ``(m·v + p − 1)·(t_f + t_b)/v``.
 
+**Zero bubble, ZB-H1** (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024): the
+backward splits into B (the input gradient, what the previous stage waits for) and W (the
+weight gradient, which nobody waits for); stage s runs 1F1B's order with its first
+stage runs 1F1B's F and B passes and a pending W whenever its next one is not ready yet
+(:func:`simulate_zbh1`); the bubble drops from ``(p − 1)(F + B + W)`` to about
+``(p − 1)(F + B − W)``, with 1F1B's activation memory (plus the inputs the pending W still
+need, small against it).
+
+**User-defined** (``parallel.schedule: custom``, ``parallel.schedule_file``): a YAML file
+``stages: [[F0, F1, B0, F2, B1, ...], ...]`` — one list per stage, each token a pass kind
+``F`` | ``B`` | ``W`` and a micro-batch, ``.c`` for a model chunk (``F3.1``). It is refused,
+naming the stage and token, when it is not a schedule: a stage missing or extra, a token
+that does not parse, a pass missing or repeated, a backward before its forward (or a W
+before its B) on the same stage, W passes for some micro-batches and not others, or an
+order that deadlocks across stages (:func:`validate_orders`). Its activation memory is the
+most forwards a stage holds whose backward has not run (:func:`peak_in_flight`).
+
 Example::
 
     >>> r = simulate_pipeline(p=4, m=8, v=1, fwd_s=[[1.0]] * 4, bwd_s=[[2.0]] * 4, p2p_s=0.0)
@@ -21,10 +38,19 @@ Example::
     >>> r = simulate_pipeline(p=4, m=8, v=2, fwd_s=[[0.5, 0.5]] * 4, bwd_s=[[1.0, 1.0]] * 4, p2p_s=0.0)
     >>> r.makespan_s, (8 * 2 + 4 - 1) * 3.0 / 2
     (28.5, 28.5)
+    >>> zb = simulate_zbh1(4, 8, [1.0] * 4, [2.0] * 4, [1.0] * 4, 0.0)
+    >>> zb.makespan_s, 8 * 3.0 + 3 * (1.0 + 1.0 - 1.0)      # (p-1)(F + B - W) of bubble
+    (27.0, 27.0)
+    >>> validate_orders([["F0", "B0"], ["B0", "F0"]], p=2, m=1, v=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: stage 1: B0 before F0
 """
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
+from typing import Optional
 
 
 @dataclass(slots=True)
@@ -96,11 +122,154 @@ def device_order(p: int, m: int, v: int, stage: int) -> list[tuple[str, int, int
     return order
 
 
+Order = list[tuple[str, int, int]]
+
+
+def zbh1_order(p: int, m: int, stage: int) -> Order:
+    """The F/B order of ZB-H1 on ``stage`` (1F1B's); its W passes are placed as it runs
+    (:func:`simulate_zbh1`)."""
+    return device_order(p, m, 1, stage)
+
+
+def simulate_zbh1(p: int, m: int, fwd_s: list[float], bwd_s: list[float], wgrad_s: list[float],
+                  p2p_s: float) -> PipelineResult:
+    """ZB-H1 (module docstring): each stage runs 1F1B's F and B passes (B = the input
+    gradient, ``bwd − wgrad``); whenever its next F or B is not ready, it runs its oldest
+    pending W (weight gradient) instead, and the rest after its last B. Events are taken
+    in time order (the stage that is free first), so "not ready" is known exactly."""
+    orders = [device_order(p, m, 1, s) for s in range(p)]
+    ops: list[PipeOp] = []
+    done: dict[tuple[str, int, int], int] = {}
+    nxt, last, free = [0] * p, [-1] * p, [0.0] * p
+    pending: list[list[int]] = [[] for _ in range(p)]
+    heap = [(0.0, s) for s in range(p)]
+    waiting: dict[tuple[str, int, int], list[int]] = {}
+
+    def emit(s: int, kind: str, mb: int, start: float, dur: float, pred: int, via: bool) -> None:
+        op = PipeOp(s, kind, 0, mb, start, start + dur, pred, via)
+        done[(kind, s, mb)] = len(ops)
+        last[s] = len(ops)
+        ops.append(op)
+        free[s] = op.end_s
+
+    while heap:
+        t, s = heapq.heappop(heap)
+        if t < free[s]:
+            continue
+        if nxt[s] >= len(orders[s]):
+            while pending[s]:
+                mb = pending[s].pop(0)
+                emit(s, "W", mb, free[s], wgrad_s[s], last[s], False)
+            continue
+        kind, _, mb = orders[s][nxt[s]]
+        dep = (("F", s - 1, mb) if s > 0 else None) if kind == "F" else \
+            (("B", s + 1, mb) if s < p - 1 else ("F", s, mb))
+        ready, pred, via = free[s], last[s], False
+        if dep is not None:
+            di = done.get(dep)
+            if di is None:
+                if pending[s]:
+                    emit(s, "W", pending[s].pop(0), free[s], wgrad_s[s], last[s], False)
+                    heapq.heappush(heap, (free[s], s))
+                else:
+                    waiting.setdefault(dep, []).append(s)
+                continue
+            d = ops[di]
+            cross = d.stage != s
+            r = d.end_s + (p2p_s if cross else 0.0)
+            if r > free[s] and pending[s] and r - free[s] >= wgrad_s[s]:
+                emit(s, "W", pending[s].pop(0), free[s], wgrad_s[s], last[s], False)
+                heapq.heappush(heap, (free[s], s))
+                continue
+            if r > ready or last[s] < 0:
+                ready, pred, via = r, di, cross
+        dur = fwd_s[s] if kind == "F" else bwd_s[s] - wgrad_s[s]
+        emit(s, kind, mb, ready, dur, pred, via)
+        if kind == "B":
+            pending[s].append(mb)
+        nxt[s] += 1
+        heapq.heappush(heap, (free[s], s))
+        for w in waiting.pop((kind, s, mb), []):
+            heapq.heappush(heap, (max(free[w], free[s]), w))
+    if len(ops) != 3 * p * m:
+        raise RuntimeError("the ZB-H1 schedule did not complete (a simulator bug)")
+    return PipelineResult(ops, list(free), max(free))
+
+
+def parse_orders(stages: list[list[str]]) -> list[Order]:
+    """Tokens ``F3`` / ``B3.1`` / ``W0`` → (kind, chunk, micro-batch); ``ValueError``
+    naming the stage and token when one does not parse."""
+    out = []
+    for s, tokens in enumerate(stages):
+        order: Order = []
+        for tok in tokens:
+            t = str(tok).strip()
+            kind, rest = t[:1], t[1:]
+            mb, _, ch = rest.partition(".")
+            if kind not in ("F", "B", "W") or not mb.isdigit() or (ch and not ch.isdigit()):
+                raise ValueError(f"stage {s}: {t!r} is not a pass (F|B|W, a micro-batch, '.chunk': F3, B3.1)")
+            order.append((kind, int(ch or 0), int(mb)))
+        out.append(order)
+    return out
+
+
+def validate_orders(stages: list, p: int, m: int, v: int) -> list[Order]:
+    """Parse and check a user-defined schedule (module docstring); ``ValueError`` says why.
+    Tokens may be strings or already-parsed tuples."""
+    if len(stages) != p:
+        raise ValueError(f"{len(stages)} stages given, the job has pp {p} (a stage is missing)"
+                         if len(stages) < p else f"{len(stages)} stages given, the job has pp {p}")
+    orders = parse_orders(stages) if stages and stages[0] and isinstance(stages[0][0], str) else stages
+    for s, order in enumerate(orders):
+        seen: set[tuple[str, int, int]] = set()
+        for kind, c, mb in order:
+            if c >= v or mb >= m:
+                raise ValueError(f"stage {s}: {kind}{mb}.{c} is beyond {m} micro-batches x {v} chunks")
+            if (kind, c, mb) in seen:
+                raise ValueError(f"stage {s}: {kind}{mb}{f'.{c}' if v > 1 else ''} twice")
+            if kind == "B" and ("F", c, mb) not in seen:
+                raise ValueError(f"stage {s}: B{mb}{f'.{c}' if v > 1 else ''} before F{mb}{f'.{c}' if v > 1 else ''}")
+            if kind == "W" and ("B", c, mb) not in seen:
+                raise ValueError(f"stage {s}: W{mb} before B{mb}")
+            seen.add((kind, c, mb))
+        for kind in ("F", "B"):
+            missing = [(c, mb) for c in range(v) for mb in range(m) if (kind, c, mb) not in seen]
+            if missing:
+                c, mb = missing[0]
+                raise ValueError(f"stage {s}: {kind}{mb}{f'.{c}' if v > 1 else ''} missing "
+                                 f"({len(missing)} {kind} passes missing)")
+        ws = {(c, mb) for kind, c, mb in order if kind == "W"}
+        if ws and len(ws) != m * v:
+            raise ValueError(f"stage {s}: W passes for {len(ws)} of {m * v} micro-batch chunks (all or none)")
+    try:
+        simulate_pipeline(p, m, v, [[1.0] * v] * p, [[2.0] * v] * p, 0.0, orders=orders, wgrad_s=[[1.0] * v] * p)
+    except RuntimeError as exc:
+        raise ValueError(str(exc)) from None
+    return orders
+
+
+def peak_in_flight(order: Order) -> int:
+    """The most forwards a stage holds whose backward has not run yet."""
+    held = peak = 0
+    for kind, _, _ in order:
+        if kind == "F":
+            held += 1
+            peak = max(peak, held)
+        elif kind == "B":
+            held -= 1
+    return peak
+
+
 def simulate_pipeline(p: int, m: int, v: int, fwd_s: list[list[float]], bwd_s: list[list[float]],
-                      p2p_s: float) -> PipelineResult:
+                      p2p_s: float, orders: Optional[list[Order]] = None,
+                      wgrad_s: Optional[list[list[float]]] = None) -> PipelineResult:
     """Simulate the schedule; ``fwd_s[stage][chunk]`` / ``bwd_s`` are one micro-batch's pass
-    times, ``p2p_s`` one send/receive between stages."""
-    orders = [device_order(p, m, v, s) for s in range(p)]
+    times, ``p2p_s`` one send/receive between stages; ``orders``: each stage's
+    (kind, chunk, micro-batch) order (default Megatron's, :func:`device_order`); an order
+    with W passes runs B as ``bwd − wgrad`` and W as ``wgrad_s`` (the weight gradients)."""
+    orders = orders or [device_order(p, m, v, s) for s in range(p)]
+    split = [any(k == "W" for k, _, _ in o) for o in orders]
+    wg = wgrad_s or [[0.0] * v for _ in range(p)]
     ops: list[PipeOp] = []
     done: dict[tuple[str, int, int, int], int] = {}
     nxt = [0] * p
@@ -110,37 +279,53 @@ def simulate_pipeline(p: int, m: int, v: int, fwd_s: list[list[float]], bwd_s: l
     while remaining:
         progress = False
         for s in range(p):
-            while nxt[s] < len(orders[s]):
-                kind, c, mb = orders[s][nxt[s]]
+            order = orders[s]
+            i = nxt[s]
+            n_s = len(order)
+            while i < n_s:
+                kind, c, mb = order[i]
                 if kind == "F":
                     dep = ("F", s - 1, c, mb) if s > 0 else (("F", p - 1, c - 1, mb) if c > 0 else None)
+                elif kind == "W":
+                    dep = ("B", s, c, mb)
                 elif s < p - 1:
                     dep = ("B", s + 1, c, mb)
                 else:
                     dep = ("B", 0, c + 1, mb) if c < v - 1 else ("F", s, c, mb)
-                if dep is not None and dep not in done:
-                    break
+                if dep is not None:
+                    di = done.get(dep)
+                    if di is None:
+                        break
                 op = PipeOp(s, kind, c, mb, pred=last[s])
                 start = free[s]
                 if dep is not None:
-                    d = ops[done[dep]]
+                    d = ops[di]
                     cross = d.stage != s
                     ready = d.end_s + (p2p_s if cross else 0.0)
                     if ready > start or last[s] < 0:
-                        start, op.pred, op.via_p2p = ready, done[dep], cross
+                        start, op.pred, op.via_p2p = ready, di, cross
                 op.start_s = start
-                op.end_s = start + (fwd_s[s][c] if kind == "F" else bwd_s[s][c])
+                if kind == "F":
+                    dur = fwd_s[s][c]
+                elif kind == "W":
+                    dur = wg[s][c]
+                else:
+                    dur = bwd_s[s][c] - (wg[s][c] if split[s] else 0.0)
+                op.end_s = start + dur
                 done[(kind, s, c, mb)] = len(ops)
                 last[s] = len(ops)
                 ops.append(op)
                 free[s] = op.end_s
-                nxt[s] += 1
+                i += 1
                 remaining -= 1
                 progress = True
+            nxt[s] = i
         if not progress:
-            raise RuntimeError("pipeline schedule deadlocked (an order bug)")
+            waits = [f"stage {s} at {orders[s][nxt[s]][0]}{orders[s][nxt[s]][2]}" for s in range(p) if nxt[s] < len(orders[s])]
+            raise RuntimeError(f"the schedule deadlocks: {', '.join(waits[:4])} wait on each other")
     ends = [free[s] for s in range(p)]
     return PipelineResult(ops, ends, max(ends))
 
 
-__all__ = ["PipeOp", "PipelineResult", "bubble_fraction", "device_order", "simulate_pipeline"]
+__all__ = ["Order", "PipeOp", "PipelineResult", "bubble_fraction", "device_order", "parse_orders", "peak_in_flight",
+           "simulate_pipeline", "simulate_zbh1", "validate_orders", "zbh1_order"]

@@ -2,13 +2,23 @@
 (forward, recomputation, backward; the embedding on the first stage, the LM head on the
 last), each timed (compute: :func:`sim.predict.kernels.kernel_time_s`; collectives:
 :class:`sim.predict.comm.CommModel`), summed into the forward and backward pass times
-the pipeline schedule runs.
+the pipeline schedule runs, as the job's framework (:mod:`sim.predict.framework`) runs them:
 
-A collective on the critical path (TP, EP) adds its whole time; one ``hidden_by`` a
-kernel (CP's KV exchange under the attention) adds only what exceeds that kernel. ZeRO-3
-all-gathers a chunk's weights before its forward and again before its backward and
-reduce-scatters its gradients after, over DP, prefetched under the chunk's compute (only
-the excess is exposed).
+* a collective on the critical path (TP without overlap, EP) adds its whole time; one
+  ``hidden_by`` a kernel (CP's KV exchange under the attention) adds only what exceeds that
+  kernel; with ``tp_comm_overlap`` η, a TP all-gather / reduce-scatter hides up to η of the
+  GEMM that consumes / produces it (Transformer Engine's userbuffers, torch's async TP);
+* memory-bound kernels move ``elementwise_traffic`` × their fused bytes (eager PyTorch);
+* a layer's pass is never shorter than its kernels' host launch time (``cpu_op_s`` each):
+  small layers of eager stacks are bound by the CPU (``host.launch`` op);
+* sharded data parallelism per unit (a transformer layer), per micro-batch: FSDP /
+  ZeRO-3 all-gather a layer's parameters before its forward (and, resharded, again before
+  its backward) and reduce-scatter its gradients after, FSDP/ZeRO-2 (SHARD_GRAD_OP) gather
+  once in the forward, DeepSpeed ZeRO-2 only reduces; with prefetch the next unit's
+  collectives run under this unit's compute (a pass costs Σ max(compute, comm) plus the
+  first gather), without it they add up; the collectives go over the DP group, or the
+  shard group of ``hybrid_shard`` GPUs (HSDP);
+* ``microbatch_overhead_s`` is added to every forward pass.
 
 Example::
 
@@ -22,14 +32,14 @@ Example::
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from sim.predict import graph
 from sim.predict.comm import CommModel
 from sim.predict.job import TrainingJob
 from sim.predict.kernels import Kernel, kernel_time_s
-from sim.predict.memory import stage_layers, stage_params
+from sim.predict.memory import chunk_layers, layer_params, stage_layers
 
 
 def stream_of(k: Kernel) -> str:
@@ -58,77 +68,190 @@ class StageCost:
     bwd_s: list[float] = field(default_factory=list)
     fwd_ops: list[list[TimedOp]] = field(default_factory=list)
     bwd_ops: list[list[TimedOp]] = field(default_factory=list)
+    wgrad_s: list[float] = field(default_factory=list)
+
+
+def _neighbour_gemm(kernels: list[Kernel], i: int, times: dict[str, float]) -> float:
+    """Time of the GEMM a TP collective overlaps: the next one for an all-gather (its
+    consumer), the previous one for a reduce-scatter / all-reduce (its producer)."""
+    k = kernels[i]
+    forward = k.collective == "allgather" and not k.name.endswith(".regather")   # the wgrad's re-gather: under dgrad
+    rng = range(i + 1, len(kernels)) if forward else range(i - 1, -1, -1)
+    for n in rng:
+        if kernels[n].kind == "gemm":
+            return times.get(kernels[n].name, 0.0)
+        if kernels[n].kind == "comm" and kernels[n].group == "tp":
+            break
+    return 0.0
 
 
 def pass_ops(j: TrainingJob, kernels: list[Kernel], comm: Optional[CommModel]) -> list[TimedOp]:
-    """Time every kernel of one pass, collectives exposed beyond their ``hidden_by``."""
-    by_name = {k.name: kernel_time_s(k, j.gpu, j.training.precision, j.kernels) for k in kernels if k.kind != "comm"}
-    out: list[TimedOp] = []
+    """Time every kernel of one pass (module docstring)."""
+    fw = j.framework
+    prec = j.training.precision
+    if prec == "fp8" and fw.fp8_recipe in ("blockwise", "rowwise"):
+        prec = "fp8_block"                        # block / row scales: the block-scaled GEMM rates
+    times: dict[str, float] = {}
     for k in kernels:
+        if k.kind == "comm":
+            continue
+        if k.kind == "memory" and not k.name.startswith(("optimizer", "fp8.")):
+            k = replace(k, bytes=k.bytes * fw.traffic)
+        times[k.name] = kernel_time_s(k, j.gpu, prec, j.kernels)
+    out: list[TimedOp] = []
+    for i, k in enumerate(kernels):
         if k.kind != "comm":
-            t = by_name[k.name]
+            t = times[k.name]
             out.append(TimedOp(k.name, "compute", k.kind, t, t, k.flops))
             continue
         full = comm.collective(k.group, k.collective, k.size_bytes).seconds if comm else 0.0
-        hidden = by_name.get(k.hidden_by, 0.0) if k.hidden_by else 0.0
+        hidden = times.get(k.hidden_by, 0.0) if k.hidden_by else 0.0
+        if k.group == "tp" and k.collective in ("allgather", "reducescatter") and fw.tp_comm_overlap > 0:
+            hidden = max(hidden, fw.tp_comm_overlap * _neighbour_gemm(kernels, i, times))
         out.append(TimedOp(k.name, stream_of(k), "comm", max(0.0, full - hidden), full, 0.0))
     return out
+
+
+def _host_floor(j: TrainingJob, ops: list[TimedOp]) -> list[TimedOp]:
+    """``ops`` plus the host launch time the GPU waits for, if any (module docstring)."""
+    n = sum(1 for o in ops if o.stream == "compute")
+    gpu = sum(o.seconds for o in ops)
+    wait = n * j.framework.cpu_op_s - gpu
+    return ops + [TimedOp("host.launch", "host", "host", wait, wait, 0.0)] if wait > 0 else ops
 
 
 def _prefix(ops: list[TimedOp], prefix: str) -> list[TimedOp]:
     return [TimedOp(f"{prefix}{o.name}", o.stream, o.kind, o.seconds, o.full_s, o.flops) for o in ops]
 
 
+@dataclass(frozen=True, slots=True)
+class UnitComm:
+    """Per-micro-batch collectives of one sharded unit: forward gather, backward gather and
+    gradient reduce-scatter (seconds, 0 when the pattern has none)."""
+
+    ag_fwd: float
+    ag_bwd: float
+    rs: float
+
+
+def sharded_pattern(j: TrainingJob) -> str:
+    """How the data-parallel collectives run: ``per_unit`` (FSDP / ZeRO-2/3 / Megatron-FSDP,
+    every micro-batch) or ``per_iteration`` (DDP, distributed optimizer, ZeRO-1)."""
+    fw, z = j.framework, j.parallel.zero
+    if j.parallel.dp == 1 or z == 0:
+        return "per_iteration"
+    if fw.data_parallel in ("fsdp", "zero") and z >= 2:
+        return "per_unit"
+    if fw.data_parallel == "distributed_optimizer" and z == 3:
+        return "per_unit"
+    return "per_iteration"
+
+
+def shard_group(j: TrainingJob) -> str:
+    """The group a per-unit collective runs over: ``dp`` or HSDP's shard group ``dps``."""
+    hs = j.framework.hybrid_shard
+    return "dps" if 0 < hs < j.parallel.dp else "dp"
+
+
+def unit_comm(j: TrainingJob, comm: CommModel, params: float) -> UnitComm:
+    """The collectives of a unit of ``params`` parameters (per GPU) (module docstring)."""
+    fw, z = j.framework, j.parallel.zero
+    grp = shard_group(j)
+    ag = comm.collective(grp, "allgather", j.weight_bytes * params).seconds
+    rs = comm.collective(grp, "reducescatter", fw.grad_wire_bytes * params).seconds
+    if fw.data_parallel == "zero" and z == 2:              # DeepSpeed ZeRO-2: weights replicated
+        return UnitComm(0.0, 0.0, rs)
+    if z == 2:                                             # FSDP SHARD_GRAD_OP
+        return UnitComm(ag, 0.0, rs)
+    return UnitComm(ag, ag if fw.fsdp_reshard else 0.0, rs)
+
+
+def _stream(ops_per_unit: list[list[TimedOp]], before: list[float], after: list[float], prefetch: bool,
+            label: str) -> list[TimedOp]:
+    """One pass of units with their collectives: ``before[u]`` must finish before unit u
+    computes (its all-gather), ``after[u]`` follows it (its reduce-scatter). Prefetched,
+    the network runs unit u+1's gather and unit u−1's reduce-scatter while unit u computes:
+    exposed is the first gather, ``max(0, before[u+1] + after[u−1] − compute[u])`` per unit
+    and the last reduce-scatter; without prefetch every collective is exposed."""
+    out: list[TimedOp] = []
+    n = len(ops_per_unit)
+    if prefetch and before and before[0] > 0:
+        out.append(TimedOp(f"{label}.first", "dp", "comm", before[0], before[0], 0.0))
+    for u, ops in enumerate(ops_per_unit):
+        if not prefetch and before[u] > 0:
+            out.append(TimedOp(f"{label}.u{u}", "dp", "comm", before[u], before[u], 0.0))
+        out += ops
+        if prefetch:
+            net = (before[u + 1] if u + 1 < n else 0.0) + (after[u - 1] if u > 0 else 0.0)
+            exposed = max(0.0, net - sum(o.seconds for o in ops))
+            if exposed > 0:
+                out.append(TimedOp(f"{label}.u{u}", "dp", "comm", exposed, net, 0.0))
+        elif after[u] > 0:
+            out.append(TimedOp(f"{label}.rs{u}", "dp", "comm", after[u], after[u], 0.0))
+    if prefetch and n and after[-1] > 0:
+        out.append(TimedOp(f"{label}.last", "dp", "comm", after[-1], after[-1], 0.0))
+    return out
+
+
 def stage_costs(j: TrainingJob, comm: CommModel) -> list[StageCost]:
     """Forward/backward pass times of every stage and chunk for one micro-batch."""
     p, v = j.parallel.pp, j.chunks
+    fw = j.framework
     cache: dict[bool, tuple[list[TimedOp], list[TimedOp]]] = {}
 
     def layer(moe: bool) -> tuple[list[TimedOp], list[TimedOp]]:
         if moe not in cache:
-            f = pass_ops(j, graph.layer_forward(j, moe), comm)
-            b = pass_ops(j, graph.recompute_forward(j, moe) + graph.layer_backward(j, moe), comm)
+            f = _host_floor(j, pass_ops(j, graph.layer_forward(j, moe), comm))
+            b = _host_floor(j, pass_ops(j, graph.recompute_forward(j, moe) + graph.layer_backward(j, moe), comm))
             cache[moe] = (f, b)
         return cache[moe]
 
+    per_unit = sharded_pattern(j) == "per_unit"
     out = []
-    per_chunk = j.model.layers // (p * v)
     for s in range(p):
         sc = StageCost(s)
         layers = stage_layers(j, s)
+        per_chunk = chunk_layers(j, s)
+        start = 0
         for c in range(v):
-            fwd: list[TimedOp] = []
-            bwd: list[TimedOp] = []
             first, last = (s == 0 and c == 0), (s == p - 1 and c == v - 1)
+            ids = layers[start:start + per_chunk[c]]
+            start += per_chunk[c]
+            f_units: list[list[TimedOp]] = []
+            b_units: list[list[TimedOp]] = []
+            params: list[float] = []
             if first:
-                fwd += pass_ops(j, graph.embedding_forward(j), comm)
-            for i, layer_id in enumerate(layers[c * per_chunk:(c + 1) * per_chunk]):
+                f_units.append(pass_ops(j, graph.embedding_forward(j), comm))
+                b_units.append(pass_ops(j, graph.embedding_backward(j), comm))
+                params.append(j.model.vocab * j.model.hidden / j.parallel.tp)
+            for layer_id in ids:
                 f, b = layer(j.model.is_moe_layer(layer_id))
-                fwd += _prefix(f, f"L{layer_id}.")
-                bwd = _prefix(b, f"L{layer_id}.") + bwd
+                f_units.append(_prefix(f, f"L{layer_id}."))
+                b_units.append(_prefix(b, f"L{layer_id}."))
+                params.append(layer_params(j, layer_id).total)
             if last:
-                fwd += pass_ops(j, graph.head_forward(j), comm)
-                bwd = pass_ops(j, graph.head_backward(j), comm) + bwd
-            if first:
-                bwd += pass_ops(j, graph.embedding_backward(j), comm)
-            if j.parallel.zero == 3 and j.parallel.dp > 1:
-                fwd, bwd = _zero3(j, comm, s, v, fwd, bwd)
+                f_units.append(pass_ops(j, graph.head_forward(j), comm))
+                b_units.append(pass_ops(j, graph.head_backward(j), comm))
+                params.append(j.model.vocab * j.model.hidden / j.parallel.tp)
+            if per_unit:
+                uc = [unit_comm(j, comm, x) for x in params]
+                fwd = _stream(f_units, [u.ag_fwd for u in uc], [0.0] * len(uc), fw.fsdp_prefetch, "shard.allgather")
+                ru = list(reversed(uc))
+                bwd = _stream(list(reversed(b_units)), [u.ag_bwd for u in ru], [u.rs for u in ru], fw.fsdp_prefetch,
+                              "shard.reducescatter")
+            else:
+                fwd = [o for u in f_units for o in u]
+                bwd = [o for u in reversed(b_units) for o in u]
+            if fw.microbatch_s > 0:
+                fwd = fwd + [TimedOp("host.microbatch", "host", "host", fw.microbatch_s, fw.microbatch_s, 0.0)]
             sc.fwd_ops.append(fwd)
             sc.bwd_ops.append(bwd)
             sc.fwd_s.append(sum(o.seconds for o in fwd))
             sc.bwd_s.append(sum(o.seconds for o in bwd))
+            sc.wgrad_s.append(sum(o.seconds for o in bwd if o.name.endswith(".wgrad")))
         out.append(sc)
     return out
 
 
-def _zero3(j: TrainingJob, comm: CommModel, s: int, v: int, fwd: list[TimedOp],
-           bwd: list[TimedOp]) -> tuple[list[TimedOp], list[TimedOp]]:
-    params = stage_params(j, s).total / v
-    ag = comm.collective("dp", "allgather", 2.0 * params).seconds
-    rs = comm.collective("dp", "reducescatter", float(j.training.grad_bytes) * params).seconds
-    f_busy, b_busy = sum(o.seconds for o in fwd), sum(o.seconds for o in bwd)
-    return (fwd + [TimedOp("zero3.allgather.params", "dp", "comm", max(0.0, ag - f_busy), ag, 0.0)],
-            bwd + [TimedOp("zero3.allgather+reducescatter", "dp", "comm", max(0.0, ag + rs - b_busy), ag + rs, 0.0)])
-
-
-__all__ = ["StageCost", "TimedOp", "pass_ops", "stage_costs", "stream_of"]
+__all__ = ["StageCost", "TimedOp", "UnitComm", "pass_ops", "shard_group", "sharded_pattern", "stage_costs",
+           "stream_of", "unit_comm"]

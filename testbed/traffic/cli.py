@@ -17,6 +17,11 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
+from controller.fabric_setup import FabricProgrammer
+from controller.p4rt import SwitchConnection
+from testbed.cli import STATE_PATH, TOPOLOGY_PATH, load_topology, on_signal
+from testbed.net import TestbedState, record_matches
+from testbed.tls import recorded_controller_tls
 from testbed.traffic.flows import PORT_MODES
 from testbed.traffic.live import testbed_unavailable, testbed_up
 from testbed.traffic.nicproc import NicOptions
@@ -27,16 +32,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _attach(args: argparse.Namespace, opts: TrafficOptions) -> TrafficResult:
     """Run on a testbed another process keeps up (``testbed.cli up --hold``)."""
-    from controller.fabric_setup import FabricProgrammer  # noqa: PLC0415
-    from controller.p4rt import SwitchConnection  # noqa: PLC0415
-    from testbed.net import TestbedState, record_matches  # noqa: PLC0415
-    from testbed.cli import STATE_PATH, TOPOLOGY_PATH, load_topology  # noqa: PLC0415
     state_path = args.state or STATE_PATH
     state = TestbedState.load(state_path)
     if state is None or not any(record_matches(r) for r in state.procs):
         raise SystemExit("traffic: no testbed is running: start one with "
                          "`python -m testbed up --hold`, or pass --up")
-    from testbed.tls import recorded_controller_tls  # noqa: PLC0415
     fabric = load_topology(TOPOLOGY_PATH)
     tls = recorded_controller_tls(state.pki)   # the testbed's TLS, unless it ran --insecure
     programmer = FabricProgrammer(fabric, REPO / "build" / "fabric.p4info.txtpb",
@@ -79,7 +79,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                           args.duration_s, NicOptions(line_rate_pps=args.line_rate_pps,
                                                       dcqcn=not args.no_dcqcn),
                           args.queue_rate_pps)
-    from testbed.cli import on_signal  # noqa: PLC0415 (SIGTERM unwinds like Ctrl-C)
     signal.signal(signal.SIGTERM, on_signal)
     if args.up:
         why = testbed_unavailable()

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+from testbed.net import ProcRecord, proc_cmdline
 from testbed.traffic.flows import NicFlow
 from testbed.traffic.nicproc import (NicOptions, NicProcess, bind_roce_sink, receiver_command,
                                   sender_command)
@@ -47,7 +48,6 @@ class NicFleet:
 
     def _spawn(self, role: str, host: str, iface: str, cmd: list[str], report: Path,
                flows: list[NicFlow]) -> NicProcess:
-        from testbed.net import ProcRecord, proc_cmdline  # noqa: PLC0415
         proc = subprocess.Popen(["mnexec", "-a", str(self.shells[host]), *cmd], cwd=REPO,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 stdin=subprocess.DEVNULL)

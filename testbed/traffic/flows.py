@@ -18,6 +18,8 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence
 
+from host.tccl.planner import Planner
+from host.tccl.ports import PortPlanner, flows_from_fabric
 from p4src.hashmodel import FabricHashModel, predict_member, route_group
 
 ROCE_DPORT = 4791
@@ -89,7 +91,6 @@ def collective_pairs(fabric: Any, collective: str = "allreduce", order: str = "t
     >>> len(collective_pairs(build_fabric())) > 0
     True
     """
-    from host.tccl.planner import Planner  # noqa: PLC0415
     planner = Planner(fabric)
     plan = planner.plan(collective, 1 << 20, algorithm=algorithm, order=order)
     hosts = {h.name: h for h in fabric.hosts}
@@ -117,7 +118,6 @@ def choose_ports(fabric: Any, pairs: Sequence[tuple[str, str]], mode: str,
         raise ValueError(f"unknown port mode {mode!r} (known: {', '.join(PORT_MODES)})")
     if model is None:
         raise ValueError("tccl ports need the programmed hash model")
-    from host.tccl.ports import PortPlanner, flows_from_fabric  # noqa: PLC0415
     nics = _nics_by_ip(fabric)
     routed = [i for i, (s, d) in enumerate(pairs) if nics[s][1].leaf != nics[d][1].leaf]
     plan = PortPlanner(model).plan(flows_from_fabric(fabric, [pairs[i] for i in routed]))

@@ -11,6 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+from controller.fabric_setup import FabricProgrammer
+from testbed.cli import (STATE_PATH, choose_target, compile_fabric, ping_all,
+                         testbed_unavailable as why)
+from testbed.net import FabricNet, NetOptions, TestbedError
+from testbed.tls import controller_tls
+from topo import FabricSpec, build_fabric
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -35,7 +42,6 @@ class LiveTestbed:
 def testbed_unavailable() -> Optional[str]:
     """None when this process may start a Mininet testbed here, else why not (one line:
     :func:`testbed.cli.testbed_unavailable` for the default fabric)."""
-    from testbed.cli import testbed_unavailable as why  # noqa: PLC0415
     return why()
 
 
@@ -56,11 +62,6 @@ def testbed_up(spec: Any = None, log_dir: Optional[Path] = None,
     >>> with testbed_up() as tb:                       # doctest: +SKIP
     ...     run_traffic(tb.fabric, tb.programmer, tb.state, tb.save_state, TrafficOptions())
     """
-    from controller.fabric_setup import FabricProgrammer  # noqa: PLC0415
-    from topo import FabricSpec, build_fabric  # noqa: PLC0415
-    from testbed.net import FabricNet, NetOptions, TestbedError  # noqa: PLC0415
-    from testbed.cli import STATE_PATH, compile_fabric, choose_target  # noqa: PLC0415
-
     target = choose_target(target)
     fabric = build_fabric(spec if spec is not None else FabricSpec())
     p4info, config = compile_fabric(target)
@@ -74,14 +75,12 @@ def testbed_up(spec: Any = None, log_dir: Optional[Path] = None,
         fnet.start()
         kw: dict[str, Any] = {} if pfc == "default" else {"pfc": pfc}
         if opts.pki_dir is not None:
-            from testbed.tls import controller_tls  # noqa: PLC0415
             kw["tls"] = controller_tls(opts.pki_dir)
         programmer = FabricProgrammer(fabric, str(p4info), str(config), **kw)
         programmer.connect_all()
         programmer.push_pipelines()
         programmer.install_all()
         # one ping per rail pair warms ARP and proves the routes before traffic starts
-        from testbed.cli import ping_all  # noqa: PLC0415
         bad = [r for r in ping_all(fabric, fnet.state, count=1) if not r.ok]
         if bad:
             raise TestbedError(f"{len(bad)} same-rail pairs do not answer ping "

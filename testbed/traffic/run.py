@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from host.nic.rc import QP_RTS
+from testbed.control import open_control
+from testbed.queues import set_uplink_rates
 from testbed.traffic.counters import leaf_uplinks, max_over_mean, read_uplink_tx, settled_uplink_tx
 from testbed.traffic.fleet import NicFleet
 from testbed.traffic.flows import (NicFlow, build_flows, choose_ports, collective_pairs,
@@ -170,7 +172,6 @@ def run_traffic(fabric: Any, programmer: Any, state: Any, save_state: Callable[[
         say(f"  {f.label:<22} {f.src_ip} -> {f.dst_ip} qp {f.qpn} predicted {f.predicted_uplink}")
     rates: dict[tuple[str, int], float] = {}
     if opts.queue_rate_pps:
-        from testbed.queues import set_uplink_rates  # noqa: PLC0415
         rates = set_uplink_rates(fabric, state, opts.queue_rate_pps, say)
     report_dir = opts.report_dir or Path(tempfile.mkdtemp(prefix="host-traffic-"))
     fleet = NicFleet(state, save_state, report_dir)
@@ -193,7 +194,6 @@ def run_traffic(fabric: Any, programmer: Any, state: Any, save_state: Callable[[
 
 
 def _set_rate(state: Any, leaf: str, port: int, rate_pps: float) -> None:
-    from testbed.control import open_control  # noqa: PLC0415
     try:
         ctl = open_control(state.target, state.switches[leaf], leaf)
         try:

@@ -25,3 +25,15 @@ def test_the_tls_switch_refuses_plaintext(tmp_path, monkeypatch) -> None:
                                      "--grpc-server-key", str(f.key)]) as addr:
         with pytest.raises(grpc.RpcError):
             security_bench.connect_times(addr, None, 1, warmup=0)
+
+
+def test_authz_and_stream_figures(monkeypatch) -> None:
+    """The attack matrix on the testbed's p4sim switch is refused whole; with 10 other
+    streams open the controller's Read is answered and the streams stay open."""
+    monkeypatch.setattr(security_bench, "OTHER_STREAMS", 10)
+    monkeypatch.setattr(security_bench, "READS", 5)
+    figs = security_bench.bench_authz(BenchConfig(runs=1))
+    assert figs["security.authz_denied_ok"].value == 1.0 and figs["security.authz_attacks"].value >= 11
+    figs = security_bench.bench_streams(BenchConfig(runs=1))
+    assert figs["security.p4rt_streams_open"].value == 10
+    assert 0 < figs["security.p4rt_rpc_ms_under_streams.p99"].value < 10_000

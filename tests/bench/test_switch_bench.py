@@ -12,12 +12,15 @@ from pathlib import Path
 import pytest
 
 from bench import run_benchmarks, select
-from bench.results import BenchConfig
+from bench.results import BenchCheckError, BenchConfig
 from bench.switch_bench import (
+    COUNTER_CELLS,
+    COUNTERS_PROGRAM,
     PROGRAM,
     P4RuntimeClient,
     SwitchProcess,
     _canonical,
+    counter_read_ms,
     insert_rate,
     make_frames,
     run_pps_veth,
@@ -28,8 +31,8 @@ TINY = BenchConfig(duration_s=0.05, runs=1, warmup_s=0.0)
 
 
 def test_registered_as_the_switch_group() -> None:
-    assert [b.name for b in select(["switch"])] == ["startup", "p4rt_writes", "pps_veth",
-                                                    "pps_veth_overload"]
+    assert [b.name for b in select(["switch"])] == ["startup", "p4rt_writes", "p4rt_read",
+                                                    "pps_veth", "pps_veth_overload"]
 
 
 def test_startup_and_write_figures(tmp_path: Path) -> None:
@@ -46,6 +49,14 @@ def test_startup_and_write_figures(tmp_path: Path) -> None:
     data = json.loads(out.read_text())
     assert data["other.kept"] == {"value": 7, "unit": "ms"}
     assert data["p4sim.rss_mb"]["unit"] == "MB"
+
+
+def test_counter_read_checks_every_cell() -> None:
+    with SwitchProcess.run(COUNTERS_PROGRAM) as sw, P4RuntimeClient.connect(sw.grpc_addr) as client:
+        client.push_pipeline(COUNTERS_PROGRAM)
+        assert counter_read_ms(client, "CntIngress.cells", COUNTER_CELLS) > 0
+        with pytest.raises(BenchCheckError):                  # a wrong count is no figure
+            counter_read_ms(client, "CntIngress.cells", COUNTER_CELLS + 1)
 
 
 def test_insert_rate_reads_back_and_deletes() -> None:

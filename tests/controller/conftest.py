@@ -4,8 +4,14 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, Iterator
 
 import pytest
+
+from controller.fabric_setup import FabricProgrammer
+from p4sim_fabric import switch_process
+from procs import SwitchProcess
+from topo import model as topo_model
 
 REPO = Path(__file__).resolve().parents[2]
 FABRIC_PROGRAM = REPO / "p4src" / "fabric.p4"
@@ -32,3 +38,24 @@ def probe_compiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path
                     str(p4info), "--config", str(config)], cwd=REPO, check=True, timeout=120)
     return p4info, config
 
+
+@pytest.fixture()
+def live(fabric_compiled: tuple[Path, Path]) -> Iterator[tuple[Any, FabricProgrammer, dict[str, SwitchProcess]]]:
+    """A small fabric of real p4sim switches, programmed: (fabric, programmer, processes)."""
+    spec = topo_model.FabricSpec(blocks=1, servers_per_block=2, rails=2, spines=2,
+                                 leaves_per_rail=1, uplinks_per_spine=2)
+    fab = topo_model.build_fabric(spec)
+    procs: dict[str, SwitchProcess] = {}
+    prog = None
+    try:
+        for sw in fab.switches:
+            procs[sw.name] = switch_process(sw.device_id)
+            sw.grpc_addr = procs[sw.name].grpc_addr
+        prog = FabricProgrammer(fab, *fabric_compiled, timeout_s=10.0)
+        prog.setup()
+        yield fab, prog, procs
+    finally:
+        if prog is not None:
+            prog.close()
+        for p in procs.values():
+            p.stop()

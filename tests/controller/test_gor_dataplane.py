@@ -18,7 +18,7 @@ from controller.gor.alarms import AlarmMonitor
 from controller.gor.dataplane import DataplaneReports
 from controller.gor.decisions import AlarmLevel, FlowKey
 from controller.gor.digests import digest_reader, enable_digests
-from controller.gor.metrics import parse_metrics
+from controller.telemetry.exposition import parse_metrics
 from p4src.alarmmodel import ALARM_DIGEST, ALARM_TABLE, ELEPHANT_DIGEST, ELEPHANT_TABLE
 from test_gor_loop import L0, L1, events, fabric, flows_through, make, port_to, register, samples
 

@@ -11,6 +11,7 @@ from controller.fabric.detours import fabric_detours
 from controller.gor.decisions import FlowKey
 from controller.gor.log import DecisionLog
 from controller.gor.loop import GorLoop
+from controller.gor.shared import LoopSettings
 from p4src.hashmodel import FabricHashModel, predict_member, route_group
 from test_gor_loop import AgentRegistry, FakeProgrammer
 from topo.model import build_fabric
@@ -25,8 +26,8 @@ def make() -> tuple[GorLoop, FakeProgrammer, io.StringIO]:
     fab = build_fabric()
     prog = FakeProgrammer(fab)
     buf = io.StringIO()
-    loop = GorLoop(fab, prog, AgentRegistry.from_fabric(fab, b"s"), period_s=0.05,
-                   log=DecisionLog(buf), window_s=0.05)
+    loop = GorLoop(fab, prog, AgentRegistry.from_fabric(fab, b"s"),
+                   LoopSettings(period_s=0.05, window_s=0.05), log=DecisionLog(buf))
     return loop, prog, buf
 
 

@@ -20,8 +20,7 @@ def quiet(fab: Any) -> Any:
 
 def pinned() -> tuple[Any, GorLoop, Any, Any, FlowKey, int]:
     """A flow without an agent moved by an override entry, confirmed and settled at 1.3 s."""
-    fab, loop, prog, reg, buf, _ = make()
-    loop.expiry.idle_s, loop.expiry.probe_s = IDLE_S, PROBE_S
+    fab, loop, prog, reg, buf, _ = make(override_idle_s=IDLE_S, override_probe_s=PROBE_S)
     up = port_to(fab, L0, "s0")
     loop.tick(1.0, samples(fab))
     f, _ = hot_mix(fab, loop, up)
@@ -76,9 +75,8 @@ def test_a_flow_sampled_regularly_never_expires() -> None:
 
 
 def test_override_in_flight_is_not_expired() -> None:
-    fab, loop, prog, reg, buf, _ = make()
-    loop.expiry.idle_s, loop.expiry.probe_s = 0.01, 0.01
-    loop.orders.confirm_timeout_s = 100.0
+    fab, loop, prog, reg, buf, _ = make(override_idle_s=0.01, override_probe_s=0.01,
+                                        confirm_timeout_s=100.0)
     up = port_to(fab, L0, "s0")
     loop.tick(1.0, samples(fab))
     f, _ = hot_mix(fab, loop, up)

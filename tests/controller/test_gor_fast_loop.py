@@ -20,8 +20,7 @@ def with_hot_util(fab: Any, util: float, marks: int) -> Any:
 
 
 def notice_round(util: float, early: bool = True) -> tuple[Any, list[Any]]:
-    fab, loop, prog, reg, buf, _ = make()
-    loop.rounds.early_decide = early
+    fab, loop, prog, reg, buf, _ = make(early_decide=early)
     up = port_to(fab, L0, "s0")
     loop.tick(1.0, with_hot_util(fab, util, marks=20))              # 2 % marked: NOTICE
     assert loop.alarms.level((L0, up)) == AlarmLevel.NOTICE
@@ -41,10 +40,9 @@ def test_no_round_on_notice_under_the_safety_threshold_or_when_turned_off() -> N
 
 
 def test_samples_needed_scale_with_the_flows_sampled() -> None:
-    _, loop, *_ = make()
-    loop.rounds.min_samples = 100
+    _, loop, *_ = make(min_samples=100)
     assert loop.rounds.samples_needed(3) == 100                               # default: fixed
-    loop.rounds.samples_per_flow = 16
+    _, loop, *_ = make(min_samples=100, samples_per_flow=16)
     assert [loop.rounds.samples_needed(n) for n in (1, 2, 5, 6, 10)] == [32, 32, 80, 96, 100]
 
 

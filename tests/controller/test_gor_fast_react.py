@@ -12,7 +12,7 @@ from typing import Any
 from controller.gor.decisions import FlowKey
 from controller.gor.digests import DIGEST_NAME
 from controller.gor.loop import SAMPLING_TABLE, GorLoop
-from controller.gor.telemetry import LinkId, PolledLink, PortReading, TelemetryPoller
+from controller.telemetry.poller import LinkId, PolledLink, PortReading, TelemetryPoller
 from p4src.alarmmodel import ALARM_DIGEST, ELEPHANT_DIGEST
 from test_gor_dataplane import alarm_row, elephant_row
 from test_gor_loop import (L0, digest_rows, events, flows_through, make, port_to, register,

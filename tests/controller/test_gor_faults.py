@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from controller.gor.metrics import parse_metrics
+from controller.telemetry.exposition import parse_metrics
 from controller.gor.pause import PauseStormMonitor, PauseStormThresholds
-from controller.gor.telemetry import LinkId, LinkSample
+from controller.telemetry.poller import LinkId, LinkSample
 from test_gor_loop import L0, L1, digest_rows, events, flows_through, make, port_to, samples
 from topo.model import Fabric
 

@@ -12,15 +12,17 @@ from typing import Any, Optional
 
 import pytest
 
-from astral_proto.flows import HostFlow
+from astral_proto.flows import HostFlow, flow_id
 from controller.fabric_setup import plan_fabric, switch_id_of
 from controller.gor.decisions import FlowKey
 from controller.gor.log import DecisionLog
 from controller.gor.loop import (OVERRIDE_ACTION, OVERRIDE_TABLE, SAMPLING_ACTION, SAMPLING_TABLE,
                                  GorLoop)
-from controller.gor.metrics import GorMetrics, parse_metrics
+from controller.gor.metrics import GorMetrics
+from controller.telemetry.exposition import parse_metrics
 from controller.gor.moves import apply_in_flight
-from controller.gor.telemetry import LinkId, LinkSample
+from controller.gor.shared import LoopSettings
+from controller.telemetry.poller import LinkId, LinkSample
 from controller.registry import FlowRegistry
 from p4src.hashmodel import FabricHashModel
 from topo.model import Fabric, build_fabric
@@ -90,14 +92,16 @@ def fabric() -> Fabric:
     return build_fabric(FabricSpec(blocks=2, servers_per_block=2, rails=1, spines=3))
 
 
-def make(agent: bool = True) -> tuple[Fabric, GorLoop, FakeProgrammer, AgentRegistry, io.StringIO, GorMetrics]:
+def make(agent: bool = True, **settings: Any
+         ) -> tuple[Fabric, GorLoop, FakeProgrammer, AgentRegistry, io.StringIO, GorMetrics]:
+    """A loop on fake switches and agents; ``settings`` override the tests' LoopSettings."""
     fab = fabric()
     prog = FakeProgrammer(fab)
     reg = AgentRegistry.from_fabric(fab, b"secret")
     buf, metrics = io.StringIO(), GorMetrics()
-    loop = GorLoop(fab, prog, reg, period_s=0.05, safety=0.75, top_n=4,
-                   log=DecisionLog(buf), metrics=metrics, one_in_n=100_000, window_s=0.05,
-                   decide_every_s=0.05)
+    loop = GorLoop(fab, prog, reg, LoopSettings(**{
+        "period_s": 0.05, "safety": 0.75, "top_n": 4, "one_in_n": 100_000, "window_s": 0.05,
+        "decide_every_s": 0.05, **settings}), log=DecisionLog(buf), metrics=metrics)
     return fab, loop, prog, reg, buf, metrics
 
 
@@ -164,9 +168,14 @@ def moves(metrics: GorMetrics) -> dict[str, float]:
             if s.name == "gor_moves_total"}
 
 
-def register(fab: Fabric, reg: FlowRegistry, f: FlowKey, fid: str = "f1") -> str:
+def fid_of(f: FlowKey) -> str:
+    """The id the registry wants for flow ``f`` (QP 7): its 5-tuple's."""
+    return flow_id(f.src, f.dst, 7)
+
+
+def register(fab: Fabric, reg: FlowRegistry, f: FlowKey) -> str:
     host = next(h.name for h in fab.hosts if any(n.ip == f.src for n in h.nics))
-    reg.register(host, "127.0.0.1:1", "i1", [HostFlow(fid, f.src, f.dst, f.sport, 7)])
+    reg.register(host, "127.0.0.1:1", "i1", [HostFlow(fid_of(f), f.src, f.dst, f.sport, 7)])
     return host
 
 
@@ -191,7 +200,7 @@ def test_alarm_sampling_digests_decision_move_confirmed_by_counters() -> None:
     assert loop.drain_orders(5.0)
     (oid, m), = loop.pending.items()
     loop.tick(1.10, samples(fab))
-    reg.report(host, m.registry_order_id, "f1", done=True, sport=order.new_sport)
+    reg.report(host, m.registry_order_id, fid_of(f), done=True, sport=order.new_sport)
     loop.tick(1.15, samples(fab))                                   # the agent says done …
     ev = [e["event"] for e in events(buf)]
     assert "agent_done" in ev and "order_confirmed" not in ev and oid in loop.pending
@@ -205,7 +214,7 @@ def test_alarm_sampling_digests_decision_move_confirmed_by_counters() -> None:
     loop.tick(1.40, samples(fab))                                   # settled
     assert loop.pending == {}
     assert moves(metrics)["sent"] == 1 and moves(metrics)["confirmed"] == 1
-    assert reg.flow("f1").sport == order.new_sport
+    assert reg.flow(fid_of(f)).sport == order.new_sport
     loop.submit_digests(L0, digest_rows(fab, f.with_sport(order.new_sport), up, 30))
     loop.submit_digests(L0, digest_rows(fab, g, up, 70))
     loop.tick(2.5, samples(fab))                                    # not moved again in cooldown
@@ -221,15 +230,15 @@ def test_a_flow_its_agent_says_was_moved_recently_rests_after_a_gor_restart(
     now = [1.05]
     reg = AgentRegistry.from_fabric(fab, b"secret", clock=lambda: now[0])
     buf = io.StringIO()
-    loop = GorLoop(fab, FakeProgrammer(fab), reg, period_s=0.05, safety=0.75, top_n=4,
-                   log=DecisionLog(buf), one_in_n=100_000, window_s=0.05, decide_every_s=0.05,
-                   cooldown_s=10.0)
+    loop = GorLoop(fab, FakeProgrammer(fab), reg,
+                   LoopSettings(period_s=0.05, safety=0.75, top_n=4, one_in_n=100_000, window_s=0.05,
+                                decide_every_s=0.05, cooldown_s=10.0), log=DecisionLog(buf))
     up = port_to(fab, L0, "s0")
     loop.tick(1.0, samples(fab))
     f, g = hot_mix(fab, loop, up)
     host = next(h.name for h in fab.hosts if any(n.ip == f.src for n in h.nics))
     reg.register(host, "127.0.0.1:1", "i1",
-                 [HostFlow("f1", f.src, f.dst, f.sport, 7).with_move_age(moved_s_ago)])
+                 [HostFlow(fid_of(f), f.src, f.dst, f.sport, 7).with_move_age(moved_s_ago)])
     rounds = loop.tick(1.05, samples(fab))
     sent = [e for e in events(buf) if e["event"] == "order_sent"]
     remembered = [e for e in events(buf) if e["event"] == "move_remembered"]
@@ -238,7 +247,7 @@ def test_a_flow_its_agent_says_was_moved_recently_rests_after_a_gor_restart(
         return
     assert sent == [] and all(not r.orders for r in rounds)
     assert [(e["flow"], e["flow_id"], e["rest_until_s"]) for e in remembered] == [
-        (str(f), "f1", 9.05)]                                  # 1.05 + 10 - 2
+        (str(f), fid_of(f), 9.05)]                                  # 1.05 + 10 - 2
     for t in (5.0, 9.1):                                       # rests until 9.05 …
         now[0] = t
         loop.submit_digests(L0, digest_rows(fab, f, up, 30))
@@ -304,7 +313,7 @@ def test_override_not_seen_on_its_new_link_is_deleted() -> None:
     hot_mix(fab, loop, up)
     loop.tick(1.05, samples(fab))
     assert prog.connections[L0].table(OVERRIDE_TABLE)
-    loop.tick(1.05 + loop.orders.confirm_timeout_s, samples(fab))
+    loop.tick(1.05 + loop.settings.confirm_timeout_s, samples(fab))
     assert prog.connections[L0].table(OVERRIDE_TABLE) == {} and loop.pending == {}
     assert moves(metrics)["rolled_back"] == 1
 
@@ -350,11 +359,11 @@ def test_agent_refusal_retries_then_rolls_back_and_unreachable_agent() -> None:
     assert loop.drain_orders(5.0)
     (oid, m), = loop.pending.items()
     loop.tick(1.06, samples(fab))
-    reg.report(host, m.registry_order_id, "f1", done=False, sport=f.sport, error="qp busy")
+    reg.report(host, m.registry_order_id, fid_of(f), done=False, sport=f.sport, error="qp busy")
     loop.tick(1.10, samples(fab))                                   # retried once
     assert moves(metrics)["retried"] == 1 and len(loop.pending) == 1
     assert loop.drain_orders(5.0)
-    loop.tick(1.10 + loop.orders.confirm_timeout_s, samples(fab))          # never seen: rolled back
+    loop.tick(1.10 + loop.settings.confirm_timeout_s, samples(fab))          # never seen: rolled back
     assert loop.pending == {} and moves(metrics)["rolled_back"] == 1
     reg.answer = "raise"
     loop.book.moved.clear()
@@ -376,9 +385,9 @@ def test_unconfirmed_move_goes_back_to_its_old_port() -> None:
     assert loop.drain_orders(5.0)
     loop.tick(1.06, samples(fab))
     (oid, m), = loop.pending.items()
-    reg.report(host, m.registry_order_id, "f1", done=True, sport=m.order.new_sport)
+    reg.report(host, m.registry_order_id, fid_of(f), done=True, sport=m.order.new_sport)
     loop.tick(1.10, samples(fab))                                   # the agent says done
-    loop.tick(1.05 + loop.orders.confirm_timeout_s, samples(fab))          # the counters never saw it
+    loop.tick(1.05 + loop.settings.confirm_timeout_s, samples(fab))          # the counters never saw it
     assert loop.pending == {}
     rb = [e for e in events(buf) if e["event"] == "order_rolled_back"]
     assert len(rb) == 1 and "not seen on" in rb[0]["reason"]
@@ -600,7 +609,7 @@ def test_agent_done_is_recorded_when_the_counters_confirm_the_move_first() -> No
     loop.submit_digests(L0, digest_rows(fab, f.with_sport(order.new_sport), new_up, 5))
     loop.react(1.07)                                   # the sample arrives first …
     assert m.seen_s is not None and m.agent_done_s is None
-    reg.report(host, m.registry_order_id, "f1", done=True, sport=order.new_sport)
+    reg.report(host, m.registry_order_id, fid_of(f), done=True, sport=order.new_sport)
     loop.tick(1.10, samples(fab))                      # … the agent's report after it
     assert m.agent_done_s == 1.10
     assert [e["event"] for e in events(buf)].count("agent_done") == 1

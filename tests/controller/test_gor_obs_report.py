@@ -14,9 +14,10 @@ import pytest
 
 from controller.__main__ import main
 from controller.gor.log import EVENTS, DecisionLog, read_log
-from controller.gor.metrics import GorMetrics, MetricsServer, parse_metrics
+from controller.gor.metrics import GorMetrics, MetricsServer
+from controller.telemetry.exposition import parse_metrics
 from controller.gor.status import snapshot_from_log, snapshot_from_metrics
-from controller.gor.telemetry import LinkId, LinkSample
+from controller.telemetry.poller import LinkId, LinkSample
 
 UP = LinkId("b0r0l0", 3, "s0", "uplink")
 UP1 = LinkId("b0r0l0", 4, "s1", "uplink")

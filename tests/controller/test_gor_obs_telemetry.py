@@ -10,8 +10,8 @@ from typing import Any, Optional
 
 import pytest
 
-from controller.gor import telemetry as gt
-from controller.gor.telemetry import (LinkId, PolledLink, PortReading, TelemetryPoller,
+from controller.telemetry import poller as gt
+from controller.telemetry.poller import (LinkId, PolledLink, PortReading, TelemetryPoller,
                                       counter_reset, delta, fabric_links, p4rt_reader,
                                       utilisation)
 from topo import FabricSpec, build_fabric
@@ -176,7 +176,7 @@ def test_a_stale_switch_is_marked_logged_and_the_loop_goes_on(
     leaf = Script(*[{3: PortReading(100 * n, 100_000 * n, 0, 0)} for n in range(5)])
     links = [PolledLink(UP, None, 1000.0), PolledLink(DOWN, None, 1000.0)]
     poller = TelemetryPoller({"b0r0l0": leaf, "s0": spine}, links, clock=clock)
-    caplog.set_level(logging.WARNING, logger="controller.gor.telemetry")
+    caplog.set_level(logging.WARNING, logger="controller.telemetry.poller")
     poller.poll_once()
     clock.t += 0.1
     got = poller.poll_once()

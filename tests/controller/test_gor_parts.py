@@ -1,5 +1,5 @@
-"""GOR loop's collaborators used alone, each built with only its narrow dependencies (no
-``GorLoop``): ``Sampling`` (enable / release rules), ``MoveBook`` (cooldowns), ``MoveOrders``
+"""GOR loop's collaborators used alone, each built from the shared state bundle
+(``LoopState``), its settings and its callbacks (no ``GorLoop``): ``Sampling`` (enable / release rules), ``MoveBook`` (cooldowns), ``MoveOrders``
 (an override written, tracked, rolled back when never seen), ``OverrideExpiry`` (probe then
 expiry) and ``LinkFaults`` + ``DetourSync`` (a cable cut rewrites the groups and asks for
 follow-up rounds). Fake switches of ``test_gor_loop``."""
@@ -9,43 +9,37 @@ import io
 from typing import Any
 
 from controller.fabric.detours import fabric_detours
-from controller.gor.alarms import AlarmMonitor
-from controller.gor.deadlinks import DeadLinkDetector
 from controller.gor.decisions import FlowKey, LinkKey, OverrideOrder
 from controller.gor.detour_sync import DetourSync
-from controller.gor.elephants import FlowTable
 from controller.gor.expiry import OverrideExpiry
 from controller.gor.faults import LinkFaults
 from controller.gor.log import DecisionLog
 from controller.gor.moves import MoveBook
 from controller.gor.orders import OVERRIDE_TABLE, MoveOrders
-from controller.gor.outputs import LoopOutputs
-from controller.gor.pause import PauseStormMonitor
-from controller.gor.paths import LinkState, PathEngine
-from controller.gor.tables import SAMPLING_TABLE, Sampling, SwitchTables
+from controller.gor.sampling import Sampling
+from controller.gor.shared import LoopOutputs, LoopSettings, LoopState
+from controller.gor.tables import SAMPLING_TABLE
 from test_gor_loop import DST, L0, L1, SRC, FakeProgrammer, events, fabric, port_to
 
 SAMPLING_KEY = "standard_metadata.egress_spec"
 
 
 class Parts:
-    """The shared objects a collaborator may be given: fake switches, link state, engine,
-    flow table, alarms, outputs (with a decision log in ``buf``)."""
+    """The shared state a collaborator is given (``LoopState`` over fake switches, with a
+    decision log in ``buf``), its parts by name, and a ``Sampling`` on it."""
 
-    def __init__(self) -> None:
+    def __init__(self, **settings: Any) -> None:
         self.fab = fabric()
         self.prog = FakeProgrammer(self.fab)
-        self.links = LinkState.from_fabric(self.fab)
-        self.engine = PathEngine(self.fab, self.prog.hash_model(), self.links)
-        self.flows = FlowTable({}, one_in_n=100)
-        self.alarms = AlarmMonitor()
         self.buf = io.StringIO()
-        self.out = LoopOutputs(DecisionLog(self.buf))
-        self.tables = SwitchTables(self.prog)
-        self.book = MoveBook()
+        self.settings = LoopSettings(**{"one_in_n": 100, **settings})
+        self.state = LoopState.for_fabric(self.fab, self.prog, None, self.settings,
+                                          LoopOutputs(DecisionLog(self.buf)))
+        st = self.state
+        self.links, self.engine, self.flows, self.alarms = st.links, st.engine, st.flows, st.alarms
+        self.out, self.tables, self.book = st.out, st.tables, st.book
         self.needed: set[LinkKey] = set()
-        self.sampling = Sampling(self.tables, self.flows, self.alarms, self.out, one_in_n=100,
-                                 needed=self.needed.__contains__)
+        self.sampling = Sampling(st, one_in_n=100, needed=self.needed.__contains__)
 
     def sampled(self, switch: str = L0) -> set[int]:
         return {dict(k)[SAMPLING_KEY] for k in self.prog.connections[switch].table(SAMPLING_TABLE)}
@@ -98,10 +92,9 @@ def override_order(p: Parts) -> OverrideOrder:
 
 
 def test_move_orders_alone_write_track_and_roll_back_an_override() -> None:
-    p = Parts()
-    orders = MoveOrders(None, p.book, p.flows, p.links, p.sampling, p.tables, p.out,
-                        cooldown_s=10.0, confirm_timeout_s=1.0, order_timeout_s=1.0,
-                        settle_s=0.5, max_retries=0, workers=1)
+    p = Parts(cooldown_s=10.0, confirm_timeout_s=1.0, order_timeout_s=1.0, settle_s=0.5,
+              max_retries=0, order_workers=1)
+    orders = MoveOrders(p.state, p.sampling, p.settings)
     try:
         order = override_order(p)
         orders.act(order, 7, 2.0, {}, p.links)
@@ -125,13 +118,12 @@ def test_move_orders_alone_write_track_and_roll_back_an_override() -> None:
 
 
 def test_override_expiry_alone_probes_then_expires() -> None:
-    p = Parts()
+    p = Parts(override_idle_s=2.0, override_probe_s=0.5)
     order = override_order(p)
     p.book.overrides[order.flow] = order.path
     deleted: list[tuple[FlowKey, list[str]]] = []
-    expiry = OverrideExpiry(p.engine, p.links, p.flows, p.book, p.sampling,
-                            lambda f, sws: deleted.append((f, list(sws))), p.out,
-                            idle_s=2.0, probe_s=0.5)
+    expiry = OverrideExpiry(p.state, p.sampling, lambda f, sws: deleted.append((f, list(sws))),
+                            p.settings)
     p.sampling.needed = expiry.probing                           # as the loop wires it
     expiry.check(0.0)
     expiry.check(1.0)
@@ -151,11 +143,9 @@ def test_override_expiry_alone_probes_then_expires() -> None:
 def test_link_faults_alone_rewrite_groups_and_ask_for_follow_up_rounds() -> None:
     p = Parts()
     followed: set[LinkKey] = set()
-    detours = DetourSync(p.engine, p.links, p.tables, p.out, installed=fabric_detours(p.fab))
-    programmed = {n: dict(m.groups) for n, m in p.prog.hash_model().switches.items()}
-    faults = LinkFaults(p.links, p.engine, p.tables, p.sampling, detours, p.out,
-                        dead_links=DeadLinkDetector(), pause=PauseStormMonitor(),
-                        programmed_groups=programmed, follow=followed.update)
+    detours = DetourSync(p.state, installed=fabric_detours(p.fab))
+    faults = LinkFaults(p.state, p.sampling, detours, p.settings, follow=followed.update)
+    assert faults.programmed_groups == {n: dict(m.groups) for n, m in p.prog.hash_model().switches.items()}
     up = port_to(p.fab, L0, "s0")
     done = faults.link_down(L0, up, "test")
     assert done and done[0].startswith(f"{L0}/") and not p.links.is_up((L0, up))

@@ -12,6 +12,7 @@ from p4.config.v1 import p4info_pb2
 from controller.gor.decisions import FlowKey
 from controller.gor.log import DecisionLog
 from controller.gor.loop import GorLoop
+from controller.gor.shared import LoopSettings
 from controller.gor.orders import override_match
 from controller.p4rt import entities as ent
 from controller.p4rt.errors import UpdateError, WriteError
@@ -92,8 +93,8 @@ class PbConn:
 
 def new_gor(fab: Fabric, prog: FakeProgrammer) -> tuple[GorLoop, io.StringIO]:
     buf = io.StringIO()
-    return GorLoop(fab, prog, None, log=DecisionLog(buf), window_s=0.05, one_in_n=100,
-                   cooldown_s=10.0), buf
+    return GorLoop(fab, prog, None, LoopSettings(window_s=0.05, one_in_n=100, cooldown_s=10.0),
+                   log=DecisionLog(buf)), buf
 
 
 def predecessor_state(fab: Fabric, prog: FakeProgrammer, loop: GorLoop) -> dict[str, FlowKey]:

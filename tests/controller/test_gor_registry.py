@@ -9,30 +9,45 @@ from typing import Any
 import grpc
 import pytest
 
-from astral_proto.flows import HostFlow
+from astral_proto.flows import HostFlow, flow_id
 from controller.registry import FlowRegistry, RegistryError
 
 HOST = {"b0s0": ["10.0.0.1", "10.0.1.1"], "b0s1": ["10.0.0.2"]}
+#: a test's name of a flow → (destination, destination QP) of b0s0's flow
+FLOWS = {"a1": ("10.1.0.1", 1), "a2": ("10.1.0.1", 2), "b1": ("10.1.0.2", 3)}
 
 
-def f(fid: str, dst: str, sport: int, src: str = "10.0.0.1") -> HostFlow:
-    return HostFlow(fid, src, dst, sport, 7)
+def I(label: str) -> str:
+    """The flow id of b0s0's flow ``label`` (its 5-tuple's id, as the registry wants)."""
+    dst, qp = FLOWS[label]
+    return flow_id("10.0.0.1", dst, qp)
+
+
+def L(fid: str) -> str:
+    """The test's name of a flow id."""
+    return next(k for k in FLOWS if I(k) == fid)
+
+
+def f(label: str, sport: int, src: str = "10.0.0.1") -> HostFlow:
+    """b0s0's flow ``label`` (``src`` another address: a squatter's claim on its id)."""
+    dst, qp = FLOWS[label]
+    return HostFlow(I(label), src, dst, sport, qp)
 
 
 def test_two_agents_of_one_host_keep_their_own_flows() -> None:
     reg = FlowRegistry(b"s", HOST)
-    assert reg.register("b0s0", "unix:/a", "i1", [f("a1", "10.1.0.1", 50000), f("a2", "10.1.0.1", 50001)]) == 2
-    assert reg.register("b0s0", "unix:/b", "j1", [f("b1", "10.1.0.2", 50002)]) == 3
-    assert {x.flow_id for x in reg.flows("b0s0")} == {"a1", "a2", "b1"}
+    assert reg.register("b0s0", "unix:/a", "i1", [f("a1", 50000), f("a2", 50001)]) == 2
+    assert reg.register("b0s0", "unix:/b", "j1", [f("b1", 50002)]) == 3
+    assert {L(x.flow_id) for x in reg.flows("b0s0")} == {"a1", "a2", "b1"}
     # agent a re-registers (same incarnation) with one flow less: only a2 goes
-    assert reg.register("b0s0", "unix:/a", "i1", [f("a1", "10.1.0.1", 50000)]) == 2
-    assert {x.flow_id for x in reg.flows("b0s0")} == {"a1", "b1"}
+    assert reg.register("b0s0", "unix:/a", "i1", [f("a1", 50000)]) == 2
+    assert {L(x.flow_id) for x in reg.flows("b0s0")} == {"a1", "b1"}
 
 
 def test_orders_go_to_the_agent_that_registered_the_flow(monkeypatch: pytest.MonkeyPatch) -> None:
     reg = FlowRegistry(b"s", HOST)
-    reg.register("b0s0", "unix:/a", "i1", [f("a1", "10.1.0.1", 50000)])
-    reg.register("b0s0", "unix:/b", "j1", [f("b1", "10.1.0.2", 50002)])
+    reg.register("b0s0", "unix:/a", "i1", [f("a1", 50000)])
+    reg.register("b0s0", "unix:/b", "j1", [f("b1", 50002)])
     dialled: list[str] = []
 
     class Channel:
@@ -55,44 +70,70 @@ def test_orders_go_to_the_agent_that_registered_the_flow(monkeypatch: pytest.Mon
 
     monkeypatch.setattr(grpc, "insecure_channel", Channel)
     monkeypatch.setattr("controller.registry.agent_pb2_grpc.AgentServiceStub", Stub)
-    o, reply = reg.move("a1", 49153)
+    o, reply = reg.move(I("a1"), 49153)
     assert reply.accepted and dialled == ["unix:/a"]
-    reg.move("b1", 49154)
+    reg.move(I("b1"), 49154)
     assert dialled == ["unix:/a", "unix:/b"]
-    reg.report("b0s0", o.order_id, "a1", done=True, sport=49153)
-    assert reg.flow("a1").sport == 49153                      # the key follows the new port
+    reg.report("b0s0", o.order_id, I("a1"), done=True, sport=49153)
+    assert reg.flow(I("a1")).sport == 49153                      # the key follows the new port
 
 
 def test_a_restarted_agent_fails_its_open_orders_only() -> None:
     reg = FlowRegistry(b"s", HOST)
-    reg.register("b0s0", "unix:/a", "i1", [f("a1", "10.1.0.1", 50000)])
-    reg.register("b0s0", "unix:/b", "j1", [f("b1", "10.1.0.2", 50002)])
-    oa, ob = reg.new_order("a1", 49153), reg.new_order("b1", 49154)
-    reg.register("b0s0", "unix:/a2", "i2", [f("a1", "10.1.0.1", 50000)])   # a came back elsewhere
+    reg.register("b0s0", "unix:/a", "i1", [f("a1", 50000)])
+    reg.register("b0s0", "unix:/b", "j1", [f("b1", 50002)])
+    oa, ob = reg.new_order(I("a1"), 49153), reg.new_order(I("b1"), 49154)
+    reg.register("b0s0", "unix:/a2", "i2", [f("a1", 50000)])   # a came back elsewhere
     assert reg.order(oa.order_id).state == "failed" and reg.order(oa.order_id).error == "agent restarted"
     assert reg.order(ob.order_id).state == "sent"
-    assert {x.flow_id for x in reg.flows("b0s0")} == {"a1", "b1"}
+    assert {L(x.flow_id) for x in reg.flows("b0s0")} == {"a1", "b1"}
 
 
 def test_a_host_cannot_register_another_hosts_flow() -> None:
     reg = FlowRegistry(b"s", HOST)
-    reg.register("b0s0", "unix:/a", "i1", [f("a1", "10.1.0.1", 50000)])
+    reg.register("b0s0", "unix:/a", "i1", [f("a1", 50000)])
     with pytest.raises(RegistryError) as err:
-        reg.register("b0s1", "unix:/c", "k1", [f("a1", "10.1.0.1", 50000, src="10.0.0.2")])
+        reg.register("b0s1", "unix:/c", "k1", [f("a1", 50000, src="10.0.0.2")])
     assert err.value.code == grpc.StatusCode.PERMISSION_DENIED
+    assert "squatting refused" in str(err.value) and reg.squats == 1
 
 
 def test_move_ages_come_from_agents_and_done_reports_and_advance_with_the_clock() -> None:
     now = [100.0]
     reg = FlowRegistry(b"s", HOST, clock=lambda: now[0])
-    reg.register("b0s0", "unix:/a", "i1", [f("a1", "10.1.0.1", 50000).with_move_age(3.0),
-                                            f("a2", "10.1.0.2", 50001)])
+    reg.register("b0s0", "unix:/a", "i1", [f("a1", 50000).with_move_age(3.0),
+                                            f("a2", 50001)])
     now[0] = 101.5
-    assert {x.flow_id: x.moved_s_ago for x in reg.flows()} == {"a1": 4.5, "a2": None}
-    o = reg.new_order("a2", 50009)
-    reg.report("b0s0", o.order_id, "a2", done=True, sport=50009)    # a move this registry saw
+    assert {L(x.flow_id): x.moved_s_ago for x in reg.flows()} == {"a1": 4.5, "a2": None}
+    o = reg.new_order(I("a2"), 50009)
+    reg.report("b0s0", o.order_id, I("a2"), done=True, sport=50009)    # a move this registry saw
     now[0] = 102.0
-    assert {x.flow_id: x.moved_s_ago for x in reg.flows()} == {"a1": 5.0, "a2": 0.5}
-    assert reg.flow("a1") == f("a1", "10.1.0.1", 50000)          # the age is not identity
-    reg.register("b0s0", "unix:/a", "i2", [f("a1", "10.1.0.1", 50000)])  # a new incarnation
-    assert {x.flow_id: x.moved_s_ago for x in reg.flows()} == {"a1": None}
+    assert {L(x.flow_id): x.moved_s_ago for x in reg.flows()} == {"a1": 5.0, "a2": 0.5}
+    assert reg.flow(I("a1")) == f("a1", 50000)          # the age is not identity
+    reg.register("b0s0", "unix:/a", "i2", [f("a1", 50000)])  # a new incarnation
+    assert {L(x.flow_id): x.moved_s_ago for x in reg.flows()} == {"a1": None}
+
+
+def test_ids_cannot_be_claimed_ahead_of_time_and_the_owner_wins_after_a_restart(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The issue's squat: b0s1 registers b0s0's future flow id with its own source address,
+    first, and again right after GOR restarts (a new registry): refused and logged both
+    times; b0s0 then registers its flow."""
+    for _ in ("first start", "after a restart"):
+        reg = FlowRegistry(b"s", HOST)
+        with pytest.raises(RegistryError) as err:
+            reg.register("b0s1", "unix:/c", "k1", [f("a1", 50000, src="10.0.0.2")])
+        assert err.value.code == grpc.StatusCode.PERMISSION_DENIED
+        assert str(err.value) == (f"flow {I('a1')}: the id names 10.0.0.1, a NIC of b0s0, not of "
+                                  "b0s1 (squatting refused)")
+        assert "b0s1 tried to register flow" in caplog.text and reg.squats == 1
+        assert reg.register("b0s0", "unix:/a", "i1", [f("a1", 50000)]) == 1
+        assert reg.owner(I("a1")) == "b0s0" and reg.flows("b0s1") == []
+
+
+def test_an_id_that_is_not_its_flows_own_is_refused() -> None:
+    reg = FlowRegistry(b"s", HOST)
+    with pytest.raises(RegistryError) as err:
+        reg.register("b0s0", "unix:/a", "i1", [HostFlow("f1", "10.0.0.1", "10.1.0.1", 1, 7)])
+    assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "'10.0.0.1>10.1.0.1/qp7'" in str(err.value) and reg.squats == 0

@@ -11,7 +11,7 @@ import json
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -23,43 +23,13 @@ from controller.gor.metrics import GorMetrics
 from controller.gor.orders import OVERRIDE_ACTION, OVERRIDE_TABLE, override_match
 from controller.gor.recovery import SwitchRecovery
 from controller.gor.tables import SAMPLING_TABLE
-from controller.gor.telemetry import (PolledLink, PortReading, TelemetryPoller, connection_reader,
+from controller.telemetry.poller import (PolledLink, PortReading, TelemetryPoller, connection_reader,
                                       SwitchHealth, fabric_links)
-from controller.gor.counters import LinkId
+from controller.telemetry.counters import LinkId
 from controller.p4rt.codec import decode
 from controller.switch_restore import SwitchCheck
-from procs import SwitchProcess
-from topo import model as topo_model
-
-LEAF, OTHER = "b0r0l0", "b0r1l0"
-
-
-def _switch(device_id: int, addr: str = "127.0.0.1:0") -> SwitchProcess:
-    return SwitchProcess(["--no-p4", "--device-id", str(device_id), "--control-port", "0",
-                          "--", "--cpu-port", "255", "--grpc-server-addr", addr,
-                          "--priority-queues", "8"])
-
-
-@pytest.fixture()
-def live(fabric_compiled: tuple[Path, Path]) -> Iterator[tuple[Any, FabricProgrammer, dict[str, SwitchProcess]]]:
-    spec = topo_model.FabricSpec(blocks=1, servers_per_block=2, rails=2, spines=2,
-                                 leaves_per_rail=1, uplinks_per_spine=2)
-    fab = topo_model.build_fabric(spec)
-    procs: dict[str, SwitchProcess] = {}
-    prog = None
-    try:
-        for sw in fab.switches:
-            procs[sw.name] = _switch(sw.device_id)
-            sw.grpc_addr = procs[sw.name].grpc_addr
-        prog = FabricProgrammer(fab, *fabric_compiled, timeout_s=10.0)
-        prog.setup()
-        yield fab, prog, procs
-    finally:
-        if prog is not None:
-            prog.close()
-        for p in procs.values():
-            p.stop()
-
+from p4sim_fabric import LEAF, OTHER
+from p4sim_fabric import switch_process as _switch
 
 def _params(conn: Any, te: Any) -> dict[str, int]:
     act = conn.p4info.get("action", te.action.action.action_id)

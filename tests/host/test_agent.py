@@ -18,7 +18,7 @@ import pytest
 from agent_parties import HOST_IPS, SECRET, Parties, agent_stub, make_pki
 from astral_proto import agent_pb2
 from astral_proto.auth import HostCredentials, call_metadata
-from astral_proto.flows import HostFlow
+from astral_proto.flows import HostFlow, flow_id
 from astral_proto.security import CONTROLLER
 from controller.registry import FlowRegistry, serve_registry
 from host.agent import Agent, QPMover, RegistryClient
@@ -217,20 +217,21 @@ def test_registry_refuses_flows_a_host_does_not_own(registry, parties: Parties) 
     reg, address = registry
     b0 = RegistryClient(address, parties.of("b0s0"))
     b1 = RegistryClient(address, parties.of("b1s0"))
-    mine = HostFlow("f-b1", "10.1.0.1", "10.0.0.1", 49152, 9)
+    mine = HostFlow(flow_id("10.1.0.1", "10.0.0.1", 9), "10.1.0.1", "10.0.0.1", 49152, 9)
+    fid = mine.flow_id
     assert b1.register([mine], agent_address="127.0.0.1:1", incarnation="i") == 1
-    for flows in ([HostFlow("f-x", "10.1.0.1", "10.0.0.1", 1, 3)],        # src IP of b1s0
-                  [HostFlow("f-b1", "10.0.0.1", "10.1.0.1", 1, 3)]):      # id owned by b1s0
+    for flows in ([HostFlow(flow_id("10.1.0.1", "10.0.0.1", 3), "10.1.0.1", "10.0.0.1", 1, 3)],  # src of b1s0
+                  [HostFlow(fid, "10.0.0.1", "10.0.0.1", 1, 9)]):      # id owned by b1s0
         with pytest.raises(grpc.RpcError) as err:
             b0.register(flows, agent_address="127.0.0.1:2", incarnation="j")
         assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
     # reporting on an order for b1s0's flow, and on an unknown order
-    order = reg.new_order("f-b1", 50000)
+    order = reg.new_order(fid, 50000)
     with pytest.raises(grpc.RpcError) as err:
-        b0.report_move(order.order_id, "f-b1", done=True, sport=50000)
+        b0.report_move(order.order_id, fid, done=True, sport=50000)
     assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
     with pytest.raises(grpc.RpcError) as err:
-        b1.report_move("order-999", "f-b1", done=True, sport=50000)
+        b1.report_move("order-999", fid, done=True, sport=50000)
     assert err.value.code() == grpc.StatusCode.NOT_FOUND
     assert reg.order(order.order_id).state == "sent"
     b0.close()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.gor.metrics import parse_metrics
+from controller.telemetry.exposition import parse_metrics
 from host.nic import metricsfile
 from host.nic.cli import build_parser
 from host.nic.frames import FlowSpec

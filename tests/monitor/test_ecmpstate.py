@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from controller.fabric.ecmp import fabric_hash_model
+from controller.fabric.detours import fabric_hash_model
 from monitor.ecmpstate import EcmpState, live_hash_model, pins_of, repredict
 from monitor.probes import plan_probes
 from monitor.service import Monitor, MonitorOptions

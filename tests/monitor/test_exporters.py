@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry, Counter, write_to_textfile
 
 from controller.fabric.ecmp import EcmpGroup, group_entries
 from controller.fabric.entries import route_entry
-from controller.gor.metrics import parse_metrics
+from controller.telemetry.exposition import parse_metrics
 from controller.p4rt import ClientTls, SwitchConnection
 from monitor.ecmpstate import T_OVERRIDES, EcmpState
 from monitor.exporters import SwitchExporter, TextfileExporter, switch_targets, targets_from_state
@@ -59,7 +59,7 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> FabricPki:
-    return FabricPki.create(tmp_path_factory.mktemp("pki"), ["b0r0l0", "s0", "controller"])
+    return FabricPki.create(tmp_path_factory.mktemp("pki"), ["b0r0l0", "s0", "controller", "monitor"])
 
 
 def tls_switch(pki: FabricPki, name: str, device_id: int) -> SwitchProcess:
@@ -157,6 +157,7 @@ def test_targets_from_a_testbed_state(tmp_path: Path, pki: FabricPki) -> None:
     by = {t.name: t for t in targets_from_state(FABRIC, state)}
     assert by["s0"].addr == "127.0.0.1:50200" and by["b0r0l0"].addr == LEAF.grpc_addr
     assert by["s0"].tls is not None and by["s0"].tls.server_name == "s0"
+    assert by["s0"].tls.cert == pki.files("monitor").cert     # the monitor reads as itself
     assert by["b0r0l0"].ports[2] == ("b0s1-eth0", "host")
     assert by["s0"].ports[1][1] == "downlink"
 

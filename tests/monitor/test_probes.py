@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.fabric.ecmp import fabric_hash_model
+from controller.fabric.detours import fabric_hash_model
 from monitor.evidence import LinkDir
 from monitor.probeplan import load_plan, load_plan_text, plan_from_dict
 from monitor.probes import coverage_gaps, fabric_links, main, plan_probes, predict_path

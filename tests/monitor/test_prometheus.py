@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from controller.gor.metrics import RegistryServer
+from controller.telemetry.exposition import RegistryServer
 from monitor.embedded import EmbeddedStore, increase
 from monitor.prometheus import (MetricSource, PrometheusServer, PrometheusStartError,
                                 PrometheusUnavailable, open_metric_source, scrape_config)

@@ -5,9 +5,9 @@ Every case is a small v1model program that the reference compiler (p4c) rejects,
 in the snippet with ``$`` (a character P4 source never uses); the marker is removed and its
 line and column become the expected ``file:line:col``. For example::
 
-    Bad("undeclared-name", "'x' is not declared", apply="hdr.h.a = $x;")
+    Bad("undeclared-name", "x: declaration not found", apply="hdr.h.a = $x;")
 
-expects ``bad.p4:<line>:<col>: error: 'x' is not declared`` with the column of ``x``.
+expects ``bad.p4:<line>:<col>: error: x: declaration not found`` with the column of ``x``.
 Cases where p4sim still accepts the program or gives a message that does not name the
 problem are kept and marked ``xfail(strict=True)`` so that a fix turns them into failures
 to be promoted. The last tests run ``python -m p4sim check`` end to end.
@@ -185,8 +185,8 @@ def sub_control(t: str = "st") -> str:
 
 CASES = [
     # ---------------------------------------------------------------- names and fields
-    bad("undeclared-name", "'x' is not declared", apply="hdr.h.a = $x;"),
-    bad("undeclared-type", "'foo_t' is not declared", locals_="$foo_t v;"),
+    bad("undeclared-name", "x: declaration not found", apply="hdr.h.a = $x;"),
+    bad("undeclared-type", "foo_t: declaration not found", locals_="$foo_t v;"),
     bad("unknown-field", "hdr.h.z: type h_t has no field 'z'", apply="$hdr.h.z = 1;"),
     bad("unknown-struct-field", "meta.q: type meta_t has no field 'q'", apply="hdr.h.a = $meta.q;"),
     bad("unknown-error-member", "error.Nope: no such error",
@@ -849,7 +849,7 @@ def _run_check(tmp_path: Any, text: str) -> subprocess.CompletedProcess[str]:
 CLI_CASES = [
     pytest.param(program(apply="hdr.h.a = 1\n        $hdr.h.b = 2;"), "error",
                  "syntax error, unexpected identifier \"hdr\"; expected ';'", id="missing-semicolon"),
-    pytest.param(program(apply="hdr.h.a = $x;"), "error", "'x' is not declared", id="undeclared-name"),
+    pytest.param(program(apply="hdr.h.a = $x;"), "error", "x: declaration not found", id="undeclared-name"),
     pytest.param(program(states="    state start { hdr.h.a = (bit<8>)$pkt.length(); transition accept; }"),
                  "unsupported", "packet_in.length() (BMv2 does not implement it)", id="unsupported-construct"),
 ]

@@ -1,8 +1,9 @@
 """What a field of an invalid header contributes to a BMv2 calculation, as p4sim runs it.
 
 * ``hash()`` with a field list: p4c-bm2-ss copies the list into temporaries before the
-  call, so the field is hashed with the value a read of it yields: 0 for a header never
-  extracted, the old value after ``setInvalid()``. Not skipped.
+  call, so the field is hashed with the value a read of it yields: for a header never
+  extracted, what the packet that used the PHV before left there (0 on a fresh switch),
+  the old value after ``setInvalid()``. Not skipped.
 * ``hash()`` whose data is a header (not a list), a whole header inside the list, and
   checksum field lists: BMv2 sees the header (fields) named directly and skips an
   invalid one.
@@ -11,6 +12,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,10 +59,15 @@ V = 0xBEEF
 
 
 @pytest.fixture(scope="module")
-def switch(tmp_path_factory: pytest.TempPathFactory) -> V1ModelSwitch:
+def program(tmp_path_factory: pytest.TempPathFactory) -> Any:
     src = tmp_path_factory.mktemp("hash_invalid") / "p.p4"
     src.write_text(PROGRAM)
-    return V1ModelSwitch(load_program(str(src)))
+    return load_program(str(src))
+
+
+@pytest.fixture
+def switch(program: Any) -> V1ModelSwitch:
+    return V1ModelSwitch(program)
 
 
 def crc32_of(fields: list[tuple[int, int]]) -> int:
@@ -92,6 +99,19 @@ def test_never_extracted_header_field_in_a_hash_list_hashes_as_zero(switch: V1Mo
     assert got["in_list"] == crc32_of([(A, 16), (0, 16)])
     assert got["in_list"] != crc32_of([(A, 16)])              # the old, skipping rule
     assert got["len"] == 17 + 2                               # opt's bytes stay payload
+
+
+def test_never_extracted_header_field_keeps_the_previous_packets_value(program: Any) -> None:
+    """BMv2 reuses a packet's PHV for the next one and only clears its valid bits (issue
+    35, class 14): sent one at a time, a packet without ``opt`` hashes the previous
+    packet's ``opt.v``. Packets that arrive together (``reuse_headers=False``, as p4c's
+    STF runner feeds them) each start from fresh headers."""
+    sw = V1ModelSwitch(program)
+    run(sw, 1)
+    assert run(sw, 0)["in_list"] == crc32_of([(A, 16), (V, 16)])
+    burst = V1ModelSwitch(program, reuse_headers=False)
+    run(burst, 1)
+    assert run(burst, 0)["in_list"] == crc32_of([(A, 16), (0, 16)])
 
 
 def test_set_invalid_header_field_in_a_hash_list_keeps_its_old_value(switch: V1ModelSwitch) -> None:

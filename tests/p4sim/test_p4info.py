@@ -159,16 +159,6 @@ def test_ids_unique_and_text_round_trip(tmp_path: Path) -> None:
     assert p4info_pb2.P4Info.FromString((tmp_path / "p.bin").read_bytes()) == info
 
 
-def test_p4runtime_shell_accepts_it() -> None:
-    from p4runtime_sh.context import Context, P4Type
-
-    ctx = Context()
-    ctx.set_p4info(_info())
-    assert ctx.get_name_from_id(symbol_id(2, "I.t_exact")) == "I.t_exact"
-    assert ctx.get_obj_id(P4Type.action, "fwd") == symbol_id(1, "I.fwd")
-    assert ctx.get_mf_id("I.t_exact", "ethertype") == 2
-
-
 def test_compile_cli(tmp_path: Path) -> None:
     from p4sim.device import DeviceConfig
     from p4sim.engine import load_program_text

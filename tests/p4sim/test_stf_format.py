@@ -58,6 +58,14 @@ class Program:
     def copy_packet(self, pv: Any) -> Any:
         return copy.deepcopy(pv)
 
+    def invalidate_headers(self, hdr: Any) -> None:
+        hdr.valid = False
+
+    def copy_headers(self, dst: Any, src: Any) -> None:
+        dst.valid = src.valid
+        if src.valid:
+            dst.k, dst.v = src.k, src.v
+
     def preserve_field_list(self, index: int, src: Any, dst: Any) -> None:
         return None
 

@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional
 
 from p4sim.engine.context import CloneRequest, PacketContext
 from p4sim.engine.rt import ExitSignal, ParserErrorSignal
-from p4sim.v1model.constants import InstanceType
+from p4sim.v1model.constants import MAX_WORK_ITEMS, InstanceType
 from p4sim.v1model.switch import V1ModelSwitch
 
 STD_FIELDS = (
@@ -97,6 +97,14 @@ class FakeProgram:
 
     def copy_packet(self, pv: PacketVars) -> PacketVars:
         return copy.deepcopy(pv)
+
+    def invalidate_headers(self, hdr: Any) -> None:
+        hdr.h.valid = False
+
+    def copy_headers(self, dst: Any, src: Any) -> None:
+        dst.h.valid = src.h.valid
+        if src.h.valid:
+            dst.h.k, dst.h.v = src.h.k, src.h.v
 
     def preserve_field_list(self, index: int, src: PacketVars, dst: PacketVars) -> None:
         if index == 1:
@@ -363,14 +371,26 @@ def test_recirculate_flag_set_in_ingress_acts_at_end_of_egress() -> None:
     assert run(FakeProgram(ingress=ing), 0, FRAME) == [(2, FRAME)]
 
 
-def test_endless_resubmit_is_bounded() -> None:
+def test_resubmit_has_no_pass_limit() -> None:
+    """BMv2 has none (issue 35, class 15): 135 passes, then the packet is forwarded."""
+    def ing(ctx: PacketContext, pv: Any) -> None:
+        if pv.std.instance_type == 0 or pv.meta.a < 134:
+            pv.meta.a += 1
+            ctx.resubmit = 1             # field list 1 keeps meta.a
+        pv.std.egress_spec = 1
+    prog = FakeProgram(ingress=ing)
+    assert run(prog, 0, FRAME) == [(1, FRAME)]
+    assert len(passes(prog, "ingress")) == 135     # the old limit dropped it after 65
+
+
+def test_endless_resubmit_is_bounded_by_the_work_guard() -> None:
     def ing(ctx: PacketContext, pv: Any) -> None:
         ctx.resubmit = 0
     lines: list[str] = []
     prog = FakeProgram(ingress=ing)
     assert run(prog, 0, FRAME, log=lines.append) == []
-    assert len(passes(prog, "ingress")) == 65
-    assert any("limit" in line for line in lines)
+    assert len(passes(prog, "ingress")) == MAX_WORK_ITEMS
+    assert any("Too many packets" in line for line in lines)
 
 
 def test_endless_recirculate_is_bounded() -> None:

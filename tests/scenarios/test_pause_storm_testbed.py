@@ -59,8 +59,8 @@ def test_a_pause_storm_is_raised_and_cleared_from_the_counters(tmp_path: Path) -
                                   opts, run_dir, say=lambda _: None, live=False)
         with session:
             sent = _storm(f"{SPINE}-eth{port}", sw.ports[port].mac)
-            raised = session.wait_for(lambda: link in session.loop.pause.active(), 5.0)
-            cleared = session.wait_for(lambda: link not in session.loop.pause.active(), 5.0)
+            raised = session.wait_for(lambda: link in session.loop.faults.pause.active(), 5.0)
+            cleared = session.wait_for(lambda: link not in session.loop.faults.pause.active(), 5.0)
     ev = {e["event"]: e for e in session.events if e["event"].startswith("pause_storm")}
     # the generator paces itself in Python: on a busy machine it falls short of its 400/s;
     # what the test needs is a storm the detector must see (its raise rate, held)

@@ -88,7 +88,7 @@ def test_context_parallel_exchanges_kv_under_the_attention_and_halves_activation
 def test_zero3_gathers_weights_every_micro_batch() -> None:
     r = predict(job_from_dict(small(parallel={"zero": 3}), "j.yaml"))
     ops = [o.name for o in r.stages[0].fwd_ops[0] + r.stages[0].bwd_ops[0]]
-    assert "zero3.allgather.params" in ops and "zero3.allgather+reducescatter" in ops
+    assert "shard.allgather.first" in ops and "shard.reducescatter.last" in ops   # FSDP-style, per unit
     assert r.tails[0].dp_s == 0.0                                # nothing left after the backward
 
 

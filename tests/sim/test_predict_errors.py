@@ -15,11 +15,14 @@ from sim.topology import SimInputError
 
 CASES = [
     (small(parallel={"tp": 3}), "j.yaml: parallel.tp: 3 does not divide model.heads (16)"),
-    (small(parallel={"pp": 3}), "j.yaml: parallel.pp: 3 does not divide model.layers (4)"),
+    (small(parallel={"pp": 5}), "j.yaml: parallel.pp: 5 does not divide model.layers (4), nor model.layers + 2"),
+    (small(parallel={"pp": 2, "first_stage_layers": 5}), "j.yaml: parallel.first_stage_layers: must be in 0..model"),
+    (small(parallel={"pp": 2, "first_stage_layers": 3, "last_stage_layers": 3}),
+     "j.yaml: parallel.first_stage_layers: the first and last stages' layers (6) do not add up"),
     (small(parallel={"schedule": "interleaved", "virtual_stages": 4}),
      "j.yaml: parallel.pp: pp x virtual_stages (2 x 4) does not divide model.layers (4)"),
     (small(gpu={"preset": "B300"}), "j.yaml: gpu.preset: unknown GPU 'B300' (known: A100-40GB, A100-80GB, "
-                                    "H100-SXM, H800, H20, H200)"),
+                                    "H100-SXM, H800, H20, H200, H100-96GB-500W)"),
     (small(model={"hidden": None}), "j.yaml: model.hidden: missing"),
     (small(gpu=None), "j.yaml: gpu: missing section"),
     (small(model={"hiden": 5}), "j.yaml: model.hiden: unknown field (known: "),

@@ -13,8 +13,11 @@ from sim.predict.kernels import Kernel, KernelParams, gemm_efficiency, kernel_ti
 A100, H100 = PRESETS["A100-80GB"], PRESETS["H100-SXM"]
 
 
+SIMPLE = KernelParams(gemm=0.70, gemm_half_dim=64.0)      # the simple model's factors, given
+
+
 def test_compute_bound_gemm_is_flops_over_efficient_peak() -> None:
-    p = KernelParams(launch_s=0.0)
+    p = KernelParams(gemm=0.70, gemm_half_dim=64.0, launch_s=0.0)
     k = Kernel("g", "gemm", flops=2.0 * 8192 ** 3, bytes=3 * 8192 ** 2 * 2.0, dims=(8192, 8192, 8192))
     eff = p.gemm * 8192 / (8192 + p.gemm_half_dim)
     assert kernel_time_s(k, A100, "bf16", p) == pytest.approx(k.flops / (312e12 * eff))
@@ -29,7 +32,7 @@ def test_memory_bound_kernels_are_bytes_over_bandwidth() -> None:
 
 
 def test_small_gemms_are_less_efficient_and_fp8_uses_the_fp8_peak() -> None:
-    p = KernelParams()
+    p = SIMPLE
     big = Kernel("g", "gemm", dims=(4096, 4096, 4096))
     tiny = Kernel("g", "gemm", dims=(64, 4096, 4096))
     assert gemm_efficiency(tiny, p) == pytest.approx(p.gemm / 2)

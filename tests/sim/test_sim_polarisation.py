@@ -11,7 +11,7 @@ import pytest
 import sim.ports
 from host.tccl.ports import PortPlanner, flows_from_fabric
 from sim.fallback import _assign, greedy_colours
-from sim.ports import polarisation_remap, polarisation_remaps, tccl_ports
+from sim.ports import _search, candidate_ports, polarisation_remap, polarisation_remaps, tccl_ports
 from sim.routing import route_flows
 from sim.topology import SimFabric
 from topo.model import build_fabric
@@ -108,7 +108,7 @@ def test_where_a_bijection_does_not_fit_greedy_colours_are_routed(monkeypatch: p
     first = polarisation_remap(sf, int(s[0]), int(d[0]))
     wrong = {(leaf, spine, 2): [first[(spine, j)] for j in range(2)]
              for leaf in set(sf.nic_leaf[s].tolist()) for spine in range(4)}
-    want_l, _ = greedy_colours(sf, s, d, wrong)
+    want_l, _ = greedy_colours(sf, s, d, wrong, _search, candidate_ports())
     ok = want_l >= 0
     assert ok.any() and not ok.all()
     monkeypatch.setattr(sim.ports, "polarisation_remaps", lambda *a: wrong)

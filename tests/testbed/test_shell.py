@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from topo.model import build_fabric
-from testbed.shell import main, shell_command
+from testbed.shell import SHELL_PYTHON, main, shell_command
 
 
 @pytest.fixture()
@@ -20,7 +20,7 @@ def test_command_names_the_switch_address_and_a_higher_election_id(topology: Pat
     fabric = build_fabric()
     sw = fabric.switches[0]
     cmd = shell_command(topology, sw.name)
-    assert cmd[1:3] == ["-m", "p4runtime_sh"]
+    assert cmd[:3] == [str(SHELL_PYTHON), "-m", "p4runtime_sh"]   # .venv-shell's, not .venv's
     assert cmd[cmd.index("--grpc-addr") + 1] == sw.grpc_addr
     assert cmd[cmd.index("--device-id") + 1] == str(sw.device_id)
     assert cmd[cmd.index("--election-id") + 1] == f"0,{sw.election_id + 1}"

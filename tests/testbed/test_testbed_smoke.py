@@ -191,6 +191,14 @@ def test_fabric_up_pings_every_rail_and_tears_down(tmp_path: Path) -> None:
                               capture_output=True, timeout=120)
         assert ping.returncode == 0, ping.stdout.decode() + ping.stderr.decode()
         assert (tmp_path / "logs" / "b0r0l0-p4runtime-requests.txt").stat().st_size > 0
+        # each host sees only its own key where the PKI is (its own mount namespace)
+        shell = next(r for r in state.procs if r.kind == "host-shell" and r.netns)
+        seen = subprocess.run(["nsenter", "-t", str(shell.pid), "-m", "ls", state.pki],
+                              capture_output=True, text=True, timeout=30, check=True).stdout.split()
+        assert [n for n in seen if n.endswith(".key")] == [f"{shell.name}.key"], seen
+        assert "controller.pem" not in seen and "p4rt-policy.yaml" not in seen
+        assert "controller.key" in os.listdir(state.pki)          # the root namespace sees all
+        assert "p4rt-policy.yaml: identities controller, monitor" in (tmp_path / "logs" / "b0r0l0.log").read_text()
     finally:
         proc.send_signal(signal.SIGTERM)
         rc = proc.wait(60)

@@ -2,21 +2,27 @@
 both targets carry the same five TLS options after ``--``; a p4sim switch started from
 the testbed's own command line accepts the controller's credentials from the testbed
 PKI and only for *its* name; ``--insecure`` and ``$INSECURE``; ``make shell``'s
-p4runtime-shell command parses with p4runtime-shell's own parser."""
+p4runtime-shell command parses with p4runtime-shell's own parser (in its environment,
+.venv-shell, as a subprocess: nothing in .venv imports p4runtime_sh)."""
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 from pathlib import Path
 
 import grpc
 import pytest
 
 from controller.p4rt import SwitchConnection
+from p4sim.p4runtime.authz import Denied, load_policy
 from procs import SwitchProcess
 from testbed.cli import build_parser
 from testbed.pki import FabricPki
-from testbed.shell import recorded_pki, shell_command
+from testbed.shell import SHELL_PYTHON, recorded_pki, shell_command
 from testbed.targets import SwitchLaunch
-from testbed.tls import CONTROLLER, controller_tls, create_fabric_pki, recorded_controller_tls
+from testbed.tls import (CONTROLLER, MONITOR, controller_tls, create_fabric_pki, policy_path,
+                         recorded_controller_tls)
 from topo.model import build_fabric
 
 TLS_OPTIONS = ["--grpc-server-ssl", "--grpc-server-cacert", "--grpc-server-cert",
@@ -37,6 +43,15 @@ def test_every_party_of_the_fabric_has_a_certificate(pki) -> None:
     fabric = build_fabric()
     for name in [*(s.name for s in fabric.switches), CONTROLLER, *(h.name for h in fabric.hosts)]:
         assert pki.files(name).key.stat().st_mode & 0o777 == 0o600
+
+
+def test_the_testbeds_policy_is_one_p4sim_loads_controller_programs_monitor_reads(pki) -> None:
+    pol = load_policy(policy_path(pki.root))
+    assert pol.roles_of(CONTROLLER) == ("",)
+    assert pol.roles_of(MONITOR) == ("monitor",)
+    assert pol.roles_of("b0s0") == ()
+    with pytest.raises(Denied):
+        pol.require_writer(MONITOR, "monitor")
 
 
 def test_both_targets_get_the_same_tls_options_after_the_separator(pki, tmp_path) -> None:
@@ -94,15 +109,30 @@ def test_state_records_the_pki_for_the_other_tools(pki, tmp_path) -> None:
     assert recorded_pki(path) is None and recorded_controller_tls("") is None
 
 
+def _shell_parse(args: list[str]) -> dict:
+    """p4runtime-shell's own argument parser on ``args``, run in .venv-shell."""
+    if not SHELL_PYTHON.exists():
+        why = f"{SHELL_PYTHON} missing: make venv-shell"
+        if os.environ.get("CI"):
+            pytest.fail(why)
+        pytest.skip(why)
+    code = ("import json, sys; from p4runtime_sh.shell import get_arg_parser; "
+            "print(json.dumps(vars(get_arg_parser().parse_args(sys.argv[1:]))))")
+    run = subprocess.run([str(SHELL_PYTHON), "-c", code, *args], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return json.loads(run.stdout)
+
+
 def test_shell_command_is_accepted_by_p4runtime_shell(pki, tmp_path) -> None:
-    from p4runtime_sh.shell import get_arg_parser
     topology = tmp_path / "topology.json"
     fabric = build_fabric()
     fabric.save(topology)
     cmd = shell_command(topology, fabric.switches[0].name, pki.root)
-    args = get_arg_parser().parse_args(cmd[3:])
+    assert cmd[:3] == [str(SHELL_PYTHON), "-m", "p4runtime_sh"]
+    args = _shell_parse(cmd[3:])
     f = pki.files(CONTROLLER)
-    assert (args.ssl, args.cacert, args.cert, args.private_key) == \
-        (True, str(f.ca_cert), str(f.cert), str(f.key))
-    plain = get_arg_parser().parse_args(shell_command(topology, fabric.switches[0].name)[3:])
-    assert plain.ssl is False
+    assert (args["ssl"], args["cacert"], args["cert"], args["private_key"]) == \
+        (True, str(pki.ca_cert("switches")), str(f.cert), str(f.key))
+    plain = _shell_parse(shell_command(topology, fabric.switches[0].name)[3:])
+    assert plain["ssl"] is False

@@ -4,9 +4,9 @@
  *     H      = ALGO(seed ++ ipv4.src ++ ipv4.dst ++ ipv4.protocol ++ udp.src_port ++ udp.dst_port)
  *     member = H % size + base
  * with the fields packed MSB-first without padding (32+32+32+8+16+16 = 136 bits); the
- * UDP ports hash as 0 when the packet has no UDP header (p4c-bm2-ss copies hash()
- * arguments into temporaries, so BMv2 hashes the value a read yields instead of
- * skipping the fields of the invalid header). ALGO is crc16 (CRC-16/ARC) unless the
+ * UDP ports hash as 0 when the packet has no UDP header: written so, since a field of
+ * an invalid header reads on BMv2 what an earlier packet left in its reused PHV
+ * (p4sim/README.md, "Fields of invalid headers"). ALGO is crc16 (CRC-16/ARC) unless the
  * controller sets the keyless table FabricIngress.ecmp.algorithm to use_crc32()
  * (CRC-32/IEEE). Why it exists: a CRC is affine over GF(2), so the seed alone only XORs
  * H with a constant; with power-of-two group sizes a spine using the same CRC as the
@@ -73,15 +73,17 @@ control Ecmp(inout headers_t hdr, inout fabric_metadata_t meta,
             switch (groups.apply().action_run) {
                 select_member: {
                     algorithm.apply();
+                    bit<16> l4_src = hdr.udp.isValid() ? hdr.udp.src_port : 16w0;
+                    bit<16> l4_dst = hdr.udp.isValid() ? hdr.udp.dst_port : 16w0;
                     if (crc32_selected == 1) {
                         hash(meta.ecmp_member, HashAlgorithm.crc32, member_base,
                              { meta.ecmp_seed, hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
-                               hdr.ipv4.protocol, hdr.udp.src_port, hdr.udp.dst_port },
+                               hdr.ipv4.protocol, l4_src, l4_dst },
                              member_count);
                     } else {
                         hash(meta.ecmp_member, HashAlgorithm.crc16, member_base,
                              { meta.ecmp_seed, hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
-                               hdr.ipv4.protocol, hdr.udp.src_port, hdr.udp.dst_port },
+                               hdr.ipv4.protocol, l4_src, l4_dst },
                              member_count);
                     }
                     members.apply();

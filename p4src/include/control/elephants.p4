@@ -69,13 +69,17 @@ control Elephants(inout headers_t hdr, inout fabric_metadata_t meta,
                 bit<32> fp;
                 bit<32> i1;
                 bit<32> i2;
+                // ports 0 without a UDP header (BMv2 reuses PHVs: an invalid header's
+                // fields hold an earlier packet's values)
+                bit<16> l4_src = hdr.udp.isValid() ? hdr.udp.src_port : 16w0;
+                bit<16> l4_dst = hdr.udp.isValid() ? hdr.udp.dst_port : 16w0;
                 hash(fp, HashAlgorithm.crc32, (bit<32>) 0,
                      { standard_metadata.egress_spec, hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
-                       hdr.ipv4.protocol, hdr.udp.src_port, hdr.udp.dst_port },
+                       hdr.ipv4.protocol, l4_src, l4_dst },
                      ELEPHANT_FP_SPACE);
                 hash(i1, HashAlgorithm.crc16, (bit<32>) 0,
                      { standard_metadata.egress_spec, hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
-                       hdr.ipv4.protocol, hdr.udp.src_port, hdr.udp.dst_port },
+                       hdr.ipv4.protocol, l4_src, l4_dst },
                      ELEPHANT_SLOTS);
                 i2 = fp & (ELEPHANT_SLOTS - 1);
                 if (fp == 0) {
@@ -145,8 +149,8 @@ control Elephants(inout headers_t hdr, inout fabric_metadata_t meta,
                             hdr.ipv4.src_addr,
                             hdr.ipv4.dst_addr,
                             hdr.ipv4.protocol,
-                            hdr.udp.src_port,
-                            hdr.udp.dst_port,
+                            l4_src,
+                            l4_dst,
                             reason,
                             lvl,
                             count,

@@ -48,6 +48,10 @@ control Sampling(inout headers_t hdr, inout fabric_metadata_t meta,
                     } else if (meta.digest_taken == 0) {
                         meta.digest_taken = 1;
                         bit<32> qdepth;
+                        // ports 0 without a UDP header (BMv2 reuses PHVs: an invalid
+                        // header's fields hold an earlier packet's values)
+                        bit<16> l4_src = hdr.udp.isValid() ? hdr.udp.src_port : 16w0;
+                        bit<16> l4_dst = hdr.udp.isValid() ? hdr.udp.dst_port : 16w0;
                         sampling_last_qdepth.read(qdepth,
                             (bit<32>) standard_metadata.egress_spec);
                         digest<flow_sample_t>(SAMPLE_DIGEST_RECEIVER, {
@@ -55,8 +59,8 @@ control Sampling(inout headers_t hdr, inout fabric_metadata_t meta,
                             hdr.ipv4.src_addr,
                             hdr.ipv4.dst_addr,
                             hdr.ipv4.protocol,
-                            hdr.udp.src_port,
-                            hdr.udp.dst_port,
+                            l4_src,
+                            l4_dst,
                             standard_metadata.ingress_port,
                             standard_metadata.egress_spec,
                             qdepth,

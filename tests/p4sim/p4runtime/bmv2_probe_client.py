@@ -56,6 +56,7 @@ class Outcome:
     entities: list[pb.Entity] = field(default_factory=list)
     value: Any = None
     message: str = ""
+    update_messages: tuple[str, ...] = ()   # the message of each update's p4.v1.Error
 
 
 def text(msg: Any) -> str:
@@ -66,17 +67,21 @@ def texts(out: Outcome) -> list[str]:
     return [text(e) for e in out.entities]
 
 
-def _details(err: grpc.RpcError) -> tuple[str, ...]:
+def _errors(err: grpc.RpcError) -> list[pb.Error]:
     status = status_pb2.Status()
     for key, value in err.trailing_metadata() or ():
         if key == "grpc-status-details-bin":
             status.ParseFromString(value)
-    codes = []
+    out = []
     for d in status.details:
         e = pb.Error()
         d.Unpack(e)
-        codes.append(code_pb2.Code.Name(e.canonical_code))
-    return tuple(codes)
+        out.append(e)
+    return out
+
+
+def _details(err: grpc.RpcError) -> tuple[str, ...]:
+    return tuple(code_pb2.Code.Name(e.canonical_code) for e in _errors(err))
 
 
 def call(fn: Callable[[], Any]) -> Outcome:
@@ -84,7 +89,8 @@ def call(fn: Callable[[], Any]) -> Outcome:
     try:
         value = fn()
     except grpc.RpcError as e:
-        return Outcome(e.code().name, _details(e), message=e.details() or "")
+        return Outcome(e.code().name, _details(e), message=e.details() or "",
+                       update_messages=tuple(x.message for x in _errors(e)))
     return Outcome("OK", value=value)
 
 

@@ -62,3 +62,16 @@ def test_an_entry_still_hit_is_not_reported(probe: Probe) -> None:
     req = pb.Entity(table_entry=te(p, "t_idle", ("exact", b"\x07"), time_since_last_hit=pb.TableEntry.IdleTimeout()))
     [e] = p.read(req).entities
     assert 0 < e.table_entry.time_since_last_hit.elapsed_ns < timeout_ns
+
+
+def test_an_idle_timeout_where_the_table_has_none_gets_pis_text(probe: Probe) -> None:
+    """simple_switch_grpc 1.15.5 (PI's validate_entry_ttl): INVALID_ARGUMENT with PI's text,
+    which a third-party repository's test asserts (issue 35, class 16)."""
+    p = probe
+    out = p.write(upd(U.INSERT, table_entry=te(p, "t_exact", ("exact", bytes(6)), action=("drop",),
+                                               idle_timeout_ns=TIMEOUT_NS)))
+    assert out.updates == ("INVALID_ARGUMENT",)
+    assert out.update_messages == ("idle_timeout_ns must be set to 0 for tables which do not support idle timeout",)
+    out = p.write(upd(U.INSERT, table_entry=te(p, "t_idle", ("exact", b"\x07"), action=("NoAction",),
+                                               idle_timeout_ns=-1)))
+    assert out.update_messages == ("idle_timeout_ns must be a positive value",)

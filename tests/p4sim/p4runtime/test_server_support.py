@@ -178,7 +178,9 @@ class FakeStore:
             self.entries[key] = te
         return lambda: self.entries.__setitem__(key, old)
 
-    def read(self, entity: p4runtime_pb2.Entity) -> Iterator[p4runtime_pb2.Entity]:
+    def read(self, entity: p4runtime_pb2.Entity,
+             new_entity: Callable[[], p4runtime_pb2.Entity] = p4runtime_pb2.Entity
+             ) -> Iterator[p4runtime_pb2.Entity]:
         te = entity.table_entry
         if entity.WhichOneof("entity") != "table_entry":
             raise RuntimeStateError("UNIMPLEMENTED", "only table entries")
@@ -186,7 +188,9 @@ class FakeStore:
             raise RuntimeStateError("NOT_FOUND", f"no table {te.table_id}")
         for (tid, _), e in sorted(self.entries.items()):
             if te.table_id in (0, tid):
-                yield p4runtime_pb2.Entity(table_entry=e)
+                ent = new_entity()
+                ent.table_entry.CopyFrom(e)
+                yield ent
 
 
 class Client:

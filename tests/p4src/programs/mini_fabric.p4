@@ -70,9 +70,11 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta, inout standard
 
     @name("ecmp.select_member")
     action select_member(bit<16> base, bit<16> size) {
+        bit<16> l4_src = hdr.udp.isValid() ? hdr.udp.src_port : 16w0;   // 0 without UDP (BMv2 reuses PHVs)
+        bit<16> l4_dst = hdr.udp.isValid() ? hdr.udp.dst_port : 16w0;
         hash(meta.ecmp_member, HashAlgorithm.crc16, base,
              { meta.ecmp_seed, hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
-               hdr.udp.src_port, hdr.udp.dst_port }, (bit<32>) size);
+               l4_src, l4_dst }, (bit<32>) size);
     }
     @name("ecmp.set_nexthop")
     action member_nexthop(bit<16> nexthop_id) { meta.nexthop_id = nexthop_id; }

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from scapy.layers.inet import IP
 
-from controller.gor.counter_reader import QDEPTH_BIN_PKTS, QDEPTH_BINS, QDEPTH_HIST_COUNTER
+from controller.telemetry.counter_reader import QDEPTH_BIN_PKTS, QDEPTH_BINS, QDEPTH_HIST_COUNTER
 from fabric_base import FabricTest, host_ip, udp_packet
 from queues import send_after_primer
 

@@ -10,7 +10,7 @@ import ptf.testutils as tu
 from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 
-from controller.gor.counter_reader import (QDEPTH_BIN_PKTS, QDEPTH_BINS, QDEPTH_HIST_COUNTER,
+from controller.telemetry.counter_reader import (QDEPTH_BIN_PKTS, QDEPTH_BINS, QDEPTH_HIST_COUNTER,
                                            qdepth_bin, qdepth_floor, qdepth_hist_index)
 from controller.p4rt import counter_entry
 from fabric_base import FabricTest, host_ip, host_mac, port_mac, routed, udp_packet

@@ -1,4 +1,4 @@
-"""Port counters of GOR's telemetry as values: one reading of a port's cumulative counters,
+"""Port counters of the telemetry as values: one reading of a port's cumulative counters,
 the increments between two readings (a counter that went backwards — a restarted switch —
 counts from 0), utilisation, and the link directions and interval samples built from them.
 
@@ -8,7 +8,7 @@ depth it saw, :data:`QDEPTH_BIN_PKTS` packets per bin, :data:`QDEPTH_BINS` bins 
 one open-ended). The deepest queue of an interval is the lower edge of the highest bin
 that grew in it (:func:`qdepth_floor`) — nothing on the switch is read and cleared.
 
-:mod:`controller.gor.telemetry` (the poller) re-exports every name here.
+:mod:`controller.telemetry.poller` (the poller) re-exports every name here.
 
 >>> a = PortReading(100, 64000, 0, 0, qdepth_bins=(100, 0, 0))
 >>> b = PortReading(300, 192000, 5, 8, qdepth_bins=(250, 40, 10))

@@ -1,7 +1,8 @@
-"""GOR's telemetry loop: poll every switch's port counters over P4Runtime every ``period_s``
+"""The telemetry poller: poll every switch's port counters over P4Runtime every ``period_s``
 and turn them into per-link-direction utilisation, ECN marks, PFC, drops and queue depth.
 
-The controller owns switch polling; ``scenarios.telemetry`` (the testbed) re-exports this module.
+GOR (:mod:`controller.gor`) and the testbed's scenarios (``scenarios.telemetry``
+re-exports this module) poll with it.
 
 What is read from every switch, for each polled port (names of ``p4src/README.md``; all
 indexed counters, read in one P4Runtime Read, nothing written — BMv2 serves them all):
@@ -32,9 +33,9 @@ from 0 (:func:`delta`) and the switch is noted in :attr:`TelemetryPoller.resets`
 :meth:`TelemetryPoller.hold` stops reading a switch (it is being restored) and
 :meth:`TelemetryPoller.release` resumes with a fresh baseline (no interval spans the restart).
 
-The module is split by concern: :mod:`~controller.gor.counters` (readings, deltas,
-samples), :mod:`~controller.gor.series` (the time series),
-:mod:`~controller.gor.counter_reader` (the P4Runtime reader); every name is re-exported here.
+The module is split by concern: :mod:`~controller.telemetry.counters` (readings, deltas,
+samples), :mod:`~controller.telemetry.series` (the time series),
+:mod:`~controller.telemetry.counter_reader` (the P4Runtime reader); every name is re-exported here.
 
 >>> a = PortReading(100, 64000, 0, 0, qdepth_bins=(100, 0, 0))
 >>> b = PortReading(300, 192000, 5, 8, qdepth_bins=(250, 40, 10))
@@ -53,14 +54,14 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-from controller.gor.counter_reader import (DROPS_COUNTER, ECN_COUNTER, PFC_PRIORITIES, PFC_RX_COUNTER,
+from controller.telemetry.counter_reader import (DROPS_COUNTER, ECN_COUNTER, PFC_PRIORITIES, PFC_RX_COUNTER,
                                            PFC_TX_COUNTER, QDEPTH_HIST_COUNTER, RX_COUNTER, TX_COUNTER,
                                            Reader, connection_reader, p4rt_reader, qdepth_hist_index)
-from controller.gor.counters import (QDEPTH_BIN_PKTS, QDEPTH_BINS, LinkId, LinkSample, PortReading,
+from controller.telemetry.counters import (QDEPTH_BIN_PKTS, QDEPTH_BINS, LinkId, LinkSample, PortReading,
                                      counter_reset, delta, qdepth_bin, qdepth_floor, utilisation)
-from controller.gor.series import TelemetrySeries
+from controller.telemetry.series import TelemetrySeries
 
-log = logging.getLogger("controller.gor.telemetry")
+log = logging.getLogger("controller.telemetry.poller")
 DEFAULT_READ_TIMEOUT_S = 2.0
 """How long one poll waits for a switch's counters before marking it stale."""
 

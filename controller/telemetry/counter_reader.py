@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from controller.gor.counters import (QDEPTH_BIN_PKTS, QDEPTH_BINS, PortReading, qdepth_bin,
+from controller.telemetry.counters import (QDEPTH_BIN_PKTS, QDEPTH_BINS, PortReading, qdepth_bin,
                                      qdepth_floor)
 from controller.p4rt import counter_entry
 

@@ -1,4 +1,4 @@
-"""The time series of GOR's telemetry: every polled link direction's interval samples, with
+"""The time series of the telemetry: every polled link direction's interval samples, with
 the totals, means and balance figures the reports and the story read.
 
 >>> s = TelemetrySeries(); l = LinkId("b0r0l0", 3, "s0", "uplink")
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from controller.gor.counters import LinkId, LinkSample
+from controller.telemetry.counters import LinkId, LinkSample
 
 
 @dataclass(slots=True)

@@ -2,6 +2,11 @@
 p4runtime-shell (the pipeline push, every entity kind, PacketOut/PacketIn, digests) and by
 raw P4Runtime clients (arbitration, error codes).
 
+p4runtime-shell lives in its own environment (.venv-shell: it pins protobuf 3.20), so this
+module runs there, as a user's shell would: ``test_shell_compat.py`` runs it with
+.venv-shell's pytest and names .venv's Python in ``ASTRAL_P4SIM_PYTHON``, which runs the
+switch (protobuf 7, upb). Nothing in .venv imports ``p4runtime_sh``.
+
 The program ``e2e.p4`` loops every PacketOut back to the CPU port after one table of each
 match kind, so a single PacketIn shows the effect of all table writes (see the program's
 comment). One switch process serves the module; the tests that need a switch without a
@@ -19,13 +24,18 @@ from typing import Any, Iterator, Optional
 import grpc
 import p4runtime_sh.shell as sh
 import pytest
+from p4runtime_sh.context import Context, P4Type
 from google.protobuf import text_format
 from google.rpc import code_pb2, status_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from p4runtime_sh.p4runtime import P4RuntimeWriteException
 
-from procs import REPO, SwitchProcess
+from procs import P4SIM_PYTHON, REPO, SwitchProcess
+
+if P4SIM_PYTHON == sys.executable:
+    pytest.skip("runs in .venv-shell through test_shell_compat.py (ASTRAL_P4SIM_PYTHON unset)",
+                allow_module_level=True)
 
 HERE = Path(__file__).parent
 PROGRAM = HERE / "e2e.p4"
@@ -52,7 +62,7 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(P4Info text file, device config) of e2e.p4, made by ``python -m p4sim compile``."""
     out = tmp_path_factory.mktemp("e2e")
     p4info, config = out / "e2e.p4info.txtpb", out / "e2e.json"
-    subprocess.run([sys.executable, "-m", "p4sim", "compile", str(PROGRAM), "--p4info",
+    subprocess.run([P4SIM_PYTHON, "-m", "p4sim", "compile", str(PROGRAM), "--p4info",
                     str(p4info), "--config", str(config)], cwd=REPO, check=True, timeout=60)
     return p4info, config
 
@@ -651,3 +661,20 @@ def test_p4runtime_sh_cli_pushes_pipeline_with_stdin_closed(compiled) -> None:
             assert {t.preamble.name for t in rep.config.p4info.tables} == set(TABLES)
         finally:
             client.close()
+
+
+# ------------------------------------------------ p4runtime-shell reads p4sim's P4Info
+def test_p4runtime_shell_context_accepts_the_p4info(compiled) -> None:
+    """p4sim's P4Info text (written under protobuf 7) parsed by protobuf 3.20 and loaded
+    into p4runtime-shell's Context: every table, action and match field by name and id."""
+    p4info = text_format.Parse(compiled[0].read_text(), p4info_pb2.P4Info())
+    assert p4info.tables and p4info.actions
+    ctx = Context()
+    ctx.set_p4info(p4info)
+    for t in p4info.tables:
+        assert ctx.get_name_from_id(t.preamble.id) == t.preamble.name
+        assert ctx.get_obj_id(P4Type.table, t.preamble.name) == t.preamble.id
+        for mf in t.match_fields:
+            assert ctx.get_mf_id(t.preamble.name, mf.name) == mf.id
+    for a in p4info.actions:
+        assert ctx.get_obj_id(P4Type.action, a.preamble.name) == a.preamble.id

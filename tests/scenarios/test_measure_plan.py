@@ -1,4 +1,4 @@
-"""``sim measure``'s plan without Mininet: the recorded collectives differ in size, hops and
+"""``python -m scenarios measure``'s plan (``sim measure``) without Mininet: the recorded collectives differ in size, hops and
 uplink sharing; colliding ports really share an uplink (hash model and simulator agree);
 the step time from NIC reports; calibration with recorded ports, the testbed's queue rate
 and a held-out split."""
@@ -14,8 +14,10 @@ import pytest
 from controller.fabric_setup import plan_fabric
 from p4src.hashmodel import FabricHashModel
 from sim.calibrate import calibrate_file
-from sim.measure import (HELDOUT, colliding_ports, default_collectives, plan_collective, ring_pairs,
-                         step_time_s)
+from scenarios import measure
+from scenarios.cli import main
+from scenarios.measure import (HELDOUT, colliding_ports, default_collectives, plan_collective,
+                               ring_pairs, step_time_s)
 from sim.model import ModelParams, predict
 from sim.routing import route_flows
 from sim.topology import TIER, SimFabric
@@ -126,3 +128,11 @@ def test_heldout_rows_are_not_fitted_on(tmp_path: Path, fabric_and_model: Any) -
     assert rep.error_after_pct == pytest.approx(0.0, abs=1e-6)
     assert rep.error_heldout_pct == pytest.approx(100 * 2 / 3, rel=1e-6)
     assert "held-out" in rep.summary() and first.error_heldout_pct is not None
+
+
+def test_measure_refuses_without_root(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(measure.os, "geteuid", lambda: 1000)
+    assert main(["measure", "--out", str(tmp_path / "m.json")]) == 1
+    assert "needs root" in capsys.readouterr().err
+    assert not (tmp_path / "m.json").exists()

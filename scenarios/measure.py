@@ -1,6 +1,7 @@
-"""``python -m sim measure --out FILE.json``: time small collectives that DIFFER in what the
-prediction model must explain on the RUNNING testbed (it never starts one) and record them
-for ``python -m sim calibrate``.
+"""``python -m scenarios measure --out FILE.json`` (``python -m sim measure`` runs it too):
+time small collectives that DIFFER in what the prediction model must explain on the
+RUNNING testbed (it never starts one) and record them for ``python -m sim calibrate``.
+It drives the live testbed, so it lives with the scenarios, not in the model's folder.
 
 Preconditions: root, a testbed brought up by ``make run``/``python -m testbed up
 --hold`` (``build/testbed-state.json`` with live processes), ``build/topology.json`` and
@@ -42,7 +43,13 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
+from controller.fabric_setup import FabricProgrammer
+from host.tccl.planner import Planner, parse_ranks
 from sim.calibrate import SCHEMA
+from testbed.cli import STATE_PATH, TOPOLOGY_PATH, load_topology
+from testbed.net import TestbedState, record_matches
+from testbed.queues import clear_rates, set_uplink_rates
+from testbed.traffic import NicFleet, NicOptions, build_flows, choose_ports, predict_uplink
 
 REPO = Path(__file__).resolve().parent.parent
 NIC_LINE_RATE_PPS = 100.0        # testbed.traffic.NicOptions default: DCQCN's maximum per QP
@@ -86,7 +93,6 @@ def ring_pairs(fabric: Any, rank_specs: Sequence[str], order: str = "tccl") -> l
         >>> ring_pairs(build_fabric(), ["b0s0:0", "b1s0:0", "b0s1:0", "b1s1:0"], "rank")[:2]
         [('10.0.0.1', '10.1.0.1'), ('10.1.0.1', '10.0.0.2')]
     """
-    from host.tccl.planner import Planner, parse_ranks  # noqa: PLC0415
     planner = Planner(fabric, parse_ranks(rank_specs, fabric))
     plan = planner.plan("allreduce", len(rank_specs), "ring", order)
     hosts = {h.name: h for h in fabric.hosts}
@@ -111,7 +117,6 @@ def colliding_ports(fabric: Any, pairs: Sequence[tuple[str, str]], model: Any,
         >>> up.startswith("b")
         True
     """
-    from testbed.traffic import predict_uplink  # noqa: PLC0415
     for k in range(MAX_DRAWS):
         ports = random.Random(seed + k).sample(range(49152, 65536), len(pairs))
         seen: dict[str, int] = {}
@@ -148,7 +153,6 @@ def plan_collective(fabric: Any, coll: Mapping[str, Any], model: Any,
                     member_ports: Callable[[str, int], Mapping[str, int]]) -> tuple[list[Any], dict[str, Any]]:
     """The NIC flows of one collective of :func:`default_collectives` and its measurement
     row (without ``measured_s``): ring edges, ports, ``size_bytes`` per rank."""
-    from testbed.traffic import build_flows, choose_ports  # noqa: PLC0415
     pairs = ring_pairs(fabric, coll["ranks"], coll["order"])
     shared = None
     if coll["ports"] == "collide":
@@ -172,8 +176,6 @@ def plan_collective(fabric: Any, coll: Mapping[str, Any], model: Any,
 def _why_not() -> Optional[str]:
     if os.geteuid() != 0:
         return "needs root (the NIC emulators run inside the Mininet hosts)"
-    from testbed.net import TestbedState, record_matches  # noqa: PLC0415
-    from testbed.cli import STATE_PATH  # noqa: PLC0415
     state = TestbedState.load(STATE_PATH)
     if state is None or not any(record_matches(r) for r in state.procs):
         return ("no testbed is running (build/testbed-state.json): bring one up with `make run` "
@@ -183,7 +185,6 @@ def _why_not() -> Optional[str]:
 
 def _run_once(state: Any, save: Callable[[], None], flows: list[Any], messages: int,
               label: str) -> tuple[Optional[float], str]:
-    from testbed.traffic import NicFleet, NicOptions  # noqa: PLC0415
     opts = NicOptions(line_rate_pps=NIC_LINE_RATE_PPS, mtu=MTU_BYTES, message_bytes=MESSAGE_BYTES)
     fleet = NicFleet(state, save, Path(tempfile.mkdtemp(prefix=f"sim-measure-{label}-")))
     budget_s = 60.0
@@ -207,13 +208,8 @@ def measure(out: Path, repeats: int = 3) -> int:
     and write ``out``; exit status (1: no testbed or a failure)."""
     why = _why_not()
     if why:
-        print(f"sim measure: {why}", file=sys.stderr)
+        print(f"scenarios measure: {why}", file=sys.stderr)
         return 1
-    from controller.fabric_setup import FabricProgrammer  # noqa: PLC0415
-    from testbed.net import TestbedState  # noqa: PLC0415
-    from testbed.queues import clear_rates, set_uplink_rates  # noqa: PLC0415
-    from testbed.cli import STATE_PATH, TOPOLOGY_PATH, load_topology  # noqa: PLC0415
-
     fabric = load_topology(TOPOLOGY_PATH)
     state = TestbedState.load(STATE_PATH)
     programmer = FabricProgrammer(fabric, REPO / "build" / "fabric.p4info.txtpb", REPO / "build" / "fabric.json")
@@ -228,11 +224,11 @@ def measure(out: Path, repeats: int = 3) -> int:
             for rep in range(repeats):
                 t, err = _run_once(state, lambda: state.save(STATE_PATH), flows, messages, f"{coll['name']}-{rep}")
                 if t is None:
-                    print(f"sim measure: {coll['name']} run {rep}: {err}", file=sys.stderr)
+                    print(f"scenarios measure: {coll['name']} run {rep}: {err}", file=sys.stderr)
                     failed += 1
                     continue
                 times.append(t)
-            print(f"sim measure: {coll['name']}: {[round(t, 4) for t in times]} s", flush=True)
+            print(f"scenarios measure: {coll['name']}: {[round(t, 4) for t in times]} s", flush=True)
             if times:
                 rows.append({**row, "measured_s": times})
     finally:
@@ -250,7 +246,7 @@ def measure(out: Path, repeats: int = 3) -> int:
             "measurements": rows}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(data, indent=1) + "\n")
-    print(f"sim measure: wrote {out} ({len(rows)} collectives)")
+    print(f"scenarios measure: wrote {out} ({len(rows)} collectives)")
     return 1 if failed or not rows else 0
 
 

@@ -1,0 +1,108 @@
+"""Bounded ``StreamChannel`` s, so that no client can starve a switch's P4Runtime server.
+
+p4sim's gRPC server runs each RPC on a worker thread, and a ``StreamChannel`` holds its
+thread for as long as it is open. Without a bound, a client that opens streams and sends
+nothing (no arbitration needed) takes every worker and the controller's ``Read`` and
+``Write`` wait until those streams close. So:
+
+* at most :data:`DEFAULT_MAX_STREAMS` streams are open at once, and at most
+  :data:`DEFAULT_MAX_STREAMS_PER_CLIENT` per client identity (the common name of its
+  verified certificate; without client certificates every client is one anonymous
+  identity, so only the total applies);
+* a stream beyond either bound ends at once with ``RESOURCE_EXHAUSTED`` (the code the
+  P4Runtime specification gives for too many streams), naming the identity and the bound;
+* the server's worker pool is the stream bound plus :data:`RPC_WORKERS` threads that no
+  stream can take: unary RPCs (the primary's Write, Read, pipeline push) always find a
+  worker, whatever is open.
+
+``python -m p4sim switch --p4rt-max-streams N --p4rt-max-streams-per-client N`` change
+the bounds (p4sim options, before ``--``).
+
+>>> lim = StreamLimits(max_streams=3, per_client=2)
+>>> a, b = lim.acquire("b0s0"), lim.acquire("b0s0")
+>>> lim.acquire("b0s0")
+Traceback (most recent call last):
+...
+p4sim.p4runtime.streamlimits.StreamLimitError: identity 'b0s0' already has 2 open StreamChannels (at most 2 per client identity)
+>>> c = lim.acquire("controller")
+>>> lim.acquire("monitor")
+Traceback (most recent call last):
+...
+p4sim.p4runtime.streamlimits.StreamLimitError: the switch already has 3 open StreamChannels (at most 3); identity 'monitor' refused
+>>> lim.release("b0s0"); lim.open_streams()
+2
+"""
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from typing import Optional
+
+DEFAULT_MAX_STREAMS = 32
+DEFAULT_MAX_STREAMS_PER_CLIENT = 8
+RPC_WORKERS = 16
+"""Worker threads kept for unary RPCs beyond the streams' (BMv2's PI has no such bound:
+gRPC C++'s synchronous server grows its thread pool as calls arrive)."""
+
+
+class StreamLimitError(Exception):
+    """A stream refused by a bound; the RPC ends with ``RESOURCE_EXHAUSTED``."""
+
+    code = "RESOURCE_EXHAUSTED"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class StreamLimits:
+    """The open-stream counts, total and per identity (thread-safe)."""
+
+    def __init__(self, max_streams: int = DEFAULT_MAX_STREAMS,
+                 per_client: int = DEFAULT_MAX_STREAMS_PER_CLIENT) -> None:
+        if max_streams < 1 or per_client < 1:
+            raise ValueError("stream bounds must be at least 1")
+        self.max_streams = max_streams
+        self.per_client = per_client
+        self._open: Counter[Optional[str]] = Counter()
+        self._lock = threading.Lock()
+        self.refused = 0
+
+    @property
+    def workers(self) -> int:
+        """The worker threads a server with these bounds needs (streams + RPC_WORKERS)."""
+        return self.max_streams + RPC_WORKERS
+
+    def acquire(self, identity: Optional[str]) -> Optional[str]:
+        """Count one more stream of ``identity`` (None: anonymous); StreamLimitError when
+        a bound is reached. Returns the key to :meth:`release`."""
+        who = repr(identity) if identity else "(anonymous)"
+        with self._lock:
+            total = sum(self._open.values())
+            if total >= self.max_streams:
+                self.refused += 1
+                raise StreamLimitError(f"the switch already has {total} open StreamChannels "
+                                       f"(at most {self.max_streams}); identity {who} refused")
+            if identity is not None and self._open[identity] >= self.per_client:
+                self.refused += 1
+                raise StreamLimitError(f"identity {who} already has {self._open[identity]} open "
+                                       f"StreamChannels (at most {self.per_client} per client identity)")
+            self._open[identity] += 1
+        return identity
+
+    def release(self, identity: Optional[str]) -> None:
+        """One stream of ``identity`` closed."""
+        with self._lock:
+            if self._open[identity] > 0:
+                self._open[identity] -= 1
+            if self._open[identity] == 0:
+                del self._open[identity]
+
+    def open_streams(self, identity: Optional[str] = None, *, every: bool = True) -> int:
+        """Open streams in total (``every``), or of one identity."""
+        with self._lock:
+            return sum(self._open.values()) if every and identity is None else self._open[identity]
+
+
+__all__ = ["DEFAULT_MAX_STREAMS", "DEFAULT_MAX_STREAMS_PER_CLIENT", "RPC_WORKERS",
+           "StreamLimitError", "StreamLimits"]

@@ -1,0 +1,140 @@
+"""The few figures of the predictor that no public microbenchmark gives, fitted on the fit
+split of the validation set (``python -m sim validate --fit``, :mod:`sim.validation.fit`)
+and never on its held-out runs; stored in ``sim/predict/calibration.yaml`` with the fit's
+errors, read by every prediction (absent file: the defaults below).
+
+* ``sustained`` — per die, the tensor-core rate a training run sustains relative to the
+  microbenchmarks of the kernel tables (power and clock under a long load, the SMs NCCL
+  takes while it overlaps compute, the GEMM epilogues a framework adds);
+* ``attention`` — per implementation (``fa2``: the flash-attn package or PyTorch's SDPA;
+  ``cudnn``: Transformer Engine's fused attention), flash-attention kernels in a training
+  step relative to their isolated benchmarks (layout copies, variable-length paths);
+* ``power_exponent`` — a power-limited GPU's sustained clock goes as ``(limit/TDP)^e``;
+* ``overheads`` — per framework family (``megatron``: Megatron-LM/Core, NeMo,
+  Megatron-Bridge, Megatron-DeepSpeed, Llama 3's stack; ``pytorch``: FSDP, Composer,
+  torchtitan, DeepSpeed): fixed seconds per micro-batch and per iteration;
+* ``straggler_sigma`` — relative jitter of one GPU's step: a synchronous step of N GPUs
+  waits for the slowest, ``1 + σ·√(2 ln N)`` (:func:`sim.predict.predict.straggler_factor`);
+* ``eager_traffic`` — bytes of the memory-bound kernels of eager PyTorch stacks relative to
+  fused ones (unfused norms, activations, rotary embeddings, residual adds).
+
+Example::
+
+    >>> c = Calibration()
+    >>> c.sustained_for("H100"), c.overhead("pytorch", "microbatch_s") >= 0
+    (1.0, True)
+    >>> with use(Calibration(sustained={"H100": 0.8})):
+    ...     current().sustained_for("H100")
+    0.8
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+import yaml
+
+from sim.topology import SimInputError
+
+PATH = Path(__file__).resolve().parent / "calibration.yaml"
+FAMILIES = ("megatron", "pytorch")
+
+
+@dataclass(slots=True)
+class Calibration:
+    """The fitted figures (module docstring); defaults: nothing fitted."""
+
+    sustained: dict[str, float] = field(default_factory=dict)
+    attention: dict[str, float] = field(default_factory=dict)
+    power_exponent: float = 1.0 / 3.0
+    overheads: dict[str, dict[str, float]] = field(default_factory=dict)
+    eager_traffic: float = 2.0
+    straggler_sigma: float = 0.0
+    fitted_on: str = ""
+
+    def sustained_for(self, chip: str) -> float:
+        """The die's sustained share of its microbenchmarks (1.0 when not fitted)."""
+        return float(self.sustained.get(chip, 1.0))
+
+    def attention_for(self, impl: str) -> float:
+        """Flash attention of implementation ``impl`` in training over its benchmark (1.0
+        when not fitted)."""
+        return float(self.attention.get(impl, 1.0))
+
+    def overhead(self, family: str, what: str) -> float:
+        """Seconds per ``microbatch_s`` or ``iteration_s`` of a framework family."""
+        return float(self.overheads.get(family, {}).get(what, 0.0))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The YAML document."""
+        return {"sustained": {k: round(v, 4) for k, v in self.sustained.items()},
+                "attention": {k: round(v, 4) for k, v in self.attention.items()},
+                "power_exponent": round(self.power_exponent, 4),
+                "overheads": {f: {k: round(v, 6) for k, v in d.items()} for f, d in self.overheads.items()},
+                "eager_traffic": round(self.eager_traffic, 4), "straggler_sigma": round(self.straggler_sigma, 5),
+                "fitted_on": self.fitted_on}
+
+
+def load(path: Path = PATH) -> Calibration:
+    """Read a calibration file (``SimInputError`` naming the field when malformed)."""
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except OSError as exc:
+        raise SimInputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise SimInputError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise SimInputError(f"{path}: a mapping of {', '.join(Calibration.__dataclass_fields__)}")
+    known = set(Calibration.__dataclass_fields__)
+    for k in data:
+        if k not in known:
+            raise SimInputError(f"{path}: {k}: unknown field (known: {', '.join(sorted(known))})")
+    c = Calibration(**data)
+    for chip, v in c.sustained.items():
+        if not isinstance(v, (int, float)) or not 0 < v <= 1.5:
+            raise SimInputError(f"{path}: sustained.{chip}: a factor in (0, 1.5], got {v!r}")
+    for f, d in c.overheads.items():
+        if f not in FAMILIES or not isinstance(d, dict):
+            raise SimInputError(f"{path}: overheads.{f}: a family ({', '.join(FAMILIES)}) of seconds")
+        for k, v in d.items():
+            if k not in ("microbatch_s", "iteration_s") or not isinstance(v, (int, float)) or v < 0:
+                raise SimInputError(f"{path}: overheads.{f}.{k}: microbatch_s or iteration_s, seconds >= 0")
+    if isinstance(c.attention, (int, float)):
+        c.attention = {"fa2": float(c.attention), "cudnn": float(c.attention), "fa3": float(c.attention)}
+    if not isinstance(c.attention, dict) or not all(isinstance(v, (int, float)) and 0 < v <= 1.5
+                                                     for v in c.attention.values()):
+        raise SimInputError(f"{path}: attention: a factor in (0, 1.5] per implementation (fa2, fa3, cudnn)")
+    if not isinstance(c.straggler_sigma, (int, float)) or not 0 <= c.straggler_sigma < 0.5:
+        raise SimInputError(f"{path}: straggler_sigma: a relative jitter in [0, 0.5), got {c.straggler_sigma!r}")
+    for k in ("power_exponent", "eager_traffic"):
+        if not isinstance(getattr(c, k), (int, float)) or getattr(c, k) <= 0:
+            raise SimInputError(f"{path}: {k}: must be a positive number, got {getattr(c, k)!r}")
+    return c
+
+
+_ACTIVE: Optional[Calibration] = None
+
+
+def current() -> Calibration:
+    """The calibration predictions use: the one set by :func:`use`, else the file's."""
+    global _ACTIVE
+    if _ACTIVE is None:
+        _ACTIVE = load() if PATH.exists() else Calibration()
+    return _ACTIVE
+
+
+@contextlib.contextmanager
+def use(c: Calibration) -> Iterator[Calibration]:
+    """Predict under ``c`` inside the block (the fit tries many)."""
+    global _ACTIVE
+    before = _ACTIVE
+    _ACTIVE = c
+    try:
+        yield c
+    finally:
+        _ACTIVE = before
+
+
+__all__ = ["Calibration", "FAMILIES", "PATH", "current", "load", "use"]

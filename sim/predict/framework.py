@@ -1,0 +1,273 @@
+"""Training frameworks as the predictor runs them: each profile is the communication pattern,
+the overlaps, the kernels and the fixed costs of one software stack, with defaults taken
+from that stack's own code or documentation of the release (the source beside each one).
+A job names its framework (the ``framework`` section; default ``megatron-core``) and may
+override any field.
+
+=====================  ====================================================================
+field                  meaning
+=====================  ====================================================================
+``data_parallel``      ``ddp`` (gradients all-reduced), ``distributed_optimizer`` (Megatron:
+                       gradients reduce-scattered and parameters all-gathered once an
+                       iteration, in buckets overlapped with the last backward / next forward),
+                       ``zero`` (DeepSpeed: stage from ``parallel.zero``), ``fsdp`` (PyTorch
+                       FSDP / FSDP2: per unit, per micro-batch; ``parallel.zero`` 3 =
+                       FULL_SHARD, 2 = SHARD_GRAD_OP)
+``fsdp_reshard``       FULL_SHARD frees the gathered parameters after a unit's forward and
+                       gathers them again for its backward (FSDP2's ``reshard_after_forward``)
+``fsdp_prefetch``      the next unit's all-gather is issued while this one computes
+                       (``forward_prefetch``/``BACKWARD_PRE``; FSDP2 always)
+``hybrid_shard``       HSDP: shard inside groups of this many GPUs (a server: 8), replicate
+                       across them (0: shard over all of DP)
+``overlap_grad_reduce``  DP gradient reduction in buckets as the last backward produces them
+``overlap_param_gather`` the distributed optimizer's parameter all-gather under the next forward
+``bucket_MiB``         gradient bucket (Megatron: 40M elements; DeepSpeed 500M; DDP 25 MiB)
+``grad_reduce_dtype``  ``fp32`` or ``bf16`` gradients on the wire
+``tp_comm_overlap``    share of a tensor-parallel all-gather / reduce-scatter hidden behind the
+                       GEMM that consumes / produces it (Transformer Engine userbuffers:
+                       ``--tp-comm-overlap``; torch async TP); 0: every TP collective exposed
+``attention``          ``unfused`` (QKᵀ and AV as batched GEMMs, the s² scores through a fused
+                       softmax: Megatron-LM before flash attention), ``fa2``, ``fa3``, ``cudnn``,
+                       or ``auto`` (cuDNN's fused attention on an H100 die, FA2 on an A100)
+``elementwise_traffic``  bytes of the memory-bound kernels relative to fused ones (1.0: fused
+                       norms, bias-activation, rotary and residual kernels; eager PyTorch runs
+                       each primitive as its own kernel: null, the fitted ``eager_traffic``)
+``cpu_op_s``           host time to launch one kernel: a pass is never shorter than its kernel
+                       count × this (eager PyTorch ~10-20 µs an op; compiled or CUDA-graphed less)
+``microbatch_overhead_s``  fixed cost per micro-batch (schedule bookkeeping, data, loss; null:
+                       the figure fitted for the framework's family, :mod:`sim.predict.calibration`)
+``iteration_overhead_s``   fixed cost per iteration (optimizer launch, grad-norm, logging, data; null:
+                       fitted likewise)
+``fp8_recipe``         ``delayed``, ``current``, ``tensorwise`` (per-tensor scales), ``blockwise``
+                       (1×128 / 128×128 scales); see :mod:`sim.predict.graph`
+``fp8_weight_cache``   FP8 weights are cast once a step, not once a micro-batch
+``cp_comm``            context parallelism: ``ring`` (Megatron/TE's P2P ring, each step under
+                       that step's attention) or ``allgather`` (K and V gathered before the
+                       attention, exposed: the Llama 3 paper; torch's default rotate method)
+``moe_dispatcher``     ``alltoall`` (NCCL all-to-all: every token sent once per expert it picks),
+                       ``deepep`` (DeepEP's normal kernels / Megatron's flex "hybridep": a token
+                       crosses the network once per remote server it goes to, then NVLink; FP8
+                       dispatch, BF16 combine) or ``deepep_ll`` (low-latency kernels: pure RDMA
+                       per expert); :meth:`sim.predict.comm.CommModel.moe_dispatch`
+``moe_qps_per_channel``  RDMA queue pairs per DeepEP channel (more QPs spread a channel over
+                       more ECMP paths of a RoCE fabric)
+``fp8_param_gather``   FP8 jobs keep the model's weights in FP8 (1 byte) and all-gather them in
+                       FP8 (Megatron-Core ``--fp8-param-gather``)
+=====================  ====================================================================
+
+Profiles (:data:`PROFILES`):
+
+* ``megatron-lm`` (2021, Narayanan et al. SC21): DDP all-reduce of fp32 gradients after the
+  backward, unfused attention with Megatron's fused scale-mask-softmax, fused bias-GeLU.
+* ``megatron-deepspeed`` (MT-NLG, BLOOM): Megatron-LM 2021's kernels, DeepSpeed ZeRO-1 for
+  the optimizer (gradients reduced once a step).
+* ``megatron-core`` (0.5+, the Megatron-LM README's performance section): Transformer
+  Engine layers, cuDNN/flash attention, distributed optimizer with ``--overlap-grad-reduce``
+  and ``--overlap-param-gather``, ``--tp-comm-overlap``, fp32 gradient reduction.
+* ``nemo`` (NeMo 24.x recipes on Megatron-Core; 23.x launcher configs: apex's
+  ``distributed_fused_adam`` with overlapped grad sync, no Transformer Engine: unfused
+  attention) and ``megatron-bridge`` (NeMo 25.x): Megatron-Core's pattern; FP8 delayed
+  scaling (24.x) or current scaling (25.x).
+* ``deepspeed``: ZeRO stage of ``parallel.zero``, ``overlap_comm``, 500M-element buckets,
+  eager PyTorch kernels.
+* ``pytorch-fsdp`` / ``composer-fsdp`` (MosaicML LLM Foundry 2024: FSDP1 per transformer
+  block, ``limit_all_gathers``, ``BACKWARD_PRE`` prefetch, flash attention 2, mostly eager
+  kernels) and ``torchtitan`` (FSDP2 per block, reshard after forward, ``torch.compile`` per
+  block when the job says ``compile``, SDPA flash attention, torchao float8 tensorwise).
+* ``llama3-meta`` (Llama 3 paper §3.3: 4D parallelism with FSDP that does not reshard after
+  forward — parameters gathered and gradients reduced once a step — TP + SP, CP by
+  all-gather, flash attention).
+
+Example::
+
+    >>> f = resolve_framework({"name": "torchtitan", "compile": True}, "j.yaml")
+    >>> f.data_parallel, f.attention, f.family, f.traffic < PROFILES["pytorch-fsdp"].traffic
+    ('fsdp', 'fa2', 'pytorch', True)
+    >>> resolve_framework({"name": "jax"}, "j.yaml")
+    Traceback (most recent call last):
+    ...
+    sim.topology.SimInputError: j.yaml: framework.name: unknown framework 'jax' (known: composer-fsdp, deepspeed, llama3-meta, megatron-bridge, megatron-core, megatron-deepspeed, megatron-lm, nemo, pytorch-fsdp, torchtitan)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any, Optional
+
+from sim.predict import calibration
+from sim.predict.fields import parse_section
+from sim.topology import SimInputError
+
+DP_MODES = ("ddp", "distributed_optimizer", "zero", "fsdp")
+ATTENTION = ("auto", "unfused", "fa2", "fa3", "cudnn")
+FP8_RECIPES = ("delayed", "current", "tensorwise", "rowwise", "blockwise")
+MOE_DISPATCHERS = ("alltoall", "deepep", "deepep_ll")
+
+
+@dataclass(frozen=True, slots=True)
+class Framework:
+    """One software stack (module docstring)."""
+
+    name: str = "megatron-core"
+    version: str = ""
+    data_parallel: str = "distributed_optimizer"
+    fsdp_reshard: bool = True
+    fsdp_prefetch: bool = True
+    hybrid_shard: int = 0
+    overlap_grad_reduce: bool = True
+    overlap_param_gather: bool = True
+    bucket_MiB: float = 160.0
+    grad_reduce_dtype: str = "fp32"
+    tp_comm_overlap: float = 0.0
+    attention: str = "auto"
+    elementwise_traffic: Optional[float] = 1.0
+    cpu_op_s: float = 4e-6
+    microbatch_overhead_s: Optional[float] = None
+    iteration_overhead_s: Optional[float] = None
+    family: str = "megatron"
+    fp8_recipe: str = "delayed"
+    fp8_weight_cache: bool = True
+    fp8_param_gather: bool = False
+    cp_comm: str = "ring"
+    moe_dispatcher: str = "alltoall"
+    moe_qps_per_channel: int = 4
+    compile: bool = False
+    async_tp: bool = False
+
+    @property
+    def traffic(self) -> float:
+        """``elementwise_traffic``, or the fitted eager-PyTorch figure when it is left null."""
+        return self.elementwise_traffic if self.elementwise_traffic is not None else calibration.current().eager_traffic
+
+    @property
+    def microbatch_s(self) -> float:
+        """``microbatch_overhead_s``, or the fitted figure of the framework's family."""
+        v = self.microbatch_overhead_s
+        return v if v is not None else calibration.current().overhead(self.family, "microbatch_s")
+
+    @property
+    def iteration_s(self) -> float:
+        """``iteration_overhead_s``, or the fitted figure of the framework's family."""
+        v = self.iteration_overhead_s
+        return v if v is not None else calibration.current().overhead(self.family, "iteration_s")
+
+    def attention_impl(self, chip: str) -> str:
+        """The attention kernels this stack runs on a die."""
+        if self.attention != "auto":
+            return self.attention
+        return "cudnn" if chip == "H100" else "fa2"
+
+    @property
+    def grad_wire_bytes(self) -> float:
+        """Bytes per gradient element on the wire."""
+        return 4.0 if self.grad_reduce_dtype == "fp32" else 2.0
+
+
+_MCORE = Framework("megatron-core", data_parallel="distributed_optimizer", overlap_grad_reduce=True,
+                   overlap_param_gather=True, bucket_MiB=160.0, grad_reduce_dtype="fp32", tp_comm_overlap=0.85,
+                   attention="auto", elementwise_traffic=1.0, cpu_op_s=4e-6, fp8_recipe="delayed")
+_EAGER = dict(elementwise_traffic=None, cpu_op_s=15e-6, family="pytorch")
+
+#: the profiles (module docstring); a job's ``framework`` fields override them
+PROFILES: dict[str, Framework] = {f.name: f for f in (
+    replace(_MCORE, name="megatron-lm", data_parallel="ddp", overlap_grad_reduce=False, overlap_param_gather=False,
+            tp_comm_overlap=0.0, attention="unfused", bucket_MiB=25.0),
+    # DeepSpeed's pipeline engine steps through its schedule instruction by instruction in
+    # Python: its fixed costs are those of the PyTorch family
+    replace(_MCORE, name="megatron-deepspeed", data_parallel="zero", overlap_grad_reduce=False,
+            overlap_param_gather=False, tp_comm_overlap=0.0, attention="unfused", bucket_MiB=500.0 * 2,
+            family="pytorch"),
+    _MCORE,
+    # NeMo's performance scripts (scripts/performance/helpers.py, set_precision_configs):
+    # grad_reduce_in_fp32 = False, and the FP8 mixed-precision recipes set fp8_param_gather
+    replace(_MCORE, name="nemo", grad_reduce_dtype="bf16", fp8_param_gather=True),
+    replace(_MCORE, name="megatron-bridge", fp8_recipe="current", grad_reduce_dtype="bf16", fp8_param_gather=True,
+            moe_dispatcher="deepep"),
+    replace(_MCORE, name="deepspeed", data_parallel="zero", overlap_param_gather=True, tp_comm_overlap=0.0,
+            attention="fa2", bucket_MiB=500.0 * 2, grad_reduce_dtype="bf16", **_EAGER),
+    replace(_MCORE, name="pytorch-fsdp", data_parallel="fsdp", tp_comm_overlap=0.0, attention="fa2",
+            grad_reduce_dtype="fp32", fp8_recipe="tensorwise", fp8_weight_cache=False, **_EAGER),
+    replace(_MCORE, name="composer-fsdp", data_parallel="fsdp", tp_comm_overlap=0.0, attention="fa2",
+            grad_reduce_dtype="fp32", fp8_recipe="delayed", fp8_weight_cache=False, **_EAGER),
+    replace(_MCORE, name="torchtitan", data_parallel="fsdp", tp_comm_overlap=0.0, attention="fa2",
+            grad_reduce_dtype="fp32", fp8_recipe="tensorwise", fp8_weight_cache=False, cp_comm="allgather", **_EAGER),
+    replace(_MCORE, name="llama3-meta", data_parallel="distributed_optimizer", tp_comm_overlap=0.5, attention="fa2",
+            cp_comm="allgather"),
+)}
+
+#: what ``compile: true`` changes (torch.compile fuses the element-wise chains and cuts launches)
+COMPILED = dict(elementwise_traffic=1.0, cpu_op_s=5e-6)
+#: what ``async_tp: true`` changes (torch's async TP: the all-gather/reduce-scatter decomposed
+#: and overlapped with the GEMM, micro-pipelined)
+ASYNC_TP = dict(tp_comm_overlap=0.7)
+
+
+@dataclass(slots=True)
+class FrameworkSection:
+    """The job's ``framework`` section: a profile name, its version, and overrides."""
+
+    name: str = "megatron-core"
+    version: str = ""
+    data_parallel: Optional[str] = None
+    fsdp_reshard: Optional[bool] = None
+    fsdp_prefetch: Optional[bool] = None
+    hybrid_shard: Optional[int] = None
+    overlap_grad_reduce: Optional[bool] = None
+    overlap_param_gather: Optional[bool] = None
+    bucket_MiB: Optional[float] = None
+    grad_reduce_dtype: Optional[str] = None
+    tp_comm_overlap: Optional[float] = None
+    attention: Optional[str] = None
+    elementwise_traffic: Optional[float] = None
+    cpu_op_s: Optional[float] = None
+    microbatch_overhead_s: Optional[float] = None
+    iteration_overhead_s: Optional[float] = None
+    fp8_recipe: Optional[str] = None
+    fp8_weight_cache: Optional[bool] = None
+    fp8_param_gather: Optional[bool] = None
+    cp_comm: Optional[str] = None
+    moe_dispatcher: Optional[str] = None
+    moe_qps_per_channel: Optional[int] = None
+    compile: Optional[bool] = None
+    async_tp: Optional[bool] = None
+
+
+def _one_of(v: Any, known: tuple[str, ...], source: str, where: str) -> None:
+    if v not in known:
+        raise SimInputError(f"{source}: framework.{where}: unknown value {v!r} (known: {', '.join(known)})")
+
+
+def resolve_framework(data: Any, source: str) -> Framework:
+    """The profile named by ``data`` (the parsed ``framework`` section, or None) with its
+    overrides; ``SimInputError`` names the field and the reason (module docstring)."""
+    sec = parse_section(data, "framework", FrameworkSection, source)
+    if sec.name not in PROFILES:
+        raise SimInputError(f"{source}: framework.name: unknown framework {sec.name!r} "
+                            f"(known: {', '.join(sorted(PROFILES))})")
+    base = PROFILES[sec.name]
+    if sec.compile:
+        base = replace(base, **COMPILED)
+    if sec.async_tp:
+        base = replace(base, **ASYNC_TP)
+    over = {f.name: getattr(sec, f.name) for f in fields(sec) if getattr(sec, f.name) is not None}
+    f = replace(base, **over)
+    _one_of(f.data_parallel, DP_MODES, source, "data_parallel")
+    _one_of(f.attention, ATTENTION, source, "attention")
+    _one_of(f.grad_reduce_dtype, ("fp32", "bf16"), source, "grad_reduce_dtype")
+    _one_of(f.fp8_recipe, FP8_RECIPES, source, "fp8_recipe")
+    _one_of(f.cp_comm, ("ring", "allgather"), source, "cp_comm")
+    _one_of(f.moe_dispatcher, MOE_DISPATCHERS, source, "moe_dispatcher")
+    if f.moe_qps_per_channel < 1:
+        raise SimInputError(f"{source}: framework.moe_qps_per_channel: at least 1, got {f.moe_qps_per_channel}")
+    if not 0.0 <= f.tp_comm_overlap <= 1.0:
+        raise SimInputError(f"{source}: framework.tp_comm_overlap: a share in [0, 1], got {f.tp_comm_overlap}")
+    if f.elementwise_traffic is not None and f.elementwise_traffic < 1.0:
+        raise SimInputError(f"{source}: framework.elementwise_traffic: at least 1 (fused), got {f.elementwise_traffic}")
+    for k in ("cpu_op_s", "microbatch_overhead_s", "iteration_overhead_s", "bucket_MiB"):
+        if getattr(f, k) is not None and getattr(f, k) < 0:
+            raise SimInputError(f"{source}: framework.{k}: must be >= 0, got {getattr(f, k)}")
+    if f.hybrid_shard < 0:
+        raise SimInputError(f"{source}: framework.hybrid_shard: must be >= 0, got {f.hybrid_shard}")
+    return f
+
+
+__all__ = ["ATTENTION", "DP_MODES", "FP8_RECIPES", "Framework", "FrameworkSection", "PROFILES", "resolve_framework"]

@@ -1,0 +1,68 @@
+"""A validation run as a job of ``python -m sim predict`` (the job file's dict).
+
+Example::
+
+    >>> from sim.validation.dataset import load_dataset
+    >>> j = run_job(load_dataset().run("nemo2407-llama3-70b-64"))
+    >>> j["parallel"]["tp"], j["parallel"]["cp"], j["training"]["precision"]
+    (4, 2, 'fp8')
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from sim.validation.dataset import Run
+
+DISTRIBUTED_OPTIMIZER = ("megatron-core", "nemo", "megatron-bridge", "llama3-meta", "megatron-deepspeed")
+#: a run's stack → the predictor's framework profile, and what the run's release changes
+PROFILE = {"megatron": "megatron-lm", "megatron-deepspeed": "megatron-deepspeed", "megatron-core": "megatron-core",
+           "nemo": "nemo", "megatron-bridge": "megatron-bridge", "composer-fsdp": "composer-fsdp",
+           "torchtitan-fsdp2": "torchtitan", "llama3-meta": "llama3-meta"}
+
+
+def framework_section(r: Run) -> dict[str, Any]:
+    """The job's ``framework`` section for run ``r``: its stack's profile, its release, and
+    what the run's own configuration says (compile, async TP, FSDP mixed precision)."""
+    name = PROFILE[r.framework_name]
+    out: dict[str, Any] = {"name": name, "version": r.framework_version}
+    if name == "nemo" and r.framework_version.startswith("23."):
+        out.update(attention="unfused", tp_comm_overlap=0.0)    # 23.x launcher: no Transformer Engine
+    if r.compile:
+        out["compile"] = True
+    if r.async_tp:
+        out["async_tp"] = True
+    if r.fsdp_mixed_precision == "pure":
+        out["grad_reduce_dtype"] = "bf16"
+    return out
+ZERO = {"none": 0, "zero1": 1, "zero2": 2, "zero3": 3, "fsdp_full": 3, "fsdp_grad_op": 2, "hsdp": 3}
+
+
+def run_job(r: Run) -> dict[str, Any]:
+    """The job dict of run ``r`` (fabric: blocks of ``topo/specs/pod64k.yaml`` at the run's
+    NIC speed, NCCL's rings without TCCL: ``random_ecmp``)."""
+    m = r.model
+    model: dict[str, Any] = {"layers": m.layers, "hidden": m.hidden, "heads": m.heads, "seq_length": r.seq,
+                             "vocab": m.vocab, "mlp": m.mlp, "norm": m.norm, "dropout": m.bias,
+                             "tied_embeddings": m.tied_embeddings}
+    if m.kv_heads:
+        model["kv_heads"] = m.kv_heads
+    if m.ffn_hidden:
+        model["ffn_hidden"] = m.ffn_hidden
+    if m.experts:      # the NeMo / Megatron-Bridge MoE benchmarks force-balance the routing (their notes)
+        model.update(experts=m.experts, top_k=m.top_k, moe_ffn_hidden=m.moe_ffn_hidden, moe_imbalance=1.0)
+    zero = ZERO[r.sharding] or (1 if r.framework_name in DISTRIBUTED_OPTIMIZER else 0)
+    if m.head_dim:
+        model["head_dim"] = m.head_dim
+    parallel: dict[str, Any] = {"tp": r.tp, "pp": r.pp, "dp": r.dp, "cp": r.cp, "ep": r.ep, "zero": zero, "sequence_parallel": r.sequence_parallel}
+    if r.vp > 1:
+        parallel.update(schedule="interleaved", virtual_stages=r.vp)
+    return {"name": r.id, "model": model, "parallel": parallel,
+            "training": {"global_batch": r.gbs, "micro_batch": r.mbs, "precision": r.precision,
+                         "recompute": r.recompute},
+            "gpu": {"preset": r.gpu},
+            "framework": framework_section(r),
+            "fabric": {"spec_file": "topo/specs/pod64k.yaml", "link_gbps": r.nic_gbps},
+            "network": {"policy": "random_ecmp", "dual_channel": False}}
+
+
+__all__ = ["run_job"]

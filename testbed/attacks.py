@@ -1,0 +1,684 @@
+"""The threat model's P4Runtime attacks, made with the testbed's own certificates against a
+live switch: what a compromised host, a compromised switch or the monitor's key could try.
+
+A :class:`Victim` is the controller's primary connection to one switch (the testbed's
+``controller`` certificate, election id :data:`CONTROLLER_ELECTION_ID`), which pushed a
+pipeline (cookie :data:`COOKIE`) and wrote one clone session (:data:`SESSION_ID`). Each
+attack of :data:`P4RT_ATTACKS` then dials the switch as an attacker would — a plain gRPC
+client on the switch's address, presenting another party's certificate and trusting the
+switches' CA (CA certificates are public) — and tries to take mastership, write, push a
+pipeline, read, or starve the server. An attack is *refused* when every RPC it tried
+failed (its code and message are kept) **and** the switch's state is what the
+controller left (the pipeline's cookie, the clone session, the controller still primary:
+a Read before and after). Any state change is undone before the next attack, so one
+success does not hide another.
+
+The same attacks run against p4sim (with the testbed's ``--p4rt-policy``) and against
+BMv2's simple_switch_grpc (same TLS flags, no policy: it checks no names), which is how
+the README's "what each target enforces" table is measured. Used by
+``tests/security/test_threat_model.py`` and ``bench/security_bench.py``
+(``security.authz_denied_ok``).
+
+Example::
+
+    >>> with Victim(addr, device_id, "b0r0l0", pki_dir, p4info, config) as v:   # doctest: +SKIP
+    ...     results = run_attacks(v)
+    >>> [r.attack for r in results if not r.refused]                              # doctest: +SKIP
+    []
+"""
+from __future__ import annotations
+
+import contextlib
+import queue
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional, Sequence
+
+import grpc
+from cryptography import x509
+from cryptography.x509.oid import NameOID
+from google.rpc import code_pb2
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+from astral_proto import agent_pb2_grpc
+from astral_proto.flows import HostFlow, flow_id
+from astral_proto.tls import MutualTls, TlsFiles
+from controller.p4rt import SwitchConnection
+from controller.p4rt import entities as ent
+from controller.p4rt.pipeline import set_pipeline_request
+from controller.p4rt.tls import ClientTls
+from controller.registry import FlowRegistry, serve_registry
+from process import stop_process
+from testbed.pki import FabricPki
+from testbed.ports import free_port
+from testbed.targets import SwitchLaunch
+from testbed.tls import CONTROLLER, MONITOR, controller_tls, policy_path
+
+CONTROLLER_ELECTION_ID = 10
+COOKIE = 4242
+SESSION_ID = 77
+SESSION_PORTS = (1, 2)
+RPC_TIMEOUT_S = 5.0
+STREAM_ANSWER_S = 5.0
+STARVATION_STREAMS = 100
+"""Streams one attacker identity tries to open (the issue's probe: 15 sufficed before)."""
+READY_TIMEOUT_S = 60.0
+
+
+@contextlib.contextmanager
+def started_switch(target: str, pki_dir: Path, name: str, device_id: int, log_dir: Path,
+                   p4sim_flags: Sequence[str] = (), binary: Optional[str] = None
+                   ) -> Iterator[str]:
+    """A switch of ``target`` started with the testbed's command line for switch ``name``
+    (:class:`testbed.targets.SwitchLaunch`: its certificate, the TLS options; on p4sim
+    also ``--p4rt-policy`` of the PKI) on a free port of 127.0.0.1, no interfaces; yields
+    its P4Runtime address once it answers the controller, and stops it by PID."""
+    pki = FabricPki.load(Path(pki_dir))
+    flags = list(p4sim_flags)
+    if target == "p4sim":
+        flags = ["--control-port", "0", "--p4rt-policy", str(policy_path(pki.root)), *flags]
+    addr = f"127.0.0.1:{free_port()}"
+    launch = SwitchLaunch(target, name, device_id=device_id, grpc_addr=addr, interfaces={},
+                          log_dir=log_dir, pcap_dir=None, tls=pki.files(name), p4sim_flags=flags,
+                          thrift_port=free_port() if target == "bmv2" else None, binary=binary)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with open(launch.stdout_path, "wb") as out:
+        proc = subprocess.Popen(launch.command(), stdout=out, stderr=subprocess.STDOUT)
+    try:
+        channel = controller_tls(pki.root).for_server(name).channel(addr)
+        with channel:
+            try:
+                grpc.channel_ready_future(channel).result(timeout=READY_TIMEOUT_S)
+            except grpc.FutureTimeoutError:
+                raise RuntimeError(f"{target} switch {name} did not answer on {addr} within "
+                                   f"{READY_TIMEOUT_S:g} s (exit status {proc.poll()}; "
+                                   f"{launch.stdout_path})") from None
+        yield addr
+    finally:
+        stop_process(proc)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One attack's result: ``refused`` (every RPC failed and the state was kept),
+    ``code`` (gRPC code name of the first refusal; ``OK`` when all went through),
+    ``detail`` (the switch's message or what changed)."""
+
+    attack: str
+    claim: str
+    refused: bool
+    code: str
+    detail: str
+    state_kept: bool
+
+
+class AttackFailed(Exception):
+    """An attack RPC was refused: ``code`` (a gRPC code name) and the server's message."""
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(f"{code}: {detail}")
+        self.code, self.detail = code, detail
+
+
+def _refusal(exc: grpc.RpcError) -> AttackFailed:
+    return AttackFailed(exc.code().name, exc.details() or "")
+
+
+class Victim:
+    """The controller's primary connection to the switch under attack, with a known state
+    (see the module docstring). ``party_tls(name)`` gives an attacker the credentials of
+    party ``name`` from the same PKI."""
+
+    def __init__(self, addr: str, device_id: int, switch: str, pki_dir: Path,
+                 p4info: Path, device_config: Path) -> None:
+        self.addr, self.device_id, self.switch = addr, device_id, switch
+        self.pki = FabricPki.load(Path(pki_dir))
+        self.p4info, self.device_config = Path(p4info), Path(device_config)
+        self.conn = SwitchConnection(addr, device_id=device_id,
+                                     election_id=CONTROLLER_ELECTION_ID, timeout_s=30,
+                                     tls=controller_tls(self.pki.root).for_server(switch))
+        self.restore()
+
+    def __enter__(self) -> "Victim":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.conn.close()
+
+    def party_tls(self, name: str) -> ClientTls:
+        """Party ``name``'s certificate and key, trusting the switches' CA."""
+        files = self.pki.files(name)
+        return ClientTls(self.pki.ca_cert("switches"), files.cert, files.key).for_server(self.switch)
+
+    def _session(self) -> p4runtime_pb2.CloneSessionEntry:
+        return ent.clone_session(SESSION_ID, list(SESSION_PORTS))
+
+    def restore(self) -> None:
+        """The known state: the controller primary, pipeline with :data:`COOKIE`, the
+        clone session written."""
+        if not self.conn.stream_alive or not self._still_primary():
+            self.conn.close()
+            self.conn = SwitchConnection(self.addr, device_id=self.device_id,
+                                         election_id=CONTROLLER_ELECTION_ID, timeout_s=30,
+                                         tls=controller_tls(self.pki.root).for_server(self.switch))
+        if self.conn.pipeline_cookie() != (True, COOKIE):
+            self.conn.push_pipeline(self.p4info, self.device_config, COOKIE)
+        else:
+            self.conn.fetch_pipeline()
+        if not self._has_session():
+            self.conn.insert(self._session())
+
+    def _has_session(self) -> bool:
+        want = self._session()
+        try:
+            got = [e.packet_replication_engine_entry.clone_session_entry for e in self.conn.read(want)]
+        except grpc.RpcError as exc:          # BMv2 (PI): NOT_FOUND for a missing session
+            if exc.code() != grpc.StatusCode.NOT_FOUND:
+                raise
+            return False
+        return any(g.session_id == SESSION_ID and
+                   sorted(r.egress_port for r in g.replicas) == sorted(SESSION_PORTS) for g in got)
+
+    def _still_primary(self) -> bool:
+        """Whether the switch takes a Write (of no update) from the controller: the primary
+        check alone."""
+        try:
+            self.conn.write([])
+            return True
+        except Exception:  # noqa: BLE001 — any refusal means it is not primary any more
+            return False
+
+    def snapshot(self) -> tuple[Any, ...]:
+        """(pipeline, cookie), whether the clone session is there, and whether the
+        controller is still primary — read by the controller."""
+        try:
+            return (self.conn.pipeline_cookie(), self._has_session(), self._still_primary())
+        except grpc.RpcError as exc:
+            return ("read failed", exc.code().name)
+
+    # ------------------------------------------------------------------ attackers' tools
+    def channel(self, party: str) -> grpc.Channel:
+        """A channel to the switch with party ``party``'s certificate."""
+        return self.party_tls(party).channel(self.addr)
+
+    def pipeline_request(self, election_id: int, role: str = "") -> p4runtime_pb2.SetForwardingPipelineConfigRequest:
+        req, _ = set_pipeline_request(self.device_id, p4runtime_pb2.Uint128(low=election_id),
+                                      self.p4info, self.device_config, cookie=666)
+        req.role = role
+        return req
+
+    def delete_request(self, election_id: int, role: str = "") -> p4runtime_pb2.WriteRequest:
+        return p4runtime_pb2.WriteRequest(
+            device_id=self.device_id, role=role, election_id=p4runtime_pb2.Uint128(low=election_id),
+            updates=[ent.update(self._session(), "DELETE")])
+
+
+class AttackStream:
+    """An attacker's StreamChannel: arbitration with ``role`` / ``election_id``."""
+
+    def __init__(self, stub: p4runtime_pb2_grpc.P4RuntimeStub, device_id: int,
+                 election_id: Optional[int], role: str = "", config: Any = None) -> None:
+        self._out: "queue.Queue[Optional[p4runtime_pb2.StreamMessageRequest]]" = queue.Queue()
+        arb = p4runtime_pb2.MasterArbitrationUpdate(device_id=device_id)
+        if election_id is not None:
+            arb.election_id.low = election_id
+        if role:
+            arb.role.name = role
+        if config is not None:
+            arb.role.config.CopyFrom(config)
+        self._out.put(p4runtime_pb2.StreamMessageRequest(arbitration=arb))
+        self.call = stub.StreamChannel(iter(self._out.get, None))
+        self._answers: "queue.Queue[Any]" = queue.Queue()
+        threading.Thread(target=self._read, daemon=True, name="attack-stream").start()
+
+    def _read(self) -> None:
+        try:
+            for msg in self.call:
+                self._answers.put(msg)
+        except grpc.RpcError as exc:
+            self._answers.put(exc)
+
+    def answer(self, timeout_s: float = STREAM_ANSWER_S) -> p4runtime_pb2.MasterArbitrationUpdate:
+        """The arbitration answer; AttackFailed when the switch ended the stream."""
+        try:
+            got = self._answers.get(timeout=timeout_s)
+        except queue.Empty:
+            raise AttackFailed("DEADLINE_EXCEEDED", "no arbitration answer") from None
+        if isinstance(got, grpc.RpcError):
+            raise _refusal(got)
+        return got.arbitration
+
+    def primary(self) -> bool:
+        """Whether the switch made this stream primary (AttackFailed if it ended it)."""
+        return self.answer().status.code == code_pb2.OK
+
+    def close(self) -> None:
+        self._out.put(None)
+        self.call.cancel()
+
+
+# ---------------------------------------------------------------------- the attacks
+AttackFn = Callable[[Victim], None]
+"""An attack: raises AttackFailed at the first refused RPC; returns when all went through."""
+
+
+def _rpc(fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except grpc.RpcError as exc:
+        raise _refusal(exc) from None
+
+
+def _takeover(party: str, role: str, push: bool = True) -> AttackFn:
+    """Arbitrate with an election id above the controller's, then delete its clone session
+    and push a pipeline."""
+    def run(v: Victim) -> None:
+        with v.channel(party) as ch:
+            stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
+            eid = CONTROLLER_ELECTION_ID + 1
+            stream = AttackStream(stub, v.device_id, eid, role)
+            try:
+                if not stream.primary():
+                    raise AttackFailed("ALREADY_EXISTS", f"{party} was made a backup")
+                _rpc(lambda: stub.Write(v.delete_request(eid, role), timeout=RPC_TIMEOUT_S))
+                if push:
+                    _rpc(lambda: stub.SetForwardingPipelineConfig(v.pipeline_request(eid, role),
+                                                                  timeout=60))
+            finally:
+                stream.close()
+    return run
+
+
+def _write_without_stream(party: str) -> AttackFn:
+    """A Write with the controller's election id and no stream at all."""
+    def run(v: Victim) -> None:
+        with v.channel(party) as ch:
+            stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
+            _rpc(lambda: stub.Write(v.delete_request(CONTROLLER_ELECTION_ID), timeout=RPC_TIMEOUT_S))
+    return run
+
+
+def _push_without_stream(party: str) -> AttackFn:
+    def run(v: Victim) -> None:
+        with v.channel(party) as ch:
+            stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
+            _rpc(lambda: stub.SetForwardingPipelineConfig(
+                v.pipeline_request(CONTROLLER_ELECTION_ID), timeout=60))
+    return run
+
+
+def _read(party: str) -> AttackFn:
+    """Read the switch's tables and its P4Info (confidentiality of the fabric's state)."""
+    def run(v: Victim) -> None:
+        with v.channel(party) as ch:
+            stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
+            _rpc(lambda: list(stub.Read(p4runtime_pb2.ReadRequest(device_id=v.device_id, entities=[
+                p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry())]), timeout=RPC_TIMEOUT_S)))
+    return run
+
+
+class IdleStream:
+    """A StreamChannel that sends nothing (no arbitration): what a starving client opens."""
+
+    def __init__(self, stub: p4runtime_pb2_grpc.P4RuntimeStub) -> None:
+        self._out: "queue.Queue[Optional[p4runtime_pb2.StreamMessageRequest]]" = queue.Queue()
+        self.call = stub.StreamChannel(iter(self._out.get, None))
+        self.ended = threading.Event()
+        self.call.add_done_callback(lambda _call: self.ended.set())
+
+    def refusal(self) -> Optional[AttackFailed]:
+        """The switch's refusal once the stream ended (None while it is open)."""
+        if not self.ended.is_set():
+            return None
+        code = self.call.code()
+        return AttackFailed(code.name if code is not None else "UNKNOWN", self.call.details() or "")
+
+    def close(self) -> None:
+        self._out.put(None)
+        self.call.cancel()
+
+
+def open_streams(v: Victim, party: str, n: int, settle_s: float = 0.1
+                 ) -> tuple[list[IdleStream], list[AttackFailed], grpc.Channel]:
+    """``n`` idle StreamChannels from ``party`` on one channel, opened one after the
+    other: a stream not ended within ``settle_s`` counts as open (a refused one ends at
+    once). Returns the open ones, the refusals and the channel (close it)."""
+    ch = v.channel(party)
+    stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
+    kept, refused = [], []
+    for _ in range(n):
+        s = IdleStream(stub)
+        s.ended.wait(settle_s)
+        why = s.refusal()
+        (refused.append(why) if why is not None else kept.append(s))
+    return kept, refused, ch
+
+
+def controller_read_ms(v: Victim, reads: int = 20) -> list[float]:
+    """The controller's Read latency (ms), ``reads`` times: the clone session."""
+    req = v.conn.read_request(v._session())
+    out = []
+    for _ in range(reads):
+        t0 = time.perf_counter()
+        list(v.conn.send_read(req))
+        out.append((time.perf_counter() - t0) * 1000.0)
+    return out
+
+
+def _starve(party: str) -> AttackFn:
+    """:data:`STARVATION_STREAMS` idle streams, then the controller's Read must still be
+    answered within :data:`RPC_TIMEOUT_S` (refused: the extra streams were refused and the
+    Read answered)."""
+    def run(v: Victim) -> None:
+        kept, refused, ch = open_streams(v, party, STARVATION_STREAMS)
+        try:
+            try:
+                controller_read_ms(v, reads=3)
+            except grpc.RpcError as exc:
+                raise AttackFailed("OK", f"{len(kept)} streams starved the server: the controller's "
+                                         f"Read failed {exc.code().name}") from None
+            late = [r for r in (s.refusal() for s in kept) if r is not None]
+            refused += late
+            if refused:
+                raise AttackFailed(refused[0].code, f"{len(refused)} of {STARVATION_STREAMS} streams "
+                                                   f"refused: {refused[0].detail}")
+        finally:
+            for s in kept:
+                s.close()
+            ch.close()
+    return run
+
+
+@dataclass(frozen=True, slots=True)
+class Attack:
+    """One line of the attack matrix: who attacks, what it tries, the threat-model claim."""
+
+    name: str
+    attacker: str
+    claim: str
+    run: AttackFn = field(repr=False)
+
+
+def p4rt_attacks(host: str, other_switch: str) -> list[Attack]:
+    """The P4Runtime attack matrix with a host's and another switch's certificates (names
+    of the PKI) besides the monitor's."""
+    return [
+        Attack("host-takeover-own-role", host, "a compromised host cannot program a switch",
+               _takeover(host, "attacker")),
+        Attack("host-takeover-default-role", host, "a compromised host cannot program a switch",
+               _takeover(host, "")),
+        Attack("host-write-no-stream", host, "a compromised host cannot program a switch",
+               _write_without_stream(host)),
+        Attack("host-read", host, "a compromised host cannot read a switch's tables",
+               _read(host)),
+        Attack("switch-takeover-default-role", other_switch,
+               "a compromised switch cannot pose as the controller to another switch",
+               _takeover(other_switch, "")),
+        Attack("switch-write-no-stream", other_switch,
+               "a compromised switch cannot pose as the controller to another switch",
+               _write_without_stream(other_switch)),
+        Attack("monitor-takeover-default-role", MONITOR, "the monitor's key only reads",
+               _takeover(MONITOR, "")),
+        Attack("monitor-takeover-own-role", MONITOR, "the monitor's key only reads",
+               _takeover(MONITOR, "monitor")),
+        Attack("monitor-write-no-stream", MONITOR, "the monitor's key only reads",
+               _write_without_stream(MONITOR)),
+        Attack("monitor-push-pipeline", MONITOR, "only the controller may push a pipeline",
+               _push_without_stream(MONITOR)),
+        Attack("monitor-starves-streams", MONITOR,
+               "no client can starve a switch's P4Runtime server", _starve(MONITOR)),
+    ]
+
+
+def run_attack(v: Victim, attack: Attack) -> Outcome:
+    """Run one attack against the victim; restores the victim's state afterwards."""
+    before = v.snapshot()
+    try:
+        attack.run(v)
+        code, detail, failed = "OK", "every RPC went through", False
+    except AttackFailed as exc:
+        code, detail, failed = exc.code, exc.detail, True
+    after = v.snapshot()
+    kept = after == before
+    if not kept:
+        detail += f" (state changed: {before} -> {after})"
+    try:
+        v.restore()
+    except Exception as exc:  # noqa: BLE001 — say it; the next attack's snapshot shows it
+        detail += f" (restore failed: {exc})"
+    return Outcome(attack.name, attack.claim, failed and kept and code != "OK", code, detail, kept)
+
+
+def run_attacks(v: Victim, attacks: Optional[Sequence[Attack]] = None) -> list[Outcome]:
+    """Every attack (default: :func:`p4rt_attacks` with the PKI's first host and a switch
+    other than the victim's), in order."""
+    if attacks is None:
+        attacks = p4rt_attacks(*default_attackers(v.pki, v.switch))
+    return [run_attack(v, a) for a in attacks]
+
+
+def default_attackers(pki: FabricPki, victim_switch: str) -> tuple[str, str]:
+    """(a host, a switch other than ``victim_switch``) with certificates in ``pki``,
+    chosen by file name (``*.pem`` that are not CAs or trust bundles)."""
+    names = sorted(p.stem for p in pki.root.glob("*.pem")
+                   if not p.name.startswith("ca") and not p.name.endswith(".trust.pem"))
+    hosts = [n for n in names if _kind(pki, n) == "host"]
+    switches = [n for n in names if _kind(pki, n) == "switch" and n != victim_switch]
+    if not hosts or not switches:
+        raise ValueError(f"{pki.root}: no host or no second switch certificate to attack with")
+    return hosts[0], switches[0]
+
+
+def _kind(pki: FabricPki, name: str) -> str:
+    if name in (CONTROLLER, MONITOR):
+        return name
+    issuer = _issuer(pki.files(name).cert)
+    return {"astral-p4 switches CA": "switch", "astral-p4 hosts CA": "host"}.get(issuer, "?")
+
+
+def _issuer(cert: Path) -> str:
+    c = x509.load_pem_x509_certificate(cert.read_bytes())
+    attrs = c.issuer.get_attributes_for_oid(NameOID.COMMON_NAME)
+    return str(attrs[0].value) if attrs else ""
+
+
+# ---------------------------------------------------------------------- the agent protocol
+class RecordingMover:
+    """A host's flows that only record the moves applied (the attacks' witness)."""
+
+    def __init__(self, flows: Sequence[Any]) -> None:
+        self._sport = {f.flow_id: f.sport for f in flows}
+        self.moves: list[tuple[str, int]] = []
+
+    def current_sport(self, flow_id: str) -> int:
+        return self._sport[flow_id]
+
+    def move(self, flow_id: str, sport: int) -> None:
+        self._sport[flow_id] = sport
+        self.moves.append((flow_id, sport))
+
+
+class AgentFabric:
+    """GOR's flow registry (``controller``'s certificate) and two hosts' agents over
+    mutual TLS with a testbed PKI, each host with one flow (ids as agents send them)."""
+
+    HOSTS = ("b0s0", "b1s0")
+
+    def __init__(self, pki_dir: Path, host_ips: dict[str, list[str]]) -> None:
+        from host.agent.registry_client import RegistryClient  # noqa: PLC0415 — heavy: scapy
+        from host.agent.service import Agent  # noqa: PLC0415 — heavy: scapy
+        self.pki = FabricPki.load(Path(pki_dir))
+        self.host_ips = host_ips
+        self.scratch = Path(tempfile.mkdtemp(prefix="astral-attack-"))
+        self.registry = FlowRegistry(MutualTls.from_dir(self.pki.root, CONTROLLER), host_ips)
+        self.server, self.address = serve_registry(self.registry)
+        self.flows, self.movers, self.agents = {}, {}, {}
+        try:
+            for n, host in enumerate(self.HOSTS):
+                src, dst = host_ips[host][0], host_ips[self.HOSTS[1 - n]][0]
+                self.flows[host] = HostFlow(flow_id(src, dst, 7), src, dst, 49152, 7)
+                sec = MutualTls.from_dir(self.pki.root, host)
+                self.movers[host] = RecordingMover([self.flows[host]])
+                self.agents[host] = Agent(sec, self.movers[host], [self.flows[host]],
+                                          registry=RegistryClient(self.address, sec))
+                self.agents[host].start()
+        except BaseException:
+            self.close()
+            raise
+
+    def snapshot(self) -> tuple[Any, ...]:
+        """Each flow's owner and port as GOR's registry knows them, and the moves applied."""
+        owners = []
+        for host, f in self.flows.items():
+            try:
+                owners.append((f.flow_id, self.registry.owner(f.flow_id), self.registry.flow(f.flow_id).sport))
+            except KeyError:
+                owners.append((f.flow_id, None, None))
+        return (tuple(owners), tuple(tuple(m.moves) for m in self.movers.values()))
+
+    def restore(self) -> None:
+        for a in self.agents.values():
+            a.register()
+
+    def close(self) -> None:
+        for a in self.agents.values():
+            a.stop()
+        self.server.stop(0).wait()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def _as(fab: "AgentFabric", party: str) -> Any:
+    """Party ``party``'s mutual-TLS security, trusting every CA of the PKI (an attacker
+    completes its own side of any handshake; CA certificates are public)."""
+    pki = fab.pki
+    every = fab.scratch / "every-ca.pem"
+    every.write_bytes(b"".join(pki.ca_cert(c).read_bytes() for c in ("control", "switches", "hosts")))
+    files = pki.files(party)
+    return MutualTls(TlsFiles(every, files.cert, files.key))
+
+
+def _squat(squatter: str, victim: str) -> Callable[[AgentFabric], None]:
+    """Register the victim's flow id with the squatter's own source address, then see the
+    victim register its own flow."""
+    def run(fab: AgentFabric) -> None:
+        from host.agent.registry_client import RegistryClient  # noqa: PLC0415 — heavy: scapy
+        theirs = fab.flows[victim]
+        mine = fab.host_ips[squatter][0]
+        client = RegistryClient(fab.address, _as(fab, squatter))
+        try:
+            _rpc(lambda: client.register([HostFlow(theirs.flow_id, mine, theirs.dst_ip, 1, theirs.qpn)],
+                                         agent_address="127.0.0.1:1", incarnation="squat"))
+        finally:
+            client.close()
+    return run
+
+
+def _register_as(party: str) -> Callable[[AgentFabric], None]:
+    """A party that is not a host registers a flow of b0s0 in its own name."""
+    def run(fab: AgentFabric) -> None:
+        from host.agent.registry_client import RegistryClient  # noqa: PLC0415 — heavy: scapy
+        client = RegistryClient(fab.address, _as(fab, party), timeout_s=3.0)
+        try:
+            _rpc(lambda: client.register([fab.flows["b0s0"]], agent_address="127.0.0.1:1",
+                                         incarnation="evil"))
+        finally:
+            client.close()
+    return run
+
+
+def _order_as(party: str, target: str) -> Callable[[AgentFabric], None]:
+    """A party that is not the controller sends ``target``'s agent a well-formed move order
+    (a fresh nonce, the right host and 5-tuple, a valid expiry)."""
+    def run(fab: AgentFabric) -> None:
+        sec = _as(fab, party)
+        order = fab.registry.order_message(fab.registry.new_order(fab.flows[target].flow_id, 50001), 5.0)
+        with sec.dial(fab.agents[target].address, target) as ch:
+            reply = _rpc(lambda: agent_pb2_grpc.AgentServiceStub(ch).MoveFlow(
+                order, metadata=sec.metadata(target), timeout=RPC_TIMEOUT_S))
+        if not reply.accepted:
+            raise AttackFailed("NOT_ACCEPTED", reply.reason)
+    return run
+
+
+@dataclass(frozen=True, slots=True)
+class AgentAttack:
+    """One line of the agent protocol's attack matrix."""
+
+    name: str
+    attacker: str
+    claim: str
+    run: Callable[[AgentFabric], None] = field(repr=False)
+
+
+def agent_attacks(switch: str) -> list[AgentAttack]:
+    """The agent protocol's attack matrix (hosts b0s0 and b1s0, a switch's certificate)."""
+    return [
+        AgentAttack("host-squats-flow-id", "b1s0", "a host cannot claim another host's flow id",
+                    _squat("b1s0", "b0s0")),
+        AgentAttack("switch-registers-flows", switch, "only hosts register flows",
+                    _register_as(switch)),
+        AgentAttack("monitor-registers-flows", MONITOR, "only hosts register flows",
+                    _register_as(MONITOR)),
+        AgentAttack("monitor-orders-move", MONITOR, "only the controller orders a host",
+                    _order_as(MONITOR, "b0s0")),
+        AgentAttack("host-orders-move", "b1s0", "a compromised host cannot pose as the controller",
+                    _order_as("b1s0", "b0s0")),
+        AgentAttack("switch-orders-move", switch, "a compromised switch cannot pose as the controller",
+                    _order_as(switch, "b0s0")),
+    ]
+
+
+def run_agent_attack(fab: AgentFabric, attack: AgentAttack) -> Outcome:
+    """One agent-protocol attack; the registry's owners and ports and the moves applied
+    must be the same before and after (and the victim can still register its flow)."""
+    before = fab.snapshot()
+    try:
+        attack.run(fab)
+        code, detail, failed = "OK", "every RPC went through", False
+    except AttackFailed as exc:
+        code, detail, failed = exc.code, exc.detail, True
+    fab.restore()
+    after = fab.snapshot()
+    kept = after == before
+    if not kept:
+        detail += f" (state changed: {before} -> {after})"
+    return Outcome(attack.name, attack.claim, failed and kept and code != "OK", code, detail, kept)
+
+
+def run_agent_attacks(pki_dir: Path, host_ips: dict[str, list[str]], switch: str) -> list[Outcome]:
+    """:func:`agent_attacks` against a fresh :class:`AgentFabric`."""
+    fab = AgentFabric(pki_dir, host_ips)
+    try:
+        return [run_agent_attack(fab, a) for a in agent_attacks(switch)]
+    finally:
+        fab.close()
+
+
+def denied_fraction(outcomes: Sequence[Outcome]) -> float:
+    """The fraction of attacks refused (``security.authz_denied_ok``).
+
+    >>> denied_fraction([Outcome("a", "c", True, "PERMISSION_DENIED", "", True),
+    ...                  Outcome("b", "c", False, "OK", "", False)])
+    0.5
+    """
+    return sum(o.refused for o in outcomes) / len(outcomes) if outcomes else 0.0
+
+
+def iter_table(outcomes: Sequence[Outcome]) -> Iterator[str]:
+    """Markdown rows: attack, refused, code, message."""
+    yield "| attack | refused | code | message |"
+    yield "|---|---|---|---|"
+    for o in outcomes:
+        yield f"| {o.attack} | {'yes' if o.refused else '**no**'} | {o.code} | {o.detail[:160]} |"
+
+
+__all__ = ["AgentAttack", "AgentFabric", "RecordingMover", "agent_attacks", "run_agent_attack",
+           "run_agent_attacks", "READY_TIMEOUT_S", "started_switch", "Attack", "AttackFailed", "AttackStream", "CONTROLLER_ELECTION_ID", "COOKIE", "Outcome",
+           "IdleStream", "STARVATION_STREAMS", "Victim", "controller_read_ms", "default_attackers",
+           "denied_fraction", "iter_table", "open_streams", "p4rt_attacks", "run_attack",
+           "run_attacks"]

@@ -1,0 +1,188 @@
+"""The README's threat model, claim by claim, attacked with the testbed's own certificates
+(``testbed.tls.create_fabric_pki``: the split PKI ``testbed up`` makes, and its
+``p4rt-policy.yaml``) against real processes on 127.0.0.1 (no root).
+
+The agent protocol's claims (flows belong to their source; only the controller orders a
+host) are attacks of the same module on GOR's registry and two hosts' agents, each with
+its own certificate of that PKI: the registry's owners and ports and the moves the hosts
+applied must be the same after.
+
+Each P4Runtime claim is one attack of :mod:`testbed.attacks` against a ``python -m p4sim
+switch`` started with the testbed's own command line (``SwitchLaunch``: the five TLS
+options and ``--p4rt-policy``), after the controller pushed ``p4src/fabric.p4`` and wrote
+a clone session: the attack must be refused with the expected code and message, and a
+Read by the controller before and after must agree (cookie, clone session, still
+primary). The same attacks against a switch that trusts every CA of the fabric (a
+misconfigured ``--grpc-server-cacert``) are refused by the policy alone; without the
+split and the policy (what BMv2 does) they succeed — which is what makes the rest of the
+file able to fail.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from procs import REPO, SwitchProcess
+from testbed.attacks import (Attack, AgentFabric, Outcome, Victim, agent_attacks, default_attackers,
+                             p4rt_attacks, run_agent_attack, run_attack)
+from testbed.pki import FabricPki
+from testbed.targets import SwitchLaunch
+from testbed.tls import create_fabric_pki, policy_path, switch_tls_options
+from topo.model import build_fabric
+
+VICTIM = "b0r0l0"
+DEVICE_ID = 1
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> FabricPki:
+    return create_fabric_pki(build_fabric(), tmp_path_factory.mktemp("build") / "pki")
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    out = tmp_path_factory.mktemp("fabric")
+    p4info, config = out / "fabric.p4info.txtpb", out / "fabric.json"
+    subprocess.run([sys.executable, "-m", "p4sim", "compile", "p4src/fabric.p4", "-I",
+                    "p4src/include", "--p4info", str(p4info), "--config", str(config)],
+                   cwd=REPO, check=True, timeout=300, capture_output=True)
+    return p4info, config
+
+
+def start_testbed_switch(pki: FabricPki, tmp: Path) -> SwitchProcess:
+    """The victim started with exactly the testbed's command line for a p4sim switch."""
+    launch = SwitchLaunch("p4sim", VICTIM, device_id=DEVICE_ID, grpc_addr="127.0.0.1:0",
+                          interfaces={}, log_dir=tmp, pcap_dir=None, tls=pki.files(VICTIM),
+                          p4sim_flags=("--control-port", "0", "--p4rt-policy",
+                                       str(policy_path(pki.root))))
+    cmd = launch.command()
+    return SwitchProcess(cmd[cmd.index("switch") + 1:])
+
+
+@pytest.fixture(scope="module")
+def victim(pki: FabricPki, compiled: tuple[Path, Path],
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Victim]:
+    sw = start_testbed_switch(pki, tmp_path_factory.mktemp("logs"))
+    try:
+        with Victim(sw.grpc_addr, DEVICE_ID, VICTIM, pki.root, *compiled) as v:
+            yield v
+    finally:
+        sw.stop()
+
+
+def attacks(pki: FabricPki) -> dict[str, Attack]:
+    return {a.name: a for a in p4rt_attacks(*default_attackers(pki, VICTIM))}
+
+
+NAMES = [a.name for a in p4rt_attacks("h", "s")]
+#: attack → (code, a part of the message) on the testbed's p4sim switch
+EXPECTED = {
+    "host-takeover-own-role": ("UNAVAILABLE", ""),          # the handshake: not the control CA
+    "host-takeover-default-role": ("UNAVAILABLE", ""),
+    "host-write-no-stream": ("UNAVAILABLE", ""),
+    "host-read": ("UNAVAILABLE", ""),
+    "switch-takeover-default-role": ("UNAVAILABLE", ""),
+    "switch-write-no-stream": ("UNAVAILABLE", ""),
+    "monitor-takeover-default-role": ("PERMISSION_DENIED",
+                                      "identity 'monitor' may not hold role '<default>'"),
+    "monitor-takeover-own-role": ("PERMISSION_DENIED", "the role is read-only"),
+    "monitor-write-no-stream": ("PERMISSION_DENIED", "identity 'monitor' may not hold role '<default>'"),
+    "monitor-push-pipeline": ("PERMISSION_DENIED", "SetForwardingPipelineConfig refused"),
+    "monitor-starves-streams": ("RESOURCE_EXHAUSTED",
+                                "identity 'monitor' already has 8 open StreamChannels"),
+}
+
+
+def check(outcome: Outcome, code: str, message: str) -> None:
+    assert outcome.state_kept, outcome
+    assert outcome.refused and outcome.code == code and message in outcome.detail, outcome
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_p4runtime_claim_on_the_testbeds_p4sim_switch(victim: Victim, pki: FabricPki, name: str) -> None:
+    code, message = EXPECTED[name]
+    check(run_attack(victim, attacks(pki)[name]), code, message)
+
+
+def test_the_policy_alone_refuses_hosts_and_switches(pki: FabricPki, compiled: tuple[Path, Path],
+                                                    tmp_path: Path) -> None:
+    """A switch whose --grpc-server-cacert trusts every CA of the fabric: the handshake
+    lets a host and a switch in, the policy refuses them by name."""
+    every_ca = tmp_path / "every-ca.pem"
+    every_ca.write_bytes(b"".join(pki.ca_cert(c).read_bytes() for c in ("control", "switches", "hosts")))
+    f = pki.files(VICTIM)
+    opts = switch_tls_options(f)
+    opts[opts.index("--grpc-server-cacert") + 1] = str(every_ca)
+    sw = SwitchProcess(["--no-p4", "--device-id", str(DEVICE_ID), "--control-port", "0",
+                        "--p4rt-policy", str(policy_path(pki.root)), "--",
+                        "--grpc-server-addr", "127.0.0.1:0", *opts])
+    host, other = default_attackers(pki, VICTIM)
+    try:
+        with Victim(sw.grpc_addr, DEVICE_ID, VICTIM, pki.root, *compiled) as v:
+            by = attacks(pki)
+            for name, who in (("host-takeover-own-role", host), ("host-write-no-stream", host),
+                              ("host-read", host), ("switch-takeover-default-role", other),
+                              ("switch-write-no-stream", other)):
+                check(run_attack(v, by[name]), "PERMISSION_DENIED",
+                      f"identity {who!r} holds no role on this switch")
+    finally:
+        sw.stop()
+
+
+def test_without_the_split_and_the_policy_the_attacks_work(pki: FabricPki, compiled: tuple[Path, Path],
+                                                         tmp_path: Path) -> None:
+    """What BMv2 does, and p4sim did before issue 28: any certificate of one fabric CA
+    programs the switch. The attacks above are real attacks."""
+    one = FabricPki.create(tmp_path / "one-ca", [VICTIM, "controller", "monitor", "b0s0", "b0r1l0"])
+    sw = SwitchProcess(["--no-p4", "--device-id", str(DEVICE_ID), "--control-port", "0", "--",
+                        "--grpc-server-addr", "127.0.0.1:0", *switch_tls_options(one.files(VICTIM))])
+    try:
+        # the single-CA PKI has no switches' CA file: ca_cert() gives ca.pem for any
+        with Victim(sw.grpc_addr, DEVICE_ID, VICTIM, one.root, *compiled) as v:
+            by = {a.name: a for a in p4rt_attacks("b0s0", "b0r1l0")}
+            for name in ("host-takeover-own-role", "host-write-no-stream", "switch-takeover-default-role",
+                         "monitor-push-pipeline"):
+                got = run_attack(v, by[name])
+                assert not got.refused and got.code == "OK" and not got.state_kept, got
+    finally:
+        sw.stop()
+
+
+# ---------------------------------------------------------------------- the agent protocol
+AGENT_NAMES = [a.name for a in agent_attacks("s")]
+AGENT_EXPECTED = {
+    "host-squats-flow-id": ({"PERMISSION_DENIED"}, "not of b1s0 (squatting refused)"),
+    "switch-registers-flows": ({"PERMISSION_DENIED"}, f"{VICTIM} is not a host of the fabric"),
+    "monitor-registers-flows": ({"UNAVAILABLE", "DEADLINE_EXCEEDED"}, ""),   # the hosts' CA only
+    "monitor-orders-move": ({"PERMISSION_DENIED"}, "only controller may call the agent of b0s0, not monitor"),
+    "host-orders-move": ({"UNAVAILABLE"}, ""),            # an agent trusts the control CA only
+    "switch-orders-move": ({"UNAVAILABLE"}, ""),
+}
+
+
+@pytest.fixture(scope="module")
+def agents(pki: FabricPki) -> Iterator[AgentFabric]:
+    fabric = build_fabric()
+    fab = AgentFabric(pki.root, {h.name: [n.ip for n in h.nics] for h in fabric.hosts})
+    try:
+        yield fab
+    finally:
+        fab.close()
+
+
+@pytest.mark.parametrize("name", AGENT_NAMES)
+def test_agent_protocol_claim(agents: AgentFabric, name: str) -> None:
+    codes, message = AGENT_EXPECTED[name]
+    got = run_agent_attack(agents, {a.name: a for a in agent_attacks(VICTIM)}[name])
+    assert got.state_kept and got.refused and got.code in codes and message in got.detail, got
+
+
+def test_the_squatted_flows_owner_registers_it(agents: AgentFabric) -> None:
+    run_agent_attack(agents, {a.name: a for a in agent_attacks(VICTIM)}["host-squats-flow-id"])
+    fid = agents.flows["b0s0"].flow_id
+    assert agents.agents["b0s0"].register() == 1 and agents.registry.owner(fid) == "b0s0"
+    assert agents.registry.squats >= 1
