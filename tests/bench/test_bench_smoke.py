@@ -11,6 +11,7 @@ import pytest
 
 from bench import all_benchmarks, run_benchmarks, select
 from bench.__main__ import main
+from bench.native_bench import bench_fabric_leaf
 from bench.p4sim_bench import (
     crc16_arc,
     longest_match,
@@ -22,6 +23,7 @@ from bench.p4sim_bench import (
     verify,
 )
 from bench.results import BenchCheckError, BenchConfig, Figure, format_table, merge_results
+from p4sim.native import compiler_status
 from p4sim.runtime.tables import ActionCall, Lpm
 
 TINY = BenchConfig(duration_s=0.05, runs=1, warmup_s=0.0)
@@ -50,6 +52,19 @@ def test_every_benchmark_runs_and_merges_json(tmp_path: Path) -> None:
     for name, unit in P4SIM_FIGURES.items():
         assert data[name]["unit"] == unit
         assert data[name]["value"] > 0
+
+
+def test_native_fabric_leaf_measures_both_engines() -> None:
+    """``native.fabric_leaf`` checks every frame on both engines before timing them."""
+    if not compiler_status()[0]:
+        pytest.skip(f"native path: {compiler_status()[1]}")
+    figures = bench_fabric_leaf(TINY)
+    assert {n: f.unit for n, f in figures.items()} == {
+        "p4sim.native.pps.fabric_leaf": "pps", "p4sim.native.pps.fabric_leaf_per_call": "pps",
+        "p4sim.native.pps.fabric_leaf_python": "pps", "p4sim.native.speedup.fabric_leaf": "ratio",
+        "p4sim.native.pps_per_core.fabric_leaf": "pps/core",
+        "p4sim.native.pps_per_core.fabric_leaf_python": "pps/core"}
+    assert all(f.value > 0 for f in figures.values())
 
 
 def test_registry_and_selection() -> None:
