@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence, Union
 
 from bench import (fabric_bench, fornax_bench, fuzz_bench, gor_bench, host_bench, monitor_bench,
-                   p4sim_bench, security_bench, switch_bench, tccl_bench, testbed_bench,
-                   topo_bench, veth_overload)
+                   native_bench, p4sim_bench, security_bench, switch_bench, tccl_bench,
+                   testbed_bench, topo_bench, veth_overload)
 from bench.results import DEFAULT_OUTPUT, BenchConfig, Benchmark, Figure, merge_results
 
 
@@ -27,7 +27,7 @@ def all_benchmarks() -> tuple[Benchmark, ...]:
     from bench import sim as sim_bench  # noqa: PLC0415 — heavy: numpy
 
     return (tuple(p4sim_bench.BENCHMARKS) + tuple(switch_bench.BENCHMARKS)
-            + tuple(veth_overload.BENCHMARKS)
+            + tuple(veth_overload.BENCHMARKS) + tuple(native_bench.BENCHMARKS)
             + tuple(fabric_bench.BENCHMARKS) + tuple(topo_bench.BENCHMARKS)
             + tuple(testbed_bench.BENCHMARKS) + tuple(tccl_bench.BENCHMARKS)
             + tuple(host_bench.BENCHMARKS) + tuple(gor_bench.BENCHMARKS)
@@ -38,8 +38,8 @@ def all_benchmarks() -> tuple[Benchmark, ...]:
 
 def groups() -> list[str]:
     """The benchmark groups, in run order:
-    ``groups() == ["p4sim", "switch", "fabric", "topo", "testbed", "tccl", "host", "gor",
-    "security", "fuzz", "sim"]``."""
+    ``groups() == ["p4sim", "switch", "native", "fabric", "topo", "testbed", "tccl", "host",
+    "gor", "security", "fuzz", "sim", "monitor", "fornax"]``."""
     out: list[str] = []
     for b in all_benchmarks():
         if b.group not in out:

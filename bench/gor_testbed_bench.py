@@ -8,7 +8,11 @@ scenario, seed 7) on a fabric brought up for it:
 * ``gor.max_util_after_pct`` — the busiest of the source leaf's uplinks after the last
   move settled, mean packets/s in % of the uplink queue rate (GOR's basis; goal < 75);
 * ``gor.drops_during_move`` — the switches' drop counters summed over every fabric
-  link from the first order to the last move settled (goal 0).
+  link from the first order to the last move settled (goal 0);
+* ``testbed.flow_pps.default`` — the rate the story's elephants run at: each flow's data
+  packets received by its NIC emulator over the story's duration, median over the flows
+  (issue 32's goal: thousands per elephant; the default is
+  ``scenarios.common.DEFAULT_FLOW_RATE_PPS``).
 
 ``gor.dead_link`` — one run of ``SCENARIO=dead-link`` (:func:`scenarios.link_failure.run_link_failure`
 with ``silent=True``, seed 7): a leaf uplink dies silently (only its spine end goes down,
@@ -54,7 +58,8 @@ from scenarios.link_failure import run_link_failure
 from scenarios.story import run_story
 from testbed.traffic import testbed_unavailable, testbed_up
 
-FIGURES = ("gor.loop_s", "gor.max_util_after_pct", "gor.drops_during_move")
+FIGURES = ("gor.loop_s", "gor.max_util_after_pct", "gor.drops_during_move",
+           "testbed.flow_pps.default")
 DEAD_LINK_FIGURES = ("gor.dead_link_detect_s", "gor.dead_link_lost_pkts")
 RESTART_FIGURES = ("gor.switch_reconcile_s", "gor.switch_lost_s")
 DETOUR_FIGURES = ("gor.detour_write_s", "gor.detour_lost_before", "gor.detour_lost_after")
@@ -75,15 +80,32 @@ def _live_testbed(name: str, figures: Sequence[str]) -> Iterator[Optional[tuple[
         yield tb, tmp
 
 
+def flow_pps(delivery: dict[str, tuple[int, int]], duration_s: float) -> Optional[float]:
+    """Median over the flows of packets received / ``duration_s`` (``delivery``: label →
+    (sent, received), as ``StoryResult.delivery``); None without flows.
+
+    >>> flow_pps({"a": (3000, 2990), "b": (3000, 2400), "c": (10, 0)}, 12.0)
+    200.0
+    """
+    rates = sorted(received / duration_s for _sent, received in delivery.values())
+    if not rates or duration_s <= 0:
+        return None
+    mid = len(rates) // 2
+    return round(rates[mid] if len(rates) % 2 else (rates[mid - 1] + rates[mid]) / 2, 1)
+
+
 def bench_story(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — one live run
     """One run of ``scenarios.story.run_story`` on a fabric brought up for it."""
     with _live_testbed("story", FIGURES) as live:
         if live is None:
             return {}
         tb, tmp = live
-        res = run_story(tb.fabric, tb.programmer, tb.state, tb.save_state,
-                        ScenarioOptions(seed=7, runs_root=tmp / "runs"))
+        opts = ScenarioOptions(seed=7, runs_root=tmp / "runs")
+        res = run_story(tb.fabric, tb.programmer, tb.state, tb.save_state, opts)
     out: dict[str, Figure] = {}
+    pps = flow_pps(res.delivery, opts.duration_s)
+    if pps is not None:
+        out["testbed.flow_pps.default"] = Figure(pps, "pps")
     if res.loop_s is not None:
         out["gor.loop_s"] = Figure(res.loop_s, "s")
     if res.max_util_after_pct is not None:

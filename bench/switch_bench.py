@@ -84,9 +84,11 @@ class SwitchProcess:
         12345 127.0.0.1:40123 1.2
     """
 
-    def __init__(self, program: Path, ports: Sequence[tuple[int, str]] = ()) -> None:
+    def __init__(self, program: Path, ports: Sequence[tuple[int, str]] = (),
+                 engine: Optional[str] = None) -> None:
         self.program = program
         self.ports = list(ports)
+        self.engine = engine
         self.proc: Optional[subprocess.Popen[bytes]] = None
         self.ready_s = 0.0
         self.grpc_addr = ""
@@ -95,10 +97,11 @@ class SwitchProcess:
 
     @classmethod
     @contextmanager
-    def run(cls, program: Path = PROGRAM,
-            ports: Sequence[tuple[int, str]] = ()) -> Iterator["SwitchProcess"]:
-        """Start the switch, wait for its ready line, stop it on exit."""
-        sw = cls(program, ports)
+    def run(cls, program: Path = PROGRAM, ports: Sequence[tuple[int, str]] = (),
+            engine: Optional[str] = None) -> Iterator["SwitchProcess"]:
+        """Start the switch (``--engine engine`` when given), wait for its ready line,
+        stop it on exit."""
+        sw = cls(program, ports, engine)
         try:
             sw.start()
             yield sw
@@ -113,6 +116,8 @@ class SwitchProcess:
     def start(self) -> None:
         """Start the process and wait (bounded) for ``p4sim switch ready: grpc HOST:PORT``."""
         cmd = [sys.executable, "-m", "p4sim", "switch", str(self.program), "--control-port", "0"]
+        if self.engine is not None:
+            cmd += ["--engine", self.engine]
         for num, iface in self.ports:
             cmd += ["-i", f"{num}@{iface}"]
         cmd += ["--", "--grpc-server-addr", "127.0.0.1:0"]
@@ -452,8 +457,10 @@ def _check_forwarding(tx: socket.socket, rx: socket.socket, frames: Sequence[byt
                               f"({'unchanged' if got == probe[:len(got)] else 'modified'})")
 
 
-def run_pps_veth(config: BenchConfig) -> dict[str, Figure]:
-    """``p4sim.pps.veth``; returns no figure (and says why) when not root."""
+def run_pps_veth(config: BenchConfig, engine: str = "python",
+                 figure: str = "p4sim.pps.veth") -> dict[str, Figure]:
+    """``p4sim.pps.veth`` (the switch on ``engine``); returns no figure (and says why)
+    when not root."""
     why = veth_available()
     if why is not None:
         print(f"switch.pps_veth: skipped, {why}; p4sim.pps.veth not written",
@@ -462,7 +469,7 @@ def run_pps_veth(config: BenchConfig) -> dict[str, Figure]:
     frames = make_frames()
     with veth_pairs(2) as pairs:
         (sw1, host1), (sw2, host2) = pairs
-        with SwitchProcess.run(PROGRAM, [(1, sw1), (2, sw2)]) as sw, \
+        with SwitchProcess.run(PROGRAM, [(1, sw1), (2, sw2)], engine) as sw, \
                 P4RuntimeClient.connect(sw.grpc_addr) as client:
             client.push_pipeline(PROGRAM)
             client.write([client.exact_update("FwdIngress.port_fwd", 1, FORWARD, 2),
@@ -479,7 +486,7 @@ def run_pps_veth(config: BenchConfig) -> dict[str, Figure]:
                     forward_rate(tx, rx, frames, config.warmup_s)
                 rates = [forward_rate(tx, rx, frames, config.duration_s)
                          for _ in range(config.runs)]
-    return {"p4sim.pps.veth": Figure(round(median(rates), 1), "pps")}
+    return {figure: Figure(round(median(rates), 1), "pps")}
 
 
 BENCHMARKS = (

@@ -215,9 +215,11 @@ def _route(client: P4RuntimeClient) -> None:
 
 
 # ---------------------------------------------------------------------- the benchmark
-def run_overload(config: BenchConfig) -> dict[str, Figure]:
-    """The ``p4sim.pps.veth_overload*`` figures and ``recovery_s``; none (and why, on stderr) when the
-    veths cannot be made."""
+def run_overload(config: BenchConfig, engine: str = "python",
+                 prefix: str = "p4sim") -> dict[str, Figure]:
+    """The ``p4sim.pps.veth_overload*`` figures and ``recovery_s`` of the switch on
+    ``engine`` (names under ``prefix``: ``p4sim.native`` for the native path's); none (and
+    why, on stderr) when the veths cannot be made."""
     why = veth_available()
     if why is not None:
         print(f"switch.pps_veth_overload: skipped, {why}; p4sim.pps.veth_overload not "
@@ -227,7 +229,7 @@ def run_overload(config: BenchConfig) -> dict[str, Figure]:
     frame = ipv4_frame()
     with veth_pairs(2) as pairs:
         (sw1, host1), (sw2, host2) = pairs
-        with SwitchProcess.run(PROGRAM, [(1, sw1), (2, sw2)]) as sw, \
+        with SwitchProcess.run(PROGRAM, [(1, sw1), (2, sw2)], engine) as sw, \
                 P4RuntimeClient.connect(sw.grpc_addr) as client:
             client.push_pipeline(PROGRAM)
             _route(client)
@@ -261,11 +263,12 @@ def run_overload(config: BenchConfig) -> dict[str, Figure]:
             check_forwarding(host1, host2, [ipv4_frame(seq=i) for i in range(11, 21)])
             with ControlClient(sw.control_addr) as ctl:
                 dropped = ctl.port_counters(1)[1]["rx_dropped"] - dropped0
-    return {"p4sim.pps.veth_overload": Figure(round(median(rates), 1), "pps"),
-            "p4sim.pps.veth_overload_offered": Figure(round(median(offered), 1), "pps"),
-            "p4sim.pps.veth_overload_dropped": Figure(round(dropped / overload_s, 1), "pps"),
-            "p4sim.veth_overload.recovery_s": Figure(round(recovery_s, 3), "s"),
-            "p4sim.veth_overload.switch_cores": Figure(round(cores, 2), "cores")}
+    return {f"{prefix}.pps.veth_overload": Figure(round(median(rates), 1), "pps"),
+            f"{prefix}.pps.veth_overload_offered": Figure(round(median(offered), 1), "pps"),
+            f"{prefix}.pps.veth_overload_dropped": Figure(round(dropped / overload_s, 1), "pps"),
+            f"{prefix}.veth_overload.recovery_s": Figure(round(recovery_s, 3), "s"),
+            f"{prefix}.veth_overload.switch_cores": Figure(round(cores, 2), "cores"),
+            f"{prefix}.pps_per_core.veth_overload": Figure(round(median(rates) / max(cores, 1e-9), 1), "pps/core")}
 
 
 BENCHMARKS = (

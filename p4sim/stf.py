@@ -38,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from p4sim.native import make_switch
 from p4sim.stf_grammar import StfCommand, StfError, parse_stf
 
 __all__ = [
@@ -125,6 +126,7 @@ class StfResult:
     notes: list[str] = field(default_factory=list)     # command output (reads) and remarks
     switch_errors: list[str] = field(default_factory=list)
     trace: list[str] = field(default_factory=list)     # switch log (when asked for)
+    engine: str = "python"                              # the engine that ran it (p4sim.native)
 
     def report(self) -> str:
         """Human-readable summary: PASS, or every failure with expected vs received."""
@@ -215,9 +217,13 @@ def release_points(commands: list[StfCommand]) -> list[int]:
 
 def run_stf_text(program: Any, text: str, file: str = "<stf>", *,
                  log: Optional[Callable[[str], None]] = None,
-                 clock: Optional[Callable[[], int]] = None) -> StfResult:
+                 clock: Optional[Callable[[], int]] = None,
+                 engine: str = "python") -> StfResult:
     """Run STF ``text`` against an already loaded program (a fresh switch), in the order
     BMv2 processes it under p4c's runner (:func:`release_points`).
+
+    ``engine``: ``python`` (the reference, with the per-packet trace), ``native`` or
+    ``auto`` (:func:`p4sim.native.make_switch`; the native path writes no trace).
 
     STF problems (syntax, unknown table, ...) give a failed result whose first failure
     is the :class:`StfError` text; they are not raised.
@@ -234,9 +240,12 @@ def run_stf_text(program: Any, text: str, file: str = "<stf>", *,
 
     # p4c's runner gives BMv2 the file's packets at once: each is received, and holds its
     # PHV, before the earlier ones leave, so none sees another's header fields
-    switch = V1ModelSwitch(program, log=sink, clock=clock, reuse_headers=False)
+    if engine == "python":
+        switch: Any = V1ModelSwitch(program, log=sink, clock=clock, reuse_headers=False)
+    else:
+        switch = make_switch(program, engine=engine, clock=clock, reuse_headers=False)
     target = StfTarget(program, notes_file=file)
-    result = StfResult(passed=False, trace=trace)
+    result = StfResult(passed=False, trace=trace, engine=getattr(switch, "engine", "python"))
     expected: dict[int, list[Expectation]] = {}
     received: dict[int, list[bytes]] = {}
     try:
@@ -279,7 +288,7 @@ def run_stf_text(program: Any, text: str, file: str = "<stf>", *,
 
 def run_stf(program_path: str, stf_path: str, include_dirs: Optional[list[str]] = None, *,
             log: Optional[Callable[[str], None]] = None,
-            clock: Optional[Callable[[], int]] = None) -> StfResult:
+            clock: Optional[Callable[[], int]] = None, engine: str = "python") -> StfResult:
     """Compile ``program_path`` (raises :class:`p4sim.errors.P4Error` when it does not
     compile) and run the STF file ``stf_path`` against it.
 
@@ -289,9 +298,9 @@ def run_stf(program_path: str, stf_path: str, include_dirs: Optional[list[str]] 
         >>> r.passed                                                                       # doctest: +SKIP
         True
     """
-    from p4sim import engine
+    from p4sim.engine import load_program
 
     with open(stf_path, encoding="utf-8") as f:
         text = f.read()
-    program = engine.load_program(program_path, list(include_dirs or []))
-    return run_stf_text(program, text, stf_path, log=log, clock=clock)
+    program = load_program(program_path, list(include_dirs or []))
+    return run_stf_text(program, text, stf_path, log=log, clock=clock, engine=engine)

@@ -61,7 +61,20 @@ from testbed.traffic import NicFleet, NicOptions
 
 GOR_DIR = Path(__file__).resolve().parents[1] / "build" / "gor"
 SAMPLE_ONE_IN_N = 1
-"""Sampling ratio on alarmed ports: every packet (the story's uplinks carry ~350 pps)."""
+"""Sampling ratio on alarmed ports at the old testbed rates (uplinks of ~350 pps): every
+packet. At higher rates :func:`sample_one_in_n` keeps GOR's samples near that many per
+second per uplink."""
+SAMPLES_PER_S = 350.0
+
+
+def sample_one_in_n(uplink_rate_pps: float) -> int:
+    """One packet in N sampled on an alarmed uplink draining ``uplink_rate_pps``, so that
+    GOR gets about :data:`SAMPLES_PER_S` samples a second whatever the flow rates.
+
+    >>> sample_one_in_n(343), sample_one_in_n(45716)
+    (1, 131)
+    """
+    return max(SAMPLE_ONE_IN_N, round(uplink_rate_pps / SAMPLES_PER_S))
 MIN_SAMPLES = 100
 SAMPLES_PER_FLOW = 16
 """Samples per flow on a link before its elephants are ranked (capped by ``MIN_SAMPLES``):
@@ -250,7 +263,7 @@ class GorSession:
         else:
             self.pki = agent_pki(self.state, hosts, self.run_dir, self.say)
         o = self.opts
-        settings = LoopSettings(period_s=o.period_s, one_in_n=SAMPLE_ONE_IN_N, window_s=2.0,
+        settings = LoopSettings(period_s=o.period_s, one_in_n=sample_one_in_n(self.rate_pps), window_s=2.0,
                                 min_samples=MIN_SAMPLES, samples_per_flow=SAMPLES_PER_FLOW,
                                 cooldown_s=o.duration_s + 10, confirm_timeout_s=3.0)
         nominal = {(sw.name, p): self.rate_pps for sw in self.fabric.switches for p in sw.ports}
@@ -469,5 +482,6 @@ def restart_after_moves(switch: str, restart: Callable[[str], Any], sessions: li
 
 
 __all__ = ["GOR_DIR", "GorSession", "MIN_SAMPLES", "RestartRecord", "SAMPLES_PER_FLOW", "SAMPLE_ONE_IN_N",
+           "SAMPLES_PER_S", "sample_one_in_n",
            "SwitchRestartRecord", "Tick", "agent_pki", "restart_after_moves", "source_uplinks",
            "write_credentials"]

@@ -66,7 +66,9 @@ REPO = Path(__file__).resolve().parents[1]
 READY_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 10.0
 DEBIAN_DIST_PACKAGES = Path("/usr/lib/python3/dist-packages")
-APT_PACKAGES = ("mininet", "iputils-ping", "bridge-utils", "ethtool", "tcpdump")
+APT_PACKAGES = ("mininet", "iputils-ping", "bridge-utils", "ethtool", "tcpdump", "gcc")
+"""What the testbed needs; gcc builds p4sim's native path (p4sim/README.md, "The native path";
+without it the switches run on the Python engine, said once)."""
 APT_COMMAND = "apt-get update -q && apt-get install -y " + " ".join(APT_PACKAGES)
 MONITOR_PACKAGES = {"prometheus": "prometheus", "chromium": "chromium",
                     "chromium-driver": "chromedriver", "nftables": "nft"}
@@ -108,7 +110,7 @@ def load_mininet() -> ModuleType:
 def missing_tools() -> list[str]:
     """Debian packages the testbed needs that are not installed (by their commands)."""
     probes = {"mininet": "mnexec", "iputils-ping": "ping", "ethtool": "ethtool",
-              "tcpdump": "tcpdump", "bridge-utils": "brctl"}
+              "tcpdump": "tcpdump", "bridge-utils": "brctl", "gcc": "gcc"}
     return [pkg for pkg, tool in probes.items()
             if shutil.which(tool) is None and not Path("/usr/sbin", tool).exists()]
 

@@ -50,6 +50,7 @@ def restore_member(profile: ActionProfile, member: Member) -> None:
     profile.members[member.member_id] = member
     profile._member_refs[member.member_id] = 0
     profile._member_handles.add(member.handle)
+    profile.version += 1
 
 
 def restore_group(profile: ActionProfile, group: Group) -> None:
@@ -59,6 +60,7 @@ def restore_group(profile: ActionProfile, group: Group) -> None:
     profile._group_handles.add(group.handle)
     for m in group.member_ids:
         profile._member_refs[m] += 1
+    profile.version += 1
 
 
 def meter_cells(meter_array: Any) -> dict[int, Any]:

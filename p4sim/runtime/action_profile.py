@@ -92,6 +92,8 @@ class ActionProfile:
         self._group_handles: set[int] = set()
         self._member_refs: dict[int, int] = {}   # member_id -> groups + entries using it
         self._group_refs: dict[int, int] = {}    # group_id -> entries using it
+        #: bumped by every change of the members or groups (read by :mod:`p4sim.native`)
+        self.version = 0
 
     # ------------------------------------------------------------------ members
     def _validate_action(self, action: "ActionCall") -> None:
@@ -111,6 +113,7 @@ class ActionProfile:
         self._member_handles.add(member.handle)
         self.members[member_id] = member
         self._member_refs[member_id] = 0
+        self.version += 1
         return member
 
     def modify_member(self, member_id: int, action: "ActionCall") -> None:
@@ -118,6 +121,7 @@ class ActionProfile:
         member = self._member(member_id)
         self._validate_action(action)
         member.action = action
+        self.version += 1
 
     def delete_member(self, member_id: int) -> None:
         """Remove an unused member."""
@@ -128,6 +132,7 @@ class ActionProfile:
         del self.members[member_id]
         del self._member_refs[member_id]
         self._member_handles.discard(member.handle)
+        self.version += 1
 
     def _member(self, member_id: int) -> Member:
         member = self.members.get(member_id)
@@ -224,6 +229,7 @@ class ActionSelector(ActionProfile):
         self._group_refs[group_id] = 0
         for m in member_ids:
             self._member_refs[m] += 1
+        self.version += 1
 
     def modify_group(self, group_id: int, member_ids: Sequence[int]) -> None:
         """Replace a group's members."""
@@ -235,6 +241,7 @@ class ActionSelector(ActionProfile):
             self._member_refs[m] += 1
         group.member_ids = list(member_ids)
         group.by_handle = sorted(members, key=lambda m: m.handle)
+        self.version += 1
 
     def delete_group(self, group_id: int) -> None:
         """Remove a group no table entry uses (its members stay)."""
@@ -246,6 +253,7 @@ class ActionSelector(ActionProfile):
         del self.groups[group_id]
         del self._group_refs[group_id]
         self._group_handles.discard(group.handle)
+        self.version += 1
 
     def _group(self, group_id: int) -> Group:
         group = self.groups.get(group_id)

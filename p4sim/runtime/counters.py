@@ -92,9 +92,9 @@ class CounterArray:
 
     def reset(self, index: int | None = None) -> None:
         """Zero one cell, or all of them when ``index`` is None."""
-        if index is None:
-            self._packets = [0] * self.size
-            self._bytes = [0] * self.size
+        if index is None:       # in place: the native path shares the cells
+            self._packets[:] = [0] * self.size
+            self._bytes[:] = [0] * self.size
             return
         self._check(index)
         self._packets[index] = 0

@@ -59,5 +59,5 @@ class RegisterArray:
         return list(self._cells)
 
     def reset(self) -> None:
-        """All cells back to zero."""
-        self._cells = [0] * self.size
+        """All cells back to zero (in place: the native path shares the cells)."""
+        self._cells[:] = [0] * self.size

@@ -305,6 +305,9 @@ class Table:
         self.direct_meter = direct_meter
         self.support_timeout = support_timeout
         self.last_meter_color: Optional[int] = None
+        #: bumped by every change of the entries or the default action (the native path,
+        #: :mod:`p4sim.native`, copies a table into its own lookup structures when it moves)
+        self.version = 0
 
         self._match_idx = tuple(i for i, k in enumerate(self.keys) if k.match_kind != "selector")
         self._sel_spec = tuple((i, k.width) for i, k in enumerate(self.keys) if k.match_kind == "selector")
@@ -466,6 +469,7 @@ class Table:
             self.implementation.drop_ref(entry.action)
         entry.action = action
         entry._result = self._result_for(entry)
+        self.version += 1
         return entry
 
     def delete_entry(self, matches: Sequence[Match], priority: int = 0) -> TableEntryState:
@@ -512,11 +516,13 @@ class Table:
         self._check_default(action)
         self.default_action = action
         self._miss = self._make_miss()
+        self.version += 1
 
     def reset_default_action(self) -> None:
         """Back to the program's default action."""
         self.default_action = self.initial_default_action
         self._miss = self._make_miss()
+        self.version += 1
 
     # ------------------------------------------------------------------ indexes
     def _lpm_split(self, entry: TableEntryState) -> tuple[int, tuple]:
@@ -532,6 +538,7 @@ class Table:
                             for plen, d in sorted(self._lpm_dicts.items(), reverse=True) if d]
 
     def _index_add(self, entry: TableEntryState) -> None:
+        self.version += 1
         if self.mode == "exact":
             self._exact[entry._ident[0]] = entry
         elif self.mode == "lpm":
@@ -553,6 +560,7 @@ class Table:
             lst.insert(lo, entry)
 
     def _index_remove(self, entry: TableEntryState) -> None:
+        self.version += 1
         if self.mode == "exact":
             del self._exact[entry._ident[0]]
         elif self.mode == "lpm":

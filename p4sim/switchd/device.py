@@ -27,6 +27,15 @@ On a port with PFC disabled a PFC frame is an ordinary frame.
 Frames that egress on ``cpu_port`` go to ``on_packet_in`` (set by the server) instead of
 a port. Frames for a port that does not exist are counted in ``stats["no_port"]``.
 
+Engines (``engine``): ``python`` runs the program on the Python engine and the Python
+ports, buffer, traffic manager and worker above. ``auto`` / ``native``
+(:func:`p4sim.native.make_switch`) run the program's native code where it has one; and
+when every port is an AF_PACKET socket and there is no per-packet trace, the ports,
+ingress buffer, traffic manager and worker run in C too (:mod:`.fastpath`: ``recvmmsg``/
+``sendmmsg``, one thread per direction, the same queueing, PFC, queue metadata and pcap
+captures), with
+``device.lock`` holding the C pipeline. ``data_plane`` says which runs.
+
 Example::
 
     >>> dev = SwitchDevice(device_id=0)
@@ -38,6 +47,7 @@ Example::
 """
 from __future__ import annotations
 
+import ctypes
 import logging
 import threading
 import time
@@ -45,9 +55,13 @@ from typing import Any, Callable, Optional, Sequence
 
 from p4sim.device import PacketInFn
 from p4sim.engine.program import CompiledProgram
+from p4sim.native import make_switch
+from p4sim.native.switch import NativeSwitch
+from p4sim.switchd.fastpath import (_PACKET_IN, NativeTM, PipelineLock, PythonPipe, dataplane_lib,
+                                   native_pipe)
 from p4sim.switchd.ingress import DEFAULT_CAPACITY_PKTS, IngressBuffer
 from p4sim.switchd.pfc import PFC_DST, parse_pfc
-from p4sim.switchd.ports import RX_BATCH, InProcessPort, Port
+from p4sim.switchd.ports import RX_BATCH, InProcessPort, Port, RawSocketPort
 from p4sim.switchd.tm import DEFAULT_DEPTH_PKTS, DEFAULT_LINE_RATE_GBPS, Dequeued, TrafficManager
 from p4sim.v1model.switch import EgressWork, QueueMeta, V1ModelSwitch
 
@@ -70,18 +84,25 @@ class SwitchDevice:
                  queue_rate_pps: float = 0.0, line_rate_gbps: float = DEFAULT_LINE_RATE_GBPS,
                  pfc_enabled: bool = True, pfc_passthrough: bool = False,
                  trace: Optional[TraceFn] = None,
-                 ingress_buffer_pkts: int = INGRESS_BUFFER_PKTS) -> None:
+                 ingress_buffer_pkts: int = INGRESS_BUFFER_PKTS, engine: str = "python") -> None:
         self.device_id = device_id
         self.cpu_port = cpu_port
-        self.lock = threading.RLock()
+        self.engine = engine
+        self.lock = PipelineLock()
         self.program: Optional[CompiledProgram] = None
         self.on_packet_in: Optional[PacketInFn] = None
         self.digest_event = threading.Event()
         self.priority_queues = priority_queues
-        self.pfc_passthrough = pfc_passthrough
+        self._pfc_passthrough = pfc_passthrough
         self.trace = trace
         start = time.monotonic_ns()
+        self.clock_start_ns = start
         self.clock_us: Callable[[], int] = lambda: (time.monotonic_ns() - start) // 1000
+        self._settings = dict(depth=queue_depth_pkts, rate=queue_rate_pps, line=line_rate_gbps,
+                              pfc=pfc_enabled, ingress=ingress_buffer_pkts)
+        self._dp: Optional[int] = None          # the native data plane while it runs
+        self._pipe: Any = None
+        self.data_plane = "python"
         self.ingress_buffer = IngressBuffer(ingress_buffer_pkts)
         self.tm = TrafficManager(priority_queues=priority_queues, depth_pkts=queue_depth_pkts,
                                  rate_pps=queue_rate_pps, line_rate_gbps=line_rate_gbps,
@@ -96,38 +117,114 @@ class SwitchDevice:
         self._threads: list[threading.Thread] = []
 
     # ------------------------------------------------------------------ Device API
+    @property
+    def pfc_passthrough(self) -> bool:
+        """PFC frames also go to the P4 parser (the MAC consumes them when False)."""
+        return self._pfc_passthrough
+
+    @pfc_passthrough.setter
+    def pfc_passthrough(self, value: bool) -> None:
+        self._pfc_passthrough = bool(value)
+        if self._dp is not None:
+            dataplane_lib().dp_set_passthrough(self._dp, int(bool(value)))
+
+    def _make_switch(self, program: Optional[CompiledProgram]) -> Any:
+        if program is None:
+            return None
+        kwargs = dict(cpu_port=self.cpu_port, log=self.trace, clock=self.clock_us,
+                      priority_queues=self.priority_queues, on_digest=self.digest_event.set)
+        if self.engine == "python":
+            return V1ModelSwitch(program, **kwargs)
+        return make_switch(program, engine=self.engine, clock_start_ns=self.clock_start_ns, **kwargs)
+
     def set_program(self, program: Optional[CompiledProgram]) -> None:
         """Run ``program`` from now on; packets queued for the old one are dropped."""
+        switch = self._make_switch(program)
         with self.lock:
             self.program = program
             self._generation += 1
-            self._switch = None if program is None else V1ModelSwitch(
-                program, cpu_port=self.cpu_port, log=self.trace, clock=self.clock_us,
-                priority_queues=self.priority_queues, on_digest=self.digest_event.set)
-            dropped = self.tm.flush()
+            self._switch = switch
+            if self._dp is not None:
+                dropped = self._attach_pipe()
+            else:
+                dropped = self.tm.flush()
         if dropped:
             log.info("new program: %d queued packets dropped", dropped)
+        if program is not None:
+            log.info("program %s on the %s engine", getattr(program, "path", "?"),
+                     getattr(switch, "engine", "python"))
+
+    def _attach_pipe(self) -> int:
+        """Give the native data plane the current switch's pipeline (call holding the
+        pipeline, or before it starts); returns the queued packets dropped."""
+        sw = self._switch
+        if sw is None:
+            self._pipe = None
+        elif isinstance(sw, NativeSwitch):
+            self._pipe = native_pipe(sw)
+        else:
+            self._pipe_owner = PythonPipe(sw)
+            self._pipe = self._pipe_owner.struct()
+        pipe = None if self._pipe is None else ctypes.byref(self._pipe)
+        return int(dataplane_lib().dp_set_pipe(self._dp, pipe))
 
     def inject_cpu(self, frame: bytes) -> None:
         """A PacketOut: the frame enters ingress as if received on the CPU port."""
         if self.cpu_port is None:
             raise RuntimeError("the switch has no CPU port (--cpu-port)")
+        if self._dp is not None:
+            frame = bytes(frame)
+            dataplane_lib().dp_inject(self._dp, self.cpu_port, frame, len(frame))
+            return
         self.ingress_buffer.put_many(self.cpu_port, (bytes(frame),))
 
     def switch_stats(self) -> dict[str, int]:
         """``stats`` plus the ingress buffer (``ingress_buffer_depth``, ``_capacity``,
         ``_high_water``, ``_full_waits``, ``_dropped``) and ``rx_dropped``: frames the
-        kernel dropped at the ports while the buffer was full (sum over the ports)."""
+        kernel dropped at the ports while the buffer was full (sum over the ports);
+        ``native_data_plane`` / ``native_program`` (1 or 0): what runs (see the module
+        docstring)."""
+        if self._dp is not None:
+            return self._native_switch_stats()
         out = dict(self.stats)
+        out["native_data_plane"] = 0
+        out["native_program"] = int(isinstance(self._switch, NativeSwitch))
         for key, value in self.ingress_buffer.stats().items():
             out[f"ingress_buffer_{key.removesuffix('_pkts')}"] = value
+        out["rx_dropped"] = sum(p.status().get("rx_dropped", 0) for p in self.ports.values())
+        return out
+
+    def _native_switch_stats(self) -> dict[str, int]:
+        v = (ctypes.c_int64 * 14)()
+        dataplane_lib().dp_switch_stats(self._dp, v)
+        out = dict(self.stats)
+        for i, key in enumerate(("no_program", "no_port", "tm_drops", "pfc_frames", "packet_in")):
+            out[key] = int(v[i])
+        out["errors"] = self.stats["errors"] + (len(self._switch.stats.errors) if self._switch is not None else 0)
+        for i, key in enumerate(("capacity", "depth", "enqueued", "dequeued", "dropped", "full_waits",
+                                 "high_water")):
+            out[f"ingress_buffer_{key}"] = int(v[6 + i])
+        out["ingress_buffer_reserved"] = 0
+        out["native_data_plane"] = 1
+        out["native_program"] = int(isinstance(self._switch, NativeSwitch))
         out["rx_dropped"] = sum(p.status().get("rx_dropped", 0) for p in self.ports.values())
         return out
 
     def port_status(self) -> dict[int, Any]:
         """``{port: {"iface", "up", rx/tx counters…, "queues": per-priority stats}}``."""
         qstats = self.tm.queue_stats()
-        return {no: {**p.status(), **qstats.get(no, {})} for no, p in sorted(self.ports.items())}
+        return {no: {**self._port_status(p), **qstats.get(no, {})} for no, p in sorted(self.ports.items())}
+
+    def _port_status(self, port: Port) -> dict[str, Any]:
+        status = port.status()
+        if self._dp is not None:
+            c = (ctypes.c_int64 * 10)()
+            dataplane_lib().dp_port_counters(self._dp, port.number, c)
+            for i, key in enumerate(("rx_frames", "rx_bytes", "tx_frames", "tx_bytes", "tx_errors", "rx_errors")):
+                status[key] = int(c[i])
+            status["rx_dropped"] = status.get("rx_dropped", 0) + int(c[7])   # cut frames skipped
+            status["rx_ring_holes"] = int(c[8])
+        return status
 
     # ------------------------------------------------------------------ ports
     def add_port(self, port: Port) -> None:
@@ -136,7 +233,9 @@ class SwitchDevice:
             raise ValueError(f"port {port.number} is already used by {self.ports[port.number].iface}")
         self.ports[port.number] = port
         self.tm.add_port(port.number)
-        if self._threads:
+        if self._dp is not None:
+            self._dp_add_port(port)
+        elif self._threads:
             port.start(self.receive, self.receive_many, self.pull)
 
     def receive(self, port_no: int, frame: bytes) -> None:
@@ -192,9 +291,19 @@ class SwitchDevice:
 
     # ------------------------------------------------------------------ threads
     def start(self) -> None:
-        """Start the pipeline worker and every port's receive thread."""
-        if self._threads:
+        """Start the data plane: the native one (see the module docstring) when it can
+        run, else the pipeline worker and every port's receive thread."""
+        if self._threads or self._dp is not None:
             return
+        why = self._native_data_plane_refused()
+        if why is None:
+            try:
+                self._start_native()
+                return
+            except Exception as exc:  # no compiler, a build error: the Python data plane
+                why = f"{type(exc).__name__}: {exc}"
+        if self.engine != "python":
+            log.info("data plane: Python ports and queues (%s)", why)
         self._threads = [threading.Thread(target=self._worker_loop, name="pipeline",
                                           daemon=True)]
         for t in self._threads:
@@ -202,9 +311,119 @@ class SwitchDevice:
         for port in self.ports.values():
             port.start(self.receive, self.receive_many, self.pull)
 
+    def _native_data_plane_refused(self) -> Optional[str]:
+        if self.engine == "python":
+            return "engine python"
+        if self.trace is not None:
+            return "a per-packet trace is on"
+        for port in self.ports.values():
+            if not isinstance(port, RawSocketPort):
+                return f"port {port.number} is not an AF_PACKET port"
+        return None
+
+    def _start_native(self) -> None:
+        lib = dataplane_lib()
+        st = self._settings
+        dp = lib.dp_new(self.priority_queues, st["depth"], float(st["rate"]), float(st["line"]),
+                        int(bool(st["pfc"])), int(self._pfc_passthrough), st["ingress"],
+                        self.clock_start_ns, -1 if self.cpu_port is None else self.cpu_port)
+        if not dp:
+            raise MemoryError("dp_new failed")
+        self._dp = dp
+        self._packet_in_cb = fastpath_packet_in(self)
+        lib.dp_set_packet_in(dp, self._packet_in_cb)
+        self._python_tm, self.tm = self.tm, NativeTM(dp, self.priority_queues)
+        for port in self.ports.values():
+            self._dp_add_port(port)
+        self._attach_pipe()
+        self.lock.on_acquire = self._native_acquired
+        self.lock.on_release = self._native_releasing
+        self.lock.dp = dp
+        lib.dp_start(dp)
+        self.data_plane = "native"
+        self._supervisor = threading.Thread(target=self._supervise, name="ports", daemon=True)
+        self._supervisor.start()
+        log.info("data plane: native (recvmmsg/sendmmsg, C queues); program on the %s engine",
+                 getattr(self._switch, "engine", "python") if self._switch is not None else "-")
+
+    def _dp_add_port(self, port: Port) -> None:
+        assert isinstance(port, RawSocketPort)
+        if port.use_ring or port._ring is not None:
+            port.use_ring = False                # the C side reads the socket itself
+            if port._sock is not None:
+                try:
+                    port.open()
+                except OSError as exc:
+                    log.warning("port %d (%s): %s; will retry", port.number, port.iface, exc)
+        sock = port._sock
+        lib = dataplane_lib()
+        cap = port.capture
+        if cap is not None:   # the C side appends records to pcap.py's files (header written)
+            lib.dp_set_capture(self._dp, port.number, cap.inbound.fileno(), cap.outbound.fileno())
+        lib.dp_add_port(self._dp, port.number, sock.fileno() if sock is not None else -1)
+
+    def _native_acquired(self) -> None:
+        sw = self._switch
+        if isinstance(sw, NativeSwitch):
+            sw._after()
+
+    def _native_releasing(self) -> None:
+        sw = self._switch
+        if isinstance(sw, NativeSwitch):
+            sw._sync()
+
+    def _supervise(self) -> None:
+        """Reopen the sockets of the native data plane that failed (or never opened), with
+        a backoff; every second, take the lock once (hit times and errors to Python)."""
+        lib = dataplane_lib()
+        buf = (ctypes.c_int * 512)()
+        backoff: dict[int, tuple[float, float]] = {}
+        last = time.monotonic()
+        while not self._stop.wait(0.1):
+            failed = {buf[i] for i in range(lib.dp_need_reopen(self._dp, buf, 512))}
+            now = time.monotonic()
+            for no, port in list(self.ports.items()):
+                if not isinstance(port, RawSocketPort) or (no not in failed and port._sock is not None):
+                    continue
+                at, delay = backoff.get(no, (0.0, 0.05))
+                if now < at:
+                    continue
+                try:
+                    port.open()
+                    port.counters.reopen += 1
+                    lib.dp_set_fd(self._dp, no, port._sock.fileno())
+                    backoff.pop(no, None)
+                    log.info("port %d (%s): socket open", no, port.iface)
+                except OSError as exc:
+                    backoff[no] = (now + delay, min(delay * 2, 2.0))
+                    log.warning("port %d (%s): cannot open (%s), retrying in %.2f s", no, port.iface, exc, delay)
+            if now - last >= 1.0:
+                last = now
+                with self.lock:
+                    pass
+
     def stop(self, timeout_s: float = 2.0) -> None:
         """Stop every thread, close the ports and their captures."""
         self._stop.set()
+        if self._dp is not None:
+            lib = dataplane_lib()
+            with self.lock:                   # no pass in flight from here on
+                self.lock.dp = None
+                self.lock.on_acquire = self.lock.on_release = None
+                lib.dp_unlock(self._dp)       # taken when this `with` began
+            lib.dp_stop(self._dp)
+            sup = getattr(self, "_supervisor", None)
+            if sup is not None:
+                sup.join(timeout_s)
+            lib.dp_free(self._dp)
+            self._dp = None
+            for port in self.ports.values():
+                port.close(timeout_s)
+                if isinstance(port, RawSocketPort):
+                    port._drop_socket()
+                if port.capture is not None:
+                    port.capture.close()
+            return
         self.tm.close()
         self.ingress_buffer.close()
         for port in self.ports.values():
@@ -321,3 +540,18 @@ class SwitchDevice:
             self.stats["no_port"] += 1
             return
         port.send(frame)
+
+
+def fastpath_packet_in(device: SwitchDevice) -> Any:
+    """The C data plane's packet-in callback: a frame sent to the CPU port."""
+
+    def packet_in(data: int, length: int) -> None:
+        cb = device.on_packet_in
+        if cb is None:
+            return
+        try:
+            cb(ctypes.string_at(data, length))
+        except Exception:
+            device.stats["errors"] += 1
+            log.exception("packet-in handler failed")
+    return _PACKET_IN(packet_in)

@@ -69,6 +69,7 @@ import threading
 from typing import Any, Optional, Sequence
 
 from p4sim.errors import P4Error
+from p4sim.native import NativeUnsupported, engine_from_env
 from p4sim.p4runtime.authz import AuthzPolicy, PolicyError, load_policy
 from p4sim.p4runtime.streamlimits import (DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAMS_PER_CLIENT,
                                           StreamLimits)
@@ -110,6 +111,11 @@ def _parser() -> argparse.ArgumentParser:
                     help="frames waiting between the ports and the pipeline (default 1024, "
                          "BMv2's input buffer; a full buffer stops the ports reading and the "
                          "kernel drops, counted in rx_dropped)")
+    ap.add_argument("--engine", choices=("auto", "native", "python"), default=None,
+                    help="auto (default, or $P4SIM_ENGINE): the program's native code and the C data "
+                         "plane where they can run, else Python (said once); native: fail if the "
+                         "program cannot run natively; python: the reference engine (p4sim/README.md, "
+                         "'The native path')")
     ap.add_argument("--control-port", type=int, default=None,
                     help="serve the control API on TCP 127.0.0.1:N (0: any free port), open to "
                          "every local process; default: a Unix socket only the switch's own user "
@@ -208,6 +214,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     targ, unknown = _target_parser().parse_known_args(extra)
     if unknown:
         logging.getLogger("p4sim.switchd").warning("ignoring target options %s", unknown)
+    if args.engine is None:
+        try:
+            args.engine = engine_from_env()
+        except ValueError as exc:
+            raise SystemExit(f"python -m p4sim switch: {exc}") from None
     args.grpc_server_addr = targ.grpc_server_addr or DEFAULT_GRPC_ADDR
     args.cpu_port = targ.cpu_port
     args.priority_queues = targ.priority_queues
@@ -347,8 +358,12 @@ def main(argv: Sequence[str]) -> int:
                           queue_depth_pkts=args.queue_depth, queue_rate_pps=args.queue_rate,
                           line_rate_gbps=args.line_rate_gbps, pfc_enabled=not args.no_pfc,
                           pfc_passthrough=args.pfc_passthrough, trace=trace,
-                          ingress_buffer_pkts=args.ingress_buffer)
-    device.set_program(program)
+                          ingress_buffer_pkts=args.ingress_buffer, engine=args.engine)
+    try:
+        device.set_program(program)
+    except NativeUnsupported as err:        # --engine native and a program that cannot
+        print(f"error: the program cannot run on the native path: {err}", file=sys.stderr)
+        return 2
     for num, iface in args.ports:
         port = RawSocketPort(num, iface)
         try:

@@ -47,6 +47,13 @@ class PcapWriter:
             if self._f is not None:
                 self._f.write(rec)  # type: ignore[attr-defined]
 
+    def fileno(self) -> int:
+        """The open file's descriptor (the native data plane appends records to it with
+        ``writev``, the header already written; unbuffered, so nothing is reordered)."""
+        if self._f is None:
+            raise ValueError(f"{self.path}: closed")
+        return self._f.fileno()  # type: ignore[attr-defined]
+
     def close(self) -> None:
         with self._lock:
             if self._f is not None:

@@ -11,6 +11,7 @@ import pytest
 
 from bench import all_benchmarks, run_benchmarks, select
 from bench.__main__ import main
+from bench.native_bench import bench_fabric_leaf
 from bench.p4sim_bench import (
     crc16_arc,
     longest_match,
@@ -22,6 +23,7 @@ from bench.p4sim_bench import (
     verify,
 )
 from bench.results import BenchCheckError, BenchConfig, Figure, format_table, merge_results
+from p4sim.native import compiler_status
 from p4sim.runtime.tables import ActionCall, Lpm
 
 TINY = BenchConfig(duration_s=0.05, runs=1, warmup_s=0.0)
@@ -52,6 +54,19 @@ def test_every_benchmark_runs_and_merges_json(tmp_path: Path) -> None:
         assert data[name]["value"] > 0
 
 
+def test_native_fabric_leaf_measures_both_engines() -> None:
+    """``native.fabric_leaf`` checks every frame on both engines before timing them."""
+    if not compiler_status()[0]:
+        pytest.skip(f"native path: {compiler_status()[1]}")
+    figures = bench_fabric_leaf(TINY)
+    assert {n: f.unit for n, f in figures.items()} == {
+        "p4sim.native.pps.fabric_leaf": "pps", "p4sim.native.pps.fabric_leaf_per_call": "pps",
+        "p4sim.native.pps.fabric_leaf_python": "pps", "p4sim.native.speedup.fabric_leaf": "ratio",
+        "p4sim.native.pps_per_core.fabric_leaf": "pps/core",
+        "p4sim.native.pps_per_core.fabric_leaf_python": "pps/core"}
+    assert all(f.value > 0 for f in figures.values())
+
+
 def test_registry_and_selection() -> None:
     names = [f"{b.group}.{b.name}" for b in all_benchmarks() if b.group == "p4sim"]
     assert names == ["p4sim.ipv4_lpm", "p4sim.ecmp_ecn", "p4sim.load_ecmp_ecn"]
@@ -79,16 +94,17 @@ def test_cli_rejects_unknown_group(tmp_path: Path) -> None:
 def test_bmv2_target_selects_only_what_runs_there(tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     on_bmv2 = [f"{b.group}.{b.name}" for b in select(target="bmv2")]
-    assert on_bmv2 == ["gor.fast_loop"]
+    assert on_bmv2 == ["gor.fast_loop", "security.authz", "security.p4rt_streams"]
     assert all(b.targets == ("p4sim",) for b in all_benchmarks()
                if f"{b.group}.{b.name}" not in on_bmv2)
     with pytest.raises(KeyError):
         select(["p4sim"], target="bmv2")
     assert main(["p4sim", "--target", "bmv2", "--output", str(tmp_path / "b.json")]) == 2
-    assert "does not run on bmv2 (those that do: gor.fast_loop)" in capsys.readouterr().err
+    assert ("does not run on bmv2 (those that do: gor.fast_loop, security.authz, "
+            "security.p4rt_streams)") in capsys.readouterr().err
     assert not (tmp_path / "b.json").exists()
     assert main(["--target", "bmv2", "--list"]) == 0
-    assert capsys.readouterr().out.split() == ["gor.fast_loop"]
+    assert capsys.readouterr().out.split() == on_bmv2
 
 
 def test_merge_and_table_format(tmp_path: Path) -> None:

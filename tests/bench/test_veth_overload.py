@@ -1,6 +1,6 @@
 """Smoke tests of ``p4sim.pps.veth_overload`` (:mod:`bench.veth_overload`): the frame and
 its expected rewrite, the skip without root (no figure written, the reason on stderr),
-and, as root, a tiny run that measures all five figures and deletes its veths."""
+and, as root, a tiny run on each engine that measures all six figures and deletes its veths."""
 from __future__ import annotations
 
 import os
@@ -11,6 +11,7 @@ import pytest
 from bench.results import BenchConfig
 from bench.switch_bench import veth_available
 from bench.veth_overload import NEXT_HOP_MAC, expected, ipv4_checksum, ipv4_frame, run_overload
+from p4sim.native import compiler_status
 
 TINY = BenchConfig(duration_s=0.2, runs=1, warmup_s=0.1)
 
@@ -35,15 +36,19 @@ def test_skips_without_root(monkeypatch: pytest.MonkeyPatch,
 
 
 @pytest.mark.skipif(veth_available() is not None, reason=f"veth benchmark: {veth_available()}")
-def test_overload_figures_and_cleanup() -> None:
-    figures = run_overload(TINY)
+@pytest.mark.parametrize("engine,prefix", [("python", "p4sim"), ("native", "p4sim.native")])
+def test_overload_figures_and_cleanup(engine: str, prefix: str) -> None:
+    if engine == "native" and not compiler_status()[0]:
+        pytest.skip(f"native path: {compiler_status()[1]}")
+    figures = run_overload(TINY, engine=engine, prefix=prefix)
     assert {n: f.unit for n, f in figures.items()} == {
-        "p4sim.pps.veth_overload": "pps", "p4sim.pps.veth_overload_offered": "pps",
-        "p4sim.pps.veth_overload_dropped": "pps", "p4sim.veth_overload.recovery_s": "s",
-        "p4sim.veth_overload.switch_cores": "cores"}
-    assert figures["p4sim.pps.veth_overload"].value > 0
-    assert figures["p4sim.pps.veth_overload_offered"].value > \
-        figures["p4sim.pps.veth_overload"].value
+        f"{prefix}.pps.veth_overload": "pps", f"{prefix}.pps.veth_overload_offered": "pps",
+        f"{prefix}.pps.veth_overload_dropped": "pps", f"{prefix}.veth_overload.recovery_s": "s",
+        f"{prefix}.veth_overload.switch_cores": "cores",
+        f"{prefix}.pps_per_core.veth_overload": "pps/core"}
+    assert figures[f"{prefix}.pps.veth_overload"].value > 0
+    assert figures[f"{prefix}.pps.veth_overload_offered"].value > \
+        figures[f"{prefix}.pps.veth_overload"].value
     tag = f"p4b{os.getpid() % 100000}"
     links = subprocess.run(["ip", "-br", "link"], capture_output=True, text=True,
                            timeout=10).stdout

@@ -11,7 +11,7 @@ import pytest
 from topo import FabricSpec, build_fabric
 from scenarios.report import (PLOT_FILES, FlowRecord, ScenarioRecord, busiest_over_mean,
                          measured_busiest, uplink_rows, write_report)
-from scenarios.common import ScenarioOptions
+from scenarios.common import DEFAULT_FLOW_RATE_PPS, ScenarioOptions
 from scenarios.registry import run_scenario
 from scenarios.telemetry import (LinkId, LinkSample, PolledLink, PortReading, TelemetryPoller,
                             TelemetrySeries, delta, fabric_links, utilisation)
@@ -147,4 +147,5 @@ def test_write_report_writes_markdown_plots_and_raw_series(tmp_path: Path) -> No
 
 def test_scenario_options_defaults() -> None:
     o = ScenarioOptions()
-    assert (o.flows, o.flow_rate_pps, o.rail) == (8, 60.0, 0) and o.duration_s == 12.0
+    assert (o.flows, o.flow_rate_pps, o.rail) == (8, DEFAULT_FLOW_RATE_PPS, 0) and o.duration_s == 12.0
+    assert DEFAULT_FLOW_RATE_PPS == 250.0

@@ -1,0 +1,906 @@
+/* p4sim switch process, native data plane: the ports, the ingress buffer, the traffic
+ * manager and the pipeline worker of p4sim/switchd (device.py, ports.py, ingress.py,
+ * tm.py) in C, so that no Python runs per packet when the program runs natively.
+ *
+ *   rx thread      poll() on every port; recvmmsg() batches (802.1Q tags put back from
+ *                  PACKET_AUXDATA, own transmissions skipped); PFC frames to the MAC
+ *                  (tm pause) when PFC is on; the rest into the ingress buffer (1024
+ *                  frames, BMv2's): when it is full the thread stops reading and the
+ *                  kernel drops (counted by PACKET_STATISTICS, read by Python).
+ *   worker thread  as SwitchDevice._worker_loop: first every packet the traffic manager
+ *                  lets leave now (egress pass, frames to the tx queue), then one frame
+ *                  from the ingress buffer (ingress pass, work into the queues), else
+ *                  sleep until a frame arrives or a departure time comes. Every pipeline
+ *                  pass holds `pipe_mu`, which the control plane takes (device.lock).
+ *   tx thread      sendmmsg() batches per port (MSG_DONTWAIT; a frame the kernel refuses
+ *                  is a tx_error, as in ports.py).
+ *
+ * The traffic manager is tm.py's: per port x priority FIFO, strict priority, tail drop at
+ * depth, departure time max(now, last + 1/rate) fixed at enqueue, enq_qdepth = packets of
+ * the port before the push, deq_qdepth after the pop, PFC pause per priority for quanta x
+ * 512 bit times at the port's line rate (0 resumes; a paused queue keeps its packets).
+ * The pipeline is reached through function pointers (dp_pipe): the program's native code,
+ * or Python callbacks for a program that runs on the Python engine.
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <linux/if_packet.h>
+
+#define DP_EXPORT __attribute__((visibility("default")))
+#define MAXPORT 512
+#define MAXPRIO 32
+#define RXB 32
+#define SLOT 65540
+#define TXB 64
+#define WB 32
+#define RING_FRAME 2048
+#define RING_BLOCK (1 << 16)
+#define RING_BLOCKS 8
+#define HOLE_LOOKAHEAD 16
+#define HOLE_WAIT_US 5000
+#define PFC_OPCODE 0x0101
+
+typedef struct p4nout {
+    int64_t n, cap; int64_t *port, *off, *len, *src;
+    uint8_t *buf; int64_t used, bufcap;
+} p4nout;
+
+typedef struct dp_pipe {
+    void *sw;
+    int (*run_ingress)(void *sw, int64_t port, const uint8_t *data, int64_t len);
+    int (*run_egress)(void *sw, void *item, int qmeta_set, int64_t enq_ts, int64_t enq_qdepth, int64_t deq_qdepth);
+    void *(*work)(void *sw, int i);
+    int (*nwork)(void *sw);
+    void (*item_info)(void *item, int64_t *out);
+    void (*item_free)(void *sw, void *item);
+    p4nout *(*out)(void *sw);
+} dp_pipe;
+
+typedef struct qent { void *item; double depart; uint64_t seq; int64_t enq_ts, enq_qdepth; struct qent *next; } qent;
+typedef struct dpq {
+    qent *head, *tail; int64_t n;
+    int64_t depth_pkts; double rate_pps; double last_depart;
+    int paused; double pause_start, paused_until;
+    int64_t enqueued, dequeued, dropped, pause_frames; double paused_us;
+} dpq;
+typedef struct dpport {
+    int exists; int64_t count; double line_rate_gbps; int pfc_enabled;
+    dpq q[MAXPRIO];
+    /* socket side */
+    int fd; int is_port; int need_reopen; int down; int64_t skip_until_us;
+    /* PACKET_RX_RING (TPACKET_V2), as rxring.py: NULL when the kernel refused one */
+    uint8_t *ring; size_t ring_bytes; int slots, next; int64_t hole_since_us; int64_t truncated, holes;
+    int cap_in, cap_out;                  /* pcap files (pcap.py's, header written), -1 none */
+    int64_t rx_frames, rx_bytes, tx_frames, tx_bytes, tx_errors, rx_errors;
+    /* tx queue */
+    uint8_t **txf; int64_t *txl; int txn, txcap;
+} dpport;
+
+typedef struct rxframe { int64_t port; uint8_t *data; int64_t len; } rxframe;
+
+typedef void (*dp_packet_in_fn)(const uint8_t *data, int64_t len);
+typedef int64_t (*dp_clock_fn)(void);
+
+typedef struct dp {
+    pthread_mutex_t pipe_mu;              /* a pipeline pass, or the control plane */
+    pthread_mutex_t mu;                   /* queues, ingress buffer, tx queues, settings */
+    pthread_cond_t work_cv, room_cv;
+    int efd_rx, efd_tx;
+    int stop; int started;
+    pthread_t rx_th, wk_th, tx_th;
+    int64_t clock_start_ns; dp_clock_fn clock_cb;
+    int prio_queues; int64_t def_depth; double def_rate; double def_line; int def_pfc; int passthrough;
+    int64_t cpu_port;
+    dpport *ports[MAXPORT]; int port_order[MAXPORT]; int nport_order;
+    int64_t queued; uint64_t seq;
+    /* ingress buffer */
+    rxframe *ib; int64_t ib_cap, ib_head, ib_n, ib_room_to_wake; int producers_waiting;
+    int64_t ib_enq, ib_deq, ib_dropped, ib_full_waits, ib_high;
+    /* statistics (SwitchDevice.stats) */
+    int64_t st_no_program, st_no_port, st_tm_drops, st_pfc_frames, st_packet_in, st_errors;
+    int tx_pending;
+    dp_pipe pipe; int has_pipe;
+    dp_packet_in_fn packet_in;
+    uint8_t **cpu_frames; int64_t *cpu_len; int ncpu, capcpu;
+} dp;
+
+static int64_t dp_now(dp *d)
+{
+    if (d->clock_cb) return d->clock_cb();
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec - d->clock_start_ns;
+    return ns >= 0 ? ns / 1000 : -((-ns + 999) / 1000);
+}
+
+static dpport *port_get(dp *d, int no)
+{
+    if (no < 0 || no >= MAXPORT) return NULL;
+    dpport *p = d->ports[no];
+    if (!p) {
+        p = (dpport *)calloc(1, sizeof(dpport));
+        if (!p) abort();
+        p->fd = -1; p->cap_in = p->cap_out = -1; p->line_rate_gbps = d->def_line; p->pfc_enabled = d->def_pfc;
+        for (int i = 0; i < MAXPRIO; i++) { p->q[i].depth_pkts = d->def_depth; p->q[i].rate_pps = d->def_rate; p->q[i].last_depart = -1e300; }
+        d->ports[no] = p;
+        d->port_order[d->nport_order++] = no;
+    }
+    p->exists = 1;
+    return p;
+}
+
+/* ------------------------------------------------------------------ traffic manager */
+static void q_settle(dpq *q, double now)
+{
+    if (q->paused && now >= q->paused_until) { q->paused_us += q->paused_until - q->pause_start; q->paused = 0; }
+}
+static void q_resume(dpq *q, double now)
+{
+    q_settle(q, now);
+    if (q->paused) { double x = now - q->pause_start; q->paused_us += x > 0 ? x : 0; q->paused = 0; }
+}
+
+/* tm.enqueue: returns enq_qdepth, -1 when dropped (called with mu held) */
+static int64_t tm_enqueue(dp *d, int64_t port, int64_t prio, void *item, int64_t now)
+{
+    dpport *p = port_get(d, (int)port);
+    if (!p) return -1;
+    if (prio < 0 || prio >= d->prio_queues) { p->q[0].dropped++; return -1; }
+    dpq *q = &p->q[prio];
+    if (q->n >= q->depth_pkts) { q->dropped++; return -1; }
+    double depart = (double)now;
+    if (q->rate_pps > 0) { double t = q->last_depart + 1e6 / q->rate_pps; if (t > depart) depart = t; }
+    q->last_depart = depart;
+    qent *e = (qent *)malloc(sizeof(qent));
+    if (!e) abort();
+    e->item = item; e->depart = depart; e->seq = d->seq++; e->enq_ts = now; e->enq_qdepth = p->count; e->next = NULL;
+    if (q->tail) q->tail->next = e; else q->head = e;
+    q->tail = e; q->n++;
+    p->count++; d->queued++; q->enqueued++;
+    return e->enq_qdepth;
+}
+
+typedef struct deq { int64_t port, prio; void *item; int64_t enq_ts, enq_qdepth, deq_qdepth; } deq;
+
+/* tm._pick: 1 and *out when a packet may leave at now; *wake = next time or -1 */
+static int tm_pick(dp *d, double now, deq *out, double *wake)
+{
+    *wake = -1;
+    if (!d->queued) return 0;
+    qent *best = NULL; int bport = -1, bprio = -1;
+    for (int k = 0; k < d->nport_order; k++) {
+        int no = d->port_order[k];
+        dpport *p = d->ports[no];
+        if (!p || !p->count) continue;
+        for (int prio = d->prio_queues - 1; prio >= 0; prio--) {
+            dpq *q = &p->q[prio];
+            if (!q->n) continue;
+            if (q->paused) q_settle(q, now);
+            if (q->paused) { if (*wake < 0 || q->paused_until < *wake) *wake = q->paused_until; continue; }
+            qent *h = q->head;
+            if (h->depart <= now) {
+                if (!best || h->depart < best->depart || (h->depart == best->depart && h->seq < best->seq)) { best = h; bport = no; bprio = prio; }
+                break;
+            }
+            if (*wake < 0 || h->depart < *wake) *wake = h->depart;
+        }
+    }
+    if (!best) return 0;
+    dpport *p = d->ports[bport];
+    dpq *q = &p->q[bprio];
+    q->head = best->next; if (!q->head) q->tail = NULL;
+    q->n--; p->count--; d->queued--; q->dequeued++;
+    out->port = bport; out->prio = bprio; out->item = best->item; out->enq_ts = best->enq_ts;
+    out->enq_qdepth = best->enq_qdepth; out->deq_qdepth = p->count;
+    free(best);
+    return 1;
+}
+
+static int64_t tm_flush(dp *d)
+{
+    int64_t n = 0;
+    for (int k = 0; k < d->nport_order; k++) {
+        dpport *p = d->ports[d->port_order[k]];
+        for (int i = 0; i < MAXPRIO; i++) {
+            qent *e = p->q[i].head;
+            while (e) {
+                qent *nx = e->next;
+                if (d->has_pipe) d->pipe.item_free(d->pipe.sw, e->item);
+                free(e); e = nx; n++;
+            }
+            p->q[i].head = p->q[i].tail = NULL; p->q[i].n = 0;
+        }
+        p->count = 0;
+    }
+    d->queued = 0;
+    return n;
+}
+
+/* a received PFC frame (pfc.parse_pfc + SwitchDevice._pfc_consumed); 1 when consumed */
+static int mac_pfc(dp *d, int64_t port, const uint8_t *f, int64_t len)
+{
+    static const uint8_t dst[6] = {0x01, 0x80, 0xc2, 0x00, 0x00, 0x01};
+    if (len < 6 || memcmp(f, dst, 6)) return 0;
+    dpport *p = port_get(d, (int)port);
+    if (!p || !p->pfc_enabled) return 0;
+    if (len < 14 + 20 - 2 + 2) return 0;
+    int et = (f[12] << 8) | f[13], op = (f[14] << 8) | f[15], vec = (f[16] << 8) | f[17];
+    if (et != 0x8808 || op != PFC_OPCODE) return 0;
+    d->st_pfc_frames++;
+    double now = (double)dp_now(d);
+    for (int prio = 0; prio < 8; prio++) {
+        if (!(vec >> prio & 1)) continue;
+        int quanta = (f[18 + 2 * prio] << 8) | f[19 + 2 * prio];
+        if (prio >= d->prio_queues) continue;
+        dpq *q = &p->q[prio];
+        q->pause_frames++;
+        if (quanta == 0) { q_resume(q, now); continue; }
+        q_settle(q, now);
+        if (!q->paused) { q->paused = 1; q->pause_start = now; }
+        q->paused_until = now + quanta * 512.0 / (p->line_rate_gbps * 1e3);
+    }
+    pthread_cond_signal(&d->work_cv);
+    return !d->passthrough;
+}
+
+/* ------------------------------------------------------------------ ingress buffer */
+static int64_t ib_room(dp *d) { return d->ib_cap - d->ib_n; }
+static void ib_push(dp *d, int64_t port, uint8_t *data, int64_t len)
+{
+    rxframe *r = &d->ib[(d->ib_head + d->ib_n) % d->ib_cap];
+    r->port = port; r->data = data; r->len = len;
+    d->ib_n++; d->ib_enq++;
+    if (d->ib_n > d->ib_high) d->ib_high = d->ib_n;
+}
+
+
+
+/* ------------------------------------------------------------------ pcap (pcap.py's records) */
+static void pcap_write(int fd, const uint8_t *f, int64_t len)
+{
+    if (fd < 0) return;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    uint32_t incl = (uint32_t)(len < 65535 ? len : 65535);
+    uint32_t hdr[4] = { (uint32_t)(us / 1000000), (uint32_t)(us % 1000000), incl, (uint32_t)len };
+    struct iovec v[2] = { { hdr, sizeof hdr }, { (void *)f, incl } };
+    ssize_t r = writev(fd, v, 2); (void)r;
+}
+
+/* ------------------------------------------------------------------ receive ring */
+static void ring_close(dpport *p)
+{
+    if (p->ring) munmap(p->ring, p->ring_bytes);
+    p->ring = NULL; p->ring_bytes = 0; p->slots = p->next = 0;
+}
+static void ring_open(dpport *p)
+{
+    ring_close(p);
+    if (p->fd < 0) return;
+    int v = TPACKET_V2, one = 1;
+    struct tpacket_req req = { RING_BLOCK, RING_BLOCKS, RING_FRAME, RING_BLOCKS * RING_BLOCK / RING_FRAME };
+    if (setsockopt(p->fd, SOL_PACKET, PACKET_VERSION, &v, sizeof v) < 0) return;
+    if (setsockopt(p->fd, SOL_PACKET, PACKET_COPY_THRESH, &one, sizeof one) < 0) return;
+    if (setsockopt(p->fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) < 0) return;
+    void *m = mmap(NULL, (size_t)RING_BLOCKS * RING_BLOCK, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
+    if (m == MAP_FAILED) return;
+    p->ring = (uint8_t *)m; p->ring_bytes = (size_t)RING_BLOCKS * RING_BLOCK;
+    p->slots = RING_BLOCKS * RING_BLOCK / RING_FRAME; p->next = 0; p->hole_since_us = -1;
+}
+static inline volatile struct tpacket2_hdr *ring_slot(dpport *p, int i) { return (volatile struct tpacket2_hdr *)(p->ring + (size_t)i * RING_FRAME); }
+
+/* one frame queued whole on the socket (TP_STATUS_COPY): NULL when none */
+static uint8_t *recv_copy(int fd, int64_t *len)
+{
+    uint8_t *buf = (uint8_t *)malloc(SLOT + 8);
+    if (!buf) abort();
+    struct iovec iov = { buf + 4, SLOT };
+    char ctrl[CMSG_SPACE(sizeof(struct tpacket_auxdata))];
+    struct sockaddr_ll addr;
+    struct msghdr mh; memset(&mh, 0, sizeof mh);
+    mh.msg_iov = &iov; mh.msg_iovlen = 1; mh.msg_name = &addr; mh.msg_namelen = sizeof addr;
+    mh.msg_control = ctrl; mh.msg_controllen = sizeof ctrl;
+    ssize_t n = recvmsg(fd, &mh, MSG_DONTWAIT);
+    if (n < 0 || addr.sll_pkttype == PACKET_OUTGOING) { free(buf); return NULL; }
+    uint8_t *f = buf + 4;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+        if (c->cmsg_level != SOL_PACKET || c->cmsg_type != PACKET_AUXDATA) continue;
+        struct tpacket_auxdata aux; memcpy(&aux, CMSG_DATA(c), sizeof aux);
+        if ((aux.tp_vlan_tci || (aux.tp_status & TP_STATUS_VLAN_VALID)) && n >= 12) {
+            int tpid = (aux.tp_status & TP_STATUS_VLAN_TPID_VALID) && aux.tp_vlan_tpid ? aux.tp_vlan_tpid : 0x8100;
+            memmove(f - 4, f, 12); f -= 4;
+            f[12] = (uint8_t)(tpid >> 8); f[13] = (uint8_t)tpid; f[14] = (uint8_t)(aux.tp_vlan_tci >> 8); f[15] = (uint8_t)aux.tp_vlan_tci;
+            n += 4;
+        }
+    }
+    uint8_t *out = (uint8_t *)malloc((size_t)n + 1);
+    memcpy(out, f, (size_t)n); free(buf);
+    *len = n;
+    return out;
+}
+
+/* rxring.py's RxRing.read, including its hole skipping (mu held) */
+static int ring_read(dp *d, dpport *p, int no, int64_t room)
+{
+    int got = 0;
+    if (!(ring_slot(p, p->next)->tp_status & TP_STATUS_USER)) {
+        int ahead, found = 0;
+        for (ahead = 1; ahead <= HOLE_LOOKAHEAD; ahead++)
+            if (ring_slot(p, (p->next + ahead) % p->slots)->tp_status & TP_STATUS_USER) { found = 1; break; }
+        if (!found) { p->hole_since_us = -1; return 0; }
+        int64_t now = dp_now(d);
+        if (p->hole_since_us < 0) { p->hole_since_us = now; return 0; }
+        if (now - p->hole_since_us < HOLE_WAIT_US) return 0;
+        p->hole_since_us = -1; p->holes += ahead;
+        p->next = (p->next + ahead) % p->slots;
+    }
+    p->hole_since_us = -1;
+    while (got < room) {
+        volatile struct tpacket2_hdr *h = ring_slot(p, p->next);
+        uint32_t status = h->tp_status;
+        if (!(status & TP_STATUS_USER)) break;
+        __sync_synchronize();
+        uint8_t *base = (uint8_t *)h;
+        const struct sockaddr_ll *ll = (const struct sockaddr_ll *)(base + TPACKET_ALIGN(sizeof(struct tpacket2_hdr)));
+        uint8_t *frame = NULL; int64_t len = 0;
+        uint8_t *copied = NULL; int64_t clen = 0;
+        if (status & TP_STATUS_COPY) copied = recv_copy(p->fd, &clen);
+        if (ll->sll_pkttype == PACKET_OUTGOING) { free(copied); copied = NULL; }
+        else if (copied) { frame = copied; len = clen; }
+        else if (h->tp_snaplen < h->tp_len) p->truncated++;
+        else {
+            len = h->tp_snaplen;
+            int vlan = (h->tp_vlan_tci || (status & TP_STATUS_VLAN_VALID)) && len >= 12;
+            frame = (uint8_t *)malloc((size_t)len + 5);
+            if (!frame) abort();
+            const uint8_t *src = base + h->tp_mac;
+            if (vlan) {
+                int tpid = (status & TP_STATUS_VLAN_TPID_VALID) && h->tp_vlan_tpid ? h->tp_vlan_tpid : 0x8100;
+                memcpy(frame, src, 12);
+                frame[12] = (uint8_t)(tpid >> 8); frame[13] = (uint8_t)tpid;
+                frame[14] = (uint8_t)(h->tp_vlan_tci >> 8); frame[15] = (uint8_t)h->tp_vlan_tci;
+                memcpy(frame + 16, src + 12, (size_t)len - 12);
+                len += 4;
+            } else memcpy(frame, src, (size_t)len);
+        }
+        __sync_synchronize();
+        h->tp_status = TP_STATUS_KERNEL;
+        p->next = p->next + 1 < p->slots ? p->next + 1 : 0;
+        if (!frame) continue;
+        p->rx_frames++; p->rx_bytes += len;
+        pcap_write(p->cap_in, frame, len);
+        if (mac_pfc(d, no, frame, len)) { free(frame); continue; }
+        ib_push(d, no, frame, len);
+        got++;
+    }
+    return got;
+}
+
+/* ------------------------------------------------------------------ threads */
+static void tx_add(dp *d, int64_t port, const uint8_t *data, int64_t len)
+{
+    if (port == d->cpu_port && (port < 0 || port >= MAXPORT || !d->ports[port] || !d->ports[port]->is_port)) {
+        if (d->ncpu + 1 > d->capcpu) {
+            int cap = d->capcpu ? d->capcpu * 2 : 16;
+            d->cpu_frames = (uint8_t **)realloc(d->cpu_frames, sizeof(uint8_t *) * (size_t)cap);
+            d->cpu_len = (int64_t *)realloc(d->cpu_len, sizeof(int64_t) * (size_t)cap);
+            d->capcpu = cap;
+        }
+        uint8_t *c = (uint8_t *)malloc((size_t)(len > 0 ? len : 1)); memcpy(c, data, (size_t)len);
+        d->cpu_frames[d->ncpu] = c; d->cpu_len[d->ncpu] = len; d->ncpu++;
+        return;
+    }
+    dpport *p = (port >= 0 && port < MAXPORT) ? d->ports[port] : NULL;
+    if (!p || !p->is_port) { d->st_no_port++; return; }
+    if (p->txn + 1 > p->txcap) {
+        int cap = p->txcap ? p->txcap * 2 : 64;
+        p->txf = (uint8_t **)realloc(p->txf, sizeof(uint8_t *) * (size_t)cap);
+        p->txl = (int64_t *)realloc(p->txl, sizeof(int64_t) * (size_t)cap);
+        p->txcap = cap;
+    }
+    uint8_t *c = (uint8_t *)malloc((size_t)(len > 0 ? len : 1)); memcpy(c, data, (size_t)len);
+    p->txf[p->txn] = c; p->txl[p->txn] = len; p->txn++;
+}
+
+static void wake_tx(dp *d) { uint64_t one = 1; ssize_t r = write(d->efd_tx, &one, 8); (void)r; }
+static void wake_rx(dp *d) { uint64_t one = 1; ssize_t r = write(d->efd_rx, &one, 8); (void)r; }
+
+/* the outputs of one pass: frames to ports (tx queues) or to the CPU; work to queues */
+static void after_pass(dp *d, int nout, int64_t now)
+{
+    p4nout *o = d->pipe.out(d->pipe.sw);
+    for (int i = 0; i < nout; i++) tx_add(d, o->port[i], o->buf + o->off[i], o->len[i]);
+    int nw = d->pipe.nwork(d->pipe.sw);
+    for (int i = 0; i < nw; i++) {
+        void *it = d->pipe.work(d->pipe.sw, i);
+        int64_t info[5];
+        d->pipe.item_info(it, info);
+        if (tm_enqueue(d, info[0], info[1], it, now) < 0) { d->st_tm_drops++; d->pipe.item_free(d->pipe.sw, it); }
+    }
+}
+
+static void deliver_cpu(dp *d)
+{
+    /* called with no lock held: the packet-in handler is Python's */
+    pthread_mutex_lock(&d->mu);
+    int n = d->ncpu; uint8_t **f = d->cpu_frames; int64_t *l = d->cpu_len;
+    d->cpu_frames = NULL; d->cpu_len = NULL; d->ncpu = d->capcpu = 0;
+    pthread_mutex_unlock(&d->mu);
+    for (int i = 0; i < n; i++) {
+        if (d->packet_in) { d->st_packet_in++; d->packet_in(f[i], l[i]); } else d->st_no_port++;
+        free(f[i]);
+    }
+    free(f); free(l);
+}
+
+static void *worker_main(void *arg)
+{
+    dp *d = (dp *)arg;
+    pthread_mutex_lock(&d->mu);
+    while (!d->stop) {
+        double wake = -1;
+        int did = 0;
+        if (d->queued || d->ib_n) {
+            /* take the pipeline first (lock order pipe_mu, then mu), then up to WB passes:
+               each one a packet the queues let leave now, else a received frame */
+            pthread_mutex_unlock(&d->mu);
+            pthread_mutex_lock(&d->pipe_mu);
+            pthread_mutex_lock(&d->mu);
+            for (int pass = 0; pass < WB; pass++) {
+                deq got;
+                int64_t now = dp_now(d);
+                if (tm_pick(d, (double)now, &got, &wake)) {
+                    pthread_mutex_unlock(&d->mu);
+                    int nout = d->pipe.run_egress(d->pipe.sw, got.item, 1, got.enq_ts, got.enq_qdepth, got.deq_qdepth);
+                    pthread_mutex_lock(&d->mu);
+                    after_pass(d, nout, dp_now(d));
+                    did = 1;
+                } else if (d->ib_n) {
+                    rxframe r = d->ib[d->ib_head];
+                    d->ib_head = (d->ib_head + 1) % d->ib_cap; d->ib_n--; d->ib_deq++;
+                    if (d->producers_waiting && ib_room(d) >= d->ib_room_to_wake) pthread_cond_broadcast(&d->room_cv);
+                    if (d->has_pipe) {
+                        pthread_mutex_unlock(&d->mu);
+                        d->pipe.run_ingress(d->pipe.sw, r.port, r.data, r.len);
+                        pthread_mutex_lock(&d->mu);
+                        after_pass(d, 0, dp_now(d));
+                    } else {
+                        d->st_no_program++;
+                    }
+                    free(r.data);
+                    did = 1;
+                } else {
+                    break;
+                }
+                if (d->ncpu || d->stop) break;
+            }
+            pthread_mutex_unlock(&d->pipe_mu);
+        }
+        if (did) {
+            /* wake the tx thread once a batch is ready, or when nothing else is to do now
+               (under load sendmmsg takes TXB frames per call, one wake-up per batch) */
+            int64_t txq = 0;
+            for (int k = 0; k < d->nport_order; k++) { dpport *p = d->ports[d->port_order[k]]; if (p) txq += p->txn; }
+            int more = d->ib_n > 0 || d->queued > 0;
+            if (txq && !d->tx_pending && (txq >= TXB || !more)) { d->tx_pending = 1; wake_tx(d); }
+            if (d->ncpu) { pthread_mutex_unlock(&d->mu); deliver_cpu(d); pthread_mutex_lock(&d->mu); }
+            continue;
+        }
+        {
+            int64_t txq = 0;
+            for (int k = 0; k < d->nport_order; k++) { dpport *p = d->ports[d->port_order[k]]; if (p) txq += p->txn; }
+            if (txq && !d->tx_pending) { d->tx_pending = 1; wake_tx(d); }
+        }
+        /* nothing now: wait for a frame, a departure, or a setting change */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        double wait_us = 200000.0;
+        int64_t now = dp_now(d);
+        if (wake >= 0) { double w = wake - (double)now; if (w < 50) w = 50; if (w < wait_us) wait_us = w; }
+        int64_t ns = ts.tv_nsec + (int64_t)(wait_us * 1000.0);
+        ts.tv_sec += ns / 1000000000LL; ts.tv_nsec = ns % 1000000000LL;
+        pthread_cond_timedwait(&d->work_cv, &d->mu, &ts);
+    }
+    pthread_mutex_unlock(&d->mu);
+    return NULL;
+}
+
+static void *rx_main(void *arg)
+{
+    dp *d = (dp *)arg;
+    struct mmsghdr msgs[RXB];
+    struct iovec iov[RXB];
+    struct sockaddr_ll addr[RXB];
+    char ctrl[RXB][CMSG_SPACE(sizeof(struct tpacket_auxdata))];
+    uint8_t *bufs = (uint8_t *)malloc((size_t)RXB * (SLOT + 4));
+    if (!bufs) abort();
+    while (1) {
+        struct pollfd pfd[MAXPORT + 1];
+        int pno[MAXPORT + 1];
+        int n = 0;
+        pthread_mutex_lock(&d->mu);
+        if (d->stop) { pthread_mutex_unlock(&d->mu); break; }
+        /* a full ingress buffer: stop reading until there is room (BMv2's back pressure) */
+        while (!d->stop && ib_room(d) <= 0) {
+            d->ib_full_waits++;
+            d->producers_waiting++;
+            pthread_cond_wait(&d->room_cv, &d->mu);
+            d->producers_waiting--;
+        }
+        pfd[n].fd = d->efd_rx; pfd[n].events = POLLIN; pno[n++] = -1;
+        for (int k = 0; k < d->nport_order; k++) {
+            dpport *p = d->ports[d->port_order[k]];
+            if (p && p->is_port && p->fd >= 0 && (!p->down || dp_now(d) >= p->skip_until_us)) { pfd[n].fd = p->fd; pfd[n].events = POLLIN; pno[n++] = d->port_order[k]; }
+        }
+        int hole = 0;
+        for (int k = 0; k < d->nport_order; k++) { dpport *p = d->ports[d->port_order[k]]; if (p && p->ring && p->hole_since_us >= 0) hole = 1; }
+        pthread_mutex_unlock(&d->mu);
+        int r = poll(pfd, (nfds_t)n, hole ? 1 : 50);
+        if (r < 0) continue;
+        if (r == 0 && !hole) continue;
+        if (r == 0) for (int i = 1; i < n; i++) pfd[i].revents = POLLIN;   /* look at the holes again */
+        if (pfd[0].revents) { uint64_t v; ssize_t x = read(d->efd_rx, &v, 8); (void)x; }
+        for (int i = 1; i < n; i++) {
+            if (!pfd[i].revents) continue;
+            int no = pno[i];
+            pthread_mutex_lock(&d->mu);
+            dpport *p = d->ports[no];
+            int fd = p ? p->fd : -1;
+            int64_t room = ib_room(d);
+            pthread_mutex_unlock(&d->mu);
+            if (fd < 0 || room <= 0) continue;
+            if (p->ring) {
+                pthread_mutex_lock(&d->mu);
+                if (p->fd == fd && p->ring) { if (ring_read(d, p, no, room)) pthread_cond_signal(&d->work_cv); }
+                pthread_mutex_unlock(&d->mu);
+                continue;
+            }
+            int want = room < RXB ? (int)room : RXB;
+            for (int k = 0; k < want; k++) {
+                iov[k].iov_base = bufs + (size_t)k * (SLOT + 4) + 4; iov[k].iov_len = SLOT;
+                memset(&msgs[k].msg_hdr, 0, sizeof(struct msghdr));
+                msgs[k].msg_hdr.msg_iov = &iov[k]; msgs[k].msg_hdr.msg_iovlen = 1;
+                msgs[k].msg_hdr.msg_name = &addr[k]; msgs[k].msg_hdr.msg_namelen = sizeof addr[k];
+                msgs[k].msg_hdr.msg_control = ctrl[k]; msgs[k].msg_hdr.msg_controllen = sizeof ctrl[k];
+            }
+            int got = recvmmsg(fd, msgs, (unsigned)want, MSG_DONTWAIT, NULL);
+            if (got < 0) {
+                int e = errno;
+                if (e == EAGAIN || e == EWOULDBLOCK || e == EINTR) continue;
+                pthread_mutex_lock(&d->mu);
+                if (e == ENETDOWN) { p->down = 1; p->skip_until_us = dp_now(d) + 50000; }
+                else { p->rx_errors++; p->need_reopen = 1; p->fd = -1; ring_close(p); }
+                pthread_mutex_unlock(&d->mu);
+                continue;
+            }
+            pthread_mutex_lock(&d->mu);
+            p->down = 0;
+            for (int k = 0; k < got; k++) {
+                if (addr[k].sll_pkttype == PACKET_OUTGOING) continue;
+                uint8_t *f = (uint8_t *)iov[k].iov_base;
+                int64_t len = msgs[k].msg_len;
+                if (len > SLOT) len = SLOT;
+                /* 802.1Q tag kept in PACKET_AUXDATA: put it back (libpcap's rule) */
+                for (struct cmsghdr *c = CMSG_FIRSTHDR(&msgs[k].msg_hdr); c; c = CMSG_NXTHDR(&msgs[k].msg_hdr, c)) {
+                    if (c->cmsg_level != SOL_PACKET || c->cmsg_type != PACKET_AUXDATA) continue;
+                    struct tpacket_auxdata aux; memcpy(&aux, CMSG_DATA(c), sizeof aux);
+                    if ((aux.tp_vlan_tci || (aux.tp_status & TP_STATUS_VLAN_VALID)) && len >= 12) {
+                        int tpid = (aux.tp_status & TP_STATUS_VLAN_TPID_VALID) && aux.tp_vlan_tpid ? aux.tp_vlan_tpid : 0x8100;
+                        memmove(f - 4, f, 12);
+                        f -= 4;
+                        f[12] = (uint8_t)(tpid >> 8); f[13] = (uint8_t)tpid;
+                        f[14] = (uint8_t)(aux.tp_vlan_tci >> 8); f[15] = (uint8_t)aux.tp_vlan_tci;
+                        len += 4;
+                    }
+                }
+                p->rx_frames++; p->rx_bytes += len;
+                pcap_write(p->cap_in, f, len);
+                if (mac_pfc(d, no, f, len)) continue;
+                uint8_t *c = (uint8_t *)malloc((size_t)(len > 0 ? len : 1));
+                if (!c) abort();
+                memcpy(c, f, (size_t)len);
+                ib_push(d, no, c, len);
+            }
+            pthread_cond_signal(&d->work_cv);
+            pthread_mutex_unlock(&d->mu);
+        }
+    }
+    free(bufs);
+    return NULL;
+}
+
+static void *tx_main(void *arg)
+{
+    dp *d = (dp *)arg;
+    struct mmsghdr msgs[TXB];
+    struct iovec iov[TXB];
+    while (1) {
+        struct pollfd pfd = { d->efd_tx, POLLIN, 0 };
+        int r = poll(&pfd, 1, 200);
+        if (r > 0) { uint64_t v; ssize_t x = read(d->efd_tx, &v, 8); (void)x; }
+        pthread_mutex_lock(&d->mu);
+        int stop = d->stop;
+        d->tx_pending = 0;
+        int order[MAXPORT]; int norder = d->nport_order;
+        memcpy(order, d->port_order, sizeof(int) * (size_t)norder);
+        pthread_mutex_unlock(&d->mu);
+        for (int k0 = 0; k0 < norder; k0++) {
+            int k = order[k0];
+            pthread_mutex_lock(&d->mu);
+            dpport *p = d->ports[k];
+            if (!p || !p->txn) { pthread_mutex_unlock(&d->mu); continue; }
+            uint8_t **f = p->txf; int64_t *l = p->txl; int n = p->txn; int fd = p->fd;
+            p->txf = NULL; p->txl = NULL; p->txn = p->txcap = 0;
+            pthread_mutex_unlock(&d->mu);
+            int64_t sent = 0, sent_bytes = 0, errs = 0;
+            for (int i = 0; i < n;) {
+                int m = n - i < TXB ? n - i : TXB;
+                if (fd < 0) { errs += n - i; break; }
+                for (int j = 0; j < m; j++) {
+                    iov[j].iov_base = f[i + j]; iov[j].iov_len = (size_t)l[i + j];
+                    memset(&msgs[j].msg_hdr, 0, sizeof(struct msghdr));
+                    msgs[j].msg_hdr.msg_iov = &iov[j]; msgs[j].msg_hdr.msg_iovlen = 1;
+                }
+                int s = sendmmsg(fd, msgs, (unsigned)m, MSG_DONTWAIT);
+                if (s < 0) { if (errno == EINTR) continue; errs++; i++; continue; }
+                for (int j = 0; j < s; j++) { sent++; sent_bytes += l[i + j]; pcap_write(p->cap_out, f[i + j], l[i + j]); }
+                i += s;
+                if (s < m) { errs++; i++; }     /* the frame the kernel refused: dropped */
+            }
+            for (int i = 0; i < n; i++) free(f[i]);
+            free(f); free(l);
+            pthread_mutex_lock(&d->mu);
+            p->tx_frames += sent; p->tx_bytes += sent_bytes; p->tx_errors += errs;
+            pthread_mutex_unlock(&d->mu);
+        }
+        if (stop) break;
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ API */
+DP_EXPORT dp *dp_new(int prio_queues, int64_t depth, double rate, double line, int pfc, int passthrough,
+                     int64_t ingress_capacity, int64_t clock_start_ns, int64_t cpu_port)
+{
+    dp *d = (dp *)calloc(1, sizeof(dp));
+    if (!d) return NULL;
+    pthread_mutex_init(&d->pipe_mu, NULL); pthread_mutex_init(&d->mu, NULL);
+    pthread_cond_init(&d->work_cv, NULL); pthread_cond_init(&d->room_cv, NULL);
+    d->efd_rx = eventfd(0, EFD_NONBLOCK); d->efd_tx = eventfd(0, EFD_NONBLOCK);
+    d->prio_queues = prio_queues; d->def_depth = depth; d->def_rate = rate; d->def_line = line; d->def_pfc = pfc;
+    d->passthrough = passthrough; d->clock_start_ns = clock_start_ns; d->cpu_port = cpu_port;
+    d->ib_cap = ingress_capacity; d->ib = (rxframe *)calloc((size_t)ingress_capacity, sizeof(rxframe));
+    d->ib_room_to_wake = ingress_capacity - ingress_capacity / 4; if (d->ib_room_to_wake < 1) d->ib_room_to_wake = 1;
+    return d;
+}
+DP_EXPORT void dp_set_clock(dp *d, dp_clock_fn fn) { d->clock_cb = fn; }
+DP_EXPORT void dp_set_packet_in(dp *d, dp_packet_in_fn fn) { d->packet_in = fn; }
+
+DP_EXPORT void dp_add_port(dp *d, int no, int fd)
+{
+    pthread_mutex_lock(&d->mu);
+    dpport *p = port_get(d, no);
+    if (p) { p->is_port = 1; p->fd = fd; p->need_reopen = 0; ring_open(p); }
+    pthread_mutex_unlock(&d->mu);
+    wake_rx(d);
+}
+DP_EXPORT void dp_set_fd(dp *d, int no, int fd)
+{
+    pthread_mutex_lock(&d->mu);
+    dpport *p = port_get(d, no);
+    if (p) { p->fd = fd; p->need_reopen = 0; ring_open(p); }
+    pthread_mutex_unlock(&d->mu);
+    wake_rx(d);
+}
+DP_EXPORT int dp_need_reopen(dp *d, int *out, int cap)
+{
+    int n = 0;
+    pthread_mutex_lock(&d->mu);
+    for (int k = 0; k < d->nport_order && n < cap; k++) { dpport *p = d->ports[d->port_order[k]]; if (p->is_port && p->need_reopen) out[n++] = d->port_order[k]; }
+    pthread_mutex_unlock(&d->mu);
+    return n;
+}
+DP_EXPORT int dp_port_down(dp *d, int no) { dpport *p = (no >= 0 && no < MAXPORT) ? d->ports[no] : NULL; return p ? p->down : 0; }
+
+/* the pipeline (NULL run_ingress: none); queued packets of the old one are dropped.
+ * Call with the pipeline mutex held (dp_lock) or before dp_start. */
+DP_EXPORT int64_t dp_set_pipe(dp *d, const dp_pipe *pipe)
+{
+    pthread_mutex_lock(&d->mu);
+    int64_t n = tm_flush(d);
+    if (pipe && pipe->run_ingress) { d->pipe = *pipe; d->has_pipe = 1; } else d->has_pipe = 0;
+    pthread_mutex_unlock(&d->mu);
+    return n;
+}
+DP_EXPORT void dp_set_capture(dp *d, int no, int in_fd, int out_fd)
+{
+    pthread_mutex_lock(&d->mu);
+    dpport *p = port_get(d, no);
+    if (p) { p->cap_in = in_fd; p->cap_out = out_fd; }
+    pthread_mutex_unlock(&d->mu);
+}
+DP_EXPORT void dp_touch_port(dp *d, int no) { pthread_mutex_lock(&d->mu); port_get(d, no); pthread_mutex_unlock(&d->mu); }
+
+DP_EXPORT void dp_start(dp *d)
+{
+    if (d->started) return;
+    d->started = 1;
+    pthread_create(&d->rx_th, NULL, rx_main, d);
+    pthread_create(&d->wk_th, NULL, worker_main, d);
+    pthread_create(&d->tx_th, NULL, tx_main, d);
+}
+DP_EXPORT void dp_stop(dp *d)
+{
+    pthread_mutex_lock(&d->mu);
+    d->stop = 1;
+    pthread_cond_broadcast(&d->work_cv); pthread_cond_broadcast(&d->room_cv);
+    pthread_mutex_unlock(&d->mu);
+    wake_rx(d); wake_tx(d);
+    if (d->started) { pthread_join(d->rx_th, NULL); pthread_join(d->wk_th, NULL); pthread_join(d->tx_th, NULL); }
+    d->started = 0;
+}
+DP_EXPORT void dp_lock(dp *d) { pthread_mutex_lock(&d->pipe_mu); }
+DP_EXPORT void dp_unlock(dp *d) { pthread_mutex_unlock(&d->pipe_mu); }
+
+/* a frame for ingress as if received on `port` (PacketOut on the CPU port); waits for room */
+DP_EXPORT int dp_inject(dp *d, int64_t port, const uint8_t *data, int64_t len)
+{
+    uint8_t *c = (uint8_t *)malloc((size_t)(len > 0 ? len : 1));
+    if (!c) return -1;
+    memcpy(c, data, (size_t)len);
+    pthread_mutex_lock(&d->mu);
+    while (!d->stop && ib_room(d) <= 0) { d->producers_waiting++; pthread_cond_wait(&d->room_cv, &d->mu); d->producers_waiting--; }
+    if (d->stop) { d->ib_dropped++; pthread_mutex_unlock(&d->mu); free(c); return -1; }
+    ib_push(d, port, c, len);
+    pthread_cond_signal(&d->work_cv);
+    pthread_mutex_unlock(&d->mu);
+    return 0;
+}
+
+/* settings (tm.py): port -1 = every port (and the default), prio -1 = every priority */
+DP_EXPORT int dp_set_queue(dp *d, int what, double value, int port, int prio)
+{
+    if (prio >= d->prio_queues) return -1;
+    pthread_mutex_lock(&d->mu);
+    if (port < 0 && prio < 0) { if (what == 0) d->def_depth = (int64_t)value; else d->def_rate = value; }
+    for (int k = 0; k < (port < 0 ? d->nport_order : 1); k++) {
+        dpport *p = port < 0 ? d->ports[d->port_order[k]] : port_get(d, port);
+        if (!p) continue;
+        for (int i = 0; i < d->prio_queues; i++) {
+            if (prio >= 0 && i != prio) continue;
+            if (what == 0) p->q[i].depth_pkts = (int64_t)value; else p->q[i].rate_pps = value;
+        }
+    }
+    pthread_cond_broadcast(&d->work_cv);
+    pthread_mutex_unlock(&d->mu);
+    return 0;
+}
+DP_EXPORT void dp_set_line_rate(dp *d, double gbps, int port)
+{
+    pthread_mutex_lock(&d->mu);
+    if (port < 0) { d->def_line = gbps; for (int k = 0; k < d->nport_order; k++) d->ports[d->port_order[k]]->line_rate_gbps = gbps; }
+    else { dpport *p = port_get(d, port); if (p) p->line_rate_gbps = gbps; }
+    pthread_mutex_unlock(&d->mu);
+}
+DP_EXPORT void dp_set_pfc(dp *d, int enabled, int port)
+{
+    pthread_mutex_lock(&d->mu);
+    if (port < 0) d->def_pfc = enabled;
+    double now = (double)dp_now(d);
+    for (int k = 0; k < (port < 0 ? d->nport_order : 1); k++) {
+        dpport *p = port < 0 ? d->ports[d->port_order[k]] : port_get(d, port);
+        if (!p) continue;
+        p->pfc_enabled = enabled;
+        if (!enabled) for (int i = 0; i < d->prio_queues; i++) q_resume(&p->q[i], now);
+    }
+    pthread_cond_broadcast(&d->work_cv);
+    pthread_mutex_unlock(&d->mu);
+}
+DP_EXPORT int dp_pfc_enabled(dp *d, int port)
+{
+    pthread_mutex_lock(&d->mu);
+    dpport *p = (port >= 0 && port < MAXPORT) ? d->ports[port] : NULL;
+    int v = p ? p->pfc_enabled : d->def_pfc;
+    pthread_mutex_unlock(&d->mu);
+    return v;
+}
+DP_EXPORT void dp_set_passthrough(dp *d, int on) { pthread_mutex_lock(&d->mu); d->passthrough = on; pthread_mutex_unlock(&d->mu); }
+
+/* tm.pause() for a PFC frame the control plane builds (tests): pauses[prio] quanta, -1 none */
+DP_EXPORT int dp_pause(dp *d, int port, const int *quanta)
+{
+    uint8_t f[60] = {0x01, 0x80, 0xc2, 0x00, 0x00, 0x01};
+    int vec = 0;
+    f[12] = 0x88; f[13] = 0x08; f[14] = 0x01; f[15] = 0x01;
+    for (int i = 0; i < 8; i++) if (quanta[i] >= 0) { vec |= 1 << i; f[18 + 2 * i] = (uint8_t)(quanta[i] >> 8); f[19 + 2 * i] = (uint8_t)quanta[i]; }
+    f[16] = (uint8_t)(vec >> 8); f[17] = (uint8_t)vec;
+    pthread_mutex_lock(&d->mu);
+    dpport *p = port_get(d, port);
+    int ok = p && p->pfc_enabled;
+    int64_t before = d->st_pfc_frames;
+    if (ok) { mac_pfc(d, port, f, 60); d->st_pfc_frames = before; }
+    pthread_mutex_unlock(&d->mu);
+    return ok;
+}
+
+/* queue_stats: ports with queues (out: numbers), then per port and priority */
+DP_EXPORT int dp_ports(dp *d, int *out, int cap)
+{
+    pthread_mutex_lock(&d->mu);
+    int n = 0;
+    for (int k = 0; k < d->nport_order && n < cap; k++) out[n++] = d->port_order[k];
+    pthread_mutex_unlock(&d->mu);
+    return n;
+}
+/* out: line_rate, pfc_enabled, depth(port) ; per prio (9 each): depth, depth_pkts, rate,
+ * paused, enqueued, dequeued, dropped, paused_us, pause_frames */
+DP_EXPORT int dp_queue_stats(dp *d, int port, double *out)
+{
+    pthread_mutex_lock(&d->mu);
+    dpport *p = port_get(d, port);
+    double now = (double)dp_now(d);
+    out[0] = p->line_rate_gbps; out[1] = p->pfc_enabled; out[2] = (double)p->count;
+    for (int i = 0; i < d->prio_queues; i++) {
+        dpq *q = &p->q[i];
+        q_settle(q, now);
+        double extra = 0;
+        if (q->paused) { double e = (now < q->paused_until ? now : q->paused_until) - q->pause_start; extra = e > 0 ? e : 0; }
+        double *o = out + 3 + 9 * i;
+        o[0] = (double)q->n; o[1] = (double)q->depth_pkts; o[2] = q->rate_pps; o[3] = q->paused;
+        o[4] = (double)q->enqueued; o[5] = (double)q->dequeued; o[6] = (double)q->dropped; o[7] = q->paused_us + extra;
+        o[8] = (double)q->pause_frames;
+    }
+    pthread_mutex_unlock(&d->mu);
+    return d->prio_queues;
+}
+/* rx_frames, rx_bytes, tx_frames, tx_bytes, tx_errors, rx_errors, up(fd open) */
+DP_EXPORT void dp_port_counters(dp *d, int port, int64_t *out)
+{
+    pthread_mutex_lock(&d->mu);
+    dpport *p = (port >= 0 && port < MAXPORT) ? d->ports[port] : NULL;
+    if (p) { out[0] = p->rx_frames; out[1] = p->rx_bytes; out[2] = p->tx_frames; out[3] = p->tx_bytes; out[4] = p->tx_errors; out[5] = p->rx_errors; out[6] = p->fd >= 0; out[7] = p->truncated; out[8] = p->holes; out[9] = p->ring != NULL; }
+    else memset(out, 0, sizeof(int64_t) * 10);
+    pthread_mutex_unlock(&d->mu);
+}
+/* no_program, no_port, tm_drops, pfc_frames, packet_in, errors, ib: capacity, depth,
+ * enqueued, dequeued, dropped, full_waits, high_water, queued */
+DP_EXPORT void dp_switch_stats(dp *d, int64_t *out)
+{
+    pthread_mutex_lock(&d->mu);
+    out[0] = d->st_no_program; out[1] = d->st_no_port; out[2] = d->st_tm_drops; out[3] = d->st_pfc_frames;
+    out[4] = d->st_packet_in; out[5] = d->st_errors;
+    out[6] = d->ib_cap; out[7] = d->ib_n; out[8] = d->ib_enq; out[9] = d->ib_deq; out[10] = d->ib_dropped;
+    out[11] = d->ib_full_waits; out[12] = d->ib_high; out[13] = d->queued;
+    pthread_mutex_unlock(&d->mu);
+}
+DP_EXPORT int64_t dp_now_us(dp *d) { return dp_now(d); }
+
+DP_EXPORT void dp_free(dp *d)
+{
+    dp_stop(d);
+    pthread_mutex_lock(&d->mu);
+    tm_flush(d);
+    for (int64_t i = 0; i < d->ib_n; i++) free(d->ib[(d->ib_head + i) % d->ib_cap].data);
+    free(d->ib);
+    for (int k = 0; k < d->nport_order; k++) {
+        dpport *p = d->ports[d->port_order[k]];
+        for (int i = 0; i < p->txn; i++) free(p->txf[i]);
+        ring_close(p);
+        free(p->txf); free(p->txl); free(p);
+    }
+    pthread_mutex_unlock(&d->mu);
+    close(d->efd_rx); close(d->efd_tx);
+    free(d);
+}

@@ -1,0 +1,584 @@
+"""The native switch: :class:`NativeSwitch` runs a program's generated C through ctypes
+with the API of :class:`p4sim.v1model.switch.V1ModelSwitch` (``process_packet``,
+``run_ingress``/``run_egress``, ``stats``), plus :meth:`NativeSwitch.process_batch`.
+
+Runtime state stays the program's own objects (``program.state``), the ones the P4Runtime
+server and the STF runner read and write, so every read, write and digest behaves as on
+the Python engine:
+
+* registers and indexed counters: their cells ARE the C arrays (the Python objects'
+  ``_cells`` / ``_packets`` / ``_bytes`` become ctypes arrays the C code writes);
+* tables, action profiles, value sets, custom CRC parameters: copied into C lookup
+  structures whenever they changed (``Table.version``, ``ActionProfile.version``), checked
+  before every call; ``last_hit_ns`` of the entries hit is written back after it;
+* direct counters and meters of a hit, meters, the packet replication engine (multicast,
+  clone sessions), digests and an injected clock: the C code calls back into Python, which
+  runs the very same runtime methods the Python engine runs;
+* ``random()``: the C code continues the program's own Mersenne Twister (``program.rng``).
+
+Example::
+
+    >>> sw = NativeSwitch(load_program("fwd.p4"))        # doctest: +SKIP
+    >>> sw.process_packet(1, frame)                      # doctest: +SKIP
+    [(2, b'...')]
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Sequence
+
+from p4sim.frontend.types import BoolT, EnumT, strip_new
+from p4sim.native.build import NativeBuildError, build
+from p4sim.native.translate import NativeUnsupported, TranslatedUnit, translate
+from p4sim.runtime import hashes as H
+from p4sim.runtime.tables import ActionCall, Exact, GroupRef, Lpm, MemberRef, Optional_, Range, Ternary
+from p4sim.v1model.sessions import clone_copies, clone_truncation, replicate
+from p4sim.v1model.switch import EgressResult, QueueMeta, SwitchStats
+
+MODES = {"keyless": 0, "exact": 1, "lpm": 2, "general": 3}
+STATIC_HASHES = {H.crc16: 1, H.crc32: 2, H.crc_ccitt: 3, H.csum16: 4, H.xor16: 5, H.xor32: 6, H.identity: 7}
+CUSTOM = 8
+MASK128 = (1 << 128) - 1
+
+_u64p = ctypes.POINTER(ctypes.c_uint64)
+_i64p = ctypes.POINTER(ctypes.c_int64)
+_CLOCK = ctypes.CFUNCTYPE(ctypes.c_int64)
+_METER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
+_HIT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+_DIGEST = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int, _u64p, ctypes.c_int64)
+_PRE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int64, _i64p, ctypes.c_int)
+
+
+class _Out(ctypes.Structure):
+    _fields_ = [("n", ctypes.c_int64), ("cap", ctypes.c_int64), ("port", _i64p), ("off", _i64p),
+                ("len", _i64p), ("src", _i64p), ("buf", ctypes.c_void_p), ("used", ctypes.c_int64),
+                ("bufcap", ctypes.c_int64)]
+
+
+@dataclass
+class NativeProgram:
+    """A program's translation and its loaded shared object (one per program object)."""
+
+    unit: TranslatedUnit
+    lib: ctypes.CDLL
+    path: str
+
+
+_LOAD_LOCK = threading.Lock()
+
+
+def native_program(program: Any) -> NativeProgram:
+    """Translate and compile ``program`` once (kept on the program object); raises
+    :class:`~p4sim.native.translate.NativeUnsupported` or
+    :class:`~p4sim.native.build.NativeBuildError`. Several programs may build at once
+    (the compiler runs outside any lock)."""
+    cached = getattr(program, "_native_program", None)
+    if isinstance(cached, NativeProgram):
+        return cached
+    if isinstance(cached, Exception):
+        raise cached
+    try:
+        try:
+            unit = translate(program)
+            so = build(unit.c_source, getattr(program, "path", "program"))
+            with _LOAD_LOCK:
+                lib = ctypes.CDLL(str(so))
+                _declare(lib)
+        except (NativeUnsupported, NativeBuildError):
+            raise
+        except Exception as exc:   # a translator bug, a shared object that does not load: never a crash
+            raise NativeUnsupported(f"the native path failed ({type(exc).__name__}: {exc})") from exc
+    except Exception as exc:
+        program._native_program = exc
+        raise
+    native = NativeProgram(unit, lib, str(so))
+    with _LOAD_LOCK:
+        cached = getattr(program, "_native_program", None)
+        if isinstance(cached, NativeProgram):
+            return cached
+        program._native_program = native
+    return native
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    vp, i64, i32, u64 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_uint64
+    ip = ctypes.POINTER(ctypes.c_int)
+    lib.p4n_new.restype = vp
+    lib.p4n_new.argtypes = [i32] * 6
+    lib.p4n_set_options.argtypes = [vp, i64, i64, i64]
+    lib.p4n_set_callbacks.argtypes = [vp, _CLOCK, _METER, _HIT, _DIGEST, _PRE]
+    lib.p4n_set_rng.argtypes = [vp, ctypes.POINTER(ctypes.c_uint32), i32]
+    lib.p4n_set_register.argtypes = [vp, i32, i64, i32, _u64p]
+    lib.p4n_set_counter.argtypes = [vp, i32, i64, _u64p, _u64p]
+    lib.p4n_set_hash.argtypes = [vp, i32, i32, i32, u64, u64, u64, i32, i32]
+    lib.p4n_prof_hash.argtypes = [vp, i32, i32, i32, u64, u64, u64, i32, i32]
+    lib.p4n_table_config.argtypes = [vp, i32, i32, i32, i32, ip, i32, ip, ip, i32, i32, i32, i32]
+    lib.p4n_table_reset.argtypes = [vp, i32, i32]
+    lib.p4n_table_entry.argtypes = [vp, i32, i32, i32, i32, i32, _u64p, i64, i64, i64, _u64p, _u64p, i32, ip, _u64p, _u64p]
+    lib.p4n_table_default.argtypes = [vp, i32, i32, i32, _u64p]
+    lib.p4n_table_commit.argtypes = [vp, i32]
+    lib.p4n_prof_reset.argtypes = [vp, i32, i32, i32]
+    lib.p4n_prof_member.argtypes = [vp, i32, i32, i64, i32, i32, _u64p]
+    lib.p4n_prof_group.argtypes = [vp, i32, i32, i64, i32, ip]
+    lib.p4n_prof_commit.argtypes = [vp, i32]
+    lib.p4n_vs_set.argtypes = [vp, i32, i32, _u64p, _u64p]
+    lib.p4n_take_hits.argtypes = [vp, _i64p, i32]
+    lib.p4n_take_hits.restype = i32
+    lib.p4n_pending_hits.argtypes = [vp]
+    lib.p4n_out.argtypes = [vp]
+    lib.p4n_out.restype = ctypes.POINTER(_Out)
+    lib.p4n_stats.argtypes = [vp, _i64p]
+    lib.p4n_take_errors.argtypes = [vp, ctypes.POINTER(ctypes.c_int32), i32]
+    lib.p4n_process.argtypes = [vp, i64, ctypes.c_char_p, i64]
+    lib.p4n_process_batch.argtypes = [vp, i32, _i64p, ctypes.POINTER(ctypes.c_char_p), _i64p]
+    lib.p4n_run_ingress.argtypes = [vp, i64, ctypes.c_char_p, i64]
+    lib.p4n_run_egress.argtypes = [vp, vp, i32, i64, i64, i64]
+    lib.p4n_work.argtypes = [vp, i32]
+    lib.p4n_work.restype = vp
+    lib.p4n_nwork.argtypes = [vp]
+    lib.p4n_item_info.argtypes = [vp, _i64p]
+    lib.p4n_item_free.argtypes = [vp, vp]
+
+
+def _u128s(values: Sequence[int]) -> Any:
+    arr = (ctypes.c_uint64 * (2 * max(1, len(values))))()
+    for i, v in enumerate(values):
+        v &= MASK128
+        arr[2 * i] = v & 0xFFFFFFFFFFFFFFFF
+        arr[2 * i + 1] = v >> 64
+    return arr
+
+
+def _ints(values: Sequence[int]) -> Any:
+    return (ctypes.c_int * max(1, len(values)))(*values)
+
+
+def _from_lohi(lo: int, hi: int) -> int:
+    v = lo | (hi << 64)
+    return v - (1 << 128) if v >> 127 else v
+
+
+def _hash_params(fn: Any) -> tuple[int, int, int, int, int, int, int]:
+    if isinstance(fn, H.CustomCrc):
+        poly, init, xorout, ri, ro = fn.config()
+        return CUSTOM, fn.width, poly, init, xorout, int(ri), int(ro)
+    kind = STATIC_HASHES.get(fn)
+    if kind is None:
+        raise ValueError(f"hash function {fn!r} has no C implementation")
+    return kind, 0, 0, 0, 0, 0, 0
+
+
+class NativeWork:
+    """A packet in an egress queue (the native counterpart of ``EgressWork``): the C side
+    holds it; ``port``, ``priority``, ``packet_id``, ``copy_id`` are what the traffic
+    manager and the trace read."""
+
+    __slots__ = ("handle", "port", "priority", "packet_id", "copy_id", "length_reg", "_sw", "__weakref__")
+
+    def __init__(self, sw: "NativeSwitch", handle: int, info: Sequence[int]) -> None:
+        self._sw = sw
+        self.handle = handle
+        self.port, self.priority, self.packet_id, self.copy_id, self.length_reg = (int(x) for x in info[:5])
+
+    @property
+    def length(self) -> int:
+        return self.length_reg
+
+    def take(self) -> int:
+        h, self.handle = self.handle, 0
+        return h
+
+    def __del__(self) -> None:
+        h = self.handle
+        if h and self._sw is not None and self._sw._sw:
+            self.handle = 0
+            try:
+                self._sw._lib.p4n_item_free(self._sw._sw, h)
+            except Exception:
+                pass
+
+
+class NativeSwitch:
+    """``V1ModelSwitch`` on the native path (see the module docstring). ``log`` must be
+    None: the native path writes no per-packet trace (use the Python engine for that).
+    ``clock`` as in V1ModelSwitch (None: the monotonic clock from now, or from
+    ``clock_start_ns``)."""
+
+    def __init__(self, program: Any, cpu_port: Optional[int] = None, log: Optional[Callable[[str], None]] = None, *,
+                 clock: Optional[Callable[[], int]] = None, priority_queues: int = 1,
+                 max_repasses: Optional[int] = None, on_digest: Optional[Callable[[], None]] = None,
+                 clock_start_ns: Optional[int] = None, reuse_headers: bool = True) -> None:
+        # reuse_headers: accepted for V1ModelSwitch's API; the native path always starts a
+        # packet with fresh (zero) headers, V1ModelSwitch's reuse_headers=False (p4sim/README.md,
+        # "The native path": a field of a header the parser did not extract reads 0, not the
+        # last packet's value as on BMv2 and the Python engine's default)
+        self.reuse_headers = False
+        if log is not None:
+            raise ValueError("the native path writes no per-packet trace (log must be None)")
+        self.program = program
+        self.cpu_port = cpu_port
+        self.log = None
+        self.priority_queues = priority_queues
+        self.max_repasses = max_repasses
+        self.on_digest = on_digest
+        self.stats = SwitchStats()
+        self.engine = "native"
+        self.native = native_program(program)
+        self._lib = lib = self.native.lib
+        u = self.native.unit
+        self._unit = u
+        self._lock = threading.Lock()
+        self._cb_exc: Optional[BaseException] = None
+        st = program.state
+        self._tables = list(u.tables)
+        self._profiles: list[Any] = []
+        for t in self._tables:
+            if t.implementation is not None and all(p is not t.implementation for p in self._profiles):
+                self._profiles.append(t.implementation)
+        self._sw = lib.p4n_new(len(self._tables), len(self._profiles), len(u.registers), len(u.counters),
+                               len(u.value_sets), len(u.hashes))
+        if not self._sw:
+            raise MemoryError("p4n_new failed")
+        if clock is None:
+            start = time.monotonic_ns() if clock_start_ns is None else clock_start_ns
+            self.clock = lambda: (time.monotonic_ns() - start) // 1000  # noqa: E731
+            self._clock_cb = ctypes.cast(None, _CLOCK)
+        else:
+            start = 0
+            self.clock = clock
+            self._clock_cb = _CLOCK(self._cb_clock)
+        lib.p4n_set_options(self._sw, start, priority_queues,
+                            (1 << 63) - 1 if max_repasses is None else max_repasses)   # None: no limit, as on BMv2
+        self._meter_cb = _METER(self._cb_meter)
+        self._hit_cb = _HIT(self._cb_hit)
+        self._digest_cb = _DIGEST(self._cb_digest)
+        self._pre_cb = _PRE(self._cb_pre)
+        lib.p4n_set_callbacks(self._sw, self._clock_cb, self._meter_cb, self._hit_cb, self._digest_cb, self._pre_cb)
+        self._pre = st.pre
+        self._digests = st.digests
+        self._strings = u.strings
+        self._share_cells()
+        for i, fn in enumerate(u.hashes):
+            lib.p4n_set_hash(self._sw, i, *_hash_params(fn))
+        self._custom = [(i, fn) for i, fn in enumerate(u.hashes) if isinstance(fn, H.CustomCrc)]
+        self._custom_cfg = [fn.config() for _, fn in self._custom]
+        state = program.rng.getstate()[1]
+        mt = (ctypes.c_uint32 * 624)(*state[:624])
+        lib.p4n_set_rng(self._sw, mt, state[624])
+        self._sid = {s: i + 1 for i, s in enumerate(u.strings)}
+        self._entries: list[list[Any]] = [[] for _ in self._tables]
+        self._tver = [-1] * len(self._tables)
+        self._pver = [-1] * len(self._profiles)
+        self._vsm: list[Any] = [None] * len(u.value_sets)
+        for i, t in enumerate(self._tables):
+            self._config_table(i, t)
+        for i, p in enumerate(self._profiles):
+            if getattr(p, "has_selector", False):
+                lib.p4n_prof_hash(self._sw, i, *_hash_params(p.hash_fn))
+        self._digest_conv: dict[int, Any] = {}
+        self._stat_buf = (ctypes.c_int64 * 3)()
+        self._hit_buf = (ctypes.c_int64 * (3 * 4096))()
+        self._err_buf = (ctypes.c_int32 * (2 * 1024))()
+        self._info = (ctypes.c_int64 * 5)()
+        self._out = lib.p4n_out(self._sw).contents
+        self._sync()
+
+    # ------------------------------------------------------------------ state
+    def _share_cells(self) -> None:
+        """Registers and counters keep their cells in C arrays (shared with other native
+        switches of the same program)."""
+        lib, u = self._lib, self._unit
+        for i, r in enumerate(u.registers):
+            cells = r._cells
+            if not (isinstance(cells, ctypes.Array) and len(cells) == r.size):
+                arr = (ctypes.c_uint64 * max(1, r.size))()
+                for j, v in enumerate(cells):
+                    arr[j] = v
+                r._cells = arr if r.size else cells
+                cells = r._cells
+            lib.p4n_set_register(self._sw, i, r.size, r.width, ctypes.cast(cells, _u64p) if r.size else None)
+        for i, c in enumerate(u.counters):
+            for attr in ("_packets", "_bytes"):
+                cells = getattr(c, attr)
+                if not (isinstance(cells, ctypes.Array) and len(cells) == c.size) and c.size:
+                    arr = (ctypes.c_uint64 * c.size)()
+                    for j, v in enumerate(cells):
+                        arr[j] = v
+                    setattr(c, attr, arr)
+            lib.p4n_set_counter(self._sw, i, c.size, ctypes.cast(c._packets, _u64p) if c.size else None,
+                                ctypes.cast(c._bytes, _u64p) if c.size else None)
+
+    def _config_table(self, i: int, t: Any) -> None:
+        match_idx = list(t._match_idx)
+        sel = list(t._sel_spec)
+        prof = next((k for k, p in enumerate(self._profiles) if p is t.implementation), -1)
+        self._lib.p4n_table_config(self._sw, i, MODES[t.mode], len(t.keys), len(match_idx), _ints(match_idx),
+                                   len(sel), _ints([s for s, _ in sel]), _ints([w for _, w in sel]),
+                                   max(0, t._lpm_pos), t._lpm_width, prof,
+                                   int(t.direct_counter is not None or t.direct_meter is not None))
+
+    def _action(self, call: Optional[ActionCall]) -> tuple[int, Sequence[int]]:
+        if call is None:
+            return 0, ()
+        return self._sid[call.name], call.args
+
+    def _push_table(self, i: int, t: Any) -> None:
+        lib = self._lib
+        entries = list(t._entries.values())
+        self._entries[i] = entries
+        lib.p4n_table_reset(self._sw, i, len(entries))
+        mkeys = t._mkeys
+        for slot, e in enumerate(entries):
+            a = e.action
+            if isinstance(a, ActionCall):
+                kind, act, args, ref = 0, self._sid[a.name], a.args, 0
+            elif isinstance(a, MemberRef):
+                kind, act, args, ref = 1, 0, (), a.member_id
+            else:
+                assert isinstance(a, GroupRef)
+                kind, act, args, ref = 2, 0, (), a.group_id
+            masks, vals, rpos, rlo, rhi = [], [], [], [], []
+            for pos, (kf, m) in enumerate(zip(mkeys, e.matches)):
+                full = (1 << kf.width) - 1
+                if isinstance(m, Exact):
+                    masks.append(full); vals.append(m.value)
+                elif isinstance(m, Lpm):
+                    masks.append(full ^ ((1 << (kf.width - m.prefix_len)) - 1)); vals.append(m.value)
+                elif isinstance(m, Ternary):
+                    masks.append(m.mask); vals.append(m.value)
+                elif isinstance(m, Range):
+                    masks.append(0); vals.append(0)
+                    if not (m.low == 0 and m.high == full):
+                        rpos.append(pos); rlo.append(m.low); rhi.append(m.high)
+                else:
+                    assert isinstance(m, Optional_)
+                    if m.value is None:
+                        masks.append(0); vals.append(0)
+                    else:
+                        masks.append(full); vals.append(m.value)
+            lib.p4n_table_entry(self._sw, i, slot, kind, act, len(args), _u128s(args), ref, e.priority, e.handle,
+                                _u128s(masks), _u128s(vals), len(rpos), _ints(rpos), _u128s(rlo), _u128s(rhi))
+        act, args = self._action(t.default_action)
+        lib.p4n_table_default(self._sw, i, act, len(args), _u128s(args))
+        lib.p4n_table_commit(self._sw, i)
+
+    def _push_profile(self, i: int, p: Any) -> None:
+        lib = self._lib
+        members = list(p.members.values())
+        index = {m.member_id: k for k, m in enumerate(members)}
+        groups = list(p.groups.values())
+        lib.p4n_prof_reset(self._sw, i, len(members), len(groups))
+        for k, m in enumerate(members):
+            act, args = self._action(m.action)
+            lib.p4n_prof_member(self._sw, i, k, m.member_id, act, len(args), _u128s(args))
+        for k, g in enumerate(groups):
+            ms = [index[m.member_id] for m in g.by_handle]
+            lib.p4n_prof_group(self._sw, i, k, g.group_id, len(ms), _ints(ms))
+        lib.p4n_prof_commit(self._sw, i)
+
+    def _sync(self) -> None:
+        """Copy into C what changed on the Python side since the last call."""
+        tables = self._tables
+        if [t.version for t in tables] != self._tver:
+            for i, t in enumerate(tables):
+                if t.version != self._tver[i]:
+                    self._push_table(i, t)
+                    self._tver[i] = t.version
+        for i, p in enumerate(self._profiles):
+            if p.version != self._pver[i]:
+                self._push_profile(i, p)
+                self._pver[i] = p.version
+        for i, vs in enumerate(self._unit.value_sets):
+            if vs.members is not self._vsm[i]:
+                self._lib.p4n_vs_set(self._sw, i, len(vs.members), _u128s([v for v, _ in vs.members]),
+                                     _u128s([m for _, m in vs.members]))
+                self._vsm[i] = vs.members
+        for k, (i, fn) in enumerate(self._custom):
+            cfg = fn.config()
+            if cfg != self._custom_cfg[k]:
+                self._lib.p4n_set_hash(self._sw, i, *_hash_params(fn))
+                self._custom_cfg[k] = cfg
+
+    def _after(self) -> None:
+        """What the call left for the Python side: hit times, statistics, errors."""
+        lib, sw = self._lib, self._sw
+        n = lib.p4n_take_hits(sw, self._hit_buf, 4096)
+        while n:
+            hb = self._hit_buf
+            for k in range(n):
+                self._entries[hb[3 * k]][hb[3 * k + 1]].last_hit_ns = hb[3 * k + 2]
+            n = lib.p4n_take_hits(sw, self._hit_buf, 4096) if n == 4096 else 0
+        lib.p4n_stats(sw, self._stat_buf)
+        s = self.stats
+        s.received, s.transmitted, s.dropped = self._stat_buf[0], self._stat_buf[1], self._stat_buf[2]
+        ne = lib.p4n_take_errors(sw, self._err_buf, 1024)
+        for k in range(ne):
+            s.errors.append(self._error_text(self._err_buf[2 * k], self._err_buf[2 * k + 1]))
+
+    def _error_text(self, kind: int, arg: int) -> str:
+        if kind == 1:
+            return f"AssertionFailed: {self._strings[arg - 1] if 0 < arg <= len(self._strings) else arg}"
+        if kind == 2:
+            return f"ParserErrorSignal: {arg}"
+        exc, self._cb_exc = self._cb_exc, None
+        if exc is not None:
+            return f"{type(exc).__name__}: {exc}"
+        return "NativeError: an internal limit of the native path"
+
+    def _frames(self, n: int, with_src: bool = False) -> list[Any]:
+        o = self._out
+        if not n:
+            return []
+        raw = ctypes.string_at(o.buf, o.used)
+        port, off, ln = o.port, o.off, o.len
+        if with_src:
+            src = o.src
+            return [(src[i], port[i], raw[off[i]:off[i] + ln[i]]) for i in range(n)]
+        return [(port[i], raw[off[i]:off[i] + ln[i]]) for i in range(n)]
+
+    # ------------------------------------------------------------------ callbacks
+    def _cb_clock(self) -> int:
+        try:
+            return int(self.clock())
+        except BaseException as exc:  # noqa: BLE001 - reported as the packet's error
+            self._cb_exc = exc
+            return 0
+
+    def _cb_meter(self, meter: int, index: int, nbytes: int, now_us: int) -> int:
+        try:
+            return int(self._unit.meters[meter].execute(index, nbytes, now_us))
+        except BaseException as exc:  # noqa: BLE001
+            self._cb_exc = exc
+            return -2
+
+    def _cb_hit(self, table: int, slot: int, nbytes: int, now_us: int) -> int:
+        try:
+            t = self._tables[table]
+            entry = self._entries[table][slot]
+            if entry.counter is not None:
+                entry.counter.count(nbytes)
+            colour = -1
+            if entry.meter is not None:
+                units = 1 if t.direct_meter is None or t.direct_meter.unit == "packets" else nbytes
+                colour = int(entry.meter.execute(units, now_us))
+            entry.last_hit_ns = now_us * 1000
+            t.last_meter_color = None if colour < 0 else colour
+            return colour
+        except BaseException as exc:  # noqa: BLE001
+            self._cb_exc = exc
+            return -2
+
+    def _cb_digest(self, name_id: int, n: int, vals: Any, now_us: int) -> int:
+        try:
+            name = self._strings[name_id - 1]
+            values = tuple(_from_lohi(vals[2 * i], vals[2 * i + 1]) for i in range(n))
+            conv = self._digest_conv.get(name_id)
+            if conv is None:
+                conv = self._digest_converter(name)
+                self._digest_conv[name_id] = conv
+            if conv:
+                values = tuple(f(v) for f, v in zip(conv, values))
+            self._digests.push(name, values, now_ns=now_us * 1000)
+            if self.on_digest is not None:
+                self.on_digest()
+            return 0
+        except BaseException as exc:  # noqa: BLE001
+            self._cb_exc = exc
+            return -1
+
+    def _digest_converter(self, name: str) -> list[Callable[[int], Any]]:
+        t = getattr(self.program, "digest_types", {}).get(name)
+        if t is None:
+            return []
+        out: list[Callable[[int], Any]] = []
+        for _n, ft in t.fields:
+            st = strip_new(ft)
+            if isinstance(st, BoolT):
+                out.append(bool)
+            elif isinstance(st, EnumT) and st.underlying is None:
+                out.append(lambda v: self._strings[v - 1])
+            else:
+                out.append(int)
+        return out
+
+    def _cb_pre(self, kind: int, ident: int, out: Any, cap: int) -> int:
+        try:
+            if kind == 0:
+                copies = replicate(self._pre, ident)
+                for k, (port, rid) in enumerate(copies[:cap]):
+                    out[2 * k], out[2 * k + 1] = port, rid
+                return min(len(copies), cap)
+            got = clone_copies(self._pre, ident)
+            if got is None:
+                return -1
+            out[0] = clone_truncation(self._pre, ident) or 0
+            for k, (port, rid) in enumerate(got[:cap]):
+                out[1 + 2 * k], out[2 + 2 * k] = port, (-1 if rid is None else rid)
+            return min(len(got), cap)
+        except BaseException as exc:  # noqa: BLE001
+            self._cb_exc = exc
+            return -2
+
+    # ------------------------------------------------------------------ packets
+    def process_packet(self, ingress_port: int, data: bytes) -> list[tuple[int, bytes]]:
+        """Run one frame and everything it spawns (as V1ModelSwitch.process_packet)."""
+        data = bytes(data)
+        with self._lock:
+            self._sync()
+            n = self._lib.p4n_process(self._sw, ingress_port, data, len(data))
+            frames = self._frames(n)
+            self._after()
+            return frames
+
+    def process_batch(self, frames: Sequence[tuple[int, bytes]]) -> list[tuple[int, int, bytes]]:
+        """``process_packet`` for each ``(port, frame)`` in turn, in one call into C;
+        returns ``(index of the input frame, port, frame)`` for every frame sent."""
+        n = len(frames)
+        if not n:
+            return []
+        ports = (ctypes.c_int64 * n)(*(p for p, _ in frames))
+        datas = (ctypes.c_char_p * n)(*(bytes(f) for _, f in frames))
+        lens = (ctypes.c_int64 * n)(*(len(f) for _, f in frames))
+        with self._lock:
+            self._sync()
+            k = self._lib.p4n_process_batch(self._sw, n, ports, datas, lens)
+            out = self._frames(k, with_src=True)
+            self._after()
+            return out
+
+    def run_ingress(self, ingress_port: int, data: bytes) -> list[NativeWork]:
+        """First half (as V1ModelSwitch.run_ingress)."""
+        data = bytes(data)
+        with self._lock:
+            self._sync()
+            n = self._lib.p4n_run_ingress(self._sw, ingress_port, data, len(data))
+            work = self._work(n)
+            self._after()
+            return work
+
+    def _work(self, n: int) -> list[NativeWork]:
+        out = []
+        for i in range(n):
+            h = self._lib.p4n_work(self._sw, i)
+            self._lib.p4n_item_info(h, self._info)
+            out.append(NativeWork(self, h, list(self._info)))
+        return out
+
+    def run_egress(self, item: NativeWork, qmeta: Optional[QueueMeta] = None) -> EgressResult:
+        """Second half for one dequeued packet (as V1ModelSwitch.run_egress)."""
+        with self._lock:
+            h = item.take()
+            if not h:
+                raise ValueError("this egress work was already run")
+            self._sync()
+            if qmeta is None:
+                n = self._lib.p4n_run_egress(self._sw, h, 0, 0, 0, 0)
+            else:
+                n = self._lib.p4n_run_egress(self._sw, h, 1, qmeta.enq_timestamp, qmeta.enq_qdepth, qmeta.deq_qdepth)
+            frames = self._frames(n)
+            work = self._work(self._lib.p4n_nwork(self._sw))
+            self._after()
+            return EgressResult(frames, work)

@@ -1,0 +1,114 @@
+"""The switch process's native data plane (``--engine native``: the program's C, and ports,
+ingress buffer, queues and worker in C) on real veth pairs: it says it runs natively,
+forwards in order both ways, keeps 802.1Q tags, survives the link going down and up,
+writes the queueing metadata as the Python data plane does (enq_qdepth counted at the
+port before the push, deq_timedelta from the queue's departure time), applies
+``set_queue_rate`` (departures 1/rate apart) and PFC pause frames (a paused priority keeps
+its packets, a higher one goes on, a zero-quanta frame resumes), and answers the control
+API with the same keys, and writes the ``--pcap`` captures. Root and iproute2 needed; only its own veths and process."""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import time
+
+import pytest
+
+from conftest import QFWD, _ip, qm_fields, qm_frame
+from p4sim.native import compiler_status
+from p4sim.switchd.control import ControlClient
+from p4sim.switchd.pcap import read_pcap
+from p4sim.switchd.pfc import build_pfc_frame
+from procs import SwitchProcess
+from test_switchd_veth import _open, _receive
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
+                       reason="needs root and iproute2 to create veth pairs"),
+    pytest.mark.skipif(not compiler_status()[0], reason=compiler_status()[1]),
+]
+
+
+def test_native_data_plane_on_veths(veths, tmp_path) -> None:
+    sw1, sw2, host1, host2 = veths
+    pcaps = tmp_path / "pcaps"
+    pcaps.mkdir()
+    args = [str(QFWD), "-i", f"1@{sw1}", "-i", f"2@{sw2}", "--engine", "native", "--control-port", "0",
+            "--pcap", str(pcaps),
+            "--", "--grpc-server-addr", "127.0.0.1:0", "--priority-queues", "8"]
+    with open(tmp_path / "stderr.txt", "wb") as err:
+        sw = SwitchProcess(args, stderr=err)
+    try:
+        with ControlClient(sw.control_addr) as c:
+            stats = c.switch_stats()
+            assert stats["native_data_plane"] == 1 and stats["native_program"] == 1, stats
+        tx, rx = _open(host1), _open(host2)
+        back_tx, back_rx = _open(host2), _open(host1)
+        with tx, rx, back_tx, back_rx:
+            frames = [qm_frame(seq=i) for i in range(200)]
+            for f in frames:
+                tx.send(f)
+            got = _receive(rx, 200)
+            assert [qm_fields(f)["seq"] for f in got] == list(range(200))
+            assert all(qm_fields(f)["in_port"] == 1 for f in got)
+            back_tx.send(qm_frame(seq=7))
+            assert [qm_fields(f)["seq"] for f in _receive(back_rx, 1)] == [7]
+            tagged = frames[0][:12] + bytes.fromhex("8100002a") + frames[0][12:]
+            tx.send(tagged)
+            assert _receive(rx, 1) == [tagged]
+
+            # rate: 200 pps on port 2 -> departures 5 ms apart, queue depth seen at enqueue
+            with ControlClient(sw.control_addr) as c:
+                c.set_queue_rate(200, 2)
+            for i in range(10):
+                tx.send(qm_frame(seq=300 + i))
+            got = _receive(rx, 10)
+            assert [qm_fields(f)["seq"] for f in got] == list(range(300, 310))
+            depths = [qm_fields(f)["enq_qdepth"] for f in got]
+            assert depths[0] == 0 and max(depths) >= 3, depths
+            deltas = [qm_fields(f)["deq_timedelta"] for f in got]
+            assert deltas[-1] >= 20_000, deltas          # the 10th waited ~45 ms
+            with ControlClient(sw.control_addr) as c:
+                c.set_queue_rate(0, 2)
+
+            # PFC: pause priority 3 of port 2 (at 1 Mb/s 65535 quanta are 33 s); priority 5
+            # goes on; quanta 0 resumes
+            with ControlClient(sw.control_addr) as c:
+                c.set_line_rate(0.001, 2)
+            pause = build_pfc_frame(bytes(6), {3: 0xFFFF})
+            back_tx.send(pause)                       # arrives on port 2 (its MAC consumes it)
+            deadline = time.monotonic() + 5.0
+            with ControlClient(sw.control_addr) as c:
+                while not (q := c.queue_stats(2)[2]["queues"])[3]["paused"] and time.monotonic() < deadline:
+                    pass
+                assert q[3]["paused"] and q[3]["pause_frames"] == 1, q[3]
+            tx.send(qm_frame(prio=3, seq=400))
+            tx.send(qm_frame(prio=5, seq=401))
+            got = _receive(rx, 2, 1.0)
+            assert [qm_fields(f)["seq"] for f in got] == [401]
+            back_tx.send(build_pfc_frame(bytes(6), {3: 0}))
+            got = _receive(rx, 1, 2.0)
+            assert [qm_fields(f)["seq"] for f in got] == [400]
+
+            _ip("link", "set", sw1, "down")
+            _ip("link", "set", sw1, "up")
+            for attempt in range(50):
+                tx.send(qm_frame(seq=1000 + attempt))
+                if got := _receive(rx, 1, 0.2):
+                    break
+            assert got and qm_fields(got[0])["seq"] >= 1000
+        with ControlClient(sw.control_addr) as c:
+            counters = c.port_counters()
+            assert counters[1]["rx_frames"] >= 212 and counters[2]["tx_frames"] >= 212, counters
+            assert counters[2]["queues"][3]["pause_frames"] == 2
+            stats = c.switch_stats()
+            assert stats["pfc_frames"] == 2 and stats["ingress_buffer_capacity"] == 1024, stats
+        assert sw.alive()
+    finally:
+        rc = sw.stop()
+    assert rc == 0, (tmp_path / "stderr.txt").read_text()
+    captured_in = read_pcap(str(pcaps / f"{sw1}_in.pcap"))
+    captured_out = read_pcap(str(pcaps / f"{sw2}_out.pcap"))
+    assert len(captured_in) >= 212 and len(captured_out) >= 212
+    assert [qm_fields(f)["seq"] for f in captured_out[:200]] == list(range(200))
