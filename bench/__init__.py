@@ -16,9 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Optional, Sequence, Union
 
-from bench import (fabric_bench, fuzz_bench, gor_bench, host_bench, monitor_bench, native_bench,
-                   p4sim_bench, security_bench, switch_bench, tccl_bench, testbed_bench,
-                   topo_bench, veth_overload)
+from bench import (fabric_bench, fornax_bench, fuzz_bench, gor_bench, host_bench, monitor_bench,
+                   native_bench, p4sim_bench, security_bench, switch_bench, tccl_bench,
+                   testbed_bench, topo_bench, veth_overload)
 from bench.results import DEFAULT_OUTPUT, BenchConfig, Benchmark, Figure, merge_results
 
 
@@ -32,13 +32,14 @@ def all_benchmarks() -> tuple[Benchmark, ...]:
             + tuple(testbed_bench.BENCHMARKS) + tuple(tccl_bench.BENCHMARKS)
             + tuple(host_bench.BENCHMARKS) + tuple(gor_bench.BENCHMARKS)
             + tuple(security_bench.BENCHMARKS) + tuple(fuzz_bench.BENCHMARKS)
-            + tuple(sim_bench.BENCHMARKS) + tuple(monitor_bench.BENCHMARKS))
+            + tuple(sim_bench.BENCHMARKS) + tuple(monitor_bench.BENCHMARKS)
+            + tuple(fornax_bench.BENCHMARKS))
 
 
 def groups() -> list[str]:
     """The benchmark groups, in run order:
     ``groups() == ["p4sim", "switch", "native", "fabric", "topo", "testbed", "tccl", "host",
-    "gor", "security", "fuzz", "sim", "monitor"]``."""
+    "gor", "security", "fuzz", "sim", "monitor", "fornax"]``."""
     out: list[str] = []
     for b in all_benchmarks():
         if b.group not in out:

@@ -83,10 +83,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     if args.scenario not in NONE:
         try:
-            scenario(args.scenario)           # refused before anything starts
+            sc = scenario(args.scenario)      # refused before anything starts
         except KeyError as exc:
             print(f"scenarios: {exc.args[0]}", file=sys.stderr)
             return 2
+        if sc.network != "fabric":            # FORNAX: its own testbed, not the fabric
+            try:
+                return int(sc.runner(args))
+            except TestbedError as exc:
+                print(f"testbed: {exc}", file=sys.stderr)
+                return 2
     try:
         return cmd_up(args, None if args.scenario in NONE else _runner)
     except TestbedError as exc:

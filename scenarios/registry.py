@@ -19,8 +19,10 @@ from typing import Any, Callable, Optional
 from scenarios.alltoall import run_alltoall
 from scenarios.common import ScenarioOptions, ScenarioResult
 from scenarios.faults import run_faults
+from scenarios.fornax import run_fornax
 from scenarios.link_failure import run_link_failure
 from scenarios.story import run_story
+from testbed.cli import choose_target, preflight
 
 NONE = ("none", "")          # SCENARIO=none or empty: the fabric comes up, no scenario runs
 
@@ -28,11 +30,15 @@ NONE = ("none", "")          # SCENARIO=none or empty: the fabric comes up, no s
 @dataclass(frozen=True, slots=True)
 class Scenario:
     """One scenario: ``name``, other names, a one-line ``summary`` (the README's table),
-    and ``runner(fabric, programmer, state, save_state, opts, say)``."""
+    and ``runner(fabric, programmer, state, save_state, opts, say)`` — or, for a scenario
+    that brings up a network of its own (``network="own"``: FORNAX's VPC testbed instead
+    of the fabric), ``runner(args)`` with the command line's ``up`` options, returning the
+    exit status."""
     name: str
     summary: str
     runner: Callable[..., Any]
     aliases: tuple[str, ...] = field(default_factory=tuple)
+    network: str = "fabric"
 
 
 def _story(*args: Any) -> Any:
@@ -55,6 +61,13 @@ def _faults(*args: Any) -> Any:
     return run_faults(*args)
 
 
+def _fornax(args: Any) -> int:
+    preflight(args.state)
+    status, _ = run_fornax(target=choose_target(args.target), runs_root=args.runs.resolve(),
+                           insecure=bool(args.insecure), state_path=args.state, p4c=args.p4c)
+    return status
+
+
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("default", "the Astral story: colliding RoCEv2 elephants, ECN alarms, GOR moves "
              "them through the TCCL agents, balanced uplinks", _story, ("gor",)),
@@ -66,6 +79,9 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              _alltoall),
     Scenario("faults", "the monitor watching traffic while nine kinds of fault are injected in "
              "turn: what the localiser named, and how fast", _faults),
+    Scenario("fornax", "FORNAX on two SmartNICs: VPC sessions of real TCP between VMs of "
+             "overlapping VPCs; a policy change, a corrupted entry and a hung NIC, no "
+             "connection broken", _fornax, network="own"),
 )}
 
 
@@ -74,7 +90,7 @@ def scenario(name: str) -> Scenario:
 
     >>> scenario("nope")
     Traceback (most recent call last):
-    KeyError: "unknown scenario 'nope' (known: default, gor, link-failure, dead-link, alltoall, faults, none)"
+    KeyError: "unknown scenario 'nope' (known: default, gor, link-failure, dead-link, alltoall, faults, fornax, none)"
     """
     for s in SCENARIOS.values():
         if name == s.name or name in s.aliases:
@@ -91,6 +107,10 @@ def run_scenario(name: str, fabric: Any, programmer: Any, state: Any,
         sc = scenario(name)
     except KeyError as exc:
         say(f"scenario: {exc.args[0]}")
+        return ScenarioResult(2)
+    if sc.network != "fabric":
+        say(f"scenario: {sc.name} brings up a network of its own: run it with "
+            f"`python -m scenarios up --scenario {sc.name}`")
         return ScenarioResult(2)
     if programmer is None:
         say("scenario: the switches are not programmed: the scenario cannot run")

@@ -9,8 +9,8 @@ import pkgutil
 
 import pytest
 
-PACKAGES = ("astral_proto", "bench", "controller", "fuzz", "host", "labs", "monitor", "p4sim",
-            "p4src", "process", "sim", "scenarios", "testbed", "topo")
+PACKAGES = ("astral_proto", "bench", "controller", "fornax", "fuzz", "host", "labs", "monitor",
+            "p4sim", "p4src", "process", "sim", "scenarios", "testbed", "topo")
 
 
 def _modules() -> list[str]:

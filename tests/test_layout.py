@@ -19,8 +19,8 @@ from typing import Optional
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-FOLDERS = ("astral_proto", "bench", "controller", "fuzz", "host", "labs", "monitor", "p4sim",
-           "p4src", "process", "scenarios", "sim", "testbed", "topo")
+FOLDERS = ("astral_proto", "bench", "controller", "fornax", "fuzz", "host", "labs", "monitor",
+           "p4sim", "p4src", "process", "scenarios", "sim", "testbed", "topo")
 
 
 @functools.lru_cache(maxsize=1)
@@ -64,9 +64,31 @@ def test_no_import_cycle_spans_two_folders() -> None:
     ("p4sim", "controller"), ("p4sim", "topo"),
     ("testbed", "monitor"), ("monitor", "scenarios"), ("controller", "monitor"),
     ("host", "monitor"), ("p4sim", "monitor"), ("topo", "monitor"),
+    ("controller", "fornax"), ("p4sim", "fornax"), ("testbed", "fornax"), ("p4src", "fornax"),
+    ("topo", "fornax"), ("host", "fornax"), ("monitor", "fornax"),
     *[(f, "bench") for f in FOLDERS if f != "bench"]])
 def test_one_way(lower: str, upper: str) -> None:
     assert not _edges().get((lower, upper)), f"{lower}/ imports {upper}/: {_edges()[(lower, upper)]}"
+
+
+#: FORNAX's manager reaches its SmartNIC only through P4Runtime, as GOR does: of the other
+#: folders it imports the P4Runtime client and the SmartNIC's contract, nothing else (not
+#: p4sim, not the testbed, not GOR)
+FORNAX_MAY_IMPORT = ("controller.p4rt", "p4src.smartnic", "p4src.hashmodel")
+
+
+def test_fornax_imports_only_p4runtime_and_the_program_contract() -> None:
+    bad = []
+    for path in (REPO / "fornax").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and \
+                node.level == 0 else []
+            for name in names:
+                if name.split(".")[0] in FOLDERS and name.split(".")[0] != "fornax" and \
+                        not any(name == m or name.startswith(m + ".") for m in FORNAX_MAY_IMPORT):
+                    bad.append(f"{path.relative_to(REPO)}:{node.lineno} imports {name}")
+    assert not bad, bad
 
 
 def _parsers() -> list[tuple[str, argparse.ArgumentParser]]:
@@ -116,13 +138,14 @@ ALLOWED: dict[str, set[str]] = {
     "p4sim": set(),                                   # stands alone: a pip package
     "controller": {"astral_proto", "p4src", "topo"},  # reaches switches only over P4Runtime
     "host": {"astral_proto", "p4src", "topo"},
+    "fornax": {"controller", "p4src"},                # FORNAX: its switch over P4Runtime only
     "sim": {"controller", "host", "p4src", "topo"},   # the model: nothing that runs the testbed
     "testbed": {"astral_proto", "controller", "host", "p4sim", "p4src", "process", "topo"},
     "monitor": {"controller", "host", "p4src", "process", "testbed", "topo"},
     "fuzz": {"astral_proto", "controller", "host", "p4sim", "process", "testbed", "topo"},
     "labs": {"controller", "host", "p4src", "testbed", "topo"},
-    "scenarios": {"astral_proto", "controller", "host", "monitor", "p4src", "process", "sim",
-                  "testbed", "topo"},
+    "scenarios": {"astral_proto", "controller", "fornax", "host", "monitor", "p4src", "process",
+                  "sim", "testbed", "topo"},
     "bench": set(FOLDERS) - {"bench"},                # on top: nothing imports it
 }
 

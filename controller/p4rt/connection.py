@@ -62,7 +62,9 @@ class SwitchConnection:
     ``p4info`` (a :class:`P4InfoHelper`) is set by :meth:`push_pipeline`, by the
     ``p4info=`` argument, or fetched from the switch with :meth:`fetch_pipeline`.
     ``auto_ack_digests`` acknowledges every DigestList as it arrives. ``tls``: connect
-    over TLS with these credentials (plaintext when None).
+    over TLS with these credentials (plaintext when None). PacketIns, DigestLists and
+    IdleTimeoutNotifications (raw messages) arrive on the queues ``packets``, ``digests``
+    and ``idle_timeouts``; ``events``: one queue for all three instead, in arrival order.
 
     Mastership is watched after :meth:`arbitrate`: when the switch says another client is
     primary now, :attr:`is_primary` turns False, :attr:`mastership_lost_to` holds that
@@ -77,6 +79,7 @@ class SwitchConnection:
                  p4info: Optional[Union[str, Path, p4info_pb2.P4Info]] = None,
                  arbitrate: bool = True, auto_ack_digests: bool = True,
                  timeout_s: float = DEFAULT_TIMEOUT_S, tls: Optional[ClientTls] = None,
+                 events: "Optional[queue.Queue[Any]]" = None,
                  on_mastership: Optional[Callable[["SwitchConnection"], None]] = None) -> None:
         self.addr, self.device_id, self.timeout_s = addr, device_id, timeout_s
         self.tls = tls
@@ -86,8 +89,10 @@ class SwitchConnection:
             if p4info is not None else None
         self.channel = open_channel(addr, tls)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
-        self.packets: "queue.Queue[PacketIn]" = queue.Queue()
-        self.digests: "queue.Queue[DigestList]" = queue.Queue()
+        self.packets: "queue.Queue[PacketIn]" = events if events is not None else queue.Queue()
+        self.digests: "queue.Queue[DigestList]" = events if events is not None else queue.Queue()
+        self.idle_timeouts: "queue.Queue[p4runtime_pb2.IdleTimeoutNotification]" = \
+            events if events is not None else queue.Queue()
         self.stream_errors: "queue.Queue[p4runtime_pb2.StreamError]" = queue.Queue()
         self._stream: Optional[StreamChannel] = None
         self.is_primary = False
@@ -99,6 +104,7 @@ class SwitchConnection:
             self._stream = StreamChannel(addr, on_packet=self._on_packet,
                                          on_digest=self._on_digest,
                                          on_error=self.stream_errors.put,
+                                         on_idle=self.idle_timeouts.put,
                                          on_mastership=self._on_mastership)
             self._stream.start(self.stub)
             if arbitrate:

@@ -48,18 +48,23 @@ def election_uint128(eid: Union[int, tuple[int, int]]) -> p4runtime_pb2.Uint128:
 class StreamChannel:
     """One StreamChannel RPC (opened by :meth:`start`) and the thread reading it.
 
-    ``on_packet``, ``on_digest`` and ``on_error`` are called on the reader thread with the
-    raw ``PacketIn``, ``DigestList`` and ``StreamError`` messages.
+    ``on_packet``, ``on_digest``, ``on_error`` and ``on_idle`` are called on the reader
+    thread with the raw ``PacketIn``, ``DigestList``, ``StreamError`` and
+    ``IdleTimeoutNotification`` messages (idle-timeout notifications are dropped when
+    ``on_idle`` is None).
     """
 
     def __init__(self, addr: str, *,
                  on_packet: Callable[[p4runtime_pb2.PacketIn], None],
                  on_digest: Callable[[p4runtime_pb2.DigestList], None],
                  on_error: Callable[[p4runtime_pb2.StreamError], None],
+                 on_idle: Optional[Callable[[p4runtime_pb2.IdleTimeoutNotification], None]]
+                 = None,
                  on_mastership: Optional[Callable[[p4runtime_pb2.MasterArbitrationUpdate], None]] = None,
                  ) -> None:
         self.addr = addr
         self._on_packet, self._on_digest, self._on_error = on_packet, on_digest, on_error
+        self._on_idle = on_idle
         self._on_mastership = on_mastership
         self.primary = False
         """Whether the switch's last word on this stream made it the primary."""
@@ -90,6 +95,8 @@ class StreamChannel:
                     self._on_digest(msg.digest)
                 elif kind == "error":
                     self._on_error(msg.error)
+                elif kind == "idle_timeout_notification" and self._on_idle is not None:
+                    self._on_idle(msg.idle_timeout_notification)
         except grpc.RpcError:
             pass
         finally:

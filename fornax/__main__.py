@@ -1,0 +1,6 @@
+"""``python -m fornax``: see :mod:`fornax.cli`."""
+import sys
+
+from fornax.cli import main
+
+sys.exit(main())
