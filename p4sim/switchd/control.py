@@ -21,13 +21,13 @@ Where it listens, and who may use it:
 The switch prints ``p4sim switch control: ADDR`` (``unix:/path`` or ``127.0.0.1:PORT``)
 before its ready line; :class:`~p4sim.control_api.ControlClient` takes either.
 
-Command line (argument order as BMv2's runtime_CLI)::
+Command line (argument order as BMv2's runtime_CLI; ADDR as the switch printed it)::
 
-    python -m p4sim ctl 127.0.0.1:10559 set_queue_rate RATE_PPS [PORT [PRIORITY]]
-    python -m p4sim ctl 127.0.0.1:10559 set_queue_depth DEPTH_PKTS [PORT [PRIORITY]]
-    python -m p4sim ctl 127.0.0.1:10559 set_line_rate GBPS [PORT]
-    python -m p4sim ctl 127.0.0.1:10559 set_pfc on|off [PORT]
-    python -m p4sim ctl 127.0.0.1:10559 queue_stats [PORT]
+    python -m p4sim ctl ADDR set_queue_rate RATE_PPS [PORT [PRIORITY]]
+    python -m p4sim ctl ADDR set_queue_depth DEPTH_PKTS [PORT [PRIORITY]]
+    python -m p4sim ctl ADDR set_line_rate GBPS [PORT]
+    python -m p4sim ctl ADDR set_pfc on|off [PORT]
+    python -m p4sim ctl ADDR queue_stats [PORT]
 
 """
 from __future__ import annotations
