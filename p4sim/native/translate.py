@@ -22,6 +22,7 @@ Example::
 from __future__ import annotations
 
 import ast
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional, Union
 
@@ -41,6 +42,13 @@ MAX_WIDTH = 120
 """Widest bit<W>/int<W> the native path holds (a p4i keeps Python's semantics below 127
 bits; 120 leaves room for bit reads at any alignment)."""
 MAX_REGISTER_WIDTH = 64
+
+_AST_PARSE_LOCK = threading.Lock()
+"""Serialises ``ast.parse``: CPython 3.11 as Debian 12 ships it (3.11.2) keeps the AST
+converter's recursion depth in interpreter-wide state, so two threads parsing at once can
+fail with ``SystemError: AST constructor recursion depth mismatch`` (cpython gh-106905,
+pytest-dev/pytest#10763). Switches translate programs from gRPC worker threads, and the
+tests prebuild programs in a thread pool."""
 
 
 class NativeUnsupported(Exception):
@@ -204,7 +212,8 @@ class Translator:
 
     # ------------------------------------------------------------------ entry
     def run(self) -> TranslatedUnit:
-        tree = ast.parse(self.prog.source)
+        with _AST_PARSE_LOCK:
+            tree = ast.parse(self.prog.source)
         self._collect_classes()
         self._collect_globals()
         self.module_fns: list[Fn] = []
