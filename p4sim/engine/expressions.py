@@ -354,6 +354,8 @@ class ExpressionCompiler:
                                     "non-constant lsb (p4c-bm2-ss cannot compile it)", e.lo.loc)
             x = self.value_expr(b)
             if not x.const:   # p4c's TypeInference (Slice)
+                if not isinstance(strip_new(x.ty), (BitT, IntT)):
+                    raise P4Error(f"{expr_text(b)}: expected an integer value", b.loc)
                 raise P4Error(f"{expr_text(b)}: slice bit index values must be constants", b.loc)
             v = x.value
             if not isinstance(v, int) or isinstance(v, bool):

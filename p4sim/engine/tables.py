@@ -27,6 +27,7 @@ from p4sim.engine.expressions import RefEx
 from p4sim.engine.statements import StatementCompiler
 from p4sim.errors import P4Error, P4Unsupported
 from p4sim.frontend import ast as A
+from p4sim.frontend.text import at_name
 from p4sim.frontend.types import (
     BitT, BoolT, EnumT, ErrorT, HeaderT, IntT, P4Type, StructLikeT, TableT, bit_width, strip_new,
 )
@@ -414,6 +415,9 @@ class TableCompiler:
         def prio_ann(en: A.TableEntry) -> Optional[A.Annotation]:
             return next((a for a in en.annotations + en.action.annotations if a.name == "priority"), None)
 
+        if entries and not keys:   # p4c's TypeInference, at the table's name
+            raise P4Error(f"Entries cannot be specified for a table with no key {info.decl.name}",
+                          at_name(info.decl.loc, info.decl.name))
         for position, i in enumerate(p4c_entry_order(given, largest, len(entries)), start=1):
             en = entries[i]
             kexprs = en.keys

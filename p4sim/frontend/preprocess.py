@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from typing import Iterable, Iterator, Optional
 
 from pcpp import Preprocessor
@@ -84,7 +85,12 @@ class _P4Preprocessor(Preprocessor):
         loc = Loc(d.source, d.lineno, 1) if d is not None else None
         if is_malformed:
             raise P4Error(f"malformed #include {includepath}", loc)
-        raise P4Error(f"#include file '{includepath}' not found", loc)
+        if d is not None:   # cpp's message (p4c runs cpp), at the file's name
+            lines = self.texts.get(d.source, "").split("\n")
+            line = lines[d.lineno - 1] if 0 < d.lineno <= len(lines) else ""
+            m = re.match(r"\s*#\s*include\s*", line)
+            loc = Loc(d.source, d.lineno, m.end() + 1 if m else 1)
+        raise P4Error(f"{includepath}: No such file or directory", loc)
 
     def on_directive_unknown(self, directive, toks, ifpassthru, precedingtoks):  # type: ignore[override]
         if directive.value == "error":

@@ -346,3 +346,16 @@ def test_action_profile_lists_its_tables_by_name() -> None:
     ids = {t.preamble.name: t.preamble.id for t in info.tables}
     assert list(info.action_profiles[0].table_ids) == [
         ids["MyIngress.golden_t"], ids["MyIngress.wcmp2_t"], ids["MyIngress.wcmp_t"]]
+
+
+@pytest.mark.parametrize("table", [
+    "table $t { actions = { set; } const entries = { _ : set(1); } }",
+    "table $t { key = { } actions = { set; } entries = { _ : set(1); } }",
+])
+def test_entries_of_a_keyless_table_are_refused(table: str) -> None:
+    """p4-guide's keyless-table-with-entries-bmv2.p4: p4c-bm2-ss 1.2.5.16's message, at the
+    table's name (was p4sim's "entry has 1 keys, table t has 0" at the entry)."""
+    refused(program(locals_=SET_B + "    " + table, apply="t.apply(); sm.egress_spec = 1;"),
+            "Entries cannot be specified for a table with no key t")
+    loads(program(locals_=SET_B + "    table t { actions = { set; } const entries = { } }",
+                  apply="t.apply(); sm.egress_spec = 1;"))
