@@ -197,7 +197,7 @@ def build_p4info(prog: Any) -> P.P4Info:
     st.assign_ids()
 
     info = P.P4Info()
-    info.pkg_info.arch = "v1model"
+    _pkg_info(info.pkg_info, getattr(prog, "ast", None))
     newtypes = NewTypes(getattr(prog, "ast", None))
     for ti in tables:
         _table(info, st, ti, getattr(prog, "error_codes", {}), newtypes)
@@ -221,7 +221,10 @@ def build_p4info(prog: Any) -> P.P4Info:
         m = info.action_profiles.add()
         anns = _extern_annotations(prog, fq)
         _preamble(m, st, PREFIX_ACTION_PROFILE, fq, [a for a in anns if a.name not in _SELECTOR_ANNOTATIONS])
-        m.table_ids.extend(st.id(PREFIX_TABLE, ti.fqname) for ti in tables if ti.runtime.implementation is ap)
+        # p4c keeps a profile's tables in a std::set of names: sorted by name (measured on
+        # p4c-bm2-ss 1.2.5.16 with sonic-pins' p4_pdpi/main.p4, three tables on one selector)
+        m.table_ids.extend(st.id(PREFIX_TABLE, fq) for fq in
+                           sorted(ti.fqname for ti in tables if ti.runtime.implementation is ap))
         m.with_selector = hasattr(ap, "algorithm")
         m.size = ap.size
         if m.with_selector:
@@ -387,3 +390,40 @@ def write_p4info(p4info: P.P4Info, txt_path: str, bin_path: Optional[str] = None
     if bin_path:
         with open(bin_path, "wb") as fb:
             fb.write(p4info.SerializeToString())
+
+_PKGINFO_STRINGS = ("name", "version", "organization", "contact", "url", "arch")
+_PLATFORM_INTS = ("multicast_group_table_size", "multicast_group_table_total_replicas",
+                  "multicast_group_table_max_replicas_per_entry")
+
+
+def _pkg_info(pkg: Any, program: Optional[A.Program]) -> None:
+    """``pkg_info`` as p4c's addPkgInfo writes it: ``arch``, then the ``@pkginfo(k = "v",
+    ...)`` and ``@platform_property(k = N, ...)`` annotations of ``main`` (measured on
+    p4c-bm2-ss 1.2.5.16 with sonic-pins' SAI P4 programs), its other annotations and
+    ``@brief``/``@description``. Unknown keys are ignored (p4c warns); a value of the wrong
+    kind is p4c's error."""
+    pkg.arch = "v1model"
+    mains = [d for d in getattr(program, "decls", ()) if isinstance(d, A.Instantiation) and d.name == "main"]
+    if not mains:
+        return
+    anns = list(getattr(mains[0], "annotations", None) or [])
+    for a in anns:
+        if a.name == "pkginfo":
+            for key, value in (a.kv or {}).items():
+                if key not in _PKGINFO_STRINGS:
+                    continue
+                if not isinstance(value, A.StringLit):
+                    raise P4Error(f"Value for '{key}' key in @pkginfo annotation is not a string", value.loc)
+                setattr(pkg, key, value.value)
+        elif a.name == "platform_property":
+            props = pkg.platform_properties
+            props.SetInParent()
+            for key, value in (a.kv or {}).items():
+                if key not in _PLATFORM_INTS:
+                    continue
+                if not isinstance(value, A.IntLit):
+                    raise P4Error(f"Value for '{key}' key in @platform_property annotation is not an integer",
+                                  value.loc)
+                setattr(props, key, value.value)
+    _add_annotations(pkg, [a for a in anns if a.name not in ("pkginfo", "platform_property")])
+    _add_doc(pkg, anns)

@@ -378,10 +378,13 @@ class Compiler:
             return x.sym.value
         raise P4Error(f"{expr_text(a)} is not an instance", a.loc)
 
-    def instantiate_inline(self, e: A.Call, hint: str) -> InstanceInfo:
+    def instantiate_inline(self, e: A.Call, hint: str, fq: Optional[str] = None) -> InstanceInfo:
+        """An instance constructed in place (a table property); ``fq``, when given, is its
+        control-plane name instead of ``<control>.<hint>``."""
         if not isinstance(e.func, A.NameRef):
             raise P4Error("expected a constructor call", e.loc)
-        fq = f"{self.cx.path}.{hint}" if self.cx.path else hint
+        if fq is None:
+            fq = f"{self.cx.path}.{hint}" if self.cx.path else hint
         return self.make_instance(A.NamedType(e.func.name, list(e.type_args), loc=e.loc), e.args, hint, fq, e,
                                   inline=True)
 

@@ -352,7 +352,12 @@ class ExpressionCompiler:
                 # back end cannot convert (ExpressionConverter: "Unhandled case")
                 raise P4Unsupported(f"unsupported: {expr_text(e.expr)}[{expr_text(e.lo)} +: ...] with a "
                                     "non-constant lsb (p4c-bm2-ss cannot compile it)", e.lo.loc)
-            v = self.const_value(b)
+            x = self.value_expr(b)
+            if not x.const:   # p4c's TypeInference (Slice)
+                if not isinstance(strip_new(x.ty), (BitT, IntT)):
+                    raise P4Error(f"{expr_text(b)}: expected an integer value", b.loc)
+                raise P4Error(f"{expr_text(b)}: slice bit index values must be constants", b.loc)
+            v = x.value
             if not isinstance(v, int) or isinstance(v, bool):
                 text = f'"{v}"' if isinstance(v, str) else expr_text(b)
                 raise P4Error(f"{text}: expected an integer value", b.loc)

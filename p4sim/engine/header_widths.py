@@ -2,7 +2,7 @@
 
 BMv2 stores a header as bytes, so p4c-bm2-ss's JSON converter (``HeaderConverter``) stops
 on a header type whose fields (a varbit counted at its maximum width) total a width that
-is not a multiple of 8: "odd_t: Found header with fields totaling 18 bits.  BMv2 target
+is not a multiple of 8: "header odd_t: Found header with fields totaling 18 bits.  BMv2 target
 only supports headers with fields totaling a multiple of 8 bits." It sees only the types
 that reach the JSON: those of the v1model blocks' parameters (the headers and metadata
 structs, through nested structs, stacks and unions) and those of the local variables
@@ -20,7 +20,7 @@ Example::
     >>> odd_header_of(StructT("headers_t", [("o", odd)])).name
     'odd_t'
     >>> odd_header_message(odd)
-    'odd_t: Found header with fields totaling 18 bits.  BMv2 target only supports headers with fields totaling a multiple of 8 bits.'
+    'header odd_t: Found header with fields totaling 18 bits.  BMv2 target only supports headers with fields totaling a multiple of 8 bits.'
 """
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def odd_header_of(t: P4Type, _seen: Optional[set[int]] = None) -> Optional[Heade
 
 def odd_header_message(h: HeaderT) -> str:
     """p4c-bm2-ss's message for the header type ``h``."""
-    return (f"{h.name}: Found header with fields totaling {h.width_bits} bits.  BMv2 target only "
+    return (f"header {h.name}: Found header with fields totaling {h.width_bits} bits.  BMv2 target only "
             "supports headers with fields totaling a multiple of 8 bits.")
 
 

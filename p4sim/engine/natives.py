@@ -191,6 +191,14 @@ class NativeExterns:
             code = f"_to_signed({value_code}, {st.width})" if st.signed else f"(({value_code}) & {st.mask:#x})"
         elif isinstance(st, EnumT) and st.underlying is not None:
             code = f"(({value_code}) & {st.underlying.mask:#x})"
+        elif isinstance(st, EnumT):
+            # p4c-bm2-ss makes a plain enum a bit<32> numbered in declaration order (0, 1, ..):
+            # the output's number names that member (a meter's color into `enum { GREEN,
+            # YELLOW, RED }`, as sonic-pins' p4_pdpi does); a number past the last member
+            # stays a number, which equals no member, as on BMv2
+            members = tuple(st.members)
+            code = (f"(lambda _v: {members!r}[_v] if _v < {len(members)} else _v)"
+                    f"(({value_code}) & 0xffffffff)")
         elif isinstance(st, BoolT):
             code = f"bool({value_code})"
         else:
@@ -233,7 +241,12 @@ class NativeExterns:
         t = self.statements.lvalue_type(args[0])
         lo = self.expressions.value_expr(args[1], t)
         hi = self.expressions.value_expr(args[2], t)
-        self._out_assign(args[0], f"_random({lo.code}, {hi.code})", "random")
+        lo_code, hi_code = lo.code, hi.code
+        st = strip_new(t)
+        if isinstance(st, EnumT) and st.underlying is None:   # bounds by their numbers (p4c-bm2-ss)
+            members = tuple(st.members)
+            lo_code, hi_code = f"{members!r}.index({lo_code})", f"{members!r}.index({hi_code})"
+        self._out_assign(args[0], f"_random({lo_code}, {hi_code})", "random")
 
     def _fn_digest(self, e: A.Call, d: Any, args: list) -> None:
         recv = self.expressions.value_expr(args[0], BitT(32))

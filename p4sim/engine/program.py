@@ -20,7 +20,7 @@ from p4sim.engine.compiler import Compiler, InstanceInfo
 from p4sim.engine.context import CloneRequest, PacketContext
 from p4sim.engine.header_widths import odd_header_message, odd_header_of
 from p4sim.engine.v1switch_checks import check_v1switch
-from p4sim.errors import P4Error
+from p4sim.errors import P4Error, forget_source
 from p4sim.frontend import ast as A
 from p4sim.frontend.parser import parse_file, parse_text
 from p4sim.frontend.types import ExternT, StructLikeT, strip_new
@@ -315,6 +315,17 @@ def load_program_text(text: str, filename: str = "<input>", include_dirs: Sequen
                       seed: Optional[int] = None) -> CompiledProgram:
     program = parse_text(text, filename, list(include_dirs))
     return compile_program(program, filename, seed=seed)
+
+
+def load_preprocessed(source: str, path: str, seed: Optional[int] = None) -> CompiledProgram:
+    """Compile ``source``, the preprocessed text of the file at ``path`` (its ``#line``
+    markers keep the file's positions), as ``p4sim-p4c-bm2-ss`` does: diagnostics quote,
+    and look for a name in, the file's own lines, not the preprocessed text's."""
+    try:
+        program = parse_text(source, path)
+    finally:   # parsing kept the preprocessed text as the file's lines
+        forget_source(path)
+    return compile_program(program, path, seed=seed)
 
 
 def compile_program(program: Any, path: str, seed: Optional[int] = None, trace: bool = True) -> CompiledProgram:

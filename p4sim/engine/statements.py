@@ -55,6 +55,20 @@ def refuse_instance_variable(d: A.VarDecl, t: P4Type) -> None:
     raise P4Error(f"{d.name}: cannot declare variables of type '{shown}' (consider using an instantiation)",
                   d.name_loc or d.loc)
 
+
+def _check_assigned_slices(lhs: A.Expr) -> None:
+    """p4c's front end folds a named constant in a slice's bounds where the slice is read,
+    not on the left of an assignment: ``x[I:I] = 1`` with ``const bit<3> I`` (global or
+    local) is refused, ``x[2+1:1] = 1`` compiles, and so does a slice with named bounds
+    given as an ``out`` argument (measured on p4c-bm2-ss 1.2.5.16)."""
+    e = lhs
+    while isinstance(e, (A.Slice, A.Member, A.Index)):
+        if isinstance(e, A.Slice):
+            for bound in (e.hi, e.lo):
+                if any(isinstance(n, A.NameRef) for n in A.iter_nodes(bound)):
+                    raise P4Error(f"{expr_text(bound)}: slice bit index values must be constants", bound.loc)
+        e = e.expr
+
 class LocalInstances(Protocol):
     """What the statement compiler needs to instantiate a parser, control or extern."""
 
@@ -94,6 +108,7 @@ class StatementCompiler:
             if isinstance(s.lhs, A.DontCare):
                 self.expressions.value_expr(s.rhs)
                 return
+            _check_assigned_slices(s.lhs)
             lt = self.lvalue_type(s.lhs)
             if s.compound and not isinstance(lt, BitT):
                 # p4c's TypeInference on OpAssignmentStatement: bit<W>/int<W> only

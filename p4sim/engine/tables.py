@@ -27,6 +27,7 @@ from p4sim.engine.expressions import RefEx
 from p4sim.engine.statements import StatementCompiler
 from p4sim.errors import P4Error, P4Unsupported
 from p4sim.frontend import ast as A
+from p4sim.frontend.text import at_name
 from p4sim.frontend.types import (
     BitT, BoolT, EnumT, ErrorT, HeaderT, IntT, P4Type, StructLikeT, TableT, bit_width, strip_new,
 )
@@ -233,11 +234,11 @@ class TableCompiler:
         impl = None
         ip = d.prop("implementation")
         if ip is not None:
-            impl = self.table_resource(ip.value, ("action_profile", "action_selector"), d.name)
+            impl = self.table_resource(ip.value, ("action_profile", "action_selector"), d.name, ip)
         dc = d.prop("counters")
-        dcounter = self.table_resource(dc.value, ("direct_counter",), d.name) if dc is not None else None
+        dcounter = self.table_resource(dc.value, ("direct_counter",), d.name, dc) if dc is not None else None
         dm = d.prop("meters")
-        dmeter = self.table_resource(dm.value, ("direct_meter",), d.name) if dm is not None else None
+        dmeter = self.table_resource(dm.value, ("direct_meter",), d.name, dm) if dm is not None else None
         st = d.prop("support_timeout")
         timeout = bool(self.expressions.const_value(st.value)) if st is not None else False
         ep = d.prop("entries")
@@ -299,9 +300,15 @@ class TableCompiler:
         self.cx.w.function(f"{pyn}()", fn, body)
         self.cx.define(d.name, Sym("table", TableT(fq), pyn, value=info, decl=d), d)
 
-    def table_resource(self, e: A.Expr, kinds: tuple[str, ...], table: str) -> Any:
+    def table_resource(self, e: A.Expr, kinds: tuple[str, ...], table: str,
+                       prop: Optional[A.TableProperty] = None) -> Any:
         if isinstance(e, A.Call):
-            inst = self.instances.instantiate_inline(e, f"{table}_impl")
+            # an instance constructed in the property: P4Runtime names it by the property's
+            # @name, as written (a leading dot dropped, no control prefix: `@name("ap")`
+            # in MyIngress is "ap"; measured on p4c-bm2-ss 1.2.5.16)
+            given = annotation_string(prop, "name") if prop is not None else None
+            inst = self.instances.instantiate_inline(
+                e, f"{table}_impl", fq=given.lstrip(".") if given else None)
         else:
             x = self.expressions.expr(e)
             if not isinstance(x, RefEx) or x.sym.kind != "instance" or x.sym.value.kind != "extern":
@@ -408,6 +415,9 @@ class TableCompiler:
         def prio_ann(en: A.TableEntry) -> Optional[A.Annotation]:
             return next((a for a in en.annotations + en.action.annotations if a.name == "priority"), None)
 
+        if entries and not keys:   # p4c's TypeInference, at the table's name
+            raise P4Error(f"Entries cannot be specified for a table with no key {info.decl.name}",
+                          at_name(info.decl.loc, info.decl.name))
         for position, i in enumerate(p4c_entry_order(given, largest, len(entries)), start=1):
             en = entries[i]
             kexprs = en.keys

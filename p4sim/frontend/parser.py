@@ -44,6 +44,10 @@ _COMPOUND_ASSIGN = {"+=": "+", "-=": "-", "*=": "*", "/=": "/", "%=": "%", "&=":
                     "^=": "^", "<<=": "<<", "|+|=": "|+|", "|-|=": "|-|"}
 
 
+# annotations whose parenthesised body p4c parses as a key = value list (P4Info pkg_info)
+_KV_ANNOTATIONS = frozenset(("pkginfo", "platform_property"))
+
+
 class _Backtrack(Exception):
     """Internal: a speculative parse did not fit."""
 
@@ -247,6 +251,9 @@ class Parser:
                 self.check_translation(body, self.toks[self.pos - 1] if body else close)
             ann = A.Annotation(name, raw=_join(body), loc=at.loc)
             ann.exprs = self.try_sub_exprs(body)
+            if name in _KV_ANNOTATIONS and body:
+                # p4c's ParseAnnotations reads these two as `key = expression, ...`
+                ann.kv = self.try_sub(body, self.kv_list)
             return ann
         if self.at("["):
             body = self.balanced("[", "]")

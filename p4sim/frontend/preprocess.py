@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from typing import Iterable, Iterator, Optional
 
 from pcpp import Preprocessor
@@ -45,11 +46,12 @@ class _P4Preprocessor(Preprocessor):
         self.string_spans: dict[str, list[tuple[int, int]]] = {}  # strings spanning lines, per file
         self.line_starts: dict[str, list[int]] = {}
 
-    def register_text(self, name: str, text: str) -> None:
+    def register_text(self, name: str, text: str) -> str:
         # pcpp lexes each file with trailing whitespace stripped from every line and line
         # ends normalised to "\n" (pcpp's group_lines): token positions (lexpos) index that
         # text, so columns and the "was there a space before" test must use it too; the
         # original text is what diagnostics quote.
+        original, text = text, splice_split_words(text)
         self.texts[name] = _as_pcpp_lexes(text)
         self.string_spans[name] = multiline_string_spans(self.texts[name])
         starts = [0]
@@ -57,8 +59,9 @@ class _P4Preprocessor(Preprocessor):
             if ch == "\n":
                 starts.append(i + 1)
         self.line_starts[name] = starts
-        remember_source(name, text)
-        _check_comments(name, text)
+        remember_source(name, original)
+        _check_comments(name, original)
+        return text
 
     def column_of(self, source: str, lineno: int, lexpos: int) -> int:
         starts = self.line_starts.get(source)
@@ -72,8 +75,7 @@ class _P4Preprocessor(Preprocessor):
             text = f.read()
         if text.startswith("\ufeff"):
             text = text[1:]
-        self.register_text(includepath, text)
-        return io.StringIO(text)
+        return io.StringIO(self.register_text(includepath, text))
 
     def on_error(self, file: str, line: int, msg: str) -> None:  # type: ignore[override]
         raise P4Error(msg, Loc(file or "<input>", line, 1))
@@ -83,7 +85,12 @@ class _P4Preprocessor(Preprocessor):
         loc = Loc(d.source, d.lineno, 1) if d is not None else None
         if is_malformed:
             raise P4Error(f"malformed #include {includepath}", loc)
-        raise P4Error(f"#include file '{includepath}' not found", loc)
+        if d is not None:   # cpp's message (p4c runs cpp), at the file's name
+            lines = self.texts.get(d.source, "").split("\n")
+            line = lines[d.lineno - 1] if 0 < d.lineno <= len(lines) else ""
+            m = re.match(r"\s*#\s*include\s*", line)
+            loc = Loc(d.source, d.lineno, m.end() + 1 if m else 1)
+        raise P4Error(f"{includepath}: No such file or directory", loc)
 
     def on_directive_unknown(self, directive, toks, ifpassthru, precedingtoks):  # type: ignore[override]
         if directive.value == "error":
@@ -104,6 +111,39 @@ class _P4Preprocessor(Preprocessor):
         if any(a < tok.lexpos < b for a, b in spans):
             return True
         return None
+
+
+def splice_split_words(text: str) -> str:
+    r"""Join a word split by a backslash-newline (``#define NAME_\<newline>REST "v"``):
+    cpp splices lines before it reads tokens, pcpp after, so it would read two names. The
+    removed line breaks are added after the end of the logical line, so that every later
+    line keeps its number (sonic-pins' versions.h splits a macro name so).
+
+    Example::
+
+        >>> splice_split_words('#define AB_\\\nCD \\\n  "5"\nx\n').split("\n")
+        ['#define AB_CD \\', '  "5"', '', 'x', '']
+    """
+    if "\\\n" not in text and "\\\r\n" not in text:
+        return text
+    out: list[str] = []
+    lines = text.split("\n")
+    pending = 0
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        while (i + 1 < len(lines) and line.endswith("\\") and len(line) > 1
+               and (line[-2].isalnum() or line[-2] == "_")
+               and lines[i + 1][:1] and (lines[i + 1][0].isalnum() or lines[i + 1][0] == "_")):
+            line = line[:-1] + lines[i + 1]
+            i += 1
+            pending += 1
+        out.append(line)
+        if pending and not line.rstrip("\r").endswith("\\"):
+            out.extend([""] * pending)
+            pending = 0
+        i += 1
+    return "\n".join(out)
 
 
 def _as_pcpp_lexes(text: str) -> str:
@@ -285,15 +325,22 @@ class _Writer:
         if name == "pragma":
             return
         source = toks[0].source or "<input>"
-        col = self.pp.column_of(source, toks[0].lineno, toks[0].lexpos)
-        loc = Loc(*self.mapped(source, toks[0].lineno), col)
+        # p4c runs cpp as `-x assembler-with-cpp`: a line starting with `#` that is no
+        # directive passes through, and p4c's lexer skips it, except a line marker
+        # `# N "file"` (one space after `#`, a file name: p4lexer.ll, onReadFileName).
+        # Measured on p4c-bm2-ss 1.2.5.16: `#foo`, `#4096`, `# 4096` and `#4096 "f.p4"`
+        # compile and change no position; `#line N` and `# N "f.p4"` renumber.
         if name == "line" and len(words) >= 2 and words[1].value.isdigit():
-            new_file = self.mapped(source, toks[0].lineno)[0]
-            if len(words) >= 3 and words[2].value.startswith('"'):
-                new_file = words[2].value[1:-1]
-            self.remap[source] = (toks[0].lineno, int(words[1].value), new_file)
+            args = words[1:]
+        elif name.isdigit() and len(words) >= 2 and words[1].value.startswith('"') \
+                and len(toks) > 1 and toks[1].type in set(self.pp.t_WS):
+            args = words
+        else:
             return
-        raise P4Error(f"invalid preprocessing directive #{name}", loc)
+        new_file = self.mapped(source, toks[0].lineno)[0]
+        if len(args) >= 2 and args[1].value.startswith('"'):
+            new_file = args[1].value[1:-1]
+        self.remap[source] = (toks[0].lineno, int(args[0].value), new_file)
 
 
 def _make(include_dirs: Iterable[str], defines: Optional[dict[str, str]]) -> _P4Preprocessor:
@@ -325,7 +372,7 @@ def preprocess_text(text: str, filename: str = "<input>", include_dirs: Iterable
         ['#line', '4', '"t.p4"', 'x;']
     """
     pp = _make(include_dirs, defines)
-    pp.register_text(filename, text)
+    text = pp.register_text(filename, text)
     pp.ignore = {}
     pp.parser = pp.parsegen(text, filename, None)
     base = os.path.dirname(filename) if not filename.startswith("<") else ""

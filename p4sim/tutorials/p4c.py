@@ -60,7 +60,6 @@ import sys
 from dataclasses import dataclass, field
 from typing import NoReturn, Optional, Sequence
 
-from p4sim.errors import forget_source
 
 EXIT_OK, EXIT_ERROR = 0, 1
 
@@ -198,7 +197,7 @@ def run(req: CompileRequest) -> None:
     from google.protobuf import json_format, text_format
 
     from p4sim.device import DeviceConfig
-    from p4sim.engine.program import load_program_text
+    from p4sim.engine.program import load_preprocessed
     from p4sim.frontend.preprocess import preprocess
     from p4sim.p4info import build_p4info
 
@@ -206,10 +205,8 @@ def run(req: CompileRequest) -> None:
 
     source = preprocess(req.program, req.include_dirs, req.defines)
     # the switch and the P4Runtime server compile exactly this text (DeviceConfig.source)
-    try:
-        program = load_program_text(source, req.program)
-    finally:   # it kept the preprocessed text as the program's lines; quote the file's own
-        forget_source(req.program)
+    # diagnostics quote the file's own lines, and find names in them (frontend.text.at_name)
+    program = load_preprocessed(source, req.program)
     print_warnings(program, req.wdisable, sys.stderr)
     # p4c-bm2-ss writes (and checks) P4Info only when asked (--p4runtime-files)
     p4info = build_p4info(program) if req.p4info_files else None

@@ -318,7 +318,8 @@ BAD = [
     ('const string s = "abc;\n', P4Error, "t.p4:1:18: error: unterminated string literal"),
     ("\n\n  #error stop here\n", P4Error, "t.p4:3:3: error: #error stop here"),
     ("#define F 1\n#if F\n#error F is set\n#endif\n", P4Error, "t.p4:3:1: error: #error F is set"),
-    ('#include "nope.p4"\n', P4Error, "t.p4:1:1: error: #include file 'nope.p4' not found"),
+    ('#include "nope.p4"\n', P4Error, "t.p4:1:10: error: nope.p4: No such file or directory"),   # cpp's
+    ('  # include <nope.p4>\n', P4Error, "t.p4:1:13: error: nope.p4: No such file or directory"),
     ("control c() { apply { this.x = 1; } }", P4Unsupported, "t.p4:1:23: unsupported: 'this'"),
     ("control c() { apply { for (;;) } }", P4Error,
      "t.p4:1:32: error: syntax error, unexpected '}'; expected an expression"),
