@@ -15,7 +15,19 @@ NIC emulator in ``tx_refused``; neither stops).
   after the BTH, or the ICRC's first byte on a header-only frame — XORed with 0xFF with
   probability N per mille: the receiver's ICRC check fails, headers stay intact, so the
   switches still forward the frame;
-* blackhole (data-plane form): ``ip daddr PREFIX counter drop`` on every egress port.
+* blackhole (data-plane form): ``ip daddr PREFIX counter drop`` on every egress port;
+* a cable cut without touching the interfaces (the flapper's ``drop`` cut, what BMv2
+  needs): ``counter drop`` on the egress of both ends, every frame each way lost.
+
+A flapping cable takes its ends down (``ip link set down``: carrier lost) on p4sim. On
+BMv2 it may not: a simple_switch whose own interface goes down stops processing packets,
+and stays stuck after the interface is up again until a frame arrives on that interface
+(p4lang/behavioral-model#1215; seen with 1.15.5 here: after the first flap of b0r1l0<->s0
+both switches froze, each waiting for a frame from the other, and every later fault of
+the faults scenario ran on a dead fabric). So the flapper there cuts the cable with a
+drop-everything egress table on both ends (:data:`CUT_DROP`) and deletes it to mend it,
+as ``scenarios/link_failure.py`` cuts a cable on BMv2 with a qdisc: no frame crosses
+the cable either way while it is down, on both targets.
 
 An :class:`Endpoint` names an interface and the namespace it lives in (``netns_pid`` 0:
 the root namespace; else a process of that namespace, a Mininet host's shell), entered
@@ -259,41 +271,102 @@ def link_present(ep: Endpoint) -> bool:
 
 
 # ----------------------------------------------------------------------- the flapper
-def flapper_command(ends: Sequence[Endpoint], period_s: float, down_s: float) -> list[str]:
-    """The command line of the flapper process (``python -m testbed.faultnet flap``).
+CUT_LINK, CUT_DROP = "link", "drop"
+CUTS = (CUT_LINK, CUT_DROP)
+"""How the flapper takes a cable down: ``link`` (both ends ``ip link set down``: carrier
+lost; p4sim) or ``drop`` (a drop-everything egress table on both ends, the interfaces left
+up; BMv2, which freezes when its own interface goes down: see the module docstring)."""
+
+
+def cut_for_target(target: str) -> str:
+    """The cut a flapping cable uses on a switch target.
+
+    >>> cut_for_target("p4sim"), cut_for_target("bmv2")
+    ('link', 'drop')
+    """
+    return CUT_DROP if target == "bmv2" else CUT_LINK
+
+
+def cut_tables(table: str, ends: Sequence[Endpoint]) -> list[tuple[str, list[Endpoint]]]:
+    """The drop cut's tables: one per namespace among ``ends`` (``table``, ``table_1``, …),
+    each with the ends in it.
+
+    >>> [(t, [e.iface for e in eps]) for t, eps in cut_tables("astral_fault_f", [
+    ...     Endpoint("s0-eth1"), Endpoint("h-eth0", 7, 8), Endpoint("s0-eth2")])]
+    [('astral_fault_f', ['s0-eth1', 's0-eth2']), ('astral_fault_f_1', ['h-eth0'])]
+    """
+    groups: dict[tuple[int, int], list[Endpoint]] = {}
+    for ep in ends:
+        groups.setdefault((ep.netns_pid, ep.netns_inode), []).append(ep)
+    return [(table if i == 0 else f"{table}_{i}", eps) for i, eps in enumerate(groups.values())]
+
+
+def flapper_command(ends: Sequence[Endpoint], period_s: float, down_s: float,
+                    cut: str = CUT_LINK, table: str = "") -> list[str]:
+    """The command line of the flapper process (``python -m testbed.faultnet flap``);
+    ``cut`` ``drop`` needs the name of its nft ``table``.
 
     >>> flapper_command([Endpoint("s0-eth1"), Endpoint("h-eth0", 7, 8)], 2.0, 1.0)[3:]
     ['flap', '--period-s', '2', '--down-s', '1', '--end', 's0-eth1@0@0', '--end', 'h-eth0@7@8']
+    >>> flapper_command([Endpoint("s0-eth1")], 2.0, 1.0, CUT_DROP, "astral_fault_f")[-4:]
+    ['--cut', 'drop', '--table', 'astral_fault_f']
     """
+    if cut not in CUTS:
+        raise ValueError(f"cut {cut!r}: one of {', '.join(CUTS)}")
+    if cut == CUT_DROP and not table:
+        raise ValueError("the drop cut needs the name of its nft table")
     cmd = [sys.executable, "-m", "testbed.faultnet", "flap", "--period-s", f"{period_s:g}",
            "--down-s", f"{down_s:g}"]
     for ep in ends:
         cmd += ["--end", f"{ep.iface}@{ep.netns_pid}@{ep.netns_inode}"]
+    if cut == CUT_DROP:
+        cmd += ["--cut", CUT_DROP, "--table", table]
     return cmd
 
 
+def mend_cut(table: str, ends: Sequence[Endpoint]) -> list[str]:
+    """Delete the drop cut's tables of ``ends`` (those already gone are fine); what was
+    done, in words."""
+    return [delete_table(t, eps[0]) for t, eps in cut_tables(table, ends)]
+
+
 def flap(ends: Sequence[Endpoint], period_s: float, down_s: float,
-         stop: threading.Event) -> int:
-    """Take every end down, wait ``down_s``, bring them up (routes restored), wait the rest
-    of ``period_s``; again until ``stop`` is set, then leave every end up. Ends when an
-    interface disappears (the testbed was torn down). Returns the cycles done."""
-    routes = {ep: routes_of(ep) for ep in ends}
+         stop: threading.Event, cut: str = CUT_LINK, table: str = "") -> int:
+    """Take the cable down (``cut``: every end's link down, or a drop-everything egress
+    table ``table`` on every end), wait ``down_s``, bring it up (routes restored, or the
+    tables deleted), wait the rest of ``period_s``; again until ``stop`` is set, then leave
+    it up. Ends when an interface disappears (the testbed was torn down). Returns the
+    cycles done."""
+    routes = {ep: routes_of(ep) for ep in ends} if cut == CUT_LINK else {}
     cycles = 0
+
+    def down() -> None:
+        if cut == CUT_DROP:
+            for t, eps in cut_tables(table, ends):
+                add_table(t, eps, "counter drop")
+        else:
+            for ep in ends:
+                set_link(ep, False)
+
+    def up() -> None:
+        if cut == CUT_DROP:
+            mend_cut(table, ends)
+        else:
+            for ep in ends:
+                if link_present(ep):
+                    set_link(ep, True, routes[ep])
+
     try:
         while not stop.is_set():
             if not all(link_present(ep) for ep in ends):
                 break
-            for ep in ends:
-                set_link(ep, False)
+            down()
             stop.wait(down_s)
-            for ep in ends:
-                set_link(ep, True, routes[ep])
+            up()
             cycles += 1
             stop.wait(max(0.0, period_s - down_s))
     finally:
-        for ep in ends:
-            if link_present(ep):
-                set_link(ep, True, routes[ep])
+        up()
     return cycles
 
 
@@ -306,7 +379,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     f.add_argument("--period-s", type=float, required=True)
     f.add_argument("--down-s", type=float, required=True)
     f.add_argument("--end", action="append", required=True, help="IFACE@NETNS_PID@INODE")
+    f.add_argument("--cut", choices=CUTS, default=CUT_LINK,
+                   help="link: ends set down (default); drop: a drop-everything egress table")
+    f.add_argument("--table", default="", help="the drop cut's nft table")
     args = ap.parse_args(argv)
+    if args.cut == CUT_DROP and not args.table.startswith(TABLE_PREFIX):
+        ap.error(f"--cut drop needs --table {TABLE_PREFIX}NAME")
     ends = []
     for raw in args.end:
         iface, pid, inode = raw.rsplit("@", 2)
@@ -319,7 +397,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
     try:
-        cycles = flap(ends, args.period_s, args.down_s, stop)
+        cycles = flap(ends, args.period_s, args.down_s, stop, args.cut, args.table)
     except FaultNetError as exc:
         print(f"testbed.faultnet: {exc}", file=sys.stderr)
         return 2
@@ -327,8 +405,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return 0
 
 
-__all__ = ["Endpoint", "FaultNetError", "TABLE_PREFIX", "add_table", "blackhole_rule",
-           "chance", "corrupt_rule", "delete_table", "flap", "flapper_command", "link_present",
+__all__ = ["CUTS", "CUT_DROP", "CUT_LINK", "Endpoint", "FaultNetError", "TABLE_PREFIX",
+           "add_table", "blackhole_rule", "chance", "corrupt_rule", "cut_for_target",
+           "cut_tables", "delete_table", "flap", "flapper_command", "link_present", "mend_cut",
            "loss_rule", "nft_binary", "nft_table_text", "per_mille", "routes_of",
            "route_command", "run_in", "set_link", "table_counter", "table_name", "tables"]
 

@@ -12,7 +12,10 @@ corruption              ``link b0r0l0->s0``             nft egress table flips a
                                                         bad ICRC at the receiver
 flapping_link           ``cable b0r0l0<->s0``           a flapper process takes both ends
                                                         down/up every ``period_s`` (SIGTERM
-                                                        by PID; both ends left up)
+                                                        by PID; both ends left up); on
+                                                        BMv2 it cuts them with an nft
+                                                        drop-all egress table instead
+                                                        (behavioral-model#1215; deleted)
 blackhole               ``route s0 10.1.0.0/24``        the route DELETEd through P4Runtime
                                                         (INSERTed back); without a writer
                                                         nft drops ``ip daddr`` on every
@@ -57,8 +60,9 @@ from typing import Any, Mapping, Optional, Sequence, Union
 from controller.fabric_setup import T_ROUTES, plan_fabric
 from testbed.faultbook import (PARAMS, FaultBook, FaultError, FaultRecord, faults_path_for,
                                parse_params)
-from testbed.faultnet import (Endpoint, FaultNetError, add_table, blackhole_rule, corrupt_rule,
-                              flapper_command, loss_rule, routes_of, table_name)
+from testbed.faultnet import (CUT_DROP, CUT_LINK, Endpoint, FaultNetError, add_table,
+                              blackhole_rule, corrupt_rule, cut_for_target, flapper_command,
+                              loss_rule, routes_of, table_name)
 from testbed.faultp4rt import TableWriter
 from testbed.faulttargets import FabricNames, TargetError, parse_target
 from testbed.faultundo import (SIGNAL_TIMEOUT_S, CallableHooks, ControllerHooks, Undoer,
@@ -100,6 +104,7 @@ class FaultInjector:
                  controller: Optional[ControllerHooks] = None,
                  routes: Optional[Mapping[str, Sequence[str]]] = None) -> None:
         self.names = FabricNames(fabric, state)
+        self.target = str(getattr(state, "target", "p4sim"))
         self.routes = routes
         self.book = FaultBook(faults_path_for(state_path))
         self.writer, self.controller = writer, controller
@@ -194,7 +199,9 @@ class FaultInjector:
     def _inject_flapping_link(self, rec: FaultRecord, parts: tuple[str, ...]) -> None:
         ends = [self.names.endpoint(d) for d in self.names.cable(" ".join(parts))]
         routes = [routes_of(ep) for ep in ends]
-        cmd = flapper_command(ends, rec.params["period_s"], rec.params["down_s"])
+        cut = cut_for_target(self.target)
+        table = table_name(rec.name) if cut == CUT_DROP else ""
+        cmd = flapper_command(ends, rec.params["period_s"], rec.params["down_s"], cut, table)
         child = subprocess.Popen(cmd, cwd=REPO, stdin=subprocess.DEVNULL,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                  start_new_session=True)
@@ -202,10 +209,13 @@ class FaultInjector:
         wait_for(lambda: bool(proc_cmdline(child.pid)), SIGNAL_TIMEOUT_S)
         self._step(rec, {"op": "flapper", "pid": child.pid,
                          "cmdline": proc_cmdline(child.pid) or " ".join(cmd),
-                         "ends": [asdict(e) for e in ends], "routes": routes})
+                         "ends": [asdict(e) for e in ends], "routes": routes,
+                         "cut": cut, "table": table})
         if child.poll() is not None:
             raise FaultError(f"the flapper exited at once ({child.returncode}): {' '.join(cmd)}")
-        rec.how = (f"flapper pid {child.pid}: {', '.join(e.where() for e in ends)} down "
+        how = ("down" if cut == CUT_LINK else f"cut (nft table {table} drops every frame "
+               "leaving them; BMv2 freezes when its own interface goes down)")
+        rec.how = (f"flapper pid {child.pid}: {', '.join(e.where() for e in ends)} {how} "
                    f"{rec.params['down_s']:g} s every {rec.params['period_s']:g} s")
 
     def _inject_blackhole(self, rec: FaultRecord, parts: tuple[str, ...]) -> None:

@@ -20,7 +20,8 @@ from typing import Any, Callable, Mapping, Optional, Protocol
 
 from process import proc_cmdline
 from testbed.faultbook import FaultBook, FaultError, FaultRecord, faults_path_for
-from testbed.faultnet import Endpoint, FaultNetError, delete_table, link_present, set_link
+from testbed.faultnet import (CUT_DROP, CUT_LINK, Endpoint, FaultNetError, delete_table,
+                              link_present, mend_cut, set_link)
 from testbed.faultp4rt import EntryUndo, TableWriter
 
 STOP_TIMEOUT_S = 10.0
@@ -98,7 +99,7 @@ def signal_step(pid: int, sig: signal.Signals) -> dict[str, Any]:
 class Undoer:
     """Runs recorded undo steps: ``nft`` (delete the table by name), ``signal`` (to the
     recorded PID while its command line still matches), ``flapper`` (SIGTERM it, then
-    every end up with its routes), ``p4rt`` (``writer.undo``), ``controller``
+    every end up with its routes, or its drop cut's tables deleted), ``p4rt`` (``writer.undo``), ``controller``
     (``controller.start``)."""
 
     def __init__(self, writer: Optional[TableWriter] = None,
@@ -159,11 +160,15 @@ class Undoer:
         child = self.children.pop(pid, None)
         if child is not None:
             child.wait(STOP_TIMEOUT_S)
-        for raw, routes in zip(step["ends"], step["routes"]):
-            ep = Endpoint.from_dict(raw)
+        ends = [Endpoint.from_dict(raw) for raw in step["ends"]]
+        if step.get("cut", CUT_LINK) == CUT_DROP:
+            # the flapper deletes its tables as it stops; a killed one may have left them
+            mend_cut(str(step["table"]), ends)
+            return f"flapper {pid} stopped, the cut of {len(ends)} ends mended"
+        for ep, routes in zip(ends, step["routes"]):
             if link_present(ep):
                 set_link(ep, True, routes)
-        return f"flapper {pid} stopped, {len(step['ends'])} ends up"
+        return f"flapper {pid} stopped, {len(ends)} ends up"
 
 
 def undo_recorded(state_path: Path) -> list[str]:

@@ -7,7 +7,8 @@ interfaces are real veths named ``astf…`` (created here, deleted after, by nam
 * corruption flips a byte of the asked fraction of RoCEv2 frames: the ICRC check fails
   for 300..500 of 2000, every frame still parses;
 * undo deletes exactly the fault's nft table (another fault's and an unrelated table stay);
-* a flapping cable goes down and up, and is left up with the host's routes after undo;
+* a flapping cable goes down and up, and is left up with the host's routes after undo; on
+  BMv2 it is cut by a drop table on both ends instead, its links never down;
 * SIGSTOP of a recorded process and SIGCONT on undo (hung_switch, dead_agent);
 * the NIC emulator's stall mode (slow_receiver) sends PAUSE frames, RESUME on undo;
 * unknown targets, kinds and parameters are refused naming what exists, nothing recorded;
@@ -304,6 +305,31 @@ def test_flapping_cable_goes_down_and_up_and_is_left_up_with_its_routes(net: Net
     assert operstate(sw) == "UP" and operstate(net.nic, net.ns) == "UP"
     routes = sh("ip", "netns", "exec", net.ns, "ip", "-4", "route", "show", "dev", net.nic).stdout
     assert "10.8.0.0/24 via 10.9.0.254" in routes and "10.9.0.254 scope link" in routes
+
+
+def test_flapping_cable_on_bmv2_is_cut_by_a_drop_table_and_its_links_never_go_down(
+        net: Net) -> None:
+    """BMv2 freezes when its own interface goes down (behavioral-model#1215): there the
+    flapper cuts the cable with a drop-everything egress table on both ends (one table per
+    namespace), the interfaces stay up, and undo leaves no table behind."""
+    net.state.target = "bmv2"
+    inj = net.injector()
+    rec = inj.inject("flapping_link", f"cable {net.nic}<->{net.leaf}", period_s=0.4, down_s=0.2)
+    (step,) = rec.undo
+    assert step["op"] == "flapper" and step["cut"] == "drop"
+    root, host = Endpoint(f"{net.leaf}-eth1"), net.host_ep
+    table = step["table"]
+    cut = lambda: table in tables(root) and f"{table}_1" in tables(host)  # noqa: E731
+    assert poll(cut, 5)
+    assert poll(lambda: not cut(), 5)
+    assert poll(cut, 5)                                  # again: it flaps
+    for _ in range(20):                                   # never carrier loss on BMv2
+        assert operstate(f"{net.leaf}-eth1") == "UP" and operstate(net.nic, net.ns) == "UP"
+        threading.Event().wait(0.05)
+    net.injector().undo(rec.name)
+    assert proc_cmdline(step["pid"]) is None or process_state(step["pid"]) in ("", "Z")
+    assert table not in tables(root) and f"{table}_1" not in tables(host)
+    assert operstate(f"{net.leaf}-eth1") == "UP" and operstate(net.nic, net.ns) == "UP"
 
 
 # --------------------------------------------------------------------------- signals

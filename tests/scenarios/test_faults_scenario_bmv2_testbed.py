@@ -1,0 +1,51 @@
+"""The faults scenario on a live **BMv2** testbed (issue 33): all nine fault kinds of
+``SCENARIO=faults`` injected in turn on ``simple_switch_grpc`` switches, each named first
+and exactly (kind and component) within ``BMV2_NAME_BOUND_S``, the localiser quiet again
+after each undo, every fault undone and every prober stopped.
+
+Skipped unless ``simple_switch_grpc`` and ``p4c-bm2-ss`` are on PATH (CI has neither; a
+reference build: README.md, "Targets: p4sim and BMv2") and a Mininet testbed can start
+here (root). Run it as ``make run TARGET=bmv2 SCENARIO=faults`` is run, under the shared
+network lock on a machine with other testbeds. 172 s where it runs (passed once on
+simple_switch_grpc 1.15.5, 2026-12-05); 0 s in CI.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+BMV2_BINARIES = ("simple_switch_grpc", "p4c-bm2-ss")
+BMV2_NAME_BOUND_S = 10.0
+"""Issue 33's bound: every fault named within 10 s of taking effect."""
+
+
+def test_every_fault_is_named_exactly_on_bmv2_and_the_fabric_settles(tmp_path: Path) -> None:
+    from scenarios.common import ScenarioOptions
+    from scenarios.faults import run_faults
+    from testbed.traffic import testbed_unavailable, testbed_up
+    missing = [b for b in BMV2_BINARIES if shutil.which(b) is None]
+    if missing:
+        pytest.skip(f"BMv2 not installed: {', '.join(missing)} not on PATH")
+    why = testbed_unavailable()
+    if why:
+        pytest.skip(why)
+    state = tmp_path / "state.json"
+    with testbed_up(log_dir=tmp_path / "logs", state_path=state, target="bmv2") as tb:
+        assert tb.state.target == "bmv2"
+        res = run_faults(tb.fabric, tb.programmer, tb.state, tb.save_state,
+                         ScenarioOptions(seed=1, runs_root=tmp_path / "runs", state_path=state))
+        assert not [r for r in tb.state.procs if r.kind == "monitor"]     # probers stopped
+    rows = [(t.kind, t.named_kind, t.named, t.localise_s, t.settled) for t in res.trials]
+    assert len(res.trials) == 9, rows
+    assert all(t.exact for t in res.trials), rows
+    assert all(t.localise_s is not None and t.localise_s <= BMV2_NAME_BOUND_S
+               for t in res.trials), rows
+    assert all(t.settled for t in res.trials), rows                      # quiet after each undo
+    assert res.status == 0 and res.top1 == 1.0, rows
+    assert not (tmp_path / "state-faults.json").exists()                  # all undone
+    log = [json.loads(l) for l in (res.run_dir / "verdicts.jsonl").read_text().splitlines()]
+    assert {(l["kind"], l["component"]) for l in log if l["event"] == "named"} >= \
+        {(t.kind, t.target) for t in res.trials}
