@@ -69,12 +69,6 @@ def make_switch(program: Any, engine: str = "auto", **kwargs: Any) -> Any:
     if reason is None:
         if start is not None:      # the native clock from that instant, not a Python callable
             kwargs.pop("clock", None)
-        if kwargs.get("reuse_headers", True) and not getattr(program, "_native_fresh_said", False):
-            program._native_fresh_said = True
-            log.warning("p4sim: %s on the native path: every packet starts with fresh headers (BMv2 "
-                        "and the Python engine reuse the last packet's: a field of a header the "
-                        "parser did not extract reads 0 here); --engine python for BMv2's",
-                        getattr(program, "path", "the program"))
         return NativeSwitch(program, clock_start_ns=start, **kwargs)
     if engine == "native":
         raise NativeUnsupported(reason)

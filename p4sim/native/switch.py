@@ -109,6 +109,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.p4n_new.restype = vp
     lib.p4n_new.argtypes = [i32] * 6
     lib.p4n_set_options.argtypes = [vp, i64, i64, i64]
+    lib.p4n_set_reuse.argtypes = [vp, i32]
     lib.p4n_set_callbacks.argtypes = [vp, _CLOCK, _METER, _HIT, _DIGEST, _PRE]
     lib.p4n_set_rng.argtypes = [vp, ctypes.POINTER(ctypes.c_uint32), i32]
     lib.p4n_set_register.argtypes = [vp, i32, i64, i32, _u64p]
@@ -205,17 +206,15 @@ class NativeSwitch:
     """``V1ModelSwitch`` on the native path (see the module docstring). ``log`` must be
     None: the native path writes no per-packet trace (use the Python engine for that).
     ``clock`` as in V1ModelSwitch (None: the monotonic clock from now, or from
-    ``clock_start_ns``)."""
+    ``clock_start_ns``); ``reuse_headers`` as in V1ModelSwitch: a new packet takes the
+    headers of the last packet that left, all invalid (BMv2's PHV pool, c/rt_driver.h)."""
 
     def __init__(self, program: Any, cpu_port: Optional[int] = None, log: Optional[Callable[[str], None]] = None, *,
                  clock: Optional[Callable[[], int]] = None, priority_queues: int = 1,
                  max_repasses: Optional[int] = None, on_digest: Optional[Callable[[], None]] = None,
                  clock_start_ns: Optional[int] = None, reuse_headers: bool = True) -> None:
-        # reuse_headers: accepted for V1ModelSwitch's API; the native path always starts a
-        # packet with fresh (zero) headers, V1ModelSwitch's reuse_headers=False (p4sim/README.md,
-        # "The native path": a field of a header the parser did not extract reads 0, not the
-        # last packet's value as on BMv2 and the Python engine's default)
-        self.reuse_headers = False
+        # reuse_headers as in V1ModelSwitch: BMv2's PHV pool (the default) or fresh headers
+        self.reuse_headers = reuse_headers
         if log is not None:
             raise ValueError("the native path writes no per-packet trace (log must be None)")
         self.program = program
@@ -252,6 +251,7 @@ class NativeSwitch:
             self._clock_cb = _CLOCK(self._cb_clock)
         lib.p4n_set_options(self._sw, start, priority_queues,
                             (1 << 63) - 1 if max_repasses is None else max_repasses)   # None: no limit, as on BMv2
+        lib.p4n_set_reuse(self._sw, int(bool(reuse_headers)))
         self._meter_cb = _METER(self._cb_meter)
         self._hit_cb = _HIT(self._cb_hit)
         self._digest_cb = _DIGEST(self._cb_digest)

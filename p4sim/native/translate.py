@@ -1664,6 +1664,22 @@ class Translator:
         if ci.kind == "header":
             pre = "if (a->_valid != b->_valid) return 0; if (!a->_valid) return 1; "
         out.append(f"static inline int eq_{cls}(const {cls} *a, const {cls} *b) {{ {pre}return {' && '.join(conds) or '1'}; }}")
+        # copyh (rt.copy_headers): validity and valid headers' fields; an invalid header of
+        # dst keeps its fields (BMv2's PHV::copy_headers)
+        if ci.kind == "header":
+            body = ["if (s->_valid) *d = *s; else d->_valid = 0;"]
+        else:
+            body = []
+            for _a, m, ft, _pt in ci.fields:
+                if ft == INT:
+                    body.append(f"d->{m} = s->{m};")
+                elif isinstance(ft, Wide):
+                    body.append(f"memcpy(d->{m}, s->{m}, sizeof d->{m});")
+                elif isinstance(ft, Ref):
+                    body.append(f"copyh_{ft.cls}(&d->{m}, &s->{m});")
+                else:
+                    body.append(f"copyh_{self._stack_ctype(ft)}(&d->{m}, &s->{m});")
+        out.append(f"static inline void copyh_{cls}({cls} *d, const {cls} *s) {{ {' '.join(body)} (void)d; (void)s; }}")
         t = ci.t
         if ci.kind == "header":
             nbytes = (t.width_bits + 7) >> 3  # type: ignore[attr-defined]
@@ -1757,6 +1773,7 @@ class Translator:
             f"static inline void init_{sct}({sct} *s) {{ for (int i = 0; i < {n}; i++) init_{cls}(&s->h[i]); s->nextIndex = 0; }}",
             f"static inline void reset_{sct}({sct} *s) {{ for (int i = 0; i < {n}; i++) reset_{cls}(&s->h[i]); s->nextIndex = 0; }}",
             f"static inline int eq_{sct}(const {sct} *a, const {sct} *b) {{ for (int i = 0; i < {n}; i++) if (!eq_{cls}(&a->h[i], &b->h[i])) return 0; return 1; }}",
+            f"static inline void copyh_{sct}({sct} *d, const {sct} *s) {{ for (int i = 0; i < {n}; i++) copyh_{cls}(&d->h[i], &s->h[i]); d->nextIndex = s->nextIndex; }}",
             f"static inline void emit_{sct}(p4ctx *ctx, const {sct} *s) {{ for (int i = 0; i < {n}; i++) emit_{cls}(ctx, &s->h[i]); }}",
             f"static inline void {sct}_push_front({sct} *s, p4i count) {{ int c = count < {n} ? (int)count : {n}; "
             f"for (int i = {n} - 1; i >= 0; i--) {{ if (i >= c) s->h[i] = s->h[i - c]; else reset_{cls}(&s->h[i]); }} "
@@ -1772,7 +1789,11 @@ class Translator:
                           self.prog.std_type.pyclass)
         out = [f"typedef struct p4phv {{ {hdr} hdr; {meta} meta; {std} std; }} p4phv;",
                f"typedef {std} p4std;",
-               f"static void prog_init_phv(p4phv *pv) {{ init_{hdr}(&pv->hdr); init_{meta}(&pv->meta); init_{std}(&pv->std); }}"]
+               f"typedef {hdr} p4hdrs;",
+               f"static void prog_init_phv(p4phv *pv) {{ init_{hdr}(&pv->hdr); init_{meta}(&pv->meta); init_{std}(&pv->std); }}",
+               # CompiledProgram.invalidate_headers / copy_headers (the PHV pool, rt_driver.h)
+               f"static void prog_invalidate_headers(p4hdrs *h) {{ reset_{hdr}(h); }}",
+               f"static void prog_copy_headers(p4hdrs *d, const p4hdrs *s) {{ copyh_{hdr}(d, s); }}"]
         for block, (fname, picks) in self.entry.items():
             fn = self.fns[fname]
             args = ["ctx"] + [f"&pv->{p}" for p in picks]

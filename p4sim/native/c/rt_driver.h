@@ -1,7 +1,17 @@
 /* p4sim native path: BMv2 simple_switch around the program, as p4sim/v1model/switch.py
  * runs it (the same order of blocks, decisions, clock readings and counters; the Python
  * driver is the reference and tests/p4sim/native compares the two), and the functions
- * the Python binding (p4sim/native/binding.py) calls. */
+ * the Python binding (p4sim/native/switch.py) calls.
+ *
+ * Header storage is reused as BMv2 reuses its PHVs and V1ModelSwitch (reuse_headers, the
+ * default) models it: a packet that leaves (sent, dropped, replaced by its resubmitted or
+ * recirculated copy) gives its headers back to a pool, all invalid but with their fields
+ * (drv_give_back: _release); a new packet takes the last given back (drv_take: _new_packet),
+ * so a header the parser does not extract reads the previous packet's fields; a copy
+ * (multicast, clone) takes one and copies validity and the valid headers' fields into it
+ * (drv_copy: _copy). The points where headers go back are exactly V1ModelSwitch's: a packet
+ * lost to an error or to the work limit, or an egress work item the caller frees (a tail
+ * drop in the switch process's queues), gives nothing back there either. */
 
 #define P4N_EXPORT __attribute__((visibility("default")))
 #define PORT_MASK 511
@@ -39,8 +49,39 @@ typedef struct p4drv {
     int64_t cur_src;
     p4item **work; int64_t nwork, capwork;  /* egress work handed to the caller (split mode) */
     p4ctx ctx, cctx;
+    int reuse;                              /* V1ModelSwitch.reuse_headers */
+    p4hdrs *pool; int64_t npool, cappool;   /* headers of packets that left, last on top */
     int64_t pre_buf[2 * 8192 + 2];
 } p4drv;
+
+/* _new_packet(): zero metadata, the headers on top of the pool (fresh ones when empty) */
+static void drv_take(p4drv *d, p4phv *pv)
+{
+    prog_init_phv(pv);
+    if (d->npool) pv->hdr = d->pool[--d->npool];
+}
+/* _release(): pv left the switch; its headers, invalid, go on top of the pool */
+static void drv_give_back(p4drv *d, const p4phv *pv)
+{
+    if (!d->reuse) return;
+    if (d->npool + 1 > d->cappool) {
+        int64_t cap = d->cappool ? d->cappool * 2 : 16;
+        p4hdrs *np = (p4hdrs *)realloc(d->pool, sizeof(p4hdrs) * (size_t)cap);
+        if (!np) abort();
+        d->pool = np; d->cappool = cap;
+    }
+    p4hdrs *h = &d->pool[d->npool++];
+    *h = pv->hdr;
+    prog_invalidate_headers(h);
+}
+/* _copy(): headers from the pool with src's valid headers copied in; the metadata src's
+ * (zero with reset_metadata) */
+static void drv_copy(p4drv *d, p4phv *dst, const p4phv *src, int reset_metadata)
+{
+    drv_take(d, dst);
+    prog_copy_headers(&dst->hdr, &src->hdr);
+    if (!reset_metadata) { dst->meta = src->meta; dst->std = src->std; }
+}
 
 static p4item *drv_alloc(p4drv *d)
 {
@@ -104,14 +145,17 @@ static void out_add(p4drv *d, int64_t port, const uint8_t *a, int64_t na, const 
     o->n++;
 }
 
-static void drv_enqueue(p4sw *sw, p4drv *d, int64_t port, const p4phv *pv, const uint8_t *payload, int64_t plen,
+/* _enqueue(): pv goes to the egress queue (with copy: a copy of it, _copy(pv)); a priority
+ * out of range drops it and gives its headers back */
+static void drv_enqueue(p4sw *sw, p4drv *d, int64_t port, const p4phv *pv, int copy, const uint8_t *payload, int64_t plen,
                         int64_t length_reg, int64_t pid, int64_t cid, int64_t repasses, int64_t in_port,
                         int trunc_set, int64_t trunc, int recirc_set, p4i recirc)
 {
-    int64_t priority = (int64_t)STD_GET_priority(pv);
-    if (priority >= sw->priority_queues) { d->dropped++; return; }
     p4item *it = drv_alloc(d);
-    it->pv = *pv;
+    if (copy) drv_copy(d, &it->pv, pv, 0);
+    else it->pv = *pv;
+    int64_t priority = (int64_t)STD_GET_priority(&it->pv);
+    if (priority >= sw->priority_queues) { d->dropped++; drv_give_back(d, &it->pv); drv_release(d, it); return; }
     STD_SET_enq_timestamp(&it->pv, (p4i)p4n_clock(sw));
     STD_SET_enq_qdepth(&it->pv, 0);
     it->data = dupbytes(payload, plen); it->len = plen;
@@ -121,8 +165,6 @@ static void drv_enqueue(p4sw *sw, p4drv *d, int64_t port, const p4phv *pv, const
     it->priority = priority;
     fifo_push(&d->eg, it);
 }
-
-static void drv_headers_only(p4phv *dst, const p4phv *src) { prog_init_phv(dst); dst->hdr = src->hdr; }
 
 /* _clone(): the copies of a clone into a session (I2E or E2E) */
 static int drv_clone(p4sw *sw, p4drv *d, p4i session, int fl_set, p4i fl, const p4phv *src, p4phv *clone_pv,
@@ -139,7 +181,7 @@ static int drv_clone(p4sw *sw, p4drv *d, p4i session, int fl_set, p4i fl, const 
         int64_t port = d->pre_buf[1 + 2 * i], rid = d->pre_buf[2 + 2 * i];
         if (rid >= 0) STD_SET_egress_rid(clone_pv, rid);
         d->copy_next++;
-        drv_enqueue(sw, d, port, clone_pv, payload, plen, length_reg, pid, d->copy_next, repasses, in_port,
+        drv_enqueue(sw, d, port, clone_pv, 1, payload, plen, length_reg, pid, d->copy_next, repasses, in_port,
                     trunc > 0, trunc, 0, 0);
     }
     return 0;
@@ -158,17 +200,19 @@ static void drv_run_ingress(p4sw *sw, p4drv *d, p4item *item)
     int64_t length_reg = item->len;
     if (ctx->clone_set) {
         p4phv cpv, clone_pv;
-        prog_init_phv(&cpv);
+        drv_take(d, &cpv);
         STD_SET_ingress_port(&cpv, item->port);
         p4ctx *c2 = &d->cctx;
         p4n_ctx_init(c2, sw, item->data, item->len, (int64_t)ctx->now_us);
         if (drv_failed(d, c2, prog_parser(c2, &cpv))) return;
         if (drv_failed(d, c2, prog_verify_checksum(c2, &cpv))) return;
-        drv_headers_only(&clone_pv, &cpv);
+        prog_init_phv(&clone_pv);            /* metadata reset, the headers just parsed */
+        clone_pv.hdr = cpv.hdr;
         int64_t off = c2->offset_bits >> 3; if (off > item->len) off = item->len;
         if (drv_clone(sw, d, ctx->clone_session, ctx->clone_fl_set, ctx->clone_fl, pv, &clone_pv,
                       item->data + off, item->len - off, length_reg, item->packet_id, item->repasses,
                       item->port, IT_INGRESS_CLONE)) return;
+        drv_give_back(d, &clone_pv);
     }
     if (ctx->digest_set) {
         uint64_t vals[2 * P4N_MAX_DIGEST_VALUES];
@@ -177,10 +221,11 @@ static void drv_run_ingress(p4sw *sw, p4drv *d, p4item *item)
         if (!sw->digest_cb || sw->digest_cb(ctx->digest_name, ctx->digest_n, vals, now) < 0) { drv_error(d, E_FAIL, -3); return; }
     }
     if (ctx->resubmit_set) {
-        if (item->repasses >= sw->max_repasses) { d->dropped++; return; }
+        if (item->repasses >= sw->max_repasses) { d->dropped++; drv_give_back(d, pv); return; }
         p4item *n = drv_alloc(d);
-        prog_init_phv(&n->pv);
+        drv_take(d, &n->pv);
         if (ctx->resubmit) prog_preserve(ctx->resubmit, pv, &n->pv);
+        drv_give_back(d, pv);
         STD_SET_instance_type(&n->pv, IT_RESUBMIT);
         STD_SET_packet_length(&n->pv, length_reg);
         n->data = dupbytes(item->data, item->len); n->len = item->len; n->port = item->port;
@@ -198,14 +243,15 @@ static void drv_run_ingress(p4sw *sw, p4drv *d, p4item *item)
         for (int i = 0; i < n; i++) {
             STD_SET_egress_rid(pv, d->pre_buf[2 * i + 1]);
             d->copy_next++;
-            drv_enqueue(sw, d, d->pre_buf[2 * i], pv, payload, plen, length_reg, item->packet_id, d->copy_next,
+            drv_enqueue(sw, d, d->pre_buf[2 * i], pv, 1, payload, plen, length_reg, item->packet_id, d->copy_next,
                         item->repasses, item->port, 0, 0, 0, 0);
         }
+        drv_give_back(d, pv);
         return;
     }
-    if (egress_spec == DROP_PORT) { d->dropped++; return; }
+    if (egress_spec == DROP_PORT) { d->dropped++; drv_give_back(d, pv); return; }
     STD_SET_instance_type(pv, IT_NORMAL);
-    drv_enqueue(sw, d, egress_spec, pv, payload, plen, length_reg, item->packet_id, item->copy_id, item->repasses,
+    drv_enqueue(sw, d, egress_spec, pv, 0, payload, plen, length_reg, item->packet_id, item->copy_id, item->repasses,
                 item->port, ctx->trunc_set, (int64_t)ctx->trunc, ctx->recirc_set, ctx->recirc);
 }
 
@@ -232,20 +278,22 @@ static void drv_run_egress(p4sw *sw, p4drv *d, p4item *item)
     if (drv_failed(d, ctx, prog_egress(ctx, pv))) return;
     if (ctx->clone_set) {
         p4phv clone_pv;
-        drv_headers_only(&clone_pv, pv);
+        drv_copy(d, &clone_pv, pv, 1);       /* headers as egress left them, metadata reset */
         if (drv_clone(sw, d, ctx->clone_session, ctx->clone_fl_set, ctx->clone_fl, pv, &clone_pv, item->data,
                       item->len, item->length_reg + (int64_t)ctx->length_delta, item->packet_id, item->repasses,
                       item->in_port, IT_EGRESS_CLONE)) return;
+        drv_give_back(d, &clone_pv);
     }
-    if (((int64_t)STD_GET_egress_spec(pv) & PORT_MASK) == DROP_PORT) { d->dropped++; return; }
+    if (((int64_t)STD_GET_egress_spec(pv) & PORT_MASK) == DROP_PORT) { d->dropped++; drv_give_back(d, pv); return; }
     if (drv_failed(d, ctx, prog_compute_checksum(ctx, pv))) return;
     if (drv_failed(d, ctx, prog_deparser(ctx, pv))) return;
     int64_t hlen = p4b_nbytes(&ctx->emitted);
     if (ctx->recirc_set) {
-        if (item->repasses >= sw->max_repasses) { d->dropped++; return; }
+        if (item->repasses >= sw->max_repasses) { d->dropped++; drv_give_back(d, pv); return; }
         p4item *n = drv_alloc(d);
-        prog_init_phv(&n->pv);
+        drv_take(d, &n->pv);
         if (ctx->recirc) prog_preserve(ctx->recirc, pv, &n->pv);
+        drv_give_back(d, pv);
         STD_SET_instance_type(&n->pv, IT_RECIRC);
         STD_SET_packet_length(&n->pv, hlen + item->len);
         n->data = (uint8_t *)malloc((size_t)(hlen + item->len + 1));
@@ -265,6 +313,7 @@ static void drv_run_egress(p4sw *sw, p4drv *d, p4item *item)
     d->transmitted++;
     int64_t na = hlen < limit ? hlen : limit;
     out_add(d, item->port, ctx->emitted.buf, na, item->data, limit - na);
+    drv_give_back(d, pv);
 }
 
 static void drv_start(p4sw *sw, p4drv *d, int64_t port, const uint8_t *data, int64_t len)
@@ -273,7 +322,7 @@ static void drv_start(p4sw *sw, p4drv *d, int64_t port, const uint8_t *data, int
     d->copy_next = 0;
     d->received++;
     p4item *it = drv_alloc(d);
-    prog_init_phv(&it->pv);
+    drv_take(d, &it->pv);
     STD_SET_ingress_port(&it->pv, port & PORT_MASK);
     STD_SET_packet_length(&it->pv, len);
     STD_SET_instance_type(&it->pv, IT_NORMAL);
@@ -329,7 +378,9 @@ P4N_EXPORT p4sw *p4n_new(int ntables, int nprofs, int nregs, int nctrs, int nvss
     sw->nvss = nvss; sw->vss = (p4vs *)calloc((size_t)(nvss + 1), sizeof(p4vs));
     sw->nhashes = nhashes; sw->hashes = (p4hash *)calloc((size_t)(nhashes + 1), sizeof(p4hash));
     sw->drv = calloc(1, sizeof(p4drv));
+    if (!sw->drv) { free(sw); return NULL; }
     sw->priority_queues = 1; sw->max_repasses = 64; sw->stamp = 1;
+    ((p4drv *)sw->drv)->reuse = 1;
     for (int i = 0; i < ntables; i++) sw->tables[i].last_color = -1;
     return sw;
 }
@@ -337,6 +388,15 @@ P4N_EXPORT p4sw *p4n_new(int ntables, int nprofs, int nregs, int nctrs, int nvss
 P4N_EXPORT void p4n_set_options(p4sw *sw, int64_t clock_start_ns, int64_t priority_queues, int64_t max_repasses)
 {
     sw->clock_start_ns = clock_start_ns; sw->priority_queues = priority_queues; sw->max_repasses = max_repasses;
+}
+
+/* V1ModelSwitch's reuse_headers (1, the default: BMv2's PHV reuse; 0: fresh headers);
+ * turning it off empties the pool */
+P4N_EXPORT void p4n_set_reuse(p4sw *sw, int reuse)
+{
+    p4drv *d = (p4drv *)sw->drv;
+    d->reuse = reuse != 0;
+    if (!d->reuse) d->npool = 0;
 }
 
 P4N_EXPORT void p4n_set_callbacks(p4sw *sw, p4n_clock_fn clock_cb, p4n_meter_fn meter_cb, p4n_hit_fn hit_cb,

@@ -183,8 +183,8 @@ def test_random_packets_same_on_both_engines(path: str, inc: list[str], reasons:
     assert why is None, f"{path} falls back to the Python engine: {why}"
     seed = sum(map(ord, path))
     a, b = _pair(path, inc, seed)
-    sa = make_switch(a, engine="python", cpu_port=255, clock=StepClock(), reuse_headers=False, priority_queues=8)
-    sb = make_switch(b, engine="native", cpu_port=255, clock=StepClock(), reuse_headers=False, priority_queues=8)
+    sa = make_switch(a, engine="python", cpu_port=255, clock=StepClock(), priority_queues=8)
+    sb = make_switch(b, engine="native", cpu_port=255, clock=StepClock(), priority_queues=8)
     rng = random.Random(seed)
     frames = [_frame(rng) for _ in range(FRAMES)]
     for i, (port, frame) in enumerate(frames):
@@ -205,15 +205,15 @@ def test_batch_and_halves_same_as_python() -> None:
     rng = random.Random(seed)
     frames = [_frame(rng) for _ in range(FRAMES)]
     a, b = _pair(path, inc, seed)
-    sa = make_switch(a, engine="python", cpu_port=255, clock=StepClock(), reuse_headers=False)
-    sb = make_switch(b, engine="native", cpu_port=255, clock=StepClock(), reuse_headers=False)
+    sa = make_switch(a, engine="python", cpu_port=255, clock=StepClock())
+    sb = make_switch(b, engine="native", cpu_port=255, clock=StepClock())
     want = [(i, p, f) for i, (port, frame) in enumerate(frames) for p, f in sa.process_packet(port, frame)]
     assert sb.process_batch(frames) == want
     assert not diff_snapshots(state_snapshot(a), state_snapshot(b))
 
     a, b = _pair(path, inc, seed)
-    qa = make_switch(a, engine="python", cpu_port=255, clock=StepClock(), reuse_headers=False, priority_queues=8)
-    qb = make_switch(b, engine="native", cpu_port=255, clock=StepClock(), reuse_headers=False, priority_queues=8)
+    qa = make_switch(a, engine="python", cpu_port=255, clock=StepClock(), priority_queues=8)
+    qb = make_switch(b, engine="native", cpu_port=255, clock=StepClock(), priority_queues=8)
     for i, (port, frame) in enumerate(frames):
         wa, wb = qa.run_ingress(port, frame), qb.run_ingress(port, frame)
         assert [(w.port, w.priority) for w in wa] == [(w.port, w.priority) for w in wb]
