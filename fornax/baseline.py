@@ -216,6 +216,9 @@ class BaselineManager:
                 in_vm = self.view.vm_on_port(p.in_port) if p.in_port != M.UPLINK_PORT else None
                 flags = pkt.tcp_flags if pkt.proto == M.IP_PROTO_TCP else -1
                 decision = self.view.decide(conn, in_vm, flags)
+                if decision.spoofed:          # the key is another connection's: no entry
+                    self.count("spoofed_dropped")
+                    continue
                 for rec in self._flows_of(key, conn, decision, from_backend):
                     self.flows[rec.key] = rec
                     writes.append(("INSERT", rec.key, rec.data, 0))

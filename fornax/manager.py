@@ -21,6 +21,8 @@ It programs the NIC from the policy (:mod:`fornax.nicview`) and then waits. Per 
   return, then hand back to the hardware.
 * an event for a session the manager does not know: logged, the entry removed (and the
   packet treated as a miss).
+* a frame a VM sent as another VM (``Decision.spoofed``): dropped and counted
+  (``spoofed_dropped``), no entry written — its key is the other connection's.
 
 A policy change (:meth:`FornaxManager.reload`) rewrites the small configuration tables
 and bumps the version of each affected scope: one write per scope, never a walk of the
@@ -419,8 +421,6 @@ class FornaxManager:
                 return
             if p.reason == M.PUNT_CORRUPT:
                 self._corrupt(key, packed)
-            else:
-                self.count("stale_rebuilt")
             self._rebuild(p, pkt, key, direction, conn, from_backend, writes, after,
                           reason=p.reason)
         else:
@@ -455,6 +455,9 @@ class FornaxManager:
         flags = pkt.tcp_flags if pkt.proto == M.IP_PROTO_TCP else -1
         in_vm = self.view.vm_on_port(p.in_port) if p.in_port != M.UPLINK_PORT else None
         decision = self.view.decide(conn, in_vm, flags)
+        if decision.spoofed:
+            self._spoofed(key, p, decision)
+            return
         built = self.view.build(key, direction, conn, decision, from_backend)
         if replace and key in self.store:
             self.store.remove(key)
@@ -478,6 +481,11 @@ class FornaxManager:
         flags = pkt.tcp_flags if pkt.proto == M.IP_PROTO_TCP else -1
         in_vm = self.view.vm_on_port(p.in_port) if p.in_port != M.UPLINK_PORT else None
         decision = self.view.decide(conn, in_vm, flags)
+        if decision.spoofed:                  # the entry stays: its own next packet rebuilds it
+            self._spoofed(key, p, decision)
+            return
+        if reason == M.PUNT_STALE:
+            self.count("stale_rebuilt")
         keep = None
         if decision.lb is not None and reason == M.PUNT_STALE:
             held = self.nic.read_session(key)          # restore on demand: the backend it had
@@ -500,6 +508,16 @@ class FornaxManager:
             after.append(("soft", p))
         elif decision.allowed:
             after.append(("reinject", p, key))
+
+    def _spoofed(self, key: M.SessionKey, p: M.Punt, decision: Any) -> None:
+        """A VM sent as another VM (or as a VIP it is no backend of): the key is another
+        connection's, so the frame is dropped and nothing is written (a deny entry would
+        cut that connection). BMv2 also brings these back after a hang: its pcap capture
+        sees the frames the fallback sent out of its ports as received there."""
+        n = self.counters.get("spoofed_dropped", 0) + 1
+        self.counters["spoofed_dropped"] = n
+        if n <= 1000:
+            self.note("spoofed", key=str(key), in_port=p.in_port, reason=decision.reason)
 
     def _corrupt(self, key: M.SessionKey, packed: bytes) -> None:
         now = time.monotonic()

@@ -171,6 +171,9 @@ class Decision:
 
     ``src_vm``/``dst_vm``: the VMs at each end (the destination is the backend for a VIP);
     ``backend``: (address, port) the VIP goes to; ``reason``: why (the rule's file:line).
+    ``spoofed``: refused because the VM on the ingress port sent as another VM (or as a
+    VIP it is no backend of): the frame's key is another connection's, so no session entry
+    may be built from it (a deny entry would cut that connection) — the frame is dropped.
     """
 
     allowed: bool
@@ -179,6 +182,7 @@ class Decision:
     dst_vm: Optional[str] = None
     backend: Optional[tuple[int, int]] = None
     lb: Optional[LoadBalancer] = None
+    spoofed: bool = False
 
 
 def _fail(where: str, stmt: str, fld: str, problem: str) -> PolicyError:
@@ -338,11 +342,12 @@ class Policy:
         if lb_src is not None and in_vm is not None:
             src = self.vms.get(in_vm)
             if src is None or not any(b[0] == src.ip for b in lb_src.backends):
-                return Decision(False, f"{in_vm} is not a backend of its VIP")
+                return Decision(False, f"{in_vm} is not a backend of its VIP", spoofed=True)
         if src is None:
             return Decision(False, "the source is no VM of the VPC")
         if in_vm is not None and src.name != in_vm:
-            return Decision(False, f"spoofed source: {in_vm} sent as {src.name}")
+            return Decision(False, f"spoofed source: {in_vm} sent as {src.name}",
+                            spoofed=True)
         # the destination: a VIP's backend, else a route and the VM of the address
         lb = self.vip_of.get((vpc.name, conn.proto, conn.dst_ip, conn.dst_port))
         backend = None

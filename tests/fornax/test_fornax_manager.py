@@ -129,6 +129,26 @@ def test_overlapping_vpcs_and_the_policy(rig: Rig) -> None:
     assert until(lambda: rig.mgr.counters.get("software_forwarded") == 1)
 
 
+def test_a_spoofed_frame_writes_no_entry_for_the_connection_it_names(rig: Rig) -> None:
+    # a3 sends as a1: the frame's key is a1's connection; a deny entry would cut it
+    rig.nic.port(4).inject(a1_tcp("S", sport=45000, mac=A3_MAC))
+    assert rig.nic.take(1, 0.3) is None
+    assert until(lambda: rig.mgr.counters.get("spoofed_dropped") == 1)
+    assert len(rig.mgr.store) == 0 and rig.mgr.nic.read_all_sessions() == []
+    rig.nic.port(2).inject(a1_tcp("S", sport=45000))       # a1's own connection opens
+    assert Ether(rig.nic.take(1))[VXLAN].vni == 100
+    # after a policy change a1's entry is stale: a3's spoofed packet must not rebuild it
+    rig.mgr.reload(parse_policy(POLICY.replace("rule web ingress allow icmp",
+                                               "rule web ingress allow udp 53 from 10.0.0.0/24\n"
+                                               "rule web ingress allow icmp"), "t3.policy"))
+    rig.nic.port(4).inject(a1_tcp("A", sport=45000, mac=A3_MAC))
+    assert rig.nic.take(1, 0.3) is None
+    assert until(lambda: rig.mgr.counters.get("spoofed_dropped") == 2)
+    rig.nic.port(2).inject(a1_tcp("A", sport=45000, payload=b"ok"))
+    assert bytes(Ether(rig.nic.take(1))[VXLAN].payload[TCP].payload) == b"ok"
+    assert rig.mgr.counters.get("stale_rebuilt") == 1 and "sessions_denied" not in rig.mgr.counters
+
+
 def test_policy_change_touches_only_the_affected_scope(rig: Rig) -> None:
     rig.nic.port(2).inject(a1_tcp("S"))                    # a1 (group web) -> b1:80
     assert rig.nic.take(1) is not None
