@@ -35,8 +35,8 @@ class PacketContext:
     offset_bits: int = 0            # parser cursor into ``data``
     emitted: bytearray = field(default_factory=bytearray)  # deparser output (headers)
     clone: Optional[CloneRequest] = None   # BMv2 keeps only the last clone call per block
-    resubmit: Optional[int] = None         # field list index (0 when none given) or None
-    recirculate: Optional[int] = None      # field list index (0 when none given) or None
+    resubmit: Optional[int] = None         # @field_list index to keep, or None
+    recirculate: Optional[int] = None      # @field_list index to keep, or None
     digests: list[tuple[str, int, tuple[Any, ...]]] = field(default_factory=list)
     # (digest name, receiver argument, values of the digest struct's fields in order)
     truncate_bytes: Optional[int] = None

@@ -281,27 +281,46 @@ class CompiledProgram:
         self._calls["deparser"](ctx, pv)
 
     # ------------------------------------------------------------------ field lists
-    def _collect_field_lists(self, compiler: Any) -> dict[int, list[str]]:
-        out: dict[int, list[str]] = {}
-        for fname, anns in self.metadata_type.annotations.items():
-            for a in anns:
-                if a.name != "field_list":
+    def _collect_field_lists(self, compiler: Any) -> dict[int, list[tuple[str, ...]]]:
+        """``@field_list(i, ...)`` of the user metadata's fields, as p4c-bm2-ss collects them:
+        its midend flattens nested structs (``FlattenInterfaceStructs``) and each leaf field
+        carries the annotations of the struct fields above it, then its own; the back end
+        takes the first ``@field_list`` of each leaf (``simpleSwitch.cpp``). So a field of a
+        nested struct (``meta.resubmit_meta.i``) is preserved by its own annotation or its
+        parent field's. Values: attribute paths from ``meta``."""
+        out: dict[int, list[tuple[str, ...]]] = {}
+
+        def walk(st: StructLikeT, path: tuple[str, ...], inherited: list[Any]) -> None:
+            for fname, ftype in st.fields:
+                anns = inherited + [a for a in st.annotations.get(fname, [])
+                                    if a.name != "name"]
+                sub = strip_new(ftype)
+                if isinstance(sub, StructLikeT) and sub.kind == "struct":
+                    walk(sub, path + (pyname(fname),), anns)
                     continue
-                if a.exprs is None and a.raw.strip():
-                    raise P4Error(f"@field_list({a.raw}): expected constant list indices", a.loc)
+                first = next((a for a in anns if a.name == "field_list"), None)
+                if first is None:
+                    continue
+                if first.exprs is None and first.raw.strip():
+                    raise P4Error(f"@field_list({first.raw}): expected constant list indices",
+                                  first.loc)
                 # indices are compile-time constants: literals or named constants
-                idxs = [int(compiler.const_value(x)) for x in a.exprs or []]
-                for i in idxs:
-                    out.setdefault(i, []).append(pyname(fname))
+                for i in [int(compiler.const_value(x)) for x in first.exprs or []]:
+                    out.setdefault(i, []).append(path + (pyname(fname),))
+
+        walk(self.metadata_type, (), [])
         return out
 
     def preserve_field_list(self, index: int, src: rt.PacketVars, dst: rt.PacketVars) -> None:
-        for attr in self._field_lists.get(index, []):
-            v = getattr(src.meta, attr)
+        for path in self._field_lists.get(index, []):
+            s, d = src.meta, dst.meta
+            for attr in path[:-1]:
+                s, d = getattr(s, attr), getattr(d, attr)
+            v = getattr(s, path[-1])
             if hasattr(v, "_copy"):
-                getattr(dst.meta, attr)._set(v)
+                getattr(d, path[-1])._set(v)
             else:
-                setattr(dst.meta, attr, v)
+                setattr(d, path[-1], v)
 
 
 def load_program(path: str, include_dirs: Sequence[str] = (), seed: Optional[int] = None,

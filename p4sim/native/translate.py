@@ -1810,10 +1810,12 @@ class Translator:
         # field lists (CompiledProgram.preserve_field_list)
         cases = []
         ci = self.classes[meta]
-        for index, attrs in sorted(self.prog._field_lists.items()):
+        for index, paths in sorted(self.prog._field_lists.items()):
             stmts = []
-            for attr in attrs:
-                m, ft, _pt = ci.field(attr)
+            for path in paths:
+                if len(path) != 1:
+                    raise NativeUnsupported(f"@field_list on a field of a nested struct ({'.'.join(path)})")
+                m, ft, _pt = ci.field(path[0])
                 stmts.append(f"dst->meta.{m} = src->meta.{m};")
             cases.append(f"case {int(index)}: {' '.join(stmts)} break;")
         out.append(f"static void prog_preserve(p4i index, const p4phv *src, p4phv *dst) {{ switch ((long long)index) {{ {' '.join(cases)} default: break; }} (void)src; (void)dst; }}")

@@ -347,7 +347,8 @@ class V1ModelSwitch:
         return self._copy(pv, reset_metadata=True)
 
     def _preserve(self, index: Optional[int], src: Any, dst: Any) -> None:
-        if index:
+        # index 0 is a field list like any other (p4c-bm2-ss: `field_list0`; issue 35)
+        if index is not None:
             self.program.preserve_field_list(index, src, dst)
 
     def _enqueue(self, port: int, pv: Any, payload: bytes, length_reg: int, packet_id: int,

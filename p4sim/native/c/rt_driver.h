@@ -174,7 +174,7 @@ static int drv_clone(p4sw *sw, p4drv *d, p4i session, int fl_set, p4i fl, const 
     int n = sw->pre_cb ? sw->pre_cb(1, (int64_t)session, d->pre_buf, 8192) : -1;
     if (n < -1) { drv_error(d, E_FAIL, -2); return 1; }
     if (n < 0) return 0;                       /* session not configured: no clone */
-    if (fl_set && fl) prog_preserve(fl, src, clone_pv);
+    if (fl_set) prog_preserve(fl, src, clone_pv);   /* 0 is a list like any other */
     STD_SET_instance_type(clone_pv, itype);
     int64_t trunc = d->pre_buf[0];
     for (int i = 0; i < n; i++) {
@@ -224,7 +224,7 @@ static void drv_run_ingress(p4sw *sw, p4drv *d, p4item *item)
         if (item->repasses >= sw->max_repasses) { d->dropped++; drv_give_back(d, pv); return; }
         p4item *n = drv_alloc(d);
         drv_take(d, &n->pv);
-        if (ctx->resubmit) prog_preserve(ctx->resubmit, pv, &n->pv);
+        prog_preserve(ctx->resubmit, pv, &n->pv);
         drv_give_back(d, pv);
         STD_SET_instance_type(&n->pv, IT_RESUBMIT);
         STD_SET_packet_length(&n->pv, length_reg);
@@ -292,7 +292,7 @@ static void drv_run_egress(p4sw *sw, p4drv *d, p4item *item)
         if (item->repasses >= sw->max_repasses) { d->dropped++; drv_give_back(d, pv); return; }
         p4item *n = drv_alloc(d);
         drv_take(d, &n->pv);
-        if (ctx->recirc) prog_preserve(ctx->recirc, pv, &n->pv);
+        prog_preserve(ctx->recirc, pv, &n->pv);
         drv_give_back(d, pv);
         STD_SET_instance_type(&n->pv, IT_RECIRC);
         STD_SET_packet_length(&n->pv, hlen + item->len);
