@@ -122,6 +122,25 @@ class TableCompiler:
                 return constant_text(init)
         return key_name(e)
 
+    def _key_header(self, e: A.Expr) -> Optional[str]:
+        """The code of the header whose field the key ``e`` is (``h.f`` or ``h.f & MASK``, which
+        p4c-bm2-ss writes as the field with a mask), or None when it is something else (a
+        slice ``h.f[3:0]`` or any other expression p4c computes into a temporary first, from
+        the PHV's field: measured, the previous packet's value)."""
+        while True:
+            if isinstance(e, A.Binary) and e.op == "&":
+                try:
+                    self.expressions.const_value(e.right)
+                except P4Error:
+                    return None
+                e = e.left
+            else:
+                break
+        if not isinstance(e, A.Member):
+            return None
+        base = self.expressions.value_expr(e.expr)
+        return base.code if isinstance(strip_new(base.ty), HeaderT) else None
+
     def table_decl(self, d: A.TableDecl) -> None:
         fq = self.cx.fq_name(d, d.name)
         info = TableInfo(d.name, fq, d)
@@ -170,6 +189,13 @@ class TableCompiler:
                         # process_cfg_selector) and BufBuilder skips fields of invalid headers
                         # (src/bm_sim/calculations.cpp)
                         code = f"({code} if {base.code}._valid else None)"
+                else:
+                    base_code = self._key_header(ke.expr)
+                    if base_code is not None:
+                        # BMv2 builds a key field of an invalid header as 0 (MatchKeyBuilder,
+                        # src/bm_sim/match_units.cpp), though the header's PHV keeps the
+                        # previous packet's field (issue 35 class 14)
+                        code = f"({code} if {base_code}._valid else 0)"
                 key_codes.append(code)
                 key_types.append(x.ty)
                 info.key_names.append(name)
