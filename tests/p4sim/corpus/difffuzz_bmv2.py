@@ -57,6 +57,7 @@ import json
 import os
 import random
 import select
+import signal
 import shutil
 import socket
 import struct
@@ -75,6 +76,7 @@ CASES_TSV = HERE / "difffuzz_cases.tsv"
 EXIT_SKIPPED = 77
 SS_START_TIMEOUT_S = 30.0
 CLI_TIMEOUT_S = 120.0
+MAX_WAIT_S = 3.0                       # longest wait for one packet's outputs
 CASE_COLUMNS = ("repository", "commit", "program", "entries", "set")
 ENTRIES_NAMES = ("commands",)          # simple_switch_CLI files: *commands*.txt
 
@@ -298,14 +300,26 @@ class CliTarget:
         regs = self.state.registers
         regs[resolve_suffix(list(regs), args[0], "register")].set(int(args[1], 0), int(args[2], 0))
 
+    def _meter(self, name: str) -> Any:
+        direct = [t.direct_meter.name for t in self.state.tables.values() if t.direct_meter]
+        if any(n == name or n.endswith("." + name) for n in direct):
+            raise NotImplementedError(f"rates of the direct meter {name} (per-entry cells)")
+        return self.state.meters[resolve_suffix(list(self.state.meters), name, "meter")]
+
+    def _set_queue_rate(self, args: list[str]) -> None:
+        """Not modelled: one packet is in the switch at a time, so no queue builds up
+        (BMv2's rate only delays the frame; the harness waits for it)."""
+
+    _set_queue_depth = _set_queue_rate
+
     def _meter_array_set_rates(self, args: list[str]) -> None:
-        m = self.state.meters[resolve_suffix(list(self.state.meters), args[0], "meter")]
+        m = self._meter(args[0])
         (cr, cb), (pr, pb) = [w.split(":", 1) for w in args[1:]]
         for i in range(m.size):
             m.set_config(i, round(float(cr) * 1e6), int(cb), round(float(pr) * 1e6), int(pb))
 
     def _meter_set_rates(self, args: list[str]) -> None:
-        m = self.state.meters[resolve_suffix(list(self.state.meters), args[0], "meter")]
+        m = self._meter(args[0])
         (cr, cb), (pr, pb) = [w.split(":", 1) for w in args[2:]]
         m.set_config(int(args[1]), round(float(cr) * 1e6), int(cb), round(float(pr) * 1e6), int(pb))
 
@@ -521,17 +535,48 @@ def entry_values(bmv2_json: dict, lines: list[str]) -> dict[tuple[str, str], lis
     return out
 
 
+TIME_FIELDS = ("ingress_global_timestamp", "egress_global_timestamp", "enq_timestamp",
+               "deq_timedelta")
+
+
+def nondeterminism(bmv2_json: dict) -> list[str]:
+    """What makes a program's packets vary from run to run on BMv2 itself (so p4sim can
+    agree only by chance): ``random()`` (BMv2 seeds it by itself), meters (rates against the
+    wall clock), the switch's timestamps. Read from the JSON p4c-bm2-ss wrote.
+
+    >>> nondeterminism({"actions": [{"primitives": [{"op": "modify_field_rng_uniform"}]}]})
+    ['random()']
+    """
+    text = json.dumps({k: v for k, v in bmv2_json.items() if k != "header_types"})
+    out = []
+    if '"modify_field_rng_uniform"' in text:
+        out.append("random()")
+    if '"execute_meter"' in text or any(t.get("direct_meters") for p in bmv2_json.get("pipelines", [])
+                                        for t in p.get("tables", [])):
+        out.append("meters")
+    if any(f'"standard_metadata", "{f}"' in text for f in TIME_FIELDS):
+        out.append("timestamps")
+    return out
+
+
 # --------------------------------------------------------------------------- BMv2
 class Bmv2:
     """One ``simple_switch`` with a nanomsg packet-in socket (TCP) and a Thrift port."""
 
     def __init__(self, json_path: str, workdir: str, quiet_s: float) -> None:
         self.quiet_s = quiet_s
+        self.workdir = workdir
         self.pkt_port, self.thrift_port = _free_port(), _free_port()
-        self.log = open(os.path.join(workdir, "simple_switch.log"), "w")
+        self.log = open(os.path.join(workdir, "simple_switch.out"), "w")
+        self.next_id = 0               # BMv2 numbers received packets 0, 1, ...
+        self.trace: Optional[Any] = None
         self.proc = subprocess.Popen(
             ["simple_switch", "--packet-in", f"tcp://127.0.0.1:{self.pkt_port}",
-             "--thrift-port", str(self.thrift_port), "--log-level", "off", json_path],
+             "--thrift-port", str(self.thrift_port), "-L", "debug", "--log-flush",
+             "--log-file", os.path.join(workdir, "ss"),
+             # its own notifications socket: the default (/tmp/bmv2-0-...) is shared
+             "--notifications-addr", f"ipc://{os.path.join(workdir, 'notifications.ipc')}",
+             json_path],
             stdout=self.log, stderr=subprocess.STDOUT)
         self.sock = self._connect()
         self._wait_thrift()
@@ -579,17 +624,54 @@ class Bmv2:
                 if ("Error" in ln or "Invalid" in ln or "Unknown syntax" in ln
                     or "Traceback" in ln or "not" in ln.lower() and "found" in ln.lower())]
 
-    def send(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
+    def _dropped(self, pid: int) -> bool:
+        """Whether BMv2's log says packet ``pid`` was dropped at the end of ingress/egress."""
+        if self.trace is None:
+            names = [n for n in os.listdir(self.workdir) if n.startswith("ss")]
+            if not names:
+                return False
+            self.trace = open(os.path.join(self.workdir, names[0]))
+            self.trace_buf = ""
+            self.drops: set[int] = set()
+        self.trace_buf += self.trace.read()
+        *lines, self.trace_buf = self.trace_buf.split("\n")
+        for ln in lines:
+            if "Dropping packet at the end of" in ln:
+                i = ln.find("] [cxt")
+                j = ln.rfind("[", 0, i)
+                try:
+                    self.drops.add(int(ln[j + 1:i].split(".")[0]))
+                except ValueError:
+                    pass
+        return pid in self.drops
+
+    def send(self, port: int, data: bytes, expect: int) -> list[tuple[int, bytes]]:
+        """Send one frame; return what came out. Waits (at most MAX_WAIT_S) until
+        ``expect`` frames came out (p4sim's count), or, when that is 0, until the log says
+        the packet was dropped or something came out; then until nothing more comes for
+        ``quiet_s`` (copies BMv2 sends beyond the expected ones)."""
+        pid, self.next_id = self.next_id, self.next_id + 1
         body = struct.pack("<iii", 3, port, len(data)) + data      # MSG_TYPE_PACKET_IN
         self.sock.sendall(struct.pack(">Q", len(body)) + body)
-        out = []
+        out: list[tuple[int, bytes]] = []
+        deadline = time.monotonic() + MAX_WAIT_S
+        while time.monotonic() < deadline:
+            if (expect and len(out) >= expect) or (not expect and (out or self._dropped(pid))):
+                break
+            msg = self._recv(0.01)
+            if msg is not None:
+                self._take(msg, out)
         while True:
             msg = self._recv(self.quiet_s)
             if msg is None:
                 return out
-            mtype, oport, length = struct.unpack("<iii", msg[:12])
-            if mtype == 4:                                          # MSG_TYPE_PACKET_OUT
-                out.append((oport, msg[12:12 + length]))
+            self._take(msg, out)
+
+    @staticmethod
+    def _take(msg: bytes, out: list[tuple[int, bytes]]) -> None:
+        mtype, oport, length = struct.unpack("<iii", msg[:12])
+        if mtype == 4:                                              # MSG_TYPE_PACKET_OUT
+            out.append((oport, msg[12:12 + length]))
 
     def _recv(self, timeout: float) -> Optional[bytes]:
         while True:
@@ -617,6 +699,8 @@ class Bmv2:
                 self.proc.kill()
                 self.proc.wait()
             self.log.close()
+            if self.trace is not None:
+                self.trace.close()
 
 
 def _recv_exact(s: socket.socket, n: int) -> bytes:
@@ -644,6 +728,7 @@ class CaseResult:
     packets: int = 0
     agree: int = 0
     forwarded: int = 0             # packets after which BMv2 sent something out
+    nondeterministic: list[str] = field(default_factory=list)   # why BMv2 itself varies
     differ: list[dict] = field(default_factory=list)
 
 
@@ -672,6 +757,7 @@ def run_case(case: Case, args: argparse.Namespace, work: str) -> CaseResult:
         res.status = "p4c-bm2-ss refuses: " + (proc.stderr.strip().splitlines() or [""])[0]
         return res
     bjson = json.loads(Path(jpath).read_text())
+    res.nondeterministic = nondeterminism(bjson)
     try:
         sim = load_program(program, [os.path.dirname(program)], seed=1, trace=False)
     except Exception as exc:  # noqa: BLE001 — a refusal is reported, not raised
@@ -704,8 +790,8 @@ def run_case(case: Case, args: argparse.Namespace, work: str) -> CaseResult:
         for i in range(args.packets):
             port = rng.choice(ports)
             data = maker.frame()
-            got_bm = bm.send(port, data)
             got_sim = switch.process_packet(port, data)
+            got_bm = bm.send(port, data, expect=len(got_sim))
             res.packets += 1
             res.forwarded += bool(got_bm)
             if sorted(got_bm) == sorted(got_sim):
@@ -727,7 +813,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--update-cases", action="store_true", help="rewrite difffuzz_cases.tsv and stop")
     ap.add_argument("--packets", type=int, default=150, help="packets per case")
     ap.add_argument("--seed", type=int, default=35)
-    ap.add_argument("--quiet-s", type=float, default=0.1,
+    ap.add_argument("--quiet-s", type=float, default=0.05,
                     help="a packet has left BMv2 once nothing came out for this long")
     ap.add_argument("--set", choices=("tune", "held", "all"), default="all")
     ap.add_argument("--only", default=None, help="only cases whose name contains this")
@@ -744,6 +830,7 @@ def main(argv: Optional[list[str]] = None) -> int:
               file=sys.stderr)
         return EXIT_SKIPPED
     sys.setrecursionlimit(10000)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # stop simple_switch on the way out
     cases = [c for c in read_cases() if (args.set == "all" or c.set == args.set)
              and (args.only is None or args.only in c.key)]
     results: list[CaseResult] = []
@@ -755,20 +842,31 @@ def main(argv: Optional[list[str]] = None) -> int:
                 r = CaseResult(c.key, c.set, f"harness error: {type(exc).__name__}: {exc}")
         results.append(r)
         print(f"{r.set:4} {r.agree:4}/{r.packets:<4} out {r.forwarded:<4} {c.key}"
+              + (f"  (BMv2 varies: {', '.join(r.nondeterministic)})" if r.nondeterministic else "")
               + ("" if r.status == "ran" else f"  [{r.status}]"), flush=True)
     summary = {}
     for name in ("tune", "held", "all"):
         rs = [r for r in results if name == "all" or r.set == name]
         ran = [r for r in rs if r.status == "ran"]
+        det = [r for r in ran if not r.nondeterministic]
         summary[name] = {"cases": len(rs), "ran": len(ran),
                          "programs": len({r.case.split(" + ")[0] for r in ran}),
                          "packets": sum(r.packets for r in ran),
                          "agree": sum(r.agree for r in ran),
-                         "forwarded": sum(r.forwarded for r in ran)}
+                         "forwarded": sum(r.forwarded for r in ran),
+                         "deterministic_cases": len(det),
+                         "deterministic_programs": len({r.case.split(" + ")[0] for r in det}),
+                         "deterministic_packets": sum(r.packets for r in det),
+                         "deterministic_agree": sum(r.agree for r in det)}
     for name, s in summary.items():
         pct = 100.0 * s["agree"] / s["packets"] if s["packets"] else float("nan")
+        dp = s["deterministic_packets"]
+        dpct = 100.0 * s["deterministic_agree"] / dp if dp else float("nan")
         print(f"{name}: {s['ran']}/{s['cases']} cases ran ({s['programs']} programs), "
-              f"{s['agree']}/{s['packets']} packets agree ({pct:.2f}%)")
+              f"{s['agree']}/{s['packets']} packets agree ({pct:.2f}%), BMv2 sent something "
+              f"after {s['forwarded']}; without programs using random()/meters/timestamps: "
+              f"{s['deterministic_cases']} cases ({s['deterministic_programs']} programs), "
+              f"{s['deterministic_agree']}/{dp} ({dpct:.2f}%)")
     if args.out:
         Path(args.out).write_text(json.dumps({"summary": summary,
                                               "results": [asdict(r) for r in results]}, indent=1))
