@@ -547,7 +547,10 @@ def nondeterminism(bmv2_json: dict) -> list[str]:
     >>> nondeterminism({"actions": [{"primitives": [{"op": "modify_field_rng_uniform"}]}]})
     ['random()']
     """
-    text = json.dumps({k: v for k, v in bmv2_json.items() if k != "header_types"})
+    # where the program reads them: its actions, parsers, pipelines (conditions), checksums
+    text = json.dumps({k: v for k, v in bmv2_json.items()
+                       if k in ("actions", "parsers", "pipelines", "deparsers", "calculations",
+                                "checksums")})
     out = []
     if '"modify_field_rng_uniform"' in text:
         out.append("random()")
@@ -805,45 +808,8 @@ def run_case(case: Case, args: argparse.Namespace, work: str) -> CaseResult:
     return res
 
 
-def main(argv: Optional[list[str]] = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mirror-root", required=True,
-                    help="folder of the fetched repositories (<owner>+<repo>/repo git dirs)")
-    ap.add_argument("--root", default="/tmp/i35/corpus", help="folder holding <owner>+<repo>/<path>")
-    ap.add_argument("--update-cases", action="store_true", help="rewrite difffuzz_cases.tsv and stop")
-    ap.add_argument("--packets", type=int, default=150, help="packets per case")
-    ap.add_argument("--seed", type=int, default=35)
-    ap.add_argument("--quiet-s", type=float, default=0.05,
-                    help="a packet has left BMv2 once nothing came out for this long")
-    ap.add_argument("--set", choices=("tune", "held", "all"), default="all")
-    ap.add_argument("--only", default=None, help="only cases whose name contains this")
-    ap.add_argument("--out", default=None, help="write every case as JSON here")
-    args = ap.parse_args(argv)
-    if args.update_cases:
-        cases = find_cases(args.mirror_root)
-        write_cases(cases)
-        print(f"difffuzz: {len(cases)} cases written to {CASES_TSV}")
-        return 0
-    missing = [t for t in ("simple_switch", "simple_switch_CLI", "p4c-bm2-ss") if shutil.which(t) is None]
-    if missing:
-        print(f"difffuzz_bmv2: {', '.join(missing)} not found on PATH: nothing measured (skipped)",
-              file=sys.stderr)
-        return EXIT_SKIPPED
-    sys.setrecursionlimit(10000)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # stop simple_switch on the way out
-    cases = [c for c in read_cases() if (args.set == "all" or c.set == args.set)
-             and (args.only is None or args.only in c.key)]
-    results: list[CaseResult] = []
-    for c in cases:
-        with tempfile.TemporaryDirectory() as work:
-            try:
-                r = run_case(c, args, work)
-            except Exception as exc:  # noqa: BLE001 — say which case, go on
-                r = CaseResult(c.key, c.set, f"harness error: {type(exc).__name__}: {exc}")
-        results.append(r)
-        print(f"{r.set:4} {r.agree:4}/{r.packets:<4} out {r.forwarded:<4} {c.key}"
-              + (f"  (BMv2 varies: {', '.join(r.nondeterministic)})" if r.nondeterministic else "")
-              + ("" if r.status == "ran" else f"  [{r.status}]"), flush=True)
+def summarize(results: list[CaseResult]) -> dict[str, dict[str, int]]:
+    """Counts per set (tune, held, all), also without the cases whose BMv2 output varies."""
     summary = {}
     for name in ("tune", "held", "all"):
         rs = [r for r in results if name == "all" or r.set == name]
@@ -867,6 +833,79 @@ def main(argv: Optional[list[str]] = None) -> int:
               f"after {s['forwarded']}; without programs using random()/meters/timestamps: "
               f"{s['deterministic_cases']} cases ({s['deterministic_programs']} programs), "
               f"{s['deterministic_agree']}/{dp} ({dpct:.2f}%)")
+    return summary
+
+
+def resummarize(path: str, root: str) -> int:
+    """Print the summary of an earlier run's JSON, each case's BMv2 variability computed
+    again (p4c-bm2-ss on its program)."""
+    data = json.loads(Path(path).read_text())
+    results = [CaseResult(**r) for r in data["results"]]
+    cache: dict[str, list[str]] = {}
+    for r in results:
+        prog = r.case.split(" + ")[0]
+        if prog not in cache:
+            owner, name, rel = prog.split("/", 2)
+            program = os.path.join(root, f"{owner}+{name}", rel)
+            with tempfile.TemporaryDirectory() as tmp:
+                jpath = os.path.join(tmp, "p.json")
+                subprocess.run(["p4c-bm2-ss", "--p4v", "16", "-I", os.path.dirname(program), "-o",
+                                jpath, program], capture_output=True, timeout=600)
+                cache[prog] = nondeterminism(json.loads(Path(jpath).read_text())) \
+                    if os.path.exists(jpath) else []
+        r.nondeterministic = cache[prog]
+        if r.status == "ran" and r.agree != r.packets:
+            print(f"{r.set:4} {r.agree:4}/{r.packets:<4} {r.case}"
+                  + (f"  (BMv2 varies: {', '.join(r.nondeterministic)})" if r.nondeterministic else ""))
+    summarize(results)
+    return 0
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mirror-root", required=True,
+                    help="folder of the fetched repositories (<owner>+<repo>/repo git dirs)")
+    ap.add_argument("--root", default="/tmp/i35/corpus", help="folder holding <owner>+<repo>/<path>")
+    ap.add_argument("--update-cases", action="store_true", help="rewrite difffuzz_cases.tsv and stop")
+    ap.add_argument("--packets", type=int, default=150, help="packets per case")
+    ap.add_argument("--seed", type=int, default=35)
+    ap.add_argument("--quiet-s", type=float, default=0.05,
+                    help="a packet has left BMv2 once nothing came out for this long")
+    ap.add_argument("--set", choices=("tune", "held", "all"), default="all")
+    ap.add_argument("--only", default=None, help="only cases whose name contains this")
+    ap.add_argument("--out", default=None, help="write every case as JSON here")
+    ap.add_argument("--summarize", default=None, metavar="JSON",
+                    help="print the summary of an earlier --out file (the programs' BMv2 "
+                         "variability taken again from p4c-bm2-ss's JSON) and stop")
+    args = ap.parse_args(argv)
+    if args.update_cases:
+        cases = find_cases(args.mirror_root)
+        write_cases(cases)
+        print(f"difffuzz: {len(cases)} cases written to {CASES_TSV}")
+        return 0
+    missing = [t for t in ("simple_switch", "simple_switch_CLI", "p4c-bm2-ss") if shutil.which(t) is None]
+    if missing:
+        print(f"difffuzz_bmv2: {', '.join(missing)} not found on PATH: nothing measured (skipped)",
+              file=sys.stderr)
+        return EXIT_SKIPPED
+    if args.summarize:
+        return resummarize(args.summarize, args.root)
+    sys.setrecursionlimit(10000)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # stop simple_switch on the way out
+    cases = [c for c in read_cases() if (args.set == "all" or c.set == args.set)
+             and (args.only is None or args.only in c.key)]
+    results: list[CaseResult] = []
+    for c in cases:
+        with tempfile.TemporaryDirectory() as work:
+            try:
+                r = run_case(c, args, work)
+            except Exception as exc:  # noqa: BLE001 — say which case, go on
+                r = CaseResult(c.key, c.set, f"harness error: {type(exc).__name__}: {exc}")
+        results.append(r)
+        print(f"{r.set:4} {r.agree:4}/{r.packets:<4} out {r.forwarded:<4} {c.key}"
+              + (f"  (BMv2 varies: {', '.join(r.nondeterministic)})" if r.nondeterministic else "")
+              + ("" if r.status == "ran" else f"  [{r.status}]"), flush=True)
+    summary = summarize(results)
     if args.out:
         Path(args.out).write_text(json.dumps({"summary": summary,
                                               "results": [asdict(r) for r in results]}, indent=1))
