@@ -414,13 +414,27 @@ class TableStore:
     def read(self, te: pb.TableEntry, new_entity: NewEntity = pb.Entity) -> Iterator[pb.Entity]:
         """Entries matching a (wildcard) read request, validated before the first yield."""
         if te.table_id == 0:
-            return (self._encode(ti, e, te, new_entity) for ti in list(self.index.tables.values())
+            tables = list(self.index.tables.values())
+            for ti in tables:
+                self._check_in_sync(ti, ti.table.entries())
+            return (self._encode(ti, e, te, new_entity) for ti in tables
                     for e in ti.table.entries())
         ti = self.index.table(te.table_id)
         if te.is_default_action:
             return iter([self._encode_default(ti, new_entity)])
         entries = self._select(ti, te)
+        self._check_in_sync(ti, entries)
         return (self._encode(ti, e, te, new_entity) for e in entries)
+
+    def _check_in_sync(self, ti: TableInfo, entries: list[TableEntryState]) -> None:
+        """PI answers a read that reaches an entry of a non-const table it did not write
+        (the program's initial ``entries``, which BMv2 loads from the JSON) with INTERNAL
+        "Table state out-of-sync with target" (PI proto/frontend/src/device_mgr.cpp; measured
+        on simple_switch_grpc 1.15.5 by p4-guide's initial-table-entries PTF test). With
+        ``--p4runtime-extras`` p4sim reads them."""
+        t = ti.table
+        if entries and t.initial_entries and not t.is_const and not self.extras:
+            fail("INTERNAL", "Table state out-of-sync with target")
 
     def _select(self, ti: TableInfo, te: pb.TableEntry) -> list[TableEntryState]:
         t = ti.table
