@@ -250,6 +250,10 @@ class TableStore:
     def write(self, utype: int, te: pb.TableEntry) -> Undo:
         """Apply one table-entry update; return its undo."""
         ti = self.index.table(te.table_id)
+        if te.HasField("time_since_last_hit"):
+            # PI checks this first, for every update and the default entry too (device_mgr.cpp
+            # table_write); p4-guide's idletimeout PTF test asserts the text
+            fail("INVALID_ARGUMENT", "has_time_since_last_hit must not be set in WriteRequest")
         if utype not in (pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE):
             fail("INVALID_ARGUMENT", f"unknown update type {utype}")
         if te.is_const:
@@ -258,8 +262,6 @@ class TableStore:
             fail("UNIMPLEMENTED", "per-colour meter counters are not supported")
         if te.is_default_action:
             return self._write_default(utype, ti, te)
-        if te.HasField("time_since_last_hit"):
-            fail("INVALID_ARGUMENT", f"table {ti.name}: time_since_last_hit must be unset in a write")
         t = ti.table
         # BMv2 makes a table with initial entries immutable, const or not
         # (IMMUTABLE_TABLE_ENTRIES); P4_16 lets the control plane change non-const ones
@@ -384,7 +386,7 @@ class TableStore:
             fail("INVALID_ARGUMENT", f"table {ti.name}: the default entry can only be modified")
         if len(te.match) or te.priority:
             fail("INVALID_ARGUMENT", f"table {ti.name}: the default entry has no match and priority 0")
-        if te.idle_timeout_ns or te.HasField("time_since_last_hit"):
+        if te.idle_timeout_ns:
             fail("INVALID_ARGUMENT", f"table {ti.name}: the default entry has no idle timeout")
         if t.default_is_const:
             fail("PERMISSION_DENIED", f"table {ti.name}: the default action is const")
