@@ -32,6 +32,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -220,6 +221,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     if not Path(args.shell_python).with_name("ptf").exists():
         print(f"repo_tests_bmv2: no ptf next to {args.shell_python}: nothing measured", file=sys.stderr)
         return 2
+    # a SIGTERM (e.g. from `timeout`) unwinds, so the switch is stopped and the veths deleted
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     repo, commit = P4GUIDE
     gdir = git_dir(args.mirror_root, repo)
     results = []
