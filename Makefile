@@ -32,7 +32,7 @@ help:
 	@echo "make shell SW=b0r0l0 - p4runtime-shell on one switch of the running testbed"
 	@echo "make stop   - tear down only what the testbed recorded (build/testbed-state.json)"
 	@echo "make test   - run every test (what CI runs)"
-	@echo "make bench  - run the benchmarks, write build/bench.json"
+	@echo "make bench  - run the benchmarks, write build/bench.json; BENCH=monitor TARGET=bmv2 -> build/bench-bmv2.json"
 	@echo "make fuzz   - fuzzing at full size (root for the frames): 10^6 frames, 10^5 P4Runtime messages, 2x10^4 agent calls; SEED=N"
 	@echo "make sim    - pod-scale simulator study: random ECMP vs TCCL vs TCCL+GOR on 1K/8K/64K GPUs (runs/sim-<time>/)"
 	@echo "make ptf    - PTF suite of the fabric (root, TLS by default): TARGET=p4sim|bmv2 P4C=... SIMPLE_SWITCH_GRPC=... INSECURE=1"
@@ -95,9 +95,13 @@ shell: venv venv-shell
 stop:
 	@if [ -x $(PY) ]; then $(PY) -m testbed down; else $(PYTHON_SYS) -m testbed down; fi
 
+# BENCH=GROUP[ GROUP.NAME ...] limits the run; TARGET=bmv2 (given on the command line) runs
+# the benchmarks that measure BMv2 (simple_switch_grpc and p4c-bm2-ss on PATH) into
+# build/bench-bmv2.json: `sudo make bench BENCH=monitor TARGET=bmv2`.
+BENCH ?=
 bench: venv
 	@mkdir -p build
-	$(PY) -m bench
+	$(PY) -m bench $(BENCH) $(if $(filter command line,$(origin TARGET)),--target $(TARGET))
 
 # The pod-scale flow-level simulator (sim/README.md): the default study.
 sim: venv

@@ -9,16 +9,36 @@ Example::
     $ .venv/bin/python -m bench p4sim           # only the p4sim group
     $ .venv/bin/python -m bench p4sim.ecmp_ecn --duration 1 --runs 1
     $ sudo .venv/bin/python -m bench gor.fast_loop --target bmv2   # -> build/bench-bmv2.json
+    $ sudo .venv/bin/python -m bench monitor --target bmv2         # -> build/bench-bmv2.json
+
+Exit status: 0 all selected benchmarks ran (a live one may still skip itself, said on
+stderr, e.g. without root), 1 a benchmark failed or a correctness check did not hold, 2 a
+bad argument, 3 ``--target bmv2`` without ``simple_switch_grpc`` or ``p4c-bm2-ss`` on PATH
+(nothing run, nothing written).
 """
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
 from bench import groups, run_benchmarks, select
 from bench.results import BMV2_OUTPUT, DEFAULT_OUTPUT, BenchConfig, format_table
+
+#: what ``--target bmv2`` runs: the reference switch and compiler (never in the repository)
+BMV2_BINARIES = ("simple_switch_grpc", "p4c-bm2-ss")
+EXIT_NO_TARGET = 3
+
+
+def missing_binaries(target: str) -> list[str]:
+    """The binaries ``target`` needs that are not on PATH (none for p4sim).
+
+    >>> missing_binaries("p4sim")
+    []
+    """
+    return [b for b in BMV2_BINARIES if shutil.which(b) is None] if target == "bmv2" else []
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run the CLI; returns the exit status (2 for a bad name, 1 for a failed check)."""
+    """Run the CLI; returns the exit status (module docstring: 1 a failed benchmark or
+    check, 2 a bad name or argument, 3 the target's binaries not on PATH)."""
     args = build_parser().parse_args(argv)
     if args.list:
         for b in select(target=args.target):
@@ -65,6 +86,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.duration <= 0 or args.runs < 1:
         print("bench: --duration must be > 0 and --runs >= 1", file=sys.stderr)
         return 2
+    missing = missing_binaries(args.target)
+    if missing:
+        print(f"bench: --target {args.target} needs {' and '.join(BMV2_BINARIES)} on PATH; "
+              f"not found: {', '.join(missing)} (a reference build: README.md, \"Targets: "
+              f"p4sim and BMv2\"); nothing run, nothing written", file=sys.stderr)
+        return EXIT_NO_TARGET
     config = BenchConfig(duration_s=args.duration, runs=args.runs, warmup_s=max(0.0, args.warmup),
                          target=args.target)
     output = args.output or (BMV2_OUTPUT if args.target == "bmv2" else DEFAULT_OUTPUT)

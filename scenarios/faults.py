@@ -3,12 +3,14 @@ monitor watching (probes over every link, switch and NIC counters in Prometheus,
 localiser, the web view), and every kind of fault of ``topo.components.FAULT_KINDS``
 injected in turn by the testbed's fault injector (``testbed.faults``) — each held until
 the localiser names something (at most ``NAME_TIMEOUT_S``), then undone, and the fabric
-left to settle until the localiser holds nothing again.
+left to settle until the localiser holds nothing again and GOR holds no link down.
 
 The report (``runs/<time>/report.md``, ``faults.json``) has one row per fault: its
 kind, where it was, what the localiser named first, whether that was exactly it, and the
-time from the fault taking effect to the verdict. The status is 0 only when every fault
-was named exactly; each miss is said (a miss is a finding, never hidden).
+time from the fault taking effect to the verdict, and the time from its undo to quiet
+again (``quiet_after_undo_s``). The status is 0 only when every fault was named exactly
+and the fabric was quiet again within ``QUIET_BOUND_S`` of every undo; each miss is said
+(a miss is a finding, never hidden).
 
 >>> from topo.model import build_fabric
 >>> [k for k, _, _ in default_faults(build_fabric())][:3]
@@ -36,8 +38,16 @@ from testbed.traffic import NicOptions, TrafficOptions, plan_flows
 NAME_TIMEOUT_S = 30.0
 """How long a fault is held waiting for a verdict."""
 SETTLE_TIMEOUT_S = 40.0
-"""How long after an undo the localiser may take to hold nothing (its verdicts clear
-after their evidence has been gone for ``LocaliserConfig.clear_s``)."""
+"""How long the scenario waits after an undo for quiet (longer than the bound, so that a
+slow return is measured, not cut off)."""
+QUIET_BOUND_S = 30.0
+"""The bound on "quiet again after each undo": from the start of the undo to the third
+clean evaluation in a row (no bad link, no silent switch, no fault active in the
+localiser) with GOR holding no link down. What it is made of, on the monitor's defaults:
+a flap's evidence lasts ``flap_window_s`` (20 s) after the cable's last down, a verdict
+clears ``clear_s`` (5 s) after its evidence, the rates look back ``RATE_WINDOW_S`` (3 s)
+and the three clean evaluations take 1.5 s: 29.5 s. Measured on both targets: README.md,
+"Monitoring and fault localisation"."""
 BASELINE_S = 6.0
 """Traffic and probes running, no fault: the windows fill before the first fault."""
 FLOW_RATE_PPS = 60.0
@@ -67,12 +77,24 @@ class FaultTrial:
     evidence: list[str] = field(default_factory=list)
     also: list[str] = field(default_factory=list)
     settled: bool = True
+    undo_s: Optional[float] = None
+    quiet_after_undo_s: Optional[float] = None
+    gor_links_down: list[str] = field(default_factory=list)
     error: str = ""
 
     @property
     def exact(self) -> bool:
         """The first verdict named the fault's kind and component exactly."""
         return self.named_kind == self.kind and self.named == self.target
+
+    @property
+    def quiet_in_bound(self) -> bool:
+        """Quiet again (monitor and GOR) within :data:`QUIET_BOUND_S` of the undo.
+
+        >>> FaultTrial("gray_link", "link s0->b0r0l0", quiet_after_undo_s=8.2).quiet_in_bound
+        True
+        """
+        return self.quiet_after_undo_s is not None and self.quiet_after_undo_s <= QUIET_BOUND_S
 
 
 @dataclass(slots=True)
@@ -179,7 +201,7 @@ def run_faults(fabric: Any, programmer: Any, state: Any, save_state: Callable[[]
             try:
                 for _ in range(trials_per_kind):
                     for kind, target, params in plan:
-                        res.trials.append(_trial(injector, mon, kind, target, params, say))
+                        res.trials.append(_trial(injector, mon, gor, kind, target, params, say))
             finally:
                 injector.undo_all()
             # the page with the run's verdicts, in a real browser (Chromium is heavy: not
@@ -191,6 +213,7 @@ def run_faults(fabric: Any, programmer: Any, state: Any, save_state: Callable[[]
               for t in res.trials if not t.exact]
     if not res.trials:
         misses.append("no fault was injected")
+    misses += [_not_quiet(t) for t in res.trials if not t.error and not t.quiet_in_bound]
     misses += [f"false alarm on the fault-free fabric: {a}" for a in res.false_alarms]
     res.status = report_failures(run_dir, "faults", misses, say)
     return res
@@ -212,9 +235,10 @@ def probe_overhead_pct(source: Any, window_s: float) -> Optional[float]:
     return round(100.0 * min(1.0, SWITCH_HOPS * probes / frames), 2)
 
 
-def _trial(injector: Any, mon: Any, kind: str, target: str, params: dict[str, Any],
+def _trial(injector: Any, mon: Any, gor: Any, kind: str, target: str, params: dict[str, Any],
            say: Callable[[str], None]) -> FaultTrial:
-    """Inject one fault, wait for a verdict, undo it, wait until the localiser is quiet."""
+    """Inject one fault, wait for a verdict, undo it, wait until the localiser is quiet
+    and GOR (``gor``: a :class:`~scenarios.gor_session.GorSession`) holds no link down."""
     trial = FaultTrial(kind, target)
     since = len(mon.verdicts)
     try:
@@ -233,13 +257,42 @@ def _trial(injector: Any, mon: Any, kind: str, target: str, params: dict[str, An
         # a moment more: other verdicts of the same trial (collateral ones are findings too)
         mon.wait_evaluations(2, 5.0)
         trial.also = [f"{v.kind} {v.component}" for v in mon.verdicts[since:] if v is not first]
+    t_undo = time.monotonic()
     injector.undo(rec.name)
-    trial.settled = mon.wait_quiet(SETTLE_TIMEOUT_S)
+    trial.undo_s = round(time.monotonic() - t_undo, 3)
+    deadline = t_undo + SETTLE_TIMEOUT_S
+    # quiet: the monitor's clean evaluations, then GOR's groups whole again (both, in
+    # turn, until the deadline: GOR may bring a cable back after the monitor went quiet)
+    trial.settled = mon.wait_quiet(max(0.0, deadline - time.monotonic()))
+    if trial.settled and gor.links_down():
+        trial.settled = gor.wait_for(lambda: not gor.links_down(),
+                                     max(0.0, deadline - time.monotonic()))
+    if trial.settled:
+        trial.quiet_after_undo_s = round(time.monotonic() - t_undo, 2)
+    trial.gor_links_down = gor.links_down()
     mon.wait_evaluations(2, 5.0)
     mark = "named" if trial.exact else "MISSED, named" if first else "MISSED, nothing named"
+    quiet = (f"; quiet {trial.quiet_after_undo_s} s after the undo" if trial.settled else
+             f"; not quiet within {SETTLE_TIMEOUT_S:g} s of the undo"
+             + (f" (GOR holds down {', '.join(trial.gor_links_down)})" if trial.gor_links_down else ""))
     say(f"faults: {kind} on {target}: {mark} {trial.named_kind or ''} {trial.named or ''} "
-        f"after {trial.localise_s} s" + ("" if trial.settled else "; not quiet after the undo"))
+        f"after {trial.localise_s} s{quiet}")
     return trial
+
+
+def _not_quiet(t: FaultTrial) -> str:
+    """The report's line for a trial not quiet within :data:`QUIET_BOUND_S` of its undo.
+
+    >>> _not_quiet(FaultTrial("blackhole", "route s1 10.1.1.0/24", quiet_after_undo_s=31.0))
+    'blackhole on route s1 10.1.1.0/24: not quiet within 30 s of the undo (quiet after 31.0 s)'
+    """
+    if t.quiet_after_undo_s is not None:
+        why = f"quiet after {t.quiet_after_undo_s} s"
+    else:
+        why = f"still not quiet after {SETTLE_TIMEOUT_S:g} s"
+        if t.gor_links_down:
+            why += f"; GOR holds down {', '.join(t.gor_links_down)}"
+    return f"{t.kind} on {t.target}: not quiet within {QUIET_BOUND_S:g} s of the undo ({why})"
 
 
 def _screenshot(mon: Any, run_dir: Path, say: Callable[[str], None]) -> Optional[Path]:
@@ -262,22 +315,29 @@ def _report(run_dir: Path, res: FaultsResult, say: Callable[[str], None]) -> Non
             f"{res.probes_per_s:g} probes/s ({res.probe_overhead_pct}% of the frames the "
             f"switches sent); web view {res.web_url or 'off'}"
             + (f" (screenshot `{res.screenshot.name}`)" if res.screenshot else ""), "",
-            "| fault | where | named first | exact | time to name (s) | confidence | also named |",
-            "|---|---|---|---|---|---|---|"]
+            "| fault | where | named first | exact | time to name (s) | confidence | "
+            "quiet after undo (s) | also named |",
+            "|---|---|---|---|---|---|---|---|"]
     for t in res.trials:
         named = f"{t.named_kind} {t.named}" if t.named else (t.error or "nothing")
         rows.append(f"| {t.kind} | {t.target} | {named} | {'yes' if t.exact else 'no'} | "
                     f"{'' if t.localise_s is None else t.localise_s} | "
                     f"{'' if t.confidence is None else round(t.confidence, 2)} | "
+                    f"{'not quiet' if t.quiet_after_undo_s is None else t.quiet_after_undo_s} | "
                     f"{', '.join(t.also)} |")
     times = [t.localise_s for t in res.trials if t.exact and t.localise_s is not None]
+    quiet = [t.quiet_after_undo_s for t in res.trials if t.quiet_after_undo_s is not None]
     rows += ["", f"- named exactly first: {sum(t.exact for t in res.trials)} of {len(res.trials)}"
              + (f"; time to name median {statistics.median(times):.2f} s" if times else ""),
+             f"- quiet again within {QUIET_BOUND_S:g} s of the undo (monitor quiet, GOR holding "
+             f"no link down): {sum(t.quiet_in_bound for t in res.trials)} of {len(res.trials)}"
+             + (f"; median {statistics.median(quiet):.2f} s, max {max(quiet):.2f} s" if quiet else ""),
              "- verdict log `verdicts.jsonl`, probe plan `probe-plan.json`, GOR's decision log "
              "`gor.jsonl`, metrics files `metrics/`", ""]
     (run_dir / "report.md").write_text("\n".join(rows))
     (run_dir / "faults.json").write_text(json.dumps(
-        {"trials": [asdict(t) | {"exact": t.exact} for t in res.trials], "store": res.store,
+        {"trials": [asdict(t) | {"exact": t.exact, "quiet_in_bound": t.quiet_in_bound}
+                    for t in res.trials], "quiet_bound_s": QUIET_BOUND_S, "store": res.store,
          "probe_paths": res.probe_paths, "probes_per_s": res.probes_per_s,
          "false_alarms": res.false_alarms, "quiet_s": res.quiet_s,
          "probe_overhead_pct": res.probe_overhead_pct}, indent=1))
@@ -285,5 +345,6 @@ def _report(run_dir: Path, res: FaultsResult, say: Callable[[str], None]) -> Non
         f"report {run_dir / 'report.md'}")
 
 
-__all__ = ["BASELINE_S", "FaultTrial", "FaultsResult", "NAME_TIMEOUT_S", "default_faults",
+__all__ = ["BASELINE_S", "FaultTrial", "FaultsResult", "NAME_TIMEOUT_S", "QUIET_BOUND_S",
+           "SETTLE_TIMEOUT_S", "default_faults",
            "probe_overhead_pct", "run_faults", "uplink_port"]

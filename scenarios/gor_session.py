@@ -321,6 +321,20 @@ class GorSession:
         assert self.runtime is not None, "the session is not started"
         return self.runtime.wait_for(predicate, timeout_s)
 
+    def links_down(self) -> list[str]:
+        """The link directions GOR holds down now (its ``LinkState.down``, by the
+        telemetry's names, sorted): empty once every cable GOR took out is back in its
+        groups; empty while GOR is stopped (``controller_down``).
+
+        >>> s.links_down()                                         # doctest: +SKIP
+        ['b0r1l0->s0', 's0->b0r1l0']
+        """
+        loop = self.loop
+        if loop is None or self.runtime is None or self.runtime.down:
+            return []
+        with self.runtime.lock:
+            return sorted(loop.links.name(k) for k in loop.links.down)
+
     def registered(self) -> dict[str, int]:
         """Flow id → source port in use, as the running registry knows them."""
         return {f.flow_id: f.sport for f in self.registry.flows()} if self.registry is not None else {}

@@ -94,17 +94,31 @@ def test_cli_rejects_unknown_group(tmp_path: Path) -> None:
 def test_bmv2_target_selects_only_what_runs_there(tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     on_bmv2 = [f"{b.group}.{b.name}" for b in select(target="bmv2")]
-    assert on_bmv2 == ["gor.fast_loop", "security.authz", "security.p4rt_streams"]
+    assert on_bmv2 == ["gor.fast_loop", "security.authz", "security.p4rt_streams",
+                       "monitor.faults", "monitor.switch_exporter"]
     assert all(b.targets == ("p4sim",) for b in all_benchmarks()
                if f"{b.group}.{b.name}" not in on_bmv2)
     with pytest.raises(KeyError):
         select(["p4sim"], target="bmv2")
     assert main(["p4sim", "--target", "bmv2", "--output", str(tmp_path / "b.json")]) == 2
     assert ("does not run on bmv2 (those that do: gor.fast_loop, security.authz, "
-            "security.p4rt_streams)") in capsys.readouterr().err
+            "security.p4rt_streams, monitor.faults, monitor.switch_exporter)"
+            ) in capsys.readouterr().err
     assert not (tmp_path / "b.json").exists()
     assert main(["--target", "bmv2", "--list"]) == 0
     assert capsys.readouterr().out.split() == on_bmv2
+
+
+def test_bmv2_target_without_its_binaries_runs_nothing_and_says_why(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))      # neither simple_switch_grpc nor p4c
+    out = tmp_path / "b.json"
+    assert main(["monitor", "--target", "bmv2", "--output", str(out)]) == 3
+    err = capsys.readouterr().err
+    assert "needs simple_switch_grpc and p4c-bm2-ss on PATH" in err
+    assert "not found: simple_switch_grpc, p4c-bm2-ss" in err and "nothing run" in err
+    assert not out.exists()
+    assert main(["--target", "bmv2", "--list"]) == 0             # listing needs no binaries
 
 
 def test_merge_and_table_format(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """The faults scenario on a live **BMv2** testbed (issue 33): all nine fault kinds of
 ``SCENARIO=faults`` injected in turn on ``simple_switch_grpc`` switches, each named first
 and exactly (kind and component) within ``BMV2_NAME_BOUND_S``, the localiser quiet again
-after each undo, every fault undone and every prober stopped.
+and GOR holding no link down within ``scenarios.faults.QUIET_BOUND_S`` of each undo, every
+fault undone and every prober stopped.
 
 Skipped unless ``simple_switch_grpc`` and ``p4c-bm2-ss`` are on PATH (CI has neither; a
 reference build: README.md, "Targets: p4sim and BMv2") and a Mininet testbed can start
@@ -24,7 +25,7 @@ BMV2_NAME_BOUND_S = 10.0
 
 def test_every_fault_is_named_exactly_on_bmv2_and_the_fabric_settles(tmp_path: Path) -> None:
     from scenarios.common import ScenarioOptions
-    from scenarios.faults import run_faults
+    from scenarios.faults import QUIET_BOUND_S, run_faults
     from testbed.traffic import testbed_unavailable, testbed_up
     missing = [b for b in BMV2_BINARIES if shutil.which(b) is None]
     if missing:
@@ -38,12 +39,14 @@ def test_every_fault_is_named_exactly_on_bmv2_and_the_fabric_settles(tmp_path: P
         res = run_faults(tb.fabric, tb.programmer, tb.state, tb.save_state,
                          ScenarioOptions(seed=1, runs_root=tmp_path / "runs", state_path=state))
         assert not [r for r in tb.state.procs if r.kind == "monitor"]     # probers stopped
-    rows = [(t.kind, t.named_kind, t.named, t.localise_s, t.settled) for t in res.trials]
+    rows = [(t.kind, t.named_kind, t.named, t.localise_s, t.quiet_after_undo_s, t.gor_links_down)
+            for t in res.trials]
     assert len(res.trials) == 9, rows
     assert all(t.exact for t in res.trials), rows
     assert all(t.localise_s is not None and t.localise_s <= BMV2_NAME_BOUND_S
                for t in res.trials), rows
-    assert all(t.settled for t in res.trials), rows                      # quiet after each undo
+    assert all(t.settled and t.quiet_after_undo_s is not None
+               and t.quiet_after_undo_s <= QUIET_BOUND_S for t in res.trials), rows
     assert res.status == 0 and res.top1 == 1.0, rows
     assert not (tmp_path / "state-faults.json").exists()                  # all undone
     log = [json.loads(l) for l in (res.run_dir / "verdicts.jsonl").read_text().splitlines()]
