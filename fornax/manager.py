@@ -72,6 +72,9 @@ log = logging.getLogger("fornax.manager")
 
 HEARTBEAT_MAGIC = b"FXHB"
 PRUNE_PERIOD_S = 1.0                   # forget old re-injections and closed keys this often
+# a closed session is deleted between its linger's end and this much later (as under the
+# old 50 ms poll): the deletes of a burst of closes share one Write
+TIMER_SLACK_S = 0.05
 _WAKE = object()                       # queued by stop(): the loop may be asleep
 _PUNT_COUNTERS = {r: f"punt_{n}" for r, n in M.PUNT_NAMES.items()}
 HB = struct.Struct("!4sQQ")            # magic, sequence, send time (ns, monotonic)
@@ -389,11 +392,11 @@ class FornaxManager:
             self._timers()
 
     def _next_timer_s(self) -> float:
-        """Seconds until the next timer is due: the earliest closed session's linger, or
-        the next prune (:data:`PRUNE_PERIOD_S` after the last)."""
+        """Seconds until the next timer is due: the earliest closed session's linger (plus
+        :data:`TIMER_SLACK_S`), or the next prune (:data:`PRUNE_PERIOD_S` after the last)."""
         due = self._pruned + PRUNE_PERIOD_S
-        if self._closing_due and self._closing_due[0][0] < due:
-            due = self._closing_due[0][0]
+        if self._closing_due and self._closing_due[0][0] + TIMER_SLACK_S < due:
+            due = self._closing_due[0][0] + TIMER_SLACK_S
         return max(0.0, due - time.monotonic())
 
     def handle(self, batch: list[Any]) -> None:
@@ -697,4 +700,5 @@ class FornaxManager:
         self.note("pinned" if on else "unpinned", port=port, vni=vni)
 
 
-__all__ = ["EventQueue", "FornaxManager", "HeartbeatMonitor", "ManagerConfig", "TokenBucket"]
+__all__ = ["PRUNE_PERIOD_S", "TIMER_SLACK_S", "EventQueue", "FornaxManager", "HeartbeatMonitor",
+           "ManagerConfig", "TokenBucket"]

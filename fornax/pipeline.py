@@ -47,8 +47,13 @@ class WriteFailure:
     message: str
 
 
+_ONE_BYTE = [bytes((i,)) for i in range(0x80)]
+
+
 def _varint(n: int) -> bytes:
     """Protobuf's base-128 varint of ``n`` >= 0."""
+    if n < 0x80:
+        return _ONE_BYTE[n]
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
@@ -63,7 +68,43 @@ def _tag(field: int, wire: int) -> bytes:
 
 # wire types and field numbers of p4runtime.proto (p4.v1) the session codec writes
 _LEN, _VARINT = 2, 0
-_UPDATE_TYPES = {"INSERT": 1, "MODIFY": 2, "DELETE": 3}
+_UPDATE_TYPE = {op: _tag(1, _VARINT) + _varint(n)                     # Update.type
+                for op, n in (("INSERT", 1), ("MODIFY", 2), ("DELETE", 3))}
+_UPDATE_ENTITY = _tag(2, _LEN)                                        # Update.entity
+_ENTITY_TABLE_ENTRY = _tag(2, _LEN)                                   # Entity.table_entry
+_ENTRY_ACTION = _tag(3, _LEN)                                         # TableEntry.action
+_TABLE_ACTION_ACTION = _tag(1, _LEN)                                  # TableAction.action
+_ENTRY_IDLE_TIMEOUT = _tag(9, _VARINT)                                # TableEntry.idle_timeout_ns
+
+
+class _FieldCodec:
+    """One match field or action parameter in wire format: the bytes before a value of
+    each length n (1..bytes of the width), and the whole encoding of each value below
+    256 (most parameters: verdicts, versions, generations)."""
+
+    __slots__ = ("width", "prefixes", "small")
+
+    def __init__(self, head: bytes, width: int, exact: bool) -> None:
+        self.width = width
+        self.prefixes = [b""]
+        for n in range(1, max(1, (width + 7) // 8) + 1):
+            if exact:       # TableEntry.match (2): FieldMatch{field_id, exact (2): {value (1)}}
+                inner = head + _tag(2, _LEN) + _varint(n + 2) + _tag(1, _LEN) + _varint(n)
+                outer = _tag(2, _LEN)
+            else:           # Action.params (4): Param{param_id, value (3)}
+                inner = head + _tag(3, _LEN) + _varint(n)
+                outer = _tag(4, _LEN)
+            self.prefixes.append(outer + _varint(len(inner) + n) + inner)
+        self.small = [self.prefixes[1] + bytes((v,)) for v in range(min(256, 1 << width))]
+
+    def encode(self, v: int) -> bytes:
+        """The field with value ``v`` (canonical bytes); ValueError when it does not fit."""
+        if 0 <= v < len(self.small):
+            return self.small[v]
+        if v < 0 or v >> self.width:
+            encode(v, self.width)               # raises the P4Runtime codec's ValueError
+        n = (v.bit_length() + 7) >> 3
+        return self.prefixes[n] + v.to_bytes(n, "big")
 
 
 class SessionCodec:
@@ -93,64 +134,35 @@ class SessionCodec:
         self.params = [(p.id, p.name, p.bitwidth) for p in action.params]
         self._param_names = {p.id: p.name for p in action.params}
         self._field_pos = {fid: i for i, fid in enumerate(self.field_ids)}
-        # wire-format prefixes: FieldMatch{field_id, exact{value}} and Param{param_id,
-        # value} for each value length n (1..bytes of the width), up to the value's bytes
-        self._table = _tag(1, _VARINT) + _varint(self.table_id)
-        self._match = [self._prefixes(_tag(1, _VARINT) + _varint(fid), width, exact=True)
-                       for fid, width in zip(self.field_ids, self.field_widths)]
         names = list(M.SessionData.__slots__)
         if sorted(n for _, n, _ in self.params) != sorted(names):
             raise ValueError(f"{M.SESSION_HIT_ACTION}: parameters "
                              f"{sorted(n for _, n, _ in self.params)}, the model has {names}")
-        self._param_order = [names.index(name) for _, name, _ in self.params]
-        self._param = [self._prefixes(_tag(2, _VARINT) + _varint(pid), width, exact=False)
-                       for pid, _, width in self.params]
-        self._action_id = _tag(1, _VARINT) + _varint(self.action_id)
-
-    @staticmethod
-    def _prefixes(head: bytes, width: int, exact: bool) -> list[tuple[bytes, int]]:
-        """Per value length n: (the bytes before the value, the width) — a FieldMatch
-        (``exact``: field 2, Exact{value = 1}) or an Action.Param (value = 3), itself
-        length-delimited as field 2 of TableEntry (match) or 4 of Action (params)."""
-        out = [(b"", width)]
-        for n in range(1, max(1, (width + 7) // 8) + 1):
-            if exact:
-                inner = head + _tag(2, _LEN) + _varint(n + 2) + _tag(1, _LEN) + _varint(n)
-                outer = _tag(2, _LEN)
-            else:
-                inner = head + _tag(3, _LEN) + _varint(n)
-                outer = _tag(4, _LEN)
-            out.append((outer + _varint(len(inner) + n) + inner, width))
-        return out
-
-    @staticmethod
-    def _value(prefixes: list[tuple[bytes, int]], v: int) -> bytes:
-        width = prefixes[0][1]
-        if v < 0 or v >> width:
-            encode(v, width)                    # raises the codec's ValueError
-        n = (v.bit_length() + 7) >> 3 or 1
-        return prefixes[n][0] + v.to_bytes(n, "big")
+        self._table = _tag(1, _VARINT) + _varint(self.table_id)      # TableEntry.table_id
+        self._match = [_FieldCodec(_tag(1, _VARINT) + _varint(fid), width, exact=True)
+                       for fid, width in zip(self.field_ids, self.field_widths)]
+        # the parameters in the P4Info's order, each with its SessionData field's position
+        self._param = [(_FieldCodec(_tag(2, _VARINT) + _varint(pid), width, exact=False),
+                        names.index(name)) for pid, name, width in self.params]
+        self._action_id = _tag(1, _VARINT) + _varint(self.action_id)  # Action.action_id
 
     def key_bytes(self, key: M.SessionKey) -> bytes:
         """The wire format of the TableEntry holding only the match of ``key``."""
-        val = self._value
         m = self._match
-        return b"".join((self._table, val(m[0], key.vni), val(m[1], key.proto),
-                         val(m[2], key.ip_lo), val(m[3], key.ip_hi), val(m[4], key.port_lo),
-                         val(m[5], key.port_hi)))
+        return b"".join((self._table, m[0].encode(key.vni), m[1].encode(key.proto),
+                         m[2].encode(key.ip_lo), m[3].encode(key.ip_hi),
+                         m[4].encode(key.port_lo), m[5].encode(key.port_hi)))
 
     def entry_bytes(self, key: M.SessionKey, data: M.SessionData,
                     idle_timeout_ns: int = 0) -> bytes:
         """The wire format of the full entry (see :meth:`entry`)."""
-        val = self._value
         values = (data.verdict, data.scope, data.version, data.slot, data.gen, data.nh_lo,
                   data.nh_hi, data.nat_side, data.nat_ip, data.nat_port, data.check)
-        act = self._action_id + b"".join([val(pre, values[i]) for pre, i in
-                                          zip(self._param, self._param_order)])
-        table_action = _tag(1, _LEN) + _varint(len(act)) + act          # TableAction.action
-        out = self.key_bytes(key) + _tag(3, _LEN) + _varint(len(table_action)) + table_action
+        act = self._action_id + b"".join([f.encode(values[i]) for f, i in self._param])
+        table_action = _TABLE_ACTION_ACTION + _varint(len(act)) + act
+        out = self.key_bytes(key) + _ENTRY_ACTION + _varint(len(table_action)) + table_action
         if idle_timeout_ns:
-            out += _tag(9, _VARINT) + _varint(idle_timeout_ns)          # idle_timeout_ns
+            out += _ENTRY_IDLE_TIMEOUT + _varint(idle_timeout_ns)
         return out
 
     def key_entry(self, key: M.SessionKey) -> p4runtime_pb2.TableEntry:
@@ -168,10 +180,9 @@ class SessionCodec:
         the key only)."""
         te = self.key_bytes(key) if data is None else self.entry_bytes(key, data,
                                                                        idle_timeout_ns)
-        entity = _tag(2, _LEN) + _varint(len(te)) + te                  # Entity.table_entry
+        entity = _ENTITY_TABLE_ENTRY + _varint(len(te)) + te
         return p4runtime_pb2.Update.FromString(
-            _tag(1, _VARINT) + _varint(_UPDATE_TYPES[op.upper()])     # Update.type
-            + _tag(2, _LEN) + _varint(len(entity)) + entity)          # Update.entity
+            _UPDATE_TYPE[op.upper()] + _UPDATE_ENTITY + _varint(len(entity)) + entity)
 
     def decode(self, te: p4runtime_pb2.TableEntry) -> tuple[M.SessionKey, Optional[M.SessionData]]:
         """(key, action data or None when the entry carries no action) of a read-back or

@@ -23,6 +23,7 @@ Example::
 from __future__ import annotations
 
 import ipaddress
+import socket
 import struct
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
@@ -108,7 +109,10 @@ def ip(text: str) -> int:
 
 
 def ip_str(value: int) -> str:
-    """An int as a dotted IPv4 address: ``ip_str(0x0a000001) == '10.0.0.1'``."""
+    """An int as a dotted IPv4 address: ``ip_str(0x0a000001) == '10.0.0.1'`` (the event
+    log names every rebuilt session: ``inet_ntoa``, not an ``IPv4Address`` each)."""
+    if isinstance(value, int) and 0 <= value <= 0xFFFFFFFF:
+        return socket.inet_ntoa(value.to_bytes(4, "big"))
     return str(ipaddress.IPv4Address(value))
 
 
@@ -254,7 +258,8 @@ def _check(*values: int) -> int:
     takes :func:`pack_fields`, which keeps the low bits as the pipeline's fields do.
 
     >>> vals = (100, 6, 1, 2, 80, 443, 1, 3, 2, 7, 1, 1, 2, 0, 0, 0)
-    >>> _check(*vals) == crc32(pack_fields(list(zip(vals, (w for _, w in CHECK_FIELDS))))) % CHECK_MAX
+    >>> widths = [w for _, w in CHECK_FIELDS]
+    >>> _check(*vals) == crc32(pack_fields(list(zip(vals, widths)))) % CHECK_MAX
     True
     """
     vni, proto = values[0], values[1]
