@@ -45,6 +45,7 @@ Example::
 """
 from __future__ import annotations
 
+import heapq
 import json
 import logging
 import queue
@@ -70,6 +71,12 @@ from p4src.smartnic import model as M
 log = logging.getLogger("fornax.manager")
 
 HEARTBEAT_MAGIC = b"FXHB"
+PRUNE_PERIOD_S = 1.0                   # forget old re-injections and closed keys this often
+# a closed session is deleted between its linger's end and this much later (as under the
+# old 50 ms poll): the deletes of a burst of closes share one Write
+TIMER_SLACK_S = 0.05
+_WAKE = object()                       # queued by stop(): the loop may be asleep
+_PUNT_COUNTERS = {r: f"punt_{n}" for r, n in M.PUNT_NAMES.items()}
 HB = struct.Struct("!4sQQ")            # magic, sequence, send time (ns, monotonic)
 
 
@@ -140,15 +147,20 @@ class EventQueue(queue.Queue):  # type: ignore[type-arg]
     ...     q.put(DigestList("tcp_event_t", 1, [{}]))
     >>> (q.qsize(), q.limited["digests_rate_limited"])
     (1, 2)
+
+    ``limited``: the dict to count in (the manager's counters: the count is current as
+    the messages arrive, not when the event loop next wakes).
     """
 
     def __init__(self, on_heartbeat: Callable[[bytes], None],
                  punts: Optional[TokenBucket] = None,
-                 digests: Optional[TokenBucket] = None) -> None:
+                 digests: Optional[TokenBucket] = None,
+                 limited: Optional[dict[str, int]] = None) -> None:
         super().__init__()
         self.on_heartbeat = on_heartbeat
         self.punts, self.digests = punts, digests
-        self.limited = {"punts_rate_limited": 0, "digests_rate_limited": 0}
+        self.limited = limited if limited is not None else {"punts_rate_limited": 0,
+                                                            "digests_rate_limited": 0}
 
     def put(self, item: Any, block: bool = True, timeout: Optional[float] = None) -> None:
         if isinstance(item, PacketIn):
@@ -156,11 +168,13 @@ class EventQueue(queue.Queue):  # type: ignore[type-arg]
                 self.on_heartbeat(item.payload)
                 return
             if self.punts is not None and not self.punts.take():
-                self.limited["punts_rate_limited"] += 1      # the sender retransmits
+                n = self.limited.get("punts_rate_limited", 0)   # the sender retransmits
+                self.limited["punts_rate_limited"] = n + 1
                 return
         elif isinstance(item, DigestList) and self.digests is not None:
             if not self.digests.take():
-                self.limited["digests_rate_limited"] += 1    # the session ages out instead
+                n = self.limited.get("digests_rate_limited", 0)  # the session ages out
+                self.limited["digests_rate_limited"] = n + 1
                 return
         super().put(item, block, timeout)
 
@@ -234,17 +248,19 @@ class FornaxManager:
         self.fallback = Fallback(self.soft, config.interfaces)
         self.heartbeat = HeartbeatMonitor(self._send_heartbeat, config.heartbeat_interval_s,
                                           config.hang_after_s, self._on_hang, self._on_back)
+        self.counters: dict[str, int] = {}
         self.events = EventQueue(self.heartbeat.echo,
                                  TokenBucket(config.punt_rate_pps, config.punt_burst),
-                                 TokenBucket(config.digest_rate_pps, config.digest_burst))
+                                 TokenBucket(config.digest_rate_pps, config.digest_burst),
+                                 limited=self.counters)
         self.nic = nic if nic is not None else SmartNic(
             config.grpc_addr, config.device_id, config.election_id, tls=config.tls,
             events=self.events, timeout_s=config.write_timeout_s)
         if nic is not None:
             nic.conn.packets = nic.conn.digests = nic.conn.idle_timeouts = self.events
             nic.events = self.events
-        self.counters: dict[str, int] = {}
         self.closing: dict[bytes, float] = {}             # key -> delete after (monotonic)
+        self._closing_due: list[tuple[float, bytes]] = []  # heap of (delete after, key)
         self.closed_recent: dict[bytes, float] = {}       # key -> forget after
         self.corruptions: dict[bytes, list[float]] = {}
         self.pinned: set[bytes] = set()
@@ -276,6 +292,7 @@ class FornaxManager:
     def stop(self) -> None:
         """Stop the threads, the fallback and the connection (the entries stay)."""
         self._stop.set()
+        self.events.put(_WAKE)                           # the loop may sleep until a timer
         self.heartbeat.stop()
         if self._thread is not None:
             self._thread.join(5.0)
@@ -353,9 +370,11 @@ class FornaxManager:
 
     # ------------------------------------------------------------------ events
     def _loop(self) -> None:
+        """Wait for events, or until the next timer is due (a closed session's linger, the
+        once-a-second prune): the loop sleeps while nothing happens instead of polling."""
         while not self._stop.is_set():
             try:
-                first = self.events.get(timeout=0.05)
+                first = self.events.get(timeout=self._next_timer_s())
             except queue.Empty:
                 self._timers()
                 continue
@@ -372,6 +391,14 @@ class FornaxManager:
                 self.count("batch_errors")
             self._timers()
 
+    def _next_timer_s(self) -> float:
+        """Seconds until the next timer is due: the earliest closed session's linger (plus
+        :data:`TIMER_SLACK_S`), or the next prune (:data:`PRUNE_PERIOD_S` after the last)."""
+        due = self._pruned + PRUNE_PERIOD_S
+        if self._closing_due and self._closing_due[0][0] + TIMER_SLACK_S < due:
+            due = self._closing_due[0][0] + TIMER_SLACK_S
+        return max(0.0, due - time.monotonic())
+
     def handle(self, batch: list[Any]) -> None:
         """Handle a batch of events (PacketIns, DigestLists, idle-timeout notifications):
         one Write for every entry they change, then the re-injections."""
@@ -383,6 +410,8 @@ class FornaxManager:
             elif isinstance(ev, DigestList):
                 for te in tcp_events(ev):
                     self._tcp(te, writes)
+            elif ev is _WAKE:
+                continue
             elif hasattr(ev, "table_entry"):
                 self._aged(ev, writes)
         if writes:
@@ -394,7 +423,7 @@ class FornaxManager:
             self._after(item)
 
     def _punt(self, p: M.Punt, writes: list, after: list) -> None:
-        self.count(f"punt_{p.reason_name}")
+        self.count(_PUNT_COUNTERS.get(p.reason) or f"punt_{p.reason_name}")
         pkt = parse_frame(p.frame, p.in_port)
         if pkt is None:
             self.count("punt_unparsed")
@@ -467,7 +496,7 @@ class FornaxManager:
             self.count("table_full_software")
             after.append(("soft", p))
             return
-        data = M.SessionData(**{**built.data.params(), "slot": slot, "gen": gen}).with_check(key)
+        data = built.data.placed(key, slot, gen)
         writes.append(("INSERT", key, data, self.cfg.idle_timeout_ns))
         self.count("sessions_installed" if decision.allowed else "sessions_denied")
         if decision.allowed:
@@ -496,11 +525,10 @@ class FornaxManager:
         built = self.view.build(key, direction, conn, decision, from_backend)
         slot = self.store.slot(key)
         assert slot is not None
-        params = {**built.data.params(), "slot": slot, "gen": self.store.gen(slot)}
         pinned = key.packed() in self.pinned and decision.allowed
-        if pinned:                                       # failing memory: software forwards
-            params["verdict"] = M.VERDICT_SOFTWARE
-        data = M.SessionData(**params).with_check(key)
+        # failing memory (pinned): software forwards
+        data = built.data.placed(key, slot, self.store.gen(slot),
+                                 M.VERDICT_SOFTWARE if pinned else None)
         writes.append(("MODIFY", key, data, self.cfg.idle_timeout_ns))
         self.note("rebuilt", reason=M.PUNT_NAMES[reason], key=str(key),
                   allowed=decision.allowed, version=data.version, pinned=pinned)
@@ -538,7 +566,9 @@ class FornaxManager:
             writes.append(("DELETE", ev.key, None, 0))
             return
         if ev.closed:
-            self.closing[ev.key.packed()] = time.monotonic() + self.cfg.closed_linger_s
+            packed, due = ev.key.packed(), time.monotonic() + self.cfg.closed_linger_s
+            self.closing[packed] = due
+            heapq.heappush(self._closing_due, (due, packed))
 
     def _aged(self, note: Any, writes: list) -> None:
         for key, _ in self.nic.decode_idle(note):
@@ -590,24 +620,31 @@ class FornaxManager:
             self.nic.emit(frame, port)
 
     def _timers(self) -> None:
-        self.counters.update((k, v) for k, v in self.events.limited.items() if v)
+        """Delete the closed sessions whose linger is over; once a second, forget old
+        re-injections, recently closed keys and idle software sessions."""
         now = time.monotonic()
-        due = [k for k, t in self.closing.items() if t <= now]
-        if due:
+        heap = self._closing_due
+        if heap and heap[0][0] <= now:
             writes = []
-            for packed in due:
+            while heap and heap[0][0] <= now:
+                due, packed = heapq.heappop(heap)
+                if self.closing.get(packed) != due:      # aged meanwhile, or closed again
+                    continue
                 del self.closing[packed]
                 key = M.SessionKey.unpack(packed)
                 if self.store.remove(key) is not None:
                     writes.append(("DELETE", key, None, 0))
                     self.closed_recent[packed] = now + 5.0
                     self.count("sessions_closed")
-            with self._lock:
-                self.nic.write_sessions(writes)
-        if now - self._pruned > 1.0:
+            if writes:
+                with self._lock:
+                    self.nic.write_sessions(writes)
+        if now - self._pruned >= PRUNE_PERIOD_S:
             self._pruned = now
-            self.closed_recent = {k: t for k, t in self.closed_recent.items() if t > now}
-            self.reinjected = {k: v for k, v in self.reinjected.items() if now - v[0] < 2.0}
+            if self.closed_recent:
+                self.closed_recent = {k: t for k, t in self.closed_recent.items() if t > now}
+            if self.reinjected:
+                self.reinjected = {k: v for k, v in self.reinjected.items() if now - v[0] < 2.0}
             self.soft.expire()
 
     # ------------------------------------------------------------------ on demand
@@ -663,4 +700,5 @@ class FornaxManager:
         self.note("pinned" if on else "unpinned", port=port, vni=vni)
 
 
-__all__ = ["EventQueue", "FornaxManager", "HeartbeatMonitor", "ManagerConfig", "TokenBucket"]
+__all__ = ["PRUNE_PERIOD_S", "TIMER_SLACK_S", "EventQueue", "FornaxManager", "HeartbeatMonitor",
+           "ManagerConfig", "TokenBucket"]

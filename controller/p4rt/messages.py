@@ -76,10 +76,7 @@ def flatten_p4data(data: p4data_pb2.P4Data) -> list[int]:
 def decode_packet_in(info: Optional[P4InfoHelper], pkt: p4runtime_pb2.PacketIn) -> PacketIn:
     """A PacketIn with its metadata named by the ``packet_in`` header of ``info`` (by id
     when there is no P4Info)."""
-    names: dict[int, str] = {}
-    cpm = info.packet_metadata("packet_in") if info else None
-    if cpm is not None:
-        names = {m.id: m.name for m in cpm.metadata}
+    names = info.packet_metadata_names("packet_in") if info else {}
     md = {names.get(m.metadata_id, str(m.metadata_id)): decode(m.value) for m in pkt.metadata}
     return PacketIn(bytes(pkt.payload), md)
 
@@ -88,9 +85,9 @@ def decode_digest_list(info: Optional[P4InfoHelper], dl: p4runtime_pb2.DigestLis
     """A DigestList with the digest's name and its members' names from ``info``
     (``field_<i>`` when unknown or when the counts differ)."""
     name, fields = str(dl.digest_id), []
-    if info is not None and info.has("digest", dl.digest_id):
-        name = info.get_name("digest", dl.digest_id)
-        fields = info.digest_field_names(dl.digest_id)
+    layout = info.digest_layout(dl.digest_id) if info is not None else None
+    if layout is not None:
+        name, fields = layout
     rows = []
     for d in dl.data:
         values = flatten_p4data(d)

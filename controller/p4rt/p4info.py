@@ -15,7 +15,7 @@ Example::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Optional, Union
 
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
@@ -69,6 +69,7 @@ class P4InfoHelper:
 
     def __init__(self, p4info: p4info_pb2.P4Info) -> None:
         self.p4info = p4info
+        self._memo: dict[tuple[str, Any], Any] = {}     # per-message decode tables
         self._by_name: dict[str, dict[str, Any]] = {}
         self._by_id: dict[str, dict[int, Any]] = {}
         for kind, attr in _KINDS.items():
@@ -173,6 +174,34 @@ class P4InfoHelper:
             if cpm.preamble.name == kind:
                 return cpm
         return None
+
+    def packet_metadata_names(self, kind: str) -> dict[int, str]:
+        """Metadata id -> name of the ``packet_in``/``packet_out`` header (empty when
+        absent), computed once: a stream decodes every PacketIn with it (read only).
+
+        >>> P4InfoHelper(p4info_pb2.P4Info()).packet_metadata_names("packet_in")
+        {}
+        """
+        got = self._memo.get(("cpm", kind))
+        if got is None:
+            cpm = self.packet_metadata(kind)
+            got = {m.id: m.name for m in cpm.metadata} if cpm is not None else {}
+            self._memo[("cpm", kind)] = got
+        return got
+
+    def digest_layout(self, digest_id: int) -> Optional[tuple[str, list[str]]]:
+        """(name, member names) of digest ``digest_id`` (None when the P4Info has none),
+        computed once: a stream decodes every DigestList with it (read only).
+
+        >>> P4InfoHelper(p4info_pb2.P4Info()).digest_layout(7) is None
+        True
+        """
+        key = ("digest", digest_id)
+        if key not in self._memo:
+            self._memo[key] = (self.get_name("digest", digest_id),
+                               self.digest_field_names(digest_id)) \
+                if self.has("digest", digest_id) else None
+        return self._memo[key]  # type: ignore[no-any-return]
 
     def digest_field_names(self, digest: Union[str, int]) -> list[str]:
         """Member names of a digest's struct (``field_0``… when the P4Info has no type_info)."""

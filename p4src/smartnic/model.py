@@ -23,8 +23,9 @@ Example::
 from __future__ import annotations
 
 import ipaddress
+import socket
 import struct
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
 from p4src.hashmodel import crc16_arc, crc32, pack_fields
@@ -108,7 +109,10 @@ def ip(text: str) -> int:
 
 
 def ip_str(value: int) -> str:
-    """An int as a dotted IPv4 address: ``ip_str(0x0a000001) == '10.0.0.1'``."""
+    """An int as a dotted IPv4 address: ``ip_str(0x0a000001) == '10.0.0.1'`` (the event
+    log names every rebuilt session: ``inet_ntoa``, not an ``IPv4Address`` each)."""
+    if isinstance(value, int) and 0 <= value <= 0xFFFFFFFF:
+        return socket.inet_ntoa(value.to_bytes(4, "big"))
     return str(ipaddress.IPv4Address(value))
 
 
@@ -212,19 +216,60 @@ class SessionData:
 
     def with_check(self, key: SessionKey) -> "SessionData":
         """The same data with its check code over ``key`` and itself."""
-        return replace(self, check=check_code(key, self))
+        return SessionData(self.verdict, self.scope, self.version, self.slot, self.gen,
+                           self.nh_lo, self.nh_hi, self.nat_side, self.nat_ip, self.nat_port,
+                           check_code(key, self))
+
+    def placed(self, key: SessionKey, slot: int, gen: int,
+               verdict: Optional[int] = None) -> "SessionData":
+        """The same data in TCP-state ``slot`` of generation ``gen`` (and ``verdict``, when
+        given), with its check code over ``key``: what the manager installs.
+
+        >>> k = SessionKey(100, 6, 1, 2, 80, 443)
+        >>> want = SessionData(VERDICT_ALLOW, scope=3, slot=7, gen=1).with_check(k)
+        >>> SessionData(VERDICT_ALLOW, scope=3).placed(k, 7, 1) == want
+        True
+        """
+        v = self.verdict if verdict is None else verdict
+        return SessionData(v, self.scope, self.version, slot, gen, self.nh_lo, self.nh_hi,
+                           self.nat_side, self.nat_ip, self.nat_port,
+                           _check(key.vni, key.proto, key.ip_lo, key.ip_hi, key.port_lo,
+                                  key.port_hi, v, self.scope, self.version, slot, gen,
+                                  self.nh_lo, self.nh_hi, self.nat_side, self.nat_ip,
+                                  self.nat_port))
 
 
 def check_code(key: SessionKey, data: SessionData) -> int:
     """The check code the pipeline recomputes on every hit: crc32 (BMv2's) of the key and
     the action data but the code itself, packed in :data:`CHECK_FIELDS` order, modulo
     ``0xffffffff`` (v1model ``hash`` with max ``32w0xffffffff``)."""
-    values = {"vni": key.vni, "proto": key.proto, "ip_lo": key.ip_lo, "ip_hi": key.ip_hi,
-              "port_lo": key.port_lo, "port_hi": key.port_hi, "verdict": data.verdict,
-              "scope": data.scope, "version": data.version, "slot": data.slot,
-              "gen": data.gen, "nh_lo": data.nh_lo, "nh_hi": data.nh_hi,
-              "nat_side": data.nat_side, "nat_ip": data.nat_ip, "nat_port": data.nat_port}
-    return crc32(pack_fields([(values[n], w) for n, w in CHECK_FIELDS])) % CHECK_MAX
+    return _check(key.vni, key.proto, key.ip_lo, key.ip_hi, key.port_lo, key.port_hi,
+                  data.verdict, data.scope, data.version, data.slot, data.gen, data.nh_lo,
+                  data.nh_hi, data.nat_side, data.nat_ip, data.nat_port)
+
+
+# CHECK_FIELDS are all whole bytes: the VNI and the protocol share one 32-bit word
+_CHECK_STRUCT = struct.Struct("!IIIHHBHHIBHHBIH")
+
+
+def _check(*values: int) -> int:
+    """crc32 of ``values`` (in :data:`CHECK_FIELDS` order) packed as the pipeline packs
+    them. In range, one ``struct`` pack; any value out of its field's width (or negative)
+    takes :func:`pack_fields`, which keeps the low bits as the pipeline's fields do.
+
+    >>> vals = (100, 6, 1, 2, 80, 443, 1, 3, 2, 7, 1, 1, 2, 0, 0, 0)
+    >>> widths = [w for _, w in CHECK_FIELDS]
+    >>> _check(*vals) == crc32(pack_fields(list(zip(vals, widths)))) % CHECK_MAX
+    True
+    """
+    vni, proto = values[0], values[1]
+    try:
+        if vni >> 24 or proto >> 8:
+            raise struct.error("vni or proto out of range")
+        data = _CHECK_STRUCT.pack((vni << 8) | proto, *values[2:])
+    except struct.error:
+        data = pack_fields([(v, w) for v, (_, w) in zip(values, CHECK_FIELDS)])
+    return crc32(data) % CHECK_MAX
 
 
 def vxlan_source_port(key: SessionKey) -> int:

@@ -15,7 +15,7 @@ from scapy.layers.l2 import Ether
 from scapy.layers.vxlan import VXLAN
 
 from fornax.fallback import SoftSwitch
-from fornax.manager import FornaxManager, HeartbeatMonitor, ManagerConfig
+from fornax.manager import TIMER_SLACK_S, FornaxManager, HeartbeatMonitor, ManagerConfig
 from fornax.policy import parse_policy
 from nicrig import NicRig
 from p4src.smartnic import model as M
@@ -108,6 +108,47 @@ def test_a_connection_installs_one_session_then_closes(rig: Rig) -> None:
     assert rig.mgr.counters["sessions_closed"] == 1
     assert rig.mgr.counters.get("punt_miss") == 1
     assert rig.mgr.nic.read_all_sessions() == []
+
+
+def test_the_event_loop_sleeps_until_its_next_timer(fornax_build: tuple[Any, Any]) -> None:
+    """The loop waits for its next timer instead of polling: a closed session is deleted
+    once its linger is over (not before) with no later event to wake the loop; an idle
+    loop wakes for the once-a-second prune only; stop() ends it."""
+    r = Rig(fornax_build, idle_timeout_s=30.0, closed_linger_s=0.4)
+    try:
+        removed: list[float] = []
+        store_remove = r.mgr.store.remove
+
+        def remove(key: M.SessionKey) -> Any:
+            removed.append(time.monotonic())
+            return store_remove(key)
+        r.mgr.store.remove = remove  # type: ignore[method-assign]
+        r.nic.port(2).inject(a1_tcp("S"))
+        assert r.nic.take(1) is not None and len(r.mgr.store) == 1
+        r.nic.port(1).inject(from_b1("SA"))
+        assert r.nic.take(2) is not None
+        for frame, port, out_port in ((a1_tcp("FA"), 2, 1), (from_b1("FA"), 1, 2),
+                                      (a1_tcp("A"), 2, 1)):
+            r.nic.port(port).inject(frame)
+            assert r.nic.take(out_port) is not None
+        assert until(lambda: r.mgr.closing, 5.0)              # the CLOSED digest is in
+        due = next(iter(r.mgr.closing.values()))
+        assert r.mgr._next_timer_s() <= max(0.0, due - time.monotonic()) + TIMER_SLACK_S + 1e-3
+        assert until(lambda: removed, 5.0) and removed[0] >= due
+        assert len(r.mgr.store) == 0 and r.mgr.counters["sessions_closed"] == 1
+        wakes: list[float] = []
+        timers = r.mgr._timers
+
+        def counted() -> None:
+            wakes.append(time.monotonic())
+            timers()
+        r.mgr._timers = counted  # type: ignore[method-assign]
+        t0 = time.monotonic()
+        until(lambda: time.monotonic() - t0 > 1.5, 5.0)       # idle: no event comes
+        assert len(wakes) <= 3, f"{len(wakes)} wake-ups in 1.5 s of idle"
+    finally:
+        r.close()
+    assert r.mgr._thread is not None and not r.mgr._thread.is_alive()
 
 
 def test_overlapping_vpcs_and_the_policy(rig: Rig) -> None:

@@ -17,9 +17,15 @@ from scapy.layers.inet import ICMP, IP, TCP, UDP
 from scapy.layers.l2 import ARP, Ether
 from scapy.layers.vxlan import VXLAN
 
+from p4.v1 import p4runtime_pb2
+
 from controller.p4rt import DigestList, PacketIn
-from fornax.pipeline import SmartNic, punt_of, tcp_events
+from controller.p4rt.codec import encode
+from controller.p4rt.entities import update
+from controller.p4rt.p4info import P4InfoHelper, load_p4info
+from fornax.pipeline import SessionCodec, SmartNic, punt_of, tcp_events
 from nicrig import NicRig
+from p4src.hashmodel import crc32, pack_fields
 from p4src.smartnic import model as M
 
 VTEP_A, VTEP_B = "192.168.0.1", "192.168.0.2"
@@ -167,6 +173,72 @@ def test_check_code_changes_with_every_field() -> None:
         if hasattr(data, name):
             other = M.SessionData(**{**data.params(), name: getattr(data, name) ^ 1})
             assert M.check_code(key, other) != base, name
+
+
+def _random_session(rnd: random.Random) -> tuple[M.SessionKey, M.SessionData]:
+    def w(bits: int) -> int:
+        return rnd.choice([0, 1, 255, 256, 65535, 65536, (1 << bits) - 1,
+                           rnd.getrandbits(bits)]) & ((1 << bits) - 1)
+    return (M.SessionKey(w(24), w(8), w(32), w(32), w(16), w(16)),
+            M.SessionData(w(8), w(16), w(16), w(32), w(8), w(16), w(16), w(8), w(32), w(16),
+                          w(32)))
+
+
+def test_check_code_is_the_pack_fields_crc_for_any_values() -> None:
+    """The one-struct check code equals crc32 over :func:`pack_fields` (the pipeline's
+    packing), in range and out of range (the fields keep their low bits)."""
+    rnd = random.Random(30)
+    widths = [w for _, w in M.CHECK_FIELDS]
+    for i in range(3000):
+        key, data = _random_session(rnd)
+        if i % 10 == 0:                                      # out of range, negative
+            key = M.SessionKey(key.vni | (rnd.getrandbits(4) << 24), key.proto + 256 * (i % 3),
+                               key.ip_lo, key.ip_hi, -key.port_lo, key.port_hi)
+        values = [key.vni, key.proto, key.ip_lo, key.ip_hi, key.port_lo, key.port_hi,
+                  data.verdict, data.scope, data.version, data.slot, data.gen, data.nh_lo,
+                  data.nh_hi, data.nat_side, data.nat_ip, data.nat_port]
+        want = crc32(pack_fields(list(zip(values, widths)))) % M.CHECK_MAX
+        assert M.check_code(key, data) == want, (key, data)
+        assert data.placed(key, data.slot, data.gen).check == want
+        assert data.with_check(key).check == want
+
+
+def test_session_codec_bytes_are_the_field_by_field_message(fornax_build: Any) -> None:
+    """The session codec's wire-format entries equal, byte for byte, the TableEntry built
+    field by field with the P4Runtime codec (canonical values), and decode back; a value
+    too wide for its field is refused with the codec's ValueError."""
+    info = P4InfoHelper(load_p4info(fornax_build[0]))
+    codec = SessionCodec(info)
+
+    def by_fields(key: M.SessionKey, data: Optional[M.SessionData], idle: int) -> Any:
+        te = p4runtime_pb2.TableEntry(table_id=codec.table_id)
+        for fid, width, v in zip(codec.field_ids, codec.field_widths,
+                                 (key.vni, key.proto, key.ip_lo, key.ip_hi, key.port_lo,
+                                  key.port_hi)):
+            te.match.add(field_id=fid).exact.value = encode(v, width)
+        if data is not None:
+            te.action.action.action_id = codec.action_id
+            for pid, name, width in codec.params:
+                te.action.action.params.add(param_id=pid,
+                                            value=encode(data.params()[name], width))
+            te.idle_timeout_ns = idle
+        return te
+
+    rnd = random.Random(31)
+    for i in range(2000):
+        key, data = _random_session(rnd)
+        idle = rnd.choice([0, 1, 30_000_000_000, rnd.getrandbits(62)])
+        op = ("INSERT", "MODIFY", "DELETE")[i % 3]
+        held = None if op == "DELETE" else data
+        got = codec.update(op, key, held, idle)
+        want = update(by_fields(key, held, idle), op)
+        assert got.SerializeToString() == want.SerializeToString(), (op, key, held, idle)
+        assert codec.decode(got.entity.table_entry) == (key, held)
+    for bad in (M.SessionKey(1 << 24, 6, 1, 2, 3, 4), M.SessionKey(1, -6, 1, 2, 3, 4)):
+        with pytest.raises(ValueError, match="does not fit"):
+            codec.update("DELETE", bad, None)
+    with pytest.raises(ValueError, match="does not fit"):
+        codec.entry(a1_b1_key(), M.SessionData(M.VERDICT_ALLOW, slot=1 << 32))
 
 
 # ---------------------------------------------------------------- on p4sim
