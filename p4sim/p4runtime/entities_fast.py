@@ -55,7 +55,7 @@ class TablePlan:
     """What a write to one table needs, precomputed (see the module docstring)."""
 
     __slots__ = ("ti", "table", "fields", "widths", "dont_care", "needs_priority", "support_timeout",
-                 "actions", "nfields")
+                 "actions", "nfields", "single_exact")
 
     def __init__(self, ti: TableInfo, fields: dict[int, tuple[int, str, int, int]], widths: tuple[int, ...],
                  dont_care: tuple[Optional[Part], ...], actions: dict[int, tuple[str, dict[int, tuple[int, int]], int]]
@@ -69,9 +69,16 @@ class TablePlan:
         self.support_timeout = ti.table.support_timeout
         self.actions = actions                # action id -> (name, param id -> (position, width), count)
         self.nfields = len(widths)
+        kinds = [f[1] for f in fields.values()]
+        self.single_exact: Optional[tuple[int, int, int]] = None
+        if kinds == ["exact"]:
+            (field_id, (_pos, _kind, w, full)), = fields.items()
+            self.single_exact = (field_id, w, full)
 
     # ------------------------------------------------------------------ decoding
     def _key(self, te: pb.TableEntry, priority: int) -> Optional[Key]:
+        if self.single_exact is not None:
+            return self._single_exact_key(te, priority)
         got: list[Optional[Part]] = [None] * self.nfields
         fields = self.fields
         for fm in te.match:
@@ -137,6 +144,22 @@ class TablePlan:
             if rng is not None:
                 ranges.append((pos, rng[0], rng[1]))
         return tuple(matches), (tuple(canon), priority), mask, value, tuple(ranges)
+
+    def _single_exact_key(self, te: pb.TableEntry, priority: int) -> Optional[Key]:
+        """:meth:`_key` of a table with one exact field (MAC, port and id tables), the
+        same result without the per-field bookkeeping."""
+        field_id, w, full = self.single_exact   # type: ignore[misc]
+        ms = te.match
+        if len(ms) != 1:
+            return None
+        fm = ms[0]
+        if fm.field_id != field_id or fm.WhichOneof("field_match_type") != "exact":
+            return None
+        data = fm.exact.value
+        v = int.from_bytes(data, "big")
+        if not data or v >> w:
+            return None
+        return (Exact(v),), ((v,), priority), full, v, ()
 
     def _priority(self, te: pb.TableEntry) -> Optional[int]:
         p = te.priority
