@@ -158,6 +158,11 @@ def _ints(values: Sequence[int]) -> Any:
     return (ctypes.c_int * max(1, len(values)))(*values)
 
 
+_EMPTY_U128 = _u128s(())
+_NO_RANGES = (0, _ints(()), _EMPTY_U128, _EMPTY_U128)
+"""Arguments for no action parameters / no ranges (C copies the count it is given: none)."""
+
+
 def _from_lohi(lo: int, hi: int) -> int:
     v = lo | (hi << 64)
     return v - (1 << 128) if v >> 127 else v
@@ -394,8 +399,12 @@ class NativeSwitch:
                     masks.append(0); vals.append(0)
                 else:
                     masks.append(full); vals.append(m.value)
-        return (kind, act, len(args), _u128s(args), ref, e.priority, e.handle,
-                _u128s(masks), _u128s(vals), len(rpos), _ints(rpos), _u128s(rlo), _u128s(rhi))
+        if rpos:
+            ranges = (len(rpos), _ints(rpos), _u128s(rlo), _u128s(rhi))
+        else:       # C reads none of them: one set of empty arrays for every entry
+            ranges = _NO_RANGES
+        return (kind, act, len(args), _u128s(args) if args else _EMPTY_U128, ref, e.priority, e.handle,
+                _u128s(masks), _u128s(vals), *ranges)
 
     def _push_profile(self, i: int, p: Any) -> None:
         lib = self._lib
