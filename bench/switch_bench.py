@@ -11,6 +11,9 @@ after 10 s). Figures:
   P4Runtime (a plain gRPC client: arbitration, SetForwardingPipelineConfig, then Write
   requests of 100 updates or of 1), exact-match table ``FwdIngress.dmac``, up to
   :data:`MAX_ENTRIES` entries per run (read back and checked, then deleted, untimed).
+* ``p4sim.p4rt_write_cpu_us.batched`` / ``.single``: CPU time the switch process's
+  threads spent during those runs (``/proc/PID/task/*/schedstat``), per entry, in µs: the
+  cost of a write on the switch's side whatever else loads the machine.
 * ``p4sim.p4rt_read_ms.counters_4096``: one wildcard Read of an indexed counter of 4,096
   cells (``bench/programs/counters.p4``), request sent to the last entity decoded by the
   client, median of 20 reads per run (medians over ``config.runs``); the count is checked.
@@ -40,7 +43,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import Iterator, NamedTuple, Optional, Sequence
 
 import grpc
 from p4.config.v1 import p4info_pb2
@@ -294,15 +297,48 @@ DMAC = "FwdIngress.dmac"
 FORWARD = "FwdIngress.forward"
 
 
-def insert_rate(client: P4RuntimeClient, batch: int, duration_s: float,
-                max_entries: int = MAX_ENTRIES, base_mac: int = 0x0A0000000000) -> float:
+class WriteRun(NamedTuple):
+    """One timed run of :func:`insert_run`: entries/s, and the switch process's CPU per
+    entry (µs; None when no PID was given)."""
+
+    rate: float
+    cpu_us: Optional[float]
+
+
+def process_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) used so far by process ``pid`` (``/proc/PID/stat``,
+    in clock ticks of 10 ms)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def threads_cpu_ns(pid: int) -> int:
+    """Time on a CPU so far, in ns, of the threads process ``pid`` has now (the first
+    field of each ``/proc/PID/task/TID/schedstat``): a run of a few thousand writes takes
+    tens of ms, too few of :func:`process_cpu_s`'s ticks. Threads that ended are not
+    counted; the switch's gRPC and device threads live as long as it does."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat", encoding="ascii") as f:
+                total += int(f.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total
+
+
+def insert_run(client: P4RuntimeClient, batch: int, duration_s: float, max_entries: int = MAX_ENTRIES,
+               base_mac: int = 0x0A0000000000, switch_pid: Optional[int] = None) -> WriteRun:
     """INSERTs/s of up to ``max_entries`` dmac entries in requests of ``batch`` updates,
-    for at most ``duration_s``; the entries are read back (BenchCheckError on a wrong
-    count) and deleted afterwards, untimed."""
+    for at most ``duration_s``, and (``switch_pid``) the CPU the switch spent per entry;
+    the entries are read back (BenchCheckError on a wrong count) and deleted afterwards,
+    untimed."""
     requests = [client.write_request([client.exact_update(DMAC, base_mac + i, FORWARD, 1 + i % 8)
                                       for i in range(start, min(start + batch, max_entries))])
                 for start in range(0, max_entries, batch)]
     n = 0
+    cpu0 = threads_cpu_ns(switch_pid) if switch_pid is not None else 0
     t0 = time.perf_counter()
     for req in requests:
         client.stub.Write(req, timeout=RPC_TIMEOUT_S)
@@ -310,26 +346,37 @@ def insert_rate(client: P4RuntimeClient, batch: int, duration_s: float,
         if time.perf_counter() - t0 >= duration_s:
             break
     elapsed = time.perf_counter() - t0
+    cpu_us = (threads_cpu_ns(switch_pid) - cpu0) / 1e3 / n if switch_pid is not None else None
     got = client.count_entries(DMAC)
     if got != n:
         raise BenchCheckError(f"{DMAC}: {n} entries inserted, {got} read back")
     for start in range(0, n, BATCH):
         client.write([client.exact_update(DMAC, base_mac + i, "", utype=Update.DELETE)
                       for i in range(start, min(start + BATCH, n))])
-    return n / elapsed
+    return WriteRun(n / elapsed, cpu_us)
+
+
+def insert_rate(client: P4RuntimeClient, batch: int, duration_s: float,
+                max_entries: int = MAX_ENTRIES, base_mac: int = 0x0A0000000000) -> float:
+    """The entries/s of :func:`insert_run`."""
+    return insert_run(client, batch, duration_s, max_entries, base_mac).rate
 
 
 def run_p4rt_writes(config: BenchConfig) -> dict[str, Figure]:
-    """``p4sim.p4rt_writes_per_s.batched`` (100 updates/request) and ``.single``."""
+    """``p4sim.p4rt_writes_per_s.batched`` (100 updates/request) and ``.single``, and the
+    switch's CPU per entry of each (``p4sim.p4rt_write_cpu_us.*``: what the rate would be
+    on a core of its own, whatever the load of the machine)."""
     figures: dict[str, Figure] = {}
     with SwitchProcess.run(PROGRAM) as sw, P4RuntimeClient.connect(sw.grpc_addr) as client:
         client.push_pipeline(PROGRAM)
         if config.warmup_s > 0:
             insert_rate(client, BATCH, config.warmup_s, max_entries=1000)
         for label, batch in (("batched", BATCH), ("single", 1)):
-            rates = [insert_rate(client, batch, config.duration_s) for _ in range(config.runs)]
-            figures[f"p4sim.p4rt_writes_per_s.{label}"] = Figure(round(median(rates), 1),
+            runs = [insert_run(client, batch, config.duration_s, switch_pid=sw.pid) for _ in range(config.runs)]
+            figures[f"p4sim.p4rt_writes_per_s.{label}"] = Figure(round(median([r.rate for r in runs]), 1),
                                                                  "entries/s")
+            figures[f"p4sim.p4rt_write_cpu_us.{label}"] = Figure(
+                round(median([r.cpu_us for r in runs if r.cpu_us is not None]), 1), "us/entry")
     return figures
 
 

@@ -50,7 +50,7 @@ from typing import Optional, Sequence
 from p4.v1 import p4runtime_pb2
 
 from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure, median
-from bench.switch_bench import (REPO, RPC_TIMEOUT_S, P4RuntimeClient, SwitchProcess,
+from bench.switch_bench import (REPO, RPC_TIMEOUT_S, P4RuntimeClient, SwitchProcess, process_cpu_s,
                                 _canonical, veth_available, veth_pairs)
 from p4sim.control_api import ControlClient
 
@@ -132,13 +132,6 @@ def _line(proc: subprocess.Popen[bytes]) -> str:
     if not line:
         raise RuntimeError(f"the overload sender stopped answering (exit {proc.poll()})")
     return line
-
-
-def process_cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) used so far by process ``pid`` (``/proc/PID/stat``)."""
-    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def kernel_count(iface: str, name: str) -> int:

@@ -118,6 +118,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.p4n_prof_hash.argtypes = [vp, i32, i32, i32, u64, u64, u64, i32, i32]
     lib.p4n_table_config.argtypes = [vp, i32, i32, i32, i32, ip, i32, ip, ip, i32, i32, i32, i32]
     lib.p4n_table_reset.argtypes = [vp, i32, i32]
+    lib.p4n_table_keep.argtypes = [vp, i32, i32, i32]
     lib.p4n_table_entry.argtypes = [vp, i32, i32, i32, i32, i32, _u64p, i64, i64, i64, _u64p, _u64p, i32, ip, _u64p, _u64p]
     lib.p4n_table_default.argtypes = [vp, i32, i32, i32, _u64p]
     lib.p4n_table_commit.argtypes = [vp, i32]
@@ -155,6 +156,11 @@ def _u128s(values: Sequence[int]) -> Any:
 
 def _ints(values: Sequence[int]) -> Any:
     return (ctypes.c_int * max(1, len(values)))(*values)
+
+
+_EMPTY_U128 = _u128s(())
+_NO_RANGES = (0, _ints(()), _EMPTY_U128, _EMPTY_U128)
+"""Arguments for no action parameters / no ranges (C copies the count it is given: none)."""
 
 
 def _from_lohi(lo: int, hi: int) -> int:
@@ -270,6 +276,10 @@ class NativeSwitch:
         lib.p4n_set_rng(self._sw, mt, state[624])
         self._sid = {s: i + 1 for i, s in enumerate(u.strings)}
         self._entries: list[list[Any]] = [[] for _ in self._tables]
+        # per table: id(entry) -> (entry, its action, its handle, the p4n_table_entry arguments
+        # after the slot), so that a table copied again after a write marshals only the
+        # entries that are new or changed (a batch into a table of N entries copies N)
+        self._entry_args: list[dict[int, tuple[Any, ...]]] = [{} for _ in self._tables]
         self._tver = [-1] * len(self._tables)
         self._pver = [-1] * len(self._profiles)
         self._vsm: list[Any] = [None] * len(u.value_sets)
@@ -327,43 +337,74 @@ class NativeSwitch:
 
     def _push_table(self, i: int, t: Any) -> None:
         lib = self._lib
+        old_entries = self._entries[i]
         entries = list(t._entries.values())
         self._entries[i] = entries
-        lib.p4n_table_reset(self._sw, i, len(entries))
-        mkeys = t._mkeys
-        for slot, e in enumerate(entries):
-            a = e.action
-            if isinstance(a, ActionCall):
-                kind, act, args, ref = 0, self._sid[a.name], a.args, 0
-            elif isinstance(a, MemberRef):
-                kind, act, args, ref = 1, 0, (), a.member_id
-            else:
-                assert isinstance(a, GroupRef)
-                kind, act, args, ref = 2, 0, (), a.group_id
-            masks, vals, rpos, rlo, rhi = [], [], [], [], []
-            for pos, (kf, m) in enumerate(zip(mkeys, e.matches)):
-                full = (1 << kf.width) - 1
-                if isinstance(m, Exact):
-                    masks.append(full); vals.append(m.value)
-                elif isinstance(m, Lpm):
-                    masks.append(full ^ ((1 << (kf.width - m.prefix_len)) - 1)); vals.append(m.value)
-                elif isinstance(m, Ternary):
-                    masks.append(m.mask); vals.append(m.value)
-                elif isinstance(m, Range):
-                    masks.append(0); vals.append(0)
-                    if not (m.low == 0 and m.high == full):
-                        rpos.append(pos); rlo.append(m.low); rhi.append(m.high)
-                else:
-                    assert isinstance(m, Optional_)
-                    if m.value is None:
-                        masks.append(0); vals.append(0)
-                    else:
-                        masks.append(full); vals.append(m.value)
-            lib.p4n_table_entry(self._sw, i, slot, kind, act, len(args), _u128s(args), ref, e.priority, e.handle,
-                                _u128s(masks), _u128s(vals), len(rpos), _ints(rpos), _u128s(rlo), _u128s(rhi))
+        # only inserts since the last copy (each change bumps the version by one, an insert
+        # adds one entry, and with no deletion the table's dict keeps the old entries first,
+        # in order): the C side keeps them and receives the new ones only
+        nkeep = len(old_entries)
+        inserts_only = (nkeep > 0 and t.version - self._tver[i] == len(entries) - nkeep > 0
+                        and entries[nkeep - 1] is old_entries[-1])
+        old_args = self._entry_args[i]
+        new_args: dict[int, tuple[Any, ...]] = {}
+        table_entry = lib.p4n_table_entry
+        sw = self._sw
+        if inserts_only:
+            lib.p4n_table_keep(sw, i, nkeep, len(entries))
+            new_args = old_args
+        else:
+            nkeep = 0
+            lib.p4n_table_reset(sw, i, len(entries))
+        for slot in range(nkeep, len(entries)):
+            e = entries[slot]
+            cached = old_args.get(id(e))
+            if cached is None or cached[0] is not e or cached[1] is not e.action or cached[2] != e.handle:
+                cached = (e, e.action, e.handle, self._entry_call_args(t, e))
+            new_args[id(e)] = cached
+            table_entry(sw, i, slot, *cached[3])
+        self._entry_args[i] = new_args
         act, args = self._action(t.default_action)
         lib.p4n_table_default(self._sw, i, act, len(args), _u128s(args))
         lib.p4n_table_commit(self._sw, i)
+
+    def _entry_call_args(self, t: Any, e: Any) -> tuple[Any, ...]:
+        """The arguments of ``p4n_table_entry`` after the slot, for entry ``e`` of table ``t``
+        (C copies them; the arrays are kept and passed again while the entry is unchanged)."""
+        mkeys = t._mkeys
+        a = e.action
+        if isinstance(a, ActionCall):
+            kind, act, args, ref = 0, self._sid[a.name], a.args, 0
+        elif isinstance(a, MemberRef):
+            kind, act, args, ref = 1, 0, (), a.member_id
+        else:
+            assert isinstance(a, GroupRef)
+            kind, act, args, ref = 2, 0, (), a.group_id
+        masks, vals, rpos, rlo, rhi = [], [], [], [], []
+        for pos, (kf, m) in enumerate(zip(mkeys, e.matches)):
+            full = (1 << kf.width) - 1
+            if isinstance(m, Exact):
+                masks.append(full); vals.append(m.value)
+            elif isinstance(m, Lpm):
+                masks.append(full ^ ((1 << (kf.width - m.prefix_len)) - 1)); vals.append(m.value)
+            elif isinstance(m, Ternary):
+                masks.append(m.mask); vals.append(m.value)
+            elif isinstance(m, Range):
+                masks.append(0); vals.append(0)
+                if not (m.low == 0 and m.high == full):
+                    rpos.append(pos); rlo.append(m.low); rhi.append(m.high)
+            else:
+                assert isinstance(m, Optional_)
+                if m.value is None:
+                    masks.append(0); vals.append(0)
+                else:
+                    masks.append(full); vals.append(m.value)
+        if rpos:
+            ranges = (len(rpos), _ints(rpos), _u128s(rlo), _u128s(rhi))
+        else:       # C reads none of them: one set of empty arrays for every entry
+            ranges = _NO_RANGES
+        return (kind, act, len(args), _u128s(args) if args else _EMPTY_U128, ref, e.priority, e.handle,
+                _u128s(masks), _u128s(vals), *ranges)
 
     def _push_profile(self, i: int, p: Any) -> None:
         lib = self._lib

@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterator, Optional
 from p4.v1 import p4runtime_pb2 as pb
 
 from p4sim.p4runtime.entities_actions import decode_action, encode_action
+from p4sim.p4runtime.entities_fast import TablePlan, build_plans
 from p4sim.p4runtime.entities_index import ProgramIndex, TableInfo
 from p4sim.p4runtime.entities_profiles import OneShot, ProfileStore
 from p4sim.p4runtime.entities_restore import restore_table_entry
@@ -45,6 +46,7 @@ from p4sim.runtime.tables import (IDLE_TIMEOUT_UNSUPPORTED, ActionCall, Exact, G
 
 Undo = Callable[[], None]
 ClockNs = Callable[[], int]
+_INSERT, _DELETE = pb.Update.INSERT, pb.Update.DELETE
 
 
 def check_idle_timeout(idle_timeout_ns: int, supported: bool) -> None:
@@ -183,13 +185,16 @@ class TableStore:
     """Table entries of every table, plus one-shot records and default-entry cookies."""
 
     def __init__(self, index: ProgramIndex, profiles: ProfileStore, clock_ns: Optional[ClockNs] = None,
-                 extras: bool = False) -> None:
+                 extras: bool = False, fast: bool = True) -> None:
         self.index = index
         self.profiles = profiles
         self.clock_ns = clock_ns
         self.extras = extras
         self._oneshots: dict[tuple[str, tuple[Any, ...], int], OneShot] = {}
         self._default_metadata: dict[str, bytes] = {}
+        #: per-table write plans (:mod:`.entities_fast`); ``fast=False`` leaves every write
+        #: to the checked path (the equivalence tests compare the two)
+        self.plans: dict[int, TablePlan] = build_plans(index, extras) if fast else {}
 
     # ------------------------------------------------------------------ helpers
     def _entry_action(self, ti: TableInfo, ta: pb.TableAction
@@ -249,6 +254,11 @@ class TableStore:
     # ------------------------------------------------------------------ writes
     def write(self, utype: int, te: pb.TableEntry) -> Undo:
         """Apply one table-entry update; return its undo."""
+        plan = self.plans.get(te.table_id)
+        if plan is not None:
+            undo = self._fast_write(plan, utype, te)
+            if undo is not None:
+                return undo
         ti = self.index.table(te.table_id)
         if te.HasField("time_since_last_hit"):
             # PI checks this first, for every update and the default entry too (device_mgr.cpp
@@ -281,6 +291,38 @@ class TableStore:
         if utype == pb.Update.MODIFY:
             return self._modify(ti, te, matches)
         return self._delete(ti, te, matches)
+
+    def _fast_write(self, plan: TablePlan, utype: int, te: pb.TableEntry) -> Optional[Undo]:
+        """An INSERT or DELETE through the table's plan, with the same effect and undo as
+        :meth:`_insert` / :meth:`_delete`; None (nothing changed) when the plan declines."""
+        t = plan.table
+        if utype == _INSERT:
+            got = plan.decode_insert(te)
+            if got is None:
+                return None
+            matches, ident, mask, value, ranges, priority, call = got
+            entry = t.add_canonical_entry(matches, call, priority, ident, mask, value, ranges,
+                                          te.idle_timeout_ns, te.metadata)
+            if entry is None:
+                return None
+            if self.clock_ns is not None:
+                entry.last_hit_ns = self.clock_ns()    # idle time counts from the insertion
+            key = (plan.ti.name, matches, priority)
+            oneshots = self._oneshots
+
+            def undo() -> None:
+                t.delete_entry(matches, priority)
+                oneshots.pop(key, None)
+            return undo
+        if utype == _DELETE:
+            ident = plan.decode_delete(te)
+            if ident is None:
+                return None
+            entry = t.delete_canonical_entry(ident)
+            if entry is None:
+                return None
+            return self._deleted(plan.ti, entry)
+        return None
 
     def _insert(self, ti: TableInfo, te: pb.TableEntry, matches: tuple[Any, ...]) -> Undo:
         t = ti.table
@@ -369,6 +411,11 @@ class TableStore:
         t = ti.table
         entry = self._find(ti, matches, te.priority)
         t.delete_entry(matches, te.priority)
+        return self._deleted(ti, entry)
+
+    def _deleted(self, ti: TableInfo, entry: TableEntryState) -> Undo:
+        """What follows an entry's removal: its one-shot record goes; returns the undo."""
+        t = ti.table
         key = self._key(ti, entry)
         record = self._oneshots.pop(key, None)
         undo_oneshot = self.profiles.delete_oneshot(ti, record) if record is not None else _noop

@@ -232,8 +232,13 @@ class TableEntryState:
     _result: Optional[LookupResult] = field(default=None, repr=False)
 
 
-def _canon(kf: KeyField, m: Any, where: str) -> tuple[Any, int, int, Optional[tuple[int, int]]]:
-    """Validate one match value; return (identity, mask, value, range or None)."""
+def canonical_match(kf: KeyField, m: Any, where: str) -> tuple[Any, int, int, Optional[tuple[int, int]]]:
+    """Validate one match value of key ``kf``; return its canonical parts (identity,
+    mask, value, range or None), from which :meth:`Table.add_entry` builds an entry's key.
+
+    >>> canonical_match(KeyField("k", "lpm", 8), Lpm(0x0A, 7), "t")
+    ((10, 7), 254, 10, None)
+    """
     w = kf.width
     full = (1 << w) - 1
     cls = _KIND_CLASS[kf.match_kind]
@@ -403,7 +408,7 @@ class Table:
         mask = value = 0
         ranges = []
         for pos, (kf, m) in enumerate(zip(self._mkeys, matches)):
-            c, km, kv, rng = _canon(kf, m, where)
+            c, km, kv, rng = canonical_match(kf, m, where)
             canon.append(c)
             mask = (mask << kf.width) | km
             value = (value << kf.width) | kv
@@ -438,12 +443,34 @@ class Table:
             raise RuntimeStateError("ALREADY_EXISTS", f"{self._where()}: an entry with this key already exists")
         if len(self._entries) >= self.size:
             raise RuntimeStateError("RESOURCE_EXHAUSTED", f"{self._where()}: table full ({self.size} entries)")
-        # ---- no failure past this point
+        return self._install(tuple(matches), action, priority, const, idle_timeout_ns, metadata,
+                             ident, mask, value, ranges)
+
+    def add_canonical_entry(self, matches: tuple[Match, ...], action: ActionCall, priority: int,
+                            ident: tuple, mask: int, value: int, ranges: tuple,
+                            idle_timeout_ns: int = 0, metadata: bytes = b"") -> Optional[TableEntryState]:
+        """:meth:`add_entry` (``const=False``) for a caller that has already made every
+        check of it and computed the key's canonical form as :meth:`_ident` does
+        (``ident, mask, value, ranges``): the P4Runtime server's per-table write plans
+        (:mod:`p4sim.p4runtime.entities_fast`), whose equivalence with :meth:`add_entry`
+        is pinned by tests/p4sim/p4runtime/test_entities_fast.py. Only the checks that
+        depend on the table's contents are made here: the key already present or the
+        table full return None with nothing changed (the caller then takes
+        :meth:`add_entry` for its error)."""
+        if ident in self._by_ident or len(self._entries) >= self.size:
+            return None
+        return self._install(matches, action, priority, False, idle_timeout_ns, metadata,
+                             ident, mask, value, ranges)
+
+    def _install(self, matches: tuple[Match, ...], action: EntryAction, priority: int, const: bool,
+                 idle_timeout_ns: int, metadata: bytes, ident: tuple, mask: int, value: int,
+                 ranges: tuple) -> TableEntryState:
+        """The entry of a validated insert, installed (no failure past this point)."""
         handle = heapq.heappop(self._free_handles) if self._free_handles else self._next_handle
         if handle == self._next_handle:
             self._next_handle += 1
         entry = TableEntryState(
-            matches=tuple(matches), priority=priority, action=action, handle=handle, is_const=const,
+            matches=matches, priority=priority, action=action, handle=handle, is_const=const,
             counter=self.direct_counter.new_cell() if self.direct_counter else None,
             meter=self.direct_meter.new_cell() if self.direct_meter else None,
             idle_timeout_ns=idle_timeout_ns, metadata=metadata,
@@ -479,6 +506,17 @@ class Table:
         entry = self._find(matches, priority)
         if entry.is_const:
             raise RuntimeStateError("PERMISSION_DENIED", f"{self._where()}: entry is const")
+        self._remove(entry)
+        return entry
+
+    def delete_canonical_entry(self, ident: tuple) -> Optional[TableEntryState]:
+        """:meth:`delete_entry` by the canonical identity :meth:`_ident` gives a key (for
+        the callers of :meth:`add_canonical_entry`): the removed entry, or None with nothing
+        changed when there is no such entry, it is const or the table is (the caller then
+        takes :meth:`delete_entry` for its error)."""
+        entry = self._by_ident.get(ident)
+        if entry is None or entry.is_const or self.is_const:
+            return None
         self._remove(entry)
         return entry
 

@@ -42,7 +42,8 @@ def test_startup_and_write_figures(tmp_path: Path) -> None:
     assert {n: f.unit for n, f in figures.items()} == {
         "p4sim.ready_s": "s", "p4sim.rss_mb": "MB",
         "p4sim.p4rt_writes_per_s.batched": "entries/s",
-        "p4sim.p4rt_writes_per_s.single": "entries/s"}
+        "p4sim.p4rt_writes_per_s.single": "entries/s",
+        "p4sim.p4rt_write_cpu_us.batched": "us/entry", "p4sim.p4rt_write_cpu_us.single": "us/entry"}
     assert all(f.value > 0 for f in figures.values())
     assert 0 < figures["p4sim.ready_s"].value < 60
     assert 10 < figures["p4sim.rss_mb"].value < 2000

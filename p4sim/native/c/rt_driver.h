@@ -462,6 +462,31 @@ P4N_EXPORT void p4n_table_reset(p4sw *sw, int ti, int n)
     t->hit_stamp = (int *)calloc((size_t)n + 1, sizeof(int));
 }
 
+/* p4n_table_reset for a table whose first nkeep entries are unchanged (the Python side
+ * only inserted since the last copy): they stay as they are, slots nkeep..n-1 are then
+ * given by p4n_table_entry; the indexes and hit records start again as after a reset */
+P4N_EXPORT void p4n_table_keep(p4sw *sw, int ti, int nkeep, int n)
+{
+    p4tbl *t = &sw->tables[ti];
+    if (nkeep > t->nent) nkeep = t->nent;
+    if (nkeep > n) nkeep = n;
+    for (int i = nkeep; i < t->nent; i++) {
+        p4ent *e = &t->ents[i];
+        free(e->args); free(e->mask); free(e->val); free(e->rpos); free(e->rlo); free(e->rhi);
+    }
+    p4ent *ents = (p4ent *)realloc(t->ents, ((size_t)n + 1) * sizeof(p4ent));
+    if (!ents) { p4tbl_free_entries(t); p4n_table_reset(sw, ti, n); return; }
+    memset(ents + nkeep, 0, ((size_t)n + 1 - (size_t)nkeep) * sizeof(p4ent));
+    t->ents = ents; t->nent = n;
+    if (t->exact.cap) p4map_free(&t->exact);
+    for (int i = 0; i < t->nlevels; i++) p4map_free(&t->levels[i].map);
+    free(t->levels); t->levels = NULL; t->nlevels = 0;
+    free(t->order); t->order = NULL; t->norder = 0;
+    free(t->last_hit_ns); free(t->hit_stamp);
+    t->last_hit_ns = (int64_t *)calloc((size_t)n + 1, sizeof(int64_t));
+    t->hit_stamp = (int *)calloc((size_t)n + 1, sizeof(int));
+}
+
 P4N_EXPORT void p4n_table_entry(p4sw *sw, int ti, int slot, int kind, int act, int nargs, const uint64_t *args,
                                 int64_t ref, int64_t prio, int64_t handle, const uint64_t *mask, const uint64_t *val,
                                 int nranges, const int *rpos, const uint64_t *rlo, const uint64_t *rhi)
