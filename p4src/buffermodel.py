@@ -273,8 +273,14 @@ class DynamicThresholds:
                 raise ValueError(f"{where}.{name}: {exc}") from None
 
         d = DEFAULT_DYNAMIC
-        buf = sub("buffer", SharedBuffer, data.get("buffer_cells", d.buffer.size_cells),
-                  data.get("cell_bytes_log2", d.buffer.cell_bytes_log2))
+        size = data.get("buffer_cells", d.buffer.size_cells)
+        log2 = data.get("cell_bytes_log2", d.buffer.cell_bytes_log2)
+        try:
+            buf = SharedBuffer(size, log2)
+        except ValueError as exc:
+            head, _, why = str(exc).partition(": ")
+            key = "buffer_cells" if head.endswith("size_cells") else "cell_bytes_log2"
+            raise ValueError(f"{where}.{key}: {why}") from None
 
         def per_prio(name: str, maker: Any, default: Mapping[int, Any]) -> dict[int, Any]:
             raw = data.get(name)
@@ -292,6 +298,11 @@ class DynamicThresholds:
                     raise ValueError(f"{where}.{name}.{prio}: not a priority (0..7)")
                 if not isinstance(settings, Mapping):
                     raise ValueError(f"{where}.{name}.{prio}: expected a mapping")
+                fields = maker.__dataclass_fields__
+                for key in settings:
+                    if key not in fields:
+                        raise ValueError(f"{where}.{name}.{prio}.{key}: unknown field "
+                                         f"(known: {', '.join(fields)})")
                 out[p] = sub(f"{name}.{prio}", maker, **settings)
             return out
 
@@ -304,13 +315,15 @@ class DynamicThresholds:
             raise ValueError(f"{where}.{exc}") from None
 
 
-#: The testbed's dynamic mode: 2048 cells of 128 bytes (256 KiB, about four 64-packet
-#: BMv2 queues of 1 KiB frames); RoCE data (priority 3) pauses at free/8... see
-#: p4src/README.md ("Dynamic thresholds") for why these values.
+#: The testbed's dynamic mode: a pool of 2048 cells of 128 bytes (256 KiB); RoCE data
+#: (priority 3) pauses at free/4 and marks between free/32 and free/8. With 1 KiB frames
+#: (8 cells) a queue alone on the switch is marked from ~8 packets, always from ~28, as
+#: the static RED 8..32; its priority group pauses at ~51 packets (static: 32); four
+#: groups in incast pause at 32 packets each, eight at ~21 (p4src/README.md).
 DEFAULT_DYNAMIC = DynamicThresholds(
     SharedBuffer(2048, 7),
-    {3: PfcAlpha("1/2", xon_cells=0, xon_offset_cells=16)},
-    {3: EcnAlpha("1/16", "1/4", 51)},
+    {3: PfcAlpha("1/4", xon_cells=0, xon_offset_cells=128)},
+    {3: EcnAlpha("1/32", "1/8", 51)},
 )
 
 
