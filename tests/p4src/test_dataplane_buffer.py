@@ -29,7 +29,8 @@ from scapy.layers.l2 import Ether
 from p4sim import engine
 from p4sim.stf import parse_stf
 from p4sim.v1model.stf_commands import StfTarget
-from p4sim.v1model.switch import EgressWork, V1ModelSwitch
+from p4sim.native import compiler_status, make_switch
+from p4sim.v1model.switch import EgressWork
 from p4src.buffermodel import (BUFFER_ACTION, BUFFER_TABLE, ECN_ALPHA_ACTION, ECN_ALPHA_TABLE,
                                ECN_DYNAMIC_ACTION, ECN_TABLE, PFC_ALPHA_ACTION, PFC_ALPHA_TABLE,
                                PFC_DYNAMIC_ACTION, PFC_TABLE, Arrival, DynamicThresholds,
@@ -78,11 +79,12 @@ def setup_entries(cfg: DynamicThresholds, pfc_ports: tuple[int, ...] = PORTS,
 
 
 class Rig:
-    """fabric.p4 on p4sim, eight priority queues, the test as traffic manager."""
+    """fabric.p4 on p4sim, eight priority queues, the test as traffic manager; ``engine``
+    python or native (the switch process's default path)."""
 
-    def __init__(self, entries: str) -> None:
+    def __init__(self, entries: str, engine_name: str = "python") -> None:
         self.program = engine.load_program(str(FABRIC), trace=False)
-        self.switch = V1ModelSwitch(self.program, priority_queues=8)
+        self.switch = make_switch(self.program, engine=engine_name, priority_queues=8)
         target = StfTarget(self.program)
         for cmd in parse_stf(entries):
             target.execute(cmd)
@@ -132,9 +134,9 @@ class Pair:
     """The rig and the model side by side; every event is compared."""
 
     def __init__(self, cfg: DynamicThresholds, pfc_ports: tuple[int, ...] = PORTS,
-                 ecn_ports: tuple[int, ...] = PORTS) -> None:
+                 ecn_ports: tuple[int, ...] = PORTS, engine_name: str = "python") -> None:
         self.cfg = cfg
-        self.rig = Rig(setup_entries(cfg, pfc_ports, ecn_ports))
+        self.rig = Rig(setup_entries(cfg, pfc_ports, ecn_ports), engine_name)
         self.model = SharedBufferModel(cfg, set(pfc_ports), set(ecn_ports))
         self.held: dict[tuple[int, int], deque[tuple[Arrival, int]]] = {}
         self.marks = 0
@@ -233,8 +235,12 @@ def test_the_marking_watermark_falls_when_the_buffer_is_busy() -> None:
     assert (marks(False), marks(True)) == (11, 41)
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_random_sequences_match_the_model(seed: int) -> None:
+@pytest.mark.parametrize("seed,engine_name", [(1, "python"), (2, "python"), (3, "python"),
+                                              (1, "native")])
+def test_random_sequences_match_the_model(seed: int, engine_name: str) -> None:
+    ok, why = compiler_status()
+    if engine_name == "native" and not ok:
+        pytest.skip(f"native engine unavailable: {why}")
     rng = random.Random(seed)
     cfg = DynamicThresholds(
         SharedBuffer(rng.choice([300, 800, 2000]), rng.choice([0, 6, 7])),
@@ -243,7 +249,7 @@ def test_random_sequences_match_the_model(seed: int) -> None:
         {3: EcnAlpha(rng.choice(["1/16", "1/4"]), rng.choice(["1/2", 1]), 0),
          6: EcnAlpha("1/8", "1/8", 0)},
         pause_quanta=rng.choice([0xFFFF, 100]))
-    pair = Pair(cfg, pfc_ports=(1, 2, 3, 4), ecn_ports=(5, 6))
+    pair = Pair(cfg, pfc_ports=(1, 2, 3, 4), ecn_ports=(5, 6), engine_name=engine_name)
     scale = 1 << cfg.buffer.cell_bytes_log2
     for step in range(320):               # bursts (few departures) and drains, in turn
         queued = pair.queued()
