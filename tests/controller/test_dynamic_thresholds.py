@@ -21,6 +21,7 @@ from controller.p4rt import SwitchConnection
 from controller.p4rt.codec import decode
 from p4src.buffermodel import DEFAULT_DYNAMIC
 from procs import SwitchProcess
+from testbed import cli as testbed_cli
 from topo import model as topo_model
 
 
@@ -105,3 +106,20 @@ def test_setup_dynamic_on_p4sim(fabric_compiled: tuple[Path, Path], tmp_path: Pa
     finally:
         for p in procs:
             p.stop()
+
+
+def test_testbed_up_takes_the_knob_and_refuses_before_the_network(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m testbed up`` / ``python -m scenarios up``: static by default (make run
+    unchanged), ``$THRESHOLDS`` or ``--thresholds`` selects; a bad file ends ``up`` with
+    status 2 before anything is checked or started."""
+    monkeypatch.delenv("THRESHOLDS", raising=False)
+    assert testbed_cli.build_parser().parse_args(["up"]).thresholds == "static"
+    monkeypatch.setenv("THRESHOLDS", "dynamic")
+    assert testbed_cli.build_parser().parse_args(["up"]).thresholds == "dynamic"
+    bad = tmp_path / "dyn.yaml"
+    bad.write_text("pfc: {3: {alpha: 16}}\n")
+    args = testbed_cli.build_parser().parse_args(["up", "--thresholds", str(bad),
+                                                  "--state", str(tmp_path / "state.json")])
+    assert testbed_cli.cmd_up(args) == 2
+    assert f"testbed: {bad}: thresholds.pfc.3.alpha: 16 is outside 1/64..8" in capsys.readouterr().out
