@@ -111,8 +111,8 @@ class DynamicIncastPausesEarlier(DynamicBase):
             tu.send_packet(self, 1, primer)
             self.assertIsNotNone(poll_ip(self, OUT_PORT, 5, lambda p: p[UDP].sport == base),
                                  "the primer did not leave")
-            self.wait_empty(ctl)
-            self.pfc_frames(1, 0.2)                  # the primer's own PAUSE/RESUME, if any
+            # at once: the next departure is 1 / SLOW_RATE_PPS after the primer's (the
+            # primer, 2 cells of a 64-cell pool with alpha 1/4, pauses nothing)
             sport = base + 1
             for _ in range(per_sender):
                 for s in senders:
