@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from controller.fabric_setup import EcnConfig, FabricProgrammer, PfcConfig
+from controller.fabric.qos import thresholds_option
 from controller.gor import status as gor_status
 from controller.gor.service import run_gor
 from controller.p4rt import P4RuntimeClientError
@@ -61,6 +62,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--pfc-xoff", type=int, default=PfcConfig().xoff_pkts, help="0: no PFC")
     s.add_argument("--pfc-xon", type=int, default=PfcConfig().xon_pkts)
     s.add_argument("--pfc-quanta", type=int, default=PfcConfig().pause_quanta)
+    s.add_argument("--thresholds", default="static",
+                   help="static (the packet thresholds above) | dynamic (shared-buffer alphas, "
+                        "p4src/README.md) | a YAML/JSON file of dynamic settings")
     s.add_argument("--timeout", type=float, default=30.0, help="per-RPC timeout in seconds")
     p4rt_tls.add_arguments(s)
     st = sub.add_parser("status", help="live table of links, alarms and moves")
@@ -102,6 +106,11 @@ def setup(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"controller setup: {exc}", file=sys.stderr)
         return 2
+    try:
+        thresholds = thresholds_option(args.thresholds)
+    except ValueError as exc:
+        print(f"controller setup: {exc}", file=sys.stderr)
+        return 2
     for path in (args.fabric, args.p4info, args.config):
         if not path.is_file():
             print(f"controller setup: {path}: no such file", file=sys.stderr)
@@ -116,6 +125,7 @@ def setup(args: argparse.Namespace) -> int:
     start = time.monotonic()
     try:
         with FabricProgrammer(fabric, args.p4info, args.config, ecn=ecn, pfc=pfc,
+                              thresholds=thresholds,
                               timeout_s=args.timeout, tls=tls) as fp:
             written = fp.setup(push=not args.no_push)
             if args.hash_model is not None:

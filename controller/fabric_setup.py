@@ -45,6 +45,7 @@ from controller.fabric.qos import DSCP_TO_PRIORITY, EcnConfig, PfcConfig
 from controller.fabric.topology import FabricLike, HostLike, NicLike, PortLike, SwitchLike
 from controller.p4rt import (ClientTls, P4RuntimeClientError, SwitchConnection,
                              clone_session, load_p4info, update)
+from p4src.buffermodel import DynamicThresholds
 from p4src.hashmodel import FabricHashModel
 
 WRITE_BATCH = 500
@@ -75,6 +76,7 @@ class FabricProgrammer:
     """Connects to every switch of ``fabric`` and installs its plan.
 
     ``ecn``/``pfc`` set the defaults written on every port (``None`` writes none);
+    ``thresholds`` (dynamic mode) replaces both with the shared-buffer thresholds;
     ``timeout_s`` is each connection's RPC timeout. ``tls``: connect over TLS with these
     credentials (the switches run with ``--grpc-server-ssl``), each switch being
     required to present a certificate naming it (:meth:`ClientTls.for_server`); None:
@@ -85,12 +87,13 @@ class FabricProgrammer:
     def __init__(self, fabric: FabricLike, p4info_path: Union[str, Path],
                  device_config_path: Union[str, Path], *,
                  ecn: Optional[EcnConfig] = EcnConfig(), pfc: Optional[PfcConfig] = PfcConfig(),
+                 thresholds: Optional[DynamicThresholds] = None,
                  timeout_s: float = 30.0, tls: Optional[ClientTls] = None) -> None:
         self.fabric = fabric
         self.tls = tls
         self.p4info_path, self.device_config_path = Path(p4info_path), Path(device_config_path)
         self.timeout_s = timeout_s
-        self.plans: dict[str, SwitchPlan] = plan_fabric(fabric, ecn, pfc)
+        self.plans: dict[str, SwitchPlan] = plan_fabric(fabric, ecn, pfc, thresholds=thresholds)
         self.connections: dict[str, SwitchConnection] = {}
         self.cookie = int.from_bytes(os.urandom(7), "big") or 1
         """Pipeline cookie of :meth:`push_pipelines`: a switch answering another one (or

@@ -25,6 +25,7 @@
 #include "include/control/override.p4"
 #include "include/control/forwarding.p4"
 #include "include/control/ecmp.p4"
+#include "include/control/buffer.p4"
 #include "include/control/pfc.p4"
 #include "include/control/ecn.p4"
 #include "include/control/telemetry.p4"
@@ -45,6 +46,7 @@ control FabricIngress(inout headers_t hdr, inout fabric_metadata_t meta,
     IngressAlarmReport() alarms;
     Elephants() elephants;
     Sampling() sampling;
+    SharedBufferIngress() buffer;
     PfcIngress() pfc;
     IngressTelemetry() telemetry;
 
@@ -75,6 +77,7 @@ control FabricIngress(inout headers_t hdr, inout fabric_metadata_t meta,
                 elephants.apply(hdr, meta, standard_metadata);
                 sampling.apply(hdr, meta, standard_metadata);
             }
+            buffer.apply(hdr, meta, standard_metadata);   /* before pfc: the counts */
             pfc.apply(hdr, meta, standard_metadata);
             telemetry.apply(hdr, meta, standard_metadata);
         }
@@ -83,6 +86,7 @@ control FabricIngress(inout headers_t hdr, inout fabric_metadata_t meta,
 
 control FabricEgress(inout headers_t hdr, inout fabric_metadata_t meta,
                      inout standard_metadata_t standard_metadata) {
+    SharedBufferEgress() buffer;
     PfcEgress() pfc;
     Ecn() ecn;
     EgressAlarms() alarms;
@@ -95,6 +99,7 @@ control FabricEgress(inout headers_t hdr, inout fabric_metadata_t meta,
              * report; it never leaves the switch. */
             recirculate_preserving_field_list(FL_ALARM);
         } else {
+            buffer.apply(hdr, meta, standard_metadata);   /* before pfc and ecn */
             pfc.apply(hdr, meta, standard_metadata);
             ecn.apply(hdr, meta, standard_metadata);
             alarms.apply(hdr, meta, standard_metadata);

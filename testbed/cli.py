@@ -52,6 +52,8 @@ from typing import Any, Callable, Optional, Sequence
 
 import topo
 from controller.fabric_setup import FabricProgrammer
+from controller.fabric.qos import thresholds_option
+from p4src.buffermodel import DynamicThresholds
 from testbed.faultcli import add_arguments as add_fault_arguments
 from testbed.faultcli import cmd_fault
 from testbed.faultundo import undo_recorded
@@ -133,15 +135,18 @@ def pki_dir_for(state_path: Path) -> Path:
     return state_path.resolve().parent / "pki"
 
 
-def program_switches(fabric: Any, p4info: Path, config: Path, pki_dir: Optional[Path] = None) -> Any:
+def program_switches(fabric: Any, p4info: Path, config: Path, pki_dir: Optional[Path] = None,
+                     thresholds: Optional[DynamicThresholds] = None) -> Any:
     """Push the pipeline and the fabric's entries to every switch; the programmer
     (connected over TLS with the controller's certificate of the PKI at ``pki_dir``, in
-    plaintext without one)."""
+    plaintext without one). ``thresholds``: dynamic PFC/ECN thresholds instead of the
+    static ones (``--thresholds``)."""
     try:
         tls = controller_tls(pki_dir) if pki_dir is not None else None
     except (OSError, KeyError) as exc:
         raise TestbedError(f"the controller's TLS credentials: {exc}") from None
-    programmer = FabricProgrammer(fabric, str(p4info), str(config), tls=tls)
+    programmer = FabricProgrammer(fabric, str(p4info), str(config), tls=tls,
+                                  thresholds=thresholds)
     try:
         programmer.connect_all()
         programmer.push_pipelines()
@@ -256,6 +261,11 @@ AfterPing = Callable[[argparse.Namespace, Any, Any, FabricNet], int]
 def cmd_up(args: argparse.Namespace, after_ping: Optional[AfterPing] = None) -> int:
     """Bring the fabric up, program it, ping, run ``after_ping`` (if given and everything
     so far worked), CLI or hold, tear down."""
+    try:
+        thresholds = thresholds_option(getattr(args, "thresholds", "static"))
+    except ValueError as exc:
+        print(f"testbed: {exc}", flush=True)
+        return 2
     preflight(args.state)
     target = choose_target(args.target)
     t0 = time.monotonic()
@@ -284,7 +294,11 @@ def cmd_up(args: argparse.Namespace, after_ping: Optional[AfterPing] = None) -> 
                  f"over TLS with client certificates, PKI in {opts.pki_dir}") + ")", flush=True)
         programmer = None
         try:
-            programmer = program_switches(fabric, p4info, config, opts.pki_dir)
+            programmer = program_switches(fabric, p4info, config, opts.pki_dir, thresholds)
+            if thresholds is not None:
+                print(f"testbed: dynamic PFC/ECN thresholds ({args.thresholds}): "
+                      f"{thresholds.buffer.size_cells} cells of "
+                      f"{1 << thresholds.buffer.cell_bytes_log2} bytes", flush=True)
             print(f"testbed: pipelines and routes installed "
                   f"({time.monotonic() - t0:.1f} s since start)", flush=True)
         except TestbedError as exc:
@@ -464,6 +478,10 @@ def add_up_arguments(up: argparse.ArgumentParser) -> None:
     up.add_argument("--no-pcap", action="store_true", help="write no pcaps")
     up.add_argument("--state", type=Path, default=STATE_PATH,
                     help="state file (default build/testbed-state.json)")
+    up.add_argument("--thresholds", default=os.environ.get("THRESHOLDS", "static"),
+                    help="PFC/ECN thresholds: static (packets per port, the default) | dynamic "
+                         "(shared-buffer alphas) | a YAML/JSON file of dynamic settings "
+                         "($THRESHOLDS; p4src/README.md)")
     up.add_argument("--insecure", action="store_true",
                     default=os.environ.get("INSECURE", "0") not in ("", "0"),
                     help="P4Runtime in plaintext, no PKI (default: TLS with client "

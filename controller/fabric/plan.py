@@ -35,6 +35,11 @@ What is planned on every switch (names of ``p4src/README.md``):
   32 packets, pmax 51/255 ≈ 20 %; ``kmax_pkts=None`` means a plain threshold).
 * ``FabricIngress.pfc.thresholds``: every port → ``PfcConfig`` (default XOFF at 32, XON
   at 16 packets, pause 65535 quanta); ``None`` disables PFC.
+* dynamic thresholds instead (``thresholds=`` a
+  :class:`~p4src.buffermodel.DynamicThresholds`): ``FabricIngress.buffer.config`` (the
+  pool), every port ``set_dynamic_thresholds`` / ``set_ecn_dynamic``, and the alphas per
+  priority (:func:`~controller.fabric.qos.dynamic_entries`); ``ecn``/``pfc`` are then
+  unused.
 * ``FabricEgress.alarms.config`` and ``FabricIngress.elephants.config``: every port
   whose peer is a switch → ``AlarmLevels`` / ``ElephantConfig`` of :mod:`p4src.alarmmodel`
   (defaults in :mod:`controller.fabric.monitoring`); ``None`` turns either off.
@@ -61,9 +66,11 @@ from controller.fabric.entries import (Entry, algorithm_entry, arp_entry, nextho
                                        port_mac_entry, route_entry, switch_info_entry)
 from controller.fabric.monitoring import (DEFAULT_ALARM_LEVELS, DEFAULT_ELEPHANTS, alarm_entry,
                                           elephant_entry)
-from controller.fabric.qos import EcnConfig, PfcConfig, ecn_entry, pfc_entry, qos_entries
+from controller.fabric.qos import (EcnConfig, PfcConfig, dynamic_entries, ecn_entry, pfc_entry,
+                                  qos_entries)
 from controller.fabric.topology import FabricLike, NicLike, SwitchLike
 from p4src.alarmmodel import AlarmLevels, ElephantConfig
+from p4src.buffermodel import DynamicThresholds
 from p4src.hashmodel import RouteModel, SwitchHashModel
 
 CPU_PORT = 255
@@ -148,8 +155,10 @@ class _Planner:
 
     def __init__(self, fabric: FabricLike, ecn: Optional[EcnConfig],
                  pfc: Optional[PfcConfig], alarms: Optional[AlarmLevels] = None,
-                 elephants: Optional[ElephantConfig] = None) -> None:
+                 elephants: Optional[ElephantConfig] = None,
+                 thresholds: Optional[DynamicThresholds] = None) -> None:
         self.fabric, self.ecn, self.pfc = fabric, ecn, pfc
+        self.thresholds = thresholds
         self.alarms, self.elephants = alarms, elephants
         self.by_name = {s.name: s for s in fabric.switches}
         self.nics = [(h, n) for h in fabric.hosts for n in h.nics]
@@ -202,11 +211,13 @@ class _Planner:
         for g in plan.groups.values():
             plan.entries.extend(group_entries(g))
         plan.entries.extend(qos_entries())
+        if self.thresholds is not None:
+            plan.entries.extend(dynamic_entries(ports, self.thresholds))
         for p in ports:
             add(port_mac_entry(p, sw.ports[p].mac))
-            if self.ecn is not None:
+            if self.thresholds is None and self.ecn is not None:
                 add(ecn_entry(p, self.ecn))
-            if self.pfc is not None:
+            if self.thresholds is None and self.pfc is not None:
                 add(pfc_entry(p, self.pfc))
             if sw.ports[p].peer_node in self.by_name:
                 if self.alarms is not None:
@@ -259,7 +270,8 @@ class _Planner:
 def plan_fabric(fabric: FabricLike, ecn: Optional[EcnConfig] = EcnConfig(),
                 pfc: Optional[PfcConfig] = PfcConfig(),
                 alarms: Optional[AlarmLevels] = DEFAULT_ALARM_LEVELS,
-                elephants: Optional[ElephantConfig] = DEFAULT_ELEPHANTS
+                elephants: Optional[ElephantConfig] = DEFAULT_ELEPHANTS,
+                thresholds: Optional[DynamicThresholds] = None
                 ) -> dict[str, SwitchPlan]:
     """The plan of every switch, by name (no connection needed).
 
@@ -268,7 +280,7 @@ def plan_fabric(fabric: FabricLike, ecn: Optional[EcnConfig] = EcnConfig(),
     >>> plan_fabric(build_fabric())["s0"].count(T_ROUTES) > 0
     True
     """
-    planner = _Planner(fabric, ecn, pfc, alarms, elephants)
+    planner = _Planner(fabric, ecn, pfc, alarms, elephants, thresholds)
     return {sw.name: planner.plan(sw) for sw in fabric.switches}
 
 

@@ -5,6 +5,11 @@ Defaults: RoCE data (DSCP 26) → priority 3, CNP (DSCP 48) → priority 6; ECN 
 8 and 32 packets with pmax 51/255 ≈ 20 %; PFC XOFF at 32, XON at 16 packets, pause
 65535 quanta.
 
+Dynamic mode (``thresholds=`` a :class:`p4src.buffermodel.DynamicThresholds`): the
+program keeps a shared buffer and PFC XOFF/XON and the ECN kmin/kmax follow its free
+cells with a per-priority alpha (:func:`dynamic_entries`; p4src/README.md, "Dynamic
+thresholds"). Static stays the default.
+
 Example::
 
     >>> ecn_entry(3, EcnConfig(kmin_pkts=10, kmax_pkts=None)).action
@@ -14,10 +19,22 @@ Example::
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
+import yaml
+
 from controller.fabric.entries import T_ECN, T_PFC, T_QOS, Entry
+from p4src.buffermodel import (BUFFER_ACTION, BUFFER_TABLE, DEFAULT_DYNAMIC, ECN_ALPHA_ACTION,
+                               ECN_ALPHA_TABLE, ECN_DYNAMIC_ACTION, PFC_ALPHA_ACTION,
+                               PFC_ALPHA_TABLE, PFC_DYNAMIC_ACTION, DynamicThresholds)
+
+T_BUFFER = BUFFER_TABLE
+T_PFC_ALPHA = PFC_ALPHA_TABLE
+T_ECN_ALPHA = ECN_ALPHA_TABLE
+THRESHOLD_MODES = ("static", "dynamic")
 
 DSCP_TO_PRIORITY: dict[int, int] = {26: 3, 48: 6}
 """RoCE data (DSCP 26, AF31) → priority 3; CNP (DSCP 48, CS6) → priority 6."""
@@ -82,4 +99,64 @@ def pfc_entry(port: int, pfc: PfcConfig) -> Entry:
                   "pause_quanta": pfc.pause_quanta})
 
 
-__all__ = ["DSCP_TO_PRIORITY", "EcnConfig", "PfcConfig", "ecn_entry", "pfc_entry", "qos_entries"]
+def dynamic_entries(ports: list[int], dyn: DynamicThresholds, pfc: bool = True,
+                    ecn: bool = True) -> list[Entry]:
+    """The entries of the dynamic mode on one switch: the pool (default of
+    ``FabricIngress.buffer.config``), per port ``set_dynamic_thresholds`` (``pfc``) and
+    ``set_ecn_dynamic`` (``ecn``), per priority the alphas.
+
+    >>> es = dynamic_entries([1, 2], DEFAULT_DYNAMIC)
+    >>> [e.action.rsplit(".", 1)[1] for e in es][:3], es[-1].params
+    (['set_shared_buffer', 'set_dynamic_thresholds', 'set_ecn_dynamic'], {'kmin_alpha_code': 1, 'kmax_alpha_code': 3, 'pmax_per_255': 51})
+    """
+    out = [Entry(T_BUFFER, {}, BUFFER_ACTION, dyn.buffer.table_params(), default=True)]
+    for p in ports:
+        if pfc:
+            out.append(Entry(T_PFC, {"standard_metadata.ingress_port": p}, PFC_DYNAMIC_ACTION,
+                             {"pause_quanta": dyn.pause_quanta}))
+        if ecn:
+            out.append(Entry(T_ECN, {"standard_metadata.egress_port": p}, ECN_DYNAMIC_ACTION, {}))
+    if pfc:
+        out += [Entry(T_PFC_ALPHA, {"meta.priority": prio}, PFC_ALPHA_ACTION, a.table_params())
+                for prio, a in sorted(dyn.pfc.items())]
+    if ecn:
+        out += [Entry(T_ECN_ALPHA, {"meta.priority": prio}, ECN_ALPHA_ACTION, a.table_params())
+                for prio, a in sorted(dyn.ecn.items())]
+    return out
+
+
+def thresholds_option(value: str) -> Optional[DynamicThresholds]:
+    """What ``--thresholds VALUE`` selects: ``static`` (None: the per-port packet
+    thresholds), ``dynamic`` (:data:`~p4src.buffermodel.DEFAULT_DYNAMIC`), or a YAML/JSON
+    file whose mapping (or its ``thresholds`` key) is read by
+    :meth:`~p4src.buffermodel.DynamicThresholds.from_mapping`. Anything wrong raises
+    ``ValueError`` as ``FILE: thresholds.FIELD: why``.
+
+    >>> thresholds_option("static") is None, thresholds_option("dynamic").pfc[3].code
+    (True, 4)
+    >>> thresholds_option("fast")
+    Traceback (most recent call last):
+    ...
+    ValueError: --thresholds: 'fast' is neither static, dynamic nor a file
+    """
+    if value == "static":
+        return None
+    if value == "dynamic":
+        return DEFAULT_DYNAMIC
+    path = Path(value)
+    if not path.is_file():
+        raise ValueError(f"--thresholds: {value!r} is neither static, dynamic nor a file")
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise ValueError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: "
+                         f"{exc}") from None
+    if isinstance(data, dict) and "thresholds" in data:
+        data = data["thresholds"]
+    return DynamicThresholds.from_mapping(data if data is not None else {}, f"{path}: thresholds")
+
+
+__all__ = ["DEFAULT_DYNAMIC", "DSCP_TO_PRIORITY", "EcnConfig", "PfcConfig", "T_BUFFER",
+           "T_ECN_ALPHA", "T_PFC_ALPHA", "THRESHOLD_MODES", "dynamic_entries", "ecn_entry",
+           "pfc_entry", "qos_entries", "thresholds_option"]

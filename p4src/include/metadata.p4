@@ -78,6 +78,23 @@ struct fabric_metadata_t {
     bit<32> pfc_xoff;
     bit<32> pfc_xon;
     bit<16> pfc_quanta;
+    bit<1>  pfc_dynamic;    /* the port's thresholds follow the free buffer (buffer.p4) */
+    bit<1>  pfc_dyn_on;     /* ... and the packet's priority has an alpha: egress checks XON */
+    bit<4>  pfc_alpha;      /* alpha = 2^(pfc_alpha - 6) */
+    bit<32> pfc_xon_cells;
+    bit<32> pfc_xon_offset_cells;
+
+    /* shared buffer kept by the program (buffer.p4), ingress -> egress */
+    bit<1>  buf_on;         /* FabricIngress.buffer.config is set */
+    bit<1>  buf_counted;    /* this packet is in the counts */
+    bit<32> buf_size;       /* cells in the pool */
+    bit<32> buf_cells;      /* cells this packet takes */
+    bit<32> buf_ing_index;  /* ingress_port * 8 + priority */
+    bit<32> buf_eg_index;   /* egress_port * 8 + priority */
+    bit<32> buf_ing_cells;  /* its ingress priority group (ingress: with it; egress: after it left) */
+    bit<32> buf_free;       /* free cells with this packet in the buffer */
+    bit<32> buf_free_after; /* egress: free cells after it left */
+    bit<32> buf_queue_cells;/* egress: its egress queue with itself in it */
 
     /* kept by clones */
     @field_list(1) bit<9>  ingress_port;

@@ -35,11 +35,34 @@ control PfcIngress(inout headers_t hdr, inout fabric_metadata_t meta,
         meta.pfc_quanta = pause_quanta;
     }
 
+    /* Dynamic mode (buffer.p4): the port's XOFF is alpha * free cells of the shared
+     * buffer, alpha per priority from the alpha table. */
+    action set_dynamic_thresholds(bit<16> pause_quanta) {
+        meta.pfc_dynamic = 1;
+        meta.pfc_quanta = pause_quanta;
+    }
+
     table thresholds {
         key = { standard_metadata.ingress_port: exact; }
-        actions = { set_thresholds; NoAction; }
+        actions = { set_thresholds; set_dynamic_thresholds; NoAction; }
         default_action = NoAction();
         size = 512;
+    }
+
+    /* alpha = 2^(alpha_code - 6); RESUME when the priority group holds at most
+     * max(xon_cells, XOFF - xon_offset_cells) (SAI's XON_TH / XON_OFFSET_TH rule). */
+    action set_pfc_alpha(bit<4> alpha_code, bit<32> xon_cells, bit<32> xon_offset_cells) {
+        meta.pfc_dyn_on = 1;
+        meta.pfc_alpha = alpha_code;
+        meta.pfc_xon_cells = xon_cells;
+        meta.pfc_xon_offset_cells = xon_offset_cells;
+    }
+
+    table alpha {
+        key = { meta.priority: exact; }
+        actions = { set_pfc_alpha; NoAction; }
+        default_action = NoAction();   /* no alpha: the priority is lossy, never paused */
+        size = 8;
     }
 
     apply {
@@ -59,7 +82,25 @@ control PfcIngress(inout headers_t hdr, inout fabric_metadata_t meta,
             meta.is_pfc = 1;
             mark_to_drop(standard_metadata);
         } else if (meta.dropped == 0 && meta.bypass == 0 && hdr.ipv4.isValid()) {
-            if (thresholds.apply().hit) {
+            thresholds.apply();
+            if (meta.pfc_dynamic == 1 && meta.buf_counted == 1) {
+                alpha.apply();
+                if (meta.pfc_dyn_on == 1) {
+                    bit<32> index = base + (bit<32>) meta.priority;
+                    meta.pfc_index = index;
+                    bit<64> xoff = (((bit<64>) meta.buf_free) << meta.pfc_alpha) >> 6;
+                    bit<1> paused;
+                    pfc_paused.read(paused, index);
+                    if (paused == 0 && ((bit<64>) meta.buf_ing_cells) >= xoff) {
+                        pfc_paused.write(index, 1);
+                        meta.pfc_gen = 1;
+                        meta.pfc_prio = meta.priority;
+                        meta.pfc_time = meta.pfc_quanta;
+                        clone_preserving_field_list(CloneType.I2E,
+                            PFC_SESSION_BASE + (bit<32>) standard_metadata.ingress_port, FL_CLONE);
+                    }
+                }
+            } else if (meta.pfc_enabled == 1) {
                 bit<32> index = base + (bit<32>) meta.priority;
                 meta.pfc_index = index;
                 bit<32> occupancy;
@@ -143,6 +184,25 @@ control PfcEgress(inout headers_t hdr, inout fabric_metadata_t meta,
             bit<1> paused;
             pfc_paused.read(paused, meta.pfc_index);
             if (paused == 1 && occupancy <= meta.pfc_xon) {
+                pfc_paused.write(meta.pfc_index, 0);
+                meta.pfc_gen = 1;
+                meta.pfc_prio = meta.priority;
+                meta.pfc_time = 0;
+                meta.e2e_cloned = 1;
+                clone_preserving_field_list(CloneType.E2E,
+                    PFC_SESSION_BASE + (bit<32>) meta.ingress_port, FL_CLONE);
+            }
+        } else if (standard_metadata.instance_type == INSTANCE_NORMAL && meta.pfc_dyn_on == 1) {
+            /* dynamic mode: FabricEgress.buffer has taken the packet out of the counts */
+            bit<64> xoff = (((bit<64>) meta.buf_free_after) << meta.pfc_alpha) >> 6;
+            bit<64> xon = (bit<64>) meta.pfc_xon_cells;
+            bit<64> off = (bit<64>) meta.pfc_xon_offset_cells;
+            if (xoff > off && xoff - off > xon) {
+                xon = xoff - off;
+            }
+            bit<1> paused;
+            pfc_paused.read(paused, meta.pfc_index);
+            if (paused == 1 && ((bit<64>) meta.buf_ing_cells) <= xon) {
                 pfc_paused.write(meta.pfc_index, 0);
                 meta.pfc_gen = 1;
                 meta.pfc_prio = meta.priority;
