@@ -1,0 +1,149 @@
+"""controller.fabric.tiers: the hash model's path predictions over three tiers and two NIC
+ports, for every source port of a sample of flows.
+
+The outside reference is the simulator's cluster router (``sim.cluster.fabric.SimCluster
+.route``: vectorised numpy, written for issue 25 from its own reading of the address
+plan, seeds and group orders): for one-port NICs every one of the 65,536 source ports of
+each sampled cross-pod flow must take the same leaf uplink, core uplink, core downlink,
+spine downlink and delivery port. Dual-port NICs have no second implementation yet, so
+their paths are checked for validity (every hop a next hop of the route, delivery to the
+right NIC by one of its two leaves), against the published hash model, and against the
+per-flow CRC (:meth:`TierModel.path`) on a random subset.
+"""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from controller.fabric.ecmp import member_name
+from controller.fabric.tiers import TierModel
+from p4src.hashmodel import FabricHashModel, flow_hash, Flow, route_group
+from sim.cluster.fabric import SimCluster
+from sim.cluster.spec import cluster_from_dict
+from topo.model import build_fabric, link_ports, pod_name
+from topo.routes import lookup
+from topo.spec import load_spec, spec_from_dict
+
+REPO = Path(__file__).resolve().parents[2]
+ALL = np.arange(1 << 16)
+
+
+def test_every_source_port_agrees_with_the_simulators_cluster_router() -> None:
+    pod = {"blocks": 2, "servers_per_block": 2, "rails": 2, "spines": 2}
+    fab = build_fabric(spec_from_dict({**pod, "pods": 2, "cores": 4, "core_hash": "crc16"}))  # the sim's
+    sc = SimCluster.build(cluster_from_dict({"pod": pod, "pods": 2, "cores_per_plane": 2,
+                                             "spine_core_uplinks": 4}))
+    tiers = TierModel.of(fab)
+    S, C, P, J, U = 2, 2, 2, 2, 4
+    spine_up_ports = sc._spine_core_ports()
+    core_ports = link_ports(P * J)
+    L = sc.pod_links
+
+    def sim_hop(col: int, link: int) -> tuple[str, int]:
+        if col in (1, 4, 5):
+            name, port = sc.pod.link_keys[link % L]
+            return pod_name(link // L, name), port
+        if col == 2:
+            ps, m = divmod(link - sc.spine_up_base, U)
+            return pod_name(ps // S, f"s{ps % S}"), spine_up_ports[m]
+        kcq, i = divmod(link - sc.core_down_base, J)
+        kc, q = divmod(kcq, P)
+        k, c = divmod(kc, C)
+        return f"c{k}.{c}", core_ports[q * J + i]
+
+    hosts = fab.hosts                                       # 4 servers x 2 NICs per pod
+    flows = [(0, 0, 1, 3), (1, 5, 0, 2), (0, 7, 1, 6)]      # (src pod, src nic, dst pod, dst nic)
+    for sp, s, dp, d in flows:
+        src = hosts[sp * 4 + s // 2].nics[s % 2]
+        dst = hosts[dp * 4 + d // 2].nics[d % 2]
+        assert (sc.address(sp, s), sc.address(dp, d)) == (src.ip, dst.ip)
+        links = sc.route(np.full(len(ALL), sp), np.full(len(ALL), s), np.full(len(ALL), dp),
+                         np.full(len(ALL), d), ALL)
+        names: dict[tuple[int, int], tuple[str, int]] = {}
+        for col in range(1, 6):
+            for link in np.unique(links[:, col]).tolist():
+                names[(col, link)] = sim_hop(col, link)
+        ours = tiers.sport_paths(src, 0, dst.ip)
+        mismatches = sum(1 for p, row in zip(ours, links.tolist())
+                         if p.hops != tuple(names[(c, row[c])] for c in range(1, 6)))
+        assert mismatches == 0, (src.ip, dst.ip, mismatches)
+        # every spine core uplink is used; of the cores' 8 links into the destination pod
+        # only 4: crc16 at the core is polarised with the leaf's crc16 (next test)
+        assert len({p.hops[1] for p in ours}) == S * U and len({p.hops[2] for p in ours}) == 4
+
+
+@pytest.mark.parametrize("core_hash,used", [("crc16", 4), ("crc32", 8)])
+def test_core_hash_polarisation(core_hash: str, used: int) -> None:
+    """With crc16 on leaves and cores, a core's choice among its links to the destination
+    pod is a fixed function of the leaf's choice (CRC is affine in the source port, and
+    both take the low bits of the same linear map), so one src/dst pair reaches only 1 of
+    the J links of every core; crc32 at the core (as on the spines) reaches all of them."""
+    pod = {"blocks": 2, "servers_per_block": 2, "rails": 2, "spines": 2}
+    fab = build_fabric(spec_from_dict({**pod, "pods": 2, "cores": 4, "core_hash": core_hash}))
+    tiers = TierModel.of(fab)
+    src, dst = fab.hosts[0].nics[0], fab.hosts[-1].nics[1]
+    assert len({p.hops[2] for p in tiers.sport_paths(src, 0, dst.ip)}) == used    # of 8
+
+
+@pytest.fixture(scope="module")
+def dual() -> TierModel:
+    return TierModel.of(build_fabric(load_spec(REPO / "topo" / "specs" / "pod2-dualport.yaml")))
+
+
+def _check_paths(tiers: TierModel, src_host: str, rail: int, nic_port: int, dst_host: str, dst_rail: int,
+                 hops: int) -> list:
+    fab, model = tiers.fabric, tiers.model
+    src = fab.host(src_host).nics[rail]
+    dst = fab.host(dst_host).nics[dst_rail]
+    paths = tiers.sport_paths(src, nic_port, dst.ip)
+    route = {sw.name: lookup(tiers.routes[sw.name], dst.ip) for sw in fab.switches}
+    for path in set(paths):                       # every distinct path: a chain of next hops
+        assert len(path.switches) == hops and path.switches[0] == src.ports[nic_port].leaf
+        for i, (switch, port) in enumerate(path.hops):
+            assert port in route[switch].ports
+            if i + 1 < hops:
+                assert fab.switch(switch).ports[port].peer_node == path.switches[i + 1]
+        last = fab.switch(path.dst_leaf).ports[path.dst_port]
+        assert (last.kind, last.peer_node, last.peer_port) == ("host", dst_host, dst_rail)
+        assert (path.dst_leaf, path.dst_port) in {(p.leaf, p.leaf_port) for p in dst.ports}
+    for sport in range(0, 1 << 16, 97):           # the published model names each member taken
+        for switch, port in paths[sport].hops:
+            if route[switch].is_ecmp:
+                sw = model.switch(switch)
+                group = sw.group(route_group(sw, dst.ip))
+                h = flow_hash(sw, Flow.of(src.ip, dst.ip, 17, sport, 4791))
+                assert group.members[h % group.size] == member_name(fab.switch(switch), port)
+    return paths
+
+
+def test_dual_port_cross_pod_paths_over_every_source_port(dual: TierModel) -> None:
+    for nic_port in (0, 1):
+        paths = _check_paths(dual, "b0s0", 0, nic_port, "p1.b0s1", 1, hops=5)
+        # both ports of the destination NIC are reached, through both of its leaves
+        assert {p.dst_leaf for p in paths} == {"p1.b0r1l0", "p1.b0r1l1"}
+        assert len({p.switches[2] for p in paths}) == 4             # all four cores
+
+
+def test_dual_port_paths_inside_a_pod(dual: TierModel) -> None:
+    paths = _check_paths(dual, "b0s0", 0, 1, "b0s1", 1, hops=3)       # other rail: via a spine
+    assert {p.dst_leaf for p in paths} == {"b0r1l0", "b0r1l1"}
+    same = _check_paths(dual, "b0s0", 0, 1, "b0s1", 0, hops=1)        # same rail: the port's own leaf
+    assert {p.hops for p in same} == {(("b0r0l1", 2),)}
+
+
+def test_one_flow_prediction_equals_the_sweep(dual: TierModel) -> None:
+    fab = dual.fabric
+    rng = random.Random(29)
+    src, dst = fab.host("p1.b0s1").nics[1], fab.host("b0s0").nics[0]
+    sweep = dual.sport_paths(src, 1, dst.ip)
+    for sport in rng.sample(range(1 << 16), 300):
+        assert dual.path(src, 1, dst.ip, sport) == sweep[sport]
+
+
+def test_published_model_is_valid_json(dual: TierModel) -> None:
+    again = FabricHashModel.from_json(dual.model.to_json())
+    assert again == dual.model
+    assert again.switch("c1.0").groups[2].members == ("p1.s1#3", "p1.s1#4")
