@@ -12,6 +12,7 @@ per-flow CRC (:meth:`TierModel.path`) on a random subset.
 """
 from __future__ import annotations
 
+import ipaddress
 import random
 from pathlib import Path
 
@@ -20,7 +21,11 @@ import pytest
 
 from controller.fabric.ecmp import member_name
 from controller.fabric.tiers import TierModel
-from p4src.hashmodel import FabricHashModel, flow_hash, Flow, route_group
+from p4sim.engine.program import compile_program
+from p4sim.frontend.parser import parse_file
+from p4sim.runtime.tables import ActionCall, Exact, Lpm
+from p4sim.v1model.switch import V1ModelSwitch
+from p4src.hashmodel import FabricHashModel, Flow, flow_hash, route_group
 from sim.cluster.fabric import SimCluster
 from sim.cluster.spec import cluster_from_dict
 from topo.model import build_fabric, link_ports, pod_name
@@ -147,3 +152,101 @@ def test_published_model_is_valid_json(dual: TierModel) -> None:
     again = FabricHashModel.from_json(dual.model.to_json())
     assert again == dual.model
     assert again.switch("c1.0").groups[2].members == ("p1.s1#3", "p1.s1#4")
+
+
+# --------------------------------------------------------------------------- the real pipeline
+def _mac(text: str) -> int:
+    return int(text.replace(":", ""), 16)
+
+
+def _udp_frame(src: str, dst: str, sport: int, dport: int = 4791, payload_len: int = 16) -> bytes:
+    """Ethernet/IPv4/UDP, valid IPv4 checksum, UDP checksum 0."""
+    import struct   # noqa: PLC0415 — stdlib, test helper
+    udp = struct.pack("!HHHH", sport, dport, 8 + payload_len, 0) + bytes(payload_len)
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0x4000, 64, 17, 0,
+                     ipaddress.IPv4Address(src).packed, ipaddress.IPv4Address(dst).packed)
+    words = sum(struct.unpack("!10H", ip))
+    while words >> 16:
+        words = (words & 0xFFFF) + (words >> 16)
+    ip = ip[:10] + struct.pack("!H", ~words & 0xFFFF) + ip[12:]
+    return bytes.fromhex("020000000100") + bytes.fromhex("060000000001") + b"\x08\x00" + ip + udp
+
+
+def _program(prog: object, fab, name: str, tiers: TierModel) -> None:
+    """Write the fabric's routes and the published groups of switch ``name`` into a
+    ``p4src/fabric.p4`` program's tables (next hop id = port, as the controller plans)."""
+    sw = fab.switch(name)
+    tables = prog.state.tables
+    tables["FabricIngress.switch_info.config"].set_default_action(ActionCall(
+        "FabricIngress.switch_info.set_switch", (sw.device_id, 0 if sw.role == "leaf" else 1, sw.ecmp_seed)))
+    tables["FabricIngress.ecmp.algorithm"].set_default_action(
+        ActionCall(f"FabricIngress.ecmp.use_{sw.hash_algorithm}", ()))
+    by_name = {s.name: s for s in fab.switches}
+    for port, info in sorted(sw.ports.items()):
+        peer = by_name.get(info.peer_node)
+        peer_mac = peer.ports[info.peer_port].mac if peer is not None else next(
+            n.mac for n in fab.host(info.peer_node).nics if n.rail == info.peer_port)
+        tables["FabricIngress.forwarding.nexthops"].add_entry(
+            [Exact(port)], ActionCall("FabricIngress.forwarding.route_to", (port, _mac(info.mac), _mac(peer_mac))))
+    model = tiers.model.switch(name)
+    gid_of = {r.prefix: r.group_id for r in model.routes}
+    for gid, group in model.groups.items():
+        tables["FabricIngress.ecmp.groups"].add_entry(
+            [Exact(gid)], ActionCall("FabricIngress.ecmp.select_member", (group.base, group.size)))
+    written: set[int] = set()
+    for route in tiers.routes[name]:
+        net = route.network
+        lpm = [Lpm(int(net.network_address), net.prefixlen)]
+        if route.is_ecmp:
+            gid = gid_of[route.prefix]
+            group = model.groups[gid]
+            assert group.members == tuple(member_name(sw, p) for p in route.ports)
+            if gid not in written:
+                written.add(gid)
+                for i, port in enumerate(route.ports):
+                    tables["FabricIngress.ecmp.members"].add_entry(
+                        [Exact(group.base + i)], ActionCall("FabricIngress.ecmp.set_nexthop", (port,)))
+            tables["FabricIngress.forwarding.routes"].add_entry(
+                lpm, ActionCall("FabricIngress.forwarding.set_ecmp_group", (gid,)))
+        else:
+            tables["FabricIngress.forwarding.routes"].add_entry(
+                lpm, ActionCall("FabricIngress.forwarding.set_nexthop", (route.ports[0],)))
+
+
+def test_fabric_p4_forwards_every_sampled_flow_as_predicted(dual: TierModel) -> None:
+    """16 instances of ``p4src/fabric.p4`` on p4sim, one per switch of the dual-port
+    two-pod spec, programmed with the routes and published groups; UDP frames walked
+    hop by hop from both ports of a NIC: every frame takes the predicted path."""
+    fab = dual.fabric
+    path = str(REPO / "p4src" / "fabric.p4")
+    ast = parse_file(path, [str(REPO / "p4src"), str(REPO / "p4src" / "include")])
+    switches: dict[str, V1ModelSwitch] = {}
+
+    def switch(name: str) -> V1ModelSwitch:        # parsed once, compiled once per switch
+        if name not in switches:
+            prog = compile_program(ast, path, trace=False)
+            _program(prog, fab, name, dual)
+            switches[name] = V1ModelSwitch(prog, cpu_port=255, log=None)
+        return switches[name]
+
+    rng = random.Random(2029)
+    pairs = [("b0s0", 0, "p1.b0s1", 1), ("p1.b0s1", 1, "b0s1", 0), ("b0s1", 1, "b0s0", 0)]
+    walked = 0
+    for src_host, rail, dst_host, dst_rail in pairs:
+        src, dst = fab.host(src_host).nics[rail], fab.host(dst_host).nics[dst_rail]
+        for nic_port in (0, 1):
+            sports = rng.sample(range(1 << 16), 24)
+            for sport, want in zip(sports, dual.sport_paths(src, nic_port, dst.ip, sports=sports)):
+                frame, here = _udp_frame(src.ip, dst.ip, sport), src.ports[nic_port]
+                name, in_port, hops = here.leaf, here.leaf_port, []
+                for _ in range(len(want.switches)):
+                    out = switch(name).process_packet(in_port, frame)
+                    assert len(out) == 1, (name, out)
+                    port, frame = out[0]
+                    hops.append((name, port))
+                    info = fab.switch(name).ports[port]
+                    name, in_port = info.peer_node, info.peer_port
+                assert tuple(hops) == want.hops, (src.ip, dst.ip, nic_port, sport)
+                assert name == dst_host and frame[:6] == bytes.fromhex(dst.mac.replace(":", ""))
+                walked += 1
+    assert walked == 3 * 2 * 24 and len(switches) >= 12
