@@ -84,10 +84,26 @@ class _Index:
                     self.leaf_ports[port.leaf].append((ip, port.leaf_port))
                 net = ipaddress.IPv4Network(f"{nic.ip}/{nic.prefix_len}", strict=False)
                 self.pod_subnets[h.pod][net].append(nic)
+        # pod -> [(subnet, the one leaf set of all its NICs, or None when they differ)]
+        self.subnet_leaves: dict[int, list[tuple[ipaddress.IPv4Network, Optional[frozenset[str]]]]] = {}
+        for pod, subnets in self.pod_subnets.items():
+            rows = []
+            for net, nics in sorted(subnets.items()):
+                sets = {frozenset(n.leaves) for n in nics}
+                rows.append((net, next(iter(sets)) if len(sets) == 1 else None))
+            self.subnet_leaves[pod] = rows
 
 
-def _ports_to(sw: SwitchInfo, peers: Union[set[str], frozenset[str]], kind: str) -> tuple[int, ...]:
-    return tuple(p for p in sorted(sw.ports) if sw.ports[p].kind == kind and sw.ports[p].peer_node in peers)
+def _ports_by_peer(sw: SwitchInfo, kind: str) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = defaultdict(list)
+    for p in sorted(sw.ports):
+        if sw.ports[p].kind == kind:
+            out[sw.ports[p].peer_node].append(p)
+    return out
+
+
+def _ports_to(by_peer: Mapping[str, list[int]], peers: Union[set[str], frozenset[str]]) -> tuple[int, ...]:
+    return tuple(sorted(p for peer in peers for p in by_peer.get(peer, ())))
 
 
 def _leaf_routes(sw: SwitchInfo, ix: _Index) -> list[Route]:
@@ -100,15 +116,16 @@ def _leaf_routes(sw: SwitchInfo, ix: _Index) -> list[Route]:
 
 def _spine_routes(sw: SwitchInfo, ix: _Index) -> list[Route]:
     out: list[Route] = []
-    for net, nics in sorted(ix.pod_subnets.get(sw.pod if sw.pod is not None else 0, {}).items()):
-        leaf_sets = {frozenset(n.leaves) for n in nics}
-        if len(leaf_sets) == 1:
-            ports = _ports_to(sw, next(iter(leaf_sets)), "downlink")
+    pod = sw.pod if sw.pod is not None else 0
+    down = _ports_by_peer(sw, "downlink")
+    for net, leaves in ix.subnet_leaves.get(pod, []):
+        if leaves is not None:
+            ports = _ports_to(down, leaves)
             if ports:
                 out.append(Route(str(net), ports))
             continue
-        for nic in sorted(nics, key=lambda n: ipaddress.IPv4Address(n.ip)):
-            ports = _ports_to(sw, frozenset(nic.leaves), "downlink")
+        for nic in sorted(ix.pod_subnets[pod][net], key=lambda n: ipaddress.IPv4Address(n.ip)):
+            ports = _ports_to(down, frozenset(nic.leaves))
             if ports:
                 out.append(Route(f"{nic.ip}/32", ports))
     core_uplinks = tuple(p for p in sorted(sw.ports) if sw.ports[p].kind == "uplink")
@@ -124,9 +141,10 @@ def _core_routes(sw: SwitchInfo, ix: _Index) -> list[Route]:
         if p.kind == "downlink" and peer is not None and peer.pod is not None:
             spines_by_pod[peer.pod].add(peer.name)
     out: list[Route] = []
+    down = _ports_by_peer(sw, "downlink")
     for pod in sorted(spines_by_pod):
-        ports = _ports_to(sw, spines_by_pod[pod], "downlink")
-        out.extend(Route(str(net), ports) for net in sorted(ix.pod_subnets.get(pod, {})))
+        ports = _ports_to(down, spines_by_pod[pod])
+        out.extend(Route(str(net), ports) for net, _ in ix.subnet_leaves.get(pod, []))
     return out
 
 
