@@ -143,7 +143,7 @@ class SwitchInfo:
         return f"10.{self.block}.{self._octet}.254"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class NicPort:
     """One port of a NIC and the leaf port it is cabled to: ``NicPort(1, "b0r0l1", 1, "b0s0-eth0p1")``."""
 
@@ -486,15 +486,16 @@ def build_fabric(spec: Optional[FabricSpec] = None) -> Fabric:
                 hname = pod_name(p, host_name(b, s))
                 leaf_set, slot = divmod(s, per_leaf)
                 nics: list[NicInfo] = []
+                lport = host_port_numbers[slot]
                 for r in range(R):
                     octet = p * R + r
-                    lport = host_port_numbers[slot]
                     nic_ports: list[NicPort] = []
                     for q in range(ppn):
                         leaf = leaves_grid[(p, b, r, leaf_set * ppn + q)]
                         leaf.ports[lport] = PortInfo(lport, hname, r, "host", port_mac(leaf.device_id, lport),
                                                      host_gbps)
-                        nic_ports.append(NicPort(q, leaf.name, lport, nic_intf(hname, r, q)))
+                        nic_ports.append(NicPort(q, leaf.name, lport, f"{hname}-eth{r}p{q}" if q else
+                                                 f"{hname}-eth{r}"))
                     first = nic_ports[0]
                     nics.append(NicInfo(r, f"10.{b}.{octet}.{s + 1}", 24, host_mac(b, octet, s),
                                         f"10.{b}.{octet}.254", first.leaf, first.leaf_port, first.intf,
@@ -607,14 +608,15 @@ def graph_of(switches: list[SwitchInfo], hosts: list[HostInfo]) -> nx.MultiGraph
     for h in hosts:
         g.add_node(h.name, role="host", block=h.block, server=h.server, ips=[n.ip for n in h.nics],
                    pod=h.pod)
-    nic_port = {(p.leaf, p.leaf_port): p.port for h in hosts for n in h.nics for p in n.ports}
+    nic_port = {(p.leaf, p.leaf_port): p.port for h in hosts for n in h.nics if len(n.ports) > 1
+                for p in n.ports}       # port 0 unless listed: one-port fabrics list none
     for sw in switches:
         for p in sorted(sw.ports):
             info = sw.ports[p]
             if info.kind == "host":
+                extra = {"nic_port": nic_port.get((sw.name, p), 0)} if nic_port else {}   # dual-port NICs
                 g.add_edge(sw.name, info.peer_node, kind="host", gbps=info.gbps, rail=info.peer_port,
-                           nic_port=nic_port.get((sw.name, p), 0),
-                           ports={sw.name: p, info.peer_node: info.peer_port})
+                           ports={sw.name: p, info.peer_node: info.peer_port}, **extra)
             elif info.kind == "uplink":
                 g.add_edge(sw.name, info.peer_node, kind="fabric", gbps=info.gbps,
                            ports={sw.name: p, info.peer_node: info.peer_port})
