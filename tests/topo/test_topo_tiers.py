@@ -284,3 +284,16 @@ def test_cluster512k_counts_agree_with_the_simulator() -> None:
     assert (spec.spine_core_uplinks, spec.links_per_core, spec.cores_per_plane) == (
         sim.spine_core_uplinks, sim.links_per_core, sim.cores_per_plane) == (512, 64, 8)
     assert spec.num_switches == 8 * (512 + 128) + 1024
+
+
+def test_cli_flags_build_three_tiers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "t.json"
+    assert main(["build", "--pods", "2", "--cores", "4", "--ports-per-nic", "2", "--leaves-per-rail", "2",
+                 "--out", str(out)]) == 0
+    assert capsys.readouterr().out.startswith(
+        "fabric: 2 pods x 2 blocks x 2 servers x 2 rails = 16 GPUs, 2 ports per NIC; 16 leaves, 4 spines, "
+        "4 cores, ")
+    fab = load_fabric(out)
+    assert fab.spec.pods == 2 and fab.spec.spine_core_uplinks == 8 and fab.spec.links_per_core == 4
+    assert main(["build", "--pods", "2", "--cores", "4", "--core-link-gbps", "300", "--out", str(out)]) == 2
+    assert "core_link_gbps: equal bandwidth" in capsys.readouterr().err
