@@ -250,3 +250,17 @@ def test_fabric_p4_forwards_every_sampled_flow_as_predicted(dual: TierModel) -> 
                 assert name == dst_host and frame[:6] == bytes.fromhex(dst.mac.replace(":", ""))
                 walked += 1
     assert walked == 3 * 2 * 24 and len(switches) >= 12
+
+
+@pytest.mark.parametrize("core_hash,per_core", [("crc16", 1), ("crc32", 4)])
+def test_core_links_reached_per_core_with_wider_groups(core_hash: str, per_core: int) -> None:
+    """Leaf group of 8 (8 spines), 4 links from each core into each pod: with crc16 cores
+    one src/dst pair reaches 1 of a core's 4 links, with crc32 all 4."""
+    fab = build_fabric(spec_from_dict({"blocks": 2, "servers_per_block": 2, "rails": 2, "spines": 8,
+                                       "pods": 2, "cores": 8, "core_hash": core_hash}))
+    assert fab.spec.links_per_core == 4
+    tiers = TierModel.of(fab)
+    used: dict[str, set[int]] = {}
+    for p in tiers.sport_paths(fab.hosts[0].nics[0], 0, fab.hosts[-1].nics[1].ip):
+        used.setdefault(p.switches[2], set()).add(p.ports[2])
+    assert len(used) == 8 and {len(v) for v in used.values()} == {per_core}
