@@ -7,6 +7,9 @@ Figure:
   pod (:data:`SPEC_64K`: 64 blocks x 128 servers x 8 rails = 512 leaves, 128 spines,
   131,072 links), median of ``config.runs`` builds. The counts are checked before the
   figure is reported.
+* ``topo.routes_s.64k`` — seconds for :func:`topo.routes.fabric_routes` of that pod (the
+  routes and ECMP groups of all 640 switches), median of ``config.runs``; checked: every
+  leaf has its 128 NIC routes and one uplink group, every spine one route per rail subnet.
 
 Example::
 
@@ -18,6 +21,7 @@ import time
 
 from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure, median
 from topo.model import Fabric, build_fabric
+from topo.routes import fabric_routes
 from topo.spec import FabricSpec
 
 SPEC_64K = FabricSpec(blocks=64, servers_per_block=128, rails=8, spines=128,
@@ -43,4 +47,20 @@ def bench_build_64k(config: BenchConfig) -> dict[str, Figure]:
     return {"topo.build_s.64k": Figure(round(median(times), 3), "s")}
 
 
-BENCHMARKS: tuple[Benchmark, ...] = (Benchmark("build_64k", "topo", bench_build_64k),)
+def bench_routes_64k(config: BenchConfig) -> dict[str, Figure]:
+    """Time ``fabric_routes`` of the 64K pod; median of ``config.runs`` (at least 1)."""
+    fab = build_fabric(SPEC_64K)
+    times = []
+    for _ in range(max(config.runs, 1)):
+        t0 = time.perf_counter()
+        table = fabric_routes(fab)
+        times.append(time.perf_counter() - t0)
+        leaf, spine = table[fab.leaves[0].name], table[fab.spines[0].name]
+        if (len(leaf), len(leaf[-1].ports), len(spine)) != (129, 128, 64 * 8):
+            raise BenchCheckError(f"64K routes: leaf {len(leaf)} routes (last group {len(leaf[-1].ports)} "
+                                  f"ports), spine {len(spine)} routes; expected 129 (128), 512")
+    return {"topo.routes_s.64k": Figure(round(median(times), 3), "s")}
+
+
+BENCHMARKS: tuple[Benchmark, ...] = (Benchmark("build_64k", "topo", bench_build_64k),
+                                     Benchmark("routes_64k", "topo", bench_routes_64k))

@@ -1,10 +1,13 @@
-"""topo — the fabric description: a multi-rail two-tier topology (blocks, servers, rails,
-leaves, spines) as typed records, a networkx graph and the ``build/topology.json`` file that
-the controller, hosts and testbed read. Pure Python: no Mininet needed.
+"""topo — the fabric description: a multi-rail topology (blocks, servers, rails, leaves,
+spines; pods joined by cores; one- or two-port NICs) as typed records, a networkx graph and
+the ``build/topology.json`` file that the controller, hosts and testbed read. Pure Python:
+no Mininet needed.
 
 Modules: ``spec`` (FabricSpec, spec file validation), ``model`` (records, graph, build,
-JSON), ``draw`` (PNG), ``__main__`` (``python -m topo build|show``). Example spec files:
-``topo/specs/default.yaml`` (the testbed default), ``topo/specs/pod64k.yaml`` (65,536 GPUs).
+JSON), ``routes`` (every switch's routes and ECMP groups), ``draw`` (PNG), ``__main__``
+(``python -m topo build|show``). Example spec files: ``topo/specs/default.yaml`` (the
+testbed default), ``topo/specs/pod2-dualport.yaml`` (2 pods, cores, dual-port NICs),
+``topo/specs/pod64k.yaml`` (65,536 GPUs).
 
 Example::
 
@@ -18,6 +21,7 @@ from topo.model import (
     HostInfo,
     Link,
     NicInfo,
+    NicPort,
     PortInfo,
     SwitchInfo,
     build_fabric,
@@ -26,6 +30,6 @@ from topo.model import (
 )
 from topo.spec import FabricSpec, SpecError, SwitchOverride, load_spec, spec_from_dict
 
-__all__ = ["Fabric", "FabricSpec", "HostInfo", "Link", "NicInfo", "PortInfo", "SpecError", "SwitchInfo",
+__all__ = ["Fabric", "FabricSpec", "HostInfo", "Link", "NicInfo", "NicPort", "PortInfo", "SpecError", "SwitchInfo",
            "SwitchOverride", "build_fabric", "load_fabric", "load_fabric_text", "load_spec",
            "spec_from_dict"]

@@ -43,6 +43,11 @@ _FLAGS: tuple[tuple[str, str, type, str], ...] = (
     ("--grpc-host", "grpc_host", str, "P4Runtime host of every switch"),
     ("--grpc-base-port", "grpc_base_port", int, "P4Runtime port of the first switch"),
     ("--ecmp-seed", "ecmp_seed", int, "salt of the per-switch ECMP seeds"),
+    ("--ports-per-nic", "ports_per_nic", int, "1, or 2 (a NIC's ports on two leaves of its rail)"),
+    ("--pods", "pods", int, "pods joined by core switches"),
+    ("--cores", "cores", int, "core switches (a multiple of --spines: one plane per spine index)"),
+    ("--core-link-gbps", "core_link_gbps", float, "spine-core link speed (default: --uplink-gbps)"),
+    ("--core-ports", "core_ports", int, "core radix"),
 )
 
 
@@ -50,8 +55,13 @@ def summary(fab: Fabric) -> str:
     """One line: ``fabric: 2 blocks x 2 servers x 2 rails = 8 GPUs; 4 leaves, 2 spines, 16 links``."""
     s = fab.spec
     n_links = sum(1 for _ in fab.links())
-    return (f"fabric: {s.blocks} blocks x {s.servers_per_block} servers x {s.rails} rails = "
-            f"{s.num_gpus} GPUs; {len(fab.leaves)} leaves, {len(fab.spines)} spines, {n_links} links")
+    if not s.is_extended:
+        return (f"fabric: {s.blocks} blocks x {s.servers_per_block} servers x {s.rails} rails = "
+                f"{s.num_gpus} GPUs; {len(fab.leaves)} leaves, {len(fab.spines)} spines, {n_links} links")
+    ports = f", {s.ports_per_nic} ports per NIC" if s.ports_per_nic > 1 else ""
+    return (f"fabric: {s.pods} pods x {s.blocks} blocks x {s.servers_per_block} servers x {s.rails} rails "
+            f"= {s.num_gpus} GPUs{ports}; {len(fab.leaves)} leaves, {len(fab.spines)} spines, "
+            f"{len(fab.cores)} cores, {n_links} links")
 
 
 def _parser() -> argparse.ArgumentParser:

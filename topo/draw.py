@@ -26,29 +26,32 @@ class DrawingUnavailable(RuntimeError):
 
 
 def _positions(fab: Fabric, with_hosts: bool) -> dict[str, tuple[float, float]]:
-    """x, y of every drawn node: spines y=2, leaves y=1, hosts y=0; x in [0, 1]."""
+    """x, y of every drawn node: cores y=3, spines y=2, leaves y=1, hosts y=0; x in [0, 1]."""
     pos: dict[str, tuple[float, float]] = {}
     leaves = fab.leaves
     n_leaf = max(len(leaves), 1)
     gap_blocks = 0.5                     # extra space between blocks, in leaf slots
-    slots = n_leaf + gap_blocks * (fab.spec.blocks - 1)
+    slots = n_leaf + gap_blocks * (fab.spec.blocks * fab.spec.pods - 1)
     x = 0.0
     prev_block = None
     for leaf in leaves:
-        if prev_block is not None and leaf.block != prev_block:
+        if prev_block is not None and (leaf.pod, leaf.block) != prev_block:
             x += gap_blocks
-        prev_block = leaf.block
+        prev_block = (leaf.pod, leaf.block)
         pos[leaf.name] = ((x + 0.5) / slots, 1.0)
         x += 1
     spines = fab.spines
     for i, sp in enumerate(spines):
         pos[sp.name] = ((i + 0.5) / max(len(spines), 1), 2.0)
+    cores = fab.cores
+    for i, core in enumerate(cores):
+        pos[core.name] = ((i + 0.5) / max(len(cores), 1), 3.0)
     if with_hosts:
-        by_block: dict[int, list[str]] = {}
+        by_block: dict[tuple[int, int], list[str]] = {}
         for h in fab.hosts:
-            by_block.setdefault(h.block, []).append(h.name)
+            by_block.setdefault((h.pod, h.block), []).append(h.name)
         for b, names in by_block.items():
-            xs = [pos[leaf.name][0] for leaf in leaves if leaf.block == b]
+            xs = [pos[leaf.name][0] for leaf in leaves if (leaf.pod, leaf.block) == b]
             lo, hi = min(xs), max(xs)
             span = hi - lo
             for i, name in enumerate(names):
@@ -94,6 +97,9 @@ def draw_fabric(fab: Fabric, path: Union[str, Path], title: str = "") -> Path:
         ax.add_collection(LineCollection(host_segs, colors=host_cols, linewidths=0.8, zorder=1))
 
     sp = fab.spines
+    if fab.cores:
+        ax.scatter([pos[c.name][0] for c in fab.cores], [3.0] * len(fab.cores), s=220, marker="D",
+                   c="0.1", zorder=3)
     ax.scatter([pos[s.name][0] for s in sp], [2.0] * len(sp), s=220, marker="s", c="0.25", zorder=3)
     lv = fab.leaves
     ax.scatter([pos[s.name][0] for s in lv], [1.0] * len(lv), s=160, marker="s",
@@ -112,16 +118,21 @@ def draw_fabric(fab: Fabric, path: Union[str, Path], title: str = "") -> Path:
                 ax.annotate(h.name, (x, y), textcoords="offset points", xytext=(0, -15), ha="center",
                             fontsize=7)
     spec = fab.spec
-    ax.set_title(title or (f"{spec.blocks} blocks x {spec.servers_per_block} servers x {spec.rails} rails, "
-                           f"{len(lv)} leaves, {len(sp)} spines ({spec.num_gpus} GPUs)"
+    pods = f"{spec.pods} pods x " if spec.pods > 1 else ""
+    cores = f", {len(fab.cores)} cores" if fab.cores else ""
+    ports = f", {spec.ports_per_nic} ports per NIC" if spec.ports_per_nic > 1 else ""
+    ax.set_title(title or (f"{pods}{spec.blocks} blocks x {spec.servers_per_block} servers x {spec.rails} rails, "
+                           f"{len(lv)} leaves, {len(sp)} spines{cores} ({spec.num_gpus} GPUs{ports})"
                            + ("" if with_hosts else "; servers not drawn")), fontsize=9)
     handles = [Line2D([], [], color=colour[r], lw=3, label=f"rail {r}") for r in range(min(rails, 16))]
     ax.legend(handles=handles, loc="upper right", fontsize=7, ncol=min(rails, 8), frameon=False,
               bbox_to_anchor=(1.0, 1.12))
     ax.set_xlim(-0.02, 1.02)
-    ax.set_ylim(-0.4 if with_hosts else 0.6, 2.4)
-    ax.set_yticks([0, 1, 2] if with_hosts else [1, 2])
-    ax.set_yticklabels(["servers", "leaves", "spines"] if with_hosts else ["leaves", "spines"])
+    top = 3 if fab.cores else 2
+    ax.set_ylim(-0.4 if with_hosts else 0.6, top + 0.4)
+    ticks = ([0] if with_hosts else []) + list(range(1, top + 1))
+    ax.set_yticks(ticks)
+    ax.set_yticklabels([["servers", "leaves", "spines", "cores"][t] for t in ticks])
     ax.set_xticks([])
     for side in ("top", "right", "bottom"):
         ax.spines[side].set_visible(False)

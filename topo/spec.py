@@ -1,5 +1,6 @@
-"""The fabric *spec*: the handful of numbers that describe a multi-rail two-tier fabric,
-and their validation (from a YAML/JSON file, a dict or CLI flags).
+"""The fabric *spec*: the handful of numbers that describe a multi-rail fabric — two tiers
+(leaves, spines) in one pod, or three (pods joined by core switches) — with one- or
+two-port NICs, and their validation (from a YAML/JSON file, a dict or CLI flags).
 
 A wrong spec raises :class:`SpecError` naming the field and why; an impossible topology
 (a leaf or spine with more links than ports, an address plan that does not fit) is
@@ -32,6 +33,7 @@ DROP_PORT = 511           # v1model drop port: never a link port
 RESERVED_PORTS = frozenset({CPU_PORT, DROP_PORT})
 MAX_BLOCKS = 256          # 10.<b>.r.s: one byte for the block
 MAX_RAILS = 256           # 10.b.<r>.s: one byte for the rail
+MAX_THIRD_OCTET = 256     # 10.b.<pod x rails + rail>.s: pods x rails values of one byte
 MAX_SERVERS = 253         # 10.b.r.<s+1>: .254 is the gateway, .255 the broadcast address
 MAX_SWITCH_ID = 0xFFFF    # port MACs carry the switch id in 16 bits
 SPINE_ID_BASE = 200       # spine k has switch id 200 + k (p4src/README.md address plan)
@@ -82,6 +84,19 @@ class FabricSpec:
       ``grpc_host:grpc_base_port + i``; ``switches`` overrides per switch name.
     * ``ecmp_seed``: salt of the per-switch ECMP seeds; ``leaf_hash``/``spine_hash``:
       crc16 on leaves and crc32 on spines avoid polarisation (p4src/README.md).
+    * ``ports_per_nic`` (1 or 2): with 2, the two ports of a NIC go to two *different*
+      leaves of its rail (the Astral paper's dual-homed 2 x 200G NIC): the rail's
+      ``leaves_per_rail`` leaves of a block form pairs (leaves 2j and 2j+1), port p of a
+      NIC on leaf ``2j + p``; ``link_gbps`` is then the speed of one port.
+    * ``pods`` copies of that pod (``blocks`` blocks each), joined by ``cores`` core
+      switches in planes, one per spine index: spine k of every pod is cabled to the
+      ``cores / spines`` cores of plane k. Equal bandwidth at the core tier: every spine
+      has as much capacity up to the core as down to its leaves (``spine_core_uplinks``
+      links of ``core_link_gbps``, default the leaf–spine speed), spread evenly over the
+      cores of its plane. ``core_ports``: core radix; ``core_hash``: the cores' CRC.
+
+    The fields below ``switches`` (dual-port NICs, pods, cores) are new in fabric file
+    version 2; a spec that leaves them at their defaults is written exactly as before.
     """
 
     blocks: int = 2
@@ -102,17 +117,38 @@ class FabricSpec:
     leaf_hash: str = "crc16"
     spine_hash: str = "crc32"
     switches: Mapping[str, SwitchOverride] = field(default_factory=dict)
+    ports_per_nic: int = 1
+    pods: int = 1
+    cores: int = 0
+    core_link_gbps: Optional[float] = None
+    core_ports: int = 64
+    core_hash: str = "crc32"
 
     # ---------------------------------------------------------------- derived numbers
     @property
-    def num_leaves(self) -> int:
-        """Leaves in the fabric: ``FabricSpec().num_leaves == 4``."""
+    def leaves_per_pod(self) -> int:
+        """Leaves in one pod: ``blocks * rails * leaves_per_rail``."""
         return self.blocks * self.rails * self.leaves_per_rail
+
+    @property
+    def num_leaves(self) -> int:
+        """Leaves in the fabric (every pod): ``FabricSpec().num_leaves == 4``."""
+        return self.pods * self.leaves_per_pod
+
+    @property
+    def num_spines(self) -> int:
+        """Spines in the fabric (``spines`` per pod): ``FabricSpec().num_spines == 2``."""
+        return self.pods * self.spines
+
+    @property
+    def num_switches(self) -> int:
+        """Leaves, spines and cores: ``FabricSpec().num_switches == 6``."""
+        return self.num_leaves + self.num_spines + self.cores
 
     @property
     def num_servers(self) -> int:
         """Servers in the fabric: ``FabricSpec().num_servers == 4``."""
-        return self.blocks * self.servers_per_block
+        return self.pods * self.blocks * self.servers_per_block
 
     @property
     def num_gpus(self) -> int:
@@ -120,9 +156,15 @@ class FabricSpec:
         return self.num_servers * self.rails
 
     @property
+    def leaf_sets_per_rail(self) -> int:
+        """Leaf sets of one rail of one block that a NIC is homed on: single leaves, or
+        pairs with ``ports_per_nic`` 2 (``leaves_per_rail // ports_per_nic``)."""
+        return max(1, self.leaves_per_rail // self.ports_per_nic)
+
+    @property
     def servers_per_leaf(self) -> int:
-        """Most servers on one leaf (runs of ``ceil(servers / leaves_per_rail)``)."""
-        return math.ceil(self.servers_per_block / self.leaves_per_rail)
+        """Most servers on one leaf (runs of ``ceil(servers / leaf sets per rail)``)."""
+        return math.ceil(self.servers_per_block / self.leaf_sets_per_rail)
 
     @property
     def leaf_uplinks(self) -> int:
@@ -131,8 +173,38 @@ class FabricSpec:
 
     @property
     def spine_downlinks(self) -> int:
-        """Downlinks of every spine: one per leaf and parallel link."""
-        return self.num_leaves * self.uplinks_per_spine
+        """Downlinks of every spine: one per leaf of its pod and parallel link."""
+        return self.leaves_per_pod * self.uplinks_per_spine
+
+    @property
+    def cores_per_plane(self) -> int:
+        """Cores of one plane (plane k joins spine k of every pod): ``cores // spines``."""
+        return self.cores // self.spines
+
+    @property
+    def effective_core_link_gbps(self) -> float:
+        """Speed of a spine–core link: ``core_link_gbps``, else the leaf–spine speed."""
+        if self.core_link_gbps is not None:
+            return float(self.core_link_gbps)
+        return self.effective_uplink_gbps
+
+    @property
+    def spine_core_uplinks_exact(self) -> float:
+        """Core links a spine needs for equal bandwidth: its downlink capacity over the
+        core link speed (a whole number in a valid spec; 0 without cores)."""
+        if not self.cores:
+            return 0.0
+        return self.spine_downlinks * self.effective_uplink_gbps / self.effective_core_link_gbps
+
+    @property
+    def spine_core_uplinks(self) -> int:
+        """Core links of every spine (equal bandwidth; 0 without cores)."""
+        return round(self.spine_core_uplinks_exact)
+
+    @property
+    def links_per_core(self) -> int:
+        """Parallel links between a spine and each core of its plane (0 without cores)."""
+        return self.spine_core_uplinks // self.cores_per_plane if self.cores else 0
 
     @property
     def effective_uplink_gbps(self) -> float:
@@ -142,6 +214,12 @@ class FabricSpec:
         if self.oversubscription is not None:
             return self.servers_per_leaf * self.link_gbps / (self.leaf_uplinks * self.oversubscription)
         return float(self.link_gbps)
+
+    @property
+    def is_extended(self) -> bool:
+        """True when the spec uses a field of fabric file version 2 (dual-port NICs,
+        pods, cores): ``FabricSpec().is_extended is False``."""
+        return any(getattr(self, name) != default for name, default in EXTENDED_DEFAULTS.items())
 
     @property
     def spine_id_base(self) -> int:
@@ -162,17 +240,25 @@ class FabricSpec:
                                  ("ecmp_seed", o.ecmp_seed), ("hash_algorithm", o.hash_algorithm))
                                 if v is not None}
                          for name, o in value.items()}
+            if f.name in EXTENDED_DEFAULTS and value == EXTENDED_DEFAULTS[f.name]:
+                continue        # a version-1 spec is written exactly as before
             out[f.name] = value
         return out
+
+
+#: The fields of fabric file version 2 and their defaults (left out of a spec's plain data
+#: when at the default, so a two-tier one-port spec reads and writes as in version 1).
+EXTENDED_DEFAULTS: dict[str, Any] = {"ports_per_nic": 1, "pods": 1, "cores": 0, "core_link_gbps": None,
+                                     "core_ports": 64, "core_hash": "crc32"}
 
 
 # ------------------------------------------------------------------------- validation
 _INT_FIELDS_MIN = {
     "blocks": 1, "servers_per_block": 1, "rails": 1, "spines": 1, "leaves_per_rail": 1,
     "uplinks_per_spine": 1, "leaf_ports": 1, "spine_ports": 1, "grpc_base_port": 1,
-    "election_id": 1, "ecmp_seed": 0,
+    "election_id": 1, "ecmp_seed": 0, "ports_per_nic": 1, "pods": 1, "cores": 0, "core_ports": 1,
 }
-_FLOAT_FIELDS = ("link_gbps", "uplink_gbps", "oversubscription")
+_FLOAT_FIELDS = ("link_gbps", "uplink_gbps", "oversubscription", "core_link_gbps")
 _KNOWN = tuple(f.name for f in fields(FabricSpec))
 
 
@@ -262,7 +348,7 @@ def spec_from_dict(data: Any, source: str = "spec") -> FabricSpec:
             raise SpecError("grpc_host", f"must be a host name or address without a port, got {host!r}",
                             source)
         kwargs["grpc_host"] = host
-    for name in ("leaf_hash", "spine_hash"):
+    for name in ("leaf_hash", "spine_hash", "core_hash"):
         if name in data:
             if data[name] not in HASH_ALGORITHMS:
                 raise SpecError(name, f"must be one of crc16, crc32, got {data[name]!r}", source)
@@ -291,13 +377,20 @@ def check_spec(spec: FabricSpec, source: str = "spec") -> None:
     if spec.rails > MAX_RAILS:
         raise SpecError("rails", f"at most {MAX_RAILS} (address plan 10.<block>.<rail>.<server+1>), "
                                  f"got {spec.rails}", source)
+    if spec.pods * spec.rails > MAX_THIRD_OCTET:
+        raise SpecError("pods", f"{spec.pods} pods x {spec.rails} rails do not fit the address plan "
+                                f"10.<block>.<pod x rails + rail>.<server+1> (at most {MAX_THIRD_OCTET} "
+                                f"values of the third octet)", source)
     if spec.servers_per_block > MAX_SERVERS:
         raise SpecError("servers_per_block",
                         f"at most {MAX_SERVERS} (10.b.r.<server+1>/24: .254 is the gateway, .255 "
                         f"broadcast), got {spec.servers_per_block}; use more blocks", source)
-    if spec.leaves_per_rail > spec.servers_per_block:
+    _check_ports_per_nic(spec, source)
+    if spec.leaf_sets_per_rail > spec.servers_per_block:
+        sets = (f"{spec.leaves_per_rail} leaves per rail" if spec.ports_per_nic == 1 else
+                f"{spec.leaf_sets_per_rail} leaf pairs per rail ({spec.leaves_per_rail} leaves)")
         raise SpecError("leaves_per_rail",
-                        f"impossible topology: {spec.leaves_per_rail} leaves per rail but only "
+                        f"impossible topology: {sets} but only "
                         f"{spec.servers_per_block} servers per block (every leaf needs a server)", source)
     if spec.uplink_gbps is not None and spec.oversubscription is not None:
         raise SpecError("oversubscription", "give uplink_gbps or oversubscription, not both", source)
@@ -309,12 +402,13 @@ def check_spec(spec: FabricSpec, source: str = "spec") -> None:
                         f"leaf_ports is {spec.leaf_ports}; raise leaf_ports or add leaves_per_rail", source)
     if spec.spine_downlinks > spec.spine_ports:
         raise SpecError("spine_ports",
-                        f"impossible topology: a spine needs {spec.spine_downlinks} ports ({spec.num_leaves} "
+                        f"impossible topology: a spine needs {spec.spine_downlinks} ports ({spec.leaves_per_pod} "
                         f"leaves = {spec.blocks} blocks x {spec.rails} rails x {spec.leaves_per_rail} "
                         f"leaves per rail, x {spec.uplinks_per_spine} links) but spine_ports is "
                         f"{spec.spine_ports}; raise spine_ports or use fewer blocks/rails", source)
-    n_switches = spec.num_leaves + spec.spines
-    last_id = spec.spine_id_base + spec.spines - 1
+    _check_core_tier(spec, source)
+    n_switches = spec.num_switches
+    last_id = spec.spine_id_base + spec.num_spines + spec.cores - 1
     if last_id > MAX_SWITCH_ID:
         raise SpecError("spines", f"too many switches for the MAC plan: switch ids reach {last_id} "
                                   f"(at most {MAX_SWITCH_ID})", source)
@@ -324,6 +418,70 @@ def check_spec(spec: FabricSpec, source: str = "spec") -> None:
                         f"lower grpc_base_port", source)
     if spec.ecmp_seed > 0xFFFFFFFF:
         raise SpecError("ecmp_seed", f"must fit in 32 bits, got {spec.ecmp_seed}", source)
+
+
+def _check_ports_per_nic(spec: FabricSpec, source: str) -> None:
+    """Dual-port NICs: two ports, on two different leaves of the NIC's rail."""
+    if spec.ports_per_nic not in (1, 2):
+        raise SpecError("ports_per_nic", f"must be 1 or 2 (one port, or two ports on two different "
+                                         f"leaves of the NIC's rail), got {spec.ports_per_nic}", source)
+    if spec.ports_per_nic == 2 and spec.leaves_per_rail % 2:
+        raise SpecError("leaves_per_rail",
+                        f"ports_per_nic 2 puts the two ports of a NIC on two different leaves of its "
+                        f"rail, so the leaves of a rail in a block come in pairs; with "
+                        f"{spec.leaves_per_rail} the second port of "
+                        + ("every NIC would land on the same leaf as the first" if spec.leaves_per_rail == 1
+                           else "the NICs of the last leaf would land on the same leaf as the first")
+                        + f": give an even leaves_per_rail (e.g. {spec.leaves_per_rail + 1})", source)
+
+
+def _check_core_tier(spec: FabricSpec, source: str) -> None:
+    """Pods and cores: planes of cores, equal bandwidth, radix, hash (the class docstring)."""
+    if spec.pods == 1 and spec.cores:
+        raise SpecError("cores", f"core switches join pods, and this fabric has 1 pod: set cores to 0 "
+                                 f"or pods to 2 or more (got cores {spec.cores})", source)
+    if spec.pods == 1:
+        if spec.core_link_gbps is not None:
+            raise SpecError("core_link_gbps", "no core tier (pods is 1): leave core_link_gbps out", source)
+        return
+    if not spec.cores:
+        raise SpecError("cores", f"{spec.pods} pods need a core tier to join them: set cores to a "
+                                 f"multiple of spines ({spec.spines}), one plane of cores per spine "
+                                 f"index", source)
+    if spec.cores % spec.spines:
+        raise SpecError("cores", f"the core tier is made of planes, one per spine index (spine k of "
+                                 f"every pod is cabled to every core of plane k), so cores must be a "
+                                 f"multiple of spines ({spec.spines}), got {spec.cores}", source)
+    down_gbps = spec.spine_downlinks * spec.effective_uplink_gbps
+    core_gbps = spec.effective_core_link_gbps
+    exact = spec.spine_core_uplinks_exact
+    rule = (f"equal bandwidth means every spine has as much capacity up to the core as down to its "
+            f"leaves: spine_core_uplinks x core_link_gbps = {spec.spine_downlinks} downlinks "
+            f"({spec.leaves_per_pod} leaves x {spec.uplinks_per_spine} uplinks_per_spine) x "
+            f"{spec.effective_uplink_gbps:g} Gb/s = {down_gbps:g} Gb/s")
+    if abs(exact - round(exact)) > 1e-9 * max(exact, 1.0) or round(exact) < 1:
+        raise SpecError("core_link_gbps", f"{rule}; with {core_gbps:g} Gb/s core links that is "
+                                          f"{exact:.4g} links, not a whole number: use a core link "
+                                          f"speed that divides {down_gbps:g}", source)
+    uplinks = round(exact)
+    cpp = spec.cores_per_plane
+    if uplinks % cpp:
+        raise SpecError("cores", f"{rule}, i.e. {uplinks} core links of {core_gbps:g} Gb/s per spine, "
+                                 f"spread evenly over the {cpp} cores of its plane (cores / spines = "
+                                 f"{spec.cores} / {spec.spines}): {uplinks} is not a multiple of {cpp}; "
+                                 f"give cores = spines x a divisor of {uplinks}", source)
+    spine_need = spec.spine_downlinks + uplinks
+    if spine_need > spec.spine_ports:
+        raise SpecError("spine_ports",
+                        f"impossible topology: a spine needs {spine_need} ports ({spec.spine_downlinks} "
+                        f"downlinks + {uplinks} core uplinks, equal bandwidth) but spine_ports is "
+                        f"{spec.spine_ports}", source)
+    core_need = spec.pods * (uplinks // cpp)
+    if core_need > spec.core_ports:
+        raise SpecError("core_ports",
+                        f"impossible topology: a core needs {core_need} ports ({spec.pods} pods x "
+                        f"{uplinks // cpp} links to the spine of its plane in each) but core_ports is "
+                        f"{spec.core_ports}; raise core_ports or add cores", source)
 
 
 def load_spec(path: Union[str, Path], overrides: Optional[Mapping[str, Any]] = None) -> FabricSpec:
@@ -365,6 +523,6 @@ def parse_spec_text(text: str, source: str = "spec", yaml_syntax: bool = True) -
         raise SpecError("(syntax)", f"not valid YAML: {problem}{where}", source) from None
 
 
-__all__ = ["CPU_PORT", "DROP_PORT", "HASH_ALGORITHMS", "RESERVED_PORTS", "FabricSpec", "SpecError",
+__all__ = ["CPU_PORT", "DROP_PORT", "EXTENDED_DEFAULTS", "HASH_ALGORITHMS", "RESERVED_PORTS", "FabricSpec", "SpecError",
            "SwitchOverride", "check_grpc_addr", "check_spec", "load_spec", "parse_spec_text",
            "spec_from_dict"]

@@ -210,4 +210,4 @@ def test_bench_group_registered() -> None:
     from bench import groups, select
 
     assert "topo" in groups()
-    assert [f"{b.group}.{b.name}" for b in select(["topo"])] == ["topo.build_64k"]
+    assert [f"{b.group}.{b.name}" for b in select(["topo"])] == ["topo.build_64k", "topo.routes_64k"]

@@ -16,7 +16,8 @@ BAD_SPECS: list[tuple[object, str]] = [
     ({"rack": 1}, "spec: rack: unknown field (known: blocks, servers_per_block, rails, spines, "
                   "leaves_per_rail, uplinks_per_spine, link_gbps, uplink_gbps, oversubscription, "
                   "leaf_ports, spine_ports, grpc_host, grpc_base_port, election_id, ecmp_seed, "
-                  "leaf_hash, spine_hash, switches)"),
+                  "leaf_hash, spine_hash, switches, ports_per_nic, pods, cores, core_link_gbps, "
+                  "core_ports, core_hash)"),
     ({"rails": 0}, "spec: rails: must be at least 1, got 0"),
     ({"spines": "two"}, "spec: spines: must be an integer, got 'two'"),
     ({"blocks": True}, "spec: blocks: must be an integer, got True"),

@@ -1,0 +1,176 @@
+"""The hash model over three tiers and dual-port NICs: the published ECMP groups of every
+leaf, spine and core of a ``topo`` fabric, and the path a flow takes through them.
+
+Not wired yet (issue 29, later items): ``fabric_hash_model`` still publishes the two-tier
+model the controller programs; this module is what it will publish once ``fabric.p4``
+routes the third tier, and what TCCL, GOR and the monitor will predict with.
+
+**Groups.** A switch's ECMP groups are the multi-port routes of :mod:`topo.routes`
+(every next hop on a shortest path, port order), one group per distinct port set,
+numbered from 1 in route order, member indexes consecutive; members are named as
+:func:`controller.fabric.ecmp.member_name` names them (``"s0"``, ``"c0.1#10"``). Every
+route to a group is published (``SwitchHashModel.routes``). Routes to one port are not
+published: they are the longer prefixes (a leaf's /32 to an attached NIC port) and win
+the longest-prefix match, so a reader looks up the route first (:func:`predict_tier_path`
+does, with :func:`topo.routes.lookup`).
+
+**A flow's path.** A NIC port (the QP's port on a dual-port NIC) sends to its leaf; every
+switch looks its route up and, for a group, takes member ``H % size`` of its own hash
+(:func:`p4src.hashmodel.flow_hash`: seed, CRC and field list of that switch). The
+destination NIC is reached through whichever of its ports' leaves the last spine's hash
+picks. :func:`sport_paths` gives the path of every source port at once with the affine
+sweep of :func:`p4src.hashmodel.source_port_hashes` (one table per switch visited).
+
+Example::
+
+    >>> from topo.model import build_fabric
+    >>> from topo.spec import FabricSpec
+    >>> fab = build_fabric(FabricSpec(pods=2, cores=2, ports_per_nic=2, leaves_per_rail=2))
+    >>> tiers = TierModel.of(fab)
+    >>> tiers.model.switch("c0.0").groups[1].members[:2]
+    ('s0#1', 's0#2')
+    >>> p = tiers.path(fab.host("b0s0").nics[0], 1, "10.1.3.2", 49152)
+    >>> p.switches[0], len(p.switches), p.dst_leaf in fab.host("p1.b1s1").nics[1].leaves
+    ('b0r0l1', 5, True)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from controller.fabric.ecmp import algorithm_of, member_name
+from p4src.hashmodel import (PROTO_UDP, FabricHashModel, Flow, GroupModel, RouteModel, SwitchHashModel,
+                             flow_hash, source_port_hashes)
+from topo.model import Fabric, NicInfo
+from topo.routes import Route, fabric_routes, lookup
+
+ROCE_DPORT = 4791
+MAX_HOPS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class TierPath:
+    """The switches a flow crosses and the port each sends it out of; ``dst_leaf`` /
+    ``dst_port`` are the last leaf and its port to the destination NIC.
+
+        >>> TierPath(("b0r0l0", "s0", "b0r1l0"), (3, 2, 1)).hops
+        (('b0r0l0', 3), ('s0', 2), ('b0r1l0', 1))
+    """
+
+    switches: tuple[str, ...]
+    ports: tuple[int, ...]
+
+    @property
+    def hops(self) -> tuple[tuple[str, int], ...]:
+        """``(switch, egress port)`` at every hop."""
+        return tuple(zip(self.switches, self.ports))
+
+    @property
+    def dst_leaf(self) -> str:
+        """The leaf that delivers to the destination NIC."""
+        return self.switches[-1]
+
+    @property
+    def dst_port(self) -> int:
+        """That leaf's port to the destination NIC."""
+        return self.ports[-1]
+
+
+@dataclass(slots=True)
+class TierModel:
+    """A fabric's routes and its published hash model over every tier (:meth:`of`)."""
+
+    fabric: Fabric
+    routes: dict[str, list[Route]]
+    model: FabricHashModel
+
+    @classmethod
+    def of(cls, fab: Fabric) -> "TierModel":
+        """Routes (:func:`topo.routes.fabric_routes`) and the hash model of ``fab``."""
+        table = fabric_routes(fab)
+        return cls(fab, table, tier_hash_model(fab, table))
+
+    def _next(self, switch: str, dst: str) -> Route:
+        route = lookup(self.routes[switch], dst)
+        if route is None:
+            raise ValueError(f"{switch} has no route to {dst}")
+        return route
+
+    def path(self, src: NicInfo, nic_port: int, dst: str, sport: int, dport: int = ROCE_DPORT,
+             proto: int = PROTO_UDP) -> TierPath:
+        """The path of one flow from port ``nic_port`` of NIC ``src`` to address ``dst``."""
+        flow = Flow.of(src.ip, dst, proto, sport, dport)
+        switch, switches, ports = src.ports[nic_port].leaf, [], []
+        for _ in range(MAX_HOPS):
+            route = self._next(switch, dst)
+            if route.is_ecmp:
+                port = route.ports[flow_hash(self.model.switch(switch), flow) % len(route.ports)]
+            else:
+                port = route.ports[0]
+            switches.append(switch)
+            ports.append(port)
+            info = self.fabric.switch(switch).ports[port]
+            if info.kind == "host":
+                return TierPath(tuple(switches), tuple(ports))
+            switch = info.peer_node
+        raise ValueError(f"no delivery to {dst} within {MAX_HOPS} hops (a routing loop)")
+
+    def sport_paths(self, src: NicInfo, nic_port: int, dst: str, dport: int = ROCE_DPORT,
+                    sports: Optional[Sequence[int]] = None) -> list[TierPath]:
+        """:meth:`path` for every source port (``sports``: a subset; default all 65,536), one
+        hash table per switch visited instead of one CRC per port and hop."""
+        wanted = list(range(1 << 16)) if sports is None else list(sports)
+        out: dict[int, TierPath] = {}
+        tables: dict[str, list[int]] = {}
+
+        def walk(switch: str, group: list[int], switches: tuple[str, ...], ports: tuple[int, ...]) -> None:
+            if len(switches) >= MAX_HOPS:
+                raise ValueError(f"no delivery to {dst} within {MAX_HOPS} hops (a routing loop)")
+            route = self._next(switch, dst)
+            by_port: dict[int, list[int]] = {}
+            if route.is_ecmp:
+                if switch not in tables:
+                    tables[switch] = source_port_hashes(self.model.switch(switch), src.ip, dst, PROTO_UDP,
+                                                        dport)
+                h, n = tables[switch], len(route.ports)
+                for sp in group:
+                    by_port.setdefault(route.ports[h[sp] % n], []).append(sp)
+            else:
+                by_port[route.ports[0]] = group
+            for port, sps in by_port.items():
+                info = self.fabric.switch(switch).ports[port]
+                if info.kind == "host":
+                    path = TierPath(switches + (switch,), ports + (port,))
+                    for sp in sps:
+                        out[sp] = path
+                else:
+                    walk(info.peer_node, sps, switches + (switch,), ports + (port,))
+
+        walk(src.ports[nic_port].leaf, wanted, (), ())
+        return [out[sp] for sp in wanted]
+
+
+def tier_hash_model(fab: Fabric, table: Optional[dict[str, list[Route]]] = None) -> FabricHashModel:
+    """The published hash model of every leaf, spine and core (module docstring)."""
+    table = fabric_routes(fab) if table is None else table
+    switches: dict[str, SwitchHashModel] = {}
+    for sw in fab.switches:
+        groups: dict[tuple[int, ...], int] = {}
+        models: dict[int, GroupModel] = {}
+        routes: list[RouteModel] = []
+        base = 0
+        for r in table[sw.name]:
+            if not r.is_ecmp:
+                continue
+            gid = groups.get(r.ports)
+            if gid is None:
+                gid = groups[r.ports] = len(groups) + 1
+                models[gid] = GroupModel(base, tuple(member_name(sw, p) for p in r.ports))
+                base += len(r.ports)
+            routes.append(RouteModel(r.prefix, gid))
+        switches[sw.name] = SwitchHashModel(sw.name, algorithm=algorithm_of(sw), seed=int(sw.ecmp_seed),
+                                            groups=models, routes=tuple(routes))
+    return FabricHashModel(switches)
+
+
+__all__ = ["MAX_HOPS", "ROCE_DPORT", "TierModel", "TierPath", "tier_hash_model"]
