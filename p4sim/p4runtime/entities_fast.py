@@ -39,6 +39,7 @@ from typing import Any, Optional
 from p4.v1 import p4runtime_pb2 as pb
 
 from p4sim.p4runtime.entities_index import ProgramIndex, TableInfo
+from p4sim.p4runtime.entities_values import lpm_host_bits
 from p4sim.runtime.tables import ActionCall, Exact, Lpm, Optional_, Range, Ternary, canonical_match
 
 _KINDS = ("exact", "lpm", "ternary", "range", "optional")
@@ -102,7 +103,7 @@ class TablePlan:
                 if not data or v >> w or plen <= 0 or plen > w:
                     return None
                 host = (1 << (w - plen)) - 1
-                if v & host:
+                if v & lpm_host_bits(plen, w):
                     return None
                 got[pos] = (Lpm(v, plen), (v, plen), full ^ host, v, None)
             elif kind == "ternary":

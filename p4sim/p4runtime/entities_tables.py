@@ -38,7 +38,7 @@ from p4sim.p4runtime.entities_index import ProgramIndex, TableInfo
 from p4sim.p4runtime.entities_profiles import OneShot, ProfileStore
 from p4sim.p4runtime.entities_restore import restore_table_entry
 from p4sim.p4runtime.entities_translated import decode_translated_field
-from p4sim.p4runtime.entities_values import NewEntity, decode_bits, encode_bits, fail
+from p4sim.p4runtime.entities_values import NewEntity, check_lpm_host_bits, decode_bits, encode_bits, fail
 from p4sim.runtime.errors import RuntimeStateError
 from p4sim.runtime.meters import MeterCell, MeterConfig
 from p4sim.runtime.tables import (IDLE_TIMEOUT_UNSUPPORTED, ActionCall, Exact, GroupRef, Lpm, MemberRef,
@@ -99,8 +99,7 @@ def _decode_field(ti: TableInfo, f: Any, fm: Any) -> Any:
         if plen > w:
             fail("INVALID_ARGUMENT", f"{what}: prefix length {plen} exceeds the width {w}")
         value = decode_bits(fm.lpm.value, w, what)
-        if value & ((1 << (w - plen)) - 1):
-            fail("INVALID_ARGUMENT", f"{what}: bits beyond the /{plen} prefix must be zero")
+        check_lpm_host_bits(value, plen, w, what)
         return Lpm(value, plen)
     if which == "ternary":
         value = decode_bits(fm.ternary.value, w, what)

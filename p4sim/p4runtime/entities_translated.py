@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from p4sim.p4runtime.entities_values import decode_bits, fail
+from p4sim.p4runtime.entities_values import check_lpm_host_bits, decode_bits, fail
 from p4sim.runtime.errors import RuntimeStateError
 from p4sim.runtime.tables import Exact, Lpm, Optional_, Range, Ternary
 
@@ -91,6 +91,5 @@ def decode_translated_field(f: Any, fm: Any, what: str) -> Any:
         fail("INVALID_ARGUMENT", f"{what}: a /0 prefix is a don't-care and must be omitted")
     if plen > w:
         fail("INVALID_ARGUMENT", f"{what}: prefix length {plen} exceeds the width {w}")
-    if value & ((1 << (w - plen)) - 1):
-        fail("INVALID_ARGUMENT", f"{what}: bits beyond the /{plen} prefix must be zero")
+    check_lpm_host_bits(value, plen, w, what)
     return Lpm(value, plen)
