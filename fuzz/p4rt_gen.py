@@ -108,8 +108,8 @@ def _field_match(draw: Draw, mf: p4info_pb2.MatchField, valid: bool = False) -> 
     elif kind == _MT.LPM:
         plen = draw(st.integers(1, w) if valid else st.one_of(st.integers(0, w), st.integers(-5, w + 40)))
         v = _value(draw, w, valid)
-        if valid:       # no bit set past the prefix (BMv2 refuses that)
-            n = int.from_bytes(v, "big") & (((1 << plen) - 1) << (w - plen))
+        if valid:       # no bit set past the prefix, counted as PI counts it on whole bytes
+            n = int.from_bytes(v, "big") & (((1 << plen) - 1) << (w - plen)) & ~((1 << (8 * ((w + 7) // 8) - plen)) - 1)
             v = n.to_bytes(max(1, (w + 7) // 8), "big").lstrip(b"\x00") or b"\x00"
         fm.lpm.value, fm.lpm.prefix_len = v, plen
     elif kind == _MT.TERNARY:

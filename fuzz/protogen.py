@@ -84,9 +84,10 @@ def _scalar(field: _d.FieldDescriptor) -> SearchStrategy[Any]:
         return interesting_bytes()
     if t == _d.FieldDescriptor.TYPE_ENUM:
         known = [v.number for v in field.enum_type.values]
-        # proto3 enums are open: unknown numbers reach the server as they are
-        return st.one_of(st.sampled_from(known), st.integers(-3, 1000)) \
-            if field.enum_type.file.syntax == "proto3" else st.sampled_from(known)
+        # proto3 enums are open: unknown numbers reach the server as they are (upb's
+        # FileDescriptor has no ``syntax``; ``is_closed`` says it on every protobuf >= 4.22)
+        return st.sampled_from(known) if field.enum_type.is_closed \
+            else st.one_of(st.sampled_from(known), st.integers(-3, 1000))
     raise TypeError(f"field {field.full_name}: unsupported type {t}")
 
 
