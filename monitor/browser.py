@@ -56,12 +56,22 @@ def screenshot(url: str, path: Path, wait_css: Optional[str] = None,
                timeout_s: float = PAGE_TIMEOUT_S) -> Path:
     """Load ``url``, wait (at most ``timeout_s``) until an element matches ``wait_css``,
     save a full-page PNG at ``path``; :class:`BrowserUnavailable` without a browser,
-    ``TimeoutError`` when the element never shows."""
+    ``TimeoutError`` when the element never shows. The browser's profile lives in a
+    temporary folder removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="astral-chromium-",
+                                     ignore_cleanup_errors=True) as profile:
+        return _screenshot_with(open_browser(profile_dir=Path(profile)), url, path, wait_css,
+                                timeout_s)
+
+
+def _screenshot_with(driver: Any, url: str, path: Path, wait_css: Optional[str],
+                     timeout_s: float) -> Path:
+    """:func:`screenshot`'s body with a started ``driver``, which it quits (before the
+    caller removes the driver's profile folder)."""
     from selenium.common.exceptions import TimeoutException  # noqa: PLC0415 — heavy: selenium
     from selenium.webdriver.common.by import By  # noqa: PLC0415 — heavy: selenium
     from selenium.webdriver.support import expected_conditions as ec  # noqa: PLC0415 — heavy: selenium
     from selenium.webdriver.support.ui import WebDriverWait  # noqa: PLC0415 — heavy: selenium
-    driver = open_browser(profile_dir=Path(tempfile.mkdtemp(prefix="astral-chromium-")))
     try:
         driver.get(url)
         if wait_css:
