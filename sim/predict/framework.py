@@ -139,6 +139,12 @@ class Framework:
         return self.elementwise_traffic if self.elementwise_traffic is not None else calibration.current().eager_traffic
 
     @property
+    def eager(self) -> bool:
+        """Eager PyTorch (``elementwise_traffic`` left null): every primitive of a norm,
+        rotary or activation is its own kernel (:data:`sim.predict.graph.EAGER_BYTES`)."""
+        return self.elementwise_traffic is None
+
+    @property
     def microbatch_s(self) -> float:
         """``microbatch_overhead_s``, or the fitted figure of the framework's family."""
         v = self.microbatch_overhead_s

@@ -137,7 +137,45 @@ UNFUSED = ("attention.qk", "attention.softmax", "attention.av")
 #: the fused softmax + dropout of unfused attention reads the gradient, the mask and the
 #: probabilities and writes one gradient (2 + 1 + 2 + 2 + 2 + 2 = 11 bytes a score against
 #: the forward's 9)
-BWD_BYTES = {"attention.softmax": 11.0 / 9.0}
+BWD_BYTES = {"attention.softmax": 11.0 / 9.0, "rope": 1.0}
+
+#: Eager PyTorch: bytes a memory-bound block moves when every primitive of it is its own
+#: kernel, over the fused kernel's bytes (forward, backward), counted per element from the
+#: code the stacks run. RMSNorm written in PyTorch (torchtitan ``models/norms.py``
+#: ``RMSNorm``, the default ``norm_type`` of its Llama configs; ``torch.rms_norm``'s composite
+#: is the same chain): ``x.float()`` 2+4, ``pow`` 4+4, ``mean`` 4, ``x * rsqrt`` 4+4,
+#: ``type_as`` 4+2, ``* weight`` 2+2 = 36 bytes against a fused kernel's 2+2 (9×); autograd
+#: runs each primitive's backward (≈ 70 against 8). Rotary as complex numbers (torchtitan
+#: ``apply_rotary_emb``): ``float()`` 2+4, complex multiply 4+4, ``type_as`` 4+2 = 20 against
+#: 4 (5×), the backward alike. SwiGLU as ``silu(a) * b``: silu 2+2, multiply 2+2+2 = 10 per
+#: output against 6 fused; backward: the multiply's two gradients 12 + ``silu_backward`` 6 =
+#: 18 against 12. LayerNorm, GeLU, the residual add and the loss are single ATen kernels
+#: (``native_layer_norm``, ``gelu``, ``add``): 1×.
+EAGER_BYTES = {"norm.rmsnorm": (9.0, 70.0 / 8.0), "rope": (5.0, 5.0), "activation.swiglu": (10.0 / 6.0, 1.5)}
+
+
+def eager_factor(j: TrainingJob, name: str) -> float:
+    """Bytes of the memory-bound kernel ``name`` as eager PyTorch runs it, over its fused
+    bytes (:data:`EAGER_BYTES`; 1.0 for a kernel that is one ATen kernel either way).
+
+    >>> from sim.predict.job import job_from_dict
+    >>> j = job_from_dict({"model": {"layers": 2, "hidden": 1024, "heads": 16, "seq_length": 2048,
+    ...                              "vocab": 32000, "norm": "rmsnorm", "mlp": "swiglu", "position": "rope"},
+    ...                    "training": {"global_batch": 4}, "gpu": {"preset": "H100-SXM"}}, "j.yaml")
+    >>> eager_factor(j, "recompute.norm.mlp"), eager_factor(j, "rope.bwd"), eager_factor(j, "residual.attn")
+    (9.0, 5.0, 1.0)
+    """
+    base = name.removeprefix("recompute.")
+    bwd = base.endswith(".bwd")
+    base = base.removesuffix(".bwd")
+    if base.startswith("norm."):
+        key = f"norm.{j.model.norm}"
+    elif base in ("activation", "experts.activation"):
+        key = f"activation.{j.model.mlp}"
+    else:
+        key = base
+    f = EAGER_BYTES.get(key)
+    return 1.0 if f is None else f[1 if bwd else 0]
 
 
 def mask_fraction(j: TrainingJob) -> float:
@@ -231,6 +269,8 @@ def layer_forward(j: TrainingJob, moe: bool) -> list[Kernel]:
     attn_bytes = d.T * (d.qkv + d.a_t * m.d_head) * E
     out: list[Kernel] = [_mem("norm.attn", 2 * d.Tn * d.h * E), *_tp_in(d, "attn"),
                          _gemm("qkv", d.T, d.qkv, d.h, d.fp8)]
+    if m.position == "rope":        # rotary on Q and K: read and write them once (fused)
+        out.append(_mem("rope", 2.0 * d.T * (m.heads + m.kv) * m.d_head // d.t * E))
     if d.cp > 1:
         kv = 2.0 * d.T * (m.kv // d.t) * m.d_head * E
         ring = j.cp_comm == "ring"
@@ -338,5 +378,5 @@ def optimizer_step(params_local: float) -> Kernel:
     return _mem("optimizer.adam", params_local * OPTIMIZER_BYTES_PER_PARAM)
 
 
-__all__ = ["embedding_backward", "embedding_forward", "head_backward", "head_forward", "layer_backward",
+__all__ = ["EAGER_BYTES", "eager_factor", "embedding_backward", "embedding_forward", "head_backward", "head_forward", "layer_backward",
            "layer_forward", "optimizer_step", "recompute_forward"]

@@ -18,6 +18,7 @@ reason, like the scenario files (:mod:`sim.scenario`)::
       head_dim: null             # default hidden / heads (Qwen3: 128 with hidden 2048 and 32 heads)
       mlp: gelu                  # gelu | swiglu (three matrices, Llama)
       norm: layernorm            # layernorm | rmsnorm
+      position: learned          # learned | rope (rotary on Q and K: Llama, Qwen, Nemotron) | none
       dropout: true              # dropout masks after attention and MLP (GPT); false: Llama
       tied_embeddings: true      # LM head shares the embedding (a copy on the last stage)
       experts: 0                 # MoE: experts per MoE layer (0: dense)
@@ -123,6 +124,7 @@ class ModelSpec:
     head_dim: Optional[int] = None
     mlp: str = "gelu"
     norm: str = "layernorm"
+    position: str = "learned"
     dropout: bool = True
     tied_embeddings: bool = True
     experts: int = 0
@@ -315,6 +317,10 @@ def _err(source: str, where: str, why: str) -> SimInputError:
     return SimInputError(f"{source}: {where}: {why}")
 
 
+#: position encodings (``model.position``)
+POSITIONS = ("learned", "rope", "none")
+
+
 def _one_of(value: str, known: tuple[str, ...], source: str, where: str) -> None:
     if value not in known:
         raise _err(source, where, f"unknown value {value!r} (known: {', '.join(known)})")
@@ -354,6 +360,7 @@ def _check_model(m: ModelSpec, s: str) -> None:
         raise _err(s, "model.kv_heads", f"{m.kv} does not divide model.heads ({m.heads})")
     _one_of(m.mlp, ("gelu", "swiglu"), s, "model.mlp")
     _one_of(m.norm, ("layernorm", "rmsnorm"), s, "model.norm")
+    _one_of(m.position, POSITIONS, s, "model.position")
     if m.experts < 0:
         raise _err(s, "model.experts", f"must be >= 0, got {m.experts}")
     if m.moe_imbalance < 1.0:

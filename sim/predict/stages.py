@@ -8,7 +8,10 @@ the pipeline schedule runs, as the job's framework (:mod:`sim.predict.framework`
   ``hidden_by`` a kernel (CP's KV exchange under the attention) adds only what exceeds that
   kernel; with ``tp_comm_overlap`` η, a TP all-gather / reduce-scatter hides up to η of the
   GEMM that consumes / produces it (Transformer Engine's userbuffers, torch's async TP);
-* memory-bound kernels move ``elementwise_traffic`` × their fused bytes (eager PyTorch);
+* memory-bound kernels move ``elementwise_traffic`` × their fused bytes; an eager PyTorch
+  stack (``elementwise_traffic`` null) moves, besides the fitted ``eager_traffic``, what
+  each block's primitives move one kernel at a time (:data:`sim.predict.graph.EAGER_BYTES`:
+  RMSNorm 9×, complex rotary 5×, SwiGLU 10/6 of the fused bytes);
 * a layer's pass is never shorter than its kernels' host launch time (``cpu_op_s`` each):
   small layers of eager stacks are bound by the CPU (``host.launch`` op);
 * sharded data parallelism per unit (a transformer layer), per micro-batch: FSDP /
@@ -96,7 +99,7 @@ def pass_ops(j: TrainingJob, kernels: list[Kernel], comm: Optional[CommModel]) -
         if k.kind == "comm":
             continue
         if k.kind == "memory" and not k.name.startswith(("optimizer", "fp8.")):
-            k = replace(k, bytes=k.bytes * fw.traffic)
+            k = replace(k, bytes=k.bytes * fw.traffic * (graph.eager_factor(j, k.name) if fw.eager else 1.0))
         times[k.name] = kernel_time_s(k, j.gpu, prec, j.kernels)
     out: list[TimedOp] = []
     for i, k in enumerate(kernels):

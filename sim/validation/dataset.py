@@ -59,6 +59,7 @@ class ModelShape:
     head_dim: Optional[int] = None
     mlp: str = "gelu"
     norm: str = "layernorm"
+    position: str = "learned"
     bias: bool = True
     tied_embeddings: bool = True
     experts: int = 0
@@ -177,6 +178,8 @@ def _model(name: str, d: Any, src: str) -> ModelShape:
         raise _err(src, f"{where}.mlp", f"gelu or swiglu, got {d.get('mlp')!r}")
     if d.get("norm", "layernorm") not in ("layernorm", "rmsnorm"):
         raise _err(src, f"{where}.norm", f"layernorm or rmsnorm, got {d.get('norm')!r}")
+    if d.get("position", "learned") not in ("learned", "rope", "none"):
+        raise _err(src, f"{where}.position", f"learned, rope or none, got {d.get('position')!r}")
     return ModelShape(name, **d)
 
 

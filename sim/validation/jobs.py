@@ -42,7 +42,7 @@ def run_job(r: Run) -> dict[str, Any]:
     NIC speed, NCCL's rings without TCCL: ``random_ecmp``)."""
     m = r.model
     model: dict[str, Any] = {"layers": m.layers, "hidden": m.hidden, "heads": m.heads, "seq_length": r.seq,
-                             "vocab": m.vocab, "mlp": m.mlp, "norm": m.norm, "dropout": m.bias,
+                             "vocab": m.vocab, "mlp": m.mlp, "norm": m.norm, "position": m.position, "dropout": m.bias,
                              "tied_embeddings": m.tied_embeddings}
     if m.kv_heads:
         model["kv_heads"] = m.kv_heads

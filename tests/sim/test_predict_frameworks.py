@@ -67,6 +67,43 @@ def test_unfused_attention_and_eager_traffic() -> None:
     assert eager.iteration_s > fused.iteration_s
 
 
+LLAMA = {"norm": "rmsnorm", "mlp": "swiglu", "position": "rope", "dropout": False}
+
+
+def test_rotary_models_run_a_rope_kernel_on_q_and_k() -> None:
+    plain = job_from_dict(small(), "j.yaml")
+    rope = job_from_dict(small(model=LLAMA, parallel={"tp": 2}), "j.yaml")
+    assert "rope" not in [k.name for k in graph.layer_forward(plain, False)]
+    k = next(k for k in graph.layer_forward(rope, False) if k.name == "rope")
+    m, tokens = rope.model, rope.training.micro_batch * rope.model.seq_length
+    assert k.bytes == 2 * tokens * (m.heads + m.kv) * m.d_head // 2 * graph.E
+    assert "rope.bwd" in [k.name for k in graph.layer_backward(rope, False)]
+
+
+def _norm_s(framework: dict, model: dict) -> float:
+    """Seconds the first layer's attention norm moves bytes (its launch latency left out)."""
+    j = job_from_dict(small(model=model, framework=framework), "j.yaml")
+    r = predict(j)
+    return next(o.seconds for o in r.stages[0].fwd_ops[0] if o.name.endswith("norm.attn")) - j.kernels.launch_s
+
+
+def test_eager_pytorch_runs_rmsnorm_as_its_primitives_and_compile_fuses_them() -> None:
+    eager = {"name": "torchtitan", "elementwise_traffic": None}
+    compiled = {"name": "torchtitan", "compile": True}
+    rms_eager, rms_compiled = _norm_s(eager, LLAMA), _norm_s(compiled, LLAMA)
+    ln_eager = _norm_s(eager, {"norm": "layernorm"})
+    assert rms_eager / rms_compiled == pytest.approx(9.0 * load().eager_traffic, rel=0.02)
+    assert ln_eager / rms_compiled == pytest.approx(load().eager_traffic, rel=0.02)   # native_layer_norm: one kernel
+    j = job_from_dict(small(model=LLAMA), "j.yaml")
+    assert graph.eager_factor(j, "activation") == pytest.approx(10 / 6) and graph.eager_factor(j, "rope.bwd") == 5.0
+
+
+@pytest.mark.parametrize("value", ["alibi", 3])
+def test_an_unknown_position_encoding_is_refused(value: object) -> None:
+    with pytest.raises(SimInputError, match="model.position"):
+        job_from_dict(small(model={"position": value}), "j.yaml")
+
+
 def test_fp8_adds_casts_and_keeps_attention_and_head_in_bf16() -> None:
     j = job_from_dict(small(gpu={"preset": "H100-SXM"}, training={"precision": "fp8"}), "j.yaml")
     fwd = graph.layer_forward(j, False)
