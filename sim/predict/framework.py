@@ -22,7 +22,10 @@ field                  meaning
 ``overlap_grad_reduce``  DP gradient reduction in buckets as the last backward produces them
 ``overlap_param_gather`` the distributed optimizer's parameter all-gather under the next forward
 ``bucket_MiB``         gradient bucket (Megatron: 40M elements; DeepSpeed 500M; DDP 25 MiB)
-``grad_reduce_dtype``  ``fp32`` or ``bf16`` gradients on the wire
+``grad_reduce_dtype``  ``fp32``, ``bf16`` or ``fp16`` gradients on the wire, or ``auto``: Megatron-LM's
+                       rule (``megatron/training/arguments.py``): gradients are accumulated and
+                       reduced in the parameters' dtype, fp16 for an fp16 job, unless
+                       ``--accumulate-allreduce-grads-in-fp32``, which bf16 forces (fp32)
 ``tp_comm_overlap``    share of a tensor-parallel all-gather / reduce-scatter hidden behind the
                        GEMM that consumes / produces it (Transformer Engine userbuffers:
                        ``--tp-comm-overlap``; torch async TP); 0: every TP collective exposed
@@ -53,6 +56,12 @@ field                  meaning
                        more ECMP paths of a RoCE fabric)
 ``fp8_param_gather``   FP8 jobs keep the model's weights in FP8 (1 byte) and all-gather them in
                        FP8 (Megatron-Core ``--fp8-param-gather``)
+``fp8_tp_gather``      FP8 jobs with sequence parallelism cast a layer's input to FP8 before the
+                       tensor-parallel all-gather and gather 1 byte an element (torchao's
+                       ``PrepareFloat8ModuleInput`` / ``Float8ColwiseParallel``; the output
+                       gradient's all-gather likewise, ``Float8RowwiseParallel``'s backward
+                       cast; Transformer Engine's LayerNormLinear gathers its FP8 output); the
+                       reduce-scatters stay BF16
 =====================  ====================================================================
 
 Profiles (:data:`PROFILES`):
@@ -127,6 +136,7 @@ class Framework:
     fp8_recipe: str = "delayed"
     fp8_weight_cache: bool = True
     fp8_param_gather: bool = False
+    fp8_tp_gather: bool = True
     cp_comm: str = "ring"
     moe_dispatcher: str = "alltoall"
     moe_qps_per_channel: int = 4
@@ -164,12 +174,12 @@ class Framework:
 
     @property
     def grad_wire_bytes(self) -> float:
-        """Bytes per gradient element on the wire."""
-        return 4.0 if self.grad_reduce_dtype == "fp32" else 2.0
+        """Bytes per gradient element on the wire (``auto`` unresolved: fp32)."""
+        return 2.0 if self.grad_reduce_dtype in ("bf16", "fp16") else 4.0
 
 
 _MCORE = Framework("megatron-core", data_parallel="distributed_optimizer", overlap_grad_reduce=True,
-                   overlap_param_gather=True, bucket_MiB=160.0, grad_reduce_dtype="fp32", tp_comm_overlap=0.85,
+                   overlap_param_gather=True, bucket_MiB=160.0, grad_reduce_dtype="auto", tp_comm_overlap=0.85,
                    attention="auto", elementwise_traffic=1.0, cpu_op_s=4e-6, fp8_recipe="delayed")
 _EAGER = dict(elementwise_traffic=None, cpu_op_s=15e-6, family="pytorch")
 
@@ -189,10 +199,10 @@ PROFILES: dict[str, Framework] = {f.name: f for f in (
     replace(_MCORE, name="megatron-bridge", fp8_recipe="current", grad_reduce_dtype="bf16", fp8_param_gather=True,
             moe_dispatcher="deepep"),
     replace(_MCORE, name="deepspeed", data_parallel="zero", overlap_param_gather=True, tp_comm_overlap=0.0,
-            attention="fa2", bucket_MiB=500.0 * 2, grad_reduce_dtype="bf16", **_EAGER),
-    replace(_MCORE, name="pytorch-fsdp", data_parallel="fsdp", tp_comm_overlap=0.0, attention="fa2",
+            attention="fa2", fp8_tp_gather=False, bucket_MiB=500.0 * 2, grad_reduce_dtype="bf16", **_EAGER),
+    replace(_MCORE, name="pytorch-fsdp", data_parallel="fsdp", tp_comm_overlap=0.0, attention="fa2", fp8_tp_gather=False,
             grad_reduce_dtype="fp32", fp8_recipe="tensorwise", fp8_weight_cache=False, **_EAGER),
-    replace(_MCORE, name="composer-fsdp", data_parallel="fsdp", tp_comm_overlap=0.0, attention="fa2",
+    replace(_MCORE, name="composer-fsdp", data_parallel="fsdp", tp_comm_overlap=0.0, attention="fa2", fp8_tp_gather=False,
             grad_reduce_dtype="fp32", fp8_recipe="delayed", fp8_weight_cache=False, **_EAGER),
     replace(_MCORE, name="torchtitan", data_parallel="fsdp", tp_comm_overlap=0.0, attention="fa2",
             grad_reduce_dtype="fp32", fp8_recipe="tensorwise", fp8_weight_cache=False, cp_comm="allgather", **_EAGER),
@@ -230,6 +240,7 @@ class FrameworkSection:
     fp8_recipe: Optional[str] = None
     fp8_weight_cache: Optional[bool] = None
     fp8_param_gather: Optional[bool] = None
+    fp8_tp_gather: Optional[bool] = None
     cp_comm: Optional[str] = None
     moe_dispatcher: Optional[str] = None
     moe_qps_per_channel: Optional[int] = None
@@ -258,7 +269,7 @@ def resolve_framework(data: Any, source: str) -> Framework:
     f = replace(base, **over)
     _one_of(f.data_parallel, DP_MODES, source, "data_parallel")
     _one_of(f.attention, ATTENTION, source, "attention")
-    _one_of(f.grad_reduce_dtype, ("fp32", "bf16"), source, "grad_reduce_dtype")
+    _one_of(f.grad_reduce_dtype, ("fp32", "bf16", "fp16", "auto"), source, "grad_reduce_dtype")
     _one_of(f.fp8_recipe, FP8_RECIPES, source, "fp8_recipe")
     _one_of(f.cp_comm, ("ring", "allgather"), source, "cp_comm")
     _one_of(f.moe_dispatcher, MOE_DISPATCHERS, source, "moe_dispatcher")

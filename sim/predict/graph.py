@@ -76,14 +76,17 @@ class _Dims:
         self.qkv = (m.heads + 2 * m.kv) * m.d_head // p.tp
         self.a_t = m.heads // p.tp
         self.fp8 = j.training.precision == "fp8"
+        #: bytes an element of a sequence-parallel all-gather (FP8 when the stack gathers FP8)
+        self.tp_gather_e = 1.0 if self.fp8 and j.framework.fp8_tp_gather else E
         self.swiglu = m.mlp == "swiglu"
         self.cp = p.cp
         self.ep = p.ep
         self.impl = j.framework.attention_impl(j.gpu.chip)
 
 
-def _tp_in(d: _Dims, name: str) -> list[Kernel]:
-    return [_comm(f"tp.allgather.{name}", "allgather", "tp", d.T * d.h * E)] if d.sp else []
+def _tp_in(d: _Dims, name: str, fp8: bool = True) -> list[Kernel]:
+    e = d.tp_gather_e if fp8 else E          # the LM head's input stays BF16
+    return [_comm(f"tp.allgather.{name}", "allgather", "tp", d.T * d.h * e)] if d.sp else []
 
 
 def _tp_out(d: _Dims, name: str) -> list[Kernel]:
@@ -298,7 +301,7 @@ def _backward_of(k: Kernel, d: _Dims) -> list[Kernel]:
     if k.group == "tp" and k.collective == "allgather":        # SP: RS of the input gradient
         return [_comm(f"tp.reducescatter.{k.name.split('.')[-1]}.bwd", "reducescatter", "tp", k.size_bytes)]
     if k.group == "tp" and k.collective == "reducescatter":    # SP: AG of the output gradient
-        return [_comm(f"tp.allgather.{k.name.split('.')[-1]}.bwd", "allgather", "tp", k.size_bytes)]
+        return [_comm(f"tp.allgather.{k.name.split('.')[-1]}.bwd", "allgather", "tp", k.size_bytes * d.tp_gather_e / E)]
     if k.group == "tp":                                        # the 'g' all-reduce: identity backward
         return []
     if k.group == "cp":
@@ -347,7 +350,7 @@ def embedding_forward(j: TrainingJob) -> list[Kernel]:
 def head_forward(j: TrainingJob) -> list[Kernel]:
     """Final norm, vocab-parallel LM head GEMM and cross-entropy (fp32 logits)."""
     d, v_t = _Dims(j), j.model.vocab // j.parallel.tp
-    ks = [_mem("norm.final", 2 * d.Tn * d.h * E), *_tp_in(d, "head"), _gemm("lm_head", d.T, v_t, d.h, False),
+    ks = [_mem("norm.final", 2 * d.Tn * d.h * E), *_tp_in(d, "head", fp8=False), _gemm("lm_head", d.T, v_t, d.h, False),
           _mem("cross_entropy", 3 * d.T * v_t * 4.0)]
     if d.t > 1:
         ks.append(_comm("tp.allreduce.loss", "allreduce", "tp", d.T * 8.0))

@@ -474,6 +474,8 @@ def job_from_dict(data: Any, source: str = "job") -> TrainingJob:
                     par, parse_section(data.get("training"), "training", TrainingSpec, source),
                     gpu, parse_section(data.get("network"), "network", NetworkSpec, source),
                     kernels, dict(fabric), source, resolve_framework(data.get("framework"), source))
+    if j.framework.grad_reduce_dtype == "auto":      # Megatron's rule: fp16 gradients stay fp16, bf16 → fp32
+        j.framework = replace(j.framework, grad_reduce_dtype="fp16" if j.training.precision == "fp16" else "fp32")
     if par.schedule == "custom" and par.schedule_file:
         j.orders = _custom_orders(par.schedule_file, source)
     j.energy = parse_section(data.get("energy"), "energy", EnergySpec, source)

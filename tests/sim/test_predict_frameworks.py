@@ -98,6 +98,30 @@ def test_eager_pytorch_runs_rmsnorm_as_its_primitives_and_compile_fuses_them() -
     assert graph.eager_factor(j, "activation") == pytest.approx(10 / 6) and graph.eager_factor(j, "rope.bwd") == 5.0
 
 
+@pytest.mark.parametrize("framework, gather_bytes", [("torchtitan", 1.0), ("megatron-core", 1.0), ("composer-fsdp", 2.0)])
+def test_fp8_sequence_parallel_gathers_fp8_where_the_stack_does(framework: str, gather_bytes: float) -> None:
+    j = job_from_dict(small(parallel={"tp": 2, "sequence_parallel": True}, training={"precision": "fp8"},
+                            gpu={"preset": "H100-SXM"}, framework={"name": framework}), "j.yaml")
+    tokens_h = j.training.micro_batch * j.model.seq_length * j.model.hidden
+    fwd = {k.name: k.size_bytes for k in graph.layer_forward(j, False) if k.kind == "comm"}
+    bwd = {k.name: k.size_bytes for k in graph.layer_backward(j, False) if k.kind == "comm"}
+    assert fwd["tp.allgather.attn"] == tokens_h * gather_bytes and fwd["tp.reducescatter.attn"] == tokens_h * 2
+    assert bwd["tp.allgather.mlp.bwd"] == tokens_h * gather_bytes           # the output gradient's all-gather
+    head = {k.name: k.size_bytes for k in graph.head_forward(j) if k.kind == "comm"}
+    assert head["tp.allgather.head"] == tokens_h * 2                          # the LM head stays BF16
+
+
+@pytest.mark.parametrize("precision, framework, dtype", [("fp16", {"name": "megatron-lm"}, "fp16"),
+                                                         ("bf16", {"name": "megatron-lm"}, "fp32"),
+                                                         ("fp16", {"name": "megatron-core"}, "fp16"),
+                                                         ("fp16", {"name": "megatron-lm", "grad_reduce_dtype": "fp32"},
+                                                          "fp32")])
+def test_megatron_reduces_fp16_gradients_in_fp16_and_bf16_in_fp32(precision: str, framework: dict, dtype: str) -> None:
+    j = job_from_dict(small(training={"precision": precision}, framework=framework), "j.yaml")
+    assert j.framework.grad_reduce_dtype == dtype
+    assert j.framework.grad_wire_bytes == (4.0 if dtype == "fp32" else 2.0)
+
+
 @pytest.mark.parametrize("value", ["alibi", 3])
 def test_an_unknown_position_encoding_is_refused(value: object) -> None:
     with pytest.raises(SimInputError, match="model.position"):
