@@ -45,6 +45,8 @@ from p4sim.runtime.tables import ActionCall, Exact, Lpm, Optional_, Range, Terna
 _KINDS = ("exact", "lpm", "ternary", "range", "optional")
 _DONT_CARE = {"lpm": Lpm(0, 0), "ternary": Ternary(0, 0), "optional": Optional_(None)}
 _PRIORITY_LIMIT = 1 << 31
+ACTION_CACHE_MAX = 4096
+"""Distinct action messages a plan remembers the decoded call of (then it starts afresh)."""
 
 Key = tuple[tuple[Any, ...], tuple, int, int, tuple]
 """A decoded key: (match objects, identity, mask, value, ranges), as ``Table._ident`` makes them."""
@@ -56,7 +58,7 @@ class TablePlan:
     """What a write to one table needs, precomputed (see the module docstring)."""
 
     __slots__ = ("ti", "table", "fields", "widths", "dont_care", "needs_priority", "support_timeout",
-                 "actions", "nfields", "single_exact")
+                 "actions", "nfields", "single_exact", "_calls")
 
     def __init__(self, ti: TableInfo, fields: dict[int, tuple[int, str, int, int]], widths: tuple[int, ...],
                  dont_care: tuple[Optional[Part], ...], actions: dict[int, tuple[str, dict[int, tuple[int, int]], int]]
@@ -71,6 +73,10 @@ class TablePlan:
         self.actions = actions                # action id -> (name, param id -> (position, width), count)
         self.nfields = len(widths)
         kinds = [f[1] for f in fields.values()]
+        # serialized TableAction -> its ActionCall: a batch usually repeats a few actions
+        # (next hops, ports); the call is a pure function of the message's bytes, and an
+        # ActionCall is immutable, so entries may share one
+        self._calls: dict[bytes, ActionCall] = {}
         self.single_exact: Optional[tuple[int, int, int]] = None
         if kinds == ["exact"]:
             (field_id, (_pos, _kind, w, full)), = fields.items()
@@ -211,9 +217,16 @@ class TablePlan:
         priority = self._priority(te)
         if priority is None:
             return None
-        call = self._action(te.action)
+        ta = te.action
+        wire = ta.SerializeToString()
+        call = self._calls.get(wire)
         if call is None:
-            return None
+            call = self._action(ta)
+            if call is None:
+                return None
+            if len(self._calls) >= ACTION_CACHE_MAX:
+                self._calls.clear()
+            self._calls[wire] = call
         key = self._key(te, priority)
         if key is None:
             return None
