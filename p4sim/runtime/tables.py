@@ -504,6 +504,22 @@ class Table:
         self._changed("modify", entry)
         return entry
 
+    def modify_canonical_entry(self, ident: tuple, action: ActionCall
+                               ) -> Optional[tuple[TableEntryState, EntryAction]]:
+        """:meth:`modify_entry` by the canonical identity :meth:`_ident` gives a key, for a
+        caller that has checked ``action`` as :meth:`add_canonical_entry`'s callers do: (the
+        entry, its previous action), or None with nothing changed when there is no such
+        entry, it or the table is const, or the table has an action profile (the caller
+        then takes :meth:`modify_entry` for its error)."""
+        entry = self._by_ident.get(ident)
+        if entry is None or entry.is_const or self.is_const or self.implementation is not None:
+            return None
+        old = entry.action
+        entry.action = action
+        entry._result = self._result_for(entry)
+        self._changed("modify", entry)
+        return entry, old
+
     def delete_entry(self, matches: Sequence[Match], priority: int = 0) -> TableEntryState:
         """Remove an entry; its handle becomes free for reuse. Returns the removed entry."""
         if self.is_const:
