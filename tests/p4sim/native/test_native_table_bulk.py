@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from native_equiv import StepClock, diff_snapshots, state_snapshot
 from p4sim.engine.program import load_program_text
 from p4sim.native import compiler_status
 from p4sim.native.switch import NativeSwitch
@@ -21,7 +22,6 @@ from p4sim.p4runtime.entities_restore import restore_table_entry
 from p4sim.runtime import tables as runtime_tables
 from p4sim.runtime.tables import ActionCall, Exact, Lpm, Range, Ternary
 from p4sim.v1model.switch import V1ModelSwitch
-from tests.p4sim.native.native_equiv import StepClock, diff_snapshots, state_snapshot
 
 pytestmark = pytest.mark.skipif(not compiler_status()[0], reason="no C compiler")
 
