@@ -17,6 +17,11 @@ after 10 s). Figures:
 * ``p4sim.p4rt_read_ms.counters_4096``: one wildcard Read of an indexed counter of 4,096
   cells (``bench/programs/counters.p4``), request sent to the last entity decoded by the
   client, median of 20 reads per run (medians over ``config.runs``); the count is checked.
+* With ``--target bmv2`` the write and read probes run unchanged against
+  ``simple_switch_grpc`` (no program, no interfaces; the program compiled by
+  ``p4c-bm2-ss``, pushed as its JSON with p4c's P4Info) and their figures are named
+  ``bmv2.p4rt_writes_per_s.*``, ``bmv2.p4rt_write_cpu_us.*``, ``bmv2.p4rt_read_ms.counters_4096``
+  (in ``build/bench-bmv2.json``): PI's P4Runtime server in the very probe p4sim's runs.
 * ``p4sim.pps.veth``: frames per second forwarded between two veth ports (root only; the
   figure is not written otherwise). The veth pairs are named after this process and only
   they are deleted.
@@ -28,6 +33,7 @@ Example::
     $ .venv/bin/python -m bench switch                  # all three (as root for pps.veth)
     $ .venv/bin/python -m bench switch.p4rt_writes --duration 1 --runs 1
     $ .venv/bin/python -m bench switch.p4rt_read --runs 3
+    $ .venv/bin/python -m bench switch.p4rt_writes switch.p4rt_read --target bmv2
 """
 from __future__ import annotations
 
@@ -43,9 +49,10 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, NamedTuple, Optional, Sequence
+from typing import Callable, Iterator, NamedTuple, Optional, Sequence
 
 import grpc
+from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
@@ -55,6 +62,7 @@ from p4sim.engine.program import load_program
 from p4sim.frontend.preprocess import preprocess
 from p4sim.p4info import build_p4info
 from process import stop_process
+from testbed.ports import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 PROGRAM = Path(__file__).resolve().parent / "programs" / "port_fwd.p4"
@@ -170,6 +178,97 @@ class SwitchProcess:
         self._stderr.close()
 
 
+class Bmv2Process:
+    """``simple_switch_grpc --no-p4`` (plaintext gRPC on a free port of 127.0.0.1, no
+    interfaces) as a child process, stopped only by its own PID; the counterpart of
+    :class:`SwitchProcess` for ``--target bmv2``. :meth:`pipeline` compiles a program with
+    ``p4c-bm2-ss`` into a temporary folder of its own.
+
+    Example::
+
+        >>> with Bmv2Process.run() as sw:                          # doctest: +SKIP
+        ...     p4info, json_bytes = sw.pipeline(PROGRAM)
+    """
+
+    def __init__(self) -> None:
+        self.proc: Optional[subprocess.Popen[bytes]] = None
+        self.grpc_addr = ""
+        self._tmp = tempfile.TemporaryDirectory(prefix="bench-bmv2-")
+        self._log = open(Path(self._tmp.name) / "simple_switch_grpc.log", "wb")
+
+    @classmethod
+    @contextmanager
+    def run(cls) -> Iterator["Bmv2Process"]:
+        """Start it, wait (bounded) until its gRPC server answers, stop it on exit."""
+        sw = cls()
+        try:
+            sw.start()
+            yield sw
+        finally:
+            sw.stop()
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def start(self) -> None:
+        self.grpc_addr = f"127.0.0.1:{free_port()}"
+        cmd = ["simple_switch_grpc", "--no-p4", "--device-id", str(DEVICE_ID),
+               "--thrift-port", str(free_port()), "--", "--grpc-server-addr", self.grpc_addr,
+               "--cpu-port", "255"]
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT)
+        channel = grpc.insecure_channel(self.grpc_addr)
+        try:
+            grpc.channel_ready_future(channel).result(timeout=READY_TIMEOUT_S)
+        except grpc.FutureTimeoutError:
+            raise BenchCheckError(f"simple_switch_grpc did not answer on {self.grpc_addr} within "
+                                  f"{READY_TIMEOUT_S:g} s (exit status {self.proc.poll()})") from None
+        finally:
+            channel.close()
+
+    def pipeline(self, program: Path) -> tuple[p4info_pb2.P4Info, bytes]:
+        """``program`` compiled by ``p4c-bm2-ss``: its P4Info and BMv2 JSON."""
+        out = Path(self._tmp.name) / program.stem
+        out.mkdir(exist_ok=True)
+        p4info_path, json_path = out / "p4info.txtpb", out / "program.json"
+        res = subprocess.run(["p4c-bm2-ss", "--p4runtime-files", str(p4info_path), "-o", str(json_path),
+                              str(program)], capture_output=True, timeout=600)
+        if res.returncode != 0:
+            raise BenchCheckError(f"p4c-bm2-ss {program.name}: {res.stderr.decode(errors='replace')[-500:]}")
+        return text_format.Parse(p4info_path.read_text(), p4info_pb2.P4Info()), json_path.read_bytes()
+
+    def stop(self) -> None:
+        """SIGTERM this PID (SIGKILL after 10 s); idempotent."""
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            stop_process(proc)
+        if not self._log.closed:
+            self._log.close()
+        self._tmp.cleanup()
+
+
+def p4sim_pipeline(program: Path) -> tuple[p4info_pb2.P4Info, bytes]:
+    """``program``'s P4Info and p4sim device config."""
+    return (build_p4info(load_program(str(program))),
+            DeviceConfig(program.name, preprocess(str(program))).to_json().encode())
+
+
+@contextmanager
+def target_switch(target: str, program: Path) -> Iterator[tuple[int, "P4RuntimeClient"]]:
+    """A switch of ``target`` (``p4sim``: ``python -m p4sim switch program``; ``bmv2``:
+    :class:`Bmv2Process`) with ``program`` pushed by a primary client: yields (its PID,
+    the client)."""
+    if target == "bmv2":
+        with Bmv2Process.run() as bm, P4RuntimeClient.connect(bm.grpc_addr) as client:
+            client.push_config(*bm.pipeline(program))
+            yield bm.pid, client
+        return
+    with SwitchProcess.run(program) as sw, P4RuntimeClient.connect(sw.grpc_addr) as client:
+        client.push_pipeline(program)
+        yield sw.pid, client
+
+
 # ---------------------------------------------------------------------- P4Runtime client
 def _canonical(value: int) -> bytes:
     """P4Runtime's shortest bytestring: ``_canonical(0) == b"\\x00"``."""
@@ -229,14 +328,17 @@ class P4RuntimeClient:
 
     def push_pipeline(self, program: Path) -> None:
         """SetForwardingPipelineConfig(VERIFY_AND_COMMIT) with p4sim's device config."""
-        self.p4info = build_p4info(load_program(str(program)))
+        self.push_config(*p4sim_pipeline(program))
+
+    def push_config(self, p4info: p4info_pb2.P4Info, device_config: bytes) -> None:
+        """SetForwardingPipelineConfig(VERIFY_AND_COMMIT) of ``p4info`` and ``device_config``."""
+        self.p4info = p4info
         req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
             device_id=self.device_id,
             action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
         req.election_id.low = 1
         req.config.p4info.CopyFrom(self.p4info)
-        req.config.p4_device_config = DeviceConfig(program.name,
-                                                   preprocess(str(program))).to_json().encode()
+        req.config.p4_device_config = device_config
         self.stub.SetForwardingPipelineConfig(req, timeout=RPC_TIMEOUT_S)
 
     def _id(self, kind: str, name: str) -> int:
@@ -328,17 +430,24 @@ def threads_cpu_ns(pid: int) -> int:
     return total
 
 
+def process_cpu_ns(pid: int) -> int:
+    """:func:`process_cpu_s` in ns: counts the threads that have ended too (simple_switch_grpc's
+    gRPC threads come and go, which :func:`threads_cpu_ns` would miss), at 10 ms resolution."""
+    return round(process_cpu_s(pid) * 1e9)
+
+
 def insert_run(client: P4RuntimeClient, batch: int, duration_s: float, max_entries: int = MAX_ENTRIES,
-               base_mac: int = 0x0A0000000000, switch_pid: Optional[int] = None) -> WriteRun:
+               base_mac: int = 0x0A0000000000, switch_pid: Optional[int] = None,
+               cpu_ns: Callable[[int], int] = threads_cpu_ns) -> WriteRun:
     """INSERTs/s of up to ``max_entries`` dmac entries in requests of ``batch`` updates,
-    for at most ``duration_s``, and (``switch_pid``) the CPU the switch spent per entry;
-    the entries are read back (BenchCheckError on a wrong count) and deleted afterwards,
+    for at most ``duration_s``, and (``switch_pid``) the CPU the switch spent per entry
+    (``cpu_ns(switch_pid)`` before and after); the entries are read back (BenchCheckError on a wrong count) and deleted afterwards,
     untimed."""
     requests = [client.write_request([client.exact_update(DMAC, base_mac + i, FORWARD, 1 + i % 8)
                                       for i in range(start, min(start + batch, max_entries))])
                 for start in range(0, max_entries, batch)]
     n = 0
-    cpu0 = threads_cpu_ns(switch_pid) if switch_pid is not None else 0
+    cpu0 = cpu_ns(switch_pid) if switch_pid is not None else 0
     t0 = time.perf_counter()
     for req in requests:
         client.stub.Write(req, timeout=RPC_TIMEOUT_S)
@@ -346,7 +455,7 @@ def insert_run(client: P4RuntimeClient, batch: int, duration_s: float, max_entri
         if time.perf_counter() - t0 >= duration_s:
             break
     elapsed = time.perf_counter() - t0
-    cpu_us = (threads_cpu_ns(switch_pid) - cpu0) / 1e3 / n if switch_pid is not None else None
+    cpu_us = (cpu_ns(switch_pid) - cpu0) / 1e3 / n if switch_pid is not None else None
     got = client.count_entries(DMAC)
     if got != n:
         raise BenchCheckError(f"{DMAC}: {n} entries inserted, {got} read back")
@@ -367,15 +476,18 @@ def run_p4rt_writes(config: BenchConfig) -> dict[str, Figure]:
     switch's CPU per entry of each (``p4sim.p4rt_write_cpu_us.*``: what the rate would be
     on a core of its own, whatever the load of the machine)."""
     figures: dict[str, Figure] = {}
-    with SwitchProcess.run(PROGRAM) as sw, P4RuntimeClient.connect(sw.grpc_addr) as client:
-        client.push_pipeline(PROGRAM)
+    target = config.target
+    # p4sim's threads live as long as it does (ns resolution); BMv2's come and go
+    cpu_ns = process_cpu_ns if target == "bmv2" else threads_cpu_ns
+    with target_switch(target, PROGRAM) as (pid, client):
         if config.warmup_s > 0:
             insert_rate(client, BATCH, config.warmup_s, max_entries=1000)
         for label, batch in (("batched", BATCH), ("single", 1)):
-            runs = [insert_run(client, batch, config.duration_s, switch_pid=sw.pid) for _ in range(config.runs)]
-            figures[f"p4sim.p4rt_writes_per_s.{label}"] = Figure(round(median([r.rate for r in runs]), 1),
-                                                                 "entries/s")
-            figures[f"p4sim.p4rt_write_cpu_us.{label}"] = Figure(
+            runs = [insert_run(client, batch, config.duration_s, switch_pid=pid, cpu_ns=cpu_ns)
+                    for _ in range(config.runs)]
+            figures[f"{target}.p4rt_writes_per_s.{label}"] = Figure(round(median([r.rate for r in runs]), 1),
+                                                                    "entries/s")
+            figures[f"{target}.p4rt_write_cpu_us.{label}"] = Figure(
                 round(median([r.cpu_us for r in runs if r.cpu_us is not None]), 1), "us/entry")
     return figures
 
@@ -397,14 +509,12 @@ def counter_read_ms(client: P4RuntimeClient, counter: str, cells: int) -> float:
 def run_p4rt_read(config: BenchConfig) -> dict[str, Figure]:
     """``p4sim.p4rt_read_ms.counters_4096``: median of :data:`READS_PER_RUN` reads, median
     over ``config.runs``."""
-    with SwitchProcess.run(COUNTERS_PROGRAM) as sw, \
-            P4RuntimeClient.connect(sw.grpc_addr) as client:
-        client.push_pipeline(COUNTERS_PROGRAM)
+    with target_switch(config.target, COUNTERS_PROGRAM) as (_pid, client):
         if config.warmup_s > 0:
             counter_read_ms(client, "CntIngress.cells", COUNTER_CELLS)
         runs = [median([counter_read_ms(client, "CntIngress.cells", COUNTER_CELLS)
                         for _ in range(READS_PER_RUN)]) for _ in range(config.runs)]
-    return {"p4sim.p4rt_read_ms.counters_4096": Figure(round(median(runs), 2), "ms")}
+    return {f"{config.target}.p4rt_read_ms.counters_4096": Figure(round(median(runs), 2), "ms")}
 
 
 # ---------------------------------------------------------------------- veth packet rate
@@ -538,7 +648,7 @@ def run_pps_veth(config: BenchConfig, engine: str = "python",
 
 BENCHMARKS = (
     Benchmark("startup", "switch", run_startup),
-    Benchmark("p4rt_writes", "switch", run_p4rt_writes),
-    Benchmark("p4rt_read", "switch", run_p4rt_read),
+    Benchmark("p4rt_writes", "switch", run_p4rt_writes, targets=("p4sim", "bmv2")),
+    Benchmark("p4rt_read", "switch", run_p4rt_read, targets=("p4sim", "bmv2")),
     Benchmark("pps_veth", "switch", run_pps_veth),
 )

@@ -8,9 +8,12 @@ the Python engine:
 
 * registers and indexed counters: their cells ARE the C arrays (the Python objects'
   ``_cells`` / ``_packets`` / ``_bytes`` become ctypes arrays the C code writes);
-* tables, action profiles, value sets, custom CRC parameters: copied into C lookup
-  structures whenever they changed (``Table.version``, ``ActionProfile.version``), checked
-  before every call; ``last_hit_ns`` of the entries hit is written back after it;
+* tables: C holds each entry in a slot; before every call the entries a table's change
+  log (``Table.changes_since``) names since the last call are removed from, put into or
+  changed in C, in one call each (``p4n_table_del`` / ``p4n_table_put``: flat arrays, not
+  one ctypes call per entry); ``last_hit_ns`` of the entries hit is written back after it;
+* action profiles, value sets, custom CRC parameters: copied into C whenever they changed
+  (``ActionProfile.version``), checked before every call;
 * direct counters and meters of a hit, meters, the packet replication engine (multicast,
   clone sessions), digests and an injected clock: the C code calls back into Python, which
   runs the very same runtime methods the Python engine runs;
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from array import array
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
@@ -117,9 +121,9 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.p4n_set_hash.argtypes = [vp, i32, i32, i32, u64, u64, u64, i32, i32]
     lib.p4n_prof_hash.argtypes = [vp, i32, i32, i32, u64, u64, u64, i32, i32]
     lib.p4n_table_config.argtypes = [vp, i32, i32, i32, i32, ip, i32, ip, ip, i32, i32, i32, i32]
-    lib.p4n_table_reset.argtypes = [vp, i32, i32]
-    lib.p4n_table_keep.argtypes = [vp, i32, i32, i32]
-    lib.p4n_table_entry.argtypes = [vp, i32, i32, i32, i32, i32, _u64p, i64, i64, i64, _u64p, _u64p, i32, ip, _u64p, _u64p]
+    lib.p4n_table_clear.argtypes = [vp, i32]
+    lib.p4n_table_del.argtypes = [vp, i32, i32, _i64p]
+    lib.p4n_table_put.argtypes = [vp, i32, i32, _u64p]
     lib.p4n_table_default.argtypes = [vp, i32, i32, i32, _u64p]
     lib.p4n_table_commit.argtypes = [vp, i32]
     lib.p4n_prof_reset.argtypes = [vp, i32, i32, i32]
@@ -158,9 +162,13 @@ def _ints(values: Sequence[int]) -> Any:
     return (ctypes.c_int * max(1, len(values)))(*values)
 
 
-_EMPTY_U128 = _u128s(())
-_NO_RANGES = (0, _ints(()), _EMPTY_U128, _EMPTY_U128)
-"""Arguments for no action parameters / no ranges (C copies the count it is given: none)."""
+M64 = (1 << 64) - 1
+
+
+def _lohi(v: int) -> tuple[int, int]:
+    """A value as C's two 64-bit words (low first), cut to 128 bits as :func:`_u128s` does."""
+    v &= MASK128
+    return v & M64, v >> 64
 
 
 def _from_lohi(lo: int, hi: int) -> int:
@@ -275,11 +283,17 @@ class NativeSwitch:
         mt = (ctypes.c_uint32 * 624)(*state[:624])
         lib.p4n_set_rng(self._sw, mt, state[624])
         self._sid = {s: i + 1 for i, s in enumerate(u.strings)}
+        # per table, the C side's slots: the entry in each (None: free), id(entry) -> its
+        # slot, the free slots (reused first); _push_table keeps them in step with the
+        # table's change log, so a write costs C only the entries it touched
         self._entries: list[list[Any]] = [[] for _ in self._tables]
-        # per table: id(entry) -> (entry, its action, its handle, the p4n_table_entry arguments
-        # after the slot), so that a table copied again after a write marshals only the
-        # entries that are new or changed (a batch into a table of N entries copies N)
-        self._entry_args: list[dict[int, tuple[Any, ...]]] = [{} for _ in self._tables]
+        self._slot_of: list[dict[int, int]] = [{} for _ in self._tables]
+        self._free: list[list[int]] = [[] for _ in self._tables]
+        # per table: the mask words of a table whose match keys are all exact (else None)
+        self._exact_masks: list[Optional[list[int]]] = []
+        for t in self._tables:
+            ok = all(kf.match_kind == "exact" for kf in t._mkeys)
+            self._exact_masks.append([w for kf in t._mkeys for w in _lohi((1 << kf.width) - 1)] if ok else None)
         self._tver = [-1] * len(self._tables)
         self._pver = [-1] * len(self._profiles)
         self._vsm: list[Any] = [None] * len(u.value_sets)
@@ -336,75 +350,116 @@ class NativeSwitch:
         return self._sid[call.name], call.args
 
     def _push_table(self, i: int, t: Any) -> None:
-        lib = self._lib
-        old_entries = self._entries[i]
-        entries = list(t._entries.values())
-        self._entries[i] = entries
-        # only inserts since the last copy (each change bumps the version by one, an insert
-        # adds one entry, and with no deletion the table's dict keeps the old entries first,
-        # in order): the C side keeps them and receives the new ones only
-        nkeep = len(old_entries)
-        inserts_only = (nkeep > 0 and t.version - self._tver[i] == len(entries) - nkeep > 0
-                        and entries[nkeep - 1] is old_entries[-1])
-        old_args = self._entry_args[i]
-        new_args: dict[int, tuple[Any, ...]] = {}
-        table_entry = lib.p4n_table_entry
-        sw = self._sw
-        if inserts_only:
-            lib.p4n_table_keep(sw, i, nkeep, len(entries))
-            new_args = old_args
+        """Bring C's copy of table ``t`` up to date: from its change log (``Table.changes_since``),
+        only the entries removed, added or given a new action since the last call, in one
+        ``p4n_table_del`` and one ``p4n_table_put``; the whole table when the log does not
+        reach back that far (the first time)."""
+        lib, sw = self._lib, self._sw
+        slots, slot_of, free = self._entries[i], self._slot_of[i], self._free[i]
+        changes = t.changes_since(self._tver[i])
+        gone: list[int] = []
+        moved: list[int] = []
+        if changes is None:
+            lib.p4n_table_clear(sw, i)
+            slots.clear()
+            slot_of.clear()
+            free.clear()
+            new = list(t._entries.values())
+            default = True
         else:
-            nkeep = 0
-            lib.p4n_table_reset(sw, i, len(entries))
-        for slot in range(nkeep, len(entries)):
-            e = entries[slot]
-            cached = old_args.get(id(e))
-            if cached is None or cached[0] is not e or cached[1] is not e.action or cached[2] != e.handle:
-                cached = (e, e.action, e.handle, self._entry_call_args(t, e))
-            new_args[id(e)] = cached
-            table_entry(sw, i, slot, *cached[3])
-        self._entry_args[i] = new_args
-        act, args = self._action(t.default_action)
-        lib.p4n_table_default(self._sw, i, act, len(args), _u128s(args))
-        lib.p4n_table_commit(self._sw, i)
+            touched: dict[int, Any] = {}
+            default = False
+            for _kind, e in changes:
+                if e is None:
+                    default = True
+                else:
+                    touched[id(e)] = e
+            live = t._entries
+            new = []
+            for key, e in touched.items():
+                slot = slot_of.get(key)
+                if slot is None:
+                    if live.get(e.handle) is e:
+                        new.append(e)
+                elif live.get(e.handle) is e:
+                    moved.append(slot)      # still there (maybe removed and put back): its action again
+                else:
+                    gone.append(slot)
+        if gone:
+            for slot in gone:
+                del slot_of[id(slots[slot])]
+                slots[slot] = None
+            free.extend(gone)
+            lib.p4n_table_del(sw, i, len(gone), (ctypes.c_int64 * len(gone))(*gone))
+        if new or moved:
+            words: list[int] = []
+            for slot in moved:
+                self._action_words(slots[slot].action, 1, slot, words)
+            for e in new:
+                if free:
+                    slot = free.pop()
+                    slots[slot] = e
+                else:
+                    slot = len(slots)
+                    slots.append(e)
+                slot_of[id(e)] = slot
+                self._entry_words(i, t, e, slot, words)
+            buf = array("Q", words)
+            lib.p4n_table_put(sw, i, len(new) + len(moved), (ctypes.c_uint64 * len(buf)).from_buffer(buf))
+        if default:
+            act, args = self._action(t.default_action)
+            lib.p4n_table_default(sw, i, act, len(args), _u128s(args))
+        lib.p4n_table_commit(sw, i)
 
-    def _entry_call_args(self, t: Any, e: Any) -> tuple[Any, ...]:
-        """The arguments of ``p4n_table_entry`` after the slot, for entry ``e`` of table ``t``
-        (C copies them; the arrays are kept and passed again while the entry is unchanged)."""
-        mkeys = t._mkeys
-        a = e.action
+    def _action_words(self, a: Any, op: int, slot: int, out: list[int]) -> None:
+        """``op slot kind act nargs ref args...`` of ``p4n_table_put`` for entry action ``a``."""
         if isinstance(a, ActionCall):
-            kind, act, args, ref = 0, self._sid[a.name], a.args, 0
+            args = a.args
+            out += (op, slot, 0, self._sid[a.name], len(args), 0)
+            for v in args:
+                v &= MASK128
+                out += (v & M64, v >> 64)
         elif isinstance(a, MemberRef):
-            kind, act, args, ref = 1, 0, (), a.member_id
+            out += (op, slot, 1, 0, 0, a.member_id & M64)
         else:
             assert isinstance(a, GroupRef)
-            kind, act, args, ref = 2, 0, (), a.group_id
-        masks, vals, rpos, rlo, rhi = [], [], [], [], []
-        for pos, (kf, m) in enumerate(zip(mkeys, e.matches)):
+            out += (op, slot, 2, 0, 0, a.group_id & M64)
+
+    def _entry_words(self, i: int, t: Any, e: Any, slot: int, out: list[int]) -> None:
+        """The record of ``p4n_table_put`` for entry ``e`` of table ``t`` new in ``slot``:
+        its action, priority, handle, a mask and a value per match key, its ranges."""
+        self._action_words(e.action, 0, slot, out)
+        out += (e.priority & M64, e.handle, 0)
+        nranges_at = len(out) - 1
+        masks = self._exact_masks[i]
+        if masks is not None:
+            out += masks
+            for m in e.matches:
+                v = m.value & MASK128
+                out += (v & M64, v >> 64)
+            return
+        vals: list[int] = []
+        ranges: list[int] = []
+        for pos, (kf, m) in enumerate(zip(t._mkeys, e.matches)):
             full = (1 << kf.width) - 1
             if isinstance(m, Exact):
-                masks.append(full); vals.append(m.value)
+                mask, val = full, m.value
             elif isinstance(m, Lpm):
-                masks.append(full ^ ((1 << (kf.width - m.prefix_len)) - 1)); vals.append(m.value)
+                mask, val = full ^ ((1 << (kf.width - m.prefix_len)) - 1), m.value
             elif isinstance(m, Ternary):
-                masks.append(m.mask); vals.append(m.value)
+                mask, val = m.mask, m.value
             elif isinstance(m, Range):
-                masks.append(0); vals.append(0)
+                mask, val = 0, 0
                 if not (m.low == 0 and m.high == full):
-                    rpos.append(pos); rlo.append(m.low); rhi.append(m.high)
+                    ranges += (pos, *_lohi(m.low), *_lohi(m.high))
+                    out[nranges_at] += 1
             else:
                 assert isinstance(m, Optional_)
-                if m.value is None:
-                    masks.append(0); vals.append(0)
-                else:
-                    masks.append(full); vals.append(m.value)
-        if rpos:
-            ranges = (len(rpos), _ints(rpos), _u128s(rlo), _u128s(rhi))
-        else:       # C reads none of them: one set of empty arrays for every entry
-            ranges = _NO_RANGES
-        return (kind, act, len(args), _u128s(args) if args else _EMPTY_U128, ref, e.priority, e.handle,
-                _u128s(masks), _u128s(vals), *ranges)
+                mask, val = (0, 0) if m.value is None else (full, m.value)
+            out += _lohi(mask)
+            vals += _lohi(val)
+        out += vals
+        out += ranges
 
     def _push_profile(self, i: int, p: Any) -> None:
         lib = self._lib

@@ -43,6 +43,8 @@ from p4sim.p4runtime.entities_profiles import ProfileStore
 from p4sim.p4runtime.entities_tables import TableStore
 from p4sim.p4runtime.entities_values import NewEntity, fail
 
+_WRITE_TYPES = frozenset((pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE))
+
 Undo = Callable[[], None]
 
 
@@ -67,6 +69,7 @@ class EntityStore:
         self.tables = TableStore(self.index, self.profiles, clock_ns, extras, fast)
         self.externs = ExternStore(self.index, program.state, extras)
         t, p, x = self.tables, self.profiles, self.externs
+        self._write_table = t.write
         self._writers: dict[str, Callable[[int, Any], Undo]] = {
             "table_entry": t.write,
             "action_profile_member": p.write_member,
@@ -108,13 +111,16 @@ class EntityStore:
 
     def write(self, update: pb.Update) -> Undo:
         """Apply one update; raise ``RuntimeStateError`` (state unchanged) or return its undo."""
-        if update.type not in (pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE):
+        utype = update.type
+        if utype not in _WRITE_TYPES:
             # an enum number proto3 keeps but the proto does not name (found by fuzz/)
-            name = pb.Update.Type.Name(update.type) if update.type in pb.Update.Type.values() \
-                else str(update.type)
+            name = pb.Update.Type.Name(utype) if utype in pb.Update.Type.values() else str(utype)
             fail("INVALID_ARGUMENT", f"update type {name} is not a write")
-        kind = self._kind(update.entity, read=False)
-        return self._writers[kind](update.type, getattr(update.entity, kind))
+        entity = update.entity
+        if entity.WhichOneof("entity") == "table_entry":      # most writes: no more lookups
+            return self._write_table(utype, entity.table_entry)
+        kind = self._kind(entity, read=False)
+        return self._writers[kind](utype, getattr(entity, kind))
 
     def read(self, entity: pb.Entity, new_entity: NewEntity = pb.Entity) -> Iterator[pb.Entity]:
         """Entities matching ``entity`` (wildcards per kind), each made by ``new_entity``

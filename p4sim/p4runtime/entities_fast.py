@@ -1,4 +1,4 @@
-"""Per-table write plans: the fast path of table-entry INSERTs and DELETEs, for
+"""Per-table write plans: the fast path of table-entry INSERTs, MODIFYs and DELETEs, for
 :class:`p4sim.p4runtime.entities_tables.TableStore`.
 
 A plain table write goes through three layers that each check the same thing again:
@@ -10,7 +10,8 @@ more and canonicalises the key (``Table.add_entry``: ``_ident``, ``canonical_mat
 field its position, kind, width and don't-care value already in canonical form, for each
 action the entry may take its name and its parameters' positions and widths. A write
 then decodes straight into the key's canonical form (identity, mask, value, ranges) and
-the call, and hands both to ``Table.add_canonical_entry`` / ``delete_canonical_entry``.
+the call, and hands both to ``Table.add_canonical_entry`` / ``modify_canonical_entry`` /
+``delete_canonical_entry``.
 
 The plan never decides an error. It answers for the writes it can prove valid and
 declines (None) for anything else: any bytestring that does not fit, a don't-care written
@@ -45,6 +46,8 @@ from p4sim.runtime.tables import ActionCall, Exact, Lpm, Optional_, Range, Terna
 _KINDS = ("exact", "lpm", "ternary", "range", "optional")
 _DONT_CARE = {"lpm": Lpm(0, 0), "ternary": Ternary(0, 0), "optional": Optional_(None)}
 _PRIORITY_LIMIT = 1 << 31
+ACTION_CACHE_MAX = 4096
+"""Distinct action messages a plan remembers the decoded call of (then it starts afresh)."""
 
 Key = tuple[tuple[Any, ...], tuple, int, int, tuple]
 """A decoded key: (match objects, identity, mask, value, ranges), as ``Table._ident`` makes them."""
@@ -56,7 +59,7 @@ class TablePlan:
     """What a write to one table needs, precomputed (see the module docstring)."""
 
     __slots__ = ("ti", "table", "fields", "widths", "dont_care", "needs_priority", "support_timeout",
-                 "actions", "nfields", "single_exact")
+                 "actions", "nfields", "single_exact", "direct_meter", "_calls")
 
     def __init__(self, ti: TableInfo, fields: dict[int, tuple[int, str, int, int]], widths: tuple[int, ...],
                  dont_care: tuple[Optional[Part], ...], actions: dict[int, tuple[str, dict[int, tuple[int, int]], int]]
@@ -68,9 +71,14 @@ class TablePlan:
         self.dont_care = dont_care            # per position: the omitted field's Part (None: exact)
         self.needs_priority = ti.table.needs_priority
         self.support_timeout = ti.table.support_timeout
+        self.direct_meter = ti.table.direct_meter is not None
         self.actions = actions                # action id -> (name, param id -> (position, width), count)
         self.nfields = len(widths)
         kinds = [f[1] for f in fields.values()]
+        # serialized TableAction -> its ActionCall: a batch usually repeats a few actions
+        # (next hops, ports); the call is a pure function of the message's bytes, and an
+        # ActionCall is immutable, so entries may share one
+        self._calls: dict[bytes, ActionCall] = {}
         self.single_exact: Optional[tuple[int, int, int]] = None
         if kinds == ["exact"]:
             (field_id, (_pos, _kind, w, full)), = fields.items()
@@ -198,6 +206,19 @@ class TablePlan:
         return not (te.is_const or te.is_default_action or te.HasField("meter_counter_data")
                     or te.HasField("time_since_last_hit"))
 
+    def _call(self, ta: pb.TableAction) -> Optional[ActionCall]:
+        """:meth:`_action` through the plan's cache of serialized actions."""
+        wire = ta.SerializeToString()
+        call = self._calls.get(wire)
+        if call is None:
+            call = self._action(ta)
+            if call is None:
+                return None
+            if len(self._calls) >= ACTION_CACHE_MAX:
+                self._calls.clear()
+            self._calls[wire] = call
+        return call
+
     def decode_insert(self, te: pb.TableEntry) -> Optional[tuple[tuple[Any, ...], tuple, int, int, tuple, int,
                                                                     ActionCall]]:
         """(matches, identity, mask, value, ranges, priority, call) of a valid INSERT that
@@ -211,13 +232,35 @@ class TablePlan:
         priority = self._priority(te)
         if priority is None:
             return None
-        call = self._action(te.action)
+        call = self._call(te.action)
         if call is None:
             return None
         key = self._key(te, priority)
         if key is None:
             return None
         return key[0], key[1], key[2], key[3], key[4], priority, call
+
+    def decode_modify(self, te: pb.TableEntry) -> Optional[tuple[tuple[Any, ...], tuple, int, ActionCall]]:
+        """(matches, identity, priority, call) of a valid MODIFY that gives a direct action
+        and sets nothing else but metadata and an idle timeout the table supports, in a
+        table without a direct meter (a MODIFY resets its cell: the checked path's); None
+        for anything else."""
+        if self.direct_meter or not self._plain(te) or te.HasField("counter_data") \
+                or te.HasField("meter_config") or not te.HasField("action"):
+            return None
+        idle = te.idle_timeout_ns
+        if idle and (idle < 0 or not self.support_timeout):
+            return None
+        priority = self._priority(te)
+        if priority is None:
+            return None
+        call = self._call(te.action)
+        if call is None:
+            return None
+        key = self._key(te, priority)
+        if key is None:
+            return None
+        return key[0], key[1], priority, call
 
     def decode_delete(self, te: pb.TableEntry) -> Optional[tuple]:
         """The identity of a DELETE's key (valid key and priority), or None."""

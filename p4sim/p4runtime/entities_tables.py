@@ -46,7 +46,7 @@ from p4sim.runtime.tables import (IDLE_TIMEOUT_UNSUPPORTED, ActionCall, Exact, G
 
 Undo = Callable[[], None]
 ClockNs = Callable[[], int]
-_INSERT, _DELETE = pb.Update.INSERT, pb.Update.DELETE
+_INSERT, _MODIFY, _DELETE = pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE
 
 
 def check_idle_timeout(idle_timeout_ns: int, supported: bool) -> None:
@@ -292,8 +292,9 @@ class TableStore:
         return self._delete(ti, te, matches)
 
     def _fast_write(self, plan: TablePlan, utype: int, te: pb.TableEntry) -> Optional[Undo]:
-        """An INSERT or DELETE through the table's plan, with the same effect and undo as
-        :meth:`_insert` / :meth:`_delete`; None (nothing changed) when the plan declines."""
+        """An INSERT, MODIFY or DELETE through the table's plan, with the same effect and undo
+        as :meth:`_insert` / :meth:`_modify` / :meth:`_delete`; None (nothing changed) when
+        the plan declines."""
         t = plan.table
         if utype == _INSERT:
             got = plan.decode_insert(te)
@@ -313,6 +314,27 @@ class TableStore:
                 t.delete_entry(matches, priority)
                 oneshots.pop(key, None)
             return undo
+        if utype == _MODIFY:
+            got = plan.decode_modify(te)
+            if got is None:
+                return None
+            matches, ident, priority, call = got
+            changed = t.modify_canonical_entry(ident, call)
+            if changed is None:
+                return None
+            entry, old_action = changed
+            # as _modify: metadata and idle timeout are the request's; its undo puts back
+            # those, the counter's values and the action
+            old = (entry.metadata, entry.idle_timeout_ns, entry.counter.read() if entry.counter is not None else None)
+            entry.metadata = te.metadata
+            entry.idle_timeout_ns = te.idle_timeout_ns
+
+            def undo_modify() -> None:
+                entry.metadata, entry.idle_timeout_ns = old[0], old[1]
+                if old[2] is not None:
+                    entry.counter.write(*old[2])
+                t.modify_entry(matches, old_action, entry.priority)
+            return undo_modify
         if utype == _DELETE:
             ident = plan.decode_delete(te)
             if ident is None:

@@ -66,6 +66,8 @@ MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional", "selector")
 ACTION_SCOPES = ("table_and_default", "table_only", "default_only")
 IDLE_TIMEOUT_UNSUPPORTED = "idle_timeout_ns must be set to 0 for tables which do not support idle timeout"
 """PI's text (simple_switch_grpc) for an entry with an idle timeout in a table without ``support_timeout``."""
+CHANGE_LOG_MIN = 4096
+"""Changes a :class:`Table` keeps in its log at the least (see :meth:`Table.changes_since`)."""
 
 
 # --------------------------------------------------------------------------- declarations
@@ -313,6 +315,9 @@ class Table:
         #: bumped by every change of the entries or the default action (the native path,
         #: :mod:`p4sim.native`, copies a table into its own lookup structures when it moves)
         self.version = 0
+        # what moved the version from _log_base to version, oldest first (changes_since)
+        self._log: list[tuple[str, Optional[TableEntryState]]] = []
+        self._log_base = 0
 
         self._match_idx = tuple(i for i, k in enumerate(self.keys) if k.match_kind != "selector")
         self._sel_spec = tuple((i, k.width) for i, k in enumerate(self.keys) if k.match_kind == "selector")
@@ -496,8 +501,24 @@ class Table:
             self.implementation.drop_ref(entry.action)
         entry.action = action
         entry._result = self._result_for(entry)
-        self.version += 1
+        self._changed("modify", entry)
         return entry
+
+    def modify_canonical_entry(self, ident: tuple, action: ActionCall
+                               ) -> Optional[tuple[TableEntryState, EntryAction]]:
+        """:meth:`modify_entry` by the canonical identity :meth:`_ident` gives a key, for a
+        caller that has checked ``action`` as :meth:`add_canonical_entry`'s callers do: (the
+        entry, its previous action), or None with nothing changed when there is no such
+        entry, it or the table is const, or the table has an action profile (the caller
+        then takes :meth:`modify_entry` for its error)."""
+        entry = self._by_ident.get(ident)
+        if entry is None or entry.is_const or self.is_const or self.implementation is not None:
+            return None
+        old = entry.action
+        entry.action = action
+        entry._result = self._result_for(entry)
+        self._changed("modify", entry)
+        return entry, old
 
     def delete_entry(self, matches: Sequence[Match], priority: int = 0) -> TableEntryState:
         """Remove an entry; its handle becomes free for reuse. Returns the removed entry."""
@@ -554,13 +575,42 @@ class Table:
         self._check_default(action)
         self.default_action = action
         self._miss = self._make_miss()
-        self.version += 1
+        self._changed("default", None)
 
     def reset_default_action(self) -> None:
         """Back to the program's default action."""
         self.default_action = self.initial_default_action
         self._miss = self._make_miss()
+        self._changed("default", None)
+
+    # ------------------------------------------------------------------ change log
+    def _changed(self, kind: str, entry: Optional[TableEntryState]) -> None:
+        """Every change of the entries or the default action: the version moves by one and
+        the change is logged. The log keeps at least the last ``max(CHANGE_LOG_MIN, 2 *
+        len(self))`` changes (past that its older half goes: a reader that far behind
+        copies the whole table, which costs no more than reading that many changes)."""
         self.version += 1
+        log = self._log
+        log.append((kind, entry))
+        if len(log) > max(CHANGE_LOG_MIN, 2 * len(self._entries)):
+            drop = len(log) // 2
+            del log[:drop]
+            self._log_base += drop
+
+    def changes_since(self, version: int) -> Optional[list[tuple[str, Optional[TableEntryState]]]]:
+        """The changes that moved :attr:`version` from ``version`` to now, oldest first:
+        ``("add" | "remove" | "modify", entry)`` (an entry inserted or put back, removed, given
+        a new action) or ``("default", None)``; None when they are no longer all logged (a
+        reader such as :mod:`p4sim.native` then copies the whole table).
+
+        >>> t = Table("t", [KeyField("k", "exact", 8)], [ActionSpec("a")])
+        >>> v = t.version; e = t.add_entry([Exact(1)], ActionCall("a")); _ = t.delete_entry([Exact(1)])
+        >>> [(kind, got is e) for kind, got in t.changes_since(v)]
+        [('add', True), ('remove', True)]
+        """
+        if version < self._log_base or version > self.version:
+            return None
+        return self._log[version - self._log_base:]
 
     # ------------------------------------------------------------------ indexes
     def _lpm_split(self, entry: TableEntryState) -> tuple[int, tuple]:
@@ -576,7 +626,7 @@ class Table:
                             for plen, d in sorted(self._lpm_dicts.items(), reverse=True) if d]
 
     def _index_add(self, entry: TableEntryState) -> None:
-        self.version += 1
+        self._changed("add", entry)
         if self.mode == "exact":
             self._exact[entry._ident[0]] = entry
         elif self.mode == "lpm":
@@ -598,7 +648,7 @@ class Table:
             lst.insert(lo, entry)
 
     def _index_remove(self, entry: TableEntryState) -> None:
-        self.version += 1
+        self._changed("remove", entry)
         if self.mode == "exact":
             del self._exact[entry._ident[0]]
         elif self.mode == "lpm":

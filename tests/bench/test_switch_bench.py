@@ -9,6 +9,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import shutil
+
 import pytest
 
 from bench import run_benchmarks, select
@@ -17,6 +19,7 @@ from bench.switch_bench import (
     COUNTER_CELLS,
     COUNTERS_PROGRAM,
     PROGRAM,
+    Bmv2Process,
     P4RuntimeClient,
     SwitchProcess,
     _canonical,
@@ -67,6 +70,26 @@ def test_insert_rate_reads_back_and_deletes() -> None:
         assert client.count_entries("FwdIngress.dmac") == 0
         pid = sw.pid
     assert sw.proc is None and not Path(f"/proc/{pid}").exists()   # stopped and reaped
+
+
+@pytest.mark.skipif(shutil.which("simple_switch_grpc") is None or shutil.which("p4c-bm2-ss") is None,
+                    reason="BMv2 (simple_switch_grpc, p4c-bm2-ss) not on PATH")
+def test_bmv2_target_runs_the_same_probes(tmp_path: Path) -> None:
+    """``--target bmv2``: the write and read probes against simple_switch_grpc, their
+    figures under ``bmv2.``, the process stopped by its PID."""
+    config = BenchConfig(duration_s=0.05, runs=1, warmup_s=0.0, target="bmv2")
+    figures = run_benchmarks(["switch.p4rt_writes", "switch.p4rt_read"], config, tmp_path / "b.json")
+    assert set(figures) == {"bmv2.p4rt_writes_per_s.batched", "bmv2.p4rt_writes_per_s.single",
+                            "bmv2.p4rt_write_cpu_us.batched", "bmv2.p4rt_write_cpu_us.single",
+                            "bmv2.p4rt_read_ms.counters_4096"}
+    assert all(figures[f"bmv2.p4rt_writes_per_s.{k}"].value > 0 for k in ("batched", "single"))
+    with Bmv2Process.run() as bm:
+        pid = bm.pid
+        with P4RuntimeClient.connect(bm.grpc_addr) as client:
+            client.push_config(*bm.pipeline(PROGRAM))
+            assert insert_rate(client, 100, 10.0, max_entries=250) > 0
+            assert client.count_entries("FwdIngress.dmac") == 0
+    assert bm.proc is None and not Path(f"/proc/{pid}").exists()
 
 
 def test_helpers() -> None:

@@ -452,58 +452,94 @@ P4N_EXPORT void p4n_table_config(p4sw *sw, int ti, int mode, int nkeys, int nmke
     t->hit_cb = hit_cb;
 }
 
-P4N_EXPORT void p4n_table_reset(p4sw *sw, int ti, int n)
+/* A table's entries change in place, slot by slot (p4sim/native/switch.py's _push_table):
+ * p4n_table_clear empties it, p4n_table_del frees slots, p4n_table_put fills or modifies
+ * slots from one flat array, p4n_table_commit brings the lookup index up to date. The exact
+ * index follows every put and delete; lpm and general indexes are built again on commit
+ * after a change (in C, from the entries already there). */
+P4N_EXPORT void p4n_table_clear(p4sw *sw, int ti)
 {
-    p4tbl *t = &sw->tables[ti];
-    p4tbl_free_entries(t);
-    t->ents = (p4ent *)calloc((size_t)n + 1, sizeof(p4ent));
-    t->nent = n;
-    t->last_hit_ns = (int64_t *)calloc((size_t)n + 1, sizeof(int64_t));
-    t->hit_stamp = (int *)calloc((size_t)n + 1, sizeof(int));
+    p4tbl_free_entries(&sw->tables[ti]);
 }
 
-/* p4n_table_reset for a table whose first nkeep entries are unchanged (the Python side
- * only inserted since the last copy): they stay as they are, slots nkeep..n-1 are then
- * given by p4n_table_entry; the indexes and hit records start again as after a reset */
-P4N_EXPORT void p4n_table_keep(p4sw *sw, int ti, int nkeep, int n)
+static void tbl_reserve(p4tbl *t, int n)
+{
+    if (n <= t->cap) return;
+    int cap = t->cap ? t->cap : 16;
+    while (cap < n) cap *= 2;
+    p4ent *ents = (p4ent *)realloc(t->ents, ((size_t)cap + 1) * sizeof(p4ent));
+    int64_t *lh = (int64_t *)realloc(t->last_hit_ns, ((size_t)cap + 1) * sizeof(int64_t));
+    int *hs = (int *)realloc(t->hit_stamp, ((size_t)cap + 1) * sizeof(int));
+    if (!ents || !lh || !hs) abort();
+    memset(ents + t->cap, 0, ((size_t)cap + 1 - (size_t)t->cap) * sizeof(p4ent));
+    for (int i = t->cap; i <= cap; i++) ents[i].kind = P4E_FREE;
+    memset(lh + t->cap, 0, ((size_t)cap + 1 - (size_t)t->cap) * sizeof(int64_t));
+    memset(hs + t->cap, 0, ((size_t)cap + 1 - (size_t)t->cap) * sizeof(int));
+    t->ents = ents; t->last_hit_ns = lh; t->hit_stamp = hs; t->cap = cap;
+}
+
+static void ent_free(p4ent *e)
+{
+    free(e->args); free(e->mask); free(e->val); free(e->rpos); free(e->rlo); free(e->rhi);
+    memset(e, 0, sizeof *e);
+    e->kind = P4E_FREE;
+}
+
+/* free the n slots given (each holding an entry) */
+P4N_EXPORT void p4n_table_del(p4sw *sw, int ti, int n, const int64_t *slots)
 {
     p4tbl *t = &sw->tables[ti];
-    if (nkeep > t->nent) nkeep = t->nent;
-    if (nkeep > n) nkeep = n;
-    for (int i = nkeep; i < t->nent; i++) {
-        p4ent *e = &t->ents[i];
-        free(e->args); free(e->mask); free(e->val); free(e->rpos); free(e->rlo); free(e->rhi);
+    for (int k = 0; k < n; k++) {
+        int slot = (int)slots[k];
+        if (slot < 0 || slot >= t->nent || t->ents[slot].kind == P4E_FREE) continue;
+        p4ent *e = &t->ents[slot];
+        if (t->mode == P4T_EXACT) p4map_del(&t->exact, e->val);
+        else t->ix_dirty = 1;
+        ent_free(e);
     }
-    p4ent *ents = (p4ent *)realloc(t->ents, ((size_t)n + 1) * sizeof(p4ent));
-    if (!ents) { p4tbl_free_entries(t); p4n_table_reset(sw, ti, n); return; }
-    memset(ents + nkeep, 0, ((size_t)n + 1 - (size_t)nkeep) * sizeof(p4ent));
-    t->ents = ents; t->nent = n;
-    if (t->exact.cap) p4map_free(&t->exact);
-    for (int i = 0; i < t->nlevels; i++) p4map_free(&t->levels[i].map);
-    free(t->levels); t->levels = NULL; t->nlevels = 0;
-    free(t->order); t->order = NULL; t->norder = 0;
-    free(t->last_hit_ns); free(t->hit_stamp);
-    t->last_hit_ns = (int64_t *)calloc((size_t)n + 1, sizeof(int64_t));
-    t->hit_stamp = (int *)calloc((size_t)n + 1, sizeof(int));
 }
 
-P4N_EXPORT void p4n_table_entry(p4sw *sw, int ti, int slot, int kind, int act, int nargs, const uint64_t *args,
-                                int64_t ref, int64_t prio, int64_t handle, const uint64_t *mask, const uint64_t *val,
-                                int nranges, const int *rpos, const uint64_t *rlo, const uint64_t *rhi)
+/* n records, one after another in w (each number one uint64_t, a 128-bit value two, low
+ * word first), each beginning  op slot kind act nargs ref args[nargs]:
+ *   op 0, a new entry in a free slot, then: prio handle nranges mask[nmkeys] val[nmkeys]
+ *       and nranges x (pos lo hi);
+ *   op 1, a new action for the entry in the slot: nothing more */
+P4N_EXPORT void p4n_table_put(p4sw *sw, int ti, int n, const uint64_t *w)
 {
     p4tbl *t = &sw->tables[ti];
-    p4ent *e = &t->ents[slot];
-    e->slot = slot; e->kind = kind; e->act = act; e->nargs = nargs; e->ref = ref; e->prio = prio; e->handle = handle;
-    e->args = (p4i *)calloc((size_t)nargs + 1, sizeof(p4i));
-    for (int i = 0; i < nargs; i++) e->args[i] = lohi(args, i);
-    e->mask = (p4u *)calloc((size_t)t->nmkeys + 1, sizeof(p4u));
-    e->val = (p4u *)calloc((size_t)t->nmkeys + 1, sizeof(p4u));
-    for (int i = 0; i < t->nmkeys; i++) { e->mask[i] = (p4u)lohi(mask, i); e->val[i] = (p4u)lohi(val, i); }
-    e->nranges = nranges;
-    e->rpos = (int *)calloc((size_t)nranges + 1, sizeof(int));
-    e->rlo = (p4u *)calloc((size_t)nranges + 1, sizeof(p4u));
-    e->rhi = (p4u *)calloc((size_t)nranges + 1, sizeof(p4u));
-    for (int i = 0; i < nranges; i++) { e->rpos[i] = rpos[i]; e->rlo[i] = (p4u)lohi(rlo, i); e->rhi[i] = (p4u)lohi(rhi, i); }
+    int nm = t->nmkeys;
+    if (t->mode == P4T_EXACT && !t->exact.cap) p4map_init(&t->exact, nm, n);
+    for (int k = 0; k < n; k++) {
+        int op = (int)w[0], slot = (int)w[1];
+        tbl_reserve(t, slot + 1);
+        p4ent *e = &t->ents[slot];
+        if (op == 0 && e->kind != P4E_FREE) {          /* never happens: the slot was taken */
+            if (t->mode == P4T_EXACT) p4map_del(&t->exact, e->val);
+            ent_free(e);
+        }
+        if (op == 1) free(e->args);
+        e->slot = slot; e->kind = (int)w[2]; e->act = (int)w[3]; e->nargs = (int)w[4]; e->ref = (int64_t)w[5];
+        w += 6;
+        e->args = (p4i *)calloc((size_t)e->nargs + 1, sizeof(p4i));
+        for (int i = 0; i < e->nargs; i++) e->args[i] = lohi(w, i);
+        w += 2 * e->nargs;
+        if (op == 1) continue;
+        e->prio = (int64_t)w[0]; e->handle = (int64_t)w[1]; e->nranges = (int)w[2];
+        w += 3;
+        e->mask = (p4u *)calloc((size_t)nm + 1, sizeof(p4u));
+        e->val = (p4u *)calloc((size_t)nm + 1, sizeof(p4u));
+        for (int i = 0; i < nm; i++) { e->mask[i] = (p4u)lohi(w, i); e->val[i] = (p4u)lohi(w + 2 * nm, i); }
+        w += 4 * nm;
+        int nr = e->nranges;
+        e->rpos = (int *)calloc((size_t)nr + 1, sizeof(int));
+        e->rlo = (p4u *)calloc((size_t)nr + 1, sizeof(p4u));
+        e->rhi = (p4u *)calloc((size_t)nr + 1, sizeof(p4u));
+        for (int i = 0; i < nr; i++) { e->rpos[i] = (int)w[0]; e->rlo[i] = (p4u)lohi(w + 1, 0); e->rhi[i] = (p4u)lohi(w + 3, 0); w += 5; }
+        t->last_hit_ns[slot] = 0; t->hit_stamp[slot] = 0;
+        if (slot >= t->nent) t->nent = slot + 1;
+        if (t->mode == P4T_EXACT) p4map_put(&t->exact, e->val, slot);
+        else t->ix_dirty = 1;
+    }
 }
 
 P4N_EXPORT void p4n_table_default(p4sw *sw, int ti, int act, int nargs, const uint64_t *args)
@@ -521,19 +557,24 @@ static int cmp_order_tbl_ents(const p4ent *a, const p4ent *b)
 static p4tbl *sort_tbl;
 static int cmp_order(const void *x, const void *y) { return cmp_order_tbl_ents(&sort_tbl->ents[*(const int *)x], &sort_tbl->ents[*(const int *)y]); }
 
-/* build the lookup indexes of the entries given (p4sim/runtime/tables.py's modes) */
+/* the lookup index of an lpm or general table built again after a change (p4sim/runtime/tables.py's
+ * modes; free slots left out); an exact table's is always up to date */
 P4N_EXPORT void p4n_table_commit(p4sw *sw, int ti)
 {
     p4tbl *t = &sw->tables[ti];
-    if (t->mode == P4T_EXACT) {
-        p4map_init(&t->exact, t->nmkeys, t->nent);
-        for (int i = 0; i < t->nent; i++) p4map_put(&t->exact, t->ents[i].val, i);
-    } else if (t->mode == P4T_LPM) {
+    if (!t->ix_dirty || t->mode == P4T_EXACT || t->mode == P4T_KEYLESS) return;
+    t->ix_dirty = 0;
+    for (int i = 0; i < t->nlevels; i++) p4map_free(&t->levels[i].map);
+    free(t->levels); t->levels = NULL; t->nlevels = 0;
+    free(t->order); t->order = NULL; t->norder = 0;
+    if (t->mode == P4T_LPM) {
         int w = t->lpm_width;
         int counts[130] = {0};
         p4u full = w >= 128 ? ~(p4u)0 : ((((p4u)1) << w) - 1);
         int *plen = (int *)calloc((size_t)t->nent + 1, sizeof(int));
         for (int i = 0; i < t->nent; i++) {
+            plen[i] = -1;
+            if (t->ents[i].kind == P4E_FREE) continue;
             p4u m = t->ents[i].mask[t->lpm_pos];
             int pl = 0; for (p4u x = m & full; x; x <<= 1) { if (x & (((p4u)1) << (w - 1))) pl++; else break; x &= full; }
             plen[i] = pl; counts[pl]++;
@@ -558,10 +599,11 @@ P4N_EXPORT void p4n_table_commit(p4sw *sw, int ti)
         free(plen);
     } else if (t->mode == P4T_GENERAL) {
         t->order = (int *)calloc((size_t)t->nent + 1, sizeof(int));
-        for (int i = 0; i < t->nent; i++) t->order[i] = i;
+        int n = 0;
+        for (int i = 0; i < t->nent; i++) if (t->ents[i].kind != P4E_FREE) t->order[n++] = i;
         sort_tbl = t;
-        qsort(t->order, (size_t)t->nent, sizeof(int), cmp_order);
-        t->norder = t->nent;
+        qsort(t->order, (size_t)n, sizeof(int), cmp_order);
+        t->norder = n;
     }
 }
 

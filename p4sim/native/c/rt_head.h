@@ -300,14 +300,45 @@ static void p4map_init(p4map *m, int nk, int expected)
     for (int i = 0; i < cap; i++) m->vals[i] = -1;
 }
 static void p4map_free(p4map *m) { free(m->keys); free(m->vals); m->keys = NULL; m->vals = NULL; m->cap = m->count = 0; }
+static void p4map_put(p4map *m, const p4u *k, int v);
+/* twice the room, every key placed again (keeps the load at most one half) */
+static void p4map_grow(p4map *m)
+{
+    p4map old = *m;
+    p4map_init(m, old.nk, old.cap / 2);
+    for (int i = 0; i < old.cap; i++)
+        if (old.vals[i] >= 0) p4map_put(m, old.keys + (size_t)i * old.nk, old.vals[i]);
+    p4map_free(&old);
+}
 static void p4map_put(p4map *m, const p4u *k, int v)
 {
+    if (m->count * 2 + 2 > m->cap) p4map_grow(m);
     uint64_t h = p4_hash_words(k, m->nk);
     int i = (int)(h & (uint64_t)(m->cap - 1));
     for (;;) {
         if (m->vals[i] < 0) { memcpy(m->keys + (size_t)i * m->nk, k, sizeof(p4u) * m->nk); m->vals[i] = v; m->count++; return; }
         if (!memcmp(m->keys + (size_t)i * m->nk, k, sizeof(p4u) * m->nk)) { m->vals[i] = v; return; }
         i = (i + 1) & (m->cap - 1);
+    }
+}
+/* remove key k (backward-shift deletion: the probe sequences of the keys after it stay whole) */
+static void p4map_del(p4map *m, const p4u *k)
+{
+    if (!m->cap) return;
+    int mask = m->cap - 1, nk = m->nk;
+    int i = (int)(p4_hash_words(k, nk) & (uint64_t)mask);
+    for (;;) {
+        if (m->vals[i] < 0) return;
+        if (!memcmp(m->keys + (size_t)i * nk, k, sizeof(p4u) * nk)) break;
+        i = (i + 1) & mask;
+    }
+    m->vals[i] = -1; m->count--;
+    for (int j = (i + 1) & mask; m->vals[j] >= 0; j = (j + 1) & mask) {
+        int h = (int)(p4_hash_words(m->keys + (size_t)j * nk, nk) & (uint64_t)mask);
+        int stays = i <= j ? (h > i && h <= j) : (h > i || h <= j);
+        if (stays) continue;
+        memcpy(m->keys + (size_t)i * nk, m->keys + (size_t)j * nk, sizeof(p4u) * nk);
+        m->vals[i] = m->vals[j]; m->vals[j] = -1; i = j;
     }
 }
 static inline int p4map_get(const p4map *m, const p4u *k)
@@ -339,7 +370,7 @@ typedef struct p4prof {
 
 /* ------------------------------------------------------------------ tables */
 enum { P4T_KEYLESS = 0, P4T_EXACT, P4T_LPM, P4T_GENERAL };
-enum { P4E_CALL = 0, P4E_MEMBER, P4E_GROUP };
+enum { P4E_FREE = -1, P4E_CALL = 0, P4E_MEMBER, P4E_GROUP };   /* P4E_FREE: a slot with no entry */
 
 typedef struct p4ent {
     int slot;                   /* position in the Python-side list of entries */
@@ -360,8 +391,10 @@ typedef struct p4tbl {
     int *match_idx;             /* key positions that are matched (not selector) */
     int nsel; int *sel_idx; int *sel_w;
     int lpm_pos; int lpm_width;
-    int nent; p4ent *ents;
-    p4map exact;
+    int nent; p4ent *ents;      /* slots 0..nent-1 (free ones P4E_FREE), room for cap */
+    int cap;
+    int ix_dirty;               /* lpm/general: the index must be built again (p4n_table_commit) */
+    p4map exact;                /* exact: kept up to date by every put and delete */
     int nlevels; p4lpmlevel *levels;
     int *order; int norder;     /* general: priority desc, handle asc */
     /* default action */
@@ -380,7 +413,7 @@ static void p4tbl_free_entries(p4tbl *t)
         p4ent *e = &t->ents[i];
         free(e->args); free(e->mask); free(e->val); free(e->rpos); free(e->rlo); free(e->rhi);
     }
-    free(t->ents); t->ents = NULL; t->nent = 0;
+    free(t->ents); t->ents = NULL; t->nent = 0; t->cap = 0; t->ix_dirty = 1;
     if (t->exact.cap) p4map_free(&t->exact);
     for (int i = 0; i < t->nlevels; i++) p4map_free(&t->levels[i].map);
     free(t->levels); t->levels = NULL; t->nlevels = 0;

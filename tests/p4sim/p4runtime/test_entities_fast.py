@@ -244,6 +244,28 @@ class Gen:
             te.meter_counter_data.green.packet_count = 1
         return upd
 
+    def modify_of(self, insert: pb.Update) -> pb.Update:
+        """A MODIFY of the key of an INSERT that succeeded: a new action, most of the time
+        valid, and sometimes metadata, an idle timeout, counter data or a meter config."""
+        upd = pb.Update(type=MODIFY)
+        te = upd.entity.table_entry
+        te.CopyFrom(insert.entity.table_entry)
+        te.ClearField("action")
+        for field in ("metadata", "idle_timeout_ns", "counter_data", "meter_config"):
+            te.ClearField(field)
+        t = next(t for t in self.tables.values() if t.preamble.id == te.table_id)
+        if not self.chance(0.05):
+            self.action(te, t)
+        if self.chance(0.2):
+            te.metadata = b"modified"
+        if self.chance(0.08):
+            te.idle_timeout_ns = self.r.choice((10**9, -1))
+        if self.chance(0.05):
+            te.counter_data.packet_count = 7
+        if self.chance(0.03):
+            te.meter_config.cir = te.meter_config.pir = te.meter_config.cburst = te.meter_config.pburst = 5
+        return upd
+
 
 # --------------------------------------------------------------------------- state
 def table_state(t: Table) -> Any:
@@ -282,11 +304,16 @@ def outcome(store: EntityStore, upd: pb.Update) -> tuple[Any, Optional[Callable[
 
 
 class Served:
-    """Counts the writes the plans served (canonical inserts/deletes that succeeded)."""
+    """Counts the writes the plans served (canonical inserts/modifies/deletes that succeeded)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.inserts = self.deletes = 0
-        add, delete = Table.add_canonical_entry, Table.delete_canonical_entry
+        self.inserts = self.deletes = self.modifies = 0
+        add, delete, modify = Table.add_canonical_entry, Table.delete_canonical_entry, Table.modify_canonical_entry
+
+        def counted_modify(t: Table, *a: Any, **kw: Any) -> Any:
+            e = modify(t, *a, **kw)
+            self.modifies += e is not None
+            return e
 
         def counted_add(t: Table, *a: Any, **kw: Any) -> Any:
             e = add(t, *a, **kw)
@@ -299,6 +326,7 @@ class Served:
             return e
         monkeypatch.setattr(Table, "add_canonical_entry", counted_add)
         monkeypatch.setattr(Table, "delete_canonical_entry", counted_delete)
+        monkeypatch.setattr(Table, "modify_canonical_entry", counted_modify)
 
 
 # --------------------------------------------------------------------------- store-level
@@ -318,11 +346,14 @@ def test_random_updates_same_answers_and_state(p4info: p4info_pb2.P4Info, monkey
     gen = Gen(p4info, seed)
     codes: dict[str, int] = {}
     undos: list[tuple[Callable[[], None], Callable[[], None]]] = []
+    inserted: list[pb.Update] = []
     for i in range(1500):
-        upd = gen.update()
+        upd = gen.modify_of(gen.r.choice(inserted)) if inserted and gen.chance(0.08) else gen.update()
         got_fast, undo_fast = outcome(fast, upd)
         got_slow, undo_slow = outcome(slow, upd)
         assert got_fast == got_slow, f"update {i}: {upd}"
+        if got_fast == "OK" and upd.type == INSERT:
+            inserted.append(upd)
         code = got_fast if isinstance(got_fast, str) else got_fast[0]
         codes[code] = codes.get(code, 0) + 1
         if undo_fast is not None:
@@ -337,7 +368,8 @@ def test_random_updates_same_answers_and_state(p4info: p4info_pb2.P4Info, monkey
             assert state(fast) == state(slow), f"after the undos at {i}"
     assert state(fast) == state(slow)
     # the comparison is not vacuous: the plans served writes, and both paths refused many
-    assert served.inserts > 100 and served.deletes > 20, (served.inserts, served.deletes)
+    assert served.inserts > 100 and served.deletes > 20 and served.modifies > 5, \
+        (served.inserts, served.deletes, served.modifies)
     assert codes["OK"] > 150, codes
     for code in ("INVALID_ARGUMENT", "ALREADY_EXISTS", "NOT_FOUND", "RESOURCE_EXHAUSTED"):
         assert codes.get(code, 0) > 5, codes
