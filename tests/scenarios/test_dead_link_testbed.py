@@ -6,7 +6,9 @@ sent but not received …``), rewrites the leaf's ECMP group without it, the dea
 carries nothing afterwards but GOR's re-test probes (at most twice their 3 frames/s, for
 window edges) and the flows go on over the surviving one under the 75 %
 threshold (at no less than 0.7 of their offer: DCQCN recovers from the
-retransmission burst's ECN marks). The time to detect is reported (``regroup_s``), not asserted. ~40 s.
+retransmission burst's ECN marks); once mended (GOR told nothing) the link comes back by
+GOR's re-test probes. The times to detect (``regroup_s``) and to heal (``heal_s``) are
+reported, not asserted. ~45 s.
 """
 from __future__ import annotations
 
@@ -35,6 +37,8 @@ def test_silent_dead_link_is_found_from_the_counters_and_leaves_the_group(tmp_pa
     assert admin == [], admin                                          # GOR was told nothing
     assert res.detected_by.startswith("counters: sent but not received"), figures
     assert res.regroup_s is not None and res.groups, figures           # the group rewritten
+    # mended, told nothing: only GOR's re-test probes can prove it alive (no traffic is offered)
+    assert res.heal_s is not None and res.healed_by.startswith("probes: "), (res.heal_s, res.healed_by)
     leaf = res.failed_uplink.split("->")[0]
     assert any(g.startswith(f"{leaf}/") for g in res.groups), figures
     # no traffic sent into it: only GOR's re-test probes (3 frames a second, controller/README.md)
