@@ -50,10 +50,16 @@ counted at least ``retest_frames`` frames in from the port within ``retest_wait_
 direction back (``link_up``, reason ``probes: …``), a failure starts the count again. No
 traffic is ever re-admitted to test it: a dead direction swallows 3 probe frames a second
 and nothing else (under the monitor's 5 frames/s floor for counter loss, so the probes
-of a dead link are never taken for traffic lost on it). **Bound:** a direction declared dead while it works is back within
-``retest_every_s × retest_passes + retest_wait_s`` = 4 s of the declaration, or of its peer
-answering reads again (a re-test waits for the peer's reading); a dead one stays out for as
-long as it is dead.
+of a dead link are never taken for traffic lost on it).
+
+**Bound:** a direction declared dead while it works is back within
+``retest_every_s × retest_passes + retest_wait_s`` = 4 s of the declaration
+(:attr:`DeadLinkThresholds.heal_bound_s`) when the counters are read on time. The bursts
+go out on telemetry ticks and are judged on the peer's next reading, so each of the three
+re-tests slips by however late that reading comes — at most the poller's read timeout
+(2 s) — giving at most 10 s while the peer answers reads at all (measured on BMv2 at load
+25–35: 4.86 s); a stale peer holds the re-test until it answers again. A dead direction
+stays out for as long as it is dead.
 
 Defaults (:class:`DeadLinkThresholds`): ``min_pkts`` 20, ``probe_samples`` 1,
 ``min_intervals`` 3, ``dead_after_s`` 0.3 s. ``min_pkts`` is for an interval of
