@@ -62,7 +62,10 @@ class FaultTrial:
     """One injected fault and what the localiser said: the first verdict after the
     fault took effect (``named_kind``/``named``), whether it was exactly the fault
     (``exact``), seconds to it (``localise_s``), its confidence and evidence, and the
-    other verdicts of the trial (``also``).
+    other verdicts of the trial (``also``). ``reprogrammed``: switches GOR's switch
+    recovery re-installed the plan of before the undo (a switch that stalled for over the
+    poller's read timeout and then lacked a route: a fault written through P4Runtime,
+    such as a deleted route, is undone by it) — said with a miss, never excusing it.
 
     >>> FaultTrial("hung_switch", "switch s1", "hung_switch", "switch s1", 2.5).exact
     True
@@ -80,6 +83,7 @@ class FaultTrial:
     undo_s: Optional[float] = None
     quiet_after_undo_s: Optional[float] = None
     gor_links_down: list[str] = field(default_factory=list)
+    reprogrammed: list[str] = field(default_factory=list)
     error: str = ""
 
     @property
@@ -208,8 +212,10 @@ def run_faults(fabric: Any, programmer: Any, state: Any, save_state: Callable[[]
             # while a fault is being localised on this 2-core machine)
             res.screenshot = _screenshot(mon, run_dir, say)
     _report(run_dir, res, say)
-    misses = [f"{t.kind} on {t.target}: named {t.named_kind} {t.named}" if t.named else
-              f"{t.kind} on {t.target}: nothing named within {NAME_TIMEOUT_S:g} s"
+    misses = [(f"{t.kind} on {t.target}: named {t.named_kind} {t.named}" if t.named else
+               f"{t.kind} on {t.target}: nothing named within {NAME_TIMEOUT_S:g} s")
+              + (f" (GOR's switch recovery re-programmed {', '.join(t.reprogrammed)} meanwhile)"
+                 if t.reprogrammed else "")
               for t in res.trials if not t.exact]
     if not res.trials:
         misses.append("no fault was injected")
@@ -241,6 +247,8 @@ def _trial(injector: Any, mon: Any, gor: Any, kind: str, target: str, params: di
     and GOR (``gor``: a :class:`~scenarios.gor_session.GorSession`) holds no link down."""
     trial = FaultTrial(kind, target)
     since = len(mon.verdicts)
+    recovery = gor.recovery
+    restored_before = len(recovery.events) if recovery is not None else 0
     try:
         rec = injector.inject(kind, target, **params)
     except Exception as exc:  # noqa: BLE001 — a fault that cannot be injected is reported
@@ -257,6 +265,8 @@ def _trial(injector: Any, mon: Any, gor: Any, kind: str, target: str, params: di
         # a moment more: other verdicts of the same trial (collateral ones are findings too)
         mon.wait_evaluations(2, 5.0)
         trial.also = [f"{v.kind} {v.component}" for v in mon.verdicts[since:] if v is not first]
+    if recovery is not None:
+        trial.reprogrammed = sorted({e.switch for e in recovery.events[restored_before:] if e.report.pushed})
     t_undo = time.monotonic()
     injector.undo(rec.name)
     trial.undo_s = round(time.monotonic() - t_undo, 3)
@@ -275,8 +285,10 @@ def _trial(injector: Any, mon: Any, gor: Any, kind: str, target: str, params: di
     quiet = (f"; quiet {trial.quiet_after_undo_s} s after the undo" if trial.settled else
              f"; not quiet within {SETTLE_TIMEOUT_S:g} s of the undo"
              + (f" (GOR holds down {', '.join(trial.gor_links_down)})" if trial.gor_links_down else ""))
+    gor_note = (f" (GOR's switch recovery re-programmed {', '.join(trial.reprogrammed)} during it)"
+                if trial.reprogrammed else "")
     say(f"faults: {kind} on {target}: {mark} {trial.named_kind or ''} {trial.named or ''} "
-        f"after {trial.localise_s} s{quiet}")
+        f"after {trial.localise_s} s{quiet}{gor_note}")
     return trial
 
 

@@ -26,7 +26,11 @@ up, its switch goes on sending into the cable and the packets vanish; GOR must f
 dead link from the counters alone (:mod:`controller.gor.deadlinks`: sent by the leaf,
 never received by the spine) and take it out of the groups like an administrative event.
 ``regroup_s`` is then the time to detect (and rewrite), ``detected_by`` the reason GOR
-logged.
+logged. When the senders are done the cable is mended and GOR, told nothing again, must
+bring the link back by itself: nothing is offered to a link out of every group, so only
+its re-test probes can prove it alive (:class:`controller.gor.deadlinks.LinkRetests`);
+``heal_s`` is the time from the mend to the link back in GOR's groups (bound 4 s, waited
+at most :data:`HEAL_WAIT_S`), ``healed_by`` the reason logged.
 """
 from __future__ import annotations
 
@@ -46,6 +50,10 @@ from scenarios.story import EVEN_UTIL
 from testbed.traffic import TrafficOptions, delivery, merge_reports, plan_flows
 
 FLOWS = 4
+HEAL_WAIT_S = 10.0
+"""How long the silent run waits, after mending the cable, for GOR to bring the link back
+(the re-tests' bound, ``DeadLinkThresholds.heal_bound_s`` = 4 s, plus counter reads on a
+loaded machine)."""
 
 
 @dataclass(slots=True)
@@ -73,6 +81,8 @@ class FailureResult:
     late_flows: list[str] = field(default_factory=list)
     silent: bool = False
     detected_by: str = ""
+    heal_s: Optional[float] = None
+    healed_by: str = ""
     events: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -129,7 +139,8 @@ def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Calla
         f"drain {rate:g} pps (all {FLOWS} fit one at {100 * FLOWS * opts.flow_rate_pps / rate:.0f}%); "
         f"{victim} ({count[victim]} of them) goes down after {opts.duration_s / 3:.1f} s"
         + (f", silently (only {devs[0]}; GOR is not told)" if silent else ""))
-    t_down = None
+    t_down = t_done = t_mend = None
+    mended = False
     try:
         with session:
             session.start_flows(opts.duration_s)
@@ -144,8 +155,17 @@ def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Calla
             record.event(session.since_start(t_down), f"{victim} down ({' and '.join(devs)})")
             say(f"link-failure: t={session.since_start(t_down):.1f}s {victim} is down")
             session.fleet.wait_senders(opts.duration_s + 15)
+            t_done = time.monotonic()
+            if silent and victim in session.links_down():
+                for dev in devs:                            # mended; GOR is told nothing
+                    set_link(dev, up=True, target=state.target)
+                mended, t_mend = True, time.monotonic()
+                if session.wait_for(lambda: victim not in session.links_down(), HEAL_WAIT_S):
+                    res.heal_s = round(time.monotonic() - t_mend, 3)
+                say(f"link-failure: cable mended; GOR brought {victim} back "
+                    + (f"{res.heal_s} s later" if res.heal_s is not None else f"not within {HEAL_WAIT_S:g} s"))
     finally:
-        for dev in devs:
+        for dev in devs if not mended else ():
             try:
                 set_link(dev, up=True, target=state.target)
             except (subprocess.SubprocessError, OSError) as exc:
@@ -161,7 +181,10 @@ def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Calla
         res.groups = list(down.get("groups", []))
         res.detours = list(down.get("detours", []))
         res.detected_by = str(down.get("reason", ""))
-    ticks = [x for x in session.ticks if sum(x[1].values()) > 0]
+    ticks = [x for x in session.ticks if sum(x[1].values()) > 0 and (t_done is None or x[0] < t_done)]
+    if t_mend is not None:
+        up = next((e for e in res.events if e.get("event") == "link_up" and float(e["mono_s"]) >= t_mend), None)
+        res.healed_by = str(up.get("reason", "")) if up is not None else ""
     after_s = None if t_down is None else (float(down["mono_s"]) if down is not None else t_down) + 1.0
     if t_down is not None and after_s is not None:  # 1 s past the regroup on
         uplinks = list(session.uplinks)
@@ -186,6 +209,7 @@ def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Calla
             f"({'; '.join(res.detours) or 'none'}); per-uplink pps before {res.uplink_pps_before}, "
             f"after {res.uplink_pps_after}; busiest after {res.max_util_after_pct}% of {rate:g} pps; "
             f"packets lost {res.lost_pkts}"
+            + (f"; mended, back in the groups {res.heal_s} s later ({res.healed_by})" if t_mend is not None else "")
             + (f"; flows that did not go on: {', '.join(res.late_flows)}" if res.late_flows else ""))
     say(line)
     record.notes.append(line)
@@ -208,6 +232,8 @@ def shortfalls(res: FailureResult) -> list[str]:
         why.append("no uplink counters were read after the failure")
     if res.regroup_s is None:
         why.append(f"GOR did not take {res.failed_uplink} out of the ECMP groups")
+    if res.silent and res.regroup_s is not None and res.heal_s is None:
+        why.append(f"GOR did not bring {res.failed_uplink} back within {HEAL_WAIT_S:g} s of the mend")
     return why
 
 

@@ -37,7 +37,13 @@ packets are lost either way) and the failure is logged.
 each link direction's interval becomes evidence (:func:`~controller.gor.deadlinks.link_evidence`)
 for the :class:`~controller.gor.deadlinks.DeadLinkDetector`; a direction it declares dead
 gets :meth:`link_down` with the reason ``counters: …`` (``link_down`` in the decision log);
-one it declared dead that carries traffic again gets :meth:`link_up`. For the
+one it declared dead that carries traffic again gets :meth:`link_up`. An interval is no
+evidence while either end's switch is stale or answered again within ``stale_grace_s``
+(:meth:`LinkFaults.observe_stale`, fed from the poller's health). A direction declared dead
+is re-tested while it is out (:class:`~controller.gor.deadlinks.LinkRetests`): every second
+five probe frames go out of its port as PacketOuts (:func:`~controller.gor.deadlinks.probe_frame`),
+and three re-tests in a row that the peer's rx counter saw arrive bring it back
+(:meth:`link_up`, reason ``probes: …``); no traffic is re-admitted to test it. For the
 "forwarded but not sent" rule the loop probes: while a port sends nothing and another
 member of one of its switch's ECMP groups sends at least ``min_pkts``, sampling is on at
 that port (``probes``), so that packets forwarded to it show up as digests.
@@ -58,7 +64,7 @@ import queue
 from collections import Counter
 from typing import Any, Callable, Iterable, Mapping
 
-from controller.gor.deadlinks import DeadLinkDetector, link_evidence
+from controller.gor.deadlinks import DeadLinkDetector, LinkRetests, RetestResult, link_evidence, probe_frame
 from controller.gor.decisions import LinkKey
 from controller.gor.detour_sync import DetourSync
 from controller.gor.pause import PAUSE_STORM_ADVICE, PauseStormMonitor
@@ -92,6 +98,8 @@ class LinkFaults:
         self.forwarded: Counter[LinkKey] = Counter()  # digests per egress link since the last tick
         self.rx_armed: set[LinkKey] = set()           # ports whose rx counter has moved
         self.counter_down: set[LinkKey] = set()       # links taken down by the counters
+        self.retests = LinkRetests(self.dead_links.thresholds)
+        self.stale_at: dict[str, float] = {}          # switch → last tick it was seen stale
         self.link_events: "queue.Queue[tuple[str, int, bool, str]]" = queue.Queue()
 
     def count_forwarded(self, link: LinkKey) -> None:
@@ -137,6 +145,7 @@ class LinkFaults:
             if end is not None:
                 self.dead_links.forget(end)
                 self.counter_down.discard(end)
+                self.retests.stop(end)
         return self._regroup(switch, port, "link_up", reason)
 
     def _regroup(self, switch: str, port: int, event: str, reason: str) -> list[str]:
@@ -206,8 +215,23 @@ class LinkFaults:
                 out.decision_log.record("pause_storm_cleared", link=name,
                                         frames_per_s=ev.frames_per_s, held_s=ev.held_s)
 
+    def observe_stale(self, stale: Iterable[str], t_s: float) -> None:
+        """The switches stale at ``t_s`` (the poller's health, each tick before
+        :meth:`watch_links`): their links give no evidence until ``stale_grace_s`` after
+        they answer again.
+
+        >>> faults.observe_stale(["s1"], 12.5)                   # doctest: +SKIP
+        """
+        for sw in stale:
+            self.stale_at[sw] = t_s
+
+    def _stalled(self, switch: str, t_s: float) -> bool:
+        seen = self.stale_at.get(switch)
+        return seen is not None and t_s - seen <= self.dead_links.thresholds.stale_grace_s + 1e-9
+
     def watch_links(self, t_s: float, samples: Mapping[Any, Any]) -> None:
-        """Dead-link evidence of every sampled direction (see the module docstring)."""
+        """Dead-link evidence of every sampled direction, and the re-tests of those
+        declared dead (see the module docstring)."""
         by_key = {(lid.switch, lid.port): s for lid, s in samples.items()}
         for key, s in by_key.items():
             if getattr(s, "rx_pkts", 0) > 0:
@@ -220,15 +244,42 @@ class LinkFaults:
                 continue
             ev = self.dead_links.observe(key, t_s, link_evidence(
                 s, by_key.get(peer), rx_armed=peer in self.rx_armed,
-                forwarded=forwarded.get(key, 0), th=th))
+                forwarded=forwarded.get(key, 0), th=th,
+                stale=self._stalled(key[0], t_s) or self._stalled(peer[0], t_s)))
             if ev is None:
                 continue
             if ev.dead and self.links.is_up(key):
                 self.counter_down.add(key)
                 self.link_down(key[0], key[1], ev.reason)
+                self.retests.start(key, t_s)
             elif not ev.dead and key in self.counter_down and not self.links.is_up(key):
                 self.link_up(key[0], key[1], ev.reason)
+        self._retest(by_key, t_s)
         self._probe(by_key, t_s)
+
+    def _retest(self, by_key: Mapping[LinkKey, Any], t_s: float) -> None:
+        """Judge the bursts in flight from the peers' rx counters, then send those due."""
+        th = self.dead_links.thresholds
+        for key in list(self.retests.tests):
+            if key not in self.counter_down or self.links.is_up(key):
+                self.retests.stop(key)                # back up by other means
+                continue
+            peer = self.links.peer.get(key)
+            got = by_key.get(peer) if peer is not None else None
+            fresh = got is not None and not getattr(got, "reset", False)
+            res = self.retests.observe(key, t_s, int(getattr(got, "rx_pkts", 0)) if fresh else None)
+            if res is RetestResult.HEALED:
+                self.link_up(key[0], key[1], f"probes: {th.retest_passes} re-tests in a row arrived at "
+                             f"the peer ({th.retest_frames} frames each)")
+        for key in self.retests.due(t_s):
+            seq = self.retests.sent(key, t_s)
+            try:
+                conn = self.tables.conn(key[0])
+                for i in range(th.retest_frames):
+                    conn.packet_out(probe_frame(key, seq * th.retest_frames + i), {"egress_port": key[1]})
+            except Exception as exc:  # noqa: BLE001 — a switch that does not take it
+                self.retests.not_sent(key, t_s)
+                self._out.error(f"{key[0]}: re-test of port {key[1]} not sent: {type(exc).__name__}: {exc}")
 
     def _siblings(self, link: LinkKey) -> set[LinkKey]:
         """The other member ports of every ECMP group of ``link``'s switch that has it."""

@@ -317,8 +317,10 @@ class GorLoop:
         return self.reconciliation.reconcile(t_s)
 
     def observe_health(self, health: Mapping[str, Any], t_s: float = 0.0) -> None:
-        """Log switches lost / answering again (``TelemetryPoller.health``)."""
+        """Log switches lost / answering again (``TelemetryPoller.health``); the stale
+        ones give no dead-link evidence for a while (:meth:`LinkFaults.observe_stale`)."""
         self.restarts.observe_health(health, t_s)
+        self.faults.observe_stale((sw for sw, h in health.items() if getattr(h, "stale", False)), t_s)
 
     def live_groups(self, switch: str) -> dict[int, tuple[int, ...]]:
         """Group id → egress ports of the live members of ``switch``'s ECMP groups."""

@@ -3,6 +3,7 @@ re-route, hysteresis), dead links from the counters (sent-not-received and
 forwarded-not-sent, an idle link never declared dead, back up when traffic crosses again)."""
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any, Optional
 
 from controller.telemetry.exposition import parse_metrics
@@ -172,3 +173,80 @@ def test_status_shows_pause_storms_and_links_down() -> None:
         assert f"{L0}->s0" in snap.down
         text = snap.render()
         assert f"PAUSE STORMS (not re-routed): {L1}->s1" in text and "LINKS DOWN: " in text
+
+
+# ---------------------------------------------------------------------- re-tests of dead links
+def _declare_dead(fab: Fabric, loop: Any) -> float:
+    """Take L0 -> s0 down from the counters (as in the first dead-link test); the time."""
+    loop.tick(0.1, traffic(fab))
+    for i in range(4):
+        loop.tick(0.2 + 0.1 * i, traffic(fab, rx_lost=(L0, "s0")))
+    assert L0 in {k[0] for k in loop.faults.counter_down}
+    return 0.5
+
+
+def _probes_on(conn: Any, port: int, since: int) -> int:
+    return sum(1 for _, md in conn.packets_out[since:] if md.get("egress_port") == port)
+
+
+def test_a_false_declaration_heals_from_probes_within_the_bound() -> None:
+    """The link works again but nothing is offered to it (it is out of every group): only
+    the re-test probes cross it, and three re-tests in a row bring it back."""
+    fab, loop, prog, reg, buf, metrics = make()
+    up0 = port_to(fab, L0, "s0")
+    t_dead = _declare_dead(fab, loop)
+    conn, seen, t, back_at = prog.connections[L0], 0, t_dead, None
+    bound = loop.faults.dead_links.thresholds.heal_bound_s
+    while t < t_dead + 10.0 and back_at is None:
+        t = round(t + 0.1, 3)
+        n = _probes_on(conn, up0, seen)                   # sent since the last reading:
+        seen = len(conn.packets_out)                      # counted out of L0 and into s0
+        loop.tick(t, traffic(fab, tx={(L0, "s0"): n}))
+        if loop.links.is_up((L0, up0)):
+            back_at = t
+    assert back_at is not None and back_at - t_dead <= bound + 0.3, back_at
+    (up,) = [e for e in events(buf) if e["event"] == "link_up"]
+    assert up["reason"].startswith("probes: 3 re-tests in a row arrived")
+    assert loop.engine.hash_model.switch(L0).group(1).members == ("s0", "s1", "s2")
+    frames = [p for p, md in conn.packets_out if md == {"egress_port": up0}]
+    assert len(frames) == 9 and all(f[12:14] == b"\x88\xb5" and len(f) == 60 for f in frames)
+    assert not loop.faults.retests.tests
+
+
+def test_a_dead_link_stays_out_while_its_probes_are_lost() -> None:
+    fab, loop, prog, reg, buf, metrics = make()
+    up0 = port_to(fab, L0, "s0")
+    t_dead = _declare_dead(fab, loop)
+    conn, seen = prog.connections[L0], 0
+    for i in range(1, 201):                                               # 20 s
+        n = _probes_on(conn, up0, seen)
+        seen = len(conn.packets_out)
+        loop.tick(round(t_dead + 0.1 * i, 3), traffic(fab, tx={(L0, "s0"): n}, rx_lost=(L0, "s0")))
+        assert not loop.links.is_up((L0, up0)), i
+    assert "link_up" not in {e["event"] for e in events(buf)}
+    assert loop.engine.hash_model.switch(L0).group(1).members == ("s1", "s2")   # no traffic re-admitted
+    bursts = _probes_on(conn, up0, 0) // 3
+    assert 18 <= bursts <= 20                                             # one re-test a second
+    assert loop.faults.retests.tests[(L0, up0)].failures >= 18
+
+
+def test_a_stale_peer_gives_no_lost_evidence() -> None:
+    fab, loop, prog, reg, buf, metrics = make()
+    up0 = port_to(fab, L0, "s0")
+    stale = SimpleNamespace(stale=True, last_error="s0: TimeoutError: no answer within 2 s")
+    fine = SimpleNamespace(stale=False, last_error="")
+    loop.tick(0.1, traffic(fab))
+    for i in range(10):                                                   # 1 s: s0 marked stale
+        t = round(0.2 + 0.1 * i, 3)
+        loop.observe_health({"s0": stale}, t)
+        loop.tick(t, traffic(fab, rx_lost=(L0, "s0")))
+    for i in range(10):                                                   # answers: 1 s of grace
+        t = round(1.2 + 0.1 * i, 3)
+        loop.observe_health({"s0": fine}, t)
+        loop.tick(t, traffic(fab, rx_lost=(L0, "s0")))
+    assert loop.links.is_up((L0, up0)) and "link_down" not in {e["event"] for e in events(buf)}
+    for i in range(5):                                                    # then it counts again
+        t = round(2.2 + 0.1 * i, 3)
+        loop.observe_health({"s0": fine}, t)
+        loop.tick(t, traffic(fab, rx_lost=(L0, "s0")))
+    assert not loop.links.is_up((L0, up0))

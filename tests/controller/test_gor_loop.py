@@ -39,6 +39,13 @@ class FakeConn:
         self.entries: dict[tuple[str, Any], tuple[str, dict[str, Any]]] = {}
         self.fail: Optional[BaseException] = None
         self.writes = 0
+        self.packets_out: list[tuple[bytes, dict[str, Any]]] = []
+
+    def packet_out(self, payload: bytes, metadata: Any = None) -> None:
+        """A PacketOut sent on the stream (recorded; ``fail`` makes it raise too)."""
+        if self.fail is not None:
+            raise self.fail
+        self.packets_out.append((payload, dict(metadata or {})))
 
     def table_entry(self, table: str, match: Any = None, action: Optional[str] = None,
                     params: Any = None) -> tuple[str, Any, Optional[str], dict[str, Any]]:
