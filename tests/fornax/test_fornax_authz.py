@@ -1,0 +1,97 @@
+"""FORNAX's threat model against a SmartNIC, attacked with certificates the VPC testbed
+really issues (:func:`testbed.vpcnet.create_vpc_pki`: the split PKI, a certificate per
+NIC manager, each NIC's own ``--p4rt-policy``).
+
+NIC B runs as the testbed starts it (``python -m p4sim switch`` with its certificate, TLS
+with client authentication, ``--p4rt-policy p4rt-policy-nicB.yaml``; no interfaces, no
+root), programmed by *its* manager's certificate: the FORNAX pipeline pushed, a clone
+session written. Each attack of :func:`testbed.attacks.smartnic_attacks` then dials it
+with NIC A's manager certificate, NIC A's switch certificate, the operator's read-only
+certificate, or a certificate of the fabric's PKI (another CA); each must be refused
+with the status P4Runtime names and leave NIC B's state as its manager left it (read back
+before and after). Before this test's change both managers presented the one
+``controller`` certificate, so NIC A's manager could program NIC B (~15 s).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+from testbed.attacks import Outcome, Victim, run_attack, smartnic_attacks, started_switch
+from testbed.pki import FabricPki
+from testbed.tls import CONTROLLER
+from testbed.vpcnet import create_vpc_pki, manager_identity, nic_policy_path, nic_policy_text
+
+NICS = ("nicA", "nicB")
+FOREIGN = {"fabric-controller": "controller", "fabric-switch": "b0r0l0", "fabric-host": "b0s0"}
+
+
+@pytest.fixture(scope="module")
+def nic_b(tmp_path_factory: pytest.TempPathFactory, fornax_build: tuple[Path, Path]
+          ) -> Iterator[Victim]:
+    root = tmp_path_factory.mktemp("vpcpki")
+    pki = create_vpc_pki(root / "pki", NICS)
+    fabric = FabricPki.create_split(root / "fabric-pki", {"controller": "controller",
+                                                          "b0r0l0": "switch", "b0s0": "host"})
+    with started_switch("p4sim", pki.root, "nicB", 2, root / "logs",
+                        policy=nic_policy_path(pki.root, "nicB")) as addr:
+        with Victim(addr, 2, "nicB", pki.root, *fornax_build,
+                    identity=manager_identity("nicB")) as v:
+            for name, party in FOREIGN.items():
+                v.add_party(name, fabric.files(party))
+            yield v
+
+
+def _attacks() -> list[Any]:
+    return smartnic_attacks(manager_identity("nicA"), "nicA", CONTROLLER, foreign=list(FOREIGN))
+
+
+#: the status each attack must end with (the first refused RPC's)
+EXPECTED = {
+    "peer-manager": "PERMISSION_DENIED",           # trusted CA, no role on nicB
+    "peer-nic": "UNAVAILABLE",                      # switches' CA: fails the handshake
+    "operator-starves-streams": "RESOURCE_EXHAUSTED",
+    "operator": "PERMISSION_DENIED",               # read-only role
+    "fabric": "UNAVAILABLE",                        # another PKI's CA: fails the handshake
+}
+
+
+def _expected(name: str) -> str:
+    return next(code for prefix, code in EXPECTED.items() if name.startswith(prefix))
+
+
+@pytest.mark.parametrize("attack", _attacks(), ids=lambda a: a.name)
+def test_each_attack_on_a_nic_is_refused_and_leaves_its_state(nic_b: Victim, attack: Any) -> None:
+    out: Outcome = run_attack(nic_b, attack)
+    assert out.state_kept, out.detail
+    assert out.refused, f"{attack.name} went through: {out.detail}"
+    assert out.code == _expected(attack.name), out.detail
+    if out.code == "PERMISSION_DENIED" and attack.attacker == manager_identity("nicA"):
+        assert "nicA-manager" in out.detail and "holds no role" in out.detail, out.detail
+
+
+def test_the_nics_own_manager_and_the_operator_still_work(nic_b: Victim) -> None:
+    """The refusals above are not a switch that refuses everything: nicB's manager writes,
+    the operator reads (its role is read-only, not absent)."""
+    nic_b.restore()
+    assert nic_b.snapshot()[1:] == (True, True)
+    with nic_b.channel(CONTROLLER) as ch:
+        stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
+        got = list(stub.Read(p4runtime_pb2.ReadRequest(device_id=2, entities=[
+            p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry())]), timeout=10))
+    assert got is not None
+
+
+def test_each_nic_policy_names_only_its_own_manager(tmp_path: Path) -> None:
+    pki = create_vpc_pki(tmp_path / "pki", NICS)
+    for nic in NICS:
+        text = nic_policy_path(pki.root, nic).read_text()
+        assert text == nic_policy_text(nic)
+        others = [manager_identity(n) for n in NICS if n != nic]
+        assert manager_identity(nic) in text and not any(o in text for o in others)
+    # a manager's certificate is the control CA's; a NIC's the switches' CA's
+    assert "control" in pki.trusted_names("nicA")[0]
+    assert (pki.root / "nicA-manager.pem").is_file() and (pki.root / "nicA.pem").is_file()
