@@ -68,8 +68,8 @@ def nic_policy_text(nic: str) -> str:
     ``controller`` certificate reads only; every other identity — another NIC's manager
     included — holds no role, so each of its RPCs is PERMISSION_DENIED.
 
-    >>> "nicB-manager" in nic_policy_text("nicA"), "nicA-manager: [\"\"]" in nic_policy_text("nicA")
-    (False, True)
+    >>> [line.strip() for line in nic_policy_text("nicA").splitlines()[-2:]]
+    ['nicA-manager: [""]', 'controller: [operator]']
     """
     return f"""\
 # P4Runtime authorization of SmartNIC {nic} (p4sim switch --p4rt-policy FILE; format:
