@@ -379,6 +379,7 @@ class FornaxManager:
                 "fallback_frames": [self.fallback.frames_in, self.fallback.frames_out],
                 "heartbeat_rtt_ms_p50": round(rtts[len(rtts) // 2] * 1e3, 2) if rtts else None,
                 "versions": {str(k): v for k, v in sorted(self.view.versions.items())},
+                "mastership_losses": getattr(self.nic.conn, "mastership_losses", 0),
                 "uptime_s": round(time.time() - self.started_at, 1)}
 
     # ------------------------------------------------------------------ hang

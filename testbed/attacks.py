@@ -343,8 +343,8 @@ def _read(party: str) -> AttackFn:
 
 def _packet_out(party: str, arbitrate: bool = True) -> AttackFn:
     """PacketOuts on a StreamChannel: after arbitrating with an election id above the
-    primary's (``arbitrate``), or with no arbitration at all; refused when the switch ends
-    the stream or answers the packet with a StreamError. A packet-out sent into a NIC's
+    primary's (``arbitrate``), or as a backup (arbitration without an election id);
+    refused when the switch ends the stream or answers the packet with a StreamError. A packet-out sent into a NIC's
     pipeline would reach a VM or the fabric as if the NIC's manager sent it."""
     def run(v: Victim) -> None:
         with v.channel(party) as ch:
@@ -512,7 +512,7 @@ def smartnic_attacks(peer_manager: str, peer_nic: str, operator: str = CONTROLLE
                _read(peer_manager)),
         Attack("peer-manager-packet-out", peer_manager,
                "a NIC's manager cannot inject packets through another NIC", _packet_out(peer_manager)),
-        Attack("peer-manager-packet-out-no-arbitration", peer_manager,
+        Attack("peer-manager-packet-out-as-backup", peer_manager,
                "a NIC's manager cannot inject packets through another NIC",
                _packet_out(peer_manager, arbitrate=False)),
         Attack("peer-manager-starves-streams", peer_manager,
@@ -539,6 +539,56 @@ def smartnic_attacks(peer_manager: str, peer_nic: str, operator: str = CONTROLLE
                        _takeover(party, "")),
                 Attack(f"{party}-read-sessions", party, "a certificate of another CA is refused",
                        _read(party))]
+    return out
+
+
+class LiveNic:
+    """A NIC of a running VPC testbed as an attacker sees it: its address, device id and
+    name, and the attacker's credentials (``parties``: name → ClientTls) — no programming
+    connection of its own (the NIC's real manager is primary and stays so)."""
+
+    def __init__(self, addr: str, device_id: int, switch: str, parties: dict[str, ClientTls],
+                 p4info: Path, device_config: Path) -> None:
+        self.addr, self.device_id, self.switch = addr, device_id, switch
+        self.parties = parties
+        self.p4info, self.device_config = Path(p4info), Path(device_config)
+
+    def channel(self, party: str) -> grpc.Channel:
+        return self.parties[party].for_server(self.switch).channel(self.addr)
+
+    pipeline_request = Victim.pipeline_request
+    delete_request = Victim.delete_request
+    _session = Victim._session
+
+
+LIVE_STREAMS = 20
+"""Idle streams the live attack opens (each must be refused)."""
+
+
+def live_nic_attacks(nic: LiveNic, party: str) -> list[tuple[str, str, str]]:
+    """Attack a NIC serving traffic with ``party``'s certificate: take mastership and
+    write, write without a stream, push a pipeline, read its sessions, packet-outs, and
+    :data:`LIVE_STREAMS` idle streams. Returns (attack, code, detail) per attack; code
+    ``OK`` means it went through. The caller checks the NIC's state (its manager still
+    primary, its connections unbroken)."""
+    attacks: list[tuple[str, Callable[[Any], None]]] = [
+        ("takeover", _takeover(party, "")), ("write-no-stream", _write_without_stream(party)),
+        ("push-pipeline", _push_without_stream(party)), ("read-sessions", _read(party)),
+        ("packet-out", _packet_out(party))]
+    out = []
+    for name, run in attacks:
+        try:
+            run(nic)
+            out.append((name, "OK", "every RPC went through"))
+        except AttackFailed as exc:
+            out.append((name, exc.code, exc.detail))
+    kept, refused, ch = open_streams(nic, party, LIVE_STREAMS)  # type: ignore[arg-type]
+    for st in kept:
+        st.close()
+    ch.close()
+    out.append(("idle-streams", refused[0].code if len(refused) == LIVE_STREAMS else "OK",
+                f"{len(refused)} of {LIVE_STREAMS} refused"
+                + (f": {refused[0].detail}" if refused else "")))
     return out
 
 
@@ -784,7 +834,7 @@ def iter_table(outcomes: Sequence[Outcome]) -> Iterator[str]:
         yield f"| {o.attack} | {'yes' if o.refused else '**no**'} | {o.code} | {o.detail[:160]} |"
 
 
-__all__ = ["smartnic_attacks", "AgentAttack", "AgentFabric", "RecordingMover", "agent_attacks", "run_agent_attack",
+__all__ = ["smartnic_attacks", "LiveNic", "live_nic_attacks", "LIVE_STREAMS", "AgentAttack", "AgentFabric", "RecordingMover", "agent_attacks", "run_agent_attack",
            "run_agent_attacks", "READY_TIMEOUT_S", "started_switch", "Attack", "AttackFailed", "AttackStream", "CONTROLLER_ELECTION_ID", "COOKIE", "Outcome",
            "IdleStream", "STARVATION_STREAMS", "Victim", "controller_read_ms", "default_attackers",
            "denied_fraction", "iter_table", "open_streams", "p4rt_attacks", "run_attack",
