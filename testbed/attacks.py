@@ -352,7 +352,8 @@ def _packet_out(party: str, arbitrate: bool = True) -> AttackFn:
             stream = AttackStream(stub, v.device_id, CONTROLLER_ELECTION_ID + 1
                                   if arbitrate else None)
             try:
-                if arbitrate and not stream.primary():
+                primary = stream.primary()        # the arbitration answer comes first
+                if arbitrate and not primary:
                     raise AttackFailed("ALREADY_EXISTS", f"{party} was made a backup")
                 for _ in range(3):
                     stream.send(p4runtime_pb2.StreamMessageRequest(

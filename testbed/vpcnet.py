@@ -8,10 +8,10 @@ nothing of the policy or the manager. Everything it creates is recorded in the t
 state file (``build/testbed-state.json``), so ``make stop`` removes exactly that; every
 switch serves P4Runtime over TLS with client authentication from a throw-away split PKI
 (:func:`create_vpc_pki`): each NIC's manager has a certificate of its own
-(:func:`manager_identity`, ``nicA-manager``) and each p4sim NIC a policy of its own
-(:func:`nic_policy_path`) under which only *its* manager programs it and the operator
-(``controller``) only reads it — NIC A's manager cannot program, read or stream from NIC
-B (fornax/README.md, "Security"; tests/fornax/test_fornax_authz.py).
+(:func:`manager_identity`, ``nicA-manager``) from a CA only its NIC trusts, and each p4sim
+NIC a policy of its own (:func:`nic_policy_path`) under which only *its* manager programs
+it and the operator (``controller``) only reads it — NIC A's manager cannot program, read
+or stream from NIC B (fornax/README.md, "Security"; tests/fornax/test_fornax_authz.py).
 
 Example::
 
@@ -88,17 +88,23 @@ identities:
 
 
 def create_vpc_pki(pki_dir: Path, nics: Sequence[str]) -> FabricPki:
-    """The VPC testbed's split PKI under ``pki_dir`` (replacing any; the folder 0700): a
-    switch certificate per NIC (the switches' CA), a certificate per NIC manager
-    (:func:`manager_identity`) and the operator's ``controller`` (the control CA), and
-    each NIC's policy (:func:`nic_policy_text` at :func:`nic_policy_path`). A NIC's own
-    certificate fails the handshake as a client of another NIC (its server trusts the
-    control CA only)."""
-    parties = {**{n: "switch" for n in nics}, **{manager_identity(n): "controller" for n in nics},
-               CONTROLLER: "controller"}
-    pki = FabricPki.create_split(Path(pki_dir), parties)
+    """The VPC testbed's PKI under ``pki_dir`` (replacing any; the folder 0700): the split
+    layout with a switch certificate per NIC (the switches' CA) and the operator's
+    ``controller`` (the control CA); per NIC a CA of its own (``ca-manager-NIC.pem``)
+    that signs only that NIC's manager (:func:`manager_identity`); each NIC trusts, as
+    P4Runtime clients, the control CA (the operator) and its own manager's CA — so another
+    NIC's manager fails the handshake, on BMv2 as on p4sim — and each p4sim NIC gets its
+    policy (:func:`nic_policy_text` at :func:`nic_policy_path`: the operator reads only,
+    and a manager not its own holds no role, should a CA be shared by mistake). A NIC's
+    own certificate fails the handshake as a client too (the switches' CA is no client CA)."""
+    pki = FabricPki.create_split(Path(pki_dir), {**{n: "switch" for n in nics},
+                                                 CONTROLLER: "controller"})
     Path(pki_dir).chmod(0o700)
+    control = pki.ca_cert("control")
     for nic in nics:
+        own = pki.add_ca(f"astral-p4 {nic} manager CA", f"manager-{nic}",
+                         [manager_identity(nic)], trusts=[pki.ca_cert("switches")])
+        (pki.root / f"{nic}.trust.pem").write_bytes(control.read_bytes() + own.read_bytes())
         nic_policy_path(pki_dir, nic).write_text(nic_policy_text(nic), encoding="utf-8")
     return pki
 

@@ -10,7 +10,7 @@ with NIC A's manager certificate, NIC A's switch certificate, the operator's rea
 certificate, or a certificate of the fabric's PKI (another CA); each must be refused
 with the status P4Runtime names and leave NIC B's state as its manager left it (read back
 before and after). Before this test's change both managers presented the one
-``controller`` certificate, so NIC A's manager could program NIC B (~15 s).
+``controller`` certificate, so NIC A's manager could program NIC B (~35 s).
 """
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def _attacks() -> list[Any]:
 
 #: the status each attack must end with (the first refused RPC's)
 EXPECTED = {
-    "peer-manager": "PERMISSION_DENIED",           # trusted CA, no role on nicB
+    "peer-manager": "UNAVAILABLE",                  # nicA's managers' CA: nicB trusts it not
     "peer-nic": "UNAVAILABLE",                      # switches' CA: fails the handshake
     "operator-starves-streams": "RESOURCE_EXHAUSTED",
     "operator": "PERMISSION_DENIED",               # read-only role
@@ -69,8 +69,24 @@ def test_each_attack_on_a_nic_is_refused_and_leaves_its_state(nic_b: Victim, att
     assert out.state_kept, out.detail
     assert out.refused, f"{attack.name} went through: {out.detail}"
     assert out.code == _expected(attack.name), out.detail
-    if out.code == "PERMISSION_DENIED" and attack.attacker == manager_identity("nicA"):
-        assert "nicA-manager" in out.detail and "holds no role" in out.detail, out.detail
+
+
+def test_the_policy_refuses_another_nics_manager_should_its_ca_be_trusted(
+        tmp_path: Path, fornax_build: tuple[Path, Path]) -> None:
+    """Defence in depth (p4sim): NIC B made to trust NIC A's managers' CA too, as a
+    mistaken deployment would; its policy still names only nicB-manager, so nicA's
+    manager gets past the handshake and no further (PERMISSION_DENIED, state kept)."""
+    pki = create_vpc_pki(tmp_path / "pki", NICS)
+    trust = pki.root / "nicB.trust.pem"
+    trust.write_bytes(trust.read_bytes() + (pki.root / "ca-manager-nicA.pem").read_bytes())
+    with started_switch("p4sim", pki.root, "nicB", 2, tmp_path / "logs",
+                        policy=nic_policy_path(pki.root, "nicB")) as addr:
+        with Victim(addr, 2, "nicB", pki.root, *fornax_build,
+                    identity=manager_identity("nicB")) as v:
+            for attack in _attacks()[:5]:
+                out = run_attack(v, attack)
+                assert out.refused and out.state_kept and out.code == "PERMISSION_DENIED", out
+                assert "identity 'nicA-manager' holds no role on this switch" in out.detail
 
 
 def test_the_nics_own_manager_and_the_operator_still_work(nic_b: Victim) -> None:
@@ -92,6 +108,6 @@ def test_each_nic_policy_names_only_its_own_manager(tmp_path: Path) -> None:
         assert text == nic_policy_text(nic)
         others = [manager_identity(n) for n in NICS if n != nic]
         assert manager_identity(nic) in text and not any(o in text for o in others)
-    # a manager's certificate is the control CA's; a NIC's the switches' CA's
-    assert "control" in pki.trusted_names("nicA")[0]
-    assert (pki.root / "nicA-manager.pem").is_file() and (pki.root / "nicA.pem").is_file()
+    # a NIC trusts the control CA (the operator) and its own manager's CA, nothing else
+    assert pki.trusted_names("nicA") == ["astral-p4 control CA", "astral-p4 nicA manager CA"]
+    assert pki.trusted_names("nicA-manager") == ["astral-p4 switches CA"]

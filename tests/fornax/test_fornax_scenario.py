@@ -101,8 +101,7 @@ def test_the_scenario_on_a_live_testbed(tmp_path: Path) -> None:
             .split("\n\n")[1].splitlines()[2:]]
     codes = {(r[0].strip("| "), r[1]): r[2] for r in rows}
     assert len(codes) == 12, codes
-    assert {c for (who, _), c in codes.items() if who == "nicA-manager"} == {"PERMISSION_DENIED"}
-    assert {c for (who, _), c in codes.items() if who == "nicA"} == {"UNAVAILABLE"}
+    assert set(codes.values()) == {"UNAVAILABLE"}, codes    # nicB trusts neither's CA
     assert "mastership losses 0 before, 0 after" in report
     for plot in ("fornax_sessions.png", "fornax_cpu.png", "fornax_long_connections.png"):
         assert (run_dir / plot).stat().st_size > 1000
