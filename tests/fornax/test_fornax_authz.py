@@ -20,7 +20,11 @@ from typing import Any, Iterator
 import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from testbed.attacks import Outcome, Victim, run_attack, smartnic_attacks, started_switch
+from controller.p4rt.tls import ClientTls
+from fornax.manager import FornaxManager, ManagerConfig
+from scenarios.fornax import scenario_policy
+from testbed.attacks import (LiveNic, Outcome, Victim, live_nic_attacks, run_attack,
+                             smartnic_attacks, started_switch)
 from testbed.pki import FabricPki
 from testbed.tls import CONTROLLER
 from testbed.vpcnet import create_vpc_pki, manager_identity, nic_policy_path, nic_policy_text
@@ -111,3 +115,33 @@ def test_each_nic_policy_names_only_its_own_manager(tmp_path: Path) -> None:
     # a NIC trusts the control CA (the operator) and its own manager's CA, nothing else
     assert pki.trusted_names("nicA") == ["astral-p4 control CA", "astral-p4 nicA manager CA"]
     assert pki.trusted_names("nicA-manager") == ["astral-p4 switches CA"]
+
+
+def test_a_nic_under_its_running_manager_refuses_the_live_attacks(
+        tmp_path: Path, fornax_build: tuple[Path, Path]) -> None:
+    """What the scenario does on the live testbed, without root: nicB's real FORNAX
+    manager (its own certificate) programs it and stays primary while
+    :func:`testbed.attacks.live_nic_attacks` tries everything with nicA's manager and
+    switch certificates."""
+    pki = create_vpc_pki(tmp_path / "pki", NICS)
+    policy = tmp_path / "vpc.policy"
+    policy.write_text(scenario_policy())
+    with started_switch("p4sim", pki.root, "nicB", 2, tmp_path / "logs",
+                        policy=nic_policy_path(pki.root, "nicB")) as addr:
+        files = pki.files(manager_identity("nicB"))
+        mgr = FornaxManager(ManagerConfig(
+            nic="nicB", grpc_addr=addr, device_id=2, policy_path=policy,
+            p4info=fornax_build[0], device_config=fornax_build[1],
+            tls=ClientTls(files.ca_cert, files.cert, files.key, server_name="nicB")))
+        mgr.start()
+        try:
+            parties = {who: ClientTls(pki.ca_cert("switches"), pki.files(who).cert,
+                                      pki.files(who).key)
+                       for who in (manager_identity("nicA"), "nicA")}
+            target = LiveNic(addr, 2, "nicB", parties, *fornax_build)
+            results = [r for who in parties for r in live_nic_attacks(target, who)]
+            assert len(results) == 12 and {code for _, code, _ in results} == {"UNAVAILABLE"}, results
+            stats = mgr.stats()
+            assert stats["mastership_losses"] == 0 and mgr.nic.conn.is_primary
+        finally:
+            mgr.stop()
