@@ -300,6 +300,8 @@ def _story(net: VpcNet, managers: dict[str, ManagerProcess], run_dir: Path, poli
     say(f"fornax: traffic done ({time.time() - t0:.1f} s)")
     attacker.join(30)
     attacks, attacked = attack_result
+    if attacker.is_alive():
+        attacks = [("scenario", "attacks", "ERROR", "did not finish within 30 s of the end")]
     if attacks:
         say(f"fornax: nicB attacked with nicA's certificates while serving: "
             f"{sum(1 for a in attacks if a[2] != 'OK')} of {len(attacks)} refused")
