@@ -5,7 +5,7 @@
     python -m fornax build [--baseline] [--table-size N] [--p4c P4C] [--out DIR]
     python -m fornax check-policy FILE
     python -m fornax manage --nic NAME --grpc-addr HOST:PORT --device-id N --policy FILE
-                            [--p4info F --config F | --attach] [--pki DIR] [--iface PORT=IF ...]
+                            [--p4info F --config F | --attach] [--pki DIR [--identity NAME]] [--iface PORT=IF ...]
                             [--admin SOCKET] [--events FILE] [--idle-timeout-s S] [--baseline]
 
 ``manage`` runs until SIGTERM or SIGINT; SIGHUP reads the policy file again.
@@ -62,7 +62,11 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--table-size", type=int, default=None,
                    help="the program's session table size (default 2^18)")
     m.add_argument("--pki", type=Path, default=None,
-                   help="testbed PKI folder: TLS with the 'controller' certificate")
+                   help="testbed PKI folder: TLS with this manager's own certificate "
+                        "(--identity)")
+    m.add_argument("--identity", default=None,
+                   help="the certificate (common name) to present with --pki (default "
+                        "NIC-manager: each NIC's policy lets only its own manager program it)")
     m.add_argument("--server-name", default=None,
                    help="the name the switch's certificate must carry (with --pki)")
     m.add_argument("--iface", action="append", default=[], metavar="PORT=IF",
@@ -110,10 +114,15 @@ def cmd_manage(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     tls = None
     if args.pki is not None:
-        trust = args.pki / "controller.trust.pem"          # the split PKI's bundle
+        who = args.identity or f"{args.nic}-manager"
+        trust = args.pki / f"{who}.trust.pem"              # the split PKI's bundle
+        if not (args.pki / f"{who}.pem").is_file():
+            print(f"fornax manage: no certificate for {who!r} in {args.pki} (--identity)",
+                  file=sys.stderr)
+            return 1
         tls = ClientTls(trust if trust.is_file() else args.pki / "ca.pem",
-                        args.pki / "controller.pem",
-                        args.pki / "controller.key", server_name=args.server_name)
+                        args.pki / f"{who}.pem",
+                        args.pki / f"{who}.key", server_name=args.server_name)
     try:
         common: dict[str, Any] = dict(
             nic=args.nic, grpc_addr=args.grpc_addr, device_id=args.device_id,

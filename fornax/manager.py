@@ -30,7 +30,8 @@ sessions; each affected session is re-evaluated when its next packet arrives.
 
 Per session the manager keeps 16 bytes of key and one integer (:mod:`fornax.sessions`).
 Punts are rate-limited (``punt_rate_pps``; the excess is counted and dropped: the sender
-retransmits), and so are TCP digests (``digest_rate_pps``; the excess is counted and
+retransmits), new-connection punts first per source (``punt_share_pps`` per VM port /
+uplink VPC: one VM's flood cannot starve its neighbours' connection setup), and so are TCP digests (``digest_rate_pps``; the excess is counted and
 skipped: a close not seen leaves its session to age out). Every event goes to the event log (``events.jsonl``) and the counters.
 
 Example::
@@ -101,6 +102,8 @@ class ManagerConfig:
     interfaces: dict[int, str] = field(default_factory=dict)
     punt_rate_pps: float = 5000.0
     punt_burst: int = 2000
+    punt_share_pps: float = 1000.0
+    punt_share_burst: int = 400
     digest_rate_pps: float = 20000.0
     digest_burst: int = 5000
     batch: int = 256
@@ -135,6 +138,37 @@ class TokenBucket:
         return False
 
 
+class PuntShares:
+    """Each source's share of the new-connection punts: one :class:`TokenBucket` per
+    (ingress port, VNI) — a VM on a VM port, a VPC on the uplink — taken *before* the
+    NIC's whole budget, so one VM flooding new connections spends its own share and
+    cannot starve its neighbours' connection setup. At most ``max_sources`` buckets
+    (the uplink's VNI is the sender's to choose): past that, sources of a port share
+    one bucket.
+
+    >>> shares = PuntShares(1, 2, clock=lambda: 0.0)
+    >>> [shares.take(3, 100) for _ in range(3)], shares.take(2, 100), shares.take(3, 200)
+    ([True, True, False], True, True)
+    """
+
+    def __init__(self, rate: float, burst: int, max_sources: int = 4096,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate, self.burst, self.max_sources, self.clock = rate, burst, max_sources, clock
+        self.buckets: dict[tuple[int, int], TokenBucket] = {}
+
+    def take(self, port: int, vni: int) -> bool:
+        """One token from source (``port``, ``vni``)'s bucket."""
+        key = (port, vni)
+        bucket = self.buckets.get(key)
+        if bucket is None:
+            if len(self.buckets) >= self.max_sources:
+                key = (port, -1)
+                bucket = self.buckets.get(key)
+            if bucket is None:
+                bucket = self.buckets[key] = TokenBucket(self.rate, self.burst, self.clock)
+        return bucket.take()
+
+
 class EventQueue(queue.Queue):  # type: ignore[type-arg]
     """The connection's event queue, fed by the stream's reader thread: a heartbeat's
     echo goes straight to the monitor (a busy event loop never makes a live NIC look
@@ -149,23 +183,34 @@ class EventQueue(queue.Queue):  # type: ignore[type-arg]
     (1, 2)
 
     ``limited``: the dict to count in (the manager's counters: the count is current as
-    the messages arrive, not when the event loop next wakes).
+    the messages arrive, not when the event loop next wakes). ``shares``: each source's
+    share of the new-connection punts (:class:`PuntShares`), taken first; a punt past its
+    source's share counts in ``punts_share_limited`` and ``punts_rate_limited`` (every
+    punt a limit dropped).
     """
 
     def __init__(self, on_heartbeat: Callable[[bytes], None],
                  punts: Optional[TokenBucket] = None,
                  digests: Optional[TokenBucket] = None,
-                 limited: Optional[dict[str, int]] = None) -> None:
+                 limited: Optional[dict[str, int]] = None,
+                 shares: Optional[PuntShares] = None) -> None:
         super().__init__()
         self.on_heartbeat = on_heartbeat
-        self.punts, self.digests = punts, digests
+        self.punts, self.digests, self.shares = punts, digests, shares
         self.limited = limited if limited is not None else {"punts_rate_limited": 0,
                                                             "digests_rate_limited": 0}
 
     def put(self, item: Any, block: bool = True, timeout: Optional[float] = None) -> None:
         if isinstance(item, PacketIn):
-            if item.metadata.get("reason") == M.PUNT_HEARTBEAT:
+            md = item.metadata
+            reason = md.get("reason")
+            if reason == M.PUNT_HEARTBEAT:
                 self.on_heartbeat(item.payload)
+                return
+            if self.shares is not None and reason == M.PUNT_MISS and \
+                    not self.shares.take(md.get("ingress_port", 0), md.get("vni", 0)):
+                for name in ("punts_share_limited", "punts_rate_limited"):
+                    self.limited[name] = self.limited.get(name, 0) + 1
                 return
             if self.punts is not None and not self.punts.take():
                 n = self.limited.get("punts_rate_limited", 0)   # the sender retransmits
@@ -252,7 +297,9 @@ class FornaxManager:
         self.events = EventQueue(self.heartbeat.echo,
                                  TokenBucket(config.punt_rate_pps, config.punt_burst),
                                  TokenBucket(config.digest_rate_pps, config.digest_burst),
-                                 limited=self.counters)
+                                 limited=self.counters,
+                                 shares=PuntShares(config.punt_share_pps,
+                                                   config.punt_share_burst))
         self.nic = nic if nic is not None else SmartNic(
             config.grpc_addr, config.device_id, config.election_id, tls=config.tls,
             events=self.events, timeout_s=config.write_timeout_s)
@@ -332,6 +379,7 @@ class FornaxManager:
                 "fallback_frames": [self.fallback.frames_in, self.fallback.frames_out],
                 "heartbeat_rtt_ms_p50": round(rtts[len(rtts) // 2] * 1e3, 2) if rtts else None,
                 "versions": {str(k): v for k, v in sorted(self.view.versions.items())},
+                "mastership_losses": getattr(self.nic.conn, "mastership_losses", 0),
                 "uptime_s": round(time.time() - self.started_at, 1)}
 
     # ------------------------------------------------------------------ hang
@@ -701,4 +749,4 @@ class FornaxManager:
 
 
 __all__ = ["PRUNE_PERIOD_S", "TIMER_SLACK_S", "EventQueue", "FornaxManager", "HeartbeatMonitor",
-           "ManagerConfig", "TokenBucket"]
+           "ManagerConfig", "PuntShares", "TokenBucket"]

@@ -13,7 +13,12 @@ b2 -> a2) opened at 4 per second each. In the middle, in turn:
    reload it): only red sessions may be re-evaluated, on their next packet;
 2. a corrupted session entry on nicA (the long a1 -> b1 connection's, changed through
    P4Runtime without its check code, as a memory fault would change it);
-3. nicA's switch frozen (SIGSTOP) for ``HANG_S`` seconds, then thawed.
+3. nicA's switch frozen (SIGSTOP) for ``HANG_S`` seconds, then thawed;
+
+and, from the policy change on, beside the story: nicB attacked with nicA's manager
+certificate and nicA's own certificate (take mastership, write, push a pipeline, read its
+sessions, packet-outs, idle streams: :func:`testbed.attacks.live_nic_attacks`) — each must
+be refused, nicB's manager must stay primary (no mastership loss).
 
 Then ``runs/<time>/report.md`` (timeline, events, detection times, sessions, CPU,
 connections) and three plots. Exit status 1 when it measured nothing, a fault went
@@ -38,13 +43,15 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from controller.p4rt.tls import ClientTls
 from fornax.admin import AdminClient, AdminError
 from fornax.build import BuildError, SmartNicBuild
 from p4src.smartnic.model import IP_PROTO_TCP, canonical_key, ip
 from scenarios.fornax_report import RunRecord, analyse, failures, write_report
 from scenarios.report import new_run_dir, report_failures
+from testbed.attacks import LiveNic, live_nic_attacks
 from testbed.net import REPO, NetOptions, TestbedError
-from testbed.vpcnet import NicSpec, VmSpec, VpcNet, VpcNetSpec
+from testbed.vpcnet import NicSpec, VmSpec, VpcNet, VpcNetSpec, manager_identity
 
 NICS = {"nicA": ("192.168.0.1", "02:fa:00:00:00:01", "02:fe:00:00:00:01", 31),
         "nicB": ("192.168.0.2", "02:fa:00:00:00:02", "02:fe:00:00:00:02", 32)}
@@ -99,6 +106,7 @@ class ManagerProcess:
                  policy: Path, pki: Optional[Path], baseline: bool) -> None:
         spec = next(n for n in net.spec.nics if n.name == nic)
         self.nic = nic
+        self.build = build
         self.admin_path = run_dir / f"{nic}.sock"
         self.log = run_dir / f"{nic}-manager.log"
         cmd = [sys.executable, "-m", "fornax", "manage", "--nic", nic, "--grpc-addr",
@@ -259,6 +267,15 @@ def _story(net: VpcNet, managers: dict[str, ManagerProcess], run_dir: Path, poli
         res = m.admin.call("reload")
         scopes[nic] = res.get("scopes", []) if isinstance(res, dict) else []
     say(f"fornax: policy changed: scopes bumped {scopes}")
+    attack_result: list[Any] = [[], None]
+
+    def attack() -> None:
+        try:
+            attack_result[:] = _attack_nic(net, managers, "nicB", "nicA")
+        except Exception as exc:  # noqa: BLE001 — reported as a failed step, not hidden
+            attack_result[:] = [[("scenario", "attacks", "ERROR", repr(exc))], None]
+    attacker = threading.Thread(target=attack, daemon=True, name="fornax-attacks")
+    attacker.start()                                      # beside the story, not in its way
     at(schedule["corruption"])
     ports = json.loads((run_dir / "a1-ports.json").read_text())
     port = next((c["local_port"] for c in ports if c["target"] == "10.0.0.2:80"), 0)
@@ -281,6 +298,13 @@ def _story(net: VpcNet, managers: dict[str, ManagerProcess], run_dir: Path, poli
         except subprocess.TimeoutExpired:
             p.kill()
     say(f"fornax: traffic done ({time.time() - t0:.1f} s)")
+    attacker.join(30)
+    attacks, attacked = attack_result
+    if attacker.is_alive():
+        attacks = [("scenario", "attacks", "ERROR", "did not finish within 30 s of the end")]
+    if attacks:
+        say(f"fornax: nicB attacked with nicA's certificates while serving: "
+            f"{sum(1 for a in attacks if a[2] != 'OK')} of {len(attacks)} refused")
     threading.Event().wait(1.0)                           # one more sample after the end
     stop_sampling.set()
     sampler.join(5)
@@ -300,7 +324,8 @@ def _story(net: VpcNet, managers: dict[str, ManagerProcess], run_dir: Path, poli
     rec = RunRecord(t0=t0, injected=injected, timelines=timelines, samples=samples,
                     clients=results, policy_change_t=injected["policy change (red only)"],
                     hang=hang, manager="baseline" if baseline else "fornax",
-                    corrupted_key=corrupted, policy_scopes=scopes)
+                    corrupted_key=corrupted, policy_scopes=scopes, attacks=attacks,
+                    attacked_mastership=attacked)
     out = analyse(rec)
     write_report(run_dir, rec, out)
     say(f"fornax: corruption reported after {out.corruption_detect_s} s, hang detected after "
@@ -310,6 +335,27 @@ def _story(net: VpcNet, managers: dict[str, ManagerProcess], run_dir: Path, poli
         f"failed); manager CPU {out.cpu_s} s")
     say(f"fornax: report {run_dir / 'report.md'}")
     return report_failures(run_dir, "fornax", failures(rec, out), say)
+
+
+def _attack_nic(net: VpcNet, managers: dict[str, ManagerProcess], victim: str, attacker: str
+                ) -> tuple[list[tuple[str, str, str, str]], Optional[tuple[int, int]]]:
+    """Attack NIC ``victim`` while it serves traffic, with NIC ``attacker``'s manager
+    certificate and its switch certificate (:func:`testbed.attacks.live_nic_attacks`);
+    (attacks, the victim's manager's mastership losses before and after). Nothing
+    without TLS."""
+    if net.pki is None:
+        return [], None
+    spec = next(n for n in net.spec.nics if n.name == victim)
+    m = managers[victim]
+    trust = net.pki.ca_cert("switches")
+    parties = {who: ClientTls(trust, net.pki.files(who).cert, net.pki.files(who).key)
+               for who in (manager_identity(attacker), attacker)}
+    target = LiveNic(spec.grpc_addr, spec.device_id, victim, parties, *m.build)
+    before = int(m.admin.call("stats").get("mastership_losses", 0))
+    out = [(who, what, code, detail) for who in parties
+           for what, code, detail in live_nic_attacks(target, who)]
+    after = int(m.admin.call("stats").get("mastership_losses", 0))
+    return out, (before, after)
 
 
 __all__ = ["HANG_S", "SCHEDULE", "net_spec", "run_fornax", "scenario_policy"]

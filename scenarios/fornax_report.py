@@ -38,6 +38,10 @@ class RunRecord:
     manager: str = "fornax"
     corrupted_key: Optional[str] = None
     policy_scopes: dict[str, list[int]] = field(default_factory=dict)
+    #: (attacker, attack, code, detail) of the live attacks on a NIC (code OK: it went
+    #: through), and that NIC's manager's mastership losses (before, after)
+    attacks: list[tuple[str, str, str, str]] = field(default_factory=list)
+    attacked_mastership: Optional[tuple[int, int]] = None
 
 
 @dataclass(slots=True)
@@ -139,6 +143,12 @@ def failures(rec: RunRecord, out: FornaxOutcome) -> list[str]:
     if out.connections_broken:
         why.append(f"{out.long_broken} long connection(s) broke and {out.short_failed} short "
                    "one(s) failed")
+    through = [f"{who} {what}" for who, what, code, _ in rec.attacks if code in ("OK", "ERROR")]
+    if through:
+        why.append("attacks on a NIC went through: " + ", ".join(through))
+    if rec.attacked_mastership is not None and \
+            rec.attacked_mastership[1] != rec.attacked_mastership[0]:
+        why.append("the attacked NIC's manager lost mastership during the attacks")
     if rec.manager == "fornax":
         if "corruption" in rec.injected and out.corruption_detect_s is None:
             why.append("the corrupted entry was never reported")
@@ -188,6 +198,14 @@ def render_markdown(rec: RunRecord, out: FornaxOutcome, plots: list[str]) -> str
     for t, nic, e in merged[:200]:
         detail = ", ".join(f"{k}={v}" for k, v in e.items() if k not in ("t", "event"))
         lines.append(f"| {rel(t)} | {nic} | {e['event']} | {detail[:160]} |")
+    if rec.attacks:
+        lines += ["", "## Attacks on a NIC while it served traffic", "",
+                  "| attacker | attack | code | detail |", "|---|---|---|---|"]
+        lines += [f"| {who} | {what} | {code} | {detail[:140]} |"
+                  for who, what, code, detail in rec.attacks]
+        if rec.attacked_mastership is not None:
+            lines.append(f"\nThe attacked NIC's manager: mastership losses "
+                         f"{rec.attacked_mastership[0]} before, {rec.attacked_mastership[1]} after.")
     lines += ["", "## Counters (end of run)", ""]
     for nic, counters in sorted(out.counters.items()):
         lines.append(f"- **{nic}**: " + ", ".join(f"{k} {v}" for k, v in sorted(counters.items())))

@@ -57,7 +57,7 @@ from process import stop_process
 from testbed.pki import FabricPki
 from testbed.ports import free_port
 from testbed.targets import SwitchLaunch
-from testbed.tls import CONTROLLER, MONITOR, controller_tls, policy_path
+from testbed.tls import CONTROLLER, MONITOR, controller_tls, p4rt_client_tls, policy_path
 
 CONTROLLER_ELECTION_ID = 10
 COOKIE = 4242
@@ -68,20 +68,24 @@ STREAM_ANSWER_S = 5.0
 STARVATION_STREAMS = 100
 """Streams one attacker identity tries to open (the issue's probe: 15 sufficed before)."""
 READY_TIMEOUT_S = 60.0
+PACKET_OUT_ANSWER_S = 1.0
+"""How long a packet-out attack waits for the switch's StreamError (none: taken)."""
 
 
 @contextlib.contextmanager
 def started_switch(target: str, pki_dir: Path, name: str, device_id: int, log_dir: Path,
-                   p4sim_flags: Sequence[str] = (), binary: Optional[str] = None
-                   ) -> Iterator[str]:
+                   p4sim_flags: Sequence[str] = (), binary: Optional[str] = None,
+                   policy: Optional[Path] = None) -> Iterator[str]:
     """A switch of ``target`` started with the testbed's command line for switch ``name``
     (:class:`testbed.targets.SwitchLaunch`: its certificate, the TLS options; on p4sim
-    also ``--p4rt-policy`` of the PKI) on a free port of 127.0.0.1, no interfaces; yields
-    its P4Runtime address once it answers the controller, and stops it by PID."""
+    also ``--p4rt-policy``: ``policy``, default the PKI's fabric policy) on a free port of
+    127.0.0.1, no interfaces; yields its P4Runtime address once it answers the controller,
+    and stops it by PID."""
     pki = FabricPki.load(Path(pki_dir))
     flags = list(p4sim_flags)
     if target == "p4sim":
-        flags = ["--control-port", "0", "--p4rt-policy", str(policy_path(pki.root)), *flags]
+        flags = ["--control-port", "0", "--p4rt-policy",
+                 str(policy if policy is not None else policy_path(pki.root)), *flags]
     addr = f"127.0.0.1:{free_port()}"
     launch = SwitchLaunch(target, name, device_id=device_id, grpc_addr=addr, interfaces={},
                           log_dir=log_dir, pcap_dir=None, tls=pki.files(name), p4sim_flags=flags,
@@ -132,17 +136,30 @@ def _refusal(exc: grpc.RpcError) -> AttackFailed:
 class Victim:
     """The controller's primary connection to the switch under attack, with a known state
     (see the module docstring). ``party_tls(name)`` gives an attacker the credentials of
-    party ``name`` from the same PKI."""
+    party ``name`` from the same PKI, or of a party added with :meth:`add_party` (a
+    certificate of another PKI). ``identity``: who programs the switch (default the
+    controller; on the VPC testbed the NIC's own manager, ``nicB-manager``)."""
 
     def __init__(self, addr: str, device_id: int, switch: str, pki_dir: Path,
-                 p4info: Path, device_config: Path) -> None:
+                 p4info: Path, device_config: Path, identity: str = CONTROLLER) -> None:
         self.addr, self.device_id, self.switch = addr, device_id, switch
         self.pki = FabricPki.load(Path(pki_dir))
+        self.identity = identity
+        self.others: dict[str, TlsFiles] = {}
         self.p4info, self.device_config = Path(p4info), Path(device_config)
-        self.conn = SwitchConnection(addr, device_id=device_id,
-                                     election_id=CONTROLLER_ELECTION_ID, timeout_s=30,
-                                     tls=controller_tls(self.pki.root).for_server(switch))
+        self.conn = self._connect()
         self.restore()
+
+    def _connect(self) -> SwitchConnection:
+        return SwitchConnection(self.addr, device_id=self.device_id,
+                                election_id=CONTROLLER_ELECTION_ID, timeout_s=30,
+                                tls=p4rt_client_tls(self.pki.root, self.identity)
+                                .for_server(self.switch))
+
+    def add_party(self, name: str, files: TlsFiles) -> None:
+        """Let attacks use party ``name`` with ``files`` (e.g. another PKI's certificate;
+        the attacker still trusts this PKI's switches' CA)."""
+        self.others[name] = files
 
     def __enter__(self) -> "Victim":
         return self
@@ -152,7 +169,7 @@ class Victim:
 
     def party_tls(self, name: str) -> ClientTls:
         """Party ``name``'s certificate and key, trusting the switches' CA."""
-        files = self.pki.files(name)
+        files = self.others.get(name) or self.pki.files(name)
         return ClientTls(self.pki.ca_cert("switches"), files.cert, files.key).for_server(self.switch)
 
     def _session(self) -> p4runtime_pb2.CloneSessionEntry:
@@ -163,9 +180,7 @@ class Victim:
         clone session written."""
         if not self.conn.stream_alive or not self._still_primary():
             self.conn.close()
-            self.conn = SwitchConnection(self.addr, device_id=self.device_id,
-                                         election_id=CONTROLLER_ELECTION_ID, timeout_s=30,
-                                         tls=controller_tls(self.pki.root).for_server(self.switch))
+            self.conn = self._connect()
         if self.conn.pipeline_cookie() != (True, COOKIE):
             self.conn.push_pipeline(self.p4info, self.device_config, COOKIE)
         else:
@@ -257,6 +272,10 @@ class AttackStream:
         """Whether the switch made this stream primary (AttackFailed if it ended it)."""
         return self.answer().status.code == code_pb2.OK
 
+    def send(self, msg: p4runtime_pb2.StreamMessageRequest) -> None:
+        """Send one more stream message (a packet-out)."""
+        self._out.put(msg)
+
     def close(self) -> None:
         self._out.put(None)
         self.call.cancel()
@@ -319,6 +338,42 @@ def _read(party: str) -> AttackFn:
             stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
             _rpc(lambda: list(stub.Read(p4runtime_pb2.ReadRequest(device_id=v.device_id, entities=[
                 p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry())]), timeout=RPC_TIMEOUT_S)))
+    return run
+
+
+def _packet_out(party: str, arbitrate: bool = True) -> AttackFn:
+    """PacketOuts on a StreamChannel: after arbitrating with an election id above the
+    primary's (``arbitrate``), or as a backup (arbitration without an election id);
+    refused when the switch ends the stream or answers the packet with a StreamError. A packet-out sent into a NIC's
+    pipeline would reach a VM or the fabric as if the NIC's manager sent it."""
+    def run(v: Victim) -> None:
+        with v.channel(party) as ch:
+            stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
+            stream = AttackStream(stub, v.device_id, CONTROLLER_ELECTION_ID + 1
+                                  if arbitrate else None)
+            try:
+                primary = stream.primary()        # the arbitration answer comes first
+                if arbitrate and not primary:
+                    raise AttackFailed("ALREADY_EXISTS", f"{party} was made a backup")
+                for _ in range(3):
+                    stream.send(p4runtime_pb2.StreamMessageRequest(
+                        packet=p4runtime_pb2.PacketOut(payload=b"\xff" * 64)))
+                try:
+                    got = stream._answers.get(timeout=PACKET_OUT_ANSWER_S)
+                except queue.Empty:
+                    if arbitrate:
+                        return                 # the primary's packets: taken
+                    # not primary: p4sim and BMv2 drop such a PacketOut without a word
+                    # (logged); nothing was injected
+                    raise AttackFailed("DROPPED", "no StreamError: a PacketOut from a "
+                                       "stream that is not primary is dropped silently") from None
+                if isinstance(got, grpc.RpcError):
+                    raise _refusal(got)
+                if got.HasField("error"):
+                    raise AttackFailed(code_pb2.Code.Name(got.error.canonical_code),
+                                       got.error.message)
+            finally:
+                stream.close()
     return run
 
 
@@ -433,6 +488,109 @@ def p4rt_attacks(host: str, other_switch: str) -> list[Attack]:
         Attack("monitor-starves-streams", MONITOR,
                "no client can starve a switch's P4Runtime server", _starve(MONITOR)),
     ]
+
+
+def smartnic_attacks(peer_manager: str, peer_nic: str, operator: str = CONTROLLER,
+                     foreign: Sequence[str] = ()) -> list[Attack]:
+    """The attack matrix against one FORNAX SmartNIC of the VPC testbed
+    (:mod:`testbed.vpcnet`): with another NIC's manager certificate (``peer_manager``, the
+    same control CA as the victim's manager), another NIC's own switch certificate
+    (``peer_nic``), the operator's read-only certificate, and each of ``foreign`` (parties
+    added to the victim with :meth:`Victim.add_party`: certificates of another PKI)."""
+    out = [
+        Attack("peer-manager-takeover", peer_manager,
+               "a NIC's manager cannot take mastership of another NIC and program it",
+               _takeover(peer_manager, "")),
+        Attack("peer-manager-takeover-own-role", peer_manager,
+               "a NIC's manager cannot take mastership of another NIC and program it",
+               _takeover(peer_manager, "attacker")),
+        Attack("peer-manager-write-no-stream", peer_manager,
+               "a NIC's manager cannot write another NIC's sessions", _write_without_stream(peer_manager)),
+        Attack("peer-manager-push-pipeline", peer_manager,
+               "a NIC's manager cannot replace another NIC's pipeline", _push_without_stream(peer_manager)),
+        Attack("peer-manager-read-sessions", peer_manager,
+               "a NIC's manager cannot read another NIC's sessions (tenants' connections)",
+               _read(peer_manager)),
+        Attack("peer-manager-packet-out", peer_manager,
+               "a NIC's manager cannot inject packets through another NIC", _packet_out(peer_manager)),
+        Attack("peer-manager-packet-out-as-backup", peer_manager,
+               "a NIC's manager cannot inject packets through another NIC",
+               _packet_out(peer_manager, arbitrate=False)),
+        Attack("peer-manager-starves-streams", peer_manager,
+               "no client can starve a NIC's P4Runtime server", _starve(peer_manager)),
+        Attack("peer-nic-takeover", peer_nic, "a NIC's own certificate is no client certificate",
+               _takeover(peer_nic, "")),
+        Attack("peer-nic-read-sessions", peer_nic,
+               "a NIC's own certificate is no client certificate", _read(peer_nic)),
+        Attack("operator-takeover", operator, "the operator's key only reads a NIC",
+               _takeover(operator, "")),
+        Attack("operator-takeover-own-role", operator, "the operator's key only reads a NIC",
+               _takeover(operator, "operator")),
+        Attack("operator-write-no-stream", operator, "the operator's key only reads a NIC",
+               _write_without_stream(operator)),
+        Attack("operator-push-pipeline", operator, "the operator's key only reads a NIC",
+               _push_without_stream(operator)),
+        Attack("operator-packet-out", operator, "the operator's key cannot inject packets",
+               _packet_out(operator, arbitrate=False)),
+        Attack("operator-starves-streams", operator,
+               "no client can starve a NIC's P4Runtime server", _starve(operator)),
+    ]
+    for party in foreign:
+        out += [Attack(f"{party}-takeover", party, "a certificate of another CA is refused",
+                       _takeover(party, "")),
+                Attack(f"{party}-read-sessions", party, "a certificate of another CA is refused",
+                       _read(party))]
+    return out
+
+
+class LiveNic:
+    """A NIC of a running VPC testbed as an attacker sees it: its address, device id and
+    name, and the attacker's credentials (``parties``: name → ClientTls) — no programming
+    connection of its own (the NIC's real manager is primary and stays so)."""
+
+    def __init__(self, addr: str, device_id: int, switch: str, parties: dict[str, ClientTls],
+                 p4info: Path, device_config: Path) -> None:
+        self.addr, self.device_id, self.switch = addr, device_id, switch
+        self.parties = parties
+        self.p4info, self.device_config = Path(p4info), Path(device_config)
+
+    def channel(self, party: str) -> grpc.Channel:
+        return self.parties[party].for_server(self.switch).channel(self.addr)
+
+    pipeline_request = Victim.pipeline_request
+    delete_request = Victim.delete_request
+    _session = Victim._session
+
+
+LIVE_STREAMS = 20
+"""Idle streams the live attack opens (each must be refused)."""
+
+
+def live_nic_attacks(nic: LiveNic, party: str) -> list[tuple[str, str, str]]:
+    """Attack a NIC serving traffic with ``party``'s certificate: take mastership and
+    write, write without a stream, push a pipeline, read its sessions, packet-outs, and
+    :data:`LIVE_STREAMS` idle streams. Returns (attack, code, detail) per attack; code
+    ``OK`` means it went through. The caller checks the NIC's state (its manager still
+    primary, its connections unbroken)."""
+    attacks: list[tuple[str, Callable[[Any], None]]] = [
+        ("takeover", _takeover(party, "")), ("write-no-stream", _write_without_stream(party)),
+        ("push-pipeline", _push_without_stream(party)), ("read-sessions", _read(party)),
+        ("packet-out", _packet_out(party))]
+    out = []
+    for name, run in attacks:
+        try:
+            run(nic)
+            out.append((name, "OK", "every RPC went through"))
+        except AttackFailed as exc:
+            out.append((name, exc.code, exc.detail))
+    kept, refused, ch = open_streams(nic, party, LIVE_STREAMS)  # type: ignore[arg-type]
+    for st in kept:
+        st.close()
+    ch.close()
+    out.append(("idle-streams", refused[0].code if len(refused) == LIVE_STREAMS else "OK",
+                f"{len(refused)} of {LIVE_STREAMS} refused"
+                + (f": {refused[0].detail}" if refused else "")))
+    return out
 
 
 def run_attack(v: Victim, attack: Attack) -> Outcome:
@@ -677,7 +835,7 @@ def iter_table(outcomes: Sequence[Outcome]) -> Iterator[str]:
         yield f"| {o.attack} | {'yes' if o.refused else '**no**'} | {o.code} | {o.detail[:160]} |"
 
 
-__all__ = ["AgentAttack", "AgentFabric", "RecordingMover", "agent_attacks", "run_agent_attack",
+__all__ = ["smartnic_attacks", "LiveNic", "live_nic_attacks", "LIVE_STREAMS", "AgentAttack", "AgentFabric", "RecordingMover", "agent_attacks", "run_agent_attack",
            "run_agent_attacks", "READY_TIMEOUT_S", "started_switch", "Attack", "AttackFailed", "AttackStream", "CONTROLLER_ELECTION_ID", "COOKIE", "Outcome",
            "IdleStream", "STARVATION_STREAMS", "Victim", "controller_read_ms", "default_attackers",
            "denied_fraction", "iter_table", "open_streams", "p4rt_attacks", "run_attack",

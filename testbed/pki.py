@@ -177,6 +177,22 @@ class FabricPki:
             (root / f"{name}.trust.pem").write_bytes(b"".join(_pem(cas[t][0]) for t in trusts))
         return pki
 
+    def add_ca(self, ca_name: str, stem: str, names: Iterable[str],
+               trusts: Iterable[Path], valid_days: int = VALID_DAYS) -> Path:
+        """One more CA (certificate ``ca-STEM.pem``, common name ``ca_name``; its key is
+        never written) that signs only ``names``; each of them trusts the CA certificates
+        ``trusts`` (its ``NAME.trust.pem``). Returns the new CA's certificate: a server
+        that trusts it (and no other CA that signed them) takes these clients only."""
+        now = datetime.datetime.now(datetime.timezone.utc)
+        ca, ca_key = _make_ca(ca_name, now, valid_days)
+        out = self.root / f"ca-{stem}.pem"
+        out.write_bytes(_pem(ca))
+        bundle = b"".join(Path(t).read_bytes() for t in trusts)
+        for name in names:
+            self._issue(name, ca, ca_key, now, valid_days)
+            (self.root / f"{name}.trust.pem").write_bytes(bundle)
+        return out
+
     @classmethod
     def load(cls, root: Path) -> "FabricPki":
         """The PKI ``create`` or ``create_split`` wrote under ``root``;

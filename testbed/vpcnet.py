@@ -6,8 +6,12 @@ cabled to each other (the underlay).
 It is described by plain records (:class:`VpcNetSpec`: NICs, VMs, uplink cables) and knows
 nothing of the policy or the manager. Everything it creates is recorded in the testbed's
 state file (``build/testbed-state.json``), so ``make stop`` removes exactly that; every
-switch serves P4Runtime over TLS with client authentication from a throw-away CA (the
-``controller`` certificate is the managers').
+switch serves P4Runtime over TLS with client authentication from a throw-away split PKI
+(:func:`create_vpc_pki`): each NIC's manager has a certificate of its own
+(:func:`manager_identity`, ``nicA-manager``) from a CA only its NIC trusts, and each p4sim
+NIC a policy of its own (:func:`nic_policy_path`) under which only *its* manager programs
+it and the operator (``controller``) only reads it — NIC A's manager cannot program, read
+or stream from NIC B (fornax/README.md, "Security"; tests/fornax/test_fornax_authz.py).
 
 Example::
 
@@ -26,7 +30,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from testbed.net import (NetOptions, ProcRecord, SwitchDaemon, TestbedError, TestbedState,
                          configure_root_intf, leftovers, link_exists, load_mininet,
@@ -34,7 +38,75 @@ from testbed.net import (NetOptions, ProcRecord, SwitchDaemon, TestbedError, Tes
                          wait_tcp)
 from testbed.pki import FabricPki
 from testbed.targets import check_binary, TargetError
-from testbed.tls import CONTROLLER, P4RT_POLICY_TEXT, policy_path
+from testbed.tls import CONTROLLER
+
+OPERATOR_ROLE = "operator"
+"""The read-only P4Runtime role the operator's ``controller`` certificate holds on a NIC."""
+
+
+def manager_identity(nic: str) -> str:
+    """The certificate common name of NIC ``nic``'s manager (control CA).
+
+    >>> manager_identity("nicA")
+    'nicA-manager'
+    """
+    return f"{nic}-manager"
+
+
+def nic_policy_path(pki_dir: Path, nic: str) -> Path:
+    """Where :func:`create_vpc_pki` writes NIC ``nic``'s ``--p4rt-policy`` file.
+
+    >>> nic_policy_path(Path("build/pki"), "nicA").name
+    'p4rt-policy-nicA.yaml'
+    """
+    return Path(pki_dir) / f"p4rt-policy-{nic}.yaml"
+
+
+def nic_policy_text(nic: str) -> str:
+    """NIC ``nic``'s P4Runtime policy (p4sim's ``--p4rt-policy`` format): its own manager
+    holds the default role (writes, pipeline, packet I/O, digests); the operator's
+    ``controller`` certificate reads only; every other identity — another NIC's manager
+    included — holds no role, so each of its RPCs is PERMISSION_DENIED.
+
+    >>> [line.strip() for line in nic_policy_text("nicA").splitlines()[-2:]]
+    ['nicA-manager: [""]', 'controller: [operator]']
+    """
+    return f"""\
+# P4Runtime authorization of SmartNIC {nic} (p4sim switch --p4rt-policy FILE; format:
+# p4sim/README.md). Identities are common names of certificates the control CA signed.
+version: 1
+roles:
+  "":                      # the default role: full access, for {nic}'s own manager only
+    can_push_pipeline: true
+    receives_packet_ins: true
+  {OPERATOR_ROLE}:                # Read and GetForwardingPipelineConfig only
+    read_only: true
+identities:
+  {manager_identity(nic)}: [""]
+  {CONTROLLER}: [{OPERATOR_ROLE}]
+"""
+
+
+def create_vpc_pki(pki_dir: Path, nics: Sequence[str]) -> FabricPki:
+    """The VPC testbed's PKI under ``pki_dir`` (replacing any; the folder 0700): the split
+    layout with a switch certificate per NIC (the switches' CA) and the operator's
+    ``controller`` (the control CA); per NIC a CA of its own (``ca-manager-NIC.pem``)
+    that signs only that NIC's manager (:func:`manager_identity`); each NIC trusts, as
+    P4Runtime clients, the control CA (the operator) and its own manager's CA — so another
+    NIC's manager fails the handshake, on BMv2 as on p4sim — and each p4sim NIC gets its
+    policy (:func:`nic_policy_text` at :func:`nic_policy_path`: the operator reads only,
+    and a manager not its own holds no role, should a CA be shared by mistake). A NIC's
+    own certificate fails the handshake as a client too (the switches' CA is no client CA)."""
+    pki = FabricPki.create_split(Path(pki_dir), {**{n: "switch" for n in nics},
+                                                 CONTROLLER: "controller"})
+    Path(pki_dir).chmod(0o700)
+    control = pki.ca_cert("control")
+    for nic in nics:
+        own = pki.add_ca(f"astral-p4 {nic} manager CA", f"manager-{nic}",
+                         [manager_identity(nic)], trusts=[pki.ca_cert("switches")])
+        (pki.root / f"{nic}.trust.pem").write_bytes(control.read_bytes() + own.read_bytes())
+        nic_policy_path(pki_dir, nic).write_text(nic_policy_text(nic), encoding="utf-8")
+    return pki
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,13 +177,14 @@ class VpcNet:
     def save_state(self) -> None:
         self.state.save(self.opts.state_path)
 
-    def _extra(self) -> list[str]:
-        """The switches' extra flags: ``switch_extra``, and for p4sim with TLS the PKI's
-        ``--p4rt-policy`` (the controller programs, nobody else)."""
+    def _extra(self, nic: str) -> list[str]:
+        """NIC ``nic``'s extra switch flags: ``switch_extra``, and for p4sim with TLS its
+        own ``--p4rt-policy`` (:func:`nic_policy_path`: its manager programs, the operator
+        reads, nobody else)."""
         extra = list(self.opts.switch_extra)
         if self.opts.target == "p4sim" and self.opts.pki_dir is not None \
                 and "--p4rt-policy" not in extra:
-            extra += ["--p4rt-policy", str(policy_path(self.opts.pki_dir))]
+            extra += ["--p4rt-policy", str(nic_policy_path(self.opts.pki_dir, nic))]
         return extra
 
     def build(self) -> None:
@@ -133,13 +206,9 @@ class VpcNet:
                                  build=False, autoSetMacs=False, waitConnected=False)
         if self.opts.pki_dir is not None:
             # the split PKI: a NIC's certificate is refused as a P4Runtime client (only
-            # the control CA's are trusted by the switches), and p4sim's --p4rt-policy
-            # lets only the controller identity program
-            self.pki = FabricPki.create_split(
-                self.opts.pki_dir, {**{n.name: "switch" for n in self.spec.nics},
-                                    CONTROLLER: "controller"})
-            self.opts.pki_dir.chmod(0o700)
-            policy_path(self.opts.pki_dir).write_text(P4RT_POLICY_TEXT, encoding="utf-8")
+            # the control CA's are trusted by the switches), and each p4sim NIC's
+            # --p4rt-policy lets only its own manager program it
+            self.pki = create_vpc_pki(self.opts.pki_dir, [n.name for n in self.spec.nics])
             self.state.pki = str(self.opts.pki_dir)
         self.save_state()
         switch_cls = make_switch_class(self.mininet)
@@ -154,7 +223,7 @@ class VpcNet:
                                    log_level=self.opts.log_level, binary=self.opts.binary,
                                    thrift_port=9090 + nic.device_id
                                    if self.opts.target == "bmv2" else None,
-                                   extra=self._extra(),
+                                   extra=self._extra(nic.name),
                                    tls=self.pki.files(nic.name) if self.pki else None)
             daemon = SwitchDaemon.of(launch)
             self.daemons[nic.name] = daemon
@@ -278,4 +347,5 @@ class VpcNet:
         return done
 
 
-__all__ = ["NicSpec", "VmSpec", "VpcNet", "VpcNetSpec", "vm_commands"]
+__all__ = ["NicSpec", "OPERATOR_ROLE", "VmSpec", "VpcNet", "VpcNetSpec", "create_vpc_pki",
+           "manager_identity", "nic_policy_path", "nic_policy_text", "vm_commands"]

@@ -42,6 +42,15 @@ def test_analysis_of_a_good_run() -> None:
     assert failures(rec, out) == []
 
 
+def test_an_attack_that_went_through_fails_the_run() -> None:
+    rec = _record(attacks=[("nicA-manager", "read-sessions", "OK", "every RPC went through"),
+                           ("nicA", "takeover", "UNAVAILABLE", "handshake")],
+                  attacked_mastership=(0, 1))
+    why = failures(rec, analyse(rec))
+    assert "attacks on a NIC went through: nicA-manager read-sessions" in why
+    assert "the attacked NIC's manager lost mastership during the attacks" in why
+
+
 def test_a_run_that_missed_a_fault_or_broke_a_connection_fails() -> None:
     rec = _record(timelines={"nicA": []})
     why = failures(rec, analyse(rec))
@@ -87,5 +96,12 @@ def test_the_scenario_on_a_live_testbed(tmp_path: Path) -> None:
     report = (run_dir / "report.md").read_text()
     assert "| corrupted entry reported after | 0." in report
     assert "{'200':" in report and "'100'" not in report.split("by VNI |")[1].split("|")[0]
+    # nicB attacked with nicA's certificates while serving (testbed/attacks.py): refused
+    rows = [line.split(" | ") for line in report.split("## Attacks on a NIC")[1]
+            .split("\n\n")[1].splitlines()[2:]]
+    codes = {(r[0].strip("| "), r[1]): r[2] for r in rows}
+    assert len(codes) == 12, codes
+    assert set(codes.values()) == {"UNAVAILABLE"}, codes    # nicB trusts neither's CA
+    assert "mastership losses 0 before, 0 after" in report
     for plot in ("fornax_sessions.png", "fornax_cpu.png", "fornax_long_connections.png"):
         assert (run_dir / plot).stat().st_size > 1000
