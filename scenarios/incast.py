@@ -49,11 +49,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from controller.telemetry.poller import PolledLink, TelemetryPoller, fabric_links, p4rt_reader
-from controller.telemetry.counters import LinkId
 from p4src.buffermodel import DynamicThresholds, EcnAlpha, PfcAlpha, SharedBuffer
 from scenarios.incast_report import (FlowFigures, PhaseFigures, Prediction, append_incast,
                                      checks, predict, switch_figures)
+from scenarios.telemetry import LinkId, PolledLink, TelemetryPoller, fabric_links, p4rt_reader
 from scenarios.report import FlowRecord, ScenarioRecord, new_run_dir, report_failures, write_report
 from testbed.control import ControlError, open_control
 from testbed.queues import clear_rates
