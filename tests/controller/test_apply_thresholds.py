@@ -5,6 +5,7 @@ change, every route and group stays."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from p4.v1 import p4runtime_pb2
@@ -13,8 +14,10 @@ from controller.fabric.entries import T_ECN, T_PFC, T_ROUTES
 from controller.fabric.qos import T_BUFFER, T_PFC_ALPHA
 from controller.fabric_setup import FabricProgrammer
 from controller.p4rt.codec import decode
+from p4sim.control_api import ControlClient
 from p4src.buffermodel import DEFAULT_DYNAMIC
 from procs import SwitchProcess
+from scenarios.incast import COUNT_REGISTERS, _Switches
 from topo import model as topo_model
 
 
@@ -51,6 +54,19 @@ def test_static_to_dynamic_and_back_on_p4sim(fabric_compiled: tuple[Path, Path])
             assert len(conn.read_table(T_PFC_ALPHA)) == 1
             assert _buffer_default(conn) == ("FabricIngress.buffer.set_shared_buffer", [2048, 7])
             assert fp.thresholds is DEFAULT_DYNAMIC
+            # what SCENARIO=incast then does through the target's runtime (p4sim's control API)
+            state = SimpleNamespace(target="p4sim", switches={
+                sw.name: {"control_addr": p.control_addr} for sw, p in zip(fab.switches, procs)})
+            with ControlClient(procs[0].control_addr) as c:
+                for reg in COUNT_REGISTERS:
+                    c.register_write(reg, 0, 1)
+                ctl = _Switches(fab, state)
+                ctl.clear_counts()
+                ctl.line_rate(0.1)
+                ctl.queue_rate(fab.switches[0].name, 1, 125)
+                assert [c.register_read(reg, 0) for reg in COUNT_REGISTERS] == [0] * 5
+                stats = c.queue_stats(1)[1]
+                assert stats["line_rate_gbps"] == 0.1, stats
             fp.apply_thresholds(None)
             assert _actions(conn, T_PFC) == {"FabricIngress.pfc.set_thresholds"}
             assert _actions(conn, T_ECN) == {"FabricEgress.ecn.set_ecn_red"}
