@@ -294,7 +294,9 @@ def render_section(phases: dict[tuple[str, str], PhaseFigures], pred: Prediction
              f"| | {head} |", "|---|" + "---|" * len(order)]
     for name, get in rows:
         lines.append(f"| {name} | " + " | ".join(_cell(get(phases[k])) for k in order) + " |")
-    lines += ["", "Checks against the reference:", ""]
+    lines += ["", "Checks against the reference (Choudhury & Hahne, \"Dynamic queue length "
+              "thresholds for shared-memory packet switches\", IEEE/ACM ToN 6(2), 1998; vendors' "
+              "shared-buffer PFC: scenarios/README.md, \"Incast\"):", ""]
     for c in checks(phases, pred):
         verdict = {True: "agrees", False: "DISAGREES", None: "not measured"}[c.ok]
         lines.append(f"- **{verdict}**: {c.name}: expected {c.expected}; measured {c.measured}")
