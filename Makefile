@@ -28,7 +28,7 @@ PYTEST_ARGS ?=
 help:
 	@echo "make venv   - create .venv with the pinned requirements (idempotent)"
 	@echo "make venv-shell - create .venv-shell with p4runtime-shell (made on first use by make shell/test)"
-	@echo "make run    - the testbed (root): fabric up in Mininet, programmed, ping story, scenario; CLI=0 TARGET=p4sim|bmv2 SCENARIO=default(the GOR story)|link-failure|dead-link|alltoall|faults|fornax|none"
+	@echo "make run    - the testbed (root): fabric up in Mininet, programmed, ping story, scenario; CLI=0 TARGET=p4sim|bmv2 SCENARIO=default(the GOR story)|link-failure|dead-link|alltoall|incast|faults|fornax|none"
 	@echo "make shell SW=b0r0l0 - p4runtime-shell on one switch of the running testbed"
 	@echo "make stop   - tear down only what the testbed recorded (build/testbed-state.json)"
 	@echo "make test   - run every test (what CI runs)"
@@ -80,7 +80,7 @@ ptf: venv
 RUN_TARGET = $(if $(filter command line environment,$(origin TARGET)),$(TARGET),auto)
 CLI ?= 1
 # default (the GOR story, scenarios/story.py; gor is another name) | link-failure | dead-link |
-# alltoall | faults | none (the fabric up, no scenario): `python -m scenarios --list`
+# alltoall | incast | faults | none (the fabric up, no scenario): `python -m scenarios --list`
 # (scenarios/registry.py); reports in runs/<timestamp>/
 SCENARIO ?= default
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Optional, Sequence, Union
 
-from bench import (buffer_bench, fabric_bench, fornax_bench, fuzz_bench, gor_bench, host_bench, monitor_bench,
+from bench import (buffer_bench, fabric_bench, fornax_bench, fuzz_bench, gor_bench, host_bench, incast_bench, monitor_bench,
                    native_bench, p4sim_bench, security_bench, switch_bench, tccl_bench,
                    testbed_bench, topo_bench, veth_overload)
 from bench.results import DEFAULT_OUTPUT, BenchConfig, Benchmark, Figure, merge_results
@@ -30,7 +30,8 @@ def all_benchmarks() -> tuple[Benchmark, ...]:
             + tuple(veth_overload.BENCHMARKS) + tuple(native_bench.BENCHMARKS)
             + tuple(fabric_bench.BENCHMARKS) + tuple(buffer_bench.BENCHMARKS)
             + tuple(topo_bench.BENCHMARKS)
-            + tuple(testbed_bench.BENCHMARKS) + tuple(tccl_bench.BENCHMARKS)
+            + tuple(testbed_bench.BENCHMARKS) + tuple(incast_bench.BENCHMARKS)
+            + tuple(tccl_bench.BENCHMARKS)
             + tuple(host_bench.BENCHMARKS) + tuple(gor_bench.BENCHMARKS)
             + tuple(security_bench.BENCHMARKS) + tuple(fuzz_bench.BENCHMARKS)
             + tuple(sim_bench.BENCHMARKS) + tuple(monitor_bench.BENCHMARKS)
@@ -39,7 +40,7 @@ def all_benchmarks() -> tuple[Benchmark, ...]:
 
 def groups() -> list[str]:
     """The benchmark groups, in run order:
-    ``groups() == ["p4sim", "switch", "native", "fabric", "topo", "testbed", "tccl", "host",
+    ``groups() == ["p4sim", "switch", "native", "fabric", "thresholds", "topo", "testbed", "incast", "tccl", "host",
     "gor", "security", "fuzz", "sim", "monitor", "fornax"]``."""
     out: list[str] = []
     for b in all_benchmarks():

@@ -41,7 +41,7 @@ from controller.fabric.entries import (T_ALGORITHM, T_ARP, T_ECN, T_GROUPS, T_ME
 from controller.fabric.plan import (CPU_CLONE_SESSION, CPU_PORT, FABRIC_PREFIX,
                                     PFC_CLONE_SESSION_BASE, ROLE_CODES, SwitchPlan,
                                     plan_fabric, switch_id_of)
-from controller.fabric.qos import DSCP_TO_PRIORITY, EcnConfig, PfcConfig
+from controller.fabric.qos import DSCP_TO_PRIORITY, EcnConfig, PfcConfig, threshold_updates
 from controller.fabric.topology import FabricLike, HostLike, NicLike, PortLike, SwitchLike
 from controller.p4rt import (ClientTls, P4RuntimeClientError, SwitchConnection,
                              clone_session, load_p4info, update)
@@ -93,6 +93,7 @@ class FabricProgrammer:
         self.tls = tls
         self.p4info_path, self.device_config_path = Path(p4info_path), Path(device_config_path)
         self.timeout_s = timeout_s
+        self.ecn, self.pfc, self.thresholds = ecn, pfc, thresholds
         self.plans: dict[str, SwitchPlan] = plan_fabric(fabric, ecn, pfc, thresholds=thresholds)
         self.connections: dict[str, SwitchConnection] = {}
         self.cookie = int.from_bytes(os.urandom(7), "big") or 1
@@ -193,6 +194,36 @@ class FabricProgrammer:
         if push:
             self.push_pipelines()
         return self.install_all()
+
+    def apply_thresholds(self, thresholds: Optional[DynamicThresholds]) -> dict[str, int]:
+        """Switch every switch, in place, to static thresholds (``None``: the programmer's
+        ``ecn``/``pfc``) or to the dynamic ones ``thresholds``: only the PFC, ECN, buffer
+        and alpha entries change (:func:`controller.fabric.qos.threshold_updates`), every
+        other entry, group and session stays. The plans follow (:attr:`plans`,
+        :attr:`thresholds`). Switch name → updates written. Meant for a fabric at rest
+        (the ``incast`` scenario between its runs): the data plane's counts are not
+        touched, so the caller clears them where it needs to.
+
+        >>> fp.apply_thresholds(DEFAULT_DYNAMIC)                     # doctest: +SKIP
+        {'b0r0l0': 14, ...}
+        """
+        new = plan_fabric(self.fabric, self.ecn, self.pfc, thresholds=thresholds)
+
+        def write(sw: SwitchLike) -> int:
+            conn = self.connection(sw)
+            if conn.p4info is None:
+                conn.fetch_pipeline()
+            ups = [update(conn.table_entry(e.table, e.match, e.action, e.params,
+                                           is_default=e.default), op)
+                   for op, e in threshold_updates(self.plans[sw.name].entries,
+                                                  new[sw.name].entries)]
+            for batch in _chunks(ups, WRITE_BATCH):
+                conn.write(batch)
+            return len(ups)
+
+        done = self._each(write)
+        self.plans, self.thresholds = new, thresholds
+        return done
 
     # ---------------------------------------------------------------- published model
     def hash_model(self) -> FabricHashModel:

@@ -20,6 +20,7 @@ from scenarios.alltoall import run_alltoall
 from scenarios.common import ScenarioOptions, ScenarioResult
 from scenarios.faults import run_faults
 from scenarios.fornax import run_fornax
+from scenarios.incast import run_incast
 from scenarios.link_failure import run_link_failure
 from scenarios.story import run_story
 from testbed.cli import choose_target, preflight
@@ -57,6 +58,10 @@ def _alltoall(*args: Any) -> Any:
     return run_alltoall(*args)
 
 
+def _incast(*args: Any) -> Any:
+    return run_incast(*args)
+
+
 def _faults(*args: Any) -> Any:
     return run_faults(*args)
 
@@ -77,6 +82,9 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              _dead_link),
     Scenario("alltoall", "an MoE all-to-all on one rail: random ports, TCCL's, random + GOR",
              _alltoall),
+    Scenario("incast", "N senders to one receiver through one leaf port, static then dynamic "
+             "(shared-buffer) PFC/ECN thresholds side by side: pauses, marks, drops, "
+             "fairness, and one flow alone on the switch", _incast),
     Scenario("faults", "the monitor watching traffic while nine kinds of fault are injected in "
              "turn: what the localiser named, and how fast", _faults),
     Scenario("fornax", "FORNAX on two SmartNICs: VPC sessions of real TCP between VMs of "
@@ -90,7 +98,7 @@ def scenario(name: str) -> Scenario:
 
     >>> scenario("nope")
     Traceback (most recent call last):
-    KeyError: "unknown scenario 'nope' (known: default, gor, link-failure, dead-link, alltoall, faults, fornax, none)"
+    KeyError: "unknown scenario 'nope' (known: default, gor, link-failure, dead-link, alltoall, incast, faults, fornax, none)"
     """
     for s in SCENARIOS.values():
         if name == s.name or name in s.aliases:

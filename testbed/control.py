@@ -69,6 +69,10 @@ class SwitchControl(Protocol):
     def register_read(self, name: str, index: int) -> int:
         """One cell of the data-plane register ``name`` (its P4Info name)."""
 
+    def set_line_rate(self, gbps: float, port: Optional[int] = None) -> None:
+        """The line rate PAUSE quanta are timed against (one port, or every port): p4sim's
+        MAC honours PFC; BMv2's has none, so there it raises :class:`ControlError`."""
+
     def register_reset(self, name: str) -> None:
         """Every cell of register ``name`` back to 0."""
 
@@ -119,6 +123,9 @@ class P4simControl:
 
     def register_read(self, name: str, index: int) -> int:
         return int(self._call("register_read", self._client.register_read, name, index))
+
+    def set_line_rate(self, gbps: float, port: Optional[int] = None) -> None:
+        self._call("set_line_rate", self._client.set_line_rate, float(gbps), port=port)
 
     def register_reset(self, name: str) -> None:
         self._call("register_reset", self._client.register_reset, name)
@@ -212,6 +219,10 @@ class Bmv2ThriftControl:
 
     def register_reset(self, name: str) -> None:
         self.run([f"register_reset {name}"])
+
+    def set_line_rate(self, gbps: float, port: Optional[int] = None) -> None:
+        raise ControlError(f"switch {self.switch}: BMv2's MAC does not honour PFC frames: "
+                           f"no line rate to set for their quanta")
 
     def reset_state(self) -> None:
         """BMv2's ``reset_state``: every table, register, counter and the packet

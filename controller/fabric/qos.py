@@ -125,6 +125,37 @@ def dynamic_entries(ports: list[int], dyn: DynamicThresholds, pfc: bool = True,
     return out
 
 
+THRESHOLD_TABLES = (T_PFC, T_ECN, T_BUFFER, T_PFC_ALPHA, T_ECN_ALPHA)
+"""The tables whose entries differ between the static and the dynamic mode."""
+
+
+def threshold_updates(old: list[Entry], new: list[Entry]) -> list[tuple[str, Entry]]:
+    """The P4Runtime updates (``"INSERT"``, ``"MODIFY"``, ``"DELETE"``, entry) that take one
+    switch's :data:`THRESHOLD_TABLES` entries from plan ``old`` to plan ``new`` in place
+    (every other table is left alone): deletes first, then modifies, then inserts; a
+    default entry the new plan does not set goes back to ``NoAction``.
+
+    >>> static = [pfc_entry(1, PfcConfig())]
+    >>> dyn = dynamic_entries([1], DEFAULT_DYNAMIC, ecn=False)
+    >>> [(op, e.action.rsplit(".", 1)[-1]) for op, e in threshold_updates(static, dyn)]
+    [('MODIFY', 'set_shared_buffer'), ('MODIFY', 'set_dynamic_thresholds'), ('INSERT', 'set_pfc_alpha')]
+    >>> [(op, e.action.rsplit(".", 1)[-1]) for op, e in threshold_updates(dyn, static)]
+    [('DELETE', 'set_pfc_alpha'), ('MODIFY', 'NoAction'), ('MODIFY', 'set_thresholds')]
+    """
+    def keyed(entries: list[Entry]) -> dict[tuple[str, tuple[tuple[str, str], ...], bool], Entry]:
+        return {(e.table, tuple(sorted((k, repr(v)) for k, v in e.match.items())), e.default): e
+                for e in entries if e.table in THRESHOLD_TABLES}
+    before, after = keyed(old), keyed(new)
+    deletes = [("DELETE", e) for k, e in before.items() if k not in after and not e.default]
+    resets = [("MODIFY", Entry(e.table, {}, "NoAction", {}, default=True))
+              for k, e in before.items() if k not in after and e.default]
+    modifies = [("MODIFY", e) for k, e in after.items() if k in before and before[k] != e]
+    inserts = [("MODIFY" if e.default else "INSERT", e) for k, e in after.items()
+               if k not in before]
+    return deletes + resets + [u for u in modifies + inserts if u[1].default] + \
+        [u for u in modifies if not u[1].default] + [u for u in inserts if not u[1].default]
+
+
 def thresholds_option(value: str) -> Optional[DynamicThresholds]:
     """What ``--thresholds VALUE`` selects: ``static`` (None: the per-port packet
     thresholds), ``dynamic`` (:data:`~p4src.buffermodel.DEFAULT_DYNAMIC`), or a YAML/JSON
@@ -159,4 +190,4 @@ def thresholds_option(value: str) -> Optional[DynamicThresholds]:
 
 __all__ = ["DEFAULT_DYNAMIC", "DSCP_TO_PRIORITY", "EcnConfig", "PfcConfig", "T_BUFFER",
            "T_ECN_ALPHA", "T_PFC_ALPHA", "THRESHOLD_MODES", "dynamic_entries", "ecn_entry",
-           "pfc_entry", "qos_entries", "thresholds_option"]
+           "pfc_entry", "qos_entries", "threshold_updates", "thresholds_option", "THRESHOLD_TABLES"]
