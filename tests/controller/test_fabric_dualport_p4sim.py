@@ -14,6 +14,7 @@ import struct
 from pathlib import Path
 
 from controller.fabric.detours import fabric_hash_model
+from controller.fabric.dualhoming import failover_updates
 from controller.fabric.entries import Entry
 from controller.fabric.plan import plan_fabric
 from p4sim.engine.program import compile_program
@@ -66,16 +67,72 @@ def _udp_frame(src: str, dst: str, sport: int, dport: int = 4791) -> bytes:
     return bytes(6) + bytes.fromhex("060000000001") + b"\x08\x00" + ip + udp
 
 
-def test_plan_forwards_from_both_ports_to_both_leaves_as_predicted() -> None:
-    fab = build_fabric(load_spec(REPO / "topo" / "specs" / "dualport.yaml"))
-    plan, model = plan_fabric(fab), fabric_hash_model(fab)
+def _switches(fab, entries: dict[str, list[Entry]]) -> dict[str, V1ModelSwitch]:
     path = str(REPO / "p4src" / "fabric.p4")
     ast = parse_file(path, [str(REPO / "p4src"), str(REPO / "p4src" / "include")])
     switches = {}
     for sw in fab.switches:
         prog = compile_program(ast, path, trace=False)
-        _program(prog, plan[sw.name].entries)
+        _program(prog, entries[sw.name])
         switches[sw.name] = V1ModelSwitch(prog, cpu_port=255, log=None)
+    return switches
+
+
+def _walk(fab, switches, leaf: str, in_port: int, frame: bytes) -> list[tuple[str, int]]:
+    name, hops = leaf, []
+    for _ in range(3):
+        out = switches[name].process_packet(in_port, frame)
+        assert len(out) == 1, (name, out)
+        port, frame = out[0]
+        hops.append((name, port))
+        info = fab.switch(name).ports[port]
+        if info.kind == "host":
+            break
+        name, in_port = info.peer_node, info.peer_port
+    return hops
+
+
+def test_after_a_port_failure_the_spines_reach_the_nic_through_its_other_leaf() -> None:
+    """NIC b0s0's port 1 dies: before the fabric reacts some frames to it still end on the
+    dead port; after :func:`failover_updates` none does, from any NIC port of the other
+    block, and frames the spines still had in flight to the dead leaf go back up."""
+    fab = build_fabric(load_spec(REPO / "topo" / "specs" / "dualport.yaml"))
+    plan = plan_fabric(fab)
+    victim = fab.host("b0s0").nics[0]
+    dead = (victim.ports[1].leaf, victim.ports[1].leaf_port)
+    entries = {n: list(p.entries) for n, p in plan.items()}
+
+    def on_dead(switches) -> int:
+        hits = 0
+        for src_host in (h for h in fab.hosts if h.block == 1):
+            src = src_host.nics[0]
+            for p in src.ports:
+                for sport in range(49152, 49152 + 24):
+                    hops = _walk(fab, switches, p.leaf, p.leaf_port,
+                                 _udp_frame(src.ip, victim.ip, sport))
+                    hits += hops[-1] == dead
+                    assert hops[-1] in {(q.leaf, q.leaf_port) for q in victim.ports}
+        return hits
+
+    assert on_dead(_switches(fab, entries)) > 0           # the test can fail
+    for name, updates in failover_updates(fab, {dead}).items():
+        for kind, e in updates:
+            key = e.match["hdr.ipv4.dst_addr"]
+            entries[name] = [x for x in entries[name]
+                             if not (x.table == e.table and x.match.get("hdr.ipv4.dst_addr") == key)]
+            entries[name].append(e)
+            assert kind in ("INSERT", "MODIFY")
+    switches = _switches(fab, entries)
+    assert on_dead(switches) == 0
+    # a frame that reached the dead leaf anyway goes back up and on to the live leaf
+    hops = _walk(fab, switches, dead[0], 3, _udp_frame("10.1.0.1", victim.ip, 50000))
+    assert hops[-1] == (victim.ports[0].leaf, victim.ports[0].leaf_port)
+
+
+def test_plan_forwards_from_both_ports_to_both_leaves_as_predicted() -> None:
+    fab = build_fabric(load_spec(REPO / "topo" / "specs" / "dualport.yaml"))
+    plan, model = plan_fabric(fab), fabric_hash_model(fab)
+    switches = _switches(fab, {n: p.entries for n, p in plan.items()})
     rng = random.Random(29)
     reached: dict[str, set[str]] = {}
     walked = 0
