@@ -46,12 +46,12 @@ two leaves are two routers); the frame's destination MAC is rewritten to the por
 """
 from __future__ import annotations
 
+import fcntl
 import select
 import socket
 import struct
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from host.nic.io import FrameIO
@@ -155,16 +155,32 @@ class TxAffinity:
         return l34_hash(key.src_ip, key.dst_ip, key.sport, key.dport) % self.ports
 
 
-def sysfs_carrier(iface: str) -> Callable[[], bool]:
-    """A carrier reader for ``iface``: ``/sys/class/net/<iface>/carrier`` is ``1`` (an
-    interface that is gone or administratively down reads as no carrier)."""
-    path = Path("/sys/class/net", iface, "carrier")
+SIOCGIFFLAGS = 0x8913
+IFF_UP, IFF_RUNNING = 0x1, 0x40
+
+
+def link_carrier(iface: str) -> Callable[[], bool]:
+    """A carrier reader for ``iface`` in the caller's network namespace: the interface is
+    up and ``IFF_RUNNING`` (the kernel sets it while the carrier is on: what a bond's
+    miimon reads as ``netif_carrier_ok``), from ``SIOCGIFFLAGS`` on a datagram socket —
+    not sysfs, whose view is the namespace it was mounted in. An interface that is gone
+    reads as no carrier.
+
+    >>> link_carrier("lo")()
+    True
+    >>> link_carrier("no-such-if0")()
+    False
+    """
+    name = iface.encode()[:15]
 
     def carrier() -> bool:
-        try:
-            return path.read_text().strip() == "1"
-        except OSError:
-            return False
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            try:
+                raw = fcntl.ioctl(sock.fileno(), SIOCGIFFLAGS, struct.pack("16sH14x", name, 0))
+            except OSError:
+                return False
+        flags = struct.unpack_from("16sH", raw)[1]
+        return bool(flags & IFF_UP) and bool(flags & IFF_RUNNING)
     return carrier
 
 
@@ -378,4 +394,4 @@ def parse_lag_ports(text: str, count: int, ports: int = 2) -> list[Optional[int]
 
 
 __all__ = ["BondedIO", "FlowKey", "LinkMonitor", "MIIMON_S", "TX_POLICIES", "TxAffinity",
-           "l34_hash", "parse_lag_ports", "sysfs_carrier"]
+           "l34_hash", "link_carrier", "parse_lag_ports"]

@@ -41,7 +41,7 @@ from host.agent.launch import agent_security, start_agent
 from host.agent.mover import QPMover
 from host.nic import stall
 from host.nic.bond import (MIIMON_S, TX_POLICIES, BondedIO, FlowKey, LinkMonitor, TxAffinity,
-                           parse_lag_ports, sysfs_carrier)
+                           link_carrier, parse_lag_ports)
 from host.nic.dcqcn import DcqcnParams
 from host.nic.frames import DSCP_DATA, ROCE_UDP_PORT, FlowSpec
 from host.nic.io import FrameIO, NicPort, PacketSocket
@@ -213,7 +213,7 @@ def open_link(args: argparse.Namespace) -> FrameIO:
         if len(given) not in (1, 2):
             raise ValueError("--dst-mac: one MAC, or one per port")
         macs = [bytes.fromhex((given[min(i, len(given) - 1)]).replace(":", "")) for i in range(2)]
-    monitor = LinkMonitor([sysfs_carrier(n) for n in names], miimon_s=args.miimon_ms / 1000,
+    monitor = LinkMonitor([link_carrier(n) for n in names], miimon_s=args.miimon_ms / 1000,
                           downdelay_s=args.downdelay_ms / 1000, updelay_s=args.updelay_ms / 1000)
     links: list[FrameIO] = []
     try:

@@ -47,7 +47,13 @@ def testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveTestbed]:
 
 
 def _tx_packets(tb: LiveTestbed, host: str, iface: str) -> int:
-    return int(tb.fnet.host(host).cmd(f"cat /sys/class/net/{iface}/statistics/tx_packets"))
+    """The interface's tx packets inside the host's namespace (/proc/net/dev is per
+    namespace; sysfs shows the namespace it was mounted in)."""
+    for line in tb.fnet.host(host).cmd("cat /proc/net/dev").splitlines():
+        name, _, counters = line.partition(":")
+        if name.strip() == iface:
+            return int(counters.split()[9])
+    raise AssertionError(f"{host}: no interface {iface}")
 
 
 def test_every_nic_answers_ping_out_of_either_port(testbed: LiveTestbed) -> None:
