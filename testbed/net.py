@@ -334,8 +334,8 @@ def make_switch_class(mininet: ModuleType) -> type:
 # ------------------------------------------------------------------------------ hosts
 BACKUP_PORT_METRIC = 100
 """Route metric of a dual-port NIC's second port: the kernel's own traffic (ping, TCP) leaves
-on port 0 and takes port 1 only when bound to it (``ping -I <host>-eth<r>p1``) or when port
-0's routes are gone; the NIC emulator picks the port of each QP itself (raw sockets)."""
+on port 0 and takes port 1 only when routed there (a mark rule: testbed/README.md) or when
+port 0's routes are gone; the NIC emulator picks the port of each QP itself (raw sockets)."""
 
 
 def host_commands(nics: Sequence[Any], rail_subnets: dict[int, list[str]]) -> list[str]:

@@ -2,8 +2,10 @@
 ``topo/specs/dualport.yaml`` fabric (each NIC's two ports on the two leaves of its rail's
 pair) is brought up on p4sim, programmed by the controller's plan, and
 
-(a) every NIC answers ping from the other block's NICs out of *either* port (the kernel's
-    ``ping -I <port interface>``; the port interface's own counters prove the port was used);
+(a) every NIC answers ping from the other block's NICs sent out of *either* port (port 1
+    through a mark rule: ``ping -m`` with a routing table via the port-1 interface, so the
+    reply is accepted on whichever port the spines send it to; the port interface's own
+    counters prove the port was used);
 (b) the NIC emulator as one dual-port device (``--iface a,b``) runs 4 RC QPs to a dual-port
     receiver: the layer3+4 hash puts 2 QPs on each port, both ports carry frames, every
     message is acknowledged and no QP errs;
@@ -56,8 +58,22 @@ def _tx_packets(tb: LiveTestbed, host: str, iface: str) -> int:
     raise AssertionError(f"{host}: no interface {iface}")
 
 
+PORT1_MARK = 0x29
+
+
+def _mark_port_1(tb: LiveTestbed) -> None:
+    """In every host: packets marked PORT1_MARK leave on port 1 (a table of their own)."""
+    for host in tb.fabric.hosts:
+        nic = host.nics[0]
+        out = tb.fnet.host(host.name).cmd(
+            f"ip rule add fwmark {PORT1_MARK} table {PORT1_MARK} && ip route replace 10.0.0.0/8 "
+            f"via {nic.gateway_ip} dev {nic.ports[1].intf} table {PORT1_MARK}; echo rc=$?")
+        assert out.strip().endswith("rc=0"), (host.name, out)
+
+
 def test_every_nic_answers_ping_out_of_either_port(testbed: LiveTestbed) -> None:
     fab = testbed.fabric
+    _mark_port_1(testbed)
     failed = []
     for src in fab.hosts:
         for dst in fab.hosts:
@@ -65,8 +81,9 @@ def test_every_nic_answers_ping_out_of_either_port(testbed: LiveTestbed) -> None
                 continue
             for port in src.nics[0].ports:
                 before = _tx_packets(testbed, src.name, port.intf)
+                mark = f"-m {PORT1_MARK}" if port.port == 1 else ""
                 out = testbed.fnet.host(src.name).cmd(
-                    f"ping -n -q -c 2 -i 0.2 -W 2 -I {port.intf} {dst.nics[0].ip}")
+                    f"ping -n -q -c 2 -i 0.2 -W 2 {mark} {dst.nics[0].ip}")
                 sent = _tx_packets(testbed, src.name, port.intf) - before
                 if " 0% packet loss" not in out or sent < 2:
                     failed.append((src.name, port.intf, dst.nics[0].ip, sent, out[-120:]))
@@ -178,5 +195,5 @@ def test_tor_failure_scenario_loses_no_flow(testbed: LiveTestbed, tmp_path: Path
     assert res.recover_s is not None and res.recover_s < 2.0
     assert (res.run_dir / "tor-failure.json").exists()
     # the fabric is whole again: every NIC answers ping out of port 1 after the restore
-    out = testbed.fnet.host("b0s0").cmd("ping -n -q -c 2 -i 0.2 -W 2 -I b0s0-eth0p1 10.1.0.1")
+    out = testbed.fnet.host("b0s0").cmd(f"ping -n -q -c 2 -i 0.2 -W 2 -m {PORT1_MARK} 10.1.0.1")
     assert " 0% packet loss" in out, out
