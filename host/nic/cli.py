@@ -271,7 +271,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 2
         io: FrameIO = sock
         if args.cmd == "recv":               # stall mode: SIGUSR1/SIGUSR2 (a slow receiver)
-            io = stall.wrap(args, sock, iface_mac(ifaces(args)[0]))
+            first = sock.links[0] if isinstance(sock, BondedIO) else sock
+            io = stall.wrap(args, sock, stall.socket_mac(first.sock))  # type: ignore[attr-defined]
     except BaseException:
         hold.close()
         raise
