@@ -137,7 +137,7 @@ def run_tor_failure(fabric: Any, programmer: Any, state: Any, save_state: Callab
                 "--duration-s", str(TRAFFIC_TIMEOUT_S)], run_dir / f"send-{src.ip}.json"))
         save_state()
         res.flows = QPS * len(senders)
-        hosts = [f"{victim}-eth{p}" for p, _ in sorted(dead)]
+        hosts = [f"{victim}-eth{port}" for _, port in sorted(dead)]
         start = {i: _leaf_rx(i) for i in hosts}
         if not poll_until(lambda: sum(_leaf_rx(i) - start[i] for i in hosts) >= 40, 20.0):
             res.reasons.append(f"{victim} never carried the senders' frames")
@@ -151,7 +151,11 @@ def run_tor_failure(fabric: Any, programmer: Any, state: Any, save_state: Callab
             f"NICs through the other leaf ({res.fabric_update_s * 1000:.0f} ms)")
         deadline = time.monotonic() + TRAFFIC_TIMEOUT_S + 10
         for p in senders:
-            p.wait(timeout=max(1.0, deadline - time.monotonic()))
+            try:
+                p.wait(timeout=max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                res.reasons.append(f"a sender (pid {p.pid}) still ran after "
+                                   f"{TRAFFIC_TIMEOUT_S + 10:g} s")
     finally:
         for role in ("send", "recv"):
             for r, p, _ in procs:
@@ -179,7 +183,7 @@ def run_tor_failure(fabric: Any, programmer: Any, state: Any, save_state: Callab
     else:
         say(f"tor-failure: {res.moved_qps} QPs moved off {victim}, {res.flows_lost} of "
             f"{res.flows} flows lost, recovered in {res.recover_s:.3f} s "
-            f"(port down seen after {max(res.detect_s) * 1000:.0f} ms); report {run_dir}")
+            f"(port down seen after {max(res.detect_s, default=0) * 1000:.0f} ms); report {run_dir}")
     return res
 
 
