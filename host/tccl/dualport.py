@@ -17,7 +17,12 @@ port while the other idles, and two flows of a leaf on one uplink. TCCL removes 
 
 :func:`dualport_loads` measures a plan (or random source ports, :func:`random_plan`): the
 flows on every port of the sending NICs and on every uplink of their leaves, and
-``max_over_mean`` = the busiest NIC port or uplink over its tier's mean (goal 1.00).
+``max_over_mean`` = the busiest NIC port or uplink over its tier's mean (goal 1.00). The
+receiving NIC ports (the leaf of the destination's pair each spine's hash picks) are
+counted too (``rx_port_max_over_mean``) but not planned per NIC: the colouring balances the
+spines' choice per leaf pair, so a NIC receiving few flows may get them on one port
+(2 QPs per NIC: measured 2.0 in ``tests/host/test_tccl_dualport.py``'s fabric; 4 QPs per
+NIC in the bench's: 1.0).
 
 Example::
 
@@ -68,10 +73,13 @@ class DualPortPlan:
 
 @dataclass(slots=True)
 class DualPortLoads:
-    """Flows per NIC port ``(nic ip, port)`` and per uplink ``(leaf, member)``, zeros
-    included for every port of a sending NIC and every uplink of its leaves."""
+    """Flows per sending NIC port ``(nic ip, port)``, per receiving NIC port (the leaf of
+    the pair the spine's hash delivers through) and per uplink ``(leaf, member)``, zeros
+    included for every port of a NIC that sends or receives and every uplink of the
+    sending NICs' leaves."""
 
     nic_ports: dict[tuple[str, int], int] = field(default_factory=dict)
+    rx_ports: dict[tuple[str, int], int] = field(default_factory=dict)
     uplinks: dict[tuple[str, str], int] = field(default_factory=dict)
 
     @staticmethod
@@ -82,8 +90,14 @@ class DualPortLoads:
 
     @property
     def nic_port_max_over_mean(self) -> float:
-        """The busiest NIC port over the mean NIC port."""
+        """The busiest sending NIC port over the mean sending port."""
         return self._ratio(self.nic_ports)
+
+    @property
+    def rx_port_max_over_mean(self) -> float:
+        """The busiest receiving NIC port over the mean (not in :attr:`max_over_mean`: the
+        planner balances the spines' choice of leaf per leaf pair, not per NIC)."""
+        return self._ratio(self.rx_ports)
 
     @property
     def uplink_max_over_mean(self) -> float:
@@ -92,7 +106,7 @@ class DualPortLoads:
 
     @property
     def max_over_mean(self) -> float:
-        """The busiest NIC port or uplink over its tier's mean (1.0: perfectly even)."""
+        """The busiest sending NIC port or uplink over its tier's mean (1.0: even)."""
         return max(self.nic_port_max_over_mean, self.uplink_max_over_mean)
 
 
@@ -164,13 +178,29 @@ def dualport_loads(fabric: Any, model: FabricHashModel,
             loads.nic_ports.setdefault((f.src, p), 0)
             for member in model.switch(port.leaf).group(LEAF_UPLINK_GROUP).members:
                 loads.uplinks.setdefault((port.leaf, member), 0)
+        for p in range(len(nics[f.dst].ports)):
+            loads.rx_ports.setdefault((f.dst, p), 0)
     for f in flows:
         loads.nic_ports[(f.src, f.nic_port)] += 1
         leaf = nics[f.src].ports[f.nic_port].leaf
         member = predict_member(model.switch(leaf), LEAF_UPLINK_GROUP, f.src, f.dst, PROTO_UDP,
                                 f.sport, ROCE_DPORT)
         loads.uplinks[(leaf, member)] += 1
+        loads.rx_ports[(f.dst, _rx_port(model, member.partition("#")[0], nics[f.dst], f))] += 1
     return loads
+
+
+def _rx_port(model: FabricHashModel, spine: str, dst: Any, f: DualPortFlow) -> int:
+    """The destination NIC's port the flow arrives on: the leaf the spine's group towards
+    the NIC's leaves picks (its only leaf when the spine has one link there)."""
+    leaves = [p.leaf for p in dst.ports]
+    for group_id, group in sorted(model.switch(spine).groups.items()):
+        peers = [m.partition("#")[0] for m in group.members]
+        if set(peers) & set(leaves):
+            peer = predict_member(model.switch(spine), group_id, f.src, f.dst, PROTO_UDP,
+                                  f.sport, ROCE_DPORT).partition("#")[0]
+            return leaves.index(peer)
+    return 0           # no group there: the spine reaches one leaf, taken as the first
 
 
 __all__ = ["DualPortFlow", "DualPortLoads", "DualPortPlan", "dualport_loads", "plan_dualport",
