@@ -86,7 +86,7 @@ SCENARIO ?= default
 
 run: venv
 	@$(PY) -m testbed deps
-	$(PY) -m scenarios up --target $(RUN_TARGET) --scenario '$(SCENARIO)' $(if $(filter 0,$(CLI)),--cli no,)
+	$(PY) -m scenarios up --target $(RUN_TARGET) --scenario '$(SCENARIO)' $(if $(filter 0,$(CLI)),--cli no,) $(if $(SPEC),--spec '$(SPEC)',)
 
 SW ?=
 shell: venv venv-shell

@@ -182,6 +182,22 @@ class FabricProgrammer:
             conn.write(batch)
         return len(updates)
 
+    def write_updates(self, switch: Union[str, SwitchLike],
+                      updates: Sequence[tuple[str, Entry]]) -> int:
+        """Write ``(kind, entry)`` updates (``INSERT``/``MODIFY``/``DELETE``) to one switch
+        in one batch, e.g. :func:`controller.fabric.dualhoming.failover_updates`; returns
+        how many were written."""
+        name = self._name(switch)
+        conn = self.connection(name)
+        if conn.p4info is None:
+            conn.fetch_pipeline()
+        batch = [update(conn.table_entry(e.table, e.match, e.action, e.params,
+                                         is_default=e.default), kind)
+                 for kind, e in updates]
+        if batch:
+            conn.write(batch)
+        return len(batch)
+
     def install_all(self) -> dict[str, int]:
         """:meth:`install` on every switch concurrently; switch name → updates written."""
         return self._each(self.install)

@@ -98,7 +98,8 @@ def switch_targets(fabric: Any, addresses: Optional[Mapping[str, str]] = None,
     topology's ``grpc_addr``; ``tls`` is the client's credentials — on the testbed the
     monitor's, which a switch lets read and nothing else — checked against each switch's
     own certificate)."""
-    nic_at = {(n.leaf, n.leaf_port): n.intf for h in fabric.hosts for n in h.nics}
+    nic_at = {(p.leaf, p.leaf_port): p.intf for h in fabric.hosts for n in h.nics
+              for p in (getattr(n, "ports", None) or [n])}      # every port of a dual-port NIC
     out = []
     for sw in fabric.switches:
         ports = {p: (nic_at.get((sw.name, p), pi.peer_node) if pi.kind == "host" else pi.peer_node,

@@ -23,6 +23,7 @@ from scenarios.fornax import run_fornax
 from scenarios.incast import run_incast
 from scenarios.link_failure import run_link_failure
 from scenarios.story import run_story
+from scenarios.tor_failure import run_tor_failure
 from testbed.cli import choose_target, preflight
 
 NONE = ("none", "")          # SCENARIO=none or empty: the fabric comes up, no scenario runs
@@ -66,6 +67,10 @@ def _faults(*args: Any) -> Any:
     return run_faults(*args)
 
 
+def _tor_failure(*args: Any) -> Any:
+    return run_tor_failure(*args)
+
+
 def _fornax(args: Any) -> int:
     preflight(args.state)
     status, _ = run_fornax(target=choose_target(args.target), runs_root=args.runs.resolve(),
@@ -87,6 +92,9 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "fairness, and one flow alone on the switch", _incast),
     Scenario("faults", "the monitor watching traffic while nine kinds of fault are injected in "
              "turn: what the localiser named, and how fast", _faults),
+    Scenario("tor-failure", "dual-port NICs (SPEC=topo/specs/dualport.yaml): one leaf of a "
+             "rail dies under RDMA traffic; its QPs move to the NICs' other port, no flow is "
+             "lost", _tor_failure),
     Scenario("fornax", "FORNAX on two SmartNICs: VPC sessions of real TCP between VMs of "
              "overlapping VPCs; a policy change, a corrupted entry and a hung NIC, no "
              "connection broken", _fornax, network="own"),
@@ -98,7 +106,7 @@ def scenario(name: str) -> Scenario:
 
     >>> scenario("nope")
     Traceback (most recent call last):
-    KeyError: "unknown scenario 'nope' (known: default, gor, link-failure, dead-link, alltoall, incast, faults, fornax, none)"
+    KeyError: "unknown scenario 'nope' (known: default, gor, link-failure, dead-link, alltoall, incast, faults, tor-failure, fornax, none)"
     """
     for s in SCENARIOS.values():
         if name == s.name or name in s.aliases:

@@ -72,9 +72,12 @@ class FabricNames:
         self.fabric, self.state = fabric, state
         self.switches = {sw.name: sw for sw in fabric.switches}
         self.hosts = {h.name: h for h in fabric.hosts}
-        self.nic_host = {nic.intf: h.name for h in fabric.hosts for nic in h.nics}
+        # every NIC port (a dual-port NIC's second one is <host>-eth<r>p1 on its other leaf)
+        ports = [(h.name, p) for h in fabric.hosts for nic in h.nics
+                 for p in (getattr(nic, "ports", None) or [nic])]
+        self.nic_host = {p.intf: host for host, p in ports}
         self.directions: list[Direction] = []
-        nic_at = {(nic.leaf, nic.leaf_port): (h.name, nic) for h in fabric.hosts for nic in h.nics}
+        nic_at = {(p.leaf, p.leaf_port): (host, p) for host, p in ports}
         for sw in fabric.switches:
             for port, info in sorted(sw.ports.items()):
                 iface = f"{sw.name}-eth{port}"

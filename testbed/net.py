@@ -12,7 +12,9 @@ The fabric (``topo.model.Fabric``) becomes a Mininet network with ``controller=N
   writes ``logs/<sw>.log`` and ``logs/<sw>-p4runtime-requests.txt``. Readiness is probed on
   the gRPC port (and BMv2's Thrift port; bounded); stop is by PID (SIGTERM, then SIGKILL).
 * every server is a Mininet host (its own network namespace) with one interface per
-  rail, ``<host>-eth<rail>``, IPv6 off and checksum offloads off (:func:`configure_host`).
+  rail, ``<host>-eth<rail>``, IPv6 off and checksum offloads off (:func:`configure_host`);
+  a dual-port NIC (``ports_per_nic: 2``) has a second, ``<host>-eth<rail>p1``, cabled to
+  the other leaf of its rail's pair, with the same address and MAC (:func:`host_commands`).
 * **Routing on a host** (one rule, per rail): NIC r gets ``10.b.r.(s+1)/24`` *without* the
   connected-subnet route (``noprefixroute``), a link route to its gateway
   ``10.b.r.254``, and one route ``10.B.r.0/24 via 10.b.r.254 dev <host>-eth<r>`` for
@@ -330,30 +332,48 @@ def make_switch_class(mininet: ModuleType) -> type:
 
 
 # ------------------------------------------------------------------------------ hosts
+BACKUP_PORT_METRIC = 100
+"""Route metric of a dual-port NIC's second port: the kernel's own traffic (ping, TCP) leaves
+on port 0 and takes port 1 only when routed there (a mark rule: testbed/README.md) or when
+port 0's routes are gone; the NIC emulator picks the port of each QP itself (raw sockets)."""
+
+
 def host_commands(nics: Sequence[Any], rail_subnets: dict[int, list[str]]) -> list[str]:
     """Shell commands (run inside the host's namespace) that configure its rail NICs.
 
     ``nics`` are ``topo.model.NicInfo`` records; ``rail_subnets[r]`` lists every rail-r
-    subnet of the fabric (``"10.1.0.0/24"``). See the module docstring for the rule.
+    subnet of the fabric (``"10.1.0.0/24"``). See the module docstring for the rule. A
+    dual-port NIC (``nic.ports`` of two) gets the same address on both port interfaces
+    (bonded ports: one address, one MAC), the routes of port 1 with metric
+    :data:`BACKUP_PORT_METRIC`, and loose reverse-path filtering on both (a reply may come
+    back on the other port).
 
     >>> from types import SimpleNamespace as N
     >>> nic = N(rail=0, ip="10.0.0.1", prefix_len=24, gateway_ip="10.0.0.254",
     ...         intf="b0s0-eth0", mac="00:00:0a:00:00:01")
     >>> host_commands([nic], {0: ["10.0.0.0/24", "10.1.0.0/24"]})[-1]
     'ip route replace 10.1.0.0/24 via 10.0.0.254 dev b0s0-eth0'
+    >>> nic.ports = [N(intf="b0s0-eth0"), N(intf="b0s0-eth0p1")]
+    >>> host_commands([nic], {0: ["10.1.0.0/24"]})[-1]
+    'ip route replace 10.1.0.0/24 via 10.0.0.254 dev b0s0-eth0p1 metric 100'
     """
     cmds = ["sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1",
             "ip link set lo up"]
     for nic in nics:
-        dev = nic.intf
-        cmds += [f"sysctl -qw net.ipv6.conf.{dev}.disable_ipv6=1",
-                 f"ethtool -K {dev} tx off rx off sg off >/dev/null 2>&1 || true",
-                 f"ip addr flush dev {dev}",
-                 f"ip addr add {nic.ip}/{nic.prefix_len} dev {dev} noprefixroute",
-                 f"ip link set {dev} up",
-                 f"ip route replace {nic.gateway_ip}/32 dev {dev} scope link"]
-        cmds += [f"ip route replace {net} via {nic.gateway_ip} dev {dev}"
-                 for net in rail_subnets.get(nic.rail, [])]
+        ports = getattr(nic, "ports", None) or [nic]
+        for i, port in enumerate(ports):
+            dev = port.intf
+            metric = f" metric {BACKUP_PORT_METRIC}" if i else ""
+            cmds += [f"sysctl -qw net.ipv6.conf.{dev}.disable_ipv6=1",
+                     f"ethtool -K {dev} tx off rx off sg off >/dev/null 2>&1 || true",
+                     f"ip addr flush dev {dev}",
+                     f"ip addr add {nic.ip}/{nic.prefix_len} dev {dev} noprefixroute",
+                     f"ip link set {dev} up"]
+            if len(ports) > 1:
+                cmds.append(f"sysctl -qw net.ipv4.conf.{dev}.rp_filter=2")
+            cmds.append(f"ip route replace {nic.gateway_ip}/32 dev {dev} scope link{metric}")
+            cmds += [f"ip route replace {net} via {nic.gateway_ip} dev {dev}{metric}"
+                     for net in rail_subnets.get(nic.rail, [])]
     return cmds
 
 
@@ -660,13 +680,15 @@ class FabricNet:
             if daemon.thrift_port is not None:
                 self.state.switches[sw.name]["thrift_port"] = daemon.thrift_port
         self.save_state()
-        nics = {(nic.leaf, nic.leaf_port): (h, nic) for h in self.fabric.hosts for nic in h.nics}
+        nics = {(p.leaf, p.leaf_port): (h, nic, p) for h in self.fabric.hosts
+                for nic in h.nics for p in (getattr(nic, "ports", None) or [nic])}
         for sw in self.fabric.switches:
             for port, pinfo in sorted(sw.ports.items()):
                 if pinfo.kind == "host":
-                    hinfo, nic = nics[(sw.name, port)]
-                    self._add_link(hinfo.name, nic.rail, nic.intf, nic.mac,
-                                   sw.name, port, pinfo.gbps, TCLink)
+                    hinfo, nic, nport = nics[(sw.name, port)]
+                    # the host's Mininet port number: the rail, + 256 per further NIC port
+                    self._add_link(hinfo.name, nic.rail + 256 * getattr(nport, "port", 0),
+                                   nport.intf, nic.mac, sw.name, port, pinfo.gbps, TCLink)
                 elif pinfo.kind == "uplink":
                     self._add_link(pinfo.peer_node, pinfo.peer_port,
                                    f"{pinfo.peer_node}-eth{pinfo.peer_port}", None,

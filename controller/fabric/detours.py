@@ -39,7 +39,7 @@ from typing import Collection, Mapping, Optional
 from controller.fabric.ecmp import (EcmpGroup, algorithm_of, ecmp_groups, group_entries, groups_hash_model,
                                     link_group)
 from controller.fabric.entries import Entry, route_entry
-from controller.fabric.topology import FabricLike, SwitchLike
+from controller.fabric.topology import FabricLike, SwitchLike, nic_attachments, nic_leaf_sets
 from p4src.hashmodel import FabricHashModel, GroupModel, RouteModel
 
 DETOUR_GROUP_BASE = 2
@@ -76,8 +76,9 @@ def leaf_prefixes(fabric: FabricLike) -> dict[str, tuple[str, ...]]:
     for host in fabric.hosts:
         for nic in host.nics:
             net = ipaddress.IPv4Network(f"{nic.ip}/{nic.prefix_len}", strict=False)
-            leaves[net].add(nic.leaf)
-            nics[net].append((ipaddress.IPv4Address(nic.ip), nic.leaf))
+            for leaf, _ in nic_attachments(nic):     # both leaves of a dual-port NIC
+                leaves[net].add(leaf)
+                nics[net].append((ipaddress.IPv4Address(nic.ip), leaf))
     out: dict[str, list[str]] = defaultdict(list)
     for net in sorted(leaves):
         if len(leaves[net]) == 1:
@@ -181,9 +182,10 @@ def fabric_hash_model(fabric: FabricLike,
     ('s0', 's1')
     """
     by_name = {s.name: s for s in fabric.switches}
+    leaf_sets = nic_leaf_sets(fabric)
     model = FabricHashModel({sw.name: groups_hash_model(sw.name, algorithm_of(sw),
                                                         int(sw.ecmp_seed),
-                                                        ecmp_groups(sw, by_name, down))
+                                                        ecmp_groups(sw, by_name, down, leaf_sets))
                              for sw in fabric.switches})
     # the leaves' detour groups
     for name, detours in fabric_detours(fabric, down).items():

@@ -89,14 +89,40 @@ def member_name(sw: SwitchLike, port: int) -> str:
     return peer if twins == 1 else f"{peer}#{port}"
 
 
+def spine_targets(sw: SwitchLike, switch_names: Collection[str],
+                  down: Collection[tuple[str, int]] = frozenset(),
+                  leaf_sets: Sequence[Sequence[str]] = ()) -> list[tuple[tuple[str, ...], list[int]]]:
+    """The destinations of spine ``sw`` and its live links to each, in order: one per leaf
+    (name order), except that the leaves of one set of ``leaf_sets`` (the leaf pair that
+    homes dual-port NICs, :func:`controller.fabric.topology.nic_leaf_sets`) are one
+    destination whose links are those to every leaf of the set (port order within each
+    leaf, leaves in name order). Without ``leaf_sets`` every target is one leaf.
+
+    >>> from topo.model import build_fabric
+    >>> from topo.spec import FabricSpec
+    >>> fab = build_fabric(FabricSpec(blocks=1, rails=1, ports_per_nic=2, leaves_per_rail=2))
+    >>> names = {s.name for s in fab.switches}
+    >>> spine_targets(fab.switch("s0"), names, leaf_sets=[("b0r0l0", "b0r0l1")])
+    [(('b0r0l0', 'b0r0l1'), [1, 2])]
+    """
+    links = spine_links(sw, switch_names, down)
+    key_of = {leaf: tuple(sorted(group)) for group in leaf_sets for leaf in group}
+    targets: dict[tuple[str, ...], list[int]] = {}
+    for leaf in sorted(links):
+        targets.setdefault(key_of.get(leaf, (leaf,)), []).extend(links[leaf])
+    return sorted(targets.items())
+
+
 def ecmp_groups(sw: SwitchLike, switch_names: Collection[str],
-                down: Collection[tuple[str, int]] = frozenset()) -> dict[int, EcmpGroup]:
+                down: Collection[tuple[str, int]] = frozenset(),
+                leaf_sets: Sequence[Sequence[str]] = ()) -> dict[int, EcmpGroup]:
     """The ECMP groups programmed on ``sw`` — the one rule behind
     :func:`~controller.fabric.plan.plan_fabric` and :func:`~controller.fabric.detours.fabric_hash_model`.
 
     Leaf: group :data:`LEAF_UPLINK_GROUP` over its live uplinks in port order (none
-    without uplinks). Spine: one group per leaf reached over several live links, numbered
-    from 1 in leaf-name order, member indices allocated consecutively (a leaf reached
+    without uplinks). Spine: one group per destination (:func:`spine_targets`: a leaf, or
+    the leaf pair of ``leaf_sets`` that homes dual-port NICs) reached over several live
+    links, numbered from 1 in destination order, member indices allocated consecutively (a leaf reached
     over one link gets a plain next hop, no group). ``switch_names``: the fabric's
     switches (a spine port leading elsewhere is ignored); ``down``: ``(switch, port)``
     ends that are out of service.
@@ -115,7 +141,7 @@ def ecmp_groups(sw: SwitchLike, switch_names: Collection[str],
         return {LEAF_UPLINK_GROUP: link_group(sw, LEAF_UPLINK_GROUP, 0, uplinks)} if uplinks else {}
     groups: dict[int, EcmpGroup] = {}
     base = 0
-    for ports in (v for _, v in sorted(spine_links(sw, switch_names, down).items())):
+    for _, ports in spine_targets(sw, switch_names, down, leaf_sets):
         if len(ports) > 1:
             gid = len(groups) + 1
             groups[gid] = link_group(sw, gid, base, ports)
@@ -151,5 +177,5 @@ def groups_hash_model(switch: str, algorithm: str, seed: int,
 __all__ = [
     "DEFAULT_ALGORITHMS", "EcmpGroup", "LEAF_UPLINK_GROUP", "algorithm_of", "ecmp_groups",
     "group_entries", "groups_hash_model", "link_group", "member_name",
-    "spine_links",
+    "spine_links", "spine_targets",
 ]

@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from controller.fabric.ecmp import (LEAF_UPLINK_GROUP, EcmpGroup, algorithm_of, ecmp_groups,
-                                    group_entries, groups_hash_model, spine_links)
+                                    group_entries, groups_hash_model, spine_targets)
 from controller.fabric.detours import fabric_detours
 from controller.fabric.entries import (Entry, algorithm_entry, arp_entry, nexthop_entry,
                                        port_mac_entry, route_entry, switch_info_entry)
@@ -68,7 +68,7 @@ from controller.fabric.monitoring import (DEFAULT_ALARM_LEVELS, DEFAULT_ELEPHANT
                                           elephant_entry)
 from controller.fabric.qos import (EcnConfig, PfcConfig, dynamic_entries, ecn_entry, pfc_entry,
                                   qos_entries)
-from controller.fabric.topology import FabricLike, NicLike, SwitchLike
+from controller.fabric.topology import FabricLike, NicLike, SwitchLike, nic_attachments, nic_leaf_sets
 from p4src.alarmmodel import AlarmLevels, ElephantConfig
 from p4src.buffermodel import DynamicThresholds
 from p4src.hashmodel import RouteModel, SwitchHashModel
@@ -163,18 +163,20 @@ class _Planner:
         self.by_name = {s.name: s for s in fabric.switches}
         self.nics = [(h, n) for h in fabric.hosts for n in h.nics]
         self.nic_at: dict[tuple[str, int], NicLike] = {}
-        self.leaf_nics: dict[str, list[NicLike]] = {}
+        self.leaf_nics: dict[str, list[tuple[NicLike, int]]] = {}   # leaf -> (NIC, its port)
         self.subnet_ips: dict[ipaddress.IPv4Network, list[str]] = {}
         self.subnet_leaves: dict[ipaddress.IPv4Network, set[str]] = {}
         self.subnet_nics: dict[ipaddress.IPv4Network, list[NicLike]] = {}
         self.nic_subnet: dict[int, ipaddress.IPv4Network] = {}
+        self.leaf_sets = nic_leaf_sets(fabric)          # leaf pairs of dual-port NICs
         for _, nic in self.nics:
-            self.nic_at.setdefault((nic.leaf, nic.leaf_port), nic)
-            self.leaf_nics.setdefault(nic.leaf, []).append(nic)
             net = _subnet(nic.ip, nic.prefix_len)
+            for leaf, leaf_port in nic_attachments(nic):
+                self.nic_at.setdefault((leaf, leaf_port), nic)
+                self.leaf_nics.setdefault(leaf, []).append((nic, leaf_port))
+                self.subnet_leaves.setdefault(net, set()).add(leaf)
             self.nic_subnet[id(nic)] = net
             self.subnet_ips.setdefault(net, []).append(nic.ip)
-            self.subnet_leaves.setdefault(net, set()).add(nic.leaf)
             self.subnet_nics.setdefault(net, []).append(nic)
         for nics in self.subnet_nics.values():
             nics.sort(key=lambda n: ipaddress.IPv4Address(n.ip))
@@ -230,8 +232,8 @@ class _Planner:
 
     def _leaf(self, sw: SwitchLike, plan: SwitchPlan) -> None:
         attached = self.leaf_nics.get(sw.name, [])
-        for nic in sorted(attached, key=lambda n: ipaddress.IPv4Address(n.ip)):
-            plan.entries.append(route_entry(f"{nic.ip}/32", nexthop=nic.leaf_port))
+        for nic, leaf_port in sorted(attached, key=lambda a: ipaddress.IPv4Address(a[0].ip)):
+            plan.entries.append(route_entry(f"{nic.ip}/32", nexthop=leaf_port))
         plan.groups.update(ecmp_groups(sw, self.by_name))
         if LEAF_UPLINK_GROUP in plan.groups:
             plan.entries.append(route_entry(FABRIC_PREFIX, group=LEAF_UPLINK_GROUP))
@@ -240,31 +242,40 @@ class _Planner:
             for prefix in detour.prefixes:
                 plan.entries.append(route_entry(prefix, group=gid))
                 plan.routes.append(RouteModel(prefix, gid))
-        subnets = {self.nic_subnet[id(n)] for n in attached}
-        answered = {n.gateway_ip for n in attached}
+        subnets = {self.nic_subnet[id(n)] for n, _ in attached}
+        answered = {n.gateway_ip for n, _ in attached}
         for net in subnets:
             answered.update(self.subnet_ips[net])
         for ip in sorted(answered, key=ipaddress.IPv4Address):
             plan.entries.append(arp_entry(ip, sw.router_mac))
 
     def _spine(self, sw: SwitchLike, plan: SwitchPlan) -> None:
-        plan.groups.update(ecmp_groups(sw, self.by_name))
+        groups = ecmp_groups(sw, self.by_name, leaf_sets=self.leaf_sets)
+        plan.groups.update(groups)
+        by_ports = {g.ports: g.group_id for g in groups.values()}
         targets: dict[str, dict[str, int]] = {}      # leaf -> route action params
-        for leaf, ports in spine_links(sw, self.by_name, frozenset()).items():
-            if len(ports) == 1:
-                targets[leaf] = {"nexthop": ports[0]}
-        for g in plan.groups.values():
-            targets[g.members[0].partition("#")[0]] = {"group": g.group_id}
+        for leaves, ports in spine_targets(sw, self.by_name, frozenset(), self.leaf_sets):
+            action = ({"nexthop": ports[0]} if len(ports) == 1
+                      else {"group": by_ports[tuple(ports)]})
+            for leaf in leaves:
+                targets[leaf] = action
         for net in sorted(self.subnet_leaves):
-            leaves = self.subnet_leaves[net]
-            if len(leaves) == 1:
-                leaf = next(iter(leaves))
-                if leaf in targets:
-                    plan.entries.append(route_entry(str(net), **targets[leaf]))
+            # the NICs' destinations: one leaf, or the leaf pair of a dual-port NIC
+            dests = {nic.ip: self._target(nic, targets) for nic in self.subnet_nics[net]}
+            if len(set(map(repr, dests.values()))) == 1 and None not in dests.values():
+                plan.entries.append(route_entry(str(net), **next(iter(dests.values()))))
                 continue
             for nic in self.subnet_nics[net]:
-                if nic.leaf in targets:
-                    plan.entries.append(route_entry(f"{nic.ip}/32", **targets[nic.leaf]))
+                if dests[nic.ip] is not None:
+                    plan.entries.append(route_entry(f"{nic.ip}/32", **dests[nic.ip]))
+
+    @staticmethod
+    def _target(nic: NicLike, targets: dict[str, dict[str, int]]) -> Optional[dict[str, int]]:
+        """The route action towards ``nic``: that of its first leaf the spine reaches."""
+        for leaf, _ in nic_attachments(nic):
+            if leaf in targets:
+                return targets[leaf]
+        return None
 
 
 def plan_fabric(fabric: FabricLike, ecn: Optional[EcnConfig] = EcnConfig(),

@@ -69,4 +69,39 @@ class FabricLike(Protocol):
     hosts: Sequence[HostLike]
 
 
-__all__ = ["FabricLike", "HostLike", "NicLike", "PortLike", "SwitchLike"]
+def nic_attachments(nic: NicLike) -> tuple[tuple[str, int], ...]:
+    """``(leaf, leaf port)`` of every port of ``nic``, port order: one for a single-port
+    NIC, two for a dual-port one (``topo.model.NicInfo.ports``; a NIC record without
+    ``ports`` is single-port).
+
+    >>> from topo.model import build_fabric
+    >>> from topo.spec import FabricSpec
+    >>> fab = build_fabric(FabricSpec(ports_per_nic=2, leaves_per_rail=2))
+    >>> nic_attachments(fab.host("b0s0").nics[0])
+    (('b0r0l0', 1), ('b0r0l1', 1))
+    """
+    ports = getattr(nic, "ports", None)
+    if not ports:
+        return ((nic.leaf, nic.leaf_port),)
+    return tuple((p.leaf, p.leaf_port) for p in ports)
+
+
+def nic_leaf_sets(fabric: FabricLike) -> tuple[tuple[str, ...], ...]:
+    """The sets of leaves that home one NIC together (dual-port NICs: a leaf pair), sorted;
+    empty for a fabric of single-port NICs. A spine routes to such a set as to one
+    destination, over an ECMP group of its links to every leaf of it
+    (:func:`controller.fabric.ecmp.spine_targets`).
+
+    >>> from topo.model import build_fabric
+    >>> from topo.spec import FabricSpec
+    >>> nic_leaf_sets(build_fabric()), nic_leaf_sets(build_fabric(FabricSpec(
+    ...     blocks=1, rails=1, ports_per_nic=2, leaves_per_rail=2)))
+    ((), (('b0r0l0', 'b0r0l1'),))
+    """
+    sets = {tuple(sorted({leaf for leaf, _ in nic_attachments(n)}))
+            for h in fabric.hosts for n in h.nics}
+    return tuple(sorted(s for s in sets if len(s) > 1))
+
+
+__all__ = ["FabricLike", "HostLike", "NicLike", "PortLike", "SwitchLike", "nic_attachments",
+           "nic_leaf_sets"]

@@ -40,6 +40,8 @@ from typing import Callable, ContextManager, Optional, Sequence
 from host.agent.launch import agent_security, start_agent
 from host.agent.mover import QPMover
 from host.nic import stall
+from host.nic.bond import (MIIMON_S, TX_POLICIES, BondedIO, FlowKey, LinkMonitor, TxAffinity,
+                           link_carrier, parse_lag_ports)
 from host.nic.dcqcn import DcqcnParams
 from host.nic.frames import DSCP_DATA, ROCE_UDP_PORT, FlowSpec
 from host.nic.io import FrameIO, NicPort, PacketSocket
@@ -60,7 +62,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="cmd", required=True)
     for name in ("send", "recv"):
         p = sub.add_parser(name)
-        p.add_argument("--iface", required=True)
+        p.add_argument("--iface", required=True,
+                       help="the NIC's interface, or two comma separated: the ports of a "
+                            "dual-port NIC, bonded (host.nic.bond)")
+        p.add_argument("--tx-policy", choices=TX_POLICIES, default="layer3+4",
+                       help="dual-port: which port a QP is bound to (host.nic.bond)")
+        p.add_argument("--miimon-ms", type=float, default=MIIMON_S * 1000,
+                       help="dual-port: link-monitoring interval (a bond's miimon)")
+        p.add_argument("--downdelay-ms", type=float, default=0.0,
+                       help="dual-port: carrier off this long before a port is down")
+        p.add_argument("--updelay-ms", type=float, default=0.0,
+                       help="dual-port: carrier on this long before a port is up again")
         p.add_argument("--duration-s", type=float, default=10.0)
         p.add_argument("--json", type=Path, help="write the report here (default: stdout)")
         p.add_argument("--line-rate-mbps", type=float, default=100.0,
@@ -73,7 +85,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="UDP port held on the NIC's address(es) so the kernel sends no "
                             "ICMP port unreachable (0: hold none)")
     s = sub.choices["send"]
-    s.add_argument("--dst-mac", required=True, help="next hop MAC (the leaf's port MAC)")
+    s.add_argument("--dst-mac", required=True,
+                   help="next hop MAC (the leaf's port MAC); dual-port: one per port, comma "
+                        "separated (each port's leaf)")
+    s.add_argument("--lag-port", default="",
+                   help="dual-port: each QP's port, comma separated, one per --sport, '-' for "
+                        "the tx policy's choice (as mlx5dv_modify_qp_lag_port)")
     s.add_argument("--src-mac", help="default: the interface's MAC")
     s.add_argument("--src-ip", required=True)
     s.add_argument("--dst-ip", required=True)
@@ -134,9 +151,18 @@ def make_port(args: argparse.Namespace, io: object,
     params = DcqcnParams.scaled(args.line_rate_pps, cnp_interval_s=cnp_s)
     rc = RcParams(retry_timeout_s=args.retry_timeout_ms / 1000, retry_count=args.retry_count,
                   window_pkts=args.window_pkts or None)
-    src_mac = args.src_mac or iface_mac(args.iface)
-    for i, sport in enumerate(int(p) for p in args.sport.split(",")):
-        flow = FlowSpec(src_mac, args.dst_mac, args.src_ip, args.dst_ip, sport,
+    src_mac = args.src_mac or iface_mac(ifaces(args)[0])
+    sports = [int(p) for p in args.sport.split(",")]
+    bond = bond_of(io)
+    if bond is not None:
+        for sport, lag in zip(sports, parse_lag_ports(args.lag_port, len(sports),
+                                                      len(bond.links))):
+            if lag is not None:
+                bond.affinity.bind(FlowKey.of(args.src_ip, args.dst_ip, sport), lag)
+    elif args.lag_port:
+        raise ValueError("--lag-port: only for a dual-port NIC (two --iface)")
+    for i, sport in enumerate(sports):
+        flow = FlowSpec(src_mac, args.dst_mac.split(",")[0], args.src_ip, args.dst_ip, sport,
                         args.qpn + i, dscp=args.dscp)
         qp = SenderQP(flow, message_bytes=args.message_bytes, mtu=args.mtu,
                       priority=args.priority, messages=args.messages or None, dcqcn=params,
@@ -156,11 +182,55 @@ def hold_ips(args: argparse.Namespace) -> list[str]:
         return [args.src_ip]
     if args.ip:
         return list(args.ip)
-    ip = iface_ipv4(args.iface)
+    ip = iface_ipv4(ifaces(args)[0])
     return [ip] if ip else []
 
 
 GO_TIMEOUT_S = 60.0
+
+
+def ifaces(args: argparse.Namespace) -> list[str]:
+    """The NIC's port interfaces (``--iface a,b``: a dual-port NIC).
+
+    >>> ifaces(build_parser().parse_args(["recv", "--iface", "h-eth0,h-eth0p1"]))
+    ['h-eth0', 'h-eth0p1']
+    """
+    return [i for i in args.iface.split(",") if i]
+
+
+def open_link(args: argparse.Namespace) -> FrameIO:
+    """The NIC's link: one :class:`PacketSocket`, or a :class:`~host.nic.bond.BondedIO`
+    over one per port (tx policy, link monitor on the ports' carriers, each port's next
+    hop MAC from ``--dst-mac``). ValueError for a bad combination."""
+    names = ifaces(args)
+    if len(names) == 1:
+        return PacketSocket(names[0])
+    if len(names) != 2:
+        raise ValueError(f"--iface: {len(names)} interfaces; a NIC has one or two ports")
+    macs: list[Optional[bytes]] = [None, None]
+    if args.cmd == "send":
+        given = args.dst_mac.split(",")
+        if len(given) not in (1, 2):
+            raise ValueError("--dst-mac: one MAC, or one per port")
+        macs = [bytes.fromhex((given[min(i, len(given) - 1)]).replace(":", "")) for i in range(2)]
+    monitor = LinkMonitor([link_carrier(n) for n in names], miimon_s=args.miimon_ms / 1000,
+                          downdelay_s=args.downdelay_ms / 1000, updelay_s=args.updelay_ms / 1000)
+    links: list[FrameIO] = []
+    try:
+        for name in names:
+            links.append(PacketSocket(name))
+    except BaseException:
+        for link in links:
+            link.close()
+        raise
+    return BondedIO(links, TxAffinity(args.tx_policy, ports=2), monitor, macs)
+
+
+def bond_of(io: object) -> Optional[BondedIO]:
+    """The :class:`BondedIO` under ``io`` (itself, or inside a stall wrapper), or None."""
+    while io is not None and not isinstance(io, BondedIO):
+        io = getattr(io, "inner", None)
+    return io
 
 
 def wait_for_go(go: threading.Event, stopping: Callable[[], bool],
@@ -193,10 +263,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         signal.signal(signal.SIGUSR1, lambda _sig, _frame: go.set())
     hold = UdpPortHold(hold_ips(args) if args.hold_port else [], args.hold_port)
     try:
-        sock = PacketSocket(args.iface)
+        try:
+            sock = open_link(args)
+        except ValueError as exc:
+            print(f"host.nic {args.cmd}: {exc}", file=sys.stderr)
+            hold.close()
+            return 2
         io: FrameIO = sock
         if args.cmd == "recv":               # stall mode: SIGUSR1/SIGUSR2 (a slow receiver)
-            io = stall.wrap(args, sock, stall.socket_mac(sock.sock))
+            first = sock.links[0] if isinstance(sock, BondedIO) else sock
+            io = stall.wrap(args, sock, stall.socket_mac(first.sock))  # type: ignore[attr-defined]
     except BaseException:
         hold.close()
         raise
@@ -211,7 +287,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 print(f"host.nic send: agent credentials: {exc}", file=sys.stderr)
                 return 2
             mover = QPMover()
-        port = make_port(args, io, step_lock=mover.lock if mover is not None else None)
+        try:
+            port = make_port(args, io, step_lock=mover.lock if mover is not None else None)
+        except ValueError as exc:
+            print(f"host.nic {args.cmd}: {exc}", file=sys.stderr)
+            return 2
         if mover is not None and security is not None:
             agent = start_agent(security, args.agent_registry or None, args.agent_bind,
                                 mover, port.senders)
@@ -236,6 +316,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         io.close()
         hold.close()
     report.update(cmd=args.cmd, iface=args.iface, elapsed_s=elapsed, udp_hold=hold.status)
+    bond = bond_of(io)
+    if bond is not None:
+        report["bond"] = bond.report()
     if isinstance(io, stall.StallableIO):
         report["stall"] = io.report()
     text = json.dumps(report, indent=1, sort_keys=True)

@@ -64,7 +64,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
-from typing import Iterable, Mapping, Optional, Sequence
+from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 from host.tccl.colouring import kempe_colouring, split_vertices
 from host.tccl.hops import (FlowHop, colour_of_port, hop_of, links_of, member_tables, reachable,
@@ -89,7 +89,11 @@ class PortPlanner:
         True
     """
 
-    def __init__(self, model: FabricHashModel, port_range: tuple[int, int] = DEFAULT_PORT_RANGE) -> None:
+    def __init__(self, model: FabricHashModel, port_range: tuple[int, int] = DEFAULT_PORT_RANGE,
+                 port_ok: Optional[Callable[[FlowRequest, int], bool]] = None) -> None:
+        """``port_ok(request, port)``: a further condition every chosen source port must
+        meet (:mod:`host.tccl.dualport`: the NIC's tx-port hash picks the planned NIC port)."""
+        self.port_ok = port_ok
         lo, hi = port_range
         if not 1 <= lo <= hi <= 0xFFFF:
             raise PortPlanError(f"port range {lo}..{hi}: must be within 1..65535, low ≤ high")
@@ -177,7 +181,8 @@ class PortPlanner:
 
             def ok(p: int) -> bool:
                 return (lt[p] == wl and (st is None or st[p] == ws) and p != 0
-                        and (req.src, req.dst, p) not in used)
+                        and (req.src, req.dst, p) not in used
+                        and (self.port_ok is None or self.port_ok(req, p)))
 
             def stays(p: int) -> bool:      # same uplink if the detour route is withdrawn
                 return alt is None or alt[0][p] == alt[1]
