@@ -42,7 +42,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
-from host.nic.bond import FlowKey, TxAffinity
+from host.nic.affinity import FlowKey, TxAffinity
 from host.tccl.portplan import LEAF_UPLINK_GROUP, PROTO_UDP, ROCE_DPORT, FlowRequest, PortPlanError
 from host.tccl.ports import PortPlanner
 from p4src.hashmodel import FabricHashModel, predict_member

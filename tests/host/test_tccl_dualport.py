@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from controller.fabric.detours import fabric_hash_model
-from host.nic.bond import FlowKey, TxAffinity
+from host.nic.affinity import FlowKey, TxAffinity
 from host.tccl.dualport import dualport_loads, plan_dualport, random_plan
 from host.tccl.portplan import PortPlanError
 from p4src.hashmodel import predict_member

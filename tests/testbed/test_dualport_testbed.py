@@ -29,7 +29,7 @@ from typing import Iterator
 import pytest
 
 from controller.fabric.dualhoming import failover_updates, restore_updates
-from host.nic.bond import FlowKey, TxAffinity
+from host.nic.affinity import FlowKey, TxAffinity
 from testbed.traffic import LiveTestbed, poll_until, testbed_unavailable
 from topo.spec import load_spec
 
