@@ -36,6 +36,13 @@ from p4src.smartnic import model as M
 SessionWrite = tuple[str, M.SessionKey, Optional[M.SessionData], int]
 """(``INSERT``/``MODIFY``/``DELETE``, key, data (None for DELETE), idle timeout in ns)."""
 
+WRITE_GAP_S = 0.01
+"""The least time between the starts of two session Writes of a manager's event loop:
+the first event after a quiet spell is written at once; the later ones of a burst wait
+for the rest of the gap and share one Write. Each Write RPC costs ~0.2 ms of gRPC-Python
+CPU in the manager whatever its size; at 10^5 sessions, written as they came, a policy
+change's burst of 5,000 re-evaluations went out in 300-870 Writes."""
+
 
 @dataclass(frozen=True, slots=True)
 class WriteFailure:
@@ -471,4 +478,4 @@ def tcp_events(dl: Any) -> Iterable[M.TcpEvent]:
     return [M.tcp_event(row) for row in dl.data]
 
 
-__all__ = ["SessionCodec", "SessionWrite", "SmartNic", "WriteFailure", "punt_of", "tcp_events"]
+__all__ = ["WRITE_GAP_S", "SessionCodec", "SessionWrite", "SmartNic", "WriteFailure", "punt_of", "tcp_events"]

@@ -259,6 +259,49 @@ def test_unknown_session_event_is_removed_and_replaced(rig: Rig) -> None:
     assert rig.mgr.session_detail(key)["check_ok"] is True
 
 
+def test_a_burst_of_events_shares_one_write_per_gap(fornax_build: tuple[Any, Any]) -> None:
+    """A first packet after a quiet spell is written at once (no wait for the gap); 29
+    more right after it wait for the rest of the gap and go out together — Writes start
+    at least ``write_gap_s`` apart, far fewer than the events — and every frame is
+    re-injected once its session is in."""
+    gap = 0.3
+    r = Rig(fornax_build, idle_timeout_s=30.0, write_gap_s=gap)
+    try:
+        log: list[tuple[str, float, int]] = []
+        write, wait, put = r.mgr.nic.write_sessions, r.mgr._stop.wait, r.mgr.events.put
+
+        def counted_write(writes: Any) -> Any:
+            log.append(("write", time.monotonic(), len(writes)))
+            return write(writes)
+
+        def counted_wait(timeout: Any = None) -> bool:
+            log.append(("gap", time.monotonic(), 0))
+            return wait(timeout)
+
+        def counted_put(item: Any, *a: Any, **k: Any) -> None:
+            log.append(("event", time.monotonic(), 0))
+            put(item, *a, **k)
+        r.mgr.nic.write_sessions = counted_write  # type: ignore[method-assign]
+        r.mgr._stop.wait = counted_wait  # type: ignore[method-assign]
+        r.mgr.events.put = counted_put  # type: ignore[method-assign]
+        r.nic.port(2).inject(a1_tcp("S", sport=20000))
+        assert r.nic.take(1) is not None              # written and re-injected at once
+        assert [k for k, _, _ in log if k != "event"] == ["write"]     # no wait before it
+        for sport in range(1, 30):                    # within the gap after that Write
+            r.nic.port(2).inject(a1_tcp("S", sport=20000 + sport))
+        out = [r.nic.take(1) for _ in range(29)]
+        assert all(f is not None for f in out), f"{sum(f is not None for f in out)} of 29"
+        assert len(r.mgr.store) == 30 and r.mgr.counters["sessions_installed"] == 30
+        writes = [(t, n) for kind, t, n in log if kind == "write"]
+        assert sum(n for _, n in writes) == 30 and writes[0][1] == 1
+        assert 2 <= len(writes) <= 8, writes
+        starts = [t for t, _ in writes]
+        assert all(b - a >= gap - 1e-3 for a, b in zip(starts, starts[1:])), starts
+        assert r.mgr.counters["session_write_rpcs"] == len(writes)
+    finally:
+        r.close()
+
+
 def test_punt_storm_is_rate_limited_and_counted(fornax_build: tuple[Any, Any]) -> None:
     r = Rig(fornax_build, punt_rate_pps=1.0, punt_burst=5)
     try:
