@@ -35,7 +35,7 @@ quiet spell is written at once; a burst costs one Write per gap).
 
 Per session the manager keeps 16 bytes of key and one integer (:mod:`fornax.sessions`).
 Punts are rate-limited (``punt_rate_pps``; the excess is counted and dropped: the sender
-retransmits), and so are TCP digests (``digest_rate_pps``; the excess is counted and
+retransmits), and so are TCP transitions (``digest_rate_pps``; the excess is counted and
 skipped: a close not seen leaves its session to age out). Every event goes to the event log (``events.jsonl``) and the counters.
 
 Example::
@@ -108,6 +108,8 @@ class ManagerConfig:
     punt_burst: int = 2000
     digest_rate_pps: float = 20000.0
     digest_burst: int = 5000
+    digest_timeout_s: float = 0.002
+    digest_list_size: int = 64
     batch: int = 256
     write_gap_s: float = WRITE_GAP_S
     event_log: Optional[Path] = None
@@ -132,13 +134,20 @@ class TokenBucket:
         self.tokens, self.t = float(burst), clock()
 
     def take(self) -> bool:
+        return self.take_n(1) == 1
+
+    def take_n(self, n: int) -> int:
+        """Up to ``n`` tokens: how many were taken.
+
+        >>> TokenBucket(10, 3, clock=lambda: 0.0).take_n(5)
+        3
+        """
         now = self.clock()
         self.tokens = min(self.burst, self.tokens + (now - self.t) * self.rate)
         self.t = now
-        if self.tokens >= 1:
-            self.tokens -= 1
-            return True
-        return False
+        got = min(n, int(self.tokens))
+        self.tokens -= got
+        return got
 
 
 class EventQueue(queue.Queue):  # type: ignore[type-arg]
@@ -178,10 +187,13 @@ class EventQueue(queue.Queue):  # type: ignore[type-arg]
                 self.limited["punts_rate_limited"] = n + 1
                 return
         elif isinstance(item, DigestList) and self.digests is not None:
-            if not self.digests.take():
-                n = self.limited.get("digests_rate_limited", 0)  # the session ages out
-                self.limited["digests_rate_limited"] = n + 1
-                return
+            got = self.digests.take_n(len(item.data))   # one token per TCP transition
+            if got < len(item.data):
+                n = self.limited.get("digests_rate_limited", 0)  # their sessions age out
+                self.limited["digests_rate_limited"] = n + len(item.data) - got
+                if not got:
+                    return
+                item = DigestList(item.name, item.list_id, item.data[:got], item.timestamp_ns)
         super().put(item, block, timeout)
 
 
@@ -261,7 +273,9 @@ class FornaxManager:
                                  limited=self.counters)
         self.nic = nic if nic is not None else SmartNic(
             config.grpc_addr, config.device_id, config.election_id, tls=config.tls,
-            events=self.events, timeout_s=config.write_timeout_s)
+            events=self.events, timeout_s=config.write_timeout_s,
+            digest_timeout_ns=int(config.digest_timeout_s * 1e9),
+            digest_list_size=config.digest_list_size)
         if nic is not None:
             nic.conn.packets = nic.conn.digests = nic.conn.idle_timeouts = self.events
             nic.events = self.events

@@ -14,6 +14,7 @@ from scapy.layers.inet import ICMP, IP, TCP, UDP
 from scapy.layers.l2 import Ether
 from scapy.layers.vxlan import VXLAN
 
+from controller.p4rt.entities import digest_entry
 from fornax.fallback import SoftSwitch
 from fornax.manager import TIMER_SLACK_S, FornaxManager, HeartbeatMonitor, ManagerConfig
 from fornax.policy import parse_policy
@@ -298,6 +299,35 @@ def test_a_burst_of_events_shares_one_write_per_gap(fornax_build: tuple[Any, Any
         starts = [t for t, _ in writes]
         assert all(b - a >= gap - 1e-3 for a, b in zip(starts, starts[1:])), starts
         assert r.mgr.counters["session_write_rpcs"] == len(writes)
+    finally:
+        r.close()
+
+
+def test_the_nic_gathers_tcp_transitions_into_few_digest_lists(
+        fornax_build: tuple[Any, Any]) -> None:
+    """The TCP digest is enabled with ``digest_timeout_s``/``digest_list_size``: 10
+    connections reset at once are reported in fewer lists than transitions (one gRPC
+    message and one ack each), every transition is seen, every session closes."""
+    r = Rig(fornax_build, idle_timeout_s=30.0, closed_linger_s=0.05, digest_timeout_s=0.2)
+    try:
+        for sport in range(10):
+            r.nic.port(2).inject(a1_tcp("S", sport=31000 + sport))
+        assert until(lambda: r.mgr.counters.get("tcp_events", 0) == 10, 10), r.mgr.counters
+        lists: list[int] = []
+        put = r.mgr.events.put
+
+        def counted_put(item: Any, *a: Any, **k: Any) -> None:
+            if hasattr(item, "list_id"):
+                lists.append(len(item.data))
+            put(item, *a, **k)
+        r.mgr.events.put = counted_put  # type: ignore[method-assign]
+        for sport in range(10):
+            r.nic.port(2).inject(a1_tcp("R", sport=31000 + sport))
+        assert until(lambda: r.mgr.counters.get("sessions_closed", 0) == 10, 10), r.mgr.counters
+        assert sum(lists) == 10 and len(lists) < 10, lists
+        read = list(r.mgr.nic.conn.read(digest_entry(r.mgr.nic.info, M.TCP_DIGEST)))
+        cfg = read[0].digest_entry.config
+        assert (cfg.max_timeout_ns, cfg.max_list_size) == (200_000_000, 64)
     finally:
         r.close()
 
