@@ -755,5 +755,5 @@ class FornaxManager:
         self.note("pinned" if on else "unpinned", port=port, vni=vni)
 
 
-__all__ = ["PRUNE_PERIOD_S", "TIMER_SLACK_S", "WRITE_GAP_S", "EventQueue", "FornaxManager", "HeartbeatMonitor",
-           "ManagerConfig", "TokenBucket"]
+__all__ = ["PRUNE_PERIOD_S", "TIMER_SLACK_S", "WRITE_GAP_S", "EventQueue", "FornaxManager",
+           "HeartbeatMonitor", "ManagerConfig", "TokenBucket"]

@@ -483,4 +483,5 @@ def tcp_events(dl: Any) -> Iterable[M.TcpEvent]:
     return [M.tcp_event(row) for row in dl.data]
 
 
-__all__ = ["WRITE_GAP_S", "SessionCodec", "SessionWrite", "SmartNic", "WriteFailure", "punt_of", "tcp_events"]
+__all__ = ["WRITE_GAP_S", "SessionCodec", "SessionWrite", "SmartNic", "WriteFailure", "punt_of",
+           "tcp_events"]
