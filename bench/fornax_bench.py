@@ -248,11 +248,16 @@ def run_scale(kind: str, n: int, window_s: float = WINDOW_S,
         stale0 = mgr.counters.get("stale_rebuilt", 0)
         walking = threading.Event()
         walker = None
+        walk_failed: list[BaseException] = []
         if baseline:
             def walk_loop() -> None:
                 while not walking.is_set():
                     start = time.monotonic()
-                    mgr.walk()
+                    try:
+                        mgr.walk()
+                    except Exception as exc:  # noqa: BLE001 - e.g. the Read's deadline
+                        walk_failed.append(exc)
+                        return
                     walking.wait(max(0.0, start + BASELINE_WALK_S - time.monotonic()))
             walker = threading.Thread(target=walk_loop, daemon=True)
             walker.start()
@@ -267,7 +272,10 @@ def run_scale(kind: str, n: int, window_s: float = WINDOW_S,
                                    >= len(affected), 300, f"{kind}: stale sessions rebuilt")
             time.sleep(max(0.0, w0 + (i + 1) * window_s / chunks - time.monotonic()))
         if baseline:                      # the window lasts at least until the first walk ends
-            _until(lambda: len(mgr.walks) > 0, 3600, "baseline: a walk after the change")
+            _until(lambda: len(mgr.walks) > 0 or bool(walk_failed), 3600,
+                   "baseline: a walk after the change")
+            if walk_failed and not mgr.walks:
+                raise BenchCheckError(f"baseline: the walk failed: {walk_failed[0]!r:.300}")
         cpu = _cpu_s() - c0
         span = time.monotonic() - w0
         walking.set()

@@ -36,7 +36,7 @@ from controller.p4rt import PacketIn
 from controller.p4rt.tls import ClientTls
 from fornax.fallback import SoftSwitch
 from fornax.nicview import NicView
-from fornax.pipeline import SmartNic, punt_of
+from fornax.pipeline import WRITE_GAP_S, SmartNic, punt_of
 from fornax.policy import Conn, Decision, Policy, load_policy
 from fornax.softpath import parse_frame, session_key_of
 from p4src.smartnic import model as M
@@ -58,6 +58,7 @@ class BaselineConfig:
     tls: Optional[ClientTls] = None
     idle_timeout_s: float = 30.0
     walk_period_s: float = 5.0
+    write_gap_s: float = WRITE_GAP_S
     batch: int = 256
     event_log: Optional[Path] = None
     write_timeout_s: float = 30.0
@@ -178,11 +179,18 @@ class BaselineManager:
 
     # ------------------------------------------------------------------ first packets
     def _loop(self) -> None:
+        """First packets as they come; a burst's wait for the rest of ``write_gap_s``
+        after the last Write and share one (as the FORNAX manager's)."""
+        last_write = float("-inf")
         while not self._stop.is_set():
             try:
                 first = self.events.get(timeout=0.05)
             except queue.Empty:
                 continue
+            wait = last_write + self.cfg.write_gap_s - time.monotonic()
+            if wait > 0 and self._stop.wait(wait):
+                break
+            last_write = time.monotonic()
             batch = [first]
             while len(batch) < self.cfg.batch:
                 try:

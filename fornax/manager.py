@@ -28,10 +28,16 @@ A policy change (:meth:`FornaxManager.reload`) rewrites the small configuration 
 and bumps the version of each affected scope: one write per scope, never a walk of the
 sessions; each affected session is re-evaluated when its next packet arrives.
 
+The session updates of the events handled together go out in one Write; a Write that
+would start less than ``write_gap_s`` (10 ms) after the last waits for the rest of the
+gap, while the burst's further events queue up and join it (the first event after a
+quiet spell is written at once; a burst costs one Write per gap).
+
 Per session the manager keeps 16 bytes of key and one integer (:mod:`fornax.sessions`).
 Punts are rate-limited (``punt_rate_pps``; the excess is counted and dropped: the sender
 retransmits), new-connection punts first per source (``punt_share_pps`` per VM port /
-uplink VPC: one VM's flood cannot starve its neighbours' connection setup), and so are TCP digests (``digest_rate_pps``; the excess is counted and
+uplink VPC: one VM's flood cannot starve its neighbours' connection setup), and so are TCP
+transitions (``digest_rate_pps``; the excess is counted and
 skipped: a close not seen leaves its session to age out). Every event goes to the event log (``events.jsonl``) and the counters.
 
 Example::
@@ -63,7 +69,7 @@ from controller.p4rt import DigestList, PacketIn
 from controller.p4rt.tls import ClientTls
 from fornax.fallback import Fallback, SoftSwitch
 from fornax.nicview import NicView
-from fornax.pipeline import SmartNic, punt_of, tcp_events
+from fornax.pipeline import WRITE_GAP_S, SmartNic, punt_of, tcp_events
 from fornax.policy import Policy, load_policy
 from fornax.sessions import SessionStore, TableFullError
 from fornax.softpath import Packet, parse_frame, session_key_of
@@ -106,7 +112,10 @@ class ManagerConfig:
     punt_share_burst: int = 400
     digest_rate_pps: float = 20000.0
     digest_burst: int = 5000
+    digest_timeout_s: float = 0.002
+    digest_list_size: int = 64
     batch: int = 256
+    write_gap_s: float = WRITE_GAP_S
     event_log: Optional[Path] = None
     write_timeout_s: float = 10.0
 
@@ -129,13 +138,20 @@ class TokenBucket:
         self.tokens, self.t = float(burst), clock()
 
     def take(self) -> bool:
+        return self.take_n(1) == 1
+
+    def take_n(self, n: int) -> int:
+        """Up to ``n`` tokens: how many were taken.
+
+        >>> TokenBucket(10, 3, clock=lambda: 0.0).take_n(5)
+        3
+        """
         now = self.clock()
         self.tokens = min(self.burst, self.tokens + (now - self.t) * self.rate)
         self.t = now
-        if self.tokens >= 1:
-            self.tokens -= 1
-            return True
-        return False
+        got = min(n, int(self.tokens))
+        self.tokens -= got
+        return got
 
 
 class PuntShares:
@@ -217,10 +233,13 @@ class EventQueue(queue.Queue):  # type: ignore[type-arg]
                 self.limited["punts_rate_limited"] = n + 1
                 return
         elif isinstance(item, DigestList) and self.digests is not None:
-            if not self.digests.take():
-                n = self.limited.get("digests_rate_limited", 0)  # the session ages out
-                self.limited["digests_rate_limited"] = n + 1
-                return
+            got = self.digests.take_n(len(item.data))   # one token per TCP transition
+            if got < len(item.data):
+                n = self.limited.get("digests_rate_limited", 0)  # their sessions age out
+                self.limited["digests_rate_limited"] = n + len(item.data) - got
+                if not got:
+                    return
+                item = DigestList(item.name, item.list_id, item.data[:got], item.timestamp_ns)
         super().put(item, block, timeout)
 
 
@@ -302,7 +321,9 @@ class FornaxManager:
                                                    config.punt_share_burst))
         self.nic = nic if nic is not None else SmartNic(
             config.grpc_addr, config.device_id, config.election_id, tls=config.tls,
-            events=self.events, timeout_s=config.write_timeout_s)
+            events=self.events, timeout_s=config.write_timeout_s,
+            digest_timeout_ns=int(config.digest_timeout_s * 1e9),
+            digest_list_size=config.digest_list_size)
         if nic is not None:
             nic.conn.packets = nic.conn.digests = nic.conn.idle_timeouts = self.events
             nic.events = self.events
@@ -321,6 +342,9 @@ class FornaxManager:
         self._pruned = 0.0
         self.started_at = time.time()
         self._written: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        self._writes: list[tuple[str, M.SessionKey, Optional[M.SessionData], int]] = []
+        self._after: list[tuple[Any, ...]] = []          # once the pending writes are done
+        self._last_write = float("-inf")                 # when the last Write started
 
     # ------------------------------------------------------------------ lifecycle
     def start(self, push: bool = True) -> None:
@@ -419,25 +443,42 @@ class FornaxManager:
     # ------------------------------------------------------------------ events
     def _loop(self) -> None:
         """Wait for events, or until the next timer is due (a closed session's linger, the
-        once-a-second prune): the loop sleeps while nothing happens instead of polling."""
+        once-a-second prune): the loop sleeps while nothing happens instead of polling.
+        The session updates of what it handled go out in one Write at once, unless a
+        Write started less than ``write_gap_s`` ago: then the loop sleeps for the rest
+        of the gap while the burst's events queue up, and handles them into the same
+        Write (a burst costs one Write per gap, the first event of a burst none)."""
         while not self._stop.is_set():
             try:
                 first = self.events.get(timeout=self._next_timer_s())
             except queue.Empty:
-                self._timers()
-                continue
-            batch = [first]
-            while len(batch) < self.cfg.batch:
-                try:
-                    batch.append(self.events.get_nowait())
-                except queue.Empty:
-                    break
-            try:
-                self.handle(batch)
-            except Exception:                           # noqa: BLE001 - keep serving
-                log.exception("fornax: an event batch failed")
-                self.count("batch_errors")
+                first = None
+            if first is not None:
+                self._take([first])
             self._timers()
+            if not (self._writes or self._after):
+                continue
+            wait = self._last_write + self.cfg.write_gap_s - time.monotonic()
+            if self._writes and wait > 0 and len(self._writes) < self.cfg.batch:
+                if self._stop.wait(wait):
+                    break
+                self._take([])
+                self._timers()
+            self._flush()
+        self._flush()                                    # what was handled is written
+
+    def _take(self, batch: list[Any]) -> None:
+        """Handle ``batch`` and what else is queued (``batch`` events in all)."""
+        while len(batch) < self.cfg.batch:
+            try:
+                batch.append(self.events.get_nowait())
+            except queue.Empty:
+                break
+        try:
+            self._handle(batch)
+        except Exception:                               # noqa: BLE001 - keep serving
+            log.exception("fornax: an event batch failed")
+            self.count("batch_errors")
 
     def _next_timer_s(self) -> float:
         """Seconds until the next timer is due: the earliest closed session's linger (plus
@@ -450,8 +491,13 @@ class FornaxManager:
     def handle(self, batch: list[Any]) -> None:
         """Handle a batch of events (PacketIns, DigestLists, idle-timeout notifications):
         one Write for every entry they change, then the re-injections."""
-        writes: list[tuple[str, M.SessionKey, Optional[M.SessionData], int]] = []
-        after: list[tuple[Any, ...]] = []         # what to do once the writes are done
+        self._handle(batch)
+        self._flush()
+
+    def _handle(self, batch: list[Any]) -> None:
+        """Handle ``batch``: the session updates and what follows them (re-injections,
+        software forwarding) are added to the pending ones, for :meth:`_flush`."""
+        writes, after = self._writes, self._after
         for ev in batch:
             if isinstance(ev, PacketIn):
                 self._punt(punt_of(ev), writes, after)
@@ -462,13 +508,26 @@ class FornaxManager:
                 continue
             elif hasattr(ev, "table_entry"):
                 self._aged(ev, writes)
-        if writes:
-            with self._lock:
-                failures = self.nic.write_sessions(writes)
-            for f in failures:
-                self._write_failed(writes[f.index], f.code, f.message, after)
-        for item in after:
-            self._after(item)
+
+    def _flush(self) -> None:
+        """One Write of the pending session updates (if any), then what follows them."""
+        writes, after = self._writes, self._after
+        if not (writes or after):
+            return
+        self._writes, self._after = [], []
+        try:
+            if writes:
+                self._last_write = time.monotonic()
+                self.count("session_write_rpcs")
+                with self._lock:
+                    failures = self.nic.write_sessions(writes)
+                for f in failures:
+                    self._write_failed(writes[f.index], f.code, f.message, after)
+            for item in after:
+                self._after_write(item)
+        except Exception:                               # noqa: BLE001 - keep serving
+            log.exception("fornax: a session write failed")
+            self.count("batch_errors")
 
     def _punt(self, p: M.Punt, writes: list, after: list) -> None:
         self.count(_PUNT_COUNTERS.get(p.reason) or f"punt_{p.reason_name}")
@@ -650,7 +709,7 @@ class FornaxManager:
             self.count("write_errors")
             self.note("write-error", op=op, key=str(key), code=code, message=message)
 
-    def _after(self, item: tuple) -> None:
+    def _after_write(self, item: tuple) -> None:
         kind = item[0]
         if kind == "reinject":
             p = item[1]
@@ -673,7 +732,7 @@ class FornaxManager:
         now = time.monotonic()
         heap = self._closing_due
         if heap and heap[0][0] <= now:
-            writes = []
+            writes = self._writes                        # written with the next Write
             while heap and heap[0][0] <= now:
                 due, packed = heapq.heappop(heap)
                 if self.closing.get(packed) != due:      # aged meanwhile, or closed again
@@ -684,9 +743,6 @@ class FornaxManager:
                     writes.append(("DELETE", key, None, 0))
                     self.closed_recent[packed] = now + 5.0
                     self.count("sessions_closed")
-            if writes:
-                with self._lock:
-                    self.nic.write_sessions(writes)
         if now - self._pruned >= PRUNE_PERIOD_S:
             self._pruned = now
             if self.closed_recent:
@@ -748,5 +804,5 @@ class FornaxManager:
         self.note("pinned" if on else "unpinned", port=port, vni=vni)
 
 
-__all__ = ["PRUNE_PERIOD_S", "TIMER_SLACK_S", "EventQueue", "FornaxManager", "HeartbeatMonitor",
-           "ManagerConfig", "PuntShares", "TokenBucket"]
+__all__ = ["PRUNE_PERIOD_S", "TIMER_SLACK_S", "WRITE_GAP_S", "EventQueue", "FornaxManager",
+           "HeartbeatMonitor", "ManagerConfig", "PuntShares", "TokenBucket"]

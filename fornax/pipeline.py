@@ -36,6 +36,13 @@ from p4src.smartnic import model as M
 SessionWrite = tuple[str, M.SessionKey, Optional[M.SessionData], int]
 """(``INSERT``/``MODIFY``/``DELETE``, key, data (None for DELETE), idle timeout in ns)."""
 
+WRITE_GAP_S = 0.01
+"""The least time between the starts of two session Writes of a manager's event loop:
+the first event after a quiet spell is written at once; the later ones of a burst wait
+for the rest of the gap and share one Write. Each Write RPC costs ~0.2 ms of gRPC-Python
+CPU in the manager whatever its size; at 10^5 sessions, written as they came, a policy
+change's burst of 5,000 re-evaluations went out in 300-870 Writes."""
+
 
 @dataclass(frozen=True, slots=True)
 class WriteFailure:
@@ -213,12 +220,17 @@ class SmartNic:
     ``events``: a queue that receives, in arrival order, every PacketIn
     (:class:`controller.p4rt.PacketIn`), DigestList and raw ``IdleTimeoutNotification``
     (default: a queue of its own, :attr:`events`). ``tls``: the switch's TLS credentials.
+    ``digest_timeout_ns`` and ``digest_list_size``: the TCP digest's ``max_timeout_ns``
+    and ``max_list_size`` (default 0 and 1: each event a list of its own, sent at once;
+    the manager lets the NIC gather the transitions of a few ms into one list).
     """
 
     def __init__(self, addr: str, device_id: int = 0,
                  election_id: Union[int, tuple[int, int]] = (0, 1), *,
                  tls: Optional[ClientTls] = None, events: "Optional[queue.Queue[Any]]" = None,
-                 timeout_s: float = 10.0) -> None:
+                 timeout_s: float = 10.0, digest_timeout_ns: int = 0,
+                 digest_list_size: int = 1) -> None:
+        self.digest_timeout_ns, self.digest_list_size = digest_timeout_ns, digest_list_size
         self.events: "queue.Queue[Any]" = events if events is not None else queue.Queue()
         self.conn = SwitchConnection(addr, device_id, election_id, tls=tls, events=self.events,
                                      timeout_s=timeout_s)
@@ -228,8 +240,7 @@ class SmartNic:
     # ---------------------------------------------------------------- pipeline
     def push(self, p4info: Union[str, Path, bytes], device_config: Union[str, Path, bytes],
              cookie: Optional[int] = None) -> None:
-        """Push the program and enable the TCP digest (one message per list: an event is
-        acted on as it happens)."""
+        """Push the program and enable the TCP digest (lists as the constructor says)."""
         self.conn.push_pipeline(p4info, device_config, cookie)
         self._ready()
 
@@ -242,7 +253,8 @@ class SmartNic:
         info = self.info
         self.codec = SessionCodec(info)
         if info.has("digest", M.TCP_DIGEST):
-            self.conn.enable_digest(M.TCP_DIGEST, max_timeout_ns=0, max_list_size=1)
+            self.conn.enable_digest(M.TCP_DIGEST, max_timeout_ns=self.digest_timeout_ns,
+                                    max_list_size=self.digest_list_size)
 
     @property
     def info(self) -> P4InfoHelper:
@@ -471,4 +483,5 @@ def tcp_events(dl: Any) -> Iterable[M.TcpEvent]:
     return [M.tcp_event(row) for row in dl.data]
 
 
-__all__ = ["SessionCodec", "SessionWrite", "SmartNic", "WriteFailure", "punt_of", "tcp_events"]
+__all__ = ["WRITE_GAP_S", "SessionCodec", "SessionWrite", "SmartNic", "WriteFailure", "punt_of",
+           "tcp_events"]

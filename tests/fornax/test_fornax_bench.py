@@ -3,8 +3,12 @@ frames the program parses as their connection, a policy whose change touches exa
 VM's scope), the memory it measures, and ``fornax.scale`` end to end at a small scale."""
 from __future__ import annotations
 
+import pytest
+
 from bench.fornax_bench import (LOCAL_VMS, bench_policy, conn_frame, conn_tuple, deep_size,
                                  run_scale)
+from bench.results import BenchCheckError
+from fornax.baseline import BaselineManager
 from fornax.nicview import NicView
 from fornax.policy import parse_policy
 from fornax.sessions import SessionStore
@@ -60,3 +64,13 @@ def test_a_session_costs_the_manager_tens_of_bytes() -> None:
         store.add(SessionKey(100, 6, src, dst, sport, dport))
     per_session = (deep_size(store, set()) - empty) / 10_000
     assert 16 < per_session < 200, per_session
+
+
+def test_a_failed_walk_fails_the_bench_instead_of_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A baseline walk that raises (under load its Read of the whole table can pass its
+    deadline) ends the run with BenchCheckError, not an hour's wait for a walk."""
+    def broken(self: BaselineManager) -> dict[str, float]:
+        raise RuntimeError("DEADLINE_EXCEEDED (simulated)")
+    monkeypatch.setattr(BaselineManager, "walk", broken)
+    with pytest.raises(BenchCheckError, match="the walk failed"):
+        run_scale("baseline", 100, window_s=1.0)

@@ -14,6 +14,7 @@ from scapy.layers.inet import ICMP, IP, TCP, UDP
 from scapy.layers.l2 import Ether
 from scapy.layers.vxlan import VXLAN
 
+from controller.p4rt.entities import digest_entry
 from fornax.fallback import SoftSwitch
 from fornax.manager import TIMER_SLACK_S, FornaxManager, HeartbeatMonitor, ManagerConfig
 from fornax.policy import parse_policy
@@ -107,7 +108,7 @@ def test_a_connection_installs_one_session_then_closes(rig: Rig) -> None:
     assert until(lambda: len(rig.mgr.store) == 0)          # TCP CLOSED -> deleted
     assert rig.mgr.counters["sessions_closed"] == 1
     assert rig.mgr.counters.get("punt_miss") == 1
-    assert rig.mgr.nic.read_all_sessions() == []
+    assert until(lambda: rig.mgr.nic.read_all_sessions() == [])   # the Delete: next Write
 
 
 def test_the_event_loop_sleeps_until_its_next_timer(fornax_build: tuple[Any, Any]) -> None:
@@ -230,7 +231,8 @@ def test_sessions_age_by_idle_timeout(fornax_build: tuple[Any, Any]) -> None:
         r.nic.port(2).inject(a1_tcp("S"))
         assert r.nic.take(1) is not None
         assert until(lambda: r.mgr.counters.get("sessions_aged") == 1)
-        assert len(r.mgr.store) == 0 and r.mgr.nic.read_all_sessions() == []
+        assert len(r.mgr.store) == 0
+        assert until(lambda: r.mgr.nic.read_all_sessions() == [])      # the next Write
     finally:
         r.close()
 
@@ -257,6 +259,78 @@ def test_unknown_session_event_is_removed_and_replaced(rig: Rig) -> None:
     assert rig.nic.take(1) is not None                     # removed, installed, delivered
     assert rig.mgr.counters["unknown_session_events"] == 1
     assert rig.mgr.session_detail(key)["check_ok"] is True
+
+
+def test_a_burst_of_events_shares_one_write_per_gap(fornax_build: tuple[Any, Any]) -> None:
+    """A first packet after a quiet spell is written at once (no wait for the gap); 29
+    more right after it wait for the rest of the gap and go out together — Writes start
+    at least ``write_gap_s`` apart, far fewer than the events — and every frame is
+    re-injected once its session is in."""
+    gap = 0.3
+    r = Rig(fornax_build, idle_timeout_s=30.0, write_gap_s=gap)
+    try:
+        log: list[tuple[str, float, int]] = []
+        write, wait, put = r.mgr.nic.write_sessions, r.mgr._stop.wait, r.mgr.events.put
+
+        def counted_write(writes: Any) -> Any:
+            log.append(("write", time.monotonic(), len(writes)))
+            return write(writes)
+
+        def counted_wait(timeout: Any = None) -> bool:
+            log.append(("gap", time.monotonic(), 0))
+            return wait(timeout)
+
+        def counted_put(item: Any, *a: Any, **k: Any) -> None:
+            log.append(("event", time.monotonic(), 0))
+            put(item, *a, **k)
+        r.mgr.nic.write_sessions = counted_write  # type: ignore[method-assign]
+        r.mgr._stop.wait = counted_wait  # type: ignore[method-assign]
+        r.mgr.events.put = counted_put  # type: ignore[method-assign]
+        r.nic.port(2).inject(a1_tcp("S", sport=20000))
+        assert r.nic.take(1) is not None              # written and re-injected at once
+        assert [k for k, _, _ in log if k != "event"] == ["write"]     # no wait before it
+        for sport in range(1, 30):                    # within the gap after that Write
+            r.nic.port(2).inject(a1_tcp("S", sport=20000 + sport))
+        out = [r.nic.take(1) for _ in range(29)]
+        assert all(f is not None for f in out), f"{sum(f is not None for f in out)} of 29"
+        assert len(r.mgr.store) == 30 and r.mgr.counters["sessions_installed"] == 30
+        writes = [(t, n) for kind, t, n in log if kind == "write"]
+        assert sum(n for _, n in writes) == 30 and writes[0][1] == 1
+        assert 2 <= len(writes) <= 8, writes
+        starts = [t for t, _ in writes]
+        assert all(b - a >= gap - 1e-3 for a, b in zip(starts, starts[1:])), starts
+        assert r.mgr.counters["session_write_rpcs"] == len(writes)
+    finally:
+        r.close()
+
+
+def test_the_nic_gathers_tcp_transitions_into_few_digest_lists(
+        fornax_build: tuple[Any, Any]) -> None:
+    """The TCP digest is enabled with ``digest_timeout_s``/``digest_list_size``: 10
+    connections reset at once are reported in fewer lists than transitions (one gRPC
+    message and one ack each), every transition is seen, every session closes."""
+    r = Rig(fornax_build, idle_timeout_s=30.0, closed_linger_s=0.05, digest_timeout_s=0.2)
+    try:
+        for sport in range(10):
+            r.nic.port(2).inject(a1_tcp("S", sport=31000 + sport))
+        assert until(lambda: r.mgr.counters.get("tcp_events", 0) == 10, 10), r.mgr.counters
+        lists: list[int] = []
+        put = r.mgr.events.put
+
+        def counted_put(item: Any, *a: Any, **k: Any) -> None:
+            if hasattr(item, "list_id"):
+                lists.append(len(item.data))
+            put(item, *a, **k)
+        r.mgr.events.put = counted_put  # type: ignore[method-assign]
+        for sport in range(10):
+            r.nic.port(2).inject(a1_tcp("R", sport=31000 + sport))
+        assert until(lambda: r.mgr.counters.get("sessions_closed", 0) == 10, 10), r.mgr.counters
+        assert sum(lists) == 10 and len(lists) < 10, lists
+        read = list(r.mgr.nic.conn.read(digest_entry(r.mgr.nic.info, M.TCP_DIGEST)))
+        cfg = read[0].digest_entry.config
+        assert (cfg.max_timeout_ns, cfg.max_list_size) == (200_000_000, 64)
+    finally:
+        r.close()
 
 
 def test_punt_storm_is_rate_limited_and_counted(fornax_build: tuple[Any, Any]) -> None:
