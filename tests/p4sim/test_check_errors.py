@@ -677,9 +677,9 @@ CASES = [
         apply="hdr.$setValid();"),
     # ---------------------------------------------------------------- p4c's lexer: a name used as a type before it
     # is declared as one is an identifier, a syntax error
-    bad("type-used-before-its-declaration", 'syntax error, unexpected identifier "headers_t"',
+    bad("type-used-before-its-declaration", 'syntax error, unexpected IDENTIFIER "headers_t"',
         top="control Sub(inout $headers_t h) { apply { } }"),
-    bad("undeclared-constructor-parameter-type", 'syntax error, unexpected identifier "foo_t"',
+    bad("undeclared-constructor-parameter-type", 'syntax error, unexpected IDENTIFIER "foo_t"',
         top="control Sub(inout bit<8> x)($foo_t y) { apply { } }"),
     # ---------------------------------------------------------------- overloaded functions: a call must fit
     # exactly one (p4c: "multiple matching declarations", "declaration not found")
@@ -848,7 +848,7 @@ def _run_check(tmp_path: Any, text: str) -> subprocess.CompletedProcess[str]:
 
 CLI_CASES = [
     pytest.param(program(apply="hdr.h.a = 1\n        $hdr.h.b = 2;"), "error",
-                 "syntax error, unexpected identifier \"hdr\"; expected ';'", id="missing-semicolon"),
+                 "syntax error, unexpected IDENTIFIER, expecting ;", id="missing-semicolon"),
     pytest.param(program(apply="hdr.h.a = $x;"), "error", "x: declaration not found", id="undeclared-name"),
     pytest.param(program(states="    state start { hdr.h.a = (bit<8>)$pkt.length(); transition accept; }"),
                  "unsupported", "packet_in.length() (BMv2 does not implement it)", id="unsupported-construct"),
