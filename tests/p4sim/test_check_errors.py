@@ -343,6 +343,15 @@ CASES = [
     bad("shift-by-a-new-type", "x: The right operand of shift must be either an expression of type bit<S> "
         "or a compile-time known value that is a non-negative integer, but is amount_t",
         top="type bit<8> amount_t;", apply="amount_t x = (amount_t)hdr.h.b; hdr.h.a = hdr.h.a << $x;"),
+    # p4c-bm2-ss 1.2.5.16 (measured): a @field_list name is resolved where it is written,
+    # even in a struct no block uses (p4sim accepted that program)
+    bad("field-list-name-not-declared", "nope: declaration not found",
+        top="struct other_t { @field_list($nope) bit<8> x; }"),
+    # p4c-bm2-ss 1.2.5.16 (measured): arithmetic is not defined on a `type` (p4sim added it)
+    bad("arith-on-a-new-type", "+: cannot be applied to expression 'x' with type 'amount_t'",
+        top="type bit<8> amount_t;", apply="amount_t x = (amount_t)hdr.h.b; hdr.h.a = (bit<8>)($x + x);"),
+    bad("bitwise-on-a-new-type-right", "&: cannot be applied to expression 'x' with type 'amount_t'",
+        top="type bit<8> amount_t;", apply="amount_t x = (amount_t)hdr.h.b; hdr.h.a = hdr.h.a & $x;"),
     bad("error-exact-key-in-an-entry", "error.NoError: unsupported exact key expression",
         locals_=ACTIONS + "table t { key = { standard_metadata.parser_error: exact; } actions = { a1; } "
                           "const entries = { $error.NoError: a1(); } }", apply="t.apply();"),
