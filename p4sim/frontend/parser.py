@@ -572,6 +572,8 @@ class Parser:
             ft = self.tok
             ty = self.type_ref()
             fname = self.name("a field name")
+            if self.at("["):                   # p4c's grammar has it; p4c-bm2-ss fails on it
+                raise self.unsupported(f"array field '{fname}' (T name[N])")
             if not self.accept(";"):
                 raise self.error("'[' or ';'")     # p4c's grammar: also an array field here
             fields.append(A.StructField(ty, fname, fa, loc=ft.loc))
