@@ -294,3 +294,38 @@ def test_tables_with_action_profiles(tmp_path, capsys) -> None:
     path.write_text(PROFILES.lstrip("\n"))
     assert main(["check", str(path)]) == 0
     assert _warnings(capsys.readouterr().err, path) == PROFILES_EXPECTED.strip().splitlines()
+
+
+INLINED = r"""
+#include <v1model.p4>
+header h_t { bit<8> a; bit<8> b; }
+struct H { h_t h; }
+struct M { }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t s) {
+  state start { p.extract(h.h); transition accept; } }
+control C(inout H h, inout M m) { apply { } }
+control I(inout H h, inout M m, inout standard_metadata_t s) {
+  action inner(bit<8> q) { }
+  action outer(bit<8> q, bit<8> r) { inner(q); h.h.a = r; }
+  action inner2(bit<8> q) { h.h.b = q; }
+  action outer2(bit<8> q) { inner2(q); }
+  table t { key = { h.h.a: exact; } actions = { outer; outer2; } }
+  apply { t.apply(); }
+}
+control D(packet_out p, in H h) { apply { p.emit(h.h); } }
+V1Switch(P(), C(), I(), I(), C(), D()) main;
+"""
+
+# p4c-bm2-ss 1.2.5.16 (measured, issue 35): a parameter passed only to another action's
+# unused parameter is unused once p4c's front end has inlined the call
+INLINED_EXPECTED = """
+9 [--Wwarn=unused] warning: 'q' is unused
+10 [--Wwarn=unused] warning: Unused action parameter q
+"""
+
+
+def test_a_parameter_only_passed_to_an_unused_one_is_unused(tmp_path, capsys) -> None:
+    path = tmp_path / "inlined.p4"
+    path.write_text(INLINED.lstrip("\n"))
+    assert main(["check", str(path)]) == 0
+    assert _warnings(capsys.readouterr().err, path) == INLINED_EXPECTED.strip().splitlines()
