@@ -343,6 +343,13 @@ CASES = [
     bad("shift-by-a-new-type", "x: The right operand of shift must be either an expression of type bit<S> "
         "or a compile-time known value that is a non-negative integer, but is amount_t",
         top="type bit<8> amount_t;", apply="amount_t x = (amount_t)hdr.h.b; hdr.h.a = hdr.h.a << $x;"),
+    # p4c-bm2-ss 1.2.5.16 (measured): a declaration may not take a parameter's name in its
+    # scope (an error, ResolveReferences::checkShadowing); p4sim accepted the second
+    bad("local-named-as-an-action-parameter", "declaration of 'x' shadows a parameter 'x'",
+        locals_="action a1(bit<8> x) { bit<8> $x = 1; hdr.h.a = x; } "
+                "table t { key = { hdr.h.a: exact; } actions = { a1; } }", apply="t.apply();"),
+    bad("local-named-as-a-control-parameter", "declaration of 'meta' shadows a parameter 'meta'",
+        apply="bit<8> $meta = 1; hdr.h.a = meta;"),
     # p4c-bm2-ss 1.2.5.16 (measured): a @field_list name is resolved where it is written,
     # even in a struct no block uses (p4sim accepted that program)
     bad("field-list-name-not-declared", "nope: declaration not found",
