@@ -244,8 +244,11 @@ class CompileContext:
     def define(self, name: str, sym: Sym, node: Any) -> None:
         if isinstance(node, A.Param):
             sym.is_param = True
-        elif isinstance(node, _SHADOWING_DECLARATIONS):
-            # p4c's ResolveReferences::checkShadowing: an error, not its usual warning
+        elif isinstance(node, _SHADOWING_DECLARATIONS) and len(self.scopes) > 2:
+            # p4c's ResolveReferences::checkShadowing: an error, not its usual warning, for a
+            # declaration inside an action, function or block; a control's or parser's own
+            # local of a parameter's name is only a warning to p4c ("'meta' shadows 'meta'",
+            # measured), which p4sim still refuses as a re-declaration
             for scope in self.scopes:
                 old = scope.get(name)
                 if old is not None and old.is_param:
