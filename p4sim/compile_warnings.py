@@ -24,15 +24,29 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence
 
 from p4sim.frontend.p4c_warnings import Diagnostic, WarningFilter, program_warnings
-from p4sim.p4info import table_actions_in_p4c_order
+from p4sim.frontend.text import at_name
+from p4sim.p4info import (extern_declaration, table_actions_in_p4c_order, tables_with_implementation,
+                          unattached_direct_counters)
 
 
 def compiled_program_warnings(program: Any) -> list[Diagnostic]:
-    """:func:`program_warnings` of a loaded :class:`p4sim.engine.program.CompiledProgram`."""
+    """:func:`program_warnings` of a loaded :class:`p4sim.engine.program.CompiledProgram`,
+    then the BMv2 back end's about the loaded objects (a table with an action profile, a
+    direct counter no table uses)."""
     ast = getattr(program, "ast", None)
     if ast is None:
         return []
-    return program_warnings(ast, table_actions_in_p4c_order(program))
+    out = program_warnings(ast, table_actions_in_p4c_order(program))
+    for ti in tables_with_implementation(program):
+        out.append(Diagnostic(at_name(ti.decl.loc, ti.decl.name), "unsupported",
+                              f"Target does not support default_action for {ti.fqname} "
+                              "(due to action profiles)"))
+    for fq in unattached_direct_counters(program):
+        d = extern_declaration(program, fq)
+        if d is not None:
+            out.append(Diagnostic(at_name(d.loc, d.name), "unused",
+                                  f"{fq}: Direct counter not used; ignoring", width=len(d.name)))
+    return out
 
 
 def print_warnings(program: Any, disabled: Optional[Sequence[Optional[str]]], stream: Any) -> None:

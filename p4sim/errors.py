@@ -51,6 +51,17 @@ class P4Unsupported(P4Error):
         super().__init__(message, loc)
 
 
+class P4FatalError(P4Error):
+    """A preprocessor error that cpp calls fatal (an ``#include`` it cannot find): p4c
+    prints cpp's line as it is, ``file:line:col: fatal error: x.p4: No such file or directory``.
+
+        >>> str(P4FatalError("x.p4: No such file or directory", Loc("a.p4", 3, 10)))
+        'a.p4:3:10: fatal error: x.p4: No such file or directory'
+    """
+
+    kind = "fatal error"
+
+
 class P4RuntimeError(Exception):
     """A problem while executing a packet that the target cannot recover from
     (e.g. an assert() that fails). Per-packet problems with a defined v1model behaviour

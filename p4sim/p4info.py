@@ -61,16 +61,39 @@ def _instantiations(prog: Any) -> list[A.Instantiation]:
     return out
 
 
-def _extern_annotations(prog: Any, fq: str) -> list[A.Annotation]:
-    """Annotations of the declaration that created the runtime object ``fq``."""
+def extern_declaration(prog: Any, fq: str) -> Optional[A.Instantiation]:
+    """The declaration that created the runtime object ``fq`` (None if not found)."""
     for d in _instantiations(prog):
         local = _ann_string(_ann(d.annotations, "name")) or d.name
         if local.startswith("."):
             if fq == local[1:]:
-                return d.annotations
+                return d
         elif fq == local or fq.endswith("." + local):
-            return d.annotations
-    return []
+            return d
+    return None
+
+
+def _extern_annotations(prog: Any, fq: str) -> list[A.Annotation]:
+    """Annotations of the declaration that created the runtime object ``fq``."""
+    d = extern_declaration(prog, fq)
+    return d.annotations if d is not None else []
+
+
+def tables_with_implementation(prog: Any) -> list[Any]:
+    """The tables that reach the BMv2 JSON with an action profile or selector (their
+    ``TableInfo``): p4c-bm2-ss says of each "Target does not support default_action for
+    T (due to action profiles)" (backends/bmv2/common/control.h; p4c's front end gives
+    every table a default action)."""
+    return [ti for ti in _live_tables(prog) if ti.runtime.implementation is not None]
+
+
+def unattached_direct_counters(prog: Any) -> list[str]:
+    """The direct counters no table that reaches the BMv2 JSON uses (attached to no table,
+    or only to one p4c's front end removes): p4c-bm2-ss leaves them out, with the warning
+    "X: Direct counter not used; ignoring" (simpleSwitch.cpp), and so does P4Info."""
+    tables = _live_tables(prog)
+    return [fq for fq, c in prog.state.direct_counters.items()
+            if not any(ti.runtime.direct_counter is c for ti in tables)]
 
 
 def _header_decls(prog: Any) -> list[A.StructLikeDecl]:

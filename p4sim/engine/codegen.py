@@ -52,6 +52,7 @@ class Sym:
     fn: Optional[FnCtx] = None  # owning Python function of a variable
     writable: bool = True
     decl: Any = None
+    is_param: bool = False  # a parameter of a block, action or function (set by define)
 
 
 @dataclass

@@ -63,6 +63,13 @@ def annotation_string(decl: Any, name: str) -> Optional[str]:
     return raw or None
 
 
+
+# the declarations (p4c: IR::Declaration, not a parameter) that may not reuse the name of a
+# parameter in scope: "declaration of 'x' shadows a parameter 'x'" (measured, 1.2.5.16)
+_SHADOWING_DECLARATIONS = (A.VarDecl, A.ConstDecl, A.Instantiation, A.ActionDecl, A.TableDecl,
+                           A.ValueSetDecl)
+
+
 class InstanceInfo:
     """A parser/control/extern instance created at compile time."""
 
@@ -235,6 +242,18 @@ class CompileContext:
         self.scopes.pop()
 
     def define(self, name: str, sym: Sym, node: Any) -> None:
+        if isinstance(node, A.Param):
+            sym.is_param = True
+        elif isinstance(node, _SHADOWING_DECLARATIONS) and len(self.scopes) > 2:
+            # p4c's ResolveReferences::checkShadowing: an error, not its usual warning, for a
+            # declaration inside an action, function or block; a control's or parser's own
+            # local of a parameter's name is only a warning to p4c ("'meta' shadows 'meta'",
+            # measured), which p4sim still refuses as a re-declaration
+            for scope in self.scopes:
+                old = scope.get(name)
+                if old is not None and old.is_param:
+                    raise P4Error(f"declaration of '{name}' shadows a parameter '{name}'",
+                                  getattr(node, "name_loc", None) or getattr(node, "loc", None))
         scope = self.scopes[-1]
         old = scope.get(name)
         if old is not None:

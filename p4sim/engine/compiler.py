@@ -212,6 +212,18 @@ class Compiler:
             return
         self.build_struct(d, d.name, define=True)
 
+    def _check_field_list_names(self, annotations: list[A.Annotation]) -> None:
+        """A name in ``@field_list(...)`` that the program never declares: p4c's
+        ResolveReferences says "declaration not found" there, at the struct field, before it
+        reads any control (a name declared later in the file is left to the use)."""
+        for a in annotations:
+            if a.name != "field_list":
+                continue
+            for x in a.exprs or []:
+                if isinstance(x, A.NameRef) and self.cx.lookup_opt(x.name) is None and not any(
+                        getattr(d, "name", None) == x.name for d in self.cx.program.decls):
+                    raise P4Error(f"{x.name}: declaration not found", x.loc)
+
     def specialize_struct(self, sym: Sym, args: list[P4Type], node: A.Node) -> StructLikeT:
         """The type ``S<args>`` of a generic struct, header or union ``S``."""
         d = sym.decl
@@ -258,6 +270,7 @@ class Compiler:
                 raise P4Error(f"header_union {d.name}: field '{f.name}' must be a header", f.loc)
             t.fields.append((f.name, ft))
             t.annotations[f.name] = f.annotations
+            self._check_field_list_names(f.annotations)
         if d.kind == "header":
             if t.has_varbit and any(isinstance(strip_new(ft), StructT) for _, ft in t.fields):
                 raise P4Unsupported(f"unsupported: header {d.name}: a struct field in a header with a varbit field", d.loc)

@@ -541,6 +541,11 @@ class ExpressionCompiler:
         if op in ARITH_OPS:
             l = self.value_expr(e.left)
             r = self.value_expr(e.right)
+            for side, x in ((e.left, l), (e.right, r)):
+                if isinstance(x.ty, NewT) and not isinstance(strip_new(x.ty), EnumT):
+                    # p4c's TypeInference binaryArith: a `type` is not a bit<W>
+                    raise P4Error(f"{op}: cannot be applied to expression '{expr_text(side)}' "
+                                  f"with type '{x.ty}'", side.loc)
             l, r, t = self._unify(e, l, r)
             st = strip_new(t)
             if not isinstance(st, (BitT, IntT)):

@@ -330,7 +330,7 @@ class ForStmt(Stmt):
 
 @dataclass(eq=False)
 class ForInStmt(Stmt):
-    """``for (T x in collection) body`` (``typeref`` None for ``for (x in ...)``);
+    """``for (T x in collection) body`` (p4c's grammar requires the type);
     the collection is a Range (``lo .. hi``), a list expression or a header stack."""
 
     typeref: Optional["TypeRef"]

@@ -265,14 +265,51 @@ def _backend(prog: A.Program, table_actions: Sequence[A.ActionDecl]) -> list[Dia
                                   "for loop in an apply block: BMv2 does not run it as written "
                                   "(p4c-bm2-ss 1.2.5.16 compiles only loops inside actions; "
                                   "move the loop into an action)", width=3))
+    by_name: dict[str, list[A.ActionDecl]] = {}
+    for d in prog.decls:
+        for a in [d] + list(getattr(d, "locals", None) or []):
+            if isinstance(a, A.ActionDecl):
+                by_name.setdefault(a.name, []).append(a)
+    memo: dict[int, set[int]] = {}
     for action in table_actions:
         if _is_system(action.loc):
             continue
-        used = used_declarations(A.Program([action]))
+        unused = _unused_action_params(action, by_name, memo)
         for p in action.params:
-            if p.direction == "" and id(p) not in used:
+            if id(p) in unused:
                 out.append(_diag(p.loc, p.name, f"Unused action parameter {p.name}"))
     return out
+
+
+def _unused_action_params(action: A.ActionDecl, by_name: dict[str, list[A.ActionDecl]],
+                          memo: dict[int, set[int]]) -> set[int]:
+    """``id()`` of the directionless parameters of ``action`` that p4c-bm2-ss's back end
+    finds unused: never named, or named only as the argument of another action's parameter
+    that is itself unused (p4c's front end inlines the call; the copy into the callee's
+    parameter is then dead and removed). Measured on 1.2.5.16: ``action outer(bit<8> q) {
+    inner(q); }`` with ``inner``'s ``q`` unused warns "Unused action parameter q"."""
+    if id(action) in memo:
+        return memo[id(action)]
+    memo[id(action)] = set()          # a recursive call (refused elsewhere) counts as a use
+    used = used_declarations(A.Program([action]))
+    dropped: dict[str, int] = {}      # parameter name -> references that are dropped arguments
+    for call in (n for n in A.iter_nodes(action.body) if isinstance(n, A.Call)):
+        callees = by_name.get(call.func.name, []) if isinstance(call.func, A.NameRef) else []
+        if len(callees) != 1 or callees[0] is action:
+            continue
+        callee = callees[0]
+        gone = _unused_action_params(callee, by_name, memo)
+        for arg, param in zip(call.args, callee.params):
+            if arg.name is None and isinstance(arg.value, A.NameRef) and id(param) in gone:
+                dropped[arg.value.name] = dropped.get(arg.value.name, 0) + 1
+    refs: dict[str, int] = {}
+    for n in A.iter_nodes(action.body):
+        if isinstance(n, A.NameRef):
+            refs[n.name] = refs.get(n.name, 0) + 1
+    result = {id(p) for p in action.params if p.direction == "" and
+              (id(p) not in used or (dropped.get(p.name, 0) and dropped[p.name] == refs.get(p.name, 0)))}
+    memo[id(action)] = result
+    return result
 
 
 def program_warnings(prog: A.Program, table_actions: Sequence[A.ActionDecl] = ()) -> list[Diagnostic]:

@@ -7,7 +7,7 @@ only when ``T`` is a type. Ambiguous constructs (declarations vs. expression sta
 casts, type arguments, tuple keysets) are resolved by bounded backtracking.
 
 Syntax errors raise :class:`P4Error` at the offending token
-(``syntax error, unexpected '}'; expected ';'``); valid constructs that p4sim does not
+(p4c's text: ``syntax error, unexpected }, expecting ;``); valid constructs that p4sim does not
 implement raise :class:`P4Unsupported`.
 
 Example::
@@ -46,6 +46,77 @@ _COMPOUND_ASSIGN = {"+=": "+", "-=": "-", "*=": "*", "/=": "/", "%=": "%", "&=":
 
 # annotations whose parenthesised body p4c parses as a key = value list (P4Info pkg_info)
 _KV_ANNOTATIONS = frozenset(("pkginfo", "platform_property"))
+
+# p4c's lexer (frontends/parsers/p4/p4lexer.ll) makes these words tokens of its own; bison
+# names them in a syntax error by the token's name (p4parser.ypp ``%token``).
+_P4C_KEYWORD_TOKENS = {w: w.upper() for w in (
+    "abstract action actions apply bool bit break const continue control default else entries "
+    "enum error exit extern false for header header_union if in inout int key list match_kind "
+    "out package parser pragma priority return select state string struct switch table this "
+    "transition true tuple type typedef varbit void").split()}
+_P4C_KEYWORD_TOKENS["value_set"] = "VALUESET"
+# what p4c-bm2-ss 1.2.5.16's bison expects where a control's or a parser's locals may go on
+# (measured: whatever the unexpected token, "}" included)
+_CONTROL_LOCAL_START = "'action' or 'const' or 'table'"
+_PARSER_LOCAL_START = "'const' or 'state' or 'value_set'"
+# p4sim's own wording of what it expected -> bison's "expecting" list (its token order)
+_P4C_EXPECTING = {"string, bit<W> or an integer": "BIT or STRING or INTEGER",
+                  "the '>' of bit<W>": "> or R_ANGLE_SHIFT"}
+
+
+def p4c_token_name(tok: Token, type_names: Iterable[str] = ()) -> str:
+    """A token as p4c's bison parser names it in ``syntax error, unexpected X``: a keyword
+    by its token name (``CONTROL``, ``ENTRIES``), punctuation by its text (``}``; a comma
+    keeps its quotes, as bison does for an alias holding one), a declared type name
+    ``TYPE_IDENTIFIER``, another name ``IDENTIFIER``, ``INTEGER``, ``STRING_LITERAL``, and
+    the end of the input ``END``.
+
+    >>> [p4c_token_name(t) for t in tokenize('control } , _ x 5 "s"')][:7]
+    ['CONTROL', '}', '","', '_', 'IDENTIFIER', 'INTEGER', 'STRING_LITERAL']
+    """
+    if tok.kind == "eof":
+        return "END"
+    if tok.kind in ("ident", "kw"):
+        if tok.text in _P4C_KEYWORD_TOKENS:
+            return _P4C_KEYWORD_TOKENS[tok.text]
+        return "TYPE_IDENTIFIER" if tok.text in type_names else "IDENTIFIER"
+    if tok.kind == "int":
+        return "INTEGER"
+    if tok.kind == "string":
+        return "STRING_LITERAL"
+    return '","' if tok.text == "," else tok.text
+
+
+def syntax_error(tok: Token, expected: Optional[str] = None,
+                 type_names: Iterable[str] = ()) -> P4Error:
+    """p4c's text for a syntax error at ``tok``: ``syntax error, unexpected X``, then
+    ``, expecting Y`` where p4sim expected one token (bison lists what can follow when
+    that is at most four tokens; p4sim's wider expectations, "an expression" and the like,
+    stand for many, so nothing is added), and a name's text when nothing is (p4c's
+    ParserDriver::onParseError).
+
+    >>> str(syntax_error(tokenize("}")[0], "';'"))
+    '<input>:1:1: error: syntax error, unexpected }, expecting ;'
+    >>> str(syntax_error(tokenize("foo")[0], "a declaration"))
+    '<input>:1:1: error: syntax error, unexpected IDENTIFIER "foo"'
+    """
+    msg = f"syntax error, unexpected {p4c_token_name(tok, type_names)}"
+    expecting = None
+    if expected in _P4C_EXPECTING:
+        expecting = _P4C_EXPECTING[expected]
+    elif expected and all(len(w) >= 3 and w[0] == w[-1] == "'" for w in expected.split(" or ")):
+        names = []
+        for word in expected.split(" or "):
+            toks = tokenize(word[1:-1])
+            if len(toks) == 2:       # one token, then the end
+                names.append(p4c_token_name(toks[0]))
+        if names and len(names) == len(expected.split(" or ")):
+            expecting = " or ".join(names)
+    if expecting:
+        msg += f", expecting {expecting}"
+    elif msg.endswith(" IDENTIFIER"):
+        msg += f' "{tok.text}"'
+    return P4Error(msg, tok.loc)
 
 
 class _Backtrack(Exception):
@@ -131,10 +202,7 @@ class Parser:
         t = tok or self.tok
         if t.kind == "bad":
             return P4Error(f"unexpected character '{t.text}'", t.loc)
-        msg = f"syntax error, unexpected {t.describe()}"
-        if expected:
-            msg += f"; expected {expected}"
-        return P4Error(msg, t.loc)
+        return syntax_error(t, expected, self.type_names)
 
     def expect(self, value: str) -> Token:
         if self.at(value):
@@ -277,14 +345,14 @@ class Parser:
 
             >>> Parser(tokenize('@p4runtime_translation("u", bool) type bit<8> t;')).parse_program()
             Traceback (most recent call last):
-            p4sim.errors.P4Error: <input>:1:29: error: syntax error, unexpected 'bool'; expected string, bit<W> or an integer
+            p4sim.errors.P4Error: <input>:1:29: error: syntax error, unexpected BOOL, expecting BIT or STRING or INTEGER
         """
         toks = body + [Token("op", ")", close.loc, ")")]
         i = 0
 
         def want(ok: bool, expected: str) -> None:
             if not ok:
-                raise P4Error(f"syntax error, unexpected {toks[i].describe()}; expected {expected}", toks[i].loc)
+                raise syntax_error(toks[i], expected)
 
         want(toks[i].kind == "string", "a string literal")
         i += 1
@@ -295,7 +363,8 @@ class Parser:
             for expected in ("<", "int", ">"):
                 i += 1
                 want(toks[i].kind == "int" if expected == "int" else toks[i].value == expected,
-                     "an integer" if expected == "int" else f"'{expected}'")
+                     "an integer" if expected == "int" else
+                     "the '>' of bit<W>" if expected == ">" else f"'{expected}'")
         else:
             want(t.kind == "int" or (t.kind == "kw" and t.value == "string"), "string, bit<W> or an integer")
         i += 1
@@ -503,7 +572,10 @@ class Parser:
             ft = self.tok
             ty = self.type_ref()
             fname = self.name("a field name")
-            self.expect(";")
+            if self.at("["):                   # p4c's grammar has it; p4c-bm2-ss fails on it
+                raise self.unsupported(f"array field '{fname}' (T name[N])")
+            if not self.accept(";"):
+                raise self.error("'[' or ';'")     # p4c's grammar: also an array field here
             fields.append(A.StructField(ty, fname, fa, loc=ft.loc))
         self.expect("}")
         return A.StructLikeDecl(name, str(start.value), fields, tparams, annotations=annots, loc=start.loc,
@@ -692,8 +764,12 @@ class Parser:
             a = self.annotations()
             if self.at_ident("state") and self.peek().kind == "ident":
                 states.append(self.parser_state(a))
+            elif states:                  # p4c's grammar: the locals, then only states
+                raise self.error("'state'")
             else:
                 locals_.append(self.local_decl(a, allow_value_set=True))
+        if not states:                    # and at least one state
+            raise self.error(_PARSER_LOCAL_START)
         self.expect("}")
         return A.ParserDecl(name, tparams, params, ctor, locals_, states, annotations=annots, loc=start.loc)
 
@@ -783,7 +859,7 @@ class Parser:
         locals_: list[A.Decl] = []
         while not self.at_ident("apply"):
             if self.at("}"):
-                raise self.error("'apply'")
+                raise self.error(_CONTROL_LOCAL_START)
             a = self.annotations()
             if self.at("action"):
                 locals_.append(self.action_decl(a))
@@ -816,8 +892,8 @@ class Parser:
         if self.at("action") and allow_value_set:
             return self.action_decl(annots)
         d = self.var_or_instance(annots)
-        if d is None:
-            raise self.error("a declaration")
+        if d is None:                     # bison's list at this point (measured, 1.2.5.16)
+            raise self.error(_PARSER_LOCAL_START if allow_value_set else _CONTROL_LOCAL_START)
         return d
 
     def var_or_instance(self, annots: list[A.Annotation]) -> Optional[A.Decl]:
@@ -873,6 +949,8 @@ class Parser:
             self.advance()
         self.expect("{")
         props: list[A.TableProperty] = []
+        if self.at("}"):                  # p4c's grammar: at least one property
+            raise self.error("a table property")
         while not self.at("}"):
             props.append(self.table_property())
         self.expect("}")
@@ -979,8 +1057,8 @@ class Parser:
                     continue
                 tok = next((t for t in self.toks if t.loc == e.loc), None)
                 if tok is not None and tok.text != "...":
-                    raise P4Error(f"syntax error, unexpected {tok.describe()}; expected an expression",
-                                  e.loc)
+                    # p4c-bm2-ss 1.2.5.16 (measured): "unexpected _, expecting }"
+                    raise syntax_error(tok, "'}'", self.type_names)
         return list(ks.elems)
 
     # ------------------------------------------------------------------ statements
@@ -1109,7 +1187,7 @@ class Parser:
                 and a.loc.file == b.loc.file and a.loc.line == b.loc.line and b.loc.col == a.loc.col + 1)
 
     def for_stmt(self) -> A.Stmt:
-        """``for (init; cond; update) stmt`` or ``for ([T] x in collection) stmt``."""
+        """``for (init; cond; update) stmt`` or ``for (T x in collection) stmt``."""
         start = self.expect("for")
         self.expect("(")
         forin = self.speculate(self.for_in_head)
@@ -1124,18 +1202,17 @@ class Parser:
             return A.ForInStmt(ty, name, coll, body, loc=start.loc)  # type: ignore[arg-type]
         init = [] if self.at(";") else self.comma_list(self.for_simple_stmt, end=None)
         self.expect(";")
-        cond = None if self.at(";") else self.expression()
+        cond = self.expression()         # p4c's grammar: the condition is required
         self.expect(";")
         update = [] if self.at(")") else self.comma_list(self.for_simple_stmt, end=None)
         self.expect(")")
         body = self.statement()
         return A.ForStmt(init, cond, update, body, loc=start.loc)  # type: ignore[arg-type]
 
-    def for_in_head(self) -> tuple[Optional[A.TypeRef], str]:
+    def for_in_head(self) -> tuple[A.TypeRef, str]:
         if self.tok.kind == "ident" and self.peek().kind == "kw" and self.peek().value == "in":
-            name = self.name()
-            self.advance()
-            return None, name
+            # p4c's grammar: for ([annotations] typeRef name in ...): the type is required
+            raise syntax_error(self.peek(), None, self.type_names)
         ty = self.type_ref()
         if self.tok.kind != "ident" or not (self.peek().kind == "kw" and self.peek().value == "in"):
             raise _Backtrack()

@@ -27,7 +27,7 @@ from typing import Iterable, Iterator, Optional
 from pcpp import Preprocessor
 from pcpp.parser import OutputDirective
 
-from p4sim.errors import P4Error, remember_source
+from p4sim.errors import P4Error, P4FatalError, remember_source
 from p4sim.frontend.ast import Loc
 
 P4INCLUDE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "p4include")
@@ -78,6 +78,10 @@ class _P4Preprocessor(Preprocessor):
         return io.StringIO(self.register_text(includepath, text))
 
     def on_error(self, file: str, line: int, msg: str) -> None:  # type: ignore[override]
+        # pcpp: "Unterminated #ifdef NAME"; cpp (what p4c prints): "unterminated #ifdef"
+        # at the group's first line, naming its last directive (#ifdef, #else, ...)
+        if re.match(r"Unterminated\s+#", msg):
+            msg = "unterminated #" + _last_group_directive(self.texts.get(file, ""), line)
         raise P4Error(msg, Loc(file or "<input>", line, 1))
 
     def on_include_not_found(self, is_malformed, is_system_include, curdir, includepath):  # type: ignore[override]
@@ -90,7 +94,7 @@ class _P4Preprocessor(Preprocessor):
             line = lines[d.lineno - 1] if 0 < d.lineno <= len(lines) else ""
             m = re.match(r"\s*#\s*include\s*", line)
             loc = Loc(d.source, d.lineno, m.end() + 1 if m else 1)
-        raise P4Error(f"{includepath}: No such file or directory", loc)
+        raise P4FatalError(f"{includepath}: No such file or directory", loc)
 
     def on_directive_unknown(self, directive, toks, ifpassthru, precedingtoks):  # type: ignore[override]
         if directive.value == "error":
@@ -111,6 +115,30 @@ class _P4Preprocessor(Preprocessor):
         if any(a < tok.lexpos < b for a, b in spans):
             return True
         return None
+
+
+def _last_group_directive(text: str, first_line: int) -> str:
+    r"""The last directive of the conditional group opened at ``first_line`` and never
+    closed: cpp names it in "unterminated #else".
+
+    >>> _last_group_directive("#ifndef A\n#if B\n#else\n#endif\n#else\nx\n", 1)
+    'else'
+    """
+    depth, last = 0, "if"
+    for line in text.split("\n")[first_line - 1:]:
+        m = re.match(r"\s*#\s*(ifdef|ifndef|if|elif|else|endif)\b", line)
+        if m is None:
+            continue
+        name = m[1]
+        if name in ("if", "ifdef", "ifndef"):
+            depth += 1
+            if depth == 1:
+                last = name
+        elif name == "endif":
+            depth -= 1
+        elif depth == 1:
+            last = name
+    return last
 
 
 def splice_split_words(text: str) -> str:

@@ -35,7 +35,7 @@ control VC(inout H h, inout M m) { apply {} }
 control I(inout H h, inout M m, inout standard_metadata_t s) {
   bit<8> unusedvar;
   bit<8> usedvar = 1;
-  counter(4, CounterType.packets) cnt_unused;
+  counter(4, CounterType.packets) cnt_unused; direct_counter(CounterType.packets) dc_unused;
   action a(bit<8> x, bit<8> y) { h.h.a = x; }
   action b() { }
   @noWarn("unused") action c() { }
@@ -60,6 +60,7 @@ EXPECTED = """
 18 [--Wwarn=unused] warning: 'pv' is unused
 25 [--Wwarn=unused] warning: 'unusedvar' is unused
 27 [--Wwarn=unused] warning: 'cnt_unused' is unused
+27 [--Wwarn=unused] warning: 'dc_unused' is unused
 28 [--Wwarn=unused] warning: 'y' is unused
 29 [--Wwarn=unused] warning: 'b' is unused
 32 [--Wwarn=unused] warning: table 't2' is unused
@@ -69,6 +70,7 @@ EXPECTED = """
 7 [--Wwarn=unsupported] warning: This backend only supports exact matches in value_sets but the match on 'a' is not exact; the annotation will be ignored
 19 [--Wwarn=unsupported] warning: Explicit transition to reject not supported on this target
 28 [--Wwarn=unused] warning: Unused action parameter y
+27 [--Wwarn=unused] warning: I.dc_unused: Direct counter not used; ignoring
 """
 
 
@@ -256,3 +258,74 @@ def test_a_loop_in_a_function_called_from_an_apply_block_is_flagged_at_the_call(
     assert main(["check", str(path)]) == 0
     flagged = [w for w in _warnings(capsys.readouterr().err, path) if "bmv2-loop" in w]
     assert len(flagged) == 1 and flagged[0].startswith("12 ") and "function twice" in flagged[0], flagged
+
+
+PROFILES = r"""
+#include <v1model.p4>
+header h_t { bit<8> a; bit<8> b; }
+struct H { h_t h; }
+struct M { }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t s) {
+  state start { p.extract(h.h); transition accept; } }
+control C(inout H h, inout M m) { apply { } }
+control I(inout H h, inout M m, inout standard_metadata_t s) {
+  action a1(bit<8> v) { h.h.a = v; }
+  action_profile(32w128) prof;
+  action_selector(HashAlgorithm.crc16, 32w64, 32w10) sel;
+  table t_prof { key = { h.h.a: exact; } actions = { a1; } implementation = prof; }
+  table t_sel { key = { h.h.a: exact; h.h.b: selector; } actions = { a1; } implementation = sel; }
+  apply { t_prof.apply(); t_sel.apply(); }
+}
+control D(packet_out p, in H h) { apply { p.emit(h.h); } }
+V1Switch(P(), C(), I(), I(), C(), D()) main;
+"""
+
+# p4c-bm2-ss 1.2.5.16 (measured, issue 35): its front end gives every table a default
+# action, and its BMv2 back end warns for each table with an action profile or selector
+# (once, though I is both ingress and egress here)
+PROFILES_EXPECTED = """
+12 [--Wwarn=unsupported] warning: Target does not support default_action for I.t_prof (due to action profiles)
+13 [--Wwarn=unsupported] warning: Target does not support default_action for I.t_sel (due to action profiles)
+"""
+
+
+def test_tables_with_action_profiles(tmp_path, capsys) -> None:
+    path = tmp_path / "profiles.p4"
+    path.write_text(PROFILES.lstrip("\n"))
+    assert main(["check", str(path)]) == 0
+    assert _warnings(capsys.readouterr().err, path) == PROFILES_EXPECTED.strip().splitlines()
+
+
+INLINED = r"""
+#include <v1model.p4>
+header h_t { bit<8> a; bit<8> b; }
+struct H { h_t h; }
+struct M { }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t s) {
+  state start { p.extract(h.h); transition accept; } }
+control C(inout H h, inout M m) { apply { } }
+control I(inout H h, inout M m, inout standard_metadata_t s) {
+  action inner(bit<8> q) { }
+  action outer(bit<8> q, bit<8> r) { inner(q); h.h.a = r; }
+  action inner2(bit<8> q) { h.h.b = q; }
+  action outer2(bit<8> q) { inner2(q); }
+  table t { key = { h.h.a: exact; } actions = { outer; outer2; } }
+  apply { t.apply(); }
+}
+control D(packet_out p, in H h) { apply { p.emit(h.h); } }
+V1Switch(P(), C(), I(), I(), C(), D()) main;
+"""
+
+# p4c-bm2-ss 1.2.5.16 (measured, issue 35): a parameter passed only to another action's
+# unused parameter is unused once p4c's front end has inlined the call
+INLINED_EXPECTED = """
+9 [--Wwarn=unused] warning: 'q' is unused
+10 [--Wwarn=unused] warning: Unused action parameter q
+"""
+
+
+def test_a_parameter_only_passed_to_an_unused_one_is_unused(tmp_path, capsys) -> None:
+    path = tmp_path / "inlined.p4"
+    path.write_text(INLINED.lstrip("\n"))
+    assert main(["check", str(path)]) == 0
+    assert _warnings(capsys.readouterr().err, path) == INLINED_EXPECTED.strip().splitlines()

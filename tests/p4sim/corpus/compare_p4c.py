@@ -78,6 +78,13 @@ class Row:
         return self.ref.plain == self.sim.plain
 
     @property
+    def message_agrees(self) -> Optional[bool]:
+        """Both refuse: the same first message (:func:`message_key`); else None."""
+        if self.ref.p4rt != "refuse" or self.sim.p4rt != "refuse":
+            return None
+        return message_key(self.ref.first_error) == message_key(self.sim.first_error)
+
+    @property
     def p4info_agrees(self) -> Optional[bool]:
         if self.ref.p4info is None or self.sim.p4info is None:
             return None
@@ -112,6 +119,38 @@ def first_error(stderr: str) -> str:
         if "error" in ln.lower() or "bug" in ln.lower():
             return ln.strip()
     return lines[0].strip() if lines else ""
+
+
+_P4C_DIAG = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\):\s*(?:\[--W\w+=[\w-]+\]\s*)?"
+                       r"(?:(?P<sev>error|warning):\s*)?(?P<msg>.*)$")
+_GCC_DIAG = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?:\d+:)?\s*(?:\[--W\w+=[\w-]+\]\s*)?"
+                       r"(?P<sev>fatal error|error|warning):\s*(?P<msg>.*)$")
+
+
+def message_key(line: str) -> tuple[str, int, str, str]:
+    """A first error line as (file, line, severity, text), whichever way it is written:
+    p4c's ``FILE(LINE): [--Werror=KIND] error: TEXT`` and ``FILE(LINE):syntax error, ...``,
+    or the ``FILE:LINE[:COL]: error: TEXT`` of p4sim and of cpp (p4c passes cpp's through).
+    Two compilers give the same first message when these agree (the column, which p4c does
+    not print, and the diagnostic's kind in brackets are left out).
+
+    >>> message_key("a.p4(57): [--Werror=type-error] error: i: slice bit index values must be constants")
+    ('a.p4', 57, 'error', 'i: slice bit index values must be constants')
+    >>> message_key("a.p4:57:15: error: i: slice bit index values must be constants")
+    ('a.p4', 57, 'error', 'i: slice bit index values must be constants')
+    >>> message_key("a.p4(19):syntax error, unexpected }")
+    ('a.p4', 19, 'error', 'syntax error, unexpected }')
+    >>> message_key("a.p4(3): [--Wwarn=unused] warning: 'x' is unused")
+    ('a.p4', 3, 'warning', "'x' is unused")
+    >>> message_key("a.p4:3:5: [--Wwarn=unused] warning: 'x' is unused")
+    ('a.p4', 3, 'warning', "'x' is unused")
+    >>> message_key("a.p4:20:10: fatal error: x.p4: No such file or directory")
+    ('a.p4', 20, 'fatal error', 'x.p4: No such file or directory')
+    """
+    m = _GCC_DIAG.match(line) or _P4C_DIAG.match(line)
+    if m is None:
+        return ("", 0, "", line)
+    return (m["file"], int(m["line"]), m["sev"] or "error", m["msg"].strip())
 
 
 def _command(program: str, tmp: str, p4rt: bool) -> list[str]:
@@ -203,6 +242,8 @@ def summary(rows: list[Row]) -> dict[str, dict[str, int]]:
             "p4info_identical": sum(bool(r.p4info_agrees) for r in both),
             "sim_more_permissive": sum(r.sim.p4rt == "accept" and r.ref.p4rt != "accept" for r in rs),
             "sim_crash_or_timeout": sum(r.sim.p4rt in ("crash", "timeout") for r in rs),
+            "both_refuse": sum(r.message_agrees is not None for r in rs),
+            "first_message_same": sum(bool(r.message_agrees) for r in rs),
         }
     return out
 
@@ -255,6 +296,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--reference-cache", default=None,
                     help="JSON file keeping the reference's answers (read, then updated)")
     ap.add_argument("--out", default=None, help="write every row as JSON here")
+    ap.add_argument("--show-messages", action="store_true",
+                    help="print every differing first message (default: the tuning set's only)")
     ap.add_argument("--update-list", action="store_true",
                     help="rewrite the list's verdict columns (p4sim, p4c_bm2_ss) from this run")
     args = ap.parse_args(argv)
@@ -292,11 +335,16 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 1
     counts = summary(rows)
     print(f"reference: {version}")
-    print("set    programs  ref-acc  sim-acc  verdict=  plain=  both-acc  p4info=  sim-more-permissive  sim-crash")
+    print("set    programs  ref-acc  sim-acc  verdict=  plain=  both-acc  p4info=  sim-more-permissive"
+          "  sim-crash  both-refuse  message=")
     for name, c in counts.items():
         print(f"{name:6} {c['programs']:8} {c['ref_accepts']:8} {c['sim_accepts']:8} {c['verdict_agrees']:9}"
               f" {c['plain_verdict_agrees']:7} {c['both_accept']:9} {c['p4info_identical']:8}"
-              f" {c['sim_more_permissive']:20} {c['sim_crash_or_timeout']:10}")
+              f" {c['sim_more_permissive']:20} {c['sim_crash_or_timeout']:10}"
+              f" {c['both_refuse']:12} {c['first_message_same']:9}")
+    for r in rows:
+        if r.message_agrees is False and (args.show_messages or r.set == "tune"):
+            print(f"MESSAGE {r.set} {r.path}:\n    ref: {r.ref.first_error}\n    sim: {r.sim.first_error}")
     for r in rows:
         if not r.verdict_agrees or not r.plain_agrees:
             print(f"VERDICT {r.set} {r.path}: ref {r.ref.p4rt}/{r.ref.plain} sim {r.sim.p4rt}/{r.sim.plain}\n"

@@ -33,6 +33,15 @@ How each side runs:
   IPv4/MAC/IPv6 text by width, else ``int(text, 0)``; the smaller priority number wins),
   ``V1ModelSwitch.process_packet`` per packet (headers reused between packets, as BMv2).
 
+BMv2 itself is not deterministic everywhere (``random()`` seeded by itself, meters against
+the wall clock, timestamps): after the first run, BMv2 is run again (``--bmv2-runs``, default
+2: a fresh ``simple_switch``, the same entries, the same packets, each waited for as long
+as p4sim's output count says). A packet on which BMv2's runs differ is one the reference
+does not decide; the figures are given over all packets (p4sim against BMv2's first run)
+and over the packets on which BMv2's runs agree. Two runs find only part of BMv2's
+variability (a lower bound), so the program-level figure (programs whose JSON uses
+``random()``, meters or timestamps left out) is printed as well.
+
 Packets: built from the BMv2 JSON's parse graph (a random walk of its states: each
 extracted header with random fields, the fields a transition selects on set to that
 transition's value, IPv4-like headers given version 4, IHL 5, their length and checksum),
@@ -68,6 +77,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional
+
+from p4sim.runtime.meters import MeterConfig
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -216,6 +227,7 @@ class CliTarget:
 
     def __init__(self, program: Any) -> None:
         self.state = program.state
+        self.direct_rates: dict[str, tuple[int, int, int, int]] = {}   # table -> meter rates
 
     def run(self, line: str) -> None:
         cmd, *args = line.split()
@@ -277,8 +289,10 @@ class CliTarget:
         prio = 0
         if kinds & {"ternary", "range", "optional"}:
             prio = self.PRIORITY_TOP - int(params.pop(-1))
-        table.add_entry(self._matches(table, keys.split()), self._action(table, args[1], params),
-                        priority=prio)
+        entry = table.add_entry(self._matches(table, keys.split()),
+                                self._action(table, args[1], params), priority=prio)
+        if table.name in self.direct_rates:
+            entry.meter.set_config(MeterConfig(*self.direct_rates[table.name]))
 
     def _table_set_default(self, args: list[str]) -> None:
         table = self._table(args[0])
@@ -301,10 +315,14 @@ class CliTarget:
         regs[resolve_suffix(list(regs), args[0], "register")].set(int(args[1], 0), int(args[2], 0))
 
     def _meter(self, name: str) -> Any:
-        direct = [t.direct_meter.name for t in self.state.tables.values() if t.direct_meter]
-        if any(n == name or n.endswith("." + name) for n in direct):
-            raise NotImplementedError(f"rates of the direct meter {name} (per-entry cells)")
         return self.state.meters[resolve_suffix(list(self.state.meters), name, "meter")]
+
+    def _direct_meter_table(self, name: str) -> Any:
+        """The table owning the direct meter ``name`` (full name or unique ``.suffix``),
+        None when ``name`` is not a direct meter."""
+        owners = {t.direct_meter.name: t for t in self.state.tables.values() if t.direct_meter}
+        found = [n for n in owners if n == name or n.endswith("." + name)]
+        return owners[found[0]] if len(found) == 1 else None
 
     def _set_queue_rate(self, args: list[str]) -> None:
         """Not modelled: one packet is in the switch at a time, so no queue builds up
@@ -313,10 +331,20 @@ class CliTarget:
     _set_queue_depth = _set_queue_rate
 
     def _meter_array_set_rates(self, args: list[str]) -> None:
-        m = self._meter(args[0])
+        """Every cell of the array. For a direct meter BMv2's array has one cell per entry
+        handle of its table (bm_sim/P4Objects.cpp init_meter_arrays, match_tables.cpp
+        ``get_meter(handle)``), so every entry, present or added later, gets the rates."""
         (cr, cb), (pr, pb) = [w.split(":", 1) for w in args[1:]]
+        cfg = (round(float(cr) * 1e6), int(cb), round(float(pr) * 1e6), int(pb))
+        table = self._direct_meter_table(args[0])
+        if table is not None:
+            self.direct_rates[table.name] = cfg
+            for entry in table.entries():
+                entry.meter.set_config(MeterConfig(*cfg))
+            return
+        m = self._meter(args[0])
         for i in range(m.size):
-            m.set_config(i, round(float(cr) * 1e6), int(cb), round(float(pr) * 1e6), int(pb))
+            m.set_config(i, *cfg)
 
     def _meter_set_rates(self, args: list[str]) -> None:
         m = self._meter(args[0])
@@ -733,6 +761,11 @@ class CaseResult:
     forwarded: int = 0             # packets after which BMv2 sent something out
     nondeterministic: list[str] = field(default_factory=list)   # why BMv2 itself varies
     differ: list[dict] = field(default_factory=list)
+    # BMv2 run again (a fresh simple_switch, the same entries and packets): the packets on
+    # which its runs agree with each other, and p4sim's agreement on those
+    ref_runs: int = 1
+    ref_stable: int = 0
+    ref_stable_agree: int = 0
 
 
 def ports_of(lines: list[str], rng: random.Random) -> list[int]:
@@ -776,6 +809,8 @@ def run_case(case: Case, args: argparse.Namespace, work: str) -> CaseResult:
         except Exception as exc:  # noqa: BLE001
             res.status = f"p4sim runtime refuses '{line}': {type(exc).__name__}: {exc}"
             break
+    sent: list[tuple[int, bytes, list]] = []        # (port, frame, p4sim's outputs)
+    first: list[list] = []                          # BMv2's outputs, first run
     bm = Bmv2(jpath, work, args.quiet_s)
     try:
         errors = bm.cli(lines)
@@ -794,17 +829,38 @@ def run_case(case: Case, args: argparse.Namespace, work: str) -> CaseResult:
             port = rng.choice(ports)
             data = maker.frame()
             got_sim = switch.process_packet(port, data)
-            got_bm = bm.send(port, data, expect=len(got_sim))
-            res.packets += 1
-            res.forwarded += bool(got_bm)
-            if sorted(got_bm) == sorted(got_sim):
-                res.agree += 1
-            else:
-                res.differ.append({"i": i, "port": port, "in": data.hex(),
-                                   "bmv2": [(p, d.hex()) for p, d in got_bm],
-                                   "p4sim": [(p, d.hex()) for p, d in got_sim]})
+            first.append(sorted(bm.send(port, data, expect=len(got_sim))))
+            sent.append((port, data, sorted(got_sim)))
     finally:
         bm.close()
+    # BMv2 again, as many times as asked: a packet on which its runs differ is one BMv2
+    # itself does not decide (random(), meters against the wall clock, timestamps, ...)
+    runs = [first]
+    for _ in range(args.bmv2_runs - 1):
+        with tempfile.TemporaryDirectory() as again:
+            bm = Bmv2(jpath, again, args.quiet_s)
+            try:
+                errors = bm.cli(lines)
+                if errors:
+                    raise RuntimeError(f"BMv2 CLI refused the commands on a rerun: {errors[0]}")
+                runs.append([sorted(bm.send(port, data, expect=len(got_sim)))
+                             for port, data, got_sim in sent])
+            finally:
+                bm.close()
+    res.ref_runs = len(runs)
+    for i, (port, data, got_sim) in enumerate(sent):
+        got_bm = first[i]
+        stable = all(run[i] == got_bm for run in runs[1:])
+        res.packets += 1
+        res.forwarded += bool(got_bm)
+        res.agree += got_bm == got_sim
+        res.ref_stable += stable
+        res.ref_stable_agree += stable and got_bm == got_sim
+        if got_bm != got_sim or not stable:
+            res.differ.append({"i": i, "port": port, "in": data.hex(), "bmv2_stable": stable,
+                               "bmv2": [(p, d.hex()) for p, d in got_bm],
+                               "bmv2_runs": [[(p, d.hex()) for p, d in run[i]] for run in runs[1:]],
+                               "p4sim": [(p, d.hex()) for p, d in got_sim]})
     return res
 
 
@@ -823,7 +879,10 @@ def summarize(results: list[CaseResult]) -> dict[str, dict[str, int]]:
                          "deterministic_cases": len(det),
                          "deterministic_programs": len({r.case.split(" + ")[0] for r in det}),
                          "deterministic_packets": sum(r.packets for r in det),
-                         "deterministic_agree": sum(r.agree for r in det)}
+                         "deterministic_agree": sum(r.agree for r in det),
+                         "bmv2_runs": min((r.ref_runs for r in ran), default=0),
+                         "bmv2_stable_packets": sum(r.ref_stable for r in ran),
+                         "bmv2_stable_agree": sum(r.ref_stable_agree for r in ran)}
     for name, s in summary.items():
         pct = 100.0 * s["agree"] / s["packets"] if s["packets"] else float("nan")
         dp = s["deterministic_packets"]
@@ -833,6 +892,12 @@ def summarize(results: list[CaseResult]) -> dict[str, dict[str, int]]:
               f"after {s['forwarded']}; without programs using random()/meters/timestamps: "
               f"{s['deterministic_cases']} cases ({s['deterministic_programs']} programs), "
               f"{s['deterministic_agree']}/{dp} ({dpct:.2f}%)")
+        if s["bmv2_runs"] > 1:
+            sp = s["bmv2_stable_packets"]
+            spct = 100.0 * s["bmv2_stable_agree"] / sp if sp else float("nan")
+            print(f"{name}: BMv2 run {s['bmv2_runs']} times: its runs agree with each other on "
+                  f"{sp}/{s['packets']} packets; p4sim agrees on {s['bmv2_stable_agree']}/{sp} "
+                  f"of those ({spct:.2f}%); BMv2 varied on {s['packets'] - sp}")
     return summary
 
 
@@ -872,6 +937,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--quiet-s", type=float, default=0.05,
                     help="a packet has left BMv2 once nothing came out for this long")
     ap.add_argument("--set", choices=("tune", "held", "all"), default="all")
+    ap.add_argument("--bmv2-runs", type=int, default=2,
+                    help="run BMv2 this many times (fresh switches, same entries and packets); "
+                         "a packet on which the runs differ counts as one BMv2 does not decide")
     ap.add_argument("--only", default=None, help="only cases whose name contains this")
     ap.add_argument("--out", default=None, help="write every case as JSON here")
     ap.add_argument("--summarize", default=None, metavar="JSON",
@@ -902,7 +970,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             except Exception as exc:  # noqa: BLE001 — say which case, go on
                 r = CaseResult(c.key, c.set, f"harness error: {type(exc).__name__}: {exc}")
         results.append(r)
-        print(f"{r.set:4} {r.agree:4}/{r.packets:<4} out {r.forwarded:<4} {c.key}"
+        print(f"{r.set:4} {r.agree:4}/{r.packets:<4} out {r.forwarded:<4} "
+              f"stable {r.ref_stable_agree}/{r.ref_stable} {c.key}"
               + (f"  (BMv2 varies: {', '.join(r.nondeterministic)})" if r.nondeterministic else "")
               + ("" if r.status == "ran" else f"  [{r.status}]"), flush=True)
     summary = summarize(results)

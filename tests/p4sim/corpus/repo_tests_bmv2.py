@@ -136,7 +136,8 @@ class Veths:
         self.made.clear()
 
 
-def run_suite(target: str, suite: dict, folder: Path, work: Path, shell_py: str) -> dict:
+def run_suite(target: str, suite: dict, folder: Path, work: Path, shell_py: str,
+              ptf_timeout_s: float = PTF_TIMEOUT_S) -> dict:
     """One suite on one target: compile, switch, ptf. Returns {status, passed, failed, log}."""
     program = folder / suite["program"]
     p4info = work / f"{target}.p4info.txtpb"
@@ -177,7 +178,7 @@ def run_suite(target: str, suite: dict, folder: Path, work: Path, shell_py: str)
                  "--test-params", params, "--test-dir", str(folder / suite["test_dir"]),
                  "--log-file", str(work / f"{target}-ptf.log"), *suite["tests"]]
         try:
-            res = subprocess.run(pargv, capture_output=True, text=True, timeout=PTF_TIMEOUT_S,
+            res = subprocess.run(pargv, capture_output=True, text=True, timeout=ptf_timeout_s,
                                  cwd=str(folder))
         except subprocess.TimeoutExpired:
             return {"status": "ptf timeout", "log": ""}
@@ -207,6 +208,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--shell-python", default=str(REPO / ".venv-shell" / "bin" / "python"),
                     help="python of the environment with ptf and p4runtime-shell")
     ap.add_argument("--only", default=None)
+    ap.add_argument("--ptf-timeout-s", type=float, default=PTF_TIMEOUT_S,
+                    help="limit of one target's PTF run (lpmtester's 32-bit suite: 12.5 min on BMv2)")
     ap.add_argument("--targets", default="bmv2,p4sim")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
@@ -245,7 +248,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                 work = Path(tmp) / target
                 work.mkdir()
                 try:
-                    row[target] = run_suite(target, suite, root / sdir, work, args.shell_python)
+                    row[target] = run_suite(target, suite, root / sdir, work, args.shell_python,
+                                            args.ptf_timeout_s)
                 except Exception as exc:  # noqa: BLE001 — say which suite, go on
                     row[target] = {"status": f"harness error: {type(exc).__name__}: {exc}"}
             results.append(row)
