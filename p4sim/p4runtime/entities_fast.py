@@ -226,6 +226,15 @@ class TablePlan:
         the table supports; None for anything else."""
         if not self._plain(te) or te.HasField("counter_data") or te.HasField("meter_config"):
             return None
+        parts = self._entry_parts(te)
+        if parts is None:
+            return None
+        key, priority, call = parts
+        return key[0], key[1], key[2], key[3], key[4], priority, call
+
+    def _entry_parts(self, te: pb.TableEntry) -> Optional[tuple[tuple, int, ActionCall]]:
+        """(key, priority, call) of an entry whose idle timeout the table supports and
+        whose priority, action and key decode; None otherwise (the checked path decides)."""
         idle = te.idle_timeout_ns
         if idle and (idle < 0 or not self.support_timeout):
             return None
@@ -238,7 +247,7 @@ class TablePlan:
         key = self._key(te, priority)
         if key is None:
             return None
-        return key[0], key[1], key[2], key[3], key[4], priority, call
+        return key, priority, call
 
     def decode_modify(self, te: pb.TableEntry) -> Optional[tuple[tuple[Any, ...], tuple, int, ActionCall]]:
         """(matches, identity, priority, call) of a valid MODIFY that gives a direct action
@@ -248,18 +257,10 @@ class TablePlan:
         if self.direct_meter or not self._plain(te) or te.HasField("counter_data") \
                 or te.HasField("meter_config") or not te.HasField("action"):
             return None
-        idle = te.idle_timeout_ns
-        if idle and (idle < 0 or not self.support_timeout):
+        parts = self._entry_parts(te)
+        if parts is None:
             return None
-        priority = self._priority(te)
-        if priority is None:
-            return None
-        call = self._call(te.action)
-        if call is None:
-            return None
-        key = self._key(te, priority)
-        if key is None:
-            return None
+        key, priority, call = parts
         return key[0], key[1], priority, call
 
     def decode_delete(self, te: pb.TableEntry) -> Optional[tuple]:
