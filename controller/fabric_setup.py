@@ -72,6 +72,19 @@ def _chunks(items: Sequence[Any], n: int) -> Iterable[Sequence[Any]]:
         yield items[i:i + n]
 
 
+def _write_ops(conn: SwitchConnection, ops: Iterable[tuple[str, Entry]]) -> int:
+    """Write ``(op, entry)`` pairs (``INSERT``/``MODIFY``/``DELETE``) over ``conn`` in
+    batches of :data:`WRITE_BATCH` (the pipeline's P4Info fetched first when the
+    connection has none); how many were written."""
+    if conn.p4info is None:
+        conn.fetch_pipeline()
+    ups = [update(conn.table_entry(e.table, e.match, e.action, e.params, is_default=e.default), op)
+           for op, e in ops]
+    for batch in _chunks(ups, WRITE_BATCH):
+        conn.write(batch)
+    return len(ups)
+
+
 class FabricProgrammer:
     """Connects to every switch of ``fabric`` and installs its plan.
 
@@ -185,18 +198,9 @@ class FabricProgrammer:
     def write_updates(self, switch: Union[str, SwitchLike],
                       updates: Sequence[tuple[str, Entry]]) -> int:
         """Write ``(kind, entry)`` updates (``INSERT``/``MODIFY``/``DELETE``) to one switch
-        in one batch, e.g. :func:`controller.fabric.dualhoming.failover_updates`; returns
+        in batches of ``WRITE_BATCH``, e.g. :func:`controller.fabric.dualhoming.failover_updates`; returns
         how many were written."""
-        name = self._name(switch)
-        conn = self.connection(name)
-        if conn.p4info is None:
-            conn.fetch_pipeline()
-        batch = [update(conn.table_entry(e.table, e.match, e.action, e.params,
-                                         is_default=e.default), kind)
-                 for kind, e in updates]
-        if batch:
-            conn.write(batch)
-        return len(batch)
+        return _write_ops(self.connection(self._name(switch)), updates)
 
     def install_all(self) -> dict[str, int]:
         """:meth:`install` on every switch concurrently; switch name → updates written."""
@@ -226,19 +230,14 @@ class FabricProgrammer:
         new = plan_fabric(self.fabric, self.ecn, self.pfc, thresholds=thresholds)
 
         def write(sw: SwitchLike) -> int:
-            conn = self.connection(sw)
-            if conn.p4info is None:
-                conn.fetch_pipeline()
-            ups = [update(conn.table_entry(e.table, e.match, e.action, e.params,
-                                           is_default=e.default), op)
-                   for op, e in threshold_updates(self.plans[sw.name].entries,
-                                                  new[sw.name].entries)]
-            for batch in _chunks(ups, WRITE_BATCH):
-                conn.write(batch)
-            return len(ups)
+            written = _write_ops(self.connection(sw),
+                                 threshold_updates(self.plans[sw.name].entries,
+                                                   new[sw.name].entries))
+            self.plans[sw.name] = new[sw.name]     # this switch is in the new mode
+            return written
 
-        done = self._each(write)
-        self.plans, self.thresholds = new, thresholds
+        done = self._each(write)        # a switch that failed keeps its old plan
+        self.thresholds = thresholds
         return done
 
     # ---------------------------------------------------------------- published model

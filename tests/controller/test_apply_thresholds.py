@@ -77,3 +77,36 @@ def test_static_to_dynamic_and_back_on_p4sim(fabric_compiled: tuple[Path, Path])
     finally:
         for p in procs:
             p.stop()
+
+
+class _Conn:
+    """A switch connection that records what it is sent; ``stalled`` refuses every write."""
+
+    def __init__(self, stalled: bool) -> None:
+        self.p4info, self.stalled, self.updates = object(), stalled, 0
+
+    def table_entry(self, *args: Any, **kwargs: Any) -> p4runtime_pb2.TableEntry:
+        return p4runtime_pb2.TableEntry()
+
+    def write(self, batch: list) -> None:
+        if self.stalled:
+            raise TimeoutError("stalled")
+        self.updates += len(batch)
+
+
+def test_a_switch_that_failed_keeps_its_old_plan_so_the_way_back_rewrites_the_others() -> None:
+    fab = topo_model.build_fabric(topo_model.FabricSpec(
+        blocks=1, servers_per_block=2, rails=1, spines=1, leaves_per_rail=1, uplinks_per_spine=1))
+    fp = FabricProgrammer(fab, "unused.p4info", "unused.json")
+    conns = {sw.name: _Conn(stalled=(sw.name == "s0")) for sw in fab.switches}
+    fp.connections = conns  # type: ignore[assignment]
+    try:
+        fp.apply_thresholds(DEFAULT_DYNAMIC)
+    except Exception:  # noqa: BLE001 — s0 refused: the others are dynamic now
+        pass
+    leaf = next(n for n in conns if n != "s0")
+    assert conns[leaf].updates > 0
+    conns["s0"].stalled = False
+    back = fp.apply_thresholds(None)
+    assert back[leaf] == conns[leaf].updates / 2 > 0      # the leaf is switched back
+    assert back["s0"] == 0                                 # s0 never left static
