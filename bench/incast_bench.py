@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.results import BenchConfig, Benchmark, Figure
+from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure
 from scenarios.common import ScenarioOptions
 from scenarios.incast import run_incast
 from testbed.traffic import testbed_unavailable, testbed_up
@@ -46,14 +46,16 @@ def bench_incast(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — 
     if why:
         print(f"incast: skipped, {why}; {FIGURES} not written", file=sys.stderr)
         return {}
-    tmp = Path(tempfile.mkdtemp(prefix="incast-"))
-    with testbed_up(log_dir=tmp / "logs", state_path=tmp / "state.json") as tb:
-        res = run_incast(tb.fabric, tb.programmer, tb.state, tb.save_state,
-                         ScenarioOptions(seed=7, runs_root=tmp / "runs"))
-    if res.status != 0:
-        print(f"incast: the scenario failed ({'; '.join(res.errors)}); report {res.run_dir}",
-              file=sys.stderr)
-    return incast_figures(res.phases)
+    with tempfile.TemporaryDirectory(prefix="astral-incast-") as name:
+        tmp = Path(name)
+        with testbed_up(log_dir=tmp / "logs", state_path=tmp / "state.json") as tb:
+            res = run_incast(tb.fabric, tb.programmer, tb.state, tb.save_state,
+                             ScenarioOptions(seed=7, runs_root=tmp / "runs"))
+    figures = incast_figures(res.phases)
+    if res.status != 0 or set(figures) != set(FIGURES):
+        raise BenchCheckError(f"incast: the scenario failed or measured a mode only in part "
+                              f"({'; '.join(res.errors) or 'figures: ' + ', '.join(figures)})")
+    return figures
 
 
 BENCHMARKS: tuple[Benchmark, ...] = (Benchmark("incast", "incast", bench_incast),)

@@ -282,8 +282,8 @@ def run_incast(fabric: Any, programmer: Any, state: Any, save_state: Callable[[]
     try:
         sw.queue_rate(leaf, port, rate)
         if state.target == "p4sim":
+            paced = True            # before: a switch that refuses mid-way leaves the others paced
             sw.line_rate(PFC_LINE_RATE_GBPS)
-            paced = True
         else:
             settings.append(f"On {state.target} the MAC does not honour PFC frames: the "
                             "switches send and count them, nothing pauses a switch.")

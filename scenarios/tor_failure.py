@@ -102,10 +102,11 @@ def run_tor_failure(fabric: Any, programmer: Any, state: Any, save_state: Callab
     records: list[ProcRecord] = []
 
     def spawn(role: str, ip: str, cmd: list[str], report: Path) -> subprocess.Popen:
-        proc = subprocess.Popen(["mnexec", "-a", str(shells[host_of[ip]]), sys.executable, "-m",
-                                 "host.nic", role, *cmd, "--json", str(report)], cwd=REPO,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL)
+        with open(report.with_suffix(".log"), "wb") as log:    # the NIC's stderr, kept
+            proc = subprocess.Popen(["mnexec", "-a", str(shells[host_of[ip]]), sys.executable,
+                                     "-m", "host.nic", role, *cmd, "--json", str(report)],
+                                    cwd=REPO, stdout=subprocess.DEVNULL, stderr=log,
+                                    stdin=subprocess.DEVNULL)
         rec = ProcRecord(f"nic {role} {host_of[ip]} tor-failure", proc.pid,
                          proc_cmdline(proc.pid) or " ".join(cmd), "traffic")
         records.append(rec)
@@ -116,6 +117,7 @@ def run_tor_failure(fabric: Any, programmer: Any, state: Any, save_state: Callab
     say(f"tor-failure: {len(nics0)} dual-port NICs x {QPS} QPs x {MESSAGES} messages at "
         f"{RATE_PPS:g} pps to block 1; leaf {victim} dies once it carries traffic")
     t_cut: Optional[float] = None
+    failed_over: list[str] = []          # switches whose failover updates were written
     try:
         receivers = [spawn("recv", n.ip, ["--iface", ",".join(p.intf for p in n.ports),
                                           "--ip", n.ip, "--duration-s", str(TRAFFIC_TIMEOUT_S)],
@@ -145,6 +147,7 @@ def run_tor_failure(fabric: Any, programmer: Any, state: Any, save_state: Callab
         _set_links(victim_ifaces, up=False)
         t_cut = time.monotonic()
         for name, updates in failover_updates(fabric, dead, dead_switches={victim}).items():
+            failed_over.append(name)     # before the write: a part-written batch is undone too
             programmer.write_updates(name, updates)
         res.fabric_update_s = round(time.monotonic() - t_cut, 4)
         say(f"tor-failure: {victim} down ({len(victim_ifaces)} interfaces); spines reach its "
@@ -156,6 +159,8 @@ def run_tor_failure(fabric: Any, programmer: Any, state: Any, save_state: Callab
             except subprocess.TimeoutExpired:
                 res.reasons.append(f"a sender (pid {p.pid}) still ran after "
                                    f"{TRAFFIC_TIMEOUT_S + 10:g} s")
+    except (OSError, RuntimeError, ValueError) as exc:   # a switch refused, a NIC did not start
+        res.reasons.append(f"{type(exc).__name__}: {exc}")
     finally:
         for role in ("send", "recv"):
             for r, p, _ in procs:
@@ -175,7 +180,12 @@ def run_tor_failure(fabric: Any, programmer: Any, state: Any, save_state: Callab
         if t_cut is not None:
             _set_links(victim_ifaces, up=True)
             for name, updates in restore_updates(fabric, dead, dead_switches={victim}).items():
-                programmer.write_updates(name, updates)
+                if name not in failed_over:
+                    continue
+                try:
+                    programmer.write_updates(name, updates)
+                except Exception as exc:  # noqa: BLE001 — said; the other switches still restored
+                    res.reasons.append(f"{name}: the failover routes were not undone: {exc}")
     _measure(res, procs, t_cut)
     (run_dir / "tor-failure.json").write_text(json.dumps(asdict(res), indent=1, default=str) + "\n")
     if res.reasons:
@@ -195,7 +205,8 @@ def _measure(res: TorFailureResult, procs: list[tuple[str, subprocess.Popen, Pat
         try:
             reports[role].append(json.loads(path.read_text()))
         except (OSError, ValueError):
-            res.reasons.append(f"{path.name}: no report")
+            res.reasons.append(f"{path.name}: no report (the NIC's stderr: "
+                               f"{path.with_suffix('.log')})")
     if t_cut is None or res.reasons:
         return
     lost, recover = 0, []

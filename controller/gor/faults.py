@@ -41,7 +41,7 @@ one it declared dead that carries traffic again gets :meth:`link_up`. An interva
 evidence while either end's switch is stale or answered again within ``stale_grace_s``
 (:meth:`LinkFaults.observe_stale`, fed from the poller's health). A direction declared dead
 is re-tested while it is out (:class:`~controller.gor.deadlinks.LinkRetests`): every second
-five probe frames go out of its port as PacketOuts (:func:`~controller.gor.deadlinks.probe_frame`),
+three probe frames (``retest_frames``) go out of its port as PacketOuts (:func:`~controller.gor.deadlinks.probe_frame`),
 and three re-tests in a row that the peer's rx counter saw arrive bring it back
 (:meth:`link_up`, reason ``probes: …``); no traffic is re-admitted to test it. For the
 "forwarded but not sent" rule the loop probes: while a port sends nothing and another
@@ -130,8 +130,14 @@ class LinkFaults:
 
     def link_down(self, switch: str, port: int, reason: str = "administrative") -> list[str]:
         """Take the cable at ``switch:port`` out of service (see the module docstring);
-        returns the groups rewritten (``"b0r0l0/1: s0,s2"``)."""
+        returns the groups rewritten (``"b0r0l0/1: s0,s2"``). A link already out because
+        the counters declared it dead is from now on the caller's: its re-tests stop and
+        only :meth:`link_up` brings it back (an operator's drain is never undone by probes)."""
         if not self.links.is_up((switch, port)):
+            for end in [(switch, port), self.links.peer.get((switch, port))]:
+                if end is not None and end in self.counter_down:
+                    self.counter_down.discard(end)
+                    self.retests.stop(end)
             return []
         self.links.link_down(switch, port)
         return self._regroup(switch, port, "link_down", reason)

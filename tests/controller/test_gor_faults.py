@@ -213,6 +213,24 @@ def test_a_false_declaration_heals_from_probes_within_the_bound() -> None:
     assert not loop.faults.retests.tests
 
 
+def test_an_operators_drain_of_a_counter_dead_link_is_never_undone_by_probes() -> None:
+    """The counters took L0 -> s0 out; the operator then drains it: its re-tests stop and
+    probes that arrive do not bring it back (only link_up does)."""
+    fab, loop, prog, reg, buf, metrics = make()
+    up0 = port_to(fab, L0, "s0")
+    t_dead = _declare_dead(fab, loop)
+    loop.faults.link_down(L0, up0, reason="operator: drained for maintenance")
+    assert not loop.faults.retests.tests and not loop.faults.counter_down
+    conn, seen = prog.connections[L0], len(prog.connections[L0].packets_out)
+    for i in range(1, 101):                                   # 10 s of a healthy cable
+        t = round(t_dead + 0.1 * i, 3)
+        loop.tick(t, traffic(fab, tx={(L0, "s0"): 3 if i % 10 == 0 else 0}))
+        assert not loop.links.is_up((L0, up0)), i
+    assert _probes_on(conn, up0, seen) == 0
+    loop.faults.link_up(L0, up0, reason="operator: back")
+    assert loop.links.is_up((L0, up0))
+
+
 def test_a_dead_link_stays_out_while_its_probes_are_lost() -> None:
     fab, loop, prog, reg, buf, metrics = make()
     up0 = port_to(fab, L0, "s0")
