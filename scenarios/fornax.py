@@ -99,6 +99,11 @@ def net_spec() -> VpcNetSpec:
     return VpcNetSpec(nics, vms, cables=[("nicA", 1, "nicB", 1)])
 
 
+MANAGER_ELECTION_ID = 1
+"""Each NIC manager's election id (``--election-id``): the live attacks write with it, so
+that only identity, never a wrong id, can refuse them."""
+
+
 class ManagerProcess:
     """One ``python -m fornax manage`` process of the run (its log beside the report)."""
 
@@ -113,7 +118,7 @@ class ManagerProcess:
                spec.grpc_addr, "--device-id", str(spec.device_id), "--policy", str(policy),
                "--p4info", str(build[0]), "--config", str(build[1]),
                "--admin", str(self.admin_path), "--events", str(run_dir / f"{nic}-events.jsonl"),
-               "--idle-timeout-s", "20"]
+               "--idle-timeout-s", "20", "--election-id", str(MANAGER_ELECTION_ID)]
         if pki is not None:
             cmd += ["--pki", str(pki), "--server-name", nic]
         for port in spec.ports:
@@ -350,7 +355,8 @@ def _attack_nic(net: VpcNet, managers: dict[str, ManagerProcess], victim: str, a
     trust = net.pki.ca_cert("switches")
     parties = {who: ClientTls(trust, net.pki.files(who).cert, net.pki.files(who).key)
                for who in (manager_identity(attacker), attacker)}
-    target = LiveNic(spec.grpc_addr, spec.device_id, victim, parties, *m.build)
+    target = LiveNic(spec.grpc_addr, spec.device_id, victim, parties, *m.build,
+                     election_id=MANAGER_ELECTION_ID)
     before = int(m.admin.call("stats").get("mastership_losses", 0))
     out = [(who, what, code, detail) for who in parties
            for what, code, detail in live_nic_attacks(target, who)]

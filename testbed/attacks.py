@@ -145,6 +145,7 @@ class Victim:
         self.addr, self.device_id, self.switch = addr, device_id, switch
         self.pki = FabricPki.load(Path(pki_dir))
         self.identity = identity
+        self.election_id = CONTROLLER_ELECTION_ID      # what its primary connection holds
         self.others: dict[str, TlsFiles] = {}
         self.p4info, self.device_config = Path(p4info), Path(device_config)
         self.conn = self._connect()
@@ -299,7 +300,7 @@ def _takeover(party: str, role: str, push: bool = True) -> AttackFn:
     def run(v: Victim) -> None:
         with v.channel(party) as ch:
             stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
-            eid = CONTROLLER_ELECTION_ID + 1
+            eid = v.election_id + 1
             stream = AttackStream(stub, v.device_id, eid, role)
             try:
                 if not stream.primary():
@@ -314,20 +315,21 @@ def _takeover(party: str, role: str, push: bool = True) -> AttackFn:
 
 
 def _write_without_stream(party: str) -> AttackFn:
-    """A Write with the controller's election id and no stream at all."""
+    """A Write with the primary's own election id and no stream at all."""
     def run(v: Victim) -> None:
         with v.channel(party) as ch:
             stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
-            _rpc(lambda: stub.Write(v.delete_request(CONTROLLER_ELECTION_ID), timeout=RPC_TIMEOUT_S))
+            _rpc(lambda: stub.Write(v.delete_request(v.election_id), timeout=RPC_TIMEOUT_S))
     return run
 
 
 def _push_without_stream(party: str) -> AttackFn:
+    """A pipeline push with the primary's own election id and no stream."""
     def run(v: Victim) -> None:
         with v.channel(party) as ch:
             stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
             _rpc(lambda: stub.SetForwardingPipelineConfig(
-                v.pipeline_request(CONTROLLER_ELECTION_ID), timeout=60))
+                v.pipeline_request(v.election_id), timeout=60))
     return run
 
 
@@ -349,7 +351,7 @@ def _packet_out(party: str, arbitrate: bool = True) -> AttackFn:
     def run(v: Victim) -> None:
         with v.channel(party) as ch:
             stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
-            stream = AttackStream(stub, v.device_id, CONTROLLER_ELECTION_ID + 1
+            stream = AttackStream(stub, v.device_id, v.election_id + 1
                                   if arbitrate else None)
             try:
                 primary = stream.primary()        # the arbitration answer comes first
@@ -545,12 +547,15 @@ def smartnic_attacks(peer_manager: str, peer_nic: str, operator: str = CONTROLLE
 
 class LiveNic:
     """A NIC of a running VPC testbed as an attacker sees it: its address, device id and
-    name, and the attacker's credentials (``parties``: name → ClientTls) — no programming
+    name, its primary manager's ``election_id``, and the attacker's credentials
+    (``parties``: name → ClientTls) — no programming
     connection of its own (the NIC's real manager is primary and stays so)."""
 
     def __init__(self, addr: str, device_id: int, switch: str, parties: dict[str, ClientTls],
-                 p4info: Path, device_config: Path) -> None:
+                 p4info: Path, device_config: Path, *, election_id: int) -> None:
         self.addr, self.device_id, self.switch = addr, device_id, switch
+        self.election_id = election_id       # the real manager's: a write refused for a
+                                             # wrong id would prove nothing about identity
         self.parties = parties
         self.p4info, self.device_config = Path(p4info), Path(device_config)
 

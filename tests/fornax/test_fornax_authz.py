@@ -138,7 +138,8 @@ def test_a_nic_under_its_running_manager_refuses_the_live_attacks(
             parties = {who: ClientTls(pki.ca_cert("switches"), pki.files(who).cert,
                                       pki.files(who).key)
                        for who in (manager_identity("nicA"), "nicA")}
-            target = LiveNic(addr, 2, "nicB", parties, *fornax_build)
+            target = LiveNic(addr, 2, "nicB", parties, *fornax_build,
+                             election_id=mgr.cfg.election_id[1])
             results = [r for who in parties for r in live_nic_attacks(target, who)]
             assert len(results) == 12 and {code for _, code, _ in results} == {"UNAVAILABLE"}, results
             stats = mgr.stats()
