@@ -4,22 +4,9 @@ The Astral paper homes each NIC's two ports on two leaves of its rail; the ports
 bonded (one address, one MAC) and each QP sends on one of them. This module is that
 bond, in three parts, each small enough to test alone:
 
-* **Tx-port affinity** (:func:`l34_hash`, :class:`TxAffinity`, in :mod:`host.nic.affinity`). A QP's port is chosen
-  by the Linux bonding driver's ``xmit_hash_policy=layer3+4`` hash (balance-xor and
-  802.3ad modes, the hash a RoCE LAG is configured with), reduced modulo the number of
-  ports: ``h = ports ^ saddr ^ daddr; h ^= h >> 16; h ^= h >> 8; h >>= 1; port = h % n``
-  where ``ports`` is the UDP source and destination ports as one 32-bit word. The words
-  are read from the packet's bytes as the kernel does on a little-endian host
-  (x86-64). Sources: Linux commit 32819dc18348 "bonding: modify the old and add new
-  xmit hash policies" (the three XOR/shift steps, ``hash`` initialised to the
-  flow's ports) and b5f862180d70 "bonding: discard lowest hash bit for 802.3ad
-  layer3+4" (the ``>> 1``); Documentation/networking/bonding.rst
-  (``xmit_hash_policy``, "modulo slave count"). A RoCE QP keeps one 5-tuple (its source
-  port, UDP 4791, both addresses) for its life, so the per-packet hash binds the whole QP
-  to one port. ``policy="rr"`` instead binds QPs round robin in creation order, as
-  mlx5's RoCE LAG does for RC QPs in its queue-affinity mode (``get_tx_affinity_rr`` in
-  drivers/infiniband/hw/mlx5/qp.c). Either way a QP's port can be set explicitly, as
-  rdma-core's ``mlx5dv_modify_qp_lag_port()`` allows (:meth:`TxAffinity.bind`).
+* **Tx-port affinity** (:func:`l34_hash`, :class:`TxAffinity`, in :mod:`host.nic.affinity`,
+  where the hash and its sources are written): each QP is bound to one port by the
+  bonding driver's layer3+4 hash, round robin, or explicitly.
 * **Link monitoring** (:class:`LinkMonitor`), as a bond's ``miimon``: every
   ``miimon_s`` (default :data:`MIIMON_S` = 100 ms, the bonding driver's
   ``BOND_DEFAULT_MIIMON``) the carrier of each port is read; a port whose carrier has
