@@ -96,13 +96,15 @@ class _Resolver:
 
     def _block_body(self, d: Any, inner: _Scope) -> None:
         if isinstance(d, (A.ControlDecl, A.ParserDecl)):
-            for loc in d.locals:
-                inner.add(loc.name, loc)
+            # the locals in a scope inside the parameters', each visible from its declaration
+            # on: a local named like a parameter hides it only there (p4c, measured)
+            inner = _Scope(inner)
             if isinstance(d, A.ParserDecl):
                 for st in d.states:
                     inner.add(st.name, st)
             for loc in d.locals:
                 self.decl(loc, inner)
+                inner.add(loc.name, loc)
             if isinstance(d, A.ControlDecl):
                 self.walk(d.body, inner)
             else:
