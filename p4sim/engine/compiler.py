@@ -373,7 +373,7 @@ class Compiler:
         params = getattr(inst.decl, "params", None)
         if not protos or params is None:
             return
-        if len(params) != len(protos[0].params):
+        if inst.kind in ("parser", "control") and len(params) != len(protos[0].params):
             # p4c-bm2-ss 1.2.5.16 (measured): at the package's declaration, then "Type of
             # argument 'C' (control C) does not match type of parameter 'eg'" at the argument
             raise P4Error(f"Cannot unify functions with different number of arguments: {inst.decl.name} to "
