@@ -30,7 +30,7 @@ from p4sim.frontend import ast as A
 from p4sim.frontend.types import ErrorT, StructLikeT, bit_width
 from p4sim.frontend.uses import removed_blocks_and_tables
 from p4sim.p4info_names import check_action_names, check_anonymous_properties, check_duplicate_names
-from p4sim.p4info_newtypes import NewTypes
+from p4sim.p4info_newtypes import NewTypes, check_translations
 from p4sim.p4info_symbols import (PREFIX_ACTION, PREFIX_ACTION_PROFILE, PREFIX_CONTROLLER_HEADER,
                                   PREFIX_COUNTER, PREFIX_DIGEST, PREFIX_DIRECT_COUNTER,
                                   PREFIX_DIRECT_METER, PREFIX_METER, PREFIX_REGISTER, PREFIX_TABLE,
@@ -176,6 +176,7 @@ def _selector_size(m: Any, anns: Sequence[A.Annotation]) -> None:
 
 def build_p4info(prog: Any) -> P.P4Info:
     """The P4Info of a loaded program (:class:`p4sim.engine.program.CompiledProgram`)."""
+    check_translations(getattr(prog, "ast", None))
     check_action_names(getattr(prog, "ast", None))
     check_duplicate_names(getattr(prog, "duplicate_names", []))
     state = prog.state

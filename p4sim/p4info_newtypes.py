@@ -27,6 +27,7 @@ Example::
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -35,6 +36,7 @@ from p4.config.v1 import p4info_pb2 as P
 from p4sim.errors import P4Error
 from p4sim.frontend import ast as A
 from p4sim.frontend.types import BitT, BoolT, NewT, strip_new
+from p4sim.frontend.uses import removed_declarations
 
 ANNOTATION = "p4runtime_translation"
 # annotations P4Info carries elsewhere or not at all on a new type
@@ -71,6 +73,39 @@ def translation_of(decl: A.TypedefDecl) -> Optional[Translation]:
     if isinstance(inner, A.BitType) and isinstance(inner.width, A.IntLit):
         return Translation(ann.exprs[0].value, int(inner.width.value))
     return Translation(ann.exprs[0].value, None)
+
+
+def check_translations(ast: Optional[A.Program]) -> None:
+    """Raise the syntax error of the first ``@p4runtime_translation`` whose body is not
+    p4c's grammar, on a declaration p4c's front end keeps. p4c-bm2-ss 1.2.5.16 parses that
+    body only when it writes P4Info, after removing what is unused (measured): with
+    ``bit<8+8>`` on a type nothing keeps, it compiles and writes P4Info; on a type a table
+    key, an action, a struct or an extern's signature uses, the compile succeeds without
+    ``--p4runtime-files`` and P4Info fails ("Cannot generate P4Info message").
+
+    >>> from p4sim.frontend.parser import parse_text
+    >>> check_translations(parse_text('@p4runtime_translation("u", bit<8+8>) type bit<8> t_t;', "t.p4"))
+    >>> check_translations(parse_text('@p4runtime_translation("u", bit<8+8>) type bit<8> t_t; '
+    ...                               'struct s_t { t_t f; }', "t.p4"))
+    Traceback (most recent call last):
+    p4sim.errors.P4Error: t.p4:1:34: error: syntax error, unexpected +, expecting > or R_ANGLE_SHIFT
+    """
+    if ast is None or not any(isinstance(n, A.Annotation) and n.deferred_error for n in A.iter_nodes(ast)):
+        return
+    gone = removed_declarations(ast)
+
+    def kept(node: A.Node) -> Any:
+        if id(node) in gone:
+            return
+        if isinstance(node, A.Annotation) and node.deferred_error:
+            raise P4Error(*node.deferred_error)
+        for f in dataclasses.fields(node):  # type: ignore[arg-type]
+            value = getattr(node, f.name)
+            for child in value if isinstance(value, list) else (value,):
+                if isinstance(child, A.Node):
+                    kept(child)
+
+    kept(ast)
 
 
 def _control_plane_name(decl: A.TypedefDecl) -> str:

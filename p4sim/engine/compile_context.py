@@ -242,13 +242,15 @@ class CompileContext:
         self.scopes.pop()
 
     def define(self, name: str, sym: Sym, node: Any) -> None:
+        # a parser's or control's own locals (beside its parameters, scopes[1])
+        block_level = len(self.scopes) == 2 and self.fn is not None and self.fn.kind in ("parser", "control")
         if isinstance(node, A.Param):
             sym.is_param = True
-        elif isinstance(node, _SHADOWING_DECLARATIONS) and len(self.scopes) > 2:
+        elif isinstance(node, _SHADOWING_DECLARATIONS) and not block_level:
             # p4c's ResolveReferences::checkShadowing: an error, not its usual warning, for a
-            # declaration inside an action, function or block; a control's or parser's own
-            # local of a parameter's name is only a warning to p4c ("'meta' shadows 'meta'",
-            # measured), which p4sim still refuses as a re-declaration
+            # declaration inside an action, function, state or block; a control's or parser's
+            # own local of a parameter's name is only a warning to p4c ("'meta' shadows
+            # 'meta'", p4c_warnings), and the local hides the parameter from there on
             for scope in self.scopes:
                 old = scope.get(name)
                 if old is not None and old.is_param:
@@ -257,6 +259,11 @@ class CompileContext:
         scope = self.scopes[-1]
         old = scope.get(name)
         if old is not None:
+            if block_level and old.is_param and not isinstance(node, A.Param):
+                # uses before this declaration keep the parameter (compiled already), later
+                # ones get the local: p4c-bm2-ss 1.2.5.16's JSON, measured
+                scope[name] = sym
+                return
             if old.kind == "extern_func" and sym.kind == "extern_func":
                 old.value.extend(sym.value)
                 return

@@ -359,19 +359,25 @@ class Compiler:
 
     def package_arg(self, a: A.Expr, p: A.Param) -> InstanceInfo:
         inst = self._package_arg(a, p)
-        self._check_directions(inst, p)
+        self._check_directions(inst, p, a)
         return inst
 
-    def _check_directions(self, inst: InstanceInfo, p: A.Param) -> None:
-        """p4c's type unification of a block with the package's parameter type: each
-        parameter's direction must be the prototype's (``control MyVerifyChecksum(in H
-        hdr, ...)`` for v1model's ``inout H hdr`` is refused)."""
+    def _check_directions(self, inst: InstanceInfo, p: A.Param, arg: A.Expr) -> None:
+        """p4c's type unification of a block with the package's parameter type: as many
+        parameters as the prototype (``control C(inout H h, inout M m)`` as v1model's
+        egress is refused), each with the prototype's direction (``control
+        MyVerifyChecksum(in H hdr, ...)`` for v1model's ``inout H hdr`` is refused)."""
         proto_name = getattr(p.type, "name", None)
         protos = [d for d in self.cx.program.decls
                   if isinstance(d, (A.ControlTypeDecl, A.ParserTypeDecl)) and d.name == proto_name]
         params = getattr(inst.decl, "params", None)
         if not protos or params is None:
             return
+        if inst.kind in ("parser", "control") and len(params) != len(protos[0].params):
+            # p4c-bm2-ss 1.2.5.16 (measured): at the package's declaration, then "Type of
+            # argument 'C' (control C) does not match type of parameter 'eg'" at the argument
+            raise P4Error(f"Cannot unify functions with different number of arguments: {inst.decl.name} to "
+                          f"{proto_name}", arg.loc)
         for actual, wanted in zip(params, protos[0].params):
             if actual.direction != wanted.direction:
                 raise P4Error(f"Cannot unify '{actual.direction}' parameter '{actual.name}' with "

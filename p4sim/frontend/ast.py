@@ -51,6 +51,9 @@ class Annotation(Node):
     exprs: Optional[list["Expr"]] = None  # parsed body of ( ... ) or [ ... ] when it parses
     kv: Optional[dict[str, "Expr"]] = None  # structured key=value form
     structured: bool = False
+    # a syntax error in the body that p4c reports only where it reads the body, not while
+    # parsing the program (``@p4runtime_translation``: P4Info, for a type it keeps)
+    deferred_error: Optional[tuple[str, Optional["Loc"]]] = None
 
 
 # --------------------------------------------------------------------------- types (syntax)

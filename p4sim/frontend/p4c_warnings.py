@@ -55,6 +55,8 @@ class Diagnostic:
     message: str
     level: str = "warning"
     width: int = 1
+    other: Optional[A.Loc] = None   # a second place p4c shows (the declaration shadowed)
+    other_width: int = 1
 
     def __str__(self) -> str:
         tag = "Wwarn" if self.level == "warning" else "Winfo"
@@ -62,10 +64,18 @@ class Diagnostic:
 
     def render(self) -> str:
         """The line, the source line and carets under the name."""
-        line = source_line(self.loc)
-        if line is None:
-            return str(self)
-        return f"{self}\n{line.rstrip()}\n{' ' * (max(self.loc.col, 1) - 1)}{'^' * max(self.width, 1)}"
+        text = _at(str(self), self.loc, self.width)
+        if self.other is not None:
+            text += "\n" + _at(str(self.other), self.other, self.other_width)
+        return text
+
+
+def _at(head: str, loc: A.Loc, width: int) -> str:
+    """``head``, then the source line of ``loc`` and carets under its ``width`` chars."""
+    line = source_line(loc)
+    if line is None:
+        return head
+    return f"{head}\n{line.rstrip()}\n{' ' * (max(loc.col, 1) - 1)}{'^' * max(width, 1)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +110,25 @@ def _no_warn(anns: Iterable[A.Annotation]) -> bool:
 
 def _diag(loc: A.Loc, name: str, message: str, kind: str = "unused", level: str = "warning") -> Diagnostic:
     return Diagnostic(at_name(loc, name), kind, message, level, len(name))
+
+
+# --------------------------------------------------------------------------- front end: shadow
+def _shadowed_parameters(prog: A.Program) -> list[Diagnostic]:
+    """A control's or parser's own local named like one of its parameters (constructor
+    parameters too): p4c's ResolveReferences warns ``'meta' shadows 'meta'`` at the local,
+    then shows the parameter, and compiles (measured on p4c-bm2-ss 1.2.5.16). The same
+    inside an action, function, state or block is an error (the compiler's)."""
+    out = []
+    for d in prog.decls:
+        if not isinstance(d, (A.ControlDecl, A.ParserDecl)) or _is_system(d.loc):
+            continue
+        params = {p.name: p for p in list(d.ctor_params) + list(d.params)}
+        for loc in d.locals:
+            p = params.get(loc.name)
+            if p is not None:
+                out.append(Diagnostic(at_name(loc.loc, loc.name), "shadow", f"'{loc.name}' shadows '{p.name}'",
+                                      width=len(loc.name), other=at_name(p.loc, p.name), other_width=len(p.name)))
+    return out
 
 
 # --------------------------------------------------------------------------- front end: unused
@@ -320,4 +349,4 @@ def program_warnings(prog: A.Program, table_actions: Sequence[A.ActionDecl] = ()
     for d in prog.decls:
         unused.decl(d, False, top=True)
     key_elements, key_fields = _constant_keys(prog)
-    return unused.out + key_elements + _removed(prog) + key_fields + _backend(prog, table_actions)
+    return _shadowed_parameters(prog) + unused.out + key_elements + _removed(prog) + key_fields + _backend(prog, table_actions)

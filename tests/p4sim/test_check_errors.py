@@ -350,6 +350,10 @@ CASES = [
                 "table t { key = { hdr.h.a: exact; } actions = { a1; } }", apply="t.apply();"),
     bad("local-named-as-a-control-parameter", "declaration of 'meta' shadows a parameter 'meta'",
         apply="bit<8> $meta = 1; hdr.h.a = meta;"),
+    bad("local-named-as-a-function-parameter", "declaration of 'x' shadows a parameter 'x'",
+        top="bit<8> f(in bit<8> x) { bit<8> $x = 1; return x; }", apply="hdr.h.a = f(hdr.h.b);"),
+    bad("state-local-named-as-a-parser-parameter", "declaration of 'meta' shadows a parameter 'meta'",
+        states="    state start { bit<8> $meta = 1; pkt.extract(hdr.h); hdr.h.a = meta; transition accept; }"),
     # p4c-bm2-ss 1.2.5.16 (measured): a @field_list name is resolved where it is written,
     # even in a struct no block uses (p4sim accepted that program)
     bad("field-list-name-not-declared", "nope: declaration not found",
@@ -846,6 +850,18 @@ GOOD = [
                          "bit<8> u(in bit<8> x) { return x; }\nbit<8> u(in bit<8> y) { return y; }",
                   "apply": "hdr.h.a = f(hdr.h.a); hdr.h.b = f(hdr.h.a, hdr.h.b); hdr.h.a = g(y = hdr.h.b);"},
                  id="functions-overloaded-by-arity-or-parameter-names"),
+    # p4c-bm2-ss 1.2.5.16 (measured): a control's or parser's own local named like one of
+    # its parameters is only a warning ('meta' shadows 'meta'); the local hides the parameter
+    # from its declaration on (packets: stf/lang/local_shadows_param)
+    pytest.param({"locals_": "bit<8> before = meta.m; bit<8> meta = 3; action standard_metadata() { "
+                             "hdr.h.a = meta; } register<bit<8>>(4) hdr;",
+                  "apply": "standard_metadata(); meta = before; hdr.write(0, meta);"},
+                 id="control-locals-named-as-its-parameters"),
+    pytest.param({"parser_locals": "bit<8> meta = 2; value_set<bit<8>>(4) standard_metadata;",
+                  "states": "    state start { pkt.extract(hdr.h); transition select(hdr.h.a) "
+                            "{ standard_metadata: next; default: accept; } }\n"
+                            "    state next { hdr.h.b = meta; transition accept; }"},
+                 id="parser-locals-named-as-its-parameters"),
 ]
 
 

@@ -329,3 +329,48 @@ def test_a_parameter_only_passed_to_an_unused_one_is_unused(tmp_path, capsys) ->
     path.write_text(INLINED.lstrip("\n"))
     assert main(["check", str(path)]) == 0
     assert _warnings(capsys.readouterr().err, path) == INLINED_EXPECTED.strip().splitlines()
+
+
+# a control's and a parser's own locals named like their parameters (constructor ones too):
+# p4c-bm2-ss 1.2.5.16 compiles it; EXPECTED as it printed them, each with the parameter's
+# place after it; the local declared after the action that reads `m` is unused (the action
+# reads the parameter)
+SHADOWS = r"""
+#include <v1model.p4>
+header h_t { bit<8> a; }
+struct H { h_t h; }
+struct M { bit<8> x; }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t s) {
+  bit<8> m = 1;
+  state start { p.extract(h.h); h.h.a = m; transition accept; }
+}
+control Sub(inout H h)(bit<8> k) {
+  bit<8> k = 2;
+  apply { h.h.a = k; }
+}
+control C(inout H h, inout M m) { apply { } }
+control I(inout H h, inout M m, inout standard_metadata_t s) {
+  Sub(7) sub;
+  action reads_param() { h.h.a = m.x; }
+  bit<8> m = 3;
+  apply { reads_param(); sub.apply(h); }
+}
+control D(packet_out p, in H h) { apply { p.emit(h.h); } }
+V1Switch(P(), C(), I(), I(), C(), D()) main;
+"""
+SHADOWS_EXPECTED = """
+6 [--Wwarn=shadow] warning: 'm' shadows 'm'
+10 [--Wwarn=shadow] warning: 'k' shadows 'k'
+17 [--Wwarn=shadow] warning: 'm' shadows 'm'
+17 [--Wwarn=unused] warning: 'm' is unused
+"""
+
+
+def test_a_local_named_like_a_parameter_is_a_shadow_warning(tmp_path, capsys) -> None:
+    path = tmp_path / "shadows.p4"
+    path.write_text(SHADOWS.lstrip("\n"))
+    assert main(["check", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert _warnings(err, path) == SHADOWS_EXPECTED.strip().splitlines()
+    # then where the parameter is declared, as p4c shows it
+    assert f"{path}:9:31\ncontrol Sub(inout H h)(bit<8> k) {{\n" + " " * 30 + "^\n" in err

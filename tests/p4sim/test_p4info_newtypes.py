@@ -419,9 +419,38 @@ def test_digest_members(info) -> None:
      "annotation to be bit<W>; it cannot be 'bool'"),
     ('@p4runtime_translation("u", string) type bit<8> b_t;', "a((b_t)8w1)",
      "has a type translated to a string"),
+    # p4c-bm2-ss 1.2.5.16 (measured): the annotation's grammar is checked when P4Info is
+    # written, for a type the program keeps ("Cannot generate P4Info message" after it)
+    ('@p4runtime_translation("u", bit<8+8>) type bit<8> b_t;', "a((b_t)8w1)",
+     "refused.p4:2:34: error: syntax error, unexpected +, expecting > or R_ANGLE_SHIFT"),
+    ('const bit<32> W = 12; @p4runtime_translation("u", bit<W>) type bit<8> b_t;', "a((b_t)8w1)",
+     "refused.p4:2:55: error: syntax error, unexpected IDENTIFIER, expecting INTEGER"),
 ])
 def test_refused_as_p4c_refuses(decl: str, call: str, message: str) -> None:
-    program = f"""#include <v1model.p4>
+    program = _PROGRAM.format(decl=decl, call=call)
+    prog = load_program_text(program, "refused.p4")   # `check` accepts it, as p4c without P4Info
+    with pytest.raises(P4Error) as ei:
+        build_p4info(prog)
+    assert message in str(ei.value)
+
+
+# p4c-bm2-ss 1.2.5.16 (measured) writes P4Info, without the type, where the front end has
+# removed everything that used the type: the type alone, an action no table lists, a typedef
+# of it nothing uses, a table nobody applies (then its action)
+@pytest.mark.parametrize("decl", [
+    "",
+    "action unused_a(b_t v) { }",
+    "typedef b_t b2_t;",
+])
+def test_width_expression_on_a_type_p4c_removes_is_accepted(decl: str) -> None:
+    program = _PROGRAM.format(decl='@p4runtime_translation("u", bit<8+8>) type bit<8> b_t; ' + decl,
+                              call="a()").replace("action a(b_t v)", "action a()")
+    program = program.replace("  apply {", "  action b(b_t v) { }\n  table u { key = { h.h.x : exact; } actions = { b; } }\n  apply {")
+    info = build_p4info(load_program_text(program, "accepted.p4"))
+    assert not info.type_info.new_types and [t.preamble.name for t in info.tables] == ["I.t"]
+
+
+_PROGRAM = """#include <v1model.p4>
 {decl}
 header h_t {{ bit<8> x; }}
 struct H {{ h_t h; }}
@@ -437,7 +466,3 @@ control E(inout H h, inout M m, inout standard_metadata_t s) {{ apply {{ }} }}
 control D(packet_out p, in H h) {{ apply {{ p.emit(h.h); }} }}
 V1Switch(P(), C(), I(), E(), C(), D()) main;
 """
-    prog = load_program_text(program, "refused.p4")   # `check` accepts it, as p4c without P4Info
-    with pytest.raises(P4Error) as ei:
-        build_p4info(prog)
-    assert message in str(ei.value)

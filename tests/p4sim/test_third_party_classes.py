@@ -140,6 +140,15 @@ def test_block_parameter_direction_must_be_the_packages() -> None:
                   "different directions")
 
 
+def test_block_parameter_count_must_be_the_packages() -> None:
+    # p4c-bm2-ss 1.2.5.16 (measured): a two-parameter control as egress is a type error
+    # ("Cannot unify functions with different number of arguments: C to Egress"); p4sim
+    # accepted it
+    text = program().replace("MyIngress(), MyEgress(), MyComputeChecksum()",
+                             "MyIngress(), $MyComputeChecksum(), MyComputeChecksum()")
+    refused(text, "Cannot unify functions with different number of arguments: MyComputeChecksum to Egress")
+
+
 def test_drop_in_compiler_points_at_the_parameter(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """Through ``p4sim-p4c-bm2-ss`` (which compiles the preprocessed text) the direction
     error points at the parameter in the file, as p4c's "Actual error" (was another line)."""
