@@ -249,6 +249,13 @@ class GorSession:
         """``host:port`` of GOR's metrics endpoint (Prometheus scrapes it as job ``gor``)."""
         return "127.0.0.1:0" if self.runtime is None else self.runtime.metrics_address
 
+    def submit_link_event(self, switch: str, port: int, up: bool, reason: str) -> None:
+        """Tell the running GOR a link went down or up; it acts at once
+        (:meth:`GorRuntime.submit_link_event <controller.gor.runtime.GorRuntime.submit_link_event>`)."""
+        if self.runtime is None:
+            raise RuntimeError("the GOR session is not started")
+        self.runtime.submit_link_event(switch, port, up, reason)
+
     @property
     def t0(self) -> float:
         """When the poller started (monotonic seconds)."""

@@ -28,7 +28,8 @@ whose counters stall, reported by whoever watches them):
    (``groups``, ``detours``).
 
 :meth:`LinkFaults.link_up` puts the link back into the groups as programmed. Another
-thread reports an event with :meth:`LinkFaults.submit_link_event`; the next tick applies it.
+thread reports an event with :meth:`LinkFaults.submit_link_event`; the next tick or reaction
+applies it (``GorRuntime.submit_link_event`` asks for a reaction at once).
 
 A group left with no member keeps its last one (the switch has no other way out; its
 packets are lost either way) and the failure is logged.

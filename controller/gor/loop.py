@@ -297,8 +297,9 @@ class GorLoop:
 
     def submit_link_event(self, switch: str, port: int, up: bool,
                           reason: str = "administrative") -> None:
-        """Queue a link event from another thread; the next tick applies it (thread-safe,
-        :meth:`LinkFaults.submit_link_event <controller.gor.faults.LinkFaults.submit_link_event>`)."""
+        """Queue a link event from another thread; the next tick or :meth:`react` applies
+        it (thread-safe, :meth:`LinkFaults.submit_link_event
+        <controller.gor.faults.LinkFaults.submit_link_event>`)."""
         self.faults.submit_link_event(switch, port, up, reason)
 
     def link_down(self, switch: str, port: int, reason: str = "administrative") -> list[str]:
@@ -402,11 +403,13 @@ class GorLoop:
 
     def react(self, t_s: float) -> list[RoundDecision]:
         """A switch reported an alarm (or a sample that may confirm a move,
-        :meth:`wants_now`): act on it now, between two polls — take the queued
-        digests (the alarm, the elephants), check the moves in flight, run the rounds due.
+        :meth:`wants_now`), or a link event was queued: act on it now, between two polls —
+        apply the queued link events, take the queued digests (the alarm, the elephants),
+        check the moves in flight, run the rounds due.
         Telemetry and the dead-link rules wait for the next :meth:`tick`. Not thread-safe
         with :meth:`tick`: the caller serialises the two (``scenarios.gor_session`` and
         ``python -m controller run`` hold one lock)."""
+        self.faults.drain_link_events()
         self._drain_digests(t_s)
         self.orders.check(t_s)
         rounds = self.rounds.decide(t_s)

@@ -285,6 +285,23 @@ class GorRuntime:
             self.loop.react(self.poller.elapsed_s())
             self.lock.notify_all()
 
+    def submit_link_event(self, switch: str, port: int, up: bool,
+                          reason: str = "administrative") -> None:
+        """A link went down or up (a port watcher, the testbed): queue it on the loop and
+        have the reactor apply it now rather than at the next poll (a switch's port-down
+        interrupt, not its counters, is what rewrites a real fabric's groups: every
+        poll period of delay black-holes the flows hashed onto the dead link). Without
+        a reactor (``poll=False``) the next :meth:`GorLoop.tick` applies it.
+
+        >>> rt.submit_link_event("b0r0l0", 3, up=False, reason="cable cut")  # doctest: +SKIP
+        """
+        loop = self.loop
+        if loop is None:
+            raise RuntimeError("GOR is not running: no loop to take the link event")
+        loop.submit_link_event(switch, port, up, reason)
+        if self.reactor is not None:
+            self.reactor.request()
+
     def wants_now(self, digest: str) -> bool:
         """The running loop's :meth:`GorLoop.wants_now
         <controller.gor.loop.GorLoop.wants_now>` (False while GOR is down)."""

@@ -517,6 +517,18 @@ def test_link_down_leaves_the_ecmp_groups_and_the_hash_model() -> None:
     assert loop.link_up(L0, up0) == []                              # already up: nothing to do
 
 
+def test_a_queued_link_event_is_applied_by_the_next_reaction_not_the_next_poll() -> None:
+    # a port-down event must not wait for the telemetry poll (0.1-0.25 s, longer on a
+    # loaded machine): every moment of delay black-holes the flows hashed onto the link
+    fab, loop, prog, reg, buf, metrics = make()
+    up0 = port_to(fab, L0, "s0")
+    loop.submit_link_event(L0, up0, up=False, reason="cable cut")
+    assert loop.engine.hash_model.switch(L0).group(1).members == ("s0", "s1", "s2")
+    loop.react(0.5)
+    assert loop.engine.hash_model.switch(L0).group(1).members == ("s1", "s2")
+    assert [e["reason"] for e in events(buf) if e["event"] == "link_down"] == ["cable cut"]
+
+
 def test_a_follow_up_link_no_move_can_relieve_is_dropped_until_its_next_alarm() -> None:
     fab, loop, prog, reg, buf, metrics = make()
     up = port_to(fab, L0, "s0")
