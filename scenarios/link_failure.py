@@ -6,7 +6,8 @@ takes it out of the ECMP groups, so the flows hashed onto it stop being black-ho
    of them together fit one uplink at 70 % (GOR's threshold is 75 %).
 2. After a third of the run the uplink carrying the most of them is set down
    administratively in Mininet (``ip link set DEV down`` on both ends of the cable), and
-   the testbed reports the event to GOR (:meth:`GorLoop.submit_link_event`).
+   the testbed reports the event to GOR, which acts on it at once, between two polls
+   (:meth:`GorRuntime.submit_link_event <controller.gor.runtime.GorRuntime.submit_link_event>`).
 3. GOR rewrites the ECMP groups of both end switches without the link (the data plane
    re-hashes at once), gives every other leaf a detour around the spine, which has no
    other link to that leaf (:mod:`controller.gor.detour_sync`: the ACKs and CNPs towards
@@ -41,7 +42,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 from scenarios.common import window_mean
 from scenarios.gor_session import GorSession
@@ -60,10 +61,11 @@ loaded machine)."""
 class FailureResult:
     """What the link-failure scenario measured (see the module docstring).
 
-    ``delivery``: flow label → (packets sent, packets received); ``late_flows``: the
-    flows whose receiver got nothing from the after-window's start (1 s after the groups
-    were rewritten) on, or whose sender's QP ended in error: the flows that did not go
-    on."""
+    ``regroup_s``: from the cut's start (before the first end went down) to the groups
+    rewritten; ``cut_s``: how long cutting both ends took. ``delivery``: flow label →
+    (packets sent, packets received); ``late_flows``: the flows whose receiver got
+    nothing from the after-window's start (1 s after the groups were rewritten) on, or
+    whose sender's QP ended in error: the flows that did not go on."""
 
     status: int
     run_dir: Optional[Path] = None
@@ -71,6 +73,7 @@ class FailureResult:
     failed_uplink: str = ""
     queue_rate_pps: float = 0.0
     regroup_s: Optional[float] = None
+    cut_s: Optional[float] = None
     groups: list[str] = field(default_factory=list)
     detours: list[str] = field(default_factory=list)
     uplink_pps_before: dict[str, float] = field(default_factory=dict)
@@ -101,12 +104,23 @@ def set_link(dev: str, up: bool, target: str = "p4sim") -> None:
     (p4lang/behavioral-model#1215; seen with 1.15.5 here: the leaf froze, every flow
     stopped), so on BMv2 the cable is cut without touching the interface's state: a
     qdisc on DEV's egress drops every frame (:data:`CUT_QDISC`), deleted to mend it."""
+    set_links([dev], up, target)
+
+
+def set_links(devs: Sequence[str], up: bool, target: str = "p4sim") -> None:
+    """:func:`set_link` for both ends of a cable at once, in one ``ip -batch`` (or ``tc
+    -batch``) run: a cable's two ends lose their carrier together, and a second fork of
+    this (large, threaded) process between them cost 0.1-0.5 s on a loaded machine, during
+    which one end was dead and GOR not yet told."""
     if target == "bmv2":
-        cmd = ["tc", "qdisc", "add" if not up else "del", "dev", dev,
-               *(CUT_QDISC if not up else ("root",))]
+        tool = "tc"
+        lines = [" ".join(["qdisc", "add" if not up else "del", "dev", dev,
+                           *(CUT_QDISC if not up else ("root",))]) for dev in devs]
     else:
-        cmd = ["ip", "link", "set", dev, "up" if up else "down"]
-    subprocess.run(cmd, check=True, capture_output=True, timeout=10)
+        tool = "ip"
+        lines = [f"link set {dev} {'up' if up else 'down'}" for dev in devs]
+    subprocess.run([tool, "-batch", "-"], input="\n".join(lines) + "\n", text=True,
+                   check=True, capture_output=True, timeout=10)
 
 
 def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Callable[[], None],
@@ -139,26 +153,26 @@ def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Calla
         f"drain {rate:g} pps (all {FLOWS} fit one at {100 * FLOWS * opts.flow_rate_pps / rate:.0f}%); "
         f"{victim} ({count[victim]} of them) goes down after {opts.duration_s / 3:.1f} s"
         + (f", silently (only {devs[0]}; GOR is not told)" if silent else ""))
-    t_down = t_done = t_mend = None
+    t_cut = t_down = t_done = t_mend = None
     mended = False
     try:
         with session:
             session.start_flows(opts.duration_s)
             record.event(session.since_start(), f"{FLOWS} elephants started")
             threading.Event().wait(opts.duration_s / 3)      # the scenario's timeline
-            for dev in devs:
-                set_link(dev, up=False, target=state.target)
+            t_cut = time.monotonic()
+            set_links(devs, up=False, target=state.target)
             t_down = time.monotonic()
+            res.cut_s = round(t_down - t_cut, 3)
             if not silent:
-                session.loop.submit_link_event(leaf, port, up=False,
-                                               reason=f"administrative: {' and '.join(devs)} cut")
+                session.submit_link_event(leaf, port, up=False,
+                                          reason=f"administrative: {' and '.join(devs)} cut")
             record.event(session.since_start(t_down), f"{victim} down ({' and '.join(devs)})")
             say(f"link-failure: t={session.since_start(t_down):.1f}s {victim} is down")
             session.fleet.wait_senders(opts.duration_s + 15)
             t_done = time.monotonic()
             if silent and victim in session.links_down():
-                for dev in devs:                            # mended; GOR is told nothing
-                    set_link(dev, up=True, target=state.target)
+                set_links(devs, up=True, target=state.target)   # mended; GOR is told nothing
                 mended, t_mend = True, time.monotonic()
                 if session.wait_for(lambda: victim not in session.links_down(), HEAL_WAIT_S):
                     res.heal_s = round(time.monotonic() - t_mend, 3)
@@ -176,8 +190,8 @@ def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Calla
     res.errors, res.events = session.errors, session.events
     down = next((e for e in res.events if e.get("event") == "link_down"
                  and t_down is not None and float(e["mono_s"]) >= t_down), None)
-    if down is not None and t_down is not None:
-        res.regroup_s = round(float(down["mono_s"]) - t_down, 3)
+    if down is not None and t_cut is not None:
+        res.regroup_s = round(float(down["mono_s"]) - t_cut, 3)
         res.groups = list(down.get("groups", []))
         res.detours = list(down.get("detours", []))
         res.detected_by = str(down.get("reason", ""))
@@ -203,7 +217,8 @@ def run_link_failure(fabric: Any, programmer: Any, state: Any, save_state: Calla
     for fr, r in zip(record.flows, results):
         fr.sent = r.sent_pkts
     line = (f"{'dead-link' if silent else 'link-failure'}: {victim} down"
-            f"{' (silently)' if silent else ''} → groups rewritten {res.regroup_s} s later "
+            f"{' (silently)' if silent else ''} → groups rewritten {res.regroup_s} s after the cut began "
+            f"(cutting took {res.cut_s} s) "
             f"({res.detected_by}) "
             f"({'; '.join(res.groups) or 'none'}), detours on the other leaves "
             f"({'; '.join(res.detours) or 'none'}); per-uplink pps before {res.uplink_pps_before}, "
@@ -237,4 +252,4 @@ def shortfalls(res: FailureResult) -> list[str]:
     return why
 
 
-__all__ = ["FLOWS", "FailureResult", "run_link_failure", "set_link", "shortfalls"]
+__all__ = ["FLOWS", "FailureResult", "run_link_failure", "set_link", "set_links", "shortfalls"]

@@ -144,12 +144,15 @@ def run_tor_failure(fabric: Any, programmer: Any, state: Any, save_state: Callab
         if not poll_until(lambda: sum(_leaf_rx(i) - start[i] for i in hosts) >= 40, 20.0):
             res.reasons.append(f"{victim} never carried the senders' frames")
             return res
-        _set_links(victim_ifaces, up=False)
+        # the leaf's death is timed from before its first interface goes down: a NIC's
+        # link monitor may see the carrier drop before `ip link` returns here
         t_cut = time.monotonic()
+        _set_links(victim_ifaces, up=False)
+        t_dead = time.monotonic()
         for name, updates in failover_updates(fabric, dead, dead_switches={victim}).items():
             failed_over.append(name)     # before the write: a part-written batch is undone too
             programmer.write_updates(name, updates)
-        res.fabric_update_s = round(time.monotonic() - t_cut, 4)
+        res.fabric_update_s = round(time.monotonic() - t_dead, 4)
         say(f"tor-failure: {victim} down ({len(victim_ifaces)} interfaces); spines reach its "
             f"NICs through the other leaf ({res.fabric_update_s * 1000:.0f} ms)")
         deadline = time.monotonic() + TRAFFIC_TIMEOUT_S + 10

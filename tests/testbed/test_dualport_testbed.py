@@ -154,11 +154,14 @@ def test_a_dead_port_moves_its_qps_and_no_message_is_lost(testbed: LiveTestbed,
         start = _leaf_rx(leaf_iface)
         assert poll_until(lambda: _leaf_rx(leaf_iface) - start >= 40, 20.0), \
             "port 1 never carried the sender's frames"
-        subprocess.run(["ip", "link", "set", leaf_iface, "down"], check=True)
+        # The cut's time is taken before `ip link set down` returns: the NIC's
+        # link monitor may see the carrier drop before this process runs again.
         cut["t"] = time.monotonic()
+        subprocess.run(["ip", "link", "set", leaf_iface, "down"], check=True)
+        fabric_start = time.monotonic()
         for name, updates in failover_updates(fab, {dead}).items():
             testbed.programmer.write_updates(name, updates)
-        cut["fabric_s"] = time.monotonic() - cut["t"]
+        cut["fabric_s"] = time.monotonic() - fabric_start
 
     messages = 40
     try:
