@@ -75,6 +75,18 @@ MAX_FRAME = 65536 + 4
 POLL_MS = 200
 RX_BATCH = 64
 """Frames read from a socket per wake-up (one delivery)."""
+SO_RCVBUFFORCE = 33
+RX_BUFFER_BYTES = 2 * 1024 * 1024
+"""A port's kernel receive buffer when frames are read from the socket itself (the
+kernel refused a receive ring, or the native data plane has not mapped its own yet):
+2 MiB, as the rings (:data:`p4sim.switchd.rxring.BLOCKS`, ``RING_BLOCKS`` in
+``dataplane.c``): libpcap's default on Linux when ``pcap_set_buffer_size`` is not called
+(``pcap-linux.c``: "by default request 2M for the ring buffer"), which BMv2's ports use
+(``src/BMI/bmi_interface.c`` sets promiscuous, timeout and immediate mode only). With
+512 KiB (256 slots) a switch whose worker lost the CPU for a quarter of a second on a
+loaded machine dropped frames at 1,000 frames/s that BMv2 would have held (the
+link-failure scenario in CI). Set with ``SO_RCVBUFFORCE`` (root, as the testbed runs
+switches), else ``SO_RCVBUF`` (capped by ``rmem_max``)."""
 DROP_LOG_INTERVAL_S = 1.0
 BACKOFF_MIN_S, BACKOFF_MAX_S = 0.05, 2.0
 
@@ -273,6 +285,15 @@ def restore_vlan(frame: bytes, ancdata: list[tuple[int, int, bytes]]) -> bytes:
     return frame
 
 
+def _grow_receive_buffer(sock: socket.socket, size_bytes: int = RX_BUFFER_BYTES) -> None:
+    """Give ``sock`` a receive buffer of ``size_bytes`` (:data:`RX_BUFFER_BYTES`); beyond
+    ``rmem_max`` only with ``CAP_NET_ADMIN``, otherwise as much as ``rmem_max`` allows."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, size_bytes)
+    except OSError:                           # not root: capped by net.core.rmem_max
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, size_bytes)
+
+
 class RawSocketPort(Port):
     """A Linux interface through an AF_PACKET socket (see the module docstring).
     ``use_ring=False``: one ``recvmsg`` per frame instead of the receive ring."""
@@ -307,6 +328,8 @@ class RawSocketPort(Port):
                 except (OSError, ValueError) as exc:
                     log.info("port %d (%s): no receive ring (%s); one recvmsg per frame",
                              self.number, self.iface, exc)
+            if ring is None:
+                _grow_receive_buffer(sock)
             sock.bind((self.iface, ETH_P_ALL))
             sock.setblocking(False)
         except OSError:

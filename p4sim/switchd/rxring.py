@@ -52,8 +52,10 @@ _STATUS = struct.Struct("=I")
 _PKTTYPE_AT = 32 + 10                       # sockaddr_ll.sll_pkttype after the header
 FRAME_SIZE = 2048
 BLOCK_SIZE = 1 << 16
-BLOCKS = 8
-"""8 blocks of 64 KiB: 256 slots, 512 KiB per port."""
+BLOCKS = 32
+"""32 blocks of 64 KiB: 1,024 slots, 2 MiB per port: libpcap's default ring on Linux
+(2 MiB when ``pcap_set_buffer_size`` is not called, as BMv2's ports do not), whose
+slots are sized by the MTU as these are (see ``ports.RX_BUFFER_BYTES``)."""
 HOLE_LOOKAHEAD = 16
 HOLE_WAIT_S = 0.005
 

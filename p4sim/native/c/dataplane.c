@@ -46,7 +46,7 @@
 #define WB 32
 #define RING_FRAME 2048
 #define RING_BLOCK (1 << 16)
-#define RING_BLOCKS 8
+#define RING_BLOCKS 32   /* 1,024 slots, 2 MiB: libpcap's default ring, as BMv2's ports (rxring.py BLOCKS) */
 #define HOLE_LOOKAHEAD 16
 #define HOLE_WAIT_US 5000
 #define PFC_OPCODE 0x0101

@@ -5,12 +5,16 @@ a frame queued whole on the socket read from there, and a slot the kernel leaves
 skipped only once it has stayed empty for HOLE_WAIT_S."""
 from __future__ import annotations
 
+import re
+import socket
 import struct
 from typing import Optional
 
 import pytest
 
 import p4sim.switchd.rxring as rxring
+from p4sim.native.build import C_DIR
+from p4sim.switchd.ports import RX_BUFFER_BYTES, _grow_receive_buffer
 from p4sim.switchd.rxring import (_HDR, _PKTTYPE_AT, HOLE_WAIT_S, PACKET_OUTGOING,
                                   TP_STATUS_COPY, TP_STATUS_USER, TP_STATUS_VLAN_VALID,
                                   RxRing)
@@ -118,3 +122,17 @@ def test_cut_frames_reach_rx_dropped_when_read_not_when_the_socket_closes() -> N
     assert port.update_drops() == 3 and port.update_drops() == 3
     port._drop_socket()                                    # counted once, not again
     assert ring.closed and port.counters.rx_dropped == 3
+
+
+def test_a_port_buffers_what_bmv2s_libpcap_ring_buffers() -> None:
+    # BMv2's ports are libpcap handles with its default 2 MiB ring: p4sim's rings (the
+    # Python reader's and the native data plane's) and its ring-less socket hold as much
+    c_src = (C_DIR / "dataplane.c").read_text()
+    c_blocks = int(re.search(r"#define RING_BLOCKS (\d+)", c_src).group(1))
+    c_block = 1 << int(re.search(r"#define RING_BLOCK \(1 << (\d+)\)", c_src).group(1))
+    assert rxring.BLOCKS * rxring.BLOCK_SIZE == c_blocks * c_block == RX_BUFFER_BYTES == 2 << 20
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        _grow_receive_buffer(sock)
+        got = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)   # the kernel doubles it
+        rmem_max = int(open("/proc/sys/net/core/rmem_max", encoding="ascii").read())
+        assert got >= 2 * RX_BUFFER_BYTES or got >= 2 * rmem_max, got
