@@ -28,39 +28,27 @@ import resource
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from controller.p4rt import PacketIn
-from controller.p4rt.tls import ClientTls
 from fornax.fallback import SoftSwitch
 from fornax.nicview import NicView
-from fornax.pipeline import WRITE_GAP_S, SmartNic, punt_of
+from fornax.options import NicManagerOptions
+from fornax.pipeline import SmartNic, punt_of
 from fornax.policy import Conn, Decision, Policy, load_policy
 from fornax.softpath import parse_frame, session_key_of
 from p4src.smartnic import model as M
 
 
 @dataclass(slots=True)
-class BaselineConfig:
-    """How one baseline manager runs (the FORNAX manager's fields it shares, and the walk's
-    period)."""
+class BaselineConfig(NicManagerOptions):
+    """How one baseline manager runs: the options every NIC manager takes
+    (:class:`fornax.options.NicManagerOptions`), the walk's period, and a longer Write
+    deadline (a walk's rewrite of a whole table is one long burst)."""
 
-    nic: str
-    grpc_addr: str
-    device_id: int
-    policy_path: Path
-    election_id: tuple[int, int] = (0, 1)
-    p4info: Optional[Path] = None
-    device_config: Optional[Path] = None
-    table_size: int = M.DEFAULT_SESSION_TABLE_SIZE
-    tls: Optional[ClientTls] = None
-    idle_timeout_s: float = 30.0
     walk_period_s: float = 5.0
-    write_gap_s: float = WRITE_GAP_S
-    batch: int = 256
-    event_log: Optional[Path] = None
     write_timeout_s: float = 30.0
 
 

@@ -66,9 +66,9 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from controller.p4rt import DigestList, PacketIn
-from controller.p4rt.tls import ClientTls
 from fornax.fallback import Fallback, SoftSwitch
 from fornax.nicview import NicView
+from fornax.options import NicManagerOptions
 from fornax.pipeline import WRITE_GAP_S, SmartNic, punt_of, tcp_events
 from fornax.policy import Policy, load_policy
 from fornax.sessions import SessionStore, TableFullError
@@ -88,20 +88,11 @@ HB = struct.Struct("!4sQQ")            # magic, sequence, send time (ns, monoton
 
 
 @dataclass(slots=True)
-class ManagerConfig:
-    """How one manager runs (see the module docstring). ``interfaces``: port -> the
+class ManagerConfig(NicManagerOptions):
+    """How one manager runs (see the module docstring): the options every NIC manager
+    takes (:class:`fornax.options.NicManagerOptions`) and FORNAX's own. ``interfaces``: port -> the
     switch-side Linux interface, for software forwarding during a hang (empty: none)."""
 
-    nic: str
-    grpc_addr: str
-    device_id: int
-    policy_path: Path
-    election_id: tuple[int, int] = (0, 1)
-    p4info: Optional[Path] = None
-    device_config: Optional[Path] = None
-    table_size: int = M.DEFAULT_SESSION_TABLE_SIZE
-    tls: Optional[ClientTls] = None
-    idle_timeout_s: float = 30.0
     closed_linger_s: float = 1.0
     heartbeat_interval_s: float = 0.1
     hang_after_s: float = 1.0
@@ -114,10 +105,6 @@ class ManagerConfig:
     digest_burst: int = 5000
     digest_timeout_s: float = 0.002
     digest_list_size: int = 64
-    batch: int = 256
-    write_gap_s: float = WRITE_GAP_S
-    event_log: Optional[Path] = None
-    write_timeout_s: float = 10.0
 
     @property
     def idle_timeout_ns(self) -> int:
