@@ -5,8 +5,8 @@ suites for simple_switch_grpc) on BMv2 and on p4sim, and say per suite whether e
 Not part of ``make test`` and never needed by it. Needs root (veth pairs, raw sockets): run
 it under the shared lock, ``flock /tmp/astral-net.lock``. With no ``simple_switch_grpc`` or
 ``p4c-bm2-ss`` on PATH it exits 77, having measured nothing; ``ptf`` and p4runtime-shell
-come from ``.venv-shell`` (``make venv-shell``, then ``pip install ptf==0.12.0
-scapy==2.8.0`` there: the suites import ``p4runtime_sh`` and ``ptf`` together).
+come from ``.venv-shell`` (``make venv-shell``: requirements-shell.txt lists ptf and scapy,
+since the suites import ``p4runtime_sh`` and ``ptf`` together).
 
 Each suite is read from its ``runptf.sh`` (a fetched repository, ``--mirror-root``; only its
 name, commit and path are stored here, in ``SUITES``): the program and P4Info file named on
