@@ -87,6 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--write", action="store_true", help="with --fit: write the fitted figures to "
                                                         "sim/predict/calibration.yaml")
     v.add_argument("--evaluations", type=int, default=200, help="with --fit: simplex evaluations (default 200)")
+    ic = sub.add_parser("incast", help="the incast scenario (static vs dynamic thresholds) in the PFC network model")
+    ic.add_argument("--compare", action="store_true",
+                    help="compare with the live run in sim/calibration/incast-live.yaml (error per figure)")
+    ic.add_argument("--spec", type=Path, default=None, help="topo spec (default topo/specs/default.yaml)")
+    ic.add_argument("--seeds", type=int, default=5, help="simulated seeds (RED draws) averaged (default 5)")
+    ic.add_argument("--run-s", type=float, default=6.0, help="seconds a run (default 6, the live run's)")
     a = sub.add_parser("allreduce", help="a DP AllReduce over whole pods of a cluster (hierarchical, end to end)")
     a.add_argument("--cluster", type=Path, default=Path("sim/clusters/cluster512k.yaml"),
                    help="cluster file (default sim/clusters/cluster512k.yaml)")
@@ -126,6 +132,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return _predict(args.job, args.out)
         if args.cmd == "allreduce":
             return _allreduce(args)
+        if args.cmd == "incast":
+            return _incast(args)
         if args.cmd == "sweep":
             return _sweep(args.grid, args.workers, args.address, args.out)
         if args.cmd == "calibrate-ops":
@@ -292,6 +300,25 @@ def _allreduce(args: argparse.Namespace) -> int:
     print("\n".join(r.summary_lines()))
     print(f"sim: cluster {spec.name} built in {built:.2f} s ({spec.pods} pods, {spec.cores} core switches, "
           f"{sc.num_links:,} links)")
+    return 0
+
+
+def _incast(args: argparse.Namespace) -> int:
+    from sim.incast import DEFAULT_SPEC, INCAST_TIMING, LOADS, MODES, IncastSetup, compare, simulate  # noqa: PLC0415
+
+    if args.seeds < 1 or not args.run_s > 0:
+        raise SimInputError("--seeds must be >= 1 and --run-s positive")
+    setup = IncastSetup(spec=args.spec or DEFAULT_SPEC, run_s=args.run_s)
+    if args.compare:
+        c = compare(setup, INCAST_TIMING, args.seeds)
+        print("\n".join(c.lines()))
+        print("sim: error = (sim - live) / live for counts, sim - live for the peak (packets) and Jain; "
+              "timings chosen on the lone runs only (sim/README.md, \"Incast\")")
+        return 0
+    fab = setup.fabric()
+    for mode in MODES:
+        for load in LOADS:
+            print(f"{mode:7s} {load:6s} {simulate(setup, mode, load, INCAST_TIMING, 1, fab).as_dict()}")
     return 0
 
 

@@ -67,6 +67,7 @@ class NetParams:
     cnp_interval_s: float = 0.005
     retry_timeout_s: float = 2.0
     nic_poll_s: float = 0.001
+    tail_drop_leaks: bool = True
 
     @property
     def pause_time_s(self) -> float:
@@ -260,7 +261,10 @@ class PfcNet:
             self._pfc(sw, inp, pause=True)
         port = self.ports[(sw, out)]
         if len(port.queue) >= port.capacity_pkts:
-            q.drop(adm)
+            if self.p.tail_drop_leaks:
+                q.drop(adm)
+            else:                   # a switch that counts a dropped packet out again
+                q.leave(adm, len(port.queue))
             self._res.tail_drops += 1
             return
         pkt.adm, pkt.enq_depth = adm, len(port.queue)
