@@ -93,6 +93,14 @@ def build_parser() -> argparse.ArgumentParser:
     ic.add_argument("--spec", type=Path, default=None, help="topo spec (default topo/specs/default.yaml)")
     ic.add_argument("--seeds", type=int, default=5, help="simulated seeds (RED draws) averaged (default 5)")
     ic.add_argument("--run-s", type=float, default=6.0, help="seconds a run (default 6, the live run's)")
+    dp = sub.add_parser("dualport", help="one step on a topo spec with dual-port NICs and/or pods: QPs on NIC "
+                                         "ports by the NIC's affinity hash (random) or TCCL's dual-port plan")
+    dp.add_argument("--spec", type=Path, default=Path("topo/specs/dualport.yaml"),
+                    help="topo spec (default topo/specs/dualport.yaml)")
+    dp.add_argument("--qps", type=int, default=4, help="QPs per NIC pair (default 4)")
+    dp.add_argument("--bytes", default="16MiB", help="bytes per QP (default 16MiB)")
+    dp.add_argument("--policies", default="random,tccl", help="random and/or tccl (default both)")
+    dp.add_argument("--seed", type=int, default=1, help="random source ports (default 1)")
     a = sub.add_parser("allreduce", help="a DP AllReduce over whole pods of a cluster (hierarchical, end to end)")
     a.add_argument("--cluster", type=Path, default=Path("sim/clusters/cluster512k.yaml"),
                    help="cluster file (default sim/clusters/cluster512k.yaml)")
@@ -134,6 +142,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return _allreduce(args)
         if args.cmd == "incast":
             return _incast(args)
+        if args.cmd == "dualport":
+            return _dualport(args)
         if args.cmd == "sweep":
             return _sweep(args.grid, args.workers, args.address, args.out)
         if args.cmd == "calibrate-ops":
@@ -300,6 +310,31 @@ def _allreduce(args: argparse.Namespace) -> int:
     print("\n".join(r.summary_lines()))
     print(f"sim: cluster {spec.name} built in {built:.2f} s ({spec.pods} pods, {spec.cores} core switches, "
           f"{sc.num_links:,} links)")
+    return 0
+
+
+def _dualport(args: argparse.Namespace) -> int:
+    from sim.dualport import POLICIES, cross_pairs, simulate_step  # noqa: PLC0415
+    from topo.model import build_fabric  # noqa: PLC0415
+    from topo.spec import SpecError, load_spec  # noqa: PLC0415
+
+    if args.qps < 1:
+        raise SimInputError(f"--qps: {args.qps}: at least 1")
+    policies = [p for p in args.policies.split(",") if p]
+    for p in policies:
+        if p not in POLICIES:
+            raise SimInputError(f"--policies: {p!r}: one of {', '.join(POLICIES)}")
+    try:
+        fab = build_fabric(load_spec(args.spec))
+    except SpecError as exc:
+        raise SimInputError(str(exc)) from None
+    pairs = cross_pairs(fab, args.qps)
+    size = parse_bytes(args.bytes)
+    s = fab.spec
+    print(f"sim: {args.spec}: {s.pods} pod(s), {s.num_gpus} GPUs, {s.ports_per_nic} port(s) per NIC, "
+          f"{s.cores} cores; {len(pairs)} QPs of {size:,.0f} B, each NIC to the server half the fabric away")
+    for p in policies:
+        print(simulate_step(fab, pairs, p, size, args.seed).summary())
     return 0
 
 

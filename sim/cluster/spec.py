@@ -42,6 +42,7 @@ Example::
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +50,7 @@ from typing import Any, Mapping, Optional, Union
 
 from sim.scenario import read_yaml
 from sim.topology import SimInputError
-from topo.spec import HASH_ALGORITHMS, FabricSpec, SpecError, load_spec, spec_from_dict
+from topo.spec import EXTENDED_DEFAULTS, HASH_ALGORITHMS, FabricSpec, SpecError, load_spec, spec_from_dict
 
 REPO = Path(__file__).resolve().parents[2]
 FIELDS = ("name", "pod", "pods", "cores_per_plane", "spine_core_uplinks", "core_oversubscription",
@@ -179,9 +180,46 @@ def cluster_from_dict(data: Any, source: str = "cluster") -> ClusterSpec:
     return ClusterSpec(name, pod, pods, cpp, uplinks, gbps, spine_ports, core_ports, core_hash, seed)
 
 
+TOPO_ONLY = tuple(f.name for f in dataclasses.fields(FabricSpec) if f.name not in FIELDS)
+
+
+def cluster_from_topo(spec: FabricSpec, source: str = "spec") -> ClusterSpec:
+    """The cluster a three-tier topo spec describes (``pods``, ``cores``; topo/README.md,
+    "Pods, cores and dual-port NICs"): the same pods, core planes, core links per spine
+    and their speed, radixes, core CRC and seed salt — one description for the testbed and
+    the simulator. A spec without a core tier, or with dual-port NICs (the cluster router
+    sends from a NIC's port 0 only: ``python -m sim dualport`` simulates both ports), is
+    refused naming the field.
+
+        >>> c = cluster_from_topo(spec_from_dict({"pods": 2, "cores": 4, "blocks": 1, "rails": 2}))
+        >>> (c.pods, c.cores, c.spine_core_uplinks, c.links_per_core, c.pod.pods, c.pod.cores)
+        (2, 4, 2, 1, 1, 0)
+    """
+    if spec.pods < 2 or not spec.cores:
+        raise SimInputError(f"{source}: pods: a cluster is pods joined by cores (pods >= 2, cores > 0); "
+                            f"got pods {spec.pods}, cores {spec.cores}")
+    if spec.ports_per_nic != 1:
+        raise SimInputError(f"{source}: ports_per_nic: the cluster simulator routes one port per NIC; "
+                            f"simulate dual-port NICs with 'python -m sim dualport --spec {source}'")
+    pod = dataclasses.replace(spec, pods=1, cores=0, core_link_gbps=None, core_ports=EXTENDED_DEFAULTS["core_ports"],
+                              core_hash=EXTENDED_DEFAULTS["core_hash"])    # the cluster carries them
+    return ClusterSpec(Path(source).stem, pod, spec.pods, spec.cores_per_plane, spec.spine_core_uplinks,
+                       spec.effective_core_link_gbps, spec.spine_ports, spec.core_ports, spec.core_hash,
+                       spec.ecmp_seed)
+
+
 def load_cluster(path: Union[str, Path]) -> ClusterSpec:
-    """Read and validate a cluster YAML file (errors name the file and the field)."""
-    return cluster_from_dict(read_yaml(path), str(path))
+    """Read and validate a cluster YAML file (errors name the file and the field), or a
+    topo spec with a core tier (a file with ``cores`` or other topo fields and no ``pod``:
+    read by ``topo.spec.load_spec``, :func:`cluster_from_topo`)."""
+    data = read_yaml(path)
+    if isinstance(data, Mapping) and "pod" not in data and any(k in TOPO_ONLY or k == "cores" for k in data):
+        try:
+            spec = load_spec(path)
+        except SpecError as exc:
+            raise SimInputError(str(exc)) from None
+        return cluster_from_topo(spec, str(path))
+    return cluster_from_dict(data, str(path))
 
 
 def nic_address(spec: ClusterSpec, pod: int, block: int, rail: int, server: int) -> str:
@@ -210,5 +248,5 @@ def pod_of_address(spec: ClusterSpec, ip: Optional[int]) -> int:
     return ((int(ip or 0) >> 8) & 0xFF) // spec.pod.rails
 
 
-__all__ = ["ClusterSpec", "cluster_from_dict", "core_name", "load_cluster", "nic_address",
+__all__ = ["ClusterSpec", "cluster_from_dict", "cluster_from_topo", "core_name", "load_cluster", "nic_address",
            "pod_of_address", "pod_switch_name"]
