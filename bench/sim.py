@@ -38,6 +38,23 @@ Figures:
   ``sim/predict/calibration.yaml`` was fitted on), ``sim.validation.fp8.within10_pct`` the
   held-out FP8 runs. Checked: every run predicted or refused with a reason, both splits
   non-empty.
+* ``sim.incast.err_pct.<phase>.<figure>`` — ``python -m sim incast --compare``: the
+  simulator's incast (``sim/incast.py``, the PFC network of ``sim/pfcnet.py``, mean of 5
+  seeds) against the live ``SCENARIO=incast`` run recorded in
+  ``sim/calibration/incast-live.yaml``: relative error in % of PFC frames, ECN marks,
+  drops and goodput of the held-out incast runs (static and dynamic), the timings having
+  been chosen on the lone runs only; ``sim.incast.heldout_mean_abs_err_pct`` their mean
+  |error|; ``sim.incast.{pfc_frames,drops}.{static,dynamic}`` the simulated counts (the
+  live run's ``incast.pause_frames`` / ``incast.drops`` figures). Checked: the lone peak
+  queue is deeper with dynamic thresholds, as live.
+* ``sim.queues.closed_form_max_err_pkts`` — the dynamic-threshold queue model
+  (``sim/queues.py`` over ``p4src.buffermodel``) against Choudhury & Hahne's steady state
+  ``alpha B / (1 + N alpha)``: the worst |error| in packets over 4 buffers x 5 alphas x 6
+  queue counts.
+* ``sim.dualport.max_over_mean.{random,tccl}`` / ``sim.dualport.step_ratio`` — ``python -m
+  sim dualport`` on ``topo/specs/dualport.yaml`` (4 QPs per NIC pair): busiest NIC port or
+  leaf uplink over its tier's mean, QPs placed by the NIC's affinity hash on random source
+  ports vs TCCL's dual-port plan, and the step time random / TCCL.
 * ``sim.prediction_error_pct`` — mean absolute error of the calibrated prediction against
   the testbed measurements in ``sim/calibration/default-fabric.json``; only when that
   recorded file exists (the test fixture is never used here).
@@ -57,13 +74,17 @@ from pathlib import Path
 import numpy as np
 
 from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure, median
+from p4src.buffermodel import DynamicThresholds, PfcAlpha, SharedBuffer
 from sim.calibrate import calibrate_file
 from sim.cluster.allreduce import cluster_allreduce
 from sim.cluster.fabric import SimCluster
 from sim.cluster.spec import load_cluster
+from sim.dualport import cross_pairs, simulate_step
+from sim.incast import HELD_OUT, INCAST_TIMING, IncastSetup, compare
 from sim.policies import run_phase
 from sim.predict.job import load_job
 from sim.predict.predict import predict
+from sim.queues import closed_form_cells, steady_state_cells
 from sim.runner import run_scenario
 from sim.study import study_scenario
 from sim.sweep.grid import load_grid
@@ -82,6 +103,7 @@ GPT175B_JOB = REPO / "sim" / "jobs" / "gpt3-175b-1024.yaml"
 TOPOLOGY = REPO / "build" / "topology.json"       # the recording's fabric section names it
 CLUSTER512K = REPO / "sim" / "clusters" / "cluster512k.yaml"
 SWEEP_GRID = REPO / "sim" / "sweeps" / "gpt3-175b.yaml"
+DUALPORT = REPO / "topo" / "specs" / "dualport.yaml"
 
 
 def bench_allreduce_64k(config: BenchConfig) -> dict[str, Figure]:
@@ -195,6 +217,52 @@ def bench_validation(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001
             "sim.validation.fp8.within10_pct": Figure(round(p8.within10_pct, 1), "%")}
 
 
+def bench_incast(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001
+    """``sim.incast.*``: the simulated incast against the recorded live run."""
+    c = compare(IncastSetup(), INCAST_TIMING, seeds=5)
+    print("\n".join(c.lines()))
+    if not c.sim["dynamic-lone"]["peak_queue_pkts"] > c.sim["static-lone"]["peak_queue_pkts"]:
+        raise BenchCheckError("sim incast: the lone flow does not queue deeper with dynamic thresholds")
+    out: dict[str, Figure] = {}
+    errs = []
+    for phase in HELD_OUT:
+        mode = phase.split("-")[0]
+        for fig in ("pfc_frames", "ecn_marks", "drops", "goodput_mbps"):
+            e = c.error(phase, fig)
+            if e is None:
+                continue
+            errs.append(abs(e))
+            out[f"sim.incast.err_pct.{mode}.{fig}"] = Figure(round(e, 1), "%")
+        out[f"sim.incast.pfc_frames.{mode}"] = Figure(round(c.sim[phase]["pfc_frames"], 1), "frames")
+        out[f"sim.incast.drops.{mode}"] = Figure(round(c.sim[phase]["drops"], 1), "packets")
+    out["sim.incast.heldout_mean_abs_err_pct"] = Figure(round(sum(errs) / len(errs), 1), "%")
+    return out
+
+
+def bench_closed_form(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001
+    """``sim.queues.closed_form_max_err_pkts``: the queue model against Choudhury & Hahne."""
+    worst = 0.0
+    for size, log2 in ((576, 7), (2048, 7), (1000, 0), (4096, 6)):
+        for alpha in ("1/4", "1/2", 1, 2, 4):
+            for n in (1, 2, 3, 4, 8, 16):
+                cfg = DynamicThresholds(SharedBuffer(size, log2), {3: PfcAlpha(alpha)})
+                err = steady_state_cells(cfg, 3, n, 1082) - closed_form_cells(cfg, 3, n)
+                worst = max(worst, abs(err) / cfg.buffer.cells(1082))
+    return {"sim.queues.closed_form_max_err_pkts": Figure(round(worst, 3), "packets")}
+
+
+def bench_dualport(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001
+    """``sim.dualport.*`` on topo/specs/dualport.yaml."""
+    fab = build_fabric(load_spec(DUALPORT))
+    pairs = cross_pairs(fab, 4)
+    rnd, tc = (simulate_step(fab, pairs, p, 16 << 20) for p in ("random", "tccl"))
+    if tc.flows != len(pairs) or not tc.time_s > 0:
+        raise BenchCheckError(f"sim dualport: {tc.flows} flows, step {tc.time_s}")
+    return {"sim.dualport.max_over_mean.random": Figure(max(rnd.max_over_mean.values()), "x"),
+            "sim.dualport.max_over_mean.tccl": Figure(max(tc.max_over_mean.values()), "x"),
+            "sim.dualport.step_ratio": Figure(round(rnd.time_s / tc.time_s, 3), "x")}
+
+
 BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("allreduce_64k", "sim", bench_allreduce_64k),
     Benchmark("slowdown_8k", "sim", bench_slowdown_8k),
@@ -203,4 +271,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("allreduce_512k", "sim", bench_allreduce_512k),
     Benchmark("sweep", "sim", bench_sweep),
     Benchmark("validation", "sim", bench_validation),
+    Benchmark("incast", "sim", bench_incast),
+    Benchmark("closed_form", "sim", bench_closed_form),
+    Benchmark("dualport", "sim", bench_dualport),
 )
