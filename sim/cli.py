@@ -1,4 +1,4 @@
-"""Command line of the simulator: ``python -m sim run|study|calibrate|measure|predict|calibrate-ops|calibrate-run|allreduce|sweep``.
+"""Command line of the simulator: ``python -m sim run|study|calibrate|measure|predict|calibrate-ops|calibrate-run|allreduce|sweep|incast|dualport``.
 
 ::
 
@@ -11,6 +11,8 @@
     python -m sim calibrate-run runs.yaml [--write kernels.yaml]   # ... to monitored iteration times
     python -m sim validate [--split heldout|fit|all] [--source S]  # against published training runs
     python -m sim allreduce --cluster sim/clusters/cluster512k.yaml --gpus 524288 --bytes 16GiB
+    python -m sim incast --compare                 # static vs dynamic thresholds, vs the live run
+    python -m sim dualport --spec topo/specs/dualport.yaml
     python -m sim sweep sim/sweeps/gpt3-small.yaml [--workers N | --address tcp://HOST:PORT]
 
 Exit status: 0 done, 1 some job flow undeliverable (failure scenario) or a measurement
@@ -31,6 +33,8 @@ from typing import Optional, Sequence
 
 import yaml
 
+from sim.dualport import POLICIES, cross_pairs, simulate_step
+from sim.incast import DEFAULT_SPEC, INCAST_TIMING, LOADS, MODES, IncastSetup, compare, simulate
 from sim.predict import calibration
 from sim.predict.kerneltable import IMPLS
 from sim.predict.opcal import calibrate_ops_file, write_table
@@ -38,6 +42,8 @@ from sim.topology import SimInputError
 from sim.validation.dataset import DATA, load_dataset
 from sim.validation.fit import fit
 from sim.validation.validate import report_lines, select, validate_runs
+from topo.model import build_fabric
+from topo.spec import SpecError, load_spec
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -314,10 +320,6 @@ def _allreduce(args: argparse.Namespace) -> int:
 
 
 def _dualport(args: argparse.Namespace) -> int:
-    from sim.dualport import POLICIES, cross_pairs, simulate_step  # noqa: PLC0415
-    from topo.model import build_fabric  # noqa: PLC0415
-    from topo.spec import SpecError, load_spec  # noqa: PLC0415
-
     if args.qps < 1:
         raise SimInputError(f"--qps: {args.qps}: at least 1")
     policies = [p for p in args.policies.split(",") if p]
@@ -339,8 +341,6 @@ def _dualport(args: argparse.Namespace) -> int:
 
 
 def _incast(args: argparse.Namespace) -> int:
-    from sim.incast import DEFAULT_SPEC, INCAST_TIMING, LOADS, MODES, IncastSetup, compare, simulate  # noqa: PLC0415
-
     if args.seeds < 1 or not args.run_s > 0:
         raise SimInputError("--seeds must be >= 1 and --run-s positive")
     setup = IncastSetup(spec=args.spec or DEFAULT_SPEC, run_s=args.run_s)
