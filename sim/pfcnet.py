@@ -68,6 +68,7 @@ class NetParams:
     retry_timeout_s: float = 2.0
     nic_poll_s: float = 0.001
     tail_drop_leaks: bool = True
+    pacing_jitter: float = 0.0
 
     @property
     def pause_time_s(self) -> float:
@@ -249,7 +250,10 @@ class PfcNet:
             f.rp.on_sent(now)
             f.result.sent_pkts += 1
             self._at(now + self.p.link_delay_s, self._arrive, _Packet(f.name, seq, ends, ackreq))
-        self._at(now + f.rp.interval_s(), self._tick, f)
+        gap = f.rp.interval_s()
+        if self.p.pacing_jitter:            # a sender's timer on a loaded machine: gap x U(1 - j, 1 + j)
+            gap *= 1.0 + self.p.pacing_jitter * (2.0 * self.rng.random() - 1.0)
+        self._at(now + gap, self._tick, f)
 
     # ------------------------------------------------------------------ switches
     def _arrive(self, pkt: _Packet) -> None:
