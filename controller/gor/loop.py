@@ -273,8 +273,11 @@ class GorLoop:
         return self.links.name(link)
 
     def _switch_unsettled(self, switch: str, t_s: float, alarm_since: Optional[float]) -> bool:
-        """The rounds' view of :meth:`SwitchRestarts.unsettled` (built after them)."""
-        return self.restarts.unsettled(switch, t_s, alarm_since)
+        """The rounds' view of :meth:`SwitchRestarts.unsettled` and
+        :meth:`LinkFaults.stalled <controller.gor.faults.LinkFaults.stalled>` (a switch
+        lost, or stale or frozen in its counters; both built after the rounds)."""
+        return (self.restarts.unsettled(switch, t_s, alarm_since)
+                or self.faults.stalled(switch, t_s, alarm_since))
 
     def busy(self) -> bool:
         """True while something wants fast telemetry: an alarm (NOTICE or above), a move
