@@ -73,7 +73,7 @@ re-tests slips by however late that reading comes — at most the poller's read 
 stays out for as long as it is dead.
 
 Defaults (:class:`DeadLinkThresholds`): ``min_pkts`` 20, ``probe_samples`` 1,
-``min_intervals`` 3, ``dead_after_s`` 0.3 s. ``min_pkts`` is for an interval of
+``min_intervals`` 3, ``dead_after_s`` 0.3 s, ``freeze_max_s`` 3 s. ``min_pkts`` is for an interval of
 ``ref_interval_s`` (0.25 s) or more; a shorter interval (a caller polling faster while
 busy) needs proportionally fewer packets, never fewer than ``min_pkts_floor`` (5)
 (:meth:`DeadLinkThresholds.pkts_needed`): the same traffic rate is evidence however

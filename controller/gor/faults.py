@@ -43,8 +43,9 @@ evidence while either end's switch is stale or answered again within ``stale_gra
 (:meth:`LinkFaults.observe_stale`, fed from the poller's health), or is *frozen*: it
 answers its reads but none of its counters moved while a neighbour sent to it
 (:func:`~controller.gor.deadlinks.frozen_switches`; BMv2 under CPU load, its data plane
-stands still for seconds), for at most ``freeze_max_s`` of one freeze. A stalled switch
-(stale or frozen) also judges no re-test burst (neither a pass nor a failure), and
+stands still for seconds), for at most ``freeze_max_s`` of one freeze. Nothing arriving
+while either end is stalled (stale or frozen) fails no re-test burst (frames that do
+arrive still count), and
 :meth:`LinkFaults.stalled` tells the decision rounds to leave its links alone, as for a
 switch lost (the loop's ``switch_unsettled``). A direction declared dead
 is re-tested while it is out (:class:`~controller.gor.deadlinks.LinkRetests`): every second
@@ -322,9 +323,11 @@ class LinkFaults:
                 continue
             peer = self.links.peer.get(key)
             got = by_key.get(peer) if peer is not None else None
-            fresh = (got is not None and not getattr(got, "reset", False) and peer is not None
-                     and not self._stalled(key[0], t_s) and not self._stalled(peer[0], t_s))
-            res = self.retests.observe(key, t_s, int(getattr(got, "rx_pkts", 0)) if fresh else None)
+            fresh = got is not None and not getattr(got, "reset", False) and peer is not None
+            rx = int(getattr(got, "rx_pkts", 0)) if fresh else None
+            if rx == 0 and peer is not None and (self._stalled(key[0], t_s) or self._stalled(peer[0], t_s)):
+                rx = None                             # nothing arrived during a stall: no failure
+            res = self.retests.observe(key, t_s, rx)
             if res is RetestResult.HEALED:
                 self.link_up(key[0], key[1], f"probes: {th.retest_passes} re-tests in a row arrived at "
                              f"the peer ({th.retest_frames} frames each)")

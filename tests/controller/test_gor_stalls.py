@@ -117,3 +117,25 @@ def test_no_round_on_the_links_of_a_frozen_switch_or_for_its_symptom() -> None:
     hot_mix(fab, loop, up)
     rounds = loop.tick(2.4, samples(fab))
     assert len(rounds) == 1 and rounds[0].trigger == (L0, up)
+
+
+def test_probes_that_arrive_while_the_sender_is_stale_still_count() -> None:
+    """L0's reads time out for 5 s (stale) but its data plane sends the re-test bursts and
+    s0 counts them: the passes count, and the link is back within the heal bound."""
+    from types import SimpleNamespace
+    fab, loop, prog, reg, buf, metrics = make()
+    up0 = port_to(fab, L0, "s0")
+    t_dead = _declare_dead(fab, loop)
+    conn, seen, t, back_at = prog.connections[L0], 0, t_dead, None
+    stale = SimpleNamespace(stale=True, last_error="b0r0l0: TimeoutError: no answer within 2 s")
+    while t < t_dead + 5.0 and back_at is None:
+        t = round(t + 0.1, 3)
+        n = _probes_on(conn, up0, seen)
+        seen = len(conn.packets_out)
+        loop.observe_health({L0: stale}, t)
+        got = {lid: s for lid, s in traffic(fab, tx={(L0, "s0"): n}).items() if lid.switch != L0}
+        loop.tick(t, got)
+        if loop.links.is_up((L0, up0)):
+            back_at = t
+    bound = loop.faults.dead_links.thresholds.heal_bound_s
+    assert back_at is not None and back_at - t_dead <= bound + 0.3, back_at
