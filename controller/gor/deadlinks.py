@@ -33,7 +33,18 @@ declared dead is alive again after an unbroken run of ``ALIVE`` of the same leng
 end's switch is stale (does not answer its counter reads) or answered again less than
 ``stale_grace_s`` (1 s) ago: a switch whose reads stall has usually stalled whole (a
 paused or CPU-starved process), and for a moment after it resumes its counters describe a
-data plane catching up, not a link (``peer_stale`` of :func:`link_evidence`).
+data plane catching up, not a link (``stale`` of :func:`link_evidence`).
+
+**A frozen switch is stalled too** (:func:`frozen_switches`). A switch can answer its
+reads while its data plane stands still (BMv2 under CPU load: the gRPC thread answers,
+the packet threads do not run): every counter it has stays where it was. An interval in
+which none of a switch's polled ports counted a packet either way, while a neighbour
+sent it at least ``pkts_needed`` packets, is a stall, not ``min_intervals`` of evidence
+against one link: a dead link stops one port's rx counter, never every counter of the
+switch. Such a switch counts as stale for that interval (and ``stale_grace_s`` after
+it), for at most ``freeze_max_s`` (3 s) of one unbroken freeze: a longer one (a peer
+whose only traffic came over the dead link) is evidence again, so a dead link is still
+found, at most ``freeze_max_s + stale_grace_s`` later.
 
 **Re-testing a direction declared dead** (:class:`LinkRetests`). A direction the counters
 declared dead is out of every ECMP group, so nothing is offered to it and the ``ALIVE``
@@ -62,7 +73,7 @@ re-tests slips by however late that reading comes — at most the poller's read 
 stays out for as long as it is dead.
 
 Defaults (:class:`DeadLinkThresholds`): ``min_pkts`` 20, ``probe_samples`` 1,
-``min_intervals`` 3, ``dead_after_s`` 0.3 s. ``min_pkts`` is for an interval of
+``min_intervals`` 3, ``dead_after_s`` 0.3 s, ``freeze_max_s`` 3 s. ``min_pkts`` is for an interval of
 ``ref_interval_s`` (0.25 s) or more; a shorter interval (a caller polling faster while
 busy) needs proportionally fewer packets, never fewer than ``min_pkts_floor`` (5)
 (:meth:`DeadLinkThresholds.pkts_needed`): the same traffic rate is evidence however
@@ -82,7 +93,7 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 from controller.gor.decisions import LinkKey
 
@@ -114,6 +125,7 @@ class DeadLinkThresholds:
     retest_frames: int = 3
     retest_wait_s: float = 1.0
     retest_passes: int = 3
+    freeze_max_s: float = 3.0
 
     def __post_init__(self) -> None:
         if self.min_pkts < 1 or self.probe_samples < 1 or self.min_intervals < 1:
@@ -124,6 +136,8 @@ class DeadLinkThresholds:
             raise ValueError("stale_grace_s >= 0, retest_every_s > 0 and retest_wait_s > 0 are required")
         if self.retest_frames < 1 or self.retest_passes < 1:
             raise ValueError("retest_frames and retest_passes must be at least 1")
+        if self.freeze_max_s < 0:
+            raise ValueError("freeze_max_s >= 0 is required")
 
     @property
     def heal_bound_s(self) -> float:
@@ -199,6 +213,38 @@ def link_evidence(tx: Any, peer: Any, *, rx_armed: bool, forwarded: int,
     if tx.tx_pkts == 0 and forwarded >= th.probe_samples and not getattr(tx, "pfc_rx", 0):
         return Evidence.SILENT
     return None
+
+
+def frozen_switches(samples: Mapping[LinkKey, Any], peers: Mapping[LinkKey, LinkKey],
+                    th: DeadLinkThresholds) -> set[str]:
+    """The switches frozen in one interval: every polled port of the switch counted no
+    packet either way (``tx_pkts`` and ``rx_pkts`` 0) while a neighbour's sample toward it
+    counted at least ``th.pkts_needed`` packets sent. ``samples``: (switch, port) →
+    ``LinkSample``-like; ``peers``: (switch, port) → the peer port. A switch with no
+    sample (it did not answer) is not listed: it is stale already.
+
+    >>> from types import SimpleNamespace as S
+    >>> busy, idle = S(tx_pkts=500, rx_pkts=500, dt_s=0.1), S(tx_pkts=0, rx_pkts=0, dt_s=0.1)
+    >>> peers = {("l0", 1): ("s0", 1), ("s0", 1): ("l0", 1), ("l1", 1): ("s0", 2), ("s0", 2): ("l1", 1)}
+    >>> sorted(frozen_switches({("l0", 1): busy, ("l1", 1): busy, ("s0", 1): idle, ("s0", 2): idle},
+    ...                        peers, DeadLinkThresholds()))
+    ['s0']
+    >>> frozen_switches({("l0", 1): busy, ("l1", 1): busy, ("s0", 1): idle, ("s0", 2): busy},
+    ...                 peers, DeadLinkThresholds())                  # one port works: a dead link
+    set()
+    """
+    moved: dict[str, bool] = {}
+    for (sw, _), s in samples.items():
+        moved[sw] = moved.get(sw, False) or bool(s.tx_pkts or getattr(s, "rx_pkts", 0))
+    out = set()
+    for key, s in samples.items():
+        peer = peers.get(key)
+        if peer is None or moved.get(peer[0], True) or getattr(s, "reset", False):
+            continue
+        dt = float(getattr(s, "dt_s", th.ref_interval_s) or th.ref_interval_s)
+        if s.tx_pkts >= th.pkts_needed(dt):
+            out.add(peer[0])
+    return out
 
 
 @dataclass(slots=True)
@@ -364,4 +410,4 @@ class LinkRetests:
 
 
 __all__ = ["DeadLinkDetector", "DeadLinkEvent", "DeadLinkThresholds", "Evidence", "LinkRetests",
-           "PROBE_DST_MAC", "PROBE_ETHERTYPE", "RetestResult", "link_evidence", "probe_frame"]
+           "PROBE_DST_MAC", "PROBE_ETHERTYPE", "RetestResult", "frozen_switches", "link_evidence", "probe_frame"]

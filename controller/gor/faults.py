@@ -40,7 +40,14 @@ for the :class:`~controller.gor.deadlinks.DeadLinkDetector`; a direction it decl
 gets :meth:`link_down` with the reason ``counters: …`` (``link_down`` in the decision log);
 one it declared dead that carries traffic again gets :meth:`link_up`. An interval is no
 evidence while either end's switch is stale or answered again within ``stale_grace_s``
-(:meth:`LinkFaults.observe_stale`, fed from the poller's health). A direction declared dead
+(:meth:`LinkFaults.observe_stale`, fed from the poller's health), or is *frozen*: it
+answers its reads but none of its counters moved while a neighbour sent to it
+(:func:`~controller.gor.deadlinks.frozen_switches`; BMv2 under CPU load, its data plane
+stands still for seconds), for at most ``freeze_max_s`` of one freeze. Nothing arriving
+while either end is stalled (stale or frozen) fails no re-test burst (frames that do
+arrive still count), and
+:meth:`LinkFaults.stalled` tells the decision rounds to leave its links alone, as for a
+switch lost (the loop's ``switch_unsettled``). A direction declared dead
 is re-tested while it is out (:class:`~controller.gor.deadlinks.LinkRetests`): every second
 three probe frames (``retest_frames``) go out of its port as PacketOuts (:func:`~controller.gor.deadlinks.probe_frame`),
 and three re-tests in a row that the peer's rx counter saw arrive bring it back
@@ -63,12 +70,14 @@ from __future__ import annotations
 
 import queue
 from collections import Counter
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Optional
 
-from controller.gor.deadlinks import DeadLinkDetector, LinkRetests, RetestResult, link_evidence, probe_frame
+from controller.gor.deadlinks import (DeadLinkDetector, LinkRetests, RetestResult, frozen_switches, link_evidence,
+                                     probe_frame)
 from controller.gor.decisions import LinkKey
 from controller.gor.detour_sync import DetourSync
 from controller.gor.pause import PAUSE_STORM_ADVICE, PauseStormMonitor
+from controller.gor.restarts import SYMPTOM_MAX_S
 from controller.gor.sampling import Sampling
 from controller.gor.shared import LoopSettings, LoopState
 from p4src.hashmodel import GroupModel
@@ -101,6 +110,8 @@ class LinkFaults:
         self.counter_down: set[LinkKey] = set()       # links taken down by the counters
         self.retests = LinkRetests(self.dead_links.thresholds)
         self.stale_at: dict[str, float] = {}          # switch → last tick it was seen stale
+        self.stall_from: dict[str, float] = {}        # switch → first tick of its latest stall
+        self.frozen_since: dict[str, float] = {}      # switch → first tick of its unbroken freeze
         self.link_events: "queue.Queue[tuple[str, int, bool, str]]" = queue.Queue()
 
     def count_forwarded(self, link: LinkKey) -> None:
@@ -230,11 +241,49 @@ class LinkFaults:
         >>> faults.observe_stale(["s1"], 12.5)                   # doctest: +SKIP
         """
         for sw in stale:
-            self.stale_at[sw] = t_s
+            self._mark_stale(sw, t_s)
+
+    def _mark_stale(self, switch: str, t_s: float) -> None:
+        if not self._stalled(switch, t_s):
+            self.stall_from[switch] = t_s             # a new stall begins
+        self.stale_at[switch] = t_s
 
     def _stalled(self, switch: str, t_s: float) -> bool:
         seen = self.stale_at.get(switch)
         return seen is not None and t_s - seen <= self.dead_links.thresholds.stale_grace_s + 1e-9
+
+    def stalled(self, switch: str, t_s: float, alarm_since: Optional[float] = None) -> bool:
+        """``switch`` is stale or frozen, or was less than ``stale_grace_s`` ago, or the
+        alarm of a link of it began (``alarm_since``) during that stall or its grace and
+        ``t_s`` is less than ``SYMPTOM_MAX_S`` after it: its neighbours' queues and its own
+        backlog burst are the stall's doing, and no decision round runs on its links.
+
+        >>> faults.stalled("s1", 12.6), faults.stalled("s1", 12.6, alarm_since=11.0)  # doctest: +SKIP
+        (True, True)
+        """
+        if self._stalled(switch, t_s):
+            return True
+        last, first = self.stale_at.get(switch), self.stall_from.get(switch)
+        if last is None or first is None or alarm_since is None:
+            return False
+        grace = self.dead_links.thresholds.stale_grace_s
+        return first <= alarm_since <= last + grace + 1e-9 and t_s - last < SYMPTOM_MAX_S
+
+    def _watch_frozen(self, by_key: Mapping[LinkKey, Any], t_s: float) -> None:
+        """Mark the switches frozen in this interval stale (each for at most
+        ``freeze_max_s`` of one unbroken freeze)."""
+        th = self.dead_links.thresholds
+        frozen = frozen_switches(by_key, self.links.peer, th)
+        for sw in list(self.frozen_since):
+            if sw not in frozen:
+                del self.frozen_since[sw]
+        for sw in sorted(frozen):
+            since = self.frozen_since.setdefault(sw, t_s)
+            if t_s - since <= th.freeze_max_s + 1e-9:
+                if not self._stalled(sw, t_s):
+                    self._out.error(f"{sw}: frozen: no counter moved while its neighbours sent to it; "
+                                    "no dead-link evidence or round from it")
+                self._mark_stale(sw, t_s)
 
     def watch_links(self, t_s: float, samples: Mapping[Any, Any]) -> None:
         """Dead-link evidence of every sampled direction, and the re-tests of those
@@ -245,6 +294,7 @@ class LinkFaults:
                 self.rx_armed.add(key)
         forwarded, self.forwarded = self.forwarded, Counter()
         th = self.dead_links.thresholds
+        self._watch_frozen(by_key, t_s)
         for key, s in sorted(by_key.items()):
             peer = self.links.peer.get(key)
             if peer is None:
@@ -273,8 +323,11 @@ class LinkFaults:
                 continue
             peer = self.links.peer.get(key)
             got = by_key.get(peer) if peer is not None else None
-            fresh = got is not None and not getattr(got, "reset", False)
-            res = self.retests.observe(key, t_s, int(getattr(got, "rx_pkts", 0)) if fresh else None)
+            fresh = got is not None and not getattr(got, "reset", False) and peer is not None
+            rx = int(getattr(got, "rx_pkts", 0)) if fresh else None
+            if rx == 0 and peer is not None and (self._stalled(key[0], t_s) or self._stalled(peer[0], t_s)):
+                rx = None                             # nothing arrived during a stall: no failure
+            res = self.retests.observe(key, t_s, rx)
             if res is RetestResult.HEALED:
                 self.link_up(key[0], key[1], f"probes: {th.retest_passes} re-tests in a row arrived at "
                              f"the peer ({th.retest_frames} frames each)")

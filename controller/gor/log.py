@@ -27,6 +27,9 @@ keys (written as text) and link keys (``("b0r0l0", 3)`` → ``"b0r0l0:3"`` as a 
 * ``move_remembered``: flow, flow_id, rest_until_s — a registered flow whose agent reports a
   move completed less than ``cooldown_s`` ago that this GOR did not make (a predecessor's
   move, after a restart): left alone until then
+* ``marks_unexplained``: link, marks, max_qdepth, kmin_pkts, source — CE marks the queue
+  cannot explain (no packet saw the planned threshold, :mod:`controller.gor.markcheck`):
+  ignored, no alarm and no round from them; once per episode
 * ``switch_stale``: switch, error (a poll failed; older logs)
 * ``switch_lost``: switch, error — it stopped answering, its stream broke, or it came back
   empty; ``switch_back``: switch, and after a restore (:mod:`controller.gor.restarts`)
@@ -53,7 +56,7 @@ EVENTS = (
     "alarm_raised", "alarm_cleared", "flows_chosen", "path_chosen", "order_sent",
     "order_confirmed", "order_rolled_back", "order_retried", "link_down", "link_up",
     "switch_stale", "switch_lost", "switch_back", "round", "agent_done", "pause_storm_raised",
-    "pause_storm_cleared", "reconciled", "override_expired", "move_remembered",
+    "pause_storm_cleared", "reconciled", "override_expired", "move_remembered", "marks_unexplained",
 )
 
 _log = logging.getLogger("controller.gor.log")

@@ -24,7 +24,10 @@ One tick, in order:
 
 1. **Telemetry**: every ``LinkSample``'s utilisation goes into a per-link window; the
    window's mean sets the link's load in :class:`LinkState`; marks and packets feed the
-   :class:`AlarmMonitor`.
+   :class:`AlarmMonitor` — except marks the queue cannot explain (no packet of the
+   interval saw the port's planned ECN threshold, :mod:`controller.gor.markcheck`: a
+   threshold written wrong, stale counters), which are logged ``marks_unexplained`` and
+   start nothing; the same holds for a switch's own alarm report.
 2. **Alarms**: a link rising to NOTICE or above gets sampling on its egress port
    (``FabricIngress.sampling.config``: ``egress_spec = port → sampling.sample(one_in_n)``),
    written at the end of the step, once its rounds have sent their orders
@@ -89,7 +92,9 @@ adopts or deletes them. A switch that stops answering is logged ``switch_lost``;
 logs ``switch_back``. While a switch is lost, and for ``SWITCH_GRACE_S`` after it is back,
 no decision round runs on its links (their queues and alarms are the switch's doing); an
 alarm that began on one of them meanwhile gets none until it clears (at most
-``SYMPTOM_MAX_S`` after the switch is back).
+``SYMPTOM_MAX_S`` after the switch is back). The same holds while a switch's counters are
+stale or frozen (:meth:`LinkFaults.stalled <controller.gor.faults.LinkFaults.stalled>`:
+it answers reads, but nothing it counts moves while its neighbours send to it).
 
 **Structure.** :class:`GorLoop` runs steps 1–3 itself and owns one part per concern.
 What the parts share is one typed bundle, :class:`~controller.gor.shared.LoopState`
@@ -145,6 +150,7 @@ from controller.gor.digests import DIGEST_NAME, URGENT_DIGESTS, digest_name, dig
 from controller.gor.expiry import OverrideExpiry
 from controller.gor.faults import LinkFaults
 from controller.gor.log import DecisionLog
+from controller.gor.markcheck import MarkCheck
 from controller.gor.metrics import GorMetrics
 from controller.gor.moves import MoveInFlight
 from controller.gor.orders import OVERRIDE_ACTION, OVERRIDE_TABLE, MoveOrders, override_match
@@ -184,6 +190,7 @@ class GorLoop:
         self.out, self.links, self.engine, self.alarms, self.flows = st.out, st.links, st.engine, st.alarms, st.flows
         self.windows, self.dataplane, self.book, self.tables = st.windows, st.dataplane, st.book, st.tables
         self.digests: "queue.Queue[tuple[str, Any, float]]" = queue.Queue()
+        self.markcheck = MarkCheck(programmer)
         # one part per concern, each given the shared state, its settings and its callbacks
         self.sampler = Sampling(st, one_in_n=settings.one_in_n, needed=self._sampling_needed)
         self.orders = MoveOrders(st, self.sampler, settings)
@@ -273,8 +280,11 @@ class GorLoop:
         return self.links.name(link)
 
     def _switch_unsettled(self, switch: str, t_s: float, alarm_since: Optional[float]) -> bool:
-        """The rounds' view of :meth:`SwitchRestarts.unsettled` (built after them)."""
-        return self.restarts.unsettled(switch, t_s, alarm_since)
+        """The rounds' view of :meth:`SwitchRestarts.unsettled` and
+        :meth:`LinkFaults.stalled <controller.gor.faults.LinkFaults.stalled>` (a switch
+        lost, or stale or frozen in its counters; both built after the rounds)."""
+        return (self.restarts.unsettled(switch, t_s, alarm_since)
+                or self.faults.stalled(switch, t_s, alarm_since))
 
     def busy(self) -> bool:
         """True while something wants fast telemetry: an alarm (NOTICE or above), a move
@@ -432,7 +442,13 @@ class GorLoop:
                 elif s.dt_s > 0:
                     self.links.observe_rate(key, s.tx_pkts / s.dt_s, float(s.util))
             self.faults.watch_pause(key, t_s, s)
-            ev = self.alarms.observe(key, t_s, s.marks, s.tx_pkts)
+            marks = s.marks
+            if self.markcheck.check(key, marks, getattr(s, "qdepth_bins", ())):
+                self._marks_unexplained(key, marks, s.max_qdepth, "counters")
+                marks = 0                    # not congestion: no alarm, no round
+            else:
+                self.markcheck.unexplained.discard(key)
+            ev = self.alarms.observe(key, t_s, marks, s.tx_pkts)
             if ev is not None:
                 self._alarm_changed(ev, t_s, "counters", util_pct=round(100 * s.util, 2))
         # retry sampling writes that failed on an earlier tick (written after the rounds)
@@ -462,6 +478,17 @@ class GorLoop:
             if out.decision_log is not None:
                 out.decision_log.alarm_cleared(name, int(ev.old), ev.mark_rate, util_pct,
                                                source=source, to_level=int(ev.new))
+
+    def _marks_unexplained(self, link: LinkKey, marks: int, max_qdepth: int, source: str) -> None:
+        """CE marks on ``link`` that no queue explains (:mod:`controller.gor.markcheck`):
+        logged once per episode, then ignored."""
+        if link in self.markcheck.unexplained:
+            return
+        self.markcheck.unexplained.add(link)
+        if self.out.decision_log is not None:
+            self.out.decision_log.record("marks_unexplained", link=self.links.name(link), marks=marks,
+                                         max_qdepth=max_qdepth, kmin_pkts=self.markcheck.kmin(link),
+                                         source=source)
 
     # ------------------------------------------------------------------ 3 digests
     def _drain_digests(self, t_s: float) -> None:
@@ -498,6 +525,9 @@ class GorLoop:
         rep = self.dataplane.alarm(switch, row, t_s)
         if rep is None or not self.links.is_up(rep.link):
             return
+        if rep.level > 0 and self.markcheck.check(rep.link, 1 if rep.mark_rate > 0 else 0, (), rep.max_qdepth):
+            self._marks_unexplained(rep.link, int(row.get("marks", 0) or 0), rep.max_qdepth, "switch")
+            return                           # the switch's own report of the same marks
         ev = self.alarms.report(rep.link, t_s, AlarmLevel(rep.level), rep.mark_rate)
         if ev is not None:
             self._alarm_changed(ev, t_s, "switch", switch_level=rep.level,
