@@ -13,6 +13,10 @@ it down with ``FabricNet.stop()`` — only what it created. Figures:
   median of ``config.runs`` bring-ups. ``p4src/fabric.p4`` is compiled once before, untimed.
 * ``testbed.ready_s.16sw``: the same for :data:`SPEC_16SW` (2 blocks x 2 servers x
   4 rails, 8 leaves + 8 spines = 16 switches).
+* ``testbed.ready_s.2pod_dualport``: the same for ``topo/specs/pod2-dualport.yaml`` (2
+  pods joined by 4 cores, dual-port NICs: 8 leaves + 4 spines + 4 cores = 16 switches,
+  the core tier programmed from ``topo.routes``); its ping check includes the cross-pod
+  pairs.
 * ``testbed.cpu_pct.idle``: CPU time of all switch processes (utime + stime of
   ``/proc/PID/stat``) over ``config.duration_s`` of idle default fabric, in % of one
   core (summed over the switches), median of the runs.
@@ -45,30 +49,37 @@ from testbed.cli import (STATE_PATH, choose_target, compile_fabric, on_signal, p
                          ping_report, program_switches, testbed_unavailable as why)
 from testbed.net import FabricNet, NetOptions
 from topo import FabricSpec, build_fabric
+from topo.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[1]
 LOG_DIR = REPO / "build" / "bench-testbed-logs"
 SPEC_16SW: dict[str, Any] = {"blocks": 2, "servers_per_block": 2, "rails": 4, "spines": 8,
                              "leaves_per_rail": 1}
 """16 switches: 2 blocks x 4 rails = 8 leaves (one per rail per block), 8 spines; 4 servers."""
+SPEC_2POD = REPO / "topo" / "specs" / "pod2-dualport.yaml"
+"""16 switches over three tiers: 2 pods x 4 leaves (dual-port NICs), 4 spines, 4 cores."""
 
 
 def fabric_spec(name: str) -> Any:
-    """The ``topo.FabricSpec`` of ``"default"`` or ``"16sw"``.
+    """The ``topo.FabricSpec`` of ``"default"``, ``"16sw"`` or ``"2pod_dualport"``.
 
     >>> s = fabric_spec("16sw"); s.num_leaves + s.spines
     16
     >>> fabric_spec("default").num_leaves + fabric_spec("default").spines
     6
+    >>> len(build_fabric(fabric_spec("2pod_dualport")).switches)
+    16
     """
+    if name == "2pod_dualport":
+        return load_spec(SPEC_2POD)
     return FabricSpec() if name == "default" else FabricSpec(**SPEC_16SW)
 
 
 # ------------------------------------------------------------------------ can we run?
 def testbed_unavailable() -> Optional[str]:
     """None when a Mininet testbed can be started here, else why not (one line): the
-    testbed's own check (:func:`testbed.cli.testbed_unavailable`) for both fabrics."""
-    return why([fabric_spec("default"), fabric_spec("16sw")])
+    testbed's own check (:func:`testbed.cli.testbed_unavailable`) for every fabric."""
+    return why([fabric_spec("default"), fabric_spec("16sw"), fabric_spec("2pod_dualport")])
 
 
 def _skip(bench_name: str, why: str, figures: str) -> dict[str, Figure]:
@@ -207,7 +218,19 @@ def run_16sw(config: BenchConfig) -> dict[str, Figure]:
     return {"testbed.ready_s.16sw": Figure(round(median(ready), 2), "s")}
 
 
+def run_2pod_dualport(config: BenchConfig) -> dict[str, Figure]:
+    """``testbed.ready_s.2pod_dualport`` (:data:`SPEC_2POD`)."""
+    why = testbed_unavailable()
+    if why is not None:
+        return _skip("2pod_dualport", why, "testbed.ready_s.2pod_dualport")
+    target, p4info, p4config = _compile()
+    ready = [run_fabric("2pod_dualport", target, p4info, p4config).ready_s
+             for _ in range(config.runs)]
+    return {"testbed.ready_s.2pod_dualport": Figure(round(median(ready), 2), "s")}
+
+
 BENCHMARKS = (
     Benchmark("default", "testbed", run_default),
     Benchmark("16sw", "testbed", run_16sw),
+    Benchmark("2pod_dualport", "testbed", run_2pod_dualport),
 )

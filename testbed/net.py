@@ -364,13 +364,13 @@ def host_commands(nics: Sequence[Any], rail_subnets: dict[int, list[str]]) -> li
         for i, port in enumerate(ports):
             dev = port.intf
             metric = f" metric {BACKUP_PORT_METRIC}" if i else ""
-            cmds += [f"sysctl -qw net.ipv6.conf.{dev}.disable_ipv6=1",
+            cmds += [f"sysctl -qw net/ipv6/conf/{dev}/disable_ipv6=1",
                      f"ethtool -K {dev} tx off rx off sg off >/dev/null 2>&1 || true",
                      f"ip addr flush dev {dev}",
                      f"ip addr add {nic.ip}/{nic.prefix_len} dev {dev} noprefixroute",
                      f"ip link set {dev} up"]
             if len(ports) > 1:
-                cmds.append(f"sysctl -qw net.ipv4.conf.{dev}.rp_filter=2")
+                cmds.append(f"sysctl -qw net/ipv4/conf/{dev}/rp_filter=2")
             cmds.append(f"ip route replace {nic.gateway_ip}/32 dev {dev} scope link{metric}")
             cmds += [f"ip route replace {net} via {nic.gateway_ip} dev {dev}{metric}"
                      for net in rail_subnets.get(nic.rail, [])]
@@ -397,7 +397,7 @@ def configure_host(host: Any, nics: Sequence[Any], subnets: dict[int, list[str]]
 
 def configure_root_intf(name: str) -> None:
     """IPv6 and offloads off on a switch-side interface (root namespace)."""
-    subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{name}.disable_ipv6=1"],
+    subprocess.run(["sysctl", "-qw", f"net/ipv6/conf/{name}/disable_ipv6=1"],
                    capture_output=True, check=False)
     if shutil.which("ethtool"):
         subprocess.run(["ethtool", "-K", name, "tx", "off", "rx", "off", "sg", "off"],

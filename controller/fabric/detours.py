@@ -41,6 +41,7 @@ from controller.fabric.ecmp import (EcmpGroup, algorithm_of, ecmp_groups, group_
 from controller.fabric.entries import Entry, route_entry
 from controller.fabric.topology import FabricLike, SwitchLike, nic_attachments, nic_leaf_sets
 from p4src.hashmodel import FabricHashModel, GroupModel, RouteModel
+from controller.fabric.tiers import tier_hash_model
 
 DETOUR_GROUP_BASE = 2
 
@@ -176,11 +177,18 @@ def fabric_hash_model(fabric: FabricLike,
     groups alone: no table entry is built, so a 64K-GPU pod takes well under a second.
     ``down``: ``(switch, port)`` ends out of service (the model of the fabric re-planned
     without those links, with the leaves' detours of :mod:`controller.fabric.detours`).
+    A fabric with a core tier: :func:`controller.fabric.tiers.tier_hash_model` (what the
+    plan programs there; ``down`` must be empty).
 
     >>> from topo.model import build_fabric
     >>> fabric_hash_model(build_fabric()).switch("b1r1l0").groups[1].members
     ('s0', 's1')
     """
+    if any(s.role == "core" for s in fabric.switches):
+        if down:
+            raise ValueError("fabric_hash_model: links out of service are not modelled over "
+                             "three tiers (a fabric with a core tier)")
+        return tier_hash_model(fabric)  # type: ignore[arg-type]
     by_name = {s.name: s for s in fabric.switches}
     leaf_sets = nic_leaf_sets(fabric)
     model = FabricHashModel({sw.name: groups_hash_model(sw.name, algorithm_of(sw),

@@ -19,7 +19,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Collection, Mapping, Sequence
+from typing import Collection, Mapping, Protocol, Sequence
 
 from controller.fabric.entries import T_GROUPS, T_MEMBERS, Entry
 from controller.fabric.topology import SwitchLike
@@ -149,6 +149,45 @@ def ecmp_groups(sw: SwitchLike, switch_names: Collection[str],
     return groups
 
 
+class RouteLike(Protocol):
+    """What is read of a ``topo.routes.Route``: a prefix and its next-hop ports."""
+
+    prefix: str
+    ports: tuple[int, ...]
+
+
+def route_groups(sw: SwitchLike, routes: Sequence[RouteLike]
+                 ) -> tuple[dict[int, EcmpGroup], list[tuple[str, int]]]:
+    """The ECMP groups of ``sw`` for its routes of :func:`topo.routes.fabric_routes` (the
+    three-tier rule) and ``(prefix, group id)`` of every route to a group: one group per
+    distinct multi-port set, numbered from 1 in route order, member indexes consecutive,
+    members named by :func:`member_name`. Both the plan of a fabric with a core tier
+    (:func:`controller.fabric.plan.plan_fabric`) and its published hash model
+    (:func:`controller.fabric.tiers.tier_hash_model`) read this one numbering.
+
+    >>> from types import SimpleNamespace as NS
+    >>> sw = NS(ports={1: NS(peer_node="a"), 2: NS(peer_node="b")})
+    >>> groups, routed = route_groups(sw, [NS(prefix="10.0.0.0/8", ports=(1, 2)),
+    ...                                    NS(prefix="10.0.0.1/32", ports=(1,))])
+    >>> groups[1].members, routed
+    (('a', 'b'), [('10.0.0.0/8', 1)])
+    """
+    by_ports: dict[tuple[int, ...], int] = {}
+    groups: dict[int, EcmpGroup] = {}
+    routed: list[tuple[str, int]] = []
+    base = 0
+    for r in routes:
+        if len(r.ports) < 2:
+            continue
+        gid = by_ports.get(tuple(r.ports))
+        if gid is None:
+            gid = by_ports[tuple(r.ports)] = len(groups) + 1
+            groups[gid] = link_group(sw, gid, base, r.ports)
+            base += len(r.ports)
+        routed.append((r.prefix, gid))
+    return groups, routed
+
+
 def group_entries(g: EcmpGroup) -> list[Entry]:
     """``ecmp.groups`` ``select_member(base, size)`` of ``g``, then one ``ecmp.members``
     entry per member → its port's next hop.
@@ -177,5 +216,5 @@ def groups_hash_model(switch: str, algorithm: str, seed: int,
 __all__ = [
     "DEFAULT_ALGORITHMS", "EcmpGroup", "LEAF_UPLINK_GROUP", "algorithm_of", "ecmp_groups",
     "group_entries", "groups_hash_model", "link_group", "member_name",
-    "spine_links", "spine_targets",
+    "RouteLike", "route_groups", "spine_links", "spine_targets",
 ]

@@ -24,6 +24,12 @@ What is planned on every switch (names of ``p4src/README.md``):
     there, else an ECMP group over the links (groups numbered from 1 in leaf-name order,
     member indices allocated consecutively). A subnet split over several leaves gets
     /32 routes per host instead.
+  - a fabric with a core tier (pods; any switch of role ``core``, role code 2): the
+    routes of every leaf, spine and core are those of :func:`topo.routes.fabric_routes`
+    (spine: its pod's subnets down, ``10.0.0.0/8`` up to every core link; core: each
+    pod's subnets to its links to that pod's spine), each multi-port route to a group of
+    :func:`~controller.fabric.ecmp.route_groups` (numbered as
+    :func:`controller.fabric.tiers.tier_hash_model` publishes them); no detours.
 * ``ecmp.groups`` / ``ecmp.members``: as above (the one rule:
   :func:`controller.fabric.ecmp.ecmp_groups`); members point to next hops (ports).
 * ``arp.arp_proxy`` (leaves): every gateway IP of an attached host NIC, and every host IP
@@ -60,7 +66,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from controller.fabric.ecmp import (LEAF_UPLINK_GROUP, EcmpGroup, algorithm_of, ecmp_groups,
-                                    group_entries, groups_hash_model, spine_targets)
+                                    group_entries, groups_hash_model, route_groups, spine_targets)
 from controller.fabric.detours import fabric_detours
 from controller.fabric.entries import (Entry, algorithm_entry, arp_entry, nexthop_entry,
                                        port_mac_entry, route_entry, switch_info_entry)
@@ -72,11 +78,12 @@ from controller.fabric.topology import FabricLike, NicLike, SwitchLike, nic_atta
 from p4src.alarmmodel import AlarmLevels, ElephantConfig
 from p4src.buffermodel import DynamicThresholds
 from p4src.hashmodel import RouteModel, SwitchHashModel
+from topo.routes import fabric_routes
 
 CPU_PORT = 255
 CPU_CLONE_SESSION = 255
 PFC_CLONE_SESSION_BASE = 100
-ROLE_CODES = {"leaf": 0, "spine": 1}
+ROLE_CODES = {"leaf": 0, "spine": 1, "core": 2}
 FABRIC_PREFIX = "10.0.0.0/8"
 
 
@@ -180,7 +187,11 @@ class _Planner:
             self.subnet_nics.setdefault(net, []).append(nic)
         for nics in self.subnet_nics.values():
             nics.sort(key=lambda n: ipaddress.IPv4Address(n.ip))
-        self.detours = fabric_detours(fabric)   # a fabric whose spines miss some leaf
+        # a fabric with a core tier (pods): every switch's routes and groups are those of
+        # topo.routes (the one statement of the three-tier rule); no detours there
+        self.tiered = any(s.role == "core" for s in fabric.switches)
+        self.tier_routes = fabric_routes(fabric) if self.tiered else {}  # type: ignore[arg-type]
+        self.detours = {} if self.tiered else fabric_detours(fabric)   # spines missing a leaf
 
     def peer_mac(self, sw: SwitchLike, port: int) -> str:
         p = sw.ports[port]
@@ -196,7 +207,9 @@ class _Planner:
     def plan(self, sw: SwitchLike) -> SwitchPlan:
         role = sw.role
         if role not in ROLE_CODES:
-            raise ValueError(f"{sw.name}: unknown role {role!r} (leaf or spine)")
+            raise ValueError(f"{sw.name}: unknown role {role!r} (leaf, spine or core)")
+        if role == "core" and not self.tiered:
+            raise ValueError(f"{sw.name}: role core in a fabric without a core tier")
         algorithm = algorithm_of(sw)
         plan = SwitchPlan(sw.name, switch_id_of(sw, self.fabric), role, int(sw.ecmp_seed),
                           algorithm)
@@ -206,8 +219,13 @@ class _Planner:
         ports = sorted(sw.ports)
         for p in ports:
             add(nexthop_entry(p, sw.ports[p].mac, self.peer_mac(sw, p)))
-        if role == "leaf":
+        if self.tiered:
+            self._tiered(sw, plan)
+            if role == "leaf":
+                self._proxy_arp(sw, plan)
+        elif role == "leaf":
             self._leaf(sw, plan)
+            self._proxy_arp(sw, plan)
         else:
             self._spine(sw, plan)
         for g in plan.groups.values():
@@ -242,6 +260,26 @@ class _Planner:
             for prefix in detour.prefixes:
                 plan.entries.append(route_entry(prefix, group=gid))
                 plan.routes.append(RouteModel(prefix, gid))
+
+    def _tiered(self, sw: SwitchLike, plan: SwitchPlan) -> None:
+        """Routes and groups of any role in a fabric with a core tier: those of
+        :func:`topo.routes.fabric_routes`, grouped by :func:`route_groups` (the numbering
+        :func:`controller.fabric.tiers.tier_hash_model` publishes); every route to a group
+        is published in the switch's hash model."""
+        routes = self.tier_routes[sw.name]
+        groups, routed = route_groups(sw, routes)
+        plan.groups.update(groups)
+        gid_of = dict(routed)
+        for r in routes:
+            if r.prefix in gid_of and len(r.ports) > 1:
+                plan.entries.append(route_entry(r.prefix, group=gid_of[r.prefix]))
+                plan.routes.append(RouteModel(r.prefix, gid_of[r.prefix]))
+            else:
+                plan.entries.append(route_entry(r.prefix, nexthop=r.ports[0]))
+
+    def _proxy_arp(self, sw: SwitchLike, plan: SwitchPlan) -> None:
+        """A leaf's proxy ARP entries (module docstring)."""
+        attached = self.leaf_nics.get(sw.name, [])
         subnets = {self.nic_subnet[id(n)] for n, _ in attached}
         answered = {n.gateway_ip for n, _ in attached}
         for net in subnets:

@@ -1,9 +1,11 @@
 """The hash model over three tiers and dual-port NICs: the published ECMP groups of every
 leaf, spine and core of a ``topo`` fabric, and the path a flow takes through them.
 
-Not wired yet (issue 29, later items): ``fabric_hash_model`` still publishes the two-tier
-model the controller programs; this module is what it will publish once ``fabric.p4``
-routes the third tier, and what TCCL, GOR and the monitor will predict with.
+For a fabric with a core tier this is the model the controller programs
+(:func:`controller.fabric.plan.plan_fabric` takes its groups from the same
+:func:`controller.fabric.ecmp.route_groups`) and the one
+:func:`controller.fabric.detours.fabric_hash_model` publishes; TCCL, GOR and the monitor
+predict with it.
 
 **Groups.** A switch's ECMP groups are the multi-port routes of :mod:`topo.routes`
 (every next hop on a shortest path, port order), one group per distinct port set,
@@ -38,7 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from controller.fabric.ecmp import algorithm_of, member_name
+from controller.fabric.ecmp import algorithm_of, route_groups
 from p4src.hashmodel import (PROTO_UDP, FabricHashModel, Flow, GroupModel, RouteModel, SwitchHashModel,
                              flow_hash, source_port_hashes)
 from topo.model import Fabric, NicInfo
@@ -155,21 +157,11 @@ def tier_hash_model(fab: Fabric, table: Optional[dict[str, list[Route]]] = None)
     table = fabric_routes(fab) if table is None else table
     switches: dict[str, SwitchHashModel] = {}
     for sw in fab.switches:
-        groups: dict[tuple[int, ...], int] = {}
-        models: dict[int, GroupModel] = {}
-        routes: list[RouteModel] = []
-        base = 0
-        for r in table[sw.name]:
-            if not r.is_ecmp:
-                continue
-            gid = groups.get(r.ports)
-            if gid is None:
-                gid = groups[r.ports] = len(groups) + 1
-                models[gid] = GroupModel(base, tuple(member_name(sw, p) for p in r.ports))
-                base += len(r.ports)
-            routes.append(RouteModel(r.prefix, gid))
-        switches[sw.name] = SwitchHashModel(sw.name, algorithm=algorithm_of(sw), seed=int(sw.ecmp_seed),
-                                            groups=models, routes=tuple(routes))
+        groups, routed = route_groups(sw, table[sw.name])
+        switches[sw.name] = SwitchHashModel(
+            sw.name, algorithm=algorithm_of(sw), seed=int(sw.ecmp_seed),
+            groups={g.group_id: GroupModel(g.base, g.members) for g in groups.values()},
+            routes=tuple(RouteModel(prefix, gid) for prefix, gid in routed))
     return FabricHashModel(switches)
 
 

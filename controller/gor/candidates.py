@@ -27,10 +27,13 @@ from __future__ import annotations
 import ipaddress
 from typing import Optional
 
+from controller.fabric.tiers import TierModel
 from controller.gor.decisions import FlowKey, PathChoice
 from controller.gor.linkstate import LinkState
+from controller.gor.tierpaths import tier_candidates, tier_current
 from p4src.hashmodel import FabricHashModel, SwitchHashModel, member_index, route_group
 from topo.model import Fabric
+from topo.routes import fabric_routes
 
 LEAF_UPLINK_GROUP = 1
 """The leaves' uplink group id in the published hash model."""
@@ -54,9 +57,17 @@ class FabricPaths:
         self.leaf_group = leaf_group
         self._spine_groups: dict[tuple[str, str], Optional[int]] = {}
         self._peer_port: dict[tuple[str, str], int] = {}
+        # a fabric with a core tier: paths of any length over the programmed routes
+        # (controller.gor.tierpaths); the hash model is then tier_hash_model's
+        self.tiers: Optional[TierModel] = (TierModel(fabric, fabric_routes(fabric), hash_model)
+                                           if any(s.role == "core" for s in fabric.switches) else None)
 
     def candidate_paths(self, src_leaf: str, dst_leaf: str) -> list[PathChoice]:
-        """Every live leaf → spine → leaf path, in graph order."""
+        """Every live leaf → spine → leaf path, in graph order; in a fabric with a core
+        tier every live path of the programmed routes, across pods leaf → spine → core →
+        spine → leaf (:func:`controller.gor.tierpaths.tier_candidates`)."""
+        if self.tiers is not None:
+            return tier_candidates(self.tiers, src_leaf, dst_leaf, self.links.is_up)
         g = self.fabric.graph
         out: list[PathChoice] = []
         for spine, edges in g[src_leaf].items():
@@ -113,6 +124,8 @@ class FabricPaths:
 
     def current_path(self, flow: FlowKey, src_leaf: str, dst_leaf: str) -> Optional[PathChoice]:
         """Where the hash model says ``flow`` goes now (None when a hop is unknown)."""
+        if self.tiers is not None:
+            return tier_current(self.tiers, flow, src_leaf)
         try:
             leaf = self.hash_model.switch(src_leaf)
             src, dst = int(ipaddress.IPv4Address(flow.src)), int(ipaddress.IPv4Address(flow.dst))
@@ -135,8 +148,8 @@ class FabricPaths:
         return PathChoice(spine, ((src_leaf, up), (spine, down)))
 
     def _dst_of(self, path: PathChoice) -> str:
-        """The destination leaf of ``path`` (the peer of its downlink)."""
-        return self.links.peer[path.links[1]][0]
+        """The destination leaf of ``path`` (the peer of its last link)."""
+        return self.links.peer[path.links[-1]][0]
 
 
 __all__ = ["FabricPaths", "LEAF_UPLINK_GROUP", "nic_leaves"]

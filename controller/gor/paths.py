@@ -58,6 +58,8 @@ from controller.gor.decisions import (FlowKey, LinkKey, MoveOrder, Order, Overri
 from controller.gor.linkstate import LinkState
 from controller.gor.simulate import link_loads, max_min_fair, utilisation
 from controller.gor.sports import port_filter, ports_reaching
+from controller.gor.tierpaths import dst_address, tier_sports
+from topo.routes import lookup
 from p4src.hashmodel import FabricHashModel, member_index
 from topo.model import Fabric
 
@@ -121,6 +123,9 @@ class PathEngine(FabricPaths):
         the ports other flows between the same two NICs use); None if none does."""
         if flow.proto != PROTO_UDP:
             return None
+        if self.tiers is not None:              # every ECMP hop of a path over three tiers
+            return next((p for p in tier_sports(self.tiers, flow, path, self.port_range)
+                         if p != flow.sport and p not in avoid), None)
         (leaf_name, up), (spine, down) = path.links
         leaf = self.hash_model.switch(leaf_name)
         src, dst = int(ipaddress.IPv4Address(flow.src)), int(ipaddress.IPv4Address(flow.dst))
@@ -152,12 +157,25 @@ class PathEngine(FabricPaths):
 
     def override_entries(self, path: PathChoice) -> tuple[OverrideEntry, ...]:
         """Override entries pinning a flow to ``path``: the source leaf, and the spine
-        when it has parallel links to the destination leaf."""
+        when it has parallel links to the destination leaf. Over three tiers: every
+        switch of the path whose route to the flow's destination is an ECMP group (the
+        path's links are those of that destination, :meth:`candidate_paths`)."""
+        if self.tiers is not None:
+            return tuple(OverrideEntry(sw, port) for sw, port in path.links
+                         if self._ecmp_hop(sw, path))
         (leaf, up), (spine, down) = path.links
         entries = [OverrideEntry(leaf, up)]
         if self.spine_group(spine, self._dst_of(path)) is not None:
             entries.append(OverrideEntry(spine, down))
         return tuple(entries)
+
+    def _ecmp_hop(self, switch: str, path: PathChoice) -> bool:
+        """True when ``switch`` spreads the traffic to ``path``'s destination leaf over
+        several ports (an override is needed there to pin the path)."""
+        assert self.tiers is not None
+        dst = dst_address(self.tiers, self._dst_of(path))
+        route = lookup(self.tiers.routes.get(switch, ()), dst) if dst is not None else None
+        return route is not None and route.is_ecmp
 
     # ---------------------------------------------------------------- the round
     def decide(self, elephants: Sequence[ElephantFlow], t_s: float = 0.0,

@@ -67,16 +67,29 @@ def elephant_pairs(fabric: Any, rail: int = 0, count: int = 8,
                    ) -> list[tuple[str, str]]:
     """``count`` (src IP, dst IP) pairs from ``src_block``'s servers (default: the first
     block) to ``dst_block``'s (default: the next) on ``rail``, round robin over sources
-    then destinations."""
-    blocks = sorted({h.block for h in fabric.hosts})
-    if len(blocks) < 2:
-        raise ValueError("elephants between blocks need at least two blocks")
-    sb = blocks[0] if src_block is None else src_block
-    db = blocks[(blocks.index(sb) + 1) % len(blocks)] if dst_block is None else dst_block
-    srcs = [n.ip for h in fabric.hosts if h.block == sb for n in h.nics if n.rail == rail]
-    dsts = [n.ip for h in fabric.hosts if h.block == db for n in h.nics if n.rail == rail]
+    then destinations. In a fabric of several pods the default pair is block 0 of pod 0
+    to block 0 of pod 1 (cross-pod elephants: their paths cross the core tier), as
+    ``(pod, block)`` groups sort.
+
+    >>> from topo.model import build_fabric
+    >>> from topo.spec import FabricSpec
+    >>> elephant_pairs(build_fabric(FabricSpec(pods=2, blocks=1, cores=2, ports_per_nic=2,
+    ...                                        leaves_per_rail=2)), count=2)
+    [('10.0.0.1', '10.0.2.1'), ('10.0.0.2', '10.0.2.1')]
+    """
+    def group(h: Any) -> tuple[int, int]:
+        return (0 if src_block is not None or dst_block is not None else getattr(h, "pod", 0) or 0,
+                h.block)
+
+    groups = sorted({group(h) for h in fabric.hosts})
+    if len(groups) < 2:
+        raise ValueError("elephants between blocks need at least two blocks (or two pods)")
+    sb = groups[0] if src_block is None else (0, src_block)
+    db = groups[(groups.index(sb) + 1) % len(groups)] if dst_block is None else (0, dst_block)
+    srcs = [n.ip for h in fabric.hosts if group(h) == sb for n in h.nics if n.rail == rail]
+    dsts = [n.ip for h in fabric.hosts if group(h) == db for n in h.nics if n.rail == rail]
     if not srcs or not dsts:
-        raise ValueError(f"no NIC on rail {rail} in block {sb} or {db}")
+        raise ValueError(f"no NIC on rail {rail} in block {sb[1]} or {db[1]}")
     return [(srcs[i % len(srcs)], dsts[(i // len(srcs)) % len(dsts)]) for i in range(count)]
 
 

@@ -19,8 +19,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from controller.fabric import plan_fabric
+from controller.fabric.detours import fabric_hash_model
 from controller.fabric.ecmp import member_name
-from controller.fabric.tiers import TierModel
+from controller.fabric.entries import T_ROUTES
+from controller.fabric.tiers import TierModel, tier_hash_model
 from p4sim.engine.program import compile_program
 from p4sim.frontend.parser import parse_file
 from p4sim.runtime.tables import ActionCall, Exact, Lpm
@@ -29,7 +32,7 @@ from p4src.hashmodel import FabricHashModel, Flow, flow_hash, route_group
 from sim.cluster.fabric import SimCluster
 from sim.cluster.spec import cluster_from_dict
 from topo.model import build_fabric, link_ports, pod_name
-from topo.routes import lookup
+from topo.routes import fabric_routes, lookup
 from topo.spec import load_spec, spec_from_dict
 
 REPO = Path(__file__).resolve().parents[2]
@@ -264,3 +267,30 @@ def test_core_links_reached_per_core_with_wider_groups(core_hash: str, per_core:
     for p in tiers.sport_paths(fab.hosts[0].nics[0], 0, fab.hosts[-1].nics[1].ip):
         used.setdefault(p.switches[2], set()).add(p.ports[2])
     assert len(used) == 8 and {len(v) for v in used.values()} == {per_core}
+
+
+def test_the_plan_programs_the_core_tier_from_topo_routes() -> None:
+    """plan_fabric on the two-pod spec: cores get role code 2, every switch's routes are
+    topo.routes' (same prefixes, same ports or group members), and the hash model the
+    plan publishes is tier_hash_model's; the default spec's plan has no core."""
+    fab = build_fabric(load_spec(Path(__file__).resolve().parents[2] / "topo" / "specs"
+                                 / "pod2-dualport.yaml"))
+    plans = plan_fabric(fab)
+    table = fabric_routes(fab)
+    assert {p.role for p in plans.values()} == {"leaf", "spine", "core"}
+    assert all(p.entries[0].params["role"] == 2 for p in plans.values() if p.role == "core")
+    for name, plan in plans.items():
+        got = {}
+        for e in plan.of(T_ROUTES):
+            if "group_id" in e.params:
+                got[e.match["hdr.ipv4.dst_addr"]] = plan.groups[e.params["group_id"]].ports
+            else:
+                got[e.match["hdr.ipv4.dst_addr"]] = (e.params["nexthop_id"],)
+        assert got == {r.prefix: r.ports for r in table[name]}, name
+    published = FabricHashModel({n: p.hash_model() for n, p in plans.items()})
+    tiered = tier_hash_model(fab)
+    for name in plans:
+        assert published.switch(name).groups == tiered.switch(name).groups, name
+        assert set(published.switch(name).routes) == set(tiered.switch(name).routes), name
+    assert fabric_hash_model(fab).switch("c0.0").groups == tiered.switch("c0.0").groups
+    assert "core" not in {p.role for p in plan_fabric(build_fabric()).values()}
