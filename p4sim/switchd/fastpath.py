@@ -48,7 +48,7 @@ _OUT = ctypes.CFUNCTYPE(_vp, _vp)
 
 class DpPipe(ctypes.Structure):
     _fields_ = [("sw", _vp), ("run_ingress", _vp), ("run_egress", _vp), ("work", _vp), ("nwork", _vp),
-                ("item_info", _vp), ("item_free", _vp), ("out", _vp)]
+                ("item_info", _vp), ("item_free", _vp), ("out", _vp), ("ingress_at", _vp), ("egress_at", _vp)]
 
 
 _LIB: Optional[ctypes.CDLL] = None
@@ -290,4 +290,5 @@ def native_pipe(switch: Any) -> DpPipe:
     lib = switch._lib
     addr = lambda name: ctypes.cast(getattr(lib, name), _vp).value  # noqa: E731
     return DpPipe(switch._sw, addr("p4n_run_ingress"), addr("p4n_run_egress"), addr("p4n_work"), addr("p4n_nwork"),
-                  addr("p4n_item_info"), addr("p4n_item_free"), addr("p4n_out"))
+                  addr("p4n_item_info"), addr("p4n_item_free"), addr("p4n_out"),
+                  addr("p4n_run_ingress_at"), addr("p4n_run_egress_at"))

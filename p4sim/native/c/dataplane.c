@@ -65,9 +65,19 @@ typedef struct dp_pipe {
     void (*item_info)(void *item, int64_t *out);
     void (*item_free)(void *sw, void *item);
     p4nout *(*out)(void *sw);
+    /* optional (NULL: run_ingress / run_egress): the pass with the clock read by the data
+       plane; ingress_at takes the frame's malloc'd buffer (the pipeline frees it) */
+    int (*ingress_at)(void *sw, int64_t now_us, int64_t port, uint8_t *data, int64_t len);
+    int (*egress_at)(void *sw, int64_t now_us, void *item, int qmeta_set, int64_t enq_ts, int64_t enq_qdepth, int64_t deq_qdepth);
 } dp_pipe;
 
 typedef struct qent { void *item; double depart; uint64_t seq; int64_t enq_ts, enq_qdepth; struct qent *next; } qent;
+/* frames one worker batch made, in order, handed to the tx thread whole (len -1: not sent) */
+typedef struct txb {
+    struct txb *next;
+    int n, cap; int64_t *port, *off, *len;
+    uint8_t *buf; int64_t used, bufcap;
+} txb;
 typedef struct dpq {
     qent *head, *tail; int64_t n;
     int64_t depth_pkts; double rate_pps; double last_depart;
@@ -83,8 +93,6 @@ typedef struct dpport {
     uint8_t *ring; size_t ring_bytes; int slots, next; int64_t hole_since_us; int64_t truncated, holes;
     int cap_in, cap_out;                  /* pcap files (pcap.py's, header written), -1 none */
     int64_t rx_frames, rx_bytes, tx_frames, tx_bytes, tx_errors, rx_errors;
-    /* tx queue */
-    uint8_t **txf; int64_t *txl; int txn, txcap;
 } dpport;
 
 typedef struct rxframe { int64_t port; uint8_t *data; int64_t len; } rxframe;
@@ -110,6 +118,8 @@ typedef struct dp {
     /* statistics (SwitchDevice.stats) */
     int64_t st_no_program, st_no_port, st_tm_drops, st_pfc_frames, st_packet_in, st_errors;
     int tx_pending;
+    txb *tx_head, *tx_tail, *tx_free; int64_t tx_queued;   /* batches for the tx thread, frames in them */
+    qent *qfree;                                          /* queue entries to reuse */
     dp_pipe pipe; int has_pipe;
     dp_packet_in_fn packet_in;
     uint8_t **cpu_frames; int64_t *cpu_len; int ncpu, capcpu;
@@ -162,8 +172,9 @@ static int64_t tm_enqueue(dp *d, int64_t port, int64_t prio, void *item, int64_t
     double depart = (double)now;
     if (q->rate_pps > 0) { double t = q->last_depart + 1e6 / q->rate_pps; if (t > depart) depart = t; }
     q->last_depart = depart;
-    qent *e = (qent *)malloc(sizeof(qent));
-    if (!e) abort();
+    qent *e = d->qfree;
+    if (e) d->qfree = e->next;
+    else { e = (qent *)malloc(sizeof(qent)); if (!e) abort(); }
     e->item = item; e->depart = depart; e->seq = d->seq++; e->enq_ts = now; e->enq_qdepth = p->count; e->next = NULL;
     if (q->tail) q->tail->next = e; else q->head = e;
     q->tail = e; q->n++;
@@ -203,7 +214,7 @@ static int tm_pick(dp *d, double now, deq *out, double *wake)
     q->n--; p->count--; d->queued--; q->dequeued++;
     out->port = bport; out->prio = bprio; out->item = best->item; out->enq_ts = best->enq_ts;
     out->enq_qdepth = best->enq_qdepth; out->deq_qdepth = p->count;
-    free(best);
+    best->next = d->qfree; d->qfree = best;
     return 1;
 }
 
@@ -389,46 +400,72 @@ static int ring_read(dp *d, dpport *p, int no, int64_t room)
 }
 
 /* ------------------------------------------------------------------ threads */
-static void tx_add(dp *d, int64_t port, const uint8_t *data, int64_t len)
+static void txb_add(txb *b, int64_t port, const uint8_t *data, int64_t len)
 {
-    if (port == d->cpu_port && (port < 0 || port >= MAXPORT || !d->ports[port] || !d->ports[port]->is_port)) {
-        if (d->ncpu + 1 > d->capcpu) {
-            int cap = d->capcpu ? d->capcpu * 2 : 16;
-            d->cpu_frames = (uint8_t **)realloc(d->cpu_frames, sizeof(uint8_t *) * (size_t)cap);
-            d->cpu_len = (int64_t *)realloc(d->cpu_len, sizeof(int64_t) * (size_t)cap);
-            d->capcpu = cap;
-        }
-        uint8_t *c = (uint8_t *)malloc((size_t)(len > 0 ? len : 1)); memcpy(c, data, (size_t)len);
-        d->cpu_frames[d->ncpu] = c; d->cpu_len[d->ncpu] = len; d->ncpu++;
-        return;
+    if (b->n + 1 > b->cap) {
+        int cap = b->cap ? b->cap * 2 : 64;
+        b->port = (int64_t *)realloc(b->port, sizeof(int64_t) * (size_t)cap);
+        b->off = (int64_t *)realloc(b->off, sizeof(int64_t) * (size_t)cap);
+        b->len = (int64_t *)realloc(b->len, sizeof(int64_t) * (size_t)cap);
+        if (!b->port || !b->off || !b->len) abort();
+        b->cap = cap;
     }
-    dpport *p = (port >= 0 && port < MAXPORT) ? d->ports[port] : NULL;
-    if (!p || !p->is_port) { d->st_no_port++; return; }
-    if (p->txn + 1 > p->txcap) {
-        int cap = p->txcap ? p->txcap * 2 : 64;
-        p->txf = (uint8_t **)realloc(p->txf, sizeof(uint8_t *) * (size_t)cap);
-        p->txl = (int64_t *)realloc(p->txl, sizeof(int64_t) * (size_t)cap);
-        p->txcap = cap;
+    if (b->used + len > b->bufcap) {
+        int64_t cap = b->bufcap ? b->bufcap : 65536;
+        while (cap < b->used + len) cap *= 2;
+        b->buf = (uint8_t *)realloc(b->buf, (size_t)cap);
+        if (!b->buf) abort();
+        b->bufcap = cap;
     }
-    uint8_t *c = (uint8_t *)malloc((size_t)(len > 0 ? len : 1)); memcpy(c, data, (size_t)len);
-    p->txf[p->txn] = c; p->txl[p->txn] = len; p->txn++;
+    b->port[b->n] = port; b->off[b->n] = b->used; b->len[b->n] = len;
+    if (len > 0) memcpy(b->buf + b->used, data, (size_t)len);
+    b->used += len > 0 ? len : 0;
+    b->n++;
+}
+static void txb_free(txb *b) { free(b->port); free(b->off); free(b->len); free(b->buf); free(b); }
+/* an empty batch (mu held) */
+static txb *txb_take(dp *d)
+{
+    txb *b = d->tx_free;
+    if (b) { d->tx_free = b->next; }
+    else { b = (txb *)calloc(1, sizeof(txb)); if (!b) abort(); }
+    b->next = NULL; b->n = 0; b->used = 0;
+    return b;
 }
 
 static void wake_tx(dp *d) { uint64_t one = 1; ssize_t r = write(d->efd_tx, &one, 8); (void)r; }
 static void wake_rx(dp *d) { uint64_t one = 1; ssize_t r = write(d->efd_rx, &one, 8); (void)r; }
 
-/* the outputs of one pass: frames to ports (tx queues) or to the CPU; work to queues */
-static void after_pass(dp *d, int nout, int64_t now)
+/* a batch's frames to their ports (mu held): a frame for the CPU port goes to the
+ * packet-in list, one for a port that does not exist is counted (no_port); the rest are
+ * queued for the tx thread in order */
+static void tx_queue(dp *d, txb *b)
 {
-    p4nout *o = d->pipe.out(d->pipe.sw);
-    for (int i = 0; i < nout; i++) tx_add(d, o->port[i], o->buf + o->off[i], o->len[i]);
-    int nw = d->pipe.nwork(d->pipe.sw);
-    for (int i = 0; i < nw; i++) {
-        void *it = d->pipe.work(d->pipe.sw, i);
-        int64_t info[5];
-        d->pipe.item_info(it, info);
-        if (tm_enqueue(d, info[0], info[1], it, now) < 0) { d->st_tm_drops++; d->pipe.item_free(d->pipe.sw, it); }
+    int64_t live = 0;
+    for (int i = 0; i < b->n; i++) {
+        int64_t port = b->port[i], len = b->len[i];
+        const uint8_t *data = b->buf + b->off[i];
+        if (port == d->cpu_port && (port < 0 || port >= MAXPORT || !d->ports[port] || !d->ports[port]->is_port)) {
+            if (d->ncpu + 1 > d->capcpu) {
+                int cap = d->capcpu ? d->capcpu * 2 : 16;
+                d->cpu_frames = (uint8_t **)realloc(d->cpu_frames, sizeof(uint8_t *) * (size_t)cap);
+                d->cpu_len = (int64_t *)realloc(d->cpu_len, sizeof(int64_t) * (size_t)cap);
+                d->capcpu = cap;
+            }
+            uint8_t *c = (uint8_t *)malloc((size_t)(len > 0 ? len : 1)); memcpy(c, data, (size_t)len);
+            d->cpu_frames[d->ncpu] = c; d->cpu_len[d->ncpu] = len; d->ncpu++;
+            b->len[i] = -1;
+            continue;
+        }
+        dpport *p = (port >= 0 && port < MAXPORT) ? d->ports[port] : NULL;
+        if (!p || !p->is_port) { d->st_no_port++; b->len[i] = -1; continue; }
+        live++;
     }
+    if (!live) { b->next = d->tx_free; d->tx_free = b; return; }
+    b->next = NULL;
+    if (d->tx_tail) d->tx_tail->next = b; else d->tx_head = b;
+    d->tx_tail = b;
+    d->tx_queued += live;
 }
 
 static void deliver_cpu(dp *d)
@@ -445,64 +482,96 @@ static void deliver_cpu(dp *d)
     free(f); free(l);
 }
 
+/* egress work one pass made, kept until the batch's queues are updated */
+typedef struct wstage { void **item; int64_t *now; int n, cap; } wstage;
+static void stage_work(dp_pipe *pipe, wstage *w, int64_t now)
+{
+    int nw = pipe->nwork(pipe->sw);
+    for (int i = 0; i < nw; i++) {
+        if (w->n + 1 > w->cap) {
+            int cap = w->cap ? w->cap * 2 : 64;
+            w->item = (void **)realloc(w->item, sizeof(void *) * (size_t)cap);
+            w->now = (int64_t *)realloc(w->now, sizeof(int64_t) * (size_t)cap);
+            if (!w->item || !w->now) abort();
+            w->cap = cap;
+        }
+        w->item[w->n] = pipe->work(pipe->sw, i); w->now[w->n] = now; w->n++;
+    }
+}
+
+/* The worker, one batch at a time: under the queues' lock it takes every packet the
+ * traffic manager lets leave now (up to WB) and up to WB frames of the ingress buffer;
+ * then, holding only the pipeline, runs the egress passes (in departure order) and the
+ * ingress passes (in arrival order), the clock read once per pass; then, under the lock
+ * again, the new work goes into the queues (in the order made) and the frames to the tx
+ * thread (one batch). Egress before ingress, as SwitchDevice._worker_loop gives departures
+ * priority over new frames. */
 static void *worker_main(void *arg)
 {
     dp *d = (dp *)arg;
+    deq eg[WB]; rxframe in[WB];
+    wstage ws = { NULL, NULL, 0, 0 };
     pthread_mutex_lock(&d->mu);
+    txb *cur = txb_take(d);
     while (!d->stop) {
         double wake = -1;
         int did = 0;
         if (d->queued || d->ib_n) {
-            /* take the pipeline first (lock order pipe_mu, then mu), then up to WB passes:
-               each one a packet the queues let leave now, else a received frame */
+            /* lock order: pipe_mu, then mu */
             pthread_mutex_unlock(&d->mu);
             pthread_mutex_lock(&d->pipe_mu);
             pthread_mutex_lock(&d->mu);
-            for (int pass = 0; pass < WB; pass++) {
-                deq got;
-                int64_t now = dp_now(d);
-                if (tm_pick(d, (double)now, &got, &wake)) {
-                    pthread_mutex_unlock(&d->mu);
-                    int nout = d->pipe.run_egress(d->pipe.sw, got.item, 1, got.enq_ts, got.enq_qdepth, got.deq_qdepth);
-                    pthread_mutex_lock(&d->mu);
-                    after_pass(d, nout, dp_now(d));
-                    did = 1;
-                } else if (d->ib_n) {
-                    rxframe r = d->ib[d->ib_head];
-                    d->ib_head = (d->ib_head + 1) % d->ib_cap; d->ib_n--; d->ib_deq++;
-                    if (d->producers_waiting && ib_room(d) >= d->ib_room_to_wake) pthread_cond_broadcast(&d->room_cv);
-                    if (d->has_pipe) {
-                        pthread_mutex_unlock(&d->mu);
-                        d->pipe.run_ingress(d->pipe.sw, r.port, r.data, r.len);
-                        pthread_mutex_lock(&d->mu);
-                        after_pass(d, 0, dp_now(d));
-                    } else {
-                        d->st_no_program++;
-                    }
-                    free(r.data);
-                    did = 1;
-                } else {
-                    break;
-                }
-                if (d->ncpu || d->stop) break;
+            int64_t now = dp_now(d);
+            int neg = 0, nin = 0;
+            while (neg < WB && tm_pick(d, (double)now, &eg[neg], &wake)) neg++;
+            while (nin < WB && d->ib_n) {
+                in[nin++] = d->ib[d->ib_head];
+                d->ib_head = (d->ib_head + 1) % d->ib_cap; d->ib_n--; d->ib_deq++;
             }
+            if (nin && d->producers_waiting && ib_room(d) >= d->ib_room_to_wake) pthread_cond_broadcast(&d->room_cv);
+            int has_pipe = d->has_pipe;
+            dp_pipe pipe = d->pipe;
+            pthread_mutex_unlock(&d->mu);
+            int64_t no_program = 0;
+            ws.n = 0;
+            for (int i = 0; i < neg; i++) {
+                int64_t t = i ? dp_now(d) : now;
+                int nout = pipe.egress_at
+                    ? pipe.egress_at(pipe.sw, t, eg[i].item, 1, eg[i].enq_ts, eg[i].enq_qdepth, eg[i].deq_qdepth)
+                    : pipe.run_egress(pipe.sw, eg[i].item, 1, eg[i].enq_ts, eg[i].enq_qdepth, eg[i].deq_qdepth);
+                if (nout > 0) {
+                    p4nout *o = pipe.out(pipe.sw);
+                    for (int j = 0; j < nout; j++) txb_add(cur, o->port[j], o->buf + o->off[j], o->len[j]);
+                }
+                stage_work(&pipe, &ws, t);
+            }
+            for (int i = 0; i < nin; i++) {
+                if (!has_pipe) { no_program++; free(in[i].data); continue; }
+                int64_t t = (i || neg) ? dp_now(d) : now;
+                if (pipe.ingress_at) pipe.ingress_at(pipe.sw, t, in[i].port, in[i].data, in[i].len);
+                else { pipe.run_ingress(pipe.sw, in[i].port, in[i].data, in[i].len); free(in[i].data); }
+                stage_work(&pipe, &ws, t);
+            }
+            pthread_mutex_lock(&d->mu);
+            d->st_no_program += no_program;
+            for (int i = 0; i < ws.n; i++) {
+                int64_t info[5];
+                pipe.item_info(ws.item[i], info);
+                if (tm_enqueue(d, info[0], info[1], ws.item[i], ws.now[i]) < 0) { d->st_tm_drops++; pipe.item_free(pipe.sw, ws.item[i]); }
+            }
+            if (cur->n) { tx_queue(d, cur); cur = txb_take(d); }
             pthread_mutex_unlock(&d->pipe_mu);
+            did = neg + nin > 0;
         }
         if (did) {
             /* wake the tx thread once a batch is ready, or when nothing else is to do now
                (under load sendmmsg takes TXB frames per call, one wake-up per batch) */
-            int64_t txq = 0;
-            for (int k = 0; k < d->nport_order; k++) { dpport *p = d->ports[d->port_order[k]]; if (p) txq += p->txn; }
             int more = d->ib_n > 0 || d->queued > 0;
-            if (txq && !d->tx_pending && (txq >= TXB || !more)) { d->tx_pending = 1; wake_tx(d); }
+            if (d->tx_queued && !d->tx_pending && (d->tx_queued >= TXB || !more)) { d->tx_pending = 1; wake_tx(d); }
             if (d->ncpu) { pthread_mutex_unlock(&d->mu); deliver_cpu(d); pthread_mutex_lock(&d->mu); }
             continue;
         }
-        {
-            int64_t txq = 0;
-            for (int k = 0; k < d->nport_order; k++) { dpport *p = d->ports[d->port_order[k]]; if (p) txq += p->txn; }
-            if (txq && !d->tx_pending) { d->tx_pending = 1; wake_tx(d); }
-        }
+        if (d->tx_queued && !d->tx_pending) { d->tx_pending = 1; wake_tx(d); }
         /* nothing now: wait for a frame, a departure, or a setting change */
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -513,7 +582,9 @@ static void *worker_main(void *arg)
         ts.tv_sec += ns / 1000000000LL; ts.tv_nsec = ns % 1000000000LL;
         pthread_cond_timedwait(&d->work_cv, &d->mu, &ts);
     }
+    cur->next = d->tx_free; d->tx_free = cur;
     pthread_mutex_unlock(&d->mu);
+    free(ws.item); free(ws.now);
     return NULL;
 }
 
@@ -621,11 +692,16 @@ static void *rx_main(void *arg)
     return NULL;
 }
 
+/* The tx thread: takes every batch the worker queued, then per port (in port order) the
+ * port's frames in the order made, sendmmsg() TXB at a time (MSG_DONTWAIT; a frame the
+ * kernel refuses is a tx_error, as in ports.py) */
 static void *tx_main(void *arg)
 {
     dp *d = (dp *)arg;
     struct mmsghdr msgs[TXB];
     struct iovec iov[TXB];
+    int64_t *cnt = (int64_t *)calloc(MAXPORT, sizeof(int64_t));
+    if (!cnt) abort();
     while (1) {
         struct pollfd pfd = { d->efd_tx, POLLIN, 0 };
         int r = poll(&pfd, 1, 200);
@@ -633,40 +709,63 @@ static void *tx_main(void *arg)
         pthread_mutex_lock(&d->mu);
         int stop = d->stop;
         d->tx_pending = 0;
-        int order[MAXPORT]; int norder = d->nport_order;
-        memcpy(order, d->port_order, sizeof(int) * (size_t)norder);
+        txb *list = d->tx_head;
+        d->tx_head = d->tx_tail = NULL; d->tx_queued = 0;
+        int order[MAXPORT]; int fds[MAXPORT]; int caps[MAXPORT]; int norder = d->nport_order;
+        for (int k = 0; k < norder; k++) {
+            int no = d->port_order[k]; dpport *p = d->ports[no];
+            order[k] = no; fds[k] = p ? p->fd : -1; caps[k] = p ? p->cap_out : -1;
+        }
         pthread_mutex_unlock(&d->mu);
-        for (int k0 = 0; k0 < norder; k0++) {
-            int k = order[k0];
-            pthread_mutex_lock(&d->mu);
-            dpport *p = d->ports[k];
-            if (!p || !p->txn) { pthread_mutex_unlock(&d->mu); continue; }
-            uint8_t **f = p->txf; int64_t *l = p->txl; int n = p->txn; int fd = p->fd;
-            p->txf = NULL; p->txl = NULL; p->txn = p->txcap = 0;
-            pthread_mutex_unlock(&d->mu);
-            int64_t sent = 0, sent_bytes = 0, errs = 0;
-            for (int i = 0; i < n;) {
-                int m = n - i < TXB ? n - i : TXB;
-                if (fd < 0) { errs += n - i; break; }
-                for (int j = 0; j < m; j++) {
-                    iov[j].iov_base = f[i + j]; iov[j].iov_len = (size_t)l[i + j];
-                    memset(&msgs[j].msg_hdr, 0, sizeof(struct msghdr));
-                    msgs[j].msg_hdr.msg_iov = &iov[j]; msgs[j].msg_hdr.msg_iovlen = 1;
+        if (list) {
+            for (txb *b = list; b; b = b->next)
+                for (int i = 0; i < b->n; i++) if (b->len[i] >= 0) cnt[b->port[i]]++;
+            for (int k = 0; k < norder; k++) {
+                int no = order[k];
+                int64_t left = cnt[no];
+                if (!left) continue;
+                cnt[no] = 0;
+                int fd = fds[k];
+                int64_t sent = 0, sent_bytes = 0, errs = 0;
+                txb *b = list; int i = 0;
+                while (left > 0) {
+                    /* the port's next (up to) TXB frames, in order */
+                    int m = 0;
+                    const uint8_t *fp[TXB]; int64_t fl[TXB];
+                    while (m < TXB && b) {
+                        if (i >= b->n) { b = b->next; i = 0; continue; }
+                        if (b->port[i] == no && b->len[i] >= 0) { fp[m] = b->buf + b->off[i]; fl[m] = b->len[i]; m++; }
+                        i++;
+                    }
+                    if (!m) break;
+                    left -= m;
+                    if (fd < 0) { errs += m; continue; }
+                    for (int j = 0; j < m; j++) {
+                        iov[j].iov_base = (void *)fp[j]; iov[j].iov_len = (size_t)fl[j];
+                        memset(&msgs[j].msg_hdr, 0, sizeof(struct msghdr));
+                        msgs[j].msg_hdr.msg_iov = &iov[j]; msgs[j].msg_hdr.msg_iovlen = 1;
+                    }
+                    for (int j = 0; j < m;) {
+                        int s = sendmmsg(fd, msgs + j, (unsigned)(m - j), MSG_DONTWAIT);
+                        if (s < 0) { if (errno == EINTR) continue; errs++; j++; continue; }
+                        for (int q = 0; q < s; q++) { sent++; sent_bytes += fl[j + q]; pcap_write(caps[k], fp[j + q], fl[j + q]); }
+                        j += s;
+                        if (j < m) { errs++; j++; }     /* the frame the kernel refused: dropped */
+                    }
                 }
-                int s = sendmmsg(fd, msgs, (unsigned)m, MSG_DONTWAIT);
-                if (s < 0) { if (errno == EINTR) continue; errs++; i++; continue; }
-                for (int j = 0; j < s; j++) { sent++; sent_bytes += l[i + j]; pcap_write(p->cap_out, f[i + j], l[i + j]); }
-                i += s;
-                if (s < m) { errs++; i++; }     /* the frame the kernel refused: dropped */
+                pthread_mutex_lock(&d->mu);
+                dpport *p = d->ports[no];
+                if (p) { p->tx_frames += sent; p->tx_bytes += sent_bytes; p->tx_errors += errs; }
+                pthread_mutex_unlock(&d->mu);
             }
-            for (int i = 0; i < n; i++) free(f[i]);
-            free(f); free(l);
             pthread_mutex_lock(&d->mu);
-            p->tx_frames += sent; p->tx_bytes += sent_bytes; p->tx_errors += errs;
+            txb *last = list; while (last->next) last = last->next;
+            last->next = d->tx_free; d->tx_free = list;
             pthread_mutex_unlock(&d->mu);
         }
         if (stop) break;
     }
+    free(cnt);
     return NULL;
 }
 
@@ -896,10 +995,12 @@ DP_EXPORT void dp_free(dp *d)
     free(d->ib);
     for (int k = 0; k < d->nport_order; k++) {
         dpport *p = d->ports[d->port_order[k]];
-        for (int i = 0; i < p->txn; i++) free(p->txf[i]);
         ring_close(p);
-        free(p->txf); free(p->txl); free(p);
+        free(p);
     }
+    for (txb *b = d->tx_head, *nx; b; b = nx) { nx = b->next; txb_free(b); }
+    for (txb *b = d->tx_free, *nx; b; b = nx) { nx = b->next; txb_free(b); }
+    for (qent *e = d->qfree, *nx; e; e = nx) { nx = e->next; free(e); }
     pthread_mutex_unlock(&d->mu);
     close(d->efd_rx); close(d->efd_tx);
     free(d);

@@ -38,6 +38,7 @@ struct p4sw {
     p4n_clock_fn clock_cb; p4n_meter_fn meter_cb; p4n_hit_fn hit_cb;
     p4n_digest_fn digest_cb; p4n_pre_fn pre_cb;
     int64_t clock_start_ns;
+    int64_t pass_now; int pass_now_set;   /* the data plane's clock reading for one pass (p4n_*_at) */
     int64_t priority_queues; int64_t max_repasses;
     /* entries hit since the Python side last looked (table, slot), for last_hit_ns */
     int stamp; int nhits; int caphits; int32_t *hits;
@@ -47,6 +48,7 @@ struct p4sw {
 static inline int64_t p4n_clock(p4sw *sw)
 {
     if (sw->clock_cb) return sw->clock_cb();
+    if (sw->pass_now_set) return sw->pass_now;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     int64_t ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec - sw->clock_start_ns;

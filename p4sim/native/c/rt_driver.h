@@ -23,6 +23,7 @@ enum { E_ASSERT = 1, E_PERR = 2, E_FAIL = 3 };
 typedef struct p4item {
     p4phv pv;
     uint8_t *data; int64_t len;      /* ingress: the frame; egress: the payload */
+    uint8_t *own;                    /* the allocation data points into (freed with the item), or NULL */
     int64_t port;                    /* ingress: arrival port; egress: egress port */
     int64_t length_reg, packet_id, copy_id, repasses, in_port;
     int trunc_set; int64_t trunc;
@@ -89,11 +90,11 @@ static p4item *drv_alloc(p4drv *d)
     if (it) { d->free_items = it->next; }
     else { it = (p4item *)malloc(sizeof(p4item)); if (!it) abort(); }
     memset(it, 0, offsetof(p4item, pv));
-    it->data = NULL; it->len = 0; it->next = NULL;
+    it->data = NULL; it->own = NULL; it->len = 0; it->next = NULL;
     it->trunc_set = 0; it->recirc_set = 0; it->qmeta_set = 0; it->priority = 0;
     return it;
 }
-static void drv_release(p4drv *d, p4item *it) { free(it->data); it->data = NULL; it->next = d->free_items; d->free_items = it; }
+static void drv_release(p4drv *d, p4item *it) { free(it->own); it->own = NULL; it->data = NULL; it->next = d->free_items; d->free_items = it; }
 static void fifo_push(p4fifo *f, p4item *it) { it->next = NULL; if (f->tail) f->tail->next = it; else f->head = it; f->tail = it; f->n++; }
 static p4item *fifo_pop(p4fifo *f) { p4item *it = f->head; if (it) { f->head = it->next; if (!f->head) f->tail = NULL; f->n--; it->next = NULL; } return it; }
 static uint8_t *dupbytes(const uint8_t *src, int64_t n) { uint8_t *p = (uint8_t *)malloc((size_t)(n > 0 ? n : 1)); if (!p) abort(); if (n > 0) memcpy(p, src, (size_t)n); return p; }
@@ -147,9 +148,21 @@ static void out_add(p4drv *d, int64_t port, const uint8_t *a, int64_t na, const 
 
 /* _enqueue(): pv goes to the egress queue (with copy: a copy of it, _copy(pv)); a priority
  * out of range drops it and gives its headers back */
+static void drv_enqueue_from(p4sw *sw, p4drv *d, int64_t port, const p4phv *pv, int copy, const uint8_t *payload, int64_t plen,
+                             int64_t length_reg, int64_t pid, int64_t cid, int64_t repasses, int64_t in_port,
+                             int trunc_set, int64_t trunc, int recirc_set, p4i recirc, p4item *steal_from);
 static void drv_enqueue(p4sw *sw, p4drv *d, int64_t port, const p4phv *pv, int copy, const uint8_t *payload, int64_t plen,
                         int64_t length_reg, int64_t pid, int64_t cid, int64_t repasses, int64_t in_port,
                         int trunc_set, int64_t trunc, int recirc_set, p4i recirc)
+{
+    drv_enqueue_from(sw, d, port, pv, copy, payload, plen, length_reg, pid, cid, repasses, in_port, trunc_set, trunc,
+                     recirc_set, recirc, NULL);
+}
+/* drv_enqueue; with steal_from (the ingress item that holds payload, about to be released)
+ * the egress item takes its buffer instead of a copy of the payload */
+static void drv_enqueue_from(p4sw *sw, p4drv *d, int64_t port, const p4phv *pv, int copy, const uint8_t *payload, int64_t plen,
+                             int64_t length_reg, int64_t pid, int64_t cid, int64_t repasses, int64_t in_port,
+                             int trunc_set, int64_t trunc, int recirc_set, p4i recirc, p4item *steal_from)
 {
     p4item *it = drv_alloc(d);
     if (copy) drv_copy(d, &it->pv, pv, 0);
@@ -158,7 +171,9 @@ static void drv_enqueue(p4sw *sw, p4drv *d, int64_t port, const p4phv *pv, int c
     if (priority >= sw->priority_queues) { d->dropped++; drv_give_back(d, &it->pv); drv_release(d, it); return; }
     STD_SET_enq_timestamp(&it->pv, (p4i)p4n_clock(sw));
     STD_SET_enq_qdepth(&it->pv, 0);
-    it->data = dupbytes(payload, plen); it->len = plen;
+    if (steal_from && steal_from->own) { it->own = steal_from->own; steal_from->own = NULL; it->data = (uint8_t *)payload; }
+    else { it->data = it->own = dupbytes(payload, plen); }
+    it->len = plen;
     it->port = port & PORT_MASK; it->length_reg = length_reg; it->packet_id = pid; it->copy_id = cid;
     it->repasses = repasses; it->in_port = in_port;
     it->trunc_set = trunc_set; it->trunc = trunc; it->recirc_set = recirc_set; it->recirc = recirc;
@@ -228,7 +243,7 @@ static void drv_run_ingress(p4sw *sw, p4drv *d, p4item *item)
         drv_give_back(d, pv);
         STD_SET_instance_type(&n->pv, IT_RESUBMIT);
         STD_SET_packet_length(&n->pv, length_reg);
-        n->data = dupbytes(item->data, item->len); n->len = item->len; n->port = item->port;
+        n->data = n->own = dupbytes(item->data, item->len); n->len = item->len; n->port = item->port;
         n->packet_id = item->packet_id; n->copy_id = ++d->copy_next; n->repasses = item->repasses + 1;
         fifo_push(&d->ing, n);
         return;
@@ -251,8 +266,8 @@ static void drv_run_ingress(p4sw *sw, p4drv *d, p4item *item)
     }
     if (egress_spec == DROP_PORT) { d->dropped++; drv_give_back(d, pv); return; }
     STD_SET_instance_type(pv, IT_NORMAL);
-    drv_enqueue(sw, d, egress_spec, pv, 0, payload, plen, length_reg, item->packet_id, item->copy_id, item->repasses,
-                item->port, ctx->trunc_set, (int64_t)ctx->trunc, ctx->recirc_set, ctx->recirc);
+    drv_enqueue_from(sw, d, egress_spec, pv, 0, payload, plen, length_reg, item->packet_id, item->copy_id, item->repasses,
+                     item->port, ctx->trunc_set, (int64_t)ctx->trunc, ctx->recirc_set, ctx->recirc, item);
 }
 
 static void drv_run_egress(p4sw *sw, p4drv *d, p4item *item)
@@ -296,7 +311,7 @@ static void drv_run_egress(p4sw *sw, p4drv *d, p4item *item)
         drv_give_back(d, pv);
         STD_SET_instance_type(&n->pv, IT_RECIRC);
         STD_SET_packet_length(&n->pv, hlen + item->len);
-        n->data = (uint8_t *)malloc((size_t)(hlen + item->len + 1));
+        n->data = n->own = (uint8_t *)malloc((size_t)(hlen + item->len + 1));
         if (!n->data) abort();
         if (hlen) memcpy(n->data, ctx->emitted.buf, (size_t)hlen);
         if (item->len) memcpy(n->data + hlen, item->data, (size_t)item->len);
@@ -316,7 +331,8 @@ static void drv_run_egress(p4sw *sw, p4drv *d, p4item *item)
     drv_give_back(d, pv);
 }
 
-static void drv_start(p4sw *sw, p4drv *d, int64_t port, const uint8_t *data, int64_t len)
+/* owned: the item takes data (a malloc'd buffer) instead of a copy */
+static void drv_start_owned(p4sw *sw, p4drv *d, int64_t port, uint8_t *data, int64_t len, int owned)
 {
     int64_t pid = d->next_packet_id++;
     d->copy_next = 0;
@@ -327,9 +343,15 @@ static void drv_start(p4sw *sw, p4drv *d, int64_t port, const uint8_t *data, int
     STD_SET_packet_length(&it->pv, len);
     STD_SET_instance_type(&it->pv, IT_NORMAL);
     STD_SET_ingress_global_timestamp(&it->pv, p4n_clock(sw));
-    it->data = dupbytes(data, len); it->len = len; it->port = port & PORT_MASK;
+    it->data = it->own = owned ? data : dupbytes(data, len);
+    it->len = len; it->port = port & PORT_MASK;
     it->packet_id = pid; it->copy_id = 0; it->repasses = 0;
     fifo_push(&d->ing, it);
+}
+
+static void drv_start(p4sw *sw, p4drv *d, int64_t port, const uint8_t *data, int64_t len)
+{
+    drv_start_owned(sw, d, port, (uint8_t *)data, len, 0);
 }
 
 static void drv_drain(p4sw *sw, p4drv *d, int with_egress)
@@ -724,6 +746,30 @@ P4N_EXPORT int p4n_run_egress(p4sw *sw, p4item *item, int qmeta_set, int64_t enq
     drv_drain(sw, d, 0);
     drv_take_work(d);
     return (int)d->out.n;
+}
+
+/* the switch process's data plane (p4sim/native/c/dataplane.c): run_ingress with the
+ * frame's buffer handed over (malloc'd; freed by the pipeline) and run_egress, both with
+ * the clock read once for the pass (now_us: every timestamp of the pass reads it; a
+ * test's clock callback, when set, is still called instead) */
+P4N_EXPORT int p4n_run_ingress_at(p4sw *sw, int64_t now_us, int64_t port, uint8_t *data, int64_t len)
+{
+    p4drv *d = (p4drv *)sw->drv;
+    sw->pass_now = now_us; sw->pass_now_set = 1;
+    out_clear(d);
+    drv_start_owned(sw, d, port, data, len, 1);
+    drv_drain(sw, d, 0);
+    drv_take_work(d);
+    sw->pass_now_set = 0;
+    return (int)d->nwork;
+}
+P4N_EXPORT int p4n_run_egress_at(p4sw *sw, int64_t now_us, p4item *item, int qmeta_set, int64_t enq_ts, int64_t enq_qdepth,
+                                 int64_t deq_qdepth)
+{
+    sw->pass_now = now_us; sw->pass_now_set = 1;
+    int n = p4n_run_egress(sw, item, qmeta_set, enq_ts, enq_qdepth, deq_qdepth);
+    sw->pass_now_set = 0;
+    return n;
 }
 
 P4N_EXPORT p4item *p4n_work(p4sw *sw, int i) { return ((p4drv *)sw->drv)->work[i]; }
