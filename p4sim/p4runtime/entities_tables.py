@@ -28,7 +28,7 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from p4.v1 import p4runtime_pb2 as pb
 
@@ -290,6 +290,43 @@ class TableStore:
         if utype == pb.Update.MODIFY:
             return self._modify(ti, te, matches)
         return self._delete(ti, te, matches)
+
+    def insert_run(self, updates: Sequence[pb.Update], start: int, stop: int) -> int:
+        """Apply ``updates[start:stop]`` in order while each is a table-entry INSERT that a
+        table's plan serves (:meth:`_fast_write`'s INSERT: the same state, no undo kept);
+        return the index of the first one it did not apply (``stop`` when all). That one
+        is left untouched, for :meth:`write` to apply or refuse with its code as always.
+        A CONTINUE_ON_ERROR batch needs no undo, so a run of inserts is one call here
+        instead of a call chain per update (the server's :meth:`EntityStore.write_run`).
+
+        >>> i = tables.insert_run(request.updates, 0, len(request.updates))  # doctest: +SKIP
+        """
+        plans = self.plans
+        clock = self.clock_ns
+        i = start
+        while i < stop:
+            upd = updates[i]
+            if upd.type != _INSERT:
+                break
+            ent = upd.entity
+            if ent.WhichOneof("entity") != "table_entry":
+                break
+            te = ent.table_entry
+            plan = plans.get(te.table_id)
+            if plan is None:
+                break
+            got = plan.decode_insert(te)
+            if got is None:
+                break
+            matches, ident, mask, value, ranges, priority, call = got
+            entry = plan.table.add_canonical_entry(matches, call, priority, ident, mask, value, ranges,
+                                                   te.idle_timeout_ns, te.metadata)
+            if entry is None:
+                break
+            if clock is not None:
+                entry.last_hit_ns = clock()    # idle time counts from the insertion
+            i += 1
+        return i
 
     def _fast_write(self, plan: TablePlan, utype: int, te: pb.TableEntry) -> Optional[Undo]:
         """An INSERT, MODIFY or DELETE through the table's plan, with the same effect and undo
