@@ -297,7 +297,9 @@ class TableStore:
         return the index of the first one it did not apply (``stop`` when all). That one
         is left untouched, for :meth:`write` to apply or refuse with its code as always.
         A CONTINUE_ON_ERROR batch needs no undo, so a run of inserts is one call here
-        instead of a call chain per update (the server's :meth:`EntityStore.write_run`).
+        instead of a call chain per update (the server's :meth:`EntityStore.write_run`),
+        and each stretch of them into one table is decoded, then installed by one
+        ``Table.add_canonical_entries`` call.
 
         >>> i = tables.insert_run(request.updates, 0, len(request.updates))  # doctest: +SKIP
         """
@@ -305,27 +307,40 @@ class TableStore:
         clock = self.clock_ns
         i = start
         while i < stop:
-            upd = updates[i]
-            if upd.type != _INSERT:
-                break
-            ent = upd.entity
-            if ent.WhichOneof("entity") != "table_entry":
-                break
-            te = ent.table_entry
-            plan = plans.get(te.table_id)
+            # one run: consecutive inserts into one planned table, decoded first (a plan's
+            # decoding does not depend on the table's entries), then installed in one call
+            items: list[tuple] = []
+            plan: Optional[TablePlan] = None
+            j = i
+            other_table = False
+            while j < stop:
+                upd = updates[j]
+                if upd.type != _INSERT:
+                    break
+                ent = upd.entity
+                if not ent.HasField("table_entry"):
+                    break
+                te = ent.table_entry
+                p = plans.get(te.table_id)
+                if p is None:
+                    break
+                if plan is not None and p is not plan:
+                    other_table = True
+                    break
+                got = p.decode_insert(te)
+                if got is None:
+                    break
+                plan = p
+                matches, ident, mask, value, ranges, priority, call = got
+                items.append((matches, call, priority, ident, mask, value, ranges, te.idle_timeout_ns, te.metadata))
+                j += 1
             if plan is None:
-                break
-            got = plan.decode_insert(te)
-            if got is None:
-                break
-            matches, ident, mask, value, ranges, priority, call = got
-            entry = plan.table.add_canonical_entry(matches, call, priority, ident, mask, value, ranges,
-                                                   te.idle_timeout_ns, te.metadata)
-            if entry is None:
-                break
-            if clock is not None:
-                entry.last_hit_ns = clock()    # idle time counts from the insertion
-            i += 1
+                return i
+            done = plan.table.add_canonical_entries(items, clock)
+            i += done
+            if done < len(items) or not other_table:
+                return i
+        return i
         return i
 
     def _fast_write(self, plan: TablePlan, utype: int, te: pb.TableEntry) -> Optional[Undo]:
