@@ -124,7 +124,7 @@ class EntityStore:
 
     def write_run(self, updates: Sequence[pb.Update], start: int, stop: int) -> int:
         """Apply updates from ``start`` while each is one the fast path applies without an
-        undo (a planned table-entry INSERT: :meth:`TableStore.insert_run`), for a
+        undo (a planned table-entry INSERT, MODIFY or DELETE: :meth:`TableStore.write_run`), for a
         CONTINUE_ON_ERROR batch; return the index of the first update not applied, which
         the caller gives to :meth:`write` (it applies it, or raises with its code and the
         state unchanged). Applying ``updates[i]`` here or with :meth:`write` leaves the
@@ -132,7 +132,7 @@ class EntityStore:
 
         >>> i = store.write_run(updates, 0, len(updates))     # doctest: +SKIP
         """
-        return self.tables.insert_run(updates, start, stop)
+        return self.tables.write_run(updates, start, stop)
 
     def read(self, entity: pb.Entity, new_entity: NewEntity = pb.Entity) -> Iterator[pb.Entity]:
         """Entities matching ``entity`` (wildcards per kind), each made by ``new_entity``

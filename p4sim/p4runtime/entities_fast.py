@@ -226,7 +226,7 @@ class TablePlan:
         the table supports; None for anything else."""
         # :meth:`_plain`, :meth:`_entry_parts`, :meth:`_priority`, :meth:`_call` and
         # :meth:`_single_exact_key` written out in one body: the per-insert path of a
-        # batch (TableStore.insert_run), where each call was ~0.1 µs of ~2.6
+        # batch (TableStore.write_run), where each call was ~0.1 µs of ~2.6
         if te.is_const or te.is_default_action or te.HasField("meter_counter_data") \
                 or te.HasField("time_since_last_hit") or te.HasField("counter_data") \
                 or te.HasField("meter_config"):

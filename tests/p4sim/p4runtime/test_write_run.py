@@ -1,5 +1,5 @@
-"""The batched insert path of a CONTINUE_ON_ERROR Write (``EntityStore.write_run`` /
-``TableStore.insert_run``, used by ``P4RuntimeServer._apply``) against the one-update-at-
+"""The batched path of a CONTINUE_ON_ERROR Write (``EntityStore.write_run`` /
+``TableStore.write_run``, used by ``P4RuntimeServer._apply``) against the one-update-at-
 a-time checked path: the same codes, messages and state for random batches; a bad update
 in the middle of a batch fails alone under CONTINUE_ON_ERROR and rolls the whole batch
 back under ROLLBACK_ON_ERROR; updates refused by the role policy are skipped by a run;
@@ -35,15 +35,17 @@ def p4info() -> p4info_pb2.P4Info:
     return build_p4info(load_program_text(PROGRAM, "fast_test.p4"))
 
 
-def apply_batch(store: EntityStore, batch: list[pb.Update]) -> tuple[list[Any], int]:
+def apply_batch(store: EntityStore, batch: list[pb.Update]) -> tuple[list[Any], dict[int, int]]:
     """The server's CONTINUE_ON_ERROR loop: runs through write_run, the update a run stops
-    at through write; (each update's outcome, how many the runs applied)."""
+    at through write; (each update's outcome, how many of each update type the runs applied)."""
     out: list[Any] = []
-    ran = i = 0
+    ran: dict[int, int] = {}
+    i = 0
     while i < len(batch):
         j = store.write_run(batch, i, len(batch))
         out += ["OK"] * (j - i)
-        ran += j - i
+        for u in batch[i:j]:
+            ran[u.type] = ran.get(u.type, 0) + 1
         i = j
         if i < len(batch):
             out.append(outcome(store, batch[i])[0])
@@ -55,20 +57,26 @@ def apply_batch(store: EntityStore, batch: list[pb.Update]) -> tuple[list[Any], 
 def test_random_batches_through_runs_same_answers_and_state(p4info: p4info_pb2.P4Info, seed: int) -> None:
     fast, slow = make_store(True, False), make_store(False, False)
     gen = Gen(p4info, seed)
-    ran = total_ok = 0
+    ran: dict[int, int] = {}
+    total_ok = 0
     codes: set[str] = set()
+    inserted: list[pb.Update] = []
     for round_ in range(30):
-        batch = [gen.update() for _ in range(gen.r.randint(1, 100))]
+        batch = [gen.modify_of(gen.r.choice(inserted)) if inserted and gen.chance(0.1) else gen.update()
+                 for _ in range(gen.r.randint(1, 100))]
         got_fast, n = apply_batch(fast, batch)
         got_slow = [outcome(slow, u)[0] for u in batch]
         assert got_fast == got_slow, f"round {round_}"
-        ran += n
+        inserted += [u for u, g in zip(batch, got_fast) if g == "OK" and u.type == INSERT]
+        for k, v in n.items():
+            ran[k] = ran.get(k, 0) + v
         total_ok += got_fast.count("OK")
         codes.update(g[0] for g in got_fast if g != "OK")
         assert state(fast) == state(slow), f"after round {round_}"
-    # not vacuous: runs applied inserts, and refusals between them were compared
-    assert ran > 100 and total_ok > ran, (ran, total_ok)
-    assert {"INVALID_ARGUMENT", "ALREADY_EXISTS"} <= codes, codes
+    # not vacuous: runs applied inserts, deletes and modifies, and refusals between them were compared
+    assert ran.get(INSERT, 0) > 100 and ran.get(pb.Update.DELETE, 0) > 10 and ran.get(pb.Update.MODIFY, 0) > 5, ran
+    assert total_ok > sum(ran.values()), (ran, total_ok)
+    assert {"INVALID_ARGUMENT", "ALREADY_EXISTS", "NOT_FOUND"} <= codes, codes
 
 
 def _insert(info: p4info_pb2.P4Info, key: int, port: int = 1) -> pb.Update:
