@@ -83,6 +83,8 @@ from p4sim.p4runtime.streamlimits import StreamLimitError, StreamLimits
 from p4sim.p4runtime.tls import ServerTls
 from p4sim.runtime.errors import RuntimeStateError
 
+_ATOMICITIES = frozenset(p4runtime_pb2.WriteRequest.Atomicity.values())
+"""The atomicity values the proto names (``Atomicity.values()`` builds a list per call)."""
 log = logging.getLogger(__name__)
 
 P4RUNTIME_API_VERSION = "1.3.0"          # BMv2's (PI's) answer
@@ -516,7 +518,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._check_device(request.device_id, write=True)
             rd = self._writer(identity, request.role, "Write")
             self._check_primary(request.role, request, identity)
-            if request.atomicity not in p4runtime_pb2.WriteRequest.Atomicity.values():
+            if request.atomicity not in _ATOMICITIES:
                 raise RpcError("INVALID_ARGUMENT", f"unknown atomicity {request.atomicity}")
             if request.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR and not self.extras:
                 raise RpcError("UNIMPLEMENTED", "Support for atomic write modes has not been implemented yet "
