@@ -61,6 +61,8 @@ from p4sim.device import DeviceConfig
 from p4sim.engine.program import load_program
 from p4sim.frontend.preprocess import preprocess
 from p4sim.p4info import build_p4info
+from p4sim.p4runtime.server import P4RuntimeServer
+from p4sim.switchd.device import SwitchDevice
 from process import stop_process
 from testbed.ports import free_port
 
@@ -492,6 +494,71 @@ def run_p4rt_writes(config: BenchConfig) -> dict[str, Figure]:
     return figures
 
 
+STAGE_BATCH = 4096
+"""Updates in the one WriteRequest :func:`run_p4rt_write_stages` times."""
+
+
+def write_stages(engine: str, rounds: int, batch: int = STAGE_BATCH) -> dict[str, float]:
+    """CPU µs per entry of one WriteRequest of ``batch`` dmac INSERTs, then of the same
+    keys' DELETEs, in-process through a real :class:`P4RuntimeServer` on a
+    :class:`SwitchDevice` of ``engine`` (no ports, no gRPC round trip): ``parse``
+    (``WriteRequest.FromString`` of the wire bytes), ``insert`` and ``delete`` (the
+    server's ``_apply`` under its locks, including the copy into C at the device lock's
+    release on the native path). Medians of ``rounds``, each with fresh keys (the
+    entries are checked, then deleted). Thread CPU time of the calling thread, which
+    runs all three.
+
+    >>> write_stages("python", 1, 256)                   # doctest: +SKIP
+    {'parse': 0.2, 'insert': 5.6, 'delete': 3.6}
+    """
+    dev = SwitchDevice(device_id=DEVICE_ID, engine=engine)
+    dev.start()
+    srv = P4RuntimeServer(dev, "127.0.0.1:0")
+    port = srv.start()
+    got: dict[str, list[float]] = {"parse": [], "insert": [], "delete": []}
+    try:
+        with P4RuntimeClient.connect(f"127.0.0.1:{port}") as client:
+            client.arbitrate()
+            client.push_pipeline(PROGRAM)
+            for rnd in range(rounds):
+                base = 0x0B0000000000 + rnd * batch
+                inserts = client.write_request([client.exact_update(DMAC, base + i, FORWARD, 1 + i % 8)
+                                                for i in range(batch)]).SerializeToString()
+                deletes = client.write_request([client.exact_update(DMAC, base + i, "", utype=Update.DELETE)
+                                                for i in range(batch)]).SerializeToString()
+                for stage, wire in (("insert", inserts), ("delete", deletes)):
+                    t0 = time.thread_time()
+                    request = p4runtime_pb2.WriteRequest.FromString(wire)
+                    t1 = time.thread_time()
+                    with srv._state_lock:
+                        errors = srv._apply(srv._target(), request)
+                    t2 = time.thread_time()
+                    if errors:
+                        raise BenchCheckError(f"{stage}: {sum(e.canonical_code != 0 for e in errors)} updates failed")
+                    if stage == "insert":
+                        got["parse"].append((t1 - t0) * 1e6 / batch)
+                        if client.count_entries(DMAC) != batch:
+                            raise BenchCheckError(f"{DMAC}: {batch} entries inserted, not all read back")
+                    got[stage].append((t2 - t1) * 1e6 / batch)
+    finally:
+        srv.stop()
+        dev.stop()
+    return {stage: round(median(v), 2) for stage, v in got.items()}
+
+
+def run_p4rt_write_stages(config: BenchConfig) -> dict[str, Figure]:
+    """``p4sim.p4rt_write_stage_us.{parse,insert,delete}`` (the default engine) and
+    ``.insert_python`` / ``.delete_python`` (``--engine python``): :func:`write_stages`."""
+    figures: dict[str, Figure] = {}
+    for engine, suffix in (("auto", ""), ("python", "_python")):
+        stages = write_stages(engine, max(1, config.runs))
+        for stage, us in stages.items():
+            if stage == "parse" and suffix:
+                continue
+            figures[f"p4sim.p4rt_write_stage_us.{stage}{suffix}"] = Figure(us, "us/entry")
+    return figures
+
+
 # ---------------------------------------------------------------------- P4Runtime reads
 def counter_read_ms(client: P4RuntimeClient, counter: str, cells: int) -> float:
     """Milliseconds of one wildcard Read of ``counter`` (every cell): the request sent to
@@ -649,6 +716,7 @@ def run_pps_veth(config: BenchConfig, engine: str = "python",
 BENCHMARKS = (
     Benchmark("startup", "switch", run_startup),
     Benchmark("p4rt_writes", "switch", run_p4rt_writes, targets=("p4sim", "bmv2")),
+    Benchmark("p4rt_write_stages", "switch", run_p4rt_write_stages),
     Benchmark("p4rt_read", "switch", run_p4rt_read, targets=("p4sim", "bmv2")),
     Benchmark("pps_veth", "switch", run_pps_veth),
 )

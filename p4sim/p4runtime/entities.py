@@ -32,7 +32,7 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
@@ -121,6 +121,18 @@ class EntityStore:
             return self._write_table(utype, entity.table_entry)
         kind = self._kind(entity, read=False)
         return self._writers[kind](utype, getattr(entity, kind))
+
+    def write_run(self, updates: Sequence[pb.Update], start: int, stop: int) -> int:
+        """Apply updates from ``start`` while each is one the fast path applies without an
+        undo (a planned table-entry INSERT, MODIFY or DELETE: :meth:`TableStore.write_run`), for a
+        CONTINUE_ON_ERROR batch; return the index of the first update not applied, which
+        the caller gives to :meth:`write` (it applies it, or raises with its code and the
+        state unchanged). Applying ``updates[i]`` here or with :meth:`write` leaves the
+        same state.
+
+        >>> i = store.write_run(updates, 0, len(updates))     # doctest: +SKIP
+        """
+        return self.tables.write_run(updates, start, stop)
 
     def read(self, entity: pb.Entity, new_entity: NewEntity = pb.Entity) -> Iterator[pb.Entity]:
         """Entities matching ``entity`` (wildcards per kind), each made by ``new_entity``

@@ -224,13 +224,46 @@ class TablePlan:
         """(matches, identity, mask, value, ranges, priority, call) of a valid INSERT that
         sets nothing but the key, priority, a direct action, metadata and an idle timeout
         the table supports; None for anything else."""
-        if not self._plain(te) or te.HasField("counter_data") or te.HasField("meter_config"):
+        # :meth:`_plain`, :meth:`_entry_parts`, :meth:`_priority`, :meth:`_call` and
+        # :meth:`_single_exact_key` written out in one body: the per-insert path of a
+        # batch (TableStore.write_run), where each call was ~0.1 µs of ~2.6
+        if te.is_const or te.is_default_action or te.HasField("meter_counter_data") \
+                or te.HasField("time_since_last_hit") or te.HasField("counter_data") \
+                or te.HasField("meter_config"):
             return None
-        parts = self._entry_parts(te)
-        if parts is None:
+        idle = te.idle_timeout_ns
+        if idle and (idle < 0 or not self.support_timeout):
             return None
-        key, priority, call = parts
-        return key[0], key[1], key[2], key[3], key[4], priority, call
+        priority = te.priority
+        if self.needs_priority:
+            if not 0 < priority < _PRIORITY_LIMIT:
+                return None
+        elif priority:
+            return None
+        ta = te.action
+        call = self._calls.get(ta.SerializeToString())
+        if call is None:
+            call = self._call(ta)
+            if call is None:
+                return None
+        single = self.single_exact
+        if single is None:
+            key = self._key(te, priority)
+            if key is None:
+                return None
+            return key[0], key[1], key[2], key[3], key[4], priority, call
+        ms = te.match
+        if len(ms) != 1:
+            return None
+        fm = ms[0]
+        field_id, w, full = single
+        if fm.field_id != field_id or fm.WhichOneof("field_match_type") != "exact":
+            return None
+        data = fm.exact.value
+        v = int.from_bytes(data, "big")
+        if not data or v >> w:
+            return None
+        return (Exact(v),), ((v,), priority), full, v, (), priority, call
 
     def _entry_parts(self, te: pb.TableEntry) -> Optional[tuple[tuple, int, ActionCall]]:
         """(key, priority, call) of an entry whose idle timeout the table supports and

@@ -75,6 +75,7 @@ from p4sim.p4runtime import roleconfig
 from p4sim.p4runtime.arbitration import ArbitrationError, Arbiter, Session, election_id_value
 from p4sim.p4runtime.authz import AuthzPolicy, Denied, RoleDef, peer_identity, role_label
 from p4sim.p4runtime.digests import DigestStreamer
+from p4sim.p4runtime.gcpause import gc_paused
 from p4sim.p4runtime.idle import IdleTimeoutMonitor
 from p4sim.p4runtime.packetio import PacketIO
 from p4sim.p4runtime.reqlog import RequestLog
@@ -82,6 +83,8 @@ from p4sim.p4runtime.streamlimits import StreamLimitError, StreamLimits
 from p4sim.p4runtime.tls import ServerTls
 from p4sim.runtime.errors import RuntimeStateError
 
+_ATOMICITIES = frozenset(p4runtime_pb2.WriteRequest.Atomicity.values())
+"""The atomicity values the proto names (``Atomicity.values()`` builds a list per call)."""
 log = logging.getLogger(__name__)
 
 P4RUNTIME_API_VERSION = "1.3.0"          # BMv2's (PI's) answer
@@ -515,7 +518,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._check_device(request.device_id, write=True)
             rd = self._writer(identity, request.role, "Write")
             self._check_primary(request.role, request, identity)
-            if request.atomicity not in p4runtime_pb2.WriteRequest.Atomicity.values():
+            if request.atomicity not in _ATOMICITIES:
                 raise RpcError("INVALID_ARGUMENT", f"unknown atomicity {request.atomicity}")
             if request.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR and not self.extras:
                 raise RpcError("UNIMPLEMENTED", "Support for atomic write modes has not been implemented yet "
@@ -560,13 +563,26 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             # one hold of the device lock for the batch, as PI holds its device lock for a
             # whole WriteRequest; an OK Error is made only when the batch has a failure
             failed: dict[int, p4runtime_pb2.Error] = dict(denied)
-            with lock:
-                for i, upd in enumerate(updates):
+            # runs of updates the store applies without undos (planned table INSERTs) go
+            # in one call each (EntityStore.write_run); the update a run stops at goes
+            # through _write_one, which applies it or gives its error
+            run = getattr(pipe.store, "write_run", None)
+            n = len(updates)
+            with lock, gc_paused():
+                i = 0
+                while i < n:
                     if i in denied:
+                        i += 1
                         continue
-                    err = self._write_one(pipe, upd)
+                    if run is not None:
+                        stop = min((j for j in denied if j > i), default=n) if denied else n
+                        i = run(updates, i, stop)
+                        if i >= stop:
+                            continue
+                    err = self._write_one(pipe, updates[i])
                     if err is not None:
                         failed[i] = err
+                    i += 1
             if not failed:
                 return []
             return [failed.get(i) or _p4_error("OK") for i in range(len(updates))]
@@ -575,6 +591,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         undos: list[Callable[[], None]] = []
         if atomic:
             lock.acquire()
+        pause = gc_paused()
+        pause.__enter__()
         try:
             for i, upd in enumerate(updates):
                 undo_box: list[Callable[[], None]] = []
@@ -600,6 +618,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 errors[i] = err
                 break
         finally:
+            pause.__exit__(None, None, None)
             if atomic:
                 lock.release()
         return errors

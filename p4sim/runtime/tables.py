@@ -467,6 +467,30 @@ class Table:
         return self._install(matches, action, priority, False, idle_timeout_ns, metadata,
                              ident, mask, value, ranges)
 
+    def add_canonical_entries(self, items: Sequence[tuple], clock_ns: Optional[Callable[[], int]] = None) -> int:
+        """:meth:`add_canonical_entry` for each of ``items`` in order, in one call: each
+        item is ``(matches, action, priority, ident, mask, value, ranges, idle_timeout_ns,
+        metadata)``; stops at the first whose key is present or that finds the table full
+        (nothing changed for it) and returns how many were installed. ``clock_ns`` (when
+        given) stamps each new entry's ``last_hit_ns``, as a P4Runtime insert does.
+
+        >>> t = Table("t", [KeyField("k", "exact", 8)], [ActionSpec("a")], size=2)
+        >>> item = lambda v: ((Exact(v),), ActionCall("a"), 0, ((v,), 0), 255, v, (), 0, b"")
+        >>> t.add_canonical_entries([item(1), item(2), item(3)]), len(t)
+        (2, 2)
+        """
+        by_ident, entries, size = self._by_ident, self._entries, self.size
+        install = self._install
+        done = 0
+        for matches, action, priority, ident, mask, value, ranges, idle_timeout_ns, metadata in items:
+            if ident in by_ident or len(entries) >= size:
+                break
+            entry = install(matches, action, priority, False, idle_timeout_ns, metadata, ident, mask, value, ranges)
+            if clock_ns is not None:
+                entry.last_hit_ns = clock_ns()
+            done += 1
+        return done
+
     def _install(self, matches: tuple[Match, ...], action: EntryAction, priority: int, const: bool,
                  idle_timeout_ns: int, metadata: bytes, ident: tuple, mask: int, value: int,
                  ranges: tuple) -> TableEntryState:
@@ -474,13 +498,14 @@ class Table:
         handle = heapq.heappop(self._free_handles) if self._free_handles else self._next_handle
         if handle == self._next_handle:
             self._next_handle += 1
+        # positional (TableEntryState's field order): keywords cost ~0.3 µs an insert
         entry = TableEntryState(
-            matches=matches, priority=priority, action=action, handle=handle, is_const=const,
-            counter=self.direct_counter.new_cell() if self.direct_counter else None,
-            meter=self.direct_meter.new_cell() if self.direct_meter else None,
-            idle_timeout_ns=idle_timeout_ns, metadata=metadata,
-            _ident=ident, _mask=mask, _value=value, _ranges=ranges)
-        entry._result = self._result_for(entry)
+            matches, priority, action, handle, const,
+            self.direct_counter.new_cell() if self.direct_counter else None,
+            self.direct_meter.new_cell() if self.direct_meter else None,
+            idle_timeout_ns, 0, metadata, ident, mask, value, ranges)
+        entry._result = LookupResult(True, entry, action.name, action.args) \
+            if type(action) is ActionCall else self._result_for(entry)
         if self.implementation is not None:
             self.implementation.add_ref(action)
         self._entries[handle] = entry

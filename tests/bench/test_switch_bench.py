@@ -28,13 +28,14 @@ from bench.switch_bench import (
     make_frames,
     run_pps_veth,
     veth_available,
+    write_stages,
 )
 
 TINY = BenchConfig(duration_s=0.05, runs=1, warmup_s=0.0)
 
 
 def test_registered_as_the_switch_group() -> None:
-    assert [b.name for b in select(["switch"])] == ["startup", "p4rt_writes", "p4rt_read",
+    assert [b.name for b in select(["switch"])] == ["startup", "p4rt_writes", "p4rt_write_stages", "p4rt_read",
                                                     "pps_veth", "pps_veth_overload"]
 
 
@@ -53,6 +54,12 @@ def test_startup_and_write_figures(tmp_path: Path) -> None:
     data = json.loads(out.read_text())
     assert data["other.kept"] == {"value": 7, "unit": "ms"}
     assert data["p4sim.rss_mb"]["unit"] == "MB"
+
+
+def test_write_stages_time_parse_insert_and_delete() -> None:
+    got = write_stages("python", 1, batch=64)
+    assert set(got) == {"parse", "insert", "delete"}
+    assert all(v >= 0 for v in got.values()) and got["insert"] > 0
 
 
 def test_counter_read_checks_every_cell() -> None:

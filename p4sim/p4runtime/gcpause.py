@@ -1,0 +1,52 @@
+"""Python's cyclic garbage collector paused while a Write batch is applied.
+
+A batch of table INSERTs makes several container objects an entry (the entry, its key
+tuples, its lookup result), and CPython's collector runs a young-generation pass every
+700 allocations and an older pass every tenth of those, each walking objects that are all
+still alive. Measured in-process on port_fwd.p4's dmac, one Write of 4,096 INSERTs
+(p4sim/README.md, "P4Runtime write path"): 13-14 µs an entry with the collector on,
+8 µs with it paused. The batch makes no garbage cycles (an undo closure refers to its
+entry, not to itself), so nothing waits longer to be freed; reference counting frees
+everything else as always. The collector runs again at the next allocations after the
+batch.
+
+:func:`gc_paused` nests and may be entered by several threads at once: the collector is
+enabled again when the last holder leaves, and only if it was enabled when the first came.
+
+Example::
+
+    >>> import gc
+    >>> with gc_paused():
+    ...     gc.isenabled()
+    False
+    >>> gc.isenabled()
+    True
+"""
+from __future__ import annotations
+
+import gc
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+_lock = threading.Lock()
+_holders = 0
+_was_enabled = False
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic collector off for the ``with`` body (see the module docstring)."""
+    global _holders, _was_enabled
+    with _lock:
+        if _holders == 0:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+        _holders += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _holders -= 1
+            if _holders == 0 and _was_enabled:
+                gc.enable()
