@@ -9,6 +9,10 @@ errors, read by every prediction (absent file: the defaults below).
 * ``attention`` — per implementation (``fa2``: the flash-attn package or PyTorch's SDPA;
   ``cudnn``: Transformer Engine's fused attention), flash-attention kernels in a training
   step relative to their isolated benchmarks (layout copies, variable-length paths);
+  ``triton`` (the FlashAttention algorithm in Triton, run on FA2's tables) is fitted as a
+  share of ``fa2`` within :data:`TRITON_SHARE` — the FlashAttention-2 paper (Dao 2023,
+  arXiv:2307.08691, §4.1) measures FA2 1.3-2.5× faster than FlashAttention in Triton on
+  A100 — and, unfitted, is ``fa2 / 1.3``;
 * ``power_exponent`` — a power-limited GPU's sustained clock goes as ``(limit/TDP)^e``;
 * ``overheads`` — per framework family (``megatron``: Megatron-LM/Core, NeMo,
   Megatron-Bridge, Megatron-DeepSpeed, Llama 3's stack; ``pytorch``: FSDP, Composer,
@@ -40,6 +44,8 @@ from sim.topology import SimInputError
 
 PATH = Path(__file__).resolve().parent / "calibration.yaml"
 FAMILIES = ("megatron", "pytorch")
+#: the Triton flash-attention kernel's rate as a share of FA2's: 1/2.5 .. 1/1.3 (module docstring)
+TRITON_SHARE = (1.0 / 2.5, 1.0 / 1.3)
 
 
 @dataclass(slots=True)
@@ -60,7 +66,9 @@ class Calibration:
 
     def attention_for(self, impl: str) -> float:
         """Flash attention of implementation ``impl`` in training over its benchmark (1.0
-        when not fitted)."""
+        when not fitted; ``triton`` unfitted: ``fa2`` / 1.3, :data:`TRITON_SHARE`)."""
+        if impl == "triton" and "triton" not in self.attention:
+            return self.attention_for("fa2") * TRITON_SHARE[1]
         return float(self.attention.get(impl, 1.0))
 
     def overhead(self, family: str, what: str) -> float:
@@ -105,7 +113,7 @@ def load(path: Path = PATH) -> Calibration:
         c.attention = {"fa2": float(c.attention), "cudnn": float(c.attention), "fa3": float(c.attention)}
     if not isinstance(c.attention, dict) or not all(isinstance(v, (int, float)) and 0 < v <= 1.5
                                                      for v in c.attention.values()):
-        raise SimInputError(f"{path}: attention: a factor in (0, 1.5] per implementation (fa2, fa3, cudnn)")
+        raise SimInputError(f"{path}: attention: a factor in (0, 1.5] per implementation (fa2, fa3, cudnn, triton)")
     if not isinstance(c.straggler_sigma, (int, float)) or not 0 <= c.straggler_sigma < 0.5:
         raise SimInputError(f"{path}: straggler_sigma: a relative jitter in [0, 0.5), got {c.straggler_sigma!r}")
     for k in ("power_exponent", "eager_traffic"):
@@ -137,4 +145,4 @@ def use(c: Calibration) -> Iterator[Calibration]:
         _ACTIVE = before
 
 
-__all__ = ["Calibration", "FAMILIES", "PATH", "current", "load", "use"]
+__all__ = ["Calibration", "FAMILIES", "PATH", "TRITON_SHARE", "current", "load", "use"]

@@ -31,6 +31,10 @@ field                  meaning
                        ``--tp-comm-overlap``; torch async TP); 0: every TP collective exposed
 ``attention``          ``unfused`` (QKᵀ and AV as batched GEMMs, the s² scores through a fused
                        softmax: Megatron-LM before flash attention), ``fa2``, ``fa3``, ``cudnn``,
+                       ``triton`` (the FlashAttention algorithm written in Triton: Tri Dao's
+                       ``flash_attn_triton``, LLM Foundry's ``attn_impl: triton``; FA2's
+                       tables × the fitted ``attention.triton`` share, which
+                       :mod:`sim.predict.calibration` bounds by the FA2 paper's 1.3-2.5×),
                        or ``auto`` (cuDNN's fused attention on an H100 die, FA2 on an A100)
 ``elementwise_traffic``  bytes of the memory-bound kernels relative to fused ones (1.0: fused
                        norms, bias-activation, rotary and residual kernels; eager PyTorch runs
@@ -107,7 +111,7 @@ from sim.predict.fields import parse_section
 from sim.topology import SimInputError
 
 DP_MODES = ("ddp", "distributed_optimizer", "zero", "fsdp")
-ATTENTION = ("auto", "unfused", "fa2", "fa3", "cudnn")
+ATTENTION = ("auto", "unfused", "fa2", "fa3", "cudnn", "triton")
 FP8_RECIPES = ("delayed", "current", "tensorwise", "rowwise", "blockwise")
 MOE_DISPATCHERS = ("alltoall", "deepep", "deepep_ll")
 

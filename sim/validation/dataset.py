@@ -43,6 +43,8 @@ RECOMPUTE = ("none", "selective", "full")
 SHARDING = ("none", "zero1", "zero2", "zero3", "fsdp_full", "fsdp_grad_op", "hsdp")
 METRICS = ("tokens_per_s_per_gpu", "tokens_per_s", "tflops_per_gpu", "mfu", "iteration_s")
 CONVENTIONS = ("megatron", "narayanan21")
+#: a run's attention kernels when its source names them ('': the framework profile's)
+ATTENTION_KERNELS = ("", "unfused", "fa2", "fa3", "cudnn", "triton")
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +114,7 @@ class Run:
     compile: bool = False
     async_tp: bool = False
     fsdp_mixed_precision: str = ""
+    attention: str = ""
     nic_gbps: float = 400.0
     assumed: tuple[str, ...] = ()
 
@@ -212,6 +215,9 @@ def _run(i: int, d: Any, ds: Dataset, src: str) -> Run:
         raise _err(src, f"{where}.recompute", f"one of {', '.join(RECOMPUTE)}, got {d['recompute']!r}")
     if d.get("sharding", "none") not in SHARDING:
         raise _err(src, f"{where}.sharding", f"one of {', '.join(SHARDING)}, got {d.get('sharding')!r}")
+    if d.get("attention", "") not in ATTENTION_KERNELS:
+        raise _err(src, f"{where}.attention", f"one of {', '.join(a for a in ATTENTION_KERNELS if a)}, "
+                                              f"got {d.get('attention')!r}")
     if d["tp"] * d["pp"] * d.get("cp", 1) * d["dp"] != d["gpus"]:
         raise _err(src, f"{where}.gpus", f"{d['gpus']} != tp x pp x cp x dp "
                                          f"({d['tp']} x {d['pp']} x {d.get('cp', 1)} x {d['dp']})")

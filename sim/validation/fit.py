@@ -5,13 +5,14 @@ validation set, never on the held-out runs, and write it to ``sim/predict/calibr
 fabric collectives (cached: the fitted figures change no collective), then minimises the
 mean absolute relative error of the iteration times over the fit runs with
 :func:`sim.predict.fitting.minimise_mape` in log space within the bounds of
-:data:`PARAMETERS`, and prints the errors of both splits before and after. Eleven figures
+:data:`PARAMETERS`, and prints the errors of both splits before and after. Twelve figures
 for 97 runs; each is physical (what it means: :mod:`sim.predict.calibration`).
 
 Example::
 
-    >>> theta_to_calibration([0.8, 0.7, 0.9, 0.8, 0.5, 0.001, 0.02, 0.002, 0.03, 1.5, 0.01]).sustained
-    {'A100': 0.8, 'H100': 0.7}
+    >>> c = theta_to_calibration([0.8, 0.7, 0.9, 0.8, 0.5, 0.5, 0.001, 0.02, 0.002, 0.03, 1.5, 0.01])
+    >>> c.sustained, c.attention["triton"]
+    ({'A100': 0.8, 'H100': 0.7}, 0.45)
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from sim.predict import calibration
-from sim.predict.calibration import Calibration, use
+from sim.predict.calibration import TRITON_SHARE, Calibration, use
 from sim.predict.fitting import minimise_mape
 from sim.predict.job import TrainingJob, job_from_dict
 from sim.predict.predict import JobFabric, job_fabric, predict
@@ -38,6 +39,7 @@ PARAMETERS: tuple[tuple[str, float, float, float], ...] = (
     ("sustained.H100", 0.80, 0.5, 1.0),
     ("attention.fa2", 0.72, 0.3, 1.2),
     ("attention.cudnn", 0.72, 0.3, 1.2),
+    ("attention.triton_share", TRITON_SHARE[1], TRITON_SHARE[0], TRITON_SHARE[1]),
     ("power_exponent", 1.0 / 3.0, 0.2, 1.2),
     ("megatron.microbatch_s", 1e-3, 1e-5, 0.02),
     ("megatron.iteration_s", 0.02, 1e-4, 0.5),
@@ -53,7 +55,8 @@ def theta_to_calibration(x: Sequence[float], fitted_on: str = "") -> Calibration
     v = dict(zip((p[0] for p in PARAMETERS), (float(a) for a in x)))
     return Calibration(sustained={"A100": v["sustained.A100"], "H100": v["sustained.H100"]},
                        attention={"fa2": v["attention.fa2"], "fa3": v["attention.fa2"],
-                                  "cudnn": v["attention.cudnn"]}, power_exponent=v["power_exponent"],
+                                  "cudnn": v["attention.cudnn"],
+                                  "triton": v["attention.fa2"] * v["attention.triton_share"]}, power_exponent=v["power_exponent"],
                        overheads={"megatron": {"microbatch_s": v["megatron.microbatch_s"],
                                                "iteration_s": v["megatron.iteration_s"]},
                                   "pytorch": {"microbatch_s": v["pytorch.microbatch_s"],
@@ -68,6 +71,8 @@ def calibration_to_theta(c: Calibration) -> np.ndarray:
         head, _, tail = name.partition(".")
         if head == "sustained":
             out.append(c.sustained.get(tail, start))
+        elif name == "attention.triton_share":
+            out.append(c.attention_for("triton") / c.attention_for("fa2"))
         elif head == "attention":
             out.append(c.attention.get(tail, start))
         elif head in ("megatron", "pytorch"):

@@ -27,6 +27,8 @@ def framework_section(r: Run) -> dict[str, Any]:
     out: dict[str, Any] = {"name": name, "version": r.framework_version}
     if name == "nemo" and r.framework_version.startswith("23."):
         out.update(attention="unfused", tp_comm_overlap=0.0)    # 23.x launcher: no Transformer Engine
+    if r.attention:
+        out["attention"] = r.attention
     if r.compile:
         out["compile"] = True
     if r.async_tp:
