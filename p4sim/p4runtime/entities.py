@@ -41,7 +41,7 @@ from p4sim.p4runtime.entities_externs import ExternStore
 from p4sim.p4runtime.entities_index import ProgramIndex
 from p4sim.p4runtime.entities_profiles import ProfileStore
 from p4sim.p4runtime.entities_tables import TableStore
-from p4sim.p4runtime.entities_values import NewEntity, fail
+from p4sim.p4runtime.entities_values import AddWire, NewEntity, fail
 
 _WRITE_TYPES = frozenset((pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE))
 
@@ -134,9 +134,15 @@ class EntityStore:
         """
         return self.tables.write_run(updates, start, stop)
 
-    def read(self, entity: pb.Entity, new_entity: NewEntity = pb.Entity) -> Iterator[pb.Entity]:
+    def read(self, entity: pb.Entity, new_entity: NewEntity = pb.Entity,
+             add_wire: Optional[AddWire] = None) -> Iterator[pb.Entity]:
         """Entities matching ``entity`` (wildcards per kind), each made by ``new_entity``
         (the server passes its response's ``entities.add``). The request is validated and
-        the answer collected before this returns, so errors are raised here."""
+        the answer collected before this returns, so errors are raised here. With
+        ``add_wire``, counter entries go to it already encoded (:mod:`.wirecounters`) and
+        are not in the iterator."""
         kind = self._kind(entity, read=True)
+        if add_wire is not None and kind == "counter_entry":
+            self.externs.read_counters_wire(entity.counter_entry, add_wire)
+            return iter(())
         return iter(list(self._readers[kind](getattr(entity, kind), new_entity)))

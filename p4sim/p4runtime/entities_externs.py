@@ -26,14 +26,15 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 from p4.v1 import p4runtime_pb2 as pb
 
 from p4sim.p4runtime.entities_index import ExternInfo, ProgramIndex
 from p4sim.p4runtime.entities_restore import meter_cells, restore_meter_cells, snapshot
 from p4sim.p4runtime.entities_tables import decode_meter_config, encode_meter_config
-from p4sim.p4runtime.entities_values import NewEntity, decode_bits, decode_p4data_bits, encode_p4data_bits, fail
+from p4sim.p4runtime.entities_values import AddWire, NewEntity, decode_bits, decode_p4data_bits, encode_p4data_bits, fail
+from p4sim.p4runtime.wirecounters import encode_counter_cells
 
 Undo = Callable[[], None]
 _SDN_PORT_BITS = 32
@@ -48,12 +49,12 @@ def _modify_only(utype: int, kind: str) -> None:
         fail("INVALID_ARGUMENT", f"{kind} entries can only be modified")
 
 
-def _indices(msg: Any, size: int, what: str, bmv2_error: str = "") -> list[int]:
+def _indices(msg: Any, size: int, what: str, bmv2_error: str = "") -> Sequence[int]:
     """The cells a message addresses: its index, or all of them when unset. An index
     past the end is ``UNKNOWN`` prefixed with BMv2's message ``bmv2_error`` when given
     (PI's generic target error), else ``OUT_OF_RANGE``."""
     if not msg.HasField("index"):
-        return list(range(size))
+        return range(size)
     i = msg.index.index
     if i < 0:
         fail("INVALID_ARGUMENT", f"{what}: negative index {i}")
@@ -129,6 +130,20 @@ class ExternStore:
                 if bytes_too:
                     data.byte_count = nbytes
                 yield ent
+
+    def read_counters_wire(self, msg: pb.CounterEntry, add_wire: AddWire) -> None:
+        """:meth:`read_counters`'s entities, encoded (:func:`.wirecounters.encode_counter_cells`)
+        and given to ``add_wire``: every counter is checked before any is encoded."""
+        cells = [(ei, _indices(msg, ei.obj.size, f"counter {ei.name}", "Error when reading counter from target"))
+                 for ei in _targets(self.index.counters, msg.counter_id, "counter")]
+        for ei, indices in cells:
+            arr = ei.obj
+            packets, nbytes = arr.columns()
+            wire, width = encode_counter_cells(
+                ei.extern_id, indices, packets, nbytes,
+                packets_too=arr.unit in ("packets", "packets_and_bytes"),
+                bytes_too=arr.unit in ("bytes", "packets_and_bytes"))
+            add_wire(wire, width)
 
     # ------------------------------------------------------------------ meters
     def write_meter(self, utype: int, msg: pb.MeterEntry) -> Undo:

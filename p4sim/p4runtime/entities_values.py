@@ -25,6 +25,8 @@ from p4sim.runtime.errors import RuntimeStateError
 
 
 NewEntity = Callable[[], p4runtime_pb2.Entity]
+AddWire = Callable[[bytes, int], None]
+"""Appends entities already in wire format: (``ReadResponse.entities`` items, the width of one)."""
 """Where a reader makes each entity it answers: ``p4runtime_pb2.Entity`` (a free message),
 or the server's ``ReadResponse.entities.add`` so the entity is built in the response it goes
 out in (no copy; upb builds a message in place several times faster than it copies one)."""

@@ -164,20 +164,37 @@ def _p4_error(code: str, message: str = "") -> p4runtime_pb2.Error:
 class _Responses:
     """ReadResponses of at most :data:`_READ_CHUNK` entities; :meth:`new_entity` is the
     entity store's factory (``EntityStore.read(entity, new_entity)``): it adds the entity to
-    the current response, so nothing is copied after it is filled."""
+    the current response, so nothing is copied after it is filled. :meth:`add_wire` takes
+    entities already encoded (the counters' wildcard reads, :mod:`.wirecounters`)."""
 
     def __init__(self) -> None:
         self.responses: list[p4runtime_pb2.ReadResponse] = []
         self._left = 0
+        self._current = p4runtime_pb2.ReadResponse()
         self._add: Callable[[], p4runtime_pb2.Entity] = p4runtime_pb2.Entity
+
+    def _next(self) -> None:
+        self._current = p4runtime_pb2.ReadResponse()
+        self.responses.append(self._current)
+        self._add, self._left = self._current.entities.add, _READ_CHUNK
 
     def new_entity(self) -> p4runtime_pb2.Entity:
         if self._left == 0:
-            resp = p4runtime_pb2.ReadResponse()
-            self.responses.append(resp)
-            self._add, self._left = resp.entities.add, _READ_CHUNK
+            self._next()
         self._left -= 1
         return self._add()
+
+    def add_wire(self, wire: bytes, width: int) -> None:
+        """Append the ``ReadResponse.entities`` items of ``wire``, each ``width`` bytes,
+        in order, starting a new response every :data:`_READ_CHUNK` entities."""
+        at = 0
+        while at < len(wire):
+            if self._left == 0:
+                self._next()
+            take = min(self._left, (len(wire) - at) // width)
+            self._current.MergeFromString(wire[at:at + take * width])
+            self._left -= take
+            at += take * width
 
 
 @dataclass
@@ -660,7 +677,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 if ent.WhichOneof("entity") is None:
                     raise RpcError("UNKNOWN", "Incorrect entity type: the entity is empty")
                 try:
-                    for _ in pipe.store.read(ent, out.new_entity):   # built in place
+                    for _ in pipe.store.read(ent, out.new_entity, out.add_wire):   # built in place
                         pass
                 except RuntimeStateError as e:
                     raise RpcError(e.code, e.message) from None

@@ -15,6 +15,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from p4sim.runtime.errors import RuntimeStateError
 
@@ -81,6 +82,11 @@ class CounterArray:
         """``(packets, bytes)`` of one cell (control plane)."""
         self._check(index)
         return (self._packets[index], self._bytes[index])
+
+    def columns(self) -> tuple[Sequence[int], Sequence[int]]:
+        """The live (packets, bytes) columns, for reading every cell at once (a list, or
+        the ctypes array the native path counts into); callers must not write them."""
+        return self._packets, self._bytes
 
     def write(self, index: int, packets: int, nbytes: int) -> None:
         """Set one cell (control plane)."""

@@ -179,7 +179,8 @@ class FakeStore:
         return lambda: self.entries.__setitem__(key, old)
 
     def read(self, entity: p4runtime_pb2.Entity,
-             new_entity: Callable[[], p4runtime_pb2.Entity] = p4runtime_pb2.Entity
+             new_entity: Callable[[], p4runtime_pb2.Entity] = p4runtime_pb2.Entity,
+             add_wire: Optional[Callable[[bytes, int], None]] = None
              ) -> Iterator[p4runtime_pb2.Entity]:
         te = entity.table_entry
         if entity.WhichOneof("entity") != "table_entry":
