@@ -645,6 +645,50 @@ def source_port_hashes(model: SwitchHashModel, src: Address, dst: Address, proto
     return [h0 ^ x for x in table]
 
 
+def source_port_hasher(model: SwitchHashModel, src: Address, dst: Address, proto: int,
+                       dport: int) -> Callable[[int], int]:
+    """``H`` as a function of the source port, for a few ports rather than all: the same
+    affine sweep as :func:`source_port_hashes` folded into one 256-entry table per byte of
+    the port (``H(p) = H(0) ^ L(p & 0xFF) ^ L(p & 0xFF00)``).
+
+        >>> m = SwitchHashModel("s", seed=9)
+        >>> f = source_port_hasher(m, "10.0.0.1", "10.0.1.1", 17, 4791)
+        >>> [f(p) for p in (0, 4791, 65535)] == [source_port_hashes(m, "10.0.0.1", "10.0.1.1", 17, 4791)[p]
+        ...                                     for p in (0, 4791, 65535)]
+        True
+    """
+    flow0 = Flow.of(src, dst, proto, 0, dport)
+    h0 = flow_hash(model, flow0)
+    if proto != PROTO_UDP or all(f.name != "udp.src_port" for f in model.fields):
+        return lambda port: h0
+    width = next(f.width_bits for f in model.fields if f.name == "udp.src_port")
+    algo = ALGORITHMS[model.algorithm]
+    zero_fields = [(0, w) for _, w in _field_values(model, flow0)]
+    pos = [f.name for f in model.fields].index("udp.src_port")
+    crc_zero = algo(pack_fields(zero_fields))
+    basis = []
+    for b in range(width):
+        unit = list(zero_fields)
+        unit[pos] = (1 << b, width)
+        basis.append(algo(pack_fields(unit)) ^ crc_zero)
+    tables: list[list[int]] = []
+    for byte in range((width + 7) // 8):
+        t = [0]
+        for b in basis[8 * byte:8 * byte + 8]:
+            t += [x ^ b for x in t]
+        tables.append(t)
+    mask = (1 << width) - 1
+
+    def h(port: int) -> int:
+        port &= mask
+        out = h0
+        for t in tables:
+            out ^= t[port & 0xFF]
+            port >>= 8
+        return out
+    return h
+
+
 def port_to_member_table(model: SwitchHashModel, group_id: int, src: Address, dst: Address,
                          proto: int, dport: int) -> list[int]:
     """The member index for every source port: ``table[sport] == member_index(model,
@@ -690,5 +734,6 @@ __all__ = [
     "SCHEMA_VERSION",
     "FabricHashModel", "Flow", "GroupModel", "HashField", "RouteModel", "SwitchHashModel",
     "crc16_arc", "crc32", "flow_hash", "member_index", "pack_fields", "port_to_member_table",
-    "ports_for_member", "predict_member", "predict_path", "route_group", "source_port_hashes",
+    "ports_for_member", "predict_member", "predict_path", "route_group", "source_port_hasher",
+    "source_port_hashes",
 ]

@@ -177,7 +177,7 @@ def route_groups(sw: SwitchLike, routes: Sequence[RouteLike]
     (:func:`controller.fabric.tiers.tier_hash_model`) read this one numbering.
 
     >>> from types import SimpleNamespace as NS
-    >>> sw = NS(ports={1: NS(peer_node="a"), 2: NS(peer_node="b")})
+    >>> sw = NS(role="leaf", ports={1: NS(peer_node="a"), 2: NS(peer_node="b")})
     >>> groups, routed = route_groups(sw, [NS(prefix="10.0.0.0/8", ports=(1, 2)),
     ...                                    NS(prefix="10.0.0.1/32", ports=(1,))])
     >>> groups[1].members, routed
@@ -215,10 +215,15 @@ def ports_first_group(sw: SwitchLike, ports: Sequence[int]) -> bool:
     >>> sp = NS(role="spine", ports={1: NS(kind="downlink"), 2: NS(kind="downlink"), 9: NS(kind="uplink")})
     >>> ports_first_group(sp, (1, 2)), ports_first_group(sp, (9,)), ports_first_group(NS(role="core"), (1, 2))
     (True, False, True)
+    >>> ports_first_group(NS(role="spine", ports={1: NS(kind="downlink"), 2: NS(kind="downlink")}), (1, 2))
+    False
     """
     if sw.role == "core":
         return True
-    return sw.role == "spine" and all(sw.ports[p].kind == "downlink" for p in ports)
+    if sw.role != "spine":
+        return False
+    has_core = any(info.kind == "uplink" for info in sw.ports.values())
+    return has_core and all(sw.ports[p].kind == "downlink" for p in ports)
 
 
 def group_entries(g: EcmpGroup) -> list[Entry]:

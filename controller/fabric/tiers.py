@@ -39,11 +39,11 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from controller.fabric.ecmp import algorithm_of, route_groups
 from p4src.hashmodel import (PROTO_UDP, FabricHashModel, Flow, RouteModel, SwitchHashModel,
-                             flow_hash, source_port_hashes)
+                             flow_hash, source_port_hasher, source_port_hashes)
 from topo.model import Fabric, NicInfo
 from topo.routes import Route, fabric_routes, lookup
 
@@ -134,7 +134,8 @@ class TierModel:
         hash table per switch visited instead of one CRC per port and hop."""
         wanted = list(range(1 << 16)) if sports is None else list(sports)
         out: dict[int, TierPath] = {}
-        tables: dict[str, list[int]] = {}
+        tables: dict[str, Callable[[int], int]] = {}
+        few = len(wanted) < 1 << 13        # a hasher per port beats a 65,536-entry table
 
         def walk(switch: str, group: list[int], switches: tuple[str, ...], ports: tuple[int, ...]) -> None:
             if len(switches) >= MAX_HOPS:
@@ -143,11 +144,12 @@ class TierModel:
             by_port: dict[int, list[int]] = {}
             if route.is_ecmp:
                 if switch not in tables:
-                    tables[switch] = source_port_hashes(self.hop_model(switch, route), src.ip, dst,
-                                                        PROTO_UDP, dport)
+                    hop = self.hop_model(switch, route)
+                    tables[switch] = (source_port_hasher(hop, src.ip, dst, PROTO_UDP, dport) if few else
+                                      source_port_hashes(hop, src.ip, dst, PROTO_UDP, dport).__getitem__)
                 h, n = tables[switch], len(route.ports)
                 for sp in group:
-                    by_port.setdefault(route.ports[h[sp] % n], []).append(sp)
+                    by_port.setdefault(route.ports[h(sp) % n], []).append(sp)
             else:
                 by_port[route.ports[0]] = group
             for port, sps in by_port.items():
