@@ -9,17 +9,19 @@ per group, the group's own field list), not the planner's code (:class:`TierMode
 routes and affine sweep); it is compared for every one of the 65,536 source ports of a
 sample of (NIC port, NIC) pairs and for every probe of the plan. That the P4 pipeline
 forwards as the published model says is ``tests/controller/test_fabric_tiers.py``'s
-(p4sim runs ``p4src/fabric.p4`` hop by hop).
+(p4sim runs ``p4src/fabric.p4`` hop by hop). The localiser, fed the plan's paths, names a
+dead NIC port and a dead ToR.
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import pytest
 
 from controller.fabric.tiers import TierModel
-from monitor.evidence import LinkDir
+from monitor.evidence import Evidence, LinkDir, PathStats, ProbePath
+from monitor.localiser import Localiser
 from monitor.probeplan import load_plan_text
 from monitor.probes import coverage_gaps, plan_probes, tier_fabric_links, tier_links
 from p4src.hashmodel import FabricHashModel, port_to_member_table, route_group
@@ -118,3 +120,33 @@ def test_planner_predicts_every_source_port_of_a_sample(fab: Fabric, src_host: s
     got = [tier_links(fab, src, nic_port, dst, path)[0] for path in tiers.sport_paths(src, nic_port, dst.ip)]
     assert sum(1 for a, b in zip(got, want) if a != b) == 0
     assert len(set(want)) == (32 if fab.host(src_host).pod != fab.host(dst_host).pod else 4)
+
+
+def _evidence(plan, t: float, dead: Callable[[ProbePath], bool], switches: Sequence[str]) -> Evidence:
+    """One evaluation of the plan's probes: 30 sent per path in the window, none received
+    on the paths ``dead`` says, all of them elsewhere; every switch answers P4Runtime."""
+    ev = Evidence(t, controller_up=True, switch_up={s: True for s in switches})
+    for p in plan.paths:
+        ev.paths[p.name] = PathStats(p.name, 3.0, 30, 0 if dead(p) else 30)
+    ev.path_links = plan.path_links()
+    ev.path_dst_prefix = dict(plan.dst_prefix)
+    return ev
+
+
+@pytest.mark.parametrize("kind,component,dead", [
+    ("dead_nic_port", "nic b0s0-eth0p1", lambda p: "b0s0-eth0p1" in (p.src_nic, p.dst_nic)),
+    ("dead_tor", "switch p1.b0r0l1", lambda p: "p1.b0r0l1" in p.switches),
+], ids=["dead-nic-port", "dead-tor"])
+def test_localiser_names_a_dead_nic_port_or_tor_from_the_tiered_plan(fab: Fabric, plan, kind: str,
+                                                                     component: str, dead) -> None:
+    """The plan's own paths on the two-pod spec: a dual-port NIC's port 1 that passes
+    nothing is named as that port (not its leaf, not a link), a leaf that forwards nothing
+    while its P4Runtime answers as that ToR (not the NIC ports on it)."""
+    assert any(dead(p) for p in plan.paths)
+    loc = Localiser()
+    names = [s.name for s in fab.switches]
+    named = [v for i in range(40) for v in loc.observe(_evidence(plan, 0.5 * i, lambda p: False, names))]
+    assert named == []
+    for i in range(40, 80):
+        named += loc.observe(_evidence(plan, 0.5 * i, dead, names))
+    assert [(v.kind, v.component) for v in named] == [(kind, component)]
