@@ -12,7 +12,12 @@ directions) is written, one ``python -m monitor.prober`` runs per host, and then
     interface, and the prober listens on both);
 (b) the switches' own captures saw each path's probes on exactly the link directions the
     plan predicted — NIC port to leaf, leaf to spine, spine to core (the parallel links
-    told apart by port), core to spine, spine to leaf, leaf to NIC port — and on no other.
+    told apart by port), core to spine, spine to leaf, leaf to NIC port — and on no other;
+(c) with port 1 of b0s0's rail-0 NIC cut (the leaf's interface set down), the localiser
+    fed the probers' windows names ``dead_nic_port`` on ``nic b0s0-eth0p1`` and nothing
+    else; with every interface of leaf ``p1.b0r0l1`` down (a dead ToR, its switch process
+    still answering), ``dead_tor`` on ``switch p1.b0r0l1`` and nothing else. The
+    interfaces come back up after each (and every path gets through again before the next).
 
 Waits are bounded probes (files appearing, counters growing), not sleeps.
 """
@@ -20,13 +25,15 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from monitor.evidence import LinkDir, PathStats
+from monitor.evidence import Evidence, LinkDir, PathStats
+from monitor.localiser import Localiser
 from monitor.probeframe import parse_probe
 from monitor.prober import plan_id_of, prober_command
 from monitor.probes import plan_probes, tier_fabric_links
@@ -45,6 +52,58 @@ REPO = Path(__file__).resolve().parents[2]
 SPEC = REPO / "topo" / "specs" / "pod2-dualport.yaml"
 WINDOW_S = 3.0
 RATE_PPS = 10.0
+FAULTS = (("dead_nic_port", "nic b0s0-eth0p1"), ("dead_tor", "switch p1.b0r0l1"))
+NAME_TIMEOUT_S = 45.0
+
+
+def _fault_ifaces(fab: Fabric, kind: str, comp: str) -> list[str]:
+    """The root-namespace interfaces set down for a fault: the leaf's side of a NIC port,
+    or every interface of a leaf."""
+    name = comp.split(" ", 1)[1]
+    if kind == "dead_tor":
+        return [f"{name}-eth{p}" for p in sorted(fab.switch(name).ports)]
+    port = next(p for h in fab.hosts for n in h.nics for p in n.ports if p.intf == name)
+    return [f"{port.leaf}-eth{port.leaf_port}"]
+
+
+def _set(ifaces: list[str], up: bool) -> None:
+    for i in ifaces:
+        subprocess.run(["ip", "link", "set", i, "up" if up else "down"], check=True, capture_output=True)
+
+
+def _localise(reader: ProbeStatsReader, plan: Any, fab: Fabric, kind: str, comp: str
+              ) -> tuple[list[tuple[str, str]], float]:
+    """Cut, feed the localiser the probers' windows until it names something (at most
+    :data:`NAME_TIMEOUT_S`), mend, wait for every path to get through again; what was
+    named and after how long."""
+    ifaces = _fault_ifaces(fab, kind, comp)
+    loc, named = Localiser(), []
+    up = {s.name: True for s in fab.switches}
+
+    def step() -> bool:
+        got = reader.poll()
+        if got is not None and len(got[1]) == len(plan.paths):
+            named.extend(loc.observe(Evidence(time.monotonic(), paths=dict(got[1]),
+                                              path_links=plan.path_links(),
+                                              path_dst_prefix=dict(plan.dst_prefix),
+                                              switch_up=dict(up), controller_up=True)))
+        return bool(named)
+
+    t0 = time.monotonic()
+    _set(ifaces, up=False)
+    try:
+        poll_until(step, NAME_TIMEOUT_S, interval_s=0.5)
+        took = time.monotonic() - t0
+    finally:
+        _set(ifaces, up=True)
+    t_up = time.monotonic()
+
+    def clean() -> bool:
+        got = reader.poll()
+        return (got is not None and got[0] - WINDOW_S > t_up + 1.0
+                and all(s.received == s.sent for s in got[1].values()))
+    assert poll_until(clean, 40.0, interval_s=0.5), f"paths still lose after {comp} came back"
+    return [(v.kind, v.component) for v in named], took
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +144,7 @@ def probed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                 return all(s.sent >= WINDOW_S * RATE_PPS * 0.9 for s in stats.values())
 
             assert poll_until(full, 60.0, interval_s=0.25), {k: (s.sent, s.received) for k, s in stats.items()}
+            faults = {kind: _localise(reader, plan, fab, kind, comp) for kind, comp in FAULTS}
         finally:
             for proc, _ in started:
                 if proc.poll() is None:
@@ -100,7 +160,8 @@ def probed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                 if rec in tb.state.procs:
                     tb.state.procs.remove(rec)
             tb.save_state()
-    return {"fabric": fab, "plan": plan, "stats": dict(stats), "pcaps": tmp / "pcaps", "errors": errors}
+    return {"fabric": fab, "plan": plan, "stats": dict(stats), "pcaps": tmp / "pcaps", "errors": errors,
+            "faults": faults}
 
 
 def test_every_path_receives_every_probe(probed: dict[str, Any]) -> None:
@@ -149,3 +210,12 @@ def test_captures_see_each_path_exactly_on_its_predicted_links(probed: dict[str,
     wrong = {str(l): (sorted(seen.get(l, set())), sorted(predicted.get(l, set())))
              for l in links if seen.get(l, set()) != predicted.get(l, set())}
     assert wrong == {}
+
+
+@pytest.mark.parametrize("kind,comp", FAULTS)
+def test_localiser_names_the_dead_nic_port_and_the_dead_tor(probed: dict[str, Any], kind: str,
+                                                            comp: str) -> None:
+    named, took = probed["faults"][kind]
+    assert named == [(kind, comp)], named
+    assert took < NAME_TIMEOUT_S
+    print(f"{kind} {comp}: named after {took:.1f} s")
