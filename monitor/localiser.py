@@ -10,8 +10,9 @@ and the view of the probe paths: :mod:`monitor.pathview`):
    that explains probe paths takes them away from the rules after it: the controller,
    a hung switch (it explains every path through it, from the first evaluation its
    P4Runtime is silent), a slow receiver (the paths to it, and those over links its
-   pause storm reaches), a flapping cable, a blackholed route, corruption, a gray
-   link; then wrong ECN thresholds and dead agents (not while the controller is down
+   pause storm reaches), a flapping cable, a dead ToR (a leaf that forwards nothing while
+   its P4Runtime answers), a dead NIC port (one port's cable passes nothing either way),
+   a blackholed route, corruption, a gray link; then wrong ECN thresholds and dead agents (not while the controller is down
    or just back: it explains silent agents).
 2. **Persistence.** A rule's candidate is named only when present in
    ``min_evals`` evaluations in a row (one miss forgiven, ``grace_evals``) and for its
@@ -51,8 +52,8 @@ from monitor.linkrules import (CableHistory, blackhole_rule, corruption_rule, ex
                                flapping_rule,
                                gray_link_rule)
 from monitor.pathview import Candidate, LocaliserConfig, PathView
-from monitor.rules import (SwitchLossMemory, controller_rule, dead_agent_rule, hung_switch_rule,
-                           slow_receiver_rule, wrong_ecn_rule)
+from monitor.rules import (SwitchLossMemory, controller_rule, dead_agent_rule, dead_nic_port_rule,
+                           dead_tor_rule, hung_switch_rule, slow_receiver_rule, wrong_ecn_rule)
 
 
 @dataclass(slots=True)
@@ -130,6 +131,8 @@ class Localiser:
         out += slow_receiver_rule(ev, view, cfg, self._established)
         flaps, cables_down = flapping_rule(ev, view, cfg, self._history)
         out += flaps
+        out += dead_tor_rule(ev, view, cfg)
+        out += dead_nic_port_rule(ev, view, cfg)
         out += blackhole_rule(ev, view, cfg, cables_down)
         blackholes = [c for (k, c), st in self._streaks.items()
                       if k == "blackhole" and st.verdict is not None]

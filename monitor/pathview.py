@@ -23,7 +23,7 @@ from typing import Iterable, Optional
 
 from monitor.evidence import Evidence, LinkDir, component
 
-_NIC_RE = re.compile(r"^(?P<host>.+)-eth(?P<rail>\d+)$")
+_NIC_RE = re.compile(r"^(?P<host>.+)-eth(?P<rail>\d+)(?:p(?P<port>\d+))?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +115,8 @@ class Candidate:
 
 
 def nic_host(node: str) -> Optional[str]:
-    """The host of a NIC name, ``None`` for a switch: ``nic_host("b0s1-eth0") == "b0s1"``."""
+    """The host of a NIC (port) name, ``None`` for a switch: ``nic_host("b0s1-eth0") ==
+    nic_host("b0s1-eth0p1") == "b0s1"``."""
     m = _NIC_RE.match(node)
     return m.group("host") if m else None
 

@@ -56,12 +56,14 @@ from typing import Iterable, Mapping, Optional, Sequence
 
 from controller.fabric.detours import fabric_hash_model
 from controller.fabric.ecmp import LEAF_UPLINK_GROUP, member_name
+from controller.fabric.tiers import TierModel, TierPath
 from host.tccl.hops import peer_of, spine_group_of, spine_routes_to
 from monitor.evidence import LinkDir, ProbePath
 from monitor.probeplan import (DEFAULT_RATE_PPS, ROCE_DPORT, ProbeNic, ProbePlan, load_plan,
                                load_plan_text)
 from p4src.hashmodel import FabricHashModel, predict_member, route_group
-from topo.model import Fabric, NicInfo, load_fabric
+from topo.model import Fabric, NicInfo, NicPort, load_fabric
+from topo.routes import lookup
 
 PROTO_UDP = 17
 SPORT_FIRST = 49152            # probes use the ephemeral range 49152..65535
@@ -70,6 +72,7 @@ SPORT_SCAN = 4096              # source ports tried per NIC pair to find every c
 SPORT_STRIDE = 2654435761      # odd: i -> SPORT_FIRST + (i * stride) % SPORT_RANGE is a
                                # permutation that varies the high bits of the port at once
 RESTARTS = 16                  # greedy passes, each from another candidate
+TIER_RESTARTS = 4              # ... on a three-tier fabric (ten times the candidates)
 
 
 # ------------------------------------------------------------------------ prediction
@@ -190,6 +193,79 @@ def _watched(link: LinkDir, sets: Sequence[frozenset[LinkDir]]) -> bool:
     return any(a & b == one for i, a in enumerate(sets) for b in sets[i + 1:])
 
 
+# ------------------------------------------------------------------------ three tiers
+def is_tiered(fabric: Fabric) -> bool:
+    """Whether the plan is made over every tier and NIC port (:func:`tier_probe_path`): a
+    fabric with a core tier (its routes are :mod:`topo.routes`', its model
+    :func:`controller.fabric.tiers.tier_hash_model`)."""
+    return any(s.role == "core" for s in fabric.switches)
+
+
+def _egress(fabric: Fabric, switch: str, port: int) -> LinkDir:
+    """The link direction ``switch`` sends out of ``port`` (the port in its name when the
+    switch has several ports to that peer)."""
+    sw = fabric.switch(switch)
+    peer = sw.ports[port].peer_node
+    par = sum(1 for info in sw.ports.values() if info.peer_node == peer) > 1
+    return LinkDir(switch, peer, port if par else None)
+
+
+def _port_at(nic: NicInfo, leaf: str, leaf_port: int) -> NicPort:
+    for p in nic.ports:
+        if (p.leaf, p.leaf_port) == (leaf, leaf_port):
+            return p
+    raise ValueError(f"{leaf}:{leaf_port} is not a port of NIC {nic.intf}")
+
+
+def tier_links(fabric: Fabric, src: NicInfo, nic_port: int, dst: NicInfo,
+               path: TierPath) -> tuple[tuple[LinkDir, ...], tuple[str, ...], str]:
+    """The link directions of ``path`` (a :class:`controller.fabric.tiers.TierPath` from
+    port ``nic_port`` of ``src`` to ``dst``), its switches and the interface of the
+    destination NIC port it arrives on."""
+    here = src.ports[nic_port]
+    arrive = _port_at(dst, path.dst_leaf, path.dst_port)
+    links = [LinkDir(here.intf, here.leaf)]
+    links += [_egress(fabric, sw, port) for sw, port in path.hops[:-1]]
+    links.append(LinkDir(path.dst_leaf, arrive.intf))
+    return tuple(links), path.switches, arrive.intf
+
+
+def tier_probe_path(tiers: TierModel, src: NicInfo, nic_port: int, dst: NicInfo,
+                    sport: int) -> tuple[tuple[LinkDir, ...], tuple[str, ...], str]:
+    """The link directions, switches and arriving NIC port of one probe from port
+    ``nic_port`` of ``src`` to ``dst`` with source port ``sport`` on a three-tier fabric,
+    as the published hash model predicts (:meth:`TierModel.path`).
+
+    >>> from topo.model import build_fabric
+    >>> from topo.spec import FabricSpec
+    >>> fab = build_fabric(FabricSpec(pods=2, blocks=1, cores=2, ports_per_nic=2, leaves_per_rail=2))
+    >>> a, b = fab.host("b0s0").nics[0], fab.host("p1.b0s1").nics[0]
+    >>> links, sws, arrive = tier_probe_path(TierModel.of(fab), a, 1, b, 49152)
+    >>> str(links[0]), len(sws), arrive in (b.intf, b.ports[1].intf)
+    ('b0s0-eth0p1->b0r0l1', 5, True)
+    """
+    return tier_links(tiers.fabric, src, nic_port, dst, tiers.path(src, nic_port, dst.ip, sport))
+
+
+def tier_fabric_links(fabric: Fabric) -> list[LinkDir]:
+    """Every link direction of a three-tier fabric: both ways between every NIC port and
+    its leaf, and every switch-to-switch egress (leaf↔spine, spine↔core)."""
+    out: list[LinkDir] = []
+    for h in fabric.hosts:
+        for n in h.nics:
+            for p in n.ports:
+                out += [LinkDir(p.intf, p.leaf), LinkDir(p.leaf, p.intf)]
+    for sw in fabric.switches:
+        for port, info in sorted(sw.ports.items()):
+            if info.kind != "host":
+                out.append(_egress(fabric, sw.name, port))
+    return out
+
+
+def _sample_sports() -> list[int]:
+    return [SPORT_FIRST + (i * SPORT_STRIDE) % SPORT_RANGE for i in range(SPORT_SCAN)]
+
+
 # ------------------------------------------------------------------------ planning
 @dataclass(frozen=True, slots=True)
 class _Candidate:
@@ -198,10 +274,63 @@ class _Candidate:
     sport: int
     links: tuple[LinkDir, ...]
     switches: tuple[str, ...]
+    src_intf: str = ""          # the NIC port it leaves by, arrives on (tiered plans)
+    dst_intf: str = ""
 
     @property
     def key(self) -> tuple[str, str, int]:
-        return (self.src.intf, self.dst.intf, self.sport)
+        return (self.src_nic, self.dst_nic, self.sport)
+
+    @property
+    def src_nic(self) -> str:
+        return self.src_intf or self.src.intf
+
+    @property
+    def dst_nic(self) -> str:
+        return self.dst_intf or self.dst.intf
+
+
+def _tier_candidates(tiers: TierModel) -> list[_Candidate]:
+    """One candidate per (NIC port, destination NIC) and distinct predicted path, with the
+    first sampled source port that takes it and that no other candidate of the same
+    address pair uses (the two ports of a NIC share its address, and a prober tells paths
+    apart by addresses and source port)."""
+    fab = tiers.fabric
+    nics = [n for h in fab.hosts for n in h.nics]
+    sports = _sample_sports()
+    out: list[_Candidate] = []
+    for src in nics:
+        for dst in nics:
+            if src.intf == dst.intf:
+                continue
+            used: set[int] = set()
+            for nic_port in range(len(src.ports)):
+                seen: set[TierPath] = set()
+                for sport, path in zip(sports, tiers.sport_paths(src, nic_port, dst.ip, sports=sports)):
+                    if sport in used or path in seen:
+                        continue
+                    seen.add(path)
+                    used.add(sport)
+                    links, sws, arrive = tier_links(fab, src, nic_port, dst, path)
+                    out.append(_Candidate(src, dst, sport, links, sws, src.ports[nic_port].intf, arrive))
+    return out
+
+
+def _tier_nics(tiers: TierModel) -> dict[str, ProbeNic]:
+    """A :class:`ProbeNic` per NIC *port* (its interface, its leaf and that leaf's router
+    MAC; the NIC's address and MAC), its prefix the route a spine of its pod takes to it."""
+    fab = tiers.fabric
+    routers = {s.name: s.router_mac for s in fab.leaves}
+    out: dict[str, ProbeNic] = {}
+    for h in fab.hosts:
+        for n in h.nics:
+            leaf = fab.switch(n.leaf)
+            spine = next(info.peer_node for _, info in sorted(leaf.ports.items()) if info.kind == "uplink")
+            route = lookup(tiers.routes[spine], n.ip)
+            prefix = route.prefix if route is not None else f"{n.ip}/32"
+            for p in n.ports:
+                out[p.intf] = ProbeNic(h.name, n.rail, n.ip, n.mac, routers[p.leaf], p.leaf, prefix)
+    return out
 
 
 def _candidates(fabric: Fabric, model: FabricHashModel) -> list[_Candidate]:
@@ -284,15 +413,15 @@ def _greedy(cands: list[_Candidate], links: list[LinkDir]) -> list[_Candidate]:
                     gain += 2
             if gain == 0:
                 continue
-            score = (gain, -(sends[c.src.intf] + recvs[c.dst.intf]), -i)
+            score = (gain, -(sends[c.src_nic] + recvs[c.dst_nic]), -i)
             if best is None or score > best[0]:
                 best = (score, i)
         if best is None:
             return chosen
         c = pool.pop(best[1])
         chosen.append(c)
-        sends[c.src.intf] += 1
-        recvs[c.dst.intf] += 1
+        sends[c.src_nic] += 1
+        recvs[c.dst_nic] += 1
         s = frozenset(c.links)
         for l in c.links:
             by_link[l].append(s)
@@ -303,7 +432,7 @@ def _greedy(cands: list[_Candidate], links: list[LinkDir]) -> list[_Candidate]:
 def _prune(chosen: list[_Candidate], links: list[LinkDir]) -> list[_Candidate]:
     """Drop, latest first, every path the others make unnecessary."""
     def paths(cs: list[_Candidate]) -> list[ProbePath]:
-        return [ProbePath("", c.src.intf, c.dst.intf, "", "", c.sport, c.links) for c in cs]
+        return [ProbePath("", c.src_nic, c.dst_nic, "", "", c.sport, c.links) for c in cs]
     gaps = set(coverage_gaps(paths(chosen), links))
     keep = list(chosen)
     for c in reversed(chosen):
@@ -336,24 +465,35 @@ def plan_probes(fabric: Fabric, model: Optional[FabricHashModel] = None,
     """
     if rate_pps <= 0:
         raise ValueError(f"rate_pps must be positive, got {rate_pps}")
-    model = model if model is not None else fabric_hash_model(fabric)
-    links = fabric_links(fabric)
-    cands = _candidates(fabric, model)
+    if is_tiered(fabric):
+        tiers = TierModel.of(fabric)
+        if model is not None and model != tiers.model:
+            raise ValueError("a fabric with a core tier is probed with its own published model "
+                             "(controller.fabric.tiers.tier_hash_model), not another one")
+        links = tier_fabric_links(fabric)
+        cands = _tier_candidates(tiers)
+        nics = _tier_nics(tiers)
+        restarts = TIER_RESTARTS
+    else:
+        model = model if model is not None else fabric_hash_model(fabric)
+        links = fabric_links(fabric)
+        cands = _candidates(fabric, model)
+        prefixes = _spine_prefixes(fabric)
+        routers = {s.name: s.router_mac for s in fabric.leaves}
+        nics = {n.intf: ProbeNic(h.name, n.rail, n.ip, n.mac, routers[n.leaf], n.leaf, prefixes[n.intf])
+                for h in fabric.hosts for n in h.nics}
+        restarts = RESTARTS
     chosen: list[_Candidate] = []
-    for r in range(RESTARTS):         # greedy from several starts: keep the smallest plan
-        start = (r * len(cands)) // RESTARTS
+    for r in range(restarts):         # greedy from several starts: keep the smallest plan
+        start = (r * len(cands)) // restarts
         trial = _prune(_greedy(cands[start:] + cands[:start], links), links)
         if not chosen or len(trial) < len(chosen):
             chosen = trial
-    chosen.sort(key=lambda c: (c.src.intf, c.dst.intf, c.sport))
-    prefixes = _spine_prefixes(fabric)
-    routers = {s.name: s.router_mac for s in fabric.leaves}
-    nics = {n.intf: ProbeNic(h.name, n.rail, n.ip, n.mac, routers[n.leaf], n.leaf, prefixes[n.intf])
-            for h in fabric.hosts for n in h.nics}
-    paths = tuple(ProbePath(f"p{i}", c.src.intf, c.dst.intf, c.src.ip, c.dst.ip, c.sport, c.links,
+    chosen.sort(key=lambda c: (c.src_nic, c.dst_nic, c.sport))
+    paths = tuple(ProbePath(f"p{i}", c.src_nic, c.dst_nic, c.src.ip, c.dst.ip, c.sport, c.links,
                             c.switches) for i, c in enumerate(chosen))
     gaps = coverage_gaps(paths, links)
-    return ProbePlan(paths, nics, {p.name: prefixes[p.dst_nic] for p in paths},
+    return ProbePlan(paths, nics, {p.name: nics[p.dst_nic].prefix for p in paths},
                      {str(l): _why_uncovered(l, cands) for l in gaps}, float(rate_pps))
 
 

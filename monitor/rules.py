@@ -137,6 +137,92 @@ def hung_switch_rule(ev: Evidence, view: PathView, cfg: LocaliserConfig,
     return out
 
 
+def _leaves(view: PathView) -> list[str]:
+    """The switches NICs are cabled to, as the probe paths show them (first and last hop)."""
+    out = set()
+    for f in view.paths.values():
+        out.add(f.links[0].dst)
+        out.add(f.links[-1].src)
+    return sorted(s for s in out if nic_host(s) is None)
+
+
+def _others_get_through(view: PathView, cfg: LocaliserConfig, avoid: set[str]) -> Optional[float]:
+    """The median drop loss of the measured paths not in ``avoid`` when it is at most
+    ``ok_loss`` (the rest of the fabric gets through), else ``None``."""
+    others = [f.drop_loss for n, f in view.paths.items() if view.measured(n) and n not in avoid]
+    if not others:
+        return None
+    base = statistics.median(others)
+    return base if base <= cfg.ok_loss else None
+
+
+def dead_tor_rule(ev: Evidence, view: PathView, cfg: LocaliserConfig) -> list[Candidate]:
+    """``dead_tor``: a leaf whose P4Runtime answers (``switch_up`` True: a silent one is
+    :func:`hung_switch_rule`'s) but every measured probe path through it — three or more,
+    NIC ports on it and every pair of its uplinks — loses ``dead_loss`` or more while the
+    paths that avoid it get through: the ToR forwards nothing, as when it loses every
+    link at once (the tor-failure scenario sets all its interfaces down). No single link
+    or cable fault kills every path through one switch. Confidence 0.9, held like a dead
+    link (``dead_hold_s``: a leaf whose links flap comes back within it). Explains the
+    paths (no link or NIC-port verdict for them)."""
+    out: list[Candidate] = []
+    for leaf in _leaves(view):
+        if ev.switch_up.get(leaf) is not True:
+            continue
+        through = view.through(leaf)
+        if len(through) < 3 or min(view.paths[n].drop_loss for n in through) < cfg.dead_loss:
+            continue
+        base = _others_get_through(view, cfg, set(through))
+        if base is None:
+            continue
+        view.explain(through, f"every path through {leaf} lost")
+        nics = sorted({view.paths[n].src_nic for n in through if view.paths[n].links[0].dst == leaf}
+                      | {view.paths[n].dst_nic for n in through if view.paths[n].links[-1].src == leaf})
+        out.append(Candidate(
+            "dead_tor", component("switch", leaf), 0.9,
+            ("P4Runtime answers", f"all {len(through)} probe paths through it lose "
+                                  f"{pct(cfg.dead_loss)} or more ({names(through)})",
+             f"the paths that avoid it lose {pct(base)} (median)",
+             f"NIC ports on it: {names(nics)}"), cfg.hung_evals, cfg.dead_hold_s))
+    return out
+
+
+def dead_nic_port_rule(ev: Evidence, view: PathView, cfg: LocaliserConfig) -> list[Candidate]:
+    """``dead_nic_port``: one port of a NIC (``b0s0-eth0``, ``b0s0-eth0p1``) whose every
+    measured probe path — at least one sent from it and one to it — loses ``dead_loss``
+    or more, while its leaf gets other paths through (one through the leaf that avoids the
+    port loses at most ``ok_loss``): the port's cable passes nothing either way (a port
+    down, a pulled cable; with a dual-port NIC the bond moves its QPs to the other port).
+    Paths already explained (a dead ToR, a hung switch) are not counted. Confidence 0.9,
+    held ``dead_hold_s`` (a flapping cable comes back within it and is
+    :func:`~monitor.linkrules.flapping_rule`'s). Explains the paths."""
+    out: list[Candidate] = []
+    ports: dict[str, tuple[list[str], list[str], str]] = {}
+    for n, f in view.paths.items():
+        if not view.measured(n) or n in view.explained:
+            continue
+        ports.setdefault(f.src_nic, ([], [], f.links[0].dst))[0].append(n)
+        ports.setdefault(f.dst_nic, ([], [], f.links[-1].src))[1].append(n)
+    for port, (sent, received, leaf) in sorted(ports.items()):
+        if not sent or not received:
+            continue
+        mine = sent + received
+        if min(view.paths[n].drop_loss for n in mine) < cfg.dead_loss:
+            continue
+        alive = [n for n in view.through(leaf) if n not in mine
+                 and view.paths[n].drop_loss <= cfg.ok_loss]
+        if not alive:
+            continue
+        view.explain(mine, f"NIC port {port} dead")
+        out.append(Candidate(
+            "dead_nic_port", component("nic", port), 0.9,
+            (f"all {len(sent)} probe paths from it and all {len(received)} to it lose "
+             f"{pct(cfg.dead_loss)} or more ({names(mine)})",
+             f"its leaf {leaf} carries {len(alive)} other path(s) that get through ({names(alive)})"),
+            cfg.hung_evals, cfg.dead_hold_s))
+    return out
+
+
 def _leaf_port_of(ev: Evidence, nic: str) -> Optional[tuple[str, int]]:
     """The switch port whose peer is ``nic`` (``port_peer``), if known."""
     for key in sorted(ev.port_peer):

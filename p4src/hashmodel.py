@@ -57,14 +57,21 @@ keys are rejected, and a bad file raises ``ValueError`` naming the JSON path and
           "seed": 305419896,                     # fits the ecmp_seed field's width
           "member_width_bits": 16,               (optional, default 16)
           "groups": [                            # unique group_id (0..65535)
-            {"group_id": 1, "base": 0, "members": ["spine0", "spine1", "spine2", "spine3"]}
-          ],
+            {"group_id": 1, "base": 0, "members": ["spine0", "spine1", "spine2", "spine3"],
+             "fields": [...]}                    (optional) the group's own hash input: the
+          ],                                     # switch's fields in another order
           "routes": [                            (optional) routes to a group, by prefix:
             {"prefix": "10.1.0.0/24", "group_id": 2}        # unique IPv4 prefixes; the
           ]                                                 # longest match decides
         }
       ]
     }
+
+A group with ``fields`` is hashed over them instead of the switch's list (same
+algorithm and seed): the data plane's ``select_member_ports_first`` groups, whose list is
+:data:`PORTS_FIRST_FIELDS` (seed, UDP ports, protocol, addresses). A reader that hashes per
+switch must take the group's list (:meth:`SwitchHashModel.for_group`); the member
+functions below do.
 
 Groups may share member indexes (two groups over the same uplinks with the same base)
 only when they name the same member at every shared index.
@@ -185,13 +192,24 @@ DEFAULT_FIELDS: tuple[HashField, ...] = (
     HashField("udp.src_port", 16),
     HashField("udp.dst_port", 16),
 )
+PORTS_FIRST_FIELDS: tuple[HashField, ...] = (
+    HashField("ecmp_seed", 32),
+    HashField("udp.src_port", 16),
+    HashField("udp.dst_port", 16),
+    HashField("ipv4.protocol", 8),
+    HashField("ipv4.src_addr", 32),
+    HashField("ipv4.dst_addr", 32),
+)
+"""The field order of ``select_member_ports_first`` (a group's "B" hash, ``ecmp.p4``)."""
 FIELD_NAMES = tuple(f.name for f in DEFAULT_FIELDS)
 UDP_FIELDS = frozenset({"udp.src_port", "udp.dst_port"})   # hashed as 0 when not UDP
 
 
 @dataclass(frozen=True, slots=True)
 class GroupModel:
-    """An ECMP group: member indexes ``base .. base+len(members)-1``, in member order.
+    """An ECMP group: member indexes ``base .. base+len(members)-1``, in member order;
+    ``fields``: the group's own hash input when it is not the switch's (a group the data
+    plane selects with ``select_member_ports_first`` hashes :data:`PORTS_FIRST_FIELDS`).
 
     Example::
 
@@ -201,9 +219,12 @@ class GroupModel:
 
     base: int
     members: tuple[str, ...]
+    fields: Optional[tuple[HashField, ...]] = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "members", tuple(self.members))
+        if self.fields is not None:
+            object.__setattr__(self, "fields", tuple(self.fields))
 
     @property
     def size(self) -> int:
@@ -255,8 +276,7 @@ class SwitchHashModel:
             "fields": [{"name": f.name, "width_bits": f.width_bits} for f in self.fields],
             "seed": self.seed,
             "member_width_bits": self.member_width_bits,
-            "groups": [{"group_id": gid, "base": g.base, "members": list(g.members)}
-                       for gid, g in sorted(self.groups.items())],
+            "groups": [_group_dict(gid, g) for gid, g in sorted(self.groups.items())],
         }
         if self.routes:
             out["routes"] = [{"prefix": r.prefix, "group_id": r.group_id} for r in self.routes]
@@ -269,6 +289,29 @@ class SwitchHashModel:
             return self.groups[group_id]
         except KeyError:
             raise KeyError(f"switch {self.switch!r} has no ECMP group {group_id}") from None
+
+    def for_group(self, group_id: int) -> "SwitchHashModel":
+        """This switch as group ``group_id`` hashes: the same model, with the group's own
+        field list when it has one (:func:`flow_hash` and :func:`source_port_hashes` of
+        the result are that group's ``H``).
+
+        >>> sw = SwitchHashModel("c", groups={1: GroupModel(0, ["a", "b"], PORTS_FIRST_FIELDS),
+        ...                                   2: GroupModel(2, ["c", "d"])})
+        >>> sw.for_group(1).fields == PORTS_FIRST_FIELDS, sw.for_group(2) is sw
+        (True, True)
+        """
+        fields = self.group(group_id).fields
+        if fields is None or fields == self.fields:
+            return self
+        return SwitchHashModel(self.switch, self.algorithm, fields, self.seed, self.groups,
+                               self.member_width_bits, self.routes)
+
+
+def _group_dict(gid: int, g: GroupModel) -> dict[str, Any]:
+    out: dict[str, Any] = {"group_id": gid, "base": g.base, "members": list(g.members)}
+    if g.fields is not None:
+        out["fields"] = [{"name": f.name, "width_bits": f.width_bits} for f in g.fields]
+    return out
 
 
 @dataclass(slots=True)
@@ -383,16 +426,7 @@ def _parse_switch(data: Any, path: str) -> SwitchHashModel:
     if algorithm not in ALGORITHMS:
         raise _fail(f"{path}.algorithm", f"unknown algorithm {json.dumps(algorithm)} "
                                          f"(known: {', '.join(ALGORITHMS)})")
-    fields: list[HashField] = []
-    for i, raw in enumerate(_list(obj["fields"], f"{path}.fields")):
-        fpath = f"{path}.fields[{i}]"
-        fobj = _obj(raw, fpath, ("name", "width_bits"))
-        fname = _str(fobj["name"], f"{fpath}.name")
-        if fname not in FIELD_NAMES:
-            raise _fail(f"{fpath}.name", f"unknown field {fname!r} (known: {', '.join(FIELD_NAMES)})")
-        if any(f.name == fname for f in fields):
-            raise _fail(f"{fpath}.name", f"duplicate field {fname!r}")
-        fields.append(HashField(fname, _int(fobj["width_bits"], f"{fpath}.width_bits", 1, 64)))
+    fields = _parse_fields(obj["fields"], f"{path}.fields")
     seed_width = next((f.width_bits for f in fields if f.name == "ecmp_seed"), 32)
     seed = _int(obj["seed"], f"{path}.seed", 0, (1 << seed_width) - 1)
     mwidth = _int(obj.get("member_width_bits", DEFAULT_MEMBER_WIDTH_BITS),
@@ -401,7 +435,7 @@ def _parse_switch(data: Any, path: str) -> SwitchHashModel:
     owner: dict[int, tuple[int, str]] = {}          # member index -> (group id, member name)
     for i, raw in enumerate(_list(obj["groups"], f"{path}.groups")):
         gpath = f"{path}.groups[{i}]"
-        gobj = _obj(raw, gpath, ("group_id", "base", "members"))
+        gobj = _obj(raw, gpath, ("group_id", "base", "members"), ("fields",))
         gid = _int(gobj["group_id"], f"{gpath}.group_id", 0, 0xFFFF)
         if gid in groups:
             raise _fail(f"{gpath}.group_id", f"duplicate group {gid}")
@@ -416,9 +450,29 @@ def _parse_switch(data: Any, path: str) -> SwitchHashModel:
                 raise _fail(f"{gpath}.members[{j}]",
                             f"member index {base + j} is {member!r} here but {prev[1]!r} "
                             f"in group {prev[0]}")
-        groups[gid] = GroupModel(base, tuple(members))
+        gfields: Optional[tuple[HashField, ...]] = None
+        if "fields" in gobj:
+            gfields = tuple(_parse_fields(gobj["fields"], f"{gpath}.fields"))
+            if sorted(gfields, key=lambda f: f.name) != sorted(fields, key=lambda f: f.name):
+                raise _fail(f"{gpath}.fields", "a group's fields must be the switch's fields "
+                                               "in another order")
+        groups[gid] = GroupModel(base, tuple(members), gfields)
     routes = _parse_routes(obj.get("routes", []), f"{path}.routes", groups)
     return SwitchHashModel(name, algorithm, tuple(fields), seed, groups, mwidth, routes)
+
+
+def _parse_fields(data: Any, path: str) -> list[HashField]:
+    fields: list[HashField] = []
+    for i, raw in enumerate(_list(data, path)):
+        fpath = f"{path}[{i}]"
+        fobj = _obj(raw, fpath, ("name", "width_bits"))
+        fname = _str(fobj["name"], f"{fpath}.name")
+        if fname not in FIELD_NAMES:
+            raise _fail(f"{fpath}.name", f"unknown field {fname!r} (known: {', '.join(FIELD_NAMES)})")
+        if any(f.name == fname for f in fields):
+            raise _fail(f"{fpath}.name", f"duplicate field {fname!r}")
+        fields.append(HashField(fname, _int(fobj["width_bits"], f"{fpath}.width_bits", 1, 64)))
+    return fields
 
 
 def _parse_routes(data: Any, path: str, groups: Mapping[int, GroupModel]) -> tuple[RouteModel, ...]:
@@ -506,7 +560,7 @@ def member_index(model: SwitchHashModel, group_id: int, src: Address, dst: Addre
         True
     """
     group = model.group(group_id)
-    h = flow_hash(model, Flow.of(src, dst, proto, sport, dport))
+    h = flow_hash(model.for_group(group_id), Flow.of(src, dst, proto, sport, dport))
     return (h % group.size + group.base) & ((1 << model.member_width_bits) - 1)
 
 
@@ -514,7 +568,7 @@ def predict_member(model: SwitchHashModel, group_id: int, src: Address, dst: Add
                    sport: int = 0, dport: int = 0) -> str:
     """The name of the member (next hop / link) the flow takes in ``group_id``."""
     group = model.group(group_id)
-    h = flow_hash(model, Flow.of(src, dst, proto, sport, dport))
+    h = flow_hash(model.for_group(group_id), Flow.of(src, dst, proto, sport, dport))
     return group.members[h % group.size]
 
 
@@ -591,6 +645,50 @@ def source_port_hashes(model: SwitchHashModel, src: Address, dst: Address, proto
     return [h0 ^ x for x in table]
 
 
+def source_port_hasher(model: SwitchHashModel, src: Address, dst: Address, proto: int,
+                       dport: int) -> Callable[[int], int]:
+    """``H`` as a function of the source port, for a few ports rather than all: the same
+    affine sweep as :func:`source_port_hashes` folded into one 256-entry table per byte of
+    the port (``H(p) = H(0) ^ L(p & 0xFF) ^ L(p & 0xFF00)``).
+
+        >>> m = SwitchHashModel("s", seed=9)
+        >>> f = source_port_hasher(m, "10.0.0.1", "10.0.1.1", 17, 4791)
+        >>> [f(p) for p in (0, 4791, 65535)] == [source_port_hashes(m, "10.0.0.1", "10.0.1.1", 17, 4791)[p]
+        ...                                     for p in (0, 4791, 65535)]
+        True
+    """
+    flow0 = Flow.of(src, dst, proto, 0, dport)
+    h0 = flow_hash(model, flow0)
+    if proto != PROTO_UDP or all(f.name != "udp.src_port" for f in model.fields):
+        return lambda port: h0
+    width = next(f.width_bits for f in model.fields if f.name == "udp.src_port")
+    algo = ALGORITHMS[model.algorithm]
+    zero_fields = [(0, w) for _, w in _field_values(model, flow0)]
+    pos = [f.name for f in model.fields].index("udp.src_port")
+    crc_zero = algo(pack_fields(zero_fields))
+    basis = []
+    for b in range(width):
+        unit = list(zero_fields)
+        unit[pos] = (1 << b, width)
+        basis.append(algo(pack_fields(unit)) ^ crc_zero)
+    tables: list[list[int]] = []
+    for byte in range((width + 7) // 8):
+        t = [0]
+        for b in basis[8 * byte:8 * byte + 8]:
+            t += [x ^ b for x in t]
+        tables.append(t)
+    mask = (1 << width) - 1
+
+    def h(port: int) -> int:
+        port &= mask
+        out = h0
+        for t in tables:
+            out ^= t[port & 0xFF]
+            port >>= 8
+        return out
+    return h
+
+
 def port_to_member_table(model: SwitchHashModel, group_id: int, src: Address, dst: Address,
                          proto: int, dport: int) -> list[int]:
     """The member index for every source port: ``table[sport] == member_index(model,
@@ -606,7 +704,8 @@ def port_to_member_table(model: SwitchHashModel, group_id: int, src: Address, ds
     group = model.group(group_id)
     n, base = group.size, group.base
     mask = (1 << model.member_width_bits) - 1
-    return [(h % n + base) & mask for h in source_port_hashes(model, src, dst, proto, dport)]
+    return [(h % n + base) & mask
+            for h in source_port_hashes(model.for_group(group_id), src, dst, proto, dport)]
 
 
 def ports_for_member(model: SwitchHashModel, group_id: int, src: Address, dst: Address,
@@ -626,13 +725,15 @@ def ports_for_member(model: SwitchHashModel, group_id: int, src: Address, dst: A
         raise KeyError(f"group {group_id} of switch {model.switch!r} has no member {member!r}")
     n = group.size
     wanted = {i for i, m in enumerate(group.members) if m == member}
-    hashes = source_port_hashes(model, src, dst, proto, dport)
+    hashes = source_port_hashes(model.for_group(group_id), src, dst, proto, dport)
     return [p for p, h in enumerate(hashes) if h % n in wanted]
 
 
 __all__ = [
-    "ALGORITHMS", "DEFAULT_FIELDS", "FIELD_NAMES", "FORMULA", "PACKING", "SCHEMA_VERSION",
+    "ALGORITHMS", "DEFAULT_FIELDS", "FIELD_NAMES", "FORMULA", "PACKING", "PORTS_FIRST_FIELDS",
+    "SCHEMA_VERSION",
     "FabricHashModel", "Flow", "GroupModel", "HashField", "RouteModel", "SwitchHashModel",
     "crc16_arc", "crc32", "flow_hash", "member_index", "pack_fields", "port_to_member_table",
-    "ports_for_member", "predict_member", "predict_path", "route_group", "source_port_hashes",
+    "ports_for_member", "predict_member", "predict_path", "route_group", "source_port_hasher",
+    "source_port_hashes",
 ]

@@ -1,6 +1,9 @@
 """``make run SCENARIO=tor-failure SPEC=topo/specs/dualport.yaml``: one leaf of a rail dies
 under RDMA traffic from dual-port NICs; the QPs on it move to the NICs' other port and no
-flow is lost.
+flow is lost. On the two-pod spec (``SPEC=topo/specs/pod2-dualport.yaml``, one block per
+pod) the receivers are pod 1's NICs of the rail (:func:`sides`): the traffic crosses the
+core tier, and only the spines of the victim's pod get the failover routes (the other
+pod's spines reach the NIC through the cores, whose routes are per pod).
 
 Every NIC of block 0 runs :data:`QPS` RC QPs (RDMA WRITE, ``MESSAGES`` messages each) as
 one dual-port NIC (``host.nic send --iface <port0>,<port1>``: the bonding layer3+4 hash
@@ -80,15 +83,33 @@ def _set_links(names: list[str], up: bool) -> None:
                        capture_output=True)
 
 
+def sides(fabric: Any, rail: int) -> tuple[list[Any], list[Any], str]:
+    """The senders' NICs (block 0 of pod 0, rail ``rail``), the receivers' (block 1 of
+    pod 0; on a fabric with one block per pod, block 0 of pod 1: the traffic then crosses
+    the core tier) and the receivers' side in words.
+
+    >>> from topo.model import build_fabric
+    >>> from topo.spec import load_spec
+    >>> a, b, far = sides(build_fabric(load_spec("topo/specs/pod2-dualport.yaml")), 0)
+    >>> [n.ip for n in a], [n.ip for n in b], far
+    (['10.0.0.1', '10.0.0.2'], ['10.0.2.1', '10.0.2.2'], 'pod 1')
+    """
+    def nics(pod: int, block: int) -> list[Any]:
+        return [h.nics[rail] for h in fabric.hosts if getattr(h, "pod", 0) == pod and h.block == block]
+    near, other = nics(0, 0), nics(0, 1)
+    if other:
+        return near, other, "block 1"
+    return near, nics(1, 0), "pod 1"
+
+
 def run_tor_failure(fabric: Any, programmer: Any, state: Any, save_state: Callable[[], None],
                     opts: ScenarioOptions, say: Callable[[str], None] = print
                     ) -> TorFailureResult:
     """Run the scenario on a running, programmed dual-port testbed (module docstring)."""
-    nics0 = [h.nics[opts.rail] for h in fabric.hosts if h.block == 0]
-    nics1 = [h.nics[opts.rail] for h in fabric.hosts if h.block == 1]
+    nics0, nics1, far = sides(fabric, opts.rail)
     if not nics0 or not nics1 or any(len(n.ports) != 2 for n in nics0 + nics1):
-        say("tor-failure: needs dual-port NICs in two blocks "
-            "(make run SCENARIO=tor-failure SPEC=topo/specs/dualport.yaml)")
+        say("tor-failure: needs dual-port NICs in two blocks or two pods "
+            "(make run SCENARIO=tor-failure SPEC=topo/specs/dualport.yaml, or pod2-dualport.yaml)")
         return TorFailureResult(2)
     run_dir = new_run_dir(opts.runs_root)
     victim = nics0[0].ports[1].leaf
@@ -115,7 +136,7 @@ def run_tor_failure(fabric: Any, programmer: Any, state: Any, save_state: Callab
         return proc
 
     say(f"tor-failure: {len(nics0)} dual-port NICs x {QPS} QPs x {MESSAGES} messages at "
-        f"{RATE_PPS:g} pps to block 1; leaf {victim} dies once it carries traffic")
+        f"{RATE_PPS:g} pps to {far}; leaf {victim} dies once it carries traffic")
     t_cut: Optional[float] = None
     failed_over: list[str] = []          # switches whose failover updates were written
     try:
@@ -237,4 +258,4 @@ def _measure(res: TorFailureResult, procs: list[tuple[str, subprocess.Popen, Pat
     res.status = 0 if not res.reasons else 1
 
 
-__all__ = ["MESSAGES", "QPS", "TorFailureResult", "run_tor_failure"]
+__all__ = ["MESSAGES", "QPS", "TorFailureResult", "run_tor_failure", "sides"]

@@ -97,6 +97,12 @@ def messages(seed: np.ndarray, src: np.ndarray, dst: np.ndarray, sport: np.ndarr
     return out
 
 
+#: Column order of :func:`messages` that gives the ports-first field list
+#: (``p4src.hashmodel.PORTS_FIRST_FIELDS``: seed, UDP ports, protocol, addresses), the hash
+#: input of a three-tier fabric's core groups and spine groups towards the leaves.
+PORTS_FIRST_COLUMNS = np.array([0, 1, 2, 3, 13, 14, 15, 16, 12, 4, 5, 6, 7, 8, 9, 10, 11])
+
+
 @dataclass(slots=True)
 class Routes:
     """Routed flows: ``links`` is ``(flows, 4)`` link ids padded with ``-1``; ``spine``

@@ -7,7 +7,7 @@ finds with it, and the scenario that compares the two imports both. Nothing here
 anything.
 
 **Nodes** are switch names (``b0r0l0``, ``s1``) and NIC names (``<host>-eth<rail>``, the
-host's interface: ``b0s1-eth0``). A **link direction** is ``LinkDir(src, dst)``, written
+host's interface: ``b0s1-eth0``; port 1 of a dual-port NIC is ``<host>-eth<rail>p1``). A **link direction** is ``LinkDir(src, dst)``, written
 ``"b0r0l0->s0"``; with parallel links the source port tells them apart
 (``"b0r0l0:3->s0"``, :meth:`LinkDir.parse` reads both).
 
@@ -15,9 +15,10 @@ host's interface: ``b0s1-eth0``). A **link direction** is ``LinkDir(src, dst)``,
 
     link b0r0l0->s0          one direction of a cable (gray link, corruption)
     cable b0r0l0<->s0        both directions (a flapping link; names sorted)
-    switch s1                a whole switch (hung)
+    switch s1                a whole switch (hung; a dead ToR)
     route s0 10.1.0.0/24     one switch's route for one prefix (blackhole)
-    nic b1s0-eth0            a server NIC (slow receiver: the origin of a pause storm)
+    nic b1s0-eth0            a server NIC (slow receiver: the origin of a pause storm), or
+                             one port of it (a dead NIC port: ``nic b0s0-eth0p1``)
     port b0r0l0:3            one egress port's configuration (wrong ECN threshold)
     agent b0s0               a host's TCCL agent
     controller               GOR
@@ -44,6 +45,8 @@ FAULT_KINDS: tuple[str, ...] = (
     "wrong_ecn_threshold",  # one egress port marks CE far below the fabric's threshold
     "dead_agent",           # a host's TCCL agent is gone
     "controller_down",      # GOR stops answering
+    "dead_tor",             # a leaf forwards nothing on any port while its P4Runtime answers
+    "dead_nic_port",        # one port of a NIC (its cable to the leaf) passes nothing either way
 )
 
 #: The component word each fault kind's verdict names (see :func:`component`).
@@ -51,6 +54,7 @@ KIND_COMPONENT: dict[str, str] = {
     "gray_link": "link", "flapping_link": "cable", "blackhole": "route",
     "hung_switch": "switch", "slow_receiver": "nic", "corruption": "link",
     "wrong_ecn_threshold": "port", "dead_agent": "agent", "controller_down": "controller",
+    "dead_tor": "switch", "dead_nic_port": "nic",
 }
 
 _LINK_RE = re.compile(r"^(?P<src>[A-Za-z0-9_.-]+?)(?::(?P<port>\d+))?->(?P<dst>[A-Za-z0-9_.-]+)$")

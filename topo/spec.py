@@ -122,7 +122,7 @@ class FabricSpec:
     cores: int = 0
     core_link_gbps: Optional[float] = None
     core_ports: int = 64
-    core_hash: str = "crc32"
+    core_hash: str = "crc16"
 
     # ---------------------------------------------------------------- derived numbers
     @property
@@ -249,7 +249,7 @@ class FabricSpec:
 #: The fields of fabric file version 2 and their defaults (left out of a spec's plain data
 #: when at the default, so a two-tier one-port spec reads and writes as in version 1).
 EXTENDED_DEFAULTS: dict[str, Any] = {"ports_per_nic": 1, "pods": 1, "cores": 0, "core_link_gbps": None,
-                                     "core_ports": 64, "core_hash": "crc32"}
+                                     "core_ports": 64, "core_hash": "crc16"}
 
 
 # ------------------------------------------------------------------------- validation

@@ -23,10 +23,12 @@ from typing import Collection, Mapping, Protocol, Sequence
 
 from controller.fabric.entries import T_GROUPS, T_MEMBERS, Entry
 from controller.fabric.topology import SwitchLike
-from p4src.hashmodel import GroupModel, RouteModel, SwitchHashModel
+from p4src.hashmodel import PORTS_FIRST_FIELDS, GroupModel, RouteModel, SwitchHashModel
 
 LEAF_UPLINK_GROUP = 1
 DEFAULT_ALGORITHMS = {"leaf": "crc16", "spine": "crc32"}
+A_SELECT = "FabricIngress.ecmp.select_member"
+A_SELECT_PORTS_FIRST = "FabricIngress.ecmp.select_member_ports_first"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,11 +43,20 @@ class EcmpGroup:
     base: int
     ports: tuple[int, ...]
     members: tuple[str, ...]
+    ports_first: bool = False      # hashed by select_member_ports_first (PORTS_FIRST_FIELDS)
 
     @property
     def size(self) -> int:
         """Number of members."""
         return len(self.ports)
+
+    def model(self) -> GroupModel:
+        """The group in the published hash model (its own field list when ports-first).
+
+        >>> EcmpGroup(1, 0, (5, 6), ("s0", "s1"), ports_first=True).model().fields[1].name
+        'udp.src_port'
+        """
+        return GroupModel(self.base, self.members, PORTS_FIRST_FIELDS if self.ports_first else None)
 
 
 def algorithm_of(sw: SwitchLike) -> str:
@@ -166,7 +177,7 @@ def route_groups(sw: SwitchLike, routes: Sequence[RouteLike]
     (:func:`controller.fabric.tiers.tier_hash_model`) read this one numbering.
 
     >>> from types import SimpleNamespace as NS
-    >>> sw = NS(ports={1: NS(peer_node="a"), 2: NS(peer_node="b")})
+    >>> sw = NS(role="leaf", ports={1: NS(peer_node="a"), 2: NS(peer_node="b")})
     >>> groups, routed = route_groups(sw, [NS(prefix="10.0.0.0/8", ports=(1, 2)),
     ...                                    NS(prefix="10.0.0.1/32", ports=(1,))])
     >>> groups[1].members, routed
@@ -182,10 +193,37 @@ def route_groups(sw: SwitchLike, routes: Sequence[RouteLike]
         gid = by_ports.get(tuple(r.ports))
         if gid is None:
             gid = by_ports[tuple(r.ports)] = len(groups) + 1
-            groups[gid] = link_group(sw, gid, base, r.ports)
+            g = link_group(sw, gid, base, r.ports)
+            groups[gid] = EcmpGroup(g.group_id, g.base, g.ports, g.members,
+                                    ports_first_group(sw, r.ports))
             base += len(r.ports)
         routed.append((r.prefix, gid))
     return groups, routed
+
+
+def ports_first_group(sw: SwitchLike, ports: Sequence[int]) -> bool:
+    """Whether a group of a fabric *with a core tier* hashes ports-first
+    (``select_member_ports_first``, ``p4src/include/control/ecmp.p4``): every group of a
+    core, and a spine's groups down to its leaves. A seed only XORs a CRC with a constant,
+    so hops with the same CRC and field order choose from the same linear function of the
+    source port: the four ECMP hops of a cross-pod path are made independent by leaf
+    crc16, spine up crc32, core crc16 ports-first, spine down crc32 ports-first (with core
+    crc32 the core and the spine down would share one function). Two-tier fabrics never
+    call this (their hashing is unchanged).
+
+    >>> from types import SimpleNamespace as NS
+    >>> sp = NS(role="spine", ports={1: NS(kind="downlink"), 2: NS(kind="downlink"), 9: NS(kind="uplink")})
+    >>> ports_first_group(sp, (1, 2)), ports_first_group(sp, (9,)), ports_first_group(NS(role="core"), (1, 2))
+    (True, False, True)
+    >>> ports_first_group(NS(role="spine", ports={1: NS(kind="downlink"), 2: NS(kind="downlink")}), (1, 2))
+    False
+    """
+    if sw.role == "core":
+        return True
+    if sw.role != "spine":
+        return False
+    has_core = any(info.kind == "uplink" for info in sw.ports.values())
+    return has_core and all(sw.ports[p].kind == "downlink" for p in ports)
 
 
 def group_entries(g: EcmpGroup) -> list[Entry]:
@@ -196,7 +234,7 @@ def group_entries(g: EcmpGroup) -> list[Entry]:
     ['FabricIngress.ecmp.groups', 'FabricIngress.ecmp.members', 'FabricIngress.ecmp.members']
     """
     out = [Entry(T_GROUPS, {"meta.ecmp_group_id": g.group_id},
-                 "FabricIngress.ecmp.select_member", {"base": g.base, "size": g.size})]
+                 A_SELECT_PORTS_FIRST if g.ports_first else A_SELECT, {"base": g.base, "size": g.size})]
     for i, p in enumerate(g.ports):
         out.append(Entry(T_MEMBERS, {"meta.ecmp_member": g.base + i},
                          "FabricIngress.ecmp.set_nexthop", {"nexthop_id": p}))
@@ -209,12 +247,13 @@ def groups_hash_model(switch: str, algorithm: str, seed: int,
     """One switch's part of the published hash model, from its groups (and the routes to
     its detour groups, :mod:`controller.fabric.detours`)."""
     return SwitchHashModel(switch, algorithm=algorithm, seed=seed,
-                           groups={g.group_id: GroupModel(g.base, g.members)
-                                   for g in groups.values()}, routes=tuple(routes))
+                           groups={g.group_id: g.model() for g in groups.values()},
+                           routes=tuple(routes))
 
 
 __all__ = [
-    "DEFAULT_ALGORITHMS", "EcmpGroup", "LEAF_UPLINK_GROUP", "algorithm_of", "ecmp_groups",
-    "group_entries", "groups_hash_model", "link_group", "member_name",
+    "A_SELECT", "A_SELECT_PORTS_FIRST", "DEFAULT_ALGORITHMS", "EcmpGroup", "LEAF_UPLINK_GROUP",
+    "algorithm_of", "ecmp_groups", "group_entries", "groups_hash_model", "link_group", "member_name",
+    "ports_first_group",
     "RouteLike", "route_groups", "spine_links", "spine_targets",
 ]

@@ -18,7 +18,8 @@ does, with :func:`topo.routes.lookup`).
 
 **A flow's path.** A NIC port (the QP's port on a dual-port NIC) sends to its leaf; every
 switch looks its route up and, for a group, takes member ``H % size`` of its own hash
-(:func:`p4src.hashmodel.flow_hash`: seed, CRC and field list of that switch). The
+(:func:`p4src.hashmodel.flow_hash`: seed, CRC and field list of that switch, or of the
+group: cores and spines towards their leaves hash ports-first, :meth:`TierModel.hop_model`). The
 destination NIC is reached through whichever of its ports' leaves the last spine's hash
 picks. :func:`sport_paths` gives the path of every source port at once with the affine
 sweep of :func:`p4src.hashmodel.source_port_hashes` (one table per switch visited).
@@ -38,11 +39,11 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from controller.fabric.ecmp import algorithm_of, route_groups
-from p4src.hashmodel import (PROTO_UDP, FabricHashModel, Flow, GroupModel, RouteModel, SwitchHashModel,
-                             flow_hash, source_port_hashes)
+from p4src.hashmodel import (PROTO_UDP, FabricHashModel, Flow, RouteModel, SwitchHashModel,
+                             flow_hash, source_port_hasher, source_port_hashes)
 from topo.model import Fabric, NicInfo
 from topo.routes import Route, fabric_routes, lookup
 
@@ -92,6 +93,16 @@ class TierModel:
         table = fabric_routes(fab)
         return cls(fab, table, tier_hash_model(fab, table))
 
+    def hop_model(self, switch: str, route: Route) -> SwitchHashModel:
+        """The hash ``switch`` applies to a flow on ``route`` (a route to a group): the
+        switch's model with that group's field list (a ports-first group's,
+        :func:`controller.fabric.ecmp.ports_first_group`)."""
+        sw = self.model.switch(switch)
+        for r in sw.routes:
+            if r.prefix == route.prefix:
+                return sw.for_group(r.group_id)
+        raise ValueError(f"{switch}: route {route.prefix} to a group is not in the published hash model")
+
     def _next(self, switch: str, dst: str) -> Route:
         route = lookup(self.routes[switch], dst)
         if route is None:
@@ -106,7 +117,7 @@ class TierModel:
         for _ in range(MAX_HOPS):
             route = self._next(switch, dst)
             if route.is_ecmp:
-                port = route.ports[flow_hash(self.model.switch(switch), flow) % len(route.ports)]
+                port = route.ports[flow_hash(self.hop_model(switch, route), flow) % len(route.ports)]
             else:
                 port = route.ports[0]
             switches.append(switch)
@@ -123,7 +134,8 @@ class TierModel:
         hash table per switch visited instead of one CRC per port and hop."""
         wanted = list(range(1 << 16)) if sports is None else list(sports)
         out: dict[int, TierPath] = {}
-        tables: dict[str, list[int]] = {}
+        tables: dict[str, Callable[[int], int]] = {}
+        few = len(wanted) < 1 << 13        # a hasher per port beats a 65,536-entry table
 
         def walk(switch: str, group: list[int], switches: tuple[str, ...], ports: tuple[int, ...]) -> None:
             if len(switches) >= MAX_HOPS:
@@ -132,11 +144,12 @@ class TierModel:
             by_port: dict[int, list[int]] = {}
             if route.is_ecmp:
                 if switch not in tables:
-                    tables[switch] = source_port_hashes(self.model.switch(switch), src.ip, dst, PROTO_UDP,
-                                                        dport)
+                    hop = self.hop_model(switch, route)
+                    tables[switch] = (source_port_hasher(hop, src.ip, dst, PROTO_UDP, dport) if few else
+                                      source_port_hashes(hop, src.ip, dst, PROTO_UDP, dport).__getitem__)
                 h, n = tables[switch], len(route.ports)
                 for sp in group:
-                    by_port.setdefault(route.ports[h[sp] % n], []).append(sp)
+                    by_port.setdefault(route.ports[h(sp) % n], []).append(sp)
             else:
                 by_port[route.ports[0]] = group
             for port, sps in by_port.items():
@@ -160,7 +173,7 @@ def tier_hash_model(fab: Fabric, table: Optional[dict[str, list[Route]]] = None)
         groups, routed = route_groups(sw, table[sw.name])
         switches[sw.name] = SwitchHashModel(
             sw.name, algorithm=algorithm_of(sw), seed=int(sw.ecmp_seed),
-            groups={g.group_id: GroupModel(g.base, g.members) for g in groups.values()},
+            groups={g.group_id: g.model() for g in groups.values()},
             routes=tuple(RouteModel(prefix, gid) for prefix, gid in routed))
     return FabricHashModel(switches)
 

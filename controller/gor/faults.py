@@ -85,6 +85,7 @@ from p4src.hashmodel import GroupModel
 T_GROUPS = "FabricIngress.ecmp.groups"
 T_MEMBERS = "FabricIngress.ecmp.members"
 A_GROUP = "FabricIngress.ecmp.select_member"
+A_GROUP_PORTS_FIRST = "FabricIngress.ecmp.select_member_ports_first"   # a core's, a spine's down (3 tiers)
 A_MEMBER = "FabricIngress.ecmp.set_nexthop"
 
 
@@ -204,12 +205,13 @@ class LinkFaults:
                 for i, (_, p) in enumerate(live):
                     self.tables.write(switch, T_MEMBERS, {"meta.ecmp_member": programmed.base + i},
                                 A_MEMBER, {"nexthop_id": p})
-                self.tables.write(switch, T_GROUPS, {"meta.ecmp_group_id": gid}, A_GROUP,
-                            {"base": programmed.base, "size": len(live)})
+                self.tables.write(switch, T_GROUPS, {"meta.ecmp_group_id": gid},
+                                  A_GROUP if programmed.fields is None else A_GROUP_PORTS_FIRST,
+                                  {"base": programmed.base, "size": len(live)})
             except Exception as exc:  # noqa: BLE001 — a switch that does not answer
                 self._out.error(f"{switch}: ECMP group {gid} not rewritten: {type(exc).__name__}: {exc}")
                 continue
-            model.groups[gid] = GroupModel(programmed.base, tuple(m for m, _ in live))
+            model.groups[gid] = GroupModel(programmed.base, tuple(m for m, _ in live), programmed.fields)
             out.append(f"{switch}/{gid}: {','.join(m for m, _ in live)}")
         return out
 

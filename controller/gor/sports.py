@@ -74,6 +74,7 @@ def port_filter(model: SwitchHashModel, group_id: int, src: int, dst: int, dport
     """A predicate: does source port ``p`` land on member ``want_index`` of ``group_id``
     (flow ``src → dst``, UDP, destination port ``dport``)? Cheap per call (one parity
     per low hash bit) once built."""
+    model = model.for_group(group_id)          # a ports-first group hashes its own list
     if not _linear(model, group_id):
         table = port_to_member_table(model, group_id, src, dst, PROTO_UDP, dport)
         return lambda p: table[p] == want_index
@@ -94,6 +95,7 @@ def ports_reaching(model: SwitchHashModel, group_id: int, src: int, dst: int, dp
     >>> len(ps), {member_index(sw, 1, 1, 2, 17, p, 4791) for p in ps}
     (16384, {3})
     """
+    model = model.for_group(group_id)
     if not _linear(model, group_id):
         table = port_to_member_table(model, group_id, src, dst, PROTO_UDP, dport)
         return [p for p, m in enumerate(table) if m == want_index]

@@ -108,7 +108,7 @@ def tier_current(tiers: TierModel, flow: FlowKey, src_leaf: str) -> Optional[Pat
         route = _route(tiers, switch, flow.dst)
         if route is None:
             return None
-        port = (route.ports[flow_hash(tiers.model.switch(switch), f) % len(route.ports)]
+        port = (route.ports[flow_hash(tiers.hop_model(switch, route), f) % len(route.ports)]
                 if route.is_ecmp else route.ports[0])
         info = tiers.fabric.switch(switch).ports[port]
         if info.kind == "host":
@@ -131,7 +131,7 @@ def tier_sports(tiers: TierModel, flow: FlowKey, path: PathChoice,
         if route is None or port not in route.ports:
             return
         if route.is_ecmp:
-            table = source_port_hashes(tiers.model.switch(switch), flow.src, flow.dst, PROTO_UDP,
+            table = source_port_hashes(tiers.hop_model(switch, route), flow.src, flow.dst, PROTO_UDP,
                                        flow.dport)
             wants.append((table, len(route.ports), route.ports.index(port)))
     lo, hi = port_range

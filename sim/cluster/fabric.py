@@ -41,9 +41,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from p4src.hashmodel import FabricHashModel, GroupModel, SwitchHashModel
+from p4src.hashmodel import PORTS_FIRST_FIELDS, FabricHashModel, GroupModel, SwitchHashModel
 from sim.cluster.spec import ClusterSpec, core_name, pod_switch_name
-from sim.routing import ROCE_DPORT, crc_rows, messages
+from sim.routing import PORTS_FIRST_COLUMNS, ROCE_DPORT, crc_rows, messages
 from sim.topology import LEAF_UPLINK_GROUP, TIERS, SimFabric, SimInputError, member_port
 from topo.model import build_fabric, ecmp_seed_for, link_ports
 
@@ -150,11 +150,15 @@ class SimCluster:
 
     # ---------------------------------------------------------------- routing
     def hashes(self, seed: np.ndarray, crc32: "np.ndarray | bool", src_ip: np.ndarray, dst_ip: np.ndarray,
-               sport: np.ndarray) -> np.ndarray:
-        """``H`` of the default field list for every flow (UDP to RoCEv2's port)."""
+               sport: np.ndarray, ports_first: bool = False) -> np.ndarray:
+        """``H`` of the default field list for every flow (UDP to RoCEv2's port), or of the
+        ports-first list (a core's groups, a spine's groups down to its leaves: the live
+        fabric's ``select_member_ports_first``, ``controller.fabric.ecmp.ports_first_group``)."""
         n = len(src_ip)
-        return crc_rows(messages(seed, src_ip, dst_ip, sport, np.full(n, ROCE_DPORT)),
-                        np.broadcast_to(np.asarray(crc32, bool), (n,)))
+        msg = messages(seed, src_ip, dst_ip, sport, np.full(n, ROCE_DPORT))
+        if ports_first:
+            msg = msg[:, PORTS_FIRST_COLUMNS]
+        return crc_rows(msg, np.broadcast_to(np.asarray(crc32, bool), (n,)))
 
     def route(self, src_pod: np.ndarray, src_nic: np.ndarray, dst_pod: np.ndarray, dst_nic: np.ndarray,
               sport: np.ndarray) -> np.ndarray:
@@ -178,14 +182,14 @@ class SimCluster:
         h = self.hashes(self.spine_seed[sp, k], sf.spine_crc32[k], src_ip, dst_ip, sport)
         m = (h % np.uint32(U)).astype(np.int64)
         c = m // J
-        h = self.hashes(self.core_seed[k, c], self.spec.core_hash == "crc32", src_ip, dst_ip, sport)
+        h = self.hashes(self.core_seed[k, c], self.spec.core_hash == "crc32", src_ip, dst_ip, sport, True)
         i = (h % np.uint32(J)).astype(np.int64)
         nd = sf.spine_down_n[k, dlf]
         j = np.zeros(len(s), np.int64)
         multi = nd > 1
         if multi.any():
             h = self.hashes(self.spine_seed[dp[multi], k[multi]], sf.spine_crc32[k[multi]], src_ip[multi],
-                            dst_ip[multi], sport[multi])
+                            dst_ip[multi], sport[multi], True)
             j[multi] = (h % nd[multi].astype(np.uint32)).astype(np.int64)
         links = np.empty((len(s), HOPS), np.int64)
         links[:, 0] = sp * L + sf.nic_up[s]
@@ -222,7 +226,7 @@ class SimCluster:
             J = spec.links_per_core
             ports = link_ports(spec.pods * J)
             groups = {q + 1: GroupModel(0, [f"{pod_switch_name(q, sf.spine_names[k])}#{ports[q * J + i]}"
-                                            for i in range(J)]) for q in range(spec.pods)}
+                                            for i in range(J)], PORTS_FIRST_FIELDS) for q in range(spec.pods)}
             return SwitchHashModel(name, spec.core_hash, seed=int(self.core_seed[k, j]), groups=groups)
         pod, local = 0, name
         if name.startswith("p") and "." in name:
@@ -235,7 +239,7 @@ class SimCluster:
             seed = int(self.leaf_seed[pod, sf.leaf_names.index(local)])
             return SwitchHashModel(name, base.algorithm, base.fields, seed, dict(base.groups))
         k = sf.spine_names.index(local)
-        groups = dict(base.groups)
+        groups = {gid: replace(g, fields=PORTS_FIRST_FIELDS) for gid, g in base.groups.items()}
         ports = self._spine_core_ports()
         groups[SPINE_CORE_GROUP] = GroupModel(0, [f"{core_name(k, m // spec.links_per_core)}#{ports[m]}"
                                                   for m in range(spec.spine_core_uplinks)])

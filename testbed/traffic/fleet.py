@@ -88,8 +88,8 @@ class NicFleet:
             for (host, iface), fl in by_dst.items():
                 path = self.report_dir / f"recv-{iface}.json"
                 ips = sorted({f.dst_ip for f in fl})
-                self._spawn("recv", host, iface,
-                            receiver_command(iface, ips, duration_s + 30, path, opts), path, fl)
+                self._spawn("recv", host, iface,     # both ports of a dual-port NIC listen
+                            receiver_command(fl[0].recv_iface, ips, duration_s + 30, path, opts), path, fl)
             self.save_state()
             self.wait_ready([p for p in self.procs if p.role == "recv"], ready_timeout_s)
             for (src, dst), fl in by_pair.items():

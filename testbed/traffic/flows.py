@@ -51,6 +51,18 @@ class NicFlow:
     sport: int
     qpn: int
     predicted_uplink: Optional[str] = None
+    dst_intfs: tuple[str, ...] = ()      # every port of a dual-port destination NIC
+
+    @property
+    def recv_iface(self) -> str:
+        """The receiver's ``--iface``: both ports of a dual-port NIC (a spine delivers to
+        the NIC through either of its leaves), else ``dst_intf``.
+
+        >>> NicFlow("f0", "a", "10.0.0.1", "a-eth0", "b", "10.1.0.1", "b-eth0", "l", "m", 1, 256,
+        ...         dst_intfs=("b-eth0", "b-eth0p1")).recv_iface
+        'b-eth0,b-eth0p1'
+        """
+        return ",".join(self.dst_intfs) if len(self.dst_intfs) > 1 else self.dst_intf
 
     @property
     def label(self) -> str:
@@ -209,7 +221,8 @@ def build_flows(fabric: Any, pairs: Sequence[tuple[str, str]], sports: Sequence[
         up = (predict_uplink(fabric, model, member_ports, src, dst, sport)
               if model is not None and member_ports is not None else None)
         out.append(NicFlow(f"f{i}", sh.name, src, sn.intf, dh.name, dst, dn.intf, sn.leaf,
-                           routers[sn.leaf], sport, qpn, up))
+                           routers[sn.leaf], sport, qpn, up,
+                           tuple(p.intf for p in getattr(dn, "ports", ()))))
     return out
 
 

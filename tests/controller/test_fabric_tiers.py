@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ipaddress
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,8 @@ from controller.fabric.detours import fabric_hash_model
 from controller.fabric.ecmp import member_name
 from controller.fabric.entries import T_ROUTES
 from controller.fabric.tiers import TierModel, tier_hash_model
+from controller.gor.decisions import FlowKey
+from controller.gor.tierpaths import tier_candidates, tier_sports
 from p4sim.engine.program import compile_program
 from p4sim.frontend.parser import parse_file
 from p4sim.runtime.tables import ActionCall, Exact, Lpm
@@ -78,22 +81,60 @@ def test_every_source_port_agrees_with_the_simulators_cluster_router() -> None:
         mismatches = sum(1 for p, row in zip(ours, links.tolist())
                          if p.hops != tuple(names[(c, row[c])] for c in range(1, 6)))
         assert mismatches == 0, (src.ip, dst.ip, mismatches)
-        # every spine core uplink is used; of the cores' 8 links into the destination pod
-        # only 4: crc16 at the core is polarised with the leaf's crc16 (next test)
-        assert len({p.hops[1] for p in ours}) == S * U and len({p.hops[2] for p in ours}) == 4
+        # every spine core uplink is used, and all 8 of the cores' links into the
+        # destination pod: the core hashes ports-first (next test)
+        assert len({p.hops[1] for p in ours}) == S * U and len({p.hops[2] for p in ours}) == 8
 
 
-@pytest.mark.parametrize("core_hash,used", [("crc16", 4), ("crc32", 8)])
-def test_core_hash_polarisation(core_hash: str, used: int) -> None:
-    """With crc16 on leaves and cores, a core's choice among its links to the destination
-    pod is a fixed function of the leaf's choice (CRC is affine in the source port, and
-    both take the low bits of the same linear map), so one src/dst pair reaches only 1 of
-    the J links of every core; crc32 at the core (as on the spines) reaches all of them."""
+def _default_order(tiers: TierModel) -> TierModel:
+    """The same fabric with every group hashing the switch's default field list (as before
+    ports-first groups): what the tiers reach when only the seeds and CRCs differ."""
+    model = FabricHashModel({n: replace(m, groups={g: replace(gm, fields=None) for g, gm in m.groups.items()})
+                             for n, m in tiers.model.switches.items()})
+    return TierModel(tiers.fabric, tiers.routes, model)
+
+
+@pytest.mark.parametrize("core_hash,before,after", [("crc16", 4, 8), ("crc32", 8, 8)])
+def test_core_hash_polarisation(core_hash: str, before: int, after: int) -> None:
+    """With crc16 on leaves and cores and one field order, a core's choice among its links
+    to the destination pod is a fixed function of the leaf's choice (CRC is affine in the
+    source port, and both take the low bits of the same linear map), so one src/dst pair
+    reached only 1 of the J links of every core (4 of 8). Hashing the core's groups
+    ports-first (another linear map) reaches all of them with either CRC."""
     pod = {"blocks": 2, "servers_per_block": 2, "rails": 2, "spines": 2}
     fab = build_fabric(spec_from_dict({**pod, "pods": 2, "cores": 4, "core_hash": core_hash}))
     tiers = TierModel.of(fab)
     src, dst = fab.hosts[0].nics[0], fab.hosts[-1].nics[1]
-    assert len({p.hops[2] for p in tiers.sport_paths(src, 0, dst.ip)}) == used    # of 8
+    assert len({p.hops[2] for p in _default_order(tiers).sport_paths(src, 0, dst.ip)}) == before
+    assert len({p.hops[2] for p in tiers.sport_paths(src, 0, dst.ip)}) == after    # of 8
+
+
+def test_dual_port_paths_reached_before_and_after_ports_first(dual: TierModel) -> None:
+    """pod2-dualport.yaml, every NIC port of pod 0 to a NIC of pod 1 over the 16,384
+    RoCE-range source ports: 2 spines x 4 core uplinks x 2 core links x 2 destination
+    leaves = 32 paths. With one field order everywhere (spine and core both crc32, or the
+    destination spine's crc32 the source spine's) a NIC port reached 8 and one destination
+    leaf 4 of its 16; with the core (crc16) and the spines' down groups (crc32) hashing
+    ports-first, every one of the 32, 16 per leaf, and each has a source port GOR solves."""
+    fab = dual.fabric
+    old = TierModel.of(build_fabric(replace(fab.spec, core_hash="crc32")))
+    sports = range(49152, 1 << 16)
+    for src_host, dst_host in (("b0s0", "p1.b0s0"), ("b0s1", "p1.b0s0")):
+        for rail in (0, 1):
+            src, dst = fab.host(src_host).nics[rail], fab.host(dst_host).nics[rail]
+            for nic_port in (0, 1):
+                before = set(_default_order(old).sport_paths(src, nic_port, dst.ip, sports=sports))
+                after = set(dual.sport_paths(src, nic_port, dst.ip, sports=sports))
+                assert (len(before), len(after)) == (8, 32), (src.ip, nic_port)
+                per_leaf = {leaf: sum(1 for p in after if p.dst_leaf == leaf) for leaf in {p.dst_leaf for p in after}}
+                assert sorted(per_leaf.values()) == [16, 16]
+                assert max(sum(1 for p in before if p.dst_leaf == leaf) for leaf in per_leaf) == 4
+    src, dst = fab.host("b0s0").nics[0], fab.host("p1.b0s0").nics[0]
+    flow = FlowKey(src.ip, dst.ip, 17, 49152, 4791)
+    for tiers, want in ((_default_order(old), 4), (dual, 16)):
+        cands = tier_candidates(tiers, src.ports[0].leaf, dst.ports[1].leaf, lambda link: True)
+        solved = [c for c in cands if next(tier_sports(tiers, flow, c), None) is not None]
+        assert (len(cands), len(solved)) == (16, want)
 
 
 @pytest.fixture(scope="module")
@@ -121,8 +162,9 @@ def _check_paths(tiers: TierModel, src_host: str, rail: int, nic_port: int, dst_
         for switch, port in paths[sport].hops:
             if route[switch].is_ecmp:
                 sw = model.switch(switch)
-                group = sw.group(route_group(sw, dst.ip))
-                h = flow_hash(sw, Flow.of(src.ip, dst.ip, 17, sport, 4791))
+                gid = route_group(sw, dst.ip)
+                group = sw.group(gid)
+                h = flow_hash(sw.for_group(gid), Flow.of(src.ip, dst.ip, 17, sport, 4791))
                 assert group.members[h % group.size] == member_name(fab.switch(switch), port)
     return paths
 
@@ -195,7 +237,8 @@ def _program(prog: object, fab, name: str, tiers: TierModel) -> None:
     gid_of = {r.prefix: r.group_id for r in model.routes}
     for gid, group in model.groups.items():
         tables["FabricIngress.ecmp.groups"].add_entry(
-            [Exact(gid)], ActionCall("FabricIngress.ecmp.select_member", (group.base, group.size)))
+            [Exact(gid)], ActionCall("FabricIngress.ecmp.select_member" if group.fields is None
+                                     else "FabricIngress.ecmp.select_member_ports_first", (group.base, group.size)))
     written: set[int] = set()
     for route in tiers.routes[name]:
         net = route.network
@@ -255,18 +298,20 @@ def test_fabric_p4_forwards_every_sampled_flow_as_predicted(dual: TierModel) -> 
     assert walked == 3 * 2 * 24 and len(switches) >= 12
 
 
-@pytest.mark.parametrize("core_hash,per_core", [("crc16", 1), ("crc32", 4)])
-def test_core_links_reached_per_core_with_wider_groups(core_hash: str, per_core: int) -> None:
+@pytest.mark.parametrize("core_hash,before,per_core", [("crc16", 1, 4), ("crc32", 4, 4)])
+def test_core_links_reached_per_core_with_wider_groups(core_hash: str, before: int, per_core: int) -> None:
     """Leaf group of 8 (8 spines), 4 links from each core into each pod: with crc16 cores
-    one src/dst pair reaches 1 of a core's 4 links, with crc32 all 4."""
+    and one field order one src/dst pair reached 1 of a core's 4 links (crc32: all 4);
+    ports-first core groups reach all 4 with either CRC."""
     fab = build_fabric(spec_from_dict({"blocks": 2, "servers_per_block": 2, "rails": 2, "spines": 8,
                                        "pods": 2, "cores": 8, "core_hash": core_hash}))
     assert fab.spec.links_per_core == 4
     tiers = TierModel.of(fab)
-    used: dict[str, set[int]] = {}
-    for p in tiers.sport_paths(fab.hosts[0].nics[0], 0, fab.hosts[-1].nics[1].ip):
-        used.setdefault(p.switches[2], set()).add(p.ports[2])
-    assert len(used) == 8 and {len(v) for v in used.values()} == {per_core}
+    for model, want in ((_default_order(tiers), before), (tiers, per_core)):
+        used: dict[str, set[int]] = {}
+        for p in model.sport_paths(fab.hosts[0].nics[0], 0, fab.hosts[-1].nics[1].ip):
+            used.setdefault(p.switches[2], set()).add(p.ports[2])
+        assert len(used) == 8 and {len(v) for v in used.values()} == {want}
 
 
 def test_the_plan_programs_the_core_tier_from_topo_routes() -> None:

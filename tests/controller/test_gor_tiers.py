@@ -66,9 +66,9 @@ def test_current_path_and_solved_ports_agree_with_the_programmed_hash(fab: Fabri
         solved += 1
         assert sport != flow.sport
         assert tiers.path(nic, 0, DST, sport).hops[:-1] == p.links
-    # spine and core both hash with crc32: their choices are correlated (topo/README.md),
-    # so a NIC pair reaches only some of the 16 paths to one leaf (measured: 4)
-    assert 0 < solved < 16
+    # the core and the spines' down groups hash ports-first (topo/README.md, "Hashing the
+    # third tier"), so every one of the 16 paths to one leaf has a source port (4 before)
+    assert solved == 16
     assert len(reached) > 1
 
 

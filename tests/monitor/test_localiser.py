@@ -263,6 +263,22 @@ def hung(sw: str, start: float, lag_s: float = 1.0) -> Fault:
                  counters=counters)
 
 
+def dead_tor(leaf: str, start: float) -> Fault:
+    """Every link of ``leaf`` down (its P4Runtime still answers): nothing crosses it."""
+    def counters(s: FabricRun, ev: Evidence) -> None:
+        ev.switch_up[leaf] = True
+        for key in [k for k in ev.ports if k[0] == leaf]:
+            ev.ports[key] = PortRates(leaf, key[1], tx_pps=0.0, rx_pps=0.0)
+    return Fault(start, probes=lambda s, path, t: (1.0 if leaf in path.switches else 0.0, 0.0),
+                 counters=counters)
+
+
+def dead_port(nic: str, start: float) -> Fault:
+    """The cable of NIC (port) ``nic`` passes nothing, either way."""
+    return Fault(start, probes=lambda s, path, t: (1.0 if nic in (path.src_nic, path.dst_nic) else 0.0, 0.0),
+                 link_drop=lambda x, y, t: 1.0 if nic in (x, y) else 0.0)
+
+
 def blackhole(sw: str, prefix: str, start: float) -> Fault:
     return Fault(start, probes=lambda s, path, t: (
         1.0 if sw in path.switches and PREFIX[path.name] == prefix else 0.0, 0.0))
@@ -342,6 +358,8 @@ CASES = [
     ("wrong_ecn_threshold", "port b0r0l0:3", lambda t: wrong_ecn("b0r0l0", 3, t), 5.0),
     ("dead_agent", "agent b0s1", lambda t: dead_agent("b0s1", t), 8.0),
     ("controller_down", "controller", controller_down, 4.0),
+    ("dead_tor", "switch b0r1l0", lambda t: dead_tor("b0r1l0", t), 14.0),
+    ("dead_nic_port", "nic b1s0-eth1", lambda t: dead_port("b1s0-eth1", t), 14.0),
     # the faults of `make run SCENARIO=faults` (scenarios/faults.py default_faults)
     ("gray_link", "link b0r0l0->s1", lambda t: gray("b0r0l0", "s1", 0.3, t), 6.0),
     ("corruption", "link s0->b1r1l0", lambda t: corrupting("s0", "b1r1l0", 0.2, t), 5.0),

@@ -13,6 +13,16 @@
  * leaves would give every flow a leaf sent to it the same member (polarisation). crc16
  * on leaves + crc32 on spines decorrelates the tiers; the hash model records each
  * switch's algorithm.
+ * select_member_ports_first(base, size) hashes the same fields in another order,
+ *     H      = ALGO(seed ++ udp.src_port ++ udp.dst_port ++ ipv4.protocol ++ ipv4.src ++ ipv4.dst)
+ * (same 136 bits, the ports first): the "B" hash of the group. Why: a seed only XORs H
+ * with a constant, so two hops with the same CRC and field order pick their members from
+ * the same linear function of the source port (their choices are correlated, whatever
+ * the seeds). With the ports at another bit position the CRC is another linear function
+ * of the port. A three-tier fabric hashes its core groups and its spines' groups towards
+ * the leaves with it (controller/fabric/ecmp.py, ports_first_group), so leaf (crc16),
+ * spine up (crc32), core (crc16, B) and spine down (crc32, B) are four independent
+ * functions of the source port; a two-tier fabric never uses it (its hashing unchanged).
  * FabricIngress.ecmp.members: member index -> set_nexthop(nexthop_id).
  * A group with n members owns member indices base .. base + n - 1.
  */
@@ -24,6 +34,8 @@ control Ecmp(inout headers_t hdr, inout fabric_metadata_t meta,
     bit<16> member_base = 0;
     bit<32> member_count = 0;
     bit<1>  crc32_selected = 0;
+    bit<1>  ports_first = 0;
+    bit<1>  selected = 0;
 
     action use_crc16() {
         crc32_selected = 0;
@@ -47,11 +59,19 @@ control Ecmp(inout headers_t hdr, inout fabric_metadata_t meta,
     action select_member(bit<16> base, bit<16> size) {
         member_base = base;
         member_count = (bit<32>) size;
+        selected = 1;
+    }
+
+    action select_member_ports_first(bit<16> base, bit<16> size) {
+        member_base = base;
+        member_count = (bit<32>) size;
+        ports_first = 1;
+        selected = 1;
     }
 
     table groups {
         key = { meta.ecmp_group_id: exact; }
-        actions = { select_member; drop; }
+        actions = { select_member; select_member_ports_first; drop; }
         default_action = drop();
         size = 1024;
     }
@@ -70,25 +90,35 @@ control Ecmp(inout headers_t hdr, inout fabric_metadata_t meta,
 
     apply {
         if (meta.dropped == 0 && meta.has_ecmp_group == 1) {
-            switch (groups.apply().action_run) {
-                select_member: {
-                    algorithm.apply();
-                    bit<16> l4_src = hdr.udp.isValid() ? hdr.udp.src_port : 16w0;
-                    bit<16> l4_dst = hdr.udp.isValid() ? hdr.udp.dst_port : 16w0;
+            groups.apply();
+            if (selected == 1) {
+                algorithm.apply();
+                bit<16> l4_src = hdr.udp.isValid() ? hdr.udp.src_port : 16w0;
+                bit<16> l4_dst = hdr.udp.isValid() ? hdr.udp.dst_port : 16w0;
+                if (ports_first == 1) {
                     if (crc32_selected == 1) {
                         hash(meta.ecmp_member, HashAlgorithm.crc32, member_base,
-                             { meta.ecmp_seed, hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
-                               hdr.ipv4.protocol, l4_src, l4_dst },
+                             { meta.ecmp_seed, l4_src, l4_dst, hdr.ipv4.protocol,
+                               hdr.ipv4.src_addr, hdr.ipv4.dst_addr },
                              member_count);
                     } else {
                         hash(meta.ecmp_member, HashAlgorithm.crc16, member_base,
-                             { meta.ecmp_seed, hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
-                               hdr.ipv4.protocol, l4_src, l4_dst },
+                             { meta.ecmp_seed, l4_src, l4_dst, hdr.ipv4.protocol,
+                               hdr.ipv4.src_addr, hdr.ipv4.dst_addr },
                              member_count);
                     }
-                    members.apply();
+                } else if (crc32_selected == 1) {
+                    hash(meta.ecmp_member, HashAlgorithm.crc32, member_base,
+                         { meta.ecmp_seed, hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
+                           hdr.ipv4.protocol, l4_src, l4_dst },
+                         member_count);
+                } else {
+                    hash(meta.ecmp_member, HashAlgorithm.crc16, member_base,
+                         { meta.ecmp_seed, hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
+                           hdr.ipv4.protocol, l4_src, l4_dst },
+                         member_count);
                 }
-                default: {}
+                members.apply();
             }
         }
     }

@@ -1,6 +1,7 @@
 """ECMP against the published hash model (``p4src.hashmodel``): for 1000 random UDP
-5-tuples the uplink equals the model's prediction, and another seed changes the mapping
-(and is still predicted exactly)."""
+5-tuples the uplink equals the model's prediction, another seed changes the mapping
+(and is still predicted exactly), and a group selected with ``select_member_ports_first``
+(a three-tier fabric's core and spine-down groups) follows the model's ports-first list."""
 from __future__ import annotations
 
 import random
@@ -8,7 +9,7 @@ import random
 import ptf.testutils as tu
 
 from fabric_base import UPLINKS, FabricTest, host_ip, peer_mac, port_mac, routed, udp_packet
-from p4src.hashmodel import GroupModel, SwitchHashModel, predict_member
+from p4src.hashmodel import PORTS_FIRST_FIELDS, GroupModel, SwitchHashModel, predict_member
 
 FLOWS = 1000
 
@@ -22,10 +23,12 @@ def random_flows(n: int, rng: random.Random) -> list[tuple[str, str, int, int]]:
 
 
 class EcmpBase(FabricTest):
+    ports_first = False
+
     def check_flows(self, flows: list[tuple[str, str, int, int]]) -> list[int]:
         """Send each flow once; assert the uplink is the model's; the uplinks taken."""
-        model = SwitchHashModel("leaf", seed=self.seed,
-                                groups={1: GroupModel(0, [str(p) for p in UPLINKS])})
+        model = SwitchHashModel("leaf", seed=self.seed, groups={1: GroupModel(
+            0, [str(p) for p in UPLINKS], PORTS_FIRST_FIELDS if self.ports_first else None)})
         taken = []
         for src, dst, sport, dport in flows:
             in_port = int(src.rsplit(".", 1)[1])
@@ -69,5 +72,24 @@ class EcmpSeedChangesMapping(EcmpBase):
         self.seed = new_seed
         self.set_switch(self.switch_id, self.role, self.seed)
         second = self.check_flows(flows)
+        moved = sum(a != b for a, b in zip(first, second))
+        self.assertGreater(moved, len(flows) // 2, f"only {moved} of {len(flows)} flows moved")
+
+
+class EcmpPortsFirstMatchesHashModel(EcmpBase):
+    """Group 1 re-written with ``select_member_ports_first``: every uplink is the model's
+    prediction with the ports-first field list, and most flows take another uplink than
+    with the default list (the orders are different functions of the 5-tuple)."""
+
+    def runTest(self) -> None:
+        self.leaf_config()
+        flows = random_flows(300, random.Random(6))
+        first = self.check_flows(flows)
+        self.sw.modify(self.sw.table_entry("FabricIngress.ecmp.groups", {"meta.ecmp_group_id": 1},
+                                           "FabricIngress.ecmp.select_member_ports_first",
+                                           {"base": 0, "size": len(UPLINKS)}))
+        self.ports_first = True
+        second = self.check_flows(flows)
+        self.assertEqual(set(second), set(UPLINKS))
         moved = sum(a != b for a, b in zip(first, second))
         self.assertGreater(moved, len(flows) // 2, f"only {moved} of {len(flows)} flows moved")

@@ -29,7 +29,7 @@ HERE = Path(__file__).parent
 IP_PROTO_UDP = 17
 
 
-def ecmp_member(algo: str, seed: int, frame: bytes, base: int, size: int) -> int:
+def ecmp_member(algo: str, seed: int, frame: bytes, base: int, size: int, ports_first: bool = False) -> int:
     """The member the fabric pipeline picks for an Ethernet/IPv4 ``frame`` (no options).
 
     The parser extracts UDP only when the protocol is 17 and the fragment offset 0; the
@@ -51,16 +51,19 @@ def ecmp_member(algo: str, seed: int, frame: bytes, base: int, size: int) -> int
     sport = int.from_bytes(frame[34:36], "big") if has_udp else 0
     dport = int.from_bytes(frame[36:38], "big") if has_udp else 0
     fields = [(seed, 32), (src, 32), (dst, 32), (proto, 8), (sport, 16), (dport, 16)]
+    if ports_first:      # select_member_ports_first: seed, ports, protocol, addresses
+        fields = [fields[0], fields[4], fields[5], fields[3], fields[1], fields[2]]
     return compute_hash(algo, fields, base, size)
 
 
 def _stf_setup(text: str) -> tuple[str, int, int, int, dict[int, int]]:
-    """(algorithm, seed, base, size, member -> port) from an ECMP STF file's entries."""
+    """(algorithm, seed, base, size, member -> port) from an ECMP STF file's entries
+    (``ecmp.groups`` by ``select_member`` or ``select_member_ports_first``)."""
     m = re.search(r"set_switch\(switch_id:\d+, role:(\d+), ecmp_seed:(0x[0-9a-fA-F]+)\)", text)
     assert m, "no switch_info default"
     seed = int(m.group(2), 16)
     algo = "crc32" if "FabricIngress.ecmp.use_crc32()" in text else "crc16"
-    g = re.search(r"select_member\(base:(\d+), size:(\d+)\)", text)
+    g = re.search(r"select_member(?:_ports_first)?\(base:(\d+), size:(\d+)\)", text)
     assert g, "no ECMP group"
     members = {int(a): int(b) for a, b in re.findall(
         r"ecmp\.members meta\.ecmp_member:(\d+) FabricIngress\.ecmp\.set_nexthop\(nexthop_id:(\d+)\)", text)}
@@ -69,18 +72,22 @@ def _stf_setup(text: str) -> tuple[str, int, int, int, dict[int, int]]:
     return algo, seed, int(g.group(1)), int(g.group(2)), {k: ports[v] for k, v in members.items()}
 
 
-@pytest.mark.parametrize("name", ["ecmp", "ecmp_seed"])
+@pytest.mark.parametrize("name", ["ecmp", "ecmp_seed", "ecmp_ports_first"])
 def test_ecmp_expectations_follow_hash_model(name: str) -> None:
     text = (HERE / f"{name}.stf").read_text(encoding="utf-8")
     algo, seed, base, size, member_port = _stf_setup(text)
+    ports_first = "select_member_ports_first(" in text
     pairs = re.findall(r"^packet 1 ([0-9A-F]+)\nexpect (\d+) ", text, re.M)
     assert len(pairs) >= 6
     seen = set()
+    differs = 0
     for frame_hex, port in pairs:
-        member = ecmp_member(algo, seed, bytes.fromhex(frame_hex), base, size)
+        member = ecmp_member(algo, seed, bytes.fromhex(frame_hex), base, size, ports_first)
+        differs += member != ecmp_member(algo, seed, bytes.fromhex(frame_hex), base, size)
         assert member_port[member] == int(port), f"{name}: frame {frame_hex[:40]}…"
         seen.add(member)
     assert len(seen) > 1, "the test flows should spread over several members"
+    assert differs > 0 or not ports_first, "the ports-first flows must tell the two orders apart"
 
 
 def test_seed_changes_the_mapping() -> None:
