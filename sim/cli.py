@@ -249,7 +249,7 @@ def _fit(data: Optional[Path], write: bool, evaluations: int, free: bool = False
     with calibration.use(rep.calibration):
         print("\n".join(report_lines(validate_runs(ds.runs, ds), per_run=False)))
     if write:
-        calibration.PATH.write_text("# fitted by python -m sim validate --fit --write on the fit split of "
+        calibration.PATH.write_text("# fitted by python -m sim validate --fit " + ("--free " if free else "") + "--write on the fit split of "
                                     "sim/validation/runs.yaml\n# (held-out runs never used); "
                                     "meaning of each figure: sim/predict/calibration.py\n"
                                     + yaml.safe_dump(rep.calibration.to_dict(), sort_keys=False))
