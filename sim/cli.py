@@ -93,6 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--write", action="store_true", help="with --fit: write the fitted figures to "
                                                         "sim/predict/calibration.yaml")
     v.add_argument("--evaluations", type=int, default=200, help="with --fit: simplex evaluations (default 200)")
+    v.add_argument("--free", action="store_true", help="with --fit: also one efficiency share per framework "
+                                                       "profile with at least 5 fit-split runs")
     ic = sub.add_parser("incast", help="the incast scenario (static vs dynamic thresholds) in the PFC network model")
     ic.add_argument("--compare", action="store_true",
                     help="compare with the live run in sim/calibration/incast-live.yaml (error per figure)")
@@ -159,7 +161,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return _calibrate_run(args.runs, args.write)
         if args.cmd == "validate":
             if args.fit:
-                return _fit(args.data, args.write, args.evaluations)
+                return _fit(args.data, args.write, args.evaluations, args.free)
             return _validate(args.split, args.source, args.data, args.summary)
         if args.cmd == "calibrate":
             from sim.calibrate import calibrate_file  # noqa: PLC0415
@@ -236,18 +238,18 @@ def _validate(split: str, source: Optional[str], data: Optional[Path], summary: 
     return 0
 
 
-def _fit(data: Optional[Path], write: bool, evaluations: int) -> int:
+def _fit(data: Optional[Path], write: bool, evaluations: int, free: bool = False) -> int:
 
 
     ds = load_dataset(data or DATA)
-    rep = fit(ds, evaluations=evaluations)
+    rep = fit(ds, evaluations=evaluations, free=free)
     print(f"fit: {rep.evaluations} evaluations in {rep.wall_s:.0f} s; fit-split mean |error| "
           f"{rep.before_pct:.1f} % before, {rep.after_pct:.1f} % after")
     print(yaml.safe_dump(rep.calibration.to_dict(), sort_keys=False))
     with calibration.use(rep.calibration):
         print("\n".join(report_lines(validate_runs(ds.runs, ds), per_run=False)))
     if write:
-        calibration.PATH.write_text("# fitted by python -m sim validate --fit --write on the fit split of "
+        calibration.PATH.write_text("# fitted by python -m sim validate --fit " + ("--free " if free else "") + "--write on the fit split of "
                                     "sim/validation/runs.yaml\n# (held-out runs never used); "
                                     "meaning of each figure: sim/predict/calibration.py\n"
                                     + yaml.safe_dump(rep.calibration.to_dict(), sort_keys=False))

@@ -19,6 +19,11 @@ errors, read by every prediction (absent file: the defaults below).
   torchtitan, DeepSpeed): fixed seconds per micro-batch and per iteration;
 * ``straggler_sigma`` — relative jitter of one GPU's step: a synchronous step of N GPUs
   waits for the slowest, ``1 + σ·√(2 ln N)`` (:func:`sim.predict.predict.straggler_factor`);
+* ``framework_efficiency`` — per framework profile (``megatron-core``, ``nemo``,
+  ``composer-fsdp``, ...), the share of the sustained GEMM and attention rates that stack
+  reaches (its own kernels, launch pattern, memory layout); fitted only by ``python -m sim
+  validate --fit --free`` and only for profiles with enough fit-split runs
+  (:data:`sim.validation.fit.FREE_MIN_RUNS`); absent: 1.0;
 * ``eager_traffic`` — bytes of the memory-bound kernels of eager PyTorch stacks relative to
   fused ones (unfused norms, activations, rotary embeddings, residual adds).
 
@@ -58,6 +63,7 @@ class Calibration:
     overheads: dict[str, dict[str, float]] = field(default_factory=dict)
     eager_traffic: float = 2.0
     straggler_sigma: float = 0.0
+    framework_efficiency: dict[str, float] = field(default_factory=dict)
     fitted_on: str = ""
 
     def sustained_for(self, chip: str) -> float:
@@ -71,6 +77,10 @@ class Calibration:
             return self.attention_for("fa2") * TRITON_SHARE[1]
         return float(self.attention.get(impl, 1.0))
 
+    def framework_efficiency_for(self, name: str) -> float:
+        """The fitted efficiency share of framework profile ``name`` (1.0 when not fitted)."""
+        return float(self.framework_efficiency.get(name, 1.0))
+
     def overhead(self, family: str, what: str) -> float:
         """Seconds per ``microbatch_s`` or ``iteration_s`` of a framework family."""
         return float(self.overheads.get(family, {}).get(what, 0.0))
@@ -82,6 +92,8 @@ class Calibration:
                 "power_exponent": round(self.power_exponent, 4),
                 "overheads": {f: {k: round(v, 6) for k, v in d.items()} for f, d in self.overheads.items()},
                 "eager_traffic": round(self.eager_traffic, 4), "straggler_sigma": round(self.straggler_sigma, 5),
+                **({"framework_efficiency": {k: round(v, 4) for k, v in sorted(self.framework_efficiency.items())}}
+                   if self.framework_efficiency else {}),
                 "fitted_on": self.fitted_on}
 
 
@@ -114,6 +126,9 @@ def load(path: Path = PATH) -> Calibration:
     if not isinstance(c.attention, dict) or not all(isinstance(v, (int, float)) and 0 < v <= 1.5
                                                      for v in c.attention.values()):
         raise SimInputError(f"{path}: attention: a factor in (0, 1.5] per implementation (fa2, fa3, cudnn, triton)")
+    if not isinstance(c.framework_efficiency, dict) or not all(
+            isinstance(k, str) and isinstance(v, (int, float)) and 0 < v <= 1.5 for k, v in c.framework_efficiency.items()):
+        raise SimInputError(f"{path}: framework_efficiency: a factor in (0, 1.5] per framework profile name")
     if not isinstance(c.straggler_sigma, (int, float)) or not 0 <= c.straggler_sigma < 0.5:
         raise SimInputError(f"{path}: straggler_sigma: a relative jitter in [0, 0.5), got {c.straggler_sigma!r}")
     for k in ("power_exponent", "eager_traffic"):

@@ -29,6 +29,10 @@ field                  meaning
 ``tp_comm_overlap``    share of a tensor-parallel all-gather / reduce-scatter hidden behind the
                        GEMM that consumes / produces it (Transformer Engine userbuffers:
                        ``--tp-comm-overlap``; torch async TP); 0: every TP collective exposed
+``overlap_p2p_comm``   interleaved schedules: the send/receive between pipeline stages runs under
+                       the next pass (Megatron-Core ``--overlap-p2p-communication``); false: each
+                       pass waits for its own send/receive before the next one starts (NeMo
+                       23.x launcher: ``overlap_p2p_comm: False``, ``batch_p2p_comm: True``)
 ``attention``          ``unfused`` (QKᵀ and AV as batched GEMMs, the s² scores through a fused
                        softmax: Megatron-LM before flash attention), ``fa2``, ``fa3``, ``cudnn``,
                        ``triton`` (the FlashAttention algorithm written in Triton: Tri Dao's
@@ -131,6 +135,7 @@ class Framework:
     bucket_MiB: float = 160.0
     grad_reduce_dtype: str = "fp32"
     tp_comm_overlap: float = 0.0
+    overlap_p2p_comm: bool = True
     attention: str = "auto"
     elementwise_traffic: Optional[float] = 1.0
     cpu_op_s: float = 4e-6
@@ -157,6 +162,12 @@ class Framework:
         """Eager PyTorch (``elementwise_traffic`` left null): every primitive of a norm,
         rotary or activation is its own kernel (:data:`sim.predict.graph.EAGER_BYTES`)."""
         return self.elementwise_traffic is None
+
+    @property
+    def efficiency(self) -> float:
+        """The fitted share of the sustained compute rate this stack reaches (``python -m sim
+        validate --fit --free``; 1.0 when not fitted: :mod:`sim.predict.calibration`)."""
+        return calibration.current().framework_efficiency_for(self.name)
 
     @property
     def microbatch_s(self) -> float:
@@ -236,6 +247,7 @@ class FrameworkSection:
     bucket_MiB: Optional[float] = None
     grad_reduce_dtype: Optional[str] = None
     tp_comm_overlap: Optional[float] = None
+    overlap_p2p_comm: Optional[bool] = None
     attention: Optional[str] = None
     elementwise_traffic: Optional[float] = None
     cpu_op_s: Optional[float] = None

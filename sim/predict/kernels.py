@@ -198,14 +198,16 @@ def compute_rate(k: Kernel, gpu: GpuSpec, precision: str, p: KernelParams) -> Ra
     return Rate(peak * (0.55 if k.phase == "fwd" else 0.45), "default")
 
 
-def kernel_time_s(k: Kernel, gpu: GpuSpec, precision: str, p: KernelParams) -> float:
-    """Roofline time of a compute kernel (module docstring); 0 for ``comm`` kernels."""
+def kernel_time_s(k: Kernel, gpu: GpuSpec, precision: str, p: KernelParams, efficiency: float = 1.0) -> float:
+    """Roofline time of a compute kernel (module docstring); 0 for ``comm`` kernels;
+    ``efficiency`` scales the GEMM and attention rates (the framework's fitted share,
+    :attr:`sim.predict.framework.Framework.efficiency`), never the memory-bound kernels."""
     if k.kind == "comm":
         return 0.0
     mem_s = k.bytes / (gpu.hbm_Bps * p.memory)
     if k.kind == "memory":
         return mem_s + p.launch_s
-    rate = compute_rate(k, gpu, precision, p).tflops * p.compute_scale * gpu.clock_factor
+    rate = compute_rate(k, gpu, precision, p).tflops * p.compute_scale * gpu.clock_factor * efficiency
     return max(k.flops / rate, mem_s) + p.launch_s
 
 

@@ -324,6 +324,12 @@ def predict(j: TrainingJob, fabric: Optional[JobFabric] = None) -> Prediction:
     if j.parallel.schedule == "zb-h1":
         pipe = simulate_zbh1(j.parallel.pp, j.microbatches, [s.fwd_s[0] for s in stages], [s.bwd_s[0] for s in stages],
                              [s.wgrad_s[0] for s in stages], p2p.seconds)
+    elif j.chunks > 1 and j.parallel.pp > 1 and not j.framework.overlap_p2p_comm:
+        # blocking send/receive: every pass holds its GPU until its transfer is done
+        t = p2p.seconds
+        pipe = simulate_pipeline(j.parallel.pp, j.microbatches, j.chunks, [[f + t for f in s.fwd_s] for s in stages],
+                                 [[b + t for b in s.bwd_s] for s in stages], 0.0, orders=j.orders,
+                                 wgrad_s=[s.wgrad_s for s in stages])
     else:
         pipe = simulate_pipeline(j.parallel.pp, j.microbatches, j.chunks, [s.fwd_s for s in stages],
                                  [s.bwd_s for s in stages], p2p.seconds, orders=j.orders,

@@ -95,12 +95,13 @@ def pass_ops(j: TrainingJob, kernels: list[Kernel], comm: Optional[CommModel]) -
     if prec == "fp8" and fw.fp8_recipe in ("blockwise", "rowwise"):
         prec = "fp8_block"                        # block / row scales: the block-scaled GEMM rates
     times: dict[str, float] = {}
+    eff = fw.efficiency
     for k in kernels:
         if k.kind == "comm":
             continue
         if k.kind == "memory" and not k.name.startswith(("optimizer", "fp8.")):
             k = replace(k, bytes=k.bytes * fw.traffic * (graph.eager_factor(j, k.name) if fw.eager else 1.0))
-        times[k.name] = kernel_time_s(k, j.gpu, prec, j.kernels)
+        times[k.name] = kernel_time_s(k, j.gpu, prec, j.kernels, eff)
     out: list[TimedOp] = []
     for i, k in enumerate(kernels):
         if k.kind != "comm":

@@ -7,6 +7,9 @@ mean absolute relative error of the iteration times over the fit runs with
 :func:`sim.predict.fitting.minimise_mape` in log space within the bounds of
 :data:`PARAMETERS`, and prints the errors of both splits before and after. Twelve figures
 for 97 runs; each is physical (what it means: :mod:`sim.predict.calibration`).
+``--free`` adds one efficiency share per framework profile that has at least
+:data:`FREE_MIN_RUNS` fit-split runs (:func:`free_profiles`: six profiles, 18 figures in all),
+bounded to :data:`FREE_BOUNDS`; profiles with fewer runs keep 1.0.
 
 Example::
 
@@ -30,7 +33,7 @@ from sim.predict.job import TrainingJob, job_from_dict
 from sim.predict.predict import JobFabric, job_fabric, predict
 from sim.topology import SimInputError
 from sim.validation.dataset import DATA, Dataset, Run, measured_iteration_s
-from sim.validation.jobs import run_job
+from sim.validation.jobs import PROFILE, run_job
 from sim.validation.split import fit_runs
 
 #: (name, start, lower bound, upper bound)
@@ -50,9 +53,36 @@ PARAMETERS: tuple[tuple[str, float, float, float], ...] = (
 )
 
 
-def theta_to_calibration(x: Sequence[float], fitted_on: str = "") -> Calibration:
-    """The calibration of a parameter vector (order of :data:`PARAMETERS`)."""
-    v = dict(zip((p[0] for p in PARAMETERS), (float(a) for a in x)))
+#: ``--free``: a framework profile gets its own efficiency share only with this many fit-split
+#: runs (fewer would let one figure absorb one run's error: fitting the table, not the stack)
+FREE_MIN_RUNS = 5
+#: ``--free``: bounds of a framework's efficiency share (a stack within ±25 % of the fitted die)
+FREE_BOUNDS = (0.75, 1.25)
+
+
+def free_parameters(free: Sequence[str]) -> tuple[tuple[str, float, float, float], ...]:
+    """:data:`PARAMETERS` and, per profile in ``free``, ``efficiency.<profile>``."""
+    return PARAMETERS + tuple((f"efficiency.{f}", 1.0, *FREE_BOUNDS) for f in free)
+
+
+def free_profiles(runs: Sequence[Run]) -> list[str]:
+    """The framework profiles with at least :data:`FREE_MIN_RUNS` of ``runs`` (``--free``).
+
+    >>> from sim.validation.dataset import load_dataset
+    >>> from sim.validation.split import fit_runs
+    >>> free_profiles(fit_runs(load_dataset()))
+    ['composer-fsdp', 'megatron-bridge', 'megatron-core', 'megatron-lm', 'nemo', 'torchtitan']
+    """
+    count: dict[str, int] = {}
+    for r in runs:
+        name = PROFILE[r.framework_name]
+        count[name] = count.get(name, 0) + 1
+    return sorted(k for k, n in count.items() if n >= FREE_MIN_RUNS)
+
+
+def theta_to_calibration(x: Sequence[float], fitted_on: str = "", free: Sequence[str] = ()) -> Calibration:
+    """The calibration of a parameter vector (order of :func:`free_parameters`)."""
+    v = dict(zip((p[0] for p in free_parameters(free)), (float(a) for a in x)))
     return Calibration(sustained={"A100": v["sustained.A100"], "H100": v["sustained.H100"]},
                        attention={"fa2": v["attention.fa2"], "fa3": v["attention.fa2"],
                                   "cudnn": v["attention.cudnn"],
@@ -61,15 +91,18 @@ def theta_to_calibration(x: Sequence[float], fitted_on: str = "") -> Calibration
                                                "iteration_s": v["megatron.iteration_s"]},
                                   "pytorch": {"microbatch_s": v["pytorch.microbatch_s"],
                                               "iteration_s": v["pytorch.iteration_s"]}},
-                       eager_traffic=v["eager_traffic"], straggler_sigma=v["straggler_sigma"], fitted_on=fitted_on)
+                       eager_traffic=v["eager_traffic"], straggler_sigma=v["straggler_sigma"],
+                       framework_efficiency={f: v[f"efficiency.{f}"] for f in free}, fitted_on=fitted_on)
 
 
-def calibration_to_theta(c: Calibration) -> np.ndarray:
+def calibration_to_theta(c: Calibration, free: Sequence[str] = ()) -> np.ndarray:
     """The parameter vector of a calibration (defaults where it has none)."""
     out = []
-    for name, start, _, _ in PARAMETERS:
+    for name, start, _, _ in free_parameters(free):
         head, _, tail = name.partition(".")
-        if head == "sustained":
+        if head == "efficiency":
+            out.append(c.framework_efficiency_for(tail))
+        elif head == "sustained":
             out.append(c.sustained.get(tail, start))
         elif name == "attention.triton_share":
             out.append(c.attention_for("triton") / c.attention_for("fa2"))
@@ -131,8 +164,10 @@ class FitReport:
 
 
 def fit(ds: Dataset, start: Calibration | None = None, evaluations: int = 200,
-        runs: Sequence[Run] | None = None) -> FitReport:
-    """Fit :data:`PARAMETERS` on the fit split (module docstring); ``runs``: a subset of it."""
+        runs: Sequence[Run] | None = None, free: bool = False) -> FitReport:
+    """Fit :data:`PARAMETERS` on the fit split (module docstring); ``runs``: a subset of it;
+    ``free``: also one efficiency share per framework profile with enough of those runs
+    (:func:`free_profiles`), the others keep 1.0."""
     t0 = time.perf_counter()
     allowed = {r.id for r in fit_runs(ds)}
     chosen = list(runs) if runs is not None else fit_runs(ds)
@@ -140,20 +175,23 @@ def fit(ds: Dataset, start: Calibration | None = None, evaluations: int = 200,
         raise SimInputError("fit: a held-out run was given to fit on (never allowed)")
     prep = prepare(chosen, ds)
     meas = np.array([p.measured_s for p in prep])
-    x0 = np.log(calibration_to_theta(start or calibration.current()))
-    lo = np.log([p[2] for p in PARAMETERS])
-    hi = np.log([p[3] for p in PARAMETERS])
+    profiles = free_profiles([p.run for p in prep]) if free else []
+    params = free_parameters(profiles)
+    x0 = np.log(calibration_to_theta(start or calibration.current(), profiles))
+    lo = np.log([p[2] for p in params])
+    hi = np.log([p[3] for p in params])
     x0 = np.clip(x0, lo, hi)
 
     def model(x: np.ndarray) -> np.ndarray:
-        return predicted(prep, theta_to_calibration(np.exp(x)))
+        return predicted(prep, theta_to_calibration(np.exp(x), free=profiles))
 
     before = float(np.mean(np.abs(model(x0) / meas - 1)) * 100)
     res = minimise_mape(model, meas, x0, lo, hi, polish_evaluations=evaluations, lm_iterations=6)
     name = Path(ds.path).name if Path(ds.path).resolve() != DATA.resolve() else "sim/validation/runs.yaml"
-    cal = theta_to_calibration(np.exp(res.x), f"{len(prep)} fit-split runs of {name}")
+    how = f" (--free: {len(params)} figures, {len(profiles)} of them per framework)" if free else ""
+    cal = theta_to_calibration(np.exp(res.x), f"{len(prep)} fit-split runs of {name}{how}", profiles)
     return FitReport(cal, before, res.error_pct, res.evaluations, time.perf_counter() - t0)
 
 
-__all__ = ["PARAMETERS", "FitReport", "Prepared", "calibration_to_theta", "fit", "predicted", "prepare",
+__all__ = ["FREE_BOUNDS", "FREE_MIN_RUNS", "PARAMETERS", "FitReport", "free_parameters", "free_profiles", "Prepared", "calibration_to_theta", "fit", "predicted", "prepare",
            "theta_to_calibration"]

@@ -26,7 +26,8 @@ def framework_section(r: Run) -> dict[str, Any]:
     name = PROFILE[r.framework_name]
     out: dict[str, Any] = {"name": name, "version": r.framework_version}
     if name == "nemo" and r.framework_version.startswith("23."):
-        out.update(attention="unfused", tp_comm_overlap=0.0)    # 23.x launcher: no Transformer Engine
+        # 23.x launcher (conf/training/gpt3/*.yaml): no Transformer Engine, blocking p2p
+        out.update(attention="unfused", tp_comm_overlap=0.0, overlap_p2p_comm=False)
     if r.attention:
         out["attention"] = r.attention
     if r.compile:
