@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from scenarios.common import RUNS, ScenarioOptions
+from scenarios.common import DEFAULT_FLOW_RATE_PPS, RUNS, ScenarioOptions
 from scenarios.registry import NONE, SCENARIOS, run_scenario, scenario
 from testbed.cli import add_up_arguments, cmd_up
 from testbed.net import TestbedError
@@ -45,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="seed of the elephants' random source ports (default: random, printed)")
     up.add_argument("--scenario-duration-s", type=float, default=12.0,
                     help="seconds the elephants run (default 12)")
+    up.add_argument("--scenario-flow-pps", type=float, default=DEFAULT_FLOW_RATE_PPS,
+                    help="packets/s of each elephant, its NIC's line rate (default "
+                         f"{DEFAULT_FLOW_RATE_PPS:g}: scenarios.common.DEFAULT_FLOW_RATE_PPS)")
     up.add_argument("--runs", type=Path, default=RUNS, help="where reports go (runs/)")
     m = sub.add_parser("measure", help="time the simulator's calibration collectives on the "
                                        "running testbed (python -m sim calibrate reads the file)")
@@ -62,6 +65,7 @@ def listing() -> str:
 
 def _runner(args: argparse.Namespace, fabric: Any, programmer: Any, fnet: Any) -> int:
     opts = ScenarioOptions(seed=args.scenario_seed, duration_s=args.scenario_duration_s,
+                           flow_rate_pps=args.scenario_flow_pps,
                            runs_root=args.runs.resolve(), insecure=bool(getattr(args, "insecure", False)),
                            state_path=fnet.opts.state_path)
     return run_scenario(args.scenario, fabric, programmer, fnet.state, fnet.save_state,

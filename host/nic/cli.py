@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import signal
 import socket
 import sys
@@ -323,7 +324,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             agent.stop()
         io.close()
         hold.close()
-    report.update(cmd=args.cmd, iface=args.iface, elapsed_s=elapsed, udp_hold=hold.status)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    report.update(cmd=args.cmd, iface=args.iface, elapsed_s=elapsed, udp_hold=hold.status,
+                  cpu_s=round(usage.ru_utime + usage.ru_stime, 3), tick_ms=args.tick_ms,
+                  batch_io=not args.per_frame_io)
     bond = bond_of(io)
     if bond is not None:
         report["bond"] = bond.report()
