@@ -7,8 +7,9 @@ fault undone and every prober stopped.
 Skipped unless ``simple_switch_grpc`` and ``p4c-bm2-ss`` are on PATH (CI has neither; a
 reference build: README.md, "Targets: p4sim and BMv2") and a Mininet testbed can start
 here (root). Run it as ``make run TARGET=bmv2 SCENARIO=faults`` is run, under the shared
-network lock on a machine with other testbeds. 172 s where it runs (passed once on
-simple_switch_grpc 1.15.5, 2026-12-05); 0 s in CI.
+network lock on a machine with other testbeds. 161-172 s where it runs (passed on
+simple_switch_grpc 1.15.5, 2026-12-05, and with p4c-bm2-ss 1.2.5.16 on main 84732a8,
+2026-12-06); 0 s in CI.
 """
 from __future__ import annotations
 
