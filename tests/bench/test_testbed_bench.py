@@ -20,7 +20,8 @@ TINY = BenchConfig(duration_s=0.05, runs=1, warmup_s=0.0)
 def test_registered_as_group_testbed() -> None:
     assert "testbed" in groups()
     assert [(b.group, b.name) for b in select(["testbed"])] == [("testbed", "default"),
-                                                                ("testbed", "16sw")]
+                                                                ("testbed", "16sw"),
+                                                                ("testbed", "2pod_dualport")]
 
 
 def test_specs_have_the_documented_switch_counts() -> None:
@@ -28,6 +29,8 @@ def test_specs_have_the_documented_switch_counts() -> None:
     assert len(big.switches) == 16
     assert sum(s.role == "leaf" for s in big.switches) == 8
     assert len(build_fabric(tb.fabric_spec("default")).switches) == 6
+    pods = build_fabric(tb.fabric_spec("2pod_dualport")).switches
+    assert [sum(s.role == r for s in pods) for r in ("leaf", "spine", "core")] == [8, 4, 4]
 
 
 def test_proc_readings_of_this_process() -> None:
