@@ -67,6 +67,11 @@ RPC_TIMEOUT_S = 5.0
 STREAM_ANSWER_S = 5.0
 STARVATION_STREAMS = 100
 """Streams one attacker identity tries to open (the issue's probe: 15 sufficed before)."""
+STALLED_READS = 60
+"""Reads of a large answer one attacker identity sends and never reads."""
+STALLED_READ_COPIES = 40
+"""Wildcard counter reads in each of them: an answer of about 10 MB on ``fabric.p4``, far
+beyond what gRPC's flow control lets the switch send before the client reads."""
 READY_TIMEOUT_S = 60.0
 PACKET_OUT_ANSWER_S = 1.0
 """How long a packet-out attack waits for the switch's StreamError (none: taken)."""
@@ -451,6 +456,38 @@ def _starve(party: str) -> AttackFn:
     return run
 
 
+def _stall_reads(party: str) -> AttackFn:
+    """:data:`STALLED_READS` Reads that each ask for every counter :data:`STALLED_READ_COPIES`
+    times and are never read: each holds a worker of the switch while its answer waits
+    in gRPC's flow control. The controller's Read and an empty Write must still be answered
+    within :data:`RPC_TIMEOUT_S` (refused: the extra Reads were refused and the controller
+    served)."""
+    def run(v: Victim) -> None:
+        with v.channel(party) as ch:
+            stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
+            req = p4runtime_pb2.ReadRequest(device_id=v.device_id, entities=[
+                p4runtime_pb2.Entity(counter_entry=p4runtime_pb2.CounterEntry())] * STALLED_READ_COPIES)
+            calls = [stub.Read(req) for _ in range(STALLED_READS)]
+            try:
+                mine = v.conn.stub
+                try:
+                    list(mine.Read(v.conn.read_request(v._session()), timeout=RPC_TIMEOUT_S))
+                    mine.Write(p4runtime_pb2.WriteRequest(
+                        device_id=v.device_id,
+                        election_id=p4runtime_pb2.Uint128(low=v.election_id)), timeout=RPC_TIMEOUT_S)
+                except grpc.RpcError as exc:
+                    raise AttackFailed("OK", f"{STALLED_READS} stalled Reads starved the server: the "
+                                             f"controller's RPC failed {exc.code().name}") from None
+                ended = [c for c in calls if c.done() and c.code() != grpc.StatusCode.OK]
+                if ended:
+                    raise AttackFailed(ended[0].code().name, f"{len(ended)} of {STALLED_READS} "
+                                                             f"Reads refused: {ended[0].details()}")
+            finally:
+                for c in calls:
+                    c.cancel()
+    return run
+
+
 @dataclass(frozen=True, slots=True)
 class Attack:
     """One line of the attack matrix: who attacks, what it tries, the threat-model claim."""
@@ -489,6 +526,8 @@ def p4rt_attacks(host: str, other_switch: str) -> list[Attack]:
                _push_without_stream(MONITOR)),
         Attack("monitor-starves-streams", MONITOR,
                "no client can starve a switch's P4Runtime server", _starve(MONITOR)),
+        Attack("monitor-stalls-reads", MONITOR,
+               "no client can starve a switch's P4Runtime server", _stall_reads(MONITOR)),
     ]
 
 
@@ -842,6 +881,6 @@ def iter_table(outcomes: Sequence[Outcome]) -> Iterator[str]:
 
 __all__ = ["smartnic_attacks", "LiveNic", "live_nic_attacks", "LIVE_STREAMS", "AgentAttack", "AgentFabric", "RecordingMover", "agent_attacks", "run_agent_attack",
            "run_agent_attacks", "READY_TIMEOUT_S", "started_switch", "Attack", "AttackFailed", "AttackStream", "CONTROLLER_ELECTION_ID", "COOKIE", "Outcome",
-           "IdleStream", "STARVATION_STREAMS", "Victim", "controller_read_ms", "default_attackers",
+           "IdleStream", "STALLED_READS", "STARVATION_STREAMS", "Victim", "controller_read_ms", "default_attackers",
            "denied_fraction", "iter_table", "open_streams", "p4rt_attacks", "run_attack",
            "run_attacks"]

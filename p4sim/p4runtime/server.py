@@ -79,7 +79,7 @@ from p4sim.p4runtime.gcpause import gc_paused
 from p4sim.p4runtime.idle import IdleTimeoutMonitor
 from p4sim.p4runtime.packetio import PacketIO
 from p4sim.p4runtime.reqlog import RequestLog
-from p4sim.p4runtime.streamlimits import StreamLimitError, StreamLimits
+from p4sim.p4runtime.streamlimits import StreamLimitError, StreamLimits, read_limits
 from p4sim.p4runtime.tls import ServerTls
 from p4sim.runtime.errors import RuntimeStateError
 
@@ -126,6 +126,23 @@ class _RichStatus(NamedTuple):
 
 class _Status(_RichStatus, grpc.Status):
     pass
+
+
+def _once(fn: Callable[[], None]) -> Callable[[], None]:
+    """``fn`` wrapped to run at most once, whoever calls it first (thread-safe).
+
+    >>> calls = []; f = _once(lambda: calls.append(1)); f(); f(); calls
+    [1]
+    """
+    lock, done = threading.Lock(), [False]
+
+    def run() -> None:
+        with lock:
+            if done[0]:
+                return
+            done[0] = True
+        fn()
+    return run
 
 
 def _grpc_code(name: str) -> grpc.StatusCode:
@@ -246,6 +263,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.extras = extras
         self.policy = policy
         self.stream_limits = stream_limits or StreamLimits()
+        self.read_limits = read_limits()
         self.arbiter = Arbiter(device.device_id)
         self.reqlog = RequestLog(request_log) if request_log else None
         self.store_factory = store_factory or self._default_store
@@ -657,15 +675,29 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     # ------------------------------------------------------------------ Read
     def Read(self, request: p4runtime_pb2.ReadRequest, context: grpc.ServicerContext) -> Iterator[Any]:
         try:
-            self._identity(context, "Read", request.role or None)
-            self._check_device(request.device_id, write=False)
-            with self._state_lock:
-                pipe = self._target()
-                responses = self._read_all(pipe, request)
+            identity = self._identity(context, "Read", request.role or None)
+            self.read_limits.acquire(identity)
         except RpcError as e:
             self._abort(context, e)
             return
-        yield from responses
+        except StreamLimitError as e:     # a client holding its answers: streamlimits.py
+            log.warning("P4Runtime Read refused: %s", e.message)
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, e.message)
+            return
+        release = _once(lambda: self.read_limits.release(identity))
+        context.add_callback(release)     # also when the client goes while a send waits
+        try:
+            try:
+                self._check_device(request.device_id, write=False)
+                with self._state_lock:
+                    pipe = self._target()
+                    responses = self._read_all(pipe, request)
+            except RpcError as e:
+                self._abort(context, e)
+                return
+            yield from responses
+        finally:
+            release()
 
     def _read_all(self, pipe: Pipeline, request: p4runtime_pb2.ReadRequest) -> list[p4runtime_pb2.ReadResponse]:
         """The responses holding every entity the request asks for, each entity built in

@@ -18,6 +18,14 @@ nothing (no arbitration needed) takes every worker and the controller's ``Read``
 ``python -m p4sim switch --p4rt-max-streams N --p4rt-max-streams-per-client N`` change
 the bounds (p4sim options, before ``--``).
 
+A ``Read`` holds its worker too while its answer waits for the client: a client that asks
+for a large answer (a wildcard counter read, repeated in one request) and never reads it
+keeps the worker blocked in gRPC's flow control. Sixty such Reads with the monitor's
+read-only certificate once left the controller's Read and Write waiting past 30 s. So
+Reads in progress are bounded the same way (:func:`read_limits`: at most
+:data:`DEFAULT_MAX_READS_PER_CLIENT` per identity, :data:`DEFAULT_MAX_READS` in all, fewer
+than :data:`RPC_WORKERS`), a Read beyond them ends at once with ``RESOURCE_EXHAUSTED``.
+
 >>> lim = StreamLimits(max_streams=3, per_client=2)
 >>> a, b = lim.acquire("b0s0"), lim.acquire("b0s0")
 >>> lim.acquire("b0s0")
@@ -43,6 +51,12 @@ DEFAULT_MAX_STREAMS_PER_CLIENT = 8
 RPC_WORKERS = 16
 """Worker threads kept for unary RPCs beyond the streams' (BMv2's PI has no such bound:
 gRPC C++'s synchronous server grows its thread pool as calls arrive)."""
+DEFAULT_MAX_READS = 12
+"""Reads in progress at most, in total: :data:`RPC_WORKERS` less 4 workers that only a
+Write, a pipeline push, GetForwardingPipelineConfig or Capabilities can take."""
+DEFAULT_MAX_READS_PER_CLIENT = 6
+"""Reads in progress at most per client identity: two identities (the testbed's
+controller and monitor) fit in :data:`DEFAULT_MAX_READS` together."""
 
 
 class StreamLimitError(Exception):
@@ -59,11 +73,12 @@ class StreamLimits:
     """The open-stream counts, total and per identity (thread-safe)."""
 
     def __init__(self, max_streams: int = DEFAULT_MAX_STREAMS,
-                 per_client: int = DEFAULT_MAX_STREAMS_PER_CLIENT) -> None:
+                 per_client: int = DEFAULT_MAX_STREAMS_PER_CLIENT, what: str = "StreamChannels") -> None:
         if max_streams < 1 or per_client < 1:
-            raise ValueError("stream bounds must be at least 1")
+            raise ValueError(f"bounds of {what} must be at least 1")
         self.max_streams = max_streams
         self.per_client = per_client
+        self.what = what
         self._open: Counter[Optional[str]] = Counter()
         self._lock = threading.Lock()
         self.refused = 0
@@ -81,12 +96,12 @@ class StreamLimits:
             total = sum(self._open.values())
             if total >= self.max_streams:
                 self.refused += 1
-                raise StreamLimitError(f"the switch already has {total} open StreamChannels "
+                raise StreamLimitError(f"the switch already has {total} open {self.what} "
                                        f"(at most {self.max_streams}); identity {who} refused")
             if identity is not None and self._open[identity] >= self.per_client:
                 self.refused += 1
                 raise StreamLimitError(f"identity {who} already has {self._open[identity]} open "
-                                       f"StreamChannels (at most {self.per_client} per client identity)")
+                                       f"{self.what} (at most {self.per_client} per client identity)")
             self._open[identity] += 1
         return identity
 
@@ -104,5 +119,22 @@ class StreamLimits:
             return sum(self._open.values()) if every and identity is None else self._open[identity]
 
 
-__all__ = ["DEFAULT_MAX_STREAMS", "DEFAULT_MAX_STREAMS_PER_CLIENT", "RPC_WORKERS",
-           "StreamLimitError", "StreamLimits"]
+def read_limits(max_reads: int = DEFAULT_MAX_READS,
+                per_client: int = DEFAULT_MAX_READS_PER_CLIENT) -> StreamLimits:
+    """The bounds on Reads in progress (a :class:`StreamLimits` counting Reads).
+
+    >>> lim = read_limits(max_reads=2, per_client=1)
+    >>> _ = lim.acquire("monitor")
+    >>> lim.acquire("monitor")
+    Traceback (most recent call last):
+    ...
+    p4sim.p4runtime.streamlimits.StreamLimitError: identity 'monitor' already has 1 open Reads (at most 1 per client identity)
+    """
+    if max_reads >= RPC_WORKERS:
+        raise ValueError(f"at most {RPC_WORKERS - 1} Reads in progress: {RPC_WORKERS} workers serve every unary RPC")
+    return StreamLimits(max_reads, per_client, what="Reads")
+
+
+__all__ = ["DEFAULT_MAX_READS", "DEFAULT_MAX_READS_PER_CLIENT", "DEFAULT_MAX_STREAMS",
+           "DEFAULT_MAX_STREAMS_PER_CLIENT", "RPC_WORKERS", "StreamLimitError", "StreamLimits",
+           "read_limits"]

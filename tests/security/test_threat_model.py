@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Iterator
 
+import grpc
 import pytest
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from procs import REPO, SwitchProcess
 from testbed.attacks import (Attack, AgentFabric, Outcome, Victim, agent_attacks, default_attackers,
@@ -94,6 +97,8 @@ EXPECTED = {
     "monitor-push-pipeline": ("PERMISSION_DENIED", "SetForwardingPipelineConfig refused"),
     "monitor-starves-streams": ("RESOURCE_EXHAUSTED",
                                 "identity 'monitor' already has 8 open StreamChannels"),
+    "monitor-stalls-reads": ("RESOURCE_EXHAUSTED",
+                             "identity 'monitor' already has 6 open Reads"),
 }
 
 
@@ -186,3 +191,26 @@ def test_the_squatted_flows_owner_registers_it(agents: AgentFabric) -> None:
     fid = agents.flows["b0s0"].flow_id
     assert agents.agents["b0s0"].register() == 1 and agents.registry.owner(fid) == "b0s0"
     assert agents.registry.squats >= 1
+
+
+def test_stalled_reads_give_their_workers_back(victim: Victim, pki: FabricPki) -> None:
+    """After the stalled Reads are cancelled the monitor reads again: the bound counts
+    Reads in progress, not Reads ever made (twice the attack, then a Read within 10 s)."""
+    for _ in range(2):
+        check(run_attack(victim, attacks(pki)["monitor-stalls-reads"]), "RESOURCE_EXHAUSTED",
+              "open Reads")
+    req = p4runtime_pb2.ReadRequest(device_id=DEVICE_ID, entities=[
+        p4runtime_pb2.Entity(counter_entry=p4runtime_pb2.CounterEntry())])
+    with victim.channel("monitor") as ch:
+        stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
+        last: object = None
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline:     # the switch sees the cancels asynchronously
+            try:
+                assert list(stub.Read(req, timeout=5.0))
+                return
+            except grpc.RpcError as exc:
+                last = exc.code()
+                assert last == grpc.StatusCode.RESOURCE_EXHAUSTED, exc
+                time.sleep(0.05)     # probe interval of a bounded readiness wait
+        pytest.fail(f"the monitor's Read still refused 10 s after its Reads were cancelled: {last}")
