@@ -72,6 +72,9 @@ STALLED_READS = 60
 STALLED_READ_COPIES = 40
 """Wildcard counter reads in each of them: an answer of about 10 MB on ``fabric.p4``, far
 beyond what gRPC's flow control lets the switch send before the client reads."""
+AMPLIFIED_COPIES = 200
+"""Copies of the wildcard "every counter" in the amplified Read (an 802-byte request; on
+``fabric.p4`` about 2 million entities, 52 MB, when answered)."""
 READY_TIMEOUT_S = 60.0
 PACKET_OUT_ANSWER_S = 1.0
 """How long a packet-out attack waits for the switch's StreamError (none: taken)."""
@@ -488,6 +491,21 @@ def _stall_reads(party: str) -> AttackFn:
     return run
 
 
+def _amplified_read(party: str) -> AttackFn:
+    """One small Read that repeats the wildcard "every counter" :data:`AMPLIFIED_COPIES`
+    times: the switch builds the whole answer in memory before it sends it (taken when it
+    is answered in full)."""
+    def run(v: Victim) -> None:
+        with v.channel(party) as ch:
+            stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
+            req = p4runtime_pb2.ReadRequest(device_id=v.device_id, entities=[
+                p4runtime_pb2.Entity(counter_entry=p4runtime_pb2.CounterEntry())] * AMPLIFIED_COPIES)
+            got = _rpc(lambda: sum(len(r.entities) for r in stub.Read(req, timeout=120)))
+            if got == 0:
+                raise AttackFailed("EMPTY", "the switch answered no entity")
+    return run
+
+
 @dataclass(frozen=True, slots=True)
 class Attack:
     """One line of the attack matrix: who attacks, what it tries, the threat-model claim."""
@@ -528,6 +546,8 @@ def p4rt_attacks(host: str, other_switch: str) -> list[Attack]:
                "no client can starve a switch's P4Runtime server", _starve(MONITOR)),
         Attack("monitor-stalls-reads", MONITOR,
                "no client can starve a switch's P4Runtime server", _stall_reads(MONITOR)),
+        Attack("monitor-amplified-read", MONITOR,
+               "no client can exhaust a switch's memory with a small request", _amplified_read(MONITOR)),
     ]
 
 

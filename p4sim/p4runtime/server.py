@@ -93,6 +93,12 @@ MAX_RECEIVE_BYTES = 256 * 1024 * 1024
 """The largest request p4sim accepts, PI's (``pi_server.cpp``: ``SetMaxReceiveMessageSize(256MB)``;
 gRPC's default, 4 MB, would refuse device configs and batches BMv2 takes). A larger one is
 refused by gRPC with ``RESOURCE_EXHAUSTED`` before it is parsed."""
+MAX_READ_ENTITIES = 1 << 20
+"""Entities one Read may answer with (1,048,576: a hundred times the fabric's every table
+entry and counter cell). A ReadRequest may repeat a wildcard: 200 copies of "every
+counter" in an 802-byte request built a 52 MB answer and grew the switch by 330 MB, so a
+request of a few kB would have exhausted the machine's memory. Beyond it the Read ends
+with ``RESOURCE_EXHAUSTED`` before more is built."""
 _READ_CHUNK = 4096
 """Entities per ReadResponse. PI answers a Read with one response; p4sim splits very large
 answers so that no response nears gRPC's default 4 MB limit on what a client receives
@@ -184,11 +190,20 @@ class _Responses:
     the current response, so nothing is copied after it is filled. :meth:`add_wire` takes
     entities already encoded (the counters' wildcard reads, :mod:`.wirecounters`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_entities: int = MAX_READ_ENTITIES) -> None:
         self.responses: list[p4runtime_pb2.ReadResponse] = []
         self._left = 0
+        self._room = max_entities
+        self._max = max_entities
         self._current = p4runtime_pb2.ReadResponse()
         self._add: Callable[[], p4runtime_pb2.Entity] = p4runtime_pb2.Entity
+
+    def _take(self, n: int) -> None:
+        """Count ``n`` more entities; RpcError RESOURCE_EXHAUSTED beyond the bound."""
+        self._room -= n
+        if self._room < 0:
+            raise RpcError("RESOURCE_EXHAUSTED", f"the Read's answer exceeds {self._max} entities "
+                                                 "(MAX_READ_ENTITIES); ask for fewer per request")
 
     def _next(self) -> None:
         self._current = p4runtime_pb2.ReadResponse()
@@ -198,6 +213,7 @@ class _Responses:
     def new_entity(self) -> p4runtime_pb2.Entity:
         if self._left == 0:
             self._next()
+        self._take(1)
         self._left -= 1
         return self._add()
 
@@ -209,6 +225,7 @@ class _Responses:
             if self._left == 0:
                 self._next()
             take = min(self._left, (len(wire) - at) // width)
+            self._take(take)
             self._current.MergeFromString(wire[at:at + take * width])
             self._left -= take
             at += take * width
@@ -713,6 +730,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                         pass
                 except RuntimeStateError as e:
                     raise RpcError(e.code, e.message) from None
+                except RpcError:
+                    raise
                 except Exception as e:  # noqa: BLE001
                     log.exception("Read failed unexpectedly")
                     raise RpcError("INTERNAL", f"{type(e).__name__}: {e}") from None

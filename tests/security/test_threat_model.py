@@ -99,6 +99,7 @@ EXPECTED = {
                                 "identity 'monitor' already has 8 open StreamChannels"),
     "monitor-stalls-reads": ("RESOURCE_EXHAUSTED",
                              "identity 'monitor' already has 6 open Reads"),
+    "monitor-amplified-read": ("RESOURCE_EXHAUSTED", "the Read's answer exceeds 1048576 entities"),
 }
 
 
