@@ -61,6 +61,13 @@ from astral_proto.security import CONTROLLER, Security, listen
 log = logging.getLogger(__name__)
 
 
+MAX_FLOWS_PER_HOST = 4096
+"""Flows one host may hold registered, over all its agents. Without a bound a host's own
+certificate registered 180,000 flows (30,000 per request under six made-up agent
+addresses) and GOR's ``registry.flows()``, read every round, took 1.3 s; beyond it a
+registration is refused ``RESOURCE_EXHAUSTED`` and changes nothing."""
+
+
 class RegistryError(Exception):
     """A refused registry operation; ``code`` is the gRPC status the service returns."""
 
@@ -109,6 +116,7 @@ class FlowRegistry:
         if self.security.name != CONTROLLER:
             raise ValueError(f"the registry runs as {CONTROLLER!r}, not {self.security.name!r}")
         self._wall_clock = wall_clock
+        self.max_flows_per_host = MAX_FLOWS_PER_HOST
         self._host_ips = {h: frozenset(ips) for h, ips in host_ips.items()}
         self._hosts: dict[str, _HostState] = {}
         self._flows: dict[str, HostFlow] = {}
@@ -172,10 +180,18 @@ class FlowRegistry:
                                         f"flow {f.flow_id} belongs to {other}")
             if len({f.flow_id for f in flows}) != len(flows):
                 raise RegistryError(grpc.StatusCode.INVALID_ARGUMENT, "duplicate flow ids")
+            new_ids = {f.flow_id for f in flows}
+            kept = sum(1 for fid, ag in self._agent_of.items() if self._owner.get(fid) == host
+                       and ag[0] != agent_address and fid not in new_ids)
+            if kept + len(flows) > self.max_flows_per_host:
+                log.warning("registry: %s would hold %d flows (at most %d per host): refused",
+                            host, kept + len(flows), self.max_flows_per_host)
+                raise RegistryError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                    f"{host} would hold {kept + len(flows)} registered flows, at most "
+                                    f"{self.max_flows_per_host} per host")
             state = self._hosts.setdefault(host, _HostState())
             state.agent_address, state.incarnation = agent_address, incarnation
             state.last_report_s = self._clock()
-            new_ids = {f.flow_id for f in flows}
             replaced = {ag for fid, ag in self._agent_of.items() if self._owner.get(fid) == host
                         and ag[1] != incarnation and (ag[0] == agent_address or fid in new_ids)}
             dropped: dict[str, str] = {}

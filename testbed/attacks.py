@@ -827,6 +827,34 @@ def _order_as(party: str, target: str) -> Callable[[AgentFabric], None]:
     return run
 
 
+FLOOD_AGENTS = 3
+FLOOD_FLOWS = 2000
+"""The registry flood: :data:`FLOOD_FLOWS` flows under each of :data:`FLOOD_AGENTS`
+made-up agent addresses (6,000 flows of one host)."""
+
+
+def _flood_registry(host: str) -> Callable[[AgentFabric], None]:
+    """``host`` registers flows of its own source address under made-up agent addresses
+    until it holds :data:`FLOOD_AGENTS` × :data:`FLOOD_FLOWS` (taken when every
+    registration went through); they are unregistered afterwards."""
+    def run(fab: AgentFabric) -> None:
+        from host.agent.registry_client import RegistryClient  # noqa: PLC0415 — heavy: scapy
+        src = fab.host_ips[host][0]
+        dst = fab.flows[host].dst_ip
+        client = RegistryClient(fab.address, _as(fab, host), timeout_s=30.0)
+        fakes = [f"127.0.0.1:{2 + a}" for a in range(FLOOD_AGENTS)]
+        try:
+            for a, addr in enumerate(fakes):
+                qpns = range(1000 + a * FLOOD_FLOWS, 1000 + (a + 1) * FLOOD_FLOWS)
+                _rpc(lambda: client.register([HostFlow(flow_id(src, dst, q), src, dst, 49152, q)
+                                              for q in qpns], agent_address=addr, incarnation="flood"))
+        finally:
+            for addr in fakes:
+                client.register([], agent_address=addr, incarnation="flood")
+            client.close()
+    return run
+
+
 @dataclass(frozen=True, slots=True)
 class AgentAttack:
     """One line of the agent protocol's attack matrix."""
@@ -852,6 +880,8 @@ def agent_attacks(switch: str) -> list[AgentAttack]:
                     _order_as("b1s0", "b0s0")),
         AgentAttack("switch-orders-move", switch, "a compromised switch cannot pose as the controller",
                     _order_as(switch, "b0s0")),
+        AgentAttack("host-floods-registry", "b1s0", "a host cannot fill GOR's registry",
+                    _flood_registry("b1s0")),
     ]
 
 

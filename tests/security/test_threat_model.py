@@ -167,6 +167,7 @@ AGENT_EXPECTED = {
     "monitor-orders-move": ({"PERMISSION_DENIED"}, "only controller may call the agent of b0s0, not monitor"),
     "host-orders-move": ({"UNAVAILABLE"}, ""),            # an agent trusts the control CA only
     "switch-orders-move": ({"UNAVAILABLE"}, ""),
+    "host-floods-registry": ({"RESOURCE_EXHAUSTED"}, "at most 4096 per host"),
 }
 
 
@@ -215,3 +216,11 @@ def test_stalled_reads_give_their_workers_back(victim: Victim, pki: FabricPki) -
                 assert last == grpc.StatusCode.RESOURCE_EXHAUSTED, exc
                 time.sleep(0.05)     # probe interval of a bounded readiness wait
         pytest.fail(f"the monitor's Read still refused 10 s after its Reads were cancelled: {last}")
+
+
+def test_a_flooding_host_keeps_its_own_flows_and_bound(agents: AgentFabric) -> None:
+    """After the refused flood b1s0 holds its one real flow again (the flood's flows were
+    unregistered), and still registers it."""
+    run_agent_attack(agents, {a.name: a for a in agent_attacks(VICTIM)}["host-floods-registry"])
+    assert [f.flow_id for f in agents.registry.flows("b1s0")] == [agents.flows["b1s0"].flow_id]
+    assert agents.agents["b1s0"].register() == 1
