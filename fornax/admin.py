@@ -46,6 +46,9 @@ class _Handler(socketserver.StreamRequestHandler):
         for line in self.rfile:
             try:
                 req = json.loads(line)
+                if not isinstance(req, dict) or not isinstance(req.get("args") or {}, dict):
+                    raise AdminError('a request is one JSON object {"cmd": NAME, "args": {...}} '
+                                     "per line, args an object")
                 result = server.run(req.get("cmd", ""), req.get("args") or {})
                 reply = {"ok": True, "result": result}
             except (PolicyError, AdminError, KeyError, ValueError, TypeError) as exc:

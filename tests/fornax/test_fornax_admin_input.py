@@ -1,0 +1,38 @@
+"""The manager's admin socket answers malformed requests with an error line, never a
+traceback and a dropped connection (``fornax/admin.py``)."""
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from fornax.admin import AdminClient, AdminServer
+
+
+class Manager:
+    """What the admin commands used here need of a manager."""
+
+    timeline: list[dict[str, int]] = []
+
+    def stats(self) -> dict[str, int]:
+        return {"sessions": 0}
+
+
+@pytest.mark.parametrize("line", [b"[]", b'"stats"', b"3", b'{"cmd": "stats", "args": [1]}',
+                                  b'{"cmd": "stats", "args": "x"}'])
+def test_a_request_that_is_no_object_is_answered_with_an_error(tmp_path: Path, line: bytes) -> None:
+    server = AdminServer(Manager(), tmp_path / "admin.sock")
+    server.start()
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(5.0)
+            s.connect(str(server.path))
+            s.sendall(line + b"\n")
+            reply = json.loads(s.makefile("rb").readline())
+        assert reply == {"ok": False, "error": 'a request is one JSON object {"cmd": NAME, "args": {...}} '
+                                               "per line, args an object"}
+        assert AdminClient(server.path).call("stats") == {"sessions": 0}
+    finally:
+        server.stop()
