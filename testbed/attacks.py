@@ -470,8 +470,14 @@ def _stall_reads(party: str) -> AttackFn:
             stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
             req = p4runtime_pb2.ReadRequest(device_id=v.device_id, entities=[
                 p4runtime_pb2.Entity(counter_entry=p4runtime_pb2.CounterEntry())] * STALLED_READ_COPIES)
+            ended = threading.Event()        # the switch refused one of them
             calls = [stub.Read(req) for _ in range(STALLED_READS)]
+            for c in calls:
+                c.add_done_callback(lambda _c: ended.set())
             try:
+                # the Reads reach the switch before the controller's probe: the first
+                # refusal, or (nothing refused) RPC_TIMEOUT_S for them to take the workers
+                ended.wait(RPC_TIMEOUT_S)
                 mine = v.conn.stub
                 try:
                     list(mine.Read(v.conn.read_request(v._session()), timeout=RPC_TIMEOUT_S))
