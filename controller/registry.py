@@ -171,6 +171,10 @@ class FlowRegistry:
         ips = self._host_ips.get(host)
         if ips is None:
             raise RegistryError(grpc.StatusCode.PERMISSION_DENIED, f"{host} is not in the fabric")
+        if len(flows) > self.max_flows_per_host:        # before any per-flow work
+            raise RegistryError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                f"{host} would hold {len(flows)} registered flows, at most "
+                                f"{self.max_flows_per_host} per host")
         with self._lock:
             for f in flows:
                 self._check_owned(host, ips, f)
