@@ -487,10 +487,10 @@ def _stall_reads(party: str) -> AttackFn:
                 except grpc.RpcError as exc:
                     raise AttackFailed("OK", f"{STALLED_READS} stalled Reads starved the server: the "
                                              f"controller's RPC failed {exc.code().name}") from None
-                ended = [c for c in calls if c.done() and c.code() != grpc.StatusCode.OK]
-                if ended:
-                    raise AttackFailed(ended[0].code().name, f"{len(ended)} of {STALLED_READS} "
-                                                             f"Reads refused: {ended[0].details()}")
+                refused = [c for c in calls if c.done() and c.code() != grpc.StatusCode.OK]
+                if refused:
+                    raise AttackFailed(refused[0].code().name, f"{len(refused)} of {STALLED_READS} "
+                                                               f"Reads refused: {refused[0].details()}")
             finally:
                 for c in calls:
                     c.cancel()
