@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x61stral_proto/agent.proto\x12\x0f\x61stral.agent.v1\"a\n\tFiveTuple\x12\x0e\n\x06src_ip\x18\x01 \x01(\t\x12\x0e\n\x06\x64st_ip\x18\x02 \x01(\t\x12\x10\n\x08src_port\x18\x03 \x01(\r\x12\x10\n\x08\x64st_port\x18\x04 \x01(\r\x12\x10\n\x08protocol\x18\x05 \x01(\r\"\x96\x01\n\x04\x46low\x12\x0f\n\x07\x66low_id\x18\x01 \x01(\t\x12)\n\x05tuple\x18\x02 \x01(\x0b\x32\x1a.astral.agent.v1.FiveTuple\x12\x0b\n\x03qpn\x18\x03 \x01(\r\x12\r\n\x05\x62ytes\x18\x04 \x01(\x04\x12\x10\n\x08priority\x18\x05 \x01(\r\x12\r\n\x05moved\x18\x06 \x01(\x08\x12\x15\n\rms_since_move\x18\x07 \x01(\r\"\xa8\x01\n\tMoveOrder\x12\x0f\n\x07\x66low_id\x18\x01 \x01(\t\x12\x11\n\tnew_sport\x18\x02 \x01(\r\x12\x10\n\x08order_id\x18\x03 \x01(\t\x12\r\n\x05nonce\x18\x04 \x01(\t\x12\x13\n\x0btarget_host\x18\x05 \x01(\t\x12(\n\x04\x66low\x18\x06 \x01(\x0b\x32\x1a.astral.agent.v1.FiveTuple\x12\x17\n\x0f\x65xpires_unix_ms\x18\x07 \x01(\x04\"D\n\tMoveReply\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x15\n\rcurrent_sport\x18\x03 \x01(\r\"\x0f\n\rStatusRequest\"a\n\tFlowState\x12#\n\x04\x66low\x18\x01 \x01(\x0b\x32\x15.astral.agent.v1.Flow\x12\x18\n\x10pending_order_id\x18\x02 \x01(\t\x12\x15\n\rpending_sport\x18\x03 \x01(\r\"[\n\x0bStatusReply\x12\x0c\n\x04host\x18\x01 \x01(\t\x12\x13\n\x0bincarnation\x18\x02 \x01(\t\x12)\n\x05\x66lows\x18\x03 \x03(\x0b\x32\x1a.astral.agent.v1.FlowState\"q\n\x0fRegisterRequest\x12\x0c\n\x04host\x18\x01 \x01(\t\x12\x15\n\ragent_address\x18\x02 \x01(\t\x12\x13\n\x0bincarnation\x18\x03 \x01(\t\x12$\n\x05\x66lows\x18\x04 \x03(\x0b\x32\x15.astral.agent.v1.Flow\"#\n\rRegisterReply\x12\x12\n\nregistered\x18\x01 \x01(\r\"i\n\nMoveReport\x12\x0c\n\x04host\x18\x01 \x01(\t\x12\x10\n\x08order_id\x18\x02 \x01(\t\x12\x0f\n\x07\x66low_id\x18\x03 \x01(\t\x12\x0c\n\x04\x64one\x18\x04 \x01(\x08\x12\r\n\x05sport\x18\x05 \x01(\r\x12\r\n\x05\x65rror\x18\x06 \x01(\t\"\x0f\n\rMoveReportAck2\x9a\x01\n\x0c\x41gentService\x12\x42\n\x08MoveFlow\x12\x1a.astral.agent.v1.MoveOrder\x1a\x1a.astral.agent.v1.MoveReply\x12\x46\n\x06Status\x12\x1e.astral.agent.v1.StatusRequest\x1a\x1c.astral.agent.v1.StatusReply2\xac\x01\n\x0c\x46lowRegistry\x12Q\n\rRegisterFlows\x12 .astral.agent.v1.RegisterRequest\x1a\x1e.astral.agent.v1.RegisterReply\x12I\n\nReportMove\x12\x1b.astral.agent.v1.MoveReport\x1a\x1e.astral.agent.v1.MoveReportAckb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x61stral_proto/agent.proto\x12\x0f\x61stral.agent.v1\"a\n\tFiveTuple\x12\x0e\n\x06src_ip\x18\x01 \x01(\t\x12\x0e\n\x06\x64st_ip\x18\x02 \x01(\t\x12\x10\n\x08src_port\x18\x03 \x01(\r\x12\x10\n\x08\x64st_port\x18\x04 \x01(\r\x12\x10\n\x08protocol\x18\x05 \x01(\r\"\xba\x01\n\x04\x46low\x12\x0f\n\x07\x66low_id\x18\x01 \x01(\t\x12)\n\x05tuple\x18\x02 \x01(\x0b\x32\x1a.astral.agent.v1.FiveTuple\x12\x0b\n\x03qpn\x18\x03 \x01(\r\x12\r\n\x05\x62ytes\x18\x04 \x01(\x04\x12\x10\n\x08priority\x18\x05 \x01(\r\x12\r\n\x05moved\x18\x06 \x01(\x08\x12\x15\n\rms_since_move\x18\x07 \x01(\r\x12\x15\n\x08nic_port\x18\x08 \x01(\rH\x00\x88\x01\x01\x42\x0b\n\t_nic_port\"\xcc\x01\n\tMoveOrder\x12\x0f\n\x07\x66low_id\x18\x01 \x01(\t\x12\x11\n\tnew_sport\x18\x02 \x01(\r\x12\x10\n\x08order_id\x18\x03 \x01(\t\x12\r\n\x05nonce\x18\x04 \x01(\t\x12\x13\n\x0btarget_host\x18\x05 \x01(\t\x12(\n\x04\x66low\x18\x06 \x01(\x0b\x32\x1a.astral.agent.v1.FiveTuple\x12\x17\n\x0f\x65xpires_unix_ms\x18\x07 \x01(\x04\x12\x15\n\x08nic_port\x18\x08 \x01(\rH\x00\x88\x01\x01\x42\x0b\n\t_nic_port\"D\n\tMoveReply\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x15\n\rcurrent_sport\x18\x03 \x01(\r\"\x0f\n\rStatusRequest\"a\n\tFlowState\x12#\n\x04\x66low\x18\x01 \x01(\x0b\x32\x15.astral.agent.v1.Flow\x12\x18\n\x10pending_order_id\x18\x02 \x01(\t\x12\x15\n\rpending_sport\x18\x03 \x01(\r\"[\n\x0bStatusReply\x12\x0c\n\x04host\x18\x01 \x01(\t\x12\x13\n\x0bincarnation\x18\x02 \x01(\t\x12)\n\x05\x66lows\x18\x03 \x03(\x0b\x32\x1a.astral.agent.v1.FlowState\"q\n\x0fRegisterRequest\x12\x0c\n\x04host\x18\x01 \x01(\t\x12\x15\n\ragent_address\x18\x02 \x01(\t\x12\x13\n\x0bincarnation\x18\x03 \x01(\t\x12$\n\x05\x66lows\x18\x04 \x03(\x0b\x32\x15.astral.agent.v1.Flow\"#\n\rRegisterReply\x12\x12\n\nregistered\x18\x01 \x01(\r\"\x8d\x01\n\nMoveReport\x12\x0c\n\x04host\x18\x01 \x01(\t\x12\x10\n\x08order_id\x18\x02 \x01(\t\x12\x0f\n\x07\x66low_id\x18\x03 \x01(\t\x12\x0c\n\x04\x64one\x18\x04 \x01(\x08\x12\r\n\x05sport\x18\x05 \x01(\r\x12\r\n\x05\x65rror\x18\x06 \x01(\t\x12\x15\n\x08nic_port\x18\x07 \x01(\rH\x00\x88\x01\x01\x42\x0b\n\t_nic_port\"\x0f\n\rMoveReportAck2\x9a\x01\n\x0c\x41gentService\x12\x42\n\x08MoveFlow\x12\x1a.astral.agent.v1.MoveOrder\x1a\x1a.astral.agent.v1.MoveReply\x12\x46\n\x06Status\x12\x1e.astral.agent.v1.StatusRequest\x1a\x1c.astral.agent.v1.StatusReply2\xac\x01\n\x0c\x46lowRegistry\x12Q\n\rRegisterFlows\x12 .astral.agent.v1.RegisterRequest\x1a\x1e.astral.agent.v1.RegisterReply\x12I\n\nReportMove\x12\x1b.astral.agent.v1.MoveReport\x1a\x1e.astral.agent.v1.MoveReportAckb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,27 +35,27 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_FIVETUPLE']._serialized_start=45
   _globals['_FIVETUPLE']._serialized_end=142
   _globals['_FLOW']._serialized_start=145
-  _globals['_FLOW']._serialized_end=295
-  _globals['_MOVEORDER']._serialized_start=298
-  _globals['_MOVEORDER']._serialized_end=466
-  _globals['_MOVEREPLY']._serialized_start=468
-  _globals['_MOVEREPLY']._serialized_end=536
-  _globals['_STATUSREQUEST']._serialized_start=538
-  _globals['_STATUSREQUEST']._serialized_end=553
-  _globals['_FLOWSTATE']._serialized_start=555
-  _globals['_FLOWSTATE']._serialized_end=652
-  _globals['_STATUSREPLY']._serialized_start=654
-  _globals['_STATUSREPLY']._serialized_end=745
-  _globals['_REGISTERREQUEST']._serialized_start=747
-  _globals['_REGISTERREQUEST']._serialized_end=860
-  _globals['_REGISTERREPLY']._serialized_start=862
-  _globals['_REGISTERREPLY']._serialized_end=897
-  _globals['_MOVEREPORT']._serialized_start=899
-  _globals['_MOVEREPORT']._serialized_end=1004
-  _globals['_MOVEREPORTACK']._serialized_start=1006
-  _globals['_MOVEREPORTACK']._serialized_end=1021
-  _globals['_AGENTSERVICE']._serialized_start=1024
-  _globals['_AGENTSERVICE']._serialized_end=1178
-  _globals['_FLOWREGISTRY']._serialized_start=1181
-  _globals['_FLOWREGISTRY']._serialized_end=1353
+  _globals['_FLOW']._serialized_end=331
+  _globals['_MOVEORDER']._serialized_start=334
+  _globals['_MOVEORDER']._serialized_end=538
+  _globals['_MOVEREPLY']._serialized_start=540
+  _globals['_MOVEREPLY']._serialized_end=608
+  _globals['_STATUSREQUEST']._serialized_start=610
+  _globals['_STATUSREQUEST']._serialized_end=625
+  _globals['_FLOWSTATE']._serialized_start=627
+  _globals['_FLOWSTATE']._serialized_end=724
+  _globals['_STATUSREPLY']._serialized_start=726
+  _globals['_STATUSREPLY']._serialized_end=817
+  _globals['_REGISTERREQUEST']._serialized_start=819
+  _globals['_REGISTERREQUEST']._serialized_end=932
+  _globals['_REGISTERREPLY']._serialized_start=934
+  _globals['_REGISTERREPLY']._serialized_end=969
+  _globals['_MOVEREPORT']._serialized_start=972
+  _globals['_MOVEREPORT']._serialized_end=1113
+  _globals['_MOVEREPORTACK']._serialized_start=1115
+  _globals['_MOVEREPORTACK']._serialized_end=1130
+  _globals['_AGENTSERVICE']._serialized_start=1133
+  _globals['_AGENTSERVICE']._serialized_end=1287
+  _globals['_FLOWREGISTRY']._serialized_start=1290
+  _globals['_FLOWREGISTRY']._serialized_end=1462
 # @@protoc_insertion_point(module_scope)

@@ -36,10 +36,14 @@ class HostFlow:
     ``sport`` is the UDP source port in use; ``bytes`` 0 means open-ended.
     ``moved_s_ago``: seconds since the flow's agent completed a move order for it (None:
     never moved); it is not part of the flow's identity (equality ignores it).
+    ``nic_port``: the port of a dual-port NIC the flow sends on now (None: a NIC of one
+    port, or not said); not part of the identity either (a move may change it).
 
         >>> f = HostFlow("f", "1.1.1.1", "2.2.2.2", 1, 7).with_move_age(2.5)
         >>> HostFlow.from_proto(f.to_proto()).moved_s_ago, f == f.with_move_age(None)
         (2.5, True)
+        >>> HostFlow.from_proto(f.with_nic_port(1).to_proto()).nic_port, f.nic_port
+        (1, None)
     """
 
     flow_id: str
@@ -51,6 +55,11 @@ class HostFlow:
     priority: int = 3
     dst_port: int = ROCE_UDP_PORT
     moved_s_ago: Optional[float] = field(default=None, compare=False)
+    nic_port: Optional[int] = field(default=None, compare=False)
+
+    def with_nic_port(self, nic_port: Optional[int]) -> "HostFlow":
+        """The same flow, sending on port ``nic_port`` of its NIC (None: not said)."""
+        return replace(self, nic_port=nic_port)
 
     def with_move_age(self, moved_s_ago: Optional[float]) -> "HostFlow":
         """The same flow, moved ``moved_s_ago`` seconds ago (None: never)."""
@@ -66,17 +75,21 @@ class HostFlow:
 
     def to_proto(self) -> agent_pb2.Flow:
         """The wire form."""
-        return agent_pb2.Flow(
+        m = agent_pb2.Flow(
             flow_id=self.flow_id,
             tuple=agent_pb2.FiveTuple(src_ip=self.src_ip, dst_ip=self.dst_ip, src_port=self.sport,
                                       dst_port=self.dst_port, protocol=IPPROTO_UDP),
             qpn=self.qpn, bytes=self.bytes, priority=self.priority,
             moved=self.moved_s_ago is not None,
             ms_since_move=min(0xFFFFFFFF, max(0, round((self.moved_s_ago or 0.0) * 1000))))
+        if self.nic_port is not None:
+            m.nic_port = self.nic_port
+        return m
 
     @classmethod
     def from_proto(cls, m: agent_pb2.Flow) -> "HostFlow":
         """Parse the wire form."""
         t = m.tuple
         return cls(m.flow_id, t.src_ip, t.dst_ip, t.src_port, m.qpn, m.bytes, m.priority,
-                   t.dst_port, m.ms_since_move / 1000.0 if m.moved else None)
+                   t.dst_port, m.ms_since_move / 1000.0 if m.moved else None,
+                   m.nic_port if m.HasField("nic_port") else None)

@@ -87,6 +87,8 @@ class MoveOrderState:
     state: str = "sent"
     error: str = ""
     reported_sport: int = 0
+    nic_port: Optional[int] = None         # the NIC port the order re-binds the QP to
+    reported_nic_port: Optional[int] = None
     finished: threading.Event = field(default_factory=threading.Event, repr=False)
     message: Optional[agent_pb2.MoveOrder] = field(default=None, repr=False)  # as sent
 
@@ -250,9 +252,10 @@ class FlowRegistry:
                             "(SRC_IP>DST_IP/qpN: it names the flow's source)")
 
     def report(self, host: str, order_id: str, fid: str, *, done: bool, sport: int,
-               error: str = "") -> MoveOrderState:
+               error: str = "", nic_port: Optional[int] = None) -> MoveOrderState:
         """Record an agent's report; NOT_FOUND for an unknown order, PERMISSION_DENIED for
-        an order on another host's flow."""
+        an order on another host's flow. ``nic_port``: the NIC port the flow now sends on
+        (a dual-port NIC), kept with the flow."""
         with self._lock:
             o = self._orders.get(order_id)
             if o is None:
@@ -260,9 +263,10 @@ class FlowRegistry:
             if o.host != host or (fid and fid != o.flow_id):
                 raise RegistryError(grpc.StatusCode.PERMISSION_DENIED,
                                     f"order {order_id} is not for a flow of {host}")
-            o.reported_sport = sport
+            o.reported_sport, o.reported_nic_port = sport, nic_port
             if done and o.flow_id in self._flows:
-                self._flows[o.flow_id] = self._flows[o.flow_id].with_sport(sport)
+                moved = self._flows[o.flow_id].with_sport(sport)
+                self._flows[o.flow_id] = moved if nic_port is None else moved.with_nic_port(nic_port)
                 self._moved_at[o.flow_id] = self._clock()
             self._close(o, "done" if done else "failed", error)
             return o
@@ -316,11 +320,12 @@ class FlowRegistry:
         with self._lock:
             return self._orders[order_id]
 
-    def new_order(self, fid: str, sport: int) -> MoveOrderState:
-        """Record an order to move ``fid`` to ``sport`` (``KeyError`` for an unknown flow)."""
+    def new_order(self, fid: str, sport: int, nic_port: Optional[int] = None) -> MoveOrderState:
+        """Record an order to move ``fid`` to ``sport`` (and NIC port ``nic_port``, a
+        dual-port NIC; None: its port stays) (``KeyError`` for an unknown flow)."""
         with self._lock:
             host = self._owner[fid]
-            o = MoveOrderState(f"order-{next(self._seq)}", fid, host, sport)
+            o = MoveOrderState(f"order-{next(self._seq)}", fid, host, sport, nic_port=nic_port)
             self._orders[o.order_id] = o
             return o
 
@@ -329,13 +334,18 @@ class FlowRegistry:
         the flow's 5-tuple as registered, and an expiry ``ttl_s`` from now (wall clock)."""
         with self._lock:
             flow = self._flows[o.flow_id]
-        return agent_pb2.MoveOrder(flow_id=o.flow_id, new_sport=o.sport, order_id=o.order_id,
-                                   nonce=secrets.token_hex(16), target_host=o.host,
-                                   flow=flow.to_proto().tuple,
-                                   expires_unix_ms=int((self._wall_clock() + ttl_s) * 1000))
+        m = agent_pb2.MoveOrder(flow_id=o.flow_id, new_sport=o.sport, order_id=o.order_id,
+                                nonce=secrets.token_hex(16), target_host=o.host,
+                                flow=flow.to_proto().tuple,
+                                expires_unix_ms=int((self._wall_clock() + ttl_s) * 1000))
+        if o.nic_port is not None:
+            m.nic_port = o.nic_port
+        return m
 
-    def move(self, fid: str, sport: int, *, timeout_s: float = 5.0) -> tuple[MoveOrderState, agent_pb2.MoveReply]:
+    def move(self, fid: str, sport: int, *, timeout_s: float = 5.0,
+             nic_port: Optional[int] = None) -> tuple[MoveOrderState, agent_pb2.MoveReply]:
         """Send a move order to the owning host's agent; the reply says accepted or why not.
+        ``nic_port``: also re-bind the flow's QP to that port of its dual-port NIC.
 
         The order expires when the call times out (``timeout_s``): an order still in
         transit when GOR has given up on it is refused by the agent, never applied late.
@@ -343,7 +353,7 @@ class FlowRegistry:
         reports (:meth:`wait`). gRPC errors of the agent call propagate (``grpc.RpcError``;
         the agent's refusals, see ``host/agent/guard.py``, are among them).
         """
-        o = self.new_order(fid, sport)
+        o = self.new_order(fid, sport, nic_port)
         with self._lock:
             address = self._agent_of[fid][0]
         o.message = self.order_message(o, timeout_s)
@@ -403,7 +413,8 @@ class FlowRegistryServicer(agent_pb2_grpc.FlowRegistryServicer):
         host = self._host(context, request.host)
         try:
             self.registry.report(host, request.order_id, request.flow_id, done=request.done,
-                                 sport=request.sport, error=request.error)
+                                 sport=request.sport, error=request.error,
+                                 nic_port=request.nic_port if request.HasField("nic_port") else None)
         except RegistryError as exc:
             context.abort(exc.code, str(exc))
             raise

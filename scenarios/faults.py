@@ -153,7 +153,28 @@ def default_faults(fabric: Any) -> list[tuple[str, str, dict[str, Any]]]:
         ("wrong_ecn_threshold", f"port b0r0l0:{ecn_port}", {"kmin_pkts": 0}),
         ("dead_agent", "agent b0s0", {}),
         ("controller_down", "controller", {}),
-    ]
+    ] + dualport_faults(fabric)
+
+
+def dualport_faults(fabric: Any) -> list[tuple[str, str, dict[str, Any]]]:
+    """On a fabric of dual-port NICs (issue 29) the two faults of their homing: the
+    first host's NIC loses its second port (``dead_nic_port``), and the leaf of the last
+    host's second port dies (``dead_tor``: every interface down; its NICs go on through
+    their other leaf, the localiser must still name it). Nothing on a fabric of one-port
+    NICs.
+
+    >>> from topo.model import build_fabric
+    >>> from topo.spec import load_spec
+    >>> dualport_faults(build_fabric(load_spec("topo/specs/pod2-dualport.yaml")))
+    [('dead_nic_port', 'nic b0s0-eth0p1', {}), ('dead_tor', 'switch p1.b0r0l1', {})]
+    >>> dualport_faults(build_fabric())
+    []
+    """
+    hosts = [h for h in fabric.hosts if h.nics and len(getattr(h.nics[0], "ports", ())) > 1]
+    if not hosts:
+        return []
+    return [("dead_nic_port", f"nic {hosts[0].nics[0].ports[1].intf}", {}),
+            ("dead_tor", f"switch {hosts[-1].nics[0].ports[1].leaf}", {})]
 
 
 def run_faults(fabric: Any, programmer: Any, state: Any, save_state: Callable[[], None],

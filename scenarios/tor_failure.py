@@ -7,26 +7,41 @@ pod's spines reach the NIC through the cores, whose routes are per pod).
 
 Every NIC of block 0 runs :data:`QPS` RC QPs (RDMA WRITE, ``MESSAGES`` messages each) as
 one dual-port NIC (``host.nic send --iface <port0>,<port1>``: the bonding layer3+4 hash
-puts about half of them on each port) to a NIC of block 1 (a dual-port receiver). Once
-the victim leaf — port 1's leaf of block 0's pair, ``b0r<rail>l1`` — has carried traffic,
-it dies: every one of its interfaces goes down at once (a ToR that loses power drops the
-carrier of all its links), and the controller's dual-homing updates
-(:func:`controller.fabric.dualhoming.failover_updates`: every spine reaches the NICs of
-the dead leaf through their other leaf) are written. The NICs notice the carrier loss
-within one ``miimon`` (100 ms) and send the moved QPs out of port 0.
+puts about half of them on each port) to a NIC of block 1 (a dual-port receiver). GOR runs
+(:class:`controller.gor.runtime.GorRuntime`, no flow registry: these senders have no
+agent) with the testbed's port-status watch (:class:`testbed.portwatch.CarrierWatch`: every
+fabric port's carrier read every 100 ms, each change handed to
+:meth:`GorRuntime.submit_link_event <controller.gor.runtime.GorRuntime.submit_link_event>`).
+Once the victim leaf — port 1's leaf of block 0's pair, ``b0r<rail>l1`` — has carried
+traffic, the scenario kills it and does nothing else: every one of its interfaces goes
+down at once (a ToR that loses power drops the carrier of all its links). Then, by
+themselves:
+
+* the NICs notice the carrier loss within one ``miimon`` (100 ms) and send the QPs bound
+  to port 1 out of port 0 (:mod:`host.nic.bond`);
+* the spines' ports to the dead leaf lose their carrier; the watch reports them and GOR
+  takes each cable out of its groups (:mod:`controller.gor.faults`): every spine's group
+  towards the NICs' pair keeps only the surviving leaf, so the replies to the NICs (RC
+  ACKs, CNPs) are no longer hashed onto the dead leaf. GOR writes no detour for them
+  (:func:`controller.fabric.detours.leaf_detours`: a dual-homed NIC reached through its
+  other leaf needs none).
 
 Measured (``runs/<time>/tor-failure.json``, and by ``make bench``):
 
 * ``flows_lost`` — QPs that did not deliver every message (in error, or short);
 * ``recover_s`` — from the leaf's death to the last sender's first frame of a moved QP
   on its surviving port (the slowest NIC's failover);
+* ``fabric_update_s`` — from the leaf's death to GOR's last ``link_down`` of the leaf's
+  cables (the decision log ``gor.jsonl``); ``gor_detours`` the detours it wrote (none
+  expected);
+* ``continue_s`` — the larger of the two: from then on traffic flows both ways (data out
+  of the surviving port, replies through the surviving leaf);
 * per sender: the bond's link events, moved QPs and frames per port.
 
 Exit status 0 only when every sender and receiver reported, at least one QP was moved
-(the victim carried QPs) and no flow was lost. The leaf's interfaces are brought back up
-and the updates undone at the end (``restore_updates``). GOR does not run in this scenario:
-the controller's part is written directly, as GOR's handling of a ToR failure by the
-dual-homing will (issue 29, item 4, not built).
+(the victim carried QPs), GOR took every cable of the leaf down, and no flow was lost. The
+leaf's interfaces are brought back up at the end; GOR puts the cables back into their
+groups when the watch sees the carriers again.
 """
 from __future__ import annotations
 
@@ -39,10 +54,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from controller.fabric.dualhoming import failover_updates, restore_updates
+import grpc
+
+from controller.gor.log import read_log
+from controller.gor.runtime import GorOptions, GorRuntime
+from controller.gor.shared import LoopSettings
 from scenarios.common import ScenarioOptions
 from scenarios.report import new_run_dir
 from testbed.net import ProcRecord, proc_cmdline
+from testbed.portwatch import CarrierWatch, fabric_port_ifaces
 from testbed.traffic.probe import packet_socket_open, poll_until
 
 QPS = 4
@@ -51,6 +71,10 @@ RATE_PPS = 100.0
 REPO = Path(__file__).resolve().parents[1]
 READY_TIMEOUT_S = 30.0
 TRAFFIC_TIMEOUT_S = 60.0
+GOR_PERIOD_S = 0.25
+"""GOR's telemetry period in this scenario (link events do not wait for it: the reactor
+applies them at once)."""
+RESTORE_TIMEOUT_S = 10.0
 
 
 @dataclass(slots=True)
@@ -66,6 +90,9 @@ class TorFailureResult:
     recover_s: Optional[float] = None
     detect_s: list[float] = field(default_factory=list)
     fabric_update_s: Optional[float] = None
+    continue_s: Optional[float] = None
+    gor_links_down: list[str] = field(default_factory=list)
+    gor_detours: list[str] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
     senders: list[dict[str, Any]] = field(default_factory=list)
 
@@ -138,8 +165,19 @@ def run_tor_failure(fabric: Any, programmer: Any, state: Any, save_state: Callab
     say(f"tor-failure: {len(nics0)} dual-port NICs x {QPS} QPs x {MESSAGES} messages at "
         f"{RATE_PPS:g} pps to {far}; leaf {victim} dies once it carries traffic")
     t_cut: Optional[float] = None
-    failed_over: list[str] = []          # switches whose failover updates were written
+    cables = {(victim, p) for p, info in sw.ports.items() if info.kind != "host"}
+    gor = GorRuntime(fabric, programmer, GorOptions(LoopSettings(period_s=GOR_PERIOD_S),
+                                                    decision_log=run_dir / "gor.jsonl",
+                                                    recovery=False), say=say)
+    watch: Optional[CarrierWatch] = None
+
+    def cables_up(up: bool) -> bool:
+        loop = gor.loop
+        return loop is not None and all(loop.links.is_up(c) == up for c in cables)
+
     try:
+        gor.start()
+        watch = CarrierWatch(fabric_port_ifaces(fabric), gor.submit_link_event).start()
         receivers = [spawn("recv", n.ip, ["--iface", ",".join(p.intf for p in n.ports),
                                           "--ip", n.ip, "--duration-s", str(TRAFFIC_TIMEOUT_S)],
                            run_dir / f"recv-{n.ip}.json") for n in nics1]
@@ -168,14 +206,10 @@ def run_tor_failure(fabric: Any, programmer: Any, state: Any, save_state: Callab
         # the leaf's death is timed from before its first interface goes down: a NIC's
         # link monitor may see the carrier drop before `ip link` returns here
         t_cut = time.monotonic()
-        _set_links(victim_ifaces, up=False)
-        t_dead = time.monotonic()
-        for name, updates in failover_updates(fabric, dead, dead_switches={victim}).items():
-            failed_over.append(name)     # before the write: a part-written batch is undone too
-            programmer.write_updates(name, updates)
-        res.fabric_update_s = round(time.monotonic() - t_dead, 4)
-        say(f"tor-failure: {victim} down ({len(victim_ifaces)} interfaces); spines reach its "
-            f"NICs through the other leaf ({res.fabric_update_s * 1000:.0f} ms)")
+        _set_links(victim_ifaces, up=False)      # the only thing the scenario does
+        if gor.wait_for(lambda: cables_up(False), timeout_s=READY_TIMEOUT_S):
+            say(f"tor-failure: {victim} down ({len(victim_ifaces)} interfaces); GOR took its "
+                f"{len(cables)} cables out of the groups {time.monotonic() - t_cut:.3f} s later")
         deadline = time.monotonic() + TRAFFIC_TIMEOUT_S + 10
         for p in senders:
             try:
@@ -183,8 +217,8 @@ def run_tor_failure(fabric: Any, programmer: Any, state: Any, save_state: Callab
             except subprocess.TimeoutExpired:
                 res.reasons.append(f"a sender (pid {p.pid}) still ran after "
                                    f"{TRAFFIC_TIMEOUT_S + 10:g} s")
-    except (OSError, RuntimeError, ValueError) as exc:   # a switch refused, a NIC did not start
-        res.reasons.append(f"{type(exc).__name__}: {exc}")
+    except (OSError, RuntimeError, ValueError, grpc.RpcError) as exc:
+        res.reasons.append(f"{type(exc).__name__}: {exc}")   # a switch refused, a NIC did not start
     finally:
         for role in ("send", "recv"):
             for r, p, _ in procs:
@@ -203,22 +237,47 @@ def run_tor_failure(fabric: Any, programmer: Any, state: Any, save_state: Callab
         save_state()
         if t_cut is not None:
             _set_links(victim_ifaces, up=True)
-            for name, updates in restore_updates(fabric, dead, dead_switches={victim}).items():
-                if name not in failed_over:
-                    continue
-                try:
-                    programmer.write_updates(name, updates)
-                except Exception as exc:  # noqa: BLE001 — said; the other switches still restored
-                    res.reasons.append(f"{name}: the failover routes were not undone: {exc}")
+            if watch is not None and not gor.wait_for(lambda: cables_up(True),
+                                                      timeout_s=RESTORE_TIMEOUT_S):
+                res.reasons.append(f"GOR did not put {victim}'s cables back within "
+                                   f"{RESTORE_TIMEOUT_S:g} s of their carrier")
+        if watch is not None:
+            watch.stop()
+        gor.stop()
     _measure(res, procs, t_cut)
+    _measure_gor(res, run_dir / "gor.jsonl", victim, len(cables), t_cut)
     (run_dir / "tor-failure.json").write_text(json.dumps(asdict(res), indent=1, default=str) + "\n")
     if res.reasons:
         say("tor-failure: FAILED: " + "; ".join(res.reasons))
     else:
         say(f"tor-failure: {res.moved_qps} QPs moved off {victim}, {res.flows_lost} of "
             f"{res.flows} flows lost, recovered in {res.recover_s:.3f} s "
-            f"(port down seen after {max(res.detect_s, default=0) * 1000:.0f} ms); report {run_dir}")
+            f"(port down seen after {max(res.detect_s, default=0) * 1000:.0f} ms); GOR took "
+            f"{len(res.gor_links_down)} cables down {res.fabric_update_s:.3f} s after, "
+            f"{len(res.gor_detours)} detours; traffic continues after {res.continue_s:.3f} s; "
+            f"report {run_dir}")
     return res
+
+
+def _measure_gor(res: TorFailureResult, log: Path, victim: str, cables: int,
+                 t_cut: Optional[float]) -> None:
+    """GOR's part from its decision log: the ``link_down`` records of ``victim``'s cables
+    after ``t_cut`` (when the last one was written, the detours they wrote) and
+    ``continue_s``; a reason when GOR took fewer than ``cables`` down."""
+    if t_cut is None:
+        return
+    downs = [r for r in read_log(log) if r.get("event") == "link_down"
+             and float(r.get("mono_s", 0.0)) >= t_cut
+             and victim in {end.partition(":")[0] for end in str(r.get("link", "")).split("->")}]
+    res.gor_links_down = [str(r["link"]) for r in downs]
+    res.gor_detours = [d for r in downs for d in r.get("detours") or []]
+    if len(downs) < cables:
+        res.reasons.append(f"GOR took {len(downs)} of {victim}'s {cables} cables down")
+        res.status = 1
+        return
+    res.fabric_update_s = round(max(float(r["mono_s"]) for r in downs) - t_cut, 4)
+    if res.recover_s is not None:
+        res.continue_s = round(max(res.recover_s, res.fabric_update_s), 4)
 
 
 def _measure(res: TorFailureResult, procs: list[tuple[str, subprocess.Popen, Path]],
@@ -258,4 +317,4 @@ def _measure(res: TorFailureResult, procs: list[tuple[str, subprocess.Popen, Pat
     res.status = 0 if not res.reasons else 1
 
 
-__all__ = ["MESSAGES", "QPS", "TorFailureResult", "run_tor_failure", "sides"]
+__all__ = ["GOR_PERIOD_S", "MESSAGES", "QPS", "TorFailureResult", "run_tor_failure", "sides"]

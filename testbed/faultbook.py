@@ -30,6 +30,8 @@ PARAMS: dict[str, dict[str, tuple[type, Any]]] = {
     "wrong_ecn_threshold": {"kmin_pkts": (int, 1)},
     "dead_agent": {},
     "controller_down": {},
+    "dead_tor": {},
+    "dead_nic_port": {},
 }
 
 

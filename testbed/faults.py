@@ -30,7 +30,24 @@ wrong_ecn_threshold     ``port b0r0l0:3``               ``ecn.thresholds`` MODIF
 dead_agent              ``agent b0s0``                  SIGSTOP the host's agent-carrying
                                                         sender processes (SIGCONT)
 controller_down         ``controller``                  the controller's stop hook (start)
+dead_tor                ``switch b0r0l1`` (a leaf)      p4sim: every interface of the leaf
+                                                        ``ip link set down`` (carrier lost
+                                                        on every cable: the NICs' bonds and
+                                                        the spines see it) (set up again,
+                                                        routes back); BMv2: a drop-all
+                                                        egress table on each (deleted)
+dead_nic_port           ``nic b0s0-eth0p1``             p4sim: the leaf's end of the NIC
+                                                        port's cable down (the NIC loses its
+                                                        carrier) (up again); BMv2: a
+                                                        drop-all egress table on both ends
+                                                        (deleted)
 ======================  ==============================  =====================================
+
+The two cuts of ``dead_tor`` and ``dead_nic_port`` are a flapping cable's
+(:func:`testbed.faultnet.cut_for_target`): BMv2 freezes when its own interface goes down,
+so there the leaf (or the port) forwards nothing while its links stay up and its
+P4Runtime answers — the fault the localiser's ``dead_tor`` / ``dead_nic_port`` rules name
+(monitor/README.md).
 
 Every fault is written to the faults file beside the state file
 (``build/testbed-state-faults.json`` for ``build/testbed-state.json``: :func:`faults_path_for`)
@@ -61,8 +78,8 @@ from controller.fabric_setup import T_ROUTES, plan_fabric
 from testbed.faultbook import (PARAMS, FaultBook, FaultError, FaultRecord, faults_path_for,
                                parse_params)
 from testbed.faultnet import (CUT_DROP, CUT_LINK, Endpoint, FaultNetError, add_table,
-                              blackhole_rule, corrupt_rule, cut_for_target, flapper_command,
-                              loss_rule, routes_of, table_name)
+                              blackhole_rule, corrupt_rule, cut_for_target, cut_tables,
+                              flapper_command, loss_rule, routes_of, set_link, table_name)
 from testbed.faultp4rt import TableWriter
 from testbed.faulttargets import FabricNames, TargetError, parse_target
 from testbed.faultundo import (SIGNAL_TIMEOUT_S, CallableHooks, ControllerHooks, Undoer,
@@ -305,6 +322,42 @@ class FaultInjector:
                 raise FaultError(f"dead_agent: the senders of {host} run no agent")
         self._stop_pids(rec, pids)
         rec.how = f"SIGSTOP to {host}'s agent process(es) {', '.join(map(str, pids))}"
+
+    def _cut(self, rec: FaultRecord, link_ends: Sequence[Endpoint],
+             drop_ends: Sequence[Endpoint]) -> str:
+        """Cut ``link_ends`` (p4sim: ``ip link set down``, each end's routes recorded for
+        the undo) or put a drop-all egress table on ``drop_ends`` (BMv2); what was done."""
+        if cut_for_target(self.target) == CUT_LINK:
+            routes = [routes_of(ep) for ep in link_ends]
+            self._step(rec, {"op": "links", "ends": [asdict(e) for e in link_ends],
+                             "routes": routes})
+            for ep in link_ends:
+                set_link(ep, False)
+            return f"{', '.join(e.where() for e in link_ends)} set down (carrier lost)"
+        for table, eps in cut_tables(table_name(rec.name), drop_ends):
+            self._step(rec, {"op": "nft", "table": table, "endpoint": asdict(eps[0])})
+            add_table(table, eps, "counter drop")
+        return (f"drop-all egress tables on {', '.join(e.where() for e in drop_ends)} "
+                "(links left up: BMv2 freezes when its own interface goes down)")
+
+    def _inject_dead_tor(self, rec: FaultRecord, parts: tuple[str, ...]) -> None:
+        name = " ".join(parts)
+        sw = self.names.switch(name)
+        if not any(info.kind == "host" for info in sw.ports.values()):
+            raise TargetError(f"dead_tor takes a leaf (a switch with NICs), not {name}")
+        ends = [Endpoint(f"{name}-eth{p}") for p in sorted(sw.ports)]
+        rec.how = f"leaf {name} dead: " + self._cut(rec, ends, ends)
+
+    def _inject_dead_nic_port(self, rec: FaultRecord, parts: tuple[str, ...]) -> None:
+        intf = " ".join(parts)
+        self.names.nic(intf)
+        to_nic = [d for d in self.names.directions if d.dst == intf and d.host is None]
+        from_nic = [d for d in self.names.directions if d.src == intf]
+        if len(to_nic) != 1 or len(from_nic) != 1:
+            raise TargetError(f"NIC port {intf} has no cable to a leaf in this fabric")
+        leaf_end = self.names.endpoint(to_nic[0])
+        rec.how = f"NIC port {intf} dead: " + self._cut(
+            rec, [leaf_end], [leaf_end, self.names.endpoint(from_nic[0])])
 
     def _inject_controller_down(self, rec: FaultRecord, parts: tuple[str, ...]) -> None:
         if parts:

@@ -99,7 +99,8 @@ def signal_step(pid: int, sig: signal.Signals) -> dict[str, Any]:
 class Undoer:
     """Runs recorded undo steps: ``nft`` (delete the table by name), ``signal`` (to the
     recorded PID while its command line still matches), ``flapper`` (SIGTERM it, then
-    every end up with its routes, or its drop cut's tables deleted), ``p4rt`` (``writer.undo``), ``controller``
+    every end up with its routes, or its drop cut's tables deleted), ``links`` (every
+    interface set down up again, with its routes), ``p4rt`` (``writer.undo``), ``controller``
     (``controller.start``)."""
 
     def __init__(self, writer: Optional[TableWriter] = None,
@@ -136,6 +137,12 @@ class Undoer:
             return f"{sig.name} to pid {pid}"
         if op == "flapper":
             return self._stop_flapper(step)
+        if op == "links":            # interfaces set down (dead_tor, dead_nic_port): up again
+            ends = [Endpoint.from_dict(raw) for raw in step["ends"]]
+            for ep, routes in zip(ends, step["routes"]):
+                if link_present(ep):
+                    set_link(ep, True, routes)
+            return f"{len(ends)} interfaces up"
         if op == "p4rt":
             if self.writer is None:
                 raise FaultError("this fault was written through P4Runtime: undoing it needs "

@@ -90,6 +90,20 @@ def leaf_prefixes(fabric: FabricLike) -> dict[str, tuple[str, ...]]:
     return {leaf: tuple(p) for leaf, p in out.items()}
 
 
+def prefix_homes(prefixes: Mapping[str, Collection[str]]) -> dict[str, tuple[str, ...]]:
+    """Prefix → every leaf it is routed to (:func:`leaf_prefixes` inverted): two leaves
+    for the /32 of a dual-port NIC homed on a pair, one for anything else.
+
+    >>> prefix_homes({"l0": ["10.0.0.1/32"], "l1": ["10.0.0.1/32", "10.0.1.0/24"]})["10.0.0.1/32"]
+    ('l0', 'l1')
+    """
+    out: dict[str, list[str]] = defaultdict(list)
+    for leaf, nets in prefixes.items():
+        for net in nets:
+            out[net].append(leaf)
+    return {net: tuple(sorted(leaves)) for net, leaves in out.items()}
+
+
 def _link_up(a: tuple[str, int], b: tuple[str, int], down: Collection[tuple[str, int]]) -> bool:
     return a not in down and b not in down
 
@@ -126,13 +140,22 @@ def leaf_detours(sw: SwitchLike, by_name: Mapping[str, SwitchLike],
             if _link_up((sw.name, p), (sw.ports[p].peer_node, sw.ports[p].peer_port), down)]
     spines = {sw.ports[p].peer_node for p in live}
     by_ports: dict[tuple[int, ...], list[str]] = {}
+    homes = prefix_homes(prefixes) if prefixes is not None else {}
     for leaf in sorted(n for n, s in by_name.items() if s.role == "leaf" and n != sw.name
                        and not spines <= reach.get(n, set())):
-        usable = tuple(p for p in live if sw.ports[p].peer_node in reach.get(leaf, ()))
-        if usable:
-            if prefixes is None:
-                raise ValueError("leaf_detours: prefixes needed (leaf_prefixes(fabric))")
-            by_ports.setdefault(usable, []).extend(prefixes.get(leaf, ()))
+        if prefixes is None:
+            raise ValueError("leaf_detours: prefixes needed (leaf_prefixes(fabric))")
+        for prefix in prefixes.get(leaf, ()):
+            # a dual-homed NIC's /32 is reached through any of its leaves (the spines'
+            # group over the pair loses the dead link): a detour only where some live
+            # uplink's spine reaches none of them
+            home = homes.get(prefix, (leaf,))
+            reaching = {sp for h in home for sp in reach.get(h, ())}
+            if spines <= reaching:
+                continue
+            usable = tuple(p for p in live if sw.ports[p].peer_node in reaching)
+            if usable and prefix not in by_ports.get(usable, ()):
+                by_ports.setdefault(usable, []).append(prefix)
     out: dict[int, Detour] = {}
     base, gid = len(live), DETOUR_GROUP_BASE   # after the uplink group's live members
     for ports, nets in by_ports.items():

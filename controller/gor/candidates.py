@@ -44,6 +44,19 @@ def nic_leaves(fabric: Fabric) -> dict[str, str]:
     return {n.ip: n.leaf for h in fabric.hosts for n in h.nics}
 
 
+def nic_port_leaves(fabric: Fabric) -> dict[str, tuple[str, ...]]:
+    """NIC address → the leaf of each of its ports, in port order (one for a NIC of one
+    port, two for a dual-port NIC homed on two leaves of its rail).
+
+    >>> from topo.model import build_fabric
+    >>> from topo.spec import load_spec
+    >>> nic_port_leaves(build_fabric(load_spec("topo/specs/pod2-dualport.yaml")))["10.0.0.1"]
+    ('b0r0l0', 'b0r0l1')
+    """
+    return {n.ip: tuple(p.leaf for p in n.ports) if n.ports else (n.leaf,)
+            for h in fabric.hosts for n in h.nics}
+
+
 class FabricPaths:
     """Candidate paths and hash-model predictions over one fabric (caches per switch).
 
@@ -152,4 +165,4 @@ class FabricPaths:
         return self.links.peer[path.links[-1]][0]
 
 
-__all__ = ["FabricPaths", "LEAF_UPLINK_GROUP", "nic_leaves"]
+__all__ = ["FabricPaths", "LEAF_UPLINK_GROUP", "nic_leaves", "nic_port_leaves"]

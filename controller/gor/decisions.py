@@ -124,6 +124,14 @@ class MoveOrder:
 
     ``predicted_util`` is the utilisation (0..1) of every link of ``path`` with the flow
     there, as the path engine predicted it; ``old_path`` is where it was (when known).
+    ``nic_port``: the order also re-binds the flow's QP to this port of its dual-port NIC
+    (``path`` then starts at that port's leaf); ``old_nic_port`` the port it leaves (a
+    rollback's target). None for a source-port move.
+
+    >>> f = FlowKey("10.0.0.1", "10.0.2.1", 17, 49152, 4791)
+    >>> MoveOrder(f, 49152, PathChoice("s2", (("b0r0l1", 3),)), {}, nic_port=1, old_nic_port=0
+    ...           ).to_dict()["nic_port"]
+    1
     """
 
     flow: FlowKey
@@ -132,12 +140,18 @@ class MoveOrder:
     predicted_util: dict[LinkKey, float]
     old_path: Optional[PathChoice] = None
     rate_bps: float = 0.0
+    nic_port: Optional[int] = None
+    old_nic_port: Optional[int] = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for the decision log."""
-        return {"order": "move", "flow": str(self.flow), "new_sport": self.new_sport,
-                "path": str(self.path), "old_path": str(self.old_path) if self.old_path else None,
-                "rate_bps": self.rate_bps, "predicted_util": _loads(self.predicted_util)}
+        d: dict[str, Any] = {"order": "move", "flow": str(self.flow), "new_sport": self.new_sport,
+                             "path": str(self.path),
+                             "old_path": str(self.old_path) if self.old_path else None,
+                             "rate_bps": self.rate_bps, "predicted_util": _loads(self.predicted_util)}
+        if self.nic_port is not None:
+            d.update(nic_port=self.nic_port, old_nic_port=self.old_nic_port)
+        return d
 
 
 @dataclass(frozen=True, slots=True)

@@ -165,11 +165,13 @@ class DecisionLog:
     # ------------------------------------------------------------------ orders
     def order_sent(self, order_id: str, flow: Any, host: Optional[str] = None,
                    sport: Optional[int] = None, override: bool = False,
-                   new_path: Optional[Sequence[str]] = None, round_id: Optional[int] = None) -> None:
-        """An order went to ``host``'s agent (or the override table when ``override``)."""
+                   new_path: Optional[Sequence[str]] = None, round_id: Optional[int] = None,
+                   nic_port: Optional[int] = None) -> None:
+        """An order went to ``host``'s agent (or the override table when ``override``);
+        ``nic_port``: it also re-binds the flow to that port of its dual-port NIC."""
         self.record("order_sent", order_id=order_id, flow=flow, host=host, sport=sport,
                     override=override or None, new_path=list(new_path) if new_path else None,
-                    round=round_id)
+                    round=round_id, nic_port=nic_port)
 
     def order_confirmed(self, order_id: str, flow: Any,
                         measured: Optional[Mapping[Any, float]] = None,

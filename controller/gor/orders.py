@@ -195,7 +195,9 @@ class MoveOrders:
         o = m.order
         if isinstance(o, MoveOrder) and m.flow_id and self.registry is not None:
             fid, sport = m.flow_id, o.flow.sport
-            self._pool.submit(self.registry.move, fid, sport, timeout_s=self.settings.order_timeout_s)
+            back = {} if o.nic_port is None else {"nic_port": o.old_nic_port}   # its old NIC port too
+            self._pool.submit(self.registry.move, fid, sport, timeout_s=self.settings.order_timeout_s,
+                              **back)
         elif isinstance(o, OverrideOrder):
             self.delete_override(o.flow, [e.switch for e in o.entries])
             self.book.overrides.pop(o.flow, None)
@@ -241,12 +243,14 @@ class MoveOrders:
         oid = f"move-{next(self._order_ids)}"
         m = MoveInFlight(oid, fid, order, rid, t_s, t_s + self.settings.confirm_timeout_s, retries,
                          host=host)
+        by_port = {} if order.nic_port is None else {"nic_port": order.nic_port}   # a dual-port NIC
         m.future = self._pool.submit(self.registry.move, fid, order.new_sport,
-                                     timeout_s=self.settings.order_timeout_s)
+                                     timeout_s=self.settings.order_timeout_s, **by_port)
         self.book.flow_ids[m.new_flow] = fid
         if self._out.decision_log is not None:
             self._out.decision_log.order_sent(oid, str(order.flow), host=host, sport=order.new_sport,
-                                              new_path=_path_nodes(order.path, self.links), round_id=rid)
+                                              new_path=_path_nodes(order.path, self.links), round_id=rid,
+                                              **by_port)
         if self._out.metrics is not None:
             self._out.metrics.count_move("sent")
         self._track(m, t_s)

@@ -81,6 +81,9 @@ class ElephantFlow:
     ``rate_bps`` is the measured rate (what leaves the old path); ``demand_bps`` the rate
     it would reach unconstrained (default: the measured rate); ``current`` its path now
     (predicted from the hash model when None); ``has_agent``: the source host runs TCCL.
+    ``nic_port``: the port of its dual-port NIC it sends on (``src_leaf`` is that port's
+    leaf; None: a NIC of one port); ``other_ports``: (port, leaf) of the NIC's other
+    ports, where a move by NIC port may take it (:meth:`PathEngine.decide`).
     """
 
     flow: FlowKey
@@ -90,6 +93,8 @@ class ElephantFlow:
     demand_bps: Optional[float] = None
     current: Optional[PathChoice] = None
     has_agent: bool = True
+    nic_port: Optional[int] = None
+    other_ports: tuple[tuple[int, str], ...] = ()
 
     @property
     def demand(self) -> float:
@@ -117,12 +122,17 @@ class PathEngine(FabricPaths):
 
     # ---------------------------------------------------------------- actions
     def solve_sport(self, flow: FlowKey, path: PathChoice,
-                    avoid: Collection[int] = ()) -> Optional[int]:
+                    avoid: Collection[int] = (), keep_ok: bool = False) -> Optional[int]:
         """A UDP source port that sends ``flow`` along ``path`` on both ECMP hops (the
-        first in ``port_range``, else any; never the current one nor one of ``avoid``,
-        the ports other flows between the same two NICs use); None if none does."""
+        first in ``port_range``, else any; never one of ``avoid``, the ports other flows
+        between the same two NICs use, nor the current one unless ``keep_ok``: a move by
+        NIC port keeps its source port when that one takes the new leaf's path); None if
+        none does."""
         if flow.proto != PROTO_UDP:
             return None
+        if keep_ok and flow.sport not in avoid and self.current_path(
+                flow, path.links[0][0], self._dst_of(path)) == path:
+            return flow.sport
         if self.tiers is not None:              # every ECMP hop of a path over three tiers
             return next((p for p in tier_sports(self.tiers, flow, path, self.port_range)
                          if p != flow.sport and p not in avoid), None)
@@ -200,8 +210,14 @@ class PathEngine(FabricPaths):
         cands_of = {i: [p for p in self.candidate_paths(e.src_leaf, e.dst_leaf)
                         if p != cur[i] and not any(l in links.down for l in p.links)]
                     for i, e in enumerate(elephants)}
+        alt_of: dict[int, dict[int, list[PathChoice]]] = {
+            i: {port: [p for p in self.candidate_paths(leaf, e.dst_leaf)
+                       if not any(l in links.down for l in p.links)]
+                for port, leaf in e.other_ports if leaf != e.dst_leaf}
+            for i, e in enumerate(elephants) if e.has_agent}
         # only links some elephant uses or may use can change: simulate those
-        rel = {l for i in cur for p in [cur[i], *cands_of[i]] if p is not None for l in p.links}
+        rel = {l for i in cur for p in [cur[i], *cands_of[i], *itertools.chain(*alt_of.get(i, {}).values())]
+               if p is not None for l in p.links}
         cap = {l: (0.0 if l in links.down else links.capacity_bps[l]) for l in rel}
         background = {l: links.load_bps.get(l, 0.0) for l in rel}
         for i, e in enumerate(elephants):
@@ -226,67 +242,83 @@ class PathEngine(FabricPaths):
             e = elephants[i]
             old = cur[i]
             old_links = set(old.links) if old else set()
-            cands = cands_of[i]
-            if not cands:
-                dec.rejected.append(Rejection(e.flow, "no-path", None, f"{e.src_leaf} -> {e.dst_leaf}"))
-                continue
-            scored = []
-            unsafe: Optional[Rejection] = None
-            unsafe_worst = float("inf")
-            for p in cands:
-                pred = {l: (work.get(l, 0.0) + (0.0 if l in old_links else e.rate_bps)) / links.capacity_bps[l]
-                        for l in p.links}
-                worst = max(pred.values())
-                if worst > self.safety + _EPS:
-                    if worst < unsafe_worst:
-                        unsafe_worst = worst
-                        unsafe = Rejection(e.flow, "safety", p, f"{worst:.3f} > {self.safety}")
+            # the flow's own NIC port first; the NIC's other ports (their leaves) only when
+            # no path from its own leaf is taken (a move by NIC port, issue 29)
+            attempts: list[tuple[Optional[int], list[PathChoice]]] = [(None, cands_of[i])]
+            alts = alt_of.get(i, {})
+            attempts += [(port, alts[port]) for port, _ in e.other_ports if port in alts]
+            first: Optional[Rejection] = None
+            for nic_port, cands in attempts:
+                if not cands:
+                    first = first or Rejection(e.flow, "no-path", None,
+                                               f"{e.src_leaf} -> {e.dst_leaf}")
                     continue
-                scored.append((worst, sum(pred.values()), len(scored), p, pred))
-            scored.sort(key=lambda x: x[:3])
-            old_up = old is not None and all(links.is_up(l) for l in old.links)
-            if old_up and old is not None and scored:
-                stay = max(work.get(l, 0.0) / links.capacity_bps[l] for l in old.links)
-                if scored[0][0] >= stay - _EPS:
-                    dec.rejected.append(Rejection(e.flow, "no-gain", scored[0][3],
-                                                  f"best {scored[0][0]:.3f} >= now {stay:.3f}"))
-                    continue
-            reason: Optional[Rejection] = None
-            for worst, _, _, p, pred in scored:
-                order_: Optional[Order]
-                if e.has_agent:
-                    f = e.flow
-                    sport = self.solve_sport(f, p, {t[3] for t in taken if t[:3] == (f.src, f.dst, f.dport)})
-                    if sport is None:
-                        reason = reason or Rejection(e.flow, "no-port", p, "no source port reaches it")
+                scored = []
+                unsafe: Optional[Rejection] = None
+                unsafe_worst = float("inf")
+                for p in cands:
+                    pred = {l: (work.get(l, 0.0) + (0.0 if l in old_links else e.rate_bps))
+                            / links.capacity_bps[l] for l in p.links}
+                    worst = max(pred.values())
+                    if worst > self.safety + _EPS:
+                        if worst < unsafe_worst:
+                            unsafe_worst = worst
+                            unsafe = Rejection(e.flow, "safety", p, f"{worst:.3f} > {self.safety}")
                         continue
-                    order_ = MoveOrder(e.flow, sport, p, pred, old, e.rate_bps)
+                    scored.append((worst, sum(pred.values()), len(scored), p, pred))
+                scored.sort(key=lambda x: x[:3])
+                old_up = old is not None and all(links.is_up(l) for l in old.links)
+                if old_up and old is not None and scored:
+                    stay = max(work.get(l, 0.0) / links.capacity_bps[l] for l in old.links)
+                    if scored[0][0] >= stay - _EPS:
+                        first = first or Rejection(e.flow, "no-gain", scored[0][3],
+                                                   f"best {scored[0][0]:.3f} >= now {stay:.3f}")
+                        continue
+                reason: Optional[Rejection] = None
+                for worst, _, _, p, pred in scored:
+                    order_: Optional[Order]
+                    if e.has_agent:
+                        f = e.flow
+                        avoid = {t[3] for t in taken if t[:3] == (f.src, f.dst, f.dport)}
+                        if nic_port is not None:        # the 5-tuple may stay: the port moves
+                            avoid.discard(f.sport)
+                        sport = self.solve_sport(f, p, avoid, keep_ok=nic_port is not None)
+                        if sport is None:
+                            reason = reason or Rejection(e.flow, "no-port", p, "no source port reaches it")
+                            continue
+                        order_ = MoveOrder(e.flow, sport, p, pred, old, e.rate_bps, nic_port,
+                                           e.nic_port if nic_port is not None else None)
+                    else:
+                        order_ = OverrideOrder(e.flow, self.override_entries(p), p, pred, old, e.rate_bps)
+                    trial = dict(placed)
+                    trial[i] = p
+                    util = simulate(trial)
+                    bad = min((l for l, u in util.items()
+                               if (u > self.safety + _EPS and l not in hot0)
+                               or (l in hot0 and u > base_util.get(l, links.util(l)) + _EPS)), default=None)
+                    if bad is not None:
+                        reason = Rejection(e.flow, "hotspot", p,
+                                           f"{bad[0]}:{bad[1]} at {util[bad]:.3f} in simulation")
+                        continue
+                    placed, last_util = trial, util
+                    for l in old_links:
+                        work[l] = work.get(l, 0.0) - e.rate_bps
+                    for l in p.links:
+                        work[l] = work.get(l, 0.0) + e.rate_bps
+                    dec.orders.append(order_)
+                    if isinstance(order_, MoveOrder):
+                        taken.add((e.flow.src, e.flow.dst, e.flow.dport, order_.new_sport))
+                    reason = None
+                    break
                 else:
-                    order_ = OverrideOrder(e.flow, self.override_entries(p), p, pred, old, e.rate_bps)
-                trial = dict(placed)
-                trial[i] = p
-                util = simulate(trial)
-                bad = min((l for l, u in util.items()
-                           if (u > self.safety + _EPS and l not in hot0)
-                           or (l in hot0 and u > base_util.get(l, links.util(l)) + _EPS)), default=None)
-                if bad is not None:
-                    reason = Rejection(e.flow, "hotspot", p,
-                                       f"{bad[0]}:{bad[1]} at {util[bad]:.3f} in simulation")
-                    continue
-                placed, last_util = trial, util
-                for l in old_links:
-                    work[l] = work.get(l, 0.0) - e.rate_bps
-                for l in p.links:
-                    work[l] = work.get(l, 0.0) + e.rate_bps
-                dec.orders.append(order_)
-                if isinstance(order_, MoveOrder):
-                    taken.add((e.flow.src, e.flow.dst, e.flow.dport, order_.new_sport))
-                reason = None
-                break
-            else:
-                reason = reason or unsafe or Rejection(e.flow, "safety", None, "every path over the threshold")
-            if reason is not None:
-                dec.rejected.append(reason)
+                    reason = reason or unsafe or Rejection(e.flow, "safety", None,
+                                                           "every path over the threshold")
+                if reason is None:
+                    first = None
+                    break
+                first = first or reason
+            if first is not None:
+                dec.rejected.append(first)
         dec.predicted_max_util = max(last_util.values(), default=0.0)
         dec.elapsed_s = time.perf_counter() - t0
         return dec

@@ -36,6 +36,7 @@ import itertools
 from typing import Callable, Iterable, Mapping, Optional
 
 from controller.gor.decisions import AlarmLevel, FlowKey, LinkKey, Order, RoundDecision
+from controller.gor.candidates import nic_port_leaves
 from controller.gor.moves import apply_in_flight
 from controller.gor.paths import ElephantFlow, LinkState
 from controller.gor.sampling import Sampling
@@ -66,6 +67,10 @@ class DecisionRounds:
         self.engine, self.links, self.alarms, self.flows = state.engine, state.links, state.alarms, state.flows
         self.dataplane, self.windows, self.book, self.sampling = state.dataplane, state.windows, state.book, sampling
         self.registry, self.leaf_of, self._out, self._act = state.registry, state.leaf_of, state.out, act
+        fabric = getattr(state.engine, "fabric", None)
+        self.port_leaves = nic_port_leaves(fabric) if fabric is not None else {}  # a leaf per NIC port
+        # (src, dst, sport, dport) → the NIC port its agent says the flow sends on
+        self.nic_port_of: dict[tuple[str, str, int, int], int] = {}
         self.settings, self.switch_unsettled = settings, switch_unsettled
         self.left_alone: frozenset[FlowKey] = frozenset()   # never moved: see GorLoop.leave_alone
         self.follow_up: set[LinkKey] = set()          # links of past rounds, still over safety
@@ -97,11 +102,15 @@ class DecisionRounds:
         except Exception as exc:  # noqa: BLE001
             self._out.error(f"registry: {type(exc).__name__}: {exc}")
             return out
+        ports: dict[tuple[str, str, int, int], int] = {}
         for f in registered:
             out[(f.src_ip, f.dst_ip, f.sport, f.dst_port)] = f.flow_id
+            if f.nic_port is not None:
+                ports[(f.src_ip, f.dst_ip, f.sport, f.dst_port)] = f.nic_port
             if f.moved_s_ago is not None and f.moved_s_ago < self.settings.cooldown_s:
                 self._remember_move(FlowKey(f.src_ip, f.dst_ip, 17, f.sport, f.dst_port),
                                     f.flow_id, t_s + self.settings.cooldown_s - f.moved_s_ago)
+        self.nic_port_of = ports
         return out
 
     def _remember_move(self, flow: FlowKey, fid: str, until_s: float) -> None:
@@ -165,12 +174,30 @@ class DecisionRounds:
             src, dst = self.leaf_of.get(flow.src), self.leaf_of.get(flow.dst)
             if src is None or dst is None or src == dst or self.book.resting(flow, t_s):
                 continue
-            has_agent = (flow.src, flow.dst, flow.sport, flow.dport) in agents
+            key = (flow.src, flow.dst, flow.sport, flow.dport)
+            has_agent = key in agents
+            nic_port, others = self._nic_port(key)
+            if nic_port is not None:
+                src = self.port_leaves[flow.src][nic_port]
+                if src == dst:
+                    continue
             rate = rates.get(flow)            # the switch's own measure, when it gave one
             out.append(ElephantFlow(flow, rate if rate is not None else load * n / total, src,
                                     dst, current=self.book.overrides.get(flow),
-                                    has_agent=has_agent))
+                                    has_agent=has_agent, nic_port=nic_port, other_ports=others))
         return out
+
+    def _nic_port(self, key: tuple[str, str, int, int]
+                  ) -> tuple[Optional[int], tuple[tuple[int, str], ...]]:
+        """The NIC port a flow sends on and (port, leaf) of its NIC's other ports, when its
+        agent says which port it uses (a dual-port NIC whose QPs the agent can re-bind);
+        (None, ()) otherwise: the flow is taken to leave through its NIC's first leaf. A
+        port the NIC does not have (a host's wrong word) counts as not said."""
+        leaves = self.port_leaves.get(key[0], ())
+        port = self.nic_port_of.get(key)
+        if port is None or len(leaves) < 2 or not 0 <= port < len(leaves):
+            return None, ()
+        return port, tuple((p, leaf) for p, leaf in enumerate(leaves) if p != port)
 
     def _in_use(self, agents: AgentFlows) -> set[FlowKey]:
         """5-tuples of live flows (registered, sampled, or the target of a move)."""

@@ -17,13 +17,22 @@ data is lost and a message never straddles two paths).
 49152
 >>> _ = qp.poll(0.0); mover.current_sport(fid)   # message done: the new port is in use
 50000
+
+Over a dual-port NIC (``QPMover(bond=...)``, :class:`host.nic.bond.BondedIO`) a flow's QP
+also has a NIC port: :meth:`QPMover.move_port` re-binds it to the other port (the bond's
+per-QP override, as ``mlx5dv_modify_qp_lag_port()``), and a source-port move keeps the
+QP's port (the new 5-tuple is bound where the old one was: a QP's port does not follow
+the UDP hash once it is set). :meth:`QPMover.current_port` is the port it sends on now
+(the surviving one while its own is down).
 """
 from __future__ import annotations
 
 import threading
-from typing import Protocol
+from typing import Optional, Protocol
 
 from astral_proto.flows import HostFlow, flow_id
+from host.nic.affinity import FlowKey
+from host.nic.bond import BondedIO
 from host.nic.qp import SenderQP
 
 
@@ -39,6 +48,24 @@ class FlowMover(Protocol):
         ...
 
 
+class PortMover(FlowMover, Protocol):
+    """A :class:`FlowMover` over a NIC of several ports (a dual-port NIC): the agent
+    applies an order's ``nic_port`` through it; a mover without these methods, or with
+    :meth:`nic_ports` 1, refuses such orders."""
+
+    def nic_ports(self) -> int:
+        """How many ports the NIC has."""
+        ...
+
+    def current_port(self, flow_id: str) -> Optional[int]:
+        """The port the flow sends on now (None: a NIC of one port)."""
+        ...
+
+    def move_port(self, flow_id: str, sport: int, nic_port: int) -> None:
+        """Move the flow to ``sport`` on NIC port ``nic_port`` (``ValueError``: no such port)."""
+        ...
+
+
 class QPMover:
     """A :class:`FlowMover` over :class:`~host.nic.qp.SenderQP` objects.
 
@@ -49,9 +76,10 @@ class QPMover:
     exactly at a message boundary.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, bond: Optional[BondedIO] = None) -> None:
         self._qps: dict[str, SenderQP] = {}
         self._flows: dict[str, HostFlow] = {}
+        self.bond = bond
         self.lock = threading.Lock()
 
     def add(self, qp: SenderQP, *, bytes_total: int = 0, fid: str = "") -> HostFlow:
@@ -67,11 +95,50 @@ class QPMover:
     def flows(self) -> list[HostFlow]:
         """Every registered flow with the source port in use now."""
         with self.lock:
-            return [rec.with_sport(self._qps[fid].flow.sport) for fid, rec in self._flows.items()]
+            return [rec.with_sport(self._qps[fid].flow.sport).with_nic_port(self._port(fid))
+                    for fid, rec in self._flows.items()]
 
     def current_sport(self, flow_id: str) -> int:
         return self._qps[flow_id].flow.sport
 
     def move(self, flow_id: str, sport: int) -> None:
         with self.lock:
-            self._qps[flow_id].change_sport(sport)
+            qp = self._qps[flow_id]
+            if self.bond is not None:           # the QP keeps its port on its new 5-tuple
+                self.bond.affinity.bind(self._key(qp, sport),
+                                        self.bond.affinity.port_of(self._key(qp, qp.flow.sport)))
+            qp.change_sport(sport)
+
+    # ------------------------------------------------------------- NIC ports
+    @staticmethod
+    def _key(qp: SenderQP, sport: int) -> FlowKey:
+        return FlowKey.of(qp.flow.src_ip, qp.flow.dst_ip, sport)
+
+    def nic_ports(self) -> int:
+        """How many ports the NIC has (1 without a bond)."""
+        return 1 if self.bond is None else len(self.bond.links)
+
+    def _port(self, flow_id: str) -> Optional[int]:
+        if self.bond is None:
+            return None
+        qp = self._qps[flow_id]
+        logical = self.bond.affinity.port_of(self._key(qp, qp.flow.sport))
+        live = self.bond.live_port(logical)
+        return logical if live is None else live
+
+    def current_port(self, flow_id: str) -> Optional[int]:
+        """The port the flow's QP sends on now: its bound port, or the surviving one while
+        that is down (None: a NIC of one port)."""
+        return self._port(flow_id)
+
+    def move_port(self, flow_id: str, sport: int, nic_port: int) -> None:
+        """Re-bind the flow's QP to ``nic_port`` (from its next frame when ``sport`` is the
+        port in use, else from the message boundary where ``sport`` takes over);
+        ``ValueError`` for a NIC of one port or a port it does not have."""
+        if self.bond is None:
+            raise ValueError("this NIC has one port")
+        with self.lock:
+            qp = self._qps[flow_id]
+            self.bond.affinity.bind(self._key(qp, sport), nic_port)
+            if sport != qp.flow.sport:
+                qp.change_sport(sport)

@@ -12,7 +12,7 @@ mutual TLS the host presents its certificate and checks that the registry's name
 """
 from __future__ import annotations
 
-from typing import Iterable, Union
+from typing import Iterable, Optional, Union
 
 from astral_proto import agent_pb2, agent_pb2_grpc
 from astral_proto.auth import HostCredentials
@@ -43,10 +43,14 @@ class RegistryClient:
                                          wait_for_ready=True)
         return int(reply.registered)
 
-    def report_move(self, order_id: str, fid: str, *, done: bool, sport: int, error: str = "") -> None:
-        """Tell GOR that order ``order_id`` took effect (``done``) or why it did not."""
+    def report_move(self, order_id: str, fid: str, *, done: bool, sport: int, error: str = "",
+                    nic_port: Optional[int] = None) -> None:
+        """Tell GOR that order ``order_id`` took effect (``done``) or why it did not;
+        ``nic_port``: the NIC port the flow sends on (a dual-port NIC)."""
         rep = agent_pb2.MoveReport(host=self.host, order_id=order_id, flow_id=fid, done=done,
                                    sport=sport, error=error)
+        if nic_port is not None:
+            rep.nic_port = nic_port
         self._stub.ReportMove(rep, metadata=self._md, timeout=self.timeout_s, wait_for_ready=True)
 
     def close(self) -> None:

@@ -26,6 +26,16 @@ is logged. A bad port or order id is a reply with ``accepted=False`` and a reaso
 ...               [HostFlow("f1", "10.0.0.1", "10.1.0.1", 49152, 7)], registry=None)
 >>> agent.order("f1", 0, "o1").reason
 'new_sport must be 1..65535'
+>>> agent.order("f1", 49153, "o2", nic_port=1).reason     # the fake has no NIC ports
+'nic_port 1: this NIC has one port'
+
+An order with ``nic_port`` (a dual-port NIC, issue 29) also re-binds the flow's QP to that
+port of the NIC (:meth:`host.agent.mover.QPMover.move_port`): the flow then leaves through
+the NIC's other leaf. It is done (reported) once the new source port and the new NIC port
+are both in use; the report carries the port (``MoveReport.nic_port``) and every
+registration the port each flow sends on (``Flow.nic_port``), so GOR knows each flow's
+source leaf. The guard's checks are the same as for any order: only GOR may send it, and
+only about this host's own flows.
 """
 from __future__ import annotations
 
@@ -44,7 +54,7 @@ from astral_proto.auth import HostCredentials
 from astral_proto.flows import HostFlow
 from astral_proto.security import CONTROLLER, Security, listen
 from host.agent.guard import OrderGuard, OrderRefused
-from host.agent.mover import FlowMover
+from host.agent.mover import FlowMover, PortMover
 from host.agent.registry_client import RegistryClient
 
 log = logging.getLogger(__name__)
@@ -62,6 +72,7 @@ class PendingMove:
     flow_id: str
     sport: int
     deadline: float
+    nic_port: Optional[int] = None
 
 
 class Agent:
@@ -175,8 +186,21 @@ class Agent:
             moved_at = dict(self._moved_at)
         now = self.clock()
         return [r.with_sport(self.mover.current_sport(r.flow_id)).with_move_age(
-                    max(0.0, now - moved_at[r.flow_id]) if r.flow_id in moved_at else None)
+                    max(0.0, now - moved_at[r.flow_id]) if r.flow_id in moved_at else None
+                ).with_nic_port(self.current_port(r.flow_id))
                 for r in recs]
+
+    def nic_ports(self) -> int:
+        """How many ports the host's NIC has (1 for a mover without ports)."""
+        counter = getattr(self.mover, "nic_ports", None)
+        return int(counter()) if callable(counter) else 1
+
+    def current_port(self, fid: str) -> Optional[int]:
+        """The NIC port flow ``fid`` sends on now (None: a NIC of one port)."""
+        if self.nic_ports() < 2:
+            return None
+        mover: PortMover = self.mover      # type: ignore[assignment]
+        return mover.current_port(fid)
 
     def status(self) -> agent_pb2.StatusReply:
         """The ``Status`` reply: every flow, its port in use and any move in progress."""
@@ -203,11 +227,14 @@ class Agent:
             log.warning("agent %s refused order %r (flow %r): %s: %s", self.host, order.order_id,
                         order.flow_id, refused.code.name, refused.reason)
             raise
-        return self.order(order.flow_id, order.new_sport, order.order_id)
+        return self.order(order.flow_id, order.new_sport, order.order_id,
+                          nic_port=order.nic_port if order.HasField("nic_port") else None)
 
-    def order(self, fid: str, sport: int, order_id: str) -> agent_pb2.MoveReply:
+    def order(self, fid: str, sport: int, order_id: str,
+              nic_port: Optional[int] = None) -> agent_pb2.MoveReply:
         """Apply one move order (what ``MoveFlow`` does after authentication and
-        :meth:`receive`'s checks).
+        :meth:`receive`'s checks); ``nic_port``: also re-bind the flow's QP to that port of
+        the NIC (refused, ``accepted=False``, by a NIC without it).
 
         Raises :class:`UnknownFlow` for a flow this host does not send.
         """
@@ -221,14 +248,26 @@ class Agent:
         if not 0 < sport < 65536:
             return agent_pb2.MoveReply(accepted=False, reason="new_sport must be 1..65535",
                                        current_sport=current)
+        if nic_port is not None and not 0 <= nic_port < self.nic_ports():
+            ports = self.nic_ports()
+            return agent_pb2.MoveReply(
+                accepted=False, current_sport=current,
+                reason=(f"nic_port {nic_port}: this NIC has one port" if ports < 2 else
+                        f"nic_port {nic_port}: this NIC has ports 0..{ports - 1}"))
         superseded: Optional[PendingMove] = None
         with self._cond:
             old = self._pending.get(fid)
-            if old is not None and old.order_id == order_id and old.sport == sport:
+            if (old is not None and old.order_id == order_id and old.sport == sport
+                    and old.nic_port == nic_port):
                 return agent_pb2.MoveReply(accepted=True, current_sport=current)  # a retry
             superseded = old
-            self.mover.move(fid, sport)
-            self._pending[fid] = PendingMove(order_id, fid, sport, self.clock() + self.move_timeout_s)
+            if nic_port is None:
+                self.mover.move(fid, sport)
+            else:
+                mover: PortMover = self.mover      # type: ignore[assignment]
+                mover.move_port(fid, sport, nic_port)
+            self._pending[fid] = PendingMove(order_id, fid, sport, self.clock() + self.move_timeout_s,
+                                             nic_port)
             self._cond.notify_all()
         if superseded is not None:
             self._report(superseded, done=False, sport=current,
@@ -244,7 +283,8 @@ class Agent:
                 pending = list(self._pending.values())
             for p in pending:
                 in_use = self.mover.current_sport(p.flow_id)
-                if in_use == p.sport:
+                if in_use == p.sport and (p.nic_port is None
+                                          or self.current_port(p.flow_id) == p.nic_port):
                     self._finish(p, done=True, sport=in_use)
                 elif self.clock() >= p.deadline:
                     self._finish(p, done=False, sport=in_use, error="timeout")
@@ -264,7 +304,8 @@ class Agent:
         if self.registry is None:
             return
         try:
-            self.registry.report_move(p.order_id, p.flow_id, done=done, sport=sport, error=error)
+            self.registry.report_move(p.order_id, p.flow_id, done=done, sport=sport, error=error,
+                                      nic_port=self.current_port(p.flow_id))
         except grpc.RpcError as exc:
             self.reports_failed += 1
             log.warning("report of order %s failed: %s", p.order_id, exc)

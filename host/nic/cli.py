@@ -286,7 +286,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             except (OSError, ValueError) as exc:
                 print(f"host.nic send: agent credentials: {exc}", file=sys.stderr)
                 return 2
-            mover = QPMover()
+            mover = QPMover(bond=bond_of(io))     # a dual-port NIC: orders may move QPs by port
         try:
             port = make_port(args, io, step_lock=mover.lock if mover is not None else None)
         except ValueError as exc:

@@ -8,7 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from scenarios.common import ScenarioOptions
-from scenarios.tor_failure import MESSAGES, TorFailureResult, _measure, run_tor_failure
+from scenarios.tor_failure import MESSAGES, TorFailureResult, _measure, _measure_gor, run_tor_failure
 from topo.model import build_fabric
 
 
@@ -41,3 +41,19 @@ def test_counts_lost_flows_and_recovery(tmp_path: Path) -> None:
     none_moved = TorFailureResult(1, flows=4)
     _measure(none_moved, _reports(tmp_path, [MESSAGES] * 4, moves=0), t_cut=10.0)
     assert none_moved.status == 1 and "no QP was moved" in none_moved.reasons[0]
+
+
+def test_gor_part_from_the_decision_log(tmp_path: Path) -> None:
+    log = tmp_path / "gor.jsonl"
+    recs = [{"event": "link_down", "mono_s": 9.0, "link": "s0->b0r0l1", "detours": []},   # before
+            {"event": "link_down", "mono_s": 10.2, "link": "s0->b0r0l1", "detours": []},
+            {"event": "link_down", "mono_s": 10.3, "link": "b0r0l0->s1", "detours": []},  # other leaf
+            {"event": "link_down", "mono_s": 10.4, "link": "s1:3->b0r0l1", "detours": ["x: y"]}]
+    log.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    res = TorFailureResult(0, recover_s=0.25)
+    _measure_gor(res, log, "b0r0l1", 2, t_cut=10.0)
+    assert res.gor_links_down == ["s0->b0r0l1", "s1:3->b0r0l1"] and res.gor_detours == ["x: y"]
+    assert (res.fabric_update_s, res.continue_s, res.status) == (0.4, 0.4, 0)
+    short = TorFailureResult(0, recover_s=0.25)
+    _measure_gor(short, log, "b0r0l1", 3, t_cut=10.0)
+    assert short.status == 1 and short.reasons == ["GOR took 2 of b0r0l1's 3 cables down"]

@@ -332,6 +332,54 @@ def test_flapping_cable_on_bmv2_is_cut_by_a_drop_table_and_its_links_never_go_do
     assert operstate(f"{net.leaf}-eth1") == "UP" and operstate(net.nic, net.ns) == "UP"
 
 
+def no_carrier(iface: str, ns: str = "") -> bool:
+    """The interface is up but has no carrier (its far end is down)."""
+    out = sh(*(["ip", "netns", "exec", ns] if ns else []), "ip", "-j", "link", "show", iface,
+             check=False).stdout
+    return bool(out.strip()) and "NO-CARRIER" in json.loads(out)[0]["flags"]
+
+
+def test_dead_tor_takes_every_interface_of_the_leaf_down_and_undo_brings_them_up(
+        net: Net) -> None:
+    rec = net.injector().inject("dead_tor", f"switch {net.leaf}")
+    (step,) = rec.undo
+    assert step["op"] == "links" and len(step["ends"]) == 2
+    assert operstate(f"{net.leaf}-eth1") == "DOWN" and operstate(f"{net.leaf}-eth2") == "DOWN"
+    # the far ends lose their carrier: the NIC (its bond's miimon) and the spine see it
+    assert poll(lambda: no_carrier(net.nic, net.ns), 5)
+    assert poll(lambda: no_carrier(f"{net.spine}-eth1"), 5)
+    net.injector().undo(rec.name)
+    assert poll(lambda: operstate(net.nic, net.ns) == "UP", 5)
+    assert operstate(f"{net.leaf}-eth1") == "UP" and operstate(f"{net.spine}-eth1") == "UP"
+    with pytest.raises(FaultError, match="dead_tor takes a leaf"):
+        net.injector().inject("dead_tor", f"switch {net.spine}")
+
+
+def test_dead_nic_port_cuts_the_leaf_end_and_undo_mends_it(net: Net) -> None:
+    rec = net.injector().inject("dead_nic_port", f"nic {net.nic}")
+    assert [e["iface"] for e in rec.undo[0]["ends"]] == [f"{net.leaf}-eth1"]
+    assert poll(lambda: no_carrier(net.nic, net.ns), 5)
+    assert operstate(f"{net.leaf}-eth2") == "UP"          # the leaf's other ports live on
+    net.injector().undo(rec.name)
+    assert poll(lambda: operstate(net.nic, net.ns) == "UP", 5)
+    routes = sh("ip", "netns", "exec", net.ns, "ip", "-4", "route", "show", "dev", net.nic).stdout
+    assert "10.8.0.0/24 via 10.9.0.254" in routes
+
+
+def test_dead_tor_and_nic_port_on_bmv2_are_drop_tables_with_the_links_up(net: Net) -> None:
+    net.state.target = "bmv2"
+    inj = net.injector()
+    tor = inj.inject("dead_tor", f"switch {net.leaf}")
+    root = Endpoint(f"{net.leaf}-eth1")
+    assert [s["op"] for s in tor.undo] == ["nft"] and tor.undo[0]["table"] in tables(root)
+    port = inj.inject("dead_nic_port", f"nic {net.nic}")
+    assert [s["op"] for s in port.undo] == ["nft", "nft"]          # both ends, two namespaces
+    assert any(t.startswith(port.undo[0]["table"]) for t in tables(net.host_ep))
+    assert operstate(f"{net.leaf}-eth1") == "UP" and operstate(net.nic, net.ns) == "UP"
+    inj.undo_all()
+    assert tables(root) == [] and tables(net.host_ep) == []
+
+
 # --------------------------------------------------------------------------- signals
 def test_hung_switch_stops_the_recorded_process_and_undo_continues_it(net: Net) -> None:
     pid = next(r.pid for r in net.state.procs if r.name == net.spine and r.kind == "switch")
