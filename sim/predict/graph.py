@@ -253,8 +253,11 @@ def _attention(j: TrainingJob, d: _Dims, flops: float, nbytes: float) -> list[Ke
 
 
 #: GEMMs whose input comes straight from a kernel that can write FP8 itself (a norm, the
-#: activation function): Transformer Engine's LayerNormLinear / LayerNormMLP
-FP8_FUSED_INPUT = ("qkv", "fc1", "fc2", "experts.fc1", "experts.fc2")
+#: activation function): Transformer Engine's LayerNormLinear / LayerNormMLP. Not the
+#: experts: Megatron-Core's ``TEGroupedMLP`` feeds TE's ``GroupedLinear`` the dispatcher's
+#: permuted tokens (FC1) and the output of its own ``weighted_bias_swiglu_impl`` (FC2), both
+#: BF16, and ``GroupedLinear`` quantizes its input itself: a full cast of each
+FP8_FUSED_INPUT = ("qkv", "fc1", "fc2")
 
 
 def fp8_casts(j: TrainingJob, kernels: list[Kernel], phase: str) -> list[Kernel]:

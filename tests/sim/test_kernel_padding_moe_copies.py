@@ -88,3 +88,16 @@ def test_the_copies_reach_the_predicted_iteration() -> None:
     r = predict(_moe_job(4))
     ops = [o.name for s in r.stages for ops in s.fwd_ops + s.bwd_ops for o in ops]
     assert any(n.endswith("moe.sort_chunks") for n in ops) and any(n.endswith("moe.unpermute.bwd") for n in ops)
+
+
+def test_expert_gemm_inputs_are_cast_in_full_under_fp8() -> None:
+    # TEGroupedMLP: GroupedLinear casts the permuted tokens and the SwiGLU output itself
+    j = job_from_dict(small(model={"experts": 8, "top_k": 2}, parallel={"tp": 1, "pp": 1, "dp": 8, "ep": 4},
+                            training={"precision": "fp8"},
+                            framework={"name": "megatron-core", "fp8_recipe": "delayed"},
+                            gpu={"preset": "H100-SXM"}), "j.yaml")
+    fwd = {k.name: k for k in graph.layer_forward(j, moe=True)}
+    for name in ("experts.fc1", "experts.fc2", "qkv"):
+        M, _, K = fwd[name].dims
+        per_element = fwd[f"fp8.cast.{name}.x"].bytes / (M * K * fwd[name].groups)
+        assert per_element == pytest.approx(1.0 if name == "qkv" else 4.0)
