@@ -119,11 +119,49 @@ def _mlp_forward(j: TrainingJob, d: _Dims, moe: bool) -> list[Kernel]:
         g = _gemm(name, per_expert, n, k, d.fp8)
         return replace(g, flops=g.flops * local, bytes=g.bytes * local, groups=local)
 
+    dispatch, combine = moe_permutations(j, d.ep, local, a2a)
     return [_gemm("router", d.Tn, m.experts, d.h, False), _mem("router.topk", d.Tn * m.experts * 4.0 * 3),
-            _comm("ep.alltoall.dispatch", "alltoall", "ep", a2a) if d.ep > 1 else _mem("moe.permute", 2 * a2a),
-            grouped("experts.fc1", n1, d.h), _mem("experts.activation", tokens * act_bytes),
-            grouped("experts.fc2", d.h, f_t),
-            _comm("ep.alltoall.combine", "alltoall", "ep", a2a) if d.ep > 1 else _mem("moe.unpermute", 2 * a2a)]
+            *dispatch, grouped("experts.fc1", n1, d.h), _mem("experts.activation", tokens * act_bytes),
+            grouped("experts.fc2", d.h, f_t), *combine]
+
+
+def moe_permutations(j: TrainingJob, ep: int, local: int, a2a: float) -> tuple[list[Kernel], list[Kernel]]:
+    """The token movement of an MoE layer before its experts (dispatch) and after them
+    (combine), as Megatron-Core's token dispatchers run it; each local copy reads and writes
+    the routed tokens once (``2·a2a`` bytes, ``a2a`` = T·k·h·e, the bytes each all-to-all
+    moves):
+
+    * EP 1: ``permute`` (tokens grouped by expert) and ``unpermute`` (weighted back), no
+      all-to-all;
+    * ``alltoall`` dispatcher (``MoEAlltoAllTokenDispatcher``): permutation 1 (``permute``
+      by destination rank), the all-to-all, then permutation 2 (``sort_chunks_by_idxs``:
+      the chunks from every rank regrouped by local expert, when a GPU holds more than one
+      expert); the combine undoes both around its all-to-all;
+    * ``deepep`` / ``deepep_ll`` (``MoEFlexTokenDispatcher``, ``_DeepepManager``): the
+      dispatch kernel permutes while it sends, then ``get_permuted_hidden_states_by_experts``
+      runs ``permute`` on the received tokens; ``get_restored_hidden_states_by_experts``
+      runs ``unpermute`` before the combine kernel.
+
+    >>> from sim.predict.job import job_from_dict
+    >>> j = job_from_dict({"model": {"layers": 2, "hidden": 1024, "heads": 16, "seq_length": 2048,
+    ...                              "vocab": 32000, "experts": 8, "top_k": 2, "moe_ffn_hidden": 512},
+    ...                    "parallel": {"ep": 4, "dp": 4}, "training": {"global_batch": 8},
+    ...                    "gpu": {"preset": "H100-SXM"}}, "j.yaml")
+    >>> [[k.name for k in ks] for ks in moe_permutations(j, 4, 2, 1e6)]
+    [['moe.permute', 'ep.alltoall.dispatch', 'moe.sort_chunks'], ['moe.unsort_chunks', 'ep.alltoall.combine', 'moe.unpermute']]
+    >>> [[k.name for k in ks] for ks in moe_permutations(j, 1, 8, 1e6)]
+    [['moe.permute'], ['moe.unpermute']]
+    """
+    copy = 2.0 * a2a
+    if ep == 1:
+        return [_mem("moe.permute", copy)], [_mem("moe.unpermute", copy)]
+    send = _comm("ep.alltoall.dispatch", "alltoall", "ep", a2a)
+    back = _comm("ep.alltoall.combine", "alltoall", "ep", a2a)
+    if j.framework.moe_dispatcher != "alltoall":
+        return [send, _mem("moe.permute", copy)], [_mem("moe.unpermute", copy), back]
+    sort = [_mem("moe.sort_chunks", copy)] if local > 1 else []
+    unsort = [_mem("moe.unsort_chunks", copy)] if local > 1 else []
+    return [_mem("moe.permute", copy), send, *sort], [*unsort, back, _mem("moe.unpermute", copy)]
 
 
 def moe_load_factor(j: TrainingJob) -> float:
@@ -215,8 +253,11 @@ def _attention(j: TrainingJob, d: _Dims, flops: float, nbytes: float) -> list[Ke
 
 
 #: GEMMs whose input comes straight from a kernel that can write FP8 itself (a norm, the
-#: activation function): Transformer Engine's LayerNormLinear / LayerNormMLP
-FP8_FUSED_INPUT = ("qkv", "fc1", "fc2", "experts.fc1", "experts.fc2")
+#: activation function): Transformer Engine's LayerNormLinear / LayerNormMLP. Not the
+#: experts: Megatron-Core's ``TEGroupedMLP`` feeds TE's ``GroupedLinear`` the dispatcher's
+#: permuted tokens (FC1) and the output of its own ``weighted_bias_swiglu_impl`` (FC2), both
+#: BF16, and ``GroupedLinear`` quantizes its input itself: a full cast of each
+FP8_FUSED_INPUT = ("qkv", "fc1", "fc2")
 
 
 def fp8_casts(j: TrainingJob, kernels: list[Kernel], phase: str) -> list[Kernel]:

@@ -142,6 +142,37 @@ class Kernel:
     groups: int = 1
 
 
+def padded_head_dim(impl: str, head_dim: int) -> int:
+    """The head dimension a flash-attention kernel computes on: each implementation is
+    compiled for a few head dimensions and runs a smaller one on the next kernel up, its
+    tiles padded (the extra columns masked on load, computed, thrown away), so the kernel
+    takes the padded kernel's time for ``head_dim / padded`` of its FLOPs.
+
+    * ``fa2`` (FlashAttention-2, ``csrc/flash_attn/flash_api.cpp``:
+      ``head_size_rounded = round_multiple(head_size, 32)`` up to 192, else 256; kernels
+      instantiated for 32, 64, …, 256): the next multiple of 32;
+    * ``triton`` (the Triton FlashAttention of ``flash_attn_triton.py``, as LLM Foundry
+      ships it: ``BLOCK_HEADDIM = max(triton.next_power_of_2(d), 16)``, loads masked by
+      ``offs_d < headdim``): the next power of two;
+    * ``fa3`` (FlashAttention-3, ``hopper/flash_api.cpp`` ``round_up_headdim``): 64, 96,
+      128, 192 or 256;
+    * ``cudnn`` and anything else: as given (cuDNN's fused attention takes any multiple of 8).
+
+    >>> [padded_head_dim(i, 112) for i in ("fa2", "triton", "fa3", "cudnn")]
+    [128, 128, 128, 112]
+    >>> padded_head_dim("fa2", 80), padded_head_dim("triton", 80), padded_head_dim("fa3", 80)
+    (96, 128, 96)
+    """
+    d = max(1, int(head_dim))
+    if impl == "fa2":
+        return 256 if d > 192 else -(-d // 32) * 32
+    if impl == "triton":
+        return max(16, 1 << (d - 1).bit_length())
+    if impl == "fa3":
+        return next((x for x in (64, 96, 128, 192, 256) if d <= x), d)
+    return d
+
+
 def gemm_efficiency(k: Kernel, p: KernelParams) -> float:
     """The simple model's ``gemm x m / (m + gemm_half_dim)``, m the smallest GEMM dimension
     (defaults 0.70 and 64 when the factors are not given)."""
@@ -188,13 +219,18 @@ def compute_rate(k: Kernel, gpu: GpuSpec, precision: str, p: KernelParams) -> Ra
     tables = _tables(gpu, p)
     other = builtin_table("H100" if gpu.chip != "H100" else "A100")
     cal = calibration.current()
+    dh = k.head_dim or 128
+    padded = padded_head_dim(k.impl, dh)
+    useful = dh / padded                    # the padded columns are computed and thrown away
     for impl in dict.fromkeys((k.impl, "fa2")):
         for t in tables:
-            r = t.attention_tflops(impl, prec, k.seq or 2048, k.head_dim or 128, k.causal, k.phase, other)
+            r = t.attention_tflops(impl, prec, k.seq or 2048, padded, k.causal, k.phase, other)
             if r.tflops > 0:
                 note = r.provenance if impl == k.impl else f"{r.provenance}, {impl} for {k.impl}"
+                if padded != dh:
+                    note += f", head dim {dh} run as {padded}"
                 scale = cal.sustained_for(gpu.chip) * cal.attention_for(k.impl)
-                return Rate(min(r.tflops * 1e12, peak) * (scale if _shipped(t) else 1.0), note)
+                return Rate(min(r.tflops * 1e12, peak) * useful * (scale if _shipped(t) else 1.0), note)
     return Rate(peak * (0.55 if k.phase == "fwd" else 0.45), "default")
 
 
