@@ -37,10 +37,12 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from google.protobuf.message import DecodeError
 from p4.v1 import p4runtime_pb2 as pb
 
 from p4sim.p4runtime.entities_index import ProgramIndex, TableInfo
 from p4sim.p4runtime.entities_values import lpm_host_bits
+from p4sim.p4runtime.wirewrites import WireEntry
 from p4sim.runtime.tables import ActionCall, Exact, Lpm, Optional_, Range, Ternary, canonical_match
 
 _KINDS = ("exact", "lpm", "ternary", "range", "optional")
@@ -305,6 +307,74 @@ class TablePlan:
             return None
         key = self._key(te, priority)
         return None if key is None else key[1]
+
+    # ------------------------------------------------------------------ from wire bytes
+    # decode_insert / decode_modify / decode_delete of a WireEntry (wirewrites.parse_updates):
+    # an update of a table with one exact field that sets the table id, that field's value
+    # and at most an action, nothing else (so no priority, idle timeout, metadata,
+    # is_const, default entry, counter or meter data: _plain holds). The same checks,
+    # the same answers as from the message.
+    def _wire_call(self, raw: Optional[bytes]) -> Optional[ActionCall]:
+        """:meth:`_call` of a serialized TableAction (None: the entry has none)."""
+        if raw is None:
+            return None
+        call = self._calls.get(raw)
+        if call is None:
+            try:
+                ta = pb.TableAction.FromString(raw)
+            except DecodeError:
+                return None
+            call = self._action(ta)
+            if call is None:
+                return None
+            if len(self._calls) >= ACTION_CACHE_MAX:
+                self._calls.clear()
+            self._calls[raw] = call
+        return call
+
+    def _wire_value(self, data: bytes) -> int:
+        """The exact field's value, or -1 when :meth:`_single_exact_key` would decline it."""
+        single = self.single_exact
+        if single is None or self.needs_priority:     # priority 0: refused where one is needed
+            return -1
+        v = int.from_bytes(data, "big")
+        if not data or v >> single[1]:
+            return -1
+        return v
+
+    def wire_insert(self, w: WireEntry) -> Optional[tuple[tuple[Any, ...], tuple, int, int, tuple, int, ActionCall]]:
+        """:meth:`decode_insert` of a :data:`~p4sim.p4runtime.wirewrites.WireEntry`.
+
+        >>> plan.wire_insert((1, table_id, b"\\x0a", action_bytes))    # doctest: +SKIP
+        ((Exact(value=10),), ((10,), 0), 255, 10, (), 0, ActionCall(name='I.fwd', args=(1,)))
+        """
+        raw = w[3]
+        call = self._calls.get(raw) if raw is not None else None
+        if call is None:
+            call = self._wire_call(raw)
+            if call is None:
+                return None
+        v = self._wire_value(w[2])
+        if v < 0:
+            return None
+        return (Exact(v),), ((v,), 0), self.single_exact[2], v, (), 0, call   # type: ignore[index]
+
+    def wire_modify(self, w: WireEntry) -> Optional[tuple[tuple[Any, ...], tuple, int, ActionCall]]:
+        """:meth:`decode_modify` of a :data:`~p4sim.p4runtime.wirewrites.WireEntry`."""
+        if self.direct_meter or w[3] is None:
+            return None
+        call = self._wire_call(w[3])
+        if call is None:
+            return None
+        v = self._wire_value(w[2])
+        if v < 0:
+            return None
+        return (Exact(v),), ((v,), 0), 0, call
+
+    def wire_delete(self, w: WireEntry) -> Optional[tuple]:
+        """:meth:`decode_delete` of a :data:`~p4sim.p4runtime.wirewrites.WireEntry`."""
+        v = self._wire_value(w[2])
+        return None if v < 0 else ((v,), 0)
 
 
 # --------------------------------------------------------------------------- building
