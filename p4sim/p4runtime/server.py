@@ -75,7 +75,7 @@ from p4sim.p4runtime import roleconfig
 from p4sim.p4runtime.arbitration import ArbitrationError, Arbiter, Session, election_id_value
 from p4sim.p4runtime.authz import AuthzPolicy, Denied, RoleDef, peer_identity, role_label
 from p4sim.p4runtime.digests import DigestStreamer
-from p4sim.p4runtime.gcpause import gc_paused
+from p4sim.p4runtime.gcpause import freeze_long_lived, gc_paused
 from p4sim.p4runtime.idle import IdleTimeoutMonitor
 from p4sim.p4runtime.packetio import PacketIO
 from p4sim.p4runtime.reqlog import RequestLog
@@ -239,8 +239,11 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                  extras: bool = False, tls: Optional[ServerTls] = None,
                  policy: Optional[AuthzPolicy] = None,
                  stream_limits: Optional[StreamLimits] = None,
-                 max_receive_bytes: int = MAX_RECEIVE_BYTES) -> None:
+                 max_receive_bytes: int = MAX_RECEIVE_BYTES, freeze_gc: bool = False) -> None:
         self.device = device
+        #: freeze the collector's survivors at each pipeline commit (gcpause.freeze_long_lived);
+        #: the switch process sets it, an embedding program may not want it
+        self.freeze_gc = freeze_gc
         self.address = address
         self.tls = tls
         self.extras = extras
@@ -497,6 +500,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             self.pipeline = pipe
             self.saved = None
         self.digests.set_pipeline(pipe.program, pipe.p4info)
+        if self.freeze_gc:
+            freeze_long_lived()
 
     def GetForwardingPipelineConfig(self, request: _Get, context: grpc.ServicerContext) -> Any:
         try:

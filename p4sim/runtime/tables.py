@@ -573,6 +573,10 @@ class Table:
         del self._by_ident[entry._ident]
         self._index_remove(entry)
         heapq.heappush(self._free_handles, entry.handle)
+        # the result refers to the entry: left set, a removed entry would be a reference
+        # cycle, freed only by a full pass of the cyclic collector (~20-40 ms a pass with
+        # a pipeline loaded); lookups no longer find it, and a restore makes it again
+        entry._result = None
 
     def clear(self) -> None:
         """Delete every entry that the program did not declare const."""
