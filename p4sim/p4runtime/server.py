@@ -578,7 +578,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         list at all when every update of a CONTINUE_ON_ERROR batch succeeded; ``denied``
         updates fail with their error without being tried."""
         W = p4runtime_pb2.WriteRequest
-        updates = list(request.updates)
+        updates = request.updates       # indexed as needed: the wire path reads most from bytes
         lock = self.device.lock
         denied = denied or {}
         if request.atomicity == W.CONTINUE_ON_ERROR:
