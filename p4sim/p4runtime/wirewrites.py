@@ -68,8 +68,7 @@ _T_MATCH = _tag(pb.TableEntry, "match", _LEN)
 _T_ACTION = _tag(pb.TableEntry, "action", _LEN)
 _T_FIELD_ID = _tag(pb.FieldMatch, "field_id", _VARINT)
 _T_EXACT = _tag(pb.FieldMatch, "exact", _LEN)
-_T_VALUE = _tag(pb.FieldMatch.Exact, "value", _LEN)          # also Ternary, LPM, Optional
-
+_T_VALUE = _tag(pb.FieldMatch.Exact, "value", _LEN)
 
 
 def varint(value: int) -> bytes:
