@@ -61,7 +61,7 @@ class TablePlan:
     """What a write to one table needs, precomputed (see the module docstring)."""
 
     __slots__ = ("ti", "table", "fields", "widths", "dont_care", "needs_priority", "support_timeout",
-                 "actions", "nfields", "single_exact", "direct_meter", "_calls")
+                 "actions", "nfields", "single_exact", "single_lpm", "direct_meter", "_calls")
 
     def __init__(self, ti: TableInfo, fields: dict[int, tuple[int, str, int, int]], widths: tuple[int, ...],
                  dont_care: tuple[Optional[Part], ...], actions: dict[int, tuple[str, dict[int, tuple[int, int]], int]]
@@ -82,9 +82,13 @@ class TablePlan:
         # ActionCall is immutable, so entries may share one
         self._calls: dict[bytes, ActionCall] = {}
         self.single_exact: Optional[tuple[int, int, int]] = None
+        self.single_lpm: Optional[tuple[int, int, int]] = None    # (field id, width, all-ones)
         if kinds == ["exact"]:
             (field_id, (_pos, _kind, w, full)), = fields.items()
             self.single_exact = (field_id, w, full)
+        elif kinds == ["lpm"]:
+            (field_id, (_pos, _kind, w, full)), = fields.items()
+            self.single_lpm = (field_id, w, full)
 
     # ------------------------------------------------------------------ decoding
     def _key(self, te: pb.TableEntry, priority: int) -> Optional[Key]:
@@ -310,7 +314,7 @@ class TablePlan:
 
     # ------------------------------------------------------------------ from wire bytes
     # decode_insert / decode_modify / decode_delete of a WireEntry (wirewrites.parse_updates):
-    # an update of a table with one exact field that sets the table id, that field's value
+    # an update of a table with one exact or LPM field that sets the table id, that field
     # and at most an action, nothing else (so no priority, idle timeout, metadata,
     # is_const, default entry, counter or meter data: _plain holds). The same checks,
     # the same answers as from the message.
@@ -332,20 +336,29 @@ class TablePlan:
             self._calls[raw] = call
         return call
 
-    def _wire_value(self, data: bytes) -> int:
-        """The exact field's value, or -1 when :meth:`_single_exact_key` would decline it."""
-        single = self.single_exact
-        if single is None or self.needs_priority:     # priority 0: refused where one is needed
-            return -1
+    def _wire_key(self, w: WireEntry) -> Optional[Key]:
+        """:meth:`_key` of the one match field of a WireEntry, priority 0 (None: declined)."""
+        if self.needs_priority:                  # priority 0: refused where one is needed
+            return None
+        data, plen = w[2], w[4]
         v = int.from_bytes(data, "big")
-        if not data or v >> single[1]:
-            return -1
-        return v
+        single = self.single_exact
+        if single is not None:
+            if plen >= 0 or not data or v >> single[1]:
+                return None
+            return (Exact(v),), ((v,), 0), single[2], v, ()
+        single = self.single_lpm
+        if single is None or plen < 0:
+            return None
+        _fid, width, full = single
+        if not data or v >> width or plen <= 0 or plen > width or v & lpm_host_bits(plen, width):
+            return None
+        return (Lpm(v, plen),), (((v, plen),), 0), full ^ ((1 << (width - plen)) - 1), v, ()
 
     def wire_insert(self, w: WireEntry) -> Optional[tuple[tuple[Any, ...], tuple, int, int, tuple, int, ActionCall]]:
         """:meth:`decode_insert` of a :data:`~p4sim.p4runtime.wirewrites.WireEntry`.
 
-        >>> plan.wire_insert((1, table_id, b"\\x0a", action_bytes))    # doctest: +SKIP
+        >>> plan.wire_insert((1, table_id, b"\\x0a", action_bytes, -1))    # doctest: +SKIP
         ((Exact(value=10),), ((10,), 0), 255, 10, (), 0, ActionCall(name='I.fwd', args=(1,)))
         """
         raw = w[3]
@@ -354,10 +367,10 @@ class TablePlan:
             call = self._wire_call(raw)
             if call is None:
                 return None
-        v = self._wire_value(w[2])
-        if v < 0:
+        key = self._wire_key(w)
+        if key is None:
             return None
-        return (Exact(v),), ((v,), 0), self.single_exact[2], v, (), 0, call   # type: ignore[index]
+        return key[0], key[1], key[2], key[3], key[4], 0, call
 
     def wire_modify(self, w: WireEntry) -> Optional[tuple[tuple[Any, ...], tuple, int, ActionCall]]:
         """:meth:`decode_modify` of a :data:`~p4sim.p4runtime.wirewrites.WireEntry`."""
@@ -366,15 +379,15 @@ class TablePlan:
         call = self._wire_call(w[3])
         if call is None:
             return None
-        v = self._wire_value(w[2])
-        if v < 0:
+        key = self._wire_key(w)
+        if key is None:
             return None
-        return (Exact(v),), ((v,), 0), 0, call
+        return key[0], key[1], 0, call
 
     def wire_delete(self, w: WireEntry) -> Optional[tuple]:
         """:meth:`decode_delete` of a :data:`~p4sim.p4runtime.wirewrites.WireEntry`."""
-        v = self._wire_value(w[2])
-        return None if v < 0 else ((v,), 0)
+        key = self._wire_key(w)
+        return None if key is None else key[1]
 
 
 # --------------------------------------------------------------------------- building

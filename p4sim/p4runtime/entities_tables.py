@@ -39,7 +39,7 @@ from p4sim.p4runtime.entities_profiles import OneShot, ProfileStore
 from p4sim.p4runtime.entities_restore import restore_table_entry
 from p4sim.p4runtime.entities_translated import decode_translated_field
 from p4sim.p4runtime.entities_values import NewEntity, check_lpm_host_bits, decode_bits, encode_bits, fail
-from p4sim.p4runtime.wirewrites import ExactShapes, WireEntry, parse_updates
+from p4sim.p4runtime.wirewrites import WireEntry, WireShapes, parse_updates
 from p4sim.runtime.errors import RuntimeStateError
 from p4sim.runtime.meters import MeterCell, MeterConfig
 from p4sim.runtime.tables import (IDLE_TIMEOUT_UNSUPPORTED, ActionCall, Exact, GroupRef, Lpm, MemberRef,
@@ -195,10 +195,12 @@ class TableStore:
         #: per-table write plans (:mod:`.entities_fast`); ``fast=False`` leaves every write
         #: to the checked path (the equivalence tests compare the two)
         self.plans: dict[int, TablePlan] = build_plans(index, extras) if fast else {}
-        #: the planned tables with one exact field, whose updates :meth:`wire_updates`
+        #: the planned tables with one exact or LPM field, whose updates :meth:`wire_updates`
         #: reads from a request's bytes (:mod:`.wirewrites`)
-        self.shapes = ExactShapes({tid: p.single_exact[0] for tid, p in self.plans.items()
-                                   if p.single_exact is not None})
+        self.shapes = WireShapes({tid: (p.single_exact[0], False) if p.single_exact is not None
+                                  else (p.single_lpm[0], True)        # type: ignore[index]
+                                  for tid, p in self.plans.items()
+                                  if p.single_exact is not None or p.single_lpm is not None})
 
     def wire_updates(self, request: pb.WriteRequest) -> Optional[list[Optional[WireEntry]]]:
         """The request's updates read from its bytes for :meth:`write_run` (:func:`.wirewrites.parse_updates`

@@ -4,20 +4,21 @@ A batched INSERT spent ~3 µs of its ~6 in upb's accessors: every sub-message re
 (``upd.entity``, ``.table_entry``, ``.match[0]``, ``.exact``, ``.action``) makes a Python
 wrapper of 0.3–0.6 µs, and the fast path reads about ten of them an update. A walk of
 the bytes in plain Python costs as much (~3 µs: a byte at a time), so this module does
-not parse: it *compares*. An update to a table with one exact match field (MAC, port,
-id and next-hop tables: the plans' ``single_exact``) that sets only the table id, that
-field and an action is, byte for byte, a fixed head (the update type, the table and
-field ids and the nested lengths, which follow from the value's length and the
-update's), the value, then ``TableAction`` as its own bytes. :class:`ExactShapes` builds
-each head once with a small encoder of its own and checks an update with one
+not parse: it *compares*. An update to a table with one match field, exact (MAC, port,
+id and next-hop tables: the plans' ``single_exact``) or LPM (route tables:
+``single_lpm``), that sets only the table id, that field and an action is, byte for
+byte, a fixed head (the update type, the table and field ids and the nested lengths,
+which follow from the value's length and the update's), the value, for LPM the prefix
+length's key and one byte, then ``TableAction`` as its own bytes. :class:`WireShapes`
+builds each head once with a small encoder of its own and checks an update with one
 ``bytes.startswith``; the value and the action's bytes are then slices. What the bytes
 mean is then exactly what the head says: they *are* the canonical encoding of that
 message, nothing left out or added.
 
 Anything else gives None for that update, which then takes the message path, unchanged:
 another entity or table, a second match field, a priority, metadata, an idle timeout,
-``is_const`` or any other field, an update or action of 128 bytes or more, a varint not
-in its shortest form. The table's plan checks and canonicalises a :data:`WireEntry` as it
+``is_const`` or any other field, an update or action of 128 bytes or more, a prefix
+length of 0 or of 128 or more, a varint not in its shortest form. The table's plan checks and canonicalises a :data:`WireEntry` as it
 does the message (:meth:`TablePlan.wire_insert`, ``wire_modify``, ``wire_delete``), so
 both give the same key, the same call and the same refusals
 (tests/p4sim/p4runtime/test_wire_writes.py compares both on valid and invalid batches).
@@ -34,9 +35,9 @@ Example::
     >>> te.table_id = 7
     >>> te.match.add(field_id=1).exact.value = b"\\x0a"
     >>> te.action.action.action_id = 3
-    >>> [w] = parse_updates(req.SerializeToString(), 1, ExactShapes({7: 1}))
-    >>> w[:3], w[3] == te.action.SerializeToString()
-    ((1, 7, b'\\n'), True)
+    >>> [w] = parse_updates(req.SerializeToString(), 1, WireShapes({7: (1, False)}))
+    >>> w[:3], w[3] == te.action.SerializeToString(), w[4]
+    ((1, 7, b'\\n'), True, -1)
 """
 from __future__ import annotations
 
@@ -46,9 +47,10 @@ from p4.v1 import p4runtime_pb2 as pb
 
 _VARINT, _LEN = 0, 2
 
-WireEntry = tuple[int, int, bytes, Optional[bytes]]
-"""(update type, table id, the exact field's value, the serialized TableAction or None
-when the entry has none): an update whose TableEntry sets nothing else."""
+WireEntry = tuple[int, int, bytes, Optional[bytes], int]
+"""(update type, table id, the match field's value, the serialized TableAction or None
+when the entry has none, the LPM prefix length or -1 for an exact field): an update
+whose TableEntry sets nothing else."""
 
 
 def _tag(message: Any, field: str, wire_type: int) -> int:
@@ -68,7 +70,10 @@ _T_MATCH = _tag(pb.TableEntry, "match", _LEN)
 _T_ACTION = _tag(pb.TableEntry, "action", _LEN)
 _T_FIELD_ID = _tag(pb.FieldMatch, "field_id", _VARINT)
 _T_EXACT = _tag(pb.FieldMatch, "exact", _LEN)
+_T_LPM = _tag(pb.FieldMatch, "lpm", _LEN)
+_T_PREFIX = _tag(pb.FieldMatch.LPM, "prefix_len", _VARINT)
 _T_VALUE = _tag(pb.FieldMatch.Exact, "value", _LEN)
+assert _T_VALUE == _tag(pb.FieldMatch.LPM, "value", _LEN)
 
 
 def varint(value: int) -> bytes:
@@ -90,11 +95,12 @@ def _field(tag: int, payload: bytes) -> bytes:
 
 
 def encode_exact_update(utype: int, table_id: int, field_id: int, value: bytes,
-                        action: Optional[bytes]) -> bytes:
+                        action: Optional[bytes], prefix_len: Optional[int] = None) -> bytes:
     """The ``updates`` item (key, length, Update) of a WriteRequest whose TableEntry sets
-    ``table_id``, one exact match field and, unless None, the serialized TableAction
-    ``action``, in field-number order as upb writes it (every id and ``value`` given
-    non-zero or non-empty: upb leaves out a field at its default).
+    ``table_id``, one match field (exact; LPM of ``prefix_len`` when given) and, unless
+    None, the serialized TableAction ``action``, in field-number order as upb writes it
+    (every id, ``value`` and ``prefix_len`` given non-zero or non-empty: upb leaves out a
+    field at its default).
 
     >>> from p4.v1 import p4runtime_pb2 as pb
     >>> req = pb.WriteRequest()
@@ -103,7 +109,11 @@ def encode_exact_update(utype: int, table_id: int, field_id: int, value: bytes,
     >>> encode_exact_update(3, 5, 2, b"ab", None) == req.SerializeToString()
     True
     """
-    fm = bytes((_T_FIELD_ID,)) + varint(field_id) + _field(_T_EXACT, _field(_T_VALUE, value))
+    if prefix_len is None:
+        fm = bytes((_T_FIELD_ID,)) + varint(field_id) + _field(_T_EXACT, _field(_T_VALUE, value))
+    else:
+        fm = bytes((_T_FIELD_ID,)) + varint(field_id) + _field(
+            _T_LPM, _field(_T_VALUE, value) + bytes((_T_PREFIX,)) + varint(prefix_len))
     te = bytes((_T_TABLE_ID,)) + varint(table_id) + _field(_T_MATCH, fm)
     if action is not None:
         te += _field(_T_ACTION, action)
@@ -119,11 +129,12 @@ class _Shape:
     """The heads of one table's updates: ``heads[type << 16 | length << 8 | value length]``
     is the update's bytes up to its value, or None when no update of those lengths fits."""
 
-    __slots__ = ("table_id", "field_id", "tid", "at", "heads")
+    __slots__ = ("table_id", "field_id", "lpm", "tid", "at", "heads")
 
-    def __init__(self, table_id: int, field_id: int) -> None:
+    def __init__(self, table_id: int, field_id: int, lpm: bool) -> None:
         self.table_id = table_id
         self.field_id = field_id
+        self.lpm = lpm          # the field is LPM: its prefix length (one byte) follows the value
         self.tid = varint(table_id)
         # where the value's length is: 15 one-byte keys and lengths, then the two ids
         self.at = 15 + len(varint(table_id)) + len(varint(field_id))
@@ -136,34 +147,38 @@ class _Shape:
         if key in self.heads:
             return self.heads[key]
         at = self.at
-        rest = length + 1 - at - n            # bytes after the value: the action, keyed
+        rest = length + 1 - at - n            # bytes after the value: [prefix length,] the action, keyed
+        plen: Optional[int] = None
+        if self.lpm:
+            rest -= 2
+            plen = 1                           # any one-byte prefix length: the head stops before it
         head: Optional[bytes] = None
         if utype in _TYPES and 0 < n < 0x80 and (rest == 0 or 2 <= rest < 0x80 + 2):
             action = None if rest == 0 else bytes(rest - 2)
-            enc = encode_exact_update(utype, self.table_id, self.field_id, bytes(n), action)
+            enc = encode_exact_update(utype, self.table_id, self.field_id, bytes(n), action, plen)
             if len(enc) == length + 2 and enc[at] == n:
                 head = enc[:at + 1]
         self.heads[key] = head
         return head
 
 
-class ExactShapes:
-    """The single-exact tables of a pipeline, by the shortest varint of their id: what
-    :func:`parse_updates` compares updates with. ``tables`` maps table id → the match
-    field's id.
+class WireShapes:
+    """The one-field tables of a pipeline, by the shortest varint of their id: what
+    :func:`parse_updates` compares updates with. ``tables`` maps table id → (the match
+    field's id, whether it is LPM; else exact).
 
-    >>> ExactShapes({0x02000001: 1}).count
+    >>> WireShapes({0x02000001: (1, False)}).count
     1
     """
 
-    def __init__(self, tables: dict[int, int]) -> None:
+    def __init__(self, tables: dict[int, tuple[int, bool]]) -> None:
         self.count = 0
         self.by_id_len: dict[int, dict[bytes, _Shape]] = {}
-        for table_id, field_id in tables.items():
+        for table_id, (field_id, lpm) in tables.items():
             if table_id <= 0 or field_id <= 0:
                 continue
             tv = varint(table_id)
-            self.by_id_len.setdefault(len(tv), {})[tv] = _Shape(table_id, field_id)
+            self.by_id_len.setdefault(len(tv), {})[tv] = _Shape(table_id, field_id, lpm)
             self.count += 1
 
     def shape(self, buf: bytes, s: int) -> Optional[_Shape]:
@@ -176,12 +191,12 @@ class ExactShapes:
         return None
 
 
-def parse_updates(buf: bytes, count: int, shapes: ExactShapes) -> Optional[list[Optional[WireEntry]]]:
+def parse_updates(buf: bytes, count: int, shapes: WireShapes) -> Optional[list[Optional[WireEntry]]]:
     """One :data:`WireEntry` or None per update of the WriteRequest ``buf`` (upb's
     encoding), in order; None altogether when ``buf`` does not hold exactly ``count``
     updates where they are looked for, or no table has a shape.
 
-    >>> parse_updates(pb.WriteRequest(device_id=1).SerializeToString(), 0, ExactShapes({}))
+    >>> parse_updates(pb.WriteRequest(device_id=1).SerializeToString(), 0, WireShapes({}))
     """
     if not shapes.count:
         return None
@@ -240,10 +255,18 @@ def parse_updates(buf: bytes, count: int, shapes: ExactShapes) -> Optional[list[
             if head is not None and buf.startswith(head, i):
                 last = shape
                 v1 = at + 1 + n
-                if v1 == e:
-                    append((buf[i + 3], shape.table_id, buf[at + 1:v1], None))
-                elif buf[v1] == _T_ACTION and buf[v1 + 1] == e - v1 - 2:
-                    append((buf[i + 3], shape.table_id, buf[at + 1:v1], buf[v1 + 2:e]))
+                a0 = v1
+                plen = -1
+                if shape.lpm:                   # the head left room for a one-byte prefix length
+                    plen = buf[v1 + 1]
+                    a0 = v1 + 2
+                    if buf[v1] != _T_PREFIX or plen >= 0x80:
+                        append(None)
+                        break
+                if a0 == e:
+                    append((buf[i + 3], shape.table_id, buf[at + 1:v1], None, plen))
+                elif buf[a0] == _T_ACTION and buf[a0 + 1] == e - a0 - 2:
+                    append((buf[i + 3], shape.table_id, buf[at + 1:v1], buf[a0 + 2:e], plen))
                 else:
                     append(None)
                 break

@@ -23,7 +23,7 @@ from p4sim.p4info import build_p4info
 from p4sim.p4runtime.entities import EntityStore
 from p4sim.p4runtime.entities_fast import TablePlan
 from p4sim.p4runtime.server import P4RuntimeServer
-from p4sim.p4runtime.wirewrites import ExactShapes, encode_exact_update, parse_updates
+from p4sim.p4runtime.wirewrites import WireShapes, encode_exact_update, parse_updates
 from test_entities_fast import Gen, outcome, state
 from test_server_rpc import details
 from test_server_support import Client, FakeDevice
@@ -92,7 +92,8 @@ control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm
 
 V1Switch(P(), VC(), Ing(), E(), CC(), D()) main;
 """
-SINGLE_EXACT = {"Ing.exact_t", "Ing.port_t", "Ing.dc_t"}
+SHAPED = {"Ing.exact_t", "Ing.port_t", "Ing.dc_t", "Ing.lpm_t"}
+"""The tables with one exact or LPM field: the wire path's."""
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +108,7 @@ def make_store(fast: bool) -> EntityStore:
 
 
 class WireGen(Gen):
-    """:class:`Gen`'s updates, two in three to a table with one exact field; a few with
+    """:class:`Gen`'s updates, two in three to a table with one exact or LPM field; a few with
     a second match field (another field's id), and keys from a small space so that
     INSERTs collide and DELETEs and MODIFYs find entries."""
 
@@ -115,7 +116,7 @@ class WireGen(Gen):
         upd = super().update()
         te = upd.entity.table_entry
         if self.chance(0.66):
-            name = self.r.choice(sorted(SINGLE_EXACT) + ["Ing.exact_t"] * 3)
+            name = self.r.choice(sorted(SHAPED) + ["Ing.exact_t"] * 2 + ["Ing.lpm_t"])
             t = self.tables[name]
             te.table_id = t.preamble.id if not self.chance(0.01) else 777
             del te.match[:]
@@ -141,6 +142,14 @@ def plain(te: pb.TableEntry) -> bool:
     return {f.name for f, _ in te.ListFields()} <= {"table_id", "match", "action"} and len(te.match) == 1
 
 
+def field_of(fm: pb.FieldMatch) -> tuple[str, bytes, int]:
+    """(kind, value, prefix length or -1) of a FieldMatch."""
+    kind = fm.WhichOneof("field_match_type") or ""
+    if kind == "lpm":
+        return kind, fm.lpm.value, fm.lpm.prefix_len
+    return kind, fm.exact.value if kind == "exact" else b"", -1
+
+
 # --------------------------------------------------------------------------- the bytes
 def test_encoder_is_upbs_encoding() -> None:
     for tid, fid, value, action in ((1, 1, b"\x01", None), (0x02000001, 1, bytes(6), b"\x0a\x02\x08\x03"),
@@ -155,39 +164,56 @@ def test_encoder_is_upbs_encoding() -> None:
             req = pb.WriteRequest()
             req.updates.add().CopyFrom(upd)
             assert encode_exact_update(utype, tid, fid, value, action) == req.SerializeToString()
+            te.match[0].ClearField("exact")
+            te.match[0].lpm.value, te.match[0].lpm.prefix_len = value, 9
+            req = pb.WriteRequest()
+            req.updates.add().CopyFrom(upd)
+            assert encode_exact_update(utype, tid, fid, value, action, 9) == req.SerializeToString()
     # an empty value (which upb leaves out) is never read: the message path refuses it
     upd = pb.Update(type=INSERT)
     upd.entity.table_entry.table_id = 7
     upd.entity.table_entry.match.add(field_id=2).exact.value = b""
-    assert parse_updates(one_request(upd), 1, ExactShapes({7: 2})) == [None]
+    assert parse_updates(one_request(upd), 1, WireShapes({7: (2, False)})) == [None]
+    upd.entity.table_entry.match[0].lpm.prefix_len = 8            # LPM: empty value, then prefix length 0
+    assert parse_updates(one_request(upd), 1, WireShapes({7: (2, True)})) == [None]
+    upd.entity.table_entry.match[0].lpm.value = b"\x0a"
+    assert parse_updates(one_request(upd), 1, WireShapes({7: (2, True)})) == [(INSERT, 7, b"\x0a", None, 8)]
+    upd.entity.table_entry.match[0].lpm.prefix_len = 0
+    assert parse_updates(one_request(upd), 1, WireShapes({7: (2, True)})) == [None]
+    upd.entity.table_entry.match[0].lpm.prefix_len = 200                # a two-byte varint
+    assert parse_updates(one_request(upd), 1, WireShapes({7: (2, True)})) == [None]
+    assert parse_updates(one_request(upd), 1, WireShapes({7: (2, False)})) == [None]   # not the table's kind
 
 
 def test_parse_reads_plain_updates_and_declines_the_rest(p4info: p4info_pb2.P4Info) -> None:
     store = make_store(True)
     shapes = store.tables.shapes
     assert {store.tables.plans[tid].ti.name for tid in
-            (s.table_id for d in shapes.by_id_len.values() for s in d.values())} == SINGLE_EXACT
+            (s.table_id for d in shapes.by_id_len.values() for s in d.values())} == SHAPED
     gen = WireGen(p4info, 11)
-    read = declined_plain = 0
+    read = declined_plain = reads_lpm = 0
     for _ in range(3000):
         upd = gen.update()
         te = upd.entity.table_entry
         [w] = parse_updates(one_request(upd), 1, shapes)   # type: ignore[misc]
+        plan = store.tables.plans.get(te.table_id)
+        single = None if plan is None else plan.single_exact or plan.single_lpm
         if w is None:
-            plan = store.tables.plans.get(te.table_id)
-            declined_plain += (plain(te) and plan is not None and plan.single_exact is not None
-                               and upd.type in (INSERT, MODIFY, DELETE)
-                               and te.match[0].WhichOneof("field_match_type") == "exact"
-                               and te.match[0].field_id == plan.single_exact[0] and te.match[0].exact.value != b"")
+            if plain(te) and single is not None and upd.type in (INSERT, MODIFY, DELETE):
+                kind, value, plen = field_of(te.match[0])
+                declined_plain += (kind == ("exact" if plan.single_exact else "lpm")   # type: ignore[union-attr]
+                                   and te.match[0].field_id == single[0] and value != b""
+                                   and (kind == "exact" or 0 < plen < 0x80))
             continue
         read += 1
         # what it read is the message, field for field, and the message sets nothing else
-        assert plain(te)
-        assert (w[0], w[1], w[2]) == (upd.type, te.table_id, te.match[0].exact.value)
+        assert plain(te) and single is not None
+        kind, value, plen = field_of(te.match[0])
+        assert (w[0], w[1], w[2], w[4]) == (upd.type, te.table_id, value, plen)
         assert w[3] == (te.action.SerializeToString() if te.HasField("action") else None)
-        assert te.match[0].WhichOneof("field_match_type") == "exact"
-        assert te.match[0].field_id == store.tables.plans[te.table_id].single_exact[0]
-    assert read > 1200 and declined_plain == 0, (read, declined_plain)
+        assert kind == ("exact" if plan.single_exact else "lpm") and te.match[0].field_id == single[0]   # type: ignore[union-attr]
+        reads_lpm += kind == "lpm"
+    assert read > 1200 and reads_lpm > 200 and declined_plain == 0, (read, reads_lpm, declined_plain)
 
 
 def test_parse_skips_other_request_fields_and_long_updates(p4info: p4info_pb2.P4Info) -> None:
@@ -205,7 +231,7 @@ def test_parse_skips_other_request_fields_and_long_updates(p4info: p4info_pb2.P4
     alone = [parse_updates(one_request(u), 1, shapes)[0] for u in ups]   # type: ignore[index]
     assert got[:-1] == alone and sum(w is not None for w in alone) > 10
     assert parse_updates(req.SerializeToString(), len(req.updates) + 1, shapes) is None
-    assert parse_updates(req.SerializeToString(), len(req.updates), ExactShapes({})) is None
+    assert parse_updates(req.SerializeToString(), len(req.updates), WireShapes({})) is None
 
 
 # --------------------------------------------------------------------------- decoding
@@ -214,6 +240,7 @@ def test_wire_decode_is_the_message_decode(p4info: p4info_pb2.P4Info, seed: int)
     store = make_store(True)
     gen = WireGen(p4info, seed)
     decoded = {INSERT: 0, MODIFY: 0, DELETE: 0}
+    lpm = 0
     for _ in range(3000):
         upd = gen.update()
         [w] = parse_updates(one_request(upd), 1, store.tables.shapes)   # type: ignore[misc]
@@ -233,7 +260,9 @@ def test_wire_decode_is_the_message_decode(p4info: p4info_pb2.P4Info, seed: int)
             continue
         assert got == want, upd
         decoded[upd.type] += got is not None
+        lpm += got is not None and plan.single_lpm is not None
     assert decoded[INSERT] > 500 and decoded[DELETE] > 200 and decoded[MODIFY] > 20, decoded
+    assert lpm > 100, lpm
 
 
 # --------------------------------------------------------------------------- batches
