@@ -294,6 +294,9 @@ class NativeSwitch:
         for t in self._tables:
             ok = all(kf.match_kind == "exact" for kf in t._mkeys)
             self._exact_masks.append([w for kf in t._mkeys for w in _lohi((1 << kf.width) - 1)] if ok else None)
+        # id(ActionCall) -> (the call, its words after ``op slot``): a batch's entries share
+        # a few call objects (the P4Runtime plans cache them), so each is encoded once
+        self._call_words: dict[int, tuple[ActionCall, tuple[int, ...]]] = {}
         self._tver = [-1] * len(self._tables)
         self._pver = [-1] * len(self._profiles)
         self._vsm: list[Any] = [None] * len(u.value_sets)
@@ -395,6 +398,7 @@ class NativeSwitch:
             words: list[int] = []
             for slot in moved:
                 self._action_words(slots[slot].action, 1, slot, words)
+            masks = self._exact_masks[i]
             for e in new:
                 if free:
                     slot = free.pop()
@@ -403,13 +407,38 @@ class NativeSwitch:
                     slot = len(slots)
                     slots.append(e)
                 slot_of[id(e)] = slot
-                self._entry_words(i, t, e, slot, words)
+                if masks is None or type(e.action) is not ActionCall:
+                    self._entry_words(i, t, e, slot, words)
+                    continue
+                # _entry_words of an all-exact entry with a direct action, written out
+                a = e.action
+                got = self._call_words.get(id(a))
+                if got is None or got[0] is not a:
+                    got = self._cache_call_words(a)
+                words += (0, slot)
+                words += got[1]
+                words += (e.priority & M64, e.handle, 0)
+                words += masks
+                for m in e.matches:
+                    v = m.value & MASK128
+                    words += (v & M64, v >> 64)
             buf = array("Q", words)
             lib.p4n_table_put(sw, i, len(new) + len(moved), (ctypes.c_uint64 * len(buf)).from_buffer(buf))
         if default:
             act, args = self._action(t.default_action)
             lib.p4n_table_default(sw, i, act, len(args), _u128s(args))
         lib.p4n_table_commit(sw, i)
+
+    def _cache_call_words(self, a: ActionCall) -> tuple[ActionCall, tuple[int, ...]]:
+        """``_action_words(a, op, slot, ...)`` less its first two words, remembered by the
+        call's id (with the call, so a reused id is told apart)."""
+        out: list[int] = []
+        self._action_words(a, 0, 0, out)
+        if len(self._call_words) >= 4096:
+            self._call_words.clear()
+        got = (a, tuple(out[2:]))
+        self._call_words[id(a)] = got
+        return got
 
     def _action_words(self, a: Any, op: int, slot: int, out: list[int]) -> None:
         """``op slot kind act nargs ref args...`` of ``p4n_table_put`` for entry action ``a``."""

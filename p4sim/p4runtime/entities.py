@@ -42,6 +42,7 @@ from p4sim.p4runtime.entities_index import ProgramIndex
 from p4sim.p4runtime.entities_profiles import ProfileStore
 from p4sim.p4runtime.entities_tables import TableStore
 from p4sim.p4runtime.entities_values import AddWire, NewEntity, fail
+from p4sim.p4runtime.wirewrites import WireEntry
 
 _WRITE_TYPES = frozenset((pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE))
 
@@ -122,17 +123,23 @@ class EntityStore:
         kind = self._kind(entity, read=False)
         return self._writers[kind](utype, getattr(entity, kind))
 
-    def write_run(self, updates: Sequence[pb.Update], start: int, stop: int) -> int:
+    def write_run(self, updates: Sequence[pb.Update], start: int, stop: int,
+                  wire: Optional[Sequence[Optional[WireEntry]]] = None) -> int:
         """Apply updates from ``start`` while each is one the fast path applies without an
         undo (a planned table-entry INSERT, MODIFY or DELETE: :meth:`TableStore.write_run`), for a
         CONTINUE_ON_ERROR batch; return the index of the first update not applied, which
         the caller gives to :meth:`write` (it applies it, or raises with its code and the
         state unchanged). Applying ``updates[i]`` here or with :meth:`write` leaves the
-        same state.
+        same state. ``wire``: the request's updates read from its bytes
+        (:func:`~p4sim.p4runtime.wirewrites.parse_updates`), None where not.
 
         >>> i = store.write_run(updates, 0, len(updates))     # doctest: +SKIP
         """
-        return self.tables.write_run(updates, start, stop)
+        return self.tables.write_run(updates, start, stop, wire)
+
+    def wire_updates(self, request: pb.WriteRequest) -> Optional[list[Optional[WireEntry]]]:
+        """The ``wire`` argument of :meth:`write_run` for ``request`` (:meth:`TableStore.wire_updates`)."""
+        return self.tables.wire_updates(request)
 
     def read(self, entity: pb.Entity, new_entity: NewEntity = pb.Entity,
              add_wire: Optional[AddWire] = None) -> Iterator[pb.Entity]:

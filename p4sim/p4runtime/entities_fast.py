@@ -37,10 +37,12 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from google.protobuf.message import DecodeError
 from p4.v1 import p4runtime_pb2 as pb
 
 from p4sim.p4runtime.entities_index import ProgramIndex, TableInfo
 from p4sim.p4runtime.entities_values import lpm_host_bits
+from p4sim.p4runtime.wirewrites import WireEntry
 from p4sim.runtime.tables import ActionCall, Exact, Lpm, Optional_, Range, Ternary, canonical_match
 
 _KINDS = ("exact", "lpm", "ternary", "range", "optional")
@@ -59,7 +61,7 @@ class TablePlan:
     """What a write to one table needs, precomputed (see the module docstring)."""
 
     __slots__ = ("ti", "table", "fields", "widths", "dont_care", "needs_priority", "support_timeout",
-                 "actions", "nfields", "single_exact", "direct_meter", "_calls")
+                 "actions", "nfields", "single_exact", "single_lpm", "direct_meter", "_calls")
 
     def __init__(self, ti: TableInfo, fields: dict[int, tuple[int, str, int, int]], widths: tuple[int, ...],
                  dont_care: tuple[Optional[Part], ...], actions: dict[int, tuple[str, dict[int, tuple[int, int]], int]]
@@ -80,9 +82,13 @@ class TablePlan:
         # ActionCall is immutable, so entries may share one
         self._calls: dict[bytes, ActionCall] = {}
         self.single_exact: Optional[tuple[int, int, int]] = None
+        self.single_lpm: Optional[tuple[int, int, int]] = None    # (field id, width, all-ones)
         if kinds == ["exact"]:
             (field_id, (_pos, _kind, w, full)), = fields.items()
             self.single_exact = (field_id, w, full)
+        elif kinds == ["lpm"]:
+            (field_id, (_pos, _kind, w, full)), = fields.items()
+            self.single_lpm = (field_id, w, full)
 
     # ------------------------------------------------------------------ decoding
     def _key(self, te: pb.TableEntry, priority: int) -> Optional[Key]:
@@ -304,6 +310,83 @@ class TablePlan:
         if priority is None:
             return None
         key = self._key(te, priority)
+        return None if key is None else key[1]
+
+    # ------------------------------------------------------------------ from wire bytes
+    # decode_insert / decode_modify / decode_delete of a WireEntry (wirewrites.parse_updates):
+    # an update of a table with one exact or LPM field that sets the table id, that field
+    # and at most an action, nothing else (so no priority, idle timeout, metadata,
+    # is_const, default entry, counter or meter data: _plain holds). The same checks,
+    # the same answers as from the message.
+    def _wire_call(self, raw: Optional[bytes]) -> Optional[ActionCall]:
+        """:meth:`_call` of a serialized TableAction (None: the entry has none)."""
+        if raw is None:
+            return None
+        call = self._calls.get(raw)
+        if call is None:
+            try:
+                ta = pb.TableAction.FromString(raw)
+            except DecodeError:
+                return None
+            call = self._action(ta)
+            if call is None:
+                return None
+            if len(self._calls) >= ACTION_CACHE_MAX:
+                self._calls.clear()
+            self._calls[raw] = call
+        return call
+
+    def _wire_key(self, w: WireEntry) -> Optional[Key]:
+        """:meth:`_key` of the one match field of a WireEntry, priority 0 (None: declined)."""
+        if self.needs_priority:                  # priority 0: refused where one is needed
+            return None
+        data, plen = w[2], w[4]
+        v = int.from_bytes(data, "big")
+        single = self.single_exact
+        if single is not None:
+            if plen >= 0 or not data or v >> single[1]:
+                return None
+            return (Exact(v),), ((v,), 0), single[2], v, ()
+        single = self.single_lpm
+        if single is None or plen < 0:
+            return None
+        _fid, width, full = single
+        if not data or v >> width or plen <= 0 or plen > width or v & lpm_host_bits(plen, width):
+            return None
+        return (Lpm(v, plen),), (((v, plen),), 0), full ^ ((1 << (width - plen)) - 1), v, ()
+
+    def wire_insert(self, w: WireEntry) -> Optional[tuple[tuple[Any, ...], tuple, int, int, tuple, int, ActionCall]]:
+        """:meth:`decode_insert` of a :data:`~p4sim.p4runtime.wirewrites.WireEntry`.
+
+        >>> plan.wire_insert((1, table_id, b"\\x0a", action_bytes, -1))    # doctest: +SKIP
+        ((Exact(value=10),), ((10,), 0), 255, 10, (), 0, ActionCall(name='I.fwd', args=(1,)))
+        """
+        raw = w[3]
+        call = self._calls.get(raw) if raw is not None else None
+        if call is None:
+            call = self._wire_call(raw)
+            if call is None:
+                return None
+        key = self._wire_key(w)
+        if key is None:
+            return None
+        return key[0], key[1], key[2], key[3], key[4], 0, call
+
+    def wire_modify(self, w: WireEntry) -> Optional[tuple[tuple[Any, ...], tuple, int, ActionCall]]:
+        """:meth:`decode_modify` of a :data:`~p4sim.p4runtime.wirewrites.WireEntry`."""
+        if self.direct_meter or w[3] is None:
+            return None
+        call = self._wire_call(w[3])
+        if call is None:
+            return None
+        key = self._wire_key(w)
+        if key is None:
+            return None
+        return key[0], key[1], 0, call
+
+    def wire_delete(self, w: WireEntry) -> Optional[tuple]:
+        """:meth:`decode_delete` of a :data:`~p4sim.p4runtime.wirewrites.WireEntry`."""
+        key = self._wire_key(w)
         return None if key is None else key[1]
 
 

@@ -40,6 +40,7 @@ def restore_table_entry(table: Table, entry: TableEntryState) -> None:
         table._next_handle = h + 1
     if table.implementation is not None:
         table.implementation.add_ref(entry.action)
+    entry._result = table._result_for(entry)      # Table._remove clears it
     table._entries[h] = entry
     table._by_ident[entry._ident] = entry
     table._index_add(entry)

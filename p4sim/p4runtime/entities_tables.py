@@ -39,6 +39,7 @@ from p4sim.p4runtime.entities_profiles import OneShot, ProfileStore
 from p4sim.p4runtime.entities_restore import restore_table_entry
 from p4sim.p4runtime.entities_translated import decode_translated_field
 from p4sim.p4runtime.entities_values import NewEntity, check_lpm_host_bits, decode_bits, encode_bits, fail
+from p4sim.p4runtime.wirewrites import WireEntry, WireShapes, parse_updates
 from p4sim.runtime.errors import RuntimeStateError
 from p4sim.runtime.meters import MeterCell, MeterConfig
 from p4sim.runtime.tables import (IDLE_TIMEOUT_UNSUPPORTED, ActionCall, Exact, GroupRef, Lpm, MemberRef,
@@ -194,6 +195,19 @@ class TableStore:
         #: per-table write plans (:mod:`.entities_fast`); ``fast=False`` leaves every write
         #: to the checked path (the equivalence tests compare the two)
         self.plans: dict[int, TablePlan] = build_plans(index, extras) if fast else {}
+        #: the planned tables with one exact or LPM field, whose updates :meth:`wire_updates`
+        #: reads from a request's bytes (:mod:`.wirewrites`)
+        self.shapes = WireShapes({tid: (p.single_exact[0], False) if p.single_exact is not None
+                                  else (p.single_lpm[0], True)        # type: ignore[index]
+                                  for tid, p in self.plans.items()
+                                  if p.single_exact is not None or p.single_lpm is not None})
+
+    def wire_updates(self, request: pb.WriteRequest) -> Optional[list[Optional[WireEntry]]]:
+        """The request's updates read from its bytes for :meth:`write_run` (:func:`.wirewrites.parse_updates`
+        of upb's encoding of it), or None when no planned table has one exact field."""
+        if not self.shapes.count:
+            return None
+        return parse_updates(request.SerializeToString(), len(request.updates), self.shapes)
 
     # ------------------------------------------------------------------ helpers
     def _entry_action(self, ti: TableInfo, ta: pb.TableAction
@@ -291,7 +305,8 @@ class TableStore:
             return self._modify(ti, te, matches)
         return self._delete(ti, te, matches)
 
-    def write_run(self, updates: Sequence[pb.Update], start: int, stop: int) -> int:
+    def write_run(self, updates: Sequence[pb.Update], start: int, stop: int,
+                  wire: Optional[Sequence[Optional[WireEntry]]] = None) -> int:
         """Apply ``updates[start:stop]`` in order while each is a table-entry INSERT, MODIFY
         or DELETE that a table's plan serves (:meth:`_fast_write`: the same state, no undo kept);
         return the index of the first one it did not apply (``stop`` when all). That one
@@ -299,7 +314,10 @@ class TableStore:
         A CONTINUE_ON_ERROR batch needs no undo, so a run of inserts is one call here
         instead of a call chain per update (the server's :meth:`EntityStore.write_run`),
         and each stretch of them into one table is decoded, then installed by one
-        ``Table.add_canonical_entries`` call.
+        ``Table.add_canonical_entries`` call. ``wire`` (:func:`~p4sim.p4runtime.wirewrites.parse_updates`
+        of the request, one item per update) gives updates already read from the
+        request's bytes: those are decoded by the plan's ``wire_*`` methods, the others
+        (None) from their message as before.
 
         >>> i = tables.write_run(request.updates, 0, len(request.updates))  # doctest: +SKIP
         """
@@ -307,32 +325,44 @@ class TableStore:
         clock = self.clock_ns
         i = start
         while i < stop:
-            upd = updates[i]
-            ent = upd.entity
-            if not ent.HasField("table_entry"):
-                return i
-            utype = upd.type
-            if utype != _INSERT:
-                # a DELETE or MODIFY as _fast_write makes it, less the undo (planned tables
-                # have no action profile, so no one-shot record to drop)
+            w = wire[i] if wire is not None else None
+            if w is not None:
+                utype = w[0]
+                plan = plans.get(w[1])
+                if plan is None:
+                    return i
+                te = None
+            else:
+                upd = updates[i]
+                ent = upd.entity
+                if not ent.HasField("table_entry"):
+                    return i
+                utype = upd.type
                 te = ent.table_entry
                 plan = plans.get(te.table_id)
                 if plan is None:
                     return i
+            if utype != _INSERT:
+                # a DELETE or MODIFY as _fast_write makes it, less the undo (planned tables
+                # have no action profile, so no one-shot record to drop)
                 if utype == _DELETE:
-                    ident = plan.decode_delete(te)
+                    ident = plan.decode_delete(te) if w is None else plan.wire_delete(w)
                     if ident is None or plan.table.delete_canonical_entry(ident) is None:
                         return i
                 elif utype == _MODIFY:
-                    got_m = plan.decode_modify(te)
+                    got_m = plan.decode_modify(te) if w is None else plan.wire_modify(w)
                     if got_m is None:
                         return i
                     changed = plan.table.modify_canonical_entry(got_m[1], got_m[3])
                     if changed is None:
                         return i
                     entry = changed[0]
-                    entry.metadata = te.metadata
-                    entry.idle_timeout_ns = te.idle_timeout_ns
+                    if w is None:
+                        entry.metadata = te.metadata
+                        entry.idle_timeout_ns = te.idle_timeout_ns
+                    else:                       # a WireEntry sets neither
+                        entry.metadata = b""
+                        entry.idle_timeout_ns = 0
                 else:
                     return i
                 i += 1
@@ -340,34 +370,41 @@ class TableStore:
             # a run of inserts into one planned table, decoded first (a plan's decoding
             # does not depend on the table's entries), then installed in one call
             items: list[tuple] = []
-            plan = None
+            run_plan = plan
             j = i
             while j < stop:
-                upd = updates[j]
-                if upd.type != _INSERT:
-                    break
-                ent = upd.entity
-                if not ent.HasField("table_entry"):
-                    break
-                te = ent.table_entry
-                p = plans.get(te.table_id)
-                if p is None or (plan is not None and p is not plan):
-                    break
-                got = p.decode_insert(te)
-                if got is None:
-                    break
-                plan = p
-                matches, ident, mask, value, ranges, priority, call = got
-                items.append((matches, call, priority, ident, mask, value, ranges, te.idle_timeout_ns, te.metadata))
+                w = wire[j] if wire is not None else None
+                if w is not None:
+                    if w[0] != _INSERT or plans.get(w[1]) is not run_plan:
+                        break
+                    got = run_plan.wire_insert(w)
+                    if got is None:
+                        break
+                    matches, ident, mask, value, ranges, priority, call = got
+                    items.append((matches, call, priority, ident, mask, value, ranges, 0, b""))
+                else:
+                    upd = updates[j]
+                    if upd.type != _INSERT:
+                        break
+                    ent = upd.entity
+                    if not ent.HasField("table_entry"):
+                        break
+                    te = ent.table_entry
+                    if plans.get(te.table_id) is not run_plan:
+                        break
+                    got = run_plan.decode_insert(te)
+                    if got is None:
+                        break
+                    matches, ident, mask, value, ranges, priority, call = got
+                    items.append((matches, call, priority, ident, mask, value, ranges, te.idle_timeout_ns,
+                                  te.metadata))
                 j += 1
-            if plan is None:
+            if not items:
                 return i
-            done = plan.table.add_canonical_entries(items, clock)
+            done = run_plan.table.add_canonical_entries(items, clock)
             i += done
             if done < len(items):
                 return i
-        return i
-        return i
         return i
 
     def _fast_write(self, plan: TablePlan, utype: int, te: pb.TableEntry) -> Optional[Undo]:

@@ -75,7 +75,7 @@ from p4sim.p4runtime import roleconfig
 from p4sim.p4runtime.arbitration import ArbitrationError, Arbiter, Session, election_id_value
 from p4sim.p4runtime.authz import AuthzPolicy, Denied, RoleDef, peer_identity, role_label
 from p4sim.p4runtime.digests import DigestStreamer
-from p4sim.p4runtime.gcpause import gc_paused
+from p4sim.p4runtime.gcpause import freeze_long_lived, gc_paused
 from p4sim.p4runtime.idle import IdleTimeoutMonitor
 from p4sim.p4runtime.packetio import PacketIO
 from p4sim.p4runtime.reqlog import RequestLog
@@ -273,8 +273,11 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                  extras: bool = False, tls: Optional[ServerTls] = None,
                  policy: Optional[AuthzPolicy] = None,
                  stream_limits: Optional[StreamLimits] = None,
-                 max_receive_bytes: int = MAX_RECEIVE_BYTES) -> None:
+                 max_receive_bytes: int = MAX_RECEIVE_BYTES, freeze_gc: bool = False) -> None:
         self.device = device
+        #: freeze the collector's survivors at each pipeline commit (gcpause.freeze_long_lived);
+        #: the switch process sets it, an embedding program may not want it
+        self.freeze_gc = freeze_gc
         self.address = address
         self.tls = tls
         self.extras = extras
@@ -532,6 +535,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             self.pipeline = pipe
             self.saved = None
         self.digests.set_pipeline(pipe.program, pipe.p4info)
+        if self.freeze_gc:
+            freeze_long_lived()
 
     def GetForwardingPipelineConfig(self, request: _Get, context: grpc.ServicerContext) -> Any:
         try:
@@ -608,7 +613,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         list at all when every update of a CONTINUE_ON_ERROR batch succeeded; ``denied``
         updates fail with their error without being tried."""
         W = p4runtime_pb2.WriteRequest
-        updates = list(request.updates)
+        updates = request.updates       # indexed as needed: the wire path reads most from bytes
         lock = self.device.lock
         denied = denied or {}
         if request.atomicity == W.CONTINUE_ON_ERROR:
@@ -620,6 +625,10 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             # through _write_one, which applies it or gives its error
             run = getattr(pipe.store, "write_run", None)
             n = len(updates)
+            # the updates read once from the request's bytes (p4sim/p4runtime/wirewrites.py);
+            # upb re-encodes the request in a fraction of what its accessors cost
+            wire_of = getattr(pipe.store, "wire_updates", None)
+            wire = wire_of(request) if run is not None and wire_of is not None else None
             with lock, gc_paused():
                 i = 0
                 while i < n:
@@ -628,7 +637,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                         continue
                     if run is not None:
                         stop = min((j for j in denied if j > i), default=n) if denied else n
-                        i = run(updates, i, stop)
+                        i = run(updates, i, stop, wire)
                         if i >= stop:
                             continue
                     err = self._write_one(pipe, updates[i])

@@ -391,7 +391,7 @@ def main(argv: Sequence[str]) -> int:
             limits = StreamLimits(args.p4rt_max_streams, args.p4rt_max_streams_per_client)
             grpc = P4RuntimeServer(device, args.grpc_server_addr, args.request_log,
                                    extras=args.p4runtime_extras, tls=tls, policy=policy,
-                                   stream_limits=limits)
+                                   stream_limits=limits, freeze_gc=True)
             bound = grpc.start()
             host = args.grpc_server_addr.rpartition(":")[0]
             grpc_desc = f"{host}:{bound}"

@@ -96,3 +96,28 @@ def test_inserts_only_sync_matches_full_copy_and_python() -> None:
     acl.add_entry([Ternary(0x0800, 0xFF00)], ActionCall("I.drop", ()), priority=1)
     insert(10)
     check()
+
+
+def test_shared_action_calls_are_encoded_once_and_told_apart() -> None:
+    """Entries that share ActionCall objects (as the P4Runtime plans make them) are copied
+    with the call's cached words; a cached id whose call is another object (an id reused
+    after the first call was freed) is encoded again, not taken from the cache."""
+    prog = load_program_text(PROGRAM, "sync.p4")
+    native = NativeSwitch(prog)
+    py = V1ModelSwitch(prog)
+    dmac = prog.state.tables["I.dmac"]
+    calls = [ActionCall("I.fwd", (p,)) for p in (1, 2, 3)]
+    for k in range(30):
+        dmac.add_entry([Exact(0x0A0000000000 + k)], calls[k % 3])
+    native._sync()
+    assert {id(c) for c in calls} <= set(native._call_words)
+    late = ActionCall("I.fwd", (5,))
+    native._call_words[id(late)] = (calls[0], native._call_words[id(calls[0])][1])   # stale: calls[0]'s words
+    dmac.add_entry([Exact(0x0A0000000000 + 99)], late)
+    native._sync()
+    assert native._call_words[id(late)][0] is late
+    for k in list(range(30)) + [99]:
+        frame = _frame(0x0A0000000000 + k, 1, 0x0800)
+        assert native.process_packet(1, frame) == py.process_packet(1, frame), k
+    assert native.process_packet(1, _frame(0x0A0000000000 + 99, 1, 0x0800)) != \
+        native.process_packet(1, _frame(0x0A0000000000 + 0, 1, 0x0800))

@@ -3,7 +3,9 @@
 a-time checked path: the same codes, messages and state for random batches; a bad update
 in the middle of a batch fails alone under CONTINUE_ON_ERROR and rolls the whole batch
 back under ROLLBACK_ON_ERROR; updates refused by the role policy are skipped by a run;
-the collector pause of a batch (p4sim/p4runtime/gcpause.py) nests and ends."""
+the collector pause of a batch (p4sim/p4runtime/gcpause.py) nests and ends; a removed
+entry is no reference cycle; a server told to freezes the collector's survivors at each
+pipeline commit."""
 from __future__ import annotations
 
 import gc
@@ -20,9 +22,11 @@ from p4sim.device import DeviceConfig
 from p4sim.engine.program import load_program_text
 from p4sim.p4info import build_p4info
 from p4sim.p4runtime.entities import EntityStore
+from p4sim.p4runtime.entities_restore import restore_table_entry
 from p4sim.p4runtime.gcpause import gc_paused
 from p4sim.p4runtime.server import P4RuntimeServer, _p4_error
 from p4sim.runtime.errors import RuntimeStateError
+from p4sim.runtime.tables import ActionCall, ActionSpec, Exact, KeyField, Table
 from test_entities_fast import PROGRAM, Gen, make_store, outcome, state
 from test_server_rpc import details
 from test_server_support import Client, FakeDevice
@@ -228,3 +232,39 @@ def test_gc_paused_nests_across_threads_and_restores() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_removed_entry_is_no_cycle_and_a_restore_makes_its_result_again() -> None:
+    t = Table("t", [KeyField("k", "exact", 8)], [ActionSpec("a", [("p", 8)])], size=4)
+    e = t.add_entry([Exact(1)], ActionCall("a", (7,)))
+    assert t.lookup([1]).entry is e
+    t.delete_entry([Exact(1)])
+    assert e._result is None                 # entry -> result -> entry no more: refcounting frees it
+    restore_table_entry(t, e)
+    assert t.lookup([1]) == (True, e, "a", (7,))
+
+
+def test_a_freezing_server_freezes_the_survivors_of_each_commit(p4info: p4info_pb2.P4Info) -> None:
+    srv = P4RuntimeServer(FakeDevice(), "127.0.0.1:0", store_factory=lambda prog, info: EntityStore(prog, info),
+                          freeze_gc=True)
+    client = Client(srv.start())
+    try:
+        gc.unfreeze()
+        client.arbitrate(1)
+        assert client.next("arbitration").arbitration.status.code == code_pb2.OK
+        req = pb.SetForwardingPipelineConfigRequest(
+            device_id=1, action=pb.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
+        req.election_id.low = 1
+        req.config.p4info.CopyFrom(p4info)
+        req.config.p4_device_config = DeviceConfig("fast_test.p4", PROGRAM).to_json().encode()
+        client.stub.SetForwardingPipelineConfig(req)
+        frozen = gc.get_freeze_count()
+        assert frozen > 1000 and srv.pipeline is not None
+        program = srv.pipeline.program
+        assert gc.is_tracked(program) and program.state is not None
+        client.stub.SetForwardingPipelineConfig(req)      # a second commit unfreezes, collects, freezes
+        assert gc.get_freeze_count() > 1000
+    finally:
+        gc.unfreeze()
+        client.close()
+        srv.stop()
