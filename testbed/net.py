@@ -57,6 +57,8 @@ from process import proc_cmdline
 from testbed.errors import TestbedError
 from testbed.faultundo import undo_recorded
 from testbed.ports import claim_switch_ports, free_port, port_free
+from testbed.rootguard import (RootGuardError, guard_interfaces, remove_table, table_exists,
+                               table_name)
 from testbed.targets import (THRIFT_BASE_PORT, SwitchLaunch, TargetError, check_binary,
                              exit_report)
 from testbed.tls import create_fabric_pki, make_host_views, policy_path
@@ -438,6 +440,8 @@ class TestbedState:
     switches: dict[str, dict[str, Any]] = field(default_factory=dict)  # name → grpc, logs…
     #: the testbed PKI's directory (``build/pki``: testbed.tls); "" when plaintext (--insecure)
     pki: str = ""
+    #: the nft table keeping hosts out of the root namespace (testbed.rootguard); "" none
+    guard_table: str = ""
 
     def to_json(self) -> str:
         """The state as indented JSON."""
@@ -497,15 +501,16 @@ def link_exists(name: str) -> bool:
 
 
 def leftovers(state: TestbedState) -> dict[str, list[str]]:
-    """What of ``state`` still exists: live processes, namespaces, interfaces.
+    """What of ``state`` still exists: live processes, namespaces, interfaces, nft tables.
 
     >>> leftovers(TestbedState())
-    {'processes': [], 'namespaces': [], 'interfaces': []}
+    {'processes': [], 'namespaces': [], 'interfaces': [], 'tables': []}
     """
     procs = [f"{r.name}:{r.pid}" for r in state.procs if record_matches(r)]
     nss = [f"{r.name}:{r.netns}" for r in state.procs if r.netns and pids_in_netns(r.netns)]
     intfs = [i for i in state.interfaces if link_exists(i)]
-    return {"processes": procs, "namespaces": nss, "interfaces": intfs}
+    tables = [state.guard_table] if state.guard_table and table_exists(state.guard_table) else []
+    return {"processes": procs, "namespaces": nss, "interfaces": intfs, "tables": tables}
 
 
 def _kill(pid: int, sig: int, group: bool) -> None:
@@ -564,7 +569,22 @@ def teardown(state: TestbedState, timeout_s: float = STOP_TIMEOUT_S) -> list[str
         if link_exists(name):
             subprocess.run(["ip", "link", "del", name], capture_output=True, check=False)
             done.append(f"deleted interface {name}")
-    return done
+    return done + remove_table(state.guard_table)
+
+
+def guard_root_namespace(state: TestbedState, state_path: Path) -> None:
+    """Close the root namespace to the hosts on every recorded root-side interface
+    (:mod:`testbed.rootguard`): the table's name is recorded (and saved) before it is
+    loaded, so a crash leaves nothing ``make stop`` cannot remove. What could not be done
+    is said on stderr."""
+    state.guard_table = table_name(state.owner_pid)
+    state.save(state_path)
+    try:
+        problems = guard_interfaces(state.guard_table, state.interfaces)
+    except RootGuardError as exc:
+        raise TestbedError(str(exc)) from None
+    for problem in problems:
+        print(f"testbed: root namespace guard: {problem}", file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------------------- network
@@ -698,6 +718,7 @@ class FabricNet:
             configure_host(net[info.name], info.nics, subnets)
         for name in self.state.interfaces:
             configure_root_intf(name)
+        guard_root_namespace(self.state, self.opts.state_path)
         net.build()
 
     def _extra(self, with_policy: bool = False) -> list[str]:

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from testbed.net import (NetOptions, ProcRecord, SwitchDaemon, TestbedError, TestbedState,
-                         configure_root_intf, leftovers, link_exists, load_mininet,
-                         make_switch_class, netns_inode, proc_cmdline, switch_launch, teardown,
+                         configure_root_intf, guard_root_namespace, leftovers, link_exists,
+                         load_mininet, make_switch_class, netns_inode, proc_cmdline, switch_launch, teardown,
                          wait_tcp)
 from testbed.pki import FabricPki
 from testbed.targets import check_binary, TargetError
@@ -244,6 +244,7 @@ class VpcNet:
             configure_root_intf(name)
             subprocess.run(["ethtool", "-K", name, "tso", "off", "gso", "off", "gro", "off"],
                            capture_output=True, check=False)
+        guard_root_namespace(self.state, self.opts.state_path)
         for vm in self.spec.vms:
             host = net[vm.name]
             for cmd in vm_commands(vm):

@@ -89,7 +89,7 @@ def test_state_round_trip_and_leftovers_of_nothing(tmp_path: Path) -> None:
     state.save(tmp_path / "s.json")
     back = TestbedState.load(tmp_path / "s.json")
     assert back == state
-    assert leftovers(back) == {"processes": [], "namespaces": [], "interfaces": []}
+    assert leftovers(back) == {"processes": [], "namespaces": [], "interfaces": [], "tables": []}
     assert TestbedState.load(tmp_path / "none.json") is None
 
 
@@ -142,7 +142,7 @@ def _start_held(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path, Path]:
 
 def _nothing_left(state: TestbedState) -> None:
     left = leftovers(state)
-    assert left == {"processes": [], "namespaces": [], "interfaces": []}, left
+    assert left == {"processes": [], "namespaces": [], "interfaces": [], "tables": []}, left
     assert all(not Path(f"/proc/{r.pid}").exists() or _is_other(r) for r in state.procs)
 
 
@@ -166,6 +166,64 @@ def _client_holding(port: int) -> Iterator[None]:
         client.bind(("127.0.0.1", port))  # linger 0: closed by a reset, no TIME_WAIT after
         client.connect(server.getsockname())
         yield
+
+
+def _in_host(shell_pid: int, *cmd: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["nsenter", "-t", str(shell_pid), "-n", *cmd], capture_output=True,
+                          text=True, timeout=30, check=False)
+
+
+def _icmp_in_echos() -> int:
+    """The root namespace's count of ICMP echo requests received (/proc/net/snmp)."""
+    head, values = [ln.split() for ln in Path("/proc/net/snmp").read_text().splitlines()
+                    if ln.startswith("Icmp:")][:2]
+    return int(values[head.index("InEchos")])
+
+
+def _attack_root_namespace(state: TestbedState) -> dict[str, object]:
+    """Host b0s0 (its own network namespace) tries to reach the root namespace through its
+    switch port: routes the root's address onto its NIC, asks ARP, then — with the root
+    port's MAC written in by hand, so ARP being ignored does not hide the rest — pings it
+    and sends UDP and TCP to listeners on 0.0.0.0 in the root namespace. Returns what
+    reached the root (sec-audit: the root kernel answered ARP and took the packets)."""
+    root_ips = [ln.split()[3].split("/")[0] for ln in subprocess.run(
+        ["ip", "-4", "-o", "addr", "show", "scope", "global"], capture_output=True, text=True,
+        check=True).stdout.splitlines()]
+    if not root_ips:
+        pytest.skip("the root namespace has no global IPv4 address to attack")
+    root_ip = root_ips[0]
+    shell = next(r for r in state.procs if r.kind == "host-shell" and r.name == "b0s0")
+    nic = build_fabric(FabricSpec()).host("b0s0").nics[0]
+    port = f"{nic.leaf}-eth{nic.leaf_port}"
+    assert port in state.interfaces
+    port_mac = Path(f"/sys/class/net/{port}/address").read_text().strip()
+    dev = nic.intf
+    _in_host(shell.pid, "ip", "route", "replace", f"{root_ip}/32", "dev", dev)
+    _in_host(shell.pid, "ping", "-c1", "-W1", root_ip)
+    neigh = _in_host(shell.pid, "ip", "neigh", "show", root_ip, "dev", dev).stdout
+    _in_host(shell.pid, "ip", "neigh", "replace", root_ip, "lladdr", port_mac, "dev", dev,
+             "nud", "permanent")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp, socket.socket() as tcp:
+        udp.bind(("0.0.0.0", 0))
+        tcp.bind(("0.0.0.0", 0))
+        tcp.listen()
+        tcp.settimeout(0.0)
+        echos = _icmp_in_echos()
+        _in_host(shell.pid, "ping", "-c3", "-i0.2", "-W1", root_ip)
+        echos = _icmp_in_echos() - echos
+        _in_host(shell.pid, "bash", "-c", f"for i in 1 2 3; do echo probe > /dev/udp/{root_ip}/"
+                 f"{udp.getsockname()[1]}; done")
+        _in_host(shell.pid, "timeout", "2", "bash", "-c",
+                 f"exec 3<>/dev/tcp/{root_ip}/{tcp.getsockname()[1]}")
+        syn = subprocess.run(["ss", "-Htn", "state", "syn-recv",
+                              f"( sport = :{tcp.getsockname()[1]} )"],
+                             capture_output=True, text=True, check=False).stdout.strip()
+        udp.settimeout(1.0)                            # bounded: the datagrams were sent
+        try:
+            got: bytes = udp.recv(64)
+        except socket.timeout:
+            got = b""
+    return {"arp": port_mac in neigh, "ping": echos >= 3, "udp": got, "syn": syn}
 
 
 @needs_mininet
@@ -199,6 +257,10 @@ def test_fabric_up_pings_every_rail_and_tears_down(tmp_path: Path) -> None:
         assert "controller.pem" not in seen and "p4rt-policy.yaml" not in seen
         assert "controller.key" in os.listdir(state.pki)          # the root namespace sees all
         assert "p4rt-policy.yaml: identities controller, monitor" in (tmp_path / "logs" / "b0r0l0.log").read_text()
+        # a host cannot reach the root namespace through its switch port (testbed.rootguard)
+        assert state.guard_table and leftovers(state)["tables"] == [state.guard_table]
+        reached = _attack_root_namespace(state)
+        assert reached == {"arp": False, "ping": False, "udp": b"", "syn": ""}, reached
     finally:
         proc.send_signal(signal.SIGTERM)
         rc = proc.wait(60)
