@@ -105,14 +105,17 @@ class FlowRegistry:
     :class:`~astral_proto.security.Security` (``MutualTls`` of the ``controller``
     certificate), or a fabric secret (bytes) for the token fallback. ``host_ips`` maps
     each host to its NICs' IPs; ``clock`` (seconds) dates the moves agents report;
-    ``wall_clock`` (Unix seconds) dates the orders' expiries.
+    ``wall_clock`` (Unix seconds) dates the orders' expiries; ``fabric_ips``: the
+    addresses a flow's destination may be (default: every NIC in ``host_ips``; give the
+    whole fabric's when ``host_ips`` names only some hosts).
 
     Also builds from a topology: ``FlowRegistry.from_fabric(build_fabric(), security)``.
     """
 
     def __init__(self, security: Union[Security, bytes], host_ips: Mapping[str, Iterable[str]],
                  clock: Callable[[], float] = time.monotonic,
-                 wall_clock: Callable[[], float] = time.time) -> None:
+                 wall_clock: Callable[[], float] = time.time,
+                 fabric_ips: Optional[Iterable[str]] = None) -> None:
         self.security: Security = (ControllerTokens(security) if isinstance(security, bytes)
                                    else security)
         if self.security.name != CONTROLLER:
@@ -130,6 +133,10 @@ class FlowRegistry:
         self._seq = itertools.count(1)
         self._lock = threading.Lock()
         self._host_of_ip = {ip: h for h, ips in self._host_ips.items() for ip in ips}
+        self._fabric_ips = (frozenset(fabric_ips) if fabric_ips is not None
+                            else frozenset(self._host_of_ip))
+        """Addresses a registered flow may be sent to: the fabric's NICs (every host's, by
+        default those of ``host_ips``). A flow to anywhere else is refused INVALID_ARGUMENT."""
         self.squats = 0
         """Registrations refused because a flow's id named another host's address."""
 
@@ -138,7 +145,8 @@ class FlowRegistry:
                     clock: Callable[[], float] = time.monotonic) -> "FlowRegistry":
         """Hosts and NIC IPs from a ``topo.model.Fabric`` (``fabric.hosts[i].nics[j].ip``)."""
         hosts = getattr(fabric, "hosts")
-        return cls(security, {h.name: [n.ip for n in h.nics] for h in hosts}, clock=clock)
+        return cls(security, {h.name: [n.ip for n in h.nics] for h in hosts}, clock=clock,
+                   fabric_ips=[n.ip for h in hosts for n in h.nics])
 
     # ------------------------------------------------------------- authentication
     def authenticate(self, caller: Optional[str]) -> str:
@@ -167,7 +175,9 @@ class FlowRegistry:
         whose flows are registered again by another incarnation (the same address, or a
         new one taking over its flows) has restarted: its open orders fail with ``"agent
         restarted"``. PERMISSION_DENIED for a flow whose source IP is not one of
-        ``host``'s NICs or whose id another host owns; the whole request is refused then.
+        ``host``'s NICs or whose id another host owns, INVALID_ARGUMENT for one whose
+        destination is not a NIC of the fabric (GOR would route and move flows that do not
+        cross it); the whole request is refused then.
         """
         flows = list(flows)
         ips = self._host_ips.get(host)
@@ -227,15 +237,21 @@ class FlowRegistry:
             return sum(1 for h in self._owner.values() if h == host)
 
     def _check_owned(self, host: str, ips: frozenset[str], f: HostFlow) -> None:
-        """A flow ``host`` may register: its source is one of the host's NICs and its id is
-        the id of its 5-tuple (so the id names that source). RegistryError otherwise; a
-        squatting attempt is logged and counted."""
+        """A flow ``host`` may register: its source is one of the host's NICs, its id is
+        the id of its 5-tuple (so the id names that source) and its destination another NIC
+        of the fabric. RegistryError otherwise; a squatting attempt is logged and counted."""
         if f.src_ip not in ips:
             raise RegistryError(grpc.StatusCode.PERMISSION_DENIED,
                                 f"flow {f.flow_id}: {f.src_ip} is not a NIC of {host}")
         own_id = flow_id(f.src_ip, f.dst_ip, f.qpn)
         if f.flow_id == own_id:
-            return
+            if f.dst_ip in self._fabric_ips and f.dst_ip != f.src_ip:
+                return
+            log.warning("registry: %s registered flow %s to %s, not another NIC of the fabric: refused",
+                        host, f.flow_id, f.dst_ip)
+            raise RegistryError(grpc.StatusCode.INVALID_ARGUMENT,
+                                f"flow {f.flow_id}: destination {f.dst_ip!r} is not another NIC of "
+                                "the fabric (a registered flow crosses the fabric)")
         named_ip = f.flow_id.split(">", 1)[0] if ">" in f.flow_id else ""
         victim = self._host_of_ip.get(named_ip)
         if victim is not None and victim != host:

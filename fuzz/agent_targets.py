@@ -47,6 +47,8 @@ from testbed.pki import FabricPki
 SECRET = b"fuzz-fabric-secret"
 HOST, OTHER_HOST = "b0s0", "b0s1"
 HOST_IPS = {HOST: ["10.0.0.1", "10.0.1.1"], OTHER_HOST: ["10.0.0.2", "10.0.1.2"]}
+FABRIC_IPS = [ip for ips in HOST_IPS.values() for ip in ips] + ["10.1.0.1"]
+"""The fabric's NICs (the flows' destination 10.1.0.1: a host that never calls)."""
 FLOWS = [HostFlow(flow_id(HOST_IPS[HOST][i % 2], "10.1.0.1", 7 + i), HOST_IPS[HOST][i % 2], "10.1.0.1",
                   49152 + i, 7 + i) for i in range(3)]
 ROLES = ("host", "other_host", "controller", "anonymous", "forged")
@@ -202,9 +204,9 @@ def start_targets(mode: str = "tokens", work_dir: Optional[Path] = None) -> Agen
     callers: dict[str, Any] = {}
     if mode == "mtls":
         gor_sec, creds, callers = _mtls_callers(Path(work_dir or tempfile.mkdtemp(prefix="fuzz-agent-")))
-        registry = FlowRegistry(gor_sec, HOST_IPS)
+        registry = FlowRegistry(gor_sec, HOST_IPS, fabric_ips=FABRIC_IPS)
     elif mode == "tokens":
-        registry = FlowRegistry(SECRET, HOST_IPS)
+        registry = FlowRegistry(SECRET, HOST_IPS, fabric_ips=FABRIC_IPS)
         creds = HostCredentials.derive(SECRET, HOST)
     else:
         raise ValueError(f"unknown mode {mode!r} (tokens, mtls)")

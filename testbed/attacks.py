@@ -863,6 +863,27 @@ def _flood_registry(host: str) -> Callable[[AgentFabric], None]:
     return run
 
 
+OUTSIDE_DST = "198.51.100.7"
+"""A destination no fabric has (TEST-NET-2, RFC 5737)."""
+
+
+def _register_outside(host: str) -> Callable[[AgentFabric], None]:
+    """``host`` registers a flow of its own source address to an address outside the
+    fabric (:data:`OUTSIDE_DST`), then one to itself; unregistered afterwards."""
+    def run(fab: AgentFabric) -> None:
+        from host.agent.registry_client import RegistryClient  # noqa: PLC0415 — heavy: scapy
+        src = fab.host_ips[host][0]
+        client = RegistryClient(fab.address, _as(fab, host))
+        try:
+            for dst in (OUTSIDE_DST, src):
+                _rpc(lambda: client.register([HostFlow(flow_id(src, dst, 4000), src, dst, 49152, 4000)],
+                                             agent_address="127.0.0.1:3", incarnation="outside"))
+        finally:
+            client.register([], agent_address="127.0.0.1:3", incarnation="outside")
+            client.close()
+    return run
+
+
 @dataclass(frozen=True, slots=True)
 class AgentAttack:
     """One line of the agent protocol's attack matrix."""
@@ -890,6 +911,9 @@ def agent_attacks(switch: str) -> list[AgentAttack]:
                     _order_as(switch, "b0s0")),
         AgentAttack("host-floods-registry", "b1s0", "a host cannot fill GOR's registry",
                     _flood_registry("b1s0")),
+        AgentAttack("host-registers-outside-fabric", "b1s0",
+                    "a host registers only flows to another NIC of the fabric",
+                    _register_outside("b1s0")),
     ]
 
 

@@ -28,6 +28,8 @@ is logged. A bad port or order id is a reply with ``accepted=False`` and a reaso
 'new_sport must be 1..65535'
 >>> agent.order("f1", 49153, "o2", nic_port=1).reason     # the fake has no NIC ports
 'nic_port 1: this NIC has one port'
+>>> agent.order("f1", 49153, "o3", nic_port=0).accepted   # its one port: a plain move
+True
 
 An order with ``nic_port`` (a dual-port NIC, issue 29) also re-binds the flow's QP to that
 port of the NIC (:meth:`host.agent.mover.QPMover.move_port`): the flow then leaves through
@@ -254,6 +256,9 @@ class Agent:
                 accepted=False, current_sport=current,
                 reason=(f"nic_port {nic_port}: this NIC has one port" if ports < 2 else
                         f"nic_port {nic_port}: this NIC has ports 0..{ports - 1}"))
+        if nic_port is not None and self.nic_ports() < 2:
+            nic_port = None              # port 0 of a one-port NIC: a plain move (fuzz-found:
+            #                              it called move_port on a mover without it, UNKNOWN)
         superseded: Optional[PendingMove] = None
         with self._cond:
             old = self._pending.get(fid)

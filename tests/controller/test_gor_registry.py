@@ -12,7 +12,7 @@ import pytest
 from astral_proto.flows import HostFlow, flow_id
 from controller.registry import FlowRegistry, RegistryError
 
-HOST = {"b0s0": ["10.0.0.1", "10.0.1.1"], "b0s1": ["10.0.0.2"]}
+HOST = {"b0s0": ["10.0.0.1", "10.0.1.1"], "b0s1": ["10.0.0.2"], "b1s0": ["10.1.0.1", "10.1.0.2"]}
 #: a test's name of a flow → (destination, destination QP) of b0s0's flow
 FLOWS = {"a1": ("10.1.0.1", 1), "a2": ("10.1.0.1", 2), "b1": ("10.1.0.2", 3)}
 
@@ -137,3 +137,18 @@ def test_an_id_that_is_not_its_flows_own_is_refused() -> None:
         reg.register("b0s0", "unix:/a", "i1", [HostFlow("f1", "10.0.0.1", "10.1.0.1", 1, 7)])
     assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
     assert "'10.0.0.1>10.1.0.1/qp7'" in str(err.value) and reg.squats == 0
+
+
+def test_a_flow_must_cross_the_fabric() -> None:
+    reg = FlowRegistry(b"s", HOST)
+    for dst in ("198.51.100.7", "10.0.0.1", "10.9.9.9"):         # outside, itself, no host
+        with pytest.raises(RegistryError) as err:
+            reg.register("b0s0", "unix:/a", "i1", [HostFlow(flow_id("10.0.0.1", dst, 5), "10.0.0.1",
+                                                            dst, 49152, 5)])
+        assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert f"destination '{dst}' is not another NIC of the fabric" in str(err.value)
+    assert reg.flows() == []
+    assert reg.register("b0s0", "unix:/a", "i1", [f("b1", 49152)]) == 1   # 10.1.0.2: b1s0's
+    wide = FlowRegistry(b"s", {"b0s0": ["10.0.0.1"]}, fabric_ips=["10.0.0.1", "10.9.9.9"])
+    assert wide.register("b0s0", "unix:/a", "i1", [HostFlow(flow_id("10.0.0.1", "10.9.9.9", 5),
+                                                            "10.0.0.1", "10.9.9.9", 1, 5)]) == 1

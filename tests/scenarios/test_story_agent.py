@@ -27,11 +27,11 @@ def test_agent_over_unix_sockets_moves_a_qp(tmp_path: Path, kind: str) -> None:
     creds: object
     if kind == "mtls":
         pki = agent_pki(None, ["b0s0"], tmp_path, say=lambda _: None)
-        registry = FlowRegistry(MutualTls.from_dir(pki, CONTROLLER), {"b0s0": ["10.0.0.1"]})
+        registry = FlowRegistry(MutualTls.from_dir(pki, CONTROLLER), {"b0s0": ["10.0.0.1"], "b1s0": ["10.1.0.1"]})
         creds = agent_security(tls_dir=pki, host="b0s0")
         assert (pki / "b0s0.key").stat().st_mode & 0o777 == 0o600
     else:
-        registry = FlowRegistry(secret, {"b0s0": ["10.0.0.1"]})
+        registry = FlowRegistry(secret, {"b0s0": ["10.0.0.1"], "b1s0": ["10.1.0.1"]})
         creds = HostCredentials.derive(secret, "b0s0").save(tmp_path / "creds-b0s0.json")
         assert creds.stat().st_mode & 0o777 == 0o600
     server, raddr = serve_registry(registry, f"unix:{tmp_path}/registry.sock")

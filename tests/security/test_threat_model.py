@@ -168,6 +168,8 @@ AGENT_EXPECTED = {
     "host-orders-move": ({"UNAVAILABLE"}, ""),            # an agent trusts the control CA only
     "switch-orders-move": ({"UNAVAILABLE"}, ""),
     "host-floods-registry": ({"RESOURCE_EXHAUSTED"}, "at most 4096 per host"),
+    "host-registers-outside-fabric": ({"INVALID_ARGUMENT"},
+                                      "destination '198.51.100.7' is not another NIC of the fabric"),
 }
 
 
