@@ -75,6 +75,12 @@ beyond what gRPC's flow control lets the switch send before the client reads."""
 AMPLIFIED_COPIES = 200
 """Copies of the wildcard "every counter" in the amplified Read (an 802-byte request; on
 ``fabric.p4`` about 2 million entities, 52 MB, when answered)."""
+HOG_COPIES = 20
+"""Wildcard counter reads in each Read of the lock-hogging attack (~5 MB of answer, read)."""
+HOG_READS = 60
+"""Reads the lock-hogging attack sends one after the other, each read in full."""
+HOG_RECOVER_S = 30.0
+"""How long the lock-hogging attack waits for its identity to be served again."""
 READY_TIMEOUT_S = 60.0
 PACKET_OUT_ANSWER_S = 1.0
 """How long a packet-out attack waits for the switch's StreamError (none: taken)."""
@@ -514,6 +520,50 @@ def _amplified_read(party: str) -> AttackFn:
     return run
 
 
+def _hog_device_lock(party: str) -> AttackFn:
+    """Up to :data:`HOG_READS` Reads one after the other, each of every counter
+    :data:`HOG_COPIES` times and read in full: each holds the switch's device lock while
+    its answer is built, so the data plane waits (taken when every one is answered). When
+    one is refused, the controller must still be served, and ``party`` again once its
+    share of the lock is back (within :data:`HOG_RECOVER_S`: a rate bound, not a ban)."""
+    def run(v: Victim) -> None:
+        tls = v.party_tls(party)
+        with grpc.secure_channel(v.addr, tls.credentials(), options=[
+                ("grpc.ssl_target_name_override", v.switch), ("grpc.max_receive_message_length", -1)]) as ch:
+            stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
+            req = p4runtime_pb2.ReadRequest(device_id=v.device_id, entities=[
+                p4runtime_pb2.Entity(counter_entry=p4runtime_pb2.CounterEntry())] * HOG_COPIES)
+            start = time.monotonic()
+            for n in range(HOG_READS):
+                try:
+                    for _ in stub.Read(req, timeout=60):
+                        pass
+                except grpc.RpcError as exc:
+                    refused = _refusal(exc)
+                    break
+            else:
+                raise AttackFailed("OK", f"{HOG_READS} wildcard Reads answered back to back in "
+                                         f"{time.monotonic() - start:.1f} s")
+            try:
+                list(v.conn.stub.Read(v.conn.read_request(v._session()), timeout=RPC_TIMEOUT_S))
+            except grpc.RpcError as exc:
+                raise AttackFailed("OK", f"the controller's Read failed {exc.code().name} while "
+                                         f"{party} was bounded") from None
+            small = v.conn.read_request(v._session())          # one clone session
+            deadline = time.monotonic() + HOG_RECOVER_S
+            while True:                       # bounded probe: the identity's share comes back
+                try:
+                    list(stub.Read(small, timeout=RPC_TIMEOUT_S))
+                    break
+                except grpc.RpcError as exc:
+                    if exc.code() != grpc.StatusCode.RESOURCE_EXHAUSTED or time.monotonic() > deadline:
+                        raise AttackFailed("BANNED", f"{party} not served again after the bound: "
+                                                     f"{exc.code().name} {exc.details()}") from None
+                    threading.Event().wait(0.2)
+            raise AttackFailed(refused.code, f"Read {n + 1} refused: {refused.detail}")
+    return run
+
+
 @dataclass(frozen=True, slots=True)
 class Attack:
     """One line of the attack matrix: who attacks, what it tries, the threat-model claim."""
@@ -556,6 +606,9 @@ def p4rt_attacks(host: str, other_switch: str) -> list[Attack]:
                "no client can starve a switch's P4Runtime server", _stall_reads(MONITOR)),
         Attack("monitor-amplified-read", MONITOR,
                "no client can exhaust a switch's memory with a small request", _amplified_read(MONITOR)),
+        Attack("monitor-hogs-device-lock", MONITOR,
+               "a read-only client cannot keep the data plane waiting on the device lock",
+               _hog_device_lock(MONITOR)),
     ]
 
 

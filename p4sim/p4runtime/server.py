@@ -79,7 +79,7 @@ from p4sim.p4runtime.gcpause import freeze_long_lived, gc_paused
 from p4sim.p4runtime.idle import IdleTimeoutMonitor
 from p4sim.p4runtime.packetio import PacketIO
 from p4sim.p4runtime.reqlog import RequestLog
-from p4sim.p4runtime.streamlimits import StreamLimitError, StreamLimits, read_limits
+from p4sim.p4runtime.streamlimits import ReadBudget, StreamLimitError, StreamLimits, read_limits
 from p4sim.p4runtime.tls import ServerTls
 from p4sim.runtime.errors import RuntimeStateError
 
@@ -284,6 +284,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.policy = policy
         self.stream_limits = stream_limits or StreamLimits()
         self.read_limits = read_limits()
+        #: device-lock time of read-only identities' Reads (streamlimits.ReadBudget)
+        self.read_budget = ReadBudget()
         self.arbiter = Arbiter(device.device_id)
         self.reqlog = RequestLog(request_log) if request_log else None
         self.store_factory = store_factory or self._default_store
@@ -702,6 +704,9 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def Read(self, request: p4runtime_pb2.ReadRequest, context: grpc.ServicerContext) -> Iterator[Any]:
         try:
             identity = self._identity(context, "Read", request.role or None)
+            budgeted = self._read_only(identity)
+            if budgeted is not None:
+                self.read_budget.check(budgeted)
             self.read_limits.acquire(identity)
         except RpcError as e:
             self._abort(context, e)
@@ -717,7 +722,12 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 self._check_device(request.device_id, write=False)
                 with self._state_lock:
                     pipe = self._target()
-                    responses = self._read_all(pipe, request)
+                    held = [0.0]
+                    try:
+                        responses = self._read_all(pipe, request, held)
+                    finally:
+                        if budgeted is not None:
+                            self.read_budget.charge(budgeted, held[0])
             except RpcError as e:
                 self._abort(context, e)
                 return
@@ -725,26 +735,48 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         finally:
             release()
 
-    def _read_all(self, pipe: Pipeline, request: p4runtime_pb2.ReadRequest) -> list[p4runtime_pb2.ReadResponse]:
+    def _read_only(self, identity: Optional[str]) -> Optional[str]:
+        """``identity`` when the policy lets it only read (every role it holds read-only,
+        as the testbed's monitor): its Reads are held to :attr:`read_budget`. None
+        otherwise (a writer, which can reprogram the switch anyway, or no policy)."""
+        if self.policy is None or not identity:
+            return None
+        roles = self.policy.roles_of(identity)
+        if roles and all(r in self.policy.roles and self.policy.roles[r].read_only for r in roles):
+            return identity
+        return None
+
+    def _read_all(self, pipe: Pipeline, request: p4runtime_pb2.ReadRequest,
+                  held: Optional[list[float]] = None) -> list[p4runtime_pb2.ReadResponse]:
         """The responses holding every entity the request asks for, each entity built in
         its response (:class:`_Responses`); the first failing one ends the Read with its
-        code as the RPC status (:class:`RpcError`), as BMv2 does."""
+        code as the RPC status (:class:`RpcError`), as BMv2 does. ``held[0]``: set to the
+        seconds the device lock was held."""
         out = _Responses()
         with self.device.lock:
-            for ent in request.entities:
-                if ent.WhichOneof("entity") is None:
-                    raise RpcError("UNKNOWN", "Incorrect entity type: the entity is empty")
-                try:
-                    for _ in pipe.store.read(ent, out.new_entity, out.add_wire):   # built in place
-                        pass
-                except RuntimeStateError as e:
-                    raise RpcError(e.code, e.message) from None
-                except RpcError:
-                    raise
-                except Exception as e:  # noqa: BLE001
-                    log.exception("Read failed unexpectedly")
-                    raise RpcError("INTERNAL", f"{type(e).__name__}: {e}") from None
+            t0 = time.monotonic()
+            try:
+                self._read_into(pipe, request, out)
+            finally:
+                if held is not None:
+                    held[0] = time.monotonic() - t0
         return out.responses
+
+    def _read_into(self, pipe: Pipeline, request: p4runtime_pb2.ReadRequest, out: "_Responses") -> None:
+        """Build every entity of ``request`` into ``out`` (the device lock held)."""
+        for ent in request.entities:
+            if ent.WhichOneof("entity") is None:
+                raise RpcError("UNKNOWN", "Incorrect entity type: the entity is empty")
+            try:
+                for _ in pipe.store.read(ent, out.new_entity, out.add_wire):   # built in place
+                    pass
+            except RuntimeStateError as e:
+                raise RpcError(e.code, e.message) from None
+            except RpcError:
+                raise
+            except Exception as e:  # noqa: BLE001
+                log.exception("Read failed unexpectedly")
+                raise RpcError("INTERNAL", f"{type(e).__name__}: {e}") from None
 
     # ------------------------------------------------------------------ StreamChannel
     def StreamChannel(self, request_iterator: Iterator[p4runtime_pb2.StreamMessageRequest],

@@ -43,8 +43,9 @@ p4sim.p4runtime.streamlimits.StreamLimitError: the switch already has 3 open Str
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
-from typing import Optional
+from typing import Callable, Optional
 
 DEFAULT_MAX_STREAMS = 32
 DEFAULT_MAX_STREAMS_PER_CLIENT = 8
@@ -135,6 +136,69 @@ def read_limits(max_reads: int = DEFAULT_MAX_READS,
     return StreamLimits(max_reads, per_client, what="Reads")
 
 
+DEFAULT_READ_LOCK_SHARE = 0.25
+"""The share of wall time a read-only identity's Reads may hold the device lock, averaged
+(each Read holds it while its answer is built, and the data plane waits meanwhile)."""
+DEFAULT_READ_LOCK_BURST_S = 2.0
+"""Device-lock seconds a read-only identity may use at once before the share applies."""
+
+
+class ReadBudget:
+    """A per-identity token bucket of device-lock seconds for Reads (thread-safe).
+
+    Each identity starts with ``burst_s`` seconds, regains ``share`` seconds per second up
+    to ``burst_s``, and is charged the time each of its Reads held the device lock; a
+    Read that finds its identity's balance at or below zero is refused at once
+    (:class:`StreamLimitError`, ``RESOURCE_EXHAUSTED``) with the wait until it is positive.
+    A Read is charged after it ran, so concurrent Reads may leave a debt; it is repaid
+    before the next one, so over time an identity holds the lock at most ``share`` of the
+    time (plus ``burst_s``). The monitor's normal cadence (one counter Read and one ECMP
+    Read per switch per second, ms each) uses about 1 % of it.
+
+    >>> now = [0.0]
+    >>> b = ReadBudget(share=0.25, burst_s=1.0, clock=lambda: now[0])
+    >>> b.check("monitor"); b.charge("monitor", 1.5)       # a long wildcard Read
+    >>> b.check("monitor")
+    Traceback (most recent call last):
+    ...
+    p4sim.p4runtime.streamlimits.StreamLimitError: identity 'monitor' used its share of the device lock for Reads (25% of the time, 1 s at once); retry in 2.0 s
+    >>> now[0] = 2.5; b.check("monitor")                   # the debt repaid: served again
+    """
+
+    def __init__(self, share: float = DEFAULT_READ_LOCK_SHARE, burst_s: float = DEFAULT_READ_LOCK_BURST_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if not 0 < share <= 1 or burst_s <= 0:
+            raise ValueError("want 0 < share <= 1 and burst_s > 0")
+        self.share, self.burst_s, self._clock = share, burst_s, clock
+        self._balance: dict[str, tuple[float, float]] = {}    # identity → (seconds, at)
+        self._lock = threading.Lock()
+        self.refused = 0
+
+    def _now_balance(self, identity: str) -> float:
+        now = self._clock()
+        bal, at = self._balance.get(identity, (self.burst_s, now))
+        bal = min(self.burst_s, bal + self.share * (now - at))
+        self._balance[identity] = (bal, now)
+        return bal
+
+    def check(self, identity: str) -> None:
+        """StreamLimitError when ``identity`` has no device-lock time left."""
+        with self._lock:
+            bal = self._now_balance(identity)
+            if bal > 0:
+                return
+            self.refused += 1
+        raise StreamLimitError(f"identity {identity!r} used its share of the device lock for Reads "
+                               f"({self.share:.0%} of the time, {self.burst_s:g} s at once); "
+                               f"retry in {(1e-3 - bal) / self.share:.1f} s")
+
+    def charge(self, identity: str, held_s: float) -> None:
+        """``identity``'s Read held the device lock ``held_s`` seconds."""
+        with self._lock:
+            bal = self._now_balance(identity)
+            self._balance[identity] = (bal - max(0.0, held_s), self._balance[identity][1])
+
+
 __all__ = ["DEFAULT_MAX_READS", "DEFAULT_MAX_READS_PER_CLIENT", "DEFAULT_MAX_STREAMS",
-           "DEFAULT_MAX_STREAMS_PER_CLIENT", "RPC_WORKERS", "StreamLimitError", "StreamLimits",
-           "read_limits"]
+           "DEFAULT_MAX_STREAMS_PER_CLIENT", "DEFAULT_READ_LOCK_BURST_S", "DEFAULT_READ_LOCK_SHARE",
+           "RPC_WORKERS", "ReadBudget", "StreamLimitError", "StreamLimits", "read_limits"]

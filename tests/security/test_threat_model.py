@@ -100,6 +100,7 @@ EXPECTED = {
     "monitor-stalls-reads": ("RESOURCE_EXHAUSTED",
                              "identity 'monitor' already has 6 open Reads"),
     "monitor-amplified-read": ("RESOURCE_EXHAUSTED", "the Read's answer exceeds 1048576 entities"),
+    "monitor-hogs-device-lock": ("RESOURCE_EXHAUSTED", "used its share of the device lock for Reads"),
 }
 
 
