@@ -177,8 +177,20 @@ def agent_pki(state: Any, hosts: Sequence[str], run_dir: Path,
 
 
 def source_uplinks(fabric: Any, flows: Sequence[Any]) -> dict[str, tuple[str, int]]:
-    """``"b0r0l0->s0"`` → (leaf, port) for every uplink of the flows' source leaves."""
-    leaves = {f.leaf for f in flows}
+    """``"b0r0l0->s0"`` → (leaf, port) for every uplink of the flows' source leaves: the
+    leaves of every port of their source NICs (a dual-port NIC's QP may be moved by GOR to
+    its other port, hence leaf). A fabric without hosts: the flows' own leaves.
+
+    >>> from topo.model import build_fabric
+    >>> from topo.spec import FabricSpec
+    >>> from testbed.traffic.flows import build_flows
+    >>> fab = build_fabric(FabricSpec(pods=2, blocks=1, cores=2, ports_per_nic=2, leaves_per_rail=2))
+    >>> sorted(source_uplinks(fab, build_flows(fab, [("10.0.0.1", "10.0.2.1")], [50000])))
+    ['b0r0l0->s0', 'b0r0l0->s1', 'b0r0l1->s0', 'b0r0l1->s1']
+    """
+    port_leaves = {n.ip: {p.leaf for p in getattr(n, "ports", ())}
+                   for h in getattr(fabric, "hosts", ()) for n in h.nics}
+    leaves = {f.leaf for f in flows} | {lf for f in flows for lf in port_leaves.get(f.src_ip, ())}
     return {f"{sw.name}->{info.peer_node}": (sw.name, p) for sw in fabric.switches
             if sw.name in leaves for p, info in sorted(sw.ports.items()) if info.kind == "uplink"}
 

@@ -251,7 +251,9 @@ def narrate(res: StoryResult, record: ScenarioRecord, t0: float, say: Callable[[
             "path_chosen": lambda: f"  {e.get('flow')}: {'-'.join(e.get('old_path', []))} -> "
                                    f"{'-'.join(e.get('new_path', []))} predicted {e.get('predicted')}",
             "order_sent": lambda: f"  order {e.get('order_id')} to {e.get('host') or 'override'}: "
-                                  f"{e.get('flow')} -> source port {e.get('sport')}",
+                                  f"{e.get('flow')} -> "
+                                  + (f"NIC port {e.get('nic_port')}, " if e.get("nic_port") is not None else "")
+                                  + f"source port {e.get('sport')}",
             "order_confirmed": lambda: f"  {e.get('order_id')}: {e.get('new_flow')} seen on "
                                        f"{e.get('link')} {e.get('after_s')} s after the order",
             "order_rolled_back": lambda: f"  {e.get('order_id')} rolled back: {e.get('reason')}",

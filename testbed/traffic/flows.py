@@ -18,6 +18,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence
 
+from host.nic.affinity import FlowKey, TxAffinity
 from host.tccl.planner import Planner
 from host.tccl.ports import PortPlanner, flows_from_fabric
 from p4src.hashmodel import FabricHashModel, predict_member, route_group
@@ -52,6 +53,27 @@ class NicFlow:
     qpn: int
     predicted_uplink: Optional[str] = None
     dst_intfs: tuple[str, ...] = ()      # every port of a dual-port destination NIC
+    src_intfs: tuple[str, ...] = ()      # every port of a dual-port source NIC (port order)
+    gateway_macs: tuple[str, ...] = ()   # each source port's leaf router MAC (port order)
+    nic_port: int = 0                    # the source port the QP is bound to (its leaf: ``leaf``)
+
+    @property
+    def send_iface(self) -> str:
+        """The sender's ``--iface``: both ports of a dual-port NIC (the bond transmits each
+        QP on its bound port and receives ACK/NAK/CNP/PAUSE on either), else ``src_intf``.
+
+        >>> NicFlow("f0", "a", "10.0.0.1", "a-eth0", "b", "10.1.0.1", "b-eth0", "l1", "m1", 1, 256,
+        ...         src_intfs=("a-eth0", "a-eth0p1"), gateway_macs=("m0", "m1"),
+        ...         nic_port=1).send_iface
+        'a-eth0,a-eth0p1'
+        """
+        return ",".join(self.src_intfs) if len(self.src_intfs) > 1 else self.src_intf
+
+    @property
+    def send_macs(self) -> str:
+        """The sender's ``--dst-mac``: one next hop per port of a dual-port NIC, else
+        ``gateway_mac``."""
+        return ",".join(self.gateway_macs) if len(self.gateway_macs) > 1 else self.gateway_mac
 
     @property
     def recv_iface(self) -> str:
@@ -175,35 +197,65 @@ def uplink_port_of(leaf: Any, member: str) -> int:
 
 def predict_uplink(fabric: Any, model: FabricHashModel,
                    member_ports: Callable[[str, int], Mapping[str, int]],
-                   src_ip: str, dst_ip: str, sport: int) -> Optional[str]:
+                   src_ip: str, dst_ip: str, sport: int,
+                   src_leaf: Optional[str] = None) -> Optional[str]:
     """The leaf uplink (``"b0r0l0->s1"``) the hash model predicts for a flow; None when
-    source and destination share a leaf. The leaf's group is the one its published routes
+    source and destination share a leaf. ``src_leaf``: the leaf of the source NIC port the
+    flow leaves by (a dual-port NIC's port 1), default the NIC's port 0 leaf. The leaf's group is the one its published routes
     pick for ``dst_ip`` (:func:`p4src.hashmodel.route_group`), else the uplink group;
     ``member_ports`` maps the uplink group's members to ports, a detour group's members
     are mapped through the topology (:func:`uplink_port_of`)."""
     nics = _nics_by_ip(fabric)
     snic, dnic = nics[src_ip][1], nics[dst_ip][1]
-    if snic.leaf == dnic.leaf:
+    leaf_name = src_leaf or snic.leaf
+    if leaf_name in {p.leaf for p in getattr(dnic, "ports", ())} | {dnic.leaf}:
         return None
-    sw = model.switch(snic.leaf)
+    sw = model.switch(leaf_name)
     gid = route_group(sw, dst_ip, LEAF_UPLINK_GROUP)
     group = LEAF_UPLINK_GROUP if gid is None else gid
     member = predict_member(sw, group, src_ip, dst_ip, 17, sport, ROCE_DPORT)
-    leaf = next(s for s in fabric.switches if s.name == snic.leaf)
+    leaf = next(s for s in fabric.switches if s.name == leaf_name)
     if group == LEAF_UPLINK_GROUP:
-        port = member_ports(snic.leaf, LEAF_UPLINK_GROUP)[member]
+        port = member_ports(leaf_name, LEAF_UPLINK_GROUP)[member]
     else:
         port = uplink_port_of(leaf, member)
-    return f"{snic.leaf}->{leaf.ports[port].peer_node}"
+    return f"{leaf_name}->{leaf.ports[port].peer_node}"
+
+
+def hashed_nic_ports(fabric: Any, pairs: Sequence[tuple[str, str]],
+                     sports: Sequence[int]) -> list[int]:
+    """The source NIC port each flow's QP is bound to by the bond's documented layer3+4
+    hash (:func:`host.nic.affinity.l34_hash`, modulo the NIC's ports): what a dual-port
+    NIC picks when nothing overrides it; 0 for a single-port NIC.
+
+    >>> from topo.model import build_fabric
+    >>> from topo.spec import FabricSpec
+    >>> fab = build_fabric(FabricSpec(pods=2, blocks=1, cores=2, ports_per_nic=2, leaves_per_rail=2))
+    >>> hashed_nic_ports(fab, [("10.0.0.1", "10.0.2.1")] * 4, [49152, 49153, 49154, 49155])
+    [1, 1, 0, 0]
+    """
+    nics = _nics_by_ip(fabric)
+    out = []
+    for (src, dst), sport in zip(pairs, sports):
+        n = len(getattr(nics[src][1], "ports", ())) or 1
+        out.append(TxAffinity(ports=n).port_of(FlowKey.of(src, dst, sport, ROCE_DPORT)) if n > 1 else 0)
+    return out
 
 
 def build_flows(fabric: Any, pairs: Sequence[tuple[str, str]], sports: Sequence[int],
                 model: Optional[FabricHashModel] = None,
-                member_ports: Optional[Callable[[str, int], Mapping[str, int]]] = None
-                ) -> list[NicFlow]:
+                member_ports: Optional[Callable[[str, int], Mapping[str, int]]] = None,
+                nic_ports: Sequence[int] = ()) -> list[NicFlow]:
     """:class:`NicFlow` records with the predicted uplink when a model is given. QPNs are
     unique: :data:`FIRST_QPN` + 64 × (index of the NIC pair) + (index within the pair), so
     the flows of one sender process have consecutive QPNs.
+
+    A dual-port source NIC sends over both ports (``src_intfs``, one next hop each), and
+    each flow's QP is bound to ``nic_ports[i]`` (the sender's ``--lag-port``); ``leaf``,
+    ``gateway_mac`` and the prediction are that port's. Without ``nic_ports`` every QP is
+    bound to port 0, the port TCCL's and the scenarios' plans assume;
+    :func:`hashed_nic_ports` gives the bond's own hash choice instead. ValueError for a
+    port the NIC lacks.
 
     >>> from topo.model import build_fabric
     >>> f = build_flows(build_fabric(), [("10.0.0.1", "10.1.0.1")], [50000])[0]
@@ -214,18 +266,29 @@ def build_flows(fabric: Any, pairs: Sequence[tuple[str, str]], sports: Sequence[
     routers = {s.name: s.router_mac for s in fabric.switches}
     out = []
     groups: dict[tuple[str, str], int] = {}
+    if nic_ports and len(nic_ports) != len(pairs):
+        raise ValueError(f"nic_ports: {len(nic_ports)} entries for {len(pairs)} flows")
     for i, ((src, dst), sport) in enumerate(zip(pairs, sports)):
         (sh, sn), (dh, dn) = nics[src], nics[dst]
+        sports_of = list(getattr(sn, "ports", ())) or [None]
+        bound = nic_ports[i] if nic_ports else 0
+        if not 0 <= bound < len(sports_of):
+            raise ValueError(f"nic_ports[{i}]: port {bound}; NIC {sn.intf} has ports "
+                             f"0..{len(sports_of) - 1}")
+        leaf = sports_of[bound].leaf if sports_of[0] is not None else sn.leaf
         g = groups.setdefault((src, dst), len(groups))
         qpn = FIRST_QPN + QPNS_PER_PAIR * g + sum(1 for f in out if (f.src_ip, f.dst_ip) == (src, dst))
-        up = (predict_uplink(fabric, model, member_ports, src, dst, sport)
+        up = (predict_uplink(fabric, model, member_ports, src, dst, sport, leaf)
               if model is not None and member_ports is not None else None)
-        out.append(NicFlow(f"f{i}", sh.name, src, sn.intf, dh.name, dst, dn.intf, sn.leaf,
-                           routers[sn.leaf], sport, qpn, up,
-                           tuple(p.intf for p in getattr(dn, "ports", ()))))
+        dual = len(sports_of) > 1
+        out.append(NicFlow(f"f{i}", sh.name, src, sn.intf, dh.name, dst, dn.intf, leaf,
+                           routers[leaf], sport, qpn, up,
+                           tuple(p.intf for p in getattr(dn, "ports", ())),
+                           tuple(p.intf for p in sports_of) if dual else (),
+                           tuple(routers[p.leaf] for p in sports_of) if dual else (), bound))
     return out
 
 
 __all__ = ["FIRST_QPN", "LEAF_UPLINK_GROUP", "NicFlow", "PORT_MODES", "QPNS_PER_PAIR", "ROCE_DPORT",
            "SPORT_RANGE", "build_flows", "choose_ports", "collective_pairs", "elephant_pairs",
-           "predict_uplink", "uplink_port_of"]
+           "hashed_nic_ports", "predict_uplink", "uplink_port_of"]

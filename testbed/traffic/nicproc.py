@@ -65,13 +65,21 @@ def sender_command(flows: Sequence[NicFlow], duration_s: float, report: Path,
     >>> f = NicFlow("f0", "a", "10.0.0.1", "a-eth0", "b", "10.1.0.1", "b-eth0", "l", "02:00:00:00:01:00", 50000, 256)
     >>> sender_command([f], 5.0, Path("r.json"), NicOptions())[3:7]
     ['send', '--iface', 'a-eth0', '--dst-mac']
+
+    A dual-port source NIC: both ports, one next hop each, every QP bound to its port.
+
+    >>> from dataclasses import replace
+    >>> d = replace(f, src_intfs=("a-eth0", "a-eth0p1"), gateway_macs=("m0", "m1"), nic_port=1)
+    >>> cmd = sender_command([d], 5.0, Path("r.json"), NicOptions())
+    >>> cmd[4:8], cmd[cmd.index("--lag-port") + 1]
+    (['--iface', 'a-eth0,a-eth0p1', '--dst-mac', 'm0,m1'], '1')
     """
     qpns = [f.qpn for f in flows]
     if qpns != list(range(qpns[0], qpns[0] + len(qpns))):
         raise ValueError(f"QPNs of one sender must be consecutive, got {qpns}")
     f0 = flows[0]
-    cmd = [sys.executable, "-m", "host.nic", "send", "--iface", f0.src_intf,
-           "--dst-mac", f0.gateway_mac, "--src-ip", f0.src_ip, "--dst-ip", f0.dst_ip,
+    cmd = [sys.executable, "-m", "host.nic", "send", "--iface", f0.send_iface,
+           "--dst-mac", f0.send_macs, "--src-ip", f0.src_ip, "--dst-ip", f0.dst_ip,
            "--sport", ",".join(str(f.sport) for f in flows), "--qpn", str(f0.qpn),
            "--line-rate-pps", f"{opts.line_rate_pps:g}",
            "--line-rate-mbps", f"{opts.line_rate_mbps:g}", "--mtu", str(opts.mtu),
@@ -80,6 +88,8 @@ def sender_command(flows: Sequence[NicFlow], duration_s: float, report: Path,
            "--duration-s", f"{duration_s:g}", "--json", str(report)]
     if opts.metrics_dir is not None:
         cmd += ["--metrics-file", str(opts.metrics_dir / f"nic-send-{f0.src_intf}-{f0.dst_ip}.prom")]
+    if len(f0.src_intfs) > 1:               # dual-port: each QP on its bound port
+        cmd += ["--lag-port", ",".join(str(f.nic_port) for f in flows)]
     if ready_file is not None:              # set up, then wait for the fleet's go
         cmd += ["--ready-file", str(ready_file), "--wait-go"]
     return cmd + ([] if opts.dcqcn else ["--no-dcqcn"])

@@ -197,3 +197,20 @@ def test_cli_refuses_a_bad_dual_port_setting(capsys: pytest.CaptureFixture[str])
     assert "3 interfaces; a NIC has one or two ports" in capsys.readouterr().err
     assert main(base + ["--iface", "a-eth0,a-eth0p1", "--dst-mac", "1,2,3"]) == 2
     assert "--dst-mac: one MAC, or one per port" in capsys.readouterr().err
+
+
+def test_a_qp_whose_acks_arrive_on_the_other_port_still_completes() -> None:
+    """The sender transmits on its bound port 0 only, while the receiver's bond sends every
+    ACK/NAK/CNP of that QP back by port 1 (the destination spine hashing it to the other
+    leaf): the sender's bond must hand them to the QP, which then completes."""
+    sport = 49152
+    assert TxAffinity().port_of(FlowKey.of(SRC, DST, sport)) == 0
+    pair = DualPortPair([sport], messages=20, lag={sport: 0})
+    pair.rx_bond.affinity.bind(FlowKey.of(DST, SRC, sport), 1)   # the reverse 5-tuple
+    pair.run(5.0)
+    (qp,) = pair.qps
+    assert qp.done and qp.report(pair.now)["qp_state"] == "RTS", qp.report(pair.now)
+    assert pair.delivered[7] == list(range(20 * 4))
+    assert pair.tx_bond.tx_frames[1] == 0 and pair.tx_bond.tx_frames[0] > 0
+    assert pair.tx_bond.rx_frames[0] == 0 and pair.tx_bond.rx_frames[1] > 0
+    assert pair.rx_bond.tx_frames[0] == 0
