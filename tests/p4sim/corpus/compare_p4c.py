@@ -266,12 +266,19 @@ def update_list(tsv: Path, rows: list[Row], root: str, version: str) -> None:
     by_path = {r.path: r for r in rows}
     with open(tsv, newline="") as f:
         old = list(csv.DictReader((line for line in f if not line.startswith("#")), delimiter="\t"))
+    with open(tsv) as f:
+        comments = [ln for ln in f if ln.startswith("#")]
+    header = HEADER.format(version=f"p4c-bm2-ss {version}")
+    if tsv.resolve() != TSV.resolve() and comments:
+        # another list (``--tsv``) keeps its own comment lines, the reference's version last
+        kept = [ln for ln in comments if not ln.startswith("# the reference: ")]
+        header = "".join(kept) + f"# the reference: p4c-bm2-ss {version}.\n"
 
     def short(message: str, rel: str) -> str:
         message = message.replace(os.path.join(root, rel.split("/", 1)[0]) + "/", "")
         return re.sub(r"\S*/p4include/", "", message).replace("\t", " ")
 
-    out = [HEADER.format(version=f"p4c-bm2-ss {version}"), "\t".join(COLUMNS) + "\n"]
+    out = [header, "\t".join(COLUMNS) + "\n"]
     for r in old:
         rel = r["repository"].replace("/", "+") + "/" + r["path"]
         row = by_path[rel]
