@@ -165,11 +165,12 @@ class CompileContext:
         # (P4Info object kind, name) of each object whose control-plane name an earlier
         # object of its kind has (p4c's P4Info serializer refuses them: p4sim/p4info.py)
         self.duplicate_names: list[tuple[str, str]] = []
-        # errors p4c-bm2-ss's back end gives while it converts control bodies to JSON, with
-        # the instance path they were found in: raised, the first, once the program is
-        # compiled, in p4c's order (ingress, egress, then the checks of the deparser and
-        # checksum controls, engine/v1switch_checks.py, then the rest)
-        self.backend_errors: list[tuple[str, P4Error]] = []
+        # errors p4c-bm2-ss's back end gives while it converts the program to JSON, with
+        # the instance path they were found in and whether in an action: raised, the
+        # first, once the program is compiled, in p4c's order (actions, the ingress and
+        # egress bodies, then the checks of the deparser and checksum controls,
+        # engine/v1switch_checks.py, then the rest)
+        self.backend_errors: list[tuple[str, bool, P4Error]] = []
         # an instance of an extern the program declares itself: p4c-bm2-ss (without
         # --emit-externs) reports it after the control bodies, and only when they gave no
         # error ("E: unknown extern instance", at the extern's declaration); calls of its
@@ -183,6 +184,10 @@ class CompileContext:
         # header types whose width is not a multiple of 8 -> their declaration (engine/header_widths.py)
         self.odd_header_locs: dict[str, Any] = {}
         self.package: Optional[InstanceInfo] = None
+
+    def defer_backend_error(self, err: P4Error) -> None:
+        """Keep ``err`` (a back-end error) to be raised in p4c-bm2-ss's order."""
+        self.backend_errors.append((self.path, self.in_kind("action"), err))
 
     @property
     def error_width(self) -> int:

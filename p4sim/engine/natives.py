@@ -179,7 +179,7 @@ class NativeExterns:
                 # a value it returns: p4c-bm2-ss's expression converter, at the call
                 raise P4Error(f"{expr_text(e)}: not supported", e.loc)
             err = P4Error(f"{name}: unknown extern function", decl.loc or e.loc)
-            self.cx.backend_errors.append((self.cx.path, err))
+            self.cx.defer_backend_error(err)
             return None
         return impl(e, decl, args)
 
@@ -223,8 +223,8 @@ class NativeExterns:
             # v1model.p4 still declares the deprecated no-argument form; p4c-bm2-ss's
             # back end refuses it (simple_switch's ExternConverter_mark_to_drop) as it
             # converts the body: deferred, to be given in p4c's order (CompileContext)
-            self.cx.backend_errors.append(
-                (self.cx.path, P4Error(f"Expected 1 argument for {expr_text(e)}. {MODEL_HINT}", e.loc)))
+            self.cx.defer_backend_error(
+                P4Error(f"Expected 1 argument for {expr_text(e)}. {MODEL_HINT}", e.loc))
             return
         code = self.expressions.value_expr(args[0]).code
         self.cx.w.line(f"{code}.egress_spec = 511")
@@ -468,7 +468,7 @@ class NativeExterns:
             err = P4Error(f"Unknown extern method {name} from type {decl.name}", m.loc or e.loc)
             if not as_statement:
                 raise err
-            self.cx.backend_errors.append((self.cx.path, err))
+            self.cx.defer_backend_error(err)
             return None
         ref = inst.code or self.cx.global_ref(inst.obj, "X_" + inst.name)
         key = (decl.name, name)

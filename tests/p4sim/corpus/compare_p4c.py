@@ -112,11 +112,19 @@ def p4info_text(path: str) -> Optional[str]:
     return "\n".join(ln for ln in lines if ln.strip() and not ln.startswith("#"))
 
 
+_ERROR_WORD = re.compile(r"\berror\b\s*[:,]|\bbug\b", re.IGNORECASE)
+
+
 def first_error(stderr: str) -> str:
-    """The first line that says ``error`` (p4c's or p4sim's), else the first line."""
+    """The first line that says ``error:`` (or ``syntax error,``, or ``bug``; p4c's or
+    p4sim's), else the first line. A file name with "error" in it is not a diagnostic.
+
+    >>> first_error("x_errors.p4(3): [--Wwarn=deprecated] warning: w\\nx_errors.p4(9): [--Werror=unknown] error: e")
+    'x_errors.p4(9): [--Werror=unknown] error: e'
+    """
     lines = [ln for ln in stderr.splitlines() if ln.strip()]
     for ln in lines:
-        if "error" in ln.lower() or "bug" in ln.lower():
+        if _ERROR_WORD.search(ln):
             return ln.strip()
     return lines[0].strip() if lines else ""
 
