@@ -278,13 +278,13 @@ class NativeExterns:
     def _fn_clone3(self, e: A.Call, d: Any, args: list) -> None:
         self._deprecated_data_form(e, "clone3")
 
-    @staticmethod
-    def _deprecated_data_form(e: A.Call, name: str) -> None:
+    def _deprecated_data_form(self, e: A.Call, name: str) -> None:
         """``resubmit(data)``, ``recirculate(data)`` and ``clone3(type, session, data)``
         are declared (deprecated) in v1model.p4, but p4c-bm2-ss has no converter for them
-        and refuses them as an unknown extern function (p4c reports it at the declaration
-        in v1model.p4; p4sim at the call)."""
-        raise P4Error(f"{name}: unknown extern function", e.loc)
+        and refuses them as an unknown extern function as it converts the body (p4c reports
+        it at the declaration in its own v1model.p4; p4sim at the call), in p4c's order
+        (:meth:`CompileContext.defer_backend_error`)."""
+        self.cx.defer_backend_error(P4Error(f"{name}: unknown extern function", e.loc))
 
     def _fn_clone_preserving_field_list(self, e: A.Call, d: Any, args: list) -> None:
         idx = self.expressions.const_value(args[2])

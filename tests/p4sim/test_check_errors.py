@@ -609,6 +609,8 @@ CASES = [
     bad("action-before-ingress-body", "Expected 1 argument for mark_to_drop(). Are you using an up-to-date v1model.p4?",
         top="extern void ext_g(in bit<8> x);", locals_="action y() { $mark_to_drop(); }",
         apply="ext_g(hdr.h.b); y();"),
+    bad("action-before-body-resubmit-with-data", "Expected 1 argument for mark_to_drop(). Are you using an up-to-date v1model.p4?",
+        locals_="action y() { $mark_to_drop(); }", apply="resubmit({ meta.m }); y();"),
     bad("action-before-deparser-if", "ext_g: unknown extern function",
         top="$extern void ext_g(in bit<8> x);", locals_="action y() { ext_g(hdr.h.a); }", apply="y();",
         deparser="if (hdr.h.isValid()) { pkt.emit(hdr.h); }"),
