@@ -314,6 +314,10 @@ class CliTarget:
         regs = self.state.registers
         regs[resolve_suffix(list(regs), args[0], "register")].set(int(args[1], 0), int(args[2], 0))
 
+    def _register_reset(self, args: list[str]) -> None:
+        regs = self.state.registers
+        regs[resolve_suffix(list(regs), args[0], "register")].reset()
+
     def _meter(self, name: str) -> Any:
         return self.state.meters[resolve_suffix(list(self.state.meters), name, "meter")]
 
