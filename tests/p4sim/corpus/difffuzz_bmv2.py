@@ -184,11 +184,18 @@ def read_cases(path: Path = CASES_TSV) -> list[Case]:
 
 # --------------------------------------------------------------------------- CLI commands
 def cli_lines(text: str) -> list[str]:
-    """The commands of a simple_switch_CLI file, comments and blank lines left out."""
+    """The commands of a simple_switch_CLI file, comments and blank lines left out, and
+    ``port_add``/``port_remove`` too: they bind a Linux interface to a port (ralfkundel/p4-codel
+    names mininet's), which BMv2's CLI refuses here ("Invalid device manager operation") as
+    the packets go through the packet-in socket instead, and p4sim's ports need none.
+
+    >>> cli_lines("// c\\nport_add r1-eth1 1\\n\\ntable_add t a 1 =>\\n")
+    ['table_add t a 1 =>']
+    """
     out = []
     for line in text.splitlines():
         s = line.strip()
-        if not s or s.startswith(("//", "#")):
+        if not s or s.startswith(("//", "#")) or s.split()[0] in ("port_add", "port_remove"):
             continue
         out.append(s)
     return out
