@@ -187,6 +187,11 @@ CASES = [
     # ---------------------------------------------------------------- names and fields
     bad("undeclared-name", "x: declaration not found", apply="hdr.h.a = $x;"),
     bad("undeclared-type", "foo_t: declaration not found", locals_="$foo_t v;"),
+    # p4c's ResolveReferences: of the names nothing declares, the first in the file, not the
+    # first block V1Switch runs (onos's fabric.p4 without CPU_PORT; issue 35, second corpus)
+    bad("undeclared-names-in-source-order", "NOT_A: declaration not found",
+        top="control Early(inout bit<8> x) { apply { x = $NOT_A; } }",
+        states="    state start { pkt.extract(hdr.h); transition select(hdr.h.a) { NOT_B: accept; default: accept; } }"),
     bad("unknown-field", "hdr.h.z: type h_t has no field 'z'", apply="$hdr.h.z = 1;"),
     bad("unknown-struct-field", "meta.q: type meta_t has no field 'q'", apply="hdr.h.a = $meta.q;"),
     bad("unknown-error-member", "error.Nope: no such error",
