@@ -42,9 +42,12 @@ def _children(node: Any) -> Iterator[Any]:
 
 
 def _walk(node: Any) -> Iterator[Any]:
-    """``node`` and what is below it, depth first, annotations left out (p4c resolves
-    no name in an annotation's body but ``@field_list``'s, checked where it is read)."""
+    """``node`` and what is below it, depth first, annotations left out but the names of
+    ``@field_list(...)``, which p4c resolves where they stand."""
     if isinstance(node, A.Annotation):
+        if node.name == "field_list":       # its names are resolved, in place
+            for x in node.exprs or []:
+                yield from _walk(x)
         return
     yield node
     for child in _children(node):
@@ -57,8 +60,8 @@ def _declared(program: A.Program) -> set[str]:
     names: set[str] = set(_BUILTIN)
     for d in program.decls:
         for n in A.iter_nodes(d):
-            if isinstance(n, (A.NameRef, A.NamedType)):
-                continue
+            if isinstance(n, (A.NameRef, A.NamedType, A.Annotation)):
+                continue                    # uses, and annotations (which declare nothing)
             for f in dataclasses.fields(n):
                 v = getattr(n, f.name)
                 if isinstance(v, str):
