@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
-from p4sim.frontend.p4c_warnings import Diagnostic, WarningFilter, program_warnings
+from p4sim.frontend.p4c_warnings import Diagnostic, WarningFilter, external_name, program_warnings
 from p4sim.frontend.text import at_name
 from p4sim.p4info import (extern_declaration, table_actions_in_p4c_order, tables_with_implementation,
                           unattached_direct_counters)
@@ -38,14 +38,17 @@ def compiled_program_warnings(program: Any) -> list[Diagnostic]:
         return []
     out = program_warnings(ast, table_actions_in_p4c_order(program))
     for ti in tables_with_implementation(program):
+        # p4c names it as its @name says, a leading dot kept (".t" for @name(".t"))
+        shown = "." + ti.fqname if external_name(ti.decl).startswith(".") else ti.fqname
         out.append(Diagnostic(at_name(ti.decl.loc, ti.decl.name), "unsupported",
-                              f"Target does not support default_action for {ti.fqname} "
+                              f"Target does not support default_action for {shown} "
                               "(due to action profiles)"))
     for fq in unattached_direct_counters(program):
         d = extern_declaration(program, fq)
         if d is not None:
+            shown = "." + fq if external_name(d).startswith(".") else fq
             out.append(Diagnostic(at_name(d.loc, d.name), "unused",
-                                  f"{fq}: Direct counter not used; ignoring", width=len(d.name)))
+                                  f"{shown}: Direct counter not used; ignoring", width=len(d.name)))
     return out
 
 

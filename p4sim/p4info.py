@@ -106,24 +106,33 @@ def _p4c_action_order(prog: Any, tables: Sequence[Any], actions: Sequence[Any]) 
     """The sort key that lists actions in p4c's order: control by control (in V1Switch's
     order), each control's copies of the top-level actions it uses first, in the order of
     their first use (LocalizeAllActions prepends them), then its own actions in
-    declaration order."""
+    declaration order. An action's or table's control is the one it is declared in, not
+    the one its name says: ``@name(".send")`` on an action of ``ingress`` names it at the
+    top level, and it is still one of ingress's own actions."""
     blocks = [getattr(inst, "fqname", "") for inst in getattr(prog, "blocks", {}).values()]
 
-    def block_of(fq: str) -> int:
-        top = fq.split(".", 1)[0]
+    def block_of(path: str) -> int:
+        top = path.split(".", 1)[0]
         return blocks.index(top) if top in blocks else len(blocks)
+
+    def path_of(obj: Any) -> str:
+        return getattr(obj, "block_path", None) or obj.fqname
+
+    def top_level(ai: Any) -> bool:
+        path = getattr(ai, "block_path", None)
+        return path == "" if path is not None else "." not in ai.fqname
 
     position = {ai.fqname: i for i, ai in enumerate(actions)}
     first_use: dict[str, tuple[int, int, int]] = {}
     for ti in tables:
         for ai in ti.actions:
-            if "." not in ai.fqname and ai.fqname not in first_use:
-                first_use[ai.fqname] = (block_of(ti.fqname), 0, len(first_use))
+            if top_level(ai) and ai.fqname not in first_use:
+                first_use[ai.fqname] = (block_of(path_of(ti)), 0, len(first_use))
 
     def key(ai: Any) -> tuple[int, int, int]:
-        if "." not in ai.fqname:
+        if top_level(ai):
             return first_use.get(ai.fqname, (-1, 0, position[ai.fqname]))
-        return (block_of(ai.fqname), 1, position[ai.fqname])
+        return (block_of(path_of(ai)), 1, position[ai.fqname])
     return key
 
 
@@ -276,7 +285,8 @@ def build_p4info(prog: Any) -> P.P4Info:
     for fq, r in state.registers.items():
         m = info.registers.add()
         _preamble(m, st, PREFIX_REGISTER, fq, _extern_annotations(prog, fq))
-        m.type_spec.bitstring.bit.bitwidth = r.width
+        bits = m.type_spec.bitstring
+        (bits.int if getattr(r, "signed", False) else bits.bit).bitwidth = r.width
         m.size = r.size
     for name, t in prog.digest_types.items():
         m = info.digests.add()

@@ -70,6 +70,7 @@ class BlockCompiler:
         fq = self.cx.fq_name(d, local)
         pyn = self.cx.uid("act_" + d.name)
         info = ActionInfo(d, local, fq, pyn, [])
+        info.block_path = "" if module_level else self.cx.path
         self.cx.define(local, Sym("action", None, pyn, value=info, decl=d), d)
         self.statements.emit_callable(d, info, "action", VoidT(), module_level)
         # directionless params come after directed ones (P4_16 rule)

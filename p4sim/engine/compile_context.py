@@ -103,6 +103,9 @@ class ActionInfo:
         self.ptypes = ptypes
         self.annotations = decl.annotations
         self.outer: frozenset[str] = frozenset()  # names of the enclosing control it uses
+        # the instance path it is declared in ("" at top level): its block, whatever its
+        # ``@name`` (a ``@name(".send")`` action of ``ingress`` is still ingress's)
+        self.block_path = ""
 
     @property
     def cp_params(self) -> list[tuple[str, int]]:
@@ -162,6 +165,18 @@ class CompileContext:
         # (P4Info object kind, name) of each object whose control-plane name an earlier
         # object of its kind has (p4c's P4Info serializer refuses them: p4sim/p4info.py)
         self.duplicate_names: list[tuple[str, str]] = []
+        # errors p4c-bm2-ss's back end gives while it converts the program to JSON, with
+        # the instance path they were found in and whether in an action: raised, the
+        # first, once the program is compiled, in p4c's order (actions, the ingress and
+        # egress bodies, then the checks of the deparser and checksum controls,
+        # engine/v1switch_checks.py, then the rest)
+        self.backend_errors: list[tuple[str, bool, P4Error]] = []
+        # an instance of an extern the program declares itself: p4c-bm2-ss (without
+        # --emit-externs) reports it after the control bodies, and only when they gave no
+        # error ("E: unknown extern instance", at the extern's declaration); calls of its
+        # methods are errors of the bodies ("Unknown extern method m from type E")
+        self.unknown_externs: set[str] = set()
+        self.backend_instance_errors: list[P4Error] = []
         self.unreferenced_locals: Optional[set[int]] = None  # engine/arrays.py, computed on first use
         self.direct_action_calls: set[str] = set()  # fq names of actions a control's body calls
         self.dead_code = 0                          # > 0 inside a branch a constant condition skips
@@ -169,6 +184,10 @@ class CompileContext:
         # header types whose width is not a multiple of 8 -> their declaration (engine/header_widths.py)
         self.odd_header_locs: dict[str, Any] = {}
         self.package: Optional[InstanceInfo] = None
+
+    def defer_backend_error(self, err: P4Error) -> None:
+        """Keep ``err`` (a back-end error) to be raised in p4c-bm2-ss's order."""
+        self.backend_errors.append((self.path, self.in_kind("action"), err))
 
     @property
     def error_width(self) -> int:

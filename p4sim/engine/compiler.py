@@ -46,6 +46,7 @@ from p4sim.engine.statements import StatementCompiler
 from p4sim.errors import P4Error, P4Unsupported
 from p4sim.frontend import ast as A
 from p4sim.frontend.text import at_name
+from p4sim.frontend.undeclared import first_undeclared
 from p4sim.frontend.types import (
     BitT, BlockT, DontCareT, EnumT, ExternT, HeaderT, NewT, P4Type, StructLikeT, StructT, TupleT, UnionT, VarbitT,
     packed_width, strip_new,
@@ -139,8 +140,14 @@ class Compiler:
     # ------------------------------------------------------------------ top level
     def compile(self) -> None:
         """Check and compile every top-level declaration."""
-        for d in self.cx.program.decls:
-            self.top_decl(d)
+        try:
+            for d in self.cx.program.decls:
+                self.top_decl(d)
+        except P4Error as err:
+            if not err.message.endswith(": declaration not found"):
+                raise
+            # p4c reports the names nothing declares in source order, before anything else
+            raise (first_undeclared(self.cx.program) or err) from None
         if self.cx.package is None:
             raise P4Error("no package instantiation named 'main' (expected: V1Switch(...) main;)", None)
 

@@ -173,8 +173,14 @@ class NativeExterns:
         if impl is None and decl.loc is not None and decl.loc.file.endswith(("v1model.p4", "core.p4")):
             raise P4Unsupported(f"unsupported: extern function {name}", e.loc)
         if impl is None:
-            # declared by the program: p4c-bm2-ss (without --emit-externs) has no converter
-            raise P4Error(f"{name}: unknown extern function", e.loc)
+            # declared by the program: p4c-bm2-ss (without --emit-externs) has no converter;
+            # its back end says so at the declaration, in statement order (deferred)
+            if not as_statement:
+                # a value it returns: p4c-bm2-ss's expression converter, at the call
+                raise P4Error(f"{expr_text(e)}: not supported", e.loc)
+            err = P4Error(f"{name}: unknown extern function", decl.loc or e.loc)
+            self.cx.defer_backend_error(err)
+            return None
         return impl(e, decl, args)
 
     @staticmethod
@@ -215,8 +221,11 @@ class NativeExterns:
     def _fn_mark_to_drop(self, e: A.Call, d: Any, args: list) -> None:
         if len(args) != 1 or args[0] is None:
             # v1model.p4 still declares the deprecated no-argument form; p4c-bm2-ss's
-            # back end refuses it (simple_switch's ExternConverter_mark_to_drop)
-            raise P4Error(f"Expected 1 argument for {expr_text(e)}. {MODEL_HINT}", e.loc)
+            # back end refuses it (simple_switch's ExternConverter_mark_to_drop) as it
+            # converts the body: deferred, to be given in p4c's order (CompileContext)
+            self.cx.defer_backend_error(
+                P4Error(f"Expected 1 argument for {expr_text(e)}. {MODEL_HINT}", e.loc))
+            return
         code = self.expressions.value_expr(args[0]).code
         self.cx.w.line(f"{code}.egress_spec = 511")
         self.cx.w.line(f"{code}.mcast_grp = 0")
@@ -269,13 +278,13 @@ class NativeExterns:
     def _fn_clone3(self, e: A.Call, d: Any, args: list) -> None:
         self._deprecated_data_form(e, "clone3")
 
-    @staticmethod
-    def _deprecated_data_form(e: A.Call, name: str) -> None:
+    def _deprecated_data_form(self, e: A.Call, name: str) -> None:
         """``resubmit(data)``, ``recirculate(data)`` and ``clone3(type, session, data)``
         are declared (deprecated) in v1model.p4, but p4c-bm2-ss has no converter for them
-        and refuses them as an unknown extern function (p4c reports it at the declaration
-        in v1model.p4; p4sim at the call)."""
-        raise P4Error(f"{name}: unknown extern function", e.loc)
+        and refuses them as an unknown extern function as it converts the body (p4c reports
+        it at the declaration in its own v1model.p4; p4sim at the call), in p4c's order
+        (:meth:`CompileContext.defer_backend_error`)."""
+        self.cx.defer_backend_error(P4Error(f"{name}: unknown extern function", e.loc))
 
     def _fn_clone_preserving_field_list(self, e: A.Call, d: Any, args: list) -> None:
         idx = self.expressions.const_value(args[2])
@@ -421,6 +430,7 @@ class NativeExterns:
                 raise P4Error("register: Only registers with bit or int types are currently supported", node.loc)
             w = rt0.width
             obj = RegisterArray(fq, int(vals[0]), w)
+            obj.signed = bool(rt0.signed)   # P4Info's type_spec: bitstring int, not bit
             self.cx.note_name(self.cx.state.registers, "register", fq)
             self.cx.state.registers[fq] = obj
         elif name == "action_profile":
@@ -436,8 +446,12 @@ class NativeExterns:
             raise P4Unsupported(f"unsupported: extern {name} (p4sim implements the v1model externs)", node.loc)
         else:
             # an extern the program declares itself: p4c-bm2-ss converts only those it
-            # knows (without --emit-externs), p4c reports it at the extern's name
-            raise P4Error(f"{name}: unknown extern instance", node.loc)
+            # knows (without --emit-externs); it reports it at the extern's declaration,
+            # after the control bodies and only if they gave no error (deferred)
+            self.cx.unknown_externs.add(name)
+            self.cx.backend_instance_errors.append(
+                P4Error(f"{name}: unknown extern instance", decl.loc or node.loc))
+            return None
         return obj
 
     def native_method(self, e: A.Call, inst: Any, name: str, expected: Optional[P4Type], as_statement: bool) -> Optional[Ex]:
@@ -449,6 +463,13 @@ class NativeExterns:
         args = bind_args(m.params, e.args, e, f"{inst.name}.{name}")
         bindings = inst.type.type_args if isinstance(inst.type, ExternT) else {}
         self.check_extern_args(m.params, args, bindings, m.type_params, name)
+        if decl.name in self.cx.unknown_externs:
+            # p4c-bm2-ss's back end, at the method's declaration, in statement order
+            err = P4Error(f"Unknown extern method {name} from type {decl.name}", m.loc or e.loc)
+            if not as_statement:
+                raise err
+            self.cx.defer_backend_error(err)
+            return None
         ref = inst.code or self.cx.global_ref(inst.obj, "X_" + inst.name)
         key = (decl.name, name)
         w = self.cx.w

@@ -188,9 +188,22 @@ class CompiledProgram:
             if odd is not None:
                 raise P4Error(odd_header_message(odd), compiler.cx.odd_header_locs.get(odd.name))
         hparam = [p for p in getattr(parser.decl, "params", []) if p.direction == "out"][:1]
+        deferred = compiler.cx.backend_errors
+        first = next((err for _, in_action, err in deferred if in_action), None)
+        if first is not None:                 # p4c-bm2-ss converts the actions first,
+            raise first
+        for role in ("ingress", "egress"):    # then these bodies
+            top = getattr(self.blocks[role], "fqname", None)
+            first = next((err for path, _, err in deferred if path.split(".", 1)[0] == top), None)
+            if first is not None:
+                raise first
         check_v1switch(self.blocks, self.headers_type, hparam[0].loc if hparam else None,
                        frozenset(d.name for d in compiler.program.decls if isinstance(d, A.ConstDecl)),
                        compiler.program)
+        if deferred:
+            raise deferred[0][2]
+        if compiler.cx.backend_instance_errors:
+            raise compiler.cx.backend_instance_errors[0]
         self._hdr_cls = env[self.headers_type.pyclass]
         self._meta_cls = env[self.metadata_type.pyclass]
         self._std_cls = env[self.std_type.pyclass]

@@ -79,6 +79,7 @@ class TableInfo:
         self.runtime: Optional[RT.Table] = None
         self.key_names: list[str] = []
         self.key_types: list[P4Type] = []   # one per runtime key (P4Info's type_info)
+        self.block_path = ""                # the instance path it is declared in
 
 
 
@@ -144,6 +145,7 @@ class TableCompiler:
     def table_decl(self, d: A.TableDecl) -> None:
         fq = self.cx.fq_name(d, d.name)
         info = TableInfo(d.name, fq, d)
+        info.block_path = self.cx.path
         pyn = self.cx.uid("tbl_" + d.name)
         # properties other than the ones read below are allowed and ignored, as BMv2 does
         # keys

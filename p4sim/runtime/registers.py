@@ -26,6 +26,7 @@ class RegisterArray:
         self.size = size
         self.width = width
         self._mask = (1 << width) - 1
+        self.signed = False           # an int<W> register (P4Info writes its type as int)
         self._cells = [0] * size
 
     def read(self, index: int) -> int:

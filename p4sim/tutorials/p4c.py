@@ -60,6 +60,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import NoReturn, Optional, Sequence
 
+from p4sim.tutorials.p4c_shell import cpp_failure
+
 
 EXIT_OK, EXIT_ERROR = 0, 1
 
@@ -248,6 +250,11 @@ def _main(argv: Optional[Sequence[str]], driver: bool) -> int:
         from p4sim.tutorials import VERSION_LINE
         print(f"{prog}: {VERSION_LINE}")
         return EXIT_OK
+    failure = cpp_failure(req.program, req.include_dirs)
+    if failure is not None:
+        # a path p4c's preprocessor command line (sh) cannot carry: refused as p4c does
+        print("\n".join(failure), file=sys.stderr)
+        return EXIT_ERROR
     try:
         run(req)
     except P4Error as err:

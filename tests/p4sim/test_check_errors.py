@@ -38,12 +38,12 @@ DEFAULT_STATES = """\
 
 def program(top: str = "", fields: str = "", parser_locals: str = "", states: str = DEFAULT_STATES,
             locals_: str = "", apply: str = "", deparser: str = "pkt.emit(hdr.h);",
-            main: bool = True, compute: str = "") -> str:
+            main: bool = True, compute: str = "", verify: str = "") -> str:
     """A complete v1model program with the snippets in place.
 
     ``top`` goes after the includes, ``fields`` into ``headers_t``, ``locals_`` and ``apply``
     into ``MyIngress``, ``states`` (and ``parser_locals``) into ``MyParser``, ``compute``
-    into ``MyComputeChecksum``.
+    into ``MyComputeChecksum``, ``verify`` into ``MyVerifyChecksum``.
 
     Example::
 
@@ -72,7 +72,7 @@ parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
 {parser_locals}
 {states}
 }}
-control MyVerifyChecksum(inout headers_t hdr, inout meta_t meta) {{ apply {{ }} }}
+control MyVerifyChecksum(inout headers_t hdr, inout meta_t meta) {{ apply {{ {verify} }} }}
 control MyIngress(inout headers_t hdr, inout meta_t meta,
                   inout standard_metadata_t standard_metadata) {{
 {locals_}
@@ -187,6 +187,11 @@ CASES = [
     # ---------------------------------------------------------------- names and fields
     bad("undeclared-name", "x: declaration not found", apply="hdr.h.a = $x;"),
     bad("undeclared-type", "foo_t: declaration not found", locals_="$foo_t v;"),
+    # p4c's ResolveReferences: of the names nothing declares, the first in the file, not the
+    # first block V1Switch runs (onos's fabric.p4 without CPU_PORT; issue 35, second corpus)
+    bad("undeclared-names-in-source-order", "NOT_A: declaration not found",
+        top="control Early(inout bit<8> x) { apply { x = $NOT_A; } }",
+        states="    state start { pkt.extract(hdr.h); transition select(hdr.h.a) { NOT_B: accept; default: accept; } }"),
     bad("unknown-field", "hdr.h.z: type h_t has no field 'z'", apply="$hdr.h.z = 1;"),
     bad("unknown-struct-field", "meta.q: type meta_t has no field 'q'", apply="hdr.h.a = $meta.q;"),
     bad("unknown-error-member", "error.Nope: no such error",
@@ -586,10 +591,42 @@ CASES = [
     # p4c's front end keeps it; p4c-bm2-ss's ExpressionConverter fails ("Unhandled case")
     bad("plus-slice-variable-lsb", "hdr.h.b[meta.m +: ...] with a non-constant lsb (p4c-bm2-ss cannot compile it)",
         kind="unsupported", apply="hdr.h.a = (bit<8>)hdr.h.b[$meta.m +: 4];"),
+    # (issue 35, second corpus; measured on p4c-bm2-ss 1.2.5.16): p4c reports an unknown
+    # extern at its declaration, a call of an unknown extern function or method as a
+    # statement at the function's or method's declaration, in statement order, and the
+    # instance only when the bodies gave no such error; a call in an expression at the call
     bad("user-extern-instance", "E: unknown extern instance",
-        top="extern E { E(@optional bit<8> x); }", locals_="$E() e;"),
-    bad("user-extern-function", "ext_f: unknown extern function",
+        top="$extern E { E(@optional bit<8> x); }", locals_="E() e;"),
+    bad("user-extern-function", "ext_f(hdr.h.b): not supported",
         top="extern bit<8> ext_f(in bit<8> x);", apply="hdr.h.a = $ext_f(hdr.h.b);"),
+    bad("user-extern-function-statement", "ext_g: unknown extern function",
+        top="$extern void ext_g(in bit<8> x);", apply="ext_g(hdr.h.b);"),
+    bad("user-extern-method-before-instance", "Unknown extern method reset from type E",
+        top="extern E {\n    E();\n    $void reset();\n}", locals_="E() e;", apply="e.reset();"),
+    bad("user-extern-calls-in-statement-order", "Unknown extern method reset from type E",
+        top="extern void ext_g(in bit<8> x);\nextern E {\n    E();\n    $void reset();\n}",
+        locals_="E() e;", apply="e.reset(); ext_g(hdr.h.b);"),
+    # p4c-bm2-ss converts the ingress and egress bodies (mark_to_drop()) before it checks
+    # the deparser, then the compute control, then the verify control
+    bad("mark-to-drop-in-ingress-before-deparser-if",
+        "Expected 1 argument for mark_to_drop(). Are you using an up-to-date v1model.p4?",
+        deparser="if (hdr.h.isValid()) { pkt.emit(hdr.h); }", apply="$mark_to_drop();"),
+    bad("action-before-ingress-body", "Expected 1 argument for mark_to_drop(). Are you using an up-to-date v1model.p4?",
+        top="extern void ext_g(in bit<8> x);", locals_="action y() { $mark_to_drop(); }",
+        apply="ext_g(hdr.h.b); y();"),
+    bad("action-before-body-resubmit-with-data", "Expected 1 argument for mark_to_drop(). Are you using an up-to-date v1model.p4?",
+        locals_="action y() { $mark_to_drop(); }", apply="resubmit({ meta.m }); y();"),
+    bad("action-before-deparser-if", "ext_g: unknown extern function",
+        top="$extern void ext_g(in bit<8> x);", locals_="action y() { ext_g(hdr.h.a); }", apply="y();",
+        deparser="if (hdr.h.isValid()) { pkt.emit(hdr.h); }"),
+    bad("deparser-if-before-mark-to-drop-in-compute-control",
+        "IfStatement: not supported within a deparser on this target",
+        deparser="$if (hdr.h.isValid()) { pkt.emit(hdr.h); }", compute="mark_to_drop();"),
+    bad("compute-control-before-verify-control",
+        "hdr.h.b = hdr.h.a: Only calls to update_checksum or update_checksum_with_payload allowed",
+        verify="hdr.h.a = hdr.h.b;", compute="$hdr.h.b = hdr.h.a;"),
+    bad("deparser-before-compute-control", "IfStatement: not supported within a deparser on this target",
+        compute="hdr.h.b = hdr.h.a;", deparser="$if (hdr.h.isValid()) { pkt.emit(hdr.h); }"),
     # named constants as slice bounds, checked once folded (p4c's ConstantFolding)
     bad("slice-bound-negative-constant", "-1: expected slice indexes to be non-negative",
         top="const int K = -1;", apply="hdr.h.a = (bit<8>)7[1:$K];"),

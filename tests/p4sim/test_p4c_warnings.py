@@ -374,3 +374,58 @@ def test_a_local_named_like_a_parameter_is_a_shadow_warning(tmp_path, capsys) ->
     assert _warnings(err, path) == SHADOWS_EXPECTED.strip().splitlines()
     # then where the parameter is declared, as p4c shows it
     assert f"{path}:9:31\ncontrol Sub(inout H h)(bit<8> k) {{\n" + " " * 30 + "^\n" in err
+
+
+# issue 35, second corpus (behavioral-model's action_profile.p4 names its table @name(".IndirectWS")):
+# p4c names a declaration by its @name as written, a leading dot kept; p4c-bm2-ss 1.2.5.16
+# printed DOT_NAMED_EXPECTED for DOT_NAMED (measured)
+DOT_NAMED = r"""
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> f; bit<8> g; }
+struct H { h_t h; }
+struct M { }
+parser P(packet_in b, out H hdr, inout M m, inout standard_metadata_t sm) {
+    state start { b.extract(hdr.h); transition accept; }
+}
+control V(inout H hdr, inout M m) { apply { } }
+control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    @name(".dc") direct_counter(CounterType.packets) dc;
+    @name(".prof") action_profile(32w16) prof;
+    action send(bit<9> port) { sm.egress_spec = port; }
+    @name(".fwd") table fwd {
+        key = { hdr.h.f: exact; }
+        actions = { send; }
+        implementation = prof;
+    }
+    @name(".t2") table t2 { key = { hdr.h.f: exact; } actions = { NoAction; } }
+    @name("x2") counter(32w4, CounterType.packets) x2c;
+    @name(".a2") action a2() { }
+    @name("a3") action a3() { }
+    @name(".r2") register<bit<8>>(4) r2;
+    apply { fwd.apply(); }
+}
+control E(inout H hdr, inout M m, inout standard_metadata_t sm) { apply { } }
+control C(inout H hdr, inout M m) { apply { } }
+control D(packet_out b, in H hdr) { apply { b.emit(hdr.h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+DOT_NAMED_EXPECTED = """
+11 [--Wwarn=unused] warning: '.dc' is unused
+19 [--Wwarn=unused] warning: table '.t2' is unused
+20 [--Wwarn=unused] warning: 'x2' is unused
+21 [--Wwarn=unused] warning: '.a2' is unused
+22 [--Wwarn=unused] warning: 'a3' is unused
+23 [--Wwarn=unused] warning: '.r2' is unused
+19 [--Winfo=removed] info: removing table '.t2'
+14 [--Wwarn=unsupported] warning: Target does not support default_action for .fwd (due to action profiles)
+11 [--Wwarn=unused] warning: .dc: Direct counter not used; ignoring
+"""
+
+
+def test_dot_named_declarations_are_named_as_p4c_names_them(tmp_path, capsys) -> None:
+    path = tmp_path / "dots.p4"
+    path.write_text(DOT_NAMED.lstrip("\n"))
+    assert main(["check", str(path)]) == 0
+    assert _warnings(capsys.readouterr().err, path) == DOT_NAMED_EXPECTED.strip().splitlines()

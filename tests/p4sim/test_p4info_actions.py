@@ -168,3 +168,43 @@ def test_one_control_plane_name_for_two_actions_is_refused_for_p4info() -> None:
         build_p4info(prog)
     assert str(info.value).endswith("error: .set: conflicting control plane name: .set")
     assert info.value.loc is not None and info.value.loc.line == text.count("\n", 0, text.index("action set_b")) + 1
+
+
+# Issue 35, second corpus (behavioral-model's simple_switch_grpc test programs, onos's
+# flowstats): an action or table named at the top level with ``@name(".x")`` is still its
+# control's own, so the front end's NoAction copy (prepended by LocalizeAllActions) comes
+# first; a register of int<W> is a signed bitstring. p4c-bm2-ss 1.2.5.16 wrote: actions
+# NoAction, send, I.other; the register's type_spec ``bitstring { int { bitwidth: 32 } }``.
+TOP_NAMED = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> f; bit<8> g; }
+struct H { h_t h; }
+struct M { int<32> s; }
+parser P(packet_in b, out H hdr, inout M m, inout standard_metadata_t sm) {
+    state start { b.extract(hdr.h); transition accept; }
+}
+control V(inout H hdr, inout M m) { apply { } }
+control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    register<int<32>>(16) sums;
+    @name(".send") action send(bit<9> port) { sm.egress_spec = port; }
+    action other() { hdr.h.g = 1; }
+    @name(".fwd") table fwd {
+        key = { hdr.h.f: exact; }
+        actions = { send; other; }
+    }
+    apply { fwd.apply(); sums.read(m.s, 0); m.s = m.s + 1; sums.write(0, m.s); }
+}
+control E(inout H hdr, inout M m, inout standard_metadata_t sm) { apply { } }
+control C(inout H hdr, inout M m) { apply { } }
+control D(packet_out b, in H hdr) { apply { b.emit(hdr.h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def test_top_level_named_action_stays_its_controls_and_int_register_is_signed() -> None:
+    info = build_p4info(load_program_text(TOP_NAMED, "top_named.p4"))
+    assert [a.preamble.name for a in info.actions] == ["NoAction", "send", "I.other"]
+    (reg,) = info.registers
+    assert reg.type_spec.bitstring.HasField("int") and not reg.type_spec.bitstring.HasField("bit")
+    assert reg.type_spec.bitstring.int.bitwidth == 32

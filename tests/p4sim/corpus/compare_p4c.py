@@ -112,11 +112,19 @@ def p4info_text(path: str) -> Optional[str]:
     return "\n".join(ln for ln in lines if ln.strip() and not ln.startswith("#"))
 
 
+_ERROR_WORD = re.compile(r"\berror\b\s*[:,]|\bbug\b", re.IGNORECASE)
+
+
 def first_error(stderr: str) -> str:
-    """The first line that says ``error`` (p4c's or p4sim's), else the first line."""
+    """The first line that says ``error:`` (or ``syntax error,``, or ``bug``; p4c's or
+    p4sim's), else the first line. A file name with "error" in it is not a diagnostic.
+
+    >>> first_error("x_errors.p4(3): [--Wwarn=deprecated] warning: w\\nx_errors.p4(9): [--Werror=unknown] error: e")
+    'x_errors.p4(9): [--Werror=unknown] error: e'
+    """
     lines = [ln for ln in stderr.splitlines() if ln.strip()]
     for ln in lines:
-        if "error" in ln.lower() or "bug" in ln.lower():
+        if _ERROR_WORD.search(ln):
             return ln.strip()
     return lines[0].strip() if lines else ""
 
@@ -266,12 +274,19 @@ def update_list(tsv: Path, rows: list[Row], root: str, version: str) -> None:
     by_path = {r.path: r for r in rows}
     with open(tsv, newline="") as f:
         old = list(csv.DictReader((line for line in f if not line.startswith("#")), delimiter="\t"))
+    with open(tsv) as f:
+        comments = [ln for ln in f if ln.startswith("#")]
+    header = HEADER.format(version=f"p4c-bm2-ss {version}")
+    if tsv.resolve() != TSV.resolve() and comments:
+        # another list (``--tsv``) keeps its own comment lines, the reference's version last
+        kept = [ln for ln in comments if not ln.startswith("# the reference: ")]
+        header = "".join(kept) + f"# the reference: p4c-bm2-ss {version}.\n"
 
     def short(message: str, rel: str) -> str:
         message = message.replace(os.path.join(root, rel.split("/", 1)[0]) + "/", "")
         return re.sub(r"\S*/p4include/", "", message).replace("\t", " ")
 
-    out = [HEADER.format(version=f"p4c-bm2-ss {version}"), "\t".join(COLUMNS) + "\n"]
+    out = [header, "\t".join(COLUMNS) + "\n"]
     for r in old:
         rel = r["repository"].replace("/", "+") + "/" + r["path"]
         row = by_path[rel]

@@ -166,10 +166,10 @@ def find_cases(mirror_root: str, tsv: Path = CORPUS_TSV) -> list[Case]:
     return cases
 
 
-def write_cases(cases: list[Case], path: Path = CASES_TSV) -> None:
+def write_cases(cases: list[Case], path: Path = CASES_TSV, corpus_name: str = CORPUS_TSV.name) -> None:
     head = ("# Differential-fuzz cases of issue 35 (tests/p4sim/corpus/difffuzz_bmv2.py): a corpus\n"
             "# program both compilers accept and a simple_switch_CLI commands file of its repository\n"
-            "# (not stored here: repository, commit, paths). set: the program's (third_party_v1model.tsv).\n")
+            f"# (not stored here: repository, commit, paths). set: the program's ({corpus_name}).\n")
     with open(path, "w") as f:
         f.write(head + "\t".join(CASE_COLUMNS) + "\n")
         for c in cases:
@@ -184,11 +184,18 @@ def read_cases(path: Path = CASES_TSV) -> list[Case]:
 
 # --------------------------------------------------------------------------- CLI commands
 def cli_lines(text: str) -> list[str]:
-    """The commands of a simple_switch_CLI file, comments and blank lines left out."""
+    """The commands of a simple_switch_CLI file, comments and blank lines left out, and
+    ``port_add``/``port_remove`` too: they bind a Linux interface to a port (ralfkundel/p4-codel
+    names mininet's), which BMv2's CLI refuses here ("Invalid device manager operation") as
+    the packets go through the packet-in socket instead, and p4sim's ports need none.
+
+    >>> cli_lines("// c\\nport_add r1-eth1 1\\n\\ntable_add t a 1 =>\\n")
+    ['table_add t a 1 =>']
+    """
     out = []
     for line in text.splitlines():
         s = line.strip()
-        if not s or s.startswith(("//", "#")):
+        if not s or s.startswith(("//", "#")) or s.split()[0] in ("port_add", "port_remove"):
             continue
         out.append(s)
     return out
@@ -313,6 +320,10 @@ class CliTarget:
     def _register_write(self, args: list[str]) -> None:
         regs = self.state.registers
         regs[resolve_suffix(list(regs), args[0], "register")].set(int(args[1], 0), int(args[2], 0))
+
+    def _register_reset(self, args: list[str]) -> None:
+        regs = self.state.registers
+        regs[resolve_suffix(list(regs), args[0], "register")].reset()
 
     def _meter(self, name: str) -> Any:
         return self.state.meters[resolve_suffix(list(self.state.meters), name, "meter")]
@@ -931,7 +942,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--mirror-root", required=True,
                     help="folder of the fetched repositories (<owner>+<repo>/repo git dirs)")
     ap.add_argument("--root", default="/tmp/i35/corpus", help="folder holding <owner>+<repo>/<path>")
-    ap.add_argument("--update-cases", action="store_true", help="rewrite difffuzz_cases.tsv and stop")
+    ap.add_argument("--update-cases", action="store_true", help="rewrite the cases list and stop")
+    ap.add_argument("--corpus-tsv", type=Path, default=CORPUS_TSV,
+                    help="corpus list the cases are found in (default: third_party_v1model.tsv)")
+    ap.add_argument("--cases-tsv", type=Path, default=CASES_TSV,
+                    help="cases list written by --update-cases and read by a run "
+                         "(default: difffuzz_cases.tsv)")
     ap.add_argument("--packets", type=int, default=150, help="packets per case")
     ap.add_argument("--seed", type=int, default=35)
     ap.add_argument("--quiet-s", type=float, default=0.05,
@@ -947,9 +963,9 @@ def main(argv: Optional[list[str]] = None) -> int:
                          "variability taken again from p4c-bm2-ss's JSON) and stop")
     args = ap.parse_args(argv)
     if args.update_cases:
-        cases = find_cases(args.mirror_root)
-        write_cases(cases)
-        print(f"difffuzz: {len(cases)} cases written to {CASES_TSV}")
+        cases = find_cases(args.mirror_root, args.corpus_tsv)
+        write_cases(cases, args.cases_tsv, args.corpus_tsv.name)
+        print(f"difffuzz: {len(cases)} cases written to {args.cases_tsv}")
         return 0
     missing = [t for t in ("simple_switch", "simple_switch_CLI", "p4c-bm2-ss") if shutil.which(t) is None]
     if missing:
@@ -960,7 +976,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         return resummarize(args.summarize, args.root)
     sys.setrecursionlimit(10000)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # stop simple_switch on the way out
-    cases = [c for c in read_cases() if (args.set == "all" or c.set == args.set)
+    cases = [c for c in read_cases(args.cases_tsv) if (args.set == "all" or c.set == args.set)
              and (args.only is None or args.only in c.key)]
     results: list[CaseResult] = []
     for c in cases:
