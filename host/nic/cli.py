@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import signal
 import socket
 import sys
@@ -44,7 +45,7 @@ from host.nic.bond import (MIIMON_S, TX_POLICIES, BondedIO, FlowKey, LinkMonitor
                            link_carrier, parse_lag_ports)
 from host.nic.dcqcn import DcqcnParams
 from host.nic.frames import DSCP_DATA, ROCE_UDP_PORT, FlowSpec
-from host.nic.io import FrameIO, NicPort, PacketSocket
+from host.nic.io import TICK_S, FrameIO, NicPort, PacketSocket
 from host.nic.metricsfile import MetricsFile
 from host.nic.qp import Receiver, SenderQP
 from host.nic.rc import RcParams
@@ -81,6 +82,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--metrics-file", type=Path, default=None, metavar="PATH",
                        help="write the NIC's counters here in the Prometheus text format "
                             "every second and at exit (host.nic.metricsfile)")
+        p.add_argument("--tick-ms", type=float, default=TICK_S * 1000,
+                       help="at most one step (receive, send) per this many ms: the frames "
+                            "of a tick are handled and sent as one batch (0: a step at every "
+                            "wake-up)")
+        p.add_argument("--per-frame-io", action="store_true",
+                       help="one system call and one QP poll per frame (no recvmmsg/sendmmsg "
+                            "batches; for comparison)")
         p.add_argument("--hold-port", type=int, default=ROCE_UDP_PORT,
                        help="UDP port held on the NIC's address(es) so the kernel sends no "
                             "ICMP port unreachable (0: hold none)")
@@ -145,9 +153,10 @@ def make_port(args: argparse.Namespace, io: object,
                       local_ips=frozenset(socket.inet_aton(ip) for ip in args.ip),
                       start_psn=None if args.start_psn < 0 else args.start_psn)
         return NicPort(io, line_rate_bps=args.line_rate_mbps * 1e6,  # type: ignore[arg-type]
-                       receiver=rx)
+                       receiver=rx, tick_s=args.tick_ms / 1000, batch_io=not args.per_frame_io)
     port = NicPort(io, line_rate_bps=args.line_rate_mbps * 1e6,  # type: ignore[arg-type]
-                   step_lock=step_lock)
+                   step_lock=step_lock, tick_s=args.tick_ms / 1000,
+                   batch_io=not args.per_frame_io)
     params = DcqcnParams.scaled(args.line_rate_pps, cnp_interval_s=cnp_s)
     rc = RcParams(retry_timeout_s=args.retry_timeout_ms / 1000, retry_count=args.retry_count,
                   window_pkts=args.window_pkts or None)
@@ -315,7 +324,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             agent.stop()
         io.close()
         hold.close()
-    report.update(cmd=args.cmd, iface=args.iface, elapsed_s=elapsed, udp_hold=hold.status)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    report.update(cmd=args.cmd, iface=args.iface, elapsed_s=elapsed, udp_hold=hold.status,
+                  cpu_s=round(usage.ru_utime + usage.ru_stime, 3), tick_ms=args.tick_ms,
+                  batch_io=not args.per_frame_io)
     bond = bond_of(io)
     if bond is not None:
         report["bond"] = bond.report()
