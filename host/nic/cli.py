@@ -32,11 +32,9 @@ import resource
 import signal
 import socket
 import sys
-import threading
 import time
 from pathlib import Path
-from types import FrameType
-from typing import Callable, ContextManager, Optional, Sequence
+from typing import ContextManager, Optional, Sequence
 
 from host.agent.launch import agent_security, start_agent
 from host.agent.mover import QPMover
@@ -49,6 +47,7 @@ from host.nic.io import TICK_S, FrameIO, NicPort, PacketSocket
 from host.nic.metricsfile import MetricsFile
 from host.nic.qp import Receiver, SenderQP
 from host.nic.rc import RcParams
+from host.nic.sigflag import SignalFlag, wait_any
 from host.nic.udphold import UdpPortHold, iface_ipv4
 
 
@@ -242,34 +241,30 @@ def bond_of(io: object) -> Optional[BondedIO]:
     return io
 
 
-def wait_for_go(go: threading.Event, stopping: Callable[[], bool],
-                timeout_s: float = GO_TIMEOUT_S) -> bool:
-    """Wait for the launcher's go (``go`` set by SIGUSR1), at most ``timeout_s``; False
-    when it never came or the process is being stopped.
+def wait_for_go(go: SignalFlag, stop: SignalFlag, timeout_s: float = GO_TIMEOUT_S) -> bool:
+    """Wait for the launcher's go (``go``, set by SIGUSR1), at most ``timeout_s``; False
+    when it never came or ``stop`` (SIGTERM/SIGINT) was set first. Both flags are set by
+    signal handlers that take no lock (:mod:`host.nic.sigflag`: a ``threading.Event`` set
+    from the handler could deadlock this very wait, issue 32).
 
-    >>> e = threading.Event(); e.set(); wait_for_go(e, lambda: False, 1.0)
+    >>> go, stop = SignalFlag(), SignalFlag()
+    >>> go.set(); wait_for_go(go, stop, 1.0)
     True
+    >>> stop.set(); wait_for_go(go, stop, 1.0)
+    False
     """
-    deadline = time.monotonic() + timeout_s
-    while not go.is_set() and not stopping() and time.monotonic() < deadline:
-        go.wait(min(0.1, max(0.0, deadline - time.monotonic())))
-    return go.is_set() and not stopping()
+    wait_any([go, stop], timeout_s)
+    return go.is_set() and not stop.is_set()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point; returns the exit status."""
     args = build_parser().parse_args(argv)
-    stopping = False
-
-    def on_signal(_sig: int, _frame: Optional[FrameType]) -> None:
-        nonlocal stopping
-        stopping = True
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    go = threading.Event()
+    stop, go = SignalFlag(), SignalFlag()     # set by signal handlers: no lock taken
+    signal.signal(signal.SIGTERM, stop.handler)
+    signal.signal(signal.SIGINT, stop.handler)
     if args.cmd == "send" and args.wait_go:
-        signal.signal(signal.SIGUSR1, lambda _sig, _frame: go.set())
+        signal.signal(signal.SIGUSR1, go.handler)
     hold = UdpPortHold(hold_ips(args) if args.hold_port else [], args.hold_port)
     try:
         try:
@@ -308,11 +303,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             metrics = MetricsFile(args.metrics_file, port, args.iface).start()
         if args.cmd == "send" and args.ready_file is not None:
             args.ready_file.write_text(f"{os.getpid()}\n")
-        if args.cmd == "send" and args.wait_go and not wait_for_go(go, lambda: stopping):
+        if args.cmd == "send" and args.wait_go and not wait_for_go(go, stop):
             print(f"host.nic send: no go signal (SIGUSR1) within {GO_TIMEOUT_S:g} s",
                   file=sys.stderr)
             return 1
-        elapsed = port.run(args.duration_s, stop=lambda: stopping, linger_s=0.5)
+        elapsed = port.run(args.duration_s, stop=stop.is_set, linger_s=0.5)
         report = port.report(time.monotonic())
         if agent is not None:
             report["agent"] = {"address": agent.address, "reports_failed": agent.reports_failed,

@@ -43,6 +43,11 @@ PACKET_OUTGOING = 4
 MAX_FRAME = 65535
 SOCK_BUF_BYTES = 4 << 20
 PFC_ETHERTYPE = b"\x88\x08"
+RECV_ROUNDS = 4
+"""``PacketSocket.recv_many`` makes at most this many ``recvmmsg`` calls per step (our own
+transmissions, ``PACKET_OUTGOING``, are read and dropped): a step always ends."""
+RECV_SKIP_LIMIT = 256
+"""``PacketSocket.recv`` reads at most this many frames (own transmissions, ENETDOWN) per call."""
 TICK_S = 0.001
 """The NIC processes' step period (``--tick-ms``): at most one step (receive, send) per
 millisecond. At 5,000 packets/s per QP a step then carries about 5 frames of each QP
@@ -148,7 +153,7 @@ class PacketSocket(DatagramIO):
         self.iface = iface
 
     def recv(self) -> Optional[bytes]:
-        while True:
+        for _ in range(RECV_SKIP_LIMIT):
             try:
                 data, addr = self.sock.recvfrom(MAX_FRAME)
             except (BlockingIOError, InterruptedError):
@@ -159,13 +164,16 @@ class PacketSocket(DatagramIO):
                 raise
             if addr[2] != PACKET_OUTGOING:
                 return data
+        return None                                # the rest waits for the next step
 
     def recv_many(self, limit: int) -> list[bytes]:
         """Up to ``limit`` received frames (``recvmmsg``), our host's own transmissions
         (``PACKET_OUTGOING``) left out."""
         out: list[bytes] = []
-        while len(out) < limit:
-            want = limit - len(out)
+        for _ in range(RECV_ROUNDS):               # bounded: a flood of our own frames or
+            want = limit - len(out)                # of ENETDOWNs cannot hold the step
+            if want <= 0:
+                break
             try:
                 got = self._rx.recv(want)
             except OSError as exc:

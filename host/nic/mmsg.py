@@ -8,7 +8,10 @@ call; no per-frame ctypes object is made.
 * :class:`MmsgSender` ``.send(frames)`` tries every frame once, in order, like a loop of
   ``send``: a frame the kernel refuses (``EAGAIN``/``ENOBUFS``/``ENETDOWN``: buffer full,
   link down) is counted refused and the next ones are still tried; it returns how many
-  were refused. A frame larger than a slot goes out alone with ``socket.send``.
+  were refused. A frame larger than a slot goes out alone with ``socket.send``. Every
+  call moves on by at least one frame, so a link that refuses everything forever costs
+  one system call per frame and never loops (both calls pass ``MSG_DONTWAIT``: none
+  blocks, so a signal's Python handler runs as soon as the call returns).
 * :class:`MmsgReceiver` ``.recv(limit)`` returns up to ``limit`` frames with the sender's
   ``sockaddr_ll.sll_pkttype`` of each (``None`` for a non-packet socket). A frame longer
   than a slot comes back cut to the slot, as ``recv(SLOT_BYTES)`` would.
@@ -36,6 +39,9 @@ BATCH = 64
 MSG_DONTWAIT = 0x40
 SOCKADDR_BYTES = 32           # room for a sockaddr_ll (20 bytes)
 _PKTTYPE_AT = 10              # sockaddr_ll: family, protocol, ifindex, hatype, then pkttype
+MAX_EINTR_RETRIES = 3
+"""A batch interrupted by a signal (EINTR) is tried again at most this often, then its
+first frame counts as refused: a send loop always ends (issue 32)."""
 REFUSED_ERRNOS = frozenset({errno.EAGAIN, errno.EWOULDBLOCK, errno.ENOBUFS, errno.ENETDOWN})
 
 
@@ -103,7 +109,7 @@ class MmsgSender:
     def send(self, frames: Sequence[bytes]) -> int:
         """Send ``frames`` in order (each tried once); returns how many were refused.
         OSError for any other error."""
-        refused = 0
+        refused = interrupted = 0
         a, n, i = self.arena, len(frames), 0
         while i < n:
             count = 0
@@ -124,13 +130,17 @@ class MmsgSender:
             done = _sendmmsg(self.sock.fileno(), a.hdrs, count, MSG_DONTWAIT)
             if done < 0:
                 err = ctypes.get_errno()
-                if err == errno.EINTR:
+                if err == errno.EINTR and interrupted < MAX_EINTR_RETRIES:
+                    interrupted += 1
                     continue
-                if err not in REFUSED_ERRNOS:
+                if err not in REFUSED_ERRNOS and err != errno.EINTR:
                     raise OSError(err, f"sendmmsg: {errno.errorcode.get(err, err)}")
                 refused += 1                        # the first frame was refused
                 done = 1
-            i += done
+            elif done == 0:                         # never by Linux: still move on
+                refused += 1
+                done = 1
+            i += min(done, count)                   # every call moves i: the loop ends
         return refused
 
     def _send_one(self, frame: bytes) -> int:
