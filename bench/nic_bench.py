@@ -4,7 +4,9 @@ One ``python -m host.nic send`` process (2 RC QPs, 4 KiB messages of 1 KiB packe
 on, as the story's senders run) and one ``python -m host.nic recv`` process, each on one
 end of a veth pair, nothing in between. Both ends use MAC addresses no interface has
 (the kernel sees every frame as another host's and drops it before IP: no forwarding, no
-ICMP), and hold no UDP port. For each offered rate (packets/s in total over the two QPs)
+ICMP), and hold no UDP port. Both run with the batching tick (``--tick-ms 1``,
+``host.nic.io.BATCH_TICK_S``; the testbed's default is no tick). For each offered rate
+(packets/s in total over the two QPs)
 the sender is started on SIGUSR1 once both processes are up; after ``config.warmup_s``
 (at least 1 s) one window of ``config.duration_s`` is timed:
 
@@ -43,6 +45,8 @@ RATES_PPS = {"5k": 5000.0, "20k": 20000.0}
 QPS = 2
 SENDER_MAC, RECEIVER_MAC = "02:00:00:00:0b:01", "02:00:00:00:0b:02"
 START_TIMEOUT_S = 30.0
+BATCH_TICK_MS = 1.0
+"""``host.nic.io.BATCH_TICK_S`` in ms (not imported: host.nic loads Scapy)."""
 
 
 def tx_packets(iface: str) -> int:
@@ -69,11 +73,12 @@ def measure(rate_pps: float, warmup_s: float, window_s: float) -> dict[str, floa
         tx_if, rx_if = pairs[0]
         ready, metrics = Path(tmp) / "ready", Path(tmp) / "recv.prom"
         base = [sys.executable, "-m", "host.nic"]
-        recv = subprocess.Popen(base + ["recv", "--iface", rx_if, "--duration-s", f"{run_s:g}",
+        tick = ["--tick-ms", f"{BATCH_TICK_MS:g}"]            # the batching tick, as measured
+        recv = subprocess.Popen(base + ["recv", "--iface", rx_if, "--duration-s", f"{run_s:g}", *tick,
                                         "--hold-port", "0", "--metrics-file", str(metrics),
                                         "--json", str(Path(tmp) / "recv.json")],
                                 env=env, cwd=REPO, stdout=subprocess.DEVNULL)
-        send = subprocess.Popen(base + ["send", "--iface", tx_if, "--src-mac", SENDER_MAC,
+        send = subprocess.Popen(base + ["send", "--iface", tx_if, "--src-mac", SENDER_MAC, *tick,
                                         "--dst-mac", RECEIVER_MAC, "--src-ip", "10.0.0.1",
                                         "--dst-ip", "10.1.0.1",
                                         "--sport", ",".join(str(49152 + i) for i in range(QPS)),

@@ -48,12 +48,20 @@ RECV_ROUNDS = 4
 transmissions, ``PACKET_OUTGOING``, are read and dropped): a step always ends."""
 RECV_SKIP_LIMIT = 256
 """``PacketSocket.recv`` reads at most this many frames (own transmissions, ENETDOWN) per call."""
-TICK_S = 0.001
-"""The NIC processes' step period (``--tick-ms``): at most one step (receive, send) per
-millisecond. At 5,000 packets/s per QP a step then carries about 5 frames of each QP
-instead of one, and the wake-up, ``select`` and the loop's own work are paid once for
-them (bench/README.md, "NIC emulator CPU per packet"); ACKs, NAKs and CNPs leave at most
-one tick later (the retry timeout is 2 s, the CNP interval 5 ms)."""
+TICK_S = 0.0
+"""The NIC processes' default step period (``--tick-ms``): 0, one step at every wake-up,
+each still moving everything due in one ``recvmmsg``/``sendmmsg`` batch. A tick
+(:data:`BATCH_TICK_S`) allows at most one step per tick, so that at 5,000 packets/s per
+QP a step carries about 5 frames of each QP and the wake-up, ``select`` and the loop's
+own work are paid once for them (bench/README.md, "NIC emulator CPU per packet": about
+half the CPU per packet at 20,000 pps); ACKs, NAKs and CNPs then leave up to one tick
+later. At the story's rates (250–500 pps per elephant) the tick made the fabric worse:
+with ``--tick-ms 1`` the story's senders at 250 pps got up to 2.5× the CNPs and 20× the
+go-back-N retransmissions of the loop without a tick, and its uplinks ran at 28–68 %
+instead of 62–68 % (host/nic/README.md, "Why no tick by default"), so it is off by
+default."""
+BATCH_TICK_S = 0.001
+"""The tick for high rates and the ``host.nic_cpu`` bench (``--tick-ms 1``)."""
 
 
 class FrameIO(Protocol):
@@ -196,7 +204,7 @@ class NicPort:
     so a change never lands half-way through a step.
 
     Batching (the CPU a frame costs, issue 32): :meth:`run` steps at most once per
-    ``tick_s`` (:data:`TICK_S`; 0 steps at every wake-up), so one step handles every frame
+    ``tick_s`` (0, :data:`TICK_S`, steps at every wake-up; :data:`BATCH_TICK_S` for high rates), so one step handles every frame
     received and every frame due within the tick; with ``batch_io`` (default) a step reads
     its frames with one ``recvmmsg``, takes each sender's due frames with
     :meth:`SenderQP.poll_batch` and sends everything it made with one ``sendmmsg`` (in
