@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence, Union
 
 from bench import (buffer_bench, dualport_bench, fabric_bench, fornax_bench, fuzz_bench, gor_bench, host_bench,
-                   incast_bench, monitor_bench,
+                   incast_bench, monitor_bench, nic_bench,
                    native_bench, p4sim_bench, security_bench, switch_bench, tccl_bench,
                    testbed_bench, topo_bench, veth_overload)
 from bench.results import DEFAULT_OUTPUT, BenchConfig, Benchmark, Figure, merge_results
@@ -33,7 +33,8 @@ def all_benchmarks() -> tuple[Benchmark, ...]:
             + tuple(topo_bench.BENCHMARKS)
             + tuple(testbed_bench.BENCHMARKS) + tuple(incast_bench.BENCHMARKS)
             + tuple(tccl_bench.BENCHMARKS)
-            + tuple(host_bench.BENCHMARKS) + tuple(dualport_bench.BENCHMARKS)
+            + tuple(host_bench.BENCHMARKS) + tuple(nic_bench.BENCHMARKS)
+            + tuple(dualport_bench.BENCHMARKS)
             + tuple(gor_bench.BENCHMARKS)
             + tuple(security_bench.BENCHMARKS) + tuple(fuzz_bench.BENCHMARKS)
             + tuple(sim_bench.BENCHMARKS) + tuple(monitor_bench.BENCHMARKS)

@@ -11,8 +11,8 @@ scenario, seed 7) on a fabric brought up for it:
   link from the first order to the last move settled (goal 0);
 * ``testbed.flow_pps.default`` — the rate the story's elephants run at: each flow's data
   packets received by its NIC emulator over the story's duration, median over the flows
-  (issue 32's goal: thousands per elephant; the default is
-  ``scenarios.common.DEFAULT_FLOW_RATE_PPS``).
+  (issue 32's goal: thousands per elephant; the story runs at
+  ``scenarios.story.STORY_FLOW_RATE_PPS``).
 
 ``gor.dead_link`` — one run of ``SCENARIO=dead-link`` (:func:`scenarios.link_failure.run_link_failure`
 with ``silent=True``, seed 7): a leaf uplink dies silently (only its spine end goes down,
@@ -55,7 +55,7 @@ from scenarios.common import ScenarioOptions
 from scenarios.detour_probe import probe_detour
 from scenarios.gor_session import restart_after_moves
 from scenarios.link_failure import run_link_failure
-from scenarios.story import run_story
+from scenarios.story import STORY_FLOW_RATE_PPS, run_story
 from testbed.traffic import testbed_unavailable, testbed_up
 
 FIGURES = ("gor.loop_s", "gor.max_util_after_pct", "gor.drops_during_move",
@@ -100,7 +100,7 @@ def bench_story(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — o
         if live is None:
             return {}
         tb, tmp = live
-        opts = ScenarioOptions(seed=7, runs_root=tmp / "runs")
+        opts = ScenarioOptions(seed=7, runs_root=tmp / "runs", flow_rate_pps=STORY_FLOW_RATE_PPS)
         res = run_story(tb.fabric, tb.programmer, tb.state, tb.save_state, opts)
     out: dict[str, Figure] = {}
     pps = flow_pps(res.delivery, opts.duration_s)

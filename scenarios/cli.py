@@ -24,8 +24,9 @@ import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from scenarios.common import RUNS, ScenarioOptions
+from scenarios.common import DEFAULT_FLOW_RATE_PPS, RUNS, ScenarioOptions
 from scenarios.registry import NONE, SCENARIOS, run_scenario, scenario
+from scenarios.story import STORY_FLOW_RATE_PPS
 from testbed.cli import add_up_arguments, cmd_up
 from testbed.net import TestbedError
 
@@ -45,6 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="seed of the elephants' random source ports (default: random, printed)")
     up.add_argument("--scenario-duration-s", type=float, default=12.0,
                     help="seconds the elephants run (default 12)")
+    up.add_argument("--scenario-flow-pps", type=float, default=None,
+                    help="packets/s of each elephant, its NIC's line rate (default: the "
+                         f"scenario's own, the story's {STORY_FLOW_RATE_PPS:g}, else "
+                         f"{DEFAULT_FLOW_RATE_PPS:g}: scenarios.common.DEFAULT_FLOW_RATE_PPS)")
     up.add_argument("--runs", type=Path, default=RUNS, help="where reports go (runs/)")
     m = sub.add_parser("measure", help="time the simulator's calibration collectives on the "
                                        "running testbed (python -m sim calibrate reads the file)")
@@ -60,8 +65,25 @@ def listing() -> str:
     return "\n".join(rows + [f"{'none':<13} the fabric up, programmed and pinged; no scenario"])
 
 
+def flow_rate(name: str, given: Optional[float]) -> float:
+    """The elephants' packets/s: ``given`` (``--scenario-flow-pps``), else the scenario's
+    own rate, else ``DEFAULT_FLOW_RATE_PPS``.
+
+    >>> flow_rate("default", None) == STORY_FLOW_RATE_PPS, flow_rate("incast", None), flow_rate("gor", 60.0)
+    (True, 250.0, 60.0)
+    """
+    if given is not None:
+        return given
+    try:
+        own = scenario(name).flow_rate_pps
+    except KeyError:
+        own = None
+    return own if own is not None else DEFAULT_FLOW_RATE_PPS
+
+
 def _runner(args: argparse.Namespace, fabric: Any, programmer: Any, fnet: Any) -> int:
     opts = ScenarioOptions(seed=args.scenario_seed, duration_s=args.scenario_duration_s,
+                           flow_rate_pps=flow_rate(args.scenario, args.scenario_flow_pps),
                            runs_root=args.runs.resolve(), insecure=bool(getattr(args, "insecure", False)),
                            state_path=fnet.opts.state_path)
     return run_scenario(args.scenario, fabric, programmer, fnet.state, fnet.save_state,

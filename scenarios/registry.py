@@ -22,7 +22,7 @@ from scenarios.faults import run_faults
 from scenarios.fornax import run_fornax
 from scenarios.incast import run_incast
 from scenarios.link_failure import run_link_failure
-from scenarios.story import run_story
+from scenarios.story import STORY_FLOW_RATE_PPS, run_story
 from scenarios.tor_failure import run_tor_failure
 from testbed.cli import choose_target, preflight
 
@@ -41,6 +41,9 @@ class Scenario:
     runner: Callable[..., Any]
     aliases: tuple[str, ...] = field(default_factory=tuple)
     network: str = "fabric"
+    flow_rate_pps: Optional[float] = None
+    """The scenario's elephant rate when the command line gives none (``None``:
+    ``scenarios.common.DEFAULT_FLOW_RATE_PPS``)."""
 
 
 def _story(*args: Any) -> Any:
@@ -80,7 +83,8 @@ def _fornax(args: Any) -> int:
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("default", "the Astral story: colliding RoCEv2 elephants, ECN alarms, GOR moves "
-             "them through the TCCL agents, balanced uplinks", _story, ("gor",)),
+             "them through the TCCL agents, balanced uplinks", _story, ("gor",),
+             flow_rate_pps=STORY_FLOW_RATE_PPS),
     Scenario("link-failure", "a leaf uplink goes down under traffic: GOR takes it out of the "
              "ECMP groups and routes around it", _link_failure),
     Scenario("dead-link", "the same cable dies silently: GOR finds it from the counters",

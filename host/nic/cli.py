@@ -28,14 +28,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import signal
 import socket
 import sys
-import threading
 import time
 from pathlib import Path
-from types import FrameType
-from typing import Callable, ContextManager, Optional, Sequence
+from typing import ContextManager, Optional, Sequence
 
 from host.agent.launch import agent_security, start_agent
 from host.agent.mover import QPMover
@@ -44,10 +43,11 @@ from host.nic.bond import (MIIMON_S, TX_POLICIES, BondedIO, FlowKey, LinkMonitor
                            link_carrier, parse_lag_ports)
 from host.nic.dcqcn import DcqcnParams
 from host.nic.frames import DSCP_DATA, ROCE_UDP_PORT, FlowSpec
-from host.nic.io import FrameIO, NicPort, PacketSocket
+from host.nic.io import TICK_S, FrameIO, NicPort, PacketSocket
 from host.nic.metricsfile import MetricsFile
 from host.nic.qp import Receiver, SenderQP
 from host.nic.rc import RcParams
+from host.nic.sigflag import SignalFlag, wait_any
 from host.nic.udphold import UdpPortHold, iface_ipv4
 
 
@@ -81,6 +81,14 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--metrics-file", type=Path, default=None, metavar="PATH",
                        help="write the NIC's counters here in the Prometheus text format "
                             "every second and at exit (host.nic.metricsfile)")
+        p.add_argument("--tick-ms", type=float, default=TICK_S * 1000,
+                       help="at most one step (receive, send) per this many ms: the frames "
+                            "of a tick are handled and sent as one batch (0, the default: a "
+                            "step at every wake-up; 1 halves the CPU per packet at thousands "
+                            "of pps per QP, but bunches frames at the story's rates)")
+        p.add_argument("--per-frame-io", action="store_true",
+                       help="one system call and one QP poll per frame (no recvmmsg/sendmmsg "
+                            "batches; for comparison)")
         p.add_argument("--hold-port", type=int, default=ROCE_UDP_PORT,
                        help="UDP port held on the NIC's address(es) so the kernel sends no "
                             "ICMP port unreachable (0: hold none)")
@@ -145,9 +153,10 @@ def make_port(args: argparse.Namespace, io: object,
                       local_ips=frozenset(socket.inet_aton(ip) for ip in args.ip),
                       start_psn=None if args.start_psn < 0 else args.start_psn)
         return NicPort(io, line_rate_bps=args.line_rate_mbps * 1e6,  # type: ignore[arg-type]
-                       receiver=rx)
+                       receiver=rx, tick_s=args.tick_ms / 1000, batch_io=not args.per_frame_io)
     port = NicPort(io, line_rate_bps=args.line_rate_mbps * 1e6,  # type: ignore[arg-type]
-                   step_lock=step_lock)
+                   step_lock=step_lock, tick_s=args.tick_ms / 1000,
+                   batch_io=not args.per_frame_io)
     params = DcqcnParams.scaled(args.line_rate_pps, cnp_interval_s=cnp_s)
     rc = RcParams(retry_timeout_s=args.retry_timeout_ms / 1000, retry_count=args.retry_count,
                   window_pkts=args.window_pkts or None)
@@ -233,34 +242,30 @@ def bond_of(io: object) -> Optional[BondedIO]:
     return io
 
 
-def wait_for_go(go: threading.Event, stopping: Callable[[], bool],
-                timeout_s: float = GO_TIMEOUT_S) -> bool:
-    """Wait for the launcher's go (``go`` set by SIGUSR1), at most ``timeout_s``; False
-    when it never came or the process is being stopped.
+def wait_for_go(go: SignalFlag, stop: SignalFlag, timeout_s: float = GO_TIMEOUT_S) -> bool:
+    """Wait for the launcher's go (``go``, set by SIGUSR1), at most ``timeout_s``; False
+    when it never came or ``stop`` (SIGTERM/SIGINT) was set first. Both flags are set by
+    signal handlers that take no lock (:mod:`host.nic.sigflag`: a ``threading.Event`` set
+    from the handler could deadlock this very wait, issue 32).
 
-    >>> e = threading.Event(); e.set(); wait_for_go(e, lambda: False, 1.0)
+    >>> go, stop = SignalFlag(), SignalFlag()
+    >>> go.set(); wait_for_go(go, stop, 1.0)
     True
+    >>> stop.set(); wait_for_go(go, stop, 1.0)
+    False
     """
-    deadline = time.monotonic() + timeout_s
-    while not go.is_set() and not stopping() and time.monotonic() < deadline:
-        go.wait(min(0.1, max(0.0, deadline - time.monotonic())))
-    return go.is_set() and not stopping()
+    wait_any([go, stop], timeout_s)
+    return go.is_set() and not stop.is_set()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point; returns the exit status."""
     args = build_parser().parse_args(argv)
-    stopping = False
-
-    def on_signal(_sig: int, _frame: Optional[FrameType]) -> None:
-        nonlocal stopping
-        stopping = True
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    go = threading.Event()
+    stop, go = SignalFlag(), SignalFlag()     # set by signal handlers: no lock taken
+    signal.signal(signal.SIGTERM, stop.handler)
+    signal.signal(signal.SIGINT, stop.handler)
     if args.cmd == "send" and args.wait_go:
-        signal.signal(signal.SIGUSR1, lambda _sig, _frame: go.set())
+        signal.signal(signal.SIGUSR1, go.handler)
     hold = UdpPortHold(hold_ips(args) if args.hold_port else [], args.hold_port)
     try:
         try:
@@ -299,11 +304,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             metrics = MetricsFile(args.metrics_file, port, args.iface).start()
         if args.cmd == "send" and args.ready_file is not None:
             args.ready_file.write_text(f"{os.getpid()}\n")
-        if args.cmd == "send" and args.wait_go and not wait_for_go(go, lambda: stopping):
+        if args.cmd == "send" and args.wait_go and not wait_for_go(go, stop):
             print(f"host.nic send: no go signal (SIGUSR1) within {GO_TIMEOUT_S:g} s",
                   file=sys.stderr)
             return 1
-        elapsed = port.run(args.duration_s, stop=lambda: stopping, linger_s=0.5)
+        elapsed = port.run(args.duration_s, stop=stop.is_set, linger_s=0.5)
         report = port.report(time.monotonic())
         if agent is not None:
             report["agent"] = {"address": agent.address, "reports_failed": agent.reports_failed,
@@ -315,7 +320,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             agent.stop()
         io.close()
         hold.close()
-    report.update(cmd=args.cmd, iface=args.iface, elapsed_s=elapsed, udp_hold=hold.status)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    report.update(cmd=args.cmd, iface=args.iface, elapsed_s=elapsed, udp_hold=hold.status,
+                  cpu_s=round(usage.ru_utime + usage.ru_stime, 3), tick_ms=args.tick_ms,
+                  batch_io=not args.per_frame_io)
     bond = bond_of(io)
     if bond is not None:
         report["bond"] = bond.report()

@@ -31,9 +31,10 @@ import select
 import socket
 import time
 from contextlib import nullcontext
-from typing import Callable, ContextManager, Optional, Protocol
+from typing import Callable, ContextManager, Optional, Protocol, Sequence
 
 from host.nic.frames import OP_CNP, OP_RC_ACK, parse_roce
+from host.nic.mmsg import MmsgReceiver, MmsgSender
 from host.nic.pfc import PfcState
 from host.nic.qp import Receiver, SenderQP
 
@@ -41,6 +42,26 @@ ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
 MAX_FRAME = 65535
 SOCK_BUF_BYTES = 4 << 20
+PFC_ETHERTYPE = b"\x88\x08"
+RECV_ROUNDS = 4
+"""``PacketSocket.recv_many`` makes at most this many ``recvmmsg`` calls per step (our own
+transmissions, ``PACKET_OUTGOING``, are read and dropped): a step always ends."""
+RECV_SKIP_LIMIT = 256
+"""``PacketSocket.recv`` reads at most this many frames (own transmissions, ENETDOWN) per call."""
+TICK_S = 0.0
+"""The NIC processes' default step period (``--tick-ms``): 0, one step at every wake-up,
+each still moving everything due in one ``recvmmsg``/``sendmmsg`` batch. A tick
+(:data:`BATCH_TICK_S`) allows at most one step per tick, so that at 5,000 packets/s per
+QP a step carries about 5 frames of each QP and the wake-up, ``select`` and the loop's
+own work are paid once for them (bench/README.md, "NIC emulator CPU per packet": about
+half the CPU per packet at 20,000 pps); ACKs, NAKs and CNPs then leave up to one tick
+later. At the story's rates (250–500 pps per elephant) the tick made the fabric worse:
+with ``--tick-ms 1`` the story's senders at 250 pps got up to 2.5× the CNPs and 20× the
+go-back-N retransmissions of the loop without a tick, and its uplinks ran at 28–68 %
+instead of 62–68 % (host/nic/README.md, "Why no tick by default"), so it is off by
+default."""
+BATCH_TICK_S = 0.001
+"""The tick for high rates and the ``host.nic_cpu`` bench (``--tick-ms 1``)."""
 
 
 class FrameIO(Protocol):
@@ -66,16 +87,24 @@ class FrameIO(Protocol):
 class DatagramIO:
     """:class:`FrameIO` over a datagram socket (one datagram = one frame).
 
+    :meth:`send_many` and :meth:`recv_many` move a batch in one system call
+    (``sendmmsg``/``recvmmsg``, :mod:`host.nic.mmsg`); each frame is still tried once and
+    counted as :meth:`send` would.
+
     >>> a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     >>> x, y = DatagramIO(a), DatagramIO(b)
     >>> x.send(b"hi"), y.recv(), y.recv()
     (True, b'hi', None)
+    >>> x.send_many([b"a", b"b"]), y.recv_many(8), y.recv_many(8)
+    (0, [b'a', b'b'], [])
     """
 
     def __init__(self, sock: socket.socket) -> None:
         sock.setblocking(False)
         self.sock = sock
         self.tx_dropped = 0
+        self._tx = MmsgSender(sock)
+        self._rx = MmsgReceiver(sock, names=False)
 
     def send(self, frame: bytes) -> bool:
         try:
@@ -90,11 +119,21 @@ class DatagramIO:
                 return False
             raise
 
+    def send_many(self, frames: Sequence[bytes]) -> int:
+        """Send ``frames`` in order with ``sendmmsg``; returns how many were refused."""
+        refused = self._tx.send(frames)
+        self.tx_dropped += refused
+        return refused
+
     def recv(self) -> Optional[bytes]:
         try:
             return self.sock.recv(MAX_FRAME)
         except (BlockingIOError, InterruptedError):
             return None
+
+    def recv_many(self, limit: int) -> list[bytes]:
+        """Up to ``limit`` waiting frames, in arrival order ([] when none waits)."""
+        return [frame for frame, _kind in self._rx.recv(limit)]
 
     def fileno(self) -> int:
         return self.sock.fileno()
@@ -118,10 +157,11 @@ class PacketSocket(DatagramIO):
                 pass
         sock.bind((iface, 0))
         super().__init__(sock)
+        self._rx = MmsgReceiver(sock, names=True)
         self.iface = iface
 
     def recv(self) -> Optional[bytes]:
-        while True:
+        for _ in range(RECV_SKIP_LIMIT):
             try:
                 data, addr = self.sock.recvfrom(MAX_FRAME)
             except (BlockingIOError, InterruptedError):
@@ -132,6 +172,26 @@ class PacketSocket(DatagramIO):
                 raise
             if addr[2] != PACKET_OUTGOING:
                 return data
+        return None                                # the rest waits for the next step
+
+    def recv_many(self, limit: int) -> list[bytes]:
+        """Up to ``limit`` received frames (``recvmmsg``), our host's own transmissions
+        (``PACKET_OUTGOING``) left out."""
+        out: list[bytes] = []
+        for _ in range(RECV_ROUNDS):               # bounded: a flood of our own frames or
+            want = limit - len(out)                # of ENETDOWNs cannot hold the step
+            if want <= 0:
+                break
+            try:
+                got = self._rx.recv(want)
+            except OSError as exc:
+                if exc.errno == errno.ENETDOWN:    # bound before link-up: once
+                    continue
+                raise
+            out.extend(frame for frame, kind in got if kind != PACKET_OUTGOING)
+            if len(got) < want:                    # the socket is drained
+                break
+        return out
 
 
 class NicPort:
@@ -142,11 +202,24 @@ class NicPort:
     ``step_lock`` is held around every :meth:`step` of :meth:`run`: code in other
     threads that changes a sender (the TCCL agent's ``QPMover.lock``) takes the same lock,
     so a change never lands half-way through a step.
+
+    Batching (the CPU a frame costs, issue 32): :meth:`run` steps at most once per
+    ``tick_s`` (0, :data:`TICK_S`, steps at every wake-up; :data:`BATCH_TICK_S` for high rates), so one step handles every frame
+    received and every frame due within the tick; with ``batch_io`` (default) a step reads
+    its frames with one ``recvmmsg``, takes each sender's due frames with
+    :meth:`SenderQP.poll_batch` and sends everything it made with one ``sendmmsg`` (in
+    the order made: replies to received frames, ACKs, then each sender's frames), where
+    the link has ``recv_many``/``send_many``. ``batch_io=False`` is the per-frame path
+    (one system call and one :meth:`SenderQP.poll` per frame); both give the same frames
+    in the same order and the same counters (``tests/host/test_nic_batch.py``).
     """
 
     def __init__(self, io: FrameIO, *, line_rate_bps: float, receiver: Optional[Receiver] = None,
                  rx_burst: int = 64, tx_burst: int = 32,
-                 step_lock: Optional[ContextManager[object]] = None) -> None:
+                 step_lock: Optional[ContextManager[object]] = None,
+                 tick_s: float = 0.0, batch_io: bool = True) -> None:
+        if tick_s < 0:
+            raise ValueError("tick_s must be >= 0")
         self.io = io
         self.step_lock: ContextManager[object] = step_lock if step_lock is not None else nullcontext()
         self.pfc = PfcState(line_rate_bps)
@@ -154,11 +227,14 @@ class NicPort:
         self.senders: list[SenderQP] = []
         self.rx_burst = rx_burst
         self.tx_burst = tx_burst
+        self.tick_s = tick_s
+        self.batch_io = batch_io
         self.rx_frames = 0
         self.rx_pfc = 0
         self.rx_other = 0
         self.tx_frames = 0
         self.tx_refused = 0
+        self.steps = 0
 
     def add_sender(self, qp: SenderQP) -> SenderQP:
         """Attach a sender QP (its PFC state becomes this port's)."""
@@ -173,14 +249,60 @@ class NicPort:
         self.tx_refused += 1
         return False
 
+    def _send_all(self, frames: list[bytes]) -> None:
+        if not frames:
+            return
+        send_many = getattr(self.io, "send_many", None)
+        if send_many is None:
+            for frame in frames:
+                self._send(frame)
+            return
+        refused = send_many(frames)
+        self.tx_frames += len(frames) - refused
+        self.tx_refused += refused
+
+    def _recv_all(self) -> list[bytes]:
+        recv_many = getattr(self.io, "recv_many", None)
+        if recv_many is not None:
+            frames: list[bytes] = recv_many(self.rx_burst)
+            return frames
+        out = []
+        for _ in range(self.rx_burst):
+            frame = self.io.recv()
+            if frame is None:
+                break
+            out.append(frame)
+        return out
+
     def step(self, now: float) -> int:
         """Receive what is waiting, then send what is due at ``now``; returns frames sent."""
+        self.steps += 1
+        if not self.batch_io:
+            return self._step_per_frame(now)
+        out: list[bytes] = []
+        for frame in self._recv_all():
+            self.rx_frames += 1
+            self._dispatch(frame, now, out)
+        if self.receiver is not None:
+            out.extend(self.receiver.flush_acks())
+        sent = 0
+        for qp in self.senders:
+            frames = qp.poll_batch(now, self.tx_burst)
+            sent += len(frames)
+            out.extend(frames)
+        self._send_all(out)
+        return sent
+
+    def _step_per_frame(self, now: float) -> int:
         for _ in range(self.rx_burst):
             frame = self.io.recv()
             if frame is None:
                 break
             self.rx_frames += 1
-            self._dispatch(frame, now)
+            replies: list[bytes] = []
+            self._dispatch(frame, now, replies)
+            for reply in replies:
+                self._send(reply)
         if self.receiver is not None:
             for ack in self.receiver.flush_acks():
                 self._send(ack)
@@ -194,8 +316,8 @@ class NicPort:
                 sent += 1
         return sent
 
-    def _dispatch(self, frame: bytes, now: float) -> None:
-        if self.pfc.on_frame(frame, now):
+    def _dispatch(self, frame: bytes, now: float, out: list[bytes]) -> None:
+        if frame[12:14] == PFC_ETHERTYPE and self.pfc.on_frame(frame, now):
             self.rx_pfc += 1
             return
         info = parse_roce(frame)
@@ -209,8 +331,7 @@ class NicPort:
         if self.receiver is None:
             self.rx_other += 1
             return
-        for reply in self.receiver.on_frame(frame, now, info):
-            self._send(reply)
+        out.extend(self.receiver.on_frame(frame, now, info))
 
     def wait_s(self, now: float) -> float:
         """Seconds until a sender has a frame due (``inf`` when none will)."""
@@ -225,25 +346,38 @@ class NicPort:
     def run(self, duration_s: float, *, clock: Callable[[], float] = time.monotonic,
             stop: Callable[[], bool] = lambda: False, max_idle_s: float = 0.01,
             linger_s: float = 0.0) -> float:
-        """Loop for ``duration_s`` (or until ``stop()``, or senders done + ``linger_s``).
+        """Loop for ``duration_s`` (or until ``stop()``, or senders done + ``linger_s``),
+        one :meth:`step` per wake-up and at most one per ``tick_s``: after a step the loop
+        first sleeps out the rest of the tick (frames arriving meanwhile wait in the
+        socket); then, if that step received or sent nothing, in ``select`` until a frame
+        arrives or one is due (a busy port steps again at once: no ``select`` per tick).
 
         Returns the elapsed time.
         """
         start = clock()
         end = start + duration_s
         done_at: Optional[float] = None
+        tick = self.tick_s
         while not stop():
             now = clock()
             if now >= end:
                 break
+            rx_before = self.rx_frames
             with self.step_lock:
-                self.step(now)
+                sent = self.step(now)
             if self.senders_done:
                 done_at = now if done_at is None else done_at
                 if now - done_at >= linger_s:
                     break
-            now = clock()
-            timeout = min(self.wait_s(now), max_idle_s, end - now)
+            later = clock()
+            if tick > 0:
+                rest = min(now + tick, end) - later
+                if rest > 0:
+                    time.sleep(rest)
+                    later = clock()
+                if sent or self.rx_frames != rx_before:
+                    continue          # busy: the next tick's frames are likely waiting
+            timeout = min(self.wait_s(later), max_idle_s, end - later)
             if timeout > 0:
                 select.select([self.io.fileno()], [], [], timeout)
         return clock() - start

@@ -206,6 +206,53 @@ class SenderQP:
         self.rp.on_sent(now)
         return frame
 
+    def poll_batch(self, now: float, limit: int) -> list[bytes]:
+        """Every frame that may leave at ``now``, at most ``limit``: the same frames, in
+        the same order, with the same counters and state after, as calling :meth:`poll`
+        with ``now`` until it returns None (or ``limit`` times).
+
+        After the first frame nothing of what :meth:`poll` checks once per call can
+        change at the same ``now``: the PFC pause, the retry timer (a frame sent at
+        ``now`` arms it for ``now`` + the timeout) and the DCQCN timers (already
+        advanced to ``now``), so only the window, the message count and the pacer are
+        checked again for each further frame.
+
+        >>> f = FlowSpec("02:00:00:00:00:01", "02:00:00:00:00:02", "10.0.0.1", "10.1.0.1", 1, 7)
+        >>> qp = SenderQP(f, message_bytes=3000, mtu=1024, messages=1, rate_limit=False)
+        >>> [parse_roce(fr).opcode for fr in qp.poll_batch(0.0, 8)], qp.counters.sent_pkts
+        ([6, 7, 8], 3)
+        """
+        out: list[bytes] = []
+        if limit <= 0:
+            return out
+        frame = self.poll(now)
+        if frame is None:
+            return out
+        out.append(frame)
+        c, rp, rc = self.counters, self.rp, self.rc
+        total = self._total_pkts
+        rate_limit = self.rate_limit
+        while len(out) < limit:
+            if total is not None and rc.next_seq >= total:
+                break
+            if not rc.window_open():
+                break
+            if rate_limit:
+                if now < self.next_at:
+                    break
+                gap = rp.interval_s()
+                self.next_at = max(self.next_at, now - max(gap, PACE_SLACK_S)) + gap
+            frame, payload = self._next_frame(now)
+            c.last_s = now
+            c.sent_pkts += 1
+            c.sent_bytes += len(frame)
+            c.sent_payload_bytes += payload
+            c.retransmitted_pkts = rc.retransmitted_pkts
+            c.rate_pps = rp.rate_pps
+            rp.on_sent(now)
+            out.append(frame)
+        return out
+
     def _next_frame(self, now: float) -> tuple[bytes, int]:
         seq, n = self.rc.next_seq, self._pkts_per_msg
         msg, i = divmod(seq, n)

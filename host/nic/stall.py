@@ -38,7 +38,7 @@ import signal
 import socket
 import time
 from types import FrameType
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 from host.nic.io import FrameIO
 from host.nic.pfc import build_pause, pause_seconds
@@ -100,6 +100,30 @@ class StallableIO:
     # ------------------------------------------------------------ FrameIO
     def send(self, frame: bytes) -> bool:
         return self.inner.send(frame)
+
+    def send_many(self, frames: Sequence[bytes]) -> int:
+        """:meth:`send` of each frame in order (one ``sendmmsg`` where the link has it);
+        returns how many were refused."""
+        send_many = getattr(self.inner, "send_many", None)
+        if send_many is not None:
+            refused: int = send_many(frames)
+            return refused
+        return sum(1 for frame in frames if not self.inner.send(frame))
+
+    def recv_many(self, limit: int) -> list[bytes]:
+        """Up to ``limit`` frames while draining (one ``recvmmsg`` where the link has
+        it); while stalled nothing is read (and a PAUSE is sent when due, as :meth:`recv`)."""
+        recv_many = getattr(self.inner, "recv_many", None)
+        if self.stalled or recv_many is None:
+            out = []
+            for _ in range(limit):
+                frame = self.recv()
+                if frame is None:
+                    break
+                out.append(frame)
+            return out
+        frames: list[bytes] = recv_many(limit)
+        return frames
 
     def recv(self) -> Optional[bytes]:
         if not self.stalled:

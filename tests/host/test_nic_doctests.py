@@ -6,7 +6,7 @@ import importlib
 
 import pytest
 
-MODULES = ["frames", "dcqcn", "pfc", "rc", "counters", "qp", "io", "udphold", "cli"]
+MODULES = ["frames", "dcqcn", "pfc", "rc", "counters", "qp", "io", "udphold", "cli", "sigflag", "mmsg"]
 
 
 @pytest.mark.parametrize("name", MODULES)

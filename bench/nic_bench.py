@@ -1,0 +1,137 @@
+"""``host.nic_cpu``: CPU the NIC emulator spends per packet at each end (root only).
+
+One ``python -m host.nic send`` process (2 RC QPs, 4 KiB messages of 1 KiB packets, DCQCN
+on, as the story's senders run) and one ``python -m host.nic recv`` process, each on one
+end of a veth pair, nothing in between. Both ends use MAC addresses no interface has
+(the kernel sees every frame as another host's and drops it before IP: no forwarding, no
+ICMP), and hold no UDP port. Both run with the batching tick (``--tick-ms 1``,
+``host.nic.io.BATCH_TICK_S``; the testbed's default is no tick). For each offered rate
+(packets/s in total over the two QPs)
+the sender is started on SIGUSR1 once both processes are up; after ``config.warmup_s``
+(at least 1 s) one window of ``config.duration_s`` is timed:
+
+* data frames = the sender veth's ``tx_packets`` over the window (the kernel's count);
+* CPU = the sum over each process's threads of ``/proc/PID/task/TID/schedstat``'s time on
+  a CPU (ns) over the window: Python, its system calls, and whatever softirq work the
+  kernel did in the process's context (a veth transmit runs the peer's receive there);
+* ``nic.cpu_us_per_pkt.send_<R>`` / ``recv_<R>`` — CPU µs per data frame at each end,
+  ``nic.pps.send_<R>`` — data frames/s that went out (below the offered rate when the
+  sender runs out of CPU), for R in :data:`RATES_PPS` (``5k``, ``20k``).
+
+The NIC code measured is the one under this file's repository (``PYTHONPATH``), so the
+same file copied into an older checkout measures that one (how bench/README.md's
+before/after table was made). Not root: says why on stderr and writes no figure.
+
+Example::
+
+    $ sudo .venv/bin/python -m bench host.nic_cpu --duration 3
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Optional
+
+from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure
+from bench.switch_bench import threads_cpu_ns, veth_available, veth_pairs
+
+REPO = Path(__file__).resolve().parents[1]
+RATES_PPS = {"5k": 5000.0, "20k": 20000.0}
+QPS = 2
+SENDER_MAC, RECEIVER_MAC = "02:00:00:00:0b:01", "02:00:00:00:0b:02"
+START_TIMEOUT_S = 30.0
+BATCH_TICK_MS = 1.0
+"""``host.nic.io.BATCH_TICK_S`` in ms (not imported: host.nic loads Scapy)."""
+
+
+def tx_packets(iface: str) -> int:
+    """The kernel's transmit count of ``iface``."""
+    return int(Path(f"/sys/class/net/{iface}/statistics/tx_packets").read_text())
+
+
+def _wait_file(path: Path, proc: "subprocess.Popen[bytes]", what: str) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while not path.exists():
+        if proc.poll() is not None:
+            raise BenchCheckError(f"{what} exited with {proc.returncode} before it was up")
+        if time.monotonic() > deadline:
+            raise BenchCheckError(f"{what} not up within {START_TIMEOUT_S:g} s")
+        time.sleep(0.05)
+
+
+def measure(rate_pps: float, warmup_s: float, window_s: float) -> dict[str, float]:
+    """One send/recv pair at ``rate_pps`` in total: CPU µs per data frame at each end and
+    the data frames/s sent in the window."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    run_s = warmup_s + window_s + 30.0
+    with veth_pairs(1) as pairs, tempfile.TemporaryDirectory(prefix="nic-bench-") as tmp:
+        tx_if, rx_if = pairs[0]
+        ready, metrics = Path(tmp) / "ready", Path(tmp) / "recv.prom"
+        base = [sys.executable, "-m", "host.nic"]
+        tick = ["--tick-ms", f"{BATCH_TICK_MS:g}"]            # the batching tick, as measured
+        recv = subprocess.Popen(base + ["recv", "--iface", rx_if, "--duration-s", f"{run_s:g}", *tick,
+                                        "--hold-port", "0", "--metrics-file", str(metrics),
+                                        "--json", str(Path(tmp) / "recv.json")],
+                                env=env, cwd=REPO, stdout=subprocess.DEVNULL)
+        send = subprocess.Popen(base + ["send", "--iface", tx_if, "--src-mac", SENDER_MAC, *tick,
+                                        "--dst-mac", RECEIVER_MAC, "--src-ip", "10.0.0.1",
+                                        "--dst-ip", "10.1.0.1",
+                                        "--sport", ",".join(str(49152 + i) for i in range(QPS)),
+                                        "--line-rate-pps", f"{rate_pps / QPS:g}",
+                                        "--message-bytes", "4096", "--duration-s", f"{run_s:g}",
+                                        "--hold-port", "0", "--ready-file", str(ready),
+                                        "--wait-go", "--json", str(Path(tmp) / "send.json")],
+                                env=env, cwd=REPO, stdout=subprocess.DEVNULL)
+        try:
+            _wait_file(metrics, recv, "host.nic recv")
+            _wait_file(ready, send, "host.nic send")
+            send.send_signal(signal.SIGUSR1)
+            deadline = time.monotonic() + warmup_s
+            while time.monotonic() < deadline:
+                time.sleep(0.05)
+            frames0, s0, r0 = tx_packets(tx_if), threads_cpu_ns(send.pid), threads_cpu_ns(recv.pid)
+            t0 = time.monotonic()
+            while time.monotonic() < t0 + window_s:
+                time.sleep(0.05)
+            frames1, s1, r1 = tx_packets(tx_if), threads_cpu_ns(send.pid), threads_cpu_ns(recv.pid)
+            elapsed = time.monotonic() - t0
+            if send.poll() is not None or recv.poll() is not None:
+                raise BenchCheckError("a NIC process ended during the window")
+        finally:
+            for p in (send, recv):
+                if p.poll() is None:
+                    p.terminate()
+            for p in (send, recv):
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+    frames = frames1 - frames0
+    if frames <= 0:
+        raise BenchCheckError(f"no data frame sent at {rate_pps:g} pps")
+    return {"send_us": (s1 - s0) / 1000 / frames, "recv_us": (r1 - r0) / 1000 / frames,
+            "pps": frames / elapsed}
+
+
+def bench_nic_cpu(config: BenchConfig) -> dict[str, Figure]:
+    """CPU per packet of the NIC emulator at each end (see the module docstring)."""
+    why: Optional[str] = veth_available()
+    if why is not None:
+        print(f"host.nic_cpu: skipped, {why}; no figure written", file=sys.stderr)
+        return {}
+    out: dict[str, Figure] = {}
+    for label, rate in RATES_PPS.items():
+        m = measure(rate, max(config.warmup_s, 1.0), config.duration_s)
+        out[f"nic.cpu_us_per_pkt.send_{label}"] = Figure(round(m["send_us"], 2), "us")
+        out[f"nic.cpu_us_per_pkt.recv_{label}"] = Figure(round(m["recv_us"], 2), "us")
+        out[f"nic.pps.send_{label}"] = Figure(round(m["pps"]), "pps")
+    return out
+
+
+BENCHMARKS: tuple[Benchmark, ...] = (Benchmark("nic_cpu", "host", bench_nic_cpu),)
