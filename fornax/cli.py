@@ -142,8 +142,11 @@ def cmd_manage(args: argparse.Namespace) -> int:
         print(f"fornax manage: {exc}", file=sys.stderr)
         return 1
     done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    signal.signal(signal.SIGINT, lambda *_: done.set())
+    # set from a thread, not from the handler: Event.set takes the Event's lock, which this
+    # (main) thread may hold inside its own done.wait when the signal lands: a deadlock
+    # (host/nic/sigflag.py)
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=done.set, daemon=True).start())
+    signal.signal(signal.SIGINT, lambda *_: threading.Thread(target=done.set, daemon=True).start())
 
     def on_hup(*_: Any) -> None:
         try:

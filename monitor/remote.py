@@ -166,7 +166,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     mon.on_evaluation = lambda r: emit(evaluation_line(r))
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda _s, _f: stop.set())
+        # set from a thread, not from the handler: Event.set takes the Event's lock, which this
+        # (main) thread may hold inside its own stop.wait when the signal lands: a deadlock
+        # (host/nic/sigflag.py)
+        signal.signal(sig, lambda _s, _f: threading.Thread(target=stop.set, daemon=True).start())
     try:
         mon.start()
     except Exception as exc:  # noqa: BLE001 — said, with what failed

@@ -67,7 +67,10 @@ def serve(ports: Sequence[int]) -> int:
     for s in servers:
         threading.Thread(target=s.serve_forever, daemon=True).start()
     done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    # set from a thread, not from the handler: Event.set takes the Event's lock, which this
+    # (main) thread may hold inside its own done.wait when the signal lands: a deadlock
+    # (host/nic/sigflag.py)
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=done.set, daemon=True).start())
     print(f"fornax_traffic: serving {list(ports)}", flush=True)
     done.wait()
     return 0

@@ -247,6 +247,9 @@ def run_tor_failure(fabric: Any, programmer: Any, state: Any, save_state: Callab
     _measure(res, procs, t_cut)
     _measure_gor(res, run_dir / "gor.jsonl", victim, len(cables), t_cut)
     (run_dir / "tor-failure.json").write_text(json.dumps(asdict(res), indent=1, default=str) + "\n")
+    if not res.reasons and None in (res.recover_s, res.fabric_update_s, res.continue_s):
+        res.reasons.append("the cut's time, the recovery or GOR's update was not measured")
+        res.status = 1
     if res.reasons:
         say("tor-failure: FAILED: " + "; ".join(res.reasons))
     else:
@@ -271,8 +274,9 @@ def _measure_gor(res: TorFailureResult, log: Path, victim: str, cables: int,
              and victim in {end.partition(":")[0] for end in str(r.get("link", "")).split("->")}]
     res.gor_links_down = [str(r["link"]) for r in downs]
     res.gor_detours = [d for r in downs for d in r.get("detours") or []]
-    if len(downs) < cables:
-        res.reasons.append(f"GOR took {len(downs)} of {victim}'s {cables} cables down")
+    taken = {frozenset(str(r["link"]).split("->")) for r in downs}    # a cable, either end's record
+    if len(taken) < cables:
+        res.reasons.append(f"GOR took {len(taken)} of {victim}'s {cables} cables down")
         res.status = 1
         return
     res.fabric_update_s = round(max(float(r["mono_s"]) for r in downs) - t_cut, 4)

@@ -392,7 +392,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     stop = threading.Event()
 
     def on_term(_sig: int, _frame: Optional[FrameType]) -> None:
-        stop.set()
+        # set from a thread, not from the handler: Event.set takes the Event's lock, which
+        # this (main) thread may hold inside its own stop.wait: a deadlock (host/nic/sigflag.py)
+        threading.Thread(target=stop.set, daemon=True).start()
 
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)

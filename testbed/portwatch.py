@@ -22,10 +22,13 @@ end: both ends of one cable report, and GOR acts on the first (the second is a n
 """
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
+
+log = logging.getLogger(__name__)
 
 INTERVAL_S = 0.1
 """How often the carriers are read (Linux bonding's default ``miimon``, 100 ms)."""
@@ -79,9 +82,17 @@ class CarrierWatch:
             self.state[(sw, port)] = up
             if before is None or before == up:
                 continue
+            try:
+                self.report(sw, port, up, f"carrier {'back' if up else 'lost'} on {iface}")
+            except Exception as exc:  # noqa: BLE001 - e.g. GOR down (a controller_down fault)
+                # not taken: keep the old state so that the next poll reports it again, and
+                # keep the watch alive (an exception here would end its thread for good)
+                self.state[(sw, port)] = before
+                log.warning("carrier %s on %s not reported (%s: %s); retried at the next poll",
+                            "back" if up else "lost", iface, type(exc).__name__, exc)
+                continue
             changed += 1
             self.events.append((self.clock(), sw, port, up))
-            self.report(sw, port, up, f"carrier {'back' if up else 'lost'} on {iface}")
         return changed
 
     def _run(self) -> None:

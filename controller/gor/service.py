@@ -119,7 +119,10 @@ def run_gor(args: Any) -> int:
         return 2
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+        # set from a thread, not from the handler: Event.set takes the Event's lock, which this
+        # (main) thread may hold inside its own stop.wait when the signal lands: a deadlock
+        # (host/nic/sigflag.py)
+        signal.signal(sig, lambda *_: threading.Thread(target=stop.set, daemon=True).start())
     prog = FabricProgrammer(fabric, args.p4info, args.config, timeout_s=args.timeout, tls=tls)
     try:
         try:

@@ -140,5 +140,4 @@ class QPMover:
         with self.lock:
             qp = self._qps[flow_id]
             self.bond.affinity.bind(self._key(qp, sport), nic_port)
-            if sport != qp.flow.sport:
-                qp.change_sport(sport)
+            qp.change_sport(sport)      # also when it is the port in use: drops a pending change

@@ -704,10 +704,14 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def Read(self, request: p4runtime_pb2.ReadRequest, context: grpc.ServicerContext) -> Iterator[Any]:
         try:
             identity = self._identity(context, "Read", request.role or None)
+            self.read_limits.acquire(identity)     # first: "N open Reads" is said as such
             budgeted = self._read_only(identity)
             if budgeted is not None:
-                self.read_budget.check(budgeted)
-            self.read_limits.acquire(identity)
+                try:
+                    self.read_budget.check(budgeted)
+                except StreamLimitError:
+                    self.read_limits.release(identity)
+                    raise
         except RpcError as e:
             self._abort(context, e)
             return

@@ -377,7 +377,10 @@ def main(argv: Sequence[str]) -> int:
 
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+        # set from a thread, not from the handler: Event.set takes the Event's lock, which this
+        # (main) thread may hold inside its own stop.wait when the signal lands: a deadlock
+        # (host/nic/sigflag.py)
+        signal.signal(sig, lambda *_: threading.Thread(target=stop.set, daemon=True).start())
     device.start()
     control = grpc = None
     try:

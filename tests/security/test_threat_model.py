@@ -109,9 +109,33 @@ def check(outcome: Outcome, code: str, message: str) -> None:
     assert outcome.refused and outcome.code == code and message in outcome.detail, outcome
 
 
+def wait_until_monitor_served(victim: Victim, timeout_s: float = 90.0) -> None:
+    """Until the switch serves the monitor's Reads again: the tests share one switch, and
+    an earlier row's Reads may still be open (the switch sees cancels asynchronously) or
+    have spent the monitor's device-lock share (ReadBudget), which would answer the next
+    row with another RESOURCE_EXHAUSTED than the one it checks. A bounded readiness wait."""
+    req = p4runtime_pb2.ReadRequest(device_id=DEVICE_ID)      # no entity: nothing to build
+    last: object = None
+    deadline = time.monotonic() + timeout_s
+    with victim.channel("monitor") as ch:
+        stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
+        while time.monotonic() < deadline:
+            try:
+                list(stub.Read(req, timeout=5.0))
+                return
+            except grpc.RpcError as exc:
+                last = exc.code()
+                if exc.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+                    return                       # served (whatever it says of an empty Read)
+                time.sleep(0.1)     # probe interval of a bounded readiness wait
+    pytest.fail(f"the monitor's Reads still refused after {timeout_s:g} s: {last}")
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_p4runtime_claim_on_the_testbeds_p4sim_switch(victim: Victim, pki: FabricPki, name: str) -> None:
     code, message = EXPECTED[name]
+    if name.startswith("monitor-"):
+        wait_until_monitor_served(victim)
     check(run_attack(victim, attacks(pki)[name]), code, message)
 
 
@@ -202,6 +226,7 @@ def test_stalled_reads_give_their_workers_back(victim: Victim, pki: FabricPki) -
     """After the stalled Reads are cancelled the monitor reads again: the bound counts
     Reads in progress, not Reads ever made (twice the attack, then a Read within 10 s)."""
     for _ in range(2):
+        wait_until_monitor_served(victim)
         check(run_attack(victim, attacks(pki)["monitor-stalls-reads"]), "RESOURCE_EXHAUSTED",
               "open Reads")
     req = p4runtime_pb2.ReadRequest(device_id=DEVICE_ID, entities=[
