@@ -105,7 +105,8 @@ def _header_decls(prog: Any) -> list[A.StructLikeDecl]:
 def _p4c_action_order(prog: Any, tables: Sequence[Any], actions: Sequence[Any]) -> Any:
     """The sort key that lists actions in p4c's order: control by control (in V1Switch's
     order), each control's copies of the top-level actions it uses first, in the order of
-    their first use (LocalizeAllActions prepends them), then its own actions in
+    their first use (LocalizeAllActions prepends them; a table's before a direct call's),
+    then its own actions in
     declaration order. An action's or table's control is the one it is declared in, not
     the one its name says: ``@name(".send")`` on an action of ``ingress`` names it at the
     top level, and it is still one of ingress's own actions."""
@@ -128,6 +129,10 @@ def _p4c_action_order(prog: Any, tables: Sequence[Any], actions: Sequence[Any]) 
         for ai in ti.actions:
             if top_level(ai) and ai.fqname not in first_use:
                 first_use[ai.fqname] = (block_of(path_of(ti)), 0, len(first_use))
+    # a top-level action no table uses but a control's body calls: that control's copy
+    for fq, caller in getattr(prog, "direct_action_callers", {}).items():
+        if fq not in first_use:
+            first_use[fq] = (block_of(caller), 0, len(first_use))
 
     def key(ai: Any) -> tuple[int, int, int]:
         if top_level(ai):
@@ -381,7 +386,9 @@ def _table(info: P.P4Info, st: SymbolTable, ti: Any, error_codes: dict[str, int]
         t.idle_timeout_behavior = P.Table.NOTIFY_CONTROL
     if rt.is_const:
         t.is_const_table = True
-    if ti.decl.prop("entries") is not None:
+    entries = ti.decl.prop("entries")
+    if entries is not None and entries.value:
+        # p4c: an empty ``const entries = { }`` gives none (is_const_table only)
         t.has_initial_entries = True
 
 

@@ -32,7 +32,7 @@ from p4sim.engine.aliasing import needs_copy
 from p4sim.engine.arguments import bind_args
 from p4sim.engine.codegen import Ex, FnCtx, Sym, Writer, zero_value_code
 from p4sim.engine.compile_context import CompileContext, expr_text
-from p4sim.engine.expressions import ExpressionCompiler, RefEx, TypeEx
+from p4sim.engine.expressions import ExpressionCompiler, RefEx, TypeEx, deferred_division_error
 from p4sim.engine.generics import GenericFunction, GenericInstantiator
 from p4sim.engine.natives import NativeExterns
 from p4sim.engine.overloads import Overloads
@@ -87,6 +87,17 @@ def param_in_locals(ctl: A.ControlDecl, pname: str, controls: dict[str, A.Contro
     return False
 
 
+def _may_have_effects(e: A.Expr) -> bool:
+    """Whether evaluating ``e`` may call something (a call anywhere inside it)."""
+    if isinstance(e, A.Call):
+        return True
+    for v in vars(e).values():
+        for x in (v if isinstance(v, (list, tuple)) else [v]):
+            if isinstance(x, A.Expr) and _may_have_effects(x):
+                return True
+    return False
+
+
 def extern_type_text(t: P4Type) -> str:
     """An extern type as P4 writes it (``register<bit<8>>``)."""
     if isinstance(t, ExternT) and t.type_args:
@@ -131,6 +142,7 @@ class CallCompiler:
             if sym.kind == "action":
                 if not self.cx.in_kind("action") and not self.cx.dead_code:   # in P4Info
                     self.cx.direct_action_calls.add(sym.value.fqname)
+                    self.cx.direct_action_callers.setdefault(sym.value.fqname, self.cx.path)
                 return self.direct_action_call(e, sym, as_statement)
             if sym.kind == "function":
                 if isinstance(sym.value, Overloads):
@@ -316,6 +328,7 @@ class CallCompiler:
             if loop is not None:            # p4c-bm2-ss's refusal, at the loop
                 raise P4Error("ForStatement: not supported in parser on this target", loop.loc)
         args = bind_args(d.params, e.args, e, d.name)
+        self.check_deferred_divisions(fi, d.params, fi.ptypes, args)
         rt = fi.return_type
         outer = getattr(fi, "outer", frozenset())
         if not fi.outs or as_statement:
@@ -348,8 +361,27 @@ class CallCompiler:
         ai = sym.value
         d = ai.decl
         args = bind_args(d.params, e.args, e, d.name)
+        self.check_deferred_divisions(ai, d.params, ai.ptypes, args)
         self.invoke(ai.pyname, d.params, ai.ptypes, args, d.name, e, False, callee_outer=ai.outer)
         return None
+
+    def check_deferred_divisions(self, info: Any, params: list[A.Param], ptypes: list[P4Type],
+                                 args: list[Optional[A.Expr]]) -> None:
+        """p4c-bm2-ss's CompileTimeOperations on the callee's inlined body: each ``/``/``%``
+        it left to its calls (``in`` parameters as operands) with this call's arguments,
+        a constant argument substituted; raises its error where one is left."""
+        pending = getattr(info, "deferred_divisions", [])
+        if not pending:
+            return
+        values: dict[str, Optional[int]] = {}
+        for p, t, a in zip(params, ptypes, args):
+            if p.direction == "in" and a is not None and not _may_have_effects(a):
+                x = self.expressions.value_expr(a, t)
+                values[p.name] = int(x.value) if x.const else None
+        for d in pending:
+            err = deferred_division_error(d, values)
+            if err is not None:
+                raise err
 
     def direct_instance(self, e: A.Call, type_name: str) -> Any:
         """The instance p4c's InstantiateDirectCalls declares for ``C.apply(...)``: one per

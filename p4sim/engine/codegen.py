@@ -38,6 +38,33 @@ class FnCtx:
     outs: list[str] = field(default_factory=list)  # python names of scalar out/inout params
     return_type: Optional[P4Type] = None
     parent: Optional["FnCtx"] = None
+    # an action's or function's ``in`` parameters, and the ``/``/``%`` whose run-time
+    # operands are only those: p4c inlines the call, so each call's arguments decide
+    # (:class:`DeferredDivision`)
+    in_params: set[str] = field(default_factory=set)
+    deferred_divisions: list["DeferredDivision"] = field(default_factory=list)
+
+
+@dataclass
+class DeferredDivision:
+    """A ``/`` or ``%`` in an action or function body whose run-time operands are ``in``
+    parameters: p4c inlines each call (the arguments substituted) before its strength
+    reduction and CompileTimeOperations, so ``(x + 1) % N`` compiles where every call
+    passes a power of two for ``N``. ``left``/``right``: ``("param", name)``,
+    ``("const", value)`` or ``("dyn", None)`` (a run-time value whatever the call passes); ``text``/``loc``: the expression and where p4c reports it.
+
+    >>> DeferredDivision("%", ("const", 5), ("param", "N"), "5 % N", None).params()
+    ['N']
+    """
+
+    op: str
+    left: tuple[str, Any]
+    right: tuple[str, Any]
+    text: str
+    loc: Any
+
+    def params(self) -> list[str]:
+        return [v for k, v in (self.left, self.right) if k == "param"]
 
 
 @dataclass

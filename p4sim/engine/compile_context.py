@@ -103,6 +103,8 @@ class ActionInfo:
         self.ptypes = ptypes
         self.annotations = decl.annotations
         self.outer: frozenset[str] = frozenset()  # names of the enclosing control it uses
+        # its ``/``/``%`` that each call decides (engine/codegen.py DeferredDivision)
+        self.deferred_divisions: list[Any] = []
         # the instance path it is declared in ("" at top level): its block, whatever its
         # ``@name`` (a ``@name(".send")`` action of ``ingress`` is still ingress's)
         self.block_path = ""
@@ -128,6 +130,8 @@ class FunctionInfo:
         self.return_type = return_type
         self.outs = outs
         self.outer: frozenset[str] = frozenset()  # names it uses that are not its own
+        # its ``/``/``%`` that each call decides (engine/codegen.py DeferredDivision)
+        self.deferred_divisions: list[Any] = []
 
 
 class CompileContext:
@@ -179,6 +183,9 @@ class CompileContext:
         self.backend_instance_errors: list[P4Error] = []
         self.unreferenced_locals: Optional[set[int]] = None  # engine/arrays.py, computed on first use
         self.direct_action_calls: set[str] = set()  # fq names of actions a control's body calls
+        # the same, in the order of their first call, each with the instance path of the
+        # block that calls it first (P4Info lists a top-level one as that control's)
+        self.direct_action_callers: dict[str, str] = {}
         self.dead_code = 0                          # > 0 inside a branch a constant condition skips
         self.struct_types: list[StructLikeT] = []
         # header types whose width is not a multiple of 8 -> their declaration (engine/header_widths.py)

@@ -118,6 +118,10 @@ class Compiler:
         return self.cx.direct_action_calls
 
     @property
+    def direct_action_callers(self) -> dict[str, str]:
+        return self.cx.direct_action_callers
+
+    @property
     def duplicate_names(self) -> list[tuple[str, str]]:
         return self.cx.duplicate_names
 

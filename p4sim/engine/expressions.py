@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any, Optional, Protocol
 
 from p4sim.engine.arith import arith_code, const_wrap, fold, lit, wrap
-from p4sim.engine.codegen import Ex, Sym, pyname, zero_value_code
+from p4sim.engine.codegen import DeferredDivision, Ex, FnCtx, Sym, pyname, zero_value_code
 from p4sim.engine.compile_context import CompileContext, expr_text
 from p4sim.engine.typerefs import TypeResolver
 from p4sim.errors import P4Error, P4Unsupported
@@ -112,6 +112,32 @@ def _reduced_by_p4c(op: str, left: Ex, right: Ex) -> bool:
         v = int(right.value)
         return v > 0 and v & (v - 1) == 0
     return False
+
+
+def deferred_division_error(d: DeferredDivision, values: dict[str, Optional[int]]) -> Optional[P4Error]:
+    """The error p4c-bm2-ss gives for deferred division ``d`` once a call's arguments are
+    substituted (``values``: each ``in`` parameter's constant argument, None if it is
+    not a compile-time constant), or None where it compiles (folded, or reduced to a
+    shift or a mask).
+
+    >>> d = DeferredDivision("%", ("param", "x"), ("param", "N"), "x % N", None)
+    >>> deferred_division_error(d, {"x": None, "N": 4}) is None
+    True
+    >>> str(deferred_division_error(d, {"x": None, "N": 3}))
+    'x % N: could not evaluate expression at compilation time'
+    """
+    def side(spec: tuple[str, Any]) -> Ex:
+        kind, v = spec
+        value = v if kind == "const" else values.get(v) if kind == "param" else None
+        return Ex("", None, True, value) if value is not None else Ex("", None)
+    left, right = side(d.left), side(d.right)
+    if left.const and right.const:
+        if right.value == 0:
+            return P4Error(f"{d.op}: division by zero", d.loc)
+        return None
+    if _reduced_by_p4c(d.op, left, right):
+        return None
+    return P4Error(f"{d.text}: could not evaluate expression at compilation time", d.loc)
 
 
 class ExpressionCompiler:
@@ -559,7 +585,8 @@ class ExpressionCompiler:
                     raise P4Error(f"{op}: division by zero", e.loc)
                 if isinstance(st, IntT) and l.const and r.const and (l.value < 0 or r.value < 0):
                     raise P4Error(f"{op}: division of negative values is not defined", e.loc)
-                if not (l.const and r.const) and not _reduced_by_p4c(op, l, r):
+                if not (l.const and r.const) and not _reduced_by_p4c(op, l, r) \
+                        and not self._defer_division(op, e, l, r):
                     # p4c-bm2-ss's CompileTimeOperations: BMv2 has no run-time / or %
                     raise P4Error(f"{expr_text(e)}: could not evaluate expression at "
                                   "compilation time", e.loc)
@@ -568,6 +595,28 @@ class ExpressionCompiler:
                 return Ex(lit(v), t, True, v)
             return Ex(arith_code(op, l.code, r.code, st), t)
         raise P4Error(f"unknown operator {op}", e.loc)
+
+    def _defer_division(self, op: str, e: A.Binary, l: Ex, r: Ex) -> bool:
+        """Record a ``/``/``%`` with an ``in`` parameter of the action or function being
+        compiled as an operand, for its calls to decide
+        (:class:`~p4sim.engine.codegen.DeferredDivision`); False if it has none."""
+        fn: Optional[FnCtx] = None
+        specs: list[tuple[str, Any]] = []
+        for side, x in ((e.left, l), (e.right, r)):
+            if x.const:
+                specs.append(("const", x.value))
+                continue
+            sym = self.cx.lookup_opt(side.name) if isinstance(side, A.NameRef) else None
+            owner = sym.fn if sym is not None and sym.kind == "var" else None
+            if owner is None or side.name not in owner.in_params or (fn is not None and owner is not fn):
+                specs.append(("dyn", None))     # a run-time value whatever the call passes
+                continue
+            fn = owner
+            specs.append(("param", side.name))
+        if fn is None:
+            return False
+        fn.deferred_divisions.append(DeferredDivision(op, specs[0], specs[1], expr_text(e), e.loc))
+        return True
 
     def _x_Ternary(self, e: A.Ternary, expected: Optional[P4Type]) -> Ex:
         c = self.value_expr(e.cond, BoolT())

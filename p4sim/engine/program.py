@@ -148,6 +148,7 @@ class CompiledProgram:
         self.value_set_decls = compiler.value_set_decls  # fq -> (declaration, element type)
         self.duplicate_names = compiler.duplicate_names  # (P4Info kind, name), for P4Info
         self.direct_action_calls = compiler.direct_action_calls  # actions a control body calls
+        self.direct_action_callers = compiler.direct_action_callers  # and the block calling each first
         self.struct_types = {t.name: t for t in compiler.struct_types}
         self.ast = compiler.program  # the parsed program (annotations for P4Info)
         self.rng = _random_mod.Random(seed)

@@ -448,6 +448,7 @@ class StatementCompiler:
         """Generate a Python function for an action or function declaration."""
         saved_w, saved_fn = self.cx.w, self.cx.fn
         fn = FnCtx(info.pyname, kind, return_type=rt, parent=self.cx.fn)
+        fn.in_params = {p.name for p in d.params if p.direction == "in"}
         body = Writer()
         body.depth = 1
         self.cx.w, self.cx.fn = body, fn
@@ -466,6 +467,7 @@ class StatementCompiler:
                 fn.outs.append(pn)
         info.ptypes = ptypes
         info.outs = fn.outs
+        info.deferred_divisions = fn.deferred_divisions
         self.cx.declaring.append(d)   # its own name does not denote it in its body
         try:
             info.outer = outer_names(d, self._callee_outer)

@@ -218,6 +218,8 @@ class TableCompiler:
                               f"two of its actions are named {ai.fqname})", ar.loc)
             info.actions.append(ai)
             bound[ai.fqname] = ar.args
+            given: list = [a.value for a in ar.args] + [None] * (len(ai.decl.params) - len(ar.args))
+            self.calls.check_deferred_divisions(ai, ai.decl.params, ai.ptypes, given)
             for arg in ar.args:
                 self.refuse_table_apply(arg.value)
         specs = []

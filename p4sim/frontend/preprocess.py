@@ -45,6 +45,37 @@ class _P4Preprocessor(Preprocessor):
         self.texts: dict[str, str] = {}
         self.string_spans: dict[str, list[tuple[int, int]]] = {}  # strings spanning lines, per file
         self.line_starts: dict[str, list[int]] = {}
+        # each file by the name cpp gives it (what p4c prints): an include is the including
+        # file's directory as named, or the -I folder as written, joined with the name in
+        # the directive, nothing normalised ("sub/../lib/x.p4"); pcpp opens absolute paths
+        self.cpp_names: dict[str, str] = {}
+        self.cpp_dirs: dict[str, str] = {}     # an absolute folder -> as cpp names it
+
+    def display(self, name: str) -> str:
+        """The name cpp gives the file pcpp opened as ``name`` (``name`` if none).
+
+        Example::
+
+            >>> pp = _P4Preprocessor(); pp.cpp_names["/a/lib/x.p4"] = "sub/../lib/x.p4"
+            >>> pp.display("/a/lib/x.p4"), pp.display("y.p4")
+            ('sub/../lib/x.p4', 'y.p4')
+        """
+        return self.cpp_names.get(name, name)
+
+    def _cpp_name(self, is_system_include: bool, includepath: str) -> str:
+        """cpp's name for the file an ``#include`` opens at ``includepath`` (absolute)."""
+        d = self.lastdirective
+        lines = self.texts.get(d.source, "").split("\n") if d is not None else []
+        line = lines[d.lineno - 1] if d is not None and 0 < d.lineno <= len(lines) else ""
+        m = re.match(r'\s*#\s*include\s*(?:"([^"]+)"|<([^>]+)>)', line)
+        if m is None:               # a macro names it: left absolute
+            return includepath
+        filename = m.group(1) or m.group(2)
+        for folder in (self.path if is_system_include else self.temp_path + self.path):
+            if os.path.abspath(os.path.join(folder, filename)) == includepath:
+                named = self.cpp_dirs.get(folder, folder)
+                return os.path.join(named, filename) if named else filename
+        return includepath
 
     def register_text(self, name: str, text: str) -> str:
         # pcpp lexes each file with trailing whitespace stripped from every line and line
@@ -75,6 +106,11 @@ class _P4Preprocessor(Preprocessor):
             text = f.read()
         if text.startswith("\ufeff"):
             text = text[1:]
+        name = self._cpp_name(is_system_include, includepath)
+        if name != includepath:
+            self.cpp_names.setdefault(includepath, name)
+            self.cpp_dirs.setdefault(os.path.dirname(includepath), os.path.dirname(name))
+            remember_source(name, text)
         return io.StringIO(self.register_text(includepath, text))
 
     def on_error(self, file: str, line: int, msg: str) -> None:  # type: ignore[override]
@@ -82,18 +118,18 @@ class _P4Preprocessor(Preprocessor):
         # at the group's first line, naming its last directive (#ifdef, #else, ...)
         if re.match(r"Unterminated\s+#", msg):
             msg = "unterminated #" + _last_group_directive(self.texts.get(file, ""), line)
-        raise P4Error(msg, Loc(file or "<input>", line, 1))
+        raise P4Error(msg, Loc(self.display(file) if file else "<input>", line, 1))
 
     def on_include_not_found(self, is_malformed, is_system_include, curdir, includepath):  # type: ignore[override]
         d = self.lastdirective
-        loc = Loc(d.source, d.lineno, 1) if d is not None else None
+        loc = Loc(self.display(d.source), d.lineno, 1) if d is not None else None
         if is_malformed:
             raise P4Error(f"malformed #include {includepath}", loc)
         if d is not None:   # cpp's message (p4c runs cpp), at the file's name
             lines = self.texts.get(d.source, "").split("\n")
             line = lines[d.lineno - 1] if 0 < d.lineno <= len(lines) else ""
             m = re.match(r"\s*#\s*include\s*", line)
-            loc = Loc(d.source, d.lineno, m.end() + 1 if m else 1)
+            loc = Loc(self.display(d.source), d.lineno, m.end() + 1 if m else 1)
         raise P4FatalError(f"{includepath}: No such file or directory", loc)
 
     def on_directive_unknown(self, directive, toks, ifpassthru, precedingtoks):  # type: ignore[override]
@@ -101,7 +137,7 @@ class _P4Preprocessor(Preprocessor):
             text = "".join(t.value for t in toks).strip()
             hash_tok = precedingtoks[0] if precedingtoks else directive
             col = self.column_of(directive.source, directive.lineno, hash_tok.lexpos)
-            raise P4Error(f"#error {text}".rstrip(), Loc(directive.source, directive.lineno, col))
+            raise P4Error(f"#error {text}".rstrip(), Loc(self.display(directive.source), directive.lineno, col))
         if directive.value == "warning":
             return True
         return None  # #line, #pragma: passed through, handled by the writer
@@ -279,7 +315,7 @@ class _Writer:
         if file != self.file or line < self.line or line > self.line + _MAX_BLANK_LINES:
             if self.out:
                 self.out.append("\n")
-            self.out.append(f'#line {line} "{file}"\n')
+            self.out.append(f'#line {line} "{self.pp.display(file)}"\n')
             self.file, self.line, self.col = file, line, 1
         elif line > self.line:
             self.out.append("\n" * (line - self.line))
@@ -375,6 +411,7 @@ def _make(include_dirs: Iterable[str], defines: Optional[dict[str, str]]) -> _P4
     pp = _P4Preprocessor()
     for d in include_dirs:
         pp.add_path(os.path.abspath(d))
+        pp.cpp_dirs.setdefault(os.path.abspath(d), d)
     pp.add_path(P4INCLUDE_DIR)
     pp.rewrite_paths = []  # name included files by the path they were opened with
     for k, v in (defines or {}).items():
@@ -405,6 +442,7 @@ def preprocess_text(text: str, filename: str = "<input>", include_dirs: Iterable
     pp.parser = pp.parsegen(text, filename, None)
     base = os.path.dirname(filename) if not filename.startswith("<") else ""
     pp.temp_path.insert(0, os.path.abspath(base))
+    pp.cpp_dirs[os.path.abspath(base)] = base
     return _Writer(pp).run(_tokens(pp))
 
 

@@ -129,9 +129,9 @@ def first_error(stderr: str) -> str:
     return lines[0].strip() if lines else ""
 
 
-_P4C_DIAG = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\):\s*(?:\[--W\w+=[\w-]+\]\s*)?"
+_P4C_DIAG = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\):\s*(?:\[--W\w+=[\w -]+\]\s*)?"
                        r"(?:(?P<sev>error|warning):\s*)?(?P<msg>.*)$")
-_GCC_DIAG = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?:\d+:)?\s*(?:\[--W\w+=[\w-]+\]\s*)?"
+_GCC_DIAG = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?:\d+:)?\s*(?:\[--W\w+=[\w -]+\]\s*)?"
                        r"(?P<sev>fatal error|error|warning):\s*(?P<msg>.*)$")
 
 
@@ -152,6 +152,8 @@ def message_key(line: str) -> tuple[str, int, str, str]:
     ('a.p4', 3, 'warning', "'x' is unused")
     >>> message_key("a.p4:3:5: [--Wwarn=unused] warning: 'x' is unused")
     ('a.p4', 3, 'warning', "'x' is unused")
+    >>> message_key("a.p4(7): [--Werror=Target model error] error: Expected 1 argument for f()")
+    ('a.p4', 7, 'error', 'Expected 1 argument for f()')
     >>> message_key("a.p4:20:10: fatal error: x.p4: No such file or directory")
     ('a.p4', 20, 'fatal error', 'x.p4: No such file or directory')
     """
