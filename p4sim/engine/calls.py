@@ -374,12 +374,15 @@ class CallCompiler:
         if not pending:
             return
         values: dict[str, Optional[int]] = {}
+        texts: dict[str, str] = {}
         for p, t, a in zip(params, ptypes, args):
-            if p.direction == "in" and a is not None and not _may_have_effects(a):
-                x = self.expressions.value_expr(a, t)
-                values[p.name] = int(x.value) if x.const else None
+            if p.direction == "in" and a is not None:
+                texts[p.name] = expr_text(a)
+                if not _may_have_effects(a):
+                    x = self.expressions.value_expr(a, t)
+                    values[p.name] = int(x.value) if x.const else None
         for d in pending:
-            err = deferred_division_error(d, values)
+            err = deferred_division_error(d, values, texts)
             if err is not None:
                 raise err
 

@@ -47,20 +47,21 @@ class FnCtx:
 
 @dataclass
 class DeferredDivision:
-    """A ``/`` or ``%`` in an action or function body whose run-time operands are ``in``
-    parameters: p4c inlines each call (the arguments substituted) before its strength
+    """A ``/`` or ``%`` in an action or function body with an ``in`` parameter as an
+    operand: p4c inlines each call (the arguments substituted) before its strength
     reduction and CompileTimeOperations, so ``(x + 1) % N`` compiles where every call
     passes a power of two for ``N``. ``left``/``right``: ``("param", name)``,
-    ``("const", value)`` or ``("dyn", None)`` (a run-time value whatever the call passes); ``text``/``loc``: the expression and where p4c reports it.
+    ``("const", value)`` or ``("dyn", None)`` (a run-time value whatever the call
+    passes); ``texts``: each operand as written; ``loc``: where p4c reports it.
 
-    >>> DeferredDivision("%", ("const", 5), ("param", "N"), "5 % N", None).params()
+    >>> DeferredDivision("%", ("const", 5), ("param", "N"), ("5", "N"), None).params()
     ['N']
     """
 
     op: str
     left: tuple[str, Any]
     right: tuple[str, Any]
-    text: str
+    texts: tuple[str, str]
     loc: Any
 
     def params(self) -> list[str]:

@@ -114,17 +114,21 @@ def _reduced_by_p4c(op: str, left: Ex, right: Ex) -> bool:
     return False
 
 
-def deferred_division_error(d: DeferredDivision, values: dict[str, Optional[int]]) -> Optional[P4Error]:
+def deferred_division_error(d: DeferredDivision, values: dict[str, Optional[int]],
+                            texts: Optional[dict[str, str]] = None) -> Optional[P4Error]:
     """The error p4c-bm2-ss gives for deferred division ``d`` once a call's arguments are
     substituted (``values``: each ``in`` parameter's constant argument, None if it is
-    not a compile-time constant), or None where it compiles (folded, or reduced to a
-    shift or a mask).
+    not a compile-time constant; ``texts``: the arguments as written), or None where it
+    compiles (folded, or reduced to a shift or a mask). As p4c, the message quotes the
+    inlined expression: a constant argument as its value.
 
-    >>> d = DeferredDivision("%", ("param", "x"), ("param", "N"), "x % N", None)
-    >>> deferred_division_error(d, {"x": None, "N": 4}) is None
+    >>> d = DeferredDivision("%", ("dyn", None), ("param", "N"), ("x", "N"), None)
+    >>> deferred_division_error(d, {"N": 4}) is None
     True
-    >>> str(deferred_division_error(d, {"x": None, "N": 3}))
-    'x % N: could not evaluate expression at compilation time'
+    >>> str(deferred_division_error(d, {"N": 3}))
+    'error: x % 3: could not evaluate expression at compilation time'
+    >>> str(deferred_division_error(d, {"N": None}, {"N": "hdr.a"}))
+    'error: x % hdr.a: could not evaluate expression at compilation time'
     """
     def side(spec: tuple[str, Any]) -> Ex:
         kind, v = spec
@@ -137,7 +141,13 @@ def deferred_division_error(d: DeferredDivision, values: dict[str, Optional[int]
         return None
     if _reduced_by_p4c(d.op, left, right):
         return None
-    return P4Error(f"{d.text}: could not evaluate expression at compilation time", d.loc)
+
+    def text(spec: tuple[str, Any], written: str, x: Ex) -> str:
+        if spec[0] != "param":
+            return written
+        return str(x.value) if x.const else (texts or {}).get(spec[1], written)
+    quoted = f"{text(d.left, d.texts[0], left)} {d.op} {text(d.right, d.texts[1], right)}"
+    return P4Error(f"{quoted}: could not evaluate expression at compilation time", d.loc)
 
 
 class ExpressionCompiler:
@@ -615,7 +625,8 @@ class ExpressionCompiler:
             specs.append(("param", side.name))
         if fn is None:
             return False
-        fn.deferred_divisions.append(DeferredDivision(op, specs[0], specs[1], expr_text(e), e.loc))
+        fn.deferred_divisions.append(DeferredDivision(op, specs[0], specs[1],
+                                                      (expr_text(e.left), expr_text(e.right)), e.loc))
         return True
 
     def _x_Ternary(self, e: A.Ternary, expected: Optional[P4Type]) -> Ex:

@@ -20,8 +20,43 @@ from p4sim.errors import source_line
 from p4sim.frontend import ast as A
 
 
+# p4c's printing precedences (lib/dbprint.h: C's order): an operand is parenthesised
+# where its operator binds more loosely than its context needs; a binary operator's left
+# operand may be of its own precedence, its right operand must bind tighter, so
+# ``(a + 1) % b``, ``a - (b - c)`` and ``a - b - c`` print as p4c prints them
+_POSTFIX, _PREFIX = 17, 16
+_BINARY_PREC = {
+    "*": 15, "/": 15, "%": 15,
+    "+": 14, "-": 14, "|+|": 14, "|-|": 14, "++": 14,
+    "<<": 13, ">>": 13,
+    "<": 12, "<=": 12, ">": 12, ">=": 12,
+    "==": 11, "!=": 11,
+    "&": 10, "^": 9, "|": 8, "&&": 7, "||": 6,
+    "&&&": 2, "..": 2,
+}
+_COND = 5
+
+
 def expr_text(e: A.Expr) -> str:
-    """Source-like text of an expression; ``?`` for a form that has none."""
+    """Source-like text of an expression, parenthesised as p4c prints it; ``?`` for a
+    form that has none.
+
+    Example::
+
+        >>> x, y = A.NameRef("x"), A.NameRef("y")
+        >>> expr_text(A.Binary("%", A.Binary("+", x, A.IntLit(1, text="1")), y))
+        '(x + 1) % y'
+        >>> expr_text(A.Binary("-", A.Binary("-", x, y), A.Binary("-", y, x)))
+        'x - y - (y - x)'
+    """
+    return _text(e, 0)
+
+
+def _wrap(text: str, own: int, needed: int) -> str:
+    return f"({text})" if own < needed else text
+
+
+def _text(e: A.Expr, needed: int) -> str:
     if isinstance(e, A.IntLit):
         return e.text or str(e.value)
     if isinstance(e, A.BoolLit):
@@ -31,25 +66,29 @@ def expr_text(e: A.Expr) -> str:
     if isinstance(e, A.NameRef):
         return ("." if e.is_global else "") + e.name
     if isinstance(e, A.Member):
-        return f"{expr_text(e.expr)}.{e.name}"
+        return f"{_text(e.expr, _POSTFIX)}.{e.name}"
     if isinstance(e, A.Index):
-        return f"{expr_text(e.expr)}[{expr_text(e.index)}]"
+        return f"{_text(e.expr, _POSTFIX)}[{_text(e.index, 0)}]"
     if isinstance(e, A.Slice):
-        return f"{expr_text(e.expr)}[{expr_text(e.hi)}:{expr_text(e.lo)}]"
+        return f"{_text(e.expr, _POSTFIX)}[{_text(e.hi, 0)}:{_text(e.lo, 0)}]"
     if isinstance(e, A.Unary):
-        return f"{e.op}{expr_text(e.expr)}"
+        return _wrap(f"{e.op}{_text(e.expr, _PREFIX)}", _PREFIX, needed)
     if isinstance(e, A.Binary):
-        return f"{expr_text(e.left)} {e.op} {expr_text(e.right)}"
+        prec = _BINARY_PREC.get(e.op, 2)
+        return _wrap(f"{_text(e.left, prec)} {e.op} {_text(e.right, prec + 1)}", prec, needed)
     if isinstance(e, A.Call):
-        return f"{expr_text(e.func)}({', '.join(expr_text(a.value) for a in e.args)})"
+        return f"{_text(e.func, _POSTFIX)}({', '.join(_text(a.value, 0) for a in e.args)})"
     if isinstance(e, A.Cast):
-        return f"({type_text(e.type)}){expr_text(e.expr)}"
+        return _wrap(f"({type_text(e.type)}){_text(e.expr, _PREFIX)}", _PREFIX, needed)
+    if isinstance(e, A.Ternary):
+        return _wrap(f"{_text(e.cond, _COND + 1)} ? {_text(e.then, _COND)} : {_text(e.other, _COND)}",
+                     _COND, needed)
     if isinstance(e, A.DontCare):
         return "_"
     if isinstance(e, A.ListExpr):   # as p4c prints a list expression: { a, b }
-        return "{ " + ", ".join(map(expr_text, e.elems)) + " }" if e.elems else "{}"
+        return "{ " + ", ".join(_text(x, 0) for x in e.elems) + " }" if e.elems else "{}"
     if isinstance(e, A.StructExpr):
-        return "{ " + ", ".join(f"{n} = {expr_text(x)}" for n, x in e.fields) + " }" if e.fields else "{}"
+        return "{ " + ", ".join(f"{n} = {_text(x, 0)}" for n, x in e.fields) + " }" if e.fields else "{}"
     return "?"
 
 
