@@ -451,8 +451,65 @@ class ExpressionCompiler:
         if not same_type(l.ty, r.ty):
             if same_type(lt, rt) and (isinstance(l.ty, NewT) or isinstance(r.ty, NewT)):
                 return l, r, l.ty
+            if isinstance(lt, BitT) and isinstance(rt, BitT) and lt.signed == rt.signed \
+                    and not isinstance(l.ty, NewT) and not isinstance(r.ty, NewT):
+                # p4c's TypeInference (binaryArith), the expression as it prints it
+                raise P4Error(f"{self.p4c_text(e)}: Cannot operate on values with different widths "
+                              f"{lt.width} and {rt.width}", e.loc)
             raise P4Error(f"{e.op}: cannot operate on values of different types {l.ty} and {r.ty}", e.loc)
         return l, r, l.ty
+
+    def p4c_text(self, e: A.Expr, alone: bool = False) -> str:
+        """``e`` as p4c's type checker quotes it, after its front end put the value of
+        each constant in its place: inside an expression a constant is its value alone
+        (``hdr.x < 1``); a constant quoted ``alone`` keeps its width (``8w1``, and a
+        named constant of type ``bit<4>`` is ``4w0``)."""
+        def value_of(n: A.Expr) -> Optional[tuple[int, Optional[P4Type]]]:
+            if isinstance(n, A.IntLit):
+                return n.value, None
+            sym = self.cx.lookup_opt(n.name) if isinstance(n, A.NameRef) else None
+            if sym is not None and sym.kind == "const" and isinstance(sym.value, int) \
+                    and not isinstance(sym.value, bool):
+                return sym.value, sym.type
+            return None
+
+        def folded(n: A.Expr) -> A.Expr:
+            v = value_of(n)
+            if v is not None:
+                return A.IntLit(v[0], text=str(v[0]))
+            if isinstance(n, A.Binary):
+                return A.Binary(n.op, folded(n.left), folded(n.right))
+            if isinstance(n, A.Unary):
+                return A.Unary(n.op, folded(n.expr))
+            if isinstance(n, A.Cast):
+                return A.Cast(n.type, folded(n.expr))
+            return n
+        if alone:
+            v = value_of(e)
+            if isinstance(e, A.IntLit):    # p4c writes a hexadecimal one in lower case
+                return (e.text or str(e.value)).lower()
+            if v is not None and isinstance(strip_new(v[1]), BitT):
+                t = strip_new(v[1])
+                return f"{t.width}{'s' if t.signed else 'w'}{v[0]}"
+            return expr_text(e)
+        return expr_text(folded(e))
+
+    def _comparison_error(self, e: A.Binary, l: Ex, err: P4Error) -> P4Error:
+        """p4c's TypeInference message for a comparison of two ``bit``/``int`` values of
+        different widths (``err``, p4sim's own, otherwise)."""
+        if "cannot convert type" not in str(err):
+            return err
+        try:
+            r = self.value_expr(e.right)
+        except P4Error:
+            return err
+        lt, rt = strip_new(l.ty), strip_new(r.ty)
+        if not (isinstance(lt, BitT) and isinstance(rt, BitT)) or isinstance(l.ty, NewT) or isinstance(r.ty, NewT):
+            return err
+        if e.op in ("==", "!="):
+            return P4Error(f"'{self.p4c_text(e.left, True)}' with type '{l.ty}' cannot be compared to "
+                           f"'{self.p4c_text(e.right, True)}' with type '{r.ty}'", e.loc)
+        return P4Error(f"{self.p4c_text(e)}: not defined on {l.ty} and {r.ty}", e.loc)
 
     def _x_Binary(self, e: A.Binary, expected: Optional[P4Type]) -> Ex:
         op = e.op
@@ -546,7 +603,10 @@ class ExpressionCompiler:
                     l = self.coerce(l, ls.underlying, e.left)
                 r = self.coerce(r, l.ty, e.right)
             else:
-                r = self.value_expr(e.right, l.ty if not isinstance(ls, IntT) else None)
+                try:
+                    r = self.value_expr(e.right, l.ty if not isinstance(ls, IntT) else None)
+                except P4Error as err:
+                    raise self._comparison_error(e, l, err) from None
             if isinstance(strip_new(l.ty), IntT) and not isinstance(strip_new(r.ty), IntT):
                 l = self.coerce(l, r.ty, e.left)
             lt, rt = strip_new(l.ty), strip_new(r.ty)
@@ -598,7 +658,7 @@ class ExpressionCompiler:
                 if not (l.const and r.const) and not _reduced_by_p4c(op, l, r) \
                         and not self._defer_division(op, e, l, r):
                     # p4c-bm2-ss's CompileTimeOperations: BMv2 has no run-time / or %
-                    raise P4Error(f"{expr_text(e)}: could not evaluate expression at "
+                    raise P4Error(f"{self.p4c_text(e)}: could not evaluate expression at "
                                   "compilation time", e.loc)
             if l.const and r.const:
                 v = fold(op, l.value, r.value, st)
@@ -626,7 +686,7 @@ class ExpressionCompiler:
         if fn is None:
             return False
         fn.deferred_divisions.append(DeferredDivision(op, specs[0], specs[1],
-                                                      (expr_text(e.left), expr_text(e.right)), e.loc))
+                                                      (self.p4c_text(e.left), self.p4c_text(e.right)), e.loc))
         return True
 
     def _x_Ternary(self, e: A.Ternary, expected: Optional[P4Type]) -> Ex:

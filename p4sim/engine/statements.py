@@ -118,7 +118,10 @@ class StatementCompiler:
             # copy-out before it), so a call that changes a stack index moves the target;
             # calls on the left side are hoisted first, left to right
             lhs = self.freeze_indices(s.lhs) if _has_call(s.lhs) and _has_call(s.rhs) else s.lhs
-            rhs = self.expressions.value_expr(s.rhs, lt)
+            try:
+                rhs = self.expressions.value_expr(s.rhs, lt)
+            except P4Error as err:
+                raise self._assignment_width_error(s, lt, err) from None
             self.assign(lhs, rhs, s)
         elif isinstance(s, A.CallStmt):
             ex = self.calls.call(s.call, None, as_statement=True)
@@ -487,6 +490,22 @@ class StatementCompiler:
         out = self.cx.mod if module_level else self.cx.w
         out.function(f"{info.pyname}({', '.join(pnames)})", fn, body)
 
+
+    def _assignment_width_error(self, s: A.AssignStmt, lt: P4Type, err: P4Error) -> P4Error:
+        """p4c's TypeInference message for ``lhs = rhs`` (or ``lhs op= rhs``) whose
+        ``bit``/``int`` right side has another width: the statement, quoted as p4c prints
+        it (``'hdr.h.a = 16w3'``, ``'hdr.h.a = 3 + meta.w'``); ``err`` otherwise."""
+        written = s.rhs.right if s.compound and isinstance(s.rhs, A.Binary) else s.rhs
+        try:
+            rt = strip_new(self.expressions.value_expr(written).ty)
+        except P4Error:
+            return err
+        if not (isinstance(lt, BitT) and isinstance(rt, BitT)) or lt.width == rt.width \
+                or lt.signed != rt.signed:
+            return err
+        ex = self.expressions
+        rhs = ex.p4c_text(written, alone=not isinstance(written, (A.Binary, A.Unary)))
+        return P4Error(f"'{ex.p4c_text(s.lhs, alone=True)} {s.compound}= {rhs}'", s.loc)
 
     def _callee_outer(self, name: str) -> frozenset[str]:
         sym = self.cx.lookup_opt(name)

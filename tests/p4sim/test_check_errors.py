@@ -197,12 +197,19 @@ CASES = [
     bad("unknown-error-member", "error.Nope: no such error",
         apply="if (standard_metadata.parser_error == $error.Nope) { }"),
     # ---------------------------------------------------------------- widths and types
-    bad("assign-width-mismatch", "expression: cannot convert type bit<16> to bit<8>",
-        apply="hdr.h.a = $meta.w;"),
-    bad("arith-width-mismatch", "+: cannot operate on values of different types bit<8> and bit<16>",
+    bad("assign-width-mismatch", "'hdr.h.a = meta.w'", apply="$hdr.h.a = meta.w;"),
+    # p4c's TypeInference messages (p4c-bm2-ss 1.2.5.16, measured; issue 35, third corpus)
+    bad("arith-width-mismatch", "hdr.h.a + meta.w: Cannot operate on values with different widths 8 and 16",
         apply="meta.w = $hdr.h.a + meta.w;"),
-    bad("compare-width-mismatch", "expression: cannot convert type bit<16> to bit<8>",
-        apply="if (hdr.h.a == $meta.w) { }"),
+    bad("compare-width-mismatch", "'hdr.h.a' with type 'bit<8>' cannot be compared to 'meta.w' with type 'bit<16>'",
+        apply="if ($hdr.h.a == meta.w) { }"),
+    bad("compare-width-mismatch-constant", "'hdr.h.a' with type 'bit<8>' cannot be compared to '4w0' with type 'bit<4>'",
+        top="const bit<4> VERSION = 0;", apply="if ($hdr.h.a == VERSION) { }"),
+    bad("relational-width-mismatch", "hdr.h.a < 1: not defined on bit<8> and bit<16>",
+        apply="if ($hdr.h.a < 16w1) { }"),
+    bad("assign-width-mismatch-literal", "'hdr.h.a = 16w3'", apply="$hdr.h.a = 16w3;"),
+    bad("assign-width-mismatch-expression", "'hdr.h.a = 3 + meta.w'", apply="$hdr.h.a = 16w3 + meta.w;"),
+    bad("compound-assign-width-mismatch-hex", "'hdr.h.a -= 16w0x1f'", apply="$hdr.h.a -= 16w0x1F;"),
     # p4c-bm2-ss: "shift amount limited to 8 bits on this target" (a shift it cannot fold)
     bad("shift-amount-too-wide", ">>: shift amount of type bit<16> limited to 8 bits on this "
         "target (as p4c-bm2-ss); cast it, e.g. (bit<8>)",
@@ -433,8 +440,8 @@ CASES = [
         "c: argument for inout parameter 'v' has type bit<8>, expected bit<16>",
         top="control C<T>(inout T v) { apply { } }", locals_="C<bit<16>>() c;",
         apply="c.apply($hdr.h.a);"),
-    bad("generic-control-body-error", "expression: cannot convert type bit<8> to bit<16>",
-        top="control C<T>(inout T v) { apply { v = $8w1; } }", locals_="C<bit<16>>() c;",
+    bad("generic-control-body-error", "'v = 8w1'",
+        top="control C<T>(inout T v) { apply { $v = 8w1; } }", locals_="C<bit<16>>() c;",
         apply="c.apply(meta.w);"),
     bad("generic-parser-without-type-args",
         "parser P: cannot infer type argument(s) H (write P<...>(...))",
@@ -527,7 +534,7 @@ CASES = [
     bad("compound-assign-bool", "|=: cannot be applied to 'meta.flag' with type 'bool'", apply="$meta.flag |= true;"),
     bad("compound-shift-assign-bool", "<<=: cannot be applied to 'meta.flag' with type 'bool'",
         apply="$meta.flag <<= 1;"),
-    bad("compound-assign-width-mismatch", "+: cannot operate on values of different types bit<8> and bit<16>",
+    bad("compound-assign-width-mismatch", "'hdr.h.a += meta.w'",
         apply="$hdr.h.a += meta.w;"),
     # valid P4_16 that p4c-bm2-ss refuses (its BMv2 back end or its front end)
     bad("mark-to-drop-without-arguments",
@@ -579,6 +586,20 @@ CASES = [
         apply="hdr.h.a = $hdr.h.a % meta.m;"),
     bad("compound-division-at-run-time", "hdr.h.a / 3: could not evaluate expression at compilation time",
         apply="$hdr.h.a /= 3;"),
+    # quoted as p4c prints it: parenthesised by precedence, a constant by its value
+    bad("division-quoted-with-parentheses", "(hdr.h.a - (hdr.h.b - hdr.h.a)) / hdr.h.b: could not evaluate "
+        "expression at compilation time", apply="hdr.h.a = ($hdr.h.a - (hdr.h.b - hdr.h.a)) / hdr.h.b;"),
+    bad("modulo-of-a-typed-constant", "~(hdr.h.a + 1) % 7: could not evaluate expression at compilation time",
+        apply="hdr.h.a = $~(hdr.h.a + 1) % 8w7;"),
+    # an action's `in` parameter as divisor: p4c inlines the call, so the argument decides
+    # (comp536's ecmp_net.p4: `% N` with N = 2 compiles); reported in the action's body
+    bad("modulo-by-an-in-parameter-given-three", "hdr.h.b % 3: could not evaluate expression at compilation time",
+        locals_="action div(in bit<8> n) { hdr.h.a = $hdr.h.b % n; }", apply="div(3);"),
+    bad("modulo-by-an-in-parameter-given-a-field", "hdr.h.b % hdr.h.a: could not evaluate expression at "
+        "compilation time", locals_="action div(in bit<8> n) { hdr.h.a = $hdr.h.b % n; }", apply="div(hdr.h.a);"),
+    bad("modulo-by-an-in-parameter-bound-in-a-table", "(hdr.h.b + 1) % 3: could not evaluate expression at "
+        "compilation time", locals_="action div(in bit<8> n) { hdr.h.a = ($hdr.h.b + 1) % n; }\n"
+        "    table t { key = { hdr.h.a: exact; } actions = { div(3); } }", apply="t.apply();"),
     # p4c-bm2-ss (without --emit-externs) converts only the externs it knows
     bad("self-referencing-struct", "Self-referencing types not supported: 'S' within 'struct S'",
         top="struct S { bit<8> a; $S x; }"),
@@ -863,6 +884,14 @@ GOOD = [
                  id="exit-in-a-branch-before-a-table"),
     pytest.param({"top": sub_control(), "locals_": "Sub() s; Sub() s2;", "apply": "s.apply(hdr.h); s2.apply(hdr.h);"},
                  id="two-instances-of-a-control"),
+    # p4c inlines the call before its strength reduction: `% n` with n = 4 is a mask
+    # (p4c-bm2-ss 1.2.5.16 accepts these; issue 35, third corpus: comp536's ecmp_net.p4)
+    pytest.param({"top": "register<bit<8>>(1) r;\naction step(in bit<8> n, out bit<9> port) "
+                         "{ bit<8> c; r.read(c, 0); c = (c + 1) % n + 2; r.write(0, c); port = (bit<9>)c; }",
+                  "locals_": "action div(in bit<8> n) { hdr.h.a = hdr.h.b / n; }\n"
+                             "    table t { key = { hdr.h.a: exact; } actions = { div(8); } }",
+                  "apply": "step(2, standard_metadata.egress_spec); div(1); t.apply();"},
+                 id="division-by-in-parameters-given-powers-of-two"),
     pytest.param({"top": sub_control(), "locals_": "Sub() s;",
                   "apply": "if (hdr.h.a == 1) { s.apply(hdr.h); } else { s.apply(hdr.h); }"},
                  id="control-instance-in-both-branches"),
