@@ -29,6 +29,7 @@ from p4sim.engine.compile_context import CompileContext, expr_text
 from p4sim.engine.typerefs import TypeResolver
 from p4sim.errors import P4Error, P4Unsupported
 from p4sim.frontend import ast as A
+from p4sim.frontend.text import operand_text
 from p4sim.frontend.types import (
     MAX_WIDTH_BITS, ActionEnumT, ApplyResultT, BitT, BlockT, BoolT, DontCareT, EnumT, ErrorT, IntT, NewT, P4Type,
     SetT, StackT, StringT, StructLikeT, StructT, TupleT, UnionT, VoidT, same_type, strip_new,
@@ -686,7 +687,9 @@ class ExpressionCompiler:
         if fn is None:
             return False
         fn.deferred_divisions.append(DeferredDivision(op, specs[0], specs[1],
-                                                      (self.p4c_text(e.left), self.p4c_text(e.right)), e.loc))
+                                                      (operand_text(op, e.left, self.p4c_text(e.left), False),
+                                                       operand_text(op, e.right, self.p4c_text(e.right), True)),
+                                                      e.loc))
         return True
 
     def _x_Ternary(self, e: A.Ternary, expected: Optional[P4Type]) -> Ex:

@@ -52,6 +52,27 @@ def expr_text(e: A.Expr) -> str:
     return _text(e, 0)
 
 
+def operand_text(op: str, operand: A.Expr, text: str, right: bool) -> str:
+    """``text`` (the operand ``operand`` of binary ``op`` as printed alone), parenthesised
+    where p4c's printing puts it in parentheses.
+
+    >>> operand_text("%", A.Binary("+", A.NameRef("x"), A.NameRef("y")), "x + y", False)
+    '(x + y)'
+    """
+    prec = _BINARY_PREC.get(op, 2)
+    return _wrap(text, _own_prec(operand), prec + 1 if right else prec)
+
+
+def _own_prec(e: A.Expr) -> int:
+    if isinstance(e, A.Binary):
+        return _BINARY_PREC.get(e.op, 2)
+    if isinstance(e, (A.Unary, A.Cast)):
+        return _PREFIX
+    if isinstance(e, A.Ternary):
+        return _COND
+    return _POSTFIX
+
+
 def _wrap(text: str, own: int, needed: int) -> str:
     return f"({text})" if own < needed else text
 
@@ -101,7 +122,7 @@ def type_text(t: A.TypeRef) -> str:
     return "?"
 
 
-__all__ = ["expr_text", "type_text"]
+__all__ = ["expr_text", "operand_text", "type_text"]
 
 
 def at_name(loc: A.Loc, name: str) -> A.Loc:

@@ -208,3 +208,47 @@ def test_top_level_named_action_stays_its_controls_and_int_register_is_signed() 
     (reg,) = info.registers
     assert reg.type_spec.bitstring.HasField("int") and not reg.type_spec.bitstring.HasField("bit")
     assert reg.type_spec.bitstring.int.bitwidth == 32
+
+
+# issue 35, third corpus (comp536's ecmp_net.p4, CS216Project's sample-8bit.p4); the lists
+# are what p4c-bm2-ss 1.2.5.16 wrote for these programs (measured)
+DIRECT_CALLED = HEAD + """
+action bump(in bit<8> x, out bit<8> y) { y = x + 1; }
+action top_tbl(bit<8> v) { }
+control I(inout headers_t h, inout meta_t m, inout standard_metadata_t sm) {
+    action set(bit<8> v) { h.ip.tos = v; }
+    action fwd(bit<9> p) { sm.egress_spec = p; }
+    table t { key = { h.ip.tos : exact; } actions = { set; fwd; top_tbl; } default_action = set(2); }
+    apply { INGRESS_CALL t.apply(); }
+}
+control E(inout headers_t h, inout meta_t m, inout standard_metadata_t sm) {
+    action e_own() { h.ip.ttl = 0; }
+    table te { key = { h.ip.ttl : exact; } actions = { e_own; } }
+    apply { te.apply(); EGRESS_CALL }
+}
+""" + TAIL
+
+
+@pytest.mark.parametrize("ingress_call, egress_call, expected", [
+    pytest.param("", "bump(h.ip.tos, h.ip.ttl);",
+                 ["top_tbl", "I.set", "I.fwd", "NoAction", "bump", "E.e_own"], id="called-from-egress"),
+    pytest.param("bump(h.ip.tos, h.ip.ttl);", "",
+                 ["top_tbl", "bump", "I.set", "I.fwd", "NoAction", "E.e_own"], id="called-from-ingress"),
+])
+def test_top_level_action_only_called_directly_is_its_callers(ingress_call: str, egress_call: str,
+                                                               expected: list[str]) -> None:
+    text = DIRECT_CALLED.replace("INGRESS_CALL", ingress_call).replace("EGRESS_CALL", egress_call)
+    info = build_p4info(load_program_text(text, "direct_called.p4"))
+    assert [a.preamble.name for a in info.actions] == expected
+
+
+def test_empty_entries_list_has_no_initial_entries() -> None:
+    text = HEAD + ingress("""
+    action set(bit<8> v) { h.ip.tos = v; }
+    table t_const_empty { key = { h.ip.tos : exact; } actions = { set; } const entries = { } default_action = set(1); }
+    table t_empty { key = { h.ip.tos : exact; } actions = { set; } entries = { } default_action = set(2); }
+    table t_full { key = { h.ip.tos : exact; } actions = { set; } const entries = { 5 : set(6); } default_action = set(3); }
+    apply { t_const_empty.apply(); t_empty.apply(); t_full.apply(); }""") + EMPTY_EGRESS + TAIL
+    info = build_p4info(load_program_text(text, "empty_entries.p4"))
+    flags = {t.preamble.name: (t.is_const_table, t.has_initial_entries) for t in info.tables}
+    assert flags == {"I.t_const_empty": (True, False), "I.t_empty": (False, False), "I.t_full": (True, True)}
