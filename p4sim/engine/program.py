@@ -137,7 +137,7 @@ class CompiledProgram:
     """A loaded v1model program (see the module docstring)."""
 
     def __init__(self, source_path: str, module_source: str, compiler: Compiler, state: ProgramState,
-                 seed: Optional[int] = None) -> None:
+                 seed: Optional[int] = None, defer_backend_checks: bool = False) -> None:
         self.path = source_path
         self.source = module_source
         self.state = state
@@ -188,6 +188,23 @@ class CompiledProgram:
             odd = odd_header_of(t)
             if odd is not None:
                 raise P4Error(odd_header_message(odd), compiler.cx.odd_header_locs.get(odd.name))
+        self._backend: Optional[Compiler] = compiler
+        if not defer_backend_checks:
+            self.check_backend()
+        self._hdr_cls = env[self.headers_type.pyclass]
+        self._meta_cls = env[self.metadata_type.pyclass]
+        self._std_cls = env[self.std_type.pyclass]
+        self._calls = {name: self._make_call(inst) for name, inst in self.blocks.items()}
+        self._field_lists = self._collect_field_lists(compiler)
+
+    def check_backend(self) -> None:
+        """p4c-bm2-ss's back-end checks (its JSON converter's errors, in its order); run
+        by the constructor unless ``defer_backend_checks`` (p4c-bm2-ss writes and checks
+        P4Info first, so ``--p4runtime-files`` reports a P4Info error before them)."""
+        compiler, self._backend = self._backend, None
+        if compiler is None:
+            return
+        parser = self.blocks["parser"]
         hparam = [p for p in getattr(parser.decl, "params", []) if p.direction == "out"][:1]
         deferred = compiler.cx.backend_errors
         first = next((err for _, in_action, err in deferred if in_action), None)
@@ -205,11 +222,6 @@ class CompiledProgram:
             raise deferred[0][2]
         if compiler.cx.backend_instance_errors:
             raise compiler.cx.backend_instance_errors[0]
-        self._hdr_cls = env[self.headers_type.pyclass]
-        self._meta_cls = env[self.metadata_type.pyclass]
-        self._std_cls = env[self.std_type.pyclass]
-        self._calls = {name: self._make_call(inst) for name, inst in self.blocks.items()}
-        self._field_lists = self._collect_field_lists(compiler)
 
     # ------------------------------------------------------------------ packets
     def new_packet(self) -> rt.PacketVars:
@@ -350,19 +362,22 @@ def load_program_text(text: str, filename: str = "<input>", include_dirs: Sequen
     return compile_program(program, filename, seed=seed)
 
 
-def load_preprocessed(source: str, path: str, seed: Optional[int] = None) -> CompiledProgram:
+def load_preprocessed(source: str, path: str, seed: Optional[int] = None,
+                      defer_backend_checks: bool = False) -> CompiledProgram:
     """Compile ``source``, the preprocessed text of the file at ``path`` (its ``#line``
     markers keep the file's positions), as ``p4sim-p4c-bm2-ss`` does: diagnostics quote,
-    and look for a name in, the file's own lines, not the preprocessed text's."""
+    and look for a name in, the file's own lines, not the preprocessed text's
+    (``defer_backend_checks``: see :meth:`CompiledProgram.check_backend`)."""
     try:
         program = parse_text(source, path)
     finally:   # parsing kept the preprocessed text as the file's lines
         forget_source(path)
-    return compile_program(program, path, seed=seed)
+    return compile_program(program, path, seed=seed, defer_backend_checks=defer_backend_checks)
 
 
-def compile_program(program: Any, path: str, seed: Optional[int] = None, trace: bool = True) -> CompiledProgram:
+def compile_program(program: Any, path: str, seed: Optional[int] = None, trace: bool = True,
+                    defer_backend_checks: bool = False) -> CompiledProgram:
     state = ProgramState()
     comp = Compiler(program, state, trace=trace)
     comp.compile()
-    return CompiledProgram(path, comp.mod.text(), comp, state, seed)
+    return CompiledProgram(path, comp.mod.text(), comp, state, seed, defer_backend_checks)

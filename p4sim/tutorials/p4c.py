@@ -60,6 +60,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import NoReturn, Optional, Sequence
 
+from p4sim.errors import P4Error
 from p4sim.tutorials.p4c_shell import cpp_failure
 
 
@@ -208,10 +209,20 @@ def run(req: CompileRequest) -> None:
     source = preprocess(req.program, req.include_dirs, req.defines)
     # the switch and the P4Runtime server compile exactly this text (DeviceConfig.source)
     # diagnostics quote the file's own lines, and find names in them (frontend.text.at_name)
-    program = load_preprocessed(source, req.program)
+    # p4c-bm2-ss writes (and checks) P4Info only when asked (--p4runtime-files), after
+    # its front and mid end and before its back end: a P4Info error comes first
+    program = load_preprocessed(source, req.program, defer_backend_checks=bool(req.p4info_files))
     print_warnings(program, req.wdisable, sys.stderr)
-    # p4c-bm2-ss writes (and checks) P4Info only when asked (--p4runtime-files)
-    p4info = build_p4info(program) if req.p4info_files else None
+    p4info = None
+    if req.p4info_files:
+        try:
+            p4info = build_p4info(program)
+        except P4Error:
+            raise
+        except Exception:      # P4Info of a program its back end refuses: that error
+            program.check_backend()
+            raise
+        program.check_backend()
     outputs: list[tuple[str, bytes]] = []
     for path, fmt in req.p4info_files:
         assert p4info is not None

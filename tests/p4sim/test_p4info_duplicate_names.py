@@ -10,6 +10,7 @@ import pytest
 from p4sim.engine import load_program_text
 from p4sim.errors import P4Error
 from p4sim.p4info import build_p4info
+from p4sim.tutorials.p4c import main_p4c_bm2_ss
 
 PROGRAM = r"""
 #include <core.p4>
@@ -74,3 +75,46 @@ def test_two_actions_of_one_name_in_a_table_refused_as_by_the_bmv2_json_writer()
     with pytest.raises(P4Error, match="Attempt to add to json object a value for a label which already "
                                       "exists foo "):
         load_program_text(text, "dup.p4")
+
+
+# p4c-bm2-ss writes and checks P4Info after its mid end and before its back end: with
+# --p4runtime-files a P4Info error comes before a back-end one (issue 35, third corpus:
+# zjuan22/topicos_sistemas's bng.p4; p4c-bm2-ss 1.2.5.16 measured on this program: with
+# P4Info "dup.p4(16): ... ._drop: conflicting control plane name: ._drop", without it
+# "dup.p4(11): ... Expected 1 argument for mark_to_drop()")
+BACKEND_AND_P4INFO_ERRORS = """#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; }
+struct H { h_t h; }
+struct M { }
+parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {
+    state start { pk.extract(hdr.h); transition accept; }
+}
+control VC(inout H hdr, inout M m) { apply { } }
+control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    @name("._drop") action _drop() { mark_to_drop(); }
+    table t { key = { hdr.h.a : exact; } actions = { _drop; } }
+    apply { t.apply(); }
+}
+control E(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    @name("._drop") action _drop() { mark_to_drop(); }
+    table t { key = { hdr.h.a : exact; } actions = { _drop; } }
+    apply { t.apply(); }
+}
+control CC(inout H hdr, inout M m) { apply { } }
+control D(packet_out pk, in H hdr) { apply { pk.emit(hdr.h); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+@pytest.mark.parametrize("p4info, expected", [
+    pytest.param(True, "dup.p4:16:21: error: ._drop: conflicting control plane name: ._drop", id="with-p4info"),
+    pytest.param(False, "dup.p4:11:38: error: Expected 1 argument for mark_to_drop().", id="without-p4info"),
+])
+def test_p4info_errors_come_before_the_back_ends(tmp_path, monkeypatch, capsys, p4info: bool, expected: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dup.p4").write_text(BACKEND_AND_P4INFO_ERRORS)
+    args = ["--p4v", "16", "-o", "x.json"] + (["--p4runtime-files", "x.txtpb"] if p4info else []) + ["dup.p4"]
+    assert main_p4c_bm2_ss(args) == 1
+    errors = [ln for ln in capsys.readouterr().err.splitlines() if " error: " in ln]
+    assert errors[0].startswith(expected)
