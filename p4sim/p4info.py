@@ -191,10 +191,14 @@ def _selector_size(m: Any, anns: Sequence[A.Annotation]) -> None:
 def build_p4info(prog: Any) -> P.P4Info:
     """The P4Info of a loaded program (:class:`p4sim.engine.program.CompiledProgram`)."""
     check_translations(getattr(prog, "ast", None))
-    check_action_names(getattr(prog, "ast", None))
+    all_tables = _live_tables(prog)
+    # p4c checks the actions its front end keeps (a table's, or one a control's body
+    # calls): an unused action is removed first, whatever its name
+    kept = {id(ai.decl) for ti in all_tables for ai in ti.actions}
+    kept |= {id(prog.actions[fq].decl) for fq in getattr(prog, "direct_action_calls", ()) if fq in prog.actions}
+    check_action_names(getattr(prog, "ast", None), kept)
     check_duplicate_names(getattr(prog, "duplicate_names", []))
     state = prog.state
-    all_tables = _live_tables(prog)
     check_anonymous_properties(all_tables)
     tables = [ti for ti in all_tables if not _ann(ti.decl.annotations, "hidden")]
     # actions, as p4c-bm2-ss lists them: every action left among a control's locals once

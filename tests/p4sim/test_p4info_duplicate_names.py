@@ -118,3 +118,27 @@ def test_p4info_errors_come_before_the_back_ends(tmp_path, monkeypatch, capsys, 
     assert main_p4c_bm2_ss(args) == 1
     errors = [ln for ln in capsys.readouterr().err.splitlines() if " error: " in ln]
     assert errors[0].startswith(expected)
+
+
+# p4c removes an unused action before it checks control-plane names: E's ``._drop``,
+# which no table uses, conflicts with nothing (measured on p4c-bm2-ss 1.2.5.16: the
+# mark_to_drop() error at line 11 first; with mark_to_drop(sm) the program compiles)
+UNUSED_DUPLICATE = BACKEND_AND_P4INFO_ERRORS.replace(
+    "    @name(\"._drop\") action _drop() { mark_to_drop(); }\n    table t { key = { hdr.h.a : exact; } actions = { _drop; } }\n"
+    "    apply { t.apply(); }\n}\ncontrol CC",
+    "    @name(\"._drop\") action _drop() { hdr.h.a = 4; }\n    table t { key = { hdr.h.a : exact; } actions = { NoAction; } }\n"
+    "    apply { t.apply(); }\n}\ncontrol CC")
+
+
+@pytest.mark.parametrize("drop_call, status, expected", [
+    pytest.param("mark_to_drop();", 1, "dup.p4:11:38: error: Expected 1 argument for mark_to_drop().", id="back-end-error"),
+    pytest.param("mark_to_drop(sm);", 0, None, id="accepted"),
+])
+def test_an_unused_action_conflicts_with_no_name(tmp_path, monkeypatch, capsys, drop_call: str, status: int,
+                                                 expected) -> None:
+    assert UNUSED_DUPLICATE != BACKEND_AND_P4INFO_ERRORS
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dup.p4").write_text(UNUSED_DUPLICATE.replace("mark_to_drop();", drop_call))
+    assert main_p4c_bm2_ss(["--p4v", "16", "-o", "x.json", "--p4runtime-files", "x.txtpb", "dup.p4"]) == status
+    errors = [ln for ln in capsys.readouterr().err.splitlines() if " error: " in ln]
+    assert (errors[0].startswith(expected) if expected else errors == [])

@@ -142,7 +142,8 @@ def git_show(gdir: str, commit: str, path: str) -> str:
 def find_cases(mirror_root: str, tsv: Path = CORPUS_TSV) -> list[Case]:
     """Every (program both compilers accept, commands file) pair: the commands files of the
     program's folder, else of the nearest folder above it that has some, not above the
-    example's own folder (the first two path parts)."""
+    example's own folder (the first two path parts), else of its folder's subfolders
+    (``pod-topo/s1-commands.txt``)."""
     cases: list[Case] = []
     trees: dict[tuple[str, str], list[str]] = {}
     for row in corpus_programs(tsv):
@@ -161,6 +162,10 @@ def find_cases(mirror_root: str, tsv: Path = CORPUS_TSV) -> list[Case]:
             if found or not folder or not (folder + "/").startswith(top + "/") or folder == top:
                 break
             folder = os.path.dirname(folder)
+        if not found:   # p4lang/tutorials' layout: the switches' files in a topology folder
+            own = os.path.dirname(row["path"])
+            found = sorted(f for f in files if os.path.dirname(os.path.dirname(f)) == own
+                           and f.endswith(".txt") and any(n in os.path.basename(f) for n in ENTRIES_NAMES))
         for entries in found:
             cases.append(Case(row["repository"], row["commit"], row["path"], entries, row["set"]))
     return cases
