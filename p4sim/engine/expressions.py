@@ -454,6 +454,8 @@ class ExpressionCompiler:
                 return l, r, l.ty
             if isinstance(lt, BitT) and isinstance(rt, BitT) and lt.signed == rt.signed \
                     and not isinstance(l.ty, NewT) and not isinstance(r.ty, NewT):
+                if l.const and r.const:     # p4c's ConstantFolding, before type inference
+                    raise P4Error(f"{self.p4c_text(e)}: operands have different types: {l.ty} and {r.ty}", e.loc)
                 # p4c's TypeInference (binaryArith), the expression as it prints it
                 raise P4Error(f"{self.p4c_text(e)}: Cannot operate on values with different widths "
                               f"{lt.width} and {rt.width}", e.loc)

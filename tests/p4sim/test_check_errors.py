@@ -205,6 +205,8 @@ CASES = [
         apply="if ($hdr.h.a == meta.w) { }"),
     bad("compare-width-mismatch-constant", "'hdr.h.a' with type 'bit<8>' cannot be compared to '4w0' with type 'bit<4>'",
         top="const bit<4> VERSION = 0;", apply="if ($hdr.h.a == VERSION) { }"),
+    bad("constant-width-mismatch", "5 + 3: operands have different types: bit<16> and bit<8>",
+        apply="meta.w = $16w5 + 8w3;"),
     bad("relational-width-mismatch", "hdr.h.a < 1: not defined on bit<8> and bit<16>",
         apply="if ($hdr.h.a < 16w1) { }"),
     bad("assign-width-mismatch-literal", "'hdr.h.a = 16w3'", apply="$hdr.h.a = 16w3;"),
