@@ -12,7 +12,8 @@ the random ports again with GOR re-routing.
 3. **Random phase**: source ports from the seed; a seed whose ports the hash model spreads
    evenly is drawn again (printed), so the phase shows what a collision costs.
 4. **TCCL phase**: the same transfers with ports from ``host.tccl.ports.PortPlanner`` on
-   the programmed hash model (``testbed.traffic.choose_ports(..., "tccl")``).
+   the programmed hash model (``testbed.traffic.plan_ports(..., "tccl")``; on dual-port
+   NICs the NIC port of every QP is planned with its source port, ``host.tccl.dualport``).
 5. **GOR phase**: the random phase's ports again, with GOR on (``scenarios.gor_session``: its
    loop on the telemetry ticks, every sender with its TCCL agent): what re-routing after
    the fact gives next to ports that never collide. GOR moves a flow only to a path that
@@ -44,7 +45,7 @@ from scenarios.alltoall_report import append_alltoall, poll_fabric
 from scenarios.gor_session import GorSession, source_uplinks
 from scenarios.report import FlowRecord, ScenarioRecord, new_run_dir, write_report
 from testbed.queues import clear_rates, set_uplink_rates
-from testbed.traffic import (NicFleet, NicOptions, build_flows, choose_ports, read_uplink_tx,
+from testbed.traffic import (NicFleet, NicOptions, build_flows, plan_ports, read_uplink_tx,
                              settled_uplink_tx)
 
 EVEN_UTIL = 0.85
@@ -128,8 +129,9 @@ def plan_phase(fabric: Any, programmer: Any, pairs: Sequence[tuple[str, str]], p
                seed: int) -> list[Any]:
     """The NIC flows of ``pairs`` with ``ports`` (random from ``seed``, or TCCL's)."""
     model = programmer.hash_model()
-    sports = choose_ports(fabric, pairs, ports, seed, model)
-    return build_flows(fabric, pairs, sports, model, programmer.member_ports)
+    chosen = plan_ports(fabric, pairs, ports, seed, model)     # TCCL: NIC ports planned too
+    return build_flows(fabric, pairs, chosen.sports, model, programmer.member_ports,
+                       chosen.nic_ports)
 
 
 def draw_colliding(fabric: Any, programmer: Any, pairs: Sequence[tuple[str, str]],

@@ -49,7 +49,7 @@ from sim.calibrate import SCHEMA
 from testbed.cli import STATE_PATH, TOPOLOGY_PATH, load_topology
 from testbed.net import TestbedState, record_matches
 from testbed.queues import clear_rates, set_uplink_rates
-from testbed.traffic import NicFleet, NicOptions, build_flows, choose_ports, predict_uplink
+from testbed.traffic import NicFleet, NicOptions, build_flows, plan_ports, predict_uplink
 
 REPO = Path(__file__).resolve().parent.parent
 NIC_LINE_RATE_PPS = 100.0        # testbed.traffic.NicOptions default: DCQCN's maximum per QP
@@ -155,11 +155,13 @@ def plan_collective(fabric: Any, coll: Mapping[str, Any], model: Any,
     row (without ``measured_s``): ring edges, ports, ``size_bytes`` per rank."""
     pairs = ring_pairs(fabric, coll["ranks"], coll["order"])
     shared = None
+    nic_ports: list[int] = []
     if coll["ports"] == "collide":
         sports, shared = colliding_ports(fabric, pairs, model, member_ports)
     else:
-        sports = choose_ports(fabric, pairs, "tccl", 0, model)
-    flows = build_flows(fabric, pairs, sports, model, member_ports)
+        chosen = plan_ports(fabric, pairs, "tccl", 0, model)   # dual-port NICs: ports planned too
+        sports, nic_ports = chosen.sports, chosen.nic_ports
+    flows = build_flows(fabric, pairs, sports, model, member_ports, nic_ports)
     messages = int(coll["packets"]) * MTU_BYTES // MESSAGE_BYTES
     row = {"name": coll["name"], "ranks": list(coll["ranks"]), "collective": "allreduce",
            "algorithm": "ring", "order": coll["order"],

@@ -6,9 +6,15 @@ its source leaf (that port's leaf) then picks an uplink with its own ECMP hash. 
 functions of the source port, so collisions happen at two levels: two QPs of a NIC on one
 port while the other idles, and two flows of a leaf on one uplink. TCCL removes both:
 
-1. **NIC ports.** Each NIC's flows are split evenly over its ports (flow k of a NIC, in
-   request order, on port k mod 2), so the busiest NIC port carries ``ceil(flows / 2)``
-   and every leaf of a pair gets the same number of flows.
+1. **NIC ports** (:func:`split_nic_ports`). Each NIC's flows are split evenly over its
+   ports: ``floor(flows / ports)`` on every port, and a NIC with a remainder puts its
+   extra flows on the ports whose leaves carry the fewest flows so far (NICs in order of
+   their first flow, ties to the lower port). The busiest NIC port carries
+   ``ceil(flows / ports)`` and the leaves of a pair differ by at most one flow — so eight
+   NICs with one QP each send four on port 0 and four on port 1, not eight on port 0.
+   Flow k of a NIC (request order) takes its k-th port of the sequence "extra ports
+   first, then the others" (port order within each); a NIC with an even split alternates
+   0, 1, 0, 1.
 2. **Source ports.** :class:`host.tccl.ports.PortPlanner` solves the uplinks (and the
    spine hops) with each flow's source leaf = its port's leaf, and accepts only source
    ports whose tx-port hash gives the planned NIC port — so a plain bond, with no
@@ -132,24 +138,59 @@ def plan_dualport(fabric: Any, model: FabricHashModel, pairs: Sequence[tuple[str
     ``PortPlanError`` for an unknown address or two NICs sharing a leaf."""
     nics = _check(fabric, pairs)
     affinity = affinity or TxAffinity()
-    per_nic: dict[str, int] = {}
     wanted: dict[str, int] = {}
     requests = []
-    for i, (src, dst) in enumerate(pairs):
-        ports = nics[src].ports
-        k = per_nic.get(src, 0)
-        per_nic[src] = k + 1
-        port = k % len(ports)
+    for i, ((src, dst), port) in enumerate(zip(pairs, split_nic_ports(fabric, pairs))):
         wanted[f"f{i}"] = port
-        requests.append(FlowRequest(f"f{i}", src, dst, ports[port].leaf, LEAF_UPLINK_GROUP,
-                                    nics[dst].ports[0].leaf))
+        requests.append(FlowRequest(f"f{i}", src, dst, nics[src].ports[port].leaf,
+                                    LEAF_UPLINK_GROUP, nics[dst].ports[0].leaf))
+    single = {ip for ip, n in nics.items() if len(n.ports) < 2}
 
     def port_ok(req: FlowRequest, sport: int) -> bool:
+        if req.src in single:        # one port: the tx hash has nothing to choose
+            return True
         return affinity.port_of(FlowKey.of(req.src, req.dst, sport, req.dport)) == wanted[req.name]
 
     planned = PortPlanner(model, port_ok=port_ok).plan(requests)
     return DualPortPlan([DualPortFlow(f.name, f.src, f.dst, wanted[f.name], f.sport)
                          for f in planned.flows])
+
+
+def split_nic_ports(fabric: Any, pairs: Sequence[tuple[str, str]]) -> list[int]:
+    """The NIC port of every ``(src_ip, dst_ip)`` flow, request order (module docstring,
+    step 1): each NIC's flows even over its ports, the remainders even over the leaves.
+    ``PortPlanError`` for an address no NIC has.
+
+    >>> from topo.model import build_fabric
+    >>> from topo.spec import FabricSpec
+    >>> fab = build_fabric(FabricSpec(blocks=2, servers_per_block=2, rails=1,
+    ...                               ports_per_nic=2, leaves_per_rail=2, spines=2))
+    >>> split_nic_ports(fab, [("10.0.0.1", "10.1.0.1"), ("10.0.0.2", "10.1.0.2")] * 2 +
+    ...                 [("10.0.0.1", "10.1.0.2"), ("10.0.0.2", "10.1.0.1")])
+    [0, 1, 1, 0, 0, 1]
+    """
+    nics = _nics(fabric)
+    flows_of: dict[str, list[int]] = {}
+    for i, (src, _dst) in enumerate(pairs):
+        if src not in nics:
+            raise PortPlanError(f"flow f{i}: no NIC has address {src}")
+        flows_of.setdefault(src, []).append(i)
+    leaf_load: dict[str, int] = {}
+    order: dict[str, list[int]] = {}
+    for src, idx in flows_of.items():              # NICs in order of their first flow
+        leaves = nics[src].leaves
+        even, extra = divmod(len(idx), len(leaves))
+        for leaf in leaves:
+            leaf_load[leaf] = leaf_load.get(leaf, 0) + even
+        extras = sorted(range(len(leaves)), key=lambda p: (leaf_load[leaves[p]], p))[:extra]
+        for p in extras:
+            leaf_load[leaves[p]] += 1
+        order[src] = sorted(extras) + [p for p in range(len(leaves)) if p not in extras]
+    out = [0] * len(pairs)
+    for src, idx in flows_of.items():
+        for k, i in enumerate(idx):
+            out[i] = order[src][k % len(order[src])]
+    return out
 
 
 def random_plan(fabric: Any, pairs: Sequence[tuple[str, str]], seed: int,
@@ -204,4 +245,4 @@ def _rx_port(model: FabricHashModel, spine: str, dst: Any, f: DualPortFlow) -> i
 
 
 __all__ = ["DualPortFlow", "DualPortLoads", "DualPortPlan", "dualport_loads", "plan_dualport",
-           "random_plan"]
+           "random_plan", "split_nic_ports"]

@@ -7,9 +7,11 @@ One run (:func:`run_traffic`) on a running, programmed testbed:
    block's servers to the next block's on one rail (:func:`elephant_pairs`), or the
    inter-server transfers of a collective planned by :mod:`host.tccl.planner`
    (:func:`collective_pairs`);
-2. their UDP source ports (:func:`choose_ports`): ``random`` (distinct, from a seed) or
-   ``tccl`` (:class:`host.tccl.ports.PortPlanner` on the programmed hash model,
-   ``FabricProgrammer.hash_model()``), and the uplink the model predicts for each;
+2. their UDP source ports and NIC ports (:func:`plan_ports`): ``random`` (distinct, from a
+   seed; NIC port 0) or ``tccl`` (:class:`host.tccl.ports.PortPlanner` on the programmed
+   hash model, ``FabricProgrammer.hash_model()``; on dual-port NICs
+   :func:`host.tccl.dualport.plan_dualport`, NIC port and source port together), and the
+   uplink the model predicts for each;
 3. one ``python -m host.nic recv`` per destination NIC, probed until its raw socket is
    open, then one ``python -m host.nic send`` per (source NIC, destination NIC) pair (one
    QP per flow), started in the hosts' namespaces with ``mnexec -a <host shell pid>`` and
@@ -34,9 +36,9 @@ from testbed.traffic.counters import (TX_COUNTER, leaf_uplinks, max_over_mean, r
                                    settled_uplink_tx)
 from testbed.traffic.fleet import READY_TIMEOUT_S, FleetError, NicFleet
 from testbed.traffic.flows import (FIRST_QPN, LEAF_UPLINK_GROUP, PORT_MODES, QPNS_PER_PAIR,
-                                ROCE_DPORT, SPORT_RANGE, NicFlow, build_flows, choose_ports,
-                                collective_pairs, elephant_pairs, predict_uplink,
-                                uplink_port_of)
+                                ROCE_DPORT, SPORT_RANGE, NicFlow, PortChoice, build_flows,
+                                choose_ports, collective_pairs, elephant_pairs, plan_ports,
+                                predict_uplink, uplink_port_of)
 from testbed.traffic.live import LiveTestbed, testbed_unavailable, testbed_up
 from testbed.traffic.nicproc import (CLONE_NEWNET, NicOptions, NicProcess, bind_roce_sink,
                                   receiver_command, sender_command)
@@ -45,11 +47,11 @@ from testbed.traffic.run import (FlowResult, TrafficOptions, TrafficResult, deli
                               merge_reports, plan_flows, run_traffic)
 
 __all__ = ["CLONE_NEWNET", "FIRST_QPN", "FleetError", "FlowResult", "LEAF_UPLINK_GROUP",
-           "LiveTestbed", "NicFleet", "NicFlow", "NicOptions", "NicProcess", "PORT_MODES",
+           "LiveTestbed", "NicFleet", "NicFlow", "NicOptions", "NicProcess", "PORT_MODES", "PortChoice",
            "QPNS_PER_PAIR", "READY_TIMEOUT_S", "ROCE_DPORT", "SPORT_RANGE", "TX_COUNTER",
            "TrafficOptions", "TrafficResult", "bind_roce_sink", "build_flows", "choose_ports",
            "collective_pairs", "delivery", "elephant_pairs", "leaf_uplinks", "max_over_mean",
            "merge_reports",
-           "packet_socket_open", "plan_flows", "poll_until", "predict_uplink", "read_uplink_tx",
+           "packet_socket_open", "plan_flows", "plan_ports", "poll_until", "predict_uplink", "read_uplink_tx",
            "read_until_stable", "receiver_command", "run_traffic", "sender_command",
            "settled_uplink_tx", "testbed_unavailable", "testbed_up", "uplink_port_of"]

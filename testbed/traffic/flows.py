@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from host.nic.affinity import FlowKey, TxAffinity
+from host.tccl.dualport import plan_dualport
 from host.tccl.planner import Planner
 from host.tccl.ports import PortPlanner, flows_from_fabric
 from p4src.hashmodel import FabricHashModel, predict_member, route_group
@@ -152,25 +153,69 @@ def collective_pairs(fabric: Any, collective: str = "allreduce", order: str = "t
     return out
 
 
-def choose_ports(fabric: Any, pairs: Sequence[tuple[str, str]], mode: str,
-                 seed: int = 0, model: Optional[FabricHashModel] = None) -> list[int]:
-    """One UDP source port per pair: ``random`` (distinct, 49152–65535, from ``seed``) or
-    ``tccl`` (:class:`host.tccl.ports.PortPlanner` on ``model``; pairs behind one leaf,
-    which cross no ECMP hop, keep a seeded random port)."""
+@dataclass(frozen=True, slots=True)
+class PortChoice:
+    """Each flow's UDP source port and the NIC port its QP is bound to (request order);
+    pass both on: ``build_flows(fabric, pairs, c.sports, model, member_ports, c.nic_ports)``."""
+
+    sports: list[int]
+    nic_ports: list[int]
+
+
+def plan_ports(fabric: Any, pairs: Sequence[tuple[str, str]], mode: str,
+               seed: int = 0, model: Optional[FabricHashModel] = None) -> PortChoice:
+    """Source port and NIC port of every pair.
+
+    * ``random``: distinct source ports, 49152–65535, from ``seed``; every QP on NIC port 0
+      (what the scenarios' predictions and GOR's story assume).
+    * ``tccl``, single-port NICs: :class:`host.tccl.ports.PortPlanner` on ``model``, port 0.
+    * ``tccl``, dual-port source NICs: :func:`host.tccl.dualport.plan_dualport` plans the NIC
+      port and the source port together — each NIC's QPs even over its ports, the ports'
+      leaves even, every leaf's uplinks even — with source ports whose layer3+4 tx hash
+      picks the planned port (a plain bond agrees with ``--lag-port``).
+
+    Pairs whose NICs share a leaf cross no ECMP hop: they keep the seeded random port, on
+    the NIC port the bond's hash gives it (port 0 for a single-port NIC).
+
+    >>> from topo.model import build_fabric
+    >>> from topo.spec import FabricSpec
+    >>> from controller.fabric.detours import fabric_hash_model
+    >>> fab = build_fabric(FabricSpec(blocks=2, servers_per_block=2, rails=1, ports_per_nic=2,
+    ...                               leaves_per_rail=2, spines=2))
+    >>> plan_ports(fab, [("10.0.0.1", "10.1.0.1")] * 4, "tccl", 0, fabric_hash_model(fab)).nic_ports
+    [0, 1, 0, 1]
+    """
     rng = random.Random(seed)
     ports = rng.sample(range(SPORT_RANGE[0], SPORT_RANGE[1] + 1), len(pairs))
     if mode == "random":
-        return ports
+        return PortChoice(ports, [0] * len(pairs))
     if mode != "tccl":
         raise ValueError(f"unknown port mode {mode!r} (known: {', '.join(PORT_MODES)})")
     if model is None:
         raise ValueError("tccl ports need the programmed hash model")
     nics = _nics_by_ip(fabric)
-    routed = [i for i, (s, d) in enumerate(pairs) if nics[s][1].leaf != nics[d][1].leaf]
-    plan = PortPlanner(model).plan(flows_from_fabric(fabric, [pairs[i] for i in routed]))
-    for i, fp in zip(routed, plan.flows):
-        ports[i] = fp.sport
-    return ports
+    routed = [i for i, (s, d) in enumerate(pairs)
+              if not set(nics[s][1].leaves) & set(nics[d][1].leaves)]
+    if all(len(nics[s][1].ports) < 2 for s, _d in pairs):
+        plan = PortPlanner(model).plan(flows_from_fabric(fabric, [pairs[i] for i in routed]))
+        for i, fp in zip(routed, plan.flows):
+            ports[i] = fp.sport
+        return PortChoice(ports, [0] * len(pairs))
+    nic_ports = hashed_nic_ports(fabric, pairs, ports)
+    dual = plan_dualport(fabric, model, [pairs[i] for i in routed])
+    for i, f in zip(routed, dual.flows):
+        ports[i], nic_ports[i] = f.sport, f.nic_port
+    return PortChoice(ports, nic_ports)
+
+
+def choose_ports(fabric: Any, pairs: Sequence[tuple[str, str]], mode: str,
+                 seed: int = 0, model: Optional[FabricHashModel] = None) -> list[int]:
+    """One UDP source port per pair: ``random`` (distinct, 49152–65535, from ``seed``) or
+    ``tccl`` (:class:`host.tccl.ports.PortPlanner` on ``model``; pairs behind one leaf,
+    which cross no ECMP hop, keep a seeded random port): :func:`plan_ports`'s source
+    ports. On dual-port NICs a TCCL port is planned for a NIC port: use
+    :func:`plan_ports` and pass its ``nic_ports`` to :func:`build_flows`."""
+    return plan_ports(fabric, pairs, mode, seed, model).sports
 
 
 def uplink_port_of(leaf: Any, member: str) -> int:
@@ -253,8 +298,8 @@ def build_flows(fabric: Any, pairs: Sequence[tuple[str, str]], sports: Sequence[
     A dual-port source NIC sends over both ports (``src_intfs``, one next hop each), and
     each flow's QP is bound to ``nic_ports[i]`` (the sender's ``--lag-port``); ``leaf``,
     ``gateway_mac`` and the prediction are that port's. Without ``nic_ports`` every QP is
-    bound to port 0, the port TCCL's and the scenarios' plans assume;
-    :func:`hashed_nic_ports` gives the bond's own hash choice instead. ValueError for a
+    bound to port 0, the port the scenarios' random draws assume; :func:`plan_ports`
+    gives TCCL's NIC ports, :func:`hashed_nic_ports` the bond's own hash choice. ValueError for a
     port the NIC lacks.
 
     >>> from topo.model import build_fabric
@@ -289,6 +334,6 @@ def build_flows(fabric: Any, pairs: Sequence[tuple[str, str]], sports: Sequence[
     return out
 
 
-__all__ = ["FIRST_QPN", "LEAF_UPLINK_GROUP", "NicFlow", "PORT_MODES", "QPNS_PER_PAIR", "ROCE_DPORT",
-           "SPORT_RANGE", "build_flows", "choose_ports", "collective_pairs", "elephant_pairs",
-           "hashed_nic_ports", "predict_uplink", "uplink_port_of"]
+__all__ = ["FIRST_QPN", "LEAF_UPLINK_GROUP", "NicFlow", "PORT_MODES", "PortChoice", "QPNS_PER_PAIR",
+           "ROCE_DPORT", "SPORT_RANGE", "build_flows", "choose_ports", "collective_pairs", "elephant_pairs",
+           "hashed_nic_ports", "plan_ports", "predict_uplink", "uplink_port_of"]

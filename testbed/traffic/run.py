@@ -18,8 +18,7 @@ from testbed.control import open_control
 from testbed.queues import set_uplink_rates
 from testbed.traffic.counters import leaf_uplinks, max_over_mean, read_uplink_tx, settled_uplink_tx
 from testbed.traffic.fleet import NicFleet
-from testbed.traffic.flows import (NicFlow, build_flows, choose_ports, collective_pairs,
-                                elephant_pairs)
+from testbed.traffic.flows import NicFlow, build_flows, collective_pairs, elephant_pairs, plan_ports
 from testbed.traffic.nicproc import NicOptions, NicProcess
 
 
@@ -153,8 +152,9 @@ def plan_flows(fabric: Any, programmer: Any, opts: TrafficOptions) -> list[NicFl
     pairs = (collective_pairs(fabric, opts.collective) if opts.collective
              else elephant_pairs(fabric, opts.rail, opts.elephants))
     model = programmer.hash_model()
-    sports = choose_ports(fabric, pairs, opts.port_mode, opts.seed, model)
-    return build_flows(fabric, pairs, sports, model, programmer.member_ports)
+    chosen = plan_ports(fabric, pairs, opts.port_mode, opts.seed, model)
+    return build_flows(fabric, pairs, chosen.sports, model, programmer.member_ports,
+                       chosen.nic_ports)
 
 
 def run_traffic(fabric: Any, programmer: Any, state: Any, save_state: Callable[[], None],
