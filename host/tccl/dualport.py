@@ -46,9 +46,10 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from host.nic.affinity import FlowKey, TxAffinity
+from host.tccl.crosspod import CrossPodPlanner, CrossPodRequest
 from host.tccl.portplan import LEAF_UPLINK_GROUP, PROTO_UDP, ROCE_DPORT, FlowRequest, PortPlanError
 from host.tccl.ports import PortPlanner
 from p4src.hashmodel import FabricHashModel, predict_member
@@ -151,9 +152,35 @@ def plan_dualport(fabric: Any, model: FabricHashModel, pairs: Sequence[tuple[str
             return True
         return affinity.port_of(FlowKey.of(req.src, req.dst, sport, req.dport)) == wanted[req.name]
 
-    planned = PortPlanner(model, port_ok=port_ok).plan(requests)
-    return DualPortPlan([DualPortFlow(f.name, f.src, f.dst, wanted[f.name], f.sport)
-                         for f in planned.flows])
+    pod = {n.ip: h.pod for h in fabric.hosts for n in h.nics}
+    if all(pod[s] == pod[d] for s, d in pairs):      # two tiers: the pod's planner alone
+        planned = PortPlanner(model, port_ok=port_ok).plan(requests)
+        return DualPortPlan([DualPortFlow(f.name, f.src, f.dst, wanted[f.name], f.sport)
+                             for f in planned.flows])
+    return _plan_with_core(fabric, model, requests, wanted, pod, port_ok)
+
+
+def _plan_with_core(fabric: Any, model: FabricHashModel, requests: Sequence[FlowRequest],
+                    wanted: dict[str, int], pod: dict[str, int],
+                    port_ok: Callable[[FlowRequest, int], bool]) -> DualPortPlan:
+    """In-pod flows by :class:`PortPlanner`, then cross-pod flows by
+    :class:`host.tccl.crosspod.CrossPodPlanner` over the links the in-pod ones load."""
+    inside = [r for r in requests if pod[r.src] == pod[r.dst]]
+    across = [CrossPodRequest(r.name, r.src, r.dst, wanted[r.name], r.dport)
+              for r in requests if pod[r.src] != pod[r.dst]]
+    by_name = {r.name: r for r in requests}
+    cross = CrossPodPlanner(fabric, model, port_ok=lambda q, sp: port_ok(by_name[q.name], sp))
+    sport: dict[str, int] = {}
+    base: dict[tuple[str, int], int] = {}
+    if inside:
+        for f in PortPlanner(model, port_ok=port_ok).plan(inside).flows:
+            sport[f.name] = f.sport
+            for link in cross.links_of(f.src, wanted[f.name], f.dst, f.sport, f.dport):
+                base[link] = base.get(link, 0) + 1
+    for c in cross.plan(across, base):
+        sport[c.name] = c.sport
+    return DualPortPlan([DualPortFlow(r.name, r.src, r.dst, wanted[r.name], sport[r.name])
+                         for r in requests])
 
 
 def split_nic_ports(fabric: Any, pairs: Sequence[tuple[str, str]]) -> list[int]:

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["portplan", "hops", "colouring", "polarisation"]
+MODULES = ["portplan", "hops", "colouring", "polarisation", "crosspod"]
 
 
 @pytest.mark.parametrize("name", MODULES)
