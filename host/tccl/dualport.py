@@ -20,6 +20,10 @@ port while the other idles, and two flows of a leaf on one uplink. TCCL removes 
    ports whose tx-port hash gives the planned NIC port — so a plain bond, with no
    per-QP override, sends each QP where TCCL planned it. (``nic_port`` is also in the
    plan: a NIC whose QPs can be bound explicitly, ``--lag-port``, may use it instead.)
+3. **Across pods** (a fabric with a core tier): pairs whose NICs are in different pods
+   get their source ports from :class:`host.tccl.crosspod.CrossPodPlanner` (every tier's
+   links least loaded, the path the hash model walks), after the in-pod pairs, whose links
+   it counts. With no such pair step 2 runs alone, unchanged.
 
 :func:`dualport_loads` measures a plan (or random source ports, :func:`random_plan`): the
 flows on every port of the sending NICs and on every uplink of their leaves, and

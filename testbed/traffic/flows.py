@@ -172,7 +172,8 @@ def plan_ports(fabric: Any, pairs: Sequence[tuple[str, str]], mode: str,
     * ``tccl``, dual-port source NICs: :func:`host.tccl.dualport.plan_dualport` plans the NIC
       port and the source port together — each NIC's QPs even over its ports, the ports'
       leaves even, every leaf's uplinks even — with source ports whose layer3+4 tx hash
-      picks the planned port (a plain bond agrees with ``--lag-port``).
+      picks the planned port (a plain bond agrees with ``--lag-port``); pairs across pods
+      (a core tier) by :class:`host.tccl.crosspod.CrossPodPlanner` inside it.
 
     Pairs whose NICs share a leaf cross no ECMP hop: they keep the seeded random port, on
     the NIC port the bond's hash gives it (port 0 for a single-port NIC).
