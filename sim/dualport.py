@@ -78,9 +78,7 @@ def place(fab: Fabric, tiers: TierModel, pairs: Sequence[tuple[str, str]], polic
         if policy == "tccl":
             return plan_dualport(fab, tiers.model, pairs, affinity).flows
     except PortPlanError as exc:
-        tiers_note = " (TCCL's port planner plans two tiers: cross-pod flows are not planned yet)" \
-            if fab.spec.pods > 1 else ""
-        raise SimInputError(f"flows: {exc}{tiers_note}") from None
+        raise SimInputError(f"flows: {exc}") from None
     raise SimInputError(f"policy: {policy!r}: one of {', '.join(POLICIES)}")
 
 

@@ -174,6 +174,8 @@ def plan_ports(fabric: Any, pairs: Sequence[tuple[str, str]], mode: str,
       leaves even, every leaf's uplinks even — with source ports whose layer3+4 tx hash
       picks the planned port (a plain bond agrees with ``--lag-port``); pairs across pods
       (a core tier) by :class:`host.tccl.crosspod.CrossPodPlanner` inside it.
+    * ``tccl`` with a pair across pods, NICs of one port too: :func:`plan_dualport` (every
+      QP on port 0 there).
 
     Pairs whose NICs share a leaf cross no ECMP hop: they keep the seeded random port, on
     the NIC port the bond's hash gives it (port 0 for a single-port NIC).
@@ -197,7 +199,8 @@ def plan_ports(fabric: Any, pairs: Sequence[tuple[str, str]], mode: str,
     nics = _nics_by_ip(fabric)
     routed = [i for i, (s, d) in enumerate(pairs)
               if not set(nics[s][1].leaves) & set(nics[d][1].leaves)]
-    if all(len(nics[s][1].ports) < 2 for s, _d in pairs):
+    across = any(nics[s][0].pod != nics[d][0].pod for s, d in pairs)
+    if all(len(nics[s][1].ports) < 2 for s, _d in pairs) and not across:
         plan = PortPlanner(model).plan(flows_from_fabric(fabric, [pairs[i] for i in routed]))
         for i, fp in zip(routed, plan.flows):
             ports[i] = fp.sport

@@ -16,7 +16,7 @@ from host.tccl.crosspod import CrossPodPlanner, CrossPodRequest, walk
 from host.tccl.dualport import dualport_loads, plan_dualport
 from testbed.traffic import plan_ports
 from topo.model import build_fabric
-from topo.spec import load_spec
+from topo.spec import FabricSpec, load_spec
 
 POD2 = "topo/specs/pod2-dualport.yaml"
 
@@ -99,6 +99,22 @@ def test_the_testbed_plans_tccl_ports_across_pods() -> None:
     choice = plan_ports(fab, pairs, "tccl", 0, model)
     plan = plan_dualport(fab, model, pairs)
     assert choice.sports == plan.sports() and choice.nic_ports == [f.nic_port for f in plan.flows]
+
+
+def test_the_testbed_plans_single_port_nics_across_pods() -> None:
+    fab = build_fabric(FabricSpec(pods=2, blocks=1, cores=2))
+    model = fabric_hash_model(fab)
+    nics = {n.ip: n for h in fab.hosts for n in h.nics}
+    pod = {n.ip: h.pod for h in fab.hosts for n in h.nics}
+    pairs = [(s, d) for s, d in zip([ip for ip in pod if pod[ip] == 0],
+                                    [ip for ip in pod if pod[ip] == 1])] * 2
+    choice = plan_ports(fab, pairs, "tccl", 0, model)
+    assert choice.nic_ports == [0] * len(pairs)
+    flows = plan_dualport(fab, model, pairs).flows
+    assert [f.sport for f in flows] == choice.sports
+    loads = _links_by_model(fab, nics, flows)
+    uplinks = [loads[l] for l in _tier_links(fab, "leaf", {0})]
+    assert sum(uplinks) == len(pairs) and max(uplinks) - min(uplinks) <= 1, uplinks
 
 
 def _two_tier_digest() -> str:
