@@ -28,31 +28,34 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from p4.v1 import p4runtime_pb2 as pb
 
 _LEN = 2                      # wire type of a length-delimited field
 _VARINT = 0
+WIRE_LEN, WIRE_VARINT = _LEN, _VARINT
+"""Protobuf wire types of a length-delimited field and of a varint (also :mod:`.wirewrites`)."""
 
 
-def _tag(message: type, field: str, wire_type: int) -> int:
-    """The one-byte key of ``message.field`` (every field used here is numbered < 16)."""
+def field_key(message: Any, field: str, wire_type: int) -> int:
+    """The one-byte key of ``message.field`` (every field used here is numbered < 16);
+    :mod:`.wirewrites` builds its keys with it too."""
     number = message.DESCRIPTOR.fields_by_name[field].number
     if number >= 16:
         raise AssertionError(f"{message.__name__}.{field}: field {number} needs a two-byte key")
     return (number << 3) | wire_type
 
 
-_T_ENTITIES = _tag(pb.ReadResponse, "entities", _LEN)
-_T_COUNTER_ENTRY = _tag(pb.Entity, "counter_entry", _LEN)
-_T_COUNTER_ID = _tag(pb.CounterEntry, "counter_id", _VARINT)
-_T_INDEX = _tag(pb.CounterEntry, "index", _LEN)
-_T_INDEX_VALUE = _tag(pb.Index, "index", _VARINT)
-_T_DATA = _tag(pb.CounterEntry, "data", _LEN)
-_T_BYTES = _tag(pb.CounterData, "byte_count", _VARINT)
-_T_PACKETS = _tag(pb.CounterData, "packet_count", _VARINT)
+_T_ENTITIES = field_key(pb.ReadResponse, "entities", _LEN)
+_T_COUNTER_ENTRY = field_key(pb.Entity, "counter_entry", _LEN)
+_T_COUNTER_ID = field_key(pb.CounterEntry, "counter_id", _VARINT)
+_T_INDEX = field_key(pb.CounterEntry, "index", _LEN)
+_T_INDEX_VALUE = field_key(pb.Index, "index", _VARINT)
+_T_DATA = field_key(pb.CounterEntry, "data", _LEN)
+_T_BYTES = field_key(pb.CounterData, "byte_count", _VARINT)
+_T_PACKETS = field_key(pb.CounterData, "packet_count", _VARINT)
 
 
 INT64_MAX = 2**63 - 1

@@ -30,6 +30,8 @@ Field numbers (``_T_*``) are read from the generated descriptors, not written he
 Example::
 
     >>> from p4.v1 import p4runtime_pb2 as pb
+
+from p4sim.p4runtime.wirecounters import WIRE_LEN as _LEN, WIRE_VARINT as _VARINT, field_key as _tag
     >>> req = pb.WriteRequest(device_id=1)
     >>> te = req.updates.add(type=pb.Update.INSERT).entity.table_entry
     >>> te.table_id = 7
@@ -45,20 +47,13 @@ from typing import Any, Optional
 
 from p4.v1 import p4runtime_pb2 as pb
 
-_VARINT, _LEN = 0, 2
+from p4sim.p4runtime.wirecounters import WIRE_LEN as _LEN, WIRE_VARINT as _VARINT, field_key as _tag
+
 
 WireEntry = tuple[int, int, bytes, Optional[bytes], int]
 """(update type, table id, the match field's value, the serialized TableAction or None
 when the entry has none, the LPM prefix length or -1 for an exact field): an update
 whose TableEntry sets nothing else."""
-
-
-def _tag(message: Any, field: str, wire_type: int) -> int:
-    """The one-byte key of ``message.field`` (every field read here is numbered < 16)."""
-    number = message.DESCRIPTOR.fields_by_name[field].number
-    if number >= 16:
-        raise AssertionError(f"{message.__name__}.{field}: field {number} needs a two-byte key")
-    return (number << 3) | wire_type
 
 
 _T_UPDATES = _tag(pb.WriteRequest, "updates", _LEN)
@@ -103,6 +98,8 @@ def encode_exact_update(utype: int, table_id: int, field_id: int, value: bytes,
     field at its default).
 
     >>> from p4.v1 import p4runtime_pb2 as pb
+
+from p4sim.p4runtime.wirecounters import WIRE_LEN as _LEN, WIRE_VARINT as _VARINT, field_key as _tag
     >>> req = pb.WriteRequest()
     >>> te = req.updates.add(type=3).entity.table_entry
     >>> te.table_id = 5; te.match.add(field_id=2).exact.value = b"ab"
@@ -206,20 +203,9 @@ def parse_updates(buf: bytes, count: int, shapes: WireShapes) -> Optional[list[O
     # the fields before the updates (device_id, election_id; role_id, role, atomicity
     # come in field-number order around them): skipped by their wire type
     while i < end and buf[i] != _T_UPDATES:
-        tag = buf[i]
-        wt = tag & 7
-        if tag >= 0x80 or wt not in (_VARINT, _LEN):
+        i = _skip_field(buf, i, end)
+        if i < 0:
             return None
-        j = i + 1
-        if wt == _VARINT:
-            while j < end and buf[j] >= 0x80:
-                j += 1
-            i = j + 1
-        else:
-            n, j = _length(buf, j, end)
-            if n < 0:
-                return None
-            i = j + n
     last: Optional[_Shape] = None
     append = out.append
     while i < end and buf[i] == _T_UPDATES:
@@ -279,23 +265,30 @@ def parse_updates(buf: bytes, count: int, shapes: WireShapes) -> Optional[list[O
     if i != end:
         # fields after the updates (atomicity, role): varints and one string
         while i < end:
-            tag = buf[i]
-            wt = tag & 7
-            if tag >= 0x80 or tag == _T_UPDATES or wt not in (_VARINT, _LEN):
+            if buf[i] == _T_UPDATES:
                 return None
-            j = i + 1
-            if wt == _VARINT:
-                while j < end and buf[j] >= 0x80:
-                    j += 1
-                i = j + 1
-            else:
-                n, j = _length(buf, j, end)
-                if n < 0:
-                    return None
-                i = j + n
+            i = _skip_field(buf, i, end)
+            if i < 0:
+                return None
     if i != end or len(out) != count:
         return None
     return out
+
+
+def _skip_field(buf: bytes, i: int, end: int) -> int:
+    """The index after the field whose one-byte key is at ``buf[i]`` (a varint or a
+    length-delimited field); -1 for another key or wire type, or one running past ``end``."""
+    tag = buf[i]
+    wt = tag & 7
+    if tag >= 0x80 or wt not in (_VARINT, _LEN):
+        return -1
+    j = i + 1
+    if wt == _VARINT:
+        while j < end and buf[j] >= 0x80:
+            j += 1
+        return j + 1
+    n, j = _length(buf, j, end)
+    return -1 if n < 0 else j + n
 
 
 def _length(buf: bytes, i: int, end: int) -> tuple[int, int]:
