@@ -256,7 +256,9 @@ def _attention(j: TrainingJob, d: _Dims, flops: float, nbytes: float) -> list[Ke
 #: activation function): Transformer Engine's LayerNormLinear / LayerNormMLP. Not the
 #: experts: Megatron-Core's ``TEGroupedMLP`` feeds TE's ``GroupedLinear`` the dispatcher's
 #: permuted tokens (FC1) and the output of its own ``weighted_bias_swiglu_impl`` (FC2), both
-#: BF16, and ``GroupedLinear`` quantizes its input itself: a full cast of each
+#: BF16, and ``GroupedLinear`` quantizes its input itself: a full cast of each. FC2 only
+#: where the stack's MLP is TE's ``LayerNormMLP`` (``framework.fp8_fc2_fused``): Megatron-Core's
+#: ``MLP`` runs its own BF16 ``bias_swiglu_impl`` and a TE ``Linear`` for FC2, which casts
 FP8_FUSED_INPUT = ("qkv", "fc1", "fc2")
 
 
@@ -266,7 +268,8 @@ def fp8_casts(j: TrainingJob, kernels: list[Kernel], phase: str) -> list[Kernel]
 
     * forward, X: Hopper's FP8 GEMMs take both operands K-major, so X is cast and transposed
       (FP8 and FP8ᵀ copies): 4 bytes an element (read bf16, write two FP8), 1 when a norm or
-      the activation function writes it directly (TE's fused LayerNormLinear/LayerNormMLP);
+      the activation function writes it directly (TE's fused LayerNormLinear/LayerNormMLP;
+      FC2 only with ``framework.fp8_fc2_fused``: Megatron-Core's MLP casts it by itself);
       with ``current`` / ``tensorwise`` scaling the scale needs the tensor's amax first, an
       extra pass (2 bytes read, and the fused writer can no longer write FP8: +4);
     * forward, W: cast and transpose, 4 bytes a weight (2 with ``fp8_param_gather``: the
@@ -289,13 +292,14 @@ def fp8_casts(j: TrainingJob, kernels: list[Kernel], phase: str) -> list[Kernel]
     fw, m = j.framework, j.microbatches
     current = fw.fp8_recipe in ("current", "tensorwise", "rowwise")
     w_bytes = (2.0 if fw.fp8_param_gather else 4.0) / (m if fw.fp8_weight_cache else 1)
+    fused = FP8_FUSED_INPUT if fw.fp8_fc2_fused else tuple(n for n in FP8_FUSED_INPUT if n != "fc2")
     out: list[Kernel] = []
     for k in kernels:
         if k.kind == "gemm" and k.fp8:
             M, N, K = k.dims
             g = k.groups
             if phase == "fwd":
-                x = (1.0 if k.name in FP8_FUSED_INPUT else 4.0) + (4.0 if current else 0.0)
+                x = (1.0 if k.name in fused else 4.0) + (4.0 if current else 0.0)
                 out.append(_mem(f"fp8.cast.{k.name}.x", x * M * K * g))
                 out.append(_mem(f"fp8.cast.{k.name}.w", w_bytes * K * N * g))
             elif k.name.endswith(".dgrad"):
