@@ -11,7 +11,9 @@ is smaller than one server), on rail ``r mod G``.
 **Inside a server** (every group of the kind within one server): ``α + factor·S/(B·eff)``
 with the GPU's NVLink bandwidth per direction B, ``kernels.nvlink`` eff and α
 ``kernels.nvlink_alpha_s``; factor ``2(n−1)/n`` for all-reduce, ``(n−1)/n`` for
-all-gather, reduce-scatter and all-to-all. Under the ``tccl`` / ``tccl_gor`` policies with
+all-gather, reduce-scatter and all-to-all. An all-reduce on a Hopper server
+(NVSwitch with NVLink SHARP; ``network.nvls``) runs as NCCL chooses between its ring and its
+NVLS algorithm: the one of least modelled time (:func:`nvls_allreduce_s`). Under the ``tccl`` / ``tccl_gor`` policies with
 ``network.dual_channel`` the all-reduce / all-gather / reduce-scatter are split between
 NVLink and the GPU's RoCE NIC by TCCL's own planner (``host.tccl.dualchannel.DualChannel``;
 an all-gather of S is an all-reduce of S/2 on the wire); the NIC is assumed free.
@@ -52,6 +54,36 @@ from sim.workloads import Job, Phase, collective_phases
 
 FACTOR = {"allreduce": lambda n: 2.0 * (n - 1) / n, "allgather": lambda n: (n - 1) / n,
           "reducescatter": lambda n: (n - 1) / n, "alltoall": lambda n: (n - 1) / n}
+
+
+#: NCCL's NVLink SHARP model (``src/graph/tuning.cc``, ``ncclTopoTuneModel``): an NVLS
+#: all-reduce channel runs at the ring channel's NVLink bandwidth × ``nvlsEfficiency`` (Hopper
+#: 0.85; Ampere 0: no NVLS) × 2 ("AllReduce pipelines two operations": the switch reduces and
+#: multicasts, so a GPU sends and receives its data once instead of 2(n−1)/n times) ×
+#: (c − 1)/c over its c channels (``src/transport/nvls.cc``: ``NVLS_NCHANNELS_SM90`` 16),
+#: with a latency of 25 µs (``hwLatencies`` NVLINK, NVLS/Simple) against the ring's; NCCL runs
+#: the algorithm of least modelled time (``ncclTopoGetAlgoTime``). Reduce-scatter and
+#: all-gather stay on the ring inside a server (there NVLS is modelled ×(n−1)/n instead of
+#: ×2, below the ring), as does everything on an A100.
+NVLS_EFFICIENCY = {"H100": 0.85, "H20": 0.85}
+NVLS_CHANNELS = 16
+NVLS_LATENCY_S = 25e-6
+
+
+def nvls_allreduce_s(chip: str, n: int, size_bytes: float, ring_Bps: float) -> Optional[float]:
+    """Time of an NVLS all-reduce of ``size_bytes`` per rank over ``n`` GPUs of one server
+    whose ring runs at ``ring_Bps`` (NVLink per direction × ``kernels.nvlink``), or None where
+    NCCL has no NVLS (module constants).
+
+    >>> t = nvls_allreduce_s("H100", 8, 256e6, 450e9 * 0.78)
+    >>> round(t * 1e3, 3), nvls_allreduce_s("A100", 8, 256e6, 300e9 * 0.78)
+    (0.826, None)
+    """
+    eff = NVLS_EFFICIENCY.get(chip, 0.0)
+    if eff <= 0.0 or n < 2:
+        return None
+    gain = 2.0 * eff * (NVLS_CHANNELS - 1) / NVLS_CHANNELS
+    return NVLS_LATENCY_S + FACTOR["allreduce"](n) * size_bytes / (ring_Bps * gain)
 
 
 def _coords(j: TrainingJob) -> tuple[int, int, int, int]:
@@ -151,7 +183,12 @@ class CommModel:
             s = size if collective == "allreduce" else size / 2.0
             split = DualChannel(self.nvlink, self.roce, tp_size=max(2, n)).split(int(s))
             return CommTime(split.time_s, "nvlink", f"dual channel: {100 * split.nvlink_fraction:.0f} % on NVLink")
-        return CommTime(self.nvlink.alpha_s + FACTOR[collective](n) * size / self.nvlink.bytes_per_s, "nvlink")
+        ring = self.nvlink.alpha_s + FACTOR[collective](n) * size / self.nvlink.bytes_per_s
+        if collective == "allreduce" and self.j.network.nvls:
+            nvls = nvls_allreduce_s(self.j.gpu.chip, n, size, self.nvlink.bytes_per_s)
+            if nvls is not None and nvls < ring:
+                return CommTime(nvls, "nvlink", "NCCL NVLS (NVLink SHARP)")
+        return CommTime(ring, "nvlink")
 
     def _simulate(self, phases: list[Phase]) -> float:
         t0 = time.perf_counter()
@@ -283,4 +320,4 @@ class CommModel:
         return out
 
 
-__all__ = ["CommModel", "CommTime", "groups", "pp_pairs"]
+__all__ = ["CommModel", "CommTime", "NVLS_EFFICIENCY", "groups", "nvls_allreduce_s", "pp_pairs"]

@@ -6,6 +6,7 @@ import pytest
 
 from predict_jobs import small
 from sim.predict import graph
+from sim.predict.comm import nvls_allreduce_s
 from sim.predict.framework import PROFILES, resolve_framework
 from sim.predict.job import TrainingJob, job_from_dict
 from sim.predict.predict import predict
@@ -51,3 +52,43 @@ def test_fc2_cast_is_an_override_and_slows_the_iteration() -> None:
 def test_fc2_fused_must_be_a_bool() -> None:
     with pytest.raises(Exception, match="fp8_fc2_fused"):
         resolve_framework({"name": "megatron-core", "fp8_fc2_fused": "yes"}, "j.yaml")
+
+
+def test_nvls_allreduce_follows_nccls_model() -> None:
+    ring_Bps = 450e9 * 0.78
+    t = nvls_allreduce_s("H100", 8, 1e9, ring_Bps)
+    assert t is not None
+    # busBw x 2 x 0.85 x 15/16 against the ring's, plus NCCL's 25 us NVLS latency
+    assert t == pytest.approx(25e-6 + 1.75e9 / (ring_Bps * 2 * 0.85 * 15 / 16))
+    assert nvls_allreduce_s("A100", 8, 1e9, ring_Bps) is None          # Ampere: no NVLink SHARP
+    assert nvls_allreduce_s("H100", 1, 1e9, ring_Bps) is None
+
+
+def _tp8_job(sp: bool, gpu: str = "H100-SXM", nvls: bool = True) -> TrainingJob:
+    return job_from_dict(small(model={"layers": 2, "hidden": 4096, "heads": 32, "seq_length": 4096},
+                               parallel={"tp": 8, "pp": 1, "dp": 1, "sequence_parallel": sp},
+                               training={"global_batch": 4}, gpu={"preset": gpu},
+                               network={"policy": "random_ecmp", "dual_channel": False, "nvls": nvls},
+                               fabric={"spec_file": "topo/specs/pod64k.yaml"}),
+                         "j.yaml")
+
+
+def test_nccl_picks_nvls_for_large_tp_allreduces_on_hopper_only() -> None:
+    # TP 8 without sequence parallelism all-reduces 32 MiB activations: NVLS beats the ring
+    on, off = predict(_tp8_job(False)).iteration_s, predict(_tp8_job(False, nvls=False)).iteration_s
+    assert on < off * 0.97
+    assert "NVLS" in predict(_tp8_job(False)).comm["tp.allreduce"].note
+    a100_on = predict(_tp8_job(False, "A100-80GB")).iteration_s
+    assert a100_on == pytest.approx(predict(_tp8_job(False, "A100-80GB", nvls=False)).iteration_s, rel=1e-9)
+
+
+def test_small_allreduces_and_sequence_parallel_stay_on_the_ring() -> None:
+    # with SP the only TP all-reduce is the loss's (8 bytes a token): the ring's latency wins
+    assert predict(_tp8_job(True)).iteration_s == pytest.approx(predict(_tp8_job(True, nvls=False)).iteration_s,
+                                                                rel=1e-9)
+    assert nvls_allreduce_s("H100", 8, 64e3, 450e9 * 0.78) > 8e-6 + 1.75 * 64e3 / (450e9 * 0.78)
+
+
+def test_nvls_must_be_a_bool() -> None:
+    with pytest.raises(Exception, match="nvls"):
+        job_from_dict(small(network={"nvls": "sometimes"}), "j.yaml")
