@@ -24,7 +24,9 @@ with k members in a server runs k rings on k NICs, each carrying 1/k) — TCCL's
 (``sim.workloads.collective_phases``) gives each group's ring or All-to-All rounds, the
 groups' flows are merged per phase and simulated on the fabric under the job's policy
 (``sim.policies.run_phase``: hash-model routing, TCCL ports, GOR), and the time is the
-simulator's calibrated prediction (``sim.model.predict``). Pipeline send/receive is one
+simulator's calibrated prediction (``sim.model.predict``). An all-reduce across servers runs
+as NCCL chooses between its ring and its tree (:func:`tree_features`): the one of least
+modelled time. Pipeline send/receive is one
 phase of every stage boundary's transfers.
 
 Example::
@@ -39,6 +41,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass
 from typing import Optional
@@ -46,7 +49,7 @@ from typing import Optional
 import numpy as np
 
 from host.tccl.dualchannel import ChannelEstimate, DualChannel
-from sim.model import ModelParams, features_of, predict
+from sim.model import Features, ModelParams, features_of, predict
 from sim.policies import GorOptions, run_phase
 from sim.predict.job import TrainingJob
 from sim.topology import TIER, SimFabric, SimInputError
@@ -84,6 +87,28 @@ def nvls_allreduce_s(chip: str, n: int, size_bytes: float, ring_Bps: float) -> O
         return None
     gain = 2.0 * eff * (NVLS_CHANNELS - 1) / NVLS_CHANNELS
     return NVLS_LATENCY_S + FACTOR["allreduce"](n) * size_bytes / (ring_Bps * gain)
+
+
+#: NCCL's tree all-reduce against its ring (``src/graph/tuning.cc``, ``ncclTopoTuneModel``):
+#: the tree's bus bandwidth is the ring's × 0.92 ("busBw * .92" for Tree/AllReduce) and its
+#: algorithm bandwidth half of that (ratio .5), against the ring's busBw·n/(2(n−1)); its
+#: latency is ``2·((ppn − 1)·intraLat + log2(nNodes)·interLat)`` against the ring's
+#: ``2(n − 1)`` steps. Only all-reduce has a tree; reduce-scatter and all-gather run on rings.
+TREE_BUS_SHARE = 0.92
+
+
+def tree_features(ring: Features, n: int, nodes: int) -> Features:
+    """The features of NCCL's tree all-reduce over ``n`` ranks on ``nodes`` servers, from
+    those of the simulated ring (the same flows' bandwidth; NCCL's step counts).
+
+    >>> f = tree_features(Features(1.0, 2 * 63, 3 * 2 * 63), 64, 64)
+    >>> round(f.transfer_s, 3), f.steps, f.hop_steps
+    (1.104, 12.0, 36.0)
+    """
+    ppn = max(1, n // max(1, nodes))
+    steps = 2.0 * ((ppn - 1) + math.ceil(math.log2(max(nodes, 2))))
+    hops = ring.hop_steps / ring.steps if ring.steps else 0.0
+    return Features(ring.transfer_s * n / ((n - 1) * TREE_BUS_SHARE), steps, steps * hops)
 
 
 def _coords(j: TrainingJob) -> tuple[int, int, int, int]:
@@ -191,6 +216,9 @@ class CommModel:
         return CommTime(ring, "nvlink")
 
     def _simulate(self, phases: list[Phase]) -> float:
+        return predict(self._features(phases), self.model)
+
+    def _features(self, phases: list[Phase]) -> Features:
         t0 = time.perf_counter()
         per = []
         for ph in phases:
@@ -201,7 +229,7 @@ class CommModel:
             per.append((ph.repeat, float(r.fct_s[slow]) if len(r.fct_s) else 0.0,
                         int(r.hops.max()) if len(r.hops) else 0))
         self.fabric_wall_s += time.perf_counter() - t0
-        return predict(features_of(per), self.model)
+        return features_of(per)
 
     def collective(self, kind: str, collective: str, size_bytes: float) -> CommTime:
         """Time of one ``collective`` of ``size_bytes`` per rank in every ``kind`` group."""
@@ -230,7 +258,15 @@ class CommModel:
                             np.concatenate([p.dst_nic for p in parts]),
                             np.concatenate([p.size_bytes for p in parts]), parts[0].repeat)
                       for parts in zip(*merged)]
-            out = CommTime(self._simulate(phases), "fabric", f"{len(gs)} groups of {n} simulated at once")
+            note = f"{len(gs)} groups of {n} simulated at once"
+            feats = self._features(phases)
+            t = predict(feats, self.model)
+            if collective == "allreduce":
+                nodes = len({self._server(r) for r in gs[0]})
+                tree = predict(tree_features(feats, n, nodes), self.model)
+                if tree < t:
+                    t, note = tree, note + ", NCCL tree"
+            out = CommTime(t, "fabric", note)
             self._fabric_times[key] = out
         self._cache[key] = out
         return out
@@ -320,4 +356,4 @@ class CommModel:
         return out
 
 
-__all__ = ["CommModel", "CommTime", "NVLS_EFFICIENCY", "groups", "nvls_allreduce_s", "pp_pairs"]
+__all__ = ["CommModel", "CommTime", "NVLS_EFFICIENCY", "groups", "nvls_allreduce_s", "pp_pairs", "tree_features"]

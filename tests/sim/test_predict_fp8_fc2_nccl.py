@@ -6,7 +6,8 @@ import pytest
 
 from predict_jobs import small
 from sim.predict import graph
-from sim.predict.comm import nvls_allreduce_s
+from sim.model import Features
+from sim.predict.comm import nvls_allreduce_s, tree_features
 from sim.predict.framework import PROFILES, resolve_framework
 from sim.predict.job import TrainingJob, job_from_dict
 from sim.predict.predict import predict
@@ -92,3 +93,28 @@ def test_small_allreduces_and_sequence_parallel_stay_on_the_ring() -> None:
 def test_nvls_must_be_a_bool() -> None:
     with pytest.raises(Exception, match="nvls"):
         job_from_dict(small(network={"nvls": "sometimes"}), "j.yaml")
+
+
+def test_tree_features_follow_nccls_model() -> None:
+    ring = Features(1.0, 2.0 * 63, 3.0 * 2 * 63)          # 64 ranks, one per server
+    tree = tree_features(ring, 64, 64)
+    assert tree.transfer_s == pytest.approx(64 / (63 * 0.92))   # busBw x .92, algBw x .5
+    assert tree.steps == pytest.approx(2 * 6)                   # 2 log2(nodes)
+    assert tree.hop_steps == pytest.approx(3 * 12)
+    assert tree_features(Features(1.0, 126, 0.0), 64, 8).steps == pytest.approx(2 * (7 + 3))  # + chain in a server
+
+
+def _ddp_job(hidden: int, layers: int) -> TrainingJob:
+    return job_from_dict(small(model={"layers": layers, "hidden": hidden, "heads": 8, "seq_length": 1024},
+                               parallel={"tp": 1, "pp": 1, "dp": 64}, training={"global_batch": 64},
+                               gpu={"preset": "A100-80GB"}, framework={"name": "megatron-lm"},
+                               network={"policy": "random_ecmp", "dual_channel": False},
+                               fabric={"spec_file": "topo/specs/pod64k.yaml"}), "j.yaml")
+
+
+def test_nccl_picks_the_tree_for_small_allreduces_across_servers_and_the_ring_for_large() -> None:
+    small_grads = predict(_ddp_job(256, 2)).comm["dp.allreduce.grads"]
+    large_grads = predict(_ddp_job(4096, 8)).comm["dp.allreduce.grads"]
+    assert small_grads.medium == large_grads.medium == "fabric"
+    assert "NCCL tree" in small_grads.note              # 126 ring steps of latency against 20
+    assert "tree" not in large_grads.note               # bandwidth-bound: the ring's n/(n-1) x .92 wins
