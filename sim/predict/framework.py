@@ -52,6 +52,11 @@ field                  meaning
 ``fp8_recipe``         ``delayed``, ``current``, ``tensorwise`` (per-tensor scales), ``blockwise``
                        (1×128 / 128×128 scales); see :mod:`sim.predict.graph`
 ``fp8_weight_cache``   FP8 weights are cast once a step, not once a micro-batch
+``selective_ac``       what ``recompute: selective`` replays: ``megatron`` (Korthikanti et al.:
+                       the norms and the activation function; unfused attention's core) or
+                       ``op`` (torchtitan's per-op policy: every op but ``mm``, attention,
+                       reduce-scatter and ``max``, and every second ``mm``:
+                       :func:`sim.predict.graph.sac_gemm_shares`)
 ``fp8_fc2_fused``      FP8 jobs: the MLP's activation function writes FC2's FP8 input itself
                        (Transformer Engine's ``LayerNormMLP``); false: the stack runs its own
                        activation kernel in BF16 and FC2's ``Linear`` quantizes its input as
@@ -152,6 +157,7 @@ class Framework:
     fp8_recipe: str = "delayed"
     fp8_weight_cache: bool = True
     fp8_fc2_fused: bool = True
+    selective_ac: str = "megatron"
     fp8_param_gather: bool = False
     fp8_tp_gather: bool = True
     cp_comm: str = "ring"
@@ -235,7 +241,8 @@ PROFILES: dict[str, Framework] = {f.name: f for f in (
     replace(_MCORE, name="composer-fsdp", data_parallel="fsdp", tp_comm_overlap=0.0, attention="fa2", fp8_tp_gather=False,
             grad_reduce_dtype="fp32", fp8_recipe="delayed", fp8_weight_cache=False, **_EAGER),
     replace(_MCORE, name="torchtitan", data_parallel="fsdp", tp_comm_overlap=0.0, attention="fa2",
-            grad_reduce_dtype="fp32", fp8_recipe="tensorwise", fp8_weight_cache=False, cp_comm="allgather", **_EAGER),
+            grad_reduce_dtype="fp32", fp8_recipe="tensorwise", fp8_weight_cache=False, cp_comm="allgather",
+            selective_ac="op", **_EAGER),
     replace(_MCORE, name="llama3-meta", data_parallel="distributed_optimizer", tp_comm_overlap=0.5, attention="fa2",
             cp_comm="allgather"),
 )}
@@ -271,6 +278,7 @@ class FrameworkSection:
     fp8_recipe: Optional[str] = None
     fp8_weight_cache: Optional[bool] = None
     fp8_fc2_fused: Optional[bool] = None
+    selective_ac: Optional[str] = None
     fp8_param_gather: Optional[bool] = None
     fp8_tp_gather: Optional[bool] = None
     cp_comm: Optional[str] = None
@@ -304,6 +312,7 @@ def resolve_framework(data: Any, source: str) -> Framework:
     _one_of(f.grad_reduce_dtype, ("fp32", "bf16", "fp16", "auto"), source, "grad_reduce_dtype")
     _one_of(f.fp8_recipe, FP8_RECIPES, source, "fp8_recipe")
     _one_of(f.cp_comm, ("ring", "allgather"), source, "cp_comm")
+    _one_of(f.selective_ac, ("megatron", "op"), source, "selective_ac")
     _one_of(f.moe_dispatcher, MOE_DISPATCHERS, source, "moe_dispatcher")
     if f.moe_qps_per_channel < 1:
         raise SimInputError(f"{source}: framework.moe_qps_per_channel: at least 1, got {f.moe_qps_per_channel}")

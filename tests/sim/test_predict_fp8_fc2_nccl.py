@@ -118,3 +118,36 @@ def test_nccl_picks_the_tree_for_small_allreduces_across_servers_and_the_ring_fo
     assert small_grads.medium == large_grads.medium == "fabric"
     assert "NCCL tree" in small_grads.note              # 126 ring steps of latency against 20
     assert "tree" not in large_grads.note               # bandwidth-bound: the ring's n/(n-1) x .92 wins
+
+
+def _sac_job(framework: str, mlp: str = "swiglu", recompute: str = "selective") -> TrainingJob:
+    return job_from_dict(small(model={"mlp": mlp, "kv_heads": 4}, parallel={"tp": 1, "pp": 1, "dp": 8},
+                               training={"recompute": recompute}, framework={"name": framework},
+                               gpu={"preset": "H100-SXM"}), "j.yaml")
+
+
+def test_torchtitan_recomputes_every_second_mm() -> None:
+    # SwiGLU: wq wk wv wo w1 w3 w2 = 7 mms, the counter alternates: every GEMM half the time
+    assert graph.sac_gemm_shares(_sac_job("torchtitan")) == pytest.approx(
+        {"qkv": 0.5, "out_proj": 0.5, "fc1": 0.5, "fc2": 0.5})
+    # GeLU: 6 mms, always the even ones: wk (4 of 16 + 2 x 4 heads of qkv), wo, w2
+    assert graph.sac_gemm_shares(_sac_job("torchtitan", "gelu")) == pytest.approx(
+        {"qkv": 4 / 24, "out_proj": 1.0, "fc1": 0.0, "fc2": 1.0})
+
+
+def test_op_sac_replays_memory_kernels_and_half_the_gemms_not_attention() -> None:
+    j = _sac_job("torchtitan")
+    fwd = {k.name: k for k in graph.layer_forward(j, moe=False)}
+    rec = {k.name.removeprefix("recompute."): k for k in graph.recompute_forward(j, moe=False)}
+    assert "attention" not in rec and not [k for k in rec.values() if k.kind == "comm"]
+    assert rec["fc1"].flops == pytest.approx(0.5 * fwd["fc1"].flops)
+    assert {n for n, k in fwd.items() if k.kind == "memory"} <= set(rec)
+    # Megatron's selective recomputation (Korthikanti et al.) replays no GEMM
+    mc = graph.recompute_forward(_sac_job("megatron-core"), moe=False)
+    assert not [k for k in mc if k.kind == "gemm"]
+    assert predict(j).iteration_s > predict(_sac_job("torchtitan", recompute="none")).iteration_s
+
+
+def test_selective_ac_is_checked() -> None:
+    with pytest.raises(Exception, match="selective_ac"):
+        resolve_framework({"name": "torchtitan", "selective_ac": "layer"}, "j.yaml")
