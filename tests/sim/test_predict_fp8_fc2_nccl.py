@@ -11,6 +11,7 @@ from sim.predict.comm import nvls_allreduce_s, tree_features
 from sim.predict.framework import PROFILES, resolve_framework
 from sim.predict.job import TrainingJob, job_from_dict
 from sim.predict.predict import predict
+from sim.topology import SimInputError
 
 
 def _fp8_job(framework: dict, recipe: str = "delayed") -> TrainingJob:
@@ -51,7 +52,7 @@ def test_fc2_cast_is_an_override_and_slows_the_iteration() -> None:
 
 
 def test_fc2_fused_must_be_a_bool() -> None:
-    with pytest.raises(Exception, match="fp8_fc2_fused"):
+    with pytest.raises(SimInputError, match="fp8_fc2_fused"):
         resolve_framework({"name": "megatron-core", "fp8_fc2_fused": "yes"}, "j.yaml")
 
 
@@ -91,7 +92,7 @@ def test_small_allreduces_and_sequence_parallel_stay_on_the_ring() -> None:
 
 
 def test_nvls_must_be_a_bool() -> None:
-    with pytest.raises(Exception, match="nvls"):
+    with pytest.raises(SimInputError, match="nvls"):
         job_from_dict(small(network={"nvls": "sometimes"}), "j.yaml")
 
 
@@ -149,5 +150,5 @@ def test_op_sac_replays_memory_kernels_and_half_the_gemms_not_attention() -> Non
 
 
 def test_selective_ac_is_checked() -> None:
-    with pytest.raises(Exception, match="selective_ac"):
+    with pytest.raises(SimInputError, match="selective_ac"):
         resolve_framework({"name": "torchtitan", "selective_ac": "layer"}, "j.yaml")
