@@ -404,7 +404,10 @@ def op_sac_recompute(j: TrainingJob, fwd: list[Kernel]) -> list[Kernel]:
     ``reduce_scatter_tensor``, ``max``) — every memory-bound kernel of the block (norms,
     rotary, activation, residual adds, FP8 casts) — and the GEMMs of :func:`sac_gemm_shares`
     at their share; never the attention. Its all-gathers are replayed too: the sequence-
-    parallel re-gather the backward already holds (``layer_backward``)."""
+    parallel re-gather the backward already holds (``layer_backward``). Compiled blocks
+    replay the same: the policy marks the rest ``PREFER_RECOMPUTE``, which the compiler's
+    partitioner treats as must-recompute (``torch/_functorch/partitioners.py``,
+    ``must_recompute``)."""
     shares = sac_gemm_shares(j)
     out = []
     for k in fwd:
