@@ -202,12 +202,15 @@ class TableStore:
                                   for tid, p in self.plans.items()
                                   if p.single_exact is not None or p.single_lpm is not None})
 
-    def wire_updates(self, request: pb.WriteRequest) -> Optional[list[Optional[WireEntry]]]:
+    def wire_updates(self, request: pb.WriteRequest,
+                     data: Optional[bytes] = None) -> Optional[list[Optional[WireEntry]]]:
         """The request's updates read from its bytes for :meth:`write_run` (:func:`.wirewrites.parse_updates`
-        of upb's encoding of it), or None when no planned table has one exact field."""
+        of ``data``, the bytes ``request`` was parsed from, or else of upb's encoding of it),
+        or None when no planned table has one exact or LPM field."""
         if not self.shapes.count:
             return None
-        return parse_updates(request.SerializeToString(), len(request.updates), self.shapes)
+        return parse_updates(request.SerializeToString() if data is None else data,
+                             len(request.updates), self.shapes)
 
     # ------------------------------------------------------------------ helpers
     def _entry_action(self, ti: TableInfo, ta: pb.TableAction

@@ -286,6 +286,11 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.read_limits = read_limits()
         #: device-lock time of read-only identities' Reads (streamlimits.ReadBudget)
         self.read_budget = ReadBudget()
+        #: requests refused before a byte of them was parsed (:meth:`_unread_identity`)
+        self.unread_refused = 0
+        #: bytes of requests parsed by the unary handlers (:meth:`_parse`); approximate
+        #: under concurrent RPCs (no lock: a count to watch, not to bill)
+        self.parsed_bytes = 0
         self.arbiter = Arbiter(device.device_id)
         self.reqlog = RequestLog(request_log) if request_log else None
         self.store_factory = store_factory or self._default_store
@@ -327,7 +332,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                                                         thread_name_prefix="p4rt"),
                              options=[("grpc.so_reuseport", 0),
                                       ("grpc.max_receive_message_length", self.max_receive_bytes)])
-        p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self, server)
+        server.add_generic_rpc_handlers((self.rpc_handlers(),))
         try:
             port = server.add_insecure_port(self.address) if self.tls is None else \
                 server.add_secure_port(self.address, self.tls.credentials())
@@ -361,6 +366,114 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def wait_for_termination(self, timeout: Optional[float] = None) -> bool:
         return self._server.wait_for_termination(timeout) if self._server is not None else True
+
+    def rpc_handlers(self) -> grpc.GenericRpcHandler:
+        """The ``p4.v1.P4Runtime`` methods as gRPC serves them. The unary ones and Read
+        take the request's **bytes** (``request_deserializer=None``): the caller's
+        identity is checked against the policy from the TLS auth context first
+        (:meth:`_unread_identity`), and only then is the request parsed
+        (:meth:`_parse`), so that a client with no right to a method cannot make the
+        switch parse a request of up to :data:`MAX_RECEIVE_BYTES` (256 MB) for it. A
+        Write then reads its table updates from those same bytes (:mod:`.wirewrites`).
+        StreamChannel's messages are parsed by gRPC, as the generated servicer does.
+
+        >>> srv = P4RuntimeServer.__new__(P4RuntimeServer)
+        >>> isinstance(srv.rpc_handlers(), grpc.GenericRpcHandler)
+        True
+        """
+        pb = p4runtime_pb2
+        unary = grpc.unary_unary_rpc_method_handler
+        return grpc.method_handlers_generic_handler("p4.v1.P4Runtime", {
+            "Write": unary(self._write_bytes, None, pb.WriteResponse.SerializeToString),
+            "Read": grpc.unary_stream_rpc_method_handler(self._read_bytes, None,
+                                                         pb.ReadResponse.SerializeToString),
+            "SetForwardingPipelineConfig": unary(self._set_pipeline_bytes, None,
+                                                 pb.SetForwardingPipelineConfigResponse.SerializeToString),
+            "GetForwardingPipelineConfig": unary(self._get_pipeline_bytes, None,
+                                                 pb.GetForwardingPipelineConfigResponse.SerializeToString),
+            "Capabilities": unary(self._capabilities_bytes, None, pb.CapabilitiesResponse.SerializeToString),
+            "StreamChannel": grpc.stream_stream_rpc_method_handler(
+                self.StreamChannel, pb.StreamMessageRequest.FromString,
+                pb.StreamMessageResponse.SerializeToString),
+        })
+
+    def _unread_identity(self, context: grpc.ServicerContext, rpc: str) -> Optional[str]:
+        """The caller's identity, decided before its request is read: with a policy,
+        RpcError PERMISSION_DENIED for an identity the policy does not name (every RPC,
+        the message of :meth:`_identity`), for a Write or SetForwardingPipelineConfig by
+        an identity none of whose roles may write (the testbed's monitor), and for
+        SetForwardingPipelineConfig by one none of whose roles may push a pipeline
+        (``can_push_pipeline``; a role config narrows a role, never widens it). Such a
+        request would be refused PERMISSION_DENIED whatever it holds, so it is refused
+        unread. Without a policy every caller passes, as on BMv2."""
+        identity = peer_identity(context)
+        if self.policy is None:
+            return identity
+        pol = self.policy
+        try:
+            roles = pol.require_identity(identity, rpc)
+            if rpc not in ("Write", "SetForwardingPipelineConfig"):
+                return identity
+            who = repr(identity) if identity else "(no client certificate)"
+            held = ", ".join(role_label(r) for r in roles)
+            if all(pol.roles[r].read_only for r in roles):
+                what = f"identity {who} may not hold role '<default>' nor" if "" not in roles \
+                    else f"identity {who} may not"
+                raise Denied(f"{what} write as any role it holds ({held}: read-only, Read and "
+                             f"GetForwardingPipelineConfig only): {rpc} refused before its request was read")
+            if rpc == "SetForwardingPipelineConfig" and not any(pol.roles[r].can_push_pipeline for r in roles):
+                raise Denied(f"identity {who}: no role it holds ({held}) may push a pipeline "
+                             f"(can_push_pipeline is not set): {rpc} refused before its request was read")
+        except Denied as e:
+            self.unread_refused += 1
+            raise self._denied(e, rpc) from None
+        return identity
+
+    def _parse(self, cls: Any, data: bytes, context: grpc.ServicerContext) -> Any:
+        """``cls.FromString(data)``; a request that does not parse ends the RPC as gRPC's
+        own deserializer ends it (``INTERNAL`` "Exception deserializing request!")."""
+        try:
+            msg = cls.FromString(data)
+        except Exception:  # noqa: BLE001 - what gRPC catches around a deserializer
+            log.warning("P4Runtime %s: the request (%d bytes) does not parse", cls.__name__, len(data))
+            context.abort(grpc.StatusCode.INTERNAL, "Exception deserializing request!")
+        self.parsed_bytes += len(data)
+        return msg
+
+    def _write_bytes(self, data: bytes, context: grpc.ServicerContext) -> Any:
+        try:
+            identity = self._unread_identity(context, "Write")
+        except RpcError as e:
+            self._abort(context, e)
+        return self._write(self._parse(p4runtime_pb2.WriteRequest, data, context), context, identity, data)
+
+    def _read_bytes(self, data: bytes, context: grpc.ServicerContext) -> Iterator[Any]:
+        try:
+            self._unread_identity(context, "Read")
+        except RpcError as e:
+            self._abort(context, e)
+        yield from self.Read(self._parse(p4runtime_pb2.ReadRequest, data, context), context)
+
+    def _set_pipeline_bytes(self, data: bytes, context: grpc.ServicerContext) -> Any:
+        try:
+            self._unread_identity(context, "SetForwardingPipelineConfig")
+        except RpcError as e:
+            self._abort(context, e)
+        return self.SetForwardingPipelineConfig(self._parse(_Req, data, context), context)
+
+    def _get_pipeline_bytes(self, data: bytes, context: grpc.ServicerContext) -> Any:
+        try:
+            self._unread_identity(context, "GetForwardingPipelineConfig")
+        except RpcError as e:
+            self._abort(context, e)
+        return self.GetForwardingPipelineConfig(self._parse(_Get, data, context), context)
+
+    def _capabilities_bytes(self, data: bytes, context: grpc.ServicerContext) -> Any:
+        try:
+            self._unread_identity(context, "Capabilities")
+        except RpcError as e:
+            self._abort(context, e)
+        return self.Capabilities(self._parse(p4runtime_pb2.CapabilitiesRequest, data, context), context)
 
     # ------------------------------------------------------------------ helpers
     def _check_device(self, device_id: int, write: bool) -> None:
@@ -572,8 +685,18 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     # ------------------------------------------------------------------ Write
     def Write(self, request: p4runtime_pb2.WriteRequest, context: grpc.ServicerContext) -> Any:
+        """The servicer's Write of a parsed request (gRPC calls :meth:`_write_bytes`)."""
         try:
             identity = self._identity(context, "Write")
+        except RpcError as e:
+            self._abort(context, e)
+        return self._write(request, context, identity, None)
+
+    def _write(self, request: p4runtime_pb2.WriteRequest, context: grpc.ServicerContext,
+               identity: Optional[str], wire: Optional[bytes]) -> Any:
+        """A Write by ``identity`` (the policy has named it); ``wire``: the request's bytes
+        as received (None: re-encoded for the wire path)."""
+        try:
             self._check_device(request.device_id, write=True)
             rd = self._writer(identity, request.role, "Write")
             self._check_primary(request.role, request, identity)
@@ -587,7 +710,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 self.reqlog.write_request(request)
             denied = self._denied_updates(identity, rd, request)
             with self._state_lock:
-                errors = self._apply(self._target(), request, denied)
+                errors = self._apply(self._target(), request, denied, wire)
         except RpcError as e:
             self._abort(context, e)
             return p4runtime_pb2.WriteResponse()  # not reached: abort raises
@@ -610,10 +733,12 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         return out
 
     def _apply(self, pipe: Pipeline, request: p4runtime_pb2.WriteRequest,
-               denied: Optional[dict[int, p4runtime_pb2.Error]] = None) -> list[p4runtime_pb2.Error]:
+               denied: Optional[dict[int, p4runtime_pb2.Error]] = None,
+               data: Optional[bytes] = None) -> list[p4runtime_pb2.Error]:
         """Apply the batch; one ``p4.v1.Error`` per update (OK when it succeeded), or no
         list at all when every update of a CONTINUE_ON_ERROR batch succeeded; ``denied``
-        updates fail with their error without being tried."""
+        updates fail with their error without being tried. ``data``: the bytes ``request``
+        was parsed from, whose updates the wire path reads (None: upb re-encodes it)."""
         W = p4runtime_pb2.WriteRequest
         updates = request.updates       # indexed as needed: the wire path reads most from bytes
         lock = self.device.lock
@@ -630,7 +755,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             # the updates read once from the request's bytes (p4sim/p4runtime/wirewrites.py);
             # upb re-encodes the request in a fraction of what its accessors cost
             wire_of = getattr(pipe.store, "wire_updates", None)
-            wire = wire_of(request) if run is not None and wire_of is not None else None
+            wire = wire_of(request, data) if run is not None and wire_of is not None else None
             with lock, gc_paused():
                 i = 0
                 while i < n:
