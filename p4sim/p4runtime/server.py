@@ -60,7 +60,7 @@ import threading
 import time
 from concurrent import futures
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, NamedTuple, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Optional, Sequence
 
 import grpc
 from google.protobuf import any_pb2
@@ -81,8 +81,10 @@ from p4sim.p4runtime.packetio import PacketIO
 from p4sim.p4runtime.reqlog import RequestLog
 from p4sim.p4runtime.streamlimits import ReadBudget, StreamLimitError, StreamLimits, read_limits
 from p4sim.p4runtime.tls import ServerTls
-from p4sim.p4runtime.wirewrites import WireEntry
 from p4sim.runtime.errors import RuntimeStateError
+
+if TYPE_CHECKING:     # the wire path's modules load numpy; the store imports them
+    from p4sim.p4runtime.wirewrites import WireEntry
 
 _ATOMICITIES = frozenset(p4runtime_pb2.WriteRequest.Atomicity.values())
 """The atomicity values the proto names (``Atomicity.values()`` builds a list per call)."""
