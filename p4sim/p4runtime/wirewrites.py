@@ -13,17 +13,25 @@ length's key and one byte, then ``TableAction`` as its own bytes. :class:`WireSh
 builds each head once with a small encoder of its own and checks an update with one
 ``bytes.startswith``; the value and the action's bytes are then slices. What the bytes
 mean is then exactly what the head says: they *are* the canonical encoding of that
-message, nothing left out or added.
+message, nothing left out or added. A table of several exact fields (the plans'
+``multi_exact``: ``(dst, etype)``-like tables) is read the same way piece by piece
+(:class:`_MultiShape`): an outer head with the table id, then each field's FieldMatch
+head and value, in the P4Info's order, every nested length checked.
 
 Anything else gives None for that update, which then takes the message path, unchanged:
-another entity or table, a second match field, a priority, metadata, an idle timeout,
+another entity or table, a second match field of a one-field table, fields of a
+multi-field table in another order, left out or given twice, a priority, metadata, an idle timeout,
 ``is_const`` or any other field, an update or action of 128 bytes or more, a prefix
 length of 0 or of 128 or more, a varint not in its shortest form. The table's plan checks and canonicalises a :data:`WireEntry` as it
 does the message (:meth:`TablePlan.wire_insert`, ``wire_modify``, ``wire_delete``), so
 both give the same key, the same call and the same refusals
-(tests/p4sim/p4runtime/test_wire_writes.py compares both on valid and invalid batches).
-The server feeds this upb's own encoding of the request (``SerializeToString``: ~0.2 µs
-an update), whose fields come in field-number order, as the heads have them.
+(tests/p4sim/p4runtime/test_wire_writes.py and test_wire_writes_multi.py compare both
+on valid and invalid batches). The server feeds this the bytes the request was received
+as (its Write handler gets them from gRPC unparsed), or upb's own encoding of a request
+given to it parsed (``SerializeToString``: ~0.2 µs an update). A client's bytes need not
+come in upb's field order: an update that differs from the canonical encoding of its
+message matches no head (None), and updates that are not one run of fields make the
+whole request None.
 
 Field numbers (``_T_*``) are read from the generated descriptors, not written here.
 
