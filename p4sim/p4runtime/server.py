@@ -96,6 +96,12 @@ MAX_RECEIVE_BYTES = 256 * 1024 * 1024
 """The largest request p4sim accepts, PI's (``pi_server.cpp``: ``SetMaxReceiveMessageSize(256MB)``;
 gRPC's default, 4 MB, would refuse device configs and batches BMv2 takes). A larger one is
 refused by gRPC with ``RESOURCE_EXHAUSTED`` before it is parsed."""
+MAX_READ_ONLY_REQUEST_BYTES = 4 * 1024 * 1024
+"""The largest ReadRequest of an identity that only reads (every role it holds read-only
+under the policy, as the testbed's monitor): gRPC's default receive bound. Its Reads are a
+few wildcards (well under 1 kB); a larger one is refused ``RESOURCE_EXHAUSTED`` before it
+is parsed, where :data:`MAX_RECEIVE_BYTES` (256 MB) would let it make the switch parse
+hundreds of MB. Writers keep PI's bound, as on BMv2."""
 MAX_READ_ENTITIES = 1 << 20
 """Entities one Read may answer with (1,048,576: a hundred times the fabric's every table
 entry and counter cell). A ReadRequest may repeat a wildcard: 200 copies of "every
@@ -452,8 +458,14 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def _read_bytes(self, data: bytes, context: grpc.ServicerContext) -> Iterator[Any]:
         try:
-            self._unread_identity(context, "Read")
+            identity = self._unread_identity(context, "Read")
+            if len(data) > MAX_READ_ONLY_REQUEST_BYTES and self._read_only(identity) is not None:
+                self.unread_refused += 1
+                raise RpcError("RESOURCE_EXHAUSTED", f"identity {identity!r} only reads: a ReadRequest "
+                                                     f"of {len(data)} bytes exceeds {MAX_READ_ONLY_REQUEST_BYTES} "
+                                                     "(MAX_READ_ONLY_REQUEST_BYTES); refused before it was read")
         except RpcError as e:
+            log.warning("P4Runtime Read refused: %s", e.message)
             self._abort(context, e)
         yield from self.Read(self._parse(p4runtime_pb2.ReadRequest, data, context), context)
 

@@ -30,6 +30,7 @@ import grpc
 import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from p4sim.p4runtime.server import MAX_READ_ONLY_REQUEST_BYTES
 from procs import REPO, SwitchProcess
 from testbed.attacks import (Attack, AgentFabric, Outcome, Victim, agent_attacks, default_attackers,
                              p4rt_attacks, run_agent_attack, run_attack)
@@ -311,7 +312,9 @@ def test_a_read_only_certificate_cannot_make_the_switch_parse_a_large_write(
     ``INTERNAL`` "Exception deserializing request!" (a parse would have reached the
     end); the whole Write cost the switch less CPU than parsing it costs this process;
     the controller, whose Writes are parsed, gets the INTERNAL of before for the same
-    bytes. The switch keeps its state and the controller stays primary."""
+    bytes. A 64 MB Read by the monitor is refused ``RESOURCE_EXHAUSTED`` unread too
+    (MAX_READ_ONLY_REQUEST_BYTES), the controller's is parsed and answered as before. The
+    switch keeps its state and the controller stays primary."""
     sw = start_testbed_switch(pki, tmp_path)
     try:
         with Victim(sw.grpc_addr, DEVICE_ID, VICTIM, pki.root, *compiled) as v:
@@ -334,7 +337,36 @@ def test_a_read_only_certificate_cannot_make_the_switch_parse_a_large_write(
             assert err.code() == grpc.StatusCode.PERMISSION_DENIED, (err.code(), err.details())
             err = raw_write(v, "controller", cut)
             assert (err.code(), err.details()) == (grpc.StatusCode.INTERNAL, "Exception deserializing request!")
+            # a Read of 64 MB of entity filters: refused unread for the read-only identity,
+            # parsed for the controller (a table that does not exist: INVALID_ARGUMENT as before)
+            one = p4runtime_pb2.ReadRequest(entities=[p4runtime_pb2.Entity(
+                table_entry=p4runtime_pb2.TableEntry(table_id=0x02FFFFFF))]).SerializeToString()
+            big_read = p4runtime_pb2.ReadRequest(device_id=DEVICE_ID).SerializeToString() + \
+                one * (BIG_WRITE_BYTES // len(one))
+            cpu0 = switch_cpu_s(sw.proc.pid)
+            err = raw_read(v, "monitor", big_read)
+            spent_s = switch_cpu_s(sw.proc.pid) - cpu0
+            assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, (err.code(), err.details())
+            assert "refused before it was read" in err.details(), err.details()
+            assert spent_s < parse_s, f"the refused Read cost the switch {spent_s:.2f} s of CPU"
+            over = p4runtime_pb2.ReadRequest(device_id=DEVICE_ID).SerializeToString() + \
+                one * (MAX_READ_ONLY_REQUEST_BYTES // len(one) + 64)      # just over the bound
+            err = raw_read(v, "controller", over)          # a writer's Read: parsed, as on BMv2
+            assert (err.code(), err.details()) == (grpc.StatusCode.INVALID_ARGUMENT,
+                                                  "Invalid P4 id: no table with id 50331647"), err
             assert sw.alive() and v.conn.pipeline_cookie() == before
             assert v.conn.stream_alive and v._still_primary()      # the controller still primary
     finally:
         sw.stop()
+
+
+def raw_read(victim: Victim, party: str, data: bytes) -> grpc.RpcError:
+    """Send ``data`` as a Read with ``party``'s certificate; the error it ends with."""
+    with victim.channel(party) as ch:
+        call = ch.unary_stream("/p4.v1.P4Runtime/Read", request_serializer=None,
+                               response_deserializer=p4runtime_pb2.ReadResponse.FromString)
+        try:
+            list(call(data, timeout=120))
+        except grpc.RpcError as exc:
+            return exc
+    pytest.fail(f"a Read of {len(data)} bytes by {party} was answered OK")
