@@ -295,11 +295,6 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.read_limits = read_limits()
         #: device-lock time of read-only identities' Reads (streamlimits.ReadBudget)
         self.read_budget = ReadBudget()
-        #: requests refused before a byte of them was parsed (:meth:`_unread_identity`)
-        self.unread_refused = 0
-        #: bytes of requests parsed by the unary handlers (:meth:`_parse`); approximate
-        #: under concurrent RPCs (no lock: a count to watch, not to bill)
-        self.parsed_bytes = 0
         self.arbiter = Arbiter(device.device_id)
         self.reqlog = RequestLog(request_log) if request_log else None
         self.store_factory = store_factory or self._default_store
@@ -431,10 +426,9 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 raise Denied(f"{what} write as any role it holds ({held}: read-only, Read and "
                              f"GetForwardingPipelineConfig only): {rpc} refused before its request was read")
             if rpc == "SetForwardingPipelineConfig" and not any(pol.roles[r].can_push_pipeline for r in roles):
-                raise Denied(f"identity {who}: no role it holds ({held}) may push a pipeline "
-                             f"(can_push_pipeline is not set): {rpc} refused before its request was read")
+                raise Denied(f"identity {who} may not push a pipeline: no role it holds ({held}) has "
+                             f"can_push_pipeline: {rpc} refused before its request was read")
         except Denied as e:
-            self.unread_refused += 1
             raise self._denied(e, rpc) from None
         return identity
 
@@ -446,7 +440,6 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         except Exception:  # noqa: BLE001 - what gRPC catches around a deserializer
             log.warning("P4Runtime %s: the request (%d bytes) does not parse", cls.__name__, len(data))
             context.abort(grpc.StatusCode.INTERNAL, "Exception deserializing request!")
-        self.parsed_bytes += len(data)
         return msg
 
     def _write_bytes(self, data: bytes, context: grpc.ServicerContext) -> Any:
@@ -460,7 +453,6 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         try:
             identity = self._unread_identity(context, "Read")
             if len(data) > MAX_READ_ONLY_REQUEST_BYTES and self._read_only(identity) is not None:
-                self.unread_refused += 1
                 raise RpcError("RESOURCE_EXHAUSTED", f"identity {identity!r} only reads: a ReadRequest "
                                                      f"of {len(data)} bytes exceeds {MAX_READ_ONLY_REQUEST_BYTES} "
                                                      "(MAX_READ_ONLY_REQUEST_BYTES); refused before it was read")
