@@ -136,6 +136,18 @@ def spread(load: dict[str, float]) -> float:
     return round(max(vals) / (sum(vals) / len(vals)), 3) if vals and sum(vals) else 0.0
 
 
+def even_floor(load: dict[str, int]) -> float:
+    """The lowest busiest ÷ mean whole flows can give over ``load``'s links: the busiest
+    link carries at least ceil(flows / links). With fewer flows than links (the all-to-all
+    on the two-pod spec: 8 flows over 16 spine → core links) that floor is above 1.0.
+
+    >>> even_floor({"a": 1, "b": 1, "c": 0, "d": 0}), even_floor({"a": 2, "b": 0})
+    (2.0, 1.0)
+    """
+    flows, links = sum(load.values()), len(load)
+    return round(math.ceil(flows / links) / (flows / links), 3) if flows and links else 0.0
+
+
 def predicted_load(flows: Sequence[Any], uplinks: Sequence[str]) -> dict[str, int]:
     """Flows per uplink as the hash model predicts (every uplink listed)."""
     out = {u: 0 for u in uplinks}
@@ -384,7 +396,9 @@ def run_alltoall(fabric: Any, programmer: Any, state: Any, save_state: Callable[
         if r.core_tx:
             say(f"alltoall: spine -> core max/mean random {r.core_max_over_mean} -> TCCL "
                 f"{t.core_max_over_mean} (predicted {r.core_predicted_max_over_mean} -> "
-                f"{t.core_predicted_max_over_mean})")
+                f"{t.core_predicted_max_over_mean}; whole flows cannot go under "
+                f"{even_floor(t.core_predicted)}: {sum(t.core_predicted.values())} flows over "
+                f"{len(t.core_predicted)} links)")
     if g:
         say(f"alltoall: random + GOR: max/mean {g.max_over_mean}, completion {g.completion_s} s, "
             f"delivered {g.delivered}/{len(g.flows)}; {g.orders} GOR orders")
@@ -395,5 +409,5 @@ def run_alltoall(fabric: Any, programmer: Any, state: Any, save_state: Callable[
 
 
 __all__ = ["AllToAllResult", "EVEN_UTIL", "MESSAGES", "MESSAGE_BYTES", "PhaseResult",
-           "alltoall_pairs", "core_uplinks", "draw_colliding", "predicted_core_load", "plan_phase", "predicted_load", "run_alltoall",
+           "alltoall_pairs", "core_uplinks", "draw_colliding", "even_floor", "predicted_core_load", "plan_phase", "predicted_load", "run_alltoall",
            "run_phase", "spread"]

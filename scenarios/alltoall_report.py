@@ -9,6 +9,7 @@ and the per-phase section and bar plot appended to ``runs/<time>/report.md``.
 """
 from __future__ import annotations
 
+import math
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -71,6 +72,10 @@ def render_section(res: Any) -> str:
         for u in cores:
             lines.append(f"| {u} | " + " | ".join(
                 f"{p.core_predicted.get(u, 0)} | {p.core_tx.get(u, 0)}" for p in phases) + " |")
+        flows = sum(phases[0].core_predicted.values())
+        lines += ["", f"{flows} flows over {len(cores)} spine → core links: whole flows give a "
+                  f"busiest ÷ mean of {math.ceil(flows / len(cores)) * len(cores) / flows:.3g} at "
+                  "best (the busiest link carries at least ceil(flows / links))." if flows else ""]
     core_cols = " spine→core max/mean measured | spine→core max/mean predicted |" if cores else ""
     lines += ["", "| ports | max/mean measured | max/mean predicted |" + core_cols
               + " completion (s) | flows delivered | packets lost |",

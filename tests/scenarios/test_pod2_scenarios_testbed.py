@@ -7,8 +7,9 @@
   incast: ``pin_to_leaf``), so the lone port's goodput bounds each flow's; PFC acts under
   incast in both modes.
 * **all-to-all in TCCL mode across pods** (seed 7): both phases deliver every flow; TCCL's
-  plan is even on the leaf uplinks and the spine → core links as predicted, and measured
-  no worse than the random draw on either tier.
+  plan is even on the leaf uplinks and as even as whole flows allow on the spine → core
+  links (one flow at most on each) as predicted, and measured no worse than the random
+  draw on either tier.
 * **faults** on the third tier: a corrupted core → spine direction and a hung core switch
   are each named first, exactly, and undone.
 
@@ -25,7 +26,7 @@ FAULT_KINDS = ("corruption", "hung_switch")
 
 
 def test_incast_alltoall_and_faults_on_two_pods(tmp_path: Path) -> None:
-    from scenarios.alltoall import run_alltoall
+    from scenarios.alltoall import even_floor, run_alltoall
     from scenarios.common import ScenarioOptions
     from scenarios.faults import run_faults
     from scenarios.incast import run_incast
@@ -64,7 +65,10 @@ def test_incast_alltoall_and_faults_on_two_pods(tmp_path: Path) -> None:
     assert a2a.status == 0 and not a2a.errors, a2a_figures
     assert rnd.delivered == tccl.delivered == 8, a2a_figures
     assert len(tccl.core_tx) == 8 and len(tccl.uplink_tx) == 8, a2a_figures
-    assert tccl.predicted_max_over_mean == 1.0 == tccl.core_predicted_max_over_mean, a2a_figures
+    assert tccl.predicted_max_over_mean == 1.0, a2a_figures
+    # 4 flows a pod over its 8 spine -> core links: one at most on each (max/mean 2.0)
+    assert max(tccl.core_predicted.values()) == 1, a2a_figures
+    assert tccl.core_predicted_max_over_mean == even_floor(tccl.core_predicted), a2a_figures
     assert tccl.max_over_mean <= rnd.max_over_mean, a2a_figures
     assert tccl.core_max_over_mean <= rnd.core_max_over_mean, a2a_figures
 
