@@ -17,8 +17,9 @@ gray_link              near leaf -> last spine            last near spine -> its
 corruption             first spine -> far last-rail leaf  first core -> far pod's first spine
 flapping_link          near last-rail leaf <-> first      the same (leaf tier)
                        spine
-blackhole              last spine's route to the far      last core's route to the far
-                       last-rail NIC's prefix             last-rail NIC's prefix
+blackhole              last spine's route to the far      last core's route to a last-rail
+                       last-rail NIC's prefix             prefix no flow needs and its
+                                                          probes cross (far side first)
 hung_switch            last spine                         last core
 slow_receiver          the first flow's destination NIC   the same (its port 0)
 wrong_ecn_threshold    near leaf's uplink port to the     the near spine's core port the
@@ -35,6 +36,7 @@ dead_tor               (one-port NICs: none)              the last host's port-1
 """
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
@@ -140,12 +142,14 @@ def has_core(fabric: Any) -> bool:
 
 
 def fault_plan(fabric: Any, flows: Sequence[Any] = (), model: Any = None,
-               rail: int = 0) -> list[FaultSpec]:
+               rail: int = 0, probes: Any = None) -> list[FaultSpec]:
     """(kind, target, parameters) of every fault the scenario injects, in order (module
     docstring). ``flows``: the scenario's planned flows (default: the first elephant pair);
     ``model``: the published hash model (``programmer.hash_model()``): on three tiers the
     wrong ECN threshold then goes on the spine port the first flow leaves its pod by,
-    else on the first core port of the first spine."""
+    else on the first core port of the first spine; ``probes``: the monitor's
+    ``ProbePlan``: on three tiers the blackholed route is one its probes cross
+    (:func:`blackhole_route`)."""
     s = sides_of(fabric, flows, rail)
     near_host, near_nic = _nic(fabric, s.src_ip)
     far_host, far_nic = _nic(fabric, s.dst_ip)
@@ -180,7 +184,8 @@ def fault_plan(fabric: Any, flows: Sequence[Any] = (), model: Any = None,
             ("corruption", link_name(fabric, core0, down), {"corrupt_pct": 20.0}),
             ("flapping_link", f"cable {_last_rail_leaf(fabric, near_host)}<->{s0}",
              {"period_s": 2.0}),
-            ("blackhole", f"route {core_last} {_route_prefix(fabric, core_last, far_last_ip)}", {}),
+            ("blackhole", f"route {core_last} "
+             f"{blackhole_route(fabric, core_last, far_last_ip, near_host, flows, probes)}", {}),
             ("hung_switch", f"switch {core_last}", {}),
             ("slow_receiver", slow, {}),
             ("wrong_ecn_threshold", f"port {_ecn_port(fabric, s, model, s0, core0)}",
@@ -189,6 +194,39 @@ def fault_plan(fabric: Any, flows: Sequence[Any] = (), model: Any = None,
     plan += [("dead_agent", f"agent {near_host.name}", {}),
              ("controller_down", "controller", {})]
     return plan + dualport_faults(fabric)
+
+
+def blackhole_route(fabric: Any, switch: str, far_ip: str, near_host: Any,
+                    flows: Sequence[Any] = (), probes: Any = None) -> str:
+    """The prefix of ``switch``'s route to blackhole: the first of its routes for the far
+    side's last rail (``far_ip``), the near side's last rail, then its others in order,
+    that no flow needs (neither its destination nor, for the ACKs, its source) and — with
+    the monitor's probe plan ``probes`` — that at least two probe paths to it cross
+    ``switch`` while another reaches it around ``switch`` (what the localiser's rule needs
+    to name the route). A route no probe crosses would lose nothing the monitor sees: on
+    the two-pod spec no probe to pod 1's rail 1 crosses core ``c1.1``, those to pod 0's do.
+
+    >>> from topo.model import build_fabric
+    >>> from topo.spec import load_spec
+    >>> fab = build_fabric(load_spec("topo/specs/pod2-dualport.yaml"))
+    >>> blackhole_route(fab, "c1.1", "10.0.3.1", fab.host("b0s0"))
+    '10.0.3.0/24'
+    """
+    routes = [r.prefix for r in fabric_routes(fabric).get(switch, ())]
+    near_ip = max(near_host.nics, key=lambda n: n.rail).ip
+    first = [_route_prefix(fabric, switch, far_ip), _route_prefix(fabric, switch, near_ip)]
+    order = first + [r for r in routes if r not in first]
+    ends = [ipaddress.ip_address(ip) for f in flows for ip in (f.src_ip, f.dst_ip)]
+    free = [p for p in order if not any(a in ipaddress.ip_network(p) for a in ends)] or order
+    if probes is None:
+        return free[0]
+    prefix_of = getattr(probes, "dst_prefix", {})
+    for p in free:
+        to_p = [q for q in probes.paths if prefix_of.get(q.name) == p]
+        through = [q for q in to_p if switch in q.switches]
+        if len(through) >= 2 and len(through) < len(to_p):
+            return p
+    return free[0]
 
 
 def _ecn_port(fabric: Any, s: Sides, model: Any, spine: str, core: str) -> str:
@@ -222,5 +260,5 @@ def dualport_faults(fabric: Any) -> list[FaultSpec]:
             ("dead_tor", f"switch {hosts[-1].nics[0].ports[1].leaf}", {})]
 
 
-__all__ = ["FaultSpec", "Sides", "dualport_faults", "fault_plan", "has_core", "link_name",
+__all__ = ["FaultSpec", "Sides", "blackhole_route", "dualport_faults", "fault_plan", "has_core", "link_name",
            "sides_of", "uplink_port"]

@@ -124,8 +124,8 @@ class FaultsResult:
         return sum(t.exact for t in self.trials) / len(self.trials) if self.trials else None
 
 
-def default_faults(fabric: Any, flows: Sequence[Any] = (), model: Any = None
-                   ) -> list[tuple[str, str, dict[str, Any]]]:
+def default_faults(fabric: Any, flows: Sequence[Any] = (), model: Any = None,
+                   probes: Any = None) -> list[tuple[str, str, dict[str, Any]]]:
     """(kind, target, parameters) of each fault the scenario injects, chosen from the
     fabric and the traffic by :func:`scenarios.faultplan.fault_plan` (two tiers: the
     default fabric's spines ``s0``/``s1``, leaves ``b<b>r<r>l0``, NICs ``b<b>s<s>-eth<r>``;
@@ -140,7 +140,7 @@ def default_faults(fabric: Any, flows: Sequence[Any] = (), model: Any = None
      'switch c1.1', 'nic p1.b0s0-eth0', 'port s0:5', 'agent b0s0', 'controller',
      'nic b0s0-eth0p1', 'switch p1.b0r0l1']
     """
-    return fault_plan(fabric, flows, model)
+    return fault_plan(fabric, flows, model, probes=probes)
 
 
 def run_faults(fabric: Any, programmer: Any, state: Any, save_state: Callable[[], None],
@@ -154,21 +154,23 @@ def run_faults(fabric: Any, programmer: Any, state: Any, save_state: Callable[[]
     res = FaultsResult(1, run_dir)
     seed = opts.seed if opts.seed is not None else 1
     flows = plan_flows(fabric, programmer, TrafficOptions(FLOWS, 0, port_mode="tccl", seed=seed))
-    plan = [f for f in default_faults(fabric, flows, programmer.hash_model())
-            if kinds is None or f[0] in kinds]
-    hold_s = BASELINE_S + quiet_s + trials_per_kind * len(plan) * (NAME_TIMEOUT_S + SETTLE_TIMEOUT_S)
+    model = programmer.hash_model()
     # uplinks drain far more than the flows offer: no congestion of their own, so
     # what the monitor sees is the faults'
     rate = 4.0 * FLOWS * FLOW_RATE_PPS
-    say(f"faults: {len(flows)} RoCEv2 flows {flows[0].src_host} -> {flows[0].dst_host} side on "
-        f"rail 0 ({FLOW_RATE_PPS:g} pps each, TCCL ports), then {len(plan)} fault kinds x "
-        f"{trials_per_kind}: " + ", ".join(f"{k} on {t}" for k, t, _ in plan))
     state_path = Path(getattr(opts, "state_path", None) or REPO / "build" / "testbed-state.json")
     gor = GorSession(fabric, programmer, state, save_state, flows, rate, opts, run_dir, say, live=False)
     with gor:
         with MonitoringSession(fabric, programmer, state, save_state, run_dir, gor=gor,
                                say=say) as ms:
             mon = ms.monitor
+            # the targets: from the fabric, the flows and (the blackholed route) the probes
+            plan = [f for f in default_faults(fabric, flows, model, probes=ms.plan)
+                    if kinds is None or f[0] in kinds]
+            hold_s = BASELINE_S + quiet_s + trials_per_kind * len(plan) * (NAME_TIMEOUT_S + SETTLE_TIMEOUT_S)
+            say(f"faults: {len(flows)} RoCEv2 flows {flows[0].src_host} -> {flows[0].dst_host} "
+                f"side on rail 0 ({FLOW_RATE_PPS:g} pps each, TCCL ports), then {len(plan)} "
+                f"fault kinds x {trials_per_kind}: " + ", ".join(f"{k} on {t}" for k, t, _ in plan))
             res.store, res.probe_paths = mon.store_kind, len(ms.plan.paths)
             res.probes_per_s = ms.plan.probes_per_s()
             res.web_url = mon.web.url if mon.web is not None else ""

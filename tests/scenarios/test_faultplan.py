@@ -14,7 +14,7 @@ import pytest
 from controller.fabric.detours import fabric_hash_model
 from controller.fabric.tiers import TierModel
 from controller.fabric_setup import T_ROUTES, plan_fabric
-from monitor.probes import tier_fabric_links
+from monitor.probes import plan_probes, tier_fabric_links
 from scenarios.faultplan import fault_plan, link_name
 from scenarios.faults import default_faults
 from testbed.faulttargets import FabricNames, parse_target
@@ -159,3 +159,19 @@ def test_the_wrong_ecn_port_carries_the_first_flow(seed: int) -> None:
     sw, p = port.split(":")
     assert fab.switch(sw).role == "spine" and fab.switch(sw).ports[int(p)].kind == "uplink"
     assert next(t for k, t, _ in fault_plan(fab) if k == "wrong_ecn_threshold") == "port s0:5"
+
+
+def test_the_blackholed_route_is_one_the_probes_cross(pod2) -> None:
+    """With the monitor's three-tier probe plan the route is one at least two probes to
+    its prefix cross the core by, and another reaches around it: the localiser's rule can
+    name it (no probe to pod 1's rail 1 crosses ``c1.1``: the first pod2 run named nothing)."""
+    fab, flows, model, _ = pod2
+    probes = plan_probes(fab, model)
+    _, switch, prefix = next(t for k, t, _ in fault_plan(fab, flows, model, probes=probes)
+                             if k == "blackhole").split()
+    to_p = [p for p in probes.paths if probes.dst_prefix[p.name] == prefix]
+    through = [p for p in to_p if switch in p.switches]
+    assert fab.switch(switch).role == "core"
+    assert len(through) >= 2 and len(through) < len(to_p), (prefix, through, to_p)
+    net = ipaddress.ip_network(prefix)
+    assert not any(ipaddress.ip_address(ip) in net for f in flows for ip in (f.src_ip, f.dst_ip))
