@@ -10,8 +10,8 @@
   plan is even on the leaf uplinks and as even as whole flows allow on the spine → core
   links (one flow at most on each) as predicted, and measured no worse than the random
   draw on either tier.
-* **faults** on the third tier: a corrupted core → spine direction and a hung core switch
-  are each named first, exactly, and undone.
+* **faults** on the third tier: a corrupted core → spine direction, a core's deleted route
+  (one the probes cross) and a hung core switch are each named first, exactly, and undone.
 
 About 4 minutes on this 2-core machine (tests/README.md has the figure).
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 POD2 = "topo/specs/pod2-dualport.yaml"
-FAULT_KINDS = ("corruption", "hung_switch")
+FAULT_KINDS = ("corruption", "blackhole", "hung_switch")
 
 
 def test_incast_alltoall_and_faults_on_two_pods(tmp_path: Path) -> None:
@@ -75,6 +75,6 @@ def test_incast_alltoall_and_faults_on_two_pods(tmp_path: Path) -> None:
     rows = [(t.kind, t.target, t.named_kind, t.named, t.localise_s, t.error) for t in flt.trials]
     assert [t.kind for t in flt.trials] == list(FAULT_KINDS), rows
     roles = {sw.name: sw.role for sw in tb.fabric.switches}
-    assert roles[flt.trials[1].target.split()[1]] == "core", rows
+    assert [roles[t.target.split()[1]] for t in flt.trials[1:]] == ["core", "core"], rows
     assert all(t.exact for t in flt.trials) and flt.status == 0, rows
     assert not (tmp_path / "state-faults.json").exists()                  # all undone
