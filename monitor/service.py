@@ -245,7 +245,15 @@ class Monitor(MonitorWaits):
             self.say(f"monitor: {v.kind} on {v.component} (confidence {v.confidence:.2f}): "
                      + "; ".join(v.evidence[:3]))
         if self.view is not None:           # before the waiters learn of the verdicts
-            self._update_view(ev, named, cleared)
+            try:
+                self._update_view(ev, named, cleared)
+            except Exception as exc:  # noqa: BLE001 — the web view's, said once; the
+                # verdicts still reach the book (the localiser has already named them: an
+                # exception here used to lose them, and every later evaluation's, silently)
+                msg = f"web view: {type(exc).__name__}: {exc}"
+                if msg not in self.errors:
+                    self.errors.append(msg)
+                    print(f"monitor: evaluation's view update failed: {msg}", file=sys.stderr)
         calm = quiet(ev) and not self.localiser.active()
         self.last_evidence = ev
         self.book.add(named, cleared, calm)

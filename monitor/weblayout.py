@@ -141,6 +141,8 @@ def layout(fab: Fabric) -> Drawing:
                     ny = Y_SERVER - SERVER_H / 2
                     centre[nic.intf] = (nx_, ny)
                     nic_of[(name, nic.rail)] = nic.intf
+                    for port in getattr(nic, "ports", ())[1:]:   # a dual-port NIC's other port
+                        centre[port.intf] = (nx_, ny)
                     nodes.append({"name": nic.intf, "role": "nic", "x": nx_, "y": ny, "w": 2 * NIC_R,
                                   "h": 2 * NIC_R, "label": f"r{nic.rail}", "block": host.block,
                                   "rail": nic.rail, "host": name})
@@ -152,10 +154,14 @@ def layout(fab: Fabric) -> Drawing:
     for c in cables:
         per_pair[(c.a, c.b)] += 1
     index_in_pair: dict[tuple[str, str], int] = defaultdict(int)
+    # each leaf port's NIC port (a dual-port NIC's two cables share the host and the rail)
+    port_intf = {(p.leaf, p.leaf_port): p.intf for h in fab.hosts for n in h.nics
+                 for p in getattr(n, "ports", ())}
     # fabric cables first (drawn under the NIC links), then NIC links
     for c in sorted(cables, key=lambda c: c.kind != "fabric"):
         if c.kind == "host":
-            nic = nic_of.get((c.b, c.b_port)) or fab.host(c.b).nics[c.b_port].intf
+            nic = (port_intf.get((c.a, c.a_port)) or nic_of.get((c.b, c.b_port))
+                   or fab.host(c.b).nics[c.b_port].intf)
             ends = [(c.a, c.a_port), (nic, None)]
         else:
             ends = [(c.a, c.a_port), (c.b, c.b_port)]

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+from controller.fabric.tiers import TierModel
 from scenarios.alltoall_report import append_alltoall, poll_fabric
 from scenarios.gor_session import GorSession, source_uplinks
 from scenarios.report import FlowRecord, ScenarioRecord, new_run_dir, write_report
@@ -74,6 +75,10 @@ class PhaseResult:
     orders: int = 0
     confirmed: int = 0
     rejected: list[str] = field(default_factory=list)
+    core_predicted: dict[str, int] = field(default_factory=dict)
+    core_tx: dict[str, int] = field(default_factory=dict)
+    core_max_over_mean: float = 0.0
+    core_predicted_max_over_mean: float = 0.0
 
     @property
     def all_delivered(self) -> bool:
@@ -93,15 +98,30 @@ class AllToAllResult:
     errors: list[str] = field(default_factory=list)
 
 
-def alltoall_pairs(fabric: Any, rail: int = 0, blocks: tuple[int, int] = (0, 1)
+def alltoall_pairs(fabric: Any, rail: int = 0, blocks: Optional[tuple[int, int]] = None
                    ) -> list[tuple[str, str]]:
     """(src IP, dst IP) for every NIC on ``rail`` of one block to every NIC on ``rail`` of
-    the other, both ways (block ``blocks[0]``'s sources first)."""
-    nics = {b: [n.ip for h in fabric.hosts if h.block == b for n in h.nics if n.rail == rail]
-            for b in blocks}
-    if not nics[blocks[0]] or not nics[blocks[1]]:
-        raise ValueError(f"no NIC on rail {rail} in block {blocks[0]} or {blocks[1]}")
-    a, b = blocks
+    the other, both ways (the first block's sources first). ``blocks``: two blocks of pod
+    0; default: the first two (pod, block) groups — blocks 0 and 1, or on a fabric of one
+    block per pod (``topo/specs/pod2-dualport.yaml``) block 0 of pods 0 and 1, whose flows
+    cross the core tier.
+
+    >>> from topo.model import build_fabric
+    >>> from topo.spec import load_spec
+    >>> alltoall_pairs(build_fabric(load_spec("topo/specs/pod2-dualport.yaml")))[:2]
+    [('10.0.0.1', '10.0.2.1'), ('10.0.0.1', '10.0.2.2')]
+    """
+    def group(h: Any) -> tuple[int, int]:
+        return (int(getattr(h, "pod", 0) or 0), h.block)
+
+    groups = sorted({group(h) for h in fabric.hosts})
+    a, b = groups[:2] if blocks is None and len(groups) > 1 else (
+        (0, (blocks or (0, 1))[0]), (0, (blocks or (0, 1))[1]))
+    nics = {g: [n.ip for h in fabric.hosts if group(h) == g for n in h.nics if n.rail == rail]
+            for g in (a, b)}
+    if not nics[a] or not nics[b]:
+        raise ValueError(f"no NIC on rail {rail} in block {a[1]} (pod {a[0]}) or block "
+                         f"{b[1]} (pod {b[0]})")
     return ([(s, d) for s in nics[a] for d in nics[b]]
             + [(s, d) for s in nics[b] for d in nics[a]])
 
@@ -116,12 +136,62 @@ def spread(load: dict[str, float]) -> float:
     return round(max(vals) / (sum(vals) / len(vals)), 3) if vals and sum(vals) else 0.0
 
 
+def even_floor(load: dict[str, int]) -> float:
+    """The lowest busiest ÷ mean whole flows can give over ``load``'s links: the busiest
+    link carries at least ceil(flows / links). With fewer flows than links (the all-to-all
+    on the two-pod spec: 8 flows over 16 spine → core links) that floor is above 1.0.
+
+    >>> even_floor({"a": 1, "b": 1, "c": 0, "d": 0}), even_floor({"a": 2, "b": 0})
+    (2.0, 1.0)
+    """
+    flows, links = sum(load.values()), len(load)
+    return round(math.ceil(flows / links) / (flows / links), 3) if flows and links else 0.0
+
+
 def predicted_load(flows: Sequence[Any], uplinks: Sequence[str]) -> dict[str, int]:
     """Flows per uplink as the hash model predicts (every uplink listed)."""
     out = {u: 0 for u in uplinks}
     for f in flows:
         if f.predicted_uplink is not None:
             out[f.predicted_uplink] = out.get(f.predicted_uplink, 0) + 1
+    return out
+
+
+def core_uplinks(fabric: Any, flows: Sequence[Any]) -> dict[str, tuple[str, int]]:
+    """``"s0:5->c0.0"`` → (spine, port) for every spine → core egress of the spines above
+    the flows' source leaves (every port's leaf of a dual-port NIC): the third tier's
+    share of the all-to-all; empty on a fabric of two tiers.
+
+    >>> from topo.model import build_fabric
+    >>> from topo.spec import load_spec
+    >>> from testbed.traffic import build_flows
+    >>> fab = build_fabric(load_spec("topo/specs/pod2-dualport.yaml"))
+    >>> sorted(core_uplinks(fab, build_flows(fab, [("10.0.0.1", "10.0.2.1")], [50000])))[:2]
+    ['s0:5->c0.0', 's0:6->c0.0']
+    >>> core_uplinks(build_fabric(), build_flows(build_fabric(), [("10.0.0.1", "10.1.0.1")], [50000]))
+    {}
+    """
+    leaves = set(source_uplinks(fabric, flows).values())
+    spines = {fabric.switch(leaf).ports[port].peer_node for leaf, port in leaves}
+    return {f"{sw}:{p}->{info.peer_node}": (sw, p) for sw in sorted(spines)
+            for p, info in sorted(fabric.switch(sw).ports.items())
+            if info.kind == "uplink" and fabric.switch(info.peer_node).role == "core"}
+
+
+def predicted_core_load(fabric: Any, flows: Sequence[Any], links: Sequence[str]) -> dict[str, int]:
+    """Flows per spine → core link (``links``, every one listed) as
+    :class:`controller.fabric.tiers.TierModel` walks each flow from its bound NIC port."""
+    out = {name: 0 for name in links}
+    if not links:
+        return out
+    tiers = TierModel.of(fabric)
+    nics = {n.ip: n for h in fabric.hosts for n in h.nics}
+    for f in flows:
+        path = tiers.path(nics[f.src_ip], int(getattr(f, "nic_port", 0) or 0), f.dst_ip, f.sport)
+        for sw, port in path.hops:
+            name = f"{sw}:{port}->{fabric.switch(sw).ports[port].peer_node}"
+            if name in out:
+                out[name] += 1
     return out
 
 
@@ -175,21 +245,20 @@ def run_phase(fabric: Any, programmer: Any, state: Any, save_state: Callable[[],
     conns = programmer.connections
     res = PhaseResult(ports, [FlowRecord(f.label, f.src_ip, f.dst_ip, f.sport,
                                          str(f.predicted_uplink)) for f in flows])
-    res.predicted = predicted_load(flows, sorted(uplinks))
-    res.predicted_max_over_mean = spread({u: float(n) for u, n in res.predicted.items()})
+    counted = _predict(res, fabric, flows, uplinks)
     fleet = NicFleet(state, save_state, run_dir / f"nic-{ports}")
     budget_s = 120.0
-    before = read_uplink_tx(conns, uplinks)
+    before = read_uplink_tx(conns, counted)
     res.t_start_s = time.monotonic()
     try:
         fleet.start(flows, budget_s, NicOptions(line_rate_pps=flow_rate_pps,
                                                 message_bytes=MESSAGE_BYTES),
                     sender_args=lambda fl: ["--messages", str(messages)])
         fleet.wait_senders(budget_s + 15)
-        after = settled_uplink_tx(conns, uplinks)
+        after = settled_uplink_tx(conns, counted)
     finally:
         res.errors = fleet.stop()
-    _figures(res, flows, uplinks, before, after, fleet.procs, messages, say)
+    _figures(res, flows, counted, before, after, fleet.procs, messages, say)
     return res
 
 
@@ -200,30 +269,41 @@ def _run_gor_phase(fabric: Any, programmer: Any, state: Any, save_state: Callabl
     conns = programmer.connections
     res = PhaseResult(ports, [FlowRecord(f.label, f.src_ip, f.dst_ip, f.sport,
                                          str(f.predicted_uplink)) for f in flows])
-    res.predicted = predicted_load(flows, sorted(uplinks))
-    res.predicted_max_over_mean = spread({u: float(n) for u, n in res.predicted.items()})
+    counted = _predict(res, fabric, flows, uplinks)
     budget_s = 120.0
     (run_dir / "gor").mkdir(parents=True, exist_ok=True)
     session = GorSession(fabric, programmer, state, save_state, flows, rate_pps, opts,
                          run_dir / "gor", say=lambda _: None, live=False)
-    before = read_uplink_tx(conns, uplinks)
+    before = read_uplink_tx(conns, counted)
     res.t_start_s = time.monotonic()
     with session:
         session.start_flows(budget_s, NicOptions(line_rate_pps=flow_rate_pps, message_bytes=MESSAGE_BYTES),
                             sender_extra=["--messages", str(messages)])
         session.fleet.wait_senders(budget_s + 15)
-        after = settled_uplink_tx(conns, uplinks)
+        after = settled_uplink_tx(conns, counted)
     res.errors = list(session.errors)
     ev = session.events
     res.orders = sum(1 for e in ev if e.get("event") == "order_sent")
     res.confirmed = sum(1 for e in ev if e.get("event") == "order_confirmed")
     res.rejected = sorted({f"{r.get('reason')}: {r.get('detail')}" for e in ev if e.get("event") == "round"
                            for r in e.get("rejected", [])})
-    _figures(res, flows, uplinks, before, after, session.fleet.procs, messages, say)
+    _figures(res, flows, counted, before, after, session.fleet.procs, messages, say)
     say(f"alltoall: GOR: {res.orders} orders, {res.confirmed} confirmed; "
         f"{sum(1 for e in ev if e.get('event') == 'round')} rounds; rejected moves: "
         f"{', '.join(res.rejected) or 'none'}; decision log {session.dlog_path}")
     return res
+
+
+def _predict(res: PhaseResult, fabric: Any, flows: Sequence[Any],
+             uplinks: dict[str, tuple[str, int]]) -> dict[str, tuple[str, int]]:
+    """Fill the phase's predictions (leaf uplinks, and spine → core links on three tiers);
+    every counter the phase reads (uplinks, then the core links)."""
+    res.predicted = predicted_load(flows, sorted(uplinks))
+    res.predicted_max_over_mean = spread({u: float(n) for u, n in res.predicted.items()})
+    cores = core_uplinks(fabric, flows)
+    res.core_predicted = predicted_core_load(fabric, flows, sorted(cores))
+    res.core_predicted_max_over_mean = spread({u: float(n) for u, n in res.core_predicted.items()})
+    return {**uplinks, **cores}
 
 
 def _figures(res: PhaseResult, flows: Sequence[Any], uplinks: dict[str, tuple[str, int]],
@@ -231,8 +311,10 @@ def _figures(res: PhaseResult, flows: Sequence[Any], uplinks: dict[str, tuple[st
              say: Callable[[str], None]) -> None:
     """Fill the phase's figures from the counters and the NIC reports."""
     res.t_end_s = time.monotonic()
-    res.uplink_tx = {u: after[u] - before[u] for u in uplinks}
+    res.uplink_tx = {u: after[u] - before[u] for u in uplinks if u not in res.core_predicted}
     res.max_over_mean = spread({u: float(n) for u, n in res.uplink_tx.items()})
+    res.core_tx = {u: after[u] - before[u] for u in res.core_predicted}
+    res.core_max_over_mean = spread({u: float(n) for u, n in res.core_tx.items()})
     reports = _sender_flows(procs)
     firsts, lasts = [], []
     for f, rec in zip(flows, res.flows):
@@ -250,6 +332,9 @@ def _figures(res: PhaseResult, flows: Sequence[Any], uplinks: dict[str, tuple[st
     say(f"alltoall: {res.ports} ports: uplink tx {res.uplink_tx}; max/mean {res.max_over_mean} "
         f"(predicted {res.predicted_max_over_mean}); {res.delivered}/{len(flows)} flows "
         f"delivered; completion {res.completion_s} s")
+    if res.core_tx:
+        say(f"alltoall: {res.ports} ports: spine -> core tx {res.core_tx}; max/mean "
+            f"{res.core_max_over_mean} (predicted {res.core_predicted_max_over_mean})")
     for e in res.errors:
         say(f"alltoall: {e}")
 
@@ -308,6 +393,12 @@ def run_alltoall(fabric: Any, programmer: Any, state: Any, save_state: Callable[
         say(f"alltoall: uplink max/mean random {r.max_over_mean} -> TCCL {t.max_over_mean}; "
             f"completion {r.completion_s} s -> {t.completion_s} s; delivered "
             f"{r.delivered}/{len(r.flows)} and {t.delivered}/{len(t.flows)}")
+        if r.core_tx:
+            say(f"alltoall: spine -> core max/mean random {r.core_max_over_mean} -> TCCL "
+                f"{t.core_max_over_mean} (predicted {r.core_predicted_max_over_mean} -> "
+                f"{t.core_predicted_max_over_mean}; whole flows cannot go under "
+                f"{even_floor(t.core_predicted)}: {sum(t.core_predicted.values())} flows over "
+                f"{len(t.core_predicted)} links)")
     if g:
         say(f"alltoall: random + GOR: max/mean {g.max_over_mean}, completion {g.completion_s} s, "
             f"delivered {g.delivered}/{len(g.flows)}; {g.orders} GOR orders")
@@ -318,5 +409,5 @@ def run_alltoall(fabric: Any, programmer: Any, state: Any, save_state: Callable[
 
 
 __all__ = ["AllToAllResult", "EVEN_UTIL", "MESSAGES", "MESSAGE_BYTES", "PhaseResult",
-           "alltoall_pairs", "draw_colliding", "plan_phase", "predicted_load", "run_alltoall",
+           "alltoall_pairs", "core_uplinks", "draw_colliding", "even_floor", "predicted_core_load", "plan_phase", "predicted_load", "run_alltoall",
            "run_phase", "spread"]

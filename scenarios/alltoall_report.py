@@ -9,6 +9,7 @@ and the per-phase section and bar plot appended to ``runs/<time>/report.md``.
 """
 from __future__ import annotations
 
+import math
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -53,7 +54,8 @@ def render_section(res: Any) -> str:
     lines = ["", "## All-to-all: random vs TCCL source ports (vs random + GOR)", "",
              f"Uplink queue rate {res.queue_rate_pps:g} pps; random ports from seed {res.seed} "
              "(a draw the hash model predicts to collide); TCCL ports from `PortPlanner` on the "
-             "programmed hash model; GOR off in both. The `gor` phase, when run, repeats the "
+             "programmed hash model (across pods `CrossPodPlanner`, NIC ports planned with the "
+             "source ports); GOR off in both. The `gor` phase, when run, repeats the "
              "random ports with GOR on (decision log `gor/gor.jsonl`).", "",
              "| uplink | " + " | ".join(f"{p.ports}: predicted flows | {p.ports}: tx packets"
                                        for p in phases) + " |",
@@ -61,10 +63,26 @@ def render_section(res: Any) -> str:
     for u in uplinks:
         lines.append(f"| {u} | " + " | ".join(f"{p.predicted.get(u, 0)} | {p.uplink_tx.get(u, 0)}"
                                               for p in phases) + " |")
-    lines += ["", "| ports | max/mean measured | max/mean predicted | completion (s) | "
-              "flows delivered | packets lost |", "|---|---|---|---|---|---|"]
+    cores = sorted({u for p in phases for u in getattr(p, "core_tx", {})})
+    if cores:
+        lines += ["", "Spine → core links (the third tier; their counters, not throttled):", "",
+                  "| spine -> core | " + " | ".join(f"{p.ports}: predicted flows | {p.ports}: tx "
+                                                   "packets" for p in phases) + " |",
+                  "|---|" + "---|---|" * len(phases)]
+        for u in cores:
+            lines.append(f"| {u} | " + " | ".join(
+                f"{p.core_predicted.get(u, 0)} | {p.core_tx.get(u, 0)}" for p in phases) + " |")
+        flows = sum(phases[0].core_predicted.values())
+        lines += ["", f"{flows} flows over {len(cores)} spine → core links: whole flows give a "
+                  f"busiest ÷ mean of {math.ceil(flows / len(cores)) * len(cores) / flows:.3g} at "
+                  "best (the busiest link carries at least ceil(flows / links))." if flows else ""]
+    core_cols = " spine→core max/mean measured | spine→core max/mean predicted |" if cores else ""
+    lines += ["", "| ports | max/mean measured | max/mean predicted |" + core_cols
+              + " completion (s) | flows delivered | packets lost |",
+              "|---|---|---|" + ("---|---|" if cores else "") + "---|---|---|"]
     for p in phases:
-        lines.append(f"| {p.ports} | {p.max_over_mean} | {p.predicted_max_over_mean} | "
+        core = (f" {p.core_max_over_mean} | {p.core_predicted_max_over_mean} |" if cores else "")
+        lines.append(f"| {p.ports} | {p.max_over_mean} | {p.predicted_max_over_mean} |{core} "
                      f"{p.completion_s} | {p.delivered}/{len(p.flows)} | {p.lost_pkts} |")
     for p in phases:
         if p.ports == "gor":

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from monitor.browser import BrowserUnavailable, screenshot
+from scenarios.faultplan import dualport_faults, fault_plan, uplink_port
 from scenarios.gor_session import GorSession
 from scenarios.monitoring import MonitoringSession
 from scenarios.report import new_run_dir, report_failures
@@ -123,58 +124,23 @@ class FaultsResult:
         return sum(t.exact for t in self.trials) / len(self.trials) if self.trials else None
 
 
-def uplink_port(fabric: Any, leaf: str, spine: str) -> int:
-    """The port of ``leaf`` whose cable goes to ``spine``.
-
-    >>> from topo.model import build_fabric
-    >>> uplink_port(build_fabric(), "b0r0l0", "s0") > 0
-    True
-    """
-    for port, info in sorted(fabric.switch(leaf).ports.items()):
-        if info.kind == "uplink" and info.peer_node == spine:
-            return int(port)
-    raise KeyError(f"{leaf} has no uplink to {spine}")
-
-
-def default_faults(fabric: Any) -> list[tuple[str, str, dict[str, Any]]]:
-    """(kind, target, parameters) of each fault the scenario injects, on the default
-    fabric's names (traffic runs from block 0 to block 1 on rail 0): spines ``s0``/``s1``,
-    leaves ``b<b>r<r>l0``, NICs ``b<b>s<s>-eth<r>``."""
-    spines = [s.name for s in fabric.switches if s.role == "spine"]
-    s0, s1 = spines[0], spines[-1]
-    ecn_port = uplink_port(fabric, "b0r0l0", s0)
-    return [
-        ("gray_link", f"link b0r0l0->{s1}", {"loss_pct": 30.0}),
-        ("corruption", f"link {s0}->b1r1l0", {"corrupt_pct": 20.0}),
-        ("flapping_link", f"cable b0r1l0<->{s0}", {"period_s": 2.0}),
-        ("blackhole", f"route {s1} 10.1.1.0/24", {}),
-        ("hung_switch", f"switch {s1}", {}),
-        ("slow_receiver", "nic b1s0-eth0", {}),
-        ("wrong_ecn_threshold", f"port b0r0l0:{ecn_port}", {"kmin_pkts": 0}),
-        ("dead_agent", "agent b0s0", {}),
-        ("controller_down", "controller", {}),
-    ] + dualport_faults(fabric)
-
-
-def dualport_faults(fabric: Any) -> list[tuple[str, str, dict[str, Any]]]:
-    """On a fabric of dual-port NICs (issue 29) the two faults of their homing: the
-    first host's NIC loses its second port (``dead_nic_port``), and the leaf of the last
-    host's second port dies (``dead_tor``: every interface down; its NICs go on through
-    their other leaf, the localiser must still name it). Nothing on a fabric of one-port
-    NICs.
+def default_faults(fabric: Any, flows: Sequence[Any] = (), model: Any = None,
+                   probes: Any = None) -> list[tuple[str, str, dict[str, Any]]]:
+    """(kind, target, parameters) of each fault the scenario injects, chosen from the
+    fabric and the traffic by :func:`scenarios.faultplan.fault_plan` (two tiers: the
+    default fabric's spines ``s0``/``s1``, leaves ``b<b>r<r>l0``, NICs ``b<b>s<s>-eth<r>``;
+    three tiers: spine, core and both NIC ports' components; traffic from block 0, or
+    pod 0, to the next on rail 0).
 
     >>> from topo.model import build_fabric
     >>> from topo.spec import load_spec
-    >>> dualport_faults(build_fabric(load_spec("topo/specs/pod2-dualport.yaml")))
-    [('dead_nic_port', 'nic b0s0-eth0p1', {}), ('dead_tor', 'switch p1.b0r0l1', {})]
-    >>> dualport_faults(build_fabric())
-    []
+    >>> [t for _, t, _ in default_faults(build_fabric(load_spec("topo/specs/pod2-dualport.yaml")))]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    ['link s1:5->c1.0', 'link c0.0:3->p1.s0', 'cable b0r1l0<->s0', 'route c1.1 10.0.3.0/24',
+     'switch c1.1', 'nic p1.b0s0-eth0', 'port s0:5', 'agent b0s0', 'controller',
+     'nic b0s0-eth0p1', 'switch p1.b0r0l1']
     """
-    hosts = [h for h in fabric.hosts if h.nics and len(getattr(h.nics[0], "ports", ())) > 1]
-    if not hosts:
-        return []
-    return [("dead_nic_port", f"nic {hosts[0].nics[0].ports[1].intf}", {}),
-            ("dead_tor", f"switch {hosts[-1].nics[0].ports[1].leaf}", {})]
+    return fault_plan(fabric, flows, model, probes=probes)
 
 
 def run_faults(fabric: Any, programmer: Any, state: Any, save_state: Callable[[], None],
@@ -186,21 +152,25 @@ def run_faults(fabric: Any, programmer: Any, state: Any, save_state: Callable[[]
     verdict as a false alarm)."""
     run_dir = new_run_dir(opts.runs_root)
     res = FaultsResult(1, run_dir)
-    plan = [f for f in default_faults(fabric) if kinds is None or f[0] in kinds]
     seed = opts.seed if opts.seed is not None else 1
     flows = plan_flows(fabric, programmer, TrafficOptions(FLOWS, 0, port_mode="tccl", seed=seed))
-    hold_s = BASELINE_S + quiet_s + trials_per_kind * len(plan) * (NAME_TIMEOUT_S + SETTLE_TIMEOUT_S)
+    model = programmer.hash_model()
     # uplinks drain far more than the flows offer: no congestion of their own, so
     # what the monitor sees is the faults'
     rate = 4.0 * FLOWS * FLOW_RATE_PPS
-    say(f"faults: {len(flows)} RoCEv2 flows b0 -> b1 on rail 0 ({FLOW_RATE_PPS:g} pps each, "
-        f"TCCL ports), then {len(plan)} fault kinds x {trials_per_kind}")
     state_path = Path(getattr(opts, "state_path", None) or REPO / "build" / "testbed-state.json")
     gor = GorSession(fabric, programmer, state, save_state, flows, rate, opts, run_dir, say, live=False)
     with gor:
         with MonitoringSession(fabric, programmer, state, save_state, run_dir, gor=gor,
                                say=say) as ms:
             mon = ms.monitor
+            # the targets: from the fabric, the flows and (the blackholed route) the probes
+            plan = [f for f in default_faults(fabric, flows, model, probes=ms.plan)
+                    if kinds is None or f[0] in kinds]
+            hold_s = BASELINE_S + quiet_s + trials_per_kind * len(plan) * (NAME_TIMEOUT_S + SETTLE_TIMEOUT_S)
+            say(f"faults: {len(flows)} RoCEv2 flows {flows[0].src_host} -> {flows[0].dst_host} "
+                f"side on rail 0 ({FLOW_RATE_PPS:g} pps each, TCCL ports), then {len(plan)} "
+                f"fault kinds x {trials_per_kind}: " + ", ".join(f"{k} on {t}" for k, t, _ in plan))
             res.store, res.probe_paths = mon.store_kind, len(ms.plan.paths)
             res.probes_per_s = ms.plan.probes_per_s()
             res.web_url = mon.web.url if mon.web is not None else ""
@@ -379,5 +349,5 @@ def _report(run_dir: Path, res: FaultsResult, say: Callable[[str], None]) -> Non
 
 
 __all__ = ["BASELINE_S", "FaultTrial", "FaultsResult", "NAME_TIMEOUT_S", "QUIET_BOUND_S",
-           "SETTLE_TIMEOUT_S", "default_faults",
+           "SETTLE_TIMEOUT_S", "default_faults", "dualport_faults",
            "probe_overhead_pct", "run_faults", "uplink_port"]

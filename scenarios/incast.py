@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+from controller.fabric.tiers import TierModel
 from p4src.buffermodel import DynamicThresholds, EcnAlpha, PfcAlpha, SharedBuffer
 from scenarios.incast_report import (FlowFigures, PhaseFigures, Prediction, append_incast,
                                      checks, predict, switch_figures)
@@ -57,6 +58,7 @@ from scenarios.report import FlowRecord, ScenarioRecord, new_run_dir, report_fai
 from testbed.control import ControlError, open_control
 from testbed.queues import clear_rates
 from testbed.traffic import NicFleet, build_flows, choose_ports, merge_reports
+from testbed.traffic.flows import SPORT_RANGE
 from testbed.traffic.nicproc import NicOptions
 from testbed.traffic.probe import poll_until
 
@@ -134,16 +136,84 @@ def receiver_port(fabric: Any, recv_nic: Any) -> tuple[str, int, str]:
     raise ValueError(f"no leaf port faces NIC {recv_nic.ip}")
 
 
-def ingress_groups(flows: Sequence[Any], leaf: str) -> list[str]:
+def ingress_groups(flows: Sequence[Any], leaf: str, tiers: Optional[TierModel] = None
+                   ) -> list[str]:
     """The ingress ports (as what is behind them) the flows enter ``leaf`` by: a sender on
-    ``leaf`` by its host port, the others by the spine the hash model sends them through."""
+    ``leaf`` by its host port, the others by the spine the hash model sends them through —
+    with ``tiers`` the switch each flow's path (:func:`arrival`) enters ``leaf`` from (on
+    three tiers the spine of the receiver's pod, not the sender's)."""
     out: set[str] = set()
     for f in flows:
-        if f.leaf == leaf:
+        if tiers is not None:
+            out.add(arrival(tiers, f)[1])
+        elif f.leaf == leaf:
             out.add(f"host {f.src_host}")
         elif f.predicted_uplink:
             out.add(f"spine {str(f.predicted_uplink).split('->')[-1]}")
     return sorted(out)
+
+
+def arrival(tiers: TierModel, f: Any) -> tuple[str, str]:
+    """(the leaf that delivers flow ``f`` to its receiver, what the flow enters that leaf
+    from: ``host H`` or ``spine S``) as :class:`controller.fabric.tiers.TierModel` (the
+    programmed routes and hash model, every tier) walks it.
+
+    >>> from topo.model import build_fabric
+    >>> from topo.spec import load_spec
+    >>> fab = build_fabric(load_spec("topo/specs/pod2-dualport.yaml"))
+    >>> f = build_flows(fab, [("10.0.2.1", "10.0.0.1")], [50000])[0]
+    >>> leaf, entry = arrival(TierModel.of(fab), f)
+    >>> leaf in ("b0r0l0", "b0r0l1"), entry in ("spine s0", "spine s1")
+    (True, True)
+    """
+    nic = next(n for h in tiers.fabric.hosts for n in h.nics if n.ip == f.src_ip)
+    path = tiers.path(nic, int(getattr(f, "nic_port", 0) or 0), f.dst_ip, f.sport)
+    if len(path.switches) < 2:
+        return path.dst_leaf, f"host {f.src_host}"
+    return path.dst_leaf, f"spine {path.switches[-2]}"
+
+
+PIN_TRIES = 4096
+"""Source ports tried per flow before a dual-homed receiver's port is given up on."""
+
+
+def pin_to_leaf(fabric: Any, tiers: TierModel, pairs: Sequence[tuple[str, str]],
+                sports: Sequence[int], leaf: str, seed: int) -> list[int]:
+    """``sports`` with each port whose flow the hash model delivers by another leaf than
+    ``leaf`` drawn again (seeded, distinct) until it arrives by ``leaf``: a dual-port
+    receiver (issue 29) is reached through both of its leaves — the spines spread its
+    prefix over both — so an incast into *one* leaf port needs ports that all end there.
+    A single-homed receiver's ports are returned unchanged. ValueError when no port of
+    :data:`PIN_TRIES` arrives.
+
+    >>> from topo.model import build_fabric
+    >>> from topo.spec import load_spec
+    >>> fab = build_fabric(load_spec("topo/specs/pod2-dualport.yaml"))
+    >>> tiers = TierModel.of(fab)
+    >>> pairs = [("10.0.2.1", "10.0.0.1")] * 4
+    >>> ports = pin_to_leaf(fab, tiers, pairs, [50000, 50001, 50002, 50003], "b0r0l0", 7)
+    >>> [arrival(tiers, f)[0] for f in build_flows(fab, pairs, ports)]
+    ['b0r0l0', 'b0r0l0', 'b0r0l0', 'b0r0l0']
+    """
+    out = list(sports)
+    used = set(out)
+    rng = random.Random(seed)
+    for i, (pair, sport) in enumerate(zip(pairs, sports)):
+        def lands(port: int) -> bool:
+            return arrival(tiers, build_flows(fabric, [pair], [port])[0])[0] == leaf
+        if lands(sport):
+            continue
+        for _ in range(PIN_TRIES):
+            cand = rng.randrange(SPORT_RANGE[0], SPORT_RANGE[1] + 1)
+            if cand not in used and lands(cand):
+                used.discard(out[i])
+                out[i] = cand
+                used.add(cand)
+                break
+        else:
+            raise ValueError(f"flow {i} {pair[0]} -> {pair[1]}: no source port of {PIN_TRIES} "
+                             f"tried arrives by {leaf}")
+    return out
 
 
 class _Switches:
@@ -242,10 +312,12 @@ def run_incast(fabric: Any, programmer: Any, state: Any, save_state: Callable[[]
     leaf, port, host = receiver_port(fabric, recv)
     port_link = LinkId(leaf, port, host, "host")
     model = programmer.hash_model()
-    flows = build_flows(fabric, pairs, choose_ports(fabric, pairs, "random", seed, model),
-                        model, programmer.member_ports)
+    tiers = TierModel.of(fabric)
+    sports = pin_to_leaf(fabric, tiers, pairs, choose_ports(fabric, pairs, "random", seed, model),
+                         leaf, seed)
+    flows = build_flows(fabric, pairs, sports, model, programmer.member_ports)
     lone = [next((f for f in flows if f.leaf == leaf), flows[0])]
-    groups = ingress_groups(flows, leaf)
+    groups = ingress_groups(flows, leaf, tiers)
     rate = port_rate_pps(opts.flow_rate_pps)
     static_pfc = programmer.pfc
     if static_pfc is None:

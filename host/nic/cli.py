@@ -301,7 +301,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             agent = start_agent(security, args.agent_registry or None, args.agent_bind,
                                 mover, port.senders)
         if args.metrics_file is not None:
-            metrics = MetricsFile(args.metrics_file, port, args.iface).start()
+            # labelled by the NIC's name, its first port's interface: a dual-port NIC's
+            # --iface lists both ports, and the monitor names NICs by port 0 ("nic H-ethR")
+            metrics = MetricsFile(args.metrics_file, port, args.iface.split(",")[0]).start()
         if args.cmd == "send" and args.ready_file is not None:
             args.ready_file.write_text(f"{os.getpid()}\n")
         if args.cmd == "send" and args.wait_go and not wait_for_go(go, stop):

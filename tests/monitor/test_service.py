@@ -105,6 +105,24 @@ def test_the_monitor_names_a_gray_link_from_probe_files_and_clears_it(tmp_path: 
     assert not mon.errors
 
 
+def test_a_failing_web_view_update_loses_no_verdict(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The web view's update failing (issue 29: a dual-port NIC's link the drawing lacked)
+    is said once, and the evaluation's verdicts still reach the waiters: before, the
+    exception skipped the book, so every later verdict was lost and every wait timed out."""
+    def broken(self: Monitor, *args: object) -> None:
+        raise ValueError("no link direction 'x->y' in this fabric")
+    monkeypatch.setattr(Monitor, "_update_view", broken)
+    plan = plan_probes(FABRIC)
+    mon = Monitor(FABRIC, plan, tmp_path, [], options=MonitorOptions(prefer="embedded", web=True),
+                  say=lambda _: None)
+    files = ProbeFiles(plan, mon.metrics_dir)
+    with mon, writing(files):
+        v = mon.wait_verdict(lambda v: True, timeout_s=40)
+        assert v is not None and (v.kind, v.component) == ("gray_link", f"link {BAD}"), mon.errors
+    assert mon.errors == ["web view: ValueError: no link direction 'x->y' in this fabric"]
+
+
 def test_the_monitor_in_its_own_process_names_and_clears_the_same_gray_link(tmp_path: Path) -> None:
     """``monitor.remote``: the same run with the monitor in a child process (the
     scenarios' way), read through its JSON lines: the verdict, the quiet after it, an

@@ -66,6 +66,17 @@ def test_parallel_cables_have_a_port_in_their_names() -> None:
     assert lines[0] != lines[1], "parallel cables are drawn apart"
 
 
+def test_a_dual_port_nics_second_cable_is_named_by_its_own_port() -> None:
+    """Each NIC port's cable is drawn to that port (``b0s0-eth0p1`` on its second leaf):
+    an evaluation naming it does not fail (issue 29: the faults scenario on the two-pod
+    spec lost evaluations to "no link direction 'p1.b0r0l1->p1.b0s0-eth0p1'")."""
+    d = weblayout.layout(build_fabric(FabricSpec(pods=2, blocks=1, cores=2, ports_per_nic=2,
+                                                 leaves_per_rail=2)))
+    assert d.resolve("p1.b0r0l1->p1.b0s0-eth0p1") == ["p1.b0r0l1->p1.b0s0-eth0p1"]
+    assert d.resolve("b0s0-eth0p1->b0r0l1") == ["b0s0-eth0p1->b0r0l1"]
+    assert "b0r0l1->b0s0-eth0" not in d.link_ids
+
+
 def test_names_that_are_not_links_are_refused_by_name() -> None:
     d = weblayout.layout(build_fabric(FabricSpec()))
     with pytest.raises(ValueError, match="no link direction 'b0r0l0->b1r0l0'"):
