@@ -252,3 +252,61 @@ def test_a_flooding_host_keeps_its_own_flows_and_bound(agents: AgentFabric) -> N
     run_agent_attack(agents, {a.name: a for a in agent_attacks(VICTIM)}["host-floods-registry"])
     assert [f.flow_id for f in agents.registry.flows("b1s0")] == [agents.flows["b1s0"].flow_id]
     assert agents.agents["b1s0"].register() == 1
+
+
+PIN_ORDERS = 400
+"""Move orders the stolen controller certificate sends one dual-port NIC's agent."""
+
+
+def test_port_moves_keep_the_pin_table_bounded(pki: FabricPki) -> None:
+    """A stolen ``controller`` certificate (or GOR over a long run) orders one dual-port
+    QP :data:`PIN_ORDERS` times, each to a new source port and alternately to NIC port 0
+    and 1, over host b0s0's real mutual-TLS agent: every order is applied, and the bond
+    keeps at most two 5-tuples of the QP (the one in use and the one ordered), not one per
+    order (before: 400 pins for the one QP)."""
+    import socket  # noqa: PLC0415 — only this test
+
+    from astral_proto import agent_pb2_grpc  # noqa: PLC0415
+    from astral_proto.security import CONTROLLER  # noqa: PLC0415
+    from astral_proto.tls import MutualTls  # noqa: PLC0415
+    from controller.registry import FlowRegistry, serve_registry  # noqa: PLC0415
+    from host.agent import Agent, QPMover, RegistryClient  # noqa: PLC0415
+    from host.nic.bond import BondedIO, LinkMonitor, TxAffinity  # noqa: PLC0415
+    from host.nic.frames import FlowSpec  # noqa: PLC0415
+    from host.nic.io import DatagramIO  # noqa: PLC0415
+    from host.nic.qp import SenderQP  # noqa: PLC0415
+
+    fabric = build_fabric()
+    host_ips = {h.name: [n.ip for n in h.nics] for h in fabric.hosts}
+    src, dst = host_ips["b0s0"][0], host_ips["b1s0"][0]
+    cables = [socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM) for _ in range(2)]
+    bond = BondedIO([DatagramIO(a) for a, _ in cables], TxAffinity(),
+                    LinkMonitor([lambda: True, lambda: True]))
+    mover = QPMover(bond=bond)
+    qp = SenderQP(FlowSpec("02:00:00:00:00:01", "02:00:00:00:00:02", src, dst, 49152, 7),
+                  message_bytes=2048, mtu=1024, rate_limit=False)
+    flow = mover.add(qp, bytes_total=1 << 20)
+    registry = FlowRegistry(MutualTls.from_dir(pki.root, CONTROLLER), host_ips)
+    server, address = serve_registry(registry)
+    host_sec = MutualTls.from_dir(pki.root, "b0s0")
+    agent = Agent(host_sec, mover, [flow], registry=RegistryClient(address, host_sec))
+    stolen = MutualTls.from_dir(pki.root, CONTROLLER)
+    try:
+        agent.start()
+        with stolen.dial(agent.address, "b0s0") as ch:
+            stub = agent_pb2_grpc.AgentServiceStub(ch)
+            for i in range(PIN_ORDERS):
+                o = registry.new_order(flow.flow_id, 50000 + i, nic_port=i % 2)
+                reply = stub.MoveFlow(registry.order_message(o, 5.0),
+                                      metadata=stolen.metadata("b0s0"), timeout=5.0)
+                assert reply.accepted, reply.reason
+        assert qp.flow.sport == 50000 + PIN_ORDERS - 1
+        assert mover.current_port(flow.flow_id) == (PIN_ORDERS - 1) % 2
+        assert len(bond.affinity.pinned) <= 2, f"{len(bond.affinity.pinned)} pins for one QP"
+        assert len(bond.qp_port) <= 2, f"{len(bond.qp_port)} qp_port entries for one QP"
+    finally:
+        agent.stop()
+        server.stop(0).wait()
+        bond.close()
+        for _, far in cables:
+            far.close()
