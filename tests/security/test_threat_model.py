@@ -19,6 +19,7 @@ file able to fail.
 """
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import time
@@ -29,6 +30,15 @@ import grpc
 import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from astral_proto import agent_pb2_grpc
+from astral_proto.security import CONTROLLER
+from astral_proto.tls import MutualTls
+from controller.registry import FlowRegistry, serve_registry
+from host.agent import Agent, QPMover, RegistryClient
+from host.nic.bond import BondedIO, LinkMonitor, TxAffinity
+from host.nic.frames import FlowSpec
+from host.nic.io import DatagramIO
+from host.nic.qp import SenderQP
 from procs import REPO, SwitchProcess
 from testbed.attacks import (Attack, AgentFabric, Outcome, Victim, agent_attacks, default_attackers,
                              p4rt_attacks, run_agent_attack, run_attack)
@@ -264,18 +274,6 @@ def test_port_moves_keep_the_pin_table_bounded(pki: FabricPki) -> None:
     and 1, over host b0s0's real mutual-TLS agent: every order is applied, and the bond
     keeps at most two 5-tuples of the QP (the one in use and the one ordered), not one per
     order (before: 400 pins for the one QP)."""
-    import socket  # noqa: PLC0415 — only this test
-
-    from astral_proto import agent_pb2_grpc  # noqa: PLC0415
-    from astral_proto.security import CONTROLLER  # noqa: PLC0415
-    from astral_proto.tls import MutualTls  # noqa: PLC0415
-    from controller.registry import FlowRegistry, serve_registry  # noqa: PLC0415
-    from host.agent import Agent, QPMover, RegistryClient  # noqa: PLC0415
-    from host.nic.bond import BondedIO, LinkMonitor, TxAffinity  # noqa: PLC0415
-    from host.nic.frames import FlowSpec  # noqa: PLC0415
-    from host.nic.io import DatagramIO  # noqa: PLC0415
-    from host.nic.qp import SenderQP  # noqa: PLC0415
-
     fabric = build_fabric()
     host_ips = {h.name: [n.ip for n in h.nics] for h in fabric.hosts}
     src, dst = host_ips["b0s0"][0], host_ips["b1s0"][0]
