@@ -24,13 +24,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional
 
 import grpc
 import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from astral_proto import agent_pb2_grpc
+from astral_proto.flows import HostFlow, flow_id
 from astral_proto.security import CONTROLLER
 from astral_proto.tls import MutualTls
 from controller.registry import FlowRegistry, serve_registry
@@ -205,6 +206,7 @@ AGENT_EXPECTED = {
     "host-floods-registry": ({"RESOURCE_EXHAUSTED"}, "at most 4096 per host"),
     "host-registers-outside-fabric": ({"INVALID_ARGUMENT"},
                                       "destination '198.51.100.7' is not another NIC of the fabric"),
+    "host-replays-move-report": ({"FAILED_PRECONDITION"}, "an order is reported once"),
 }
 
 
@@ -308,3 +310,35 @@ def test_port_moves_keep_the_pin_table_bounded(pki: FabricPki) -> None:
         bond.close()
         for _, far in cables:
             far.close()
+
+
+def test_a_host_cannot_keep_its_flows_resting(pki: FabricPki) -> None:
+    """Host b1s0's own certificate registers its flow every time claiming it moved 0 s
+    ago (``Flow.moved``, meant for a move of the GOR before a restart). GOR leaves a flow
+    resting for ``cooldown_s`` (10 s) after a move, so taking the claim every time kept
+    the host's elephants from ever being moved. The registry takes it only in its first
+    ``MOVE_CLAIMS_S`` (a restart: the predecessor's moves); later the flow's age is the
+    registry's own (before: 0.0 s at 100 s and after an unregister/register cycle at 200 s)."""
+    fabric = build_fabric()
+    host_ips = {h.name: [n.ip for n in h.nics] for h in fabric.hosts}
+    src, dst = host_ips["b1s0"][0], host_ips["b0s0"][0]
+    flow = HostFlow(flow_id(src, dst, 7), src, dst, 49152, 7)
+    now = [1000.0]
+    registry = FlowRegistry(MutualTls.from_dir(pki.root, CONTROLLER), host_ips, clock=lambda: now[0])
+    server, address = serve_registry(registry)
+    client = RegistryClient(address, MutualTls.from_dir(pki.root, "b1s0"))
+
+    def claim(address_: str = "127.0.0.1:9") -> Optional[float]:
+        client.register([flow.with_move_age(0.0)], agent_address=address_, incarnation="i1")
+        return registry.flows("b1s0")[0].moved_s_ago
+    try:
+        assert claim() == 0.0                  # right after a (re)start: taken
+        now[0] += 100.0
+        assert claim() == 100.0, "the claim was taken 100 s after the registry started"
+        client.register([], agent_address="127.0.0.1:9", incarnation="i1")
+        now[0] += 100.0
+        assert claim("127.0.0.1:10") is None, "a re-registered flow's claim was taken"
+        assert registry.claims_ignored == 2
+    finally:
+        client.close()
+        server.stop(0).wait()
