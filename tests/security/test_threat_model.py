@@ -200,6 +200,7 @@ AGENT_EXPECTED = {
     "host-squats-flow-id": ({"PERMISSION_DENIED"}, "not of b1s0 (squatting refused)"),
     "switch-registers-flows": ({"PERMISSION_DENIED"}, f"{VICTIM} is not a host of the fabric"),
     "monitor-registers-flows": ({"UNAVAILABLE", "DEADLINE_EXCEEDED"}, ""),   # the hosts' CA only
+    "controller-registers-flows": ({"UNAVAILABLE", "DEADLINE_EXCEEDED"}, ""),  # the hosts' CA only
     "monitor-orders-move": ({"PERMISSION_DENIED"}, "only controller may call the agent of b0s0, not monitor"),
     "host-orders-move": ({"UNAVAILABLE"}, ""),            # an agent trusts the control CA only
     "switch-orders-move": ({"UNAVAILABLE"}, ""),
