@@ -42,6 +42,7 @@ controller.registry.RegistryError: flow 10.0.0.1>10.1.0.1/qp7: the id names 10.0
 """
 from __future__ import annotations
 
+import collections
 import itertools
 import logging
 import secrets
@@ -67,6 +68,12 @@ certificate registered 180,000 flows (30,000 per request under six made-up agent
 addresses) and GOR's ``registry.flows()``, read every round, took 1.3 s; beyond it a
 registration is refused ``RESOURCE_EXHAUSTED`` and changes nothing."""
 
+
+MAX_CLOSED_ORDERS = 4096
+"""Closed move orders (done or failed) the registry keeps for GOR to read; older ones are
+forgotten. Before, every order was kept for good: a host whose 4,096 registered flows
+were each moved once per 10 s cooldown would have grown GOR's memory by ~400 orders a
+second (sec-audit3). GOR reads an order only while its move is in flight (seconds)."""
 
 MOVE_CLAIMS_S = 10.0
 """For how long after a registry starts it takes an agent's word that a flow moved
@@ -145,6 +152,8 @@ class FlowRegistry:
         self._owner: dict[str, str] = {}
         self._agent_of: dict[str, tuple[str, str]] = {}   # flow id → (agent address, incarnation)
         self._orders: dict[str, MoveOrderState] = {}
+        self._closed: collections.deque[str] = collections.deque()   # ids, in closing order
+        self.max_closed_orders = MAX_CLOSED_ORDERS
         self._seq = itertools.count(1)
         self._lock = threading.Lock()
         self._host_of_ip = {ip: h for h, ips in self._host_ips.items() for ip in ips}
@@ -317,10 +326,20 @@ class FlowRegistry:
             self._close(o, "done" if done else "failed", error)
             return o
 
-    @staticmethod
-    def _close(o: MoveOrderState, state: str, error: str) -> None:
+    def _close(self, o: MoveOrderState, state: str, error: str) -> None:
+        """Close order ``o`` (caller holds the lock); beyond :data:`MAX_CLOSED_ORDERS`
+        closed orders the oldest are forgotten."""
+        if o.state == "sent":
+            self._closed.append(o.order_id)
         o.state, o.error = state, error
         o.finished.set()
+        while len(self._closed) > self.max_closed_orders:
+            self._orders.pop(self._closed.popleft(), None)
+
+    def orders_kept(self) -> int:
+        """How many move orders the registry holds now (open and closed)."""
+        with self._lock:
+            return len(self._orders)
 
     # ------------------------------------------------------------- GOR's side
     def flow(self, fid: str) -> HostFlow:
