@@ -268,7 +268,16 @@ class AuthzPolicy:
 
     def update_denied(self, rd: RoleDef, entity: p4runtime_pb2.Entity) -> Optional[str]:
         """Why role ``rd`` may not write ``entity`` (None: it may)."""
-        p4_id = entity_p4_id(entity)
+        return self.p4_id_denied(rd, entity_p4_id(entity))
+
+    def p4_id_denied(self, rd: RoleDef, p4_id: Optional[int]) -> Optional[str]:
+        """Why role ``rd`` may not write the entity of P4Info id ``p4_id`` (None: the
+        packet replication engine); None when it may.
+
+        >>> pol = parse_policy("{roles: {acl: {exclusive_p4_ids: [7]}, '': {}}, identities: {c: ['']}}")
+        >>> pol.p4_id_denied(pol.roles[""], 7), pol.p4_id_denied(pol.roles["acl"], 7)
+        ("P4 id 7 belongs to role 'acl' exclusively", None)
+        """
         if p4_id is None:
             return None if rd.every_entity else \
                 f"role {role_label(rd.name)} lists its entities: the packet replication engine is not one of them"

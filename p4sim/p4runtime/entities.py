@@ -137,9 +137,11 @@ class EntityStore:
         """
         return self.tables.write_run(updates, start, stop, wire)
 
-    def wire_updates(self, request: pb.WriteRequest) -> Optional[list[Optional[WireEntry]]]:
-        """The ``wire`` argument of :meth:`write_run` for ``request`` (:meth:`TableStore.wire_updates`)."""
-        return self.tables.wire_updates(request)
+    def wire_updates(self, request: pb.WriteRequest,
+                     data: Optional[bytes] = None) -> Optional[list[Optional[WireEntry]]]:
+        """The ``wire`` argument of :meth:`write_run` for ``request``, parsed from ``data``
+        when given (:meth:`TableStore.wire_updates`)."""
+        return self.tables.wire_updates(request, data)
 
     def read(self, entity: pb.Entity, new_entity: NewEntity = pb.Entity,
              add_wire: Optional[AddWire] = None) -> Iterator[pb.Entity]:

@@ -61,7 +61,7 @@ class TablePlan:
     """What a write to one table needs, precomputed (see the module docstring)."""
 
     __slots__ = ("ti", "table", "fields", "widths", "dont_care", "needs_priority", "support_timeout",
-                 "actions", "nfields", "single_exact", "single_lpm", "direct_meter", "_calls")
+                 "actions", "nfields", "single_exact", "single_lpm", "multi_exact", "direct_meter", "_calls")
 
     def __init__(self, ti: TableInfo, fields: dict[int, tuple[int, str, int, int]], widths: tuple[int, ...],
                  dont_care: tuple[Optional[Part], ...], actions: dict[int, tuple[str, dict[int, tuple[int, int]], int]]
@@ -89,6 +89,13 @@ class TablePlan:
         elif kinds == ["lpm"]:
             (field_id, (_pos, _kind, w, full)), = fields.items()
             self.single_lpm = (field_id, w, full)
+        #: a table of several exact fields: (field id, width, all-ones) per position, whose
+        #: updates :mod:`.wirewrites` reads with the fields in this order
+        self.multi_exact: Optional[tuple[tuple[int, int, int], ...]] = None
+        if len(kinds) > 1 and set(kinds) == {"exact"}:
+            by_pos = sorted((pos, fid, w, full) for fid, (pos, _kind, w, full) in fields.items())
+            if [p for p, *_ in by_pos] == list(range(len(by_pos))):
+                self.multi_exact = tuple((fid, w, full) for _pos, fid, w, full in by_pos)
 
     # ------------------------------------------------------------------ decoding
     def _key(self, te: pb.TableEntry, priority: int) -> Optional[Key]:
@@ -341,7 +348,21 @@ class TablePlan:
         if self.needs_priority:                  # priority 0: refused where one is needed
             return None
         data, plen = w[2], w[4]
-        v = int.from_bytes(data, "big")
+        if type(data) is tuple:                  # several exact fields, in position order
+            multi = self.multi_exact
+            if multi is None or plen >= 0 or len(data) != len(multi):
+                return None
+            vals = []
+            mask = value = 0
+            for d, (_fid, width, full) in zip(data, multi):
+                v = int.from_bytes(d, "big")
+                if not d or v >> width:
+                    return None
+                vals.append(v)
+                mask = (mask << width) | full
+                value = (value << width) | v
+            return tuple(map(Exact, vals)), (tuple(vals), 0), mask, value, ()
+        v = int.from_bytes(data, "big")  # type: ignore[arg-type]
         single = self.single_exact
         if single is not None:
             if plen >= 0 or not data or v >> single[1]:

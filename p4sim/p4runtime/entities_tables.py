@@ -195,19 +195,24 @@ class TableStore:
         #: per-table write plans (:mod:`.entities_fast`); ``fast=False`` leaves every write
         #: to the checked path (the equivalence tests compare the two)
         self.plans: dict[int, TablePlan] = build_plans(index, extras) if fast else {}
-        #: the planned tables with one exact or LPM field, whose updates :meth:`wire_updates`
-        #: reads from a request's bytes (:mod:`.wirewrites`)
+        #: the planned tables with one exact or LPM field or several exact ones, whose
+        #: updates :meth:`wire_updates` reads from a request's bytes (:mod:`.wirewrites`)
         self.shapes = WireShapes({tid: (p.single_exact[0], False) if p.single_exact is not None
                                   else (p.single_lpm[0], True)        # type: ignore[index]
                                   for tid, p in self.plans.items()
-                                  if p.single_exact is not None or p.single_lpm is not None})
+                                  if p.single_exact is not None or p.single_lpm is not None},
+                                 {tid: tuple(f[0] for f in p.multi_exact)
+                                  for tid, p in self.plans.items() if p.multi_exact is not None})
 
-    def wire_updates(self, request: pb.WriteRequest) -> Optional[list[Optional[WireEntry]]]:
+    def wire_updates(self, request: pb.WriteRequest,
+                     data: Optional[bytes] = None) -> Optional[list[Optional[WireEntry]]]:
         """The request's updates read from its bytes for :meth:`write_run` (:func:`.wirewrites.parse_updates`
-        of upb's encoding of it), or None when no planned table has one exact field."""
+        of ``data``, the bytes ``request`` was parsed from, or else of upb's encoding of it),
+        or None when no planned table has one exact or LPM field."""
         if not self.shapes.count:
             return None
-        return parse_updates(request.SerializeToString(), len(request.updates), self.shapes)
+        return parse_updates(request.SerializeToString() if data is None else data,
+                             len(request.updates), self.shapes)
 
     # ------------------------------------------------------------------ helpers
     def _entry_action(self, ti: TableInfo, ta: pb.TableAction

@@ -60,7 +60,7 @@ import threading
 import time
 from concurrent import futures
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Optional, Sequence
 
 import grpc
 from google.protobuf import any_pb2
@@ -83,6 +83,9 @@ from p4sim.p4runtime.streamlimits import ReadBudget, StreamLimitError, StreamLim
 from p4sim.p4runtime.tls import ServerTls
 from p4sim.runtime.errors import RuntimeStateError
 
+if TYPE_CHECKING:     # the wire path's modules load numpy; the store imports them
+    from p4sim.p4runtime.wirewrites import WireEntry
+
 _ATOMICITIES = frozenset(p4runtime_pb2.WriteRequest.Atomicity.values())
 """The atomicity values the proto names (``Atomicity.values()`` builds a list per call)."""
 log = logging.getLogger(__name__)
@@ -93,6 +96,12 @@ MAX_RECEIVE_BYTES = 256 * 1024 * 1024
 """The largest request p4sim accepts, PI's (``pi_server.cpp``: ``SetMaxReceiveMessageSize(256MB)``;
 gRPC's default, 4 MB, would refuse device configs and batches BMv2 takes). A larger one is
 refused by gRPC with ``RESOURCE_EXHAUSTED`` before it is parsed."""
+MAX_READ_ONLY_REQUEST_BYTES = 4 * 1024 * 1024
+"""The largest ReadRequest of an identity that only reads (every role it holds read-only
+under the policy, as the testbed's monitor): gRPC's default receive bound. Its Reads are a
+few wildcards (well under 1 kB); a larger one is refused ``RESOURCE_EXHAUSTED`` before it
+is parsed, where :data:`MAX_RECEIVE_BYTES` (256 MB) would let it make the switch parse
+hundreds of MB. Writers keep PI's bound, as on BMv2."""
 MAX_READ_ENTITIES = 1 << 20
 """Entities one Read may answer with (1,048,576: a hundred times the fabric's every table
 entry and counter cell). A ReadRequest may repeat a wildcard: 200 copies of "every
@@ -327,7 +336,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                                                         thread_name_prefix="p4rt"),
                              options=[("grpc.so_reuseport", 0),
                                       ("grpc.max_receive_message_length", self.max_receive_bytes)])
-        p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self, server)
+        server.add_generic_rpc_handlers((self.rpc_handlers(),))
         try:
             port = server.add_insecure_port(self.address) if self.tls is None else \
                 server.add_secure_port(self.address, self.tls.credentials())
@@ -361,6 +370,117 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def wait_for_termination(self, timeout: Optional[float] = None) -> bool:
         return self._server.wait_for_termination(timeout) if self._server is not None else True
+
+    def rpc_handlers(self) -> grpc.GenericRpcHandler:
+        """The ``p4.v1.P4Runtime`` methods as gRPC serves them. The unary ones and Read
+        take the request's **bytes** (``request_deserializer=None``): the caller's
+        identity is checked against the policy from the TLS auth context first
+        (:meth:`_unread_identity`), and only then is the request parsed
+        (:meth:`_parse`), so that a client with no right to a method cannot make the
+        switch parse a request of up to :data:`MAX_RECEIVE_BYTES` (256 MB) for it. A
+        Write then reads its table updates from those same bytes (:mod:`.wirewrites`).
+        StreamChannel's messages are parsed by gRPC, as the generated servicer does.
+
+        >>> srv = P4RuntimeServer.__new__(P4RuntimeServer)
+        >>> isinstance(srv.rpc_handlers(), grpc.GenericRpcHandler)
+        True
+        """
+        pb = p4runtime_pb2
+        unary = grpc.unary_unary_rpc_method_handler
+        return grpc.method_handlers_generic_handler("p4.v1.P4Runtime", {
+            "Write": unary(self._write_bytes, None, pb.WriteResponse.SerializeToString),
+            "Read": grpc.unary_stream_rpc_method_handler(self._read_bytes, None,
+                                                         pb.ReadResponse.SerializeToString),
+            "SetForwardingPipelineConfig": unary(self._set_pipeline_bytes, None,
+                                                 pb.SetForwardingPipelineConfigResponse.SerializeToString),
+            "GetForwardingPipelineConfig": unary(self._get_pipeline_bytes, None,
+                                                 pb.GetForwardingPipelineConfigResponse.SerializeToString),
+            "Capabilities": unary(self._capabilities_bytes, None, pb.CapabilitiesResponse.SerializeToString),
+            "StreamChannel": grpc.stream_stream_rpc_method_handler(
+                self.StreamChannel, pb.StreamMessageRequest.FromString,
+                pb.StreamMessageResponse.SerializeToString),
+        })
+
+    def _unread_identity(self, context: grpc.ServicerContext, rpc: str) -> Optional[str]:
+        """The caller's identity, decided before its request is read: with a policy,
+        RpcError PERMISSION_DENIED for an identity the policy does not name (every RPC,
+        the message of :meth:`_identity`), for a Write or SetForwardingPipelineConfig by
+        an identity none of whose roles may write (the testbed's monitor), and for
+        SetForwardingPipelineConfig by one none of whose roles may push a pipeline
+        (``can_push_pipeline``; a role config narrows a role, never widens it). Such a
+        request would be refused PERMISSION_DENIED whatever it holds, so it is refused
+        unread. Without a policy every caller passes, as on BMv2."""
+        identity = peer_identity(context)
+        if self.policy is None:
+            return identity
+        pol = self.policy
+        try:
+            roles = pol.require_identity(identity, rpc)
+            if rpc not in ("Write", "SetForwardingPipelineConfig"):
+                return identity
+            who = repr(identity) if identity else "(no client certificate)"
+            held = ", ".join(role_label(r) for r in roles)
+            if all(pol.roles[r].read_only for r in roles):
+                what = f"identity {who} may not hold role '<default>' nor" if "" not in roles \
+                    else f"identity {who} may not"
+                raise Denied(f"{what} write as any role it holds ({held}: read-only, Read and "
+                             f"GetForwardingPipelineConfig only): {rpc} refused before its request was read")
+            if rpc == "SetForwardingPipelineConfig" and not any(pol.roles[r].can_push_pipeline for r in roles):
+                raise Denied(f"identity {who} may not push a pipeline: no role it holds ({held}) has "
+                             f"can_push_pipeline: {rpc} refused before its request was read")
+        except Denied as e:
+            raise self._denied(e, rpc) from None
+        return identity
+
+    def _parse(self, cls: Any, data: bytes, context: grpc.ServicerContext) -> Any:
+        """``cls.FromString(data)``; a request that does not parse ends the RPC as gRPC's
+        own deserializer ends it (``INTERNAL`` "Exception deserializing request!")."""
+        try:
+            msg = cls.FromString(data)
+        except Exception:  # noqa: BLE001 - what gRPC catches around a deserializer
+            log.warning("P4Runtime %s: the request (%d bytes) does not parse", cls.__name__, len(data))
+            context.abort(grpc.StatusCode.INTERNAL, "Exception deserializing request!")
+        return msg
+
+    def _write_bytes(self, data: bytes, context: grpc.ServicerContext) -> Any:
+        try:
+            identity = self._unread_identity(context, "Write")
+        except RpcError as e:
+            self._abort(context, e)
+        return self._write(self._parse(p4runtime_pb2.WriteRequest, data, context), context, identity, data)
+
+    def _read_bytes(self, data: bytes, context: grpc.ServicerContext) -> Iterator[Any]:
+        try:
+            identity = self._unread_identity(context, "Read")
+            if len(data) > MAX_READ_ONLY_REQUEST_BYTES and self._read_only(identity) is not None:
+                raise RpcError("RESOURCE_EXHAUSTED", f"identity {identity!r} only reads: a ReadRequest "
+                                                     f"of {len(data)} bytes exceeds {MAX_READ_ONLY_REQUEST_BYTES} "
+                                                     "(MAX_READ_ONLY_REQUEST_BYTES); refused before it was read")
+        except RpcError as e:
+            log.warning("P4Runtime Read refused: %s", e.message)
+            self._abort(context, e)
+        yield from self.Read(self._parse(p4runtime_pb2.ReadRequest, data, context), context)
+
+    def _set_pipeline_bytes(self, data: bytes, context: grpc.ServicerContext) -> Any:
+        try:
+            self._unread_identity(context, "SetForwardingPipelineConfig")
+        except RpcError as e:
+            self._abort(context, e)
+        return self.SetForwardingPipelineConfig(self._parse(_Req, data, context), context)
+
+    def _get_pipeline_bytes(self, data: bytes, context: grpc.ServicerContext) -> Any:
+        try:
+            self._unread_identity(context, "GetForwardingPipelineConfig")
+        except RpcError as e:
+            self._abort(context, e)
+        return self.GetForwardingPipelineConfig(self._parse(_Get, data, context), context)
+
+    def _capabilities_bytes(self, data: bytes, context: grpc.ServicerContext) -> Any:
+        try:
+            self._unread_identity(context, "Capabilities")
+        except RpcError as e:
+            self._abort(context, e)
+        return self.Capabilities(self._parse(p4runtime_pb2.CapabilitiesRequest, data, context), context)
 
     # ------------------------------------------------------------------ helpers
     def _check_device(self, device_id: int, write: bool) -> None:
@@ -572,8 +692,18 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     # ------------------------------------------------------------------ Write
     def Write(self, request: p4runtime_pb2.WriteRequest, context: grpc.ServicerContext) -> Any:
+        """The servicer's Write of a parsed request (gRPC calls :meth:`_write_bytes`)."""
         try:
             identity = self._identity(context, "Write")
+        except RpcError as e:
+            self._abort(context, e)
+        return self._write(request, context, identity, None)
+
+    def _write(self, request: p4runtime_pb2.WriteRequest, context: grpc.ServicerContext,
+               identity: Optional[str], data: Optional[bytes]) -> Any:
+        """A Write by ``identity`` (the policy has named it); ``data``: the request's bytes
+        as received (None: re-encoded for the wire path)."""
+        try:
             self._check_device(request.device_id, write=True)
             rd = self._writer(identity, request.role, "Write")
             self._check_primary(request.role, request, identity)
@@ -585,9 +715,11 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                                                 "ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC)")
             if self.reqlog is not None:
                 self.reqlog.write_request(request)
-            denied = self._denied_updates(identity, rd, request)
             with self._state_lock:
-                errors = self._apply(self._target(), request, denied)
+                pipe = self._target()
+                wire = self._wire_updates(pipe, request, data)
+                denied = self._denied_updates(identity, rd, request, wire)
+                errors = self._apply(pipe, request, denied, data, wire, wire_known=True)
         except RpcError as e:
             self._abort(context, e)
             return p4runtime_pb2.WriteResponse()  # not reached: abort raises
@@ -596,24 +728,55 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             context.abort_with_status(batch_status(f"{failed} of {len(errors)} updates failed", errors))
         return p4runtime_pb2.WriteResponse()
 
+    @staticmethod
+    def _wire_updates(pipe: Pipeline, request: p4runtime_pb2.WriteRequest,
+                      data: Optional[bytes]) -> Optional[Sequence[Optional[WireEntry]]]:
+        """The request's updates read from its bytes (``data``, else upb's encoding of it)
+        by the store (:mod:`.wirewrites`), for a CONTINUE_ON_ERROR batch on a store with
+        runs; None otherwise."""
+        store = pipe.store
+        wire_of = getattr(store, "wire_updates", None)
+        if (wire_of is None or getattr(store, "write_run", None) is None
+                or request.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR):
+            return None
+        return wire_of(request, data)
+
     def _denied_updates(self, identity: Optional[str], rd: Optional[RoleDef],
-                        request: p4runtime_pb2.WriteRequest) -> dict[int, p4runtime_pb2.Error]:
-        """Updates the role may not write (spec: ``PERMISSION_DENIED`` for that update)."""
+                        request: p4runtime_pb2.WriteRequest,
+                        wire: Optional[Sequence[Optional[WireEntry]]] = None) -> dict[int, p4runtime_pb2.Error]:
+        """Updates the role may not write (spec: ``PERMISSION_DENIED`` for that update). An
+        update read from the wire (``wire[i]``) is judged by its table id, once per table
+        (upb's accessors cost ~1 µs an update), the others by their entity."""
         if rd is None or self.policy is None:
             return {}
         out = {}
-        for i, upd in enumerate(request.updates):
-            why = self.policy.update_denied(rd, upd.entity)
+        policy = self.policy
+        updates = request.updates
+        by_table: dict[int, Optional[str]] = {}
+        for i in range(len(updates)):
+            w = wire[i] if wire is not None else None
+            if w is not None:
+                tid = w[1]
+                if tid in by_table:
+                    why = by_table[tid]
+                else:
+                    why = by_table[tid] = policy.p4_id_denied(rd, tid)
+            else:
+                why = policy.update_denied(rd, updates[i].entity)
             if why is not None:
                 log.warning("P4Runtime Write update %d refused: identity %r: %s", i, identity, why)
                 out[i] = _p4_error("PERMISSION_DENIED", f"identity {identity!r}: {why}")
         return out
 
     def _apply(self, pipe: Pipeline, request: p4runtime_pb2.WriteRequest,
-               denied: Optional[dict[int, p4runtime_pb2.Error]] = None) -> list[p4runtime_pb2.Error]:
+               denied: Optional[dict[int, p4runtime_pb2.Error]] = None,
+               data: Optional[bytes] = None, wire: Optional[Sequence[Optional[WireEntry]]] = None,
+               wire_known: bool = False) -> list[p4runtime_pb2.Error]:
         """Apply the batch; one ``p4.v1.Error`` per update (OK when it succeeded), or no
         list at all when every update of a CONTINUE_ON_ERROR batch succeeded; ``denied``
-        updates fail with their error without being tried."""
+        updates fail with their error without being tried. ``data``: the bytes ``request``
+        was parsed from, whose updates the wire path reads (None: upb re-encodes it);
+        ``wire_known``: ``wire`` is already :meth:`_wire_updates` of them."""
         W = p4runtime_pb2.WriteRequest
         updates = request.updates       # indexed as needed: the wire path reads most from bytes
         lock = self.device.lock
@@ -627,10 +790,9 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             # through _write_one, which applies it or gives its error
             run = getattr(pipe.store, "write_run", None)
             n = len(updates)
-            # the updates read once from the request's bytes (p4sim/p4runtime/wirewrites.py);
-            # upb re-encodes the request in a fraction of what its accessors cost
-            wire_of = getattr(pipe.store, "wire_updates", None)
-            wire = wire_of(request) if run is not None and wire_of is not None else None
+            # the updates read once from the request's bytes (p4sim/p4runtime/wirewrites.py)
+            if not wire_known:
+                wire = self._wire_updates(pipe, request, data)
             with lock, gc_paused():
                 i = 0
                 while i < n:

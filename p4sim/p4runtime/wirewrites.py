@@ -13,17 +13,25 @@ length's key and one byte, then ``TableAction`` as its own bytes. :class:`WireSh
 builds each head once with a small encoder of its own and checks an update with one
 ``bytes.startswith``; the value and the action's bytes are then slices. What the bytes
 mean is then exactly what the head says: they *are* the canonical encoding of that
-message, nothing left out or added.
+message, nothing left out or added. A table of several exact fields (the plans'
+``multi_exact``: ``(dst, etype)``-like tables) is read the same way piece by piece
+(:class:`_MultiShape`): an outer head with the table id, then each field's FieldMatch
+head and value, in the P4Info's order, every nested length checked.
 
 Anything else gives None for that update, which then takes the message path, unchanged:
-another entity or table, a second match field, a priority, metadata, an idle timeout,
+another entity or table, a second match field of a one-field table, fields of a
+multi-field table in another order, left out or given twice, a priority, metadata, an idle timeout,
 ``is_const`` or any other field, an update or action of 128 bytes or more, a prefix
 length of 0 or of 128 or more, a varint not in its shortest form. The table's plan checks and canonicalises a :data:`WireEntry` as it
 does the message (:meth:`TablePlan.wire_insert`, ``wire_modify``, ``wire_delete``), so
 both give the same key, the same call and the same refusals
-(tests/p4sim/p4runtime/test_wire_writes.py compares both on valid and invalid batches).
-The server feeds this upb's own encoding of the request (``SerializeToString``: ~0.2 µs
-an update), whose fields come in field-number order, as the heads have them.
+(tests/p4sim/p4runtime/test_wire_writes.py and test_wire_writes_multi.py compare both
+on valid and invalid batches). The server feeds this the bytes the request was received
+as (its Write handler gets them from gRPC unparsed), or upb's own encoding of a request
+given to it parsed (``SerializeToString``: ~0.2 µs an update). A client's bytes need not
+come in upb's field order: an update that differs from the canonical encoding of its
+message matches no head (None), and updates that are not one run of fields make the
+whole request None.
 
 Field numbers (``_T_*``) are read from the generated descriptors, not written here.
 
@@ -43,17 +51,18 @@ from p4sim.p4runtime.wirecounters import WIRE_LEN as _LEN, WIRE_VARINT as _VARIN
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from p4.v1 import p4runtime_pb2 as pb
 
 from p4sim.p4runtime.wirecounters import WIRE_LEN as _LEN, WIRE_VARINT as _VARINT, field_key as _tag
 
 
-WireEntry = tuple[int, int, bytes, Optional[bytes], int]
+WireEntry = tuple[int, int, Union[bytes, tuple[bytes, ...]], Optional[bytes], int]
 """(update type, table id, the match field's value, the serialized TableAction or None
 when the entry has none, the LPM prefix length or -1 for an exact field): an update
-whose TableEntry sets nothing else."""
+whose TableEntry sets nothing else. For a table of several exact fields
+(:class:`_MultiShape`) the value is a tuple, one value per field in the P4Info's order."""
 
 
 _T_UPDATES = _tag(pb.WriteRequest, "updates", _LEN)
@@ -127,6 +136,7 @@ class _Shape:
     is the update's bytes up to its value, or None when no update of those lengths fits."""
 
     __slots__ = ("table_id", "field_id", "lpm", "tid", "at", "heads")
+    multi = False
 
     def __init__(self, table_id: int, field_id: int, lpm: bool) -> None:
         self.table_id = table_id
@@ -159,26 +169,85 @@ class _Shape:
         return head
 
 
+class _MultiShape:
+    """A table of several exact fields: an update is its fixed outer head (the update
+    type, the nested lengths, which follow from the update's length, and the table id),
+    then one FieldMatch per field, in the P4Info's order, each a fixed head (its key and
+    length, the field id, the exact value's key and length) and the value, then at most
+    the TableAction. Checked piece by piece with ``bytes.startswith`` and byte compares:
+    a match means the update is the canonical encoding of exactly that message."""
+
+    __slots__ = ("table_id", "field_heads", "outer")
+    multi = True
+
+    def __init__(self, table_id: int, field_ids: tuple[int, ...]) -> None:
+        self.table_id = table_id
+        #: per field: the FieldMatch's bytes from its field id's key to the exact's key
+        self.field_heads = tuple(bytes((_T_FIELD_ID,)) + varint(f) + bytes((_T_EXACT,)) for f in field_ids)
+        self.outer: dict[int, bytes] = {}     # type << 8 | update length -> the outer head
+
+    def read(self, buf: bytes, i: int, e: int) -> Optional[WireEntry]:
+        """The :data:`WireEntry` of the update at ``buf[i:e]`` (its key and one-byte length
+        at ``i``), or None."""
+        utype, length = buf[i + 3], buf[i + 1]
+        key = utype << 8 | length
+        head = self.outer.get(key)
+        if head is None:
+            if utype not in _TYPES or length < 8:
+                return None
+            head = self.outer[key] = bytes((_T_UPDATES, length, _T_TYPE, utype, _T_ENTITY, length - 4,
+                                            _T_TABLE_ENTRY, length - 6, _T_TABLE_ID)) + varint(self.table_id)
+        if not buf.startswith(head, i):
+            return None
+        p = i + len(head)
+        values = []
+        for fh in self.field_heads:
+            # _T_MATCH, FieldMatch length, field id, _T_EXACT, n + 2, _T_VALUE, n, the value
+            q = p + 2 + len(fh)
+            if q + 2 >= e or buf[p] != _T_MATCH or not buf.startswith(fh, p + 2) or buf[q + 1] != _T_VALUE:
+                return None
+            n = buf[q + 2]
+            if not 0 < n < 0x7E or buf[q] != n + 2 or buf[p + 1] != len(fh) + 3 + n:
+                return None
+            p = q + 3 + n
+            if p > e:
+                return None
+            values.append(buf[q + 3:p])
+        if p == e:
+            return (utype, self.table_id, tuple(values), None, -1)
+        if p + 1 < e and buf[p] == _T_ACTION and buf[p + 1] == e - p - 2:
+            return (utype, self.table_id, tuple(values), buf[p + 2:e], -1)
+        return None
+
+
 class WireShapes:
     """The one-field tables of a pipeline, by the shortest varint of their id: what
     :func:`parse_updates` compares updates with. ``tables`` maps table id → (the match
-    field's id, whether it is LPM; else exact).
+    field's id, whether it is LPM; else exact); ``multi`` maps the id of a table of
+    several exact fields → their ids in the P4Info's order.
 
-    >>> WireShapes({0x02000001: (1, False)}).count
-    1
+    >>> WireShapes({0x02000001: (1, False)}, {0x02000002: (1, 2)}).count
+    2
     """
 
-    def __init__(self, tables: dict[int, tuple[int, bool]]) -> None:
+    def __init__(self, tables: dict[int, tuple[int, bool]],
+                 multi: Optional[dict[int, tuple[int, ...]]] = None) -> None:
         self.count = 0
-        self.by_id_len: dict[int, dict[bytes, _Shape]] = {}
+        self.by_id_len: dict[int, dict[bytes, Union[_Shape, _MultiShape]]] = {}
         for table_id, (field_id, lpm) in tables.items():
             if table_id <= 0 or field_id <= 0:
                 continue
             tv = varint(table_id)
             self.by_id_len.setdefault(len(tv), {})[tv] = _Shape(table_id, field_id, lpm)
             self.count += 1
+        for table_id, field_ids in (multi or {}).items():
+            if table_id <= 0 or len(field_ids) < 2 or min(field_ids) <= 0:
+                continue
+            tv = varint(table_id)
+            self.by_id_len.setdefault(len(tv), {})[tv] = _MultiShape(table_id, field_ids)
+            self.count += 1
 
-    def shape(self, buf: bytes, s: int) -> Optional[_Shape]:
+    def shape(self, buf: bytes, s: int) -> Optional[Union[_Shape, _MultiShape]]:
         """The shape whose table id is written at ``buf[s + 9:]`` (where an update
         starting at ``s`` has it when its lengths are one byte), or None."""
         for k, shapes in self.by_id_len.items():
@@ -206,7 +275,7 @@ def parse_updates(buf: bytes, count: int, shapes: WireShapes) -> Optional[list[O
         i = _skip_field(buf, i, end)
         if i < 0:
             return None
-    last: Optional[_Shape] = None
+    last: Optional[Union[_Shape, _MultiShape]] = None
     append = out.append
     while i < end and buf[i] == _T_UPDATES:
         length = buf[i + 1] if i + 1 < end else 0x80
@@ -229,7 +298,18 @@ def parse_updates(buf: bytes, count: int, shapes: WireShapes) -> Optional[list[O
                 if shape is None:
                     append(None)
                     break
-            at = i + shape.at
+            if shape.multi:
+                got = shape.read(buf, i, e)      # type: ignore[union-attr]
+                if got is not None:
+                    last = shape
+                    append(got)
+                    break
+                if shape is last:
+                    shape = last = None
+                    continue
+                append(None)
+                break
+            at = i + shape.at                    # type: ignore[union-attr]
             if at >= e:
                 head = None
             else:

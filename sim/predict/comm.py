@@ -11,7 +11,9 @@ is smaller than one server), on rail ``r mod G``.
 **Inside a server** (every group of the kind within one server): ``α + factor·S/(B·eff)``
 with the GPU's NVLink bandwidth per direction B, ``kernels.nvlink`` eff and α
 ``kernels.nvlink_alpha_s``; factor ``2(n−1)/n`` for all-reduce, ``(n−1)/n`` for
-all-gather, reduce-scatter and all-to-all. Under the ``tccl`` / ``tccl_gor`` policies with
+all-gather, reduce-scatter and all-to-all. An all-reduce on a Hopper server
+(NVSwitch with NVLink SHARP; ``network.nvls``) runs as NCCL chooses between its ring and its
+NVLS algorithm: the one of least modelled time (:func:`nvls_allreduce_s`). Under the ``tccl`` / ``tccl_gor`` policies with
 ``network.dual_channel`` the all-reduce / all-gather / reduce-scatter are split between
 NVLink and the GPU's RoCE NIC by TCCL's own planner (``host.tccl.dualchannel.DualChannel``;
 an all-gather of S is an all-reduce of S/2 on the wire); the NIC is assumed free.
@@ -22,7 +24,9 @@ with k members in a server runs k rings on k NICs, each carrying 1/k) — TCCL's
 (``sim.workloads.collective_phases``) gives each group's ring or All-to-All rounds, the
 groups' flows are merged per phase and simulated on the fabric under the job's policy
 (``sim.policies.run_phase``: hash-model routing, TCCL ports, GOR), and the time is the
-simulator's calibrated prediction (``sim.model.predict``). Pipeline send/receive is one
+simulator's calibrated prediction (``sim.model.predict``). An all-reduce across servers runs
+as NCCL chooses between its ring and its tree (:func:`tree_features`): the one of least
+modelled time. Pipeline send/receive is one
 phase of every stage boundary's transfers.
 
 Example::
@@ -37,6 +41,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass
 from typing import Optional
@@ -44,7 +49,7 @@ from typing import Optional
 import numpy as np
 
 from host.tccl.dualchannel import ChannelEstimate, DualChannel
-from sim.model import ModelParams, features_of, predict
+from sim.model import Features, ModelParams, features_of, predict
 from sim.policies import GorOptions, run_phase
 from sim.predict.job import TrainingJob
 from sim.topology import TIER, SimFabric, SimInputError
@@ -52,6 +57,58 @@ from sim.workloads import Job, Phase, collective_phases
 
 FACTOR = {"allreduce": lambda n: 2.0 * (n - 1) / n, "allgather": lambda n: (n - 1) / n,
           "reducescatter": lambda n: (n - 1) / n, "alltoall": lambda n: (n - 1) / n}
+
+
+#: NCCL's NVLink SHARP model (``src/graph/tuning.cc``, ``ncclTopoTuneModel``): an NVLS
+#: all-reduce channel runs at the ring channel's NVLink bandwidth × ``nvlsEfficiency`` (Hopper
+#: 0.85; Ampere 0: no NVLS) × 2 ("AllReduce pipelines two operations": the switch reduces and
+#: multicasts, so a GPU sends and receives its data once instead of 2(n−1)/n times) ×
+#: (c − 1)/c over its c channels (``src/transport/nvls.cc``: ``NVLS_NCHANNELS_SM90`` 16),
+#: with a latency of 25 µs (``hwLatencies`` NVLINK, NVLS/Simple) against the ring's; NCCL runs
+#: the algorithm of least modelled time (``ncclTopoGetAlgoTime``). Reduce-scatter and
+#: all-gather stay on the ring inside a server (there NVLS is modelled ×(n−1)/n instead of
+#: ×2, below the ring), as does everything on an A100.
+NVLS_EFFICIENCY = {"H100": 0.85, "H20": 0.85}
+NVLS_CHANNELS = 16
+NVLS_LATENCY_S = 25e-6
+
+
+def nvls_allreduce_s(chip: str, n: int, size_bytes: float, ring_Bps: float) -> Optional[float]:
+    """Time of an NVLS all-reduce of ``size_bytes`` per rank over ``n`` GPUs of one server
+    whose ring runs at ``ring_Bps`` (NVLink per direction × ``kernels.nvlink``), or None where
+    NCCL has no NVLS (module constants).
+
+    >>> t = nvls_allreduce_s("H100", 8, 256e6, 450e9 * 0.78)
+    >>> round(t * 1e3, 3), nvls_allreduce_s("A100", 8, 256e6, 300e9 * 0.78)
+    (0.826, None)
+    """
+    eff = NVLS_EFFICIENCY.get(chip, 0.0)
+    if eff <= 0.0 or n < 2:
+        return None
+    gain = 2.0 * eff * (NVLS_CHANNELS - 1) / NVLS_CHANNELS
+    return NVLS_LATENCY_S + FACTOR["allreduce"](n) * size_bytes / (ring_Bps * gain)
+
+
+#: NCCL's tree all-reduce against its ring (``src/graph/tuning.cc``, ``ncclTopoTuneModel``):
+#: the tree's bus bandwidth is the ring's × 0.92 ("busBw * .92" for Tree/AllReduce) and its
+#: algorithm bandwidth half of that (ratio .5), against the ring's busBw·n/(2(n−1)); its
+#: latency is ``2·((ppn − 1)·intraLat + log2(nNodes)·interLat)`` against the ring's
+#: ``2(n − 1)`` steps. Only all-reduce has a tree; reduce-scatter and all-gather run on rings.
+TREE_BUS_SHARE = 0.92
+
+
+def tree_features(ring: Features, n: int, nodes: int) -> Features:
+    """The features of NCCL's tree all-reduce over ``n`` ranks on ``nodes`` servers, from
+    those of the simulated ring (the same flows' bandwidth; NCCL's step counts).
+
+    >>> f = tree_features(Features(1.0, 2 * 63, 3 * 2 * 63), 64, 64)
+    >>> round(f.transfer_s, 3), f.steps, f.hop_steps
+    (1.104, 12.0, 36.0)
+    """
+    ppn = max(1, n // max(1, nodes))
+    steps = 2.0 * ((ppn - 1) + math.ceil(math.log2(max(nodes, 2))))
+    hops = ring.hop_steps / ring.steps if ring.steps else 0.0
+    return Features(ring.transfer_s * n / ((n - 1) * TREE_BUS_SHARE), steps, steps * hops)
 
 
 def _coords(j: TrainingJob) -> tuple[int, int, int, int]:
@@ -151,9 +208,17 @@ class CommModel:
             s = size if collective == "allreduce" else size / 2.0
             split = DualChannel(self.nvlink, self.roce, tp_size=max(2, n)).split(int(s))
             return CommTime(split.time_s, "nvlink", f"dual channel: {100 * split.nvlink_fraction:.0f} % on NVLink")
-        return CommTime(self.nvlink.alpha_s + FACTOR[collective](n) * size / self.nvlink.bytes_per_s, "nvlink")
+        ring = self.nvlink.alpha_s + FACTOR[collective](n) * size / self.nvlink.bytes_per_s
+        if collective == "allreduce" and self.j.network.nvls:
+            nvls = nvls_allreduce_s(self.j.gpu.chip, n, size, self.nvlink.bytes_per_s)
+            if nvls is not None and nvls < ring:
+                return CommTime(nvls, "nvlink", "NCCL NVLS (NVLink SHARP)")
+        return CommTime(ring, "nvlink")
 
     def _simulate(self, phases: list[Phase]) -> float:
+        return predict(self._features(phases), self.model)
+
+    def _features(self, phases: list[Phase]) -> Features:
         t0 = time.perf_counter()
         per = []
         for ph in phases:
@@ -164,7 +229,7 @@ class CommModel:
             per.append((ph.repeat, float(r.fct_s[slow]) if len(r.fct_s) else 0.0,
                         int(r.hops.max()) if len(r.hops) else 0))
         self.fabric_wall_s += time.perf_counter() - t0
-        return predict(features_of(per), self.model)
+        return features_of(per)
 
     def collective(self, kind: str, collective: str, size_bytes: float) -> CommTime:
         """Time of one ``collective`` of ``size_bytes`` per rank in every ``kind`` group."""
@@ -193,7 +258,15 @@ class CommModel:
                             np.concatenate([p.dst_nic for p in parts]),
                             np.concatenate([p.size_bytes for p in parts]), parts[0].repeat)
                       for parts in zip(*merged)]
-            out = CommTime(self._simulate(phases), "fabric", f"{len(gs)} groups of {n} simulated at once")
+            note = f"{len(gs)} groups of {n} simulated at once"
+            feats = self._features(phases)
+            t = predict(feats, self.model)
+            if collective == "allreduce":
+                nodes = len({self._server(r) for r in gs[0]})
+                tree = predict(tree_features(feats, n, nodes), self.model)
+                if tree < t:
+                    t, note = tree, note + ", NCCL tree"
+            out = CommTime(t, "fabric", note)
             self._fabric_times[key] = out
         self._cache[key] = out
         return out
@@ -283,4 +356,4 @@ class CommModel:
         return out
 
 
-__all__ = ["CommModel", "CommTime", "groups", "pp_pairs"]
+__all__ = ["CommModel", "CommTime", "NVLS_EFFICIENCY", "groups", "nvls_allreduce_s", "pp_pairs", "tree_features"]

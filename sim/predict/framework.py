@@ -52,6 +52,18 @@ field                  meaning
 ``fp8_recipe``         ``delayed``, ``current``, ``tensorwise`` (per-tensor scales), ``blockwise``
                        (1×128 / 128×128 scales); see :mod:`sim.predict.graph`
 ``fp8_weight_cache``   FP8 weights are cast once a step, not once a micro-batch
+``selective_ac``       what ``recompute: selective`` replays: ``megatron`` (Korthikanti et al.:
+                       the norms and the activation function; unfused attention's core) or
+                       ``op`` (torchtitan's per-op policy: every op but ``mm``, attention,
+                       reduce-scatter and ``max``, and every second ``mm``:
+                       :func:`sim.predict.graph.sac_gemm_shares`)
+``fp8_fc2_fused``      FP8 jobs: the MLP's activation function writes FC2's FP8 input itself
+                       (Transformer Engine's ``LayerNormMLP``); false: the stack runs its own
+                       activation kernel in BF16 and FC2's ``Linear`` quantizes its input as
+                       a standalone cast (Megatron-Core's ``MLP``: ``linear_fc1``, then
+                       Megatron's ``bias_swiglu_impl`` / ``bias_gelu_impl``, then
+                       ``linear_fc2`` = ``TERowParallelLinear``, a TE ``Linear``;
+                       ``megatron/core/transformer/mlp.py``)
 ``cp_comm``            context parallelism: ``ring`` (Megatron/TE's P2P ring, each step under
                        that step's attention) or ``allgather`` (K and V gathered before the
                        attention, exposed: the Llama 3 paper; torch's default rotate method)
@@ -144,6 +156,8 @@ class Framework:
     family: str = "megatron"
     fp8_recipe: str = "delayed"
     fp8_weight_cache: bool = True
+    fp8_fc2_fused: bool = True
+    selective_ac: str = "megatron"
     fp8_param_gather: bool = False
     fp8_tp_gather: bool = True
     cp_comm: str = "ring"
@@ -193,10 +207,17 @@ class Framework:
         return 2.0 if self.grad_reduce_dtype in ("bf16", "fp16") else 4.0
 
 
+# Megatron-Core's MLP (megatron/core/transformer/mlp.py) runs linear_fc1 (TE LayerNormLinear),
+# then its own bias_swiglu_impl / bias_gelu_impl in BF16, then linear_fc2 (TERowParallelLinear,
+# a TE Linear that quantizes its input itself): FC2's FP8 input is a standalone cast
 _MCORE = Framework("megatron-core", data_parallel="distributed_optimizer", overlap_grad_reduce=True,
                    overlap_param_gather=True, bucket_MiB=160.0, grad_reduce_dtype="auto", tp_comm_overlap=0.85,
-                   attention="auto", elementwise_traffic=1.0, cpu_op_s=4e-6, fp8_recipe="delayed")
-_EAGER = dict(elementwise_traffic=None, cpu_op_s=15e-6, family="pytorch")
+                   attention="auto", elementwise_traffic=1.0, cpu_op_s=4e-6, fp8_recipe="delayed",
+                   fp8_fc2_fused=False)
+# the PyTorch stacks keep the earlier rounds' assumption: FC2's FP8 input written by the
+# activation (LLM Foundry's FP8 runs use TE's LayerNormMLP; torchtitan's FP8 runs are compiled,
+# and inductor fuses torchao's cast into the preceding element-wise kernel)
+_EAGER = dict(elementwise_traffic=None, cpu_op_s=15e-6, family="pytorch", fp8_fc2_fused=True)
 
 #: the profiles (module docstring); a job's ``framework`` fields override them
 PROFILES: dict[str, Framework] = {f.name: f for f in (
@@ -220,7 +241,8 @@ PROFILES: dict[str, Framework] = {f.name: f for f in (
     replace(_MCORE, name="composer-fsdp", data_parallel="fsdp", tp_comm_overlap=0.0, attention="fa2", fp8_tp_gather=False,
             grad_reduce_dtype="fp32", fp8_recipe="delayed", fp8_weight_cache=False, **_EAGER),
     replace(_MCORE, name="torchtitan", data_parallel="fsdp", tp_comm_overlap=0.0, attention="fa2",
-            grad_reduce_dtype="fp32", fp8_recipe="tensorwise", fp8_weight_cache=False, cp_comm="allgather", **_EAGER),
+            grad_reduce_dtype="fp32", fp8_recipe="tensorwise", fp8_weight_cache=False, cp_comm="allgather",
+            selective_ac="op", **_EAGER),
     replace(_MCORE, name="llama3-meta", data_parallel="distributed_optimizer", tp_comm_overlap=0.5, attention="fa2",
             cp_comm="allgather"),
 )}
@@ -255,6 +277,8 @@ class FrameworkSection:
     iteration_overhead_s: Optional[float] = None
     fp8_recipe: Optional[str] = None
     fp8_weight_cache: Optional[bool] = None
+    fp8_fc2_fused: Optional[bool] = None
+    selective_ac: Optional[str] = None
     fp8_param_gather: Optional[bool] = None
     fp8_tp_gather: Optional[bool] = None
     cp_comm: Optional[str] = None
@@ -288,6 +312,7 @@ def resolve_framework(data: Any, source: str) -> Framework:
     _one_of(f.grad_reduce_dtype, ("fp32", "bf16", "fp16", "auto"), source, "grad_reduce_dtype")
     _one_of(f.fp8_recipe, FP8_RECIPES, source, "fp8_recipe")
     _one_of(f.cp_comm, ("ring", "allgather"), source, "cp_comm")
+    _one_of(f.selective_ac, ("megatron", "op"), source, "selective_ac")
     _one_of(f.moe_dispatcher, MOE_DISPATCHERS, source, "moe_dispatcher")
     if f.moe_qps_per_channel < 1:
         raise SimInputError(f"{source}: framework.moe_qps_per_channel: at least 1, got {f.moe_qps_per_channel}")

@@ -256,7 +256,9 @@ def _attention(j: TrainingJob, d: _Dims, flops: float, nbytes: float) -> list[Ke
 #: activation function): Transformer Engine's LayerNormLinear / LayerNormMLP. Not the
 #: experts: Megatron-Core's ``TEGroupedMLP`` feeds TE's ``GroupedLinear`` the dispatcher's
 #: permuted tokens (FC1) and the output of its own ``weighted_bias_swiglu_impl`` (FC2), both
-#: BF16, and ``GroupedLinear`` quantizes its input itself: a full cast of each
+#: BF16, and ``GroupedLinear`` quantizes its input itself: a full cast of each. FC2 only
+#: where the stack's MLP is TE's ``LayerNormMLP`` (``framework.fp8_fc2_fused``): Megatron-Core's
+#: ``MLP`` runs its own BF16 ``bias_swiglu_impl`` and a TE ``Linear`` for FC2, which casts
 FP8_FUSED_INPUT = ("qkv", "fc1", "fc2")
 
 
@@ -266,7 +268,8 @@ def fp8_casts(j: TrainingJob, kernels: list[Kernel], phase: str) -> list[Kernel]
 
     * forward, X: Hopper's FP8 GEMMs take both operands K-major, so X is cast and transposed
       (FP8 and FP8ᵀ copies): 4 bytes an element (read bf16, write two FP8), 1 when a norm or
-      the activation function writes it directly (TE's fused LayerNormLinear/LayerNormMLP);
+      the activation function writes it directly (TE's fused LayerNormLinear/LayerNormMLP;
+      FC2 only with ``framework.fp8_fc2_fused``: Megatron-Core's MLP casts it by itself);
       with ``current`` / ``tensorwise`` scaling the scale needs the tensor's amax first, an
       extra pass (2 bytes read, and the fused writer can no longer write FP8: +4);
     * forward, W: cast and transpose, 4 bytes a weight (2 with ``fp8_param_gather``: the
@@ -289,13 +292,14 @@ def fp8_casts(j: TrainingJob, kernels: list[Kernel], phase: str) -> list[Kernel]
     fw, m = j.framework, j.microbatches
     current = fw.fp8_recipe in ("current", "tensorwise", "rowwise")
     w_bytes = (2.0 if fw.fp8_param_gather else 4.0) / (m if fw.fp8_weight_cache else 1)
+    fused = FP8_FUSED_INPUT if fw.fp8_fc2_fused else tuple(n for n in FP8_FUSED_INPUT if n != "fc2")
     out: list[Kernel] = []
     for k in kernels:
         if k.kind == "gemm" and k.fp8:
             M, N, K = k.dims
             g = k.groups
             if phase == "fwd":
-                x = (1.0 if k.name in FP8_FUSED_INPUT else 4.0) + (4.0 if current else 0.0)
+                x = (1.0 if k.name in fused else 4.0) + (4.0 if current else 0.0)
                 out.append(_mem(f"fp8.cast.{k.name}.x", x * M * K * g))
                 out.append(_mem(f"fp8.cast.{k.name}.w", w_bytes * K * N * g))
             elif k.name.endswith(".dgrad"):
@@ -365,6 +369,56 @@ def layer_backward(j: TrainingJob, moe: bool) -> list[Kernel]:
     return fp8_casts(j, out, "bwd")
 
 
+def sac_gemm_shares(j: TrainingJob) -> dict[str, float]:
+    """The share of each forward GEMM of a dense block that torchtitan's per-op selective
+    activation checkpointing (``selective_ac_option = 'op'``) recomputes, on average over
+    passes. Its policy (``_apply_ac_to_transformer_block``, torchtitan 9dec370 (2024-12) and
+    6f6a897 (2025-06): "Saves output of all compute ops, except every second mm") counts the
+    block's ``aten.mm`` calls in forward order — ``wq``, ``wk``, ``wv``, ``wo``, then ``w1``,
+    ``w3``, ``w2`` (SwiGLU) or ``w1``, ``w2`` — in a counter that lives as long as the block,
+    so with an odd count (7) the recomputed half alternates from pass to pass and every GEMM
+    is recomputed every other pass (½ each); with an even count the even-numbered ones always.
+    Our ``qkv`` GEMM holds ``wq``/``wk``/``wv`` by their widths and ``fc1`` SwiGLU's two.
+
+    >>> from sim.predict.job import job_from_dict
+    >>> j = job_from_dict({"model": {"layers": 2, "hidden": 1024, "heads": 16, "seq_length": 256,
+    ...                              "vocab": 1000, "mlp": "gelu"}, "training": {"global_batch": 4},
+    ...                    "gpu": {"preset": "H100-SXM"}}, "j.yaml")
+    >>> sac_gemm_shares(j)       # 6 mms: wk (1/3 of qkv), wo and w2 always
+    {'qkv': 0.3333333333333333, 'out_proj': 1.0, 'fc1': 0.0, 'fc2': 1.0}
+    """
+    m = j.model
+    part = m.kv / (m.heads + 2 * m.kv)
+    mms = [("qkv", m.heads / (m.heads + 2 * m.kv)), ("qkv", part), ("qkv", part), ("out_proj", 1.0)]
+    mms += [("fc1", 0.5), ("fc1", 0.5), ("fc2", 1.0)] if m.mlp == "swiglu" else [("fc1", 1.0), ("fc2", 1.0)]
+    shares: dict[str, float] = {}
+    for i, (name, share) in enumerate(mms, start=1):
+        p = 0.5 if len(mms) % 2 else (1.0 if i % 2 == 0 else 0.0)
+        shares[name] = shares.get(name, 0.0) + share * p
+    return shares
+
+
+def op_sac_recompute(j: TrainingJob, fwd: list[Kernel]) -> list[Kernel]:
+    """What torchtitan's per-op selective checkpointing replays before a block's backward:
+    every op outside its save list (``aten.mm``, the SDPA attention kernels,
+    ``reduce_scatter_tensor``, ``max``) — every memory-bound kernel of the block (norms,
+    rotary, activation, residual adds, FP8 casts) — and the GEMMs of :func:`sac_gemm_shares`
+    at their share; never the attention. Its all-gathers are replayed too: the sequence-
+    parallel re-gather the backward already holds (``layer_backward``). Compiled blocks
+    replay the same: the policy marks the rest ``PREFER_RECOMPUTE``, which the compiler's
+    partitioner treats as must-recompute (``torch/_functorch/partitioners.py``,
+    ``must_recompute``)."""
+    shares = sac_gemm_shares(j)
+    out = []
+    for k in fwd:
+        if k.kind == "memory":
+            out.append(k)
+        elif k.kind == "gemm" and shares.get(k.name, 0.0) > 0.0:
+            f = shares[k.name]
+            out.append(replace(k, flops=k.flops * f, bytes=k.bytes * f))
+    return out
+
+
 def recompute_forward(j: TrainingJob, moe: bool) -> list[Kernel]:
     """What the backward of a layer recomputes first: the whole forward (``full``), the
     norms and the activation function (``selective``) or nothing."""
@@ -372,6 +426,8 @@ def recompute_forward(j: TrainingJob, moe: bool) -> list[Kernel]:
     if mode == "none":
         return []
     fwd = layer_forward(j, moe)
+    if mode == "selective" and j.framework.selective_ac == "op" and not moe:
+        return [replace(k, name=f"recompute.{k.name}", hidden_by="") for k in op_sac_recompute(j, fwd)]
     if mode == "selective":          # Korthikanti et al.: the attention core (unfused: its s² tensors)
         fwd = [k for k in fwd if k.name.startswith("norm.") or k.name.endswith("activation") or k.name in UNFUSED]
     return [replace(k, name=f"recompute.{k.name}", hidden_by=f"recompute.{k.hidden_by}" if k.hidden_by else "")
@@ -423,4 +479,5 @@ def optimizer_step(params_local: float) -> Kernel:
 
 
 __all__ = ["EAGER_BYTES", "eager_factor", "embedding_backward", "embedding_forward", "head_backward", "head_forward", "layer_backward",
-           "layer_forward", "optimizer_step", "recompute_forward"]
+           "layer_forward", "op_sac_recompute", "optimizer_step", "recompute_forward",
+           "sac_gemm_shares"]

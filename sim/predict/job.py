@@ -69,6 +69,7 @@ reason, like the scenario files (:mod:`sim.scenario`)::
       dual_channel: true         # TCCL's NVLink/RoCE split of intra-server collectives (tccl*)
       placement: contiguous      # the job's servers: contiguous | fragmented | random (sim.workloads)
       seed: 1                    # random placement and random ECMP ports
+      nvls: true                 # NCCL's NVLink SHARP all-reduce inside a Hopper server (NCCL_NVLS_ENABLE, NCCL >= 2.17)
     kernels: {}                  # efficiency factors, sim.predict.kernels.KernelParams
     energy: {}                   # pue, nic_W, switch_W, server_W, gpu_idle_W, gpu_busy_W (sim.predict.energy)
     framework:                   # the software stack, sim.predict.framework (profiles and fields)
@@ -219,6 +220,7 @@ class NetworkSpec:
     dual_channel: bool = True
     placement: str = "contiguous"
     seed: int = 1
+    nvls: bool = True
 
 
 @dataclass(slots=True)

@@ -22,8 +22,9 @@ from p4sim.engine.program import load_program_text
 from p4sim.p4info import build_p4info
 from p4sim.p4runtime.entities import EntityStore
 from p4sim.p4runtime.entities_fast import TablePlan
+from p4sim.p4runtime.authz import parse_policy
 from p4sim.p4runtime.server import P4RuntimeServer
-from p4sim.p4runtime.wirewrites import WireShapes, encode_exact_update, parse_updates
+from p4sim.p4runtime.wirewrites import WireShapes, encode_exact_update, parse_updates, varint
 from test_entities_fast import Gen, outcome, state
 from test_server_rpc import details
 from test_server_support import Client, FakeDevice
@@ -399,3 +400,99 @@ def test_server_batches_through_the_wire_same_statuses_and_reads(p4info: p4info_
         assert _read(fast, p4info) == _read(slow, p4info), f"after round {round_}"
     assert failed > 20 and len(inserted) > 40, (failed, len(inserted))
     assert served[INSERT] > 40 and served[DELETE] > 10, served
+
+
+def _raw_write(client: Client, data: bytes) -> list[tuple[int, str]]:
+    """A Write of the bytes ``data`` as they are (not re-encoded by the client)."""
+    call = client.channel.unary_unary("/p4.v1.P4Runtime/Write", request_serializer=None,
+                                      response_deserializer=pb.WriteResponse.FromString)
+    try:
+        call(data)
+    except grpc.RpcError as e:
+        assert e.code() == grpc.StatusCode.UNKNOWN, e
+        return [(d.canonical_code, d.message) for d in details(e)]
+    return []
+
+
+def _item(upd: pb.Update) -> bytes:
+    """The ``updates`` field of a WriteRequest holding ``upd`` (key, length, bytes)."""
+    return pb.WriteRequest(updates=[upd]).SerializeToString()
+
+
+def test_the_server_reads_the_bytes_as_sent_in_any_field_order(p4info: p4info_pb2.P4Info,
+                                                               servers: tuple[Client, Client],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server reads a Write's updates from the bytes the client sent (not upb's
+    re-encoding): requests in another field order than upb's (election id after the
+    updates, the device id and election id repeated between updates, an update with a
+    field written twice) mean what their message means, the same statuses
+    and Reads as the message path."""
+    fast, slow = servers
+    served = count_wire(monkeypatch)
+    gen = WireGen(p4info, 43)
+    head = pb.WriteRequest(device_id=1)
+    head.election_id.low = 1
+    eid = pb.WriteRequest(election_id=head.election_id).SerializeToString()
+    dev = pb.WriteRequest(device_id=1).SerializeToString()
+    for round_ in range(9):
+        batch = [gen.update() for _ in range(gen.r.randint(10, 40))]
+        items = [_item(u) for u in batch]
+        form = round_ % 3
+        if form == 0:                            # the election id after the updates
+            data = dev + b"".join(items) + eid
+        elif form == 1:                          # head fields again between updates: a merge
+            cut = len(items) // 2
+            data = dev + eid + b"".join(items[:cut]) + dev + eid + b"".join(items[cut:])
+        else:                                    # the first update's priority written (again) at its end
+            te = batch[0].entity.table_entry
+            te_bytes = te.SerializeToString() + bytes((_PRIORITY_KEY,)) + varint(te.priority)
+            upd_bytes = pb.Update(type=batch[0].type).SerializeToString() + \
+                bytes((_ENTITY_KEY,)) + _varint_len(bytes((_TE_KEY,)) + _varint_len(te_bytes))
+            assert pb.Update.FromString(upd_bytes) == batch[0] and upd_bytes != batch[0].SerializeToString()
+            items[0] = bytes((_UPDATES_KEY,)) + _varint_len(upd_bytes)
+            data = dev + eid + b"".join(items)
+        assert pb.WriteRequest.FromString(data) == pb.WriteRequest(
+            device_id=1, election_id=head.election_id, updates=batch), f"round {round_}"
+        got = _raw_write(fast, data)
+        assert got == _write(slow, batch), f"round {round_}"
+        assert _read(fast, p4info) == _read(slow, p4info), f"after round {round_}"
+    assert sum(served.values()) > 30, served         # the wire path served most updates
+
+
+def _varint_len(payload: bytes) -> bytes:
+    """``payload`` after its length (a varint)."""
+    return varint(len(payload)) + payload
+
+
+_UPDATES_KEY = 4 << 3 | 2           # WriteRequest.updates
+_ENTITY_KEY = 2 << 3 | 2            # Update.entity
+_TE_KEY = pb.Entity.DESCRIPTOR.fields_by_name["table_entry"].number << 3 | 2
+_PRIORITY_KEY = pb.TableEntry.DESCRIPTOR.fields_by_name["priority"].number << 3
+assert pb.WriteRequest.DESCRIPTOR.fields_by_name["updates"].number == 4
+assert pb.Update.DESCRIPTOR.fields_by_name["entity"].number == 2
+
+
+def test_the_policy_judges_wire_updates_as_their_messages(p4info: p4info_pb2.P4Info) -> None:
+    """``P4RuntimeServer._denied_updates`` with the wire entries (by table id, once per
+    table) refuses exactly the updates it refuses from their messages, for a role that may
+    write every entity but another's exclusive table and for one that lists its tables."""
+    ids = {t.preamble.name: t.preamble.id for t in p4info.tables}
+    policy = parse_policy(
+        "{roles: {'': {}, acl: {exclusive_p4_ids: [%d], shared_p4_ids: [%d]}}, "
+        "identities: {controller: [''], aclapp: [acl]}}" % (ids["Ing.exact_t"], ids["Ing.port_t"]))
+    srv = P4RuntimeServer.__new__(P4RuntimeServer)
+    srv.policy = policy
+    store = make_store(True)
+    gen = WireGen(p4info, 44)
+    denied_any = wire_any = 0
+    for round_ in range(20):
+        req = pb.WriteRequest(device_id=1, updates=[gen.update() for _ in range(gen.r.randint(1, 60))])
+        wire = store.wire_updates(req, req.SerializeToString())
+        assert wire is not None
+        wire_any += sum(w is not None for w in wire)
+        for who, role in (("controller", ""), ("aclapp", "acl")):
+            rd = policy.roles[role]
+            want = srv._denied_updates(who, rd, req)
+            assert srv._denied_updates(who, rd, req, wire) == want, f"round {round_}, {who}"
+            denied_any += len(want)
+    assert denied_any > 50 and wire_any > 200, (denied_any, wire_any)

@@ -337,3 +337,32 @@ def test_streams_beyond_the_bounds_are_refused_and_the_controller_is_served(
                 ch2.close()
     finally:
         sw.stop()
+
+
+def test_a_pipeline_push_without_the_right_is_refused_unread(switch, pki, controller) -> None:
+    """aclapp writes (role acl) but may not push a pipeline: its SetForwardingPipelineConfig
+    is refused PERMISSION_DENIED before the request is parsed, so bytes that do not parse
+    get the same answer (a parse first would answer INTERNAL, as it does for the
+    controller). The monitor's Write of such bytes too."""
+    _s, ch = stub(switch, pki, "aclapp")
+    garbage = b"\x0a\xff\xff\xff\x0f"                  # a length far past the end
+    with ch:
+        push = ch.unary_unary("/p4.v1.P4Runtime/SetForwardingPipelineConfig", request_serializer=None,
+                              response_deserializer=p4runtime_pb2.SetForwardingPipelineConfigResponse.FromString)
+        err = rpc_error(lambda: push(garbage, timeout=RPC_S))
+        assert err.code() == grpc.StatusCode.PERMISSION_DENIED, (err.code(), err.details())
+        assert "identity 'aclapp' may not push a pipeline" in err.details()
+        assert "refused before its request was read" in err.details()
+    _s, ch = stub(switch, pki, "monitor")
+    with ch:
+        write = ch.unary_unary("/p4.v1.P4Runtime/Write", request_serializer=None,
+                               response_deserializer=p4runtime_pb2.WriteResponse.FromString)
+        err = rpc_error(lambda: write(garbage, timeout=RPC_S))
+        assert err.code() == grpc.StatusCode.PERMISSION_DENIED, (err.code(), err.details())
+    _s, ch = stub(switch, pki, "controller")
+    with ch:
+        push = ch.unary_unary("/p4.v1.P4Runtime/SetForwardingPipelineConfig", request_serializer=None,
+                              response_deserializer=p4runtime_pb2.SetForwardingPipelineConfigResponse.FromString)
+        err = rpc_error(lambda: push(garbage, timeout=RPC_S))
+        assert (err.code(), err.details()) == (grpc.StatusCode.INTERNAL, "Exception deserializing request!")
+    assert controller.pipeline_cookie() == (True, 1)
