@@ -42,6 +42,7 @@ controller.registry.RegistryError: flow 10.0.0.1>10.1.0.1/qp7: the id names 10.0
 """
 from __future__ import annotations
 
+import collections
 import itertools
 import logging
 import secrets
@@ -68,6 +69,22 @@ addresses) and GOR's ``registry.flows()``, read every round, took 1.3 s; beyond 
 registration is refused ``RESOURCE_EXHAUSTED`` and changes nothing."""
 
 
+MAX_CLOSED_ORDERS = 4096
+"""Closed move orders (done or failed) the registry keeps for GOR to read; older ones are
+forgotten. Before, every order was kept for good: a host whose 4,096 registered flows
+were each moved once per 10 s cooldown would have grown GOR's memory by ~400 orders a
+second (sec-audit3). GOR reads an order only while its move is in flight (seconds)."""
+
+MOVE_CLAIMS_S = 10.0
+"""For how long after a registry starts it takes an agent's word that a flow moved
+recently (``Flow.moved``/``ms_since_move``: a move of the GOR before a restart, which this
+registry cannot know). Later it trusts only the moves it ordered and saw reported: a
+host's own certificate re-registered its flow every second claiming it had just moved,
+and GOR left that flow resting for good (its elephants never moved, other hosts' flows
+moved instead; sec-audit3). Agents register again every second, so 10 s covers the
+first registration of every live agent after a restart."""
+
+
 class RegistryError(Exception):
     """A refused registry operation; ``code`` is the gRPC status the service returns."""
 
@@ -89,6 +106,7 @@ class MoveOrderState:
     reported_sport: int = 0
     nic_port: Optional[int] = None         # the NIC port the order re-binds the QP to
     reported_nic_port: Optional[int] = None
+    reported: bool = False                 # the agent's one report was received
     finished: threading.Event = field(default_factory=threading.Event, repr=False)
     message: Optional[agent_pb2.MoveOrder] = field(default=None, repr=False)  # as sent
 
@@ -126,10 +144,16 @@ class FlowRegistry:
         self._hosts: dict[str, _HostState] = {}
         self._flows: dict[str, HostFlow] = {}
         self._clock = clock
+        self.move_claims_s = MOVE_CLAIMS_S
+        self._started_s = clock()
+        self.claims_ignored = 0
+        """Agents' claims of a recent move not taken (after :data:`MOVE_CLAIMS_S`)."""
         self._moved_at: dict[str, float] = {}              # flow id → clock() of its last move
         self._owner: dict[str, str] = {}
         self._agent_of: dict[str, tuple[str, str]] = {}   # flow id → (agent address, incarnation)
         self._orders: dict[str, MoveOrderState] = {}
+        self._closed: collections.deque[str] = collections.deque()   # ids, in closing order
+        self.max_closed_orders = MAX_CLOSED_ORDERS
         self._seq = itertools.count(1)
         self._lock = threading.Lock()
         self._host_of_ip = {ip: h for h, ips in self._host_ips.items() for ip in ips}
@@ -174,7 +198,9 @@ class FlowRegistry:
         by its address; orders for a flow go to the agent that registered it. An agent
         whose flows are registered again by another incarnation (the same address, or a
         new one taking over its flows) has restarted: its open orders fail with ``"agent
-        restarted"``. PERMISSION_DENIED for a flow whose source IP is not one of
+        restarted"``. A flow's ``moved_s_ago`` (the agent's word that a move order moved
+        it) is taken only in the registry's first :data:`MOVE_CLAIMS_S` and only for a
+        flow whose move this registry did not see. PERMISSION_DENIED for a flow whose source IP is not one of
         ``host``'s NICs or whose id another host owns, INVALID_ARGUMENT for one whose
         destination is not a NIC of the fabric (GOR would route and move flows that do not
         cross it); the whole request is refused then.
@@ -223,12 +249,17 @@ class FlowRegistry:
                 del self._owner[fid], self._flows[fid], self._agent_of[fid]
                 self._moved_at.pop(fid, None)
             now = self._clock()
+            claims_open = now - self._started_s <= self.move_claims_s
             for f in flows:
                 self._owner[f.flow_id] = host
                 self._flows[f.flow_id] = f.with_move_age(None)
-                if f.moved_s_ago is not None:
-                    self._moved_at[f.flow_id] = now - f.moved_s_ago
                 self._agent_of[f.flow_id] = (agent_address, incarnation)
+                if f.moved_s_ago is None:
+                    continue
+                if not claims_open:
+                    self.claims_ignored += 1
+                elif f.flow_id not in self._moved_at:     # a move this registry never saw
+                    self._moved_at[f.flow_id] = now - f.moved_s_ago
             for o in self._orders.values():
                 if o.host == host and o.state == "sent" and o.flow_id in dropped:
                     why = dropped[o.flow_id]
@@ -270,7 +301,9 @@ class FlowRegistry:
     def report(self, host: str, order_id: str, fid: str, *, done: bool, sport: int,
                error: str = "", nic_port: Optional[int] = None) -> MoveOrderState:
         """Record an agent's report; NOT_FOUND for an unknown order, PERMISSION_DENIED for
-        an order on another host's flow. ``nic_port``: the NIC port the flow now sends on
+        an order on another host's flow, FAILED_PRECONDITION for an order already reported
+        (a replayed or forged second report: it would set the flow's port, NIC port and
+        move time again, at any later time). ``nic_port``: the NIC port the flow now sends on
         (a dual-port NIC), kept with the flow."""
         with self._lock:
             o = self._orders.get(order_id)
@@ -279,6 +312,12 @@ class FlowRegistry:
             if o.host != host or (fid and fid != o.flow_id):
                 raise RegistryError(grpc.StatusCode.PERMISSION_DENIED,
                                     f"order {order_id} is not for a flow of {host}")
+            if o.reported:
+                log.warning("registry: %s reported order %s again: refused", host, order_id)
+                raise RegistryError(grpc.StatusCode.FAILED_PRECONDITION,
+                                    f"order {order_id} was already reported ({o.state}): an "
+                                    "order is reported once")
+            o.reported = True
             o.reported_sport, o.reported_nic_port = sport, nic_port
             if done and o.flow_id in self._flows:
                 moved = self._flows[o.flow_id].with_sport(sport)
@@ -287,10 +326,20 @@ class FlowRegistry:
             self._close(o, "done" if done else "failed", error)
             return o
 
-    @staticmethod
-    def _close(o: MoveOrderState, state: str, error: str) -> None:
+    def _close(self, o: MoveOrderState, state: str, error: str) -> None:
+        """Close order ``o`` (caller holds the lock); beyond :data:`MAX_CLOSED_ORDERS`
+        closed orders the oldest are forgotten."""
+        if o.state == "sent":
+            self._closed.append(o.order_id)
         o.state, o.error = state, error
         o.finished.set()
+        while len(self._closed) > self.max_closed_orders:
+            self._orders.pop(self._closed.popleft(), None)
+
+    def orders_kept(self) -> int:
+        """How many move orders the registry holds now (open and closed)."""
+        with self._lock:
+            return len(self._orders)
 
     # ------------------------------------------------------------- GOR's side
     def flow(self, fid: str) -> HostFlow:

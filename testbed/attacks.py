@@ -937,6 +937,29 @@ def _register_outside(host: str) -> Callable[[AgentFabric], None]:
     return run
 
 
+REPLAYED_SPORT = 61000
+"""The source port a replayed move report claims."""
+
+
+def _replay_report(host: str) -> Callable[[AgentFabric], None]:
+    """GOR orders a move of ``host``'s flow and the agent reports it done (the registry's
+    side, in process); then ``host``'s certificate sends a second report of that order,
+    done on another source port (:data:`REPLAYED_SPORT`) and NIC port 1: a report replayed
+    or forged later would set the flow's port, NIC port and move time again."""
+    def run(fab: AgentFabric) -> None:
+        from host.agent.registry_client import RegistryClient  # noqa: PLC0415 — heavy: scapy
+        f = fab.flows[host]
+        o = fab.registry.new_order(f.flow_id, f.sport)
+        fab.registry.report(host, o.order_id, f.flow_id, done=True, sport=f.sport)
+        client = RegistryClient(fab.address, _as(fab, host))
+        try:
+            _rpc(lambda: client.report_move(o.order_id, f.flow_id, done=True,
+                                            sport=REPLAYED_SPORT, nic_port=1))
+        finally:
+            client.close()
+    return run
+
+
 @dataclass(frozen=True, slots=True)
 class AgentAttack:
     """One line of the agent protocol's attack matrix."""
@@ -956,6 +979,9 @@ def agent_attacks(switch: str) -> list[AgentAttack]:
                     _register_as(switch)),
         AgentAttack("monitor-registers-flows", MONITOR, "only hosts register flows",
                     _register_as(MONITOR)),
+        AgentAttack("controller-registers-flows", CONTROLLER,
+                    "the controller's key cannot act as a host (register flows)",
+                    _register_as(CONTROLLER)),
         AgentAttack("monitor-orders-move", MONITOR, "only the controller orders a host",
                     _order_as(MONITOR, "b0s0")),
         AgentAttack("host-orders-move", "b1s0", "a compromised host cannot pose as the controller",
@@ -967,6 +993,9 @@ def agent_attacks(switch: str) -> list[AgentAttack]:
         AgentAttack("host-registers-outside-fabric", "b1s0",
                     "a host registers only flows to another NIC of the fabric",
                     _register_outside("b1s0")),
+        AgentAttack("host-replays-move-report", "b0s0",
+                    "a host reports each move order once (no replayed or forged report)",
+                    _replay_report("b0s0")),
     ]
 
 

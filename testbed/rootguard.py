@@ -12,7 +12,7 @@ namespace's sockets. :func:`guard_interfaces` closes that per interface:
 * sysctls ``arp_ignore=8`` (answer no ARP request at all on it), ``forwarding=0`` (route
   nothing that comes in on it), IPv6 off and ``accept_ra=0``;
 * an nftables table (family ``inet``, named :func:`table_name` after the testbed's owner
-  process) dropping every IPv4/IPv6 packet those interfaces bring to the ``input`` and
+  process and a random token: one name per run, never shared with a dead run's leftover) dropping every IPv4/IPv6 packet those interfaces bring to the ``input`` and
   ``forward`` hooks. The table is the testbed's own: created by name, recorded in the
   testbed's state, deleted by name at teardown (:func:`remove_table`) — nothing else in
   the ruleset is touched.
@@ -27,6 +27,7 @@ table inet astral_rootguard_7 {
 from __future__ import annotations
 
 import re
+import secrets
 import shutil
 import subprocess
 from typing import Sequence
@@ -42,13 +43,25 @@ class RootGuardError(Exception):
     """The guard could not be set up (nft refused the table): the message says why."""
 
 
-def table_name(owner_pid: int) -> str:
-    """The guard table of the testbed run by process ``owner_pid``.
+TOKEN_BYTES = 4
+"""Random bytes in a table's name after the owner's PID (8 hex digits)."""
 
-    >>> table_name(4242)
-    'astral_rootguard_4242'
+
+def table_name(owner_pid: int) -> str:
+    """A new guard table name for the testbed run by process ``owner_pid``: the PID (to
+    tell whose it is) and :data:`TOKEN_BYTES` random bytes, so that no two runs share a
+    name. With the PID alone, a testbed whose owner got a PID that a dead testbed had
+    used loaded its ports into the leftover table, and ``down`` of the stale state file
+    deleted the live testbed's table (its hosts reached the root namespace again;
+    ``tests/testbed/test_rootguard.py``, sec-audit3).
+
+    >>> name = table_name(4242)
+    >>> name.startswith("astral_rootguard_4242_"), len(name) - len("astral_rootguard_4242_")
+    (True, 8)
+    >>> table_name(4242) != table_name(4242)
+    True
     """
-    return f"{TABLE_PREFIX}{int(owner_pid)}"
+    return f"{TABLE_PREFIX}{int(owner_pid)}_{secrets.token_hex(TOKEN_BYTES)}"
 
 
 def table_text(table: str, interfaces: Sequence[str]) -> str:
@@ -86,6 +99,9 @@ def guard_interfaces(table: str, interfaces: Sequence[str]) -> list[str]:
     if not nft:
         return problems + ["nft (nftables) is not installed: the root namespace's input drop on "
                            "the switch ports is missing (apt-get install -y nftables)"]
+    if table_exists(table):          # never load into (nor later delete) another run's table
+        raise RootGuardError(f"nft table inet {table} exists already: another testbed's; "
+                             "not loaded into it")
     res = subprocess.run([nft, "-f", "-"], input=table_text(table, interfaces),
                          capture_output=True, text=True, check=False)
     if res.returncode != 0:

@@ -24,6 +24,13 @@ per-QP override, as ``mlx5dv_modify_qp_lag_port()``), and a source-port move kee
 QP's port (the new 5-tuple is bound where the old one was: a QP's port does not follow
 the UDP hash once it is set). :meth:`QPMover.current_port` is the port it sends on now
 (the surviving one while its own is down).
+
+**The pin table stays bounded.** Each move binds the QP's new 5-tuple; the 5-tuples it
+left are forgotten at the next move (:meth:`host.nic.bond.BondedIO.forget`): the bond
+keeps at most two per QP, the one in use (its frames may still be on their way until
+the message boundary) and the one ordered. Before, every order left its 5-tuple behind:
+400 orders with the controller's certificate left 400 pins for one QP
+(``tests/security/test_threat_model.py::test_port_moves_keep_the_pin_table_bounded``).
 """
 from __future__ import annotations
 
@@ -79,6 +86,7 @@ class QPMover:
     def __init__(self, bond: Optional[BondedIO] = None) -> None:
         self._qps: dict[str, SenderQP] = {}
         self._flows: dict[str, HostFlow] = {}
+        self._bound: dict[str, set[int]] = {}       # flow id → source ports bound in the bond
         self.bond = bond
         self.lock = threading.Lock()
 
@@ -107,7 +115,23 @@ class QPMover:
             if self.bond is not None:           # the QP keeps its port on its new 5-tuple
                 self.bond.affinity.bind(self._key(qp, sport),
                                         self.bond.affinity.port_of(self._key(qp, qp.flow.sport)))
+                self._keep_bound(flow_id, qp, sport)
             qp.change_sport(sport)
+
+    def _keep_bound(self, flow_id: str, qp: SenderQP, sport: int) -> None:
+        """After binding ``sport``: forget every 5-tuple the QP had before but the one in
+        use (caller holds :attr:`lock`; module docstring). A 5-tuple another QP sends on
+        now, or is ordered to, stays."""
+        assert self.bond is not None
+        keep = {qp.flow.sport, sport}
+        old = self._bound.get(flow_id, set()) | {qp.flow.sport}
+        others = {self._key(q, s) for fid, q in self._qps.items() if fid != flow_id
+                  for s in self._bound.get(fid, {q.flow.sport}) | {q.flow.sport}}
+        for gone in old - keep:
+            key = self._key(qp, gone)
+            if key not in others:
+                self.bond.forget(key)
+        self._bound[flow_id] = keep
 
     # ------------------------------------------------------------- NIC ports
     @staticmethod
@@ -140,4 +164,5 @@ class QPMover:
         with self.lock:
             qp = self._qps[flow_id]
             self.bond.affinity.bind(self._key(qp, sport), nic_port)
+            self._keep_bound(flow_id, qp, sport)
             qp.change_sport(sport)      # also when it is the port in use: drops a pending change

@@ -97,6 +97,7 @@ class TxAffinity:
     ports: int = 2
     pinned: dict[FlowKey, int] = field(default_factory=dict)
     _rr: dict[FlowKey, int] = field(default_factory=dict)
+    _rr_next: int = 0
 
     def __post_init__(self) -> None:
         if self.policy not in TX_POLICIES:
@@ -111,12 +112,28 @@ class TxAffinity:
             raise ValueError(f"port {port}: the NIC has ports 0..{self.ports - 1}")
         self.pinned[key] = port
 
+    def forget(self, key: FlowKey) -> None:
+        """Drop what is known of ``key`` (its pin, its round-robin port): a QP that left
+        that 5-tuple for good. Without it every move left one entry behind, and a table
+        that grows with every order a NIC ever applied has no bound (sec-audit3).
+
+        >>> a = TxAffinity(); k = FlowKey.of("10.0.0.1", "10.1.0.1", 49152)
+        >>> a.bind(k, 1); a.forget(k); len(a.pinned), a.port_of(k)
+        (0, 0)
+        """
+        self.pinned.pop(key, None)
+        self._rr.pop(key, None)
+
     def port_of(self, key: FlowKey) -> int:
         """The QP's port (its logical affinity, whatever the links' state)."""
         if key in self.pinned:
             return self.pinned[key]
         if self.policy == "rr":
-            return self._rr.setdefault(key, len(self._rr) % self.ports)
+            port = self._rr.get(key)
+            if port is None:                 # creation order, also after forget()
+                port = self._rr[key] = self._rr_next % self.ports
+                self._rr_next += 1
+            return port
         return l34_hash(key.src_ip, key.dst_ip, key.sport, key.dport) % self.ports
 
 

@@ -189,6 +189,13 @@ class BondedIO:
             return logical
         return next((i for i, ok in enumerate(up) if ok), None)
 
+    def forget(self, key: FlowKey) -> None:
+        """Forget the 5-tuple ``key`` a QP left for good (its pin and the port it last
+        sent on): the per-QP tables then hold the 5-tuples in use, not every one a QP
+        ever had (:meth:`host.agent.mover.QPMover.move` calls it)."""
+        self.affinity.forget(key)
+        self.qp_port.pop(key, None)
+
     def _send_on(self, port: int, frame: bytes) -> bool:
         mac = self.gateway_macs[port]
         if mac is not None:

@@ -218,10 +218,11 @@ class SwitchDevice:
     def _port_status(self, port: Port) -> dict[str, Any]:
         status = port.status()
         if self._dp is not None:
-            c = (ctypes.c_int64 * 10)()
+            c = (ctypes.c_int64 * 11)()
             dataplane_lib().dp_port_counters(self._dp, port.number, c)
             for i, key in enumerate(("rx_frames", "rx_bytes", "tx_frames", "tx_bytes", "tx_errors", "rx_errors")):
                 status[key] = int(c[i])
+            status["rx_oversize"] = int(c[10])
             status["rx_dropped"] = status.get("rx_dropped", 0) + int(c[7])   # cut frames skipped
             status["rx_ring_holes"] = int(c[8])
         return status
@@ -360,6 +361,7 @@ class SwitchDevice:
         cap = port.capture
         if cap is not None:   # the C side appends records to pcap.py's files (header written)
             lib.dp_set_capture(self._dp, port.number, cap.inbound.fileno(), cap.outbound.fileno())
+        lib.dp_set_max_frame(self._dp, port.number, port.max_frame)
         lib.dp_add_port(self._dp, port.number, sock.fileno() if sock is not None else -1)
 
     def _native_acquired(self) -> None:
@@ -391,6 +393,7 @@ class SwitchDevice:
                 try:
                     port.open()
                     port.counters.reopen += 1
+                    lib.dp_set_max_frame(self._dp, no, port.max_frame)   # the MTU may have changed
                     lib.dp_set_fd(self._dp, no, port._sock.fileno())
                     backoff.pop(no, None)
                     log.info("port %d (%s): socket open", no, port.iface)

@@ -69,6 +69,7 @@ def dataplane_lib() -> ctypes.CDLL:
             lib.dp_set_packet_in.argtypes = [_vp, _PACKET_IN]
             for name, args in (("dp_add_port", [_vp, ctypes.c_int, ctypes.c_int]), ("dp_touch_port", [_vp, ctypes.c_int]),
                                ("dp_set_capture", [_vp, ctypes.c_int, ctypes.c_int, ctypes.c_int]), ("dp_set_fd", [_vp, ctypes.c_int, ctypes.c_int]),
+                               ("dp_set_max_frame", [_vp, ctypes.c_int, ctypes.c_int]),
                                ("dp_need_reopen", [_vp, ip, ctypes.c_int]), ("dp_port_down", [_vp, ctypes.c_int]),
                                ("dp_set_pipe", [_vp, ctypes.POINTER(DpPipe)]), ("dp_start", [_vp]), ("dp_stop", [_vp]),
                                ("dp_lock", [_vp]), ("dp_unlock", [_vp]), ("dp_inject", [_vp, _i64, ctypes.c_char_p, _i64]),

@@ -27,6 +27,14 @@ The AF_PACKET backend (``-i 1@veth1``):
   2 s), and the thread never dies;
 * ``send`` is non-blocking: a frame the kernel cannot take now (EAGAIN, ENOBUFS, link
   down, oversize) is counted in ``tx_errors`` and dropped.
+* a received frame longer than the interface takes (its MTU + 14, + 4 with an 802.1Q or
+  802.1ad tag: :meth:`RawSocketPort.oversize`) is dropped before the pipeline and counted
+  in ``rx_oversize``, as a switch's MAC drops giants. A veth delivers up to MTU + 18
+  bytes, and a GSO super-frame of any length, to the packet socket; such a frame,
+  forwarded, was counted by the egress ``tx`` counter and then refused by the next
+  link's ``send`` (EMSGSIZE), so the peer never counted it: "sent but not received",
+  GOR's evidence of a dead link (controller/gor/deadlinks.py). A host that raised its own
+  NIC's MTU thereby made GOR take a healthy leaf's uplinks down (sec-audit3).
 
 Example::
 
@@ -65,6 +73,7 @@ ETH_P_ALL = 0x0003
 SOL_PACKET = 263
 PACKET_AUXDATA = 8
 PACKET_OUTGOING = 4
+ETH_HEADER_BYTES = 14
 PACKET_STATISTICS = 6
 PACKET_IGNORE_OUTGOING = 23
 TP_STATUS_VLAN_VALID = 1 << 4
@@ -104,6 +113,7 @@ class PortCounters:
     tx_errors: int = 0
     rx_errors: int = 0
     rx_dropped: int = 0
+    rx_oversize: int = 0
     rx_ring_holes: int = 0
     reopen: int = 0
 
@@ -294,6 +304,20 @@ def _grow_receive_buffer(sock: socket.socket, size_bytes: int = RX_BUFFER_BYTES)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, size_bytes)
 
 
+def interface_max_frame(iface: str) -> int:
+    """The longest untagged frame ``iface`` takes: its MTU (``/sys/class/net``) + 14
+    (the Ethernet header); 0 when it cannot be read (no limit then).
+
+    >>> interface_max_frame("lo") > 14, interface_max_frame("no-such-if0")
+    (True, 0)
+    """
+    try:
+        with open(f"/sys/class/net/{iface}/mtu", encoding="ascii") as f:
+            return int(f.read().strip()) + ETH_HEADER_BYTES
+    except (OSError, ValueError):
+        return 0
+
+
 class RawSocketPort(Port):
     """A Linux interface through an AF_PACKET socket (see the module docstring).
     ``use_ring=False``: one ``recvmsg`` per frame instead of the receive ring."""
@@ -311,9 +335,11 @@ class RawSocketPort(Port):
         self._drops_log_at = 0.0
         self._holes_base = 0
         self._truncated_counted = 0       # of the current ring's truncated, in rx_dropped
+        self.max_frame = 0                # MTU + 14 of the interface at open (0: unknown)
 
     def open(self) -> None:
         """Open and bind the socket now (raises OSError); the thread retries later."""
+        self.max_frame = interface_max_frame(self.iface)
         sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
         try:
             sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
@@ -488,8 +514,27 @@ class RawSocketPort(Port):
             self._recv_error(exc)
         if frames:
             self._down_logged = False
+            if self.max_frame:
+                kept = [f for f in frames if not self.oversize(f)]
+                self.counters.rx_oversize += len(frames) - len(kept)
+                frames = kept
             self._count_received(frames)
         return frames
+
+    def oversize(self, frame: bytes) -> bool:
+        """True for a frame longer than the interface takes: its MTU + 14 bytes, 4 more
+        with an 802.1Q/802.1ad tag (module docstring; the native data plane's rule too).
+
+        >>> p = RawSocketPort(1, "veth-x"); p.max_frame = 1514
+        >>> p.oversize(bytes(1514)), p.oversize(bytes(1515))
+        (False, True)
+        >>> p.oversize(bytes(12) + b"\\x81\\x00" + bytes(1504))     # tagged: 1518 is fine
+        False
+        """
+        n = len(frame)
+        if not self.max_frame or n <= self.max_frame:
+            return False
+        return n > self.max_frame + (4 if frame[12:14] in (b"\x81\x00", b"\x88\xa8") else 0)
 
     def _read_all(self, sock: socket.socket) -> None:
         """Read what is waiting (up to RX_BATCH frames) and deliver it as one batch, or

@@ -152,3 +152,22 @@ def test_a_flow_must_cross_the_fabric() -> None:
     wide = FlowRegistry(b"s", {"b0s0": ["10.0.0.1"]}, fabric_ips=["10.0.0.1", "10.9.9.9"])
     assert wide.register("b0s0", "unix:/a", "i1", [HostFlow(flow_id("10.0.0.1", "10.9.9.9", 5),
                                                             "10.0.0.1", "10.9.9.9", 1, 5)]) == 1
+
+
+def test_closed_orders_are_forgotten_beyond_the_bound() -> None:
+    """10,000 move orders of one flow, each reported done: the registry keeps the newest
+    4,096 closed ones (``MAX_CLOSED_ORDERS``), the open one and the newest stay readable,
+    and a report of a forgotten order is NOT_FOUND (on main: all 10,000 were kept)."""
+    reg = FlowRegistry(b"s", HOST)
+    reg.register("b0s0", "unix:/a", "i1", [f("a1", 50000)])
+    first = None
+    for i in range(10_000):
+        o = reg.new_order(I("a1"), 50001 + i % 1000)
+        first = first or o.order_id
+        reg.report("b0s0", o.order_id, I("a1"), done=True, sport=o.sport)
+    open_ = reg.new_order(I("a1"), 60000)
+    assert reg.orders_kept() == 4096 + 1
+    assert reg.order(open_.order_id).state == "sent" and reg.order(o.order_id).state == "done"
+    with pytest.raises(RegistryError) as err:
+        reg.report("b0s0", first, I("a1"), done=True, sport=1)
+    assert err.value.code == grpc.StatusCode.NOT_FOUND

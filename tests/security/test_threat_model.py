@@ -20,16 +20,27 @@ file able to fail.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional
 
 import grpc
 import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from astral_proto import agent_pb2_grpc
+from astral_proto.flows import HostFlow, flow_id
+from astral_proto.security import CONTROLLER
+from astral_proto.tls import MutualTls
+from controller.registry import FlowRegistry, serve_registry
+from host.agent import Agent, QPMover, RegistryClient
+from host.nic.bond import BondedIO, LinkMonitor, TxAffinity
+from host.nic.frames import FlowSpec
+from host.nic.io import DatagramIO
+from host.nic.qp import SenderQP
 from p4sim.p4runtime.server import MAX_READ_ONLY_REQUEST_BYTES
 from procs import REPO, SwitchProcess
 from testbed.attacks import (Attack, AgentFabric, Outcome, Victim, agent_attacks, default_attackers,
@@ -191,12 +202,14 @@ AGENT_EXPECTED = {
     "host-squats-flow-id": ({"PERMISSION_DENIED"}, "not of b1s0 (squatting refused)"),
     "switch-registers-flows": ({"PERMISSION_DENIED"}, f"{VICTIM} is not a host of the fabric"),
     "monitor-registers-flows": ({"UNAVAILABLE", "DEADLINE_EXCEEDED"}, ""),   # the hosts' CA only
+    "controller-registers-flows": ({"UNAVAILABLE", "DEADLINE_EXCEEDED"}, ""),  # the hosts' CA only
     "monitor-orders-move": ({"PERMISSION_DENIED"}, "only controller may call the agent of b0s0, not monitor"),
     "host-orders-move": ({"UNAVAILABLE"}, ""),            # an agent trusts the control CA only
     "switch-orders-move": ({"UNAVAILABLE"}, ""),
     "host-floods-registry": ({"RESOURCE_EXHAUSTED"}, "at most 4096 per host"),
     "host-registers-outside-fabric": ({"INVALID_ARGUMENT"},
                                       "destination '198.51.100.7' is not another NIC of the fabric"),
+    "host-replays-move-report": ({"FAILED_PRECONDITION"}, "an order is reported once"),
 }
 
 
@@ -254,6 +267,84 @@ def test_a_flooding_host_keeps_its_own_flows_and_bound(agents: AgentFabric) -> N
     run_agent_attack(agents, {a.name: a for a in agent_attacks(VICTIM)}["host-floods-registry"])
     assert [f.flow_id for f in agents.registry.flows("b1s0")] == [agents.flows["b1s0"].flow_id]
     assert agents.agents["b1s0"].register() == 1
+
+
+PIN_ORDERS = 400
+"""Move orders the stolen controller certificate sends one dual-port NIC's agent."""
+
+
+def test_port_moves_keep_the_pin_table_bounded(pki: FabricPki) -> None:
+    """A stolen ``controller`` certificate (or GOR over a long run) orders one dual-port
+    QP :data:`PIN_ORDERS` times, each to a new source port and alternately to NIC port 0
+    and 1, over host b0s0's real mutual-TLS agent: every order is applied, and the bond
+    keeps at most two 5-tuples of the QP (the one in use and the one ordered), not one per
+    order (before: 400 pins for the one QP)."""
+    fabric = build_fabric()
+    host_ips = {h.name: [n.ip for n in h.nics] for h in fabric.hosts}
+    src, dst = host_ips["b0s0"][0], host_ips["b1s0"][0]
+    cables = [socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM) for _ in range(2)]
+    bond = BondedIO([DatagramIO(a) for a, _ in cables], TxAffinity(),
+                    LinkMonitor([lambda: True, lambda: True]))
+    mover = QPMover(bond=bond)
+    qp = SenderQP(FlowSpec("02:00:00:00:00:01", "02:00:00:00:00:02", src, dst, 49152, 7),
+                  message_bytes=2048, mtu=1024, rate_limit=False)
+    flow = mover.add(qp, bytes_total=1 << 20)
+    registry = FlowRegistry(MutualTls.from_dir(pki.root, CONTROLLER), host_ips)
+    server, address = serve_registry(registry)
+    host_sec = MutualTls.from_dir(pki.root, "b0s0")
+    agent = Agent(host_sec, mover, [flow], registry=RegistryClient(address, host_sec))
+    stolen = MutualTls.from_dir(pki.root, CONTROLLER)
+    try:
+        agent.start()
+        with stolen.dial(agent.address, "b0s0") as ch:
+            stub = agent_pb2_grpc.AgentServiceStub(ch)
+            for i in range(PIN_ORDERS):
+                o = registry.new_order(flow.flow_id, 50000 + i, nic_port=i % 2)
+                reply = stub.MoveFlow(registry.order_message(o, 5.0),
+                                      metadata=stolen.metadata("b0s0"), timeout=5.0)
+                assert reply.accepted, reply.reason
+        assert qp.flow.sport == 50000 + PIN_ORDERS - 1
+        assert mover.current_port(flow.flow_id) == (PIN_ORDERS - 1) % 2
+        assert len(bond.affinity.pinned) <= 2, f"{len(bond.affinity.pinned)} pins for one QP"
+        assert len(bond.qp_port) <= 2, f"{len(bond.qp_port)} qp_port entries for one QP"
+    finally:
+        agent.stop()
+        server.stop(0).wait()
+        bond.close()
+        for _, far in cables:
+            far.close()
+
+
+def test_a_host_cannot_keep_its_flows_resting(pki: FabricPki) -> None:
+    """Host b1s0's own certificate registers its flow every time claiming it moved 0 s
+    ago (``Flow.moved``, meant for a move of the GOR before a restart). GOR leaves a flow
+    resting for ``cooldown_s`` (10 s) after a move, so taking the claim every time kept
+    the host's elephants from ever being moved. The registry takes it only in its first
+    ``MOVE_CLAIMS_S`` (a restart: the predecessor's moves); later the flow's age is the
+    registry's own (before: 0.0 s at 100 s and after an unregister/register cycle at 200 s)."""
+    fabric = build_fabric()
+    host_ips = {h.name: [n.ip for n in h.nics] for h in fabric.hosts}
+    src, dst = host_ips["b1s0"][0], host_ips["b0s0"][0]
+    flow = HostFlow(flow_id(src, dst, 7), src, dst, 49152, 7)
+    now = [1000.0]
+    registry = FlowRegistry(MutualTls.from_dir(pki.root, CONTROLLER), host_ips, clock=lambda: now[0])
+    server, address = serve_registry(registry)
+    client = RegistryClient(address, MutualTls.from_dir(pki.root, "b1s0"))
+
+    def claim(address_: str = "127.0.0.1:9") -> Optional[float]:
+        client.register([flow.with_move_age(0.0)], agent_address=address_, incarnation="i1")
+        return registry.flows("b1s0")[0].moved_s_ago
+    try:
+        assert claim() == 0.0                  # right after a (re)start: taken
+        now[0] += 100.0
+        assert claim() == 100.0, "the claim was taken 100 s after the registry started"
+        client.register([], agent_address="127.0.0.1:9", incarnation="i1")
+        now[0] += 100.0
+        assert claim("127.0.0.1:10") is None, "a re-registered flow's claim was taken"
+        assert registry.claims_ignored == 2
+    finally:
+        client.close()
+        server.stop(0).wait()
 
 
 # ---------------------------------------------------------------------- requests refused unread

@@ -93,7 +93,18 @@ typedef struct dpport {
     uint8_t *ring; size_t ring_bytes; int slots, next; int64_t hole_since_us; int64_t truncated, holes;
     int cap_in, cap_out;                  /* pcap files (pcap.py's, header written), -1 none */
     int64_t rx_frames, rx_bytes, tx_frames, tx_bytes, tx_errors, rx_errors;
+    int max_frame; int64_t rx_oversize;   /* the interface's MTU + 14 (0: no limit); giants dropped */
 } dpport;
+
+/* a frame longer than the port takes (its MTU + the Ethernet header, + 4 with an 802.1Q
+ * or 802.1ad tag), as a switch's MAC drops giants: counted, never seen by the pipeline
+ * (ports.py's RawSocketPort.oversize) */
+static inline int oversize(const dpport *p, const uint8_t *f, int64_t len)
+{
+    if (p->max_frame <= 0 || len <= p->max_frame) return 0;
+    int tagged = len >= 14 && ((f[12] == 0x81 && f[13] == 0x00) || (f[12] == 0x88 && f[13] == 0xa8));
+    return len > p->max_frame + (tagged ? 4 : 0);
+}
 
 typedef struct rxframe { int64_t port; uint8_t *data; int64_t len; } rxframe;
 
@@ -390,6 +401,7 @@ static int ring_read(dp *d, dpport *p, int no, int64_t room)
         h->tp_status = TP_STATUS_KERNEL;
         p->next = p->next + 1 < p->slots ? p->next + 1 : 0;
         if (!frame) continue;
+        if (oversize(p, frame, len)) { p->rx_oversize++; free(frame); continue; }
         p->rx_frames++; p->rx_bytes += len;
         pcap_write(p->cap_in, frame, len);
         if (mac_pfc(d, no, frame, len)) { free(frame); continue; }
@@ -676,6 +688,7 @@ static void *rx_main(void *arg)
                         len += 4;
                     }
                 }
+                if (oversize(p, f, len)) { p->rx_oversize++; continue; }
                 p->rx_frames++; p->rx_bytes += len;
                 pcap_write(p->cap_in, f, len);
                 if (mac_pfc(d, no, f, len)) continue;
@@ -794,6 +807,13 @@ DP_EXPORT void dp_add_port(dp *d, int no, int fd)
     if (p) { p->is_port = 1; p->fd = fd; p->need_reopen = 0; ring_open(p); }
     pthread_mutex_unlock(&d->mu);
     wake_rx(d);
+}
+DP_EXPORT void dp_set_max_frame(dp *d, int no, int max_frame)
+{
+    pthread_mutex_lock(&d->mu);
+    dpport *p = port_get(d, no);
+    if (p) p->max_frame = max_frame;
+    pthread_mutex_unlock(&d->mu);
 }
 DP_EXPORT void dp_set_fd(dp *d, int no, int fd)
 {
@@ -964,13 +984,14 @@ DP_EXPORT int dp_queue_stats(dp *d, int port, double *out)
     pthread_mutex_unlock(&d->mu);
     return d->prio_queues;
 }
-/* rx_frames, rx_bytes, tx_frames, tx_bytes, tx_errors, rx_errors, up(fd open) */
+/* rx_frames, rx_bytes, tx_frames, tx_bytes, tx_errors, rx_errors, up(fd open), truncated,
+ * holes, ring, rx_oversize */
 DP_EXPORT void dp_port_counters(dp *d, int port, int64_t *out)
 {
     pthread_mutex_lock(&d->mu);
     dpport *p = (port >= 0 && port < MAXPORT) ? d->ports[port] : NULL;
-    if (p) { out[0] = p->rx_frames; out[1] = p->rx_bytes; out[2] = p->tx_frames; out[3] = p->tx_bytes; out[4] = p->tx_errors; out[5] = p->rx_errors; out[6] = p->fd >= 0; out[7] = p->truncated; out[8] = p->holes; out[9] = p->ring != NULL; }
-    else memset(out, 0, sizeof(int64_t) * 10);
+    if (p) { out[0] = p->rx_frames; out[1] = p->rx_bytes; out[2] = p->tx_frames; out[3] = p->tx_bytes; out[4] = p->tx_errors; out[5] = p->rx_errors; out[6] = p->fd >= 0; out[7] = p->truncated; out[8] = p->holes; out[9] = p->ring != NULL; out[10] = p->rx_oversize; }
+    else memset(out, 0, sizeof(int64_t) * 11);
     pthread_mutex_unlock(&d->mu);
 }
 /* no_program, no_port, tm_drops, pfc_frames, packet_in, errors, ib: capacity, depth,
