@@ -77,8 +77,14 @@ AMPLIFIED_COPIES = 200
 ``fabric.p4`` about 2 million entities, 52 MB, when answered)."""
 HOG_COPIES = 20
 """Wildcard counter reads in each Read of the lock-hogging attack (~5 MB of answer, read)."""
-HOG_READS = 60
-"""Reads the lock-hogging attack sends one after the other, each read in full."""
+HOG_READERS = 4
+"""Threads of the lock-hogging attack, each sending its Reads one after the other: enough
+to keep the device lock held nearly all the time whatever the machine's speed (one reader
+alone spends part of each Read outside the lock, serialising and sending, so on a fast
+machine it can stay under the share and is rightly served), and under the per-identity
+bound on Reads in progress (``DEFAULT_MAX_READS_PER_CLIENT``, 6)."""
+HOG_ATTACK_S = 30.0
+"""How long the lock-hogging attack keeps reading before it counts itself served."""
 HOG_RECOVER_S = 30.0
 """How long the lock-hogging attack waits for its identity to be served again."""
 READY_TIMEOUT_S = 60.0
@@ -521,11 +527,12 @@ def _amplified_read(party: str) -> AttackFn:
 
 
 def _hog_device_lock(party: str) -> AttackFn:
-    """Up to :data:`HOG_READS` Reads one after the other, each of every counter
-    :data:`HOG_COPIES` times and read in full: each holds the switch's device lock while
-    its answer is built, so the data plane waits (taken when every one is answered). When
-    one is refused, the controller must still be served, and ``party`` again once its
-    share of the lock is back (within :data:`HOG_RECOVER_S`: a rate bound, not a ban)."""
+    """:data:`HOG_READERS` threads sending Reads one after the other for up to
+    :data:`HOG_ATTACK_S`, each of every counter :data:`HOG_COPIES` times and read in full:
+    each holds the switch's device lock while its answer is built, so the data plane waits
+    (taken when none is refused in that time). When one is refused, the controller must
+    still be served, and ``party`` again once its share of the lock is back (within
+    :data:`HOG_RECOVER_S`: a rate bound, not a ban)."""
     def run(v: Victim) -> None:
         tls = v.party_tls(party)
         with grpc.secure_channel(v.addr, tls.credentials(), options=[
@@ -534,16 +541,30 @@ def _hog_device_lock(party: str) -> AttackFn:
             req = p4runtime_pb2.ReadRequest(device_id=v.device_id, entities=[
                 p4runtime_pb2.Entity(counter_entry=p4runtime_pb2.CounterEntry())] * HOG_COPIES)
             start = time.monotonic()
-            for n in range(HOG_READS):
-                try:
-                    for _ in stub.Read(req, timeout=60):
-                        pass
-                except grpc.RpcError as exc:
-                    refused = _refusal(exc)
-                    break
-            else:
-                raise AttackFailed("OK", f"{HOG_READS} wildcard Reads answered back to back in "
-                                         f"{time.monotonic() - start:.1f} s")
+            stop = threading.Event()
+            refusals: "queue.Queue[grpc.RpcError]" = queue.Queue()
+            answered = [0] * HOG_READERS
+
+            def reader(k: int) -> None:
+                while not stop.is_set() and time.monotonic() - start < HOG_ATTACK_S:
+                    try:
+                        for _ in stub.Read(req, timeout=60):
+                            pass
+                        answered[k] += 1
+                    except grpc.RpcError as exc:
+                        refusals.put(exc)
+                        stop.set()
+
+            threads = [threading.Thread(target=reader, args=(k,), daemon=True) for k in range(HOG_READERS)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(HOG_ATTACK_S + 120.0)
+            stop.set()
+            if refusals.empty():
+                raise AttackFailed("OK", f"{sum(answered)} wildcard Reads by {HOG_READERS} readers "
+                                         f"answered in {time.monotonic() - start:.1f} s, none refused")
+            refused = _refusal(refusals.get())
             try:
                 list(v.conn.stub.Read(v.conn.read_request(v._session()), timeout=RPC_TIMEOUT_S))
             except grpc.RpcError as exc:
@@ -560,7 +581,7 @@ def _hog_device_lock(party: str) -> AttackFn:
                         raise AttackFailed("BANNED", f"{party} not served again after the bound: "
                                                      f"{exc.code().name} {exc.details()}") from None
                     threading.Event().wait(0.2)
-            raise AttackFailed(refused.code, f"Read {n + 1} refused: {refused.detail}")
+            raise AttackFailed(refused.code, f"Read refused after {sum(answered)} answered: {refused.detail}")
     return run
 
 
