@@ -9,7 +9,12 @@ whether its owner runs a TCCL agent), in order of rate:
    per (uplink, downlink) pair.
 2. **Predicted load** of each link of each candidate with the flow moved there: current
    telemetry load (:attr:`LinkState.load_bps`) plus the flows already moved this round
-   (their measured rate leaves the old path and lands on the new one).
+   (their measured rate leaves the old path and lands on the new one). A link of an
+   elephant's current path counts at least the rates of the elephants the hash model
+   puts on it: the polls lag a load window behind, and a link past the bottleneck counts
+   what drained there, not what was offered, so without that floor a move would take off
+   a link more than its telemetry held and predict a negative load where the new path
+   keeps a link of the old one.
 3. **Safety rule**: a candidate with any link above ``safety`` × capacity (default 75 %)
    is rejected; the best remaining one has the lowest maximum utilisation (then lowest
    sum, then graph order).
@@ -238,6 +243,15 @@ class PathEngine(FabricPaths):
         dec.baseline_max_util = max(base_util.values(), default=0.0)
         last_util = base_util
         work = dict(links.load_bps)
+        # a link of an elephant's current path carries at least the elephants' rates the
+        # hash model puts there (telemetry lags, and counts what drained past a bottleneck):
+        # a move then never takes off more than the link held
+        known: dict[LinkKey, float] = {}
+        for i, e in enumerate(elephants):
+            for l in (cur[i].links if cur[i] else ()):
+                known[l] = known.get(l, 0.0) + e.rate_bps
+        for l, bps in known.items():
+            work[l] = max(work.get(l, 0.0), bps)
         for i in order:
             e = elephants[i]
             old = cur[i]
@@ -302,7 +316,7 @@ class PathEngine(FabricPaths):
                         continue
                     placed, last_util = trial, util
                     for l in old_links:
-                        work[l] = work.get(l, 0.0) - e.rate_bps
+                        work[l] = max(work.get(l, 0.0) - e.rate_bps, 0.0)
                     for l in p.links:
                         work[l] = work.get(l, 0.0) + e.rate_bps
                     dec.orders.append(order_)
