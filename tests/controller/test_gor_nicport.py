@@ -182,3 +182,25 @@ def test_a_port_moves_predicted_loads_are_the_hash_walk_and_never_negative(
         for l, u in o.predicted_util.items():
             assert u >= 0.0, (str(f), engine.links.name(l), u)
             assert u == pytest.approx(now[l] / engine.links.capacity_bps[l]), engine.links.name(l)
+
+
+def test_a_path_may_end_at_the_destination_nics_other_leaf(fab: Fabric, engine: PathEngine) -> None:
+    """The destination NIC is dual-homed: its pod's spines spread over both its leaves, so
+    with both downlinks into its first leaf hot the engine takes a path into the second
+    (``ElephantFlow.dst_leaves``), and the source port it solves takes that path exactly."""
+    e = _elephant(engine, nic_port=None, other_ports=(), dst_leaves=("p1.b0r0l1",))
+    now = engine.current_path(e.flow, LEAF0, DST_LEAF)
+    assert now is not None
+    _heat(engine, [now.links[0]], 0.9)                       # the flow's own uplink
+    _heat(engine, [("p1.s0", p) for p, i in fab.switch("p1.s0").ports.items() if i.peer_node == DST_LEAF]
+          + [("p1.s1", p) for p, i in fab.switch("p1.s1").ports.items() if i.peer_node == DST_LEAF], 0.9)
+    dec = engine.decide([e], trigger=now.links[0])
+    assert len(dec.orders) == 1, dec.to_dict()
+    o = dec.orders[0]
+    assert isinstance(o, MoveOrder) and o.path.links[-1][0] in ("p1.s0", "p1.s1")
+    assert engine.links.peer[o.path.links[-1]][0] == "p1.b0r0l1"
+    nic = fab.host("b0s0").nics[0]
+    assert TierModel.of(fab).path(nic, 0, DST, o.new_sport).hops[:-1] == o.path.links
+    # without the other leaf every path ends on a hot downlink: nothing passes the rule
+    dec = engine.decide([_elephant(engine, nic_port=None, other_ports=())], trigger=now.links[0])
+    assert not dec.orders and dec.rejected[0].reason == "safety"
