@@ -7,7 +7,12 @@ import math
 from collections import Counter
 from pathlib import Path
 
+from controller.fabric.detours import fabric_hash_model
+from controller.fabric.tiers import TierModel
 from controller.fabric_setup import FabricProgrammer
+from controller.gor.candidates import nic_port_leaves
+from controller.gor.decisions import FlowKey, MoveOrder
+from controller.gor.paths import ElephantFlow, LinkState, PathEngine
 from topo import FabricSpec, build_fabric
 from topo.spec import load_spec
 from scenarios.gor_session import source_uplinks
@@ -104,3 +109,46 @@ def test_dual_port_rate_is_sized_over_both_leaves() -> None:
     load = Counter(str(f.predicted_uplink) for f in flows)
     assert set(load) <= set(ups) and max(load.values()) * 500.0 > rate      # a collision
     assert 2 * 500.0 <= 0.75 * rate < 3 * 500.0     # 2 per uplink is under the rule, 3 over
+
+
+def test_gor_rounds_on_the_hash_model_reach_an_even_spread_on_pod2() -> None:
+    """GOR's engine, round after round on the loads the hash model predicts for the story's
+    draw on the two-pod dual-port spec (8 flows, queue rate over the four uplinks of both
+    leaves), moves flows by source port or NIC port until no link is over the 75 % rule:
+    every uplink and every downlink then carries 2 flows, max/mean over the four source
+    uplinks 1.0. Offline: no switches, the same engine the live story runs."""
+    fab = build_fabric(load_spec(REPO / "topo" / "specs" / "pod2-dualport.yaml"))
+    fp = FabricProgrammer(fab, REPO / "build" / "unused.p4info", REPO / "build" / "unused.json")
+    tiers, hm = TierModel.of(fab), fabric_hash_model(fab)
+    leaves, nics = nic_port_leaves(fab), {n.ip: n for h in fab.hosts for n in h.nics}
+    for seed0 in (885677274, 7):
+        _, flows, rate = draw_colliding(fab, fp, 8, 0, seed0, 250.0, say=lambda _: None)
+        cap = 200e9
+        bps = 250.0 / rate * cap                     # one flow, in the loads' basis
+        state = [[f.src_ip, f.dst_ip, f.sport, f.nic_port] for f in flows]
+
+        def walks() -> list[tuple[tuple[str, int], ...]]:
+            return [tiers.path(nics[a], p, b, sp).hops[:-1] for a, b, sp, p in state]
+        for _ in range(12):
+            load = Counter(l for w in walks() for l in w)
+            hot = sorted(l for l, n in load.items() if n * bps > 0.75 * cap)
+            if not hot:
+                break
+            eng = PathEngine(fab, hm, LinkState.from_fabric(fab))
+            for l, n in load.items():
+                eng.links.load_bps[l] = n * bps
+            on = [i for i, w in enumerate(walks()) if hot[0] in w]
+            els = [ElephantFlow(FlowKey(a, b, 17, sp, 4791), bps, leaves[a][p], leaves[b][0], nic_port=p,
+                                other_ports=tuple((q, lf) for q, lf in enumerate(leaves[a]) if q != p),
+                                dst_leaves=leaves[b][1:]) for a, b, sp, p in (state[i] for i in on)]
+            dec = eng.decide(els, trigger=hot[0])
+            assert dec.orders, (seed0, dec.to_dict())
+            for o in dec.orders:
+                assert isinstance(o, MoveOrder)
+                i = next(i for i in on if (state[i][0], state[i][1], state[i][2]) == (o.flow.src, o.flow.dst,
+                                                                                     o.flow.sport))
+                state[i][2] = o.new_sport
+                state[i][3] = state[i][3] if o.nic_port is None else o.nic_port
+        load = Counter(l for w in walks() for l in w)
+        ups = [load[(leaf, p)] for leaf in ("b0r0l0", "b0r0l1") for p in (3, 4)]
+        assert ups == [2, 2, 2, 2] and max(load.values()) == 2, (seed0, ups)
