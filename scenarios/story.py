@@ -6,7 +6,8 @@ ECN alarms → GOR re-routes through the TCCL agents → balanced uplinks.
    seed; each sender process runs a TCCL agent (``host.agent``) that registers its flows
    with GOR's registry over a Unix socket (per-run secret, 0600 credentials).
 2. **Capacity**: every leaf uplink drains at a queue rate sized so that an even spread
-   runs at ``even_util`` (70 %) of it, under GOR's 75 % safety threshold, while a
+   over the uplinks of the source leaves (on dual-port NICs both ports' leaves: the random
+   draw binds each QP where the bond's hash puts it) runs at ``even_util`` (70 %) of it, under GOR's 75 % safety threshold, while a
    collision exceeds it. Random ports that happen to spread well enough (the busiest
    uplink within its capacity) would leave nothing to show: the seed is then drawn again
    (printed), until the hash model predicts an overloaded uplink.
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from scenarios.common import window_mean
-from scenarios.gor_session import GOR_DIR, GorSession, write_credentials
+from scenarios.gor_session import GOR_DIR, GorSession, source_uplinks, write_credentials
 from scenarios.report import FlowRecord, ScenarioRecord, new_run_dir, report_failures, write_report
 from testbed.traffic import TrafficOptions, delivery, merge_reports, plan_flows
 
@@ -104,13 +105,17 @@ def draw_colliding(fabric: Any, programmer: Any, count: int, rail: int, seed: in
                    flow_rate_pps: float, even_util: float = EVEN_UTIL,
                    say: Callable[[str], None] = print) -> tuple[int, list[Any], float]:
     """(seed used, flows, uplink queue rate): draws seeds from ``seed`` on until the hash
-    model puts more flows on one uplink than its queue rate drains."""
+    model puts more flows on one uplink than its queue rate drains.
+
+    The rate is sized over every uplink GOR may spread the flows on
+    (:func:`scenarios.gor_session.source_uplinks`): the source leaves, and on dual-port NICs
+    the leaves of both ports (the random draw binds each QP to the port the bond's hash
+    picks, ``testbed.traffic.hashed_nic_ports``), so an even spread over all of them is
+    ``even_util``. On single-port NICs those are the flows' own leaves, as before."""
     for k in range(MAX_DRAWS):
         s = seed + k
         flows = plan_flows(fabric, programmer, TrafficOptions(count, rail, port_mode="random", seed=s))
-        leaves = sorted({f.leaf for f in flows})
-        n_up = sum(1 for sw in fabric.switches if sw.name in leaves
-                   for info in sw.ports.values() if info.kind == "uplink")
+        n_up = len(source_uplinks(fabric, flows))
         rate = math.ceil(count * flow_rate_pps / max(1, n_up) / even_util)
         load: dict[str, int] = {}
         for f in flows:

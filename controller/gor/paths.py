@@ -9,7 +9,12 @@ whether its owner runs a TCCL agent), in order of rate:
    per (uplink, downlink) pair.
 2. **Predicted load** of each link of each candidate with the flow moved there: current
    telemetry load (:attr:`LinkState.load_bps`) plus the flows already moved this round
-   (their measured rate leaves the old path and lands on the new one).
+   (their measured rate leaves the old path and lands on the new one). A link of an
+   elephant's current path counts at least the rates of the elephants the hash model
+   puts on it: the polls lag a load window behind, and a link past the bottleneck counts
+   what drained there, not what was offered, so without that floor a move would take off
+   a link more than its telemetry held and predict a negative load where the new path
+   keeps a link of the old one.
 3. **Safety rule**: a candidate with any link above ``safety`` × capacity (default 75 %)
    is rejected; the best remaining one has the lowest maximum utilisation (then lowest
    sum, then graph order).
@@ -84,6 +89,9 @@ class ElephantFlow:
     ``nic_port``: the port of its dual-port NIC it sends on (``src_leaf`` is that port's
     leaf; None: a NIC of one port); ``other_ports``: (port, leaf) of the NIC's other
     ports, where a move by NIC port may take it (:meth:`PathEngine.decide`).
+    ``dst_leaves``: the leaves of the destination NIC's other ports (a dual-homed NIC: the
+    last spine's ECMP group holds both leaves, so a path may end at either; used over
+    three tiers, where the programmed routes say so, :mod:`controller.gor.tierpaths`).
     """
 
     flow: FlowKey
@@ -95,11 +103,22 @@ class ElephantFlow:
     has_agent: bool = True
     nic_port: Optional[int] = None
     other_ports: tuple[tuple[int, str], ...] = ()
+    dst_leaves: tuple[str, ...] = ()
 
     @property
     def demand(self) -> float:
         """``demand_bps`` or, without one, the measured rate."""
         return self.rate_bps if self.demand_bps is None else self.demand_bps
+
+    @property
+    def to_leaves(self) -> tuple[str, ...]:
+        """``dst_leaf`` then the other ``dst_leaves``, each once.
+
+        >>> from controller.gor.decisions import FlowKey
+        >>> ElephantFlow(FlowKey("a", "b", 17, 1, 2), 1.0, "l0", "d0", dst_leaves=("d0", "d1")).to_leaves
+        ('d0', 'd1')
+        """
+        return tuple(dict.fromkeys((self.dst_leaf, *self.dst_leaves)))
 
 
 # ----------------------------------------------------------------------------- engine
@@ -207,13 +226,21 @@ class PathEngine(FabricPaths):
         cur: dict[int, Optional[PathChoice]] = {}
         for i, e in enumerate(elephants):
             cur[i] = e.current if e.current is not None else self.current_path(e.flow, e.src_leaf, e.dst_leaf)
-        cands_of = {i: [p for p in self.candidate_paths(e.src_leaf, e.dst_leaf)
-                        if p != cur[i] and not any(l in links.down for l in p.links)]
+
+        def live_paths(src_leaf: str, e: ElephantFlow) -> list[PathChoice]:
+            """Every live path from ``src_leaf`` to the flow's destination leaf; over three
+            tiers to each leaf of a dual-homed destination NIC (its spines' groups hold
+            both), never to ``src_leaf`` itself (the leaf delivers that one locally)."""
+            ends = e.to_leaves if self.tiers is not None else (e.dst_leaf,)
+            if self.tiers is not None and src_leaf in ends:
+                return []                   # the destination NIC hangs on this leaf too
+            return [p for d in ends if d != src_leaf for p in self.candidate_paths(src_leaf, d)
+                    if not any(l in links.down for l in p.links)]
+
+        cands_of = {i: [p for p in live_paths(e.src_leaf, e) if p != cur[i]]
                     for i, e in enumerate(elephants)}
         alt_of: dict[int, dict[int, list[PathChoice]]] = {
-            i: {port: [p for p in self.candidate_paths(leaf, e.dst_leaf)
-                       if not any(l in links.down for l in p.links)]
-                for port, leaf in e.other_ports if leaf != e.dst_leaf}
+            i: {port: live_paths(leaf, e) for port, leaf in e.other_ports if leaf != e.dst_leaf}
             for i, e in enumerate(elephants) if e.has_agent}
         # only links some elephant uses or may use can change: simulate those
         rel = {l for i in cur for p in [cur[i], *cands_of[i], *itertools.chain(*alt_of.get(i, {}).values())]
@@ -238,6 +265,15 @@ class PathEngine(FabricPaths):
         dec.baseline_max_util = max(base_util.values(), default=0.0)
         last_util = base_util
         work = dict(links.load_bps)
+        # a link of an elephant's current path carries at least the elephants' rates the
+        # hash model puts there (telemetry lags, and counts what drained past a bottleneck):
+        # a move then never takes off more than the link held
+        known: dict[LinkKey, float] = {}
+        for i, e in enumerate(elephants):
+            for l in (cur[i].links if cur[i] else ()):
+                known[l] = known.get(l, 0.0) + e.rate_bps
+        for l, bps in known.items():
+            work[l] = max(work.get(l, 0.0), bps)
         for i in order:
             e = elephants[i]
             old = cur[i]
@@ -302,7 +338,7 @@ class PathEngine(FabricPaths):
                         continue
                     placed, last_util = trial, util
                     for l in old_links:
-                        work[l] = work.get(l, 0.0) - e.rate_bps
+                        work[l] = max(work.get(l, 0.0) - e.rate_bps, 0.0)
                     for l in p.links:
                         work[l] = work.get(l, 0.0) + e.rate_bps
                     dec.orders.append(order_)

@@ -184,7 +184,8 @@ class DecisionRounds:
             rate = rates.get(flow)            # the switch's own measure, when it gave one
             out.append(ElephantFlow(flow, rate if rate is not None else load * n / total, src,
                                     dst, current=self.book.overrides.get(flow),
-                                    has_agent=has_agent, nic_port=nic_port, other_ports=others))
+                                    has_agent=has_agent, nic_port=nic_port, other_ports=others,
+                                    dst_leaves=self.port_leaves.get(flow.dst, ())[1:]))
         return out
 
     def _nic_port(self, key: tuple[str, str, int, int]

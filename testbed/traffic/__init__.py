@@ -8,8 +8,9 @@ One run (:func:`run_traffic`) on a running, programmed testbed:
    inter-server transfers of a collective planned by :mod:`host.tccl.planner`
    (:func:`collective_pairs`);
 2. their UDP source ports and NIC ports (:func:`plan_ports`): ``random`` (distinct, from a
-   seed; NIC port 0) or ``tccl`` (:class:`host.tccl.ports.PortPlanner` on the programmed
-   hash model, ``FabricProgrammer.hash_model()``; on dual-port NICs
+   seed; each QP on the NIC port the bond's hash picks) or ``tccl``
+   (:class:`host.tccl.ports.PortPlanner` on the programmed hash model,
+   ``FabricProgrammer.hash_model()``; on dual-port NICs
    :func:`host.tccl.dualport.plan_dualport`, NIC port and source port together), and the
    uplink the model predicts for each;
 3. one ``python -m host.nic recv`` per destination NIC, probed until its raw socket is

@@ -166,8 +166,9 @@ def plan_ports(fabric: Any, pairs: Sequence[tuple[str, str]], mode: str,
                seed: int = 0, model: Optional[FabricHashModel] = None) -> PortChoice:
     """Source port and NIC port of every pair.
 
-    * ``random``: distinct source ports, 49152–65535, from ``seed``; every QP on NIC port 0
-      (what the scenarios' predictions and GOR's story assume).
+    * ``random``: distinct source ports, 49152–65535, from ``seed``; each QP on the NIC
+      port the bond's documented layer3+4 hash picks (:func:`hashed_nic_ports`: what a
+      dual-port NIC does when nothing overrides it; port 0 on a NIC of one port).
     * ``tccl``, single-port NICs: :class:`host.tccl.ports.PortPlanner` on ``model``, port 0.
     * ``tccl``, dual-port source NICs: :func:`host.tccl.dualport.plan_dualport` plans the NIC
       port and the source port together — each NIC's QPs even over its ports, the ports'
@@ -191,7 +192,7 @@ def plan_ports(fabric: Any, pairs: Sequence[tuple[str, str]], mode: str,
     rng = random.Random(seed)
     ports = rng.sample(range(SPORT_RANGE[0], SPORT_RANGE[1] + 1), len(pairs))
     if mode == "random":
-        return PortChoice(ports, [0] * len(pairs))
+        return PortChoice(ports, hashed_nic_ports(fabric, pairs, ports))
     if mode != "tccl":
         raise ValueError(f"unknown port mode {mode!r} (known: {', '.join(PORT_MODES)})")
     if model is None:
@@ -302,9 +303,9 @@ def build_flows(fabric: Any, pairs: Sequence[tuple[str, str]], sports: Sequence[
     A dual-port source NIC sends over both ports (``src_intfs``, one next hop each), and
     each flow's QP is bound to ``nic_ports[i]`` (the sender's ``--lag-port``); ``leaf``,
     ``gateway_mac`` and the prediction are that port's. Without ``nic_ports`` every QP is
-    bound to port 0, the port the scenarios' random draws assume; :func:`plan_ports`
-    gives TCCL's NIC ports, :func:`hashed_nic_ports` the bond's own hash choice. ValueError for a
-    port the NIC lacks.
+    bound to port 0; :func:`plan_ports` gives the NIC ports of both modes (``random``: the
+    bond's own hash choice, :func:`hashed_nic_ports`; ``tccl``: TCCL's plan). ValueError
+    for a port the NIC lacks.
 
     >>> from topo.model import build_fabric
     >>> f = build_flows(build_fabric(), [("10.0.0.1", "10.1.0.1")], [50000])[0]

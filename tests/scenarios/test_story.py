@@ -2,10 +2,20 @@
 measured from a decision log and per-tick uplink rates, and the report section."""
 from __future__ import annotations
 
+import hashlib
+import math
+from collections import Counter
 from pathlib import Path
 
+from controller.fabric.detours import fabric_hash_model
+from controller.fabric.tiers import TierModel
 from controller.fabric_setup import FabricProgrammer
+from controller.gor.candidates import nic_port_leaves
+from controller.gor.decisions import FlowKey, MoveOrder
+from controller.gor.paths import ElephantFlow, LinkState, PathEngine
 from topo import FabricSpec, build_fabric
+from topo.spec import load_spec
+from scenarios.gor_session import source_uplinks
 from scenarios.story import EVEN_UTIL, StoryResult, append_story, draw_colliding, measure
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,3 +70,85 @@ def test_report_section(tmp_path: Path) -> None:
     append_story(tmp_path, res)
     md = (tmp_path / "report.md").read_text()
     assert "## GOR re-route" in md and "105.0% → 70.0%" in md and "gor.loop_s" in md
+
+
+def _draws_digest(spec: FabricSpec) -> str:
+    fab = build_fabric(spec)
+    fp = FabricProgrammer(fab, REPO / "build" / "unused.p4info", REPO / "build" / "unused.json")
+    rows = []
+    for seed0 in (1, 7, 885677274):
+        for count in (4, 8):
+            s, flows, rate = draw_colliding(fab, fp, count, 0, seed0, 500.0, say=lambda _: None)
+            rows.append(repr((s, rate, [(f.src_ip, f.dst_ip, f.sport, f.nic_port, f.leaf, f.gateway_mac,
+                                         str(f.predicted_uplink), f.qpn) for f in flows])))
+    return hashlib.sha256("\n".join(rows).encode()).hexdigest()
+
+
+def test_single_port_draws_are_unchanged() -> None:
+    """Sizing the queue rate over both ports' leaves (issue 29) changes nothing on NICs of
+    one port: seeds, ports, leaves, predictions and rates as on main 1d1185a, byte for
+    byte (sha256 of their repr), one pod and two."""
+    assert _draws_digest(load_spec(REPO / "topo" / "specs" / "default.yaml")) == (
+        "a7ea09fbcc4c1cc0471637c97d7e282fe1a4f8d089ac62cf499631e69cf5ebd2")
+    assert _draws_digest(FabricSpec(pods=2, blocks=1, cores=2)) == (
+        "ffdc9e11459cbd04a7eba0fb9085d874c5f1cd8ad83bea432f1ec3ca7b676a21")
+
+
+def test_dual_port_rate_is_sized_over_both_leaves() -> None:
+    """On the two-pod dual-port spec the random draw puts QPs on both ports (the bond's
+    hash), and the queue rate makes an even spread over all four uplinks of the two leaves
+    70 %: 2 of the 8 flows per uplink fit under GOR's 75 %, 3 do not, so GOR can reach
+    max/mean 1.0. Sized from port 0's leaf alone it was twice that (2858 pps)."""
+    fab = build_fabric(load_spec(REPO / "topo" / "specs" / "pod2-dualport.yaml"))
+    fp = FabricProgrammer(fab, REPO / "build" / "unused.p4info", REPO / "build" / "unused.json")
+    seed, flows, rate = draw_colliding(fab, fp, 8, 0, 885677274, 500.0, say=lambda _: None)
+    ups = source_uplinks(fab, flows)
+    assert sorted(ups) == ["b0r0l0->s0", "b0r0l0->s1", "b0r0l1->s0", "b0r0l1->s1"]
+    assert rate == math.ceil(8 * 500.0 / 4 / EVEN_UTIL) == 1429.0
+    assert {f.nic_port for f in flows} == {0, 1} and {f.leaf for f in flows} == {"b0r0l0", "b0r0l1"}
+    load = Counter(str(f.predicted_uplink) for f in flows)
+    assert set(load) <= set(ups) and max(load.values()) * 500.0 > rate      # a collision
+    assert 2 * 500.0 <= 0.75 * rate < 3 * 500.0     # 2 per uplink is under the rule, 3 over
+
+
+def test_gor_rounds_on_the_hash_model_reach_an_even_spread_on_pod2() -> None:
+    """GOR's engine, round after round on the loads the hash model predicts for the story's
+    draw on the two-pod dual-port spec (8 flows, queue rate over the four uplinks of both
+    leaves), moves flows by source port or NIC port until no link is over the 75 % rule:
+    every uplink and every downlink then carries 2 flows, max/mean over the four source
+    uplinks 1.0. Offline: no switches, the same engine the live story runs."""
+    fab = build_fabric(load_spec(REPO / "topo" / "specs" / "pod2-dualport.yaml"))
+    fp = FabricProgrammer(fab, REPO / "build" / "unused.p4info", REPO / "build" / "unused.json")
+    tiers, hm = TierModel.of(fab), fabric_hash_model(fab)
+    leaves, nics = nic_port_leaves(fab), {n.ip: n for h in fab.hosts for n in h.nics}
+    for seed0 in (885677274, 7):
+        _, flows, rate = draw_colliding(fab, fp, 8, 0, seed0, 250.0, say=lambda _: None)
+        cap = 200e9
+        bps = 250.0 / rate * cap                     # one flow, in the loads' basis
+        state = [[f.src_ip, f.dst_ip, f.sport, f.nic_port] for f in flows]
+
+        def walks() -> list[tuple[tuple[str, int], ...]]:
+            return [tiers.path(nics[a], p, b, sp).hops[:-1] for a, b, sp, p in state]
+        for _ in range(12):
+            load = Counter(l for w in walks() for l in w)
+            hot = sorted(l for l, n in load.items() if n * bps > 0.75 * cap)
+            if not hot:
+                break
+            eng = PathEngine(fab, hm, LinkState.from_fabric(fab))
+            for l, n in load.items():
+                eng.links.load_bps[l] = n * bps
+            on = [i for i, w in enumerate(walks()) if hot[0] in w]
+            els = [ElephantFlow(FlowKey(a, b, 17, sp, 4791), bps, leaves[a][p], leaves[b][0], nic_port=p,
+                                other_ports=tuple((q, lf) for q, lf in enumerate(leaves[a]) if q != p),
+                                dst_leaves=leaves[b][1:]) for a, b, sp, p in (state[i] for i in on)]
+            dec = eng.decide(els, trigger=hot[0])
+            assert dec.orders, (seed0, dec.to_dict())
+            for o in dec.orders:
+                assert isinstance(o, MoveOrder)
+                i = next(i for i in on if (state[i][0], state[i][1], state[i][2]) == (o.flow.src, o.flow.dst,
+                                                                                     o.flow.sport))
+                state[i][2] = o.new_sport
+                state[i][3] = state[i][3] if o.nic_port is None else o.nic_port
+        load = Counter(l for w in walks() for l in w)
+        ups = [load[(leaf, p)] for leaf in ("b0r0l0", "b0r0l1") for p in (3, 4)]
+        assert ups == [2, 2, 2, 2] and max(load.values()) == 2, (seed0, ups)

@@ -123,7 +123,18 @@ def test_single_port_plans_unchanged() -> None:
     assert rnd.nic_ports == [0] * len(pairs)
 
 
-def test_random_ports_stay_on_port_zero(dualport: tuple) -> None:
-    """The random draw keeps its meaning on dual-port NICs (GOR's story moves QPs to port 1)."""
+def test_random_ports_sit_on_the_port_the_bonds_hash_picks(dualport: tuple) -> None:
+    """The random draw binds each QP where a plain bond would (its documented layer3+4
+    hash, ``host.nic.affinity``), and ``plan_flows`` passes that port on (``--lag-port``):
+    both ports' leaves carry QPs, as in the simulator's random mode."""
     fab, _model, _ = dualport
-    assert plan_ports(fab, elephant_pairs(fab, 0, 4), "random", 1).nic_ports == [0, 0, 0, 0]
+    pairs = elephant_pairs(fab, 0, 8)
+    rnd = plan_ports(fab, pairs, "random", 1)
+    assert rnd.sports == random.Random(1).sample(range(SPORT_RANGE[0], SPORT_RANGE[1] + 1), 8)
+    want = [TxAffinity(ports=2).port_of(FlowKey.of(s, d, sp, 4791)) for (s, d), sp in zip(pairs, rnd.sports)]
+    assert rnd.nic_ports == want and set(want) == {0, 1}
+    programmer = SimpleNamespace(hash_model=lambda: dualport[1], member_ports=dualport[2])
+    flows = plan_flows(fab, programmer, TrafficOptions(8, 0, port_mode="random", seed=1))
+    assert [f.nic_port for f in flows] == want
+    nics = {n.ip: n for h in fab.hosts for n in h.nics}
+    assert [f.leaf for f in flows] == [nics[f.src_ip].ports[p].leaf for f, p in zip(flows, want)]
