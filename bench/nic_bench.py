@@ -16,7 +16,12 @@ the sender is started on SIGUSR1 once both processes are up; after ``config.warm
   kernel did in the process's context (a veth transmit runs the peer's receive there);
 * ``nic.cpu_us_per_pkt.send_<R>`` / ``recv_<R>`` — CPU µs per data frame at each end,
   ``nic.pps.send_<R>`` — data frames/s that went out (below the offered rate when the
-  sender runs out of CPU), for R in :data:`RATES_PPS` (``5k``, ``20k``).
+  sender runs out of CPU), for R in :data:`RATES_PPS` (``5k``, ``20k``);
+* ``nic.cpu_us_per_pkt.send_pair_4k`` / ``recv_pair_4k`` — the pair probe, as a story
+  host runs its senders: two send processes on the same veth end (2 QPs each, 2,000 pps
+  each, :data:`PAIR_RATE_PPS` in total) with no tick (the testbed's default); CPU of both
+  senders together, and of the receiver, per data frame. Each sender's socket used to be
+  handed the other's frames (host/nic/README.md, "Own transmissions").
 
 The NIC code measured is the one under this file's repository (``PYTHONPATH``), so the
 same file copied into an older checkout measures that one (how bench/README.md's
@@ -45,6 +50,9 @@ RATES_PPS = {"5k": 5000.0, "20k": 20000.0}
 QPS = 2
 SENDER_MAC, RECEIVER_MAC = "02:00:00:00:0b:01", "02:00:00:00:0b:02"
 START_TIMEOUT_S = 30.0
+PAIR_RATE_PPS = 4000.0
+"""The pair probe: two senders on one interface, 2,000 pps each, no tick: a story host at
+1000 pps per elephant (two send processes of two QPs each)."""
 BATCH_TICK_MS = 1.0
 """``host.nic.io.BATCH_TICK_S`` in ms (not imported: host.nic loads Scapy)."""
 
@@ -64,49 +72,57 @@ def _wait_file(path: Path, proc: "subprocess.Popen[bytes]", what: str) -> None:
         time.sleep(0.05)
 
 
-def measure(rate_pps: float, warmup_s: float, window_s: float) -> dict[str, float]:
-    """One send/recv pair at ``rate_pps`` in total: CPU µs per data frame at each end and
+def measure(rate_pps: float, warmup_s: float, window_s: float, senders: int = 1,
+            tick_ms: float = BATCH_TICK_MS) -> dict[str, float]:
+    """``senders`` send processes on one end of a veth pair (``rate_pps`` in total, shared
+    evenly; 2 QPs each) and one recv process on the other, each stepping per ``tick_ms``
+    (0: no tick): CPU µs per data frame of the senders together and of the receiver, and
     the data frames/s sent in the window."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
     run_s = warmup_s + window_s + 30.0
     with veth_pairs(1) as pairs, tempfile.TemporaryDirectory(prefix="nic-bench-") as tmp:
         tx_if, rx_if = pairs[0]
-        ready, metrics = Path(tmp) / "ready", Path(tmp) / "recv.prom"
+        metrics = Path(tmp) / "recv.prom"
+        readies = [Path(tmp) / f"ready{k}" for k in range(senders)]
         base = [sys.executable, "-m", "host.nic"]
-        tick = ["--tick-ms", f"{BATCH_TICK_MS:g}"]            # the batching tick, as measured
+        tick = ["--tick-ms", f"{tick_ms:g}"]
         recv = subprocess.Popen(base + ["recv", "--iface", rx_if, "--duration-s", f"{run_s:g}", *tick,
                                         "--hold-port", "0", "--metrics-file", str(metrics),
                                         "--json", str(Path(tmp) / "recv.json")],
                                 env=env, cwd=REPO, stdout=subprocess.DEVNULL)
-        send = subprocess.Popen(base + ["send", "--iface", tx_if, "--src-mac", SENDER_MAC, *tick,
-                                        "--dst-mac", RECEIVER_MAC, "--src-ip", "10.0.0.1",
-                                        "--dst-ip", "10.1.0.1",
-                                        "--sport", ",".join(str(49152 + i) for i in range(QPS)),
-                                        "--line-rate-pps", f"{rate_pps / QPS:g}",
-                                        "--message-bytes", "4096", "--duration-s", f"{run_s:g}",
-                                        "--hold-port", "0", "--ready-file", str(ready),
-                                        "--wait-go", "--json", str(Path(tmp) / "send.json")],
-                                env=env, cwd=REPO, stdout=subprocess.DEVNULL)
+        sends = [subprocess.Popen(base + ["send", "--iface", tx_if, "--src-mac", SENDER_MAC, *tick,
+                                          "--dst-mac", RECEIVER_MAC, "--src-ip", f"10.0.0.{k + 1}",
+                                          "--dst-ip", "10.1.0.1", "--qpn", str(7 + QPS * k),
+                                          "--sport", ",".join(str(49152 + QPS * k + i) for i in range(QPS)),
+                                          "--line-rate-pps", f"{rate_pps / senders / QPS:g}",
+                                          "--message-bytes", "4096", "--duration-s", f"{run_s:g}",
+                                          "--hold-port", "0", "--ready-file", str(readies[k]),
+                                          "--wait-go", "--json", str(Path(tmp) / f"send{k}.json")],
+                                  env=env, cwd=REPO, stdout=subprocess.DEVNULL)
+                 for k in range(senders)]
+        procs = [*sends, recv]
         try:
             _wait_file(metrics, recv, "host.nic recv")
-            _wait_file(ready, send, "host.nic send")
-            send.send_signal(signal.SIGUSR1)
+            for ready, send in zip(readies, sends):
+                _wait_file(ready, send, "host.nic send")
+            for send in sends:
+                send.send_signal(signal.SIGUSR1)
             deadline = time.monotonic() + warmup_s
             while time.monotonic() < deadline:
                 time.sleep(0.05)
-            frames0, s0, r0 = tx_packets(tx_if), threads_cpu_ns(send.pid), threads_cpu_ns(recv.pid)
+            frames0, cpu0 = tx_packets(tx_if), [threads_cpu_ns(p.pid) for p in procs]
             t0 = time.monotonic()
             while time.monotonic() < t0 + window_s:
                 time.sleep(0.05)
-            frames1, s1, r1 = tx_packets(tx_if), threads_cpu_ns(send.pid), threads_cpu_ns(recv.pid)
+            frames1, cpu1 = tx_packets(tx_if), [threads_cpu_ns(p.pid) for p in procs]
             elapsed = time.monotonic() - t0
-            if send.poll() is not None or recv.poll() is not None:
+            if any(p.poll() is not None for p in procs):
                 raise BenchCheckError("a NIC process ended during the window")
         finally:
-            for p in (send, recv):
+            for p in procs:
                 if p.poll() is None:
                     p.terminate()
-            for p in (send, recv):
+            for p in procs:
                 try:
                     p.wait(timeout=10)
                 except subprocess.TimeoutExpired:
@@ -115,7 +131,8 @@ def measure(rate_pps: float, warmup_s: float, window_s: float) -> dict[str, floa
     frames = frames1 - frames0
     if frames <= 0:
         raise BenchCheckError(f"no data frame sent at {rate_pps:g} pps")
-    return {"send_us": (s1 - s0) / 1000 / frames, "recv_us": (r1 - r0) / 1000 / frames,
+    send_ns = sum(c1 - c0 for c0, c1 in zip(cpu0[:-1], cpu1[:-1]))
+    return {"send_us": send_ns / 1000 / frames, "recv_us": (cpu1[-1] - cpu0[-1]) / 1000 / frames,
             "pps": frames / elapsed}
 
 
@@ -131,6 +148,9 @@ def bench_nic_cpu(config: BenchConfig) -> dict[str, Figure]:
         out[f"nic.cpu_us_per_pkt.send_{label}"] = Figure(round(m["send_us"], 2), "us")
         out[f"nic.cpu_us_per_pkt.recv_{label}"] = Figure(round(m["recv_us"], 2), "us")
         out[f"nic.pps.send_{label}"] = Figure(round(m["pps"]), "pps")
+    m = measure(PAIR_RATE_PPS, max(config.warmup_s, 1.0), config.duration_s, senders=2, tick_ms=0.0)
+    out["nic.cpu_us_per_pkt.send_pair_4k"] = Figure(round(m["send_us"], 2), "us")
+    out["nic.cpu_us_per_pkt.recv_pair_4k"] = Figure(round(m["recv_us"], 2), "us")
     return out
 
 

@@ -40,6 +40,14 @@ from host.nic.qp import Receiver, SenderQP
 
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
+SOL_PACKET = 263
+PACKET_IGNORE_OUTGOING = 23
+"""Linux >= 4.20: the kernel stops handing a packet socket the frames its host transmits.
+A packet socket never gets back its own frames, but without this option it got every
+frame the host's other sockets sent on the interface (the story runs two sender processes
+per host: each was handed the other's data frames), each queued, waking its ``select``
+and read only to be dropped as ``PACKET_OUTGOING`` (issue 32, host/nic/README.md, "Own
+transmissions")."""
 MAX_FRAME = 65535
 SOCK_BUF_BYTES = 4 << 20
 PFC_ETHERTYPE = b"\x88\x08"
@@ -145,7 +153,10 @@ class DatagramIO:
 class PacketSocket(DatagramIO):
     """:class:`FrameIO` on a network interface through AF_PACKET (needs CAP_NET_RAW).
 
-    ``PacketSocket("h1-eth0")`` inside a Mininet host; frames we sent are not received.
+    ``PacketSocket("h1-eth0")`` inside a Mininet host; frames we sent are not received:
+    the kernel does not queue the host's transmissions to the socket
+    (:data:`PACKET_IGNORE_OUTGOING`), and any that come anyway (an older kernel) are
+    read and skipped (``PACKET_OUTGOING``).
     """
 
     def __init__(self, iface: str) -> None:
@@ -155,6 +166,10 @@ class PacketSocket(DatagramIO):
                 sock.setsockopt(socket.SOL_SOCKET, opt, SOCK_BUF_BYTES)
             except OSError:
                 pass
+        try:
+            sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+        except OSError:                   # kernel < 4.20: PACKET_OUTGOING is still read and skipped
+            pass
         sock.bind((iface, 0))
         super().__init__(sock)
         self._rx = MmsgReceiver(sock, names=True)

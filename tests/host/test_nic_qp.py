@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import select
 import socket
 import threading
 import time
@@ -225,6 +226,37 @@ def test_packet_socket_on_loopback_skips_own_transmissions() -> None:
     finally:
         sock.close()
 
+
+@pytest.mark.skipif(not hasattr(socket, "AF_PACKET"), reason="needs AF_PACKET")
+def test_packet_socket_is_not_handed_its_hosts_transmissions() -> None:
+    """The kernel does not queue the frames our host transmits to the NIC's socket
+    (``PACKET_IGNORE_OUTGOING``): a frame another socket on the interface sends (the
+    host's other NIC process) reaches this one as lo's incoming copy only, never as the
+    outgoing one, even read below ``PacketSocket``'s own ``PACKET_OUTGOING`` filter. So
+    a sender is not woken by every frame its neighbours send (issue 32)."""
+    from host.nic.io import PACKET_OUTGOING, PacketSocket
+    try:
+        tx, rx = PacketSocket("lo"), PacketSocket("lo")
+    except PermissionError:
+        pytest.skip("needs CAP_NET_RAW")
+    try:
+        qp = SenderQP(FLOW, message_bytes=64, rate_limit=False, start_psn=0x5A5A5)
+        frame = qp.poll(0.0)
+        assert tx.send(frame)
+        kinds = []
+        for _ in range(2000):
+            try:
+                data, addr = rx.sock.recvfrom(65535)
+            except BlockingIOError:
+                if len(kinds) >= 2 or not select.select([rx.sock], [], [], 0.2)[0]:
+                    break                  # both copies read, or nothing more within 0.2 s
+                continue
+            if data == frame:
+                kinds.append(addr[2])
+        assert kinds and PACKET_OUTGOING not in kinds, kinds
+    finally:
+        tx.close()
+        rx.close()
 
 def test_pacer_catches_up_after_a_late_wake_up() -> None:
     """A sender polled late (the emulator's loop woke 8 ms after the frame was due) sends
