@@ -49,6 +49,8 @@ class Drawing:
     aliases: dict[str, list[str]] = field(default_factory=dict)
     port_peer: dict[tuple[str, int], str] = field(default_factory=dict)
     hosts_drawn: bool = True
+    node_of: dict[str, str] = field(default_factory=dict)
+    """A dual-port NIC's port interface → the NIC's drawn node (its port 0's name)."""
 
     @property
     def link_ids(self) -> list[str]:
@@ -83,7 +85,8 @@ class Drawing:
                 links = self.resolve(f"{sw}:{port}->{peer}") if peer else []
                 nodes = [sw]
             elif word in ("switch", "nic", "agent", "route"):
-                nodes = [rest.split(" ")[0]]
+                first = rest.split(" ")[0]
+                nodes = [self.node_of.get(first, first)]
         except ValueError:
             links = []
         return {"links": links, "nodes": [n for n in nodes if n in drawn_nodes]}
@@ -126,6 +129,7 @@ def layout(fab: Fabric) -> Drawing:
         nodes.append({"name": sw.name, "role": sw.role, "x": x, "y": y, "w": SWITCH_W, "h": SWITCH_H,
                       "label": sw.name, "block": sw.block, "rail": sw.rail})
     nic_of: dict[tuple[str, int], str] = {}
+    node_of: dict[str, str] = {}
     if with_hosts:
         slot_frac = 1.0 / max(n_slots, 1.0)
         for b, names in hosts_in_block.items():
@@ -141,8 +145,9 @@ def layout(fab: Fabric) -> Drawing:
                     ny = Y_SERVER - SERVER_H / 2
                     centre[nic.intf] = (nx_, ny)
                     nic_of[(name, nic.rail)] = nic.intf
-                    for port in getattr(nic, "ports", ())[1:]:   # a dual-port NIC's other port
+                    for port in getattr(nic, "ports", ()):     # dual-port: one circle, both ports
                         centre[port.intf] = (nx_, ny)
+                        node_of[port.intf] = nic.intf
                     nodes.append({"name": nic.intf, "role": "nic", "x": nx_, "y": ny, "w": 2 * NIC_R,
                                   "h": 2 * NIC_R, "label": f"r{nic.rail}", "block": host.block,
                                   "rail": nic.rail, "host": name})
@@ -154,14 +159,11 @@ def layout(fab: Fabric) -> Drawing:
     for c in cables:
         per_pair[(c.a, c.b)] += 1
     index_in_pair: dict[tuple[str, str], int] = defaultdict(int)
-    # each leaf port's NIC port (a dual-port NIC's two cables share the host and the rail)
-    port_intf = {(p.leaf, p.leaf_port): p.intf for h in fab.hosts for n in h.nics
-                 for p in getattr(n, "ports", ())}
     # fabric cables first (drawn under the NIC links), then NIC links
     for c in sorted(cables, key=lambda c: c.kind != "fabric"):
         if c.kind == "host":
-            nic = (port_intf.get((c.a, c.a_port)) or nic_of.get((c.b, c.b_port))
-                   or fab.host(c.b).nics[c.b_port].intf)
+            nic = _nic_port_intf(fab, c) or nic_of.get((c.b, c.b_port)) \
+                or fab.host(c.b).nics[c.b_port].intf
             ends = [(c.a, c.a_port), (nic, None)]
         else:
             ends = [(c.a, c.a_port), (c.b, c.b_port)]
@@ -192,7 +194,22 @@ def layout(fab: Fabric) -> Drawing:
                           "cable": f"{a}:{a_port}<->{b}" + (f":{b_port}" if b_port is not None else ""),
                           "x1": x1, "y1": y1, "x2": x2, "y2": y2})
     return Drawing(width, Y_SERVER + 60.0 if with_hosts else Y_LEAF + 60.0, nodes, links,
-                   {k: sorted(set(v)) for k, v in aliases.items()}, port_peer, with_hosts)
+                   {k: sorted(set(v)) for k, v in aliases.items()}, port_peer, with_hosts, node_of)
+
+
+def _nic_port_intf(fab: Fabric, cable: Any) -> str:
+    """The interface of the NIC port a host cable ends on (a dual-port NIC's second
+    port is ``<host>-eth<r>p1``, its own link direction); ``""`` for a one-port NIC.
+
+    >>> from topo.model import build_fabric
+    >>> from topo.spec import load_spec
+    >>> fab = build_fabric(load_spec("topo/specs/dualport.yaml"))
+    >>> sorted(_nic_port_intf(fab, c) for c in fab.links() if c.kind == "host" and c.b == "b0s0")
+    ['b0s0-eth0', 'b0s0-eth0p1']
+    """
+    ports = getattr(fab.host(cable.b).nics[cable.b_port], "ports", ())
+    index = int(getattr(cable, "nic_port", 0) or 0)
+    return ports[index].intf if index < len(ports) else ""
 
 
 def _offset_line(src: tuple[float, float], dst: tuple[float, float], a: tuple[float, float],

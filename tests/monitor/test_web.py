@@ -10,6 +10,7 @@ import re
 import socket
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +21,10 @@ from monitor.evidence import Evidence, LinkDir, LinkEstimate, Verdict, component
 from monitor.web import STATIC_DIR, WebServer, WebServerError, create_app
 from monitor.webstate import MonitorView
 from topo.model import build_fabric
-from topo.spec import FabricSpec
+from monitor.probes import tier_fabric_links
+from topo.spec import FabricSpec, load_spec
+
+SPECS = Path(__file__).resolve().parents[2] / "topo" / "specs"
 
 
 class Clock:
@@ -83,6 +87,22 @@ def test_names_that_are_not_links_are_refused_by_name() -> None:
         d.resolve("b0r0l0->b1r0l0")
     with pytest.raises(ValueError, match="not a link direction"):
         d.resolve("b0r0l0 to s0")
+
+
+@pytest.mark.parametrize("spec", ["dualport.yaml", "pod2-dualport.yaml"])
+def test_every_watched_direction_of_a_dual_port_fabric_is_drawn(spec: str) -> None:
+    """A dual-port NIC's second port (``<host>-eth<r>p1``) is a link direction of its own:
+    the localiser's evidence names it, and the view once refused it ("no link direction
+    'p1.b0r0l1->p1.b0s0-eth0p1'"), which failed every evaluation of the monitor on these
+    fabrics (BMv2 run of issue 29, scenarios/README.md, "On BMv2")."""
+    fab = build_fabric(load_spec(SPECS / spec))
+    d = weblayout.layout(fab)
+    drawn = {str(link): d.resolve(str(link)) for link in tier_fabric_links(fab)}   # none refused
+    assert all(drawn[f"{p.intf}->{p.leaf}"] and drawn[f"{p.leaf}->{p.intf}"]
+               for h in fab.hosts for n in h.nics for p in n.ports)
+    nic = next(h for h in fab.hosts).nics[0]
+    assert d.resolve(f"{nic.ports[1].leaf}->{nic.ports[1].intf}") == [f"{nic.ports[1].leaf}->{nic.ports[1].intf}"]
+    assert d.targets(f"nic {nic.ports[1].intf}") == {"links": [], "nodes": [nic.intf]}
 
 
 def test_servers_are_left_out_of_big_fabrics(monkeypatch: pytest.MonkeyPatch) -> None:
