@@ -402,8 +402,19 @@ class SwitchDevice:
                     log.warning("port %d (%s): cannot open (%s), retrying in %.2f s", no, port.iface, exc, delay)
             if now - last >= 1.0:
                 last = now
+                self._refresh_max_frames(lib)
                 with self.lock:
                     pass
+
+    def _refresh_max_frames(self, lib: Any) -> None:
+        """Give the native data plane each open port's current MTU limit
+        (:meth:`RawSocketPort.refresh_max_frame`): an MTU raised or lowered while the port
+        is open counts within a second, as on the Python data plane (``oversize``)."""
+        for no, port in list(self.ports.items()):
+            if isinstance(port, RawSocketPort) and port._sock is not None and port.refresh_max_frame():
+                lib.dp_set_max_frame(self._dp, no, port.max_frame)
+                log.info("port %d (%s): largest frame now %d bytes (MTU changed)", no, port.iface,
+                         port.max_frame)
 
     def stop(self, timeout_s: float = 2.0) -> None:
         """Stop every thread, close the ports and their captures."""

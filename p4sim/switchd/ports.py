@@ -28,7 +28,8 @@ The AF_PACKET backend (``-i 1@veth1``):
 * ``send`` is non-blocking: a frame the kernel cannot take now (EAGAIN, ENOBUFS, link
   down, oversize) is counted in ``tx_errors`` and dropped.
 * a received frame longer than the interface takes (its MTU + 14, + 4 with an 802.1Q or
-  802.1ad tag: :meth:`RawSocketPort.oversize`) is dropped before the pipeline and counted
+  802.1ad tag: :meth:`RawSocketPort.oversize`; the MTU read again when a frame exceeds
+  it, so a raised MTU counts without a reopen) is dropped before the pipeline and counted
   in ``rx_oversize``, as a switch's MAC drops giants. A veth delivers up to MTU + 18
   bytes, and a GSO super-frame of any length, to the packet socket; such a frame,
   forwarded, was counted by the egress ``tx`` counter and then refused by the next
@@ -97,6 +98,10 @@ loaded machine dropped frames at 1,000 frames/s that BMv2 would have held (the
 link-failure scenario in CI). Set with ``SO_RCVBUFFORCE`` (root, as the testbed runs
 switches), else ``SO_RCVBUF`` (capped by ``rmem_max``)."""
 DROP_LOG_INTERVAL_S = 1.0
+MTU_RECHECK_S = 1.0
+"""How often at most a port reads its interface's MTU again when a frame exceeds the
+limit it holds (:meth:`RawSocketPort.oversize`): an MTU raised while the port is open
+(``ip link set IF mtu 9000`` without a reopen) is taken at the next such frame."""
 BACKOFF_MIN_S, BACKOFF_MAX_S = 0.05, 2.0
 
 log = logging.getLogger("p4sim.switchd.ports")
@@ -336,10 +341,11 @@ class RawSocketPort(Port):
         self._holes_base = 0
         self._truncated_counted = 0       # of the current ring's truncated, in rx_dropped
         self.max_frame = 0                # MTU + 14 of the interface at open (0: unknown)
+        self._mtu_read_at = 0.0           # time.monotonic() of the last MTU read
 
     def open(self) -> None:
         """Open and bind the socket now (raises OSError); the thread retries later."""
-        self.max_frame = interface_max_frame(self.iface)
+        self.refresh_max_frame()
         sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
         try:
             sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
@@ -521,11 +527,26 @@ class RawSocketPort(Port):
             self._count_received(frames)
         return frames
 
+    def refresh_max_frame(self) -> bool:
+        """Read the interface's MTU again (:func:`interface_max_frame`) into
+        :attr:`max_frame`; True when it changed. A name with no interface leaves 0 (no
+        limit).
+
+        >>> p = RawSocketPort(1, "lo"); p.refresh_max_frame(), p.max_frame > 14
+        (True, True)
+        """
+        self._mtu_read_at = time.monotonic()
+        limit = interface_max_frame(self.iface)
+        changed, self.max_frame = limit != self.max_frame, limit
+        return changed
+
     def oversize(self, frame: bytes) -> bool:
         """True for a frame longer than the interface takes: its MTU + 14 bytes, 4 more
         with an 802.1Q/802.1ad tag (module docstring; the native data plane's rule too).
+        A frame over the limit held makes the port read the MTU again first (at most
+        every :data:`MTU_RECHECK_S`): an MTU raised since the port opened counts.
 
-        >>> p = RawSocketPort(1, "veth-x"); p.max_frame = 1514
+        >>> p = RawSocketPort(1, "veth-x"); p.max_frame = 1514; p._mtu_read_at = 1e18
         >>> p.oversize(bytes(1514)), p.oversize(bytes(1515))
         (False, True)
         >>> p.oversize(bytes(12) + b"\\x81\\x00" + bytes(1504))     # tagged: 1518 is fine
@@ -534,7 +555,13 @@ class RawSocketPort(Port):
         n = len(frame)
         if not self.max_frame or n <= self.max_frame:
             return False
-        return n > self.max_frame + (4 if frame[12:14] in (b"\x81\x00", b"\x88\xa8") else 0)
+        tag = 4 if frame[12:14] in (b"\x81\x00", b"\x88\xa8") else 0
+        if n <= self.max_frame + tag:
+            return False
+        if time.monotonic() - self._mtu_read_at >= MTU_RECHECK_S:
+            self.refresh_max_frame()
+            return bool(self.max_frame) and n > self.max_frame + tag
+        return True
 
     def _read_all(self, sock: socket.socket) -> None:
         """Read what is waiting (up to RX_BATCH frames) and deliver it as one batch, or
