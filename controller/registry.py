@@ -75,6 +75,13 @@ forgotten. Before, every order was kept for good: a host whose 4,096 registered 
 were each moved once per 10 s cooldown would have grown GOR's memory by ~400 orders a
 second (sec-audit3). GOR reads an order only while its move is in flight (seconds)."""
 
+MAX_OPEN_ORDER_S = 60.0
+"""How long a move order may stay open (``sent``, its agent's report not in) before the
+registry closes it ``failed`` ("no report"), the next time it records an order: GOR gives up
+on a move within seconds (``confirm_timeout_s``). Without it only closed orders were
+bounded (:data:`MAX_CLOSED_ORDERS`): an agent that accepted every order and never
+reported kept each one for good (review2)."""
+
 MOVE_CLAIMS_S = 10.0
 """For how long after a registry starts it takes an agent's word that a flow moved
 recently (``Flow.moved``/``ms_since_move``: a move of the GOR before a restart, which this
@@ -107,6 +114,7 @@ class MoveOrderState:
     nic_port: Optional[int] = None         # the NIC port the order re-binds the QP to
     reported_nic_port: Optional[int] = None
     reported: bool = False                 # the agent's one report was received
+    created_s: float = 0.0                 # the registry's clock() when the order was made
     finished: threading.Event = field(default_factory=threading.Event, repr=False)
     message: Optional[agent_pb2.MoveOrder] = field(default=None, repr=False)  # as sent
 
@@ -154,6 +162,8 @@ class FlowRegistry:
         self._orders: dict[str, MoveOrderState] = {}
         self._closed: collections.deque[str] = collections.deque()   # ids, in closing order
         self.max_closed_orders = MAX_CLOSED_ORDERS
+        self._open: dict[str, MoveOrderState] = {}     # sent orders, oldest first
+        self.max_open_order_s = MAX_OPEN_ORDER_S
         self._seq = itertools.count(1)
         self._lock = threading.Lock()
         self._host_of_ip = {ip: h for h, ips in self._host_ips.items() for ip in ips}
@@ -260,7 +270,8 @@ class FlowRegistry:
                     self.claims_ignored += 1
                 elif f.flow_id not in self._moved_at:     # a move this registry never saw
                     self._moved_at[f.flow_id] = now - f.moved_s_ago
-            for o in self._orders.values():
+            # the open orders, copied: a close may forget the oldest closed order
+            for o in list(self._open.values()):
                 if o.host == host and o.state == "sent" and o.flow_id in dropped:
                     why = dropped[o.flow_id]
                     self._close(o, "failed", "agent restarted" if o.flow_id in new_ids or
@@ -331,6 +342,7 @@ class FlowRegistry:
         closed orders the oldest are forgotten."""
         if o.state == "sent":
             self._closed.append(o.order_id)
+            self._open.pop(o.order_id, None)
         o.state, o.error = state, error
         o.finished.set()
         while len(self._closed) > self.max_closed_orders:
@@ -390,9 +402,22 @@ class FlowRegistry:
         dual-port NIC; None: its port stays) (``KeyError`` for an unknown flow)."""
         with self._lock:
             host = self._owner[fid]
-            o = MoveOrderState(f"order-{next(self._seq)}", fid, host, sport, nic_port=nic_port)
+            now = self._clock()
+            self._close_unreported(now)
+            o = MoveOrderState(f"order-{next(self._seq)}", fid, host, sport, nic_port=nic_port,
+                               created_s=now)
             self._orders[o.order_id] = o
+            self._open[o.order_id] = o
             return o
+
+    def _close_unreported(self, now: float) -> None:
+        """Close (``failed``) the open orders older than :data:`MAX_OPEN_ORDER_S` (caller
+        holds the lock); a report of one still arrives (closed orders take their report)."""
+        while self._open:
+            o = next(iter(self._open.values()))
+            if now - o.created_s <= self.max_open_order_s:
+                break
+            self._close(o, "failed", f"no report within {self.max_open_order_s:g} s")
 
     def order_message(self, o: MoveOrderState, ttl_s: float) -> agent_pb2.MoveOrder:
         """The wire form of order ``o``: a fresh random nonce (128 bits), the target host,

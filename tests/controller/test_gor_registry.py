@@ -171,3 +171,40 @@ def test_closed_orders_are_forgotten_beyond_the_bound() -> None:
     with pytest.raises(RegistryError) as err:
         reg.report("b0s0", first, I("a1"), done=True, sport=1)
     assert err.value.code == grpc.StatusCode.NOT_FOUND
+
+
+def test_an_agent_restart_past_the_closed_bound_fails_its_open_orders() -> None:
+    """An agent restarting with an order open fails that order ("agent restarted"); with
+    the closed orders at their bound the close forgets the oldest one. On the merged
+    sec-audit3 code that eviction ran inside the loop over the orders: the registration
+    ended in "dictionary changed size during iteration" (review2)."""
+    reg = FlowRegistry(b"s", HOST)
+    reg.max_closed_orders = 2
+    reg.register("b0s0", "unix:/a", "i1", [f("a1", 50000)])
+    for sport in (50001, 50002):
+        o = reg.new_order(I("a1"), sport)
+        reg.report("b0s0", o.order_id, I("a1"), done=True, sport=sport)
+    open_ = reg.new_order(I("a1"), 50003)
+    assert reg.register("b0s0", "unix:/a", "i2", [f("a1", 50002)]) == 1
+    assert (open_.state, open_.error) == ("failed", "agent restarted")
+    assert reg.orders_kept() == 2
+
+
+def test_orders_never_reported_are_closed_after_their_lifetime() -> None:
+    """An agent that accepts every order and never reports: each order stays open until
+    ``MAX_OPEN_ORDER_S`` (60 s), then the registry closes it failed, so the closed-order
+    bound covers it too (before: every unreported order was kept for good; review2)."""
+    now = [0.0]
+    reg = FlowRegistry(b"s", HOST, clock=lambda: now[0])
+    reg.max_closed_orders = 100
+    reg.register("b0s0", "unix:/a", "i1", [f("a1", 50000)])
+    first = reg.new_order(I("a1"), 50001)
+    for i in range(1000):                      # one order a second, none reported
+        now[0] += 1.0
+        reg.new_order(I("a1"), 50002 + i)
+    assert (first.state, first.error) == ("failed", "no report within 60 s")
+    assert first.finished.is_set()
+    assert reg.orders_kept() == 100 + 61       # the newest 100 closed, those of t = 940..1000 open
+    late = reg.order(sorted(reg._orders, key=lambda k: int(k.split("-")[1]))[0])
+    reg.report("b0s0", late.order_id, I("a1"), done=True, sport=late.sport)   # still taken
+    assert late.state == "done"
