@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from controller.fabric.detours import fabric_hash_model
 from controller.fabric.tiers import TierModel
+from controller.fabric_setup import plan_fabric
 from scenarios.alltoall import (alltoall_pairs, core_uplinks, even_floor, predicted_core_load,
                                 predicted_load, spread)
 from scenarios.gor_session import source_uplinks
@@ -53,7 +54,15 @@ def test_the_default_fabric_keeps_its_alltoall() -> None:
     assert alltoall_pairs(fab, blocks=(1, 0))[0] == ("10.1.0.1", "10.0.0.1")
     flows = _a2a(fab, "tccl", 7)
     assert core_uplinks(fab, flows) == {}
-    assert predicted_load(flows, sorted(source_uplinks(fab, flows)))
+    # with the groups' member ports every flow is predicted on a listed uplink (before,
+    # without them, every prediction was None and a dict of zeros passed as truthy)
+    plans = plan_fabric(fab)
+    predicted = build_flows(fab, [(f.src_ip, f.dst_ip) for f in flows], [f.sport for f in flows],
+                            fabric_hash_model(fab),
+                            lambda sw, g: dict(zip(plans[sw].groups[g].members, plans[sw].groups[g].ports)))
+    ups = sorted(source_uplinks(fab, predicted))
+    load = predicted_load(predicted, ups)
+    assert sorted(load) == ups and sum(load.values()) == len(flows) > 0, load
 
 
 def test_the_incast_arrives_by_the_receivers_one_leaf_port() -> None:
