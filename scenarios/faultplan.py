@@ -41,11 +41,17 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from host.tccl.crosspod import walk
+from testbed.errors import TestbedError
 from testbed.traffic import elephant_pairs
 from topo.routes import fabric_routes, lookup
 
 FaultSpec = tuple[str, str, dict[str, Any]]
 """(kind, target component name, parameters) of one fault."""
+
+
+class FaultPlanError(TestbedError):
+    """The fabric lacks a component a fault kind needs (a spec of the user's own with,
+    say, no spine above a leaf or no core cable to the far pod): which kind, and why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +155,24 @@ def fault_plan(fabric: Any, flows: Sequence[Any] = (), model: Any = None,
     wrong ECN threshold then goes on the spine port the first flow leaves its pod by,
     else on the first core port of the first spine; ``probes``: the monitor's
     ``ProbePlan``: on three tiers the blackholed route is one its probes cross
-    (:func:`blackhole_route`)."""
+    (:func:`blackhole_route`). A fabric on which a kind has no target: FaultPlanError.
+
+    >>> from topo.model import build_fabric
+    >>> fault_plan(build_fabric(), rail=9)
+    Traceback (most recent call last):
+    ...
+    scenarios.faultplan.FaultPlanError: the faults scenario cannot place its faults on this fabric (rail 9): ValueError: no NIC on rail 9 in block 0 or 1
+    """
+    try:
+        return _fault_plan(fabric, flows, model, rail, probes)
+    except (IndexError, KeyError, ValueError) as exc:
+        what = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        raise FaultPlanError(f"the faults scenario cannot place its faults on this fabric (rail {rail}): "
+                             f"{type(exc).__name__}: {what}") from None
+
+
+def _fault_plan(fabric: Any, flows: Sequence[Any], model: Any, rail: int, probes: Any) -> list[FaultSpec]:
+    """:func:`fault_plan`'s work."""
     s = sides_of(fabric, flows, rail)
     near_host, near_nic = _nic(fabric, s.src_ip)
     far_host, far_nic = _nic(fabric, s.dst_ip)
@@ -265,5 +288,5 @@ def dualport_faults(fabric: Any) -> list[FaultSpec]:
             ("dead_tor", f"switch {hosts[-1].nics[0].ports[1].leaf}", {})]
 
 
-__all__ = ["FaultSpec", "Sides", "blackhole_route", "dualport_faults", "fault_plan", "has_core", "link_name",
+__all__ = ["FaultPlanError", "FaultSpec", "Sides", "blackhole_route", "dualport_faults", "fault_plan", "has_core", "link_name",
            "sides_of", "uplink_port"]
