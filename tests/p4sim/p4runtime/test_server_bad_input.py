@@ -240,3 +240,71 @@ def test_a_write_over_the_receive_limit_is_resource_exhausted() -> None:
         assert big.ByteSize() > SMALL_LIMIT_BYTES
         assert _send_raw(raw, big.SerializeToString()).code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert _state(client) == before
+
+
+# The other RPCs: since the raw-bytes handlers (p4sim/README.md, "Requests refused before
+# they are read") the server parses Read, the pipeline RPCs and Capabilities itself, after
+# the policy check; StreamChannel messages are still parsed by gRPC. Bad bytes to each end
+# the call with INTERNAL as gRPC's own deserializer would, and change nothing.
+BAD_BYTES = [
+    pytest.param(b"\x0a\xff\xff\xff\xff\x0f", id="length-past-the-end"),
+    pytest.param(b"\xff" * 64, id="garbage"),
+    pytest.param(_truncated(), id="truncated"),
+    pytest.param(_nested_groups(100_000), id="groups-100000-deep"),
+]
+UNARY_RPCS = {
+    "SetForwardingPipelineConfig": p4runtime_pb2.SetForwardingPipelineConfigResponse,
+    "GetForwardingPipelineConfig": p4runtime_pb2.GetForwardingPipelineConfigResponse,
+    "Capabilities": p4runtime_pb2.CapabilitiesResponse,
+}
+
+
+def _pipeline(client: Client) -> bytes:
+    """The device's P4Info, serialized: what a bad pipeline push must not change."""
+    req = p4runtime_pb2.GetForwardingPipelineConfigRequest(
+        device_id=1, response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE)
+    return client.stub.GetForwardingPipelineConfig(req, timeout=10).config.p4info.SerializeToString(
+        deterministic=True)
+
+
+@pytest.mark.parametrize("rpc", sorted(UNARY_RPCS))
+@pytest.mark.parametrize("data", BAD_BYTES)
+def test_bad_bytes_to_the_unary_rpcs_are_internal(seeded, rpc: str, data: bytes) -> None:
+    client, raw, _, before = seeded
+    pipeline = _pipeline(client)
+    call = raw.unary_unary(f"/p4.v1.P4Runtime/{rpc}", request_serializer=lambda b: b,
+                           response_deserializer=UNARY_RPCS[rpc].FromString)
+    with pytest.raises(grpc.RpcError) as err:
+        call(data, timeout=60)
+    assert err.value.code() == grpc.StatusCode.INTERNAL, err.value.details()
+    assert _state(client) == before and _pipeline(client) == pipeline   # alive, unchanged
+
+
+@pytest.mark.parametrize("data", BAD_BYTES)
+def test_bad_bytes_to_read_are_internal(seeded, data: bytes) -> None:
+    client, raw, _, before = seeded
+    call = raw.unary_stream("/p4.v1.P4Runtime/Read", request_serializer=lambda b: b,
+                            response_deserializer=p4runtime_pb2.ReadResponse.FromString)
+    with pytest.raises(grpc.RpcError) as err:
+        list(call(data, timeout=60))
+    assert err.value.code() == grpc.StatusCode.INTERNAL, err.value.details()
+    assert _state(client) == before
+
+
+@pytest.mark.parametrize("data", BAD_BYTES)
+def test_bad_bytes_on_a_stream_end_that_stream_only(seeded, data: bytes) -> None:
+    """A second client's StreamChannel whose first message is bad bytes is ended with
+    INTERNAL; the primary's stream stays open and its writes still apply."""
+    client, raw, p4info, before = seeded
+    call = raw.stream_stream("/p4.v1.P4Runtime/StreamChannel", request_serializer=lambda b: b,
+                             response_deserializer=p4runtime_pb2.StreamMessageResponse.FromString)
+    with pytest.raises(grpc.RpcError) as err:
+        list(call(iter([data]), timeout=60))
+    assert err.value.code() == grpc.StatusCode.INTERNAL, err.value.details()
+    assert _state(client) == before and client.stream_error is None
+    extra = _update(p4info, b"\x00\x00\x00\x00\x00\x08", 2)
+    client.stub.Write(_request(extra), timeout=10)                 # still the primary
+    assert len(_state(client)) == len(before) + 1
+    extra.type = U.DELETE
+    client.stub.Write(_request(extra), timeout=10)
+    assert _state(client) == before
