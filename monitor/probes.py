@@ -61,9 +61,9 @@ from host.tccl.hops import peer_of, spine_group_of, spine_routes_to
 from monitor.evidence import LinkDir, ProbePath
 from monitor.probeplan import (DEFAULT_RATE_PPS, ROCE_DPORT, ProbeNic, ProbePlan, load_plan,
                                load_plan_text)
-from p4src.hashmodel import FabricHashModel, predict_member, route_group
+from p4src.hashmodel import FabricHashModel, Flow, flow_hash, predict_member, route_group
 from topo.model import Fabric, NicInfo, NicPort, load_fabric
-from topo.routes import lookup
+from topo.routes import Route, lookup
 
 PROTO_UDP = 17
 SPORT_FIRST = 49152            # probes use the ephemeral range 49152..65535
@@ -73,6 +73,7 @@ SPORT_STRIDE = 2654435761      # odd: i -> SPORT_FIRST + (i * stride) % SPORT_RA
                                # permutation that varies the high bits of the port at once
 RESTARTS = 16                  # greedy passes, each from another candidate
 TIER_RESTARTS = 4              # ... on a three-tier fabric (ten times the candidates)
+TIER_MAX_HOPS = 16             # a longer walk is a routing loop (controller.fabric.tiers.MAX_HOPS)
 
 
 # ------------------------------------------------------------------------ prediction
@@ -245,6 +246,89 @@ def tier_probe_path(tiers: TierModel, src: NicInfo, nic_port: int, dst: NicInfo,
     ('b0s0-eth0p1->b0r0l1', 5, True)
     """
     return tier_links(tiers.fabric, src, nic_port, dst, tiers.path(src, nic_port, dst.ip, sport))
+
+
+def _host_port_intfs(fabric: Fabric) -> dict[tuple[str, int], tuple[str, str]]:
+    """``(leaf, leaf port)`` → (the NIC port interface cabled there, that NIC's address)."""
+    return {(p.leaf, p.leaf_port): (p.intf, n.ip) for h in fabric.hosts for n in h.nics for p in n.ports}
+
+
+def _live_egress(fabric: Fabric, model: FabricHashModel, routes: Mapping[str, Sequence[Route]],
+                 switch: str, flow: Flow, dst_ip: str) -> int:
+    """The port ``switch`` sends ``flow`` out of by ``model``'s routes to groups (the
+    tables as read, longest prefix first) and the programmed routes to one port
+    (:mod:`topo.routes`: those GOR never rewrites); ``ValueError`` when the longest
+    match is a route to a group that ``model`` does not hold (left out as incomplete)."""
+    sm = model.switch(switch)
+    planned = lookup(routes.get(switch, ()), dst_ip)
+    addr = _ip_int(dst_ip)
+    live: Optional[tuple[int, int]] = None                     # (prefix length, group id)
+    for r in sm.routes:
+        net = r.network
+        if (addr & int(net.netmask)) == int(net.network_address) and (
+                live is None or net.prefixlen > live[0]):
+            live = (net.prefixlen, r.group_id)
+    if live is not None and (planned is None or live[0] >= planned.network.prefixlen):
+        group = sm.groups.get(live[1])
+        if group is None or group.size < 1:
+            raise ValueError(f"{switch}: group {live[1]} of its route to {dst_ip} is not held")
+        member = group.members[flow_hash(sm.for_group(live[1]), flow) % group.size]
+        return _port_to(fabric, switch, peer_of(member), member)[0]
+    if planned is None:
+        raise ValueError(f"{switch} has no route to {dst_ip}")
+    if planned.is_ecmp:
+        raise ValueError(f"{switch}: its route {planned.prefix} to a group was not read")
+    return planned.ports[0]
+
+
+def predict_tier_path(fabric: Fabric, model: FabricHashModel, routes: Mapping[str, Sequence[Route]],
+                      src_intf: str, src_ip: str, dst_ip: str, sport: int,
+                      pins: Optional[Pins] = None) -> tuple[tuple[LinkDir, ...], tuple[str, ...]]:
+    """The link directions and switches of one probe on a three-tier fabric, from the NIC
+    port ``src_intf`` to ``dst_ip`` with source port ``sport``, walked hop by hop as the
+    switches hold their tables: ``model`` (the hash model of their groups and routes to
+    groups as read, :func:`monitor.ecmpstate.live_hash_model`: the member is ``H % size``
+    of that switch's hash, a ports-first group's own field list), ``routes`` (the
+    programmed routes, :func:`topo.routes.fabric_routes`, for the routes to one port) and
+    ``pins`` (a switch's override entry for the probe's 5-tuple wins). With the tables as
+    programmed it is :func:`tier_probe_path` exactly (tests/monitor/test_tierwalk.py).
+    ``ValueError`` when a hop has no route, a group is not held, or the walk ends on a
+    NIC port of another address.
+
+    >>> from topo.model import build_fabric
+    >>> from topo.spec import FabricSpec
+    >>> from topo.routes import fabric_routes
+    >>> fab = build_fabric(FabricSpec(pods=2, blocks=1, cores=2, ports_per_nic=2, leaves_per_rail=2))
+    >>> tiers = TierModel.of(fab)
+    >>> a, b = fab.host("b0s0").nics[0], fab.host("p1.b0s1").nics[0]
+    >>> walked = predict_tier_path(fab, tiers.model, fabric_routes(fab), a.ports[1].intf, a.ip, b.ip, 49152)
+    >>> walked == tier_probe_path(tiers, a, 1, b, 49152)[:2]
+    True
+    """
+    hosts = _host_port_intfs(fabric)
+    start = next((p for h in fabric.hosts for n in h.nics for p in n.ports if p.intf == src_intf), None)
+    if start is None:
+        raise ValueError(f"no NIC port {src_intf!r} in the fabric")
+    flow = Flow.of(src_ip, dst_ip, PROTO_UDP, sport, ROCE_DPORT)
+    five = (src_ip, dst_ip, PROTO_UDP, sport, ROCE_DPORT)
+    pinned = {sw: ports[five] for sw, ports in (pins or {}).items() if five in ports}
+    links, switches, switch = [LinkDir(start.intf, start.leaf)], [], start.leaf
+    for _ in range(TIER_MAX_HOPS):
+        switches.append(switch)
+        port = pinned[switch] if switch in pinned else _live_egress(fabric, model, routes, switch,
+                                                                     flow, dst_ip)
+        info = fabric.switch(switch).ports.get(port)
+        if info is None:
+            raise ValueError(f"{switch} has no port {port}")
+        if info.kind == "host":
+            intf, ip = hosts.get((switch, port), ("", ""))
+            if ip != dst_ip:
+                raise ValueError(f"{switch}:{port} delivers to {intf or 'no NIC'}, not {dst_ip}")
+            links.append(LinkDir(switch, intf))
+            return tuple(links), tuple(switches)
+        links.append(_egress(fabric, switch, port))
+        switch = info.peer_node
+    raise ValueError(f"no delivery to {dst_ip} within {TIER_MAX_HOPS} hops (a routing loop)")
 
 
 def tier_fabric_links(fabric: Fabric) -> list[LinkDir]:
@@ -530,7 +614,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 __all__ = ["DEFAULT_RATE_PPS", "Pins", "ProbeNic", "ProbePlan", "coverage_gaps", "fabric_links", "load_plan",
-           "load_plan_text", "main", "plan_probes", "predict_path"]
+           "load_plan_text", "main", "plan_probes", "predict_path", "predict_tier_path"]
 
 
 if __name__ == "__main__":
