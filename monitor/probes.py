@@ -63,7 +63,7 @@ from monitor.probeplan import (DEFAULT_RATE_PPS, ROCE_DPORT, ProbeNic, ProbePlan
                                load_plan_text)
 from p4src.hashmodel import FabricHashModel, Flow, flow_hash, predict_member, route_group
 from topo.model import Fabric, NicInfo, NicPort, load_fabric
-from topo.routes import Route, lookup
+from topo.routes import Route, fabric_routes, lookup
 
 PROTO_UDP = 17
 SPORT_FIRST = 49152            # probes use the ephemeral range 49152..65535
@@ -537,8 +537,127 @@ def _why_uncovered(link: LinkDir, cands: list[_Candidate]) -> str:
     return "no two probe paths across it share no other link"
 
 
+# ------------------------------------------------------------------------ routes told apart
+@dataclass(frozen=True, slots=True)
+class _Route:
+    """One plan path as the blackhole rule reads it: ends, switches, destination prefix."""
+
+    src: str
+    dst: str
+    switches: tuple[str, ...]
+    prefix: str
+
+
+def held_routes(fabric: Fabric, prefixes: Iterable[str]) -> list[tuple[str, str]]:
+    """``(switch, prefix)`` of every route a spine or core of a three-tier fabric holds for
+    exactly one of ``prefixes`` (the probes' destination prefixes): a core's route to each
+    rail subnet, a spine's to each of its own pod's (a spine reaches other pods by
+    ``10.0.0.0/8``, a leaf a NIC port by its /32: not one prefix's route). These are what
+    the faults scenario blackholes and :func:`monitor.linkrules.blackhole_rule` names.
+
+    >>> from topo.model import build_fabric
+    >>> from topo.spec import FabricSpec
+    >>> fab = build_fabric(FabricSpec(pods=2, blocks=1, cores=2, ports_per_nic=2, leaves_per_rail=2))
+    >>> held_routes(fab, ["10.0.2.0/24"])
+    [('p1.s0', '10.0.2.0/24'), ('p1.s1', '10.0.2.0/24'), ('c0.0', '10.0.2.0/24'), ('c1.0', '10.0.2.0/24')]
+    """
+    table = fabric_routes(fabric)
+    out: list[tuple[str, str]] = []
+    wanted = sorted(set(prefixes))
+    for sw in fabric.switches:
+        if sw.role not in ("spine", "core"):
+            continue
+        for prefix in wanted:
+            r = lookup(table[sw.name], prefix.split("/", 1)[0])
+            if r is not None and r.prefix == prefix:
+                out.append((sw.name, prefix))
+    return out
+
+
+def route_told_apart(paths: Sequence[_Route], switch: str, prefix: str) -> bool:
+    """Whether, with ``switch``'s route to ``prefix`` gone (every path to ``prefix`` through
+    it losing everything, the others arriving), the blackhole rule names that route alone:
+    the failing paths (those whose source NIC sends and destination NIC receives some
+    arriving path) cross it; every other switch they all cross is crossed by an arriving
+    path to ``prefix``; such a path exists; and ``switch`` forwards some arriving path.
+    The same reading as :func:`monitor.linkrules.blackhole_rule`
+    (tests/monitor/test_probes_routes.py runs the rule itself)."""
+    dead = [p for p in paths if p.prefix == prefix and switch in p.switches]
+    ok = [p for p in paths if not (p.prefix == prefix and switch in p.switches)]
+    sending, arriving = {p.src for p in ok}, {p.dst for p in ok}
+    fail = [p for p in dead if p.src in sending and p.dst in arriving]
+    if not fail:
+        return False
+    to_p = [p for p in ok if p.prefix == prefix]
+    used = {s for p in to_p for s in p.switches}
+    forwarding = {s for p in ok for s in p.switches}
+    common = [s for s in fail[0].switches if all(s in p.switches for p in fail)]
+    return bool(to_p) and [s for s in common if s not in used and s in forwarding] == [switch]
+
+
+def _route_gap(paths: Sequence[_Route], switch: str, prefix: str) -> int:
+    """How far ``switch``'s route to ``prefix`` is from being told apart (0: it is; the
+    greedy pass of :func:`_route_pass` lowers the sum)."""
+    if route_told_apart(paths, switch, prefix):
+        return 0
+    dead = [p for p in paths if p.prefix == prefix and switch in p.switches]
+    if not dead:
+        return 20
+    ok = [p for p in paths if not (p.prefix == prefix and switch in p.switches)]
+    sending, arriving = {p.src for p in ok}, {p.dst for p in ok}
+    fail = [p for p in dead if p.src in sending and p.dst in arriving]
+    gap = 2 * (len(dead) - len(fail)) + (10 if not fail else 0)
+    used = {s for p in ok if p.prefix == prefix for s in p.switches}
+    rows = fail or dead
+    common = [s for s in rows[0].switches if all(s in p.switches for p in rows)]
+    gap += sum(1 for s in common if s != switch and s not in used)
+    return gap + (1 if not used else 0)
+
+
+def _route_pass(chosen: list[_Candidate], cands: list[_Candidate], prefix_of: Mapping[str, str],
+                held: Sequence[tuple[str, str]]) -> list[_Candidate]:
+    """Add candidates, greedily, until every route of ``held`` is told apart
+    (:func:`route_told_apart`) or no candidate brings one nearer; ``prefix_of``: NIC port
+    → its destination prefix."""
+    def row(c: _Candidate) -> _Route:
+        return _Route(c.src_nic, c.dst_nic, c.switches, prefix_of[c.dst_nic])
+
+    rows = [row(c) for c in chosen]
+    out = list(chosen)
+    keys = {c.key for c in chosen}
+    pool = [c for c in cands if c.key not in keys]
+    by_prefix: dict[str, list[str]] = defaultdict(list)
+    for sw, prefix in held:
+        by_prefix[prefix].append(sw)
+    sends: dict[str, int] = defaultdict(int)
+    for c in out:
+        sends[c.src_nic] += 1
+        sends[c.dst_nic] += 1
+    while True:
+        gaps = {p: sum(_route_gap(rows, sw, p) for sw in sws) for p, sws in by_prefix.items()}
+        best: Optional[tuple[tuple[int, int, int], int]] = None
+        for i, c in enumerate(pool):
+            r = row(c)
+            if not gaps.get(r.prefix):
+                continue
+            trial = rows + [r]
+            gain = gaps[r.prefix] - sum(_route_gap(trial, sw, r.prefix) for sw in by_prefix[r.prefix])
+            if gain <= 0:
+                continue
+            score = (gain, -(sends[c.src_nic] + sends[c.dst_nic]), -i)
+            if best is None or score > best[0]:
+                best = (score, i)
+        if best is None:
+            return out
+        c = pool.pop(best[1])
+        out.append(c)
+        rows.append(row(c))
+        sends[c.src_nic] += 1
+        sends[c.dst_nic] += 1
+
+
 def plan_probes(fabric: Fabric, model: Optional[FabricHashModel] = None,
-                rate_pps: float = DEFAULT_RATE_PPS) -> ProbePlan:
+                rate_pps: float = DEFAULT_RATE_PPS, tell_routes: bool = True) -> ProbePlan:
     """The probe plan of ``fabric`` under ``model`` (default: the model the controller
     publishes for it, :func:`controller.fabric.detours.fabric_hash_model`).
 
@@ -573,6 +692,9 @@ def plan_probes(fabric: Fabric, model: Optional[FabricHashModel] = None,
         trial = _prune(_greedy(cands[start:] + cands[:start], links), links)
         if not chosen or len(trial) < len(chosen):
             chosen = trial
+    if tell_routes and is_tiered(fabric):     # + paths that tell each core/spine route apart
+        chosen = _route_pass(chosen, cands, {k: n.prefix for k, n in nics.items()},
+                             held_routes(fabric, {n.prefix for n in nics.values()}))
     chosen.sort(key=lambda c: (c.src_nic, c.dst_nic, c.sport))
     paths = tuple(ProbePath(f"p{i}", c.src_nic, c.dst_nic, c.src.ip, c.dst.ip, c.sport, c.links,
                             c.switches) for i, c in enumerate(chosen))
@@ -614,7 +736,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 __all__ = ["DEFAULT_RATE_PPS", "Pins", "ProbeNic", "ProbePlan", "coverage_gaps", "fabric_links", "load_plan",
-           "load_plan_text", "main", "plan_probes", "predict_path", "predict_tier_path"]
+           "held_routes", "load_plan_text", "main", "plan_probes", "predict_path", "predict_tier_path",
+           "route_told_apart"]
 
 
 if __name__ == "__main__":
