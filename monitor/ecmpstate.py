@@ -43,13 +43,15 @@ from typing import Any, Mapping, Optional, Sequence
 from p4.v1 import p4runtime_pb2
 
 from controller.fabric.detours import fabric_hash_model
-from controller.fabric.ecmp import link_group
-from controller.fabric.entries import T_GROUPS, T_MEMBERS, T_ROUTES
+from controller.fabric.ecmp import A_SELECT_PORTS_FIRST, link_group
+from controller.fabric.entries import T_GROUPS, T_MEMBERS, T_ROUTES, Entry
+from controller.fabric.plan import plan_fabric
 from controller.p4rt import P4InfoHelper
 from controller.p4rt.codec import decode
 from monitor.evidence import ProbePath
-from monitor.probes import Pins, predict_path
-from p4src.hashmodel import FabricHashModel, GroupModel, RouteModel
+from monitor.probes import Pins, is_tiered, predict_path, predict_tier_path
+from p4src.hashmodel import PORTS_FIRST_FIELDS, FabricHashModel, GroupModel, RouteModel
+from topo.routes import fabric_routes
 
 A_ROUTE_GROUP = "FabricIngress.forwarding.set_ecmp_group"
 T_OVERRIDES = "FabricIngress.override.flows"
@@ -69,6 +71,10 @@ class EcmpState:
     routes: tuple[tuple[str, int], ...] = ()
     overrides: tuple[tuple[str, str, int, int, int, int], ...] = ()
     """``override.flows`` pins: ``(src ip, dst ip, proto, sport, dport, port)``."""
+    ports_first: tuple[int, ...] = ()
+    """The group ids whose ``ecmp.groups`` entry is ``select_member_ports_first`` (a core's
+    groups and a spine's down to its leaves on a three-tier fabric: they hash another field
+    order, :data:`p4src.hashmodel.PORTS_FIRST_FIELDS`)."""
 
 
 def ecmp_tables_in(info: P4InfoHelper) -> bool:
@@ -83,7 +89,7 @@ def read_ecmp(stub: Any, info: P4InfoHelper, device_id: int, timeout_s: float) -
     ids = {info.table_id(t): t for t in tables}
     req = p4runtime_pb2.ReadRequest(device_id=device_id, entities=[
         p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry(table_id=tid)) for tid in ids])
-    groups, members, routes, pins = [], [], [], []
+    groups, members, routes, pins, first = [], [], [], [], []
     for resp in stub.Read(req, timeout=timeout_s):
         for ent in resp.entities:
             te = ent.table_entry
@@ -114,10 +120,12 @@ def read_ecmp(stub: Any, info: P4InfoHelper, device_id: int, timeout_s: float) -
                 continue
             if table == T_GROUPS:
                 groups.append((key, int(params.get("base", 0)), int(params.get("size", 0))))
+                if info.get_name("action", act.action_id) == A_SELECT_PORTS_FIRST:
+                    first.append(key)
             else:
                 members.append((key, int(params.get("nexthop_id", 0))))
     return EcmpState(tuple(sorted(groups)), tuple(sorted(members)), tuple(sorted(routes)),
-                     tuple(sorted(pins)))
+                     tuple(sorted(pins)), tuple(sorted(first)))
 
 
 def pins_of(states: Mapping[str, EcmpState]) -> Pins:
@@ -149,10 +157,49 @@ def live_hash_model(fabric: Any, states: Mapping[str, EcmpState],
             if size < 1 or any(p is None or p not in sw.ports for p in ports):
                 continue
             g = link_group(sw, gid, first, [int(p) for p in ports if p is not None])
-            groups[gid] = GroupModel(g.base, g.members)
+            groups[gid] = GroupModel(g.base, g.members,
+                                     PORTS_FIRST_FIELDS if gid in st.ports_first else None)
         routes = tuple(RouteModel(prefix, gid) for prefix, gid in st.routes if gid in groups)
         out.switches[name] = dataclasses.replace(out.switches[name], groups=groups, routes=routes)
     return out
+
+
+def plan_states(plans: Mapping[str, Any]) -> dict[str, EcmpState]:
+    """What each switch answers :func:`read_ecmp` with once programmed by ``plans``
+    (:func:`controller.fabric.plan.plan_fabric`'s ``SwitchPlan`` by name): its
+    ``ecmp.groups`` (and which are ports-first), ``ecmp.members`` and routes to a group,
+    from the plan's own table entries.
+
+    >>> from topo.model import build_fabric
+    >>> st = plan_states(plan_fabric(build_fabric()))["b0r0l0"]
+    >>> st.groups, st.members, st.ports_first
+    (((1, 0, 2),), ((0, 3), (1, 4)), ())
+    """
+    return {name: _state_of(plan.entries) for name, plan in plans.items()}
+
+
+def programmed_states(fabric: Any) -> dict[str, EcmpState]:
+    """:func:`plan_states` of the fabric as the controller programs it."""
+    return plan_states(plan_fabric(fabric))
+
+
+def _state_of(entries: Sequence[Entry]) -> EcmpState:
+    groups, members, routes, first = [], [], [], []
+    for e in entries:
+        if e.default:
+            continue
+        if e.table == T_GROUPS:
+            gid = int(e.match["meta.ecmp_group_id"])
+            groups.append((gid, int(e.params["base"]), int(e.params["size"])))
+            if e.action == A_SELECT_PORTS_FIRST:
+                first.append(gid)
+        elif e.table == T_MEMBERS:
+            members.append((int(e.match["meta.ecmp_member"]), int(e.params["nexthop_id"])))
+        elif e.table == T_ROUTES and e.action == A_ROUTE_GROUP:
+            net = ipaddress.IPv4Network(str(e.match["hdr.ipv4.dst_addr"]), strict=False)
+            routes.append((str(net), int(e.params["group_id"])))
+    return EcmpState(tuple(sorted(groups)), tuple(sorted(members)), tuple(sorted(routes)),
+                     (), tuple(sorted(first)))
 
 
 def repredict(fabric: Any, model: FabricHashModel, paths: Sequence[ProbePath],
@@ -160,13 +207,20 @@ def repredict(fabric: Any, model: FabricHashModel, paths: Sequence[ProbePath],
     """Every probe path's links and switches as ``model`` predicts them (``pins``: the
     switches' override entries, :func:`pins_of`; a probe whose 5-tuple a controller
     pinned goes where the pin says), and the names of the paths it cannot predict (no
-    group, no route: they keep their links)."""
+    group, no route: they keep their links). On a fabric with a core tier every hop is
+    walked (:func:`monitor.probes.predict_tier_path`: leaf, spine, core, the destination
+    pod's spine, whichever leaf of a dual-homed NIC its hash picks)."""
     nics = {n.intf: n for h in fabric.hosts for n in h.nics}
+    routes = fabric_routes(fabric) if is_tiered(fabric) else None
     out, lost = [], []
     for p in paths:
         try:
-            links, switches = predict_path(fabric, model, nics[p.src_nic], nics[p.dst_nic], p.sport,
-                                           pins)
+            if routes is not None:          # three tiers: walk every hop (NIC port to NIC port)
+                links, switches = predict_tier_path(fabric, model, routes, p.src_nic, p.src_ip,
+                                                    p.dst_ip, p.sport, pins)
+            else:
+                links, switches = predict_path(fabric, model, nics[p.src_nic], nics[p.dst_nic],
+                                               p.sport, pins)
         except (KeyError, ValueError):
             out.append(p)
             lost.append(p.name)
@@ -176,4 +230,5 @@ def repredict(fabric: Any, model: FabricHashModel, paths: Sequence[ProbePath],
 
 
 __all__ = ["A_ROUTE_GROUP", "ECMP_TABLES", "EcmpState", "T_OVERRIDES", "ecmp_tables_in",
-           "live_hash_model", "pins_of", "read_ecmp", "repredict"]
+           "live_hash_model", "pins_of", "plan_states", "programmed_states", "read_ecmp",
+           "repredict"]

@@ -61,9 +61,9 @@ from host.tccl.hops import peer_of, spine_group_of, spine_routes_to
 from monitor.evidence import LinkDir, ProbePath
 from monitor.probeplan import (DEFAULT_RATE_PPS, ROCE_DPORT, ProbeNic, ProbePlan, load_plan,
                                load_plan_text)
-from p4src.hashmodel import FabricHashModel, predict_member, route_group
+from p4src.hashmodel import FabricHashModel, Flow, flow_hash, predict_member, route_group
 from topo.model import Fabric, NicInfo, NicPort, load_fabric
-from topo.routes import lookup
+from topo.routes import Route, fabric_routes, lookup
 
 PROTO_UDP = 17
 SPORT_FIRST = 49152            # probes use the ephemeral range 49152..65535
@@ -73,6 +73,7 @@ SPORT_STRIDE = 2654435761      # odd: i -> SPORT_FIRST + (i * stride) % SPORT_RA
                                # permutation that varies the high bits of the port at once
 RESTARTS = 16                  # greedy passes, each from another candidate
 TIER_RESTARTS = 4              # ... on a three-tier fabric (ten times the candidates)
+TIER_MAX_HOPS = 16             # a longer walk is a routing loop (controller.fabric.tiers.MAX_HOPS)
 
 
 # ------------------------------------------------------------------------ prediction
@@ -245,6 +246,89 @@ def tier_probe_path(tiers: TierModel, src: NicInfo, nic_port: int, dst: NicInfo,
     ('b0s0-eth0p1->b0r0l1', 5, True)
     """
     return tier_links(tiers.fabric, src, nic_port, dst, tiers.path(src, nic_port, dst.ip, sport))
+
+
+def _host_port_intfs(fabric: Fabric) -> dict[tuple[str, int], tuple[str, str]]:
+    """``(leaf, leaf port)`` → (the NIC port interface cabled there, that NIC's address)."""
+    return {(p.leaf, p.leaf_port): (p.intf, n.ip) for h in fabric.hosts for n in h.nics for p in n.ports}
+
+
+def _live_egress(fabric: Fabric, model: FabricHashModel, routes: Mapping[str, Sequence[Route]],
+                 switch: str, flow: Flow, dst_ip: str) -> int:
+    """The port ``switch`` sends ``flow`` out of by ``model``'s routes to groups (the
+    tables as read, longest prefix first) and the programmed routes to one port
+    (:mod:`topo.routes`: those GOR never rewrites); ``ValueError`` when the longest
+    match is a route to a group that ``model`` does not hold (left out as incomplete)."""
+    sm = model.switch(switch)
+    planned = lookup(routes.get(switch, ()), dst_ip)
+    addr = _ip_int(dst_ip)
+    live: Optional[tuple[int, int]] = None                     # (prefix length, group id)
+    for r in sm.routes:
+        net = r.network
+        if (addr & int(net.netmask)) == int(net.network_address) and (
+                live is None or net.prefixlen > live[0]):
+            live = (net.prefixlen, r.group_id)
+    if live is not None and (planned is None or live[0] >= planned.network.prefixlen):
+        group = sm.groups.get(live[1])
+        if group is None or group.size < 1:
+            raise ValueError(f"{switch}: group {live[1]} of its route to {dst_ip} is not held")
+        member = group.members[flow_hash(sm.for_group(live[1]), flow) % group.size]
+        return _port_to(fabric, switch, peer_of(member), member)[0]
+    if planned is None:
+        raise ValueError(f"{switch} has no route to {dst_ip}")
+    if planned.is_ecmp:
+        raise ValueError(f"{switch}: its route {planned.prefix} to a group was not read")
+    return planned.ports[0]
+
+
+def predict_tier_path(fabric: Fabric, model: FabricHashModel, routes: Mapping[str, Sequence[Route]],
+                      src_intf: str, src_ip: str, dst_ip: str, sport: int,
+                      pins: Optional[Pins] = None) -> tuple[tuple[LinkDir, ...], tuple[str, ...]]:
+    """The link directions and switches of one probe on a three-tier fabric, from the NIC
+    port ``src_intf`` to ``dst_ip`` with source port ``sport``, walked hop by hop as the
+    switches hold their tables: ``model`` (the hash model of their groups and routes to
+    groups as read, :func:`monitor.ecmpstate.live_hash_model`: the member is ``H % size``
+    of that switch's hash, a ports-first group's own field list), ``routes`` (the
+    programmed routes, :func:`topo.routes.fabric_routes`, for the routes to one port) and
+    ``pins`` (a switch's override entry for the probe's 5-tuple wins). With the tables as
+    programmed it is :func:`tier_probe_path` exactly (tests/monitor/test_tierwalk.py).
+    ``ValueError`` when a hop has no route, a group is not held, or the walk ends on a
+    NIC port of another address.
+
+    >>> from topo.model import build_fabric
+    >>> from topo.spec import FabricSpec
+    >>> from topo.routes import fabric_routes
+    >>> fab = build_fabric(FabricSpec(pods=2, blocks=1, cores=2, ports_per_nic=2, leaves_per_rail=2))
+    >>> tiers = TierModel.of(fab)
+    >>> a, b = fab.host("b0s0").nics[0], fab.host("p1.b0s1").nics[0]
+    >>> walked = predict_tier_path(fab, tiers.model, fabric_routes(fab), a.ports[1].intf, a.ip, b.ip, 49152)
+    >>> walked == tier_probe_path(tiers, a, 1, b, 49152)[:2]
+    True
+    """
+    hosts = _host_port_intfs(fabric)
+    start = next((p for h in fabric.hosts for n in h.nics for p in n.ports if p.intf == src_intf), None)
+    if start is None:
+        raise ValueError(f"no NIC port {src_intf!r} in the fabric")
+    flow = Flow.of(src_ip, dst_ip, PROTO_UDP, sport, ROCE_DPORT)
+    five = (src_ip, dst_ip, PROTO_UDP, sport, ROCE_DPORT)
+    pinned = {sw: ports[five] for sw, ports in (pins or {}).items() if five in ports}
+    links, switches, switch = [LinkDir(start.intf, start.leaf)], [], start.leaf
+    for _ in range(TIER_MAX_HOPS):
+        switches.append(switch)
+        port = pinned[switch] if switch in pinned else _live_egress(fabric, model, routes, switch,
+                                                                     flow, dst_ip)
+        info = fabric.switch(switch).ports.get(port)
+        if info is None:
+            raise ValueError(f"{switch} has no port {port}")
+        if info.kind == "host":
+            intf, ip = hosts.get((switch, port), ("", ""))
+            if ip != dst_ip:
+                raise ValueError(f"{switch}:{port} delivers to {intf or 'no NIC'}, not {dst_ip}")
+            links.append(LinkDir(switch, intf))
+            return tuple(links), tuple(switches)
+        links.append(_egress(fabric, switch, port))
+        switch = info.peer_node
+    raise ValueError(f"no delivery to {dst_ip} within {TIER_MAX_HOPS} hops (a routing loop)")
 
 
 def tier_fabric_links(fabric: Fabric) -> list[LinkDir]:
@@ -453,8 +537,127 @@ def _why_uncovered(link: LinkDir, cands: list[_Candidate]) -> str:
     return "no two probe paths across it share no other link"
 
 
+# ------------------------------------------------------------------------ routes told apart
+@dataclass(frozen=True, slots=True)
+class _Route:
+    """One plan path as the blackhole rule reads it: ends, switches, destination prefix."""
+
+    src: str
+    dst: str
+    switches: tuple[str, ...]
+    prefix: str
+
+
+def held_routes(fabric: Fabric, prefixes: Iterable[str]) -> list[tuple[str, str]]:
+    """``(switch, prefix)`` of every route a spine or core of a three-tier fabric holds for
+    exactly one of ``prefixes`` (the probes' destination prefixes): a core's route to each
+    rail subnet, a spine's to each of its own pod's (a spine reaches other pods by
+    ``10.0.0.0/8``, a leaf a NIC port by its /32: not one prefix's route). These are what
+    the faults scenario blackholes and :func:`monitor.linkrules.blackhole_rule` names.
+
+    >>> from topo.model import build_fabric
+    >>> from topo.spec import FabricSpec
+    >>> fab = build_fabric(FabricSpec(pods=2, blocks=1, cores=2, ports_per_nic=2, leaves_per_rail=2))
+    >>> held_routes(fab, ["10.0.2.0/24"])
+    [('p1.s0', '10.0.2.0/24'), ('p1.s1', '10.0.2.0/24'), ('c0.0', '10.0.2.0/24'), ('c1.0', '10.0.2.0/24')]
+    """
+    table = fabric_routes(fabric)
+    out: list[tuple[str, str]] = []
+    wanted = sorted(set(prefixes))
+    for sw in fabric.switches:
+        if sw.role not in ("spine", "core"):
+            continue
+        for prefix in wanted:
+            r = lookup(table[sw.name], prefix.split("/", 1)[0])
+            if r is not None and r.prefix == prefix:
+                out.append((sw.name, prefix))
+    return out
+
+
+def route_told_apart(paths: Sequence[_Route], switch: str, prefix: str) -> bool:
+    """Whether, with ``switch``'s route to ``prefix`` gone (every path to ``prefix`` through
+    it losing everything, the others arriving), the blackhole rule names that route alone:
+    the failing paths (those whose source NIC sends and destination NIC receives some
+    arriving path) cross it; every other switch they all cross is crossed by an arriving
+    path to ``prefix``; such a path exists; and ``switch`` forwards some arriving path.
+    The same reading as :func:`monitor.linkrules.blackhole_rule`
+    (tests/monitor/test_probes_routes.py runs the rule itself)."""
+    dead = [p for p in paths if p.prefix == prefix and switch in p.switches]
+    ok = [p for p in paths if not (p.prefix == prefix and switch in p.switches)]
+    sending, arriving = {p.src for p in ok}, {p.dst for p in ok}
+    fail = [p for p in dead if p.src in sending and p.dst in arriving]
+    if not fail:
+        return False
+    to_p = [p for p in ok if p.prefix == prefix]
+    used = {s for p in to_p for s in p.switches}
+    forwarding = {s for p in ok for s in p.switches}
+    common = [s for s in fail[0].switches if all(s in p.switches for p in fail)]
+    return bool(to_p) and [s for s in common if s not in used and s in forwarding] == [switch]
+
+
+def _route_gap(paths: Sequence[_Route], switch: str, prefix: str) -> int:
+    """How far ``switch``'s route to ``prefix`` is from being told apart (0: it is; the
+    greedy pass of :func:`_route_pass` lowers the sum)."""
+    if route_told_apart(paths, switch, prefix):
+        return 0
+    dead = [p for p in paths if p.prefix == prefix and switch in p.switches]
+    if not dead:
+        return 20
+    ok = [p for p in paths if not (p.prefix == prefix and switch in p.switches)]
+    sending, arriving = {p.src for p in ok}, {p.dst for p in ok}
+    fail = [p for p in dead if p.src in sending and p.dst in arriving]
+    gap = 2 * (len(dead) - len(fail)) + (10 if not fail else 0)
+    used = {s for p in ok if p.prefix == prefix for s in p.switches}
+    rows = fail or dead
+    common = [s for s in rows[0].switches if all(s in p.switches for p in rows)]
+    gap += sum(1 for s in common if s != switch and s not in used)
+    return gap + (1 if not used else 0)
+
+
+def _route_pass(chosen: list[_Candidate], cands: list[_Candidate], prefix_of: Mapping[str, str],
+                held: Sequence[tuple[str, str]]) -> list[_Candidate]:
+    """Add candidates, greedily, until every route of ``held`` is told apart
+    (:func:`route_told_apart`) or no candidate brings one nearer; ``prefix_of``: NIC port
+    → its destination prefix."""
+    def row(c: _Candidate) -> _Route:
+        return _Route(c.src_nic, c.dst_nic, c.switches, prefix_of[c.dst_nic])
+
+    rows = [row(c) for c in chosen]
+    out = list(chosen)
+    keys = {c.key for c in chosen}
+    pool = [c for c in cands if c.key not in keys]
+    by_prefix: dict[str, list[str]] = defaultdict(list)
+    for sw, prefix in held:
+        by_prefix[prefix].append(sw)
+    sends: dict[str, int] = defaultdict(int)
+    for c in out:
+        sends[c.src_nic] += 1
+        sends[c.dst_nic] += 1
+    while True:
+        gaps = {p: sum(_route_gap(rows, sw, p) for sw in sws) for p, sws in by_prefix.items()}
+        best: Optional[tuple[tuple[int, int, int], int]] = None
+        for i, c in enumerate(pool):
+            r = row(c)
+            if not gaps.get(r.prefix):
+                continue
+            trial = rows + [r]
+            gain = gaps[r.prefix] - sum(_route_gap(trial, sw, r.prefix) for sw in by_prefix[r.prefix])
+            if gain <= 0:
+                continue
+            score = (gain, -(sends[c.src_nic] + sends[c.dst_nic]), -i)
+            if best is None or score > best[0]:
+                best = (score, i)
+        if best is None:
+            return out
+        c = pool.pop(best[1])
+        out.append(c)
+        rows.append(row(c))
+        sends[c.src_nic] += 1
+        sends[c.dst_nic] += 1
+
+
 def plan_probes(fabric: Fabric, model: Optional[FabricHashModel] = None,
-                rate_pps: float = DEFAULT_RATE_PPS) -> ProbePlan:
+                rate_pps: float = DEFAULT_RATE_PPS, tell_routes: bool = True) -> ProbePlan:
     """The probe plan of ``fabric`` under ``model`` (default: the model the controller
     publishes for it, :func:`controller.fabric.detours.fabric_hash_model`).
 
@@ -489,6 +692,9 @@ def plan_probes(fabric: Fabric, model: Optional[FabricHashModel] = None,
         trial = _prune(_greedy(cands[start:] + cands[:start], links), links)
         if not chosen or len(trial) < len(chosen):
             chosen = trial
+    if tell_routes and is_tiered(fabric):     # + paths that tell each core/spine route apart
+        chosen = _route_pass(chosen, cands, {k: n.prefix for k, n in nics.items()},
+                             held_routes(fabric, {n.prefix for n in nics.values()}))
     chosen.sort(key=lambda c: (c.src_nic, c.dst_nic, c.sport))
     paths = tuple(ProbePath(f"p{i}", c.src_nic, c.dst_nic, c.src.ip, c.dst.ip, c.sport, c.links,
                             c.switches) for i, c in enumerate(chosen))
@@ -530,7 +736,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 __all__ = ["DEFAULT_RATE_PPS", "Pins", "ProbeNic", "ProbePlan", "coverage_gaps", "fabric_links", "load_plan",
-           "load_plan_text", "main", "plan_probes", "predict_path"]
+           "held_routes", "load_plan_text", "main", "plan_probes", "predict_path", "predict_tier_path",
+           "route_told_apart"]
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """The web view's drawing of a fabric: where each switch, server and NIC sits on the page
 and where each link direction is drawn, and which drawn things a name points at.
 
-Layered like ``topo/draw.py`` (its positions of the switches are reused): spines on
-top, leaves grouped by block, servers at the bottom with one port (a small circle) per
-NIC. Every cable is drawn as two lines side by side, one per direction, each on the
+Layered like ``topo/draw.py`` (its positions of the switches are reused): cores on top
+(a fabric with a core tier; the rows below move down by :data:`TIER_PITCH`), then spines,
+leaves grouped by block, servers at the bottom with one port (a small circle) per NIC. Every cable is drawn as two lines side by side, one per direction, each on the
 right-hand side of its direction of travel, so both directions stay visible. Sizes are
 SVG user units (the page scales them).
 
@@ -34,6 +34,7 @@ NIC_PITCH = 22.0
 DIRECTION_OFFSET = 3.5        # each direction's line sits this far to the right of the cable
 PARALLEL_PITCH = 12.0         # between parallel cables of one leaf-spine pair
 MIN_SLOT = 170.0              # width of one leaf's slot
+TIER_PITCH = Y_LEAF - Y_SPINE  # a core row above the spines moves every row down this much
 
 
 @dataclass(slots=True)
@@ -121,10 +122,13 @@ def layout(fab: Fabric) -> Drawing:
     def px(x: float) -> float:
         return round(MARGIN_X + x * inner, 1)
 
+    cores = list(fab.cores)
+    top = TIER_PITCH if cores else 0.0          # the core row takes the spines' place
+    row_y = {"core": Y_SPINE, "spine": Y_SPINE + top, "leaf": Y_LEAF + top}
     nodes: list[dict[str, Any]] = []
     centre: dict[str, tuple[float, float]] = {}
-    for sw in fab.spines + fab.leaves:
-        x, y = px(pos[sw.name][0]), Y_SPINE if sw.role == "spine" else Y_LEAF
+    for sw in cores + fab.spines + fab.leaves:
+        x, y = px(pos[sw.name][0]), row_y[sw.role]
         centre[sw.name] = (x, y)
         nodes.append({"name": sw.name, "role": sw.role, "x": x, "y": y, "w": SWITCH_W, "h": SWITCH_H,
                       "label": sw.name, "block": sw.block, "rail": sw.rail})
@@ -138,11 +142,11 @@ def layout(fab: Fabric) -> Drawing:
             for i, name in enumerate(names):
                 x = px(lo + (hi - lo) * (i + 0.5) / len(names))
                 host = fab.host(name)
-                nodes.append({"name": name, "role": "server", "x": x, "y": Y_SERVER, "w": server_w,
+                nodes.append({"name": name, "role": "server", "x": x, "y": Y_SERVER + top, "w": server_w,
                               "h": SERVER_H, "label": name, "block": host.block, "rail": None})
                 for nic in host.nics:
                     nx_ = round(x + (nic.rail - (len(host.nics) - 1) / 2) * NIC_PITCH, 1)
-                    ny = Y_SERVER - SERVER_H / 2
+                    ny = Y_SERVER + top - SERVER_H / 2
                     centre[nic.intf] = (nx_, ny)
                     nic_of[(name, nic.rail)] = nic.intf
                     for port in getattr(nic, "ports", ()):     # dual-port: one circle, both ports
@@ -193,7 +197,7 @@ def layout(fab: Fabric) -> Drawing:
             links.append({"id": lid, "src": s, "dst": d, "kind": c.kind,
                           "cable": f"{a}:{a_port}<->{b}" + (f":{b_port}" if b_port is not None else ""),
                           "x1": x1, "y1": y1, "x2": x2, "y2": y2})
-    return Drawing(width, Y_SERVER + 60.0 if with_hosts else Y_LEAF + 60.0, nodes, links,
+    return Drawing(width, top + (Y_SERVER + 60.0 if with_hosts else Y_LEAF + 60.0), nodes, links,
                    {k: sorted(set(v)) for k, v in aliases.items()}, port_peer, with_hosts, node_of)
 
 

@@ -78,7 +78,7 @@ function buildDrawing(fabric) {
       el("line", {class: "cross-line", x1: n.x + n.w / 2, y1: n.y - n.h / 2, x2: n.x - n.w / 2, y2: n.y + n.h / 2}, cross);
       const ty = n.role === "server" ? n.y + n.h / 2 + 13 : n.y;
       el("text", {x: n.x, y: ty, class: "node-label"}, g).textContent = n.label;
-      el("text", {class: "down-label", x: n.x, y: n.role === "spine" ? n.y - n.h / 2 - 9 : n.y + n.h / 2 + 11},
+      el("text", {class: "down-label", x: n.x, y: n.role === "spine" || n.role === "core" ? n.y - n.h / 2 - 9 : n.y + n.h / 2 + 11},
          g).textContent = "DOWN";
     }
     drawing.nodes.set(n.name, g);

@@ -132,14 +132,16 @@ def test_switch_exporter_reads_counters_and_marks_a_hung_switch_down(
 
             # the ECMP tables, read beside the counters: what the monitor re-predicts from
             groups = [*group_entries(EcmpGroup(1, 0, (3, 4), ("s0", "s1"))),
+                      *group_entries(EcmpGroup(2, 2, (3, 4), ("s0", "s1"), ports_first=True)),
                       route_entry("10.1.0.0/16", group=1), route_entry("10.0.0.1/32", nexthop=1)]
             conn.insert(*[conn.table_entry(e.table, e.match, e.action, e.params) for e in groups])
             conn.insert(conn.table_entry(T_OVERRIDES, {
                 "hdr.ipv4.src_addr": "10.0.0.1", "hdr.ipv4.dst_addr": "10.1.1.2",
                 "hdr.ipv4.protocol": 17, "hdr.udp.src_port": 49152, "hdr.udp.dst_port": 4791},
                 "FabricIngress.override.set_nexthop", {"nexthop_id": 4}))
-            want = EcmpState(((1, 0, 2),), ((0, 3), (1, 4)), (("10.1.0.0/16", 1),),
-                             (("10.0.0.1", "10.1.1.2", 17, 49152, 4791, 4),))
+            want = EcmpState(((1, 0, 2), (2, 2, 2)), ((0, 3), (1, 4), (2, 3), (3, 4)),
+                             (("10.1.0.0/16", 1),),
+                             (("10.0.0.1", "10.1.1.2", 17, 49152, 4791, 4),), (2,))
             assert poll(lambda: exp.ecmp_snapshot().get("b0r0l0") == want, 10), exp.ecmp_snapshot()
             assert "s0" not in exp.ecmp_snapshot()      # hung, and no pipeline: no tables
 

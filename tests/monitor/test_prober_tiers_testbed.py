@@ -5,7 +5,8 @@ dual-port NICs; root only, skipped otherwise). Run it under the testbed lock::
 
 The fabric is brought up on p4sim with per-port captures, the three-tier plan
 (:func:`monitor.probes.plan_probes`: every NIC port an endpoint, 32 paths over 96 link
-directions) is written, one ``python -m monitor.prober`` runs per host, and then:
+directions and 16 more that tell every core and spine route apart, some inside a pod) is
+written, one ``python -m monitor.prober`` runs per host, and then:
 
 (a) every probe path received every probe of a full window (the probes that the
     destination spine hashes to port 1 of a dual-port NIC arrive on that port's
@@ -169,7 +170,8 @@ def test_every_path_receives_every_probe(probed: dict[str, Any]) -> None:
     lossy = {k: (s.sent, s.received, s.corrupted) for k, s in probed["stats"].items()
              if s.received != s.sent or s.corrupted}
     assert lossy == {}
-    assert len(probed["stats"]) == len(probed["plan"].paths) == 32
+    assert len(probed["stats"]) == len(probed["plan"].paths) == 48
+    assert any(len(p.switches) == 3 for p in probed["plan"].paths)   # inside a pod, too
 
 
 def _link_names(fab: Fabric) -> dict[tuple[str, int, str], LinkDir]:

@@ -85,7 +85,11 @@ def test_every_link_of_three_tiers_and_both_nic_ports_is_watched(fab: Fabric, pl
     assert len(nic_ports) == 16 and len(links) == 2 * len(nic_ports) + switch_links == 96
     assert {l.src for l in links} >= {"s0", "c0.0", "c1.1", "p1.s1", "b0s0-eth0p1"}
     assert coverage_gaps(plan.paths, links) == [] and plan.uncovered == {}
-    assert len(plan.paths) == 2 * len(links) // 6        # 6-link paths: the lower bound
+    cover = plan_probes(fab, tell_routes=False)           # the coverage pass alone
+    assert len(cover.paths) == 2 * len(links) // 6       # 6-link paths: the lower bound
+    assert coverage_gaps(cover.paths, links) == []
+    key = lambda p: (p.src_nic, p.dst_nic, p.sport, p.links)   # noqa: E731
+    assert {key(p) for p in cover.paths} <= {key(p) for p in plan.paths}   # + the route pass's
     crossed = {l for p in plan.paths for l in p.links}
     assert crossed == set(links)
     for p in plan.paths:                                  # walks from a NIC port to a NIC port

@@ -105,6 +105,24 @@ def test_every_watched_direction_of_a_dual_port_fabric_is_drawn(spec: str) -> No
     assert d.targets(f"nic {nic.ports[1].intf}") == {"links": [], "nodes": [nic.intf]}
 
 
+def test_the_core_tier_is_drawn_above_the_spines() -> None:
+    """On the two-pod spec the cores have a row of their own and every spine ↔ core
+    direction is a drawn line (they resolved to nothing before: "known, not drawn")."""
+    fab = build_fabric(load_spec(SPECS / "pod2-dualport.yaml"))
+    d = weblayout.layout(fab)
+    nodes = {n["name"]: n for n in d.nodes}
+    assert {c.name for c in fab.cores} <= set(nodes) and nodes["c1.1"]["role"] == "core"
+    assert nodes["c0.0"]["y"] < nodes["s0"]["y"] < nodes["b0r0l0"]["y"] < nodes["b0s0"]["y"]
+    assert len({nodes[c.name]["x"] for c in fab.cores}) == len(fab.cores)
+    up = [l for l in tier_fabric_links(fab) if {l.src, l.dst} & {c.name for c in fab.cores}]
+    assert len(up) == 32 and all(d.resolve(str(l)) == [str(l)] for l in up)
+    assert len(d.links) == 2 * len(list(fab.links()))
+    assert d.targets("switch c1.1") == {"links": [], "nodes": ["c1.1"]}
+    assert d.targets("route c1.1 10.0.1.0/24")["nodes"] == ["c1.1"]
+    for n in d.nodes:
+        assert 0 < n["x"] < d.width and 0 < n["y"] < d.height, n
+
+
 def test_servers_are_left_out_of_big_fabrics(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(weblayout, "MAX_DRAWN_HOSTS", 3)
     d = weblayout.layout(build_fabric(FabricSpec()))
