@@ -228,11 +228,8 @@ def blackhole_route(fabric: Any, switch: str, far_ip: str, near_host: Any,
     ``switch`` while another reaches it around ``switch`` (what the localiser's rule needs
     to name the route). A route no probe crosses would lose nothing the monitor sees: on
     the two-pod spec no probe to pod 1's rail 1 crosses core ``c1.1``, those to pod 0's do.
-    Even so the localiser cannot name a core's route exactly there: the monitor's 32
-    probe paths all cross the pods, and every probe to a prefix through one core crosses
-    the same two spines while no probe to it around the core crosses either, so the rule
-    names the most upstream of the three (the source pod's spine) and lists the core as
-    "also consistent" — a limit of the probe plan, said in scenarios/README.md.
+    The monitor's three-tier plan adds a route pass (probes inside a pod among them) so
+    that the localiser tells a core's route from its spines' (monitor/README.md).
 
     >>> from topo.model import build_fabric
     >>> from topo.spec import load_spec
