@@ -16,6 +16,11 @@ figures measured together means much).
 * ``p4sim.native.pps.veth`` — the ``p4sim.pps.veth`` probe (paced, 32 frames in flight)
   with ``--engine native``; ``p4sim.native.pps.veth_python`` the same probe right after
   with ``--engine python``.
+* ``p4sim.native.cpu_us_per_frame.veth_2k`` / ``_3k`` — the switch process's CPU (every
+  thread, schedstat) per frame forwarded when ``port_fwd.p4`` on ``--engine native``
+  gets a paced 2,000 or 3,000 frames/s over veths (each frame sent when its time comes):
+  the low-rate cost the story's switches pay, where each frame wakes the data plane
+  (issue 32); ``p4sim.native.pps.veth_paced_2k`` / ``_3k`` the rates received.
 * ``p4sim.native.pps.veth_overload`` (and ``_offered``, ``_dropped``,
   ``.veth_overload.switch_cores``, ``.pps_per_core.veth_overload``) — the
   ``p4sim.pps.veth_overload`` probe (unpaced sender, ``programs/ipv4_lpm.p4``) with
@@ -27,10 +32,13 @@ Example::
 
     $ .venv/bin/python -m bench native.fabric_leaf --duration 1 --runs 3
     $ sudo .venv/bin/python -m bench native          # the veth probes need root
+    $ sudo .venv/bin/python -m bench native.veth_paced --duration 3
 """
 from __future__ import annotations
 
 import random
+import select
+import socket
 import sys
 import time
 from typing import Any, Callable, Optional, Sequence
@@ -38,7 +46,9 @@ from typing import Any, Callable, Optional, Sequence
 from bench.fabric_bench import (CHECK_BATCH, IN_PORT_LEAF, N_FRAMES, build_frame, check_forwarding,
                                 leaf_flows, load_fabric, setup_leaf)
 from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure, median
-from bench.switch_bench import run_pps_veth, veth_available
+from bench.switch_bench import (BENCH_ETHERTYPE, FORWARD, PROGRAM, P4RuntimeClient, SwitchProcess, _check_forwarding,
+                                 _drain, make_frames, run_pps_veth, threads_cpu_ns, veth_available,
+                                 veth_pairs)
 from bench.veth_overload import run_overload
 from p4sim.native import native_reason
 from p4sim.native.switch import NativeSwitch
@@ -133,6 +143,79 @@ def bench_veth(config: BenchConfig) -> dict[str, Figure]:
     return out
 
 
+PACED_RATES_PPS = (2000, 3000)
+"""The rates of the paced low-rate probe: the story's per-switch load (issue 32)."""
+
+
+def paced_cpu_us(tx: socket.socket, rx: socket.socket, frames: Sequence[bytes], pid: int,
+                 rate_pps: float, duration_s: float) -> tuple[float, float]:
+    """Send ``frames`` on ``tx`` at ``rate_pps`` (each frame when its time comes, as a
+    paced sender does) for ``duration_s``; returns (CPU µs the switch process ``pid`` used
+    per frame received on ``rx``, frames/s received)."""
+    gap_s = 1.0 / rate_pps
+    sent = received = 0
+    cpu0 = threads_cpu_ns(pid)
+    t0 = time.perf_counter()
+    end = t0 + duration_s
+    while (now := time.perf_counter()) < end:
+        due = int((now - t0) / gap_s) + 1
+        while sent < due:
+            tx.send(frames[sent % len(frames)])
+            sent += 1
+        wait_s = max(0.0, t0 + sent * gap_s - time.perf_counter())
+        if select.select([rx], [], [], wait_s)[0]:
+            received += _drain(rx)
+    deadline = time.perf_counter() + 0.2
+    while received < sent and (left := deadline - time.perf_counter()) > 0:
+        if select.select([rx], [], [], left)[0]:
+            received += _drain(rx)
+    cpu_ns = threads_cpu_ns(pid) - cpu0
+    elapsed = time.perf_counter() - t0
+    if received == 0:
+        raise BenchCheckError(f"paced veth probe at {rate_pps:g} pps: no frame came back")
+    return cpu_ns / 1e3 / received, received / elapsed
+
+
+def bench_veth_paced(config: BenchConfig) -> dict[str, Figure]:
+    """``p4sim.native.cpu_us_per_frame.veth_2k`` / ``_3k``: the switch process's CPU per
+    forwarded frame (every thread, ``/proc/PID/task/*/schedstat``) when ``port_fwd.p4``
+    forwards a paced 2,000 or 3,000 frames/s over veths on the native path: the low-rate
+    cost the story's switches pay (issue 32), where every frame wakes the data plane."""
+    why = veth_available()
+    if why is not None:
+        print(f"native.veth_paced: skipped, {why}; p4sim.native.cpu_us_per_frame not written",
+              file=sys.stderr)
+        return {}
+    frames = make_frames()
+    out: dict[str, Figure] = {}
+    with veth_pairs(2) as pairs:
+        (sw1, host1), (sw2, host2) = pairs
+        with SwitchProcess.run(PROGRAM, [(1, sw1), (2, sw2)], "native") as sw, \
+                P4RuntimeClient.connect(sw.grpc_addr) as client:
+            client.push_pipeline(PROGRAM)
+            client.write([client.exact_update("FwdIngress.port_fwd", 1, FORWARD, 2),
+                          client.exact_update("FwdIngress.port_fwd", 2, FORWARD, 1)])
+            tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+            rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(BENCH_ETHERTYPE))
+            with tx, rx:
+                tx.bind((host1, 0))
+                rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+                rx.bind((host2, BENCH_ETHERTYPE))
+                rx.setblocking(False)
+                _check_forwarding(tx, rx, frames)
+                for rate in PACED_RATES_PPS:
+                    if config.warmup_s > 0:
+                        paced_cpu_us(tx, rx, frames, sw.pid, rate, config.warmup_s)
+                    runs = [paced_cpu_us(tx, rx, frames, sw.pid, rate, config.duration_s)
+                            for _ in range(config.runs)]
+                    tag = f"{rate // 1000}k"
+                    out[f"p4sim.native.cpu_us_per_frame.veth_{tag}"] = Figure(
+                        round(median([r[0] for r in runs]), 2), "us")
+                    out[f"p4sim.native.pps.veth_paced_{tag}"] = Figure(
+                        round(median([r[1] for r in runs]), 1), "pps")
+    return out
+
+
 def bench_veth_overload(config: BenchConfig) -> dict[str, Figure]:
     """The overload probe with ``--engine native``."""
     return run_overload(config, engine="native", prefix="p4sim.native")
@@ -141,5 +224,6 @@ def bench_veth_overload(config: BenchConfig) -> dict[str, Figure]:
 BENCHMARKS: Sequence[Benchmark] = (
     Benchmark("fabric_leaf", "native", bench_fabric_leaf),
     Benchmark("veth", "native", bench_veth),
+    Benchmark("veth_paced", "native", bench_veth_paced),
     Benchmark("veth_overload", "native", bench_veth_overload),
 )

@@ -114,6 +114,8 @@ typedef int64_t (*dp_clock_fn)(void);
 typedef struct dp {
     pthread_mutex_t pipe_mu;              /* a pipeline pass, or the control plane */
     pthread_mutex_t mu;                   /* queues, ingress buffer, tx queues, settings */
+    pthread_mutex_t tx_mu;                /* held by whichever thread sends batches: one at a time, in order */
+    pthread_mutex_t cpu_mu;               /* held by whichever thread delivers packet-ins: in order */
     pthread_cond_t work_cv, room_cv;
     int efd_rx, efd_tx;
     int stop; int started;
@@ -128,7 +130,9 @@ typedef struct dp {
     int64_t ib_enq, ib_deq, ib_dropped, ib_full_waits, ib_high;
     /* statistics (SwitchDevice.stats) */
     int64_t st_no_program, st_no_port, st_tm_drops, st_pfc_frames, st_packet_in, st_errors;
+    int64_t st_rx_batches, st_inline_sends, st_tx_wakeups;   /* batches the rx thread ran, sends without the tx thread, its wake-ups */
     int tx_pending;
+    int wk_idle;                          /* the worker is waiting for work (rx may run the pipeline) */
     txb *tx_head, *tx_tail, *tx_free; int64_t tx_queued;   /* batches for the tx thread, frames in them */
     qent *qfree;                                          /* queue entries to reuse */
     dp_pipe pipe; int has_pipe;
@@ -482,7 +486,9 @@ static void tx_queue(dp *d, txb *b)
 
 static void deliver_cpu(dp *d)
 {
-    /* called with no lock held: the packet-in handler is Python's */
+    /* called with no lock held: the packet-in handler is Python's; the worker or the rx
+       thread (rx_handoff) may call it, cpu_mu keeps the frames in order */
+    pthread_mutex_lock(&d->cpu_mu);
     pthread_mutex_lock(&d->mu);
     int n = d->ncpu; uint8_t **f = d->cpu_frames; int64_t *l = d->cpu_len;
     d->cpu_frames = NULL; d->cpu_len = NULL; d->ncpu = d->capcpu = 0;
@@ -492,6 +498,7 @@ static void deliver_cpu(dp *d)
         free(f[i]);
     }
     free(f); free(l);
+    pthread_mutex_unlock(&d->cpu_mu);
 }
 
 /* egress work one pass made, kept until the batch's queues are updated */
@@ -511,79 +518,183 @@ static void stage_work(dp_pipe *pipe, wstage *w, int64_t now)
     }
 }
 
-/* The worker, one batch at a time: under the queues' lock it takes every packet the
- * traffic manager lets leave now (up to WB) and up to WB frames of the ingress buffer;
- * then, holding only the pipeline, runs the egress passes (in departure order) and the
- * ingress passes (in arrival order), the clock read once per pass; then, under the lock
- * again, the new work goes into the queues (in the order made) and the frames to the tx
- * thread (one batch). Egress before ingress, as SwitchDevice._worker_loop gives departures
- * priority over new frames. */
+/* what one thread needs to run worker batches and send them */
+typedef struct wkst { deq eg[WB]; rxframe in[WB]; wstage ws; txb *cur; int64_t *cnt; } wkst;
+static void wkst_init(dp *d, wkst *s)
+{
+    memset(s, 0, sizeof *s);
+    s->cur = txb_take(d);
+    s->cnt = (int64_t *)calloc(MAXPORT, sizeof(int64_t));
+    if (!s->cnt) abort();
+}
+static void wkst_done(dp *d, wkst *s)
+{
+    s->cur->next = d->tx_free; d->tx_free = s->cur;
+    free(s->ws.item); free(s->ws.now); free(s->cnt);
+}
+
+/* One worker batch (mu held on entry and on return): under the queues' lock it takes every
+ * packet the traffic manager lets leave now (up to WB) and up to WB frames of the ingress
+ * buffer; then, holding only the pipeline, runs the egress passes (in departure order) and
+ * the ingress passes (in arrival order), the clock read once per pass; then, under the
+ * lock again, the new work goes into the queues (in the order made) and the frames to the
+ * tx list (one batch). Egress before ingress, as SwitchDevice._worker_loop gives
+ * departures priority over new frames. The whole batch holds pipe_mu, so batches run by
+ * different threads (worker, rx) never overlap and keep arrival order. Returns the passes
+ * run (0: nothing to do now, *wake = the next departure or -1); with try_only, -1 when
+ * the pipeline is busy (the control plane or the other thread holds it). */
+static int wk_step(dp *d, wkst *s, double *wake, int try_only)
+{
+    *wake = -1;
+    if (!(d->queued || d->ib_n)) return 0;
+    /* lock order: pipe_mu, then mu */
+    pthread_mutex_unlock(&d->mu);
+    if (!try_only) pthread_mutex_lock(&d->pipe_mu);
+    else if (pthread_mutex_trylock(&d->pipe_mu)) { pthread_mutex_lock(&d->mu); return -1; }
+    pthread_mutex_lock(&d->mu);
+    deq *eg = s->eg; rxframe *in = s->in; wstage *ws = &s->ws;
+    int64_t now = dp_now(d);
+    int neg = 0, nin = 0;
+    while (neg < WB && tm_pick(d, (double)now, &eg[neg], wake)) neg++;
+    while (nin < WB && d->ib_n) {
+        in[nin++] = d->ib[d->ib_head];
+        d->ib_head = (d->ib_head + 1) % d->ib_cap; d->ib_n--; d->ib_deq++;
+    }
+    if (nin && d->producers_waiting && ib_room(d) >= d->ib_room_to_wake) pthread_cond_broadcast(&d->room_cv);
+    int has_pipe = d->has_pipe;
+    dp_pipe pipe = d->pipe;
+    txb *cur = s->cur;
+    pthread_mutex_unlock(&d->mu);
+    int64_t no_program = 0;
+    ws->n = 0;
+    for (int i = 0; i < neg; i++) {
+        int64_t t = i ? dp_now(d) : now;
+        int nout = pipe.egress_at
+            ? pipe.egress_at(pipe.sw, t, eg[i].item, 1, eg[i].enq_ts, eg[i].enq_qdepth, eg[i].deq_qdepth)
+            : pipe.run_egress(pipe.sw, eg[i].item, 1, eg[i].enq_ts, eg[i].enq_qdepth, eg[i].deq_qdepth);
+        if (nout > 0) {
+            p4nout *o = pipe.out(pipe.sw);
+            for (int j = 0; j < nout; j++) txb_add(cur, o->port[j], o->buf + o->off[j], o->len[j]);
+        }
+        stage_work(&pipe, ws, t);
+    }
+    for (int i = 0; i < nin; i++) {
+        if (!has_pipe) { no_program++; free(in[i].data); continue; }
+        int64_t t = (i || neg) ? dp_now(d) : now;
+        if (pipe.ingress_at) pipe.ingress_at(pipe.sw, t, in[i].port, in[i].data, in[i].len);
+        else { pipe.run_ingress(pipe.sw, in[i].port, in[i].data, in[i].len); free(in[i].data); }
+        stage_work(&pipe, ws, t);
+    }
+    pthread_mutex_lock(&d->mu);
+    d->st_no_program += no_program;
+    for (int i = 0; i < ws->n; i++) {
+        int64_t info[5];
+        pipe.item_info(ws->item[i], info);
+        if (tm_enqueue(d, info[0], info[1], ws->item[i], ws->now[i]) < 0) { d->st_tm_drops++; pipe.item_free(pipe.sw, ws->item[i]); }
+    }
+    if (cur->n) { tx_queue(d, cur); s->cur = txb_take(d); }
+    pthread_mutex_unlock(&d->pipe_mu);
+    return neg + nin;
+}
+
+/* Every batch on the tx list to its ports (mu held on entry and on return; the caller
+ * holds tx_mu): per port (in port order) the port's frames in the order made, sendmmsg()
+ * TXB at a time (MSG_DONTWAIT; a frame the kernel refuses is a tx_error, as in ports.py) */
+static void tx_send_list(dp *d, int64_t *cnt)
+{
+    struct mmsghdr msgs[TXB];
+    struct iovec iov[TXB];
+    txb *list = d->tx_head;
+    d->tx_head = d->tx_tail = NULL; d->tx_queued = 0;
+    if (!list) return;
+    int order[MAXPORT]; int fds[MAXPORT]; int caps[MAXPORT]; int norder = d->nport_order;
+    for (int k = 0; k < norder; k++) {
+        int no = d->port_order[k]; dpport *p = d->ports[no];
+        order[k] = no; fds[k] = p ? p->fd : -1; caps[k] = p ? p->cap_out : -1;
+    }
+    pthread_mutex_unlock(&d->mu);
+    for (txb *b = list; b; b = b->next)
+        for (int i = 0; i < b->n; i++) if (b->len[i] >= 0) cnt[b->port[i]]++;
+    for (int k = 0; k < norder; k++) {
+        int no = order[k];
+        int64_t left = cnt[no];
+        if (!left) continue;
+        cnt[no] = 0;
+        int fd = fds[k];
+        int64_t sent = 0, sent_bytes = 0, errs = 0;
+        txb *b = list; int i = 0;
+        while (left > 0) {
+            /* the port's next (up to) TXB frames, in order */
+            int m = 0;
+            const uint8_t *fp[TXB]; int64_t fl[TXB];
+            while (m < TXB && b) {
+                if (i >= b->n) { b = b->next; i = 0; continue; }
+                if (b->port[i] == no && b->len[i] >= 0) { fp[m] = b->buf + b->off[i]; fl[m] = b->len[i]; m++; }
+                i++;
+            }
+            if (!m) break;
+            left -= m;
+            if (fd < 0) { errs += m; continue; }
+            for (int j = 0; j < m; j++) {
+                iov[j].iov_base = (void *)fp[j]; iov[j].iov_len = (size_t)fl[j];
+                memset(&msgs[j].msg_hdr, 0, sizeof(struct msghdr));
+                msgs[j].msg_hdr.msg_iov = &iov[j]; msgs[j].msg_hdr.msg_iovlen = 1;
+            }
+            for (int j = 0; j < m;) {
+                int r = sendmmsg(fd, msgs + j, (unsigned)(m - j), MSG_DONTWAIT);
+                if (r < 0) { if (errno == EINTR) continue; errs++; j++; continue; }
+                for (int q = 0; q < r; q++) { sent++; sent_bytes += fl[j + q]; pcap_write(caps[k], fp[j + q], fl[j + q]); }
+                j += r;
+                if (j < m) { errs++; j++; }     /* the frame the kernel refused: dropped */
+            }
+        }
+        pthread_mutex_lock(&d->mu);
+        dpport *p = d->ports[no];
+        if (p) { p->tx_frames += sent; p->tx_bytes += sent_bytes; p->tx_errors += errs; }
+        pthread_mutex_unlock(&d->mu);
+    }
+    pthread_mutex_lock(&d->mu);
+    txb *last = list; while (last->next) last = last->next;
+    last->next = d->tx_free; d->tx_free = list;
+}
+
+/* The tx list sent by the calling thread (mu held), so that a frame at low load costs no
+ * tx wake-up; when the tx thread is sending, it is woken to take the list after it (the
+ * list is taken whole under tx_mu, so the frames keep their order per port). */
+static void tx_inline(dp *d, wkst *s)
+{
+    if (!d->tx_queued) return;
+    if (pthread_mutex_trylock(&d->tx_mu)) {
+        if (!d->tx_pending) { d->tx_pending = 1; wake_tx(d); }
+        return;
+    }
+    d->st_inline_sends++;
+    tx_send_list(d, s->cnt);
+    pthread_mutex_unlock(&d->tx_mu);
+}
+
+/* The worker: batches (wk_step) while there is work now; the tx thread woken once a batch
+ * of TXB frames is ready, and when nothing else is to do now the frames sent here
+ * (tx_inline); else it sleeps until a frame arrives or a departure time comes. */
 static void *worker_main(void *arg)
 {
     dp *d = (dp *)arg;
-    deq eg[WB]; rxframe in[WB];
-    wstage ws = { NULL, NULL, 0, 0 };
+    wkst s;
     pthread_mutex_lock(&d->mu);
-    txb *cur = txb_take(d);
+    wkst_init(d, &s);
     while (!d->stop) {
         double wake = -1;
-        int did = 0;
-        if (d->queued || d->ib_n) {
-            /* lock order: pipe_mu, then mu */
-            pthread_mutex_unlock(&d->mu);
-            pthread_mutex_lock(&d->pipe_mu);
-            pthread_mutex_lock(&d->mu);
-            int64_t now = dp_now(d);
-            int neg = 0, nin = 0;
-            while (neg < WB && tm_pick(d, (double)now, &eg[neg], &wake)) neg++;
-            while (nin < WB && d->ib_n) {
-                in[nin++] = d->ib[d->ib_head];
-                d->ib_head = (d->ib_head + 1) % d->ib_cap; d->ib_n--; d->ib_deq++;
-            }
-            if (nin && d->producers_waiting && ib_room(d) >= d->ib_room_to_wake) pthread_cond_broadcast(&d->room_cv);
-            int has_pipe = d->has_pipe;
-            dp_pipe pipe = d->pipe;
-            pthread_mutex_unlock(&d->mu);
-            int64_t no_program = 0;
-            ws.n = 0;
-            for (int i = 0; i < neg; i++) {
-                int64_t t = i ? dp_now(d) : now;
-                int nout = pipe.egress_at
-                    ? pipe.egress_at(pipe.sw, t, eg[i].item, 1, eg[i].enq_ts, eg[i].enq_qdepth, eg[i].deq_qdepth)
-                    : pipe.run_egress(pipe.sw, eg[i].item, 1, eg[i].enq_ts, eg[i].enq_qdepth, eg[i].deq_qdepth);
-                if (nout > 0) {
-                    p4nout *o = pipe.out(pipe.sw);
-                    for (int j = 0; j < nout; j++) txb_add(cur, o->port[j], o->buf + o->off[j], o->len[j]);
-                }
-                stage_work(&pipe, &ws, t);
-            }
-            for (int i = 0; i < nin; i++) {
-                if (!has_pipe) { no_program++; free(in[i].data); continue; }
-                int64_t t = (i || neg) ? dp_now(d) : now;
-                if (pipe.ingress_at) pipe.ingress_at(pipe.sw, t, in[i].port, in[i].data, in[i].len);
-                else { pipe.run_ingress(pipe.sw, in[i].port, in[i].data, in[i].len); free(in[i].data); }
-                stage_work(&pipe, &ws, t);
-            }
-            pthread_mutex_lock(&d->mu);
-            d->st_no_program += no_program;
-            for (int i = 0; i < ws.n; i++) {
-                int64_t info[5];
-                pipe.item_info(ws.item[i], info);
-                if (tm_enqueue(d, info[0], info[1], ws.item[i], ws.now[i]) < 0) { d->st_tm_drops++; pipe.item_free(pipe.sw, ws.item[i]); }
-            }
-            if (cur->n) { tx_queue(d, cur); cur = txb_take(d); }
-            pthread_mutex_unlock(&d->pipe_mu);
-            did = neg + nin > 0;
-        }
-        if (did) {
-            /* wake the tx thread once a batch is ready, or when nothing else is to do now
-               (under load sendmmsg takes TXB frames per call, one wake-up per batch) */
+        if (wk_step(d, &s, &wake, 0) > 0) {
             int more = d->ib_n > 0 || d->queued > 0;
-            if (d->tx_queued && !d->tx_pending && (d->tx_queued >= TXB || !more)) { d->tx_pending = 1; wake_tx(d); }
+            if (d->tx_queued && !d->tx_pending) {
+                if (!more) tx_inline(d, &s);
+                else if (d->tx_queued >= TXB) { d->tx_pending = 1; wake_tx(d); }
+            }
             if (d->ncpu) { pthread_mutex_unlock(&d->mu); deliver_cpu(d); pthread_mutex_lock(&d->mu); }
             continue;
         }
-        if (d->tx_queued && !d->tx_pending) { d->tx_pending = 1; wake_tx(d); }
+        if (d->tx_queued && !d->tx_pending) tx_inline(d, &s);
+        if (d->ib_n || d->stop) continue;
         /* nothing now: wait for a frame, a departure, or a setting change */
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -592,12 +703,31 @@ static void *worker_main(void *arg)
         if (wake >= 0) { double w = wake - (double)now; if (w < 50) w = 50; if (w < wait_us) wait_us = w; }
         int64_t ns = ts.tv_nsec + (int64_t)(wait_us * 1000.0);
         ts.tv_sec += ns / 1000000000LL; ts.tv_nsec = ns % 1000000000LL;
+        d->wk_idle = 1;
         pthread_cond_timedwait(&d->work_cv, &d->mu, &ts);
+        d->wk_idle = 0;
     }
-    cur->next = d->tx_free; d->tx_free = cur;
+    wkst_done(d, &s);
     pthread_mutex_unlock(&d->mu);
-    free(ws.item); free(ws.now);
     return NULL;
+}
+
+#define RX_STEPS 4
+/* Frames the rx thread just put in the ingress buffer (mu held): when the worker is
+ * waiting, the rx thread runs the batches itself (up to RX_STEPS, as the worker would:
+ * same order, same queues, the pipeline taken only if free) and sends their frames, so
+ * that a frame at low load wakes one thread instead of three; else, or when work is left
+ * (a departure later, a paused queue, the pipeline busy), the worker is woken. */
+static void rx_handoff(dp *d, wkst *s)
+{
+    if (!d->wk_idle) { pthread_cond_signal(&d->work_cv); return; }
+    int r = 0, steps = 0;
+    double wake = -1;
+    while (steps < RX_STEPS && !d->stop && (r = wk_step(d, s, &wake, 1)) > 0) steps++;
+    d->st_rx_batches += steps;
+    if (r < 0 || d->ib_n || d->queued) pthread_cond_signal(&d->work_cv);
+    if (d->tx_queued && !d->tx_pending) tx_inline(d, s);
+    if (d->ncpu) { pthread_mutex_unlock(&d->mu); deliver_cpu(d); pthread_mutex_lock(&d->mu); }
 }
 
 static void *rx_main(void *arg)
@@ -609,6 +739,10 @@ static void *rx_main(void *arg)
     char ctrl[RXB][CMSG_SPACE(sizeof(struct tpacket_auxdata))];
     uint8_t *bufs = (uint8_t *)malloc((size_t)RXB * (SLOT + 4));
     if (!bufs) abort();
+    wkst s;
+    pthread_mutex_lock(&d->mu);
+    wkst_init(d, &s);
+    pthread_mutex_unlock(&d->mu);
     while (1) {
         struct pollfd pfd[MAXPORT + 1];
         int pno[MAXPORT + 1];
@@ -635,6 +769,7 @@ static void *rx_main(void *arg)
         if (r == 0 && !hole) continue;
         if (r == 0) for (int i = 1; i < n; i++) pfd[i].revents = POLLIN;   /* look at the holes again */
         if (pfd[0].revents) { uint64_t v; ssize_t x = read(d->efd_rx, &v, 8); (void)x; }
+        int pushed = 0;     /* frames for the worker, handed over once every ready port is read */
         for (int i = 1; i < n; i++) {
             if (!pfd[i].revents) continue;
             int no = pno[i];
@@ -646,7 +781,7 @@ static void *rx_main(void *arg)
             if (fd < 0 || room <= 0) continue;
             if (p->ring) {
                 pthread_mutex_lock(&d->mu);
-                if (p->fd == fd && p->ring) { if (ring_read(d, p, no, room)) pthread_cond_signal(&d->work_cv); }
+                if (p->fd == fd && p->ring && ring_read(d, p, no, room)) { pushed = 1; if (!d->wk_idle) pthread_cond_signal(&d->work_cv); }
                 pthread_mutex_unlock(&d->mu);
                 continue;
             }
@@ -696,86 +831,43 @@ static void *rx_main(void *arg)
                 if (!c) abort();
                 memcpy(c, f, (size_t)len);
                 ib_push(d, no, c, len);
+                pushed = 1;
             }
-            pthread_cond_signal(&d->work_cv);
+            if (!d->wk_idle) pthread_cond_signal(&d->work_cv);
+            pthread_mutex_unlock(&d->mu);
+        }
+        if (pushed) {
+            pthread_mutex_lock(&d->mu);
+            rx_handoff(d, &s);
             pthread_mutex_unlock(&d->mu);
         }
     }
+    pthread_mutex_lock(&d->mu);
+    wkst_done(d, &s);
+    pthread_mutex_unlock(&d->mu);
     free(bufs);
     return NULL;
 }
 
-/* The tx thread: takes every batch the worker queued, then per port (in port order) the
- * port's frames in the order made, sendmmsg() TXB at a time (MSG_DONTWAIT; a frame the
- * kernel refuses is a tx_error, as in ports.py) */
+/* The tx thread: woken when a batch of TXB frames is ready under load (or the worker
+ * could not send), sends every batch on the list (tx_send_list) */
 static void *tx_main(void *arg)
 {
     dp *d = (dp *)arg;
-    struct mmsghdr msgs[TXB];
-    struct iovec iov[TXB];
     int64_t *cnt = (int64_t *)calloc(MAXPORT, sizeof(int64_t));
     if (!cnt) abort();
     while (1) {
         struct pollfd pfd = { d->efd_tx, POLLIN, 0 };
         int r = poll(&pfd, 1, 200);
         if (r > 0) { uint64_t v; ssize_t x = read(d->efd_tx, &v, 8); (void)x; }
+        pthread_mutex_lock(&d->tx_mu);
         pthread_mutex_lock(&d->mu);
         int stop = d->stop;
         d->tx_pending = 0;
-        txb *list = d->tx_head;
-        d->tx_head = d->tx_tail = NULL; d->tx_queued = 0;
-        int order[MAXPORT]; int fds[MAXPORT]; int caps[MAXPORT]; int norder = d->nport_order;
-        for (int k = 0; k < norder; k++) {
-            int no = d->port_order[k]; dpport *p = d->ports[no];
-            order[k] = no; fds[k] = p ? p->fd : -1; caps[k] = p ? p->cap_out : -1;
-        }
+        if (d->tx_head) d->st_tx_wakeups++;
+        tx_send_list(d, cnt);
         pthread_mutex_unlock(&d->mu);
-        if (list) {
-            for (txb *b = list; b; b = b->next)
-                for (int i = 0; i < b->n; i++) if (b->len[i] >= 0) cnt[b->port[i]]++;
-            for (int k = 0; k < norder; k++) {
-                int no = order[k];
-                int64_t left = cnt[no];
-                if (!left) continue;
-                cnt[no] = 0;
-                int fd = fds[k];
-                int64_t sent = 0, sent_bytes = 0, errs = 0;
-                txb *b = list; int i = 0;
-                while (left > 0) {
-                    /* the port's next (up to) TXB frames, in order */
-                    int m = 0;
-                    const uint8_t *fp[TXB]; int64_t fl[TXB];
-                    while (m < TXB && b) {
-                        if (i >= b->n) { b = b->next; i = 0; continue; }
-                        if (b->port[i] == no && b->len[i] >= 0) { fp[m] = b->buf + b->off[i]; fl[m] = b->len[i]; m++; }
-                        i++;
-                    }
-                    if (!m) break;
-                    left -= m;
-                    if (fd < 0) { errs += m; continue; }
-                    for (int j = 0; j < m; j++) {
-                        iov[j].iov_base = (void *)fp[j]; iov[j].iov_len = (size_t)fl[j];
-                        memset(&msgs[j].msg_hdr, 0, sizeof(struct msghdr));
-                        msgs[j].msg_hdr.msg_iov = &iov[j]; msgs[j].msg_hdr.msg_iovlen = 1;
-                    }
-                    for (int j = 0; j < m;) {
-                        int s = sendmmsg(fd, msgs + j, (unsigned)(m - j), MSG_DONTWAIT);
-                        if (s < 0) { if (errno == EINTR) continue; errs++; j++; continue; }
-                        for (int q = 0; q < s; q++) { sent++; sent_bytes += fl[j + q]; pcap_write(caps[k], fp[j + q], fl[j + q]); }
-                        j += s;
-                        if (j < m) { errs++; j++; }     /* the frame the kernel refused: dropped */
-                    }
-                }
-                pthread_mutex_lock(&d->mu);
-                dpport *p = d->ports[no];
-                if (p) { p->tx_frames += sent; p->tx_bytes += sent_bytes; p->tx_errors += errs; }
-                pthread_mutex_unlock(&d->mu);
-            }
-            pthread_mutex_lock(&d->mu);
-            txb *last = list; while (last->next) last = last->next;
-            last->next = d->tx_free; d->tx_free = list;
-            pthread_mutex_unlock(&d->mu);
-        }
+        pthread_mutex_unlock(&d->tx_mu);
         if (stop) break;
     }
     free(cnt);
@@ -788,7 +880,7 @@ DP_EXPORT dp *dp_new(int prio_queues, int64_t depth, double rate, double line, i
 {
     dp *d = (dp *)calloc(1, sizeof(dp));
     if (!d) return NULL;
-    pthread_mutex_init(&d->pipe_mu, NULL); pthread_mutex_init(&d->mu, NULL);
+    pthread_mutex_init(&d->pipe_mu, NULL); pthread_mutex_init(&d->mu, NULL); pthread_mutex_init(&d->tx_mu, NULL); pthread_mutex_init(&d->cpu_mu, NULL);
     pthread_cond_init(&d->work_cv, NULL); pthread_cond_init(&d->room_cv, NULL);
     d->efd_rx = eventfd(0, EFD_NONBLOCK); d->efd_tx = eventfd(0, EFD_NONBLOCK);
     d->prio_queues = prio_queues; d->def_depth = depth; d->def_rate = rate; d->def_line = line; d->def_pfc = pfc;
@@ -995,7 +1087,8 @@ DP_EXPORT void dp_port_counters(dp *d, int port, int64_t *out)
     pthread_mutex_unlock(&d->mu);
 }
 /* no_program, no_port, tm_drops, pfc_frames, packet_in, errors, ib: capacity, depth,
- * enqueued, dequeued, dropped, full_waits, high_water, queued */
+ * enqueued, dequeued, dropped, full_waits, high_water, queued; rx_batches, inline_sends,
+ * tx_wakeups */
 DP_EXPORT void dp_switch_stats(dp *d, int64_t *out)
 {
     pthread_mutex_lock(&d->mu);
@@ -1003,6 +1096,7 @@ DP_EXPORT void dp_switch_stats(dp *d, int64_t *out)
     out[4] = d->st_packet_in; out[5] = d->st_errors;
     out[6] = d->ib_cap; out[7] = d->ib_n; out[8] = d->ib_enq; out[9] = d->ib_deq; out[10] = d->ib_dropped;
     out[11] = d->ib_full_waits; out[12] = d->ib_high; out[13] = d->queued;
+    out[14] = d->st_rx_batches; out[15] = d->st_inline_sends; out[16] = d->st_tx_wakeups;
     pthread_mutex_unlock(&d->mu);
 }
 DP_EXPORT int64_t dp_now_us(dp *d) { return dp_now(d); }
