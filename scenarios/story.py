@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from scenarios.common import window_mean
+from scenarios.common import DEFAULT_DURATION_S, window_mean
 from scenarios.gor_session import GOR_DIR, GorSession, source_uplinks, write_credentials
 from scenarios.report import FlowRecord, ScenarioRecord, new_run_dir, report_failures, write_report
 from testbed.traffic import TrafficOptions, delivery, merge_reports, plan_flows
@@ -46,8 +46,29 @@ runs at 1500 on the 2-core machine shared with other work (GOR's loop 0.06-0.19 
 at 2000 (loops up to 6.5 s, one of 11.7 s that left no "after" window) and none of 3 at
 3000 (the switches took 1.1 of the 2 cores); scenarios/README.md, "The story's rate".
 ``--scenario-flow-pps`` sets another."""
+STORY_CORE_DURATION_S = 24.0
+"""Seconds the story's elephants run by default on a fabric with a core tier (two pods:
+``topo/specs/pod2-dualport.yaml``). GOR decides one round at a time, each waiting its
+``settle_s`` (about 2.6 s) for the last move to show in the polls, and the two-pod draw
+needs 3-6 moves: at the two-tier default (:data:`scenarios.common.DEFAULT_DURATION_S`,
+12 s) the story could end before the last move settled, leaving no "after" window (branch
+i29-fix: 1 of 2 runs failed at 12 s, 3 of 3 passed at 24 s; scenarios/README.md, "The
+story on dual-port NICs"). :func:`story_duration_s` picks it."""
 BEFORE_POLLS = 3
 MAX_DRAWS = 200
+
+
+def story_duration_s(fabric: Any) -> float:
+    """The story's default run length on ``fabric`` (a ``topo.model.Fabric``):
+    :data:`STORY_CORE_DURATION_S` when it has a core tier, else the two-tier
+    :data:`scenarios.common.DEFAULT_DURATION_S` (``make run`` on the default spec: 12 s, as
+    before). ``--scenario-duration-s`` overrides either (``scenarios.cli.duration``).
+
+    >>> from topo.model import FabricSpec, build_fabric
+    >>> story_duration_s(build_fabric(FabricSpec())), story_duration_s(build_fabric(FabricSpec(pods=2, blocks=1, cores=2)))
+    (12.0, 24.0)
+    """
+    return STORY_CORE_DURATION_S if fabric.cores else DEFAULT_DURATION_S
 
 
 @dataclass(slots=True)
@@ -315,5 +336,5 @@ def append_story(run_dir: Path, res: StoryResult) -> None:
         fh.write("\n".join(lines))
 
 
-__all__ = ["EVEN_UTIL", "GOR_DIR", "STORY_FLOW_RATE_PPS", "StoryResult", "append_story", "draw_colliding", "measure",
+__all__ = ["EVEN_UTIL", "GOR_DIR", "STORY_CORE_DURATION_S", "STORY_FLOW_RATE_PPS", "StoryResult", "append_story", "draw_colliding", "measure", "story_duration_s",
            "narrate", "run_story", "shortfalls", "write_credentials"]
