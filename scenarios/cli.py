@@ -26,7 +26,7 @@ from typing import Any, Optional, Sequence
 
 from scenarios.common import DEFAULT_DURATION_S, DEFAULT_FLOW_RATE_PPS, RUNS, ScenarioOptions
 from scenarios.registry import NONE, SCENARIOS, run_scenario, scenario
-from scenarios.story import STORY_CORE_DURATION_S, STORY_FLOW_RATE_PPS
+from scenarios.story import STORY_CORE_DURATION_S, STORY_CORE_FLOW_RATE_PPS, STORY_FLOW_RATE_PPS
 from testbed.cli import add_up_arguments, cmd_up
 from testbed.net import TestbedError
 
@@ -50,7 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
                          f"core tier, else {DEFAULT_DURATION_S:g}: scenarios.cli.duration)")
     up.add_argument("--scenario-flow-pps", type=float, default=None,
                     help="packets/s of each elephant, its NIC's line rate (default: the "
-                         f"scenario's own, the story's {STORY_FLOW_RATE_PPS:g}, else "
+                         f"scenario's own, the story's {STORY_FLOW_RATE_PPS:g} "
+                         f"({STORY_CORE_FLOW_RATE_PPS:g} on a fabric with a core tier), else "
                          f"{DEFAULT_FLOW_RATE_PPS:g}: scenarios.common.DEFAULT_FLOW_RATE_PPS)")
     up.add_argument("--runs", type=Path, default=RUNS, help="where reports go (runs/)")
     m = sub.add_parser("measure", help="time the simulator's calibration collectives on the "
@@ -67,9 +68,10 @@ def listing() -> str:
     return "\n".join(rows + [f"{'none':<13} the fabric up, programmed and pinged; no scenario"])
 
 
-def flow_rate(name: str, given: Optional[float]) -> float:
+def flow_rate(name: str, given: Optional[float], fabric: Any = None) -> float:
     """The elephants' packets/s: ``given`` (``--scenario-flow-pps``), else the scenario's
-    own rate, else ``DEFAULT_FLOW_RATE_PPS``.
+    own rate on ``fabric`` (``Scenario.flow_rate_of``; without a fabric
+    ``Scenario.flow_rate_pps``), else ``DEFAULT_FLOW_RATE_PPS``.
 
     >>> flow_rate("default", None) == STORY_FLOW_RATE_PPS, flow_rate("incast", None), flow_rate("gor", 60.0)
     (True, 250.0, 60.0)
@@ -77,10 +79,12 @@ def flow_rate(name: str, given: Optional[float]) -> float:
     if given is not None:
         return given
     try:
-        own = scenario(name).flow_rate_pps
+        sc = scenario(name)
     except KeyError:
-        own = None
-    return own if own is not None else DEFAULT_FLOW_RATE_PPS
+        return DEFAULT_FLOW_RATE_PPS
+    if fabric is not None and sc.flow_rate_of is not None:
+        return sc.flow_rate_of(fabric)
+    return sc.flow_rate_pps if sc.flow_rate_pps is not None else DEFAULT_FLOW_RATE_PPS
 
 
 def duration(name: str, given: Optional[float], fabric: Any) -> float:
@@ -108,7 +112,7 @@ def duration(name: str, given: Optional[float], fabric: Any) -> float:
 def _runner(args: argparse.Namespace, fabric: Any, programmer: Any, fnet: Any) -> int:
     opts = ScenarioOptions(seed=args.scenario_seed,
                            duration_s=duration(args.scenario, args.scenario_duration_s, fabric),
-                           flow_rate_pps=flow_rate(args.scenario, args.scenario_flow_pps),
+                           flow_rate_pps=flow_rate(args.scenario, args.scenario_flow_pps, fabric),
                            runs_root=args.runs.resolve(), insecure=bool(getattr(args, "insecure", False)),
                            state_path=fnet.opts.state_path)
     return run_scenario(args.scenario, fabric, programmer, fnet.state, fnet.save_state,

@@ -13,7 +13,8 @@ import pytest
 
 import scenarios.cli as cli
 from scenarios.common import DEFAULT_DURATION_S, ScenarioOptions, ScenarioResult
-from scenarios.story import STORY_CORE_DURATION_S, story_duration_s
+from scenarios.story import (STORY_CORE_DURATION_S, STORY_CORE_FLOW_RATE_PPS, STORY_FLOW_RATE_PPS,
+                             story_duration_s)
 from topo import build_fabric
 from topo.spec import load_spec
 
@@ -54,6 +55,18 @@ def test_the_command_line_duration_wins_on_every_fabric(monkeypatch: pytest.Monk
     for spec in ("default.yaml", "pod2-dualport.yaml"):
         assert _opts(["--scenario", "default", "--scenario-duration-s", "7.5"], spec,
                      monkeypatch).duration_s == 7.5
+
+
+@pytest.mark.parametrize("spec, scenario, want_pps", [
+    ("default.yaml", "default", STORY_FLOW_RATE_PPS),        # make run: 1500 as before
+    ("pod2-dualport.yaml", "default", STORY_CORE_FLOW_RATE_PPS),
+    ("pod2-dualport.yaml", "incast", 250.0),                  # scenarios.common's default
+])
+def test_the_storys_default_rate_is_lower_with_a_core_tier(
+        spec: str, scenario: str, want_pps: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _opts(["--scenario", scenario], spec, monkeypatch).flow_rate_pps == want_pps
+    assert _opts(["--scenario", scenario, "--scenario-flow-pps", "900"], spec,
+                 monkeypatch).flow_rate_pps == 900.0
 
 
 def test_the_core_tier_default_is_longer_and_the_two_tier_one_is_twelve() -> None:
