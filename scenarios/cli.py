@@ -96,7 +96,7 @@ def duration(name: str, given: Optional[float], fabric: Any) -> float:
     >>> from topo.model import FabricSpec, build_fabric
     >>> one, two = build_fabric(FabricSpec()), build_fabric(FabricSpec(pods=2, blocks=1, cores=2))
     >>> duration("default", None, one), duration("gor", None, two), duration("incast", None, two)
-    (12.0, 24.0, 12.0)
+    (12.0, 36.0, 12.0)
     >>> duration("default", 30.0, two), duration("nope", None, two)
     (30.0, 12.0)
     """
