@@ -24,9 +24,9 @@ import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from scenarios.common import DEFAULT_FLOW_RATE_PPS, RUNS, ScenarioOptions
+from scenarios.common import DEFAULT_DURATION_S, DEFAULT_FLOW_RATE_PPS, RUNS, ScenarioOptions
 from scenarios.registry import NONE, SCENARIOS, run_scenario, scenario
-from scenarios.story import STORY_FLOW_RATE_PPS
+from scenarios.story import STORY_CORE_DURATION_S, STORY_CORE_FLOW_RATE_PPS, STORY_FLOW_RATE_PPS
 from testbed.cli import add_up_arguments, cmd_up
 from testbed.net import TestbedError
 
@@ -44,11 +44,14 @@ def build_parser() -> argparse.ArgumentParser:
                          "(default: default, the GOR story; $SCENARIO)")
     up.add_argument("--scenario-seed", type=int, default=None,
                     help="seed of the elephants' random source ports (default: random, printed)")
-    up.add_argument("--scenario-duration-s", type=float, default=12.0,
-                    help="seconds the elephants run (default 12)")
+    up.add_argument("--scenario-duration-s", type=float, default=None,
+                    help="seconds the elephants run (default: the scenario's own on the "
+                         f"fabric, the story's {STORY_CORE_DURATION_S:g} on a fabric with a "
+                         f"core tier, else {DEFAULT_DURATION_S:g}: scenarios.cli.duration)")
     up.add_argument("--scenario-flow-pps", type=float, default=None,
                     help="packets/s of each elephant, its NIC's line rate (default: the "
-                         f"scenario's own, the story's {STORY_FLOW_RATE_PPS:g}, else "
+                         f"scenario's own, the story's {STORY_FLOW_RATE_PPS:g} "
+                         f"({STORY_CORE_FLOW_RATE_PPS:g} on a fabric with a core tier), else "
                          f"{DEFAULT_FLOW_RATE_PPS:g}: scenarios.common.DEFAULT_FLOW_RATE_PPS)")
     up.add_argument("--runs", type=Path, default=RUNS, help="where reports go (runs/)")
     m = sub.add_parser("measure", help="time the simulator's calibration collectives on the "
@@ -65,9 +68,10 @@ def listing() -> str:
     return "\n".join(rows + [f"{'none':<13} the fabric up, programmed and pinged; no scenario"])
 
 
-def flow_rate(name: str, given: Optional[float]) -> float:
+def flow_rate(name: str, given: Optional[float], fabric: Any = None) -> float:
     """The elephants' packets/s: ``given`` (``--scenario-flow-pps``), else the scenario's
-    own rate, else ``DEFAULT_FLOW_RATE_PPS``.
+    own rate on ``fabric`` (``Scenario.flow_rate_of``; without a fabric
+    ``Scenario.flow_rate_pps``), else ``DEFAULT_FLOW_RATE_PPS``.
 
     >>> flow_rate("default", None) == STORY_FLOW_RATE_PPS, flow_rate("incast", None), flow_rate("gor", 60.0)
     (True, 250.0, 60.0)
@@ -75,15 +79,40 @@ def flow_rate(name: str, given: Optional[float]) -> float:
     if given is not None:
         return given
     try:
-        own = scenario(name).flow_rate_pps
+        sc = scenario(name)
+    except KeyError:
+        return DEFAULT_FLOW_RATE_PPS
+    if fabric is not None and sc.flow_rate_of is not None:
+        return sc.flow_rate_of(fabric)
+    return sc.flow_rate_pps if sc.flow_rate_pps is not None else DEFAULT_FLOW_RATE_PPS
+
+
+def duration(name: str, given: Optional[float], fabric: Any) -> float:
+    """The elephants' run length in seconds: ``given`` (``--scenario-duration-s``), else
+    the scenario's own on ``fabric`` (``Scenario.duration_s``: the story runs
+    ``scenarios.story.STORY_CORE_DURATION_S`` on a fabric with a core tier), else
+    ``DEFAULT_DURATION_S``.
+
+    >>> from topo.model import FabricSpec, build_fabric
+    >>> one, two = build_fabric(FabricSpec()), build_fabric(FabricSpec(pods=2, blocks=1, cores=2))
+    >>> duration("default", None, one), duration("gor", None, two), duration("incast", None, two)
+    (12.0, 36.0, 12.0)
+    >>> duration("default", 30.0, two), duration("nope", None, two)
+    (30.0, 12.0)
+    """
+    if given is not None:
+        return given
+    try:
+        own = scenario(name).duration_s
     except KeyError:
         own = None
-    return own if own is not None else DEFAULT_FLOW_RATE_PPS
+    return own(fabric) if own is not None else DEFAULT_DURATION_S
 
 
 def _runner(args: argparse.Namespace, fabric: Any, programmer: Any, fnet: Any) -> int:
-    opts = ScenarioOptions(seed=args.scenario_seed, duration_s=args.scenario_duration_s,
-                           flow_rate_pps=flow_rate(args.scenario, args.scenario_flow_pps),
+    opts = ScenarioOptions(seed=args.scenario_seed,
+                           duration_s=duration(args.scenario, args.scenario_duration_s, fabric),
+                           flow_rate_pps=flow_rate(args.scenario, args.scenario_flow_pps, fabric),
                            runs_root=args.runs.resolve(), insecure=bool(getattr(args, "insecure", False)),
                            state_path=fnet.opts.state_path)
     return run_scenario(args.scenario, fabric, programmer, fnet.state, fnet.save_state,
@@ -122,4 +151,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
 
 
-__all__ = ["build_parser", "listing", "main"]
+__all__ = ["build_parser", "duration", "flow_rate", "listing", "main"]

@@ -16,6 +16,9 @@ from typing import Callable, Mapping, Optional, Sequence
 from scenarios.telemetry import LinkId, LinkSample
 
 RUNS = Path(__file__).resolve().parents[1] / "runs"
+DEFAULT_DURATION_S = 12.0
+"""Seconds the elephants run when neither the command line (``--scenario-duration-s``) nor
+the scenario (:attr:`scenarios.registry.Scenario.duration_s`) says otherwise."""
 DEFAULT_FLOW_RATE_PPS = 250.0
 """Packets/s of each elephant (its NIC's DCQCN line rate). With the native switches
 (p4sim/native) the default fabric on the 2-core machines sustains this with the story
@@ -38,7 +41,7 @@ class ScenarioOptions:
     rail: int = 0
     flows: int = 8
     flow_rate_pps: float = DEFAULT_FLOW_RATE_PPS
-    duration_s: float = 12.0
+    duration_s: float = DEFAULT_DURATION_S
     period_s: float = 0.25
     fast_period_s: float = 0.1
     queue_rate_pps: Optional[float] = None
@@ -65,7 +68,7 @@ def live_line(uplinks: Sequence[str]) -> Callable[[float, dict[LinkId, LinkSampl
     return tick
 
 
-__all__ = ["RUNS", "ScenarioOptions", "ScenarioResult", "live_line"]
+__all__ = ["DEFAULT_DURATION_S", "DEFAULT_FLOW_RATE_PPS", "RUNS", "ScenarioOptions", "ScenarioResult", "live_line"]
 
 
 Tick = tuple[float, dict[str, float], int]

@@ -209,22 +209,49 @@ def predict(static_xoff_pkts: int, dyn: DynamicThresholds, cells_per_pkt: int, g
 @dataclass(frozen=True, slots=True)
 class Check:
     """One expectation of the reference against the run: ``ok`` None when the run did not
-    measure what it needs."""
+    measure what it needs, or when the expectation does not apply to the target
+    (``not_applicable``: why, e.g. a switch MAC that honours no PAUSE).
+
+    >>> Check("n", "e", "m", None, "no PFC").verdict, Check("n", "e", "m", False).verdict
+    ('not applicable (no PFC)', 'DISAGREES')
+    """
 
     name: str
     expected: str
     measured: str
     ok: Optional[bool]
+    not_applicable: str = ""
+
+    @property
+    def verdict(self) -> str:
+        """``agrees`` / ``DISAGREES`` / ``not measured`` / ``not applicable (why)``."""
+        if self.not_applicable:
+            return f"not applicable ({self.not_applicable})"
+        return {True: "agrees", False: "DISAGREES", None: "not measured"}[self.ok]
 
 
-def checks(phases: dict[tuple[str, str], PhaseFigures], pred: Prediction) -> list[Check]:
+NO_PFC_REASON = ("the target's switch MAC honours no PAUSE frame: the spines upstream of the "
+                 "incast leaf are never paused, so the shared buffer's guarantee cannot hold")
+"""Why the checks that need every upstream hop to honour PFC do not apply (BMv2: its MAC
+counts PFC frames and pauses nothing; scenarios/README.md, "On BMv2 (issue 29)")."""
+
+
+def checks(phases: dict[tuple[str, str], PhaseFigures], pred: Prediction,
+           pfc_honoured: bool = True) -> list[Check]:
     """The run against the reference (``phases``: (mode, load) → figures).
+    ``pfc_honoured`` False (a target whose switches pause nothing, BMv2): the two incast
+    checks, which hold only when every upstream hop honours PFC, are "not applicable"
+    (:data:`NO_PFC_REASON`) with their figures still shown; the lone port's (its sender is a
+    NIC, which honours PAUSE) and the buffer sizes' still apply.
 
     >>> ph = {("static", "lone"): PhaseFigures("static", "lone", peak_qdepth_pkts=32),
     ...       ("dynamic", "lone"): PhaseFigures("dynamic", "lone", peak_qdepth_pkts=40)}
     >>> [c.ok for c in checks(ph, predict(32, _EXAMPLE, 9, 3, 64))]
     [True, None, None, True]
+    >>> [c.verdict[:14] for c in checks(ph, predict(32, _EXAMPLE, 9, 3, 64), pfc_honoured=False)]
+    ['agrees', 'not applicable', 'not applicable', 'agrees']
     """
+    na = "" if pfc_honoured else NO_PFC_REASON
     out: list[Check] = []
     sl, dl = phases.get(("static", "lone")), phases.get(("dynamic", "lone"))
     si, di = phases.get(("static", "incast")), phases.get(("dynamic", "incast"))
@@ -239,15 +266,15 @@ def checks(phases: dict[tuple[str, str], PhaseFigures], pred: Prediction) -> lis
         f"dynamic drops <= static drops (dynamic groups hold {pred.dynamic_total_pkts}, "
         f"static up to {pred.static_total_pkts}, of a {pred.buffer_pkts}-packet buffer)",
         f"{di.drops if di else '-'} vs {si.drops if si else '-'}",
-        None if not (si and di) else di.drops <= si.drops))
+        None if not (si and di) or na else di.drops <= si.drops, na))
     out.append(Check(
         "under incast dynamic thresholds keep the incast port's queue within the buffer",
         f"dynamic incast peak under {min(pred.buffer_pkts, QDEPTH_OPEN_BIN_PKTS)} packets "
         f"(the buffer, or the histogram's open last bin) and at most static's",
         f"{_depth(di) if di else '-'} vs {_depth(si) if si else '-'}",
-        None if not (si and di) else (
+        None if not (si and di) or na else (
             di.peak_qdepth_pkts < min(pred.buffer_pkts, QDEPTH_OPEN_BIN_PKTS)
-            and di.peak_qdepth_pkts <= si.peak_qdepth_pkts)))
+            and di.peak_qdepth_pkts <= si.peak_qdepth_pkts), na))
     out.append(Check(
         "the buffer sizes make the case",
         f"static groups may overflow ({pred.static_total_pkts} > {pred.buffer_pkts}), "
@@ -269,8 +296,9 @@ def _cell(v: Any) -> str:
 
 
 def render_section(phases: dict[tuple[str, str], PhaseFigures], pred: Prediction,
-                   settings: Sequence[str]) -> str:
-    """The markdown section: settings, prediction, the side-by-side table, the checks."""
+                   settings: Sequence[str], pfc_honoured: bool = True) -> str:
+    """The markdown section: settings, prediction, the side-by-side table, the checks
+    (:func:`checks`, with ``pfc_honoured``)."""
     order = [(m, l) for l in LOADS for m in MODES if (m, l) in phases]
     head = " | ".join(f"{m} {l}" for m, l in order)
     rows = [
@@ -297,23 +325,22 @@ def render_section(phases: dict[tuple[str, str], PhaseFigures], pred: Prediction
     lines += ["", "Checks against the reference (Choudhury & Hahne, \"Dynamic queue length "
               "thresholds for shared-memory packet switches\", IEEE/ACM ToN 6(2), 1998; vendors' "
               "shared-buffer PFC: scenarios/README.md, \"Incast\"):", ""]
-    for c in checks(phases, pred):
-        verdict = {True: "agrees", False: "DISAGREES", None: "not measured"}[c.ok]
-        lines.append(f"- **{verdict}**: {c.name}: expected {c.expected}; measured {c.measured}")
+    for c in checks(phases, pred, pfc_honoured):
+        lines.append(f"- **{c.verdict}**: {c.name}: expected {c.expected}; measured {c.measured}")
     return "\n".join(lines) + "\n"
 
 
 def append_incast(run_dir: Path, phases: dict[tuple[str, str], PhaseFigures],
-                  pred: Prediction, settings: Sequence[str]) -> Path:
+                  pred: Prediction, settings: Sequence[str], pfc_honoured: bool = True) -> Path:
     """Append :func:`render_section` to ``run_dir/report.md``; its path."""
     md = run_dir / "report.md"
     with md.open("a") as fh:
-        fh.write(render_section(phases, pred, settings))
+        fh.write(render_section(phases, pred, settings, pfc_honoured))
     return md
 
 
 _EXAMPLE = DynamicThresholds(SharedBuffer(576, 7), {3: PfcAlpha(2)})    # the doctests'
 
-__all__ = ["Check", "FlowFigures", "LOADS", "MODES", "PhaseFigures", "Prediction",
+__all__ = ["Check", "FlowFigures", "LOADS", "MODES", "NO_PFC_REASON", "PhaseFigures", "Prediction",
            "append_incast", "checks", "jain_index", "predict", "render_section",
            "switch_figures", "window"]

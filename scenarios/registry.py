@@ -22,7 +22,7 @@ from scenarios.faults import run_faults
 from scenarios.fornax import run_fornax
 from scenarios.incast import run_incast
 from scenarios.link_failure import run_link_failure
-from scenarios.story import STORY_FLOW_RATE_PPS, run_story
+from scenarios.story import STORY_FLOW_RATE_PPS, run_story, story_duration_s, story_flow_rate_pps
 from scenarios.tor_failure import run_tor_failure
 from testbed.cli import choose_target, preflight
 
@@ -44,6 +44,14 @@ class Scenario:
     flow_rate_pps: Optional[float] = None
     """The scenario's elephant rate when the command line gives none (``None``:
     ``scenarios.common.DEFAULT_FLOW_RATE_PPS``)."""
+    flow_rate_of: Optional[Callable[[Any], float]] = None
+    """The scenario's elephant rate on a fabric (``topo.model.Fabric`` -> packets/s), when
+    the command line gives none; before :attr:`flow_rate_pps` (the story's is
+    :func:`scenarios.story.story_flow_rate_pps`, lower on a fabric with a core tier)."""
+    duration_s: Optional[Callable[[Any], float]] = None
+    """The scenario's run length on a fabric (``topo.model.Fabric`` -> seconds) when the
+    command line gives none (``None``: ``scenarios.common.DEFAULT_DURATION_S``): the story's
+    is :func:`scenarios.story.story_duration_s`, longer on a fabric with a core tier."""
 
 
 def _story(*args: Any) -> Any:
@@ -84,7 +92,8 @@ def _fornax(args: Any) -> int:
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("default", "the Astral story: colliding RoCEv2 elephants, ECN alarms, GOR moves "
              "them through the TCCL agents, balanced uplinks", _story, ("gor",),
-             flow_rate_pps=STORY_FLOW_RATE_PPS),
+             flow_rate_pps=STORY_FLOW_RATE_PPS, flow_rate_of=story_flow_rate_pps,
+             duration_s=story_duration_s),
     Scenario("link-failure", "a leaf uplink goes down under traffic: GOR takes it out of the "
              "ECMP groups and routes around it", _link_failure),
     Scenario("dead-link", "the same cable dies silently: GOR finds it from the counters",

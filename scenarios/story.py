@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from scenarios.common import window_mean
+from scenarios.common import DEFAULT_DURATION_S, window_mean
 from scenarios.gor_session import GOR_DIR, GorSession, source_uplinks, write_credentials
 from scenarios.report import FlowRecord, ScenarioRecord, new_run_dir, report_failures, write_report
 from testbed.traffic import TrafficOptions, delivery, merge_reports, plan_flows
@@ -46,8 +46,51 @@ runs at 1500 on the 2-core machine shared with other work (GOR's loop 0.06-0.19 
 at 2000 (loops up to 6.5 s, one of 11.7 s that left no "after" window) and none of 3 at
 3000 (the switches took 1.1 of the 2 cores); scenarios/README.md, "The story's rate".
 ``--scenario-flow-pps`` sets another."""
+STORY_CORE_FLOW_RATE_PPS = 500.0
+"""Packets/s of each of the story's elephants by default on a fabric with a core tier: the
+two-pod fabric has 16 switches and every elephant crosses 5 of them (3 on the default
+spec), and at :data:`STORY_FLOW_RATE_PPS` the 2-core machine could not carry it (branch
+i29-story, seed 1056274448 at 1500 pps: 578 ECN alarms on leaf, spine and core links,
+uplink queues at 60 packets, GOR's loop 22.9 s, no uplink figure measured: exit 1); i29-fix's
+passing pod2 runs were at 500 (scenarios/README.md, "The story on dual-port NICs").
+:func:`story_flow_rate_pps` picks it."""
+STORY_CORE_DURATION_S = 36.0
+"""Seconds the story's elephants run by default on a fabric with a core tier (two pods:
+``topo/specs/pod2-dualport.yaml``). GOR decides one round at a time, each waiting its
+``settle_s`` (about 2.6 s) for the last move to show in the polls, and the two-pod draw
+needs 3-6 moves: at the two-tier default (:data:`scenarios.common.DEFAULT_DURATION_S`,
+12 s) the story could end before the last move settled, leaving no "after" window (branch
+i29-fix: 1 of 2 runs failed at 12 s, 3 of 3 passed at 24 s with loops of 8.1-14.1 s).
+24 s was not enough either (branch i29-story at 500 pps: one pass with a loop of 11.6 s,
+one fail whose 5th move was ordered at 21.9 s, loop 20.6 s, no "after" window), so 36 s:
+loops up to ~30 s leave an "after" window. :func:`story_duration_s` picks it."""
 BEFORE_POLLS = 3
 MAX_DRAWS = 200
+
+
+def story_flow_rate_pps(fabric: Any) -> float:
+    """The story's default elephant rate on ``fabric``: :data:`STORY_CORE_FLOW_RATE_PPS`
+    with a core tier, else :data:`STORY_FLOW_RATE_PPS` (the default spec: 1500, as before).
+    ``--scenario-flow-pps`` overrides either (``scenarios.cli.flow_rate``).
+
+    >>> from topo.model import FabricSpec, build_fabric
+    >>> story_flow_rate_pps(build_fabric(FabricSpec())), story_flow_rate_pps(build_fabric(FabricSpec(pods=2, blocks=1, cores=2)))
+    (1500.0, 500.0)
+    """
+    return STORY_CORE_FLOW_RATE_PPS if fabric.cores else STORY_FLOW_RATE_PPS
+
+
+def story_duration_s(fabric: Any) -> float:
+    """The story's default run length on ``fabric`` (a ``topo.model.Fabric``):
+    :data:`STORY_CORE_DURATION_S` when it has a core tier, else the two-tier
+    :data:`scenarios.common.DEFAULT_DURATION_S` (``make run`` on the default spec: 12 s, as
+    before). ``--scenario-duration-s`` overrides either (``scenarios.cli.duration``).
+
+    >>> from topo.model import FabricSpec, build_fabric
+    >>> story_duration_s(build_fabric(FabricSpec())), story_duration_s(build_fabric(FabricSpec(pods=2, blocks=1, cores=2)))
+    (12.0, 36.0)
+    """
+    return STORY_CORE_DURATION_S if fabric.cores else DEFAULT_DURATION_S
 
 
 @dataclass(slots=True)
@@ -315,5 +358,5 @@ def append_story(run_dir: Path, res: StoryResult) -> None:
         fh.write("\n".join(lines))
 
 
-__all__ = ["EVEN_UTIL", "GOR_DIR", "STORY_FLOW_RATE_PPS", "StoryResult", "append_story", "draw_colliding", "measure",
+__all__ = ["EVEN_UTIL", "GOR_DIR", "STORY_CORE_DURATION_S", "STORY_CORE_FLOW_RATE_PPS", "STORY_FLOW_RATE_PPS", "StoryResult", "append_story", "draw_colliding", "measure", "story_duration_s", "story_flow_rate_pps",
            "narrate", "run_story", "shortfalls", "write_credentials"]

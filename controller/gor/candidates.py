@@ -70,6 +70,9 @@ class FabricPaths:
         self.leaf_group = leaf_group
         self._spine_groups: dict[tuple[str, str], Optional[int]] = {}
         self._peer_port: dict[tuple[str, str], int] = {}
+        # NIC address -> its ports' leaves: a dual-homed NIC's prefix is one spine group
+        # over both leaves (two tiers: controller.fabric.ecmp's leaf sets)
+        self._port_leaves: dict[str, tuple[str, ...]] = nic_port_leaves(fabric)
         # a fabric with a core tier: paths of any length over the programmed routes
         # (controller.gor.tierpaths); the hash model is then tier_hash_model's
         self.tiers: Optional[TierModel] = (TierModel(fabric, fabric_routes(fabric), hash_model)
@@ -135,8 +138,41 @@ class FabricPaths:
             self._spine_groups[key] = hits[0] if hits else None
         return self._spine_groups[key]
 
+    def port_leaves_of(self, ip: str) -> tuple[str, ...]:
+        """The leaves of NIC ``ip``'s ports, in port order (() for an unknown address)."""
+        return self._port_leaves.get(ip, ())
+
+    def dst_spine_group(self, spine: str, dst_leaf: str, dst_ip: str) -> Optional[int]:
+        """The spine's ECMP group for traffic to NIC ``dst_ip`` behind ``dst_leaf``: for a
+        dual-homed NIC (two tiers) the group whose members are exactly its leaves (the
+        spine spreads the NIC's prefix over both, so the down-link is hashed there too),
+        else :meth:`spine_group` (None: a single link, no group).
+
+        >>> from topo.model import build_fabric
+        >>> from topo.spec import load_spec
+        >>> from controller.fabric_setup import fabric_hash_model
+        >>> fab = build_fabric(load_spec("topo/specs/dualport.yaml"))
+        >>> fp = FabricPaths(fab, fabric_hash_model(fab), LinkState.from_fabric(fab))
+        >>> fp.dst_spine_group("s0", "b1r0l0", "10.1.0.1"), fp.spine_group("s0", "b1r0l0")
+        (2, None)
+        """
+        leaves = tuple(dict.fromkeys(self._port_leaves.get(dst_ip, ())))
+        if len(leaves) > 1 and dst_leaf in leaves:
+            key = (spine, "|".join(sorted(leaves)))
+            if key not in self._spine_groups:
+                sw = self.hash_model.switches.get(spine)
+                want = set(leaves)
+                hits = [gid for gid, g in sorted(sw.groups.items())
+                        if {m.partition("#")[0] for m in g.members} == want] if sw else []
+                self._spine_groups[key] = hits[0] if hits else None
+            if self._spine_groups[key] is not None:
+                return self._spine_groups[key]
+        return self.spine_group(spine, dst_leaf)
+
     def current_path(self, flow: FlowKey, src_leaf: str, dst_leaf: str) -> Optional[PathChoice]:
-        """Where the hash model says ``flow`` goes now (None when a hop is unknown)."""
+        """Where the hash model says ``flow`` goes now (None when a hop is unknown); to a
+        dual-homed NIC over two tiers the spine's hash picks which of its leaves
+        (:meth:`dst_spine_group`), so the path may end at the NIC's other leaf."""
         if self.tiers is not None:
             return tier_current(self.tiers, flow, src_leaf)
         try:
@@ -148,7 +184,7 @@ class FabricPaths:
             member = g.members[i]
             spine = member.partition("#")[0]
             up = self._member_port(src_leaf, member)
-            sg = self.spine_group(spine, dst_leaf)
+            sg = self.dst_spine_group(spine, dst_leaf, flow.dst)
             if sg is None:
                 down = self._member_port(spine, dst_leaf)
             else:

@@ -93,7 +93,7 @@ class OverrideExpiry:
             self.sampling.release(probe[0])
 
     def _expire(self, flow: FlowKey, path: PathChoice, idle_s: float) -> None:
-        switches = [e.switch for e in self.engine.override_entries(path)]
+        switches = [e.switch for e in self.engine.override_entries(path, flow.dst)]
         self._delete_override(flow, switches)
         del self.book.overrides[flow]
         self.seen.pop(flow, None)

@@ -163,7 +163,7 @@ class PathEngine(FabricPaths):
             want_leaf = leaf.group(gid).base + self._member_of_port(leaf, gid, up)
         except KeyError:
             return None                             # the uplink is not a way to dst now
-        sg = self.spine_group(spine, self._dst_of(path))
+        sg = self.dst_spine_group(spine, self._dst_of(path), flow.dst)
         smodel = self.hash_model.switch(spine) if sg is not None else None
         want_spine = (smodel.group(sg).base + self._member_of_port(smodel, sg, down)
                       if smodel is not None and sg is not None else None)
@@ -184,9 +184,10 @@ class PathEngine(FabricPaths):
             return port
         return None
 
-    def override_entries(self, path: PathChoice) -> tuple[OverrideEntry, ...]:
+    def override_entries(self, path: PathChoice, dst_ip: str = "") -> tuple[OverrideEntry, ...]:
         """Override entries pinning a flow to ``path``: the source leaf, and the spine
-        when it has parallel links to the destination leaf. Over three tiers: every
+        when it has parallel links to the destination leaf or spreads the destination NIC
+        ``dst_ip`` over its two leaves (:meth:`dst_spine_group`). Over three tiers: every
         switch of the path whose route to the flow's destination is an ECMP group (the
         path's links are those of that destination, :meth:`candidate_paths`)."""
         if self.tiers is not None:
@@ -194,7 +195,7 @@ class PathEngine(FabricPaths):
                          if self._ecmp_hop(sw, path))
         (leaf, up), (spine, down) = path.links
         entries = [OverrideEntry(leaf, up)]
-        if self.spine_group(spine, self._dst_of(path)) is not None:
+        if self.dst_spine_group(spine, self._dst_of(path), dst_ip) is not None:
             entries.append(OverrideEntry(spine, down))
         return tuple(entries)
 
@@ -228,11 +229,12 @@ class PathEngine(FabricPaths):
             cur[i] = e.current if e.current is not None else self.current_path(e.flow, e.src_leaf, e.dst_leaf)
 
         def live_paths(src_leaf: str, e: ElephantFlow) -> list[PathChoice]:
-            """Every live path from ``src_leaf`` to the flow's destination leaf; over three
-            tiers to each leaf of a dual-homed destination NIC (its spines' groups hold
-            both), never to ``src_leaf`` itself (the leaf delivers that one locally)."""
-            ends = e.to_leaves if self.tiers is not None else (e.dst_leaf,)
-            if self.tiers is not None and src_leaf in ends:
+            """Every live path from ``src_leaf`` to the flow's destination leaf, and to
+            each other leaf of a dual-homed destination NIC (the spines' groups hold both,
+            over two tiers and three), never to ``src_leaf`` itself (the leaf delivers
+            that one locally)."""
+            ends = e.to_leaves
+            if src_leaf in ends:
                 return []                   # the destination NIC hangs on this leaf too
             return [p for d in ends if d != src_leaf for p in self.candidate_paths(src_leaf, d)
                     if not any(l in links.down for l in p.links)]
@@ -325,7 +327,8 @@ class PathEngine(FabricPaths):
                         order_ = MoveOrder(e.flow, sport, p, pred, old, e.rate_bps, nic_port,
                                            e.nic_port if nic_port is not None else None)
                     else:
-                        order_ = OverrideOrder(e.flow, self.override_entries(p), p, pred, old, e.rate_bps)
+                        order_ = OverrideOrder(e.flow, self.override_entries(p, e.flow.dst), p, pred, old,
+                                               e.rate_bps)
                     trial = dict(placed)
                     trial[i] = p
                     util = simulate(trial)

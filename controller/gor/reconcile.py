@@ -185,9 +185,12 @@ class Reconciliation:
         found = {OverrideEntry(e.switch, e.params["nexthop_id"]) for e in entries}
         if len(found) != len(entries):
             return None
-        for path in self.engine.candidate_paths(src, dst):
-            if set(self.engine.override_entries(path)) == found:
-                return path
+        for end in dict.fromkeys((dst, *self.engine.port_leaves_of(flow.dst))):
+            if end == src:
+                continue
+            for path in self.engine.candidate_paths(src, end):
+                if set(self.engine.override_entries(path, flow.dst)) == found:
+                    return path
         return None
 
     def _adopt_sampling(self, e: ReadEntry, t_s: float) -> bool:

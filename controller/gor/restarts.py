@@ -170,7 +170,7 @@ class SwitchRestarts:
         failed: list[str] = []
         if pushed:
             for flow, path in sorted(self.book.overrides.items(), key=lambda kv: str(kv[0])):
-                for e in self.engine.override_entries(path):
+                for e in self.engine.override_entries(path, flow.dst):
                     if e.switch != sw:
                         continue
                     try:

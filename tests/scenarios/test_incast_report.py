@@ -16,8 +16,9 @@ from p4src.buffermodel import (DEFAULT_DYNAMIC, DynamicThresholds, PfcAlpha, Sha
                                SharedBufferModel)
 from scenarios.incast import (DATA_FRAME_BYTES, INCAST_DYNAMIC, QUEUE_PKTS, incast_pairs,
                               ingress_groups, port_rate_pps, receiver_port)
-from scenarios.incast_report import (FlowFigures, PhaseFigures, append_incast, checks,
-                                     jain_index, predict, render_section, switch_figures, window)
+from scenarios.incast_report import (NO_PFC_REASON, FlowFigures, PhaseFigures, append_incast,
+                                     checks, jain_index, predict, render_section,
+                                     switch_figures, window)
 from topo.model import build_fabric
 
 
@@ -98,6 +99,29 @@ def test_checks_disagree_with_a_run_that_does_not() -> None:
     assert [c.ok for c in bad] == [False, False, False, True]
     # a buffer that static groups cannot overflow does not make the case
     assert checks(_phases(), predict(32, INCAST_DYNAMIC, 9, 2, 96))[-1].ok is False
+
+
+def test_on_a_target_without_pfc_the_incast_checks_are_not_applicable(tmp_path: Path) -> None:
+    """BMv2's MAC honours no PAUSE (scenarios/README.md, "On BMv2"): its run (drops 298 vs
+    534, both incast queues 60+) disagrees with checks 2 and 3 on p4sim's terms; there
+    they are "not applicable" with the reason, while the lone port's check and the buffer
+    sizes' are still judged."""
+    pred = predict(32, INCAST_DYNAMIC, 9, 3, QUEUE_PKTS)
+    bmv2 = _phases(lone_static=32, lone_dyn=40, drops_static=298, drops_dyn=534, q_static=60,
+                   q_dyn=60)
+    assert [c.ok for c in checks(bmv2, pred)] == [True, False, False, True]   # as if it paused
+    got = checks(bmv2, pred, pfc_honoured=False)
+    assert [c.ok for c in got] == [True, None, None, True]
+    assert [bool(c.not_applicable) for c in got] == [False, True, True, False]
+    assert got[1].verdict == f"not applicable ({NO_PFC_REASON})" and "534 vs 298" in got[1].measured
+    # a lone port that does not queue deeper still disagrees without PFC: it is the NIC's
+    assert checks(_phases(lone_static=40, lone_dyn=32), pred, pfc_honoured=False)[0].ok is False
+    md = render_section(bmv2, pred, [], pfc_honoured=False)
+    assert md.count("**not applicable (") == 2 and "DISAGREES" not in md
+    assert md.count("**agrees**") == 2
+    (tmp_path / "report.md").write_text("# run\n")
+    append_incast(tmp_path, bmv2, pred, [], pfc_honoured=False)
+    assert (tmp_path / "report.md").read_text().count("**not applicable (") == 2
 
 
 def test_a_phase_that_measured_nothing_says_why() -> None:

@@ -11,8 +11,10 @@ from controller.fabric_setup import plan_fabric
 from scenarios.alltoall import (alltoall_pairs, core_uplinks, even_floor, predicted_core_load,
                                 predicted_load, spread)
 from scenarios.gor_session import source_uplinks
-from scenarios.incast import arrival, incast_pairs, ingress_groups, pin_to_leaf, receiver_port
+from scenarios.incast import (arrival, incast_flows, incast_pairs, ingress_groups, pin_to_leaf,
+                              receiver_port)
 from testbed.traffic import build_flows, choose_ports, plan_ports
+from testbed.traffic.flows import hashed_nic_ports
 from topo.model import build_fabric
 from topo.spec import load_spec
 
@@ -75,10 +77,11 @@ def test_the_incast_arrives_by_the_receivers_one_leaf_port() -> None:
     before = {arrival(tiers, f)[0] for f in build_flows(fab, pairs, drawn)}
     assert before == {"b0r0l0", "b0r0l1"}          # the spines spread the /24 over both leaves
     pinned = pin_to_leaf(fab, tiers, pairs, drawn, leaf, 7)
-    flows = build_flows(fab, pairs, pinned)
+    flows = build_flows(fab, pairs, pinned, nic_ports=hashed_nic_ports(fab, pairs, pinned))
     assert {arrival(tiers, f)[0] for f in flows} == {leaf} and len(set(pinned)) == 8
     kept = [a == b for a, b in zip(drawn, pinned)]
-    assert all(kept[i] for i, f in enumerate(build_flows(fab, pairs, drawn))
+    bonded = build_flows(fab, pairs, drawn, nic_ports=hashed_nic_ports(fab, pairs, drawn))
+    assert all(kept[i] for i, f in enumerate(bonded)
                if arrival(tiers, f)[0] == leaf)   # ports that already arrive are kept
     assert ingress_groups(flows, leaf, tiers) == ["host b0s1", "spine s0", "spine s1"]
 
@@ -90,3 +93,27 @@ def test_a_single_homed_receivers_ports_are_untouched() -> None:
     leaf = receiver_port(fab, recv)[0]
     drawn = choose_ports(fab, pairs, "random", 7, model)
     assert pin_to_leaf(fab, tiers, pairs, drawn, leaf, 7) == drawn
+
+
+def test_the_incasts_qps_sit_where_the_senders_bond_hashes_them() -> None:
+    """``plan_ports(..., "random")`` binds each QP as the bond's layer3+4 hash does, so the
+    incast leaves by both of the senders' leaves; after :func:`pin_to_leaf` every flow,
+    on its hashed port, still arrives by the receiver's one leaf."""
+    fab = build_fabric(load_spec(POD2))
+    model, tiers = fabric_hash_model(fab), TierModel.of(fab)
+    pairs, recv = incast_pairs(fab, 0, 8)
+    leaf = receiver_port(fab, recv)[0]
+    left_by: set[str] = set()
+    for seed in (7, 1, 885677274):
+        flows = incast_flows(fab, tiers, pairs, leaf, seed, model)
+        sports = [f.sport for f in flows]
+        assert [f.nic_port for f in flows] == hashed_nic_ports(fab, pairs, sports)
+        assert {f.nic_port for f in flows} == {0, 1}              # not every QP on port 0
+        left_by |= {f.leaf for f in flows}
+        assert {arrival(tiers, f)[0] for f in flows} == {leaf} and len(set(sports)) == 8
+        chosen = plan_ports(fab, pairs, "random", seed, model)
+        for f, s0, p0 in zip(flows, chosen.sports, chosen.nic_ports):
+            assert f.nic_port == p0 or f.sport != s0              # a kept port keeps its NIC port
+    # pod 1's senders leave by both of their leaves; b0s1 shares the receiver's leaf pair, and
+    # its port 1 reaches the receiver's port 1 on b0r0l1 directly: pinned to port 0
+    assert left_by == {"b0r0l0", "p1.b0r0l0", "p1.b0r0l1"}
