@@ -92,38 +92,8 @@ def _column(values: Sequence[int]) -> np.ndarray:
 
 def _varint_width(values: np.ndarray) -> int:
     """Bytes of the longest varint among ``values`` (at least 1)."""
-    return _width_of(int(values.max()) if len(values) else 0)
-
-
-def _width_of(top: int) -> int:
-    """Bytes of the varint of ``top`` (at least 1)."""
+    top = int(values.max()) if len(values) else 0
     return max(1, -(-top.bit_length() // 7))
-
-
-_HEADS: dict[tuple[int, int, int, int, int], np.ndarray] = {}
-"""(counter id, start, stop, step, index bytes) of a wildcard Read -> its items' head
-columns (the prefix and the padded index, the same every poll); bounded by _HEADS_MAX."""
-_HEADS_MAX = 256
-
-
-def _head_block(counter_id: int, indices: Sequence[int], idx: np.ndarray, prefix: bytes,
-                index_bytes: int) -> np.ndarray:
-    """The (n, len(prefix) + index_bytes) columns every item starts with: cached for a
-    ``range`` of indices (a poll reads the same cells again and again)."""
-    key = None
-    if isinstance(indices, range):
-        key = (counter_id, indices.start, indices.stop, indices.step, len(prefix) * 256 + index_bytes)
-        block = _HEADS.get(key)
-        if block is not None:
-            return block
-    block = np.empty((len(idx), len(prefix) + index_bytes), dtype=np.uint8)
-    block[:, :len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
-    block[:, len(prefix):] = _padded(idx, index_bytes)
-    if key is not None:
-        if len(_HEADS) >= _HEADS_MAX:
-            _HEADS.clear()
-        _HEADS[key] = block
-    return block
 
 
 def encode_counter_cells(counter_id: int, indices: Sequence[int], packets: Sequence[int],
@@ -133,30 +103,20 @@ def encode_counter_cells(counter_id: int, indices: Sequence[int], packets: Seque
     whole columns) as its unit reports them; returns (the wire bytes, the width of one item).
     Each column's varints are as wide as its largest value's. A count over
     :data:`INT64_MAX` raises ``OverflowError`` (the entity path's upb raises ``ValueError``:
-    both end the Read with ``INTERNAL``). The items' heads (ids and indices) of a
-    ``range`` of indices are kept between calls (:func:`_head_block`)."""
+    both end the Read with ``INTERNAL``)."""
     if isinstance(indices, range):
         idx = np.arange(indices.start, indices.stop, indices.step, dtype=np.uint64)
-        top_index = max(indices) if len(indices) else 0
     else:
         idx = np.asarray(indices, dtype=np.uint64)
-        top_index = int(idx.max()) if len(idx) else 0
-    columns = []
-    for too, tag, column in ((bytes_too, _T_BYTES, nbytes), (packets_too, _T_PACKETS, packets)):
-        if not too:
-            continue
-        values = _column(column)
-        if len(idx) and isinstance(indices, range) and indices.start == 0 and indices.step == 1 \
-                and len(values) == len(idx):
-            pass                                              # every cell: the column itself
-        else:
-            values = values[idx] if len(idx) else np.empty(0, dtype=np.uint64)
-        top = int(values.max()) if len(values) else 0
-        if top > INT64_MAX:
-            raise OverflowError(f"Value out of range: {top} (CounterData counts are int64)")
-        columns.append((tag, values, _width_of(top)))
-    index_bytes = _width_of(top_index)
-    data_len = sum(1 + w for _, _, w in columns)
+    columns = [(tag, _column(column)[idx] if len(idx) else np.empty(0, dtype=np.uint64))
+               for too, tag, column in ((bytes_too, _T_BYTES, nbytes), (packets_too, _T_PACKETS, packets))
+               if too]
+    for _, values in columns:
+        if len(values) and int(values.max()) > INT64_MAX:
+            raise OverflowError(f"Value out of range: {int(values.max())} (CounterData counts are int64)")
+    widths = [_varint_width(values) for _, values in columns]
+    index_bytes = _varint_width(idx)
+    data_len = sum(1 + w for w in widths)
     head = bytes([_T_COUNTER_ID]) + _varint(counter_id) + bytes([_T_INDEX, index_bytes + 1, _T_INDEX_VALUE])
     entry_len = len(head) + index_bytes + 2 + data_len
     entity_len = 2 + entry_len
@@ -165,11 +125,13 @@ def encode_counter_cells(counter_id: int, indices: Sequence[int], packets: Seque
         raise AssertionError(f"counter entry of {entity_len} bytes needs a two-byte length")
     prefix = bytes([_T_ENTITIES, entity_len, _T_COUNTER_ENTRY, entry_len]) + head
     out = np.empty((len(idx), width), dtype=np.uint8)
-    at = len(prefix) + index_bytes
-    out[:, :at] = _head_block(counter_id, indices, idx, prefix, index_bytes)
+    at = len(prefix)
+    out[:, :at] = np.frombuffer(prefix, dtype=np.uint8)
+    out[:, at:at + index_bytes] = _padded(idx, index_bytes)
+    at += index_bytes
     out[:, at:at + 2] = (_T_DATA, data_len)
     at += 2
-    for tag, values, w in columns:
+    for (tag, values), w in zip(columns, widths):
         out[:, at] = tag
         out[:, at + 1:at + 1 + w] = _padded(values, w)
         at += 1 + w
