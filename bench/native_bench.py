@@ -46,9 +46,7 @@ from typing import Any, Callable, Optional, Sequence
 from bench.fabric_bench import (CHECK_BATCH, IN_PORT_LEAF, N_FRAMES, build_frame, check_forwarding,
                                 leaf_flows, load_fabric, setup_leaf)
 from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure, median
-from bench.switch_bench import (BENCH_ETHERTYPE, FORWARD, PROGRAM, P4RuntimeClient, SwitchProcess, _check_forwarding,
-                                 _drain, make_frames, run_pps_veth, threads_cpu_ns, veth_available,
-                                 veth_pairs)
+from bench.switch_bench import _drain, forwarding_veths, make_frames, run_pps_veth, threads_cpu_ns, veth_available
 from bench.veth_overload import run_overload
 from p4sim.native import native_reason
 from p4sim.native.switch import NativeSwitch
@@ -188,31 +186,17 @@ def bench_veth_paced(config: BenchConfig) -> dict[str, Figure]:
         return {}
     frames = make_frames()
     out: dict[str, Figure] = {}
-    with veth_pairs(2) as pairs:
-        (sw1, host1), (sw2, host2) = pairs
-        with SwitchProcess.run(PROGRAM, [(1, sw1), (2, sw2)], "native") as sw, \
-                P4RuntimeClient.connect(sw.grpc_addr) as client:
-            client.push_pipeline(PROGRAM)
-            client.write([client.exact_update("FwdIngress.port_fwd", 1, FORWARD, 2),
-                          client.exact_update("FwdIngress.port_fwd", 2, FORWARD, 1)])
-            tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
-            rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(BENCH_ETHERTYPE))
-            with tx, rx:
-                tx.bind((host1, 0))
-                rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-                rx.bind((host2, BENCH_ETHERTYPE))
-                rx.setblocking(False)
-                _check_forwarding(tx, rx, frames)
-                for rate in PACED_RATES_PPS:
-                    if config.warmup_s > 0:
-                        paced_cpu_us(tx, rx, frames, sw.pid, rate, config.warmup_s)
-                    runs = [paced_cpu_us(tx, rx, frames, sw.pid, rate, config.duration_s)
-                            for _ in range(config.runs)]
-                    tag = f"{rate // 1000}k"
-                    out[f"p4sim.native.cpu_us_per_frame.veth_{tag}"] = Figure(
-                        round(median([r[0] for r in runs]), 2), "us")
-                    out[f"p4sim.native.pps.veth_paced_{tag}"] = Figure(
-                        round(median([r[1] for r in runs]), 1), "pps")
+    with forwarding_veths("native", frames) as (sw, tx, rx):
+        for rate in PACED_RATES_PPS:
+            if config.warmup_s > 0:
+                paced_cpu_us(tx, rx, frames, sw.pid, rate, config.warmup_s)
+            runs = [paced_cpu_us(tx, rx, frames, sw.pid, rate, config.duration_s)
+                    for _ in range(config.runs)]
+            tag = f"{rate // 1000}k"
+            out[f"p4sim.native.cpu_us_per_frame.veth_{tag}"] = Figure(
+                round(median([r[0] for r in runs]), 2), "us")
+            out[f"p4sim.native.pps.veth_paced_{tag}"] = Figure(
+                round(median([r[1] for r in runs]), 1), "pps")
     return out
 
 

@@ -691,6 +691,23 @@ def run_pps_veth(config: BenchConfig, engine: str = "python",
               file=sys.stderr, flush=True)
         return {}
     frames = make_frames()
+    with forwarding_veths(engine, frames) as (_, tx, rx):
+        if config.warmup_s > 0:
+            forward_rate(tx, rx, frames, config.warmup_s)
+        rates = [forward_rate(tx, rx, frames, config.duration_s) for _ in range(config.runs)]
+    return {figure: Figure(round(median(rates), 1), "pps")}
+
+
+@contextmanager
+def forwarding_veths(engine: str, frames: Sequence[bytes]) -> Iterator[tuple["SwitchProcess", socket.socket,
+                                                                         socket.socket]]:
+    """``port_fwd.p4`` on ``engine`` between two veth pairs of its own, port 1 <-> port 2,
+    forwarding checked with ``frames``: (the switch process, a sender on port 1's host end,
+    a non-blocking receiver of BENCH_ETHERTYPE on port 2's). Root only; everything it
+    made is gone when the block ends.
+
+    ``with forwarding_veths("native", make_frames()) as (sw, tx, rx): ...``
+    """
     with veth_pairs(2) as pairs:
         (sw1, host1), (sw2, host2) = pairs
         with SwitchProcess.run(PROGRAM, [(1, sw1), (2, sw2)], engine) as sw, \
@@ -706,11 +723,7 @@ def run_pps_veth(config: BenchConfig, engine: str = "python",
                 rx.bind((host2, BENCH_ETHERTYPE))
                 rx.setblocking(False)
                 _check_forwarding(tx, rx, frames)
-                if config.warmup_s > 0:
-                    forward_rate(tx, rx, frames, config.warmup_s)
-                rates = [forward_rate(tx, rx, frames, config.duration_s)
-                         for _ in range(config.runs)]
-    return {figure: Figure(round(median(rates), 1), "pps")}
+                yield sw, tx, rx
 
 
 BENCHMARKS = (
