@@ -57,6 +57,7 @@ import grpc
 from astral_proto import agent_pb2, agent_pb2_grpc
 from astral_proto.auth import ControllerTokens
 from astral_proto.flows import HostFlow, flow_id
+from astral_proto.net import MAX_REGISTRY_REQUEST_BYTES, server_options
 from astral_proto.security import CONTROLLER, Security, listen
 
 log = logging.getLogger(__name__)
@@ -520,7 +521,7 @@ def serve_registry(registry: FlowRegistry, bind: str = "127.0.0.1:0") -> tuple[g
     True
     """
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4),
-                         options=[("grpc.so_reuseport", 0)])  # the port is ours alone
+                         options=server_options(MAX_REGISTRY_REQUEST_BYTES))
     agent_pb2_grpc.add_FlowRegistryServicer_to_server(FlowRegistryServicer(registry), server)
     address = listen(server, registry.security, bind, "registry")
     server.start()
