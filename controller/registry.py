@@ -70,6 +70,11 @@ addresses) and GOR's ``registry.flows()``, read every round, took 1.3 s; beyond 
 registration is refused ``RESOURCE_EXHAUSTED`` and changes nothing."""
 
 
+MAX_NIC_PORTS = 2
+"""Ports a NIC may have in the topology model (``ports_per_nic`` 1 or 2): the bound on a
+reported NIC port when the registry is not told each NIC's ports (``nic_ports``)."""
+
+
 MAX_CLOSED_ORDERS = 4096
 """Closed move orders (done or failed) the registry keeps for GOR to read; older ones are
 forgotten. Before, every order was kept for good: a host whose 4,096 registered flows
@@ -134,7 +139,9 @@ class FlowRegistry:
     each host to its NICs' IPs; ``clock`` (seconds) dates the moves agents report;
     ``wall_clock`` (Unix seconds) dates the orders' expiries; ``fabric_ips``: the
     addresses a flow's destination may be (default: every NIC in ``host_ips``; give the
-    whole fabric's when ``host_ips`` names only some hosts).
+    whole fabric's when ``host_ips`` names only some hosts); ``nic_ports``: each NIC's
+    number of ports, by address (the topology's; default :data:`MAX_NIC_PORTS` each): a
+    host may register or report only a port its flow's NIC has.
 
     Also builds from a topology: ``FlowRegistry.from_fabric(build_fabric(), security)``.
     """
@@ -142,7 +149,8 @@ class FlowRegistry:
     def __init__(self, security: Union[Security, bytes], host_ips: Mapping[str, Iterable[str]],
                  clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], float] = time.time,
-                 fabric_ips: Optional[Iterable[str]] = None) -> None:
+                 fabric_ips: Optional[Iterable[str]] = None,
+                 nic_ports: Optional[Mapping[str, int]] = None) -> None:
         self.security: Security = (ControllerTokens(security) if isinstance(security, bytes)
                                    else security)
         if self.security.name != CONTROLLER:
@@ -174,6 +182,7 @@ class FlowRegistry:
         default those of ``host_ips``). A flow to anywhere else is refused INVALID_ARGUMENT."""
         self.squats = 0
         """Registrations refused because a flow's id named another host's address."""
+        self._nic_ports = dict(nic_ports) if nic_ports is not None else None
 
     @classmethod
     def from_fabric(cls, fabric: object, security: Union[Security, bytes],
@@ -181,7 +190,28 @@ class FlowRegistry:
         """Hosts and NIC IPs from a ``topo.model.Fabric`` (``fabric.hosts[i].nics[j].ip``)."""
         hosts = getattr(fabric, "hosts")
         return cls(security, {h.name: [n.ip for n in h.nics] for h in hosts}, clock=clock,
-                   fabric_ips=[n.ip for h in hosts for n in h.nics])
+                   fabric_ips=[n.ip for h in hosts for n in h.nics],
+                   nic_ports={n.ip: len(getattr(n, "ports", None) or [n]) for h in hosts for n in h.nics})
+
+    def check_nic_port(self, src_ip: str, nic_port: Optional[int], what: str) -> None:
+        """RegistryError INVALID_ARGUMENT when ``nic_port`` is not a port of the NIC at
+        ``src_ip`` (the topology's ports: ``nic_ports``); None (not said) passes.
+
+        >>> reg = FlowRegistry(b"s", {"b0s0": ["10.0.0.1"]}, nic_ports={"10.0.0.1": 1})
+        >>> reg.check_nic_port("10.0.0.1", 1, "flow f")
+        Traceback (most recent call last):
+        ...
+        controller.registry.RegistryError: flow f: NIC port 1: the NIC 10.0.0.1 has port 0 only
+        """
+        if nic_port is None:
+            return
+        ports = MAX_NIC_PORTS if self._nic_ports is None else self._nic_ports.get(src_ip, 1)
+        if not 0 <= nic_port < ports:
+            log.warning("registry: %s: NIC port %d, the NIC %s has %d: refused", what, nic_port,
+                        src_ip, ports)
+            have = "port 0 only" if ports == 1 else f"ports 0..{ports - 1}"
+            raise RegistryError(grpc.StatusCode.INVALID_ARGUMENT,
+                                f"{what}: NIC port {nic_port}: the NIC {src_ip} has {have}")
 
     # ------------------------------------------------------------- authentication
     def authenticate(self, caller: Optional[str]) -> str:
@@ -227,6 +257,7 @@ class FlowRegistry:
         with self._lock:
             for f in flows:
                 self._check_owned(host, ips, f)
+                self.check_nic_port(f.src_ip, f.nic_port, f"flow {f.flow_id}")
                 other = self._owner.get(f.flow_id)
                 if other is not None and other != host:
                     raise RegistryError(grpc.StatusCode.PERMISSION_DENIED,
@@ -329,6 +360,9 @@ class FlowRegistry:
                 raise RegistryError(grpc.StatusCode.FAILED_PRECONDITION,
                                     f"order {order_id} was already reported ({o.state}): an "
                                     "order is reported once")
+            flow = self._flows.get(o.flow_id)
+            if flow is not None:
+                self.check_nic_port(flow.src_ip, nic_port, f"order {order_id}")
             o.reported = True
             o.reported_sport, o.reported_nic_port = sport, nic_port
             if done and o.flow_id in self._flows:

@@ -585,3 +585,49 @@ def test_agent_and_registry_refuse_requests_beyond_their_bound(pki: FabricPki) -
     finally:
         agent.stop()
         server.stop(0).wait()
+
+
+def test_a_host_reports_only_the_nic_ports_the_topology_gives_it(pki: FabricPki) -> None:
+    """Host b0s0's own certificate tells GOR's registry (built from the topology, as GOR
+    builds it: one port per NIC on the default fabric) that its flow sends on NIC port 5,
+    then reports a move order done on NIC port 1: both refused ``INVALID_ARGUMENT``,
+    the registry's flow keeps no such port; the true port 0 is taken. Before, both were
+    taken and the registry held the flow on ports 5, then 1, of a one-port NIC."""
+    fabric = build_fabric()
+    registry = FlowRegistry.from_fabric(fabric, MutualTls.from_dir(pki.root, CONTROLLER))
+    server, address = serve_registry(registry)
+    host_sec = MutualTls.from_dir(pki.root, "b0s0")
+    src = fabric.host("b0s0").nics[0].ip
+    dst = fabric.host("b1s0").nics[0].ip
+    flow = HostFlow(flow_id(src, dst, 7), src, dst, 49152, 7)
+    md = host_sec.metadata(CONTROLLER)
+    try:
+        with host_sec.dial(address, CONTROLLER) as ch:
+            stub = agent_pb2_grpc.FlowRegistryStub(ch)
+
+            def register(f: HostFlow) -> int:
+                return stub.RegisterFlows(agent_pb2.RegisterRequest(
+                    host="b0s0", agent_address="127.0.0.1:9", incarnation="i1", flows=[f.to_proto()]),
+                    metadata=md, timeout=10).registered
+
+            with pytest.raises(grpc.RpcError) as err:
+                register(flow.with_nic_port(5))
+            assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, err.value
+            assert "NIC port 5: the NIC 10.0.0.1 has port 0 only" in err.value.details()
+            assert registry.flows("b0s0") == []
+            assert register(flow.with_nic_port(0)) == 1
+            order = registry.new_order(flow.flow_id, 50000)
+
+            def report(port: int) -> None:
+                stub.ReportMove(agent_pb2.MoveReport(host="b0s0", order_id=order.order_id,
+                                                     flow_id=flow.flow_id, done=True, sport=50000,
+                                                     nic_port=port), metadata=md, timeout=10)
+
+            with pytest.raises(grpc.RpcError) as err:
+                report(1)
+            assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, err.value
+            assert registry.flow(flow.flow_id).nic_port == 0
+            report(0)                                   # the true port: taken, once
+            assert registry.flow(flow.flow_id).sport == 50000
+    finally:
+        server.stop(0).wait()
