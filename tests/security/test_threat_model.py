@@ -218,6 +218,7 @@ AGENT_EXPECTED = {
     "host-registers-outside-fabric": ({"INVALID_ARGUMENT"},
                                       "destination '198.51.100.7' is not another NIC of the fabric"),
     "host-replays-move-report": ({"FAILED_PRECONDITION"}, "an order is reported once"),
+    "host-claims-foreign-nic-port": ({"INVALID_ARGUMENT"}, "NIC port 7: the NIC 10.0.0.1 has ports 0..1"),
 }
 
 
