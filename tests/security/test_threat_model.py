@@ -496,7 +496,9 @@ def test_a_100_mb_write_is_refused_before_it_is_buffered(
     (DEFAULT_MAX_RECEIVE_BYTES, 16 MiB), the switch's peak memory grown by less than
     :data:`BUFFERED_MAX_BYTES`, the switch alive, its state and the controller's primacy
     unchanged. Before (PI's 256 MB) the switch buffered and parsed the whole request:
-    ``INTERNAL`` "Exception deserializing request!" after its peak memory grew ~300 MB."""
+    ``INTERNAL`` "Exception deserializing request!" after its peak memory grew ~300 MB.
+    The same for a 100 MB PacketOut on a StreamChannel of the read-only monitor's
+    certificate (stream messages are parsed by gRPC before any check)."""
     sw = start_testbed_switch(pki, tmp_path)
     try:
         with Victim(sw.grpc_addr, DEVICE_ID, VICTIM, pki.root, *compiled) as v:
@@ -510,6 +512,18 @@ def test_a_100_mb_write_is_refused_before_it_is_buffered(
             assert f"vs. {DEFAULT_MAX_RECEIVE_BYTES}" in err.details(), err.details()
             assert grown < BUFFERED_MAX_BYTES, f"the refused Write grew the switch by {grown >> 20} MB"
             assert sw.alive() and v.snapshot() == before == ((True, COOKIE), True, True)
+            # StreamChannel messages are parsed by gRPC whoever sends them: the read-only
+            # monitor's 100 MB PacketOut ends its stream unread (before: buffered, parsed,
+            # dropped as a backup's PacketOut, the stream left open; peak RSS +354 MiB)
+            out = p4runtime_pb2.StreamMessageRequest()
+            out.packet.payload = bytes(HUGE_WRITE_BYTES)
+            peak0 = peak_rss_bytes(sw.proc.pid)
+            with v.channel("monitor") as ch, pytest.raises(grpc.RpcError) as err:
+                list(p4runtime_pb2_grpc.P4RuntimeStub(ch).StreamChannel(iter([out]), timeout=60))
+            grown = peak_rss_bytes(sw.proc.pid) - peak0
+            assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, err.value
+            assert grown < BUFFERED_MAX_BYTES, f"the refused PacketOut grew the switch by {grown >> 20} MB"
+            assert sw.alive() and v.snapshot() == before
     finally:
         sw.stop()
 
