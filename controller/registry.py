@@ -57,6 +57,7 @@ import grpc
 from astral_proto import agent_pb2, agent_pb2_grpc
 from astral_proto.auth import ControllerTokens
 from astral_proto.flows import HostFlow, flow_id
+from astral_proto.net import MAX_REGISTRY_REQUEST_BYTES, server_options
 from astral_proto.security import CONTROLLER, Security, listen
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,28 @@ MAX_FLOWS_PER_HOST = 4096
 certificate registered 180,000 flows (30,000 per request under six made-up agent
 addresses) and GOR's ``registry.flows()``, read every round, took 1.3 s; beyond it a
 registration is refused ``RESOURCE_EXHAUSTED`` and changes nothing."""
+
+
+REGISTRY_SERVICE = agent_pb2.DESCRIPTOR.services_by_name["FlowRegistry"].full_name
+"""``astral.agent.v1.FlowRegistry``, from the generated descriptor."""
+REGISTER_BYTES_PER_S = 1024 * 1024
+"""Bytes of ``RegisterFlows`` requests one host may send GOR's registry per second, over
+all its agents and connections (a token bucket, charged before a request is parsed). Its
+agents re-register every flow once a second (``host.agent.Agent``'s ``register_every_s``):
+at most :data:`MAX_FLOWS_PER_HOST` flows, 487,547 bytes with the widest default ids
+(``astral_proto.net.MAX_REGISTRY_REQUEST_BYTES``); the rate is about twice that. Without
+it host b0s0's own certificate re-registered 4,096 flows ~30 times a second over 4
+connections and GOR's reads of the registry (``flows()``, every round, same process) took
+72 ms at the median and 406 ms at p99 instead of 0.14 / 0.19 ms (sec-audit4). Beyond it a
+registration is refused ``RESOURCE_EXHAUSTED`` unread and changes nothing."""
+REGISTER_BURST_BYTES = 4 * 1024 * 1024
+"""The bucket's depth (4 MiB): two requests of the largest size the registry takes, or
+several agents of a host (re)starting at once."""
+
+
+MAX_NIC_PORTS = 2
+"""Ports a NIC may have in the topology model (``ports_per_nic`` 1 or 2): the bound on a
+reported NIC port when the registry is not told each NIC's ports (``nic_ports``)."""
 
 
 MAX_CLOSED_ORDERS = 4096
@@ -133,7 +156,9 @@ class FlowRegistry:
     each host to its NICs' IPs; ``clock`` (seconds) dates the moves agents report;
     ``wall_clock`` (Unix seconds) dates the orders' expiries; ``fabric_ips``: the
     addresses a flow's destination may be (default: every NIC in ``host_ips``; give the
-    whole fabric's when ``host_ips`` names only some hosts).
+    whole fabric's when ``host_ips`` names only some hosts); ``nic_ports``: each NIC's
+    number of ports, by address (the topology's; default :data:`MAX_NIC_PORTS` each): a
+    host may register or report only a port its flow's NIC has.
 
     Also builds from a topology: ``FlowRegistry.from_fabric(build_fabric(), security)``.
     """
@@ -141,7 +166,8 @@ class FlowRegistry:
     def __init__(self, security: Union[Security, bytes], host_ips: Mapping[str, Iterable[str]],
                  clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], float] = time.time,
-                 fabric_ips: Optional[Iterable[str]] = None) -> None:
+                 fabric_ips: Optional[Iterable[str]] = None,
+                 nic_ports: Optional[Mapping[str, int]] = None) -> None:
         self.security: Security = (ControllerTokens(security) if isinstance(security, bytes)
                                    else security)
         if self.security.name != CONTROLLER:
@@ -173,6 +199,13 @@ class FlowRegistry:
         default those of ``host_ips``). A flow to anywhere else is refused INVALID_ARGUMENT."""
         self.squats = 0
         """Registrations refused because a flow's id named another host's address."""
+        self._nic_ports = dict(nic_ports) if nic_ports is not None else None
+        self.register_bytes_per_s = float(REGISTER_BYTES_PER_S)
+        self.register_burst_bytes = float(REGISTER_BURST_BYTES)
+        self._budgets: dict[str, tuple[float, float]] = {}   # host → (bytes left, clock() then)
+        self._budget_lock = threading.Lock()
+        self.registrations_limited = 0
+        """Registrations refused by the per-host rate bound (:data:`REGISTER_BYTES_PER_S`)."""
 
     @classmethod
     def from_fabric(cls, fabric: object, security: Union[Security, bytes],
@@ -180,7 +213,60 @@ class FlowRegistry:
         """Hosts and NIC IPs from a ``topo.model.Fabric`` (``fabric.hosts[i].nics[j].ip``)."""
         hosts = getattr(fabric, "hosts")
         return cls(security, {h.name: [n.ip for n in h.nics] for h in hosts}, clock=clock,
-                   fabric_ips=[n.ip for h in hosts for n in h.nics])
+                   fabric_ips=[n.ip for h in hosts for n in h.nics],
+                   nic_ports={n.ip: len(getattr(n, "ports", None) or [n]) for h in hosts for n in h.nics})
+
+    def charge_registration(self, host: str, request_bytes: int) -> None:
+        """Take a request of ``request_bytes`` (at least 1) from ``host``'s registration
+        budget (:data:`REGISTER_BYTES_PER_S`, burst :data:`REGISTER_BURST_BYTES`), before
+        it is parsed; RegistryError RESOURCE_EXHAUSTED, nothing taken, when it has not that
+        much left. The gRPC service charges every RegisterFlows; in-process callers of
+        :meth:`register` are not charged.
+
+        >>> reg = FlowRegistry(b"s", {"b0s0": []}, clock=lambda: 0.0)
+        >>> reg.charge_registration("b0s0", REGISTER_BURST_BYTES)
+        >>> reg.charge_registration("b0s0", 1)
+        Traceback (most recent call last):
+        ...
+        controller.registry.RegistryError: b0s0 sent a RegisterFlows of 1 bytes: 0 left of its 1048576 bytes per second (REGISTER_BYTES_PER_S); refused unread, retry later
+        """
+        cost = max(1, int(request_bytes))
+        now = self._clock()
+        with self._budget_lock:
+            left, then = self._budgets.get(host, (self.register_burst_bytes, now))
+            left = min(self.register_burst_bytes, left + max(0.0, now - then) * self.register_bytes_per_s)
+            if cost > left:
+                self._budgets[host] = (left, now)
+                self.registrations_limited += 1
+                if self.registrations_limited & (self.registrations_limited - 1) == 0:   # 1, 2, 4, ...
+                    log.warning("registry: %s sent a RegisterFlows of %d bytes, %d left of its "
+                                "budget: refused (%d so far)", host, cost, int(left),
+                                self.registrations_limited)
+                raise RegistryError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                    f"{host} sent a RegisterFlows of {cost} bytes: {int(left)} left of "
+                                    f"its {int(self.register_bytes_per_s)} bytes per second "
+                                    "(REGISTER_BYTES_PER_S); refused unread, retry later")
+            self._budgets[host] = (left - cost, now)
+
+    def check_nic_port(self, src_ip: str, nic_port: Optional[int], what: str) -> None:
+        """RegistryError INVALID_ARGUMENT when ``nic_port`` is not a port of the NIC at
+        ``src_ip`` (the topology's ports: ``nic_ports``); None (not said) passes.
+
+        >>> reg = FlowRegistry(b"s", {"b0s0": ["10.0.0.1"]}, nic_ports={"10.0.0.1": 1})
+        >>> reg.check_nic_port("10.0.0.1", 1, "flow f")
+        Traceback (most recent call last):
+        ...
+        controller.registry.RegistryError: flow f: NIC port 1: the NIC 10.0.0.1 has port 0 only
+        """
+        if nic_port is None:
+            return
+        ports = MAX_NIC_PORTS if self._nic_ports is None else self._nic_ports.get(src_ip, 1)
+        if not 0 <= nic_port < ports:
+            log.warning("registry: %s: NIC port %d, the NIC %s has %d: refused", what, nic_port,
+                        src_ip, ports)
+            have = "port 0 only" if ports == 1 else f"ports 0..{ports - 1}"
+            raise RegistryError(grpc.StatusCode.INVALID_ARGUMENT,
+                                f"{what}: NIC port {nic_port}: the NIC {src_ip} has {have}")
 
     # ------------------------------------------------------------- authentication
     def authenticate(self, caller: Optional[str]) -> str:
@@ -226,6 +312,7 @@ class FlowRegistry:
         with self._lock:
             for f in flows:
                 self._check_owned(host, ips, f)
+                self.check_nic_port(f.src_ip, f.nic_port, f"flow {f.flow_id}")
                 other = self._owner.get(f.flow_id)
                 if other is not None and other != host:
                     raise RegistryError(grpc.StatusCode.PERMISSION_DENIED,
@@ -328,6 +415,9 @@ class FlowRegistry:
                 raise RegistryError(grpc.StatusCode.FAILED_PRECONDITION,
                                     f"order {order_id} was already reported ({o.state}): an "
                                     "order is reported once")
+            flow = self._flows.get(o.flow_id)
+            if flow is not None:
+                self.check_nic_port(flow.src_ip, nic_port, f"order {order_id}")
             o.reported = True
             o.reported_sport, o.reported_nic_port = sport, nic_port
             if done and o.flow_id in self._flows:
@@ -489,6 +579,7 @@ class FlowRegistryServicer(agent_pb2_grpc.FlowRegistryServicer):
 
     def RegisterFlows(self, request: agent_pb2.RegisterRequest,
                       context: grpc.ServicerContext) -> agent_pb2.RegisterReply:
+        """A parsed registration (no rate charge: :meth:`register_bytes` charges the wire)."""
         host = self._host(context, request.host)
         try:
             n = self.registry.register(host, request.agent_address, request.incarnation,
@@ -497,6 +588,31 @@ class FlowRegistryServicer(agent_pb2_grpc.FlowRegistryServicer):
             context.abort(exc.code, str(exc))
             raise
         return agent_pb2.RegisterReply(registered=n)
+
+    def register_bytes(self, data: bytes, context: grpc.ServicerContext) -> agent_pb2.RegisterReply:
+        """RegisterFlows as served: the caller named (TLS), its request's bytes charged to
+        its rate (:meth:`FlowRegistry.charge_registration`), then parsed and registered."""
+        host = self._host(context, "")
+        try:
+            self.registry.charge_registration(host, len(data))
+        except RegistryError as exc:
+            context.abort(exc.code, str(exc))
+            raise
+        try:
+            request = agent_pb2.RegisterRequest.FromString(data)
+        except Exception:  # noqa: BLE001 — protobuf's DecodeError (upb) or others: bad bytes
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "RegisterFlows: the request is not a "
+                          "RegisterRequest (cannot be parsed)")
+            raise
+        return self.RegisterFlows(request, context)
+
+    def handlers(self) -> grpc.GenericRpcHandler:
+        """The ``FlowRegistry`` service's methods, RegisterFlows taking the request's bytes."""
+        unary = grpc.unary_unary_rpc_method_handler
+        return grpc.method_handlers_generic_handler(REGISTRY_SERVICE, {
+            "RegisterFlows": unary(self.register_bytes, None, agent_pb2.RegisterReply.SerializeToString),
+            "ReportMove": unary(self.ReportMove, agent_pb2.MoveReport.FromString,
+                                agent_pb2.MoveReportAck.SerializeToString)})
 
     def ReportMove(self, request: agent_pb2.MoveReport,
                    context: grpc.ServicerContext) -> agent_pb2.MoveReportAck:
@@ -520,8 +636,8 @@ def serve_registry(registry: FlowRegistry, bind: str = "127.0.0.1:0") -> tuple[g
     True
     """
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4),
-                         options=[("grpc.so_reuseport", 0)])  # the port is ours alone
-    agent_pb2_grpc.add_FlowRegistryServicer_to_server(FlowRegistryServicer(registry), server)
+                         options=server_options(MAX_REGISTRY_REQUEST_BYTES))
+    server.add_generic_rpc_handlers((FlowRegistryServicer(registry).handlers(),))
     address = listen(server, registry.security, bind, "registry")
     server.start()
     return server, address

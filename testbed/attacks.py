@@ -840,9 +840,10 @@ class AgentFabric:
         owners = []
         for host, f in self.flows.items():
             try:
-                owners.append((f.flow_id, self.registry.owner(f.flow_id), self.registry.flow(f.flow_id).sport))
+                known = self.registry.flow(f.flow_id)
+                owners.append((f.flow_id, self.registry.owner(f.flow_id), known.sport, known.nic_port))
             except KeyError:
-                owners.append((f.flow_id, None, None))
+                owners.append((f.flow_id, None, None, None))
         return (tuple(owners), tuple(tuple(m.moves) for m in self.movers.values()))
 
     def restore(self) -> None:
@@ -958,6 +959,33 @@ def _register_outside(host: str) -> Callable[[AgentFabric], None]:
     return run
 
 
+FOREIGN_NIC_PORT = 7
+"""A NIC port no NIC of the topology has (the model's NICs have one or two ports)."""
+
+
+def _foreign_nic_port(host: str) -> Callable[[AgentFabric], None]:
+    """``host`` registers its own flow as sending on NIC port :data:`FOREIGN_NIC_PORT`,
+    then (GOR ordered a move, the registry's side in process) reports the move done on
+    that port: a port its NIC does not have would be kept with the flow."""
+    def run(fab: AgentFabric) -> None:
+        from host.agent.registry_client import RegistryClient  # noqa: PLC0415 — heavy: scapy
+        f = fab.flows[host]
+        client = RegistryClient(fab.address, _as(fab, host))
+        try:
+            try:
+                _rpc(lambda: client.register([f.with_nic_port(FOREIGN_NIC_PORT)],
+                                             agent_address=fab.agents[host].address,
+                                             incarnation=fab.agents[host].incarnation))
+            except AttackFailed:
+                o = fab.registry.new_order(f.flow_id, f.sport)
+                _rpc(lambda: client.report_move(o.order_id, f.flow_id, done=True, sport=f.sport,
+                                                nic_port=FOREIGN_NIC_PORT))
+                raise
+        finally:
+            client.close()
+    return run
+
+
 REPLAYED_SPORT = 61000
 """The source port a replayed move report claims."""
 
@@ -1017,6 +1045,9 @@ def agent_attacks(switch: str) -> list[AgentAttack]:
         AgentAttack("host-replays-move-report", "b0s0",
                     "a host reports each move order once (no replayed or forged report)",
                     _replay_report("b0s0")),
+        AgentAttack("host-claims-foreign-nic-port", "b0s0",
+                    "a host registers and reports only NIC ports its NIC has",
+                    _foreign_nic_port("b0s0")),
     ]
 
 

@@ -33,7 +33,14 @@ An :class:`Endpoint` names an interface and the namespace it lives in (``netns_p
 the root namespace; else a process of that namespace, a Mininet host's shell), entered
 with ``nsenter --net=/proc/PID/ns/net``.
 
+Each fault's tables are named by :func:`table_name`: the fault, the injecting process's
+PID and a random token, so that two runs (or a table a dead run left) never share a name;
+:func:`add_table` creates a table only where none of that name exists (``create table``,
+in the same transaction as its chains), and an undo deletes only the tables its fault
+recorded.
+
 >>> print(nft_table_text("astral_fault_g1", [Endpoint("s0-eth1")], loss_rule(20.0)))
+create table netdev astral_fault_g1
 table netdev astral_fault_g1 {
   chain e0 {
     type filter hook egress device "s0-eth1" priority 0; policy accept;
@@ -50,6 +57,7 @@ import ipaddress
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -61,12 +69,18 @@ from types import FrameType
 from typing import Any, Optional, Sequence
 
 TABLE_PREFIX = "astral_fault_"
+TOKEN_BYTES = 4
+"""Random bytes in a fault table's name (8 hex digits): a PID is reused, a token is not."""
 ROCE_DPORT = 4791
 CORRUPT_BYTE_BITS = 20 * 8     # byte 20 of the UDP datagram (after UDP 8 + BTH 12)
 
 
 class FaultNetError(RuntimeError):
     """A kernel step of a fault failed; the message says which command and why."""
+
+
+class TableExists(FaultNetError):
+    """:func:`add_table` found a table of its name: another's, not to be undone."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,18 +188,28 @@ def blackhole_rule(prefix: str) -> str:
     return f"ip daddr {net} counter drop"
 
 
-def table_name(fault_name: str) -> str:
-    """The nftables table of a fault (letters, digits and ``_`` only).
+def table_name(fault_name: str, owner_pid: Optional[int] = None) -> str:
+    """A new nftables table name for fault ``fault_name`` (letters, digits and ``_``
+    only): the prefix, the injecting process's PID (``owner_pid``, default this one), the
+    fault and a random token, so that every injection gets its own table. Before it was
+    the fault's name alone (``astral_fault_gray_link_3``): a second testbed run, or a
+    stale table of a dead run, took the same name, and one run's undo deleted the other's.
 
-    >>> table_name("gray_link-3")
-    'astral_fault_gray_link_3'
+    >>> name = table_name("gray_link-3", 4242)
+    >>> name.startswith("astral_fault_4242_gray_link_3_") and len(name) == len("astral_fault_4242_gray_link_3_") + 8
+    True
+    >>> table_name("gray_link-3", 4242) != table_name("gray_link-3", 4242)
+    True
     """
-    return TABLE_PREFIX + re.sub(r"[^A-Za-z0-9_]", "_", fault_name)
+    pid = os.getpid() if owner_pid is None else int(owner_pid)
+    fault = re.sub(r"[^A-Za-z0-9_]", "_", fault_name)
+    return f"{TABLE_PREFIX}{pid}_{fault}_{secrets.token_hex(TOKEN_BYTES)}"
 
 
 def nft_table_text(table: str, endpoints: Sequence[Endpoint], rule: str) -> str:
-    """An nftables script: table ``table`` with one egress chain per interface."""
-    lines = [f"table netdev {table} {{"]
+    """An nftables script: create table ``table`` (failing, with nothing changed, where
+    one of that name exists) with one egress chain per interface."""
+    lines = [f"create table netdev {table}", f"table netdev {table} {{"]
     for i, ep in enumerate(endpoints):
         lines += [f"  chain e{i} {{",
                   f'    type filter hook egress device "{ep.iface}" priority 0; policy accept;',
@@ -194,11 +218,18 @@ def nft_table_text(table: str, endpoints: Sequence[Endpoint], rule: str) -> str:
 
 
 def add_table(table: str, endpoints: Sequence[Endpoint], rule: str) -> None:
-    """Create ``table`` in the namespace of ``endpoints`` (all in the same one)."""
+    """Create ``table`` in the namespace of ``endpoints`` (all in the same one);
+    FaultNetError, nothing changed, where a table of that name exists (another run's:
+    its rules are not merged into it)."""
     if len({(e.netns_pid, e.netns_inode) for e in endpoints}) != 1:
         raise FaultNetError(f"table {table}: interfaces in different namespaces")
     text = nft_table_text(table, endpoints, rule)
-    run_in(endpoints[0], [nft_binary(), "-f", "-"], stdin=text)
+    res = run_in(endpoints[0], [nft_binary(), "-f", "-"], stdin=text, check=False)
+    if res.returncode != 0:
+        if "File exists" in res.stderr:
+            raise TableExists(f"nft table netdev {table} exists already in the namespace of "
+                                f"{endpoints[0].where()}: not ours, left alone")
+        raise FaultNetError(f"nft -f (table {table}): {res.stderr.strip()}")
 
 
 def delete_table(table: str, ep: Endpoint) -> str:

@@ -77,7 +77,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 from controller.fabric_setup import T_ROUTES, plan_fabric
 from testbed.faultbook import (PARAMS, FaultBook, FaultError, FaultRecord, faults_path_for,
                                parse_params)
-from testbed.faultnet import (CUT_DROP, CUT_LINK, Endpoint, FaultNetError, add_table,
+from testbed.faultnet import (CUT_DROP, CUT_LINK, Endpoint, FaultNetError, TableExists, add_table,
                               blackhole_rule, corrupt_rule, cut_for_target, cut_tables,
                               flapper_command, loss_rule, routes_of, set_link, table_name)
 from testbed.faultp4rt import TableWriter
@@ -197,10 +197,22 @@ class FaultInjector:
         return done
 
     # ------------------------------------------------------------------ kinds
+    def _add_table(self, rec: FaultRecord, table: str, endpoints: Sequence[Endpoint], rule: str) -> None:
+        """Record the undo of ``table`` and create it; a table of that name that exists
+        already is not ours: its undo step is taken back (the failed inject's undo leaves
+        it alone) and TableExists raised."""
+        step = {"op": "nft", "table": table, "endpoint": asdict(endpoints[0])}
+        self._step(rec, step)
+        try:
+            add_table(table, endpoints, rule)
+        except TableExists:
+            rec.undo.remove(step)
+            self.book.update(rec)
+            raise
+
     def _nft(self, rec: FaultRecord, endpoints: Sequence[Endpoint], rule: str) -> None:
         table = table_name(rec.name)
-        self._step(rec, {"op": "nft", "table": table, "endpoint": asdict(endpoints[0])})
-        add_table(table, endpoints, rule)
+        self._add_table(rec, table, endpoints, rule)
         rec.how = (f"nft table {table} on the egress of "
                    f"{', '.join(e.where() for e in endpoints)}: {rule}")
 
@@ -335,8 +347,7 @@ class FaultInjector:
                 set_link(ep, False)
             return f"{', '.join(e.where() for e in link_ends)} set down (carrier lost)"
         for table, eps in cut_tables(table_name(rec.name), drop_ends):
-            self._step(rec, {"op": "nft", "table": table, "endpoint": asdict(eps[0])})
-            add_table(table, eps, "counter drop")
+            self._add_table(rec, table, eps, "counter drop")
         return (f"drop-all egress tables on {', '.join(e.where() for e in drop_ends)} "
                 "(links left up: BMv2 freezes when its own interface goes down)")
 

@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 from process import proc_cmdline
 from testbed.errors import TestbedError
 from testbed.faultundo import undo_recorded
+from testbed.giantguard import guard_against_giants
 from testbed.ports import claim_switch_ports, free_port, port_free
 from testbed.rootguard import (RootGuardError, guard_interfaces, remove_table, table_exists,
                                table_name)
@@ -397,6 +398,18 @@ def configure_host(host: Any, nics: Sequence[Any], subnets: dict[int, list[str]]
             raise TestbedError(f"{host.name}: '{cmd}' failed: {out}")
 
 
+def host_link_ports(fabric: Any) -> list[str]:
+    """The switch side of every host link (``<switch>-eth<port>``, root namespace): where
+    BMv2's giant guard goes (:mod:`testbed.giantguard`).
+
+    >>> from topo.model import build_fabric
+    >>> host_link_ports(build_fabric())[:2]
+    ['b0r0l0-eth1', 'b0r0l0-eth2']
+    """
+    return [f"{sw.name}-eth{p}" for sw in fabric.switches
+            for p, info in sorted(sw.ports.items()) if info.kind == "host"]
+
+
 def configure_root_intf(name: str) -> None:
     """IPv6 and offloads off on a switch-side interface (root namespace)."""
     subprocess.run(["sysctl", "-qw", f"net/ipv6/conf/{name}/disable_ipv6=1"],
@@ -718,6 +731,8 @@ class FabricNet:
             configure_host(net[info.name], info.nics, subnets)
         for name in self.state.interfaces:
             configure_root_intf(name)
+        if self.opts.target == "bmv2":      # p4sim drops giants at its ports (rx_oversize)
+            guard_against_giants(host_link_ports(self.fabric))
         guard_root_namespace(self.state, self.opts.state_path)
         net.build()
 

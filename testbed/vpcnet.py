@@ -36,6 +36,7 @@ from testbed.net import (NetOptions, ProcRecord, SwitchDaemon, TestbedError, Tes
                          configure_root_intf, guard_root_namespace, leftovers, link_exists,
                          load_mininet, make_switch_class, netns_inode, proc_cmdline, switch_launch, teardown,
                          wait_tcp)
+from testbed.giantguard import guard_against_giants
 from testbed.pki import FabricPki
 from testbed.targets import check_binary, TargetError
 from testbed.tls import CONTROLLER
@@ -244,6 +245,8 @@ class VpcNet:
             configure_root_intf(name)
             subprocess.run(["ethtool", "-K", name, "tso", "off", "gso", "off", "gro", "off"],
                            capture_output=True, check=False)
+        if self.opts.target == "bmv2":      # a VM's giants never reach BMv2 (testbed.giantguard)
+            guard_against_giants([self.spec.interface(vm.nic, vm.port) for vm in self.spec.vms])
         guard_root_namespace(self.state, self.opts.state_path)
         for vm in self.spec.vms:
             host = net[vm.name]

@@ -54,6 +54,7 @@ import grpc
 from astral_proto import agent_pb2, agent_pb2_grpc
 from astral_proto.auth import HostCredentials
 from astral_proto.flows import HostFlow
+from astral_proto.net import MAX_AGENT_REQUEST_BYTES, server_options
 from astral_proto.security import CONTROLLER, Security, listen
 from host.agent.guard import OrderGuard, OrderRefused
 from host.agent.mover import FlowMover, PortMover
@@ -124,7 +125,7 @@ class Agent:
     def start(self) -> str:
         """Serve, register the flows with the registry, start the watcher; returns host:port."""
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4),
-                             options=[("grpc.so_reuseport", 0)])  # the port is ours alone
+                             options=server_options(MAX_AGENT_REQUEST_BYTES))
         agent_pb2_grpc.add_AgentServiceServicer_to_server(AgentServicer(self), server)
         self.address = listen(server, self.security, self.bind, "agent")
         server.start()

@@ -9,6 +9,7 @@
         [--ingress-buffer PKTS]
         [--control-socket PATH | --control-port N] [--request-log FILE] [--no-grpc]
         [--p4rt-policy FILE] [--p4rt-max-streams N] [--p4rt-max-streams-per-client N]
+        [--p4rt-max-receive-bytes N]
         [-- --grpc-server-addr HOST:PORT --cpu-port N --priority-queues N
             --grpc-server-ssl --grpc-server-cert PEM --grpc-server-key PEM
             --grpc-server-cacert PEM --grpc-server-with-client-auth]
@@ -41,7 +42,9 @@ P4Runtime request, as the tutorials' ``logs/<switch>-p4runtime-requests.txt``),
 ``--grpc-server-with-client-auth``; a bad file stops the start with ``FILE:LINE: FIELD:
 message``, exit status 1; without it every client TLS lets in may do everything, as on
 BMv2), ``--p4rt-max-streams`` / ``--p4rt-max-streams-per-client`` (open StreamChannels
-in total and per client identity, default 32 and 8: :mod:`p4sim.p4runtime.streamlimits`).
+in total and per client identity, default 32 and 8: :mod:`p4sim.p4runtime.streamlimits`),
+``--p4rt-max-receive-bytes`` (the largest P4Runtime request, default
+:data:`DEFAULT_MAX_RECEIVE_BYTES`, 16 MiB; BMv2's PI takes 256 MB).
 
 Output: ``p4sim switch control: ADDR`` (``unix:/path`` or ``127.0.0.1:PORT``) then, once the gRPC port listens,
 ``p4sim switch ready: grpc HOST:PORT device N`` on stdout. SIGTERM/SIGINT stop it cleanly
@@ -80,6 +83,17 @@ from p4sim.switchd.pcap import PortCapture
 from p4sim.switchd.ports import RawSocketPort
 
 DEFAULT_GRPC_ADDR = "0.0.0.0:9559"
+DEFAULT_MAX_RECEIVE_BYTES = 16 * 1024 * 1024
+"""The largest P4Runtime request the switch process takes (``--p4rt-max-receive-bytes``):
+gRPC refuses a larger one with ``RESOURCE_EXHAUSTED`` on its 5-byte length prefix, before
+the message is buffered. Derived from the largest legitimate message: the fabric's
+pipeline push (``p4src/fabric.p4``'s BMv2 JSON, 61 KB, and its P4Info: 69,125 bytes in
+all) and a Write of ``controller.fabric_setup.WRITE_BATCH`` (500) fabric updates (the
+busiest switch's whole plan, 196 updates, is 10,262 bytes); 16 MiB is ~240 times the larger, room for programs far bigger than fabric.p4
+(``tests/security/test_threat_model.py`` measures both and pins the margin). PI's 256 MB
+(p4sim.p4runtime.server.MAX_RECEIVE_BYTES, the in-process default) let any client with a
+certificate make the switch buffer and parse a 100 MB Write: +308 MB peak RSS measured,
+against +5 MB when refused on its prefix (sec-audit4)."""
 LOG_LEVELS = {"trace": 5, "debug": logging.DEBUG, "info": logging.INFO,
               "warn": logging.WARNING, "warning": logging.WARNING, "error": logging.ERROR,
               "critical": logging.CRITICAL, "off": logging.CRITICAL + 10}
@@ -137,6 +151,11 @@ def _parser() -> argparse.ArgumentParser:
                     default=DEFAULT_MAX_STREAMS_PER_CLIENT, metavar="N",
                     help="open StreamChannels at most per client identity (default "
                          f"{DEFAULT_MAX_STREAMS_PER_CLIENT})")
+    ap.add_argument("--p4rt-max-receive-bytes", type=int, default=DEFAULT_MAX_RECEIVE_BYTES,
+                    metavar="N",
+                    help=f"the largest P4Runtime request in bytes (default {DEFAULT_MAX_RECEIVE_BYTES}, "
+                         "16 MiB: ~240 times the fabric's pipeline push); a larger one is refused "
+                         "RESOURCE_EXHAUSTED before it is buffered. BMv2's PI takes 256 MB")
     ap.add_argument("--p4runtime-extras", action="store_true",
                     help="P4Runtime beyond BMv2's: register reads/writes, ROLLBACK_ON_ERROR and "
                          "DATAPLANE_ATOMIC batches, counter/meter writes without an index, clone-session "
@@ -203,6 +222,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     if args.p4rt_max_streams < 1 or args.p4rt_max_streams_per_client < 1:
         raise SystemExit("python -m p4sim switch: --p4rt-max-streams and "
                          "--p4rt-max-streams-per-client must be at least 1")
+    if args.p4rt_max_receive_bytes < 1:
+        raise SystemExit(f"python -m p4sim switch: --p4rt-max-receive-bytes {args.p4rt_max_receive_bytes}: "
+                         "give a positive number of bytes")
     if args.control_port is not None and args.control_socket is not None:
         raise SystemExit("python -m p4sim switch: give --control-socket or --control-port, not both")
     if args.ingress_buffer < 1:
@@ -394,7 +416,8 @@ def main(argv: Sequence[str]) -> int:
             limits = StreamLimits(args.p4rt_max_streams, args.p4rt_max_streams_per_client)
             grpc = P4RuntimeServer(device, args.grpc_server_addr, args.request_log,
                                    extras=args.p4runtime_extras, tls=tls, policy=policy,
-                                   stream_limits=limits, freeze_gc=True)
+                                   stream_limits=limits, freeze_gc=True,
+                                   max_receive_bytes=args.p4rt_max_receive_bytes)
             bound = grpc.start()
             host = args.grpc_server_addr.rpartition(":")[0]
             grpc_desc = f"{host}:{bound}"

@@ -1,9 +1,10 @@
 """Bad input to a host's agent (the agent protocol, astral_proto/agent.proto), on protobuf's
 upb backend, from the controller's own mutual-TLS identity (the one party allowed to call
 it): bytes that are no MoveOrder (garbage, a truncated order, unknown groups nested
-100,000 deep: CVE-2025-4565's shape) are refused by gRPC with ``INTERNAL`` before the
-agent sees them, and a 100 MB order with ``RESOURCE_EXHAUSTED`` (gRPC's 4 MB receive
-limit). The agent moves nothing and still obeys a valid order afterwards."""
+10,000 deep: CVE-2025-4565's shape) are refused by gRPC with ``INTERNAL`` before the
+agent sees them, and requests over the agent's receive bound (MAX_AGENT_REQUEST_BYTES,
+64 KiB: the groups nested 100,000 deep, 400 kB, and a 100 MB order) with
+``RESOURCE_EXHAUSTED``, unread. The agent moves nothing and still obeys a valid order afterwards."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from google.protobuf.internal import api_implementation
 from agent_parties import HOST_IPS, Parties, agent_stub, make_pki
 from astral_proto import agent_pb2
 from astral_proto.flows import HostFlow
+from astral_proto.net import MAX_AGENT_REQUEST_BYTES
 from astral_proto.security import CONTROLLER
 from controller.registry import FlowRegistry, serve_registry
 from host.agent import Agent, RegistryClient
@@ -81,7 +83,7 @@ def test_the_agent_parses_with_upb() -> None:
     assert api_implementation.Type() == "upb"
 
 
-@pytest.mark.parametrize("kind", ["garbage", "truncated", "groups-100000-deep", "100MB"])
+@pytest.mark.parametrize("kind", ["garbage", "truncated", "groups-10000-deep", "groups-100000-deep", "100MB"])
 def test_bad_bytes_are_refused_and_move_nothing(fabric, kind: str) -> None:
     reg, agent, mover = fabric
     before = (list(mover.moves), mover.sport)
@@ -89,8 +91,12 @@ def test_bad_bytes_are_refused_and_move_nothing(fabric, kind: str) -> None:
         data, code = b"\xff" * 64, grpc.StatusCode.INTERNAL
     elif kind == "truncated":
         data, code = _order(reg, 50001).SerializeToString()[:-3], grpc.StatusCode.INTERNAL
+    elif kind == "groups-10000-deep":
+        data, code = _nested_groups(10_000), grpc.StatusCode.INTERNAL
+        assert len(data) < MAX_AGENT_REQUEST_BYTES
     elif kind == "groups-100000-deep":
-        data, code = _nested_groups(100_000), grpc.StatusCode.INTERNAL
+        data, code = _nested_groups(100_000), grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert len(data) > MAX_AGENT_REQUEST_BYTES
     else:
         order = _order(reg, 50001)
         order.flow_id = "x" * (100 * 1024 * 1024)

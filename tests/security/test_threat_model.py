@@ -31,19 +31,26 @@ import grpc
 import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from astral_proto import agent_pb2_grpc
+from astral_proto import agent_pb2, agent_pb2_grpc
+from astral_proto.net import MAX_AGENT_REQUEST_BYTES, MAX_REGISTRY_REQUEST_BYTES
 from astral_proto.flows import HostFlow, flow_id
 from astral_proto.security import CONTROLLER
 from astral_proto.tls import MutualTls
-from controller.registry import FlowRegistry, serve_registry
+from controller.fabric.plan import plan_fabric
+from controller.fabric_setup import WRITE_BATCH
+from controller.p4rt import entities as ent
+from controller.p4rt.p4info import P4InfoHelper
+from controller.p4rt.pipeline import set_pipeline_request
+from controller.registry import MAX_FLOWS_PER_HOST, REGISTER_BURST_BYTES, FlowRegistry, serve_registry
 from host.agent import Agent, QPMover, RegistryClient
 from host.nic.bond import BondedIO, LinkMonitor, TxAffinity
 from host.nic.frames import FlowSpec
 from host.nic.io import DatagramIO
 from host.nic.qp import SenderQP
-from p4sim.p4runtime.server import MAX_READ_ONLY_REQUEST_BYTES
+from p4sim.p4runtime.server import MAX_READ_ONLY_REQUEST_BYTES, MAX_RECEIVE_BYTES
+from p4sim.switchd.main import DEFAULT_MAX_RECEIVE_BYTES
 from procs import REPO, SwitchProcess
-from testbed.attacks import (Attack, AgentFabric, Outcome, Victim, agent_attacks, default_attackers,
+from testbed.attacks import (COOKIE, Attack, AgentFabric, Outcome, Victim, agent_attacks, default_attackers,
                              p4rt_attacks, run_agent_attack, run_attack)
 from testbed.pki import FabricPki
 from testbed.targets import SwitchLaunch
@@ -69,12 +76,13 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return p4info, config
 
 
-def start_testbed_switch(pki: FabricPki, tmp: Path) -> SwitchProcess:
-    """The victim started with exactly the testbed's command line for a p4sim switch."""
+def start_testbed_switch(pki: FabricPki, tmp: Path, *flags: str) -> SwitchProcess:
+    """The victim started with exactly the testbed's command line for a p4sim switch
+    (and ``flags``, p4sim flags of a test's own)."""
     launch = SwitchLaunch("p4sim", VICTIM, device_id=DEVICE_ID, grpc_addr="127.0.0.1:0",
                           interfaces={}, log_dir=tmp, pcap_dir=None, tls=pki.files(VICTIM),
                           p4sim_flags=("--control-port", "0", "--p4rt-policy",
-                                       str(policy_path(pki.root))))
+                                       str(policy_path(pki.root)), *flags))
     cmd = launch.command()
     return SwitchProcess(cmd[cmd.index("switch") + 1:])
 
@@ -210,6 +218,7 @@ AGENT_EXPECTED = {
     "host-registers-outside-fabric": ({"INVALID_ARGUMENT"},
                                       "destination '198.51.100.7' is not another NIC of the fabric"),
     "host-replays-move-report": ({"FAILED_PRECONDITION"}, "an order is reported once"),
+    "host-claims-foreign-nic-port": ({"INVALID_ARGUMENT"}, "NIC port 7: the NIC 10.0.0.1 has ports 0..1"),
 }
 
 
@@ -405,8 +414,10 @@ def test_a_read_only_certificate_cannot_make_the_switch_parse_a_large_write(
     the controller, whose Writes are parsed, gets the INTERNAL of before for the same
     bytes. A 64 MB Read by the monitor is refused ``RESOURCE_EXHAUSTED`` unread too
     (MAX_READ_ONLY_REQUEST_BYTES), the controller's is parsed and answered as before. The
-    switch keeps its state and the controller stays primary."""
-    sw = start_testbed_switch(pki, tmp_path)
+    switch keeps its state and the controller stays primary. The switch takes PI's 256 MB
+    here (``--p4rt-max-receive-bytes``): the testbed's 16 MiB bound refuses a 64 MB
+    request of anyone before this check (test_a_100_mb_write_is_refused_before_it_is_buffered)."""
+    sw = start_testbed_switch(pki, tmp_path, "--p4rt-max-receive-bytes", str(MAX_RECEIVE_BYTES))
     try:
         with Victim(sw.grpc_addr, DEVICE_ID, VICTIM, pki.root, *compiled) as v:
             whole, n = big_write(DEVICE_ID, v.election_id, BIG_WRITE_BYTES, truncated=False)
@@ -461,3 +472,234 @@ def raw_read(victim: Victim, party: str, data: bytes) -> grpc.RpcError:
         except grpc.RpcError as exc:
             return exc
     pytest.fail(f"a Read of {len(data)} bytes by {party} was answered OK")
+
+
+# ---------------------------------------------------------------------- requests too large to buffer
+HUGE_WRITE_BYTES = 100 * 1024 * 1024
+"""The Write of the buffering attack: 100 MB of valid INSERTs, cut short at the very end."""
+BUFFERED_MAX_BYTES = 32 * 1024 * 1024
+"""How much a refused request may grow the switch's peak memory (a third of it: gRPC's
+own buffers; buffering it whole grew the switch by 308 MB)."""
+
+
+def peak_rss_bytes(pid: int) -> int:
+    """Process ``pid``'s peak resident memory (``VmHWM`` of ``/proc/PID/status``)."""
+    with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+        line = next(ln for ln in fh if ln.startswith("VmHWM:"))
+    return int(line.split()[1]) * 1024
+
+
+def test_a_100_mb_write_is_refused_before_it_is_buffered(
+        pki: FabricPki, compiled: tuple[Path, Path], tmp_path: Path) -> None:
+    """The controller's certificate (a writer: any stolen writer key) sends a 100 MB Write
+    to the testbed's p4sim switch. Refused ``RESOURCE_EXHAUSTED`` on its length prefix
+    (DEFAULT_MAX_RECEIVE_BYTES, 16 MiB), the switch's peak memory grown by less than
+    :data:`BUFFERED_MAX_BYTES`, the switch alive, its state and the controller's primacy
+    unchanged. Before (PI's 256 MB) the switch buffered and parsed the whole request:
+    ``INTERNAL`` "Exception deserializing request!" after its peak memory grew ~300 MB.
+    The same for a 100 MB PacketOut on a StreamChannel of the read-only monitor's
+    certificate (stream messages are parsed by gRPC before any check)."""
+    sw = start_testbed_switch(pki, tmp_path)
+    try:
+        with Victim(sw.grpc_addr, DEVICE_ID, VICTIM, pki.root, *compiled) as v:
+            data, _ = big_write(DEVICE_ID, v.election_id, HUGE_WRITE_BYTES, truncated=True)
+            before = v.snapshot()
+            peak0 = peak_rss_bytes(sw.proc.pid)
+            err = raw_write(v, "controller", data)
+            grown = peak_rss_bytes(sw.proc.pid) - peak0
+            print(f"refused 100 MB Write: switch peak RSS +{grown / 2**20:.1f} MiB")
+            assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, (err.code(), err.details())
+            assert f"vs. {DEFAULT_MAX_RECEIVE_BYTES}" in err.details(), err.details()
+            assert grown < BUFFERED_MAX_BYTES, f"the refused Write grew the switch by {grown >> 20} MB"
+            assert sw.alive() and v.snapshot() == before == ((True, COOKIE), True, True)
+            # StreamChannel messages are parsed by gRPC whoever sends them: the read-only
+            # monitor's 100 MB PacketOut ends its stream unread (before: buffered, parsed,
+            # dropped as a backup's PacketOut, the stream left open; peak RSS +354 MiB)
+            out = p4runtime_pb2.StreamMessageRequest()
+            out.packet.payload = bytes(HUGE_WRITE_BYTES)
+            peak0 = peak_rss_bytes(sw.proc.pid)
+            with v.channel("monitor") as ch, pytest.raises(grpc.RpcError) as err:
+                list(p4runtime_pb2_grpc.P4RuntimeStub(ch).StreamChannel(iter([out]), timeout=60))
+            grown = peak_rss_bytes(sw.proc.pid) - peak0
+            assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, err.value
+            assert grown < BUFFERED_MAX_BYTES, f"the refused PacketOut grew the switch by {grown >> 20} MB"
+            assert sw.alive() and v.snapshot() == before
+    finally:
+        sw.stop()
+
+
+LEGIT_MARGIN = 100
+"""The switch's receive bound is at least this many times the largest legitimate request."""
+
+
+def test_the_switch_bound_is_far_above_every_legitimate_request(compiled: tuple[Path, Path]) -> None:
+    """The largest requests the project sends a switch: the fabric's pipeline push, and a
+    Write of WRITE_BATCH of the fabric's largest updates (its busiest switch's plan, as
+    controller.fabric_setup writes them). Both are under a hundredth of the bound, and a
+    100 MB request is over it."""
+    fabric = build_fabric()
+    push, info = set_pipeline_request(DEVICE_ID, p4runtime_pb2.Uint128(low=1), *compiled, cookie=COOKIE)
+    helper = P4InfoHelper(info)
+    biggest = []
+    for plan in plan_fabric(fabric).values():
+        ups = [ent.update(ent.table_entry(helper, e.table, e.match, e.action, e.params, 0, e.default),
+                          "INSERT") for e in plan.entries]
+        biggest.extend(sorted(ups, key=lambda u: u.ByteSize())[-WRITE_BATCH:])
+    biggest = sorted(biggest, key=lambda u: u.ByteSize())[-WRITE_BATCH:]
+    write = p4runtime_pb2.WriteRequest(device_id=DEVICE_ID, election_id=p4runtime_pb2.Uint128(low=1),
+                                       updates=biggest)
+    largest = max(push.ByteSize(), write.ByteSize())
+    print(f"pipeline push {push.ByteSize()} B, Write of {len(biggest)} updates {write.ByteSize()} B")
+    assert largest * LEGIT_MARGIN <= DEFAULT_MAX_RECEIVE_BYTES < HUGE_WRITE_BYTES, \
+        (push.ByteSize(), write.ByteSize(), DEFAULT_MAX_RECEIVE_BYTES)
+
+
+def test_agent_and_registry_refuse_requests_beyond_their_bound(pki: FabricPki) -> None:
+    """The agent protocol's servers refuse a request over their bound unread, with the
+    certificates that pass their handshake: the controller's to host b0s0's agent (a
+    MoveFlow of 1 MB), host b0s0's own to GOR's registry (a RegisterRequest of 3 MB):
+    ``RESOURCE_EXHAUSTED``, and the registry still takes the largest legitimate one
+    (MAX_FLOWS_PER_HOST flows with the widest default ids). Before, both took up to
+    gRPC's 4 MB default: the MoveFlow was parsed and answered ``INVALID_ARGUMENT``
+    "malformed order", the RegisterRequest parsed whole."""
+    fabric = build_fabric()
+    host_ips = {h.name: [n.ip for n in h.nics] for h in fabric.hosts}
+    src, dst = host_ips["b0s0"][0], host_ips["b1s0"][0]
+    registry = FlowRegistry(MutualTls.from_dir(pki.root, CONTROLLER), host_ips)
+    server, address = serve_registry(registry)
+    host_sec = MutualTls.from_dir(pki.root, "b0s0")
+    mover = QPMover()
+    agent = Agent(host_sec, mover, [], registry=RegistryClient(address, host_sec))
+    stolen = MutualTls.from_dir(pki.root, CONTROLLER)
+    try:
+        agent.start()
+        with stolen.dial(agent.address, "b0s0") as ch:
+            order = agent_pb2.MoveOrder(flow_id="x" * (1 << 20), new_sport=50000, target_host="b0s0")
+            with pytest.raises(grpc.RpcError) as err:
+                agent_pb2_grpc.AgentServiceStub(ch).MoveFlow(order, metadata=stolen.metadata("b0s0"),
+                                                             timeout=10)
+            assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, err.value
+            assert f"vs. {MAX_AGENT_REQUEST_BYTES}" in err.value.details()
+        with host_sec.dial(address, CONTROLLER) as ch:
+            stub = agent_pb2_grpc.FlowRegistryStub(ch)
+            widest = [HostFlow(flow_id(src, dst, (1 << 24) - 1 - i), src, dst, 65535, (1 << 24) - 1 - i,
+                               bytes=(1 << 64) - 1, priority=7).to_proto()
+                      for i in range(MAX_FLOWS_PER_HOST)]
+            legit = agent_pb2.RegisterRequest(host="b0s0", agent_address=agent.address,
+                                              incarnation="f" * 32, flows=widest)
+            assert stub.RegisterFlows(legit, metadata=host_sec.metadata(CONTROLLER),
+                                      timeout=30).registered == MAX_FLOWS_PER_HOST
+            huge = agent_pb2.RegisterRequest(host="b0s0", agent_address=agent.address,
+                                             incarnation="g" * 32, flows=widest * 10)
+            assert huge.ByteSize() > 3 << 20
+            with pytest.raises(grpc.RpcError) as err:
+                stub.RegisterFlows(huge, metadata=host_sec.metadata(CONTROLLER), timeout=30)
+            assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, err.value
+            assert f"vs. {MAX_REGISTRY_REQUEST_BYTES}" in err.value.details()
+        assert len(registry.flows("b0s0")) == MAX_FLOWS_PER_HOST
+    finally:
+        agent.stop()
+        server.stop(0).wait()
+
+
+def test_a_host_reports_only_the_nic_ports_the_topology_gives_it(pki: FabricPki) -> None:
+    """Host b0s0's own certificate tells GOR's registry (built from the topology, as GOR
+    builds it: one port per NIC on the default fabric) that its flow sends on NIC port 5,
+    then reports a move order done on NIC port 1: both refused ``INVALID_ARGUMENT``,
+    the registry's flow keeps no such port; the true port 0 is taken. Before, both were
+    taken and the registry held the flow on ports 5, then 1, of a one-port NIC."""
+    fabric = build_fabric()
+    registry = FlowRegistry.from_fabric(fabric, MutualTls.from_dir(pki.root, CONTROLLER))
+    server, address = serve_registry(registry)
+    host_sec = MutualTls.from_dir(pki.root, "b0s0")
+    src = fabric.host("b0s0").nics[0].ip
+    dst = fabric.host("b1s0").nics[0].ip
+    flow = HostFlow(flow_id(src, dst, 7), src, dst, 49152, 7)
+    md = host_sec.metadata(CONTROLLER)
+    try:
+        with host_sec.dial(address, CONTROLLER) as ch:
+            stub = agent_pb2_grpc.FlowRegistryStub(ch)
+
+            def register(f: HostFlow) -> int:
+                return stub.RegisterFlows(agent_pb2.RegisterRequest(
+                    host="b0s0", agent_address="127.0.0.1:9", incarnation="i1", flows=[f.to_proto()]),
+                    metadata=md, timeout=10).registered
+
+            with pytest.raises(grpc.RpcError) as err:
+                register(flow.with_nic_port(5))
+            assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, err.value
+            assert "NIC port 5: the NIC 10.0.0.1 has port 0 only" in err.value.details()
+            assert registry.flows("b0s0") == []
+            assert register(flow.with_nic_port(0)) == 1
+            order = registry.new_order(flow.flow_id, 50000)
+
+            def report(port: int) -> None:
+                stub.ReportMove(agent_pb2.MoveReport(host="b0s0", order_id=order.order_id,
+                                                     flow_id=flow.flow_id, done=True, sport=50000,
+                                                     nic_port=port), metadata=md, timeout=10)
+
+            with pytest.raises(grpc.RpcError) as err:
+                report(1)
+            assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, err.value
+            assert registry.flow(flow.flow_id).nic_port == 0
+            report(0)                                   # the true port: taken, once
+            assert registry.flow(flow.flow_id).sport == 50000
+    finally:
+        server.stop(0).wait()
+
+
+def test_a_host_cannot_flood_the_registry_with_registrations(pki: FabricPki) -> None:
+    """Host b0s0's own certificate re-registers 4,096 flows back to back (legitimate
+    agents re-register once a second). Its requests are charged to its rate
+    (REGISTER_BYTES_PER_S, burst REGISTER_BURST_BYTES) before they are parsed: beyond
+    the burst each is refused ``RESOURCE_EXHAUSTED`` unread (bytes that are no
+    RegisterRequest get the same answer, not a parse error) and changes nothing; a second
+    later the host registers again; another host is not affected. Before, every request
+    was parsed and registered: a flood from another process (4 connections, ~29 a
+    second) made GOR's registry reads take 75 ms at the median, 316 ms at p99 (0.06 / 0.3
+    idle); with the bound 0.30 / 146 ms, 5.8 a second taken (measured, sec-audit4)."""
+    fabric = build_fabric()
+    now = [1000.0]
+    registry = FlowRegistry.from_fabric(fabric, MutualTls.from_dir(pki.root, CONTROLLER),
+                                        clock=lambda: now[0])
+    server, address = serve_registry(registry)
+    src, dst = fabric.host("b0s0").nics[0].ip, fabric.host("b1s0").nics[0].ip
+    flows = [HostFlow(flow_id(src, dst, q), src, dst, 49152, q).to_proto() for q in range(MAX_FLOWS_PER_HOST)]
+    host_sec = MutualTls.from_dir(pki.root, "b0s0")
+    try:
+        with host_sec.dial(address, CONTROLLER) as ch:
+            stub = agent_pb2_grpc.FlowRegistryStub(ch)
+            md = host_sec.metadata(CONTROLLER)
+
+            def register(i: int) -> int:
+                return stub.RegisterFlows(agent_pb2.RegisterRequest(
+                    host="b0s0", agent_address="127.0.0.1:9", incarnation=f"i{i}", flows=flows),
+                    metadata=md, timeout=30).registered
+
+            size = agent_pb2.RegisterRequest(host="b0s0", agent_address="127.0.0.1:9",
+                                             incarnation="i1", flows=flows).ByteSize()
+            taken = 0
+            with pytest.raises(grpc.RpcError) as err:
+                for i in range(40):
+                    assert register(i) == MAX_FLOWS_PER_HOST
+                    taken += 1
+            assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, err.value
+            assert "REGISTER_BYTES_PER_S" in err.value.details() and "refused unread" in err.value.details()
+            assert taken == REGISTER_BURST_BYTES // size, (taken, size)
+            raw = ch.unary_unary("/astral.agent.v1.FlowRegistry/RegisterFlows", request_serializer=None,
+                                 response_deserializer=agent_pb2.RegisterReply.FromString)
+            with pytest.raises(grpc.RpcError) as err:
+                raw(b"\xff" * size, metadata=md, timeout=10)           # not parsed: no parse error
+            assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, err.value
+            assert {f.flow_id for f in registry.flows("b0s0")} == {f.flow_id for f in flows}
+            assert registry.registrations_limited == 2
+            now[0] += 1.0                                              # a second later: taken again
+            assert register(99) == MAX_FLOWS_PER_HOST
+        other = MutualTls.from_dir(pki.root, "b1s0")
+        with other.dial(address, CONTROLLER) as ch:
+            back = HostFlow(flow_id(dst, src, 1), dst, src, 49152, 1)
+            assert agent_pb2_grpc.FlowRegistryStub(ch).RegisterFlows(agent_pb2.RegisterRequest(
+                host="b1s0", agent_address="127.0.0.1:10", incarnation="j", flows=[back.to_proto()]),
+                metadata=other.metadata(CONTROLLER), timeout=10).registered == 1
+    finally:
+        server.stop(0).wait()

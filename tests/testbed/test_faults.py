@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from unittest import mock
 from types import SimpleNamespace as NS
 from typing import Any, Callable, Iterator
 
@@ -37,6 +38,7 @@ from p4.v1 import p4runtime_pb2
 
 from host.nic.frames import OP_RC_WRITE_MIDDLE, FlowSpec, FrameTemplate, parse_roce, verify_icrc
 from host.nic.pfc import parse_pause
+from testbed.faultbook import FaultRecord
 from testbed.faultnet import Endpoint, tables
 from testbed.faultp4rt import EntryUndo, P4RuntimeWriter, WriterError
 from testbed.faults import FaultError, FaultInjector, faults_path_for, undo_recorded
@@ -48,6 +50,12 @@ ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
 FRAMES = 2000
 REPO = Path(__file__).resolve().parents[2]
+
+
+def table_of(rec: FaultRecord) -> str:
+    """The nft table fault ``rec`` created (its one recorded ``nft`` undo step)."""
+    (table,) = [s["table"] for s in rec.undo if s["op"] == "nft"]
+    return str(table)
 
 
 def sh(*cmd: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -240,7 +248,7 @@ def test_gray_link_on_a_nic_in_its_namespace(net: Net) -> None:
     tx, rx = packet_socket(net.nic, net.shell.pid), packet_socket(f"{net.leaf}-eth1")
     inj = net.injector()
     rec = inj.inject("gray_link", f"link {net.nic}->{net.leaf}", loss_pct=50)
-    assert tables(net.host_ep) == [f"astral_fault_{rec.name.replace('-', '_')}"]
+    assert tables(net.host_ep) == [table_of(rec)]
     assert tables(Endpoint(f"{net.leaf}-eth1")) == []       # not in the root namespace
     _, got = blast(tx, rx)
     assert 850 <= FRAMES - len(got) <= 1150
@@ -270,18 +278,60 @@ def test_undo_removes_exactly_its_own_table(net: Net) -> None:
         inj = net.injector()
         a = inj.inject("gray_link", f"link {net.leaf}->{net.spine}", loss_pct=5)
         b = inj.inject("corruption", f"link {net.spine}->{net.leaf}", corrupt_pct=5)
-        mine = {f"astral_fault_{r.name.replace('-', '_')}" for r in (a, b)}
+        mine = {table_of(r) for r in (a, b)}
         assert mine <= set(tables(root))
         inj.undo(a.name)
         left = set(tables(root))
-        assert f"astral_fault_{b.name.replace('-', '_')}" in left
-        assert f"astral_fault_{a.name.replace('-', '_')}" not in left
+        assert table_of(b) in left and table_of(a) not in left
         assert [r.name for r in inj.active()] == [b.name]
         assert inj.undo_all() == [f"undid {b.name} (corruption on link {net.spine}->{net.leaf})"]
         assert not mine & set(tables(root))
         assert keep in sh("/usr/sbin/nft", "list", "tables").stdout
     finally:
         sh("/usr/sbin/nft", "delete", "table", "netdev", keep, check=False)
+
+
+def test_two_runs_of_one_fault_get_their_own_tables_and_undo_only_theirs(net: Net) -> None:
+    """Two testbed runs' injectors (two fault books: the same fault name, gray_link-1)
+    put their tables on the same interface, beside a stale table of that fault left by
+    an earlier run under the old naming: each gets a table of its own (before, the second
+    merged its rule into the first's table, ``astral_fault_gray_link_1``), and each undo
+    deletes its own table only."""
+    root = Endpoint(f"{net.leaf}-eth2")
+    stale = "astral_fault_gray_link_1"                # a dead run's table (the old name)
+    sh("/usr/sbin/nft", "add", "table", "netdev", stale)
+    other = FaultInjector(net.fabric, net.state, state_path=net.state_path.with_name("other.json"))
+    try:
+        a = net.injector().inject("gray_link", f"link {net.leaf}->{net.spine}", loss_pct=5)
+        b = other.inject("gray_link", f"link {net.leaf}->{net.spine}", loss_pct=7)
+        assert a.name == b.name == "gray_link-1"
+        assert len({table_of(a), table_of(b), stale}) == 3
+        assert {table_of(a), table_of(b), stale} <= set(tables(root))
+        assert f"astral_fault_{os.getpid()}_gray_link_1_" in table_of(a)
+        net.injector().undo(a.name)
+        assert table_of(a) not in tables(root) and {table_of(b), stale} <= set(tables(root))
+        other.undo(b.name)
+        assert table_of(b) not in tables(root) and stale in tables(root)
+    finally:
+        sh("/usr/sbin/nft", "delete", "table", "netdev", stale, check=False)
+
+
+def test_a_table_of_the_same_name_is_not_merged_into_nor_undone(net: Net) -> None:
+    """A table that exists already under the name an injection draws (forced here:
+    ``table_name`` patched to give it) is another's: the injection fails with nothing
+    of its own left and that table is neither merged into nor deleted."""
+    taken = f"astral_fault_taken_{net.p}"
+    sh("/usr/sbin/nft", "add", "table", "netdev", taken)
+    try:
+        inj = net.injector()
+        with mock.patch("testbed.faults.table_name", lambda *_: taken):
+            with pytest.raises(FaultError) as err:
+                inj.inject("gray_link", f"link {net.leaf}->{net.spine}", loss_pct=5)
+        assert "exists already" in str(err.value)
+        assert inj.active() == []
+        assert "chain" not in sh("/usr/sbin/nft", "list", "table", "netdev", taken).stdout
+    finally:
+        sh("/usr/sbin/nft", "delete", "table", "netdev", taken, check=False)
 
 
 # --------------------------------------------------------------------------- flapping
@@ -466,8 +516,7 @@ def test_data_plane_blackhole_drops_the_prefix_on_every_egress_port(net: Net) ->
     inj = net.injector()
     rec = inj.inject("blackhole", f"route {net.leaf} 10.8.0.0/24")
     assert "ip daddr 10.8.0.0/24 counter drop" in rec.how
-    listed = sh("/usr/sbin/nft", "list", "table", "netdev",
-                f"astral_fault_{rec.name.replace('-', '_')}").stdout
+    listed = sh("/usr/sbin/nft", "list", "table", "netdev", table_of(rec)).stdout
     assert f'device "{net.leaf}-eth1"' in listed and f'device "{net.leaf}-eth2"' in listed
     tx, rx = packet_socket(f"{net.leaf}-eth2"), packet_socket(f"{net.spine}-eth1")
     refused, got = blast(tx, rx, 50)            # the frames go to 10.8.0.1
