@@ -46,7 +46,7 @@ from sim.predict.job import TrainingJob
 from sim.predict.kernels import Kernel
 
 E = 2.0                      # bytes per bf16/fp16 element
-OPTIMIZER_BYTES_PER_PARAM = 34.0   # Adam: fp32 master, m, v read+written, fp32 grad read twice, bf16 weight written
+OPTIMIZER_BYTES_PER_PARAM = 34.0   # fused Adam (sim.predict.optimizer): fp32 master, m, v read+written, fp32 grad read twice, bf16 weight written
 
 
 def _gemm(name: str, m: int, n: int, k: int, fp8: bool, phase: str = "fwd") -> Kernel:
@@ -473,11 +473,6 @@ def embedding_backward(j: TrainingJob) -> list[Kernel]:
     return [_mem("embedding.bwd", 2 * d.T * d.h * E, "bwd")]
 
 
-def optimizer_step(params_local: float) -> Kernel:
-    """Adam over this GPU's (shard of the) parameters: memory-bound."""
-    return _mem("optimizer.adam", params_local * OPTIMIZER_BYTES_PER_PARAM)
-
-
 __all__ = ["EAGER_BYTES", "eager_factor", "embedding_backward", "embedding_forward", "head_backward", "head_forward", "layer_backward",
-           "layer_forward", "op_sac_recompute", "optimizer_step", "recompute_forward",
+           "layer_forward", "op_sac_recompute", "recompute_forward",
            "sac_gemm_shares"]
