@@ -1,6 +1,8 @@
-"""The optimizer step as each stack's implementation runs it (issue 31, seventh round):
-fused / foreach / for-loop Adam, Composer's per-tensor step-count sync, and how many
-tensors a GPU updates under FSDP1's flat parameters and FSDP2's per-parameter shards."""
+"""Issue 31, seventh round: the optimizer step as each stack's implementation runs it
+(fused / foreach / for-loop Adam, Composer's per-tensor step-count sync, how many tensors a
+GPU updates under FSDP1's flat parameters and FSDP2's per-parameter shards), and PyTorch
+FSDP's own copies around each unit's collectives (FSDP2's copy-out and reduce-scatter
+copy-in on the compute stream, FSDP1's cast and pre-divide before its reduce-scatter)."""
 from __future__ import annotations
 
 import math
@@ -12,7 +14,9 @@ from sim.predict.framework import PROFILES
 from sim.predict.job import job_from_dict
 from sim.predict.kernels import Kernel, kernel_time_s
 from sim.predict.memory import stage_params
-from sim.predict.predict import predict
+from sim.predict.comm import CommModel
+from sim.predict.predict import job_fabric, predict
+from sim.predict.stages import UnitComm, fsdp_copies, stage_costs
 from sim.topology import SimInputError
 from sim.validation.dataset import load_dataset
 from sim.validation.jobs import run_job
@@ -101,3 +105,54 @@ def test_prediction_tail_carries_the_step() -> None:
     sp = stage_params(j, 0)
     assert sp.expert == 0
     assert predict(j).tails[0].optimizer_s == pytest.approx(optimizer.step_time_s(j, 0, sp.dense / 8))
+
+
+def _unit_ops(j) -> tuple[list[str], list[str]]:
+    sc = stage_costs(j, CommModel(j, job_fabric(j).sf, job_fabric(j).placed))[0]
+    return [o.name for o in sc.fwd_ops[0]], [o.name for o in sc.bwd_ops[0]]
+
+
+def test_fsdp2_copies_out_every_gather_and_copies_gradients_in() -> None:
+    """FSDP2: one copy-out after each unit's forward and backward all-gather (reshard after
+    forward), one reduce-scatter copy-in; the copies move the unit's bytes."""
+    j = job(GPT, {"name": "torchtitan"})
+    f, b = _unit_ops(j)
+    units = GPT["layers"] + 2                                # layers, embedding, head
+    assert f.count("fsdp.copy_out") == units
+    assert b.count("fsdp.copy_out") == units and b.count("fsdp.rs_copy_in") == units
+    no_reshard = job(GPT, {"name": "torchtitan", "fsdp_reshard": False})
+    assert _unit_ops(no_reshard)[1].count("fsdp.copy_out") == 0
+    fw, bw, wait = fsdp_copies(j, [1e8], [UnitComm(1.0, 1.0, 1.0)])
+    one = kernel_time_s(Kernel("x", "memory", bytes=4e8), j.gpu, "bf16", j.kernels)
+    assert fw[0][0].seconds == pytest.approx(one)                     # bf16 read + written
+    assert bw[0][1].seconds == pytest.approx(kernel_time_s(Kernel("x", "memory", bytes=6e8), j.gpu, "bf16",
+                                                           j.kernels))  # bf16 read, fp32 written
+    assert wait == [0.0]
+
+
+def test_fsdp1_casts_and_divides_before_its_reduce_scatter() -> None:
+    """FSDP1: nothing on the compute stream; the reduce-scatter waits for the fp32 cast and
+    the pre-divide (bf16 reduce: the divide only); a unit without a reduce-scatter waits for
+    nothing."""
+    default = job(GPT, {"name": "composer-fsdp"})
+    pure = job(GPT, {"name": "composer-fsdp", "grad_reduce_dtype": "bf16"})
+    f, b = _unit_ops(default)
+    assert "fsdp.copy_out" not in f + b and "fsdp.rs_copy_in" not in b
+    u = [UnitComm(1.0, 1.0, 1.0)]
+    _, _, w32 = fsdp_copies(default, [1e8], u)
+    _, _, w16 = fsdp_copies(pure, [1e8], u)
+    t = lambda n: kernel_time_s(Kernel("x", "memory", bytes=n), default.gpu, "bf16", default.kernels)  # noqa: E731
+    assert w32[0] == pytest.approx(t(6e8 + 8e8)) and w16[0] == pytest.approx(t(4e8))
+    assert fsdp_copies(default, [1e8], [UnitComm(1.0, 1.0, 0.0)])[2] == [0.0]
+
+
+def test_fsdp_copies_make_fsdp2_slower_only_by_memory_traffic() -> None:
+    """The copies add time to an FSDP2 prediction and none to a Megatron one."""
+    tt = job(LLAMA, {"name": "torchtitan"})
+    base = predict(job(LLAMA, {"name": "torchtitan", "data_parallel": "distributed_optimizer"}, zero=1))
+    assert predict(tt).iteration_s > 0 and base.iteration_s > 0
+    sc = predict(tt).stages[0]
+    copies = sum(o.seconds for ops in sc.fwd_ops + sc.bwd_ops for o in ops if o.name.startswith("fsdp."))
+    assert copies > 0
+    assert not any(o.name.startswith("fsdp.") for ops in base.stages[0].fwd_ops + base.stages[0].bwd_ops
+                   for o in ops)
