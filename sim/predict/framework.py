@@ -56,6 +56,11 @@ field                  meaning
                        :mod:`sim.predict.optimizer`
 ``optimizer_sync``     the loop reads each tensor's step count from the GPU (``.item()``, Composer's
                        ``DecoupledAdamW``): one host-device sync per tensor
+``train_metrics``      training metrics the trainer updates after every micro-batch's backward,
+                       each recomputing the cross entropy over the logits (Composer's
+                       ``_eval_train_metrics``; LLM Foundry's MPT: ``LanguageCrossEntropy`` and
+                       ``LanguagePerplexity``, ``use_train_metrics`` default true): 0 for stacks
+                       that only log the loss
 ``fsdp_flat_params``   PyTorch FSDP1: a unit's parameters flattened into one ``FlatParameter``
                        cut into contiguous shards (a GPU updates the tensors its shard touches);
                        false: FSDP2 shards every parameter
@@ -180,6 +185,7 @@ class Framework:
     optimizer: str = "fused"
     optimizer_sync: bool = False
     fsdp_flat_params: bool = False
+    train_metrics: int = 0
 
     @property
     def traffic(self) -> float:
@@ -259,10 +265,14 @@ PROFILES: dict[str, Framework] = {f.name: f for f in (
     # LLM Foundry's MPT yamls: optimizer decoupled_adamw = Composer's DecoupledAdamW, a Python
     # loop over the parameters that reads each one's CUDA step count with .item()
     # (composer/optim/decoupled_weight_decay.py); FSDP1 with use_orig_params=True
-    # (composer/trainer/dist_strategy.py)
+    # (composer/trainer/dist_strategy.py); Composer's trainer updates the model's training
+    # metrics after every micro-batch's backward (trainer.py, _eval_train_metrics), and MPT's
+    # are LanguageCrossEntropy and LanguagePerplexity (llmfoundry/models/mpt/modeling_mpt.py,
+    # use_train_metrics default True), each a CrossEntropyLoss over the logits
+    # (composer/metrics/nlp.py)
     replace(_MCORE, name="composer-fsdp", data_parallel="fsdp", tp_comm_overlap=0.0, attention="fa2", fp8_tp_gather=False,
             grad_reduce_dtype="fp32", fp8_recipe="delayed", fp8_weight_cache=False, optimizer="forloop",
-            optimizer_sync=True, fsdp_flat_params=True, **_EAGER),
+            optimizer_sync=True, fsdp_flat_params=True, train_metrics=2, **_EAGER),
     # torchtitan: torch.optim.AdamW with optimizer.implementation = "fused", the default since
     # #881 (2025-02-24); before it `--optimizer.fused` defaulted to False and foreach ran
     # (torchtitan/optimizer.py at 9dec370: "fused": fused, "foreach": not fused)
@@ -315,6 +325,7 @@ class FrameworkSection:
     optimizer: Optional[str] = None
     optimizer_sync: Optional[bool] = None
     fsdp_flat_params: Optional[bool] = None
+    train_metrics: Optional[int] = None
 
 
 def _one_of(v: Any, known: tuple[str, ...], source: str, where: str) -> None:
@@ -344,6 +355,8 @@ def resolve_framework(data: Any, source: str) -> Framework:
     _one_of(f.selective_ac, ("megatron", "op"), source, "selective_ac")
     _one_of(f.moe_dispatcher, MOE_DISPATCHERS, source, "moe_dispatcher")
     _one_of(f.optimizer, OPTIMIZERS, source, "optimizer")
+    if f.train_metrics < 0:
+        raise SimInputError(f"{source}: framework.train_metrics: must be >= 0, got {f.train_metrics}")
     if f.moe_qps_per_channel < 1:
         raise SimInputError(f"{source}: framework.moe_qps_per_channel: at least 1, got {f.moe_qps_per_channel}")
     if not 0.0 <= f.tp_comm_overlap <= 1.0:

@@ -35,6 +35,8 @@ the pipeline schedule runs, as the job's framework (:mod:`sim.predict.framework`
   pre-divide factor before the reduce-scatter (``_div_if_needed`` / the default
   ``reduce_scatter_hook``; factor > 1 for 2+ ranks), on its post-backward stream, ahead of
   that unit's reduce-scatter (``torch/distributed/fsdp/_runtime_utils.py``);
+* the trainer's training metrics (``framework.train_metrics``,
+  :func:`sim.predict.graph.train_metrics`) follow the last stage's backward;
 * ``microbatch_overhead_s`` is added to every forward pass.
 
 Example::
@@ -316,6 +318,8 @@ def stage_costs(j: TrainingJob, comm: CommModel) -> list[StageCost]:
             else:
                 fwd = [o for u in f_units for o in u]
                 bwd = [o for u in reversed(b_units) for o in u]
+            if last and fw.train_metrics > 0:
+                bwd = bwd + pass_ops(j, graph.train_metrics(j), comm)
             if fw.microbatch_s > 0:
                 fwd = fwd + [TimedOp("host.microbatch", "host", "host", fw.microbatch_s, fw.microbatch_s, 0.0)]
             sc.fwd_ops.append(fwd)

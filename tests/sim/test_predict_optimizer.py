@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from sim.predict import optimizer
+from sim.predict import graph, optimizer
 from sim.predict.framework import PROFILES
 from sim.predict.job import job_from_dict
 from sim.predict.kernels import Kernel, kernel_time_s
@@ -156,3 +156,22 @@ def test_fsdp_copies_make_fsdp2_slower_only_by_memory_traffic() -> None:
     assert copies > 0
     assert not any(o.name.startswith("fsdp.") for ops in base.stages[0].fwd_ops + base.stages[0].bwd_ops
                    for o in ops)
+
+
+def test_train_metrics_recompute_the_loss_after_the_last_stages_backward() -> None:
+    """Composer + LLM Foundry's MPT: two training metrics, each a cross entropy over the
+    logits, after every micro-batch's backward on the last stage; none for other stacks."""
+    assert PROFILES["composer-fsdp"].train_metrics == 2
+    assert all(PROFILES[n].train_metrics == 0 for n in PROFILES if n != "composer-fsdp")
+    j = job(GPT, {"name": "composer-fsdp"}, zero=0)
+    ks = graph.train_metrics(j)
+    assert len(ks) == 1 and ks[0].bytes == 2 * 3 * 2048 * 50368 * 4.0
+    assert graph.train_metrics(job(GPT, {"name": "composer-fsdp", "train_metrics": 0}, zero=0)) == []
+    _, b = _unit_ops(j)
+    assert b[-1] == "train_metrics.cross_entropy"
+    piped = job(GPT, {"name": "composer-fsdp"}, dp=4, zero=0, pp=2)
+    sc = stage_costs(piped, CommModel(piped, job_fabric(piped).sf, job_fabric(piped).placed))
+    assert not any(o.name.startswith("train_metrics") for o in sc[0].bwd_ops[0])
+    assert sc[1].bwd_ops[0][-1].name == "train_metrics.cross_entropy"
+    with pytest.raises(SimInputError, match="framework.train_metrics: must be >= 0"):
+        job(GPT, {"name": "composer-fsdp", "train_metrics": -1})
