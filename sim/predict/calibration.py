@@ -16,7 +16,11 @@ errors, read by every prediction (absent file: the defaults below).
 * ``power_exponent`` — a power-limited GPU's sustained clock goes as ``(limit/TDP)^e``;
 * ``overheads`` — per framework family (``megatron``: Megatron-LM/Core, NeMo,
   Megatron-Bridge, Megatron-DeepSpeed, Llama 3's stack; ``pytorch``: FSDP, Composer,
-  torchtitan, DeepSpeed): fixed seconds per micro-batch and per iteration;
+  torchtitan, DeepSpeed): fixed seconds per micro-batch and per iteration — what the model
+  has no mechanism for yet; the optimizer step (:mod:`sim.predict.optimizer`: fused,
+  foreach or a per-tensor loop with its launches and syncs), FSDP's copies around its
+  collectives and the trainer's training metrics (:mod:`sim.predict.stages`) are timed
+  apart from them;
 * ``straggler_sigma`` — relative jitter of one GPU's step: a synchronous step of N GPUs
   waits for the slowest, ``1 + σ·√(2 ln N)`` (:func:`sim.predict.predict.straggler_factor`);
 * ``framework_efficiency`` — per framework profile (``megatron-core``, ``nemo``,

@@ -49,6 +49,21 @@ field                  meaning
                        the figure fitted for the framework's family, :mod:`sim.predict.calibration`)
 ``iteration_overhead_s``   fixed cost per iteration (optimizer launch, grad-norm, logging, data; null:
                        fitted likewise)
+``optimizer``          the optimizer step's implementation: ``fused`` (one multi-tensor kernel:
+                       Apex / Transformer Engine ``FusedAdam``, ``torch.optim.AdamW(fused=True)``),
+                       ``foreach`` (``torch._foreach_*`` ops, torch's default on CUDA) or
+                       ``forloop`` (one kernel per op per tensor: Composer's ``DecoupledAdamW``);
+                       :mod:`sim.predict.optimizer`
+``optimizer_sync``     the loop reads each tensor's step count from the GPU (``.item()``, Composer's
+                       ``DecoupledAdamW``): one host-device sync per tensor
+``train_metrics``      training metrics the trainer updates after every micro-batch's backward,
+                       each recomputing the cross entropy over the logits (Composer's
+                       ``_eval_train_metrics``; LLM Foundry's MPT: ``LanguageCrossEntropy`` and
+                       ``LanguagePerplexity``, ``use_train_metrics`` default true): 0 for stacks
+                       that only log the loss
+``fsdp_flat_params``   PyTorch FSDP1: a unit's parameters flattened into one ``FlatParameter``
+                       cut into contiguous shards (a GPU updates the tensors its shard touches);
+                       false: FSDP2 shards every parameter
 ``fp8_recipe``         ``delayed``, ``current``, ``tensorwise`` (per-tensor scales), ``blockwise``
                        (1×128 / 128×128 scales); see :mod:`sim.predict.graph`
 ``fp8_weight_cache``   FP8 weights are cast once a step, not once a micro-batch
@@ -130,6 +145,8 @@ DP_MODES = ("ddp", "distributed_optimizer", "zero", "fsdp")
 ATTENTION = ("auto", "unfused", "fa2", "fa3", "cudnn", "triton")
 FP8_RECIPES = ("delayed", "current", "tensorwise", "rowwise", "blockwise")
 MOE_DISPATCHERS = ("alltoall", "deepep", "deepep_ll")
+#: the optimizer step's implementations (:mod:`sim.predict.optimizer`)
+OPTIMIZERS = ("fused", "foreach", "forloop")
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +182,10 @@ class Framework:
     moe_qps_per_channel: int = 4
     compile: bool = False
     async_tp: bool = False
+    optimizer: str = "fused"
+    optimizer_sync: bool = False
+    fsdp_flat_params: bool = False
+    train_metrics: int = 0
 
     @property
     def traffic(self) -> float:
@@ -236,13 +257,28 @@ PROFILES: dict[str, Framework] = {f.name: f for f in (
             moe_dispatcher="deepep"),
     replace(_MCORE, name="deepspeed", data_parallel="zero", overlap_param_gather=True, tp_comm_overlap=0.0,
             attention="fa2", fp8_tp_gather=False, bucket_MiB=500.0 * 2, grad_reduce_dtype="bf16", **_EAGER),
+    # FSDP1 (torch.distributed.fsdp.FullyShardedDataParallel: FlatParameter per unit) with
+    # torch.optim.AdamW's default multi-tensor path (torch/optim/adamw.py: foreach on CUDA)
     replace(_MCORE, name="pytorch-fsdp", data_parallel="fsdp", tp_comm_overlap=0.0, attention="fa2", fp8_tp_gather=False,
-            grad_reduce_dtype="fp32", fp8_recipe="tensorwise", fp8_weight_cache=False, **_EAGER),
+            grad_reduce_dtype="fp32", fp8_recipe="tensorwise", fp8_weight_cache=False, optimizer="foreach",
+            fsdp_flat_params=True, **_EAGER),
+    # LLM Foundry's MPT yamls: optimizer decoupled_adamw = Composer's DecoupledAdamW, a Python
+    # loop over the parameters that reads each one's CUDA step count with .item()
+    # (composer/optim/decoupled_weight_decay.py); FSDP1 with use_orig_params=True
+    # (composer/trainer/dist_strategy.py); Composer's trainer updates the model's training
+    # metrics after every micro-batch's backward (trainer.py, _eval_train_metrics), and MPT's
+    # are LanguageCrossEntropy and LanguagePerplexity (llmfoundry/models/mpt/modeling_mpt.py,
+    # use_train_metrics default True), each a CrossEntropyLoss over the logits
+    # (composer/metrics/nlp.py)
     replace(_MCORE, name="composer-fsdp", data_parallel="fsdp", tp_comm_overlap=0.0, attention="fa2", fp8_tp_gather=False,
-            grad_reduce_dtype="fp32", fp8_recipe="delayed", fp8_weight_cache=False, **_EAGER),
+            grad_reduce_dtype="fp32", fp8_recipe="delayed", fp8_weight_cache=False, optimizer="forloop",
+            optimizer_sync=True, fsdp_flat_params=True, train_metrics=2, **_EAGER),
+    # torchtitan: torch.optim.AdamW with optimizer.implementation = "fused", the default since
+    # #881 (2025-02-24); before it `--optimizer.fused` defaulted to False and foreach ran
+    # (torchtitan/optimizer.py at 9dec370: "fused": fused, "foreach": not fused)
     replace(_MCORE, name="torchtitan", data_parallel="fsdp", tp_comm_overlap=0.0, attention="fa2",
             grad_reduce_dtype="fp32", fp8_recipe="tensorwise", fp8_weight_cache=False, cp_comm="allgather",
-            selective_ac="op", **_EAGER),
+            selective_ac="op", optimizer="fused", **_EAGER),
     replace(_MCORE, name="llama3-meta", data_parallel="distributed_optimizer", tp_comm_overlap=0.5, attention="fa2",
             cp_comm="allgather"),
 )}
@@ -286,6 +322,10 @@ class FrameworkSection:
     moe_qps_per_channel: Optional[int] = None
     compile: Optional[bool] = None
     async_tp: Optional[bool] = None
+    optimizer: Optional[str] = None
+    optimizer_sync: Optional[bool] = None
+    fsdp_flat_params: Optional[bool] = None
+    train_metrics: Optional[int] = None
 
 
 def _one_of(v: Any, known: tuple[str, ...], source: str, where: str) -> None:
@@ -314,6 +354,9 @@ def resolve_framework(data: Any, source: str) -> Framework:
     _one_of(f.cp_comm, ("ring", "allgather"), source, "cp_comm")
     _one_of(f.selective_ac, ("megatron", "op"), source, "selective_ac")
     _one_of(f.moe_dispatcher, MOE_DISPATCHERS, source, "moe_dispatcher")
+    _one_of(f.optimizer, OPTIMIZERS, source, "optimizer")
+    if f.train_metrics < 0:
+        raise SimInputError(f"{source}: framework.train_metrics: must be >= 0, got {f.train_metrics}")
     if f.moe_qps_per_channel < 1:
         raise SimInputError(f"{source}: framework.moe_qps_per_channel: at least 1, got {f.moe_qps_per_channel}")
     if not 0.0 <= f.tp_comm_overlap <= 1.0:
@@ -328,4 +371,4 @@ def resolve_framework(data: Any, source: str) -> Framework:
     return f
 
 
-__all__ = ["ATTENTION", "DP_MODES", "FP8_RECIPES", "Framework", "FrameworkSection", "PROFILES", "resolve_framework"]
+__all__ = ["ATTENTION", "DP_MODES", "FP8_RECIPES", "OPTIMIZERS", "Framework", "FrameworkSection", "PROFILES", "resolve_framework"]

@@ -46,7 +46,7 @@ from sim.predict.job import TrainingJob
 from sim.predict.kernels import Kernel
 
 E = 2.0                      # bytes per bf16/fp16 element
-OPTIMIZER_BYTES_PER_PARAM = 34.0   # Adam: fp32 master, m, v read+written, fp32 grad read twice, bf16 weight written
+OPTIMIZER_BYTES_PER_PARAM = 34.0   # fused Adam (sim.predict.optimizer): fp32 master, m, v read+written, fp32 grad read twice, bf16 weight written
 
 
 def _gemm(name: str, m: int, n: int, k: int, fp8: bool, phase: str = "fwd") -> Kernel:
@@ -454,6 +454,25 @@ def head_forward(j: TrainingJob) -> list[Kernel]:
     return ks
 
 
+def train_metrics(j: TrainingJob) -> list[Kernel]:
+    """The trainer's training metrics after a micro-batch's backward
+    (``framework.train_metrics``), each a cross entropy over the logits as the loss's
+    (:func:`head_forward`); none for a stack that only logs the loss.
+
+    >>> from sim.predict.job import job_from_dict
+    >>> j = job_from_dict({"model": {"layers": 2, "hidden": 1024, "heads": 16, "seq_length": 1024,
+    ...                              "vocab": 32000}, "training": {"global_batch": 8},
+    ...                    "gpu": {"preset": "H100-SXM"}, "framework": {"name": "composer-fsdp"}}, "j.yaml")
+    >>> [(k.name, k.bytes) for k in train_metrics(j)]
+    [('train_metrics.cross_entropy', 786432000.0)]
+    """
+    n = j.framework.train_metrics
+    if n <= 0:
+        return []
+    d = _Dims(j)
+    return [_mem("train_metrics.cross_entropy", n * 3 * d.T * (j.model.vocab // j.parallel.tp) * 4.0)]
+
+
 def head_backward(j: TrainingJob) -> list[Kernel]:
     """The LM head's backward (never recomputed)."""
     d = _Dims(j)
@@ -473,11 +492,6 @@ def embedding_backward(j: TrainingJob) -> list[Kernel]:
     return [_mem("embedding.bwd", 2 * d.T * d.h * E, "bwd")]
 
 
-def optimizer_step(params_local: float) -> Kernel:
-    """Adam over this GPU's (shard of the) parameters: memory-bound."""
-    return _mem("optimizer.adam", params_local * OPTIMIZER_BYTES_PER_PARAM)
-
-
 __all__ = ["EAGER_BYTES", "eager_factor", "embedding_backward", "embedding_forward", "head_backward", "head_forward", "layer_backward",
-           "layer_forward", "op_sac_recompute", "optimizer_step", "recompute_forward",
+           "layer_forward", "op_sac_recompute", "recompute_forward", "train_metrics",
            "sac_gemm_shares"]

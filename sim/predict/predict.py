@@ -43,11 +43,10 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
-from sim.predict import calibration, graph
+from sim.predict import calibration, optimizer
 from sim.predict.comm import CommModel, CommTime
 from sim.predict.energy import IterationEnergy, fabric_switches, iteration_energy
 from sim.predict.job import TrainingJob
-from sim.predict.kernels import kernel_time_s
 from sim.predict.memory import GiB, MemoryBreakdown, layer_params, stage_memory, stage_params
 from sim.predict.schedule import PipelineResult, simulate_pipeline, simulate_zbh1
 from sim.predict.stages import StageCost, shard_group, sharded_pattern, stage_costs
@@ -301,7 +300,7 @@ def _tails(j: TrainingJob, comm: CommModel, pipe: PipelineResult) -> tuple[list[
         start, dp_end = _reduction(j.overlap_grad_reduce, dp_s, last_b_of_chunk,
                                    min(1.0, j.bucket_MiB * 2**20 / max(wire * sp.total, 1.0)))
         shard = (sp.dense / (par.dp * par.cp) + sp.expert / (j.expert_dp * par.cp)) if par.zero >= 1 else sp.total
-        opt = kernel_time_s(graph.optimizer_step(shard), j.gpu, j.training.precision, j.kernels)
+        opt = optimizer.step_time_s(j, s, shard)
         ff = first_f[s]
         ag_exposed = max(0.0, ag_s - (ff.end_s - ff.start_s)) if j.overlap_param_gather else ag_s
         end = dp_end + opt + ag_exposed + fw.iteration_s

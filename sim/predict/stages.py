@@ -21,6 +21,22 @@ the pipeline schedule runs, as the job's framework (:mod:`sim.predict.framework`
   collectives run under this unit's compute (a pass costs Σ max(compute, comm) plus the
   first gather), without it they add up; the collectives go over the DP group, or the
   shard group of ``hybrid_shard`` GPUs (HSDP);
+* PyTorch FSDP's own copies around a unit's collectives, per micro-batch
+  (:func:`fsdp_copies`): FSDP2 (``fully_shard``) all-gathers into one flat buffer and copies
+  it out into the unit's parameters on the compute stream
+  (``torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py``,
+  ``foreach_all_gather_copy_out``: ``current_stream().wait_event`` then
+  ``split_with_sizes_copy``: the unit's gathered bytes read and written, after every
+  all-gather), and copies the unit's gradients into the reduce-scatter buffer in the reduce
+  dtype (``foreach_reduce``: ``torch._chunk_cat``, bf16 read, reduce dtype written) before its
+  reduce-scatter; FSDP1's flat parameter is gathered in place and reduced from its flat
+  gradient, but its post-backward hook casts the gradient to the reduce dtype when that
+  differs (``flat_param.grad.to(handle._reduce_dtype)``) and divides it by the
+  pre-divide factor before the reduce-scatter (``_div_if_needed`` / the default
+  ``reduce_scatter_hook``; factor > 1 for 2+ ranks), on its post-backward stream, ahead of
+  that unit's reduce-scatter (``torch/distributed/fsdp/_runtime_utils.py``);
+* the trainer's training metrics (``framework.train_metrics``,
+  :func:`sim.predict.graph.train_metrics`) follow the last stage's backward;
 * ``microbatch_overhead_s`` is added to every forward pass.
 
 Example::
@@ -170,6 +186,55 @@ def unit_comm(j: TrainingJob, comm: CommModel, params: float) -> UnitComm:
     return UnitComm(ag, ag if fw.fsdp_reshard else 0.0, rs)
 
 
+def fsdp_copies(j: TrainingJob, params: list[float], uc: list[UnitComm]
+                ) -> tuple[list[list[TimedOp]], list[list[TimedOp]], list[float]]:
+    """PyTorch FSDP's copies around each unit's collectives (module docstring): per unit of
+    ``params[u]`` parameters (per GPU, unsharded), the compute-stream ops before its
+    forward, those before and after its backward (FSDP2's copy-out of each all-gather, its
+    reduce-scatter copy-in), and the seconds its reduce-scatter waits for on FSDP1's
+    post-backward stream (cast, pre-divide).
+
+    >>> from sim.predict.job import job_from_dict
+    >>> def fsdp(name):
+    ...     return job_from_dict({"model": {"layers": 2, "hidden": 1024, "heads": 16, "seq_length": 1024,
+    ...                                     "vocab": 32000}, "training": {"global_batch": 8},
+    ...                           "parallel": {"dp": 8, "zero": 3}, "gpu": {"preset": "H100-SXM"},
+    ...                           "framework": {"name": name}}, "j.yaml")
+    >>> u = [UnitComm(1e-3, 1e-3, 1e-3)]
+    >>> f, b, rs = fsdp_copies(fsdp("torchtitan"), [1e8], u)
+    >>> [o.name for o in f[0]], [o.name for o in b[0]], rs
+    (['fsdp.copy_out'], ['fsdp.copy_out', 'fsdp.rs_copy_in'], [0.0])
+    >>> f, b, rs = fsdp_copies(fsdp("composer-fsdp"), [1e8], u)
+    >>> f, b, rs[0] > 0
+    ([[]], [[]], True)
+    """
+    fw = j.framework
+    wire = fw.grad_wire_bytes
+    fwd: list[list[TimedOp]] = []
+    bwd: list[list[TimedOp]] = []
+    rs_wait: list[float] = []
+
+    def mem(name: str, nbytes: float) -> TimedOp:
+        t = kernel_time_s(Kernel(name, "memory", bytes=nbytes), j.gpu, j.training.precision, j.kernels)
+        return TimedOp(name, "compute", "memory", t, t, 0.0)
+
+    for p, c in zip(params, uc):
+        if fw.fsdp_flat_params:                     # FSDP1: post-backward stream, before the reduce-scatter
+            fwd.append([])
+            bwd.append([])
+            cast = (j.weight_bytes + wire) * p if wire != j.weight_bytes else 0.0
+            rs_wait.append(mem("fsdp.grad_cast", cast + 2.0 * wire * p).seconds if c.rs > 0 else 0.0)
+            continue
+        copy_out = 2.0 * j.weight_bytes * p
+        fwd.append([mem("fsdp.copy_out", copy_out)] if c.ag_fwd > 0 else [])
+        b = [mem("fsdp.copy_out", copy_out)] if c.ag_bwd > 0 else []
+        if c.rs > 0:
+            b.append(mem("fsdp.rs_copy_in", (j.weight_bytes + wire) * p))
+        bwd.append(b)
+        rs_wait.append(0.0)
+    return fwd, bwd, rs_wait
+
+
 def _stream(ops_per_unit: list[list[TimedOp]], before: list[float], after: list[float], prefetch: bool,
             label: str) -> list[TimedOp]:
     """One pass of units with their collectives: ``before[u]`` must finish before unit u
@@ -239,13 +304,22 @@ def stage_costs(j: TrainingJob, comm: CommModel) -> list[StageCost]:
                 params.append(j.model.vocab * j.model.hidden / j.parallel.tp)
             if per_unit:
                 uc = [unit_comm(j, comm, x) for x in params]
+                rs = [u.rs for u in uc]
+                if fw.data_parallel == "fsdp":
+                    cf, cb, wait = fsdp_copies(j, params, uc)
+                    f_units = [c + u for c, u in zip(cf, f_units)]
+                    b_units = [c[:1] + u + c[1:] if c and c[0].name == "fsdp.copy_out" else u + c
+                               for c, u in zip(cb, b_units)]
+                    rs = [r + w for r, w in zip(rs, wait)]
                 fwd = _stream(f_units, [u.ag_fwd for u in uc], [0.0] * len(uc), fw.fsdp_prefetch, "shard.allgather")
                 ru = list(reversed(uc))
-                bwd = _stream(list(reversed(b_units)), [u.ag_bwd for u in ru], [u.rs for u in ru], fw.fsdp_prefetch,
+                bwd = _stream(list(reversed(b_units)), [u.ag_bwd for u in ru], list(reversed(rs)), fw.fsdp_prefetch,
                               "shard.reducescatter")
             else:
                 fwd = [o for u in f_units for o in u]
                 bwd = [o for u in reversed(b_units) for o in u]
+            if last and fw.train_metrics > 0:
+                bwd = bwd + pass_ops(j, graph.train_metrics(j), comm)
             if fw.microbatch_s > 0:
                 fwd = fwd + [TimedOp("host.microbatch", "host", "host", fw.microbatch_s, fw.microbatch_s, 0.0)]
             sc.fwd_ops.append(fwd)
@@ -257,5 +331,5 @@ def stage_costs(j: TrainingJob, comm: CommModel) -> list[StageCost]:
     return out
 
 
-__all__ = ["StageCost", "TimedOp", "UnitComm", "pass_ops", "shard_group", "sharded_pattern", "stage_costs",
+__all__ = ["StageCost", "TimedOp", "UnitComm", "fsdp_copies", "pass_ops", "shard_group", "sharded_pattern", "stage_costs",
            "stream_of", "unit_comm"]

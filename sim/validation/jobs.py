@@ -34,6 +34,11 @@ def framework_section(r: Run) -> dict[str, Any]:
         out["compile"] = True
     if r.async_tp:
         out["async_tp"] = True
+    if r.source == "torchtitan2412":
+        # torchtitan at 9dec370 (2024-12): `--optimizer.fused` defaults to False and
+        # build_optimizers passes "foreach": not fused (torchtitan/optimizer.py); fused is the
+        # default from #881 (2025-02-24), before the 2025-06 runs
+        out["optimizer"] = "foreach"
     if r.fsdp_mixed_precision == "pure":
         out["grad_reduce_dtype"] = "bf16"
     return out
