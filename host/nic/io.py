@@ -25,6 +25,7 @@ True
 """
 from __future__ import annotations
 
+import ctypes
 import errno
 import math
 import select
@@ -33,8 +34,11 @@ import time
 from contextlib import nullcontext
 from typing import Callable, ContextManager, Optional, Protocol, Sequence
 
-from host.nic.frames import OP_CNP, OP_RC_ACK, parse_roce
+from host.nic.frames import OP_CNP, OP_RC_ACK, RoceInfo, parse_roce
 from host.nic.mmsg import MmsgReceiver, MmsgSender
+from host.nic.native import (KIND_PFC, KIND_ROCE, R_ACKREQ, R_BECN, R_DQPN, R_DSCP, R_ECN, R_EXT_AT,
+                             R_EXT_LEN, R_ICRC_OK, R_KIND, R_L3, R_LEN, R_OFF, R_OPCODE, R_PAYLOAD, R_PSN,
+                             R_SPORT, R_WORDS, NativeQP, NativeRx, NativeTx, nic_lib)
 from host.nic.pfc import PfcState
 from host.nic.qp import Receiver, SenderQP
 
@@ -232,7 +236,7 @@ class NicPort:
     def __init__(self, io: FrameIO, *, line_rate_bps: float, receiver: Optional[Receiver] = None,
                  rx_burst: int = 64, tx_burst: int = 32,
                  step_lock: Optional[ContextManager[object]] = None,
-                 tick_s: float = 0.0, batch_io: bool = True) -> None:
+                 tick_s: float = 0.0, batch_io: bool = True, native: bool = False) -> None:
         if tick_s < 0:
             raise ValueError("tick_s must be >= 0")
         self.io = io
@@ -250,11 +254,43 @@ class NicPort:
         self.tx_frames = 0
         self.tx_refused = 0
         self.steps = 0
+        self._ntx: Optional[NativeTx] = None
+        self._nrx: Optional[NativeRx] = None
+        self.native_reason = "not asked for"
+        if native:
+            self._start_native()
+
+    @property
+    def native(self) -> bool:
+        """True when steps run the native hot loop (host.nic.native)."""
+        return self._ntx is not None
+
+    def _start_native(self) -> None:
+        if not self.batch_io:
+            self.native_reason = "per-frame I/O asked for"
+            return
+        link = getattr(self.io, "inner", self.io)     # a receiver's StallableIO: its socket
+        if not isinstance(link, DatagramIO) or (link is not self.io and not hasattr(self.io, "stalled")):
+            self.native_reason = f"{type(self.io).__name__} is not one socket"
+            return
+        self._link: DatagramIO = link
+        lib = nic_lib()
+        if lib is None:
+            self.native_reason = "no native hot loop (host.nic.native said why)"
+            return
+        self._ntx = NativeTx(lib)
+        self._nrx = NativeRx(lib, names=isinstance(link, PacketSocket))
+        self._nrounds = RECV_ROUNDS if isinstance(link, PacketSocket) else 1
+        self.native_reason = ""
+        for qp in self.senders:
+            qp.attach_native(NativeQP(lib))
 
     def add_sender(self, qp: SenderQP) -> SenderQP:
         """Attach a sender QP (its PFC state becomes this port's)."""
         qp.pfc = self.pfc
         self.senders.append(qp)
+        if self._ntx is not None:
+            qp.attach_native(NativeQP(self._ntx.lib))
         return qp
 
     def _send(self, frame: bytes) -> bool:
@@ -292,6 +328,8 @@ class NicPort:
     def step(self, now: float) -> int:
         """Receive what is waiting, then send what is due at ``now``; returns frames sent."""
         self.steps += 1
+        if self._ntx is not None:
+            return self._step_native(now)
         if not self.batch_io:
             return self._step_per_frame(now)
         out: list[bytes] = []
@@ -307,6 +345,84 @@ class NicPort:
             out.extend(frames)
         self._send_all(out)
         return sent
+
+    def _step_native(self, now: float) -> int:
+        """:meth:`step` on the native hot loop: the same frames, order and counters."""
+        tx, rx = self._ntx, self._nrx
+        assert tx is not None and rx is not None
+        replies: list[bytes] = []
+        got = 0
+        if self._link is not self.io and self.io.stalled:     # type: ignore[attr-defined]
+            for frame in self.io.recv_many(self.rx_burst):      # type: ignore[attr-defined]
+                self.rx_frames += 1                             # (a stalled link reads none:
+                self._dispatch(frame, now, replies)             # it sends its PAUSE)
+        else:
+            got = rx.recv(self._link.fileno(), self.rx_burst, self._nrounds)
+        if got:
+            rec, mv = rx.rec, rx.mv
+            for i in range(got):
+                self.rx_frames += 1
+                self._dispatch_record(rec, i * R_WORDS, mv, now, replies)
+        if self.receiver is not None:
+            replies.extend(self.receiver.flush_acks())
+        for frame in replies:
+            self._push(frame)
+        sent = 0
+        for qp in self.senders:
+            if tx.count + self.tx_burst > tx.slots:
+                self._flush_native()
+            sent += qp.poll_into(now, self.tx_burst, tx)
+        self._flush_native()
+        return sent
+
+    def _push(self, frame: bytes) -> None:
+        tx = self._ntx
+        assert tx is not None
+        if tx.push(frame):
+            return
+        self._flush_native()
+        if not tx.push(frame):                 # larger than a slot: alone, as MmsgSender does
+            refused = self._link.send_many([frame])
+            self.tx_frames += 1 - refused
+            self.tx_refused += refused
+
+    def _flush_native(self) -> None:
+        tx = self._ntx
+        assert tx is not None
+        n = tx.count
+        if n:
+            refused = tx.flush(self._link.fileno())
+            self.tx_frames += n - refused
+            self.tx_refused += refused
+            self._link.tx_dropped += refused
+
+    def _dispatch_record(self, rec: "ctypes.Array[ctypes.c_int64]", b: int, mv: memoryview, now: float,
+                         out: list[bytes]) -> None:
+        """:meth:`_dispatch` of one frame the hot loop read and parsed (record at ``b``)."""
+        kind, off = rec[b + R_KIND], rec[b + R_OFF]
+        if kind == KIND_PFC:
+            if self.pfc.on_frame(bytes(mv[off:off + rec[b + R_LEN]]), now):
+                self.rx_pfc += 1
+                return
+        if kind != KIND_ROCE:
+            self.rx_other += 1
+            return
+        opcode = rec[b + R_OPCODE]
+        if opcode not in (OP_CNP, OP_RC_ACK) and self.receiver is None:
+            self.rx_other += 1
+            return
+        l3, ext = off + rec[b + R_L3], off + rec[b + R_EXT_AT]
+        info = RoceInfo(bytes(mv[off + 6:off + 12]), bytes(mv[off:off + 6]), bytes(mv[l3 + 12:l3 + 16]),
+                        bytes(mv[l3 + 16:l3 + 20]), rec[b + R_DSCP], rec[b + R_ECN], rec[b + R_SPORT],
+                        opcode, bool(rec[b + R_BECN]), rec[b + R_DQPN], bool(rec[b + R_ACKREQ]),
+                        rec[b + R_PSN], rec[b + R_PAYLOAD], bytes(mv[ext:ext + rec[b + R_EXT_LEN]]))
+        if opcode in (OP_CNP, OP_RC_ACK):
+            if not any(qp.on_frame(info, now) for qp in self.senders):
+                self.rx_other += 1
+            return
+        assert self.receiver is not None
+        out.extend(self.receiver.on_frame(bytes(mv[off:off + rec[b + R_LEN]]), now, info,
+                                          icrc_ok=bool(rec[b + R_ICRC_OK])))
 
     def _step_per_frame(self, now: float) -> int:
         for _ in range(self.rx_burst):
