@@ -38,7 +38,7 @@ from host.nic.frames import OP_CNP, OP_RC_ACK, RoceInfo, parse_roce
 from host.nic.mmsg import MmsgReceiver, MmsgSender
 from host.nic.native import (KIND_PFC, KIND_ROCE, R_ACKREQ, R_BECN, R_DQPN, R_DSCP, R_ECN, R_EXT_AT,
                              R_EXT_LEN, R_ICRC_OK, R_KIND, R_L3, R_LEN, R_OFF, R_OPCODE, R_PAYLOAD, R_PSN,
-                             R_SPORT, R_WORDS, NativeQP, NativeRx, NativeTx, nic_lib)
+                             R_SPORT, R_WORDS, BURST_MAX_S, NativeBurst, NativeQP, NativeRx, NativeTx, nic_lib)
 from host.nic.pfc import PfcState
 from host.nic.qp import Receiver, SenderQP
 
@@ -72,6 +72,9 @@ with ``--tick-ms 1`` the story's senders at 250 pps got up to 2.5× the CNPs and
 go-back-N retransmissions of the loop without a tick, and its uplinks ran at 28–68 %
 instead of 62–68 % (host/nic/README.md, "Why no tick by default"), so it is off by
 default."""
+BURST_IDLE = 3
+"""``NicPort._burst``: no QP could send (window closed, all sent): wait in ``select``."""
+BURST_ERROR = 4
 BATCH_TICK_S = 0.001
 """The tick for high rates and the ``host.nic_cpu`` bench (``--tick-ms 1``)."""
 
@@ -256,6 +259,7 @@ class NicPort:
         self.steps = 0
         self._ntx: Optional[NativeTx] = None
         self._nrx: Optional[NativeRx] = None
+        self._nburst: Optional[NativeBurst] = None
         self.native_reason = "not asked for"
         if native:
             self._start_native()
@@ -374,6 +378,30 @@ class NicPort:
             sent += qp.poll_into(now, self.tx_burst, tx)
         self._flush_native()
         return sent
+
+    def _burst(self, now: float, end: float) -> int:
+        """The senders' native wait-and-send loop (host.nic.native.NativeBurst) from
+        ``now`` until the first instant Python must act (a QP's retry or DCQCN timer, a
+        pause's end, :data:`BURST_MAX_S`, ``end``) or a frame arrives; returns why it
+        ended (``BURST_IDLE``: no QP can send, wait in ``select``)."""
+        tx = self._ntx
+        assert tx is not None
+        if self._nburst is None or self._nburst.n != len(self.senders):
+            self._nburst = NativeBurst(tx.lib, [qp._native for qp in self.senders])  # type: ignore[misc]
+        deadline = min(end, now + BURST_MAX_S)
+        for qp in self.senders:
+            deadline = min(deadline, qp.burst_begin(now))
+        burst = self._nburst
+        burst.run(tx, self._link.fileno(), self.tx_burst, deadline)
+        for qp in self.senders:
+            qp.burst_end()
+        flushed, refused, why, err = burst.out
+        self.tx_frames += flushed - refused
+        self.tx_refused += refused
+        self._link.tx_dropped += refused
+        if why == BURST_ERROR:
+            raise OSError(err, f"sendmmsg: {errno.errorcode.get(err, err)}")
+        return int(why)
 
     def _push(self, frame: bytes) -> None:
         tx = self._ntx
@@ -501,6 +529,12 @@ class NicPort:
                 if now - done_at >= linger_s:
                     break
             later = clock()
+            if self._ntx is not None and tick == 0 and self.senders:
+                with self.step_lock:
+                    why = self._burst(later, end)
+                if why != BURST_IDLE:
+                    continue          # Python's turn at once: a frame, a timer, a rate change
+                later = clock()
             if tick > 0:
                 rest = min(now + tick, end) - later
                 if rest > 0:

@@ -51,8 +51,14 @@ FILL_MAX = 64
 (S_NEXT, S_HIGH, S_ACKED, S_TOTAL, S_WINDOW, S_WINDOW_PKTS, S_ACKREQ_EVERY, S_PER_MSG,
  S_START_PSN, S_MSG_BYTES, S_MTU, S_LAST_LEN, S_BASE_VA, S_RKEY, S_RATE_LIMIT, S_BC_LEFT,
  S_STOP_AT_END, S_OUT_N, S_OUT_RETX, S_OUT_MSGS, S_OUT_BYTES, S_OUT_PAYLOAD, S_OUT_ACKREQS,
- S_OUT_LAST_END, S_OUT_AGAIN, S_WORDS) = range(26)
-D_NOW, D_NEXT_AT, D_GAP, D_SLACK, D_WORDS = range(5)
+ S_OUT_LAST_END, S_OUT_AGAIN, S_SKIP, S_WORDS) = range(27)
+D_NOW, D_NEXT_AT, D_GAP, D_SLACK, D_FIRST_T, D_LAST_T, D_WORDS = range(7)
+ACK_CAP = 256
+"""ACK requests one QP may log in a burst (:meth:`NativeBurst.run`) before Python takes them."""
+BURST_MAX_S = 0.02
+"""The longest a sender's burst runs in C without Python (its stop flag, the agent's lock,
+the metrics): a signal cuts it short at once."""
+BURST_WHY = ("deadline", "frame arrived", "control", "nothing to send", "error")
 # Record words of nicc_rx_recv, one record per frame.
 (R_OFF, R_LEN, R_KIND, R_L3, R_DSCP, R_ECN, R_SPORT, R_OPCODE, R_BECN, R_DQPN, R_ACKREQ,
  R_PSN, R_PAYLOAD, R_EXT_AT, R_EXT_LEN, R_ICRC_OK, R_WORDS) = range(17)
@@ -80,6 +86,8 @@ def _load() -> ctypes.CDLL:
         "nicc_tpl_new": (_vp, []), "nicc_tpl_free": (None, [_vp]),
         "nicc_tpl_set": (i, [_vp, i, ctypes.c_char_p, i, u32, ctypes.c_char_p, i, i]),
         "nicc_qp_fill": (i, [_vp, _vp, _i64p, _dp, _i64p, i]),
+        "nicc_burst": (i64, [_vp, i, i, ctypes.POINTER(_vp), ctypes.POINTER(_i64p), ctypes.POINTER(_dp),
+                             ctypes.POINTER(_i64p), ctypes.POINTER(_dp), i, i, ctypes.c_double, _i64p]),
         "nicc_rx_new": (_vp, [i, i, i]), "nicc_rx_free": (None, [_vp]), "nicc_rx_buf": (_vp, [_vp]),
         "nicc_rx_recv": (i, [_vp, i, i, i, _i64p]),
     }
@@ -175,7 +183,8 @@ class NativeQP:
             raise MemoryError("nicc_tpl_new")
         self.s = (ctypes.c_int64 * S_WORDS)()
         self.d = (ctypes.c_double * D_WORDS)()
-        self.ackreqs = (ctypes.c_int64 * FILL_MAX)()
+        self.ackreqs = (ctypes.c_int64 * ACK_CAP)()
+        self.acktimes = (ctypes.c_double * ACK_CAP)()
 
     def set_template(self, kind: str, head: bytes, crc_head: int, tail: bytes, ext_len: int) -> None:
         """Template ``kind`` (only, first, middle, last): frames.FrameTemplate's parts."""
@@ -195,6 +204,26 @@ class NativeQP:
 
     def __del__(self) -> None:
         self.close()
+
+
+class NativeBurst:
+    """The sender's wait-and-send loop in C over a fixed list of QPs (see nicc_burst)."""
+
+    def __init__(self, lib: ctypes.CDLL, qps: "list[NativeQP]") -> None:
+        n = len(qps)
+        self.lib, self.n = lib, n
+        self.tpls = (_vp * n)(*[q.tpl for q in qps])
+        self.ss = (_i64p * n)(*[ctypes.cast(q.s, _i64p) for q in qps])
+        self.ds = (_dp * n)(*[ctypes.cast(q.d, _dp) for q in qps])
+        self.acks = (_i64p * n)(*[ctypes.cast(q.ackreqs, _i64p) for q in qps])
+        self.ackt = (_dp * n)(*[ctypes.cast(q.acktimes, _dp) for q in qps])
+        self.out = (ctypes.c_int64 * 4)()
+
+    def run(self, tx: NativeTx, fd: int, tx_burst: int, deadline: float) -> int:
+        """Run until ``deadline`` (monotonic s) or Python's turn; returns frames made
+        (``out``: frames flushed, refused, why, errno)."""
+        return int(self.lib.nicc_burst(tx.ptr, fd, self.n, self.tpls, self.ss, self.ds, self.acks, self.ackt,
+                                       ACK_CAP, tx_burst, deadline, self.out))
 
 
 class NativeRx:
@@ -231,4 +260,4 @@ class NativeRx:
         self.close()
 
 
-__all__ = ["C_SOURCE", "NativeQP", "NativeRx", "NativeTx", "native_status", "nic_lib"]
+__all__ = ["C_SOURCE", "NativeBurst", "NativeQP", "NativeRx", "NativeTx", "native_status", "nic_lib"]

@@ -39,11 +39,11 @@ from host.nic.frames import (DSCP_CNP, ECN_CE, OP_CNP, OP_RC_ACK, OP_RC_WRITE_FI
                              OP_RC_WRITE_MIDDLE, OP_RC_WRITE_ONLY, FlowSpec, FrameTemplate,
                              RoceInfo, aeth_bytes, build_cnp, mac_str, parse_roce, reth_bytes,
                              verify_icrc)
-from host.nic.native import (D_GAP, D_NEXT_AT, D_NOW, D_SLACK, S_ACKED, S_ACKREQ_EVERY, S_BASE_VA,
-                             S_BC_LEFT, S_HIGH, S_LAST_LEN, S_MSG_BYTES, S_MTU, S_NEXT, S_OUT_ACKREQS,
-                             S_OUT_AGAIN, S_OUT_BYTES, S_OUT_LAST_END, S_OUT_MSGS, S_OUT_PAYLOAD,
-                             S_OUT_RETX, S_PER_MSG, S_RATE_LIMIT, S_RKEY, S_START_PSN, S_STOP_AT_END,
-                             S_TOTAL, S_WINDOW, S_WINDOW_PKTS, FILL_MAX, NativeQP, NativeTx)
+from host.nic.native import (D_FIRST_T, D_GAP, D_LAST_T, D_NEXT_AT, D_NOW, D_SLACK, FILL_MAX, S_ACKED,
+                             S_ACKREQ_EVERY, S_BASE_VA, S_BC_LEFT, S_HIGH, S_LAST_LEN, S_MSG_BYTES, S_MTU,
+                             S_NEXT, S_OUT_ACKREQS, S_OUT_AGAIN, S_OUT_BYTES, S_OUT_LAST_END, S_OUT_MSGS,
+                             S_OUT_N, S_OUT_PAYLOAD, S_OUT_RETX, S_PER_MSG, S_RATE_LIMIT, S_RKEY, S_SKIP,
+                             S_START_PSN, S_STOP_AT_END, S_TOTAL, S_WINDOW, S_WINDOW_PKTS, NativeQP, NativeTx)
 from host.nic.pfc import PfcState
 from host.nic.rc import (AETH_ACK, AETH_NAK_PSN_SEQ, AETH_TYPE_ACK, AETH_TYPE_NAK, PSN_HALF,
                          PSN_MASK, QP_RTS, RcParams, Requester, Responder)
@@ -354,6 +354,60 @@ class SenderQP:
             if k < want and not s[S_OUT_AGAIN]:   # the pacer, the window, the count or a full arena
                 break
         return made
+
+    def burst_begin(self, now: float) -> float:
+        """Set up a native burst (``NicPort.run``, host.nic.native.NativeBurst) right
+        after a step at ``now``: whether this QP takes part (not done, not paused, data
+        to send) and the instant Python must run again for it (its retry timer, DCQCN's
+        timers, a pause's end; ``inf`` when none)."""
+        nq = self._native
+        assert nq is not None
+        s, d, rc, rp = nq.s, nq.d, self.rc, self.rp
+        for w in (S_OUT_N, S_OUT_RETX, S_OUT_MSGS, S_OUT_BYTES, S_OUT_PAYLOAD, S_OUT_ACKREQS):
+            s[w] = 0
+        paused = self.pfc.pause_remaining(self.priority, now) if self.pfc is not None else 0.0
+        if self.done or paused > 0 or not self._has_data() or self.next_at == -math.inf:
+            s[S_SKIP] = 1
+            return now + paused if paused > 0 else math.inf
+        s[S_SKIP] = 0
+        s[S_NEXT], s[S_HIGH], s[S_ACKED] = rc.next_seq, rc.high_seq, rc.acked_seq
+        s[S_WINDOW] = (rc.params.window_pkts or PSN_HALF - 1) if rc.state == QP_RTS else 0
+        s[S_BC_LEFT] = (rp.params.byte_counter_pkts - rp._pkts) if rp._next_rate != math.inf else -1
+        s[S_STOP_AT_END] = self._pending_sport is not None
+        d[D_NEXT_AT] = self.next_at
+        d[D_GAP] = rp.interval_s()
+        return min(rc.deadline_s, now + rc.params.retry_timeout_s, rp._next_alpha, rp._next_rate)
+
+    def burst_end(self) -> int:
+        """Take what a native burst sent (:meth:`burst_begin`): the same state and
+        counters as :meth:`poll_into` at each instant it sent. Returns the frames."""
+        nq = self._native
+        assert nq is not None
+        s, d, rc, rp, c = nq.s, nq.d, self.rc, self.rp, self.counters
+        k = s[S_OUT_N]
+        if s[S_SKIP] or not k:
+            return 0
+        rc.next_seq, rc.high_seq = s[S_NEXT], s[S_HIGH]
+        rc.retransmitted_pkts += s[S_OUT_RETX]
+        nack = s[S_OUT_ACKREQS]
+        if nack:
+            seqs, times = nq.ackreqs, nq.acktimes
+            rc._ackreqs.extend((seqs[i], times[i]) for i in range(nack))
+            rc._rearm()
+        self.next_at = d[D_NEXT_AT]
+        last = d[D_LAST_T]
+        c.seen(d[D_FIRST_T])
+        c.last_s = last
+        c.sent_pkts += k
+        c.sent_bytes += s[S_OUT_BYTES]
+        c.sent_payload_bytes += s[S_OUT_PAYLOAD]
+        c.messages_sent += s[S_OUT_MSGS]
+        c.retransmitted_pkts = rc.retransmitted_pkts
+        c.rate_pps = rp.rate_pps
+        rp.on_sent(last, k)
+        if s[S_OUT_LAST_END]:
+            self._apply_sport()
+        return k
 
     def _next_frame(self, now: float) -> tuple[bytes, int]:
         seq, n = self.rc.next_seq, self._pkts_per_msg

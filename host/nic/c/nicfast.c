@@ -16,6 +16,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <poll.h>
+#include <time.h>
 
 #define API __attribute__((visibility("default")))
 #define PSN_MASK 0xFFFFFFu
@@ -169,10 +171,10 @@ enum {
     S_START_PSN, S_MSG_BYTES, S_MTU, S_LAST_LEN, S_BASE_VA, S_RKEY, S_RATE_LIMIT, S_BC_LEFT,
     S_STOP_AT_END,
     S_OUT_N, S_OUT_RETX, S_OUT_MSGS, S_OUT_BYTES, S_OUT_PAYLOAD, S_OUT_ACKREQS, S_OUT_LAST_END,
-    S_OUT_AGAIN,
+    S_OUT_AGAIN, S_SKIP,
     S_WORDS
 };
-enum { D_NOW, D_NEXT_AT, D_GAP, D_SLACK, D_WORDS };
+enum { D_NOW, D_NEXT_AT, D_GAP, D_SLACK, D_FIRST_T, D_LAST_T, D_WORDS };
 
 static inline void be32(uint8_t *p, uint32_t v) { p[0] = v >> 24; p[1] = v >> 16; p[2] = v >> 8; p[3] = v; }
 static inline void be64(uint8_t *p, uint64_t v) { be32(p, (uint32_t)(v >> 32)); be32(p + 4, (uint32_t)v); }
@@ -184,13 +186,14 @@ static inline void be64(uint8_t *p, uint64_t v) { be32(p, (uint32_t)(v >> 32)); 
  * when a source-port move waits (S_STOP_AT_END).  The sequence numbers of the frames
  * that asked for an ACK go to ``ackreqs``; S_OUT_AGAIN says it stopped for Python's
  * control (call again once it has run).  Returns the frames made. */
-API int nicc_qp_fill(tx_t *t, const tpl_t *tp, int64_t *s, double *d, int64_t *ackreqs, int limit) {
+static int fill_core(tx_t *t, const tpl_t *tp, int64_t *s, double *d, int64_t *ackreqs, double *acktimes,
+                     int limit, int acc) {
     int64_t next = s[S_NEXT], high = s[S_HIGH], acked = s[S_ACKED], total = s[S_TOTAL];
     int64_t per = s[S_PER_MSG], every = s[S_ACKREQ_EVERY], wp = s[S_WINDOW_PKTS];
     int64_t bc = s[S_BC_LEFT];
     double now = d[D_NOW], next_at = d[D_NEXT_AT], gap = d[D_GAP];
     double lag = gap > d[D_SLACK] ? gap : d[D_SLACK];
-    int n = 0, nack = 0, last_end = 0, again = 0;
+    int n = 0, nack = acc ? (int)s[S_OUT_ACKREQS] : 0, last_end = 0, again = 0;
     int64_t retx = 0, msgs = 0, bytes = 0, payload = 0;
     while (n < limit && t->n < t->cap) {
         if (total >= 0 && next >= total) break;
@@ -224,7 +227,10 @@ API int nicc_qp_fill(tx_t *t, const tpl_t *tp, int64_t *s, double *d, int64_t *a
         if (!is_new) retx++;
         next = seq + 1;
         if (next > high) high = next;
-        if (ackreq) ackreqs[nack++] = seq;
+        if (ackreq) {
+            if (acktimes) acktimes[nack] = now;
+            ackreqs[nack++] = seq;
+        }
         if (last && is_new) msgs++;
         bytes += p - f;
         payload += last ? s[S_LAST_LEN] : s[S_MTU];
@@ -234,11 +240,105 @@ API int nicc_qp_fill(tx_t *t, const tpl_t *tp, int64_t *s, double *d, int64_t *a
         if (last && s[S_STOP_AT_END]) { again = 1; break; }
     }
     s[S_NEXT] = next; s[S_HIGH] = high; s[S_BC_LEFT] = bc;
-    s[S_OUT_N] = n; s[S_OUT_RETX] = retx; s[S_OUT_MSGS] = msgs; s[S_OUT_BYTES] = bytes;
-    s[S_OUT_PAYLOAD] = payload; s[S_OUT_ACKREQS] = nack; s[S_OUT_LAST_END] = last_end;
-    s[S_OUT_AGAIN] = again;
+    if (acc) {
+        s[S_OUT_N] += n; s[S_OUT_RETX] += retx; s[S_OUT_MSGS] += msgs; s[S_OUT_BYTES] += bytes;
+        s[S_OUT_PAYLOAD] += payload;
+        if (n) {
+            if (s[S_OUT_N] == n) d[D_FIRST_T] = now;
+            d[D_LAST_T] = now;
+        }
+    } else {
+        s[S_OUT_N] = n; s[S_OUT_RETX] = retx; s[S_OUT_MSGS] = msgs; s[S_OUT_BYTES] = bytes;
+        s[S_OUT_PAYLOAD] = payload;
+    }
+    s[S_OUT_ACKREQS] = nack; s[S_OUT_LAST_END] = last_end; s[S_OUT_AGAIN] = again;
     d[D_NEXT_AT] = next_at;
     return n;
+}
+
+API int nicc_qp_fill(tx_t *t, const tpl_t *tp, int64_t *s, double *d, int64_t *ackreqs, int limit) {
+    return fill_core(t, tp, s, d, ackreqs, NULL, limit, 0);
+}
+
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The sender's wait-and-send loop between two Python steps (NicPort.run on the native
+ * path): until ``deadline`` (Python's next control instant: a DCQCN or retry timer, the
+ * burst's length, the run's end), each QP whose S_SKIP is 0 sends what its pacer lets
+ * leave, as fill does, at the monotonic time of each wake-up; one sendmmsg per wake-up;
+ * then it sleeps in ppoll on ``fd`` until the next frame is due.  It returns to Python
+ * at once when a frame arrives (ACK, NAK, CNP, PAUSE: Python's), when a fill stops for
+ * Python's control (S_OUT_AGAIN), when a QP's ACK-request log is nearly full, or when
+ * no QP can send (window closed, count reached: Python waits for the ACKs).  The QPs'
+ * out words accumulate over the burst (S_OUT_ACKREQS indexes ``acks``/``ackt``; D_FIRST_T
+ * and D_LAST_T the first and last instant it sent).  out: [frames flushed, refused,
+ * why: 0 deadline, 1 a frame arrived, 2 Python's control, 3 nothing to send, 4 error,
+ * errno].  Returns the frames made. */
+API int64_t nicc_burst(tx_t *t, int fd, int nqp, tpl_t **tps, int64_t **ss, double **ds, int64_t **acks,
+                       double **ackt, int ack_cap, int tx_burst, double deadline, int64_t *out) {
+    int64_t made = 0, flushed = 0, refused = 0;
+    int why = 0, err = 0;
+    for (;;) {
+        double now = mono_s();
+        if (now >= deadline) { why = 0; break; }
+        int stop = 0;
+        for (int q = 0; q < nqp; q++) {
+            int64_t *s = ss[q];
+            double *d = ds[q];
+            if (s[S_SKIP]) continue;
+            if (s[S_RATE_LIMIT] && now < d[D_NEXT_AT]) continue;
+            if (s[S_OUT_ACKREQS] + tx_burst > ack_cap) { stop = 1; continue; }
+            if (t->n + tx_burst > t->cap) {
+                int n0 = t->n;
+                int64_t r = 0;
+                err = nicc_tx_flush(t, fd, &r);
+                flushed += n0; refused += r;
+                if (err) break;
+            }
+            d[D_NOW] = now;
+            made += fill_core(t, tps[q], s, d, acks[q], ackt[q], tx_burst, 1);
+            if (s[S_OUT_AGAIN]) stop = 1;
+        }
+        if (!err && t->n) {
+            int n0 = t->n;
+            int64_t r = 0;
+            err = nicc_tx_flush(t, fd, &r);
+            flushed += n0; refused += r;
+        }
+        if (err) { why = 4; break; }
+        if (stop) { why = 2; break; }
+        double wake = deadline;
+        int can = 0;
+        for (int q = 0; q < nqp; q++) {
+            int64_t *s = ss[q];
+            if (s[S_SKIP]) continue;
+            if (s[S_TOTAL] >= 0 && s[S_NEXT] >= s[S_TOTAL]) continue;
+            if (!(s[S_NEXT] - s[S_ACKED] < s[S_WINDOW])) continue;
+            if (!s[S_RATE_LIMIT]) { stop = 1; break; }      /* unpaced: Python steps at once */
+            can = 1;
+            if (ds[q][D_NEXT_AT] < wake) wake = ds[q][D_NEXT_AT];
+        }
+        if (stop) { why = 2; break; }
+        if (!can) { why = 3; break; }
+        now = mono_s();
+        if (wake > now) {
+            double w = wake - now;
+            struct timespec ts = {(time_t)w, (long)((w - (double)(time_t)w) * 1e9)};
+            struct pollfd pfd = {fd, POLLIN, 0};
+            int rc = ppoll(&pfd, 1, &ts, NULL);
+            if (rc > 0) { why = 1; break; }
+            if (rc < 0 && errno == EINTR) { why = 1; break; }   /* a signal: Python's turn */
+        } else {
+            struct pollfd pfd = {fd, POLLIN, 0};
+            if (poll(&pfd, 1, 0) > 0) { why = 1; break; }
+        }
+    }
+    out[0] = flushed; out[1] = refused; out[2] = why; out[3] = err;
+    return made;
 }
 
 /* ---- rx ---- */
