@@ -38,7 +38,9 @@ from host.nic.frames import OP_CNP, OP_RC_ACK, RoceInfo, parse_roce
 from host.nic.mmsg import MmsgReceiver, MmsgSender
 from host.nic.native import (KIND_PFC, KIND_ROCE, R_ACKREQ, R_BECN, R_DQPN, R_DSCP, R_ECN, R_EXT_AT,
                              R_EXT_LEN, R_ICRC_OK, R_KIND, R_L3, R_LEN, R_OFF, R_OPCODE, R_PAYLOAD, R_PSN,
-                             R_SPORT, R_WORDS, BURST_MAX_S, NativeBurst, NativeQP, NativeRx, NativeTx, nic_lib)
+                             R_SPORT, R_WORDS, BURST_MAX_S, F_ACK_PENDING, F_BYTES, F_DQPN, F_EXPECTED, F_IP,
+                             F_MSGS, F_MSN, F_NAK_SENT, F_PAYLOAD, F_PKTS, F_SPORT, F_TOUCHED, F_WORDS, R_FAST,
+                             R_SRC_IP, RX_FLOWS, NativeBurst, NativeQP, NativeRx, NativeTx, nic_lib)
 from host.nic.pfc import PfcState
 from host.nic.qp import Receiver, SenderQP
 
@@ -260,6 +262,8 @@ class NicPort:
         self._ntx: Optional[NativeTx] = None
         self._nrx: Optional[NativeRx] = None
         self._nburst: Optional[NativeBurst] = None
+        self.rx_native_accepted = 0
+        """Data frames the native hot loop accepted without Python (not in the report)."""
         self.native_reason = "not asked for"
         if native:
             self._start_native()
@@ -286,6 +290,16 @@ class NicPort:
         self._nrx = NativeRx(lib, names=isinstance(link, PacketSocket))
         self._nrounds = RECV_ROUNDS if isinstance(link, PacketSocket) else 1
         self.native_reason = ""
+        self._fflows = (ctypes.c_int64 * (RX_FLOWS * F_WORDS))()
+        self._fkeys: dict[tuple[int, int], int] = {}          # (sender IP, QPN) -> row
+        self._frows: list[object] = []                         # row -> the Receiver's _RxFlow
+        self._flocal = (ctypes.c_int64 * 16)()
+        self._nlocal = -1                                      # -1: no fast receive
+        rcv = self.receiver
+        if rcv is not None and rcv.on_deliver is None and len(rcv.local_ips) <= 16:
+            for k, ip in enumerate(sorted(rcv.local_ips)):
+                self._flocal[k] = int.from_bytes(ip, "big")
+            self._nlocal = len(rcv.local_ips)
         for qp in self.senders:
             qp.attach_native(NativeQP(lib))
 
@@ -364,9 +378,31 @@ class NicPort:
             got = rx.recv(self._link.fileno(), self.rx_burst, self._nrounds)
         if got:
             rec, mv = rx.rec, rx.mv
+            fast = 0
+            if self._nlocal >= 0 and self._frows:
+                fast = rx.fast(got, self._fflows, len(self._frows), self._flocal, self._nlocal,
+                               self.receiver.verify)              # type: ignore[union-attr]
+                self.rx_native_accepted += fast
+            handled: set[int] = set()          # flows Python handled frames of
+            keys = self._fkeys
             for i in range(got):
                 self.rx_frames += 1
-                self._dispatch_record(rec, i * R_WORDS, mv, now, replies)
+                b = i * R_WORDS
+                if rec[b + R_FAST]:
+                    continue
+                if keys and rec[b + R_KIND] == KIND_ROCE:
+                    row = keys.get((rec[b + R_SRC_IP], rec[b + R_DQPN]))
+                    if row is not None and row not in handled:
+                        self._pull_flow(row, now)             # C's accepts first, then this one
+                        handled.add(row)
+                self._dispatch_record(rec, b, mv, now, replies)
+            if fast:
+                f = self._fflows
+                for row in range(len(self._frows)):
+                    if f[row * F_WORDS + F_TOUCHED] and row not in handled:
+                        self._pull_flow(row, now)
+            if self._nlocal >= 0:
+                self._push_flows(handled)
         if self.receiver is not None:
             replies.extend(self.receiver.flush_acks())
         for frame in replies:
@@ -402,6 +438,49 @@ class NicPort:
         if why == BURST_ERROR:
             raise OSError(err, f"sendmmsg: {errno.errorcode.get(err, err)}")
         return int(why)
+
+    def _pull_flow(self, row: int, now: float) -> None:
+        """Take into the Receiver's flow what C accepted for it (state, counts)."""
+        f, base = self._fflows, row * F_WORDS
+        st = self._frows[row]
+        rc, c = st.rc, st.counters                                    # type: ignore[attr-defined]
+        exp = f[base + F_EXPECTED]
+        rc.expected_psn = None if exp < 0 else exp
+        rc.msn = f[base + F_MSN]
+        if f[base + F_ACK_PENDING]:
+            rc.ack_pending = True
+            f[base + F_ACK_PENDING] = 0
+        rc.nak_sent = bool(f[base + F_NAK_SENT])
+        pkts = f[base + F_PKTS]
+        if pkts:
+            c.seen(now)
+            c.recv_pkts += pkts
+            c.recv_bytes += f[base + F_BYTES]
+            c.recv_payload_bytes += f[base + F_PAYLOAD]
+            c.messages_received += f[base + F_MSGS]
+            for w in (F_PKTS, F_BYTES, F_PAYLOAD, F_MSGS):
+                f[base + w] = 0
+
+    def _push_flows(self, rows: set[int]) -> None:
+        """Hand C the flows Python handled frames of (``rows``) and any new flow."""
+        rcv = self.receiver
+        assert rcv is not None
+        if len(self._fkeys) != len(rcv.flows):
+            for (ip, qpn), st in rcv.flows.items():
+                key = (int.from_bytes(ip, "big"), qpn)
+                if key not in self._fkeys and len(self._frows) < RX_FLOWS:
+                    row = self._fkeys[key] = len(self._frows)
+                    self._frows.append(st)
+                    self._fflows[row * F_WORDS + F_IP], self._fflows[row * F_WORDS + F_DQPN] = key
+                    rows = rows | {row}
+        f = self._fflows
+        for row in rows:
+            st, base = self._frows[row], row * F_WORDS
+            rc = st.rc                                                # type: ignore[attr-defined]
+            f[base + F_SPORT] = st.sport                              # type: ignore[attr-defined]
+            f[base + F_EXPECTED] = -1 if rc.expected_psn is None else rc.expected_psn
+            f[base + F_MSN] = rc.msn
+            f[base + F_NAK_SENT] = int(rc.nak_sent)
 
     def _push(self, frame: bytes) -> None:
         tx = self._ntx

@@ -61,7 +61,12 @@ the metrics): a signal cuts it short at once."""
 BURST_WHY = ("deadline", "frame arrived", "control", "nothing to send", "error")
 # Record words of nicc_rx_recv, one record per frame.
 (R_OFF, R_LEN, R_KIND, R_L3, R_DSCP, R_ECN, R_SPORT, R_OPCODE, R_BECN, R_DQPN, R_ACKREQ,
- R_PSN, R_PAYLOAD, R_EXT_AT, R_EXT_LEN, R_ICRC_OK, R_WORDS) = range(17)
+ R_PSN, R_PAYLOAD, R_EXT_AT, R_EXT_LEN, R_ICRC_OK, R_SRC_IP, R_DST_IP, R_FAST, R_WORDS) = range(20)
+# Flow words of nicc_rx_fast, one row per receiver flow.
+(F_IP, F_DQPN, F_SPORT, F_EXPECTED, F_MSN, F_ACK_PENDING, F_NAK_SENT, F_POISONED, F_TOUCHED,
+ F_PKTS, F_BYTES, F_PAYLOAD, F_MSGS, F_WORDS) = range(14)
+RX_FLOWS = 256
+"""Receiver flows the C accepts frames for; more are all handled in Python."""
 KIND_OTHER, KIND_PFC, KIND_ROCE = 0, 1, 2
 KIND_SLOTS = {"only": 0, "first": 1, "middle": 2, "last": 3}
 
@@ -90,6 +95,7 @@ def _load() -> ctypes.CDLL:
                              ctypes.POINTER(_i64p), ctypes.POINTER(_dp), i, i, ctypes.c_double, _i64p]),
         "nicc_rx_new": (_vp, [i, i, i]), "nicc_rx_free": (None, [_vp]), "nicc_rx_buf": (_vp, [_vp]),
         "nicc_rx_recv": (i, [_vp, i, i, i, _i64p]),
+        "nicc_rx_fast": (i, [_i64p, i, _i64p, i, _i64p, i, i]),
     }
     for name, (res, args) in sig.items():
         fn = getattr(lib, name)
@@ -249,6 +255,12 @@ class NativeRx:
         if got < 0:
             raise OSError(-got, f"recvmmsg: {errno.errorcode.get(-got, -got)}")
         return int(got)
+
+    def fast(self, got: int, flows: "ctypes.Array[ctypes.c_int64]", nflows: int,
+             local: "ctypes.Array[ctypes.c_int64]", nlocal: int, verify: bool) -> int:
+        """Accept in C the data frames of the last :meth:`recv` that the receiver would
+        simply accept (see nicc_rx_fast); returns how many (their ``R_FAST`` is 1)."""
+        return int(self.lib.nicc_rx_fast(self.rec, got, flows, nflows, local, nlocal, int(verify)))
 
     def close(self) -> None:
         if self.ptr:

@@ -103,14 +103,14 @@ class Cable:
     """Sender port ⇄ cable ⇄ receiver port on a fake clock; the cable drops every 9th data
     frame and marks every 5th with CE (CNPs, DCQCN cuts), and records the wire."""
 
-    def __init__(self, batch_io: bool, native: bool = False) -> None:
+    def __init__(self, batch_io: bool, native: bool = False, deliver: bool = True) -> None:
         a_nic, self.a_sw = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         b_nic, self.b_sw = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         for s in (a_nic, b_nic, self.a_sw, self.b_sw):
             s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
             s.setblocking(False)
         self.delivered: list[tuple[int, int]] = []
-        self.rx = Receiver(on_deliver=lambda info: self.delivered.append((info.dqpn, info.psn)))
+        self.rx = Receiver(on_deliver=(lambda info: self.delivered.append((info.dqpn, info.psn))) if deliver else None)
         self.tx_port = NicPort(DatagramIO(a_nic), line_rate_bps=1e8, batch_io=batch_io, native=native)
         for i in range(3):
             flow = FlowSpec(FLOW.src_mac, FLOW.dst_mac, FLOW.src_ip, FLOW.dst_ip, 49152 + i, 7 + i)
@@ -184,6 +184,7 @@ def test_native_port_puts_the_same_wire_and_counters_as_the_python_port() -> Non
         cable.run(steps=700, dt=0.005)
         runs[native] = cable
     python, native_ = runs[False], runs[True]
+    assert native_.rx_port.rx_native_accepted == 0          # an on_deliver: every frame to Python
     assert len(native_.wire) == len(python.wire)
     for i, (a, b) in enumerate(zip(native_.wire, python.wire)):
         assert a == b, f"wire frame {i}"
@@ -194,6 +195,25 @@ def test_native_port_puts_the_same_wire_and_counters_as_the_python_port() -> Non
     assert all(f["naks_sent"] > 0 and f["cnps_sent"] > 0 for f in flows.values())
     assert native_.tx_port.rx_pfc == 1
     assert all(qp.done and not qp.errored for qp in native_.tx_port.senders)
+
+
+@pytest.mark.skipif(not native_status()[0], reason="no native hot loop (no gcc)")
+def test_native_receive_accepts_in_c_and_keeps_the_python_wire_and_counters() -> None:
+    """No ``on_deliver``: the native receiver accepts in-order data frames in C
+    (nicc_rx_fast) and leaves the rest (gaps, duplicates, CE marks, new flows) to Python;
+    the wire and every counter are the Python port's."""
+    runs = {}
+    for native in (False, True):
+        cable = Cable(True, native=native, deliver=False)
+        cable.run(steps=700, dt=0.005)
+        runs[native] = cable
+    python, native_ = runs[False], runs[True]
+    assert native_.rx_port.rx_native_accepted > 200
+    assert native_.wire == python.wire
+    assert native_.tx_port.report(3.5) == python.tx_port.report(3.5)
+    assert native_.rx_port.report(3.5) == python.rx_port.report(3.5)
+    flows = native_.rx.report()
+    assert all(f["naks_sent"] > 0 and f["cnps_sent"] > 0 and f["messages_received"] == 40 for f in flows)
 
 
 def test_mmsg_keeps_the_order_and_loses_nothing_across_batches() -> None:
