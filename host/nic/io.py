@@ -236,6 +236,12 @@ class NicPort:
     the link has ``recv_many``/``send_many``. ``batch_io=False`` is the per-frame path
     (one system call and one :meth:`SenderQP.poll` per frame); both give the same frames
     in the same order and the same counters (``tests/host/test_nic_batch.py``).
+
+    ``native`` (the CLI's default): the per-frame work runs in C (:mod:`host.nic.native`:
+    frames made, sent, received, checked and simply accepted there, and, with no tick,
+    the senders' waits between two steps); the same frames and counters as the Python
+    path (``tests/host/test_nic_native.py``). Without gcc, with ``batch_io=False`` or on a
+    link that is not one socket the Python path runs (:attr:`native_reason` says why).
     """
 
     def __init__(self, io: FrameIO, *, line_rate_bps: float, receiver: Optional[Receiver] = None,
