@@ -359,7 +359,8 @@ class SenderQP:
         """Set up a native burst (``NicPort.run``, host.nic.native.NativeBurst) right
         after a step at ``now``: whether this QP takes part (not done, not paused, data
         to send) and the instant Python must run again for it (its retry timer, DCQCN's
-        timers, a pause's end; ``inf`` when none)."""
+        rate timer while the rate is below the line rate, a pause's end; ``inf`` when
+        none)."""
         nq = self._native
         assert nq is not None
         s, d, rc, rp = nq.s, nq.d, self.rc, self.rp
@@ -376,7 +377,13 @@ class SenderQP:
         s[S_STOP_AT_END] = self._pending_sport is not None
         d[D_NEXT_AT] = self.next_at
         d[D_GAP] = rp.interval_s()
-        return min(rc.deadline_s, now + rc.params.retry_timeout_s, rp._next_alpha, rp._next_rate)
+        # DCQCN's timers: the α timer only decays α, which only a CNP reads (and a CNP is
+        # Python's: ``on_cnp`` advances the timers first, so α decays by the same count of
+        # expiries); the rate timer changes nothing while the rate is the line rate (its
+        # expiries are only counted, and the next CNP resets the count). Either waits for
+        # Python only when it can change how fast this QP sends.
+        rate_timer = rp._next_rate if rp.rate_pps < rp.params.line_rate_pps else math.inf
+        return min(rc.deadline_s, now + rc.params.retry_timeout_s, rate_timer)
 
     def burst_end(self) -> int:
         """Take what a native burst sent (:meth:`burst_begin`): the same state and

@@ -343,3 +343,16 @@ def test_a_senders_native_bursts_keep_pacing_and_make_the_python_frames() -> Non
     assert 0.4 < elapsed < 1.0                          # 200 frames at 400 pps: 0.5 s
     assert port.tx_frames == 400 and port.steps < 200
     assert [qp.counters.sent_pkts for qp in port.senders] == [200, 200]
+
+
+def test_a_burst_waits_for_the_dcqcn_timers_only_while_they_can_change_the_rate() -> None:
+    port = NicPort(DatagramIO(socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)[0]), line_rate_bps=1e8,
+                   native=True)
+    qp = port.add_sender(SenderQP(FLOW, message_bytes=4096, mtu=1024, dcqcn=DcqcnParams.scaled(1000.0)))
+    qp.poll_into(0.0, 1, port._ntx)                               # type: ignore[arg-type]
+    assert qp.burst_begin(0.0) == 0.0 + 2.0                       # the retry timer only
+    qp.on_frame(_reply(OP_CNP, 0), 0.001)                         # rate cut: the rate timer counts
+    assert qp.burst_begin(0.001) == qp.rp._next_rate < 0.01
+    qp.rp.rate_pps = qp.rp.params.line_rate_pps                   # recovered: the timers change nothing
+    assert qp.burst_begin(0.001) == 0.001 + 2.0
+    assert qp.rp._next_alpha < 0.01                               # (the α timer still runs)
