@@ -22,6 +22,11 @@ the sender is started on SIGUSR1 once both processes are up; after ``config.warm
   each, :data:`PAIR_RATE_PPS` in total) with no tick (the testbed's default); CPU of both
   senders together, and of the receiver, per data frame. Each sender's socket used to be
   handed the other's frames (host/nic/README.md, "Own transmissions").
+* ``nic.cpu_us_per_pkt.native_send_pair_4k`` / ``native_recv_pair_4k`` — the pair probe on
+  the native hot loop (host.nic.native, the NIC's default where gcc is; the same run as
+  ``send_pair_4k``/``recv_pair_4k``, written only when every process's report says
+  ``native``), and ``python_send_pair_4k`` / ``python_recv_pair_4k`` — the pair probe again
+  with ``--python-loop`` (the Python path), in the same sitting.
 
 The NIC code measured is the one under this file's repository (``PYTHONPATH``), so the
 same file copied into an older checkout measures that one (how bench/README.md's
@@ -33,6 +38,7 @@ Example::
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -73,11 +79,12 @@ def _wait_file(path: Path, proc: "subprocess.Popen[bytes]", what: str) -> None:
 
 
 def measure(rate_pps: float, warmup_s: float, window_s: float, senders: int = 1,
-            tick_ms: float = BATCH_TICK_MS) -> dict[str, float]:
+            tick_ms: float = BATCH_TICK_MS, python_loop: bool = False) -> dict[str, float]:
     """``senders`` send processes on one end of a veth pair (``rate_pps`` in total, shared
     evenly; 2 QPs each) and one recv process on the other, each stepping per ``tick_ms``
     (0: no tick): CPU µs per data frame of the senders together and of the receiver, and
-    the data frames/s sent in the window."""
+    the data frames/s sent in the window; ``native``: 1.0 when every process ran the native
+    hot loop (its report says so), else 0.0. ``python_loop``: pass ``--python-loop``."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
     run_s = warmup_s + window_s + 30.0
     with veth_pairs(1) as pairs, tempfile.TemporaryDirectory(prefix="nic-bench-") as tmp:
@@ -85,7 +92,7 @@ def measure(rate_pps: float, warmup_s: float, window_s: float, senders: int = 1,
         metrics = Path(tmp) / "recv.prom"
         readies = [Path(tmp) / f"ready{k}" for k in range(senders)]
         base = [sys.executable, "-m", "host.nic"]
-        tick = ["--tick-ms", f"{tick_ms:g}"]
+        tick = ["--tick-ms", f"{tick_ms:g}", *(["--python-loop"] if python_loop else [])]
         recv = subprocess.Popen(base + ["recv", "--iface", rx_if, "--duration-s", f"{run_s:g}", *tick,
                                         "--hold-port", "0", "--metrics-file", str(metrics),
                                         "--json", str(Path(tmp) / "recv.json")],
@@ -128,12 +135,22 @@ def measure(rate_pps: float, warmup_s: float, window_s: float, senders: int = 1,
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait()
+        reports = ["recv.json", *(f"send{k}.json" for k in range(senders))]
+        native = all(_report_native(Path(tmp) / name) for name in reports)
     frames = frames1 - frames0
     if frames <= 0:
         raise BenchCheckError(f"no data frame sent at {rate_pps:g} pps")
     send_ns = sum(c1 - c0 for c0, c1 in zip(cpu0[:-1], cpu1[:-1]))
     return {"send_us": send_ns / 1000 / frames, "recv_us": (cpu1[-1] - cpu0[-1]) / 1000 / frames,
-            "pps": frames / elapsed}
+            "pps": frames / elapsed, "native": 1.0 if native else 0.0}
+
+
+def _report_native(path: Path) -> bool:
+    """True when a NIC process's JSON report says it ran the native hot loop."""
+    try:
+        return json.loads(path.read_text()).get("native") is True
+    except (OSError, ValueError):
+        return False
 
 
 def bench_nic_cpu(config: BenchConfig) -> dict[str, Figure]:
@@ -151,6 +168,18 @@ def bench_nic_cpu(config: BenchConfig) -> dict[str, Figure]:
     m = measure(PAIR_RATE_PPS, max(config.warmup_s, 1.0), config.duration_s, senders=2, tick_ms=0.0)
     out["nic.cpu_us_per_pkt.send_pair_4k"] = Figure(round(m["send_us"], 2), "us")
     out["nic.cpu_us_per_pkt.recv_pair_4k"] = Figure(round(m["recv_us"], 2), "us")
+    if not (REPO / "host" / "nic" / "native.py").exists():
+        return out                                   # an older checkout: no native hot loop
+    if not m["native"]:
+        print("host.nic_cpu: the NIC processes did not run the native hot loop (no gcc?); "
+              "no native figure written", file=sys.stderr)
+        return out
+    out["nic.cpu_us_per_pkt.native_send_pair_4k"] = out["nic.cpu_us_per_pkt.send_pair_4k"]
+    out["nic.cpu_us_per_pkt.native_recv_pair_4k"] = out["nic.cpu_us_per_pkt.recv_pair_4k"]
+    m = measure(PAIR_RATE_PPS, max(config.warmup_s, 1.0), config.duration_s, senders=2, tick_ms=0.0,
+                python_loop=True)
+    out["nic.cpu_us_per_pkt.python_send_pair_4k"] = Figure(round(m["send_us"], 2), "us")
+    out["nic.cpu_us_per_pkt.python_recv_pair_4k"] = Figure(round(m["recv_us"], 2), "us")
     return out
 
 

@@ -137,7 +137,7 @@ ALLOWED: dict[str, set[str]] = {
     "topo": set(), "p4src": set(), "astral_proto": set(), "process": set(),
     "p4sim": set(),                                   # stands alone: a pip package
     "controller": {"astral_proto", "p4src", "topo"},  # reaches switches only over P4Runtime
-    "host": {"astral_proto", "p4src", "topo"},
+    "host": {"astral_proto", "p4sim", "p4src", "topo"},  # p4sim.cbuild: the C build cache
     "fornax": {"controller", "p4src"},                # FORNAX: its switch over P4Runtime only
     "sim": {"controller", "host", "p4src", "topo"},   # the model: nothing that runs the testbed
     "testbed": {"astral_proto", "controller", "host", "p4sim", "p4src", "process", "topo"},

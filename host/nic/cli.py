@@ -89,6 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--per-frame-io", action="store_true",
                        help="one system call and one QP poll per frame (no recvmmsg/sendmmsg "
                             "batches; for comparison)")
+        p.add_argument("--python-loop", action="store_true",
+                       help="make and parse every frame in Python (default: the native hot "
+                            "loop, host.nic.native, compiled with gcc at first use; without "
+                            "gcc the Python path runs and says why once)")
         p.add_argument("--hold-port", type=int, default=ROCE_UDP_PORT,
                        help="UDP port held on the NIC's address(es) so the kernel sends no "
                             "ICMP port unreachable (0: hold none)")
@@ -153,10 +157,11 @@ def make_port(args: argparse.Namespace, io: object,
                       local_ips=frozenset(socket.inet_aton(ip) for ip in args.ip),
                       start_psn=None if args.start_psn < 0 else args.start_psn)
         return NicPort(io, line_rate_bps=args.line_rate_mbps * 1e6,  # type: ignore[arg-type]
-                       receiver=rx, tick_s=args.tick_ms / 1000, batch_io=not args.per_frame_io)
+                       receiver=rx, tick_s=args.tick_ms / 1000, batch_io=not args.per_frame_io,
+                       native=not args.python_loop)
     port = NicPort(io, line_rate_bps=args.line_rate_mbps * 1e6,  # type: ignore[arg-type]
                    step_lock=step_lock, tick_s=args.tick_ms / 1000,
-                   batch_io=not args.per_frame_io)
+                   batch_io=not args.per_frame_io, native=not args.python_loop)
     params = DcqcnParams.scaled(args.line_rate_pps, cnp_interval_s=cnp_s)
     rc = RcParams(retry_timeout_s=args.retry_timeout_ms / 1000, retry_count=args.retry_count,
                   window_pkts=args.window_pkts or None)
@@ -325,7 +330,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     report.update(cmd=args.cmd, iface=args.iface, elapsed_s=elapsed, udp_hold=hold.status,
                   cpu_s=round(usage.ru_utime + usage.ru_stime, 3), tick_ms=args.tick_ms,
-                  batch_io=not args.per_frame_io)
+                  batch_io=not args.per_frame_io, native=port.native,
+                  native_reason=port.native_reason)
     bond = bond_of(io)
     if bond is not None:
         report["bond"] = bond.report()

@@ -211,6 +211,18 @@ class FrameTemplate:
         """An RC ACKNOWLEDGE template (AETH patched per frame with :func:`aeth_bytes`)."""
         return cls(scapy_frame(flow, OP_RC_ACK, ext=AETH()), AETH_LEN, 0)
 
+    def parts(self) -> tuple[bytes, int, bytes, int]:
+        """``(head, crc_head, tail, ext_len)``: the bytes up to the BTH's DestQP, the CRC
+        of the masked invariant prefix, the padded payload and the extension header's
+        length: what the native hot loop (host.nic.native) builds frames from.
+
+        >>> f = FlowSpec("02:00:00:00:00:01", "02:00:00:00:00:02", "10.0.0.1", "10.1.0.1", 1, 2)
+        >>> head, crc_head, tail, ext_len = FrameTemplate.data(f, OP_RC_WRITE_LAST, 8).parts()
+        >>> len(head), len(tail), ext_len
+        (50, 8, 0)
+        """
+        return self._head, self._crc_head, self._tail, self.ext_len
+
     def frame(self, psn: int, ackreq: bool = False, ext: bytes = b"") -> bytes:
         """The wire bytes for ``psn`` (mod 2^24), ICRC included."""
         word = struct.pack("!I", (psn & PSN_MASK) | (0x80000000 if ackreq else 0))

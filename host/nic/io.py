@@ -25,6 +25,7 @@ True
 """
 from __future__ import annotations
 
+import ctypes
 import errno
 import math
 import select
@@ -33,8 +34,13 @@ import time
 from contextlib import nullcontext
 from typing import Callable, ContextManager, Optional, Protocol, Sequence
 
-from host.nic.frames import OP_CNP, OP_RC_ACK, parse_roce
+from host.nic.frames import OP_CNP, OP_RC_ACK, RoceInfo, parse_roce
 from host.nic.mmsg import MmsgReceiver, MmsgSender
+from host.nic.native import (KIND_PFC, KIND_ROCE, R_ACKREQ, R_BECN, R_DQPN, R_DSCP, R_ECN, R_EXT_AT,
+                             R_EXT_LEN, R_ICRC_OK, R_KIND, R_L3, R_LEN, R_OFF, R_OPCODE, R_PAYLOAD, R_PSN,
+                             R_SPORT, R_WORDS, BURST_MAX_S, F_ACK_PENDING, F_BYTES, F_DQPN, F_EXPECTED, F_IP,
+                             F_MSGS, F_MSN, F_NAK_SENT, F_PAYLOAD, F_PKTS, F_SPORT, F_TOUCHED, F_WORDS, R_FAST,
+                             R_SRC_IP, RX_FLOWS, NativeBurst, NativeQP, NativeRx, NativeTx, nic_lib)
 from host.nic.pfc import PfcState
 from host.nic.qp import Receiver, SenderQP
 
@@ -68,6 +74,9 @@ with ``--tick-ms 1`` the story's senders at 250 pps got up to 2.5× the CNPs and
 go-back-N retransmissions of the loop without a tick, and its uplinks ran at 28–68 %
 instead of 62–68 % (host/nic/README.md, "Why no tick by default"), so it is off by
 default."""
+BURST_IDLE = 3
+"""``NicPort._burst``: no QP could send (window closed, all sent): wait in ``select``."""
+BURST_ERROR = 4
 BATCH_TICK_S = 0.001
 """The tick for high rates and the ``host.nic_cpu`` bench (``--tick-ms 1``)."""
 
@@ -227,12 +236,18 @@ class NicPort:
     the link has ``recv_many``/``send_many``. ``batch_io=False`` is the per-frame path
     (one system call and one :meth:`SenderQP.poll` per frame); both give the same frames
     in the same order and the same counters (``tests/host/test_nic_batch.py``).
+
+    ``native`` (the CLI's default): the per-frame work runs in C (:mod:`host.nic.native`:
+    frames made, sent, received, checked and simply accepted there, and, with no tick,
+    the senders' waits between two steps); the same frames and counters as the Python
+    path (``tests/host/test_nic_native.py``). Without gcc, with ``batch_io=False`` or on a
+    link that is not one socket the Python path runs (:attr:`native_reason` says why).
     """
 
     def __init__(self, io: FrameIO, *, line_rate_bps: float, receiver: Optional[Receiver] = None,
                  rx_burst: int = 64, tx_burst: int = 32,
                  step_lock: Optional[ContextManager[object]] = None,
-                 tick_s: float = 0.0, batch_io: bool = True) -> None:
+                 tick_s: float = 0.0, batch_io: bool = True, native: bool = False) -> None:
         if tick_s < 0:
             raise ValueError("tick_s must be >= 0")
         self.io = io
@@ -250,11 +265,56 @@ class NicPort:
         self.tx_frames = 0
         self.tx_refused = 0
         self.steps = 0
+        self._ntx: Optional[NativeTx] = None
+        self._nrx: Optional[NativeRx] = None
+        self._nburst: Optional[NativeBurst] = None
+        self.rx_native_accepted = 0
+        """Data frames the native hot loop accepted without Python (not in the report)."""
+        self.native_reason = "not asked for"
+        if native:
+            self._start_native()
+
+    @property
+    def native(self) -> bool:
+        """True when steps run the native hot loop (host.nic.native)."""
+        return self._ntx is not None
+
+    def _start_native(self) -> None:
+        if not self.batch_io:
+            self.native_reason = "per-frame I/O asked for"
+            return
+        link = getattr(self.io, "inner", self.io)     # a receiver's StallableIO: its socket
+        if not isinstance(link, DatagramIO) or (link is not self.io and not hasattr(self.io, "stalled")):
+            self.native_reason = f"{type(self.io).__name__} is not one socket"
+            return
+        self._link: DatagramIO = link
+        lib = nic_lib()
+        if lib is None:
+            self.native_reason = "no native hot loop (host.nic.native said why)"
+            return
+        self._ntx = NativeTx(lib)
+        self._nrx = NativeRx(lib, names=isinstance(link, PacketSocket))
+        self._nrounds = RECV_ROUNDS if isinstance(link, PacketSocket) else 1
+        self.native_reason = ""
+        self._fflows = (ctypes.c_int64 * (RX_FLOWS * F_WORDS))()
+        self._fkeys: dict[tuple[int, int], int] = {}          # (sender IP, QPN) -> row
+        self._frows: list[object] = []                         # row -> the Receiver's _RxFlow
+        self._flocal = (ctypes.c_int64 * 16)()
+        self._nlocal = -1                                      # -1: no fast receive
+        rcv = self.receiver
+        if rcv is not None and rcv.on_deliver is None and len(rcv.local_ips) <= 16:
+            for k, ip in enumerate(sorted(rcv.local_ips)):
+                self._flocal[k] = int.from_bytes(ip, "big")
+            self._nlocal = len(rcv.local_ips)
+        for qp in self.senders:
+            qp.attach_native(NativeQP(lib))
 
     def add_sender(self, qp: SenderQP) -> SenderQP:
         """Attach a sender QP (its PFC state becomes this port's)."""
         qp.pfc = self.pfc
         self.senders.append(qp)
+        if self._ntx is not None:
+            qp.attach_native(NativeQP(self._ntx.lib))
         return qp
 
     def _send(self, frame: bytes) -> bool:
@@ -292,6 +352,8 @@ class NicPort:
     def step(self, now: float) -> int:
         """Receive what is waiting, then send what is due at ``now``; returns frames sent."""
         self.steps += 1
+        if self._ntx is not None:
+            return self._step_native(now)
         if not self.batch_io:
             return self._step_per_frame(now)
         out: list[bytes] = []
@@ -307,6 +369,173 @@ class NicPort:
             out.extend(frames)
         self._send_all(out)
         return sent
+
+    def _step_native(self, now: float) -> int:
+        """:meth:`step` on the native hot loop: the same frames, order and counters."""
+        tx, rx = self._ntx, self._nrx
+        assert tx is not None and rx is not None
+        replies: list[bytes] = []
+        got = 0
+        if self._link is not self.io and self.io.stalled:     # type: ignore[attr-defined]
+            for frame in self.io.recv_many(self.rx_burst):      # type: ignore[attr-defined]
+                self.rx_frames += 1                             # (a stalled link reads none:
+                self._dispatch(frame, now, replies)             # it sends its PAUSE)
+        else:
+            got = rx.recv(self._link.fileno(), self.rx_burst, self._nrounds)
+        if got:
+            rec, mv = rx.rec, rx.mv
+            fast = 0
+            if self._nlocal >= 0 and self._frows:
+                fast = rx.fast(got, self._fflows, len(self._frows), self._flocal, self._nlocal,
+                               self.receiver.verify)              # type: ignore[union-attr]
+                self.rx_native_accepted += fast
+            handled: set[int] = set()          # flows Python handled frames of
+            keys = self._fkeys
+            for i in range(got):
+                self.rx_frames += 1
+                b = i * R_WORDS
+                if rec[b + R_FAST]:
+                    continue
+                if keys and rec[b + R_KIND] == KIND_ROCE:
+                    row = keys.get((rec[b + R_SRC_IP], rec[b + R_DQPN]))
+                    if row is not None and row not in handled:
+                        self._pull_flow(row, now)             # C's accepts first, then this one
+                        handled.add(row)
+                self._dispatch_record(rec, b, mv, now, replies)
+            if fast:
+                f = self._fflows
+                for row in range(len(self._frows)):
+                    if f[row * F_WORDS + F_TOUCHED] and row not in handled:
+                        self._pull_flow(row, now)
+            if self._nlocal >= 0:
+                self._push_flows(handled)
+        if self.receiver is not None:
+            replies.extend(self.receiver.flush_acks())
+        for frame in replies:
+            self._push(frame)
+        sent = 0
+        for qp in self.senders:
+            if tx.count + self.tx_burst > tx.slots:
+                self._flush_native()
+            sent += qp.poll_into(now, self.tx_burst, tx)
+        self._flush_native()
+        return sent
+
+    def _burst(self, now: float, end: float) -> int:
+        """The senders' native wait-and-send loop (host.nic.native.NativeBurst) from
+        ``now`` until the first instant Python must act (a QP's retry or DCQCN timer, a
+        pause's end, :data:`BURST_MAX_S`, ``end``) or a frame arrives; returns why it
+        ended (``BURST_IDLE``: no QP can send, wait in ``select``)."""
+        tx = self._ntx
+        assert tx is not None
+        if self._nburst is None or self._nburst.n != len(self.senders):
+            self._nburst = NativeBurst(tx.lib, [qp._native for qp in self.senders])  # type: ignore[misc]
+        deadline = min(end, now + BURST_MAX_S)
+        for qp in self.senders:
+            deadline = min(deadline, qp.burst_begin(now))
+        burst = self._nburst
+        burst.run(tx, self._link.fileno(), self.tx_burst, deadline)
+        for qp in self.senders:
+            qp.burst_end()
+        flushed, refused, why, err = burst.out
+        self.tx_frames += flushed - refused
+        self.tx_refused += refused
+        self._link.tx_dropped += refused
+        if why == BURST_ERROR:
+            raise OSError(err, f"sendmmsg: {errno.errorcode.get(err, err)}")
+        return int(why)
+
+    def _pull_flow(self, row: int, now: float) -> None:
+        """Take into the Receiver's flow what C accepted for it (state, counts)."""
+        f, base = self._fflows, row * F_WORDS
+        st = self._frows[row]
+        rc, c = st.rc, st.counters                                    # type: ignore[attr-defined]
+        exp = f[base + F_EXPECTED]
+        rc.expected_psn = None if exp < 0 else exp
+        rc.msn = f[base + F_MSN]
+        if f[base + F_ACK_PENDING]:
+            rc.ack_pending = True
+            f[base + F_ACK_PENDING] = 0
+        rc.nak_sent = bool(f[base + F_NAK_SENT])
+        pkts = f[base + F_PKTS]
+        if pkts:
+            c.seen(now)
+            c.recv_pkts += pkts
+            c.recv_bytes += f[base + F_BYTES]
+            c.recv_payload_bytes += f[base + F_PAYLOAD]
+            c.messages_received += f[base + F_MSGS]
+            for w in (F_PKTS, F_BYTES, F_PAYLOAD, F_MSGS):
+                f[base + w] = 0
+
+    def _push_flows(self, rows: set[int]) -> None:
+        """Hand C the flows Python handled frames of (``rows``) and any new flow."""
+        rcv = self.receiver
+        assert rcv is not None
+        if len(self._fkeys) != len(rcv.flows):
+            for (ip, qpn), st in rcv.flows.items():
+                key = (int.from_bytes(ip, "big"), qpn)
+                if key not in self._fkeys and len(self._frows) < RX_FLOWS:
+                    row = self._fkeys[key] = len(self._frows)
+                    self._frows.append(st)
+                    self._fflows[row * F_WORDS + F_IP], self._fflows[row * F_WORDS + F_DQPN] = key
+                    rows = rows | {row}
+        f = self._fflows
+        for row in rows:
+            st, base = self._frows[row], row * F_WORDS
+            rc = st.rc                                                # type: ignore[attr-defined]
+            f[base + F_SPORT] = st.sport                              # type: ignore[attr-defined]
+            f[base + F_EXPECTED] = -1 if rc.expected_psn is None else rc.expected_psn
+            f[base + F_MSN] = rc.msn
+            f[base + F_NAK_SENT] = int(rc.nak_sent)
+
+    def _push(self, frame: bytes) -> None:
+        tx = self._ntx
+        assert tx is not None
+        if tx.push(frame):
+            return
+        self._flush_native()
+        if not tx.push(frame):                 # larger than a slot: alone, as MmsgSender does
+            refused = self._link.send_many([frame])
+            self.tx_frames += 1 - refused
+            self.tx_refused += refused
+
+    def _flush_native(self) -> None:
+        tx = self._ntx
+        assert tx is not None
+        n = tx.count
+        if n:
+            refused = tx.flush(self._link.fileno())
+            self.tx_frames += n - refused
+            self.tx_refused += refused
+            self._link.tx_dropped += refused
+
+    def _dispatch_record(self, rec: "ctypes.Array[ctypes.c_int64]", b: int, mv: memoryview, now: float,
+                         out: list[bytes]) -> None:
+        """:meth:`_dispatch` of one frame the hot loop read and parsed (record at ``b``)."""
+        kind, off = rec[b + R_KIND], rec[b + R_OFF]
+        if kind == KIND_PFC:
+            if self.pfc.on_frame(bytes(mv[off:off + rec[b + R_LEN]]), now):
+                self.rx_pfc += 1
+                return
+        if kind != KIND_ROCE:
+            self.rx_other += 1
+            return
+        opcode = rec[b + R_OPCODE]
+        if opcode not in (OP_CNP, OP_RC_ACK) and self.receiver is None:
+            self.rx_other += 1
+            return
+        l3, ext = off + rec[b + R_L3], off + rec[b + R_EXT_AT]
+        info = RoceInfo(bytes(mv[off + 6:off + 12]), bytes(mv[off:off + 6]), bytes(mv[l3 + 12:l3 + 16]),
+                        bytes(mv[l3 + 16:l3 + 20]), rec[b + R_DSCP], rec[b + R_ECN], rec[b + R_SPORT],
+                        opcode, bool(rec[b + R_BECN]), rec[b + R_DQPN], bool(rec[b + R_ACKREQ]),
+                        rec[b + R_PSN], rec[b + R_PAYLOAD], bytes(mv[ext:ext + rec[b + R_EXT_LEN]]))
+        if opcode in (OP_CNP, OP_RC_ACK):
+            if not any(qp.on_frame(info, now) for qp in self.senders):
+                self.rx_other += 1
+            return
+        assert self.receiver is not None
+        out.extend(self.receiver.on_frame(bytes(mv[off:off + rec[b + R_LEN]]), now, info,
+                                          icrc_ok=bool(rec[b + R_ICRC_OK])))
 
     def _step_per_frame(self, now: float) -> int:
         for _ in range(self.rx_burst):
@@ -385,6 +614,12 @@ class NicPort:
                 if now - done_at >= linger_s:
                     break
             later = clock()
+            if self._ntx is not None and tick == 0 and self.senders:
+                with self.step_lock:
+                    why = self._burst(later, end)
+                if why != BURST_IDLE:
+                    continue          # Python's turn at once: a frame, a timer, a rate change
+                later = clock()
             if tick > 0:
                 rest = min(now + tick, end) - later
                 if rest > 0:

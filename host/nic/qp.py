@@ -39,6 +39,11 @@ from host.nic.frames import (DSCP_CNP, ECN_CE, OP_CNP, OP_RC_ACK, OP_RC_WRITE_FI
                              OP_RC_WRITE_MIDDLE, OP_RC_WRITE_ONLY, FlowSpec, FrameTemplate,
                              RoceInfo, aeth_bytes, build_cnp, mac_str, parse_roce, reth_bytes,
                              verify_icrc)
+from host.nic.native import (D_FIRST_T, D_GAP, D_LAST_T, D_NEXT_AT, D_NOW, D_SLACK, FILL_MAX, S_ACKED,
+                             S_ACKREQ_EVERY, S_BASE_VA, S_BC_LEFT, S_HIGH, S_LAST_LEN, S_MSG_BYTES, S_MTU,
+                             S_NEXT, S_OUT_ACKREQS, S_OUT_AGAIN, S_OUT_BYTES, S_OUT_LAST_END, S_OUT_MSGS,
+                             S_OUT_N, S_OUT_PAYLOAD, S_OUT_RETX, S_PER_MSG, S_RATE_LIMIT, S_RKEY, S_SKIP,
+                             S_START_PSN, S_STOP_AT_END, S_TOTAL, S_WINDOW, S_WINDOW_PKTS, NativeQP, NativeTx)
 from host.nic.pfc import PfcState
 from host.nic.rc import (AETH_ACK, AETH_NAK_PSN_SEQ, AETH_TYPE_ACK, AETH_TYPE_NAK, PSN_HALF,
                          PSN_MASK, QP_RTS, RcParams, Requester, Responder)
@@ -102,6 +107,7 @@ class SenderQP:
         self._total_pkts = None if messages is None else messages * self._pkts_per_msg
         self._acked_msn = 0
         self._blocked_since: Optional[float] = None
+        self._native: Optional[NativeQP] = None
         self._build_templates()
 
     def _name(self) -> str:
@@ -116,6 +122,38 @@ class SenderQP:
             self._first = FrameTemplate.data(f, OP_RC_WRITE_FIRST, self.mtu)
             self._middle = FrameTemplate.data(f, OP_RC_WRITE_MIDDLE, self.mtu)
             self._last = FrameTemplate.data(f, OP_RC_WRITE_LAST, self._last_len)
+        if self._native is not None:
+            self._native_templates()
+
+    def attach_native(self, nq: NativeQP) -> None:
+        """Make this QP's frames in C from now on (:meth:`poll_into`, host.nic.native):
+        its templates and the state words that do not change are handed over."""
+        self._native = nq
+        s = nq.s
+        s[S_TOTAL] = -1 if self._total_pkts is None else self._total_pkts
+        s[S_WINDOW_PKTS] = self.rc.params.window_pkts or 0
+        s[S_ACKREQ_EVERY] = self.rc.params.ackreq_every_pkts
+        s[S_PER_MSG] = self._pkts_per_msg
+        s[S_START_PSN] = self.rc.start_psn
+        s[S_MSG_BYTES] = self.message_bytes
+        s[S_MTU] = self.mtu
+        s[S_LAST_LEN] = self._last_len
+        va = self.base_va & 0xFFFFFFFFFFFFFFFF             # the C adds modulo 2^64, as RETH masks
+        s[S_BASE_VA] = va - (1 << 64) if va >= 1 << 63 else va
+        s[S_RKEY] = self.rkey & 0xFFFFFFFF
+        s[S_RATE_LIMIT] = int(self.rate_limit)
+        nq.d[D_SLACK] = PACE_SLACK_S
+        self._native_templates()
+
+    def _native_templates(self) -> None:
+        nq = self._native
+        assert nq is not None
+        if self._pkts_per_msg == 1:
+            nq.set_template("only", *self._only.parts())
+        else:
+            nq.set_template("first", *self._first.parts())
+            nq.set_template("middle", *self._middle.parts())
+            nq.set_template("last", *self._last.parts())
 
     @property
     def psn(self) -> int:
@@ -253,6 +291,131 @@ class SenderQP:
             out.append(frame)
         return out
 
+    def poll_into(self, now: float, limit: int, tx: NativeTx) -> int:
+        """:meth:`poll_batch` with the frames made in C into ``tx`` (after
+        :meth:`attach_native`): the same frames, in the same order, with the same state
+        and counters after; returns how many. Python makes the checks :meth:`poll` makes
+        once per call (done, PFC, the retry timer, DCQCN's timers, the pacer's start), C
+        makes the frames while the message count, the window and the pacer allow, and
+        stops where DCQCN's byte counter ends a round (the rate changes: Python applies
+        it and C goes on) or where a source-port move waits at a message's end."""
+        nq = self._native
+        if nq is None:
+            raise RuntimeError("poll_into needs attach_native first")
+        if limit <= 0 or self.done:
+            return 0
+        if self.pfc is not None and self.pfc.is_paused(self.priority, now):
+            if self._blocked_since is None:
+                self._blocked_since = now
+            return 0
+        if self._blocked_since is not None:
+            self.counters.pause_blocked_s += now - self._blocked_since
+            self._blocked_since = None
+        if self.rc.check_timeout(now):
+            self.counters.timeouts = self.rc.timeouts
+        if not self._has_data():
+            return 0
+        rp, rc, c, s, d = self.rp, self.rc, self.counters, nq.s, nq.d
+        rp.advance(now)
+        if self.rate_limit and self.next_at == -math.inf:
+            self.next_at = now
+        d[D_NOW] = now
+        made = 0
+        while made < limit:
+            s[S_NEXT], s[S_HIGH], s[S_ACKED] = rc.next_seq, rc.high_seq, rc.acked_seq
+            s[S_WINDOW] = (rc.params.window_pkts or PSN_HALF - 1) if rc.state == QP_RTS else 0
+            s[S_BC_LEFT] = (rp.params.byte_counter_pkts - rp._pkts) if rp._next_rate != math.inf else -1
+            s[S_STOP_AT_END] = self._pending_sport is not None
+            d[D_NEXT_AT] = self.next_at
+            d[D_GAP] = rp.interval_s()
+            want = min(limit - made, FILL_MAX)
+            k = nq.fill(tx, want)
+            if k == 0:
+                break
+            made += k
+            rc.next_seq, rc.high_seq = s[S_NEXT], s[S_HIGH]
+            rc.retransmitted_pkts += s[S_OUT_RETX]
+            nack = s[S_OUT_ACKREQS]
+            if nack:
+                seqs = nq.ackreqs
+                rc._ackreqs.extend((seqs[i], now) for i in range(nack))
+                rc._rearm()
+            self.next_at = d[D_NEXT_AT]
+            c.seen(now)
+            c.sent_pkts += k
+            c.sent_bytes += s[S_OUT_BYTES]
+            c.sent_payload_bytes += s[S_OUT_PAYLOAD]
+            c.messages_sent += s[S_OUT_MSGS]
+            c.retransmitted_pkts = rc.retransmitted_pkts
+            c.rate_pps = rp.rate_pps
+            rp.on_sent(now, k)
+            if s[S_OUT_LAST_END]:
+                self._apply_sport()
+            if k < want and not s[S_OUT_AGAIN]:   # the pacer, the window, the count or a full arena
+                break
+        return made
+
+    def burst_begin(self, now: float) -> float:
+        """Set up a native burst (``NicPort.run``, host.nic.native.NativeBurst) right
+        after a step at ``now``: whether this QP takes part (not done, not paused, data
+        to send) and the instant Python must run again for it (its retry timer, DCQCN's
+        rate timer while the rate is below the line rate, a pause's end; ``inf`` when
+        none)."""
+        nq = self._native
+        assert nq is not None
+        s, d, rc, rp = nq.s, nq.d, self.rc, self.rp
+        for w in (S_OUT_N, S_OUT_RETX, S_OUT_MSGS, S_OUT_BYTES, S_OUT_PAYLOAD, S_OUT_ACKREQS):
+            s[w] = 0
+        paused = self.pfc.pause_remaining(self.priority, now) if self.pfc is not None else 0.0
+        if self.done or paused > 0 or not self._has_data() or self.next_at == -math.inf:
+            s[S_SKIP] = 1
+            return now + paused if paused > 0 else math.inf
+        s[S_SKIP] = 0
+        s[S_NEXT], s[S_HIGH], s[S_ACKED] = rc.next_seq, rc.high_seq, rc.acked_seq
+        s[S_WINDOW] = (rc.params.window_pkts or PSN_HALF - 1) if rc.state == QP_RTS else 0
+        s[S_BC_LEFT] = (rp.params.byte_counter_pkts - rp._pkts) if rp._next_rate != math.inf else -1
+        s[S_STOP_AT_END] = self._pending_sport is not None
+        d[D_NEXT_AT] = self.next_at
+        d[D_GAP] = rp.interval_s()
+        # DCQCN's timers: the α timer only decays α, which only a CNP reads (and a CNP is
+        # Python's: ``on_cnp`` advances the timers first, so α decays by the same count of
+        # expiries); the rate timer changes nothing while the rate is the line rate (its
+        # expiries are only counted, and the next CNP resets the count). Either waits for
+        # Python only when it can change how fast this QP sends.
+        rate_timer = rp._next_rate if rp.rate_pps < rp.params.line_rate_pps else math.inf
+        return min(rc.deadline_s, now + rc.params.retry_timeout_s, rate_timer)
+
+    def burst_end(self) -> int:
+        """Take what a native burst sent (:meth:`burst_begin`): the same state and
+        counters as :meth:`poll_into` at each instant it sent. Returns the frames."""
+        nq = self._native
+        assert nq is not None
+        s, d, rc, rp, c = nq.s, nq.d, self.rc, self.rp, self.counters
+        k = s[S_OUT_N]
+        if s[S_SKIP] or not k:
+            return 0
+        rc.next_seq, rc.high_seq = s[S_NEXT], s[S_HIGH]
+        rc.retransmitted_pkts += s[S_OUT_RETX]
+        nack = s[S_OUT_ACKREQS]
+        if nack:
+            seqs, times = nq.ackreqs, nq.acktimes
+            rc._ackreqs.extend((seqs[i], times[i]) for i in range(nack))
+            rc._rearm()
+        self.next_at = d[D_NEXT_AT]
+        last = d[D_LAST_T]
+        c.seen(d[D_FIRST_T])
+        c.last_s = last
+        c.sent_pkts += k
+        c.sent_bytes += s[S_OUT_BYTES]
+        c.sent_payload_bytes += s[S_OUT_PAYLOAD]
+        c.messages_sent += s[S_OUT_MSGS]
+        c.retransmitted_pkts = rc.retransmitted_pkts
+        c.rate_pps = rp.rate_pps
+        rp.on_sent(last, k)
+        if s[S_OUT_LAST_END]:
+            self._apply_sport()
+        return k
+
     def _next_frame(self, now: float) -> tuple[bytes, int]:
         seq, n = self.rc.next_seq, self._pkts_per_msg
         msg, i = divmod(seq, n)
@@ -364,9 +527,11 @@ class Receiver:
     def __post_init__(self) -> None:
         self.np = NotificationPoint(self.cnp_interval_s)
 
-    def on_frame(self, frame: bytes, now: float, info: Optional[RoceInfo] = None) -> list[bytes]:
+    def on_frame(self, frame: bytes, now: float, info: Optional[RoceInfo] = None,
+                 icrc_ok: Optional[bool] = None) -> list[bytes]:
         """Consume one frame; returns the replies to transmit now (CNP, NAK). ACKs wait
-        for :meth:`flush_acks`."""
+        for :meth:`flush_acks`. ``info`` and ``icrc_ok``: the frame's parse and ICRC check
+        when the caller made them (the native hot loop), else made here."""
         info = info or parse_roce(frame)
         if info is None or info.opcode not in DATA_OPCODES:
             return []
@@ -380,7 +545,7 @@ class Receiver:
         if info.sport != st.sport:
             self._new_path(st, info)
         c = st.counters
-        if self.verify and not verify_icrc(frame):
+        if self.verify and not (verify_icrc(frame) if icrc_ok is None else icrc_ok):
             c.bad_icrc += 1
             return []
         c.seen(now)

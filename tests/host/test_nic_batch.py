@@ -27,6 +27,7 @@ from host.nic.frames import (ECN_CE, OP_CNP, OP_RC_ACK, FlowSpec, FrameTemplate,
                              build_cnp, parse_roce, set_ce)
 from host.nic.io import DatagramIO, NicPort, PacketSocket
 from host.nic.mmsg import BATCH, MmsgReceiver, MmsgSender
+from host.nic.native import native_status
 from host.nic.pfc import PfcState, build_pause
 from host.nic.qp import Receiver, SenderQP
 from host.nic.rc import AETH_ACK, AETH_NAK_PSN_SEQ, RcParams
@@ -102,22 +103,22 @@ class Cable:
     """Sender port ⇄ cable ⇄ receiver port on a fake clock; the cable drops every 9th data
     frame and marks every 5th with CE (CNPs, DCQCN cuts), and records the wire."""
 
-    def __init__(self, batch_io: bool) -> None:
+    def __init__(self, batch_io: bool, native: bool = False, deliver: bool = True) -> None:
         a_nic, self.a_sw = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         b_nic, self.b_sw = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         for s in (a_nic, b_nic, self.a_sw, self.b_sw):
             s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
             s.setblocking(False)
         self.delivered: list[tuple[int, int]] = []
-        self.rx = Receiver(on_deliver=lambda info: self.delivered.append((info.dqpn, info.psn)))
-        self.tx_port = NicPort(DatagramIO(a_nic), line_rate_bps=1e8, batch_io=batch_io)
+        self.rx = Receiver(on_deliver=(lambda info: self.delivered.append((info.dqpn, info.psn))) if deliver else None)
+        self.tx_port = NicPort(DatagramIO(a_nic), line_rate_bps=1e8, batch_io=batch_io, native=native)
         for i in range(3):
             flow = FlowSpec(FLOW.src_mac, FLOW.dst_mac, FLOW.src_ip, FLOW.dst_ip, 49152 + i, 7 + i)
             self.tx_port.add_sender(SenderQP(flow, message_bytes=4096, mtu=1024, messages=40,
                                              dcqcn=DcqcnParams.scaled(1500.0),
                                              rc=RcParams(retry_timeout_s=0.2)))
         self.rx_port = NicPort(DatagramIO(b_nic), line_rate_bps=1e8, receiver=self.rx,
-                               batch_io=batch_io)
+                               batch_io=batch_io, native=native)
         self.wire: list[tuple[str, bytes]] = []
         self.data_seen = 0
         self.sent_per_step: list[int] = []
@@ -170,6 +171,49 @@ def test_batched_port_puts_the_same_wire_and_counters_as_the_per_frame_port() ->
     # the batches really were batches: several data frames per sender step
     busy = [n for n in batched.sent_per_step if n]
     assert sum(busy) / len(busy) > 2 and max(busy) >= 9
+
+
+@pytest.mark.skipif(not native_status()[0], reason="no native hot loop (no gcc)")
+def test_native_port_puts_the_same_wire_and_counters_as_the_python_port() -> None:
+    """The native hot loop (host.nic.native) against the Python batches: the same cable,
+    clock, losses, CE marks and PAUSE; the wire byte for byte and every counter."""
+    runs = {}
+    for native in (False, True):
+        cable = Cable(True, native=native)
+        assert cable.tx_port.native == native and cable.rx_port.native == native
+        cable.run(steps=700, dt=0.005)
+        runs[native] = cable
+    python, native_ = runs[False], runs[True]
+    assert native_.rx_port.rx_native_accepted == 0          # an on_deliver: every frame to Python
+    assert len(native_.wire) == len(python.wire)
+    for i, (a, b) in enumerate(zip(native_.wire, python.wire)):
+        assert a == b, f"wire frame {i}"
+    assert native_.delivered == python.delivered
+    assert native_.tx_port.report(3.5) == python.tx_port.report(3.5)
+    assert native_.rx_port.report(3.5) == python.rx_port.report(3.5)
+    flows = {f["qpn"]: f for f in native_.rx.report()}
+    assert all(f["naks_sent"] > 0 and f["cnps_sent"] > 0 for f in flows.values())
+    assert native_.tx_port.rx_pfc == 1
+    assert all(qp.done and not qp.errored for qp in native_.tx_port.senders)
+
+
+@pytest.mark.skipif(not native_status()[0], reason="no native hot loop (no gcc)")
+def test_native_receive_accepts_in_c_and_keeps_the_python_wire_and_counters() -> None:
+    """No ``on_deliver``: the native receiver accepts in-order data frames in C
+    (nicc_rx_fast) and leaves the rest (gaps, duplicates, CE marks, new flows) to Python;
+    the wire and every counter are the Python port's."""
+    runs = {}
+    for native in (False, True):
+        cable = Cable(True, native=native, deliver=False)
+        cable.run(steps=700, dt=0.005)
+        runs[native] = cable
+    python, native_ = runs[False], runs[True]
+    assert native_.rx_port.rx_native_accepted > 200
+    assert native_.wire == python.wire
+    assert native_.tx_port.report(3.5) == python.tx_port.report(3.5)
+    assert native_.rx_port.report(3.5) == python.rx_port.report(3.5)
+    flows = native_.rx.report()
+    assert all(f["naks_sent"] > 0 and f["cnps_sent"] > 0 and f["messages_received"] == 40 for f in flows)
 
 
 def test_mmsg_keeps_the_order_and_loses_nothing_across_batches() -> None:

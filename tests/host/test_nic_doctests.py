@@ -6,7 +6,7 @@ import importlib
 
 import pytest
 
-MODULES = ["frames", "dcqcn", "pfc", "rc", "counters", "qp", "io", "udphold", "cli", "sigflag", "mmsg"]
+MODULES = ["frames", "dcqcn", "pfc", "rc", "counters", "qp", "io", "udphold", "cli", "sigflag", "mmsg", "native"]
 
 
 @pytest.mark.parametrize("name", MODULES)

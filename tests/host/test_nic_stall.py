@@ -1,6 +1,7 @@
 """Stall mode of the receiving NIC (host.nic.stall) over an in-process cable: while stalled
 the port consumes nothing and sends PAUSE for its priority, refreshed before it expires;
-on resume one RESUME and the waiting frames are consumed; the loop does not spin."""
+on resume one RESUME and the waiting frames are consumed; the loop does not spin (the
+Python path and the native hot loop)."""
 from __future__ import annotations
 
 import select
@@ -9,6 +10,7 @@ import socket
 import pytest
 
 from host.nic.io import DatagramIO, NicPort
+from host.nic.native import native_status
 from host.nic.pfc import parse_pause, pause_seconds
 from host.nic.stall import StallableIO
 
@@ -28,12 +30,14 @@ def drain(io: DatagramIO) -> list[bytes]:
     return out
 
 
-def test_stalled_port_consumes_nothing_and_pauses_until_resumed() -> None:
+@pytest.mark.parametrize("native", [False, True], ids=["python", "native"])
+def test_stalled_port_consumes_nothing_and_pauses_until_resumed(native: bool) -> None:
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     clock = Clock()
     io = StallableIO(DatagramIO(a), "02:00:00:00:00:09", priority=3, interval_s=0.05,
                      clock=clock)
-    port, peer = NicPort(io, line_rate_bps=100e6), DatagramIO(b)
+    port, peer = NicPort(io, line_rate_bps=100e6, native=native), DatagramIO(b)
+    assert port.native == (native and native_status()[0])
     io.stall()
     for _ in range(3):
         peer.send(bytes(60))                  # frames arrive while stalled

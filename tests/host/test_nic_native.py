@@ -1,0 +1,358 @@
+"""The NIC emulator's native hot loop (host.nic.native, ``host/nic/c/nicfast.c``) against
+the Python path, on the same inputs: frames and counters byte for byte.
+
+* ``SenderQP.poll_into`` (frames made in C) against ``poll_batch`` on twin QPs fed the
+  same ACKs, NAKs, CNPs, PAUSE, source-port move and clock: paced and windowed, unpaced
+  with more frames than one C fill makes, one-packet messages, PSNs wrapping, a RETH
+  address wrapping at 2^64.
+* The C parse and ICRC check of received frames against ``parse_roce``/``verify_icrc``
+  over good, CE-marked, VLAN, PFC, truncated and byte-flipped frames.
+* The CRC against ``zlib.crc32``; a full queue refuses the same frames as ``MmsgSender``;
+  a frame larger than an arena slot still goes out.
+* No compiler: the Python path runs and says why once.
+* A sender's wait-and-send loop in C (``NicPort.run``'s bursts) in real time: the wire is
+  the twin Python QPs' frames byte for byte, the pacer's rate holds, far fewer steps.
+* On a veth pair (root): the C receive leaves out the host's own transmissions.
+
+(The ports over a lossy, CE-marking cable, native against Python: test_nic_batch.py.)
+"""
+from __future__ import annotations
+
+import logging
+import os
+import random
+import socket
+import subprocess
+import threading
+import zlib
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from host.nic import native
+from host.nic.dcqcn import DcqcnParams
+from host.nic.frames import (OP_CNP, FlowSpec, FrameTemplate, RoceInfo, aeth_bytes,
+                             build_cnp, parse_roce, set_ce, verify_icrc)
+from host.nic.io import DatagramIO, NicPort, PacketSocket
+from host.nic.mmsg import BATCH, MmsgSender
+from host.nic.pfc import PfcState, build_pause
+from host.nic.qp import Receiver, SenderQP
+from host.nic.rc import AETH_ACK, AETH_NAK_PSN_SEQ, RcParams
+from p4sim import cbuild
+
+pytestmark = pytest.mark.skipif(not native.native_status()[0], reason="no native hot loop (no gcc)")
+FLOW = FlowSpec("02:00:00:00:00:01", "02:00:00:00:01:01", "10.0.0.1", "10.1.0.1", 49152, 7)
+
+
+def _reply(kind: int, psn: int, msn: int = 0) -> RoceInfo:
+    back = FlowSpec(FLOW.dst_mac, FLOW.src_mac, FLOW.dst_ip, FLOW.src_ip, FLOW.sport, 7)
+    frame = build_cnp(back) if kind == OP_CNP else FrameTemplate.ack(back).frame(psn, ext=aeth_bytes(kind, msn))
+    info = parse_roce(frame)
+    assert info is not None
+    return info
+
+
+def _twins(**kw: object) -> tuple[SenderQP, SenderQP, PfcState, PfcState]:
+    pfc_a, pfc_b = PfcState(1e8), PfcState(1e8)
+    one = SenderQP(FLOW, **kw)        # type: ignore[arg-type]
+    two = SenderQP(FLOW, **kw)        # type: ignore[arg-type]
+    one.pfc, two.pfc = pfc_a, pfc_b
+    two.attach_native(native.NativeQP(native.nic_lib()))  # type: ignore[arg-type]
+    return one, two, pfc_a, pfc_b
+
+
+CASES = {
+    "paced, window 24": dict(message_bytes=4096, mtu=1024, messages=150, dcqcn=DcqcnParams.scaled(2000.0),
+                             rc=RcParams(retry_timeout_s=0.05, window_pkts=24)),
+    "paced, no window": dict(message_bytes=4096, mtu=1024, messages=150, dcqcn=DcqcnParams.scaled(2000.0),
+                             rc=RcParams(retry_timeout_s=0.05)),
+    "unpaced, 100 a step": dict(message_bytes=65536, mtu=1024, messages=30, rate_limit=False,
+                                rc=RcParams(retry_timeout_s=0.05)),
+    "one-packet messages, PSN and VA wrap": dict(message_bytes=700, mtu=1024, messages=3000,
+                                                 start_psn=0xFFFFF0, base_va=(1 << 64) - 1400,
+                                                 dcqcn=DcqcnParams.scaled(5000.0), rkey=0xFFFFFFFF,
+                                                 rc=RcParams(retry_timeout_s=0.05, window_pkts=40)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_poll_into_makes_the_frames_and_counters_of_poll_batch(case: str) -> None:
+    one, two, pfc_a, pfc_b = _twins(**CASES[case])
+    lib = native.nic_lib()
+    assert lib is not None
+    tx = native.NativeTx(lib)
+    limit = 100 if "100" in case else 16
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    b.setblocking(False)
+    made = 0
+    for step in range(400):
+        now = step * 0.004
+        events: list[tuple[str, object]] = []
+        if step % 5 == 4:
+            events.append(("frame", _reply(AETH_ACK, one.rc.psn(max(0, one.rc.high_seq - 3)), one.rc.high_seq // 4)))
+        if step == 60:
+            events.append(("frame", _reply(AETH_NAK_PSN_SEQ, one.rc.psn(one.rc.acked_seq + 2))))
+        if step in (30, 31, 90, 200):
+            events.append(("frame", _reply(OP_CNP, 0)))
+        if step == 120:
+            events.append(("pause", {3: 2000}))
+        if step == 150:
+            events.append(("sport", 50000))
+        for kind, what in events:
+            for qp, pfc in ((one, pfc_a), (two, pfc_b)):
+                if kind == "frame":
+                    assert qp.on_frame(what, now)      # type: ignore[arg-type]
+                elif kind == "pause":
+                    pfc.on_pause(what, now)            # type: ignore[arg-type]
+                else:
+                    qp.change_sport(what)              # type: ignore[arg-type]
+        python = one.poll_batch(now, limit)
+        n = two.poll_into(now, limit, tx)
+        assert n == len(python)
+        assert tx.frames() == python, f"step {step}"
+        tx.flush(a.fileno())               # (the frames were compared above)
+        while True:
+            try:
+                b.recv(65535)
+            except BlockingIOError:
+                break
+        made += n
+        assert two.report(now) == one.report(now), f"step {step}"
+        assert (two.next_at, two.rc.deadline_s, two.rp.rate_pps, list(two.rc._ackreqs)) == \
+            (one.next_at, one.rc.deadline_s, one.rp.rate_pps, list(one.rc._ackreqs))
+    assert made > 300
+    assert one.counters.timeouts or one.counters.naks_received
+    assert one.counters.cnps_received and one.counters.pause_blocked_s > 0
+
+
+def _good_frames() -> Iterator[bytes]:
+    flows = [FLOW, FlowSpec("02:00:00:00:00:03", "02:00:00:00:01:01", "10.0.0.3", "10.1.0.1", 50000, 0xABCDEF)]
+    for flow in flows:
+        for op, size in ((6, 1024), (7, 1024), (8, 13), (10, 1), (7, 4096)):
+            t = FrameTemplate.data(flow, op, size, payload_byte=op)
+            for psn in (0, 5, 0xFFFFFF):
+                yield t.frame(psn, ackreq=psn == 5, ext=b"\x01" * 16 if op in (6, 10) else b"")
+        yield FrameTemplate.ack(flow).frame(9, ext=aeth_bytes(AETH_NAK_PSN_SEQ, 3))
+        yield build_cnp(flow)
+
+
+def _frames() -> Iterator[bytes]:
+    """Good frames, then each CE-marked, 802.1Q-tagged, cut short and with a bit flipped."""
+    rng = random.Random(32)
+    yield build_pause("02:00:00:00:09:09", {3: 3000})
+    yield bytes(60)
+    for f in _good_frames():
+        yield f
+        yield set_ce(f)
+        yield f[:12] + b"\x81\x00\x00\x05" + f[12:]            # 802.1Q tagged
+        for cut in (20, 53, 58, 59, len(f) - 1):
+            yield f[:cut]
+        for _ in range(3):
+            g = bytearray(f)
+            g[rng.randrange(len(g))] ^= 1 << rng.randrange(8)
+            yield bytes(g)
+
+
+def test_the_c_parse_and_icrc_check_are_parse_roce_and_verify_icrc() -> None:
+    lib = native.nic_lib()
+    assert lib is not None
+    rx = native.NativeRx(lib, names=False)
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    frames = list(_frames())
+    assert len(frames) > 100
+    seen = 0
+    for i in range(0, len(frames), 40):
+        chunk = frames[i:i + 40]
+        for f in chunk:
+            a.send(f)
+        got = rx.recv(b.fileno(), 64, 1)
+        assert got == len(chunk)
+        for k, f in enumerate(chunk):
+            r = rx.rec[k * native.R_WORDS:(k + 1) * native.R_WORDS]
+            off, ln = r[native.R_OFF], r[native.R_LEN]
+            assert bytes(rx.mv[off:off + ln]) == f
+            info = parse_roce(f)
+            assert (r[native.R_KIND] == native.KIND_PFC) == (f[12:14] == b"\x88\x08"), f.hex()
+            if info is None:
+                assert r[native.R_KIND] != native.KIND_ROCE, f.hex()
+                continue
+            seen += 1
+            l3, ext = r[native.R_L3], r[native.R_EXT_AT]
+            mine = RoceInfo(f[6:12], f[0:6], f[l3 + 12:l3 + 16], f[l3 + 16:l3 + 20], r[native.R_DSCP],
+                            r[native.R_ECN], r[native.R_SPORT], r[native.R_OPCODE], bool(r[native.R_BECN]),
+                            r[native.R_DQPN], bool(r[native.R_ACKREQ]), r[native.R_PSN], r[native.R_PAYLOAD],
+                            f[ext:ext + r[native.R_EXT_LEN]])
+            assert r[native.R_KIND] == native.KIND_ROCE and mine == info, f.hex()
+            assert bool(r[native.R_ICRC_OK]) == verify_icrc(f), f.hex()
+    assert seen > 60
+    rx.close()
+
+
+def test_the_crc_is_zlibs() -> None:
+    lib = native.nic_lib()
+    assert lib is not None
+    rng = random.Random(7)
+    for n in (0, 1, 7, 8, 9, 63, 1024, 1500):
+        data = bytes(rng.randrange(256) for _ in range(n))
+        for start in (0, 0xFFFFFFFF, rng.randrange(1 << 32)):
+            assert lib.nicc_crc32(start, data, n) == zlib.crc32(data, start)
+
+
+def test_a_full_queue_refuses_the_frames_mmsg_sender_refuses() -> None:
+    lib = native.nic_lib()
+    assert lib is not None
+    results = []
+    for use_c in (False, True):
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        a.setblocking(False)
+        frames = [i.to_bytes(4, "big") for i in range(2000)]
+        if use_c:
+            tx, refused = native.NativeTx(lib), 0
+            for k in range(0, len(frames), tx.slots):
+                for f in frames[k:k + tx.slots]:
+                    assert tx.push(f)
+                refused += tx.flush(a.fileno())
+        else:
+            refused = sum(MmsgSender(a).send(frames[k:k + BATCH]) for k in range(0, 2000, BATCH))
+        b.setblocking(False)
+        queued = []
+        while True:
+            try:
+                queued.append(int.from_bytes(b.recv(16), "big"))
+            except BlockingIOError:
+                break
+        assert refused > 0 and refused + len(queued) == 2000
+        results.append((refused, queued))
+        a.close()
+        b.close()
+    assert results[0] == results[1]
+
+
+def test_a_frame_larger_than_a_slot_still_goes_out() -> None:
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    for s in (a, b):
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+    port = NicPort(DatagramIO(a), line_rate_bps=1e8, native=True)
+    assert port.native
+    big = b"\x02" * (native.SLOT_BYTES + 100)
+    for f in (b"\x01" * 60, big, b"\x03" * 60):
+        port._push(f)
+    port._flush_native()
+    b.setblocking(False)
+    assert [b.recv(65535) for _ in range(3)] == [b"\x01" * 60, big, b"\x03" * 60]
+    assert port.tx_frames == 3
+
+
+def test_without_a_compiler_the_python_path_runs_said_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv("CC", "/nonexistent/no-such-cc")
+    monkeypatch.setenv("P4SIM_NATIVE_CACHE", str(tmp_path))
+    monkeypatch.setattr(native, "_LIB", None)
+    monkeypatch.setattr(native, "_REASON", None)
+    cbuild._compiler_version.cache_clear()
+    try:
+        with caplog.at_level(logging.WARNING, logger="host.nic.native"):
+            pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM) for _ in range(3)]
+            ports = [NicPort(DatagramIO(a), line_rate_bps=1e8, native=True) for a, _b in pairs]
+        assert not any(p.native for p in ports)
+        said = [r.getMessage() for r in caplog.records if "native hot loop" in r.getMessage()]
+        assert len(said) == 1 and "no-such-cc" in said[0], said
+        qp = ports[0].add_sender(SenderQP(FLOW, message_bytes=2048, mtu=1024, messages=1, rate_limit=False))
+        assert ports[0].step(0.0) == 2 and qp.counters.sent_pkts == 2      # the Python path sends
+    finally:
+        cbuild._compiler_version.cache_clear()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a veth pair, AF_PACKET)")
+def test_native_receive_on_a_veth_leaves_out_our_own_transmissions() -> None:
+    tag = f"nn{os.getpid() % 100000}"
+    a, b = f"{tag}a", f"{tag}b"
+    subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], check=True, timeout=10)
+    try:
+        for ifc in (a, b):
+            subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{ifc}.disable_ipv6=1"], capture_output=True, timeout=10)
+            subprocess.run(["ip", "link", "set", ifc, "up"], check=True, timeout=10)
+        sender, beside, receiver = PacketSocket(a), PacketSocket(a), PacketSocket(b)
+        rx_port = NicPort(receiver, line_rate_bps=1e8, receiver=Receiver(), native=True)
+        beside_port = NicPort(beside, line_rate_bps=1e8, receiver=Receiver(), native=True)
+        assert rx_port.native and beside_port.native
+        t = FrameTemplate.data(FLOW, 10, 64)
+        frames = [t.frame(i, ext=bytes(16)) for i in range(200)]
+        assert sender.send_many(frames) == 0
+        for _ in range(1000):
+            rx_port.step(0.0)
+            flows = rx_port.receiver.report() if rx_port.receiver else []
+            if flows and flows[0]["recv_pkts"] >= len(frames):
+                break
+        assert rx_port.receiver is not None
+        flow = rx_port.receiver.report()[0]
+        assert flow["recv_pkts"] == 200 and flow["messages_received"] == 200 and flow["bad_icrc"] == 0
+        beside_port.step(0.0)
+        assert beside_port.receiver is not None and beside_port.receiver.report() == []
+        for s in (sender, beside, receiver):
+            s.close()
+    finally:
+        subprocess.run(["ip", "link", "del", a], capture_output=True, timeout=10)
+
+
+def test_a_senders_native_bursts_keep_pacing_and_make_the_python_frames() -> None:
+    """``NicPort.run`` on the native path waits and sends in C between Python's steps
+    (host.nic.native.NativeBurst): two QPs paced at 400 pps each for 0.5 s of real time
+    against a receiver answering every ACK request. The wire is, byte for byte, what twin
+    Python QPs make; the rate is the pacer's; far fewer Python steps than frames."""
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    for s in (a, b):
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+    port = NicPort(DatagramIO(a), line_rate_bps=1e8, native=True)
+    twins = []
+    for i in range(2):
+        flow = FlowSpec(FLOW.src_mac, FLOW.dst_mac, FLOW.src_ip, FLOW.dst_ip, 49152 + i, 7 + i)
+        kw = dict(message_bytes=4096, mtu=1024, messages=50, dcqcn=DcqcnParams.scaled(400.0))
+        port.add_sender(SenderQP(flow, **kw))                            # type: ignore[arg-type]
+        twins.append(SenderQP(flow, rate_limit=False, **kw))             # type: ignore[arg-type]
+    assert port.native
+    rx = Receiver()
+    wire: dict[int, list[bytes]] = {7: [], 8: []}
+    done = threading.Event()
+
+    def answer() -> None:
+        b.settimeout(0.05)
+        while not done.is_set():
+            try:
+                frame = b.recv(65535)
+            except socket.timeout:
+                continue
+            info = parse_roce(frame)
+            assert info is not None
+            wire[info.dqpn].append(frame)
+            rx.on_frame(frame, 0.0, info)
+            for ack in rx.flush_acks():
+                b.send(ack)
+
+    t = threading.Thread(target=answer)
+    t.start()
+    try:
+        elapsed = port.run(5.0)
+    finally:
+        done.set()
+        t.join()
+    assert all(qp.done and not qp.errored for qp in port.senders)
+    for twin in twins:
+        assert wire[twin.sqpn] == [twin.poll(0.0) for _ in range(200)]
+    assert 0.4 < elapsed < 1.0                          # 200 frames at 400 pps: 0.5 s
+    assert port.tx_frames == 400 and port.steps < 200
+    assert [qp.counters.sent_pkts for qp in port.senders] == [200, 200]
+
+
+def test_a_burst_waits_for_the_dcqcn_timers_only_while_they_can_change_the_rate() -> None:
+    port = NicPort(DatagramIO(socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)[0]), line_rate_bps=1e8,
+                   native=True)
+    qp = port.add_sender(SenderQP(FLOW, message_bytes=4096, mtu=1024, dcqcn=DcqcnParams.scaled(1000.0)))
+    qp.poll_into(0.0, 1, port._ntx)                               # type: ignore[arg-type]
+    assert qp.burst_begin(0.0) == 0.0 + 2.0                       # the retry timer only
+    qp.on_frame(_reply(OP_CNP, 0), 0.001)                         # rate cut: the rate timer counts
+    assert qp.burst_begin(0.001) == qp.rp._next_rate < 0.01
+    qp.rp.rate_pps = qp.rp.params.line_rate_pps                   # recovered: the timers change nothing
+    assert qp.burst_begin(0.001) == 0.001 + 2.0
+    assert qp.rp._next_alpha < 0.01                               # (the α timer still runs)
