@@ -107,7 +107,9 @@ class StoryResult:
     it) → the uplink the hash model put it on; ``offered_before_pct``: the busiest
     uplink's offered load when GOR's first round ran, as its switch measured it (the
     elephants it counted at ingress, in % of the link: over 100 % is a collision; the
-    polled ``before`` may hold nothing when GOR acts within one poll of the collision).
+    polled ``before`` may hold nothing when GOR acts within one poll of the collision);
+    ``polls_with_traffic``: how many polls read traffic on the uplinks (0: the switches
+    answered none; more, with no ``before`` nor ``after``: none fell in the windows).
     """
 
     status: int
@@ -127,6 +129,7 @@ class StoryResult:
     errors: list[str] = field(default_factory=list)
     delivery: dict[str, tuple[int, int]] = field(default_factory=dict)
     restarts: list[Any] = field(default_factory=list)
+    polls_with_traffic: int = 0
 
     @property
     def lost_pkts(self) -> int:
@@ -239,7 +242,14 @@ def shortfalls(res: StoryResult) -> list[str]:
     """
     why = []
     if res.max_util_before_pct is None and res.max_util_after_pct is None:
-        why.append("no uplink counters were read: the switches answered no telemetry poll")
+        if res.polls_with_traffic == 0:
+            why.append("no uplink counters were read: the switches answered no telemetry poll")
+        else:
+            why.append(f"no before/after figures: {res.polls_with_traffic} polls read traffic on "
+                       "the uplinks, but the windows hold none (they need two polls before GOR's "
+                       "first order and three after the last move settled, while the flows ran); "
+                       f"GOR moved flows until {res.loop_s} s after the first alarm: on a loaded "
+                       "machine the senders start and the moves settle late, see the load average")
     if res.count("alarm_raised") == 0:
         why.append("GOR raised no ECN alarm (no queue built on the colliding uplink, or no "
                    "marks were counted)")
@@ -272,6 +282,7 @@ def measure(res: StoryResult, ticks: list[tuple[float, dict[str, float], int]],
     if first_round is not None:
         res.offered_before_pct = max(float(v) for v in first_round["offered_pct"].values())
     active = [(t, pps, d) for t, pps, d in ticks if sum(pps.values()) > 0]
+    res.polls_with_traffic = len(active)
     if not active:
         return
     first_order = min(sent) if sent else None

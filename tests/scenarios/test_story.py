@@ -16,7 +16,7 @@ from controller.gor.paths import ElephantFlow, LinkState, PathEngine
 from topo import FabricSpec, build_fabric
 from topo.spec import load_spec
 from scenarios.gor_session import source_uplinks
-from scenarios.story import EVEN_UTIL, StoryResult, append_story, draw_colliding, measure
+from scenarios.story import EVEN_UTIL, StoryResult, append_story, draw_colliding, measure, shortfalls
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -63,6 +63,24 @@ def test_measure_figures_from_the_log_and_the_ticks() -> None:
     assert res.spread(res.uplink_pps_after) == 1.0 and res.drops_during_move == 3
     # the flow ordered again under its new port counts as moved twice (a flip-flop)
     assert res.moves_per_flow["10.0.0.1:50000->10.1.0.1:4791/17"] == 2
+
+
+def test_polls_with_traffic_but_no_window_is_not_called_unanswered() -> None:
+    """A loaded machine (make run at load 8): GOR ordered before the second poll that saw
+    traffic and was still moving flows when they ended. The switches did answer: the
+    reason says the windows were empty, not that no poll was answered."""
+    up = {"l->s0": ("l", 3), "l->s1": ("l", 4)}
+    ticks = [(10.5 + 0.5 * i, {"l->s0": 300.0, "l->s1": 180.0}, 0) for i in range(4)]   # 10.5 … 12
+    counts = [(t, {u: (round(r * 0.5), 0.5) for u, r in pps.items()}) for t, pps, _ in ticks]
+    res = StoryResult(0, queue_rate_pps=343.0, events=_log())
+    measure(res, ticks, up, 343.0, 0.5, counts)
+    assert res.polls_with_traffic == 4
+    assert res.max_util_before_pct is None and res.max_util_after_pct is None
+    why = shortfalls(res)[0]
+    assert why.startswith("no before/after figures: 4 polls read traffic") and "2.0 s" in why
+    idle = StoryResult(0, queue_rate_pps=343.0, events=_log())
+    measure(idle, [(t, {u: 0.0 for u in up}, 0) for t, _, _ in ticks], up, 343.0, 0.5, [])
+    assert shortfalls(idle)[0].startswith("no uplink counters were read")
 
 
 def test_report_section(tmp_path: Path) -> None:
