@@ -150,6 +150,24 @@ def test_run_of_a_broken_student_file_exits_1(capsys: pytest.CaptureFixture[str]
     assert "answer.py:1: NameError" in err and "x = undefined_name" in err
 
 
+def test_run_of_a_program_without_the_labs_table_exits_1(capsys: pytest.CaptureFixture[str],
+                                                          tmp_path: Path) -> None:
+    """``make run`` on a skeleton whose table is not applied yet (lab 03 before TODO 3
+    was a traceback): one line naming the table and what to do, exit status 1."""
+    lab = tmp_path / "95-no-table"
+    lab.mkdir()
+    (lab / "lab.py").write_text(
+        "from controller.p4rt.errors import P4InfoLookupError\n"
+        "TITLE = 'no table'\nFILES = ()\n"
+        "def run(files_dir, target):\n"
+        "    raise P4InfoLookupError('table', 'MyEgress.port_macs')\n"
+        "def check(files_dir, target):\n    raise AssertionError\n")
+    assert labkit_main(["run", str(lab)]) == 1
+    err = capsys.readouterr().err
+    assert "no table named MyEgress.port_macs" in err and "apply it where the lab's TODO" in err
+    assert "Traceback" not in err
+
+
 def test_no_figure_scripts_beside_the_students_files() -> None:
     """Figures are drawn by labs.labkit.figures only, for every PNG a lab ships."""
     from labs.labkit.figures import FIGURES
