@@ -4,6 +4,7 @@ script's list. No switch, no root."""
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -166,6 +167,16 @@ def test_run_of_a_program_without_the_labs_table_exits_1(capsys: pytest.CaptureF
     err = capsys.readouterr().err
     assert "no table named MyEgress.port_macs" in err and "apply it where the lab's TODO" in err
     assert "Traceback" not in err
+
+
+def test_lab01_run_does_not_call_the_skeleton_polarisation() -> None:
+    """Lab 01's make run on the skeleton sent all 1000 flows to port 2 at both tiers and
+    concluded "polarisation"; with one uplink used at tier 1 it now says the program does
+    not hash yet."""
+    plugin = load_lab(LABS_DIR / "01-ecmp-hashing")
+    assert plugin.conclusion(Counter({2: 1000})).startswith("Tier 1 used one uplink")
+    assert plugin.conclusion(Counter({2: 256, 3: 266, 4: 215, 5: 263})).startswith(
+        "One uplink out of four at tier 2 is polarisation")
 
 
 def test_no_figure_scripts_beside_the_students_files() -> None:
