@@ -396,9 +396,14 @@ def cmd_ping(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:  # noqa: ARG001
-    """Print what of the recorded testbed still exists."""
+    """Print what of the recorded testbed still exists (JSON), or one line saying that no
+    testbed is recorded."""
     state = TestbedState.load(args.state)
-    print(json.dumps(leftovers(state) if state else {}, indent=2))
+    if state is None:
+        print(f"testbed: none recorded in {args.state}: no testbed of this checkout is running "
+              "(make run starts one)")
+        return 0
+    print(json.dumps(leftovers(state), indent=2))
     return 0
 
 
