@@ -102,6 +102,17 @@ def _draws_digest(spec: FabricSpec) -> str:
     return hashlib.sha256("\n".join(rows).encode()).hexdigest()
 
 
+def test_report_without_a_before_window_keeps_the_after_figures(tmp_path: Path) -> None:
+    """A run where GOR ordered before the second poll with traffic (make run at load 16):
+    the table listed only the uplinks of the empty "before" (so none) and the line read
+    "None% → 62.8%"; the after column stays and the missing figure is said in words."""
+    res = StoryResult(0, tmp_path, 7, 343.0, _log(), 2.0, {}, {"a": 215.0, "b": 221.0}, None, 62.8, 0)
+    append_story(tmp_path, res)
+    md = (tmp_path / "report.md").read_text()
+    assert "| a | — | 215.0 |" in md and "| b | — | 221.0 |" in md
+    assert "not measured (no poll in that window) → 62.8%" in md and "None" not in md
+
+
 def test_single_port_draws_are_unchanged() -> None:
     """Sizing the queue rate over both ports' leaves (issue 29) changes nothing on NICs of
     one port: seeds, ports, leaves, predictions and rates as on main 1d1185a, byte for
