@@ -91,7 +91,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         which = "solution" if args.solution else "your files"
         print(f"lab {lab_dir.name}: {plugin.TITLE} ({which}: "
               f"{', '.join(str(Path(files_dir.name) / f) for f in plugin.FILES)}; "
-              f"target {args.target}"
+              f"{f'target {args.target}' if getattr(plugin, 'SWITCH', True) else 'no switch: --target is ignored'}"
               f"{', P4Runtime over TLS' if tls_by_default() else ''})", flush=True)
         if args.command == "run":
             try:

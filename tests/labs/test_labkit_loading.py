@@ -179,6 +179,13 @@ def test_lab01_run_does_not_call_the_skeleton_polarisation() -> None:
         "One uplink out of four at tier 2 is polarisation")
 
 
+def test_a_lab_without_a_switch_does_not_name_a_target(capsys: pytest.CaptureFixture[str]) -> None:
+    """Lab 06 runs no switch (SWITCH = False): its banner said "target p4sim"."""
+    assert labkit_main(["check", "06", "--solution"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "no switch: --target is ignored" in first and "p4sim" not in first
+
+
 def test_no_figure_scripts_beside_the_students_files() -> None:
     """Figures are drawn by labs.labkit.figures only, for every PNG a lab ships."""
     from labs.labkit.figures import FIGURES
