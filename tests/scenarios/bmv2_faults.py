@@ -15,7 +15,8 @@ import pytest
 
 from scenarios.common import ScenarioOptions
 from scenarios.faults import FaultsResult, run_faults
-from testbed.traffic import testbed_unavailable, testbed_up
+from testbed.traffic import testbed_unavailable as _unavailable  # names starting with test_*
+from testbed.traffic import testbed_up as _up                   # are not pytest's to collect
 
 BMV2_BINARIES = ("simple_switch_grpc", "p4c-bm2-ss")
 
@@ -28,11 +29,11 @@ def run_bmv2_faults(tmp_path: Path, spec: Optional[Any] = None,
     missing = [b for b in BMV2_BINARIES if shutil.which(b) is None]
     if missing:
         pytest.skip(f"BMv2 not installed: {', '.join(missing)} not on PATH")
-    why = testbed_unavailable()
+    why = _unavailable()
     if why:
         pytest.skip(why)
     state = tmp_path / "state.json"
-    with testbed_up(spec, log_dir=tmp_path / "logs", state_path=state, target="bmv2") as tb:
+    with _up(spec, log_dir=tmp_path / "logs", state_path=state, target="bmv2") as tb:
         assert tb.state.target == "bmv2"
         res = run_faults(tb.fabric, tb.programmer, tb.state, tb.save_state,
                          ScenarioOptions(seed=1, runs_root=tmp_path / "runs", state_path=state),
