@@ -27,7 +27,7 @@ from typing import Any, Optional, Sequence
 from scenarios.common import DEFAULT_DURATION_S, DEFAULT_FLOW_RATE_PPS, RUNS, ScenarioOptions
 from scenarios.registry import NONE, SCENARIOS, run_scenario, scenario
 from scenarios.story import STORY_CORE_DURATION_S, STORY_CORE_FLOW_RATE_PPS, STORY_FLOW_RATE_PPS
-from testbed.cli import add_up_arguments, cmd_up
+from testbed.cli import add_up_arguments, cmd_up, load_topology
 from testbed.net import TestbedError
 
 
@@ -138,6 +138,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except KeyError as exc:
             print(f"scenarios: {exc.args[0]}", file=sys.stderr)
             return 2
+        if sc.unfit is not None:              # e.g. tor-failure on one-port NICs
+            try:
+                why = sc.unfit(load_topology(args.fabric, args.spec, write=False))
+            except TestbedError as exc:
+                print(f"testbed: {exc}", file=sys.stderr)
+                return 2
+            if why is not None:
+                print(f"scenarios: {why}", file=sys.stderr)
+                return 2
         if sc.network != "fabric":            # FORNAX: its own testbed, not the fabric
             try:
                 return int(sc.runner(args))

@@ -23,7 +23,7 @@ from scenarios.fornax import run_fornax
 from scenarios.incast import run_incast
 from scenarios.link_failure import run_link_failure
 from scenarios.story import STORY_FLOW_RATE_PPS, run_story, story_duration_s, story_flow_rate_pps
-from scenarios.tor_failure import run_tor_failure
+from scenarios.tor_failure import run_tor_failure, unfit as tor_failure_unfit
 from testbed.cli import choose_target, preflight
 
 NONE = ("none", "")          # SCENARIO=none or empty: the fabric comes up, no scenario runs
@@ -52,6 +52,9 @@ class Scenario:
     """The scenario's run length on a fabric (``topo.model.Fabric`` -> seconds) when the
     command line gives none (``None``: ``scenarios.common.DEFAULT_DURATION_S``): the story's
     is :func:`scenarios.story.story_duration_s`, longer on a fabric with a core tier."""
+    unfit: Optional[Callable[[Any], Optional[str]]] = None
+    """Why the scenario cannot run on a fabric (``topo.model.Fabric`` -> a sentence, None
+    when it can), asked before the testbed starts (``None``: it runs on any fabric)."""
 
 
 def _story(*args: Any) -> Any:
@@ -107,7 +110,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "turn: what the localiser named, and how fast", _faults),
     Scenario("tor-failure", "dual-port NICs (SPEC=topo/specs/dualport.yaml): one leaf of a "
              "rail dies under RDMA traffic; its QPs move to the NICs' other port, no flow is "
-             "lost", _tor_failure),
+             "lost", _tor_failure, unfit=tor_failure_unfit),
     Scenario("fornax", "FORNAX on two SmartNICs: VPC sessions of real TCP between VMs of "
              "overlapping VPCs; a policy change, a corrupted entry and a hung NIC, no "
              "connection broken", _fornax, network="own"),

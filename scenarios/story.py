@@ -107,7 +107,9 @@ class StoryResult:
     it) → the uplink the hash model put it on; ``offered_before_pct``: the busiest
     uplink's offered load when GOR's first round ran, as its switch measured it (the
     elephants it counted at ingress, in % of the link: over 100 % is a collision; the
-    polled ``before`` may hold nothing when GOR acts within one poll of the collision).
+    polled ``before`` may hold nothing when GOR acts within one poll of the collision);
+    ``polls_with_traffic``: how many polls read traffic on the uplinks (0: the switches
+    answered none; more, with no ``before`` nor ``after``: none fell in the windows).
     """
 
     status: int
@@ -127,6 +129,7 @@ class StoryResult:
     errors: list[str] = field(default_factory=list)
     delivery: dict[str, tuple[int, int]] = field(default_factory=dict)
     restarts: list[Any] = field(default_factory=list)
+    polls_with_traffic: int = 0
 
     @property
     def lost_pkts(self) -> int:
@@ -239,7 +242,14 @@ def shortfalls(res: StoryResult) -> list[str]:
     """
     why = []
     if res.max_util_before_pct is None and res.max_util_after_pct is None:
-        why.append("no uplink counters were read: the switches answered no telemetry poll")
+        if res.polls_with_traffic == 0:
+            why.append("no uplink counters were read: the switches answered no telemetry poll")
+        else:
+            why.append(f"no before/after figures: {res.polls_with_traffic} polls read traffic on "
+                       "the uplinks, but the windows hold none (they need two polls before GOR's "
+                       "first order and three after the last move settled, while the flows ran); "
+                       f"GOR moved flows until {res.loop_s} s after the first alarm: on a loaded "
+                       "machine the senders start and the moves settle late, see the load average")
     if res.count("alarm_raised") == 0:
         why.append("GOR raised no ECN alarm (no queue built on the colliding uplink, or no "
                    "marks were counted)")
@@ -272,6 +282,7 @@ def measure(res: StoryResult, ticks: list[tuple[float, dict[str, float], int]],
     if first_round is not None:
         res.offered_before_pct = max(float(v) for v in first_round["offered_pct"].values())
     active = [(t, pps, d) for t, pps, d in ticks if sum(pps.values()) > 0]
+    res.polls_with_traffic = len(active)
     if not active:
         return
     first_order = min(sent) if sent else None
@@ -328,28 +339,49 @@ def narrate(res: StoryResult, record: ScenarioRecord, t0: float, say: Callable[[
         f"{res.count('order_rolled_back')} rolled back; flows moved twice: {len(flips)}")
     say(f"story: per-uplink pps before {res.uplink_pps_before}, after {res.uplink_pps_after}")
     say(f"story: offered on the busiest uplink at GOR's first round (its switch's count): "
-        f"{res.offered_before_pct}%")
-    say(f"story: busiest uplink {res.max_util_before_pct}% -> {res.max_util_after_pct}% of "
+        f"{pct(res.offered_before_pct)}")
+    say(f"story: busiest uplink {pct(res.max_util_before_pct)} -> {pct(res.max_util_after_pct)} of "
         f"{res.queue_rate_pps:g} pps (threshold 75%); spread max/mean "
-        f"{res.spread(res.uplink_pps_before)} -> {res.spread(res.uplink_pps_after)}; "
+        f"{spread_text(res, res.uplink_pps_before)} -> {spread_text(res, res.uplink_pps_after)}; "
         f"loop {res.loop_s} s (first alarm -> last moved flow seen on its new uplink); "
         f"drops during the move {res.drops_during_move}")
-    record.notes.append(f"GOR: busiest uplink {res.max_util_before_pct}% -> "
-                        f"{res.max_util_after_pct}% of the queue rate; loop {res.loop_s} s")
+    record.notes.append(f"GOR: busiest uplink {pct(res.max_util_before_pct)} -> "
+                        f"{pct(res.max_util_after_pct)} of the queue rate; loop {res.loop_s} s")
+
+
+def pct(value: Optional[float]) -> str:
+    """A utilisation for the narration and the report; None (no poll fell in that window)
+    said in words instead of ``None%``.
+
+    >>> pct(62.8), pct(None)
+    ('62.8%', 'not measured (no poll in that window)')
+    """
+    return "not measured (no poll in that window)" if value is None else f"{value}%"
+
+
+def spread_text(res: StoryResult, pps: dict[str, float]) -> str:
+    """max/mean of a window's per-uplink rates, or that the window held no poll.
+
+    >>> spread_text(StoryResult(0), {"a": 300.0, "b": 100.0}), spread_text(StoryResult(0), {})
+    ('1.5', 'not measured')
+    """
+    return str(res.spread(pps)) if pps else "not measured"
 
 
 def append_story(run_dir: Path, res: StoryResult) -> None:
     """The GOR section of ``report.md``: before/after per uplink and the figures."""
     lines = ["", "## GOR re-route", "", "| uplink | pps before | pps after |", "|---|---|---|"]
-    for u in sorted(res.uplink_pps_before):
-        lines.append(f"| {u} | {res.uplink_pps_before[u]} | {res.uplink_pps_after.get(u)} |")
-    lines += ["", f"- busiest uplink: {res.max_util_before_pct}% → {res.max_util_after_pct}% of "
+    for u in sorted(set(res.uplink_pps_before) | set(res.uplink_pps_after)):
+        lines.append(f"| {u} | {res.uplink_pps_before.get(u, '—')} | "
+                     f"{res.uplink_pps_after.get(u, '—')} |")
+    lines += ["", f"- busiest uplink: {pct(res.max_util_before_pct)} → "
+              f"{pct(res.max_util_after_pct)} of "
               f"the queue rate ({res.queue_rate_pps:g} pps; safety threshold 75%); before: the "
               f"last polls before the first order",
               f"- offered on the busiest uplink at GOR's first round, as its switch counted the "
-              f"elephants at ingress: {res.offered_before_pct}%",
-              f"- spread max/mean: {res.spread(res.uplink_pps_before)} → "
-              f"{res.spread(res.uplink_pps_after)}",
+              f"elephants at ingress: {pct(res.offered_before_pct)}",
+              f"- spread max/mean: {spread_text(res, res.uplink_pps_before)} → "
+              f"{spread_text(res, res.uplink_pps_after)}",
               f"- gor.loop_s (first alarm → last moved flow seen on its new uplink): {res.loop_s}",
               f"- gor.drops_during_move: {res.drops_during_move}",
               f"- orders: {res.count('order_sent')} sent, {res.count('order_confirmed')} confirmed, "
@@ -359,4 +391,4 @@ def append_story(run_dir: Path, res: StoryResult) -> None:
 
 
 __all__ = ["EVEN_UTIL", "GOR_DIR", "STORY_CORE_DURATION_S", "STORY_CORE_FLOW_RATE_PPS", "STORY_FLOW_RATE_PPS", "StoryResult", "append_story", "draw_colliding", "measure", "story_duration_s", "story_flow_rate_pps",
-           "narrate", "run_story", "shortfalls", "write_credentials"]
+           "narrate", "pct", "run_story", "shortfalls", "spread_text", "write_credentials"]

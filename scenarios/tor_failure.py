@@ -129,15 +129,33 @@ def sides(fabric: Any, rail: int) -> tuple[list[Any], list[Any], str]:
     return near, nics(1, 0), "pod 1"
 
 
+def unfit(fabric: Any, rail: int = 0) -> Optional[str]:
+    """Why the scenario cannot run on ``fabric`` (None: it can): it needs dual-port NICs in
+    two blocks or two pods. ``make run`` asks before it starts the testbed.
+
+    >>> from topo.model import FabricSpec, build_fabric
+    >>> from topo.spec import load_spec
+    >>> unfit(build_fabric(load_spec("topo/specs/dualport.yaml"))) is None
+    True
+    >>> unfit(build_fabric(FabricSpec())).startswith("tor-failure: needs dual-port NICs")
+    True
+    """
+    nics0, nics1, _ = sides(fabric, rail)
+    if not nics0 or not nics1 or any(len(n.ports) != 2 for n in nics0 + nics1):
+        return ("tor-failure: needs dual-port NICs in two blocks or two pods (make run "
+                "SCENARIO=tor-failure SPEC=topo/specs/dualport.yaml, or pod2-dualport.yaml)")
+    return None
+
+
 def run_tor_failure(fabric: Any, programmer: Any, state: Any, save_state: Callable[[], None],
                     opts: ScenarioOptions, say: Callable[[str], None] = print
                     ) -> TorFailureResult:
     """Run the scenario on a running, programmed dual-port testbed (module docstring)."""
-    nics0, nics1, far = sides(fabric, opts.rail)
-    if not nics0 or not nics1 or any(len(n.ports) != 2 for n in nics0 + nics1):
-        say("tor-failure: needs dual-port NICs in two blocks or two pods "
-            "(make run SCENARIO=tor-failure SPEC=topo/specs/dualport.yaml, or pod2-dualport.yaml)")
+    why = unfit(fabric, opts.rail)
+    if why is not None:
+        say(why)
         return TorFailureResult(2)
+    nics0, nics1, far = sides(fabric, opts.rail)
     run_dir = new_run_dir(opts.runs_root)
     victim = nics0[0].ports[1].leaf
     sw = fabric.switch(victim)
@@ -321,4 +339,4 @@ def _measure(res: TorFailureResult, procs: list[tuple[str, subprocess.Popen, Pat
     res.status = 0 if not res.reasons else 1
 
 
-__all__ = ["GOR_PERIOD_S", "MESSAGES", "QPS", "TorFailureResult", "run_tor_failure", "sides"]
+__all__ = ["GOR_PERIOD_S", "MESSAGES", "QPS", "TorFailureResult", "run_tor_failure", "sides", "unfit"]

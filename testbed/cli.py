@@ -105,9 +105,11 @@ def compile_fabric(target: str, p4c: str = "p4c-bm2-ss") -> tuple[Path, Path]:
     return p4info, config
 
 
-def load_topology(path: Optional[Path] = None, spec_path: Optional[Path] = None) -> Any:
+def load_topology(path: Optional[Path] = None, spec_path: Optional[Path] = None,
+                  write: bool = True) -> Any:
     """The fabric (``topo``): a fabric file ``path``, a spec file (YAML/JSON) ``spec_path``,
-    or the default ``FabricSpec()``; written to ``build/topology.json`` for the others.
+    or the default ``FabricSpec()``; written to ``build/topology.json`` for the others
+    (``write=False``: only read, as a check before the testbed starts does).
 
     A malformed file raises TestbedError naming the field (``topo.SpecError``'s message).
     """
@@ -119,7 +121,7 @@ def load_topology(path: Optional[Path] = None, spec_path: Optional[Path] = None)
             fabric = topo.build_fabric(spec)
     except topo.SpecError as exc:
         raise TestbedError(f"bad topology: {exc}") from None
-    if path is None or Path(path).resolve() != TOPOLOGY_PATH.resolve():
+    if write and (path is None or Path(path).resolve() != TOPOLOGY_PATH.resolve()):
         TOPOLOGY_PATH.parent.mkdir(parents=True, exist_ok=True)
         TOPOLOGY_PATH.write_text(fabric.to_json())
     return fabric
@@ -396,9 +398,14 @@ def cmd_ping(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:  # noqa: ARG001
-    """Print what of the recorded testbed still exists."""
+    """Print what of the recorded testbed still exists (JSON), or one line saying that no
+    testbed is recorded."""
     state = TestbedState.load(args.state)
-    print(json.dumps(leftovers(state) if state else {}, indent=2))
+    if state is None:
+        print(f"testbed: none recorded in {args.state}: no testbed of this checkout is running "
+              "(make run starts one)")
+        return 0
+    print(json.dumps(leftovers(state), indent=2))
     return 0
 
 

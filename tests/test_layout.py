@@ -92,11 +92,14 @@ def test_fornax_imports_only_p4runtime_and_the_program_contract() -> None:
 
 
 def _parsers() -> list[tuple[str, argparse.ArgumentParser]]:
+    from host.tccl.cli import _parser as tccl_parser
     from scenarios.cli import build_parser as scenarios_parser
     from testbed.cli import build_parser as testbed_parser
+    from topo.__main__ import _parser as topo_parser
 
     out = []
-    for name, ap in (("testbed", testbed_parser()), ("scenarios", scenarios_parser())):
+    for name, ap in (("testbed", testbed_parser()), ("scenarios", scenarios_parser()),
+                     ("topo", topo_parser()), ("host.tccl", tccl_parser())):
         out.append((name, ap))
         for action in ap._actions:
             if isinstance(action, argparse._SubParsersAction):
@@ -107,6 +110,21 @@ def _parsers() -> list[tuple[str, argparse.ArgumentParser]]:
 def test_every_option_has_a_line_of_help() -> None:
     missing = [f"{name}: {'/'.join(a.option_strings)}" for name, ap in _parsers()
                for a in ap._actions if a.option_strings and not a.help]
+    assert not missing, missing
+
+
+def test_every_subcommand_and_argument_has_a_line_of_help() -> None:
+    """``-h`` lists each subcommand and positional argument with what it is (host.tccl's
+    plan/ports and topo show's fabric had none)."""
+    missing = [f"{name}: {a.dest}" for name, ap in _parsers() for a in ap._actions
+               if not a.option_strings and not isinstance(a, argparse._SubParsersAction)
+               and not a.help]
+    missing += [f"{name} {c.dest}" for name, ap in _parsers() for a in ap._actions
+                if isinstance(a, argparse._SubParsersAction) for c in a._choices_actions
+                if not c.help]
+    missing += [f"{name} {sub}" for name, ap in _parsers() for a in ap._actions
+                if isinstance(a, argparse._SubParsersAction)
+                for sub in a.choices if sub not in {c.dest for c in a._choices_actions}]
     assert not missing, missing
 
 

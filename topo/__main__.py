@@ -74,7 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--out", type=Path, default=Path("build/topology.json"), help="topology file to write")
     b.add_argument("--png", type=Path, default=None, help="also draw the fabric to this PNG")
     s = sub.add_parser("show", help="print the switches of a fabric file")
-    s.add_argument("fabric", type=Path)
+    s.add_argument("fabric", type=Path, help="fabric file (build/topology.json)")
     return p
 
 

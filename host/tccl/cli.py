@@ -67,15 +67,20 @@ def load_topology(topology: Optional[str], spec: Optional[str]) -> Fabric:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m host.tccl", description="TCCL planning tools")
     sub = p.add_subparsers(dest="cmd", required=True)
+    helps = {"plan": "plan a collective over the fabric: ring/tree order and its time",
+             "ports": "hash-orthogonal UDP source ports for flows, from a published hash model"}
     for name in ("plan", "ports"):
-        s = sub.add_parser(name)
+        s = sub.add_parser(name, help=helps[name])
         s.add_argument("--topology", help="fabric file (default build/topology.json)")
         s.add_argument("--spec", help="inline fabric spec instead, e.g. blocks=2,rails=8,spines=8")
         s.add_argument("--json", action="store_true", help="print JSON")
     pl = sub.choices["plan"]
-    pl.add_argument("--collective", choices=COLLECTIVES, default="allreduce")
-    pl.add_argument("--algorithm", choices=ALGORITHMS, default="ring")
-    pl.add_argument("--order", choices=ORDERS, default="tccl")
+    pl.add_argument("--collective", choices=COLLECTIVES, default="allreduce",
+                    help="the collective (default allreduce)")
+    pl.add_argument("--algorithm", choices=ALGORITHMS, default="ring",
+                    help="its algorithm (default ring)")
+    pl.add_argument("--order", choices=ORDERS, default="tccl",
+                    help="ring order: TCCL's topology-aware one, or the ranks as given (default tccl)")
     pl.add_argument("--size", default="1MiB", help="bytes per rank (1MiB, 64KiB, ...)")
     pl.add_argument("--servers", help="comma-separated servers of the job (default: all)")
     pl.add_argument("--rank", action="append", default=[], metavar="SERVER:GPU",
@@ -85,7 +90,8 @@ def _parser() -> argparse.ArgumentParser:
     po.add_argument("--hash-model", required=True, help="published hash model JSON")
     po.add_argument("--flow", action="append", default=[], metavar="SRC_IP,DST_IP",
                     help="one flow (repeat); UDP to 4791")
-    po.add_argument("--port-range", default=f"{DEFAULT_PORT_RANGE[0]}-{DEFAULT_PORT_RANGE[1]}")
+    po.add_argument("--port-range", default=f"{DEFAULT_PORT_RANGE[0]}-{DEFAULT_PORT_RANGE[1]}",
+                    help="source ports to choose from, LOW-HIGH (default %(default)s)")
     return p
 
 

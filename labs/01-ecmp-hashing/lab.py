@@ -185,7 +185,23 @@ def run(files_dir: Path, target: str) -> int:
     crc32 = Counter(model_uplink(f, SPINE_SEED, "crc32") for f in spine0)
     print("\n... and with crc32 on the second tier (the hash model, as the fabric's spines do):")
     print("\n".join(bars(crc32, len(spine0))))
-    print("\nOne uplink out of four at tier 2 is polarisation: flows that share H % 4 at the leaf "
-          "share it again\nat the spine, because a CRC is affine (a new seed only XORs H with a "
-          "constant). See README.md.")
+    print("\n" + conclusion(Counter(seen.values())))
     return 0
+
+
+def conclusion(tier1: Counter[int]) -> str:
+    """What ``make run`` concludes: polarisation, unless tier 1 itself used one uplink
+    (the skeleton, which does not hash yet: then tier 2 only repeats it).
+
+    >>> conclusion(Counter({2: 1000})).startswith("Tier 1 used one uplink")
+    True
+    >>> conclusion(Counter({2: 250, 3: 250, 4: 250, 5: 250})).startswith("One uplink out of four")
+    True
+    """
+    if len([p for p, n in tier1.items() if n]) <= 1:
+        return ("Tier 1 used one uplink: your ecmp.p4 does not hash yet (the TODO in MyIngress), "
+                "so tier 2 only repeats it.\nComplete step 3 of README.md and run again to see "
+                "polarisation.")
+    return ("One uplink out of four at tier 2 is polarisation: flows that share H % 4 at the leaf "
+            "share it again\nat the spine, because a CRC is affine (a new seed only XORs H with a "
+            "constant). See README.md.")

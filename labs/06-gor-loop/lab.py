@@ -27,6 +27,7 @@ from topo.spec import FabricSpec
 
 TITLE = "The GOR loop: from ECN alarms and sampled elephants to a safe re-route"
 FILES = ("gor_loop.py",)
+SWITCH = False          # no switch, no root: TARGET is ignored (the banner says so)
 
 SAFETY = 0.75
 SRC_LEAF, DST_LEAF = "b0r0l0", "b1r0l0"

@@ -11,7 +11,8 @@ lab's switch and its P4Runtime client over TLS with client certificates
 Exit status: ``check`` 0 when every check passed, 1 otherwise (a P4 compile error in the
 student's file is a failed check, shown as ``file:line:col: error: …``, and so is a
 student's Python file that does not load, shown as ``file:line: SyntaxError: …``); 2 when
-the lab could not be set up (not root, a tool missing). ``run`` exits 1 on either.
+the lab could not be set up (not root, a tool missing). ``run`` exits 1 on either, and
+on a program without a table the lab programs (the compiler removed it: never applied).
 """
 from __future__ import annotations
 
@@ -62,14 +63,16 @@ def load_failure_report(title: str, exc: StudentCodeError) -> Report:
     return r
 
 
+MISSING_NAME_HINT = ("A table that is never applied is removed by the compiler (p4c-bm2-ss "
+                     "does the same): apply it where the lab's TODO says, and check the name.")
+
+
 def missing_name_report(title: str, exc: Exception) -> Report:
     """The report of a check that needs a table, action or counter the compiled program's
     P4Info does not have (p4c, and p4sim like it, leave out a table that is never applied
     and the actions only it uses: a skeleton's unfinished TODO often shows so)."""
     r = Report(title)
-    r.fail("the program has what the check programs", f"{exc}. A table that is never applied "
-           "is removed by the compiler (p4c-bm2-ss does the same): apply it where the lab's "
-           "TODO says, and check the name.")
+    r.fail("the program has what the check programs", f"{exc}. {MISSING_NAME_HINT}")
     return r
 
 
@@ -88,7 +91,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         which = "solution" if args.solution else "your files"
         print(f"lab {lab_dir.name}: {plugin.TITLE} ({which}: "
               f"{', '.join(str(Path(files_dir.name) / f) for f in plugin.FILES)}; "
-              f"target {args.target}"
+              f"{f'target {args.target}' if getattr(plugin, 'SWITCH', True) else 'no switch: --target is ignored'}"
               f"{', P4Runtime over TLS' if tls_by_default() else ''})", flush=True)
         if args.command == "run":
             try:
@@ -98,6 +101,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 return 1
             except StudentCodeError as exc:
                 print(f"{exc.message}\n{LOAD_HINT}", file=sys.stderr)
+                return 1
+            except P4InfoLookupError as exc:
+                print(f"{exc}. {MISSING_NAME_HINT}", file=sys.stderr)
                 return 1
         try:
             report = plugin.check(files_dir, args.target)

@@ -1,4 +1,6 @@
-"""Fixtures shared by the controller tests that run real p4sim switches."""
+"""Fixtures shared by the controller tests: real p4sim switches (``fabric_compiled``,
+``probe_compiled``, ``live``), and a fabric described by a topo spec with GOR's path engine
+on it (``fab``, ``engine``: a test module that sets ``SPEC``, the spec file, gets them)."""
 from __future__ import annotations
 
 import subprocess
@@ -8,10 +10,13 @@ from typing import Any, Iterator
 
 import pytest
 
+from controller.fabric.detours import fabric_hash_model
 from controller.fabric_setup import FabricProgrammer
+from controller.gor.paths import LinkState, PathEngine
 from p4sim_fabric import switch_process
 from procs import SwitchProcess
 from topo import model as topo_model
+from topo.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 FABRIC_PROGRAM = REPO / "p4src" / "fabric.p4"
@@ -59,3 +64,20 @@ def live(fabric_compiled: tuple[Path, Path]) -> Iterator[tuple[Any, FabricProgra
             prog.close()
         for p in procs.values():
             p.stop()
+
+
+@pytest.fixture(scope="module")
+def fab(request: pytest.FixtureRequest) -> topo_model.Fabric:
+    """The fabric of the test module's ``SPEC`` (a topo spec file), built once per module."""
+    spec = getattr(request.module, "SPEC", None)
+    if spec is None:
+        raise pytest.UsageError(f"{request.module.__name__}: the fab fixture needs SPEC, "
+                                "the topo spec file, at module level")
+    return topo_model.build_fabric(load_spec(Path(spec)))
+
+
+@pytest.fixture()
+def engine(fab: topo_model.Fabric) -> PathEngine:
+    """GOR's path engine on ``fab``, fresh for each test: the fabric's hash model, every
+    link idle."""
+    return PathEngine(fab, fabric_hash_model(fab), LinkState.from_fabric(fab))

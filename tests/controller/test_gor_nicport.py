@@ -11,28 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from controller.fabric.detours import fabric_hash_model
 from controller.fabric.tiers import TierModel
 from controller.gor.decisions import FlowKey, MoveOrder, OverrideOrder
-from controller.gor.paths import ElephantFlow, LinkState, PathEngine
+from controller.gor.paths import ElephantFlow, PathEngine
 from controller.gor.rounds import DecisionRounds
-from topo.model import Fabric, build_fabric
-from topo.spec import load_spec
+from topo.model import Fabric
 
+# the fab and engine fixtures (conftest.py) build their fabric from SPEC
 SPEC = Path(__file__).resolve().parents[2] / "topo" / "specs" / "pod2-dualport.yaml"
 SRC, DST = "10.0.0.1", "10.0.2.1"          # b0s0 rail 0 (pod 0) -> p1.b0s0 rail 0 (pod 1)
 LEAF0, LEAF1, DST_LEAF = "b0r0l0", "b0r0l1", "p1.b0r0l0"
 RATE_BPS = 20e9
-
-
-@pytest.fixture(scope="module")
-def fab() -> Fabric:
-    return build_fabric(load_spec(SPEC))
-
-
-@pytest.fixture()
-def engine(fab: Fabric) -> PathEngine:
-    return PathEngine(fab, fabric_hash_model(fab), LinkState.from_fabric(fab))
 
 
 def _uplinks(fab: Fabric, leaf: str) -> list[tuple[str, int]]:

@@ -8,29 +8,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from controller.fabric.detours import fabric_hash_model
 from controller.fabric.tiers import TierModel
 from controller.gor.decisions import FlowKey, MoveOrder, OverrideOrder
 from controller.gor.paths import ElephantFlow, LinkState, PathEngine
 from topo.model import Fabric, build_fabric
-from topo.spec import load_spec
 
+# the fab and engine fixtures (conftest.py) build their fabric from SPEC
 SPEC = Path(__file__).resolve().parents[2] / "topo" / "specs" / "dualport.yaml"
 SRC, DST = "10.0.0.1", "10.1.0.1"          # b0s0 rail 0 -> b1s0 rail 0, both dual-homed
 LEAF0, DST_LEAF, DST_LEAF1 = "b0r0l0", "b1r0l0", "b1r0l1"
 RATE_BPS = 20e9
-
-
-@pytest.fixture(scope="module")
-def fab() -> Fabric:
-    return build_fabric(load_spec(SPEC))
-
-
-@pytest.fixture()
-def engine(fab: Fabric) -> PathEngine:
-    return PathEngine(fab, fabric_hash_model(fab), LinkState.from_fabric(fab))
 
 
 def _end(engine: PathEngine, path: object) -> str:

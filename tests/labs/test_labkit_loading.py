@@ -4,6 +4,7 @@ script's list. No switch, no root."""
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -148,6 +149,41 @@ def test_run_of_a_broken_student_file_exits_1(capsys: pytest.CaptureFixture[str]
     assert labkit_main(["run", str(lab)]) == 1
     err = capsys.readouterr().err
     assert "answer.py:1: NameError" in err and "x = undefined_name" in err
+
+
+def test_run_of_a_program_without_the_labs_table_exits_1(capsys: pytest.CaptureFixture[str],
+                                                          tmp_path: Path) -> None:
+    """``make run`` on a skeleton whose table is not applied yet (lab 03 before TODO 3
+    was a traceback): one line naming the table and what to do, exit status 1."""
+    lab = tmp_path / "95-no-table"
+    lab.mkdir()
+    (lab / "lab.py").write_text(
+        "from controller.p4rt.errors import P4InfoLookupError\n"
+        "TITLE = 'no table'\nFILES = ()\n"
+        "def run(files_dir, target):\n"
+        "    raise P4InfoLookupError('table', 'MyEgress.port_macs')\n"
+        "def check(files_dir, target):\n    raise AssertionError\n")
+    assert labkit_main(["run", str(lab)]) == 1
+    err = capsys.readouterr().err
+    assert "no table named MyEgress.port_macs" in err and "apply it where the lab's TODO" in err
+    assert "Traceback" not in err
+
+
+def test_lab01_run_does_not_call_the_skeleton_polarisation() -> None:
+    """Lab 01's make run on the skeleton sent all 1000 flows to port 2 at both tiers and
+    concluded "polarisation"; with one uplink used at tier 1 it now says the program does
+    not hash yet."""
+    plugin = load_lab(LABS_DIR / "01-ecmp-hashing")
+    assert plugin.conclusion(Counter({2: 1000})).startswith("Tier 1 used one uplink")
+    assert plugin.conclusion(Counter({2: 256, 3: 266, 4: 215, 5: 263})).startswith(
+        "One uplink out of four at tier 2 is polarisation")
+
+
+def test_a_lab_without_a_switch_does_not_name_a_target(capsys: pytest.CaptureFixture[str]) -> None:
+    """Lab 06 runs no switch (SWITCH = False): its banner said "target p4sim"."""
+    assert labkit_main(["check", "06", "--solution"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "no switch: --target is ignored" in first and "p4sim" not in first
 
 
 def test_no_figure_scripts_beside_the_students_files() -> None:

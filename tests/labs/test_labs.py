@@ -62,6 +62,37 @@ def test_skeleton_fails(lab: Path) -> None:
     assert "\u2718" in res.stdout
 
 
+PFC_LAB = LABS_DIR / "03-pfc"
+
+
+@needs_root
+def test_pfc_skeleton_check_runs_past_the_unapplied_table() -> None:
+    """Lab 03's skeleton never applies MyEgress.port_macs (TODO 3), so the compiler drops
+    it; the check used to stop at "the program has what the check programs" (0 of 1).
+    It now says so in one check and runs the rest, as the README's step 2 tells."""
+    res = run_check(PFC_LAB, solution=False)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "\u2718 MyEgress.port_macs is applied" in res.stdout
+    for passing in ("priority 3: the data packet was forwarded to port 2",
+                    "no PAUSE while 3 packets wait", "all 8 queued packets delivered"):
+        assert f"\u2714 {passing}" in res.stdout, res.stdout
+
+
+@needs_root
+def test_pfc_demo_resumes_then_pauses_both_senders() -> None:
+    """Lab 03's make run (solution): the head-of-line part ends with the RESUME (it waits
+    for the queued packets to drain), so the pause storm pauses both senders. Before, the
+    RESUME came after a 0.3 s window, port 1 stayed marked paused and the storm printed
+    "port 1: 0 PAUSE" under "One stuck receiver paused both senders"."""
+    res = subprocess.run([sys.executable, "-m", "labs.labkit", "run", str(PFC_LAB), "--solution",
+                          "--target", "p4sim"], cwd=REPO, capture_output=True, text=True,
+                         timeout=CHECK_TIMEOUT_S)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "queue released -> RESUME: {3: 0}" in res.stdout, res.stdout
+    assert "port 1: 1 PAUSE" in res.stdout and "port 3: 1 PAUSE" in res.stdout, res.stdout
+    assert "paused both senders" in res.stdout
+
+
 def test_report_verdicts() -> None:
     r = Report("t")
     assert not r.passed and r.exit_code == 1          # nothing checked is not a pass

@@ -19,14 +19,13 @@ scenarios/README.md, "On BMv2"); 0 s in CI.
 """
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-import pytest
-
+from bmv2_faults import run_bmv2_faults
 from monitor.pathview import LocaliserConfig
+from scenarios.faults import QUIET_BOUND_S
+from topo.spec import load_spec
 
-BMV2_BINARIES = ("simple_switch_grpc", "p4c-bm2-ss")
 PROBE_WINDOW_S = 3.0
 """The probers' loss window (``monitor.assemble.EvidenceBuilder``'s ``window_s``)."""
 SLACK_S = 3.0
@@ -42,28 +41,14 @@ def name_bound_s() -> float:
     16.0
     """
     return PROBE_WINDOW_S + LocaliserConfig().dead_hold_s + SLACK_S
+
+
 SPEC = Path(__file__).resolve().parents[2] / "topo" / "specs" / "pod2-dualport.yaml"
 KINDS = ("dead_nic_port", "dead_tor")
 
 
 def test_dead_nic_port_and_dead_tor_are_named_exactly_on_bmv2(tmp_path: Path) -> None:
-    from scenarios.common import ScenarioOptions
-    from scenarios.faults import QUIET_BOUND_S, run_faults
-    from testbed.traffic import testbed_unavailable, testbed_up
-    from topo.spec import load_spec
-    missing = [b for b in BMV2_BINARIES if shutil.which(b) is None]
-    if missing:
-        pytest.skip(f"BMv2 not installed: {', '.join(missing)} not on PATH")
-    why = testbed_unavailable()
-    if why:
-        pytest.skip(why)
-    state = tmp_path / "state.json"
-    with testbed_up(load_spec(SPEC), log_dir=tmp_path / "logs", state_path=state,
-                    target="bmv2") as tb:
-        assert tb.state.target == "bmv2"
-        res = run_faults(tb.fabric, tb.programmer, tb.state, tb.save_state,
-                         ScenarioOptions(seed=1, runs_root=tmp_path / "runs", state_path=state),
-                         kinds=KINDS)
+    res, _ = run_bmv2_faults(tmp_path, load_spec(SPEC), kinds=KINDS)
     rows = [(t.kind, t.target, t.named_kind, t.named, t.localise_s, t.quiet_after_undo_s,
              t.gor_links_down, t.error) for t in res.trials]
     print("\n".join(map(str, rows)))

@@ -14,32 +14,18 @@ simple_switch_grpc 1.15.5, 2026-12-05, and with p4c-bm2-ss 1.2.5.16 on main 8473
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
-import pytest
+from bmv2_faults import run_bmv2_faults
+from scenarios.faults import QUIET_BOUND_S
 
-BMV2_BINARIES = ("simple_switch_grpc", "p4c-bm2-ss")
 BMV2_NAME_BOUND_S = 10.0
 """Issue 33's bound: every fault named within 10 s of taking effect."""
 
 
 def test_every_fault_is_named_exactly_on_bmv2_and_the_fabric_settles(tmp_path: Path) -> None:
-    from scenarios.common import ScenarioOptions
-    from scenarios.faults import QUIET_BOUND_S, run_faults
-    from testbed.traffic import testbed_unavailable, testbed_up
-    missing = [b for b in BMV2_BINARIES if shutil.which(b) is None]
-    if missing:
-        pytest.skip(f"BMv2 not installed: {', '.join(missing)} not on PATH")
-    why = testbed_unavailable()
-    if why:
-        pytest.skip(why)
-    state = tmp_path / "state.json"
-    with testbed_up(log_dir=tmp_path / "logs", state_path=state, target="bmv2") as tb:
-        assert tb.state.target == "bmv2"
-        res = run_faults(tb.fabric, tb.programmer, tb.state, tb.save_state,
-                         ScenarioOptions(seed=1, runs_root=tmp_path / "runs", state_path=state))
-        assert not [r for r in tb.state.procs if r.kind == "monitor"]     # probers stopped
+    res, procs = run_bmv2_faults(tmp_path)
+    assert not [r for r in procs if r.kind == "monitor"]                # probers stopped
     rows = [(t.kind, t.named_kind, t.named, t.localise_s, t.quiet_after_undo_s, t.gor_links_down)
             for t in res.trials]
     assert len(res.trials) == 9, rows

@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from topo import FabricSpec, build_fabric
+from topo.spec import load_spec
 from scenarios.report import (PLOT_FILES, FlowRecord, ScenarioRecord, busiest_over_mean,
                          measured_busiest, uplink_rows, write_report)
 from scenarios.common import DEFAULT_FLOW_RATE_PPS, ScenarioOptions
-from scenarios.registry import run_scenario
+from scenarios.cli import main as scenarios_main
+from scenarios.registry import SCENARIOS, run_scenario
 from scenarios.telemetry import (LinkId, LinkSample, PolledLink, PortReading, TelemetryPoller,
                             TelemetrySeries, delta, fabric_links, utilisation)
 
@@ -97,6 +99,21 @@ def test_scenarios_refuse_an_unprogrammed_fabric(capsys: pytest.CaptureFixture[s
     assert run_scenario("link-failure", None, None, None, lambda: None).status == 2  # not programmed
     assert run_scenario("nope", None, None, None, lambda: None).status == 2
     assert run_scenario("default", None, None, None, lambda: None).status == 2   # not programmed
+
+
+def test_tor_failure_on_one_port_nics_is_refused_before_the_testbed_starts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``make run SCENARIO=tor-failure`` without a dual-port SPEC brought the whole fabric
+    up (~20 s, root) before saying it needs dual-port NICs; the registry's ``unfit`` now
+    refuses it first, exit 2, no root needed, nothing started or written."""
+    state = tmp_path / "state.json"
+    assert scenarios_main(["up", "--scenario", "tor-failure", "--state", str(state)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("scenarios: tor-failure: needs dual-port NICs") and "SPEC=" in err
+    assert not state.exists()
+    assert SCENARIOS["tor-failure"].unfit is not None
+    dual = build_fabric(load_spec(Path(__file__).resolve().parents[2] / "topo" / "specs" / "dualport.yaml"))
+    assert SCENARIOS["tor-failure"].unfit(dual) is None
 
 
 # ------------------------------------------------------------------ report

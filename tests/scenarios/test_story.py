@@ -16,7 +16,7 @@ from controller.gor.paths import ElephantFlow, LinkState, PathEngine
 from topo import FabricSpec, build_fabric
 from topo.spec import load_spec
 from scenarios.gor_session import source_uplinks
-from scenarios.story import EVEN_UTIL, StoryResult, append_story, draw_colliding, measure
+from scenarios.story import EVEN_UTIL, StoryResult, append_story, draw_colliding, measure, shortfalls
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -65,6 +65,24 @@ def test_measure_figures_from_the_log_and_the_ticks() -> None:
     assert res.moves_per_flow["10.0.0.1:50000->10.1.0.1:4791/17"] == 2
 
 
+def test_polls_with_traffic_but_no_window_is_not_called_unanswered() -> None:
+    """A loaded machine (make run at load 8): GOR ordered before the second poll that saw
+    traffic and was still moving flows when they ended. The switches did answer: the
+    reason says the windows were empty, not that no poll was answered."""
+    up = {"l->s0": ("l", 3), "l->s1": ("l", 4)}
+    ticks = [(10.5 + 0.5 * i, {"l->s0": 300.0, "l->s1": 180.0}, 0) for i in range(4)]   # 10.5 … 12
+    counts = [(t, {u: (round(r * 0.5), 0.5) for u, r in pps.items()}) for t, pps, _ in ticks]
+    res = StoryResult(0, queue_rate_pps=343.0, events=_log())
+    measure(res, ticks, up, 343.0, 0.5, counts)
+    assert res.polls_with_traffic == 4
+    assert res.max_util_before_pct is None and res.max_util_after_pct is None
+    why = shortfalls(res)[0]
+    assert why.startswith("no before/after figures: 4 polls read traffic") and "2.0 s" in why
+    idle = StoryResult(0, queue_rate_pps=343.0, events=_log())
+    measure(idle, [(t, {u: 0.0 for u in up}, 0) for t, _, _ in ticks], up, 343.0, 0.5, [])
+    assert shortfalls(idle)[0].startswith("no uplink counters were read")
+
+
 def test_report_section(tmp_path: Path) -> None:
     res = StoryResult(0, tmp_path, 7, 343.0, _log(), 2.0, {"a": 360.0}, {"a": 240.0}, 105.0, 70.0, 0)
     append_story(tmp_path, res)
@@ -82,6 +100,17 @@ def _draws_digest(spec: FabricSpec) -> str:
             rows.append(repr((s, rate, [(f.src_ip, f.dst_ip, f.sport, f.nic_port, f.leaf, f.gateway_mac,
                                          str(f.predicted_uplink), f.qpn) for f in flows])))
     return hashlib.sha256("\n".join(rows).encode()).hexdigest()
+
+
+def test_report_without_a_before_window_keeps_the_after_figures(tmp_path: Path) -> None:
+    """A run where GOR ordered before the second poll with traffic (make run at load 16):
+    the table listed only the uplinks of the empty "before" (so none) and the line read
+    "None% → 62.8%"; the after column stays and the missing figure is said in words."""
+    res = StoryResult(0, tmp_path, 7, 343.0, _log(), 2.0, {}, {"a": 215.0, "b": 221.0}, None, 62.8, 0)
+    append_story(tmp_path, res)
+    md = (tmp_path / "report.md").read_text()
+    assert "| a | — | 215.0 |" in md and "| b | — | 221.0 |" in md
+    assert "not measured (no poll in that window) → 62.8%" in md and "None" not in md
 
 
 def test_single_port_draws_are_unchanged() -> None:

@@ -24,28 +24,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from controller.fabric.dualhoming import failover_updates, restore_updates
 from host.nic.affinity import FlowKey, TxAffinity
 from testbed.traffic import LiveTestbed, poll_until, testbed_unavailable
-from topo.spec import load_spec
 
 SKIP_REASON = testbed_unavailable() or ""
 pytestmark = pytest.mark.skipif(bool(SKIP_REASON), reason=SKIP_REASON or "-")
 SPEC = Path(__file__).resolve().parents[2] / "topo" / "specs" / "dualport.yaml"
-
-
-@pytest.fixture(scope="module")
-def testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveTestbed]:
-    from testbed.traffic import testbed_up
-    tmp = tmp_path_factory.mktemp("dualport-testbed")
-    with testbed_up(spec=load_spec(SPEC), log_dir=tmp / "logs",
-                    state_path=tmp / "state.json") as tb:
-        yield tb
-    assert not (tmp / "state.json").exists()  # everything recorded was removed
 
 
 def _tx_packets(tb: LiveTestbed, host: str, iface: str) -> int:

@@ -17,7 +17,6 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -32,15 +31,6 @@ ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
 PAUSE_S = 1.0
 SLOW_LINK_MBPS = 10.0  # PAUSE quanta are 512 bit times: 19,531 quanta = 1 s at 10 Mb/s
-
-
-@pytest.fixture(scope="module")
-def testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveTestbed]:
-    from testbed.traffic import testbed_up
-    tmp = tmp_path_factory.mktemp("nic-testbed")
-    with testbed_up(log_dir=tmp / "logs", state_path=tmp / "state.json") as tb:
-        yield tb
-    assert not (tmp / "state.json").exists()  # everything recorded was removed
 
 
 def test_rate_limited_uplink_marks_ce_and_dcqcn_slows_the_sender(testbed: LiveTestbed,

@@ -13,7 +13,6 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -21,7 +20,6 @@ from astral_proto.auth import HostCredentials
 from controller.registry import FlowRegistry, serve_registry
 from host.nic.affinity import FlowKey, TxAffinity
 from testbed.traffic import LiveTestbed, poll_until, testbed_unavailable
-from topo.spec import load_spec
 
 SKIP_REASON = testbed_unavailable() or ""
 pytestmark = pytest.mark.skipif(bool(SKIP_REASON), reason=SKIP_REASON or "-")
@@ -29,16 +27,6 @@ SPEC = Path(__file__).resolve().parents[2] / "topo" / "specs" / "pod2-dualport.y
 SECRET = b"nicport-test-secret"
 MESSAGES = 60
 RATE_PPS = 100.0
-
-
-@pytest.fixture(scope="module")
-def testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveTestbed]:
-    from testbed.traffic import testbed_up
-    tmp = tmp_path_factory.mktemp("nicport-testbed")
-    with testbed_up(spec=load_spec(SPEC), log_dir=tmp / "logs",
-                    state_path=tmp / "state.json") as tb:
-        yield tb
-    assert not (tmp / "state.json").exists()
 
 
 def _rx(iface: str) -> int:

@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from controller.fabric.tiers import TierModel, TierPath
 from testbed.traffic import LiveTestbed, poll_until, testbed_unavailable
 from topo.model import Fabric
-from topo.spec import load_spec
 
 SKIP_REASON = testbed_unavailable() or ""
 pytestmark = pytest.mark.skipif(bool(SKIP_REASON), reason=SKIP_REASON or "-")
@@ -34,16 +32,6 @@ PACKETS = 40
 NOISE_PKTS = PACKETS // 2     # ARP and ICMP port-unreachable replies stay far below this
 SPORTS = [49152 + 997 * i for i in range(8)]     # a spread sample of the RoCE range
 PAIRS = [("b0s0", 0, "p1.b0s1"), ("b0s1", 1, "p1.b0s0")]   # (source host, rail, destination host)
-
-
-@pytest.fixture(scope="module")
-def testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveTestbed]:
-    from testbed.traffic import testbed_up
-    tmp = tmp_path_factory.mktemp("pods-testbed")
-    with testbed_up(spec=load_spec(SPEC), log_dir=tmp / "logs",
-                    state_path=tmp / "state.json") as tb:
-        yield tb
-    assert not (tmp / "state.json").exists()
 
 
 def _tx(fab: Fabric) -> dict[tuple[str, int], int]:

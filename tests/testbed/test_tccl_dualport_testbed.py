@@ -12,27 +12,15 @@ Waits are bounded (the NIC processes' own durations). ~30 s with bring-up.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from testbed.traffic import LiveTestbed, TrafficOptions, plan_flows, run_traffic
 from testbed.traffic import testbed_unavailable as _unavailable   # not collected as a test
-from topo.spec import load_spec
 
 SKIP_REASON = _unavailable() or ""
 pytestmark = pytest.mark.skipif(bool(SKIP_REASON), reason=SKIP_REASON or "-")
 SPEC = Path(__file__).resolve().parents[2] / "topo" / "specs" / "dualport.yaml"
-
-
-@pytest.fixture(scope="module")
-def testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveTestbed]:
-    from testbed.traffic import testbed_up
-    tmp = tmp_path_factory.mktemp("tccl-dualport-testbed")
-    with testbed_up(spec=load_spec(SPEC), log_dir=tmp / "logs",
-                    state_path=tmp / "state.json") as tb:
-        yield tb
-    assert not (tmp / "state.json").exists()
 
 
 def _opts(mode: str, tmp: Path) -> TrafficOptions:
