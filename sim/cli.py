@@ -64,8 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("measure", help="measure small collectives on the running testbed")
     m.add_argument("--out", type=Path, required=True)
     m.add_argument("--repeats", type=int, default=3, help="runs of each collective (default 3)")
-    p = sub.add_parser("predict", help="predict one training iteration of a job file (time, MFU, memory, trace)")
-    p.add_argument("job", type=Path)
+    p = sub.add_parser("predict", help="predict one training iteration of a job file (time, MFU, memory, trace)",
+                       description="Predict one training iteration of a job file: time, MFU, memory, the "
+                                   "critical path and a Perfetto trace (sim/README.md, 'Performance prediction of "
+                                   "a training iteration').")
+    p.add_argument("job", type=Path, help="a job file (YAML), e.g. sim/jobs/gpt3-175b-1024.yaml")
     p.add_argument("--out", type=Path, default=None, help="folder for report.md and trace.json "
                                                           "(default runs/predict-<time>)")
     o = sub.add_parser("calibrate-ops", help="fit the kernel model's efficiency factors to measured operator times")
@@ -175,6 +178,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except SimInputError as exc:
         print(f"sim: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        # an --out folder that cannot be made or written, an input that cannot be read: one line, no traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"sim: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
 
 
 def _run(path: Path, out: Optional[Path]) -> int:

@@ -83,3 +83,14 @@ def test_measure_runs_the_scenarios_command(tmp_path: Path, capfd: pytest.Captur
     err = capfd.readouterr().err
     assert "scenarios measure: " in err and ("needs root" in err or "no testbed is running" in err)
     assert not (tmp_path / "m.json").exists()
+
+
+def test_predict_out_that_cannot_be_written_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--out`` under a plain file: one line naming the path, exit 1, no traceback (ux-walk found a
+    FileExistsError/FileNotFoundError traceback here)."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    rc = main(["predict", str(REPO / "sim/jobs/gpt3-175b-1024.yaml"), "--out", str(blocker / "run")])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert err.startswith("sim: ") and str(blocker) in err and "Traceback" not in err
