@@ -60,8 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``send`` / ``recv`` argument parser."""
     ap = argparse.ArgumentParser(prog="python -m host.nic", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    for name in ("send", "recv"):
-        p = sub.add_parser(name)
+    helps = {"send": "run QPs that send RoCEv2 messages at a paced rate (DCQCN, PFC, retransmission)",
+             "recv": "answer QPs: accept in-order data, ACK/NAK it, send CNPs for CE-marked frames"}
+    for name, text in helps.items():
+        p = sub.add_parser(name, help=text, description=text)
         p.add_argument("--iface", required=True,
                        help="the NIC's interface, or two comma separated: the ports of a "
                             "dual-port NIC, bonded (host.nic.bond)")
