@@ -333,6 +333,13 @@ def parse_updates(buf: bytes, count: int, shapes: WireShapes) -> Optional[list[O
                     append((buf[i + 3], shape.table_id, buf[at + 1:v1], None, plen))
                 elif buf[a0] == _T_ACTION and buf[a0 + 1] == e - a0 - 2:
                     append((buf[i + 3], shape.table_id, buf[at + 1:v1], buf[a0 + 2:e], plen))
+                    if not shape.lpm:
+                        # the updates after it with the same head (type, lengths, table,
+                        # field: a batch's usual run) have their value and action at the
+                        # same offsets: each is one head and one action-head compare
+                        e = _same_heads(buf, e, end, head, shape.table_id, at - i + 1, v1 - i, e - i, out)
+                        if e < 0:
+                            return None
                 else:
                     append(None)
                 break
@@ -353,6 +360,27 @@ def parse_updates(buf: bytes, count: int, shapes: WireShapes) -> Optional[list[O
     if i != end or len(out) != count:
         return None
     return out
+
+
+def _same_heads(buf: bytes, i: int, end: int, head: bytes, table_id: int, v0: int, v1: int,
+                size: int, out: list[Optional[WireEntry]]) -> int:
+    """Append the :data:`WireEntry` of each update from ``buf[i]`` on that starts with
+    ``head`` (an exact field's: the update's key, lengths, type, table and field ids,
+    value length) and is ``size`` bytes with its value at ``[v0:v1]`` and its action's
+    key and length right after it, as the one before it was; returns where the first
+    other one starts (-1: an update runs past ``end``)."""
+    utype = head[3]
+    act = bytes((_T_ACTION, size - v1 - 2))
+    append = out.append
+    while buf.startswith(head, i):
+        e = i + size
+        if e > end:
+            return -1
+        if not buf.startswith(act, i + v1):
+            return i
+        append((utype, table_id, buf[i + v0:i + v1], buf[i + v1 + 2:e], -1))
+        i = e
+    return i
 
 
 def _skip_field(buf: bytes, i: int, end: int) -> int:

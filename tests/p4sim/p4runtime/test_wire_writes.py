@@ -235,6 +235,50 @@ def test_parse_skips_other_request_fields_and_long_updates(p4info: p4info_pb2.P4
     assert parse_updates(req.SerializeToString(), len(req.updates), WireShapes({})) is None
 
 
+def test_a_run_of_one_head_reads_as_each_update_alone() -> None:
+    """Updates after one with the same head (a batch's usual run: one table, one value
+    length, one action length) are read by ``_same_heads``; each gives what it gives
+    alone, and one whose action key, action length or end differ is the message path's."""
+    shapes = WireShapes({7: (1, False)})
+    action = pb.TableAction()
+    action.action.action_id = 3
+    action.action.params.add(param_id=1, value=b"\x01")
+
+    def upd(i: int, utype: int = INSERT) -> pb.Update:
+        u = pb.Update(type=utype)
+        te = u.entity.table_entry
+        te.table_id = 7
+        te.match.add(field_id=1).exact.value = (0x0A0000000000 + i).to_bytes(6, "big")
+        te.action.CopyFrom(action)
+        te.action.action.params[0].value = bytes([1 + i % 8])
+        return u
+
+    ups = [upd(i) for i in range(30)] + [upd(i, MODIFY) for i in range(30, 40)]
+    odd_key = upd(40)
+    odd_key.entity.table_entry.ClearField("action")
+    odd_key.entity.table_entry.metadata = action.SerializeToString()   # same lengths, another key
+    ups.insert(5, odd_key)
+    ups.insert(12, upd(41))
+    req = pb.WriteRequest(device_id=1, updates=ups)
+    data = req.SerializeToString()
+    got = parse_updates(data, len(ups), shapes)
+    alone = [parse_updates(one_request(u), 1, shapes)[0] for u in ups]   # type: ignore[index]
+    assert got == alone and got[5] is None and sum(w is None for w in got) == 1
+    for u, w in zip(ups, got):
+        if w is not None:
+            te = u.entity.table_entry
+            assert w == (u.type, 7, te.match[0].exact.value, te.action.SerializeToString(), -1)
+    # the same head, then an action length that does not fit the update's
+    i = data.index(ups[20].SerializeToString())
+    assert data[i + 22] == 0x1A                       # the action's key, its length next
+    bad = data[:i + 23] + bytes([data[i + 23] - 1]) + data[i + 24:]
+    got_bad = parse_updates(bad, len(ups), shapes)
+    assert got_bad is not None and got_bad[20] is None
+    assert got_bad[:20] == got[:20] and got_bad[21:] == got[21:]
+    # a last update cut short: the request is not read at all
+    assert parse_updates(data[:-3], len(ups), shapes) is None
+
+
 # --------------------------------------------------------------------------- decoding
 @pytest.mark.parametrize("seed", [21, 22])
 def test_wire_decode_is_the_message_decode(p4info: p4info_pb2.P4Info, seed: int) -> None:
