@@ -39,7 +39,7 @@ from p4sim.p4runtime.entities_profiles import OneShot, ProfileStore
 from p4sim.p4runtime.entities_restore import restore_table_entry
 from p4sim.p4runtime.entities_translated import decode_translated_field
 from p4sim.p4runtime.entities_values import NewEntity, check_lpm_host_bits, decode_bits, encode_bits, fail
-from p4sim.p4runtime.wirewrites import WireEntry, WireShapes, parse_updates
+from p4sim.p4runtime.wirewrites import WireEntry, WireShapes, parse_updates, split_request
 from p4sim.runtime.errors import RuntimeStateError
 from p4sim.runtime.meters import MeterCell, MeterConfig
 from p4sim.runtime.tables import (IDLE_TIMEOUT_UNSUPPORTED, ActionCall, Exact, GroupRef, Lpm, MemberRef,
@@ -213,6 +213,14 @@ class TableStore:
             return None
         return parse_updates(request.SerializeToString() if data is None else data,
                              len(request.updates), self.shapes)
+
+    def split_write(self, data: bytes) -> Optional[tuple[pb.WriteRequest, Sequence[pb.Update], list[WireEntry]]]:
+        """:func:`.wirewrites.split_request` of the WriteRequest ``data`` with this
+        pipeline's tables (its fields but the updates, the updates unparsed, their wire
+        entries), or None when an update is not read from the bytes."""
+        if not self.shapes.count:
+            return None
+        return split_request(data, self.shapes)
 
     # ------------------------------------------------------------------ helpers
     def _entry_action(self, ti: TableInfo, ta: pb.TableAction

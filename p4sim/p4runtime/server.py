@@ -242,6 +242,17 @@ class _Responses:
             at += take * width
 
 
+class _Split(NamedTuple):
+    """A Write request split by :meth:`P4RuntimeServer._split_write`: the pipeline whose
+    store read it, the request's fields but the updates, the updates (parsed when asked
+    for) and each one's wire entry."""
+
+    pipe: "Pipeline"
+    head: p4runtime_pb2.WriteRequest
+    updates: Sequence[p4runtime_pb2.Update]
+    wire: Sequence[Optional["WireEntry"]]
+
+
 class _Unparsed(Exception):
     """A StreamChannel message that does not parse (:func:`_parsed_stream`)."""
 
@@ -492,7 +503,29 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             identity = self._unread_identity(context, "Write")
         except RpcError as e:
             self._abort(context, e)
+        pre = self._split_write(data)
+        if pre is not None:
+            return self._write(pre.head, context, identity, data, pre)
         return self._write(self._parse(p4runtime_pb2.WriteRequest, data, context), context, identity, data)
+
+    def _split_write(self, data: bytes) -> Optional["_Split"]:
+        """The Write ``data`` with every update read from its bytes by the target
+        pipeline's store (:func:`.wirewrites.split_request`: upb parses only the
+        request's other fields, and an update only when it is asked for); None when one
+        is not, without a store that can, with a request log (it records the whole
+        request) or when anything fails (the whole request is parsed then, and refused
+        as gRPC would refuse it)."""
+        pipe = self.saved or self.pipeline      # checked again under the state lock
+        if pipe is None or self.reqlog is not None:
+            return None
+        split = getattr(pipe.store, "split_write", None)
+        if split is None:
+            return None
+        try:
+            got = split(data)
+        except Exception:  # noqa: BLE001 - a field that does not parse: the whole parse says so
+            return None
+        return None if got is None else _Split(pipe, *got)
 
     def _read_bytes(self, data: bytes, context: grpc.ServicerContext) -> Iterator[Any]:
         try:
@@ -751,9 +784,10 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         return self._write(request, context, identity, None)
 
     def _write(self, request: p4runtime_pb2.WriteRequest, context: grpc.ServicerContext,
-               identity: Optional[str], data: Optional[bytes]) -> Any:
+               identity: Optional[str], data: Optional[bytes], pre: Optional["_Split"] = None) -> Any:
         """A Write by ``identity`` (the policy has named it); ``data``: the request's bytes
-        as received (None: re-encoded for the wire path)."""
+        as received (None: re-encoded for the wire path); ``pre``: ``data`` split by
+        :meth:`_split_write` (``request`` is then its fields but the updates)."""
         try:
             self._check_device(request.device_id, write=True)
             rd = self._writer(identity, request.role, "Write")
@@ -766,11 +800,20 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                                                 "ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC)")
             if self.reqlog is not None:
                 self.reqlog.write_request(request)
+            if pre is not None and request.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
+                request, pre = self._parse(p4runtime_pb2.WriteRequest, data, context), None
             with self._state_lock:
                 pipe = self._target()
-                wire = self._wire_updates(pipe, request, data)
-                denied = self._denied_updates(identity, rd, request, wire)
-                errors = self._apply(pipe, request, denied, data, wire, wire_known=True)
+                if pre is not None and pre.pipe is not pipe:     # a commit came between
+                    request, pre = self._parse(p4runtime_pb2.WriteRequest, data, context), None
+                if pre is not None:
+                    updates: Sequence[p4runtime_pb2.Update] = pre.updates
+                    wire: Optional[Sequence[Optional[WireEntry]]] = pre.wire
+                else:
+                    updates = request.updates
+                    wire = self._wire_updates(pipe, request, data)
+                denied = self._denied_updates(identity, rd, request, wire, updates)
+                errors = self._apply(pipe, request, denied, data, wire, wire_known=True, updates=updates)
         except RpcError as e:
             self._abort(context, e)
             return p4runtime_pb2.WriteResponse()  # not reached: abort raises
@@ -794,15 +837,18 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def _denied_updates(self, identity: Optional[str], rd: Optional[RoleDef],
                         request: p4runtime_pb2.WriteRequest,
-                        wire: Optional[Sequence[Optional[WireEntry]]] = None) -> dict[int, p4runtime_pb2.Error]:
+                        wire: Optional[Sequence[Optional[WireEntry]]] = None,
+                        updates: Optional[Sequence[p4runtime_pb2.Update]] = None) -> dict[int, p4runtime_pb2.Error]:
         """Updates the role may not write (spec: ``PERMISSION_DENIED`` for that update). An
         update read from the wire (``wire[i]``) is judged by its table id, once per table
-        (upb's accessors cost ~1 µs an update), the others by their entity."""
+        (upb's accessors cost ~1 µs an update), the others by their entity. ``updates``:
+        the request's (default ``request.updates``)."""
         if rd is None or self.policy is None:
             return {}
         out = {}
         policy = self.policy
-        updates = request.updates
+        if updates is None:
+            updates = request.updates
         by_table: dict[int, Optional[str]] = {}
         for i in range(len(updates)):
             w = wire[i] if wire is not None else None
@@ -822,14 +868,18 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _apply(self, pipe: Pipeline, request: p4runtime_pb2.WriteRequest,
                denied: Optional[dict[int, p4runtime_pb2.Error]] = None,
                data: Optional[bytes] = None, wire: Optional[Sequence[Optional[WireEntry]]] = None,
-               wire_known: bool = False) -> list[p4runtime_pb2.Error]:
+               wire_known: bool = False,
+               updates: Optional[Sequence[p4runtime_pb2.Update]] = None) -> list[p4runtime_pb2.Error]:
         """Apply the batch; one ``p4.v1.Error`` per update (OK when it succeeded), or no
         list at all when every update of a CONTINUE_ON_ERROR batch succeeded; ``denied``
         updates fail with their error without being tried. ``data``: the bytes ``request``
         was parsed from, whose updates the wire path reads (None: upb re-encodes it);
-        ``wire_known``: ``wire`` is already :meth:`_wire_updates` of them."""
+        ``wire_known``: ``wire`` is already :meth:`_wire_updates` of them; ``updates``:
+        the request's (default ``request.updates``; :class:`.wirewrites.Updates` when the
+        server split the request)."""
         W = p4runtime_pb2.WriteRequest
-        updates = request.updates       # indexed as needed: the wire path reads most from bytes
+        if updates is None:             # indexed as needed: the wire path reads most from bytes
+            updates = request.updates
         lock = self.device.lock
         denied = denied or {}
         if request.atomicity == W.CONTINUE_ON_ERROR:

@@ -264,6 +264,73 @@ def parse_updates(buf: bytes, count: int, shapes: WireShapes) -> Optional[list[O
 
     >>> parse_updates(pb.WriteRequest(device_id=1).SerializeToString(), 0, WireShapes({}))
     """
+    got = _parse(buf, shapes)
+    if got is None or len(got[0]) != count:
+        return None
+    return got[0]
+
+
+class Updates:
+    """The ``updates`` of a WriteRequest left as bytes (``buf[first:end]``, ``count``
+    items), each parsed by upb when it is asked for (``updates[i]``): what the server
+    passes where every update was read from the wire, so that the whole request is not
+    parsed for nothing (upb: ~0.4 µs an update).
+
+    >>> req = pb.WriteRequest(device_id=1, updates=[pb.Update(type=1), pb.Update(type=3)])
+    >>> data = req.SerializeToString(); at = data.index(bytes((_T_UPDATES,)))
+    >>> ups = Updates(data, at, len(data), 2); len(ups), ups[1].type
+    (2, 3)
+    """
+
+    __slots__ = ("_buf", "_first", "_end", "_count", "_spans")
+
+    def __init__(self, buf: bytes, first: int, end: int, count: int) -> None:
+        self._buf, self._first, self._end, self._count = buf, first, end, count
+        self._spans: Optional[list[tuple[int, int]]] = None
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, i: int) -> pb.Update:
+        if self._spans is None:           # walked once, on the first ask (a failed update)
+            spans = []
+            j = self._first
+            while j < self._end:
+                n, k = _length(self._buf, j + 1, self._end)
+                spans.append((k, k + n))
+                j = k + n
+            self._spans = spans
+        s, e = self._spans[i]
+        return pb.Update.FromString(self._buf[s:e])
+
+
+def split_request(buf: bytes, shapes: WireShapes) -> Optional[tuple[pb.WriteRequest, Updates, list[WireEntry]]]:
+    """The WriteRequest ``buf`` as (its fields but the updates, parsed by upb; its
+    :class:`Updates`; a :data:`WireEntry` for each), when *every* update is read from
+    the bytes; None otherwise (parse the whole request then). Every byte is then checked:
+    the updates' by their heads (the action's by upb when its call is first made), the
+    rest by upb (``DecodeError`` for a field that does not parse, as the whole
+    request's parse would raise).
+
+    >>> req = pb.WriteRequest(device_id=1)
+    >>> te = req.updates.add(type=1).entity.table_entry
+    >>> te.table_id = 7; te.match.add(field_id=1).exact.value = b"\\x0a"
+    >>> head, ups, wire = split_request(req.SerializeToString(), WireShapes({7: (1, False)}))
+    >>> head.device_id, len(head.updates), len(ups), wire
+    (1, 0, 1, [(1, 7, b'\\n', None, -1)])
+    """
+    got = _parse(buf, shapes)
+    if got is None:
+        return None
+    out, first, last = got
+    if not out or any(w is None for w in out):
+        return None
+    head = pb.WriteRequest.FromString(buf[:first] + buf[last:])
+    return head, Updates(buf, first, last, len(out)), out      # type: ignore[return-value]
+
+
+def _parse(buf: bytes, shapes: WireShapes) -> Optional[tuple[list[Optional[WireEntry]], int, int]]:
+    """:func:`parse_updates` less the count, with where the updates start and end."""
     if not shapes.count:
         return None
     out: list[Optional[WireEntry]] = []
@@ -275,6 +342,7 @@ def parse_updates(buf: bytes, count: int, shapes: WireShapes) -> Optional[list[O
         i = _skip_field(buf, i, end)
         if i < 0:
             return None
+    first = i
     last: Optional[Union[_Shape, _MultiShape]] = None
     append = out.append
     while i < end and buf[i] == _T_UPDATES:
@@ -349,6 +417,7 @@ def parse_updates(buf: bytes, count: int, shapes: WireShapes) -> Optional[list[O
             append(None)
             break
         i = e
+    after = i
     if i != end:
         # fields after the updates (atomicity, role): varints and one string
         while i < end:
@@ -357,9 +426,9 @@ def parse_updates(buf: bytes, count: int, shapes: WireShapes) -> Optional[list[O
             i = _skip_field(buf, i, end)
             if i < 0:
                 return None
-    if i != end or len(out) != count:
+    if i != end:
         return None
-    return out
+    return out, first, after
 
 
 def _same_heads(buf: bytes, i: int, end: int, head: bytes, table_id: int, v0: int, v1: int,

@@ -24,6 +24,7 @@ from p4sim.p4runtime.entities import EntityStore
 from p4sim.p4runtime.entities_fast import TablePlan
 from p4sim.p4runtime.authz import parse_policy
 from p4sim.p4runtime.server import P4RuntimeServer
+from p4sim.p4runtime import wirewrites
 from p4sim.p4runtime.wirewrites import WireShapes, encode_exact_update, parse_updates, varint
 from test_entities_fast import Gen, outcome, state
 from test_server_rpc import details
@@ -444,6 +445,54 @@ def test_server_batches_through_the_wire_same_statuses_and_reads(p4info: p4info_
         assert _read(fast, p4info) == _read(slow, p4info), f"after round {round_}"
     assert failed > 20 and len(inserted) > 40, (failed, len(inserted))
     assert served[INSERT] > 40 and served[DELETE] > 10, served
+
+
+def test_a_request_read_whole_from_its_bytes_answers_as_the_message_path(
+        p4info: p4info_pb2.P4Info, servers: tuple[Client, Client], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every update of these batches is read from the bytes, so the server parses only
+    the request's other fields (``split_request``) and an update only when the store
+    refuses it (``Updates[i]``): a duplicate INSERT, a DELETE or MODIFY of a missing key,
+    a value too wide, each after updates that succeed. Statuses, messages and Reads are
+    those of a server without plans (which parses the whole request)."""
+    fast, slow = servers
+    split = {"whole": 0}
+    orig = wirewrites.split_request
+
+    def counted(buf: bytes, shapes: WireShapes) -> Any:
+        got = orig(buf, shapes)
+        split["whole"] += got is not None
+        return got
+    monkeypatch.setattr("p4sim.p4runtime.entities_tables.split_request", counted)
+    table = next(t for t in p4info.tables if t.preamble.name.endswith("exact_t"))
+    fwd = next(a for a in p4info.actions if a.preamble.name.endswith("fwd"))
+
+    def upd(utype: int, mac: int, port: int = 1, width: int = 6) -> pb.Update:
+        u = pb.Update(type=utype)
+        te = u.entity.table_entry
+        te.table_id = table.preamble.id
+        te.match.add(field_id=1).exact.value = mac.to_bytes(width, "big")
+        if utype != DELETE:
+            te.action.action.action_id = fwd.preamble.id
+            te.action.action.params.add(param_id=1, value=bytes([port]))
+        return u
+
+    batches = [
+        [upd(INSERT, 0x0A0000000000 + i, 1 + i % 5) for i in range(12)],
+        [upd(INSERT, 0x0B0000000000), upd(INSERT, 0x0A0000000003), upd(INSERT, 0x0B0000000001),
+         upd(DELETE, 0x0C0000000000), upd(INSERT, 0x0B0000000002), upd(MODIFY, 0x0C0000000001, 2),
+         upd(MODIFY, 0x0A0000000004, 3), upd(INSERT, 0x010B0000000003, width=7), upd(DELETE, 0x0A0000000005)],
+        [upd(DELETE, 0x0A0000000000 + i) for i in range(6)] + [upd(DELETE, 0x0A0000000000)],
+    ]
+    answers = []
+    for batch in batches:
+        answers.append(_write(fast, batch))
+        assert answers[-1] == _write(slow, batch)
+        assert _read(fast, p4info) == _read(slow, p4info)
+    assert split["whole"] == 3 and answers[0] == []
+    assert [code for code, _ in answers[1]] == [
+        code_pb2.OK, code_pb2.ALREADY_EXISTS, code_pb2.OK, code_pb2.NOT_FOUND, code_pb2.OK, code_pb2.NOT_FOUND,
+        code_pb2.OK, code_pb2.INVALID_ARGUMENT, code_pb2.OK]
+    assert [code for code, _ in answers[2]] == [code_pb2.OK] * 5 + [code_pb2.NOT_FOUND] * 2
 
 
 def _raw_write(client: Client, data: bytes) -> list[tuple[int, str]]:
