@@ -388,13 +388,12 @@ class TableStore:
             while j < stop:
                 w = wire[j] if wire is not None else None
                 if w is not None:
-                    if w[0] != _INSERT or plans.get(w[1]) is not run_plan:
+                    # the run's wire INSERTs in one call (TablePlan.wire_insert_items)
+                    k = run_plan.wire_insert_items(wire, j, stop, items)    # type: ignore[arg-type]
+                    if k == j:
                         break
-                    got = run_plan.wire_insert(w)
-                    if got is None:
-                        break
-                    matches, ident, mask, value, ranges, priority, call = got
-                    items.append((matches, call, priority, ident, mask, value, ranges, 0, b""))
+                    j = k
+                    continue
                 else:
                     upd = updates[j]
                     if upd.type != _INSERT:

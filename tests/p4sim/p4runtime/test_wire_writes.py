@@ -323,6 +323,14 @@ def count_wire(monkeypatch: pytest.MonkeyPatch) -> dict[int, int]:
             served[_t] += got is not None
             return got
         monkeypatch.setattr(TablePlan, name, counted)
+    runs = TablePlan.wire_insert_items
+
+    def counted_run(plan: TablePlan, wire: Any, j: int, stop: int, items: list) -> int:
+        k = runs(plan, wire, j, stop, items)
+        if plan.single_exact is not None and not plan.needs_priority:   # else: one wire_insert each
+            served[INSERT] += k - j
+        return k
+    monkeypatch.setattr(TablePlan, "wire_insert_items", counted_run)
     return served
 
 
