@@ -29,25 +29,11 @@ from p4sim.p4runtime.wirewrites import WireShapes, encode_exact_update, parse_up
 from test_entities_fast import Gen, outcome, state
 from test_server_rpc import details
 from test_server_support import Client, FakeDevice
+from p4rt_fixtures import batch_write, clocked_store, v1model_program
 
 INSERT, MODIFY, DELETE = pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE
 
-PROGRAM = r"""
-#include <core.p4>
-#include <v1model.p4>
-
-header ethernet_t { bit<48> dst; bit<48> src; bit<16> etype; }
-struct headers_t { ethernet_t eth; }
-struct meta_t { bit<2> color; }
-
-parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
-    state start { pkt.extract(hdr.eth); transition accept; }
-}
-control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
-control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
-control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.eth); } }
-control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
-
+PROGRAM = v1model_program(r"""
 control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     direct_counter(CounterType.packets_and_bytes) hits;
     direct_meter<bit<2>>(MeterType.packets) rate;
@@ -91,22 +77,15 @@ control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm
     }
     apply { exact_t.apply(); port_t.apply(); dc_t.apply(); lpm_t.apply(); acl_t.apply(); }
 }
+""")
+PROGRAM_FILE = "wire_test.p4"
 
-V1Switch(P(), VC(), Ing(), E(), CC(), D()) main;
-"""
 SHAPED = {"Ing.exact_t", "Ing.port_t", "Ing.dc_t", "Ing.lpm_t"}
 """The tables with one exact or LPM field: the wire path's."""
 
 
-@pytest.fixture(scope="module")
-def p4info() -> p4info_pb2.P4Info:
-    return build_p4info(load_program_text(PROGRAM, "wire_test.p4"))
-
-
 def make_store(fast: bool) -> EntityStore:
-    prog = load_program_text(PROGRAM, "wire_test.p4")
-    clock = itertools.count(1000, 7)
-    return EntityStore(prog, build_p4info(prog), clock_ns=lambda: next(clock), fast=fast)
+    return clocked_store(PROGRAM, PROGRAM_FILE, fast)
 
 
 class WireGen(Gen):
@@ -397,8 +376,8 @@ def _server(fast: bool) -> tuple[P4RuntimeServer, Client]:
     assert client.next("arbitration").arbitration.status.code == code_pb2.OK
     req = pb.SetForwardingPipelineConfigRequest(device_id=1, action=pb.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
     req.election_id.low = 1
-    req.config.p4info.CopyFrom(build_p4info(load_program_text(PROGRAM, "wire_test.p4")))
-    req.config.p4_device_config = DeviceConfig("wire_test.p4", PROGRAM).to_json().encode()
+    req.config.p4info.CopyFrom(build_p4info(load_program_text(PROGRAM, PROGRAM_FILE)))
+    req.config.p4_device_config = DeviceConfig(PROGRAM_FILE, PROGRAM).to_json().encode()
     client.stub.SetForwardingPipelineConfig(req)
     return srv, client
 
@@ -410,18 +389,6 @@ def servers() -> Iterator[tuple[Client, Client]]:
     for srv, client in made:
         client.close()
         srv.stop()
-
-
-def _write(client: Client, updates: list[pb.Update]) -> list[tuple[int, str]]:
-    req = pb.WriteRequest(device_id=1)
-    req.election_id.low = 1
-    req.updates.extend(updates)
-    try:
-        client.stub.Write(req)
-    except grpc.RpcError as e:
-        assert e.code() == grpc.StatusCode.UNKNOWN, e
-        return [(d.canonical_code, d.message) for d in details(e)]
-    return []
 
 
 def _read(client: Client, info: p4info_pb2.P4Info) -> list[Any]:
@@ -445,8 +412,8 @@ def test_server_batches_through_the_wire_same_statuses_and_reads(p4info: p4info_
         batch = [modify_of(gen, gen.r.choice(inserted)) if inserted and gen.chance(0.1) else gen.update()
                  for _ in range(gen.r.randint(20, 60))]
         batch.append(batch[0])
-        got = _write(fast, batch)
-        assert got == _write(slow, batch), f"round {round_}"
+        got = batch_write(fast, batch)
+        assert got == batch_write(slow, batch), f"round {round_}"
         failed += sum(code != code_pb2.OK for code, _ in got)
         oks = [True] * len(batch) if not got else [code == code_pb2.OK for code, _ in got]
         inserted += [u for u, ok in zip(batch, oks) if ok and u.type == INSERT]
@@ -493,8 +460,8 @@ def test_a_request_read_whole_from_its_bytes_answers_as_the_message_path(
     ]
     answers = []
     for batch in batches:
-        answers.append(_write(fast, batch))
-        assert answers[-1] == _write(slow, batch)
+        answers.append(batch_write(fast, batch))
+        assert answers[-1] == batch_write(slow, batch)
         assert _read(fast, p4info) == _read(slow, p4info)
     assert split["whole"] == 3 and answers[0] == []
     assert [code for code, _ in answers[1]] == [
@@ -555,7 +522,7 @@ def test_the_server_reads_the_bytes_as_sent_in_any_field_order(p4info: p4info_pb
         assert pb.WriteRequest.FromString(data) == pb.WriteRequest(
             device_id=1, election_id=head.election_id, updates=batch), f"round {round_}"
         got = _raw_write(fast, data)
-        assert got == _write(slow, batch), f"round {round_}"
+        assert got == batch_write(slow, batch), f"round {round_}"
         assert _read(fast, p4info) == _read(slow, p4info), f"after round {round_}"
     assert sum(served.values()) > 30, served         # the wire path served most updates
 
