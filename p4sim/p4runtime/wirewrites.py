@@ -38,8 +38,6 @@ Field numbers (``_T_*``) are read from the generated descriptors, not written he
 Example::
 
     >>> from p4.v1 import p4runtime_pb2 as pb
-
-from p4sim.p4runtime.wirecounters import WIRE_LEN as _LEN, WIRE_VARINT as _VARINT, field_key as _tag
     >>> req = pb.WriteRequest(device_id=1)
     >>> te = req.updates.add(type=pb.Update.INSERT).entity.table_entry
     >>> te.table_id = 7
@@ -51,11 +49,12 @@ from p4sim.p4runtime.wirecounters import WIRE_LEN as _LEN, WIRE_VARINT as _VARIN
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Optional, Union
 
 from p4.v1 import p4runtime_pb2 as pb
 
-from p4sim.p4runtime.wirecounters import WIRE_LEN as _LEN, WIRE_VARINT as _VARINT, field_key as _tag
+from p4sim.p4runtime.wireformat import WIRE_LEN as _LEN, WIRE_VARINT as _VARINT, field_key as _tag
+from p4sim.p4runtime.wireformat import length_delimited as _field, read_length as _length, varint
 
 
 WireEntry = tuple[int, int, Union[bytes, tuple[bytes, ...]], Optional[bytes], int]
@@ -80,24 +79,6 @@ _T_VALUE = _tag(pb.FieldMatch.Exact, "value", _LEN)
 assert _T_VALUE == _tag(pb.FieldMatch.LPM, "value", _LEN)
 
 
-def varint(value: int) -> bytes:
-    """Protobuf's shortest varint of ``value`` (>= 0).
-
-    >>> varint(1), varint(300)
-    (b'\\x01', b'\\xac\\x02')
-    """
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _field(tag: int, payload: bytes) -> bytes:
-    return bytes((tag,)) + varint(len(payload)) + payload
-
-
 def encode_exact_update(utype: int, table_id: int, field_id: int, value: bytes,
                         action: Optional[bytes], prefix_len: Optional[int] = None) -> bytes:
     """The ``updates`` item (key, length, Update) of a WriteRequest whose TableEntry sets
@@ -107,8 +88,6 @@ def encode_exact_update(utype: int, table_id: int, field_id: int, value: bytes,
     field at its default).
 
     >>> from p4.v1 import p4runtime_pb2 as pb
-
-from p4sim.p4runtime.wirecounters import WIRE_LEN as _LEN, WIRE_VARINT as _VARINT, field_key as _tag
     >>> req = pb.WriteRequest()
     >>> te = req.updates.add(type=3).entity.table_entry
     >>> te.table_id = 5; te.match.add(field_id=2).exact.value = b"ab"
@@ -466,17 +445,3 @@ def _skip_field(buf: bytes, i: int, end: int) -> int:
         return j + 1
     n, j = _length(buf, j, end)
     return -1 if n < 0 else j + n
-
-
-def _length(buf: bytes, i: int, end: int) -> tuple[int, int]:
-    """(length, index after it) of the varint length at ``buf[i]``; -1 when it runs past
-    ``end`` or its message would."""
-    v = shift = 0
-    while i < end and shift < 64:
-        b = buf[i]
-        i += 1
-        v |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (v, i) if i + v <= end else (-1, i)
-        shift += 7
-    return -1, i
