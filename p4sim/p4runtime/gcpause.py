@@ -25,8 +25,10 @@ threshold goes from CPython's 700 to :data:`SWITCH_GC_THRESHOLD0` (20,000) net
 allocations of tracked objects. A table INSERT leaves ~3 (its entry, key tuples and
 result), so at 700 a Write of 100 INSERTs set off a young pass after every batch, each
 walking that batch's entries (all alive) and promoting them to the older generations
-whose passes walk them again: on the batched write probe (issue 36, tenth pass,
-bench/README.md) ~50 µs of CPU a request of 100, 15-20 % of the handler's time. At
+whose passes walk them again: in-process, requests of 100 INSERTs then of 100 DELETEs
+(issue 36, tenth pass, bench/README.md), 46-57 µs of the collector's CPU a request, about a
+tenth of the handler's time (1,522 young, 139 middle and 14 full passes for 4,800
+requests; at 20,000: one of each). At
 20,000 a pass walks as many objects per entry when entries only accumulate (the same
 work, in fewer and longer passes: ~1-3 ms every ~6,000 INSERTs), and none that a
 DELETE freed before it came. Cyclic garbage waits for at most 20,000 more allocations
