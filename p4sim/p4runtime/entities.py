@@ -143,6 +143,11 @@ class EntityStore:
         when given (:meth:`TableStore.wire_updates`)."""
         return self.tables.wire_updates(request, data)
 
+    def split_write(self, data: bytes) -> Optional[tuple[pb.WriteRequest, Sequence[pb.Update], list[WireEntry]]]:
+        """The WriteRequest ``data`` split when every update is read from its bytes
+        (:meth:`TableStore.split_write`), else None."""
+        return self.tables.split_write(data)
+
     def read(self, entity: pb.Entity, new_entity: NewEntity = pb.Entity,
              add_wire: Optional[AddWire] = None) -> Iterator[pb.Entity]:
         """Entities matching ``entity`` (wildcards per kind), each made by ``new_entity``

@@ -35,7 +35,7 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from google.protobuf.message import DecodeError
 from p4.v1 import p4runtime_pb2 as pb
@@ -48,6 +48,7 @@ from p4sim.runtime.tables import ActionCall, Exact, Lpm, Optional_, Range, Terna
 _KINDS = ("exact", "lpm", "ternary", "range", "optional")
 _DONT_CARE = {"lpm": Lpm(0, 0), "ternary": Ternary(0, 0), "optional": Optional_(None)}
 _PRIORITY_LIMIT = 1 << 31
+_INSERT = pb.Update.INSERT
 ACTION_CACHE_MAX = 4096
 """Distinct action messages a plan remembers the decoded call of (then it starts afresh)."""
 
@@ -392,6 +393,59 @@ class TablePlan:
         if key is None:
             return None
         return key[0], key[1], key[2], key[3], key[4], 0, call
+
+    def wire_insert_items(self, wire: Sequence[Optional[WireEntry]], j: int, stop: int,
+                          items: list[tuple]) -> int:
+        """Append to ``items`` the ``Table.add_canonical_entries`` item of each of
+        ``wire[j:stop]`` while it is an INSERT of this table that :meth:`wire_insert`
+        takes (the same checks, written out for a table of one exact field); return the
+        index of the first one that is not.
+
+        >>> n = plan.wire_insert_items(wire, 0, len(wire), items)     # doctest: +SKIP
+        """
+        single = self.single_exact
+        if single is None or self.needs_priority:
+            return self._wire_insert_items(wire, j, stop, items)
+        _fid, width, full = single
+        table_id = self.ti.table_id
+        calls = self._calls
+        append = items.append
+        from_bytes = int.from_bytes
+        while j < stop:
+            w = wire[j]
+            if w is None or w[0] != _INSERT or w[1] != table_id or w[4] >= 0:
+                break
+            data = w[2]
+            raw = w[3]
+            call = calls.get(raw) if raw is not None else None
+            if call is None:
+                call = self._wire_call(raw)
+                if call is None:
+                    break
+            if type(data) is tuple or not data:
+                break
+            v = from_bytes(data, "big")     # type: ignore[arg-type]
+            if v >> width:
+                break
+            append(((Exact(v),), call, 0, ((v,), 0), full, v, (), 0, b""))
+            j += 1
+        return j
+
+    def _wire_insert_items(self, wire: Sequence[Optional[WireEntry]], j: int, stop: int,
+                           items: list[tuple]) -> int:
+        """:meth:`wire_insert_items` of any planned table, one :meth:`wire_insert` each."""
+        table_id = self.ti.table_id
+        while j < stop:
+            w = wire[j]
+            if w is None or w[0] != _INSERT or w[1] != table_id:
+                break
+            got = self.wire_insert(w)
+            if got is None:
+                break
+            matches, ident, mask, value, ranges, priority, call = got
+            items.append((matches, call, priority, ident, mask, value, ranges, 0, b""))
+            j += 1
+        return j
 
     def wire_modify(self, w: WireEntry) -> Optional[tuple[tuple[Any, ...], tuple, int, ActionCall]]:
         """:meth:`decode_modify` of a :data:`~p4sim.p4runtime.wirewrites.WireEntry`."""

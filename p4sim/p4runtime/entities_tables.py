@@ -39,7 +39,7 @@ from p4sim.p4runtime.entities_profiles import OneShot, ProfileStore
 from p4sim.p4runtime.entities_restore import restore_table_entry
 from p4sim.p4runtime.entities_translated import decode_translated_field
 from p4sim.p4runtime.entities_values import NewEntity, check_lpm_host_bits, decode_bits, encode_bits, fail
-from p4sim.p4runtime.wirewrites import WireEntry, WireShapes, parse_updates
+from p4sim.p4runtime.wirewrites import WireEntry, WireShapes, parse_updates, split_request
 from p4sim.runtime.errors import RuntimeStateError
 from p4sim.runtime.meters import MeterCell, MeterConfig
 from p4sim.runtime.tables import (IDLE_TIMEOUT_UNSUPPORTED, ActionCall, Exact, GroupRef, Lpm, MemberRef,
@@ -214,6 +214,14 @@ class TableStore:
         return parse_updates(request.SerializeToString() if data is None else data,
                              len(request.updates), self.shapes)
 
+    def split_write(self, data: bytes) -> Optional[tuple[pb.WriteRequest, Sequence[pb.Update], list[WireEntry]]]:
+        """:func:`.wirewrites.split_request` of the WriteRequest ``data`` with this
+        pipeline's tables (its fields but the updates, the updates unparsed, their wire
+        entries), or None when an update is not read from the bytes."""
+        if not self.shapes.count:
+            return None
+        return split_request(data, self.shapes)
+
     # ------------------------------------------------------------------ helpers
     def _entry_action(self, ti: TableInfo, ta: pb.TableAction
                       ) -> tuple[Any, Optional[OneShot], Undo]:
@@ -380,13 +388,12 @@ class TableStore:
             while j < stop:
                 w = wire[j] if wire is not None else None
                 if w is not None:
-                    if w[0] != _INSERT or plans.get(w[1]) is not run_plan:
+                    # the run's wire INSERTs in one call (TablePlan.wire_insert_items)
+                    k = run_plan.wire_insert_items(wire, j, stop, items)    # type: ignore[arg-type]
+                    if k == j:
                         break
-                    got = run_plan.wire_insert(w)
-                    if got is None:
-                        break
-                    matches, ident, mask, value, ranges, priority, call = got
-                    items.append((matches, call, priority, ident, mask, value, ranges, 0, b""))
+                    j = k
+                    continue
                 else:
                     upd = updates[j]
                     if upd.type != _INSERT:

@@ -20,6 +20,20 @@ not walk. A full pass then walks the table entries and little else: measured on 
 batched write probe, ~1.2 µs an update of full passes before, ~0.6 after. The next commit
 unfreezes first, so the old pipeline is collected.
 
+:func:`switch_thresholds` is the third, for a switch process too: the young generation's
+threshold goes from CPython's 700 to :data:`SWITCH_GC_THRESHOLD0` (20,000) net
+allocations of tracked objects. A table INSERT leaves ~3 (its entry, key tuples and
+result), so at 700 a Write of 100 INSERTs set off a young pass after every batch, each
+walking that batch's entries (all alive) and promoting them to the older generations
+whose passes walk them again: in-process, requests of 100 INSERTs then of 100 DELETEs
+(issue 36, tenth pass, bench/README.md), 46-57 µs of the collector's CPU a request, about a
+tenth of the handler's time (1,522 young, 139 middle and 14 full passes for 4,800
+requests; at 20,000: one of each). At
+20,000 a pass walks as many objects per entry when entries only accumulate (the same
+work, in fewer and longer passes: ~1-3 ms every ~6,000 INSERTs), and none that a
+DELETE freed before it came. Cyclic garbage waits for at most 20,000 more allocations
+(a few MB) before it is collected.
+
 Example::
 
     >>> import gc
@@ -57,6 +71,23 @@ def gc_paused() -> Iterator[None]:
             _holders -= 1
             if _holders == 0 and _was_enabled:
                 gc.enable()
+
+
+SWITCH_GC_THRESHOLD0 = 20_000
+"""The young generation's threshold in a switch process (see the module docstring)."""
+
+
+def switch_thresholds() -> None:
+    """Set the collector's young-generation threshold to :data:`SWITCH_GC_THRESHOLD0`,
+    the older generations' left as they are (see the module docstring).
+
+    >>> import gc
+    >>> old = gc.get_threshold(); switch_thresholds(); gc.get_threshold()[0]
+    20000
+    >>> gc.set_threshold(*old)
+    """
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(SWITCH_GC_THRESHOLD0, older, oldest)
 
 
 def freeze_long_lived() -> None:

@@ -58,7 +58,6 @@ import logging
 import queue
 import threading
 import time
-from concurrent import futures
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Optional, Sequence
 
@@ -75,12 +74,13 @@ from p4sim.p4runtime import roleconfig
 from p4sim.p4runtime.arbitration import ArbitrationError, Arbiter, Session, election_id_value
 from p4sim.p4runtime.authz import AuthzPolicy, Denied, RoleDef, peer_identity, role_label
 from p4sim.p4runtime.digests import DigestStreamer
-from p4sim.p4runtime.gcpause import freeze_long_lived, gc_paused
+from p4sim.p4runtime.gcpause import freeze_long_lived, gc_paused, switch_thresholds
 from p4sim.p4runtime.idle import IdleTimeoutMonitor
 from p4sim.p4runtime.packetio import PacketIO
 from p4sim.p4runtime.reqlog import RequestLog
 from p4sim.p4runtime.streamlimits import ReadBudget, StreamLimitError, StreamLimits, read_limits
 from p4sim.p4runtime.tls import ServerTls
+from p4sim.p4runtime.workers import WorkerPool
 from p4sim.runtime.errors import RuntimeStateError
 
 if TYPE_CHECKING:     # the wire path's modules load numpy; the store imports them
@@ -108,6 +108,8 @@ entry and counter cell). A ReadRequest may repeat a wildcard: 200 copies of "eve
 counter" in an 802-byte request built a 52 MB answer and grew the switch by 330 MB, so a
 request of a few kB would have exhausted the machine's memory. Beyond it the Read ends
 with ``RESOURCE_EXHAUSTED`` before more is built."""
+STOP_WAIT_S = 5.0
+"""How long :meth:`P4RuntimeServer.stop` waits for gRPC's server to end its calls."""
 _READ_CHUNK = 4096
 """Entities per ReadResponse. PI answers a Read with one response; p4sim splits very large
 answers so that no response nears gRPC's default 4 MB limit on what a client receives
@@ -240,6 +242,43 @@ class _Responses:
             at += take * width
 
 
+class _Split(NamedTuple):
+    """A Write request split by :meth:`P4RuntimeServer._split_write`: the pipeline whose
+    store read it, the request's fields but the updates, the updates (parsed when asked
+    for) and each one's wire entry."""
+
+    pipe: "Pipeline"
+    head: p4runtime_pb2.WriteRequest
+    updates: Sequence[p4runtime_pb2.Update]
+    wire: Sequence[Optional["WireEntry"]]
+
+
+class _Unparsed(Exception):
+    """A StreamChannel message that does not parse (:func:`_parsed_stream`)."""
+
+
+def _parsed_stream(raw: Iterator[bytes]) -> Iterator[p4runtime_pb2.StreamMessageRequest]:
+    """The StreamMessageRequests of a stream's bytes; :class:`_Unparsed` at one that does
+    not parse (logged, as :meth:`P4RuntimeServer._parse` logs a request).
+
+    >>> ok = p4runtime_pb2.StreamMessageRequest(packet={"payload": b"x"}).SerializeToString()
+    >>> [m.packet.payload for m in _parsed_stream(iter([ok]))]
+    [b'x']
+    >>> list(_parsed_stream(iter([b"\\xff"])))
+    Traceback (most recent call last):
+    ...
+    p4sim.p4runtime.server._Unparsed: a StreamChannel message (1 bytes) does not parse
+    """
+    parse = p4runtime_pb2.StreamMessageRequest.FromString
+    for data in raw:
+        try:
+            msg = parse(data)
+        except Exception:  # noqa: BLE001 - what gRPC catches around a deserializer
+            log.warning("P4Runtime StreamChannel: a message (%d bytes) does not parse", len(data))
+            raise _Unparsed(f"a StreamChannel message ({len(data)} bytes) does not parse") from None
+        yield msg
+
+
 @dataclass
 class Pipeline:
     """A verified forwarding pipeline: the program, its P4Info and entity store."""
@@ -284,7 +323,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                  stream_limits: Optional[StreamLimits] = None,
                  max_receive_bytes: int = MAX_RECEIVE_BYTES, freeze_gc: bool = False) -> None:
         self.device = device
-        #: freeze the collector's survivors at each pipeline commit (gcpause.freeze_long_lived);
+        #: freeze the collector's survivors at each pipeline commit (gcpause.freeze_long_lived)
+        #: and raise its young generation's threshold at start (gcpause.switch_thresholds);
         #: the switch process sets it, an embedding program may not want it
         self.freeze_gc = freeze_gc
         self.address = address
@@ -315,6 +355,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._sessions_lock = threading.Lock()
         self._stream_ids = itertools.count(1)
         self._server: Optional[grpc.Server] = None
+        self._pool: Optional[WorkerPool] = None
         self.digests = DigestStreamer(device, self._send_to_primaries)
         self.idle = IdleTimeoutMonitor(lambda: self.pipeline, self.clock_ns, self._send_to_primaries, device.lock)
         device.on_packet_in = self._on_packet_in
@@ -332,8 +373,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         """Bind and serve; returns the TCP port (useful with ``HOST:0``)."""
         # gRPC turns SO_REUSEPORT on by default: a second server on the same port would
         # silently share its connections with the first. A switch owns its port alone.
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=self.max_workers,
-                                                        thread_name_prefix="p4rt"),
+        self._pool = WorkerPool(self.max_workers, "p4rt")
+        server = grpc.server(self._pool,  # type: ignore[arg-type]  # all gRPC asks of it: workers.py
                              options=[("grpc.so_reuseport", 0),
                                       ("grpc.max_receive_message_length", self.max_receive_bytes)])
         server.add_generic_rpc_handlers((self.rpc_handlers(),))
@@ -346,27 +387,38 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             raise OSError(f"cannot listen on {self.address}: the address is in use by another "
                           "program or is not an address of this machine")
         server.start()
+        if self.freeze_gc:
+            switch_thresholds()
         self._server = server
         self.port = port
         self.digests.start()
         self.idle.start()
         return port
 
-    def stop(self, grace: Optional[float] = 0.5) -> None:
-        """End every stream and RPC, stop the digest thread, close the request log."""
+    def stop(self, grace: Optional[float] = 0.5) -> bool:
+        """End every stream and RPC, stop the digest thread, close the request log. True
+        when gRPC's server ended within :data:`STOP_WAIT_S` (False: a call was still in
+        flight, logged)."""
         with self._sessions_lock:
             queues = [q for _, q in self._sessions.values()]
         for q in queues:
             q.put(None)
+        ended = True
         if self._server is not None:
-            self._server.stop(grace).wait(5)
+            ended = self._server.stop(grace).wait(STOP_WAIT_S)
+            if not ended:
+                log.warning("P4Runtime server: a call was still in flight %.0f s after stop", STOP_WAIT_S)
             self._server = None
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)   # a stream's worker may still be unwinding
+            self._pool = None
         self.digests.stop()
         self.idle.stop()
         if self.device.on_packet_in == self._on_packet_in:
             self.device.on_packet_in = None
         if self.reqlog is not None:
             self.reqlog.close()
+        return ended
 
     def wait_for_termination(self, timeout: Optional[float] = None) -> bool:
         return self._server.wait_for_termination(timeout) if self._server is not None else True
@@ -379,7 +431,12 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         (:meth:`_parse`), so that a client with no right to a method cannot make the
         switch parse a request of up to :data:`MAX_RECEIVE_BYTES` (256 MB) for it. A
         Write then reads its table updates from those same bytes (:mod:`.wirewrites`).
-        StreamChannel's messages are parsed by gRPC, as the generated servicer does.
+        StreamChannel's messages are parsed by its reader thread (:meth:`_stream_bytes`):
+        one that does not parse ends the stream ``INTERNAL`` "Exception deserializing
+        request!", as gRPC's deserializer would, but with one status. When gRPC's own
+        deserializer failed, gRPC Python (1.85) sent that status from its receive callback
+        and then a second one when the handler returned; the core refuses the second, its
+        completion never comes, and ``stop()`` waited its full 5 s for that call.
 
         >>> srv = P4RuntimeServer.__new__(P4RuntimeServer)
         >>> isinstance(srv.rpc_handlers(), grpc.GenericRpcHandler)
@@ -397,8 +454,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                                                  pb.GetForwardingPipelineConfigResponse.SerializeToString),
             "Capabilities": unary(self._capabilities_bytes, None, pb.CapabilitiesResponse.SerializeToString),
             "StreamChannel": grpc.stream_stream_rpc_method_handler(
-                self.StreamChannel, pb.StreamMessageRequest.FromString,
-                pb.StreamMessageResponse.SerializeToString),
+                self._stream_bytes, None, pb.StreamMessageResponse.SerializeToString),
         })
 
     def _unread_identity(self, context: grpc.ServicerContext, rpc: str) -> Optional[str]:
@@ -447,7 +503,29 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             identity = self._unread_identity(context, "Write")
         except RpcError as e:
             self._abort(context, e)
+        pre = self._split_write(data)
+        if pre is not None:
+            return self._write(pre.head, context, identity, data, pre)
         return self._write(self._parse(p4runtime_pb2.WriteRequest, data, context), context, identity, data)
+
+    def _split_write(self, data: bytes) -> Optional["_Split"]:
+        """The Write ``data`` with every update read from its bytes by the target
+        pipeline's store (:func:`.wirewrites.split_request`: upb parses only the
+        request's other fields, and an update only when it is asked for); None when one
+        is not, without a store that can, with a request log (it records the whole
+        request) or when anything fails (the whole request is parsed then, and refused
+        as gRPC would refuse it)."""
+        pipe = self.saved or self.pipeline      # checked again under the state lock
+        if pipe is None or self.reqlog is not None:
+            return None
+        split = getattr(pipe.store, "split_write", None)
+        if split is None:
+            return None
+        try:
+            got = split(data)
+        except Exception:  # noqa: BLE001 - a field that does not parse: the whole parse says so
+            return None
+        return None if got is None else _Split(pipe, *got)
 
     def _read_bytes(self, data: bytes, context: grpc.ServicerContext) -> Iterator[Any]:
         try:
@@ -481,6 +559,12 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         except RpcError as e:
             self._abort(context, e)
         return self.Capabilities(self._parse(p4runtime_pb2.CapabilitiesRequest, data, context), context)
+
+    def _stream_bytes(self, request_iterator: Iterator[bytes],
+                      context: grpc.ServicerContext) -> Iterator[p4runtime_pb2.StreamMessageResponse]:
+        """:meth:`StreamChannel` of the stream's messages as bytes, each parsed as it is
+        read (:meth:`rpc_handlers`)."""
+        return self.StreamChannel(_parsed_stream(request_iterator), context)
 
     # ------------------------------------------------------------------ helpers
     def _check_device(self, device_id: int, write: bool) -> None:
@@ -700,9 +784,10 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         return self._write(request, context, identity, None)
 
     def _write(self, request: p4runtime_pb2.WriteRequest, context: grpc.ServicerContext,
-               identity: Optional[str], data: Optional[bytes]) -> Any:
+               identity: Optional[str], data: Optional[bytes], pre: Optional["_Split"] = None) -> Any:
         """A Write by ``identity`` (the policy has named it); ``data``: the request's bytes
-        as received (None: re-encoded for the wire path)."""
+        as received (None: re-encoded for the wire path); ``pre``: ``data`` split by
+        :meth:`_split_write` (``request`` is then its fields but the updates)."""
         try:
             self._check_device(request.device_id, write=True)
             rd = self._writer(identity, request.role, "Write")
@@ -715,11 +800,20 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                                                 "ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC)")
             if self.reqlog is not None:
                 self.reqlog.write_request(request)
+            if pre is not None and request.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
+                request, pre = self._parse(p4runtime_pb2.WriteRequest, data, context), None
             with self._state_lock:
                 pipe = self._target()
-                wire = self._wire_updates(pipe, request, data)
-                denied = self._denied_updates(identity, rd, request, wire)
-                errors = self._apply(pipe, request, denied, data, wire, wire_known=True)
+                if pre is not None and pre.pipe is not pipe:     # a commit came between
+                    request, pre = self._parse(p4runtime_pb2.WriteRequest, data, context), None
+                if pre is not None:
+                    updates: Sequence[p4runtime_pb2.Update] = pre.updates
+                    wire: Optional[Sequence[Optional[WireEntry]]] = pre.wire
+                else:
+                    updates = request.updates
+                    wire = self._wire_updates(pipe, request, data)
+                denied = self._denied_updates(identity, rd, request, wire, updates)
+                errors = self._apply(pipe, request, denied, data, wire, wire_known=True, updates=updates)
         except RpcError as e:
             self._abort(context, e)
             return p4runtime_pb2.WriteResponse()  # not reached: abort raises
@@ -743,15 +837,18 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def _denied_updates(self, identity: Optional[str], rd: Optional[RoleDef],
                         request: p4runtime_pb2.WriteRequest,
-                        wire: Optional[Sequence[Optional[WireEntry]]] = None) -> dict[int, p4runtime_pb2.Error]:
+                        wire: Optional[Sequence[Optional[WireEntry]]] = None,
+                        updates: Optional[Sequence[p4runtime_pb2.Update]] = None) -> dict[int, p4runtime_pb2.Error]:
         """Updates the role may not write (spec: ``PERMISSION_DENIED`` for that update). An
         update read from the wire (``wire[i]``) is judged by its table id, once per table
-        (upb's accessors cost ~1 µs an update), the others by their entity."""
+        (upb's accessors cost ~1 µs an update), the others by their entity. ``updates``:
+        the request's (default ``request.updates``)."""
         if rd is None or self.policy is None:
             return {}
         out = {}
         policy = self.policy
-        updates = request.updates
+        if updates is None:
+            updates = request.updates
         by_table: dict[int, Optional[str]] = {}
         for i in range(len(updates)):
             w = wire[i] if wire is not None else None
@@ -771,14 +868,18 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _apply(self, pipe: Pipeline, request: p4runtime_pb2.WriteRequest,
                denied: Optional[dict[int, p4runtime_pb2.Error]] = None,
                data: Optional[bytes] = None, wire: Optional[Sequence[Optional[WireEntry]]] = None,
-               wire_known: bool = False) -> list[p4runtime_pb2.Error]:
+               wire_known: bool = False,
+               updates: Optional[Sequence[p4runtime_pb2.Update]] = None) -> list[p4runtime_pb2.Error]:
         """Apply the batch; one ``p4.v1.Error`` per update (OK when it succeeded), or no
         list at all when every update of a CONTINUE_ON_ERROR batch succeeded; ``denied``
         updates fail with their error without being tried. ``data``: the bytes ``request``
         was parsed from, whose updates the wire path reads (None: upb re-encodes it);
-        ``wire_known``: ``wire`` is already :meth:`_wire_updates` of them."""
+        ``wire_known``: ``wire`` is already :meth:`_wire_updates` of them; ``updates``:
+        the request's (default ``request.updates``; :class:`.wirewrites.Updates` when the
+        server split the request)."""
         W = p4runtime_pb2.WriteRequest
-        updates = request.updates       # indexed as needed: the wire path reads most from bytes
+        if updates is None:             # indexed as needed: the wire path reads most from bytes
+            updates = request.updates
         lock = self.device.lock
         denied = denied or {}
         if request.atomicity == W.CONTINUE_ON_ERROR:
@@ -1005,6 +1106,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 except ArbitrationError as e:
                     outq.put(RpcError(e.code, e.message))
                     return
+        except _Unparsed:
+            outq.put(RpcError("INTERNAL", "Exception deserializing request!"))
         except grpc.RpcError:
             pass  # the client went away
         except Exception:  # noqa: BLE001

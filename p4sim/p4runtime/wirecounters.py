@@ -28,25 +28,14 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 from p4.v1 import p4runtime_pb2 as pb
 
-_LEN = 2                      # wire type of a length-delimited field
-_VARINT = 0
-WIRE_LEN, WIRE_VARINT = _LEN, _VARINT
-"""Protobuf wire types of a length-delimited field and of a varint (also :mod:`.wirewrites`)."""
+from p4sim.p4runtime.wireformat import WIRE_LEN, WIRE_VARINT, field_key, varint
 
-
-def field_key(message: Any, field: str, wire_type: int) -> int:
-    """The one-byte key of ``message.field`` (every field used here is numbered < 16);
-    :mod:`.wirewrites` builds its keys with it too."""
-    number = message.DESCRIPTOR.fields_by_name[field].number
-    if number >= 16:
-        raise AssertionError(f"{message.__name__}.{field}: field {number} needs a two-byte key")
-    return (number << 3) | wire_type
-
+_LEN, _VARINT = WIRE_LEN, WIRE_VARINT
 
 _T_ENTITIES = field_key(pb.ReadResponse, "entities", _LEN)
 _T_COUNTER_ENTRY = field_key(pb.Entity, "counter_entry", _LEN)
@@ -60,18 +49,6 @@ _T_PACKETS = field_key(pb.CounterData, "packet_count", _VARINT)
 
 INT64_MAX = 2**63 - 1
 """CounterData's counts are int64: a larger count is refused, as upb refuses to set it."""
-
-
-def _varint(value: int) -> bytes:
-    """The canonical varint of ``value`` (``_varint(300) == b"\\xac\\x02"``)."""
-    out = bytearray()
-    while True:
-        low, value = value & 0x7F, value >> 7
-        if value:
-            out.append(low | 0x80)
-        else:
-            out.append(low)
-            return bytes(out)
 
 
 def _padded(values: np.ndarray, width: int) -> np.ndarray:
@@ -117,7 +94,7 @@ def encode_counter_cells(counter_id: int, indices: Sequence[int], packets: Seque
     widths = [_varint_width(values) for _, values in columns]
     index_bytes = _varint_width(idx)
     data_len = sum(1 + w for w in widths)
-    head = bytes([_T_COUNTER_ID]) + _varint(counter_id) + bytes([_T_INDEX, index_bytes + 1, _T_INDEX_VALUE])
+    head = bytes([_T_COUNTER_ID]) + varint(counter_id) + bytes([_T_INDEX, index_bytes + 1, _T_INDEX_VALUE])
     entry_len = len(head) + index_bytes + 2 + data_len
     entity_len = 2 + entry_len
     width = 2 + entity_len

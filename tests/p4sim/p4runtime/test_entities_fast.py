@@ -19,31 +19,14 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 
 from p4sim.device import DeviceConfig
-from p4sim.engine.program import load_program_text
-from p4sim.p4info import build_p4info
 from p4sim.p4runtime.entities import EntityStore
 from p4sim.p4runtime.server import P4RuntimeServer
 from p4sim.runtime.errors import RuntimeStateError
 from p4sim.runtime.tables import Table
-from test_server_rpc import details
 from test_server_support import Client, FakeDevice
+from p4rt_fixtures import batch_write, clocked_store, v1model_program
 
-PROGRAM = r"""
-#include <core.p4>
-#include <v1model.p4>
-
-header ethernet_t { bit<48> dst; bit<48> src; bit<16> etype; }
-struct headers_t { ethernet_t eth; }
-struct meta_t { bit<2> color; }
-
-parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
-    state start { pkt.extract(hdr.eth); transition accept; }
-}
-control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
-control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
-control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.eth); } }
-control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
-
+PROGRAM = v1model_program(r"""
 control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     direct_counter(CounterType.packets_and_bytes) hits;
     direct_meter<bit<2>>(MeterType.packets) rate;
@@ -100,23 +83,16 @@ control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm
         const_t.apply(); sel_t.apply();
     }
 }
+""")
+PROGRAM_FILE = "fast_test.p4"
 
-V1Switch(P(), VC(), Ing(), E(), CC(), D()) main;
-"""
 
 INSERT, MODIFY, DELETE = pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE
 PLANNED = {"Ing.exact_t", "Ing.dc_t", "Ing.lpm_t", "Ing.acl_t"}   # init_t only with the extras
 
 
-@pytest.fixture(scope="module")
-def p4info() -> p4info_pb2.P4Info:
-    return build_p4info(load_program_text(PROGRAM, "fast_test.p4"))
-
-
 def make_store(fast: bool, extras: bool) -> EntityStore:
-    prog = load_program_text(PROGRAM, "fast_test.p4")
-    clock = itertools.count(1000, 7)
-    return EntityStore(prog, build_p4info(prog), clock_ns=lambda: next(clock), extras=extras, fast=fast)
+    return clocked_store(PROGRAM, PROGRAM_FILE, fast, extras)
 
 
 # --------------------------------------------------------------------------- random updates
@@ -426,20 +402,8 @@ def _push(client: Client, info: p4info_pb2.P4Info) -> None:
     req = pb.SetForwardingPipelineConfigRequest(device_id=1, action=pb.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
     req.election_id.low = 1
     req.config.p4info.CopyFrom(info)
-    req.config.p4_device_config = DeviceConfig("fast_test.p4", PROGRAM).to_json().encode()
+    req.config.p4_device_config = DeviceConfig(PROGRAM_FILE, PROGRAM).to_json().encode()
     client.stub.SetForwardingPipelineConfig(req)
-
-
-def _write(client: Client, updates: list[pb.Update], atomicity: int) -> list[tuple[int, str]]:
-    req = pb.WriteRequest(device_id=1, atomicity=atomicity)
-    req.election_id.low = 1
-    req.updates.extend(updates)
-    try:
-        client.stub.Write(req)
-    except grpc.RpcError as e:
-        assert e.code() == grpc.StatusCode.UNKNOWN, e
-        return [(d.canonical_code, d.message) for d in details(e)]
-    return []
 
 
 def _read(client: Client, p4info: p4info_pb2.P4Info) -> list[Any]:
@@ -483,7 +447,7 @@ def test_server_batches_same_statuses_and_state(p4info: p4info_pb2.P4Info, serve
     failed_batches = 0
     for _ in range(rounds):
         batch = [gen.update() for _ in range(size)]
-        got_fast, got_slow = _write(fast, batch, atomicity), _write(slow, batch, atomicity)
+        got_fast, got_slow = batch_write(fast, batch, atomicity), batch_write(slow, batch, atomicity)
         assert got_fast == got_slow
         failed_batches += bool(got_fast)
         assert _read(fast, p4info) == _read(slow, p4info)

@@ -308,3 +308,23 @@ def test_bad_bytes_on_a_stream_end_that_stream_only(seeded, data: bytes) -> None
     extra.type = U.DELETE
     client.stub.Write(_request(extra), timeout=10)
     assert _state(client) == before
+
+
+@pytest.mark.parametrize("data", BAD_BYTES[:1])
+def test_a_stream_ended_by_bad_bytes_leaves_no_call_for_stop_to_wait_on(data: bytes) -> None:
+    """gRPC Python sent a second status when the stream's handler returned after its own
+    deserializer had failed; the core refused it and ``stop()`` waited its full bound on
+    that call (5 of 6 tries before p4sim parsed the stream's bytes itself). Each of 5
+    servers is stopped right after its bad stream ends."""
+    for _ in range(5):
+        dev = FakeDevice()
+        srv = P4RuntimeServer(dev, "127.0.0.1:0", None)
+        port = srv.start()
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as raw:
+            call = raw.stream_stream("/p4.v1.P4Runtime/StreamChannel", request_serializer=lambda b: b,
+                                     response_deserializer=p4runtime_pb2.StreamMessageResponse.FromString)
+            with pytest.raises(grpc.RpcError) as err:
+                list(call(iter([data]), timeout=60))
+            assert err.value.code() == grpc.StatusCode.INTERNAL, err.value.details()
+            assert err.value.details() == "Exception deserializing request!"
+        assert srv.stop() is True

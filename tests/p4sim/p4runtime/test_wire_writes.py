@@ -24,29 +24,16 @@ from p4sim.p4runtime.entities import EntityStore
 from p4sim.p4runtime.entities_fast import TablePlan
 from p4sim.p4runtime.authz import parse_policy
 from p4sim.p4runtime.server import P4RuntimeServer
+from p4sim.p4runtime import wirewrites
 from p4sim.p4runtime.wirewrites import WireShapes, encode_exact_update, parse_updates, varint
 from test_entities_fast import Gen, outcome, state
 from test_server_rpc import details
 from test_server_support import Client, FakeDevice
+from p4rt_fixtures import batch_write, clocked_store, v1model_program
 
 INSERT, MODIFY, DELETE = pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE
 
-PROGRAM = r"""
-#include <core.p4>
-#include <v1model.p4>
-
-header ethernet_t { bit<48> dst; bit<48> src; bit<16> etype; }
-struct headers_t { ethernet_t eth; }
-struct meta_t { bit<2> color; }
-
-parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
-    state start { pkt.extract(hdr.eth); transition accept; }
-}
-control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
-control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
-control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.eth); } }
-control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
-
+PROGRAM = v1model_program(r"""
 control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     direct_counter(CounterType.packets_and_bytes) hits;
     direct_meter<bit<2>>(MeterType.packets) rate;
@@ -90,22 +77,15 @@ control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm
     }
     apply { exact_t.apply(); port_t.apply(); dc_t.apply(); lpm_t.apply(); acl_t.apply(); }
 }
+""")
+PROGRAM_FILE = "wire_test.p4"
 
-V1Switch(P(), VC(), Ing(), E(), CC(), D()) main;
-"""
 SHAPED = {"Ing.exact_t", "Ing.port_t", "Ing.dc_t", "Ing.lpm_t"}
 """The tables with one exact or LPM field: the wire path's."""
 
 
-@pytest.fixture(scope="module")
-def p4info() -> p4info_pb2.P4Info:
-    return build_p4info(load_program_text(PROGRAM, "wire_test.p4"))
-
-
 def make_store(fast: bool) -> EntityStore:
-    prog = load_program_text(PROGRAM, "wire_test.p4")
-    clock = itertools.count(1000, 7)
-    return EntityStore(prog, build_p4info(prog), clock_ns=lambda: next(clock), fast=fast)
+    return clocked_store(PROGRAM, PROGRAM_FILE, fast)
 
 
 class WireGen(Gen):
@@ -235,6 +215,50 @@ def test_parse_skips_other_request_fields_and_long_updates(p4info: p4info_pb2.P4
     assert parse_updates(req.SerializeToString(), len(req.updates), WireShapes({})) is None
 
 
+def test_a_run_of_one_head_reads_as_each_update_alone() -> None:
+    """Updates after one with the same head (a batch's usual run: one table, one value
+    length, one action length) are read by ``_same_heads``; each gives what it gives
+    alone, and one whose action key, action length or end differ is the message path's."""
+    shapes = WireShapes({7: (1, False)})
+    action = pb.TableAction()
+    action.action.action_id = 3
+    action.action.params.add(param_id=1, value=b"\x01")
+
+    def upd(i: int, utype: int = INSERT) -> pb.Update:
+        u = pb.Update(type=utype)
+        te = u.entity.table_entry
+        te.table_id = 7
+        te.match.add(field_id=1).exact.value = (0x0A0000000000 + i).to_bytes(6, "big")
+        te.action.CopyFrom(action)
+        te.action.action.params[0].value = bytes([1 + i % 8])
+        return u
+
+    ups = [upd(i) for i in range(30)] + [upd(i, MODIFY) for i in range(30, 40)]
+    odd_key = upd(40)
+    odd_key.entity.table_entry.ClearField("action")
+    odd_key.entity.table_entry.metadata = action.SerializeToString()   # same lengths, another key
+    ups.insert(5, odd_key)
+    ups.insert(12, upd(41))
+    req = pb.WriteRequest(device_id=1, updates=ups)
+    data = req.SerializeToString()
+    got = parse_updates(data, len(ups), shapes)
+    alone = [parse_updates(one_request(u), 1, shapes)[0] for u in ups]   # type: ignore[index]
+    assert got == alone and got[5] is None and sum(w is None for w in got) == 1
+    for u, w in zip(ups, got):
+        if w is not None:
+            te = u.entity.table_entry
+            assert w == (u.type, 7, te.match[0].exact.value, te.action.SerializeToString(), -1)
+    # the same head, then an action length that does not fit the update's
+    i = data.index(ups[20].SerializeToString())
+    assert data[i + 22] == 0x1A                       # the action's key, its length next
+    bad = data[:i + 23] + bytes([data[i + 23] - 1]) + data[i + 24:]
+    got_bad = parse_updates(bad, len(ups), shapes)
+    assert got_bad is not None and got_bad[20] is None
+    assert got_bad[:20] == got[:20] and got_bad[21:] == got[21:]
+    # a last update cut short: the request is not read at all
+    assert parse_updates(data[:-3], len(ups), shapes) is None
+
+
 # --------------------------------------------------------------------------- decoding
 @pytest.mark.parametrize("seed", [21, 22])
 def test_wire_decode_is_the_message_decode(p4info: p4info_pb2.P4Info, seed: int) -> None:
@@ -278,6 +302,14 @@ def count_wire(monkeypatch: pytest.MonkeyPatch) -> dict[int, int]:
             served[_t] += got is not None
             return got
         monkeypatch.setattr(TablePlan, name, counted)
+    runs = TablePlan.wire_insert_items
+
+    def counted_run(plan: TablePlan, wire: Any, j: int, stop: int, items: list) -> int:
+        k = runs(plan, wire, j, stop, items)
+        if plan.single_exact is not None and not plan.needs_priority:   # else: one wire_insert each
+            served[INSERT] += k - j
+        return k
+    monkeypatch.setattr(TablePlan, "wire_insert_items", counted_run)
     return served
 
 
@@ -344,8 +376,8 @@ def _server(fast: bool) -> tuple[P4RuntimeServer, Client]:
     assert client.next("arbitration").arbitration.status.code == code_pb2.OK
     req = pb.SetForwardingPipelineConfigRequest(device_id=1, action=pb.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
     req.election_id.low = 1
-    req.config.p4info.CopyFrom(build_p4info(load_program_text(PROGRAM, "wire_test.p4")))
-    req.config.p4_device_config = DeviceConfig("wire_test.p4", PROGRAM).to_json().encode()
+    req.config.p4info.CopyFrom(build_p4info(load_program_text(PROGRAM, PROGRAM_FILE)))
+    req.config.p4_device_config = DeviceConfig(PROGRAM_FILE, PROGRAM).to_json().encode()
     client.stub.SetForwardingPipelineConfig(req)
     return srv, client
 
@@ -357,18 +389,6 @@ def servers() -> Iterator[tuple[Client, Client]]:
     for srv, client in made:
         client.close()
         srv.stop()
-
-
-def _write(client: Client, updates: list[pb.Update]) -> list[tuple[int, str]]:
-    req = pb.WriteRequest(device_id=1)
-    req.election_id.low = 1
-    req.updates.extend(updates)
-    try:
-        client.stub.Write(req)
-    except grpc.RpcError as e:
-        assert e.code() == grpc.StatusCode.UNKNOWN, e
-        return [(d.canonical_code, d.message) for d in details(e)]
-    return []
 
 
 def _read(client: Client, info: p4info_pb2.P4Info) -> list[Any]:
@@ -392,14 +412,62 @@ def test_server_batches_through_the_wire_same_statuses_and_reads(p4info: p4info_
         batch = [modify_of(gen, gen.r.choice(inserted)) if inserted and gen.chance(0.1) else gen.update()
                  for _ in range(gen.r.randint(20, 60))]
         batch.append(batch[0])
-        got = _write(fast, batch)
-        assert got == _write(slow, batch), f"round {round_}"
+        got = batch_write(fast, batch)
+        assert got == batch_write(slow, batch), f"round {round_}"
         failed += sum(code != code_pb2.OK for code, _ in got)
         oks = [True] * len(batch) if not got else [code == code_pb2.OK for code, _ in got]
         inserted += [u for u, ok in zip(batch, oks) if ok and u.type == INSERT]
         assert _read(fast, p4info) == _read(slow, p4info), f"after round {round_}"
     assert failed > 20 and len(inserted) > 40, (failed, len(inserted))
     assert served[INSERT] > 40 and served[DELETE] > 10, served
+
+
+def test_a_request_read_whole_from_its_bytes_answers_as_the_message_path(
+        p4info: p4info_pb2.P4Info, servers: tuple[Client, Client], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every update of these batches is read from the bytes, so the server parses only
+    the request's other fields (``split_request``) and an update only when the store
+    refuses it (``Updates[i]``): a duplicate INSERT, a DELETE or MODIFY of a missing key,
+    a value too wide, each after updates that succeed. Statuses, messages and Reads are
+    those of a server without plans (which parses the whole request)."""
+    fast, slow = servers
+    split = {"whole": 0}
+    orig = wirewrites.split_request
+
+    def counted(buf: bytes, shapes: WireShapes) -> Any:
+        got = orig(buf, shapes)
+        split["whole"] += got is not None
+        return got
+    monkeypatch.setattr("p4sim.p4runtime.entities_tables.split_request", counted)
+    table = next(t for t in p4info.tables if t.preamble.name.endswith("exact_t"))
+    fwd = next(a for a in p4info.actions if a.preamble.name.endswith("fwd"))
+
+    def upd(utype: int, mac: int, port: int = 1, width: int = 6) -> pb.Update:
+        u = pb.Update(type=utype)
+        te = u.entity.table_entry
+        te.table_id = table.preamble.id
+        te.match.add(field_id=1).exact.value = mac.to_bytes(width, "big")
+        if utype != DELETE:
+            te.action.action.action_id = fwd.preamble.id
+            te.action.action.params.add(param_id=1, value=bytes([port]))
+        return u
+
+    batches = [
+        [upd(INSERT, 0x0A0000000000 + i, 1 + i % 5) for i in range(12)],
+        [upd(INSERT, 0x0B0000000000), upd(INSERT, 0x0A0000000003), upd(INSERT, 0x0B0000000001),
+         upd(DELETE, 0x0C0000000000), upd(INSERT, 0x0B0000000002), upd(MODIFY, 0x0C0000000001, 2),
+         upd(MODIFY, 0x0A0000000004, 3), upd(INSERT, 0x010B0000000003, width=7), upd(DELETE, 0x0A0000000005)],
+        [upd(DELETE, 0x0A0000000000 + i) for i in range(6)] + [upd(DELETE, 0x0A0000000000)],
+    ]
+    answers = []
+    for batch in batches:
+        answers.append(batch_write(fast, batch))
+        assert answers[-1] == batch_write(slow, batch)
+        assert _read(fast, p4info) == _read(slow, p4info)
+    assert split["whole"] == 3 and answers[0] == []
+    assert [code for code, _ in answers[1]] == [
+        code_pb2.OK, code_pb2.ALREADY_EXISTS, code_pb2.OK, code_pb2.NOT_FOUND, code_pb2.OK, code_pb2.NOT_FOUND,
+        code_pb2.OK, code_pb2.INVALID_ARGUMENT, code_pb2.OK]
+    assert [code for code, _ in answers[2]] == [code_pb2.OK] * 5 + [code_pb2.NOT_FOUND] * 2
 
 
 def _raw_write(client: Client, data: bytes) -> list[tuple[int, str]]:
@@ -454,7 +522,7 @@ def test_the_server_reads_the_bytes_as_sent_in_any_field_order(p4info: p4info_pb
         assert pb.WriteRequest.FromString(data) == pb.WriteRequest(
             device_id=1, election_id=head.election_id, updates=batch), f"round {round_}"
         got = _raw_write(fast, data)
-        assert got == _write(slow, batch), f"round {round_}"
+        assert got == batch_write(slow, batch), f"round {round_}"
         assert _read(fast, p4info) == _read(slow, p4info), f"after round {round_}"
     assert sum(served.values()) > 30, served         # the wire path served most updates
 

@@ -7,39 +7,22 @@ given twice, swapped, of another kind or id, values empty or too wide, a direct 
 and meter, an idle timeout, metadata)."""
 from __future__ import annotations
 
-import itertools
 from typing import Any, Optional
 
 import pytest
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 
-from p4sim.engine.program import load_program_text
-from p4sim.p4info import build_p4info
 from p4sim.p4runtime.entities import EntityStore
 from p4sim.p4runtime.entities_fast import TablePlan
 from p4sim.p4runtime.wirewrites import WireShapes, parse_updates, varint
 from test_entities_fast import Gen, outcome, state
 from test_wire_writes import apply_batch, count_wire, modify_of, one_request
+from p4rt_fixtures import clocked_store, v1model_program
 
 INSERT, MODIFY, DELETE = pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE
 
-PROGRAM = r"""
-#include <core.p4>
-#include <v1model.p4>
-
-header ethernet_t { bit<48> dst; bit<48> src; bit<16> etype; }
-struct headers_t { ethernet_t eth; }
-struct meta_t { bit<2> color; }
-
-parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
-    state start { pkt.extract(hdr.eth); transition accept; }
-}
-control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
-control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
-control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.eth); } }
-control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
-
+PROGRAM = v1model_program(r"""
 control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     direct_counter(CounterType.packets_and_bytes) hits;
     direct_meter<bit<2>>(MeterType.packets) rate;
@@ -81,22 +64,15 @@ control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm
     }
     apply { exact_t.apply(); triple_t.apply(); dc_t.apply(); lpm_t.apply(); acl_t.apply(); }
 }
+""")
+PROGRAM_FILE = "wire_multi_test.p4"
 
-V1Switch(P(), VC(), Ing(), E(), CC(), D()) main;
-"""
 MULTI = ("Ing.exact_t", "Ing.triple_t", "Ing.dc_t")
 """The tables of several exact fields: the multi-field wire path's."""
 
 
-@pytest.fixture(scope="module")
-def p4info() -> p4info_pb2.P4Info:
-    return build_p4info(load_program_text(PROGRAM, "wire_multi_test.p4"))
-
-
 def make_store(fast: bool) -> EntityStore:
-    prog = load_program_text(PROGRAM, "wire_multi_test.p4")
-    clock = itertools.count(1000, 7)
-    return EntityStore(prog, build_p4info(prog), clock_ns=lambda: next(clock), fast=fast)
+    return clocked_store(PROGRAM, PROGRAM_FILE, fast)
 
 
 class MultiGen(Gen):

@@ -12,31 +12,23 @@ import gc
 import threading
 from typing import Any, Iterator
 
-import grpc
 import pytest
 from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 
 from p4sim.device import DeviceConfig
-from p4sim.engine.program import load_program_text
-from p4sim.p4info import build_p4info
 from p4sim.p4runtime.entities import EntityStore
 from p4sim.p4runtime.entities_restore import restore_table_entry
 from p4sim.p4runtime.gcpause import gc_paused
 from p4sim.p4runtime.server import P4RuntimeServer, _p4_error
 from p4sim.runtime.errors import RuntimeStateError
 from p4sim.runtime.tables import ActionCall, ActionSpec, Exact, KeyField, Table
-from test_entities_fast import PROGRAM, Gen, make_store, outcome, state
-from test_server_rpc import details
+from test_entities_fast import PROGRAM, PROGRAM_FILE, Gen, make_store, outcome, state
 from test_server_support import Client, FakeDevice
+from p4rt_fixtures import batch_write
 
 INSERT = pb.Update.INSERT
-
-
-@pytest.fixture(scope="module")
-def p4info() -> p4info_pb2.P4Info:
-    return build_p4info(load_program_text(PROGRAM, "fast_test.p4"))
 
 
 def apply_batch(store: EntityStore, batch: list[pb.Update]) -> tuple[list[Any], dict[int, int]]:
@@ -132,25 +124,13 @@ def server() -> Iterator[Any]:
             device_id=1, action=pb.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
         req.election_id.low = 1
         req.config.p4info.CopyFrom(info)
-        req.config.p4_device_config = DeviceConfig("fast_test.p4", PROGRAM).to_json().encode()
+        req.config.p4_device_config = DeviceConfig(PROGRAM_FILE, PROGRAM).to_json().encode()
         client.stub.SetForwardingPipelineConfig(req)
         return srv, client
     yield start
     for srv, client in made:
         client.close()
         srv.stop()
-
-
-def _write(client: Client, updates: list[pb.Update], atomicity: int) -> list[tuple[int, str]]:
-    req = pb.WriteRequest(device_id=1, atomicity=atomicity)
-    req.election_id.low = 1
-    req.updates.extend(updates)
-    try:
-        client.stub.Write(req)
-    except grpc.RpcError as e:
-        assert e.code() == grpc.StatusCode.UNKNOWN, e
-        return [(d.canonical_code, d.message) for d in details(e)]
-    return []
 
 
 def _entries(client: Client, info: p4info_pb2.P4Info) -> list[bytes]:
@@ -169,7 +149,7 @@ def test_one_bad_update_in_the_middle_continue_on_error(p4info: p4info_pb2.P4Inf
     _srv, client = server(False, p4info)
     batch = [_insert(p4info, k) for k in range(10)]
     batch[5] = BAD_MIDDLE[bad](p4info)
-    got = _write(client, batch, pb.WriteRequest.CONTINUE_ON_ERROR)
+    got = batch_write(client, batch, pb.WriteRequest.CONTINUE_ON_ERROR)
     assert [c for c, _m in got] == [code_pb2.OK] * 5 + [got[5][0]] + [code_pb2.OK] * 4
     want = code_pb2.INVALID_ARGUMENT if bad == "wide port" else code_pb2.ALREADY_EXISTS
     assert got[5][0] == want, got[5]
@@ -185,11 +165,11 @@ def test_one_bad_update_in_the_middle_continue_on_error(p4info: p4info_pb2.P4Inf
 
 def test_one_bad_update_in_the_middle_rollback_on_error(p4info: p4info_pb2.P4Info, server: Any) -> None:
     _srv, client = server(True, p4info)
-    assert _write(client, [_insert(p4info, 100)], pb.WriteRequest.CONTINUE_ON_ERROR) == []
+    assert batch_write(client, [_insert(p4info, 100)], pb.WriteRequest.CONTINUE_ON_ERROR) == []
     before = _entries(client, p4info)
     batch = [_insert(p4info, k) for k in range(10)]
     batch[5] = _insert(p4info, 10, port=1 << 9)
-    got = _write(client, batch, pb.WriteRequest.ROLLBACK_ON_ERROR)
+    got = batch_write(client, batch, pb.WriteRequest.ROLLBACK_ON_ERROR)
     assert got[5][0] == code_pb2.INVALID_ARGUMENT
     assert [c for i, (c, _m) in enumerate(got) if i != 5] == [code_pb2.ABORTED] * 9
     assert _entries(client, p4info) == before          # state unchanged
@@ -256,7 +236,7 @@ def test_a_freezing_server_freezes_the_survivors_of_each_commit(p4info: p4info_p
             device_id=1, action=pb.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
         req.election_id.low = 1
         req.config.p4info.CopyFrom(p4info)
-        req.config.p4_device_config = DeviceConfig("fast_test.p4", PROGRAM).to_json().encode()
+        req.config.p4_device_config = DeviceConfig(PROGRAM_FILE, PROGRAM).to_json().encode()
         client.stub.SetForwardingPipelineConfig(req)
         frozen = gc.get_freeze_count()
         assert frozen > 1000 and srv.pipeline is not None
