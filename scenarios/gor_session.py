@@ -50,9 +50,11 @@ from typing import Any, Callable, Optional, Sequence
 from astral_proto.auth import HostCredentials
 from astral_proto.security import CONTROLLER
 from astral_proto.tls import MutualTls
+from controller.fabric.monitoring import DEFAULT_ELEPHANTS, elephant_entry, elephants_for_rate
 from controller.gor.log import read_log
 from controller.gor.runtime import GorOptions, GorRuntime
 from controller.gor.shared import LoopSettings
+from controller.gor.tables import SwitchTables
 from scenarios.common import live_line
 from testbed.control import open_control
 from testbed.pki import FabricPki
@@ -75,6 +77,38 @@ def sample_one_in_n(uplink_rate_pps: float) -> int:
     (1, 131)
     """
     return max(SAMPLE_ONE_IN_N, round(uplink_rate_pps / SAMPLES_PER_S))
+
+
+def set_elephant_thresholds(fabric: Any, programmer: Any, link_rate_pps: float,
+                            say: Callable[[str], None] = print) -> int:
+    """Rewrite every switch-to-switch port's ``FabricIngress.elephants.config`` for links
+    draining ``link_rate_pps`` (:func:`controller.fabric.monitoring.elephants_for_rate`:
+    the elephant threshold scaled with the rate, so that the switches' reported rates span
+    a tenth of a second or more); nothing at the rates where the plan's default holds.
+    Returns the entries written. A write that fails raises: GOR would act on rates
+    measured over a few milliseconds.
+
+    >>> set_elephant_thresholds(None, None, 343)
+    0
+    """
+    cfg = elephants_for_rate(link_rate_pps)
+    if cfg == DEFAULT_ELEPHANTS:
+        return 0
+    tables = SwitchTables(programmer)
+    names = {sw.name for sw in fabric.switches}
+    n = 0
+    for sw in fabric.switches:
+        for port, info in sorted(sw.ports.items()):
+            if info.peer_node in names:
+                e = elephant_entry(port, cfg)
+                tables.write(sw.name, e.table, e.match, e.action, e.params)
+                n += 1
+    say(f"testbed: {n} switch ports report elephants of {cfg.threshold_pkts} packets in "
+        f"{cfg.window_us / 1e6:g} s ({100 * cfg.threshold_pkts * 1e6 / cfg.window_us / link_rate_pps:.0f}% "
+        f"of a {link_rate_pps:g}-packet/s link)")
+    return n
+
+
 MIN_SAMPLES = 100
 SAMPLES_PER_FLOW = 16
 """Samples per flow on a link before its elephants are ranked (capped by ``MIN_SAMPLES``):
@@ -292,6 +326,7 @@ class GorSession:
             link_rates_pps=nominal), on_tick=self._on_tick, say=lambda msg: self.say(f"gor: {msg}"))
         self.runtime.leave_alone(self.left_alone)
         self.rates = set_uplink_rates(self.fabric, self.state, self.rate_pps, self.say)
+        set_elephant_thresholds(self.fabric, self.programmer, self.rate_pps, self.say)
         if self.live:
             self._live_line = live_line(list(self.uplinks))
         self.fleet = NicFleet(self.state, self.save_state, self.run_dir / "nic")
@@ -515,6 +550,6 @@ def restart_after_moves(switch: str, restart: Callable[[str], Any], sessions: li
 
 
 __all__ = ["GOR_DIR", "GorSession", "MIN_SAMPLES", "RestartRecord", "SAMPLES_PER_FLOW", "SAMPLE_ONE_IN_N",
-           "SAMPLES_PER_S", "sample_one_in_n",
+           "SAMPLES_PER_S", "sample_one_in_n", "set_elephant_thresholds",
            "SwitchRestartRecord", "Tick", "agent_pki", "restart_after_moves", "source_uplinks",
            "write_credentials"]

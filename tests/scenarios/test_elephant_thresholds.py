@@ -1,0 +1,91 @@
+"""The switches' elephant threshold scaled with the links' rate (issue 32, branch i32-loop):
+``controller.fabric.monitoring.elephants_for_rate`` and the story's
+``scenarios.gor_session.set_elephant_thresholds``."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controller.fabric.monitoring import DEFAULT_ELEPHANTS, ELEPHANT_SHARE, elephants_for_rate
+from p4src.alarmmodel import ELEPHANT_ACTION, ELEPHANT_TABLE, ElephantConfig
+from scenarios.gor_session import set_elephant_thresholds
+from topo import FabricSpec, build_fabric
+
+
+def burst_rate_pps(cfg: ElephantConfig, flow_pps: float, stall_s: float) -> float:
+    """The rate a switch reports for a flow of ``flow_pps`` whose window opens with the
+    packets of a ``stall_s`` scheduling stall handed on at once (the p4sim data plane reads
+    them in one batch: their ingress timestamps are a microsecond apart), the rest paced:
+    ``threshold_pkts - 1`` gaps over the time from the window's first packet to the
+    packet that crosses the threshold (``p4src.alarmmodel.ElephantReport.rate_pps``)."""
+    burst = max(1, min(cfg.threshold_pkts, round(flow_pps * stall_s)))
+    span_s = (burst - 1) * 1e-6 + (cfg.threshold_pkts - burst) / flow_pps
+    return (cfg.threshold_pkts - 1) / span_s
+
+
+def test_old_rates_keep_the_default() -> None:
+    assert elephants_for_rate(343) is DEFAULT_ELEPHANTS           # the story's rate before issue 32
+    assert elephants_for_rate(1) is DEFAULT_ELEPHANTS
+
+
+@pytest.mark.parametrize("link_pps", [8572.0, 17143.0, 28572.0, 100_000.0])
+def test_threshold_is_a_share_of_the_link(link_pps: float) -> None:
+    cfg = elephants_for_rate(link_pps)
+    per_s = cfg.threshold_pkts * 1e6 / cfg.window_us
+    assert per_s == pytest.approx(ELEPHANT_SHARE * link_pps, rel=0.01)
+    assert cfg.alarm_min_pkts == cfg.threshold_pkts + 1     # only flows past the threshold
+    assert cfg.window_us == DEFAULT_ELEPHANTS.window_us
+
+
+@pytest.mark.parametrize("flow_pps, link_pps", [(1500.0, 8572.0), (3000.0, 17143.0), (5000.0, 28572.0)])
+def test_a_stall_barely_moves_the_reported_rate(flow_pps: float, link_pps: float) -> None:
+    """A 5 ms stall (a busy 2-core machine) at the window's start: with the default's 20
+    packets the reported rate is 1.5 to hundreds of times the flow's (the story at 3000 packets/s
+    per elephant saw 5-45 times the uplink's capacity), scaled it is within 10 %."""
+    stall_s = 0.005
+    assert burst_rate_pps(DEFAULT_ELEPHANTS, flow_pps, stall_s) > 1.5 * flow_pps
+    assert burst_rate_pps(elephants_for_rate(link_pps), flow_pps, stall_s) == pytest.approx(flow_pps, rel=0.10)
+
+
+def test_bad_rate_is_refused() -> None:
+    with pytest.raises(ValueError, match="not positive"):
+        elephants_for_rate(0)
+    with pytest.raises(ValueError, match="share"):
+        elephants_for_rate(1000, share=0)
+
+
+class _Conn:
+    """Records P4Runtime writes; an INSERT of an entry that exists fails ALREADY_EXISTS."""
+
+    class _Exists(Exception):
+        def codes(self) -> list[str]:
+            return ["ALREADY_EXISTS"]
+
+    def __init__(self, log: list[tuple[str, Any]]) -> None:
+        self.log = log
+
+    def table_entry(self, table: str, match: Any, action: Any = None, params: Any = None) -> Any:
+        return (table, dict(match), action, dict(params or {}))
+
+    def insert(self, te: Any) -> None:
+        raise self._Exists()                 # the plan wrote every elephant entry
+
+    def modify(self, te: Any) -> None:
+        self.log.append(("modify", te))
+
+
+def test_story_rewrites_every_switch_to_switch_port() -> None:
+    fabric = build_fabric(FabricSpec())
+    log: list[tuple[str, Any]] = []
+    programmer = type("P", (), {"connections": {sw.name: _Conn(log) for sw in fabric.switches}})()
+    said: list[str] = []
+    n = set_elephant_thresholds(fabric, programmer, 17143, said.append)
+    names = {sw.name for sw in fabric.switches}
+    fabric_ports = sum(1 for sw in fabric.switches for info in sw.ports.values() if info.peer_node in names)
+    assert n == fabric_ports == len(log) > 0
+    assert all(te[0] == ELEPHANT_TABLE and te[2] == ELEPHANT_ACTION
+               and te[3] == elephants_for_rate(17143).table_params() for _, te in log)
+    assert "429 packets" in said[0]
+    log.clear()
+    assert set_elephant_thresholds(fabric, programmer, 343, said.append) == 0 and not log
