@@ -26,6 +26,12 @@ Reads in progress are bounded the same way (:func:`read_limits`: at most
 :data:`DEFAULT_MAX_READS_PER_CLIENT` per identity, :data:`DEFAULT_MAX_READS` in all, fewer
 than :data:`RPC_WORKERS`), a Read beyond them ends at once with ``RESOURCE_EXHAUSTED``.
 
+Each StreamChannel message is bounded by its size too, checked on its bytes before it is
+parsed (:class:`StreamMessageBounds`): an identity that only reads (the testbed's monitor)
+may send :data:`READ_ONLY_STREAM_MESSAGE_BYTES` (16 KiB), one that may write
+:data:`WRITER_STREAM_MESSAGE_BYTES` (1 MiB); a larger message ends its stream with
+``RESOURCE_EXHAUSTED``, unparsed.
+
 >>> lim = StreamLimits(max_streams=3, per_client=2)
 >>> a, b = lim.acquire("b0s0"), lim.acquire("b0s0")
 >>> lim.acquire("b0s0")
@@ -199,6 +205,66 @@ class ReadBudget:
             self._balance[identity] = (bal - max(0.0, held_s), self._balance[identity][1])
 
 
+READ_ONLY_STREAM_MESSAGE_BYTES = 16 * 1024
+"""The largest StreamChannel message an identity that only reads may send (16 KiB), checked
+on its bytes before they are parsed. What such an identity may legitimately send is an
+arbitration (under 100 B without a role config: device id, election id, role name; the
+policy refuses it anyway), a digest ack (``DigestListAck``: two integers, under 20 B) and,
+for a role that held primacy, a PacketOut of one frame: a 9,000-byte jumbo MTU + 18 B of
+Ethernet header and tag + the packet_out metadata (fabric.p4's: two fields, under 16 B)
+is 9,034 B. 16 KiB is that with room for a longer metadata header; 1/1024 of the switch's
+receive bound (``p4sim.switchd.main.DEFAULT_MAX_RECEIVE_BYTES``, 16 MiB), which let the
+read-only monitor make the switch parse 20 messages of 15 MiB in 1.2 s (0.51 s of the
+switch's CPU, +184 MiB peak memory; sec-audit4)."""
+WRITER_STREAM_MESSAGE_BYTES = 1024 * 1024
+"""The largest StreamChannel message of an identity that may write (the controller; every
+client without a policy), 1 MiB: a PacketOut of the largest frame a p4sim port reads
+(``p4sim.switchd.ports.MAX_FRAME``, 65,540 B) with its metadata is 16 times under it, and
+an arbitration's role config (Stratum's ``P4RoleConfig``, P4 ids of 4-5 B each) naming
+every table, counter and action of a program of 100,000 such objects is half of it."""
+
+
+class StreamMessageBounds:
+    """The per-identity bound on the size of one StreamChannel message, checked on the
+    message's bytes before it is parsed: ``read_only`` bytes for an identity that only
+    reads (or that the policy does not name), ``writer`` bytes for the others.
+    :meth:`check` raises :class:`StreamLimitError` (the stream ends
+    ``RESOURCE_EXHAUSTED``) for a larger message, and counts it in ``refused``.
+
+    >>> b = StreamMessageBounds(read_only=100, writer=1000)
+    >>> b.check("monitor", True, 100); b.check("controller", False, 1000)
+    >>> b.check("monitor", True, 101)
+    Traceback (most recent call last):
+    ...
+    p4sim.p4runtime.streamlimits.StreamLimitError: a StreamChannel message of 101 bytes from identity 'monitor' exceeds its bound of 100 bytes (an identity that only reads); refused before it was parsed
+    >>> b.refused
+    1
+    """
+
+    def __init__(self, read_only: int = READ_ONLY_STREAM_MESSAGE_BYTES,
+                 writer: int = WRITER_STREAM_MESSAGE_BYTES) -> None:
+        if not 0 < read_only <= writer:
+            raise ValueError("want 0 < read_only <= writer bytes")
+        self.read_only, self.writer = read_only, writer
+        self.refused = 0
+
+    def bound(self, read_only: bool) -> int:
+        """The bound in bytes of an identity that only reads (``read_only``) or may write."""
+        return self.read_only if read_only else self.writer
+
+    def check(self, identity: Optional[str], read_only: bool, size_bytes: int) -> None:
+        """StreamLimitError when a message of ``size_bytes`` exceeds ``identity``'s bound."""
+        bound = self.bound(read_only)
+        if size_bytes <= bound:
+            return
+        self.refused += 1
+        who = repr(identity) if identity else "(anonymous)"
+        kind = "an identity that only reads" if read_only else "an identity that may write"
+        raise StreamLimitError(f"a StreamChannel message of {size_bytes} bytes from identity {who} "
+                               f"exceeds its bound of {bound} bytes ({kind}); refused before it was parsed")
+
+
 __all__ = ["DEFAULT_MAX_READS", "DEFAULT_MAX_READS_PER_CLIENT", "DEFAULT_MAX_STREAMS",
            "DEFAULT_MAX_STREAMS_PER_CLIENT", "DEFAULT_READ_LOCK_BURST_S", "DEFAULT_READ_LOCK_SHARE",
-           "RPC_WORKERS", "ReadBudget", "StreamLimitError", "StreamLimits", "read_limits"]
+           "READ_ONLY_STREAM_MESSAGE_BYTES", "RPC_WORKERS", "ReadBudget", "StreamLimitError", "StreamLimits",
+           "StreamMessageBounds", "WRITER_STREAM_MESSAGE_BYTES", "read_limits"]
