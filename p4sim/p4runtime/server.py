@@ -47,7 +47,8 @@ for each difference are in p4sim/README.md, "P4Runtime conformance".
 * Each StreamChannel message is bounded by its size, per identity, on its bytes before it
   is parsed (``stream_message_bounds=``, :class:`.streamlimits.StreamMessageBounds`):
   16 KiB for an identity that only reads (the testbed's monitor), 1 MiB for one that
-  may write; a larger one ends the stream ``RESOURCE_EXHAUSTED``.
+  may write; a larger one ends the stream ``RESOURCE_EXHAUSTED``, and a read-only
+  identity's new streams are refused for a while after.
 
 Example::
 
@@ -1082,6 +1083,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                       context: grpc.ServicerContext) -> Iterator[p4runtime_pb2.StreamMessageResponse]:
         try:
             identity = self._identity(context, "StreamChannel")
+            self.stream_message_bounds.admit(identity)     # a read-only identity held off
             self.stream_limits.acquire(identity)
         except RpcError as e:
             self._abort(context, e)
