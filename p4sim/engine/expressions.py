@@ -324,6 +324,9 @@ class ExpressionCompiler:
                     raise P4Error(f"{expr_text(e)}: 'last' can only be used in a parser", e.loc)
                 return Ex(f"_stack_last({base.code})", t.elem)
             if name in ("push_front", "pop_front"):
+                if self.cx.in_parser():     # p4c's type checker (1.2.5.16)
+                    raise P4Error(f"{expr_text(e)}: 'push_front' and 'pop_front' for stacks cannot be used "
+                                  "in a parser", e.loc)
                 return RefEx(Sym("stackmethod", t), base.code, name, base)
             raise P4Error(f"{expr_text(e)}: header stack has no member '{name}'", e.loc)
         if isinstance(t, ApplyResultT):

@@ -141,9 +141,7 @@ class PacketExterns:
                 raise P4Error("emit: expects one argument", e.loc)
             x = self.expressions.value_expr(e.args[0].value)
             st = strip_new(x.ty)
-            if not isinstance(st, (StructLikeT, StackT)):
-                raise P4Error(f"emit: argument must be a header, header stack, union or struct, not {x.ty}", e.loc)
-            if not _emittable(st):     # p4c's CheckCoreMethods
+            if not isinstance(st, (StructLikeT, StackT)) or not _emittable(st):     # p4c's CheckCoreMethods
                 raise P4Error(f"{expr_text(e)}: argument must be a header, stack or union, or a struct or "
                               "tuple of such types", e.loc)
             w.line(f"{x.code}._emit(ctx)")

@@ -23,7 +23,7 @@ from p4sim.engine.v1switch_checks import check_v1switch
 from p4sim.errors import P4Error, forget_source
 from p4sim.frontend import ast as A
 from p4sim.frontend.parser import parse_file, parse_text
-from p4sim.frontend.types import ExternT, StructLikeT, strip_new
+from p4sim.frontend.types import ExternT, StructLikeT, StructT, strip_new
 from p4sim.runtime import hashes
 from p4sim.runtime.digest import DigestQueue
 from p4sim.runtime.pre import PacketReplicationEngine
@@ -189,7 +189,9 @@ class CompiledProgram:
             if odd is not None:
                 raise P4Error(odd_header_message(odd), compiler.cx.odd_header_locs.get(odd.name))
         self._backend: Optional[Compiler] = compiler
-        if not defer_backend_checks:
+        # a headers type that is not a struct leaves nothing to build P4Info from: its
+        # back-end error ("H: expected type to be a struct") cannot wait
+        if not defer_backend_checks or not isinstance(self.headers_type, StructT):
             self.check_backend()
         self._hdr_cls = env[self.headers_type.pyclass]
         self._meta_cls = env[self.metadata_type.pyclass]

@@ -14,6 +14,8 @@ to be promoted. The last tests run ``python -m p4sim check`` end to end.
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -302,9 +304,13 @@ CASES = [
         states="    state start { $return; }"),
     bad("next-outside-parser", "hdr.s.next: 'next' can only be used in a parser",
         fields="    h_t[2] s;", apply="$hdr.s.next.a = 1;"),
+    # p4c-bm2-ss 1.2.5.16's type checker (measured; petr4's STF programs emit bits)
     bad("emit-non-header",
-        "emit: argument must be a header, header stack, union or struct, not bit<8>",
+        "pkt.emit(hdr.h.a): argument must be a header, stack or union, or a struct or tuple of such types",
         deparser="$pkt.emit(hdr.h.a);"),
+    bad("emit-cast-bits",
+        "pkt.emit((bit<16>)hdr.h.a): argument must be a header, stack or union, or a struct or tuple of such types",
+        deparser="$pkt.emit((bit<16>)hdr.h.a);"),
     # ---------------------------------------------------------------- tables and switch
     # p4c's KeyNameGenerator: a key it cannot name needs @name (innermost part reported)
     bad("table-key-complex-bool", "true: Complex key expression requires a @name annotation",
@@ -523,6 +529,27 @@ CASES = [
     bad("select-range-bound-not-constant", "hdr.h.b: must be a compile-time constant",
         states="    state start { pkt.extract(hdr.h);\n"
                "        transition select(hdr.h.a) { 1 .. $hdr.h.b: accept; default: reject; } }"),
+    # p4c's constant folding comes first on a select of constants (1.2.5.16, measured): a
+    # range's or mask's bound, or a bool case, that is not constant gets its words
+    bad("select-constant-key-range-bound-not-constant", "meta.m: expression must evaluate to a constant",
+        states="    state start { pkt.extract(hdr.h);\n"
+               "        transition select(8w5) { $meta.m .. 8w9: accept; default: reject; } }"),
+    bad("select-constant-key-mask-not-constant", "meta.m: expression must evaluate to a constant",
+        states="    state start { pkt.extract(hdr.h);\n"
+               "        transition select(8w5) { 8w4 &&& $meta.m: accept; default: reject; } }"),
+    bad("select-constant-bool-key-case-not-constant", "meta.flag: expression must evaluate to a constant",
+        states="    state start { pkt.extract(hdr.h);\n"
+               "        transition select(true) { $meta.flag: accept; default: reject; } }"),
+    bad("select-constant-key-value-not-constant", "meta.m: must be a compile-time constant",
+        states="    state start { pkt.extract(hdr.h);\n"
+               "        transition select(8w5) { $meta.m: accept; default: reject; } }"),
+    # p4c's type checker (1.2.5.16, measured)
+    bad("push-front-in-parser", "hdr.s.push_front: 'push_front' and 'pop_front' for stacks cannot be used in a parser",
+        fields="    h_t[2] s;",
+        states="    state start { pkt.extract(hdr.h); $hdr.s.push_front(1); transition accept; }"),
+    bad("pop-front-in-parser", "hdr.s.pop_front: 'push_front' and 'pop_front' for stacks cannot be used in a parser",
+        fields="    h_t[2] s;",
+        states="    state start { pkt.extract(hdr.h); $hdr.s.pop_front(1); transition accept; }"),
     bad("call-in-select-case", "one(): no function calls allowed in this context",
         top="bit<8> one() { return 1; }",
         states="    state start { pkt.extract(hdr.h);\n"
@@ -930,6 +957,11 @@ GOOD = [
                             "{ standard_metadata: next; default: accept; } }\n"
                             "    state next { hdr.h.b = meta; transition accept; }"},
                  id="parser-locals-named-as-its-parameters"),
+    # p4c-bm2-ss 1.2.5.16 (measured): constant folding drops the cases after one that
+    # surely matches a select of constants, so the mid end never asks them to be constant
+    pytest.param({"states": "    state start { pkt.extract(hdr.h); transition select(8w5) "
+                            "{ 8w5: accept; meta.m .. 8w9: reject; default: reject; } }"},
+                 id="select-of-constants-case-after-a-sure-match-not-constant"),
 ]
 
 
@@ -1029,6 +1061,22 @@ def test_cli_check_never_raises(tmp_path: Any, source: str, message: str) -> Non
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.splitlines()[0] == f"{tmp_path / 'prog.p4'}:{where[0]}:{where[1]}: error: {message}"
+
+
+def test_headers_not_a_struct_refused_with_p4runtime_files_too(tmp_path: Any) -> None:
+    """With ``--p4runtime-files`` (back-end checks deferred until P4Info is written) a
+    stack as ``H`` is refused with p4c-bm2-ss's message, not an internal error (petr4's
+    STF programs use ``head[13]`` as their headers)."""
+    from p4sim.tutorials.p4c import main_p4c_bm2_ss
+    text = program(fields="").replace("headers_t hdr", "h_t[2] hdr").replace("pkt.extract(hdr.h)", "pkt.extract(hdr.next)") \
+        .replace("pkt.emit(hdr.h);", "pkt.emit(hdr);")
+    src = tmp_path / "stack_headers.p4"
+    src.write_text(text)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        rc = main_p4c_bm2_ss(["--p4runtime-files", str(tmp_path / "p.txtpb"), "-o", str(tmp_path / "p.json"), str(src)])
+    assert rc != 0
+    assert err.getvalue().splitlines()[0].endswith("error: h_t[2]: expected type to be a struct"), err.getvalue()
 
 
 def test_headers_that_are_not_a_struct_are_refused_as_p4c_bm2_ss_refuses() -> None:
