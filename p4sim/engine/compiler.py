@@ -353,6 +353,10 @@ class Compiler:
             return self.blocks.compile_block(sym.decl, fq, args, node, targs)
         if sym.kind == "extern_decl":
             d = sym.decl
+            if targs and len(targs) != len(d.type_params):   # p4c's type checker, 1.2.5.16
+                shown = f"{d.name}<{', '.join(str(a) for a in targs)}>"
+                raise P4Error(f"{shown}: Type {d.name} has {len(d.type_params)} type parameter(s), "
+                              f"but it is specialized with {len(targs)}", getattr(t, "loc", None) or node.loc)
             if d.type_params and not targs:
                 raise P4Error(f"{d.name} needs type arguments ({', '.join(d.type_params)})", node.loc)
             obj = self.natives.instantiate_extern(d, targs, args, fq, node)
