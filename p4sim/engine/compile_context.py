@@ -298,8 +298,18 @@ class CompileContext:
                 prior = old.value.syms if isinstance(old.value, Overloads) else [old]
                 scope[name] = Sym("function", None, "", value=Overloads(prior + [sym]), decl=old.decl)
                 return
-            if len(self.scopes) > 1 or old.kind not in ("type",) or sym.kind != "type":
-                raise P4Error(f"re-declaration of '{name}'", getattr(node, "loc", None))
+            if len(self.scopes) == 1 and old.kind == sym.kind == "type" and old.decl is node:
+                scope[name] = sym        # the same type declaration, defined again
+                return
+            # p4c-bm2-ss 1.2.5.16's words (measured): at the top level, among a control's
+            # or parser's locals, and in a block of statements
+            if len(self.scopes) == 1:
+                message = f"{name} duplicates {name}."
+            elif block_level:
+                message = f"{name}: Duplicates declaration {name}"
+            else:
+                message = f"Duplicate declaration of {name}; previous at"
+            raise P4Error(message, getattr(node, "loc", None))
         scope[name] = sym
 
     def lookup_opt(self, name: str, is_global: bool = False) -> Optional[Sym]:

@@ -274,8 +274,16 @@ CASES = [
     bad("non-constant-const-init", "K: initializer is not a compile-time constant",
         locals_="const bit<8> K = $hdr.h.a;"),
     # ---------------------------------------------------------------- declarations
-    bad("duplicate-declaration", "re-declaration of 'K'", top="const bit<8> K = 1;\n$const bit<8> K = 2;"),
-    bad("duplicate-local", "re-declaration of 'v'", locals_="bit<8> v;\n$bit<8> v;"),
+    # p4c-bm2-ss 1.2.5.16's words (measured): top level, a control's/parser's locals, a block
+    bad("duplicate-declaration", "K duplicates K.", top="const bit<8> K = 1;\n$const bit<8> K = 2;"),
+    bad("duplicate-type-declaration", "h_t duplicates h_t.", top="$header h_t { bit<8> z; }"),
+    bad("duplicate-local", "v: Duplicates declaration v", locals_="bit<8> v;\n$bit<8> v;"),
+    bad("duplicate-action", "a: Duplicates declaration a", locals_="action a() { }\n$action a() { }", apply="a();"),
+    bad("duplicate-parser-local", "v: Duplicates declaration v", parser_locals="bit<8> v = 1;\n$bit<8> v = 2;"),
+    bad("duplicate-in-apply-block", "Duplicate declaration of v; previous at",
+        apply="bit<8> v = 1;\n$bit<8> v = 2; hdr.h.a = v;"),
+    bad("duplicate-in-action-body", "Duplicate declaration of v; previous at",
+        locals_="action a() { bit<8> v = 1;\n$bit<8> v = 2; hdr.h.a = v; }", apply="a();"),
     bad("duplicate-field", "header dup_t: duplicate field 'a'",
         top="header dup_t { bit<8> a; $bit<8> a; }"),
     bad("duplicate-enum-member", "enum E: duplicate member", top="$enum E { A, B, A }"),
