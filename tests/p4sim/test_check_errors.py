@@ -239,8 +239,12 @@ CASES = [
         apply="meta.w[8:0] = $hdr.h.a[8:0];"),
     bad("slice-of-bool", "meta.flag[0:0]: cannot slice a value of type bool",
         apply="hdr.h.a[0:0] = $meta.flag[0:0];"),
-    bad("stack-index-out-of-bounds", "hdr.s[2]: index 2 out of bounds for h_t[2]",
-        fields="    h_t[2] s;", apply="$hdr.s[2].a = 1;"),
+    bad("stack-index-out-of-bounds", "Array index 2 larger or equal to array size 2",   # p4c 1.2.5.16
+        fields="    h_t[2] s;", apply="hdr.s[$2].a = 1;"),
+    bad("stack-index-negative", "hdr.s[-1]: Negative array index -1",
+        fields="    h_t[2] s;", apply="$hdr.s[-1].a = 1;"),
+    bad("stack-index-out-of-bounds-typed", "Array index 8w3 larger or equal to array size 2",
+        fields="    h_t[2] s;", apply="hdr.s[$8w3].a = 1;"),
     # ---------------------------------------------------------------- assignments
     bad("assign-in-param", "x cannot be assigned: it is a read-only (in or directionless) parameter",
         locals_="action set(in bit<8> x) { $x = 1; }"),
