@@ -175,6 +175,13 @@ class CompileContext:
         # egress bodies, then the checks of the deparser and checksum controls,
         # engine/v1switch_checks.py, then the rest)
         self.backend_errors: list[tuple[str, bool, P4Error]] = []
+        # a constant header-stack index out of range: p4c's type checker checks indices in
+        # a later run than its other checks (checkArrays), so the first is raised once the
+        # whole program is compiled, before anything of the back end
+        self.array_index_errors: list[P4Error] = []
+        # p4c's CheckCoreMethods (an emit of what is not a header, stack, union or struct),
+        # a pass after those: raised after them
+        self.core_method_errors: list[P4Error] = []
         # an instance of an extern the program declares itself: p4c-bm2-ss (without
         # --emit-externs) reports it after the control bodies, and only when they gave no
         # error ("E: unknown extern instance", at the extern's declaration); calls of its
@@ -191,6 +198,11 @@ class CompileContext:
         # header types whose width is not a multiple of 8 -> their declaration (engine/header_widths.py)
         self.odd_header_locs: dict[str, Any] = {}
         self.package: Optional[InstanceInfo] = None
+
+    @property
+    def late_frontend_errors(self) -> list[P4Error]:
+        """The front-end errors p4c finds in passes after its type checking, in its order."""
+        return self.array_index_errors + self.core_method_errors
 
     def defer_backend_error(self, err: P4Error) -> None:
         """Keep ``err`` (a back-end error) to be raised in p4c-bm2-ss's order."""

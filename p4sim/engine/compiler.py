@@ -152,6 +152,8 @@ class Compiler:
                 raise
             # p4c reports the names nothing declares in source order, before anything else
             raise (first_undeclared(self.cx.program) or err) from None
+        if self.cx.late_frontend_errors:
+            raise self.cx.late_frontend_errors[0]
         if self.cx.package is None:
             raise P4Error("no package instantiation named 'main' (expected: V1Switch(...) main;)", None)
 

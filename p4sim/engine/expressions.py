@@ -348,11 +348,14 @@ class ExpressionCompiler:
         if isinstance(t, StackT):
             if idx.const:
                 i = int(idx.value)
-                if i < 0:               # p4c's type checker (1.2.5.16)
-                    raise P4Error(f"{expr_text(e)}: Negative array index {i}", e.loc)
-                if i >= t.size:
-                    raise P4Error(f"Array index {self.p4c_text(e.index, True)} larger or equal to array "
-                                  f"size {t.size}", e.index.loc)
+                if i < 0:               # p4c's type checker (1.2.5.16), after its other checks
+                    self.cx.array_index_errors.append(P4Error(f"{expr_text(e)}: Negative array index {i}", e.loc))
+                    i = 0
+                elif i >= t.size:
+                    self.cx.array_index_errors.append(P4Error(
+                        f"Array index {self.p4c_text(e.index, True)} larger or equal to array size {t.size}",
+                        e.index.loc))
+                    i = 0
                 return Ex(f"{base.code}.h[{i}]", t.elem)
             return Ex(f"_stack_at({base.code}, {idx.code})", t.elem)
         if isinstance(t, TupleT):

@@ -1110,3 +1110,17 @@ def test_headers_that_are_not_a_struct_are_refused_as_p4c_bm2_ss_refuses() -> No
     text = text.replace("pkt.extract(hdr.h)", "pkt.extract(hdr)")
     with pytest.raises(P4Error, match="h_t: expected type to be a struct"):
         load_program_text(text, "hdr_not_struct.p4")
+
+
+@pytest.mark.parametrize("snippets, first", [
+    ({"fields": "    h_t[2] s;", "apply": "hdr.s[2].a = 1;", "deparser": "pkt.emit(hdr.h.a);"},
+     "Array index 2 larger or equal to array size 2"),
+    ({"fields": "    h_t[2] s;", "deparser": "pkt.emit(hdr.h.a);",
+      "states": "    state start { pkt.extract(hdr.h); pkt.extract(hdr.s[2]); hdr.s.push_front(1); transition accept; }"},
+     "hdr.s.push_front: 'push_front' and 'pop_front' for stacks cannot be used in a parser"),
+])
+def test_late_type_checks_come_after_the_others_as_in_p4c(snippets: dict[str, str], first: str) -> None:
+    """p4c-bm2-ss 1.2.5.16 (measured) checks constant stack indices after its other type
+    checks, and emit's argument (CheckCoreMethods) after both: its first message is not
+    the first in source order (petr4's error.p4 indexes hdr[15] before a push_front)."""
+    assert _diagnostic(program(**snippets)).message == first
