@@ -12,7 +12,7 @@ from __future__ import annotations
 import operator
 import random as _random_mod
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from p4sim.engine import rt
 from p4sim.engine.codegen import pyname
@@ -133,6 +133,25 @@ def _format_log(msg: str, values: tuple) -> str:
     return out
 
 
+def _source_order(errors: list[P4Error]) -> Callable[[P4Error], tuple[int, int, int]]:
+    """A sort key putting ``errors`` in source order: by line and column within a file, the
+    files in the order their first error was found (compile order).
+
+    >>> a, b = P4Error("a", A.Loc("p.p4", 9, 1)), P4Error("b", A.Loc("p.p4", 3, 5))
+    >>> [e.message for e in sorted([a, b], key=_source_order([a, b]))]
+    ['b', 'a']
+    """
+    files: dict[str, int] = {}
+    for err in errors:
+        files.setdefault(err.loc.file if err.loc is not None else "", len(files))
+
+    def key(err: P4Error) -> tuple[int, int, int]:
+        if err.loc is None:
+            return (files[""], 0, 0)
+        return (files[err.loc.file], err.loc.line, err.loc.col)
+    return key
+
+
 class CompiledProgram:
     """A loaded v1model program (see the module docstring)."""
 
@@ -209,9 +228,9 @@ class CompiledProgram:
         parser = self.blocks["parser"]
         hparam = [p for p in getattr(parser.decl, "params", []) if p.direction == "out"][:1]
         deferred = compiler.cx.backend_errors
-        first = next((err for _, in_action, err in deferred if in_action), None)
-        if first is not None:                 # p4c-bm2-ss converts the actions first,
-            raise first
+        in_actions = [err for _, in_action, err in deferred if in_action]
+        if in_actions:                        # p4c-bm2-ss converts the actions first, in the
+            raise min(in_actions, key=_source_order(in_actions))   # order they are declared
         for role in ("ingress", "egress"):    # then these bodies
             top = getattr(self.blocks[role], "fqname", None)
             first = next((err for path, _, err in deferred if path.split(".", 1)[0] == top), None)

@@ -1124,3 +1124,21 @@ def test_late_type_checks_come_after_the_others_as_in_p4c(snippets: dict[str, st
     checks, and emit's argument (CheckCoreMethods) after both: its first message is not
     the first in source order (petr4's error.p4 indexes hdr[15] before a push_front)."""
     assert _diagnostic(program(**snippets)).message == first
+
+
+def test_back_end_errors_of_actions_come_in_declaration_order() -> None:
+    """p4c-bm2-ss 1.2.5.16 (measured) converts the actions in the order they are declared:
+    with the egress control written before the ingress one, the egress action's
+    ``mark_to_drop()`` is reported first (petr4's flowlet_sized_ints.p4), though p4sim
+    compiles the ingress control first."""
+    import re
+    text = program(locals_="action d() { mark_to_drop(); }", apply="d();")
+    egress = ("control MyEgress(inout headers_t hdr, inout meta_t meta,\n"
+              "                 inout standard_metadata_t standard_metadata) "
+              "{ action e() { mark_to_drop(); } apply { e(); } }\n")
+    text = re.sub(r"control MyEgress\(.*?\{ apply \{ \} \}\n", "", text, flags=re.S)
+    text = text.replace("control MyIngress(", egress + "control MyIngress(")
+    line = text[:text.index("action e()")].count("\n") + 1
+    err = _diagnostic(text)
+    assert (err.loc.line, err.message) == (line, "Expected 1 argument for mark_to_drop(). "
+                                                 "Are you using an up-to-date v1model.p4?")
