@@ -179,6 +179,9 @@ class CompileContext:
         # a later run than its other checks (checkArrays), so the first is raised once the
         # whole program is compiled, before anything of the back end
         self.array_index_errors: list[P4Error] = []
+        # a local variable of a type holding a header whose width is not a multiple of 8:
+        # p4c-bm2-ss's back end refuses it with the headers and metadata (V1ModelProgram)
+        self.local_header_width_errors: list[P4Error] = []
         # p4c's CheckCoreMethods (an emit of what is not a header, stack, union or struct),
         # a pass after those: raised after them
         self.core_method_errors: list[P4Error] = []

@@ -760,6 +760,8 @@ class ExpressionCompiler:
                 return Ex(wrap(x.code, st.underlying), t)
         if same_type(st, xs):
             return Ex(x.code, t, x.const, x.value)
+        if isinstance(st, StructLikeT):     # p4c's type checker (1.2.5.16), at the type
+            raise P4Error(f"{t}: cast not supported", getattr(e.type, "loc", None) or e.loc)
         raise P4Error(f"cast: cannot cast {x.ty} to {t}", e.loc)
 
     # ------------------------------------------------------------------ aggregates

@@ -207,6 +207,8 @@ class CompiledProgram:
             odd = odd_header_of(t)
             if odd is not None:
                 raise P4Error(odd_header_message(odd), compiler.cx.odd_header_locs.get(odd.name))
+        if compiler.cx.local_header_width_errors:   # a local of such a type: the same pass
+            raise compiler.cx.local_header_width_errors[0]
         self._backend: Optional[Compiler] = compiler
         # a headers type that is not a struct leaves nothing to build P4Info from: its
         # back-end error ("H: expected type to be a struct") cannot wait

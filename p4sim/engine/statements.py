@@ -337,8 +337,9 @@ class StatementCompiler:
         if odd is not None:
             if self.cx.unreferenced_locals is None:
                 self.cx.unreferenced_locals = unreferenced_locals(self.cx.program)
-            if id(d) not in self.cx.unreferenced_locals:
-                raise P4Error(odd_header_message(odd), self.cx.odd_header_locs.get(odd.name, d.loc))
+            if id(d) not in self.cx.unreferenced_locals:   # a back-end error: after the front end's
+                self.cx.local_header_width_errors.append(
+                    P4Error(odd_header_message(odd), self.cx.odd_header_locs.get(odd.name, d.loc)))
         pn = self.new_var(d.name, t, d)
         if d.init is not None:
             self.cx.declaring.append(d)   # `bit<8> i = i;` reads an outer i, as in p4c
