@@ -175,6 +175,9 @@ class CompileContext:
         # egress bodies, then the checks of the deparser and checksum controls,
         # engine/v1switch_checks.py, then the rest)
         self.backend_errors: list[tuple[str, bool, P4Error]] = []
+        # id of a back-end error found in an action -> where that action is declared
+        # (p4c-bm2-ss converts the actions in declaration order)
+        self.backend_error_actions: dict[int, Any] = {}
         # a constant header-stack index out of range: p4c's type checker checks indices in
         # a later run than its other checks (checkArrays), so the first is raised once the
         # whole program is compiled, before anything of the back end
@@ -208,8 +211,14 @@ class CompileContext:
         return self.array_index_errors + self.core_method_errors
 
     def defer_backend_error(self, err: P4Error) -> None:
-        """Keep ``err`` (a back-end error) to be raised in p4c-bm2-ss's order."""
+        """Keep ``err`` (a back-end error) to be raised in p4c-bm2-ss's order; in an action,
+        with where the action is declared (:attr:`backend_error_actions`)."""
         self.backend_errors.append((self.path, self.in_kind("action"), err))
+        fn = self.fn
+        while fn is not None and fn.kind != "action":
+            fn = fn.parent
+        if fn is not None and fn.decl_loc is not None:
+            self.backend_error_actions[id(err)] = fn.decl_loc
 
     @property
     def error_width(self) -> int:

@@ -133,22 +133,33 @@ def _format_log(msg: str, values: tuple) -> str:
     return out
 
 
-def _source_order(errors: list[P4Error]) -> Callable[[P4Error], tuple[int, int, int]]:
-    """A sort key putting ``errors`` in source order: by line and column within a file, the
-    files in the order their first error was found (compile order).
+def _source_order(errors: list[P4Error], sites: Optional[dict[int, Any]] = None
+                  ) -> Callable[[P4Error], tuple[int, int, int]]:
+    """A sort key putting ``errors`` in source order of their sites (``sites``: an error's
+    id -> the place that orders it, e.g. its action's declaration; else the error's own
+    place): by line and column within a file, the files in the order their first error
+    was found (compile order).
 
     >>> a, b = P4Error("a", A.Loc("p.p4", 9, 1)), P4Error("b", A.Loc("p.p4", 3, 5))
     >>> [e.message for e in sorted([a, b], key=_source_order([a, b]))]
     ['b', 'a']
+    >>> [e.message for e in sorted([a, b], key=_source_order([a, b], {id(b): A.Loc("p.p4", 20, 1)}))]
+    ['a', 'b']
     """
+    sites = sites or {}
+
+    def site(err: P4Error) -> Any:
+        return sites.get(id(err), err.loc)
     files: dict[str, int] = {}
     for err in errors:
-        files.setdefault(err.loc.file if err.loc is not None else "", len(files))
+        loc = site(err)
+        files.setdefault(loc.file if loc is not None else "", len(files))
 
     def key(err: P4Error) -> tuple[int, int, int]:
-        if err.loc is None:
+        loc = site(err)
+        if loc is None:
             return (files[""], 0, 0)
-        return (files[err.loc.file], err.loc.line, err.loc.col)
+        return (files[loc.file], loc.line, loc.col)
     return key
 
 
@@ -232,7 +243,8 @@ class CompiledProgram:
         deferred = compiler.cx.backend_errors
         in_actions = [err for _, in_action, err in deferred if in_action]
         if in_actions:                        # p4c-bm2-ss converts the actions first, in the
-            raise min(in_actions, key=_source_order(in_actions))   # order they are declared
+            sites = compiler.cx.backend_error_actions              # order they are declared
+            raise min(in_actions, key=_source_order(in_actions, sites))
         for role in ("ingress", "egress"):    # then these bodies
             top = getattr(self.blocks[role], "fqname", None)
             first = next((err for path, _, err in deferred if path.split(".", 1)[0] == top), None)

@@ -452,6 +452,7 @@ class StatementCompiler:
         """Generate a Python function for an action or function declaration."""
         saved_w, saved_fn = self.cx.w, self.cx.fn
         fn = FnCtx(info.pyname, kind, return_type=rt, parent=self.cx.fn)
+        fn.decl_loc = d.loc
         fn.in_params = {p.name for p in d.params if p.direction == "in"}
         body = Writer()
         body.depth = 1
