@@ -31,7 +31,7 @@ from typing import Any, Optional, Protocol
 from p4sim.engine.aliasing import needs_copy
 from p4sim.engine.arguments import bind_args, call_order
 from p4sim.engine.codegen import Ex, FnCtx, Sym, Writer, zero_value_code
-from p4sim.engine.compile_context import CompileContext, expr_text
+from p4sim.engine.compile_context import CompileContext, NotAssignable, expr_text
 from p4sim.engine.expressions import ExpressionCompiler, RefEx, TypeEx, deferred_division_error
 from p4sim.engine.generics import GenericFunction, GenericInstantiator
 from p4sim.engine.natives import NativeExterns
@@ -179,6 +179,11 @@ class CallCompiler:
                 raise P4Error(f"{name}: not a method of header_union", e.loc)
             if not as_statement:
                 raise P4Error(f"{name}() does not return a value", e.loc)
+            if isinstance(e.func, A.Member):
+                try:
+                    self.statements.lvalue_type(e.func.expr)
+                except NotAssignable:       # p4c's type checker (1.2.5.16)
+                    raise P4Error(f"{expr_text(e.func)}: must be applied to a left-value", e.loc) from None
             if name == "setValid":
                 self.cx.w.line(f"{base}._setvalid(ctx)")
                 parent = getattr(callee.base, "union_parent", None)
@@ -267,7 +272,12 @@ class CallCompiler:
                     codes.append(zero_value_code(pt))
                     outs.append((None, pt))
                     continue
-                lt = self.statements.lvalue_type(a)
+                try:
+                    lt = self.statements.lvalue_type(a)
+                except NotAssignable:
+                    if not isinstance(node, A.Call):
+                        raise
+                    raise P4Error(f"'{expr_text(node)}'", node.loc) from None  # p4c: the call
                 if not same_type(strip_new(lt), strip_new(pt)):
                     raise P4Error(f"{what}: argument for {p.direction} parameter '{p.name}' has type {lt}, expected {pt}", a.loc)
                 v = self.expressions.value_expr(a)

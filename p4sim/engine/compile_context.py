@@ -70,6 +70,10 @@ _SHADOWING_DECLARATIONS = (A.VarDecl, A.ConstDecl, A.Instantiation, A.ActionDecl
                            A.ValueSetDecl)
 
 
+class NotAssignable(P4Error):
+    """An expression that cannot be written (a constant, an ``in`` parameter, ...): each
+    use reports it as p4c does (an assignment, an ``out`` argument, ``setValid()``)."""
+
 class InstanceInfo:
     """A parser/control/extern instance created at compile time."""
 
