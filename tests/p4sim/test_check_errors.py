@@ -263,6 +263,15 @@ CASES = [
         locals_="action set(in bit<8> x) { $x += 1; }", apply="set(1);"),
     bad("in-param-as-out-argument", "'g(x)'",
         top="void g(out bit<8> y) { y = 1; }", locals_="action set(in bit<8> x) { $g(x); }", apply="set(1);"),
+    # BMv2's deparser runs emits, extern calls and constant assignments only (p4c-bm2-ss
+    # 1.2.5.16, measured; p4sim accepted these): a local given a value that is not a
+    # constant, or a header local declared without one (p4c sets it invalid there)
+    bad("deparser-local-from-header", "t = hdr.h: not supported within a deparser on this target",
+        deparser="$h_t t = hdr.h; t.setInvalid(); pkt.emit(t);"),
+    bad("deparser-header-local-without-value", "t.setInvalid(): not supported within a deparser on this target",
+        deparser="$h_t t; t.setValid(); t.a = 8w1; t.b = 8w2; pkt.emit(t);"),
+    bad("deparser-local-assigned-later", "t.setInvalid(): not supported within a deparser on this target",
+        deparser="$h_t t; t = hdr.h; pkt.emit(t);"),
     # p4sim accepted these (the deparser's headers are an in parameter)
     bad("set-invalid-in-deparser", "hdr.h.setInvalid: must be applied to a left-value",
         deparser="pkt.emit(hdr.h); $hdr.h.setInvalid();"),
@@ -1008,6 +1017,10 @@ GOOD = [
     pytest.param({"states": "    state start { pkt.extract(hdr.h); transition select(8w5) "
                             "{ 8w5: accept; meta.m .. 8w9: reject; default: reject; } }"},
                  id="select-of-constants-case-after-a-sure-match-not-constant"),
+    # p4c-bm2-ss 1.2.5.16 (measured): a deparser local read nowhere after its value is
+    # given is removed by the mid end
+    pytest.param({"deparser": "h_t t = hdr.h; bit<8> x = hdr.h.a; pkt.emit(hdr.h);"},
+                 id="deparser-locals-never-read"),
 ]
 
 
