@@ -81,7 +81,9 @@ def _deparser_locals(decl: Any, consts: set[str], headers: frozenset[str]) -> No
     within a deparser on this target``); a local of a header type (``headers``: their
     names) declared without a value gets p4c's ``t.setInvalid()`` there. A local read
     nowhere after is left alone (p4c's mid end removes what writes it)."""
-    stmts = list(A.flat_statements(decl.body.stmts if decl.body is not None else []))
+    # the control's own locals first (p4c moves their initialisation to the body's start)
+    locals_ = [d for d in getattr(decl, "locals", []) if isinstance(d, A.VarDecl)]
+    stmts = locals_ + list(A.flat_statements(decl.body.stmts if decl.body is not None else []))
     names = {s.name for s in stmts if isinstance(s, A.VarDecl)}
 
     def root(e: Any) -> str:

@@ -1176,3 +1176,16 @@ def test_back_end_errors_of_actions_come_in_declaration_order() -> None:
     err = _diagnostic(text)
     assert (err.loc.line, err.message) == (line, "Expected 1 argument for mark_to_drop(). "
                                                  "Are you using an up-to-date v1model.p4?")
+
+
+def test_deparser_control_local_header_is_refused_as_p4c_bm2_ss_refuses_it() -> None:
+    """A header declared among the deparser control's locals (not in its apply body) and
+    emitted: p4c-bm2-ss 1.2.5.16 (measured) sets it invalid at its declaration, which
+    BMv2's deparser cannot run ("t.setInvalid(): not supported within a deparser on this
+    target", at the local); p4sim accepted it."""
+    text = program(deparser="t.setValid(); t.a = 8w1; t.b = 8w2; pkt.emit(t);").replace(
+        "control MyDeparser(packet_out pkt, in headers_t hdr) {\n",
+        "control MyDeparser(packet_out pkt, in headers_t hdr) {\n    h_t t;\n")
+    err = _diagnostic(text)
+    assert (err.loc.line, err.message) == (text[:text.index("    h_t t;")].count("\n") + 1,
+                                           "t.setInvalid(): not supported within a deparser on this target")
