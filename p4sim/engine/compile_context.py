@@ -69,6 +69,10 @@ def annotation_string(decl: Any, name: str) -> Optional[str]:
 _SHADOWING_DECLARATIONS = (A.VarDecl, A.ConstDecl, A.Instantiation, A.ActionDecl, A.TableDecl,
                            A.ValueSetDecl)
 
+# what p4c's parser declares as a type (the rest are objects: functions, actions, constants...)
+_TYPE_KINDS = frozenset({"type", "control_decl", "parser_decl", "extern_decl", "package_decl",
+                         "control_type", "parser_type", "generic_struct"})
+
 
 class NotAssignable(P4Error):
     """An expression that cannot be written (a constant, an ``in`` parameter, ...): each
@@ -331,7 +335,10 @@ class CompileContext:
                 return
             # p4c-bm2-ss 1.2.5.16's words (measured): at the top level, among a control's
             # or parser's locals, and in a block of statements
-            if len(self.scopes) == 1:
+            if len(self.scopes) == 1 and (old.kind in _TYPE_KINDS) != (sym.kind in _TYPE_KINDS):
+                # p4c's parser keeps types and objects apart: a name that is both
+                message = f"Re-declaration of {name} with different type:"
+            elif len(self.scopes) == 1:
                 message = f"{name} duplicates {name}."
             elif block_level:
                 message = f"{name}: Duplicates declaration {name}"

@@ -452,8 +452,9 @@ class TableCompiler:
             en = entries[i]
             kexprs = en.keys
             if len(kexprs) < len(keys):   # p4c's type checker (1.2.5.16): a lone _ is one key too
+                # a constant alone keeps its width (8w1), inside a mask or range its value (4369 &&& 15)
                 shown = ", ".join("DefaultExpression" if isinstance(k, (A.DefaultExpr, A.DontCare))
-                                  else self.expressions.p4c_text(k, True) for k in kexprs)
+                                  else self.expressions.p4c_text(k, not isinstance(k, A.Binary)) for k in kexprs)
                 raise P4Error(f"{{ {shown} }}: Size of entry keyset must match the table key set size", en.loc)
             if len(kexprs) > len(keys):
                 raise P4Error("'Entry'", en.loc)

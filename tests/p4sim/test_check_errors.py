@@ -304,6 +304,8 @@ CASES = [
     bad("duplicate-declaration", "K duplicates K.", top="const bit<8> K = 1;\n$const bit<8> K = 2;"),
     bad("duplicate-type-declaration", "h_t duplicates h_t.", top="$header h_t { bit<8> z; }"),
     bad("duplicate-local", "v: Duplicates declaration v", locals_="bit<8> v;\n$bit<8> v;"),
+    bad("duplicate-type-and-function", "Re-declaration of foo with different type:",
+        top="control foo(in bit<8> x, out bit<8> y) { apply { y = x + 7; } }\n$bool foo() { return true; }"),
     bad("duplicate-action", "a: Duplicates declaration a", locals_="action a() { }\n$action a() { }", apply="a();"),
     bad("duplicate-parser-local", "v: Duplicates declaration v", parser_locals="bit<8> v = 1;\n$bit<8> v = 2;"),
     bad("duplicate-in-apply-block", "Duplicate declaration of v; previous at",

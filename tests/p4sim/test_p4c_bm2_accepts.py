@@ -136,6 +136,9 @@ def test_braced_keyset_of_an_entry_holds_the_keys() -> None:
     pytest.param("hdr.h.a : ternary; hdr.h.b : ternary; hdr.h.c : exact;", "$(8w1, 8w2) : set_c(1);",
                  "{ 8w1, 8w2 }: Size of entry keyset must match the table key set size",
                  id="two-keys-for-three"),
+    pytest.param("hdr.h.a : ternary; hdr.h.b : exact;", "$0x1111 &&& 0xF : set_c(1);",
+                 "{ 4369 &&& 15 }: Size of entry keyset must match the table key set size",
+                 id="mask-alone-for-two-keys"),
 ])
 def test_braced_keyset_neighbours_are_refused(keys: str, entries: str, message: str) -> None:
     refused(program(locals_=TABLE % (keys, entries)), message)
