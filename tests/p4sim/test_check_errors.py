@@ -272,6 +272,10 @@ CASES = [
         deparser="$h_t t; t.setValid(); t.a = 8w1; t.b = 8w2; pkt.emit(t);"),
     bad("deparser-local-assigned-later", "t.setInvalid(): not supported within a deparser on this target",
         deparser="$h_t t; t = hdr.h; pkt.emit(t);"),
+    bad("deparser-local-copy-then-written", "t = hdr.h: not supported within a deparser on this target",
+        deparser="$h_t t = hdr.h; t.a = 8w1; pkt.emit(t);"),
+    bad("deparser-header-local-only-emitted", "t.setInvalid(): not supported within a deparser on this target",
+        deparser="$h_t t; pkt.emit(t); pkt.emit(hdr.h);"),
     # p4sim accepted these (the deparser's headers are an in parameter)
     bad("set-invalid-in-deparser", "hdr.h.setInvalid: must be applied to a left-value",
         deparser="pkt.emit(hdr.h); $hdr.h.setInvalid();"),
@@ -1023,6 +1027,8 @@ GOOD = [
     # given is removed by the mid end
     pytest.param({"deparser": "h_t t = hdr.h; bit<8> x = hdr.h.a; pkt.emit(hdr.h);"},
                  id="deparser-locals-never-read"),
+    # ... and one never written after its value: copy propagation emits the value itself
+    pytest.param({"deparser": "h_t t = hdr.h; pkt.emit(t);"}, id="deparser-local-copy-emitted"),
 ]
 
 
