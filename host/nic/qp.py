@@ -43,7 +43,8 @@ from host.nic.native import (D_FIRST_T, D_GAP, D_LAST_T, D_NEXT_AT, D_NOW, D_SLA
                              S_ACKREQ_EVERY, S_BASE_VA, S_BC_LEFT, S_HIGH, S_LAST_LEN, S_MSG_BYTES, S_MTU,
                              S_NEXT, S_OUT_ACKREQS, S_OUT_AGAIN, S_OUT_BYTES, S_OUT_LAST_END, S_OUT_MSGS,
                              S_OUT_N, S_OUT_PAYLOAD, S_OUT_RETX, S_PER_MSG, S_RATE_LIMIT, S_RKEY, S_SKIP,
-                             S_START_PSN, S_STOP_AT_END, S_TOTAL, S_WINDOW, S_WINDOW_PKTS, NativeQP, NativeTx)
+                             S_START_PSN, S_STOP_AT_END, S_TOTAL, S_WINDOW, S_WINDOW_PKTS, NativeQP, NativeTx,
+                             frame_bytes)
 from host.nic.pfc import PfcState
 from host.nic.rc import (AETH_ACK, AETH_NAK_PSN_SEQ, AETH_TYPE_ACK, AETH_TYPE_NAK, PSN_HALF,
                          PSN_MASK, QP_RTS, RcParams, Requester, Responder)
@@ -144,6 +145,23 @@ class SenderQP:
         s[S_RATE_LIMIT] = int(self.rate_limit)
         nq.d[D_SLACK] = PACE_SLACK_S
         self._native_templates()
+
+    def native_frame_bytes(self) -> int:
+        """The largest data frame this QP makes, as the native hot loop builds it (a
+        frame over :data:`host.nic.native.SLOT_BYTES` keeps the QP on the Python path).
+
+        >>> f = FlowSpec("02:00:00:00:00:01", "02:00:00:00:00:02", "10.0.0.1", "10.1.0.1", 1, 2)
+        >>> SenderQP(f, message_bytes=3000, mtu=1024).native_frame_bytes()
+        1098
+        """
+        tpls = [self._only] if self._pkts_per_msg == 1 else [self._first, self._middle, self._last]
+        return max(frame_bytes(t.parts()[0], t.parts()[2], t.ext_len) for t in tpls)
+
+    def detach_native(self) -> None:
+        """Make this QP's frames in Python again (its state is Python's between steps)."""
+        if self._native is not None:
+            self._native.close()
+            self._native = None
 
     def _native_templates(self) -> None:
         nq = self._native
