@@ -329,7 +329,8 @@ class NicPort:
         for qp in senders:
             size = qp.native_frame_bytes()
             if size > SLOT_BYTES:
-                return f"a sender's frames ({size} bytes, mtu {qp.mtu}) exceed the native arena's {SLOT_BYTES}-byte slot"
+                return (f"a sender's frames ({size} bytes, mtu {qp.mtu}) exceed the native arena's "
+                        f"{SLOT_BYTES}-byte slot")
         return ""
 
     def _stop_native(self, reason: str) -> None:
