@@ -372,7 +372,9 @@ def test_a_senders_native_bursts_keep_pacing_and_make_the_python_frames() -> Non
     assert all(qp.done and not qp.errored for qp in port.senders)
     for twin in twins:
         assert wire[twin.sqpn] == [twin.poll(0.0) for _ in range(200)]
-    assert 0.4 < elapsed < 1.0                          # 200 frames at 400 pps: 0.5 s
+    # 200 frames a QP at 400 pps: 0.5 s at the least (the pacer holds); no upper bound on
+    # the wall clock (a loaded machine is late, not wrong: speed is make bench's)
+    assert elapsed > 0.4
     assert port.tx_frames == 400 and port.steps < 200
     assert [qp.counters.sent_pkts for qp in port.senders] == [200, 200]
 
