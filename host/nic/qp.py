@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 from host.nic.counters import FlowCounters
 from host.nic.dcqcn import DEFAULT_CNP_INTERVAL_S, DcqcnParams, NotificationPoint, ReactionPoint
@@ -333,7 +333,7 @@ class SenderQP:
             self.counters.timeouts = self.rc.timeouts
         if not self._has_data():
             return 0
-        rp, rc, c, s, d = self.rp, self.rc, self.counters, nq.s, nq.d
+        rp, rc, s, d = self.rp, self.rc, nq.s, nq.d
         rp.advance(now)
         if self.rate_limit and self.next_at == -math.inf:
             self.next_at = now
@@ -351,24 +351,7 @@ class SenderQP:
             if k == 0:
                 break
             made += k
-            rc.next_seq, rc.high_seq = s[S_NEXT], s[S_HIGH]
-            rc.retransmitted_pkts += s[S_OUT_RETX]
-            nack = s[S_OUT_ACKREQS]
-            if nack:
-                seqs = nq.ackreqs
-                rc._ackreqs.extend((seqs[i], now) for i in range(nack))
-                rc._rearm()
-            self.next_at = d[D_NEXT_AT]
-            c.seen(now)
-            c.sent_pkts += k
-            c.sent_bytes += s[S_OUT_BYTES]
-            c.sent_payload_bytes += s[S_OUT_PAYLOAD]
-            c.messages_sent += s[S_OUT_MSGS]
-            c.retransmitted_pkts = rc.retransmitted_pkts
-            c.rate_pps = rp.rate_pps
-            rp.on_sent(now, k)
-            if s[S_OUT_LAST_END]:
-                self._apply_sport()
+            self._take_native(k, now, now, None)
             if k < want and not s[S_OUT_AGAIN]:   # the pacer, the window, the count or a full arena
                 break
         return made
@@ -408,31 +391,42 @@ class SenderQP:
         counters as :meth:`poll_into` at each instant it sent. Returns the frames."""
         nq = self._native
         assert nq is not None
-        s, d, rc, rp, c = nq.s, nq.d, self.rc, self.rp, self.counters
+        s, d = nq.s, nq.d
         k = s[S_OUT_N]
         if s[S_SKIP] or not k:
             return 0
+        self._take_native(k, d[D_FIRST_T], d[D_LAST_T], nq.acktimes)
+        return k
+
+    def _take_native(self, k: int, first_t: float, last_t: float, ack_times: Optional[Sequence[float]]) -> None:
+        """Take what C sent (``k`` frames, from ``first_t`` to ``last_t``) into the
+        requester's state and the counters: :meth:`poll_into` after each fill (every ACK
+        request at ``last_t``), :meth:`burst_end` after a burst (``ack_times``: each one's)."""
+        nq = self._native
+        assert nq is not None
+        s, d, rc, rp, c = nq.s, nq.d, self.rc, self.rp, self.counters
         rc.next_seq, rc.high_seq = s[S_NEXT], s[S_HIGH]
         rc.retransmitted_pkts += s[S_OUT_RETX]
         nack = s[S_OUT_ACKREQS]
         if nack:
-            seqs, times = nq.ackreqs, nq.acktimes
-            rc._ackreqs.extend((seqs[i], times[i]) for i in range(nack))
+            seqs = nq.ackreqs
+            if ack_times is None:
+                rc._ackreqs.extend((seqs[i], last_t) for i in range(nack))
+            else:
+                rc._ackreqs.extend((seqs[i], ack_times[i]) for i in range(nack))
             rc._rearm()
         self.next_at = d[D_NEXT_AT]
-        last = d[D_LAST_T]
-        c.seen(d[D_FIRST_T])
-        c.last_s = last
+        c.seen(first_t)
+        c.last_s = last_t
         c.sent_pkts += k
         c.sent_bytes += s[S_OUT_BYTES]
         c.sent_payload_bytes += s[S_OUT_PAYLOAD]
         c.messages_sent += s[S_OUT_MSGS]
         c.retransmitted_pkts = rc.retransmitted_pkts
         c.rate_pps = rp.rate_pps
-        rp.on_sent(last, k)
+        rp.on_sent(last_t, k)
         if s[S_OUT_LAST_END]:
             self._apply_sport()
-        return k
 
     def _next_frame(self, now: float) -> tuple[bytes, int]:
         seq, n = self.rc.next_seq, self._pkts_per_msg
