@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from predict_jobs import small
+from sim.cli import main
 from sim.predict.comm import CommModel
 from sim.predict.gpus import PRESETS, resolve_gpu
 from sim.predict.job import TrainingJob, job_from_dict, load_job
@@ -87,3 +88,16 @@ def test_the_llama2_jobs_comment_agrees_with_its_fields() -> None:
     layers = doc["model"]["layers"] // (doc["parallel"]["pp"] * v)
     assert f"{v} chunks of {layers} layers per GPU" in text
     assert "2 chunks per GPU" not in text
+
+
+def test_calibrate_ops_takes_the_vendors_name_and_refuses_an_ambiguous_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    csv = tmp_path / "k.csv"
+    csv.write_text("kind,name,M,N,K,flops,bytes,phase,measured_us,heldout\n"
+                   "memory,add,,,,,1000000,,10,0\nmemory,mul,,,,,2000000,,15,0\n"
+                   "memory,norm,,,,,4000000,,30,1\n")
+    assert main(["calibrate-ops", str(csv), "--gpu", "A100"]) == 2
+    assert "--gpu: 'A100' is ambiguous: say A100-40GB, A100-80GB" in capsys.readouterr().err
+    assert main(["calibrate-ops", str(csv), "--gpu", "A100 80GB", "--precision", "fp8"]) == 2
+    assert "not one of A100-80GB's" in capsys.readouterr().err          # resolved, then refused
+    assert main(["calibrate-ops", str(csv), "--gpu", "h100"]) == 0
