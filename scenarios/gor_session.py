@@ -80,13 +80,14 @@ def sample_one_in_n(uplink_rate_pps: float) -> int:
 
 
 def set_elephant_thresholds(fabric: Any, programmer: Any, link_rate_pps: float,
-                            say: Callable[[str], None] = print) -> int:
+                            say: Callable[[str], None] = print, only: Optional[str] = None) -> int:
     """Rewrite every switch-to-switch port's ``FabricIngress.elephants.config`` for links
     draining ``link_rate_pps`` (:func:`controller.fabric.monitoring.elephants_for_rate`:
     the elephant threshold scaled with the rate, so that the switches' reported rates span
     a tenth of a second or more); nothing at the rates where the plan's default holds.
     Returns the entries written. A write that fails raises: GOR would act on rates
-    measured over a few milliseconds.
+    measured over a few milliseconds. ``only``: that switch's ports alone (a switch GOR
+    re-programmed from its plan, whose threshold is the default again).
 
     >>> set_elephant_thresholds(None, None, 343)
     0
@@ -98,12 +99,14 @@ def set_elephant_thresholds(fabric: Any, programmer: Any, link_rate_pps: float,
     names = {sw.name for sw in fabric.switches}
     n = 0
     for sw in fabric.switches:
+        if only is not None and sw.name != only:
+            continue
         for port, info in sorted(sw.ports.items()):
             if info.peer_node in names:
                 e = elephant_entry(port, cfg)
                 tables.write(sw.name, e.table, e.match, e.action, e.params)
                 n += 1
-    say(f"testbed: {n} switch ports report elephants of {cfg.threshold_pkts} packets in "
+    say(f"testbed: {n} switch ports{'' if only is None else f' of {only}'} report elephants of {cfg.threshold_pkts} packets in "
         f"{cfg.window_us / 1e6:g} s ({100 * cfg.threshold_pkts * 1e6 / cfg.window_us / link_rate_pps:.0f}% "
         f"of a {link_rate_pps:g}-packet/s link)")
     return n
@@ -464,6 +467,7 @@ class GorSession:
             return any(e[0] == "switch_back" and e[1] == name for e in self.loop.switch_log[n0:])
         if self.wait_for(back, wait_s):
             rec.back_s = round(time.monotonic() - t_stop, 3)
+            self._reapply_thresholds(name)
         for ev, sw, t_s, info in self.loop.switch_log[n0:]:
             if sw == name and ev == "switch_lost" and rec.lost_s is None:
                 rec.lost_s = round(max(0.0, t_s - rec.at_s), 3)
@@ -474,6 +478,14 @@ class GorSession:
                  f"lost after {rec.lost_s} s, back after {rec.back_s} s (reconciled "
                  f"{rec.reconcile_s} s after it listened): {rec.back}")
         return rec
+
+    def _reapply_thresholds(self, name: str) -> None:
+        """The scaled elephant thresholds of ``name`` again (:func:`set_elephant_thresholds`):
+        GOR re-programmed the new process from its plan, whose threshold is the default."""
+        try:
+            set_elephant_thresholds(self.fabric, self.programmer, self.rate_pps, self.say, only=name)
+        except Exception as exc:  # noqa: BLE001 — reported, the run goes on
+            self.say(f"gor: elephant thresholds of {name} not set again: {exc}")
 
     def _reapply_rates(self, name: str) -> None:
         """The queue rates of ``name``'s uplinks again (a new process has none)."""

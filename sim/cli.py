@@ -208,19 +208,18 @@ def _run(path: Path, out: Optional[Path]) -> int:
 
 def _calibrate_ops(path: Path, gpu: str, precision: str, heldout_every: int, write: Optional[Path],
                    table: Optional[Path] = None, impl: str = "fa2") -> int:
-    from sim.predict.gpus import PRECISIONS, PRESETS  # noqa: PLC0415
+    from sim.predict.gpus import PRECISIONS, resolve_gpu  # noqa: PLC0415
 
-    if gpu not in PRESETS:
-        raise SimInputError(f"--gpu: unknown GPU {gpu!r} (known: {', '.join(PRESETS)})")
-    if precision not in PRECISIONS or PRESETS[gpu].peak_flops(precision) <= 0:
-        raise SimInputError(f"--precision: {precision!r}: not one of {gpu}'s ({', '.join(PRECISIONS)})")
+    spec = resolve_gpu(gpu, "--gpu")
+    if precision not in PRECISIONS or spec.peak_flops(precision) <= 0:
+        raise SimInputError(f"--precision: {precision!r}: not one of {spec.name}'s ({', '.join(PRECISIONS)})")
     if impl not in IMPLS:
         raise SimInputError(f"--attention-impl: {impl!r}: one of {', '.join(IMPLS)}")
-    print(calibrate_ops_file(path, PRESETS[gpu], precision, heldout_every, write).summary())
+    print(calibrate_ops_file(path, spec, precision, heldout_every, write).summary())
     if write is not None:
         print(f"sim: wrote {write}")
     if table is not None and path.suffix not in (".json", ".gz"):
-        n = write_table(path, table, PRESETS[gpu], precision, impl)
+        n = write_table(path, table, spec, precision, impl)
         print(f"sim: wrote {table} ({n} measured kernels; use it as kernels: {{table: {table}}})")
     return 0
 

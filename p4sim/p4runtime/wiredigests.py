@@ -34,7 +34,8 @@ from p4.v1 import p4data_pb2
 from p4.v1 import p4runtime_pb2 as pb
 
 from p4sim.p4runtime.codec import encode_bytes
-from p4sim.p4runtime.wireformat import WIRE_LEN, field_key, length_delimited
+from p4sim.p4runtime.wireformat import WIRE_LEN, field_key
+from p4sim.p4runtime.wireformat import length_delimited as _field
 
 _T_DATA = field_key(pb.DigestList, "data", WIRE_LEN)
 _T_BITSTRING = field_key(p4data_pb2.P4Data, "bitstring", WIRE_LEN)
@@ -86,12 +87,12 @@ class DigestWire:
         if not self.struct:
             width, signed = self.members[0]
             v = value[0] if isinstance(value, tuple) and len(value) == 1 else value
-            return length_delimited(_T_DATA, length_delimited(_T_BITSTRING, encode_bytes(int(v), width, signed)))
+            return _field(_T_DATA, _field(_T_BITSTRING, encode_bytes(int(v), width, signed)))
         if not isinstance(value, tuple) or len(value) != len(self.members):
             return None
-        body = b"".join(length_delimited(_T_MEMBERS, length_delimited(_T_BITSTRING, encode_bytes(int(v), w, s)))
+        body = b"".join(_field(_T_MEMBERS, _field(_T_BITSTRING, encode_bytes(int(v), w, s)))
                         for v, (w, s) in zip(value, self.members))
-        return length_delimited(_T_DATA, length_delimited(_T_STRUCT, body))
+        return _field(_T_DATA, _field(_T_STRUCT, body))
 
     def encode(self, values: Sequence[Any]) -> Optional[bytes]:
         """The ``data`` fields of a ``DigestList`` holding ``values``, in order; None when a

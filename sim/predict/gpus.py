@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from sim.predict import calibration
+from sim.topology import SimInputError
 
 PRECISIONS = ("bf16", "fp16", "fp8")
 
@@ -104,4 +105,58 @@ PRESETS: dict[str, GpuSpec] = {g.name: g for g in (
     GpuSpec("H100-96GB-500W", 989.0, 989.0, 1979.0, 2400.0, 96.0, 450.0, "H100", 132, 700.0, 500.0),
 )}
 
-__all__ = ["GpuSpec", "PRECISIONS", "PRESETS"]
+
+def _key(name: str) -> str:
+    """A GPU name as compared: upper case, without the vendor's and the server's words
+    (NVIDIA, HGX, DGX), the form factor (SXM, SXM4, SXM5: every preset is the SXM part) and
+    separators. ``_key("NVIDIA H100 SXM5 80GB") == "H10080GB"``."""
+    s = name.upper()
+    for word in ("NVIDIA", "HGX", "DGX"):
+        s = s.replace(word, " ")
+    s = "".join(ch for ch in s if ch.isalnum())
+    for ff in ("SXM5", "SXM4", "SXM"):
+        s = s.replace(ff, "")
+    return s
+
+
+#: The vendor's common names (as :func:`_key` reduces them) of each preset: the part number
+#: alone where one preset has it ("H100" is the SXM5 part of HGX/DGX H100 servers; the PCIe
+#: and NVL cards are not presets), with the memory size where that is what tells them apart
+#: (A100 40GB / 80GB; the bare "A100" is ambiguous and refused with both).
+ALIASES: dict[str, tuple[str, ...]] = {
+    "A100": ("A100-40GB", "A100-80GB"),
+    "A10040GB": ("A100-40GB",), "A10080GB": ("A100-80GB",),
+    "H100": ("H100-SXM",), "H10080GB": ("H100-SXM",),
+    "H800": ("H800",), "H80080GB": ("H800",),
+    "H20": ("H20",), "H2096GB": ("H20",),
+    "H200": ("H200",), "H200141GB": ("H200",),
+}
+
+
+def resolve_gpu(name: str, where: str, source: str = "") -> GpuSpec:
+    """The preset a user's GPU name means: a preset's own name, or one of the vendor's
+    common names for it (:data:`ALIASES`, case, spaces, dashes and "SXM"/"NVIDIA"/"HGX"
+    ignored). ``SimInputError`` naming ``source`` and ``where`` for an ambiguous name (with
+    its choices) or an unknown one (with every preset).
+
+    >>> resolve_gpu("H100", "gpu.preset").name, resolve_gpu("nvidia a100 sxm4 80gb", "--gpu").name
+    ('H100-SXM', 'A100-80GB')
+    >>> resolve_gpu("A100", "gpu.preset", "j.yaml")
+    Traceback (most recent call last):
+    ...
+    sim.topology.SimInputError: j.yaml: gpu.preset: 'A100' is ambiguous: say A100-40GB, A100-80GB
+    """
+    at = f"{source}: {where}" if source else where
+    if name in PRESETS:
+        return PRESETS[name]
+    exact = [p for p in PRESETS if _key(p) == _key(name)]
+    choices = tuple(dict.fromkeys(exact)) or ALIASES.get(_key(name), ())
+    if len(choices) == 1:
+        return PRESETS[choices[0]]
+    if choices:
+        raise SimInputError(f"{at}: {name!r} is ambiguous: say {', '.join(choices)}")
+    raise SimInputError(f"{at}: unknown GPU {name!r} (known: {', '.join(PRESETS)}); "
+                        "the vendor's names of these (H100, H100 SXM5, A100 80GB ...) are accepted too")
+
+
+__all__ = ["ALIASES", "GpuSpec", "PRECISIONS", "PRESETS", "resolve_gpu"]

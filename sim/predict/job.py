@@ -57,7 +57,8 @@ reason, like the scenario files (:mod:`sim.scenario`)::
       attention_mask: causal     # causal | full | document (packed documents, attention inside each)
       document_tokens: null      # document: mean document length in tokens (required then)
     gpu:                         # REQUIRED section
-      preset: H800               # A100-40GB | A100-80GB | H100-SXM | H800 | H20 | H200
+      preset: H800               # A100-40GB | A100-80GB | H100-SXM | H800 | H20 | H200 | H100-96GB-500W,
+                                 # or the vendor's name: H100, H100 SXM5, A100 80GB ... (gpus.resolve_gpu)
       # or every figure (over the preset): tflops_bf16, tflops_fp16, tflops_fp8,
       # hbm_GBps, hbm_GiB, nvlink_GBps (per direction)
     fabric:                      # as in scenario files: topo.spec.FabricSpec fields
@@ -102,7 +103,7 @@ from sim.policies import POLICIES
 from sim.predict.energy import EnergySpec
 from sim.predict.fields import parse_section
 from sim.predict.framework import Framework, resolve_framework
-from sim.predict.gpus import PRECISIONS, PRESETS, GpuSpec
+from sim.predict.gpus import PRECISIONS, PRESETS, GpuSpec, resolve_gpu
 from sim.predict.kernels import KernelParams
 from sim.predict.schedule import parse_orders, validate_orders
 from sim.scenario import read_yaml
@@ -332,9 +333,7 @@ def _gpu(sec: GpuSection, source: str) -> GpuSpec:
     over = {k: getattr(sec, k) for k in ("tflops_bf16", "tflops_fp16", "tflops_fp8", "hbm_GBps",
                                          "hbm_GiB", "nvlink_GBps") if getattr(sec, k) is not None}
     if sec.preset is not None:
-        if sec.preset not in PRESETS:
-            raise _err(source, "gpu.preset", f"unknown GPU {sec.preset!r} (known: {', '.join(PRESETS)})")
-        base = PRESETS[sec.preset]
+        base = resolve_gpu(str(sec.preset), "gpu.preset", source)
     else:
         for k in ("tflops_bf16", "hbm_GBps", "hbm_GiB", "nvlink_GBps"):
             if k not in over:

@@ -31,7 +31,8 @@ optimizer) are memory-bound. Defaults without a measurement (said as ``default``
 * ``memory`` 0.70 of HBM bandwidth for element-wise kernels; ``launch_s`` 4 µs a kernel;
 * ``nvlink`` 0.78 — nccl-tests' all-reduce bus bandwidth inside a DGX A100 is ~230-240 GB/s
   of the 300 GB/s per direction; ``nvlink_alpha_s`` 8 µs per NVLink collective (NCCL's
-  small-message latency inside a server); ``roce_alpha_s`` 4 µs (TCCL's dual channel).
+  small-message latency inside a server); ``roce_alpha_s`` 4 µs (TCCL's dual channel: the
+  NIC's latency on top of ``nvlink_alpha_s`` for the share a split sends over RoCE).
 
 Example::
 

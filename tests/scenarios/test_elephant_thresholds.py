@@ -3,13 +3,15 @@
 ``scenarios.gor_session.set_elephant_thresholds``."""
 from __future__ import annotations
 
+import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from controller.fabric.monitoring import DEFAULT_ELEPHANTS, ELEPHANT_SHARE, elephants_for_rate
 from p4src.alarmmodel import ELEPHANT_ACTION, ELEPHANT_TABLE, ElephantConfig
-from scenarios.gor_session import set_elephant_thresholds
+from scenarios.gor_session import GorSession, set_elephant_thresholds
 from topo import FabricSpec, build_fabric
 
 
@@ -89,3 +91,32 @@ def test_story_rewrites_every_switch_to_switch_port() -> None:
     assert "429 packets" in said[0]
     log.clear()
     assert set_elephant_thresholds(fabric, programmer, 343, said.append) == 0 and not log
+
+
+def test_a_restarted_switch_gets_its_scaled_thresholds_again() -> None:
+    """GOR re-programs a restarted switch from its plan (the default 20-packet threshold):
+    ``GorSession.restart_switch`` writes the scaled thresholds of that switch again once
+    GOR has it back (before: the rest of a leaf-restart story ran that leaf at 20 packets,
+    the millisecond-scale rates the scaling removed)."""
+    fabric = build_fabric(FabricSpec())
+    log: list[tuple[str, Any]] = []
+    conns = {sw.name: _Conn([]) for sw in fabric.switches}
+    leaf = next(sw for sw in fabric.switches if sw.name.endswith("l0"))
+    conns[leaf.name] = _Conn(log)
+    loop = SimpleNamespace(switch_log=[])
+
+    def wait_for(predicate: Any, timeout_s: float) -> bool:
+        loop.switch_log.append(("switch_back", leaf.name, 0.0, {}))     # GOR re-programmed it
+        return bool(predicate())
+
+    s = GorSession.__new__(GorSession)
+    said: list[str] = []
+    s.runtime = SimpleNamespace(loop=loop, wait_for=wait_for, t0=time.monotonic())  # type: ignore[assignment]
+    s.fabric, s.programmer = fabric, type("P", (), {"connections": conns})()
+    s.rate_pps, s.rates, s.say, s.switch_restarts = 17143.0, {}, said.append, []
+    rec = s.restart_switch(leaf.name, lambda name: 4242, wait_s=1.0)
+    assert rec.back_s is not None
+    names = {sw.name for sw in fabric.switches}
+    ports = sum(1 for info in leaf.ports.values() if info.peer_node in names)
+    assert len(log) == ports > 0 and all(te[3] == elephants_for_rate(17143).table_params() for _, te in log)
+    assert all(not c.log for n, c in conns.items() if n != leaf.name)   # the others kept theirs
