@@ -90,6 +90,12 @@ HOG_RECOVER_S = 30.0
 READY_TIMEOUT_S = 60.0
 PACKET_OUT_ANSWER_S = 1.0
 """How long a packet-out attack waits for the switch's StreamError (none: taken)."""
+FLOOD_STREAM_MESSAGES = 20
+"""PacketOuts the stream-flood attack sends on one StreamChannel."""
+FLOOD_STREAM_MESSAGE_BYTES = 64 * 1024
+"""Each one's size: over the bound of an identity that only reads (p4sim's
+``READ_ONLY_STREAM_MESSAGE_BYTES``, 16 KiB), under a writer's (1 MiB) and the switch's
+receive bound (16 MiB), so the row shows the per-identity bound."""
 
 
 @contextlib.contextmanager
@@ -526,6 +532,20 @@ def _amplified_read(party: str) -> AttackFn:
     return run
 
 
+def _flood_stream(party: str) -> AttackFn:
+    """One StreamChannel of :data:`FLOOD_STREAM_MESSAGES` PacketOuts of
+    :data:`FLOOD_STREAM_MESSAGE_BYTES` each, sent without arbitration (taken when the
+    stream ends OK: the switch read and parsed every one; a backup's PacketOut is dropped
+    without a word, as on BMv2)."""
+    def run(v: Victim) -> None:
+        out = p4runtime_pb2.StreamMessageRequest()
+        out.packet.payload = bytes(FLOOD_STREAM_MESSAGE_BYTES)
+        with v.channel(party) as ch:
+            stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
+            _rpc(lambda: list(stub.StreamChannel(iter([out] * FLOOD_STREAM_MESSAGES), timeout=60)))
+    return run
+
+
 def _hog_device_lock(party: str) -> AttackFn:
     """:data:`HOG_READERS` threads sending Reads one after the other for up to
     :data:`HOG_ATTACK_S`, each of every counter :data:`HOG_COPIES` times and read in full:
@@ -630,6 +650,8 @@ def p4rt_attacks(host: str, other_switch: str) -> list[Attack]:
         Attack("monitor-hogs-device-lock", MONITOR,
                "a read-only client cannot keep the data plane waiting on the device lock",
                _hog_device_lock(MONITOR)),
+        Attack("monitor-floods-stream", MONITOR,     # last: the monitor's streams are held off after it
+               "a read-only client cannot make the switch take large stream messages", _flood_stream(MONITOR)),
     ]
 
 

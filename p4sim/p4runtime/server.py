@@ -44,6 +44,11 @@ for each difference are in p4sim/README.md, "P4Runtime conformance".
 * Streams are bounded, in total and per client identity (``stream_limits=``,
   :mod:`.streamlimits`): one more ends with ``RESOURCE_EXHAUSTED``, and the worker pool
   keeps threads no stream can take, so unary RPCs are always served.
+* Each StreamChannel message is bounded by its size, per identity, on its bytes before it
+  is parsed (``stream_message_bounds=``, :class:`.streamlimits.StreamMessageBounds`):
+  16 KiB for an identity that only reads (the testbed's monitor), 1 MiB for one that
+  may write; a larger one ends the stream ``RESOURCE_EXHAUSTED``, and a read-only
+  identity's new streams are refused for a while after.
 
 Example::
 
@@ -78,7 +83,8 @@ from p4sim.p4runtime.gcpause import freeze_long_lived, gc_paused, switch_thresho
 from p4sim.p4runtime.idle import IdleTimeoutMonitor
 from p4sim.p4runtime.packetio import PacketIO
 from p4sim.p4runtime.reqlog import RequestLog
-from p4sim.p4runtime.streamlimits import ReadBudget, StreamLimitError, StreamLimits, read_limits
+from p4sim.p4runtime.streamlimits import (ReadBudget, StreamLimitError, StreamLimits, StreamMessageBounds,
+                                          read_limits)
 from p4sim.p4runtime.tls import ServerTls
 from p4sim.p4runtime.workers import WorkerPool
 from p4sim.runtime.errors import RuntimeStateError
@@ -257,9 +263,13 @@ class _Unparsed(Exception):
     """A StreamChannel message that does not parse (:func:`_parsed_stream`)."""
 
 
-def _parsed_stream(raw: Iterator[bytes]) -> Iterator[p4runtime_pb2.StreamMessageRequest]:
+def _parsed_stream(raw: Iterator[bytes],
+                   check: Optional[Callable[[int], None]] = None) -> Iterator[p4runtime_pb2.StreamMessageRequest]:
     """The StreamMessageRequests of a stream's bytes; :class:`_Unparsed` at one that does
-    not parse (logged, as :meth:`P4RuntimeServer._parse` logs a request).
+    not parse (logged, as :meth:`P4RuntimeServer._parse` logs a request). ``check(size)``
+    is called with each message's size in bytes before it is parsed: what it raises
+    (:class:`~p4sim.p4runtime.streamlimits.StreamLimitError` for a message over the
+    identity's bound) ends the stream unparsed.
 
     >>> ok = p4runtime_pb2.StreamMessageRequest(packet={"payload": b"x"}).SerializeToString()
     >>> [m.packet.payload for m in _parsed_stream(iter([ok]))]
@@ -268,9 +278,16 @@ def _parsed_stream(raw: Iterator[bytes]) -> Iterator[p4runtime_pb2.StreamMessage
     Traceback (most recent call last):
     ...
     p4sim.p4runtime.server._Unparsed: a StreamChannel message (1 bytes) does not parse
+    >>> bound = StreamMessageBounds(read_only=4, writer=8)
+    >>> list(_parsed_stream(iter([ok]), lambda n: bound.check("monitor", True, n)))
+    Traceback (most recent call last):
+    ...
+    p4sim.p4runtime.streamlimits.StreamLimitError: a StreamChannel message of 5 bytes from identity 'monitor' exceeds its bound of 4 bytes (an identity that only reads); refused before it was parsed
     """
     parse = p4runtime_pb2.StreamMessageRequest.FromString
     for data in raw:
+        if check is not None:
+            check(len(data))
         try:
             msg = parse(data)
         except Exception:  # noqa: BLE001 - what gRPC catches around a deserializer
@@ -321,7 +338,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                  extras: bool = False, tls: Optional[ServerTls] = None,
                  policy: Optional[AuthzPolicy] = None,
                  stream_limits: Optional[StreamLimits] = None,
-                 max_receive_bytes: int = MAX_RECEIVE_BYTES, freeze_gc: bool = False) -> None:
+                 max_receive_bytes: int = MAX_RECEIVE_BYTES, freeze_gc: bool = False,
+                 stream_message_bounds: Optional[StreamMessageBounds] = None) -> None:
         self.device = device
         #: freeze the collector's survivors at each pipeline commit (gcpause.freeze_long_lived)
         #: and raise its young generation's threshold at start (gcpause.switch_thresholds);
@@ -332,6 +350,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.extras = extras
         self.policy = policy
         self.stream_limits = stream_limits or StreamLimits()
+        #: the size bound of one StreamChannel message, per identity (checked unparsed)
+        self.stream_message_bounds = stream_message_bounds or StreamMessageBounds()
         self.read_limits = read_limits()
         #: device-lock time of read-only identities' Reads (streamlimits.ReadBudget)
         self.read_budget = ReadBudget()
@@ -563,8 +583,21 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _stream_bytes(self, request_iterator: Iterator[bytes],
                       context: grpc.ServicerContext) -> Iterator[p4runtime_pb2.StreamMessageResponse]:
         """:meth:`StreamChannel` of the stream's messages as bytes, each parsed as it is
-        read (:meth:`rpc_handlers`)."""
-        return self.StreamChannel(_parsed_stream(request_iterator), context)
+        read (:meth:`rpc_handlers`), after its size is checked against the caller's bound
+        (:attr:`stream_message_bounds`: small for an identity that only reads or that the
+        policy does not name, larger for one that may write and for every caller without a
+        policy): a larger message ends the stream ``RESOURCE_EXHAUSTED`` unparsed."""
+        identity = peer_identity(context)
+        read_only = self.policy is not None and not self._may_write(identity)
+        bounds = self.stream_message_bounds
+        return self.StreamChannel(_parsed_stream(
+            request_iterator, lambda size: bounds.check(identity, read_only, size)), context)
+
+    def _may_write(self, identity: Optional[str]) -> bool:
+        """True when the policy lets ``identity`` hold a role that is not read-only."""
+        pol = self.policy
+        return pol is not None and any(r in pol.roles and not pol.roles[r].read_only
+                                       for r in pol.roles_of(identity))
 
     # ------------------------------------------------------------------ helpers
     def _check_device(self, device_id: int, write: bool) -> None:
@@ -1050,6 +1083,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                       context: grpc.ServicerContext) -> Iterator[p4runtime_pb2.StreamMessageResponse]:
         try:
             identity = self._identity(context, "StreamChannel")
+            self.stream_message_bounds.admit(identity)     # a read-only identity held off
             self.stream_limits.acquire(identity)
         except RpcError as e:
             self._abort(context, e)
@@ -1108,6 +1142,9 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                     return
         except _Unparsed:
             outq.put(RpcError("INTERNAL", "Exception deserializing request!"))
+        except StreamLimitError as e:      # a message over the identity's bound, unparsed
+            log.warning("P4Runtime StreamChannel ended: %s", e.message)
+            outq.put(RpcError("RESOURCE_EXHAUSTED", e.message))
         except grpc.RpcError:
             pass  # the client went away
         except Exception:  # noqa: BLE001

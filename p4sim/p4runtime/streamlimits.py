@@ -26,6 +26,13 @@ Reads in progress are bounded the same way (:func:`read_limits`: at most
 :data:`DEFAULT_MAX_READS_PER_CLIENT` per identity, :data:`DEFAULT_MAX_READS` in all, fewer
 than :data:`RPC_WORKERS`), a Read beyond them ends at once with ``RESOURCE_EXHAUSTED``.
 
+Each StreamChannel message is bounded by its size too, checked on its bytes before it is
+parsed (:class:`StreamMessageBounds`): an identity that only reads (the testbed's monitor)
+may send :data:`READ_ONLY_STREAM_MESSAGE_BYTES` (16 KiB), one that may write
+:data:`WRITER_STREAM_MESSAGE_BYTES` (1 MiB); a larger message ends its stream with
+``RESOURCE_EXHAUSTED``, unparsed, and a read-only identity that sent it has its new streams
+refused for :data:`READ_ONLY_HOLD_OFF_S` (gRPC has received the message whole by then).
+
 >>> lim = StreamLimits(max_streams=3, per_client=2)
 >>> a, b = lim.acquire("b0s0"), lim.acquire("b0s0")
 >>> lim.acquire("b0s0")
@@ -199,6 +206,102 @@ class ReadBudget:
             self._balance[identity] = (bal - max(0.0, held_s), self._balance[identity][1])
 
 
+READ_ONLY_STREAM_MESSAGE_BYTES = 16 * 1024
+"""The largest StreamChannel message an identity that only reads may send (16 KiB), checked
+on its bytes before they are parsed. What such an identity may legitimately send is an
+arbitration (under 100 B without a role config: device id, election id, role name; the
+policy refuses it anyway), a digest ack (``DigestListAck``: two integers, under 20 B) and,
+for a role that held primacy, a PacketOut of one frame: a 9,000-byte jumbo MTU + 18 B of
+Ethernet header and tag + the packet_out metadata (fabric.p4's: two fields, under 16 B)
+is 9,034 B. 16 KiB is that with room for a longer metadata header; 1/1024 of the switch's
+receive bound (``p4sim.switchd.main.DEFAULT_MAX_RECEIVE_BYTES``, 16 MiB), which let the
+read-only monitor make the switch parse 20 messages of 15 MiB in 1.2 s (0.51 s of the
+switch's CPU, +184 MiB peak memory; sec-audit4)."""
+WRITER_STREAM_MESSAGE_BYTES = 1024 * 1024
+"""The largest StreamChannel message of an identity that may write (the controller; every
+client without a policy), 1 MiB: a PacketOut of the largest frame a p4sim port reads
+(``p4sim.switchd.ports.MAX_FRAME``, 65,540 B) with its metadata is 16 times under it, and
+an arbitration's role config (Stratum's ``P4RoleConfig``, P4 ids of 4-5 B each) naming
+every table, counter and action of a program of 100,000 such objects is half of it."""
+READ_ONLY_HOLD_OFF_S = 10.0
+"""Seconds for which an identity that only reads has its new StreamChannels refused after
+one of its messages went over its bound. gRPC receives a message whole before the bound is
+checked, so without it the monitor could still send 15 MiB per new stream: 20 streams of
+one 15 MiB message each cost the switch 0.34 s of CPU and +68 MiB peak memory. A read-only
+identity has no use for a stream (the policy refuses its arbitration), so the hold-off
+costs it nothing legitimate."""
+
+
+class StreamMessageBounds:
+    """The per-identity bound on the size of one StreamChannel message, checked on the
+    message's bytes before it is parsed: ``read_only`` bytes for an identity that only
+    reads (or that the policy does not name), ``writer`` bytes for the others.
+    :meth:`check` raises :class:`StreamLimitError` (the stream ends
+    ``RESOURCE_EXHAUSTED``) for a larger message, and counts it in ``refused``. An identity
+    that only reads and sent such a message has its new streams refused for ``hold_off_s``
+    (:meth:`admit`); a writer (the controller) is never held off.
+
+    >>> now = [0.0]
+    >>> b = StreamMessageBounds(read_only=100, writer=1000, hold_off_s=10, clock=lambda: now[0])
+    >>> b.check("monitor", True, 100); b.check("controller", False, 1000)
+    >>> b.check("monitor", True, 101)
+    Traceback (most recent call last):
+    ...
+    p4sim.p4runtime.streamlimits.StreamLimitError: a StreamChannel message of 101 bytes from identity 'monitor' exceeds its bound of 100 bytes (an identity that only reads); refused before it was parsed
+    >>> b.refused
+    1
+    >>> now[0] = 4.0; b.admit("controller"); b.admit("monitor")
+    Traceback (most recent call last):
+    ...
+    p4sim.p4runtime.streamlimits.StreamLimitError: identity 'monitor' sent a StreamChannel message over its bound of 100 bytes: its streams are refused for 6.0 s more
+    >>> now[0] = 10.0; b.admit("monitor")
+    """
+
+    def __init__(self, read_only: int = READ_ONLY_STREAM_MESSAGE_BYTES,
+                 writer: int = WRITER_STREAM_MESSAGE_BYTES, hold_off_s: float = READ_ONLY_HOLD_OFF_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if not 0 < read_only <= writer or hold_off_s < 0:
+            raise ValueError("want 0 < read_only <= writer bytes and hold_off_s >= 0")
+        self.read_only, self.writer, self.hold_off_s = read_only, writer, hold_off_s
+        self._clock = clock
+        self._held: dict[str, float] = {}      # read-only identity → end of its hold-off
+        self._lock = threading.Lock()
+        self.refused = 0
+
+    def admit(self, identity: Optional[str]) -> None:
+        """StreamLimitError while ``identity`` is held off (a read-only identity whose
+        message went over its bound less than ``hold_off_s`` ago)."""
+        if identity is None or not self._held:
+            return
+        now = self._clock()
+        with self._lock:
+            for who in [w for w, until in self._held.items() if until <= now]:
+                del self._held[who]
+            until = self._held.get(identity)
+        if until is not None:
+            raise StreamLimitError(f"identity {identity!r} sent a StreamChannel message over its bound of "
+                                   f"{self.read_only} bytes: its streams are refused for {until - now:.1f} s more")
+
+    def bound(self, read_only: bool) -> int:
+        """The bound in bytes of an identity that only reads (``read_only``) or may write."""
+        return self.read_only if read_only else self.writer
+
+    def check(self, identity: Optional[str], read_only: bool, size_bytes: int) -> None:
+        """StreamLimitError when a message of ``size_bytes`` exceeds ``identity``'s bound."""
+        bound = self.bound(read_only)
+        if size_bytes <= bound:
+            return
+        with self._lock:
+            self.refused += 1
+            if read_only and identity is not None and self.hold_off_s > 0:
+                self._held[identity] = self._clock() + self.hold_off_s
+        who = repr(identity) if identity else "(anonymous)"
+        kind = "an identity that only reads" if read_only else "an identity that may write"
+        raise StreamLimitError(f"a StreamChannel message of {size_bytes} bytes from identity {who} "
+                               f"exceeds its bound of {bound} bytes ({kind}); refused before it was parsed")
+
+
 __all__ = ["DEFAULT_MAX_READS", "DEFAULT_MAX_READS_PER_CLIENT", "DEFAULT_MAX_STREAMS",
            "DEFAULT_MAX_STREAMS_PER_CLIENT", "DEFAULT_READ_LOCK_BURST_S", "DEFAULT_READ_LOCK_SHARE",
-           "RPC_WORKERS", "ReadBudget", "StreamLimitError", "StreamLimits", "read_limits"]
+           "READ_ONLY_HOLD_OFF_S", "READ_ONLY_STREAM_MESSAGE_BYTES", "RPC_WORKERS", "ReadBudget", "StreamLimitError", "StreamLimits",
+           "StreamMessageBounds", "WRITER_STREAM_MESSAGE_BYTES", "read_limits"]

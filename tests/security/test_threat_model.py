@@ -39,7 +39,7 @@ from astral_proto.tls import MutualTls
 from controller.fabric.plan import plan_fabric
 from controller.fabric_setup import WRITE_BATCH
 from controller.p4rt import entities as ent
-from controller.p4rt.p4info import P4InfoHelper
+from controller.p4rt.p4info import P4InfoHelper, load_p4info
 from controller.p4rt.pipeline import set_pipeline_request
 from controller.registry import MAX_FLOWS_PER_HOST, REGISTER_BURST_BYTES, FlowRegistry, serve_registry
 from host.agent import Agent, QPMover, RegistryClient
@@ -47,7 +47,10 @@ from host.nic.bond import BondedIO, LinkMonitor, TxAffinity
 from host.nic.frames import FlowSpec
 from host.nic.io import DatagramIO
 from host.nic.qp import SenderQP
+from p4sim.p4runtime.roleconfig import P4RoleConfig, pack
 from p4sim.p4runtime.server import MAX_READ_ONLY_REQUEST_BYTES, MAX_RECEIVE_BYTES
+from p4sim.p4runtime.streamlimits import READ_ONLY_STREAM_MESSAGE_BYTES, WRITER_STREAM_MESSAGE_BYTES
+from p4sim.switchd.ports import MAX_FRAME
 from p4sim.switchd.main import DEFAULT_MAX_RECEIVE_BYTES
 from procs import REPO, SwitchProcess
 from testbed.attacks import (COOKIE, Attack, AgentFabric, Outcome, Victim, agent_attacks, default_attackers,
@@ -122,6 +125,7 @@ EXPECTED = {
                              "identity 'monitor' already has 6 open Reads"),
     "monitor-amplified-read": ("RESOURCE_EXHAUSTED", "the Read's answer exceeds 1048576 entities"),
     "monitor-hogs-device-lock": ("RESOURCE_EXHAUSTED", "used its share of the device lock for Reads"),
+    "monitor-floods-stream": ("RESOURCE_EXHAUSTED", "exceeds its bound of 16384 bytes (an identity that only reads)"),
 }
 
 
@@ -498,7 +502,7 @@ def test_a_100_mb_write_is_refused_before_it_is_buffered(
     unchanged. Before (PI's 256 MB) the switch buffered and parsed the whole request:
     ``INTERNAL`` "Exception deserializing request!" after its peak memory grew ~300 MB.
     The same for a 100 MB PacketOut on a StreamChannel of the read-only monitor's
-    certificate (stream messages are parsed by gRPC before any check)."""
+    certificate (gRPC receives a stream message whole before p4sim checks its size)."""
     sw = start_testbed_switch(pki, tmp_path)
     try:
         with Victim(sw.grpc_addr, DEVICE_ID, VICTIM, pki.root, *compiled) as v:
@@ -512,7 +516,7 @@ def test_a_100_mb_write_is_refused_before_it_is_buffered(
             assert f"vs. {DEFAULT_MAX_RECEIVE_BYTES}" in err.details(), err.details()
             assert grown < BUFFERED_MAX_BYTES, f"the refused Write grew the switch by {grown >> 20} MB"
             assert sw.alive() and v.snapshot() == before == ((True, COOKIE), True, True)
-            # StreamChannel messages are parsed by gRPC whoever sends them: the read-only
+            # the switch's receive bound applies to StreamChannel messages too: the read-only
             # monitor's 100 MB PacketOut ends its stream unread (before: buffered, parsed,
             # dropped as a backup's PacketOut, the stream left open; peak RSS +354 MiB)
             out = p4runtime_pb2.StreamMessageRequest()
@@ -552,6 +556,90 @@ def test_the_switch_bound_is_far_above_every_legitimate_request(compiled: tuple[
     print(f"pipeline push {push.ByteSize()} B, Write of {len(biggest)} updates {write.ByteSize()} B")
     assert largest * LEGIT_MARGIN <= DEFAULT_MAX_RECEIVE_BYTES < HUGE_WRITE_BYTES, \
         (push.ByteSize(), write.ByteSize(), DEFAULT_MAX_RECEIVE_BYTES)
+
+
+# ---------------------------------------------------------------------- stream messages of a read-only identity
+FLOOD_MESSAGES = 20
+FLOOD_MESSAGE_BYTES = 15 * 1024 * 1024
+"""sec-audit4's flood: 20 PacketOuts of 15 MiB (under the switch's 16 MiB receive bound)."""
+FLOOD_MAX_GROWTH_BYTES = 5 * FLOOD_MESSAGE_BYTES
+"""How much the refused flood may grow the switch's peak memory: gRPC receives the first
+message whole before its size is checked (measured +42 to +47 MiB; taking all 20 grew the
+switch by +158 to +298 MiB)."""
+
+
+def test_the_monitor_cannot_make_the_switch_take_large_stream_messages(
+        pki: FabricPki, compiled: tuple[Path, Path], tmp_path: Path) -> None:
+    """The read-only monitor's certificate sends 20 PacketOuts of 15 MiB on one
+    StreamChannel to the testbed's p4sim switch. The first ends the stream
+    ``RESOURCE_EXHAUSTED`` unparsed (its 16 KiB bound, READ_ONLY_STREAM_MESSAGE_BYTES), the
+    monitor's next stream is refused at once (READ_ONLY_HOLD_OFF_S), its Reads are still
+    served, the switch's peak memory grows by less than FLOOD_MAX_GROWTH_BYTES, the switch
+    is alive with its state and the controller's primacy unchanged. On main the stream
+    took all 20 (parsed, dropped as a backup's PacketOuts) and ended OK: 0.45-0.50 s of
+    the switch's CPU, +158 to +298 MiB peak."""
+    sw = start_testbed_switch(pki, tmp_path)
+    try:
+        with Victim(sw.grpc_addr, DEVICE_ID, VICTIM, pki.root, *compiled) as v:
+            before = v.snapshot()
+            out = p4runtime_pb2.StreamMessageRequest()
+            out.packet.payload = bytes(FLOOD_MESSAGE_BYTES)
+            cpu0, peak0 = switch_cpu_s(sw.proc.pid), peak_rss_bytes(sw.proc.pid)
+            with v.channel("monitor") as ch:
+                stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
+                with pytest.raises(grpc.RpcError) as err:
+                    list(stub.StreamChannel(iter([out] * FLOOD_MESSAGES), timeout=60))
+                assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, err.value
+                assert f"a StreamChannel message of {out.ByteSize()} bytes from identity 'monitor' exceeds " \
+                       f"its bound of {READ_ONLY_STREAM_MESSAGE_BYTES} bytes" in err.value.details()
+                with pytest.raises(grpc.RpcError) as err:                     # held off
+                    list(stub.StreamChannel(iter([out]), timeout=60))
+                assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, err.value
+                assert "its streams are refused for" in err.value.details(), err.value.details()
+            spent_s, grown = switch_cpu_s(sw.proc.pid) - cpu0, peak_rss_bytes(sw.proc.pid) - peak0
+            print(f"monitor's {FLOOD_MESSAGES} x 15 MiB PacketOuts refused: switch CPU {spent_s:.2f} s, "
+                  f"peak RSS +{grown / 2**20:.0f} MiB")
+            assert grown < FLOOD_MAX_GROWTH_BYTES, f"the refused flood grew the switch by {grown >> 20} MiB"
+            wait_until_monitor_served(v, timeout_s=10.0)            # Reads are not held off
+            assert sw.alive() and v.snapshot() == before == ((True, COOKIE), True, True)
+    finally:
+        sw.stop()
+
+
+def test_the_stream_bounds_cover_every_legitimate_message(compiled: tuple[Path, Path]) -> None:
+    """The read-only bound holds the largest message such an identity could legitimately
+    send (its role's arbitration, a PacketOut of a 9,000-byte-MTU jumbo frame with a VLAN
+    tag and fabric.p4's packet_out metadata at full width, a digest ack); the writer bound
+    holds a PacketOut of the largest frame a p4sim port reads (ports.MAX_FRAME) and an
+    arbitration whose role config names every P4 object of fabric.p4. Both are at least
+    16 times under the switch's receive bound."""
+    info = load_p4info(compiled[0])
+    meta = next(m for m in info.controller_packet_metadata if m.preamble.name == "packet_out")
+
+    def packet_out(frame_bytes: int) -> int:
+        req = p4runtime_pb2.StreamMessageRequest()
+        req.packet.payload = bytes(frame_bytes)
+        for m in meta.metadata:
+            req.packet.metadata.add(metadata_id=m.id, value=b"\xff" * ((m.bitwidth + 7) // 8))
+        return req.ByteSize()
+    arb = p4runtime_pb2.StreamMessageRequest()
+    arb.arbitration.device_id = DEVICE_ID
+    arb.arbitration.election_id.high = arb.arbitration.election_id.low = 2**64 - 1
+    arb.arbitration.role.name = "monitor"
+    ack = p4runtime_pb2.StreamMessageRequest()
+    ack.digest_ack.digest_id, ack.digest_ack.list_id = 2**32 - 1, 2**64 - 1
+    read_only = max(arb.ByteSize(), packet_out(9000 + 18), ack.ByteSize())
+    ids = [o.preamble.id for kind in ("tables", "actions", "counters", "direct_counters", "meters",
+                                      "registers", "digests", "action_profiles")
+           for o in getattr(info, kind)]
+    cfg = p4runtime_pb2.StreamMessageRequest()
+    cfg.arbitration.CopyFrom(arb.arbitration)
+    cfg.arbitration.role.config.CopyFrom(pack(P4RoleConfig(exclusive_p4_ids=ids, receives_packet_ins=True,
+                                                           can_push_pipeline=True)))
+    writer = max(packet_out(MAX_FRAME), cfg.ByteSize())
+    print(f"largest read-only message {read_only} B, writer's {writer} B")
+    assert read_only <= READ_ONLY_STREAM_MESSAGE_BYTES and writer <= WRITER_STREAM_MESSAGE_BYTES
+    assert 16 * WRITER_STREAM_MESSAGE_BYTES <= DEFAULT_MAX_RECEIVE_BYTES
 
 
 def test_agent_and_registry_refuse_requests_beyond_their_bound(pki: FabricPki) -> None:

@@ -12,7 +12,9 @@ from p4.v1 import p4runtime_pb2
 
 from p4sim.engine.program import load_program_text
 from p4sim.p4info import build_p4info
+from p4sim.p4runtime.authz import parse_policy
 from p4sim.p4runtime.server import P4RuntimeServer
+from p4sim.p4runtime.streamlimits import StreamMessageBounds
 from test_server_support import PROGRAM, Client, FakeDevice, FakeStore, device_config
 
 Req = p4runtime_pb2.SetForwardingPipelineConfigRequest
@@ -249,3 +251,72 @@ def test_digest_lists_batch_up_to_max_list_size(server, clients, p4info):
     assert [m[0] for m in members(full)] == [b"\x01", b"\x02", b"\x03"]
     rest = a.next("digest")  # sent when max_timeout_ns (50 ms) has passed
     assert [m[0] for m in members(rest)] == [b"\x04"] and rest.digest.list_id == full.digest.list_id + 1
+
+
+def sized_packet_out(port: int, size_bytes: int) -> p4runtime_pb2.StreamMessageRequest:
+    """A PacketOut to ``port`` whose message is exactly ``size_bytes`` long on the wire."""
+    req = packet_out(port, b"")
+    req.packet.payload = bytes(size_bytes - req.ByteSize() - 2)    # 2: the payload's key and length
+    assert req.ByteSize() == size_bytes, req.ByteSize()
+    return req
+
+
+def test_a_stream_message_over_its_bound_ends_that_stream_unparsed(p4info):
+    """A StreamChannel message longer than its sender's bound (StreamMessageBounds, checked
+    on the bytes) ends that stream RESOURCE_EXHAUSTED naming the size and the bound; a
+    message at the bound is served. Without a policy every client has the writer bound.
+    The primary on another stream keeps its primacy and its PacketOuts go out."""
+    dev = FakeDevice()
+    bounds = StreamMessageBounds(read_only=64, writer=120)
+    srv = P4RuntimeServer(dev, "127.0.0.1:0", None, store_factory=FakeStore, stream_message_bounds=bounds)
+    srv.start()
+    made: list[Client] = []
+    try:
+        def make() -> Client:
+            made.append(Client(srv.port))
+            return made[-1]
+        a = primary_with_pipeline(make, p4info, election_id=2)
+        at_bound = sized_packet_out(3, 120)
+        a.send(at_bound)                                     # at the bound: served
+        a.send(packet_out(255, ETH))
+        a.next("packet")
+        assert dev.sent == [(3, at_bound.packet.payload)]
+        b = make()
+        b.arbitrate(1)
+        assert status(b.next("arbitration")) == (code_pb2.ALREADY_EXISTS, 2)
+        b.send(sized_packet_out(3, 121))                     # one byte over: the stream ends
+        assert b.next("packet") is None
+        assert b.stream_error is not None and b.stream_error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert b.stream_error.details() == ("a StreamChannel message of 121 bytes from identity (anonymous) "
+                                            "exceeds its bound of 120 bytes (an identity that may write); "
+                                            "refused before it was parsed")
+        assert bounds.refused == 1
+        a.send(packet_out(3, ETH))                          # the primary is still primary
+        a.send(packet_out(255, ETH))
+        a.next("packet")
+        assert dev.sent[-1] == (3, ETH) and a.stream_error is None
+    finally:
+        for c in made:
+            c.close()
+        srv.stop()
+
+
+TESTBED_POLICY = """\
+version: 1
+roles:
+  "": {can_push_pipeline: true, receives_packet_ins: true}
+  monitor: {read_only: true}
+identities:
+  controller: [""]
+  monitor: [monitor]
+"""
+"""The roles and identities of the testbed's policy (testbed.tls.P4RT_POLICY_TEXT)."""
+
+
+def test_only_identities_that_may_write_get_the_writer_bound() -> None:
+    """The testbed's policy: the controller (role "", may write) gets the writer bound; the
+    monitor (read-only role) and an identity the policy does not name get the small one."""
+    srv = P4RuntimeServer.__new__(P4RuntimeServer)
+    srv.policy = parse_policy(TESTBED_POLICY, "p4rt-policy.yaml")
+    assert srv._may_write("controller")
+    assert not srv._may_write("monitor") and not srv._may_write("b0s0") and not srv._may_write(None)
