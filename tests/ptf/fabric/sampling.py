@@ -53,7 +53,11 @@ class SampleEveryPacketFields(SamplingBase):
 
 
 class SamplingRate(SamplingBase):
-    """1-in-4 over 400 packets: the count is within 4 standard deviations of 100."""
+    """1-in-4 over the packets that reached the pipeline (400 sent): the count is within 4
+    standard deviations of a quarter of them. The packets are counted by the switch's rx
+    counter, not assumed: 400 frames sent at once can overflow the switch port's socket
+    buffer on a loaded machine (a fresh-clone CI run saw 65 samples, 4.05 sd below 100 of
+    400, while the switch took about 260)."""
 
     def runTest(self) -> None:
         self.leaf_config()
@@ -61,9 +65,11 @@ class SamplingRate(SamplingBase):
         n, k = 400, 4
         self.sample(k)
         self.send(n)
+        seen = self.wait_counter("FabricIngress.telemetry.rx", 1, n)[0]
+        self.assertGreaterEqual(seen, n // 4, f"only {seen} of {n} packets reached the pipeline")
         got = len(self.digests())
-        mean, sd = n / k, math.sqrt(n * (1 / k) * (1 - 1 / k))
-        self.assertLessEqual(abs(got - mean), 4 * sd, f"{got} samples of {n} at 1/{k}")
+        mean, sd = seen / k, math.sqrt(seen * (1 / k) * (1 - 1 / k))
+        self.assertLessEqual(abs(got - mean), 4 * sd, f"{got} samples of {seen} packets at 1/{k}")
 
 
 class SampleToCpu(SamplingBase):
