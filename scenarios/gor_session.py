@@ -55,6 +55,7 @@ from controller.gor.log import read_log
 from controller.gor.runtime import GorOptions, GorRuntime
 from controller.gor.shared import LoopSettings
 from controller.gor.tables import SwitchTables
+from p4src.alarmmodel import ELEPHANT_TABLE
 from scenarios.common import live_line
 from testbed.control import open_control
 from testbed.pki import FabricPki
@@ -88,6 +89,13 @@ def set_elephant_thresholds(fabric: Any, programmer: Any, link_rate_pps: float,
     Returns the entries written. A write that fails raises: GOR would act on rates
     measured over a few milliseconds.
 
+    The programmer's plans follow (``programmer.plans``, as
+    ``FabricProgrammer.apply_thresholds`` does): a switch that restarts empty is
+    re-programmed from its plan by GOR's recovery
+    (:func:`controller.switch_restore.reprogram_switch`), and so gets the scaled threshold
+    back, not the plan's default (which would report rates measured over milliseconds
+    again, on that switch only).
+
     >>> set_elephant_thresholds(None, None, 343)
     0
     """
@@ -98,15 +106,25 @@ def set_elephant_thresholds(fabric: Any, programmer: Any, link_rate_pps: float,
     names = {sw.name for sw in fabric.switches}
     n = 0
     for sw in fabric.switches:
+        scaled: dict[Any, Any] = {}
         for port, info in sorted(sw.ports.items()):
             if info.peer_node in names:
                 e = elephant_entry(port, cfg)
                 tables.write(sw.name, e.table, e.match, e.action, e.params)
+                scaled[_match_key(e.match)] = e
                 n += 1
+        plan = programmer.plans[sw.name]
+        plan.entries = [scaled.get(_match_key(e.match), e) if e.table == ELEPHANT_TABLE and not e.default
+                        else e for e in plan.entries]
     say(f"testbed: {n} switch ports report elephants of {cfg.threshold_pkts} packets in "
         f"{cfg.window_us / 1e6:g} s ({100 * cfg.threshold_pkts * 1e6 / cfg.window_us / link_rate_pps:.0f}% "
         f"of a {link_rate_pps:g}-packet/s link)")
     return n
+
+
+def _match_key(match: Any) -> tuple[tuple[str, Any], ...]:
+    """A table entry's match as a hashable key."""
+    return tuple(sorted(match.items()))
 
 
 MIN_SAMPLES = 100
