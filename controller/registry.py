@@ -569,7 +569,6 @@ class FlowRegistry:
                 why = " ".join(f"{exc.code().name}: {exc.details() or ''}".split())   # one line
                 log.warning("order %s (flow %s) to %s at %s failed: %s", o.order_id, fid, o.host,
                             address, why)
-                log.debug("order %s: %r", o.order_id, exc)
                 with self._lock:
                     self._close(o, "failed", f"agent call failed: {why}")
                 raise

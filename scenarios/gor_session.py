@@ -31,6 +31,10 @@ switch process restarted under it (``FabricNet.restart_switch``) is found lost,
 re-programmed and handed back to the loop, which re-installs its own entries there.
 :class:`SwitchRestartRecord` says when it was lost and back.
 
+**Logs** in the run directory: ``gor.jsonl`` (GOR's decision log) and ``gor-debug.log``
+(the full text behind what the decision log and the terminal give in one line, e.g. a
+failed agent call's whole gRPC error; logger ``controller.gor.orders``).
+
 The registry and every agent listen on Unix sockets under ``build/gor/``, so the control
 plane never touches the data plane's counters. They speak **mutual TLS** (the agent
 protocol's default): GOR as ``controller``, each agent as its host, with the testbed's
@@ -41,6 +45,7 @@ credentials in ``build/gor/creds-<host>.json``, mode 0600).
 """
 from __future__ import annotations
 
+import logging
 import os
 import time
 from dataclasses import dataclass, field
@@ -63,6 +68,9 @@ from testbed.queues import clear_rates, set_uplink_rates
 from testbed.traffic import NicFleet, NicOptions
 
 GOR_DIR = Path(__file__).resolve().parents[1] / "build" / "gor"
+ORDERS_LOGGER = "controller.gor.orders"
+"""The logger of GOR's orders; its DEBUG records (the full text of a failed agent call)
+go to the run's ``gor-debug.log``."""
 SAMPLE_ONE_IN_N = 1
 """Sampling ratio on alarmed ports at the old testbed rates (uplinks of ~350 pps): every
 packet. At higher rates :func:`sample_one_in_n` keeps GOR's samples near that many per
@@ -270,6 +278,8 @@ class GorSession:
         self.events: list[dict[str, Any]] = []
         self.errors: list[str] = []
         self.dlog_path = run_dir / "gor.jsonl"
+        self.debug_log_path = run_dir / "gor-debug.log"
+        self._debug_log: Optional[logging.Handler] = None
         self.rates: dict[tuple[str, int], float] = {}
         self.left_alone: set[Any] = set()
         self.fleet: Any = None
@@ -333,6 +343,7 @@ class GorSession:
             self._creds = write_credentials(hosts, self._secret)
         else:
             self.pki = agent_pki(self.state, hosts, self.run_dir, self.say)
+        self._open_debug_log()
         o = self.opts
         settings = LoopSettings(period_s=o.period_s, one_in_n=sample_one_in_n(self.rate_pps), window_s=2.0,
                                 min_samples=MIN_SAMPLES, samples_per_flow=SAMPLES_PER_FLOW,
@@ -350,6 +361,25 @@ class GorSession:
         self.fleet = NicFleet(self.state, self.save_state, self.run_dir / "nic")
         self.runtime.start()
         return self
+
+    def _open_debug_log(self) -> None:
+        """``run_dir/gor-debug.log``: the full text of what GOR's orders report in one line
+        (a failed agent call's whole gRPC error: status, details, debug_error_string);
+        logger ``controller.gor.orders`` at DEBUG, for this session."""
+        self._debug_log = logging.FileHandler(self.debug_log_path, encoding="utf-8")
+        self._debug_log.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+        orders_log = logging.getLogger(ORDERS_LOGGER)
+        orders_log.addHandler(self._debug_log)
+        orders_log.setLevel(logging.DEBUG)
+
+    def _close_debug_log(self) -> None:
+        if self._debug_log is not None:
+            orders_log = logging.getLogger(ORDERS_LOGGER)
+            orders_log.removeHandler(self._debug_log)
+            if not orders_log.handlers:
+                orders_log.setLevel(logging.NOTSET)
+            self._debug_log.close()
+            self._debug_log = None
 
     def _on_tick(self, t_s: float, samples: Any, polled_s: float) -> None:
         """After each of GOR's ticks: the source uplinks' rates and the drops of the poll
@@ -536,6 +566,7 @@ class GorSession:
             self.events = list(read_log(self.dlog_path))
         if self.rates:
             clear_rates(self.state, self.rates)
+        self._close_debug_log()
 
     def since_start(self, t_mono: Optional[float] = None) -> float:
         """Seconds since the poller started (now, or at ``t_mono``)."""
