@@ -226,16 +226,20 @@ def fetch_metrics(url: str, timeout_s: float = 2.0) -> str:
         return resp.read().decode("utf-8")
 
 
-def missing_log(path: Path) -> str:
-    """Why there is nothing to show from ``path`` (a decision log that is not a file).
+def missing_log(path: Path, runs: Path = Path("runs")) -> str:
+    """Why there is nothing to show from ``path`` (a decision log that is not a file), with
+    the newest story run's log under ``runs`` to try (``make run`` writes
+    ``runs/<time>/gor.jsonl``; ``python -m controller run`` writes ``logs/gor.jsonl``).
 
-    >>> missing_log(Path("logs/gor.jsonl")).split(":")[0]
+    >>> missing_log(Path("logs/gor.jsonl"), runs=Path("/nonexistent")).split(":")[0]
     'no decision log yet'
     """
     if path.exists():
         return "not a file (--log names GOR's decision log, a JSON-lines file)"
-    return ("no decision log yet: is GOR running? (`make run` or `python -m controller run` "
-            "writes it; --log FILE names another, --metrics URL reads a running GOR)")
+    logs = sorted(runs.glob("*/gor.jsonl"), key=lambda p: p.stat().st_mtime) if runs.is_dir() else []
+    hint = (f"the newest `make run` wrote --log {logs[-1]}" if logs else
+            "`python -m controller run` writes logs/gor.jsonl, `make run` runs/<time>/gor.jsonl")
+    return f"no decision log yet: is GOR running? ({hint}; --metrics URL reads a running GOR)"
 
 
 def take_snapshot(metrics_url: Optional[str], log_path: Optional[Path]) -> StatusSnapshot:

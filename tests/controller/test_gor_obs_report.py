@@ -245,6 +245,11 @@ def test_status_without_a_decision_log_says_so_in_one_line(
     (tmp_path / "dir").mkdir()
     assert main(["status", "--log", str(tmp_path / "dir"), "--once"]) == 1
     assert "not a file" in capsys.readouterr().err
+    story = tmp_path / "runs" / "20261207-0452" / "gor.jsonl"          # a `make run` of before
+    story.parent.mkdir(parents=True)
+    story.write_text("")
+    assert main(["status", "--once"]) == 1
+    assert "the newest `make run` wrote --log runs/20261207-0452/gor.jsonl;" in capsys.readouterr().err
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / "gor.jsonl").write_text("")              # GOR started, nothing logged yet
     assert main(["status", "--once"]) == 0
