@@ -467,6 +467,8 @@ class FlowRegistry:
         (``host.agent.Agent``'s ``register_every_s``), so the sender (and its agent) of such
         a flow is gone — a move order to it fails UNAVAILABLE — while the registry, which
         nobody told, still holds it. GOR orders no move for them (``LoopSettings.agent_silent_s``).
+        An agent a move order found not listening (UNAVAILABLE) has its flows silent at
+        once, until it registers them again.
 
         >>> now = [0.0]
         >>> reg = FlowRegistry(b"secret", {"b0s0": ["10.0.0.1"], "b1s0": ["10.1.0.1"]}, clock=lambda: now[0])
@@ -571,6 +573,12 @@ class FlowRegistry:
                             address, why)
                 with self._lock:
                     self._close(o, "failed", f"agent call failed: {why}")
+                    if exc.code() == grpc.StatusCode.UNAVAILABLE:
+                        # no agent listens there (its sender ended): its flows are silent
+                        # now, not only after silent_flows' wait, until it registers again
+                        for other, ag in self._agent_of.items():
+                            if ag[0] == address:
+                                self._registered_at[other] = float("-inf")
                 raise
         if not reply.accepted:
             with self._lock:

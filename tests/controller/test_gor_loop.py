@@ -456,6 +456,12 @@ def test_a_gone_agent_is_one_line_in_the_log_and_the_full_grpc_text_only_in_debu
     debug = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
     assert any("debug_error_string" in m for m in debug), debug
     assert moves(metrics)["rolled_back"] == 1 and loop.pending == {}
+    assert reg.silent_flows(3.0) == {fid_of(f)}          # no agent listens: no more orders to it
+    loop.book.moved.clear()
+    loop.rounds.last_decision.clear()
+    hot_mix(fab, loop, up)
+    loop.tick(1.5, samples(fab))
+    assert [e["event"] for e in events(buf)].count("order_sent") == 1, events(buf)
 
 
 def test_unconfirmed_move_goes_back_to_its_old_port() -> None:
