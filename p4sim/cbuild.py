@@ -114,8 +114,10 @@ def build(c_source: str, name_hint: str = "program", include_dir: Optional[Path]
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         _unlink(tmp_c)
+        _unlink(tmp_so)  # a killed compiler may have left a partial object behind
         raise NativeBuildError(f"the C compiler took more than {COMPILE_TIMEOUT_S} s") from None
     if res.returncode != 0:
+        _unlink(tmp_so)
         keep = Path(tmp_c).with_suffix(".failed.c")
         os.replace(tmp_c, keep)
         first = next((ln for ln in res.stderr.splitlines() if "error" in ln), res.stderr.strip()[:300])

@@ -40,7 +40,8 @@ from host.nic.native import (KIND_PFC, KIND_ROCE, R_ACKREQ, R_BECN, R_DQPN, R_DS
                              R_EXT_LEN, R_ICRC_OK, R_KIND, R_L3, R_LEN, R_OFF, R_OPCODE, R_PAYLOAD, R_PSN,
                              R_SPORT, R_WORDS, BURST_MAX_S, F_ACK_PENDING, F_BYTES, F_DQPN, F_EXPECTED, F_IP,
                              F_MSGS, F_MSN, F_NAK_SENT, F_PAYLOAD, F_PKTS, F_SPORT, F_TOUCHED, F_WORDS, R_FAST,
-                             R_SRC_IP, RX_FLOWS, NativeBurst, NativeQP, NativeRx, NativeTx, nic_lib)
+                             R_SRC_IP, RX_FLOWS, SLOT_BYTES, NativeBurst, NativeQP, NativeRx, NativeTx,
+                             nic_lib)
 from host.nic.pfc import PfcState
 from host.nic.qp import Receiver, SenderQP
 
@@ -314,8 +315,35 @@ class NicPort:
         qp.pfc = self.pfc
         self.senders.append(qp)
         if self._ntx is not None:
-            qp.attach_native(NativeQP(self._ntx.lib))
+            big = self._oversized([qp])
+            if big:
+                self._stop_native(big)
+            else:
+                qp.attach_native(NativeQP(self._ntx.lib))
         return qp
+
+    @staticmethod
+    def _oversized(senders: list[SenderQP]) -> str:
+        """Why these senders need the Python path (a data frame larger than the native
+        arena's slot), or ""."""
+        for qp in senders:
+            size = qp.native_frame_bytes()
+            if size > SLOT_BYTES:
+                return (f"a sender's frames ({size} bytes, mtu {qp.mtu}) exceed the native arena's "
+                        f"{SLOT_BYTES}-byte slot")
+        return ""
+
+    def _stop_native(self, reason: str) -> None:
+        """Go on on the Python path (between steps: the QPs' and the receiver's state is
+        Python's then)."""
+        for qp in self.senders:
+            qp.detach_native()
+        for arena in (self._ntx, self._nrx):
+            if arena is not None:
+                arena.close()
+        self._ntx = self._nrx = None
+        self._nburst = None
+        self.native_reason = reason
 
     def _send(self, frame: bytes) -> bool:
         if self.io.send(frame):

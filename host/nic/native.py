@@ -122,6 +122,16 @@ def native_status() -> tuple[bool, str]:
     return (True, "") if lib is not None else (False, _REASON or "not loaded")
 
 
+def frame_bytes(head: bytes, tail: bytes, ext_len: int) -> int:
+    """The bytes of a frame nicc_qp_fill makes from a template's parts (head, the BTH's
+    PSN word, a RETH when ``ext_len`` is 16, the padded payload, the ICRC).
+
+    >>> frame_bytes(bytes(50), bytes(1024), 16)
+    1098
+    """
+    return len(head) + 4 + (16 if ext_len == 16 else 0) + len(tail) + 4
+
+
 class NativeTx:
     """One tx arena: frames pushed or filled in order, sent by :meth:`flush`.
 
@@ -193,7 +203,12 @@ class NativeQP:
         self.acktimes = (ctypes.c_double * ACK_CAP)()
 
     def set_template(self, kind: str, head: bytes, crc_head: int, tail: bytes, ext_len: int) -> None:
-        """Template ``kind`` (only, first, middle, last): frames.FrameTemplate's parts."""
+        """Template ``kind`` (only, first, middle, last): frames.FrameTemplate's parts.
+        ValueError for a frame larger than an arena slot (:func:`frame_bytes`)."""
+        size = frame_bytes(head, tail, ext_len)
+        if size > SLOT_BYTES:
+            raise ValueError(f"template {kind}: a frame of {size} bytes exceeds the native arena's "
+                             f"{SLOT_BYTES}-byte slot")
         if self.lib.nicc_tpl_set(self.tpl, KIND_SLOTS[kind], head, len(head), crc_head & 0xFFFFFFFF,
                                  tail, len(tail), ext_len) != 0:
             raise ValueError(f"template {kind}: head of {len(head)} bytes does not fit")
@@ -272,4 +287,4 @@ class NativeRx:
         self.close()
 
 
-__all__ = ["C_SOURCE", "NativeBurst", "NativeQP", "NativeRx", "NativeTx", "native_status", "nic_lib"]
+__all__ = ["C_SOURCE", "NativeBurst", "NativeQP", "NativeRx", "NativeTx", "frame_bytes", "native_status", "nic_lib"]

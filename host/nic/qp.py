@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 from host.nic.counters import FlowCounters
 from host.nic.dcqcn import DEFAULT_CNP_INTERVAL_S, DcqcnParams, NotificationPoint, ReactionPoint
@@ -43,7 +43,8 @@ from host.nic.native import (D_FIRST_T, D_GAP, D_LAST_T, D_NEXT_AT, D_NOW, D_SLA
                              S_ACKREQ_EVERY, S_BASE_VA, S_BC_LEFT, S_HIGH, S_LAST_LEN, S_MSG_BYTES, S_MTU,
                              S_NEXT, S_OUT_ACKREQS, S_OUT_AGAIN, S_OUT_BYTES, S_OUT_LAST_END, S_OUT_MSGS,
                              S_OUT_N, S_OUT_PAYLOAD, S_OUT_RETX, S_PER_MSG, S_RATE_LIMIT, S_RKEY, S_SKIP,
-                             S_START_PSN, S_STOP_AT_END, S_TOTAL, S_WINDOW, S_WINDOW_PKTS, NativeQP, NativeTx)
+                             S_START_PSN, S_STOP_AT_END, S_TOTAL, S_WINDOW, S_WINDOW_PKTS, NativeQP, NativeTx,
+                             frame_bytes)
 from host.nic.pfc import PfcState
 from host.nic.rc import (AETH_ACK, AETH_NAK_PSN_SEQ, AETH_TYPE_ACK, AETH_TYPE_NAK, PSN_HALF,
                          PSN_MASK, QP_RTS, RcParams, Requester, Responder)
@@ -144,6 +145,23 @@ class SenderQP:
         s[S_RATE_LIMIT] = int(self.rate_limit)
         nq.d[D_SLACK] = PACE_SLACK_S
         self._native_templates()
+
+    def native_frame_bytes(self) -> int:
+        """The largest data frame this QP makes, as the native hot loop builds it (a
+        frame over :data:`host.nic.native.SLOT_BYTES` keeps the QP on the Python path).
+
+        >>> f = FlowSpec("02:00:00:00:00:01", "02:00:00:00:00:02", "10.0.0.1", "10.1.0.1", 1, 2)
+        >>> SenderQP(f, message_bytes=3000, mtu=1024).native_frame_bytes()
+        1098
+        """
+        tpls = [self._only] if self._pkts_per_msg == 1 else [self._first, self._middle, self._last]
+        return max(frame_bytes(t.parts()[0], t.parts()[2], t.ext_len) for t in tpls)
+
+    def detach_native(self) -> None:
+        """Make this QP's frames in Python again (its state is Python's between steps)."""
+        if self._native is not None:
+            self._native.close()
+            self._native = None
 
     def _native_templates(self) -> None:
         nq = self._native
@@ -315,7 +333,7 @@ class SenderQP:
             self.counters.timeouts = self.rc.timeouts
         if not self._has_data():
             return 0
-        rp, rc, c, s, d = self.rp, self.rc, self.counters, nq.s, nq.d
+        rp, rc, s, d = self.rp, self.rc, nq.s, nq.d
         rp.advance(now)
         if self.rate_limit and self.next_at == -math.inf:
             self.next_at = now
@@ -333,24 +351,7 @@ class SenderQP:
             if k == 0:
                 break
             made += k
-            rc.next_seq, rc.high_seq = s[S_NEXT], s[S_HIGH]
-            rc.retransmitted_pkts += s[S_OUT_RETX]
-            nack = s[S_OUT_ACKREQS]
-            if nack:
-                seqs = nq.ackreqs
-                rc._ackreqs.extend((seqs[i], now) for i in range(nack))
-                rc._rearm()
-            self.next_at = d[D_NEXT_AT]
-            c.seen(now)
-            c.sent_pkts += k
-            c.sent_bytes += s[S_OUT_BYTES]
-            c.sent_payload_bytes += s[S_OUT_PAYLOAD]
-            c.messages_sent += s[S_OUT_MSGS]
-            c.retransmitted_pkts = rc.retransmitted_pkts
-            c.rate_pps = rp.rate_pps
-            rp.on_sent(now, k)
-            if s[S_OUT_LAST_END]:
-                self._apply_sport()
+            self._take_native(k, now, now, None)
             if k < want and not s[S_OUT_AGAIN]:   # the pacer, the window, the count or a full arena
                 break
         return made
@@ -390,31 +391,42 @@ class SenderQP:
         counters as :meth:`poll_into` at each instant it sent. Returns the frames."""
         nq = self._native
         assert nq is not None
-        s, d, rc, rp, c = nq.s, nq.d, self.rc, self.rp, self.counters
+        s, d = nq.s, nq.d
         k = s[S_OUT_N]
         if s[S_SKIP] or not k:
             return 0
+        self._take_native(k, d[D_FIRST_T], d[D_LAST_T], nq.acktimes)
+        return k
+
+    def _take_native(self, k: int, first_t: float, last_t: float, ack_times: Optional[Sequence[float]]) -> None:
+        """Take what C sent (``k`` frames, from ``first_t`` to ``last_t``) into the
+        requester's state and the counters: :meth:`poll_into` after each fill (every ACK
+        request at ``last_t``), :meth:`burst_end` after a burst (``ack_times``: each one's)."""
+        nq = self._native
+        assert nq is not None
+        s, d, rc, rp, c = nq.s, nq.d, self.rc, self.rp, self.counters
         rc.next_seq, rc.high_seq = s[S_NEXT], s[S_HIGH]
         rc.retransmitted_pkts += s[S_OUT_RETX]
         nack = s[S_OUT_ACKREQS]
         if nack:
-            seqs, times = nq.ackreqs, nq.acktimes
-            rc._ackreqs.extend((seqs[i], times[i]) for i in range(nack))
+            seqs = nq.ackreqs
+            if ack_times is None:
+                rc._ackreqs.extend((seqs[i], last_t) for i in range(nack))
+            else:
+                rc._ackreqs.extend((seqs[i], ack_times[i]) for i in range(nack))
             rc._rearm()
         self.next_at = d[D_NEXT_AT]
-        last = d[D_LAST_T]
-        c.seen(d[D_FIRST_T])
-        c.last_s = last
+        c.seen(first_t)
+        c.last_s = last_t
         c.sent_pkts += k
         c.sent_bytes += s[S_OUT_BYTES]
         c.sent_payload_bytes += s[S_OUT_PAYLOAD]
         c.messages_sent += s[S_OUT_MSGS]
         c.retransmitted_pkts = rc.retransmitted_pkts
         c.rate_pps = rp.rate_pps
-        rp.on_sent(last, k)
+        rp.on_sent(last_t, k)
         if s[S_OUT_LAST_END]:
             self._apply_sport()
-        return k
 
     def _next_frame(self, now: float) -> tuple[bytes, int]:
         seq, n = self.rc.next_seq, self._pkts_per_msg

@@ -43,3 +43,21 @@ def bind_args(params: list[A.Param], args: list[A.Argument], node: A.Node,
             elif not any(an.name == "optional" for an in p.annotations):
                 raise P4Error(f"{what}: missing argument for parameter '{p.name}'", node.loc)
     return result
+
+
+def call_order(params: list[A.Param], args: list[A.Argument]) -> list[int]:
+    """Per parameter, where its argument is written in the call: with named arguments the
+    order of the call, not of the declaration (p4c evaluates and copies out arguments in
+    the order they are written; a parameter left to its default comes after them).
+
+    >>> params = [A.Param("inout", A.BaseType("bool"), "x"), A.Param("inout", A.BaseType("bool"), "y")]
+    >>> call_order(params, [A.Argument(A.BoolLit(True), name="y"), A.Argument(A.BoolLit(False), name="x")])
+    [1, 0]
+    >>> call_order(params, [A.Argument(A.BoolLit(True)), A.Argument(A.BoolLit(False))])
+    [0, 1]
+    """
+    written = {a.name: i for i, a in enumerate(args) if a.name}
+    if not written:
+        return list(range(len(params)))
+    return [written.get(p.name, len(args) + i) for i, p in enumerate(params)]
+

@@ -29,9 +29,9 @@ from __future__ import annotations
 from typing import Any, Optional, Protocol
 
 from p4sim.engine.aliasing import needs_copy
-from p4sim.engine.arguments import bind_args
+from p4sim.engine.arguments import bind_args, call_order
 from p4sim.engine.codegen import Ex, FnCtx, Sym, Writer, zero_value_code
-from p4sim.engine.compile_context import CompileContext, expr_text
+from p4sim.engine.compile_context import CompileContext, NotAssignable, expr_text
 from p4sim.engine.expressions import ExpressionCompiler, RefEx, TypeEx, deferred_division_error
 from p4sim.engine.generics import GenericFunction, GenericInstantiator
 from p4sim.engine.natives import NativeExterns
@@ -179,6 +179,11 @@ class CallCompiler:
                 raise P4Error(f"{name}: not a method of header_union", e.loc)
             if not as_statement:
                 raise P4Error(f"{name}() does not return a value", e.loc)
+            if isinstance(e.func, A.Member):
+                try:
+                    self.statements.lvalue_type(e.func.expr)
+                except NotAssignable:       # p4c's type checker (1.2.5.16)
+                    raise P4Error(f"{expr_text(e.func)}: must be applied to a left-value", e.loc) from None
             if name == "setValid":
                 self.cx.w.line(f"{base}._setvalid(ctx)")
                 parent = getattr(callee.base, "union_parent", None)
@@ -242,7 +247,7 @@ class CallCompiler:
     def invoke(self, fname: str, params: list[A.Param], ptypes: list[P4Type], args: list[Optional[A.Expr]],
                what: str, node: A.Node, has_return: bool, extra_args: Optional[list[str]] = None,
                tail_args: Optional[list[str]] = None, callee_outer: frozenset[str] = frozenset(),
-               exit_copies_aliased: bool = True) -> Optional[str]:
+               exit_copies_aliased: bool = True, order: Optional[list[int]] = None) -> Optional[str]:
         """Emit a call with copy-in/copy-out and return the expression of its result
         (a temporary) when ``has_return``. ``extra_args``/``tail_args`` are argument
         codes put before/after those of ``args`` (e.g. action data from a table).
@@ -254,7 +259,10 @@ class CallCompiler:
         otherwise it is passed by reference (an ``out`` one reset first) and not copied out.
         ``exit_copies_aliased=False`` (a control applied from another): on ``exit`` only
         the arguments p4c's inliner substitutes are copied out, not those it copies because
-        they alias (BMv2 runs the inlined control, whose copy-out ``exit`` skips)."""
+        they alias (BMv2 runs the inlined control, whose copy-out ``exit`` skips).
+        ``order``: per parameter, where its argument is written in the call
+        (:func:`~p4sim.engine.arguments.call_order`); copy-out follows it, as p4c's does:
+        ``f(y=a, x=a)`` leaves ``a`` with ``x``'s value."""
         codes: list[str] = list(extra_args or [])
         outs: list[tuple[Optional[A.Expr], P4Type]] = []   # per out/inout parameter; None: nothing to copy
         for p, pt, a in zip(params, ptypes, args):
@@ -264,7 +272,12 @@ class CallCompiler:
                     codes.append(zero_value_code(pt))
                     outs.append((None, pt))
                     continue
-                lt = self.statements.lvalue_type(a)
+                try:
+                    lt = self.statements.lvalue_type(a)
+                except NotAssignable:
+                    if not isinstance(node, A.Call):
+                        raise
+                    raise P4Error(f"'{expr_text(node)}'", node.loc) from None  # p4c: the call
                 if not same_type(strip_new(lt), strip_new(pt)):
                     raise P4Error(f"{what}: argument for {p.direction} parameter '{p.name}' has type {lt}, expected {pt}", a.loc)
                 v = self.expressions.value_expr(a)
@@ -284,6 +297,9 @@ class CallCompiler:
         codes.extend(tail_args or [])
         call = f"{fname}({', '.join(codes)})"
         copies = [(i, a, pt) for i, (a, pt) in enumerate(outs) if a is not None]
+        if order is not None:
+            out_params = [j for j, p in enumerate(params) if p.direction in ("out", "inout")]
+            copies.sort(key=lambda c: order[out_params[c[0]]])
         w = self.cx.w
         if not outs or (not copies and not has_return):
             if has_return and not outs:
@@ -332,7 +348,8 @@ class CallCompiler:
         rt = fi.return_type
         outer = getattr(fi, "outer", frozenset())
         if not fi.outs or as_statement:
-            r = self.invoke(fi.pyname, d.params, fi.ptypes, args, d.name, e, True, callee_outer=outer)
+            r = self.invoke(fi.pyname, d.params, fi.ptypes, args, d.name, e, True, callee_outer=outer,
+                            order=call_order(d.params, e.args))
             if as_statement:
                 if r is not None and not fi.outs:
                     self.cx.w.line(r)
@@ -347,7 +364,8 @@ class CallCompiler:
         inner.depth = 1
         fn = FnCtx(name, "inline", parent=self.cx.fn)
         self.cx.w, self.cx.fn = inner, fn
-        r = self.invoke(fi.pyname, d.params, fi.ptypes, args, d.name, e, True, callee_outer=outer)
+        r = self.invoke(fi.pyname, d.params, fi.ptypes, args, d.name, e, True, callee_outer=outer,
+                        order=call_order(d.params, e.args))
         inner.line(f"return {r}")
         self.cx.w, self.cx.fn = saved_w, saved_fn
         self.cx.w.function(f"{name}()", fn, inner)
@@ -362,7 +380,8 @@ class CallCompiler:
         d = ai.decl
         args = bind_args(d.params, e.args, e, d.name)
         self.check_deferred_divisions(ai, d.params, ai.ptypes, args)
-        self.invoke(ai.pyname, d.params, ai.ptypes, args, d.name, e, False, callee_outer=ai.outer)
+        self.invoke(ai.pyname, d.params, ai.ptypes, args, d.name, e, False, callee_outer=ai.outer,
+                    order=call_order(d.params, e.args))
         return None
 
     def check_deferred_divisions(self, info: Any, params: list[A.Param], ptypes: list[P4Type],
@@ -398,8 +417,8 @@ class CallCompiler:
         """Apply a parser or control instance (``site``: its instantiation, when it has one)."""
         decl = inst.decl
         args = bind_args(decl.params, e.args, e, inst.name)
-        params, ptypes, bargs, externs = [], [], [], []
-        for p, t, a in zip(decl.params, inst.ptypes, args):
+        params, ptypes, bargs, externs, order = [], [], [], [], []
+        for p, t, a, k in zip(decl.params, inst.ptypes, args, call_order(decl.params, e.args)):
             if isinstance(t, ExternT) and t.name in ("packet_in", "packet_out"):
                 continue
             if isinstance(t, ExternT):
@@ -408,8 +427,9 @@ class CallCompiler:
             params.append(p)
             ptypes.append(t)
             bargs.append(a)
+            order.append(k)
         self.invoke(inst.pyfunc, params, ptypes, bargs, inst.name, e, False, extra_args=["ctx"],
-                    tail_args=externs, exit_copies_aliased=False)
+                    tail_args=externs, exit_copies_aliased=False, order=order)
         return None
 
     def _controls(self) -> dict[str, A.ControlDecl]:

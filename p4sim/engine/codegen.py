@@ -38,6 +38,7 @@ class FnCtx:
     outs: list[str] = field(default_factory=list)  # python names of scalar out/inout params
     return_type: Optional[P4Type] = None
     parent: Optional["FnCtx"] = None
+    decl_loc: Any = None     # where the action or function is declared (back-end error order)
     # an action's or function's ``in`` parameters, and the ``/``/``%`` whose run-time
     # operands are only those: p4c inlines the call, so each call's arguments decide
     # (:class:`DeferredDivision`)

@@ -69,6 +69,14 @@ def annotation_string(decl: Any, name: str) -> Optional[str]:
 _SHADOWING_DECLARATIONS = (A.VarDecl, A.ConstDecl, A.Instantiation, A.ActionDecl, A.TableDecl,
                            A.ValueSetDecl)
 
+# what p4c's parser declares as a type (the rest are objects: functions, actions, constants...)
+_TYPE_KINDS = frozenset({"type", "control_decl", "parser_decl", "extern_decl", "package_decl",
+                         "control_type", "parser_type", "generic_struct"})
+
+
+class NotAssignable(P4Error):
+    """An expression that cannot be written (a constant, an ``in`` parameter, ...): each
+    use reports it as p4c does (an assignment, an ``out`` argument, ``setValid()``)."""
 
 class InstanceInfo:
     """A parser/control/extern instance created at compile time."""
@@ -175,6 +183,19 @@ class CompileContext:
         # egress bodies, then the checks of the deparser and checksum controls,
         # engine/v1switch_checks.py, then the rest)
         self.backend_errors: list[tuple[str, bool, P4Error]] = []
+        # id of a back-end error found in an action -> where that action is declared
+        # (p4c-bm2-ss converts the actions in declaration order)
+        self.backend_error_actions: dict[int, Any] = {}
+        # a constant header-stack index out of range: p4c's type checker checks indices in
+        # a later run than its other checks (checkArrays), so the first is raised once the
+        # whole program is compiled, before anything of the back end
+        self.array_index_errors: list[P4Error] = []
+        # a local variable of a type holding a header whose width is not a multiple of 8:
+        # p4c-bm2-ss's back end refuses it with the headers and metadata (V1ModelProgram)
+        self.local_header_width_errors: list[P4Error] = []
+        # p4c's CheckCoreMethods (an emit of what is not a header, stack, union or struct),
+        # a pass after those: raised after them
+        self.core_method_errors: list[P4Error] = []
         # an instance of an extern the program declares itself: p4c-bm2-ss (without
         # --emit-externs) reports it after the control bodies, and only when they gave no
         # error ("E: unknown extern instance", at the extern's declaration); calls of its
@@ -192,9 +213,20 @@ class CompileContext:
         self.odd_header_locs: dict[str, Any] = {}
         self.package: Optional[InstanceInfo] = None
 
+    @property
+    def late_frontend_errors(self) -> list[P4Error]:
+        """The front-end errors p4c finds in passes after its type checking, in its order."""
+        return self.array_index_errors + self.core_method_errors
+
     def defer_backend_error(self, err: P4Error) -> None:
-        """Keep ``err`` (a back-end error) to be raised in p4c-bm2-ss's order."""
+        """Keep ``err`` (a back-end error) to be raised in p4c-bm2-ss's order; in an action,
+        with where the action is declared (:attr:`backend_error_actions`)."""
         self.backend_errors.append((self.path, self.in_kind("action"), err))
+        fn = self.fn
+        while fn is not None and fn.kind != "action":
+            fn = fn.parent
+        if fn is not None and fn.decl_loc is not None:
+            self.backend_error_actions[id(err)] = fn.decl_loc
 
     @property
     def error_width(self) -> int:
@@ -298,8 +330,21 @@ class CompileContext:
                 prior = old.value.syms if isinstance(old.value, Overloads) else [old]
                 scope[name] = Sym("function", None, "", value=Overloads(prior + [sym]), decl=old.decl)
                 return
-            if len(self.scopes) > 1 or old.kind not in ("type",) or sym.kind != "type":
-                raise P4Error(f"re-declaration of '{name}'", getattr(node, "loc", None))
+            if len(self.scopes) == 1 and old.kind == sym.kind == "type" and old.decl is node:
+                scope[name] = sym        # the same type declaration, defined again
+                return
+            # p4c-bm2-ss 1.2.5.16's words (measured): at the top level, among a control's
+            # or parser's locals, and in a block of statements
+            if len(self.scopes) == 1 and (old.kind in _TYPE_KINDS) != (sym.kind in _TYPE_KINDS):
+                # p4c's parser keeps types and objects apart: a name that is both
+                message = f"Re-declaration of {name} with different type:"
+            elif len(self.scopes) == 1:
+                message = f"{name} duplicates {name}."
+            elif block_level:
+                message = f"{name}: Duplicates declaration {name}"
+            else:
+                message = f"Duplicate declaration of {name}; previous at"
+            raise P4Error(message, getattr(node, "loc", None))
         scope[name] = sym
 
     def lookup_opt(self, name: str, is_global: bool = False) -> Optional[Sym]:

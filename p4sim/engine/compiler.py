@@ -152,6 +152,8 @@ class Compiler:
                 raise
             # p4c reports the names nothing declares in source order, before anything else
             raise (first_undeclared(self.cx.program) or err) from None
+        if self.cx.late_frontend_errors:
+            raise self.cx.late_frontend_errors[0]
         if self.cx.package is None:
             raise P4Error("no package instantiation named 'main' (expected: V1Switch(...) main;)", None)
 
@@ -353,6 +355,10 @@ class Compiler:
             return self.blocks.compile_block(sym.decl, fq, args, node, targs)
         if sym.kind == "extern_decl":
             d = sym.decl
+            if targs and len(targs) != len(d.type_params):   # p4c's type checker, 1.2.5.16
+                shown = f"{d.name}<{', '.join(str(a) for a in targs)}>"
+                raise P4Error(f"{shown}: Type {d.name} has {len(d.type_params)} type parameter(s), "
+                              f"but it is specialized with {len(targs)}", getattr(t, "loc", None) or node.loc)
             if d.type_params and not targs:
                 raise P4Error(f"{d.name} needs type arguments ({', '.join(d.type_params)})", node.loc)
             obj = self.natives.instantiate_extern(d, targs, args, fq, node)

@@ -324,6 +324,9 @@ class ExpressionCompiler:
                     raise P4Error(f"{expr_text(e)}: 'last' can only be used in a parser", e.loc)
                 return Ex(f"_stack_last({base.code})", t.elem)
             if name in ("push_front", "pop_front"):
+                if self.cx.in_parser():     # p4c's type checker (1.2.5.16)
+                    raise P4Error(f"{expr_text(e)}: 'push_front' and 'pop_front' for stacks cannot be used "
+                                  "in a parser", e.loc)
                 return RefEx(Sym("stackmethod", t), base.code, name, base)
             raise P4Error(f"{expr_text(e)}: header stack has no member '{name}'", e.loc)
         if isinstance(t, ApplyResultT):
@@ -345,8 +348,14 @@ class ExpressionCompiler:
         if isinstance(t, StackT):
             if idx.const:
                 i = int(idx.value)
-                if not 0 <= i < t.size:
-                    raise P4Error(f"{expr_text(e)}: index {i} out of bounds for {t}", e.loc)
+                if i < 0:               # p4c's type checker (1.2.5.16), after its other checks
+                    self.cx.array_index_errors.append(P4Error(f"{expr_text(e)}: Negative array index {i}", e.loc))
+                    i = 0
+                elif i >= t.size:
+                    self.cx.array_index_errors.append(P4Error(
+                        f"Array index {self.p4c_text(e.index, True)} larger or equal to array size {t.size}",
+                        e.index.loc))
+                    i = 0
                 return Ex(f"{base.code}.h[{i}]", t.elem)
             return Ex(f"_stack_at({base.code}, {idx.code})", t.elem)
         if isinstance(t, TupleT):
@@ -751,6 +760,8 @@ class ExpressionCompiler:
                 return Ex(wrap(x.code, st.underlying), t)
         if same_type(st, xs):
             return Ex(x.code, t, x.const, x.value)
+        if isinstance(st, StructLikeT):     # p4c's type checker (1.2.5.16), at the type
+            raise P4Error(f"{t}: cast not supported", getattr(e.type, "loc", None) or e.loc)
         raise P4Error(f"cast: cannot cast {x.ty} to {t}", e.loc)
 
     # ------------------------------------------------------------------ aggregates

@@ -135,12 +135,15 @@ class NativeExterns:
 
     # ------------------------------------------------------------------ extern functions
     def check_extern_args(self, params: list[A.Param], args: list[Optional[A.Expr]],
-                          bindings: dict[str, P4Type], type_params: list[str], what: str) -> None:
+                          bindings: dict[str, P4Type], type_params: list[str], what: str,
+                          call: Optional[A.Call] = None) -> None:
         """Check arguments against an extern's declared parameter types, as for any call:
         ``out``/``inout`` arguments must be lvalues of exactly the parameter's type, ``in``
         and directionless ones must convert to it. Parameters whose type is a still-unbound
         type variable (``hash``'s ``D``, ``digest``'s ``T``...) are checked by the extern's
-        own implementation."""
+        own implementation. ``call``: an extern method's call, which p4c's type checker
+        names when an argument does not convert to its parameter's bound type (its
+        message is the call, ``'r.write(0, x)'``; the cause follows on its next lines)."""
         scope = {tp: TypeVarT(tp) for tp in type_params}
         scope.update(bindings)
         self.cx.type_bindings.append(scope)
@@ -157,7 +160,12 @@ class NativeExterns:
                         raise P4Error(f"{what}: argument for {p.direction} parameter '{p.name}' has type {lt}, "
                                       f"expected {pt}", a.loc)
                 else:
-                    self.expressions.value_expr(a, pt)
+                    try:
+                        self.expressions.value_expr(a, pt)
+                    except P4Error as err:
+                        if call is None or "cannot convert type" not in err.message:
+                            raise
+                        raise P4Error(f"'{expr_text(call)}'", call.loc) from err
         finally:
             self.cx.type_bindings.pop()
 
@@ -462,7 +470,7 @@ class NativeExterns:
             raise P4Error(f"{decl.name} has no method {name} taking {len(e.args)} arguments", e.loc)
         args = bind_args(m.params, e.args, e, f"{inst.name}.{name}")
         bindings = inst.type.type_args if isinstance(inst.type, ExternT) else {}
-        self.check_extern_args(m.params, args, bindings, m.type_params, name)
+        self.check_extern_args(m.params, args, bindings, m.type_params, name, call=e)
         if decl.name in self.cx.unknown_externs:
             # p4c-bm2-ss's back end, at the method's declaration, in statement order
             err = P4Error(f"Unknown extern method {name} from type {decl.name}", m.loc or e.loc)

@@ -141,11 +141,13 @@ class PacketExterns:
                 raise P4Error("emit: expects one argument", e.loc)
             x = self.expressions.value_expr(e.args[0].value)
             st = strip_new(x.ty)
-            if not isinstance(st, (StructLikeT, StackT)):
-                raise P4Error(f"emit: argument must be a header, header stack, union or struct, not {x.ty}", e.loc)
-            if not _emittable(st):     # p4c's CheckCoreMethods
-                raise P4Error(f"{expr_text(e)}: argument must be a header, stack or union, or a struct or "
-                              "tuple of such types", e.loc)
+            if not isinstance(st, (StructLikeT, StackT)) or not _emittable(st):
+                # p4c's CheckCoreMethods, a pass after its type checking: raised once the
+                # whole program is compiled (CompileContext.late_frontend_errors)
+                self.cx.core_method_errors.append(P4Error(
+                    f"{expr_text(e)}: argument must be a header, stack or union, or a struct or "
+                    "tuple of such types", e.loc))
+                return None
             w.line(f"{x.code}._emit(ctx)")
             return None
         raise P4Error(f"{kind} has no method '{name}'", e.loc)

@@ -97,6 +97,11 @@ class ParserCompiler:
             t = self.cx.tmp("k")
             w.line(f"{t} = {k.code}")
             tmps.append(t)
+        # p4c's constant folding decides a select on constants, case by case until one
+        # surely matches, and words its error for a range or mask that is not constant
+        # differently from the mid end's (SimplifySelectCases) that comes later
+        folding = bool(keys) and all(k.const for k in keys)
+        dead = False
         for case in tr.cases:
             target = self.state_target(case.state, state_fn, case)
             ks = case.keyset
@@ -117,10 +122,13 @@ class ParserCompiler:
                 parts = [ks.elems[0]] if isinstance(ks, A.ListExpr) and len(ks.elems) == 1 else [ks]
             conds = []
             for part, key, tmp in zip(parts, keys, tmps):
-                c = self.keyset_cond(part, key, tmp)
+                c = self.keyset_cond(part, key, tmp, folding, dead)
                 if c != "True":
                     conds.append(c)
             w.line(f"if {' and '.join(conds) if conds else 'True'}: return {target}")
+            if folding and self.case_surely_matches(parts, keys):
+                # constant folding drops the cases after it: the mid end never sees them
+                folding, dead = False, True
         w.line("raise _ParserErrorSignal(_ERR_NoMatch)")
 
     def struct_valueset_cond(self, ks: A.NameRef, vs: Sym, keys: list[Ex], tmps: list[str]) -> str:
@@ -145,34 +153,61 @@ class ParserCompiler:
             parts.append(f"({v} << {shift})" if shift else v)
         return f"{vs.code}.match({' | '.join(parts) or '0'})"
 
-    def require_constant(self, x: A.Expr, x_ex: Ex) -> None:
+    def require_constant(self, x: A.Expr, x_ex: Ex, folding: bool = False, dead: bool = False) -> None:
         """p4c-bm2-ss's SimplifySelectCases (requireConstants): a select case's values,
-        masks and range bounds are compile-time constants."""
-        if not x_ex.const:
+        masks and range bounds are compile-time constants. ``folding``: the select's keys
+        are constants and no earlier case surely matched; p4c's constant folding then finds
+        a range's or mask's bound first, with its own words (measured on 1.2.5.16); ``dead``:
+        a case after one that surely matches constant keys, which folding drops unchecked."""
+        if not x_ex.const and not dead:
+            if folding:
+                raise P4Error(f"{expr_text(x)}: expression must evaluate to a constant", x.loc)
             raise P4Error(f"{expr_text(x)}: must be a compile-time constant", x.loc)
 
-    def keyset_cond(self, part: A.Expr, key: Ex, tmp: str) -> str:
+    def case_surely_matches(self, parts: list[A.Expr], keys: list[Ex]) -> bool:
+        """Whether constant folding decides that a case matches constant ``keys``: every
+        part a default, or a constant (value, range, mask) that holds the key's value."""
+        for part, key in zip(parts, keys):
+            if isinstance(part, (A.DefaultExpr, A.DontCare)):
+                continue
+            if isinstance(part, A.Binary) and part.op in ("&&&", ".."):
+                a = self.expressions.value_expr(part.left, key.ty)
+                b = self.expressions.value_expr(part.right, key.ty)
+                if not (a.const and b.const and isinstance(key.value, int)):
+                    return False
+                if part.op == ".." and not a.value <= key.value <= b.value:
+                    return False
+                if part.op == "&&&" and (a.value & b.value) != (key.value & b.value):
+                    return False
+                continue
+            v = self.expressions.value_expr(part, key.ty)
+            if not (v.const and v.value == key.value):
+                return False
+        return True
+
+    def keyset_cond(self, part: A.Expr, key: Ex, tmp: str, folding: bool = False, dead: bool = False) -> str:
         if isinstance(part, (A.DefaultExpr, A.DontCare)):
             return "True"
         kt = key.ty
         if isinstance(part, A.Binary) and part.op == "&&&":
             v = self.expressions.value_expr(part.left, kt)
             m = self.expressions.value_expr(part.right, kt)
-            self.require_constant(part.left, v)
-            self.require_constant(part.right, m)
+            self.require_constant(part.left, v, folding, dead)
+            self.require_constant(part.right, m, folding, dead)
             return f"({tmp} & {m.code}) == ({v.code} & {m.code})"
         if isinstance(part, A.Binary) and part.op == "..":
             lo = self.expressions.value_expr(part.left, kt)
             hi = self.expressions.value_expr(part.right, kt)
-            self.require_constant(part.left, lo)
-            self.require_constant(part.right, hi)
+            self.require_constant(part.left, lo, folding, dead)
+            self.require_constant(part.right, hi, folding, dead)
             return f"{lo.code} <= {tmp} <= {hi.code}"
         if isinstance(part, A.NameRef):
             sym = self.cx.lookup_opt(part.name)
             if sym is not None and sym.kind == "valueset":
                 return f"{sym.code}.match({tmp})"
         v = self.expressions.value_expr(part, kt)
-        self.require_constant(part, v)
+        # on a constant bool key p4c's constant folding needs the case constant too
+        self.require_constant(part, v, folding and isinstance(strip_new(kt), BoolT), dead)
         return f"{tmp} == {v.code}"
 
     def value_set_decl(self, d: A.ValueSetDecl) -> None:

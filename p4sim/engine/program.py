@@ -12,7 +12,7 @@ from __future__ import annotations
 import operator
 import random as _random_mod
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from p4sim.engine import rt
 from p4sim.engine.codegen import pyname
@@ -23,7 +23,7 @@ from p4sim.engine.v1switch_checks import check_v1switch
 from p4sim.errors import P4Error, forget_source
 from p4sim.frontend import ast as A
 from p4sim.frontend.parser import parse_file, parse_text
-from p4sim.frontend.types import ExternT, StructLikeT, strip_new
+from p4sim.frontend.types import ExternT, StructLikeT, StructT, strip_new
 from p4sim.runtime import hashes
 from p4sim.runtime.digest import DigestQueue
 from p4sim.runtime.pre import PacketReplicationEngine
@@ -133,6 +133,36 @@ def _format_log(msg: str, values: tuple) -> str:
     return out
 
 
+def _source_order(errors: list[P4Error], sites: Optional[dict[int, Any]] = None
+                  ) -> Callable[[P4Error], tuple[int, int, int]]:
+    """A sort key putting ``errors`` in source order of their sites (``sites``: an error's
+    id -> the place that orders it, e.g. its action's declaration; else the error's own
+    place): by line and column within a file, the files in the order their first error
+    was found (compile order).
+
+    >>> a, b = P4Error("a", A.Loc("p.p4", 9, 1)), P4Error("b", A.Loc("p.p4", 3, 5))
+    >>> [e.message for e in sorted([a, b], key=_source_order([a, b]))]
+    ['b', 'a']
+    >>> [e.message for e in sorted([a, b], key=_source_order([a, b], {id(b): A.Loc("p.p4", 20, 1)}))]
+    ['a', 'b']
+    """
+    sites = sites or {}
+
+    def site(err: P4Error) -> Any:
+        return sites.get(id(err), err.loc)
+    files: dict[str, int] = {}
+    for err in errors:
+        loc = site(err)
+        files.setdefault(loc.file if loc is not None else "", len(files))
+
+    def key(err: P4Error) -> tuple[int, int, int]:
+        loc = site(err)
+        if loc is None:
+            return (files[""], 0, 0)
+        return (files[loc.file], loc.line, loc.col)
+    return key
+
+
 class CompiledProgram:
     """A loaded v1model program (see the module docstring)."""
 
@@ -188,8 +218,12 @@ class CompiledProgram:
             odd = odd_header_of(t)
             if odd is not None:
                 raise P4Error(odd_header_message(odd), compiler.cx.odd_header_locs.get(odd.name))
+        if compiler.cx.local_header_width_errors:   # a local of such a type: the same pass
+            raise compiler.cx.local_header_width_errors[0]
         self._backend: Optional[Compiler] = compiler
-        if not defer_backend_checks:
+        # a headers type that is not a struct leaves nothing to build P4Info from: its
+        # back-end error ("H: expected type to be a struct") cannot wait
+        if not defer_backend_checks or not isinstance(self.headers_type, StructT):
             self.check_backend()
         self._hdr_cls = env[self.headers_type.pyclass]
         self._meta_cls = env[self.metadata_type.pyclass]
@@ -207,9 +241,10 @@ class CompiledProgram:
         parser = self.blocks["parser"]
         hparam = [p for p in getattr(parser.decl, "params", []) if p.direction == "out"][:1]
         deferred = compiler.cx.backend_errors
-        first = next((err for _, in_action, err in deferred if in_action), None)
-        if first is not None:                 # p4c-bm2-ss converts the actions first,
-            raise first
+        in_actions = [err for _, in_action, err in deferred if in_action]
+        if in_actions:                        # p4c-bm2-ss converts the actions first, in the
+            sites = compiler.cx.backend_error_actions              # order they are declared
+            raise min(in_actions, key=_source_order(in_actions, sites))
         for role in ("ingress", "egress"):    # then these bodies
             top = getattr(self.blocks[role], "fqname", None)
             first = next((err for path, _, err in deferred if path.split(".", 1)[0] == top), None)

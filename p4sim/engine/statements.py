@@ -25,7 +25,7 @@ from p4sim.engine.aliasing import outer_names
 from p4sim.engine.arrays import array_element, nested_array_element, refuse_bmv2_array, unreferenced_locals
 from p4sim.engine.calls import CallCompiler
 from p4sim.engine.codegen import Ex, FnCtx, Sym, Writer, pyname, zero_value_code
-from p4sim.engine.compile_context import CompileContext, expr_text
+from p4sim.engine.compile_context import CompileContext, NotAssignable, expr_text
 from p4sim.engine.expressions import ExpressionCompiler, RefEx, TypeEx, const_code
 from p4sim.engine.header_widths import odd_header_message, odd_header_of
 from p4sim.errors import P4Error, P4Unsupported
@@ -109,7 +109,11 @@ class StatementCompiler:
                 self.expressions.value_expr(s.rhs)
                 return
             _check_assigned_slices(s.lhs)
-            lt = self.lvalue_type(s.lhs)
+            try:
+                lt = self.lvalue_type(s.lhs)
+            except NotAssignable:       # p4c's type checker (1.2.5.16), the whole target
+                raise P4Error(f"Expression {expr_text(s.lhs)} cannot be the target of an assignment",
+                              s.lhs.loc) from None
             if s.compound and not isinstance(lt, BitT):
                 # p4c's TypeInference on OpAssignmentStatement: bit<W>/int<W> only
                 raise P4Error(f"{s.compound}=: cannot be applied to '{expr_text(s.lhs)}' with type '{lt}'", s.lhs.loc)
@@ -337,8 +341,9 @@ class StatementCompiler:
         if odd is not None:
             if self.cx.unreferenced_locals is None:
                 self.cx.unreferenced_locals = unreferenced_locals(self.cx.program)
-            if id(d) not in self.cx.unreferenced_locals:
-                raise P4Error(odd_header_message(odd), self.cx.odd_header_locs.get(odd.name, d.loc))
+            if id(d) not in self.cx.unreferenced_locals:   # a back-end error: after the front end's
+                self.cx.local_header_width_errors.append(
+                    P4Error(odd_header_message(odd), self.cx.odd_header_locs.get(odd.name, d.loc)))
         pn = self.new_var(d.name, t, d)
         if d.init is not None:
             self.cx.declaring.append(d)   # `bit<8> i = i;` reads an outer i, as in p4c
@@ -361,13 +366,15 @@ class StatementCompiler:
 
     # ------------------------------------------------------------------ lvalues
     def lvalue_type(self, e: A.Expr) -> P4Type:
-        """Type of an assignable expression, checking that it is assignable."""
+        """Type of an assignable expression, checking that it is assignable (else
+        :class:`NotAssignable`, which each use words as p4c does)."""
         if isinstance(e, A.NameRef):
             sym = self.cx.lookup(e.name, e, e.is_global)
             if sym.kind != "var":
-                raise P4Error(f"{e.name} cannot be assigned (it is a {sym.kind})", e.loc)
+                raise NotAssignable(f"{e.name} cannot be assigned (it is a {sym.kind})", e.loc)
             if not sym.writable:
-                raise P4Error(f"{e.name} cannot be assigned: it is a read-only (in or directionless) parameter", e.loc)
+                raise NotAssignable(f"{e.name} cannot be assigned: it is a read-only (in or directionless) "
+                                    "parameter", e.loc)
             return sym.type
         if isinstance(e, A.Member):
             self.lvalue_type(e.expr)
@@ -451,6 +458,7 @@ class StatementCompiler:
         """Generate a Python function for an action or function declaration."""
         saved_w, saved_fn = self.cx.w, self.cx.fn
         fn = FnCtx(info.pyname, kind, return_type=rt, parent=self.cx.fn)
+        fn.decl_loc = d.loc
         fn.in_params = {p.name for p in d.params if p.direction == "in"}
         body = Writer()
         body.depth = 1

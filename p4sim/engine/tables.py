@@ -451,10 +451,13 @@ class TableCompiler:
         for position, i in enumerate(p4c_entry_order(given, largest, len(entries)), start=1):
             en = entries[i]
             kexprs = en.keys
-            if len(kexprs) == 1 and isinstance(kexprs[0], (A.DefaultExpr, A.DontCare)) and len(keys) > 1:
-                kexprs = kexprs * len(keys)
-            if len(kexprs) != len(keys):
-                raise P4Error(f"entry has {len(kexprs)} keys, table {info.name} has {len(keys)}", en.loc)
+            if len(kexprs) < len(keys):   # p4c's type checker (1.2.5.16): a lone _ is one key too
+                # a constant alone keeps its width (8w1), inside a mask or range its value (4369 &&& 15)
+                shown = ", ".join("DefaultExpression" if isinstance(k, (A.DefaultExpr, A.DontCare))
+                                  else self.expressions.p4c_text(k, not isinstance(k, A.Binary)) for k in kexprs)
+                raise P4Error(f"{{ {shown} }}: Size of entry keyset must match the table key set size", en.loc)
+            if len(kexprs) > len(keys):
+                raise P4Error("'Entry'", en.loc)
             matches = []
             for ke, kf, kt in zip(kexprs, keys, key_types):
                 matches.append(self.const_match(ke, kf, kt))

@@ -66,10 +66,67 @@ def _constant(cond: Any, consts: set[str]) -> bool:
     return isinstance(cond, A.BoolLit) or (isinstance(cond, A.NameRef) and cond.name in consts)
 
 
-def _deparser(decl: Any, consts: set[str]) -> None:
+def _deparser(decl: Any, consts: set[str], headers: frozenset[str] = frozenset()) -> None:
     for n in A.iter_nodes(decl.body) if decl.body is not None else ():
         if isinstance(n, A.IfStmt) and not _constant(n.cond, consts) or isinstance(n, A.SwitchStmt):
             raise P4Error(f"{_shown(n)}: not supported within a deparser on this target", n.loc)
+    _deparser_locals(decl, consts, headers)
+
+
+def _deparser_locals(decl: Any, consts: set[str], headers: frozenset[str]) -> None:
+    """BMv2's deparser runs emits, extern calls and assignments of constants only: a local
+    of the deparser that is given a value that is not a constant (its initializer becomes
+    an assignment), or has ``setValid()``/``setInvalid()`` called, and is read later is
+    refused at that statement (p4c-bm2-ss 1.2.5.16, measured: ``t = hdr.h: not supported
+    within a deparser on this target``) when it is written again later (else p4c's copy
+    propagation reads the value itself: ``h_t t = hdr.h; pkt.emit(t);`` is accepted); a
+    local of a header type (``headers``: their names) declared without a value gets p4c's
+    ``t.setInvalid()`` there. A local read nowhere after is left alone (p4c's mid end
+    removes what writes it)."""
+    # the control's own locals first (p4c moves their initialisation to the body's start)
+    locals_ = [d for d in getattr(decl, "locals", []) if isinstance(d, A.VarDecl)]
+    stmts = locals_ + list(A.flat_statements(decl.body.stmts if decl.body is not None else []))
+    names = {s.name for s in stmts if isinstance(s, A.VarDecl)}
+
+    def root(e: Any) -> str:
+        while isinstance(e, (A.Member, A.Index, A.Slice)):
+            e = e.expr
+        return e.name if isinstance(e, A.NameRef) else ""
+
+    def read_later(name: str, i: int) -> bool:
+        return any(isinstance(n, A.NameRef) and n.name == name
+                   for s in stmts[i + 1:] for n in A.iter_nodes(s))
+
+    def plain(e: Any) -> bool:
+        return isinstance(e, (A.IntLit, A.BoolLit)) or _constant(e, consts)
+
+    def written(s: Any, name: str) -> bool:
+        if isinstance(s, A.AssignStmt):
+            return root(s.lhs) == name
+        return isinstance(s, A.CallStmt) and isinstance(s.call.func, A.Member) \
+            and s.call.func.name in ("setValid", "setInvalid") and root(s.call.func.expr) == name
+
+    def kept(name: str, i: int) -> bool:
+        """Whether p4c's copy propagation keeps the value given at ``i``: the local is
+        written again later (else every read becomes the value's and the copy goes)."""
+        return read_later(name, i) and any(written(s, name) for s in stmts[i + 1:])
+
+    for i, s in enumerate(stmts):
+        shown = ""
+        if isinstance(s, A.VarDecl) and s.init is not None and not plain(s.init) and kept(s.name, i):
+            shown = f"{s.name} = {expr_text(s.init)}"
+        elif isinstance(s, A.VarDecl) and s.init is None and isinstance(s.type, A.NamedType) \
+                and s.type.name in headers and read_later(s.name, i):
+            shown = f"{s.name}.setInvalid()"
+        elif isinstance(s, A.AssignStmt) and root(s.lhs) in names and not plain(s.rhs) \
+                and kept(root(s.lhs), i):
+            shown = _shown(s)
+        elif isinstance(s, A.CallStmt) and isinstance(s.call.func, A.Member) \
+                and s.call.func.name in ("setValid", "setInvalid") and root(s.call.func.expr) in names \
+                and read_later(root(s.call.func.expr), i):
+            shown = _shown(s)
+        if shown:
+            raise P4Error(f"{shown}: not supported within a deparser on this target", s.loc)
 
 
 def _no_checksum_calls(decl: Any) -> None:
@@ -97,7 +154,9 @@ def check_v1switch(blocks: Mapping[str, Any], headers_type: Any = None,
     # p4c-bm2-ss's order (measured on 1.2.5.16): the deparser, then the compute control,
     # then the verify control
     if decls.get("deparser") is not None:
-        _deparser(decls["deparser"], set(consts))
+        headers = frozenset(d.name for d in (program.decls if program is not None else [])
+                            if isinstance(d, A.StructLikeDecl) and d.kind == "header")
+        _deparser(decls["deparser"], set(consts), headers)
     if decls.get("compute_checksum") is not None:
         _checksum_block(decls["compute_checksum"], UPDATE)
     if decls.get("verify_checksum") is not None:

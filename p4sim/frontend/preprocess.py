@@ -22,6 +22,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import sys
 from typing import Iterable, Iterator, Optional
 
 from pcpp import Preprocessor
@@ -34,6 +35,10 @@ P4INCLUDE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__f
 
 # Gaps of more blank lines than this are bridged with a ``#line`` marker instead.
 _MAX_BLANK_LINES = 8
+
+
+MAX_INCLUDE_DEPTH = 200      # cpp's -fmax-include-depth default (what p4c runs)
+_FRAMES_PER_INCLUDE = 12     # Python frames one nested #include takes in pcpp, about
 
 
 class _P4Preprocessor(Preprocessor):
@@ -99,6 +104,20 @@ class _P4Preprocessor(Preprocessor):
         if not starts or not 1 <= lineno <= len(starts):
             return 1
         return max(lexpos - starts[lineno - 1] + 1, 1)
+
+    def include(self, tokens, original_line):  # type: ignore[no-untyped-def,override]
+        """pcpp's ``#include``, nested at most :data:`MAX_INCLUDE_DEPTH` deep with cpp's
+        error (a file that includes itself, e.g. ``core.p4`` with ``#include <core.p4>`` and
+        its own folder on the include path), at the end of the directive that goes over."""
+        # one folder of temp_path per open file (pcpp's search path for "..." includes)
+        if len(self.temp_path) >= MAX_INCLUDE_DEPTH:
+            d = self.lastdirective
+            lines = self.texts.get(d.source, "").split("\n") if d is not None else []
+            line = lines[d.lineno - 1] if d is not None and 0 < d.lineno <= len(lines) else ""
+            loc = Loc(self.display(d.source), d.lineno, len(line.rstrip()) + 1) if d is not None else None
+            raise P4Error(f"#include nested depth {MAX_INCLUDE_DEPTH} exceeds maximum of {MAX_INCLUDE_DEPTH} "
+                          "(use -fmax-include-depth=DEPTH to increase the maximum)", loc)
+        yield from super().include(tokens, original_line)
 
     # ---------------------------------------------------------------- pcpp hooks
     def on_file_open(self, is_system_include: bool, includepath: str):  # type: ignore[override]
@@ -443,7 +462,13 @@ def preprocess_text(text: str, filename: str = "<input>", include_dirs: Iterable
     base = os.path.dirname(filename) if not filename.startswith("<") else ""
     pp.temp_path.insert(0, os.path.abspath(base))
     pp.cpp_dirs[os.path.abspath(base)] = base
-    return _Writer(pp).run(_tokens(pp))
+    # pcpp nests a generator per #include: room for cpp's whole depth
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, MAX_INCLUDE_DEPTH * _FRAMES_PER_INCLUDE + 1000))
+    try:
+        return _Writer(pp).run(_tokens(pp))
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def preprocess(path: str, include_dirs: Iterable[str] = (),

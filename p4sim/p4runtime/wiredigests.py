@@ -34,29 +34,8 @@ from p4.v1 import p4data_pb2
 from p4.v1 import p4runtime_pb2 as pb
 
 from p4sim.p4runtime.codec import encode_bytes
-
-WIRE_LEN = 2
-"""Protobuf's wire type of a length-delimited field (not imported from :mod:`.wirecounters`,
-which loads numpy: the digest streamer is imported where numpy is not wanted)."""
-
-
-def field_key(message: Any, field: str, wire_type: int) -> int:
-    """The one-byte key of ``message.field`` (every field used here is numbered < 16)."""
-    number = message.DESCRIPTOR.fields_by_name[field].number
-    if number >= 16:
-        raise AssertionError(f"{message.__name__}.{field}: field {number} needs a two-byte key")
-    return (number << 3) | wire_type
-
-
-def varint(value: int) -> bytes:
-    """Protobuf's shortest varint of ``value`` (>= 0): ``varint(300) == b"\\xac\\x02"``."""
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
+from p4sim.p4runtime.wireformat import WIRE_LEN, field_key
+from p4sim.p4runtime.wireformat import length_delimited as _field
 
 _T_DATA = field_key(pb.DigestList, "data", WIRE_LEN)
 _T_BITSTRING = field_key(p4data_pb2.P4Data, "bitstring", WIRE_LEN)
@@ -65,10 +44,6 @@ _T_MEMBERS = field_key(p4data_pb2.P4StructLike, "members", WIRE_LEN)
 
 CACHE_VALUES = 65536
 """Values whose bytes are kept per digest; the cache starts again when it is full."""
-
-
-def _field(tag: int, payload: bytes) -> bytes:
-    return bytes((tag,)) + varint(len(payload)) + payload
 
 
 def _width(spec: p4types_pb2.P4DataTypeSpec) -> Optional[tuple[int, bool]]:

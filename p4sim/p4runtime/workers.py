@@ -99,10 +99,14 @@ class WorkerPool(futures.Executor):
         self._shut = False
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Call:  # type: ignore[override]
-        if self._shut:
-            raise RuntimeError("cannot run calls after shutdown")
         call = Call()
-        self._queue.put((call, fn, args, kwargs))
+        # the check and the put under one lock: a call that passes the check is queued before
+        # shutdown's stop markers, so it runs (review3: checked without the lock, a call could
+        # land behind the markers and never end)
+        with self._lock:
+            if self._shut:
+                raise RuntimeError("cannot run calls after shutdown")
+            self._queue.put((call, fn, args, kwargs))
         if not self._idle.acquire(blocking=False):
             self._grow()
         return call

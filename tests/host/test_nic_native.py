@@ -244,6 +244,38 @@ def test_a_frame_larger_than_a_slot_still_goes_out() -> None:
     assert port.tx_frames == 3
 
 
+def test_a_qp_whose_frames_exceed_a_slot_stays_on_the_python_path() -> None:
+    """A data frame larger than an arena slot (an MTU over ~16 KB) is never built in C:
+    the template is refused (before: nicc_qp_fill wrote it past the slot, a heap
+    overflow), and a port keeps such a QP's frames in Python, byte for byte."""
+    lib = native.nic_lib()
+    assert lib is not None
+    big = dict(message_bytes=40000, mtu=20000, messages=1, rate_limit=False)
+    with pytest.raises(ValueError, match="exceeds the native arena"):
+        SenderQP(FLOW, **big).attach_native(native.NativeQP(lib))      # type: ignore[arg-type]
+    one = SenderQP(FLOW, **big)                                          # type: ignore[arg-type]
+    assert one.native_frame_bytes() == len(one.poll_batch(0.0, 1)[0]) > native.SLOT_BYTES
+    for first in (None, dict(message_bytes=2048, mtu=1024, messages=1, rate_limit=False)):
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        for s in (a, b):
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        port = NicPort(DatagramIO(a), line_rate_bps=1e8, native=True)
+        twins = []
+        for kw in (first, big):
+            if kw is not None:
+                port.add_sender(SenderQP(FLOW, **kw))                    # type: ignore[arg-type]
+                twins.append(SenderQP(FLOW, **kw))                       # type: ignore[arg-type]
+        assert not port.native and "mtu 20000" in port.native_reason
+        assert all(qp._native is None for qp in port.senders)
+        port.step(0.0)
+        b.setblocking(False)
+        want = [f for t in twins for f in t.poll_batch(0.0, port.tx_burst)]
+        assert [b.recv(65535) for _ in range(len(want))] == want and len(want) == (2 if first is None else 4)
+        a.close()
+        b.close()
+
+
 def test_without_a_compiler_the_python_path_runs_said_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                                            caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setenv("CC", "/nonexistent/no-such-cc")
@@ -340,7 +372,9 @@ def test_a_senders_native_bursts_keep_pacing_and_make_the_python_frames() -> Non
     assert all(qp.done and not qp.errored for qp in port.senders)
     for twin in twins:
         assert wire[twin.sqpn] == [twin.poll(0.0) for _ in range(200)]
-    assert 0.4 < elapsed < 1.0                          # 200 frames at 400 pps: 0.5 s
+    # 200 frames a QP at 400 pps: 0.5 s at the least (the pacer holds); no upper bound on
+    # the wall clock (a loaded machine is late, not wrong: speed is make bench's)
+    assert elapsed > 0.4
     assert port.tx_frames == 400 and port.steps < 200
     assert [qp.counters.sent_pkts for qp in port.senders] == [200, 200]
 

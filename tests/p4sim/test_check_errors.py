@@ -14,6 +14,8 @@ to be promoted. The last tests run ``python -m p4sim check`` end to end.
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -237,18 +239,48 @@ CASES = [
         apply="meta.w[8:0] = $hdr.h.a[8:0];"),
     bad("slice-of-bool", "meta.flag[0:0]: cannot slice a value of type bool",
         apply="hdr.h.a[0:0] = $meta.flag[0:0];"),
-    bad("stack-index-out-of-bounds", "hdr.s[2]: index 2 out of bounds for h_t[2]",
-        fields="    h_t[2] s;", apply="$hdr.s[2].a = 1;"),
+    bad("stack-index-out-of-bounds", "Array index 2 larger or equal to array size 2",   # p4c 1.2.5.16
+        fields="    h_t[2] s;", apply="hdr.s[$2].a = 1;"),
+    bad("stack-index-negative", "hdr.s[-1]: Negative array index -1",
+        fields="    h_t[2] s;", apply="$hdr.s[-1].a = 1;"),
+    bad("stack-index-out-of-bounds-typed", "Array index 8w3 larger or equal to array size 2",
+        fields="    h_t[2] s;", apply="hdr.s[$8w3].a = 1;"),
     # ---------------------------------------------------------------- assignments
-    bad("assign-in-param", "x cannot be assigned: it is a read-only (in or directionless) parameter",
+    # p4c-bm2-ss 1.2.5.16's type checker (measured): the whole target is quoted
+    bad("assign-in-param", "Expression x cannot be the target of an assignment",
         locals_="action set(in bit<8> x) { $x = 1; }"),
-    bad("assign-directionless-param",
-        "x cannot be assigned: it is a read-only (in or directionless) parameter",
+    bad("assign-directionless-param", "Expression x cannot be the target of an assignment",
         locals_="action set(bit<8> x) { $x = 1; }"),
-    bad("assign-constant", "K cannot be assigned (it is a const)",
+    bad("assign-constant", "Expression K cannot be the target of an assignment",
         locals_="const bit<8> K = 1;", apply="$K = 2;"),
-    bad("assign-in-control-param", "hdr cannot be assigned: it is a read-only (in or directionless) parameter",
+    bad("assign-in-control-param", "Expression hdr.h.a cannot be the target of an assignment",
         deparser="$hdr.h.a = 1;"),
+    bad("assign-field-of-in-param", "Expression x.a cannot be the target of an assignment",
+        top="void f(in h_t x) { $x.a = 1; }", apply="f(hdr.h);"),
+    bad("assign-slice-of-in-param", "Expression x[3:0] cannot be the target of an assignment",
+        locals_="action set(in bit<8> x) { $x[3:0] = 1; }", apply="set(1);"),
+    bad("compound-assign-in-param", "Expression x cannot be the target of an assignment",
+        locals_="action set(in bit<8> x) { $x += 1; }", apply="set(1);"),
+    bad("in-param-as-out-argument", "'g(x)'",
+        top="void g(out bit<8> y) { y = 1; }", locals_="action set(in bit<8> x) { $g(x); }", apply="set(1);"),
+    # BMv2's deparser runs emits, extern calls and constant assignments only (p4c-bm2-ss
+    # 1.2.5.16, measured; p4sim accepted these): a local given a value that is not a
+    # constant, or a header local declared without one (p4c sets it invalid there)
+    bad("deparser-local-from-header", "t = hdr.h: not supported within a deparser on this target",
+        deparser="$h_t t = hdr.h; t.setInvalid(); pkt.emit(t);"),
+    bad("deparser-header-local-without-value", "t.setInvalid(): not supported within a deparser on this target",
+        deparser="$h_t t; t.setValid(); t.a = 8w1; t.b = 8w2; pkt.emit(t);"),
+    bad("deparser-local-assigned-later", "t.setInvalid(): not supported within a deparser on this target",
+        deparser="$h_t t; t = hdr.h; pkt.emit(t);"),
+    bad("deparser-local-copy-then-written", "t = hdr.h: not supported within a deparser on this target",
+        deparser="$h_t t = hdr.h; t.a = 8w1; pkt.emit(t);"),
+    bad("deparser-header-local-only-emitted", "t.setInvalid(): not supported within a deparser on this target",
+        deparser="$h_t t; pkt.emit(t); pkt.emit(hdr.h);"),
+    # p4sim accepted these (the deparser's headers are an in parameter)
+    bad("set-invalid-in-deparser", "hdr.h.setInvalid: must be applied to a left-value",
+        deparser="pkt.emit(hdr.h); $hdr.h.setInvalid();"),
+    bad("set-valid-in-deparser", "hdr.h.setValid: must be applied to a left-value",
+        deparser="$hdr.h.setValid(); pkt.emit(hdr.h);"),
     # ---------------------------------------------------------------- calls and arguments
     bad("too-many-arguments", "set: too many arguments (2 given, 1 expected)",
         locals_="action set(in bit<8> x) { hdr.h.a = x; }", apply="$set(1, 2);"),
@@ -272,8 +304,18 @@ CASES = [
     bad("non-constant-const-init", "K: initializer is not a compile-time constant",
         locals_="const bit<8> K = $hdr.h.a;"),
     # ---------------------------------------------------------------- declarations
-    bad("duplicate-declaration", "re-declaration of 'K'", top="const bit<8> K = 1;\n$const bit<8> K = 2;"),
-    bad("duplicate-local", "re-declaration of 'v'", locals_="bit<8> v;\n$bit<8> v;"),
+    # p4c-bm2-ss 1.2.5.16's words (measured): top level, a control's/parser's locals, a block
+    bad("duplicate-declaration", "K duplicates K.", top="const bit<8> K = 1;\n$const bit<8> K = 2;"),
+    bad("duplicate-type-declaration", "h_t duplicates h_t.", top="$header h_t { bit<8> z; }"),
+    bad("duplicate-local", "v: Duplicates declaration v", locals_="bit<8> v;\n$bit<8> v;"),
+    bad("duplicate-type-and-function", "Re-declaration of foo with different type:",
+        top="control foo(in bit<8> x, out bit<8> y) { apply { y = x + 7; } }\n$bool foo() { return true; }"),
+    bad("duplicate-action", "a: Duplicates declaration a", locals_="action a() { }\n$action a() { }", apply="a();"),
+    bad("duplicate-parser-local", "v: Duplicates declaration v", parser_locals="bit<8> v = 1;\n$bit<8> v = 2;"),
+    bad("duplicate-in-apply-block", "Duplicate declaration of v; previous at",
+        apply="bit<8> v = 1;\n$bit<8> v = 2; hdr.h.a = v;"),
+    bad("duplicate-in-action-body", "Duplicate declaration of v; previous at",
+        locals_="action a() { bit<8> v = 1;\n$bit<8> v = 2; hdr.h.a = v; }", apply="a();"),
     bad("duplicate-field", "header dup_t: duplicate field 'a'",
         top="header dup_t { bit<8> a; $bit<8> a; }"),
     bad("duplicate-enum-member", "enum E: duplicate member", top="$enum E { A, B, A }"),
@@ -302,9 +344,13 @@ CASES = [
         states="    state start { $return; }"),
     bad("next-outside-parser", "hdr.s.next: 'next' can only be used in a parser",
         fields="    h_t[2] s;", apply="$hdr.s.next.a = 1;"),
+    # p4c-bm2-ss 1.2.5.16's type checker (measured; petr4's STF programs emit bits)
     bad("emit-non-header",
-        "emit: argument must be a header, header stack, union or struct, not bit<8>",
+        "pkt.emit(hdr.h.a): argument must be a header, stack or union, or a struct or tuple of such types",
         deparser="$pkt.emit(hdr.h.a);"),
+    bad("emit-cast-bits",
+        "pkt.emit((bit<16>)hdr.h.a): argument must be a header, stack or union, or a struct or tuple of such types",
+        deparser="$pkt.emit((bit<16>)hdr.h.a);"),
     # ---------------------------------------------------------------- tables and switch
     # p4c's KeyNameGenerator: a key it cannot name needs @name (innermost part reported)
     bad("table-key-complex-bool", "true: Complex key expression requires a @name annotation",
@@ -401,8 +447,8 @@ CASES = [
         "mark_to_drop: argument for inout parameter 'standard_metadata' has type meta_t, "
         "expected standard_metadata_t",
         apply="mark_to_drop($meta);"),
-    bad("extern-method-arg-type", "expression: cannot convert type bool to bit<32>",
-        locals_="counter(8, CounterType.packets) c;", apply="c.count($meta.flag);"),
+    bad("extern-method-arg-type", "'c.count(meta.flag)'",   # p4c-bm2-ss 1.2.5.16, measured
+        locals_="counter(8, CounterType.packets) c;", apply="$c.count(meta.flag);"),
     bad("register-read-out-width",
         "read: argument for out parameter 'result' has type bit<16>, expected bit<8>",
         locals_="register<bit<8>>(8) r;", apply="r.read($meta.w, 0);"),
@@ -523,6 +569,48 @@ CASES = [
     bad("select-range-bound-not-constant", "hdr.h.b: must be a compile-time constant",
         states="    state start { pkt.extract(hdr.h);\n"
                "        transition select(hdr.h.a) { 1 .. $hdr.h.b: accept; default: reject; } }"),
+    # p4c's constant folding comes first on a select of constants (1.2.5.16, measured): a
+    # range's or mask's bound, or a bool case, that is not constant gets its words
+    bad("select-constant-key-range-bound-not-constant", "meta.m: expression must evaluate to a constant",
+        states="    state start { pkt.extract(hdr.h);\n"
+               "        transition select(8w5) { $meta.m .. 8w9: accept; default: reject; } }"),
+    bad("select-constant-key-mask-not-constant", "meta.m: expression must evaluate to a constant",
+        states="    state start { pkt.extract(hdr.h);\n"
+               "        transition select(8w5) { 8w4 &&& $meta.m: accept; default: reject; } }"),
+    bad("select-constant-bool-key-case-not-constant", "meta.flag: expression must evaluate to a constant",
+        states="    state start { pkt.extract(hdr.h);\n"
+               "        transition select(true) { $meta.flag: accept; default: reject; } }"),
+    bad("select-constant-key-value-not-constant", "meta.m: must be a compile-time constant",
+        states="    state start { pkt.extract(hdr.h);\n"
+               "        transition select(8w5) { $meta.m: accept; default: reject; } }"),
+    # p4c's type checker (1.2.5.16, measured): an extern method's argument that does not
+    # convert to its bound type is reported as the call; an extern specialized with the
+    # wrong number of type arguments (v1model's counter is not generic before 20200408)
+    bad("extern-method-argument-does-not-convert", "'r.write(0, meta.w)'",
+        locals_="register<bit<8>>(4) r;", apply="$r.write(0, meta.w);"),
+    bad("extern-method-index-does-not-convert", "'r.write(meta.w, 8w1)'",
+        locals_="register<bit<8>>(4) r;", apply="$r.write(meta.w, 8w1);"),
+    bad("extern-specialized-though-not-generic",
+        "counter<bit<8>>: Type counter has 0 type parameter(s), but it is specialized with 1",
+        locals_="$counter<bit<8>>(4, CounterType.packets) c;", apply="c.count(0);"),
+    bad("extern-specialized-with-too-many-type-arguments",
+        "register<bit<8>, bit<32>>: Type register has 1 type parameter(s), but it is specialized with 2",
+        locals_="$register<bit<8>, bit<32>>(4) r;", apply="r.write(0, 8w1);"),
+    # p4c's type checker (1.2.5.16, measured): a cast to a struct type, at the type; it comes
+    # before the back end's refusal of a local whose header is 4 bits wide (petr4)
+    bad("cast-to-struct", "headers_t: cast not supported",
+        top="struct s3_t { h_t h; }", apply="s3_t a = {h = {a = 1, b = 2}}; headers_t b = ($headers_t)a;"),
+    bad("cast-to-struct-before-odd-header-local", "headers_t: cast not supported",
+        top="header odd_t { bit<4> y; }\nstruct s2_t { odd_t h; }\nstruct s3_t { h_t h; }",
+        apply="s2_t o; o.h.setValid(); o.h.y = 1; hdr.h.a = (bit<8>)o.h.y;\n"
+              "s3_t a = {h = {a = 1, b = 2}}; headers_t b = ($headers_t)a;"),
+    # p4c's type checker (1.2.5.16, measured)
+    bad("push-front-in-parser", "hdr.s.push_front: 'push_front' and 'pop_front' for stacks cannot be used in a parser",
+        fields="    h_t[2] s;",
+        states="    state start { pkt.extract(hdr.h); $hdr.s.push_front(1); transition accept; }"),
+    bad("pop-front-in-parser", "hdr.s.pop_front: 'push_front' and 'pop_front' for stacks cannot be used in a parser",
+        fields="    h_t[2] s;",
+        states="    state start { pkt.extract(hdr.h); $hdr.s.pop_front(1); transition accept; }"),
     bad("call-in-select-case", "one(): no function calls allowed in this context",
         top="bit<8> one() { return 1; }",
         states="    state start { pkt.extract(hdr.h);\n"
@@ -930,6 +1018,17 @@ GOOD = [
                             "{ standard_metadata: next; default: accept; } }\n"
                             "    state next { hdr.h.b = meta; transition accept; }"},
                  id="parser-locals-named-as-its-parameters"),
+    # p4c-bm2-ss 1.2.5.16 (measured): constant folding drops the cases after one that
+    # surely matches a select of constants, so the mid end never asks them to be constant
+    pytest.param({"states": "    state start { pkt.extract(hdr.h); transition select(8w5) "
+                            "{ 8w5: accept; meta.m .. 8w9: reject; default: reject; } }"},
+                 id="select-of-constants-case-after-a-sure-match-not-constant"),
+    # p4c-bm2-ss 1.2.5.16 (measured): a deparser local read nowhere after its value is
+    # given is removed by the mid end
+    pytest.param({"deparser": "h_t t = hdr.h; bit<8> x = hdr.h.a; pkt.emit(hdr.h);"},
+                 id="deparser-locals-never-read"),
+    # ... and one never written after its value: copy propagation emits the value itself
+    pytest.param({"deparser": "h_t t = hdr.h; pkt.emit(t);"}, id="deparser-local-copy-emitted"),
 ]
 
 
@@ -1031,9 +1130,70 @@ def test_cli_check_never_raises(tmp_path: Any, source: str, message: str) -> Non
     assert proc.stderr.splitlines()[0] == f"{tmp_path / 'prog.p4'}:{where[0]}:{where[1]}: error: {message}"
 
 
+def test_headers_not_a_struct_refused_with_p4runtime_files_too(tmp_path: Any) -> None:
+    """With ``--p4runtime-files`` (back-end checks deferred until P4Info is written) a
+    stack as ``H`` is refused with p4c-bm2-ss's message, not an internal error (petr4's
+    STF programs use ``head[13]`` as their headers)."""
+    from p4sim.tutorials.p4c import main_p4c_bm2_ss
+    text = program(fields="").replace("headers_t hdr", "h_t[2] hdr").replace("pkt.extract(hdr.h)", "pkt.extract(hdr.next)") \
+        .replace("pkt.emit(hdr.h);", "pkt.emit(hdr);")
+    src = tmp_path / "stack_headers.p4"
+    src.write_text(text)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        rc = main_p4c_bm2_ss(["--p4runtime-files", str(tmp_path / "p.txtpb"), "-o", str(tmp_path / "p.json"), str(src)])
+    assert rc != 0
+    assert err.getvalue().splitlines()[0].endswith("error: h_t[2]: expected type to be a struct"), err.getvalue()
+
+
 def test_headers_that_are_not_a_struct_are_refused_as_p4c_bm2_ss_refuses() -> None:
     text = program().replace("out headers_t hdr", "out h_t hdr").replace("in headers_t hdr", "in h_t hdr") \
         .replace("inout headers_t hdr", "inout h_t hdr").replace("pkt.emit(hdr.h);", "pkt.emit(hdr);")
     text = text.replace("pkt.extract(hdr.h)", "pkt.extract(hdr)")
     with pytest.raises(P4Error, match="h_t: expected type to be a struct"):
         load_program_text(text, "hdr_not_struct.p4")
+
+
+@pytest.mark.parametrize("snippets, first", [
+    ({"fields": "    h_t[2] s;", "apply": "hdr.s[2].a = 1;", "deparser": "pkt.emit(hdr.h.a);"},
+     "Array index 2 larger or equal to array size 2"),
+    ({"fields": "    h_t[2] s;", "deparser": "pkt.emit(hdr.h.a);",
+      "states": "    state start { pkt.extract(hdr.h); pkt.extract(hdr.s[2]); hdr.s.push_front(1); transition accept; }"},
+     "hdr.s.push_front: 'push_front' and 'pop_front' for stacks cannot be used in a parser"),
+])
+def test_late_type_checks_come_after_the_others_as_in_p4c(snippets: dict[str, str], first: str) -> None:
+    """p4c-bm2-ss 1.2.5.16 (measured) checks constant stack indices after its other type
+    checks, and emit's argument (CheckCoreMethods) after both: its first message is not
+    the first in source order (petr4's error.p4 indexes hdr[15] before a push_front)."""
+    assert _diagnostic(program(**snippets)).message == first
+
+
+def test_back_end_errors_of_actions_come_in_declaration_order() -> None:
+    """p4c-bm2-ss 1.2.5.16 (measured) converts the actions in the order they are declared:
+    with the egress control written before the ingress one, the egress action's
+    ``mark_to_drop()`` is reported first (petr4's flowlet_sized_ints.p4), though p4sim
+    compiles the ingress control first."""
+    import re
+    text = program(locals_="action d() { mark_to_drop(); }", apply="d();")
+    egress = ("control MyEgress(inout headers_t hdr, inout meta_t meta,\n"
+              "                 inout standard_metadata_t standard_metadata) "
+              "{ action e() { mark_to_drop(); } apply { e(); } }\n")
+    text = re.sub(r"control MyEgress\(.*?\{ apply \{ \} \}\n", "", text, flags=re.S)
+    text = text.replace("control MyIngress(", egress + "control MyIngress(")
+    line = text[:text.index("action e()")].count("\n") + 1
+    err = _diagnostic(text)
+    assert (err.loc.line, err.message) == (line, "Expected 1 argument for mark_to_drop(). "
+                                                 "Are you using an up-to-date v1model.p4?")
+
+
+def test_deparser_control_local_header_is_refused_as_p4c_bm2_ss_refuses_it() -> None:
+    """A header declared among the deparser control's locals (not in its apply body) and
+    emitted: p4c-bm2-ss 1.2.5.16 (measured) sets it invalid at its declaration, which
+    BMv2's deparser cannot run ("t.setInvalid(): not supported within a deparser on this
+    target", at the local); p4sim accepted it."""
+    text = program(deparser="t.setValid(); t.a = 8w1; t.b = 8w2; pkt.emit(t);").replace(
+        "control MyDeparser(packet_out pkt, in headers_t hdr) {\n",
+        "control MyDeparser(packet_out pkt, in headers_t hdr) {\n    h_t t;\n")
+    err = _diagnostic(text)
+    assert (err.loc.line, err.message) == (text[:text.index("    h_t t;")].count("\n") + 1,
+                                           "t.setInvalid(): not supported within a deparser on this target")

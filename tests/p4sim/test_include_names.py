@@ -60,3 +60,22 @@ def test_an_included_file_is_named_as_cpp_names_it(layout: Path, where: str, pat
     with pytest.raises(P4Error) as info:
         load_program(path, includes)
     assert str(info.value).startswith(expected.replace("ABS", str(layout)) + "13: error: Expected 1 argument")
+
+
+def test_includes_nest_at_most_200_deep_as_cpp(tmp_path: Path) -> None:
+    """cpp's ``-fmax-include-depth`` (200, what p4c runs): a chain ``f0.p4`` -> ``f1.p4``
+    -> ... stops at ``f199.p4``'s directive, with cpp's message (measured: cpp 11 gives
+    ``f199.p4:1:19``); a file that includes itself (distrue/p4ids-bmv2's ``core.p4``, with
+    ``#include <core.p4>`` and its folder on the include path) is refused the same way,
+    not with a Python recursion error."""
+    from p4sim.frontend.preprocess import preprocess
+    for i in range(205):
+        (tmp_path / f"f{i}.p4").write_text(f'#include "f{i + 1}.p4"\n')
+    (tmp_path / "f205.p4").write_text("\n")
+    with pytest.raises(P4Error) as info:
+        preprocess(str(tmp_path / "f0.p4"))
+    assert str(info.value) == (f"{tmp_path}/f199.p4:1:19: error: #include nested depth 200 exceeds maximum "
+                               "of 200 (use -fmax-include-depth=DEPTH to increase the maximum)")
+    (tmp_path / "core.p4").write_text("/* self */\n#include <core.p4>\n")
+    with pytest.raises(P4Error, match=r"core.p4:2:19: error: #include nested depth 200 exceeds"):
+        preprocess(str(tmp_path / "core.p4"), [str(tmp_path)])

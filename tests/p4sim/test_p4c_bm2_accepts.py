@@ -123,9 +123,22 @@ def test_braced_keyset_of_an_entry_holds_the_keys() -> None:
                  id="dont-care-in-braces"),
     pytest.param("hdr.h.a : ternary;", "{$default} : set_c(1);",
                  "syntax error, unexpected DEFAULT, expecting }", id="default-in-braces"),
-    # p4c-bm2-ss: "Tuples with different sizes 1 vs 2"
-    pytest.param("hdr.h.a : exact;", "${8w1, 8w2} : set_c(1);", "entry has 2 keys, table t has 1",
+    # p4c-bm2-ss 1.2.5.16: "'Entry'" (then: "Tuples with different sizes 1 vs 2")
+    pytest.param("hdr.h.a : exact;", "${8w1, 8w2} : set_c(1);", "'Entry'",
                  id="two-keys-for-one"),
+    # p4c-bm2-ss 1.2.5.16: a lone _ or default is one key, not one for every key
+    pytest.param("hdr.h.a : ternary; hdr.h.b : ternary;", "$_ : set_c(1);",
+                 "{ DefaultExpression }: Size of entry keyset must match the table key set size",
+                 id="lone-dont-care-for-two-keys"),
+    pytest.param("hdr.h.a : ternary; hdr.h.b : ternary;", "$default : set_c(1);",
+                 "{ DefaultExpression }: Size of entry keyset must match the table key set size",
+                 id="lone-default-for-two-keys"),
+    pytest.param("hdr.h.a : ternary; hdr.h.b : ternary; hdr.h.c : exact;", "$(8w1, 8w2) : set_c(1);",
+                 "{ 8w1, 8w2 }: Size of entry keyset must match the table key set size",
+                 id="two-keys-for-three"),
+    pytest.param("hdr.h.a : ternary; hdr.h.b : exact;", "$0x1111 &&& 0xF : set_c(1);",
+                 "{ 4369 &&& 15 }: Size of entry keyset must match the table key set size",
+                 id="mask-alone-for-two-keys"),
 ])
 def test_braced_keyset_neighbours_are_refused(keys: str, entries: str, message: str) -> None:
     refused(program(locals_=TABLE % (keys, entries)), message)

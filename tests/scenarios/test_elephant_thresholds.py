@@ -3,6 +3,8 @@
 ``scenarios.gor_session.set_elephant_thresholds``."""
 from __future__ import annotations
 
+import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -13,7 +15,7 @@ from controller.fabric.monitoring import DEFAULT_ELEPHANTS, ELEPHANT_SHARE, elep
 from controller.fabric_setup import plan_fabric
 from controller.switch_restore import reprogram_switch
 from p4src.alarmmodel import ELEPHANT_ACTION, ELEPHANT_TABLE, ElephantConfig
-from scenarios.gor_session import set_elephant_thresholds
+from scenarios.gor_session import GorSession, set_elephant_thresholds
 from topo import FabricSpec, build_fabric
 
 
@@ -141,3 +143,32 @@ def test_a_restarted_switch_gets_the_scaled_threshold_back_not_the_plans_default
     assert all(got[p] == elephants_for_rate(17143).table_params() for p in fabric_ports), got
     assert all(v == DEFAULT_ELEPHANTS.table_params() for p, v in got.items() if p not in fabric_ports)
     assert len(got) == len(programmer.plans[leaf.name].of(ELEPHANT_TABLE))   # replaced, none added
+
+
+def test_a_restarted_switch_gets_its_scaled_thresholds_again() -> None:
+    """GOR re-programs a restarted switch from its plan (the default 20-packet threshold):
+    ``GorSession.restart_switch`` writes the scaled thresholds of that switch again once
+    GOR has it back (before: the rest of a leaf-restart story ran that leaf at 20 packets,
+    the millisecond-scale rates the scaling removed)."""
+    fabric = build_fabric(FabricSpec())
+    log: list[tuple[str, Any]] = []
+    conns = {sw.name: _Conn([]) for sw in fabric.switches}
+    leaf = next(sw for sw in fabric.switches if sw.name.endswith("l0"))
+    conns[leaf.name] = _Conn(log)
+    loop = SimpleNamespace(switch_log=[])
+
+    def wait_for(predicate: Any, timeout_s: float) -> bool:
+        loop.switch_log.append(("switch_back", leaf.name, 0.0, {}))     # GOR re-programmed it
+        return bool(predicate())
+
+    s = GorSession.__new__(GorSession)
+    said: list[str] = []
+    s.runtime = SimpleNamespace(loop=loop, wait_for=wait_for, t0=time.monotonic())  # type: ignore[assignment]
+    s.fabric, s.programmer = fabric, type("P", (), {"connections": conns, "plans": plan_fabric(fabric)})()
+    s.rate_pps, s.rates, s.say, s.switch_restarts = 17143.0, {}, said.append, []
+    rec = s.restart_switch(leaf.name, lambda name: 4242, wait_s=1.0)
+    assert rec.back_s is not None
+    names = {sw.name for sw in fabric.switches}
+    ports = sum(1 for info in leaf.ports.values() if info.peer_node in names)
+    assert len(log) == ports > 0 and all(te[3] == elephants_for_rate(17143).table_params() for _, te in log)
+    assert all(not c.log for n, c in conns.items() if n != leaf.name)   # the others kept theirs

@@ -198,14 +198,18 @@ static int fill_core(tx_t *t, const tpl_t *tp, int64_t *s, double *d, int64_t *a
     while (n < limit && t->n < t->cap) {
         if (total >= 0 && next >= total) break;
         if (!(next - acked < s[S_WINDOW])) break;
+        int64_t seq = next, msg = seq / per, i = seq % per;
+        int last = i == per - 1;
+        int kind = per == 1 ? K_ONLY : i == 0 ? K_FIRST : last ? K_LAST : K_MIDDLE;
+        /* a frame larger than a slot is never made (host.nic.native refuses such a
+         * template; this stops a heap overflow should one get here anyway) */
+        if ((int64_t)tp->head_len[kind] + 4 + (tp->ext_len[kind] == 16 ? 16 : 0) + tp->tail_len[kind] + 4 > t->slot)
+            break;
         if (s[S_RATE_LIMIT]) {
             if (now < next_at) break;
             double lo = now - lag;
             next_at = (lo > next_at ? lo : next_at) + gap;
         }
-        int64_t seq = next, msg = seq / per, i = seq % per;
-        int last = i == per - 1;
-        int kind = per == 1 ? K_ONLY : i == 0 ? K_FIRST : last ? K_LAST : K_MIDDLE;
         uint32_t psn = (uint32_t)((s[S_START_PSN] + seq) & PSN_MASK);
         int ackreq = last || (seq + 1) % every == 0 || (wp > 0 && seq - acked + 1 >= wp);
         uint8_t *f = t->iov[t->n].iov_base, *p = f;

@@ -131,6 +131,7 @@ def first_error(stderr: str) -> str:
 
 _P4C_DIAG = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\):\s*(?:\[--W\w+=[\w -]+\]\s*)?"
                        r"(?:(?P<sev>error|warning):\s*)?(?P<msg>.*)$")
+_NOWHERE_DIAG = re.compile(r"^(?:\[--W\w+=[\w -]+\]\s*)?(?P<sev>error|warning):\s*(?P<msg>.*)$")
 _GCC_DIAG = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?:\d+:)?\s*(?:\[--W\w+=[\w -]+\]\s*)?"
                        r"(?P<sev>fatal error|error|warning):\s*(?P<msg>.*)$")
 
@@ -156,9 +157,19 @@ def message_key(line: str) -> tuple[str, int, str, str]:
     ('a.p4', 7, 'error', 'Expected 1 argument for f()')
     >>> message_key("a.p4:20:10: fatal error: x.p4: No such file or directory")
     ('a.p4', 20, 'fatal error', 'x.p4: No such file or directory')
+
+    A message with no place (p4c's P4Runtime serializer's), with or without its kind:
+
+    >>> message_key("[--Werror=unsupported] error: Table 't' has an anonymous table property")
+    ('', 0, 'error', "Table 't' has an anonymous table property")
+    >>> message_key("error: Table 't' has an anonymous table property")
+    ('', 0, 'error', "Table 't' has an anonymous table property")
     """
     m = _GCC_DIAG.match(line) or _P4C_DIAG.match(line)
     if m is None:
+        m = _NOWHERE_DIAG.match(line)
+        if m is not None:
+            return ("", 0, m["sev"], m["msg"].strip())
         return ("", 0, "", line)
     return (m["file"], int(m["line"]), m["sev"] or "error", m["msg"].strip())
 

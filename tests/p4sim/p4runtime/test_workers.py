@@ -107,3 +107,35 @@ def test_switch_thresholds_raise_only_the_young_generations() -> None:
         assert gc.get_threshold() == (SWITCH_GC_THRESHOLD0, 11, 12)
     finally:
         gc.set_threshold(*old)
+
+
+class _ShutdownDuringPut:
+    """The pool's queue with ``put`` wrapped: before the first call is put, another thread
+    runs ``shutdown`` and is given up to ``race_s`` to finish, which opens the window
+    between ``submit``'s check and its put."""
+
+    def __init__(self, pool: WorkerPool, race_s: float) -> None:
+        self._pool, self._inner, self._race_s, self._raced = pool, pool._queue, race_s, False
+
+    def put(self, item: object) -> None:
+        if item is not None and not self._raced:
+            self._raced = True
+            t = threading.Thread(target=self._pool.shutdown, kwargs={"wait": False})
+            t.start()
+            t.join(self._race_s)  # bounded: with the lock held by submit, shutdown waits for it
+        self._inner.put(item)
+
+
+def test_a_call_that_passed_the_shutdown_check_still_runs() -> None:
+    """review3: ``submit`` checked for shutdown without the lock, so a call could be queued
+    behind shutdown's stop markers and never end (its done callback never fired)."""
+    pool = WorkerPool(1, "t")
+    warm = threading.Event()
+    pool.submit(lambda: None).add_done_callback(lambda call: warm.set())
+    assert warm.wait(WAIT_S) and pool.threads() == 1
+    pool._queue = _ShutdownDuringPut(pool, race_s=0.5)  # type: ignore[assignment]
+    ran = threading.Event()
+    pool.submit(ran.set)
+    assert ran.wait(WAIT_S), "the call was queued behind the stop marker and never ran"
+    with pytest.raises(RuntimeError):
+        pool.submit(lambda: None)
