@@ -185,6 +185,7 @@ class FlowRegistry:
         self._moved_at: dict[str, float] = {}              # flow id → clock() of its last move
         self._owner: dict[str, str] = {}
         self._agent_of: dict[str, tuple[str, str]] = {}   # flow id → (agent address, incarnation)
+        self._registered_at: dict[str, float] = {}         # flow id → clock() its agent last named it
         self._orders: dict[str, MoveOrderState] = {}
         self._closed: collections.deque[str] = collections.deque()   # ids, in closing order
         self.max_closed_orders = MAX_CLOSED_ORDERS
@@ -345,12 +346,14 @@ class FlowRegistry:
                     continue
                 del self._owner[fid], self._flows[fid], self._agent_of[fid]
                 self._moved_at.pop(fid, None)
+                self._registered_at.pop(fid, None)
             now = self._clock()
             claims_open = now - self._started_s <= self.move_claims_s
             for f in flows:
                 self._owner[f.flow_id] = host
                 self._flows[f.flow_id] = f.with_move_age(None)
                 self._agent_of[f.flow_id] = (agent_address, incarnation)
+                self._registered_at[f.flow_id] = now
                 if f.moved_s_ago is None:
                     continue
                 if not claims_open:
@@ -458,6 +461,28 @@ class FlowRegistry:
             return [f.with_move_age(now - self._moved_at[fid] if fid in self._moved_at else None)
                     for fid, f in self._flows.items() if host is None or self._owner[fid] == host]
 
+    def silent_flows(self, after_s: float) -> set[str]:
+        """Ids of the registered flows whose agent has not registered them for more than
+        ``after_s`` seconds: agents register their flows every second
+        (``host.agent.Agent``'s ``register_every_s``), so the sender (and its agent) of such
+        a flow is gone — a move order to it fails UNAVAILABLE — while the registry, which
+        nobody told, still holds it. GOR orders no move for them (``LoopSettings.agent_silent_s``).
+        An agent a move order found not listening (UNAVAILABLE) has its flows silent at
+        once, until it registers them again.
+
+        >>> now = [0.0]
+        >>> reg = FlowRegistry(b"secret", {"b0s0": ["10.0.0.1"], "b1s0": ["10.1.0.1"]}, clock=lambda: now[0])
+        >>> _ = reg.register("b0s0", "unix:/tmp/a.sock", "i1", [HostFlow(flow_id("10.0.0.1", "10.1.0.1", 7),
+        ...                  "10.0.0.1", "10.1.0.1", 49152, 7)])
+        >>> now[0] = 2.0; reg.silent_flows(3.0)
+        set()
+        >>> now[0] = 4.0; reg.silent_flows(3.0)
+        {'10.0.0.1>10.1.0.1/qp7'}
+        """
+        with self._lock:
+            now = self._clock()
+            return {fid for fid, t in self._registered_at.items() if now - t > after_s}
+
     def agent_ages(self) -> dict[str, float]:
         """Seconds since each host's agent last registered its flows (agents register
         every second; monitoring names an agent silent for longer as dead).
@@ -543,10 +568,17 @@ class FlowRegistry:
                 reply = stub.MoveFlow(o.message, metadata=self.security.metadata(o.host),
                                       timeout=timeout_s)
             except grpc.RpcError as exc:
-                log.warning("order %s (flow %s) to %s at %s failed: %s: %s", o.order_id, fid, o.host,
-                            address, exc.code().name, exc.details())
+                why = " ".join(f"{exc.code().name}: {exc.details() or ''}".split())   # one line
+                log.warning("order %s (flow %s) to %s at %s failed: %s", o.order_id, fid, o.host,
+                            address, why)
                 with self._lock:
-                    self._close(o, "failed", f"agent call failed: {exc.code().name}: {exc.details()}")
+                    self._close(o, "failed", f"agent call failed: {why}")
+                    if exc.code() == grpc.StatusCode.UNAVAILABLE:
+                        # no agent listens there (its sender ended): its flows are silent
+                        # now, not only after silent_flows' wait, until it registers again
+                        for other, ag in self._agent_of.items():
+                            if ag[0] == address:
+                                self._registered_at[other] = float("-inf")
                 raise
         if not reply.accepted:
             with self._lock:

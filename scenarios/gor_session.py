@@ -31,6 +31,10 @@ switch process restarted under it (``FabricNet.restart_switch``) is found lost,
 re-programmed and handed back to the loop, which re-installs its own entries there.
 :class:`SwitchRestartRecord` says when it was lost and back.
 
+**Logs** in the run directory: ``gor.jsonl`` (GOR's decision log) and ``gor-debug.log``
+(the full text behind what the decision log and the terminal give in one line, e.g. a
+failed agent call's whole gRPC error; logger ``controller.gor.orders``).
+
 The registry and every agent listen on Unix sockets under ``build/gor/``, so the control
 plane never touches the data plane's counters. They speak **mutual TLS** (the agent
 protocol's default): GOR as ``controller``, each agent as its host, with the testbed's
@@ -41,6 +45,7 @@ credentials in ``build/gor/creds-<host>.json``, mode 0600).
 """
 from __future__ import annotations
 
+import logging
 import os
 import time
 from dataclasses import dataclass, field
@@ -55,6 +60,7 @@ from controller.gor.log import read_log
 from controller.gor.runtime import GorOptions, GorRuntime
 from controller.gor.shared import LoopSettings
 from controller.gor.tables import SwitchTables
+from p4src.alarmmodel import ELEPHANT_TABLE
 from scenarios.common import live_line
 from testbed.control import open_control
 from testbed.pki import FabricPki
@@ -62,6 +68,9 @@ from testbed.queues import clear_rates, set_uplink_rates
 from testbed.traffic import NicFleet, NicOptions
 
 GOR_DIR = Path(__file__).resolve().parents[1] / "build" / "gor"
+ORDERS_LOGGER = "controller.gor.orders"
+"""The logger of GOR's orders; its DEBUG records (the full text of a failed agent call)
+go to the run's ``gor-debug.log``."""
 SAMPLE_ONE_IN_N = 1
 """Sampling ratio on alarmed ports at the old testbed rates (uplinks of ~350 pps): every
 packet. At higher rates :func:`sample_one_in_n` keeps GOR's samples near that many per
@@ -89,6 +98,15 @@ def set_elephant_thresholds(fabric: Any, programmer: Any, link_rate_pps: float,
     measured over a few milliseconds. ``only``: that switch's ports alone (a switch GOR
     re-programmed from its plan, whose threshold is the default again).
 
+    The programmer's plans follow (``programmer.plans``, as
+    ``FabricProgrammer.apply_thresholds`` does): a switch that restarts empty is
+    re-programmed from its plan by GOR's recovery
+    (:func:`controller.switch_restore.reprogram_switch`), and so gets the scaled threshold
+    back, not the plan's default (which would report rates measured over milliseconds
+    again, on that switch only), from its first entry on, whoever restarted it.
+    (:meth:`GorSession.restart_switch` writes them once more when GOR has the switch back,
+    ``only``: the same values, a no-op since the plans follow.)
+
     >>> set_elephant_thresholds(None, None, 343)
     0
     """
@@ -101,15 +119,25 @@ def set_elephant_thresholds(fabric: Any, programmer: Any, link_rate_pps: float,
     for sw in fabric.switches:
         if only is not None and sw.name != only:
             continue
+        scaled: dict[Any, Any] = {}
         for port, info in sorted(sw.ports.items()):
             if info.peer_node in names:
                 e = elephant_entry(port, cfg)
                 tables.write(sw.name, e.table, e.match, e.action, e.params)
+                scaled[_match_key(e.match)] = e
                 n += 1
+        plan = programmer.plans[sw.name]
+        plan.entries = [scaled.get(_match_key(e.match), e) if e.table == ELEPHANT_TABLE and not e.default
+                        else e for e in plan.entries]
     say(f"testbed: {n} switch ports{'' if only is None else f' of {only}'} report elephants of {cfg.threshold_pkts} packets in "
         f"{cfg.window_us / 1e6:g} s ({100 * cfg.threshold_pkts * 1e6 / cfg.window_us / link_rate_pps:.0f}% "
         f"of a {link_rate_pps:g}-packet/s link)")
     return n
+
+
+def _match_key(match: Any) -> tuple[tuple[str, Any], ...]:
+    """A table entry's match as a hashable key."""
+    return tuple(sorted(match.items()))
 
 
 MIN_SAMPLES = 100
@@ -255,6 +283,8 @@ class GorSession:
         self.events: list[dict[str, Any]] = []
         self.errors: list[str] = []
         self.dlog_path = run_dir / "gor.jsonl"
+        self.debug_log_path = run_dir / "gor-debug.log"
+        self._debug_log: Optional[logging.Handler] = None
         self.rates: dict[tuple[str, int], float] = {}
         self.left_alone: set[Any] = set()
         self.fleet: Any = None
@@ -318,6 +348,7 @@ class GorSession:
             self._creds = write_credentials(hosts, self._secret)
         else:
             self.pki = agent_pki(self.state, hosts, self.run_dir, self.say)
+        self._open_debug_log()
         o = self.opts
         settings = LoopSettings(period_s=o.period_s, one_in_n=sample_one_in_n(self.rate_pps), window_s=2.0,
                                 min_samples=MIN_SAMPLES, samples_per_flow=SAMPLES_PER_FLOW,
@@ -335,6 +366,25 @@ class GorSession:
         self.fleet = NicFleet(self.state, self.save_state, self.run_dir / "nic")
         self.runtime.start()
         return self
+
+    def _open_debug_log(self) -> None:
+        """``run_dir/gor-debug.log``: the full text of what GOR's orders report in one line
+        (a failed agent call's whole gRPC error: status, details, debug_error_string);
+        logger ``controller.gor.orders`` at DEBUG, for this session."""
+        self._debug_log = logging.FileHandler(self.debug_log_path, encoding="utf-8")
+        self._debug_log.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+        orders_log = logging.getLogger(ORDERS_LOGGER)
+        orders_log.addHandler(self._debug_log)
+        orders_log.setLevel(logging.DEBUG)
+
+    def _close_debug_log(self) -> None:
+        if self._debug_log is not None:
+            orders_log = logging.getLogger(ORDERS_LOGGER)
+            orders_log.removeHandler(self._debug_log)
+            if not orders_log.handlers:
+                orders_log.setLevel(logging.NOTSET)
+            self._debug_log.close()
+            self._debug_log = None
 
     def _on_tick(self, t_s: float, samples: Any, polled_s: float) -> None:
         """After each of GOR's ticks: the source uplinks' rates and the drops of the poll
@@ -530,6 +580,7 @@ class GorSession:
             self.events = list(read_log(self.dlog_path))
         if self.rates:
             clear_rates(self.state, self.rates)
+        self._close_debug_log()
 
     def since_start(self, t_mono: Optional[float] = None) -> float:
         """Seconds since the poller started (now, or at ``t_mono``)."""

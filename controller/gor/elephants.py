@@ -208,6 +208,16 @@ class FlowTable:
                     out[flow] = n
         return out
 
+    def last_seen(self, flow: FlowKey, link: LinkKey) -> Optional[float]:
+        """When ``flow`` was last sampled on ``link`` (None: never, or aged out).
+
+        >>> t = FlowTable({1: "l"}); s = t.add([1, 1, 2, 17, 5, 6, 1, 3, 0, 100], 0.25)
+        >>> t.last_seen(s.flow, ("l", 3)), t.last_seen(s.flow, ("l", 4))
+        (0.25, None)
+        """
+        fl = self.flows.get(flow, {}).get(link)
+        return None if fl is None else fl.last_seen_s
+
     def seen_since(self, flow: FlowKey, link: LinkKey, t_s: float) -> bool:
         """True when ``flow`` was sampled on ``link`` at or after ``t_s``."""
         fl = self.flows.get(flow, {}).get(link)

@@ -33,6 +33,7 @@ Example (fakes for the switches and the registry, see ``tests/controller/test_go
 from __future__ import annotations
 
 import itertools
+import logging
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from typing import Any, Iterable, Mapping, Optional
@@ -42,6 +43,8 @@ from controller.gor.moves import MoveInFlight
 from controller.gor.paths import LinkState
 from controller.gor.sampling import Sampling
 from controller.gor.shared import LoopSettings, LoopState
+
+log = logging.getLogger("controller.gor.orders")
 
 OVERRIDE_TABLE = "FabricIngress.override.flows"
 OVERRIDE_ACTION = "FabricIngress.override.set_nexthop"
@@ -56,6 +59,33 @@ def override_match(flow: FlowKey) -> dict[str, Any]:
     return {"hdr.ipv4.src_addr": flow.src, "hdr.ipv4.dst_addr": flow.dst,
             "hdr.ipv4.protocol": flow.proto, "hdr.udp.src_port": flow.sport,
             "hdr.udp.dst_port": flow.dport}
+
+
+def call_error(exc: BaseException) -> str:
+    """One line for a failed agent call: a gRPC error's status code and details, else the
+    exception's type and text, whitespace folded. A ``grpc.RpcError``'s own text is a
+    multi-line repr (``status = …``, ``details = …``, ``debug_error_string = …``) that
+    would otherwise land in the terminal, the story's report.md and gor.jsonl; that full
+    text goes to the debug log only (logger ``controller.gor.orders``).
+
+    >>> class Gone(Exception):
+    ...     def code(self): return type("C", (), {"name": "UNAVAILABLE"})()
+    ...     def details(self): return "failed to connect to all addresses;\\n  last error: ENOENT"
+    >>> call_error(Gone("<_InactiveRpcError of RPC that terminated with:\\n\\tstatus = ...>"))
+    'UNAVAILABLE: failed to connect to all addresses; last error: ENOENT'
+    >>> call_error(ConnectionError("agent\\nunreachable"))
+    'ConnectionError: agent unreachable'
+    """
+    code, details = getattr(exc, "code", None), getattr(exc, "details", None)
+    text = ""
+    if callable(code) and callable(details):
+        try:
+            text = f"{getattr(code(), 'name', code())}: {details() or ''}"
+        except Exception:  # noqa: BLE001 — an RpcError that is not a call's: its type below
+            text = ""
+    if not text:
+        text = f"{type(exc).__name__}: {exc}"
+    return " ".join(text.split())
 
 
 def _path_nodes(path: Any, links: Any) -> list[str]:
@@ -136,7 +166,8 @@ class MoveOrders:
             try:
                 state, reply = fut.result()
             except Exception as exc:  # noqa: BLE001 — an agent that does not answer
-                return confirmed or self._failed(m, t_s, f"agent call failed: {type(exc).__name__}: {exc}")
+                log.debug("%s: agent call for %s failed: %r", m.order_id, m.order.flow, exc)
+                return confirmed or self._failed(m, t_s, f"agent call failed: {call_error(exc)}")
             m.registry_order_id = state.order_id
             if not getattr(reply, "accepted", True):
                 return confirmed or self._failed(m, t_s, f"refused: {getattr(reply, 'reason', '')}")
@@ -262,7 +293,8 @@ class MoveOrders:
             try:
                 self.tables.delete(sw, OVERRIDE_TABLE, override_match(flow))
             except Exception as exc:  # noqa: BLE001
-                self._out.error(f"{sw}: override rollback of {flow} failed: {exc}")
+                log.debug("%s: override rollback of %s failed: %r", sw, flow, exc)
+                self._out.error(f"{sw}: override rollback of {flow} failed: {call_error(exc)}")
 
     def _send_override(self, order: OverrideOrder, rid: int, t_s: float) -> None:
         oid = f"override-{next(self._order_ids)}"
@@ -279,7 +311,8 @@ class MoveOrders:
                 self.tables.write(e.switch, OVERRIDE_TABLE, override_match(f), OVERRIDE_ACTION,
                                   {"nexthop_id": e.nexthop_id})
             except Exception as exc:  # noqa: BLE001 — undo what was written, go on
-                out.error(f"{e.switch}: override of {f} failed: {type(exc).__name__}: {exc}")
+                log.debug("%s: override of %s failed: %r", e.switch, f, exc)
+                out.error(f"{e.switch}: override of {f} failed: {call_error(exc)}")
                 self.delete_override(f, written)
                 if out.decision_log is not None:
                     out.decision_log.order_rolled_back(oid, str(f), f"{e.switch}: {type(exc).__name__}",
@@ -292,4 +325,4 @@ class MoveOrders:
         self._track(MoveInFlight(oid, None, order, rid, t_s, t_s + self.settings.confirm_timeout_s), t_s)
 
 
-__all__ = ["MoveOrders", "OVERRIDE_ACTION", "OVERRIDE_TABLE", "override_match"]
+__all__ = ["MoveOrders", "call_error", "OVERRIDE_ACTION", "OVERRIDE_TABLE", "override_match"]

@@ -73,6 +73,9 @@ class DecisionRounds:
         self.nic_port_of: dict[tuple[str, str, int, int], int] = {}
         self.settings, self.switch_unsettled = settings, switch_unsettled
         self.left_alone: frozenset[FlowKey] = frozenset()   # never moved: see GorLoop.leave_alone
+        # registered flows whose agent stopped registering them (their sender is gone):
+        # counted in the loads, never ordered to move (set by each _agent_flows)
+        self.gone: frozenset[tuple[str, str, int, int]] = frozenset()
         self.follow_up: set[LinkKey] = set()          # links of past rounds, still over safety
         self.last_decision: dict[LinkKey, float] = {}
         self.decisions: list[RoundDecision] = []      # the newest 100
@@ -93,17 +96,24 @@ class DecisionRounds:
         """(src, dst, sport, dport) → registered flow id (the registry's view, plus the
         new 5-tuples of moves sent before their agent reported). A registered flow whose
         agent says a move order moved it less than ``cooldown_s`` ago — a move of this GOR's
-        predecessor, after a restart — rests for the remainder (:meth:`_remember_move`)."""
+        predecessor, after a restart — rests for the remainder (:meth:`_remember_move`). A
+        flow whose agent has not registered it for ``agent_silent_s`` (its sender is gone)
+        is left out and put in :attr:`gone`: no order, not even an override, goes to it."""
         out = {(f.src, f.dst, f.sport, f.dport): fid for f, fid in self.book.flow_ids.items()}
         if self.registry is None:
             return out
         try:
             registered = self.registry.flows()
+            silent = self.registry.silent_flows(self.settings.agent_silent_s)
         except Exception as exc:  # noqa: BLE001
             self._out.error(f"registry: {type(exc).__name__}: {exc}")
             return out
         ports: dict[tuple[str, str, int, int], int] = {}
+        gone: set[tuple[str, str, int, int]] = set()
         for f in registered:
+            if f.flow_id in silent:
+                gone.add((f.src_ip, f.dst_ip, f.sport, f.dst_port))
+                continue
             out[(f.src_ip, f.dst_ip, f.sport, f.dst_port)] = f.flow_id
             if f.nic_port is not None:
                 ports[(f.src_ip, f.dst_ip, f.sport, f.dst_port)] = f.nic_port
@@ -111,6 +121,7 @@ class DecisionRounds:
                 self._remember_move(FlowKey(f.src_ip, f.dst_ip, 17, f.sport, f.dst_port),
                                     f.flow_id, t_s + self.settings.cooldown_s - f.moved_s_ago)
         self.nic_port_of = ports
+        self.gone = frozenset(gone - set(out))      # a move's new 5-tuple in flight stays
         return out
 
     def _remember_move(self, flow: FlowKey, fid: str, until_s: float) -> None:
@@ -146,7 +157,9 @@ class DecisionRounds:
         elephants on the link (known at once, :mod:`controller.gor.dataplane`) and a poll
         gave the link's capacity in packets/s: each one's packets/s over that capacity
         (``LinkState.bps_of_pps``); else its share of the packets sampled there times the
-        link's load."""
+        link's load. A flow whose sender is gone (:attr:`gone`) or, ranked from the
+        samples, not sampled on the link for ``flow_ended_s`` (it ended) counts in the load
+        and is not moved."""
         reported = self.dataplane.elephants_on(link, t_s)
         rates = {f: self.links.bps_of_pps(link, pps) for f, pps in reported.items()}
         known = [r for r in rates.values() if r is not None]
@@ -175,6 +188,8 @@ class DecisionRounds:
             if src is None or dst is None or src == dst or self.book.resting(flow, t_s):
                 continue
             key = (flow.src, flow.dst, flow.sport, flow.dport)
+            if key in self.gone or (not reported and self._ended(flow, link, t_s)):
+                continue
             has_agent = key in agents
             nic_port, others = self._nic_port(key)
             if nic_port is not None:
@@ -187,6 +202,11 @@ class DecisionRounds:
                                     has_agent=has_agent, nic_port=nic_port, other_ports=others,
                                     dst_leaves=self.port_leaves.get(flow.dst, ())[1:]))
         return out
+
+    def _ended(self, flow: FlowKey, link: LinkKey, t_s: float) -> bool:
+        """``flow`` was last sampled on ``link`` more than ``flow_ended_s`` before ``t_s``."""
+        seen = self.flows.last_seen(flow, link)
+        return seen is not None and t_s - seen > self.settings.flow_ended_s
 
     def _nic_port(self, key: tuple[str, str, int, int]
                   ) -> tuple[Optional[int], tuple[tuple[int, str], ...]]:

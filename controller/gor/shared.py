@@ -44,6 +44,20 @@ log = logging.getLogger("controller.gor.loop")
 
 MAX_ERRORS = 100
 """The newest errors kept in :attr:`LoopOutputs.errors`."""
+DEFAULT_AGENT_SILENT_S = 3.0
+"""A registered flow whose agent has not registered it for this long (agents register every
+second: three missed periods) belongs to a sender that is gone: GOR orders it no move
+(before, the story's GOR kept ordering moves to the senders' agents after the senders had
+stopped, each one failing UNAVAILABLE; ux-walk)."""
+DEFAULT_FLOW_ENDED_S = 0.3
+"""A flow not sampled on its hot link for this long has ended (or left the link): GOR does
+not move it, although the samples of the load window (``window_s``, 2 s in the story) still
+rank it. On an alarmed uplink GOR samples about 350 packets a second
+(``scenarios.gor_session.SAMPLES_PER_S``), ~90 a second of each of four elephants: 0.3 s
+without one is some 25 missed. A live flow taken for ended by a switch stalled that long
+waits for the next round. In a failed run of the ux-walk (fresh clone, load 8) the senders
+ran 12.0 s and GOR's last two orders came 12.38 and 12.59 s after its first alarm, so at
+least 0.38 s after they had ended."""
 DEFAULT_OVERRIDE_IDLE_S = 10.0
 """An override whose flow has not been sampled for this long gets a liveness probe."""
 DEFAULT_OVERRIDE_PROBE_S = 1.0
@@ -61,7 +75,10 @@ class LoopSettings:
     a round; ``cooldown_s`` how long a moved flow rests; ``confirm_timeout_s``,
     ``order_timeout_s``, ``max_retries``, ``settle_s`` and ``order_workers`` the orders;
     ``override_idle_s``/``override_probe_s`` override expiry; ``pause_thresholds``,
-    ``dead_link_thresholds`` and ``detect_dead_links`` the fault detectors.
+    ``dead_link_thresholds`` and ``detect_dead_links`` the fault detectors;
+    ``agent_silent_s`` and ``flow_ended_s`` the flows no order goes to (their sender is gone:
+    its agent has not registered them for that long, or they were not sampled on the hot
+    link for that long).
 
     >>> LoopSettings(period_s=0.25, top_n=8).top_n
     8
@@ -90,6 +107,8 @@ class LoopSettings:
     pause_thresholds: Optional[PauseStormThresholds] = None
     dead_link_thresholds: Optional[DeadLinkThresholds] = None
     detect_dead_links: bool = True
+    agent_silent_s: float = DEFAULT_AGENT_SILENT_S
+    flow_ended_s: float = DEFAULT_FLOW_ENDED_S
 
     def __post_init__(self) -> None:
         if self.top_n < 1 or self.one_in_n < 1 or self.order_workers < 1:
@@ -165,5 +184,5 @@ class LoopState:
                    leaf_of=nic_leaves(fabric), registry=registry)
 
 
-__all__ = ["DEFAULT_OVERRIDE_IDLE_S", "DEFAULT_OVERRIDE_PROBE_S", "LoopOutputs", "LoopSettings",
+__all__ = ["DEFAULT_AGENT_SILENT_S", "DEFAULT_FLOW_ENDED_S", "DEFAULT_OVERRIDE_IDLE_S", "DEFAULT_OVERRIDE_PROBE_S", "LoopOutputs", "LoopSettings",
            "LoopState", "MAX_ERRORS"]

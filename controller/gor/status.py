@@ -226,6 +226,22 @@ def fetch_metrics(url: str, timeout_s: float = 2.0) -> str:
         return resp.read().decode("utf-8")
 
 
+def missing_log(path: Path, runs: Path = Path("runs")) -> str:
+    """Why there is nothing to show from ``path`` (a decision log that is not a file), with
+    the newest story run's log under ``runs`` to try (``make run`` writes
+    ``runs/<time>/gor.jsonl``; ``python -m controller run`` writes ``logs/gor.jsonl``).
+
+    >>> missing_log(Path("logs/gor.jsonl"), runs=Path("/nonexistent")).split(":")[0]
+    'no decision log yet'
+    """
+    if path.exists():
+        return "not a file (--log names GOR's decision log, a JSON-lines file)"
+    logs = sorted(runs.glob("*/gor.jsonl"), key=lambda p: p.stat().st_mtime) if runs.is_dir() else []
+    hint = (f"the newest `make run` wrote --log {logs[-1]}" if logs else
+            "`python -m controller run` writes logs/gor.jsonl, `make run` runs/<time>/gor.jsonl")
+    return f"no decision log yet: is GOR running? ({hint}; --metrics URL reads a running GOR)"
+
+
 def take_snapshot(metrics_url: Optional[str], log_path: Optional[Path]) -> StatusSnapshot:
     """One snapshot from the metrics URL when given, else from the log file."""
     if metrics_url:
@@ -246,9 +262,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: Optional[TextIO] = None) -> int:
-    """The ``status`` command; returns the exit status (1: metrics unreachable or bad).
-    The live view ends with Ctrl-C (status 0)."""
+    """The ``status`` command; returns the exit status (1: metrics unreachable or bad, or
+    no decision log where ``--log`` — default ``logs/gor.jsonl`` — points: one line on
+    stderr). The live view ends with Ctrl-C (status 0)."""
     out = out if out is not None else sys.stdout
+    if not args.metrics:
+        path = args.log or DEFAULT_LOG_PATH
+        if not path.is_file():
+            sys.stderr.write(f"controller status: {path}: {missing_log(path)}\n")
+            return 1
     try:
         while True:
             try:
@@ -265,5 +287,5 @@ def run(args: argparse.Namespace, out: Optional[TextIO] = None) -> int:
         return 0
 
 
-__all__ = ["LinkRow", "MoveRow", "StatusSnapshot", "add_arguments", "fetch_metrics", "run",
+__all__ = ["LinkRow", "MoveRow", "StatusSnapshot", "add_arguments", "fetch_metrics", "missing_log", "run",
            "snapshot_from_log", "snapshot_from_metrics", "take_snapshot"]

@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import logging
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Optional
 
@@ -83,9 +85,11 @@ class FakeProgrammer:
 class AgentRegistry(FlowRegistry):
     """The real registry with the agent call replaced: ``answer`` says what the agent does."""
 
-    answer = "accept"          # accept | refuse | raise
+    answer = "accept"          # accept | refuse | raise | call (the real gRPC call)
 
     def move(self, fid: str, sport: int, *, timeout_s: float = 5.0) -> Any:
+        if self.answer == "call":
+            return super().move(fid, sport, timeout_s=timeout_s)
         if self.answer == "raise":
             raise ConnectionError("agent unreachable")
         o = self.new_order(fid, sport)
@@ -257,11 +261,58 @@ def test_a_flow_its_agent_says_was_moved_recently_rests_after_a_gor_restart(
         (str(f), fid_of(f), 9.05)]                                  # 1.05 + 10 - 2
     for t in (5.0, 9.1):                                       # rests until 9.05 …
         now[0] = t
+        reg.register(host, "127.0.0.1:1", "i1", [HostFlow(fid_of(f), f.src, f.dst, f.sport, 7)])  # its agent lives
         loop.submit_digests(L0, digest_rows(fab, f, up, 30))
         loop.submit_digests(L0, digest_rows(fab, g, up, 70))
         loop.tick(t, samples(fab))
         sent = [e for e in events(buf) if e["event"] == "order_sent"]
         assert sent == [] if t < 9.05 else [e["flow"] for e in sent] == [str(f)]   # … then moves
+
+
+@pytest.mark.parametrize("last_registered_s", [4.5, 1.0])
+def test_no_order_for_a_flow_whose_sender_is_gone(last_registered_s: float) -> None:
+    """Senders stopped, their agents with them: the registry still holds their flows (nobody
+    unregisters them) and the hot link's samples still rank them, so GOR went on ordering
+    moves that failed UNAVAILABLE (ux-walk). A flow its agent has not registered for
+    ``agent_silent_s`` gets no order, neither a move nor an override; one registered a
+    second ago is moved."""
+    fab = fabric()
+    now = [last_registered_s]
+    reg = AgentRegistry.from_fabric(fab, b"secret", clock=lambda: now[0])
+    buf = io.StringIO()
+    loop = GorLoop(fab, FakeProgrammer(fab), reg,
+                   LoopSettings(period_s=0.05, safety=0.75, top_n=4, one_in_n=100_000, window_s=0.05,
+                                decide_every_s=0.05, agent_silent_s=3.0), log=DecisionLog(buf))
+    up = port_to(fab, L0, "s0")
+    loop.tick(1.0, samples(fab))
+    f, g = hot_mix(fab, loop, up)
+    register(fab, reg, f)
+    now[0] = 5.5                                               # the round: 1 s or 4.5 s later
+    rounds = loop.tick(1.05, samples(fab))
+    sent = [e["flow"] for e in events(buf) if e["event"] == "order_sent"]
+    if last_registered_s == 4.5:
+        assert sent == [str(f)]
+        return
+    assert sent == [] and all(not r.orders for r in rounds), sent
+    assert (f.src, f.dst, f.sport, f.dport) in loop.rounds.gone
+    assert loop.pending == {} and loop.overrides == {}
+
+
+@pytest.mark.parametrize("sampled_at_s", [0.9, 0.3])
+def test_no_order_for_a_flow_that_ended(sampled_at_s: float) -> None:
+    """A flow whose samples stopped (its sender ended) is still in the load window (2 s in
+    the story) for a while: it is not moved once it has not been sampled on the hot link
+    for ``flow_ended_s``."""
+    fab, loop, prog, reg, buf, metrics = make(window_s=2.0, flow_ended_s=0.5)
+    up = port_to(fab, L0, "s0")
+    loop.tick(0.2, samples(fab))                                   # alarm: sampling on
+    f, g = flows_through(loop, "s0", 2)
+    register(fab, reg, f)
+    for row in digest_rows(fab, f, up, 30) + digest_rows(fab, g, up, 70):
+        loop.flows.add(row, sampled_at_s)
+    loop.tick(1.05, samples(fab))
+    sent = [e["flow"] for e in events(buf) if e["event"] == "order_sent"]
+    assert sent == ([str(f)] if sampled_at_s == 0.9 else []), sent   # 0.15 s / 0.75 s ago
 
 
 def test_no_decision_under_the_alarm_threshold() -> None:
@@ -380,6 +431,37 @@ def test_agent_refusal_retries_then_rolls_back_and_unreachable_agent() -> None:
     assert loop.drain_orders(5.0)
     loop.tick(6.05, samples(fab))                                   # agent call failed
     assert moves(metrics)["rolled_back"] == 2 and loop.pending == {}
+
+
+def test_a_gone_agent_is_one_line_in_the_log_and_the_full_grpc_text_only_in_debug(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A move order to an agent whose socket is gone (a sender that ended): gRPC's error
+    text is a multi-line repr (status = …, debug_error_string = …); the decision log's
+    reason (which the story prints and puts in report.md) is one line with the code and
+    details, and the full text is in the debug log only (ux-walk, problem 2)."""
+    fab, loop, prog, reg, buf, metrics = make()
+    up = port_to(fab, L0, "s0")
+    loop.tick(1.0, samples(fab))
+    f, g = hot_mix(fab, loop, up)
+    host = next(h.name for h in fab.hosts if any(n.ip == f.src for n in h.nics))
+    reg.register(host, f"unix:{tmp_path / 'gone.sock'}", "i1", [HostFlow(fid_of(f), f.src, f.dst, f.sport, 7)])
+    reg.answer = "call"
+    with caplog.at_level(logging.DEBUG, logger="controller.gor.orders"):
+        loop.tick(1.05, samples(fab))
+        assert loop.drain_orders(10.0)
+        loop.tick(1.06, samples(fab))
+    [rb] = [e for e in events(buf) if e["event"] == "order_rolled_back"]
+    assert rb["reason"].startswith("agent call failed: UNAVAILABLE: "), rb
+    assert "\n" not in rb["reason"] and "debug_error_string" not in rb["reason"], rb
+    debug = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
+    assert any("debug_error_string" in m for m in debug), debug
+    assert moves(metrics)["rolled_back"] == 1 and loop.pending == {}
+    assert reg.silent_flows(3.0) == {fid_of(f)}          # no agent listens: no more orders to it
+    loop.book.moved.clear()
+    loop.rounds.last_decision.clear()
+    hot_mix(fab, loop, up)
+    loop.tick(1.5, samples(fab))
+    assert [e["event"] for e in events(buf)].count("order_sent") == 1, events(buf)
 
 
 def test_unconfirmed_move_goes_back_to_its_old_port() -> None:

@@ -232,6 +232,30 @@ def test_status_once_fails_cleanly_when_metrics_are_unreachable(
     assert "controller status:" in capsys.readouterr().err
 
 
+def test_status_without_a_decision_log_says_so_in_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """No GOR has run here (no logs/gor.jsonl): one line naming the file, exit 1, live
+    view or not, instead of empty tables refreshing for ever (ux-walk, problem 3)."""
+    monkeypatch.chdir(tmp_path)
+    for once in (["--once"], []):
+        assert main(["status", *once]) == 1
+        got = capsys.readouterr()
+        assert got.out == "" and got.err.count("\n") == 1, got
+        assert got.err.startswith("controller status: logs/gor.jsonl: no decision log yet: is GOR running?")
+    (tmp_path / "dir").mkdir()
+    assert main(["status", "--log", str(tmp_path / "dir"), "--once"]) == 1
+    assert "not a file" in capsys.readouterr().err
+    story = tmp_path / "runs" / "20261207-0452" / "gor.jsonl"          # a `make run` of before
+    story.parent.mkdir(parents=True)
+    story.write_text("")
+    assert main(["status", "--once"]) == 1
+    assert "the newest `make run` wrote --log runs/20261207-0452/gor.jsonl;" in capsys.readouterr().err
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "gor.jsonl").write_text("")              # GOR started, nothing logged yet
+    assert main(["status", "--once"]) == 0
+    assert capsys.readouterr().out.startswith("GOR status — logs/gor.jsonl")
+
+
 def test_decision_log_writes_the_decision_cores_records() -> None:
     from controller.gor.decisions import FlowKey, MoveOrder, PathChoice
     f = FlowKey("10.0.0.1", "10.1.0.1", 17, 49152, 4791)

@@ -28,7 +28,10 @@ from controller.telemetry.poller import (PolledLink, PortReading, TelemetryPolle
 from controller.telemetry.counters import LinkId
 from controller.p4rt.codec import decode
 from controller.switch_restore import SwitchCheck
+from controller.fabric.monitoring import elephants_for_rate
 from p4sim_fabric import LEAF, OTHER
+from p4src.alarmmodel import ELEPHANT_TABLE
+from scenarios.gor_session import set_elephant_thresholds
 from p4sim_fabric import switch_process as _switch
 
 def _params(conn: Any, te: Any) -> dict[str, int]:
@@ -60,6 +63,7 @@ def test_restarted_leaf_gets_its_plan_live_groups_and_gor_entries_back(live: Any
     loop.overrides[flow] = path
     live_before = loop.live_groups(LEAF)
     assert dead not in live_before[1] and len(live_before[1]) == len(uplinks) - 1
+    set_elephant_thresholds(fab, prog, 17143, lambda _: None)     # the story's, at 3000 pps a flow
 
     poller = TelemetryPoller({n: connection_reader(prog.connections, n) for n in prog.connections},
                              fabric_links(fab), read_timeout_s=2.0)
@@ -93,6 +97,11 @@ def test_restarted_leaf_gets_its_plan_live_groups_and_gor_entries_back(live: Any
     g = _params(conn, group)
     assert [nexthops[g["base"] + i] for i in range(g["size"])] == list(live_before[1])  # dead stays out
     assert [_exact(te) for te in conn.read_table(SAMPLING_TABLE)] == [sampled]
+    switches = {sw.name for sw in fab.switches}
+    elephants = {_exact(te): _params(conn, te) for te in conn.read_table(ELEPHANT_TABLE)}
+    fabric_ports = {p for p, i in fab.switch(LEAF).ports.items() if i.peer_node in switches}
+    assert fabric_ports and all(elephants[p] == elephants_for_rate(17143).table_params()
+                                for p in fabric_ports), elephants      # not the plan's default
     [ov] = conn.read_table(OVERRIDE_TABLE)
     assert _params(conn, ov)["nexthop_id"] == path.links[0][1]
     # polled again from a fresh baseline: no interval spans the restart, no false verdict

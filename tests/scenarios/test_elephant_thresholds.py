@@ -9,7 +9,11 @@ from typing import Any
 
 import pytest
 
+from p4.v1 import p4runtime_pb2
+
 from controller.fabric.monitoring import DEFAULT_ELEPHANTS, ELEPHANT_SHARE, elephants_for_rate
+from controller.fabric_setup import plan_fabric
+from controller.switch_restore import reprogram_switch
 from p4src.alarmmodel import ELEPHANT_ACTION, ELEPHANT_TABLE, ElephantConfig
 from scenarios.gor_session import GorSession, set_elephant_thresholds
 from topo import FabricSpec, build_fabric
@@ -80,7 +84,8 @@ class _Conn:
 def test_story_rewrites_every_switch_to_switch_port() -> None:
     fabric = build_fabric(FabricSpec())
     log: list[tuple[str, Any]] = []
-    programmer = type("P", (), {"connections": {sw.name: _Conn(log) for sw in fabric.switches}})()
+    programmer = type("P", (), {"connections": {sw.name: _Conn(log) for sw in fabric.switches},
+                                "plans": plan_fabric(fabric)})()
     said: list[str] = []
     n = set_elephant_thresholds(fabric, programmer, 17143, said.append)
     names = {sw.name for sw in fabric.switches}
@@ -91,6 +96,53 @@ def test_story_rewrites_every_switch_to_switch_port() -> None:
     assert "429 packets" in said[0]
     log.clear()
     assert set_elephant_thresholds(fabric, programmer, 343, said.append) == 0 and not log
+
+
+class _EmptySwitch:
+    """A switch process that restarted: no pipeline; records what the recovery writes."""
+
+    def __init__(self) -> None:
+        self.p4info = None
+        self.entries: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+        self.pushed = 0
+
+    def pipeline_cookie(self) -> tuple[bool, None]:
+        return False, None
+
+    def push_pipeline(self, *args: Any) -> None:
+        self.pushed += 1
+
+    def table_entry(self, table: str, match: Any, action: Any = None, params: Any = None,
+                    is_default: bool = False) -> p4runtime_pb2.TableEntry:
+        self.entries.append((table, dict(match), dict(params or {})))
+        return p4runtime_pb2.TableEntry()
+
+    def write(self, updates: Any) -> None:
+        pass
+
+
+def test_a_restarted_switch_gets_the_scaled_threshold_back_not_the_plans_default() -> None:
+    """GOR's recovery re-programs a switch that restarted empty from its plan
+    (``reprogram_switch``): the plan follows the scaled threshold, so the switch's
+    switch-to-switch ports get it back, its host ports keep the default (i32-loop's
+    "not done")."""
+    fabric = build_fabric(FabricSpec())
+    log: list[tuple[str, Any]] = []
+    programmer = type("P", (), {"connections": {sw.name: _Conn(log) for sw in fabric.switches},
+                                "plans": plan_fabric(fabric), "cookies": {}, "cookie": 7,
+                                "p4info_path": "p4info", "device_config_path": "config"})()
+    set_elephant_thresholds(fabric, programmer, 17143, lambda _: None)
+    names = {sw.name for sw in fabric.switches}
+    leaf = next(sw for sw in fabric.switches if any(i.kind == "uplink" for i in sw.ports.values()))
+    conn = _EmptySwitch()
+    rep = reprogram_switch(programmer, leaf.name, conn)
+    assert rep.pushed and conn.pushed == 1
+    got = {m["standard_metadata.egress_spec"]: p for t, m, p in conn.entries if t == ELEPHANT_TABLE}
+    fabric_ports = {p for p, i in leaf.ports.items() if i.peer_node in names}
+    assert fabric_ports and fabric_ports <= set(got)
+    assert all(got[p] == elephants_for_rate(17143).table_params() for p in fabric_ports), got
+    assert all(v == DEFAULT_ELEPHANTS.table_params() for p, v in got.items() if p not in fabric_ports)
+    assert len(got) == len(programmer.plans[leaf.name].of(ELEPHANT_TABLE))   # replaced, none added
 
 
 def test_a_restarted_switch_gets_its_scaled_thresholds_again() -> None:
@@ -112,7 +164,7 @@ def test_a_restarted_switch_gets_its_scaled_thresholds_again() -> None:
     s = GorSession.__new__(GorSession)
     said: list[str] = []
     s.runtime = SimpleNamespace(loop=loop, wait_for=wait_for, t0=time.monotonic())  # type: ignore[assignment]
-    s.fabric, s.programmer = fabric, type("P", (), {"connections": conns})()
+    s.fabric, s.programmer = fabric, type("P", (), {"connections": conns, "plans": plan_fabric(fabric)})()
     s.rate_pps, s.rates, s.say, s.switch_restarts = 17143.0, {}, said.append, []
     rec = s.restart_switch(leaf.name, lambda name: 4242, wait_s=1.0)
     assert rec.back_s is not None
