@@ -228,20 +228,26 @@ class SenderQP:
         pace = max(0.0, self.next_at - now) if self.rate_limit else 0.0
         return min(timer, max(pause, pace))
 
-    def poll(self, now: float) -> Optional[bytes]:
-        """The next frame (new or sent again) if one may leave at ``now``, else None."""
+    def _may_send(self, now: float) -> bool:
+        """The checks every poll makes before any frame, the same for the Python and the
+        native path: not done, not PFC-paused (the paused time is counted once the pause
+        ends), the retry timer checked, and something left to send."""
         if self.done:
-            return None
+            return False
         if self.pfc is not None and self.pfc.is_paused(self.priority, now):
             if self._blocked_since is None:
                 self._blocked_since = now
-            return None
+            return False
         if self._blocked_since is not None:
             self.counters.pause_blocked_s += now - self._blocked_since
             self._blocked_since = None
         if self.rc.check_timeout(now):
             self.counters.timeouts = self.rc.timeouts
-        if not self._has_data():
+        return self._has_data()
+
+    def poll(self, now: float) -> Optional[bytes]:
+        """The next frame (new or sent again) if one may leave at ``now``, else None."""
+        if not self._may_send(now):
             return None
         self.rp.advance(now)
         if self.rate_limit:
@@ -320,18 +326,7 @@ class SenderQP:
         nq = self._native
         if nq is None:
             raise RuntimeError("poll_into needs attach_native first")
-        if limit <= 0 or self.done:
-            return 0
-        if self.pfc is not None and self.pfc.is_paused(self.priority, now):
-            if self._blocked_since is None:
-                self._blocked_since = now
-            return 0
-        if self._blocked_since is not None:
-            self.counters.pause_blocked_s += now - self._blocked_since
-            self._blocked_since = None
-        if self.rc.check_timeout(now):
-            self.counters.timeouts = self.rc.timeouts
-        if not self._has_data():
+        if limit <= 0 or not self._may_send(now):
             return 0
         rp, rc, s, d = self.rp, self.rc, nq.s, nq.d
         rp.advance(now)
