@@ -23,16 +23,16 @@ from typing import Optional
 import pytest
 
 from host.nic.dcqcn import DcqcnParams
-from host.nic.frames import (ECN_CE, OP_CNP, OP_RC_ACK, FlowSpec, FrameTemplate, RoceInfo, aeth_bytes,
-                             build_cnp, parse_roce, set_ce)
+from host.nic.frames import ECN_CE, OP_RC_ACK, FlowSpec, FrameTemplate, parse_roce, set_ce
 from host.nic.io import DatagramIO, NicPort, PacketSocket
 from host.nic.mmsg import BATCH, MmsgReceiver, MmsgSender
 from host.nic.native import native_status
 from host.nic.pfc import PfcState, build_pause
 from host.nic.qp import Receiver, SenderQP
-from host.nic.rc import AETH_ACK, AETH_NAK_PSN_SEQ, RcParams
+from host.nic.rc import RcParams
 
-FLOW = FlowSpec("02:00:00:00:00:01", "02:00:00:00:01:01", "10.0.0.1", "10.1.0.1", 49152, 7)
+from nic_twins import FLOW, give_events, reply, scripted_events
+
 
 
 def _qp(pfc: PfcState, window: Optional[int] = 24) -> SenderQP:
@@ -43,15 +43,6 @@ def _qp(pfc: PfcState, window: Optional[int] = 24) -> SenderQP:
     return qp
 
 
-def _reply(kind: int, psn: int, msn: int = 0) -> RoceInfo:
-    back = FlowSpec(FLOW.dst_mac, FLOW.src_mac, FLOW.dst_ip, FLOW.src_ip, FLOW.sport, 7)
-    if kind == OP_CNP:
-        frame = build_cnp(back)
-    else:
-        frame = FrameTemplate.ack(back).frame(psn, ext=aeth_bytes(kind, msn))
-    info = parse_roce(frame)
-    assert info is not None
-    return info
 
 
 @pytest.mark.parametrize("window", [None, 24])
@@ -62,26 +53,7 @@ def test_poll_batch_gives_the_frames_and_counters_of_polling_one_by_one(window: 
     for step in range(400):
         now = step * 0.004                          # 4 ms: ~8 frames due per step
         # the same events to both: an ACK now and then, a NAK, CNPs, a PAUSE, a port change
-        events: list[tuple[str, object]] = []
-        if step % 5 == 4:
-            events.append(("frame", _reply(AETH_ACK, one.rc.psn(max(0, one.rc.high_seq - 3)),
-                                           one.rc.high_seq // 4)))
-        if step == 60:
-            events.append(("frame", _reply(AETH_NAK_PSN_SEQ, one.rc.psn(one.rc.acked_seq + 2))))
-        if step in (30, 31, 90):
-            events.append(("frame", _reply(OP_CNP, 0)))
-        if step == 120:
-            events.append(("pause", {3: 2000}))
-        if step == 150:
-            events.append(("sport", 50000))
-        for kind, what in events:
-            for qp, pfc in ((one, pfc_a), (many, pfc_b)):
-                if kind == "frame":
-                    assert qp.on_frame(what, now)      # type: ignore[arg-type]
-                elif kind == "pause":
-                    pfc.on_pause(what, now)            # type: ignore[arg-type]
-                else:
-                    qp.change_sport(what)              # type: ignore[arg-type]
+        give_events(scripted_events(step, one), ((one, pfc_a), (many, pfc_b)), now)
         singles = []
         while len(singles) < 16:
             frame = one.poll(now)

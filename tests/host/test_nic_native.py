@@ -38,19 +38,14 @@ from host.nic.io import DatagramIO, NicPort, PacketSocket
 from host.nic.mmsg import BATCH, MmsgSender
 from host.nic.pfc import PfcState, build_pause
 from host.nic.qp import Receiver, SenderQP
-from host.nic.rc import AETH_ACK, AETH_NAK_PSN_SEQ, RcParams
+from host.nic.rc import AETH_NAK_PSN_SEQ, RcParams
 from p4sim import cbuild
 
+from nic_twins import FLOW, give_events, reply, scripted_events
+
 pytestmark = pytest.mark.skipif(not native.native_status()[0], reason="no native hot loop (no gcc)")
-FLOW = FlowSpec("02:00:00:00:00:01", "02:00:00:00:01:01", "10.0.0.1", "10.1.0.1", 49152, 7)
 
 
-def _reply(kind: int, psn: int, msn: int = 0) -> RoceInfo:
-    back = FlowSpec(FLOW.dst_mac, FLOW.src_mac, FLOW.dst_ip, FLOW.src_ip, FLOW.sport, 7)
-    frame = build_cnp(back) if kind == OP_CNP else FrameTemplate.ack(back).frame(psn, ext=aeth_bytes(kind, msn))
-    info = parse_roce(frame)
-    assert info is not None
-    return info
 
 
 def _twins(**kw: object) -> tuple[SenderQP, SenderQP, PfcState, PfcState]:
@@ -88,25 +83,7 @@ def test_poll_into_makes_the_frames_and_counters_of_poll_batch(case: str) -> Non
     made = 0
     for step in range(400):
         now = step * 0.004
-        events: list[tuple[str, object]] = []
-        if step % 5 == 4:
-            events.append(("frame", _reply(AETH_ACK, one.rc.psn(max(0, one.rc.high_seq - 3)), one.rc.high_seq // 4)))
-        if step == 60:
-            events.append(("frame", _reply(AETH_NAK_PSN_SEQ, one.rc.psn(one.rc.acked_seq + 2))))
-        if step in (30, 31, 90, 200):
-            events.append(("frame", _reply(OP_CNP, 0)))
-        if step == 120:
-            events.append(("pause", {3: 2000}))
-        if step == 150:
-            events.append(("sport", 50000))
-        for kind, what in events:
-            for qp, pfc in ((one, pfc_a), (two, pfc_b)):
-                if kind == "frame":
-                    assert qp.on_frame(what, now)      # type: ignore[arg-type]
-                elif kind == "pause":
-                    pfc.on_pause(what, now)            # type: ignore[arg-type]
-                else:
-                    qp.change_sport(what)              # type: ignore[arg-type]
+        give_events(scripted_events(step, one, cnp_steps=(30, 31, 90, 200)), ((one, pfc_a), (two, pfc_b)), now)
         python = one.poll_batch(now, limit)
         n = two.poll_into(now, limit, tx)
         assert n == len(python)
@@ -385,7 +362,7 @@ def test_a_burst_waits_for_the_dcqcn_timers_only_while_they_can_change_the_rate(
     qp = port.add_sender(SenderQP(FLOW, message_bytes=4096, mtu=1024, dcqcn=DcqcnParams.scaled(1000.0)))
     qp.poll_into(0.0, 1, port._ntx)                               # type: ignore[arg-type]
     assert qp.burst_begin(0.0) == 0.0 + 2.0                       # the retry timer only
-    qp.on_frame(_reply(OP_CNP, 0), 0.001)                         # rate cut: the rate timer counts
+    qp.on_frame(reply(OP_CNP, 0), 0.001)                         # rate cut: the rate timer counts
     assert qp.burst_begin(0.001) == qp.rp._next_rate < 0.01
     qp.rp.rate_pps = qp.rp.params.line_rate_pps                   # recovered: the timers change nothing
     assert qp.burst_begin(0.001) == 0.001 + 2.0
