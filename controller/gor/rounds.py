@@ -85,6 +85,9 @@ class DecisionRounds:
         # makes the loop act at once, not at the next poll)
         self.waiting: frozenset[LinkKey] = frozenset()
         self.waiting_samples: frozenset[LinkKey] = frozenset()
+        # a predecessor's move (after a restart) still settles until then: no round, as
+        # while a move of this GOR's own is in flight (set by each _agent_flows)
+        self.settling_until_s = -float("inf")
         self._rounds = itertools.count(1)
 
     def follow(self, links: Iterable[LinkKey]) -> None:
@@ -96,7 +99,10 @@ class DecisionRounds:
         """(src, dst, sport, dport) → registered flow id (the registry's view, plus the
         new 5-tuples of moves sent before their agent reported). A registered flow whose
         agent says a move order moved it less than ``cooldown_s`` ago — a move of this GOR's
-        predecessor, after a restart — rests for the remainder (:meth:`_remember_move`). A
+        predecessor, after a restart — rests for the remainder (:meth:`_remember_move`), and
+        one moved less than ``move_settle_s`` ago holds every round until it has settled
+        (:attr:`settling_until_s`: the loads still lag the move, as for a move of this
+        GOR's own in flight). A
         flow whose agent has not registered it for ``agent_silent_s`` (its sender is gone)
         is left out and put in :attr:`gone`: no order, not even an override, goes to it."""
         out = {(f.src, f.dst, f.sport, f.dport): fid for f, fid in self.book.flow_ids.items()}
@@ -120,6 +126,9 @@ class DecisionRounds:
             if f.moved_s_ago is not None and f.moved_s_ago < self.settings.cooldown_s:
                 self._remember_move(FlowKey(f.src_ip, f.dst_ip, 17, f.sport, f.dst_port),
                                     f.flow_id, t_s + self.settings.cooldown_s - f.moved_s_ago)
+            if f.moved_s_ago is not None and f.moved_s_ago < self.settings.move_settle_s:
+                self.settling_until_s = max(self.settling_until_s,
+                                            t_s + self.settings.move_settle_s - f.moved_s_ago)
         self.nic_port_of = ports
         self.gone = frozenset(gone - set(out))      # a move's new 5-tuple in flight stays
         return out
@@ -321,6 +330,8 @@ class DecisionRounds:
         waiting = set(self._alarmed_waiting(hot, t_s))
         starved: set[LinkKey] = set()
         agents = self._agent_flows(t_s) if hot else {}
+        if t_s < self.settling_until_s:
+            return rounds                            # a predecessor's move still settles
         for link in hot:
             if t_s - self.last_decision.get(link, -float("inf")) < self.settings.decide_every_s:
                 continue

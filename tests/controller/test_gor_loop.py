@@ -269,6 +269,35 @@ def test_a_flow_its_agent_says_was_moved_recently_rests_after_a_gor_restart(
         assert sent == [] if t < 9.05 else [e["flow"] for e in sent] == [str(f)]   # … then moves
 
 
+def test_a_predecessors_move_still_settling_holds_every_round_after_a_gor_restart() -> None:
+    # CI (stop 44): a GOR restarted 0.4 s after its predecessor's moves ran a round at
+    # once on loads that did not show them yet, and piled a third flow onto the uplink
+    # they had gone to (87.5 %). A move younger than move_settle_s holds every round
+    # until it has settled, as a move of GOR's own in flight does.
+    fab = fabric()
+    now = [1.05]
+    reg = AgentRegistry.from_fabric(fab, b"secret", clock=lambda: now[0])
+    buf = io.StringIO()
+    settings = LoopSettings(period_s=0.05, safety=0.75, top_n=4, one_in_n=100_000, window_s=0.05,
+                            decide_every_s=0.05, cooldown_s=10.0)
+    loop = GorLoop(fab, FakeProgrammer(fab), reg, settings, log=DecisionLog(buf))
+    up = port_to(fab, L0, "s0")
+    loop.tick(1.0, samples(fab))
+    f, g = hot_mix(fab, loop, up)
+    host = next(h.name for h in fab.hosts if any(n.ip == f.src for n in h.nics))
+    reg.register(host, "127.0.0.1:1", "i1",
+                 [HostFlow(fid_of(f), f.src, f.dst, f.sport, 7).with_move_age(0.05)])
+    assert settings.move_settle_s == pytest.approx(0.15)
+    assert loop.tick(1.05, samples(fab)) == []                  # settles until 1.15
+    assert loop.rounds.settling_until_s == pytest.approx(1.15)
+    now[0] = 1.2
+    loop.submit_digests(L0, digest_rows(fab, f, up, 30))
+    loop.submit_digests(L0, digest_rows(fab, g, up, 70))
+    later = loop.tick(1.2, samples(fab))
+    assert [r.trigger for r in later] == [(L0, up)]            # then the link gets its round
+    assert all(o.flow != f for r in later for o in r.orders)    # and f still rests
+
+
 @pytest.mark.parametrize("last_registered_s", [4.5, 1.0])
 def test_no_order_for_a_flow_whose_sender_is_gone(last_registered_s: float) -> None:
     """Senders stopped, their agents with them: the registry still holds their flows (nobody
