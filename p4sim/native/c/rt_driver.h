@@ -564,6 +564,54 @@ P4N_EXPORT void p4n_table_put(p4sw *sw, int ti, int n, const uint64_t *w)
     }
 }
 
+/* What C holds for table ti, for tests to compare with the Python table (p4sim/native/switch.py's
+ * NativeSwitch.table_state): def_act def_nargs def_args[def_nargs], nlive, then per live slot
+ * slot kind act nargs ref args[nargs] prio handle nranges mask[nmkeys] val[nmkeys] ranges[nranges]
+ * (pos lo hi) indexed, where indexed is 1 when the exact index finds this slot by its values (an
+ * exact table; always 1 otherwise). A 128-bit value is two words, low first. Returns the words
+ * written, or minus the words needed when cap is too small (nothing is then written past cap). */
+static int64_t dump_put(uint64_t *out, int64_t at, int64_t cap, uint64_t v) { if (at < cap) out[at] = v; return at + 1; }
+static int64_t dump_wide(uint64_t *out, int64_t at, int64_t cap, p4u v)
+{
+    at = dump_put(out, at, cap, (uint64_t)v);
+    return dump_put(out, at, cap, (uint64_t)(v >> 64));
+}
+P4N_EXPORT int64_t p4n_table_dump(p4sw *sw, int ti, uint64_t *out, int64_t cap)
+{
+    p4tbl *t = &sw->tables[ti];
+    int64_t at = 0, nlive = 0;
+    at = dump_put(out, at, cap, (uint64_t)(int64_t)t->def_act);
+    int dn = t->def_nargs < P4N_MAXARGS ? t->def_nargs : P4N_MAXARGS;
+    at = dump_put(out, at, cap, (uint64_t)(int64_t)dn);
+    for (int i = 0; i < dn; i++) at = dump_wide(out, at, cap, (p4u)t->def_args[i]);
+    for (int s = 0; s < t->nent; s++) if (t->ents[s].kind != P4E_FREE) nlive++;
+    at = dump_put(out, at, cap, (uint64_t)nlive);
+    for (int s = 0; s < t->nent; s++) {
+        p4ent *e = &t->ents[s];
+        if (e->kind == P4E_FREE) continue;
+        at = dump_put(out, at, cap, (uint64_t)s);
+        at = dump_put(out, at, cap, (uint64_t)(int64_t)e->kind);
+        at = dump_put(out, at, cap, (uint64_t)(int64_t)e->act);
+        at = dump_put(out, at, cap, (uint64_t)(int64_t)e->nargs);
+        at = dump_put(out, at, cap, (uint64_t)e->ref);
+        for (int i = 0; i < e->nargs; i++) at = dump_wide(out, at, cap, (p4u)e->args[i]);
+        at = dump_put(out, at, cap, (uint64_t)e->prio);
+        at = dump_put(out, at, cap, (uint64_t)e->handle);
+        at = dump_put(out, at, cap, (uint64_t)(int64_t)e->nranges);
+        for (int i = 0; i < t->nmkeys; i++) at = dump_wide(out, at, cap, e->mask[i]);
+        for (int i = 0; i < t->nmkeys; i++) at = dump_wide(out, at, cap, e->val[i]);
+        for (int i = 0; i < e->nranges; i++) {
+            at = dump_put(out, at, cap, (uint64_t)(int64_t)e->rpos[i]);
+            at = dump_wide(out, at, cap, e->rlo[i]);
+            at = dump_wide(out, at, cap, e->rhi[i]);
+        }
+        int indexed = 1;
+        if (t->mode == P4T_EXACT) indexed = t->exact.cap && p4map_get(&t->exact, e->val) == s;
+        at = dump_put(out, at, cap, (uint64_t)(int64_t)indexed);
+    }
+    return at <= cap ? at : -at;
+}
+
 P4N_EXPORT void p4n_table_default(p4sw *sw, int ti, int act, int nargs, const uint64_t *args)
 {
     p4tbl *t = &sw->tables[ti];
