@@ -502,7 +502,7 @@ static void tbl_reserve(p4tbl *t, int n)
 
 static void ent_free(p4ent *e)
 {
-    free(e->args); free(e->mask); free(e->val); free(e->rpos); free(e->rlo); free(e->rhi);
+    free(e->args); free(e->mask);          /* mask: the key's one block (p4n_table_put) */
     memset(e, 0, sizeof *e);
     e->kind = P4E_FREE;
 }
@@ -548,14 +548,16 @@ P4N_EXPORT void p4n_table_put(p4sw *sw, int ti, int n, const uint64_t *w)
         if (op == 1) continue;
         e->prio = (int64_t)w[0]; e->handle = (int64_t)w[1]; e->nranges = (int)w[2];
         w += 3;
-        e->mask = (p4u *)calloc((size_t)nm + 1, sizeof(p4u));
-        e->val = (p4u *)calloc((size_t)nm + 1, sizeof(p4u));
+        /* one block for the key: mask[nm+1] val[nm+1] rlo[nr+1] rhi[nr+1] (16-byte words), then
+         * rpos[nr+1]; e->mask is the block (ent_free and p4tbl_free_entries free it alone) */
+        int nr = e->nranges;
+        size_t wide = 2 * ((size_t)nm + 1) + 2 * ((size_t)nr + 1);
+        p4u *blk = (p4u *)calloc(1, wide * sizeof(p4u) + ((size_t)nr + 1) * sizeof(int));
+        if (!blk) abort();
+        e->mask = blk; e->val = blk + nm + 1; e->rlo = e->val + nm + 1; e->rhi = e->rlo + nr + 1;
+        e->rpos = (int *)(blk + wide);
         for (int i = 0; i < nm; i++) { e->mask[i] = (p4u)lohi(w, i); e->val[i] = (p4u)lohi(w + 2 * nm, i); }
         w += 4 * nm;
-        int nr = e->nranges;
-        e->rpos = (int *)calloc((size_t)nr + 1, sizeof(int));
-        e->rlo = (p4u *)calloc((size_t)nr + 1, sizeof(p4u));
-        e->rhi = (p4u *)calloc((size_t)nr + 1, sizeof(p4u));
         for (int i = 0; i < nr; i++) { e->rpos[i] = (int)w[0]; e->rlo[i] = (p4u)lohi(w + 1, 0); e->rhi[i] = (p4u)lohi(w + 3, 0); w += 5; }
         t->last_hit_ns[slot] = 0; t->hit_stamp[slot] = 0;
         if (slot >= t->nent) t->nent = slot + 1;
