@@ -449,6 +449,11 @@ class NativeSwitch:
         single = len(masks) == 2
         call_words = self._call_words
         words: list[int] = []
+        # id(call) -> the slot of this copy's first entry with it: the entries after it with
+        # the same call are sent as ``2 slot src prio handle values`` (C copies the action and
+        # the masks from slot src); the calls are alive (their entries hold them), so ids are
+        # told apart within the copy
+        first: dict[int, int] = {}
         for _kind, e in changes:
             if free:
                 slot = free.pop()
@@ -461,6 +466,18 @@ class NativeSwitch:
             if type(a) is not ActionCall:
                 self._entry_words(i, t, e, slot, words)
                 continue
+            src = first.get(id(a))
+            if src is not None:
+                if single:
+                    v = e.matches[0].value & MASK128
+                    words += (2, slot, src, e.priority & M64, e.handle, v & M64, v >> 64)
+                else:
+                    words += (2, slot, src, e.priority & M64, e.handle)
+                    for m in e.matches:
+                        v = m.value & MASK128
+                        words += (v & M64, v >> 64)
+                continue
+            first[id(a)] = slot
             got = call_words.get(id(a))
             if got is None or got[0] is not a:
                 got = self._cache_call_words(a)

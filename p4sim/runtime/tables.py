@@ -509,9 +509,10 @@ class Table:
         heappop = heapq.heappop
         new_entry, new_tuple, call_type = TableEntryState, _new_tuple, ActionCall
         done = 0
+        room = size - len(entries)
         try:     # the version counts what went in even if the clock raised
             for matches, action, priority, ident, mask, value, ranges, idle_timeout_ns, metadata in items:
-                if ident in by_ident or len(entries) >= size:
+                if done >= room or ident in by_ident:
                     break
                 now = 0 if clock_ns is None else clock_ns()
                 if free:

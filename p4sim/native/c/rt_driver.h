@@ -525,7 +525,9 @@ P4N_EXPORT void p4n_table_del(p4sw *sw, int ti, int n, const int64_t *slots)
  * word first), each beginning  op slot kind act nargs ref args[nargs]:
  *   op 0, a new entry in a free slot, then: prio handle nranges mask[nmkeys] val[nmkeys]
  *       and nranges x (pos lo hi);
- *   op 1, a new action for the entry in the slot: nothing more */
+ *   op 1, a new action for the entry in the slot: nothing more;
+ * or, a new entry of an exact table whose action and masks are those of the entry in slot src
+ * (one put before it in the same call):  op=2 slot src prio handle val[nmkeys] */
 P4N_EXPORT void p4n_table_put(p4sw *sw, int ti, int n, const uint64_t *w)
 {
     p4tbl *t = &sw->tables[ti];
@@ -535,19 +537,29 @@ P4N_EXPORT void p4n_table_put(p4sw *sw, int ti, int n, const uint64_t *w)
         int op = (int)w[0], slot = (int)w[1];
         tbl_reserve(t, slot + 1);
         p4ent *e = &t->ents[slot];
-        if (op == 0 && e->kind != P4E_FREE) {          /* never happens: the slot was taken */
+        if (op != 1 && e->kind != P4E_FREE) {          /* never happens: the slot was taken */
             if (t->mode == P4T_EXACT) p4map_del(&t->exact, e->val);
             ent_free(e);
         }
         if (op == 1) free(e->args);
-        e->slot = slot; e->kind = (int)w[2]; e->act = (int)w[3]; e->nargs = (int)w[4]; e->ref = (int64_t)w[5];
-        w += 6;
-        e->args = (p4i *)calloc((size_t)e->nargs + 1, sizeof(p4i));
-        for (int i = 0; i < e->nargs; i++) e->args[i] = lohi(w, i);
-        w += 2 * e->nargs;
-        if (op == 1) continue;
-        e->prio = (int64_t)w[0]; e->handle = (int64_t)w[1]; e->nranges = (int)w[2];
-        w += 3;
+        const p4ent *src = NULL;
+        if (op == 2) {
+            src = &t->ents[(int)w[2]];
+            e->slot = slot; e->kind = src->kind; e->act = src->act; e->nargs = src->nargs; e->ref = src->ref;
+            e->args = (p4i *)calloc((size_t)e->nargs + 1, sizeof(p4i));
+            memcpy(e->args, src->args, sizeof(p4i) * (size_t)e->nargs);
+            e->prio = (int64_t)w[3]; e->handle = (int64_t)w[4]; e->nranges = 0;
+            w += 5;
+        } else {
+            e->slot = slot; e->kind = (int)w[2]; e->act = (int)w[3]; e->nargs = (int)w[4]; e->ref = (int64_t)w[5];
+            w += 6;
+            e->args = (p4i *)calloc((size_t)e->nargs + 1, sizeof(p4i));
+            for (int i = 0; i < e->nargs; i++) e->args[i] = lohi(w, i);
+            w += 2 * e->nargs;
+            if (op == 1) continue;
+            e->prio = (int64_t)w[0]; e->handle = (int64_t)w[1]; e->nranges = (int)w[2];
+            w += 3;
+        }
         /* one block for the key: mask[nm+1] val[nm+1] rlo[nr+1] rhi[nr+1] (16-byte words), then
          * rpos[nr+1]; e->mask is the block (ent_free and p4tbl_free_entries free it alone) */
         int nr = e->nranges;
@@ -556,8 +568,13 @@ P4N_EXPORT void p4n_table_put(p4sw *sw, int ti, int n, const uint64_t *w)
         if (!blk) abort();
         e->mask = blk; e->val = blk + nm + 1; e->rlo = e->val + nm + 1; e->rhi = e->rlo + nr + 1;
         e->rpos = (int *)(blk + wide);
-        for (int i = 0; i < nm; i++) { e->mask[i] = (p4u)lohi(w, i); e->val[i] = (p4u)lohi(w + 2 * nm, i); }
-        w += 4 * nm;
+        if (src) {
+            for (int i = 0; i < nm; i++) { e->mask[i] = src->mask[i]; e->val[i] = (p4u)lohi(w, i); }
+            w += 2 * nm;
+        } else {
+            for (int i = 0; i < nm; i++) { e->mask[i] = (p4u)lohi(w, i); e->val[i] = (p4u)lohi(w + 2 * nm, i); }
+            w += 4 * nm;
+        }
         for (int i = 0; i < nr; i++) { e->rpos[i] = (int)w[0]; e->rlo[i] = (p4u)lohi(w + 1, 0); e->rhi[i] = (p4u)lohi(w + 3, 0); w += 5; }
         t->last_hit_ns[slot] = 0; t->hit_stamp[slot] = 0;
         if (slot >= t->nent) t->nent = slot + 1;
