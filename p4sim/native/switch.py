@@ -469,7 +469,7 @@ class NativeSwitch:
             src = first.get(id(a))
             if src is not None:
                 if single:
-                    v = e.matches[0].value & MASK128
+                    v = e._value        # one key: the packed value is its value (< 2^width)
                     words += (2, slot, src, e.priority & M64, e.handle, v & M64, v >> 64)
                 else:
                     words += (2, slot, src, e.priority & M64, e.handle)
