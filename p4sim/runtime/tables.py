@@ -523,7 +523,7 @@ class Table:
                 entry = new_entry(matches, priority, action, handle, False, None, None, idle_timeout_ns, now,
                                   metadata, ident, mask, value, ranges)
                 entry._result = new_tuple(LookupResult, (True, entry, action.name, action.args)) \
-                    if type(action) is call_type else None
+                    if type(action) is call_type else self._result_for(entry)
                 entries[handle] = entry
                 by_ident[ident] = entry
                 exact[ident[0]] = entry
