@@ -126,6 +126,8 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.p4n_table_put.argtypes = [vp, i32, i32, _u64p]
     lib.p4n_table_default.argtypes = [vp, i32, i32, i32, _u64p]
     lib.p4n_table_commit.argtypes = [vp, i32]
+    lib.p4n_table_dump.argtypes = [vp, i32, _u64p, i64]
+    lib.p4n_table_dump.restype = i64
     lib.p4n_prof_reset.argtypes = [vp, i32, i32, i32]
     lib.p4n_prof_member.argtypes = [vp, i32, i32, i64, i32, i32, _u64p]
     lib.p4n_prof_group.argtypes = [vp, i32, i32, i64, i32, ip]
@@ -360,6 +362,13 @@ class NativeSwitch:
         lib, sw = self._lib, self._sw
         slots, slot_of, free = self._entries[i], self._slot_of[i], self._free[i]
         changes = t.changes_since(self._tver[i])
+        if changes and self._exact_masks[i] is not None:
+            for kind, _e in changes:
+                if kind != "add":
+                    break
+            else:
+                self._push_exact_adds(i, t, changes)
+                return
         gone: list[int] = []
         moved: list[int] = []
         if changes is None:
@@ -429,6 +438,64 @@ class NativeSwitch:
             lib.p4n_table_default(sw, i, act, len(args), _u128s(args))
         lib.p4n_table_commit(sw, i)
 
+    def _push_exact_adds(self, i: int, t: Any, changes: Sequence[tuple[str, Any]]) -> None:
+        """:meth:`_push_table` of a table whose keys are all exact when every change since
+        the last call is an ``add``: each of those entries is live and not in C yet (a
+        removal since would be in the log; the last call left C holding exactly the live
+        entries), so each goes into a free slot, in one ``p4n_table_put``, without the
+        general path's bookkeeping of removed and modified entries."""
+        slots, slot_of, free = self._entries[i], self._slot_of[i], self._free[i]
+        masks = tuple(self._exact_masks[i] or ())
+        single = len(masks) == 2
+        call_words = self._call_words
+        words: list[int] = []
+        # id(call) -> the slot of this copy's first entry with it: the entries after it with
+        # the same call are sent as ``2 slot src prio handle values`` (C copies the action and
+        # the masks from slot src); the calls are alive (their entries hold them), so ids are
+        # told apart within the copy
+        first: dict[int, int] = {}
+        for _kind, e in changes:
+            if free:
+                slot = free.pop()
+                slots[slot] = e
+            else:
+                slot = len(slots)
+                slots.append(e)
+            slot_of[id(e)] = slot
+            a = e.action
+            if type(a) is not ActionCall:
+                self._entry_words(i, t, e, slot, words)
+                continue
+            src = first.get(id(a))
+            if src is not None:
+                if single:
+                    v = e._value        # one key: the packed value is its value (< 2^width)
+                    words += (2, slot, src, e.priority & M64, e.handle, v & M64, v >> 64)
+                else:
+                    words += (2, slot, src, e.priority & M64, e.handle)
+                    for m in e.matches:
+                        v = m.value & MASK128
+                        words += (v & M64, v >> 64)
+                continue
+            first[id(a)] = slot
+            got = call_words.get(id(a))
+            if got is None or got[0] is not a:
+                got = self._cache_call_words(a)
+            words += (0, slot)
+            words += got[1]
+            if single:
+                v = e.matches[0].value & MASK128
+                words += (e.priority & M64, e.handle, 0, masks[0], masks[1], v & M64, v >> 64)
+            else:
+                words += (e.priority & M64, e.handle, 0)
+                words += masks
+                for m in e.matches:
+                    v = m.value & MASK128
+                    words += (v & M64, v >> 64)
+        buf = array("Q", words)
+        self._lib.p4n_table_put(self._sw, i, len(changes), (ctypes.c_uint64 * len(buf)).from_buffer(buf))
+        self._lib.p4n_table_commit(self._sw, i)
+
     def _cache_call_words(self, a: ActionCall) -> tuple[ActionCall, tuple[int, ...]]:
         """``_action_words(a, op, slot, ...)`` less its first two words, remembered by the
         call's id (with the call, so a reused id is told apart)."""
@@ -489,6 +556,69 @@ class NativeSwitch:
             vals += _lohi(val)
         out += vals
         out += ranges
+
+    def table_mismatches(self, i: int) -> list[str]:
+        """How C's copy of table ``self._tables[i]`` differs from the Python table now
+        (``p4n_table_dump``): an entry missing, left over or held differently (action,
+        arguments, priority, key), in a slot that the hit write-back does not map to it,
+        not found by C's exact index, or another default action; ``[]`` when they agree.
+        Call it after :meth:`_sync` (a switch's lock release or packet call does that).
+
+        >>> sw._sync(); sw.table_mismatches(0)              # doctest: +SKIP
+        []
+        """
+        t = self._tables[i]
+        cap = 4096
+        while True:
+            buf = (ctypes.c_uint64 * cap)()
+            n = self._lib.p4n_table_dump(self._sw, i, buf, cap)
+            if n >= 0:
+                break
+            cap = -n
+        w = list(buf[:n])
+        nm = len(t._mkeys)
+        out: list[str] = []
+        dact, dn = w[0], w[1]
+        got_default = (int(dact), tuple(_from_lohi(w[2 + 2 * k], w[3 + 2 * k]) & MASK128 for k in range(dn)))
+        act, args = self._action(t.default_action)
+        if got_default != (act, tuple(a & MASK128 for a in args)):
+            out.append(f"default action: C has {got_default}, Python {(act, tuple(args))}")
+        at = 2 + 2 * dn
+        nlive = w[at]
+        at += 1
+        held: dict[int, tuple[int, list[int]]] = {}
+        slots = self._entries[i]
+        for _ in range(nlive):
+            start = at
+            slot, nargs = w[at], w[at + 3]
+            at += 5 + 2 * nargs
+            handle, nranges = w[at + 1], w[at + 2]
+            at += 3 + 4 * nm + 5 * nranges
+            record = w[start + 1:at]        # kind act nargs ref args prio handle nranges masks vals ranges
+            indexed = w[at]
+            at += 1
+            if handle in held:
+                out.append(f"handle {handle}: in C twice (slots {held[handle][0]} and {slot})")
+            held[handle] = (slot, record)
+            if not indexed:
+                out.append(f"handle {handle}: C's exact index does not find slot {slot}")
+            e = slots[slot] if slot < len(slots) else None
+            if e is None or t._entries.get(handle) is not e:
+                out.append(f"handle {handle}: in C slot {slot}, which the Python side maps to "
+                           f"{'nothing' if e is None else f'an entry of handle {e.handle}'}")
+        live = t._entries
+        for handle, e in live.items():
+            if handle not in held:
+                out.append(f"handle {handle}: in Python ({e.matches}, {e.action}), not in C")
+                continue
+            words: list[int] = []
+            self._entry_words(i, t, e, 0, words)
+            if words[2:] != held[handle][1]:
+                out.append(f"handle {handle}: C holds {held[handle][1]}, Python's entry encodes as {words[2:]}")
+        for handle in held:
+            if handle not in live:
+                out.append(f"handle {handle}: in C, not in Python")
+        return out
 
     def _push_profile(self, i: int, p: Any) -> None:
         lib = self._lib

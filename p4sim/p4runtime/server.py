@@ -365,6 +365,12 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             start = time.monotonic_ns()
             clock_us = lambda: (time.monotonic_ns() - start) // 1000  # noqa: E731
         self._clock_us: Callable[[], int] = clock_us
+        # the same clock in ns, one call where the device offers it (the store reads it
+        # once per inserted entry)
+        clock_ns = getattr(device, "clock_ns", None) if clock_us is getattr(device, "clock_us", None) else None
+        if not callable(clock_ns):
+            clock_ns = lambda: clock_us() * 1000  # noqa: E731
+        self._clock_ns: Callable[[], int] = clock_ns
         self.max_workers = max_workers or self.stream_limits.workers
         self.max_receive_bytes = max_receive_bytes
         self.pipeline: Optional[Pipeline] = None
@@ -382,11 +388,11 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def clock_ns(self) -> int:
         """The switch clock in ns (the base of table entries' ``last_hit_ns``)."""
-        return self._clock_us() * 1000
+        return self._clock_ns()
 
     def _default_store(self, program: Any, p4info: p4info_pb2.P4Info) -> Any:
         from p4sim.p4runtime.entities import EntityStore  # written alongside this module
-        return EntityStore(program, p4info, clock_ns=self.clock_ns, extras=self.extras)
+        return EntityStore(program, p4info, clock_ns=self._clock_ns, extras=self.extras)
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> int:

@@ -484,6 +484,9 @@ class Table:
         >>> t.add_canonical_entries([item(1), item(2), item(3)]), len(t)
         (2, 2)
         """
+        if self.mode == "exact" and self.implementation is None and self.direct_counter is None \
+                and self.direct_meter is None:
+            return self._add_exact_entries(items, clock_ns)
         by_ident, entries, size = self._by_ident, self._entries, self.size
         install = self._install
         done = 0
@@ -494,6 +497,44 @@ class Table:
             if clock_ns is not None:
                 entry.last_hit_ns = clock_ns()
             done += 1
+        return done
+
+    def _add_exact_entries(self, items: Sequence[tuple], clock_ns: Optional[Callable[[], int]]) -> int:
+        """:meth:`add_canonical_entries` of a table in ``exact`` mode without an action
+        profile or direct resources: what :meth:`_install`, :meth:`_index_add` and
+        :meth:`_changed` do for each item, written out in one loop (the change log trimmed
+        once at the end, to the same bound)."""
+        by_ident, entries, exact, size = self._by_ident, self._entries, self._exact, self.size
+        free, log = self._free_handles, self._log
+        heappop = heapq.heappop
+        new_entry, new_tuple, call_type = TableEntryState, _new_tuple, ActionCall
+        done = 0
+        room = size - len(entries)
+        try:     # the version counts what went in even if the clock raised
+            for matches, action, priority, ident, mask, value, ranges, idle_timeout_ns, metadata in items:
+                if done >= room or ident in by_ident:
+                    break
+                now = 0 if clock_ns is None else clock_ns()
+                if free:
+                    handle = heappop(free)
+                else:
+                    handle = self._next_handle
+                    self._next_handle = handle + 1
+                entry = new_entry(matches, priority, action, handle, False, None, None, idle_timeout_ns, now,
+                                  metadata, ident, mask, value, ranges)
+                entry._result = new_tuple(LookupResult, (True, entry, action.name, action.args)) \
+                    if type(action) is call_type else self._result_for(entry)
+                entries[handle] = entry
+                by_ident[ident] = entry
+                exact[ident[0]] = entry
+                log.append(("add", entry))
+                done += 1
+        finally:
+            self.version += done
+        if len(log) > max(CHANGE_LOG_MIN, 2 * len(entries)):
+            drop = len(log) // 2
+            del log[:drop]
+            self._log_base += drop
         return done
 
     def _install(self, matches: tuple[Match, ...], action: EntryAction, priority: int, const: bool,

@@ -502,7 +502,7 @@ static void tbl_reserve(p4tbl *t, int n)
 
 static void ent_free(p4ent *e)
 {
-    free(e->args); free(e->mask); free(e->val); free(e->rpos); free(e->rlo); free(e->rhi);
+    free(e->args); free(e->mask);          /* mask: the key's one block (p4n_table_put) */
     memset(e, 0, sizeof *e);
     e->kind = P4E_FREE;
 }
@@ -525,7 +525,9 @@ P4N_EXPORT void p4n_table_del(p4sw *sw, int ti, int n, const int64_t *slots)
  * word first), each beginning  op slot kind act nargs ref args[nargs]:
  *   op 0, a new entry in a free slot, then: prio handle nranges mask[nmkeys] val[nmkeys]
  *       and nranges x (pos lo hi);
- *   op 1, a new action for the entry in the slot: nothing more */
+ *   op 1, a new action for the entry in the slot: nothing more;
+ * or, a new entry of an exact table whose action and masks are those of the entry in slot src
+ * (one put before it in the same call):  op=2 slot src prio handle val[nmkeys] */
 P4N_EXPORT void p4n_table_put(p4sw *sw, int ti, int n, const uint64_t *w)
 {
     p4tbl *t = &sw->tables[ti];
@@ -535,33 +537,98 @@ P4N_EXPORT void p4n_table_put(p4sw *sw, int ti, int n, const uint64_t *w)
         int op = (int)w[0], slot = (int)w[1];
         tbl_reserve(t, slot + 1);
         p4ent *e = &t->ents[slot];
-        if (op == 0 && e->kind != P4E_FREE) {          /* never happens: the slot was taken */
+        if (op != 1 && e->kind != P4E_FREE) {          /* never happens: the slot was taken */
             if (t->mode == P4T_EXACT) p4map_del(&t->exact, e->val);
             ent_free(e);
         }
         if (op == 1) free(e->args);
-        e->slot = slot; e->kind = (int)w[2]; e->act = (int)w[3]; e->nargs = (int)w[4]; e->ref = (int64_t)w[5];
-        w += 6;
-        e->args = (p4i *)calloc((size_t)e->nargs + 1, sizeof(p4i));
-        for (int i = 0; i < e->nargs; i++) e->args[i] = lohi(w, i);
-        w += 2 * e->nargs;
-        if (op == 1) continue;
-        e->prio = (int64_t)w[0]; e->handle = (int64_t)w[1]; e->nranges = (int)w[2];
-        w += 3;
-        e->mask = (p4u *)calloc((size_t)nm + 1, sizeof(p4u));
-        e->val = (p4u *)calloc((size_t)nm + 1, sizeof(p4u));
-        for (int i = 0; i < nm; i++) { e->mask[i] = (p4u)lohi(w, i); e->val[i] = (p4u)lohi(w + 2 * nm, i); }
-        w += 4 * nm;
+        const p4ent *src = NULL;
+        if (op == 2) {
+            src = &t->ents[(int)w[2]];
+            e->slot = slot; e->kind = src->kind; e->act = src->act; e->nargs = src->nargs; e->ref = src->ref;
+            e->args = (p4i *)calloc((size_t)e->nargs + 1, sizeof(p4i));
+            memcpy(e->args, src->args, sizeof(p4i) * (size_t)e->nargs);
+            e->prio = (int64_t)w[3]; e->handle = (int64_t)w[4]; e->nranges = 0;
+            w += 5;
+        } else {
+            e->slot = slot; e->kind = (int)w[2]; e->act = (int)w[3]; e->nargs = (int)w[4]; e->ref = (int64_t)w[5];
+            w += 6;
+            e->args = (p4i *)calloc((size_t)e->nargs + 1, sizeof(p4i));
+            for (int i = 0; i < e->nargs; i++) e->args[i] = lohi(w, i);
+            w += 2 * e->nargs;
+            if (op == 1) continue;
+            e->prio = (int64_t)w[0]; e->handle = (int64_t)w[1]; e->nranges = (int)w[2];
+            w += 3;
+        }
+        /* one block for the key: mask[nm+1] val[nm+1] rlo[nr+1] rhi[nr+1] (16-byte words), then
+         * rpos[nr+1]; e->mask is the block (ent_free and p4tbl_free_entries free it alone) */
         int nr = e->nranges;
-        e->rpos = (int *)calloc((size_t)nr + 1, sizeof(int));
-        e->rlo = (p4u *)calloc((size_t)nr + 1, sizeof(p4u));
-        e->rhi = (p4u *)calloc((size_t)nr + 1, sizeof(p4u));
+        size_t wide = 2 * ((size_t)nm + 1) + 2 * ((size_t)nr + 1);
+        p4u *blk = (p4u *)calloc(1, wide * sizeof(p4u) + ((size_t)nr + 1) * sizeof(int));
+        if (!blk) abort();
+        e->mask = blk; e->val = blk + nm + 1; e->rlo = e->val + nm + 1; e->rhi = e->rlo + nr + 1;
+        e->rpos = (int *)(blk + wide);
+        if (src) {
+            for (int i = 0; i < nm; i++) { e->mask[i] = src->mask[i]; e->val[i] = (p4u)lohi(w, i); }
+            w += 2 * nm;
+        } else {
+            for (int i = 0; i < nm; i++) { e->mask[i] = (p4u)lohi(w, i); e->val[i] = (p4u)lohi(w + 2 * nm, i); }
+            w += 4 * nm;
+        }
         for (int i = 0; i < nr; i++) { e->rpos[i] = (int)w[0]; e->rlo[i] = (p4u)lohi(w + 1, 0); e->rhi[i] = (p4u)lohi(w + 3, 0); w += 5; }
         t->last_hit_ns[slot] = 0; t->hit_stamp[slot] = 0;
         if (slot >= t->nent) t->nent = slot + 1;
         if (t->mode == P4T_EXACT) p4map_put(&t->exact, e->val, slot);
         else t->ix_dirty = 1;
     }
+}
+
+/* What C holds for table ti, for tests to compare with the Python table (p4sim/native/switch.py's
+ * NativeSwitch.table_state): def_act def_nargs def_args[def_nargs], nlive, then per live slot
+ * slot kind act nargs ref args[nargs] prio handle nranges mask[nmkeys] val[nmkeys] ranges[nranges]
+ * (pos lo hi) indexed, where indexed is 1 when the exact index finds this slot by its values (an
+ * exact table; always 1 otherwise). A 128-bit value is two words, low first. Returns the words
+ * written, or minus the words needed when cap is too small (nothing is then written past cap). */
+static int64_t dump_put(uint64_t *out, int64_t at, int64_t cap, uint64_t v) { if (at < cap) out[at] = v; return at + 1; }
+static int64_t dump_wide(uint64_t *out, int64_t at, int64_t cap, p4u v)
+{
+    at = dump_put(out, at, cap, (uint64_t)v);
+    return dump_put(out, at, cap, (uint64_t)(v >> 64));
+}
+P4N_EXPORT int64_t p4n_table_dump(p4sw *sw, int ti, uint64_t *out, int64_t cap)
+{
+    p4tbl *t = &sw->tables[ti];
+    int64_t at = 0, nlive = 0;
+    at = dump_put(out, at, cap, (uint64_t)(int64_t)t->def_act);
+    int dn = t->def_nargs < P4N_MAXARGS ? t->def_nargs : P4N_MAXARGS;
+    at = dump_put(out, at, cap, (uint64_t)(int64_t)dn);
+    for (int i = 0; i < dn; i++) at = dump_wide(out, at, cap, (p4u)t->def_args[i]);
+    for (int s = 0; s < t->nent; s++) if (t->ents[s].kind != P4E_FREE) nlive++;
+    at = dump_put(out, at, cap, (uint64_t)nlive);
+    for (int s = 0; s < t->nent; s++) {
+        p4ent *e = &t->ents[s];
+        if (e->kind == P4E_FREE) continue;
+        at = dump_put(out, at, cap, (uint64_t)s);
+        at = dump_put(out, at, cap, (uint64_t)(int64_t)e->kind);
+        at = dump_put(out, at, cap, (uint64_t)(int64_t)e->act);
+        at = dump_put(out, at, cap, (uint64_t)(int64_t)e->nargs);
+        at = dump_put(out, at, cap, (uint64_t)e->ref);
+        for (int i = 0; i < e->nargs; i++) at = dump_wide(out, at, cap, (p4u)e->args[i]);
+        at = dump_put(out, at, cap, (uint64_t)e->prio);
+        at = dump_put(out, at, cap, (uint64_t)e->handle);
+        at = dump_put(out, at, cap, (uint64_t)(int64_t)e->nranges);
+        for (int i = 0; i < t->nmkeys; i++) at = dump_wide(out, at, cap, e->mask[i]);
+        for (int i = 0; i < t->nmkeys; i++) at = dump_wide(out, at, cap, e->val[i]);
+        for (int i = 0; i < e->nranges; i++) {
+            at = dump_put(out, at, cap, (uint64_t)(int64_t)e->rpos[i]);
+            at = dump_wide(out, at, cap, e->rlo[i]);
+            at = dump_wide(out, at, cap, e->rhi[i]);
+        }
+        int indexed = 1;
+        if (t->mode == P4T_EXACT) indexed = t->exact.cap && p4map_get(&t->exact, e->val) == s;
+        at = dump_put(out, at, cap, (uint64_t)(int64_t)indexed);
+    }
+    return at <= cap ? at : -at;
 }
 
 P4N_EXPORT void p4n_table_default(p4sw *sw, int ti, int act, int nargs, const uint64_t *args)

@@ -411,7 +411,7 @@ static void p4tbl_free_entries(p4tbl *t)
 {
     for (int i = 0; i < t->nent; i++) {
         p4ent *e = &t->ents[i];
-        free(e->args); free(e->mask); free(e->val); free(e->rpos); free(e->rlo); free(e->rhi);
+        free(e->args); free(e->mask);      /* mask: the key's one block (p4n_table_put) */
     }
     free(t->ents); t->ents = NULL; t->nent = 0; t->cap = 0; t->ix_dirty = 1;
     if (t->exact.cap) p4map_free(&t->exact);
