@@ -28,7 +28,7 @@ PYTEST_ARGS ?=
 help:
 	@echo "make venv   - create .venv with the pinned requirements (idempotent)"
 	@echo "make venv-shell - create .venv-shell with p4runtime-shell (made on first use by make shell/test)"
-	@echo "make run    - the testbed (root): fabric up in Mininet, programmed, ping story, scenario; CLI=0 TARGET=p4sim|bmv2 SCENARIO=default(the GOR story)|link-failure|dead-link|alltoall|incast|faults|fornax|none"
+	@echo "make run    - the testbed (root): fabric up in Mininet, programmed, ping story, scenario; CLI=0 TARGET=p4sim|bmv2 SCENARIO=default(the GOR story)|link-failure|dead-link|alltoall|incast|faults|fornax|none MONITOR_PORT=N (faults' web view)"
 	@echo "make shell SW=b0r0l0 - p4runtime-shell on one switch of the running testbed"
 	@echo "make stop   - tear down only what the testbed recorded (build/testbed-state.json)"
 	@echo "make test   - run every test (what CI runs)"
@@ -86,7 +86,7 @@ SCENARIO ?= default
 
 run: venv
 	@$(PY) -m testbed deps
-	$(PY) -m scenarios up --target $(RUN_TARGET) --scenario '$(SCENARIO)' $(if $(filter 0,$(CLI)),--cli no,) $(if $(SPEC),--spec '$(SPEC)',)
+	$(PY) -m scenarios up --target $(RUN_TARGET) --scenario '$(SCENARIO)' $(if $(filter 0,$(CLI)),--cli no,) $(if $(SPEC),--spec '$(SPEC)',) $(if $(MONITOR_PORT),--monitor-port '$(MONITOR_PORT)',)
 
 SW ?=
 shell: venv venv-shell

@@ -44,6 +44,7 @@ from monitor.probeplan import load_plan
 from monitor.service import EvaluationRecord, Monitor, MonitorOptions
 from monitor.switch_exporter import targets_from_state
 from monitor.verdictbook import MonitorWaits, VerdictBook
+from monitor.webport import port_arg
 from topo.model import load_fabric
 
 PROG = "python -m monitor.remote"
@@ -148,7 +149,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--prefer", choices=("prometheus", "embedded"), default="prometheus",
                     help="the metric store (prometheus falls back to embedded when absent)")
     ap.add_argument("--no-web", action="store_true", help="no web view")
-    ap.add_argument("--web-port", type=int, default=0, help="the web view's port (0: free)")
+    ap.add_argument("--web-port", type=port_arg, default=0,
+                    help="the web view's port, 0 to 65535 (0: a free one)")
     args = ap.parse_args(argv)
     emit = _Lines(sys.stdout)
     try:

@@ -52,6 +52,7 @@ from monitor.probestats import ProbeStatsReader
 from monitor.prometheus import open_metric_source
 from monitor.switch_exporter import SwitchExporter
 from monitor.verdictbook import MonitorWaits, VerdictBook
+from monitor.webport import check_web_port
 from monitor.webstate import MonitorView
 
 EVAL_INTERVAL_S = 0.5
@@ -66,7 +67,7 @@ class MonitorOptions:
     """Knobs of the monitor: evaluation period, rate window (at least three scrape
     intervals: Prometheus's ``rate()`` needs them), scrape interval, which store
     (``"prometheus"`` falls back to the embedded one when absent), the web view and its
-    port (0: a free one).
+    port (0: a free one; 0 to 65535, else ValueError: :mod:`monitor.webport`).
 
     >>> MonitorOptions().window_s >= 3 * MonitorOptions().scrape_interval_s
     True
@@ -78,6 +79,9 @@ class MonitorOptions:
     prefer: str = "prometheus"
     web: bool = True
     web_port: int = 0
+
+    def __post_init__(self) -> None:
+        check_web_port(self.web_port, "web_port")      # ValueError naming it (monitor.webport)
 
 
 class DecisionLogTail:

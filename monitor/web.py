@@ -42,6 +42,7 @@ from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from monitor.webport import check_web_port
 from monitor.webstate import MonitorView
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -176,7 +177,7 @@ class WebServer:
                  log_level: str = "warning") -> None:
         self.view = view
         self.host = host
-        self.port = port
+        self.port = check_web_port(port)          # ValueError naming it: monitor.webport
         self.ready_timeout_s = ready_timeout_s
         self.stop_timeout_s = stop_timeout_s
         self.app = create_app(view)

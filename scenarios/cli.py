@@ -5,7 +5,7 @@ runs), or list them.
 
     python -m scenarios --list
     python -m scenarios up --scenario NAME [--scenario-seed N] [--scenario-duration-s S]
-                           [--runs DIR] [every option of `python -m testbed up`]
+                           [--runs DIR] [--monitor-port PORT] [every option of `python -m testbed up`]
     python -m scenarios measure --out FILE.json [--repeats N]    # a RUNNING testbed (root)
 
 ``--scenario none`` (or empty) brings the fabric up, programs and pings it, and opens the
@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from monitor.webport import port_arg, web_port_taken
 from scenarios.common import DEFAULT_DURATION_S, DEFAULT_FLOW_RATE_PPS, RUNS, ScenarioOptions
 from scenarios.registry import NONE, SCENARIOS, run_scenario, scenario
 from scenarios.story import STORY_CORE_DURATION_S, STORY_CORE_FLOW_RATE_PPS, STORY_FLOW_RATE_PPS
@@ -54,6 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
                          f"({STORY_CORE_FLOW_RATE_PPS:g} on a fabric with a core tier), else "
                          f"{DEFAULT_FLOW_RATE_PPS:g}: scenarios.common.DEFAULT_FLOW_RATE_PPS)")
     up.add_argument("--runs", type=Path, default=RUNS, help="where reports go (runs/)")
+    up.add_argument("--monitor-port", type=port_arg, default=os.environ.get("MONITOR_PORT", "0"),
+                    metavar="PORT",
+                    help="the monitor's web view on 127.0.0.1:PORT, in the scenarios that run "
+                         "the monitor (faults); 0 to 65535, 0: a free one (default; $MONITOR_PORT); "
+                         "a taken port is refused before the testbed comes up")
     m = sub.add_parser("measure", help="time the simulator's calibration collectives on the "
                                        "running testbed (python -m sim calibrate reads the file)")
     m.add_argument("--out", type=Path, required=True, help="measurement file to write (JSON)")
@@ -114,7 +120,7 @@ def _runner(args: argparse.Namespace, fabric: Any, programmer: Any, fnet: Any) -
                            duration_s=duration(args.scenario, args.scenario_duration_s, fabric),
                            flow_rate_pps=flow_rate(args.scenario, args.scenario_flow_pps, fabric),
                            runs_root=args.runs.resolve(), insecure=bool(getattr(args, "insecure", False)),
-                           state_path=fnet.opts.state_path)
+                           state_path=fnet.opts.state_path, monitor_port=args.monitor_port)
     return run_scenario(args.scenario, fabric, programmer, fnet.state, fnet.save_state,
                         opts).status
 
@@ -131,6 +137,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return measure(args.out, repeats=args.repeats)
     if args.command != "up":
         ap.print_usage(sys.stderr)
+        return 2
+    taken = web_port_taken(args.monitor_port)
+    if taken is not None:                     # refused before anything starts
+        print(f"scenarios: --monitor-port {args.monitor_port}: 127.0.0.1:{args.monitor_port} is taken "
+              f"({taken}); choose another port, or 0 for a free one", file=sys.stderr)
         return 2
     if args.scenario not in NONE:
         try:

@@ -35,7 +35,9 @@ class ScenarioOptions:
     ``duration_s``, telemetry (and GOR) every ``period_s``, every ``fast_period_s`` while
     GOR is busy (an alarm, a move in flight: ``GorLoop.busy``); ``queue_rate_pps`` None
     sizes the uplinks from the flows (:data:`scenarios.story.EVEN_UTIL`); ``insecure``:
-    the agents use HMAC tokens, not mutual TLS (the testbed's ``--insecure``)."""
+    the agents use HMAC tokens, not mutual TLS (the testbed's ``--insecure``);
+    ``monitor_port``: the port of the monitor's web view in the scenarios that run the
+    monitor (``faults``; ``--monitor-port``, ``MONITOR_PORT``; 0: a free one)."""
 
     seed: Optional[int] = None
     rail: int = 0
@@ -48,6 +50,7 @@ class ScenarioOptions:
     runs_root: Path = RUNS
     insecure: bool = False
     state_path: Optional[Path] = None     # the testbed's state file (faults go beside it)
+    monitor_port: int = 0                 # the monitor's web view (0: a free port)
 
 
 @dataclass(slots=True)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from monitor.browser import BrowserUnavailable, screenshot
+from monitor.service import MonitorOptions
 from scenarios.faultplan import dualport_faults, fault_plan, uplink_port
 from scenarios.gor_session import GorSession
 from scenarios.monitoring import MonitoringSession
@@ -143,6 +144,17 @@ def default_faults(fabric: Any, flows: Sequence[Any] = (), model: Any = None,
     return fault_plan(fabric, flows, model, probes=probes)
 
 
+def monitor_options(opts: Any) -> MonitorOptions:
+    """The monitor's options for a run of ``opts`` (``ScenarioOptions``): its web view on
+    ``opts.monitor_port`` (``--monitor-port``; 0: a free one), the rest the defaults.
+
+    >>> from scenarios.common import ScenarioOptions
+    >>> monitor_options(ScenarioOptions(monitor_port=8080)).web_port
+    8080
+    """
+    return MonitorOptions(web_port=getattr(opts, "monitor_port", 0))
+
+
 def run_faults(fabric: Any, programmer: Any, state: Any, save_state: Callable[[], None],
                opts: Any, say: Callable[[str], None] = print, trials_per_kind: int = 1,
                kinds: Optional[Sequence[str]] = None, quiet_s: float = 0.0) -> FaultsResult:
@@ -162,7 +174,7 @@ def run_faults(fabric: Any, programmer: Any, state: Any, save_state: Callable[[]
     gor = GorSession(fabric, programmer, state, save_state, flows, rate, opts, run_dir, say, live=False)
     with gor:
         with MonitoringSession(fabric, programmer, state, save_state, run_dir, gor=gor,
-                               say=say) as ms:
+                               options=monitor_options(opts), say=say) as ms:
             mon = ms.monitor
             # the targets: from the fabric, the flows and (the blackholed route) the probes
             plan = [f for f in default_faults(fabric, flows, model, probes=ms.plan)
@@ -349,5 +361,5 @@ def _report(run_dir: Path, res: FaultsResult, say: Callable[[str], None]) -> Non
 
 
 __all__ = ["BASELINE_S", "FaultTrial", "FaultsResult", "NAME_TIMEOUT_S", "QUIET_BOUND_S",
-           "SETTLE_TIMEOUT_S", "default_faults", "dualport_faults",
+           "SETTLE_TIMEOUT_S", "default_faults", "dualport_faults", "monitor_options",
            "probe_overhead_pct", "run_faults", "uplink_port"]

@@ -89,23 +89,22 @@ def sample_one_in_n(uplink_rate_pps: float) -> int:
 
 
 def set_elephant_thresholds(fabric: Any, programmer: Any, link_rate_pps: float,
-                            say: Callable[[str], None] = print, only: Optional[str] = None) -> int:
+                            say: Callable[[str], None] = print) -> int:
     """Rewrite every switch-to-switch port's ``FabricIngress.elephants.config`` for links
     draining ``link_rate_pps`` (:func:`controller.fabric.monitoring.elephants_for_rate`:
     the elephant threshold scaled with the rate, so that the switches' reported rates span
     a tenth of a second or more); nothing at the rates where the plan's default holds.
     Returns the entries written. A write that fails raises: GOR would act on rates
-    measured over a few milliseconds. ``only``: that switch's ports alone (a switch GOR
-    re-programmed from its plan, whose threshold is the default again).
+    measured over a few milliseconds.
 
     The programmer's plans follow (``programmer.plans``, as
     ``FabricProgrammer.apply_thresholds`` does): a switch that restarts empty is
     re-programmed from its plan by GOR's recovery
     (:func:`controller.switch_restore.reprogram_switch`), and so gets the scaled threshold
     back, not the plan's default (which would report rates measured over milliseconds
-    again, on that switch only), from its first entry on, whoever restarted it.
-    (:meth:`GorSession.restart_switch` writes them once more when GOR has the switch back,
-    ``only``: the same values, a no-op since the plans follow.)
+    again, on that switch only), from its first entry on, whoever restarted it: nothing
+    writes them again after a restart (``tests/controller/test_switch_restart.py`` reads
+    them from a restarted p4sim switch).
 
     >>> set_elephant_thresholds(None, None, 343)
     0
@@ -117,8 +116,6 @@ def set_elephant_thresholds(fabric: Any, programmer: Any, link_rate_pps: float,
     names = {sw.name for sw in fabric.switches}
     n = 0
     for sw in fabric.switches:
-        if only is not None and sw.name != only:
-            continue
         scaled: dict[Any, Any] = {}
         for port, info in sorted(sw.ports.items()):
             if info.peer_node in names:
@@ -129,7 +126,7 @@ def set_elephant_thresholds(fabric: Any, programmer: Any, link_rate_pps: float,
         plan = programmer.plans[sw.name]
         plan.entries = [scaled.get(_match_key(e.match), e) if e.table == ELEPHANT_TABLE and not e.default
                         else e for e in plan.entries]
-    say(f"testbed: {n} switch ports{'' if only is None else f' of {only}'} report elephants of {cfg.threshold_pkts} packets in "
+    say(f"testbed: {n} switch ports report elephants of {cfg.threshold_pkts} packets in "
         f"{cfg.window_us / 1e6:g} s ({100 * cfg.threshold_pkts * 1e6 / cfg.window_us / link_rate_pps:.0f}% "
         f"of a {link_rate_pps:g}-packet/s link)")
     return n
@@ -499,7 +496,9 @@ class GorSession:
         recorded PID is replaced); the uplink queue rates are set on it again, then this
         waits (at most ``wait_s``) until GOR has it back (``switch_back``: reconnected,
         re-programmed, GOR's entries re-installed). Nothing here tells GOR: it finds the
-        switch lost from its polls and its stream.
+        switch lost from its polls and its stream. The scaled elephant thresholds come
+        back with GOR's re-programming, from the plan (:func:`set_elephant_thresholds`
+        made the plan follow them), so nothing here writes them again.
 
         >>> rec = s.restart_switch("b0r0l0", tb.fnet.restart_switch)   # doctest: +SKIP
         >>> rec.reconcile_s                                            # doctest: +SKIP
@@ -517,7 +516,6 @@ class GorSession:
             return any(e[0] == "switch_back" and e[1] == name for e in self.loop.switch_log[n0:])
         if self.wait_for(back, wait_s):
             rec.back_s = round(time.monotonic() - t_stop, 3)
-            self._reapply_thresholds(name)
         for ev, sw, t_s, info in self.loop.switch_log[n0:]:
             if sw == name and ev == "switch_lost" and rec.lost_s is None:
                 rec.lost_s = round(max(0.0, t_s - rec.at_s), 3)
@@ -528,14 +526,6 @@ class GorSession:
                  f"lost after {rec.lost_s} s, back after {rec.back_s} s (reconciled "
                  f"{rec.reconcile_s} s after it listened): {rec.back}")
         return rec
-
-    def _reapply_thresholds(self, name: str) -> None:
-        """The scaled elephant thresholds of ``name`` again (:func:`set_elephant_thresholds`):
-        GOR re-programmed the new process from its plan, whose threshold is the default."""
-        try:
-            set_elephant_thresholds(self.fabric, self.programmer, self.rate_pps, self.say, only=name)
-        except Exception as exc:  # noqa: BLE001 — reported, the run goes on
-            self.say(f"gor: elephant thresholds of {name} not set again: {exc}")
 
     def _reapply_rates(self, name: str) -> None:
         """The queue rates of ``name``'s uplinks again (a new process has none)."""

@@ -43,11 +43,12 @@ from host.nic.bond import (MIIMON_S, TX_POLICIES, BondedIO, FlowKey, LinkMonitor
                            link_carrier, parse_lag_ports)
 from host.nic.dcqcn import DcqcnParams
 from host.nic.frames import DSCP_DATA, ROCE_UDP_PORT, FlowSpec
-from host.nic.io import TICK_S, FrameIO, NicPort, PacketSocket
+from host.nic.io import TICK_S, FrameIO, NicPort, PacketSocket, link_mtus
 from host.nic.metricsfile import MetricsFile
 from host.nic.qp import Receiver, SenderQP
 from host.nic.rc import RcParams
 from host.nic.sigflag import SignalFlag, wait_any
+from host.nic.sendsize import MAX_MESSAGE_BYTES, check_fits_link, check_message_bytes, check_mtu
 from host.nic.udphold import UdpPortHold, iface_ipv4
 
 
@@ -111,8 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--sport", required=True,
                    help="UDP source port(s), comma separated: one QP per port")
     s.add_argument("--qpn", type=int, default=7, help="destination QPN of the first QP")
-    s.add_argument("--message-bytes", type=int, default=65536)
-    s.add_argument("--mtu", type=int, default=1024, help="payload bytes per packet")
+    s.add_argument("--message-bytes", type=int, default=65536,
+                   help=f"bytes per RDMA WRITE message, 1 to {MAX_MESSAGE_BYTES} (2^31)")
+    s.add_argument("--mtu", type=int, default=1024,
+                   help="payload bytes per packet; a data frame (60 header bytes more) must fit "
+                        "the interface's MTU (host.nic.sendsize)")
     s.add_argument("--messages", type=int, default=0, help="per QP; 0 = until the end")
     s.add_argument("--line-rate-pps", type=float, default=5000.0, help="per QP, DCQCN max")
     s.add_argument("--no-dcqcn", action="store_true", help="fixed rate, ignore CNPs")
@@ -149,11 +153,32 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def check_sizes(args: argparse.Namespace) -> None:
+    """ValueError naming the flag when ``send``'s sizes are out of bounds
+    (:mod:`host.nic.sendsize`; the link's MTU is checked once it is open, in
+    :func:`make_port`).
+
+    >>> check_sizes(build_parser().parse_args(["send", "--iface", "lo", "--dst-mac", "m",
+    ...     "--src-ip", "a", "--dst-ip", "b", "--sport", "1", "--messages", "-1"]))
+    Traceback (most recent call last):
+    ValueError: --messages -1: negative (0: until the end)
+    """
+    if args.cmd != "send":
+        return
+    check_message_bytes(args.message_bytes, "--message-bytes")
+    check_mtu(args.mtu, "--mtu")
+    for flag, n, zero in (("--messages", args.messages, "until the end"),
+                          ("--window-pkts", args.window_pkts, "no limit")):
+        if n < 0:
+            raise ValueError(f"{flag} {n}: negative (0: {zero})")
+
+
 def make_port(args: argparse.Namespace, io: object,
               step_lock: Optional[ContextManager[object]] = None) -> NicPort:
     """The :class:`NicPort` described by parsed arguments over ``io`` (``step_lock``: see
     ``NicPort``; the agent's ``QPMover.lock`` with an agent)."""
     cnp_s = args.cnp_interval_ms / 1000
+    check_sizes(args)
     if args.cmd == "recv":
         rx = Receiver(cnp_interval_s=cnp_s, verify=not args.no_icrc_check,
                       local_ips=frozenset(socket.inet_aton(ip) for ip in args.ip),
@@ -167,6 +192,8 @@ def make_port(args: argparse.Namespace, io: object,
     params = DcqcnParams.scaled(args.line_rate_pps, cnp_interval_s=cnp_s)
     rc = RcParams(retry_timeout_s=args.retry_timeout_ms / 1000, retry_count=args.retry_count,
                   window_pkts=args.window_pkts or None)
+    for iface, l3_mtu in link_mtus(io):
+        check_fits_link(args.mtu, iface, l3_mtu, field="--mtu")
     src_mac = args.src_mac or iface_mac(ifaces(args)[0])
     sports = [int(p) for p in args.sport.split(",")]
     bond = bond_of(io)
@@ -268,6 +295,11 @@ def wait_for_go(go: SignalFlag, stop: SignalFlag, timeout_s: float = GO_TIMEOUT_
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point; returns the exit status."""
     args = build_parser().parse_args(argv)
+    try:
+        check_sizes(args)
+    except ValueError as exc:
+        print(f"host.nic {args.cmd}: {exc}", file=sys.stderr)
+        return 2
     stop, go = SignalFlag(), SignalFlag()     # set by signal handlers: no lock taken
     signal.signal(signal.SIGTERM, stop.handler)
     signal.signal(signal.SIGINT, stop.handler)

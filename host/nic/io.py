@@ -44,6 +44,7 @@ from host.nic.native import (KIND_PFC, KIND_ROCE, R_ACKREQ, R_BECN, R_DQPN, R_DS
                              nic_lib)
 from host.nic.pfc import PfcState
 from host.nic.qp import Receiver, SenderQP
+from host.nic.sendsize import check_fits_link, iface_mtu
 
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
@@ -184,6 +185,8 @@ class PacketSocket(DatagramIO):
         super().__init__(sock)
         self._rx = MmsgReceiver(sock, names=True)
         self.iface = iface
+        self.mtu = iface_mtu(iface)
+        """The interface's MTU (IPv4 bytes), read once: a sender's frames must fit it."""
 
     def recv(self) -> Optional[bytes]:
         for _ in range(RECV_SKIP_LIMIT):
@@ -217,6 +220,25 @@ class PacketSocket(DatagramIO):
             if len(got) < want:                    # the socket is drained
                 break
         return out
+
+
+def link_mtus(io: object) -> list[tuple[str, Optional[int]]]:
+    """(interface, MTU) of every link under ``io``: a :class:`PacketSocket`, each port of a
+    dual-port NIC's ``BondedIO`` (its ``links``), the socket inside a stall wrapper
+    (``inner``); none for a link without an interface (a socket pair in tests).
+
+    >>> link_mtus(object())
+    []
+    """
+    inner = getattr(io, "inner", None)
+    if inner is not None:
+        return link_mtus(inner)
+    links = getattr(io, "links", None)
+    if links is not None:
+        return [m for link in links for m in link_mtus(link)]
+    if isinstance(io, PacketSocket):
+        return [(io.iface, io.mtu)]
+    return []
 
 
 class NicPort:
@@ -311,7 +333,11 @@ class NicPort:
             qp.attach_native(NativeQP(lib))
 
     def add_sender(self, qp: SenderQP) -> SenderQP:
-        """Attach a sender QP (its PFC state becomes this port's)."""
+        """Attach a sender QP (its PFC state becomes this port's). ValueError when its data
+        frames do not fit the link's MTU (:func:`link_mtus`; the kernel would refuse every
+        one of them)."""
+        for iface, l3_mtu in link_mtus(self.io):
+            check_fits_link(qp.mtu, iface, l3_mtu)
         qp.pfc = self.pfc
         self.senders.append(qp)
         if self._ntx is not None:

@@ -46,6 +46,7 @@ from host.nic.native import (D_FIRST_T, D_GAP, D_LAST_T, D_NEXT_AT, D_NOW, D_SLA
                              S_START_PSN, S_STOP_AT_END, S_TOTAL, S_WINDOW, S_WINDOW_PKTS, NativeQP, NativeTx,
                              frame_bytes)
 from host.nic.pfc import PfcState
+from host.nic.sendsize import check_send_size
 from host.nic.rc import (AETH_ACK, AETH_NAK_PSN_SEQ, AETH_TYPE_ACK, AETH_TYPE_NAK, PSN_HALF,
                          PSN_MASK, QP_RTS, RcParams, Requester, Responder)
 
@@ -83,8 +84,7 @@ class SenderQP:
                  start_psn: int = 0, rkey: int = 0x1234, base_va: int = 0x10000000,
                  rate_limit: bool = True, react_to_cnp: bool = True,
                  rc: Optional[RcParams] = None) -> None:
-        if message_bytes <= 0 or mtu <= 0:
-            raise ValueError("message_bytes and mtu must be positive")
+        check_send_size(message_bytes, mtu, messages)     # ValueError naming the field
         if not 0 <= priority < 8:
             raise ValueError("priority must be 0..7")
         self.flow = flow

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 from typing import Optional
 
 import pytest
@@ -32,6 +31,7 @@ from host.nic.qp import Receiver, SenderQP
 from host.nic.rc import RcParams
 
 from nic_twins import FLOW, give_events, reply, scripted_events
+from veths import veth_pairs
 
 
 
@@ -237,15 +237,7 @@ def test_a_full_queue_refuses_each_frame_once_as_send_would() -> None:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a veth pair, AF_PACKET)")
 def test_packet_socket_recv_many_reads_every_frame_in_order_and_leaves_out_our_own() -> None:
-    tag = f"nb{os.getpid() % 100000}"
-    a, b = f"{tag}a", f"{tag}b"
-    subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], check=True,
-                   timeout=10)
-    try:
-        for ifc in (a, b):
-            subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{ifc}.disable_ipv6=1"],
-                           capture_output=True, timeout=10)
-            subprocess.run(["ip", "link", "set", ifc, "up"], check=True, timeout=10)
+    with veth_pairs(f"nb{os.getpid() % 100000}", 1) as [(a, b)]:
         sender, beside, receiver = PacketSocket(a), PacketSocket(a), PacketSocket(b)
         head = bytes.fromhex("020000000b02020000000b01") + b"\x88\xb5"
         frames = [(head + i.to_bytes(4, "big")).ljust(60, b"\x00") for i in range(300)]
@@ -259,8 +251,6 @@ def test_packet_socket_recv_many_reads_every_frame_in_order_and_leaves_out_our_o
         assert [f for f in beside.recv_many(BATCH) if f[12:14] == b"\x88\xb5"] == []
         for s in (sender, beside, receiver):
             s.close()
-    finally:
-        subprocess.run(["ip", "link", "del", a], capture_output=True, timeout=10)
 
 
 def test_ce_marked_frames_are_what_the_cable_marks() -> None:

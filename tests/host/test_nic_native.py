@@ -22,7 +22,6 @@ import logging
 import os
 import random
 import socket
-import subprocess
 import threading
 import zlib
 from pathlib import Path
@@ -42,6 +41,7 @@ from host.nic.rc import AETH_NAK_PSN_SEQ, RcParams
 from p4sim import cbuild
 
 from nic_twins import FLOW, give_events, reply, scripted_events
+from veths import veth_pairs
 
 pytestmark = pytest.mark.skipif(not native.native_status()[0], reason="no native hot loop (no gcc)")
 
@@ -275,13 +275,7 @@ def test_without_a_compiler_the_python_path_runs_said_once(monkeypatch: pytest.M
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a veth pair, AF_PACKET)")
 def test_native_receive_on_a_veth_leaves_out_our_own_transmissions() -> None:
-    tag = f"nn{os.getpid() % 100000}"
-    a, b = f"{tag}a", f"{tag}b"
-    subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], check=True, timeout=10)
-    try:
-        for ifc in (a, b):
-            subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{ifc}.disable_ipv6=1"], capture_output=True, timeout=10)
-            subprocess.run(["ip", "link", "set", ifc, "up"], check=True, timeout=10)
+    with veth_pairs(f"nn{os.getpid() % 100000}", 1) as [(a, b)]:
         sender, beside, receiver = PacketSocket(a), PacketSocket(a), PacketSocket(b)
         rx_port = NicPort(receiver, line_rate_bps=1e8, receiver=Receiver(), native=True)
         beside_port = NicPort(beside, line_rate_bps=1e8, receiver=Receiver(), native=True)
@@ -301,8 +295,6 @@ def test_native_receive_on_a_veth_leaves_out_our_own_transmissions() -> None:
         assert beside_port.receiver is not None and beside_port.receiver.report() == []
         for s in (sender, beside, receiver):
             s.close()
-    finally:
-        subprocess.run(["ip", "link", "del", a], capture_output=True, timeout=10)
 
 
 def test_a_senders_native_bursts_keep_pacing_and_make_the_python_frames() -> None:

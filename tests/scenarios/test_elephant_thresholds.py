@@ -145,30 +145,37 @@ def test_a_restarted_switch_gets_the_scaled_threshold_back_not_the_plans_default
     assert len(got) == len(programmer.plans[leaf.name].of(ELEPHANT_TABLE))   # replaced, none added
 
 
-def test_a_restarted_switch_gets_its_scaled_thresholds_again() -> None:
-    """GOR re-programs a restarted switch from its plan (the default 20-packet threshold):
-    ``GorSession.restart_switch`` writes the scaled thresholds of that switch again once
-    GOR has it back (before: the rest of a leaf-restart story ran that leaf at 20 packets,
-    the millisecond-scale rates the scaling removed)."""
+def test_restart_switch_leaves_the_scaled_thresholds_to_the_plan() -> None:
+    """``GorSession.restart_switch`` writes no elephant threshold itself: GOR's recovery
+    re-programs the restarted switch from its plan, which already holds the scaled ones,
+    and the new process reads them (before: the session wrote them a second time once GOR
+    had the switch back, a redundant write per switch-to-switch port). The same on a real
+    restarted p4sim switch, read back over P4Runtime:
+    ``tests/controller/test_switch_restart.py``."""
     fabric = build_fabric(FabricSpec())
     log: list[tuple[str, Any]] = []
-    conns = {sw.name: _Conn([]) for sw in fabric.switches}
+    conns = {sw.name: _Conn(log) for sw in fabric.switches}
     leaf = next(sw for sw in fabric.switches if sw.name.endswith("l0"))
-    conns[leaf.name] = _Conn(log)
+    programmer = type("P", (), {"connections": conns, "plans": plan_fabric(fabric), "cookies": {},
+                                "cookie": 7, "p4info_path": "p4info", "device_config_path": "config"})()
+    set_elephant_thresholds(fabric, programmer, 17143, lambda _: None)
+    log.clear()
     loop = SimpleNamespace(switch_log=[])
+    restarted = _EmptySwitch()
 
     def wait_for(predicate: Any, timeout_s: float) -> bool:
-        loop.switch_log.append(("switch_back", leaf.name, 0.0, {}))     # GOR re-programmed it
+        reprogram_switch(programmer, leaf.name, restarted)             # GOR's recovery
+        loop.switch_log.append(("switch_back", leaf.name, 0.0, {}))
         return bool(predicate())
 
     s = GorSession.__new__(GorSession)
-    said: list[str] = []
     s.runtime = SimpleNamespace(loop=loop, wait_for=wait_for, t0=time.monotonic())  # type: ignore[assignment]
-    s.fabric, s.programmer = fabric, type("P", (), {"connections": conns, "plans": plan_fabric(fabric)})()
-    s.rate_pps, s.rates, s.say, s.switch_restarts = 17143.0, {}, said.append, []
+    s.fabric, s.programmer = fabric, programmer
+    s.rate_pps, s.rates, s.say, s.switch_restarts = 17143.0, {}, lambda _: None, []
     rec = s.restart_switch(leaf.name, lambda name: 4242, wait_s=1.0)
-    assert rec.back_s is not None
+    assert rec.back_s is not None and restarted.pushed == 1
+    assert log == []                                                    # nothing written again
     names = {sw.name for sw in fabric.switches}
-    ports = sum(1 for info in leaf.ports.values() if info.peer_node in names)
-    assert len(log) == ports > 0 and all(te[3] == elephants_for_rate(17143).table_params() for _, te in log)
-    assert all(not c.log for n, c in conns.items() if n != leaf.name)   # the others kept theirs
+    got = {m["standard_metadata.egress_spec"]: p for t, m, p in restarted.entries if t == ELEPHANT_TABLE}
+    fabric_ports = {p for p, i in leaf.ports.items() if i.peer_node in names}
+    assert fabric_ports and all(got[p] == elephants_for_rate(17143).table_params() for p in fabric_ports)

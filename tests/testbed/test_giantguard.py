@@ -24,6 +24,7 @@ from typing import Iterator
 import pytest
 
 from testbed.giantguard import guard_interface, interface_mtu, unguard_interface
+from veths import ip, veth_pairs
 
 REF = Path("/tmp/ref")
 SIMPLE_SWITCH = REF / "bin" / "simple_switch"
@@ -58,29 +59,12 @@ WIDE_MTU = 9000                   # the far link: a forwarded giant arrives ther
 READY_TIMEOUT_S = 30.0
 
 
-def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=10)
-
-
 @pytest.fixture
 def veths() -> Iterator[tuple[str, str, str, str]]:
-    """Two veth pairs named after this process (deleted after, only they): switch side
-    1 and 2, host side 1 and 2."""
-    tag = f"gg{os.getpid() % 100000}"
-    made: list[str] = []
-    try:
-        for i in (0, 1):
-            a, b = f"{tag}s{i}", f"{tag}h{i}"
-            _ip("link", "add", a, "type", "veth", "peer", "name", b)
-            made.append(a)
-            for ifc in (a, b):
-                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{ifc}.disable_ipv6=1"],
-                               capture_output=True, timeout=10)
-                _ip("link", "set", ifc, "up")
-        yield f"{tag}s0", f"{tag}s1", f"{tag}h0", f"{tag}h1"
-    finally:
-        for a in made:
-            subprocess.run(["ip", "link", "del", a], capture_output=True, timeout=10)
+    """Two veth pairs named after this process (deleted after, only they;
+    ``veths.veth_pairs``): switch side 1 and 2, host side 1 and 2."""
+    with veth_pairs(f"gg{os.getpid() % 100000}", sides=("s", "h")) as [(s0, h0), (s1, h1)]:
+        yield s0, s1, h0, h1
 
 
 def _free_port() -> int:
@@ -94,9 +78,9 @@ def bmv2(veths, tmp_path: Path) -> Iterator[tuple[str, str, str, str]]:
     """simple_switch forwarding port 1 <-> 2 over the veths (host 1 at MTU 1504, the far
     link at 9000); yields the veths once a frame crosses it."""
     sw1, sw2, host1, host2 = veths
-    _ip("link", "set", host1, "mtu", str(SENDER_MTU))
+    ip("link", "set", host1, "mtu", str(SENDER_MTU))
     for ifc in (sw2, host2):
-        _ip("link", "set", ifc, "mtu", str(WIDE_MTU))
+        ip("link", "set", ifc, "mtu", str(WIDE_MTU))
     src = tmp_path / "cross.p4"
     src.write_text(CROSS_P4)
     env = {**os.environ, "LD_LIBRARY_PATH": str(REF / "lib")}
@@ -213,8 +197,8 @@ def test_a_gso_super_frame_is_dropped_whole(veths) -> None:
     switch side, as BMv2's, receives whole (8,042 bytes measured). Guarded, no frame
     longer than 1514 bytes reaches it."""
     sw1, _, host1, _ = veths
-    _ip("addr", "add", "10.250.77.1/30", "dev", host1)
-    _ip("neigh", "replace", "10.250.77.2", "lladdr", "02:00:00:00:00:09", "dev", host1)
+    ip("addr", "add", "10.250.77.1/30", "dev", host1)
+    ip("neigh", "replace", "10.250.77.2", "lladdr", "02:00:00:00:00:09", "dev", host1)
 
     def send_super_frame() -> list[int]:
         with _open(sw1) as seen, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:

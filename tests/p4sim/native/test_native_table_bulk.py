@@ -22,22 +22,11 @@ from p4sim.p4runtime.entities_restore import restore_table_entry
 from p4sim.runtime import tables as runtime_tables
 from p4sim.runtime.tables import ActionCall, Exact, Lpm, Range, Ternary
 from p4sim.v1model.switch import V1ModelSwitch
+from v1model_text import v1model_program
 
 pytestmark = pytest.mark.skipif(not compiler_status()[0], reason="no C compiler")
 
-PROGRAM = r"""
-#include <core.p4>
-#include <v1model.p4>
-header ethernet_t { bit<48> dst; bit<48> src; bit<16> etype; }
-struct headers_t { ethernet_t eth; }
-struct meta_t { bit<16> tag; }
-parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
-    state start { pkt.extract(hdr.eth); transition accept; }
-}
-control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
-control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
-control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.eth); } }
-control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+PROGRAM = v1model_program(r"""
 control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     direct_counter(CounterType.packets_and_bytes) dmac_hits;
     action drop() { mark_to_drop(sm); }
@@ -56,8 +45,7 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
                 default_action = NoAction(); size = 4096; }
     apply { dmac.apply(); counted.apply(); pair.apply(); smac.apply(); acl.apply(); }
 }
-V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-"""
+""", meta="bit<16> tag;", control="I")
 BASE = 0x0A0000000000
 KEYS = 1500
 

@@ -15,22 +15,11 @@ from p4sim.native import compiler_status
 from p4sim.native.switch import NativeSwitch
 from p4sim.runtime.tables import ActionCall, Exact, Lpm, Ternary
 from p4sim.v1model.switch import V1ModelSwitch
+from v1model_text import v1model_program
 
 pytestmark = pytest.mark.skipif(not compiler_status()[0], reason="no C compiler")
 
-PROGRAM = r"""
-#include <core.p4>
-#include <v1model.p4>
-header ethernet_t { bit<48> dst; bit<48> src; bit<16> etype; }
-struct headers_t { ethernet_t eth; }
-struct meta_t { }
-parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
-    state start { pkt.extract(hdr.eth); transition accept; }
-}
-control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
-control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
-control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.eth); } }
-control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+PROGRAM = v1model_program(r"""
 control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     action drop() { mark_to_drop(sm); }
     action fwd(bit<9> port) { sm.egress_spec = port; }
@@ -40,8 +29,7 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
     table acl { key = { hdr.eth.etype: ternary; } actions = { drop; NoAction; } default_action = NoAction(); }
     apply { dmac.apply(); smac.apply(); acl.apply(); }
 }
-V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-"""
+""", meta="", control="I")
 
 
 def _frame(dst: int, src: int, etype: int) -> bytes:

@@ -1,6 +1,7 @@
 """Pieces the P4Runtime store tests share (test_entities_fast.py, test_wire_writes.py,
 test_wire_writes_multi.py, test_write_run.py): the v1model program around a test's
-ingress control, an entity store of a program with a counting clock, and a batch Write
+ingress control (``v1model_text.v1model_program``, shared with the native engine's
+table tests), an entity store of a program with a counting clock, and a batch Write
 that answers with its per-update errors. ``conftest.py`` makes the ``p4info``
 fixture of a test module's ``PROGRAM`` from them.
 
@@ -24,31 +25,7 @@ from p4sim.p4info import build_p4info
 from p4sim.p4runtime.entities import EntityStore
 from test_server_rpc import details
 from test_server_support import Client
-
-V1MODEL_HEAD = r"""#include <core.p4>
-#include <v1model.p4>
-
-header ethernet_t { bit<48> dst; bit<48> src; bit<16> etype; }
-struct headers_t { ethernet_t eth; }
-struct meta_t { bit<2> color; }
-
-parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
-    state start { pkt.extract(hdr.eth); transition accept; }
-}
-control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
-control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
-control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.eth); } }
-control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
-
-"""
-"""Everything of the program before the ingress control ``Ing`` (Ethernet only)."""
-V1MODEL_TAIL = "\nV1Switch(P(), VC(), Ing(), E(), CC(), D()) main;\n"
-
-
-def v1model_program(ingress: str) -> str:
-    """The v1model program whose ingress is ``ingress`` (the text of ``control Ing``)."""
-    return V1MODEL_HEAD + ingress.strip("\n") + "\n" + V1MODEL_TAIL
-
+from v1model_text import v1model_program
 
 def clocked_store(program: str, file_name: str, fast: bool, extras: bool = False) -> EntityStore:
     """An entity store of ``program`` (compiled as ``file_name``) whose clock counts

@@ -13,23 +13,10 @@ from p4sim.p4info import build_p4info
 from p4sim.p4runtime.entities import EntityStore
 from p4sim.runtime.errors import RuntimeStateError
 from p4sim.v1model.switch import V1ModelSwitch
+from v1model_text import v1model_program
 
-PROGRAM = r"""
-#include <core.p4>
-#include <v1model.p4>
-
-header ethernet_t { bit<48> dst; bit<48> src; bit<16> etype; }
-struct headers_t { ethernet_t eth; }
+PROGRAM = v1model_program(r"""
 struct learn_t { bit<48> src; bit<9> port; }
-struct meta_t { bit<32> val; bit<2> color; }
-
-parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
-    state start { pkt.extract(hdr.eth); transition accept; }
-}
-control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
-control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
-control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.eth); } }
-control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
 
 control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     counter(8, CounterType.packets_and_bytes) pkts;
@@ -104,9 +91,7 @@ control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm
         }
     }
 }
-
-V1Switch(P(), VC(), Ing(), E(), CC(), D()) main;
-"""
+""", meta="bit<32> val; bit<2> color;")
 
 INSERT, MODIFY, DELETE = pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE
 DST = 0x0000000000AA

@@ -20,6 +20,7 @@ from p4.v1 import p4runtime_pb2 as pb
 from p4sim.device import DeviceConfig
 from p4sim.p4runtime.entities import EntityStore
 from p4sim.p4runtime.entities_restore import restore_table_entry
+from p4sim.p4runtime import gcpause
 from p4sim.p4runtime.gcpause import gc_paused
 from p4sim.p4runtime.server import P4RuntimeServer, _p4_error
 from p4sim.runtime.errors import RuntimeStateError
@@ -185,6 +186,48 @@ def test_a_run_skips_the_updates_the_policy_denied(p4info: p4info_pb2.P4Info, se
     assert [e.canonical_code for e in errors] == [code_pb2.OK] * 2 + [code_pb2.PERMISSION_DENIED] \
         + [code_pb2.OK] * 3 + [code_pb2.PERMISSION_DENIED, code_pb2.OK]
     assert len(_entries(client, p4info)) == 6
+
+
+def test_gc_paused_turns_the_collector_on_again_while_writes_overlap_with_no_gap(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Holders that overlap with no gap (the last never leaves): the pause ends after
+    MAX_PAUSE_S, the collector stays on until it has run a pass, then the next holder
+    pauses it again (before: off for as long as the overlap lasted)."""
+    monkeypatch.setattr(gcpause, "MAX_PAUSE_S", 1.0, raising=False)   # the times below are in it
+    now = [0.0]
+    monkeypatch.setattr(gcpause, "_clock", lambda: now[0], raising=False)
+    assert gc.isenabled()
+    held: list[Any] = []
+    thresholds = gc.get_threshold()
+    gc.set_threshold(1 << 30, *thresholds[1:])    # no pass of its own: the test runs them
+
+    def hand_over(t_s: float) -> None:           # a new Write comes in, then the oldest ends
+        now[0] = t_s
+        held.append(gc_paused())
+        held[-1].__enter__()
+        if len(held) > 1:
+            held.pop(0).__exit__(None, None, None)
+    try:
+        hand_over(0.0)
+        assert not gc.isenabled()
+        hand_over(0.5)
+        assert not gc.isenabled()                 # within the bound: still paused
+        hand_over(1.0)
+        assert gc.isenabled()                     # the bound: on again, holders still in
+        hand_over(1.1)
+        assert gc.isenabled()                     # until the collector has run a pass
+        gc.collect(0)
+        hand_over(1.2)
+        assert not gc.isenabled()                 # paused again, for at most MAX_PAUSE_S more
+        hand_over(2.0)
+        assert not gc.isenabled()
+        hand_over(2.2)
+        assert gc.isenabled()
+    finally:
+        while held:
+            held.pop().__exit__(None, None, None)
+        gc.set_threshold(*thresholds)
+    assert gc.isenabled()
 
 
 def test_gc_paused_nests_across_threads_and_restores() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import struct
-import subprocess
 from pathlib import Path
 from typing import Iterator
 
@@ -14,6 +13,7 @@ import pytest
 from p4sim.engine.program import CompiledProgram, load_program
 from p4sim.switchd.device import SwitchDevice
 from p4sim.switchd.ports import InProcessPort
+from veths import veth_pairs
 
 HERE = Path(__file__).parent
 QFWD = HERE / "qfwd.p4"
@@ -89,29 +89,10 @@ def make_rig(qfwd: CompiledProgram) -> Iterator:
         r.dev.stop()
 
 
-def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=10)
-
-
 @pytest.fixture
 def veths() -> Iterator[tuple[str, str, str, str]]:
     """Two veth pairs named after this process, IPv6 off, up (deleted afterwards, only
-    they): (switch side 1, switch side 2, host side 1, host side 2). Needs root."""
-    tag = f"p4s{os.getpid() % 100000}"
-    made: list[str] = []
-    try:
-        for i in (0, 1):
-            a, b = f"{tag}a{i}", f"{tag}b{i}"
-            try:
-                _ip("link", "add", a, "type", "veth", "peer", "name", b)
-            except subprocess.CalledProcessError as exc:
-                pytest.skip(f"cannot create veth pair: {exc.stderr.decode().strip()}")
-            made.append(a)
-            for ifc in (a, b):
-                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{ifc}.disable_ipv6=1"],
-                               capture_output=True, timeout=10)
-                _ip("link", "set", ifc, "up")
-        yield f"{tag}a0", f"{tag}a1", f"{tag}b0", f"{tag}b1"
-    finally:
-        for a in made:
-            subprocess.run(["ip", "link", "del", a], capture_output=True, timeout=10)
+    they; ``veths.veth_pairs``): (switch side 1, switch side 2, host side 1, host side 2).
+    Needs root; skipped when the kernel refuses them."""
+    with veth_pairs(f"p4s{os.getpid() % 100000}", skip_if_refused=True) as [(a0, b0), (a1, b1)]:
+        yield a0, a1, b0, b1

@@ -15,13 +15,14 @@ import time
 
 import pytest
 
-from conftest import QFWD, _ip, qm_fields, qm_frame
+from conftest import QFWD, qm_fields, qm_frame
 from p4sim.native import compiler_status
 from p4sim.switchd.control import ControlClient
 from p4sim.switchd.pcap import read_pcap
 from p4sim.switchd.pfc import build_pfc_frame
 from procs import SwitchProcess
 from test_switchd_veth import _open, _receive
+from veths import ip
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
@@ -91,8 +92,8 @@ def test_native_data_plane_on_veths(veths, tmp_path) -> None:
             got = _receive(rx, 1, 2.0)
             assert [qm_fields(f)["seq"] for f in got] == [400]
 
-            _ip("link", "set", sw1, "down")
-            _ip("link", "set", sw1, "up")
+            ip("link", "set", sw1, "down")
+            ip("link", "set", sw1, "up")
             for attempt in range(50):
                 tx.send(qm_frame(seq=1000 + attempt))
                 if got := _receive(rx, 1, 0.2):

@@ -21,6 +21,7 @@ from conftest import QFWD, qm_fields, qm_frame
 from p4sim.switchd.control import ControlClient
 from p4sim.switchd.ingress import DEFAULT_CAPACITY_PKTS
 from procs import SwitchProcess
+from veths import ip
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("ip") is None,
@@ -149,12 +150,11 @@ def test_overload_drops_at_ingress_counted_and_the_switch_recovers(veths) -> Non
 def test_frames_larger_than_a_ring_slot_arrive_whole(veths) -> None:
     """A jumbo frame does not fit a receive-ring slot (rxring.FRAME_SIZE): the kernel
     queues a whole copy on the socket, which the port reads instead of the cut slot."""
-    from conftest import _ip
     from p4sim.switchd.rxring import FRAME_SIZE
 
     sw1, sw2, host1, host2 = veths
     for ifc in veths:
-        _ip("link", "set", ifc, "mtu", "9000")
+        ip("link", "set", ifc, "mtu", "9000")
     args = [str(QFWD), "-i", f"1@{sw1}", "-i", f"2@{sw2}", "--control-port", "0",
             "--", "--grpc-server-addr", "127.0.0.1:0"]
     with SwitchProcess(args) as sw, ControlClient(sw.control_addr) as ctl:

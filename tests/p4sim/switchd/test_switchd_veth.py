@@ -13,11 +13,12 @@ import time
 
 import pytest
 
-from conftest import QFWD, _ip, qm_fields, qm_frame
+from conftest import QFWD, qm_fields, qm_frame
 from p4sim.switchd.control import ControlClient
 from p4sim.switchd.pcap import read_pcap
 from p4sim.switchd.ports import PACKET_AUXDATA, PACKET_OUTGOING, SOL_PACKET, restore_vlan
 from procs import SwitchProcess
+from veths import ip
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("ip") is None,
@@ -71,8 +72,8 @@ def test_switch_process_forwards_on_veths(veths, tmp_path) -> None:
             tagged = frames[0][:12] + bytes.fromhex("8100002a") + frames[0][12:]
             tx.send(tagged)
             assert _receive(rx, 1) == [tagged]
-            _ip("link", "set", sw1, "down")
-            _ip("link", "set", sw1, "up")
+            ip("link", "set", sw1, "down")
+            ip("link", "set", sw1, "up")
             for attempt in range(50):
                 tx.send(qm_frame(seq=1000 + attempt))
                 if got := _receive(rx, 1, 0.2):
