@@ -14,6 +14,8 @@ errors, read by every prediction (absent file: the defaults below).
   arXiv:2307.08691, §4.1) measures FA2 1.3-2.5× faster than FlashAttention in Triton on
   A100 — and, unfitted, is ``fa2 / 1.3``;
 * ``power_exponent`` — a power-limited GPU's sustained clock goes as ``(limit/TDP)^e``;
+  not fitted since the eighth round: held at the cube-root law, 1/3
+  (:data:`sim.validation.fit.HELD`: fitted, it was confounded with the torchtitan share);
 * ``overheads`` — per framework family (``megatron``: Megatron-LM/Core, NeMo,
   Megatron-Bridge, Megatron-DeepSpeed, Llama 3's stack; ``pytorch``: FSDP, Composer,
   torchtitan, DeepSpeed): fixed seconds per micro-batch and per iteration — what the model

@@ -66,9 +66,12 @@ class GpuSpec:
     def clock_factor(self) -> float:
         """Sustained tensor-core clock relative to the datasheet's, under a power limit
         below the TDP: dynamic power goes as f·V² and V tracks f, so f ∝ P^(1/3)
-        (1.0 without a limit): ``(limit/TDP)^e`` with e = 1/3 by that argument, or as fitted
-        (:mod:`sim.predict.calibration`: the voltage does not fall all the way with the
-        clock). torchtitan's Grand Teton H100s at 500 W of 700: (500/700)^(1/3) = 0.894."""
+        (1.0 without a limit): ``(limit/TDP)^e`` with e = 1/3 by that argument (T. Mudge,
+        "Power: a first-class architectural design constraint", IEEE Computer 34(4), 2001),
+        the calibration's ``power_exponent``, which the fit holds there
+        (:data:`sim.validation.fit.HELD`: every power-limited run of the validation set is a
+        torchtitan run, so a fitted exponent could not be told from that stack's share).
+        torchtitan's Grand Teton H100s at 500 W of 700: (500/700)^(1/3) = 0.894."""
         if self.power_limit_W is None or self.power_limit_W >= self.tdp_W:
             return 1.0
         return (self.power_limit_W / self.tdp_W) ** calibration.current().power_exponent
