@@ -112,7 +112,11 @@ registry cannot know). Later it trusts only the moves it ordered and saw reporte
 host's own certificate re-registered its flow every second claiming it had just moved,
 and GOR left that flow resting for good (its elephants never moved, other hosts' flows
 moved instead; sec-audit3). Agents register again every second, so 10 s covers the
-first registration of every live agent after a restart."""
+first registration of every live agent after a restart. Such a move was made before the
+registry started, so a claimed move time later than the start is dated at the start: a
+host's "moved 0 s ago" 9 s after a restart made GOR hold every round (the settle of a
+predecessor's move, ``move_settle_s``) until 10.1 s instead of 1.1 s, and rest the flow
+until 19 s instead of 10 s (sec-audit5)."""
 
 
 class RegistryError(Exception):
@@ -182,6 +186,9 @@ class FlowRegistry:
         self._started_s = clock()
         self.claims_ignored = 0
         """Agents' claims of a recent move not taken (after :data:`MOVE_CLAIMS_S`)."""
+        self.claims_clamped = 0
+        """Agents' claims of a move after the registry started (one it would have ordered
+        and seen), dated at its start instead."""
         self._moved_at: dict[str, float] = {}              # flow id → clock() of its last move
         self._owner: dict[str, str] = {}
         self._agent_of: dict[str, tuple[str, str]] = {}   # flow id → (agent address, incarnation)
@@ -207,6 +214,12 @@ class FlowRegistry:
         self._budget_lock = threading.Lock()
         self.registrations_limited = 0
         """Registrations refused by the per-host rate bound (:data:`REGISTER_BYTES_PER_S`)."""
+
+    @property
+    def started_s(self) -> float:
+        """The registry's ``clock()`` when it started: an agent's claim of a move it did
+        not see is dated no later (:data:`MOVE_CLAIMS_S`)."""
+        return self._started_s
 
     @classmethod
     def from_fabric(cls, fabric: object, security: Union[Security, bytes],
@@ -296,8 +309,9 @@ class FlowRegistry:
         whose flows are registered again by another incarnation (the same address, or a
         new one taking over its flows) has restarted: its open orders fail with ``"agent
         restarted"``. A flow's ``moved_s_ago`` (the agent's word that a move order moved
-        it) is taken only in the registry's first :data:`MOVE_CLAIMS_S` and only for a
-        flow whose move this registry did not see. PERMISSION_DENIED for a flow whose source IP is not one of
+        it) is taken only in the registry's first :data:`MOVE_CLAIMS_S`, only for a
+        flow whose move this registry did not see, and dated no later than the registry's
+        start (a move it did not see was made before it started). PERMISSION_DENIED for a flow whose source IP is not one of
         ``host``'s NICs or whose id another host owns, INVALID_ARGUMENT for one whose
         destination is not a NIC of the fabric (GOR would route and move flows that do not
         cross it); the whole request is refused then.
@@ -359,7 +373,14 @@ class FlowRegistry:
                 if not claims_open:
                     self.claims_ignored += 1
                 elif f.flow_id not in self._moved_at:     # a move this registry never saw
-                    self._moved_at[f.flow_id] = now - f.moved_s_ago
+                    # ... so one made before it started: a claim of a later one (a host's
+                    # "moved 0 s ago" 9 s after a restart froze every GOR round for
+                    # move_settle_s and rested the flow past cooldown_s; sec-audit5) is
+                    # dated at the registry's start
+                    claimed = now - f.moved_s_ago
+                    if claimed > self._started_s:
+                        self.claims_clamped += 1
+                    self._moved_at[f.flow_id] = min(claimed, self._started_s)
             # the open orders, copied: a close may forget the oldest closed order
             for o in list(self._open.values()):
                 if o.host == host and o.state == "sent" and o.flow_id in dropped:
@@ -575,9 +596,12 @@ class FlowRegistry:
                     self._close(o, "failed", f"agent call failed: {why}")
                     if exc.code() == grpc.StatusCode.UNAVAILABLE:
                         # no agent listens there (its sender ended): its flows are silent
-                        # now, not only after silent_flows' wait, until it registers again
+                        # now, not only after silent_flows' wait, until it registers again;
+                        # only this host's: the address is the host's word, and another
+                        # host's agent there (its certificate fails the name check, also
+                        # UNAVAILABLE) is alive (host_hijacks_agent_address, sec-audit5)
                         for other, ag in self._agent_of.items():
-                            if ag[0] == address:
+                            if ag[0] == address and self._owner.get(other) == o.host:
                                 self._registered_at[other] = float("-inf")
                 raise
         if not reply.accepted:

@@ -51,6 +51,7 @@ from astral_proto.tls import MutualTls, TlsFiles
 from controller.p4rt import SwitchConnection
 from controller.p4rt import entities as ent
 from controller.p4rt.pipeline import set_pipeline_request
+from controller.gor.shared import DEFAULT_AGENT_SILENT_S
 from controller.p4rt.tls import ClientTls
 from controller.registry import FlowRegistry, serve_registry
 from process import stop_process
@@ -1031,6 +1032,64 @@ def _replay_report(host: str) -> Callable[[AgentFabric], None]:
     return run
 
 
+def _claim_late_move(host: str) -> Callable[[AgentFabric], None]:
+    """Right after GOR's registry (re)started, in the window where it takes an agent's word
+    that a flow moved recently (``MOVE_CLAIMS_S``, meant for the predecessor's moves),
+    ``host``'s own agent address and incarnation register its flow as moved 0 s ago: a move
+    after the registry started, which it would have ordered and seen. Taken when the
+    registry dates the move after its start (GOR then holds every round for
+    ``move_settle_s`` and rests the flow for ``cooldown_s`` from the claim: a host that
+    claims 9 s after a restart froze GOR's rounds until 10.1 s instead of 1.1 s). The
+    matrix's first row: the window is open."""
+    def run(fab: AgentFabric) -> None:
+        from host.agent.registry_client import RegistryClient  # noqa: PLC0415 — heavy: scapy
+        f, agent = fab.flows[host], fab.agents[host]
+        client = RegistryClient(fab.address, _as(fab, host))
+        try:
+            _rpc(lambda: client.register([f.with_move_age(0.0)], agent_address=agent.address,
+                                         incarnation=agent.incarnation))
+        finally:
+            client.close()
+        age_s = time.monotonic() - fab.registry.started_s        # the registry's clock; then its answer
+        moved = next(x.moved_s_ago for x in fab.registry.flows(host) if x.flow_id == f.flow_id)
+        if moved is None or moved >= age_s:
+            raise AttackFailed("DATED_AT_START", f"the claimed move is dated at the registry's "
+                                                 f"start or before: moved {moved} s ago, "
+                                                 f"the registry up {age_s:.3f} s before")
+    return run
+
+
+HIJACK_SPORT = 50002
+"""The source port GOR's order to the hijacking host's flow names."""
+
+
+def _hijack_agent_address(host: str, victim: str) -> Callable[[AgentFabric], None]:
+    """``host`` registers its own flow under ``victim``'s agent address (an agent address
+    is the registering host's word), then GOR orders a move of that flow (the registry's
+    side, in process). The order fails at the handshake (the agent there is ``victim``'s,
+    whose certificate does not name ``host``: UNAVAILABLE); the attack is taken when GOR
+    then holds ``victim``'s flows for silent, senders gone that it orders nothing to (before
+    sec-audit5: every flow registered at the address, whoever's)."""
+    def run(fab: AgentFabric) -> None:
+        from host.agent.registry_client import RegistryClient  # noqa: PLC0415 — heavy: scapy
+        mine, theirs = fab.flows[host], fab.flows[victim]
+        client = RegistryClient(fab.address, _as(fab, host))
+        try:
+            _rpc(lambda: client.register([mine], agent_address=fab.agents[victim].address,
+                                         incarnation="hijack"))
+            try:
+                fab.registry.move(mine.flow_id, HIJACK_SPORT, timeout_s=RPC_TIMEOUT_S)
+                order = "OK"
+            except grpc.RpcError as exc:
+                order = exc.code().name
+            if theirs.flow_id not in fab.registry.silent_flows(DEFAULT_AGENT_SILENT_S):
+                raise AttackFailed(order, f"the order to {host}'s flow at {victim}'s agent failed "
+                                          f"({order}); {victim}'s flows are not silent")
+        finally:
+            client.close()
+    return run
+
+
 @dataclass(frozen=True, slots=True)
 class AgentAttack:
     """One line of the agent protocol's attack matrix."""
@@ -1044,6 +1103,9 @@ class AgentAttack:
 def agent_attacks(switch: str) -> list[AgentAttack]:
     """The agent protocol's attack matrix (hosts b0s0 and b1s0, a switch's certificate)."""
     return [
+        AgentAttack("host-claims-move-after-restart", "b0s0",     # first: the claims window is open
+                    "a host cannot date a move after GOR's restart (freeze GOR's rounds)",
+                    _claim_late_move("b0s0")),
         AgentAttack("host-squats-flow-id", "b1s0", "a host cannot claim another host's flow id",
                     _squat("b1s0", "b0s0")),
         AgentAttack("switch-registers-flows", switch, "only hosts register flows",
@@ -1070,6 +1132,9 @@ def agent_attacks(switch: str) -> list[AgentAttack]:
         AgentAttack("host-claims-foreign-nic-port", "b0s0",
                     "a host registers and reports only NIC ports its NIC has",
                     _foreign_nic_port("b0s0")),
+        AgentAttack("host-hijacks-agent-address", "b0s0",
+                    "a host cannot make GOR take another host's senders for gone",
+                    _hijack_agent_address("b0s0", "b1s0")),
     ]
 
 
