@@ -57,7 +57,7 @@ import grpc
 from astral_proto import agent_pb2, agent_pb2_grpc
 from astral_proto.auth import ControllerTokens
 from astral_proto.flows import HostFlow, flow_id
-from astral_proto.net import MAX_REGISTRY_REQUEST_BYTES, server_options
+from astral_proto.net import MAX_AGENT_ADDRESS_CHARS, MAX_REGISTRY_REQUEST_BYTES, peer_text, server_options
 from astral_proto.security import CONTROLLER, Security, listen
 
 log = logging.getLogger(__name__)
@@ -320,6 +320,11 @@ class FlowRegistry:
         ips = self._host_ips.get(host)
         if ips is None:
             raise RegistryError(grpc.StatusCode.PERMISSION_DENIED, f"{host} is not in the fabric")
+        for what, text in (("agent address", agent_address), ("incarnation", incarnation)):
+            if len(text) > MAX_AGENT_ADDRESS_CHARS or not text.isprintable():
+                raise RegistryError(grpc.StatusCode.INVALID_ARGUMENT,
+                                    f"{what} {peer_text(text, 80)}: at most "
+                                    f"{MAX_AGENT_ADDRESS_CHARS} printable characters")
         if len(flows) > self.max_flows_per_host:        # before any per-flow work
             raise RegistryError(grpc.StatusCode.RESOURCE_EXHAUSTED,
                                 f"{host} would hold {len(flows)} registered flows, at most "
@@ -448,7 +453,7 @@ class FlowRegistry:
                 moved = self._flows[o.flow_id].with_sport(sport)
                 self._flows[o.flow_id] = moved if nic_port is None else moved.with_nic_port(nic_port)
                 self._moved_at[o.flow_id] = self._clock()
-            self._close(o, "done" if done else "failed", error)
+            self._close(o, "done" if done else "failed", peer_text(error))
             return o
 
     def _close(self, o: MoveOrderState, state: str, error: str) -> None:
@@ -589,7 +594,7 @@ class FlowRegistry:
                 reply = stub.MoveFlow(o.message, metadata=self.security.metadata(o.host),
                                       timeout=timeout_s)
             except grpc.RpcError as exc:
-                why = " ".join(f"{exc.code().name}: {exc.details() or ''}".split())   # one line
+                why = peer_text(f"{exc.code().name}: {exc.details() or ''}")   # the agent's words
                 log.warning("order %s (flow %s) to %s at %s failed: %s", o.order_id, fid, o.host,
                             address, why)
                 with self._lock:
@@ -604,6 +609,7 @@ class FlowRegistry:
                             if ag[0] == address and self._owner.get(other) == o.host:
                                 self._registered_at[other] = float("-inf")
                 raise
+        reply.reason = peer_text(reply.reason)      # the agent's words: printed by GOR's story
         if not reply.accepted:
             with self._lock:
                 self._close(o, "failed", reply.reason)

@@ -35,6 +35,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
@@ -45,8 +46,10 @@ from cryptography.x509.oid import NameOID
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from astral_proto import agent_pb2_grpc
+from astral_proto import agent_pb2, agent_pb2_grpc
 from astral_proto.flows import HostFlow, flow_id
+from astral_proto.net import PEER_TEXT_CHARS
+from astral_proto.security import listen
 from astral_proto.tls import MutualTls, TlsFiles
 from controller.p4rt import SwitchConnection
 from controller.p4rt import entities as ent
@@ -1090,6 +1093,50 @@ def _hijack_agent_address(host: str, victim: str) -> Callable[[AgentFabric], Non
     return run
 
 
+ESCAPES = "\x1b]2;astral owned\x07\x1b[2J\x1b[31m"
+"""Terminal escape sequences (set the window title, clear the screen, red): what a
+compromised host's agent writes into the texts GOR logs and prints."""
+
+
+class _RogueAgent(agent_pb2_grpc.AgentServiceServicer):
+    """A host's compromised agent: refuses every order with :data:`ESCAPES` and 1 MB of
+    text in its reason."""
+
+    def MoveFlow(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return agent_pb2.MoveReply(accepted=False, reason="refused " + ESCAPES + "x" * 1_000_000)
+
+
+def _terminal_escapes(host: str) -> Callable[[AgentFabric], None]:
+    """``host`` serves a rogue agent (its own certificate, :class:`_RogueAgent`) and
+    registers its flow there; GOR orders a move of it (the registry's side, in process).
+    Taken when the refusal reason GOR keeps, logs and prints (``order_rolled_back`` in the
+    story, the terminal and report.md) holds the escape sequences raw, or more than
+    ``astral_proto.net.PEER_TEXT_CHARS`` characters; then a move report's error the same."""
+    def run(fab: AgentFabric) -> None:
+        from host.agent.registry_client import RegistryClient  # noqa: PLC0415 — heavy: scapy
+        f = fab.flows[host]
+        sec = MutualTls.from_dir(fab.pki.root, host)
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
+        agent_pb2_grpc.add_AgentServiceServicer_to_server(_RogueAgent(), server)
+        address = listen(server, sec, "127.0.0.1:0", "rogue agent")
+        server.start()
+        client = RegistryClient(fab.address, _as(fab, host))
+        try:
+            _rpc(lambda: client.register([f], agent_address=address, incarnation="rogue"))
+            _, reply = fab.registry.move(f.flow_id, HIJACK_SPORT, timeout_s=RPC_TIMEOUT_S)
+            o = fab.registry.new_order(f.flow_id, f.sport)
+            _rpc(lambda: client.report_move(o.order_id, f.flow_id, done=False, sport=f.sport,
+                                            error="failed " + ESCAPES))
+            kept = (reply.reason, fab.registry.order(o.order_id).error)
+            if all("\x1b" not in t and len(t) <= 2 * PEER_TEXT_CHARS for t in kept):
+                raise AttackFailed("ESCAPED", "GOR keeps the agent's texts as one printable, "
+                                              f"bounded line: {kept[0][:60]!r}")
+        finally:
+            client.close()
+            server.stop(0).wait()
+    return run
+
+
 @dataclass(frozen=True, slots=True)
 class AgentAttack:
     """One line of the agent protocol's attack matrix."""
@@ -1132,6 +1179,9 @@ def agent_attacks(switch: str) -> list[AgentAttack]:
         AgentAttack("host-claims-foreign-nic-port", "b0s0",
                     "a host registers and reports only NIC ports its NIC has",
                     _foreign_nic_port("b0s0")),
+        AgentAttack("host-writes-terminal-escapes", "b0s0",
+                    "a host's agent cannot write to the operator's terminal through GOR",
+                    _terminal_escapes("b0s0")),
         AgentAttack("host-hijacks-agent-address", "b0s0",
                     "a host cannot make GOR take another host's senders for gone",
                     _hijack_agent_address("b0s0", "b1s0")),

@@ -41,7 +41,7 @@ from controller.fabric_setup import WRITE_BATCH
 from controller.p4rt import entities as ent
 from controller.p4rt.p4info import P4InfoHelper, load_p4info
 from controller.p4rt.pipeline import set_pipeline_request
-from controller.registry import MAX_FLOWS_PER_HOST, REGISTER_BURST_BYTES, FlowRegistry, serve_registry
+from controller.registry import MAX_FLOWS_PER_HOST, REGISTER_BURST_BYTES, FlowRegistry, RegistryError, serve_registry
 from host.agent import Agent, QPMover, RegistryClient
 from host.nic.bond import BondedIO, LinkMonitor, TxAffinity
 from host.nic.frames import FlowSpec
@@ -225,6 +225,7 @@ AGENT_EXPECTED = {
     "host-claims-foreign-nic-port": ({"INVALID_ARGUMENT"}, "NIC port 7: the NIC 10.0.0.1 has ports 0..1"),
     "host-claims-move-after-restart": ({"DATED_AT_START"}, "dated at the registry's start"),
     "host-hijacks-agent-address": ({"UNAVAILABLE"}, "b1s0's flows are not silent"),
+    "host-writes-terminal-escapes": ({"ESCAPED"}, "one printable, bounded line"),
 }
 
 
@@ -793,3 +794,18 @@ def test_a_host_cannot_flood_the_registry_with_registrations(pki: FabricPki) -> 
                 metadata=other.metadata(CONTROLLER), timeout=10).registered == 1
     finally:
         server.stop(0).wait()
+
+
+def test_a_host_registers_only_printable_bounded_agent_addresses() -> None:
+    """An agent address is the host's word, and GOR logs it with every failed order to it
+    (sec-audit5): one with terminal escapes, or longer than any socket address, is refused
+    INVALID_ARGUMENT and nothing is stored; a Unix socket path and ip:port are taken."""
+    registry = FlowRegistry(b"secret", {"b0s0": ["10.0.0.1"], "b1s0": ["10.1.0.1"]})
+    flow = HostFlow(flow_id("10.0.0.1", "10.1.0.1", 7), "10.0.0.1", "10.1.0.1", 49152, 7)
+    for address, incarnation in (("unix:/tmp/a.sock\x1b]2;owned\x07", "i1"),
+                                 ("127.0.0.1:1", "i\x1b[2J"), ("unix:/" + "a" * 300, "i1")):
+        with pytest.raises(RegistryError, match="at most 256 printable characters") as exc:
+            registry.register("b0s0", address, incarnation, [flow])
+        assert exc.value.code == grpc.StatusCode.INVALID_ARGUMENT and "\x1b" not in str(exc.value)
+    assert registry.flows() == []
+    assert registry.register("b0s0", "unix:/run/astral/agent-b0s0-10.1.0.1.sock", "0" * 32, [flow]) == 1
