@@ -1137,6 +1137,36 @@ def _terminal_escapes(host: str) -> Callable[[AgentFabric], None]:
     return run
 
 
+FORGED_NAK_SYNDROME = 0x62
+"""A fatal NAK's AETH syndrome (type NAK, remote access error): the requester's QP goes
+to ERROR when it takes one."""
+
+
+def _forge_qp_replies(host: str, victim: str) -> Callable[[AgentFabric], None]:
+    """``host`` (from its own address, no spoofing) sends the NIC of ``victim``'s flow (its
+    sender QP, the NIC emulator's :class:`host.nic.qp.SenderQP` with that flow's addresses
+    and QPN) a CNP, a PSN-sequence NAK and a fatal NAK naming the QP. Taken when the QP
+    takes any of them (before sec-audit5: all three, the QP in ERROR: the flow dead)."""
+    def run(fab: AgentFabric) -> None:
+        from host.nic.frames import FlowSpec, FrameTemplate, aeth_bytes, build_cnp  # noqa: PLC0415 — heavy: scapy
+        from host.nic.qp import SenderQP  # noqa: PLC0415 — heavy: scapy
+        from host.nic.rc import AETH_NAK_PSN_SEQ  # noqa: PLC0415 — heavy: scapy
+        f = fab.flows[victim]
+        qp = SenderQP(FlowSpec("02:00:00:00:00:01", "02:00:00:00:00:02", f.src_ip, f.dst_ip, f.sport,
+                               f.qpn), message_bytes=1024, mtu=1024, messages=1, rate_limit=False)
+        qp.poll(0.0)
+        back = FlowSpec("02:00:00:00:00:03", "02:00:00:00:00:01", fab.host_ips[host][0], f.src_ip,
+                        f.sport, f.qpn)
+        ack = FrameTemplate.ack(back)
+        taken = [qp.on_frame(frame, 0.001) for frame in (
+            build_cnp(back), ack.frame(0, ext=aeth_bytes(AETH_NAK_PSN_SEQ, 0)),
+            ack.frame(0, ext=aeth_bytes(FORGED_NAK_SYNDROME, 0)))]
+        if not any(taken):
+            raise AttackFailed("IGNORED", f"{victim}'s sender QP takes replies from its peer "
+                                          f"{f.dst_ip} only (QP {qp.rc.state})")
+    return run
+
+
 @dataclass(frozen=True, slots=True)
 class AgentAttack:
     """One line of the agent protocol's attack matrix."""
@@ -1182,6 +1212,9 @@ def agent_attacks(switch: str) -> list[AgentAttack]:
         AgentAttack("host-writes-terminal-escapes", "b0s0",
                     "a host's agent cannot write to the operator's terminal through GOR",
                     _terminal_escapes("b0s0")),
+        AgentAttack("host-forges-qp-replies", "b1s1",
+                    "a host cannot kill or slow another host's QP with forged ACK/NAK/CNP",
+                    _forge_qp_replies("b1s1", "b0s0")),
         AgentAttack("host-hijacks-agent-address", "b0s0",
                     "a host cannot make GOR take another host's senders for gone",
                     _hijack_agent_address("b0s0", "b1s0")),

@@ -37,7 +37,7 @@ from host.nic.counters import FlowCounters
 from host.nic.dcqcn import DEFAULT_CNP_INTERVAL_S, DcqcnParams, NotificationPoint, ReactionPoint
 from host.nic.frames import (DSCP_CNP, ECN_CE, OP_CNP, OP_RC_ACK, OP_RC_WRITE_FIRST, OP_RC_WRITE_LAST,
                              OP_RC_WRITE_MIDDLE, OP_RC_WRITE_ONLY, FlowSpec, FrameTemplate,
-                             RoceInfo, aeth_bytes, build_cnp, mac_str, parse_roce, reth_bytes,
+                             RoceInfo, aeth_bytes, build_cnp, ip_bytes, mac_str, parse_roce, reth_bytes,
                              verify_icrc)
 from host.nic.native import (D_FIRST_T, D_GAP, D_LAST_T, D_NEXT_AT, D_NOW, D_SLACK, FILL_MAX, S_ACKED,
                              S_ACKREQ_EVERY, S_BASE_VA, S_BC_LEFT, S_HIGH, S_LAST_LEN, S_MSG_BYTES, S_MTU,
@@ -88,6 +88,7 @@ class SenderQP:
         if not 0 <= priority < 8:
             raise ValueError("priority must be 0..7")
         self.flow = flow
+        self._peer_ip = ip_bytes(flow.dst_ip)      # the responder: the only source of replies
         self.sqpn = flow.dqpn if sqpn is None else sqpn
         self.message_bytes = message_bytes
         self.mtu = mtu
@@ -449,9 +450,13 @@ class SenderQP:
         return frame, self._last_len if last else self.mtu
 
     def on_frame(self, frame: bytes | RoceInfo, now: float) -> bool:
-        """Handle a CNP, ACK or NAK addressed to this QP; False when it is not for this QP."""
+        """Handle a CNP, ACK or NAK addressed to this QP; False when it is not for this QP:
+        another QPN, or another source than the QP's peer (the flow's destination, whose
+        responder sends every ACK, NAK and CNP of the flow). Before, any host of the fabric
+        that named this QPN was taken: its fatal NAK put the QP in error, its CNPs cut the
+        rate, its NAKs made it resend (sec-audit5)."""
         info = parse_roce(frame) if isinstance(frame, (bytes, bytearray)) else frame
-        if info is None or info.dqpn != self.sqpn:
+        if info is None or info.dqpn != self.sqpn or info.src_ip != self._peer_ip:
             return False
         if info.opcode == OP_CNP:
             self.counters.cnps_received += 1

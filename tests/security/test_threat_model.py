@@ -44,9 +44,10 @@ from controller.p4rt.pipeline import set_pipeline_request
 from controller.registry import MAX_FLOWS_PER_HOST, REGISTER_BURST_BYTES, FlowRegistry, RegistryError, serve_registry
 from host.agent import Agent, QPMover, RegistryClient
 from host.nic.bond import BondedIO, LinkMonitor, TxAffinity
-from host.nic.frames import FlowSpec
+from host.nic.frames import FlowSpec, FrameTemplate, aeth_bytes, build_cnp
 from host.nic.io import DatagramIO
 from host.nic.qp import SenderQP
+from host.nic.rc import AETH_NAK_PSN_SEQ, AETH_TYPE_NAK
 from p4sim.p4runtime.roleconfig import P4RoleConfig, pack
 from p4sim.p4runtime.server import MAX_READ_ONLY_REQUEST_BYTES, MAX_RECEIVE_BYTES
 from p4sim.p4runtime.streamlimits import READ_ONLY_STREAM_MESSAGE_BYTES, WRITER_STREAM_MESSAGE_BYTES
@@ -226,6 +227,7 @@ AGENT_EXPECTED = {
     "host-claims-move-after-restart": ({"DATED_AT_START"}, "dated at the registry's start"),
     "host-hijacks-agent-address": ({"UNAVAILABLE"}, "b1s0's flows are not silent"),
     "host-writes-terminal-escapes": ({"ESCAPED"}, "one printable, bounded line"),
+    "host-forges-qp-replies": ({"IGNORED"}, "from its peer 10.1.0.1 only (QP RTS)"),
 }
 
 
@@ -809,3 +811,29 @@ def test_a_host_registers_only_printable_bounded_agent_addresses() -> None:
         assert exc.value.code == grpc.StatusCode.INVALID_ARGUMENT and "\x1b" not in str(exc.value)
     assert registry.flows() == []
     assert registry.register("b0s0", "unix:/run/astral/agent-b0s0-10.1.0.1.sock", "0" * 32, [flow]) == 1
+
+
+def test_another_host_cannot_kill_or_slow_a_qp_with_forged_replies() -> None:
+    """A compromised host (b1s1, 10.1.0.2: any host of the fabric, no spoofing) sends
+    host b0s0's sender QP (flow 10.0.0.1 → 10.1.0.1, QPN 7) a fatal NAK, a CNP and a
+    PSN-sequence NAK naming its QPN. The sender takes replies from its peer only (the
+    flow's destination); before (sec-audit5) the fatal NAK put the QP in ERROR (the flow
+    dead), the CNP cut its rate and the NAK made it resend. The same frames from the peer
+    are taken (the check's own control)."""
+    flow = FlowSpec("02:00:00:00:00:01", "02:00:00:00:00:02", "10.0.0.1", "10.1.0.1", 49152, 7)
+
+    def replies(src_ip: str) -> list[bytes]:
+        back = FlowSpec("02:00:00:00:00:02", "02:00:00:00:00:01", src_ip, "10.0.0.1", 49152, 7)
+        ack = FrameTemplate.ack(back)
+        return [build_cnp(back), ack.frame(0, ext=aeth_bytes(AETH_NAK_PSN_SEQ, 0)),
+                ack.frame(0, ext=aeth_bytes((AETH_TYPE_NAK << 5) | 0x02, 0))]   # remote access error
+
+    for src_ip, taken in (("10.1.0.2", False), ("10.1.0.1", True)):
+        qp = SenderQP(flow, message_bytes=4096, mtu=1024, messages=4, rate_limit=False)
+        for t in range(4):
+            assert qp.poll(t * 1e-4) is not None
+        rate = qp.rp.rate_pps
+        assert [qp.on_frame(f, 0.01) for f in replies(src_ip)] == [taken] * 3, src_ip
+        assert (qp.rc.state == "ERROR") is taken, (src_ip, qp.rc.state)
+        assert (qp.counters.cnps_received, qp.counters.naks_received) == ((1, 1) if taken else (0, 0))
+        assert taken or qp.rp.rate_pps == rate
