@@ -119,6 +119,18 @@ predecessor's move, ``move_settle_s``) until 10.1 s instead of 1.1 s, and rest t
 until 19 s instead of 10 s (sec-audit5)."""
 
 
+MOVE_REPORT_S = 12.0
+"""The latest after its order that an agent's done report dates a move: the order's
+lifetime (GOR's ``order_timeout_s``, 2 s: the agent refuses it later) plus the agent's
+``move_timeout_s`` (10 s: it reports done as soon as its sender uses the new port, else
+failed at 10 s). A later report is still taken (the flow's port and NIC port), its move
+dated at the order's time plus this. GOR holds every round for ``move_settle_s`` after a
+move its registry learnt of: before, a host that accepted GOR's orders and held back its
+reports (the registry keeps the newest 4,096 closed orders, and takes a late report)
+could report one done whenever it chose, each report holding every round of GOR
+(every host's links) for 1.1 s (sec-audit5)."""
+
+
 class RegistryError(Exception):
     """A refused registry operation; ``code`` is the gRPC status the service returns."""
 
@@ -183,6 +195,7 @@ class FlowRegistry:
         self._flows: dict[str, HostFlow] = {}
         self._clock = clock
         self.move_claims_s = MOVE_CLAIMS_S
+        self.move_report_s = MOVE_REPORT_S
         self._started_s = clock()
         self.claims_ignored = 0
         """Agents' claims of a recent move not taken (after :data:`MOVE_CLAIMS_S`)."""
@@ -431,7 +444,8 @@ class FlowRegistry:
         an order on another host's flow, FAILED_PRECONDITION for an order already reported
         (a replayed or forged second report: it would set the flow's port, NIC port and
         move time again, at any later time). ``nic_port``: the NIC port the flow now sends on
-        (a dual-port NIC), kept with the flow."""
+        (a dual-port NIC), kept with the flow. A done report dates the move no later than
+        :data:`MOVE_REPORT_S` after the order."""
         with self._lock:
             o = self._orders.get(order_id)
             if o is None:
@@ -452,7 +466,7 @@ class FlowRegistry:
             if done and o.flow_id in self._flows:
                 moved = self._flows[o.flow_id].with_sport(sport)
                 self._flows[o.flow_id] = moved if nic_port is None else moved.with_nic_port(nic_port)
-                self._moved_at[o.flow_id] = self._clock()
+                self._moved_at[o.flow_id] = min(self._clock(), o.created_s + self.move_report_s)
             self._close(o, "done" if done else "failed", peer_text(error))
             return o
 

@@ -56,7 +56,7 @@ from controller.p4rt import entities as ent
 from controller.p4rt.pipeline import set_pipeline_request
 from controller.gor.shared import DEFAULT_AGENT_SILENT_S
 from controller.p4rt.tls import ClientTls
-from controller.registry import FlowRegistry, serve_registry
+from controller.registry import MOVE_REPORT_S, FlowRegistry, serve_registry
 from process import stop_process
 from testbed.pki import FabricPki
 from testbed.ports import free_port
@@ -1062,6 +1062,33 @@ def _claim_late_move(host: str) -> Callable[[AgentFabric], None]:
     return run
 
 
+LATE_REPORT_S = 100.0
+"""How long before its report the late-report attack's order was made."""
+
+
+def _report_late(host: str) -> Callable[[AgentFabric], None]:
+    """GOR ordered a move of ``host``'s flow :data:`LATE_REPORT_S` ago (the registry's side,
+    in process: the order's time set back); ``host``'s agent held back its report and sends
+    it now, done. Taken when the registry dates the move at the report: GOR holds every
+    round for ``move_settle_s`` after a move it learns of, so a host with held-back orders
+    froze GOR's rounds (every host's links) whenever it chose (before sec-audit5)."""
+    def run(fab: AgentFabric) -> None:
+        from host.agent.registry_client import RegistryClient  # noqa: PLC0415 — heavy: scapy
+        f = fab.flows[host]
+        o = fab.registry.new_order(f.flow_id, f.sport)
+        o.created_s -= LATE_REPORT_S
+        client = RegistryClient(fab.address, _as(fab, host))
+        try:
+            _rpc(lambda: client.report_move(o.order_id, f.flow_id, done=True, sport=f.sport))
+        finally:
+            client.close()
+        moved = next(x.moved_s_ago for x in fab.registry.flows(host) if x.flow_id == f.flow_id)
+        if moved is not None and moved >= LATE_REPORT_S - MOVE_REPORT_S - 1.0:
+            raise AttackFailed("DATED_BY_ORDER", f"the move is dated {MOVE_REPORT_S:g} s after its "
+                                                 f"order at the latest: moved {moved:.1f} s ago")
+    return run
+
+
 HIJACK_SPORT = 50002
 """The source port GOR's order to the hijacking host's flow names."""
 
@@ -1215,6 +1242,9 @@ def agent_attacks(switch: str) -> list[AgentAttack]:
         AgentAttack("host-forges-qp-replies", "b1s1",
                     "a host cannot kill or slow another host's QP with forged ACK/NAK/CNP",
                     _forge_qp_replies("b1s1", "b0s0")),
+        AgentAttack("host-reports-move-late", "b0s0",
+                    "a host cannot freeze GOR's rounds with held-back move reports",
+                    _report_late("b0s0")),
         AgentAttack("host-hijacks-agent-address", "b0s0",
                     "a host cannot make GOR take another host's senders for gone",
                     _hijack_agent_address("b0s0", "b1s0")),

@@ -228,6 +228,7 @@ AGENT_EXPECTED = {
     "host-hijacks-agent-address": ({"UNAVAILABLE"}, "b1s0's flows are not silent"),
     "host-writes-terminal-escapes": ({"ESCAPED"}, "one printable, bounded line"),
     "host-forges-qp-replies": ({"IGNORED"}, "from its peer 10.1.0.1 only (QP RTS)"),
+    "host-reports-move-late": ({"DATED_BY_ORDER"}, "dated 12 s after its order at the latest"),
 }
 
 
