@@ -1057,7 +1057,8 @@ def _claim_late_move(host: str) -> Callable[[AgentFabric], None]:
         moved = next(x.moved_s_ago for x in fab.registry.flows(host) if x.flow_id == f.flow_id)
         if moved is None or moved >= age_s:
             raise AttackFailed("DATED_AT_START", f"the claimed move is dated at the registry's "
-                                                 f"start or before: moved {moved} s ago, "
+                                                 f"start or before: moved "
+                                                 f"{'never' if moved is None else f'{moved:.3f} s ago'}, "
                                                  f"the registry up {age_s:.3f} s before")
     return run
 
