@@ -51,12 +51,13 @@ from astral_proto.flows import HostFlow, flow_id
 from astral_proto.net import PEER_TEXT_CHARS
 from astral_proto.security import listen
 from astral_proto.tls import MutualTls, TlsFiles
+from controller.gor.shared import DEFAULT_AGENT_SILENT_S
 from controller.p4rt import SwitchConnection
 from controller.p4rt import entities as ent
 from controller.p4rt.pipeline import set_pipeline_request
-from controller.gor.shared import DEFAULT_AGENT_SILENT_S
 from controller.p4rt.tls import ClientTls
 from controller.registry import MOVE_REPORT_S, FlowRegistry, serve_registry
+from host.nic.rc import AETH_NAK_PSN_SEQ
 from process import stop_process
 from testbed.pki import FabricPki
 from testbed.ports import free_port
@@ -1178,7 +1179,6 @@ def _forge_qp_replies(host: str, victim: str) -> Callable[[AgentFabric], None]:
     def run(fab: AgentFabric) -> None:
         from host.nic.frames import FlowSpec, FrameTemplate, aeth_bytes, build_cnp  # noqa: PLC0415 — heavy: scapy
         from host.nic.qp import SenderQP  # noqa: PLC0415 — heavy: scapy
-        from host.nic.rc import AETH_NAK_PSN_SEQ  # noqa: PLC0415 — heavy: scapy
         f = fab.flows[victim]
         qp = SenderQP(FlowSpec("02:00:00:00:00:01", "02:00:00:00:00:02", f.src_ip, f.dst_ip, f.sport,
                                f.qpn), message_bytes=1024, mtu=1024, messages=1, rate_limit=False)
