@@ -44,9 +44,10 @@ from controller.p4rt.pipeline import set_pipeline_request
 from controller.registry import MAX_FLOWS_PER_HOST, REGISTER_BURST_BYTES, FlowRegistry, RegistryError, serve_registry
 from host.agent import Agent, QPMover, RegistryClient
 from host.nic.bond import BondedIO, LinkMonitor, TxAffinity
-from host.nic.frames import FlowSpec, FrameTemplate, aeth_bytes, build_cnp
+from host.nic.frames import (DSCP_CNP, OP_RC_WRITE_ONLY, FlowSpec, FrameTemplate, aeth_bytes, build_cnp,
+                             ip_bytes, parse_roce, verify_icrc)
 from host.nic.io import DatagramIO
-from host.nic.qp import SenderQP
+from host.nic.qp import MAX_RX_FLOWS_PER_SOURCE, Receiver, SenderQP
 from host.nic.rc import AETH_NAK_PSN_SEQ, AETH_TYPE_NAK
 from p4sim.p4runtime.roleconfig import P4RoleConfig, pack
 from p4sim.p4runtime.server import MAX_READ_ONLY_REQUEST_BYTES, MAX_RECEIVE_BYTES
@@ -838,3 +839,43 @@ def test_another_host_cannot_kill_or_slow_a_qp_with_forged_replies() -> None:
         assert (qp.rc.state == "ERROR") is taken, (src_ip, qp.rc.state)
         assert (qp.counters.cnps_received, qp.counters.naks_received) == ((1, 1) if taken else (0, 0))
         assert taken or qp.rp.rate_pps == rate
+
+
+def test_another_host_cannot_stall_a_receiver_with_new_flows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Host b1s1 (10.1.0.2, its own address) sends b1s0's receiver one small frame per
+    QPN, 3,000 QPNs, then flips the source port of its flows. Before (sec-audit5) the
+    receiver kept a flow for each and built its ACK and CNP with Scapy for each new QPN
+    or port: ~3 ms a frame (5,000 frames: 16 s of the NIC loop), any host could stall it.
+    Now a source keeps at most MAX_RX_FLOWS_PER_SOURCE flows (the rest dropped, counted)
+    and replies are readdressed from prototypes, Scapy never called on a frame; the
+    replies are the bytes Scapy builds, and a second source's flows are still taken."""
+    from host.nic import qp as qpmod
+    rx = Receiver()
+
+    def flow(src: str, qpn: int, sport: int = 49152, dscp: int = 26) -> FlowSpec:
+        return FlowSpec("02:00:00:00:00:03", "02:00:00:00:00:02", src, "10.1.0.1", sport, qpn, dscp)
+
+    def frame(f: FlowSpec) -> bytes:
+        return FrameTemplate.data(f, OP_RC_WRITE_ONLY, 8).frame(0, ackreq=True, ext=b"\0" * 16)
+
+    frames = [frame(flow("10.1.0.2", 0x100 + q)) for q in range(3000)]
+    back = ("02:00:00:00:00:02", "02:00:00:00:00:03", "10.1.0.1", "10.1.0.2", 49152)
+    expected = {q: (FrameTemplate.ack(FlowSpec(*back, q, 26)), build_cnp(FlowSpec(*back, q, DSCP_CNP)))
+                for q in (0x100, 0x101, 0x4ff)}                  # Scapy's, before it is patched out
+    for name in ("build_cnp", "scapy_frame"):
+        monkeypatch.setattr(qpmod, name, lambda *a, **k: pytest.fail("Scapy on a received frame"),
+                            raising=False)
+    monkeypatch.setattr(qpmod.FrameTemplate, "ack",
+                        classmethod(lambda cls, f: pytest.fail("Scapy on a received frame")))
+    for fr in frames:
+        rx.on_frame(fr, 0.0)
+    assert len(rx.flows) == MAX_RX_FLOWS_PER_SOURCE == 1024 and rx.flows_refused == 3000 - 1024
+    for q, (ack, cnp) in expected.items():
+        st = rx.flows[(ip_bytes("10.1.0.2"), q)]
+        assert st.ack is not None and st.ack.frame(5, ext=aeth_bytes(0x1F, 3)) == ack.frame(5, ext=aeth_bytes(0x1F, 3))
+        assert st.cnp == cnp
+    rx.on_frame(frame(flow("10.1.0.2", 0x100, sport=50000, dscp=10)), 0.1)   # a new path
+    st = rx.flows[(ip_bytes("10.1.0.2"), 0x100)]
+    assert st.sport == 50000 and parse_roce(st.cnp).sport == 50000 and verify_icrc(st.cnp)
+    assert rx.on_frame(frame(flow("10.0.0.1", 0x100)), 0.2) is not None
+    assert (ip_bytes("10.0.0.1"), 0x100) in rx.flows                      # another source: taken
