@@ -1166,6 +1166,33 @@ def _terminal_escapes(host: str) -> Callable[[AgentFabric], None]:
     return run
 
 
+RX_FLOOD_QPNS = 1500
+"""QPNs the receiver-flood attack names, one small frame each: over a receiver's bound on
+one source's flows (``host.nic.qp.MAX_RX_FLOWS_PER_SOURCE``, 1,024)."""
+
+
+def _flood_receiver(host: str, victim: str) -> Callable[[AgentFabric], None]:
+    """``host`` (its own address) sends the receiver of ``victim``'s NIC (the NIC
+    emulator's :class:`host.nic.qp.Receiver`) one small data frame for each of
+    :data:`RX_FLOOD_QPNS` QPNs. Taken when the receiver keeps a flow for each: before
+    sec-audit5 it kept them all and built each one's replies with Scapy (~3 ms a frame)."""
+    def run(fab: AgentFabric) -> None:
+        from host.nic.frames import FlowSpec, FrameTemplate, ip_bytes, readdress  # noqa: PLC0415 — heavy: scapy
+        from host.nic.frames import OP_RC_WRITE_ONLY  # noqa: PLC0415 — heavy: scapy
+        from host.nic.qp import Receiver  # noqa: PLC0415 — heavy: scapy
+        src, dst = fab.host_ips[host][0], fab.host_ips[victim][0]
+        macs = (bytes.fromhex("020000000003"), bytes.fromhex("020000000002"))
+        first = FrameTemplate.data(FlowSpec("02:00:00:00:00:03", "02:00:00:00:00:02", src, dst, 49152,
+                                            0x100), OP_RC_WRITE_ONLY, 8).frame(0, ext=bytes(16))
+        rx = Receiver()
+        for q in range(RX_FLOOD_QPNS):
+            rx.on_frame(readdress(first, *macs, ip_bytes(src), ip_bytes(dst), 49152, 0x100 + q, 26), 0.0)
+        if len(rx.flows) < RX_FLOOD_QPNS:
+            raise AttackFailed("BOUNDED", f"the receiver kept {len(rx.flows)} of {host}'s "
+                                          f"{RX_FLOOD_QPNS} flows ({rx.flows_refused} frames refused)")
+    return run
+
+
 FORGED_NAK_SYNDROME = 0x62
 """A fatal NAK's AETH syndrome (type NAK, remote access error): the requester's QP goes
 to ERROR when it takes one."""
@@ -1246,6 +1273,9 @@ def agent_attacks(switch: str) -> list[AgentAttack]:
         AgentAttack("host-reports-move-late", "b0s0",
                     "a host cannot freeze GOR's rounds with held-back move reports",
                     _report_late("b0s0")),
+        AgentAttack("host-floods-receiver-flows", "b1s1",
+                    "a host cannot make another host's receiver keep (and answer) a flow per QPN",
+                    _flood_receiver("b1s1", "b0s0")),
         AgentAttack("host-hijacks-agent-address", "b0s0",
                     "a host cannot make GOR take another host's senders for gone",
                     _hijack_agent_address("b0s0", "b1s0")),

@@ -230,6 +230,7 @@ AGENT_EXPECTED = {
     "host-writes-terminal-escapes": ({"ESCAPED"}, "one printable, bounded line"),
     "host-forges-qp-replies": ({"IGNORED"}, "from its peer 10.1.0.1 only (QP RTS)"),
     "host-reports-move-late": ({"DATED_BY_ORDER"}, "dated 12 s after its order at the latest"),
+    "host-floods-receiver-flows": ({"BOUNDED"}, "kept 1024 of b1s1's 1500 flows (476 frames refused)"),
 }
 
 
