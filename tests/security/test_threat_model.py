@@ -45,7 +45,7 @@ from controller.registry import MAX_FLOWS_PER_HOST, REGISTER_BURST_BYTES, FlowRe
 from host.agent import Agent, QPMover, RegistryClient
 from host.nic.bond import BondedIO, LinkMonitor, TxAffinity
 from host.nic.frames import (DSCP_CNP, OP_RC_WRITE_ONLY, FlowSpec, FrameTemplate, aeth_bytes, build_cnp,
-                             ip_bytes, parse_roce, verify_icrc)
+                             ip_bytes, parse_roce, readdress, verify_icrc)
 from host.nic.io import DatagramIO
 from host.nic.qp import MAX_RX_FLOWS_PER_SOURCE, Receiver, SenderQP
 from host.nic.rc import AETH_NAK_PSN_SEQ, AETH_TYPE_NAK
@@ -859,7 +859,9 @@ def test_another_host_cannot_stall_a_receiver_with_new_flows(monkeypatch: pytest
     def frame(f: FlowSpec) -> bytes:
         return FrameTemplate.data(f, OP_RC_WRITE_ONLY, 8).frame(0, ackreq=True, ext=b"\0" * 16)
 
-    frames = [frame(flow("10.1.0.2", 0x100 + q)) for q in range(3000)]
+    first, macs = frame(flow("10.1.0.2", 0x100)), (bytes.fromhex("020000000003"), bytes.fromhex("020000000002"))
+    frames = [readdress(first, *macs, ip_bytes("10.1.0.2"), ip_bytes("10.1.0.1"), 49152, 0x100 + q, 26)
+              for q in range(3000)]                   # Scapy's bytes for each QPN (frames.readdress)
     back = ("02:00:00:00:00:02", "02:00:00:00:00:03", "10.1.0.1", "10.1.0.2", 49152)
     expected = {q: (FrameTemplate.ack(FlowSpec(*back, q, 26)), build_cnp(FlowSpec(*back, q, DSCP_CNP)))
                 for q in (0x100, 0x101, 0x4ff)}                  # Scapy's, before it is patched out
