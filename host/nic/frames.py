@@ -181,8 +181,8 @@ class FrameTemplate:
 
     __slots__ = ("opcode", "ext_len", "payload_len", "_head", "_tail", "_crc_head")
 
-    def __init__(self, pkt: Packet, ext_len: int, payload_len: int) -> None:
-        raw = bytes(pkt)
+    def __init__(self, pkt: Packet | bytes, ext_len: int, payload_len: int) -> None:
+        raw = bytes(pkt)                     # a Scapy packet, or a frame's bytes (readdress)
         bth = ETH_LEN + IPV4_LEN + UDP_LEN   # Scapy builds no IP options
         self.opcode = raw[bth]
         self.ext_len = ext_len
