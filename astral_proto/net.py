@@ -34,6 +34,38 @@ field at its widest: 487,547 bytes (117 per flow); the bound is ~4 times that, f
 ids longer than the default form."""
 
 
+PEER_TEXT_CHARS = 400
+"""The most characters of a text another party of the agent protocol wrote (an agent's
+refusal reason or error details, a move report's error) that the controller keeps, logs or
+shows (:func:`peer_text`). GOR's own one-line agent errors (``controller.gor.orders.
+call_error``) are under 200 characters; a host's agent could send 4 MB."""
+MAX_AGENT_ADDRESS_CHARS = 256
+"""The longest agent address or incarnation a registration may carry: a Unix socket path
+is at most 108 bytes (``unix:`` and the path), an ``ip:port`` about 60; an incarnation is
+32 hex digits (``uuid4().hex``)."""
+
+
+def peer_text(text: str, limit: int = PEER_TEXT_CHARS) -> str:
+    r"""``text`` another party wrote, made safe to store, log and print to a terminal: one
+    line (whitespace folded), every character that is not printable (terminal escape
+    sequences, control characters, bidirectional overrides) written as its Python escape,
+    and at most ``limit`` characters (the rest cut, the original length said). A host's
+    agent that refused an order with ``"\x1b]2;…\x07\x1b[2J"`` reached the operator's
+    terminal raw through GOR's story and log (sec-audit5).
+
+    >>> peer_text("refused:\x1b]2;owned\x07\x1b[2J\n  now \u202e")
+    'refused:\\x1b]2;owned\\x07\\x1b[2J now \\u202e'
+    >>> peer_text("a" * 1000, 10)
+    'aaaaaaaaaa… (cut: 1000 characters)'
+    """
+    head = text[:4 * limit + 8]                 # bounded work whatever the text's size
+    line = " ".join(head.split())
+    safe = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in line)
+    if len(safe) <= limit and len(head) == len(text):
+        return safe
+    return f"{safe[:limit]}… (cut: {len(text)} characters)"
+
+
 def server_options(max_receive_bytes: int) -> list[tuple[str, int]]:
     """gRPC server options of an agent-protocol server that takes requests of at most
     ``max_receive_bytes``: no port sharing, and gRPC's receive bound set."""

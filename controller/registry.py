@@ -57,7 +57,7 @@ import grpc
 from astral_proto import agent_pb2, agent_pb2_grpc
 from astral_proto.auth import ControllerTokens
 from astral_proto.flows import HostFlow, flow_id
-from astral_proto.net import MAX_REGISTRY_REQUEST_BYTES, server_options
+from astral_proto.net import MAX_AGENT_ADDRESS_CHARS, MAX_REGISTRY_REQUEST_BYTES, peer_text, server_options
 from astral_proto.security import CONTROLLER, Security, listen
 
 log = logging.getLogger(__name__)
@@ -112,7 +112,23 @@ registry cannot know). Later it trusts only the moves it ordered and saw reporte
 host's own certificate re-registered its flow every second claiming it had just moved,
 and GOR left that flow resting for good (its elephants never moved, other hosts' flows
 moved instead; sec-audit3). Agents register again every second, so 10 s covers the
-first registration of every live agent after a restart."""
+first registration of every live agent after a restart. Such a move was made before the
+registry started, so a claimed move time later than the start is dated at the start: a
+host's "moved 0 s ago" 9 s after a restart made GOR hold every round (the settle of a
+predecessor's move, ``move_settle_s``) until 10.1 s instead of 1.1 s, and rest the flow
+until 19 s instead of 10 s (sec-audit5)."""
+
+
+MOVE_REPORT_S = 12.0
+"""The latest after its order that an agent's done report dates a move: the order's
+lifetime (GOR's ``order_timeout_s``, 2 s: the agent refuses it later) plus the agent's
+``move_timeout_s`` (10 s: it reports done as soon as its sender uses the new port, else
+failed at 10 s). A later report is still taken (the flow's port and NIC port), its move
+dated at the order's time plus this. GOR holds every round for ``move_settle_s`` after a
+move its registry learnt of: before, a host that accepted GOR's orders and held back its
+reports (the registry keeps the newest 4,096 closed orders, and takes a late report)
+could report one done whenever it chose, each report holding every round of GOR
+(every host's links) for 1.1 s (sec-audit5)."""
 
 
 class RegistryError(Exception):
@@ -179,9 +195,13 @@ class FlowRegistry:
         self._flows: dict[str, HostFlow] = {}
         self._clock = clock
         self.move_claims_s = MOVE_CLAIMS_S
+        self.move_report_s = MOVE_REPORT_S
         self._started_s = clock()
         self.claims_ignored = 0
         """Agents' claims of a recent move not taken (after :data:`MOVE_CLAIMS_S`)."""
+        self.claims_clamped = 0
+        """Agents' claims of a move after the registry started (one it would have ordered
+        and seen), dated at its start instead."""
         self._moved_at: dict[str, float] = {}              # flow id → clock() of its last move
         self._owner: dict[str, str] = {}
         self._agent_of: dict[str, tuple[str, str]] = {}   # flow id → (agent address, incarnation)
@@ -207,6 +227,12 @@ class FlowRegistry:
         self._budget_lock = threading.Lock()
         self.registrations_limited = 0
         """Registrations refused by the per-host rate bound (:data:`REGISTER_BYTES_PER_S`)."""
+
+    @property
+    def started_s(self) -> float:
+        """The registry's ``clock()`` when it started: an agent's claim of a move it did
+        not see is dated no later (:data:`MOVE_CLAIMS_S`)."""
+        return self._started_s
 
     @classmethod
     def from_fabric(cls, fabric: object, security: Union[Security, bytes],
@@ -296,8 +322,9 @@ class FlowRegistry:
         whose flows are registered again by another incarnation (the same address, or a
         new one taking over its flows) has restarted: its open orders fail with ``"agent
         restarted"``. A flow's ``moved_s_ago`` (the agent's word that a move order moved
-        it) is taken only in the registry's first :data:`MOVE_CLAIMS_S` and only for a
-        flow whose move this registry did not see. PERMISSION_DENIED for a flow whose source IP is not one of
+        it) is taken only in the registry's first :data:`MOVE_CLAIMS_S`, only for a
+        flow whose move this registry did not see, and dated no later than the registry's
+        start (a move it did not see was made before it started). PERMISSION_DENIED for a flow whose source IP is not one of
         ``host``'s NICs or whose id another host owns, INVALID_ARGUMENT for one whose
         destination is not a NIC of the fabric (GOR would route and move flows that do not
         cross it); the whole request is refused then.
@@ -306,6 +333,11 @@ class FlowRegistry:
         ips = self._host_ips.get(host)
         if ips is None:
             raise RegistryError(grpc.StatusCode.PERMISSION_DENIED, f"{host} is not in the fabric")
+        for what, text in (("agent address", agent_address), ("incarnation", incarnation)):
+            if len(text) > MAX_AGENT_ADDRESS_CHARS or not text.isprintable():
+                raise RegistryError(grpc.StatusCode.INVALID_ARGUMENT,
+                                    f"{what} {peer_text(text, 80)}: at most "
+                                    f"{MAX_AGENT_ADDRESS_CHARS} printable characters")
         if len(flows) > self.max_flows_per_host:        # before any per-flow work
             raise RegistryError(grpc.StatusCode.RESOURCE_EXHAUSTED,
                                 f"{host} would hold {len(flows)} registered flows, at most "
@@ -359,7 +391,14 @@ class FlowRegistry:
                 if not claims_open:
                     self.claims_ignored += 1
                 elif f.flow_id not in self._moved_at:     # a move this registry never saw
-                    self._moved_at[f.flow_id] = now - f.moved_s_ago
+                    # ... so one made before it started: a claim of a later one (a host's
+                    # "moved 0 s ago" 9 s after a restart froze every GOR round for
+                    # move_settle_s and rested the flow past cooldown_s; sec-audit5) is
+                    # dated at the registry's start
+                    claimed = now - f.moved_s_ago
+                    if claimed > self._started_s:
+                        self.claims_clamped += 1
+                    self._moved_at[f.flow_id] = min(claimed, self._started_s)
             # the open orders, copied: a close may forget the oldest closed order
             for o in list(self._open.values()):
                 if o.host == host and o.state == "sent" and o.flow_id in dropped:
@@ -405,7 +444,8 @@ class FlowRegistry:
         an order on another host's flow, FAILED_PRECONDITION for an order already reported
         (a replayed or forged second report: it would set the flow's port, NIC port and
         move time again, at any later time). ``nic_port``: the NIC port the flow now sends on
-        (a dual-port NIC), kept with the flow."""
+        (a dual-port NIC), kept with the flow. A done report dates the move no later than
+        :data:`MOVE_REPORT_S` after the order."""
         with self._lock:
             o = self._orders.get(order_id)
             if o is None:
@@ -426,8 +466,8 @@ class FlowRegistry:
             if done and o.flow_id in self._flows:
                 moved = self._flows[o.flow_id].with_sport(sport)
                 self._flows[o.flow_id] = moved if nic_port is None else moved.with_nic_port(nic_port)
-                self._moved_at[o.flow_id] = self._clock()
-            self._close(o, "done" if done else "failed", error)
+                self._moved_at[o.flow_id] = min(self._clock(), o.created_s + self.move_report_s)
+            self._close(o, "done" if done else "failed", peer_text(error))
             return o
 
     def _close(self, o: MoveOrderState, state: str, error: str) -> None:
@@ -568,18 +608,22 @@ class FlowRegistry:
                 reply = stub.MoveFlow(o.message, metadata=self.security.metadata(o.host),
                                       timeout=timeout_s)
             except grpc.RpcError as exc:
-                why = " ".join(f"{exc.code().name}: {exc.details() or ''}".split())   # one line
+                why = peer_text(f"{exc.code().name}: {exc.details() or ''}")   # the agent's words
                 log.warning("order %s (flow %s) to %s at %s failed: %s", o.order_id, fid, o.host,
                             address, why)
                 with self._lock:
                     self._close(o, "failed", f"agent call failed: {why}")
                     if exc.code() == grpc.StatusCode.UNAVAILABLE:
                         # no agent listens there (its sender ended): its flows are silent
-                        # now, not only after silent_flows' wait, until it registers again
+                        # now, not only after silent_flows' wait, until it registers again;
+                        # only this host's: the address is the host's word, and another
+                        # host's agent there (its certificate fails the name check, also
+                        # UNAVAILABLE) is alive (host_hijacks_agent_address, sec-audit5)
                         for other, ag in self._agent_of.items():
-                            if ag[0] == address:
+                            if ag[0] == address and self._owner.get(other) == o.host:
                                 self._registered_at[other] = float("-inf")
                 raise
+        reply.reason = peer_text(reply.reason)      # the agent's words: printed by GOR's story
         if not reply.accepted:
             with self._lock:
                 self._close(o, "failed", reply.reason)

@@ -35,6 +35,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
@@ -45,14 +46,18 @@ from cryptography.x509.oid import NameOID
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from astral_proto import agent_pb2_grpc
+from astral_proto import agent_pb2, agent_pb2_grpc
 from astral_proto.flows import HostFlow, flow_id
+from astral_proto.net import PEER_TEXT_CHARS
+from astral_proto.security import listen
 from astral_proto.tls import MutualTls, TlsFiles
+from controller.gor.shared import DEFAULT_AGENT_SILENT_S
 from controller.p4rt import SwitchConnection
 from controller.p4rt import entities as ent
 from controller.p4rt.pipeline import set_pipeline_request
 from controller.p4rt.tls import ClientTls
-from controller.registry import FlowRegistry, serve_registry
+from controller.registry import MOVE_REPORT_S, FlowRegistry, serve_registry
+from host.nic.rc import AETH_NAK_PSN_SEQ
 from process import stop_process
 from testbed.pki import FabricPki
 from testbed.ports import free_port
@@ -1031,6 +1036,192 @@ def _replay_report(host: str) -> Callable[[AgentFabric], None]:
     return run
 
 
+def _claim_late_move(host: str) -> Callable[[AgentFabric], None]:
+    """Right after GOR's registry (re)started, in the window where it takes an agent's word
+    that a flow moved recently (``MOVE_CLAIMS_S``, meant for the predecessor's moves),
+    ``host``'s own agent address and incarnation register its flow as moved 0 s ago: a move
+    after the registry started, which it would have ordered and seen. Taken when the
+    registry dates the move after its start (GOR then holds every round for
+    ``move_settle_s`` and rests the flow for ``cooldown_s`` from the claim: a host that
+    claims 9 s after a restart froze GOR's rounds until 10.1 s instead of 1.1 s). The
+    matrix's first row: the window is open."""
+    def run(fab: AgentFabric) -> None:
+        from host.agent.registry_client import RegistryClient  # noqa: PLC0415 — heavy: scapy
+        f, agent = fab.flows[host], fab.agents[host]
+        client = RegistryClient(fab.address, _as(fab, host))
+        try:
+            _rpc(lambda: client.register([f.with_move_age(0.0)], agent_address=agent.address,
+                                         incarnation=agent.incarnation))
+        finally:
+            client.close()
+        age_s = time.monotonic() - fab.registry.started_s        # the registry's clock; then its answer
+        moved = next(x.moved_s_ago for x in fab.registry.flows(host) if x.flow_id == f.flow_id)
+        if moved is None or moved >= age_s:
+            raise AttackFailed("DATED_AT_START", f"the claimed move is dated at the registry's "
+                                                 f"start or before: moved "
+                                                 f"{'never' if moved is None else f'{moved:.3f} s ago'}, "
+                                                 f"the registry up {age_s:.3f} s before")
+    return run
+
+
+LATE_REPORT_S = 100.0
+"""How long before its report the late-report attack's order was made."""
+
+
+def _report_late(host: str) -> Callable[[AgentFabric], None]:
+    """GOR ordered a move of ``host``'s flow :data:`LATE_REPORT_S` ago (the registry's side,
+    in process: the order's time set back); ``host``'s agent held back its report and sends
+    it now, done. Taken when the registry dates the move at the report: GOR holds every
+    round for ``move_settle_s`` after a move it learns of, so a host with held-back orders
+    froze GOR's rounds (every host's links) whenever it chose (before sec-audit5)."""
+    def run(fab: AgentFabric) -> None:
+        from host.agent.registry_client import RegistryClient  # noqa: PLC0415 — heavy: scapy
+        f = fab.flows[host]
+        o = fab.registry.new_order(f.flow_id, f.sport)
+        o.created_s -= LATE_REPORT_S
+        client = RegistryClient(fab.address, _as(fab, host))
+        try:
+            _rpc(lambda: client.report_move(o.order_id, f.flow_id, done=True, sport=f.sport))
+        finally:
+            client.close()
+        moved = next(x.moved_s_ago for x in fab.registry.flows(host) if x.flow_id == f.flow_id)
+        if moved is not None and moved >= LATE_REPORT_S - MOVE_REPORT_S - 1.0:
+            raise AttackFailed("DATED_BY_ORDER", f"the move is dated {MOVE_REPORT_S:g} s after its "
+                                                 f"order at the latest: moved {moved:.1f} s ago")
+    return run
+
+
+HIJACK_SPORT = 50002
+"""The source port GOR's order to the hijacking host's flow names."""
+
+
+def _hijack_agent_address(host: str, victim: str) -> Callable[[AgentFabric], None]:
+    """``host`` registers its own flow under ``victim``'s agent address (an agent address
+    is the registering host's word), then GOR orders a move of that flow (the registry's
+    side, in process). The order fails at the handshake (the agent there is ``victim``'s,
+    whose certificate does not name ``host``: UNAVAILABLE); the attack is taken when GOR
+    then holds ``victim``'s flows for silent, senders gone that it orders nothing to (before
+    sec-audit5: every flow registered at the address, whoever's)."""
+    def run(fab: AgentFabric) -> None:
+        from host.agent.registry_client import RegistryClient  # noqa: PLC0415 — heavy: scapy
+        mine, theirs = fab.flows[host], fab.flows[victim]
+        client = RegistryClient(fab.address, _as(fab, host))
+        try:
+            _rpc(lambda: client.register([mine], agent_address=fab.agents[victim].address,
+                                         incarnation="hijack"))
+            try:
+                fab.registry.move(mine.flow_id, HIJACK_SPORT, timeout_s=RPC_TIMEOUT_S)
+                order = "OK"
+            except grpc.RpcError as exc:
+                order = exc.code().name
+            if theirs.flow_id not in fab.registry.silent_flows(DEFAULT_AGENT_SILENT_S):
+                raise AttackFailed(order, f"the order to {host}'s flow at {victim}'s agent failed "
+                                          f"({order}); {victim}'s flows are not silent")
+        finally:
+            client.close()
+    return run
+
+
+ESCAPES = "\x1b]2;astral owned\x07\x1b[2J\x1b[31m"
+"""Terminal escape sequences (set the window title, clear the screen, red): what a
+compromised host's agent writes into the texts GOR logs and prints."""
+
+
+class _RogueAgent(agent_pb2_grpc.AgentServiceServicer):
+    """A host's compromised agent: refuses every order with :data:`ESCAPES` and 1 MB of
+    text in its reason."""
+
+    def MoveFlow(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return agent_pb2.MoveReply(accepted=False, reason="refused " + ESCAPES + "x" * 1_000_000)
+
+
+def _terminal_escapes(host: str) -> Callable[[AgentFabric], None]:
+    """``host`` serves a rogue agent (its own certificate, :class:`_RogueAgent`) and
+    registers its flow there; GOR orders a move of it (the registry's side, in process).
+    Taken when the refusal reason GOR keeps, logs and prints (``order_rolled_back`` in the
+    story, the terminal and report.md) holds the escape sequences raw, or more than
+    ``astral_proto.net.PEER_TEXT_CHARS`` characters; then a move report's error the same."""
+    def run(fab: AgentFabric) -> None:
+        from host.agent.registry_client import RegistryClient  # noqa: PLC0415 — heavy: scapy
+        f = fab.flows[host]
+        sec = MutualTls.from_dir(fab.pki.root, host)
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
+        agent_pb2_grpc.add_AgentServiceServicer_to_server(_RogueAgent(), server)
+        address = listen(server, sec, "127.0.0.1:0", "rogue agent")
+        server.start()
+        client = RegistryClient(fab.address, _as(fab, host))
+        try:
+            _rpc(lambda: client.register([f], agent_address=address, incarnation="rogue"))
+            _, reply = fab.registry.move(f.flow_id, HIJACK_SPORT, timeout_s=RPC_TIMEOUT_S)
+            o = fab.registry.new_order(f.flow_id, f.sport)
+            _rpc(lambda: client.report_move(o.order_id, f.flow_id, done=False, sport=f.sport,
+                                            error="failed " + ESCAPES))
+            kept = (reply.reason, fab.registry.order(o.order_id).error)
+            if all("\x1b" not in t and len(t) <= 2 * PEER_TEXT_CHARS for t in kept):
+                raise AttackFailed("ESCAPED", "GOR keeps the agent's texts as one printable, "
+                                              f"bounded line: {kept[0][:60]!r}")
+        finally:
+            client.close()
+            server.stop(0).wait()
+    return run
+
+
+RX_FLOOD_QPNS = 1500
+"""QPNs the receiver-flood attack names, one small frame each: over a receiver's bound on
+one source's flows (``host.nic.qp.MAX_RX_FLOWS_PER_SOURCE``, 1,024)."""
+
+
+def _flood_receiver(host: str, victim: str) -> Callable[[AgentFabric], None]:
+    """``host`` (its own address) sends the receiver of ``victim``'s NIC (the NIC
+    emulator's :class:`host.nic.qp.Receiver`) one small data frame for each of
+    :data:`RX_FLOOD_QPNS` QPNs. Taken when the receiver keeps a flow for each: before
+    sec-audit5 it kept them all and built each one's replies with Scapy (~3 ms a frame)."""
+    def run(fab: AgentFabric) -> None:
+        from host.nic.frames import FlowSpec, FrameTemplate, ip_bytes, readdress  # noqa: PLC0415 — heavy: scapy
+        from host.nic.frames import OP_RC_WRITE_ONLY  # noqa: PLC0415 — heavy: scapy
+        from host.nic.qp import Receiver  # noqa: PLC0415 — heavy: scapy
+        src, dst = fab.host_ips[host][0], fab.host_ips[victim][0]
+        macs = (bytes.fromhex("020000000003"), bytes.fromhex("020000000002"))
+        first = FrameTemplate.data(FlowSpec("02:00:00:00:00:03", "02:00:00:00:00:02", src, dst, 49152,
+                                            0x100), OP_RC_WRITE_ONLY, 8).frame(0, ext=bytes(16))
+        rx = Receiver()
+        for q in range(RX_FLOOD_QPNS):
+            rx.on_frame(readdress(first, *macs, ip_bytes(src), ip_bytes(dst), 49152, 0x100 + q, 26), 0.0)
+        if len(rx.flows) < RX_FLOOD_QPNS:
+            raise AttackFailed("BOUNDED", f"the receiver kept {len(rx.flows)} of {host}'s "
+                                          f"{RX_FLOOD_QPNS} flows ({rx.flows_refused} frames refused)")
+    return run
+
+
+FORGED_NAK_SYNDROME = 0x62
+"""A fatal NAK's AETH syndrome (type NAK, remote access error): the requester's QP goes
+to ERROR when it takes one."""
+
+
+def _forge_qp_replies(host: str, victim: str) -> Callable[[AgentFabric], None]:
+    """``host`` (from its own address, no spoofing) sends the NIC of ``victim``'s flow (its
+    sender QP, the NIC emulator's :class:`host.nic.qp.SenderQP` with that flow's addresses
+    and QPN) a CNP, a PSN-sequence NAK and a fatal NAK naming the QP. Taken when the QP
+    takes any of them (before sec-audit5: all three, the QP in ERROR: the flow dead)."""
+    def run(fab: AgentFabric) -> None:
+        from host.nic.frames import FlowSpec, FrameTemplate, aeth_bytes, build_cnp  # noqa: PLC0415 — heavy: scapy
+        from host.nic.qp import SenderQP  # noqa: PLC0415 — heavy: scapy
+        f = fab.flows[victim]
+        qp = SenderQP(FlowSpec("02:00:00:00:00:01", "02:00:00:00:00:02", f.src_ip, f.dst_ip, f.sport,
+                               f.qpn), message_bytes=1024, mtu=1024, messages=1, rate_limit=False)
+        qp.poll(0.0)
+        back = FlowSpec("02:00:00:00:00:03", "02:00:00:00:00:01", fab.host_ips[host][0], f.src_ip,
+                        f.sport, f.qpn)
+        ack = FrameTemplate.ack(back)
+        taken = [qp.on_frame(frame, 0.001) for frame in (
+            build_cnp(back), ack.frame(0, ext=aeth_bytes(AETH_NAK_PSN_SEQ, 0)),
+            ack.frame(0, ext=aeth_bytes(FORGED_NAK_SYNDROME, 0)))]
+        if not any(taken):
+            raise AttackFailed("IGNORED", f"{victim}'s sender QP takes replies from its peer "
+                                          f"{f.dst_ip} only (QP {qp.rc.state})")
+    return run
+
+
 @dataclass(frozen=True, slots=True)
 class AgentAttack:
     """One line of the agent protocol's attack matrix."""
@@ -1044,6 +1235,9 @@ class AgentAttack:
 def agent_attacks(switch: str) -> list[AgentAttack]:
     """The agent protocol's attack matrix (hosts b0s0 and b1s0, a switch's certificate)."""
     return [
+        AgentAttack("host-claims-move-after-restart", "b0s0",     # first: the claims window is open
+                    "a host cannot date a move after GOR's restart (freeze GOR's rounds)",
+                    _claim_late_move("b0s0")),
         AgentAttack("host-squats-flow-id", "b1s0", "a host cannot claim another host's flow id",
                     _squat("b1s0", "b0s0")),
         AgentAttack("switch-registers-flows", switch, "only hosts register flows",
@@ -1070,6 +1264,21 @@ def agent_attacks(switch: str) -> list[AgentAttack]:
         AgentAttack("host-claims-foreign-nic-port", "b0s0",
                     "a host registers and reports only NIC ports its NIC has",
                     _foreign_nic_port("b0s0")),
+        AgentAttack("host-writes-terminal-escapes", "b0s0",
+                    "a host's agent cannot write to the operator's terminal through GOR",
+                    _terminal_escapes("b0s0")),
+        AgentAttack("host-forges-qp-replies", "b1s1",
+                    "a host cannot kill or slow another host's QP with forged ACK/NAK/CNP",
+                    _forge_qp_replies("b1s1", "b0s0")),
+        AgentAttack("host-reports-move-late", "b0s0",
+                    "a host cannot freeze GOR's rounds with held-back move reports",
+                    _report_late("b0s0")),
+        AgentAttack("host-floods-receiver-flows", "b1s1",
+                    "a host cannot make another host's receiver keep (and answer) a flow per QPN",
+                    _flood_receiver("b1s1", "b0s0")),
+        AgentAttack("host-hijacks-agent-address", "b0s0",
+                    "a host cannot make GOR take another host's senders for gone",
+                    _hijack_agent_address("b0s0", "b1s0")),
     ]
 
 

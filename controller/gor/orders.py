@@ -38,6 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from typing import Any, Iterable, Mapping, Optional
 
+from astral_proto.net import peer_text
 from controller.gor.decisions import FlowKey, MoveOrder, Order, OverrideOrder
 from controller.gor.moves import MoveInFlight
 from controller.gor.paths import LinkState
@@ -63,8 +64,10 @@ def override_match(flow: FlowKey) -> dict[str, Any]:
 
 def call_error(exc: BaseException) -> str:
     """One line for a failed agent call: a gRPC error's status code and details, else the
-    exception's type and text, whitespace folded. A ``grpc.RpcError``'s own text is a
-    multi-line repr (``status = …``, ``details = …``, ``debug_error_string = …``) that
+    exception's type and text, whitespace folded, characters that are not printable
+    escaped and cut at ``astral_proto.net.PEER_TEXT_CHARS`` (the details are the agent's
+    words: its terminal escapes reached the operator's terminal, sec-audit5). A
+    ``grpc.RpcError``'s own text is a multi-line repr (``status = …``, ``details = …``, ``debug_error_string = …``) that
     would otherwise land in the terminal, the story's report.md and gor.jsonl; that full
     text goes to the debug log only (logger ``controller.gor.orders``).
 
@@ -85,7 +88,7 @@ def call_error(exc: BaseException) -> str:
             text = ""
     if not text:
         text = f"{type(exc).__name__}: {exc}"
-    return " ".join(text.split())
+    return peer_text(text)          # one line; an agent's details may hold terminal escapes
 
 
 def _path_nodes(path: Any, links: Any) -> list[str]:

@@ -17,6 +17,9 @@ NIC keeps (:class:`host.nic.io.NicPort`, the flows of :mod:`host.nic.qp`):
 * ``astral_nic_naks_total{direction="rx|tx"}``, ``astral_nic_cnps_total{direction}`` —
   NAKs and CNPs received (by the senders) and sent (by the receiver)
 * ``astral_nic_retransmitted_packets_total`` — packets the senders sent again
+* ``astral_nic_rx_flows_refused_total`` — data frames of a new flow the receiver refused:
+  its source at ``host.nic.qp.MAX_RX_FLOWS_PER_SOURCE`` flows, or the receiver at
+  ``MAX_RX_FLOWS`` (a host naming a new QPN in every frame; sec-audit5)
 * ``astral_nic_qp_state{qpn,state}`` — 1 for each sender QP's current state (``RTS`` or
   ``ERROR``), 0 for the other; ``qpn`` is the QP's destination QPN
 
@@ -99,6 +102,9 @@ def nic_families(port: Any, nic: str) -> list[Metric]:
                      sum(c.cnps_received for c in tx), sum(c.cnps_sent for c in rx)),
         counter("astral_nic_retransmitted_packets", "Packets the sender QPs sent again.",
                 sum(qp.rc.retransmitted_pkts for qp in senders)),
+        counter("astral_nic_rx_flows_refused", "Data frames of a new flow the receiver refused "
+                "(its source, or the receiver, at its bound on flows).",
+                port.receiver.flows_refused if port.receiver is not None else 0),
         qp_state,
     ]
 

@@ -35,10 +35,10 @@ from typing import Callable, Optional, Sequence
 
 from host.nic.counters import FlowCounters
 from host.nic.dcqcn import DEFAULT_CNP_INTERVAL_S, DcqcnParams, NotificationPoint, ReactionPoint
-from host.nic.frames import (DSCP_CNP, ECN_CE, OP_CNP, OP_RC_ACK, OP_RC_WRITE_FIRST, OP_RC_WRITE_LAST,
-                             OP_RC_WRITE_MIDDLE, OP_RC_WRITE_ONLY, FlowSpec, FrameTemplate,
-                             RoceInfo, aeth_bytes, build_cnp, mac_str, parse_roce, reth_bytes,
-                             verify_icrc)
+from host.nic.frames import (AETH_LEN, DSCP_CNP, ECN_CE, OP_CNP, OP_RC_ACK, OP_RC_WRITE_FIRST,
+                             OP_RC_WRITE_LAST, OP_RC_WRITE_MIDDLE, OP_RC_WRITE_ONLY, FlowSpec,
+                             FrameTemplate, RoceInfo, aeth_bytes, build_cnp, ip_bytes,
+                             parse_roce, readdress, reth_bytes, verify_icrc)
 from host.nic.native import (D_FIRST_T, D_GAP, D_LAST_T, D_NEXT_AT, D_NOW, D_SLACK, FILL_MAX, S_ACKED,
                              S_ACKREQ_EVERY, S_BASE_VA, S_BC_LEFT, S_HIGH, S_LAST_LEN, S_MSG_BYTES, S_MTU,
                              S_NEXT, S_OUT_ACKREQS, S_OUT_AGAIN, S_OUT_BYTES, S_OUT_LAST_END, S_OUT_MSGS,
@@ -50,6 +50,14 @@ from host.nic.sendsize import check_send_size
 from host.nic.rc import (AETH_ACK, AETH_NAK_PSN_SEQ, AETH_TYPE_ACK, AETH_TYPE_NAK, PSN_HALF,
                          PSN_MASK, QP_RTS, RcParams, Requester, Responder)
 
+MAX_RX_FLOWS_PER_SOURCE = 1024
+"""Flows (QPNs) a receiver keeps from one source address: the testbed gives each pair of
+NICs 64 QPNs (``testbed.traffic.flows.QPNS_PER_PAIR``). Without a bound any host of the
+fabric made a receiver keep a flow (and build its replies) for every QPN it named;
+beyond it a new flow's frames are dropped and counted (``flows_refused``; sec-audit5)."""
+MAX_RX_FLOWS = 65536
+"""Flows a receiver keeps in all (a host that sends from addresses not its own: the
+fabric checks no source address), ~16 times a testbed's largest fabric's flows to one NIC."""
 PACE_SLACK_S = 0.01
 """How far the pacer may fall behind and catch up: a sender woken late (the emulator's
 loop sleeps in ``select``; on a loaded machine a wake-up can be milliseconds late) sends
@@ -88,6 +96,7 @@ class SenderQP:
         if not 0 <= priority < 8:
             raise ValueError("priority must be 0..7")
         self.flow = flow
+        self._peer_ip = ip_bytes(flow.dst_ip)      # the responder: the only source of replies
         self.sqpn = flow.dqpn if sqpn is None else sqpn
         self.message_bytes = message_bytes
         self.mtu = mtu
@@ -449,9 +458,13 @@ class SenderQP:
         return frame, self._last_len if last else self.mtu
 
     def on_frame(self, frame: bytes | RoceInfo, now: float) -> bool:
-        """Handle a CNP, ACK or NAK addressed to this QP; False when it is not for this QP."""
+        """Handle a CNP, ACK or NAK addressed to this QP; False when it is not for this QP:
+        another QPN, or another source than the QP's peer (the flow's destination, whose
+        responder sends every ACK, NAK and CNP of the flow). Before, any host of the fabric
+        that named this QPN was taken: its fatal NAK put the QP in error, its CNPs cut the
+        rate, its NAKs made it resend (sec-audit5)."""
         info = parse_roce(frame) if isinstance(frame, (bytes, bytearray)) else frame
-        if info is None or info.dqpn != self.sqpn:
+        if info is None or info.dqpn != self.sqpn or info.src_ip != self._peer_ip:
             return False
         if info.opcode == OP_CNP:
             self.counters.cnps_received += 1
@@ -528,11 +541,21 @@ class Receiver:
     peer_qpns: dict[int, int] = field(default_factory=dict)
     start_psn: Optional[int] = 0
     on_deliver: Optional[Callable[[RoceInfo], None]] = None
+    max_flows_per_source: int = MAX_RX_FLOWS_PER_SOURCE
+    max_flows: int = MAX_RX_FLOWS
     np: NotificationPoint = field(init=False)
     flows: dict[tuple[bytes, int], _RxFlow] = field(default_factory=dict)
+    flows_refused: int = 0
+    """Data frames of a new flow refused: its source, or the receiver, at its bound."""
+    _per_source: dict[bytes, int] = field(init=False, default_factory=dict)
+    _ack_proto: bytes = field(init=False, default=b"")
+    _cnp_proto: bytes = field(init=False, default=b"")
 
     def __post_init__(self) -> None:
         self.np = NotificationPoint(self.cnp_interval_s)
+        proto = FlowSpec("02:00:00:00:00:01", "02:00:00:00:00:02", "10.0.0.1", "10.0.0.2", 1, 1)
+        self._ack_proto = FrameTemplate.ack(proto).frame(0, ext=aeth_bytes(0, 0))   # readdressed per path
+        self._cnp_proto = build_cnp(proto)
 
     def on_frame(self, frame: bytes, now: float, info: Optional[RoceInfo] = None,
                  icrc_ok: Optional[bool] = None) -> list[bytes]:
@@ -547,6 +570,11 @@ class Receiver:
         key = (info.src_ip, info.dqpn)
         st = self.flows.get(key)
         if st is None:
+            n = self._per_source.get(info.src_ip, 0)
+            if n >= self.max_flows_per_source or len(self.flows) >= self.max_flows:
+                self.flows_refused += 1
+                return []
+            self._per_source[info.src_ip] = n + 1
             st = self.flows[key] = _RxFlow(FlowCounters(""), Responder(self.start_psn),
                                            reply_qpn=self.peer_qpns.get(info.dqpn, info.dqpn))
         if info.sport != st.sport:
@@ -597,13 +625,15 @@ class Receiver:
         return out
 
     def _new_path(self, st: _RxFlow, info: RoceInfo) -> None:
-        back = FlowSpec(mac_str(info.dst_mac), mac_str(info.src_mac), _ip(info.dst_ip),
-                        _ip(info.src_ip), info.sport, st.reply_qpn, dscp=DSCP_CNP)
+        # the replies' frames readdressed from prototypes, without Scapy: ~3 ms a path with
+        # it, which any host of the fabric could make this receiver spend on every frame
+        # (a new QPN or source port each; sec-audit5)
         st.sport = info.sport
-        st.cnp = build_cnp(back)
-        st.ack = FrameTemplate.ack(FlowSpec(back.src_mac, back.dst_mac, back.src_ip,
-                                            back.dst_ip, back.sport, back.dqpn,
-                                            dscp=info.dscp))
+        st.cnp = readdress(self._cnp_proto, info.dst_mac, info.src_mac, info.dst_ip,
+                           info.src_ip, info.sport, st.reply_qpn, DSCP_CNP)
+        st.ack = FrameTemplate(readdress(self._ack_proto, info.dst_mac, info.src_mac, info.dst_ip,
+                                         info.src_ip, info.sport, st.reply_qpn, info.dscp),
+                               AETH_LEN, 0)
         st.counters.flow = f"{_ip(info.src_ip)}:{info.sport}->{_ip(info.dst_ip)} qp {info.dqpn}"
 
     def report(self) -> list[dict[str, object]]:

@@ -758,3 +758,56 @@ def test_run_command_refuses_a_bad_probe_plan_naming_the_field(tmp_path: Any,
     assert main(["run", "--fabric", files[0], "--p4info", files[1], "--config", files[2],
                  "--probe-plan", str(plan)]) == 2
     assert "$.paths[0].sport: -1 is not a UDP port" in capsys.readouterr().err
+
+
+def test_a_hosts_late_move_claim_does_not_freeze_a_restarted_gor() -> None:
+    # sec-audit5: in a restarted registry's first MOVE_CLAIMS_S (10 s) a host's agent may
+    # say its flow moved recently (a move of the predecessor). Host b0s0's own word, 9 s
+    # after the restart, "moved 0 s ago" held every round of GOR (every host's links)
+    # until 9 + move_settle_s and rested the flow until 9 + cooldown_s. A move the
+    # registry did not see was made before it started: the claim is dated at its start.
+    fab = fabric()
+    now = [1.0]
+    reg = AgentRegistry.from_fabric(fab, b"secret", clock=lambda: now[0])   # (re)started at 1.0
+    settings = LoopSettings(period_s=0.05, safety=0.75, top_n=4, one_in_n=100_000, window_s=0.05,
+                            decide_every_s=0.05, cooldown_s=10.0)
+    loop = GorLoop(fab, FakeProgrammer(fab), reg, settings, log=DecisionLog(io.StringIO()))
+    up = port_to(fab, L0, "s0")
+    loop.tick(1.0, samples(fab))
+    f, g = hot_mix(fab, loop, up)
+    host = next(h.name for h in fab.hosts if any(n.ip == f.src for n in h.nics))
+    now[0] = 10.0
+    reg.register(host, "127.0.0.1:1", "i1",
+                 [HostFlow(fid_of(f), f.src, f.dst, f.sport, 7).with_move_age(0.0)])
+    assert reg.flows(host)[0].moved_s_ago == pytest.approx(9.0)      # dated at the start
+    assert reg.claims_clamped == 1
+    rounds = loop.tick(10.0, samples(fab))
+    assert loop.rounds.settling_until_s < 10.0, "a host's claim held GOR's rounds"
+    assert [r.trigger for r in rounds] == [(L0, up)]               # the hot link gets its round
+    assert loop.book.resting(f, 10.5) and not loop.book.resting(f, 11.05)   # rests until 1 + 10 s
+
+
+def test_a_hosts_late_move_report_does_not_freeze_gor() -> None:
+    # sec-audit5: GOR holds every round for move_settle_s after a move its registry learnt
+    # of. A host that accepted an order and held back its report (the registry keeps closed
+    # orders and takes a late report) reported it done 100 s later: every round of GOR,
+    # every host's links, was held again, once per report it had kept. A done report now
+    # dates the move no later than MOVE_REPORT_S (12 s) after its order.
+    fab = fabric()
+    now = [1.0]
+    reg = AgentRegistry.from_fabric(fab, b"secret", clock=lambda: now[0])
+    settings = LoopSettings(period_s=0.05, safety=0.75, top_n=4, one_in_n=100_000, window_s=0.05,
+                            decide_every_s=0.05, cooldown_s=10.0)
+    loop = GorLoop(fab, FakeProgrammer(fab), reg, settings, log=DecisionLog(io.StringIO()))
+    up = port_to(fab, L0, "s0")
+    loop.tick(1.0, samples(fab))
+    f, g = hot_mix(fab, loop, up)
+    host = register(fab, reg, f)
+    order = reg.new_order(fid_of(f), 50001)            # GOR's order at 1.0, never reported …
+    now[0] = 101.0
+    register(fab, reg, f)
+    reg.report(host, order.order_id, fid_of(f), done=True, sport=f.sport)   # … until 101.0
+    assert reg.flows(host)[0].moved_s_ago == pytest.approx(88.0)   # dated at 1.0 + 12 s
+    rounds = loop.tick(101.0, samples(fab))
+    assert loop.rounds.settling_until_s < 101.0, "a host's late report held GOR's rounds"
+    assert [r.trigger for r in rounds] == [(L0, up)]

@@ -41,12 +41,14 @@ from controller.fabric_setup import WRITE_BATCH
 from controller.p4rt import entities as ent
 from controller.p4rt.p4info import P4InfoHelper, load_p4info
 from controller.p4rt.pipeline import set_pipeline_request
-from controller.registry import MAX_FLOWS_PER_HOST, REGISTER_BURST_BYTES, FlowRegistry, serve_registry
+from controller.registry import MAX_FLOWS_PER_HOST, REGISTER_BURST_BYTES, FlowRegistry, RegistryError, serve_registry
 from host.agent import Agent, QPMover, RegistryClient
 from host.nic.bond import BondedIO, LinkMonitor, TxAffinity
-from host.nic.frames import FlowSpec
+from host.nic.frames import (DSCP_CNP, OP_RC_WRITE_ONLY, FlowSpec, FrameTemplate, aeth_bytes, build_cnp,
+                             ip_bytes, parse_roce, readdress, verify_icrc)
 from host.nic.io import DatagramIO
-from host.nic.qp import SenderQP
+from host.nic.qp import MAX_RX_FLOWS_PER_SOURCE, Receiver, SenderQP
+from host.nic.rc import AETH_NAK_PSN_SEQ, AETH_TYPE_NAK
 from p4sim.p4runtime.roleconfig import P4RoleConfig, pack
 from p4sim.p4runtime.server import MAX_READ_ONLY_REQUEST_BYTES, MAX_RECEIVE_BYTES
 from p4sim.p4runtime.streamlimits import READ_ONLY_STREAM_MESSAGE_BYTES, WRITER_STREAM_MESSAGE_BYTES
@@ -223,6 +225,12 @@ AGENT_EXPECTED = {
                                       "destination '198.51.100.7' is not another NIC of the fabric"),
     "host-replays-move-report": ({"FAILED_PRECONDITION"}, "an order is reported once"),
     "host-claims-foreign-nic-port": ({"INVALID_ARGUMENT"}, "NIC port 7: the NIC 10.0.0.1 has ports 0..1"),
+    "host-claims-move-after-restart": ({"DATED_AT_START"}, "dated at the registry's start"),
+    "host-hijacks-agent-address": ({"UNAVAILABLE"}, "b1s0's flows are not silent"),
+    "host-writes-terminal-escapes": ({"ESCAPED"}, "one printable, bounded line"),
+    "host-forges-qp-replies": ({"IGNORED"}, "from its peer 10.1.0.1 only (QP RTS)"),
+    "host-reports-move-late": ({"DATED_BY_ORDER"}, "dated 12 s after its order at the latest"),
+    "host-floods-receiver-flows": ({"BOUNDED"}, "kept 1024 of b1s1's 1500 flows (476 frames refused)"),
 }
 
 
@@ -791,3 +799,86 @@ def test_a_host_cannot_flood_the_registry_with_registrations(pki: FabricPki) -> 
                 metadata=other.metadata(CONTROLLER), timeout=10).registered == 1
     finally:
         server.stop(0).wait()
+
+
+def test_a_host_registers_only_printable_bounded_agent_addresses() -> None:
+    """An agent address is the host's word, and GOR logs it with every failed order to it
+    (sec-audit5): one with terminal escapes, or longer than any socket address, is refused
+    INVALID_ARGUMENT and nothing is stored; a Unix socket path and ip:port are taken."""
+    registry = FlowRegistry(b"secret", {"b0s0": ["10.0.0.1"], "b1s0": ["10.1.0.1"]})
+    flow = HostFlow(flow_id("10.0.0.1", "10.1.0.1", 7), "10.0.0.1", "10.1.0.1", 49152, 7)
+    for address, incarnation in (("unix:/tmp/a.sock\x1b]2;owned\x07", "i1"),
+                                 ("127.0.0.1:1", "i\x1b[2J"), ("unix:/" + "a" * 300, "i1")):
+        with pytest.raises(RegistryError, match="at most 256 printable characters") as exc:
+            registry.register("b0s0", address, incarnation, [flow])
+        assert exc.value.code == grpc.StatusCode.INVALID_ARGUMENT and "\x1b" not in str(exc.value)
+    assert registry.flows() == []
+    assert registry.register("b0s0", "unix:/run/astral/agent-b0s0-10.1.0.1.sock", "0" * 32, [flow]) == 1
+
+
+def test_another_host_cannot_kill_or_slow_a_qp_with_forged_replies() -> None:
+    """A compromised host (b1s1, 10.1.0.2: any host of the fabric, no spoofing) sends
+    host b0s0's sender QP (flow 10.0.0.1 → 10.1.0.1, QPN 7) a fatal NAK, a CNP and a
+    PSN-sequence NAK naming its QPN. The sender takes replies from its peer only (the
+    flow's destination); before (sec-audit5) the fatal NAK put the QP in ERROR (the flow
+    dead), the CNP cut its rate and the NAK made it resend. The same frames from the peer
+    are taken (the check's own control)."""
+    flow = FlowSpec("02:00:00:00:00:01", "02:00:00:00:00:02", "10.0.0.1", "10.1.0.1", 49152, 7)
+
+    def replies(src_ip: str) -> list[bytes]:
+        back = FlowSpec("02:00:00:00:00:02", "02:00:00:00:00:01", src_ip, "10.0.0.1", 49152, 7)
+        ack = FrameTemplate.ack(back)
+        return [build_cnp(back), ack.frame(0, ext=aeth_bytes(AETH_NAK_PSN_SEQ, 0)),
+                ack.frame(0, ext=aeth_bytes((AETH_TYPE_NAK << 5) | 0x02, 0))]   # remote access error
+
+    for src_ip, taken in (("10.1.0.2", False), ("10.1.0.1", True)):
+        qp = SenderQP(flow, message_bytes=4096, mtu=1024, messages=4, rate_limit=False)
+        for t in range(4):
+            assert qp.poll(t * 1e-4) is not None
+        rate = qp.rp.rate_pps
+        assert [qp.on_frame(f, 0.01) for f in replies(src_ip)] == [taken] * 3, src_ip
+        assert (qp.rc.state == "ERROR") is taken, (src_ip, qp.rc.state)
+        assert (qp.counters.cnps_received, qp.counters.naks_received) == ((1, 1) if taken else (0, 0))
+        assert taken or qp.rp.rate_pps == rate
+
+
+def test_another_host_cannot_stall_a_receiver_with_new_flows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Host b1s1 (10.1.0.2, its own address) sends b1s0's receiver one small frame per
+    QPN, 3,000 QPNs, then flips the source port of its flows. Before (sec-audit5) the
+    receiver kept a flow for each and built its ACK and CNP with Scapy for each new QPN
+    or port: ~3 ms a frame (5,000 frames: 16 s of the NIC loop), any host could stall it.
+    Now a source keeps at most MAX_RX_FLOWS_PER_SOURCE flows (the rest dropped, counted)
+    and replies are readdressed from prototypes, Scapy never called on a frame; the
+    replies are the bytes Scapy builds, and a second source's flows are still taken."""
+    from host.nic import qp as qpmod
+    rx = Receiver()
+
+    def flow(src: str, qpn: int, sport: int = 49152, dscp: int = 26) -> FlowSpec:
+        return FlowSpec("02:00:00:00:00:03", "02:00:00:00:00:02", src, "10.1.0.1", sport, qpn, dscp)
+
+    def frame(f: FlowSpec) -> bytes:
+        return FrameTemplate.data(f, OP_RC_WRITE_ONLY, 8).frame(0, ackreq=True, ext=b"\0" * 16)
+
+    first, macs = frame(flow("10.1.0.2", 0x100)), (bytes.fromhex("020000000003"), bytes.fromhex("020000000002"))
+    frames = [readdress(first, *macs, ip_bytes("10.1.0.2"), ip_bytes("10.1.0.1"), 49152, 0x100 + q, 26)
+              for q in range(3000)]                   # Scapy's bytes for each QPN (frames.readdress)
+    back = ("02:00:00:00:00:02", "02:00:00:00:00:03", "10.1.0.1", "10.1.0.2", 49152)
+    expected = {q: (FrameTemplate.ack(FlowSpec(*back, q, 26)), build_cnp(FlowSpec(*back, q, DSCP_CNP)))
+                for q in (0x100, 0x101, 0x4ff)}                  # Scapy's, before it is patched out
+    for name in ("build_cnp", "scapy_frame"):
+        monkeypatch.setattr(qpmod, name, lambda *a, **k: pytest.fail("Scapy on a received frame"),
+                            raising=False)
+    monkeypatch.setattr(qpmod.FrameTemplate, "ack",
+                        classmethod(lambda cls, f: pytest.fail("Scapy on a received frame")))
+    for fr in frames:
+        rx.on_frame(fr, 0.0)
+    assert len(rx.flows) == MAX_RX_FLOWS_PER_SOURCE == 1024 and rx.flows_refused == 3000 - 1024
+    for q, (ack, cnp) in expected.items():
+        st = rx.flows[(ip_bytes("10.1.0.2"), q)]
+        assert st.ack is not None and st.ack.frame(5, ext=aeth_bytes(0x1F, 3)) == ack.frame(5, ext=aeth_bytes(0x1F, 3))
+        assert st.cnp == cnp
+    rx.on_frame(frame(flow("10.1.0.2", 0x100, sport=50000, dscp=10)), 0.1)   # a new path
+    st = rx.flows[(ip_bytes("10.1.0.2"), 0x100)]
+    assert st.sport == 50000 and parse_roce(st.cnp).sport == 50000 and verify_icrc(st.cnp)
+    assert rx.on_frame(frame(flow("10.0.0.1", 0x100)), 0.2) is not None
+    assert (ip_bytes("10.0.0.1"), 0x100) in rx.flows                      # another source: taken
