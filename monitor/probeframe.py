@@ -13,7 +13,8 @@ the RoCE data class (DSCP 26, priority 3) like the traffic it watches, ECN-capab
 port marking CE shows on probes too (the receiver counts CE-marked probes). QP 0xFFFF01
 is far above any QP the NIC emulator allocates and UD SEND is not an opcode it serves:
 ``host.nic`` counts such a frame in ``rx_frames`` (and ``rx_other`` when it runs no
-receiver) and otherwise ignores it.
+receiver) and otherwise ignores it; a sender-only ``host.nic`` never reads it (its kernel
+filter drops RoCE frames for QPs it does not have: ``host.nic.io.qpn_filter``).
 
 >>> t = ProbeTemplate("02:00:00:00:01:00", "06:00:00:00:00:01", "10.0.0.1", "10.1.0.1", 49152)
 >>> fr = t.frame(plan_id=7, path_index=3, seq=5, send_ns=1_000)

@@ -3,6 +3,8 @@
 * :class:`PacketSocket` sends and receives whole Ethernet frames on one interface
   (ETH_P_ALL, non-blocking); it drops the socket's view of our own transmissions
   (``PACKET_OUTGOING``) and the one ENETDOWN a socket bound before link-up returns.
+  A sender-only NIC process has the kernel drop the RoCE frames for other processes' QPs
+  (:meth:`PacketSocket.accept_only_qpns`, a classic BPF filter: :func:`qpn_filter`).
 * :class:`DatagramIO` does the same over any datagram socket, e.g. one end of
   ``socket.socketpair(AF_UNIX, SOCK_DGRAM)`` — an in-process "cable" for tests.
 * :class:`NicPort` ties a port together: received frames go to PFC (PAUSE), to the
@@ -30,11 +32,12 @@ import errno
 import math
 import select
 import socket
+import struct
 import time
 from contextlib import nullcontext
 from typing import Callable, ContextManager, Optional, Protocol, Sequence
 
-from host.nic.frames import OP_CNP, OP_RC_ACK, RoceInfo, parse_roce
+from host.nic.frames import OP_CNP, OP_RC_ACK, ROCE_UDP_PORT, RoceInfo, parse_roce
 from host.nic.mmsg import MmsgReceiver, MmsgSender
 from host.nic.native import (KIND_PFC, KIND_ROCE, R_ACKREQ, R_BECN, R_DQPN, R_DSCP, R_ECN, R_EXT_AT,
                              R_EXT_LEN, R_ICRC_OK, R_KIND, R_L3, R_LEN, R_OFF, R_OPCODE, R_PAYLOAD, R_PSN,
@@ -56,6 +59,10 @@ frame the host's other sockets sent on the interface (the story runs two sender 
 per host: each was handed the other's data frames), each queued, waking its ``select``
 and read only to be dropped as ``PACKET_OUTGOING`` (issue 32, host/nic/README.md, "Own
 transmissions")."""
+SO_ATTACH_FILTER = 26
+"""``setsockopt`` option that gives a socket a classic BPF filter (``linux/filter.h``)."""
+QPN_FILTER_MAX = 200
+"""The most QPs :func:`qpn_filter` lists (a BPF jump reaches 255 instructions)."""
 MAX_FRAME = 65535
 SOCK_BUF_BYTES = 4 << 20
 PFC_ETHERTYPE = b"\x88\x08"
@@ -161,6 +168,57 @@ class DatagramIO:
         self.sock.close()
 
 
+def _bpf(code: int, jt: int, jf: int, k: int) -> bytes:
+    return struct.pack("=HBBI", code, jt, jf, k & 0xFFFFFFFF)
+
+
+def qpn_filter(qpns: Sequence[int]) -> bytes:
+    """A classic BPF program (``struct sock_filter`` array) that drops every IPv4/UDP
+    4791 frame whose BTH destination QP is not one of ``qpns`` and accepts every other
+    frame (PFC, 802.1Q-tagged, non-RoCE: the NIC's Python reads those as before).
+
+    Why (issue 32): the story runs two sender processes on each host interface, and a
+    packet socket is handed every frame the interface receives, so each sender was woken
+    by, read, parsed and dropped (``rx_other``) the other process's ACKs and CNPs: half
+    the frames it read, each ending its native burst for a Python step. A sender-only
+    port (no :class:`~host.nic.qp.Receiver`) uses a RoCE frame only when its destination
+    QP is one of its senders' (:meth:`SenderQP.on_frame`), so the filter drops exactly
+    frames the port would have counted in ``rx_frames``/``rx_other`` and otherwise
+    ignored. A frame too short for a load is dropped too (BPF's rule); the port would
+    have ignored it as well (``parse_roce`` gives None).
+
+    >>> len(qpn_filter([256, 257])) // 8        # 9 instructions, one per QP, 2 returns
+    13
+    >>> qpn_filter(range(QPN_FILTER_MAX + 1))
+    Traceback (most recent call last):
+    ...
+    ValueError: qpn_filter: 201 QPs, at most 200
+    """
+    qpns = sorted(set(int(q) & 0xFFFFFF for q in qpns))
+    if len(qpns) > QPN_FILTER_MAX:
+        raise ValueError(f"qpn_filter: {len(qpns)} QPs, at most {QPN_FILTER_MAX}")
+    n = len(qpns)
+    accept = 10 + n                           # index of the accepting return
+    prog = [
+        _bpf(0x28, 0, 0, 12),                 # ldh [12]          ethertype
+        _bpf(0x15, 0, accept - 2, 0x0800),    # jeq IPv4          else accept
+        _bpf(0x30, 0, 0, 23),                 # ldb [23]          IP protocol
+        _bpf(0x15, 0, accept - 4, 17),        # jeq UDP           else accept
+        _bpf(0xB1, 0, 0, 14),                 # ldxb 4*([14]&0xf) IP header length
+        _bpf(0x48, 0, 0, 16),                 # ldh [x+16]        UDP destination port
+        _bpf(0x15, 0, accept - 7, ROCE_UDP_PORT),  # jeq 4791    else accept
+        _bpf(0x40, 0, 0, 26),                 # ld [x+26]         BTH word 2
+        _bpf(0x54, 0, 0, 0xFFFFFF),           # and 0xffffff      destination QP
+    ]
+    prog += [_bpf(0x15, accept - (len(prog) + i) - 1, 0, q) for i, q in enumerate(qpns)]
+    prog += [_bpf(0x06, 0, 0, 0), _bpf(0x06, 0, 0, 0xFFFFFFFF)]   # ret 0 (drop); ret all
+    return b"".join(prog)
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]     # struct sock_fprog
+
+
 class PacketSocket(DatagramIO):
     """:class:`FrameIO` on a network interface through AF_PACKET (needs CAP_NET_RAW).
 
@@ -187,6 +245,25 @@ class PacketSocket(DatagramIO):
         self.iface = iface
         self.mtu = iface_mtu(iface)
         """The interface's MTU (IPv4 bytes), read once: a sender's frames must fit it."""
+        self.qpns: Optional[tuple[int, ...]] = None
+        """The QPs whose RoCE frames alone the kernel hands this socket (None: all)."""
+        self.filter_reason = ""
+
+    def accept_only_qpns(self, qpns: Sequence[int]) -> bool:
+        """Have the kernel drop the RoCE frames addressed to any QP but ``qpns``
+        (:func:`qpn_filter`; a sender-only port's, see ``NicPort``); replaces an earlier
+        filter. False, and nothing filtered, where the kernel refuses it
+        (:attr:`filter_reason` says why)."""
+        prog = qpn_filter(qpns)
+        buf = ctypes.create_string_buffer(prog, len(prog))
+        fprog = _SockFprog(len(prog) // 8, ctypes.addressof(buf))
+        try:
+            self.sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, bytes(fprog))
+        except OSError as exc:
+            self.filter_reason = f"SO_ATTACH_FILTER: {exc.strerror or exc}"
+            return False
+        self.qpns = tuple(sorted(set(qpns)))
+        return True
 
     def recv(self) -> Optional[bytes]:
         for _ in range(RECV_SKIP_LIMIT):
@@ -259,6 +336,10 @@ class NicPort:
     the link has ``recv_many``/``send_many``. ``batch_io=False`` is the per-frame path
     (one system call and one :meth:`SenderQP.poll` per frame); both give the same frames
     in the same order and the same counters (``tests/host/test_nic_batch.py``).
+
+    A port with senders and no receiver over a :class:`PacketSocket` has the kernel drop
+    the RoCE frames addressed to other QPs (:func:`qpn_filter`): its host's other NIC
+    process's ACKs and CNPs no longer wake it; ``rx_frames``/``rx_other`` do not count them.
 
     ``native`` (the CLI's default): the per-frame work runs in C (:mod:`host.nic.native`:
     frames made, sent, received, checked and simply accepted there, and, with no tick,
@@ -340,6 +421,9 @@ class NicPort:
             check_fits_link(qp.mtu, iface, l3_mtu)
         qp.pfc = self.pfc
         self.senders.append(qp)
+        only = getattr(self.io, "accept_only_qpns", None)
+        if only is not None and self.receiver is None and len(self.senders) <= QPN_FILTER_MAX:
+            only([s.sqpn for s in self.senders])      # the other QPs' ACKs/CNPs: not ours
         if self._ntx is not None:
             big = self._oversized([qp])
             if big:
