@@ -9,13 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import grpc
 import pytest
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from controller.p4rt.tls import ClientTls, open_channel
+from controller.p4rt.tls import ClientTls
 from labs.labkit import LABS_DIR
 from labs.labkit.switch import TLS_ENV, LabSwitch, tls_by_default
+from p4rt_refusal import refused
 from testbed.pki import FabricPki
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,24 +31,11 @@ def test_plaintext_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not LabSwitch(LAB / "solution" / "ecmp.p4", lab="99-tls", ports=[1], tls=False).tls
 
 
-REFUSED_RPC_TIMEOUT_S = 30.0
-"""Bound on the probe RPC; a refused handshake answers UNAVAILABLE in milliseconds."""
-
-
 def _refused(addr: str, tls: "ClientTls | None") -> bool:
-    """True when the switch at ``addr`` refuses a P4Runtime client with ``tls`` (None:
-    plaintext): a Capabilities RPC on a channel with those credentials (the controller's
-    own ``open_channel``), not waiting for the channel to be ready, fails with UNAVAILABLE
-    once the handshake is refused. Before, a SwitchConnection waited out a 3 s timeout for
-    each refusal (about 9 s of the test) and any timeout or error counted; now only the
-    refusal does: an answer, or a channel still connecting at the bound, is not one."""
-    with open_channel(addr, tls) as channel:
-        try:
-            p4runtime_pb2_grpc.P4RuntimeStub(channel).Capabilities(
-                p4runtime_pb2.CapabilitiesRequest(), timeout=REFUSED_RPC_TIMEOUT_S)
-        except grpc.RpcError as exc:
-            return exc.code() == grpc.StatusCode.UNAVAILABLE
-    return False
+    """True when the lab switch at ``addr`` refuses a P4Runtime client with ``tls``
+    (:func:`p4rt_refusal.refused`: UNAVAILABLE to a Capabilities RPC, in milliseconds;
+    before, a SwitchConnection waited out 3 s per refusal, about 9 s of the test)."""
+    return refused(addr, tls)
 
 
 @needs_root
