@@ -9,13 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import grpc
 import pytest
 
-from controller.p4rt import SwitchConnection
 from controller.p4rt.tls import ClientTls
 from labs.labkit import LABS_DIR
 from labs.labkit.switch import TLS_ENV, LabSwitch, tls_by_default
+from p4rt_refusal import refused
 from testbed.pki import FabricPki
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,12 +32,10 @@ def test_plaintext_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _refused(addr: str, tls: "ClientTls | None") -> bool:
-    """True when a P4Runtime client with ``tls`` cannot connect to ``addr``."""
-    try:
-        SwitchConnection(addr, device_id=0, election_id=(0, 2), timeout_s=3, tls=tls).close()
-    except (grpc.FutureTimeoutError, grpc.RpcError):
-        return True
-    return False
+    """True when the lab switch at ``addr`` refuses a P4Runtime client with ``tls``
+    (:func:`p4rt_refusal.refused`: UNAVAILABLE to a Capabilities RPC, in milliseconds;
+    before, a SwitchConnection waited out 3 s per refusal, about 9 s of the test)."""
+    return refused(addr, tls)
 
 
 @needs_root

@@ -7,8 +7,6 @@ names exactly that route and nothing else. The coverage pass alone (32 paths) na
 of the 24 (i29-scen: a core's route was named as the far spine's)."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from monitor.evidence import Evidence, PathStats
@@ -16,19 +14,17 @@ from monitor.linkrules import blackhole_rule
 from monitor.localiser import Localiser
 from monitor.pathview import LocaliserConfig, PathView
 from monitor.probeplan import ProbePlan
-from monitor.probes import coverage_gaps, held_routes, plan_probes, tier_fabric_links
+from monitor.probes import coverage_gaps, held_routes, tier_fabric_links
 from monitor.tomography import estimate
-from topo.model import build_fabric
-from topo.spec import load_spec
+from pod2plans import pod2_fabric, pod2_plan
 
-SPEC = Path(__file__).resolve().parents[2] / "topo" / "specs" / "pod2-dualport.yaml"
-FABRIC = build_fabric(load_spec(SPEC))
+FABRIC = pod2_fabric()
 CFG = LocaliserConfig()
 
 
 @pytest.fixture(scope="module")
 def plans() -> tuple[ProbePlan, ProbePlan]:
-    return plan_probes(FABRIC), plan_probes(FABRIC, tell_routes=False)
+    return pod2_plan(), pod2_plan(tell_routes=False)     # built once per process (pod2plans)
 
 
 def named(plan: ProbePlan, switch: str, prefix: str) -> list[str]:

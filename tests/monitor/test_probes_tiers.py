@@ -14,7 +14,6 @@ dead NIC port and a dead ToR.
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Callable, Sequence
 
 import pytest
@@ -23,22 +22,20 @@ from controller.fabric.tiers import TierModel
 from monitor.evidence import Evidence, LinkDir, PathStats, ProbePath
 from monitor.localiser import Localiser
 from monitor.probeplan import load_plan_text
-from monitor.probes import coverage_gaps, plan_probes, tier_fabric_links, tier_links
+from monitor.probes import coverage_gaps, tier_fabric_links, tier_links
 from p4src.hashmodel import FabricHashModel, port_to_member_table, route_group
-from topo.model import Fabric, NicInfo, build_fabric
-from topo.spec import load_spec
-
-REPO = Path(__file__).resolve().parents[2]
+from pod2plans import pod2_fabric, pod2_plan
+from topo.model import Fabric, NicInfo
 
 
 @pytest.fixture(scope="module")
 def fab() -> Fabric:
-    return build_fabric(load_spec(REPO / "topo" / "specs" / "pod2-dualport.yaml"))
+    return pod2_fabric()                     # topo/specs/pod2-dualport.yaml, shared (pod2plans)
 
 
 @pytest.fixture(scope="module")
 def plan(fab: Fabric):
-    return plan_probes(fab)
+    return pod2_plan()                       # plan_probes(fab), built once per process
 
 
 def _published(fab: Fabric) -> FabricHashModel:
@@ -85,7 +82,7 @@ def test_every_link_of_three_tiers_and_both_nic_ports_is_watched(fab: Fabric, pl
     assert len(nic_ports) == 16 and len(links) == 2 * len(nic_ports) + switch_links == 96
     assert {l.src for l in links} >= {"s0", "c0.0", "c1.1", "p1.s1", "b0s0-eth0p1"}
     assert coverage_gaps(plan.paths, links) == [] and plan.uncovered == {}
-    cover = plan_probes(fab, tell_routes=False)           # the coverage pass alone
+    cover = pod2_plan(tell_routes=False)                  # the coverage pass alone
     assert len(cover.paths) == 2 * len(links) // 6       # 6-link paths: the lower bound
     assert coverage_gaps(cover.paths, links) == []
     key = lambda p: (p.src_nic, p.dst_nic, p.sport, p.links)   # noqa: E731

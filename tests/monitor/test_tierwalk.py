@@ -16,20 +16,18 @@ import pytest
 
 from controller.fabric.tiers import TierModel, tier_hash_model
 from monitor.ecmpstate import EcmpState, live_hash_model, pins_of, programmed_states, repredict
-from monitor.probes import plan_probes, predict_tier_path, tier_probe_path
+from monitor.probes import predict_tier_path, tier_probe_path
 from monitor.service import Monitor, MonitorOptions
-from topo.model import build_fabric
+from pod2plans import pod2_fabric, pod2_plan
 from topo.routes import Route, fabric_routes
-from topo.spec import load_spec
 
-SPEC = Path(__file__).resolve().parents[2] / "topo" / "specs" / "pod2-dualport.yaml"
-FABRIC = build_fabric(load_spec(SPEC))
+FABRIC = pod2_fabric()
 TIERS = TierModel.of(FABRIC)
 ROUTES = fabric_routes(FABRIC)
 STATES = programmed_states(FABRIC)
 NICS = [n for h in FABRIC.hosts for n in h.nics]
 SPORTS = [49152 + (i * 2654435761) % (1 << 14) for i in range(24)]   # the planner's stride
-PLAN = plan_probes(FABRIC)
+PLAN = pod2_plan()                          # plan_probes(FABRIC), built once per process
 
 
 def walks(model: object, pins: object = None) -> dict[tuple[str, str, int], object]:
