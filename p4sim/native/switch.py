@@ -419,18 +419,7 @@ class NativeSwitch:
                 if masks is None or type(e.action) is not ActionCall:
                     self._entry_words(i, t, e, slot, words)
                     continue
-                # _entry_words of an all-exact entry with a direct action, written out
-                a = e.action
-                got = self._call_words.get(id(a))
-                if got is None or got[0] is not a:
-                    got = self._cache_call_words(a)
-                words += (0, slot)
-                words += got[1]
-                words += (e.priority & M64, e.handle, 0)
-                words += masks
-                for m in e.matches:
-                    v = m.value & MASK128
-                    words += (v & M64, v >> 64)
+                self._exact_call_words(e, slot, masks, words)
             buf = array("Q", words)
             lib.p4n_table_put(sw, i, len(new) + len(moved), (ctypes.c_uint64 * len(buf)).from_buffer(buf))
         if default:
@@ -447,7 +436,6 @@ class NativeSwitch:
         slots, slot_of, free = self._entries[i], self._slot_of[i], self._free[i]
         masks = tuple(self._exact_masks[i] or ())
         single = len(masks) == 2
-        call_words = self._call_words
         words: list[int] = []
         # id(call) -> the slot of this copy's first entry with it: the entries after it with
         # the same call are sent as ``2 slot src prio handle values`` (C copies the action and
@@ -478,23 +466,27 @@ class NativeSwitch:
                         words += (v & M64, v >> 64)
                 continue
             first[id(a)] = slot
-            got = call_words.get(id(a))
-            if got is None or got[0] is not a:
-                got = self._cache_call_words(a)
-            words += (0, slot)
-            words += got[1]
-            if single:
-                v = e.matches[0].value & MASK128
-                words += (e.priority & M64, e.handle, 0, masks[0], masks[1], v & M64, v >> 64)
-            else:
-                words += (e.priority & M64, e.handle, 0)
-                words += masks
-                for m in e.matches:
-                    v = m.value & MASK128
-                    words += (v & M64, v >> 64)
+            self._exact_call_words(e, slot, masks, words)
         buf = array("Q", words)
         self._lib.p4n_table_put(self._sw, i, len(changes), (ctypes.c_uint64 * len(buf)).from_buffer(buf))
         self._lib.p4n_table_commit(self._sw, i)
+
+    def _exact_call_words(self, e: Any, slot: int, masks: Sequence[int], words: list[int]) -> None:
+        """Append ``e``'s op 0 record to ``words``: :meth:`_entry_words` of an entry of an
+        all-exact table whose action is a direct :class:`ActionCall`, written out (the
+        call's words from :meth:`_cache_call_words`, then priority, handle, ``masks`` and
+        each key's value as two 64-bit words)."""
+        a = e.action
+        got = self._call_words.get(id(a))
+        if got is None or got[0] is not a:
+            got = self._cache_call_words(a)
+        words += (0, slot)
+        words += got[1]
+        words += (e.priority & M64, e.handle, 0)
+        words += masks
+        for m in e.matches:
+            v = m.value & MASK128
+            words += (v & M64, v >> 64)
 
     def _cache_call_words(self, a: ActionCall) -> tuple[ActionCall, tuple[int, ...]]:
         """``_action_words(a, op, slot, ...)`` less its first two words, remembered by the
