@@ -190,6 +190,30 @@ def register(fab: Fabric, reg: FlowRegistry, f: FlowKey) -> str:
     return host
 
 
+def registry_loop(start_s: float) -> SimpleNamespace:
+    """A GOR loop with a 10 s cooldown on an agent registry whose clock is ``now[0]``
+    (``start_s`` at first: the registry's start), ticked once at 1.0 s, with s0's uplink
+    ``up`` hot and its flow mix ``f`` (30 %) and ``g`` (70 %) sampled: where the restart
+    and registry tests begin.
+
+    >>> t = registry_loop(1.05)
+    >>> t.now[0], t.f != t.g
+    (1.05, True)
+    """
+    fab = fabric()
+    now = [start_s]
+    reg = AgentRegistry.from_fabric(fab, b"secret", clock=lambda: now[0])
+    buf = io.StringIO()
+    settings = LoopSettings(period_s=0.05, safety=0.75, top_n=4, one_in_n=100_000, window_s=0.05,
+                            decide_every_s=0.05, cooldown_s=10.0)
+    loop = GorLoop(fab, FakeProgrammer(fab), reg, settings, log=DecisionLog(buf))
+    up = port_to(fab, L0, "s0")
+    loop.tick(1.0, samples(fab))
+    f, g = hot_mix(fab, loop, up)
+    return SimpleNamespace(fab=fab, now=now, reg=reg, buf=buf, settings=settings, loop=loop,
+                           up=up, f=f, g=g)
+
+
 def test_alarm_sampling_digests_decision_move_confirmed_by_counters() -> None:
     fab, loop, prog, reg, buf, metrics = make()
     up = port_to(fab, L0, "s0")
@@ -237,16 +261,8 @@ def test_a_flow_its_agent_says_was_moved_recently_rests_after_a_gor_restart(
         moved_s_ago: Optional[float]) -> None:
     # A new GOR (empty memory) sees the flow registered with the age of the move its
     # predecessor ordered: it is left alone for the rest of the cooldown, not moved again.
-    fab = fabric()
-    now = [1.05]
-    reg = AgentRegistry.from_fabric(fab, b"secret", clock=lambda: now[0])
-    buf = io.StringIO()
-    loop = GorLoop(fab, FakeProgrammer(fab), reg,
-                   LoopSettings(period_s=0.05, safety=0.75, top_n=4, one_in_n=100_000, window_s=0.05,
-                                decide_every_s=0.05, cooldown_s=10.0), log=DecisionLog(buf))
-    up = port_to(fab, L0, "s0")
-    loop.tick(1.0, samples(fab))
-    f, g = hot_mix(fab, loop, up)
+    t = registry_loop(1.05)
+    fab, now, reg, buf, loop, up, f, g = t.fab, t.now, t.reg, t.buf, t.loop, t.up, t.f, t.g
     host = next(h.name for h in fab.hosts if any(n.ip == f.src for n in h.nics))
     reg.register(host, "127.0.0.1:1", "i1",
                  [HostFlow(fid_of(f), f.src, f.dst, f.sport, 7).with_move_age(moved_s_ago)])
@@ -274,16 +290,8 @@ def test_a_predecessors_move_still_settling_holds_every_round_after_a_gor_restar
     # once on loads that did not show them yet, and piled a third flow onto the uplink
     # they had gone to (87.5 %). A move younger than move_settle_s holds every round
     # until it has settled, as a move of GOR's own in flight does.
-    fab = fabric()
-    now = [1.05]
-    reg = AgentRegistry.from_fabric(fab, b"secret", clock=lambda: now[0])
-    buf = io.StringIO()
-    settings = LoopSettings(period_s=0.05, safety=0.75, top_n=4, one_in_n=100_000, window_s=0.05,
-                            decide_every_s=0.05, cooldown_s=10.0)
-    loop = GorLoop(fab, FakeProgrammer(fab), reg, settings, log=DecisionLog(buf))
-    up = port_to(fab, L0, "s0")
-    loop.tick(1.0, samples(fab))
-    f, g = hot_mix(fab, loop, up)
+    t = registry_loop(1.05)
+    fab, now, reg, settings, loop, up, f, g = t.fab, t.now, t.reg, t.settings, t.loop, t.up, t.f, t.g
     host = next(h.name for h in fab.hosts if any(n.ip == f.src for n in h.nics))
     reg.register(host, "127.0.0.1:1", "i1",
                  [HostFlow(fid_of(f), f.src, f.dst, f.sport, 7).with_move_age(0.05)])
@@ -766,15 +774,8 @@ def test_a_hosts_late_move_claim_does_not_freeze_a_restarted_gor() -> None:
     # after the restart, "moved 0 s ago" held every round of GOR (every host's links)
     # until 9 + move_settle_s and rested the flow until 9 + cooldown_s. A move the
     # registry did not see was made before it started: the claim is dated at its start.
-    fab = fabric()
-    now = [1.0]
-    reg = AgentRegistry.from_fabric(fab, b"secret", clock=lambda: now[0])   # (re)started at 1.0
-    settings = LoopSettings(period_s=0.05, safety=0.75, top_n=4, one_in_n=100_000, window_s=0.05,
-                            decide_every_s=0.05, cooldown_s=10.0)
-    loop = GorLoop(fab, FakeProgrammer(fab), reg, settings, log=DecisionLog(io.StringIO()))
-    up = port_to(fab, L0, "s0")
-    loop.tick(1.0, samples(fab))
-    f, g = hot_mix(fab, loop, up)
+    t = registry_loop(1.0)                                   # the registry (re)started at 1.0
+    fab, now, reg, loop, up, f = t.fab, t.now, t.reg, t.loop, t.up, t.f
     host = next(h.name for h in fab.hosts if any(n.ip == f.src for n in h.nics))
     now[0] = 10.0
     reg.register(host, "127.0.0.1:1", "i1",
@@ -793,15 +794,8 @@ def test_a_hosts_late_move_report_does_not_freeze_gor() -> None:
     # orders and takes a late report) reported it done 100 s later: every round of GOR,
     # every host's links, was held again, once per report it had kept. A done report now
     # dates the move no later than MOVE_REPORT_S (12 s) after its order.
-    fab = fabric()
-    now = [1.0]
-    reg = AgentRegistry.from_fabric(fab, b"secret", clock=lambda: now[0])
-    settings = LoopSettings(period_s=0.05, safety=0.75, top_n=4, one_in_n=100_000, window_s=0.05,
-                            decide_every_s=0.05, cooldown_s=10.0)
-    loop = GorLoop(fab, FakeProgrammer(fab), reg, settings, log=DecisionLog(io.StringIO()))
-    up = port_to(fab, L0, "s0")
-    loop.tick(1.0, samples(fab))
-    f, g = hot_mix(fab, loop, up)
+    t = registry_loop(1.0)                                   # the registry (re)started at 1.0
+    fab, now, reg, loop, up, f = t.fab, t.now, t.reg, t.loop, t.up, t.f
     host = register(fab, reg, f)
     order = reg.new_order(fid_of(f), 50001)            # GOR's order at 1.0, never reported …
     now[0] = 101.0
