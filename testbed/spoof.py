@@ -18,7 +18,7 @@ every spoofed frame (sec-audit5, b1s1 → b1s0 with b0s0's source: 40 of 40 fram
 Example (root, a testbed up)::
 
     >>> counts = spoof_frames(shells, fabric, "b1s1", "b0s0", "b1s0")    # doctest: +SKIP
-    >>> counts.spoofed_seen, counts.own_seen
+    >>> counts.spoofed_seen, counts.own_seen                                # doctest: +SKIP
     (0, 20)
 """
 from __future__ import annotations

@@ -37,6 +37,9 @@ sends from both of its ports with its one address: the guard must let both throu
 
 
 def _value(v: object) -> int:
+    """A plan value as an int: a MAC ``02:00:…``, an IPv4 address ``10.0.0.1``, a number."""
+    if isinstance(v, str) and v.count(".") == 3:
+        return int(ipaddress.IPv4Address(v))
     return int(v.replace(":", ""), 16) if isinstance(v, str) else int(v)  # type: ignore[arg-type]
 
 
