@@ -25,10 +25,11 @@ from monitor.switch_exporter import SwitchReader, targets_from_record
 from testbed.attacks import SPOOF_ATTACKER, SPOOF_RECEIVER, SPOOF_VICTIM, live_fabric_attacks
 from testbed.pki import FabricPki
 from testbed.spoof import SPOOF_FRAMES, host_shells, spoof_frames
-from testbed.traffic import LiveTestbed, testbed_unavailable
-from testbed.traffic import testbed_up as _up          # a test_* name: not pytest's to collect
+from testbed.traffic import LiveTestbed
+from testbed.traffic import testbed_unavailable as _why   # test* names: not pytest's to collect
+from testbed.traffic import testbed_up as _up
 
-WHY = testbed_unavailable()
+WHY = _why()
 pytestmark = pytest.mark.skipif(WHY is not None, reason=WHY or "")
 GUARD_METRIC = "astral_switch_port_source_guard_drops"
 
