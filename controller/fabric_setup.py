@@ -93,7 +93,9 @@ class FabricProgrammer:
     ``timeout_s`` is each connection's RPC timeout. ``tls``: connect over TLS with these
     credentials (the switches run with ``--grpc-server-ssl``), each switch being
     required to present a certificate naming it (:meth:`ClientTls.for_server`); None:
-    plaintext. Connections live until :meth:`close`
+    plaintext. ``source_guard`` (default on): the leaves' host ports accept only their
+    NICs' IPv4 sources (:mod:`controller.fabric.sourceguard`; restarts and GOR's recovery
+    re-install it with the rest of the plan). Connections live until :meth:`close`
     (also a context manager). Switch-parallel steps run in a thread pool.
     """
 
@@ -101,13 +103,16 @@ class FabricProgrammer:
                  device_config_path: Union[str, Path], *,
                  ecn: Optional[EcnConfig] = EcnConfig(), pfc: Optional[PfcConfig] = PfcConfig(),
                  thresholds: Optional[DynamicThresholds] = None,
-                 timeout_s: float = 30.0, tls: Optional[ClientTls] = None) -> None:
+                 timeout_s: float = 30.0, tls: Optional[ClientTls] = None,
+                 source_guard: bool = True) -> None:
         self.fabric = fabric
+        self.source_guard = source_guard
         self.tls = tls
         self.p4info_path, self.device_config_path = Path(p4info_path), Path(device_config_path)
         self.timeout_s = timeout_s
         self.ecn, self.pfc, self.thresholds = ecn, pfc, thresholds
-        self.plans: dict[str, SwitchPlan] = plan_fabric(fabric, ecn, pfc, thresholds=thresholds)
+        self.plans: dict[str, SwitchPlan] = plan_fabric(fabric, ecn, pfc, thresholds=thresholds,
+                                                        source_guard=source_guard)
         self.connections: dict[str, SwitchConnection] = {}
         self.cookie = int.from_bytes(os.urandom(7), "big") or 1
         """Pipeline cookie of :meth:`push_pipelines`: a switch answering another one (or
@@ -227,7 +232,8 @@ class FabricProgrammer:
         >>> fp.apply_thresholds(DEFAULT_DYNAMIC)                     # doctest: +SKIP
         {'b0r0l0': 14, ...}
         """
-        new = plan_fabric(self.fabric, self.ecn, self.pfc, thresholds=thresholds)
+        new = plan_fabric(self.fabric, self.ecn, self.pfc, thresholds=thresholds,
+                          source_guard=self.source_guard)
 
         def write(sw: SwitchLike) -> int:
             written = _write_ops(self.connection(sw),

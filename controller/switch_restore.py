@@ -15,9 +15,9 @@ its mastership. :func:`restore_switch` does, for one switch of a
    someone else);
 3. an empty switch gets the pipeline (with the programmer's cookie) and its whole plan
    (:func:`plan_updates`: switch id and hash seed, algorithm, next hops, routes, ECMP
-   groups, DSCP→priority, port MACs, ECN and PFC thresholds, clone sessions) — each ECMP
-   group with the live members given in ``live_groups`` (group id → egress ports in member
-   order): a link GOR took down stays out of the group, as in
+   groups, the source guard, DSCP→priority, port MACs, ECN and PFC thresholds, clone
+   sessions) — each ECMP group with the live members given in ``live_groups`` (group id →
+   egress ports in member order): a link GOR took down stays out of the group, as in
    :mod:`controller.gor.faults`.
 
 GOR's own entries (overrides, sampling) are not part of the plan: the loop re-installs

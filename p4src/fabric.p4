@@ -21,6 +21,7 @@
 #include "include/control/switch_info.p4"
 #include "include/control/packetio.p4"
 #include "include/control/arp.p4"
+#include "include/control/source_guard.p4"
 #include "include/control/qos.p4"
 #include "include/control/override.p4"
 #include "include/control/forwarding.p4"
@@ -38,6 +39,7 @@ control FabricIngress(inout headers_t hdr, inout fabric_metadata_t meta,
     SwitchInfo() switch_info;
     PacketIoIngress() packetio;
     Arp() arp;
+    SourceGuard() source_guard;
     Qos() qos;
     Override() override;
     Forwarding() forwarding;
@@ -61,11 +63,15 @@ control FabricIngress(inout headers_t hdr, inout fabric_metadata_t meta,
                 if (hdr.arp.isValid()) {
                     arp.apply(hdr, meta, standard_metadata);
                 } else if (hdr.ipv4.isValid()) {
-                    qos.apply(hdr, meta, standard_metadata);
-                    override.apply(hdr, meta);
-                    forwarding.apply(hdr, meta, standard_metadata);
-                    ecmp.apply(hdr, meta, standard_metadata);
-                    nexthops.apply(hdr, meta, standard_metadata);
+                    /* a spoofed source on a guarded host port: dropped before the rest */
+                    source_guard.apply(hdr, meta, standard_metadata);
+                    if (meta.dropped == 0) {
+                        qos.apply(hdr, meta, standard_metadata);
+                        override.apply(hdr, meta);
+                        forwarding.apply(hdr, meta, standard_metadata);
+                        ecmp.apply(hdr, meta, standard_metadata);
+                        nexthops.apply(hdr, meta, standard_metadata);
+                    }
                 } else if (!hdr.pfc.isValid()) {
                     mark_to_drop(standard_metadata);    /* unknown EtherType */
                 }

@@ -61,6 +61,7 @@ from host.nic.rc import AETH_NAK_PSN_SEQ
 from process import stop_process
 from testbed.pki import FabricPki
 from testbed.ports import free_port
+from testbed.spoof import spoof_frames
 from testbed.targets import SwitchLaunch
 from testbed.tls import CONTROLLER, MONITOR, controller_tls, p4rt_client_tls, policy_path
 
@@ -766,6 +767,31 @@ def live_nic_attacks(nic: LiveNic, party: str) -> list[tuple[str, str, str]]:
     return out
 
 
+SPOOF_ATTACKER, SPOOF_VICTIM, SPOOF_RECEIVER = "b1s1", "b0s0", "b1s0"
+"""The spoofing row's hosts on the default fabric: b1s1 sends to b1s0 (its leaf
+neighbour) with b0s0's address, as sec-audit5 measured it live."""
+
+
+def live_fabric_attacks(shells: dict[str, int], fabric: Any, pki: Optional[FabricPki] = None,
+                        attacker: str = SPOOF_ATTACKER, victim: str = SPOOF_VICTIM,
+                        receiver: str = SPOOF_RECEIVER) -> list[Outcome]:
+    """The data-plane rows of the matrix, on a running testbed (root; ``shells``: host →
+    its shell's PID, :func:`testbed.spoof.host_shells`). ``host-spoofs-source-address``:
+    ``attacker`` (a testbed host; with ``pki``, its certificate must be one the hosts'
+    CA issued) sends frames with ``victim``'s source to ``receiver``
+    (:func:`testbed.spoof.spoof_frames`). Refused (``DROPPED``) when none of them was
+    delivered; the state is kept when every frame with its own source was (the guard
+    leaves legitimate traffic alone)."""
+    if pki is not None and _kind(pki, attacker) != "host":
+        raise ValueError(f"{attacker}: no host certificate in {pki.root}")
+    got = spoof_frames(shells, fabric, attacker, victim, receiver)
+    return [Outcome("host-spoofs-source-address",
+                    "a host cannot send with another host's IPv4 source (the leaf's source guard)",
+                    got.spoofed_seen == 0 and got.own_seen == got.frames,
+                    "DROPPED" if got.spoofed_seen == 0 else "OK", got.delivered(),
+                    got.own_seen == got.frames)]
+
+
 def run_attack(v: Victim, attack: Attack) -> Outcome:
     """Run one attack against the victim; restores the victim's state afterwards."""
     before = v.snapshot()
@@ -1326,7 +1352,8 @@ def iter_table(outcomes: Sequence[Outcome]) -> Iterator[str]:
         yield f"| {o.attack} | {'yes' if o.refused else '**no**'} | {o.code} | {o.detail[:160]} |"
 
 
-__all__ = ["smartnic_attacks", "LiveNic", "live_nic_attacks", "LIVE_STREAMS", "AgentAttack", "AgentFabric", "RecordingMover", "agent_attacks", "run_agent_attack",
+__all__ = ["smartnic_attacks", "LiveNic", "live_nic_attacks", "LIVE_STREAMS", "live_fabric_attacks",
+           "SPOOF_ATTACKER", "SPOOF_RECEIVER", "SPOOF_VICTIM", "AgentAttack", "AgentFabric", "RecordingMover", "agent_attacks", "run_agent_attack",
            "run_agent_attacks", "READY_TIMEOUT_S", "started_switch", "Attack", "AttackFailed", "AttackStream", "CONTROLLER_ELECTION_ID", "COOKIE", "Outcome",
            "IdleStream", "STALLED_READS", "STARVATION_STREAMS", "Victim", "controller_read_ms", "default_attackers",
            "denied_fraction", "iter_table", "open_streams", "p4rt_attacks", "run_attack",

@@ -9,6 +9,7 @@ One concern per module:
 * ``qos`` — DSCP → priority, :class:`EcnConfig`, :class:`PfcConfig` and their entries;
 * ``ecmp`` — :func:`ecmp_groups` (the one rule);
 * ``detours`` — the leaves' detours and :func:`fabric_hash_model` (groups and detours);
+* ``sourceguard`` — the IPv4 source guard of the leaves' host ports (allowed sources);
 * ``plan`` — :class:`SwitchPlan`, :func:`switch_id_of`, :func:`plan_fabric`.
 
 Example::
@@ -27,13 +28,17 @@ from controller.fabric.plan import (CPU_CLONE_SESSION, CPU_PORT, FABRIC_PREFIX,
                                     PFC_CLONE_SESSION_BASE, ROLE_CODES, SwitchPlan,
                                     plan_fabric, switch_id_of)
 from controller.fabric.qos import DSCP_TO_PRIORITY, EcnConfig, PfcConfig
+from controller.fabric.sourceguard import (GUARD_DROPS_COUNTER, T_GUARD_PORTS, T_GUARD_SOURCES,
+                                           allowed_sources)
 from controller.fabric.topology import FabricLike, HostLike, NicLike, PortLike, SwitchLike
 
 __all__ = [
     "CPU_CLONE_SESSION", "CPU_PORT", "DEFAULT_ALGORITHMS", "DSCP_TO_PRIORITY", "EcmpGroup",
-    "EcnConfig", "Entry", "FABRIC_PREFIX", "FabricLike", "HostLike", "LEAF_UPLINK_GROUP",
+    "EcnConfig", "Entry", "FABRIC_PREFIX", "FabricLike", "GUARD_DROPS_COUNTER", "HostLike",
+    "LEAF_UPLINK_GROUP",
     "NicLike", "PFC_CLONE_SESSION_BASE", "PfcConfig", "PortLike", "ROLE_CODES", "SwitchLike",
-    "SwitchPlan", "T_ALGORITHM", "T_ARP", "T_ECN", "T_GROUPS", "T_MEMBERS", "T_NEXTHOPS",
-    "T_PFC", "T_PORT_MACS", "T_QOS", "T_ROUTES", "T_SWITCH", "ecmp_groups",
-    "fabric_hash_model", "plan_fabric", "switch_id_of",
+    "SwitchPlan", "T_ALGORITHM", "T_ARP", "T_ECN", "T_GROUPS", "T_GUARD_PORTS",
+    "T_GUARD_SOURCES", "T_MEMBERS", "T_NEXTHOPS", "T_PFC", "T_PORT_MACS", "T_QOS", "T_ROUTES",
+    "T_SWITCH", "allowed_sources", "ecmp_groups", "fabric_hash_model", "plan_fabric",
+    "switch_id_of",
 ]

@@ -49,6 +49,11 @@ What is planned on every switch (names of ``p4src/README.md``):
 * ``FabricEgress.alarms.config`` and ``FabricIngress.elephants.config``: every port
   whose peer is a switch → ``AlarmLevels`` / ``ElephantConfig`` of :mod:`p4src.alarmmodel`
   (defaults in :mod:`controller.fabric.monitoring`); ``None`` turns either off.
+* ``FabricIngress.source_guard.ports`` / ``.sources`` (leaves; ``source_guard=True``, the
+  default): every port whose peer is not a switch is guarded, and on it only the
+  addresses of the NICs cabled there are allowed as IPv4 sources (a dual-port NIC's on
+  both of its ports): :mod:`controller.fabric.sourceguard`. ``source_guard=False`` writes
+  none (the switch then forwards any source, as before the guard).
 * Clone sessions ``100 + p`` → port ``p`` for every port, and ``255`` → the CPU port.
 
 Example::
@@ -74,6 +79,7 @@ from controller.fabric.monitoring import (DEFAULT_ALARM_LEVELS, DEFAULT_ELEPHANT
                                           elephant_entry)
 from controller.fabric.qos import (EcnConfig, PfcConfig, dynamic_entries, ecn_entry, pfc_entry,
                                   qos_entries)
+from controller.fabric.sourceguard import entries_of, guarded_sources
 from controller.fabric.topology import FabricLike, NicLike, SwitchLike, nic_attachments, nic_leaf_sets
 from p4src.alarmmodel import AlarmLevels, ElephantConfig
 from p4src.buffermodel import DynamicThresholds
@@ -163,8 +169,10 @@ class _Planner:
     def __init__(self, fabric: FabricLike, ecn: Optional[EcnConfig],
                  pfc: Optional[PfcConfig], alarms: Optional[AlarmLevels] = None,
                  elephants: Optional[ElephantConfig] = None,
-                 thresholds: Optional[DynamicThresholds] = None) -> None:
+                 thresholds: Optional[DynamicThresholds] = None,
+                 source_guard: bool = True) -> None:
         self.fabric, self.ecn, self.pfc = fabric, ecn, pfc
+        self.source_guard = source_guard
         self.thresholds = thresholds
         self.alarms, self.elephants = alarms, elephants
         self.by_name = {s.name: s for s in fabric.switches}
@@ -230,6 +238,9 @@ class _Planner:
             self._spine(sw, plan)
         for g in plan.groups.values():
             plan.entries.extend(group_entries(g))
+        if self.source_guard:
+            plan.entries.extend(entries_of(guarded_sources(
+                sw, self.by_name, self.leaf_nics.get(sw.name, []))))
         plan.entries.extend(qos_entries())
         if self.thresholds is not None:
             plan.entries.extend(dynamic_entries(ports, self.thresholds))
@@ -320,16 +331,17 @@ def plan_fabric(fabric: FabricLike, ecn: Optional[EcnConfig] = EcnConfig(),
                 pfc: Optional[PfcConfig] = PfcConfig(),
                 alarms: Optional[AlarmLevels] = DEFAULT_ALARM_LEVELS,
                 elephants: Optional[ElephantConfig] = DEFAULT_ELEPHANTS,
-                thresholds: Optional[DynamicThresholds] = None
-                ) -> dict[str, SwitchPlan]:
-    """The plan of every switch, by name (no connection needed).
+                thresholds: Optional[DynamicThresholds] = None,
+                source_guard: bool = True) -> dict[str, SwitchPlan]:
+    """The plan of every switch, by name (no connection needed). ``source_guard=False``
+    leaves the source guard's tables empty (module docstring).
 
     >>> from topo.model import build_fabric
     >>> from controller.fabric.entries import T_ROUTES
     >>> plan_fabric(build_fabric())["s0"].count(T_ROUTES) > 0
     True
     """
-    planner = _Planner(fabric, ecn, pfc, alarms, elephants, thresholds)
+    planner = _Planner(fabric, ecn, pfc, alarms, elephants, thresholds, source_guard)
     return {sw.name: planner.plan(sw) for sw in fabric.switches}
 
 

@@ -4,7 +4,8 @@ from *both* ports of every NIC to every NIC of the other block, walked hop by ho
 
 Every frame reaches the destination NIC (its MAC, through one of its two leaves); both
 leaves of the destination pair are used; the leaf uplink and the spine's choice of leaf
-are those the published hash model predicts (what TCCL plans with). ~10 s.
+are those the published hash model predicts (what TCCL plans with). Each leaf runs the
+plan's source guard too: a dual-port NIC's address is allowed on both of its ports. ~10 s.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from controller.fabric.detours import fabric_hash_model
 from controller.fabric.dualhoming import failover_updates
 from controller.fabric.entries import Entry
 from controller.fabric.plan import plan_fabric
+from controller.fabric.sourceguard import T_GUARD_PORTS, T_GUARD_SOURCES
 from p4sim.engine.program import compile_program
 from p4sim.frontend.parser import parse_file
 from p4sim.runtime.tables import ActionCall, Exact, Lpm
@@ -28,10 +30,16 @@ from topo.spec import load_spec
 REPO = Path(__file__).resolve().parents[2]
 TABLES = ("FabricIngress.switch_info.config", "FabricIngress.ecmp.algorithm",
           "FabricIngress.forwarding.nexthops", "FabricIngress.forwarding.routes",
-          "FabricIngress.ecmp.groups", "FabricIngress.ecmp.members")
+          "FabricIngress.ecmp.groups", "FabricIngress.ecmp.members",
+          T_GUARD_PORTS, T_GUARD_SOURCES)
+"""The plan's tables these walks program: forwarding, and the source guard (every NIC
+sends from both of its ports with its one address: the guard must let both through)."""
 
 
 def _value(v: object) -> int:
+    """A plan value as an int: a MAC ``02:00:…``, an IPv4 address ``10.0.0.1``, a number."""
+    if isinstance(v, str) and v.count(".") == 3:
+        return int(ipaddress.IPv4Address(v))
     return int(v.replace(":", ""), 16) if isinstance(v, str) else int(v)  # type: ignore[arg-type]
 
 

@@ -22,6 +22,7 @@ from controller.gor.loop import GorLoop
 from controller.gor.metrics import GorMetrics
 from controller.gor.orders import OVERRIDE_ACTION, OVERRIDE_TABLE, override_match
 from controller.gor.recovery import SwitchRecovery
+from controller.fabric.sourceguard import T_GUARD_PORTS, T_GUARD_SOURCES
 from controller.gor.tables import SAMPLING_TABLE
 from controller.telemetry.poller import (PolledLink, PortReading, TelemetryPoller, connection_reader,
                                       SwitchHealth, fabric_links)
@@ -92,6 +93,9 @@ def test_restarted_leaf_gets_its_plan_live_groups_and_gor_entries_back(live: Any
     assert conn is not old_conn and conn.is_primary and conn.election_id == old_conn.election_id
     assert conn.pipeline_cookie() == (True, prog.cookie)
     assert len(conn.read_table(T_ROUTES)) == prog.plans[LEAF].count(T_ROUTES)
+    guarded = {_exact(te) for te in conn.read_table(T_GUARD_PORTS)}   # the source guard is back
+    assert guarded and guarded == {p for p, i in fab.switch(LEAF).ports.items() if i.kind == "host"}
+    assert len(conn.read_table(T_GUARD_SOURCES)) == prog.plans[LEAF].count(T_GUARD_SOURCES) > 0
     nexthops = {_exact(te): _params(conn, te)["nexthop_id"] for te in conn.read_table(T_MEMBERS)}
     [group] = conn.read_table(T_GROUPS)
     g = _params(conn, group)

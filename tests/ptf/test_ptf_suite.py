@@ -47,6 +47,7 @@ PYTHON_ENGINE_TESTS = (
     "forwarding.PacketOutBypassesPipeline",
     "pfc.PfcPauseAndResume", "pfc.PfcReceivedCountedNotForwarded",
     "sampling.SamplingRate", "sampling.SampleToCpu",
+    "source_guard.SourceGuardDropsSpoofedSources",
     "telemetry.PortCounters", "telemetry.QdepthHistogramAtDepthZero",
     "telemetry.QdepthHistogramOfASlowQueue",
 )

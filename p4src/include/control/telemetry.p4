@@ -3,7 +3,8 @@
  *
  * IngressTelemetry (FabricIngress.telemetry): rx[ingress_port] (packets and bytes of
  * every arriving frame), drops[ingress_port] (dropped in ingress: no route, no next hop,
- * TTL, bad checksum, unknown EtherType; received PFC frames are not drops).
+ * TTL, bad checksum, unknown EtherType, a source the guard refused (source_guard.p4);
+ * received PFC frames are not drops).
  * EgressTelemetry (FabricEgress.telemetry): tx[egress_port], pfc_tx[egress_port]
  * (generated PAUSE/RESUME frames) and qdepth_hist[egress_port * QDEPTH_BINS + bin]: every
  * frame tx counts, counted once more in the bin of the queue depth it saw on arrival
