@@ -151,6 +151,27 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.p4n_item_free.argtypes = [vp, vp]
 
 
+def _take_slot(slots: list[Any], slot_of: dict[int, int], free: list[int], entry: Any) -> int:
+    """Put ``entry`` in a free slot of its table's C copy (the last freed, else a new one at
+    the end), record it in ``slots`` and ``slot_of`` (by the entry's id), return the slot.
+
+    >>> slots, slot_of, free = [None, "a"], {}, [0]
+    >>> e = object()
+    >>> _take_slot(slots, slot_of, free, e), _take_slot(slots, slot_of, free, "b")
+    (0, 2)
+    >>> slot_of[id(e)], free
+    (0, [])
+    """
+    if free:
+        slot = free.pop()
+        slots[slot] = entry
+    else:
+        slot = len(slots)
+        slots.append(entry)
+    slot_of[id(entry)] = slot
+    return slot
+
+
 def _u128s(values: Sequence[int]) -> Any:
     arr = (ctypes.c_uint64 * (2 * max(1, len(values))))()
     for i, v in enumerate(values):
@@ -409,13 +430,7 @@ class NativeSwitch:
                 self._action_words(slots[slot].action, 1, slot, words)
             masks = self._exact_masks[i]
             for e in new:
-                if free:
-                    slot = free.pop()
-                    slots[slot] = e
-                else:
-                    slot = len(slots)
-                    slots.append(e)
-                slot_of[id(e)] = slot
+                slot = _take_slot(slots, slot_of, free, e)
                 if masks is None or type(e.action) is not ActionCall:
                     self._entry_words(i, t, e, slot, words)
                     continue
@@ -443,13 +458,7 @@ class NativeSwitch:
         # told apart within the copy
         first: dict[int, int] = {}
         for _kind, e in changes:
-            if free:
-                slot = free.pop()
-                slots[slot] = e
-            else:
-                slot = len(slots)
-                slots.append(e)
-            slot_of[id(e)] = slot
+            slot = _take_slot(slots, slot_of, free, e)
             a = e.action
             if type(a) is not ActionCall:
                 self._entry_words(i, t, e, slot, words)
