@@ -17,8 +17,10 @@ P4RT_MESSAGES, AGENT_CALLS = 240, 400
 
 
 def test_p4rt_campaign_with_every_identity_finds_nothing(tmp_path: Path) -> None:
-    # seed 5: how many of the controller's drawn writes are whole and new depends on the draws
-    # over fabric.p4's P4Info; seed 2 gave 4 once the program grew its buffer tables (issue 29)
+    # how many of the controller's drawn writes are whole and new depends on the draws over
+    # fabric.p4's P4Info, which changes with the program (seed 2 gave 4 once it grew its
+    # buffer tables, issue 29; seed 5 went from 6+ to 4 with the source guard's tables): any
+    # accepted update shows the controller's identity writes, as only its writes are taken
     result = run_p4rt(5, P4RT_MESSAGES, work_dir=tmp_path, size="small", identities=True)
     assert result.ok, [(f.kind, f.what, f.index, f.message[:300]) for f in result.findings]
     c = result.counts
@@ -26,7 +28,7 @@ def test_p4rt_campaign_with_every_identity_finds_nothing(tmp_path: Path) -> None
         assert c.get(f"as.{caller}.write", 0) > 0, c
     assert c.get("as.monitor.write.PERMISSION_DENIED", 0) == c["as.monitor.write"]
     assert c.get("as.host.write.UNAVAILABLE", 0) == c["as.host.write"]
-    assert c.get("Write.OK", 0) + c.get("Write.update.OK", 0) > 5, c   # the controller's went through
+    assert c.get("Write.OK", 0) + c.get("Write.update.OK", 0) > 0, c   # the controller's went through
 
 
 def test_agent_campaign_with_every_identity_finds_nothing(tmp_path: Path) -> None:
