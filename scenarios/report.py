@@ -26,6 +26,8 @@ from typing import Callable, Optional
 from scenarios.telemetry import LinkId, TelemetrySeries
 
 PLOT_FILES = ("utilisation.png", "ecn_marks.png", "queue_depth.png")
+LEGEND_ROWS = 14
+"""Entries per legend column in the ECN and queue plots (a 4-inch figure holds about so many)."""
 
 
 @dataclass(slots=True)
@@ -242,8 +244,11 @@ def write_plots(run_dir: Path, series: TelemetrySeries) -> list[Path]:
         ax.set_xlabel("time (s)")
         ax.set_ylabel(ylabel)
         ax.set_title(title)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize="small", loc="upper right")
+        handles = ax.get_legend_handles_labels()[0]
+        if handles:
+            # a column holds about LEGEND_ROWS entries in the 4-inch figure: a two-pod
+            # fabric's dozens of links in one column overflowed it (tight_layout refused)
+            ax.legend(fontsize="small", loc="upper right", ncol=-(-len(handles) // LEGEND_ROWS))
         else:
             ax.text(0.5, 0.5, "none", transform=ax.transAxes, ha="center")
         fig.tight_layout()

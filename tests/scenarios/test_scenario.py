@@ -4,6 +4,7 @@ readers, scenario dispatch, and the report writer with recorded data (the story 
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from topo import FabricSpec, build_fabric
 from topo.spec import load_spec
 from scenarios.report import (PLOT_FILES, FlowRecord, ScenarioRecord, busiest_over_mean,
-                         measured_busiest, uplink_rows, write_report)
+                         measured_busiest, uplink_rows, write_plots, write_report)
 from scenarios.common import DEFAULT_FLOW_RATE_PPS, ScenarioOptions
 from scenarios.cli import main as scenarios_main
 from scenarios.registry import SCENARIOS, run_scenario
@@ -144,6 +145,21 @@ def test_report_rows_and_busiest() -> None:
         == [("b0r0l0->s0", 6, 1500, 240, 63), ("b0r0l0->s1", 2, 600, 0, 3)]
     assert rows[0].share_pct == pytest.approx(71.4) and rows[0].mean_util_pct == 100.0
     assert busiest_over_mean(rec, s) == pytest.approx(1.429)
+
+
+def test_plots_of_a_two_pod_fabrics_links_lay_out_without_a_warning(tmp_path: Path) -> None:
+    # fresh-clone CI: the two-pod scenario's ECN plot had one legend entry per marking link
+    # in one column, taller than its 4-inch figure ("Tight layout not applied")
+    s = TelemetrySeries()
+    links = [LinkId(f"b{b}r{r}l0", 3 + k, f"s{k}", "uplink") for b in range(2) for r in range(4)
+             for k in range(6)]
+    for t in (0.5, 1.0):
+        for i, link in enumerate(links):
+            s.add(link, LinkSample(t, 0.5, 100, 60_000, 1 + i, 8, 0.2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        paths = write_plots(tmp_path, s)
+    assert {p.name for p in paths} == set(PLOT_FILES)
 
 
 def test_write_report_writes_markdown_plots_and_raw_series(tmp_path: Path) -> None:
