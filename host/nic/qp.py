@@ -57,7 +57,9 @@ fabric made a receiver keep a flow (and build its replies) for every QPN it name
 beyond it a new flow's frames are dropped and counted (``flows_refused``; sec-audit5)."""
 MAX_RX_FLOWS = 65536
 """Flows a receiver keeps in all (a host that sends from addresses not its own: the
-fabric checks no source address), ~16 times a testbed's largest fabric's flows to one NIC."""
+leaves' source guard drops those, ``p4src/include/control/source_guard.p4``, but a fabric
+programmed without it, or a link that bypasses it, does not), ~16 times a testbed's
+largest fabric's flows to one NIC."""
 PACE_SLACK_S = 0.01
 """How far the pacer may fall behind and catch up: a sender woken late (the emulator's
 loop sleeps in ``select``; on a loaded machine a wake-up can be milliseconds late) sends
