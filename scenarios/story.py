@@ -235,10 +235,19 @@ def run_story(fabric: Any, programmer: Any, state: Any, save_state: Callable[[],
 
 def shortfalls(res: StoryResult) -> list[str]:
     """Why the story measured nothing, one reason a line (empty: it measured what it
-    tells): no uplink counters, no ECN alarm, no move order, no move seen on the counters.
+    tells): no uplink counters, no "after" window once flows were moved, no ECN alarm, no
+    move order, no move seen on the counters.
 
     >>> shortfalls(StoryResult(0))[0]
     'no uplink counters were read: the switches answered no telemetry poll'
+
+    A run whose moves settled too late for an "after" window measured only half its claim:
+
+    >>> late = StoryResult(0, loop_s=11.7, max_util_before_pct=105.0,
+    ...                    events=[{"event": "alarm_raised"}, {"event": "order_sent"},
+    ...                            {"event": "order_confirmed"}])
+    >>> shortfalls(late)[0][:60]
+    "no 'after' figure: the last moved flow was seen on its new u"
     """
     why = []
     if res.max_util_before_pct is None and res.max_util_after_pct is None:
@@ -250,6 +259,11 @@ def shortfalls(res: StoryResult) -> list[str]:
                        "first order and three after the last move settled, while the flows ran); "
                        f"GOR moved flows until {res.loop_s} s after the first alarm: on a loaded "
                        "machine the senders start and the moves settle late, see the load average")
+    elif res.max_util_after_pct is None and res.count("order_confirmed") > 0:
+        why.append(f"no 'after' figure: the last moved flow was seen on its new uplink "
+                   f"{res.loop_s} s after the first alarm, and no poll fell after the moves "
+                   "settled while the flows ran (the story's claim, the uplinks evened out, is "
+                   "unmeasured); a longer --scenario-duration-s leaves that window")
     if res.count("alarm_raised") == 0:
         why.append("GOR raised no ECN alarm (no queue built on the colliding uplink, or no "
                    "marks were counted)")

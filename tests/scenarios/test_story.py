@@ -83,6 +83,20 @@ def test_polls_with_traffic_but_no_window_is_not_called_unanswered() -> None:
     assert shortfalls(idle)[0].startswith("no uplink counters were read")
 
 
+def test_moves_that_settle_after_the_flows_end_fail_the_story() -> None:
+    """A quiet 2-core machine at 3000 pps (2026-12-07): the uplinks had a "before" but GOR's
+    last move was seen 11.75 s after the first alarm, so no poll fell after the moves
+    settled. The story printed "not measured" for its result and exited 0; it must fail."""
+    up = {"l->s0": ("l", 3), "l->s1": ("l", 4)}
+    ticks = [(10.0 + 0.5 * i, {"l->s0": 360.0, "l->s1": 120.0}, 0) for i in range(6)]   # 10 … 12.5
+    counts = [(t, {u: (round(r * 0.5), 0.5) for u, r in pps.items()}) for t, pps, _ in ticks]
+    res = StoryResult(0, queue_rate_pps=343.0, events=_log())     # last seen at 12 s
+    measure(res, ticks, up, 343.0, 0.5, counts)
+    assert res.max_util_before_pct is not None and res.max_util_after_pct is None
+    why = shortfalls(res)
+    assert len(why) == 1 and why[0].startswith("no 'after' figure") and f"{res.loop_s} s" in why[0]
+
+
 def test_report_section(tmp_path: Path) -> None:
     res = StoryResult(0, tmp_path, 7, 343.0, _log(), 2.0, {"a": 360.0}, {"a": 240.0}, 105.0, 70.0, 0)
     append_story(tmp_path, res)
