@@ -35,7 +35,20 @@ worker pool, not the refusal):
   < 50 ms) and ``.p50``;
 * ``security.p4rt_streams_open`` — how many of the :data:`OTHER_STREAMS` stayed open.
 
-Both take ``--target bmv2`` (simple_switch_grpc with the same TLS options; it has no
+``security.source_guard`` (root and Mininet; skipped with the reason otherwise) brings the
+default testbed up on the target, programmed by the controller with TLS, and runs the
+threat model's data-plane row (:func:`testbed.spoof.spoof_frames`, as
+:func:`testbed.attacks.live_fabric_attacks` does): host b1s1 sends
+:data:`testbed.spoof.SPOOF_FRAMES` frames with b0s0's source address and as many with its
+own to its leaf neighbour b1s0:
+
+* ``security.source_guard.spoofed_delivered`` — spoofed frames that arrived (goal 0);
+* ``security.source_guard.own_delivered`` — frames with its own source that arrived
+  (goal all of them: the guard leaves legitimate traffic alone);
+* ``security.source_guard.drops_counted`` — what the leaf's
+  ``FabricIngress.source_guard.drops`` counter of the attacker's port rose by.
+
+All three take ``--target bmv2`` (simple_switch_grpc with the same TLS options; it has no
 policy and no stream bounds).
 
 Example::
@@ -62,11 +75,16 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from bench.results import BenchConfig, Benchmark, Figure
 from process import stop_process
-from testbed.attacks import (Victim, controller_read_ms, denied_fraction, iter_table, open_streams,
-                             run_agent_attacks, run_attacks, started_switch)
+from controller.fabric.sourceguard import GUARD_DROPS_COUNTER
+from testbed.attacks import (SPOOF_ATTACKER, SPOOF_RECEIVER, SPOOF_VICTIM, Victim, controller_read_ms,
+                             denied_fraction, iter_table, open_streams, run_agent_attacks, run_attacks,
+                             started_switch)
 from testbed.cli import compile_fabric
 from testbed.pki import FabricPki
+from testbed.spoof import host_shells, spoof_frames
 from testbed.tls import MONITOR, create_fabric_pki
+from testbed.traffic import testbed_unavailable as why_no_testbed   # test* names: not pytest's
+from testbed.traffic import testbed_up as live_testbed
 from topo.model import build_fabric
 
 REPO = Path(__file__).resolve().parents[1]
@@ -208,8 +226,37 @@ def bench_streams(config: BenchConfig) -> dict[str, Figure]:
             "security.p4rt_streams_open": Figure(still, "streams")}
 
 
+def bench_source_guard(config: BenchConfig) -> dict[str, Figure]:
+    """``security.source_guard.*`` (module docstring); {} with the reason when this process
+    may not start a testbed."""
+    why = why_no_testbed()
+    if why is not None:
+        print(f"security.source_guard: skipped, {why}; security.source_guard.* not written",
+              file=sys.stderr, flush=True)
+        return {}
+    with tempfile.TemporaryDirectory(prefix="security-guard-") as tmp:
+        with live_testbed(log_dir=Path(tmp) / "logs", state_path=Path(tmp) / "state.json",
+                        target=config.target) as tb:
+            nic = tb.fabric.host(SPOOF_ATTACKER).nics[0]
+            conn = tb.programmer.connection(nic.leaf)
+            before = conn.read_counter(GUARD_DROPS_COUNTER, nic.leaf_port)[nic.leaf_port].packets
+            got = spoof_frames(host_shells(tb.state), tb.fabric, SPOOF_ATTACKER, SPOOF_VICTIM,
+                               SPOOF_RECEIVER)
+            deadline = time.monotonic() + RPC_TIMEOUT_S
+            while True:      # the counter may trail the last frame: a bounded poll, not a wait
+                drops = conn.read_counter(GUARD_DROPS_COUNTER, nic.leaf_port)[nic.leaf_port].packets - before
+                if drops >= got.frames or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+    print(f"security.source_guard: {got.delivered()}; {drops} drops counted", file=sys.stderr)
+    return {"security.source_guard.spoofed_delivered": Figure(got.spoofed_seen, "frames"),
+            "security.source_guard.own_delivered": Figure(got.own_seen, "frames"),
+            "security.source_guard.drops_counted": Figure(drops, "frames")}
+
+
 BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("tls_handshake", "security", bench_tls_handshake),
     Benchmark("authz", "security", bench_authz, targets=("p4sim", "bmv2")),
     Benchmark("p4rt_streams", "security", bench_streams, targets=("p4sim", "bmv2")),
+    Benchmark("source_guard", "security", bench_source_guard, targets=("p4sim", "bmv2")),
 )
