@@ -284,7 +284,8 @@ def fsdp_step_tail(j: TrainingJob, comm: CommModel, params: float, last_b_of_chu
     the end of its chunk's last backward; the units were gathered once, at the step's first
     forward, and stay gathered (torchtitan ``apply_fsdp``: ``reshard_after_forward=False``
     under PP): the all-gather (and FSDP2's copy-out of it) runs under that forward, what
-    exceeds it is exposed."""
+    exceeds it is exposed. Under HSDP the reduced shards are then all-reduced over the replicas
+    (FSDP2's ``foreach_reduce``)."""
     fw = j.framework
     wire = fw.grad_wire_bytes
     grp = shard_group(j)
@@ -294,7 +295,12 @@ def fsdp_step_tail(j: TrainingJob, comm: CommModel, params: float, last_b_of_chu
                             j.training.precision, j.kernels)
     copy_out = kernel_time_s(Kernel("fsdp.copy_out", "memory", bytes=2.0 * j.weight_bytes * params), j.gpu,
                              j.training.precision, j.kernels)
+    used = {f"{grp}.reducescatter.grads": rs, f"{grp}.allgather.params": ag}
     dp_s = rs.seconds + copy_in
+    if grp == "dps":                            # HSDP: the reduced shards all-reduced over the replicas
+        ar = comm.collective("dpr", "allreduce", wire * params / fw.hybrid_shard)
+        used["dpr.allreduce.grads"] = ar
+        dp_s += ar.seconds
     n = len(last_b_of_chunk)
     start, free = float("inf"), 0.0
     for o in sorted(last_b_of_chunk, key=lambda o: o.end_s):
@@ -302,7 +308,7 @@ def fsdp_step_tail(j: TrainingJob, comm: CommModel, params: float, last_b_of_chu
         start = min(start, begin)
         free = begin + dp_s / n
     exposed = max(0.0, ag.seconds - (first_forward.end_s - first_forward.start_s)) + copy_out
-    return FsdpStepTail(dp_s, start, free, exposed, {f"{grp}.reducescatter.grads": rs, f"{grp}.allgather.params": ag})
+    return FsdpStepTail(dp_s, start, free, exposed, used)
 
 
 def _tails(j: TrainingJob, comm: CommModel, pipe: PipelineResult) -> tuple[list[StageTail], dict[str, CommTime]]:

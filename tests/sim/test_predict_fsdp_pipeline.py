@@ -72,6 +72,13 @@ def test_step_reduction_once_whatever_the_microbatches() -> None:
     assert per.tails[0].dp_s == 0.0
 
 
+def test_hsdp_adds_the_replicas_all_reduce() -> None:
+    flat = predict(job({"name": "torchtitan"}, dp=16))
+    hsdp = predict(job({"name": "torchtitan", "hybrid_shard": 8}, dp=16))
+    assert "dpr.allreduce.grads" in hsdp.comm and "dpr.allreduce.grads" not in flat.comm
+    assert hsdp.tails[0].dp_s > 0
+
+
 def test_per_step_is_faster_when_the_network_is_slow() -> None:
     """With many micro-batches, gathering and reducing once a step beats doing it every
     micro-batch (the exposed per-unit collectives)."""
