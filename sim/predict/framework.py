@@ -61,6 +61,15 @@ field                  meaning
                        ``_eval_train_metrics``; LLM Foundry's MPT: ``LanguageCrossEntropy`` and
                        ``LanguagePerplexity``, ``use_train_metrics`` default true): 0 for stacks
                        that only log the loss
+``fsdp_pipeline``      FSDP under pipeline parallelism: ``per_microbatch`` (each unit gathered, resharded
+                       and reduce-scattered every micro-batch, as without PP) or ``per_step``
+                       (``torch.distributed.pipelining`` with FSDP2, torchtitan: the units are
+                       gathered once a step and kept — ``reshard_after_forward=False`` under PP,
+                       torchtitan ``apply_fsdp``; ``set_reshard_after_backward(False)`` in the
+                       stage's backward — and the gradients accumulate unsharded
+                       (``set_requires_gradient_sync(False)``) and are reduce-scattered once,
+                       after each model chunk's last backward: ``_PipelineStageBase.
+                       backward_maybe_with_nosync``, ``torch/distributed/pipelining/stage.py``)
 ``fsdp_flat_params``   PyTorch FSDP1: a unit's parameters flattened into one ``FlatParameter``
                        cut into contiguous shards (a GPU updates the tensors its shard touches);
                        false: FSDP2 shards every parameter
@@ -147,6 +156,8 @@ FP8_RECIPES = ("delayed", "current", "tensorwise", "rowwise", "blockwise")
 MOE_DISPATCHERS = ("alltoall", "deepep", "deepep_ll")
 #: the optimizer step's implementations (:mod:`sim.predict.optimizer`)
 OPTIMIZERS = ("fused", "foreach", "forloop")
+#: how FSDP's collectives run under pipeline parallelism (``fsdp_pipeline``)
+FSDP_PIPELINE = ("per_microbatch", "per_step")
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +196,7 @@ class Framework:
     optimizer: str = "fused"
     optimizer_sync: bool = False
     fsdp_flat_params: bool = False
+    fsdp_pipeline: str = "per_microbatch"
     train_metrics: int = 0
 
     @property
@@ -273,12 +285,15 @@ PROFILES: dict[str, Framework] = {f.name: f for f in (
     replace(_MCORE, name="composer-fsdp", data_parallel="fsdp", tp_comm_overlap=0.0, attention="fa2", fp8_tp_gather=False,
             grad_reduce_dtype="fp32", fp8_recipe="delayed", fp8_weight_cache=False, optimizer="forloop",
             optimizer_sync=True, fsdp_flat_params=True, train_metrics=2, **_EAGER),
-    # torchtitan: torch.optim.AdamW with optimizer.implementation = "fused", the default since
+    # torchtitan: FSDP2 under torch.distributed.pipelining gathers once a step and reduces
+    # after the last backward (fsdp_pipeline: per_step; apply_fsdp at 9dec370, 2024-12:
+    # "For PP, do not reshard after forward to avoid per-microbatch all-gathers");
+    # torch.optim.AdamW with optimizer.implementation = "fused", the default since
     # #881 (2025-02-24); before it `--optimizer.fused` defaulted to False and foreach ran
     # (torchtitan/optimizer.py at 9dec370: "fused": fused, "foreach": not fused)
     replace(_MCORE, name="torchtitan", data_parallel="fsdp", tp_comm_overlap=0.0, attention="fa2",
             grad_reduce_dtype="fp32", fp8_recipe="tensorwise", fp8_weight_cache=False, cp_comm="allgather",
-            selective_ac="op", optimizer="fused", **_EAGER),
+            selective_ac="op", optimizer="fused", fsdp_pipeline="per_step", **_EAGER),
     replace(_MCORE, name="llama3-meta", data_parallel="distributed_optimizer", tp_comm_overlap=0.5, attention="fa2",
             cp_comm="allgather"),
 )}
@@ -325,6 +340,7 @@ class FrameworkSection:
     optimizer: Optional[str] = None
     optimizer_sync: Optional[bool] = None
     fsdp_flat_params: Optional[bool] = None
+    fsdp_pipeline: Optional[str] = None
     train_metrics: Optional[int] = None
 
 
@@ -355,6 +371,7 @@ def resolve_framework(data: Any, source: str) -> Framework:
     _one_of(f.selective_ac, ("megatron", "op"), source, "selective_ac")
     _one_of(f.moe_dispatcher, MOE_DISPATCHERS, source, "moe_dispatcher")
     _one_of(f.optimizer, OPTIMIZERS, source, "optimizer")
+    _one_of(f.fsdp_pipeline, FSDP_PIPELINE, source, "fsdp_pipeline")
     if f.train_metrics < 0:
         raise SimInputError(f"{source}: framework.train_metrics: must be >= 0, got {f.train_metrics}")
     if f.moe_qps_per_channel < 1:
@@ -371,4 +388,4 @@ def resolve_framework(data: Any, source: str) -> Framework:
     return f
 
 
-__all__ = ["ATTENTION", "DP_MODES", "FP8_RECIPES", "OPTIMIZERS", "Framework", "FrameworkSection", "PROFILES", "resolve_framework"]
+__all__ = ["ATTENTION", "DP_MODES", "FP8_RECIPES", "FSDP_PIPELINE", "OPTIMIZERS", "Framework", "FrameworkSection", "PROFILES", "resolve_framework"]

@@ -47,6 +47,7 @@ from sim.predict import calibration, optimizer
 from sim.predict.comm import CommModel, CommTime
 from sim.predict.energy import IterationEnergy, fabric_switches, iteration_energy
 from sim.predict.job import TrainingJob
+from sim.predict.kernels import Kernel, kernel_time_s
 from sim.predict.memory import GiB, MemoryBreakdown, layer_params, stage_memory, stage_params
 from sim.predict.schedule import PipelineResult, simulate_pipeline, simulate_zbh1
 from sim.predict.stages import StageCost, shard_group, sharded_pattern, stage_costs
@@ -257,10 +258,64 @@ def _reduction(overlap: bool, dp_s: float, last_b_of_chunk: list, bucket_share: 
     return start, max(free, last + dp_s * bucket_share)
 
 
+@dataclass(slots=True)
+class FsdpStepTail:
+    """FSDP's once-a-step collectives of one pipeline stage (``framework.fsdp_pipeline:
+    per_step``): the gradient reduce-scatter (with FSDP2's copy of the accumulated gradients
+    into its buffer) in seconds, when it starts and ends, the parameter all-gather's seconds
+    left exposed after the first forward (with FSDP2's copy-out), and the collectives used."""
+
+    dp_s: float
+    dp_start_s: float
+    dp_end_s: float
+    gather_exposed_s: float
+    used: dict[str, CommTime]
+
+
+def fsdp_step_tail(j: TrainingJob, comm: CommModel, params: float, last_b_of_chunk: list,
+                   first_forward) -> FsdpStepTail:
+    """What FSDP2 under ``torch.distributed.pipelining`` does once a step on a stage of
+    ``params`` parameters per GPU (unsharded; :func:`sim.predict.stages.sharded_pattern`
+    ``per_step``): the schedule's last backward of each model chunk runs the chunk's
+    post-backward (``_PipelineStageBase.backward_maybe_with_nosync``,
+    ``torch/distributed/pipelining/stage.py``): its accumulated fp32 gradients are copied
+    into the reduce-scatter buffer (``foreach_reduce``: read and written in the reduce dtype)
+    and reduce-scattered over the shard group, chunk after chunk on the DP stream, each from
+    the end of its chunk's last backward; the units were gathered once, at the step's first
+    forward, and stay gathered (torchtitan ``apply_fsdp``: ``reshard_after_forward=False``
+    under PP): the all-gather (and FSDP2's copy-out of it) runs under that forward, what
+    exceeds it is exposed. Under HSDP the reduced shards are then all-reduced over the replicas
+    (FSDP2's ``foreach_reduce``)."""
+    fw = j.framework
+    wire = fw.grad_wire_bytes
+    grp = shard_group(j)
+    rs = comm.collective(grp, "reducescatter", wire * params)
+    ag = comm.collective(grp, "allgather", j.weight_bytes * params)
+    copy_in = kernel_time_s(Kernel("fsdp.rs_copy_in", "memory", bytes=2.0 * wire * params), j.gpu,
+                            j.training.precision, j.kernels)
+    copy_out = kernel_time_s(Kernel("fsdp.copy_out", "memory", bytes=2.0 * j.weight_bytes * params), j.gpu,
+                             j.training.precision, j.kernels)
+    used = {f"{grp}.reducescatter.grads": rs, f"{grp}.allgather.params": ag}
+    dp_s = rs.seconds + copy_in
+    if grp == "dps":                            # HSDP: the reduced shards all-reduced over the replicas
+        ar = comm.collective("dpr", "allreduce", wire * params / fw.hybrid_shard)
+        used["dpr.allreduce.grads"] = ar
+        dp_s += ar.seconds
+    n = len(last_b_of_chunk)
+    start, free = float("inf"), 0.0
+    for o in sorted(last_b_of_chunk, key=lambda o: o.end_s):
+        begin = max(free, o.end_s)
+        start = min(start, begin)
+        free = begin + dp_s / n
+    exposed = max(0.0, ag.seconds - (first_forward.end_s - first_forward.start_s)) + copy_out
+    return FsdpStepTail(dp_s, start, free, exposed, used)
+
+
 def _tails(j: TrainingJob, comm: CommModel, pipe: PipelineResult) -> tuple[list[StageTail], dict[str, CommTime]]:
     par, fw = j.parallel, j.framework
     out, used = [], {}
-    per_unit = sharded_pattern(j) == "per_unit"
+    pattern = sharded_pattern(j)
+    per_unit = pattern == "per_unit"
     wire = fw.grad_wire_bytes
     first_f: dict[int, object] = {}
     last_b_of: dict[tuple[int, int], object] = {}
@@ -277,6 +332,14 @@ def _tails(j: TrainingJob, comm: CommModel, pipe: PipelineResult) -> tuple[list[
         last_b_of_chunk = [last_b_of[(s, c)] for c in range(j.chunks)]
         last_b = max(last_b_of_chunk, key=lambda o: o.end_s)
         dp_s = ag_s = 0.0
+        if pattern == "per_step":
+            step = fsdp_step_tail(j, comm, sp.total, last_b_of_chunk, first_f[s])
+            used.update(step.used)
+            opt = optimizer.step_time_s(j, s, sp.dense / (par.dp * par.cp) + sp.expert / (j.expert_dp * par.cp))
+            end = step.dp_end_s + opt + step.gather_exposed_s + fw.iteration_s
+            out.append(StageTail(step.dp_s, step.dp_end_s - last_b.end_s, opt, step.gather_exposed_s,
+                                 step.dp_start_s, end))
+            continue
         if per_unit:
             if shard_group(j) == "dps":                           # HSDP: the shards all-reduced over replicas
                 c1 = comm.collective("dpr", "allreduce", wire * sp.total / fw.hybrid_shard)

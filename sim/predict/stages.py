@@ -21,6 +21,10 @@ the pipeline schedule runs, as the job's framework (:mod:`sim.predict.framework`
   collectives run under this unit's compute (a pass costs Σ max(compute, comm) plus the
   first gather), without it they add up; the collectives go over the DP group, or the
   shard group of ``hybrid_shard`` GPUs (HSDP);
+* FSDP under pipeline parallelism with ``framework.fsdp_pipeline: per_step``
+  (``torch.distributed.pipelining``: torchtitan): no collective inside the passes; the
+  stage's units are gathered once a step and its gradients reduce-scattered after each
+  chunk's last backward (:func:`sim.predict.predict` adds both to the stage's tail);
 * PyTorch FSDP's own copies around a unit's collectives, per micro-batch
   (:func:`fsdp_copies`): FSDP2 (``fully_shard``) all-gathers into one flat buffer and copies
   it out into the unit's parameters on the compute stream
@@ -156,10 +160,26 @@ class UnitComm:
 
 def sharded_pattern(j: TrainingJob) -> str:
     """How the data-parallel collectives run: ``per_unit`` (FSDP / ZeRO-2/3 / Megatron-FSDP,
-    every micro-batch) or ``per_iteration`` (DDP, distributed optimizer, ZeRO-1)."""
+    every micro-batch), ``per_step`` (FSDP under pipeline parallelism where the stack gathers
+    once a step and reduces after the last backward: ``framework.fsdp_pipeline``) or
+    ``per_iteration`` (DDP, distributed optimizer, ZeRO-1).
+
+    >>> from sim.predict.job import job_from_dict
+    >>> def job(pp, name):
+    ...     return job_from_dict({"model": {"layers": 4, "hidden": 1024, "heads": 16, "seq_length": 1024,
+    ...                                     "vocab": 32000}, "training": {"global_batch": 32},
+    ...                           "parallel": {"pp": pp, "dp": 4, "zero": 3}, "gpu": {"preset": "H100-SXM"},
+    ...                           "framework": {"name": name}}, "j.yaml")
+    >>> sharded_pattern(job(2, "torchtitan")), sharded_pattern(job(1, "torchtitan"))
+    ('per_step', 'per_unit')
+    >>> sharded_pattern(job(2, "pytorch-fsdp"))
+    'per_unit'
+    """
     fw, z = j.framework, j.parallel.zero
     if j.parallel.dp == 1 or z == 0:
         return "per_iteration"
+    if fw.data_parallel == "fsdp" and z >= 2 and j.parallel.pp > 1 and fw.fsdp_pipeline == "per_step":
+        return "per_step"
     if fw.data_parallel in ("fsdp", "zero") and z >= 2:
         return "per_unit"
     if fw.data_parallel == "distributed_optimizer" and z == 3:
@@ -235,6 +255,32 @@ def fsdp_copies(j: TrainingJob, params: list[float], uc: list[UnitComm]
     return fwd, bwd, rs_wait
 
 
+def fsdp_grad_accumulate(j: TrainingJob, params: list[float]) -> list[TimedOp]:
+    """FSDP2's gradient accumulation without gradient sync, once per unit of ``params[u]``
+    parameters (per GPU, unsharded) after each micro-batch's backward (``sharded_pattern``
+    ``per_step``): its post-backward adds the unit's fresh gradients into the unsharded
+    accumulator kept in the reduce dtype (``FSDPParam.accumulate_unsharded_grad_if_needed``
+    / ``to_accumulated_grad_if_needed``, ``torch/distributed/fsdp/_fully_shard/_fsdp_param.py``):
+    the gradient read in the parameters' dtype, the accumulator read and written in the
+    reduce dtype (fp32 for torchtitan: 2 + 4 + 4 bytes a parameter).
+
+    >>> from sim.predict.job import job_from_dict
+    >>> j = job_from_dict({"model": {"layers": 4, "hidden": 1024, "heads": 16, "seq_length": 1024,
+    ...                              "vocab": 32000}, "training": {"global_batch": 32},
+    ...                    "parallel": {"pp": 2, "dp": 4, "zero": 3}, "gpu": {"preset": "H100-SXM"},
+    ...                    "framework": {"name": "torchtitan"}}, "j.yaml")
+    >>> [o.name for o in fsdp_grad_accumulate(j, [1e8, 1e8])]
+    ['fsdp.grad_accumulate', 'fsdp.grad_accumulate']
+    """
+    wire = j.framework.grad_wire_bytes
+    out = []
+    for p in params:
+        t = kernel_time_s(Kernel("fsdp.grad_accumulate", "memory", bytes=(j.weight_bytes + 2.0 * wire) * p), j.gpu,
+                          j.training.precision, j.kernels)
+        out.append(TimedOp("fsdp.grad_accumulate", "compute", "memory", t, t, 0.0))
+    return out
+
+
 def _stream(ops_per_unit: list[list[TimedOp]], before: list[float], after: list[float], prefetch: bool,
             label: str) -> list[TimedOp]:
     """One pass of units with their collectives: ``before[u]`` must finish before unit u
@@ -275,7 +321,8 @@ def stage_costs(j: TrainingJob, comm: CommModel) -> list[StageCost]:
             cache[moe] = (f, b)
         return cache[moe]
 
-    per_unit = sharded_pattern(j) == "per_unit"
+    pattern = sharded_pattern(j)
+    per_unit = pattern == "per_unit"
     out = []
     for s in range(p):
         sc = StageCost(s)
@@ -316,6 +363,8 @@ def stage_costs(j: TrainingJob, comm: CommModel) -> list[StageCost]:
                 bwd = _stream(list(reversed(b_units)), [u.ag_bwd for u in ru], list(reversed(rs)), fw.fsdp_prefetch,
                               "shard.reducescatter")
             else:
+                if pattern == "per_step":
+                    b_units = [u + [acc] for u, acc in zip(b_units, fsdp_grad_accumulate(j, params))]
                 fwd = [o for u in f_units for o in u]
                 bwd = [o for u in reversed(b_units) for o in u]
             if last and fw.train_metrics > 0:
@@ -331,5 +380,5 @@ def stage_costs(j: TrainingJob, comm: CommModel) -> list[StageCost]:
     return out
 
 
-__all__ = ["StageCost", "TimedOp", "UnitComm", "fsdp_copies", "pass_ops", "shard_group", "sharded_pattern", "stage_costs",
+__all__ = ["StageCost", "TimedOp", "UnitComm", "fsdp_copies", "fsdp_grad_accumulate", "pass_ops", "shard_group", "sharded_pattern", "stage_costs",
            "stream_of", "unit_comm"]
