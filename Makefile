@@ -83,10 +83,13 @@ CLI ?= 1
 # alltoall | incast | faults | none (the fabric up, no scenario): `python -m scenarios --list`
 # (scenarios/registry.py); reports in runs/<timestamp>/
 SCENARIO ?= default
+# PCAP=1: the switches capture every frame of every port to pcaps/ (off by default in a
+# scenario: testbed/README.md, "Captures"); PCAP=b0r0l0,s0: those switches only
+PCAP ?=
 
 run: venv
 	@$(PY) -m testbed deps
-	$(PY) -m scenarios up --target $(RUN_TARGET) --scenario '$(SCENARIO)' $(if $(filter 0,$(CLI)),--cli no,) $(if $(SPEC),--spec '$(SPEC)',) $(if $(MONITOR_PORT),--monitor-port '$(MONITOR_PORT)',)
+	$(PY) -m scenarios up --target $(RUN_TARGET) --scenario '$(SCENARIO)' $(if $(filter 0,$(CLI)),--cli no,) $(if $(SPEC),--spec '$(SPEC)',) $(if $(MONITOR_PORT),--monitor-port '$(MONITOR_PORT)',) $(if $(filter 1,$(PCAP)),--pcap,$(if $(filter-out 0,$(PCAP)),--pcap-switches '$(PCAP)',))
 
 SW ?=
 shell: venv venv-shell

@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--list", action="store_true", help="list the scenarios and exit")
     sub = ap.add_subparsers(dest="command")
     up = sub.add_parser("up", help="testbed up, ping, the scenario, CLI/hold, teardown")
-    add_up_arguments(up)
+    add_up_arguments(up, pcaps_by_default=False)
     names = " | ".join(n for s in SCENARIOS.values() for n in (s.name, *s.aliases))
     up.add_argument("--scenario", default=os.environ.get("SCENARIO", "default"),
                     help=f"what to run after the ping check: {names} | none "

@@ -32,6 +32,7 @@ from typing import Any, Callable, Optional
 from scenarios.common import DEFAULT_DURATION_S, window_mean
 from scenarios.gor_session import GOR_DIR, GorSession, source_uplinks, write_credentials
 from scenarios.report import FlowRecord, ScenarioRecord, new_run_dir, report_failures, write_report
+from testbed.control import OffProgramDrops, off_program_drops
 from testbed.traffic import TrafficOptions, delivery, merge_reports, plan_flows
 
 ROCEV2_UDP_PORT = 4791
@@ -109,7 +110,10 @@ class StoryResult:
     elephants it counted at ingress, in % of the link: over 100 % is a collision; the
     polled ``before`` may hold nothing when GOR acts within one poll of the collision);
     ``polls_with_traffic``: how many polls read traffic on the uplinks (0: the switches
-    answered none; more, with no ``before`` nor ``after``: none fell in the windows).
+    answered none; more, with no ``before`` nor ``after``: none fell in the windows);
+    ``off_program_drops``: per p4sim switch, the frames it dropped where no P4 counter
+    (hence no poll, nor ``drops_during_move``) sees them, read when the senders ended
+    (:func:`testbed.control.off_program_drops`; empty on BMv2).
     """
 
     status: int
@@ -130,6 +134,7 @@ class StoryResult:
     delivery: dict[str, tuple[int, int]] = field(default_factory=dict)
     restarts: list[Any] = field(default_factory=list)
     polls_with_traffic: int = 0
+    off_program_drops: dict[str, OffProgramDrops] = field(default_factory=dict)
 
     @property
     def lost_pkts(self) -> int:
@@ -210,6 +215,7 @@ def run_story(fabric: Any, programmer: Any, state: Any, save_state: Callable[[],
         if midway is not None:
             midway(session)
         session.fleet.wait_senders(opts.duration_s + 15)
+        res.off_program_drops = off_program_drops(state.target, state.switches)
     res.errors = session.errors
     res.restarts = list(session.restarts)
     for rs in res.restarts:
@@ -359,8 +365,22 @@ def narrate(res: StoryResult, record: ScenarioRecord, t0: float, say: Callable[[
         f"{spread_text(res, res.uplink_pps_before)} -> {spread_text(res, res.uplink_pps_after)}; "
         f"loop {res.loop_s} s (first alarm -> last moved flow seen on its new uplink); "
         f"drops during the move {res.drops_during_move}")
+    if res.off_program_drops:
+        say(f"story: {drops_text(res.off_program_drops)}")
     record.notes.append(f"GOR: busiest uplink {pct(res.max_util_before_pct)} -> "
                         f"{pct(res.max_util_after_pct)} of the queue rate; loop {res.loop_s} s")
+
+
+def drops_text(drops: dict[str, OffProgramDrops]) -> str:
+    """The switches' drops outside the P4 program, in one line.
+
+    >>> drops_text({"s0": OffProgramDrops(0, 0), "b0r0l0": OffProgramDrops(7702, 12)})
+    'drops no P4 counter sees (traffic-manager tail drops + receive-ring drops, whole run): 7714 (b0r0l0 7702 + 12)'
+    """
+    total = sum(d.total for d in drops.values())
+    per = ", ".join(f"{n} {d.tm_tail} + {d.ring}" for n, d in sorted(drops.items()) if d.total)
+    return ("drops no P4 counter sees (traffic-manager tail drops + receive-ring drops, whole "
+            f"run): {total}" + (f" ({per})" if per else ""))
 
 
 def pct(value: Optional[float]) -> str:
@@ -397,12 +417,15 @@ def append_story(run_dir: Path, res: StoryResult) -> None:
               f"- spread max/mean: {spread_text(res, res.uplink_pps_before)} → "
               f"{spread_text(res, res.uplink_pps_after)}",
               f"- gor.loop_s (first alarm → last moved flow seen on its new uplink): {res.loop_s}",
-              f"- gor.drops_during_move: {res.drops_during_move}",
+              f"- gor.drops_during_move: {res.drops_during_move} (the P4 program's drop counters)",
+              *([f"- {drops_text(res.off_program_drops)}: the switches' queues full, or "
+                 "their receive threads not scheduled in time (go-back-N resends after each)"]
+                if res.off_program_drops else []),
               f"- orders: {res.count('order_sent')} sent, {res.count('order_confirmed')} confirmed, "
               f"{res.count('order_rolled_back')} rolled back; decision log `gor.jsonl`", ""]
     with (run_dir / "report.md").open("a") as fh:
         fh.write("\n".join(lines))
 
 
-__all__ = ["EVEN_UTIL", "GOR_DIR", "STORY_CORE_DURATION_S", "STORY_CORE_FLOW_RATE_PPS", "STORY_FLOW_RATE_PPS", "StoryResult", "append_story", "draw_colliding", "measure", "story_duration_s", "story_flow_rate_pps",
+__all__ = ["EVEN_UTIL", "GOR_DIR", "STORY_CORE_DURATION_S", "STORY_CORE_FLOW_RATE_PPS", "STORY_FLOW_RATE_PPS", "StoryResult", "append_story", "draw_colliding", "drops_text", "measure", "story_duration_s", "story_flow_rate_pps",
            "narrate", "pct", "run_story", "shortfalls", "spread_text", "write_credentials"]

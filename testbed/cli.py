@@ -274,13 +274,18 @@ def cmd_up(args: argparse.Namespace, after_ping: Optional[AfterPing] = None) -> 
     fabric = load_topology(args.fabric, args.spec)
     print(f"testbed: fabric of {len(fabric.switches)} switches and {len(fabric.hosts)} "
           f"servers -> {TOPOLOGY_PATH}", flush=True)
+    try:
+        pcap_dir, pcap_switches = capture_options(args, fabric)
+    except ValueError as exc:
+        print(f"testbed: {exc}", flush=True)
+        return 2
     p4info, config = compile_fabric(target, args.p4c)
     print(f"testbed: compiled {PROGRAM.relative_to(REPO)} for {target} -> {config}", flush=True)
     opts = NetOptions(target=target,
                       binary=args.simple_switch_grpc if target == "bmv2" else None,
                       log_level=args.log_level, tc_links=args.tc_links, state_path=args.state,
                       log_dir=args.logs.resolve(),
-                      pcap_dir=None if args.no_pcap else args.pcaps.resolve(),
+                      pcap_dir=pcap_dir, pcap_switches=pcap_switches,
                       pki_dir=None if args.insecure else pki_dir_for(args.state))
     fnet = FabricNet(fabric, opts)
     signal.signal(signal.SIGTERM, on_signal)
@@ -316,7 +321,7 @@ def cmd_up(args: argparse.Namespace, after_ping: Optional[AfterPing] = None) -> 
                 print(f"testbed: {report}", flush=True)
         if after_ping is not None and status == 0:
             status = after_ping(args, fabric, programmer, fnet)
-        print(banner(target), flush=True)
+        print(banner(target, opts.pcap_dir is not None, opts.pcap_switches), flush=True)
         if _want_cli(args.cli):
             from mininet.cli import CLI  # noqa: PLC0415 — heavy: mininet
             CLI(fnet.net)
@@ -341,15 +346,26 @@ def cmd_up(args: argparse.Namespace, after_ping: Optional[AfterPing] = None) -> 
     return status
 
 
-def banner(target: str) -> str:
-    """Where things are, and what `make run` does not do yet."""
+def banner(target: str, pcaps: bool = True, pcap_switches: Optional[frozenset[str]] = None) -> str:
+    """Where things are, and what `make run` does not do yet.
+
+    >>> banner("p4sim", pcaps=False).split("; ")[0][-46:]
+    'no packet captures (--pcap or PCAP=1 for them)'
+    >>> "pcaps/<switch>-eth<N>_in|out.pcap of s0 only" in banner("p4sim", True, frozenset({"s0"}))
+    True
+    """
     missing = "".join(f"\n  - {m}" for m in STILL_MISSING)
     requests = ("P4Runtime requests to logs/<switch>-p4runtime-requests.txt, "
                 if target == "p4sim" else
                 "queue control through simple_switch_CLI --thrift-port 9090+device id, ")
+    if not pcaps:
+        captures = "no packet captures (--pcap or PCAP=1 for them)"
+    else:
+        which = f" of {', '.join(sorted(pcap_switches))} only" if pcap_switches else ""
+        captures = f"packets to pcaps/<switch>-eth<N>_in|out.pcap{which}"
     return (f"testbed: switches ({target}) log to logs/<switch>.log (per-packet trace with "
             f"LOG_LEVEL=trace), {requests}"
-            f"packets to pcaps/<switch>-eth<N>_in|out.pcap; `make stop` cleans up after a crash"
+            f"{captures}; `make stop` cleans up after a crash"
             + (f"\ntestbed: still missing from the story:{missing}" if missing else ""))
 
 
@@ -459,8 +475,52 @@ def testbed_unavailable(specs: Sequence[Any] = ()) -> Optional[str]:
     return None
 
 
-def add_up_arguments(up: argparse.ArgumentParser) -> None:
-    """The options of ``up`` (shared with ``python -m scenarios up``), each with its help."""
+def switch_names(text: str) -> frozenset[str]:
+    """``--pcap-switches``: a comma-separated list of switch names.
+
+    >>> sorted(switch_names("b0r0l0, s0"))
+    ['b0r0l0', 's0']
+    >>> switch_names(",")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: --pcap-switches: no switch named in ','
+    """
+    names = frozenset(n.strip() for n in text.split(",") if n.strip())
+    if not names:
+        raise argparse.ArgumentTypeError(f"--pcap-switches: no switch named in {text!r}")
+    return names
+
+
+def capture_options(args: argparse.Namespace, fabric: Any) -> tuple[Optional[Path], Optional[frozenset[str]]]:
+    """The pcap directory (None: no captures) and the switches that capture (None: all) of
+    ``up``'s options; a ``--pcap-switches`` name the fabric lacks is an error naming it.
+
+    >>> from types import SimpleNamespace as NS
+    >>> fab = NS(switches=[NS(name="b0r0l0"), NS(name="s0")])
+    >>> capture_options(NS(pcap=False, pcap_switches=None, pcaps=Path("/p")), fab)
+    (None, None)
+    >>> capture_options(NS(pcap=False, pcap_switches=frozenset({"s0"}), pcaps=Path("/p")), fab)
+    (PosixPath('/p'), frozenset({'s0'}))
+    >>> capture_options(NS(pcap=True, pcap_switches=frozenset({"s9"}), pcaps=Path("/p")), fab)
+    Traceback (most recent call last):
+    ValueError: --pcap-switches: no switch s9 in the fabric (b0r0l0, s0)
+    """
+    chosen: Optional[frozenset[str]] = getattr(args, "pcap_switches", None)
+    if chosen is not None:
+        known = {sw.name for sw in fabric.switches}
+        unknown = sorted(chosen - known)
+        if unknown:
+            raise ValueError(f"--pcap-switches: no switch {', '.join(unknown)} in the fabric "
+                             f"({', '.join(sorted(known))})")
+        return args.pcaps.resolve(), chosen
+    return (args.pcaps.resolve() if args.pcap else None), None
+
+
+def add_up_arguments(up: argparse.ArgumentParser, pcaps_by_default: bool = True) -> None:
+    """The options of ``up`` (shared with ``python -m scenarios up``), each with its help.
+    ``pcaps_by_default``: whether the switches capture every frame unless ``--no-pcap``
+    (``testbed up``, as the P4 tutorials' ``run_exercise.py``) or only with ``--pcap``
+    (``scenarios up``: its elephants run at thousands of frames/s; testbed/README.md,
+    "Captures")."""
     up.add_argument("--target", default=os.environ.get("TARGET", "auto"),
                     help="p4sim | bmv2 | auto (default: bmv2 when simple_switch_grpc is on "
                          "PATH, else p4sim; $TARGET)")
@@ -482,7 +542,11 @@ def add_up_arguments(up: argparse.ArgumentParser) -> None:
                     help="BMv2 switch (default simple_switch_grpc; $SIMPLE_SWITCH_GRPC)")
     up.add_argument("--logs", type=Path, default=REPO / "logs", help="switch logs (logs/)")
     up.add_argument("--pcaps", type=Path, default=REPO / "pcaps", help="pcap directory")
-    up.add_argument("--no-pcap", action="store_true", help="write no pcaps")
+    up.add_argument("--pcap", action=argparse.BooleanOptionalAction, default=pcaps_by_default,
+                    help="per-port captures of every frame, pcaps/<switch>-eth<N>_in|out.pcap "
+                         f"(default: {'on' if pcaps_by_default else 'off'}; --no-pcap / --pcap)")
+    up.add_argument("--pcap-switches", type=switch_names, default=None, metavar="SW[,SW...]",
+                    help="capture on these switches only (implies --pcap; e.g. b0r0l0,s0)")
     up.add_argument("--state", type=Path, default=STATE_PATH,
                     help="state file (default build/testbed-state.json)")
     up.add_argument("--thresholds", default=os.environ.get("THRESHOLDS", "static"),

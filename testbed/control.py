@@ -14,6 +14,12 @@ look inside a data-plane register — each target offers through its own runtime
   packages it needs (``bm_runtime``, ``sswitch_runtime``, ``thrift``) are installed with
   BMv2; where they are missing the error says so.
 
+**Drops no P4 counter sees** (p4sim only, :func:`off_program_drops`): a switch's traffic
+manager tail-drops at a queue's depth and its ports' kernel receive rings drop when the rx
+thread is not scheduled in time; neither reaches the P4 program's counters, so the
+story's telemetry cannot see them (scenarios/README.md, "Per frame, by process and
+symbol"). BMv2's runtime exposes neither: none is read there.
+
 Rates are whole packets per second (BMv2's CLI takes an integer; 0 = unlimited), depths
 whole packets. The controller never uses this module: GOR reaches switches only over
 P4Runtime. The testbed (queue rates of the story's uplinks), the PTF suite and the labs do.
@@ -32,6 +38,7 @@ import os
 import re
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Optional, Protocol, Sequence
 
@@ -130,8 +137,71 @@ class P4simControl:
     def register_reset(self, name: str) -> None:
         self._call("register_reset", self._client.register_reset, name)
 
+    def off_program_drops(self) -> "OffProgramDrops":
+        """The switch's drops outside the P4 program since it started (its
+        ``port_counters``)."""
+        return OffProgramDrops.of(self._call("port_counters", self._client.port_counters))
+
     def close(self) -> None:
         self._client.close()
+
+
+@dataclass(frozen=True, slots=True)
+class OffProgramDrops:
+    """Frames a p4sim switch dropped where no P4 counter sees them, since it started:
+    ``tm_tail`` its traffic manager's queues at their depth (tail drop), ``ring`` its
+    ports' kernel receive rings full (``rx_dropped``: the rx thread was not scheduled in
+    time).
+
+    >>> OffProgramDrops.of({3: {"rx_dropped": 5, "queues": [{"dropped": 2}, {"dropped": 1}]},
+    ...                     4: {"queues": []}})
+    OffProgramDrops(tm_tail=3, ring=5)
+    >>> OffProgramDrops(1, 2).total
+    3
+    """
+
+    tm_tail: int = 0
+    ring: int = 0
+
+    @property
+    def total(self) -> int:
+        """Both kinds together."""
+        return self.tm_tail + self.ring
+
+    @staticmethod
+    def of(port_counters: Mapping[int, Mapping[str, Any]]) -> "OffProgramDrops":
+        """From p4sim's ``port_counters`` (port → its counters and queues)."""
+        tm = sum(int(q.get("dropped", 0)) for c in port_counters.values() for q in c.get("queues", ()))
+        ring = sum(int(c.get("rx_dropped", 0)) for c in port_counters.values())
+        return OffProgramDrops(tm, ring)
+
+
+def off_program_drops(target: str, switches: Mapping[str, Mapping[str, Any]]
+                      ) -> dict[str, OffProgramDrops]:
+    """Each p4sim switch's :class:`OffProgramDrops` (``switches``: the testbed state's
+    records, name → record). BMv2's runtime has no such counters: ``{}``. A switch whose
+    control API does not answer is left out.
+
+    >>> off_program_drops("bmv2", {"s0": {"thrift_port": 9090}})
+    {}
+    >>> off_program_drops("p4sim", {"s0": {}})
+    {}
+    """
+    if target != "p4sim":
+        return {}
+    out: dict[str, OffProgramDrops] = {}
+    for name, record in sorted(switches.items()):
+        try:
+            ctl = open_control(target, record, name)
+        except ControlError:
+            continue
+        try:
+            out[name] = ctl.off_program_drops()            # type: ignore[attr-defined]
+        except ControlError:
+            pass
+        finally:
+            ctl.close()
+    return out
 
 
 def bmv2_cli_binary() -> str:
@@ -258,5 +328,5 @@ def open_control(target: str, switch_record: Mapping[str, Any], switch: str = ""
     raise ControlError(f"switch {switch}: unknown target {target!r}")
 
 
-__all__ = ["Bmv2ThriftControl", "ControlError", "P4simControl", "SwitchControl",
-           "bmv2_cli_binary", "open_control"]
+__all__ = ["Bmv2ThriftControl", "ControlError", "OffProgramDrops", "P4simControl", "SwitchControl",
+           "bmv2_cli_binary", "off_program_drops", "open_control"]

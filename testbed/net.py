@@ -610,17 +610,34 @@ class NetOptions:
     ``log_level`` of the switches' packet trace (``trace`` for the full per-packet log);
     ``pki_dir``: make the testbed PKI there at build and start every switch with P4Runtime
     over TLS and client authentication (:mod:`testbed.tls`); None: plaintext.
+    ``pcap_dir``: where the switches write their per-port captures (None: none);
+    ``pcap_switches``: the switches that capture (None: every one; testbed/README.md,
+    "Captures").
     """
     target: str = "p4sim"
     binary: Optional[str] = None
     log_dir: Path = REPO / "logs"
     pcap_dir: Optional[Path] = REPO / "pcaps"
+    pcap_switches: Optional[frozenset[str]] = None
     log_level: str = "info"
     tc_links: bool = False
     state_path: Path = REPO / "build" / "testbed-state.json"
     ready_timeout_s: float = READY_TIMEOUT_S
     switch_extra: tuple[str, ...] = ()
     pki_dir: Optional[Path] = None
+
+    def pcap_dir_of(self, switch: str) -> Optional[Path]:
+        """Where ``switch`` writes its captures (None: it writes none).
+
+        >>> o = NetOptions(pcap_dir=Path("/p"), pcap_switches=frozenset({"s0"}))
+        >>> o.pcap_dir_of("s0"), o.pcap_dir_of("b0r0l0"), NetOptions(pcap_dir=None).pcap_dir_of("s0")
+        (PosixPath('/p'), None, None)
+        >>> NetOptions(pcap_dir=Path("/p")).pcap_dir_of("b0r0l0")
+        PosixPath('/p')
+        """
+        if self.pcap_switches is not None and switch not in self.pcap_switches:
+            return None
+        return self.pcap_dir
 
 
 class FabricNet:
@@ -696,7 +713,7 @@ class FabricNet:
         for sw in self.fabric.switches:
             launch = switch_launch(self.opts.target, name=sw.name, device_id=sw.device_id,
                                    grpc_addr=sw.grpc_addr, ports=sw.ports.keys(),
-                                   log_dir=self.opts.log_dir, pcap_dir=self.opts.pcap_dir,
+                                   log_dir=self.opts.log_dir, pcap_dir=self.opts.pcap_dir_of(sw.name),
                                    log_level=self.opts.log_level, binary=self.opts.binary,
                                    thrift_port=self._thrift_port(sw.device_id, thrift_in_use),
                                    extra=self._extra(with_policy=pki is not None),

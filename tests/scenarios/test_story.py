@@ -7,6 +7,8 @@ import math
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from controller.fabric.detours import fabric_hash_model
 from controller.fabric.tiers import TierModel
 from controller.fabric_setup import FabricProgrammer
@@ -17,6 +19,8 @@ from topo import FabricSpec, build_fabric
 from topo.spec import load_spec
 from scenarios.gor_session import source_uplinks
 from scenarios.story import EVEN_UTIL, StoryResult, append_story, draw_colliding, measure, shortfalls
+import testbed.control as control
+from testbed.control import OffProgramDrops
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -195,3 +199,45 @@ def test_gor_rounds_on_the_hash_model_reach_an_even_spread_on_pod2() -> None:
         load = Counter(l for w in walks() for l in w)
         ups = [load[(leaf, p)] for leaf in ("b0r0l0", "b0r0l1") for p in (3, 4)]
         assert ups == [2, 2, 2, 2] and max(load.values()) == 2, (seed0, ups)
+
+
+def test_report_names_the_drops_no_p4_counter_sees(tmp_path: Path) -> None:
+    """The switches' traffic-manager tail drops and receive-ring drops (p4sim's control API)
+    are in the report: the P4 drop counters, hence ``drops_during_move``, never see them
+    (issue 32, i32-story-s46: 2,300-12,500 tail drops a run at 3000 pps with
+    ``drops_during_move`` 0)."""
+    res = StoryResult(0, tmp_path, 7, 343.0, _log(), 2.0, {"a": 360.0}, {"a": 240.0}, 105.0, 70.0, 0)
+    res.off_program_drops = {"b0r0l0": OffProgramDrops(7702, 0), "s0": OffProgramDrops(0, 3239)}
+    append_story(tmp_path, res)
+    md = (tmp_path / "report.md").read_text()
+    assert "gor.drops_during_move: 0 (the P4 program's drop counters)" in md
+    assert "receive-ring drops, whole run): 10941 (b0r0l0 7702 + 0, s0 0 + 3239)" in md
+
+
+def test_off_program_drops_reads_each_p4sim_switch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each switch's control API is asked once; one that does not answer is left out."""
+    class FakeControl:
+        def __init__(self, name: str) -> None:
+            self.name, self.closed = name, False
+
+        def off_program_drops(self) -> OffProgramDrops:
+            if self.name == "s1":
+                raise control.ControlError("switch s1: port_counters: timed out")
+            return control.OffProgramDrops.of({3: {"rx_dropped": 4, "queues": [{"dropped": 9}]}})
+
+        def close(self) -> None:
+            self.closed = True
+
+    opened: list[FakeControl] = []
+
+    def fake_open(target: str, record: dict, name: str) -> FakeControl:
+        if not record:
+            raise control.ControlError(f"switch {name}: no p4sim control address recorded")
+        opened.append(FakeControl(name))
+        return opened[-1]
+
+    monkeypatch.setattr(control, "open_control", fake_open)
+    got = control.off_program_drops("p4sim", {"s0": {"control_addr": "a"}, "s1": {"control_addr": "b"},
+                                              "s2": {}})
+    assert got == {"s0": OffProgramDrops(9, 4)}
+    assert [c.name for c in opened] == ["s0", "s1"] and all(c.closed for c in opened)
