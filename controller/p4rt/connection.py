@@ -299,6 +299,11 @@ class SwitchConnection:
         self.insert(ent.clone_session(session_id, replicas, class_of_service,
                                       packet_length_bytes))
 
+    def meter_entry(self, meter: str, index: Optional[int] = None,
+                    config: Optional[tuple[int, int, int, int]] = None) -> p4runtime_pb2.MeterEntry:
+        """See :func:`controller.p4rt.entities.meter_entry`."""
+        return ent.meter_entry(self._info(), meter, index, config)
+
     def enable_digest(self, digest: str, max_timeout_ns: int = 0, max_list_size: int = 1,
                       ack_timeout_ns: int = 1_000_000_000) -> None:
         """Enable a digest (INSERT its DigestEntry; MODIFY if it exists already)."""
