@@ -51,6 +51,27 @@ own to its leaf neighbour b1s0:
 All three take ``--target bmv2`` (simple_switch_grpc with the same TLS options; it has no
 policy and no stream bounds).
 
+``security.punt_flood`` (root and Mininet; skipped with the reason otherwise) brings the
+default testbed up the same way (every port's ARP punts policed at
+``controller.fabric.puntguard.DEFAULT_ARP_PUNT``, 100 packets/s, burst 100) and runs the
+threat model's row ``host-floods-arp-punts`` (:func:`testbed.arpflood.punt_flood`): host
+b1s1 sends :data:`PUNT_FLOOD_FRAMES` gratuitous ARP replies as fast as Python sends, each
+a punt of its leaf; then the same with the port's meter cell reset (unconfigured: the
+switch as before the policer), and the cell is written back:
+
+* ``security.punt_flood.frames_sent``, ``.flood_s`` — the policed flood;
+* ``security.punt_flood.packet_ins`` — PacketIns the controller got from the port (goal:
+  at most ``.allowed``, burst + rate × the time from the first frame to the last
+  PacketIn);
+* ``security.punt_flood.policed_drops`` — what the leaf's ``FabricIngress.arp.punt_drops``
+  rose by;
+* ``security.punt_flood.unpoliced_packet_ins`` and ``.unpoliced_last_packet_in_s`` — the
+  same flood without the meter cell: every punt the switch read, and how long after the
+  first frame the last PacketIn came (the switch's PacketIn backlog).
+
+It takes ``--target bmv2`` too (BMv2's meters; its punts reach the same controller
+stream).
+
 Example::
 
     $ .venv/bin/python -m bench security
@@ -75,10 +96,14 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from bench.results import BenchConfig, Benchmark, Figure
 from process import stop_process
+from controller.fabric.puntguard import ARP_PUNT_METER
 from controller.fabric.sourceguard import GUARD_DROPS_COUNTER
+from controller.fabric_setup import meter_updates
+from controller.p4rt import update
 from testbed.attacks import (SPOOF_ATTACKER, SPOOF_RECEIVER, SPOOF_VICTIM, Victim, controller_read_ms,
                              denied_fraction, iter_table, open_streams, run_agent_attacks, run_attacks,
                              started_switch)
+from testbed.arpflood import punt_flood
 from testbed.cli import compile_fabric
 from testbed.pki import FabricPki
 from testbed.spoof import host_shells, spoof_frames
@@ -254,9 +279,48 @@ def bench_source_guard(config: BenchConfig) -> dict[str, Figure]:
             "security.source_guard.drops_counted": Figure(drops, "frames")}
 
 
+PUNT_FLOOD_FRAMES = 100_000
+"""Frames of the punt-flood bench (about 0.7-0.9 s of Python on the testbed machine)."""
+
+
+def bench_punt_flood(config: BenchConfig) -> dict[str, Figure]:
+    """``security.punt_flood.*`` (module docstring); {} with the reason when this process
+    may not start a testbed."""
+    why = why_no_testbed()
+    if why is not None:
+        print(f"security.punt_flood: skipped, {why}; security.punt_flood.* not written",
+              file=sys.stderr, flush=True)
+        return {}
+    with tempfile.TemporaryDirectory(prefix="security-punt-") as tmp:
+        with live_testbed(log_dir=Path(tmp) / "logs", state_path=Path(tmp) / "state.json",
+                          target=config.target) as tb:
+            shells = host_shells(tb.state)
+            leaf = tb.fabric.host(SPOOF_ATTACKER).nics[0].leaf
+            conn = tb.programmer.connection(leaf)
+            policed = punt_flood(shells, tb.fabric, conn, SPOOF_ATTACKER, PUNT_FLOOD_FRAMES)
+            conn.write([update(conn.meter_entry(ARP_PUNT_METER, policed.punts.port), "MODIFY")])
+            try:
+                open_port = punt_flood(shells, tb.fabric, conn, SPOOF_ATTACKER, PUNT_FLOOD_FRAMES)
+            finally:
+                conn.write(meter_updates(conn, tb.programmer.plans[leaf]))
+    if policed.policer is None or open_port.policer is not None:
+        raise RuntimeError(f"security.punt_flood: the policer was {policed.policer} on the policed "
+                           f"run and {open_port.policer} without its cell: nothing compared")
+    print(f"security.punt_flood: {policed.sent}; {policed}; without the meter cell: {open_port}",
+          file=sys.stderr)
+    return {"security.punt_flood.frames_sent": Figure(policed.sent.frames, "frames"),
+            "security.punt_flood.flood_s": Figure(round(policed.sent.seconds, 3), "s"),
+            "security.punt_flood.packet_ins": Figure(policed.punts.packet_ins, "packets"),
+            "security.punt_flood.allowed": Figure(policed.allowed() or 0, "packets"),
+            "security.punt_flood.policed_drops": Figure(policed.policed_drops, "packets"),
+            "security.punt_flood.unpoliced_packet_ins": Figure(open_port.punts.packet_ins, "packets"),
+            "security.punt_flood.unpoliced_last_packet_in_s": Figure(round(open_port.window_s, 2), "s")}
+
+
 BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("tls_handshake", "security", bench_tls_handshake),
     Benchmark("authz", "security", bench_authz, targets=("p4sim", "bmv2")),
     Benchmark("p4rt_streams", "security", bench_streams, targets=("p4sim", "bmv2")),
     Benchmark("source_guard", "security", bench_source_guard, targets=("p4sim", "bmv2")),
+    Benchmark("punt_flood", "security", bench_punt_flood, targets=("p4sim", "bmv2")),
 )

@@ -41,6 +41,7 @@ from controller.fabric.entries import (T_ALGORITHM, T_ARP, T_ECN, T_GROUPS, T_ME
 from controller.fabric.plan import (CPU_CLONE_SESSION, CPU_PORT, FABRIC_PREFIX,
                                     PFC_CLONE_SESSION_BASE, ROLE_CODES, SwitchPlan,
                                     plan_fabric, switch_id_of)
+from controller.fabric.puntguard import DEFAULT_ARP_PUNT, PuntPolicer
 from controller.fabric.qos import DSCP_TO_PRIORITY, EcnConfig, PfcConfig, threshold_updates
 from controller.fabric.topology import FabricLike, HostLike, NicLike, PortLike, SwitchLike
 from controller.p4rt import (ClientTls, P4RuntimeClientError, SwitchConnection,
@@ -72,6 +73,14 @@ def _chunks(items: Sequence[Any], n: int) -> Iterable[Sequence[Any]]:
         yield items[i:i + n]
 
 
+def meter_updates(conn: Any, plan: SwitchPlan) -> list[p4runtime_pb2.Update]:
+    """The MODIFY of every meter cell of ``plan`` (``plan.meters``) on ``conn``'s P4Info:
+    what :meth:`FabricProgrammer.install` and ``controller.switch_restore`` write after
+    the entries (BMv2 takes a meter cell only by MODIFY, one index at a time)."""
+    return [update(conn.meter_entry(m.meter, m.index, (m.cir, m.cburst, m.pir, m.pburst)), "MODIFY")
+            for m in plan.meters]
+
+
 def _write_ops(conn: SwitchConnection, ops: Iterable[tuple[str, Entry]]) -> int:
     """Write ``(op, entry)`` pairs (``INSERT``/``MODIFY``/``DELETE``) over ``conn`` in
     batches of :data:`WRITE_BATCH` (the pipeline's P4Info fetched first when the
@@ -95,7 +104,10 @@ class FabricProgrammer:
     required to present a certificate naming it (:meth:`ClientTls.for_server`); None:
     plaintext. ``source_guard`` (default on): the leaves' host ports accept only their
     NICs' IPv4 sources (:mod:`controller.fabric.sourceguard`; restarts and GOR's recovery
-    re-install it with the rest of the plan). Connections live until :meth:`close`
+    re-install it with the rest of the plan). ``arp_punt`` (default
+    :data:`~controller.fabric.puntguard.DEFAULT_ARP_PUNT`): every port's ARP punts to the
+    controller policed at that rate (None: no meter written, every ARP punt reaches the
+    controller). Connections live until :meth:`close`
     (also a context manager). Switch-parallel steps run in a thread pool.
     """
 
@@ -104,15 +116,18 @@ class FabricProgrammer:
                  ecn: Optional[EcnConfig] = EcnConfig(), pfc: Optional[PfcConfig] = PfcConfig(),
                  thresholds: Optional[DynamicThresholds] = None,
                  timeout_s: float = 30.0, tls: Optional[ClientTls] = None,
-                 source_guard: bool = True) -> None:
+                 source_guard: bool = True,
+                 arp_punt: Optional[PuntPolicer] = DEFAULT_ARP_PUNT) -> None:
         self.fabric = fabric
         self.source_guard = source_guard
+        self.arp_punt = arp_punt
         self.tls = tls
         self.p4info_path, self.device_config_path = Path(p4info_path), Path(device_config_path)
         self.timeout_s = timeout_s
         self.ecn, self.pfc, self.thresholds = ecn, pfc, thresholds
         self.plans: dict[str, SwitchPlan] = plan_fabric(fabric, ecn, pfc, thresholds=thresholds,
-                                                        source_guard=source_guard)
+                                                        source_guard=source_guard,
+                                                        arp_punt=arp_punt)
         self.connections: dict[str, SwitchConnection] = {}
         self.cookie = int.from_bytes(os.urandom(7), "big") or 1
         """Pipeline cookie of :meth:`push_pipelines`: a switch answering another one (or
@@ -196,6 +211,7 @@ class FabricProgrammer:
         for e in plan.entries:
             te = conn.table_entry(e.table, e.match, e.action, e.params, is_default=e.default)
             updates.append(update(te, "MODIFY" if e.default else "INSERT"))
+        updates.extend(meter_updates(conn, plan))
         for batch in _chunks(updates, WRITE_BATCH):
             conn.write(batch)
         return len(updates)
@@ -233,7 +249,7 @@ class FabricProgrammer:
         {'b0r0l0': 14, ...}
         """
         new = plan_fabric(self.fabric, self.ecn, self.pfc, thresholds=thresholds,
-                          source_guard=self.source_guard)
+                          source_guard=self.source_guard, arp_punt=self.arp_punt)
 
         def write(sw: SwitchLike) -> int:
             written = _write_ops(self.connection(sw),
@@ -283,7 +299,7 @@ def _election(value: Any) -> Union[int, tuple[int, int]]:
 
 __all__ = [
     # the programmer
-    "FabricProgrammer", "SwitchSetupError", "WRITE_BATCH",
+    "FabricProgrammer", "SwitchSetupError", "WRITE_BATCH", "meter_updates",
     # the plan, re-exported from controller.fabric (importers of the old single module)
     "CPU_CLONE_SESSION", "CPU_PORT", "DEFAULT_ALGORITHMS", "DSCP_TO_PRIORITY", "EcmpGroup",
     "EcnConfig", "Entry", "FABRIC_PREFIX", "FabricLike", "HostLike", "LEAF_UPLINK_GROUP",

@@ -16,7 +16,7 @@ its mastership. :func:`restore_switch` does, for one switch of a
 3. an empty switch gets the pipeline (with the programmer's cookie) and its whole plan
    (:func:`plan_updates`: switch id and hash seed, algorithm, next hops, routes, ECMP
    groups, the source guard, DSCP→priority, port MACs, ECN and PFC thresholds, clone
-   sessions) — each ECMP group with the live members given in ``live_groups`` (group id →
+   sessions, the ARP punt meters) — each ECMP group with the live members given in ``live_groups`` (group id →
    egress ports in member order): a link GOR took down stays out of the group, as in
    :mod:`controller.gor.faults`.
 
@@ -37,7 +37,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from p4.v1 import p4runtime_pb2
 
-from controller.fabric_setup import T_GROUPS, T_MEMBERS, T_ROUTES, WRITE_BATCH, SwitchPlan
+from controller.fabric_setup import T_GROUPS, T_MEMBERS, T_ROUTES, WRITE_BATCH, SwitchPlan, meter_updates
 from controller.p4rt import clone_session, update
 
 
@@ -103,8 +103,8 @@ def check_switch(conn: Any, plan: SwitchPlan, expected_cookie: Optional[int] = N
 
 def plan_updates(conn: Any, plan: SwitchPlan,
                  live_groups: Optional[Mapping[int, Sequence[int]]] = None) -> list[p4runtime_pb2.Update]:
-    """Every update of ``plan`` for an empty switch (clone sessions, then the entries in
-    plan order), each ECMP group in ``live_groups`` (group id → live egress ports in member
+    """Every update of ``plan`` for an empty switch (clone sessions, the entries in plan
+    order, then the meter cells: the ARP punt policer), each ECMP group in ``live_groups`` (group id → live egress ports in member
     order) written with those members and that size; a group left out is written as
     planned. A group with no live member is written as planned (no way out either way)."""
     live = {gid: tuple(ports) for gid, ports in (live_groups or {}).items() if ports}
@@ -126,6 +126,7 @@ def plan_updates(conn: Any, plan: SwitchPlan,
             params["nexthop_id"] = member_of[e.match["meta.ecmp_member"]]
         te = conn.table_entry(e.table, e.match, e.action, params, is_default=e.default)
         out.append(update(te, "MODIFY" if e.default else "INSERT"))
+    out.extend(meter_updates(conn, plan))
     return out
 
 

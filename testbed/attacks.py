@@ -38,7 +38,7 @@ import time
 from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 import grpc
 from cryptography import x509
@@ -51,6 +51,7 @@ from astral_proto.flows import HostFlow, flow_id
 from astral_proto.net import PEER_TEXT_CHARS
 from astral_proto.security import listen
 from astral_proto.tls import MutualTls, TlsFiles
+from controller.fabric.puntguard import ARP_PUNT_DROPS_COUNTER
 from controller.gor.shared import DEFAULT_AGENT_SILENT_S
 from controller.p4rt import SwitchConnection
 from controller.p4rt import entities as ent
@@ -59,6 +60,7 @@ from controller.p4rt.tls import ClientTls
 from controller.registry import MOVE_REPORT_S, FlowRegistry, serve_registry
 from host.nic.rc import AETH_NAK_PSN_SEQ
 from process import stop_process
+from testbed.arpflood import punt_flood
 from testbed.pki import FabricPki
 from testbed.ports import free_port
 from testbed.spoof import spoof_frames
@@ -774,22 +776,49 @@ neighbour) with b0s0's address, as sec-audit5 measured it live."""
 
 def live_fabric_attacks(shells: dict[str, int], fabric: Any, pki: Optional[FabricPki] = None,
                         attacker: str = SPOOF_ATTACKER, victim: str = SPOOF_VICTIM,
-                        receiver: str = SPOOF_RECEIVER) -> list[Outcome]:
+                        receiver: str = SPOOF_RECEIVER,
+                        connections: Optional[Mapping[str, Any]] = None) -> list[Outcome]:
     """The data-plane rows of the matrix, on a running testbed (root; ``shells``: host →
-    its shell's PID, :func:`testbed.spoof.host_shells`). ``host-spoofs-source-address``:
-    ``attacker`` (a testbed host; with ``pki``, its certificate must be one the hosts'
-    CA issued) sends frames with ``victim``'s source to ``receiver``
-    (:func:`testbed.spoof.spoof_frames`). Refused (``DROPPED``) when none of them was
-    delivered; the state is kept when every frame with its own source was (the guard
-    leaves legitimate traffic alone)."""
+    its shell's PID, :func:`testbed.spoof.host_shells`). ``attacker`` is a testbed host
+    (with ``pki``, its certificate must be one the hosts' CA issued).
+
+    * ``host-spoofs-source-address``: ``attacker`` sends frames with ``victim``'s source
+      to ``receiver`` (:func:`testbed.spoof.spoof_frames`). Refused (``DROPPED``) when none
+      of them was delivered; the state is kept when every frame with its own source was
+      (the guard leaves legitimate traffic alone).
+    * ``host-floods-arp-punts`` (with ``connections``: switch name → the controller's
+      connection, e.g. ``programmer.connections``): ``attacker`` floods gratuitous ARP,
+      which its leaf punts (:func:`testbed.arpflood.punt_flood`). Refused (``POLICED``)
+      when the controller got no more PacketIns from the port than the leaf's policer
+      allows and the policer dropped the rest; the state is kept when the controller's
+      connection is still primary and its Read is answered."""
     if pki is not None and _kind(pki, attacker) != "host":
         raise ValueError(f"{attacker}: no host certificate in {pki.root}")
     got = spoof_frames(shells, fabric, attacker, victim, receiver)
-    return [Outcome("host-spoofs-source-address",
+    rows = [Outcome("host-spoofs-source-address",
                     "a host cannot send with another host's IPv4 source (the leaf's source guard)",
                     got.spoofed_seen == 0 and got.own_seen == got.frames,
                     "DROPPED" if got.spoofed_seen == 0 else "OK", got.delivered(),
                     got.own_seen == got.frames)]
+    if connections is not None:
+        rows.append(punt_flood_row(shells, fabric, connections, attacker))
+    return rows
+
+
+def punt_flood_row(shells: Mapping[str, int], fabric: Any, connections: Mapping[str, Any],
+                   attacker: str = SPOOF_ATTACKER) -> Outcome:
+    """The ``host-floods-arp-punts`` row (:func:`live_fabric_attacks`)."""
+    conn = connections[fabric.host(attacker).nics[0].leaf]
+    flood = punt_flood(shells, fabric, conn, attacker)
+    refused = flood.within_policer() and flood.policed_drops > 0
+    try:
+        conn.read_counter(ARP_PUNT_DROPS_COUNTER, flood.punts.port)
+        kept = bool(conn.is_primary)
+    except grpc.RpcError:
+        kept = False
+    return Outcome("host-floods-arp-punts",
+                   "a host cannot flood its leaf's controller with punted ARP (the leaf's policer)",
+                   refused and kept, "POLICED" if refused else "OK", str(flood), kept)
 
 
 def run_attack(v: Victim, attack: Attack) -> Outcome:
@@ -1353,6 +1382,7 @@ def iter_table(outcomes: Sequence[Outcome]) -> Iterator[str]:
 
 
 __all__ = ["smartnic_attacks", "LiveNic", "live_nic_attacks", "LIVE_STREAMS", "live_fabric_attacks",
+           "punt_flood_row",
            "SPOOF_ATTACKER", "SPOOF_RECEIVER", "SPOOF_VICTIM", "AgentAttack", "AgentFabric", "RecordingMover", "agent_attacks", "run_agent_attack",
            "run_agent_attacks", "READY_TIMEOUT_S", "started_switch", "Attack", "AttackFailed", "AttackStream", "CONTROLLER_ELECTION_ID", "COOKIE", "Outcome",
            "IdleStream", "STALLED_READS", "STARVATION_STREAMS", "Victim", "controller_read_ms", "default_attackers",

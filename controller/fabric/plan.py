@@ -54,6 +54,10 @@ What is planned on every switch (names of ``p4src/README.md``):
   addresses of the NICs cabled there are allowed as IPv4 sources (a dual-port NIC's on
   both of its ports): :mod:`controller.fabric.sourceguard`. ``source_guard=False`` writes
   none (the switch then forwards any source, as before the guard).
+* ``FabricIngress.arp.punt_meter`` (every switch, every port; ``arp_punt``, default
+  :data:`~controller.fabric.puntguard.DEFAULT_ARP_PUNT`): the port's ARP punts to the
+  controller policed, 100 packets/s with a burst of 100 (:mod:`controller.fabric.puntguard`);
+  ``arp_punt=None`` writes none (every ARP punt reaches the controller).
 * Clone sessions ``100 + p`` → port ``p`` for every port, and ``255`` → the CPU port.
 
 Example::
@@ -79,6 +83,7 @@ from controller.fabric.monitoring import (DEFAULT_ALARM_LEVELS, DEFAULT_ELEPHANT
                                           elephant_entry)
 from controller.fabric.qos import (EcnConfig, PfcConfig, dynamic_entries, ecn_entry, pfc_entry,
                                   qos_entries)
+from controller.fabric.puntguard import DEFAULT_ARP_PUNT, MeterSetting, PuntPolicer, punt_meters
 from controller.fabric.sourceguard import entries_of, guarded_sources
 from controller.fabric.topology import FabricLike, NicLike, SwitchLike, nic_attachments, nic_leaf_sets
 from p4src.alarmmodel import AlarmLevels, ElephantConfig
@@ -95,8 +100,8 @@ FABRIC_PREFIX = "10.0.0.0/8"
 
 @dataclass(slots=True)
 class SwitchPlan:
-    """Everything one switch gets: table entries (in write order), ECMP groups and clone
-    sessions (session id → ports).
+    """Everything one switch gets: table entries (in write order), ECMP groups, clone
+    sessions (session id → ports) and meter cells (written with MODIFY after the entries).
 
     >>> from controller.fabric.entries import T_ROUTES
     >>> SwitchPlan("s0", 200, "spine", 7, "crc32").count(T_ROUTES)
@@ -112,6 +117,7 @@ class SwitchPlan:
     groups: dict[int, EcmpGroup] = field(default_factory=dict)
     clone_sessions: dict[int, tuple[int, ...]] = field(default_factory=dict)
     routes: list[RouteModel] = field(default_factory=list)   # routes to detour groups
+    meters: list[MeterSetting] = field(default_factory=list)
 
     def count(self, table: str) -> int:
         """Number of non-default entries planned for ``table``."""
@@ -170,9 +176,11 @@ class _Planner:
                  pfc: Optional[PfcConfig], alarms: Optional[AlarmLevels] = None,
                  elephants: Optional[ElephantConfig] = None,
                  thresholds: Optional[DynamicThresholds] = None,
-                 source_guard: bool = True) -> None:
+                 source_guard: bool = True,
+                 arp_punt: Optional[PuntPolicer] = DEFAULT_ARP_PUNT) -> None:
         self.fabric, self.ecn, self.pfc = fabric, ecn, pfc
         self.source_guard = source_guard
+        self.arp_punt = arp_punt
         self.thresholds = thresholds
         self.alarms, self.elephants = alarms, elephants
         self.by_name = {s.name: s for s in fabric.switches}
@@ -257,6 +265,8 @@ class _Planner:
                     add(elephant_entry(p, self.elephants))
         plan.clone_sessions = {PFC_CLONE_SESSION_BASE + p: (p,) for p in ports}
         plan.clone_sessions[CPU_CLONE_SESSION] = (CPU_PORT,)
+        if self.arp_punt is not None:
+            plan.meters = punt_meters(ports, self.arp_punt)
         return plan
 
     def _leaf(self, sw: SwitchLike, plan: SwitchPlan) -> None:
@@ -332,16 +342,18 @@ def plan_fabric(fabric: FabricLike, ecn: Optional[EcnConfig] = EcnConfig(),
                 alarms: Optional[AlarmLevels] = DEFAULT_ALARM_LEVELS,
                 elephants: Optional[ElephantConfig] = DEFAULT_ELEPHANTS,
                 thresholds: Optional[DynamicThresholds] = None,
-                source_guard: bool = True) -> dict[str, SwitchPlan]:
+                source_guard: bool = True,
+                arp_punt: Optional[PuntPolicer] = DEFAULT_ARP_PUNT) -> dict[str, SwitchPlan]:
     """The plan of every switch, by name (no connection needed). ``source_guard=False``
-    leaves the source guard's tables empty (module docstring).
+    leaves the source guard's tables empty; ``arp_punt=None`` writes no ARP punt meter
+    (every ARP punt reaches the controller, as before the policer) (module docstring).
 
     >>> from topo.model import build_fabric
     >>> from controller.fabric.entries import T_ROUTES
     >>> plan_fabric(build_fabric())["s0"].count(T_ROUTES) > 0
     True
     """
-    planner = _Planner(fabric, ecn, pfc, alarms, elephants, thresholds, source_guard)
+    planner = _Planner(fabric, ecn, pfc, alarms, elephants, thresholds, source_guard, arp_punt)
     return {sw.name: planner.plan(sw) for sw in fabric.switches}
 
 

@@ -10,7 +10,7 @@ Example::
 """
 from controller.p4rt.codec import decode, encode, to_int
 from controller.p4rt.connection import CounterData, DigestList, PacketIn, SwitchConnection
-from controller.p4rt.entities import (clone_session, counter_entry, digest_entry,
+from controller.p4rt.entities import (clone_session, counter_entry, digest_entry, meter_entry,
                                       multicast_group, register_entry, table_entry, update)
 from controller.p4rt.errors import (NotPrimaryError, P4InfoLookupError, P4RuntimeClientError,
                                     UpdateError, WriteError)
@@ -20,6 +20,6 @@ from controller.p4rt.tls import ClientTls
 __all__ = [
     "SwitchConnection", "ClientTls", "P4InfoHelper", "load_p4info", "CounterData", "DigestList", "PacketIn",
     "table_entry", "update", "counter_entry", "register_entry", "multicast_group",
-    "clone_session", "digest_entry", "encode", "decode", "to_int", "NotPrimaryError",
+    "clone_session", "digest_entry", "meter_entry", "encode", "decode", "to_int", "NotPrimaryError",
     "P4InfoLookupError", "P4RuntimeClientError", "UpdateError", "WriteError",
 ]

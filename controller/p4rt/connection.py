@@ -49,6 +49,12 @@ from controller.p4rt.tls import ClientTls, open_channel
 from controller.p4rt.writes import ATOMICITY, write_error, write_request
 
 DEFAULT_TIMEOUT_S = 10.0
+DEFAULT_MAX_PACKET_INS = 65_536
+"""PacketIns a connection keeps unread (its own ``packets`` queue); the rest are dropped
+and counted in :attr:`SwitchConnection.packet_ins_dropped`. GOR reads none of them: before
+this bound a host flooding punted ARP grew the controller by every PacketIn its leaf sent
+(sec-punt-s46: 49,201 from one 3-second flood; at the ARP policer's 100/s per port, the
+bound is reached in 11 minutes and holds ~21 MiB of 64-byte ARP PacketIns)."""
 log = logging.getLogger("controller.p4rt")
 
 
@@ -65,6 +71,8 @@ class SwitchConnection:
     over TLS with these credentials (plaintext when None). PacketIns, DigestLists and
     IdleTimeoutNotifications (raw messages) arrive on the queues ``packets``, ``digests``
     and ``idle_timeouts``; ``events``: one queue for all three instead, in arrival order.
+    ``packets`` (without ``events``) keeps at most ``max_packet_ins`` unread; a PacketIn
+    arriving to a full queue is dropped and counted in :attr:`packet_ins_dropped`.
 
     Mastership is watched after :meth:`arbitrate`: when the switch says another client is
     primary now, :attr:`is_primary` turns False, :attr:`mastership_lost_to` holds that
@@ -80,7 +88,10 @@ class SwitchConnection:
                  arbitrate: bool = True, auto_ack_digests: bool = True,
                  timeout_s: float = DEFAULT_TIMEOUT_S, tls: Optional[ClientTls] = None,
                  events: "Optional[queue.Queue[Any]]" = None,
-                 on_mastership: Optional[Callable[["SwitchConnection"], None]] = None) -> None:
+                 on_mastership: Optional[Callable[["SwitchConnection"], None]] = None,
+                 max_packet_ins: int = DEFAULT_MAX_PACKET_INS) -> None:
+        if max_packet_ins < 1:
+            raise ValueError(f"max_packet_ins: {max_packet_ins} (must be >= 1)")
         self.addr, self.device_id, self.timeout_s = addr, device_id, timeout_s
         self.tls = tls
         self.election_id = election_uint128(election_id)
@@ -89,7 +100,10 @@ class SwitchConnection:
             if p4info is not None else None
         self.channel = open_channel(addr, tls)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
-        self.packets: "queue.Queue[PacketIn]" = events if events is not None else queue.Queue()
+        self.packets: "queue.Queue[PacketIn]" = events if events is not None else \
+            queue.Queue(maxsize=max_packet_ins)
+        self.packet_ins_dropped = 0
+        """PacketIns dropped because :attr:`packets` was full (nobody read them)."""
         self.digests: "queue.Queue[DigestList]" = events if events is not None else queue.Queue()
         self.idle_timeouts: "queue.Queue[p4runtime_pb2.IdleTimeoutNotification]" = \
             events if events is not None else queue.Queue()
@@ -115,6 +129,13 @@ class SwitchConnection:
 
     # ---------------------------------------------------------------- stream
     def _on_packet(self, pkt: p4runtime_pb2.PacketIn) -> None:
+        if self.packets.full():                    # unread: dropped before it is decoded
+            self.packet_ins_dropped += 1
+            if self.packet_ins_dropped == 1:
+                log.warning("%s device %d: %d PacketIns unread, dropping the next ones "
+                            "(counted in packet_ins_dropped)", self.addr, self.device_id,
+                            self.packets.maxsize)
+            return
         self.packets.put(decode_packet_in(self.p4info, pkt))
 
     def _on_digest(self, dl: p4runtime_pb2.DigestList) -> None:
@@ -299,6 +320,11 @@ class SwitchConnection:
         self.insert(ent.clone_session(session_id, replicas, class_of_service,
                                       packet_length_bytes))
 
+    def meter_entry(self, meter: str, index: Optional[int] = None,
+                    config: Optional[tuple[int, int, int, int]] = None) -> p4runtime_pb2.MeterEntry:
+        """See :func:`controller.p4rt.entities.meter_entry`."""
+        return ent.meter_entry(self._info(), meter, index, config)
+
     def enable_digest(self, digest: str, max_timeout_ns: int = 0, max_list_size: int = 1,
                       ack_timeout_ns: int = 1_000_000_000) -> None:
         """Enable a digest (INSERT its DigestEntry; MODIFY if it exists already)."""
@@ -325,5 +351,5 @@ class SwitchConnection:
         self.close()
 
 
-__all__ = ["ATOMICITY", "ClientTls", "CounterData", "DEFAULT_TIMEOUT_S", "DigestList", "PacketIn",
+__all__ = ["ATOMICITY", "ClientTls", "CounterData", "DEFAULT_MAX_PACKET_INS", "DEFAULT_TIMEOUT_S", "DigestList", "PacketIn",
            "SwitchConnection"]

@@ -156,6 +156,20 @@ def counter_entry(info: P4InfoHelper, counter: str,
     return ce
 
 
+def meter_entry(info: P4InfoHelper, meter: str, index: Optional[int] = None,
+                config: Optional[tuple[int, int, int, int]] = None) -> p4runtime_pb2.MeterEntry:
+    """A MeterEntry of an indexed meter (``index=None`` reads every cell); ``config``
+    ``(cir, cburst, pir, pburst)`` for a MODIFY (rates in units per second, bursts in
+    units; none: the cell back to unconfigured, every packet GREEN). BMv2 writes a meter
+    cell only by index (no INSERT, no wildcard write)."""
+    me = p4runtime_pb2.MeterEntry(meter_id=info.meter_id(meter))
+    if index is not None:
+        me.index.index = index
+    if config is not None:
+        me.config.cir, me.config.cburst, me.config.pir, me.config.pburst = config
+    return me
+
+
 def register_entry(info: P4InfoHelper, register: str, index: Optional[int] = None,
                    value: Optional[Value] = None) -> p4runtime_pb2.RegisterEntry:
     """A RegisterEntry (``index=None`` reads every cell; ``value`` for writes)."""

@@ -95,16 +95,16 @@ def test_bmv2_target_selects_only_what_runs_there(tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     on_bmv2 = [f"{b.group}.{b.name}" for b in select(target="bmv2")]
     assert on_bmv2 == ["switch.p4rt_writes", "switch.p4rt_read", "gor.fast_loop", "security.authz",
-                       "security.p4rt_streams", "security.source_guard", "monitor.faults",
-                       "monitor.switch_exporter"]
+                       "security.p4rt_streams", "security.source_guard", "security.punt_flood",
+                       "monitor.faults", "monitor.switch_exporter"]
     assert all(b.targets == ("p4sim",) for b in all_benchmarks()
                if f"{b.group}.{b.name}" not in on_bmv2)
     with pytest.raises(KeyError):
         select(["p4sim"], target="bmv2")
     assert main(["p4sim", "--target", "bmv2", "--output", str(tmp_path / "b.json")]) == 2
     assert ("does not run on bmv2 (those that do: switch.p4rt_writes, switch.p4rt_read, gor.fast_loop, "
-            "security.authz, security.p4rt_streams, security.source_guard, monitor.faults, "
-            "monitor.switch_exporter)"
+            "security.authz, security.p4rt_streams, security.source_guard, security.punt_flood, "
+            "monitor.faults, monitor.switch_exporter)"
             ) in capsys.readouterr().err
     assert not (tmp_path / "b.json").exists()
     assert main(["--target", "bmv2", "--list"]) == 0

@@ -10,6 +10,7 @@ stopped by PID (``tests/procs.py``).
 from __future__ import annotations
 
 import struct
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -201,3 +202,28 @@ def test_push_pipeline_keeps_its_own_p4info(probe_compiled: tuple[Path, Path], c
             assert shared.SerializeToString() == before
     finally:
         other.stop()
+
+
+def test_unread_packet_ins_are_bounded(switch: SwitchProcess, conn: SwitchConnection) -> None:
+    """A connection keeps at most ``max_packet_ins`` PacketIns unread (GOR reads none: a
+    host flooding punted ARP grew the controller by every one before); the rest are
+    dropped and counted, the oldest kept, and reading makes room again."""
+    with pytest.raises(ValueError, match="^max_packet_ins: 0"):
+        SwitchConnection(switch.grpc_addr, device_id=3, max_packet_ins=0, arbitrate=False)
+    small = SwitchConnection(switch.grpc_addr, device_id=3, election_id=(0, 200),
+                             p4info=conn.p4info.p4info if conn.p4info else None, max_packet_ins=3)
+    try:
+        for k in range(10):
+            small.packet_out(PROBE.pack(k, *[0] * 8), {"egress_port": 0})
+        deadline = time.monotonic() + 5.0
+        while small.packet_ins_dropped < 7 and time.monotonic() < deadline:
+            time.sleep(0.02)              # a bounded poll of the stream thread, not a wait
+        assert small.packet_ins_dropped == 7
+        kept = [small.get_packet_in(0) for _ in range(4)]
+        assert [PROBE.unpack(p.payload)[0] for p in kept[:3] if p is not None] == [0, 1, 2]
+        assert kept[3] is None
+        small.packet_out(PROBE.pack(10, *[0] * 8), {"egress_port": 0})
+        again = small.get_packet_in(5)
+        assert again is not None and PROBE.unpack(again.payload)[0] == 10
+    finally:
+        small.close()

@@ -130,8 +130,11 @@ def test_a_restored_switch_gets_the_guard_back() -> None:
         asked.append((table, tuple(match.items())))
         return p4runtime_pb2.TableEntry()
 
-    ups = plan_updates(SimpleNamespace(table_entry=table_entry), plan, {})
-    assert len(ups) == len(plan.entries) + len(plan.clone_sessions)
+    def meter_entry(meter: str, index: Any = None, config: Any = None) -> p4runtime_pb2.MeterEntry:
+        return p4runtime_pb2.MeterEntry()
+
+    ups = plan_updates(SimpleNamespace(table_entry=table_entry, meter_entry=meter_entry), plan, {})
+    assert len(ups) == len(plan.entries) + len(plan.clone_sessions) + len(plan.meters)
     got = {a for a in asked if a[0] in (T_GUARD_PORTS, T_GUARD_SOURCES)}
     assert got == {(e.table, tuple(e.match.items())) for e in guard_entries(fab.switch("b0r0l0"), fab)}
     assert len(got) == 4        # two host ports, one NIC each

@@ -9,7 +9,7 @@ what ``python -m p4sim switch`` runs by default) every test runs. On the Python 
 (``P4SIM_ENGINE=python``: the Python pipeline *and* the Python data plane) the tests of
 :data:`PYTHON_ENGINE_TESTS` run: every test whose outcome goes through the switch
 process's data plane (queues and their rates, PFC pause and passthrough, the shared
-buffer's counts, the CPU port's PacketIn/PacketOut, digests, clones and recirculation,
+buffer's counts, the CPU port's PacketIn/PacketOut and its policing, digests, clones and recirculation,
 port counters, time windows). The rest, :data:`PIPELINE_ONLY_TESTS`, check frames out of
 the match-action pipeline for given entries and a given frame (routes, ARP proxy, ECMP
 members against the hash model, the override, TTL and checksum, a sample digest's
@@ -46,6 +46,7 @@ PYTHON_ENGINE_TESTS = (
     "ecn.EcnThreshold",
     "forwarding.PacketOutBypassesPipeline",
     "pfc.PfcPauseAndResume", "pfc.PfcReceivedCountedNotForwarded",
+    "punt_policing.ArpPuntsPoliced",
     "sampling.SamplingRate", "sampling.SampleToCpu",
     "source_guard.SourceGuardDropsSpoofedSources",
     "telemetry.PortCounters", "telemetry.QdepthHistogramAtDepthZero",
