@@ -17,6 +17,11 @@ after 10 s). Figures:
 * ``p4sim.p4rt_read_ms.counters_4096``: one wildcard Read of an indexed counter of 4,096
   cells (``bench/programs/counters.p4``), request sent to the last entity decoded by the
   client, median of 20 reads per run (medians over ``config.runs``); the count is checked.
+* ``p4sim.p4rt_read_ms.poll_cells_116`` / ``p4sim.p4rt_read_cpu_ms.poll_cells_116``: one
+  Read of :data:`POLL_CELLS` indexed cells of that counter, one entity each (what GOR's
+  poller asks a switch for every 0.1 s: 7 counters' cells of its polled ports), end to
+  end and in the switch's CPU (:func:`process_cpu_ns` over the run's reads / reads);
+  medians as above.
 * With ``--target bmv2`` the write and read probes run unchanged against
   ``simple_switch_grpc`` (no program, no interfaces; the program compiled by
   ``p4c-bm2-ss``, pushed as its JSON with p4c's P4Info) and their figures are named
@@ -71,6 +76,10 @@ PROGRAM = Path(__file__).resolve().parent / "programs" / "port_fwd.p4"
 COUNTERS_PROGRAM = Path(__file__).resolve().parent / "programs" / "counters.p4"
 COUNTER_CELLS = 4096
 READS_PER_RUN = 20
+POLL_CELLS = 116
+"""Indexed cells GOR's poller reads from a leaf in one Read (4 polled ports: tx, rx, ECN,
+drops, PFC tx one cell each, PFC rx 8 and the queue-depth histogram 16)."""
+POLL_READS_PER_RUN = 100
 READY_TIMEOUT_S = 60.0
 RPC_TIMEOUT_S = 30.0
 MAX_ENTRIES = 4000
@@ -573,15 +582,42 @@ def counter_read_ms(client: P4RuntimeClient, counter: str, cells: int) -> float:
     return elapsed * 1e3
 
 
+def indexed_read_ms(client: P4RuntimeClient, counter: str, cells: int) -> float:
+    """Milliseconds of one Read of ``counter``'s first ``cells`` cells, one entity each;
+    BenchCheckError on a wrong count."""
+    req = p4runtime_pb2.ReadRequest(device_id=client.device_id)
+    cid = client._id("counters", counter)
+    for i in range(cells):
+        ent = req.entities.add().counter_entry
+        ent.counter_id, ent.index.index = cid, i
+    t0 = time.perf_counter()
+    got = sum(len(resp.entities) for resp in client.stub.Read(req, timeout=RPC_TIMEOUT_S))
+    elapsed = time.perf_counter() - t0
+    if got != cells:
+        raise BenchCheckError(f"{counter}: {got} counter entries read, {cells} expected")
+    return elapsed * 1e3
+
+
 def run_p4rt_read(config: BenchConfig) -> dict[str, Figure]:
-    """``p4sim.p4rt_read_ms.counters_4096``: median of :data:`READS_PER_RUN` reads, median
-    over ``config.runs``."""
-    with target_switch(config.target, COUNTERS_PROGRAM) as (_pid, client):
+    """``p4sim.p4rt_read_ms.counters_4096``: median of :data:`READS_PER_RUN` reads, and
+    ``.poll_cells_116`` with its switch CPU, of :data:`POLL_READS_PER_RUN`; medians over
+    ``config.runs``."""
+    with target_switch(config.target, COUNTERS_PROGRAM) as (pid, client):
         if config.warmup_s > 0:
             counter_read_ms(client, "CntIngress.cells", COUNTER_CELLS)
+            indexed_read_ms(client, "CntIngress.cells", POLL_CELLS)
         runs = [median([counter_read_ms(client, "CntIngress.cells", COUNTER_CELLS)
                         for _ in range(READS_PER_RUN)]) for _ in range(config.runs)]
-    return {f"{config.target}.p4rt_read_ms.counters_4096": Figure(round(median(runs), 2), "ms")}
+        poll_ms, poll_cpu_ms = [], []
+        for _ in range(config.runs):
+            cpu0 = process_cpu_ns(pid)
+            poll_ms.append(median([indexed_read_ms(client, "CntIngress.cells", POLL_CELLS)
+                                   for _ in range(POLL_READS_PER_RUN)]))
+            poll_cpu_ms.append((process_cpu_ns(pid) - cpu0) / POLL_READS_PER_RUN / 1e6)
+    t = config.target
+    return {f"{t}.p4rt_read_ms.counters_4096": Figure(round(median(runs), 2), "ms"),
+            f"{t}.p4rt_read_ms.poll_cells_116": Figure(round(median(poll_ms), 2), "ms"),
+            f"{t}.p4rt_read_cpu_ms.poll_cells_116": Figure(round(median(poll_cpu_ms), 3), "ms")}
 
 
 # ---------------------------------------------------------------------- veth packet rate

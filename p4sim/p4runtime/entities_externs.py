@@ -145,6 +145,24 @@ class ExternStore:
                 bytes_too=arr.unit in ("bytes", "packets_and_bytes"))
             add_wire(wire, width)
 
+    def read_counter_cells_wire(self, msgs: Sequence[pb.CounterEntry], add_wire: AddWire) -> None:
+        """Indexed reads of ONE counter (``msgs``: consecutive entities of a Read, each with
+        the same non-zero ``counter_id`` and an ``index``), encoded in one call: the same
+        entities (decoded), in the same order, as :meth:`read_counters_wire` of each in turn
+        (a varint may take more bytes: one width for the run, as a wildcard read), and the
+        same first error, but numpy's per-call cost is paid once, not per cell (GOR's
+        poller asks for ~116 cells of 7 counters a switch every 0.1 s: 6.4 ms of the
+        switch's CPU a poll when each cell was a call)."""
+        ei = ProgramIndex.extern("counter", self.index.counters, msgs[0].counter_id)
+        arr, what = ei.obj, f"counter {ei.name}"
+        indices = [_indices(m, arr.size, what, "Error when reading counter from target")[0] for m in msgs]
+        packets, nbytes = arr.columns()
+        wire, width = encode_counter_cells(
+            ei.extern_id, indices, packets, nbytes,
+            packets_too=arr.unit in ("packets", "packets_and_bytes"),
+            bytes_too=arr.unit in ("bytes", "packets_and_bytes"))
+        add_wire(wire, width)
+
     # ------------------------------------------------------------------ meters
     def write_meter(self, utype: int, msg: pb.MeterEntry) -> Undo:
         ei = ProgramIndex.extern("meter", self.index.meters, msg.meter_id)

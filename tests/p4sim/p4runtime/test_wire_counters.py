@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import random
+from types import SimpleNamespace
 
 import pytest
 from p4.v1 import p4runtime_pb2 as pb
@@ -13,7 +14,7 @@ from p4.v1 import p4runtime_pb2 as pb
 from p4sim.engine.program import load_program_text
 from p4sim.p4info import build_p4info
 from p4sim.p4runtime.entities import EntityStore
-from p4sim.p4runtime.server import _READ_CHUNK, _Responses
+from p4sim.p4runtime.server import _READ_CHUNK, P4RuntimeServer, RpcError, _Responses
 from p4sim.p4runtime.wirecounters import encode_counter_cells
 from p4sim.runtime.errors import RuntimeStateError
 
@@ -142,3 +143,35 @@ def test_padded_varints_parse_to_their_values() -> None:
     assert len(data) == width * len(values)
     with pytest.raises(OverflowError):
         encode_counter_cells(1, range(1), [2**63], [0], packets_too=True, bytes_too=True)
+
+
+def _cells(cid: int, *indices: int) -> list[pb.Entity]:
+    return [pb.Entity(counter_entry=pb.CounterEntry(counter_id=cid, index=pb.Index(index=i))) for i in indices]
+
+
+def test_runs_of_indexed_cells_read_as_one_entity_at_a_time(store: EntityStore) -> None:
+    """GOR's poller asks for its ports' cells one entity each, counter after counter; the
+    server encodes each run of one counter's cells in one call (``counter_run``): the
+    same ReadResponses as entity by entity, runs, wildcards and single cells mixed."""
+    pkts, octets, both = (counter_id(store, n) for n in ("pkts", "octets", "both"))
+    req = pb.ReadRequest(entities=[*_cells(pkts, 0, 4999, 7, 7), *_cells(both, 1, 2),
+                                   pb.Entity(counter_entry=pb.CounterEntry(counter_id=octets)),
+                                   *_cells(pkts, 3), *_cells(both, 4095, 0, 9)])
+    slow, fast = _Responses(), _Responses()
+    for ent in req.entities:
+        list(store.read(ent, slow.new_entity))
+    P4RuntimeServer._read_into(None, SimpleNamespace(store=store), req, fast)  # type: ignore[arg-type]
+    assert sum(len(r.entities) for r in fast.responses) == 11
+    assert fast.responses == slow.responses and wire(fast.responses) == wire(slow.responses)
+
+
+def test_a_bad_cell_in_a_run_fails_the_read_as_one_entity_at_a_time(store: EntityStore) -> None:
+    pkts = counter_id(store, "pkts")
+    req = pb.ReadRequest(entities=_cells(pkts, 1, 2, 5000, 3))
+    with pytest.raises(RuntimeStateError) as one:
+        for ent in req.entities:
+            list(store.read(ent, _Responses().new_entity))
+    with pytest.raises(RpcError) as run:
+        P4RuntimeServer._read_into(None, SimpleNamespace(store=store), req, _Responses())  # type: ignore[arg-type]
+    assert (run.value.code, run.value.message) == (one.value.code, one.value.message)
+    assert "index 5000 not in [0, 5000)" in run.value.message
