@@ -13,6 +13,9 @@ activations per recomputation mode and pipeline schedule, the LM head's logits.
   PyTorch FSDP keeps its sharded parameters in fp32 (4, the master copy) and Adam's 8; optimizer ``training.optimizer_bytes`` (12: fp32
   master, Adam m and v). ZeRO 1 shards the optimizer states over DP, 2 also the
   gradients, 3 also the weights (expert parameters over the expert-DP group dp/ep).
+  FSDP once a step under pipeline parallelism (:func:`fsdp_per_step`) also holds the stage's
+  gathered bf16 parameters (2) and its unsharded fp32 gradient accumulator (4) for the
+  whole step.
 * **Activations per layer and micro-batch** (Korthikanti et al., "Reducing Activation
   Recomputation in Large Transformer Models", 2022, with flash attention: no s² scores):
   ``none`` stores the inputs of every kernel with a backward — for GPT with t-way TP and
@@ -217,12 +220,35 @@ def in_flight(j: TrainingJob, stage: int) -> float:
     return chunks / v
 
 
+def fsdp_per_step(j: TrainingJob) -> bool:
+    """FSDP under pipeline parallelism that gathers each unit once a step and reduces after
+    the last backward (``framework.fsdp_pipeline: per_step``, torchtitan): the stage's
+    parameters stay gathered and its gradients accumulate unsharded between micro-batches.
+
+    >>> from sim.predict.job import job_from_dict
+    >>> def job(pp, name):
+    ...     return job_from_dict({"model": {"layers": 4, "hidden": 1024, "heads": 16, "seq_length": 1024,
+    ...                                     "vocab": 32000}, "training": {"global_batch": 32},
+    ...                           "parallel": {"pp": pp, "dp": 4, "zero": 3}, "gpu": {"preset": "H100-SXM"},
+    ...                           "framework": {"name": name}}, "j.yaml")
+    >>> fsdp_per_step(job(2, "torchtitan")), fsdp_per_step(job(1, "torchtitan")), fsdp_per_step(job(2, "pytorch-fsdp"))
+    (True, False, False)
+    """
+    fw, par = j.framework, j.parallel
+    return (fw.data_parallel == "fsdp" and par.zero >= 2 and par.dp > 1 and par.pp > 1
+            and fw.fsdp_pipeline == "per_step")
+
+
 def stage_memory(j: TrainingJob, stage: int) -> MemoryBreakdown:
     """Memory per GPU of pipeline stage ``stage`` (module docstring)."""
     par, tr, m = j.parallel, j.training, j.model
     sp = stage_params(j, stage)
     dp, edp = par.dp * par.cp, j.expert_dp * par.cp                   # sharded over DP x CP
     fsdp = j.framework.data_parallel == "fsdp" and par.zero >= 2
+    # per step (torchtitan under PP): the stage's bf16 parameters stay gathered from the first
+    # forward to the last backward (apply_fsdp: reshard_after_forward=False under PP), and its
+    # gradients accumulate unsharded in fp32 until the reduce-scatter after the last backward
+    held_params, held_grads = (2.0 * sp.total, 4.0 * sp.total) if fsdp_per_step(j) else (0.0, 0.0)
     # FSDP's sharded parameters are the fp32 master (4 bytes), Adam's m and v 8 more; the
     # bf16 copy exists only for the unit being computed
     w_bytes, o_bytes = (4.0, 8.0) if fsdp else (j.weight_bytes, float(tr.optimizer_bytes))
@@ -236,9 +262,10 @@ def stage_memory(j: TrainingJob, stage: int) -> MemoryBreakdown:
     per_mb = sum(activation_bytes_per_layer(j, m.is_moe_layer(x)) for x in layers)
     T = tr.micro_batch * m.seq_length // par.cp
     logits = (2.0 + 4.0) * T * m.vocab / par.tp if stage == par.pp - 1 else 0.0
-    return MemoryBreakdown(shard(w_bytes, 3 if not fsdp else 2), shard(j.grad_bytes, 2), shard(o_bytes, 1),
+    return MemoryBreakdown(shard(w_bytes, 3 if not fsdp else 2) + held_params,
+                           held_grads or shard(j.grad_bytes, 2), shard(o_bytes, 1),
                            per_mb * in_flight(j, stage), logits, tr.reserved_GiB * GiB)
 
 
-__all__ = ["MemoryBreakdown", "StageParams", "activation_bytes_per_layer", "in_flight", "layer_params",
+__all__ = ["MemoryBreakdown", "StageParams", "activation_bytes_per_layer", "fsdp_per_step", "in_flight", "layer_params",
            "stage_layers", "stage_memory", "stage_params"]

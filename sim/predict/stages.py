@@ -62,7 +62,7 @@ from sim.predict import graph
 from sim.predict.comm import CommModel
 from sim.predict.job import TrainingJob
 from sim.predict.kernels import Kernel, kernel_time_s
-from sim.predict.memory import chunk_layers, layer_params, stage_layers
+from sim.predict.memory import chunk_layers, fsdp_per_step, layer_params, stage_layers
 
 
 def stream_of(k: Kernel) -> str:
@@ -178,7 +178,7 @@ def sharded_pattern(j: TrainingJob) -> str:
     fw, z = j.framework, j.parallel.zero
     if j.parallel.dp == 1 or z == 0:
         return "per_iteration"
-    if fw.data_parallel == "fsdp" and z >= 2 and j.parallel.pp > 1 and fw.fsdp_pipeline == "per_step":
+    if fsdp_per_step(j):
         return "per_step"
     if fw.data_parallel in ("fsdp", "zero") and z >= 2:
         return "per_unit"

@@ -11,7 +11,7 @@ from sim.predict.comm import CommModel
 from sim.predict.framework import FSDP_PIPELINE, PROFILES
 from sim.predict.job import job_from_dict
 from sim.predict.kernels import Kernel, kernel_time_s
-from sim.predict.memory import stage_params
+from sim.predict.memory import stage_memory, stage_params
 from sim.predict.predict import job_fabric, predict
 from sim.predict.stages import sharded_pattern, stage_costs
 from sim.topology import SimInputError
@@ -99,3 +99,15 @@ def test_table5_rows_run_eight_microbatches_of_four() -> None:
     for rid in ("torchtitan2412-405b-512-1f1b", "torchtitan2412-405b-512-interleaved"):
         r = ds.run(rid)
         assert r.gbs // r.dp == 32 and r.gbs // (r.dp * r.mbs) == r.pp == 8, rid
+
+
+def test_memory_holds_the_gathered_stage_and_its_fp32_gradients_per_step() -> None:
+    """Per step the stage's bf16 parameters stay gathered and its fp32 gradient accumulator
+    is unsharded for the whole step (2 + 4 bytes a parameter of the stage); per micro-batch
+    only the fp32 shards and the sharded gradients are held."""
+    step, micro = job({"name": "torchtitan"}), job({"name": "torchtitan", "fsdp_pipeline": "per_microbatch"})
+    params = stage_params(step, 0).total
+    a, b = stage_memory(step, 0), stage_memory(micro, 0)
+    assert a.weights - b.weights == pytest.approx(2.0 * params)
+    assert a.grads == pytest.approx(4.0 * params) and b.grads < a.grads / 7     # 8-way shards
+    assert (a.optimizer, a.activations, a.logits) == (b.optimizer, b.activations, b.logits)
