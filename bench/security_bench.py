@@ -110,6 +110,7 @@ from testbed.spoof import host_shells, spoof_frames
 from testbed.tls import MONITOR, create_fabric_pki
 from testbed.traffic import testbed_unavailable as why_no_testbed   # test* names: not pytest's
 from testbed.traffic import testbed_up as live_testbed
+from testbed.traffic import LiveTestbed
 from topo.model import build_fabric
 
 REPO = Path(__file__).resolve().parents[1]
@@ -251,28 +252,39 @@ def bench_streams(config: BenchConfig) -> dict[str, Figure]:
             "security.p4rt_streams_open": Figure(still, "streams")}
 
 
+@contextmanager
+def live_fabric(bench: str, config: BenchConfig) -> Iterator[Optional[LiveTestbed]]:
+    """The default testbed up on ``config.target`` for ``security.<bench>`` (its logs and
+    state in a temporary directory), torn down after; None, said once, when this process
+    may not start one (not root, no Mininet)."""
+    why = why_no_testbed()
+    if why is not None:
+        print(f"security.{bench}: skipped, {why}; security.{bench}.* not written",
+              file=sys.stderr, flush=True)
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix=f"security-{bench}-") as tmp:
+        with live_testbed(log_dir=Path(tmp) / "logs", state_path=Path(tmp) / "state.json",
+                          target=config.target) as tb:
+            yield tb
+
+
 def bench_source_guard(config: BenchConfig) -> dict[str, Figure]:
     """``security.source_guard.*`` (module docstring); {} with the reason when this process
     may not start a testbed."""
-    why = why_no_testbed()
-    if why is not None:
-        print(f"security.source_guard: skipped, {why}; security.source_guard.* not written",
-              file=sys.stderr, flush=True)
-        return {}
-    with tempfile.TemporaryDirectory(prefix="security-guard-") as tmp:
-        with live_testbed(log_dir=Path(tmp) / "logs", state_path=Path(tmp) / "state.json",
-                        target=config.target) as tb:
-            nic = tb.fabric.host(SPOOF_ATTACKER).nics[0]
-            conn = tb.programmer.connection(nic.leaf)
-            before = conn.read_counter(GUARD_DROPS_COUNTER, nic.leaf_port)[nic.leaf_port].packets
-            got = spoof_frames(host_shells(tb.state), tb.fabric, SPOOF_ATTACKER, SPOOF_VICTIM,
-                               SPOOF_RECEIVER)
-            deadline = time.monotonic() + RPC_TIMEOUT_S
-            while True:      # the counter may trail the last frame: a bounded poll, not a wait
-                drops = conn.read_counter(GUARD_DROPS_COUNTER, nic.leaf_port)[nic.leaf_port].packets - before
-                if drops >= got.frames or time.monotonic() > deadline:
-                    break
-                time.sleep(0.05)
+    with live_fabric("source_guard", config) as tb:
+        if tb is None:
+            return {}
+        nic = tb.fabric.host(SPOOF_ATTACKER).nics[0]
+        conn = tb.programmer.connection(nic.leaf)
+        before = conn.read_counter(GUARD_DROPS_COUNTER, nic.leaf_port)[nic.leaf_port].packets
+        got = spoof_frames(host_shells(tb.state), tb.fabric, SPOOF_ATTACKER, SPOOF_VICTIM, SPOOF_RECEIVER)
+        deadline = time.monotonic() + RPC_TIMEOUT_S
+        while True:      # the counter may trail the last frame: a bounded poll, not a wait
+            drops = conn.read_counter(GUARD_DROPS_COUNTER, nic.leaf_port)[nic.leaf_port].packets - before
+            if drops >= got.frames or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
     print(f"security.source_guard: {got.delivered()}; {drops} drops counted", file=sys.stderr)
     return {"security.source_guard.spoofed_delivered": Figure(got.spoofed_seen, "frames"),
             "security.source_guard.own_delivered": Figure(got.own_seen, "frames"),
@@ -286,23 +298,18 @@ PUNT_FLOOD_FRAMES = 100_000
 def bench_punt_flood(config: BenchConfig) -> dict[str, Figure]:
     """``security.punt_flood.*`` (module docstring); {} with the reason when this process
     may not start a testbed."""
-    why = why_no_testbed()
-    if why is not None:
-        print(f"security.punt_flood: skipped, {why}; security.punt_flood.* not written",
-              file=sys.stderr, flush=True)
-        return {}
-    with tempfile.TemporaryDirectory(prefix="security-punt-") as tmp:
-        with live_testbed(log_dir=Path(tmp) / "logs", state_path=Path(tmp) / "state.json",
-                          target=config.target) as tb:
-            shells = host_shells(tb.state)
-            leaf = tb.fabric.host(SPOOF_ATTACKER).nics[0].leaf
-            conn = tb.programmer.connection(leaf)
-            policed = punt_flood(shells, tb.fabric, conn, SPOOF_ATTACKER, PUNT_FLOOD_FRAMES)
-            conn.write([update(conn.meter_entry(ARP_PUNT_METER, policed.punts.port), "MODIFY")])
-            try:
-                open_port = punt_flood(shells, tb.fabric, conn, SPOOF_ATTACKER, PUNT_FLOOD_FRAMES)
-            finally:
-                conn.write(meter_updates(conn, tb.programmer.plans[leaf]))
+    with live_fabric("punt_flood", config) as tb:
+        if tb is None:
+            return {}
+        shells = host_shells(tb.state)
+        leaf = tb.fabric.host(SPOOF_ATTACKER).nics[0].leaf
+        conn = tb.programmer.connection(leaf)
+        policed = punt_flood(shells, tb.fabric, conn, SPOOF_ATTACKER, PUNT_FLOOD_FRAMES)
+        conn.write([update(conn.meter_entry(ARP_PUNT_METER, policed.punts.port), "MODIFY")])
+        try:
+            open_port = punt_flood(shells, tb.fabric, conn, SPOOF_ATTACKER, PUNT_FLOOD_FRAMES)
+        finally:
+            conn.write(meter_updates(conn, tb.programmer.plans[leaf]))
     if policed.policer is None or open_port.policer is not None:
         raise RuntimeError(f"security.punt_flood: the policer was {policed.policer} on the policed "
                            f"run and {open_port.policer} without its cell: nothing compared")

@@ -574,6 +574,12 @@ def counter_read_ms(client: P4RuntimeClient, counter: str, cells: int) -> float:
     the last entity of the last response decoded; BenchCheckError on a wrong count."""
     req = p4runtime_pb2.ReadRequest(device_id=client.device_id)
     req.entities.add().counter_entry.counter_id = client._id("counters", counter)
+    return timed_read_ms(client, req, counter, cells)
+
+
+def timed_read_ms(client: P4RuntimeClient, req: p4runtime_pb2.ReadRequest, counter: str, cells: int) -> float:
+    """Milliseconds of the Read ``req`` (sent → last response decoded); BenchCheckError
+    unless it answers ``cells`` entities of ``counter``."""
     t0 = time.perf_counter()
     got = sum(len(resp.entities) for resp in client.stub.Read(req, timeout=RPC_TIMEOUT_S))
     elapsed = time.perf_counter() - t0
@@ -590,12 +596,7 @@ def indexed_read_ms(client: P4RuntimeClient, counter: str, cells: int) -> float:
     for i in range(cells):
         ent = req.entities.add().counter_entry
         ent.counter_id, ent.index.index = cid, i
-    t0 = time.perf_counter()
-    got = sum(len(resp.entities) for resp in client.stub.Read(req, timeout=RPC_TIMEOUT_S))
-    elapsed = time.perf_counter() - t0
-    if got != cells:
-        raise BenchCheckError(f"{counter}: {got} counter entries read, {cells} expected")
-    return elapsed * 1e3
+    return timed_read_ms(client, req, counter, cells)
 
 
 def run_p4rt_read(config: BenchConfig) -> dict[str, Figure]:

@@ -77,6 +77,18 @@ def _targets(objects: dict[int, ExternInfo], extern_id: int, kind: str) -> list[
     return [ProgramIndex.extern(kind, objects, extern_id)]
 
 
+def _add_counter_cells(ei: ExternInfo, indices: Sequence[int], add_wire: AddWire) -> None:
+    """Cells ``indices`` of counter ``ei`` encoded in one call (:func:`.wirecounters.encode_counter_cells`,
+    as its unit reports them) and given to ``add_wire``."""
+    arr = ei.obj
+    packets, nbytes = arr.columns()
+    wire, width = encode_counter_cells(
+        ei.extern_id, indices, packets, nbytes,
+        packets_too=arr.unit in ("packets", "packets_and_bytes"),
+        bytes_too=arr.unit in ("bytes", "packets_and_bytes"))
+    add_wire(wire, width)
+
+
 class ExternStore:
     """Counters, meters, registers, the PRE and digests of one program."""
 
@@ -137,13 +149,7 @@ class ExternStore:
         cells = [(ei, _indices(msg, ei.obj.size, f"counter {ei.name}", "Error when reading counter from target"))
                  for ei in _targets(self.index.counters, msg.counter_id, "counter")]
         for ei, indices in cells:
-            arr = ei.obj
-            packets, nbytes = arr.columns()
-            wire, width = encode_counter_cells(
-                ei.extern_id, indices, packets, nbytes,
-                packets_too=arr.unit in ("packets", "packets_and_bytes"),
-                bytes_too=arr.unit in ("bytes", "packets_and_bytes"))
-            add_wire(wire, width)
+            _add_counter_cells(ei, indices, add_wire)
 
     def read_counter_cells_wire(self, msgs: Sequence[pb.CounterEntry], add_wire: AddWire) -> None:
         """Indexed reads of ONE counter (``msgs``: consecutive entities of a Read, each with
@@ -156,12 +162,7 @@ class ExternStore:
         ei = ProgramIndex.extern("counter", self.index.counters, msgs[0].counter_id)
         arr, what = ei.obj, f"counter {ei.name}"
         indices = [_indices(m, arr.size, what, "Error when reading counter from target")[0] for m in msgs]
-        packets, nbytes = arr.columns()
-        wire, width = encode_counter_cells(
-            ei.extern_id, indices, packets, nbytes,
-            packets_too=arr.unit in ("packets", "packets_and_bytes"),
-            bytes_too=arr.unit in ("bytes", "packets_and_bytes"))
-        add_wire(wire, width)
+        _add_counter_cells(ei, indices, add_wire)
 
     # ------------------------------------------------------------------ meters
     def write_meter(self, utype: int, msg: pb.MeterEntry) -> Undo:

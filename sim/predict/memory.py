@@ -226,13 +226,14 @@ def fsdp_per_step(j: TrainingJob) -> bool:
     parameters stay gathered and its gradients accumulate unsharded between micro-batches.
 
     >>> from sim.predict.job import job_from_dict
-    >>> def job(pp, name):
-    ...     return job_from_dict({"model": {"layers": 4, "hidden": 1024, "heads": 16, "seq_length": 1024,
-    ...                                     "vocab": 32000}, "training": {"global_batch": 32},
-    ...                           "parallel": {"pp": pp, "dp": 4, "zero": 3}, "gpu": {"preset": "H100-SXM"},
-    ...                           "framework": {"name": name}}, "j.yaml")
-    >>> fsdp_per_step(job(2, "torchtitan")), fsdp_per_step(job(1, "torchtitan")), fsdp_per_step(job(2, "pytorch-fsdp"))
-    (True, False, False)
+    >>> spec = {"model": {"layers": 4, "hidden": 1024, "heads": 16, "seq_length": 1024, "vocab": 32000},
+    ...         "training": {"global_batch": 32}, "parallel": {"pp": 2, "dp": 4, "zero": 3},
+    ...         "gpu": {"preset": "H100-SXM"}, "framework": {"name": "torchtitan"}}
+    >>> fsdp_per_step(job_from_dict(spec, "j.yaml"))
+    True
+    >>> spec["framework"]["name"] = "pytorch-fsdp"        # FSDP1 re-gathers every micro-batch
+    >>> fsdp_per_step(job_from_dict(spec, "j.yaml"))
+    False
     """
     fw, par = j.framework, j.parallel
     return (fw.data_parallel == "fsdp" and par.zero >= 2 and par.dp > 1 and par.pp > 1

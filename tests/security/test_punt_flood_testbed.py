@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -32,19 +31,10 @@ from testbed.pki import FabricPki
 from testbed.spoof import host_shells
 from testbed.traffic import LiveTestbed
 from testbed.traffic import testbed_unavailable as _why   # test* names: not pytest's to collect
-from testbed.traffic import testbed_up as _up
 
 WHY = _why()
 pytestmark = pytest.mark.skipif(WHY is not None, reason=WHY or "")
 PUNT_DROPS_METRIC = "astral_switch_port_arp_punt_drops"
-
-
-@pytest.fixture(scope="module")
-def tb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveTestbed]:
-    tmp = tmp_path_factory.mktemp("punt")
-    with _up(log_dir=tmp / "logs", state_path=tmp / "state.json") as live:
-        yield live
-    assert not (tmp / "state.json").exists()
 
 
 def test_a_host_cannot_flood_its_leafs_controller_with_arp(tb: LiveTestbed) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -27,19 +26,10 @@ from testbed.pki import FabricPki
 from testbed.spoof import SPOOF_FRAMES, host_shells, spoof_frames
 from testbed.traffic import LiveTestbed
 from testbed.traffic import testbed_unavailable as _why   # test* names: not pytest's to collect
-from testbed.traffic import testbed_up as _up
 
 WHY = _why()
 pytestmark = pytest.mark.skipif(WHY is not None, reason=WHY or "")
 GUARD_METRIC = "astral_switch_port_source_guard_drops"
-
-
-@pytest.fixture(scope="module")
-def tb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveTestbed]:
-    tmp = tmp_path_factory.mktemp("spoof")
-    with _up(log_dir=tmp / "logs", state_path=tmp / "state.json") as live:
-        yield live
-    assert not (tmp / "state.json").exists()
 
 
 def _guard_drops(tb: LiveTestbed, leaf: str, port: int) -> int:
