@@ -2,7 +2,7 @@
  * manager and the pipeline worker of p4sim/switchd (device.py, ports.py, ingress.py,
  * tm.py) in C, so that no Python runs per packet when the program runs natively.
  *
- *   rx thread      poll() on every port; recvmmsg() batches (802.1Q tags put back from
+ *   rx thread      epoll on every port (and a capture timer); ring or recvmmsg() batches (802.1Q tags put back from
  *                  PACKET_AUXDATA, own transmissions skipped); PFC frames to the MAC
  *                  (tm pause) when PFC is on; the rest into the ingress buffer (1024
  *                  frames, BMv2's): when it is full the thread stops reading and the
@@ -34,6 +34,7 @@
 #include <sys/socket.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <linux/if_packet.h>
@@ -53,12 +54,14 @@
 #define PFC_OPCODE 0x0101
 #define PCAP_FLUSH_US 5000    /* a capture record reaches its file at most this long after the frame */
 #define PCAP_FLUSH_BYTES (1 << 16)
+#define TFD_TAG ((uint64_t)MAXPORT + 2)   /* the capture timer's tag in the epoll set */
 
 /* One capture file (pcap.py's format, its header written by Python). A record is written
  * at once when the file had none for PCAP_FLUSH_US; otherwise it waits in buf, in order,
- * and the rx thread writes buf when PCAP_FLUSH_US has passed since the last write (or a
- * writer when buf holds PCAP_FLUSH_BYTES), so a busy port costs one write() per 5 ms per
- * file instead of one per frame. dp_stop and dp_set_capture write what is left. */
+ * and the rx thread writes buf (pcap_due) at a wake-up 4/5 of PCAP_FLUSH_US or more after
+ * the last write, or when its timerfd fires at the last write + PCAP_FLUSH_US (a writer
+ * when buf holds PCAP_FLUSH_BYTES), so a busy port costs one write() per ~4 ms per file
+ * instead of one per frame. dp_stop and dp_set_capture write what is left. */
 typedef struct pcapbuf {
     pthread_mutex_t mu; int fd; int wake_fd;
     uint8_t *buf; size_t n, cap; int64_t last_write_us;
@@ -134,7 +137,8 @@ typedef struct dp {
     pthread_cond_t work_cv, room_cv;
     pthread_cond_t reopen_cv;             /* a port's socket failed (dp_wait_reopen), or stop */
     int efd_rx, efd_tx;
-    int ep;                               /* the rx thread's epoll set: efd_rx and the ports it reads */
+    int ep;                               /* the rx thread's epoll set: efd_rx, tfd and the ports it reads */
+    int tfd; int64_t tfd_at;              /* the rx thread's capture timer (timerfd) and when it is armed for (-1: not) */
     int stop; int started;
     pthread_t rx_th, wk_th, tx_th;
     int64_t clock_start_ns; dp_clock_fn clock_cb;
@@ -360,7 +364,11 @@ static void pcap_write(pcapbuf *c, const uint8_t *f, int64_t len)
     pthread_mutex_unlock(&c->mu);
     if (wake) { uint64_t one = 1; ssize_t r = write(wfd, &one, 8); (void)r; }   /* the rx thread sets its timer */
 }
-/* the captures of ports[0..n) whose wait is over written; returns µs until the next is due, -1 none */
+/* the captures of ports[0..n) whose wait is over written; returns when the next is due
+ * (monotonic µs, the last write + PCAP_FLUSH_US), -1 none.
+ * A buffer is written once 4/5 of PCAP_FLUSH_US have passed since its last write, so
+ * that while frames keep coming a frame's wake-up writes it before its deadline and the
+ * rx thread's timer (set to the deadline) is moved on instead of firing. */
 static int64_t pcap_due(dpport *const *ports, int n)
 {
     int64_t now = mono_us(), next = -1;
@@ -372,8 +380,8 @@ static int64_t pcap_due(dpport *const *ports, int n)
             pthread_mutex_lock(&c->mu);
             if (c->n) {
                 int64_t left = c->last_write_us + PCAP_FLUSH_US - now;
-                if (left <= 0) pcap_flush_locked(c, now);
-                else if (next < 0 || left < next) next = left;
+                if (left <= PCAP_FLUSH_US / 5) pcap_flush_locked(c, now);
+                else if (next < 0 || c->last_write_us + PCAP_FLUSH_US < next) next = c->last_write_us + PCAP_FLUSH_US;
             }
             pthread_mutex_unlock(&c->mu);
         }
@@ -848,6 +856,7 @@ static int ep_wait(dp *d, struct pollfd *pfd, const int *pno, int n, int timeout
     if (r <= 0) return r;
     int ready = 0;
     for (int e = 0; e < r; e++) {
+        if (ev[e].data.u64 == TFD_TAG) { uint64_t x; ssize_t k = read(d->tfd, &x, 8); (void)k; d->tfd_at = -1; continue; }
         int no = (int)ev[e].data.u64 - 1;
         for (int i = 0; i < n; i++) if (pno[i] == no) { pfd[i].revents = (short)(ev[e].events ? ev[e].events : POLLIN); ready++; break; }
     }
@@ -903,8 +912,24 @@ static void *rx_main(void *arg)
         else if (skip_next >= 0) { int64_t ms = (skip_next - now + 999) / 1000; timeout_ms = ms < 1 ? 1 : ms > 50 ? 50 : (int)ms; }
         if (d->ep >= 0) ep_sync(d, pfd, pno, n);
         pthread_mutex_unlock(&d->mu);
-        int64_t pdue = ncaps ? pcap_due(caps, ncaps) : -1;
-        if (pdue >= 0) { int ms = (int)((pdue + 999) / 1000); if (ms < 1) ms = 1; if (timeout_ms < 0 || ms < timeout_ms) timeout_ms = ms; }
+        int64_t due_at = ncaps ? pcap_due(caps, ncaps) : -1;
+        int timer_ok = 0;
+        if (d->tfd >= 0) {
+            /* a timerfd at the next capture deadline, moved only when the deadline moves
+               (about once per PCAP_FLUSH_US while frames come), not a timeout on every wait:
+               on this VM arming and cancelling a timer around each sleep cost ~4 us a frame */
+            timer_ok = 1;
+            if (due_at != d->tfd_at) {
+                struct itimerspec its; memset(&its, 0, sizeof its);
+                if (due_at >= 0) { its.it_value.tv_sec = due_at / 1000000; its.it_value.tv_nsec = (due_at % 1000000) * 1000; }
+                if (timerfd_settime(d->tfd, TFD_TIMER_ABSTIME, &its, NULL) == 0) d->tfd_at = due_at; else timer_ok = 0;
+            }
+        }
+        if (due_at >= 0 && !timer_ok) {
+            int64_t ms = (due_at - mono_us() + 999) / 1000;
+            if (ms < 1) ms = 1;
+            if (timeout_ms < 0 || ms < timeout_ms) timeout_ms = (int)ms;
+        }
         int r = d->ep >= 0 ? ep_wait(d, pfd, pno, n, timeout_ms) : poll(pfd, (nfds_t)n, timeout_ms);
         if (r < 0) continue;
         if (r == 0 && !hole) continue;      /* (a capture's timer: written at the top) */
@@ -1026,6 +1051,11 @@ DP_EXPORT dp *dp_new(int prio_queues, int64_t depth, double rate, double line, i
     d->efd_rx = eventfd(0, EFD_NONBLOCK); d->efd_tx = eventfd(0, EFD_NONBLOCK);
     d->ep = epoll_create1(EPOLL_CLOEXEC);
     if (d->ep >= 0) { struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0 }; epoll_ctl(d->ep, EPOLL_CTL_ADD, d->efd_rx, &ev); }
+    d->tfd = d->ep >= 0 ? timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC) : -1; d->tfd_at = -1;
+    if (d->tfd >= 0) {
+        struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TFD_TAG };
+        if (epoll_ctl(d->ep, EPOLL_CTL_ADD, d->tfd, &ev) < 0) { close(d->tfd); d->tfd = -1; }
+    }
     d->prio_queues = prio_queues; d->def_depth = depth; d->def_rate = rate; d->def_line = line; d->def_pfc = pfc;
     d->passthrough = passthrough; d->clock_start_ns = clock_start_ns; d->cpu_port = cpu_port;
     d->ib_cap = ingress_capacity; d->ib = (rxframe *)calloc((size_t)ingress_capacity, sizeof(rxframe));
@@ -1286,6 +1316,6 @@ DP_EXPORT void dp_free(dp *d)
     for (txb *b = d->tx_free, *nx; b; b = nx) { nx = b->next; txb_free(b); }
     for (qent *e = d->qfree, *nx; e; e = nx) { nx = e->next; free(e); }
     pthread_mutex_unlock(&d->mu);
-    close(d->efd_rx); close(d->efd_tx); if (d->ep >= 0) close(d->ep);
+    close(d->efd_rx); close(d->efd_tx); if (d->ep >= 0) close(d->ep); if (d->tfd >= 0) close(d->tfd);
     free(d);
 }
