@@ -76,14 +76,18 @@ class IdleTimeoutMonitor:
             return 0
         if store is not self._store:
             self._store, self._reported = store, {}
+        timed = [ti for ti in tables.index.tables.values() if ti.table.support_timeout]
+        if not timed:
+            # no table can age (fabric.p4 has none): the device lock is not taken ten times
+            # a second (on the native path it holds the pipeline and copies hit times back)
+            self._reported.clear()
+            return 0
         msg = p4runtime_pb2.StreamMessageResponse()
         note = msg.idle_timeout_notification
         with self.lock:
             now = self.clock_ns()
             alive: set[int] = set()
-            for ti in tables.index.tables.values():
-                if not ti.table.support_timeout:
-                    continue
+            for ti in timed:
                 for entry in ti.table.entries():
                     timeout = entry.idle_timeout_ns
                     if not timeout:

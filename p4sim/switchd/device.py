@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import math
 import threading
 import time
 from typing import Any, Callable, Optional, Sequence
@@ -69,6 +70,9 @@ __all__ = ["SwitchDevice", "InProcessPort"]
 
 INGRESS_BUFFER_PKTS = DEFAULT_CAPACITY_PKTS
 _POLL_S = 0.2
+SUPERVISE_ROUND_S = 1.0
+"""The native data plane's port supervisor: MTUs read again and the lock taken once per round."""
+_REOPEN_POLL_S = 0.1
 _MIN_WAIT_S = 5e-5
 
 log = logging.getLogger("p4sim.switchd.device")
@@ -383,12 +387,30 @@ class SwitchDevice:
 
     def _supervise(self) -> None:
         """Reopen the sockets of the native data plane that failed (or never opened), with
-        a backoff; every second, take the lock once (hit times and errors to Python)."""
+        a backoff; every second, take the lock once (hit times and errors to Python).
+
+        It sleeps in the data plane (``dp_wait_reopen``) until a socket fails, the data
+        plane stops or the next retry or the one-second round is due, so an idle switch
+        wakes it once a second rather than ten times (each wake-up of a Python thread
+        cost ~0.1 ms of CPU: issue 32, i32-veth-s46)."""
         lib = dataplane_lib()
         buf = (ctypes.c_int * 512)()
         backoff: dict[int, tuple[float, float]] = {}
         last = time.monotonic()
-        while not self._stop.wait(0.1):
+        failed: set[int] = set()
+        while not self._stop.is_set():
+            now = time.monotonic()
+            wait_s = SUPERVISE_ROUND_S - (now - last)
+            pending = failed | {no for no, port in self.ports.items()
+                                if isinstance(port, RawSocketPort) and port._sock is None}
+            if pending:                       # a port to open again: as before, every 0.1 s
+                wait_s = min(wait_s, _REOPEN_POLL_S)
+                if wait_s > 0 and self._stop.wait(wait_s):
+                    break
+            elif wait_s > 0:
+                lib.dp_wait_reopen(self._dp, max(1, math.ceil(wait_s * 1000)))
+            if self._stop.is_set():
+                break
             failed = {buf[i] for i in range(lib.dp_need_reopen(self._dp, buf, 512))}
             now = time.monotonic()
             for no, port in list(self.ports.items()):
@@ -407,7 +429,7 @@ class SwitchDevice:
                 except OSError as exc:
                     backoff[no] = (now + delay, min(delay * 2, 2.0))
                     log.warning("port %d (%s): cannot open (%s), retrying in %.2f s", no, port.iface, exc, delay)
-            if now - last >= 1.0:
+            if now - last >= SUPERVISE_ROUND_S:
                 last = now
                 self._refresh_max_frames(lib)
                 with self.lock:

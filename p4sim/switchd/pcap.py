@@ -2,8 +2,12 @@
 writes: ``DIR/<iface>_in.pcap`` and ``DIR/<iface>_out.pcap``; with Mininet interface names
 such as ``s1-eth1`` that is ``s1-eth1_in.pcap``).
 
-Each record is flushed as it is written, so a capture is readable while the switch runs
-and complete if it is killed.
+The Python data plane flushes each record as it is written, so a capture is readable
+while the switch runs and complete if it is killed. The native data plane
+(``p4sim/native/c/dataplane.c``) writes the same records in the same order into the file
+this writer opened, a busy port's gathered for at most 5 ms (``PCAP_FLUSH_US``: one write
+per 5 ms per file instead of one per frame, issue 32); everything left is written when the
+switch stops, so only a SIGKILL can lose the last 5 ms.
 
 Example::
 
@@ -49,7 +53,8 @@ class PcapWriter:
 
     def fileno(self) -> int:
         """The open file's descriptor (the native data plane appends records to it with
-        ``writev``, the header already written; unbuffered, so nothing is reordered)."""
+        ``write``/``writev``, the header already written; this writer is unbuffered, so
+        nothing is reordered)."""
         if self._f is None:
             raise ValueError(f"{self.path}: closed")
         return self._f.fileno()  # type: ignore[attr-defined]

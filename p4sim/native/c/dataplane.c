@@ -2,7 +2,7 @@
  * manager and the pipeline worker of p4sim/switchd (device.py, ports.py, ingress.py,
  * tm.py) in C, so that no Python runs per packet when the program runs natively.
  *
- *   rx thread      poll() on every port; recvmmsg() batches (802.1Q tags put back from
+ *   rx thread      epoll on every port (and a capture timer); ring or recvmmsg() batches (802.1Q tags put back from
  *                  PACKET_AUXDATA, own transmissions skipped); PFC frames to the MAC
  *                  (tm pause) when PFC is on; the rest into the ingress buffer (1024
  *                  frames, BMv2's): when it is full the thread stops reading and the
@@ -32,7 +32,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <linux/if_packet.h>
@@ -50,6 +52,20 @@
 #define HOLE_LOOKAHEAD 16
 #define HOLE_WAIT_US 5000
 #define PFC_OPCODE 0x0101
+#define PCAP_FLUSH_US 5000    /* a capture record reaches its file at most this long after the frame */
+#define PCAP_FLUSH_BYTES (1 << 16)
+#define TFD_TAG ((uint64_t)MAXPORT + 2)   /* the capture timer's tag in the epoll set */
+
+/* One capture file (pcap.py's format, its header written by Python). A record is written
+ * at once when the file had none for PCAP_FLUSH_US; otherwise it waits in buf, in order,
+ * and the rx thread writes buf (pcap_due) at a wake-up 4/5 of PCAP_FLUSH_US or more after
+ * the last write, or when its timerfd fires at the last write + PCAP_FLUSH_US (a writer
+ * when buf holds PCAP_FLUSH_BYTES), so a busy port costs one write() per ~4 ms per file
+ * instead of one per frame. dp_stop and dp_set_capture write what is left. */
+typedef struct pcapbuf {
+    pthread_mutex_t mu; int fd; int wake_fd;
+    uint8_t *buf; size_t n, cap; int64_t last_write_us;
+} pcapbuf;
 
 typedef struct p4nout {
     int64_t n, cap; int64_t *port, *off, *len, *src;
@@ -89,9 +105,11 @@ typedef struct dpport {
     dpq q[MAXPRIO];
     /* socket side */
     int fd; int is_port; int need_reopen; int down; int64_t skip_until_us;
+    int gen;                              /* bumped when fd is set: the epoll registration is redone */
+    int ep_fd, ep_gen;                    /* the fd registered in the rx thread's epoll set (-1 none), for gen */
     /* PACKET_RX_RING (TPACKET_V2), as rxring.py: NULL when the kernel refused one */
     uint8_t *ring; size_t ring_bytes; int slots, next; int64_t hole_since_us; int64_t truncated, holes;
-    int cap_in, cap_out;                  /* pcap files (pcap.py's, header written), -1 none */
+    pcapbuf cap_in, cap_out;              /* pcap files (fd -1: none) */
     int64_t rx_frames, rx_bytes, tx_frames, tx_bytes, tx_errors, rx_errors;
     int max_frame; int64_t rx_oversize;   /* the interface's MTU + 14 (0: no limit); giants dropped */
 } dpport;
@@ -117,7 +135,10 @@ typedef struct dp {
     pthread_mutex_t tx_mu;                /* held by whichever thread sends batches: one at a time, in order */
     pthread_mutex_t cpu_mu;               /* held by whichever thread delivers packet-ins: in order */
     pthread_cond_t work_cv, room_cv;
+    pthread_cond_t reopen_cv;             /* a port's socket failed (dp_wait_reopen), or stop */
     int efd_rx, efd_tx;
+    int ep;                               /* the rx thread's epoll set: efd_rx, tfd and the ports it reads */
+    int tfd; int64_t tfd_at;              /* the rx thread's capture timer (timerfd) and when it is armed for (-1: not) */
     int stop; int started;
     pthread_t rx_th, wk_th, tx_th;
     int64_t clock_start_ns; dp_clock_fn clock_cb;
@@ -156,7 +177,10 @@ static dpport *port_get(dp *d, int no)
     if (!p) {
         p = (dpport *)calloc(1, sizeof(dpport));
         if (!p) abort();
-        p->fd = -1; p->cap_in = p->cap_out = -1; p->line_rate_gbps = d->def_line; p->pfc_enabled = d->def_pfc;
+        p->fd = -1; p->ep_fd = -1;
+        pcapbuf *cb[2] = { &p->cap_in, &p->cap_out };
+        for (int i = 0; i < 2; i++) { pthread_mutex_init(&cb[i]->mu, NULL); cb[i]->fd = -1; cb[i]->wake_fd = d->efd_rx; cb[i]->last_write_us = INT64_MIN / 2; }
+        p->line_rate_gbps = d->def_line; p->pfc_enabled = d->def_pfc;
         for (int i = 0; i < MAXPRIO; i++) { p->q[i].depth_pkts = d->def_depth; p->q[i].rate_pps = d->def_rate; p->q[i].last_depart = -1e300; }
         d->ports[no] = p;
         d->port_order[d->nport_order++] = no;
@@ -293,16 +317,83 @@ static void ib_push(dp *d, int64_t port, uint8_t *data, int64_t len)
 
 
 /* ------------------------------------------------------------------ pcap (pcap.py's records) */
-static void pcap_write(int fd, const uint8_t *f, int64_t len)
+static __thread int dp_on_rx_thread;   /* the rx thread writes due captures before it sleeps */
+static int64_t mono_us(void) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000; }
+static void pcap_flush_locked(pcapbuf *c, int64_t now)
 {
-    if (fd < 0) return;
+    size_t off = 0;
+    while (off < c->n && c->fd >= 0) {
+        ssize_t w = write(c->fd, c->buf + off, c->n - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;                 /* as writev's errors before: the records are lost */
+        off += (size_t)w;
+    }
+    c->n = 0; c->last_write_us = now;
+}
+static void pcap_write(pcapbuf *c, const uint8_t *f, int64_t len)
+{
+    if (c->fd < 0) return;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     int64_t us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
     uint32_t incl = (uint32_t)(len < 65535 ? len : 65535);
     uint32_t hdr[4] = { (uint32_t)(us / 1000000), (uint32_t)(us % 1000000), incl, (uint32_t)len };
-    struct iovec v[2] = { { hdr, sizeof hdr }, { (void *)f, incl } };
-    ssize_t r = writev(fd, v, 2); (void)r;
+    int64_t now = mono_us();
+    int wake = 0;
+    pthread_mutex_lock(&c->mu);
+    if (c->fd < 0) { pthread_mutex_unlock(&c->mu); return; }
+    if (!c->n && now - c->last_write_us >= PCAP_FLUSH_US) {
+        struct iovec v[2] = { { hdr, sizeof hdr }, { (void *)f, incl } };
+        ssize_t r = writev(c->fd, v, 2); (void)r;
+        c->last_write_us = now;
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
+    if (c->n + sizeof hdr + incl > c->cap) {
+        size_t cap = c->cap ? c->cap : 4096;
+        while (cap < c->n + sizeof hdr + incl) cap *= 2;
+        uint8_t *b = (uint8_t *)realloc(c->buf, cap);
+        if (!b) abort();
+        c->buf = b; c->cap = cap;
+    }
+    wake = !c->n && !dp_on_rx_thread;
+    memcpy(c->buf + c->n, hdr, sizeof hdr); memcpy(c->buf + c->n + sizeof hdr, f, incl);
+    c->n += sizeof hdr + incl;
+    if (c->n >= PCAP_FLUSH_BYTES) { pcap_flush_locked(c, now); wake = 0; }
+    int wfd = c->wake_fd;
+    pthread_mutex_unlock(&c->mu);
+    if (wake) { uint64_t one = 1; ssize_t r = write(wfd, &one, 8); (void)r; }   /* the rx thread sets its timer */
+}
+/* the captures of ports[0..n) whose wait is over written; returns when the next is due
+ * (monotonic µs, the last write + PCAP_FLUSH_US), -1 none.
+ * A buffer is written once 4/5 of PCAP_FLUSH_US have passed since its last write, so
+ * that while frames keep coming a frame's wake-up writes it before its deadline and the
+ * rx thread's timer (set to the deadline) is moved on instead of firing. */
+static int64_t pcap_due(dpport *const *ports, int n)
+{
+    int64_t now = mono_us(), next = -1;
+    for (int k = 0; k < n; k++) {
+        pcapbuf *cb[2] = { &ports[k]->cap_in, &ports[k]->cap_out };
+        for (int i = 0; i < 2; i++) {
+            pcapbuf *c = cb[i];
+            if (!c->n) continue;                 /* read unlocked: a writer that fills it wakes us */
+            pthread_mutex_lock(&c->mu);
+            if (c->n) {
+                int64_t left = c->last_write_us + PCAP_FLUSH_US - now;
+                if (left <= PCAP_FLUSH_US / 5) pcap_flush_locked(c, now);
+                else if (next < 0 || c->last_write_us + PCAP_FLUSH_US < next) next = c->last_write_us + PCAP_FLUSH_US;
+            }
+            pthread_mutex_unlock(&c->mu);
+        }
+    }
+    return next;
+}
+static void pcap_set(pcapbuf *c, int fd)
+{
+    pthread_mutex_lock(&c->mu);
+    pcap_flush_locked(c, mono_us());
+    c->fd = fd;
+    pthread_mutex_unlock(&c->mu);
 }
 
 /* ------------------------------------------------------------------ receive ring */
@@ -407,7 +498,7 @@ static int ring_read(dp *d, dpport *p, int no, int64_t room)
         if (!frame) continue;
         if (oversize(p, frame, len)) { p->rx_oversize++; free(frame); continue; }
         p->rx_frames++; p->rx_bytes += len;
-        pcap_write(p->cap_in, frame, len);
+        pcap_write(&p->cap_in, frame, len);
         if (mac_pfc(d, no, frame, len)) { free(frame); continue; }
         ib_push(d, no, frame, len);
         got++;
@@ -607,10 +698,10 @@ static void tx_send_list(dp *d, int64_t *cnt)
     txb *list = d->tx_head;
     d->tx_head = d->tx_tail = NULL; d->tx_queued = 0;
     if (!list) return;
-    int order[MAXPORT]; int fds[MAXPORT]; int caps[MAXPORT]; int norder = d->nport_order;
+    int order[MAXPORT]; int fds[MAXPORT]; pcapbuf *caps[MAXPORT]; int norder = d->nport_order;
     for (int k = 0; k < norder; k++) {
         int no = d->port_order[k]; dpport *p = d->ports[no];
-        order[k] = no; fds[k] = p ? p->fd : -1; caps[k] = p ? p->cap_out : -1;
+        order[k] = no; fds[k] = p ? p->fd : -1; caps[k] = p ? &p->cap_out : NULL;
     }
     pthread_mutex_unlock(&d->mu);
     for (txb *b = list; b; b = b->next)
@@ -643,7 +734,7 @@ static void tx_send_list(dp *d, int64_t *cnt)
             for (int j = 0; j < m;) {
                 int r = sendmmsg(fd, msgs + j, (unsigned)(m - j), MSG_DONTWAIT);
                 if (r < 0) { if (errno == EINTR) continue; errs++; j++; continue; }
-                for (int q = 0; q < r; q++) { sent++; sent_bytes += fl[j + q]; pcap_write(caps[k], fp[j + q], fl[j + q]); }
+                for (int q = 0; q < r; q++) { sent++; sent_bytes += fl[j + q]; if (caps[k]) pcap_write(caps[k], fp[j + q], fl[j + q]); }
                 j += r;
                 if (j < m) { errs++; j++; }     /* the frame the kernel refused: dropped */
             }
@@ -730,6 +821,48 @@ static void rx_handoff(dp *d, wkst *s)
     if (d->ncpu) { pthread_mutex_unlock(&d->mu); deliver_cpu(d); pthread_mutex_lock(&d->mu); }
 }
 
+/* The rx thread's epoll set made to hold exactly the ports in pfd[1..n) (mu held): an
+ * epoll set keeps its registrations between waits, where poll() adds and removes a wait
+ * queue entry per socket per call. A port whose socket was set again (gen) is registered
+ * again; an fd no longer wanted is removed unless another port now wants that number (a
+ * closed socket left the set by itself and its number may be in use again). */
+static void ep_sync(dp *d, const struct pollfd *pfd, const int *pno, int n)
+{
+    for (int k = 0; k < d->nport_order; k++) {
+        int no = d->port_order[k];
+        dpport *p = d->ports[no];
+        if (!p) continue;
+        int want = -1;
+        for (int i = 1; i < n; i++) if (pno[i] == no) { want = pfd[i].fd; break; }
+        if (want == p->ep_fd && (want < 0 || p->ep_gen == p->gen)) continue;
+        if (p->ep_fd >= 0) {
+            int reused = 0;
+            for (int i = 1; i < n; i++) if (pfd[i].fd == p->ep_fd && pno[i] != no) reused = 1;
+            if (!reused) epoll_ctl(d->ep, EPOLL_CTL_DEL, p->ep_fd, NULL);
+        }
+        if (want >= 0) {
+            struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint64_t)no + 1 };
+            if (epoll_ctl(d->ep, EPOLL_CTL_ADD, want, &ev) < 0 && errno == EEXIST) epoll_ctl(d->ep, EPOLL_CTL_MOD, want, &ev);
+        }
+        p->ep_fd = want; p->ep_gen = p->gen;
+    }
+}
+
+/* poll()'s answer from the epoll set: revents of pfd[i] set for the ready ones */
+static int ep_wait(dp *d, struct pollfd *pfd, const int *pno, int n, int timeout_ms)
+{
+    struct epoll_event ev[MAXPORT + 1];
+    int r = epoll_wait(d->ep, ev, n, timeout_ms);
+    if (r <= 0) return r;
+    int ready = 0;
+    for (int e = 0; e < r; e++) {
+        if (ev[e].data.u64 == TFD_TAG) { uint64_t x; ssize_t k = read(d->tfd, &x, 8); (void)k; d->tfd_at = -1; continue; }
+        int no = (int)ev[e].data.u64 - 1;
+        for (int i = 0; i < n; i++) if (pno[i] == no) { pfd[i].revents = (short)(ev[e].events ? ev[e].events : POLLIN); ready++; break; }
+    }
+    return ready;
+}
+
 static void *rx_main(void *arg)
 {
     dp *d = (dp *)arg;
@@ -739,6 +872,7 @@ static void *rx_main(void *arg)
     char ctrl[RXB][CMSG_SPACE(sizeof(struct tpacket_auxdata))];
     uint8_t *bufs = (uint8_t *)malloc((size_t)RXB * (SLOT + 4));
     if (!bufs) abort();
+    dp_on_rx_thread = 1;
     wkst s;
     pthread_mutex_lock(&d->mu);
     wkst_init(d, &s);
@@ -756,17 +890,49 @@ static void *rx_main(void *arg)
             pthread_cond_wait(&d->room_cv, &d->mu);
             d->producers_waiting--;
         }
-        pfd[n].fd = d->efd_rx; pfd[n].events = POLLIN; pno[n++] = -1;
+        pfd[n].fd = d->efd_rx; pfd[n].events = POLLIN; pfd[n].revents = 0; pno[n++] = -1;
+        dpport *caps[MAXPORT]; int ncaps = 0;
+        int64_t now = dp_now(d), skip_next = -1;
         for (int k = 0; k < d->nport_order; k++) {
-            dpport *p = d->ports[d->port_order[k]];
-            if (p && p->is_port && p->fd >= 0 && (!p->down || dp_now(d) >= p->skip_until_us)) { pfd[n].fd = p->fd; pfd[n].events = POLLIN; pno[n++] = d->port_order[k]; }
+            int no = d->port_order[k];
+            dpport *p = d->ports[no];
+            if (!p) continue;
+            if (p->cap_in.fd >= 0 || p->cap_out.fd >= 0) caps[ncaps++] = p;
+            if (!p->is_port || p->fd < 0) continue;
+            if (p->down && now < p->skip_until_us) { if (skip_next < 0 || p->skip_until_us < skip_next) skip_next = p->skip_until_us; continue; }
+            pfd[n].fd = p->fd; pfd[n].events = POLLIN; pfd[n].revents = 0; pno[n++] = no;
         }
         int hole = 0;
         for (int k = 0; k < d->nport_order; k++) { dpport *p = d->ports[d->port_order[k]]; if (p && p->ring && p->hole_since_us >= 0) hole = 1; }
+        /* no timer unless something is due: a ring hole to look at again (1 ms), a port
+           left out after ENETDOWN (until its skip ends); a setting, a new socket or stop
+           writes efd_rx */
+        int timeout_ms = -1;
+        if (hole) timeout_ms = 1;
+        else if (skip_next >= 0) { int64_t ms = (skip_next - now + 999) / 1000; timeout_ms = ms < 1 ? 1 : ms > 50 ? 50 : (int)ms; }
+        if (d->ep >= 0) ep_sync(d, pfd, pno, n);
         pthread_mutex_unlock(&d->mu);
-        int r = poll(pfd, (nfds_t)n, hole ? 1 : 50);
+        int64_t due_at = ncaps ? pcap_due(caps, ncaps) : -1;
+        int timer_ok = 0;
+        if (d->tfd >= 0) {
+            /* a timerfd at the next capture deadline, moved only when the deadline moves
+               (about once per PCAP_FLUSH_US while frames come), not a timeout on every wait:
+               on this VM arming and cancelling a timer around each sleep cost ~4 us a frame */
+            timer_ok = 1;
+            if (due_at != d->tfd_at) {
+                struct itimerspec its; memset(&its, 0, sizeof its);
+                if (due_at >= 0) { its.it_value.tv_sec = due_at / 1000000; its.it_value.tv_nsec = (due_at % 1000000) * 1000; }
+                if (timerfd_settime(d->tfd, TFD_TIMER_ABSTIME, &its, NULL) == 0) d->tfd_at = due_at; else timer_ok = 0;
+            }
+        }
+        if (due_at >= 0 && !timer_ok) {
+            int64_t ms = (due_at - mono_us() + 999) / 1000;
+            if (ms < 1) ms = 1;
+            if (timeout_ms < 0 || ms < timeout_ms) timeout_ms = (int)ms;
+        }
+        int r = d->ep >= 0 ? ep_wait(d, pfd, pno, n, timeout_ms) : poll(pfd, (nfds_t)n, timeout_ms);
         if (r < 0) continue;
-        if (r == 0 && !hole) continue;
+        if (r == 0 && !hole) continue;      /* (a capture's timer: written at the top) */
         if (r == 0) for (int i = 1; i < n; i++) pfd[i].revents = POLLIN;   /* look at the holes again */
         if (pfd[0].revents) { uint64_t v; ssize_t x = read(d->efd_rx, &v, 8); (void)x; }
         int pushed = 0;     /* frames for the worker, handed over once every ready port is read */
@@ -799,7 +965,7 @@ static void *rx_main(void *arg)
                 if (e == EAGAIN || e == EWOULDBLOCK || e == EINTR) continue;
                 pthread_mutex_lock(&d->mu);
                 if (e == ENETDOWN) { p->down = 1; p->skip_until_us = dp_now(d) + 50000; }
-                else { p->rx_errors++; p->need_reopen = 1; p->fd = -1; ring_close(p); }
+                else { p->rx_errors++; p->need_reopen = 1; p->fd = -1; ring_close(p); pthread_cond_broadcast(&d->reopen_cv); }
                 pthread_mutex_unlock(&d->mu);
                 continue;
             }
@@ -825,7 +991,7 @@ static void *rx_main(void *arg)
                 }
                 if (oversize(p, f, len)) { p->rx_oversize++; continue; }
                 p->rx_frames++; p->rx_bytes += len;
-                pcap_write(p->cap_in, f, len);
+                pcap_write(&p->cap_in, f, len);
                 if (mac_pfc(d, no, f, len)) continue;
                 uint8_t *c = (uint8_t *)malloc((size_t)(len > 0 ? len : 1));
                 if (!c) abort();
@@ -881,8 +1047,15 @@ DP_EXPORT dp *dp_new(int prio_queues, int64_t depth, double rate, double line, i
     dp *d = (dp *)calloc(1, sizeof(dp));
     if (!d) return NULL;
     pthread_mutex_init(&d->pipe_mu, NULL); pthread_mutex_init(&d->mu, NULL); pthread_mutex_init(&d->tx_mu, NULL); pthread_mutex_init(&d->cpu_mu, NULL);
-    pthread_cond_init(&d->work_cv, NULL); pthread_cond_init(&d->room_cv, NULL);
+    pthread_cond_init(&d->work_cv, NULL); pthread_cond_init(&d->room_cv, NULL); pthread_cond_init(&d->reopen_cv, NULL);
     d->efd_rx = eventfd(0, EFD_NONBLOCK); d->efd_tx = eventfd(0, EFD_NONBLOCK);
+    d->ep = epoll_create1(EPOLL_CLOEXEC);
+    if (d->ep >= 0) { struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0 }; epoll_ctl(d->ep, EPOLL_CTL_ADD, d->efd_rx, &ev); }
+    d->tfd = d->ep >= 0 ? timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC) : -1; d->tfd_at = -1;
+    if (d->tfd >= 0) {
+        struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TFD_TAG };
+        if (epoll_ctl(d->ep, EPOLL_CTL_ADD, d->tfd, &ev) < 0) { close(d->tfd); d->tfd = -1; }
+    }
     d->prio_queues = prio_queues; d->def_depth = depth; d->def_rate = rate; d->def_line = line; d->def_pfc = pfc;
     d->passthrough = passthrough; d->clock_start_ns = clock_start_ns; d->cpu_port = cpu_port;
     d->ib_cap = ingress_capacity; d->ib = (rxframe *)calloc((size_t)ingress_capacity, sizeof(rxframe));
@@ -896,7 +1069,7 @@ DP_EXPORT void dp_add_port(dp *d, int no, int fd)
 {
     pthread_mutex_lock(&d->mu);
     dpport *p = port_get(d, no);
-    if (p) { p->is_port = 1; p->fd = fd; p->need_reopen = 0; ring_open(p); }
+    if (p) { p->is_port = 1; p->fd = fd; p->gen++; p->need_reopen = 0; ring_open(p); }
     pthread_mutex_unlock(&d->mu);
     wake_rx(d);
 }
@@ -911,7 +1084,7 @@ DP_EXPORT void dp_set_fd(dp *d, int no, int fd)
 {
     pthread_mutex_lock(&d->mu);
     dpport *p = port_get(d, no);
-    if (p) { p->fd = fd; p->need_reopen = 0; ring_open(p); }
+    if (p) { p->fd = fd; p->gen++; p->need_reopen = 0; ring_open(p); }
     pthread_mutex_unlock(&d->mu);
     wake_rx(d);
 }
@@ -920,6 +1093,26 @@ DP_EXPORT int dp_need_reopen(dp *d, int *out, int cap)
     int n = 0;
     pthread_mutex_lock(&d->mu);
     for (int k = 0; k < d->nport_order && n < cap; k++) { dpport *p = d->ports[d->port_order[k]]; if (p->is_port && p->need_reopen) out[n++] = d->port_order[k]; }
+    pthread_mutex_unlock(&d->mu);
+    return n;
+}
+/* Wait (at most timeout_ms) until a port's socket needs reopening or the data plane
+ * stops; returns the number of ports that need it. The port supervisor (device.py) waits
+ * here instead of polling dp_need_reopen ten times a second. */
+DP_EXPORT int dp_wait_reopen(dp *d, int timeout_ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t ns = ts.tv_nsec + (int64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000LL;
+    ts.tv_sec += ns / 1000000000LL; ts.tv_nsec = ns % 1000000000LL;
+    pthread_mutex_lock(&d->mu);
+    int n = 0;
+    while (1) {
+        n = 0;
+        for (int k = 0; k < d->nport_order; k++) { dpport *p = d->ports[d->port_order[k]]; if (p->is_port && p->need_reopen) n++; }
+        if (n || d->stop || timeout_ms <= 0) break;
+        if (pthread_cond_timedwait(&d->reopen_cv, &d->mu, &ts) == ETIMEDOUT) break;
+    }
     pthread_mutex_unlock(&d->mu);
     return n;
 }
@@ -939,8 +1132,8 @@ DP_EXPORT void dp_set_capture(dp *d, int no, int in_fd, int out_fd)
 {
     pthread_mutex_lock(&d->mu);
     dpport *p = port_get(d, no);
-    if (p) { p->cap_in = in_fd; p->cap_out = out_fd; }
     pthread_mutex_unlock(&d->mu);
+    if (p) { pcap_set(&p->cap_in, in_fd); pcap_set(&p->cap_out, out_fd); }
 }
 DP_EXPORT void dp_touch_port(dp *d, int no) { pthread_mutex_lock(&d->mu); port_get(d, no); pthread_mutex_unlock(&d->mu); }
 
@@ -956,11 +1149,15 @@ DP_EXPORT void dp_stop(dp *d)
 {
     pthread_mutex_lock(&d->mu);
     d->stop = 1;
-    pthread_cond_broadcast(&d->work_cv); pthread_cond_broadcast(&d->room_cv);
+    pthread_cond_broadcast(&d->work_cv); pthread_cond_broadcast(&d->room_cv); pthread_cond_broadcast(&d->reopen_cv);
     pthread_mutex_unlock(&d->mu);
     wake_rx(d); wake_tx(d);
     if (d->started) { pthread_join(d->rx_th, NULL); pthread_join(d->wk_th, NULL); pthread_join(d->tx_th, NULL); }
     d->started = 0;
+    /* every capture record still waiting written (before Python closes the files) */
+    pthread_mutex_lock(&d->mu);
+    for (int k = 0; k < d->nport_order; k++) { dpport *p = d->ports[d->port_order[k]]; pcap_set(&p->cap_in, p->cap_in.fd); pcap_set(&p->cap_out, p->cap_out.fd); }
+    pthread_mutex_unlock(&d->mu);
 }
 DP_EXPORT void dp_lock(dp *d) { pthread_mutex_lock(&d->pipe_mu); }
 DP_EXPORT void dp_unlock(dp *d) { pthread_mutex_unlock(&d->pipe_mu); }
@@ -1111,12 +1308,14 @@ DP_EXPORT void dp_free(dp *d)
     for (int k = 0; k < d->nport_order; k++) {
         dpport *p = d->ports[d->port_order[k]];
         ring_close(p);
+        free(p->cap_in.buf); free(p->cap_out.buf);
+        pthread_mutex_destroy(&p->cap_in.mu); pthread_mutex_destroy(&p->cap_out.mu);
         free(p);
     }
     for (txb *b = d->tx_head, *nx; b; b = nx) { nx = b->next; txb_free(b); }
     for (txb *b = d->tx_free, *nx; b; b = nx) { nx = b->next; txb_free(b); }
     for (qent *e = d->qfree, *nx; e; e = nx) { nx = e->next; free(e); }
     pthread_mutex_unlock(&d->mu);
-    close(d->efd_rx); close(d->efd_tx);
+    close(d->efd_rx); close(d->efd_tx); if (d->ep >= 0) close(d->ep); if (d->tfd >= 0) close(d->tfd);
     free(d);
 }

@@ -4,10 +4,13 @@ stream; a hit re-arms it; entries without a timeout, or still hit, are not repor
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 from typing import Iterator
 
 import pytest
 from p4.v1 import p4runtime_pb2 as pb
+
+from p4sim.p4runtime.idle import IdleTimeoutMonitor
 
 from bmv2_probe_client import Probe, Req, U, compiled, te, upd  # noqa: F401 - compiled is a fixture
 
@@ -75,3 +78,33 @@ def test_an_idle_timeout_where_the_table_has_none_gets_pis_text(probe: Probe) ->
     out = p.write(upd(U.INSERT, table_entry=te(p, "t_idle", ("exact", b"\x07"), action=("NoAction",),
                                                idle_timeout_ns=-1)))
     assert out.update_messages == ("idle_timeout_ns must be a positive value",)
+
+
+class _RefusingLock:
+    """A device lock that fails the test if the sweep takes it."""
+
+    def __enter__(self) -> None:
+        raise AssertionError("the sweep took the device lock")
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def test_a_pipeline_without_ageing_tables_is_swept_without_the_device_lock() -> None:
+    """A program none of whose tables supports a timeout (fabric.p4) is swept without the
+    device lock, which on the native path holds the data plane and copies hit times back
+    (ten sweeps a second); one with such a table still takes it."""
+    def pipeline(*ageing: bool) -> SimpleNamespace:
+        tables = {i: SimpleNamespace(table=SimpleNamespace(support_timeout=a, entries=lambda: []))
+                  for i, a in enumerate(ageing)}
+        store = SimpleNamespace(tables=SimpleNamespace(index=SimpleNamespace(tables=tables),
+                                                       encode_key=lambda *a: None))
+        return SimpleNamespace(store=store)
+
+    plain = pipeline(False, False)
+    mon = IdleTimeoutMonitor(lambda: plain, lambda: 0, lambda msg: True, _RefusingLock())
+    assert mon.sweep() == 0
+    ageing = pipeline(False, True)
+    mon = IdleTimeoutMonitor(lambda: ageing, lambda: 0, lambda msg: True, _RefusingLock())
+    with pytest.raises(AssertionError, match="took the device lock"):
+        mon.sweep()
