@@ -91,6 +91,14 @@ field                  meaning
 ``cp_comm``            context parallelism: ``ring`` (Megatron/TE's P2P ring, each step under
                        that step's attention) or ``allgather`` (K and V gathered before the
                        attention, exposed: the Llama 3 paper; torch's default rotate method)
+``cp_attention``       context parallelism's attention kernels: ``one_kernel`` (one flash kernel
+                       over the local queries and all s keys, the exchange under or before it:
+                       the model of Megatron/TE and Llama 3 here) or ``per_step`` (torch's ring
+                       attention, ``torch.distributed.tensor.experimental.context_parallel``:
+                       one SDPA call per CP step on a block of the sequence, the partial outputs
+                       merged in fp32, the K/V gradients passed round the ring in fp32;
+                       :mod:`sim.predict.cp_ring`); ``cp_comm`` then picks torch's rotater
+                       (``allgather``: ``_AllGatherRotater``, ``ring``: ``_AllToAllRotater``)
 ``moe_dispatcher``     ``alltoall`` (NCCL all-to-all: every token sent once per expert it picks),
                        ``deepep`` (DeepEP's normal kernels / Megatron's flex "hybridep": a token
                        crosses the network once per remote server it goes to, then NVLink; FP8
@@ -158,6 +166,7 @@ MOE_DISPATCHERS = ("alltoall", "deepep", "deepep_ll")
 OPTIMIZERS = ("fused", "foreach", "forloop")
 #: how FSDP's collectives run under pipeline parallelism (``fsdp_pipeline``)
 FSDP_PIPELINE = ("per_microbatch", "per_step")
+CP_ATTENTION = ("one_kernel", "per_step")
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +198,7 @@ class Framework:
     fp8_param_gather: bool = False
     fp8_tp_gather: bool = True
     cp_comm: str = "ring"
+    cp_attention: str = "one_kernel"
     moe_dispatcher: str = "alltoall"
     moe_qps_per_channel: int = 4
     compile: bool = False
@@ -290,10 +300,13 @@ PROFILES: dict[str, Framework] = {f.name: f for f in (
     # "For PP, do not reshard after forward to avoid per-microbatch all-gathers");
     # torch.optim.AdamW with optimizer.implementation = "fused", the default since
     # #881 (2025-02-24); before it `--optimizer.fused` defaulted to False and foreach ran
-    # (torchtitan/optimizer.py at 9dec370: "fused": fused, "foreach": not fused)
+    # (torchtitan/optimizer.py at 9dec370: "fused": fused, "foreach": not fused);
+    # context parallelism by torch's ring attention (cp_attention: per_step) with the
+    # all-gather rotater (9dec370 config_manager.py: --experimental.context_parallel_rotate_method
+    # default "allgather"; utils.create_context_parallel_ctx calls set_rotate_method)
     replace(_MCORE, name="torchtitan", data_parallel="fsdp", tp_comm_overlap=0.0, attention="fa2",
             grad_reduce_dtype="fp32", fp8_recipe="tensorwise", fp8_weight_cache=False, cp_comm="allgather",
-            selective_ac="op", optimizer="fused", fsdp_pipeline="per_step", **_EAGER),
+            cp_attention="per_step", selective_ac="op", optimizer="fused", fsdp_pipeline="per_step", **_EAGER),
     replace(_MCORE, name="llama3-meta", data_parallel="distributed_optimizer", tp_comm_overlap=0.5, attention="fa2",
             cp_comm="allgather"),
 )}
@@ -333,6 +346,7 @@ class FrameworkSection:
     fp8_param_gather: Optional[bool] = None
     fp8_tp_gather: Optional[bool] = None
     cp_comm: Optional[str] = None
+    cp_attention: Optional[str] = None
     moe_dispatcher: Optional[str] = None
     moe_qps_per_channel: Optional[int] = None
     compile: Optional[bool] = None
@@ -368,6 +382,7 @@ def resolve_framework(data: Any, source: str) -> Framework:
     _one_of(f.grad_reduce_dtype, ("fp32", "bf16", "fp16", "auto"), source, "grad_reduce_dtype")
     _one_of(f.fp8_recipe, FP8_RECIPES, source, "fp8_recipe")
     _one_of(f.cp_comm, ("ring", "allgather"), source, "cp_comm")
+    _one_of(f.cp_attention, CP_ATTENTION, source, "cp_attention")
     _one_of(f.selective_ac, ("megatron", "op"), source, "selective_ac")
     _one_of(f.moe_dispatcher, MOE_DISPATCHERS, source, "moe_dispatcher")
     _one_of(f.optimizer, OPTIMIZERS, source, "optimizer")
@@ -388,4 +403,4 @@ def resolve_framework(data: Any, source: str) -> Framework:
     return f
 
 
-__all__ = ["ATTENTION", "DP_MODES", "FP8_RECIPES", "FSDP_PIPELINE", "OPTIMIZERS", "Framework", "FrameworkSection", "PROFILES", "resolve_framework"]
+__all__ = ["ATTENTION", "CP_ATTENTION", "DP_MODES", "FP8_RECIPES", "FSDP_PIPELINE", "OPTIMIZERS", "Framework", "FrameworkSection", "PROFILES", "resolve_framework"]

@@ -11,7 +11,9 @@ parallelism. Per layer and micro-batch:
 * forward: norm, [SP all-gather], QKV GEMM (T × (a+2g)d/t × h), flash attention
   (4·b·(s/cp)·s·(a/t)·d FLOPs × the mask's share: 1/2 causal, 1 full, l/2s for packed
   documents of l tokens), [CP: K,V passed round the ring under the attention, or gathered
-  first and exposed (``parallel.cp_comm: allgather``, Llama 3)], output GEMM, TP all-reduce (or SP reduce-scatter) of T·h·e bytes, residual
+  first and exposed (``parallel.cp_comm: allgather``, Llama 3); torch's ring attention
+  (``framework.cp_attention: per_step``, torchtitan) instead runs one SDPA per CP step with
+  fp32 merges: :mod:`sim.predict.cp_ring`], output GEMM, TP all-reduce (or SP reduce-scatter) of T·h·e bytes, residual
   add (+ dropout mask), norm, [SP all-gather], FC1, activation, FC2, TP all-reduce / RS,
   residual add. MoE layers: router GEMM, EP all-to-all dispatch of T·k·h·e bytes, the
   local experts' FC1/activation/FC2 on T·k tokens (widths / t) as grouped GEMMs, EP
@@ -42,6 +44,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from sim.predict import cp_ring
 from sim.predict.job import TrainingJob
 from sim.predict.kernels import Kernel
 
@@ -319,11 +322,15 @@ def layer_forward(j: TrainingJob, moe: bool) -> list[Kernel]:
                          _gemm("qkv", d.T, d.qkv, d.h, d.fp8)]
     if m.position == "rope":        # rotary on Q and K: read and write them once (fused)
         out.append(_mem("rope", 2.0 * d.T * (m.heads + m.kv) * m.d_head // d.t * E))
-    if d.cp > 1:
+    if d.cp > 1 and j.framework.cp_attention == "per_step":       # torch's ring attention, step by step
+        out += cp_ring.forward(j)
+    elif d.cp > 1:
         kv = 2.0 * d.T * (m.kv // d.t) * m.d_head * E
         ring = j.cp_comm == "ring"
         out.append(_comm("cp.allgather.kv", "allgather", "cp", kv, hidden_by="attention" if ring else ""))
-    out += [*_attention(j, d, attn_flops, attn_bytes), _gemm("out_proj", d.T, d.h, d.a_t * m.d_head, d.fp8),
+    if not (d.cp > 1 and j.framework.cp_attention == "per_step"):
+        out += _attention(j, d, attn_flops, attn_bytes)
+    out += [_gemm("out_proj", d.T, d.h, d.a_t * m.d_head, d.fp8),
             *_tp_out(d, "attn"), _residual(j, d, "residual.attn"),
             _mem("norm.mlp", 2 * d.Tn * d.h * E), *_tp_in(d, "mlp"), *_mlp_forward(j, d, moe),
             *_tp_out(d, "mlp"), _residual(j, d, "residual.mlp")]
@@ -361,6 +368,10 @@ def layer_backward(j: TrainingJob, moe: bool) -> list[Kernel]:
     fwd = [k for k in layer_forward(j, moe) if not k.name.startswith("fp8.")]
     out: list[Kernel] = []
     for k in reversed(fwd):
+        if k.name.startswith("cp.") and j.framework.cp_attention == "per_step":
+            if k.name == "cp.merge.casts":                  # the forward's last CP kernel: its mirror here
+                out += cp_ring.backward(j)
+            continue
         out += _backward_of(k, d)
         if k.kind == "gemm" and k.name in ("qkv", "fc1", "router") and d.t > 1 and not d.sp:
             out.append(_comm(f"tp.allreduce.{k.name}.dgrad", "allreduce", "tp", d.T * d.h * E))

@@ -436,6 +436,15 @@ def _check_parallel(j: TrainingJob) -> None:
     _one_of(t.attention_mask, ("causal", "full", "document"), s, "training.attention_mask")
     if p.cp_comm is not None:
         _one_of(p.cp_comm, ("ring", "allgather"), s, "parallel.cp_comm")
+    if p.cp > 1 and j.framework.cp_attention == "per_step":
+        # torch's ring attention: "Load balancing requires `is_causal=True`" and "CP only
+        # supports flash attention and memory efficient attention" (_attention.py)
+        if t.attention_mask != "causal":
+            raise _err(s, "framework.cp_attention", f"per_step (torch's load-balanced ring attention) needs "
+                                                    f"training.attention_mask causal, got {t.attention_mask}")
+        if j.framework.attention_impl(j.gpu.chip) == "unfused":
+            raise _err(s, "framework.cp_attention", "per_step runs flash attention (SDPA); framework.attention "
+                                                    "is unfused")
     if t.attention_mask == "document":
         if t.document_tokens is None:
             raise _err(s, "training.document_tokens", "missing (attention_mask: document needs the mean document length)")
