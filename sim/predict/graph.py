@@ -325,7 +325,7 @@ def layer_forward(j: TrainingJob, moe: bool) -> list[Kernel]:
     if d.cp > 1 and j.framework.cp_attention == "per_step":       # torch's ring attention, step by step
         out += cp_ring.forward(j)
     elif d.cp > 1:
-        kv = 2.0 * d.T * (m.kv // d.t) * m.d_head * E
+        kv = 2.0 * d.T * (m.kv // d.t) * m.d_head * E * d.cp     # gathered: every rank's K and V
         ring = j.cp_comm == "ring"
         out.append(_comm("cp.allgather.kv", "allgather", "cp", kv, hidden_by="attention" if ring else ""))
     if not (d.cp > 1 and j.framework.cp_attention == "per_step"):

@@ -13,6 +13,7 @@ from sim.cli import main
 from sim.predict.breakdown import by_stream, critical_path
 from sim.predict.job import job_from_dict, load_job
 from sim.predict.predict import predict
+from sim.predict.graph import layer_backward, layer_forward
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -83,6 +84,19 @@ def test_context_parallel_exchanges_kv_under_the_attention_and_halves_activation
     assert kv.seconds == pytest.approx(max(0.0, kv.full_s - attn.seconds))     # hidden under the attention
     assert kv.seconds < kv.full_s
     assert cp.memory[0].activations == pytest.approx(base.memory[0].activations / 2, rel=0.02)
+
+
+def test_the_context_parallel_all_gather_carries_every_ranks_kv() -> None:
+    """An all-gather's size is what each rank ends up with (the FSDP units' convention in
+    stages.unit_comm): every CP rank's K and V, c × the local ones; the backward's
+    reduce-scatter of dK/dV the same (i31-cp-s46 found the local size, c times too small)."""
+    for cp in (2, 4):
+        j = job_from_dict(small(parallel={"tp": 2, "pp": 1, "dp": 1, "cp": cp}), "j.yaml")
+        m, tokens = j.model, j.training.micro_batch * j.model.seq_length // cp
+        local_kv = 2.0 * tokens * (m.kv // 2) * m.d_head * 2.0          # K and V, bf16, kv/t heads
+        fwd = next(k for k in layer_forward(j, False) if k.name == "cp.allgather.kv")
+        bwd = next(k for k in layer_backward(j, False) if k.name == "cp.reducescatter.dkv")
+        assert fwd.size_bytes == pytest.approx(cp * local_kv) and bwd.size_bytes == fwd.size_bytes
 
 
 def test_zero3_gathers_weights_every_micro_batch() -> None:
