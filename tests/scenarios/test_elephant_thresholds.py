@@ -104,6 +104,7 @@ class _EmptySwitch:
     def __init__(self) -> None:
         self.p4info = None
         self.entries: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+        self.meters: list[tuple[str, Any, Any]] = []
         self.pushed = 0
 
     def pipeline_cookie(self) -> tuple[bool, None]:
@@ -116,6 +117,10 @@ class _EmptySwitch:
                     is_default: bool = False) -> p4runtime_pb2.TableEntry:
         self.entries.append((table, dict(match), dict(params or {})))
         return p4runtime_pb2.TableEntry()
+
+    def meter_entry(self, meter: str, index: Any = None, config: Any = None) -> p4runtime_pb2.MeterEntry:
+        self.meters.append((meter, index, config))          # the ARP punt policer's cells
+        return p4runtime_pb2.MeterEntry()
 
     def write(self, updates: Any) -> None:
         pass
@@ -143,6 +148,7 @@ def test_a_restarted_switch_gets_the_scaled_threshold_back_not_the_plans_default
     assert all(got[p] == elephants_for_rate(17143).table_params() for p in fabric_ports), got
     assert all(v == DEFAULT_ELEPHANTS.table_params() for p, v in got.items() if p not in fabric_ports)
     assert len(got) == len(programmer.plans[leaf.name].of(ELEPHANT_TABLE))   # replaced, none added
+    assert len(conn.meters) == len(programmer.plans[leaf.name].meters) > 0    # and its policer back
 
 
 def test_restart_switch_leaves_the_scaled_thresholds_to_the_plan() -> None:
