@@ -49,32 +49,6 @@ _WRITE_TYPES = frozenset((pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE))
 Undo = Callable[[], None]
 
 
-def counter_run(entities: Sequence[pb.Entity], start: int) -> int:
-    """The end of the run of indexed reads of one counter that starts at ``start``: the
-    first index after ``start`` whose entity is not a ``counter_entry`` of the same non-zero
-    ``counter_id`` with an ``index`` (``start + 1`` when ``entities[start]`` is none).
-
-    >>> def cell(cid, i=None):
-    ...     e = pb.Entity(); e.counter_entry.counter_id = cid
-    ...     if i is not None: e.counter_entry.index.index = i
-    ...     return e
-    >>> ents = [cell(7, 0), cell(7, 1), cell(7, 2), cell(8, 0), cell(8), pb.Entity()]
-    >>> counter_run(ents, 0), counter_run(ents, 3), counter_run(ents, 4), counter_run(ents, 5)
-    (3, 4, 5, 6)
-    """
-    def cell_of(e: pb.Entity) -> int:
-        if e.WhichOneof("entity") != "counter_entry" or not e.counter_entry.HasField("index"):
-            return 0
-        return e.counter_entry.counter_id
-    cid = cell_of(entities[start])
-    end = start + 1
-    if cid == 0:
-        return end
-    while end < len(entities) and cell_of(entities[end]) == cid:
-        end += 1
-    return end
-
-
 class EntityStore:
     """P4Runtime Write/Read on one program's runtime state.
 
@@ -176,7 +150,7 @@ class EntityStore:
 
     def read_counter_cells(self, msgs: Sequence[pb.CounterEntry], add_wire: AddWire) -> None:
         """Indexed cells of one counter, consecutive in a Read, encoded at once
-        (:meth:`ExternStore.read_counter_cells_wire`; :func:`counter_run` finds them)."""
+        (:meth:`ExternStore.read_counter_cells_wire`; the server's ``counter_run`` finds them)."""
         self.externs.read_counter_cells_wire(msgs, add_wire)
 
     def read(self, entity: pb.Entity, new_entity: NewEntity = pb.Entity,

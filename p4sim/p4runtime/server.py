@@ -79,7 +79,6 @@ from p4sim.p4runtime import roleconfig
 from p4sim.p4runtime.arbitration import ArbitrationError, Arbiter, Session, election_id_value
 from p4sim.p4runtime.authz import AuthzPolicy, Denied, RoleDef, peer_identity, role_label
 from p4sim.p4runtime.digests import DigestStreamer
-from p4sim.p4runtime.entities import counter_run
 from p4sim.p4runtime.gcpause import freeze_long_lived, gc_paused, switch_thresholds
 from p4sim.p4runtime.idle import IdleTimeoutMonitor
 from p4sim.p4runtime.packetio import PacketIO
@@ -200,6 +199,32 @@ def _p4_error(code: str, message: str = "") -> p4runtime_pb2.Error:
     if len(message) > MAX_ERROR_MESSAGE_CHARS:
         message = message[:MAX_ERROR_MESSAGE_CHARS - 3] + "..."
     return p4runtime_pb2.Error(canonical_code=code_pb2.Code.Value(code), message=message)
+
+
+def counter_run(entities: Sequence[p4runtime_pb2.Entity], start: int) -> int:
+    """The end of the run of indexed reads of one counter that starts at ``start``: the
+    first index after ``start`` whose entity is not a ``counter_entry`` of the same non-zero
+    ``counter_id`` with an ``index`` (``start + 1`` when ``entities[start]`` is none).
+
+    >>> def cell(cid, i=None):
+    ...     e = p4runtime_pb2.Entity(); e.counter_entry.counter_id = cid
+    ...     if i is not None: e.counter_entry.index.index = i
+    ...     return e
+    >>> ents = [cell(7, 0), cell(7, 1), cell(7, 2), cell(8, 0), cell(8), p4runtime_pb2.Entity()]
+    >>> counter_run(ents, 0), counter_run(ents, 3), counter_run(ents, 4), counter_run(ents, 5)
+    (3, 4, 5, 6)
+    """
+    def cell_of(e: p4runtime_pb2.Entity) -> int:
+        if e.WhichOneof("entity") != "counter_entry" or not e.counter_entry.HasField("index"):
+            return 0
+        return e.counter_entry.counter_id
+    cid = cell_of(entities[start])
+    end = start + 1
+    if cid == 0:
+        return end
+    while end < len(entities) and cell_of(entities[end]) == cid:
+        end += 1
+    return end
 
 
 class _Responses:
@@ -1072,7 +1097,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _read_into(self, pipe: Pipeline, request: p4runtime_pb2.ReadRequest, out: "_Responses") -> None:
         """Build every entity of ``request`` into ``out`` (the device lock held). A run of
         indexed cells of one counter (GOR's poller asks for its ports' cells this way) is
-        encoded in one call (:func:`~p4sim.p4runtime.entities.counter_run`): the same
+        encoded in one call (:func:`counter_run`): the same
         answer and the same first error as one entity at a time."""
         ents = request.entities
         cells = getattr(pipe.store, "read_counter_cells", None)
