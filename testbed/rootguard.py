@@ -5,9 +5,9 @@ the root namespace's own sockets.
 The switches (p4sim, BMv2) read and write their ports with packet sockets, which see a
 frame before the kernel's IP stack does, so the root namespace's IP stack has no business
 on those interfaces. Left alone it had one: a host that routed an address of the root
-namespace onto its NIC got an ARP answer from the root kernel on the switch port
-(sec-audit report, /work/notes/sec-audit.md) and its packets reached the root
-namespace's sockets. :func:`guard_interfaces` closes that per interface:
+namespace onto its NIC got an ARP answer from the root kernel on the switch port (found
+by a security audit of the testbed; pinned by tests/testbed/test_rootguard.py) and its
+packets reached the root namespace's sockets. :func:`guard_interfaces` closes that per interface:
 
 * sysctls ``arp_ignore=8`` (answer no ARP request at all on it), ``forwarding=0`` (route
   nothing that comes in on it), IPv6 off and ``accept_ra=0``;

@@ -4,7 +4,7 @@ program with the reference's answer.
 
 Where the answer comes from: measured on the reference binaries (p4c-bm2-ss 1.2.5.16
 6b7ec98e; packets on simple_switch 1.15.5 through p4c's STF runner), 2026-12-05, with the
-minimal programs of /work/notes/35.md: verdicts, first messages and their positions (p4c
+minimal programs below (one per class): verdicts, first messages and their positions (p4c
 writes ``file(line)`` with a caret under the column p4sim writes), P4Info text. One
 measured difference is kept on purpose: a key of a match kind BMv2 lacks (``list``)
 compiles on p4c-bm2-ss and is refused when simple_switch loads the JSON ("Invalid match
