@@ -4,7 +4,8 @@ helper, importable as ``pod2plans``: ``tests/monitor`` is on the path of its tes
 
 ``plan_probes`` on this fabric takes about 2.8 s of CPU (5.5 s, mostly the route pass,
 before that pass scored candidates on ``_RouteView``); test_probes_routes,
-test_probes_tiers and test_tierwalk each built the same plan of the same fabric. Nothing here is changed by a test: a plan and a fabric are read only.
+test_probes_tiers and test_tierwalk each built the same plan of the same fabric. Nothing
+here is changed by a test: a plan and a fabric are read only.
 
 Example::
 
