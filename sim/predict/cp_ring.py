@@ -105,6 +105,32 @@ def kv_bytes(j: TrainingJob) -> float:
     return j.parallel.cp * 2.0 * _sizes(j)[3] * E
 
 
+def buffer_bytes(j: TrainingJob) -> float:
+    """Bytes the ring attention holds on a GPU while one layer's attention backward runs, the
+    larger of its two passes (:func:`sim.predict.memory.stage_memory` adds it to the stage):
+    the exchanged K and V at a/t heads — all c ranks' with the all-gather rotater
+    (:func:`kv_bytes`), the local block and the one arriving with the all-to-all rotater —
+    plus the backward's fp32 buffers (``accum_dtype``): dQ's accumulator (4 B an element of
+    the local output, N) and dK/dV's, the one being accumulated and the one in flight to the
+    next rank (2 × 2 × 4 B a K/V element). The forward holds the same K and V and a 4 B fp32
+    output accumulator (``_SDPAMerger``), less. Nothing at c = 1 or with ``one_kernel``.
+
+    >>> from sim.predict.job import job_from_dict
+    >>> j = job_from_dict({"model": {"layers": 2, "hidden": 4096, "heads": 32, "kv_heads": 8,
+    ...                              "seq_length": 262144, "vocab": 128256}, "parallel": {"cp": 8},
+    ...                    "training": {"global_batch": 1}, "gpu": {"preset": "H100-SXM"},
+    ...                    "framework": {"name": "torchtitan"}}, "j.yaml")
+    >>> n = 32768 * 32 * 128                      # s/c x a/t x d
+    >>> buffer_bytes(j) == 8 * 2 * n * 2 + 20 * n, round(buffer_bytes(j) / 2**30, 2)
+    (True, 6.5)
+    """
+    if j.parallel.cp <= 1 or j.framework.cp_attention != "per_step":
+        return 0.0
+    n = _sizes(j)[3]
+    kv = kv_bytes(j) if j.cp_comm == "allgather" else 2.0 * 2.0 * n * E
+    return kv + F32 * n + 2.0 * 2.0 * F32 * n
+
+
 def forward(j: TrainingJob) -> list[Kernel]:
     """The attention of one layer's forward at CP degree c > 1 (module docstring): the
     KV exchange, c SDPA blocks and the merges, in order."""
@@ -156,4 +182,4 @@ def backward(j: TrainingJob) -> list[Kernel]:
 
 
 __all__ = ["ACCUM_ONCE_B", "ACCUM_STEP0_B", "ACCUM_STEP_B", "MERGE_CASTS_B", "MERGE_STEP_B", "SEND_CAT_B",
-           "backward", "forward", "kv_bytes"]
+           "backward", "buffer_bytes", "forward", "kv_bytes"]

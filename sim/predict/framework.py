@@ -99,6 +99,11 @@ field                  meaning
                        merged in fp32, the K/V gradients passed round the ring in fp32;
                        :mod:`sim.predict.cp_ring`); ``cp_comm`` then picks torch's rotater
                        (``allgather``: ``_AllGatherRotater``, ``ring``: ``_AllToAllRotater``)
+``repeat_kv``          grouped-query attention's K and V are copied to every query head before
+                       the attention kernel (torchtitan's Llama: ``repeat_kv``, an expand and a
+                       reshape, ``models/llama/model.py``; :func:`sim.predict.graph._repeat_kv`)
+                       and the gradient summed back; false: the kernel reads the KV heads itself
+                       (Transformer Engine's fused attention with ``num_gqa_groups``, FA2's GQA)
 ``moe_dispatcher``     ``alltoall`` (NCCL all-to-all: every token sent once per expert it picks),
                        ``deepep`` (DeepEP's normal kernels / Megatron's flex "hybridep": a token
                        crosses the network once per remote server it goes to, then NVLink; FP8
@@ -199,6 +204,7 @@ class Framework:
     fp8_tp_gather: bool = True
     cp_comm: str = "ring"
     cp_attention: str = "one_kernel"
+    repeat_kv: bool = False
     moe_dispatcher: str = "alltoall"
     moe_qps_per_channel: int = 4
     compile: bool = False
@@ -303,7 +309,12 @@ PROFILES: dict[str, Framework] = {f.name: f for f in (
     # (torchtitan/optimizer.py at 9dec370: "fused": fused, "foreach": not fused);
     # context parallelism by torch's ring attention (cp_attention: per_step) with the
     # all-gather rotater (9dec370 config_manager.py: --experimental.context_parallel_rotate_method
-    # default "allgather"; utils.create_context_parallel_ctx calls set_rotate_method)
+    # default "allgather"; utils.create_context_parallel_ctx calls set_rotate_method);
+    # attention: torch's flash backend (FA2): cuDNN's is the last choice from torch #138522
+    # (2024-10-22) on, and the 2024-12 benchmarks ran torch 1963fc8 (2024-12-23); under CP
+    # utils.get_train_context allows only FLASH_ATTENTION and EFFICIENT_ATTENTION.
+    # repeat_kv stays off although torchtitan's Llama copies K and V to every head
+    # (models/llama/model.py): on, the fit split loses two rows (sim/README, thirteenth round)
     replace(_MCORE, name="torchtitan", data_parallel="fsdp", tp_comm_overlap=0.0, attention="fa2",
             grad_reduce_dtype="fp32", fp8_recipe="tensorwise", fp8_weight_cache=False, cp_comm="allgather",
             cp_attention="per_step", selective_ac="op", optimizer="fused", fsdp_pipeline="per_step", **_EAGER),
@@ -347,6 +358,7 @@ class FrameworkSection:
     fp8_tp_gather: Optional[bool] = None
     cp_comm: Optional[str] = None
     cp_attention: Optional[str] = None
+    repeat_kv: Optional[bool] = None
     moe_dispatcher: Optional[str] = None
     moe_qps_per_channel: Optional[int] = None
     compile: Optional[bool] = None

@@ -181,7 +181,7 @@ UNFUSED = ("attention.qk", "attention.softmax", "attention.av")
 #: the fused softmax + dropout of unfused attention reads the gradient, the mask and the
 #: probabilities and writes one gradient (2 + 1 + 2 + 2 + 2 + 2 = 11 bytes a score against
 #: the forward's 9)
-BWD_BYTES = {"attention.softmax": 11.0 / 9.0, "rope": 1.0}
+BWD_BYTES = {"attention.softmax": 11.0 / 9.0, "rope": 1.0, "repeat_kv": 1.0}
 
 #: Eager PyTorch: bytes a memory-bound block moves when every primitive of it is its own
 #: kernel, over the fused kernel's bytes (forward, backward), counted per element from the
@@ -220,6 +220,30 @@ def eager_factor(j: TrainingJob, name: str) -> float:
         key = base
     f = EAGER_BYTES.get(key)
     return 1.0 if f is None else f[1 if bwd else 0]
+
+
+def _repeat_kv(j: TrainingJob, d: _Dims) -> list[Kernel]:
+    """GQA's K and V copied to every local query head before the attention
+    (``framework.repeat_kv``): torchtitan's Llama (``models/llama/model.py`` at 9dec370,
+    2024-12) calls ``repeat_kv(xk, n_rep)`` and ``repeat_kv(xv, n_rep)`` —
+    ``unsqueeze(3).expand(...).reshape(...)``, and ``reshape`` of an expanded tensor is a copy
+    — then SDPA on a/t heads. The copy reads the KV heads and writes a/t heads, K and V; its
+    backward (the gradient of ``expand``: a sum over the n_rep copies) reads a/t heads of dK
+    and dV and writes the KV heads: the same bytes (:data:`BWD_BYTES`). Nothing without GQA
+    (n_rep 1: ``repeat_kv`` returns its input).
+
+    >>> from sim.predict.job import job_from_dict
+    >>> j = job_from_dict({"model": {"layers": 2, "hidden": 4096, "heads": 32, "kv_heads": 8,
+    ...                              "seq_length": 8192, "vocab": 128256, "position": "rope"},
+    ...                    "training": {"global_batch": 8}, "gpu": {"preset": "H100-SXM"},
+    ...                    "framework": {"name": "torchtitan", "compile": True, "repeat_kv": True}}, "j.yaml")
+    >>> [(k.name, k.bytes / 2**20) for k in _repeat_kv(j, _Dims(j))]   # 2 x 8192 x (32 + 8) x 128 x 2 B
+    [('repeat_kv', 160.0)]
+    """
+    m = j.model
+    if not j.framework.repeat_kv or m.kv >= m.heads:
+        return []
+    return [_mem("repeat_kv", 2.0 * d.T * (d.a_t + m.kv // d.t) * m.d_head * E)]
 
 
 def mask_fraction(j: TrainingJob) -> float:
@@ -322,6 +346,7 @@ def layer_forward(j: TrainingJob, moe: bool) -> list[Kernel]:
                          _gemm("qkv", d.T, d.qkv, d.h, d.fp8)]
     if m.position == "rope":        # rotary on Q and K: read and write them once (fused)
         out.append(_mem("rope", 2.0 * d.T * (m.heads + m.kv) * m.d_head // d.t * E))
+    out += _repeat_kv(j, d)
     if d.cp > 1 and j.framework.cp_attention == "per_step":       # torch's ring attention, step by step
         out += cp_ring.forward(j)
     elif d.cp > 1:

@@ -22,6 +22,10 @@ activations per recomputation mode and pipeline schedule, the LM head's logits.
   no SP ``s·b·h·(10 + 24/t)`` bytes, with SP ``s·b·h·34/t``; ``selective`` drops the
   norms' outputs and the activation's output (recomputed); ``full`` keeps the layer input
   (``2·s·b·h``, / t with SP).
+* **Context parallelism as torch runs it** (``framework.cp_attention: per_step``): the K and V
+  the ring attention exchanges and its fp32 accumulators, held while a layer's attention
+  runs (:func:`sim.predict.cp_ring.buffer_bytes`; all c ranks' K and V with torch's
+  all-gather rotater: 6.5 GiB a GPU for Llama 3 8B at 262,144 tokens on CP 8).
 * **Logits** of the last stage: bf16 logits and their fp32 softmax for the loss (6 bytes a
   token and vocabulary entry, / t).
 * **In flight**: a 1F1B stage s holds ``min(p − s, m)`` micro-batches; interleaved holds
@@ -45,6 +49,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sim.predict import cp_ring
 from sim.predict.job import TrainingJob
 from sim.predict.schedule import peak_in_flight
 
@@ -75,11 +80,13 @@ class MemoryBreakdown:
     activations: float
     logits: float
     reserved: float
+    cp_buffers: float = 0.0
 
     @property
     def total(self) -> float:
         """Every term, bytes."""
-        return self.weights + self.grads + self.optimizer + self.activations + self.logits + self.reserved
+        return (self.weights + self.grads + self.optimizer + self.activations + self.logits + self.reserved
+                + self.cp_buffers)
 
     @property
     def total_GiB(self) -> float:
@@ -265,7 +272,7 @@ def stage_memory(j: TrainingJob, stage: int) -> MemoryBreakdown:
     logits = (2.0 + 4.0) * T * m.vocab / par.tp if stage == par.pp - 1 else 0.0
     return MemoryBreakdown(shard(w_bytes, 3 if not fsdp else 2) + held_params,
                            held_grads or shard(j.grad_bytes, 2), shard(o_bytes, 1),
-                           per_mb * in_flight(j, stage), logits, tr.reserved_GiB * GiB)
+                           per_mb * in_flight(j, stage), logits, tr.reserved_GiB * GiB, cp_ring.buffer_bytes(j))
 
 
 __all__ = ["MemoryBreakdown", "StageParams", "activation_bytes_per_layer", "fsdp_per_step", "in_flight", "layer_params",

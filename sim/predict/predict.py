@@ -232,7 +232,8 @@ def _check_memory(j: TrainingJob, mem: list[MemoryBreakdown]) -> None:
     m = mem[s]
     if m.total > j.gpu.hbm_bytes:
         parts = sorted((("weights", m.weights), ("gradients", m.grads), ("optimizer", m.optimizer),
-                        ("activations", m.activations), ("logits", m.logits), ("reserved", m.reserved)),
+                        ("activations", m.activations), ("logits", m.logits), ("reserved", m.reserved),
+                        ("CP buffers", m.cp_buffers)),
                        key=lambda kv: -kv[1])
         fills = ", ".join(f"{k} {v / GiB:.1f}" for k, v in parts)
         fixes = memory_remedies(j)

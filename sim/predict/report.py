@@ -82,7 +82,8 @@ def summary_lines(r: Prediction, top_ops: int = 15) -> list[str]:
         f"{r.hardware_tflops_per_gpu:.1f} with recomputation ({100 * r.hardware_tflops_per_gpu / peak:.1f} %)",
         f"memory per GPU       {m.total_GiB:.1f} of {j.gpu.hbm_GiB:g} GiB on stage {worst} (weights "
         f"{m.weights / GiB:.1f}, gradients {m.grads / GiB:.1f}, optimizer {m.optimizer / GiB:.1f}, activations "
-        f"{m.activations / GiB:.1f}, logits {m.logits / GiB:.1f}, reserved {m.reserved / GiB:.1f})",
+        f"{m.activations / GiB:.1f}, logits {m.logits / GiB:.1f}, reserved {m.reserved / GiB:.1f}"
+        + (f", CP buffers {m.cp_buffers / GiB:.1f})" if m.cp_buffers else ")"),
         _energy_line(r),
         _sources_line(j),
         "collectives (one call):",
