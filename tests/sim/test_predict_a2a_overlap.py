@@ -94,3 +94,35 @@ def test_bad_input_is_refused_naming_the_field(kwargs: dict, framework: dict, wh
         job(framework, **kwargs)
     assert "framework.moe_a2a_overlap" in str(e.value) and why in str(e.value)
 
+
+
+def test_an_all_to_all_across_servers_sends_server_local_chunks_over_nvlink() -> None:
+    """NCCL's P2P transport carries a peer's chunk inside a server (NVLink), so a NIC sends
+    only its n−1−L remote chunks; before this round every chunk crossed the fabric."""
+    import numpy as np
+
+    from sim.predict.comm import CommModel, groups
+    from sim.predict.predict import job_fabric
+    from sim.workloads import Job, collective_phases
+
+    j = job_from_dict({"model": MOE, "parallel": {"dp": 16, "ep": 16, "zero": 1},
+                       "training": {"global_batch": 16, "precision": "fp8"}, "gpu": {"preset": "H100-SXM"},
+                       "framework": {"name": "megatron-bridge", "moe_dispatcher": "alltoall"},
+                       "fabric": {"spec_file": "topo/specs/pod64k.yaml", "link_gbps": 400}}, "j.yaml")
+    jf = job_fabric(j)
+    comm = CommModel(j, jf.sf, jf.placed, fabric_times={})
+    g = groups(j, "ep")[0]
+    assert len({r // 8 for r in g}) == 2
+    size = 64e6
+    t = comm.collective("ep", "alltoall", size)
+    sub = [jf.placed.ranks[r] for r in g]
+    every = collective_phases(jf.sf, Job(list(dict.fromkeys(r.server for r in sub)), sub, 1), "alltoall",
+                              int(size), "ring", j.network.order, 1)
+    before = comm._simulate(every)                          # every chunk on the fabric, n−1 rounds
+    remote, nvl = comm._alltoall_local(every, g, 16, size)
+    rails = jf.sf.rails
+    assert all(np.all(ph.src_nic // rails != ph.dst_nic // rails) for ph in remote)
+    assert all(r.repeat == e.repeat * 8 / 15 for r, e in zip(remote, every))
+    assert nvl == pytest.approx(comm.nvlink.alpha_s + 7 * size / 16 / comm.nvlink.bytes_per_s)
+    assert t.seconds < before * 0.75 and "NVLink" in t.note
+
