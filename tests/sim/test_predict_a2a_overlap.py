@@ -126,3 +126,16 @@ def test_an_all_to_all_across_servers_sends_server_local_chunks_over_nvlink() ->
     assert nvl == pytest.approx(comm.nvlink.alpha_s + 7 * size / 16 / comm.nvlink.bytes_per_s)
     assert t.seconds < before * 0.75 and "NVLink" in t.note
 
+
+
+def test_megatron_bridge_qwen3_rows_run_their_recipes_moe_settings() -> None:
+    """Configuration only (no measurement): the Qwen3 H100 FP8 presets of the release each
+    row names (Megatron-Bridge v0.2.0 for 25.11, v0.4.1 for 26.04.01)."""
+    ds = load_dataset()
+    fw = {r.id: run_job(r)["framework"] for r in ds.runs if r.source == "mbridge" and "qwen3" in r.id}
+    for rid in ("mbridge2511-qwen3-30b-a3b-16", "mbridge2511-qwen3-235b-a22b-256", "mbridge260401-qwen3-235b-a22b-256"):
+        assert fw[rid]["moe_dispatcher"] == "alltoall" and fw[rid]["moe_a2a_overlap"] is True, rid
+    for rid in ("mbridge2511-qwen3-235b-a22b-256", "mbridge260401-qwen3-235b-a22b-256"):
+        assert fw[rid]["tp_comm_overlap"] == 0.0, rid
+    assert fw["mbridge260401-qwen3-30b-a3b-16"]["moe_dispatcher"] == "deepep"
+    assert "moe_a2a_overlap" not in fw["mbridge260401-qwen3-30b-a3b-16"]
