@@ -265,8 +265,12 @@ class CommModel:
                             np.concatenate([p.size_bytes for p in parts]), parts[0].repeat)
                       for parts in zip(*merged)]
             note = f"{len(gs)} groups of {n} simulated at once"
+            local_s = 0.0
+            if collective == "alltoall":
+                phases, local_s = self._alltoall_local(phases, gs[0], n, size_bytes)
+                note += f", server-local peers on NVLink ({1e3 * local_s:.2f} ms)"
             feats = self._features(phases)
-            t = predict(feats, self.model)
+            t = max(predict(feats, self.model), local_s)
             if collective == "allreduce":
                 nodes = len({self._server(r) for r in gs[0]})
                 tree = predict(tree_features(feats, n, nodes), self.model)
@@ -276,6 +280,25 @@ class CommModel:
             self._fabric_times[key] = out
         self._cache[key] = out
         return out
+
+    def _alltoall_local(self, phases: list[Phase], group: list[int], n: int, size_bytes: float
+                        ) -> tuple[list[Phase], float]:
+        """An all-to-all across servers as NCCL runs it: a rank's chunk for a peer in its
+        own server goes by the P2P transport (CUDA peer access over NVLink: NCCL's
+        ``NCCL_P2P_LEVEL`` / ``NCCL_P2P_DISABLE``, user guide, "Environment Variables"),
+        not through its NIC; those flows leave the fabric's phases and take
+        ``α + L·(S/n)/B`` on NVLink for L server-local peers, concurrently with the network
+        part (the sends of one ``ncclGroupStart/End``). NCCL posts every peer's send at once,
+        so a NIC carries its n−1−L remote chunks back to back: the pairwise rounds (each NIC
+        one chunk a round) count n−1−L rounds of network time, not n−1. Returns the remote
+        phases and the NVLink seconds."""
+        rails = self.sf.rails
+        local = len([r for r in group if self._server(r) == self._server(group[0])]) - 1
+        share = (n - 1 - local) / (n - 1)
+        out = [Phase(ph.name, ph.src_nic[keep], ph.dst_nic[keep], ph.size_bytes[keep], ph.repeat * share)
+               for ph in phases for keep in [ph.src_nic // rails != ph.dst_nic // rails]]
+        nvl = self.nvlink.alpha_s + local * size_bytes / n / self.nvlink.bytes_per_s if local else 0.0
+        return out, nvl
 
     def moe_dispatch(self, group: list[int], size_bytes: float) -> CommTime:
         """One MoE dispatch or combine by DeepEP (``framework.moe_dispatcher``), a rank's

@@ -109,6 +109,11 @@ field                  meaning
                        crosses the network once per remote server it goes to, then NVLink; FP8
                        dispatch, BF16 combine) or ``deepep_ll`` (low-latency kernels: pure RDMA
                        per expert); :meth:`sim.predict.comm.CommModel.moe_dispatch`
+``moe_a2a_overlap``    Megatron-Core's ``overlap_moe_expert_parallel_comm`` + ``delay_wgrad_compute``
+                       (Megatron-Bridge's ``moe_a2a_overlap`` preset flag): the steady phase runs
+                       one micro-batch's forward with another's backward, each one's EP
+                       all-to-alls under the other's compute, one more warm-up forward
+                       (:mod:`sim.predict.a2a_overlap`); false: every all-to-all on the critical path
 ``moe_qps_per_channel``  RDMA queue pairs per DeepEP channel (more QPs spread a channel over
                        more ECMP paths of a RoCE fabric)
 ``fp8_param_gather``   FP8 jobs keep the model's weights in FP8 (1 byte) and all-gather them in
@@ -207,6 +212,7 @@ class Framework:
     repeat_kv: bool = False
     moe_dispatcher: str = "alltoall"
     moe_qps_per_channel: int = 4
+    moe_a2a_overlap: bool = False
     compile: bool = False
     async_tp: bool = False
     optimizer: str = "fused"
@@ -361,6 +367,7 @@ class FrameworkSection:
     repeat_kv: Optional[bool] = None
     moe_dispatcher: Optional[str] = None
     moe_qps_per_channel: Optional[int] = None
+    moe_a2a_overlap: Optional[bool] = None
     compile: Optional[bool] = None
     async_tp: Optional[bool] = None
     optimizer: Optional[str] = None

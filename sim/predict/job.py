@@ -445,6 +445,17 @@ def _check_parallel(j: TrainingJob) -> None:
         if j.framework.attention_impl(j.gpu.chip) == "unfused":
             raise _err(s, "framework.cp_attention", "per_step runs flash attention (SDPA); framework.attention "
                                                     "is unfused")
+    if j.framework.moe_a2a_overlap:
+        # Megatron-Core's checks (TransformerConfig.__post_init__, 0d8e0714cd): EP > 1,
+        # virtual stages when PP > 1, no full recomputation; and its own schedules only
+        if not m.experts or p.ep < 2:
+            raise _err(s, "framework.moe_a2a_overlap", "overlaps the expert-parallel all-to-all: needs "
+                                                       "model.experts and parallel.ep >= 2")
+        if p.schedule not in ("1f1b", "interleaved") or (p.pp > 1 and p.schedule != "interleaved"):
+            raise _err(s, "framework.moe_a2a_overlap", f"with pp > 1 Megatron-Core needs virtual stages "
+                                                       f"(parallel.schedule: interleaved), got {p.schedule}")
+        if t.recompute == "full":
+            raise _err(s, "framework.moe_a2a_overlap", "Megatron-Core refuses full recomputation with it")
     if t.attention_mask == "document":
         if t.document_tokens is None:
             raise _err(s, "training.document_tokens", "missing (attention_mask: document needs the mean document length)")

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from sim.predict import calibration, optimizer
+from sim.predict.a2a_overlap import combined_pass_s
 from sim.predict.comm import CommModel, CommTime
 from sim.predict.energy import IterationEnergy, fabric_switches, iteration_energy
 from sim.predict.job import TrainingJob
@@ -372,6 +373,15 @@ def _tails(j: TrainingJob, comm: CommModel, pipe: PipelineResult) -> tuple[list[
     return out, used
 
 
+def _combined(j: TrainingJob, stages: list[StageCost], extra_s: float) -> Optional[list[list[list[float]]]]:
+    """Each stage's combined forward + backward steps (``framework.moe_a2a_overlap``;
+    :mod:`sim.predict.a2a_overlap`) by forward and backward chunk, ``extra_s`` added to each;
+    None without the overlap."""
+    if not j.framework.moe_a2a_overlap:
+        return None
+    return [[[combined_pass_s(f, b) + extra_s for b in sc.bwd_ops] for f in sc.fwd_ops] for sc in stages]
+
+
 def predict(j: TrainingJob, fabric: Optional[JobFabric] = None) -> Prediction:
     """Predict one training iteration of ``j`` (module docstring); ``fabric``: the job's
     :class:`JobFabric` from an earlier prediction of the same job (default: built here)."""
@@ -392,11 +402,12 @@ def predict(j: TrainingJob, fabric: Optional[JobFabric] = None) -> Prediction:
         t = p2p.seconds
         pipe = simulate_pipeline(j.parallel.pp, j.microbatches, j.chunks, [[f + t for f in s.fwd_s] for s in stages],
                                  [[b + t for b in s.bwd_s] for s in stages], 0.0, orders=j.orders,
-                                 wgrad_s=[s.wgrad_s for s in stages])
+                                 wgrad_s=[s.wgrad_s for s in stages], combined_s=_combined(j, stages, 2.0 * t))
     else:
+        combined = _combined(j, stages, 0.0)
         pipe = simulate_pipeline(j.parallel.pp, j.microbatches, j.chunks, [s.fwd_s for s in stages],
                                  [s.bwd_s for s in stages], p2p.seconds, orders=j.orders,
-                                 wgrad_s=[s.wgrad_s for s in stages])
+                                 wgrad_s=[s.wgrad_s for s in stages], combined_s=combined)
     tails, used = _tails(j, comm, pipe)
     used["pp.sendrecv"] = p2p
     for (kind, coll, size), ct in sorted(comm.timed.items(), key=lambda kv: kv[0][2]):

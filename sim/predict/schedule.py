@@ -94,8 +94,14 @@ def bubble_fraction(p: int, m: int, v: int = 1) -> float:
     return (p - 1) / (m * v)
 
 
-def device_order(p: int, m: int, v: int, stage: int) -> list[tuple[str, int, int]]:
-    """(kind, chunk, micro-batch) in the order GPU ``stage`` runs them."""
+def device_order(p: int, m: int, v: int, stage: int, extra_warmup: int = 0) -> list[tuple[str, int, int]]:
+    """(kind, chunk, micro-batch) in the order GPU ``stage`` runs them; ``extra_warmup``
+    forwards more before the steady phase (Megatron-Core runs one more with the MoE
+    all-to-all overlap: :mod:`sim.predict.a2a_overlap`).
+
+    >>> device_order(2, 2, 1, 1), device_order(2, 2, 1, 1, extra_warmup=1)
+    ([('F', 0, 0), ('B', 0, 0), ('F', 0, 1), ('B', 0, 1)], [('F', 0, 0), ('F', 0, 1), ('B', 0, 0), ('B', 0, 1)])
+    """
     total = m * v
 
     def unit(k: int, forward: bool) -> tuple[int, int]:
@@ -103,9 +109,9 @@ def device_order(p: int, m: int, v: int, stage: int) -> list[tuple[str, int, int
         return (chunk if forward else v - 1 - chunk), (k // (p * v)) * p + k % p
 
     if v == 1:
-        warm = min(p - stage - 1, m)
+        warm = min(p - stage - 1 + extra_warmup, m)
     else:
-        warm = min(2 * (p - stage - 1) + (v - 1) * p, total)
+        warm = min(2 * (p - stage - 1) + (v - 1) * p + extra_warmup, total)
     order: list[tuple[str, int, int]] = []
     f_next = b_next = 0
     for _ in range(warm):
@@ -260,14 +266,36 @@ def peak_in_flight(order: Order) -> int:
     return peak
 
 
+def _dependency(kind: str, s: int, c: int, mb: int, p: int, v: int) -> Optional[tuple[str, int, int, int]]:
+    """The pass that op (kind, stage s, chunk c, micro-batch mb) waits for (None: none)."""
+    if kind == "F":
+        return ("F", s - 1, c, mb) if s > 0 else (("F", p - 1, c - 1, mb) if c > 0 else None)
+    if kind == "W":
+        return ("B", s, c, mb)
+    if s < p - 1:
+        return ("B", s + 1, c, mb)
+    return ("B", 0, c + 1, mb) if c < v - 1 else ("F", s, c, mb)
+
+
 def simulate_pipeline(p: int, m: int, v: int, fwd_s: list[list[float]], bwd_s: list[list[float]],
                       p2p_s: float, orders: Optional[list[Order]] = None,
-                      wgrad_s: Optional[list[list[float]]] = None) -> PipelineResult:
+                      wgrad_s: Optional[list[list[float]]] = None,
+                      combined_s: Optional[list[list[list[float]]]] = None) -> PipelineResult:
     """Simulate the schedule; ``fwd_s[stage][chunk]`` / ``bwd_s`` are one micro-batch's pass
     times, ``p2p_s`` one send/receive between stages; ``orders``: each stage's
     (kind, chunk, micro-batch) order (default Megatron's, :func:`device_order`); an order
-    with W passes runs B as ``bwd − wgrad`` and W as ``wgrad_s`` (the weight gradients)."""
-    orders = orders or [device_order(p, m, v, s) for s in range(p)]
+    with W passes runs B as ``bwd − wgrad`` and W as ``wgrad_s`` (the weight gradients).
+    ``combined_s[stage][f_chunk][b_chunk]``: Megatron-Core's combined 1F1B (MoE all-to-all
+    overlap, :mod:`sim.predict.a2a_overlap`): one more warm-up forward, and every F followed
+    by a B in a stage's order runs as one op of that length once both inputs are there (the
+    F op spans it, the B op ends with it).
+
+    >>> r = simulate_pipeline(1, 3, 1, [[1.0]], [[2.0]], 0.0, combined_s=[[[2.5]]])
+    >>> r.makespan_s, 1.0 + 2 * 2.5 + 2.0          # F0, (F1+B0), (F2+B1), B2
+    (8.0, 8.0)
+    """
+    extra = 1 if combined_s is not None else 0
+    orders = orders or [device_order(p, m, v, s, extra) for s in range(p)]
     split = [any(k == "W" for k, _, _ in o) for o in orders]
     wg = wgrad_s or [[0.0] * v for _ in range(p)]
     ops: list[PipeOp] = []
@@ -284,18 +312,34 @@ def simulate_pipeline(p: int, m: int, v: int, fwd_s: list[list[float]], bwd_s: l
             n_s = len(order)
             while i < n_s:
                 kind, c, mb = order[i]
-                if kind == "F":
-                    dep = ("F", s - 1, c, mb) if s > 0 else (("F", p - 1, c - 1, mb) if c > 0 else None)
-                elif kind == "W":
-                    dep = ("B", s, c, mb)
-                elif s < p - 1:
-                    dep = ("B", s + 1, c, mb)
-                else:
-                    dep = ("B", 0, c + 1, mb) if c < v - 1 else ("F", s, c, mb)
+                dep = _dependency(kind, s, c, mb, p, v)
                 if dep is not None:
                     di = done.get(dep)
                     if di is None:
                         break
+                if combined_s is not None and kind == "F" and i + 1 < n_s and order[i + 1][0] == "B":
+                    _, bc, bmb = order[i + 1]
+                    bdep = _dependency("B", s, bc, bmb, p, v)
+                    if bdep is not None and bdep not in done:
+                        break
+                    deps = [x for x in (dep, bdep) if x is not None]
+                    start, pred, via = free[s], last[s], False
+                    for x in deps:
+                        d = ops[done[x]]
+                        ready = d.end_s + (p2p_s if d.stage != s else 0.0)
+                        if ready > start or last[s] < 0:
+                            start, pred, via = ready, done[x], d.stage != s
+                    end = start + combined_s[s][c][bc]
+                    done[("F", s, c, mb)] = len(ops)
+                    ops.append(PipeOp(s, "F", c, mb, start, end, pred, via))
+                    done[("B", s, bc, bmb)] = len(ops)
+                    ops.append(PipeOp(s, "B", bc, bmb, end, end, len(ops) - 1, False))
+                    last[s] = len(ops) - 1
+                    free[s] = end
+                    i += 2
+                    remaining -= 2
+                    progress = True
+                    continue
                 op = PipeOp(s, kind, c, mb, pred=last[s])
                 start = free[s]
                 if dep is not None:

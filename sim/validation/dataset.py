@@ -34,6 +34,7 @@ from typing import Any, Optional, Union
 
 import yaml
 
+from sim.predict.framework import MOE_DISPATCHERS
 from sim.predict.gpus import PRESETS
 from sim.topology import SimInputError
 
@@ -115,6 +116,9 @@ class Run:
     async_tp: bool = False
     fsdp_mixed_precision: str = ""
     attention: str = ""
+    moe_dispatcher: str = ""
+    tp_comm_overlap: Optional[bool] = None
+    moe_a2a_overlap: bool = False
     nic_gbps: float = 400.0
     assumed: tuple[str, ...] = ()
 
@@ -218,6 +222,12 @@ def _run(i: int, d: Any, ds: Dataset, src: str) -> Run:
     if d.get("attention", "") not in ATTENTION_KERNELS:
         raise _err(src, f"{where}.attention", f"one of {', '.join(a for a in ATTENTION_KERNELS if a)}, "
                                               f"got {d.get('attention')!r}")
+    if d.get("moe_dispatcher", "") not in ("",) + MOE_DISPATCHERS:
+        raise _err(src, f"{where}.moe_dispatcher", f"one of {', '.join(MOE_DISPATCHERS)}, "
+                                                   f"got {d.get('moe_dispatcher')!r}")
+    for k in ("tp_comm_overlap", "moe_a2a_overlap"):
+        if k in d and not isinstance(d[k], bool):
+            raise _err(src, f"{where}.{k}", f"true or false, got {d[k]!r}")
     if d["tp"] * d["pp"] * d.get("cp", 1) * d["dp"] != d["gpus"]:
         raise _err(src, f"{where}.gpus", f"{d['gpus']} != tp x pp x cp x dp "
                                          f"({d['tp']} x {d['pp']} x {d.get('cp', 1)} x {d['dp']})")

@@ -39,6 +39,13 @@ def framework_section(r: Run) -> dict[str, Any]:
         # build_optimizers passes "foreach": not fused (torchtitan/optimizer.py); fused is the
         # default from #881 (2025-02-24), before the 2025-06 runs
         out["optimizer"] = "foreach"
+    # what the run's recipe sets for its MoE layers and TP overlap (sim/validation/README.md)
+    if r.moe_dispatcher:
+        out["moe_dispatcher"] = r.moe_dispatcher
+    if r.tp_comm_overlap is False:
+        out["tp_comm_overlap"] = 0.0
+    if r.moe_a2a_overlap:
+        out["moe_a2a_overlap"] = True
     if r.fsdp_mixed_precision == "pure":
         out["grad_reduce_dtype"] = "bf16"
     return out
