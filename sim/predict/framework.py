@@ -29,6 +29,12 @@ field                  meaning
 ``tp_comm_overlap``    share of a tensor-parallel all-gather / reduce-scatter hidden behind the
                        GEMM that consumes / produces it (Transformer Engine userbuffers:
                        ``--tp-comm-overlap``; torch async TP); 0: every TP collective exposed
+``tp_overlap_config``  Transformer Engine's userbuffers config, per GEMM (a name of
+                       :data:`sim.predict.tp_overlap.CONFIGS` — Megatron-Bridge's
+                       ``userbuffers_*`` — or a mapping of GEMM slots to ``method``,
+                       ``num_sm``, ``num_splits``, ``set_sm_margin``): ring-exchange, bulk or
+                       pipelined overlap of each TP collective with its GEMM
+                       (:mod:`sim.predict.tp_overlap`); null: the ``tp_comm_overlap`` share
 ``overlap_p2p_comm``   interleaved schedules: the send/receive between pipeline stages runs under
                        the next pass (Megatron-Core ``--overlap-p2p-communication``); false: each
                        pass waits for its own send/receive before the next one starts (NeMo
@@ -166,6 +172,7 @@ from typing import Any, Optional
 
 from sim.predict import calibration
 from sim.predict.fields import parse_section
+from sim.predict.tp_overlap import LayerOverlap, parse_config
 from sim.topology import SimInputError
 
 DP_MODES = ("ddp", "distributed_optimizer", "zero", "fsdp")
@@ -194,6 +201,7 @@ class Framework:
     bucket_MiB: float = 160.0
     grad_reduce_dtype: str = "fp32"
     tp_comm_overlap: float = 0.0
+    tp_overlap_config: Optional[LayerOverlap] = None
     overlap_p2p_comm: bool = True
     attention: str = "auto"
     elementwise_traffic: Optional[float] = 1.0
@@ -350,6 +358,8 @@ class FrameworkSection:
     bucket_MiB: Optional[float] = None
     grad_reduce_dtype: Optional[str] = None
     tp_comm_overlap: Optional[float] = None
+    #: a config name or a mapping: read by :func:`sim.predict.tp_overlap.parse_config`, listed here for the known fields
+    tp_overlap_config: Optional[str] = None
     overlap_p2p_comm: Optional[bool] = None
     attention: Optional[str] = None
     elementwise_traffic: Optional[float] = None
@@ -385,6 +395,11 @@ def _one_of(v: Any, known: tuple[str, ...], source: str, where: str) -> None:
 def resolve_framework(data: Any, source: str) -> Framework:
     """The profile named by ``data`` (the parsed ``framework`` section, or None) with its
     overrides; ``SimInputError`` names the field and the reason (module docstring)."""
+    ub: Optional[LayerOverlap] = None
+    if isinstance(data, dict) and data.get("tp_overlap_config") is not None:
+        ub = parse_config(data["tp_overlap_config"], source)
+    if isinstance(data, dict):
+        data = {k: v for k, v in data.items() if k != "tp_overlap_config"}
     sec = parse_section(data, "framework", FrameworkSection, source)
     if sec.name not in PROFILES:
         raise SimInputError(f"{source}: framework.name: unknown framework {sec.name!r} "
@@ -396,6 +411,8 @@ def resolve_framework(data: Any, source: str) -> Framework:
         base = replace(base, **ASYNC_TP)
     over = {f.name: getattr(sec, f.name) for f in fields(sec) if getattr(sec, f.name) is not None}
     f = replace(base, **over)
+    if ub is not None:
+        f = replace(f, tp_overlap_config=ub)
     _one_of(f.data_parallel, DP_MODES, source, "data_parallel")
     _one_of(f.attention, ATTENTION, source, "attention")
     _one_of(f.grad_reduce_dtype, ("fp32", "bf16", "fp16", "auto"), source, "grad_reduce_dtype")

@@ -8,6 +8,9 @@ the pipeline schedule runs, as the job's framework (:mod:`sim.predict.framework`
   ``hidden_by`` a kernel (CP's KV exchange under the attention) adds only what exceeds that
   kernel; with ``tp_comm_overlap`` η, a TP all-gather / reduce-scatter hides up to η of the
   GEMM that consumes / produces it (Transformer Engine's userbuffers, torch's async TP);
+  with ``tp_overlap_config`` (a userbuffers config) each TP collective of a dense layer is
+  timed with its GEMM as TE's method for that GEMM runs them (:func:`tp_overlap_exposed_s`,
+  :mod:`sim.predict.tp_overlap`), the share staying for collectives the config does not name;
 * memory-bound kernels move ``elementwise_traffic`` × their fused bytes; an eager PyTorch
   stack (``elementwise_traffic`` null) moves, besides the fitted ``eager_traffic``, what
   each block's primitives move one kernel at a time (:data:`sim.predict.graph.EAGER_BYTES`:
@@ -63,6 +66,7 @@ from sim.predict.comm import CommModel
 from sim.predict.job import TrainingJob
 from sim.predict.kernels import Kernel, kernel_time_s
 from sim.predict.memory import chunk_layers, fsdp_per_step, layer_params, stage_layers
+from sim.predict.tp_overlap import COLLECTIVE_SLOT, bulk_s, margin, pipeline_s, ring_exchange_s
 
 
 def stream_of(k: Kernel) -> str:
@@ -108,6 +112,58 @@ def _neighbour_gemm(kernels: list[Kernel], i: int, times: dict[str, float]) -> f
     return 0.0
 
 
+def _chunk(k: Kernel, parts: int) -> Kernel:
+    """GEMM ``k`` cut into ``parts`` along its first (token) dimension: one part."""
+    m, n, kk = k.dims
+    mc = max(1, m // parts)
+    in_b = 1.0 if k.fp8 else graph.E
+    return replace(k, flops=k.flops * mc / m, bytes=(mc * kk + kk * n) * in_b + mc * n * graph.E, dims=(mc, n, kk))
+
+
+def tp_overlap_exposed_s(j: TrainingJob, k: Kernel, gemm: Kernel, gemm_s: float, full_s: float, prec: str,
+                         eff: float) -> Optional[float]:
+    """The time TP collective ``k`` adds beyond its GEMM (``gemm``, unchunked ``gemm_s``)
+    under the job's userbuffers config (:mod:`sim.predict.tp_overlap`): the pair's makespan
+    by the slot's method less ``gemm_s`` (never below 0); None when ``k`` is none of the
+    config's slots (an MoE layer's collectives: the share applies).
+
+    >>> from sim.predict.job import job_from_dict
+    >>> j = job_from_dict({"model": {"layers": 2, "hidden": 8192, "heads": 64, "seq_length": 8192,
+    ...                              "vocab": 128256, "mlp": "swiglu", "kv_heads": 8, "ffn_hidden": 28672},
+    ...                    "training": {"global_batch": 8, "precision": "fp8"},
+    ...                    "parallel": {"tp": 4, "sequence_parallel": True}, "gpu": {"preset": "H100-SXM"},
+    ...                    "framework": {"name": "megatron-bridge",
+    ...                                  "tp_overlap_config": "userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192"}},
+    ...                   "j.yaml")
+    >>> ag = Kernel("tp.allgather.attn", "comm", collective="allgather", group="tp", size_bytes=8192 * 8192.0)
+    >>> qkv = Kernel("qkv", "gemm", flops=2.0 * 8192 * 2560 * 8192, bytes=1e8, dims=(8192, 2560, 8192), fp8=True)
+    >>> t = tp_overlap_exposed_s(j, ag, qkv, 1e-3, 0.4e-3, "fp8", 1.0)
+    >>> 0.0 <= t < 0.4e-3
+    True
+    """
+    cfg = j.framework.tp_overlap_config
+    if cfg is None or k.name not in COLLECTIVE_SLOT:
+        return None
+    o = cfg.slot(COLLECTIVE_SLOT[k.name][0])
+    tp, sms = j.parallel.tp, j.gpu.sms
+
+    def gemm_part_s(parts: int) -> float:
+        t = kernel_time_s(_chunk(gemm, parts), j.gpu, prec, j.kernels, eff)
+        return margin(t, o.num_sm, sms) if o.set_sm_margin else t
+
+    if o.method == "bulk":
+        pair = bulk_s(gemm_s, full_s, o.num_sm, sms, o.set_sm_margin)
+    elif o.method == "pipeline":
+        pair = pipeline_s(gemm_part_s(o.num_splits), full_s / o.num_splits, o.num_splits)
+    else:
+        step = full_s / (tp - 1)                          # one ring step: S/tp bytes to the next rank
+        pair = ring_exchange_s(gemm_part_s(tp), step, tp)
+        if k.collective == "reducescatter":               # TE's reduce of the tp received chunks
+            red = Kernel(f"{k.name}.reduce", "memory", bytes=k.size_bytes * (tp + 1) / tp)
+            pair += kernel_time_s(red, j.gpu, prec, j.kernels)
+    return max(0.0, pair - gemm_s)
+
+
 def pass_ops(j: TrainingJob, kernels: list[Kernel], comm: Optional[CommModel]) -> list[TimedOp]:
     """Time every kernel of one pass (module docstring)."""
     fw = j.framework
@@ -115,6 +171,7 @@ def pass_ops(j: TrainingJob, kernels: list[Kernel], comm: Optional[CommModel]) -
     if prec == "fp8" and fw.fp8_recipe in ("blockwise", "rowwise"):
         prec = "fp8_block"                        # block / row scales: the block-scaled GEMM rates
     times: dict[str, float] = {}
+    gemms = {k.name: k for k in kernels if k.kind == "gemm"}
     eff = fw.efficiency
     for k in kernels:
         if k.kind == "comm":
@@ -130,6 +187,12 @@ def pass_ops(j: TrainingJob, kernels: list[Kernel], comm: Optional[CommModel]) -
             continue
         full = comm.collective(k.group, k.collective, k.size_bytes).seconds if comm else 0.0
         hidden = times.get(k.hidden_by, 0.0) if k.hidden_by else 0.0
+        ub = COLLECTIVE_SLOT.get(k.name) if fw.tp_overlap_config is not None and k.group == "tp" else None
+        if ub is not None and ub[1] in gemms:
+            exposed = tp_overlap_exposed_s(j, k, gemms[ub[1]], times[ub[1]], full, prec, eff)
+            if exposed is not None:
+                out.append(TimedOp(k.name, stream_of(k), "comm", exposed, full, 0.0))
+                continue
         if k.group == "tp" and k.collective in ("allgather", "reducescatter") and fw.tp_comm_overlap > 0:
             hidden = max(hidden, fw.tp_comm_overlap * _neighbour_gemm(kernels, i, times))
         out.append(TimedOp(k.name, stream_of(k), "comm", max(0.0, full - hidden), full, 0.0))

@@ -36,6 +36,7 @@ import yaml
 
 from sim.predict.framework import MOE_DISPATCHERS
 from sim.predict.gpus import PRESETS
+from sim.predict.tp_overlap import CONFIGS as TP_OVERLAP_CONFIGS
 from sim.topology import SimInputError
 
 DATA = Path(__file__).resolve().parent / "runs.yaml"
@@ -118,6 +119,7 @@ class Run:
     attention: str = ""
     moe_dispatcher: str = ""
     tp_comm_overlap: Optional[bool] = None
+    tp_overlap_config: str = ""
     moe_a2a_overlap: bool = False
     nic_gbps: float = 400.0
     assumed: tuple[str, ...] = ()
@@ -225,6 +227,9 @@ def _run(i: int, d: Any, ds: Dataset, src: str) -> Run:
     if d.get("moe_dispatcher", "") not in ("",) + MOE_DISPATCHERS:
         raise _err(src, f"{where}.moe_dispatcher", f"one of {', '.join(MOE_DISPATCHERS)}, "
                                                    f"got {d.get('moe_dispatcher')!r}")
+    if d.get("tp_overlap_config", "") not in ("",) + tuple(TP_OVERLAP_CONFIGS):
+        raise _err(src, f"{where}.tp_overlap_config", f"unknown userbuffers config {d.get('tp_overlap_config')!r} "
+                                                      f"(known: {', '.join(TP_OVERLAP_CONFIGS)})")
     for k in ("tp_comm_overlap", "moe_a2a_overlap"):
         if k in d and not isinstance(d[k], bool):
             raise _err(src, f"{where}.{k}", f"true or false, got {d[k]!r}")

@@ -44,6 +44,8 @@ def framework_section(r: Run) -> dict[str, Any]:
         out["moe_dispatcher"] = r.moe_dispatcher
     if r.tp_comm_overlap is False:
         out["tp_comm_overlap"] = 0.0
+    if r.tp_overlap_config and r.tp_comm_overlap is not False:
+        out["tp_overlap_config"] = r.tp_overlap_config
     if r.moe_a2a_overlap:
         out["moe_a2a_overlap"] = True
     if r.fsdp_mixed_precision == "pure":
