@@ -119,3 +119,26 @@ def test_a_bad_config_is_refused_naming_the_field(cfg, where) -> None:
     with pytest.raises(SimInputError, match=where.replace(".", r"\.")):
         job({"tp_overlap_config": cfg})
 
+
+def test_megatron_bridge_llama_rows_name_their_recipes_userbuffers_config() -> None:
+    # configuration fields only: Megatron-Bridge v0.2.0 / v0.3.0 / v0.4.1 llama3_70b_h100_config and
+    # llama31_405b_h100_config (FP8) pass these configs
+    ds = load_dataset()
+    rows = {r.id: r for r in ds.runs if r.source == "mbridge" and r.model.name in ("llama3-70b", "llama3.1-405b")}
+    assert len(rows) == 6
+    for rid, r in rows.items():
+        want = UB_405B if r.model.name == "llama3.1-405b" else "userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192"
+        assert r.tp_overlap_config == want
+        assert run_job(r)["framework"]["tp_overlap_config"] == want
+
+
+def test_a_row_naming_an_unknown_config_is_refused(tmp_path) -> None:
+    doc = yaml.safe_load(DATA.read_text())
+    data = copy.deepcopy({**doc, "runs": doc["runs"][:1]})
+    data["runs"][0] = {k: v for k, v in data["runs"][0].items()}
+    data["runs"][0]["tp_overlap_config"] = "ub_cfg_h100"
+    p = tmp_path / "runs.yaml"
+    p.write_text(yaml.safe_dump(data))
+    with pytest.raises(SimInputError, match=r"runs\[0\] \(.*\)\.tp_overlap_config: unknown userbuffers config"):
+        load_dataset(p)
+
