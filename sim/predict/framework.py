@@ -35,6 +35,16 @@ field                  meaning
                        ``num_sm``, ``num_splits``, ``set_sm_margin``): ring-exchange, bulk or
                        pipelined overlap of each TP collective with its GEMM
                        (:mod:`sim.predict.tp_overlap`); null: the ``tp_comm_overlap`` share
+``tp_bwd_overlap``     the backward of a column-parallel linear (QKV, FC1, LM head) runs its TP
+                       collectives asynchronously under its own GEMMs, as Megatron's
+                       ``LinearWithGradAccumulationAndAsyncCommunication.backward`` and
+                       Transformer Engine's ``Linear`` / ``LayerNormLinear`` do: the
+                       sequence-parallel re-gather of the saved input under the dgrad GEMM,
+                       the input gradient's reduce-scatter (all-reduce without sequence
+                       parallelism) under the wgrad GEMM; each exposed only where it outlasts
+                       that GEMM (:data:`sim.predict.stages.BWD_OVERLAP`). False: they wait in
+                       turn (Megatron-LM before 2022-02: ``copy_to_tensor_model_parallel_region``'s
+                       synchronous all-reduce; the PyTorch stacks)
 ``overlap_p2p_comm``   interleaved schedules: the send/receive between pipeline stages runs under
                        the next pass (Megatron-Core ``--overlap-p2p-communication``); false: each
                        pass waits for its own send/receive before the next one starts (NeMo
@@ -202,6 +212,7 @@ class Framework:
     grad_reduce_dtype: str = "fp32"
     tp_comm_overlap: float = 0.0
     tp_overlap_config: Optional[LayerOverlap] = None
+    tp_bwd_overlap: bool = False
     overlap_p2p_comm: bool = True
     attention: str = "auto"
     elementwise_traffic: Optional[float] = 1.0
@@ -270,13 +281,25 @@ class Framework:
         return 2.0 if self.grad_reduce_dtype in ("bf16", "fp16") else 4.0
 
 
+# The backward's TP collectives under their linear layer's GEMMs (tp_bwd_overlap): Megatron's
+# LinearWithGradAccumulationAndAsyncCommunication.backward issues the sequence-parallel
+# all-gather of the saved input with async_op=True before the dgrad GEMM and waits after it,
+# then the dgrad's reduce-scatter (all-reduce without SP) with async_op=True before the wgrad
+# GEMM and waits after it (megatron/mpu/layers.py at 9aad9203aa, the sequence-parallel merge
+# of 2022-05-20; megatron/core/tensor_parallel/layers.py at 5f03f6dc89, 2023-07, and
+# core_r0.8.0); the async all-reduce first came with 9c5a830f25 (2022-02-22). Transformer
+# Engine's LayerNormLinear / Linear backward without userbuffers does the same ("Overlap input
+# AG with dgrad", "Overlap dgrad-RS/AR with wgrad": pytorch/module/layernorm_linear.py at
+# v1.8; gather_along_first_dim / reduce_scatter_along_first_dim with async_op=True at v2.9),
+# and its bulk userbuffers overlaps (ub_bulk_dgrad, ub_bulk_wgrad) pair the same collectives
+# with the same GEMMs.
 # Megatron-Core's MLP (megatron/core/transformer/mlp.py) runs linear_fc1 (TE LayerNormLinear),
 # then its own bias_swiglu_impl / bias_gelu_impl in BF16, then linear_fc2 (TERowParallelLinear,
 # a TE Linear that quantizes its input itself): FC2's FP8 input is a standalone cast
 _MCORE = Framework("megatron-core", data_parallel="distributed_optimizer", overlap_grad_reduce=True,
                    overlap_param_gather=True, bucket_MiB=160.0, grad_reduce_dtype="auto", tp_comm_overlap=0.85,
                    attention="auto", elementwise_traffic=1.0, cpu_op_s=4e-6, fp8_recipe="delayed",
-                   fp8_fc2_fused=False)
+                   fp8_fc2_fused=False, tp_bwd_overlap=True)
 # the PyTorch stacks keep the earlier rounds' assumption: FC2's FP8 input written by the
 # activation (LLM Foundry's FP8 runs use TE's LayerNormMLP; torchtitan's FP8 runs are compiled,
 # and inductor fuses torchao's cast into the preceding element-wise kernel)
@@ -287,22 +310,23 @@ PROFILES: dict[str, Framework] = {f.name: f for f in (
     replace(_MCORE, name="megatron-lm", data_parallel="ddp", overlap_grad_reduce=False, overlap_param_gather=False,
             tp_comm_overlap=0.0, attention="unfused", bucket_MiB=25.0),
     # DeepSpeed's pipeline engine steps through its schedule instruction by instruction in
-    # Python: its fixed costs are those of the PyTorch family
+    # Python: its fixed costs are those of the PyTorch family; the Megatron-LM it forked in
+    # 2021 predates the async backward collectives (tp_bwd_overlap; the fork not read)
     replace(_MCORE, name="megatron-deepspeed", data_parallel="zero", overlap_grad_reduce=False,
             overlap_param_gather=False, tp_comm_overlap=0.0, attention="unfused", bucket_MiB=500.0 * 2,
-            family="pytorch"),
+            family="pytorch", tp_bwd_overlap=False),
     _MCORE,
     # NeMo's performance scripts (scripts/performance/helpers.py, set_precision_configs):
     # grad_reduce_in_fp32 = False, and the FP8 mixed-precision recipes set fp8_param_gather
     replace(_MCORE, name="nemo", grad_reduce_dtype="bf16", fp8_param_gather=True),
     replace(_MCORE, name="megatron-bridge", fp8_recipe="current", grad_reduce_dtype="bf16", fp8_param_gather=True,
             moe_dispatcher="deepep"),
-    replace(_MCORE, name="deepspeed", data_parallel="zero", overlap_param_gather=True, tp_comm_overlap=0.0,
+    replace(_MCORE, name="deepspeed", data_parallel="zero", overlap_param_gather=True, tp_comm_overlap=0.0, tp_bwd_overlap=False,
             attention="fa2", fp8_tp_gather=False, bucket_MiB=500.0 * 2, grad_reduce_dtype="bf16", **_EAGER),
     # FSDP1 (torch.distributed.fsdp.FullyShardedDataParallel: FlatParameter per unit) with
     # torch.optim.AdamW's default multi-tensor path (torch/optim/adamw.py: foreach on CUDA)
-    replace(_MCORE, name="pytorch-fsdp", data_parallel="fsdp", tp_comm_overlap=0.0, attention="fa2", fp8_tp_gather=False,
-            grad_reduce_dtype="fp32", fp8_recipe="tensorwise", fp8_weight_cache=False, optimizer="foreach",
+    replace(_MCORE, name="pytorch-fsdp", data_parallel="fsdp", tp_comm_overlap=0.0, tp_bwd_overlap=False, attention="fa2",
+            fp8_tp_gather=False, grad_reduce_dtype="fp32", fp8_recipe="tensorwise", fp8_weight_cache=False, optimizer="foreach",
             fsdp_flat_params=True, **_EAGER),
     # LLM Foundry's MPT yamls: optimizer decoupled_adamw = Composer's DecoupledAdamW, a Python
     # loop over the parameters that reads each one's CUDA step count with .item()
@@ -312,8 +336,8 @@ PROFILES: dict[str, Framework] = {f.name: f for f in (
     # are LanguageCrossEntropy and LanguagePerplexity (llmfoundry/models/mpt/modeling_mpt.py,
     # use_train_metrics default True), each a CrossEntropyLoss over the logits
     # (composer/metrics/nlp.py)
-    replace(_MCORE, name="composer-fsdp", data_parallel="fsdp", tp_comm_overlap=0.0, attention="fa2", fp8_tp_gather=False,
-            grad_reduce_dtype="fp32", fp8_recipe="delayed", fp8_weight_cache=False, optimizer="forloop",
+    replace(_MCORE, name="composer-fsdp", data_parallel="fsdp", tp_comm_overlap=0.0, tp_bwd_overlap=False, attention="fa2",
+            fp8_tp_gather=False, grad_reduce_dtype="fp32", fp8_recipe="delayed", fp8_weight_cache=False, optimizer="forloop",
             optimizer_sync=True, fsdp_flat_params=True, train_metrics=2, **_EAGER),
     # torchtitan: FSDP2 under torch.distributed.pipelining gathers once a step and reduces
     # after the last backward (fsdp_pipeline: per_step; apply_fsdp at 9dec370, 2024-12:
@@ -328,12 +352,15 @@ PROFILES: dict[str, Framework] = {f.name: f for f in (
     # (2024-10-22) on, and the 2024-12 benchmarks ran torch 1963fc8 (2024-12-23); under CP
     # utils.get_train_context allows only FLASH_ATTENTION and EFFICIENT_ATTENTION.
     # repeat_kv stays off although torchtitan's Llama copies K and V to every head
-    # (models/llama/model.py): on, the fit split loses two rows (sim/README, thirteenth round)
-    replace(_MCORE, name="torchtitan", data_parallel="fsdp", tp_comm_overlap=0.0, attention="fa2",
+    # (models/llama/model.py): on, the fit split loses two rows (sim/README, thirteenth round);
+    # TP through DTensor: each collective runs when autograd reaches its redistribution, none
+    # under a linear layer's GEMMs (tp_bwd_overlap off)
+    replace(_MCORE, name="torchtitan", data_parallel="fsdp", tp_comm_overlap=0.0, tp_bwd_overlap=False, attention="fa2",
             grad_reduce_dtype="fp32", fp8_recipe="tensorwise", fp8_weight_cache=False, cp_comm="allgather",
             cp_attention="per_step", selective_ac="op", optimizer="fused", fsdp_pipeline="per_step", **_EAGER),
-    replace(_MCORE, name="llama3-meta", data_parallel="distributed_optimizer", tp_comm_overlap=0.5, attention="fa2",
-            cp_comm="allgather"),
+    # Meta's Llama 3 stack is not published: no backward overlap is assumed (tp_bwd_overlap)
+    replace(_MCORE, name="llama3-meta", data_parallel="distributed_optimizer", tp_comm_overlap=0.5, tp_bwd_overlap=False,
+            attention="fa2", cp_comm="allgather"),
 )}
 
 #: what ``compile: true`` changes (torch.compile fuses the element-wise chains and cuts launches)
@@ -360,6 +387,7 @@ class FrameworkSection:
     tp_comm_overlap: Optional[float] = None
     #: a config name or a mapping: read by :func:`sim.predict.tp_overlap.parse_config`, listed here for the known fields
     tp_overlap_config: Optional[str] = None
+    tp_bwd_overlap: Optional[bool] = None
     overlap_p2p_comm: Optional[bool] = None
     attention: Optional[str] = None
     elementwise_traffic: Optional[float] = None

@@ -71,7 +71,9 @@ def megatron_job(row: MegatronRow, policy: str = "random_ecmp") -> dict[str, Any
                          "overlap_grad_reduce": False},
             "training": {"global_batch": row.batch, "micro_batch": 1, "precision": "fp16", "recompute": "full"},
             "gpu": {"preset": "A100-80GB"},
-            "framework": {"name": "megatron-lm", "version": "2021"},
+            # 2021's ColumnParallelLinear all-reduces its input gradient synchronously
+            # (copy_to_tensor_model_parallel_region; the async one came in 2022-02)
+            "framework": {"name": "megatron-lm", "version": "2021", "tp_bwd_overlap": False},
             "fabric": {"spec_file": "topo/specs/pod64k.yaml", "link_gbps": 200},
             "network": {"policy": policy}}
 

@@ -11,6 +11,10 @@ the pipeline schedule runs, as the job's framework (:mod:`sim.predict.framework`
   with ``tp_overlap_config`` (a userbuffers config) each TP collective of a dense layer is
   timed with its GEMM as TE's method for that GEMM runs them (:func:`tp_overlap_exposed_s`,
   :mod:`sim.predict.tp_overlap`), the share staying for collectives the config does not name;
+  with ``tp_bwd_overlap`` (Megatron, Transformer Engine) the backward of a column-parallel
+  linear runs its re-gather under its dgrad GEMM and its input gradient's reduce-scatter /
+  all-reduce under its wgrad GEMM (:data:`BWD_OVERLAP`), each exposed only where it outlasts
+  that GEMM;
 * memory-bound kernels move ``elementwise_traffic`` × their fused bytes; an eager PyTorch
   stack (``elementwise_traffic`` null) moves, besides the fitted ``eager_traffic``, what
   each block's primitives move one kernel at a time (:data:`sim.predict.graph.EAGER_BYTES`:
@@ -96,6 +100,27 @@ class StageCost:
     fwd_ops: list[list[TimedOp]] = field(default_factory=list)
     bwd_ops: list[list[TimedOp]] = field(default_factory=list)
     wgrad_s: list[float] = field(default_factory=list)
+
+
+#: the backward's TP collectives of a column-parallel linear → the GEMM of the same linear
+#: that runs while they do (``framework.tp_bwd_overlap``): Megatron's
+#: ``LinearWithGradAccumulationAndAsyncCommunication.backward`` (megatron/mpu/layers.py at
+#: 9aad9203aa, 2022-05; megatron/core/tensor_parallel/layers.py to core_r0.8.0) and TE's
+#: ``LayerNormLinear`` / ``Linear`` backward (v1.8, v2.9) issue the re-gather of the saved
+#: sequence-parallel input before the dgrad GEMM and wait after it, and the dgrad's
+#: reduce-scatter (all-reduce without SP) before the wgrad GEMM and wait after it. The
+#: row-parallel linears' grad-output all-gathers (``tp.allgather.*.bwd``) are synchronous in
+#: both (``_ReduceScatterToSequenceParallelRegion.backward``; TE's grad-output gather): not here.
+BWD_OVERLAP: dict[str, str] = {
+    "tp.allgather.attn.regather": "qkv.dgrad",
+    "tp.allgather.mlp.regather": "fc1.dgrad",
+    "tp.reducescatter.attn.bwd": "qkv.wgrad",
+    "tp.reducescatter.mlp.bwd": "fc1.wgrad",
+    "tp.reducescatter.head.bwd": "lm_head.wgrad",
+    "tp.allreduce.qkv.dgrad": "qkv.wgrad",
+    "tp.allreduce.fc1.dgrad": "fc1.wgrad",
+    "tp.allreduce.lm_head.dgrad": "lm_head.wgrad",
+}
 
 
 def _neighbour_gemm(kernels: list[Kernel], i: int, times: dict[str, float]) -> float:
@@ -195,6 +220,8 @@ def pass_ops(j: TrainingJob, kernels: list[Kernel], comm: Optional[CommModel]) -
                 continue
         if k.group == "tp" and k.collective in ("allgather", "reducescatter") and fw.tp_comm_overlap > 0:
             hidden = max(hidden, fw.tp_comm_overlap * _neighbour_gemm(kernels, i, times))
+        if fw.tp_bwd_overlap and BWD_OVERLAP.get(k.name) in gemms:
+            hidden = max(hidden, times[BWD_OVERLAP[k.name]])
         out.append(TimedOp(k.name, stream_of(k), "comm", max(0.0, full - hidden), full, 0.0))
     return out
 
@@ -443,5 +470,5 @@ def stage_costs(j: TrainingJob, comm: CommModel) -> list[StageCost]:
     return out
 
 
-__all__ = ["StageCost", "TimedOp", "UnitComm", "fsdp_copies", "fsdp_grad_accumulate", "pass_ops", "shard_group", "sharded_pattern", "stage_costs",
+__all__ = ["BWD_OVERLAP", "StageCost", "TimedOp", "UnitComm", "fsdp_copies", "fsdp_grad_accumulate", "pass_ops", "shard_group", "sharded_pattern", "stage_costs",
            "stream_of", "unit_comm"]

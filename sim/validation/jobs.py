@@ -28,6 +28,12 @@ def framework_section(r: Run) -> dict[str, Any]:
     if name == "nemo" and r.framework_version.startswith("23."):
         # 23.x launcher (conf/training/gpt3/*.yaml): no Transformer Engine, blocking p2p
         out.update(attention="unfused", tp_comm_overlap=0.0, overlap_p2p_comm=False)
+    if name == "megatron-lm" and r.framework_version < "2022":
+        # Megatron-LM of 2021 (megatron/mpu/layers.py at 57d1356e4a): ColumnParallelLinear's
+        # input goes through copy_to_tensor_model_parallel_region, whose backward all-reduce
+        # runs when autograd reaches it, after the layer's dgrad and wgrad; the async
+        # all-reduce under the wgrad GEMM came with 9c5a830f25 (2022-02-22)
+        out["tp_bwd_overlap"] = False
     if r.attention:
         out["attention"] = r.attention
     if r.compile:
