@@ -1205,6 +1205,11 @@ DP_EXPORT void dp_start(dp *d)
     pthread_create(&d->rx_th, NULL, rx_main, d);
     pthread_create(&d->wk_th, NULL, worker_main, d);
     pthread_create(&d->tx_th, NULL, tx_main, d);
+    /* named, so that top -H, perf and /proc/PID/task/TID/comm tell them from the Python
+       threads (all "python" otherwise) */
+    pthread_setname_np(d->rx_th, "p4sim-dp-rx");
+    pthread_setname_np(d->wk_th, "p4sim-dp-worker");
+    pthread_setname_np(d->tx_th, "p4sim-dp-tx");
 }
 DP_EXPORT void dp_stop(dp *d)
 {

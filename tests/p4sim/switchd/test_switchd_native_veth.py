@@ -251,6 +251,28 @@ def test_frames_queued_for_later_do_not_wake_the_worker_for_nothing(veths, tmp_p
     assert rc == 0, (tmp_path / "stderr.txt").read_text()
 
 
+def test_data_plane_threads_are_named(veths, tmp_path) -> None:
+    """The C data plane's three threads carry their names (``p4sim-dp-rx``,
+    ``p4sim-dp-worker``, ``p4sim-dp-tx`` in /proc/PID/task/TID/comm), so that a profile
+    of a running switch (top -H, perf, the story's per-thread CPU) tells them from the
+    Python threads, which are all "python"."""
+    sw1, sw2, _host1, _host2 = veths
+    args = [str(QFWD), "-i", f"1@{sw1}", "-i", f"2@{sw2}", "--engine", "native", "--control-port", "0",
+            "--", "--grpc-server-addr", "127.0.0.1:0"]
+    with open(tmp_path / "stderr.txt", "wb") as err:
+        sw = SwitchProcess(args, stderr=err)
+    try:
+        pid = sw.proc.pid
+        names = set()
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/comm", encoding="utf-8") as f:
+                names.add(f.read().strip())
+        assert {"p4sim-dp-rx", "p4sim-dp-worker", "p4sim-dp-tx"} <= names, names
+    finally:
+        rc = sw.stop()
+    assert rc == 0, (tmp_path / "stderr.txt").read_text()
+
+
 def _pcap_holds(path, n: int, timeout_s: float = 2.0) -> list[bytes]:
     """The frames of the capture at ``path`` once it holds ``n`` (read again until then,
     for at most ``timeout_s``): what a reader of a running switch's capture sees."""
