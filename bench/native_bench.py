@@ -20,7 +20,13 @@ figures measured together means much).
   thread, schedstat) per frame forwarded when ``port_fwd.p4`` on ``--engine native``
   gets a paced 2,000 or 3,000 frames/s over veths (each frame sent when its time comes):
   the low-rate cost the story's switches pay, where each frame wakes the data plane
-  (issue 32); ``p4sim.native.pps.veth_paced_2k`` / ``_3k`` the rates received.
+  (issue 32); ``p4sim.native.pps.veth_paced_2k`` / ``_3k`` the rates received;
+  ``p4sim.native.ctx_switches_per_frame.veth_2k`` / ``_3k`` the switch's threads' context
+  switches (voluntary + involuntary) per frame. ``_3k_queued``: the same at 3,000
+  frames/s in bursts of 4 into an egress queue draining 4,000 packets/s (frames wait for
+  their departure time, as in the story's rate-limited uplinks), with
+  ``p4sim.native.worker_empty_wakeups_per_frame.veth_3k_queued``: the data-plane
+  worker's waits that ended with nothing to do, per frame.
 * ``p4sim.native.pps.veth_overload`` (and ``_offered``, ``_dropped``,
   ``.veth_overload.switch_cores``, ``.pps_per_core.veth_overload``) — the
   ``p4sim.pps.veth_overload`` probe (unpaced sender, ``programs/ipv4_lpm.p4``) with
@@ -41,15 +47,18 @@ import select
 import socket
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
 from bench.fabric_bench import (CHECK_BATCH, IN_PORT_LEAF, N_FRAMES, build_frame, check_forwarding,
                                 leaf_flows, load_fabric, setup_leaf)
 from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure, median
-from bench.switch_bench import _drain, forwarding_veths, make_frames, run_pps_veth, threads_cpu_ns, veth_available
+from bench.switch_bench import (_drain, forwarding_veths, make_frames, run_pps_veth, threads_cpu_ns,
+                                threads_ctx_switches, veth_available)
 from bench.veth_overload import run_overload
 from p4sim.native import native_reason
 from p4sim.native.switch import NativeSwitch
+from p4sim.control_api import ControlClient
 from p4sim.v1model.switch import V1ModelSwitch
 
 
@@ -144,23 +153,47 @@ def bench_veth(config: BenchConfig) -> dict[str, Figure]:
 PACED_RATES_PPS = (2000, 3000)
 """The rates of the paced low-rate probe: the story's per-switch load (issue 32)."""
 
+QUEUED_RATE_PPS = 3000
+QUEUED_BURST = 4
+QUEUED_DRAIN_PPS = 4000
+"""The queued variant: 3,000 frames/s in bursts of 4 into an egress queue that drains at
+4,000 packets/s (``set_queue_rate``), so three frames of each burst wait 0.25, 0.5 and
+0.75 ms for their departure time, as frames do in the story's rate-limited leaf uplinks
+(the queue rate is sized for 70 % utilisation there; scenarios/README.md)."""
 
-def paced_cpu_us(tx: socket.socket, rx: socket.socket, frames: Sequence[bytes], pid: int,
-                 rate_pps: float, duration_s: float) -> tuple[float, float]:
-    """Send ``frames`` on ``tx`` at ``rate_pps`` (each frame when its time comes, as a
-    paced sender does) for ``duration_s``; returns (CPU µs the switch process ``pid`` used
-    per frame received on ``rx``, frames/s received)."""
-    gap_s = 1.0 / rate_pps
+
+@dataclass(frozen=True)
+class PacedRun:
+    """One paced run: the switch process's CPU and context switches per frame received,
+    and the frames/s received.
+
+    >>> PacedRun(cpu_us_per_frame=16.9, ctx_switches_per_frame=1.02, received_pps=2998.0,
+    ...          frames_received=8994).cpu_us_per_frame
+    16.9
+    """
+    cpu_us_per_frame: float
+    ctx_switches_per_frame: float
+    received_pps: float
+    frames_received: int
+
+
+def paced_run(tx: socket.socket, rx: socket.socket, frames: Sequence[bytes], pid: int,
+              rate_pps: float, duration_s: float, burst: int = 1) -> PacedRun:
+    """Send ``frames`` on ``tx`` at ``rate_pps`` in bursts of ``burst`` (each burst when
+    its time comes, as a paced sender does) for ``duration_s``; the switch process
+    ``pid``'s CPU (every thread's schedstat) and context switches (every thread's
+    voluntary + involuntary) per frame received on ``rx``."""
+    gap_s = burst / rate_pps
     sent = received = 0
-    cpu0 = threads_cpu_ns(pid)
+    cpu0, ctx0 = threads_cpu_ns(pid), threads_ctx_switches(pid)
     t0 = time.perf_counter()
     end = t0 + duration_s
     while (now := time.perf_counter()) < end:
-        due = int((now - t0) / gap_s) + 1
+        due = (int((now - t0) / gap_s) + 1) * burst
         while sent < due:
             tx.send(frames[sent % len(frames)])
             sent += 1
-        wait_s = max(0.0, t0 + sent * gap_s - time.perf_counter())
+        wait_s = max(0.0, t0 + (sent // burst) * gap_s - time.perf_counter())
         if select.select([rx], [], [], wait_s)[0]:
             received += _drain(rx)
     deadline = time.perf_counter() + 0.2
@@ -168,17 +201,31 @@ def paced_cpu_us(tx: socket.socket, rx: socket.socket, frames: Sequence[bytes], 
         if select.select([rx], [], [], left)[0]:
             received += _drain(rx)
     cpu_ns = threads_cpu_ns(pid) - cpu0
+    ctx = threads_ctx_switches(pid) - ctx0
     elapsed = time.perf_counter() - t0
     if received == 0:
         raise BenchCheckError(f"paced veth probe at {rate_pps:g} pps: no frame came back")
-    return cpu_ns / 1e3 / received, received / elapsed
+    return PacedRun(cpu_ns / 1e3 / received, ctx / received, received / elapsed, received)
+
+
+def _paced_figures(runs: Sequence[PacedRun], tag: str) -> dict[str, Figure]:
+    return {f"p4sim.native.cpu_us_per_frame.veth_{tag}": Figure(
+                round(median([r.cpu_us_per_frame for r in runs]), 2), "us"),
+            f"p4sim.native.ctx_switches_per_frame.veth_{tag}": Figure(
+                round(median([r.ctx_switches_per_frame for r in runs]), 3), "switches"),
+            f"p4sim.native.pps.veth_paced_{tag}": Figure(
+                round(median([r.received_pps for r in runs]), 1), "pps")}
 
 
 def bench_veth_paced(config: BenchConfig) -> dict[str, Figure]:
-    """``p4sim.native.cpu_us_per_frame.veth_2k`` / ``_3k``: the switch process's CPU per
-    forwarded frame (every thread, ``/proc/PID/task/*/schedstat``) when ``port_fwd.p4``
-    forwards a paced 2,000 or 3,000 frames/s over veths on the native path: the low-rate
-    cost the story's switches pay (issue 32), where every frame wakes the data plane."""
+    """``p4sim.native.cpu_us_per_frame.veth_2k`` / ``_3k`` / ``_3k_queued`` and the
+    context switches per frame: the switch process's CPU per forwarded frame (every
+    thread, ``/proc/PID/task/*/schedstat``) when ``port_fwd.p4`` forwards a paced 2,000 or
+    3,000 frames/s over veths on the native path, and 3,000 frames/s in bursts of 4 into a
+    queue draining 4,000 packets/s (``_3k_queued``): the low-rate cost the story's switches
+    pay (issue 32), where every frame wakes the data plane.
+    ``p4sim.native.worker_empty_wakeups_per_frame.veth_3k_queued``: the worker's waits
+    that ended with nothing to do (``dp_wk_empty_wakeups``), per frame."""
     why = veth_available()
     if why is not None:
         print(f"native.veth_paced: skipped, {why}; p4sim.native.cpu_us_per_frame not written",
@@ -189,14 +236,24 @@ def bench_veth_paced(config: BenchConfig) -> dict[str, Figure]:
     with forwarding_veths("native", frames) as (sw, tx, rx):
         for rate in PACED_RATES_PPS:
             if config.warmup_s > 0:
-                paced_cpu_us(tx, rx, frames, sw.pid, rate, config.warmup_s)
-            runs = [paced_cpu_us(tx, rx, frames, sw.pid, rate, config.duration_s)
-                    for _ in range(config.runs)]
-            tag = f"{rate // 1000}k"
-            out[f"p4sim.native.cpu_us_per_frame.veth_{tag}"] = Figure(
-                round(median([r[0] for r in runs]), 2), "us")
-            out[f"p4sim.native.pps.veth_paced_{tag}"] = Figure(
-                round(median([r[1] for r in runs]), 1), "pps")
+                paced_run(tx, rx, frames, sw.pid, rate, config.warmup_s)
+            out.update(_paced_figures([paced_run(tx, rx, frames, sw.pid, rate, config.duration_s)
+                                       for _ in range(config.runs)], f"{rate // 1000}k"))
+        with ControlClient(sw.control_addr) as ctl:
+            ctl.set_queue_rate(QUEUED_DRAIN_PPS, port=2)
+            if config.warmup_s > 0:
+                paced_run(tx, rx, frames, sw.pid, QUEUED_RATE_PPS, config.warmup_s, QUEUED_BURST)
+            runs, empty = [], []
+            for _ in range(config.runs):
+                before = ctl.switch_stats()
+                run = paced_run(tx, rx, frames, sw.pid, QUEUED_RATE_PPS, config.duration_s, QUEUED_BURST)
+                after = ctl.switch_stats()
+                runs.append(run)
+                empty.append((after["dp_wk_empty_wakeups"] - before["dp_wk_empty_wakeups"]) / run.frames_received)
+            ctl.set_queue_rate(0, port=2)
+        tag = f"{QUEUED_RATE_PPS // 1000}k_queued"
+        out.update(_paced_figures(runs, tag))
+        out[f"p4sim.native.worker_empty_wakeups_per_frame.veth_{tag}"] = Figure(round(median(empty), 3), "wakeups")
     return out
 
 

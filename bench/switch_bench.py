@@ -441,6 +441,23 @@ def threads_cpu_ns(pid: int) -> int:
     return total
 
 
+def threads_ctx_switches(pid: int) -> int:
+    """Context switches so far (voluntary + involuntary, ``/proc/PID/task/TID/status``) of
+    the threads process ``pid`` has now: each is a thread put to sleep or preempted, so
+    per forwarded frame it counts the wake-ups a frame costs. Threads that ended are not
+    counted (as :func:`threads_cpu_ns`)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status", encoding="ascii") as f:
+                for line in f:
+                    if line.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:")):
+                        total += int(line.split()[1])
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total
+
+
 def process_cpu_ns(pid: int) -> int:
     """:func:`process_cpu_s` in ns: counts the threads that have ended too (simple_switch_grpc's
     gRPC threads come and go, which :func:`threads_cpu_ns` would miss), at 10 ms resolution."""

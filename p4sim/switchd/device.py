@@ -201,7 +201,7 @@ class SwitchDevice:
         return out
 
     def _native_switch_stats(self) -> dict[str, int]:
-        v = (ctypes.c_int64 * 17)()
+        v = (ctypes.c_int64 * 19)()
         dataplane_lib().dp_switch_stats(self._dp, v)
         out = dict(self.stats)
         for i, key in enumerate(("no_program", "no_port", "tm_drops", "pfc_frames", "packet_in")):
@@ -212,9 +212,11 @@ class SwitchDevice:
             out[f"ingress_buffer_{key}"] = int(v[6 + i])
         out["ingress_buffer_reserved"] = 0
         # how the frames crossed the data plane's threads (dataplane.c): batches the rx
-        # thread ran itself (the worker idle), sends made without the tx thread, and the
-        # tx thread's wake-ups that found frames
-        for i, key in enumerate(("dp_rx_batches", "dp_inline_sends", "dp_tx_wakeups")):
+        # thread ran itself (the worker idle), sends made without the tx thread, the tx
+        # thread's wake-ups that found frames, the worker's waits that ended and those
+        # after which it found nothing to do (a wake-up for nothing)
+        for i, key in enumerate(("dp_rx_batches", "dp_inline_sends", "dp_tx_wakeups", "dp_wk_wakeups",
+                                 "dp_wk_empty_wakeups")):
             out[key] = int(v[14 + i])
         out["native_data_plane"] = 1
         out["native_program"] = int(isinstance(self._switch, NativeSwitch))

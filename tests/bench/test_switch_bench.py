@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import shutil
@@ -27,6 +28,7 @@ from bench.switch_bench import (
     insert_rate,
     make_frames,
     run_pps_veth,
+    threads_ctx_switches,
     veth_available,
     write_stages,
 )
@@ -123,3 +125,12 @@ def test_pps_veth_forwards_and_cleans_up() -> None:
     links = subprocess.run(["ip", "-br", "link"], capture_output=True, text=True,
                            timeout=10).stdout
     assert tag not in links
+
+
+def test_threads_ctx_switches_counts_a_thread_that_slept() -> None:
+    """``threads_ctx_switches`` sums the threads' context switches: a thread that sleeps
+    (here this one, for 1 ms: the sleep is the thing counted, not a wait for readiness)
+    gives up its CPU at least once."""
+    before = threads_ctx_switches(os.getpid())
+    time.sleep(0.001)
+    assert threads_ctx_switches(os.getpid()) > before

@@ -10,7 +10,9 @@
  *   worker thread  as SwitchDevice._worker_loop: first every packet the traffic manager
  *                  lets leave now (egress pass, frames to the tx queue), then one frame
  *                  from the ingress buffer (ingress pass, work into the queues), else
- *                  sleep until a frame arrives or a departure time comes. Every pipeline
+ *                  sleep until a frame arrives or a departure time comes (poll on an
+ *                  eventfd and a timerfd: the rx thread moves the timer earlier for a
+ *                  new departure instead of waking it). Every pipeline
  *                  pass holds `pipe_mu`, which the control plane takes (device.lock).
  *   tx thread      sendmmsg() batches per port (MSG_DONTWAIT; a frame the kernel refuses
  *                  is a tx_error, as in ports.py).
@@ -152,8 +154,13 @@ typedef struct dp {
     /* statistics (SwitchDevice.stats) */
     int64_t st_no_program, st_no_port, st_tm_drops, st_pfc_frames, st_packet_in, st_errors;
     int64_t st_rx_batches, st_inline_sends, st_tx_wakeups;   /* batches the rx thread ran, sends without the tx thread, its wake-ups */
+    int64_t st_wk_wakeups, st_wk_empty;   /* the worker's waits that ended, and those after which it found nothing to do */
     int tx_pending;
     int wk_idle;                          /* the worker is waiting for work (rx may run the pipeline) */
+    double wk_wake_at;                    /* while wk_idle: the dp time (us) its wait ends by itself */
+    int efd_wk, tfd_wk;                   /* the worker waits on these (-1: on work_cv): woken by efd_wk, its departure
+                                             timer tfd_wk, which the rx thread may move earlier without waking it */
+    int wk_kicked;                        /* efd_wk written since the worker last woke */
     txb *tx_head, *tx_tail, *tx_free; int64_t tx_queued;   /* batches for the tx thread, frames in them */
     qent *qfree;                                          /* queue entries to reuse */
     dp_pipe pipe; int has_pipe;
@@ -277,6 +284,8 @@ static int64_t tm_flush(dp *d)
     return n;
 }
 
+static void wake_worker(dp *d);
+
 /* a received PFC frame (pfc.parse_pfc + SwitchDevice._pfc_consumed); 1 when consumed */
 static int mac_pfc(dp *d, int64_t port, const uint8_t *f, int64_t len)
 {
@@ -300,7 +309,7 @@ static int mac_pfc(dp *d, int64_t port, const uint8_t *f, int64_t len)
         if (!q->paused) { q->paused = 1; q->pause_start = now; }
         q->paused_until = now + quanta * 512.0 / (p->line_rate_gbps * 1e3);
     }
-    pthread_cond_signal(&d->work_cv);
+    wake_worker(d);
     return !d->passthrough;
 }
 
@@ -542,6 +551,21 @@ static txb *txb_take(dp *d)
 
 static void wake_tx(dp *d) { uint64_t one = 1; ssize_t r = write(d->efd_tx, &one, 8); (void)r; }
 static void wake_rx(dp *d) { uint64_t one = 1; ssize_t r = write(d->efd_rx, &one, 8); (void)r; }
+/* the worker told to look again (mu held): a frame, a setting, a pause, stop */
+static void wake_worker(dp *d)
+{
+    pthread_cond_broadcast(&d->work_cv);
+    if (d->efd_wk >= 0 && d->wk_idle && !d->wk_kicked) { uint64_t one = 1; ssize_t r = write(d->efd_wk, &one, 8); (void)r; d->wk_kicked = 1; }
+}
+/* the worker's wait made to end at dp time until_us (mu held): its timer moved, no wake-up */
+static int wk_timer_at(dp *d, int64_t until_us)
+{
+    struct itimerspec its; memset(&its, 0, sizeof its);
+    int64_t ns = d->clock_start_ns + until_us * 1000LL;
+    its.it_value.tv_sec = ns / 1000000000LL; its.it_value.tv_nsec = ns % 1000000000LL;
+    if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0) its.it_value.tv_nsec = 1;
+    return timerfd_settime(d->tfd_wk, TFD_TIMER_ABSTIME, &its, NULL);
+}
 
 /* a batch's frames to their ports (mu held): a frame for the CPU port goes to the
  * packet-in list, one for a port that does not exist is counted (no_port); the rest are
@@ -773,9 +797,13 @@ static void *worker_main(void *arg)
     wkst s;
     pthread_mutex_lock(&d->mu);
     wkst_init(d, &s);
+    int woke = 0;
     while (!d->stop) {
         double wake = -1;
-        if (wk_step(d, &s, &wake, 0) > 0) {
+        int ran = wk_step(d, &s, &wake, 0);
+        if (woke && ran <= 0 && !d->tx_queued && !d->ib_n && !d->ncpu && !d->stop) d->st_wk_empty++;
+        woke = 0;
+        if (ran > 0) {
             int more = d->ib_n > 0 || d->queued > 0;
             if (d->tx_queued && !d->tx_pending) {
                 if (!more) tx_inline(d, &s);
@@ -786,17 +814,36 @@ static void *worker_main(void *arg)
         }
         if (d->tx_queued && !d->tx_pending) tx_inline(d, &s);
         if (d->ib_n || d->stop) continue;
-        /* nothing now: wait for a frame, a departure, or a setting change */
+        /* nothing now: wait for a frame, a departure, or a setting change. work_cv runs on
+           CLOCK_MONOTONIC, the data plane's clock: the wait ends at the first whole us at or
+           after the departure, so that dp_now() (us, rounded down) has reached it when the
+           worker looks (a deadline on CLOCK_REALTIME, read apart from dp_now, could end a
+           few us early: a wake-up for nothing and a departure up to 50 us late) */
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
+        clock_gettime(CLOCK_MONOTONIC, &ts);
         double wait_us = 200000.0;
         int64_t now = dp_now(d);
         if (wake >= 0) { double w = wake - (double)now; if (w < 50) w = 50; if (w < wait_us) wait_us = w; }
-        int64_t ns = ts.tv_nsec + (int64_t)(wait_us * 1000.0);
-        ts.tv_sec += ns / 1000000000LL; ts.tv_nsec = ns % 1000000000LL;
-        d->wk_idle = 1;
-        pthread_cond_timedwait(&d->work_cv, &d->mu, &ts);
-        d->wk_idle = 0;
+        double until = (double)now + wait_us;
+        int64_t until_us = (int64_t)until;
+        if ((double)until_us < until) until_us++;
+        int64_t dl_ns = d->clock_cb ? (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec + (int64_t)(wait_us * 1000.0)
+                                    : d->clock_start_ns + until_us * 1000LL;
+        ts.tv_sec = dl_ns / 1000000000LL; ts.tv_nsec = dl_ns % 1000000000LL;
+        d->wk_idle = 1; d->wk_wake_at = (double)until_us;
+        if (d->efd_wk >= 0 && !d->clock_cb && wk_timer_at(d, until_us) == 0) {
+            /* on the timer and efd_wk: the rx thread can move the timer earlier (a new
+               departure) without waking this thread for nothing */
+            pthread_mutex_unlock(&d->mu);
+            struct pollfd w[2] = { { d->efd_wk, POLLIN, 0 }, { d->tfd_wk, POLLIN, 0 } };
+            int pr = poll(w, 2, -1); (void)pr;
+            pthread_mutex_lock(&d->mu);
+            /* efd_wk is written only under mu with wk_kicked set: read it back here, also
+               when it came after poll returned, so the next wait does not end at once; the
+               timer needs no read: arming it again before the next wait clears its expiry */
+            if (d->wk_kicked) { uint64_t v; ssize_t x = read(d->efd_wk, &v, 8); (void)x; d->wk_kicked = 0; }
+        } else pthread_cond_timedwait(&d->work_cv, &d->mu, &ts);
+        d->wk_idle = 0; d->st_wk_wakeups++; woke = 1;
     }
     wkst_done(d, &s);
     pthread_mutex_unlock(&d->mu);
@@ -808,7 +855,11 @@ static void *worker_main(void *arg)
  * waiting, the rx thread runs the batches itself (up to RX_STEPS, as the worker would:
  * same order, same queues, the pipeline taken only if free) and sends their frames, so
  * that a frame at low load wakes one thread instead of three; else, or when work is left
- * (a departure later, a paused queue, the pipeline busy), the worker is woken. */
+ * now (frames in the buffer, more batches, the pipeline busy) or sooner than the
+ * worker's wait ends by itself (a departure or a pause's end before wk_wake_at), the
+ * worker is woken. A frame that waits in a rate-limited queue behind one the worker
+ * already waits for does not wake it: it would find nothing due and sleep again
+ * (one wake-up a frame in the story's rate-limited uplinks, issue 32). */
 static void rx_handoff(dp *d, wkst *s)
 {
     if (!d->wk_idle) { pthread_cond_signal(&d->work_cv); return; }
@@ -816,7 +867,12 @@ static void rx_handoff(dp *d, wkst *s)
     double wake = -1;
     while (steps < RX_STEPS && !d->stop && (r = wk_step(d, s, &wake, 1)) > 0) steps++;
     d->st_rx_batches += steps;
-    if (r < 0 || d->ib_n || d->queued) pthread_cond_signal(&d->work_cv);
+    if (r != 0 || d->ib_n || !d->wk_idle) wake_worker(d);
+    else if (d->queued && (wake < 0 || d->clock_cb || wake < d->wk_wake_at)) {
+        int64_t at = (int64_t)wake; if ((double)at < wake) at++;
+        if (wake >= 0 && d->efd_wk >= 0 && !d->clock_cb && wk_timer_at(d, at) == 0) d->wk_wake_at = (double)at;
+        else wake_worker(d);
+    }
     if (d->tx_queued && !d->tx_pending) tx_inline(d, s);
     if (d->ncpu) { pthread_mutex_unlock(&d->mu); deliver_cpu(d); pthread_mutex_lock(&d->mu); }
 }
@@ -1047,10 +1103,15 @@ DP_EXPORT dp *dp_new(int prio_queues, int64_t depth, double rate, double line, i
     dp *d = (dp *)calloc(1, sizeof(dp));
     if (!d) return NULL;
     pthread_mutex_init(&d->pipe_mu, NULL); pthread_mutex_init(&d->mu, NULL); pthread_mutex_init(&d->tx_mu, NULL); pthread_mutex_init(&d->cpu_mu, NULL);
-    pthread_cond_init(&d->work_cv, NULL); pthread_cond_init(&d->room_cv, NULL); pthread_cond_init(&d->reopen_cv, NULL);
+    pthread_condattr_t mono; pthread_condattr_init(&mono); pthread_condattr_setclock(&mono, CLOCK_MONOTONIC);
+    pthread_cond_init(&d->work_cv, &mono); pthread_condattr_destroy(&mono);
+    pthread_cond_init(&d->room_cv, NULL); pthread_cond_init(&d->reopen_cv, NULL);
     d->efd_rx = eventfd(0, EFD_NONBLOCK); d->efd_tx = eventfd(0, EFD_NONBLOCK);
     d->ep = epoll_create1(EPOLL_CLOEXEC);
     if (d->ep >= 0) { struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0 }; epoll_ctl(d->ep, EPOLL_CTL_ADD, d->efd_rx, &ev); }
+    d->efd_wk = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    d->tfd_wk = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (d->efd_wk < 0 || d->tfd_wk < 0) { if (d->efd_wk >= 0) close(d->efd_wk); if (d->tfd_wk >= 0) close(d->tfd_wk); d->efd_wk = d->tfd_wk = -1; }
     d->tfd = d->ep >= 0 ? timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC) : -1; d->tfd_at = -1;
     if (d->tfd >= 0) {
         struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TFD_TAG };
@@ -1144,12 +1205,17 @@ DP_EXPORT void dp_start(dp *d)
     pthread_create(&d->rx_th, NULL, rx_main, d);
     pthread_create(&d->wk_th, NULL, worker_main, d);
     pthread_create(&d->tx_th, NULL, tx_main, d);
+    /* named, so that top -H, perf and /proc/PID/task/TID/comm tell them from the Python
+       threads (all "python" otherwise) */
+    pthread_setname_np(d->rx_th, "p4sim-dp-rx");
+    pthread_setname_np(d->wk_th, "p4sim-dp-worker");
+    pthread_setname_np(d->tx_th, "p4sim-dp-tx");
 }
 DP_EXPORT void dp_stop(dp *d)
 {
     pthread_mutex_lock(&d->mu);
     d->stop = 1;
-    pthread_cond_broadcast(&d->work_cv); pthread_cond_broadcast(&d->room_cv); pthread_cond_broadcast(&d->reopen_cv);
+    wake_worker(d); pthread_cond_broadcast(&d->room_cv); pthread_cond_broadcast(&d->reopen_cv);
     pthread_mutex_unlock(&d->mu);
     wake_rx(d); wake_tx(d);
     if (d->started) { pthread_join(d->rx_th, NULL); pthread_join(d->wk_th, NULL); pthread_join(d->tx_th, NULL); }
@@ -1172,7 +1238,7 @@ DP_EXPORT int dp_inject(dp *d, int64_t port, const uint8_t *data, int64_t len)
     while (!d->stop && ib_room(d) <= 0) { d->producers_waiting++; pthread_cond_wait(&d->room_cv, &d->mu); d->producers_waiting--; }
     if (d->stop) { d->ib_dropped++; pthread_mutex_unlock(&d->mu); free(c); return -1; }
     ib_push(d, port, c, len);
-    pthread_cond_signal(&d->work_cv);
+    wake_worker(d);
     pthread_mutex_unlock(&d->mu);
     return 0;
 }
@@ -1191,7 +1257,7 @@ DP_EXPORT int dp_set_queue(dp *d, int what, double value, int port, int prio)
             if (what == 0) p->q[i].depth_pkts = (int64_t)value; else p->q[i].rate_pps = value;
         }
     }
-    pthread_cond_broadcast(&d->work_cv);
+    wake_worker(d);
     pthread_mutex_unlock(&d->mu);
     return 0;
 }
@@ -1213,7 +1279,7 @@ DP_EXPORT void dp_set_pfc(dp *d, int enabled, int port)
         p->pfc_enabled = enabled;
         if (!enabled) for (int i = 0; i < d->prio_queues; i++) q_resume(&p->q[i], now);
     }
-    pthread_cond_broadcast(&d->work_cv);
+    wake_worker(d);
     pthread_mutex_unlock(&d->mu);
 }
 DP_EXPORT int dp_pfc_enabled(dp *d, int port)
@@ -1285,7 +1351,7 @@ DP_EXPORT void dp_port_counters(dp *d, int port, int64_t *out)
 }
 /* no_program, no_port, tm_drops, pfc_frames, packet_in, errors, ib: capacity, depth,
  * enqueued, dequeued, dropped, full_waits, high_water, queued; rx_batches, inline_sends,
- * tx_wakeups */
+ * tx_wakeups, wk_wakeups, wk_empty */
 DP_EXPORT void dp_switch_stats(dp *d, int64_t *out)
 {
     pthread_mutex_lock(&d->mu);
@@ -1294,6 +1360,7 @@ DP_EXPORT void dp_switch_stats(dp *d, int64_t *out)
     out[6] = d->ib_cap; out[7] = d->ib_n; out[8] = d->ib_enq; out[9] = d->ib_deq; out[10] = d->ib_dropped;
     out[11] = d->ib_full_waits; out[12] = d->ib_high; out[13] = d->queued;
     out[14] = d->st_rx_batches; out[15] = d->st_inline_sends; out[16] = d->st_tx_wakeups;
+    out[17] = d->st_wk_wakeups; out[18] = d->st_wk_empty;
     pthread_mutex_unlock(&d->mu);
 }
 DP_EXPORT int64_t dp_now_us(dp *d) { return dp_now(d); }
@@ -1317,5 +1384,6 @@ DP_EXPORT void dp_free(dp *d)
     for (qent *e = d->qfree, *nx; e; e = nx) { nx = e->next; free(e); }
     pthread_mutex_unlock(&d->mu);
     close(d->efd_rx); close(d->efd_tx); if (d->ep >= 0) close(d->ep); if (d->tfd >= 0) close(d->tfd);
+    if (d->efd_wk >= 0) { close(d->efd_wk); close(d->tfd_wk); }
     free(d);
 }
