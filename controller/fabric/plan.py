@@ -8,6 +8,8 @@ What is planned on every switch (names of ``p4src/README.md``):
   address plan (leaf ``1 + b·R + r``, spine ``200 + k``); seed ``SwitchInfo.ecmp_seed``.
 * ``ecmp.algorithm`` default ``use_crc16`` / ``use_crc32`` (``SwitchInfo.hash_algorithm``;
   without it crc16 on leaves, crc32 on spines: see the README on polarisation).
+* ``admission.config`` default ``set_queue_limit(64)``: the egress queue limit
+  (:mod:`controller.fabric.admission`; ``queue_limit_pkts=None`` writes none).
 * ``qos.dscp_to_priority``: :data:`~controller.fabric.qos.DSCP_TO_PRIORITY` (RoCE data
   DSCP 26 → priority 3, CNP DSCP 48 → priority 6).
 * ``forwarding.nexthops``: one next hop per front-panel port, **id = port number**,
@@ -76,6 +78,7 @@ from typing import Optional
 
 from controller.fabric.ecmp import (LEAF_UPLINK_GROUP, EcmpGroup, algorithm_of, ecmp_groups,
                                     group_entries, groups_hash_model, route_groups, spine_targets)
+from controller.fabric.admission import QUEUE_LIMIT_PKTS, admission_entry
 from controller.fabric.detours import fabric_detours
 from controller.fabric.entries import (Entry, algorithm_entry, arp_entry, nexthop_entry,
                                        port_mac_entry, route_entry, switch_info_entry)
@@ -177,8 +180,10 @@ class _Planner:
                  elephants: Optional[ElephantConfig] = None,
                  thresholds: Optional[DynamicThresholds] = None,
                  source_guard: bool = True,
-                 arp_punt: Optional[PuntPolicer] = DEFAULT_ARP_PUNT) -> None:
+                 arp_punt: Optional[PuntPolicer] = DEFAULT_ARP_PUNT,
+                 queue_limit_pkts: Optional[int] = QUEUE_LIMIT_PKTS) -> None:
         self.fabric, self.ecn, self.pfc = fabric, ecn, pfc
+        self.queue_limit = None if queue_limit_pkts is None else admission_entry(queue_limit_pkts)
         self.source_guard = source_guard
         self.arp_punt = arp_punt
         self.thresholds = thresholds
@@ -250,6 +255,8 @@ class _Planner:
             plan.entries.extend(entries_of(guarded_sources(
                 sw, self.by_name, self.leaf_nics.get(sw.name, []))))
         plan.entries.extend(qos_entries())
+        if self.queue_limit is not None:
+            add(self.queue_limit)
         if self.thresholds is not None:
             plan.entries.extend(dynamic_entries(ports, self.thresholds))
         for p in ports:
@@ -343,17 +350,21 @@ def plan_fabric(fabric: FabricLike, ecn: Optional[EcnConfig] = EcnConfig(),
                 elephants: Optional[ElephantConfig] = DEFAULT_ELEPHANTS,
                 thresholds: Optional[DynamicThresholds] = None,
                 source_guard: bool = True,
-                arp_punt: Optional[PuntPolicer] = DEFAULT_ARP_PUNT) -> dict[str, SwitchPlan]:
+                arp_punt: Optional[PuntPolicer] = DEFAULT_ARP_PUNT,
+                queue_limit_pkts: Optional[int] = QUEUE_LIMIT_PKTS) -> dict[str, SwitchPlan]:
     """The plan of every switch, by name (no connection needed). ``source_guard=False``
     leaves the source guard's tables empty; ``arp_punt=None`` writes no ARP punt meter
-    (every ARP punt reaches the controller, as before the policer) (module docstring).
+    (every ARP punt reaches the controller, as before the policer); ``queue_limit_pkts``
+    is the egress queue limit (:mod:`controller.fabric.admission`; None writes none: the
+    targets' queues tail-drop and leave the PFC counts behind, as before) (module docstring).
 
     >>> from topo.model import build_fabric
     >>> from controller.fabric.entries import T_ROUTES
     >>> plan_fabric(build_fabric())["s0"].count(T_ROUTES) > 0
     True
     """
-    planner = _Planner(fabric, ecn, pfc, alarms, elephants, thresholds, source_guard, arp_punt)
+    planner = _Planner(fabric, ecn, pfc, alarms, elephants, thresholds, source_guard, arp_punt,
+                       queue_limit_pkts)
     return {sw.name: planner.plan(sw) for sw in fabric.switches}
 
 
