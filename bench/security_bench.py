@@ -88,6 +88,17 @@ and the cells are put back:
 * ``security.pfc_storm.unlimited_leaked_pkts``, ``.unlimited_stuck_paused`` — the same
   storm without the limit.
 
+``security.free_address`` (root and Mininet; p4sim) brings the default testbed up the same
+way (every leaf drops its own subnets' free addresses, ``controller.fabric.plan``) and runs
+the threat model's row ``host-loops-free-address`` (:func:`testbed.freeaddr.free_address_flood`):
+host b1s1 sends 100 datagrams to a free address of its subnet; then the same with the
+leaf's drop route deleted (the plan as before), and the route is written back:
+
+* ``security.free_address.link_frames`` — frames the fabric's switch-to-switch ports sent
+  meanwhile (goal 0);
+* ``security.free_address.unrouted_link_frames`` — the same without the drop route (each
+  datagram round leaf and spine until its TTL ran out).
+
 Example::
 
     $ .venv/bin/python -m bench security
@@ -97,6 +108,7 @@ Example::
 """
 from __future__ import annotations
 
+import ipaddress
 import select
 import statistics
 import subprocess
@@ -113,6 +125,7 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from bench.results import BenchConfig, Benchmark, Figure
 from process import stop_process
 from controller.fabric.admission import ADMISSION_DROPS_COUNTER, T_ADMISSION
+from controller.fabric.entries import T_ROUTES
 from controller.fabric.puntguard import ARP_PUNT_METER
 from controller.fabric.sourceguard import GUARD_DROPS_COUNTER
 from controller.fabric_setup import meter_updates
@@ -124,6 +137,7 @@ from testbed.attacks import (PAUSE_SENDER, SPOOF_ATTACKER, SPOOF_RECEIVER, SPOOF
 from testbed.arpflood import punt_flood
 from testbed.cli import compile_fabric
 from testbed.control import open_control
+from testbed.freeaddr import free_address, free_address_flood
 from testbed.pfcstorm import OCCUPANCY, PAUSED, PauseStorm, pause_storm
 from testbed.pki import FabricPki
 from testbed.spoof import host_shells, spoof_frames
@@ -388,6 +402,34 @@ def bench_pfc_storm(config: BenchConfig) -> dict[str, Figure]:
             "security.pfc_storm.unlimited_stuck_paused": Figure(open_stuck, "cells")}
 
 
+def bench_free_address(config: BenchConfig) -> dict[str, Figure]:
+    """``security.free_address.*`` (module docstring); {} with the reason when this process
+    may not start a testbed."""
+    with live_fabric("free_address", config) as tb:
+        if tb is None:
+            return {}
+        shells = host_shells(tb.state)
+        nic = tb.fabric.host(SPOOF_ATTACKER).nics[0]
+        conns = tb.programmer.connections
+        dropped = free_address_flood(shells, tb.fabric, conns, SPOOF_ATTACKER)
+        addr = ipaddress.IPv4Address(free_address(tb.fabric, SPOOF_ATTACKER))
+        (drop,) = [e for e in tb.programmer.plans[nic.leaf].entries
+                   if e.table == T_ROUTES and e.action.endswith(".drop")
+                   and addr in ipaddress.IPv4Network(e.match["hdr.ipv4.dst_addr"])]
+        te = conns[nic.leaf].table_entry(drop.table, drop.match, drop.action, drop.params)
+        conns[nic.leaf].write([update(te, "DELETE")])
+        try:
+            looped = free_address_flood(shells, tb.fabric, conns, SPOOF_ATTACKER)
+        finally:
+            conns[nic.leaf].write([update(te, "INSERT")])
+    if not (dropped.settled and looped.settled):
+        raise RuntimeError(f"security.free_address: the counters did not settle: {dropped}; {looped}")
+    print(f"security.free_address: {dropped}; without the drop route: {looped}", file=sys.stderr)
+    return {"security.free_address.datagrams": Figure(dropped.frames, "packets"),
+            "security.free_address.link_frames": Figure(dropped.link_frames, "frames"),
+            "security.free_address.unrouted_link_frames": Figure(looped.link_frames, "frames")}
+
+
 BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("tls_handshake", "security", bench_tls_handshake),
     Benchmark("authz", "security", bench_authz, targets=("p4sim", "bmv2")),
@@ -395,4 +437,5 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("source_guard", "security", bench_source_guard, targets=("p4sim", "bmv2")),
     Benchmark("punt_flood", "security", bench_punt_flood, targets=("p4sim", "bmv2")),
     Benchmark("pfc_storm", "security", bench_pfc_storm),
+    Benchmark("free_address", "security", bench_free_address),
 )

@@ -61,6 +61,7 @@ from controller.registry import MOVE_REPORT_S, FlowRegistry, serve_registry
 from host.nic.rc import AETH_NAK_PSN_SEQ
 from process import stop_process
 from testbed.arpflood import punt_flood
+from testbed.freeaddr import free_address_flood
 from testbed.pfcstorm import pause_storm
 from testbed.pki import FabricPki
 from testbed.ports import free_port
@@ -796,6 +797,10 @@ def live_fabric_attacks(shells: dict[str, int], fabric: Any, pki: Optional[Fabri
       when the controller got no more PacketIns from the port than the leaf's policer
       allows and the policer dropped the rest; the state is kept when the controller's
       connection is still primary and its Read is answered.
+    * ``host-loops-free-address`` (with ``connections``): ``attacker`` sends datagrams to
+      an address of its subnet that no NIC holds (:func:`testbed.freeaddr.free_address_flood`).
+      Refused (``DROPPED``) when the fabric's links carried none of them (its leaf drops
+      them: the subnet's drop route); the state is kept when the counts settled.
     * ``host-pauses-its-leaf`` (with ``state``, the testbed state: the switches' register
       runtimes): ``attacker`` sends PAUSE frames while a host of another leaf sends it
       datagrams (:func:`testbed.pfcstorm.pause_storm`). Refused (``NO_LEAK``) when its
@@ -811,9 +816,21 @@ def live_fabric_attacks(shells: dict[str, int], fabric: Any, pki: Optional[Fabri
                     got.own_seen == got.frames)]
     if connections is not None:
         rows.append(punt_flood_row(shells, fabric, connections, attacker))
+        rows.append(free_address_row(shells, fabric, connections, attacker))
     if state is not None:
         rows.append(pause_storm_row(shells, fabric, state, attacker))
     return rows
+
+
+def free_address_row(shells: Mapping[str, int], fabric: Any, connections: Mapping[str, Any],
+                     attacker: str = SPOOF_ATTACKER) -> Outcome:
+    """The ``host-loops-free-address`` row (:func:`live_fabric_attacks`)."""
+    flood = free_address_flood(shells, fabric, connections, attacker)
+    refused = flood.settled and flood.link_frames == 0
+    return Outcome("host-loops-free-address",
+                   "a host's datagrams to an address nobody holds do not go round the fabric "
+                   "(the leaf's subnet drop route)",
+                   refused, "DROPPED" if refused else "OK", str(flood), flood.settled)
 
 
 def pause_storm_row(shells: Mapping[str, int], fabric: Any, state: Any,

@@ -20,7 +20,12 @@ What is planned on every switch (names of ``p4src/README.md``):
     (10.0.0.0/8, the whole address plan) → ECMP group ``LEAF_UPLINK_GROUP`` over the
     uplinks, in port order (member indices 0..n−1). A leaf without uplinks has no group.
     In a fabric where some spine has no link to some leaf, that leaf's prefixes → a
-    detour group without that spine (:mod:`controller.fabric.detours`).
+    detour group without that spine (:mod:`controller.fabric.detours`). Each subnet
+    whose every NIC is cabled to the leaf (its rail/block subnet; a leaf pair's on both)
+    → ``drop`` (longer than 10.0.0.0/8, shorter than the /32s): an address of it that
+    no NIC holds (a free one, the gateway's) is dropped there instead of going up to a
+    spine that routes the subnet back down, a loop until the TTL ran out (sec-red-s47).
+    In a fabric with a core tier too.
   - spine: for each leaf reachable on its downlinks, each rail/block subnet
     (10.b.r.0/24) whose hosts all sit on that leaf → the next hop when one link leads
     there, else an ECMP group over the links (groups numbered from 1 in leaf-name order,
@@ -80,8 +85,9 @@ from controller.fabric.ecmp import (LEAF_UPLINK_GROUP, EcmpGroup, algorithm_of, 
                                     group_entries, groups_hash_model, route_groups, spine_targets)
 from controller.fabric.admission import QUEUE_LIMIT_PKTS, admission_entry
 from controller.fabric.detours import fabric_detours
-from controller.fabric.entries import (Entry, algorithm_entry, arp_entry, nexthop_entry,
-                                       port_mac_entry, route_entry, switch_info_entry)
+from controller.fabric.entries import (T_ROUTES, Entry, algorithm_entry, arp_entry, drop_route_entry,
+                                       nexthop_entry, port_mac_entry, route_entry,
+                                       switch_info_entry)
 from controller.fabric.monitoring import (DEFAULT_ALARM_LEVELS, DEFAULT_ELEPHANTS, alarm_entry,
                                           elephant_entry)
 from controller.fabric.qos import (EcnConfig, PfcConfig, dynamic_entries, ecn_entry, pfc_entry,
@@ -244,9 +250,11 @@ class _Planner:
             self._tiered(sw, plan)
             if role == "leaf":
                 self._proxy_arp(sw, plan)
+                self._own_subnets(sw, plan)
         elif role == "leaf":
             self._leaf(sw, plan)
             self._proxy_arp(sw, plan)
+            self._own_subnets(sw, plan)
         else:
             self._spine(sw, plan)
         for g in plan.groups.values():
@@ -304,6 +312,19 @@ class _Planner:
                 plan.routes.append(RouteModel(r.prefix, gid_of[r.prefix]))
             else:
                 plan.entries.append(route_entry(r.prefix, nexthop=r.ports[0]))
+
+    def _own_subnets(self, sw: SwitchLike, plan: SwitchPlan) -> None:
+        """A leaf's drop route for each subnet whose every NIC it is cabled to (module
+        docstring): its free addresses and its gateway's are nobody's. Without it they
+        matched ``10.0.0.0/8`` up and the spine's subnet route down again, a loop until the
+        TTL ran out (sec-red-s47: 100 datagrams to a free address, 6,488 frames)."""
+        attached = self.leaf_nics.get(sw.name, [])
+        routed = {e.match["hdr.ipv4.dst_addr"] for e in plan.entries if e.table == T_ROUTES}
+        for net in sorted({self.nic_subnet[id(n)] for n, _ in attached}):
+            mine = all(any(leaf == sw.name for leaf, _ in nic_attachments(n))
+                       for n in self.subnet_nics[net])
+            if mine and str(net) not in routed:
+                plan.entries.append(drop_route_entry(str(net)))
 
     def _proxy_arp(self, sw: SwitchLike, plan: SwitchPlan) -> None:
         """A leaf's proxy ARP entries (module docstring)."""
