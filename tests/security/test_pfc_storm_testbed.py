@@ -8,7 +8,8 @@ testbed host, its certificate issued by the hosts' CA — sends PAUSE frames for
 b0s1 (another leaf) sends it 1,000 datagrams a second in the RoCE data class
 (``testbed.attacks.live_fabric_attacks``, row ``host-pauses-its-leaf``): its leaf's queue
 towards it fills, the limit drops what does not fit (counted in
-``FabricIngress.admission.drops``), and once the counts settle the leaf's uplink PFC cells
+``FabricIngress.admission.drops``, which the monitor exports as
+``astral_switch_port_queue_limit_drops_total``), and once the counts settle the leaf's uplink PFC cells
 are back at 0 packets, not paused. Then the limit is taken off (the default action back
 to ``NoAction``: the switch as before) and the storm repeated: the target's queue
 tail-drops what the program had counted and the uplink cells stay behind (before the
@@ -23,6 +24,7 @@ import pytest
 
 from controller.fabric.admission import ADMISSION_DROPS_COUNTER, T_ADMISSION
 from controller.p4rt import update
+from monitor.switch_exporter import SwitchReader, targets_from_record
 from testbed.attacks import PAUSE_SENDER, SPOOF_ATTACKER, live_fabric_attacks
 from testbed.control import open_control
 from testbed.pfcstorm import OCCUPANCY, PAUSED, pause_storm
@@ -33,6 +35,7 @@ from testbed.traffic import testbed_unavailable as _why   # test* names: not pyt
 
 WHY = _why()
 pytestmark = pytest.mark.skipif(WHY is not None, reason=WHY or "")
+LIMIT_DROPS_METRIC = "astral_switch_port_queue_limit_drops"
 
 
 def test_a_hosts_pause_storm_leaves_no_count_behind_in_its_leaf(tb: LiveTestbed) -> None:
@@ -46,7 +49,17 @@ def test_a_hosts_pause_storm_leaves_no_count_behind_in_its_leaf(tb: LiveTestbed)
     assert row.attack == "host-pauses-its-leaf"
     assert row.refused and row.state_kept and row.code == "NO_LEAK", row
     port = nic.leaf_port                             # the leaf's port towards the attacker
-    assert conn.read_counter(ADMISSION_DROPS_COUNTER, port)[port].packets > 0
+    dropped = conn.read_counter(ADMISSION_DROPS_COUNTER, port)[port].packets
+    assert dropped > 0
+
+    # the monitor exports the limit's drops (its own read-only certificate)
+    target = next(t for t in targets_from_record(tb.fabric, tb.state.switches, tb.state.pki)
+                  if t.name == leaf)
+    reader = SwitchReader(target, timeout_s=5.0)
+    try:
+        assert reader.read()[port].totals[LIMIT_DROPS_METRIC] == dropped
+    finally:
+        reader.close()
 
     # without the limit (the switch as before): the target's tail drops leave the counts
     (limit,) = [e for e in tb.programmer.plans[leaf].entries if e.table == T_ADMISSION]
