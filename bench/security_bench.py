@@ -72,6 +72,33 @@ switch as before the policer), and the cell is written back:
 It takes ``--target bmv2`` too (BMv2's meters; its punts reach the same controller
 stream).
 
+``security.pfc_storm`` (root and Mininet; p4sim only: BMv2's MAC has no PFC, a host's
+PAUSE never stops its queues) brings the default testbed up the same way (every switch's
+egress queue limit at ``controller.fabric.admission.QUEUE_LIMIT_PKTS``) and runs the
+threat model's row ``host-pauses-its-leaf`` (:func:`testbed.pfcstorm.pause_storm`): host
+b1s1 sends PAUSE frames for 3 s while b0s1 sends it 1,000 datagrams a second in the RoCE
+data class; then the same with the limit taken off (the switch as before), and the limit
+and the cells are put back:
+
+* ``security.pfc_storm.leaked_pkts``, ``.stuck_paused`` — what the storm left on b1s1's
+  leaf's uplink PFC cells of priority 3 once they settled (occupancy summed, cells
+  paused; goal 0 and 0);
+* ``security.pfc_storm.limit_drops`` — what ``FabricIngress.admission.drops`` of the
+  leaf's port towards b1s1 rose by;
+* ``security.pfc_storm.unlimited_leaked_pkts``, ``.unlimited_stuck_paused`` — the same
+  storm without the limit.
+
+``security.free_address`` (root and Mininet; p4sim) brings the default testbed up the same
+way (every leaf drops its own subnets' free addresses, ``controller.fabric.plan``) and runs
+the threat model's row ``host-loops-free-address`` (:func:`testbed.freeaddr.free_address_flood`):
+host b1s1 sends 100 datagrams to a free address of its subnet; then the same with the
+leaf's drop route deleted (the plan as before), and the route is written back:
+
+* ``security.free_address.link_frames`` — frames the fabric's switch-to-switch ports sent
+  meanwhile (goal 0);
+* ``security.free_address.unrouted_link_frames`` — the same without the drop route (each
+  datagram round leaf and spine until its TTL ran out).
+
 Example::
 
     $ .venv/bin/python -m bench security
@@ -81,6 +108,7 @@ Example::
 """
 from __future__ import annotations
 
+import ipaddress
 import select
 import statistics
 import subprocess
@@ -96,15 +124,21 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from bench.results import BenchConfig, Benchmark, Figure
 from process import stop_process
+from controller.fabric.admission import ADMISSION_DROPS_COUNTER, T_ADMISSION
+from controller.fabric.entries import T_ROUTES
 from controller.fabric.puntguard import ARP_PUNT_METER
 from controller.fabric.sourceguard import GUARD_DROPS_COUNTER
 from controller.fabric_setup import meter_updates
 from controller.p4rt import update
-from testbed.attacks import (SPOOF_ATTACKER, SPOOF_RECEIVER, SPOOF_VICTIM, Victim, controller_read_ms,
+from testbed.attacks import (PAUSE_SENDER, SPOOF_ATTACKER, SPOOF_RECEIVER, SPOOF_VICTIM, Victim,
+                             controller_read_ms,
                              denied_fraction, iter_table, open_streams, run_agent_attacks, run_attacks,
                              started_switch)
 from testbed.arpflood import punt_flood
 from testbed.cli import compile_fabric
+from testbed.control import open_control
+from testbed.freeaddr import free_address, free_address_flood
+from testbed.pfcstorm import OCCUPANCY, PAUSED, PauseStorm, pause_storm
 from testbed.pki import FabricPki
 from testbed.spoof import host_shells, spoof_frames
 from testbed.tls import MONITOR, create_fabric_pki
@@ -324,10 +358,84 @@ def bench_punt_flood(config: BenchConfig) -> dict[str, Figure]:
             "security.punt_flood.unpoliced_last_packet_in_s": Figure(round(open_port.window_s, 2), "s")}
 
 
+def _left(storm: PauseStorm) -> tuple[int, int]:
+    return (sum(occ for occ, _ in storm.cells.values()),
+            sum(paused for _, paused in storm.cells.values()))
+
+
+def bench_pfc_storm(config: BenchConfig) -> dict[str, Figure]:
+    """``security.pfc_storm.*`` (module docstring); {} with the reason when this process
+    may not start a testbed."""
+    with live_fabric("pfc_storm", config) as tb:
+        if tb is None:
+            return {}
+        shells = host_shells(tb.state)
+        nic = tb.fabric.host(SPOOF_ATTACKER).nics[0]
+        conn = tb.programmer.connection(nic.leaf)
+        port = nic.leaf_port
+        before = conn.read_counter(ADMISSION_DROPS_COUNTER, port)[port].packets
+        limited = pause_storm(shells, tb.fabric, tb.state, SPOOF_ATTACKER, PAUSE_SENDER)
+        drops = conn.read_counter(ADMISSION_DROPS_COUNTER, port)[port].packets - before
+        (limit,) = [e for e in tb.programmer.plans[nic.leaf].entries if e.table == T_ADMISSION]
+        conn.write([update(conn.table_entry(T_ADMISSION, {}, "NoAction", {}, is_default=True),
+                           "MODIFY")])
+        ctl = open_control(tb.state.target, tb.state.switches[nic.leaf], nic.leaf)
+        try:
+            unlimited = pause_storm(shells, tb.fabric, tb.state, SPOOF_ATTACKER, PAUSE_SENDER)
+        finally:
+            ctl.register_reset(OCCUPANCY)
+            ctl.register_reset(PAUSED)
+            ctl.close()
+            conn.write([update(conn.table_entry(limit.table, limit.match, limit.action,
+                                                limit.params, is_default=True), "MODIFY")])
+    if not (limited.settled and unlimited.settled):
+        raise RuntimeError(f"security.pfc_storm: the counts did not settle: {limited}; {unlimited}")
+    print(f"security.pfc_storm: {limited}; {drops} dropped by the limit; without the limit: "
+          f"{unlimited}", file=sys.stderr)
+    (leaked, stuck), (open_leaked, open_stuck) = _left(limited), _left(unlimited)
+    return {"security.pfc_storm.pause_frames": Figure(limited.pause_frames, "frames"),
+            "security.pfc_storm.datagrams": Figure(limited.datagrams, "packets"),
+            "security.pfc_storm.leaked_pkts": Figure(leaked, "packets"),
+            "security.pfc_storm.stuck_paused": Figure(stuck, "cells"),
+            "security.pfc_storm.limit_drops": Figure(drops, "packets"),
+            "security.pfc_storm.unlimited_leaked_pkts": Figure(open_leaked, "packets"),
+            "security.pfc_storm.unlimited_stuck_paused": Figure(open_stuck, "cells")}
+
+
+def bench_free_address(config: BenchConfig) -> dict[str, Figure]:
+    """``security.free_address.*`` (module docstring); {} with the reason when this process
+    may not start a testbed."""
+    with live_fabric("free_address", config) as tb:
+        if tb is None:
+            return {}
+        shells = host_shells(tb.state)
+        nic = tb.fabric.host(SPOOF_ATTACKER).nics[0]
+        conns = tb.programmer.connections
+        dropped = free_address_flood(shells, tb.fabric, conns, SPOOF_ATTACKER)
+        addr = ipaddress.IPv4Address(free_address(tb.fabric, SPOOF_ATTACKER))
+        (drop,) = [e for e in tb.programmer.plans[nic.leaf].entries
+                   if e.table == T_ROUTES and e.action.endswith(".drop")
+                   and addr in ipaddress.IPv4Network(e.match["hdr.ipv4.dst_addr"])]
+        te = conns[nic.leaf].table_entry(drop.table, drop.match, drop.action, drop.params)
+        conns[nic.leaf].write([update(te, "DELETE")])
+        try:
+            looped = free_address_flood(shells, tb.fabric, conns, SPOOF_ATTACKER)
+        finally:
+            conns[nic.leaf].write([update(te, "INSERT")])
+    if not (dropped.settled and looped.settled):
+        raise RuntimeError(f"security.free_address: the counters did not settle: {dropped}; {looped}")
+    print(f"security.free_address: {dropped}; without the drop route: {looped}", file=sys.stderr)
+    return {"security.free_address.datagrams": Figure(dropped.frames, "packets"),
+            "security.free_address.link_frames": Figure(dropped.link_frames, "frames"),
+            "security.free_address.unrouted_link_frames": Figure(looped.link_frames, "frames")}
+
+
 BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("tls_handshake", "security", bench_tls_handshake),
     Benchmark("authz", "security", bench_authz, targets=("p4sim", "bmv2")),
     Benchmark("p4rt_streams", "security", bench_streams, targets=("p4sim", "bmv2")),
     Benchmark("source_guard", "security", bench_source_guard, targets=("p4sim", "bmv2")),
     Benchmark("punt_flood", "security", bench_punt_flood, targets=("p4sim", "bmv2")),
+    Benchmark("pfc_storm", "security", bench_pfc_storm),
+    Benchmark("free_address", "security", bench_free_address),
 )

@@ -41,6 +41,7 @@ from controller.fabric.entries import (T_ALGORITHM, T_ARP, T_ECN, T_GROUPS, T_ME
 from controller.fabric.plan import (CPU_CLONE_SESSION, CPU_PORT, FABRIC_PREFIX,
                                     PFC_CLONE_SESSION_BASE, ROLE_CODES, SwitchPlan,
                                     plan_fabric, switch_id_of)
+from controller.fabric.admission import QUEUE_LIMIT_PKTS
 from controller.fabric.puntguard import DEFAULT_ARP_PUNT, PuntPolicer
 from controller.fabric.qos import DSCP_TO_PRIORITY, EcnConfig, PfcConfig, threshold_updates
 from controller.fabric.topology import FabricLike, HostLike, NicLike, PortLike, SwitchLike
@@ -107,7 +108,8 @@ class FabricProgrammer:
     re-install it with the rest of the plan). ``arp_punt`` (default
     :data:`~controller.fabric.puntguard.DEFAULT_ARP_PUNT`): every port's ARP punts to the
     controller policed at that rate (None: no meter written, every ARP punt reaches the
-    controller). Connections live until :meth:`close`
+    controller). ``queue_limit_pkts`` (default 64): every switch's egress queue limit
+    (:mod:`controller.fabric.admission`; None: none written). Connections live until :meth:`close`
     (also a context manager). Switch-parallel steps run in a thread pool.
     """
 
@@ -117,17 +119,20 @@ class FabricProgrammer:
                  thresholds: Optional[DynamicThresholds] = None,
                  timeout_s: float = 30.0, tls: Optional[ClientTls] = None,
                  source_guard: bool = True,
-                 arp_punt: Optional[PuntPolicer] = DEFAULT_ARP_PUNT) -> None:
+                 arp_punt: Optional[PuntPolicer] = DEFAULT_ARP_PUNT,
+                 queue_limit_pkts: Optional[int] = QUEUE_LIMIT_PKTS) -> None:
         self.fabric = fabric
         self.source_guard = source_guard
         self.arp_punt = arp_punt
+        self.queue_limit_pkts = queue_limit_pkts
         self.tls = tls
         self.p4info_path, self.device_config_path = Path(p4info_path), Path(device_config_path)
         self.timeout_s = timeout_s
         self.ecn, self.pfc, self.thresholds = ecn, pfc, thresholds
         self.plans: dict[str, SwitchPlan] = plan_fabric(fabric, ecn, pfc, thresholds=thresholds,
                                                         source_guard=source_guard,
-                                                        arp_punt=arp_punt)
+                                                        arp_punt=arp_punt,
+                                                        queue_limit_pkts=queue_limit_pkts)
         self.connections: dict[str, SwitchConnection] = {}
         self.cookie = int.from_bytes(os.urandom(7), "big") or 1
         """Pipeline cookie of :meth:`push_pipelines`: a switch answering another one (or
@@ -249,7 +254,8 @@ class FabricProgrammer:
         {'b0r0l0': 14, ...}
         """
         new = plan_fabric(self.fabric, self.ecn, self.pfc, thresholds=thresholds,
-                          source_guard=self.source_guard, arp_punt=self.arp_punt)
+                          source_guard=self.source_guard, arp_punt=self.arp_punt,
+                          queue_limit_pkts=self.queue_limit_pkts)
 
         def write(sw: SwitchLike) -> int:
             written = _write_ops(self.connection(sw),

@@ -24,7 +24,8 @@ restarted switch starts again from 0, which ``rate()`` handles):
 * ``astral_switch_read_errors_total{switch}`` — Reads that failed
 * ``astral_switch_port_tx_packets_total``, ``_rx_packets_total``, ``_drops_total``,
   ``_ecn_marks_total``, ``_pfc_tx_frames_total``, ``_source_guard_drops_total``,
-  ``_arp_punt_drops_total`` ``{switch,port,peer,kind}`` (0 where the program has no such counter)
+  ``_arp_punt_drops_total``, ``_queue_limit_drops_total`` ``{switch,port,peer,kind}`` (0 where
+  the program has no such counter)
 * ``astral_switch_port_pfc_rx_frames_total{switch,port,peer,kind,priority}``
 * ``astral_switch_port_qdepth_bin_total{switch,port,peer,kind,bin}`` — frames sent that
   met a queue of bin·4 … bin·4+3 packets (bin 15: 60 and more)
@@ -57,6 +58,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from controller.fabric.admission import ADMISSION_DROPS_COUNTER
 from controller.fabric.puntguard import ARP_PUNT_DROPS_COUNTER
 from controller.fabric.sourceguard import GUARD_DROPS_COUNTER
 from controller.p4rt import P4InfoHelper, counter_entry
@@ -86,6 +88,9 @@ PORT_COUNTERS = {
     "astral_switch_port_arp_punt_drops": (
         ARP_PUNT_DROPS_COUNTER, "ARP frames from the port over its punt policer's rate, dropped "
                                 "before the controller."),
+    "astral_switch_port_queue_limit_drops": (
+        ADMISSION_DROPS_COUNTER, "Frames to the port dropped by its egress queue limit (the "
+                                 "queue full, e.g. held by PAUSE frames from its peer)."),
 }
 
 

@@ -26,6 +26,7 @@
 #include "include/control/override.p4"
 #include "include/control/forwarding.p4"
 #include "include/control/ecmp.p4"
+#include "include/control/admission.p4"
 #include "include/control/buffer.p4"
 #include "include/control/pfc.p4"
 #include "include/control/ecn.p4"
@@ -48,6 +49,7 @@ control FabricIngress(inout headers_t hdr, inout fabric_metadata_t meta,
     IngressAlarmReport() alarms;
     Elephants() elephants;
     Sampling() sampling;
+    AdmissionIngress() admission;
     SharedBufferIngress() buffer;
     PfcIngress() pfc;
     IngressTelemetry() telemetry;
@@ -83,6 +85,7 @@ control FabricIngress(inout headers_t hdr, inout fabric_metadata_t meta,
                 elephants.apply(hdr, meta, standard_metadata);
                 sampling.apply(hdr, meta, standard_metadata);
             }
+            admission.apply(hdr, meta, standard_metadata); /* before the counts: its drops */
             buffer.apply(hdr, meta, standard_metadata);   /* before pfc: the counts */
             pfc.apply(hdr, meta, standard_metadata);
             telemetry.apply(hdr, meta, standard_metadata);
@@ -92,6 +95,7 @@ control FabricIngress(inout headers_t hdr, inout fabric_metadata_t meta,
 
 control FabricEgress(inout headers_t hdr, inout fabric_metadata_t meta,
                      inout standard_metadata_t standard_metadata) {
+    AdmissionEgress() admission;
     SharedBufferEgress() buffer;
     PfcEgress() pfc;
     Ecn() ecn;
@@ -105,6 +109,7 @@ control FabricEgress(inout headers_t hdr, inout fabric_metadata_t meta,
              * report; it never leaves the switch. */
             recirculate_preserving_field_list(FL_ALARM);
         } else {
+            admission.apply(hdr, meta, standard_metadata);
             buffer.apply(hdr, meta, standard_metadata);   /* before pfc and ecn */
             pfc.apply(hdr, meta, standard_metadata);
             ecn.apply(hdr, meta, standard_metadata);

@@ -27,8 +27,12 @@ import math
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
+import grpc
+
+from controller.fabric.admission import ADMISSION_DROPS_COUNTER
+from controller.p4rt import P4RuntimeClientError
 from scenarios.common import DEFAULT_DURATION_S, window_mean
 from scenarios.gor_session import GOR_DIR, GorSession, source_uplinks, write_credentials
 from scenarios.report import FlowRecord, ScenarioRecord, new_run_dir, report_failures, write_report
@@ -113,7 +117,10 @@ class StoryResult:
     answered none; more, with no ``before`` nor ``after``: none fell in the windows);
     ``off_program_drops``: per p4sim switch, the frames it dropped where no P4 counter
     (hence no poll, nor ``drops_during_move``) sees them, read when the senders ended
-    (:func:`testbed.control.off_program_drops`; empty on BMv2).
+    (:func:`testbed.control.off_program_drops`; empty on BMv2); ``queue_limit_drops``: per
+    switch, what the egress queue limit dropped (``FabricIngress.admission.drops``, every
+    port, read then over P4Runtime): the queue-full drops the targets' queues made before
+    the limit, now the program's own and not in ``drops_during_move`` either.
     """
 
     status: int
@@ -135,6 +142,7 @@ class StoryResult:
     restarts: list[Any] = field(default_factory=list)
     polls_with_traffic: int = 0
     off_program_drops: dict[str, OffProgramDrops] = field(default_factory=dict)
+    queue_limit_drops: dict[str, int] = field(default_factory=dict)
 
     @property
     def lost_pkts(self) -> int:
@@ -216,6 +224,7 @@ def run_story(fabric: Any, programmer: Any, state: Any, save_state: Callable[[],
             midway(session)
         session.fleet.wait_senders(opts.duration_s + 15)
         res.off_program_drops = off_program_drops(state.target, state.switches)
+        res.queue_limit_drops = queue_limit_drops(programmer.connections)
     res.errors = session.errors
     res.restarts = list(session.restarts)
     for rs in res.restarts:
@@ -367,6 +376,8 @@ def narrate(res: StoryResult, record: ScenarioRecord, t0: float, say: Callable[[
         f"drops during the move {res.drops_during_move}")
     if res.off_program_drops:
         say(f"story: {drops_text(res.off_program_drops)}")
+    if res.queue_limit_drops:
+        say(f"story: {limit_drops_text(res.queue_limit_drops)}")
     record.notes.append(f"GOR: busiest uplink {pct(res.max_util_before_pct)} -> "
                         f"{pct(res.max_util_after_pct)} of the queue rate; loop {res.loop_s} s")
 
@@ -381,6 +392,31 @@ def drops_text(drops: dict[str, OffProgramDrops]) -> str:
     per = ", ".join(f"{n} {d.tm_tail} + {d.ring}" for n, d in sorted(drops.items()) if d.total)
     return ("drops no P4 counter sees (traffic-manager tail drops + receive-ring drops, whole "
             f"run): {total}" + (f" ({per})" if per else ""))
+
+
+def queue_limit_drops(connections: Mapping[str, Any]) -> dict[str, int]:
+    """Per switch, the packets its egress queue limit dropped so far (every port of
+    ``FabricIngress.admission.drops``; ``connections``: switch name → a
+    ``controller.p4rt.SwitchConnection``). A switch whose Read fails (restarting, hung, a
+    program without the limit) is left out: the figure is a report line, not a check."""
+    out: dict[str, int] = {}
+    for name, conn in sorted(connections.items()):
+        try:
+            out[name] = sum(c.packets for c in conn.read_counter(ADMISSION_DROPS_COUNTER).values())
+        except (grpc.RpcError, P4RuntimeClientError):      # a name lookup error is one too
+            continue
+    return out
+
+
+def limit_drops_text(drops: Mapping[str, int]) -> str:
+    """The egress queue limit's drops, in one line.
+
+    >>> limit_drops_text({"s0": 0, "b0r0l0": 7702})
+    'drops of the egress queue limit (queues full, FabricIngress.admission.drops, whole run): 7702 (b0r0l0 7702)'
+    """
+    per = ", ".join(f"{n} {d}" for n, d in sorted(drops.items()) if d)
+    return ("drops of the egress queue limit (queues full, FabricIngress.admission.drops, whole "
+            f"run): {sum(drops.values())}" + (f" ({per})" if per else ""))
 
 
 def pct(value: Optional[float]) -> str:
@@ -421,6 +457,7 @@ def append_story(run_dir: Path, res: StoryResult) -> None:
               *([f"- {drops_text(res.off_program_drops)}: the switches' queues full, or "
                  "their receive threads not scheduled in time (go-back-N resends after each)"]
                 if res.off_program_drops else []),
+              *([f"- {limit_drops_text(res.queue_limit_drops)}"] if res.queue_limit_drops else []),
               f"- orders: {res.count('order_sent')} sent, {res.count('order_confirmed')} confirmed, "
               f"{res.count('order_rolled_back')} rolled back; decision log `gor.jsonl`", ""]
     with (run_dir / "report.md").open("a") as fh:

@@ -61,6 +61,8 @@ from controller.registry import MOVE_REPORT_S, FlowRegistry, serve_registry
 from host.nic.rc import AETH_NAK_PSN_SEQ
 from process import stop_process
 from testbed.arpflood import punt_flood
+from testbed.freeaddr import free_address_flood
+from testbed.pfcstorm import pause_storm
 from testbed.pki import FabricPki
 from testbed.ports import free_port
 from testbed.spoof import spoof_frames
@@ -770,6 +772,8 @@ def live_nic_attacks(nic: LiveNic, party: str) -> list[tuple[str, str, str]]:
 
 
 SPOOF_ATTACKER, SPOOF_VICTIM, SPOOF_RECEIVER = "b1s1", "b0s0", "b1s0"
+PAUSE_SENDER = "b0s1"
+"""The host of another leaf whose datagrams to the attacker its PAUSE storm holds."""
 """The spoofing row's hosts on the default fabric: b1s1 sends to b1s0 (its leaf
 neighbour) with b0s0's address, as sec-audit5 measured it live."""
 
@@ -777,7 +781,8 @@ neighbour) with b0s0's address, as sec-audit5 measured it live."""
 def live_fabric_attacks(shells: dict[str, int], fabric: Any, pki: Optional[FabricPki] = None,
                         attacker: str = SPOOF_ATTACKER, victim: str = SPOOF_VICTIM,
                         receiver: str = SPOOF_RECEIVER,
-                        connections: Optional[Mapping[str, Any]] = None) -> list[Outcome]:
+                        connections: Optional[Mapping[str, Any]] = None,
+                        state: Any = None) -> list[Outcome]:
     """The data-plane rows of the matrix, on a running testbed (root; ``shells``: host →
     its shell's PID, :func:`testbed.spoof.host_shells`). ``attacker`` is a testbed host
     (with ``pki``, its certificate must be one the hosts' CA issued).
@@ -791,7 +796,16 @@ def live_fabric_attacks(shells: dict[str, int], fabric: Any, pki: Optional[Fabri
       which its leaf punts (:func:`testbed.arpflood.punt_flood`). Refused (``POLICED``)
       when the controller got no more PacketIns from the port than the leaf's policer
       allows and the policer dropped the rest; the state is kept when the controller's
-      connection is still primary and its Read is answered."""
+      connection is still primary and its Read is answered.
+    * ``host-loops-free-address`` (with ``connections``): ``attacker`` sends datagrams to
+      an address of its subnet that no NIC holds (:func:`testbed.freeaddr.free_address_flood`).
+      Refused (``DROPPED``) when the fabric's links carried none of them (its leaf drops
+      them: the subnet's drop route); the state is kept when the counts settled.
+    * ``host-pauses-its-leaf`` (with ``state``, the testbed state: the switches' register
+      runtimes): ``attacker`` sends PAUSE frames while a host of another leaf sends it
+      datagrams (:func:`testbed.pfcstorm.pause_storm`). Refused (``NO_LEAK``) when its
+      leaf's uplink PFC cells are back at 0 packets, not paused, once the counts settle
+      (the egress queue limit, ``admission.p4``); the state is kept when they settled."""
     if pki is not None and _kind(pki, attacker) != "host":
         raise ValueError(f"{attacker}: no host certificate in {pki.root}")
     got = spoof_frames(shells, fabric, attacker, victim, receiver)
@@ -802,7 +816,32 @@ def live_fabric_attacks(shells: dict[str, int], fabric: Any, pki: Optional[Fabri
                     got.own_seen == got.frames)]
     if connections is not None:
         rows.append(punt_flood_row(shells, fabric, connections, attacker))
+        rows.append(free_address_row(shells, fabric, connections, attacker))
+    if state is not None:
+        rows.append(pause_storm_row(shells, fabric, state, attacker))
     return rows
+
+
+def free_address_row(shells: Mapping[str, int], fabric: Any, connections: Mapping[str, Any],
+                     attacker: str = SPOOF_ATTACKER) -> Outcome:
+    """The ``host-loops-free-address`` row (:func:`live_fabric_attacks`)."""
+    flood = free_address_flood(shells, fabric, connections, attacker)
+    refused = flood.settled and flood.link_frames == 0
+    return Outcome("host-loops-free-address",
+                   "a host's datagrams to an address nobody holds do not go round the fabric "
+                   "(the leaf's subnet drop route)",
+                   refused, "DROPPED" if refused else "OK", str(flood), flood.settled)
+
+
+def pause_storm_row(shells: Mapping[str, int], fabric: Any, state: Any,
+                    attacker: str = SPOOF_ATTACKER, sender: str = PAUSE_SENDER) -> Outcome:
+    """The ``host-pauses-its-leaf`` row (:func:`live_fabric_attacks`)."""
+    storm = pause_storm(shells, fabric, state, attacker, sender)
+    refused = storm.settled and not storm.leaked()
+    return Outcome("host-pauses-its-leaf",
+                   "a host's PAUSE frames leave no count behind in its leaf's PFC "
+                   "(the egress queue limit)",
+                   refused, "NO_LEAK" if refused else "OK", str(storm), storm.settled)
 
 
 def punt_flood_row(shells: Mapping[str, int], fabric: Any, connections: Mapping[str, Any],

@@ -6,7 +6,10 @@ entries. A route with several ports is an ECMP group: every port on a shortest p
 the destination, in port order. The rule, per role:
 
 * **leaf**: a /32 per attached NIC port → that host port; ``10.0.0.0/8`` (the whole
-  address plan) → all its uplinks.
+  address plan) → all its uplinks. (The controller's plan also drops, on a leaf, each
+  subnet whose every NIC is cabled to it: its free addresses and the gateway's are
+  nobody's, and went up and back down until the TTL ran out; ``controller.fabric.plan``.
+  No NIC's address ever matches those routes, so they are left out here.)
 * **spine** of pod p: each rail subnet ``10.b.(p·R + r).0/24`` of its pod → its downlinks
   to the leaves that subnet's NICs sit on (one leaf, or the *pair* of a dual-port NIC: the
   NIC is reachable through either of its ports), or a /32 per NIC when the subnet's NICs

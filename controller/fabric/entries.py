@@ -86,6 +86,16 @@ def route_entry(prefix: str, nexthop: Optional[int] = None,
                  {"nexthop_id": nexthop if nexthop is not None else 0})
 
 
+def drop_route_entry(prefix: str) -> Entry:
+    """A route of ``prefix`` that drops (``forwarding.drop``): a leaf's own subnet, whose
+    every address that is not one of its NICs' ``/32``s is nobody's.
+
+    >>> drop_route_entry("10.0.0.0/24").action
+    'FabricIngress.forwarding.drop'
+    """
+    return Entry(T_ROUTES, {"hdr.ipv4.dst_addr": prefix}, "FabricIngress.forwarding.drop", {})
+
+
 def arp_entry(target_ip: str, router_mac: str) -> Entry:
     """Proxy ARP: an ARP request for ``target_ip`` is answered with ``router_mac``."""
     return Entry(T_ARP, {"hdr.arp.target_proto_addr": target_ip},

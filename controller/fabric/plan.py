@@ -8,6 +8,8 @@ What is planned on every switch (names of ``p4src/README.md``):
   address plan (leaf ``1 + b·R + r``, spine ``200 + k``); seed ``SwitchInfo.ecmp_seed``.
 * ``ecmp.algorithm`` default ``use_crc16`` / ``use_crc32`` (``SwitchInfo.hash_algorithm``;
   without it crc16 on leaves, crc32 on spines: see the README on polarisation).
+* ``admission.config`` default ``set_queue_limit(64)``: the egress queue limit
+  (:mod:`controller.fabric.admission`; ``queue_limit_pkts=None`` writes none).
 * ``qos.dscp_to_priority``: :data:`~controller.fabric.qos.DSCP_TO_PRIORITY` (RoCE data
   DSCP 26 → priority 3, CNP DSCP 48 → priority 6).
 * ``forwarding.nexthops``: one next hop per front-panel port, **id = port number**,
@@ -18,7 +20,12 @@ What is planned on every switch (names of ``p4src/README.md``):
     (10.0.0.0/8, the whole address plan) → ECMP group ``LEAF_UPLINK_GROUP`` over the
     uplinks, in port order (member indices 0..n−1). A leaf without uplinks has no group.
     In a fabric where some spine has no link to some leaf, that leaf's prefixes → a
-    detour group without that spine (:mod:`controller.fabric.detours`).
+    detour group without that spine (:mod:`controller.fabric.detours`). Each subnet
+    whose every NIC is cabled to the leaf (its rail/block subnet; a leaf pair's on both)
+    → ``drop`` (longer than 10.0.0.0/8, shorter than the /32s): an address of it that
+    no NIC holds (a free one, the gateway's) is dropped there instead of going up to a
+    spine that routes the subnet back down, a loop until the TTL ran out (sec-red-s47).
+    In a fabric with a core tier too.
   - spine: for each leaf reachable on its downlinks, each rail/block subnet
     (10.b.r.0/24) whose hosts all sit on that leaf → the next hop when one link leads
     there, else an ECMP group over the links (groups numbered from 1 in leaf-name order,
@@ -76,9 +83,11 @@ from typing import Optional
 
 from controller.fabric.ecmp import (LEAF_UPLINK_GROUP, EcmpGroup, algorithm_of, ecmp_groups,
                                     group_entries, groups_hash_model, route_groups, spine_targets)
+from controller.fabric.admission import QUEUE_LIMIT_PKTS, admission_entry
 from controller.fabric.detours import fabric_detours
-from controller.fabric.entries import (Entry, algorithm_entry, arp_entry, nexthop_entry,
-                                       port_mac_entry, route_entry, switch_info_entry)
+from controller.fabric.entries import (T_ROUTES, Entry, algorithm_entry, arp_entry, drop_route_entry,
+                                       nexthop_entry, port_mac_entry, route_entry,
+                                       switch_info_entry)
 from controller.fabric.monitoring import (DEFAULT_ALARM_LEVELS, DEFAULT_ELEPHANTS, alarm_entry,
                                           elephant_entry)
 from controller.fabric.qos import (EcnConfig, PfcConfig, dynamic_entries, ecn_entry, pfc_entry,
@@ -177,8 +186,10 @@ class _Planner:
                  elephants: Optional[ElephantConfig] = None,
                  thresholds: Optional[DynamicThresholds] = None,
                  source_guard: bool = True,
-                 arp_punt: Optional[PuntPolicer] = DEFAULT_ARP_PUNT) -> None:
+                 arp_punt: Optional[PuntPolicer] = DEFAULT_ARP_PUNT,
+                 queue_limit_pkts: Optional[int] = QUEUE_LIMIT_PKTS) -> None:
         self.fabric, self.ecn, self.pfc = fabric, ecn, pfc
+        self.queue_limit = None if queue_limit_pkts is None else admission_entry(queue_limit_pkts)
         self.source_guard = source_guard
         self.arp_punt = arp_punt
         self.thresholds = thresholds
@@ -239,9 +250,11 @@ class _Planner:
             self._tiered(sw, plan)
             if role == "leaf":
                 self._proxy_arp(sw, plan)
+                self._own_subnets(sw, plan)
         elif role == "leaf":
             self._leaf(sw, plan)
             self._proxy_arp(sw, plan)
+            self._own_subnets(sw, plan)
         else:
             self._spine(sw, plan)
         for g in plan.groups.values():
@@ -250,6 +263,8 @@ class _Planner:
             plan.entries.extend(entries_of(guarded_sources(
                 sw, self.by_name, self.leaf_nics.get(sw.name, []))))
         plan.entries.extend(qos_entries())
+        if self.queue_limit is not None:
+            add(self.queue_limit)
         if self.thresholds is not None:
             plan.entries.extend(dynamic_entries(ports, self.thresholds))
         for p in ports:
@@ -298,6 +313,19 @@ class _Planner:
             else:
                 plan.entries.append(route_entry(r.prefix, nexthop=r.ports[0]))
 
+    def _own_subnets(self, sw: SwitchLike, plan: SwitchPlan) -> None:
+        """A leaf's drop route for each subnet whose every NIC it is cabled to (module
+        docstring): its free addresses and its gateway's are nobody's. Without it they
+        matched ``10.0.0.0/8`` up and the spine's subnet route down again, a loop until the
+        TTL ran out (sec-red-s47: 100 datagrams to a free address, 6,488 frames)."""
+        attached = self.leaf_nics.get(sw.name, [])
+        routed = {e.match["hdr.ipv4.dst_addr"] for e in plan.entries if e.table == T_ROUTES}
+        for net in sorted({self.nic_subnet[id(n)] for n, _ in attached}):
+            mine = all(any(leaf == sw.name for leaf, _ in nic_attachments(n))
+                       for n in self.subnet_nics[net])
+            if mine and str(net) not in routed:
+                plan.entries.append(drop_route_entry(str(net)))
+
     def _proxy_arp(self, sw: SwitchLike, plan: SwitchPlan) -> None:
         """A leaf's proxy ARP entries (module docstring)."""
         attached = self.leaf_nics.get(sw.name, [])
@@ -343,17 +371,21 @@ def plan_fabric(fabric: FabricLike, ecn: Optional[EcnConfig] = EcnConfig(),
                 elephants: Optional[ElephantConfig] = DEFAULT_ELEPHANTS,
                 thresholds: Optional[DynamicThresholds] = None,
                 source_guard: bool = True,
-                arp_punt: Optional[PuntPolicer] = DEFAULT_ARP_PUNT) -> dict[str, SwitchPlan]:
+                arp_punt: Optional[PuntPolicer] = DEFAULT_ARP_PUNT,
+                queue_limit_pkts: Optional[int] = QUEUE_LIMIT_PKTS) -> dict[str, SwitchPlan]:
     """The plan of every switch, by name (no connection needed). ``source_guard=False``
     leaves the source guard's tables empty; ``arp_punt=None`` writes no ARP punt meter
-    (every ARP punt reaches the controller, as before the policer) (module docstring).
+    (every ARP punt reaches the controller, as before the policer); ``queue_limit_pkts``
+    is the egress queue limit (:mod:`controller.fabric.admission`; None writes none: the
+    targets' queues tail-drop and leave the PFC counts behind, as before) (module docstring).
 
     >>> from topo.model import build_fabric
     >>> from controller.fabric.entries import T_ROUTES
     >>> plan_fabric(build_fabric())["s0"].count(T_ROUTES) > 0
     True
     """
-    planner = _Planner(fabric, ecn, pfc, alarms, elephants, thresholds, source_guard, arp_punt)
+    planner = _Planner(fabric, ecn, pfc, alarms, elephants, thresholds, source_guard, arp_punt,
+                       queue_limit_pkts)
     return {sw.name: planner.plan(sw) for sw in fabric.switches}
 
 

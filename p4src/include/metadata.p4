@@ -96,6 +96,13 @@ struct fabric_metadata_t {
     bit<32> buf_free_after; /* egress: free cells after it left */
     bit<32> buf_queue_cells;/* egress: its egress queue with itself in it */
 
+    /* the egress queue limit (admission.p4), ingress -> egress */
+    bit<1>  adm_on;         /* FabricIngress.admission.config is set */
+    bit<32> adm_limit;      /* packets one egress queue may hold */
+    bit<1>  adm_counted;    /* this packet is in FabricIngress.admission.queued */
+    bit<1>  adm_refused;    /* dropped by the limit (not a telemetry drop) */
+    bit<32> adm_index;      /* egress_port * 8 + priority */
+
     /* kept by clones */
     @field_list(1) bit<9>  ingress_port;
     @field_list(1) bit<7>  punt_reason;

@@ -138,6 +138,7 @@ def test_plan_of_the_stub_fabric() -> None:
               for e in leaf.of(T_ROUTES)}
     assert routes == {"10.0.0.1/32": ("set_nexthop", {"nexthop_id": 1}),
                       "10.0.0.2/32": ("set_nexthop", {"nexthop_id": 2}),
+                      "10.0.0.0/24": ("drop", {}),           # its own subnet's free addresses
                       FABRIC_PREFIX: ("set_ecmp_group", {"group_id": 1})}
     assert leaf.groups[1].ports == (3, 4) and leaf.groups[1].members == ("s0", "s1")
     assert {e.match["hdr.arp.target_proto_addr"] for e in leaf.of(T_ARP)} == \

@@ -29,4 +29,4 @@ def test_traffic_to_a_leaf_its_spine_lost_takes_the_detour(tmp_path: Path) -> No
     # a GOR restarted over the cut learns it from the groups and adopts the three detours;
     # its link_up then removes them
     assert r.restart_down_links == ["b0r0l0:4"] and r.restart_adopted_detours == 3, r
-    assert r.routes_after_up == 3, r                 # two /32s and 10.0.0.0/8 again
+    assert r.routes_after_up == 4, r     # two /32s, its subnet's drop route, 10.0.0.0/8 again

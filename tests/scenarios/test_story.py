@@ -6,19 +6,23 @@ import hashlib
 import math
 from collections import Counter
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
+from controller.fabric.admission import ADMISSION_DROPS_COUNTER
 from controller.fabric.detours import fabric_hash_model
 from controller.fabric.tiers import TierModel
 from controller.fabric_setup import FabricProgrammer
 from controller.gor.candidates import nic_port_leaves
 from controller.gor.decisions import FlowKey, MoveOrder
 from controller.gor.paths import ElephantFlow, LinkState, PathEngine
+from controller.p4rt.messages import CounterData
 from topo import FabricSpec, build_fabric
 from topo.spec import load_spec
 from scenarios.gor_session import source_uplinks
-from scenarios.story import EVEN_UTIL, StoryResult, append_story, draw_colliding, measure, shortfalls
+from scenarios.story import (EVEN_UTIL, StoryResult, append_story, draw_colliding, measure,
+                             queue_limit_drops, shortfalls)
 import testbed.control as control
 from testbed.control import OffProgramDrops
 
@@ -212,6 +216,23 @@ def test_report_names_the_drops_no_p4_counter_sees(tmp_path: Path) -> None:
     md = (tmp_path / "report.md").read_text()
     assert "gor.drops_during_move: 0 (the P4 program's drop counters)" in md
     assert "receive-ring drops, whole run): 10941 (b0r0l0 7702 + 0, s0 0 + 3239)" in md
+
+
+def test_report_names_the_drops_of_the_egress_queue_limit(tmp_path: Path) -> None:
+    """What the egress queue limit dropped (the queues' tail drops before it, sec-red-s47)
+    is in the report, read from each switch's ``FabricIngress.admission.drops``."""
+    class Conn:
+        def __init__(self, cells: dict[int, int]) -> None:
+            self.cells = cells
+
+        def read_counter(self, counter: str, index: Optional[int] = None) -> dict[int, CounterData]:
+            assert counter == ADMISSION_DROPS_COUNTER and index is None
+            return {i: CounterData(n, 1000 * n) for i, n in self.cells.items()}
+
+    res = StoryResult(0, tmp_path, 7, 343.0, _log(), 2.0, {"a": 360.0}, {"a": 240.0}, 105.0, 70.0, 0)
+    res.queue_limit_drops = queue_limit_drops({"s0": Conn({}), "b0r0l0": Conn({3: 700, 4: 2})})
+    append_story(tmp_path, res)
+    assert "FabricIngress.admission.drops, whole run): 702 (b0r0l0 702)" in (tmp_path / "report.md").read_text()
 
 
 def test_off_program_drops_reads_each_p4sim_switch(monkeypatch: pytest.MonkeyPatch) -> None:

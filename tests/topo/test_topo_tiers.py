@@ -259,6 +259,8 @@ def _plan_routes(fab: Fabric) -> dict[str, dict[str, tuple[int, ...]]]:
             if "group_id" in e.params:
                 g = groups[e.params["group_id"]]
                 ports = tuple(members[g["base"] + i] for i in range(g["size"]))
+            elif e.action.endswith(".drop"):            # a leaf's own subnet: the plan's, not topo's
+                continue
             else:
                 ports = (e.params["nexthop_id"],)
             routes[e.match["hdr.ipv4.dst_addr"]] = ports

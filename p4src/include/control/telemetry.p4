@@ -4,7 +4,8 @@
  * IngressTelemetry (FabricIngress.telemetry): rx[ingress_port] (packets and bytes of
  * every arriving frame), drops[ingress_port] (dropped in ingress: no route, no next hop,
  * TTL, bad checksum, unknown EtherType, a source the guard refused (source_guard.p4);
- * received PFC frames are not drops).
+ * received PFC frames and the egress queue limit's drops (admission.p4, counted there)
+ * are not drops).
  * EgressTelemetry (FabricEgress.telemetry): tx[egress_port], pfc_tx[egress_port]
  * (generated PAUSE/RESUME frames) and qdepth_hist[egress_port * QDEPTH_BINS + bin]: every
  * frame tx counts, counted once more in the bin of the queue depth it saw on arrival
@@ -27,7 +28,8 @@ control IngressTelemetry(inout headers_t hdr, inout fabric_metadata_t meta,
 
     apply {
         rx.count((bit<32>) standard_metadata.ingress_port);
-        if (meta.is_pfc == 0 && standard_metadata.egress_spec == DROP_PORT) {
+        if (meta.is_pfc == 0 && meta.adm_refused == 0
+                && standard_metadata.egress_spec == DROP_PORT) {
             drops.count((bit<32>) standard_metadata.ingress_port);
         }
     }
