@@ -374,6 +374,9 @@ class NicPort:
         self._nburst: Optional[NativeBurst] = None
         self.rx_native_accepted = 0
         """Data frames the native hot loop accepted without Python (not in the report)."""
+        self.rx_burst_taken = 0
+        """ACKs and CNPs a sender's native burst took without Python (not in the report)."""
+        self._rx_left = 0
         self.native_reason = "not asked for"
         if native:
             self._start_native()
@@ -518,6 +521,8 @@ class NicPort:
             for frame in self.io.recv_many(self.rx_burst):      # type: ignore[attr-defined]
                 self.rx_frames += 1                             # (a stalled link reads none:
                 self._dispatch(frame, now, replies)             # it sends its PAUSE)
+        elif self._rx_left:
+            got, self._rx_left = self._rx_left, 0         # what the last burst left for Python
         else:
             got = rx.recv(self._link.fileno(), self.rx_burst, self._nrounds)
         if got:
@@ -561,9 +566,11 @@ class NicPort:
 
     def _burst(self, now: float, end: float) -> int:
         """The senders' native wait-and-send loop (host.nic.native.NativeBurst) from
-        ``now`` until the first instant Python must act (a QP's retry or DCQCN timer, a
-        pause's end, :data:`BURST_MAX_S`, ``end``) or a frame arrives; returns why it
-        ended (``BURST_IDLE``: no QP can send, wait in ``select``)."""
+        ``now`` until the first instant Python must act (a QP's retry timer, a pause's
+        end, :data:`BURST_MAX_S`, ``end``) or a frame arrives that C does not take (C takes
+        its QPs' ACKs and CNPs; a NAK, a PAUSE or anything else, and the frames read after
+        it, are left for the next step); returns why it ended (``BURST_IDLE``: no QP can
+        send, wait in ``select``)."""
         tx = self._ntx
         assert tx is not None
         if self._nburst is None or self._nburst.n != len(self.senders):
@@ -572,10 +579,15 @@ class NicPort:
         for qp in self.senders:
             deadline = min(deadline, qp.burst_begin(now))
         burst = self._nburst
-        burst.run(tx, self._link.fileno(), self.tx_burst, deadline)
+        rx = self._nrx
+        assert rx is not None
+        burst.run(tx, self._link.fileno(), self.tx_burst, rx, self.rx_burst, deadline)
         for qp in self.senders:
             qp.burst_end()
-        flushed, refused, why, err = burst.out
+        flushed, refused, why, err, left, taken = burst.out
+        self.rx_frames += taken
+        self.rx_burst_taken += taken
+        self._rx_left = int(left)
         self.tx_frames += flushed - refused
         self.tx_refused += refused
         self._link.tx_dropped += refused
