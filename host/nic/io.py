@@ -42,7 +42,7 @@ from host.nic.mmsg import MmsgReceiver, MmsgSender
 from host.nic.native import (KIND_PFC, KIND_ROCE, R_ACKREQ, R_BECN, R_DQPN, R_DSCP, R_ECN, R_EXT_AT,
                              R_EXT_LEN, R_ICRC_OK, R_KIND, R_L3, R_LEN, R_OFF, R_OPCODE, R_PAYLOAD, R_PSN,
                              R_SPORT, R_WORDS, BURST_MAX_S, F_ACK_PENDING, F_BYTES, F_DQPN, F_EXPECTED, F_IP,
-                             F_MSGS, F_MSN, F_NAK_SENT, F_PAYLOAD, F_PKTS, F_SPORT, F_TOUCHED, F_WORDS, R_FAST,
+                             F_CE, F_CNPS, F_MSGS, F_MSN, F_NAK_SENT, F_PAYLOAD, F_PKTS, F_SPORT, F_TOUCHED, F_WORDS, R_FAST,
                              R_SRC_IP, RX_FLOWS, SLOT_BYTES, NativeBurst, NativeQP, NativeRx, NativeTx,
                              nic_lib)
 from host.nic.pfc import PfcState
@@ -374,6 +374,8 @@ class NicPort:
         self._nburst: Optional[NativeBurst] = None
         self.rx_native_accepted = 0
         """Data frames the native hot loop accepted without Python (not in the report)."""
+        self.rx_native_ce = 0
+        """CE-marked data frames among them (their CNPs decided in C)."""
         self.rx_burst_taken = 0
         """ACKs and CNPs a sender's native burst took without Python (not in the report)."""
         self._rx_left = 0
@@ -406,6 +408,8 @@ class NicPort:
         self._fflows = (ctypes.c_int64 * (RX_FLOWS * F_WORDS))()
         self._fkeys: dict[tuple[int, int], int] = {}          # (sender IP, QPN) -> row
         self._frows: list[object] = []                         # row -> the Receiver's _RxFlow
+        self._frow_keys: list[tuple[bytes, int]] = []          # row -> the Receiver's flow key
+        self._fcnp = (ctypes.c_double * RX_FLOWS)()             # row -> its last CNP (-inf: none)
         self._flocal = (ctypes.c_int64 * 16)()
         self._nlocal = -1                                      # -1: no fast receive
         rcv = self.receiver
@@ -529,8 +533,10 @@ class NicPort:
             rec, mv = rx.rec, rx.mv
             fast = 0
             if self._nlocal >= 0 and self._frows:
-                fast = rx.fast(got, self._fflows, len(self._frows), self._flocal, self._nlocal,
-                               self.receiver.verify)              # type: ignore[union-attr]
+                rcv = self.receiver
+                assert rcv is not None
+                fast = rx.fast(got, self._fflows, len(self._frows), self._flocal, self._nlocal, rcv.verify,
+                               self._fcnp, now, rcv.np.cnp_interval_s)
                 self.rx_native_accepted += fast
             handled: set[int] = set()          # flows Python handled frames of
             keys = self._fkeys
@@ -538,6 +544,9 @@ class NicPort:
                 self.rx_frames += 1
                 b = i * R_WORDS
                 if rec[b + R_FAST]:
+                    if rec[b + R_FAST] == 2:                  # a CE mark C accepted: its CNP, here
+                        row = keys[(rec[b + R_SRC_IP], rec[b + R_DQPN])]
+                        replies.append(self._frows[row].cnp)   # type: ignore[attr-defined]
                     continue
                 if keys and rec[b + R_KIND] == KIND_ROCE:
                     row = keys.get((rec[b + R_SRC_IP], rec[b + R_DQPN]))
@@ -616,6 +625,17 @@ class NicPort:
             c.messages_received += f[base + F_MSGS]
             for w in (F_PKTS, F_BYTES, F_PAYLOAD, F_MSGS):
                 f[base + w] = 0
+        ce = f[base + F_CE]
+        if ce:                                          # NotificationPoint.on_packet's counts
+            cnps, np_ = f[base + F_CNPS], self.receiver.np   # type: ignore[union-attr]
+            self.rx_native_ce += ce
+            c.ce_pkts += ce
+            c.cnps_sent += cnps
+            np_.ce_packets += ce
+            np_.cnps += cnps
+            if cnps:
+                np_._last[self._frow_keys[row]] = self._fcnp[row]
+            f[base + F_CE] = f[base + F_CNPS] = 0
 
     def _push_flows(self, rows: set[int]) -> None:
         """Hand C the flows Python handled frames of (``rows``) and any new flow."""
@@ -627,6 +647,7 @@ class NicPort:
                 if key not in self._fkeys and len(self._frows) < RX_FLOWS:
                     row = self._fkeys[key] = len(self._frows)
                     self._frows.append(st)
+                    self._frow_keys.append((ip, qpn))
                     self._fflows[row * F_WORDS + F_IP], self._fflows[row * F_WORDS + F_DQPN] = key
                     rows = rows | {row}
         f = self._fflows
@@ -637,6 +658,7 @@ class NicPort:
             f[base + F_EXPECTED] = -1 if rc.expected_psn is None else rc.expected_psn
             f[base + F_MSN] = rc.msn
             f[base + F_NAK_SENT] = int(rc.nak_sent)
+            self._fcnp[row] = rcv.np._last.get(self._frow_keys[row], -math.inf)
 
     def _push(self, frame: bytes) -> None:
         tx = self._ntx

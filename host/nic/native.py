@@ -76,7 +76,7 @@ BURST_WHY = ("deadline", "a frame for Python", "control", "nothing to send", "er
  R_PSN, R_PAYLOAD, R_EXT_AT, R_EXT_LEN, R_ICRC_OK, R_SRC_IP, R_DST_IP, R_FAST, R_WORDS) = range(20)
 # Flow words of nicc_rx_fast, one row per receiver flow.
 (F_IP, F_DQPN, F_SPORT, F_EXPECTED, F_MSN, F_ACK_PENDING, F_NAK_SENT, F_POISONED, F_TOUCHED,
- F_PKTS, F_BYTES, F_PAYLOAD, F_MSGS, F_WORDS) = range(14)
+ F_PKTS, F_BYTES, F_PAYLOAD, F_MSGS, F_CE, F_CNPS, F_WORDS) = range(16)
 RX_FLOWS = 256
 """Receiver flows the C accepts frames for; more are all handled in Python."""
 KIND_OTHER, KIND_PFC, KIND_ROCE = 0, 1, 2
@@ -111,7 +111,7 @@ def _load() -> ctypes.CDLL:
                                    _i64p]),
         "nicc_rx_new": (_vp, [i, i, i]), "nicc_rx_free": (None, [_vp]), "nicc_rx_buf": (_vp, [_vp]),
         "nicc_rx_recv": (i, [_vp, i, i, i, _i64p]),
-        "nicc_rx_fast": (i, [_i64p, i, _i64p, i, _i64p, i, i]),
+        "nicc_rx_fast": (i, [_i64p, i, _i64p, i, _i64p, i, i, _dp, ctypes.c_double, ctypes.c_double]),
     }
     for name, (res, args) in sig.items():
         fn = getattr(lib, name)
@@ -307,10 +307,15 @@ class NativeRx:
         return int(got)
 
     def fast(self, got: int, flows: "ctypes.Array[ctypes.c_int64]", nflows: int,
-             local: "ctypes.Array[ctypes.c_int64]", nlocal: int, verify: bool) -> int:
+             local: "ctypes.Array[ctypes.c_int64]", nlocal: int, verify: bool,
+             last_cnp: "Optional[ctypes.Array[ctypes.c_double]]" = None, now: float = 0.0,
+             cnp_interval_s: float = 0.0) -> int:
         """Accept in C the data frames of the last :meth:`recv` that the receiver would
-        simply accept (see nicc_rx_fast); returns how many (their ``R_FAST`` is 1)."""
-        return int(self.lib.nicc_rx_fast(self.rec, got, flows, nflows, local, nlocal, int(verify)))
+        simply accept (see nicc_rx_fast); returns how many (their ``R_FAST`` is 1, or 2
+        where a CNP is due). ``last_cnp`` (each flow's last CNP, -inf for none): CE-marked
+        frames too, with the notification point's rule at ``now``."""
+        return int(self.lib.nicc_rx_fast(self.rec, got, flows, nflows, local, nlocal, int(verify), last_cnp,
+                                         now, cnp_interval_s))
 
     def close(self) -> None:
         if self.ptr:

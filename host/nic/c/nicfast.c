@@ -516,17 +516,21 @@ API int nicc_rx_recv(rx_t *r, int fd, int limit, int rounds, int64_t *rec) {
  * the counts accumulated since Python last took them. */
 enum {
     F_IP, F_DQPN, F_SPORT, F_EXPECTED, F_MSN, F_ACK_PENDING, F_NAK_SENT, F_POISONED, F_TOUCHED,
-    F_PKTS, F_BYTES, F_PAYLOAD, F_MSGS, F_WORDS
+    F_PKTS, F_BYTES, F_PAYLOAD, F_MSGS, F_CE, F_CNPS, F_WORDS
 };
 
 /* After nicc_rx_recv: each data frame that qp.Receiver.on_frame would simply accept (a
  * known flow on its known source port, to a local address, a good ICRC when checked,
- * not CE-marked, the expected PSN) is accepted here: R_FAST is set and the flow's
- * responder state and counts move on.  A flow's first frame that is anything else, and
+ * the expected PSN) is accepted here: R_FAST is set and the flow's responder state and
+ * counts move on.  A CE-marked one too when ``last_cnp`` is given (one double a flow:
+ * the flow's last CNP, -inf for none): dcqcn.NotificationPoint.on_packet's rule at
+ * ``now`` (a CNP unless the last one is under ``cnp_interval`` old) counts it in F_CE
+ * and, when a CNP is due, in F_CNPS with R_FAST 2 (Python sends the flow's CNP at that
+ * frame's place among the replies).  A flow's first frame that is anything else, and
  * every later frame of that flow in the batch, is left to Python (F_POISONED), which
  * takes the flow's state first.  Returns the frames accepted. */
 API int nicc_rx_fast(int64_t *rec, int n, int64_t *flows, int nflows, const int64_t *local, int nlocal,
-                     int verify) {
+                     int verify, double *last_cnp, double now, double cnp_interval) {
     int fast = 0;
     for (int k = 0; k < nflows; k++) {
         int64_t *c = flows + (int64_t)k * F_WORDS;
@@ -549,8 +553,8 @@ API int nicc_rx_fast(int64_t *rec, int n, int64_t *flows, int nflows, const int6
             if (c[F_IP] == r[R_SRC_IP] && c[F_DQPN] == r[R_DQPN]) { fl = c; break; }
         }
         if (!fl || fl[F_POISONED]) continue;
-        if (r[R_SPORT] != fl[F_SPORT] || (verify && !r[R_ICRC_OK]) || r[R_ECN] == 3 || fl[F_EXPECTED] < 0 ||
-            r[R_PSN] != fl[F_EXPECTED]) {
+        if (r[R_SPORT] != fl[F_SPORT] || (verify && !r[R_ICRC_OK]) || (r[R_ECN] == 3 && !last_cnp) ||
+            fl[F_EXPECTED] < 0 || r[R_PSN] != fl[F_EXPECTED]) {
             fl[F_POISONED] = 1;
             continue;
         }
@@ -562,6 +566,15 @@ API int nicc_rx_fast(int64_t *rec, int n, int64_t *flows, int nflows, const int6
         fl[F_PKTS]++; fl[F_BYTES] += r[R_LEN]; fl[F_PAYLOAD] += r[R_PAYLOAD];
         fl[F_TOUCHED] = 1;
         r[R_FAST] = 1;
+        if (r[R_ECN] == 3) {
+            double *last = last_cnp + (fl - flows) / F_WORDS;
+            fl[F_CE]++;
+            if (!(now - *last < cnp_interval)) {
+                *last = now;
+                fl[F_CNPS]++;
+                r[R_FAST] = 2;
+            }
+        }
         fast++;
     }
     return fast;
