@@ -695,7 +695,9 @@ API int64_t nicc_burst(tx_t *t, int fd, int nqp, tpl_t **tps, int64_t **ss, doub
         if (arrived) {
             arrived = 0;
             int got = nicc_rx_recv(rx, fd, rx_limit, 1, rec);
-            if (got < 0) { why = 1; break; }                       /* Python reads it again and says */
+            /* an error, or a wake-up with nothing to read (a socket error pending, ENETDOWN):
+             * Python's step reads it again and says, as before; no spinning in ppoll here */
+            if (got <= 0) { why = 1; break; }
             int i = 0;
             for (; i < got; i++) {
                 int64_t *r = rec + (int64_t)i * R_WORDS;
