@@ -365,7 +365,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     report.update(cmd=args.cmd, iface=args.iface, elapsed_s=elapsed, udp_hold=hold.status,
                   cpu_s=round(usage.ru_utime + usage.ru_stime, 3), tick_ms=args.tick_ms,
                   batch_io=not args.per_frame_io, native=port.native,
-                  native_reason=port.native_reason)
+                  native_reason=port.native_reason, python_steps=port.steps,
+                  rx_taken_in_c=port.rx_native_accepted + port.rx_burst_taken)
     bond = bond_of(io)
     if bond is not None:
         report["bond"] = bond.report()

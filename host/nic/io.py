@@ -42,7 +42,7 @@ from host.nic.mmsg import MmsgReceiver, MmsgSender
 from host.nic.native import (KIND_PFC, KIND_ROCE, R_ACKREQ, R_BECN, R_DQPN, R_DSCP, R_ECN, R_EXT_AT,
                              R_EXT_LEN, R_ICRC_OK, R_KIND, R_L3, R_LEN, R_OFF, R_OPCODE, R_PAYLOAD, R_PSN,
                              R_SPORT, R_WORDS, BURST_MAX_S, F_ACK_PENDING, F_BYTES, F_DQPN, F_EXPECTED, F_IP,
-                             F_MSGS, F_MSN, F_NAK_SENT, F_PAYLOAD, F_PKTS, F_SPORT, F_TOUCHED, F_WORDS, R_FAST,
+                             F_CE, F_CNPS, F_MSGS, F_MSN, F_NAK_SENT, F_PAYLOAD, F_PKTS, F_SPORT, F_TOUCHED, F_WORDS, R_FAST,
                              R_SRC_IP, RX_FLOWS, SLOT_BYTES, NativeBurst, NativeQP, NativeRx, NativeTx,
                              nic_lib)
 from host.nic.pfc import PfcState
@@ -374,6 +374,11 @@ class NicPort:
         self._nburst: Optional[NativeBurst] = None
         self.rx_native_accepted = 0
         """Data frames the native hot loop accepted without Python (not in the report)."""
+        self.rx_native_ce = 0
+        """CE-marked data frames among them (their CNPs decided in C)."""
+        self.rx_burst_taken = 0
+        """ACKs and CNPs a sender's native burst took without Python (not in the report)."""
+        self._rx_left = 0
         self.native_reason = "not asked for"
         if native:
             self._start_native()
@@ -403,6 +408,8 @@ class NicPort:
         self._fflows = (ctypes.c_int64 * (RX_FLOWS * F_WORDS))()
         self._fkeys: dict[tuple[int, int], int] = {}          # (sender IP, QPN) -> row
         self._frows: list[object] = []                         # row -> the Receiver's _RxFlow
+        self._frow_keys: list[tuple[bytes, int]] = []          # row -> the Receiver's flow key
+        self._fcnp = (ctypes.c_double * RX_FLOWS)()             # row -> its last CNP (-inf: none)
         self._flocal = (ctypes.c_int64 * 16)()
         self._nlocal = -1                                      # -1: no fast receive
         rcv = self.receiver
@@ -518,14 +525,18 @@ class NicPort:
             for frame in self.io.recv_many(self.rx_burst):      # type: ignore[attr-defined]
                 self.rx_frames += 1                             # (a stalled link reads none:
                 self._dispatch(frame, now, replies)             # it sends its PAUSE)
+        elif self._rx_left:
+            got, self._rx_left = self._rx_left, 0         # what the last burst left for Python
         else:
             got = rx.recv(self._link.fileno(), self.rx_burst, self._nrounds)
         if got:
             rec, mv = rx.rec, rx.mv
             fast = 0
             if self._nlocal >= 0 and self._frows:
-                fast = rx.fast(got, self._fflows, len(self._frows), self._flocal, self._nlocal,
-                               self.receiver.verify)              # type: ignore[union-attr]
+                rcv = self.receiver
+                assert rcv is not None
+                fast = rx.fast(got, self._fflows, len(self._frows), self._flocal, self._nlocal, rcv.verify,
+                               self._fcnp, now, rcv.np.cnp_interval_s)
                 self.rx_native_accepted += fast
             handled: set[int] = set()          # flows Python handled frames of
             keys = self._fkeys
@@ -533,6 +544,9 @@ class NicPort:
                 self.rx_frames += 1
                 b = i * R_WORDS
                 if rec[b + R_FAST]:
+                    if rec[b + R_FAST] == 2:                  # a CE mark C accepted: its CNP, here
+                        row = keys[(rec[b + R_SRC_IP], rec[b + R_DQPN])]
+                        replies.append(self._frows[row].cnp)   # type: ignore[attr-defined]
                     continue
                 if keys and rec[b + R_KIND] == KIND_ROCE:
                     row = keys.get((rec[b + R_SRC_IP], rec[b + R_DQPN]))
@@ -561,9 +575,11 @@ class NicPort:
 
     def _burst(self, now: float, end: float) -> int:
         """The senders' native wait-and-send loop (host.nic.native.NativeBurst) from
-        ``now`` until the first instant Python must act (a QP's retry or DCQCN timer, a
-        pause's end, :data:`BURST_MAX_S`, ``end``) or a frame arrives; returns why it
-        ended (``BURST_IDLE``: no QP can send, wait in ``select``)."""
+        ``now`` until the first instant Python must act (a QP's retry timer, a pause's
+        end, :data:`BURST_MAX_S`, ``end``) or a frame arrives that C does not take (C takes
+        its QPs' ACKs and CNPs; a NAK, a PAUSE or anything else, and the frames read after
+        it, are left for the next step); returns why it ended (``BURST_IDLE``: no QP can
+        send, wait in ``select``)."""
         tx = self._ntx
         assert tx is not None
         if self._nburst is None or self._nburst.n != len(self.senders):
@@ -572,10 +588,15 @@ class NicPort:
         for qp in self.senders:
             deadline = min(deadline, qp.burst_begin(now))
         burst = self._nburst
-        burst.run(tx, self._link.fileno(), self.tx_burst, deadline)
+        rx = self._nrx
+        assert rx is not None
+        burst.run(tx, self._link.fileno(), self.tx_burst, rx, self.rx_burst, deadline)
         for qp in self.senders:
             qp.burst_end()
-        flushed, refused, why, err = burst.out
+        flushed, refused, why, err, left, taken = burst.out
+        self.rx_frames += taken
+        self.rx_burst_taken += taken
+        self._rx_left = int(left)
         self.tx_frames += flushed - refused
         self.tx_refused += refused
         self._link.tx_dropped += refused
@@ -604,6 +625,17 @@ class NicPort:
             c.messages_received += f[base + F_MSGS]
             for w in (F_PKTS, F_BYTES, F_PAYLOAD, F_MSGS):
                 f[base + w] = 0
+        ce = f[base + F_CE]
+        if ce:                                          # NotificationPoint.on_packet's counts
+            cnps, np_ = f[base + F_CNPS], self.receiver.np   # type: ignore[union-attr]
+            self.rx_native_ce += ce
+            c.ce_pkts += ce
+            c.cnps_sent += cnps
+            np_.ce_packets += ce
+            np_.cnps += cnps
+            if cnps:
+                np_._last[self._frow_keys[row]] = self._fcnp[row]
+            f[base + F_CE] = f[base + F_CNPS] = 0
 
     def _push_flows(self, rows: set[int]) -> None:
         """Hand C the flows Python handled frames of (``rows``) and any new flow."""
@@ -615,6 +647,7 @@ class NicPort:
                 if key not in self._fkeys and len(self._frows) < RX_FLOWS:
                     row = self._fkeys[key] = len(self._frows)
                     self._frows.append(st)
+                    self._frow_keys.append((ip, qpn))
                     self._fflows[row * F_WORDS + F_IP], self._fflows[row * F_WORDS + F_DQPN] = key
                     rows = rows | {row}
         f = self._fflows
@@ -625,6 +658,7 @@ class NicPort:
             f[base + F_EXPECTED] = -1 if rc.expected_psn is None else rc.expected_psn
             f[base + F_MSN] = rc.msn
             f[base + F_NAK_SENT] = int(rc.nak_sent)
+            self._fcnp[row] = rcv.np._last.get(self._frow_keys[row], -math.inf)
 
     def _push(self, frame: bytes) -> None:
         tx = self._ntx

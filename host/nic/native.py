@@ -12,11 +12,16 @@ build cache (:mod:`p4sim.cbuild`, the repository's one: ``$P4SIM_NATIVE_CACHE``,
 * **rx** (:class:`NativeRx`): ``recvmmsg`` with ``PacketSocket.recv_many``'s rules, and
   for every frame the parse of :func:`~host.nic.frames.parse_roce` and the check of
   :func:`~host.nic.frames.verify_icrc`, as one record of integers.
+* **a sender's burst** (:class:`NativeBurst`, ``NicPort.run``): the wait-and-send loop
+  between two Python steps also takes the replies that only move state forward, a
+  cumulative ACK (the requester's acked PSN, the AETH's MSN) and a CNP (DCQCN's rate
+  cut), and runs DCQCN's timers and byte counter (``dcqcn.ReactionPoint``'s arithmetic,
+  the same doubles): no Python step per ACK, CNP or rate-timer expiry.
 
-Python keeps the control: whether a QP may send now (PFC, the retry timer, the DCQCN
-rate and its timers, run before each fill), rate changes (the fill stops at the frame
-that ends a DCQCN byte-counter round, and at a message end when a source-port move
-waits), QP setup (templates), and every counter it reports. ``NicPort(native=True)``
+Python keeps the control: whether a QP may send now (PFC, the retry timer), a NAK's
+go-back-N, rate changes outside a burst (:meth:`SenderQP.poll_into`'s fill stops at the
+frame that ends a DCQCN byte-counter round, and at a message end when a source-port
+move waits), QP setup (templates), and every counter it reports. ``NicPort(native=True)``
 uses it; the frames and counters are the Python path's, byte for byte
 (``tests/host/test_nic_native.py``). No compiler: :func:`nic_lib` returns None, says why
 once, and the Python path runs.
@@ -51,20 +56,27 @@ FILL_MAX = 64
 (S_NEXT, S_HIGH, S_ACKED, S_TOTAL, S_WINDOW, S_WINDOW_PKTS, S_ACKREQ_EVERY, S_PER_MSG,
  S_START_PSN, S_MSG_BYTES, S_MTU, S_LAST_LEN, S_BASE_VA, S_RKEY, S_RATE_LIMIT, S_BC_LEFT,
  S_STOP_AT_END, S_OUT_N, S_OUT_RETX, S_OUT_MSGS, S_OUT_BYTES, S_OUT_PAYLOAD, S_OUT_ACKREQS,
- S_OUT_LAST_END, S_OUT_AGAIN, S_SKIP, S_WORDS) = range(27)
-D_NOW, D_NEXT_AT, D_GAP, D_SLACK, D_FIRST_T, D_LAST_T, D_WORDS = range(7)
+ S_OUT_LAST_END, S_OUT_AGAIN, S_SKIP,
+ S_PEER_IP, S_SQPN, S_REACT, S_ACKED_MSN, S_RP_TIMER_ROUNDS, S_RP_BYTE_ROUNDS, S_RP_CNPS,
+ S_RP_DECREASES, S_RP_PKTS, S_RP_BC_PKTS, S_RP_FR_ROUNDS,
+ S_OUT_PROGRESS, S_OUT_ACKED_MSGS, S_OUT_CNPS, S_OUT_RX, S_WORDS) = range(42)
+D_NOW, D_NEXT_AT, D_GAP, D_SLACK, D_FIRST_T, D_LAST_T, D_RX_FIRST_T, D_RX_LAST_T, D_WORDS = range(9)
+# DCQCN reaction point words (dcqcn.ReactionPoint's state and DcqcnParams').
+(RP_RATE, RP_TARGET, RP_ALPHA, RP_NOW, RP_NEXT_ALPHA, RP_NEXT_RATE, RP_LAST_DEC, RP_LINE, RP_MIN,
+ RP_G, RP_ALPHA_TIMER, RP_RATE_TIMER, RP_AI, RP_HAI, RP_MIN_DEC, RP_WORDS) = range(16)
+RP_OP_ADVANCE, RP_OP_SENT, RP_OP_CNP = range(3)
 ACK_CAP = 256
 """ACK requests one QP may log in a burst (:meth:`NativeBurst.run`) before Python takes them."""
 BURST_MAX_S = 0.02
 """The longest a sender's burst runs in C without Python (its stop flag, the agent's lock,
 the metrics): a signal cuts it short at once."""
-BURST_WHY = ("deadline", "frame arrived", "control", "nothing to send", "error")
+BURST_WHY = ("deadline", "a frame for Python", "control", "nothing to send", "error")
 # Record words of nicc_rx_recv, one record per frame.
 (R_OFF, R_LEN, R_KIND, R_L3, R_DSCP, R_ECN, R_SPORT, R_OPCODE, R_BECN, R_DQPN, R_ACKREQ,
  R_PSN, R_PAYLOAD, R_EXT_AT, R_EXT_LEN, R_ICRC_OK, R_SRC_IP, R_DST_IP, R_FAST, R_WORDS) = range(20)
 # Flow words of nicc_rx_fast, one row per receiver flow.
 (F_IP, F_DQPN, F_SPORT, F_EXPECTED, F_MSN, F_ACK_PENDING, F_NAK_SENT, F_POISONED, F_TOUCHED,
- F_PKTS, F_BYTES, F_PAYLOAD, F_MSGS, F_WORDS) = range(14)
+ F_PKTS, F_BYTES, F_PAYLOAD, F_MSGS, F_CE, F_CNPS, F_WORDS) = range(16)
 RX_FLOWS = 256
 """Receiver flows the C accepts frames for; more are all handled in Python."""
 KIND_OTHER, KIND_PFC, KIND_ROCE = 0, 1, 2
@@ -92,10 +104,14 @@ def _load() -> ctypes.CDLL:
         "nicc_tpl_set": (i, [_vp, i, ctypes.c_char_p, i, u32, ctypes.c_char_p, i, i]),
         "nicc_qp_fill": (i, [_vp, _vp, _i64p, _dp, _i64p, i]),
         "nicc_burst": (i64, [_vp, i, i, ctypes.POINTER(_vp), ctypes.POINTER(_i64p), ctypes.POINTER(_dp),
-                             ctypes.POINTER(_i64p), ctypes.POINTER(_dp), i, i, ctypes.c_double, _i64p]),
+                             ctypes.POINTER(_dp), ctypes.POINTER(_i64p), ctypes.POINTER(_dp), i, i, _vp, _i64p,
+                             i, ctypes.c_double, _i64p]),
+        "nicc_rp_op": (None, [_dp, _i64p, i, ctypes.c_double, i64]),
+        "nicc_qp_instant": (None, [_vp, _vp, _i64p, _dp, _dp, _i64p, _dp, _i64p, _vp, i, i, ctypes.c_double,
+                                   _i64p]),
         "nicc_rx_new": (_vp, [i, i, i]), "nicc_rx_free": (None, [_vp]), "nicc_rx_buf": (_vp, [_vp]),
         "nicc_rx_recv": (i, [_vp, i, i, i, _i64p]),
-        "nicc_rx_fast": (i, [_i64p, i, _i64p, i, _i64p, i, i]),
+        "nicc_rx_fast": (i, [_i64p, i, _i64p, i, _i64p, i, i, _dp, ctypes.c_double, ctypes.c_double]),
     }
     for name, (res, args) in sig.items():
         fn = getattr(lib, name)
@@ -199,8 +215,10 @@ class NativeQP:
             raise MemoryError("nicc_tpl_new")
         self.s = (ctypes.c_int64 * S_WORDS)()
         self.d = (ctypes.c_double * D_WORDS)()
+        self.rp = (ctypes.c_double * RP_WORDS)()
         self.ackreqs = (ctypes.c_int64 * ACK_CAP)()
         self.acktimes = (ctypes.c_double * ACK_CAP)()
+        self._out = (ctypes.c_int64 * 3)()
 
     def set_template(self, kind: str, head: bytes, crc_head: int, tail: bytes, ext_len: int) -> None:
         """Template ``kind`` (only, first, middle, last): frames.FrameTemplate's parts.
@@ -217,6 +235,20 @@ class NativeQP:
         """Frames into ``tx`` as the state words say (see nicc_qp_fill)."""
         return int(self.lib.nicc_qp_fill(tx.ptr, self.tpl, self.s, self.d, self.ackreqs,
                                          min(limit, FILL_MAX)))
+
+    def rp_op(self, op: int, now: float, packets: int = 0) -> None:
+        """One DCQCN reaction-point operation in C on :attr:`rp` and :attr:`s` (for tests:
+        ``RP_OP_ADVANCE``, ``RP_OP_SENT`` of ``packets``, ``RP_OP_CNP``)."""
+        self.lib.nicc_rp_op(self.rp, self.s, op, now, packets)
+
+    def instant(self, tx: NativeTx, rx: "NativeRx", n: int, limit: int, now: float) -> tuple[int, int, bool]:
+        """One instant of a burst (for tests): the first ``n`` records of ``rx``'s last
+        :meth:`NativeRx.recv` taken while they are this QP's ACKs and CNPs, then its frames
+        into ``tx``; returns (replies taken, frames made, Python's turn)."""
+        out = self._out
+        self.lib.nicc_qp_instant(tx.ptr, self.tpl, self.s, self.d, self.rp, self.ackreqs, self.acktimes,
+                                 rx.rec, self.lib.nicc_rx_buf(rx.ptr), n, limit, now, out)
+        return int(out[0]), int(out[1]), bool(out[2])
 
     def close(self) -> None:
         if self.tpl:
@@ -236,15 +268,18 @@ class NativeBurst:
         self.tpls = (_vp * n)(*[q.tpl for q in qps])
         self.ss = (_i64p * n)(*[ctypes.cast(q.s, _i64p) for q in qps])
         self.ds = (_dp * n)(*[ctypes.cast(q.d, _dp) for q in qps])
+        self.rps = (_dp * n)(*[ctypes.cast(q.rp, _dp) for q in qps])
         self.acks = (_i64p * n)(*[ctypes.cast(q.ackreqs, _i64p) for q in qps])
         self.ackt = (_dp * n)(*[ctypes.cast(q.acktimes, _dp) for q in qps])
-        self.out = (ctypes.c_int64 * 4)()
+        self.out = (ctypes.c_int64 * 6)()
 
-    def run(self, tx: NativeTx, fd: int, tx_burst: int, deadline: float) -> int:
+    def run(self, tx: NativeTx, fd: int, tx_burst: int, rx: "NativeRx", rx_limit: int, deadline: float) -> int:
         """Run until ``deadline`` (monotonic s) or Python's turn; returns frames made
-        (``out``: frames flushed, refused, why, errno)."""
-        return int(self.lib.nicc_burst(tx.ptr, fd, self.n, self.tpls, self.ss, self.ds, self.acks, self.ackt,
-                                       ACK_CAP, tx_burst, deadline, self.out))
+        (``out``: frames flushed, refused, why, errno, frames left in ``rx``'s records for
+        Python, replies taken in C)."""
+        return int(self.lib.nicc_burst(tx.ptr, fd, self.n, self.tpls, self.ss, self.ds, self.rps, self.acks,
+                                       self.ackt, ACK_CAP, tx_burst, rx.ptr, rx.rec, min(rx_limit, rx.slots),
+                                       deadline, self.out))
 
 
 class NativeRx:
@@ -272,10 +307,15 @@ class NativeRx:
         return int(got)
 
     def fast(self, got: int, flows: "ctypes.Array[ctypes.c_int64]", nflows: int,
-             local: "ctypes.Array[ctypes.c_int64]", nlocal: int, verify: bool) -> int:
+             local: "ctypes.Array[ctypes.c_int64]", nlocal: int, verify: bool,
+             last_cnp: "Optional[ctypes.Array[ctypes.c_double]]" = None, now: float = 0.0,
+             cnp_interval_s: float = 0.0) -> int:
         """Accept in C the data frames of the last :meth:`recv` that the receiver would
-        simply accept (see nicc_rx_fast); returns how many (their ``R_FAST`` is 1)."""
-        return int(self.lib.nicc_rx_fast(self.rec, got, flows, nflows, local, nlocal, int(verify)))
+        simply accept (see nicc_rx_fast); returns how many (their ``R_FAST`` is 1, or 2
+        where a CNP is due). ``last_cnp`` (each flow's last CNP, -inf for none): CE-marked
+        frames too, with the notification point's rule at ``now``."""
+        return int(self.lib.nicc_rx_fast(self.rec, got, flows, nflows, local, nlocal, int(verify), last_cnp,
+                                         now, cnp_interval_s))
 
     def close(self) -> None:
         if self.ptr:

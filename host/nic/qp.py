@@ -39,10 +39,15 @@ from host.nic.frames import (AETH_LEN, DSCP_CNP, ECN_CE, OP_CNP, OP_RC_ACK, OP_R
                              OP_RC_WRITE_LAST, OP_RC_WRITE_MIDDLE, OP_RC_WRITE_ONLY, FlowSpec,
                              FrameTemplate, RoceInfo, aeth_bytes, build_cnp, ip_bytes,
                              parse_roce, readdress, reth_bytes, verify_icrc)
-from host.nic.native import (D_FIRST_T, D_GAP, D_LAST_T, D_NEXT_AT, D_NOW, D_SLACK, FILL_MAX, S_ACKED,
-                             S_ACKREQ_EVERY, S_BASE_VA, S_BC_LEFT, S_HIGH, S_LAST_LEN, S_MSG_BYTES, S_MTU,
-                             S_NEXT, S_OUT_ACKREQS, S_OUT_AGAIN, S_OUT_BYTES, S_OUT_LAST_END, S_OUT_MSGS,
-                             S_OUT_N, S_OUT_PAYLOAD, S_OUT_RETX, S_PER_MSG, S_RATE_LIMIT, S_RKEY, S_SKIP,
+from host.nic.native import (D_FIRST_T, D_GAP, D_LAST_T, D_NEXT_AT, D_NOW, D_RX_FIRST_T, D_RX_LAST_T, D_SLACK,
+                             FILL_MAX, RP_AI, RP_ALPHA, RP_ALPHA_TIMER, RP_G, RP_HAI, RP_LAST_DEC, RP_LINE,
+                             RP_MIN, RP_MIN_DEC, RP_NEXT_ALPHA, RP_NEXT_RATE, RP_NOW, RP_RATE, RP_RATE_TIMER,
+                             RP_TARGET, S_ACKED, S_ACKED_MSN, S_ACKREQ_EVERY, S_BASE_VA, S_BC_LEFT, S_HIGH,
+                             S_LAST_LEN, S_MSG_BYTES, S_MTU, S_NEXT, S_OUT_ACKED_MSGS, S_OUT_ACKREQS,
+                             S_OUT_AGAIN, S_OUT_BYTES, S_OUT_CNPS, S_OUT_LAST_END, S_OUT_MSGS, S_OUT_N,
+                             S_OUT_PAYLOAD, S_OUT_PROGRESS, S_OUT_RETX, S_OUT_RX, S_PEER_IP, S_PER_MSG,
+                             S_RATE_LIMIT, S_REACT, S_RKEY, S_RP_BC_PKTS, S_RP_BYTE_ROUNDS, S_RP_CNPS,
+                             S_RP_DECREASES, S_RP_FR_ROUNDS, S_RP_PKTS, S_RP_TIMER_ROUNDS, S_SKIP, S_SQPN,
                              S_START_PSN, S_STOP_AT_END, S_TOTAL, S_WINDOW, S_WINDOW_PKTS, NativeQP, NativeTx,
                              frame_bytes)
 from host.nic.pfc import PfcState
@@ -154,6 +159,14 @@ class SenderQP:
         s[S_BASE_VA] = va - (1 << 64) if va >= 1 << 63 else va
         s[S_RKEY] = self.rkey & 0xFFFFFFFF
         s[S_RATE_LIMIT] = int(self.rate_limit)
+        s[S_PEER_IP] = int.from_bytes(self._peer_ip, "big")
+        s[S_SQPN] = self.sqpn
+        s[S_REACT] = int(self.react_to_cnp)
+        p, rp = self.rp.params, nq.rp
+        s[S_RP_BC_PKTS], s[S_RP_FR_ROUNDS] = p.byte_counter_pkts, p.fast_recovery_rounds
+        (rp[RP_LINE], rp[RP_MIN], rp[RP_G], rp[RP_ALPHA_TIMER], rp[RP_RATE_TIMER], rp[RP_AI], rp[RP_HAI],
+         rp[RP_MIN_DEC]) = (p.line_rate_pps, p.min_rate_pps, p.g, p.alpha_timer_s, p.rate_timer_s,
+                            p.ai_rate_pps, p.hai_rate_pps, p.min_decrease_interval_s)
         nq.d[D_SLACK] = PACE_SLACK_S
         self._native_templates()
 
@@ -365,13 +378,15 @@ class SenderQP:
     def burst_begin(self, now: float) -> float:
         """Set up a native burst (``NicPort.run``, host.nic.native.NativeBurst) right
         after a step at ``now``: whether this QP takes part (not done, not paused, data
-        to send) and the instant Python must run again for it (its retry timer, DCQCN's
-        rate timer while the rate is below the line rate, a pause's end; ``inf`` when
-        none)."""
+        to send), its requester and DCQCN state handed to C, and the instant Python must
+        run again for it (its retry timer, a pause's end; ``inf`` when none). DCQCN's
+        timers and byte counter run in C during the burst, and its ACKs and CNPs are taken
+        there (nicc_burst), so neither ends it."""
         nq = self._native
         assert nq is not None
-        s, d, rc, rp = nq.s, nq.d, self.rc, self.rp
-        for w in (S_OUT_N, S_OUT_RETX, S_OUT_MSGS, S_OUT_BYTES, S_OUT_PAYLOAD, S_OUT_ACKREQS):
+        s, d, rc = nq.s, nq.d, self.rc
+        for w in (S_OUT_N, S_OUT_RETX, S_OUT_MSGS, S_OUT_BYTES, S_OUT_PAYLOAD, S_OUT_ACKREQS, S_OUT_PROGRESS,
+                  S_OUT_ACKED_MSGS, S_OUT_CNPS, S_OUT_RX):
             s[w] = 0
         paused = self.pfc.pause_remaining(self.priority, now) if self.pfc is not None else 0.0
         if self.done or paused > 0 or not self._has_data() or self.next_at == -math.inf:
@@ -380,34 +395,76 @@ class SenderQP:
         s[S_SKIP] = 0
         s[S_NEXT], s[S_HIGH], s[S_ACKED] = rc.next_seq, rc.high_seq, rc.acked_seq
         s[S_WINDOW] = (rc.params.window_pkts or PSN_HALF - 1) if rc.state == QP_RTS else 0
-        s[S_BC_LEFT] = (rp.params.byte_counter_pkts - rp._pkts) if rp._next_rate != math.inf else -1
         s[S_STOP_AT_END] = self._pending_sport is not None
+        s[S_ACKED_MSN] = self._acked_msn
         d[D_NEXT_AT] = self.next_at
-        d[D_GAP] = rp.interval_s()
-        # DCQCN's timers: the α timer only decays α, which only a CNP reads (and a CNP is
-        # Python's: ``on_cnp`` advances the timers first, so α decays by the same count of
-        # expiries); the rate timer changes nothing while the rate is the line rate (its
-        # expiries are only counted, and the next CNP resets the count). Either waits for
-        # Python only when it can change how fast this QP sends.
-        rate_timer = rp._next_rate if rp.rate_pps < rp.params.line_rate_pps else math.inf
-        return min(rc.deadline_s, now + rc.params.retry_timeout_s, rate_timer)
+        self._rp_to_native()
+        return min(rc.deadline_s, now + rc.params.retry_timeout_s)
 
     def burst_end(self) -> int:
-        """Take what a native burst sent (:meth:`burst_begin`): the same state and
-        counters as :meth:`poll_into` at each instant it sent. Returns the frames."""
+        """Take what a native burst did (:meth:`burst_begin`): the frames it sent, the
+        ACKs and CNPs it took and DCQCN's state, the same state and counters as
+        :meth:`poll_into` and :meth:`on_frame` at each instant it acted. Returns the frames."""
         nq = self._native
         assert nq is not None
-        s, d = nq.s, nq.d
-        k = s[S_OUT_N]
-        if s[S_SKIP] or not k:
+        s, d, rc, c = nq.s, nq.d, self.rc, self.counters
+        if s[S_SKIP]:
             return 0
-        self._take_native(k, d[D_FIRST_T], d[D_LAST_T], nq.acktimes)
+        self._rp_from_native()
+        k = s[S_OUT_N]
+        replies = s[S_OUT_RX]
+        if k:
+            self._take_native(k, d[D_FIRST_T], d[D_LAST_T], nq.acktimes, rp_done=True)
+        if replies:
+            if s[S_OUT_PROGRESS]:                            # Requester._progress, after C's ACKs
+                rc.acked_seq = s[S_ACKED]
+                rc.next_seq = max(rc.next_seq, s[S_NEXT])
+                rc.retries = 0
+                while rc._ackreqs and rc._ackreqs[0][0] < rc.acked_seq:
+                    rc._ackreqs.popleft()
+                rc._rearm()
+            delta = s[S_OUT_ACKED_MSGS]
+            if delta:                                         # _on_msn
+                self._acked_msn = s[S_ACKED_MSN]
+                c.acked_messages += delta
+                c.acked_payload_bytes += delta * self.message_bytes
+            c.cnps_received += s[S_OUT_CNPS]
+            first, last = d[D_RX_FIRST_T], d[D_RX_LAST_T]
+            if k:
+                first, last = min(first, d[D_FIRST_T]), max(last, d[D_LAST_T])
+            c.seen(first)
+            c.last_s = last
+        c.rate_pps = self.rp.rate_pps
         return k
 
-    def _take_native(self, k: int, first_t: float, last_t: float, ack_times: Optional[Sequence[float]]) -> None:
+    def _rp_to_native(self) -> None:
+        """DCQCN's reaction point state into the C words (its parameters were set once)."""
+        nq = self._native
+        assert nq is not None
+        rp, w, s = self.rp, nq.rp, nq.s
+        (w[RP_RATE], w[RP_TARGET], w[RP_ALPHA], w[RP_NOW], w[RP_NEXT_ALPHA], w[RP_NEXT_RATE],
+         w[RP_LAST_DEC]) = (rp.rate_pps, rp.target_pps, rp.alpha, rp._now, rp._next_alpha, rp._next_rate,
+                            rp._last_decrease)
+        (s[S_RP_TIMER_ROUNDS], s[S_RP_BYTE_ROUNDS], s[S_RP_CNPS], s[S_RP_DECREASES],
+         s[S_RP_PKTS]) = (rp.timer_rounds, rp.byte_rounds, rp.cnps, rp.decreases, rp._pkts)
+
+    def _rp_from_native(self) -> None:
+        """DCQCN's reaction point state back from the C words."""
+        nq = self._native
+        assert nq is not None
+        rp, w, s = self.rp, nq.rp, nq.s
+        (rp.rate_pps, rp.target_pps, rp.alpha, rp._now, rp._next_alpha, rp._next_rate,
+         rp._last_decrease) = (w[RP_RATE], w[RP_TARGET], w[RP_ALPHA], w[RP_NOW], w[RP_NEXT_ALPHA],
+                               w[RP_NEXT_RATE], w[RP_LAST_DEC])
+        (rp.timer_rounds, rp.byte_rounds, rp.cnps, rp.decreases,
+         rp._pkts) = (s[S_RP_TIMER_ROUNDS], s[S_RP_BYTE_ROUNDS], s[S_RP_CNPS], s[S_RP_DECREASES], s[S_RP_PKTS])
+
+    def _take_native(self, k: int, first_t: float, last_t: float, ack_times: Optional[Sequence[float]],
+                     rp_done: bool = False) -> None:
         """Take what C sent (``k`` frames, from ``first_t`` to ``last_t``) into the
         requester's state and the counters: :meth:`poll_into` after each fill (every ACK
-        request at ``last_t``), :meth:`burst_end` after a burst (``ack_times``: each one's)."""
+        request at ``last_t``), :meth:`burst_end` after a burst (``ack_times``: each one's;
+        ``rp_done``: DCQCN's byte counter already ran in C)."""
         nq = self._native
         assert nq is not None
         s, d, rc, rp, c = nq.s, nq.d, self.rc, self.rp, self.counters
@@ -430,7 +487,8 @@ class SenderQP:
         c.messages_sent += s[S_OUT_MSGS]
         c.retransmitted_pkts = rc.retransmitted_pkts
         c.rate_pps = rp.rate_pps
-        rp.on_sent(last_t, k)
+        if not rp_done:
+            rp.on_sent(last_t, k)
         if s[S_OUT_LAST_END]:
             self._apply_sport()
 

@@ -20,12 +20,17 @@ FLOW = FlowSpec("02:00:00:00:00:01", "02:00:00:00:01:01", "10.0.0.1", "10.1.0.1"
 Event = tuple[str, object]
 
 
+def reply_frame(kind: int, psn: int, msn: int = 0, src_ip: str = "") -> bytes:
+    """The receiver's answer to :data:`FLOW` as bytes: a CNP (``kind`` OP_CNP) or an
+    ACK/NAK (``kind`` an AETH syndrome) for ``psn``; ``src_ip``: sent from another host."""
+    back = FlowSpec(FLOW.dst_mac, FLOW.src_mac, src_ip or FLOW.dst_ip, FLOW.src_ip, FLOW.sport, 7)
+    return build_cnp(back) if kind == OP_CNP else FrameTemplate.ack(back).frame(psn, ext=aeth_bytes(kind, msn))
+
+
 def reply(kind: int, psn: int, msn: int = 0) -> RoceInfo:
     """The receiver's answer to :data:`FLOW`: a CNP (``kind`` OP_CNP) or an ACK/NAK
     (``kind`` an AETH syndrome) for ``psn``, parsed as the sender reads it."""
-    back = FlowSpec(FLOW.dst_mac, FLOW.src_mac, FLOW.dst_ip, FLOW.src_ip, FLOW.sport, 7)
-    frame = build_cnp(back) if kind == OP_CNP else FrameTemplate.ack(back).frame(psn, ext=aeth_bytes(kind, msn))
-    info = parse_roce(frame)
+    info = parse_roce(reply_frame(kind, psn, msn))
     assert info is not None
     return info
 

@@ -172,15 +172,16 @@ def test_native_port_puts_the_same_wire_and_counters_as_the_python_port() -> Non
 @pytest.mark.skipif(not native_status()[0], reason="no native hot loop (no gcc)")
 def test_native_receive_accepts_in_c_and_keeps_the_python_wire_and_counters() -> None:
     """No ``on_deliver``: the native receiver accepts in-order data frames in C
-    (nicc_rx_fast) and leaves the rest (gaps, duplicates, CE marks, new flows) to Python;
-    the wire and every counter are the Python port's."""
+    (nicc_rx_fast), CE-marked ones too (their CNPs decided in C by the notification
+    point's rule, sent at the frame's place), and leaves the rest (gaps, duplicates, new
+    flows) to Python; the wire and every counter are the Python port's."""
     runs = {}
     for native in (False, True):
         cable = Cable(True, native=native, deliver=False)
         cable.run(steps=700, dt=0.005)
         runs[native] = cable
     python, native_ = runs[False], runs[True]
-    assert native_.rx_port.rx_native_accepted > 200
+    assert native_.rx_port.rx_native_accepted > 200 and native_.rx_port.rx_native_ce > 20
     assert native_.wire == python.wire
     assert native_.tx_port.report(3.5) == python.tx_port.report(3.5)
     assert native_.rx_port.report(3.5) == python.rx_port.report(3.5)

@@ -12,6 +12,11 @@ the Python path, on the same inputs: frames and counters byte for byte.
 * No compiler: the Python path runs and says why once.
 * A sender's wait-and-send loop in C (``NicPort.run``'s bursts) in real time: the wire is
   the twin Python QPs' frames byte for byte, the pacer's rate holds, far fewer steps.
+* The burst's replies and DCQCN in C against the Python state machines (the reference):
+  the reaction point's operations on random sequences (every word equal), and one QP's
+  instants of a burst (its ACKs, CNPs, stale and foreign replies, NAKs left to Python)
+  against ``on_frame`` + ``poll_batch`` on a twin: the same frames, PSNs, rates,
+  retransmissions and reports.
 * On a veth pair (root): the C receive leaves out the host's own transmissions.
 
 (The ports over a lossy, CE-marking cable, native against Python: test_nic_batch.py.)
@@ -37,10 +42,11 @@ from host.nic.io import DatagramIO, NicPort, PacketSocket
 from host.nic.mmsg import BATCH, MmsgSender
 from host.nic.pfc import PfcState, build_pause
 from host.nic.qp import Receiver, SenderQP
-from host.nic.rc import AETH_NAK_PSN_SEQ, RcParams
+from host.nic.dcqcn import ReactionPoint
+from host.nic.rc import AETH_ACK, AETH_NAK_PSN_SEQ, RcParams
 from p4sim import cbuild
 
-from nic_twins import FLOW, give_events, reply, scripted_events
+from nic_twins import FLOW, give_events, reply, reply_frame, scripted_events
 from veths import veth_pairs
 
 pytestmark = pytest.mark.skipif(not native.native_status()[0], reason="no native hot loop (no gcc)")
@@ -345,17 +351,165 @@ def test_a_senders_native_bursts_keep_pacing_and_make_the_python_frames() -> Non
     # the wall clock (a loaded machine is late, not wrong: speed is make bench's)
     assert elapsed > 0.4
     assert port.tx_frames == 400 and port.steps < 200
+    assert port.rx_burst_taken > 0                  # ACKs taken in the burst, without a Python step
     assert [qp.counters.sent_pkts for qp in port.senders] == [200, 200]
 
 
-def test_a_burst_waits_for_the_dcqcn_timers_only_while_they_can_change_the_rate() -> None:
+def test_a_burst_does_not_wait_for_the_dcqcn_timers_they_run_in_c() -> None:
+    """DCQCN's timers run in the burst (nicc_burst), so after a rate cut the burst still
+    lasts until the retry timer; its state goes to C and comes back unchanged."""
     port = NicPort(DatagramIO(socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)[0]), line_rate_bps=1e8,
                    native=True)
     qp = port.add_sender(SenderQP(FLOW, message_bytes=4096, mtu=1024, dcqcn=DcqcnParams.scaled(1000.0)))
     qp.poll_into(0.0, 1, port._ntx)                               # type: ignore[arg-type]
     assert qp.burst_begin(0.0) == 0.0 + 2.0                       # the retry timer only
     qp.on_frame(reply(OP_CNP, 0), 0.001)                         # rate cut: the rate timer counts
-    assert qp.burst_begin(0.001) == qp.rp._next_rate < 0.01
-    qp.rp.rate_pps = qp.rp.params.line_rate_pps                   # recovered: the timers change nothing
-    assert qp.burst_begin(0.001) == 0.001 + 2.0
-    assert qp.rp._next_alpha < 0.01                               # (the α timer still runs)
+    before = repr(qp.rp)
+    assert qp.burst_begin(0.001) == 0.001 + 2.0 and qp.rp._next_rate < 0.01
+    qp.burst_end()
+    assert repr(qp.rp) == before
+
+
+def _rp_words(nq: native.NativeQP) -> tuple[object, ...]:
+    w, s = nq.rp, nq.s
+    return (w[native.RP_RATE], w[native.RP_TARGET], w[native.RP_ALPHA], w[native.RP_NOW], w[native.RP_NEXT_ALPHA],
+            w[native.RP_NEXT_RATE], w[native.RP_LAST_DEC], s[native.S_RP_TIMER_ROUNDS], s[native.S_RP_BYTE_ROUNDS],
+            s[native.S_RP_CNPS], s[native.S_RP_DECREASES], s[native.S_RP_PKTS])
+
+
+def _rp_fields(rp: ReactionPoint) -> tuple[object, ...]:
+    return (rp.rate_pps, rp.target_pps, rp.alpha, rp._now, rp._next_alpha, rp._next_rate, rp._last_decrease,
+            rp.timer_rounds, rp.byte_rounds, rp.cnps, rp.decreases, rp._pkts)
+
+
+@pytest.mark.parametrize("params", [DcqcnParams.scaled(3000.0), DcqcnParams(line_rate_pps=1000.0, min_rate_pps=400.0),
+                                    DcqcnParams.scaled(5000.0, min_decrease_interval_s=0.004, byte_counter_pkts=7)])
+def test_the_c_reaction_point_is_dcqcns(params: DcqcnParams) -> None:
+    """nicc_rp_op against dcqcn.ReactionPoint on 4,000 random operations (advance, packets
+    sent, CNPs; times with gaps from 0 to several timer periods, some going back): every
+    word equal after each, the doubles bit for bit."""
+    lib = native.nic_lib()
+    assert lib is not None
+    qp = SenderQP(FLOW, dcqcn=params)
+    qp.attach_native(native.NativeQP(lib))
+    nq = qp._native
+    assert nq is not None
+    py = ReactionPoint(params)
+    qp._rp_to_native()
+    rng = random.Random(47)
+    now, cut, byte_rounds, timer_rounds = 0.0, False, 0, 0
+    for i in range(4000):
+        now = max(0.0, now + rng.choice((0.0, 1e-4, 7e-4, 0.003, 0.0055, 0.02, 0.3, -0.001)))
+        op = rng.choice((native.RP_OP_ADVANCE, native.RP_OP_SENT, native.RP_OP_SENT, native.RP_OP_CNP))
+        k = rng.choice((1, 3, 64, 250))
+        if op == native.RP_OP_ADVANCE:
+            py.advance(now)
+        elif op == native.RP_OP_SENT:
+            py.on_sent(now, k)
+        else:
+            py.on_cnp(now)
+            cut = True
+        nq.rp_op(op, now, k)
+        assert _rp_words(nq) == _rp_fields(py), f"op {i}"
+        byte_rounds, timer_rounds = max(byte_rounds, py.byte_rounds), max(timer_rounds, py.timer_rounds)
+    assert cut and byte_rounds > 5 and timer_rounds > 5 and py.decreases
+
+
+def test_a_burst_takes_acks_and_cnps_as_on_frame_and_poll_batch() -> None:
+    """One QP's burst, instant by instant (nicc_qp_instant: what nicc_burst does at each
+    wake-up), against a twin on the Python path (``on_frame`` for each reply, then
+    ``poll_batch``), 4 ms apart, paced with a window: cumulative ACKs (some stale),
+    CNPs, a CNP and an ACK from another host (left to Python), NAKs (left to Python: the
+    burst ends, Python takes them and the next step's frames, a new burst begins), the
+    retry timer (a burst ends at its deadline). After every instant the frames, the PSNs,
+    DCQCN's words and the retransmissions are the twin's; at each burst's end the reports."""
+    lib = native.nic_lib()
+    assert lib is not None
+    kw = dict(message_bytes=4096, mtu=1024, messages=250, dcqcn=DcqcnParams.scaled(2000.0),
+              rc=RcParams(retry_timeout_s=0.05, window_pkts=48))
+    one, two, pfc_a, pfc_b = _twins(**kw)
+    nq = two._native
+    assert nq is not None
+    tx, rx = native.NativeTx(lib), native.NativeRx(lib, names=False)
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sink_a, sink_b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sink_b.setblocking(False)
+    limit, in_burst, deadline = 16, False, 0.0
+    taken_in_c = python_turns = bursts = 0
+
+    def drain() -> None:
+        tx.flush(sink_a.fileno())
+        while True:
+            try:
+                sink_b.recv(65535)
+            except BlockingIOError:
+                break
+
+    for step in range(600):
+        now = step * 0.004
+        replies: list[bytes] = []
+        if step % 3 == 2 and one.rc.high_seq:
+            behind = 1 if one.rc.high_seq >= 1000 else 5             # the last message: all of it
+            replies.append(reply_frame(AETH_ACK, one.rc.psn(max(0, one.rc.high_seq - behind)), one.rc.high_seq // 4))
+        if step % 17 == 5:
+            replies.append(reply_frame(AETH_ACK, one.rc.psn(max(0, one.rc.acked_seq - 3)), 1))   # stale
+        if step in (20, 21, 80, 81, 82, 150, 151, 300):
+            replies.append(reply_frame(OP_CNP, 0))
+        if step == 110:
+            replies.append(reply_frame(OP_CNP, 0, src_ip="10.9.9.9"))                         # not the peer's
+        if step == 130:
+            replies.append(reply_frame(AETH_ACK, one.rc.psn(one.rc.high_seq - 1), 60, src_ip="10.9.9.9"))
+        if step in (60, 200) and one.rc.high_seq > one.rc.acked_seq + 3:
+            replies.append(reply_frame(AETH_NAK_PSN_SEQ, one.rc.psn(one.rc.acked_seq + 2)))
+            replies.append(reply_frame(AETH_ACK, one.rc.psn(one.rc.acked_seq + 1)))
+        if 240 <= step < 280:
+            replies = []                                        # silence: the retry timer fires
+        for f in replies:
+            one.on_frame(f, now)
+        want = one.poll_batch(now, limit)
+        if in_burst and (now >= deadline or nq.s[native.S_OUT_ACKREQS] + limit > native.ACK_CAP):
+            two.burst_end()
+            in_burst = False
+        if not in_burst:
+            deadline = two.burst_begin(now)
+            in_burst = not nq.s[native.S_SKIP]
+            bursts += in_burst
+            if not in_burst:
+                two.burst_end()
+        taken, python = 0, True
+        if in_burst:
+            for f in replies:
+                a.send(f)
+            got = rx.recv(b.fileno(), 64, 1) if replies else 0
+            assert got == len(replies)
+            taken, made, python = nq.instant(tx, rx, got, limit, now)
+            taken_in_c += taken
+            if not python:
+                assert tx.frames() == want, f"step {step}"
+                assert made == len(want)
+        if python:                                             # Python's step, as NicPort's
+            if in_burst:
+                two.burst_end()
+                in_burst = False
+                python_turns += 1
+            for f in replies[taken:]:
+                two.on_frame(f, now)
+            two.poll_into(now, limit, tx)
+            assert tx.frames() == want, f"step {step}"
+        drain()
+        s = nq.s
+        if in_burst:
+            assert (s[native.S_NEXT], s[native.S_HIGH], s[native.S_ACKED]) == \
+                (one.rc.next_seq, one.rc.high_seq, one.rc.acked_seq), f"step {step}"
+            assert _rp_words(nq) == _rp_fields(one.rp), f"step {step}"
+            assert two.rc.retransmitted_pkts + s[native.S_OUT_RETX] == one.rc.retransmitted_pkts
+        else:
+            assert two.report(now) == one.report(now), f"step {step}"
+            assert two.rc.deadline_s == one.rc.deadline_s and list(two.rc._ackreqs) == list(one.rc._ackreqs)
+    if in_burst:
+        two.burst_end()
+    assert two.report(now) == one.report(now)
+    assert one.done and not one.errored, one.rc.error
+    assert one.counters.naks_received == 2 and one.counters.timeouts and one.counters.cnps_received == 8
+    assert one.rc.retransmitted_pkts and one.rp.decreases
+    assert taken_in_c > 100 and python_turns >= 4 and bursts < 60, (taken_in_c, python_turns, bursts)

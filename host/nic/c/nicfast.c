@@ -7,10 +7,16 @@
  *     arena; then one sendmmsg loop with host/nic/mmsg.py's refusal rules;
  *   - rx: recvmmsg with PacketSocket.recv_many's rules, and for each frame the parse of
  *     frames.parse_roce and the ICRC check of frames.verify_icrc.
- * Python keeps the control: when a frame may leave (PFC, the retry timer, the DCQCN
- * rate and its timers), QP setup, every counter it reports. */
+ *   - a sender's burst (nicc_burst): besides the frames, the replies that only move
+ *     state forward are taken in C: a cumulative ACK (the RC requester's acked PSN and
+ *     the AETH's MSN, rc.Requester.on_ack and SenderQP._on_msn) and a CNP (DCQCN's rate
+ *     cut, dcqcn.ReactionPoint.on_cnp), and DCQCN's timers and byte counter run here
+ *     while the burst lasts (ReactionPoint.advance, on_sent), with the same arithmetic;
+ * Python keeps the control: when a frame may leave (PFC, the retry timer), a NAK's
+ * go-back-N, QP setup, and the counters it reports (C's counts are taken after). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,12 +178,111 @@ enum {
     S_STOP_AT_END,
     S_OUT_N, S_OUT_RETX, S_OUT_MSGS, S_OUT_BYTES, S_OUT_PAYLOAD, S_OUT_ACKREQS, S_OUT_LAST_END,
     S_OUT_AGAIN, S_SKIP,
+    /* the burst's replies and DCQCN (host/nic/native.py names them) */
+    S_PEER_IP, S_SQPN, S_REACT, S_ACKED_MSN, S_RP_TIMER_ROUNDS, S_RP_BYTE_ROUNDS, S_RP_CNPS,
+    S_RP_DECREASES, S_RP_PKTS, S_RP_BC_PKTS, S_RP_FR_ROUNDS,
+    S_OUT_PROGRESS, S_OUT_ACKED_MSGS, S_OUT_CNPS, S_OUT_RX,
     S_WORDS
 };
-enum { D_NOW, D_NEXT_AT, D_GAP, D_SLACK, D_FIRST_T, D_LAST_T, D_WORDS };
+enum { D_NOW, D_NEXT_AT, D_GAP, D_SLACK, D_FIRST_T, D_LAST_T, D_RX_FIRST_T, D_RX_LAST_T, D_WORDS };
+/* DCQCN reaction point words (dcqcn.ReactionPoint's fields and DcqcnParams') */
+enum {
+    RP_RATE, RP_TARGET, RP_ALPHA, RP_NOW, RP_NEXT_ALPHA, RP_NEXT_RATE, RP_LAST_DEC,
+    RP_LINE, RP_MIN, RP_G, RP_ALPHA_TIMER, RP_RATE_TIMER, RP_AI, RP_HAI, RP_MIN_DEC, RP_WORDS
+};
 
 static inline void be32(uint8_t *p, uint32_t v) { p[0] = v >> 24; p[1] = v >> 16; p[2] = v >> 8; p[3] = v; }
 static inline void be64(uint8_t *p, uint64_t v) { be32(p, (uint32_t)(v >> 32)); be32(p + 4, (uint32_t)v); }
+
+/* ---- DCQCN's reaction point (dcqcn.ReactionPoint), the same operations in the same
+ * order, so the same doubles come out ---- */
+
+/* Python's float floor division (CPython's float_floor_div: fmod, then the sign fix-up). */
+static double py_floordiv(double vx, double wx) {
+    double mod = fmod(vx, wx), div = (vx - mod) / wx;
+    if (mod != 0.0) {
+        if ((wx < 0) != (mod < 0)) div -= 1.0;
+    }
+    if (div != 0.0) {
+        double fl = floor(div);
+        if (div - fl > 0.5) fl += 1.0;
+        return fl;
+    }
+    return copysign(0.0, vx / wx);
+}
+
+static void rp_increase(double *rp, int64_t *s) {
+    int64_t f = s[S_RP_FR_ROUNDS], tr = s[S_RP_TIMER_ROUNDS], br = s[S_RP_BYTE_ROUNDS];
+    int64_t hi = tr > br ? tr : br, lo = tr < br ? tr : br;
+    if (hi < f) {
+        /* fast recovery */
+    } else if (lo > f) {
+        rp[RP_TARGET] += (double)(lo - f) * rp[RP_HAI];           /* hyper increase */
+    } else {
+        rp[RP_TARGET] += rp[RP_AI];                               /* additive increase */
+    }
+    if (rp[RP_LINE] < rp[RP_TARGET]) rp[RP_TARGET] = rp[RP_LINE];
+    double r = (rp[RP_TARGET] + rp[RP_RATE]) / 2;
+    rp[RP_RATE] = rp[RP_LINE] < r ? rp[RP_LINE] : r;
+}
+
+/* ReactionPoint.advance: the α timer and the rate timer up to ``now``. */
+static void rp_advance(double *rp, int64_t *s, double now) {
+    if (now < rp[RP_NOW]) return;
+    rp[RP_NOW] = now;
+    if (rp[RP_NEXT_ALPHA] <= now) {
+        double n = (double)((int64_t)py_floordiv(now - rp[RP_NEXT_ALPHA], rp[RP_ALPHA_TIMER]) + 1);
+        rp[RP_ALPHA] *= pow(1 - rp[RP_G], n);
+        rp[RP_NEXT_ALPHA] += n * rp[RP_ALPHA_TIMER];
+    }
+    while (rp[RP_NEXT_RATE] <= now) {
+        if (rp[RP_RATE] >= rp[RP_LINE]) {                         /* recovered: skip idle expiries */
+            int64_t n = (int64_t)py_floordiv(now - rp[RP_NEXT_RATE], rp[RP_RATE_TIMER]) + 1;
+            s[S_RP_TIMER_ROUNDS] += n;
+            rp[RP_NEXT_RATE] += (double)n * rp[RP_RATE_TIMER];
+            break;
+        }
+        s[S_RP_TIMER_ROUNDS]++;
+        rp[RP_NEXT_RATE] += rp[RP_RATE_TIMER];
+        rp_increase(rp, s);
+    }
+}
+
+/* ReactionPoint.on_sent: ``k`` packets sent at ``now`` feed the byte counter. */
+static void rp_on_sent(double *rp, int64_t *s, double now, int64_t k) {
+    rp_advance(rp, s, now);
+    if (isinf(rp[RP_NEXT_RATE])) return;                           /* never cut: nothing to recover */
+    s[S_RP_PKTS] += k;
+    while (s[S_RP_PKTS] >= s[S_RP_BC_PKTS]) {
+        s[S_RP_PKTS] -= s[S_RP_BC_PKTS];
+        s[S_RP_BYTE_ROUNDS]++;
+        rp_increase(rp, s);
+    }
+}
+
+/* ReactionPoint.on_cnp: cut the rate by α/2, raise α, restart both increase counters. */
+static void rp_on_cnp(double *rp, int64_t *s, double now) {
+    rp_advance(rp, s, now);
+    s[S_RP_CNPS]++;
+    if (now - rp[RP_LAST_DEC] < rp[RP_MIN_DEC]) return;
+    rp[RP_LAST_DEC] = now;
+    s[S_RP_DECREASES]++;
+    rp[RP_TARGET] = rp[RP_RATE];
+    double cut = rp[RP_RATE] * (1 - rp[RP_ALPHA] / 2);
+    rp[RP_RATE] = cut > rp[RP_MIN] ? cut : rp[RP_MIN];
+    rp[RP_ALPHA] = (1 - rp[RP_G]) * rp[RP_ALPHA] + rp[RP_G];
+    s[S_RP_TIMER_ROUNDS] = s[S_RP_BYTE_ROUNDS] = s[S_RP_PKTS] = 0;
+    rp[RP_NEXT_ALPHA] = now + rp[RP_ALPHA_TIMER];
+    rp[RP_NEXT_RATE] = now + rp[RP_RATE_TIMER];
+}
+
+/* The reaction point's operations one at a time (tests: against dcqcn.ReactionPoint).
+ * op 0 advance, 1 on_sent of ``k`` packets, 2 on_cnp. */
+API void nicc_rp_op(double *rp, int64_t *s, int op, double now, int64_t k) {
+    if (op == 0) rp_advance(rp, s, now);
+    else if (op == 1) rp_on_sent(rp, s, now, k);
+    else rp_on_cnp(rp, s, now);
+}
 
 /* SenderQP.poll_batch's loop once Python has said a frame may leave now (not paused,
  * retry timer served, DCQCN advanced): frames while the message count, the window and
@@ -268,81 +373,6 @@ static double mono_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* The sender's wait-and-send loop between two Python steps (NicPort.run on the native
- * path): until ``deadline`` (Python's next control instant: a DCQCN or retry timer, the
- * burst's length, the run's end), each QP whose S_SKIP is 0 sends what its pacer lets
- * leave, as fill does, at the monotonic time of each wake-up; one sendmmsg per wake-up;
- * then it sleeps in ppoll on ``fd`` until the next frame is due.  It returns to Python
- * at once when a frame arrives (ACK, NAK, CNP, PAUSE: Python's), when a fill stops for
- * Python's control (S_OUT_AGAIN), when a QP's ACK-request log is nearly full, or when
- * no QP can send (window closed, count reached: Python waits for the ACKs).  The QPs'
- * out words accumulate over the burst (S_OUT_ACKREQS indexes ``acks``/``ackt``; D_FIRST_T
- * and D_LAST_T the first and last instant it sent).  out: [frames flushed, refused,
- * why: 0 deadline, 1 a frame arrived, 2 Python's control, 3 nothing to send, 4 error,
- * errno].  Returns the frames made. */
-API int64_t nicc_burst(tx_t *t, int fd, int nqp, tpl_t **tps, int64_t **ss, double **ds, int64_t **acks,
-                       double **ackt, int ack_cap, int tx_burst, double deadline, int64_t *out) {
-    int64_t made = 0, flushed = 0, refused = 0;
-    int why = 0, err = 0;
-    for (;;) {
-        double now = mono_s();
-        if (now >= deadline) { why = 0; break; }
-        int stop = 0;
-        for (int q = 0; q < nqp; q++) {
-            int64_t *s = ss[q];
-            double *d = ds[q];
-            if (s[S_SKIP]) continue;
-            if (s[S_RATE_LIMIT] && now < d[D_NEXT_AT]) continue;
-            if (s[S_OUT_ACKREQS] + tx_burst > ack_cap) { stop = 1; continue; }
-            if (t->n + tx_burst > t->cap) {
-                int n0 = t->n;
-                int64_t r = 0;
-                err = nicc_tx_flush(t, fd, &r);
-                flushed += n0; refused += r;
-                if (err) break;
-            }
-            d[D_NOW] = now;
-            made += fill_core(t, tps[q], s, d, acks[q], ackt[q], tx_burst, 1);
-            if (s[S_OUT_AGAIN]) stop = 1;
-        }
-        if (!err && t->n) {
-            int n0 = t->n;
-            int64_t r = 0;
-            err = nicc_tx_flush(t, fd, &r);
-            flushed += n0; refused += r;
-        }
-        if (err) { why = 4; break; }
-        if (stop) { why = 2; break; }
-        double wake = deadline;
-        int can = 0;
-        for (int q = 0; q < nqp; q++) {
-            int64_t *s = ss[q];
-            if (s[S_SKIP]) continue;
-            if (s[S_TOTAL] >= 0 && s[S_NEXT] >= s[S_TOTAL]) continue;
-            if (!(s[S_NEXT] - s[S_ACKED] < s[S_WINDOW])) continue;
-            if (!s[S_RATE_LIMIT]) { stop = 1; break; }      /* unpaced: Python steps at once */
-            can = 1;
-            if (ds[q][D_NEXT_AT] < wake) wake = ds[q][D_NEXT_AT];
-        }
-        if (stop) { why = 2; break; }
-        if (!can) { why = 3; break; }
-        now = mono_s();
-        if (wake > now) {
-            double w = wake - now;
-            struct timespec ts = {(time_t)w, (long)((w - (double)(time_t)w) * 1e9)};
-            struct pollfd pfd = {fd, POLLIN, 0};
-            int rc = ppoll(&pfd, 1, &ts, NULL);
-            if (rc > 0) { why = 1; break; }
-            if (rc < 0 && errno == EINTR) { why = 1; break; }   /* a signal: Python's turn */
-        } else {
-            struct pollfd pfd = {fd, POLLIN, 0};
-            if (poll(&pfd, 1, 0) > 0) { why = 1; break; }
-        }
-    }
-    out[0] = flushed; out[1] = refused; out[2] = why; out[3] = err;
-    return made;
 }
 
 /* ---- rx ---- */
@@ -486,17 +516,21 @@ API int nicc_rx_recv(rx_t *r, int fd, int limit, int rounds, int64_t *rec) {
  * the counts accumulated since Python last took them. */
 enum {
     F_IP, F_DQPN, F_SPORT, F_EXPECTED, F_MSN, F_ACK_PENDING, F_NAK_SENT, F_POISONED, F_TOUCHED,
-    F_PKTS, F_BYTES, F_PAYLOAD, F_MSGS, F_WORDS
+    F_PKTS, F_BYTES, F_PAYLOAD, F_MSGS, F_CE, F_CNPS, F_WORDS
 };
 
 /* After nicc_rx_recv: each data frame that qp.Receiver.on_frame would simply accept (a
  * known flow on its known source port, to a local address, a good ICRC when checked,
- * not CE-marked, the expected PSN) is accepted here: R_FAST is set and the flow's
- * responder state and counts move on.  A flow's first frame that is anything else, and
+ * the expected PSN) is accepted here: R_FAST is set and the flow's responder state and
+ * counts move on.  A CE-marked one too when ``last_cnp`` is given (one double a flow:
+ * the flow's last CNP, -inf for none): dcqcn.NotificationPoint.on_packet's rule at
+ * ``now`` (a CNP unless the last one is under ``cnp_interval`` old) counts it in F_CE
+ * and, when a CNP is due, in F_CNPS with R_FAST 2 (Python sends the flow's CNP at that
+ * frame's place among the replies).  A flow's first frame that is anything else, and
  * every later frame of that flow in the batch, is left to Python (F_POISONED), which
  * takes the flow's state first.  Returns the frames accepted. */
 API int nicc_rx_fast(int64_t *rec, int n, int64_t *flows, int nflows, const int64_t *local, int nlocal,
-                     int verify) {
+                     int verify, double *last_cnp, double now, double cnp_interval) {
     int fast = 0;
     for (int k = 0; k < nflows; k++) {
         int64_t *c = flows + (int64_t)k * F_WORDS;
@@ -519,8 +553,8 @@ API int nicc_rx_fast(int64_t *rec, int n, int64_t *flows, int nflows, const int6
             if (c[F_IP] == r[R_SRC_IP] && c[F_DQPN] == r[R_DQPN]) { fl = c; break; }
         }
         if (!fl || fl[F_POISONED]) continue;
-        if (r[R_SPORT] != fl[F_SPORT] || (verify && !r[R_ICRC_OK]) || r[R_ECN] == 3 || fl[F_EXPECTED] < 0 ||
-            r[R_PSN] != fl[F_EXPECTED]) {
+        if (r[R_SPORT] != fl[F_SPORT] || (verify && !r[R_ICRC_OK]) || (r[R_ECN] == 3 && !last_cnp) ||
+            fl[F_EXPECTED] < 0 || r[R_PSN] != fl[F_EXPECTED]) {
             fl[F_POISONED] = 1;
             continue;
         }
@@ -532,7 +566,210 @@ API int nicc_rx_fast(int64_t *rec, int n, int64_t *flows, int nflows, const int6
         fl[F_PKTS]++; fl[F_BYTES] += r[R_LEN]; fl[F_PAYLOAD] += r[R_PAYLOAD];
         fl[F_TOUCHED] = 1;
         r[R_FAST] = 1;
+        if (r[R_ECN] == 3) {
+            double *last = last_cnp + (fl - flows) / F_WORDS;
+            fl[F_CE]++;
+            if (!(now - *last < cnp_interval)) {
+                *last = now;
+                fl[F_CNPS]++;
+                r[R_FAST] = 2;
+            }
+        }
         fast++;
     }
     return fast;
+}
+
+
+/* ---- a sender's replies and its burst ---- */
+#define PSN_HALF (1 << 23)
+
+static int64_t psn_diff(int64_t a, int64_t b) {
+    int64_t d = (a - b) & PSN_MASK;
+    return d >= PSN_HALF ? d - (1 << 24) : d;
+}
+
+/* One received frame (its record ``r``, its bytes ``f``) for sender QP ``s``: 1 when it
+ * was taken here at ``now`` (a CNP, or an ACK of AETH type ACK, from the QP's peer to its
+ * QPN: SenderQP.on_frame's effect on the requester, the MSN and DCQCN; the counts go to
+ * the S_OUT_ words), 0 when it is not this QP's, -1 when it is this QP's but Python's
+ * (a NAK, another opcode). */
+static int qp_reply(int64_t *s, double *d, double *rp, const int64_t *r, const uint8_t *f, double now) {
+    if (r[R_KIND] != KIND_ROCE || r[R_DQPN] != s[S_SQPN] || r[R_SRC_IP] != s[S_PEER_IP]) return 0;
+    int64_t op = r[R_OPCODE];
+    if (op == 0x81) {
+        s[S_OUT_CNPS]++;
+        if (s[S_REACT]) rp_on_cnp(rp, s, now);
+    } else if (op == 0x11 && r[R_EXT_LEN] == 4) {
+        const uint8_t *aeth = f + r[R_EXT_AT];
+        if (aeth[0] >> 5 != 0) return -1;                          /* NAK (or RNR): Python's */
+        int64_t acked = s[S_ACKED];
+        int64_t seq = acked + psn_diff(r[R_PSN], (s[S_START_PSN] + acked) & PSN_MASK);
+        if (acked <= seq && seq < s[S_HIGH]) {                    /* Requester.on_ack / _progress */
+            s[S_ACKED] = seq + 1;
+            if (s[S_NEXT] < seq + 1) s[S_NEXT] = seq + 1;
+            s[S_OUT_PROGRESS] = 1;
+        }
+        int64_t msn = (int64_t)aeth[1] << 16 | (int64_t)aeth[2] << 8 | aeth[3];
+        int64_t delta = (msn - s[S_ACKED_MSN]) & PSN_MASK;       /* SenderQP._on_msn */
+        if (0 < delta && delta < PSN_HALF) {
+            s[S_ACKED_MSN] = msn;
+            s[S_OUT_ACKED_MSGS] += delta;
+        }
+    } else {
+        return -1;
+    }
+    if (!s[S_OUT_RX]) d[D_RX_FIRST_T] = now;
+    d[D_RX_LAST_T] = now;
+    s[S_OUT_RX]++;
+    return 1;
+}
+
+/* A QP's frames at ``now`` in a burst, as SenderQP.poll_into makes them at that instant:
+ * DCQCN advanced first, then fills of at most ``limit`` frames in all, each followed by
+ * the byte counter (ReactionPoint.on_sent), so a rate change at a round's end applies to
+ * the next frame.  Returns the frames made; *python is set when a source-port move waits
+ * at the message end it stopped at. */
+static int qp_frames(tx_t *t, const tpl_t *tp, int64_t *s, double *d, double *rp, int64_t *acks, double *ackt,
+                     int limit, double now, int *python) {
+    if (s[S_TOTAL] >= 0 && s[S_NEXT] >= s[S_TOTAL]) return 0;
+    if (!(s[S_NEXT] - s[S_ACKED] < s[S_WINDOW])) return 0;
+    rp_advance(rp, s, now);
+    d[D_NOW] = now;
+    int made = 0;
+    while (made < limit) {
+        s[S_BC_LEFT] = isinf(rp[RP_NEXT_RATE]) ? -1 : s[S_RP_BC_PKTS] - s[S_RP_PKTS];
+        d[D_GAP] = 1.0 / rp[RP_RATE];
+        int want = limit - made;
+        int k = fill_core(t, tp, s, d, acks, ackt, want, 1);
+        if (k == 0) break;
+        made += k;
+        rp_on_sent(rp, s, now, k);
+        if (s[S_OUT_AGAIN] && s[S_STOP_AT_END] && s[S_OUT_LAST_END]) { *python = 1; break; }
+        if (k < want && !s[S_OUT_AGAIN]) break;
+    }
+    return made;
+}
+
+/* One instant of a burst for tests (against SenderQP.on_frame and poll_batch at the same
+ * ``now``): the records ``rec[0..n)`` (frames at ``buf`` + R_OFF) taken in order while
+ * they are this QP's replies, then its frames.  out: [replies taken, frames made,
+ * python (1: a frame or a port move is Python's)]. */
+API void nicc_qp_instant(tx_t *t, const tpl_t *tp, int64_t *s, double *d, double *rp, int64_t *acks, double *ackt,
+                         const int64_t *rec, const uint8_t *buf, int n, int limit, double now, int64_t *out) {
+    int taken = 0, python = 0;
+    for (; taken < n; taken++) {
+        const int64_t *r = rec + (int64_t)taken * R_WORDS;
+        if (qp_reply(s, d, rp, r, buf + r[R_OFF], now) != 1) { python = 1; break; }
+    }
+    int made = python ? 0 : qp_frames(t, tp, s, d, rp, acks, ackt, limit, now, &python);
+    out[0] = taken; out[1] = made; out[2] = python;
+}
+
+/* The sender's wait-and-send loop between two Python steps (NicPort.run on the native
+ * path): until ``deadline`` (Python's next control instant: a retry timer, a pause's
+ * end, the burst's length, the run's end), at each wake-up (monotonic time ``now``):
+ *   - the frames that arrived are read into ``rx`` (recvmmsg, as nicc_rx_recv) and taken
+ *     in order while each is an ACK or CNP of a QP taking part (qp_reply); the first
+ *     that is not (a NAK, a PAUSE, another QP's, anything else) ends the burst, and it and
+ *     the frames after it stay in ``rec`` for Python (out[4] of them, compacted to the
+ *     front);
+ *   - each QP whose S_SKIP is 0 sends what its pacer lets leave (qp_frames), DCQCN's
+ *     timers and byte counter run on ``rps``;
+ *   - one sendmmsg, then ppoll on ``fd`` until the next frame is due or one arrives.
+ * It also returns to Python when a source-port move waits, when a QP's ACK-request log is
+ * nearly full, or when no QP can send (window closed, count reached).  The QPs' out words
+ * accumulate over the burst (S_OUT_ACKREQS indexes ``acks``/``ackt``; D_FIRST_T and
+ * D_LAST_T the first and last instant it sent, D_RX_FIRST_T and D_RX_LAST_T the replies').
+ * out: [frames flushed, refused, why: 0 deadline, 1 a frame for Python, 2 Python's
+ * control, 3 nothing to send, 4 error, errno, frames left in ``rec`` for Python,
+ * replies taken].  Returns the frames made. */
+API int64_t nicc_burst(tx_t *t, int fd, int nqp, tpl_t **tps, int64_t **ss, double **ds, double **rps,
+                       int64_t **acks, double **ackt, int ack_cap, int tx_burst, rx_t *rx, int64_t *rec,
+                       int rx_limit, double deadline, int64_t *out) {
+    int64_t made = 0, flushed = 0, refused = 0, taken_all = 0;
+    int why = 0, err = 0, arrived = 0, left = 0;
+    for (;;) {
+        double now = mono_s();
+        if (now >= deadline) { why = 0; break; }
+        if (arrived) {
+            arrived = 0;
+            int got = nicc_rx_recv(rx, fd, rx_limit, 1, rec);
+            /* an error, or a wake-up with nothing to read (a socket error pending, ENETDOWN):
+             * Python's step reads it again and says, as before; no spinning in ppoll here */
+            if (got <= 0) { why = 1; break; }
+            int i = 0;
+            for (; i < got; i++) {
+                int64_t *r = rec + (int64_t)i * R_WORDS;
+                int took = 0;
+                for (int q = 0; q < nqp && !took; q++) {
+                    int res = ss[q][S_SKIP] ? (r[R_KIND] == KIND_ROCE && r[R_DQPN] == ss[q][S_SQPN] ? -1 : 0)
+                                            : qp_reply(ss[q], ds[q], rps[q], r, rx->buf + r[R_OFF], now);
+                    if (res < 0) break;
+                    took = res;
+                }
+                if (!took) break;
+            }
+            taken_all += i;
+            if (i < got) {
+                left = got - i;
+                memmove(rec, rec + (int64_t)i * R_WORDS, (size_t)left * R_WORDS * sizeof *rec);
+                why = 1;
+                break;
+            }
+        }
+        int stop = 0;
+        for (int q = 0; q < nqp; q++) {
+            int64_t *s = ss[q];
+            double *d = ds[q];
+            if (s[S_SKIP]) continue;
+            if (s[S_RATE_LIMIT] && now < d[D_NEXT_AT]) continue;
+            if (s[S_OUT_ACKREQS] + tx_burst > ack_cap) { stop = 1; continue; }
+            if (t->n + tx_burst > t->cap) {
+                int n0 = t->n;
+                int64_t r = 0;
+                err = nicc_tx_flush(t, fd, &r);
+                flushed += n0; refused += r;
+                if (err) break;
+            }
+            int python = 0;
+            made += qp_frames(t, tps[q], s, d, rps[q], acks[q], ackt[q], tx_burst, now, &python);
+            if (python) stop = 1;
+        }
+        if (!err && t->n) {
+            int n0 = t->n;
+            int64_t r = 0;
+            err = nicc_tx_flush(t, fd, &r);
+            flushed += n0; refused += r;
+        }
+        if (err) { why = 4; break; }
+        if (stop) { why = 2; break; }
+        double wake = deadline;
+        int can = 0;
+        for (int q = 0; q < nqp; q++) {
+            int64_t *s = ss[q];
+            if (s[S_SKIP]) continue;
+            if (s[S_TOTAL] >= 0 && s[S_NEXT] >= s[S_TOTAL]) continue;
+            if (!(s[S_NEXT] - s[S_ACKED] < s[S_WINDOW])) continue;
+            if (!s[S_RATE_LIMIT]) { stop = 1; break; }      /* unpaced: Python steps at once */
+            can = 1;
+            if (ds[q][D_NEXT_AT] < wake) wake = ds[q][D_NEXT_AT];
+        }
+        if (stop) { why = 2; break; }
+        if (!can) { why = 3; break; }
+        now = mono_s();
+        struct pollfd pfd = {fd, POLLIN, 0};
+        int rc;
+        if (wake > now) {
+            double w = wake - now;
+            struct timespec ts = {(time_t)w, (long)((w - (double)(time_t)w) * 1e9)};
+            rc = ppoll(&pfd, 1, &ts, NULL);
+            if (rc < 0 && errno == EINTR) { why = 1; break; }     /* a signal: Python's turn */
+        } else {
+            rc = poll(&pfd, 1, 0);
+        }
+        if (rc > 0) arrived = 1;
+    }
+    out[0] = flushed; out[1] = refused; out[2] = why; out[3] = err; out[4] = left; out[5] = taken_all;
+    return made;
 }
