@@ -55,7 +55,7 @@ from scenarios.common import ScenarioOptions
 from scenarios.detour_probe import probe_detour
 from scenarios.gor_session import restart_after_moves
 from scenarios.link_failure import run_link_failure
-from scenarios.story import STORY_FLOW_RATE_PPS, run_story
+from scenarios.story import STORY_FLOW_RATE_PPS, StoryResult, run_story, shortfalls
 from testbed.traffic import testbed_unavailable, testbed_up
 
 FIGURES = ("gor.loop_s", "gor.max_util_after_pct", "gor.drops_during_move",
@@ -94,16 +94,26 @@ def flow_pps(delivery: dict[str, tuple[int, int]], duration_s: float) -> Optiona
     return round(rates[mid] if len(rates) % 2 else (rates[mid - 1] + rates[mid]) / 2, 1)
 
 
-def bench_story(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — one live run
-    """One run of ``scenarios.story.run_story`` on a fabric brought up for it."""
-    with _live_testbed("story", FIGURES) as live:
-        if live is None:
-            return {}
-        tb, tmp = live
-        opts = ScenarioOptions(seed=7, runs_root=tmp / "runs", flow_rate_pps=STORY_FLOW_RATE_PPS)
-        res = run_story(tb.fabric, tb.programmer, tb.state, tb.save_state, opts)
+def story_figures(res: StoryResult, duration_s: float) -> dict[str, Figure]:
+    """The ``gor.story`` figures of one story run; a story that failed (its exit status not
+    0: no move, no "after" window, ...) raises ``RuntimeError`` with its reasons and what
+    it did measure, so that ``make bench`` exits 1 and writes none of them (its loop and
+    rates are those of a run that did not show what the story claims).
+
+    >>> story_figures(StoryResult(0, loop_s=0.8, max_util_after_pct=70.5, drops_during_move=0,
+    ...                           delivery={"a": (9000, 8990)}), 6.0)["gor.loop_s"].value
+    0.8
+    >>> story_figures(StoryResult(1, loop_s=9.7, max_util_before_pct=105.0,
+    ...                           delivery={"a": (9000, 8990)}), 6.0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    RuntimeError: gor.story: the story failed (exit status 1): GOR raised no ECN alarm ...
+    """
+    pps = flow_pps(res.delivery, duration_s)
+    if res.status != 0:
+        why = "; ".join(shortfalls(res) + res.errors) or "see its report"
+        raise RuntimeError(f"gor.story: the story failed (exit status {res.status}): {why}; "
+                           f"measured, not written: loop {res.loop_s} s, {pps} pps per flow")
     out: dict[str, Figure] = {}
-    pps = flow_pps(res.delivery, opts.duration_s)
     if pps is not None:
         out["testbed.flow_pps.default"] = Figure(pps, "pps")
     if res.loop_s is not None:
@@ -113,6 +123,18 @@ def bench_story(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — o
     if res.drops_during_move is not None:
         out["gor.drops_during_move"] = Figure(float(res.drops_during_move), "packets")
     return out
+
+
+def bench_story(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — one live run
+    """One run of ``scenarios.story.run_story`` on a fabric brought up for it (figures:
+    :func:`story_figures`)."""
+    with _live_testbed("story", FIGURES) as live:
+        if live is None:
+            return {}
+        tb, tmp = live
+        opts = ScenarioOptions(seed=7, runs_root=tmp / "runs", flow_rate_pps=STORY_FLOW_RATE_PPS)
+        res = run_story(tb.fabric, tb.programmer, tb.state, tb.save_state, opts)
+    return story_figures(res, opts.duration_s)
 
 
 def bench_dead_link(config: BenchConfig) -> dict[str, Figure]:  # noqa: ARG001 — one live run
