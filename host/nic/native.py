@@ -67,9 +67,12 @@ D_NOW, D_NEXT_AT, D_GAP, D_SLACK, D_FIRST_T, D_LAST_T, D_RX_FIRST_T, D_RX_LAST_T
 RP_OP_ADVANCE, RP_OP_SENT, RP_OP_CNP = range(3)
 ACK_CAP = 256
 """ACK requests one QP may log in a burst (:meth:`NativeBurst.run`) before Python takes them."""
-BURST_MAX_S = 0.02
+BURST_MAX_S = 0.003
 """The longest a sender's burst runs in C without Python (its stop flag, the agent's lock,
-the metrics): a signal cuts it short at once."""
+the metrics): a signal cuts it short at once. 3 ms, about as long as a burst ran when every
+ACK ended one: the agent's lock is held for the burst, and with 20 ms GOR's moves waited
+for it (quiet machine, 6 default stories each: loop 0.28-0.41 s in 4 of 6 with 3 ms, in 2 of
+6 with 20 ms; scenarios/README.md)."""
 BURST_WHY = ("deadline", "a frame for Python", "control", "nothing to send", "error")
 # Record words of nicc_rx_recv, one record per frame.
 (R_OFF, R_LEN, R_KIND, R_L3, R_DSCP, R_ECN, R_SPORT, R_OPCODE, R_BECN, R_DQPN, R_ACKREQ,
