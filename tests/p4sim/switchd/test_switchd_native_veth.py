@@ -31,6 +31,15 @@ pytestmark = [
 ]
 
 
+def _native_qfwd(sw1: str, sw2: str, tmp_path) -> SwitchProcess:
+    """QFWD on the native engine between ports 1 (``sw1``) and 2 (``sw2``), no control port
+    of its own, its stderr in ``tmp_path/stderr.txt``."""
+    args = [str(QFWD), "-i", f"1@{sw1}", "-i", f"2@{sw2}", "--engine", "native", "--control-port", "0",
+            "--", "--grpc-server-addr", "127.0.0.1:0"]
+    with open(tmp_path / "stderr.txt", "wb") as err:
+        return SwitchProcess(args, stderr=err)
+
+
 def test_native_data_plane_on_veths(veths, tmp_path) -> None:
     sw1, sw2, host1, host2 = veths
     pcaps = tmp_path / "pcaps"
@@ -122,10 +131,7 @@ def test_native_batches_keep_each_ports_order_and_lose_nothing_across_ring_wraps
     over 3,200 frames a direction (the 1,024-slot receive ring wraps three times), and the
     timestamps of one pass stay in step with the order (enq_timestamp never decreases)."""
     sw1, sw2, host1, host2 = veths
-    args = [str(QFWD), "-i", f"1@{sw1}", "-i", f"2@{sw2}", "--engine", "native", "--control-port", "0",
-            "--", "--grpc-server-addr", "127.0.0.1:0"]
-    with open(tmp_path / "stderr.txt", "wb") as err:
-        sw = SwitchProcess(args, stderr=err)
+    sw = _native_qfwd(sw1, sw2, tmp_path)
     burst, bursts = 200, 16
     try:
         with ControlClient(sw.control_addr) as c:
@@ -170,10 +176,7 @@ def test_one_frame_at_a_time_crosses_one_thread(veths, tmp_path) -> None:
     them inline; the frames come back in order with the queueing metadata of an empty
     queue."""
     sw1, sw2, host1, host2 = veths
-    args = [str(QFWD), "-i", f"1@{sw1}", "-i", f"2@{sw2}", "--engine", "native", "--control-port", "0",
-            "--", "--grpc-server-addr", "127.0.0.1:0"]
-    with open(tmp_path / "stderr.txt", "wb") as err:
-        sw = SwitchProcess(args, stderr=err)
+    sw = _native_qfwd(sw1, sw2, tmp_path)
     n = 100
     try:
         with ControlClient(sw.control_addr) as c:
@@ -214,10 +217,7 @@ def test_frames_queued_for_later_do_not_wake_the_worker_for_nothing(veths, tmp_p
     queueing metadata: enq_timestamp + deq_timedelta), and there is at most one worker
     wake-up that finds nothing per ten frames."""
     sw1, sw2, host1, host2 = veths
-    args = [str(QFWD), "-i", f"1@{sw1}", "-i", f"2@{sw2}", "--engine", "native", "--control-port", "0",
-            "--", "--grpc-server-addr", "127.0.0.1:0"]
-    with open(tmp_path / "stderr.txt", "wb") as err:
-        sw = SwitchProcess(args, stderr=err)
+    sw = _native_qfwd(sw1, sw2, tmp_path)
     bursts, burst = 40, 4
     try:
         with ControlClient(sw.control_addr) as c:
@@ -257,10 +257,7 @@ def test_data_plane_threads_are_named(veths, tmp_path) -> None:
     of a running switch (top -H, perf, the story's per-thread CPU) tells them from the
     Python threads, which are all "python"."""
     sw1, sw2, _host1, _host2 = veths
-    args = [str(QFWD), "-i", f"1@{sw1}", "-i", f"2@{sw2}", "--engine", "native", "--control-port", "0",
-            "--", "--grpc-server-addr", "127.0.0.1:0"]
-    with open(tmp_path / "stderr.txt", "wb") as err:
-        sw = SwitchProcess(args, stderr=err)
+    sw = _native_qfwd(sw1, sw2, tmp_path)
     try:
         pid = sw.proc.pid
         names = set()
