@@ -156,7 +156,11 @@ def run_gor(args: Any) -> int:
                   f"{rec.deleted_sampling} deleted", flush=True)
             print(f"controller run: {len(prog.connections)} switches, registry on "
                   f"{runtime.registry_address}, decision log {args.log}; Ctrl-C stops", flush=True)
-            stop.wait()
+            # bounded waits: a SIGTERM that lands on one of the gRPC threads interrupts no
+            # wait of this thread, and its Python handler runs only once a wait returns
+            # (CPython issue 85300; host/nic/sigflag.py)
+            while not stop.wait(0.5):
+                pass
             return 0
         finally:
             runtime.stop()

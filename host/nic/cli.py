@@ -346,8 +346,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.cmd == "send" and args.ready_file is not None:
             args.ready_file.write_text(f"{os.getpid()}\n")
         if args.cmd == "send" and args.wait_go and not wait_for_go(go, stop):
-            print(f"host.nic send: no go signal (SIGUSR1) within {GO_TIMEOUT_S:g} s",
-                  file=sys.stderr)
+            why = ("stopped (SIGTERM/SIGINT) before it came" if stop.is_set()
+                   else f"within {GO_TIMEOUT_S:g} s")
+            print(f"host.nic send: no go signal (SIGUSR1) {why}", file=sys.stderr)
             return 1
         elapsed = port.run(args.duration_s, stop=stop.is_set, linger_s=0.5)
         report = port.report(time.monotonic())

@@ -14,6 +14,19 @@ non-blocking pipe (``os.write``: no Python lock; a full pipe is already readable
 :func:`wait_any` sleeps in ``select`` on the pipes of several flags, so a handler that
 runs while the main thread waits there wakes it at once.
 
+That pipe alone still leaves one window: the Python handler runs only between two
+bytecodes, so a signal that lands after :func:`wait_any` last looked at its flags but
+before ``select`` entered the kernel (the C part of the handler ran, the Python part is
+deferred) interrupts nothing — ``select`` sleeps its whole timeout, and the handler runs
+only when it returns. The same holds when the kernel hands the signal to another thread
+(a gRPC thread of the sender's agent): the main thread's ``select`` is not interrupted at
+all (CPython issue 85300). A sender waiting for its go then started only when its
+launcher's SIGTERM came, and so never (issue 32: CI at c862f58, one of four senders of a
+story never took its go). :func:`wait_any` therefore also waits on
+``signal.set_wakeup_fd``: CPython's C-level handler writes the signal's number there from
+whichever thread the signal reached, at the instant it lands, so ``select`` returns and the
+deferred Python handler runs before the flags are looked at again.
+
 >>> import signal
 >>> go = SignalFlag()
 >>> old = signal.signal(signal.SIGUSR1, go.handler)
@@ -26,6 +39,7 @@ from __future__ import annotations
 
 import os
 import select
+import signal
 import time
 from types import FrameType
 from typing import Optional, Sequence
@@ -76,6 +90,10 @@ class SignalFlag:
 def wait_any(flags: Sequence[SignalFlag], timeout_s: float) -> bool:
     """Wait until one of ``flags`` is set, at most ``timeout_s``; True when one is.
 
+    In the main thread the wait also watches a ``signal.set_wakeup_fd`` pipe (the previous
+    wakeup fd is put back on return), so a signal that lands just before ``select`` starts,
+    or on another thread, still ends the wait at once (the module's docstring).
+
     >>> a, b = SignalFlag(), SignalFlag()
     >>> wait_any([a, b], 0.01)
     False
@@ -84,14 +102,40 @@ def wait_any(flags: Sequence[SignalFlag], timeout_s: float) -> bool:
     >>> a.close(); b.close()
     """
     deadline = time.monotonic() + max(0.0, timeout_s)
-    while not any(f.is_set() for f in flags):
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return False
-        # a handler that runs during select makes it return EINTR; Python runs the
-        # handler and retries with the time left, and the byte it wrote ends the wait
-        select.select([f.fileno() for f in flags], [], [], left)
-    return True
+    wake_r, wake_w = os.pipe()
+    for fd in (wake_r, wake_w):
+        os.set_blocking(fd, False)
+    try:
+        old_wake: Optional[int] = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    except ValueError:              # not the main thread: no signal handler runs here anyway
+        old_wake = None
+    try:
+        fds = [f.fileno() for f in flags] + [wake_r]
+        while not any(f.is_set() for f in flags):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            # a handler that runs during select makes it return EINTR; Python runs the
+            # handler and retries with the time left, and the byte it wrote ends the wait;
+            # a signal whose Python handler is still deferred wrote to wake_r
+            ready, _, _ = select.select(fds, [], [], left)
+            if wake_r in ready:
+                _drain(wake_r)      # the handlers run before the loop's test (a bytecode later)
+        return True
+    finally:
+        if old_wake is not None:
+            signal.set_wakeup_fd(old_wake)
+        os.close(wake_r)
+        os.close(wake_w)
+
+
+def _drain(fd: int) -> None:
+    """Read everything a non-blocking pipe holds."""
+    try:
+        while os.read(fd, 512):
+            pass
+    except BlockingIOError:
+        pass
 
 
 __all__ = ["SignalFlag", "wait_any"]

@@ -97,6 +97,79 @@ def test_the_harness_catches_the_old_event_deadlock() -> None:
         _run_go_harness("old", 3.0)
 
 
+ELSEWHERE_HARNESS = r"""
+import os, select, signal, sys, threading, time
+from host.nic.cli import wait_for_go
+from host.nic.sigflag import SignalFlag
+
+OLD, TIMEOUT_S = sys.argv[1] == "old", float(sys.argv[2])
+SELECT_SYSCALLS = {"23", "270"}        # x86_64 select, pselect6 (/proc/.../syscall)
+
+
+def old_wait_for_go(go, stop, timeout_s):
+    # the wait before CI's lost go (c862f58): select on the flags' pipes only
+    deadline = time.monotonic() + timeout_s
+    while not (go.is_set() or stop.is_set()):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        select.select([go.fileno(), stop.fileno()], [], [], left)
+    return go.is_set() and not stop.is_set()
+
+
+go, stop = SignalFlag(), SignalFlag()
+signal.signal(signal.SIGUSR1, go.handler)
+main_tid = threading.get_native_id()
+
+
+def launcher():
+    # started before the main thread blocks SIGUSR1, so this thread keeps it: the kernel
+    # must hand the process's SIGUSR1 to this thread, as it may to a sender's gRPC threads
+    path = f"/proc/self/task/{main_tid}/syscall"
+    deadline = time.monotonic() + 10.0
+    while open(path).read().split()[0] not in SELECT_SYSCALLS:   # probe: main in select
+        if time.monotonic() > deadline:
+            print("main thread never entered select", flush=True)
+            os._exit(3)
+    os.kill(os.getpid(), signal.SIGUSR1)
+
+
+t = threading.Thread(target=launcher, daemon=True)
+t.start()                          # keeps SIGUSR1 unblocked (a thread inherits its mask)
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+t0 = time.monotonic()
+ok = (old_wait_for_go if OLD else wait_for_go)(go, stop, TIMEOUT_S)
+print(f"{'go' if ok else 'no go'} {time.monotonic() - t0:.3f}", flush=True)
+"""
+
+
+def _run_elsewhere_harness(which: str, wait_s: float) -> tuple[bool, float]:
+    res = subprocess.run([sys.executable, "-c", ELSEWHERE_HARNESS, which, str(wait_s)],
+                         cwd=REPO, text=True, capture_output=True, timeout=wait_s + 30.0)
+    assert res.returncode == 0, res.stdout + res.stderr
+    word, elapsed = res.stdout.rsplit(maxsplit=1)
+    return word == "go", float(elapsed)
+
+
+ELSEWHERE_WAIT_S = 4.0
+"""The go wait's bound in the harness: the signal is sent at once, so a wait that lasts
+it out missed the signal (a bound on a miss, not a speed figure)."""
+
+
+def test_a_go_that_reaches_another_thread_ends_the_wait_at_once() -> None:
+    """The main thread sleeps in ``select``; SIGUSR1 lands on another thread (the main thread
+    blocks it). The wakeup fd ends the wait at once, with "go"."""
+    ok, elapsed_s = _run_elsewhere_harness("new", ELSEWHERE_WAIT_S)
+    assert ok and elapsed_s < ELSEWHERE_WAIT_S / 2, (ok, elapsed_s)
+
+
+def test_the_elsewhere_harness_catches_the_wait_without_a_wakeup_fd() -> None:
+    """The same on the wait before the fix: it sleeps out its whole bound (the Python
+    handler runs only when ``select`` returns), so the test above can fail."""
+    _, elapsed_s = _run_elsewhere_harness("old", ELSEWHERE_WAIT_S)
+    assert elapsed_s >= ELSEWHERE_WAIT_S * 0.95, elapsed_s
+
+
 RUN_CHILD = r'''
 import ctypes, errno, json, signal, socket, sys, threading
 import host.nic.mmsg as mmsg
