@@ -263,8 +263,17 @@ def shortfalls(res: StoryResult) -> list[str]:
     ...                            {"event": "order_confirmed"}])
     >>> shortfalls(late)[0][:60]
     "no 'after' figure: the last moved flow was seen on its new u"
+
+    A NIC process that left no report (a sender that never started) fails the run too:
+
+    >>> lost = StoryResult(0, errors=["send b0s1 b0s1-eth0: no report (exit 1): ..."])
+    >>> shortfalls(lost)[0][:62]
+    '1 NIC process left no report (its flows are missing from every'
     """
     why = []
+    if res.errors:
+        why.append(f"{len(res.errors)} NIC process{'es' if len(res.errors) > 1 else ''} left no "
+                   f"report (its flows are missing from every figure): {'; '.join(res.errors)}")
     if res.max_util_before_pct is None and res.max_util_after_pct is None:
         if res.polls_with_traffic == 0:
             why.append("no uplink counters were read: the switches answered no telemetry poll")
