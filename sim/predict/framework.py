@@ -132,6 +132,13 @@ field                  meaning
                        (:mod:`sim.predict.a2a_overlap`); false: every all-to-all on the critical path
 ``moe_qps_per_channel``  RDMA queue pairs per DeepEP channel (more QPs spread a channel over
                        more ECMP paths of a RoCE fabric)
+``cross_entropy_fusion``  the loss over the vocab-parallel logits: ``none`` (Megatron-Core's
+                       ``vocab_parallel_cross_entropy`` on the logits cast to fp32: three fp32
+                       passes forward, twice that backward) or ``te`` (Transformer Engine's
+                       Triton ``parallel_cross_entropy``, Megatron-Core's
+                       ``cross_entropy_loss_fusion`` with ``cross_entropy_fusion_impl: te``:
+                       three BF16 passes forward, the gradient written in place, two backward;
+                       :data:`sim.predict.graph.TE_CE_PASSES`)
 ``fp8_param_gather``   FP8 jobs keep the model's weights in FP8 (1 byte) and all-gather them in
                        FP8 (Megatron-Core ``--fp8-param-gather``)
 ``fp8_tp_gather``      FP8 jobs with sequence parallelism cast a layer's input to FP8 before the
@@ -194,6 +201,8 @@ OPTIMIZERS = ("fused", "foreach", "forloop")
 #: how FSDP's collectives run under pipeline parallelism (``fsdp_pipeline``)
 FSDP_PIPELINE = ("per_microbatch", "per_step")
 CP_ATTENTION = ("one_kernel", "per_step")
+#: the loss kernels (``cross_entropy_fusion``)
+CE_FUSION = ("none", "te")
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +248,7 @@ class Framework:
     fsdp_flat_params: bool = False
     fsdp_pipeline: str = "per_microbatch"
     train_metrics: int = 0
+    cross_entropy_fusion: str = "none"
 
     @property
     def traffic(self) -> float:
@@ -319,8 +329,13 @@ PROFILES: dict[str, Framework] = {f.name: f for f in (
     # NeMo's performance scripts (scripts/performance/helpers.py, set_precision_configs):
     # grad_reduce_in_fp32 = False, and the FP8 mixed-precision recipes set fp8_param_gather
     replace(_MCORE, name="nemo", grad_reduce_dtype="bf16", fp8_param_gather=True),
+    # Megatron-Bridge's pretraining: GPTModelProvider's cross_entropy_loss_fusion = True (only
+    # the PEFT recipes turn it off) and the performance scripts' cross_entropy_fusion_impl =
+    # "te" (scripts/performance/utils/helpers.py at v0.2.0, utils/overrides.py at v0.3.0 and
+    # v0.4.1; the Llama providers default to "te" too): Megatron-Core (0d8e0714cd,
+    # LanguageModule.compute_language_model_loss) then calls te_parallel_cross_entropy
     replace(_MCORE, name="megatron-bridge", fp8_recipe="current", grad_reduce_dtype="bf16", fp8_param_gather=True,
-            moe_dispatcher="deepep"),
+            moe_dispatcher="deepep", cross_entropy_fusion="te"),
     replace(_MCORE, name="deepspeed", data_parallel="zero", overlap_param_gather=True, tp_comm_overlap=0.0, tp_bwd_overlap=False,
             attention="fa2", fp8_tp_gather=False, bucket_MiB=500.0 * 2, grad_reduce_dtype="bf16", **_EAGER),
     # FSDP1 (torch.distributed.fsdp.FullyShardedDataParallel: FlatParameter per unit) with
@@ -413,6 +428,7 @@ class FrameworkSection:
     fsdp_flat_params: Optional[bool] = None
     fsdp_pipeline: Optional[str] = None
     train_metrics: Optional[int] = None
+    cross_entropy_fusion: Optional[str] = None
 
 
 def _one_of(v: Any, known: tuple[str, ...], source: str, where: str) -> None:
@@ -451,6 +467,7 @@ def resolve_framework(data: Any, source: str) -> Framework:
     _one_of(f.moe_dispatcher, MOE_DISPATCHERS, source, "moe_dispatcher")
     _one_of(f.optimizer, OPTIMIZERS, source, "optimizer")
     _one_of(f.fsdp_pipeline, FSDP_PIPELINE, source, "fsdp_pipeline")
+    _one_of(f.cross_entropy_fusion, CE_FUSION, source, "cross_entropy_fusion")
     if f.train_metrics < 0:
         raise SimInputError(f"{source}: framework.train_metrics: must be >= 0, got {f.train_metrics}")
     if f.moe_qps_per_channel < 1:

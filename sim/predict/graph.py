@@ -480,11 +480,36 @@ def embedding_forward(j: TrainingJob) -> list[Kernel]:
     return ks
 
 
+#: Transformer Engine's fused cross entropy (``framework.cross_entropy_fusion: te``): passes
+#: over the BF16 logits, (forward, backward). Forward: ``online_softmax_kernel`` reads them
+#: for each token's max and sum, then ``cross_entropy_kernel`` reads them again, writes the
+#: loss and overwrites them with the gradient (softmax − one-hot); backward:
+#: ``element_mul_kernel`` scales that gradient by the incoming one in place, read and write
+#: (skipped only for a scalar 1.0; Megatron-Core passes per-token losses, so it runs).
+#: transformer_engine/pytorch/triton/cross_entropy.py at v2.8 and v2.9, common/triton/ at
+#: v2.10-v2.12: the same kernels. Unfused (``none``): Megatron-Core's
+#: ``vocab_parallel_cross_entropy`` over fp32 logits, 3 fp32 passes forward, 2× backward.
+TE_CE_PASSES = (3, 2)
+
+
 def head_forward(j: TrainingJob) -> list[Kernel]:
-    """Final norm, vocab-parallel LM head GEMM and cross-entropy (fp32 logits)."""
+    """Final norm, vocab-parallel LM head GEMM and cross-entropy (fp32 logits, or TE's fused
+    kernel on the BF16 logits: :data:`TE_CE_PASSES`).
+
+    >>> from sim.predict.job import job_from_dict
+    >>> spec = {"model": {"layers": 2, "hidden": 1024, "heads": 16, "seq_length": 1024, "vocab": 32000},
+    ...         "training": {"global_batch": 8}, "gpu": {"preset": "H100-SXM"}, "framework": {"name": "megatron-core"}}
+    >>> [k.bytes / 2**20 for k in head_forward(job_from_dict(spec, "j.yaml")) if k.name == "cross_entropy"]
+    [375.0]
+    >>> spec["framework"]["cross_entropy_fusion"] = "te"          # 3 x 1024 x 32000 x 2 B
+    >>> [k.bytes / 2**20 for k in head_forward(job_from_dict(spec, "j.yaml")) if k.name == "cross_entropy"]
+    [187.5]
+    """
     d, v_t = _Dims(j), j.model.vocab // j.parallel.tp
+    fused = j.framework.cross_entropy_fusion == "te"
+    ce = TE_CE_PASSES[0] * d.T * v_t * E if fused else 3 * d.T * v_t * 4.0
     ks = [_mem("norm.final", 2 * d.Tn * d.h * E), *_tp_in(d, "head", fp8=False), _gemm("lm_head", d.T, v_t, d.h, False),
-          _mem("cross_entropy", 3 * d.T * v_t * 4.0)]
+          _mem("cross_entropy", ce)]
     if d.t > 1:
         ks.append(_comm("tp.allreduce.loss", "allreduce", "tp", d.T * 8.0))
     return ks
@@ -513,8 +538,12 @@ def head_backward(j: TrainingJob) -> list[Kernel]:
     """The LM head's backward (never recomputed)."""
     d = _Dims(j)
     out: list[Kernel] = []
+    fused = j.framework.cross_entropy_fusion == "te"
     for k in reversed(head_forward(j)):
         if k.name == "tp.allreduce.loss":
+            continue
+        if k.name == "cross_entropy" and fused:
+            out.append(_mem("cross_entropy.bwd", k.bytes * TE_CE_PASSES[1] / TE_CE_PASSES[0], "bwd"))
             continue
         out += _backward_of(k, d)
         if k.name == "lm_head" and d.t > 1 and not d.sp:
@@ -528,6 +557,6 @@ def embedding_backward(j: TrainingJob) -> list[Kernel]:
     return [_mem("embedding.bwd", 2 * d.T * d.h * E, "bwd")]
 
 
-__all__ = ["EAGER_BYTES", "eager_factor", "embedding_backward", "embedding_forward", "head_backward", "head_forward", "layer_backward",
+__all__ = ["EAGER_BYTES", "TE_CE_PASSES", "eager_factor", "embedding_backward", "embedding_forward", "head_backward", "head_forward", "layer_backward",
            "layer_forward", "op_sac_recompute", "recompute_forward", "train_metrics",
            "sac_gemm_shares"]
