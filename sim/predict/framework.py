@@ -132,13 +132,20 @@ field                  meaning
                        (:mod:`sim.predict.a2a_overlap`); false: every all-to-all on the critical path
 ``moe_qps_per_channel``  RDMA queue pairs per DeepEP channel (more QPs spread a channel over
                        more ECMP paths of a RoCE fabric)
-``cross_entropy_fusion``  the loss over the vocab-parallel logits: ``none`` (Megatron-Core's
-                       ``vocab_parallel_cross_entropy`` on the logits cast to fp32: three fp32
-                       passes forward, twice that backward) or ``te`` (Transformer Engine's
-                       Triton ``parallel_cross_entropy``, Megatron-Core's
-                       ``cross_entropy_loss_fusion`` with ``cross_entropy_fusion_impl: te``:
-                       three BF16 passes forward, the gradient written in place, two backward;
-                       :data:`sim.predict.graph.TE_CE_PASSES`)
+``cross_entropy_fusion``  the loss over the vocab-parallel logits
+                       (:data:`sim.predict.graph.CE_BYTES_PER_LOGIT`): ``none`` (Megatron's
+                       ``vocab_parallel_cross_entropy`` on the logits cast to fp32: the cast and
+                       five fp32 passes forward, the softmax kept; an in-place multiply and the
+                       cast back backward), ``te`` (Transformer Engine's Triton
+                       ``parallel_cross_entropy``, Megatron-Core's ``cross_entropy_loss_fusion``
+                       with ``cross_entropy_fusion_impl: te``: three BF16 passes forward, the
+                       gradient written in place, two backward), ``flash_attn`` (flash-attn's
+                       Triton ``CrossEntropyLoss``: one BF16 read forward, a read and a write
+                       backward), ``torch`` (``torch.nn.functional.cross_entropy`` on the logits
+                       cast to fp32, eager; torch's ``loss_parallel`` under TP) or ``inductor``
+                       (that loss under ``torch.compile``, as torchtitan compiles it with
+                       ``training.compile`` from 2025; a job override, in no profile: on for
+                       those runs it moves two fit runs past 10 %, sim/README nineteenth round)
 ``fp8_param_gather``   FP8 jobs keep the model's weights in FP8 (1 byte) and all-gather them in
                        FP8 (Megatron-Core ``--fp8-param-gather``)
 ``fp8_tp_gather``      FP8 jobs with sequence parallelism cast a layer's input to FP8 before the
@@ -202,7 +209,7 @@ OPTIMIZERS = ("fused", "foreach", "forloop")
 FSDP_PIPELINE = ("per_microbatch", "per_step")
 CP_ATTENTION = ("one_kernel", "per_step")
 #: the loss kernels (``cross_entropy_fusion``)
-CE_FUSION = ("none", "te")
+CE_FUSION = ("none", "te", "flash_attn", "torch", "inductor")
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,10 +357,13 @@ PROFILES: dict[str, Framework] = {f.name: f for f in (
     # metrics after every micro-batch's backward (trainer.py, _eval_train_metrics), and MPT's
     # are LanguageCrossEntropy and LanguagePerplexity (llmfoundry/models/mpt/modeling_mpt.py,
     # use_train_metrics default True), each a CrossEntropyLoss over the logits
-    # (composer/metrics/nlp.py)
+    # (composer/metrics/nlp.py). The loss: MPT's loss_fn defaults to "fused_crossentropy",
+    # flash-attn's CrossEntropyLoss (llmfoundry/models/mpt/modeling_mpt.py from 2023-05 on; the
+    # benchmark's `pip install .[gpu-flash2]` is flash-attn 2.4.2 at 5e85bd62d, #838), a Triton
+    # kernel on the BF16 logits (cross_entropy_fusion: flash_attn)
     replace(_MCORE, name="composer-fsdp", data_parallel="fsdp", tp_comm_overlap=0.0, tp_bwd_overlap=False, attention="fa2",
             fp8_tp_gather=False, grad_reduce_dtype="fp32", fp8_recipe="delayed", fp8_weight_cache=False, optimizer="forloop",
-            optimizer_sync=True, fsdp_flat_params=True, train_metrics=2, **_EAGER),
+            optimizer_sync=True, fsdp_flat_params=True, train_metrics=2, cross_entropy_fusion="flash_attn", **_EAGER),
     # torchtitan: FSDP2 under torch.distributed.pipelining gathers once a step and reduces
     # after the last backward (fsdp_pipeline: per_step; apply_fsdp at 9dec370, 2024-12:
     # "For PP, do not reshard after forward to avoid per-microbatch all-gathers");
@@ -369,10 +379,16 @@ PROFILES: dict[str, Framework] = {f.name: f for f in (
     # repeat_kv stays off although torchtitan's Llama copies K and V to every head
     # (models/llama/model.py): on, the fit split loses two rows (sim/README, thirteenth round);
     # TP through DTensor: each collective runs when autograd reaches its redistribution, none
-    # under a linear layer's GEMMs (tp_bwd_overlap off)
+    # under a linear layer's GEMMs (tp_bwd_overlap off); the loss: F.cross_entropy on
+    # pred.float(), eager (train.py at 9dec370), under TP in torch's loss_parallel
+    # (disable_loss_parallel defaults to False); components/loss.py at e7c0cae and 820504e
+    # (the 2025-06 runs) compiles it with training.compile: cross_entropy_fusion "inductor",
+    # left a job override like repeat_kv (on, the fit split loses two rows: sim/README,
+    # nineteenth round)
     replace(_MCORE, name="torchtitan", data_parallel="fsdp", tp_comm_overlap=0.0, tp_bwd_overlap=False, attention="fa2",
             grad_reduce_dtype="fp32", fp8_recipe="tensorwise", fp8_weight_cache=False, cp_comm="allgather",
-            cp_attention="per_step", selective_ac="op", optimizer="fused", fsdp_pipeline="per_step", **_EAGER),
+            cp_attention="per_step", selective_ac="op", optimizer="fused", fsdp_pipeline="per_step",
+            cross_entropy_fusion="torch", **_EAGER),
     # Meta's Llama 3 stack is not published: no backward overlap is assumed (tp_bwd_overlap)
     replace(_MCORE, name="llama3-meta", data_parallel="distributed_optimizer", tp_comm_overlap=0.5, tp_bwd_overlap=False,
             attention="fa2", cp_comm="allgather"),

@@ -487,27 +487,90 @@ def embedding_forward(j: TrainingJob) -> list[Kernel]:
 #: ``element_mul_kernel`` scales that gradient by the incoming one in place, read and write
 #: (skipped only for a scalar 1.0; Megatron-Core passes per-token losses, so it runs).
 #: transformer_engine/pytorch/triton/cross_entropy.py at v2.8 and v2.9, common/triton/ at
-#: v2.10-v2.12: the same kernels. Unfused (``none``): Megatron-Core's
-#: ``vocab_parallel_cross_entropy`` over fp32 logits, 3 fp32 passes forward, 2× backward.
+#: v2.10-v2.12: the same kernels.
 TE_CE_PASSES = (3, 2)
+
+#: what each loss implementation (``framework.cross_entropy_fusion``) moves per logit of the
+#: LM head's BF16/FP16 output (``E`` bytes), forward and backward, each from its kernels' code:
+#:
+#: * ``none``: Megatron's ``vocab_parallel_cross_entropy`` (megatron/mpu/cross_entropy.py at
+#:   a8d172b31e, 2021-04, and 2e90a342f5, 2022-05, byte-identical; megatron/core/
+#:   tensor_parallel/cross_entropy.py at 986019ee11, 2023-08, and core_r0.8.0; Megatron-
+#:   DeepSpeed's ``CrossEntropy`` calls it on ``output.float()``): the logits cast to fp32
+#:   (read E, write 4), then on the fp32 copy the max (read), ``-= max`` (read, write), ``exp``
+#:   in place (read, write), the sum (read) and ``div_`` by it (read, write), the softmax kept
+#:   for the backward: E + 36 bytes. Backward: ``grad_input.mul_(grad_output)`` on the kept
+#:   softmax (read, write) and autograd's cast of the fp32 gradient to the logits' dtype (read
+#:   4, write E): 12 + E.
+#: * ``te``: :data:`TE_CE_PASSES` over the BF16 logits.
+#: * ``flash_attn``: flash-attn's ``CrossEntropyLoss`` (flash_attn/ops/triton/cross_entropy.py
+#:   at v2.4.2): ``cross_entropy_fwd_kernel`` reads each row once (one block up to 64K columns,
+#:   the max and the sum of exponentials in registers) and writes the loss and log-sum-exp per
+#:   row; ``cross_entropy_bwd_kernel`` reads the saved logits and writes their gradient into a
+#:   new tensor (``inplace_backward`` off by default): E forward, 2E backward.
+#: * ``torch``: ``torch.nn.functional.cross_entropy`` on the logits cast to fp32, eager
+#:   (torchtitan's loss at 9dec370 and later). Without TP, ATen's ``log_softmax`` (read E write
+#:   4 for the cast; ``cunn_SoftMaxForward``: the max and the sum read the row, the output
+#:   written from a third read: 16) and ``nll_loss`` (a gather); backward, ``nll_loss_backward``
+#:   fills a zero gradient (write 4), ``cunn_SoftMaxBackward`` sums it (read) and writes
+#:   ``grad − exp(out)·sum`` (read two, write one: 16), the cast back (read 4, write E):
+#:   E + 20 forward, E + 24 backward. Under TP, torch's ``loss_parallel`` (torchtitan's default
+#:   with TP: the output layer stays sharded on the vocabulary): ``_log_softmax``'s amax (read),
+#:   ``x − max`` (read, write), ``exp`` (read, write), the sum (read), ``shifted − lse`` (read,
+#:   write) after the cast: E + 36; ``_nll_loss_and_log_softmax_backward``: ``zeros_like``
+#:   (write), ``exp(x)`` (read, write), ``+`` (read two, write one), ``* grad`` (read, write),
+#:   the cast back: E + 36 (torch/distributed/tensor/parallel/loss.py).
+#: * ``inductor``: that loss under ``torch.compile`` (torchtitan's ``build_cross_entropy_loss``
+#:   compiles it with ``training.compile`` from 2025: components/loss.py at e7c0cae and 820504e;
+#:   at 9dec370 the compile is commented out): inductor fuses the cast into its loads and runs
+#:   the softmax's max and sum as two loops of one reduction kernel over the BF16 logits
+#:   (pytorch#127011's description), and the backward as one kernel that reads the saved BF16
+#:   logits and writes their gradient: 2E forward, 2E backward. Not read from generated code;
+#:   a job override, in no profile (sim/README, nineteenth round).
+CE_BYTES_PER_LOGIT: dict[str, tuple[float, float]] = {
+    "none": (E + 36.0, 12.0 + E),
+    "te": (TE_CE_PASSES[0] * E, TE_CE_PASSES[1] * E),
+    "flash_attn": (E, 2 * E),
+    "torch": (E + 20.0, E + 24.0),
+    "inductor": (2 * E, 2 * E),
+}
+#: ``torch`` under tensor parallelism: torch's ``loss_parallel`` (above)
+CE_BYTES_PER_LOGIT_LOSS_PARALLEL = (E + 36.0, E + 36.0)
+
+
+def cross_entropy_bytes(j: TrainingJob) -> tuple[float, float]:
+    """Bytes the loss moves over one micro-batch's logits on one TP rank, (forward, backward)
+    (:data:`CE_BYTES_PER_LOGIT`).
+
+    >>> from sim.predict.job import job_from_dict
+    >>> spec = {"model": {"layers": 2, "hidden": 1024, "heads": 16, "seq_length": 1024, "vocab": 32000},
+    ...         "training": {"global_batch": 8}, "gpu": {"preset": "H100-SXM"}, "framework": {"name": "megatron-core"}}
+    >>> [b / (1024 * 32000) for b in cross_entropy_bytes(job_from_dict(spec, "j.yaml"))]
+    [38.0, 14.0]
+    >>> spec["framework"]["cross_entropy_fusion"] = "flash_attn"
+    >>> [b / (1024 * 32000) for b in cross_entropy_bytes(job_from_dict(spec, "j.yaml"))]
+    [2.0, 4.0]
+    """
+    d, v_t = _Dims(j), j.model.vocab // j.parallel.tp
+    impl = j.framework.cross_entropy_fusion
+    fwd, bwd = CE_BYTES_PER_LOGIT_LOSS_PARALLEL if impl == "torch" and d.t > 1 else CE_BYTES_PER_LOGIT[impl]
+    return fwd * d.T * v_t, bwd * d.T * v_t
 
 
 def head_forward(j: TrainingJob) -> list[Kernel]:
-    """Final norm, vocab-parallel LM head GEMM and cross-entropy (fp32 logits, or TE's fused
-    kernel on the BF16 logits: :data:`TE_CE_PASSES`).
+    """Final norm, vocab-parallel LM head GEMM and the loss (:func:`cross_entropy_bytes`).
 
     >>> from sim.predict.job import job_from_dict
     >>> spec = {"model": {"layers": 2, "hidden": 1024, "heads": 16, "seq_length": 1024, "vocab": 32000},
     ...         "training": {"global_batch": 8}, "gpu": {"preset": "H100-SXM"}, "framework": {"name": "megatron-core"}}
     >>> [k.bytes / 2**20 for k in head_forward(job_from_dict(spec, "j.yaml")) if k.name == "cross_entropy"]
-    [375.0]
+    [1187.5]
     >>> spec["framework"]["cross_entropy_fusion"] = "te"          # 3 x 1024 x 32000 x 2 B
     >>> [k.bytes / 2**20 for k in head_forward(job_from_dict(spec, "j.yaml")) if k.name == "cross_entropy"]
     [187.5]
     """
     d, v_t = _Dims(j), j.model.vocab // j.parallel.tp
-    fused = j.framework.cross_entropy_fusion == "te"
-    ce = TE_CE_PASSES[0] * d.T * v_t * E if fused else 3 * d.T * v_t * 4.0
+    ce = cross_entropy_bytes(j)[0]
     ks = [_mem("norm.final", 2 * d.Tn * d.h * E), *_tp_in(d, "head", fp8=False), _gemm("lm_head", d.T, v_t, d.h, False),
           _mem("cross_entropy", ce)]
     if d.t > 1:
@@ -538,12 +601,11 @@ def head_backward(j: TrainingJob) -> list[Kernel]:
     """The LM head's backward (never recomputed)."""
     d = _Dims(j)
     out: list[Kernel] = []
-    fused = j.framework.cross_entropy_fusion == "te"
     for k in reversed(head_forward(j)):
         if k.name == "tp.allreduce.loss":
             continue
-        if k.name == "cross_entropy" and fused:
-            out.append(_mem("cross_entropy.bwd", k.bytes * TE_CE_PASSES[1] / TE_CE_PASSES[0], "bwd"))
+        if k.name == "cross_entropy":
+            out.append(_mem("cross_entropy.bwd", cross_entropy_bytes(j)[1], "bwd"))
             continue
         out += _backward_of(k, d)
         if k.name == "lm_head" and d.t > 1 and not d.sp:
@@ -557,6 +619,6 @@ def embedding_backward(j: TrainingJob) -> list[Kernel]:
     return [_mem("embedding.bwd", 2 * d.T * d.h * E, "bwd")]
 
 
-__all__ = ["EAGER_BYTES", "TE_CE_PASSES", "eager_factor", "embedding_backward", "embedding_forward", "head_backward", "head_forward", "layer_backward",
+__all__ = ["CE_BYTES_PER_LOGIT", "CE_BYTES_PER_LOGIT_LOSS_PARALLEL", "EAGER_BYTES", "TE_CE_PASSES", "cross_entropy_bytes", "eager_factor", "embedding_backward", "embedding_forward", "head_backward", "head_forward", "layer_backward",
            "layer_forward", "op_sac_recompute", "recompute_forward", "train_metrics",
            "sac_gemm_shares"]

@@ -27,9 +27,8 @@ activations per recomputation mode and pipeline schedule, the LM head's logits.
   runs (:func:`sim.predict.cp_ring.buffer_bytes`; all c ranks' K and V with torch's
   all-gather rotater: 6.5 GiB a GPU for Llama 3 8B at 262,144 tokens on CP 8).
 * **Logits** of the last stage: bf16 logits and their fp32 softmax for the loss (6 bytes a
-  token and vocabulary entry, / t); with Transformer Engine's fused loss
-  (``framework.cross_entropy_fusion: te``) the bf16 logits alone, the gradient written over
-  them (2 bytes).
+  token and vocabulary entry, / t: ``framework.cross_entropy_fusion`` ``none``, ``torch``);
+  with a fused loss (``te``, ``flash_attn``, ``inductor``) the bf16 logits alone (2 bytes).
 * **In flight**: a 1F1B stage s holds ``min(p − s, m)`` micro-batches; interleaved holds
   ``min(2(p − s − 1) + (v − 1)·p + 1, m·v)`` chunks of ``L/(p·v)`` layers (Megatron's
   warm-up); the first stage is the fullest.
@@ -271,7 +270,7 @@ def stage_memory(j: TrainingJob, stage: int) -> MemoryBreakdown:
     layers = stage_layers(j, stage)
     per_mb = sum(activation_bytes_per_layer(j, m.is_moe_layer(x)) for x in layers)
     T = tr.micro_batch * m.seq_length // par.cp
-    per_logit = 2.0 if j.framework.cross_entropy_fusion == "te" else 2.0 + 4.0
+    per_logit = 2.0 + 4.0 if j.framework.cross_entropy_fusion in ("none", "torch") else 2.0
     logits = per_logit * T * m.vocab / par.tp if stage == par.pp - 1 else 0.0
     return MemoryBreakdown(shard(w_bytes, 3 if not fsdp else 2) + held_params,
                            held_grads or shard(j.grad_bytes, 2), shard(o_bytes, 1),
