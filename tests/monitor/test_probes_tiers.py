@@ -53,22 +53,29 @@ def _egress(fab: Fabric, switch: str, member: str) -> tuple[LinkDir, str]:
 
 def _model_walks(fab: Fabric, model: FabricHashModel, src: NicInfo, nic_port: int,
                  dst: NicInfo, sports: Sequence[int] = range(1 << 16)) -> list[tuple[LinkDir, ...]]:
-    """The links of every source port of ``sports``, walked through the published model only."""
+    """The links of every source port of ``sports``, walked through the published model only.
+    What does not depend on the source port is looked up once per switch (its route to
+    ``dst``, that group's table) and once per member (the link it leaves by); each port
+    still walks its own hops."""
     attached = {(p.leaf): p.intf for p in dst.ports}
     first = LinkDir(src.ports[nic_port].intf, src.ports[nic_port].leaf)
     out: list[tuple[LinkDir, ...]] = []
     tables: dict[str, tuple[list[int], int, tuple[str, ...]]] = {}
+    egress: dict[tuple[str, str], tuple[LinkDir, str]] = {}
     for sport in sports:
         links, here = [first], src.ports[nic_port].leaf
         while here not in attached:
-            sw = model.switch(here)
-            gid = route_group(sw, dst.ip)
-            assert gid is not None, (here, dst.ip)    # every hop of this spec is a group
             if here not in tables:
+                sw = model.switch(here)
+                gid = route_group(sw, dst.ip)
+                assert gid is not None, (here, dst.ip)    # every hop of this spec is a group
                 g = sw.group(gid)
                 tables[here] = (port_to_member_table(sw, gid, src.ip, dst.ip, 17, 4791), g.base, g.members)
             table, base, members = tables[here]
-            link, here = _egress(fab, here, members[table[sport] - base])
+            member = members[table[sport] - base]
+            if (here, member) not in egress:
+                egress[(here, member)] = _egress(fab, here, member)
+            link, here = egress[(here, member)]
             links.append(link)
         links.append(LinkDir(here, attached[here]))
         out.append(tuple(links))

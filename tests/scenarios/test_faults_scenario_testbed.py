@@ -5,7 +5,16 @@ view. Asserted: each injected fault is named first, exactly (kind and component)
 verdicts are in the verdict log; the
 scenario's report has its row; every fault was undone (no faults file left) and every
 prober stopped; with Chromium installed, the web view was loaded in it during the run and
-its screenshot is in the run folder. Times to name are reported, not asserted. ~3 min.
+its screenshot is in the run folder. Times to name are reported, not asserted. ~1.5 min.
+
+``blackhole`` and ``hung_switch`` are not run here: each is injected, named first and
+exactly and undone on the live two-pod fabric's core tier
+(``test_pod2_scenarios_testbed.test_incast_alltoall_and_faults_on_two_pods``: ``blackhole.exact
+and blackhole.named_kind == "blackhole"``, ``hung.exact``, the fault book empty after the
+scenario), a hung spine under GOR is ``test_switch_hang_testbed``'s, and both kinds' injection
+and undo on the default fabric are ``tests/testbed/test_faults_testbed.py``'s. The
+verdict log, report rows, probers stopped and every fault undone are asserted here for the
+four kinds below. All nine kinds run with ``make run SCENARIO=faults``.
 """
 from __future__ import annotations
 
@@ -15,8 +24,7 @@ from pathlib import Path
 
 import pytest
 
-KINDS = ("gray_link", "blackhole", "hung_switch", "slow_receiver", "wrong_ecn_threshold",
-         "controller_down")
+KINDS = ("gray_link", "slow_receiver", "wrong_ecn_threshold", "controller_down")
 
 
 def test_faults_are_named_exactly_and_undone(tmp_path: Path) -> None:
