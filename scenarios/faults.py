@@ -157,11 +157,13 @@ def monitor_options(opts: Any) -> MonitorOptions:
 
 def run_faults(fabric: Any, programmer: Any, state: Any, save_state: Callable[[], None],
                opts: Any, say: Callable[[str], None] = print, trials_per_kind: int = 1,
-               kinds: Optional[Sequence[str]] = None, quiet_s: float = 0.0) -> FaultsResult:
+               kinds: Optional[Sequence[str]] = None, quiet_s: float = 0.0,
+               screenshot_web: bool = True) -> FaultsResult:
     """Run the faults scenario on a running, programmed testbed (``opts``:
     ``ScenarioOptions``; ``trials_per_kind`` rounds over the faults; ``kinds`` limits
     them; ``quiet_s`` > 0 first watches the fault-free fabric that long and counts every
-    verdict as a false alarm)."""
+    verdict as a false alarm; ``screenshot_web`` False: no browser shot of the web view,
+    for a caller that checks the verdicts, not the page)."""
     run_dir = new_run_dir(opts.runs_root)
     res = FaultsResult(1, run_dir)
     seed = opts.seed if opts.seed is not None else 1
@@ -213,7 +215,8 @@ def run_faults(fabric: Any, programmer: Any, state: Any, save_state: Callable[[]
                 injector.undo_all()
             # the page with the run's verdicts, in a real browser (Chromium is heavy: not
             # while a fault is being localised on this 2-core machine)
-            res.screenshot = _screenshot(mon, run_dir, say)
+            if screenshot_web:
+                res.screenshot = _screenshot(mon, run_dir, say)
     _report(run_dir, res, say)
     misses = [(f"{t.kind} on {t.target}: named {t.named_kind} {t.named}" if t.named else
                f"{t.kind} on {t.target}: nothing named within {NAME_TIMEOUT_S:g} s")

@@ -36,6 +36,7 @@ failed (the message says which and how to fix it).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
 import json
 import os
@@ -84,13 +85,39 @@ def choose_target(requested: str) -> str:
     return requested
 
 
+def p4sim_compile_key(cmd: Sequence[str]) -> str:
+    """What a p4sim compile of fabric.p4 depends on, as one sha256: the command line, every
+    file under ``p4src/`` that a P4 program can include, and the compiler itself (every
+    ``.py`` and ``.p4`` file of the ``p4sim`` package). Equal keys, equal outputs.
+
+    >>> p4sim_compile_key(["x"]) == p4sim_compile_key(["x"]) != p4sim_compile_key(["y"])
+    True
+    """
+    h = hashlib.sha256("\0".join(cmd).encode())
+    files = sorted([*PROGRAM.parent.rglob("*.p4"), *(REPO / "p4sim").rglob("*.py"),
+                    *(REPO / "p4sim").rglob("*.p4")])
+    for f in files:
+        h.update(str(f.relative_to(REPO)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def compile_fabric(target: str, p4c: str = "p4c-bm2-ss") -> tuple[Path, Path]:
-    """(P4Info text file, device config) of ``p4src/fabric.p4`` for ``target``."""
+    """(P4Info text file, device config) of ``p4src/fabric.p4`` for ``target``. For p4sim
+    the outputs are reused when nothing they depend on changed (:func:`p4sim_compile_key`,
+    kept beside them with a hash of the outputs themselves, so a file rewritten or cut
+    short since is compiled again); p4c is always run (its version is the user's)."""
     include = str(PROGRAM.parent / "include")
+    key = key_path = None
     if target == "p4sim":
         p4info, config = BUILD / "fabric.p4info.txtpb", BUILD / "fabric.json"
         cmd = [sys.executable, "-m", "p4sim", "compile", str(PROGRAM), "-I", include,
                "--p4info", str(p4info), "--config", str(config)]
+        key, key_path = p4sim_compile_key(cmd), BUILD / "fabric.p4sim-key"
+        try:                                   # the outputs as that compile wrote them
+            if key_path.read_text() == f"{key} {_outputs_sha(p4info, config)}":
+                return p4info, config
+        except OSError:
+            pass
     else:
         if shutil.which(p4c) is None:
             raise TestbedError(f"{p4c} not found: install p4c or use TARGET=p4sim")
@@ -98,11 +125,23 @@ def compile_fabric(target: str, p4c: str = "p4c-bm2-ss") -> tuple[Path, Path]:
         cmd = [p4c, "-I", include, "--p4runtime-files", str(p4info), "-o", str(config),
                str(PROGRAM)]
     p4info.parent.mkdir(parents=True, exist_ok=True)
+    if key_path is not None:
+        key_path.unlink(missing_ok=True)       # outputs being rewritten: no longer that key's
     res = subprocess.run(cmd, cwd=REPO, capture_output=True, timeout=600)
     if res.returncode != 0:
         raise TestbedError(f"compiling {PROGRAM.name} failed ({' '.join(cmd)}):\n"
                            f"{res.stderr.decode(errors='replace')}")
+    if key_path is not None and key is not None:
+        key_path.write_text(f"{key} {_outputs_sha(p4info, config)}")
     return p4info, config
+
+
+def _outputs_sha(*paths: Path) -> str:
+    """One sha256 over the files' contents (OSError when one is missing)."""
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(p.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def load_topology(path: Optional[Path] = None, spec_path: Optional[Path] = None,

@@ -278,7 +278,8 @@ def test_incast_alltoall_and_faults_on_two_pods(whole: tuple[Any, Path], tmp_pat
                        ScenarioOptions(seed=7, runs_root=tmp_path / "runs"), say=lambda _: None)
     flt = run_faults(tb.fabric, tb.programmer, tb.state, tb.save_state,
                      ScenarioOptions(seed=3, runs_root=tmp_path / "runs", state_path=state),
-                     kinds=FAULT_KINDS, say=lambda _: None)
+                     kinds=FAULT_KINDS, say=lambda _: None,
+                     screenshot_web=False)      # the page: test_faults_scenario_testbed
 
     ph = inc.phases
     figures = {k: (p.pause_frames, p.drops, p.peak_qdepth_pkts, p.jain,
