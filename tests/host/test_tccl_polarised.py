@@ -58,8 +58,9 @@ def leaf_bijections(model: FabricHashModel, fab: Fabric) -> set[tuple]:
             gid = downlink_group(model, spine, dst_leaf)
             st = port_to_member_table(model.switch(spine), gid, "10.0.0.1", "10.1.0.1", 17, 4791)
             reach: dict[int, set[int]] = {}
-            for a, b in zip(lt, st):
-                reach.setdefault(a, set()).add(b - model.switch(spine).groups[gid].base)
+            base = model.switch(spine).groups[gid].base
+            for a, b in set(zip(lt, st)):           # the distinct (leaf, spine) member pairs
+                reach.setdefault(a, set()).add(b - base)
             own = [i for i, m in enumerate(sw.groups[1].members) if m.split("#")[0] == spine]
             per_spine.append(tuple(polarised_downlinks(reach, own) or ()))
         out.add(tuple(per_spine))

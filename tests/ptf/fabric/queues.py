@@ -17,7 +17,9 @@ import ptf.testutils as tu
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-SLOW_RATE_PPS = 2   # 0.5 s between departures: the burst has half a second to queue
+SLOW_RATE_PPS = 4
+"""0.25 s between departures: the burst has a quarter of a second to queue (it takes
+2-3 ms a packet to send; the labs' SlowQueue gives 0.2 s), and a burst of 8 drains in 2 s."""
 
 
 def poll_ip(test: Any, port: int, timeout_s: float,
