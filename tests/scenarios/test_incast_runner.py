@@ -68,7 +68,13 @@ def _setup(monkeypatch: pytest.MonkeyPatch, deliver: bool = True) -> dict[str, A
             seen["runs"].append((len(self.flows), self.flows[0].src_ip, duration_s, together))
 
         def wait_senders(self, timeout_s: float) -> None:
-            pass
+            # the senders run for a moment (20 ms stands for the run's seconds): the sample
+            # stop() adds, on the fake poller's clock, must fall inside the run's window on
+            # the runner's, which started a few µs earlier (run_incast takes its t0 just
+            # before poller.start()); with no time between start and stop it fell outside
+            # whenever those µs exceeded the run's (CI at 211641c: "no switch counters were
+            # polled during the phase")
+            time.sleep(0.02)
 
         def stop(self) -> list[str]:
             now = time.monotonic() - poller.t0

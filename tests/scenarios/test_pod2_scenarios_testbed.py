@@ -134,8 +134,14 @@ def whole(pod2: tuple[Any, Path], brought_up: set[tuple[str, int, str]]) -> tupl
     fab = tb.fabric
     for rail in range(len(fab.host("b0s0").nics)):
         peer = fab.host("p1.b0s1").nics[rail].ip
-        out = tb.fnet.host("b0s0").cmd(f"ping -n -q -c 1 -W 2 {peer}")
-        assert " 0% packet loss" in out, ("b0s0 -> " + peer, out[-200:])
+        # at most 3 single echoes (one answer shows the path; an echo lost on a busy
+        # 2-core machine is not a broken fabric)
+        outs = []
+        for _ in range(3):
+            outs.append(tb.fnet.host("b0s0").cmd(f"ping -n -q -c 1 -W 2 {peer}"))
+            if " 0% packet loss" in outs[-1]:
+                break
+        assert " 0% packet loss" in outs[-1], ("b0s0 -> " + peer, [o[-120:] for o in outs])
     return pod2
 
 
