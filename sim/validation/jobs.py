@@ -46,8 +46,8 @@ def framework_section(r: Run) -> dict[str, Any]:
         # default from #881 (2025-02-24), before the 2025-06 runs
         out["optimizer"] = "foreach"
         # its train.py builds loss_fn = F.cross_entropy(pred.flatten(0, 1).float(), ...) and
-        # leaves it eager: "TODO: compiling loss function causes CUDA errors, turning off for
-        # now" (the compile is commented out); the model's blocks are still compiled
+        # leaves it eager: its compile is commented out, the comment beside it blaming CUDA
+        # errors when the loss was compiled; the model's blocks are still compiled
         out["cross_entropy_fusion"] = "torch"
     # what the run's recipe sets for its MoE layers and TP overlap (sim/validation/README.md)
     if r.moe_dispatcher:
