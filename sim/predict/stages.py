@@ -457,6 +457,8 @@ def stage_costs(j: TrainingJob, comm: CommModel) -> list[StageCost]:
                     b_units = [u + [acc] for u, acc in zip(b_units, fsdp_grad_accumulate(j, params))]
                 fwd = [o for u in f_units for o in u]
                 bwd = [o for u in reversed(b_units) for o in u]
+            fwd = fwd + pass_ops(j, graph.fp8_scale_update(j, "fwd", len(ids)), comm)
+            bwd = bwd + pass_ops(j, graph.fp8_scale_update(j, "bwd", len(ids)), comm)
             if last and fw.train_metrics > 0:
                 bwd = bwd + pass_ops(j, graph.train_metrics(j), comm)
             if fw.microbatch_s > 0:
