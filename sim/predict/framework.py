@@ -153,7 +153,9 @@ field                  meaning
                        ``training.compile`` from 2025; a job override, in no profile: on for
                        those runs it moves two fit runs past 10 %, sim/README nineteenth round)
 ``fp8_param_gather``   FP8 jobs keep the model's weights in FP8 (1 byte) and all-gather them in
-                       FP8 (Megatron-Core ``--fp8-param-gather``)
+                       FP8 (Megatron-Core ``--fp8-param-gather``; torchao's FSDP2 float8
+                       all-gather, ``enable_fsdp_float8_all_gather``: each shard cast to FP8
+                       before the gather); their gradients stay BF16
 ``fp8_tp_gather``      FP8 jobs with sequence parallelism cast a layer's input to FP8 before the
                        tensor-parallel all-gather and gather 1 byte an element (torchao's
                        ``PrepareFloat8ModuleInput`` / ``Float8ColwiseParallel``; the output

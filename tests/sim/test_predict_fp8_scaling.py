@@ -2,7 +2,8 @@
 them — Transformer Engine 1.x delayed scaling (amaxes written by the casts, one reduction
 and one fused update a pass), TE 2.x current scaling (an amax kernel and a scale kernel per
 quantized tensor, the TP amax all-reduce of a tensor gathered in FP8, the transposes after
-the gather), torchao's tensorwise scales on sharded DTensors."""
+the gather), torchao's tensorwise scales on sharded DTensors, FSDP2's float8 all-gather where a row's
+command sets it."""
 from __future__ import annotations
 
 import pytest
@@ -13,7 +14,10 @@ from sim.predict.comm import groups
 from sim.predict.framework import PROFILES, resolve_framework
 from sim.predict.job import TrainingJob, job_from_dict
 from sim.predict.predict import predict
+from sim.predict.stages import UnitComm, fsdp_copies, fsdp_grad_accumulate
 from sim.topology import SimInputError
+from sim.validation.dataset import load_dataset
+from sim.validation.jobs import framework_section, run_job
 
 
 def _job(framework: dict, parallel: dict, recipe: str = "") -> TrainingJob:
@@ -115,3 +119,30 @@ def test_delayed_scaling_transposes_the_gathered_input_in_the_backward() -> None
     bwd = {k.name: k for k in graph.layer_backward(sp, moe=False)}
     M, _, K = bwd["fc2.dgrad"].dims
     assert bwd["fp8.cast.fc2.dgrad.dy"].bytes / (M * K) == pytest.approx(3.0 / 4 + 2.0)
+
+
+def test_trainy_rows_gather_their_weights_in_fp8() -> None:
+    # benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md: --float8.enable_fsdp_float8_all_gather
+    ds = load_dataset()
+    rows = [r for r in ds.runs if r.source == "trainy2506"]
+    assert rows and all(framework_section(r)["fp8_param_gather"] is True for r in rows)
+    j = job_from_dict(run_job(rows[0]), "j.yaml")
+    assert j.weight_bytes == 1.0
+    other = [r for r in ds.runs if r.source == "torchtitan2412" and r.precision == "fp8"]
+    assert "fp8_param_gather" not in framework_section(other[0])
+
+
+def test_fsdp_gradient_copies_read_bf16_gradients_of_fp8_weights() -> None:
+    def job(gather: bool) -> TrainingJob:
+        return job_from_dict({"model": {"layers": 2, "hidden": 1024, "heads": 16, "seq_length": 1024, "vocab": 32000},
+                              "training": {"global_batch": 8, "precision": "fp8"}, "parallel": {"dp": 8, "zero": 3},
+                              "gpu": {"preset": "H100-SXM"},
+                              "framework": {"name": "torchtitan", "fp8_param_gather": gather}}, "j.yaml")
+    u = [UnitComm(1e-3, 1e-3, 1e-3)]
+    fp8, bf16 = fsdp_copies(job(True), [1e8], u), fsdp_copies(job(False), [1e8], u)
+    copy_in = [[o.seconds for o in b[0] if o.name == "fsdp.rs_copy_in"] for _, b, _ in (fp8, bf16)]
+    assert copy_in[0] == copy_in[1] and copy_in[0]
+    out = [[o.seconds for o in b[0] if o.name == "fsdp.copy_out"] for _, b, _ in (fp8, bf16)]
+    assert out[0][0] < out[1][0]                  # the gathered FP8 weights: half the copy-out
+    acc = [fsdp_grad_accumulate(job(g), [1e8])[0].seconds for g in (True, False)]
+    assert acc[0] == acc[1]
