@@ -122,8 +122,11 @@ def groups(j: TrainingJob, kind: str) -> list[list[int]]:
     """Global ranks of every group of ``kind``: ``tp`` | ``cp`` | ``dp`` (the gradients'
     group: DP × CP ranks, as Megatron's and torchtitan's) | ``ep`` | ``edp`` |
     ``dps`` (HSDP's shard groups: ``framework.hybrid_shard`` consecutive DP ranks) | ``dpr``
-    (its replica groups)."""
+    (its replica groups) | ``tp_cp`` (TP × CP ranks: Megatron-Core's FP8 amax-reduction
+    group) | ``world`` (every rank)."""
     TP, CP, DP, PP = _coords(j)
+    if kind == "world":
+        return [list(range(TP * CP * DP * PP))]
     EP = j.parallel.ep
     HS = j.framework.hybrid_shard if 0 < j.framework.hybrid_shard < DP and DP % j.framework.hybrid_shard == 0 else DP
     out: list[list[int]] = []
@@ -134,6 +137,8 @@ def groups(j: TrainingJob, kind: str) -> list[list[int]]:
                     base = tp + TP * (cp + CP * (dp + DP * pp))
                     if kind == "tp" and tp == 0:
                         out.append([base + i for i in range(TP)])
+                    elif kind == "tp_cp" and tp == 0 and cp == 0:
+                        out.append([base + i for i in range(TP * CP)])
                     elif kind == "cp" and cp == 0:
                         out.append([base + TP * i for i in range(CP)])
                     elif kind == "dp" and dp == 0 and cp == 0:          # gradients: over DP x CP

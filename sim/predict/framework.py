@@ -92,6 +92,12 @@ field                  meaning
 ``fp8_recipe``         ``delayed``, ``current``, ``tensorwise`` (per-tensor scales), ``blockwise``
                        (1×128 / 128×128 scales); see :mod:`sim.predict.graph`
 ``fp8_weight_cache``   FP8 weights are cast once a step, not once a micro-batch
+``fp8_amax_group``     delayed scaling: the group over which Transformer Engine all-reduces
+                       (max) a pass's amaxes when it updates the scales (``fp8_autocast``'s
+                       ``fp8_group``): ``tp_cp`` (Megatron-Core's ``get_amax_reduction_group(
+                       with_context_parallel=True)``, the TP × CP ranks at core_r0.8.0) or
+                       ``world`` (no ``fp8_group``: the default process group, Composer's
+                       ``get_precision_context``); :func:`sim.predict.graph.fp8_scale_update`
 ``selective_ac``       what ``recompute: selective`` replays: ``megatron`` (Korthikanti et al.:
                        the norms and the activation function; unfused attention's core) or
                        ``op`` (torchtitan's per-op policy: every op but ``mm``, attention,
@@ -147,7 +153,9 @@ field                  meaning
                        ``training.compile`` from 2025; a job override, in no profile: on for
                        those runs it moves two fit runs past 10 %, sim/README nineteenth round)
 ``fp8_param_gather``   FP8 jobs keep the model's weights in FP8 (1 byte) and all-gather them in
-                       FP8 (Megatron-Core ``--fp8-param-gather``)
+                       FP8 (Megatron-Core ``--fp8-param-gather``; torchao's FSDP2 float8
+                       all-gather, ``enable_fsdp_float8_all_gather``: each shard cast to FP8
+                       before the gather); their gradients stay BF16
 ``fp8_tp_gather``      FP8 jobs with sequence parallelism cast a layer's input to FP8 before the
                        tensor-parallel all-gather and gather 1 byte an element (torchao's
                        ``PrepareFloat8ModuleInput`` / ``Float8ColwiseParallel``; the output
@@ -202,6 +210,8 @@ from sim.topology import SimInputError
 DP_MODES = ("ddp", "distributed_optimizer", "zero", "fsdp")
 ATTENTION = ("auto", "unfused", "fa2", "fa3", "cudnn", "triton")
 FP8_RECIPES = ("delayed", "current", "tensorwise", "rowwise", "blockwise")
+#: the groups delayed scaling reduces its amaxes over (``fp8_amax_group``; comm group kinds)
+FP8_AMAX_GROUPS = ("tp_cp", "world")
 MOE_DISPATCHERS = ("alltoall", "deepep", "deepep_ll")
 #: the optimizer step's implementations (:mod:`sim.predict.optimizer`)
 OPTIMIZERS = ("fused", "foreach", "forloop")
@@ -238,6 +248,7 @@ class Framework:
     family: str = "megatron"
     fp8_recipe: str = "delayed"
     fp8_weight_cache: bool = True
+    fp8_amax_group: str = "tp_cp"
     fp8_fc2_fused: bool = True
     selective_ac: str = "megatron"
     fp8_param_gather: bool = False
@@ -360,10 +371,13 @@ PROFILES: dict[str, Framework] = {f.name: f for f in (
     # (composer/metrics/nlp.py). The loss: MPT's loss_fn defaults to "fused_crossentropy",
     # flash-attn's CrossEntropyLoss (llmfoundry/models/mpt/modeling_mpt.py from 2023-05 on; the
     # benchmark's `pip install .[gpu-flash2]` is flash-attn 2.4.2 at 5e85bd62d, #838), a Triton
-    # kernel on the BF16 logits (cross_entropy_fusion: flash_attn)
+    # kernel on the BF16 logits (cross_entropy_fusion: flash_attn). FP8 (amp_fp8): Composer's
+    # get_precision_context enters te.fp8_autocast with a DelayedScaling recipe and no
+    # fp8_group (composer/core/precision.py), so TE reduces the amaxes over the default
+    # (world) process group (fp8_amax_group: world)
     replace(_MCORE, name="composer-fsdp", data_parallel="fsdp", tp_comm_overlap=0.0, tp_bwd_overlap=False, attention="fa2",
             fp8_tp_gather=False, grad_reduce_dtype="fp32", fp8_recipe="delayed", fp8_weight_cache=False, optimizer="forloop",
-            optimizer_sync=True, fsdp_flat_params=True, train_metrics=2, cross_entropy_fusion="flash_attn", **_EAGER),
+            fp8_amax_group="world", optimizer_sync=True, fsdp_flat_params=True, train_metrics=2, cross_entropy_fusion="flash_attn", **_EAGER),
     # torchtitan: FSDP2 under torch.distributed.pipelining gathers once a step and reduces
     # after the last backward (fsdp_pipeline: per_step; apply_fsdp at 9dec370, 2024-12:
     # "For PP, do not reshard after forward to avoid per-microbatch all-gathers");
@@ -427,6 +441,7 @@ class FrameworkSection:
     iteration_overhead_s: Optional[float] = None
     fp8_recipe: Optional[str] = None
     fp8_weight_cache: Optional[bool] = None
+    fp8_amax_group: Optional[str] = None
     fp8_fc2_fused: Optional[bool] = None
     selective_ac: Optional[str] = None
     fp8_param_gather: Optional[bool] = None
@@ -477,6 +492,7 @@ def resolve_framework(data: Any, source: str) -> Framework:
     _one_of(f.attention, ATTENTION, source, "attention")
     _one_of(f.grad_reduce_dtype, ("fp32", "bf16", "fp16", "auto"), source, "grad_reduce_dtype")
     _one_of(f.fp8_recipe, FP8_RECIPES, source, "fp8_recipe")
+    _one_of(f.fp8_amax_group, FP8_AMAX_GROUPS, source, "fp8_amax_group")
     _one_of(f.cp_comm, ("ring", "allgather"), source, "cp_comm")
     _one_of(f.cp_attention, CP_ATTENTION, source, "cp_attention")
     _one_of(f.selective_ac, ("megatron", "op"), source, "selective_ac")
@@ -500,4 +516,4 @@ def resolve_framework(data: Any, source: str) -> Framework:
     return f
 
 
-__all__ = ["ATTENTION", "CP_ATTENTION", "DP_MODES", "FP8_RECIPES", "FSDP_PIPELINE", "OPTIMIZERS", "Framework", "FrameworkSection", "PROFILES", "resolve_framework"]
+__all__ = ["ATTENTION", "CP_ATTENTION", "DP_MODES", "FP8_AMAX_GROUPS", "FP8_RECIPES", "FSDP_PIPELINE", "OPTIMIZERS", "Framework", "FrameworkSection", "PROFILES", "resolve_framework"]

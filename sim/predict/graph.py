@@ -289,22 +289,101 @@ def _attention(j: TrainingJob, d: _Dims, flops: float, nbytes: float) -> list[Ke
 FP8_FUSED_INPUT = ("qkv", "fc1", "fc2")
 
 
+#: the GEMMs whose FP8 input a sequence-parallel layer all-gathers (column-parallel: QKV, FC1)
+#: and those whose output gradient it all-gathers in the backward (row-parallel: the
+#: attention's output projection, FC2), when the stack gathers FP8 (``fp8_tp_gather``)
+FP8_TP_GATHERED_INPUT = ("qkv", "fc1")
+FP8_TP_GATHERED_GRAD = ("out_proj", "fc2")
+#: inputs whose producer is a norm (TE's LayerNormLinear / LayerNormMLP's FC1)
+FP8_NORM_INPUT = ("qkv", "fc1")
+#: the recipes Transformer Engine runs (per-recipe bookkeeping below); the others are torchao's
+TE_RECIPES = ("delayed", "current")
+#: the recipes whose one scale per tensor needs the amax of the whole (gathered) tensor before
+#: the cast, so a tensor cast on its sequence-parallel shard all-reduces its amax over TP:
+#: TE 2.x current scaling (``with_amax_reduction``, the TP group) and torchao's tensorwise
+#: dynamic scaling (``tensor_to_amax``: ``torch.max(torch.abs(x))`` on the sharded DTensor
+#: that ``Float8ColwiseParallel`` / ``PrepareFloat8ModuleInput`` cast, which DTensor reduces
+#: across the TP mesh). Delayed scaling's amax comes from the history (reduced once a pass:
+#: :func:`fp8_scale_update`), row-wise scales from each row's own shard.
+FP8_TP_AMAX_REDUCE = ("current", "tensorwise")
+
+
+def fp8_input_bytes(recipe: str, fused: bool, gathered_tp: int, sequence_parallel: bool) -> float:
+    """Bytes per element of a GEMM input (M × K, as the GEMM reads it, gathered) that its
+    FP8 quantization moves, for Hopper's FP8 GEMM, which takes both operands K-major (TN
+    only): the forward reads X, the weight gradient X's transpose, so both FP8 layouts are
+    written. ``fused``: a norm or the activation writes the input (TE's LayerNormLinear /
+    LayerNormMLP); ``gathered_tp``: the TP size when the input is all-gathered in FP8, else 1.
+
+    * ``delayed`` (Transformer Engine 1.x, ``DelayedScaling``; v1.8 ``module/layernorm_linear.py``,
+      ``module/linear.py``): a fused producer writes FP8 itself (one byte less than the BF16
+      output its kernel is charged, on its local rows), and the backward transposes the
+      (gathered) FP8 input for the weight gradient (``fp8_transpose``: 2 bytes); a standalone
+      input is cast and transposed in one kernel (``fp8_cast_transpose_fused``: 4 bytes), or
+      under sequence parallelism cast (3) and transposed in the backward (2);
+    * ``current`` (TE 2.x, ``Float8CurrentScalingQuantizer``; v2.8 ``csrc/quantizer.cpp``,
+      ``csrc/extensions/normalization.cpp``, ``distributed.py``): a standalone input runs an
+      amax pass (2) then the quantize kernel (read 2, write FP8 and FP8ᵀ: 4); after a norm the
+      norm kernel computes the amax itself (``FUSED_NORM_AMAX_FP8``) and only the quantize
+      runs (4); an input gathered in FP8 is quantized row-wise on the local shard (3/t) and
+      the gathered FP8 tensor transposed (``_create_transpose``: 2);
+    * ``tensorwise`` / ``rowwise`` (torchao, compiled): 1 or 4, plus an amax pass and the
+      cast the fused writer can no longer do (+4; thirteenth round); ``blockwise``: 1 or 4.
+
+    >>> fp8_input_bytes("current", False, 1, False), fp8_input_bytes("current", True, 1, False)
+    (6.0, 4.0)
+    >>> fp8_input_bytes("current", True, 8, True), fp8_input_bytes("delayed", True, 8, True)
+    (2.375, 1.875)
+    >>> fp8_input_bytes("delayed", False, 1, True), fp8_input_bytes("tensorwise", True, 1, False)
+    (5.0, 5.0)
+    """
+    if recipe == "delayed":
+        if fused:
+            return 2.0 - 1.0 / gathered_tp
+        return 5.0 if sequence_parallel else 4.0
+    if recipe == "current":
+        if gathered_tp > 1:
+            return 3.0 / gathered_tp + 2.0
+        return 4.0 if fused else 6.0
+    return (1.0 if fused else 4.0) + (4.0 if recipe in ("tensorwise", "rowwise") else 0.0)
+
+
+def fp8_grad_bytes(recipe: str, gathered_tp: int) -> float:
+    """Bytes per element of a GEMM's output gradient dY (M × N, gathered) that its FP8
+    quantization moves: ``delayed`` cast-transpose 4 (TE 1.8 ``grad_output_preprocess``;
+    gathered under sequence parallelism: cast the local shard, 3/t, gather FP8, transpose
+    2); ``current`` amax 2 + quantize 4 (gathered: 5/t + 2, ``_all_gather_fp8``);
+    ``tensorwise`` / ``rowwise`` 6; ``blockwise`` 4.
+
+    >>> fp8_grad_bytes("delayed", 1), fp8_grad_bytes("delayed", 4), fp8_grad_bytes("current", 4)
+    (4.0, 2.75, 3.25)
+    """
+    if recipe == "delayed":
+        return 3.0 / gathered_tp + 2.0 if gathered_tp > 1 else 4.0
+    if recipe == "current":
+        return 5.0 / gathered_tp + 2.0 if gathered_tp > 1 else 6.0
+    return 6.0 if recipe in ("tensorwise", "rowwise") else 4.0
+
+
 def fp8_casts(j: TrainingJob, kernels: list[Kernel], phase: str) -> list[Kernel]:
     """``kernels`` with the quantization kernels FP8 GEMMs need (FP8 jobs; identity
     otherwise). Per FP8 GEMM ``M × N × K`` (input X: M × K, weight W: K × N):
 
-    * forward, X: Hopper's FP8 GEMMs take both operands K-major, so X is cast and transposed
-      (FP8 and FP8ᵀ copies): 4 bytes an element (read bf16, write two FP8), 1 when a norm or
-      the activation function writes it directly (TE's fused LayerNormLinear/LayerNormMLP;
-      FC2 only with ``framework.fp8_fc2_fused``: Megatron-Core's MLP casts it by itself);
-      with ``current`` / ``tensorwise`` scaling the scale needs the tensor's amax first, an
-      extra pass (2 bytes read, and the fused writer can no longer write FP8: +4);
+    * forward, X: :func:`fp8_input_bytes` by recipe (FC2's input is fused only with
+      ``framework.fp8_fc2_fused``: Megatron-Core's MLP casts it by itself);
     * forward, W: cast and transpose, 4 bytes a weight (2 with ``fp8_param_gather``: the
       weights are FP8 already), once a step when the framework caches FP8 weights
       (``fp8_weight_cache``: 1/m of it per micro-batch), every micro-batch otherwise;
-    * backward, the output gradient dY (M × N): cast and transpose, 4 bytes (+2 for current
-      scaling);
-    * and two more kernel launches per GEMM (scale / amax bookkeeping).
+    * backward, the output gradient dY (M × N): :func:`fp8_grad_bytes`;
+    * the scales, by recipe: ``delayed`` (TE 1.x) none per GEMM — the cast kernels write
+      the amax as a by-product, and the scales are updated once a pass for all of them
+      (:func:`fp8_scale_update`); ``current`` (TE 2.x) per quantized tensor (X, dY) an amax
+      kernel (not after a norm: the norm computes it) and a scale kernel, and, where the
+      tensor is all-gathered in FP8 (sequence parallelism), an all-reduce (max) of its amax
+      over the TP group before the scale (``with_amax_reduction``: LayerNormLinear's input,
+      a row-parallel Linear's output gradient; TE 2.8 ``_customize_quantizers_float8_current_scaling``);
+      torchao's recipes two launches per GEMM and pass (amax, scale), and the same TP
+      all-reduce for a tensorwise tensor cast on its shard (:data:`FP8_TP_AMAX_REDUCE`).
     Attention, embedding, LM head and router stay in BF16 (no casts).
 
     >>> from sim.predict.job import job_from_dict
@@ -312,29 +391,87 @@ def fp8_casts(j: TrainingJob, kernels: list[Kernel], phase: str) -> list[Kernel]
     ...                              "vocab": 32000}, "training": {"global_batch": 4, "precision": "fp8"},
     ...                    "gpu": {"preset": "H100-SXM"}}, "j.yaml")
     >>> [k.name for k in layer_forward(j, False) if k.name.startswith("fp8.")][:3]
-    ['fp8.cast.qkv.x', 'fp8.cast.qkv.w', 'fp8.scale.qkv']
+    ['fp8.cast.qkv.x', 'fp8.cast.qkv.w', 'fp8.cast.out_proj.x']
     """
     if j.training.precision != "fp8":
         return kernels
-    fw, m = j.framework, j.microbatches
-    current = fw.fp8_recipe in ("current", "tensorwise", "rowwise")
+    fw, m, d = j.framework, j.microbatches, _Dims(j)
+    recipe = fw.fp8_recipe
     w_bytes = (2.0 if fw.fp8_param_gather else 4.0) / (m if fw.fp8_weight_cache else 1)
     fused = FP8_FUSED_INPUT if fw.fp8_fc2_fused else tuple(n for n in FP8_FUSED_INPUT if n != "fc2")
+    gather = d.sp and fw.fp8_tp_gather
     out: list[Kernel] = []
     for k in kernels:
         if k.kind == "gemm" and k.fp8:
             M, N, K = k.dims
             g = k.groups
+            quantized = ""                       # the tensor this GEMM quantizes in this pass
+            tg = 1
             if phase == "fwd":
-                x = (1.0 if k.name in fused else 4.0) + (4.0 if current else 0.0)
+                tg = d.t if gather and k.name in FP8_TP_GATHERED_INPUT else 1
+                x = fp8_input_bytes(recipe, k.name in fused, tg, d.sp)
                 out.append(_mem(f"fp8.cast.{k.name}.x", x * M * K * g))
                 out.append(_mem(f"fp8.cast.{k.name}.w", w_bytes * K * N * g))
+                quantized = "x"
             elif k.name.endswith(".dgrad"):
-                out.append(_mem(f"fp8.cast.{k.name}.dy", (4.0 + (2.0 if current else 0.0)) * M * K * g, "bwd"))
-            out.append(_mem(f"fp8.scale.{k.name}", 0.0, phase))
-            out.append(_mem(f"fp8.amax.{k.name}", 0.0, phase))
+                tg = d.t if gather and k.name[:-len(".dgrad")] in FP8_TP_GATHERED_GRAD else 1
+                out.append(_mem(f"fp8.cast.{k.name}.dy", fp8_grad_bytes(recipe, tg) * M * K * g, "bwd"))
+                quantized = "dy"
+            if tg > 1 and recipe in FP8_TP_AMAX_REDUCE:     # before the cast, so before the gather
+                _before_tp_gather(out, _comm(f"fp8.amax_reduce.{k.name}", "allreduce", "tp", 4.0))
+            if recipe == "current" and quantized:
+                if not (quantized == "x" and k.name in FP8_NORM_INPUT):
+                    out.append(_mem(f"fp8.amax.{k.name}", 0.0, phase))
+                out.append(_mem(f"fp8.scale.{k.name}", 0.0, phase))
+            elif recipe not in TE_RECIPES:
+                out.append(_mem(f"fp8.scale.{k.name}", 0.0, phase))
+                out.append(_mem(f"fp8.amax.{k.name}", 0.0, phase))
         out.append(k)
     return out
+
+
+def _before_tp_gather(out: list[Kernel], k: Kernel) -> None:
+    """Insert ``k`` before the TP all-gather that feeds the next GEMM (the last all-gather
+    after the last GEMM of ``out``), or append it: the scale must be known before the shard
+    is cast and gathered, and the gather keeps its GEMM as its overlap neighbour."""
+    for i in range(len(out) - 1, -1, -1):
+        o = out[i]
+        if o.kind == "gemm":
+            break
+        if o.kind == "comm" and o.group == "tp" and o.collective == "allgather":
+            out.insert(i, k)
+            return
+    out.append(k)
+
+
+def fp8_scale_update(j: TrainingJob, phase: str, layers: int) -> list[Kernel]:
+    """Delayed scaling's bookkeeping once a pass (forward or backward) of a model chunk of
+    ``layers`` layers, per micro-batch; empty for other recipes and BF16 jobs. Transformer
+    Engine 1.x (v1.8 ``fp8.py``: ``FP8GlobalStateManager.reduce_and_update_fp8_tensors``,
+    called when the outermost ``fp8_autocast`` exits and from the backward of the autocast's
+    first module) concatenates the pass's amaxes (``torch.cat``), all-reduces them (max) over
+    the ``fp8_group`` (``framework.fp8_amax_group``) when it has more than one rank —
+    ``async_op=False``: the compute stream waits — and updates every amax history and scale
+    in one fused kernel. Three FP8 tensors a GEMM forward (input, weight, output), two
+    backward (output and input gradients), 4 bytes each. Megatron-Core enters one autocast
+    per model chunk's forward (``TransformerBlock.forward`` at core_r0.8.0), Composer one
+    per micro-batch.
+
+    >>> from sim.predict.job import job_from_dict
+    >>> j = job_from_dict({"model": {"layers": 2, "hidden": 1024, "heads": 16, "seq_length": 2048,
+    ...                              "vocab": 32000}, "parallel": {"tp": 2},
+    ...                    "training": {"global_batch": 4, "precision": "fp8"},
+    ...                    "gpu": {"preset": "H100-SXM"}}, "j.yaml")
+    >>> [(k.name, k.group, k.size_bytes) for k in fp8_scale_update(j, "fwd", 2) if k.kind == "comm"]
+    [('fp8.amax_reduce.fwd', 'tp_cp', 96.0)]
+    """
+    if j.training.precision != "fp8" or j.framework.fp8_recipe != "delayed" or layers < 1:
+        return []
+    gemms = 4                                    # QKV, output projection, FC1, FC2 a layer
+    tensors = gemms * (3 if phase == "fwd" else 2) * layers
+    return [_mem(f"fp8.amax_cat.{phase}", 2 * 4.0 * tensors, phase),
+            _comm(f"fp8.amax_reduce.{phase}", "allreduce", j.framework.fp8_amax_group, 4.0 * tensors),
+            _mem(f"fp8.scale_update.{phase}", 0.0, phase)]
 
 
 def layer_forward(j: TrainingJob, moe: bool) -> list[Kernel]:
@@ -619,6 +756,7 @@ def embedding_backward(j: TrainingJob) -> list[Kernel]:
     return [_mem("embedding.bwd", 2 * d.T * d.h * E, "bwd")]
 
 
-__all__ = ["CE_BYTES_PER_LOGIT", "CE_BYTES_PER_LOGIT_LOSS_PARALLEL", "EAGER_BYTES", "TE_CE_PASSES", "cross_entropy_bytes", "eager_factor", "embedding_backward", "embedding_forward", "head_backward", "head_forward", "layer_backward",
+__all__ = ["CE_BYTES_PER_LOGIT", "CE_BYTES_PER_LOGIT_LOSS_PARALLEL", "EAGER_BYTES", "TE_CE_PASSES", "cross_entropy_bytes", "eager_factor",
+           "fp8_casts", "fp8_grad_bytes", "fp8_input_bytes", "fp8_scale_update", "embedding_backward", "embedding_forward", "head_backward", "head_forward", "layer_backward",
            "layer_forward", "op_sac_recompute", "recompute_forward", "train_metrics",
            "sac_gemm_shares"]

@@ -332,14 +332,14 @@ def fsdp_copies(j: TrainingJob, params: list[float], uc: list[UnitComm]
         if fw.fsdp_flat_params:                     # FSDP1: post-backward stream, before the reduce-scatter
             fwd.append([])
             bwd.append([])
-            cast = (j.weight_bytes + wire) * p if wire != j.weight_bytes else 0.0
+            cast = (graph.E + wire) * p if wire != graph.E else 0.0     # BF16 gradients, even of FP8 weights
             rs_wait.append(mem("fsdp.grad_cast", cast + 2.0 * wire * p).seconds if c.rs > 0 else 0.0)
             continue
         copy_out = 2.0 * j.weight_bytes * p
         fwd.append([mem("fsdp.copy_out", copy_out)] if c.ag_fwd > 0 else [])
         b = [mem("fsdp.copy_out", copy_out)] if c.ag_bwd > 0 else []
         if c.rs > 0:
-            b.append(mem("fsdp.rs_copy_in", (j.weight_bytes + wire) * p))
+            b.append(mem("fsdp.rs_copy_in", (graph.E + wire) * p))   # the BF16 gradient read
         bwd.append(b)
         rs_wait.append(0.0)
     return fwd, bwd, rs_wait
@@ -365,7 +365,7 @@ def fsdp_grad_accumulate(j: TrainingJob, params: list[float]) -> list[TimedOp]:
     wire = j.framework.grad_wire_bytes
     out = []
     for p in params:
-        t = kernel_time_s(Kernel("fsdp.grad_accumulate", "memory", bytes=(j.weight_bytes + 2.0 * wire) * p), j.gpu,
+        t = kernel_time_s(Kernel("fsdp.grad_accumulate", "memory", bytes=(graph.E + 2.0 * wire) * p), j.gpu,
                           j.training.precision, j.kernels)
         out.append(TimedOp("fsdp.grad_accumulate", "compute", "memory", t, t, 0.0))
     return out
@@ -457,6 +457,8 @@ def stage_costs(j: TrainingJob, comm: CommModel) -> list[StageCost]:
                     b_units = [u + [acc] for u, acc in zip(b_units, fsdp_grad_accumulate(j, params))]
                 fwd = [o for u in f_units for o in u]
                 bwd = [o for u in reversed(b_units) for o in u]
+            fwd = fwd + pass_ops(j, graph.fp8_scale_update(j, "fwd", len(ids)), comm)
+            bwd = bwd + pass_ops(j, graph.fp8_scale_update(j, "bwd", len(ids)), comm)
             if last and fw.train_metrics > 0:
                 bwd = bwd + pass_ops(j, graph.train_metrics(j), comm)
             if fw.microbatch_s > 0:

@@ -49,6 +49,13 @@ def framework_section(r: Run) -> dict[str, Any]:
         # leaves it eager: its compile is commented out, the comment beside it blaming CUDA
         # errors when the loss was compiled; the model's blocks are still compiled
         out["cross_entropy_fusion"] = "torch"
+    if r.source == "trainy2506" and r.precision == "fp8":
+        # the benchmark's command (benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md,
+        # torchtitan cbccb38) passes --float8.enable_fsdp_float8_all_gather (torchao casts each
+        # Float8Linear weight's shard to FP8 before FSDP2's all-gather: 1 byte a weight on the
+        # wire) and --float8.precompute_float8_dynamic_scale_for_fsdp (one amax all-reduce a
+        # step, not modelled); the toml's default is off
+        out["fp8_param_gather"] = True
     # what the run's recipe sets for its MoE layers and TP overlap (sim/validation/README.md)
     if r.moe_dispatcher:
         out["moe_dispatcher"] = r.moe_dispatcher

@@ -26,7 +26,9 @@ def _cast_bytes_per_element(j: TrainingJob, name: str) -> float:
     return fwd[f"fp8.cast.{name}.x"].bytes / (M * K)
 
 
-@pytest.mark.parametrize("recipe,fused,standalone", [("delayed", 1.0, 4.0), ("current", 5.0, 8.0)])
+# current scaling (TE 2.x): the amax pass and the quantize for a standalone input (2 + 4), the
+# quantize alone after a norm that computed the amax (4); twenty-first round
+@pytest.mark.parametrize("recipe,fused,standalone", [("delayed", 1.0, 4.0), ("current", 4.0, 6.0)])
 def test_megatron_core_casts_fc2_input_itself(recipe: str, fused: float, standalone: float) -> None:
     # megatron/core/transformer/mlp.py: bias_swiglu_impl writes BF16, TERowParallelLinear casts
     for name in ("megatron-core", "nemo", "megatron-bridge"):
