@@ -55,7 +55,7 @@ from bench.fabric_bench import (CHECK_BATCH, IN_PORT_LEAF, N_FRAMES, build_frame
 from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure, median
 from bench.switch_bench import (_drain, forwarding_veths, make_frames, run_pps_veth, threads_cpu_ns,
                                 threads_ctx_switches, veth_available)
-from bench.veth_overload import run_overload
+from bench.veth_overload import FABRIC, run_overload
 from p4sim.native import native_reason
 from p4sim.native.switch import NativeSwitch
 from p4sim.control_api import ControlClient
@@ -262,9 +262,15 @@ def bench_veth_overload(config: BenchConfig) -> dict[str, Figure]:
     return run_overload(config, engine="native", prefix="p4sim.native")
 
 
+def bench_veth_overload_fabric(config: BenchConfig) -> dict[str, Figure]:
+    """The overload probe with ``--engine native`` on fabric.p4 as a leaf (``FABRIC``)."""
+    return run_overload(config, engine="native", prefix="p4sim.native", setup=FABRIC)
+
+
 BENCHMARKS: Sequence[Benchmark] = (
     Benchmark("fabric_leaf", "native", bench_fabric_leaf),
     Benchmark("veth", "native", bench_veth),
     Benchmark("veth_paced", "native", bench_veth_paced),
     Benchmark("veth_overload", "native", bench_veth_overload),
+    Benchmark("veth_overload_fabric", "native", bench_veth_overload_fabric),
 )
