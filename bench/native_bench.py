@@ -33,6 +33,10 @@ figures measured together means much).
   ``--engine native``; the Python engine's are ``p4sim.pps.veth_overload*`` (group
   ``switch``). ``pps_per_core`` is forwarded frames/s divided by the CPU the switch
   process used: the figure that does not depend on how much CPU the other jobs left.
+* ``p4sim.native.pps.veth_overload_fabric`` (and the same family with ``_fabric``) — the
+  overload probe on ``p4src/fabric.p4`` as the default fabric's first leaf, programmed
+  with the testbed controller's plan (``bench.veth_overload.FABRIC``): issue 32's
+  ">= 200 kpps over veths on one core" is ``pps_per_core.veth_overload_fabric``.
 
 Example::
 

@@ -6,34 +6,48 @@ happens when frames arrive faster than the switch can forward them. Here a sende
 pushes one pre-built IPv4 frame into the switch's port 1 as fast as a raw socket in a
 Python loop can (100-300 kpps on the 2-core machines, far above what the switch
 forwards), on the same kind of veth pairs, and the figure is the rate at which forwarded
-frames come out of port 2:
+frames come out of the program's out ports. What the switch runs (:class:`OverloadSetup`):
 
-* program ``programs/ipv4_lpm.p4`` (ethernet/IPv4 parser, LPM table, MAC rewrite, TTL - 1,
-  IPv4 checksum: the tutorials' basic.p4 in substance), ONE route ``10.0.0.0/8 ->
-  ipv4_forward(02:00:00:00:00:03, port 2)`` written over P4Runtime;
-* forwarded frames counted by the kernel (``rx_packets`` of the host end of port 2): the
-  bench reads no frame while timing, so it takes no CPU from the switch;
+* :data:`LPM` (the figures without a tag): program ``programs/ipv4_lpm.p4`` (ethernet/IPv4
+  parser, LPM table, MAC rewrite, TTL - 1, IPv4 checksum: the tutorials' basic.p4 in
+  substance), ONE route ``10.0.0.0/8 -> ipv4_forward(02:00:00:00:00:03, port 2)`` written
+  over P4Runtime, two ports;
+* :data:`FABRIC` (tag ``_fabric``, bench ``native.veth_overload_fabric``):
+  ``p4src/fabric.p4`` as the default fabric's first leaf, four ports, started as the
+  testbed starts its switches and programmed with the testbed controller's whole plan
+  for that leaf; RoCE frames from its host 10.0.0.1 to a host of another leaf leave on
+  either uplink (ECMP);
+
+and then:
+
+* forwarded frames counted by the kernel (``rx_packets`` of the host ends of the out
+  ports): the bench reads no frame while timing, so it takes no CPU from the switch
+  (no receiving socket is open at those ends during the overload);
 * the sender prints a line after the warm-up and after each run (``--duration``); the
   bench reads the counters at each line (no sleeping), so ``--runs`` windows back to back;
 * after the sender stops, the switch still has a full ingress buffer and receive ring to
   forward: probe frames are sent one at a time (a new one when one is not back within
-  1 s, lost in that backlog) until one comes out of port 2 (``recovery_s``, at most
-  20 s), then 10 more must come out rewritten, in order (``BenchCheckError`` otherwise):
-  the switch did not collapse. Its control API then gives the frames dropped at its
-  ingress (``rx_dropped``: the kernel's drops at port 1 while the ingress buffer was
-  full).
+  1 s, lost in that backlog) until one comes out (``recovery_s``, at most 20 s), then 10
+  more must come out rewritten, in order (``BenchCheckError`` otherwise): the switch did
+  not collapse. Its control API then gives the frames dropped at its ingress
+  (``rx_dropped``: the kernel's drops at port 1 while the ingress buffer was full).
 
-Figures: ``p4sim.pps.veth_overload`` (forwarded frames/s, median of the runs),
-``p4sim.pps.veth_overload_offered`` (frames/s the sender put into port 1) and
-``p4sim.pps.veth_overload_dropped`` (frames/s dropped at the switch's ingress over the
-whole overload) and ``p4sim.veth_overload.recovery_s`` (sender stopped to first probe
-forwarded), ``p4sim.veth_overload.switch_cores`` (CPU the switch process used during
-the runs, in cores: on a machine shared with other work the forwarded rate follows the
-CPU the switch gets, and rate / cores is the cost per frame). Not root: says why on stderr and writes no figure.
+Figures (``veth_overload`` followed by the setup's tag): ``p4sim.pps.veth_overload``
+(forwarded frames/s, median of the runs), ``p4sim.pps.veth_overload_offered`` (frames/s
+the sender put into port 1) and ``p4sim.pps.veth_overload_dropped`` (frames/s dropped at
+the switch's ingress over the whole overload) and ``p4sim.veth_overload.recovery_s``
+(sender stopped to first probe forwarded), ``p4sim.veth_overload.switch_cores`` (CPU the
+switch process used during the runs, in cores: on a machine shared with other work the
+forwarded rate follows the CPU the switch gets, and rate / cores is the cost per frame:
+``p4sim.pps_per_core.veth_overload``), ``p4sim.veth_overload.ctx_switches_per_frame``
+(the switch's threads' context switches per forwarded frame) and
+``p4sim.veth_overload.load_1m`` (the machine's load average when the run started).
+Not root: says why on stderr and writes no figure.
 
 Example::
 
     $ sudo .venv/bin/python -m bench switch.pps_veth_overload --duration 2 --runs 3
+    $ sudo .venv/bin/python -m bench native.veth_overload_fabric --duration 3 --runs 3
 """
 from __future__ import annotations
 
@@ -52,8 +66,8 @@ from p4.v1 import p4runtime_pb2
 
 from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure, median
 from bench.switch_bench import (DEVICE_ID, REPO, RPC_TIMEOUT_S, P4RuntimeClient, SwitchProcess,
-                                _canonical, p4sim_pipeline, process_cpu_s, veth_available,
-                                veth_pairs)
+                                _canonical, p4sim_pipeline, process_cpu_s, threads_ctx_switches,
+                                veth_available, veth_pairs)
 from controller.fabric.entries import T_NEXTHOPS
 from controller.fabric.plan import SwitchPlan, plan_fabric
 from controller.fabric_setup import meter_updates
@@ -392,9 +406,9 @@ def run_overload(config: BenchConfig, engine: str = "python", prefix: str = "p4s
             try:
                 rates, offered = [], []
                 _line(proc)
-                cpu0 = process_cpu_s(sw.pid)
+                cpu0, ctx0 = process_cpu_s(sw.pid), threads_ctx_switches(sw.pid)
                 fwd, sent, t = forwarded(), kernel_count(hosts[1], "tx_packets"), time.monotonic()
-                t_runs = t
+                t_runs, fwd_runs = t, fwd
                 for _ in range(config.runs):
                     _line(proc)
                     fwd2, sent2, t2 = (forwarded(), kernel_count(hosts[1], "tx_packets"),
@@ -403,6 +417,7 @@ def run_overload(config: BenchConfig, engine: str = "python", prefix: str = "p4s
                     offered.append((sent2 - sent) / (t2 - t))
                     fwd, sent, t = fwd2, sent2, t2
                 cores = (process_cpu_s(sw.pid) - cpu0) / (t - t_runs)
+                ctx_per_frame = (threads_ctx_switches(sw.pid) - ctx0) / max(fwd - fwd_runs, 1)
                 proc.wait(LINE_TIMEOUT_S)
             finally:
                 if proc.poll() is None:
@@ -419,6 +434,7 @@ def run_overload(config: BenchConfig, engine: str = "python", prefix: str = "p4s
             f"{prefix}.{name}.recovery_s": Figure(round(recovery_s, 3), "s"),
             f"{prefix}.{name}.switch_cores": Figure(round(cores, 2), "cores"),
             f"{prefix}.{name}.load_1m": Figure(round(load, 2), "load"),
+            f"{prefix}.{name}.ctx_switches_per_frame": Figure(round(ctx_per_frame, 3), "switches"),
             f"{prefix}.pps_per_core.{name}": Figure(round(median(rates) / max(cores, 1e-9), 1), "pps/core")}
 
 

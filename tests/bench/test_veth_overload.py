@@ -1,7 +1,7 @@
 """Smoke tests of ``p4sim.pps.veth_overload`` (:mod:`bench.veth_overload`): the frame and
 its expected rewrite (ipv4_lpm.p4's and the fabric leaf's), the skip without root (no
 figure written, the reason on stderr), and, as root, a tiny run on each engine (and of
-fabric.p4 as a leaf on the native engine) that measures all seven figures and deletes
+fabric.p4 as a leaf on the native engine) that measures all eight figures and deletes
 its veths."""
 from __future__ import annotations
 
@@ -72,6 +72,7 @@ def test_overload_figures_and_cleanup(engine: str, prefix: str, setup: OverloadS
         f"{prefix}.pps.{name}": "pps", f"{prefix}.pps.{name}_offered": "pps",
         f"{prefix}.pps.{name}_dropped": "pps", f"{prefix}.{name}.recovery_s": "s",
         f"{prefix}.{name}.switch_cores": "cores", f"{prefix}.{name}.load_1m": "load",
+        f"{prefix}.{name}.ctx_switches_per_frame": "switches",
         f"{prefix}.pps_per_core.{name}": "pps/core"}
     assert figures[f"{prefix}.pps.{name}"].value > 0
     # forwarded never beyond offered, but for the windows' edges (the native path can keep
