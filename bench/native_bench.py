@@ -33,6 +33,10 @@ figures measured together means much).
   ``--engine native``; the Python engine's are ``p4sim.pps.veth_overload*`` (group
   ``switch``). ``pps_per_core`` is forwarded frames/s divided by the CPU the switch
   process used: the figure that does not depend on how much CPU the other jobs left.
+* ``p4sim.native.pps.veth_overload_fabric`` (and the same family with ``_fabric``) — the
+  overload probe on ``p4src/fabric.p4`` as the default fabric's first leaf, programmed
+  with the testbed controller's plan (``bench.veth_overload.FABRIC``): issue 32's
+  ">= 200 kpps over veths on one core" is ``pps_per_core.veth_overload_fabric``.
 
 Example::
 
@@ -55,7 +59,7 @@ from bench.fabric_bench import (CHECK_BATCH, IN_PORT_LEAF, N_FRAMES, build_frame
 from bench.results import BenchCheckError, BenchConfig, Benchmark, Figure, median
 from bench.switch_bench import (_drain, forwarding_veths, make_frames, run_pps_veth, threads_cpu_ns,
                                 threads_ctx_switches, veth_available)
-from bench.veth_overload import run_overload
+from bench.veth_overload import FABRIC, run_overload
 from p4sim.native import native_reason
 from p4sim.native.switch import NativeSwitch
 from p4sim.control_api import ControlClient
@@ -262,9 +266,15 @@ def bench_veth_overload(config: BenchConfig) -> dict[str, Figure]:
     return run_overload(config, engine="native", prefix="p4sim.native")
 
 
+def bench_veth_overload_fabric(config: BenchConfig) -> dict[str, Figure]:
+    """The overload probe with ``--engine native`` on fabric.p4 as a leaf (``FABRIC``)."""
+    return run_overload(config, engine="native", prefix="p4sim.native", setup=FABRIC)
+
+
 BENCHMARKS: Sequence[Benchmark] = (
     Benchmark("fabric_leaf", "native", bench_fabric_leaf),
     Benchmark("veth", "native", bench_veth),
     Benchmark("veth_paced", "native", bench_veth_paced),
     Benchmark("veth_overload", "native", bench_veth_overload),
+    Benchmark("veth_overload_fabric", "native", bench_veth_overload_fabric),
 )

@@ -98,6 +98,7 @@ class SwitchProcess:
 
     ``ready_s`` is the time from ``Popen`` to the ready line, ``grpc_addr`` and
     ``control_addr`` the addresses it announced (P4Runtime, control API).
+    ``target_options`` go after ``--`` (``("--priority-queues", "8")``, as the testbed's).
 
     Example::
 
@@ -107,10 +108,11 @@ class SwitchProcess:
     """
 
     def __init__(self, program: Path, ports: Sequence[tuple[int, str]] = (),
-                 engine: Optional[str] = None) -> None:
+                 engine: Optional[str] = None, target_options: Sequence[str] = ()) -> None:
         self.program = program
         self.ports = list(ports)
         self.engine = engine
+        self.target_options = list(target_options)
         self.proc: Optional[subprocess.Popen[bytes]] = None
         self.ready_s = 0.0
         self.grpc_addr = ""
@@ -120,10 +122,11 @@ class SwitchProcess:
     @classmethod
     @contextmanager
     def run(cls, program: Path = PROGRAM, ports: Sequence[tuple[int, str]] = (),
-            engine: Optional[str] = None) -> Iterator["SwitchProcess"]:
+            engine: Optional[str] = None,
+            target_options: Sequence[str] = ()) -> Iterator["SwitchProcess"]:
         """Start the switch (``--engine engine`` when given), wait for its ready line,
         stop it on exit."""
-        sw = cls(program, ports, engine)
+        sw = cls(program, ports, engine, target_options)
         try:
             sw.start()
             yield sw
@@ -142,7 +145,7 @@ class SwitchProcess:
             cmd += ["--engine", self.engine]
         for num, iface in self.ports:
             cmd += ["-i", f"{num}@{iface}"]
-        cmd += ["--", "--grpc-server-addr", "127.0.0.1:0"]
+        cmd += ["--", "--grpc-server-addr", "127.0.0.1:0", *self.target_options]
         t0 = time.perf_counter()
         self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=self._stderr)
         deadline = time.monotonic() + READY_TIMEOUT_S
