@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from sim.predict.predict import Prediction
+from sim.predict.stages import CONTENTION
 
 
 def pretty_op(name: str) -> str:
@@ -40,6 +41,8 @@ def by_operator(r: Prediction, stage: int | None = None) -> dict[str, float]:
     t = r.tails[s]
     out["dp.gradient_reduction (exposed)"] += t.dp_exposed_s
     out["optimizer.adam"] += t.optimizer_s
+    if t.nccl_sms_s:
+        out[CONTENTION] += t.nccl_sms_s
     if t.param_gather_s:
         out["dp.param_allgather (exposed)"] += t.param_gather_s
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
@@ -56,10 +59,11 @@ def by_stream(r: Prediction, stage: int | None = None) -> dict[str, float]:
             out[o.stream] += m * o.seconds
     busy = m * (sum(sc.fwd_s) + sum(sc.bwd_s))
     t = r.tails[s]
-    last_b_end = t.end_s - t.optimizer_s - t.param_gather_s - t.dp_exposed_s
+    last_b_end = t.end_s - t.optimizer_s - t.param_gather_s - t.dp_exposed_s - t.nccl_sms_s
     out["pp-bubble"] = max(0.0, last_b_end - busy) + (r.iteration_s - r.straggler_s - t.end_s)
     out["stragglers"] = r.straggler_s
     out["dp"] += t.dp_exposed_s + t.param_gather_s
+    out["compute"] += t.nccl_sms_s
     out["optimizer"] = t.optimizer_s
     return {k: v for k, v in sorted(out.items(), key=lambda kv: -kv[1]) if v > 0}
 

@@ -201,12 +201,21 @@ class CommModel:
         self.dual = j.network.dual_channel and j.network.policy in ("tccl", "tccl_gor")
         self.fabric_wall_s = 0.0
         self._cache: dict[tuple[str, str, float], CommTime] = {}
+        self._local: dict[str, int] = {}
         self._fabric_times = {} if fabric_times is None else fabric_times
 
     @property
     def timed(self) -> dict[tuple[str, str, float], CommTime]:
         """Every collective timed so far: (kind, collective, bytes per rank) → time."""
         return dict(self._cache)
+
+    def local_members(self, kind: str) -> int:
+        """Members of a ``kind`` group in its first rank's server (NCCL's channels across
+        servers follow them: :func:`sim.predict.nccl_sms.net_ring_ctas`)."""
+        if kind not in self._local:
+            g = groups(self.j, kind)[0]
+            self._local[kind] = sum(1 for r in g if self._server(r) == self._server(g[0]))
+        return self._local[kind]
 
     def _server(self, r: int) -> int:
         return r // self.per_server

@@ -152,6 +152,15 @@ field                  meaning
                        (that loss under ``torch.compile``, as torchtitan compiles it with
                        ``training.compile`` from 2025; a job override, in no profile: on for
                        those runs it moves two fit runs past 10 %, sim/README nineteenth round)
+``nccl_sm_contention``  a collective that runs beside compute on another stream holds one SM
+                       per NCCL channel, so the compute it overlaps runs on the others
+                       (:mod:`sim.predict.nccl_sms`; the ``nccl.sm_contention`` line of the
+                       breakdown); false: the overlapped collective costs the compute nothing
+``nccl_version``       the NCCL release the stack ran (``"2.18"``): how many channels a ring
+                       across Hopper servers gets (32 at 2.18–2.20, 16 from 2.21 with 8 NICs)
+``nccl_ctas``          the channels (CTAs) every overlapped collective holds, as
+                       ``NCCL_MAX_NCHANNELS`` / ``NCCL_MIN_NCHANNELS`` pin them (null: NCCL's
+                       own count for the GPU, the group's members per server and the NIC)
 ``fp8_param_gather``   FP8 jobs keep the model's weights in FP8 (1 byte) and all-gather them in
                        FP8 (Megatron-Core ``--fp8-param-gather``; torchao's FSDP2 float8
                        all-gather, ``enable_fsdp_float8_all_gather``: each shard cast to FP8
@@ -204,6 +213,7 @@ from typing import Any, Optional
 
 from sim.predict import calibration
 from sim.predict.fields import parse_section
+from sim.predict.nccl_sms import MAX_CHANNELS, parse_version
 from sim.predict.tp_overlap import LayerOverlap, parse_config
 from sim.topology import SimInputError
 
@@ -267,6 +277,9 @@ class Framework:
     fsdp_pipeline: str = "per_microbatch"
     train_metrics: int = 0
     cross_entropy_fusion: str = "none"
+    nccl_sm_contention: bool = True
+    nccl_version: str = "2.21"
+    nccl_ctas: Optional[int] = None
 
     @property
     def traffic(self) -> float:
@@ -374,10 +387,13 @@ PROFILES: dict[str, Framework] = {f.name: f for f in (
     # kernel on the BF16 logits (cross_entropy_fusion: flash_attn). FP8 (amp_fp8): Composer's
     # get_precision_context enters te.fp8_autocast with a DelayedScaling recipe and no
     # fp8_group (composer/core/precision.py), so TE reduces the amaxes over the default
-    # (world) process group (fp8_amax_group: world)
+    # (world) process group (fp8_amax_group: world). NCCL: the benchmarks' image
+    # mosaicml/pytorch:2.1.0_cu121 (#543's sweep.sh) runs torch 2.1.0, whose CUDA 12.1 wheel
+    # pins nvidia-nccl-cu12 2.18.1 (nccl_version: its Hopper channel rule, sim.predict.nccl_sms)
     replace(_MCORE, name="composer-fsdp", data_parallel="fsdp", tp_comm_overlap=0.0, tp_bwd_overlap=False, attention="fa2",
             fp8_tp_gather=False, grad_reduce_dtype="fp32", fp8_recipe="delayed", fp8_weight_cache=False, optimizer="forloop",
-            fp8_amax_group="world", optimizer_sync=True, fsdp_flat_params=True, train_metrics=2, cross_entropy_fusion="flash_attn", **_EAGER),
+            fp8_amax_group="world", optimizer_sync=True, fsdp_flat_params=True, train_metrics=2, cross_entropy_fusion="flash_attn",
+            nccl_version="2.18", **_EAGER),
     # torchtitan: FSDP2 under torch.distributed.pipelining gathers once a step and reduces
     # after the last backward (fsdp_pipeline: per_step; apply_fsdp at 9dec370, 2024-12:
     # "For PP, do not reshard after forward to avoid per-microbatch all-gathers");
@@ -460,6 +476,9 @@ class FrameworkSection:
     fsdp_pipeline: Optional[str] = None
     train_metrics: Optional[int] = None
     cross_entropy_fusion: Optional[str] = None
+    nccl_sm_contention: Optional[bool] = None
+    nccl_version: Optional[str] = None
+    nccl_ctas: Optional[int] = None
 
 
 def _one_of(v: Any, known: tuple[str, ...], source: str, where: str) -> None:
@@ -500,6 +519,9 @@ def resolve_framework(data: Any, source: str) -> Framework:
     _one_of(f.optimizer, OPTIMIZERS, source, "optimizer")
     _one_of(f.fsdp_pipeline, FSDP_PIPELINE, source, "fsdp_pipeline")
     _one_of(f.cross_entropy_fusion, CE_FUSION, source, "cross_entropy_fusion")
+    parse_version(f.nccl_version, source)
+    if f.nccl_ctas is not None and not 0 <= f.nccl_ctas <= MAX_CHANNELS:
+        raise SimInputError(f"{source}: framework.nccl_ctas: NCCL's channels, 0 to {MAX_CHANNELS}, got {f.nccl_ctas}")
     if f.train_metrics < 0:
         raise SimInputError(f"{source}: framework.train_metrics: must be >= 0, got {f.train_metrics}")
     if f.moe_qps_per_channel < 1:

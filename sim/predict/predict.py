@@ -50,8 +50,9 @@ from sim.predict.energy import IterationEnergy, fabric_switches, iteration_energ
 from sim.predict.job import TrainingJob
 from sim.predict.kernels import Kernel, kernel_time_s
 from sim.predict.memory import GiB, MemoryBreakdown, layer_params, stage_memory, stage_params
+from sim.predict.nccl_sms import contention_s
 from sim.predict.schedule import PipelineResult, simulate_pipeline, simulate_zbh1
-from sim.predict.stages import StageCost, shard_group, sharded_pattern, stage_costs
+from sim.predict.stages import StageCost, overlap_ctas, shard_group, sharded_pattern, stage_costs
 from sim.runner import build_sim_fabric
 from sim.scenario import Scenario
 from sim.topology import SimFabric, SimInputError
@@ -61,7 +62,9 @@ from sim.workloads import Job, place_job
 @dataclass(slots=True)
 class StageTail:
     """What follows a stage's last backward: DP reduction (full and exposed), optimizer,
-    ZeRO 1/2 parameter all-gather (exposed), and the stage's end."""
+    ZeRO 1/2 parameter all-gather (exposed), the stage's end, and what its compute lost to
+    the SMs of the once-a-step collectives it overlapped (``nccl_sms_s``:
+    :mod:`sim.predict.nccl_sms`; the last backward's and the first forward's)."""
 
     dp_s: float
     dp_exposed_s: float
@@ -69,6 +72,7 @@ class StageTail:
     param_gather_s: float
     dp_start_s: float
     end_s: float
+    nccl_sms_s: float = 0.0
 
 
 @dataclass(slots=True)
@@ -245,11 +249,13 @@ def _check_memory(j: TrainingJob, mem: list[MemoryBreakdown]) -> None:
             f"({fills}) but {j.gpu.name} has {j.gpu.hbm_GiB:g} GiB; {advice}")
 
 
-def _reduction(overlap: bool, dp_s: float, last_b_of_chunk: list, bucket_share: float) -> tuple[float, float]:
+def _reduction(overlap: bool, dp_s: float, last_b_of_chunk: list, bucket_share: float,
+               late_s: float = 0.0) -> tuple[float, float]:
     """(start, end) of a stage's gradient reduction: after its last backward, or, when
     overlapped, each chunk's share from the start of that chunk's last backward, one
-    after another on the DP stream, the last bucket after the last backward."""
-    last = max(o.end_s for o in last_b_of_chunk)
+    after another on the DP stream, the last bucket after the last backward (which ends
+    ``late_s`` after its scheduled end: the SMs the reduction took from it)."""
+    last = max(o.end_s for o in last_b_of_chunk) + late_s
     if not overlap or dp_s <= 0:
         return last, last + dp_s
     start, free = float("inf"), 0.0
@@ -272,6 +278,7 @@ class FsdpStepTail:
     dp_end_s: float
     gather_exposed_s: float
     used: dict[str, CommTime]
+    gather_sms_s: float = 0.0
 
 
 def fsdp_step_tail(j: TrainingJob, comm: CommModel, params: float, last_b_of_chunk: list,
@@ -286,8 +293,9 @@ def fsdp_step_tail(j: TrainingJob, comm: CommModel, params: float, last_b_of_chu
     the end of its chunk's last backward; the units were gathered once, at the step's first
     forward, and stay gathered (torchtitan ``apply_fsdp``: ``reshard_after_forward=False``
     under PP): the all-gather (and FSDP2's copy-out of it) runs under that forward, what
-    exceeds it is exposed. Under HSDP the reduced shards are then all-reduced over the replicas
-    (FSDP2's ``foreach_reduce``)."""
+    exceeds it is exposed, and the forward loses the SMs the gather holds
+    (:mod:`sim.predict.nccl_sms`, ``gather_sms_s``). Under HSDP the reduced shards are then
+    all-reduced over the replicas (FSDP2's ``foreach_reduce``)."""
     fw = j.framework
     wire = fw.grad_wire_bytes
     grp = shard_group(j)
@@ -309,8 +317,10 @@ def fsdp_step_tail(j: TrainingJob, comm: CommModel, params: float, last_b_of_chu
         begin = max(free, o.end_s)
         start = min(start, begin)
         free = begin + dp_s / n
-    exposed = max(0.0, ag.seconds - (first_forward.end_s - first_forward.start_s)) + copy_out
-    return FsdpStepTail(dp_s, start, free, exposed, used)
+    ff_s = first_forward.end_s - first_forward.start_s
+    lost = contention_s(ff_s, ag.seconds, overlap_ctas(j, comm, grp, "allgather", j.weight_bytes * params), j.gpu.sms)
+    exposed = max(0.0, ag.seconds - ff_s - lost) + copy_out
+    return FsdpStepTail(dp_s, start, free, exposed, used, lost)
 
 
 def _tails(j: TrainingJob, comm: CommModel, pipe: PipelineResult) -> tuple[list[StageTail], dict[str, CommTime]]:
@@ -334,19 +344,21 @@ def _tails(j: TrainingJob, comm: CommModel, pipe: PipelineResult) -> tuple[list[
         last_b_of_chunk = [last_b_of[(s, c)] for c in range(j.chunks)]
         last_b = max(last_b_of_chunk, key=lambda o: o.end_s)
         dp_s = ag_s = 0.0
+        dp_coll: tuple[str, str, float] = ("dp", "allreduce", 0.0)        # the reduction's group, kind, bytes
         if pattern == "per_step":
             step = fsdp_step_tail(j, comm, sp.total, last_b_of_chunk, first_f[s])
             used.update(step.used)
             opt = optimizer.step_time_s(j, s, sp.dense / (par.dp * par.cp) + sp.expert / (j.expert_dp * par.cp))
-            end = step.dp_end_s + opt + step.gather_exposed_s + fw.iteration_s
+            end = step.dp_end_s + opt + step.gather_exposed_s + step.gather_sms_s + fw.iteration_s
             out.append(StageTail(step.dp_s, step.dp_end_s - last_b.end_s, opt, step.gather_exposed_s,
-                                 step.dp_start_s, end))
+                                 step.dp_start_s, end, step.gather_sms_s))
             continue
         if per_unit:
             if shard_group(j) == "dps":                           # HSDP: the shards all-reduced over replicas
                 c1 = comm.collective("dpr", "allreduce", wire * sp.total / fw.hybrid_shard)
                 used["dpr.allreduce.grads"] = c1
                 dp_s = c1.seconds
+                dp_coll = ("dpr", "allreduce", wire * sp.total / fw.hybrid_shard)
             elif fw.data_parallel == "zero" and par.zero == 2:    # ZeRO-2: updated weights gathered once
                 g1 = comm.collective("dp", "allgather", j.weight_bytes * sp.dense)
                 used["dp.allgather.params"] = g1
@@ -357,19 +369,35 @@ def _tails(j: TrainingJob, comm: CommModel, pipe: PipelineResult) -> tuple[list[
             c2 = comm.collective("edp", kind, wire * sp.expert)
             used[f"dp.{kind}.grads"], used[f"edp.{kind}.grads"] = c1, c2
             dp_s = c1.seconds + c2.seconds
+            dp_coll = ("dp", kind, wire * sp.dense)
             if kind == "reducescatter":
                 g1 = comm.collective("dp", "allgather", j.weight_bytes * sp.dense)
                 g2 = comm.collective("edp", "allgather", j.weight_bytes * sp.expert)
                 used["dp.allgather.params"] = g1
                 ag_s = g1.seconds + g2.seconds
-        start, dp_end = _reduction(j.overlap_grad_reduce, dp_s, last_b_of_chunk,
-                                   min(1.0, j.bucket_MiB * 2**20 / max(wire * sp.total, 1.0)))
+        share = min(1.0, j.bucket_MiB * 2**20 / max(wire * sp.total, 1.0))
+        start, dp_end = _reduction(j.overlap_grad_reduce, dp_s, last_b_of_chunk, share)
+        # the backward under the reduction runs on the SMs its NCCL channels leave (nccl_sms):
+        # every bucket but the last (``share`` of the gradients, after the last backward)
+        under = max(0.0, last_b.end_s - start)
+        lost = 0.0
+        if under > 0:
+            lost = contention_s(under, min(dp_s * (1.0 - share), under), overlap_ctas(j, comm, *dp_coll), j.gpu.sms)
+        if lost > 0:
+            start, dp_end = _reduction(j.overlap_grad_reduce, dp_s, last_b_of_chunk, share, lost)
         shard = (sp.dense / (par.dp * par.cp) + sp.expert / (j.expert_dp * par.cp)) if par.zero >= 1 else sp.total
         opt = optimizer.step_time_s(j, s, shard)
         ff = first_f[s]
-        ag_exposed = max(0.0, ag_s - (ff.end_s - ff.start_s)) if j.overlap_param_gather else ag_s
-        end = dp_end + opt + ag_exposed + fw.iteration_s
-        out.append(StageTail(dp_s, dp_end - last_b.end_s, opt, ag_exposed, start, end))
+        ff_s = ff.end_s - ff.start_s
+        gather_lost = 0.0
+        if j.overlap_param_gather and ag_s > 0:
+            gather_lost = contention_s(ff_s, ag_s, overlap_ctas(j, comm, "dp", "allgather", j.weight_bytes * sp.dense),
+                                       j.gpu.sms)
+            ag_exposed = max(0.0, ag_s - ff_s - gather_lost)
+        else:
+            ag_exposed = ag_s
+        end = dp_end + opt + ag_exposed + gather_lost + fw.iteration_s
+        out.append(StageTail(dp_s, dp_end - last_b.end_s - lost, opt, ag_exposed, start, end, lost + gather_lost))
     return out, used
 
 
@@ -443,7 +471,7 @@ def _energy(j: TrainingJob, stages: list[StageCost], tails: list[StageTail], it:
                 elif o.stream != "host":
                     comm += m * o.seconds
         comm += t.dp_exposed_s + t.param_gather_s
-        compute += t.optimizer_s
+        compute += t.optimizer_s + t.nccl_sms_s
     compute, comm = compute / len(stages), comm / len(stages)
     compute = min(compute, it)
     comm = min(comm, it - compute)

@@ -49,6 +49,10 @@ the pipeline schedule runs, as the job's framework (:mod:`sim.predict.framework`
 * the trainer's training metrics (``framework.train_metrics``,
   :func:`sim.predict.graph.train_metrics`) follow the last stage's backward;
 * ``microbatch_overhead_s`` is added to every forward pass.
+* an NCCL collective that runs beside compute (FSDP's prefetched collectives, the backward's
+  TP collectives under their GEMMs) holds one SM per channel: the compute it overlaps loses
+  :func:`sim.predict.nccl_sms.contention_s` (an op named :data:`CONTENTION`), and the
+  collective hides that much more (``framework.nccl_sm_contention``; :func:`overlap_ctas`).
 
 Example::
 
@@ -70,7 +74,30 @@ from sim.predict.comm import CommModel
 from sim.predict.job import TrainingJob
 from sim.predict.kernels import Kernel, kernel_time_s
 from sim.predict.memory import chunk_layers, fsdp_per_step, layer_params, stage_layers
+from sim.predict.nccl_sms import collective_ctas, contention_s, parse_version
 from sim.predict.tp_overlap import COLLECTIVE_SLOT, bulk_s, margin, pipeline_s, ring_exchange_s
+
+
+#: the name of the time compute loses to the SMs an overlapped collective holds
+#: (:mod:`sim.predict.nccl_sms`): one line of the breakdown by operator
+CONTENTION = "nccl.sm_contention"
+
+
+def overlap_ctas(j: TrainingJob, comm: Optional[CommModel], kind: str, collective: str, size_bytes: float) -> int:
+    """SMs (NCCL CTAs) the job's ``collective`` of ``size_bytes`` per rank over its ``kind``
+    groups holds while it overlaps compute; 0 with ``framework.nccl_sm_contention`` off
+    (:func:`sim.predict.nccl_sms.collective_ctas`)."""
+    fw = j.framework
+    if comm is None or not fw.nccl_sm_contention or size_bytes <= 0:
+        return 0
+    ct = comm.collective(kind, collective, size_bytes)
+    return collective_ctas(j.gpu.chip, ct.medium, ct.note, comm.local_members(kind), comm.nic_Bps, size_bytes,
+                           parse_version(fw.nccl_version, j.source), fw.nccl_ctas)
+
+
+def contention_op(name: str, seconds: float) -> list[TimedOp]:
+    """The compute time lost to an overlapped collective's SMs, as an op (none when 0)."""
+    return [TimedOp(name, "compute", "contention", seconds, seconds, 0.0)] if seconds > 0 else []
 
 
 def stream_of(k: Kernel) -> str:
@@ -220,15 +247,19 @@ def pass_ops(j: TrainingJob, kernels: list[Kernel], comm: Optional[CommModel]) -
                 continue
         if k.group == "tp" and k.collective in ("allgather", "reducescatter") and fw.tp_comm_overlap > 0:
             hidden = max(hidden, fw.tp_comm_overlap * _neighbour_gemm(kernels, i, times))
+        lost = 0.0
         if fw.tp_bwd_overlap and BWD_OVERLAP.get(k.name) in gemms:
-            hidden = max(hidden, times[BWD_OVERLAP[k.name]])
-        out.append(TimedOp(k.name, stream_of(k), "comm", max(0.0, full - hidden), full, 0.0))
+            under = times[BWD_OVERLAP[k.name]]
+            hidden = max(hidden, under)
+            lost = contention_s(under, full, overlap_ctas(j, comm, k.group, k.collective, k.size_bytes), j.gpu.sms)
+        out.append(TimedOp(k.name, stream_of(k), "comm", max(0.0, full - hidden - lost), full, 0.0))
+        out += contention_op(CONTENTION, lost)
     return out
 
 
 def _host_floor(j: TrainingJob, ops: list[TimedOp]) -> list[TimedOp]:
     """``ops`` plus the host launch time the GPU waits for, if any (module docstring)."""
-    n = sum(1 for o in ops if o.stream == "compute")
+    n = sum(1 for o in ops if o.stream == "compute" and o.kind != "contention")
     gpu = sum(o.seconds for o in ops)
     wait = n * j.framework.cpu_op_s - gpu
     return ops + [TimedOp("host.launch", "host", "host", wait, wait, 0.0)] if wait > 0 else ops
@@ -372,12 +403,14 @@ def fsdp_grad_accumulate(j: TrainingJob, params: list[float]) -> list[TimedOp]:
 
 
 def _stream(ops_per_unit: list[list[TimedOp]], before: list[float], after: list[float], prefetch: bool,
-            label: str) -> list[TimedOp]:
+            label: str, ctas: int = 0, sms: int = 1) -> list[TimedOp]:
     """One pass of units with their collectives: ``before[u]`` must finish before unit u
     computes (its all-gather), ``after[u]`` follows it (its reduce-scatter). Prefetched,
     the network runs unit u+1's gather and unit u−1's reduce-scatter while unit u computes:
     exposed is the first gather, ``max(0, before[u+1] + after[u−1] − compute[u])`` per unit
-    and the last reduce-scatter; without prefetch every collective is exposed."""
+    and the last reduce-scatter; without prefetch every collective is exposed. The
+    collectives under unit u hold ``ctas`` of the GPU's ``sms`` SMs: unit u's compute loses
+    :func:`sim.predict.nccl_sms.contention_s` (its own op, which also hides as much more)."""
     out: list[TimedOp] = []
     n = len(ops_per_unit)
     if prefetch and before and before[0] > 0:
@@ -388,7 +421,10 @@ def _stream(ops_per_unit: list[list[TimedOp]], before: list[float], after: list[
         out += ops
         if prefetch:
             net = (before[u + 1] if u + 1 < n else 0.0) + (after[u - 1] if u > 0 else 0.0)
-            exposed = max(0.0, net - sum(o.seconds for o in ops))
+            busy = sum(o.seconds for o in ops)
+            lost = contention_s(busy, net, ctas, sms)
+            out += contention_op(CONTENTION, lost)
+            exposed = max(0.0, net - busy - lost)
             if exposed > 0:
                 out.append(TimedOp(f"{label}.u{u}", "dp", "comm", exposed, net, 0.0))
         elif after[u] > 0:
@@ -448,10 +484,12 @@ def stage_costs(j: TrainingJob, comm: CommModel) -> list[StageCost]:
                     b_units = [c[:1] + u + c[1:] if c and c[0].name == "fsdp.copy_out" else u + c
                                for c, u in zip(cb, b_units)]
                     rs = [r + w for r, w in zip(rs, wait)]
-                fwd = _stream(f_units, [u.ag_fwd for u in uc], [0.0] * len(uc), fw.fsdp_prefetch, "shard.allgather")
+                ctas = overlap_ctas(j, comm, shard_group(j), "allgather", j.weight_bytes * max(params))
+                fwd = _stream(f_units, [u.ag_fwd for u in uc], [0.0] * len(uc), fw.fsdp_prefetch, "shard.allgather",
+                              ctas, j.gpu.sms)
                 ru = list(reversed(uc))
                 bwd = _stream(list(reversed(b_units)), [u.ag_bwd for u in ru], list(reversed(rs)), fw.fsdp_prefetch,
-                              "shard.reducescatter")
+                              "shard.reducescatter", ctas, j.gpu.sms)
             else:
                 if pattern == "per_step":
                     b_units = [u + [acc] for u, acc in zip(b_units, fsdp_grad_accumulate(j, params))]
@@ -472,5 +510,5 @@ def stage_costs(j: TrainingJob, comm: CommModel) -> list[StageCost]:
     return out
 
 
-__all__ = ["BWD_OVERLAP", "StageCost", "TimedOp", "UnitComm", "fsdp_copies", "fsdp_grad_accumulate", "pass_ops", "shard_group", "sharded_pattern", "stage_costs",
+__all__ = ["BWD_OVERLAP", "CONTENTION", "StageCost", "contention_op", "overlap_ctas", "TimedOp", "UnitComm", "fsdp_copies", "fsdp_grad_accumulate", "pass_ops", "shard_group", "sharded_pattern", "stage_costs",
            "stream_of", "unit_comm"]
