@@ -1216,6 +1216,91 @@ def _hijack_agent_address(host: str, victim: str) -> Callable[[AgentFabric], Non
     return run
 
 
+HELD_CALLS = 40
+"""Registry calls a holder opens without ever sending their request: ten times the
+threads GOR's registry had (4), over twice it has now (``controller.registry.
+REGISTRY_WORKERS``)."""
+REGISTRY_METHOD = "/astral.agent.v1.FlowRegistry/ReportMove"
+
+
+class HeldCalls:
+    """``n`` calls of ``method`` on ``channel`` whose request is never sent: the HTTP/2
+    headers go out, then nothing, which any party that passed a server's handshake can
+    do. gRPC Python's synchronous server gives such a call a thread and waits there for
+    the request.
+
+    >>> HeldCalls.__name__
+    'HeldCalls'
+    """
+
+    def __init__(self, channel: grpc.Channel, n: int, metadata: Sequence[tuple[str, str]] = (),
+                 method: str = REGISTRY_METHOD) -> None:
+        self._stop = threading.Event()
+        self._changed = threading.Condition()
+
+        def never() -> Iterator[bytes]:
+            self._stop.wait()
+            yield from ()
+
+        def ended(_: Any) -> None:
+            with self._changed:
+                self._changed.notify_all()
+
+        call = channel.stream_unary(method, request_serializer=None, response_deserializer=None)
+        self.calls = [call.future(never(), metadata=tuple(metadata)) for _ in range(n)]
+        for c in self.calls:
+            c.add_done_callback(ended)
+
+    def ended(self) -> dict[str, int]:
+        """How many calls ended so far, by status code name."""
+        codes: dict[str, int] = {}
+        for c in self.calls:
+            if c.done():
+                name = c.code().name if c.code() is not None else "CANCELLED"
+                codes[name] = codes.get(name, 0) + 1
+        return codes
+
+    def wait_ended(self, at_least: int, timeout_s: float) -> dict[str, int]:
+        """Wait (bounded) until at least ``at_least`` calls ended; their codes."""
+        with self._changed:
+            self._changed.wait_for(lambda: sum(self.ended().values()) >= at_least, timeout_s)
+        return self.ended()
+
+    def close(self) -> None:
+        self._stop.set()
+        for c in self.calls:
+            c.cancel()
+
+
+def _hold_registry_calls(party: str, victim: str) -> Callable[[AgentFabric], None]:
+    """``party`` opens :data:`HELD_CALLS` registry calls and never sends their requests;
+    while they are open ``victim``'s agent registers its flow. Taken when the victim is
+    not served in :data:`RPC_TIMEOUT_S`: before sec-red2-s49 the registry's 4 threads
+    each waited for a request that never came, and every agent's registration and move
+    report waited until its deadline (a switch's certificate too: it was named only
+    once the request had come)."""
+    def run(fab: AgentFabric) -> None:
+        sec = _as(fab, party)
+        with sec.dial(fab.address, CONTROLLER) as ch:
+            grpc.channel_ready_future(ch).result(timeout=RPC_TIMEOUT_S)
+            held = HeldCalls(ch, HELD_CALLS, sec.metadata(CONTROLLER))
+            try:
+                # the server is at the calls once one ended (a registry that bounds them
+                # refuses the rest at once; one that holds them all ends none: bounded)
+                held.wait_ended(1, RPC_TIMEOUT_S)
+                t0 = time.monotonic()
+                try:
+                    fab.agents[victim].register()
+                except grpc.RpcError:
+                    return                                 # the victim was not served: taken
+                ms = (time.monotonic() - t0) * 1000
+                raise AttackFailed("SERVED", f"{victim} registered in {ms:.0f} ms while {party} held "
+                                             f"{HELD_CALLS} calls without a request ({held.ended()})")
+            finally:
+                held.close()
+    return run
+
+
 ESCAPES = "\x1b]2;astral owned\x07\x1b[2J\x1b[31m"
 """Terminal escape sequences (set the window title, clear the screen, red): what a
 compromised host's agent writes into the texts GOR logs and prints."""
@@ -1373,6 +1458,12 @@ def agent_attacks(switch: str) -> list[AgentAttack]:
         AgentAttack("host-hijacks-agent-address", "b0s0",
                     "a host cannot make GOR take another host's senders for gone",
                     _hijack_agent_address("b0s0", "b1s0")),
+        AgentAttack("host-holds-registry-calls", "b1s0",
+                    "a host cannot hold GOR's registry with calls whose request never comes",
+                    _hold_registry_calls("b1s0", "b0s0")),
+        AgentAttack("switch-holds-registry-calls", switch,
+                    "a switch's certificate cannot hold GOR's registry with calls whose request never comes",
+                    _hold_registry_calls(switch, "b0s0")),
     ]
 
 
@@ -1420,7 +1511,7 @@ def iter_table(outcomes: Sequence[Outcome]) -> Iterator[str]:
         yield f"| {o.attack} | {'yes' if o.refused else '**no**'} | {o.code} | {o.detail[:160]} |"
 
 
-__all__ = ["smartnic_attacks", "LiveNic", "live_nic_attacks", "LIVE_STREAMS", "live_fabric_attacks",
+__all__ = ["HELD_CALLS", "HeldCalls", "smartnic_attacks", "LiveNic", "live_nic_attacks", "LIVE_STREAMS", "live_fabric_attacks",
            "punt_flood_row",
            "SPOOF_ATTACKER", "SPOOF_RECEIVER", "SPOOF_VICTIM", "AgentAttack", "AgentFabric", "RecordingMover", "agent_attacks", "run_agent_attack",
            "run_agent_attacks", "READY_TIMEOUT_S", "started_switch", "Attack", "AttackFailed", "AttackStream", "CONTROLLER_ELECTION_ID", "COOKIE", "Outcome",
