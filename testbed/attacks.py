@@ -525,6 +525,40 @@ def _stall_reads(party: str) -> AttackFn:
     return run
 
 
+HELD_P4RT_CALLS = 200
+"""Reads a holder opens on a switch without ever sending their request: more than the
+p4sim server's workers (the stream bound, 32, plus 16 for unary RPCs)."""
+
+
+def _hold_workers(party: str) -> AttackFn:
+    """:data:`HELD_P4RT_CALLS` Reads whose request never comes (:class:`HeldCalls`), then
+    the controller's Read must be answered within :data:`RPC_TIMEOUT_S` (refused: the
+    Read answered and the held calls refused or cancelled). Before sec-red2-s49 p4sim gave
+    each a worker that waited for the request without bound."""
+    def run(v: Victim) -> None:
+        with v.channel(party) as ch:
+            grpc.channel_ready_future(ch).result(timeout=RPC_TIMEOUT_S)
+            held = HeldCalls(ch, HELD_P4RT_CALLS, method="/p4.v1.P4Runtime/Read")
+            try:
+                # the switch is at the calls once one ended (bounded: none ends on a switch
+                # that holds them all)
+                held.wait_ended(1, RPC_TIMEOUT_S)
+                try:
+                    list(v.conn.stub.Read(v.conn.read_request(v._session()), timeout=RPC_TIMEOUT_S))
+                except grpc.RpcError as exc:
+                    raise AttackFailed("OK", f"{HELD_P4RT_CALLS} Reads without a request starved the "
+                                             f"server: the controller's Read failed {exc.code().name}") from None
+                codes = held.ended()
+                refused = [c for c in held.calls if c.done() and c.code() == grpc.StatusCode.RESOURCE_EXHAUSTED]
+                if refused:
+                    raise AttackFailed("RESOURCE_EXHAUSTED", f"{len(refused)} of {HELD_P4RT_CALLS} Reads "
+                                                             f"without a request refused ({codes}): "
+                                                             f"{refused[0].details()}")
+            finally:
+                held.close()
+    return run
+
+
 def _amplified_read(party: str) -> AttackFn:
     """One small Read that repeats the wildcard "every counter" :data:`AMPLIFIED_COPIES`
     times: the switch builds the whole answer in memory before it sends it (taken when it
@@ -660,6 +694,8 @@ def p4rt_attacks(host: str, other_switch: str) -> list[Attack]:
         Attack("monitor-hogs-device-lock", MONITOR,
                "a read-only client cannot keep the data plane waiting on the device lock",
                _hog_device_lock(MONITOR)),
+        Attack("monitor-holds-workers", MONITOR,
+               "no client can starve a switch's P4Runtime server", _hold_workers(MONITOR)),
         Attack("monitor-floods-stream", MONITOR,     # last: the monitor's streams are held off after it
                "a read-only client cannot make the switch take large stream messages", _flood_stream(MONITOR)),
     ]
@@ -1511,7 +1547,7 @@ def iter_table(outcomes: Sequence[Outcome]) -> Iterator[str]:
         yield f"| {o.attack} | {'yes' if o.refused else '**no**'} | {o.code} | {o.detail[:160]} |"
 
 
-__all__ = ["HELD_CALLS", "HeldCalls", "smartnic_attacks", "LiveNic", "live_nic_attacks", "LIVE_STREAMS", "live_fabric_attacks",
+__all__ = ["HELD_CALLS", "HELD_P4RT_CALLS", "HeldCalls", "smartnic_attacks", "LiveNic", "live_nic_attacks", "LIVE_STREAMS", "live_fabric_attacks",
            "punt_flood_row",
            "SPOOF_ATTACKER", "SPOOF_RECEIVER", "SPOOF_VICTIM", "AgentAttack", "AgentFabric", "RecordingMover", "agent_attacks", "run_agent_attack",
            "run_agent_attacks", "READY_TIMEOUT_S", "started_switch", "Attack", "AttackFailed", "AttackStream", "CONTROLLER_ELECTION_ID", "COOKIE", "Outcome",

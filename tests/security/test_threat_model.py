@@ -129,6 +129,7 @@ EXPECTED = {
     "monitor-amplified-read": ("RESOURCE_EXHAUSTED", "the Read's answer exceeds 1048576 entities"),
     "monitor-hogs-device-lock": ("RESOURCE_EXHAUSTED", "used its share of the device lock for Reads"),
     "monitor-floods-stream": ("RESOURCE_EXHAUSTED", "exceeds its bound of 16384 bytes (an identity that only reads)"),
+    "monitor-holds-workers": ("RESOURCE_EXHAUSTED", "identity 'monitor' already has 6 open Reads"),
 }
 
 
