@@ -745,6 +745,8 @@ def smartnic_attacks(peer_manager: str, peer_nic: str, operator: str = CONTROLLE
                _packet_out(operator, arbitrate=False)),
         Attack("operator-starves-streams", operator,
                "no client can starve a NIC's P4Runtime server", _starve(operator)),
+        Attack("operator-holds-workers", operator,
+               "no client can starve a NIC's P4Runtime server", _hold_workers(operator)),
     ]
     for party in foreign:
         out += [Attack(f"{party}-takeover", party, "a certificate of another CA is refused",
