@@ -57,7 +57,8 @@ import grpc
 from astral_proto import agent_pb2, agent_pb2_grpc
 from astral_proto.auth import ControllerTokens
 from astral_proto.flows import HostFlow, flow_id
-from astral_proto.net import MAX_AGENT_ADDRESS_CHARS, MAX_REGISTRY_REQUEST_BYTES, peer_text, server_options
+from astral_proto.net import (MAX_AGENT_ADDRESS_CHARS, MAX_REGISTRY_REQUEST_BYTES, REQUEST_WAIT_S, first_request,
+                              peer_text, server_options)
 from astral_proto.security import CONTROLLER, Security, listen
 
 log = logging.getLogger(__name__)
@@ -100,12 +101,10 @@ MAX_CALLS_PER_PARTY = 4
 refused ``RESOURCE_EXHAUSTED`` before its request is read. A host runs one agent per
 sender process, each registering once a second and reporting a move now and then: a
 call takes milliseconds, so 4 at once is already a burst."""
-REQUEST_RECEIVE_S = 2.0
-"""The longest a registry call waits for its request once it holds a thread; later it is
-cancelled (the caller sees ``CANCELLED``) and counted (:attr:`FlowRegistry.
-requests_timed_out`). The largest legitimate request (487,547 bytes,
-:data:`astral_proto.net.MAX_REGISTRY_REQUEST_BYTES`) crosses a Unix socket or a
-management network in milliseconds."""
+REQUEST_RECEIVE_S = REQUEST_WAIT_S
+"""The longest a registry call waits for its request once it holds a thread
+(:data:`astral_proto.net.REQUEST_WAIT_S`, 2 s); later it is cancelled (the caller sees
+``CANCELLED``) and counted (:attr:`FlowRegistry.requests_timed_out`)."""
 
 
 MAX_NIC_PORTS = 2
@@ -767,8 +766,8 @@ class FlowRegistryServicer(agent_pb2_grpc.FlowRegistryServicer):
         try:
             request = agent_pb2.MoveReport.FromString(data)
         except Exception:  # noqa: BLE001 — as register_bytes
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "ReportMove: the request is not a "
-                          "MoveReport (cannot be parsed)")
+            # gRPC's own answer when its deserializer fails (what ReportMove said before)
+            context.abort(grpc.StatusCode.INTERNAL, "Exception deserializing request!")
             raise
         return self.ReportMove(request, context)
 
@@ -791,15 +790,7 @@ class FlowRegistryServicer(agent_pb2_grpc.FlowRegistryServicer):
                 context.abort(exc.code, str(exc))
                 raise
             try:
-                timer = threading.Timer(registry.request_receive_s, context.cancel)
-                timer.daemon = True
-                timer.start()
-                try:
-                    data = next(requests, None)
-                except grpc.RpcError:              # the caller went, or the timer cancelled
-                    data = None
-                finally:
-                    timer.cancel()
+                data = first_request(requests, context.cancel, registry.request_receive_s)
                 if data is None:
                     context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, registry.request_timed_out(host, rpc))
                 return serve(data, context)

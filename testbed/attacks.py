@@ -1339,6 +1339,37 @@ def _hold_registry_calls(party: str, victim: str) -> Callable[[AgentFabric], Non
     return run
 
 
+def _hold_agent_calls(party: str, target: str) -> Callable[[AgentFabric], None]:
+    """``party`` opens :data:`HELD_CALLS` MoveFlow calls to ``target``'s agent and never
+    sends their requests; then the controller asks that agent its Status. Taken when the
+    controller is not served in :data:`RPC_TIMEOUT_S`: before sec-red2-s49 the agent's 4
+    threads waited for requests that never came (the agents trust the control CA, so the
+    monitor's certificate passes their handshake), and GOR's orders to the host failed."""
+    def run(fab: AgentFabric) -> None:
+        sec = _as(fab, party)
+        address = fab.agents[target].address
+        with sec.dial(address, target) as ch:
+            grpc.channel_ready_future(ch).result(timeout=RPC_TIMEOUT_S)
+            held = HeldCalls(ch, HELD_CALLS, sec.metadata(target), method="/astral.agent.v1.AgentService/MoveFlow")
+            try:
+                held.wait_ended(1, RPC_TIMEOUT_S)       # the agent is at the calls (bounded)
+                ctl = fab.registry.security
+                t0 = time.monotonic()
+                with ctl.dial(address, target) as cch:
+                    try:
+                        agent_pb2_grpc.AgentServiceStub(cch).Status(
+                            agent_pb2.StatusRequest(), metadata=ctl.metadata(target), timeout=RPC_TIMEOUT_S)
+                    except grpc.RpcError:
+                        return                          # the controller was not served: taken
+                ms = (time.monotonic() - t0) * 1000
+                raise AttackFailed("SERVED", f"the controller was answered by {target}'s agent in {ms:.0f} ms "
+                                             f"while {party} held {HELD_CALLS} calls without a request "
+                                             f"({held.ended()})")
+            finally:
+                held.close()
+    return run
+
+
 ESCAPES = "\x1b]2;astral owned\x07\x1b[2J\x1b[31m"
 """Terminal escape sequences (set the window title, clear the screen, red): what a
 compromised host's agent writes into the texts GOR logs and prints."""
@@ -1499,6 +1530,9 @@ def agent_attacks(switch: str) -> list[AgentAttack]:
         AgentAttack("host-holds-registry-calls", "b1s0",
                     "a host cannot hold GOR's registry with calls whose request never comes",
                     _hold_registry_calls("b1s0", "b0s0")),
+        AgentAttack("monitor-holds-agent-calls", MONITOR,
+                    "the monitor's certificate cannot hold a host's agent with calls whose request never comes",
+                    _hold_agent_calls(MONITOR, "b0s0")),
         AgentAttack("switch-holds-registry-calls", switch,
                     "a switch's certificate cannot hold GOR's registry with calls whose request never comes",
                     _hold_registry_calls(switch, "b0s0")),

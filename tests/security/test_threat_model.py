@@ -235,6 +235,7 @@ AGENT_EXPECTED = {
     "host-floods-receiver-flows": ({"BOUNDED"}, "kept 1024 of b1s1's 1500 flows (476 frames refused)"),
     "host-holds-registry-calls": ({"SERVED"}, "while b1s0 held 40 calls without a request"),
     "switch-holds-registry-calls": ({"SERVED"}, f"while {VICTIM} held 40 calls without a request"),
+    "monitor-holds-agent-calls": ({"SERVED"}, "while monitor held 40 calls without a request"),
 }
 
 
