@@ -20,6 +20,11 @@ Example::
 """
 from __future__ import annotations
 
+import threading
+from typing import Callable, Iterator, Optional
+
+import grpc
+
 MAX_AGENT_REQUEST_BYTES = 64 * 1024
 """The largest request a host's agent takes (64 KiB). Its largest legitimate one is a
 ``MoveOrder`` (227 bytes with a 64-character order id and host name, the largest
@@ -64,6 +69,41 @@ def peer_text(text: str, limit: int = PEER_TEXT_CHARS) -> str:
     if len(safe) <= limit and len(head) == len(text):
         return safe
     return f"{safe[:limit]}… (cut: {len(text)} characters)"
+
+
+REQUEST_WAIT_S = 2.0
+"""The longest an agent-protocol server (GOR's registry, a host's agent) waits for a call's
+request once the call holds a thread (:func:`first_request`). gRPC Python's synchronous
+server gives a unary call its thread *before* the request has come and waits there
+without bound, so a party that passed the handshake and sent only a call's headers held
+a thread for good: 4 such calls held GOR's registry (a host's or a switch's certificate)
+or a host's agent (the monitor's: the agents trust the control CA), sec-red2-s49. The
+largest legitimate request (a 487,547-byte registration) crosses a Unix socket or a
+management network in milliseconds."""
+
+
+def first_request(requests: Iterator[bytes], cancel: Callable[[], None],
+                  wait_s: float = REQUEST_WAIT_S) -> Optional[bytes]:
+    """The first message of ``requests`` (a request-streaming call's iterator: the
+    servers declare their unary methods so, to start before the request has come), or
+    None when none came within ``wait_s`` (``cancel()``, the call's ``context.cancel``, is
+    called then) or the client ended the call first. Messages after the first are not
+    read (a unary client sends one and half-closes at once).
+
+    >>> first_request(iter([b"req", b"more"]), cancel=lambda: None)
+    b'req'
+    >>> first_request(iter([]), cancel=lambda: None) is None
+    True
+    """
+    timer = threading.Timer(wait_s, cancel)
+    timer.daemon = True
+    timer.start()
+    try:
+        return next(requests, None)
+    except grpc.RpcError:                       # the client went, or the timer cancelled
+        return None
+    finally:
+        timer.cancel()
 
 
 def server_options(max_receive_bytes: int) -> list[tuple[str, int]]:

@@ -50,14 +50,15 @@ import threading
 import time
 from concurrent import futures
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Optional, Union
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Union
 
 import grpc
 
 from astral_proto import agent_pb2, agent_pb2_grpc
 from astral_proto.auth import ControllerTokens
 from astral_proto.flows import HostFlow, flow_id
-from astral_proto.net import MAX_AGENT_ADDRESS_CHARS, MAX_REGISTRY_REQUEST_BYTES, peer_text, server_options
+from astral_proto.net import (MAX_AGENT_ADDRESS_CHARS, MAX_REGISTRY_REQUEST_BYTES, REQUEST_WAIT_S, first_request,
+                              peer_text, server_options)
 from astral_proto.security import CONTROLLER, Security, listen
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,25 @@ registration is refused ``RESOURCE_EXHAUSTED`` unread and changes nothing."""
 REGISTER_BURST_BYTES = 4 * 1024 * 1024
 """The bucket's depth (4 MiB): two requests of the largest size the registry takes, or
 several agents of a host (re)starting at once."""
+
+
+REGISTRY_WORKERS = 16
+"""Threads of the registry's gRPC server. gRPC Python's synchronous server gives a call its
+thread *before* the request has arrived and waits for it there; with 4 threads, 4 calls
+whose request never came (HTTP/2 headers sent, no message) held the registry: live on the
+p4sim testbed, host b1s1's own certificate (or a switch's: the registry trusts the
+switches' CA) held every thread, and every agent's registration and move report waited
+until its deadline (sec-red2-s49). Now a call waits at most :data:`REQUEST_RECEIVE_S` for
+its request, and one party holds at most :data:`MAX_CALLS_PER_PARTY` threads."""
+MAX_CALLS_PER_PARTY = 4
+"""Registry calls one party (a certificate's name) may have in progress; the next is
+refused ``RESOURCE_EXHAUSTED`` before its request is read. A host runs one agent per
+sender process, each registering once a second and reporting a move now and then: a
+call takes milliseconds, so 4 at once is already a burst."""
+REQUEST_RECEIVE_S = REQUEST_WAIT_S
+"""The longest a registry call waits for its request once it holds a thread
+(:data:`astral_proto.net.REQUEST_WAIT_S`, 2 s); later it is cancelled (the caller sees
+``CANCELLED``) and counted (:attr:`FlowRegistry.requests_timed_out`)."""
 
 
 MAX_NIC_PORTS = 2
@@ -227,6 +247,13 @@ class FlowRegistry:
         self._budget_lock = threading.Lock()
         self.registrations_limited = 0
         """Registrations refused by the per-host rate bound (:data:`REGISTER_BYTES_PER_S`)."""
+        self.max_calls_per_party = MAX_CALLS_PER_PARTY
+        self.request_receive_s = REQUEST_RECEIVE_S
+        self._calls: collections.Counter[str] = collections.Counter()   # party → calls in progress
+        self.calls_refused = 0
+        """Calls refused because their party had :data:`MAX_CALLS_PER_PARTY` in progress."""
+        self.requests_timed_out = 0
+        """Calls cancelled because their request did not come within :data:`REQUEST_RECEIVE_S`."""
 
     @property
     def started_s(self) -> float:
@@ -274,6 +301,53 @@ class FlowRegistry:
                                     f"its {int(self.register_bytes_per_s)} bytes per second "
                                     "(REGISTER_BYTES_PER_S); refused unread, retry later")
             self._budgets[host] = (left - cost, now)
+
+    def enter_call(self, party: str) -> None:
+        """Count a gRPC call of ``party`` in progress (:meth:`leave_call` when it ends);
+        RegistryError RESOURCE_EXHAUSTED, nothing counted, when it already has
+        :data:`MAX_CALLS_PER_PARTY`. The service calls it before the request is read.
+
+        >>> reg = FlowRegistry(b"s", {"b0s0": []})
+        >>> for _ in range(MAX_CALLS_PER_PARTY): reg.enter_call("b0s0")
+        >>> reg.enter_call("b0s0")
+        Traceback (most recent call last):
+        ...
+        controller.registry.RegistryError: b0s0 has 4 registry calls in progress, at most 4 (MAX_CALLS_PER_PARTY): refused unread
+        >>> reg.leave_call("b0s0"); reg.enter_call("b0s0"); reg.calls_refused
+        1
+        """
+        with self._budget_lock:
+            held = self._calls[party]
+            if held < self.max_calls_per_party:
+                self._calls[party] = held + 1
+                return
+            self.calls_refused += 1
+            refused = self.calls_refused
+        if refused & (refused - 1) == 0:                   # 1, 2, 4, ...
+            log.warning("registry: %s has %d calls in progress (at most %d): refused (%d so far)",
+                        party, held, self.max_calls_per_party, refused)
+        raise RegistryError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                            f"{party} has {held} registry calls in progress, at most "
+                            f"{self.max_calls_per_party} (MAX_CALLS_PER_PARTY): refused unread")
+
+    def leave_call(self, party: str) -> None:
+        """A call :meth:`enter_call` counted has ended."""
+        with self._budget_lock:
+            self._calls[party] -= 1
+            if self._calls[party] <= 0:
+                del self._calls[party]
+
+    def request_timed_out(self, party: str, rpc: str) -> str:
+        """Count a call of ``party`` whose request did not come within
+        :data:`REQUEST_RECEIVE_S`; returns the reason to log and answer."""
+        with self._budget_lock:
+            self.requests_timed_out += 1
+            n = self.requests_timed_out
+        why = (f"{rpc}: no request from {party} within {self.request_receive_s:g} s "
+               "(REQUEST_RECEIVE_S): cancelled")
+        if n & (n - 1) == 0:
+            log.warning("registry: %s (%d so far)", why, n)
+        return why
 
     def check_nic_port(self, src_ip: str, nic_port: Optional[int], what: str) -> None:
         """RegistryError INVALID_ARGUMENT when ``nic_port`` is not a port of the NIC at
@@ -637,7 +711,12 @@ class FlowRegistry:
 
 
 class FlowRegistryServicer(agent_pb2_grpc.FlowRegistryServicer):
-    """gRPC face of a :class:`FlowRegistry`: names the calling host, maps errors to codes."""
+    """gRPC face of a :class:`FlowRegistry`: names the calling host, maps errors to codes.
+
+    Every method is served as :meth:`handlers` builds it: the caller is named from its
+    certificate and counted against :data:`MAX_CALLS_PER_PARTY` *before* its request is
+    read (a switch's or the monitor's certificate is refused there, holding nothing), the
+    request is awaited at most :data:`REQUEST_RECEIVE_S`, and only then parsed."""
 
     def __init__(self, registry: FlowRegistry) -> None:
         self.registry = registry
@@ -682,13 +761,52 @@ class FlowRegistryServicer(agent_pb2_grpc.FlowRegistryServicer):
             raise
         return self.RegisterFlows(request, context)
 
+    def report_bytes(self, data: bytes, context: grpc.ServicerContext) -> agent_pb2.MoveReportAck:
+        """ReportMove as served: its request's bytes parsed, then :meth:`ReportMove`."""
+        try:
+            request = agent_pb2.MoveReport.FromString(data)
+        except Exception:  # noqa: BLE001 — as register_bytes
+            # gRPC's own answer when its deserializer fails (what ReportMove said before)
+            context.abort(grpc.StatusCode.INTERNAL, "Exception deserializing request!")
+            raise
+        return self.ReportMove(request, context)
+
+    def bounded(self, rpc: str, serve: Callable[[bytes, grpc.ServicerContext], Any]
+                ) -> Callable[[Iterator[bytes], grpc.ServicerContext], Any]:
+        """The behaviour gRPC runs for ``rpc``: declared request-streaming, so that it
+        starts before the request has come (gRPC Python's unary handlers wait for it in
+        their thread, unbounded); the caller named and counted
+        (:meth:`FlowRegistry.enter_call`), its one request awaited at most
+        :data:`REQUEST_RECEIVE_S` (else the call is cancelled), then ``serve(bytes,
+        context)``. A unary client sends its message and half-closes at once; messages
+        after the first are not read."""
+        registry = self.registry
+
+        def behaviour(requests: Iterator[bytes], context: grpc.ServicerContext) -> Any:
+            host = self._host(context, "")
+            try:
+                registry.enter_call(host)
+            except RegistryError as exc:
+                context.abort(exc.code, str(exc))
+                raise
+            try:
+                data = first_request(requests, context.cancel, registry.request_receive_s)
+                if data is None:
+                    context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, registry.request_timed_out(host, rpc))
+                return serve(data, context)
+            finally:
+                registry.leave_call(host)
+        return behaviour
+
     def handlers(self) -> grpc.GenericRpcHandler:
-        """The ``FlowRegistry`` service's methods, RegisterFlows taking the request's bytes."""
-        unary = grpc.unary_unary_rpc_method_handler
+        """The ``FlowRegistry`` service's methods (:meth:`bounded`), each taking its
+        request's bytes."""
+        method = grpc.stream_unary_rpc_method_handler
         return grpc.method_handlers_generic_handler(REGISTRY_SERVICE, {
-            "RegisterFlows": unary(self.register_bytes, None, agent_pb2.RegisterReply.SerializeToString),
-            "ReportMove": unary(self.ReportMove, agent_pb2.MoveReport.FromString,
-                                agent_pb2.MoveReportAck.SerializeToString)})
+            "RegisterFlows": method(self.bounded("RegisterFlows", self.register_bytes), None,
+                                    agent_pb2.RegisterReply.SerializeToString),
+            "ReportMove": method(self.bounded("ReportMove", self.report_bytes), None,
+                                 agent_pb2.MoveReportAck.SerializeToString)})
 
     def ReportMove(self, request: agent_pb2.MoveReport,
                    context: grpc.ServicerContext) -> agent_pb2.MoveReportAck:
@@ -711,7 +829,7 @@ def serve_registry(registry: FlowRegistry, bind: str = "127.0.0.1:0") -> tuple[g
     >>> _ = server.stop(0).wait(); address.startswith("127.0.0.1:")
     True
     """
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4),
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=REGISTRY_WORKERS),
                          options=server_options(MAX_REGISTRY_REQUEST_BYTES))
     server.add_generic_rpc_handlers((FlowRegistryServicer(registry).handlers(),))
     address = listen(server, registry.security, bind, "registry")

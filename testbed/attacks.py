@@ -525,6 +525,40 @@ def _stall_reads(party: str) -> AttackFn:
     return run
 
 
+HELD_P4RT_CALLS = 200
+"""Reads a holder opens on a switch without ever sending their request: more than the
+p4sim server's workers (the stream bound, 32, plus 16 for unary RPCs)."""
+
+
+def _hold_workers(party: str) -> AttackFn:
+    """:data:`HELD_P4RT_CALLS` Reads whose request never comes (:class:`HeldCalls`), then
+    the controller's Read must be answered within :data:`RPC_TIMEOUT_S` (refused: the
+    Read answered and the held calls refused or cancelled). Before sec-red2-s49 p4sim gave
+    each a worker that waited for the request without bound."""
+    def run(v: Victim) -> None:
+        with v.channel(party) as ch:
+            grpc.channel_ready_future(ch).result(timeout=RPC_TIMEOUT_S)
+            held = HeldCalls(ch, HELD_P4RT_CALLS, method="/p4.v1.P4Runtime/Read")
+            try:
+                # the switch is at the calls once one ended (bounded: none ends on a switch
+                # that holds them all)
+                held.wait_ended(1, RPC_TIMEOUT_S)
+                try:
+                    list(v.conn.stub.Read(v.conn.read_request(v._session()), timeout=RPC_TIMEOUT_S))
+                except grpc.RpcError as exc:
+                    raise AttackFailed("OK", f"{HELD_P4RT_CALLS} Reads without a request starved the "
+                                             f"server: the controller's Read failed {exc.code().name}") from None
+                codes = held.ended()
+                refused = [c for c in held.calls if c.done() and c.code() == grpc.StatusCode.RESOURCE_EXHAUSTED]
+                if refused:
+                    raise AttackFailed("RESOURCE_EXHAUSTED", f"{len(refused)} of {HELD_P4RT_CALLS} Reads "
+                                                             f"without a request refused ({codes}): "
+                                                             f"{refused[0].details()}")
+            finally:
+                held.close()
+    return run
+
+
 def _amplified_read(party: str) -> AttackFn:
     """One small Read that repeats the wildcard "every counter" :data:`AMPLIFIED_COPIES`
     times: the switch builds the whole answer in memory before it sends it (taken when it
@@ -660,6 +694,8 @@ def p4rt_attacks(host: str, other_switch: str) -> list[Attack]:
         Attack("monitor-hogs-device-lock", MONITOR,
                "a read-only client cannot keep the data plane waiting on the device lock",
                _hog_device_lock(MONITOR)),
+        Attack("monitor-holds-workers", MONITOR,
+               "no client can starve a switch's P4Runtime server", _hold_workers(MONITOR)),
         Attack("monitor-floods-stream", MONITOR,     # last: the monitor's streams are held off after it
                "a read-only client cannot make the switch take large stream messages", _flood_stream(MONITOR)),
     ]
@@ -709,6 +745,8 @@ def smartnic_attacks(peer_manager: str, peer_nic: str, operator: str = CONTROLLE
                _packet_out(operator, arbitrate=False)),
         Attack("operator-starves-streams", operator,
                "no client can starve a NIC's P4Runtime server", _starve(operator)),
+        Attack("operator-holds-workers", operator,
+               "no client can starve a NIC's P4Runtime server", _hold_workers(operator)),
     ]
     for party in foreign:
         out += [Attack(f"{party}-takeover", party, "a certificate of another CA is refused",
@@ -1216,6 +1254,122 @@ def _hijack_agent_address(host: str, victim: str) -> Callable[[AgentFabric], Non
     return run
 
 
+HELD_CALLS = 40
+"""Registry calls a holder opens without ever sending their request: ten times the
+threads GOR's registry had (4), over twice it has now (``controller.registry.
+REGISTRY_WORKERS``)."""
+REGISTRY_METHOD = "/astral.agent.v1.FlowRegistry/ReportMove"
+
+
+class HeldCalls:
+    """``n`` calls of ``method`` on ``channel`` whose request is never sent: the HTTP/2
+    headers go out, then nothing, which any party that passed a server's handshake can
+    do. gRPC Python's synchronous server gives such a call a thread and waits there for
+    the request.
+
+    >>> HeldCalls.__name__
+    'HeldCalls'
+    """
+
+    def __init__(self, channel: grpc.Channel, n: int, metadata: Sequence[tuple[str, str]] = (),
+                 method: str = REGISTRY_METHOD) -> None:
+        self._stop = threading.Event()
+        self._changed = threading.Condition()
+
+        def never() -> Iterator[bytes]:
+            self._stop.wait()
+            yield from ()
+
+        def ended(_: Any) -> None:
+            with self._changed:
+                self._changed.notify_all()
+
+        call = channel.stream_unary(method, request_serializer=None, response_deserializer=None)
+        self.calls = [call.future(never(), metadata=tuple(metadata)) for _ in range(n)]
+        for c in self.calls:
+            c.add_done_callback(ended)
+
+    def ended(self) -> dict[str, int]:
+        """How many calls ended so far, by status code name."""
+        codes: dict[str, int] = {}
+        for c in self.calls:
+            if c.done():
+                name = c.code().name if c.code() is not None else "CANCELLED"
+                codes[name] = codes.get(name, 0) + 1
+        return codes
+
+    def wait_ended(self, at_least: int, timeout_s: float) -> dict[str, int]:
+        """Wait (bounded) until at least ``at_least`` calls ended; their codes."""
+        with self._changed:
+            self._changed.wait_for(lambda: sum(self.ended().values()) >= at_least, timeout_s)
+        return self.ended()
+
+    def close(self) -> None:
+        self._stop.set()
+        for c in self.calls:
+            c.cancel()
+
+
+def _hold_registry_calls(party: str, victim: str) -> Callable[[AgentFabric], None]:
+    """``party`` opens :data:`HELD_CALLS` registry calls and never sends their requests;
+    while they are open ``victim``'s agent registers its flow. Taken when the victim is
+    not served in :data:`RPC_TIMEOUT_S`: before sec-red2-s49 the registry's 4 threads
+    each waited for a request that never came, and every agent's registration and move
+    report waited until its deadline (a switch's certificate too: it was named only
+    once the request had come)."""
+    def run(fab: AgentFabric) -> None:
+        sec = _as(fab, party)
+        with sec.dial(fab.address, CONTROLLER) as ch:
+            grpc.channel_ready_future(ch).result(timeout=RPC_TIMEOUT_S)
+            held = HeldCalls(ch, HELD_CALLS, sec.metadata(CONTROLLER))
+            try:
+                # the server is at the calls once one ended (a registry that bounds them
+                # refuses the rest at once; one that holds them all ends none: bounded)
+                held.wait_ended(1, RPC_TIMEOUT_S)
+                t0 = time.monotonic()
+                try:
+                    fab.agents[victim].register()
+                except grpc.RpcError:
+                    return                                 # the victim was not served: taken
+                ms = (time.monotonic() - t0) * 1000
+                raise AttackFailed("SERVED", f"{victim} registered in {ms:.0f} ms while {party} held "
+                                             f"{HELD_CALLS} calls without a request ({held.ended()})")
+            finally:
+                held.close()
+    return run
+
+
+def _hold_agent_calls(party: str, target: str) -> Callable[[AgentFabric], None]:
+    """``party`` opens :data:`HELD_CALLS` MoveFlow calls to ``target``'s agent and never
+    sends their requests; then the controller asks that agent its Status. Taken when the
+    controller is not served in :data:`RPC_TIMEOUT_S`: before sec-red2-s49 the agent's 4
+    threads waited for requests that never came (the agents trust the control CA, so the
+    monitor's certificate passes their handshake), and GOR's orders to the host failed."""
+    def run(fab: AgentFabric) -> None:
+        sec = _as(fab, party)
+        address = fab.agents[target].address
+        with sec.dial(address, target) as ch:
+            grpc.channel_ready_future(ch).result(timeout=RPC_TIMEOUT_S)
+            held = HeldCalls(ch, HELD_CALLS, sec.metadata(target), method="/astral.agent.v1.AgentService/MoveFlow")
+            try:
+                held.wait_ended(1, RPC_TIMEOUT_S)       # the agent is at the calls (bounded)
+                ctl = fab.registry.security
+                t0 = time.monotonic()
+                with ctl.dial(address, target) as cch:
+                    try:
+                        agent_pb2_grpc.AgentServiceStub(cch).Status(
+                            agent_pb2.StatusRequest(), metadata=ctl.metadata(target), timeout=RPC_TIMEOUT_S)
+                    except grpc.RpcError:
+                        return                          # the controller was not served: taken
+                ms = (time.monotonic() - t0) * 1000
+                raise AttackFailed("SERVED", f"the controller was answered by {target}'s agent in {ms:.0f} ms "
+                                             f"while {party} held {HELD_CALLS} calls without a request "
+                                             f"({held.ended()})")
+            finally:
+                held.close()
+    return run
+
+
 ESCAPES = "\x1b]2;astral owned\x07\x1b[2J\x1b[31m"
 """Terminal escape sequences (set the window title, clear the screen, red): what a
 compromised host's agent writes into the texts GOR logs and prints."""
@@ -1373,6 +1527,15 @@ def agent_attacks(switch: str) -> list[AgentAttack]:
         AgentAttack("host-hijacks-agent-address", "b0s0",
                     "a host cannot make GOR take another host's senders for gone",
                     _hijack_agent_address("b0s0", "b1s0")),
+        AgentAttack("host-holds-registry-calls", "b1s0",
+                    "a host cannot hold GOR's registry with calls whose request never comes",
+                    _hold_registry_calls("b1s0", "b0s0")),
+        AgentAttack("monitor-holds-agent-calls", MONITOR,
+                    "the monitor's certificate cannot hold a host's agent with calls whose request never comes",
+                    _hold_agent_calls(MONITOR, "b0s0")),
+        AgentAttack("switch-holds-registry-calls", switch,
+                    "a switch's certificate cannot hold GOR's registry with calls whose request never comes",
+                    _hold_registry_calls(switch, "b0s0")),
     ]
 
 
@@ -1420,7 +1583,7 @@ def iter_table(outcomes: Sequence[Outcome]) -> Iterator[str]:
         yield f"| {o.attack} | {'yes' if o.refused else '**no**'} | {o.code} | {o.detail[:160]} |"
 
 
-__all__ = ["smartnic_attacks", "LiveNic", "live_nic_attacks", "LIVE_STREAMS", "live_fabric_attacks",
+__all__ = ["HELD_CALLS", "HELD_P4RT_CALLS", "HeldCalls", "smartnic_attacks", "LiveNic", "live_nic_attacks", "LIVE_STREAMS", "live_fabric_attacks",
            "punt_flood_row",
            "SPOOF_ATTACKER", "SPOOF_RECEIVER", "SPOOF_VICTIM", "AgentAttack", "AgentFabric", "RecordingMover", "agent_attacks", "run_agent_attack",
            "run_agent_attacks", "READY_TIMEOUT_S", "started_switch", "Attack", "AttackFailed", "AttackStream", "CONTROLLER_ELECTION_ID", "COOKIE", "Outcome",

@@ -83,8 +83,9 @@ from p4sim.p4runtime.gcpause import freeze_long_lived, gc_paused, switch_thresho
 from p4sim.p4runtime.idle import IdleTimeoutMonitor
 from p4sim.p4runtime.packetio import PacketIO
 from p4sim.p4runtime.reqlog import RequestLog
-from p4sim.p4runtime.streamlimits import (ReadBudget, StreamLimitError, StreamLimits, StreamMessageBounds,
-                                          read_limits)
+from p4sim.p4runtime.streamlimits import (REQUEST_WAIT_S, WRITER_REQUEST_WAIT_S, ReadBudget, StreamLimitError,
+                                         StreamLimits, StreamMessageBounds, first_request, read_limits,
+                                         waiting_limits)
 from p4sim.p4runtime.tls import ServerTls
 from p4sim.p4runtime.workers import WorkerPool
 from p4sim.runtime.errors import RuntimeStateError
@@ -379,6 +380,14 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         #: the size bound of one StreamChannel message, per identity (checked unparsed)
         self.stream_message_bounds = stream_message_bounds or StreamMessageBounds()
         self.read_limits = read_limits()
+        #: read-only identities' calls waiting for their request (streamlimits.waiting_limits)
+        self.waiting_limits = waiting_limits()
+        #: how long a unary RPC of an identity that only reads waits for its request, and
+        #: of a writer or without a policy (streamlimits.REQUEST_WAIT_S, WRITER_REQUEST_WAIT_S)
+        self.request_wait_s = REQUEST_WAIT_S
+        self.writer_request_wait_s = WRITER_REQUEST_WAIT_S
+        #: unary RPCs cancelled because their request did not come within request_wait_s
+        self.requests_timed_out = 0
         #: device-lock time of read-only identities' Reads (streamlimits.ReadBudget)
         self.read_budget = ReadBudget()
         self.arbiter = Arbiter(device.device_id)
@@ -495,19 +504,65 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         True
         """
         pb = p4runtime_pb2
-        unary = grpc.unary_unary_rpc_method_handler
+        unary = grpc.stream_unary_rpc_method_handler            # _one_request: see there
         return grpc.method_handlers_generic_handler("p4.v1.P4Runtime", {
-            "Write": unary(self._write_bytes, None, pb.WriteResponse.SerializeToString),
-            "Read": grpc.unary_stream_rpc_method_handler(self._read_bytes, None,
-                                                         pb.ReadResponse.SerializeToString),
-            "SetForwardingPipelineConfig": unary(self._set_pipeline_bytes, None,
-                                                 pb.SetForwardingPipelineConfigResponse.SerializeToString),
-            "GetForwardingPipelineConfig": unary(self._get_pipeline_bytes, None,
-                                                 pb.GetForwardingPipelineConfigResponse.SerializeToString),
-            "Capabilities": unary(self._capabilities_bytes, None, pb.CapabilitiesResponse.SerializeToString),
+            "Write": unary(self._one_request("Write", self._write_bytes), None,
+                           pb.WriteResponse.SerializeToString),
+            "Read": grpc.stream_stream_rpc_method_handler(self._one_request("Read", self._read_bytes), None,
+                                                          pb.ReadResponse.SerializeToString),
+            "SetForwardingPipelineConfig": unary(
+                self._one_request("SetForwardingPipelineConfig", self._set_pipeline_bytes), None,
+                pb.SetForwardingPipelineConfigResponse.SerializeToString),
+            "GetForwardingPipelineConfig": unary(
+                self._one_request("GetForwardingPipelineConfig", self._get_pipeline_bytes), None,
+                pb.GetForwardingPipelineConfigResponse.SerializeToString),
+            "Capabilities": unary(self._one_request("Capabilities", self._capabilities_bytes), None,
+                                  pb.CapabilitiesResponse.SerializeToString),
             "StreamChannel": grpc.stream_stream_rpc_method_handler(
                 self._stream_bytes, None, pb.StreamMessageResponse.SerializeToString),
         })
+
+    def _one_request(self, rpc: str, serve: Callable[[bytes, grpc.ServicerContext], Any]
+                     ) -> Callable[[Iterator[bytes], grpc.ServicerContext], Any]:
+        """The behaviour gRPC runs for the unary ``rpc``, declared request-streaming so that
+        it starts before the request has come (gRPC Python's unary handlers wait for it on
+        their worker, without bound): the caller's identity checked first
+        (:meth:`_unread_identity`: one the policy refuses waits for nothing), a Read
+        waiting counted as a Read in progress (:attr:`read_limits`), another RPC of a
+        read-only identity by :attr:`waiting_limits`, the request awaited at
+        most :attr:`request_wait_s` (:attr:`writer_request_wait_s` for an identity that may
+        write, and without a policy; then the call is cancelled), then ``serve(bytes,
+        context)``. A unary client sends its one message and half-closes at once; a
+        message after the first is not read."""
+        def behaviour(requests: Iterator[bytes], context: grpc.ServicerContext) -> Any:
+            try:
+                identity = self._unread_identity(context, rpc)
+            except RpcError as e:
+                self._abort(context, e)
+            # a Read waiting for its request is a Read in progress (read_limits, every
+            # identity); another RPC waiting is bounded for read-only identities
+            reader = self.policy is not None and not self._may_write(identity)
+            wait_s = self.request_wait_s if reader else self.writer_request_wait_s
+            limits = self.read_limits if rpc == "Read" else (self.waiting_limits if reader else None)
+            if limits is not None:
+                try:
+                    limits.acquire(identity)
+                except StreamLimitError as e:
+                    log.warning("P4Runtime %s refused: %s", rpc, e.message)
+                    context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, e.message)
+            try:
+                data = first_request(requests, context.cancel, wait_s)
+            finally:
+                if limits is not None:
+                    limits.release(identity)
+            if data is None:
+                self.requests_timed_out += 1
+                log.warning("P4Runtime %s from %r: no request within %g s (REQUEST_WAIT_S): cancelled",
+                            rpc, identity, wait_s)
+                context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,
+                              f"{rpc}: no request within {wait_s:g} s (REQUEST_WAIT_S)")
+            return serve(data, context)
+        return behaviour
 
     def _unread_identity(self, context: grpc.ServicerContext, rpc: str) -> Optional[str]:
         """The caller's identity, decided before its request is read: with a policy,

@@ -26,6 +26,14 @@ Reads in progress are bounded the same way (:func:`read_limits`: at most
 :data:`DEFAULT_MAX_READS_PER_CLIENT` per identity, :data:`DEFAULT_MAX_READS` in all, fewer
 than :data:`RPC_WORKERS`), a Read beyond them ends at once with ``RESOURCE_EXHAUSTED``.
 
+A unary RPC waits for its request at most :data:`REQUEST_WAIT_S` once it holds a worker
+(:data:`WRITER_REQUEST_WAIT_S` for an identity that may write)
+(:func:`first_request`; gRPC Python gives it the worker before the request comes); a Read
+waiting so counts as a Read in progress (:func:`read_limits`), and an identity that only
+reads has at most :data:`READ_ONLY_WAITING_REQUESTS` other calls waiting
+(:func:`waiting_limits`): a call that sends its headers and never its message holds no
+worker for long.
+
 Each StreamChannel message is bounded by its size too, checked on its bytes before it is
 parsed (:class:`StreamMessageBounds`): an identity that only reads (the testbed's monitor)
 may send :data:`READ_ONLY_STREAM_MESSAGE_BYTES` (16 KiB), one that may write
@@ -52,7 +60,9 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
+
+import grpc
 
 DEFAULT_MAX_STREAMS = 32
 DEFAULT_MAX_STREAMS_PER_CLIENT = 8
@@ -141,6 +151,68 @@ def read_limits(max_reads: int = DEFAULT_MAX_READS,
     if max_reads >= RPC_WORKERS:
         raise ValueError(f"at most {RPC_WORKERS - 1} Reads in progress: {RPC_WORKERS} workers serve every unary RPC")
     return StreamLimits(max_reads, per_client, what="Reads")
+
+
+REQUEST_WAIT_S = 2.0
+"""The longest a unary RPC (Write, Read, a pipeline push or get, Capabilities) waits for
+its request once it holds a worker; then it is cancelled (the client sees ``CANCELLED``).
+gRPC Python's synchronous server hands a unary call to a worker *before* its request has
+come and waits there without bound: 200 calls with the monitor's certificate that sent
+their HTTP/2 headers and no message held every worker, and the controller's Read ended
+``DEADLINE_EXCEEDED`` after 30 s (sec-red2-s49). gRPC C++'s synchronous server (BMv2's PI)
+hands a unary call to a thread only once its request is read. The largest legitimate
+request, a pipeline push (~70 KB for ``fabric.p4``), crosses the loopback in milliseconds."""
+WRITER_REQUEST_WAIT_S = 30.0
+""":data:`REQUEST_WAIT_S` for an identity that may write (and every caller of a switch
+started without a policy): such a request may be up to the receive bound (16 MiB on the
+testbed, 256 MB PI's) and a writer's key can reprogram the switch anyway; a 100 MB Write
+over the loopback of a loaded 2-core machine took more than 2 s."""
+READ_ONLY_WAITING_REQUESTS = 2
+"""Calls other than Reads (GetForwardingPipelineConfig, Capabilities: its Writes and
+pipeline pushes are refused before they wait) of one identity that only reads (the
+policy's read-only roles) that may wait for their request at once (a Read waiting counts
+as a Read in progress, :data:`DEFAULT_MAX_READS_PER_CLIENT`); the next is refused ``RESOURCE_EXHAUSTED`` before it waits. An
+identity that may write (and every caller without a policy) is bounded by
+:data:`REQUEST_WAIT_S` only, as writes are: a writer's key can delete every entry."""
+READ_ONLY_WAITING_TOTAL = 4
+"""Calls of every read-only identity together that may wait for their request at once:
+a quarter of :data:`RPC_WORKERS`, so Reads in progress (:data:`DEFAULT_MAX_READS`) and
+waiting calls leave workers to the controller."""
+
+
+def waiting_limits() -> StreamLimits:
+    """The bounds on read-only identities' calls waiting for their request.
+
+    >>> lim = waiting_limits(); _ = lim.acquire("monitor"); _ = lim.acquire("monitor")
+    >>> lim.acquire("monitor")
+    Traceback (most recent call last):
+    ...
+    p4sim.p4runtime.streamlimits.StreamLimitError: identity 'monitor' already has 2 open calls waiting for their request (at most 2 per client identity)
+    """
+    return StreamLimits(READ_ONLY_WAITING_TOTAL, READ_ONLY_WAITING_REQUESTS,
+                        what="calls waiting for their request")
+
+
+def first_request(requests: Iterator[bytes], cancel: Callable[[], None],
+                  wait_s: float = REQUEST_WAIT_S) -> Optional[bytes]:
+    """The first message of ``requests`` (a request-streaming call's iterator), or None
+    when none came within ``wait_s`` (``cancel()``, the call's ``context.cancel``, is
+    called then) or the client ended the call first.
+
+    >>> first_request(iter([b"req", b"more"]), cancel=lambda: None)
+    b'req'
+    >>> first_request(iter([]), cancel=lambda: None) is None
+    True
+    """
+    timer = threading.Timer(wait_s, cancel)
+    timer.daemon = True
+    timer.start()
+    try:
+        return next(requests, None)
+    except grpc.RpcError:                       # the client went, or the timer cancelled
+        return None
+    finally:
+        timer.cancel()
 
 
 DEFAULT_READ_LOCK_SHARE = 0.25
@@ -303,5 +375,7 @@ class StreamMessageBounds:
 
 __all__ = ["DEFAULT_MAX_READS", "DEFAULT_MAX_READS_PER_CLIENT", "DEFAULT_MAX_STREAMS",
            "DEFAULT_MAX_STREAMS_PER_CLIENT", "DEFAULT_READ_LOCK_BURST_S", "DEFAULT_READ_LOCK_SHARE",
-           "READ_ONLY_HOLD_OFF_S", "READ_ONLY_STREAM_MESSAGE_BYTES", "RPC_WORKERS", "ReadBudget", "StreamLimitError", "StreamLimits",
+           "READ_ONLY_HOLD_OFF_S", "READ_ONLY_STREAM_MESSAGE_BYTES", "READ_ONLY_WAITING_REQUESTS",
+           "READ_ONLY_WAITING_TOTAL", "REQUEST_WAIT_S", "RPC_WORKERS", "WRITER_REQUEST_WAIT_S", "first_request",
+           "waiting_limits", "ReadBudget", "StreamLimitError", "StreamLimits",
            "StreamMessageBounds", "WRITER_STREAM_MESSAGE_BYTES", "read_limits"]

@@ -58,6 +58,7 @@ EXPECTED = {
     "peer-manager": "UNAVAILABLE",                  # nicA's managers' CA: nicB trusts it not
     "peer-nic": "UNAVAILABLE",                      # switches' CA: fails the handshake
     "operator-starves-streams": "RESOURCE_EXHAUSTED",
+    "operator-holds-workers": "RESOURCE_EXHAUSTED",     # Reads with no request (sec-red2-s49)
     "operator": "PERMISSION_DENIED",               # read-only role
     "fabric": "UNAVAILABLE",                        # another PKI's CA: fails the handshake
 }

@@ -41,7 +41,8 @@ from controller.fabric_setup import WRITE_BATCH
 from controller.p4rt import entities as ent
 from controller.p4rt.p4info import P4InfoHelper, load_p4info
 from controller.p4rt.pipeline import set_pipeline_request
-from controller.registry import MAX_FLOWS_PER_HOST, REGISTER_BURST_BYTES, FlowRegistry, RegistryError, serve_registry
+from controller.registry import (MAX_CALLS_PER_PARTY, MAX_FLOWS_PER_HOST, REGISTER_BURST_BYTES, FlowRegistry,
+                                 RegistryError, serve_registry)
 from host.agent import Agent, QPMover, RegistryClient
 from host.nic.bond import BondedIO, LinkMonitor, TxAffinity
 from host.nic.frames import (DSCP_CNP, OP_RC_WRITE_ONLY, FlowSpec, FrameTemplate, aeth_bytes, build_cnp,
@@ -55,8 +56,8 @@ from p4sim.p4runtime.streamlimits import READ_ONLY_STREAM_MESSAGE_BYTES, WRITER_
 from p4sim.switchd.ports import MAX_FRAME
 from p4sim.switchd.main import DEFAULT_MAX_RECEIVE_BYTES
 from procs import REPO, SwitchProcess
-from testbed.attacks import (COOKIE, Attack, AgentFabric, Outcome, Victim, agent_attacks, default_attackers,
-                             p4rt_attacks, run_agent_attack, run_attack)
+from testbed.attacks import (COOKIE, HELD_CALLS, Attack, AgentFabric, HeldCalls, Outcome, Victim, agent_attacks,
+                             default_attackers, p4rt_attacks, run_agent_attack, run_attack)
 from testbed.pki import FabricPki
 from testbed.targets import SwitchLaunch
 from testbed.tls import create_fabric_pki, policy_path, switch_tls_options
@@ -128,6 +129,7 @@ EXPECTED = {
     "monitor-amplified-read": ("RESOURCE_EXHAUSTED", "the Read's answer exceeds 1048576 entities"),
     "monitor-hogs-device-lock": ("RESOURCE_EXHAUSTED", "used its share of the device lock for Reads"),
     "monitor-floods-stream": ("RESOURCE_EXHAUSTED", "exceeds its bound of 16384 bytes (an identity that only reads)"),
+    "monitor-holds-workers": ("RESOURCE_EXHAUSTED", "identity 'monitor' already has 6 open Reads"),
 }
 
 
@@ -231,6 +233,9 @@ AGENT_EXPECTED = {
     "host-forges-qp-replies": ({"IGNORED"}, "from its peer 10.1.0.1 only (QP RTS)"),
     "host-reports-move-late": ({"DATED_BY_ORDER"}, "dated 12 s after its order at the latest"),
     "host-floods-receiver-flows": ({"BOUNDED"}, "kept 1024 of b1s1's 1500 flows (476 frames refused)"),
+    "host-holds-registry-calls": ({"SERVED"}, "while b1s0 held 40 calls without a request"),
+    "switch-holds-registry-calls": ({"SERVED"}, f"while {VICTIM} held 40 calls without a request"),
+    "monitor-holds-agent-calls": ({"SERVED"}, "while monitor held 40 calls without a request"),
 }
 
 
@@ -797,6 +802,46 @@ def test_a_host_cannot_flood_the_registry_with_registrations(pki: FabricPki) -> 
             assert agent_pb2_grpc.FlowRegistryStub(ch).RegisterFlows(agent_pb2.RegisterRequest(
                 host="b1s0", agent_address="127.0.0.1:10", incarnation="j", flows=[back.to_proto()]),
                 metadata=other.metadata(CONTROLLER), timeout=10).registered == 1
+    finally:
+        server.stop(0).wait()
+
+
+def test_no_party_holds_the_registry_with_calls_whose_request_never_comes(pki: FabricPki) -> None:
+    """Host b0s0's own certificate opens 40 registry calls and never sends their requests
+    (then a switch's, which the registry's handshake also takes): b1s0 still registers at
+    once; b0s0's calls beyond MAX_CALLS_PER_PARTY are refused ``RESOURCE_EXHAUSTED`` unread,
+    the ones held are cancelled after REQUEST_RECEIVE_S (2 s); the switch's are refused
+    ``PERMISSION_DENIED`` before a request is awaited. Before (sec-red2-s49), gRPC's 4
+    threads each waited for a request that never came and b1s0's registration ended
+    ``DEADLINE_EXCEEDED``; live, b1s1's certificate held GOR's registry the same way."""
+    fabric = build_fabric()
+    registry = FlowRegistry.from_fabric(fabric, MutualTls.from_dir(pki.root, CONTROLLER))
+    server, address = serve_registry(registry)
+    src, dst = fabric.host("b1s0").nics[0].ip, fabric.host("b0s0").nics[0].ip
+    honest = MutualTls.from_dir(pki.root, "b1s0")
+    try:
+        for party, codes in (("b0s0", {"RESOURCE_EXHAUSTED": HELD_CALLS - MAX_CALLS_PER_PARTY}),
+                             (VICTIM, {"PERMISSION_DENIED": HELD_CALLS})):
+            bad = MutualTls.from_dir(pki.root, party)
+            with bad.dial(address, CONTROLLER) as ch, honest.dial(address, CONTROLLER) as hch:
+                grpc.channel_ready_future(ch).result(timeout=10)
+                held = HeldCalls(ch, HELD_CALLS, bad.metadata(CONTROLLER))
+                try:
+                    assert held.wait_ended(sum(codes.values()), 10) == codes
+                    assert agent_pb2_grpc.FlowRegistryStub(hch).RegisterFlows(agent_pb2.RegisterRequest(
+                        host="b1s0", agent_address="127.0.0.1:10", incarnation="j",
+                        flows=[HostFlow(flow_id(src, dst, 1), src, dst, 49152, 1).to_proto()]),
+                        metadata=honest.metadata(CONTROLLER), timeout=5).registered == 1
+                    ended = held.wait_ended(HELD_CALLS, 10)
+                finally:
+                    held.close()
+            if party == "b0s0":
+                cancelled = ended.pop("CANCELLED", 0) + ended.pop("DEADLINE_EXCEEDED", 0)  # whichever lands first
+                assert ended == codes and cancelled == MAX_CALLS_PER_PARTY, ended
+                assert registry.requests_timed_out == MAX_CALLS_PER_PARTY
+                assert registry.calls_refused == HELD_CALLS - MAX_CALLS_PER_PARTY
+            else:
+                assert ended == codes and registry.requests_timed_out == MAX_CALLS_PER_PARTY, ended
     finally:
         server.stop(0).wait()
 
