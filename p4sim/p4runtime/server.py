@@ -214,17 +214,26 @@ def counter_run(entities: Sequence[p4runtime_pb2.Entity], start: int) -> int:
     >>> counter_run(ents, 0), counter_run(ents, 3), counter_run(ents, 4), counter_run(ents, 5)
     (3, 4, 5, 6)
     """
-    def cell_of(e: p4runtime_pb2.Entity) -> int:
-        if e.WhichOneof("entity") != "counter_entry" or not e.counter_entry.HasField("index"):
-            return 0
-        return e.counter_entry.counter_id
-    cid = cell_of(entities[start])
+    cid = cell_counter_id(entities[start])
     end = start + 1
     if cid == 0:
         return end
-    while end < len(entities) and cell_of(entities[end]) == cid:
+    while end < len(entities) and cell_counter_id(entities[end]) == cid:
         end += 1
     return end
+
+
+def cell_counter_id(e: p4runtime_pb2.Entity) -> int:
+    """The ``counter_id`` of an indexed ``counter_entry`` read, 0 for any other entity.
+
+    >>> cell_counter_id(p4runtime_pb2.Entity(counter_entry={"counter_id": 7, "index": {"index": 0}}))
+    7
+    >>> cell_counter_id(p4runtime_pb2.Entity(counter_entry={"counter_id": 7}))
+    0
+    """
+    if e.WhichOneof("entity") != "counter_entry" or not e.counter_entry.HasField("index"):
+        return 0
+    return e.counter_entry.counter_id
 
 
 class _Responses:
@@ -1095,21 +1104,29 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         return out.responses
 
     def _read_into(self, pipe: Pipeline, request: p4runtime_pb2.ReadRequest, out: "_Responses") -> None:
-        """Build every entity of ``request`` into ``out`` (the device lock held). A run of
-        indexed cells of one counter (GOR's poller asks for its ports' cells this way) is
-        encoded in one call (:func:`counter_run`): the same
-        answer and the same first error as one entity at a time."""
+        """Build every entity of ``request`` into ``out`` (the device lock held). Consecutive
+        indexed cells of counters (GOR's poller asks for its ports' cells this way, counter
+        after counter) are encoded in one call, in runs of one counter each
+        (:func:`counter_run`): the same answer and the same first error as one entity at
+        a time."""
         ents = request.entities
-        cells = getattr(pipe.store, "read_counter_cells", None)
+        cells = getattr(pipe.store, "read_counter_runs", None)
         at = 0
         while at < len(ents):
             ent = ents[at]
-            end = counter_run(ents, at) if cells is not None else at + 1
+            runs: list[list[p4runtime_pb2.CounterEntry]] = []
+            end = at
+            while cells is not None and end < len(ents) and cell_counter_id(ents[end]):
+                run_end = counter_run(ents, end)
+                runs.append([e.counter_entry for e in ents[end:run_end]])
+                end = run_end
+            if not runs:
+                end = at + 1
             if ent.WhichOneof("entity") is None:
                 raise RpcError("UNKNOWN", "Incorrect entity type: the entity is empty")
             try:
-                if end - at > 1:
-                    cells([e.counter_entry for e in ents[at:end]], out.add_wire)
+                if runs:
+                    cells(runs, out.add_wire)
                 else:
                     for _ in pipe.store.read(ent, out.new_entity, out.add_wire):   # built in place
                         pass
