@@ -166,8 +166,11 @@ class ExternStore:
         out = []
         for msgs in runs:
             ei = ProgramIndex.extern("counter", self.index.counters, msgs[0].counter_id)
-            arr, what = ei.obj, f"counter {ei.name}"
-            indices = [_indices(m, arr.size, what, "Error when reading counter from target")[0] for m in msgs]
+            arr = ei.obj
+            indices = [m.index.index for m in msgs]
+            if min(indices) < 0 or max(indices) >= arr.size:     # the first bad one's error
+                for m in msgs:
+                    _indices(m, arr.size, f"counter {ei.name}", "Error when reading counter from target")
             out.append(_counter_run(ei, indices))
         add_wire(*encode_counter_runs(out))
 

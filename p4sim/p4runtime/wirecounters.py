@@ -53,12 +53,13 @@ INT64_MAX = 2**63 - 1
 """CounterData's counts are int64: a larger count is refused, as upb refuses to set it."""
 
 
-def _column(values: Sequence[int]) -> np.ndarray:
-    """A counter column as uint64 (a ctypes array of the native path is read in place)."""
+def _cells(values: Sequence[int], idx: np.ndarray) -> np.ndarray:
+    """Cells ``idx`` of a counter column as uint64 (a ctypes array of the native path is
+    read in place; of a list of Python ints only those cells are converted)."""
     try:
-        return np.frombuffer(values, dtype=np.uint64)       # type: ignore[call-overload]
-    except TypeError:                                       # a list of Python ints
-        return np.array(values, dtype=np.uint64)
+        return np.frombuffer(values, dtype=np.uint64)[idx]     # type: ignore[call-overload]
+    except TypeError:                                          # a list of Python ints
+        return np.array([values[i] for i in idx.tolist()], dtype=np.uint64)
 
 
 def _varint_width(values: np.ndarray) -> int:
@@ -114,9 +115,9 @@ def encode_counter_runs(runs: Sequence[CounterRun]) -> tuple[bytes, int]:
         cols[at:end, 1] = i
         if len(i):
             if r.bytes_too:
-                cols[at:end, 2] = _column(r.nbytes)[i]
+                cols[at:end, 2] = _cells(r.nbytes, i)
             if r.packets_too:
-                cols[at:end, 3] = _column(r.packets)[i]
+                cols[at:end, 3] = _cells(r.packets, i)
         at = end
     top = int(cols[:, 2:].max())
     if top > INT64_MAX:

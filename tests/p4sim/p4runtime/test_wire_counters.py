@@ -159,7 +159,7 @@ def _cells(cid: int, *indices: int) -> list[pb.Entity]:
 
 def test_runs_of_indexed_cells_read_as_one_entity_at_a_time(store: EntityStore) -> None:
     """GOR's poller asks for its ports' cells one entity each, counter after counter; the
-    server encodes each run of one counter's cells in one call (``counter_run``): the
+    server encodes the runs of counters' cells in one call (``counter_runs``): the
     same ReadResponses as entity by entity, runs, wildcards and single cells mixed."""
     pkts, octets, both = (counter_id(store, n) for n in ("pkts", "octets", "both"))
     req = pb.ReadRequest(entities=[*_cells(pkts, 0, 4999, 7, 7), *_cells(both, 1, 2),
