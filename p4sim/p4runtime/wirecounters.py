@@ -11,8 +11,8 @@ is the same message: upb keeps the values, not their bytes, and re-encodes them
 canonically when the server sends the response (``tests/p4sim/p4runtime/test_wire_counters.py``
 compares both paths message for message).
 
-The fixed width comes from *padded* varints: each column's varints are as long as its
-largest value's, the shorter ones carrying continuation bytes of zero bits
+The fixed width comes from *padded* varints: every varint of an item (counter id, index,
+byte and packet counts) is as long as the largest value's among them, the shorter ones carrying continuation bytes of zero bits
 (``0x80 … 0x00``), which every conforming parser reads as the same value (protobuf's
 encoding guide: varints of up to 10 bytes). The field numbers are read from
 the generated descriptors, not written here.
@@ -81,6 +81,7 @@ class CounterRun(NamedTuple):
 
 
 def _indices(indices: Sequence[int]) -> np.ndarray:
+    """A run's cell indices as uint64 (a ``range``, a wildcard's, without a list)."""
     if isinstance(indices, range):
         return np.arange(indices.start, indices.stop, indices.step, dtype=np.uint64)
     return np.asarray(indices, dtype=np.uint64)
