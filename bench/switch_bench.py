@@ -22,6 +22,11 @@ after 10 s). Figures:
   poller asks a switch for every 0.1 s: 7 counters' cells of its polled ports), end to
   end and in the switch's CPU (:func:`process_cpu_ns` over the run's reads / reads);
   medians as above.
+* ``p4sim.p4rt_read_ms.poll_7_counters`` / ``p4sim.p4rt_read_cpu_ms.poll_7_counters``: the
+  same for GOR's poll as it asks (:data:`POLL_COUNTERS`): 4 ports' cells of 7 counters,
+  counter after counter (tx, rx, ECN, drops, PFC tx one cell a port, PFC rx 8, the
+  queue-depth histogram 16), 116 entities; the CPU from ``/proc/PID/task/*/schedstat``
+  (ns) on p4sim, ``/proc/PID/stat`` on BMv2.
 * With ``--target bmv2`` the write and read probes run unchanged against
   ``simple_switch_grpc`` (no program, no interfaces; the program compiled by
   ``p4c-bm2-ss``, pushed as its JSON with p4c's P4Info) and their figures are named
@@ -80,6 +85,10 @@ POLL_CELLS = 116
 """Indexed cells GOR's poller reads from a leaf in one Read (4 polled ports: tx, rx, ECN,
 drops, PFC tx one cell each, PFC rx 8 and the queue-depth histogram 16)."""
 POLL_READS_PER_RUN = 100
+POLL_COUNTERS = (("CntIngress.tx", 1), ("CntIngress.rx", 1), ("CntIngress.ecn", 1), ("CntIngress.drops", 1),
+                 ("CntIngress.pfc_tx", 1), ("CntIngress.pfc_rx", 8), ("CntIngress.cells", 16))
+"""(counter, cells a port) of GOR's poll of a leaf's 4 polled ports, in its order: 116 cells."""
+POLL_PORTS = 4
 READY_TIMEOUT_S = 60.0
 RPC_TIMEOUT_S = 30.0
 MAX_ENTRIES = 4000
@@ -619,6 +628,19 @@ def indexed_read_ms(client: P4RuntimeClient, counter: str, cells: int) -> float:
     return timed_read_ms(client, req, counter, cells)
 
 
+def poll_read_ms(client: P4RuntimeClient) -> float:
+    """Milliseconds of one Read shaped as GOR's poll (:data:`POLL_COUNTERS`, ports 1-4, one
+    entity a cell); BenchCheckError on a wrong count."""
+    req = p4runtime_pb2.ReadRequest(device_id=client.device_id)
+    for counter, per_port in POLL_COUNTERS:
+        cid = client._id("counters", counter)
+        for port in range(1, POLL_PORTS + 1):
+            for k in range(per_port):
+                ent = req.entities.add().counter_entry
+                ent.counter_id, ent.index.index = cid, port * per_port + k
+    return timed_read_ms(client, req, "the poll's counters", POLL_PORTS * sum(n for _, n in POLL_COUNTERS))
+
+
 def run_p4rt_read(config: BenchConfig) -> dict[str, Figure]:
     """``p4sim.p4rt_read_ms.counters_4096``: median of :data:`READS_PER_RUN` reads, and
     ``.poll_cells_116`` with its switch CPU, of :data:`POLL_READS_PER_RUN`; medians over
@@ -635,10 +657,20 @@ def run_p4rt_read(config: BenchConfig) -> dict[str, Figure]:
             poll_ms.append(median([indexed_read_ms(client, "CntIngress.cells", POLL_CELLS)
                                    for _ in range(POLL_READS_PER_RUN)]))
             poll_cpu_ms.append((process_cpu_ns(pid) - cpu0) / POLL_READS_PER_RUN / 1e6)
+        gor_ms, gor_cpu_ms = [], []
+        poll_read_ms(client)
+        # p4sim's threads live as long as it does: schedstat's ns, not stat's 10 ms ticks
+        cpu_ns = threads_cpu_ns if config.target == "p4sim" else process_cpu_ns
+        for _ in range(config.runs):
+            cpu0 = cpu_ns(pid)
+            gor_ms.append(median([poll_read_ms(client) for _ in range(POLL_READS_PER_RUN)]))
+            gor_cpu_ms.append((cpu_ns(pid) - cpu0) / POLL_READS_PER_RUN / 1e6)
     t = config.target
     return {f"{t}.p4rt_read_ms.counters_4096": Figure(round(median(runs), 2), "ms"),
             f"{t}.p4rt_read_ms.poll_cells_116": Figure(round(median(poll_ms), 2), "ms"),
-            f"{t}.p4rt_read_cpu_ms.poll_cells_116": Figure(round(median(poll_cpu_ms), 3), "ms")}
+            f"{t}.p4rt_read_cpu_ms.poll_cells_116": Figure(round(median(poll_cpu_ms), 3), "ms"),
+            f"{t}.p4rt_read_ms.poll_7_counters": Figure(round(median(gor_ms), 2), "ms"),
+            f"{t}.p4rt_read_cpu_ms.poll_7_counters": Figure(round(median(gor_cpu_ms), 3), "ms")}
 
 
 # ---------------------------------------------------------------------- veth packet rate

@@ -15,6 +15,16 @@ was written; values of unconfigured digests are dropped, as BMv2 does) following
 
 Lists go to ``sink`` (the server sends them to the primary controllers).
 
+After each drain the streamer tells the queue how many new values can complete a list
+it holds (:meth:`~p4sim.runtime.digest.DigestQueue.wake_after`: ``max_list_size`` less
+what it holds, or 1 when it holds none, so that a list's timeout starts at its first
+value); a device whose ``on_digest`` asks the queue
+(:meth:`~p4sim.runtime.digest.DigestQueue.take_due`, :mod:`p4sim.switchd.device`) wakes
+it only then, and the timeouts wake it on their own. The lists sent are the same as
+when it woke for every value; a switch sampling GOR's ``flow_sample_t`` at ~350 values
+a second per alarmed port (lists of 8, 10 ms) woke ~4 times a list before, twice now
+(issue 32).
+
 Example::
 
     >>> streamer = DigestStreamer(device, sink=print)        # doctest: +SKIP
@@ -42,12 +52,37 @@ SinkFn = Callable[[p4runtime_pb2.StreamMessageResponse], bool]
 """Sends a message to the controllers; returns whether anyone received it."""
 
 _IDLE_WAIT_S = 0.5
+_NEVER = 1 << 62
+"""A wake-up count no digest reaches (a list without a size limit goes by its timeout)."""
 
 
 @dataclass
 class _Pending:
     values: list[tuple[Any, ...]] = field(default_factory=list)
     first_ns: int = 0
+
+
+class _Held:
+    """What the streamer holds of one digest, for :meth:`DigestQueue.hold
+    <p4sim.runtime.digest.DigestQueue.hold>`: a value waiting in its list, or sent and
+    not yet acknowledged (the learning filter), is dropped when the data plane pushes it,
+    whenever the streamer wakes next."""
+
+    __slots__ = ("streamer", "name")
+
+    def __init__(self, streamer: "DigestStreamer", name: str) -> None:
+        self.streamer, self.name = streamer, name
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> "_Held":
+        """Itself: a view of the streamer, not state (a Write's undo snapshots the queue)."""
+        return self
+
+    def __contains__(self, values: object) -> bool:
+        seen = self.streamer._filter.get(self.name)
+        if seen is not None and values in seen:
+            return True
+        pend = self.streamer._pending.get(self.name)
+        return pend is not None and values in pend.values
 
 
 @dataclass
@@ -73,6 +108,7 @@ class DigestStreamer:
         self._pending: dict[str, _Pending] = {}
         self._sent: dict[int, _Sent] = {}
         self._filter: dict[str, set[tuple[Any, ...]]] = {}
+        self._held: dict[str, _Held] = {}      # handed to the program's digest queue
         self._next_list_id = 1
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -88,6 +124,7 @@ class DigestStreamer:
             self._pending.clear()
             self._sent.clear()
             self._filter.clear()
+            self._held.clear()
 
     def start(self) -> None:
         if self._thread is None:
@@ -136,28 +173,48 @@ class DigestStreamer:
         prog = self._program
         if prog is None:
             return
+        queue = prog.state.digests
         with self.device.lock:
-            drained = prog.state.digests.drain()
-        now = self.clock_ns()
-        with self._lock:
-            if prog is not self._program:
-                return
-            self._expire(now)
-            for dl in drained:
-                cfg = self._config(dl.digest_name)
-                if cfg is None or dl.digest_name not in self._digests:
-                    continue  # not configured: BMv2 sends nothing
-                pend = self._pending.setdefault(dl.digest_name, _Pending())
-                seen = self._filter.get(dl.digest_name, set())
-                for values in dl.values:
-                    if values in seen or values in pend.values:
-                        continue
-                    if not pend.values:
-                        pend.first_ns = now
-                    pend.values.append(values)
-            out = self._due_lists(now)
+            drained = queue.drain()
+            now = self.clock_ns()
+            with self._lock:
+                if prog is not self._program:
+                    return
+                self._expire(now)
+                for dl in drained:
+                    cfg = self._config(dl.digest_name)
+                    if cfg is None or dl.digest_name not in self._digests:
+                        continue  # not configured: BMv2 sends nothing
+                    pend = self._pending.setdefault(dl.digest_name, _Pending())
+                    seen = self._filter.get(dl.digest_name, set())
+                    for values in dl.values:
+                        if values in seen or values in pend.values:
+                            continue
+                        if not pend.values:
+                            pend.first_ns = now
+                        pend.values.append(values)
+                out = self._due_lists(now)
+                # what wakes this thread next (the device lock still held: no value in between)
+                due = [name for name, pend in self._pending.items()
+                       if queue.wake_after(name, self._values_to_wake(name, pend))]
+                for name in self._pending.keys() - self._held:
+                    self._held[name] = _Held(self, name)
+                    queue.hold(name, self._held[name])
+        if due:
+            self.device.digest_event.set()
         for msg in out:
             self.sink(msg)
+
+    def _values_to_wake(self, name: str, pend: _Pending) -> int:
+        """New values of ``name`` that can complete its list: 1 when none is held (its first
+        value starts the timeout), ``max_list_size`` less those held, or, with no size
+        limit, as many as could ever come (only the timeout sends the list)."""
+        cfg = self._config(name)
+        if cfg is None or not pend.values:
+            return 1
+        if cfg.max_list_size == 0:
+            return _NEVER
+        return max(1, cfg.max_list_size - len(pend.values))
 
     def _due_lists(self, now: int) -> list[p4runtime_pb2.StreamMessageResponse]:
         out: list[p4runtime_pb2.StreamMessageResponse] = []

@@ -148,10 +148,10 @@ class EntityStore:
         (:meth:`TableStore.split_write`), else None."""
         return self.tables.split_write(data)
 
-    def read_counter_cells(self, msgs: Sequence[pb.CounterEntry], add_wire: AddWire) -> None:
-        """Indexed cells of one counter, consecutive in a Read, encoded at once
-        (:meth:`ExternStore.read_counter_cells_wire`; the server's ``counter_run`` finds them)."""
-        self.externs.read_counter_cells_wire(msgs, add_wire)
+    def read_counter_runs(self, runs: Sequence[Sequence[pb.CounterEntry]], add_wire: AddWire) -> None:
+        """Runs of indexed cells of counters, consecutive in a Read, encoded at once
+        (:meth:`ExternStore.read_counter_runs_wire`; the server's ``counter_run`` finds them)."""
+        self.externs.read_counter_runs_wire(runs, add_wire)
 
     def read(self, entity: pb.Entity, new_entity: NewEntity = pb.Entity,
              add_wire: Optional[AddWire] = None) -> Iterator[pb.Entity]:

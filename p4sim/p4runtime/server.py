@@ -202,30 +202,40 @@ def _p4_error(code: str, message: str = "") -> p4runtime_pb2.Error:
     return p4runtime_pb2.Error(canonical_code=code_pb2.Code.Value(code), message=message)
 
 
-def counter_run(entities: Sequence[p4runtime_pb2.Entity], start: int) -> int:
-    """The end of the run of indexed reads of one counter that starts at ``start``: the
-    first index after ``start`` whose entity is not a ``counter_entry`` of the same non-zero
-    ``counter_id`` with an ``index`` (``start + 1`` when ``entities[start]`` is none).
+def counter_runs(entities: Sequence[p4runtime_pb2.Entity], start: int) -> tuple[int, list[list[p4runtime_pb2.CounterEntry]]]:
+    """The indexed ``counter_entry`` reads from ``start`` on, as runs of one non-zero
+    ``counter_id`` each: (the first index after them, the runs' CounterEntry messages);
+    ``(start, [])`` when ``entities[start]`` is not one. One look at each entity.
 
     >>> def cell(cid, i=None):
     ...     e = p4runtime_pb2.Entity(); e.counter_entry.counter_id = cid
     ...     if i is not None: e.counter_entry.index.index = i
     ...     return e
-    >>> ents = [cell(7, 0), cell(7, 1), cell(7, 2), cell(8, 0), cell(8), p4runtime_pb2.Entity()]
-    >>> counter_run(ents, 0), counter_run(ents, 3), counter_run(ents, 4), counter_run(ents, 5)
-    (3, 4, 5, 6)
+    >>> ents = [cell(7, 0), cell(7, 1), cell(8, 2), cell(7, 0), cell(8), p4runtime_pb2.Entity()]
+    >>> end, runs = counter_runs(ents, 0)
+    >>> end, [[(c.counter_id, c.index.index) for c in run] for run in runs]
+    (4, [[(7, 0), (7, 1)], [(8, 2)], [(7, 0)]])
+    >>> counter_runs(ents, 4), counter_runs(ents, 5)
+    ((4, []), (5, []))
     """
-    def cell_of(e: p4runtime_pb2.Entity) -> int:
-        if e.WhichOneof("entity") != "counter_entry" or not e.counter_entry.HasField("index"):
-            return 0
-        return e.counter_entry.counter_id
-    cid = cell_of(entities[start])
-    end = start + 1
-    if cid == 0:
-        return end
-    while end < len(entities) and cell_of(entities[end]) == cid:
-        end += 1
-    return end
+    runs: list[list[p4runtime_pb2.CounterEntry]] = []
+    run: list[p4runtime_pb2.CounterEntry] = []
+    run_id = 0
+    at = start
+    while at < len(entities):
+        e = entities[at]
+        if e.WhichOneof("entity") != "counter_entry":
+            break
+        ce = e.counter_entry
+        cid = ce.counter_id
+        if cid == 0 or not ce.HasField("index"):
+            break
+        if cid != run_id:
+            run, run_id = [], cid
+            runs.append(run)
+        run.append(ce)
+        at += 1
+    return at, runs
 
 
 class _Responses:
@@ -1150,21 +1160,24 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         return out.responses
 
     def _read_into(self, pipe: Pipeline, request: p4runtime_pb2.ReadRequest, out: "_Responses") -> None:
-        """Build every entity of ``request`` into ``out`` (the device lock held). A run of
-        indexed cells of one counter (GOR's poller asks for its ports' cells this way) is
-        encoded in one call (:func:`counter_run`): the same
-        answer and the same first error as one entity at a time."""
+        """Build every entity of ``request`` into ``out`` (the device lock held). Consecutive
+        indexed cells of counters (GOR's poller asks for its ports' cells this way, counter
+        after counter) are encoded in one call, in runs of one counter each
+        (:func:`counter_runs`): the same answer and the same first error as one entity at
+        a time."""
         ents = request.entities
-        cells = getattr(pipe.store, "read_counter_cells", None)
+        cells = getattr(pipe.store, "read_counter_runs", None)
         at = 0
         while at < len(ents):
             ent = ents[at]
-            end = counter_run(ents, at) if cells is not None else at + 1
+            end, runs = counter_runs(ents, at) if cells is not None else (at, [])
+            if not runs:
+                end = at + 1
             if ent.WhichOneof("entity") is None:
                 raise RpcError("UNKNOWN", "Incorrect entity type: the entity is empty")
             try:
-                if end - at > 1:
-                    cells([e.counter_entry for e in ents[at:end]], out.add_wire)
+                if runs:
+                    cells(runs, out.add_wire)
                 else:
                     for _ in pipe.store.read(ent, out.new_entity, out.add_wire):   # built in place
                         pass

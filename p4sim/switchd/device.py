@@ -138,10 +138,21 @@ class SwitchDevice:
         if program is None:
             return None
         kwargs = dict(cpu_port=self.cpu_port, log=self.trace, clock=self.clock_us,
-                      priority_queues=self.priority_queues, on_digest=self.digest_event.set)
+                      priority_queues=self.priority_queues, on_digest=self._digest_waker(program))
         if self.engine == "python":
             return V1ModelSwitch(program, **kwargs)
         return make_switch(program, engine=self.engine, clock_start_ns=self.clock_start_ns, **kwargs)
+
+    def _digest_waker(self, program: CompiledProgram) -> Callable[[], None]:
+        """The switch's ``on_digest``: wakes the P4Runtime server's digest streamer when
+        the program's digest queue says a digest has what the streamer waits for
+        (:meth:`~p4sim.runtime.digest.DigestQueue.take_due`), not after every value."""
+        queue, event = program.state.digests, self.digest_event
+
+        def on_digest() -> None:
+            if queue.take_due():
+                event.set()
+        return on_digest
 
     def set_program(self, program: Optional[CompiledProgram]) -> None:
         """Run ``program`` from now on; packets queued for the old one are dropped."""

@@ -90,7 +90,9 @@ def test_bmv2_target_runs_the_same_probes(tmp_path: Path) -> None:
     figures = run_benchmarks(["switch.p4rt_writes", "switch.p4rt_read"], config, tmp_path / "b.json")
     assert set(figures) == {"bmv2.p4rt_writes_per_s.batched", "bmv2.p4rt_writes_per_s.single",
                             "bmv2.p4rt_write_cpu_us.batched", "bmv2.p4rt_write_cpu_us.single",
-                            "bmv2.p4rt_read_ms.counters_4096"}
+                            "bmv2.p4rt_read_ms.counters_4096",
+                            "bmv2.p4rt_read_ms.poll_cells_116", "bmv2.p4rt_read_cpu_ms.poll_cells_116",
+                            "bmv2.p4rt_read_ms.poll_7_counters", "bmv2.p4rt_read_cpu_ms.poll_7_counters"}
     assert all(figures[f"bmv2.p4rt_writes_per_s.{k}"].value > 0 for k in ("batched", "single"))
     with Bmv2Process.run() as bm:
         pid = bm.pid
