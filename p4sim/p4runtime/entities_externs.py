@@ -34,7 +34,7 @@ from p4sim.p4runtime.entities_index import ExternInfo, ProgramIndex
 from p4sim.p4runtime.entities_restore import meter_cells, restore_meter_cells, snapshot
 from p4sim.p4runtime.entities_tables import decode_meter_config, encode_meter_config
 from p4sim.p4runtime.entities_values import AddWire, NewEntity, decode_bits, decode_p4data_bits, encode_p4data_bits, fail
-from p4sim.p4runtime.wirecounters import CounterRun, encode_counter_runs
+from p4sim.p4runtime.wirecounters import CounterRun, encode_counter_cells, encode_counter_runs
 
 Undo = Callable[[], None]
 _SDN_PORT_BITS = 32
@@ -88,8 +88,11 @@ def _counter_run(ei: ExternInfo, indices: Sequence[int]) -> CounterRun:
 
 
 def _add_counter_cells(ei: ExternInfo, indices: Sequence[int], add_wire: AddWire) -> None:
-    """Cells ``indices`` of counter ``ei`` encoded in one call and given to ``add_wire``."""
-    add_wire(*encode_counter_runs([_counter_run(ei, indices)]))
+    """Cells ``indices`` of counter ``ei`` encoded in one call and given to ``add_wire``
+    (:func:`.wirecounters.encode_counter_cells`: each field's varints as narrow as its
+    column allows, as a wildcard Read of every counter needs)."""
+    r = _counter_run(ei, indices)
+    add_wire(*encode_counter_cells(r.counter_id, r.indices, r.packets, r.nbytes, r.packets_too, r.bytes_too))
 
 
 class ExternStore:
