@@ -367,7 +367,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                   cpu_s=round(usage.ru_utime + usage.ru_stime, 3), tick_ms=args.tick_ms,
                   batch_io=not args.per_frame_io, native=port.native,
                   native_reason=port.native_reason, python_steps=port.steps,
-                  rx_taken_in_c=port.rx_native_accepted + port.rx_burst_taken)
+                  rx_taken_in_c=port.rx_native_accepted + port.rx_burst_taken,
+                  rx_batches_in_c=port.rx_batches_in_c, tx_replies_in_c=port.tx_replies_in_c)
     bond = bond_of(io)
     if bond is not None:
         report["bond"] = bond.report()

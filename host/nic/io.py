@@ -42,11 +42,13 @@ from host.nic.mmsg import MmsgReceiver, MmsgSender
 from host.nic.native import (KIND_PFC, KIND_ROCE, R_ACKREQ, R_BECN, R_DQPN, R_DSCP, R_ECN, R_EXT_AT,
                              R_EXT_LEN, R_ICRC_OK, R_KIND, R_L3, R_LEN, R_OFF, R_OPCODE, R_PAYLOAD, R_PSN,
                              R_SPORT, R_WORDS, BURST_MAX_S, F_ACK_PENDING, F_BYTES, F_DQPN, F_EXPECTED, F_IP,
-                             F_CE, F_CNPS, F_MSGS, F_MSN, F_NAK_SENT, F_PAYLOAD, F_PKTS, F_SPORT, F_TOUCHED, F_WORDS, R_FAST,
-                             R_SRC_IP, RX_FLOWS, SLOT_BYTES, NativeBurst, NativeQP, NativeRx, NativeTx,
+                             F_ACKS, F_CE, F_CNPS, F_MSGS, F_MSN, F_NAK_SENT, F_PAYLOAD, F_PKTS, F_SPORT, F_TOUCHED, F_WORDS, R_FAST,
+                             R_SRC_IP, RX_BURST_ERROR, RX_FLOWS, SLOT_BYTES, NativeBurst, NativeQP, NativeReplies, NativeRx,
+                             NativeTx,
                              nic_lib)
 from host.nic.pfc import PfcState
 from host.nic.qp import Receiver, SenderQP
+from host.nic.rc import AETH_ACK
 from host.nic.sendsize import check_fits_link, iface_mtu
 
 ETH_P_ALL = 0x0003
@@ -378,7 +380,13 @@ class NicPort:
         """CE-marked data frames among them (their CNPs decided in C)."""
         self.rx_burst_taken = 0
         """ACKs and CNPs a sender's native burst took without Python (not in the report)."""
+        self.rx_batches_in_c = 0
+        """Receive batches C accepted whole, their ACKs and CNPs made in C (no Python per frame)."""
+        self.tx_replies_in_c = 0
+        """ACKs and CNPs of those batches (made from the flows' templates in C)."""
+        self._nrep: Optional[NativeReplies] = None
         self._rx_left = 0
+        self._rx_left_fast = -1                # frames of _rx_left a receiver's burst accepted (-1: none ran)
         self.native_reason = "not asked for"
         if native:
             self._start_native()
@@ -410,6 +418,7 @@ class NicPort:
         self._frows: list[object] = []                         # row -> the Receiver's _RxFlow
         self._frow_keys: list[tuple[bytes, int]] = []          # row -> the Receiver's flow key
         self._fcnp = (ctypes.c_double * RX_FLOWS)()             # row -> its last CNP (-inf: none)
+        self._frep: list[object] = []                          # row -> the ACK template C holds
         self._flocal = (ctypes.c_int64 * 16)()
         self._nlocal = -1                                      # -1: no fast receive
         rcv = self.receiver
@@ -417,6 +426,7 @@ class NicPort:
             for k, ip in enumerate(sorted(rcv.local_ips)):
                 self._flocal[k] = int.from_bytes(ip, "big")
             self._nlocal = len(rcv.local_ips)
+            self._nrep = NativeReplies(lib)
         for qp in self.senders:
             qp.attach_native(NativeQP(lib))
 
@@ -455,10 +465,11 @@ class NicPort:
         Python's then)."""
         for qp in self.senders:
             qp.detach_native()
-        for arena in (self._ntx, self._nrx):
+        for arena in (self._ntx, self._nrx, self._nrep):
             if arena is not None:
                 arena.close()
         self._ntx = self._nrx = None
+        self._nrep = None
         self._nburst = None
         self.native_reason = reason
 
@@ -521,23 +532,33 @@ class NicPort:
         assert tx is not None and rx is not None
         replies: list[bytes] = []
         got = 0
+        whole = False                          # the batch accepted and answered in C
+        pre_fast = -1
         if self._link is not self.io and self.io.stalled:     # type: ignore[attr-defined]
             for frame in self.io.recv_many(self.rx_burst):      # type: ignore[attr-defined]
                 self.rx_frames += 1                             # (a stalled link reads none:
                 self._dispatch(frame, now, replies)             # it sends its PAUSE)
         elif self._rx_left:
             got, self._rx_left = self._rx_left, 0         # what the last burst left for Python
+            pre_fast, self._rx_left_fast = self._rx_left_fast, -1
         else:
             got = rx.recv(self._link.fileno(), self.rx_burst, self._nrounds)
         if got:
             rec, mv = rx.rec, rx.mv
             fast = 0
-            if self._nlocal >= 0 and self._frows:
+            if pre_fast >= 0:                  # a receiver's burst ran nicc_rx_fast on them
+                fast = pre_fast
+                self.rx_native_accepted += fast
+            elif self._nlocal >= 0 and self._frows:
                 rcv = self.receiver
                 assert rcv is not None
                 fast = rx.fast(got, self._fflows, len(self._frows), self._flocal, self._nlocal, rcv.verify,
                                self._fcnp, now, rcv.np.cnp_interval_s)
                 self.rx_native_accepted += fast
+            if fast == got and self._nrep is not None:
+                whole = self._whole_in_c(got, now)
+                if whole:
+                    got = 0                    # nothing left for Python's per-frame loop
             handled: set[int] = set()          # flows Python handled frames of
             keys = self._fkeys
             for i in range(got):
@@ -554,14 +575,14 @@ class NicPort:
                         self._pull_flow(row, now)             # C's accepts first, then this one
                         handled.add(row)
                 self._dispatch_record(rec, b, mv, now, replies)
-            if fast:
+            if fast and got:
                 f = self._fflows
                 for row in range(len(self._frows)):
                     if f[row * F_WORDS + F_TOUCHED] and row not in handled:
                         self._pull_flow(row, now)
-            if self._nlocal >= 0:
+            if self._nlocal >= 0 and got:
                 self._push_flows(handled)
-        if self.receiver is not None:
+        if self.receiver is not None and not whole:
             replies.extend(self.receiver.flush_acks())
         for frame in replies:
             self._push(frame)
@@ -572,6 +593,55 @@ class NicPort:
             sent += qp.poll_into(now, self.tx_burst, tx)
         self._flush_native()
         return sent
+
+    def _whole_in_c(self, got: int, now: float) -> bool:
+        """A batch of ``got`` frames that C accepted whole: its CNPs and coalesced ACKs
+        made in C into the tx arena (``NativeReplies.make``, the receiver's order: the
+        CNPs in frame order, then the ACKs in flow order, as the Python loop and
+        ``Receiver.flush_acks`` would) and the flows' counts taken; False (nothing done)
+        when C cannot make them all (a flow without templates, the arena full)."""
+        rep, tx, rx = self._nrep, self._ntx, self._nrx
+        assert rep is not None and tx is not None and rx is not None
+        made = rep.make(rx, got, self._fflows, len(self._frows), tx, AETH_ACK)
+        if made < 0:
+            return False
+        self.rx_frames += got
+        self.rx_batches_in_c += 1
+        self.tx_replies_in_c += made
+        f = self._fflows
+        for row in range(len(self._frows)):
+            if f[row * F_WORDS + F_TOUCHED]:
+                self._pull_flow(row, now)
+        return True
+
+    def _rx_burst(self, now: float, end: float) -> int:
+        """A receiver's native wait-read-answer loop (``NativeReplies.burst``) from ``now``
+        until :data:`BURST_MAX_S` or ``end``, a batch C does not accept whole (left, already
+        through ``nicc_rx_fast``, for the next step), a signal or an error; then the flows'
+        counts taken (each at its last accept's instant). Returns why it ended
+        (``native.RX_BURST_WHY``)."""
+        rep, tx, rx, rcv = self._nrep, self._ntx, self._nrx, self.receiver
+        assert rep is not None and tx is not None and rx is not None and rcv is not None
+        rep.burst(rx, self._link.fileno(), self.rx_burst, self._nrounds, self._fflows, len(self._frows),
+                  self._flocal, self._nlocal, rcv.verify, self._fcnp, rcv.np.cnp_interval_s, tx, AETH_ACK,
+                  min(end, now + BURST_MAX_S))
+        flushed, refused, why, err, left, left_fast, batches, replies, frames = rep.out
+        self.tx_frames += flushed - refused
+        self.tx_refused += refused
+        self._link.tx_dropped += refused
+        self.rx_frames += frames
+        self.rx_native_accepted += frames
+        self.rx_batches_in_c += batches
+        self.tx_replies_in_c += replies
+        if left:
+            self._rx_left, self._rx_left_fast = int(left), int(left_fast)
+        f, seen = self._fflows, rep.seen
+        for row in range(len(self._frows)):
+            if f[row * F_WORDS + F_PKTS]:
+                self._pull_flow(row, seen[row])
+        if why == RX_BURST_ERROR:
+            raise OSError(err, f"receiver burst: {errno.errorcode.get(err, err)}")
+        return int(why)
 
     def _burst(self, now: float, end: float) -> int:
         """The senders' native wait-and-send loop (host.nic.native.NativeBurst) from
@@ -616,6 +686,10 @@ class NicPort:
             rc.ack_pending = True
             f[base + F_ACK_PENDING] = 0
         rc.nak_sent = bool(f[base + F_NAK_SENT])
+        acks = f[base + F_ACKS]
+        if acks:                                        # ACKs C made (Receiver.flush_acks' count)
+            c.acks_sent += acks
+            f[base + F_ACKS] = 0
         pkts = f[base + F_PKTS]
         if pkts:
             c.seen(now)
@@ -647,6 +721,7 @@ class NicPort:
                 if key not in self._fkeys and len(self._frows) < RX_FLOWS:
                     row = self._fkeys[key] = len(self._frows)
                     self._frows.append(st)
+                    self._frep.append(None)
                     self._frow_keys.append((ip, qpn))
                     self._fflows[row * F_WORDS + F_IP], self._fflows[row * F_WORDS + F_DQPN] = key
                     rows = rows | {row}
@@ -659,6 +734,13 @@ class NicPort:
             f[base + F_MSN] = rc.msn
             f[base + F_NAK_SENT] = int(rc.nak_sent)
             self._fcnp[row] = rcv.np._last.get(self._frow_keys[row], -math.inf)
+            if self._nrep is not None and st.ack is not self._frep[row]:   # type: ignore[attr-defined]
+                ack = st.ack                                          # type: ignore[attr-defined]
+                if ack is not None and self._nrep.set(row, ack.parts(), st.cnp):   # type: ignore[attr-defined]
+                    self._frep[row] = ack
+                else:                                     # none in C: Python makes its replies
+                    self._nrep.clear(row)
+                    self._frep[row] = None
 
     def _push(self, frame: bytes) -> None:
         tx = self._ntx
@@ -749,6 +831,13 @@ class NicPort:
             return
         out.extend(self.receiver.on_frame(frame, now, info))
 
+    def _rx_burst_ok(self, tick_s: float) -> bool:
+        """True when :meth:`run` may wait in a receiver's burst: native, no tick, a
+        receiver and no sender on the port, no frame left for Python, and not stalled."""
+        return (self._nrep is not None and tick_s == 0 and not self.senders and self._ntx is not None
+                and not self._rx_left and bool(self._frows)
+                and not (self._link is not self.io and self.io.stalled))   # type: ignore[attr-defined]
+
     def wait_s(self, now: float) -> float:
         """Seconds until a sender has a frame due (``inf`` when none will)."""
         return min((qp.wait_s(now) for qp in self.senders), default=math.inf)
@@ -786,6 +875,10 @@ class NicPort:
                 if now - done_at >= linger_s:
                     break
             later = clock()
+            if self._rx_burst_ok(tick):
+                with self.step_lock:
+                    self._rx_burst(later, end)
+                continue              # a step at once: what the burst left, a signal's effect
             if self._ntx is not None and tick == 0 and self.senders:
                 with self.step_lock:
                     why = self._burst(later, end)

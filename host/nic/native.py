@@ -74,12 +74,15 @@ ACK ended one: the agent's lock is held for the burst, and with 20 ms GOR's move
 for it (quiet machine, 6 default stories each: loop 0.28-0.41 s in 4 of 6 with 3 ms, in 2 of
 6 with 20 ms; scenarios/README.md)."""
 BURST_WHY = ("deadline", "a frame for Python", "control", "nothing to send", "error")
+RX_BURST_WHY = ("deadline", "a batch for Python", "a signal", "error")
+RX_BURST_DEADLINE, RX_BURST_PYTHON, RX_BURST_SIGNAL, RX_BURST_ERROR = range(4)
+"""Why a receiver's burst (:meth:`NativeReplies.burst`) ended, by ``out[2]``."""
 # Record words of nicc_rx_recv, one record per frame.
 (R_OFF, R_LEN, R_KIND, R_L3, R_DSCP, R_ECN, R_SPORT, R_OPCODE, R_BECN, R_DQPN, R_ACKREQ,
  R_PSN, R_PAYLOAD, R_EXT_AT, R_EXT_LEN, R_ICRC_OK, R_SRC_IP, R_DST_IP, R_FAST, R_WORDS) = range(20)
 # Flow words of nicc_rx_fast, one row per receiver flow.
 (F_IP, F_DQPN, F_SPORT, F_EXPECTED, F_MSN, F_ACK_PENDING, F_NAK_SENT, F_POISONED, F_TOUCHED,
- F_PKTS, F_BYTES, F_PAYLOAD, F_MSGS, F_CE, F_CNPS, F_WORDS) = range(16)
+ F_PKTS, F_BYTES, F_PAYLOAD, F_MSGS, F_CE, F_CNPS, F_ACKS, F_WORDS) = range(17)
 RX_FLOWS = 256
 """Receiver flows the C accepts frames for; more are all handled in Python."""
 KIND_OTHER, KIND_PFC, KIND_ROCE = 0, 1, 2
@@ -115,6 +118,11 @@ def _load() -> ctypes.CDLL:
         "nicc_rx_new": (_vp, [i, i, i]), "nicc_rx_free": (None, [_vp]), "nicc_rx_buf": (_vp, [_vp]),
         "nicc_rx_recv": (i, [_vp, i, i, i, _i64p]),
         "nicc_rx_fast": (i, [_i64p, i, _i64p, i, _i64p, i, i, _dp, ctypes.c_double, ctypes.c_double]),
+        "nicc_rxr_new": (_vp, [i]), "nicc_rxr_free": (None, [_vp]),
+        "nicc_rxr_set": (i, [_vp, i, ctypes.c_char_p, i, u32, ctypes.c_char_p, i, ctypes.c_char_p, i]),
+        "nicc_rx_replies": (i, [_i64p, i, _i64p, i, _vp, _vp, i]),
+        "nicc_rx_burst": (i, [_vp, i, i, i, _i64p, _i64p, i, _i64p, i, i, _dp, ctypes.c_double, _dp, _vp, _vp, i,
+                              ctypes.c_double, _i64p]),
     }
     for name, (res, args) in sig.items():
         fn = getattr(lib, name)
@@ -330,4 +338,64 @@ class NativeRx:
         self.close()
 
 
-__all__ = ["C_SOURCE", "NativeBurst", "NativeQP", "NativeRx", "NativeTx", "frame_bytes", "native_status", "nic_lib"]
+class NativeReplies:
+    """A receiver's reply templates in C, one row per flow of :meth:`NativeRx.fast`: the
+    ACK template (:meth:`FrameTemplate.parts <host.nic.frames.FrameTemplate.parts>`) and
+    the CNP bytes of each flow's path. :meth:`make` puts the replies of a batch C accepted
+    whole into the tx arena (nicc_rx_replies), as ``qp.Receiver`` would make them."""
+
+    def __init__(self, lib: ctypes.CDLL, rows: int = RX_FLOWS) -> None:
+        self.lib = lib
+        self.rows = rows
+        self.ptr = lib.nicc_rxr_new(rows)
+        if not self.ptr:
+            raise MemoryError("nicc_rxr_new")
+        self.seen = (ctypes.c_double * rows)()
+        """Each row's last instant a burst accepted a frame of it."""
+        self.out = (ctypes.c_int64 * 9)()
+
+    def set(self, row: int, ack_parts: tuple[bytes, int, bytes, int], cnp: bytes) -> bool:
+        """Row ``row``'s ACK template (``(head, crc_head, tail, ext_len)``, an AETH's 4
+        extension bytes) and CNP; False (the row keeps its old ones) when they do not fit."""
+        head, crc_head, tail, ext_len = ack_parts
+        if ext_len != 4:
+            return False
+        return self.lib.nicc_rxr_set(self.ptr, row, head, len(head), crc_head, tail, len(tail),
+                                     cnp, len(cnp)) == 0
+
+    def burst(self, rx: NativeRx, fd: int, rx_limit: int, rounds: int, flows: "ctypes.Array[ctypes.c_int64]",
+              nflows: int, local: "ctypes.Array[ctypes.c_int64]", nlocal: int, verify: bool,
+              last_cnp: "ctypes.Array[ctypes.c_double]", cnp_interval_s: float, tx: NativeTx, syndrome: int,
+              deadline: float) -> int:
+        """A receiver's wait-read-accept-answer loop in C until ``deadline`` (monotonic s),
+        the first batch not accepted whole (left in ``rx``'s records, through
+        :meth:`NativeRx.fast` already), a signal or an error (nicc_rx_burst); returns the
+        batches answered in C. ``out``: frames flushed, refused, why
+        (:data:`RX_BURST_WHY`), errno, frames left, how many of those C accepted, batches,
+        replies, frames answered in C; :attr:`seen` each row's last accept."""
+        return int(self.lib.nicc_rx_burst(rx.ptr, fd, min(rx_limit, rx.slots), rounds, rx.rec, flows, nflows, local,
+                                          nlocal, int(verify), last_cnp, cnp_interval_s, self.seen, self.ptr,
+                                          tx.ptr, syndrome, deadline, self.out))
+
+    def clear(self, row: int) -> None:
+        """Row ``row`` without templates (:meth:`make` then refuses a batch that needs them)."""
+        self.lib.nicc_rxr_set(self.ptr, row, b"", 0, 0, b"", 0, b"", 0)
+
+    def make(self, rx: NativeRx, got: int, flows: "ctypes.Array[ctypes.c_int64]", nflows: int,
+             tx: NativeTx, syndrome: int) -> int:
+        """The CNPs due and the coalesced ACKs (AETH ``syndrome``) of a batch of ``got``
+        frames all accepted by :meth:`NativeRx.fast`, pushed onto ``tx`` in the
+        receiver's order; returns how many, or -1 (nothing done: the caller makes them)."""
+        return int(self.lib.nicc_rx_replies(rx.rec, got, flows, nflows, self.ptr, tx.ptr, syndrome))
+
+    def close(self) -> None:
+        if self.ptr:
+            self.lib.nicc_rxr_free(self.ptr)
+            self.ptr = None
+
+    def __del__(self) -> None:
+        self.close()
+
+
+__all__ = ["C_SOURCE", "NativeBurst", "NativeQP", "NativeReplies", "NativeRx", "NativeTx", "RX_BURST_ERROR", "RX_BURST_WHY",
+           "frame_bytes", "native_status", "nic_lib"]

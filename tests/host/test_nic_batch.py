@@ -174,7 +174,8 @@ def test_native_receive_accepts_in_c_and_keeps_the_python_wire_and_counters() ->
     """No ``on_deliver``: the native receiver accepts in-order data frames in C
     (nicc_rx_fast), CE-marked ones too (their CNPs decided in C by the notification
     point's rule, sent at the frame's place), and leaves the rest (gaps, duplicates, new
-    flows) to Python; the wire and every counter are the Python port's."""
+    flows) to Python; a batch accepted whole has its CNPs and coalesced ACKs made in C too
+    (nicc_rx_replies). The wire and every counter are the Python port's."""
     runs = {}
     for native in (False, True):
         cable = Cable(True, native=native, deliver=False)
@@ -182,6 +183,7 @@ def test_native_receive_accepts_in_c_and_keeps_the_python_wire_and_counters() ->
         runs[native] = cable
     python, native_ = runs[False], runs[True]
     assert native_.rx_port.rx_native_accepted > 200 and native_.rx_port.rx_native_ce > 20
+    assert native_.rx_port.rx_batches_in_c > 100 and native_.rx_port.tx_replies_in_c > 60
     assert native_.wire == python.wire
     assert native_.tx_port.report(3.5) == python.tx_port.report(3.5)
     assert native_.rx_port.report(3.5) == python.rx_port.report(3.5)

@@ -513,3 +513,76 @@ def test_a_burst_takes_acks_and_cnps_as_on_frame_and_poll_batch() -> None:
     assert one.counters.naks_received == 2 and one.counters.timeouts and one.counters.cnps_received == 8
     assert one.rc.retransmitted_pkts and one.rp.decreases
     assert taken_in_c > 100 and python_turns >= 4 and bursts < 60, (taken_in_c, python_turns, bursts)
+
+
+def _receiver_wire(native_: bool, frames: list[bytes]) -> tuple[list[bytes], list[dict[str, object]], NicPort]:
+    """``frames`` through a receiver port on a socketpair (the first 8 stepped alone, so
+    the flows exist; the rest written at once and read in 64-frame batches) by
+    :meth:`NicPort.run` (native: its receiver burst); the replies in order, the report."""
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    for s in (a, b):
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 23)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 23)
+    rcv = Receiver(cnp_interval_s=0.0, local_ips=frozenset({bytes([10, 1, 0, 1])}))
+    port = NicPort(DatagramIO(a), line_rate_bps=1e9, receiver=rcv, native=native_)
+    assert port.native == native_
+    for f in frames[:8]:
+        b.send(f)
+    port.step(0.0)
+    for f in frames[8:]:
+        b.send(f)
+    port.run(0.5, stop=lambda: port.rx_frames >= len(frames))
+    b.setblocking(False)
+    wire = []
+    while True:
+        try:
+            wire.append(b.recv(65535))
+        except BlockingIOError:
+            break
+    timed = {"first_s", "last_s", "elapsed_s", "goodput_mbps", "goodput_pps"}
+    report = [{k: v for k, v in f.items() if k not in timed} for f in rcv.report()]
+    a.close(), b.close()
+    return wire, report, port
+
+
+def test_a_receiver_burst_answers_as_the_python_receiver() -> None:
+    """The receiver's burst in C (nicc_rx_burst: wait, read, accept, CNPs and coalesced
+    ACKs made from the flows' templates, send) against the Python receiver on the same
+    frames in the same 64-frame batches: four flows (one starting late), CE marks (a CNP
+    for each: interval 0), a lost frame (a NAK, then out-of-sequence frames, for Python)
+    and a duplicate. The replies byte for byte and in order, and every counter, are the
+    Python path's; most batches were answered in the burst, without a Python step."""
+    flows = [FlowSpec("02:00:00:00:00:01", "02:00:00:00:01:01", f"10.0.0.{1 + i % 2}", "10.1.0.1",
+                      49152 + i, 7 + i) for i in range(4)]
+    tpls = {op: [FrameTemplate.data(f, op, 512) for f in flows] for op in (0x06, 0x07, 0x08)}
+    def frame(i: int, seq: int, ce: bool) -> bytes:
+        op = (0x06, 0x07, 0x07, 0x08)[seq % 4]            # 4-packet messages, an ACK request at the end
+        f = tpls[op][i].frame(seq, ackreq=op == 0x08, ext=bytes(16) if op == 0x06 else b"")
+        return set_ce(f) if ce else f
+
+    psn = [0, 0, 0, 0]
+    lost = -1
+    frames: list[bytes] = []
+    for k in range(1600):
+        i = k % 4 if k >= 400 else k % 3                 # flow 3 starts at frame 400
+        seq = psn[i]
+        psn[i] += 1
+        if k == 900:                                      # lost: a NAK, then Python till the resend
+            lost = seq
+            continue
+        if k == 1000:                                     # go-back-N from the lost frame
+            frames.extend(frame(0, s, False) for s in range(lost, psn[0] - 1))
+        frames.append(frame(i, seq, k % 7 == 3))
+        if k == 1201:
+            frames.append(frames[-1])                     # a duplicate
+    python_wire, python_report, _ = _receiver_wire(False, frames)
+    wire, report, port = _receiver_wire(True, frames)
+    assert len(wire) == len(python_wire)
+    for n, (x, y) in enumerate(zip(wire, python_wire)):
+        assert x == y, f"reply {n}"
+    assert report == python_report
+    by_qpn = {f["qpn"]: f for f in report}
+    assert by_qpn[7]["naks_sent"] and by_qpn[7]["out_of_sequence_pkts"] and by_qpn[8]["duplicate_pkts"]
+    assert all(f["cnps_sent"] and f["messages_received"] > 60 for f in report)
+    assert port.rx_batches_in_c >= 15 and port.tx_replies_in_c > 200
+    assert port.steps < len(frames) // 64, "batches were answered in the burst, not in steps"

@@ -7,6 +7,9 @@
  *     arena; then one sendmmsg loop with host/nic/mmsg.py's refusal rules;
  *   - rx: recvmmsg with PacketSocket.recv_many's rules, and for each frame the parse of
  *     frames.parse_roce and the ICRC check of frames.verify_icrc.
+ *   - a receiver's replies to a batch it accepted whole (nicc_rx_replies: its CNPs and
+ *     coalesced ACKs from each flow's templates) and its burst (nicc_rx_burst: wait,
+ *     read, accept, answer, send, until Python's turn);
  *   - a sender's burst (nicc_burst): besides the frames, the replies that only move
  *     state forward are taken in C: a cumulative ACK (the RC requester's acked PSN and
  *     the AETH's MSN, rc.Requester.on_ack and SenderQP._on_msn) and a CNP (DCQCN's rate
@@ -516,7 +519,7 @@ API int nicc_rx_recv(rx_t *r, int fd, int limit, int rounds, int64_t *rec) {
  * the counts accumulated since Python last took them. */
 enum {
     F_IP, F_DQPN, F_SPORT, F_EXPECTED, F_MSN, F_ACK_PENDING, F_NAK_SENT, F_POISONED, F_TOUCHED,
-    F_PKTS, F_BYTES, F_PAYLOAD, F_MSGS, F_CE, F_CNPS, F_WORDS
+    F_PKTS, F_BYTES, F_PAYLOAD, F_MSGS, F_CE, F_CNPS, F_ACKS, F_WORDS
 };
 
 /* After nicc_rx_recv: each data frame that qp.Receiver.on_frame would simply accept (a
@@ -580,6 +583,168 @@ API int nicc_rx_fast(int64_t *rec, int n, int64_t *flows, int nflows, const int6
     return fast;
 }
 
+
+/* ---- the receiver's replies: a flow's coalesced ACK and its CNPs ----
+ * One row per flow (the rows of nicc_rx_fast): the ACK template (qp.Receiver's
+ * FrameTemplate of the flow's path: the bytes up to the BTH's DestQP, the CRC of its
+ * masked invariant prefix, the padding after the AETH) and the flow's CNP bytes. */
+#define RXR_HEAD 64
+#define RXR_TAIL 16
+#define RXR_CNP 128
+typedef struct {
+    int cap;
+    uint8_t (*head)[RXR_HEAD], (*tail)[RXR_TAIL], (*cnp)[RXR_CNP];
+    int32_t *head_len, *tail_len, *cnp_len;
+    uint32_t *crc_head;
+} rxr_t;
+
+API rxr_t *nicc_rxr_new(int cap) {
+    if (!t_ready) crc_init();
+    rxr_t *x = calloc(1, sizeof *x);
+    if (!x) return NULL;
+    x->cap = cap;
+    x->head = calloc(cap, RXR_HEAD); x->tail = calloc(cap, RXR_TAIL); x->cnp = calloc(cap, RXR_CNP);
+    x->head_len = calloc(cap, sizeof(int32_t)); x->tail_len = calloc(cap, sizeof(int32_t));
+    x->cnp_len = calloc(cap, sizeof(int32_t)); x->crc_head = calloc(cap, sizeof(uint32_t));
+    if (!x->head || !x->tail || !x->cnp || !x->head_len || !x->tail_len || !x->cnp_len || !x->crc_head) {
+        free(x->head); free(x->tail); free(x->cnp); free(x->head_len); free(x->tail_len);
+        free(x->cnp_len); free(x->crc_head); free(x); return NULL;
+    }
+    return x;
+}
+
+API void nicc_rxr_free(rxr_t *x) {
+    if (!x) return;
+    free(x->head); free(x->tail); free(x->cnp); free(x->head_len); free(x->tail_len);
+    free(x->cnp_len); free(x->crc_head); free(x);
+}
+
+/* Row ``row``'s ACK template and CNP; -1 (nothing changed) when a part does not fit. */
+API int nicc_rxr_set(rxr_t *x, int row, const uint8_t *head, int hl, uint32_t crc_head,
+                     const uint8_t *tail, int tl, const uint8_t *cnp, int cl) {
+    if (row < 0 || row >= x->cap || hl < 0 || hl > RXR_HEAD || tl < 0 || tl > RXR_TAIL ||
+        cl < 0 || cl > RXR_CNP)
+        return -1;
+    memcpy(x->head[row], head, (size_t)hl); x->head_len[row] = hl; x->crc_head[row] = crc_head;
+    memcpy(x->tail[row], tail, (size_t)tl); x->tail_len[row] = tl;
+    memcpy(x->cnp[row], cnp, (size_t)cl); x->cnp_len[row] = cl;
+    return 0;
+}
+
+/* After nicc_rx_fast accepted all ``n`` frames of the batch (every R_FAST set), the
+ * replies qp.Receiver would give, into the tx arena, in its order: each due CNP at its
+ * frame's place (R_FAST 2), then, row by row (the rows are in the Receiver's flow order),
+ * each pending ACK as Receiver.flush_acks makes it (AETH ``syndrome``, rc.AETH_ACK, and
+ * the flow's MSN; the PSN before the expected one); F_ACK_PENDING is cleared and F_ACKS counts it.  Returns
+ * the frames pushed, or -1 (nothing done) when they would not all fit in the arena or a
+ * frame is not fast. */
+static int rx_row(const int64_t *flows, int nflows, const int64_t *r) {
+    for (int k = 0; k < nflows; k++)
+        if (flows[(int64_t)k * F_WORDS + F_IP] == r[R_SRC_IP] && flows[(int64_t)k * F_WORDS + F_DQPN] == r[R_DQPN])
+            return k;
+    return -1;
+}
+
+API int nicc_rx_replies(const int64_t *rec, int n, int64_t *flows, int nflows, const rxr_t *x, tx_t *t,
+                        int syndrome) {
+    int need = 0;
+    for (int i = 0; i < n; i++) {
+        const int64_t *r = rec + (int64_t)i * R_WORDS;
+        if (!r[R_FAST]) return -1;
+        if (r[R_FAST] == 2) {
+            int row = rx_row(flows, nflows, r);
+            if (row < 0 || row >= x->cap || !x->cnp_len[row]) return -1;
+            need++;
+        }
+    }
+    if (nflows > x->cap) return -1;
+    for (int k = 0; k < nflows; k++) {
+        const int64_t *c = flows + (int64_t)k * F_WORDS;
+        if (c[F_ACK_PENDING] && c[F_EXPECTED] >= 0) {
+            if (!x->head_len[k] || x->head_len[k] + 8 + x->tail_len[k] + 4 > t->slot) return -1;
+            need++;
+        }
+    }
+    if (need > t->cap - t->n) return -1;
+    int pushed = 0;
+    for (int i = 0; i < n; i++) {
+        const int64_t *r = rec + (int64_t)i * R_WORDS;
+        if (r[R_FAST] != 2) continue;
+        int row = rx_row(flows, nflows, r);
+        nicc_tx_push(t, x->cnp[row], x->cnp_len[row]);          /* fits: counted above */
+        pushed++;
+    }
+    for (int k = 0; k < nflows; k++) {
+        int64_t *c = flows + (int64_t)k * F_WORDS;
+        if (!c[F_ACK_PENDING] || c[F_EXPECTED] < 0) continue;
+        c[F_ACK_PENDING] = 0;
+        c[F_ACKS]++;
+        uint8_t *f = t->iov[t->n].iov_base, *p = f;
+        memcpy(p, x->head[k], (size_t)x->head_len[k]); p += x->head_len[k];
+        be32(p, (uint32_t)((c[F_EXPECTED] - 1) & PSN_MASK));
+        uint32_t crc = crc_upd(x->crc_head[k], p, 4); p += 4;
+        be32(p, ((uint32_t)(syndrome & 0xFF) << 24) | (uint32_t)(c[F_MSN] & PSN_MASK));   /* AETH */
+        crc = crc_upd(crc, p, 4); p += 4;
+        memcpy(p, x->tail[k], (size_t)x->tail_len[k]);
+        crc = crc_upd(crc, p, x->tail_len[k]); p += x->tail_len[k];
+        p[0] = crc; p[1] = crc >> 8; p[2] = crc >> 16; p[3] = crc >> 24; p += 4;
+        t->iov[t->n].iov_len = (size_t)(p - f);
+        t->n++;
+        pushed++;
+    }
+    return pushed;
+}
+
+/* A receiver's burst: wait in ppoll on ``fd`` until ``deadline`` (monotonic s); each
+ * batch that arrives is read (nicc_rx_recv), accepted (nicc_rx_fast at the batch's
+ * instant; ``seen``: each flow's last instant C accepted a frame of it) and, when
+ * accepted whole, answered (nicc_rx_replies) and sent (nicc_tx_flush), without Python:
+ * what the Python step does for such a batch.  The first batch not accepted whole stays
+ * in ``rec``, already through nicc_rx_fast (its R_FAST, the flows' F_TOUCHED and
+ * F_ACK_PENDING as that call left them), for Python's next step.  A signal (EINTR), a
+ * wake-up with nothing to read, or an error ends it too.  out: [frames flushed, refused,
+ * why: 0 deadline, 1 a batch for Python, 2 a signal, 3 error, errno, frames left in
+ * ``rec``, how many of those C accepted, batches answered in C, their replies, their
+ * frames].  Returns the batches answered in C. */
+API int nicc_rx_burst(rx_t *rx, int fd, int rx_limit, int rounds, int64_t *rec, int64_t *flows, int nflows,
+                      const int64_t *local, int nlocal, int verify, double *last_cnp, double cnp_interval,
+                      double *seen, const rxr_t *x, tx_t *t, int syndrome, double deadline, int64_t *out) {
+    int64_t flushed = 0, refused = 0, batches = 0, replies = 0, frames = 0;
+    int why = 0, err = 0, left = 0, left_fast = 0;
+    for (;;) {
+        double now = mono_s();
+        if (now >= deadline) { why = 0; break; }
+        struct pollfd pfd = {fd, POLLIN, 0};
+        double w = deadline - now;
+        struct timespec ts = {(time_t)w, (long)((w - (double)(time_t)w) * 1e9)};
+        int rc = ppoll(&pfd, 1, &ts, NULL);
+        if (rc < 0) {
+            if (errno == EINTR) { why = 2; break; }
+            err = errno; why = 3; break;
+        }
+        if (rc == 0) continue;
+        int got = nicc_rx_recv(rx, fd, rx_limit, rounds, rec);
+        if (got < 0) { err = -got; why = 3; break; }
+        if (got == 0) { why = 1; break; }       /* nothing to read: Python's step says why */
+        now = mono_s();
+        int fast = nicc_rx_fast(rec, got, flows, nflows, local, nlocal, verify, last_cnp, now, cnp_interval);
+        for (int k = 0; k < nflows; k++)
+            if (flows[(int64_t)k * F_WORDS + F_TOUCHED]) seen[k] = now;
+        int made = fast == got ? nicc_rx_replies(rec, got, flows, nflows, x, t, syndrome) : -1;
+        if (made < 0) { left = got; left_fast = fast; why = 1; break; }
+        batches++; replies += made; frames += got;
+        if (t->n) {
+            int n0 = t->n;
+            int64_t r = 0;
+            err = nicc_tx_flush(t, fd, &r);
+            flushed += n0; refused += r;
+            if (err) { why = 3; break; }
+        }
+    }
+    out[0] = flushed; out[1] = refused; out[2] = why; out[3] = err; out[4] = left; out[5] = left_fast;
+    out[6] = batches; out[7] = replies; out[8] = frames;
+    return (int)batches;
+}
 
 /* ---- a sender's replies and its burst ---- */
 #define PSN_HALF (1 << 23)
