@@ -137,6 +137,11 @@ class P4simControl:
     def register_reset(self, name: str) -> None:
         self._call("register_reset", self._client.register_reset, name)
 
+    def queue_stats(self, port: Optional[int] = None) -> dict[int, Any]:
+        """p4sim's egress queues of one port or all: depth, PFC pause and its watchdog's
+        counters per priority (:meth:`p4sim.control_api.ControlClient.queue_stats`)."""
+        return self._call("queue_stats", self._client.queue_stats, port)
+
     def off_program_drops(self) -> "OffProgramDrops":
         """The switch's drops outside the P4 program since it started (its
         ``port_counters``)."""
