@@ -27,6 +27,7 @@ also the default for ports created later):
                        ``forward``): SONiC's pfcwd; its counters are in queue_stats
                        (``pfcwd_storm``, ``pfcwd_storms``, ``pfcwd_restored``,
                        ``pfcwd_dropped`` per port and priority)
+``pfc_watchdog``       its settings (``null``: off)
 ``port_counters``      ``port``: ``{port: {"iface", "up", rx/tx counters, queues}}``
 ``queue_stats``        ``port``: ``{port: {"depth", "queues": [per priority]}}``
 ``switch_stats``       drops without program / port / queue room, PFC frames,
@@ -156,6 +157,11 @@ class ControlClient:
         """Start the PFC watchdog (``detection_ms`` None: stop it); returns the settings."""
         return self.call("set_pfc_watchdog", detection_ms=detection_ms,
                          restoration_ms=restoration_ms, action=action)
+
+    def pfc_watchdog(self) -> Optional[dict[str, Any]]:
+        """The PFC watchdog's settings (``detection_ms``, ``restoration_ms``, ``action``) or
+        None when it is off."""
+        return self.call("pfc_watchdog")
 
     def port_counters(self, port: Optional[int] = None) -> dict[int, Any]:
         return _int_keys(self.call("port_counters", port=port))

@@ -67,6 +67,7 @@ class ControlService:
             "set_pfc": lambda enabled, port=None: device.tm.set_pfc(bool(enabled), _opt_int(port)),
             "set_pfc_passthrough": self.set_pfc_passthrough,
             "set_pfc_watchdog": self.set_pfc_watchdog,
+            "pfc_watchdog": self.pfc_watchdog,
             "port_counters": self.port_counters,
             "queue_stats": lambda port=None: device.tm.queue_stats(_opt_int(port)),
             "switch_stats": device.switch_stats,
@@ -99,6 +100,11 @@ class ControlService:
         """Start (or, ``detection_ms`` None, stop) the PFC watchdog; the settings in force."""
         wd = None if detection_ms is None else PfcWatchdog.from_ms(detection_ms, restoration_ms, action)
         self.device.tm.set_pfc_watchdog(wd)
+        return None if wd is None else wd.as_ms()
+
+    def pfc_watchdog(self) -> Optional[dict[str, Any]]:
+        """The PFC watchdog's settings (None: off)."""
+        wd = self.device.tm.pfc_watchdog()
         return None if wd is None else wd.as_ms()
 
     def port_counters(self, port: Optional[int] = None) -> dict[int, Any]:
@@ -280,6 +286,7 @@ _CLI_ARGS: dict[str, tuple[tuple[str, Callable[[str], Any]], ...]] = {
     "set_pfc": (("enabled", lambda s: s.lower() in ("on", "1", "true", "yes")), ("port", int)),
     "set_pfc_passthrough": (("enabled", lambda s: s.lower() in ("on", "1", "true", "yes")),),
     "set_pfc_watchdog": (("detection_ms", float), ("restoration_ms", float), ("action", str)),
+    "pfc_watchdog": (),
     "port_counters": (("port", int),),
     "queue_stats": (("port", int),),
     "switch_stats": (),
