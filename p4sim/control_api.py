@@ -22,6 +22,12 @@ also the default for ports created later):
 ``set_line_rate``      ``gbps``, ``port`` (PFC quanta → time)
 ``set_pfc``            ``enabled`` (bool), ``port``
 ``set_pfc_passthrough````enabled``: PFC frames also go to the P4 parser
+``set_pfc_watchdog``   ``detection_ms`` (100–5000; omitted: stop), ``restoration_ms``
+                       (100–60000, default 2 × detection), ``action`` (``drop`` |
+                       ``forward``): SONiC's pfcwd; its counters are in queue_stats
+                       (``pfcwd_storm``, ``pfcwd_storms``, ``pfcwd_restored``,
+                       ``pfcwd_dropped`` per port and priority)
+``pfc_watchdog``       its settings (``null``: off)
 ``port_counters``      ``port``: ``{port: {"iface", "up", rx/tx counters, queues}}``
 ``queue_stats``        ``port``: ``{port: {"depth", "queues": [per priority]}}``
 ``switch_stats``       drops without program / port / queue room, PFC frames,
@@ -145,6 +151,17 @@ class ControlClient:
 
     def set_pfc_passthrough(self, enabled: bool) -> None:
         self.call("set_pfc_passthrough", enabled=enabled)
+
+    def set_pfc_watchdog(self, detection_ms: Optional[float], restoration_ms: Optional[float] = None,
+                         action: str = "drop") -> Optional[dict[str, Any]]:
+        """Start the PFC watchdog (``detection_ms`` None: stop it); returns the settings."""
+        return self.call("set_pfc_watchdog", detection_ms=detection_ms,
+                         restoration_ms=restoration_ms, action=action)
+
+    def pfc_watchdog(self) -> Optional[dict[str, Any]]:
+        """The PFC watchdog's settings (``detection_ms``, ``restoration_ms``, ``action``) or
+        None when it is off."""
+        return self.call("pfc_watchdog")
 
     def port_counters(self, port: Optional[int] = None) -> dict[int, Any]:
         return _int_keys(self.call("port_counters", port=port))

@@ -83,6 +83,14 @@ class SwitchControl(Protocol):
     def register_reset(self, name: str) -> None:
         """Every cell of register ``name`` back to 0."""
 
+    def pfc_watchdog(self) -> Optional[dict[str, Any]]:
+        """p4sim's PFC watchdog settings (None: off; BMv2 has no PFC, so always None)."""
+
+    def set_pfc_watchdog(self, settings: Optional[Mapping[str, Any]]) -> None:
+        """Start the PFC watchdog with ``settings`` (``detection_ms``, ``restoration_ms``,
+        ``action``: what :meth:`pfc_watchdog` returned) or stop it (None); BMv2 has no PFC,
+        so there it raises :class:`ControlError` unless ``settings`` is None."""
+
     def close(self) -> None:
         """Release the connection (if any)."""
 
@@ -136,6 +144,19 @@ class P4simControl:
 
     def register_reset(self, name: str) -> None:
         self._call("register_reset", self._client.register_reset, name)
+
+    def pfc_watchdog(self) -> Optional[dict[str, Any]]:
+        return self._call("pfc_watchdog", self._client.pfc_watchdog)
+
+    def set_pfc_watchdog(self, settings: Optional[Mapping[str, Any]]) -> None:
+        s = dict(settings or {})
+        self._call("set_pfc_watchdog", self._client.set_pfc_watchdog, s.get("detection_ms"),
+                   s.get("restoration_ms"), s.get("action", "drop"))
+
+    def queue_stats(self, port: Optional[int] = None) -> dict[int, Any]:
+        """p4sim's egress queues of one port or all: depth, PFC pause and its watchdog's
+        counters per priority (:meth:`p4sim.control_api.ControlClient.queue_stats`)."""
+        return self._call("queue_stats", self._client.queue_stats, port)
 
     def off_program_drops(self) -> "OffProgramDrops":
         """The switch's drops outside the P4 program since it started (its
@@ -293,6 +314,14 @@ class Bmv2ThriftControl:
     def set_line_rate(self, gbps: float, port: Optional[int] = None) -> None:
         raise ControlError(f"switch {self.switch}: BMv2's MAC does not honour PFC frames: "
                            f"no line rate to set for their quanta")
+
+    def pfc_watchdog(self) -> Optional[dict[str, Any]]:
+        return None                          # no PFC, no watchdog
+
+    def set_pfc_watchdog(self, settings: Optional[Mapping[str, Any]]) -> None:
+        if settings is not None:
+            raise ControlError(f"switch {self.switch}: BMv2's MAC does not honour PFC frames: "
+                               f"no PFC watchdog to start")
 
     def reset_state(self) -> None:
         """BMv2's ``reset_state``: every table, register, counter and the packet

@@ -70,6 +70,14 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parents[1]
 READY_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 10.0
+#: p4sim's PFC watchdog on every testbed switch: the times of SONiC's ``pfcwd start_default``
+#: — detection 200 ms, restoration 200 ms (sonic-utilities ``pfcwd/main.py``
+#: ``DEFAULT_DETECTION_TIME`` / ``DEFAULT_RESTORATION_TIME``) — but action ``forward``, not
+#: its ``drop``: ``fabric.p4`` counts a packet in its PFC occupancy and shared buffer in
+#: ingress and takes it off in egress (``p4src/include/control/admission.p4``), so a packet
+#: the traffic manager discards would leave its count behind (the leak the queue limit
+#: closed); SONiC's ``drop`` also drops at the ingress priority group, before any count.
+PFC_WATCHDOG = "200:200:forward"
 DEBIAN_DIST_PACKAGES = Path("/usr/lib/python3/dist-packages")
 APT_PACKAGES = ("mininet", "iputils-ping", "bridge-utils", "ethtool", "tcpdump", "gcc")
 """What the testbed needs; gcc builds p4sim's native path (p4sim/README.md, "The native path";
@@ -759,10 +767,14 @@ class FabricNet:
         ``FabricIngress.pfc.rx_frames`` counts it (BMv2 has no MAC PFC: there the program
         always sees them), so GOR's pause-storm alarm reads the same counter on both — and,
         ``with_policy`` (TLS on), ``--p4rt-policy`` with the PKI's policy file: only the
-        controller programs a p4sim switch, the monitor reads (:mod:`testbed.tls`)."""
+        controller programs a p4sim switch, the monitor reads (:mod:`testbed.tls`). p4sim
+        also runs its PFC watchdog (``--pfc-watchdog`` :data:`PFC_WATCHDOG`, unless
+        ``switch_extra`` gives one): a queue a host keeps paused stops holding its leaf."""
         extra = list(self.opts.switch_extra)
         if self.opts.target == "p4sim" and "--pfc-passthrough" not in extra:
             extra.append("--pfc-passthrough")
+        if self.opts.target == "p4sim" and "--pfc-watchdog" not in extra:
+            extra += ["--pfc-watchdog", PFC_WATCHDOG]
         if with_policy and self.opts.target == "p4sim" and self.opts.pki_dir is not None \
                 and "--p4rt-policy" not in extra:
             extra += ["--p4rt-policy", str(policy_path(self.opts.pki_dir))]

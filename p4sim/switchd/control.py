@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from p4sim.control_api import ControlClient, ControlError
+from p4sim.switchd.pfc import DEFAULT_ACTION, PfcWatchdog
 from p4sim.runtime.errors import RuntimeStateError
 
 log = logging.getLogger("p4sim.switchd.control")
@@ -65,6 +66,8 @@ class ControlService:
                 device.tm.set_line_rate(float(gbps), _opt_int(port)),
             "set_pfc": lambda enabled, port=None: device.tm.set_pfc(bool(enabled), _opt_int(port)),
             "set_pfc_passthrough": self.set_pfc_passthrough,
+            "set_pfc_watchdog": self.set_pfc_watchdog,
+            "pfc_watchdog": self.pfc_watchdog,
             "port_counters": self.port_counters,
             "queue_stats": lambda port=None: device.tm.queue_stats(_opt_int(port)),
             "switch_stats": device.switch_stats,
@@ -90,6 +93,19 @@ class ControlService:
 
     def set_pfc_passthrough(self, enabled: bool) -> None:
         self.device.pfc_passthrough = bool(enabled)
+
+    def set_pfc_watchdog(self, detection_ms: Optional[float] = None,
+                         restoration_ms: Optional[float] = None,
+                         action: str = DEFAULT_ACTION) -> Optional[dict[str, Any]]:
+        """Start (or, ``detection_ms`` None, stop) the PFC watchdog; the settings in force."""
+        wd = None if detection_ms is None else PfcWatchdog.from_ms(detection_ms, restoration_ms, action)
+        self.device.tm.set_pfc_watchdog(wd)
+        return None if wd is None else wd.as_ms()
+
+    def pfc_watchdog(self) -> Optional[dict[str, Any]]:
+        """The PFC watchdog's settings (None: off)."""
+        wd = self.device.tm.pfc_watchdog()
+        return None if wd is None else wd.as_ms()
 
     def port_counters(self, port: Optional[int] = None) -> dict[int, Any]:
         status = self.device.port_status()
@@ -269,6 +285,8 @@ _CLI_ARGS: dict[str, tuple[tuple[str, Callable[[str], Any]], ...]] = {
     "set_line_rate": (("gbps", float), ("port", int)),
     "set_pfc": (("enabled", lambda s: s.lower() in ("on", "1", "true", "yes")), ("port", int)),
     "set_pfc_passthrough": (("enabled", lambda s: s.lower() in ("on", "1", "true", "yes")),),
+    "set_pfc_watchdog": (("detection_ms", float), ("restoration_ms", float), ("action", str)),
+    "pfc_watchdog": (),
     "port_counters": (("port", int),),
     "queue_stats": (("port", int),),
     "switch_stats": (),
@@ -286,7 +304,7 @@ def ctl_main(addr: str, command: str, words: Sequence[str]) -> int:
     if spec is None:
         print(f"unknown command {command!r}; known: {', '.join(_CLI_ARGS)}", file=sys.stderr)
         return 2
-    needed = 1 if spec and command not in ("port_counters", "queue_stats") else 0
+    needed = 1 if spec and command not in ("port_counters", "queue_stats", "set_pfc_watchdog") else 0
     if not needed <= len(words) <= len(spec):
         usage = " ".join(f"[{n}]" if i >= needed else n.upper() for i, (n, _) in enumerate(spec))
         print(f"usage: {command} {usage}", file=sys.stderr)

@@ -358,6 +358,7 @@ class SwitchDevice:
         self._packet_in_cb = fastpath_packet_in(self)
         lib.dp_set_packet_in(dp, self._packet_in_cb)
         self._python_tm, self.tm = self.tm, NativeTM(dp, self.priority_queues)
+        self.tm.set_pfc_watchdog(self._python_tm.pfc_watchdog())
         for port in self.ports.values():
             self._dp_add_port(port)
         self._attach_pipe()

@@ -30,6 +30,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from p4sim.native.build import build
 from p4sim.native.build import C_DIR as NATIVE_C_DIR
+from p4sim.switchd.pfc import PfcWatchdog
 from p4sim.switchd.tm import MAX_PRIORITY_QUEUES, _check_depth, _check_line_rate, _check_rate
 from p4sim.v1model.switch import QueueMeta
 
@@ -37,6 +38,8 @@ log = logging.getLogger("p4sim.switchd.fastpath")
 _vp = ctypes.c_void_p
 _i64 = ctypes.c_int64
 _PACKET_IN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, _i64)
+#: dp_set_clock's callback: the data plane's clock in µs (tests drive the queues with it)
+DP_CLOCK = ctypes.CFUNCTYPE(_i64)
 _RUN_INGRESS = ctypes.CFUNCTYPE(ctypes.c_int, _vp, _i64, _vp, _i64)
 _RUN_EGRESS = ctypes.CFUNCTYPE(ctypes.c_int, _vp, _vp, ctypes.c_int, _i64, _i64, _i64)
 _WORK = ctypes.CFUNCTYPE(_vp, _vp, ctypes.c_int)
@@ -78,11 +81,15 @@ def dataplane_lib() -> ctypes.CDLL:
                                ("dp_set_line_rate", [_vp, d, ctypes.c_int]), ("dp_set_pfc", [_vp, ctypes.c_int, ctypes.c_int]),
                                ("dp_pfc_enabled", [_vp, ctypes.c_int]), ("dp_set_passthrough", [_vp, ctypes.c_int]),
                                ("dp_pause", [_vp, ctypes.c_int, ip]), ("dp_ports", [_vp, ip, ctypes.c_int]),
+                               ("dp_set_pfc_watchdog", [_vp, d, d, ctypes.c_int]),
+                               ("dp_set_clock", [_vp, DP_CLOCK]), ("dp_tm_enqueue", [_vp, ctypes.c_int, ctypes.c_int]),
+                               ("dp_tm_poll", [_vp, ctypes.POINTER(_i64)]),
                                ("dp_queue_stats", [_vp, ctypes.c_int, ctypes.POINTER(d)]),
                                ("dp_port_counters", [_vp, ctypes.c_int, ctypes.POINTER(_i64)]),
                                ("dp_switch_stats", [_vp, ctypes.POINTER(_i64)]), ("dp_now_us", [_vp]), ("dp_free", [_vp])):
                 getattr(lib, name).argtypes = args
             lib.dp_set_pipe.restype = _i64
+            lib.dp_tm_enqueue.restype = _i64
             lib.dp_now_us.restype = _i64
             _LIB = lib
         return _LIB
@@ -134,6 +141,7 @@ class NativeTM:
         self._dp = dp
         self.priority_queues = priority_queues
         self._lib = dataplane_lib()
+        self._watchdog: Optional[PfcWatchdog] = None
 
     def _prio(self, priority: Optional[int]) -> int:
         if priority is not None and not 0 <= priority < self.priority_queues:
@@ -161,6 +169,17 @@ class NativeTM:
     def pfc_enabled(self, port: int) -> bool:
         return bool(self._lib.dp_pfc_enabled(self._dp, port))
 
+    def set_pfc_watchdog(self, watchdog: Optional[PfcWatchdog]) -> None:
+        self._watchdog = watchdog
+        if watchdog is None:
+            self._lib.dp_set_pfc_watchdog(self._dp, 0.0, 0.0, 0)
+        else:
+            self._lib.dp_set_pfc_watchdog(self._dp, watchdog.detection_us, watchdog.restoration_us,
+                                          int(watchdog.action == "drop"))
+
+    def pfc_watchdog(self) -> Optional[PfcWatchdog]:
+        return self._watchdog
+
     def pause(self, port: int, pauses: dict[int, int]) -> bool:
         q = (ctypes.c_int * 8)(*([-1] * 8))
         for prio, quanta in pauses.items():
@@ -175,16 +194,18 @@ class NativeTM:
         else:
             ports = [port]
         out: dict[int, dict[str, Any]] = {}
-        st = (ctypes.c_double * (3 + 9 * MAX_PRIORITY_QUEUES))()
+        st = (ctypes.c_double * (3 + 13 * MAX_PRIORITY_QUEUES))()
         for no in ports:
             n = self._lib.dp_queue_stats(self._dp, no, st)
             queues = []
             for i in range(n):
-                o = st[3 + 9 * i: 12 + 9 * i]
+                o = st[3 + 13 * i: 16 + 13 * i]
                 queues.append({"depth": int(o[0]), "depth_pkts": int(o[1]), "rate_pps": float(o[2]),
-                               "paused": bool(o[3]), "enqueued": int(o[4]), "dequeued": int(o[5]),
+                               "paused": bool(o[3]), "pfcwd_storm": bool(o[9]),
+                               "enqueued": int(o[4]), "dequeued": int(o[5]),
                                "dropped": int(o[6]), "paused_us": round(float(o[7]), 3),
-                               "pause_frames": int(o[8])})
+                               "pause_frames": int(o[8]), "pfcwd_storms": int(o[10]),
+                               "pfcwd_restored": int(o[11]), "pfcwd_dropped": int(o[12])})
             out[no] = {"line_rate_gbps": float(st[0]), "pfc_enabled": bool(st[1]), "depth": int(st[2]),
                        "queues": queues}
         return out

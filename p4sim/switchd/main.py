@@ -6,6 +6,7 @@
         [--device-id N] [--log-console] [--log-level trace|debug|info|warn|error|off]
         [--log-file FILE] [--pcap [DIR]] [--thrift-port N (ignored)] [--queue-depth PKTS]
         [--queue-rate PPS] [--line-rate-gbps G] [--no-pfc] [--pfc-passthrough]
+        [--pfc-watchdog DETECTION_MS[:RESTORATION_MS[:drop|forward]]]
         [--ingress-buffer PKTS]
         [--control-socket PATH | --control-port N] [--request-log FILE] [--no-grpc]
         [--p4rt-policy FILE] [--p4rt-max-streams N] [--p4rt-max-streams-per-client N]
@@ -29,7 +30,9 @@ a warning.
 p4sim additions: ``--queue-depth`` / ``--queue-rate`` (every egress queue, as BMv2's
 runtime ``set_queue_depth`` / ``set_queue_rate``), ``--line-rate-gbps`` (PFC quanta to
 time, default 10), ``--no-pfc`` (ignore PFC frames), ``--pfc-passthrough`` (PFC frames also
-reach the P4 parser; by default the MAC consumes them), ``--ingress-buffer`` (frames
+reach the P4 parser; by default the MAC consumes them), ``--pfc-watchdog`` (SONiC's pfcwd in
+the traffic manager: :class:`p4sim.switchd.pfc.PfcWatchdog`; restoration 2 × detection and
+action ``drop`` when not given; off by default), ``--ingress-buffer`` (frames
 between the ports and the pipeline, default 1024: BMv2's input buffer, whose capacity
 BMv2 fixes in its source), ``--control-socket PATH`` / ``--control-port N`` (the control
 API of :mod:`p4sim.switchd.control`: by default a Unix socket only the switch's own user
@@ -80,6 +83,7 @@ from p4sim.p4runtime.tls import ServerTls, ServerTlsOptions, TlsConfigError
 from p4sim.switchd.control import ControlServer, default_socket_path
 from p4sim.switchd.device import INGRESS_BUFFER_PKTS, SwitchDevice
 from p4sim.switchd.pcap import PortCapture
+from p4sim.switchd.pfc import PfcWatchdog
 from p4sim.switchd.ports import RawSocketPort
 
 DEFAULT_GRPC_ADDR = "0.0.0.0:9559"
@@ -121,6 +125,11 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--no-pfc", action="store_true", help="ignore received PFC frames")
     ap.add_argument("--pfc-passthrough", action="store_true",
                     help="PFC frames also go to the P4 parser (default: the MAC consumes them)")
+    ap.add_argument("--pfc-watchdog", default=None, metavar="DETECTION_MS[:RESTORATION_MS[:ACTION]]",
+                    help="PFC watchdog (SONiC's pfcwd): a queue paused DETECTION_MS (100-5000) "
+                         "with packets waiting is in a storm: PFC ignored on it (forward) and its "
+                         "packets dropped (drop, default) until RESTORATION_MS (100-60000, default "
+                         "2x detection) pass without a PAUSE frame")
     ap.add_argument("--ingress-buffer", type=int, default=INGRESS_BUFFER_PKTS, metavar="PKTS",
                     help="frames waiting between the ports and the pipeline (default 1024, "
                          "BMv2's input buffer; a full buffer stops the ports reading and the "
@@ -200,6 +209,25 @@ class CommandLineError(SystemExit):
         self.message = message
 
 
+def _watchdog_arg(spec: Optional[str]) -> Optional[PfcWatchdog]:
+    """``--pfc-watchdog DETECTION_MS[:RESTORATION_MS[:ACTION]]`` → settings (None: off).
+
+    >>> _watchdog_arg("200:200:forward")
+    PfcWatchdog(detection_us=200000.0, restoration_us=200000.0, action='forward')
+    """
+    if spec is None:
+        return None
+    parts = spec.split(":")
+    try:
+        if not 1 <= len(parts) <= 3:
+            raise ValueError("give DETECTION_MS[:RESTORATION_MS[:ACTION]]")
+        detection = float(parts[0])
+        restoration = float(parts[1]) if len(parts) > 1 and parts[1] else None
+        return PfcWatchdog.from_ms(detection, restoration, *parts[2:3])
+    except ValueError as exc:
+        raise SystemExit(f"python -m p4sim switch: --pfc-watchdog {spec}: {exc}") from None
+
+
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """Both halves of the command line (before and after ``--``)."""
     argv = list(argv)
@@ -230,6 +258,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     if args.ingress_buffer < 1:
         raise SystemExit(f"python -m p4sim switch: --ingress-buffer {args.ingress_buffer}: "
                          "give a positive number of frames")
+    args.pfc_watchdog = _watchdog_arg(args.pfc_watchdog)
     if args.pcap is not None and not os.path.isdir(args.pcap):
         raise CommandLineError(f"Directory '{args.pcap}' specified with '--pcap' does not "
                                "exist. (as on BMv2: create it first)")
@@ -381,6 +410,7 @@ def main(argv: Sequence[str]) -> int:
                           line_rate_gbps=args.line_rate_gbps, pfc_enabled=not args.no_pfc,
                           pfc_passthrough=args.pfc_passthrough, trace=trace,
                           ingress_buffer_pkts=args.ingress_buffer, engine=args.engine)
+    device.tm.set_pfc_watchdog(args.pfc_watchdog)
     try:
         device.set_program(program)
     except NativeUnsupported as err:        # --engine native and a program that cannot

@@ -13,8 +13,16 @@ IEEE 802.1Qbb PFC at the port MAC.
   priorities of one port for ``quanta`` × 512 bit times at the port's line rate
   (``line_rate_gbps``, default 10); 0 quanta resumes. A paused queue keeps its packets
   (it still tail-drops when full). A new pause frame restarts the timer from now.
-* Counters per port and priority: enqueued, dequeued, dropped, paused time (µs) and
-  pause frames received.
+* PFC watchdog (:meth:`TrafficManager.set_pfc_watchdog`, off by default; SONiC's pfcwd,
+  :class:`~p4sim.switchd.pfc.PfcWatchdog`): a queue paused for the detection time while it
+  holds packets is in a storm: its pause ends and PAUSE frames for it are counted but
+  ignored; ``drop`` also discards its packets, queued and arriving. No PAUSE frame (non-zero
+  time) for that priority for the restoration time, counted from the storm's start or the
+  last such frame, restores it. Checked whenever the queue is looked at (the scheduler wakes
+  at the detection time of a paused queue that holds packets), with the restore dated at
+  the time it fell due, so the result does not depend on when anyone polls.
+* Counters per port and priority: enqueued, dequeued, dropped, paused time (µs), pause
+  frames received, and the watchdog's storms detected / restored and packets it dropped.
 
 Times are microseconds of ``clock_us`` (the switch clock, shared with the pipeline's
 timestamps). :meth:`TrafficManager.poll` is the non-blocking scheduler step (tests drive
@@ -43,7 +51,7 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, NamedTuple, Optional
 
-from p4sim.switchd.pfc import quanta_to_us
+from p4sim.switchd.pfc import PfcWatchdog, quanta_to_us
 
 DEFAULT_DEPTH_PKTS = 64
 DEFAULT_LINE_RATE_GBPS = 10.0
@@ -59,6 +67,9 @@ class QueueCounters:
     dropped: int = 0
     paused_us: float = 0.0
     pause_frames: int = 0
+    pfcwd_storms: int = 0
+    pfcwd_restored: int = 0
+    pfcwd_dropped: int = 0
 
 
 class Dequeued(NamedTuple):
@@ -92,6 +103,8 @@ class _Queue:
     paused: bool = False
     pause_start_us: float = 0.0
     paused_until_us: float = 0.0
+    storm: bool = False                       # the PFC watchdog found a storm (PFC ignored)
+    quiet_from_us: float = 0.0                # storm: since when no PAUSE frame came
     counters: QueueCounters = field(default_factory=QueueCounters)
 
     def settle(self, now: float) -> None:
@@ -142,6 +155,7 @@ class TrafficManager:
         self._cond = cond if cond is not None else threading.Condition()
         self._closed = False
         self._queued = 0                      # packets in all queues (poll shortcut)
+        self._watchdog: Optional[PfcWatchdog] = None
 
     # ------------------------------------------------------------------ queues
     def _port(self, port: int) -> _Port:
@@ -169,6 +183,11 @@ class TrafficManager:
                 p.queues[0].counters.dropped += 1
                 return None
             q = p.queues[priority]
+            if q.storm:
+                self._watch(q, p, now)
+                if q.storm and self._watchdog is not None and self._watchdog.action == "drop":
+                    q.counters.pfcwd_dropped += 1
+                    return None
             if len(q.entries) >= q.depth_pkts:
                 q.counters.dropped += 1
                 return None
@@ -221,6 +240,7 @@ class TrafficManager:
         """Choose the packet to send at ``now``; also the next time something changes."""
         best: Optional[tuple[_Entry, int, int, _Port]] = None
         wake: Optional[float] = None
+        wd = self._watchdog
         for port_no, p in self._ports.items():
             if not p.count:
                 continue
@@ -230,8 +250,15 @@ class TrafficManager:
                     continue
                 if q.paused:
                     q.settle(now)
+                if q.paused and wd is not None:
+                    self._watch(q, p, now)
+                    if not q.entries:
+                        continue
                 if q.paused:
-                    wake = q.paused_until_us if wake is None else min(wake, q.paused_until_us)
+                    until = q.paused_until_us
+                    if wd is not None:                    # the watchdog looks again then
+                        until = min(until, q.pause_start_us + wd.detection_us)
+                    wake = until if wake is None else min(wake, until)
                     continue
                 head = q.entries[0]
                 if head.depart_us <= now:
@@ -329,7 +356,50 @@ class TrafficManager:
             p = self._ports.get(port)
             return self._default_pfc if p is None else p.pfc_enabled
 
+    def set_pfc_watchdog(self, watchdog: Optional[PfcWatchdog]) -> None:
+        """Run the PFC watchdog with these settings on every queue (None: stop it; queues
+        in a storm are restored, counted)."""
+        with self._cond:
+            if watchdog is None:
+                for p in self._ports.values():
+                    for q in p.queues:
+                        if q.storm:
+                            q.storm = False
+                            q.counters.pfcwd_restored += 1
+            self._watchdog = watchdog
+            self._cond.notify_all()
+
+    def pfc_watchdog(self) -> Optional[PfcWatchdog]:
+        """The watchdog's settings (None: off)."""
+        return self._watchdog
+
     # ------------------------------------------------------------------ PFC
+    def _watch(self, q: _Queue, p: _Port, now: float) -> None:
+        """The watchdog's step for one queue at ``now`` (lock held): restore a storm that
+        has had no PAUSE for the restoration time, or find one (paused for the detection
+        time with packets waiting) and apply the action."""
+        wd = self._watchdog
+        if wd is None:
+            return
+        if q.storm:
+            if now - q.quiet_from_us >= wd.restoration_us:
+                q.storm = False
+                q.counters.pfcwd_restored += 1
+            return
+        q.settle(now)
+        if q.paused and q.entries and now - q.pause_start_us >= wd.detection_us:
+            q.storm = True
+            q.quiet_from_us = now
+            q.counters.pfcwd_storms += 1
+            self._resume(q, now)
+            if wd.action == "drop":
+                n = len(q.entries)
+                q.entries.clear()
+                p.count -= n
+                self._queued -= n
+                q.counters.pfcwd_dropped += n
+            self._cond.notify_all()
+
     @staticmethod
     def _resume(q: _Queue, now: float) -> None:
         q.settle(now)
@@ -351,6 +421,11 @@ class TrafficManager:
                     continue
                 q = p.queues[prio]
                 q.counters.pause_frames += 1
+                self._watch(q, p, now)
+                if q.storm:                           # the watchdog ignores PFC on it
+                    if quanta:
+                        q.quiet_from_us = now
+                    continue
                 if quanta == 0:
                     self._resume(q, now)
                     continue
@@ -368,13 +443,16 @@ class TrafficManager:
             if p is None:
                 return False
             q = p.queues[priority]
-            q.settle(self.clock_us())
+            now = self.clock_us()
+            self._watch(q, p, now)
+            q.settle(now)
             return q.paused
 
     # ------------------------------------------------------------------ stats
     def queue_stats(self, port: Optional[int] = None) -> dict[int, dict[str, Any]]:
         """``{port: {"line_rate_gbps", "pfc_enabled", "depth", "queues": [per priority
-        {"depth", "depth_pkts", "rate_pps", "paused", counters…}]}}`` for one or all ports."""
+        {"depth", "depth_pkts", "rate_pps", "paused", "pfcwd_storm", counters…}]}}`` for one
+        or all ports."""
         now = float(self.clock_us())
         with self._cond:
             ports = self._ports if port is None else {port: self._port(port)}
@@ -382,11 +460,13 @@ class TrafficManager:
             for no, p in sorted(ports.items()):
                 queues = []
                 for q in p.queues:
+                    self._watch(q, p, now)
                     q.settle(now)
                     c = asdict(q.counters)
                     c["paused_us"] = round(q.paused_us(now), 3)
                     queues.append({"depth": len(q.entries), "depth_pkts": q.depth_pkts,
-                                   "rate_pps": q.rate_pps, "paused": q.paused, **c})
+                                   "rate_pps": q.rate_pps, "paused": q.paused,
+                                   "pfcwd_storm": q.storm, **c})
                 out[no] = {"line_rate_gbps": p.line_rate_gbps, "pfc_enabled": p.pfc_enabled,
                            "depth": p.depth(), "queues": queues}
             return out

@@ -35,6 +35,12 @@ class FakeCtl:
     def register_reset(self, reg: str) -> None:
         self.log.append(("reset", self.name, reg))
 
+    def pfc_watchdog(self) -> Optional[dict[str, Any]]:
+        return {"detection_ms": 200.0, "restoration_ms": 200.0, "action": "forward"}
+
+    def set_pfc_watchdog(self, settings: Optional[dict[str, Any]]) -> None:
+        self.log.append(("pfcwd", self.name, settings))
+
     def close(self) -> None:
         pass
 
@@ -117,6 +123,10 @@ def test_runs_static_then_dynamic_lone_then_incast_and_sets_everything_back(
     assert ("rate", "b1r0l0", 125, s["link"].port) in ctl
     lines = [c[2] for c in ctl if c[0] == "line"]
     assert lines == [0.1] * 6 + [10.0] * 6                          # every switch, set back
+    wds = [c[2] for c in ctl if c[0] == "pfcwd"]                     # PFC watchdogs off, then back
+    assert wds == [None] * 6 + [FakeCtl(ctl, "").pfc_watchdog()] * 6
+    first_line = next(i for i, c in enumerate(ctl) if c[0] == "line")
+    assert all(c[0] != "pfcwd" or c[2] is None for c in ctl[:first_line])
     resets = [c for c in ctl if c[0] == "reset"]
     assert len(resets) == 5 * 6 * 5                                 # 4 runs + the way out
     # each run's figures come from its own window of the series

@@ -10,7 +10,10 @@ b0s1 (another leaf) sends it 1,000 datagrams a second in the RoCE data class
 towards it fills, the limit drops what does not fit (counted in
 ``FabricIngress.admission.drops``, which the monitor exports as
 ``astral_switch_port_queue_limit_drops_total``), and once the counts settle the leaf's uplink PFC cells
-are back at 0 packets, not paused. Then the limit is taken off (the default action back
+are back at 0 packets, not paused; the leaf's PFC watchdog (``testbed.net.PFC_WATCHDOG``,
+200 ms, ``forward``) found its queue towards the attacker in a storm, sent its packets on
+despite the PAUSE frames and restored it once they stopped (its counters in p4sim's
+``queue_stats``; before the watchdog the queue stayed paused). Then the limit is taken off (the default action back
 to ``NoAction``: the switch as before) and the storm repeated: the target's queue
 tail-drops what the program had counted and the uplink cells stay behind (before the
 limit, 735 and 1,224 packets, ``paused`` stuck at 1), which is what makes the test able
@@ -27,7 +30,7 @@ from controller.p4rt import update
 from monitor.switch_exporter import SwitchReader, targets_from_record
 from testbed.attacks import PAUSE_SENDER, SPOOF_ATTACKER, live_fabric_attacks
 from testbed.control import open_control
-from testbed.pfcstorm import OCCUPANCY, PAUSED, pause_storm
+from testbed.pfcstorm import DATA_PRIORITY, OCCUPANCY, PAUSED, pause_storm
 from testbed.pki import FabricPki
 from testbed.spoof import host_shells
 from testbed.traffic import LiveTestbed
@@ -61,12 +64,19 @@ def test_a_hosts_pause_storm_leaves_no_count_behind_in_its_leaf(tb: LiveTestbed)
     finally:
         reader.close()
 
-    # without the limit (the switch as before): the target's tail drops leave the counts
+    # the leaf's PFC watchdog: a storm found on the queue towards the attacker (PAUSE
+    # ignored, its packets sent on, none dropped), restored after the PAUSE frames stopped
     (limit,) = [e for e in tb.programmer.plans[leaf].entries if e.table == T_ADMISSION]
-    conn.write([update(conn.table_entry(T_ADMISSION, {}, "NoAction", {}, is_default=True),
-                       "MODIFY")])
     ctl = open_control(tb.state.target, tb.state.switches[leaf], leaf)
     try:
+        q = ctl.queue_stats(port)[port]["queues"][DATA_PRIORITY]
+        assert q["pfcwd_storms"] >= 1 and q["pfcwd_restored"] == q["pfcwd_storms"], q
+        assert not q["pfcwd_storm"] and not q["paused"] and q["pfcwd_dropped"] == 0, q
+        assert q["depth"] == 0 and q["dequeued"] > 0, q
+
+        # without the limit (the switch as before): the target's tail drops leave the counts
+        conn.write([update(conn.table_entry(T_ADMISSION, {}, "NoAction", {}, is_default=True),
+                           "MODIFY")])
         storm = pause_storm(shells, tb.fabric, tb.state, SPOOF_ATTACKER, PAUSE_SENDER)
         assert storm.settled and storm.leaked(), str(storm)
     finally:

@@ -20,7 +20,10 @@
  * The traffic manager is tm.py's: per port x priority FIFO, strict priority, tail drop at
  * depth, departure time max(now, last + 1/rate) fixed at enqueue, enq_qdepth = packets of
  * the port before the push, deq_qdepth after the pop, PFC pause per priority for quanta x
- * 512 bit times at the port's line rate (0 resumes; a paused queue keeps its packets).
+ * 512 bit times at the port's line rate (0 resumes; a paused queue keeps its packets),
+ * and tm.py's PFC watchdog (wd_watch: a queue paused for the detection time with packets
+ * waiting is in a storm, PFC ignored on it and, action drop, its packets discarded; no
+ * PAUSE for the restoration time restores it; pfc.PfcWatchdog has the settings).
  * The pipeline is reached through function pointers (dp_pipe): the program's native code,
  * or Python callbacks for a program that runs on the Python engine.
  */
@@ -101,6 +104,8 @@ typedef struct dpq {
     int64_t depth_pkts; double rate_pps; double last_depart;
     int paused; double pause_start, paused_until;
     int64_t enqueued, dequeued, dropped, pause_frames; double paused_us;
+    int wd_storm; double wd_quiet_from;   /* PFC watchdog: in a storm, since when no PAUSE came */
+    int64_t wd_storms, wd_restored, wd_dropped;
 } dpq;
 typedef struct dpport {
     int exists; int64_t count; double line_rate_gbps; int pfc_enabled;
@@ -146,6 +151,7 @@ typedef struct dp {
     int64_t clock_start_ns; dp_clock_fn clock_cb;
     int prio_queues; int64_t def_depth; double def_rate; double def_line; int def_pfc; int passthrough;
     int64_t cpu_port;
+    double wd_detect_us, wd_restore_us; int wd_drop;   /* PFC watchdog (detect 0: off) */
     dpport *ports[MAXPORT]; int port_order[MAXPORT]; int nport_order;
     int64_t queued; uint64_t seq;
     /* ingress buffer */
@@ -207,6 +213,32 @@ static void q_resume(dpq *q, double now)
     if (q->paused) { double x = now - q->pause_start; q->paused_us += x > 0 ? x : 0; q->paused = 0; }
 }
 
+static void wake_worker(dp *d);
+
+/* tm._watch: the PFC watchdog's step for one queue at now (mu held) */
+static void wd_watch(dp *d, dpport *p, dpq *q, double now)
+{
+    if (d->wd_detect_us <= 0) return;
+    if (q->wd_storm) {
+        if (now - q->wd_quiet_from >= d->wd_restore_us) { q->wd_storm = 0; q->wd_restored++; }
+        return;
+    }
+    q_settle(q, now);
+    if (!(q->paused && q->n && now - q->pause_start >= d->wd_detect_us)) return;
+    q->wd_storm = 1; q->wd_quiet_from = now; q->wd_storms++;
+    q_resume(q, now);
+    if (d->wd_drop) {
+        qent *e = q->head;
+        while (e) {
+            qent *nx = e->next;
+            if (d->has_pipe) d->pipe.item_free(d->pipe.sw, e->item);
+            e->next = d->qfree; d->qfree = e; e = nx;
+        }
+        q->head = q->tail = NULL;
+        p->count -= q->n; d->queued -= q->n; q->wd_dropped += q->n; q->n = 0;
+    }
+}
+
 /* tm.enqueue: returns enq_qdepth, -1 when dropped (called with mu held) */
 static int64_t tm_enqueue(dp *d, int64_t port, int64_t prio, void *item, int64_t now)
 {
@@ -214,6 +246,10 @@ static int64_t tm_enqueue(dp *d, int64_t port, int64_t prio, void *item, int64_t
     if (!p) return -1;
     if (prio < 0 || prio >= d->prio_queues) { p->q[0].dropped++; return -1; }
     dpq *q = &p->q[prio];
+    if (q->wd_storm) {
+        wd_watch(d, p, q, (double)now);
+        if (q->wd_storm && d->wd_detect_us > 0 && d->wd_drop) { q->wd_dropped++; return -1; }
+    }
     if (q->n >= q->depth_pkts) { q->dropped++; return -1; }
     double depart = (double)now;
     if (q->rate_pps > 0) { double t = q->last_depart + 1e6 / q->rate_pps; if (t > depart) depart = t; }
@@ -244,7 +280,13 @@ static int tm_pick(dp *d, double now, deq *out, double *wake)
             dpq *q = &p->q[prio];
             if (!q->n) continue;
             if (q->paused) q_settle(q, now);
-            if (q->paused) { if (*wake < 0 || q->paused_until < *wake) *wake = q->paused_until; continue; }
+            if (q->paused && d->wd_detect_us > 0) { wd_watch(d, p, q, now); if (!q->n) continue; }
+            if (q->paused) {
+                double until = q->paused_until;   /* the watchdog looks again at the detection time */
+                if (d->wd_detect_us > 0 && q->pause_start + d->wd_detect_us < until) until = q->pause_start + d->wd_detect_us;
+                if (*wake < 0 || until < *wake) *wake = until;
+                continue;
+            }
             qent *h = q->head;
             if (h->depart <= now) {
                 if (!best || h->depart < best->depart || (h->depart == best->depart && h->seq < best->seq)) { best = h; bport = no; bprio = prio; }
@@ -284,8 +326,6 @@ static int64_t tm_flush(dp *d)
     return n;
 }
 
-static void wake_worker(dp *d);
-
 /* a received PFC frame (pfc.parse_pfc + SwitchDevice._pfc_consumed); 1 when consumed */
 static int mac_pfc(dp *d, int64_t port, const uint8_t *f, int64_t len)
 {
@@ -304,6 +344,8 @@ static int mac_pfc(dp *d, int64_t port, const uint8_t *f, int64_t len)
         if (prio >= d->prio_queues) continue;
         dpq *q = &p->q[prio];
         q->pause_frames++;
+        wd_watch(d, p, q, now);
+        if (q->wd_storm) { if (quanta) q->wd_quiet_from = now; continue; }   /* the watchdog ignores PFC on it */
         if (quanta == 0) { q_resume(q, now); continue; }
         q_settle(q, now);
         if (!q->paused) { q->paused = 1; q->pause_start = now; }
@@ -1282,6 +1324,19 @@ DP_EXPORT void dp_set_pfc(dp *d, int enabled, int port)
     wake_worker(d);
     pthread_mutex_unlock(&d->mu);
 }
+/* tm.set_pfc_watchdog: detect_us 0 stops it (queues in a storm restored, counted) */
+DP_EXPORT void dp_set_pfc_watchdog(dp *d, double detect_us, double restore_us, int drop)
+{
+    pthread_mutex_lock(&d->mu);
+    if (detect_us <= 0)
+        for (int k = 0; k < d->nport_order; k++) {
+            dpport *p = d->ports[d->port_order[k]];
+            for (int i = 0; i < MAXPRIO; i++) if (p->q[i].wd_storm) { p->q[i].wd_storm = 0; p->q[i].wd_restored++; }
+        }
+    d->wd_detect_us = detect_us > 0 ? detect_us : 0; d->wd_restore_us = restore_us; d->wd_drop = drop;
+    wake_worker(d);
+    pthread_mutex_unlock(&d->mu);
+}
 DP_EXPORT int dp_pfc_enabled(dp *d, int port)
 {
     pthread_mutex_lock(&d->mu);
@@ -1309,6 +1364,26 @@ DP_EXPORT int dp_pause(dp *d, int port, const int *quanta)
     return ok;
 }
 
+/* the traffic manager alone, without the threads (tests, with dp_set_clock): tm.enqueue
+ * of an empty item (enq_qdepth, -1 dropped), and tm.poll_wake (1 when a packet left:
+ * out = port, priority; else out[2] = the wake time in us, -1 none) */
+DP_EXPORT int64_t dp_tm_enqueue(dp *d, int port, int prio)
+{
+    pthread_mutex_lock(&d->mu);
+    int64_t r = tm_enqueue(d, port, prio, NULL, dp_now(d));
+    pthread_mutex_unlock(&d->mu);
+    return r;
+}
+DP_EXPORT int dp_tm_poll(dp *d, int64_t *out)
+{
+    pthread_mutex_lock(&d->mu);
+    deq o; double wake;
+    int got = tm_pick(d, (double)dp_now(d), &o, &wake);
+    out[0] = got ? o.port : -1; out[1] = got ? o.prio : -1; out[2] = (int64_t)wake;
+    pthread_mutex_unlock(&d->mu);
+    return got;
+}
+
 /* queue_stats: ports with queues (out: numbers), then per port and priority */
 DP_EXPORT int dp_ports(dp *d, int *out, int cap)
 {
@@ -1318,8 +1393,9 @@ DP_EXPORT int dp_ports(dp *d, int *out, int cap)
     pthread_mutex_unlock(&d->mu);
     return n;
 }
-/* out: line_rate, pfc_enabled, depth(port) ; per prio (9 each): depth, depth_pkts, rate,
- * paused, enqueued, dequeued, dropped, paused_us, pause_frames */
+/* out: line_rate, pfc_enabled, depth(port) ; per prio (13 each): depth, depth_pkts, rate,
+ * paused, enqueued, dequeued, dropped, paused_us, pause_frames, pfcwd storm, storms,
+ * restored, dropped */
 DP_EXPORT int dp_queue_stats(dp *d, int port, double *out)
 {
     pthread_mutex_lock(&d->mu);
@@ -1328,13 +1404,15 @@ DP_EXPORT int dp_queue_stats(dp *d, int port, double *out)
     out[0] = p->line_rate_gbps; out[1] = p->pfc_enabled; out[2] = (double)p->count;
     for (int i = 0; i < d->prio_queues; i++) {
         dpq *q = &p->q[i];
+        wd_watch(d, p, q, now);
         q_settle(q, now);
         double extra = 0;
         if (q->paused) { double e = (now < q->paused_until ? now : q->paused_until) - q->pause_start; extra = e > 0 ? e : 0; }
-        double *o = out + 3 + 9 * i;
+        double *o = out + 3 + 13 * i;
         o[0] = (double)q->n; o[1] = (double)q->depth_pkts; o[2] = q->rate_pps; o[3] = q->paused;
         o[4] = (double)q->enqueued; o[5] = (double)q->dequeued; o[6] = (double)q->dropped; o[7] = q->paused_us + extra;
         o[8] = (double)q->pause_frames;
+        o[9] = q->wd_storm; o[10] = (double)q->wd_storms; o[11] = (double)q->wd_restored; o[12] = (double)q->wd_dropped;
     }
     pthread_mutex_unlock(&d->mu);
     return d->prio_queues;
