@@ -105,7 +105,14 @@ class _Queue:
     paused_until_us: float = 0.0
     storm: bool = False                       # the PFC watchdog found a storm (PFC ignored)
     quiet_from_us: float = 0.0                # storm: since when no PAUSE frame came
+    waiting_from_us: float = 0.0              # since when packets wait (the queue non-empty)
     counters: QueueCounters = field(default_factory=QueueCounters)
+
+    def stuck_from_us(self) -> float:
+        """Since when the queue has been paused with packets waiting (while paused nothing
+        leaves, so both have held since the later of the pause's start and the first
+        waiting packet's arrival): what the watchdog's detection time counts from."""
+        return max(self.pause_start_us, self.waiting_from_us)
 
     def settle(self, now: float) -> None:
         """End a pause whose time has run out, adding it to the paused time."""
@@ -196,6 +203,8 @@ class TrafficManager:
                 depart = max(depart, q.last_depart_us + 1e6 / q.rate_pps)
             q.last_depart_us = depart
             qdepth = p.count
+            if not q.entries:
+                q.waiting_from_us = now
             q.entries.append(_Entry(depart, next(self._seq), now, qdepth, item))
             p.count += 1
             self._queued += 1
@@ -257,7 +266,7 @@ class TrafficManager:
                 if q.paused:
                     until = q.paused_until_us
                     if wd is not None:                    # the watchdog looks again then
-                        until = min(until, q.pause_start_us + wd.detection_us)
+                        until = min(until, q.stuck_from_us() + wd.detection_us)
                     wake = until if wake is None else min(wake, until)
                     continue
                 head = q.entries[0]
@@ -387,7 +396,7 @@ class TrafficManager:
                 q.counters.pfcwd_restored += 1
             return
         q.settle(now)
-        if q.paused and q.entries and now - q.pause_start_us >= wd.detection_us:
+        if q.paused and q.entries and now - q.stuck_from_us() >= wd.detection_us:
             q.storm = True
             q.quiet_from_us = now
             q.counters.pfcwd_storms += 1

@@ -105,6 +105,7 @@ typedef struct dpq {
     int paused; double pause_start, paused_until;
     int64_t enqueued, dequeued, dropped, pause_frames; double paused_us;
     int wd_storm; double wd_quiet_from;   /* PFC watchdog: in a storm, since when no PAUSE came */
+    double wait_from;                     /* since when packets wait (the queue non-empty) */
     int64_t wd_storms, wd_restored, wd_dropped;
 } dpq;
 typedef struct dpport {
@@ -169,6 +170,7 @@ typedef struct dp {
     int wk_kicked;                        /* efd_wk written since the worker last woke */
     txb *tx_head, *tx_tail, *tx_free; int64_t tx_queued;   /* batches for the tx thread, frames in them */
     qent *qfree;                                          /* queue entries to reuse */
+    qent *wd_dead;      /* packets the watchdog dropped (drop), freed under pipe_mu: wd_reap */
     dp_pipe pipe; int has_pipe;
     dp_packet_in_fn packet_in;
     uint8_t **cpu_frames; int64_t *cpu_len; int ncpu, capcpu;
@@ -215,6 +217,13 @@ static void q_resume(dpq *q, double now)
 
 static void wake_worker(dp *d);
 
+/* tm._Queue.stuck_from_us: paused with packets waiting since the later of the pause's
+ * start and the first waiting packet's arrival (nothing leaves a paused queue) */
+static double q_stuck_from(const dpq *q)
+{
+    return q->pause_start > q->wait_from ? q->pause_start : q->wait_from;
+}
+
 /* tm._watch: the PFC watchdog's step for one queue at now (mu held) */
 static void wd_watch(dp *d, dpport *p, dpq *q, double now)
 {
@@ -224,16 +233,14 @@ static void wd_watch(dp *d, dpport *p, dpq *q, double now)
         return;
     }
     q_settle(q, now);
-    if (!(q->paused && q->n && now - q->pause_start >= d->wd_detect_us)) return;
+    if (!(q->paused && q->n && now - q_stuck_from(q) >= d->wd_detect_us)) return;
     q->wd_storm = 1; q->wd_quiet_from = now; q->wd_storms++;
     q_resume(q, now);
-    if (d->wd_drop) {
-        qent *e = q->head;
-        while (e) {
-            qent *nx = e->next;
-            if (d->has_pipe) d->pipe.item_free(d->pipe.sw, e->item);
-            e->next = d->qfree; d->qfree = e; e = nx;
-        }
+    if (d->wd_drop && q->head) {
+        /* not item_free here: the caller may hold only mu (an rx thread's PAUSE, the
+         * control thread's queue_stats) while a pass, under pipe_mu alone, takes items from
+         * the same free list; the entries wait on wd_dead for wd_reap (pipe_mu and mu held) */
+        q->tail->next = d->wd_dead; d->wd_dead = q->head;
         q->head = q->tail = NULL;
         p->count -= q->n; d->queued -= q->n; q->wd_dropped += q->n; q->n = 0;
     }
@@ -258,6 +265,7 @@ static int64_t tm_enqueue(dp *d, int64_t port, int64_t prio, void *item, int64_t
     if (e) d->qfree = e->next;
     else { e = (qent *)malloc(sizeof(qent)); if (!e) abort(); }
     e->item = item; e->depart = depart; e->seq = d->seq++; e->enq_ts = now; e->enq_qdepth = p->count; e->next = NULL;
+    if (!q->n) q->wait_from = (double)now;
     if (q->tail) q->tail->next = e; else q->head = e;
     q->tail = e; q->n++;
     p->count++; d->queued++; q->enqueued++;
@@ -283,7 +291,7 @@ static int tm_pick(dp *d, double now, deq *out, double *wake)
             if (q->paused && d->wd_detect_us > 0) { wd_watch(d, p, q, now); if (!q->n) continue; }
             if (q->paused) {
                 double until = q->paused_until;   /* the watchdog looks again at the detection time */
-                if (d->wd_detect_us > 0 && q->pause_start + d->wd_detect_us < until) until = q->pause_start + d->wd_detect_us;
+                if (d->wd_detect_us > 0 && q_stuck_from(q) + d->wd_detect_us < until) until = q_stuck_from(q) + d->wd_detect_us;
                 if (*wake < 0 || until < *wake) *wake = until;
                 continue;
             }
@@ -306,9 +314,23 @@ static int tm_pick(dp *d, double now, deq *out, double *wake)
     return 1;
 }
 
+/* the packets the watchdog dropped, their items freed (call with pipe_mu and mu held,
+ * or before the threads run / after they stopped) */
+static void wd_reap(dp *d)
+{
+    qent *e = d->wd_dead;
+    while (e) {
+        qent *nx = e->next;
+        if (d->has_pipe) d->pipe.item_free(d->pipe.sw, e->item);
+        e->next = d->qfree; d->qfree = e; e = nx;
+    }
+    d->wd_dead = NULL;
+}
+
 static int64_t tm_flush(dp *d)
 {
     int64_t n = 0;
+    wd_reap(d);
     for (int k = 0; k < d->nport_order; k++) {
         dpport *p = d->ports[d->port_order[k]];
         for (int i = 0; i < MAXPRIO; i++) {
@@ -743,6 +765,7 @@ static int wk_step(dp *d, wkst *s, double *wake, int try_only)
         stage_work(&pipe, ws, t);
     }
     pthread_mutex_lock(&d->mu);
+    wd_reap(d);
     d->st_no_program += no_program;
     for (int i = 0; i < ws->n; i++) {
         int64_t info[5];

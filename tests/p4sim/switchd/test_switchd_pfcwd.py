@@ -204,3 +204,26 @@ def test_switch_option_parses_and_names_the_bad_field() -> None:
     assert parse_args(["--no-p4"]).pfc_watchdog is None
     with pytest.raises(SystemExit, match="--pfc-watchdog 200:50: restoration_ms must be 100..60000"):
         parse_args(["--no-p4", "--pfc-watchdog", "200:50"])
+
+
+def test_detection_counts_from_the_first_waiting_packet_not_the_pause(engine: Any) -> None:
+    """A queue paused for longer than the detection time while empty is not in a storm when
+    a packet arrives: the packet must wait the detection time first (SONiC counts a queue
+    paused *with packets it cannot send*). The first version counted from the pause's start
+    and discarded the packet at once (review of this stop's merge)."""
+    eng, clk = engine
+    eng.tm.set_pfc_watchdog(PfcWatchdog.from_ms(200, 400, "drop"))
+    storm_until(eng, clk, 300_000)                 # paused 300 ms, nothing queued
+    assert eng.enqueue(PORT, PRIO) is not None     # arrives at 300 ms: waits, not dropped
+    q = queue(eng)
+    assert (q["paused"], q["pfcwd_storm"], q["pfcwd_storms"], q["depth"]) == (True, False, 0, 1)
+    # the scheduler looks again when the last PAUSE runs out (299 ms + 3.4 ms), not at the
+    # pause's start + 200 ms (the first version's 200 ms)
+    assert eng.wake_us() == pytest.approx(299_000 + 3_355, abs=1)
+    storm_until(eng, clk, 499_000)
+    assert eng.poll() is None
+    assert (queue(eng)["pfcwd_storms"], queue(eng)["depth"]) == (0, 1)
+    clk.now = 500_000
+    assert eng.poll() is None                      # 200 ms of waiting: the storm, dropped
+    q = queue(eng)
+    assert (q["pfcwd_storm"], q["pfcwd_storms"], q["pfcwd_dropped"], q["depth"]) == (True, 1, 1, 0)
