@@ -401,7 +401,7 @@ def run_incast(fabric: Any, programmer: Any, state: Any, save_state: Callable[[]
                 f"2^{dynamic.ecn[PRIORITY].table_params()['kmax_alpha_code'] - 6} of the free "
                 f"buffer. The egress queue holds {QUEUE_PKTS} packets. GOR off."]
     paced = False
-    watchdogs: dict[str, Optional[dict[str, Any]]] = {}
+    watchdogs: Optional[dict[str, Optional[dict[str, Any]]]] = None   # None: not read, not changed
     pfc_honoured = state.target in PFC_TARGETS
     reasons: list[str] = []
     poller = _poller(fabric, programmer, port_link, float(rate), opts.period_s, say)
@@ -453,9 +453,10 @@ def run_incast(fabric: Any, programmer: Any, state: Any, save_state: Callable[[]
 
 def _restore(programmer: Any, original: Optional[DynamicThresholds], sw: _Switches,
              paced: bool, state: Any, leaf: str, port: int, rate: int,
-             watchdogs: Mapping[str, Optional[Mapping[str, Any]]]) -> list[str]:
-    """The testbed as it was: its threshold mode, counts, line rates, PFC watchdogs, the
-    port's rate."""
+             watchdogs: Optional[Mapping[str, Optional[Mapping[str, Any]]]]) -> list[str]:
+    """The testbed as it was: its threshold mode, counts, line rates, PFC watchdogs (when
+    they were read: None leaves them as they are, so a failed read never turns every
+    switch's watchdog off), the port's rate."""
     out: list[str] = []
     try:
         programmer.apply_thresholds(original)
@@ -467,10 +468,11 @@ def _restore(programmer: Any, original: Optional[DynamicThresholds], sw: _Switch
             sw.line_rate(P4SIM_LINE_RATE_GBPS)
         except ControlError as exc:
             out.append(f"line rates not set back: {exc}")
-        try:
-            sw.set_watchdogs(watchdogs)
-        except ControlError as exc:
-            out.append(f"PFC watchdogs not set back: {exc}")
+        if watchdogs is not None:
+            try:
+                sw.set_watchdogs(watchdogs)
+            except ControlError as exc:
+                out.append(f"PFC watchdogs not set back: {exc}")
     clear_rates(state, {(leaf, port): float(rate)})
     return out
 

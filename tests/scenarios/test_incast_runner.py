@@ -18,6 +18,7 @@ from controller.fabric.qos import PfcConfig
 from controller.fabric_setup import FabricProgrammer
 from scenarios.common import ScenarioOptions
 from scenarios.telemetry import LinkSample, TelemetrySeries
+from testbed.control import ControlError
 from testbed.traffic.run import FlowResult
 from topo.model import build_fabric
 
@@ -161,3 +162,22 @@ def test_no_pfc_on_the_testbed_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_p
                             ScenarioOptions(seed=7, runs_root=tmp_path), say=lambda _: None)
     assert res.status == 1 and "without PFC" in res.errors[0] and s["runs"] == []
     assert isinstance(PfcConfig().xoff_pkts, int)
+
+
+def test_a_watchdog_read_that_fails_changes_no_watchdog(monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path) -> None:
+    """One switch refuses the watchdog read: the run fails and no switch's watchdog is set,
+    neither off nor "back" (the first version set back an empty reading: every switch's
+    watchdog off, silently; review of this stop's merge)."""
+    s = _setup(monkeypatch)
+
+    def refuse(self: FakeCtl) -> Optional[dict[str, Any]]:
+        if self.name == "s1":
+            raise ControlError("s1: control socket refused")
+        return {"detection_ms": 200.0, "restoration_ms": 200.0, "action": "forward"}
+    monkeypatch.setattr(FakeCtl, "pfc_watchdog", refuse)
+    res = incast.run_incast(s["fab"], s["prog"], s["state"], lambda: None,
+                            ScenarioOptions(seed=7, duration_s=2.0, runs_root=tmp_path),
+                            say=lambda _: None)
+    assert res.status != 0
+    assert [c for c in s["ctl"] if c[0] == "pfcwd"] == []
