@@ -97,10 +97,11 @@ switches' CA) held every thread, and every agent's registration and move report 
 until its deadline (sec-red2-s49). Now a call waits at most :data:`REQUEST_RECEIVE_S` for
 its request, and one party holds at most :data:`MAX_CALLS_PER_PARTY` threads."""
 MAX_CALLS_PER_PARTY = 4
-"""Registry calls one party (a certificate's name) may have in progress; the next is
-refused ``RESOURCE_EXHAUSTED`` before its request is read. A host runs one agent per
-sender process, each registering once a second and reporting a move now and then: a
-call takes milliseconds, so 4 at once is already a burst."""
+"""Registry calls one party (a certificate's name) may have waiting for their request;
+the next is refused ``RESOURCE_EXHAUSTED`` before its request is read. A client sends its
+request with the call's headers, so a legitimate call waits microseconds; once the
+request came the call no longer counts (serving it takes milliseconds, and a host's
+agents, one certificate, may report several moves of one GOR round at once)."""
 REQUEST_RECEIVE_S = REQUEST_WAIT_S
 """The longest a registry call waits for its request once it holds a thread
 (:data:`astral_proto.net.REQUEST_WAIT_S`, 2 s); later it is cancelled (the caller sees
@@ -249,7 +250,7 @@ class FlowRegistry:
         """Registrations refused by the per-host rate bound (:data:`REGISTER_BYTES_PER_S`)."""
         self.max_calls_per_party = MAX_CALLS_PER_PARTY
         self.request_receive_s = REQUEST_RECEIVE_S
-        self._calls: collections.Counter[str] = collections.Counter()   # party → calls in progress
+        self._calls: collections.Counter[str] = collections.Counter()   # party → calls waiting for their request
         self.calls_refused = 0
         """Calls refused because their party had :data:`MAX_CALLS_PER_PARTY` in progress."""
         self.requests_timed_out = 0
@@ -312,7 +313,7 @@ class FlowRegistry:
         >>> reg.enter_call("b0s0")
         Traceback (most recent call last):
         ...
-        controller.registry.RegistryError: b0s0 has 4 registry calls in progress, at most 4 (MAX_CALLS_PER_PARTY): refused unread
+        controller.registry.RegistryError: b0s0 has 4 registry calls waiting for their request, at most 4 (MAX_CALLS_PER_PARTY): refused unread
         >>> reg.leave_call("b0s0"); reg.enter_call("b0s0"); reg.calls_refused
         1
         """
@@ -324,10 +325,10 @@ class FlowRegistry:
             self.calls_refused += 1
             refused = self.calls_refused
         if refused & (refused - 1) == 0:                   # 1, 2, 4, ...
-            log.warning("registry: %s has %d calls in progress (at most %d): refused (%d so far)",
+            log.warning("registry: %s has %d calls waiting for their request (at most %d): refused (%d so far)",
                         party, held, self.max_calls_per_party, refused)
         raise RegistryError(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                            f"{party} has {held} registry calls in progress, at most "
+                            f"{party} has {held} registry calls waiting for their request, at most "
                             f"{self.max_calls_per_party} (MAX_CALLS_PER_PARTY): refused unread")
 
     def leave_call(self, party: str) -> None:
@@ -791,11 +792,14 @@ class FlowRegistryServicer(agent_pb2_grpc.FlowRegistryServicer):
                 raise
             try:
                 data = first_request(requests, context.cancel, registry.request_receive_s)
-                if data is None:
-                    context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, registry.request_timed_out(host, rpc))
-                return serve(data, context)
             finally:
+                # the bound is on calls *waiting* for their request: once it came, serving
+                # takes milliseconds, and a host's agents (one certificate) may report
+                # several moves of one round at once
                 registry.leave_call(host)
+            if data is None:
+                context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, registry.request_timed_out(host, rpc))
+            return serve(data, context)
         return behaviour
 
     def handlers(self) -> grpc.GenericRpcHandler:

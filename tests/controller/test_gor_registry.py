@@ -4,13 +4,14 @@ registered the flow, a restarted agent's open orders fail, and a done report mak
 flow's 5-tuple follow its new source port."""
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import grpc
 import pytest
 
 from astral_proto.flows import HostFlow, flow_id
-from controller.registry import FlowRegistry, RegistryError
+from controller.registry import MAX_CALLS_PER_PARTY, FlowRegistry, FlowRegistryServicer, RegistryError
 
 HOST = {"b0s0": ["10.0.0.1", "10.0.1.1"], "b0s1": ["10.0.0.2"], "b1s0": ["10.1.0.1", "10.1.0.2"]}
 #: a test's name of a flow → (destination, destination QP) of b0s0's flow
@@ -208,3 +209,48 @@ def test_orders_never_reported_are_closed_after_their_lifetime() -> None:
     late = reg.order(sorted(reg._orders, key=lambda k: int(k.split("-")[1]))[0])
     reg.report("b0s0", late.order_id, I("a1"), done=True, sport=late.sport)   # still taken
     assert late.state == "done"
+
+
+def test_calls_whose_request_came_do_not_count_against_the_waiting_bound() -> None:
+    """A host's agents (one certificate) may report more moves at once than
+    MAX_CALLS_PER_PARTY: the bound is on calls still waiting for their request. The first
+    version counted a call until it was served, so a fifth concurrent report was refused
+    RESOURCE_EXHAUSTED and lost (review of this stop's merge)."""
+    svc = FlowRegistryServicer(FlowRegistry(b"s", HOST))
+    svc._host = lambda context, claimed: "b0s0"            # type: ignore[method-assign]
+    release = threading.Event()
+    served: list[bytes] = []
+
+    def serve(data: bytes, context: Any) -> bytes:
+        served.append(data)
+        release.wait(5.0)
+        return data
+
+    class Ctx:
+        def cancel(self) -> None:
+            pass
+
+        def abort(self, code: grpc.StatusCode, details: str) -> None:
+            raise RuntimeError(f"{code.name}: {details}")
+
+    behaviour = svc.bounded("ReportMove", serve)
+    errors: list[str] = []
+
+    def call(i: int) -> None:
+        try:
+            behaviour(iter([b"r%d" % i]), Ctx())
+        except RuntimeError as exc:
+            errors.append(str(exc))
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(MAX_CALLS_PER_PARTY + 2)]
+    for t in threads:
+        t.start()
+    deadline = threading.Event()
+    for _ in range(200):                                   # all being served at once (bounded)
+        if len(served) + len(errors) == len(threads):
+            break
+        deadline.wait(0.01)
+    release.set()
+    for t in threads:
+        t.join(5.0)
+    assert errors == [] and len(served) == MAX_CALLS_PER_PARTY + 2
