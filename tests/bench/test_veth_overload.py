@@ -75,10 +75,13 @@ def test_overload_figures_and_cleanup(engine: str, prefix: str, setup: OverloadS
         f"{prefix}.{name}.ctx_switches_per_frame": "switches",
         f"{prefix}.pps_per_core.{name}": "pps/core"}
     assert figures[f"{prefix}.pps.{name}"].value > 0
-    # forwarded never beyond offered, but for the windows' edges (the native path can keep
-    # up with the tiny probe's sender: then the two are equal up to that skew)
+    # forwarded never far beyond offered (a wrong counter, both directions counted, would be
+    # 2x): the native path keeps up with the tiny probe's sender and drains in its one
+    # 0.2 s window what the warm-up left in the rings and the kernel's backlog, so it may
+    # forward more than was sent in the window (CI at 00309c1: 292.7 against 258.0 kpps,
+    # +13 %; i32-dp-s49 saw it once too), hence 1.5x, not 1.1x
     assert figures[f"{prefix}.pps.{name}"].value <= \
-        1.1 * figures[f"{prefix}.pps.{name}_offered"].value
+        1.5 * figures[f"{prefix}.pps.{name}_offered"].value
     tag = f"p4b{os.getpid() % 100000}"
     links = subprocess.run(["ip", "-br", "link"], capture_output=True, text=True,
                            timeout=10).stdout
