@@ -86,7 +86,14 @@ and the cells are put back:
 * ``security.pfc_storm.limit_drops`` — what ``FabricIngress.admission.drops`` of the
   leaf's port towards b1s1 rose by;
 * ``security.pfc_storm.unlimited_leaked_pkts``, ``.unlimited_stuck_paused`` — the same
-  storm without the limit.
+  storm without the limit;
+* ``security.pfc_storm.pfcwd_storms``, ``.pfcwd_restored``, ``.target_queue_paused_ms`` —
+  the leaf's PFC watchdog on its queue towards b1s1 during the first storm (storms found
+  and restored; the time the queue was paused, summed: without the watchdog the whole
+  3 s storm, 2,993 ms; with it, detection needs 200 ms of the queue paused *with packets
+  waiting*, and starts again whenever that stops (a PAUSE ran out before the next came,
+  or the queue emptied): 1,556.7 ms on 2026-12-08, which of the two it was in that run not
+  measured).
 
 ``security.free_address`` (root and Mininet; p4sim) brings the default testbed up the same
 way (every leaf drops its own subnets' free addresses, ``controller.fabric.plan``) and runs
@@ -138,7 +145,7 @@ from testbed.arpflood import punt_flood
 from testbed.cli import compile_fabric
 from testbed.control import open_control
 from testbed.freeaddr import free_address, free_address_flood
-from testbed.pfcstorm import OCCUPANCY, PAUSED, PauseStorm, pause_storm
+from testbed.pfcstorm import DATA_PRIORITY, OCCUPANCY, PAUSED, PauseStorm, pause_storm
 from testbed.pki import FabricPki
 from testbed.spoof import host_shells, spoof_frames
 from testbed.tls import MONITOR, create_fabric_pki
@@ -374,13 +381,16 @@ def bench_pfc_storm(config: BenchConfig) -> dict[str, Figure]:
         conn = tb.programmer.connection(nic.leaf)
         port = nic.leaf_port
         before = conn.read_counter(ADMISSION_DROPS_COUNTER, port)[port].packets
-        limited = pause_storm(shells, tb.fabric, tb.state, SPOOF_ATTACKER, PAUSE_SENDER)
-        drops = conn.read_counter(ADMISSION_DROPS_COUNTER, port)[port].packets - before
         (limit,) = [e for e in tb.programmer.plans[nic.leaf].entries if e.table == T_ADMISSION]
-        conn.write([update(conn.table_entry(T_ADMISSION, {}, "NoAction", {}, is_default=True),
-                           "MODIFY")])
         ctl = open_control(tb.state.target, tb.state.switches[nic.leaf], nic.leaf)
         try:
+            wd0 = ctl.queue_stats(port)[port]["queues"][DATA_PRIORITY]
+            limited = pause_storm(shells, tb.fabric, tb.state, SPOOF_ATTACKER, PAUSE_SENDER)
+            drops = conn.read_counter(ADMISSION_DROPS_COUNTER, port)[port].packets - before
+            # the leaf's PFC watchdog on its queue towards the attacker (testbed.net.PFC_WATCHDOG)
+            wd = ctl.queue_stats(port)[port]["queues"][DATA_PRIORITY]
+            conn.write([update(conn.table_entry(T_ADMISSION, {}, "NoAction", {}, is_default=True),
+                               "MODIFY")])
             unlimited = pause_storm(shells, tb.fabric, tb.state, SPOOF_ATTACKER, PAUSE_SENDER)
         finally:
             ctl.register_reset(OCCUPANCY)
@@ -399,7 +409,11 @@ def bench_pfc_storm(config: BenchConfig) -> dict[str, Figure]:
             "security.pfc_storm.stuck_paused": Figure(stuck, "cells"),
             "security.pfc_storm.limit_drops": Figure(drops, "packets"),
             "security.pfc_storm.unlimited_leaked_pkts": Figure(open_leaked, "packets"),
-            "security.pfc_storm.unlimited_stuck_paused": Figure(open_stuck, "cells")}
+            "security.pfc_storm.unlimited_stuck_paused": Figure(open_stuck, "cells"),
+            "security.pfc_storm.pfcwd_storms": Figure(wd["pfcwd_storms"] - wd0["pfcwd_storms"], "storms"),
+            "security.pfc_storm.pfcwd_restored": Figure(wd["pfcwd_restored"] - wd0["pfcwd_restored"], "storms"),
+            "security.pfc_storm.target_queue_paused_ms":
+                Figure(round((wd["paused_us"] - wd0["paused_us"]) / 1000, 1), "ms")}
 
 
 def bench_free_address(config: BenchConfig) -> dict[str, Figure]:
